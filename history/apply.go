@@ -1,0 +1,76 @@
+package history
+
+import "time"
+
+// Apply computes the effect of c on a conversation whose metadata is m:
+// the new metadata and every message record to write, in order. superseded
+// are the active messages after c.Supersede.Seq, as the store read them (nil
+// when c.Supersede is nil). Apply is the one place the metadata counters
+// change, so every Store implementation keeps them the same way.
+func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
+	writes := make([]Message, 0, len(superseded)+len(c.Append))
+	if m.NextSeq == 0 {
+		m.NextSeq = 1
+		m.CreatedAt = c.Now
+		m.Status = StatusActive
+	}
+	if b := c.Supersede; b != nil {
+		for _, s := range superseded {
+			s.Flags |= Superseded
+			m.Messages--
+			m.Tokens -= s.Tokens
+			if s.Role == RoleUser {
+				m.Turns--
+			}
+			writes = append(writes, s)
+		}
+		if b.Seq+1 <= m.NextSeq-1 {
+			m.addGap(b.Seq+1, m.NextSeq-1)
+		}
+		m.LastTurn = b.Turn
+		if m.Cut > b.Seq {
+			m.Cut = 0
+		}
+		if m.Messages == 0 {
+			m.FirstHash = 0
+		}
+	}
+	now := time.Unix(0, c.Now)
+	for _, a := range c.Append {
+		a.Seq = m.NextSeq
+		m.NextSeq++
+		if a.Role == RoleUser || m.LastTurn == 0 {
+			m.LastTurn++
+			m.Turns++
+		}
+		a.Turn = m.LastTurn
+		a.Flags = 0
+		a.CreatedAt = now
+		if m.Messages == 0 {
+			m.FirstHash = a.Hash
+		}
+		m.Messages++
+		m.Tokens += a.Tokens
+		writes = append(writes, a)
+	}
+	if c.Cut > 0 {
+		m.Cut = c.Cut
+	}
+	if n := len(c.Append); n > 0 {
+		m.Status = StatusActive
+		if last := c.Append[n-1]; last.Role == RoleAssistant && hasToolCalls(last.Raw) {
+			m.Status = StatusAwaiting
+		}
+	}
+	if c.Model != "" {
+		m.Model = c.Model
+	}
+	if c.ResponseID != "" {
+		m.ResponseID = c.ResponseID
+	}
+	m.PromptTokens += int64(c.PromptTokens)
+	m.CompletionTokens += int64(c.CompletionTokens)
+	m.UpdatedAt = c.Now
+	m.Version++
+	return m, writes
+}

@@ -1,0 +1,301 @@
+// Package badgerstore is the embedded, default history.Store: Badger in a
+// local directory, one process per directory.
+//
+// Keys are namespaced by tenant, then conversation:
+//
+//	c \x00 tenant \x00 conversation \x00 'm'              metadata (JSON)
+//	c \x00 tenant \x00 conversation \x00 's' seq(8, BE)   message (history codec)
+//
+// Tenant and conversation ids never hold a NUL byte, so one conversation's
+// keys never share a prefix with another's.
+package badgerstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/recallproxy/recall/history"
+)
+
+// Options configure a Store. The zero value is usable.
+type Options struct {
+	// NoSync, if true, does not fsync each commit: faster, but a crash may
+	// lose the last commits (never a part of one). Default false: durable.
+	NoSync bool
+	// Logger receives Badger's own log lines at debug level (warnings and
+	// errors at their level). Default: discarded.
+	Logger *slog.Logger
+	// InMemory keeps everything in memory (tests and benchmarks only).
+	InMemory bool
+}
+
+// Store is a history.Store on Badger.
+type Store struct {
+	db *badger.DB
+}
+
+var _ history.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the store in dir. A directory already
+// open in another process fails with Badger's lock error.
+func Open(dir string, o Options) (*Store, error) {
+	bo := badger.DefaultOptions(dir).
+		WithSyncWrites(!o.NoSync).
+		WithLogger(slogAdapter{o.Logger}).
+		WithInMemory(o.InMemory).
+		WithNumVersionsToKeep(1).
+		WithMetricsEnabled(false)
+	if o.InMemory {
+		bo = bo.WithDir("").WithValueDir("")
+	}
+	db, err := badger.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close flushes and closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// DB exposes the underlying database for operator tools and tests.
+func (s *Store) DB() *badger.DB { return s.db }
+
+func convPrefix(k history.Key) []byte {
+	b := make([]byte, 0, 4+len(k.Tenant)+len(k.Conversation)+9)
+	b = append(b, 'c', 0)
+	b = append(b, k.Tenant...)
+	b = append(b, 0)
+	b = append(b, k.Conversation...)
+	return append(b, 0)
+}
+
+func metaKey(prefix []byte) []byte {
+	return append(bytes.Clone(prefix), 'm')
+}
+
+func msgKey(prefix []byte, seq uint64) []byte {
+	b := make([]byte, len(prefix), len(prefix)+9)
+	copy(b, prefix)
+	b = append(b, 's')
+	return binary.BigEndian.AppendUint64(b, seq)
+}
+
+func readMeta(txn *badger.Txn, prefix []byte) (history.Meta, bool, error) {
+	item, err := txn.Get(metaKey(prefix))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return history.Meta{}, false, nil
+	}
+	if err != nil {
+		return history.Meta{}, false, err
+	}
+	var m history.Meta
+	err = item.Value(func(v []byte) error {
+		var err error
+		m, err = history.UnmarshalMeta(v)
+		return err
+	})
+	return m, true, err
+}
+
+// Load reads the metadata and the tail q asks for, newest first, skipping
+// inactive ranges, and returns the tail oldest first.
+func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (history.Snapshot, error) {
+	var snap history.Snapshot
+	prefix := convPrefix(k)
+	err := s.db.View(func(txn *badger.Txn) error {
+		m, ok, err := readMeta(txn, prefix)
+		if err != nil || !ok {
+			snap.Complete = true
+			return err
+		}
+		snap.Meta = m
+		if m.Messages == 0 {
+			snap.Complete = true
+			return nil
+		}
+		opts := badger.DefaultIteratorOptions
+		opts.Reverse = true
+		opts.Prefix = append(bytes.Clone(prefix), 's')
+		opts.PrefetchValues = false
+		it := txn.NewIterator(opts)
+		defer it.Close()
+
+		var from uint64
+		if q.FromCut {
+			from = m.Cut
+		}
+		var tokens, turns int
+		tail := make([]history.Message, 0, 32)
+		seek := m.NextSeq - 1
+		for it.Seek(msgKey(prefix, seek)); it.Valid(); {
+			item := it.Item()
+			seq := binary.BigEndian.Uint64(item.Key()[len(prefix)+1:])
+			if g, ok := m.InGap(seq); ok {
+				if g.From <= 1 {
+					break
+				}
+				it.Seek(msgKey(prefix, g.From-1))
+				continue
+			}
+			enough := len(tail) >= q.MinMessages &&
+				(tokens >= q.Tokens || (from > 0 && seq < from) || (q.MaxTurns > 0 && turns >= q.MaxTurns))
+			if enough && len(tail) > 0 && tail[len(tail)-1].Role == history.RoleUser {
+				break // the oldest message read opens a turn: stop on its boundary
+			}
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			msg, err := history.DecodeMessage(v, seq)
+			if err != nil {
+				return err
+			}
+			if msg.Active() {
+				tail = append(tail, msg)
+				tokens += msg.Tokens
+				if msg.Role == history.RoleUser {
+					turns++
+				}
+			}
+			it.Next()
+		}
+		snap.Complete = len(tail) >= m.Messages
+		for i, j := 0, len(tail)-1; i < j; i, j = i+1, j-1 {
+			tail[i], tail[j] = tail[j], tail[i]
+		}
+		snap.Tail = tail
+		return nil
+	})
+	if err != nil {
+		return history.Snapshot{}, fmt.Errorf("badgerstore: load %s: %w", k, err)
+	}
+	return snap, ctx.Err()
+}
+
+// Commit applies c in one transaction.
+func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (history.Meta, error) {
+	if err := ctx.Err(); err != nil {
+		return history.Meta{}, err
+	}
+	prefix := convPrefix(k)
+	var out history.Meta
+	err := s.db.Update(func(txn *badger.Txn) error {
+		m, _, err := readMeta(txn, prefix)
+		if err != nil {
+			return err
+		}
+		if m.Version != c.Version {
+			return history.ErrConflict
+		}
+		var superseded []history.Message
+		if c.Supersede != nil {
+			superseded, err = activeAfter(txn, prefix, c.Supersede.Seq)
+			if err != nil {
+				return err
+			}
+		}
+		next, writes := history.Apply(m, c, superseded)
+		buf := make([]byte, 0, 512)
+		for i := range writes {
+			buf = history.AppendMessage(buf[:0], &writes[i])
+			if err := txn.Set(msgKey(prefix, writes[i].Seq), bytes.Clone(buf)); err != nil {
+				return err
+			}
+		}
+		mv, err := history.MarshalMeta(&next)
+		if err != nil {
+			return err
+		}
+		if err := txn.Set(metaKey(prefix), mv); err != nil {
+			return err
+		}
+		out = next
+		return nil
+	})
+	if err != nil {
+		return history.Meta{}, fmt.Errorf("badgerstore: commit %s: %w", k, err)
+	}
+	return out, nil
+}
+
+// activeAfter reads the active messages with Seq > after.
+func activeAfter(txn *badger.Txn, prefix []byte, after uint64) ([]history.Message, error) {
+	var out []history.Message
+	err := iterate(txn, prefix, after, func(m history.Message) bool {
+		if m.Active() {
+			out = append(out, m)
+		}
+		return true
+	})
+	return out, err
+}
+
+func iterate(txn *badger.Txn, prefix []byte, after uint64, fn func(history.Message) bool) error {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = append(bytes.Clone(prefix), 's')
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Seek(msgKey(prefix, after+1)); it.Valid(); it.Next() {
+		item := it.Item()
+		seq := binary.BigEndian.Uint64(item.Key()[len(prefix)+1:])
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		m, err := history.DecodeMessage(v, seq)
+		if err != nil {
+			return err
+		}
+		if !fn(m) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Messages calls fn for each message after the given sequence number.
+func (s *Store) Messages(ctx context.Context, k history.Key, after uint64, all bool, fn func(history.Message) bool) error {
+	prefix := convPrefix(k)
+	err := s.db.View(func(txn *badger.Txn) error {
+		return iterate(txn, prefix, after, func(m history.Message) bool {
+			if !all && !m.Active() {
+				return true
+			}
+			return ctx.Err() == nil && fn(m)
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("badgerstore: messages %s: %w", k, err)
+	}
+	return ctx.Err()
+}
+
+// Delete erases the conversation's metadata and messages.
+func (s *Store) Delete(ctx context.Context, k history.Key) error {
+	prefix := convPrefix(k)
+	if err := s.db.DropPrefix(prefix); err != nil {
+		return fmt.Errorf("badgerstore: delete %s: %w", k, err)
+	}
+	return ctx.Err()
+}
+
+// slogAdapter routes Badger's logger to slog, its chatter at debug level.
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) log(level slog.Level, f string, args ...any) {
+	if a.l == nil {
+		return
+	}
+	a.l.Log(context.Background(), level, fmt.Sprintf(f, args...), "component", "badger")
+}
+func (a slogAdapter) Errorf(f string, args ...any)   { a.log(slog.LevelError, f, args...) }
+func (a slogAdapter) Warningf(f string, args ...any) { a.log(slog.LevelWarn, f, args...) }
+func (a slogAdapter) Infof(f string, args ...any)    { a.log(slog.LevelDebug, f, args...) }
+func (a slogAdapter) Debugf(f string, args ...any)   { a.log(slog.LevelDebug, f, args...) }

@@ -1,0 +1,81 @@
+package history
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"time"
+)
+
+// Stored messages are encoded as a small binary header followed by the raw
+// JSON, so loading a message copies its bytes once and parses nothing.
+//
+//	version(1) flags(1) role(1) turn(uvarint) tokens(uvarint) created(varint) hash(8) raw
+const codecVersion = 1
+
+var roleCodes = [...]string{"", "system", "developer", RoleUser, RoleAssistant, RoleTool}
+
+func roleCode(role string) byte {
+	for i, r := range roleCodes {
+		if r == role {
+			return byte(i)
+		}
+	}
+	return 0
+}
+
+// AppendMessage appends m's stored encoding (without its Seq, which lives
+// in the key) to dst.
+func AppendMessage(dst []byte, m *Message) []byte {
+	dst = append(dst, codecVersion, byte(m.Flags), roleCode(m.Role))
+	dst = binary.AppendUvarint(dst, uint64(m.Turn))
+	dst = binary.AppendUvarint(dst, uint64(m.Tokens))
+	dst = binary.AppendVarint(dst, m.CreatedAt.UnixNano())
+	dst = binary.LittleEndian.AppendUint64(dst, m.Hash)
+	return append(dst, m.Raw...)
+}
+
+// DecodeMessage decodes a stored message. m.Raw aliases b: copy b first if
+// it does not outlive the call that produced it (as with Badger values).
+func DecodeMessage(b []byte, seq uint64) (Message, error) {
+	if len(b) < 3 || b[0] != codecVersion {
+		return Message{}, errorf("decode message %d: bad header", seq)
+	}
+	m := Message{Seq: seq, Flags: Flags(b[1])}
+	if int(b[2]) < len(roleCodes) {
+		m.Role = roleCodes[b[2]]
+	}
+	b = b[3:]
+	turn, n := binary.Uvarint(b)
+	if n <= 0 {
+		return Message{}, errorf("decode message %d: bad turn", seq)
+	}
+	b = b[n:]
+	tokens, n := binary.Uvarint(b)
+	if n <= 0 {
+		return Message{}, errorf("decode message %d: bad tokens", seq)
+	}
+	b = b[n:]
+	created, n := binary.Varint(b)
+	if n <= 0 || len(b[n:]) < 8 {
+		return Message{}, errorf("decode message %d: bad time", seq)
+	}
+	b = b[n:]
+	m.Turn = uint32(turn)
+	m.Tokens = int(tokens)
+	m.CreatedAt = time.Unix(0, created)
+	m.Hash = binary.LittleEndian.Uint64(b)
+	m.Raw = b[8:]
+	return m, nil
+}
+
+// MarshalMeta encodes a metadata record.
+func MarshalMeta(m *Meta) ([]byte, error) { return json.Marshal(m) }
+
+// UnmarshalMeta decodes a metadata record.
+func UnmarshalMeta(b []byte) (Meta, error) {
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Meta{}, errorf("decode meta: %w", err)
+	}
+	return m, nil
+}

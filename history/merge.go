@@ -1,0 +1,124 @@
+package history
+
+import "fmt"
+
+// Mode selects how a request's messages are merged with the stored history.
+type Mode string
+
+// Merge modes (DESIGN.md section 4).
+const (
+	// Auto drops the longest overlap between the start of the incoming
+	// messages and the end of the stored history, and treats a resend from
+	// the first message that diverges as an edit.
+	Auto Mode = "auto"
+	// Append treats every incoming message as new.
+	Append Mode = "append"
+	// Sync takes the client's messages as the truth: the common prefix is
+	// kept and the rest of storage superseded.
+	Sync Mode = "sync"
+	// Off neither injects nor records.
+	Off Mode = "off"
+)
+
+// ParseMode returns the mode named s.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case Auto, Append, Sync, Off:
+		return m, nil
+	}
+	return "", fmt.Errorf("history: unknown mode %q (want auto, append, sync or off)", s)
+}
+
+// Merged is the outcome of a merge.
+type Merged struct {
+	// History is the stored active history the context is built from, oldest
+	// first (after any supersede).
+	History []Message
+	// New are the incoming messages that are not yet stored, in order.
+	New []Message
+	// Supersede, if set, is the boundary after which stored messages are
+	// superseded when the turn commits.
+	Supersede *Boundary
+}
+
+// HeadFunc reads the first n active messages of the conversation, oldest
+// first. The merge calls it only when a client resends from the start and
+// the loaded tail does not reach back that far.
+type HeadFunc func(n int) ([]Message, error)
+
+// Merge works out which of the incoming messages in are new, given the
+// snapshot a Store loaded with Query.MinMessages >= len(in). Only the
+// messages' Hash and Role are read. Cost follows len(in) and the snapshot,
+// never the stored history.
+func Merge(mode Mode, in []Message, snap Snapshot, head HeadFunc) (Merged, error) {
+	tail := snap.Tail
+	switch mode {
+	case Append, Off:
+		return Merged{History: tail, New: in}, nil
+	case Sync:
+		return resync(in, snap, head)
+	}
+	if j := overlap(in, tail); j > 0 {
+		return Merged{History: tail, New: in[j:]}, nil
+	}
+	if len(in) > 1 && snap.Meta.Messages > 0 && in[0].Hash == snap.Meta.FirstHash {
+		return resync(in, snap, head)
+	}
+	return Merged{History: tail, New: in}, nil
+}
+
+// resync keeps the common prefix of in and the stored history and
+// supersedes the stored rest.
+func resync(in []Message, snap Snapshot, head HeadFunc) (Merged, error) {
+	stored := snap.Tail
+	if !snap.Complete {
+		var err error
+		if stored, err = head(len(in)); err != nil {
+			return Merged{}, err
+		}
+	}
+	p := 0
+	for p < len(in) && p < len(stored) && in[p].Hash == stored[p].Hash {
+		p++
+	}
+	m := Merged{History: stored[:p], New: in[p:]}
+	if p < snap.Meta.Messages {
+		b := &Boundary{}
+		if p > 0 {
+			b.Seq, b.Turn = stored[p-1].Seq, stored[p-1].Turn
+		}
+		m.Supersede = b
+	}
+	return m, nil
+}
+
+// overlap returns the length of the longest prefix of in that is a suffix
+// of tail, comparing hashes (Knuth-Morris-Pratt: linear in both).
+func overlap(in, tail []Message) int {
+	if len(in) == 0 || len(tail) == 0 {
+		return 0
+	}
+	if len(tail) > len(in) {
+		tail = tail[len(tail)-len(in):] // a longer overlap is impossible
+	}
+	fail := make([]int, len(in))
+	for i, k := 1, 0; i < len(in); i++ {
+		for k > 0 && in[i].Hash != in[k].Hash {
+			k = fail[k-1]
+		}
+		if in[i].Hash == in[k].Hash {
+			k++
+		}
+		fail[i] = k
+	}
+	q := 0
+	for _, t := range tail {
+		for q > 0 && (q == len(in) || t.Hash != in[q].Hash) {
+			q = fail[q-1]
+		}
+		if t.Hash == in[q].Hash {
+			q++
+		}
+	}
+	return q
+}

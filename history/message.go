@@ -1,0 +1,162 @@
+package history
+
+import (
+	"fmt"
+	"time"
+)
+
+// Roles that matter to turn and tool-call structure.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Flags mark stored messages that are kept but never sent.
+type Flags uint8
+
+const (
+	// Superseded marks a message replaced by a client's edit or regeneration.
+	Superseded Flags = 1 << iota
+	// Forgotten marks a message removed by a forget operation.
+	Forgotten
+)
+
+// Inactive is the set of flags that keep a message out of every context.
+const Inactive = Superseded | Forgotten
+
+// Message is one stored (or about to be stored) chat message.
+type Message struct {
+	// Seq is the message's position in its conversation, from 1. The store
+	// assigns it on commit.
+	Seq uint64
+	// Turn is the turn the message belongs to, from 1. The store assigns it
+	// on commit: a user message opens a new turn.
+	Turn uint32
+	// Role is the message's role.
+	Role string
+	// Raw is the message's JSON exactly as it arrived (a tool result longer
+	// than the tenant's storage limit is stored cut, with a marker).
+	Raw []byte
+	// Tokens is the message's token count, computed once when it is written.
+	Tokens int
+	// Hash is the canonical hash of Raw (see rewrite.Hash), used by the merge.
+	Hash uint64
+	// Flags mark inactive messages.
+	Flags Flags
+	// CreatedAt is when the message was committed.
+	CreatedAt time.Time
+}
+
+// Active reports whether the message may be sent upstream.
+func (m *Message) Active() bool { return m.Flags&Inactive == 0 }
+
+// Key names a conversation: the tenant's namespace, then its id.
+type Key struct {
+	// Tenant is the tenant's namespace (the tenant id, or a credential hash
+	// in pass-through mode).
+	Tenant string
+	// Conversation is the client-chosen id.
+	Conversation string
+}
+
+func (k Key) String() string { return k.Tenant + "/" + k.Conversation }
+
+// ValidID reports whether id is an acceptable conversation id: 1-128
+// characters of [A-Za-z0-9._:@-].
+func ValidID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '.' || c == '_' || c == ':' || c == '@' || c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Status is a conversation's state.
+type Status string
+
+// Conversation states.
+const (
+	StatusActive   Status = "active"
+	StatusAwaiting Status = "awaiting_tool_results"
+	StatusIdle     Status = "idle"
+	StatusEnded    Status = "ended"
+)
+
+// Range is an inclusive range of sequence numbers.
+type Range struct{ From, To uint64 }
+
+// Meta is a conversation's metadata record, updated in the same atomic
+// write as the messages it describes.
+type Meta struct {
+	// NextSeq is the sequence number the next appended message gets.
+	NextSeq uint64 `json:"next_seq"`
+	// FirstHash is the hash of the first active message; the merge uses it to
+	// recognise a client that resends the conversation from its start.
+	FirstHash uint64 `json:"first_hash,omitempty"`
+	// LastTurn is the turn of the newest active message.
+	LastTurn uint32 `json:"last_turn"`
+	// Turns, Messages and Tokens count the active (sendable) history.
+	Turns    int `json:"turns"`
+	Messages int `json:"messages"`
+	Tokens   int `json:"tokens"`
+	// Cut is the cache-stable cut point: the first sequence number the last
+	// curated context could include. Curation keeps it until the budget forces
+	// the next step, so consecutive requests share their prefix.
+	Cut uint64 `json:"cut,omitempty"`
+	// Gaps are ranges of inactive messages, skipped when loading.
+	Gaps []Range `json:"gaps,omitempty"`
+	// Status is the conversation's state.
+	Status Status `json:"status"`
+	// Model and ResponseID are those of the last committed answer.
+	Model      string `json:"model,omitempty"`
+	ResponseID string `json:"response_id,omitempty"`
+	// PromptTokens and CompletionTokens add up the upstream's reported usage.
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	// CreatedAt and UpdatedAt are Unix nanoseconds.
+	CreatedAt int64 `json:"created_at"`
+	UpdatedAt int64 `json:"updated_at"`
+	// Version counts commits; a networked store uses it for optimistic
+	// concurrency.
+	Version uint64 `json:"version"`
+}
+
+// InGap returns the gap holding seq, if any.
+func (m *Meta) InGap(seq uint64) (Range, bool) {
+	for _, g := range m.Gaps {
+		if seq >= g.From && seq <= g.To {
+			return g, true
+		}
+	}
+	return Range{}, false
+}
+
+// addGap records [from, to] as inactive, merging with an adjacent gap.
+func (m *Meta) addGap(from, to uint64) {
+	if from > to {
+		return
+	}
+	for i := range m.Gaps {
+		g := &m.Gaps[i]
+		if from <= g.To+1 && to+1 >= g.From {
+			g.From = min(g.From, from)
+			g.To = max(g.To, to)
+			return
+		}
+	}
+	m.Gaps = append(m.Gaps, Range{from, to})
+}
+
+// errorf formats a package error.
+func errorf(format string, args ...any) error {
+	return fmt.Errorf("history: "+format, args...)
+}

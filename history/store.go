@@ -1,0 +1,88 @@
+package history
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrConflict is returned by Store.Commit when the conversation changed
+// since the snapshot the change was computed from.
+var ErrConflict = errors.New("history: conversation changed concurrently")
+
+// Store keeps conversations. It is written for two implementations: the
+// embedded Badger store (history/badgerstore) and, later, a networked store
+// shared by several proxy replicas; both namespace keys by tenant, then
+// conversation, keep messages as append-only records by sequence number,
+// and update the metadata record in the same atomic write.
+type Store interface {
+	// Load returns the conversation's metadata and the newest active
+	// messages that q asks for. A conversation never written returns a zero
+	// Snapshot and no error.
+	Load(ctx context.Context, k Key, q Query) (Snapshot, error)
+	// Commit applies c atomically: every message is appended and every flag
+	// set, with the metadata, or nothing is. It fails with ErrConflict if
+	// the metadata's Version is no longer c.Version.
+	Commit(ctx context.Context, k Key, c Change) (Meta, error)
+	// Messages calls fn for each message with Seq > after, oldest first,
+	// including inactive ones when all is true, until fn returns false.
+	Messages(ctx context.Context, k Key, after uint64, all bool, fn func(Message) bool) error
+	// Delete erases every trace of the conversation.
+	Delete(ctx context.Context, k Key) error
+}
+
+// Query says how much of a conversation's tail Load reads, newest first.
+// Reading stops once every bound is met, at the start of a turn, so cost
+// follows what can be sent, never the length of the stored history.
+type Query struct {
+	// MinMessages is the least number of active messages to read (the merge
+	// needs as many as the client sent to find the overlap).
+	MinMessages int
+	// Tokens is the least number of tokens to read (the budget), unless the
+	// history holds fewer.
+	Tokens int
+	// MaxTurns, if > 0, stops reading after that many whole turns once
+	// MinMessages is met.
+	MaxTurns int
+	// FromCut stops reading at the conversation's cache-stable cut point
+	// (Meta.Cut); MinMessages still reads past it.
+	FromCut bool
+}
+
+// Snapshot is a conversation as Load read it.
+type Snapshot struct {
+	// Meta is the metadata record; its zero value means a new conversation.
+	Meta Meta
+	// Tail holds the newest active messages read, oldest first.
+	Tail []Message
+	// Complete reports whether Tail reaches back to the first active message.
+	Complete bool
+}
+
+// Change is one atomic write to a conversation.
+type Change struct {
+	// Version is the metadata Version the change was computed from.
+	Version uint64
+	// Supersede, if set, flags every active message after a boundary as
+	// superseded before Append is applied.
+	Supersede *Boundary
+	// Append are the messages to add, in order; Seq, Turn and CreatedAt are
+	// assigned by the store.
+	Append []Message
+	// Cut, if > 0, becomes the metadata's cache-stable cut point.
+	Cut uint64
+	// Model, ResponseID and usage describe the upstream's answer.
+	Model            string
+	ResponseID       string
+	PromptTokens     int
+	CompletionTokens int
+	// Now is the commit time in Unix nanoseconds (passed in: stores read no
+	// clock).
+	Now int64
+}
+
+// Boundary is the last message kept by a supersede: Seq 0 supersedes the
+// whole history.
+type Boundary struct {
+	Seq  uint64
+	Turn uint32
+}

@@ -1,0 +1,187 @@
+package history
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrContextLength is returned when even the current turn does not fit the
+// budget. The proxy answers it as OpenAI does: 400 context_length_exceeded.
+var ErrContextLength = errors.New("history: context length exceeded")
+
+// Turn is a user message and everything after it up to the next user
+// message (the first turn of a window may lack its user message).
+type Turn struct {
+	Messages []Message
+	Tokens   int
+}
+
+// Seq returns the sequence number of the turn's first message.
+func (t *Turn) Seq() uint64 { return t.Messages[0].Seq }
+
+// Report says what curation did to one context.
+type Report struct {
+	// StoredTurns is the number of turns the conversation holds, the current
+	// one included; IncludedTurns how many were sent.
+	StoredTurns, IncludedTurns int
+	// DroppedTurns counts turns read but not sent (turns behind the
+	// cache-stable cut are not even read, and count in StoredTurns only).
+	DroppedTurns int
+	// TruncatedToolResults counts earlier tool results cut for the context.
+	TruncatedToolResults int
+	// RepairedCalls counts unanswered tool calls removed and orphan tool
+	// results dropped from the sent copy.
+	RepairedCalls int
+	// Tokens is the estimate of the whole prompt: fixed part plus messages.
+	Tokens int
+	// SavedTokens is what curation kept out of the context, of what was read.
+	SavedTokens int
+}
+
+// Window is one request's context while it is curated: older turns, then
+// the current turn, which holds the new messages and is never dropped.
+// Strategies narrow and rewrite it; nothing in it is written back to the
+// store except Cut.
+type Window struct {
+	// Turns are the turns in context, oldest first; the last is current.
+	Turns []Turn
+	// Budget is the most prompt tokens that may be sent (0: no limit).
+	Budget int
+	// Fixed counts the tokens sent besides these turns: instructions,
+	// summary, tool definitions and the reply priming.
+	Fixed int
+	// Cut is the cache-stable cut point: turns starting before it are not
+	// sent. Strategies move it forward in steps; the proxy stores it.
+	Cut uint64
+	// Count returns the tokens of a rewritten message; strategies that
+	// change a message's text use it.
+	Count func(raw []byte) int
+	// Report accumulates what curation did.
+	Report Report
+}
+
+// NewWindow splits history and the new messages into turns. History
+// messages carry their stored Seq; new messages must carry the Seq they will
+// be stored under, so a cut point can name them. storedTurns is the
+// conversation's stored turn count before this request.
+func NewWindow(hist, fresh []Message, cut uint64, storedTurns int) *Window {
+	w := &Window{Cut: cut}
+	all := make([]Message, 0, len(hist)+len(fresh))
+	all = append(all, hist...)
+	all = append(all, fresh...)
+	start := 0
+	for i := 1; i <= len(all); i++ {
+		if i == len(all) || all[i].Role == RoleUser {
+			t := Turn{Messages: all[start:i:i]}
+			for _, m := range t.Messages {
+				t.Tokens += m.Tokens
+			}
+			w.Turns = append(w.Turns, t)
+			start = i
+		}
+	}
+	read := len(w.Turns)
+	// Turns behind the stored cut stay out (the store may have read them to
+	// satisfy the merge); the current turn always stays.
+	for len(w.Turns) > 1 && cut > 0 && w.Turns[0].Seq() < cut {
+		w.Turns = w.Turns[1:]
+	}
+	w.Report.DroppedTurns = read - len(w.Turns)
+	w.Report.StoredTurns = storedTurns
+	if len(fresh) > 0 && fresh[0].Role == RoleUser {
+		w.Report.StoredTurns++
+	}
+	return w
+}
+
+// Tokens returns the window's prompt estimate: Fixed plus every turn.
+func (w *Window) Tokens() int {
+	n := w.Fixed
+	for i := range w.Turns {
+		n += w.Turns[i].Tokens
+	}
+	return n
+}
+
+// Drop removes the n oldest turns (never the current one) and moves the cut
+// point to the first remaining turn.
+func (w *Window) Drop(n int) {
+	n = min(n, len(w.Turns)-1)
+	if n <= 0 {
+		return
+	}
+	for _, t := range w.Turns[:n] {
+		w.Report.SavedTokens += t.Tokens
+	}
+	w.Turns = w.Turns[n:]
+	w.Report.DroppedTurns += n
+	if len(w.Turns) > 0 && len(w.Turns[0].Messages) > 0 {
+		w.Cut = w.Turns[0].Seq()
+	}
+}
+
+// Strategy is one step of curation. Strategies are small values, composed
+// in the order a tenant's configuration names them.
+type Strategy interface {
+	Curate(w *Window) error
+}
+
+// Curate runs s over w, then repairs tool-call coherence and returns the
+// messages to send, oldest first, with their token counts.
+func Curate(w *Window, s Strategy) ([]Message, error) {
+	if s != nil {
+		if err := s.Curate(w); err != nil {
+			return nil, err
+		}
+	}
+	// The budget is an invariant, whatever the configured strategies: drop
+	// what must go, and fail only when the current turn alone is too big.
+	if err := w.fit(1); err != nil {
+		return nil, err
+	}
+	if w.Budget > 0 && w.Tokens() > w.Budget {
+		return nil, fmt.Errorf("%w: the current turn needs %d tokens, the budget is %d", ErrContextLength, w.Tokens(), w.Budget)
+	}
+	n := 0
+	for i := range w.Turns {
+		n += len(w.Turns[i].Messages)
+	}
+	out := make([]Message, 0, n)
+	for i := range w.Turns {
+		out = append(out, w.Turns[i].Messages...)
+	}
+	out, repaired := Repair(out, w.Count)
+	w.Report.RepairedCalls += repaired
+	w.Report.IncludedTurns = len(w.Turns)
+	w.Report.Tokens = w.Fixed
+	for i := range out {
+		w.Report.Tokens += out[i].Tokens
+	}
+	return out, nil
+}
+
+// fit drops the oldest turns until the window fits the budget, and when it
+// has to drop, keeps dropping down to lowWater of the budget so the cut
+// point holds for the next requests.
+func (w *Window) fit(lowWater float64) error {
+	if w.Budget <= 0 || w.Tokens() <= w.Budget {
+		return nil
+	}
+	target := int(float64(w.Budget) * lowWater)
+	total, n := w.Tokens(), 0
+	for n < len(w.Turns)-1 && total > target {
+		total -= w.Turns[n].Tokens
+		n++
+	}
+	// Dropping down to the low-water mark must not drop more than it takes
+	// to fit if the low-water mark is out of reach anyway.
+	if total > target {
+		total, n = w.Tokens(), 0
+		for n < len(w.Turns)-1 && total > w.Budget {
+			total -= w.Turns[n].Tokens
+			n++
+		}
+	}
+	w.Drop(n)
+	return nil
+}

@@ -1,0 +1,12 @@
+// Package proxy is Recall's HTTP side: the fasthttp server, routing, tenant
+// authentication, the upstream client, the streaming relay and the
+// chat-completions pipeline that wires package history (what to send,
+// what to record) to package rewrite (how to read and rewrite bodies).
+//
+// Per chat-completions request with a conversation id: authenticate,
+// validate, load the conversation's tail, merge, curate, forward with only
+// "messages" replaced, relay the answer as it arrives, and commit the new
+// messages with the answer as one atomic write once the answer is whole.
+// Requests on one conversation are serialised; different conversations
+// never wait on each other.
+package proxy

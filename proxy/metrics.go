@@ -1,0 +1,108 @@
+package proxy
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+
+	"github.com/recallproxy/recall/history"
+)
+
+// Metrics are Recall's Prometheus metrics. Labels are bounded: tenant ids
+// come from configuration, never conversation ids or credentials.
+type Metrics struct {
+	reg      *prometheus.Registry
+	handler  fasthttp.RequestHandler
+	requests *prometheus.CounterVec
+	total    *prometheus.HistogramVec
+	upstream *prometheus.HistogramVec
+	overhead *prometheus.HistogramVec
+	context  *prometheus.HistogramVec
+	saved    *prometheus.CounterVec
+	dropped  *prometheus.CounterVec
+	cut      *prometheus.CounterVec
+	repaired *prometheus.CounterVec
+	store    *prometheus.HistogramVec
+	commits  *prometheus.CounterVec
+	aborted  *prometheus.CounterVec
+}
+
+// NewMetrics registers Recall's metrics, plus the Go and process
+// collectors, on reg (a new registry if nil).
+func NewMetrics(reg *prometheus.Registry) *Metrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	latency := []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+	m := &Metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_requests_total",
+			Help: "Requests answered, by tenant, route and status."}, []string{"tenant", "route", "status"}),
+		total: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "recall_request_duration_seconds",
+			Help: "End-to-end request time, to the last byte relayed.", Buckets: latency}, []string{"tenant"}),
+		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "recall_upstream_duration_seconds",
+			Help: "Time from sending upstream to the answer's last byte.", Buckets: latency}, []string{"tenant"}),
+		overhead: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "recall_overhead_seconds",
+			Help: "Time Recall adds: end-to-end minus upstream.", Buckets: latency}, []string{"tenant"}),
+		context: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "recall_context_tokens",
+			Help: "Estimated prompt tokens sent upstream per request.", Buckets: prometheus.ExponentialBuckets(64, 2, 14)}, []string{"tenant"}),
+		saved: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_tokens_saved_total",
+			Help: "Tokens curation kept out of contexts (dropped turns, cut tool results)."}, []string{"tenant"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_turns_dropped_total",
+			Help: "Turns read but left out of a context."}, []string{"tenant"}),
+		cut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_tool_results_truncated_total",
+			Help: "Earlier tool results cut for a context."}, []string{"tenant"}),
+		repaired: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_calls_repaired_total",
+			Help: "Unanswered tool calls and orphan results removed from sent contexts."}, []string{"tenant"}),
+		store: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "recall_store_duration_seconds",
+			Help: "Store operation latency.", Buckets: latency}, []string{"op"}),
+		commits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_commit_failures_total",
+			Help: "Answers that could not be recorded."}, []string{"tenant"}),
+		aborted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_streams_aborted_total",
+			Help: "Streams that ended without a whole answer (upstream cut, client gone): nothing committed."}, []string{"tenant"}),
+	}
+	reg.MustRegister(m.requests, m.total, m.upstream, m.overhead, m.context, m.saved, m.dropped, m.cut,
+		m.repaired, m.store, m.commits, m.aborted)
+	m.handler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return m
+}
+
+// Registry returns the registry the metrics are registered on.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+func (m *Metrics) serve(rc *fasthttp.RequestCtx) { m.handler(rc) }
+
+func (m *Metrics) activeConversations(f func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "recall_active_conversations",
+		Help: "Conversations with a request in flight."}, func() float64 { return float64(f()) }))
+}
+
+func (m *Metrics) request(tenant, route string, status int) {
+	m.requests.WithLabelValues(tenant, route, strconv.Itoa(status)).Inc()
+}
+
+func (m *Metrics) latency(tenant string, total, upstream time.Duration) {
+	m.total.WithLabelValues(tenant).Observe(total.Seconds())
+	m.upstream.WithLabelValues(tenant).Observe(upstream.Seconds())
+	m.overhead.WithLabelValues(tenant).Observe((total - upstream).Seconds())
+}
+
+func (m *Metrics) curated(tenant string, r history.Report) {
+	m.context.WithLabelValues(tenant).Observe(float64(r.Tokens))
+	m.saved.WithLabelValues(tenant).Add(float64(r.SavedTokens))
+	m.dropped.WithLabelValues(tenant).Add(float64(r.DroppedTurns))
+	m.cut.WithLabelValues(tenant).Add(float64(r.TruncatedToolResults))
+	m.repaired.WithLabelValues(tenant).Add(float64(r.RepairedCalls))
+}
+
+func (m *Metrics) storeOp(op string, d time.Duration) { m.store.WithLabelValues(op).Observe(d.Seconds()) }
+
+func (m *Metrics) commitFailed(tenant string) { m.commits.WithLabelValues(tenant).Inc() }
+
+func (m *Metrics) streamAborted(tenant string) { m.aborted.WithLabelValues(tenant).Inc() }

@@ -1,0 +1,83 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// passthrough forwards any other /v1/ call untouched, with the same
+// authentication and key swap, streaming the request and response bodies.
+func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
+	start := s.cfg.Now()
+	c, err := s.authenticate(rc)
+	if err != nil {
+		s.fail(rc, "passthrough", "", err, start)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(c.timeout()))
+	var body io.Reader
+	size := int64(rc.Request.Header.ContentLength())
+	if st := rc.RequestBodyStream(); st != nil && size != 0 {
+		body = st
+	} else if b := rc.Request.Body(); len(b) > 0 {
+		body, size = bytesReader(b), int64(len(b))
+	}
+	if size < 0 {
+		size = -1 // chunked: unknown length
+	}
+	req, err := newUpstreamRequest(ctx, rc, c, path, body, size)
+	if err != nil {
+		cancel()
+		s.fail(rc, "passthrough", c.cfg.ID, err, start)
+		return
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		cancel()
+		s.fail(rc, "passthrough", c.cfg.ID, err, start)
+		return
+	}
+	copyResponseHeader(rc, resp)
+	upstreamAt := s.cfg.Now()
+	s.metrics.request(c.cfg.ID, "passthrough", resp.StatusCode)
+	s.inflight.Add(1)
+	rc.Response.ImmediateHeaderFlush = true
+	rc.SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer s.inflight.Done()
+		defer cancel()
+		defer resp.Body.Close()
+		defer recoverStream(s.log)
+		n, err := relayRaw(w, resp.Body)
+		s.log.Info("request", "route", "passthrough", "tenant", c.cfg.ID, "status", resp.StatusCode,
+			"bytes", n, "upstream_ms", ms(upstreamAt.Sub(start)), "error", errString(err))
+	})
+}
+
+// relayRaw copies r to w, flushing after every read so bytes reach the
+// client as they arrive. It stops at the first read or write error.
+func relayRaw(w *bufio.Writer, r io.Reader) (int64, error) {
+	buf := make([]byte, 32<<10)
+	var n int64
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			if _, werr := w.Write(buf[:k]); werr != nil {
+				return n, werr
+			}
+			if werr := w.Flush(); werr != nil {
+				return n, werr
+			}
+			n += int64(k)
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}

@@ -1,0 +1,243 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/history/tokens"
+)
+
+// Tenants supplies the current tenant set; config.Watcher implements it.
+type Tenants interface {
+	Current() *config.Set
+}
+
+// Config configures a Server. Zero fields take the documented defaults.
+type Config struct {
+	// Tenants supplies the tenants (required).
+	Tenants Tenants
+	// Store keeps conversations (required).
+	Store history.Store
+	// Logger receives one line per request and every failure. Default: discarded.
+	Logger *slog.Logger
+	// Metrics records Prometheus metrics. Default: a private registry.
+	Metrics *Metrics
+	// Counter counts tokens. Default: a new Counter.
+	Counter *tokens.Counter
+	// MaxBodyBytes bounds a chat-completions request body. Default 32 MiB.
+	MaxBodyBytes int
+	// MaxResponseBytes bounds an upstream answer Recall reads for its record
+	// (a non-streamed body, or one streamed event). Default 64 MiB.
+	MaxResponseBytes int
+	// StreamIdleTimeout ends an upstream stream that sends nothing for this
+	// long. Default 2m.
+	StreamIdleTimeout time.Duration
+	// Transport sends requests upstream. Default: a tuned http.Transport
+	// without transparent decompression.
+	Transport http.RoundTripper
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Server is the Recall HTTP server.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	metrics  *Metrics
+	counter  *tokens.Counter
+	client   *http.Client
+	locks    convLocks
+	srv      *fasthttp.Server
+	inflight sync.WaitGroup // stream writers still running
+	closing  atomic.Bool
+	tenants  tenantCache
+	textOnce sync.Map // hash -> tokens, for instructions and tools (bounded, see cachedTokens)
+	cached   atomic.Int64
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Tenants == nil || cfg.Store == nil {
+		return nil, errors.New("proxy: config needs Tenants and Store")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	if cfg.Counter == nil {
+		cfg.Counter = &tokens.Counter{}
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 32 << 20
+	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = 64 << 20
+	}
+	if cfg.StreamIdleTimeout <= 0 {
+		cfg.StreamIdleTimeout = 2 * time.Minute
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = DefaultTransport()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		metrics: cfg.Metrics,
+		counter: cfg.Counter,
+		client: &http.Client{
+			Transport: cfg.Transport,
+			// Redirects are the client's business: pass them through.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+	s.metrics.activeConversations(s.locks.active)
+	s.srv = &fasthttp.Server{
+		Handler:                       s.Handle,
+		Name:                          "recall",
+		NoDefaultServerHeader:         true,
+		NoDefaultContentType:          true,
+		DisableHeaderNamesNormalizing: false,
+		StreamRequestBody:             true,
+		MaxRequestBodySize:            cfg.MaxBodyBytes,
+		ReadTimeout:                   5 * time.Minute,
+		IdleTimeout:                   2 * time.Minute,
+		ReadBufferSize:                16 << 10,
+		CloseOnShutdown:               true,
+		Logger:                        fasthttpLogger{cfg.Logger},
+		ErrorHandler: func(rc *fasthttp.RequestCtx, err error) {
+			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+				writeError(rc, errBodyTooLarge)
+				return
+			}
+			writeError(rc, &apiError{status: 400, typ: "invalid_request_error", message: "Malformed HTTP request."})
+		},
+	}
+	return s, nil
+}
+
+// DefaultTransport returns the upstream transport Recall uses by default:
+// keep-alive pools sized for a busy proxy, and no transparent
+// decompression, so compressed answers reach the client as sent.
+func DefaultTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   512,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+}
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+
+// Shutdown stops accepting connections, waits for in-flight requests and
+// streams to finish until ctx ends, and returns. It does not close the store.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	err := s.srv.ShutdownWithContext(ctx)
+	done := make(chan struct{})
+	go func() { s.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		if err == nil {
+			err = ctx.Err()
+		}
+	}
+	return err
+}
+
+var (
+	pathHealthz  = []byte("/healthz")
+	pathReadyz   = []byte("/readyz")
+	pathMetrics  = []byte("/metrics")
+	pathChat     = []byte("/v1/chat/completions")
+	prefixV1     = []byte("/v1/")
+	prefixConv   = []byte("/c/")
+	prefixRecall = []byte("/recall/")
+)
+
+// Handle routes one request. It is the fasthttp.RequestHandler of the
+// server, exported so tests and embedders can serve it themselves.
+func (s *Server) Handle(rc *fasthttp.RequestCtx) {
+	path := rc.Path()
+	switch {
+	case bytes.Equal(path, pathHealthz):
+		rc.SetContentType("application/json")
+		rc.SetBodyString(`{"status":"ok"}`)
+		return
+	case bytes.Equal(path, pathReadyz):
+		rc.SetContentType("application/json")
+		if s.closing.Load() {
+			rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
+			rc.SetBodyString(`{"status":"shutting down"}`)
+			return
+		}
+		rc.SetBodyString(`{"status":"ready"}`)
+		return
+	case bytes.Equal(path, pathMetrics):
+		s.metrics.serve(rc)
+		return
+	}
+
+	conv := ""
+	if bytes.HasPrefix(path, prefixConv) {
+		rest := path[len(prefixConv):]
+		i := bytes.IndexByte(rest, '/')
+		if i < 0 {
+			s.reject(rc, "other", errNotFound)
+			return
+		}
+		conv = string(rest[:i])
+		path = rest[i:]
+		if !history.ValidID(conv) {
+			s.reject(rc, "chat", errBadConvID)
+			return
+		}
+	}
+	switch {
+	case bytes.Equal(path, pathChat):
+		if !rc.IsPost() {
+			s.reject(rc, "chat", errMethodNotAllow)
+			return
+		}
+		s.chat(rc, conv, path)
+	case bytes.HasPrefix(path, prefixV1):
+		s.passthrough(rc, path)
+	default:
+		s.reject(rc, "other", errNotFound)
+	}
+}
+
+// reject answers e and counts it.
+func (s *Server) reject(rc *fasthttp.RequestCtx, route string, e *apiError) {
+	writeError(rc, e)
+	s.metrics.request("", route, e.status)
+}
+
+type fasthttpLogger struct{ l *slog.Logger }
+
+func (f fasthttpLogger) Printf(format string, args ...any) {
+	f.l.Debug("fasthttp", "msg", sprintf(format, args...))
+}

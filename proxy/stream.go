@@ -1,0 +1,190 @@
+package proxy
+
+import (
+	"bufio"
+	"compress/flate"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/rewrite"
+)
+
+// errClientGone is a write or flush failure: the client left mid-stream.
+var errClientGone = errors.New("proxy: client gone mid-stream")
+
+// relayStream relays an upstream event stream to the client as it arrives
+// and, if record is set, rebuilds the answer from a parsed copy and commits
+// it once the last event was relayed. It owns resp, cancel and the
+// exchange's lock from here on: the stream writer runs after the handler
+// returns, touches nothing of rc, and releases all three.
+func (s *Server) relayStream(rc *fasthttp.RequestCtx, x *exchange, resp *http.Response, cancel context.CancelFunc, record bool) {
+	rc.Response.ImmediateHeaderFlush = true
+	rc.Response.Header.Del("Content-Length")
+	s.inflight.Add(1)
+	rc.SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer s.inflight.Done()
+		defer cancel()
+		defer resp.Body.Close()
+		defer func() {
+			if x.release != nil {
+				x.release()
+			}
+		}()
+		defer recoverStream(s.log)
+
+		// A stream that sends nothing for StreamIdleTimeout is ended.
+		idle := time.AfterFunc(s.cfg.StreamIdleTimeout, cancel)
+		defer idle.Stop()
+		body := &idleReader{r: resp.Body, t: idle, d: s.cfg.StreamIdleTimeout}
+
+		var asm rewrite.Assembler
+		var err error
+		switch enc := resp.Header.Get("Content-Encoding"); enc {
+		case "", "identity":
+			err = s.relayEvents(w, body, &asm)
+		default:
+			err = s.relayEncoded(w, body, enc, &asm)
+		}
+		upstreamDone := s.cfg.Now()
+		status := resp.StatusCode
+		if err == nil && record {
+			if !asm.Done() {
+				err = errors.New("proxy: stream ended without [DONE]")
+			} else if cerr := x.commit(context.Background(), asm.Reply()); cerr != nil {
+				s.metrics.commitFailed(x.c.cfg.ID)
+				err = fmt.Errorf("proxy: commit after stream: %w", cerr)
+			}
+		}
+		if err != nil {
+			s.metrics.streamAborted(x.c.cfg.ID)
+			if errors.Is(err, errClientGone) {
+				status = 499
+			}
+		}
+		x.done(status, upstreamDone, err)
+	})
+}
+
+// relayEvents relays an uncompressed stream event by event, flushing each,
+// and feeds every event's data to asm. It returns nil only if the upstream
+// ended the stream cleanly and every byte reached the client.
+func (s *Server) relayEvents(w *bufio.Writer, r io.Reader, asm *rewrite.Assembler) error {
+	er := rewrite.NewEventReader(r, s.cfg.MaxResponseBytes)
+	var bad error
+	for {
+		ev, err := er.Next()
+		if len(ev.Raw) > 0 {
+			if _, werr := w.Write(ev.Raw); werr != nil {
+				return fmt.Errorf("%w: %w", errClientGone, werr)
+			}
+			if werr := w.Flush(); werr != nil {
+				return fmt.Errorf("%w: %w", errClientGone, werr)
+			}
+			if len(ev.Data) > 0 && bad == nil {
+				bad = asm.Add(ev.Data)
+			}
+		}
+		if err == io.EOF {
+			return bad
+		}
+		if err != nil {
+			return fmt.Errorf("proxy: upstream stream: %w", err)
+		}
+	}
+}
+
+// relayEncoded relays a compressed stream as sent, flushing each read, and
+// decodes a copy in a goroutine to feed asm.
+func (s *Server) relayEncoded(w *bufio.Writer, r io.Reader, enc string, asm *rewrite.Assembler) error {
+	pr, pw := io.Pipe()
+	var wg sync.WaitGroup
+	var parseErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer pr.Close()
+		zr, err := decoder(enc, pr)
+		if err != nil {
+			parseErr = err
+			io.Copy(io.Discard, pr)
+			return
+		}
+		er := rewrite.NewEventReader(zr, s.cfg.MaxResponseBytes)
+		for {
+			ev, err := er.Next()
+			if len(ev.Data) > 0 && parseErr == nil {
+				parseErr = asm.Add(ev.Data)
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				parseErr = err
+				io.Copy(io.Discard, pr)
+				break
+			}
+		}
+	}()
+	_, err := relayRaw(w, io.TeeReader(r, pw))
+	pw.CloseWithError(err)
+	wg.Wait()
+	if err != nil {
+		return fmt.Errorf("%w: %w", errClientGone, err)
+	}
+	return parseErr
+}
+
+// decoder returns a reader decoding enc.
+func decoder(enc string, r io.Reader) (io.Reader, error) {
+	switch enc {
+	case "gzip", "x-gzip":
+		return gzip.NewReader(r)
+	case "deflate":
+		return flate.NewReader(r), nil
+	}
+	return nil, fmt.Errorf("proxy: unsupported content encoding %q", enc)
+}
+
+// decode returns raw decoded per its content encoding, bounded by limit.
+func decode(enc string, raw []byte, limit int) ([]byte, error) {
+	if enc == "" || enc == "identity" {
+		return raw, nil
+	}
+	zr, err := decoder(enc, bytesReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	return readLimited(zr, limit)
+}
+
+// idleReader pushes the idle deadline back on every read that returns data.
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	if n > 0 {
+		ir.t.Reset(ir.d)
+	}
+	return n, err
+}
+
+// recoverStream keeps a panic in a stream writer from taking the process
+// down: the stream ends, nothing is committed, and the panic is logged.
+func recoverStream(log *slog.Logger) {
+	if v := recover(); v != nil {
+		log.Error("stream writer panic", "panic", fmt.Sprint(v))
+	}
+}

@@ -1,0 +1,119 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/history"
+)
+
+// tenant is what the pipeline needs of a config.Tenant, built once per
+// tenant per configuration generation.
+type tenant struct {
+	cfg        *config.Tenant
+	baseURL    string // without a trailing slash, ends in the API version ("/v1")
+	convHeader string
+	mode       history.Mode
+	strategy   history.Strategy
+	lowWater   float64
+}
+
+// tenantCache maps the configuration's tenants to their runtime form. A new
+// configuration generation (hot reload) starts a new cache.
+type tenantCache struct {
+	mu  sync.RWMutex
+	set *config.Set
+	m   map[*config.Tenant]*tenant
+}
+
+func (c *tenantCache) get(set *config.Set, t *config.Tenant) (*tenant, error) {
+	c.mu.RLock()
+	if c.set == set {
+		if rt := c.m[t]; rt != nil {
+			c.mu.RUnlock()
+			return rt, nil
+		}
+	}
+	c.mu.RUnlock()
+
+	rt, err := newTenant(t)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.set != set {
+		c.set, c.m = set, make(map[*config.Tenant]*tenant)
+	}
+	c.m[t] = rt
+	c.mu.Unlock()
+	return rt, nil
+}
+
+func newTenant(t *config.Tenant) (*tenant, error) {
+	h := t.History
+	mode, err := history.ParseMode(h.Mode)
+	if err != nil {
+		return nil, err
+	}
+	strategy, err := history.Build(history.Policy{
+		Strategies:         h.Strategies,
+		MaxTurns:           h.MaxTurns,
+		LowWater:           h.LowWater,
+		OldToolResultChars: h.OldToolResultChars,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &tenant{
+		cfg:        t,
+		baseURL:    strings.TrimRight(t.Upstream.BaseURL, "/"),
+		convHeader: h.ConversationHeader,
+		mode:       mode,
+		strategy:   strategy,
+		lowWater:   h.LowWater,
+	}, nil
+}
+
+// caller is an authenticated request's tenant and namespace.
+type caller struct {
+	*tenant
+	namespace string // history.Key.Tenant
+	bearer    string // the client's credential, for pass-through upstreams
+}
+
+var bearerPrefix = []byte("Bearer ")
+
+// authenticate resolves the request's tenant from its bearer key. In
+// pass-through mode the namespace is a hash of the credential, so two keys
+// never see each other's conversations.
+func (s *Server) authenticate(rc *fasthttp.RequestCtx) (caller, error) {
+	auth := rc.Request.Header.Peek(fasthttp.HeaderAuthorization)
+	if len(auth) > len(bearerPrefix) && bytes.EqualFold(auth[:len(bearerPrefix)], bearerPrefix) {
+		auth = auth[len(bearerPrefix):]
+	} else {
+		auth = nil
+	}
+	bearer := string(bytes.TrimSpace(auth))
+	set := s.cfg.Tenants.Current()
+	t, ok := set.Authenticate(bearer)
+	if !ok {
+		return caller{}, errUnauthorized
+	}
+	rt, err := s.tenants.get(set, t)
+	if err != nil {
+		return caller{}, fmt.Errorf("proxy: tenant %s: %w", t.ID, err)
+	}
+	c := caller{tenant: rt, namespace: t.ID, bearer: bearer}
+	if t.PassThrough {
+		sum := sha256.Sum256([]byte(bearer))
+		c.namespace = t.ID + ".pt." + hex.EncodeToString(sum[:16])
+	}
+	return c, nil
+}

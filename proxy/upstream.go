@@ -1,0 +1,79 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+)
+
+// hopHeaders are not forwarded in either direction (RFC 9110 section 7.6.1),
+// with the framing headers each side sets itself.
+var hopHeaders = map[string]bool{
+	"Connection":          true,
+	"Proxy-Connection":    true,
+	"Keep-Alive":          true,
+	"Proxy-Authenticate":  true,
+	"Proxy-Authorization": true,
+	"Te":                  true,
+	"Trailer":             true,
+	"Transfer-Encoding":   true,
+	"Upgrade":             true,
+	"Content-Length":      true,
+	"Host":                true,
+}
+
+// newUpstreamRequest builds the upstream request for a client request:
+// same method, path below the API version and query, the client's headers
+// minus hop-by-hop, Recall's own and the credential, then the tenant's
+// credential and extra headers. path starts with "/v1/".
+func newUpstreamRequest(ctx context.Context, rc *fasthttp.RequestCtx, c caller, path []byte, body io.Reader, size int64) (*http.Request, error) {
+	url := c.baseURL + string(path[len("/v1"):])
+	if q := rc.URI().QueryString(); len(q) > 0 {
+		url += "?" + string(q)
+	}
+	req, err := http.NewRequestWithContext(ctx, string(rc.Method()), url, body)
+	if err != nil {
+		return nil, err
+	}
+	req.ContentLength = size
+	convHeader := strings.ToLower(c.convHeader)
+	for k, v := range rc.Request.Header.All() {
+		name := http.CanonicalHeaderKey(string(k))
+		lower := strings.ToLower(name)
+		if hopHeaders[name] || name == "Authorization" || lower == convHeader || strings.HasPrefix(lower, "x-recall-") {
+			continue
+		}
+		req.Header.Add(name, string(v))
+	}
+	key := c.cfg.Upstream.APIKey.Reveal()
+	if key == "" {
+		key = c.bearer
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for k, v := range c.cfg.Upstream.Headers {
+		req.Header.Set(k, v)
+	}
+	return req, nil
+}
+
+// copyResponseHeader copies the upstream's status and headers (request ids,
+// rate limits, content type and encoding) to the client response.
+func copyResponseHeader(rc *fasthttp.RequestCtx, resp *http.Response) {
+	rc.SetStatusCode(resp.StatusCode)
+	for name, vs := range resp.Header {
+		if hopHeaders[name] {
+			continue
+		}
+		for _, v := range vs {
+			rc.Response.Header.Add(name, v)
+		}
+	}
+}
+
+// timeoutOf returns the tenant's upstream timeout.
+func (c caller) timeout() (d int64) { return int64(c.cfg.Upstream.Timeout) }
