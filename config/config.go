@@ -1,0 +1,302 @@
+// Package config loads Recall's configuration: one global YAML file and,
+// optionally, a directory of per-tenant YAML files.
+//
+// Loading decodes each file over the defaults (a tenant file over the global
+// file's defaults section, so that every key it leaves out is inherited),
+// expands ${VAR} references from the environment, rejects unknown keys, and
+// validates. Every problem of every file is reported at once, one per line,
+// as "path/to/file.yaml: key.path: what is wrong".
+//
+// Secrets (API keys, the admin key) have the type Secret, which masks itself
+// in every printout. A Set of tenants is immutable and authenticates client
+// keys by their SHA-256 digest; a Watcher swaps in a new Set when the tenants
+// directory changes or on request.
+//
+// ${VAR} expansion applies to every value (never to keys) of every file. A
+// variable that is not set is an error naming it; one set to "" expands to "".
+// "$${" stands for a literal "${"; any other "$" is kept as written. An
+// expanded value is read as the key's type, so "budget_tokens: ${BUDGET}"
+// works; a value left empty by expansion of a non-string key keeps its
+// default.
+package config
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Global is the global configuration file. Its zero value is not useful:
+// start from DefaultGlobal or LoadGlobal.
+type Global struct {
+	// Listen is the host:port the proxy listens on. Default "127.0.0.1:8080".
+	Listen string `yaml:"listen"`
+	// DataDir is the Badger directory, relative to the working directory
+	// unless absolute. Default "./recall-data".
+	DataDir string `yaml:"data_dir"`
+	// TenantsDir holds one *.yaml or *.yml file per tenant. A relative path
+	// is resolved against the directory of the global file. Default "": one
+	// implicit tenant "default" in pass-through mode.
+	TenantsDir string `yaml:"tenants_dir"`
+	// AdminKey is a bearer key that may act on every tenant's conversations,
+	// plain or "sha256:<64 hex>". Default "": no admin key.
+	AdminKey Secret `yaml:"admin_key"`
+	// LogFormat is "json" or "text". Default "json".
+	LogFormat string `yaml:"log_format"`
+	// LogLevel is "debug", "info", "warn" or "error". Default "info".
+	LogLevel string `yaml:"log_level"`
+	// MaxBodyBytes is the largest request body accepted. Default 32 MiB.
+	MaxBodyBytes int `yaml:"max_body_bytes"`
+	// SyncWrites makes every commit fsync before it returns. Default true;
+	// LoadGlobal never leaves it nil.
+	SyncWrites *bool `yaml:"sync_writes"`
+	// Defaults is the policy every tenant starts from; a tenant file
+	// overrides it key by key.
+	Defaults Policy `yaml:"defaults"`
+	// File is the path the configuration was read from, "" for none.
+	File string `yaml:"-"`
+}
+
+// Policy is what a tenant file may set besides its id and keys. Global.Defaults
+// has the same shape.
+type Policy struct {
+	// Upstream is where requests are forwarded.
+	Upstream Upstream `yaml:"upstream"`
+	// History is how stored conversations are merged and curated.
+	History History `yaml:"history"`
+	// Summary is how older turns are compacted.
+	Summary Summary `yaml:"summary"`
+}
+
+// Upstream is the OpenAI-compatible API requests are forwarded to.
+type Upstream struct {
+	// BaseURL is the API root that "/chat/completions" and every other
+	// "/v1/..." path is appended to. Default "https://api.openai.com/v1".
+	BaseURL string `yaml:"base_url"`
+	// APIKey replaces the client's key upstream. Default "": pass the
+	// client's Authorization header through.
+	APIKey Secret `yaml:"api_key"`
+	// Headers are extra headers sent upstream. A tenant file that sets
+	// headers adds to (or replaces values of) the defaults' headers. Default
+	// none.
+	Headers map[string]string `yaml:"headers"`
+	// Timeout bounds a whole upstream exchange, streams included. Default 10m.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// History is how a conversation's stored messages are merged with a request
+// and curated into the context sent upstream.
+type History struct {
+	// ConversationHeader names the request header that carries the
+	// conversation id. Default "X-Conversation-ID".
+	ConversationHeader string `yaml:"conversation_header"`
+	// Mode is the merge mode when the request does not pick one: "auto",
+	// "append", "sync" or "off". Default "auto".
+	Mode string `yaml:"mode"`
+	// BudgetTokens is the most prompt tokens sent upstream: instructions,
+	// summary, history and new messages. At least 256. Default 16000.
+	BudgetTokens int `yaml:"budget_tokens"`
+	// LowWater is the fraction of the budget history is cut down to when it
+	// outgrows the budget, in (0, 1]. Default 0.7.
+	LowWater float64 `yaml:"low_water"`
+	// MaxTurns caps the turns sent; 0 means only the budget limits them.
+	// Default 0.
+	MaxTurns int `yaml:"max_turns"`
+	// OldToolResultChars is the length tool results of earlier turns are cut
+	// to in the context; 0 means they are not cut. Default 2000.
+	OldToolResultChars int `yaml:"old_tool_result_chars"`
+	// StoredToolResultChars is the length longer tool results are cut to
+	// when stored; 0 means they are stored whole. Default 50000.
+	StoredToolResultChars int `yaml:"stored_tool_result_chars"`
+	// Strategies are the curation strategies applied in order, from
+	// "passthrough", "sliding_window", "token_budget" and
+	// "tool_result_truncator". Default ["tool_result_truncator",
+	// "sliding_window", "token_budget"].
+	Strategies []string `yaml:"strategies"`
+	// Encoding is the tiktoken encoding, "o200k_base" or "cl100k_base".
+	// Default "": chosen by model.
+	Encoding string `yaml:"encoding"`
+	// ModelWindows maps a model-name prefix to an input window that
+	// overrides the built-in one. Default none.
+	ModelWindows map[string]int `yaml:"model_windows"`
+	// IdleTimeout is the silence after which the next request starts a new
+	// episode; 0 means never. Default 0.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// RetentionTTL expires conversations untouched this long; 0 means never.
+	// Default 0.
+	RetentionTTL Duration `yaml:"retention_ttl"`
+}
+
+// Summary is how older turns are compacted into a summary message.
+type Summary struct {
+	// Enabled turns compaction on. Default true.
+	Enabled bool `yaml:"enabled"`
+	// Model writes the summaries. Default "": the model of the request that
+	// triggered the compaction.
+	Model string `yaml:"model"`
+	// TriggerTurns: summarise when more unsummarised turns than this are
+	// stored. At least 1. Default 10.
+	TriggerTurns int `yaml:"trigger_turns"`
+	// KeepTurns is how many recent turns always stay verbatim after a
+	// summary; less than TriggerTurns. Default 3.
+	KeepTurns int `yaml:"keep_turns"`
+	// MaxTokens is the budget of the summary text itself. Default 1000.
+	MaxTokens int `yaml:"max_tokens"`
+}
+
+// Strategy names accepted in History.Strategies.
+const (
+	StrategyPassthrough         = "passthrough"
+	StrategySlidingWindow       = "sliding_window"
+	StrategyTokenBudget         = "token_budget"
+	StrategyToolResultTruncator = "tool_result_truncator"
+)
+
+// Merge modes accepted in History.Mode.
+const (
+	ModeAuto   = "auto"
+	ModeAppend = "append"
+	ModeSync   = "sync"
+	ModeOff    = "off"
+)
+
+// Environment variables read by ApplyEnv.
+const (
+	EnvListen      = "RECALL_LISTEN"
+	EnvUpstreamURL = "RECALL_UPSTREAM_URL"
+	EnvDataDir     = "RECALL_DATA_DIR"
+)
+
+// DefaultGlobal returns the configuration used when there is no file: every
+// key at its default. Each call returns fresh maps, slices and pointers.
+func DefaultGlobal() Global {
+	sync := true
+	return Global{
+		Listen:       "127.0.0.1:8080",
+		DataDir:      "./recall-data",
+		LogFormat:    "json",
+		LogLevel:     "info",
+		MaxBodyBytes: 32 << 20,
+		SyncWrites:   &sync,
+		Defaults: Policy{
+			Upstream: Upstream{
+				BaseURL: "https://api.openai.com/v1",
+				Timeout: Duration(10 * time.Minute),
+			},
+			History: History{
+				ConversationHeader:    "X-Conversation-ID",
+				Mode:                  ModeAuto,
+				BudgetTokens:          16000,
+				LowWater:              0.7,
+				OldToolResultChars:    2000,
+				StoredToolResultChars: 50000,
+				Strategies: []string{
+					StrategyToolResultTruncator,
+					StrategySlidingWindow,
+					StrategyTokenBudget,
+				},
+			},
+			Summary: Summary{
+				Enabled:      true,
+				TriggerTurns: 10,
+				KeepTurns:    3,
+				MaxTokens:    1000,
+			},
+		},
+	}
+}
+
+// LoadGlobal reads the global file at path over DefaultGlobal (path "" means
+// no file), expands ${VAR} from the process environment, applies the
+// RECALL_* overrides and validates. It is LoadGlobalEnv with os.LookupEnv.
+func LoadGlobal(path string) (Global, error) {
+	return LoadGlobalEnv(path, os.LookupEnv)
+}
+
+// LoadGlobalEnv is LoadGlobal with the environment given as a lookup
+// function (os.LookupEnv in production, a map in tests).
+func LoadGlobalEnv(path string, lookup func(string) (string, bool)) (Global, error) {
+	g := DefaultGlobal()
+	if path != "" {
+		data, err := readConfigFile(path)
+		if err != nil {
+			return Global{}, err
+		}
+		if err := decodeFile(path, data, &g, lookup, true); err != nil {
+			return Global{}, err
+		}
+		g.File = path
+		if g.TenantsDir != "" && !filepath.IsAbs(g.TenantsDir) {
+			g.TenantsDir = filepath.Join(filepath.Dir(path), g.TenantsDir)
+		}
+	}
+	if g.SyncWrites == nil {
+		sync := true
+		g.SyncWrites = &sync
+	}
+	g.ApplyEnv(lookup)
+	if err := g.Validate(); err != nil {
+		return Global{}, err
+	}
+	return g, nil
+}
+
+// ApplyEnv overrides g from RECALL_LISTEN (Listen), RECALL_UPSTREAM_URL
+// (Defaults.Upstream.BaseURL) and RECALL_DATA_DIR (DataDir). Variables that
+// are unset or empty change nothing. Tenants that set their own base_url
+// keep it.
+func (g *Global) ApplyEnv(lookup func(string) (string, bool)) {
+	if v, ok := lookup(EnvListen); ok && v != "" {
+		g.Listen = v
+	}
+	if v, ok := lookup(EnvUpstreamURL); ok && v != "" {
+		g.Defaults.Upstream.BaseURL = v
+	}
+	if v, ok := lookup(EnvDataDir); ok && v != "" {
+		g.DataDir = v
+	}
+}
+
+// clone returns a deep copy of p, so that decoding a tenant file over it
+// never writes into the defaults' maps.
+func (p Policy) clone() Policy {
+	c := p
+	if p.Upstream.Headers != nil {
+		c.Upstream.Headers = make(map[string]string, len(p.Upstream.Headers))
+		for k, v := range p.Upstream.Headers {
+			c.Upstream.Headers[k] = v
+		}
+	}
+	if p.History.ModelWindows != nil {
+		c.History.ModelWindows = make(map[string]int, len(p.History.ModelWindows))
+		for k, v := range p.History.ModelWindows {
+			c.History.ModelWindows[k] = v
+		}
+	}
+	if p.History.Strategies != nil {
+		c.History.Strategies = append([]string(nil), p.History.Strategies...)
+	}
+	return c
+}
+
+// maxFileBytes bounds a configuration file; anything larger is a mistake.
+const maxFileBytes = 1 << 20
+
+// readConfigFile reads a configuration file of at most maxFileBytes.
+func readConfigFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("config: read %s: %w", path, err)
+	}
+	if len(data) > maxFileBytes {
+		return nil, problem{file: path, msg: fmt.Sprintf("file is larger than %d bytes", maxFileBytes)}
+	}
+	return data, nil
+}

@@ -1,0 +1,262 @@
+package config
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestDefaultGlobal(t *testing.T) {
+	g := DefaultGlobal()
+	if err := g.Validate(); err != nil {
+		t.Fatalf("DefaultGlobal().Validate() = %v, want nil", err)
+	}
+	tests := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"listen", g.Listen, "127.0.0.1:8080"},
+		{"data_dir", g.DataDir, "./recall-data"},
+		{"tenants_dir", g.TenantsDir, ""},
+		{"admin_key", g.AdminKey, Secret("")},
+		{"log_format", g.LogFormat, "json"},
+		{"log_level", g.LogLevel, "info"},
+		{"max_body_bytes", g.MaxBodyBytes, 32 << 20},
+		{"sync_writes", *g.SyncWrites, true},
+		{"base_url", g.Defaults.Upstream.BaseURL, "https://api.openai.com/v1"},
+		{"api_key", g.Defaults.Upstream.APIKey, Secret("")},
+		{"timeout", g.Defaults.Upstream.Timeout, Duration(10 * time.Minute)},
+		{"conversation_header", g.Defaults.History.ConversationHeader, "X-Conversation-ID"},
+		{"mode", g.Defaults.History.Mode, "auto"},
+		{"budget_tokens", g.Defaults.History.BudgetTokens, 16000},
+		{"low_water", g.Defaults.History.LowWater, 0.7},
+		{"max_turns", g.Defaults.History.MaxTurns, 0},
+		{"old_tool_result_chars", g.Defaults.History.OldToolResultChars, 2000},
+		{"stored_tool_result_chars", g.Defaults.History.StoredToolResultChars, 50000},
+		{"strategies", g.Defaults.History.Strategies, []string{"tool_result_truncator", "sliding_window", "token_budget"}},
+		{"encoding", g.Defaults.History.Encoding, ""},
+		{"idle_timeout", g.Defaults.History.IdleTimeout, Duration(0)},
+		{"retention_ttl", g.Defaults.History.RetentionTTL, Duration(0)},
+		{"summary.enabled", g.Defaults.Summary.Enabled, true},
+		{"summary.model", g.Defaults.Summary.Model, ""},
+		{"summary.trigger_turns", g.Defaults.Summary.TriggerTurns, 10},
+		{"summary.keep_turns", g.Defaults.Summary.KeepTurns, 3},
+		{"summary.max_tokens", g.Defaults.Summary.MaxTokens, 1000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !reflect.DeepEqual(tt.got, tt.want) {
+				t.Errorf("got %#v, want %#v", tt.got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDefaultGlobalFresh(t *testing.T) {
+	a, b := DefaultGlobal(), DefaultGlobal()
+	*a.SyncWrites = false
+	a.Defaults.History.Strategies[0] = "changed"
+	if !*b.SyncWrites || b.Defaults.History.Strategies[0] != StrategyToolResultTruncator {
+		t.Errorf("got shared state between two DefaultGlobal calls, want fresh values")
+	}
+}
+
+func TestLoadGlobal(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name  string
+		file  string // "" means no file
+		env   map[string]string
+		check func(t *testing.T, g Global)
+	}{
+		{
+			name: "no file is the defaults",
+			check: func(t *testing.T, g Global) {
+				want := DefaultGlobal()
+				if !reflect.DeepEqual(g, want) {
+					t.Errorf("got %+v, want %+v", g, want)
+				}
+			},
+		},
+		{
+			name: "empty file is the defaults",
+			file: "# nothing here\n",
+			check: func(t *testing.T, g Global) {
+				if g.Listen != "127.0.0.1:8080" || g.Defaults.History.BudgetTokens != 16000 {
+					t.Errorf("got listen %q budget %d, want defaults", g.Listen, g.Defaults.History.BudgetTokens)
+				}
+			},
+		},
+		{
+			name: "file keys override, the rest stay default",
+			file: "listen: \":9000\"\nsync_writes: false\ndefaults:\n  history:\n    budget_tokens: 4000\n",
+			check: func(t *testing.T, g Global) {
+				if g.Listen != ":9000" {
+					t.Errorf("listen: got %q, want %q", g.Listen, ":9000")
+				}
+				if *g.SyncWrites {
+					t.Errorf("sync_writes: got true, want false")
+				}
+				if g.Defaults.History.BudgetTokens != 4000 {
+					t.Errorf("budget_tokens: got %d, want 4000", g.Defaults.History.BudgetTokens)
+				}
+				if g.Defaults.History.LowWater != 0.7 || g.Defaults.Summary.TriggerTurns != 10 {
+					t.Errorf("got low_water %g trigger %d, want defaults 0.7 and 10",
+						g.Defaults.History.LowWater, g.Defaults.Summary.TriggerTurns)
+				}
+			},
+		},
+		{
+			name: "null sync_writes stays true",
+			file: "sync_writes: null\n",
+			check: func(t *testing.T, g Global) {
+				if g.SyncWrites == nil || !*g.SyncWrites {
+					t.Errorf("got %v, want true", g.SyncWrites)
+				}
+			},
+		},
+		{
+			name: "relative tenants_dir is resolved against the file",
+			file: "tenants_dir: ./tenants\n",
+			check: func(t *testing.T, g Global) {
+				if want := filepath.Join(dir, "tenants"); g.TenantsDir != want {
+					t.Errorf("got %q, want %q", g.TenantsDir, want)
+				}
+			},
+		},
+		{
+			name: "env overrides the file",
+			file: "listen: \"127.0.0.1:1\"\ndata_dir: /from/file\n",
+			env: map[string]string{
+				"RECALL_LISTEN": "0.0.0.0:8081", "RECALL_UPSTREAM_URL": "http://up:1234/v1",
+				"RECALL_DATA_DIR": "/from/env",
+			},
+			check: func(t *testing.T, g Global) {
+				if g.Listen != "0.0.0.0:8081" || g.Defaults.Upstream.BaseURL != "http://up:1234/v1" || g.DataDir != "/from/env" {
+					t.Errorf("got listen %q base_url %q data_dir %q, want the env values",
+						g.Listen, g.Defaults.Upstream.BaseURL, g.DataDir)
+				}
+			},
+		},
+		{
+			name: "admin_key expands",
+			file: "admin_key: \"${ADMIN}\"\n",
+			env:  map[string]string{"ADMIN": "adm-0123456789"},
+			check: func(t *testing.T, g Global) {
+				if g.AdminKey.Reveal() != "adm-0123456789" {
+					t.Errorf("got %q, want %q", g.AdminKey.Reveal(), "adm-0123456789")
+				}
+			},
+		},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := ""
+			if tt.file != "" {
+				path = writeFile(t, dir, "recall"+string(rune('a'+i))+".yaml", tt.file)
+			}
+			g, err := LoadGlobalEnv(path, env(tt.env))
+			if err != nil {
+				t.Fatalf("got error %v, want nil", err)
+			}
+			if g.File != path {
+				t.Errorf("File: got %q, want %q", g.File, path)
+			}
+			tt.check(t, g)
+		})
+	}
+}
+
+func TestApplyEnv(t *testing.T) {
+	tests := []struct {
+		name                     string
+		env                      map[string]string
+		listen, baseURL, dataDir string
+	}{
+		{"none", nil, "127.0.0.1:8080", "https://api.openai.com/v1", "./recall-data"},
+		{"all", map[string]string{"RECALL_LISTEN": ":1", "RECALL_UPSTREAM_URL": "http://x/v1", "RECALL_DATA_DIR": "/d"}, ":1", "http://x/v1", "/d"},
+		{"empty values change nothing", map[string]string{"RECALL_LISTEN": "", "RECALL_DATA_DIR": ""}, "127.0.0.1:8080", "https://api.openai.com/v1", "./recall-data"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := DefaultGlobal()
+			g.ApplyEnv(env(tt.env))
+			if g.Listen != tt.listen || g.Defaults.Upstream.BaseURL != tt.baseURL || g.DataDir != tt.dataDir {
+				t.Errorf("got (%q, %q, %q), want (%q, %q, %q)",
+					g.Listen, g.Defaults.Upstream.BaseURL, g.DataDir, tt.listen, tt.baseURL, tt.dataDir)
+			}
+		})
+	}
+}
+
+func TestLoadGlobalErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		file  string
+		env   map[string]string
+		lines [][]string // each: parts one line must contain
+	}{
+		{
+			name:  "unknown key names file and key",
+			file:  "listen: \":1\"\ndefaults:\n  history:\n    budget_token: 100\n",
+			lines: [][]string{{"recall.yaml: defaults.history.budget_token: unknown key (line 4)"}},
+		},
+		{
+			name: "several problems at once",
+			file: "listen: nope\nlog_format: xml\nmax_body_bytes: 0\ndefaults:\n  history:\n    budget_tokens: 10\n    low_water: 1.5\n  summary:\n    keep_turns: 10\n",
+			lines: [][]string{
+				{"recall.yaml: listen: want host:port"},
+				{"recall.yaml: log_format: must be"},
+				{"recall.yaml: max_body_bytes: must be > 0"},
+				{"recall.yaml: defaults.history.budget_tokens: must be >= 256"},
+				{"recall.yaml: defaults.history.low_water: must be in (0, 1]"},
+				{"recall.yaml: defaults.summary.keep_turns: must be >= 0 and < trigger_turns"},
+			},
+		},
+		{
+			name:  "bad env override is reported",
+			env:   map[string]string{"RECALL_UPSTREAM_URL": "ftp://x"},
+			file:  "log_level: info\n",
+			lines: [][]string{{"recall.yaml: defaults.upstream.base_url: must be an absolute http"}},
+		},
+		{
+			name:  "unset variable in admin_key",
+			file:  "admin_key: ${NOPE}\n",
+			lines: [][]string{{"recall.yaml: admin_key: environment variable NOPE is not set (line 1)"}},
+		},
+		{
+			name:  "syntax error",
+			file:  "listen: [\n",
+			lines: [][]string{{"recall.yaml: invalid YAML"}},
+		},
+		{
+			name:  "two documents",
+			file:  "listen: \":1\"\n---\nlisten: \":2\"\n",
+			lines: [][]string{{"recall.yaml: more than one YAML document"}},
+		},
+		{
+			name:  "top level not a mapping",
+			file:  "- a\n- b\n",
+			lines: [][]string{{"recall.yaml: (top level): want a mapping of keys, got a list"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeFile(t, t.TempDir(), "recall.yaml", tt.file)
+			_, err := LoadGlobalEnv(path, env(tt.env))
+			if err == nil {
+				t.Fatalf("got nil error, want %d problems", len(tt.lines))
+			}
+			if got := len(unwrapAll(err)); got != len(tt.lines) {
+				t.Errorf("got %d problems, want %d:\n%v", got, len(tt.lines), err)
+			}
+			for _, parts := range tt.lines {
+				if !containsLine(err, parts...) {
+					t.Errorf("got\n%v\nwant a line containing %q", err, parts)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,279 @@
+package config
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// problem is one thing wrong with a configuration file. Its message never
+// contains a secret's value.
+type problem struct {
+	file string // the file, "" when there is none
+	key  string // the dotted key path, "" for the whole file
+	msg  string
+}
+
+// Error renders "file: key: msg", leaving out what is empty.
+func (p problem) Error() string {
+	var b strings.Builder
+	if p.file != "" {
+		b.WriteString(p.file)
+		b.WriteString(": ")
+	}
+	if p.key != "" {
+		b.WriteString(p.key)
+		b.WriteString(": ")
+	}
+	b.WriteString(p.msg)
+	return b.String()
+}
+
+// problems collects the problems of one file.
+type problems struct {
+	file string
+	errs []error
+}
+
+func (ps *problems) addf(key, format string, args ...any) {
+	ps.errs = append(ps.errs, problem{file: ps.file, key: key, msg: fmt.Sprintf(format, args...)})
+}
+
+func (ps *problems) err() error { return errors.Join(ps.errs...) }
+
+// Validate reports every problem of g at once, joined with errors.Join,
+// each as "file: key: problem". It checks the defaults policy too.
+func (g Global) Validate() error {
+	ps := problems{file: g.File}
+	if err := validateHostPort(g.Listen); err != nil {
+		ps.addf("listen", "%v", err)
+	}
+	if g.DataDir == "" {
+		ps.addf("data_dir", "must not be empty")
+	}
+	if g.AdminKey != "" {
+		validateKey(&ps, "admin_key", g.AdminKey)
+	}
+	switch g.LogFormat {
+	case "json", "text":
+	default:
+		ps.addf("log_format", "must be \"json\" or \"text\", got %q", g.LogFormat)
+	}
+	switch g.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		ps.addf("log_level", "must be one of debug, info, warn, error, got %q", g.LogLevel)
+	}
+	if g.MaxBodyBytes <= 0 {
+		ps.addf("max_body_bytes", "must be > 0, got %d", g.MaxBodyBytes)
+	}
+	validatePolicy(&ps, "defaults.", g.Defaults)
+	return ps.err()
+}
+
+// idPattern is what a tenant id may look like: it names storage keys and
+// appears in logs and metrics.
+var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// Validate reports every problem of t at once, joined with errors.Join, each
+// as "file: key: problem". A file tenant needs at least one key; the
+// implicit pass-through tenant has none, and its policy is reported under
+// "defaults." since that is where it comes from.
+func (t *Tenant) Validate() error {
+	ps := problems{file: t.File}
+	switch {
+	case t.ID == "":
+		ps.addf("id", "required")
+	case !idPattern.MatchString(t.ID):
+		ps.addf("id", "%q must match %s", t.ID, idPattern)
+	}
+	if len(t.APIKeys) == 0 && !t.PassThrough {
+		ps.addf("api_keys", "at least one key is required")
+	}
+	for i, k := range t.APIKeys {
+		validateKey(&ps, "api_keys["+strconv.Itoa(i)+"]", k)
+	}
+	prefix := ""
+	if t.PassThrough {
+		prefix = "defaults."
+	}
+	validatePolicy(&ps, prefix, t.Policy)
+	return ps.err()
+}
+
+// validateKey checks a client or admin key without ever quoting it.
+func validateKey(ps *problems, key string, k Secret) {
+	s := k.Reveal()
+	if s == "" {
+		ps.addf(key, "must not be empty")
+		return
+	}
+	if digest, ok := strings.CutPrefix(s, sha256Prefix); ok {
+		if _, err := decodeDigest(digest); err != nil {
+			ps.addf(key, "a sha256: key must be followed by 64 hex digits")
+		}
+	}
+}
+
+// decodeDigest decodes the 64 hex digits of a SHA-256 digest.
+func decodeDigest(s string) ([32]byte, error) {
+	var d [32]byte
+	if len(s) != 64 {
+		return d, errors.New("config: want 64 hex digits")
+	}
+	if _, err := hex.Decode(d[:], []byte(s)); err != nil {
+		return d, fmt.Errorf("config: decode digest: %w", err)
+	}
+	return d, nil
+}
+
+// knownStrategies are the names History.Strategies accepts.
+var knownStrategies = map[string]bool{
+	StrategyPassthrough:         true,
+	StrategySlidingWindow:       true,
+	StrategyTokenBudget:         true,
+	StrategyToolResultTruncator: true,
+}
+
+// validatePolicy checks p, naming keys under prefix ("defaults." in the
+// global file, "" in a tenant file).
+func validatePolicy(ps *problems, prefix string, p Policy) {
+	k := func(key string) string { return prefix + key }
+
+	u := p.Upstream
+	if err := validateBaseURL(u.BaseURL); err != nil {
+		ps.addf(k("upstream.base_url"), "%v", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(u.Headers)) {
+		v := u.Headers[name]
+		if !isToken(name) {
+			ps.addf(k("upstream.headers"), "%q is not a valid header name", name)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			ps.addf(k("upstream.headers."+name), "value must not contain CR, LF or NUL")
+		}
+	}
+	if u.Timeout <= 0 {
+		ps.addf(k("upstream.timeout"), "must be > 0, got %s", u.Timeout)
+	}
+
+	h := p.History
+	if !isToken(h.ConversationHeader) {
+		ps.addf(k("history.conversation_header"), "%q is not a valid header name", h.ConversationHeader)
+	}
+	switch h.Mode {
+	case ModeAuto, ModeAppend, ModeSync, ModeOff:
+	default:
+		ps.addf(k("history.mode"), "must be one of auto, append, sync, off, got %q", h.Mode)
+	}
+	if h.BudgetTokens < 256 {
+		ps.addf(k("history.budget_tokens"), "must be >= 256, got %d", h.BudgetTokens)
+	}
+	if !(h.LowWater > 0 && h.LowWater <= 1) {
+		ps.addf(k("history.low_water"), "must be in (0, 1], got %g", h.LowWater)
+	}
+	if h.MaxTurns < 0 {
+		ps.addf(k("history.max_turns"), "must be >= 0, got %d", h.MaxTurns)
+	}
+	if h.OldToolResultChars < 0 {
+		ps.addf(k("history.old_tool_result_chars"), "must be >= 0, got %d", h.OldToolResultChars)
+	}
+	if h.StoredToolResultChars < 0 {
+		ps.addf(k("history.stored_tool_result_chars"), "must be >= 0, got %d", h.StoredToolResultChars)
+	}
+	if len(h.Strategies) == 0 {
+		ps.addf(k("history.strategies"), "must name at least one strategy (passthrough sends everything)")
+	}
+	seen := make(map[string]bool, len(h.Strategies))
+	for i, s := range h.Strategies {
+		key := k("history.strategies[" + strconv.Itoa(i) + "]")
+		switch {
+		case !knownStrategies[s]:
+			ps.addf(key, "unknown strategy %q (known: passthrough, sliding_window, token_budget, tool_result_truncator)", s)
+		case seen[s]:
+			ps.addf(key, "strategy %q listed twice", s)
+		}
+		seen[s] = true
+	}
+	switch h.Encoding {
+	case "", "o200k_base", "cl100k_base":
+	default:
+		ps.addf(k("history.encoding"), "must be \"\", \"o200k_base\" or \"cl100k_base\", got %q", h.Encoding)
+	}
+	for _, prefix := range slices.Sorted(maps.Keys(h.ModelWindows)) {
+		n := h.ModelWindows[prefix]
+		if prefix == "" {
+			ps.addf(k("history.model_windows"), "model prefix must not be empty")
+		}
+		if n <= 0 {
+			ps.addf(k("history.model_windows."+prefix), "must be > 0, got %d", n)
+		}
+	}
+	if h.IdleTimeout < 0 {
+		ps.addf(k("history.idle_timeout"), "must be >= 0, got %s", h.IdleTimeout)
+	}
+	if h.RetentionTTL < 0 {
+		ps.addf(k("history.retention_ttl"), "must be >= 0, got %s", h.RetentionTTL)
+	}
+
+	s := p.Summary
+	if s.TriggerTurns < 1 {
+		ps.addf(k("summary.trigger_turns"), "must be >= 1, got %d", s.TriggerTurns)
+	}
+	if s.KeepTurns < 0 || (s.TriggerTurns >= 1 && s.KeepTurns >= s.TriggerTurns) {
+		ps.addf(k("summary.keep_turns"), "must be >= 0 and < trigger_turns (%d), got %d", s.TriggerTurns, s.KeepTurns)
+	}
+	if s.MaxTokens <= 0 {
+		ps.addf(k("summary.max_tokens"), "must be > 0, got %d", s.MaxTokens)
+	}
+}
+
+// validateHostPort checks a listen address.
+func validateHostPort(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("want host:port such as 127.0.0.1:8080, got %q", s)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port must be a number from 0 to 65535, got %q", port)
+	}
+	return nil
+}
+
+// validateBaseURL checks an upstream base URL without quoting it: it may
+// carry credentials.
+func validateBaseURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("must be an absolute http:// or https:// URL")
+	}
+	if u.Fragment != "" {
+		return errors.New("must not have a #fragment")
+	}
+	return nil
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110), as header names
+// must be.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

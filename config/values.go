@@ -1,0 +1,108 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Duration is a time.Duration written in configuration files as a Go
+// duration string such as "30s", "10m" or "1h30m". "0s" (and a bare 0) is
+// zero.
+type Duration time.Duration
+
+// String returns the duration in Go notation, for example "10m0s".
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// UnmarshalYAML reads a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parseDuration(n)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
+	}
+	*d = v
+	return nil
+}
+
+// MarshalYAML writes the duration as a string, so that a marshalled
+// configuration reads back unchanged.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// parseDuration reads a scalar node as a Duration.
+func parseDuration(n *yaml.Node) (Duration, error) {
+	if n.Kind != yaml.ScalarNode {
+		return 0, fmt.Errorf("want a duration such as \"30s\", got %s", kindName(n))
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
+	if err != nil {
+		return 0, errors.New("want a duration such as \"30s\"")
+	}
+	return Duration(v), nil
+}
+
+// Secret is a string that must never be printed: an API key, an admin key.
+// Every way of printing it (fmt verbs, slog, YAML, JSON) yields a mask that
+// tells the length and, for long values, the first three characters; a
+// "sha256:<hex>" digest shows its first four hex digits. Reveal returns the
+// value itself.
+type Secret string
+
+// Reveal returns the secret in clear, for the one place that must send it.
+func (s Secret) Reveal() string { return string(s) }
+
+// String returns the masked form, for example "sk-…(51 chars)" or
+// "…(9 chars)"; the empty secret is "".
+func (s Secret) String() string { return maskSecret(string(s)) }
+
+// Format masks the secret under every fmt verb, %#v included.
+func (s Secret) Format(f fmt.State, verb rune) {
+	fmt.Fprintf(f, fmt.FormatString(f, verb), s.String())
+}
+
+// LogValue masks the secret in slog records.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// MarshalYAML writes the masked form.
+func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
+
+// MarshalJSON writes the masked form.
+func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+// sha256Prefix marks a key given as the hex SHA-256 digest of the real key.
+const sha256Prefix = "sha256:"
+
+// maskSecret shows a prefix only when the value is long enough that three
+// characters say little about it (random keys usually start with a fixed
+// marker such as "sk-" anyway).
+func maskSecret(s string) string {
+	if s == "" {
+		return ""
+	}
+	if hex, ok := strings.CutPrefix(s, sha256Prefix); ok {
+		return sha256Prefix + firstRunes(hex, 4) + "…"
+	}
+	n := utf8.RuneCountInString(s)
+	prefix := ""
+	if n >= 12 {
+		prefix = firstRunes(s, 3)
+	}
+	return prefix + "…(" + strconv.Itoa(n) + " chars)"
+}
+
+// firstRunes returns at most n leading runes of s.
+func firstRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
+}
