@@ -1,0 +1,114 @@
+package upstreamtest
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+func TestEcho(t *testing.T) {
+	tests := []struct {
+		name, method, path, body string
+	}{
+		{"embeddings", http.MethodPost, "/v1/embeddings", `{"model":"text-embedding-3-small","input":"a \"quoted\" text"}`},
+		{"get with query", http.MethodGet, "/v1/files?purpose=batch", ""},
+		{"delete", http.MethodDelete, "/v1/files/file-1", ""},
+		{"chat completions listing", http.MethodGet, "/v1/chat/completions", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewTB(t)
+			base := strings.TrimSuffix(s.URL(), "/v1")
+			req, err := http.NewRequest(tt.method, base+tt.path, strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer sk-upstream")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body := readAll(t, resp)
+			if resp.StatusCode != http.StatusOK || !gjson.ValidBytes(body) {
+				t.Fatalf("got %d %s, want 200 with JSON", resp.StatusCode, body)
+			}
+			path, query, _ := strings.Cut(tt.path, "?")
+			e := gjson.ParseBytes(body)
+			got := []string{e.Get("path").Str, e.Get("method").Str, e.Get("query").Str, e.Get("body").Str, e.Get("authorization").Str}
+			want := []string{path, tt.method, query, tt.body, "Bearer sk-upstream"}
+			if strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Errorf("got echo %q, want %q", got, want)
+			}
+			last := s.Last()
+			if last.Method != tt.method || last.Path != path || string(last.Body) != tt.body {
+				t.Errorf("got recorded %s %s %q, want %s %s %q", last.Method, last.Path, last.Body, tt.method, path, tt.body)
+			}
+		})
+	}
+}
+
+func TestModels(t *testing.T) {
+	s := NewTB(t)
+	resp, err := client.Get(s.URL() + "/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body := readAll(t, resp)
+	r := gjson.ParseBytes(body)
+	if r.Get("object").Str != "list" || r.Get("data.#").Int() == 0 || r.Get("data.0.object").Str != "model" {
+		t.Errorf("got %s, want a model list", body)
+	}
+	if s.Last().Path != "/v1/models" {
+		t.Errorf("got recorded path %q, want /v1/models", s.Last().Path)
+	}
+}
+
+func TestUnknownPath(t *testing.T) {
+	s := NewTB(t)
+	resp, err := client.Get(strings.TrimSuffix(s.URL(), "/v1") + "/nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body := readAll(t, resp)
+	if resp.StatusCode != http.StatusNotFound || gjson.GetBytes(body, "error.message").Str != "Invalid URL (GET /nope)" {
+		t.Errorf("got %d %s, want 404 Invalid URL (GET /nope)", resp.StatusCode, body)
+	}
+}
+
+func TestLargeStreamingUpload(t *testing.T) {
+	s := NewTB(t)
+	const size = 4 << 20
+	pr, pw := io.Pipe()
+	go func() {
+		chunk := bytes.Repeat([]byte("x"), 64<<10)
+		for n := 0; n < size; n += len(chunk) {
+			if _, err := pw.Write(chunk); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	req, err := http.NewRequest(http.MethodPost, s.URL()+"/files", pr) // unknown length: chunked upload
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body := readAll(t, resp)
+	if got := len(gjson.GetBytes(body, "body").Str); got != size {
+		t.Errorf("got an echoed body of %d bytes, want %d", got, size)
+	}
+	if got := len(s.Last().Body); got != size {
+		t.Errorf("got a recorded body of %d bytes, want %d", got, size)
+	}
+}

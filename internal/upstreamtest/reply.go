@@ -1,0 +1,94 @@
+package upstreamtest
+
+import "time"
+
+// Reply scripts one chat-completions answer. Replies are queued FIFO with
+// Server.Enqueue and each accepted POST /v1/chat/completions takes the next
+// one; a request rejected with 400 takes none. When the queue is empty, or a
+// Reply has no Content, Refusal or ToolCalls, the answer's content is
+// "echo: <text of the last user message>" with finish_reason "stop".
+type Reply struct {
+	// Content is the assistant's text. With n > 1, choice i gets "[i] "
+	// prepended. For FaultStatus, a non-empty Content replaces the error
+	// message.
+	Content string
+	// Refusal, when set, is sent as the message's refusal (streamed as
+	// refusal deltas).
+	Refusal string
+	// ToolCalls are the calls the assistant makes, in parallel when several;
+	// the finish_reason becomes "tool_calls" and the content null unless
+	// Content is also set. An empty ID is generated as "call_<n>_<index>".
+	ToolCalls []ToolCall
+	// Fault makes the answer fail in a scripted way; see the Fault constants.
+	Fault Fault
+	// Status is the HTTP status of a FaultStatus answer (default 500). A
+	// Status other than 0 and 200 implies FaultStatus.
+	Status int
+	// RetryAfter, when set, is sent as the Retry-After header (with 429).
+	RetryAfter string
+	// Delay is waited before the response headers are written, or until the
+	// request's context ends.
+	Delay time.Duration
+	// Gzip compresses the response body (Content-Encoding: gzip), streamed
+	// or not; a stream is flushed through the compressor per event.
+	Gzip bool
+	// Chunks is about how many content deltas a streamed answer is split
+	// into (default 4).
+	Chunks int
+}
+
+// ToolCall is one function call of a scripted Reply.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// Fault selects how a scripted answer fails.
+type Fault int
+
+// The faults a Reply can script. For the mid-body faults the cut point is
+// after the role delta and about half of the remaining events (streaming),
+// or after half of the body (non-streaming).
+const (
+	// FaultNone answers normally.
+	FaultNone Fault = iota
+	// FaultStatus answers Reply.Status with an OpenAI-shaped error body.
+	FaultStatus
+	// FaultResetBeforeHeaders closes the connection before any response
+	// byte, with an RST where the platform allows (SetLinger(0)).
+	FaultResetBeforeHeaders
+	// FaultCutMidStream sends the role delta and some content, then closes
+	// the connection without the finish chunk or [DONE]. Non-streaming, it
+	// closes after half of a body announced with its full Content-Length.
+	FaultCutMidStream
+	// FaultStallMidStream sends the role delta and some content, then blocks
+	// until Server.Release or the end of the request's context; released,
+	// the answer completes normally. Non-streaming, it stalls after half of
+	// the body.
+	FaultStallMidStream
+	// FaultMalformedJSON answers 200 with a truncated JSON body
+	// (non-streaming), or inserts one event of truncated JSON mid-stream and
+	// then completes the stream (streaming).
+	FaultMalformedJSON
+)
+
+// String names the fault, for test names and failure messages.
+func (f Fault) String() string {
+	switch f {
+	case FaultNone:
+		return "none"
+	case FaultStatus:
+		return "status"
+	case FaultResetBeforeHeaders:
+		return "reset-before-headers"
+	case FaultCutMidStream:
+		return "cut-mid-stream"
+	case FaultStallMidStream:
+		return "stall-mid-stream"
+	case FaultMalformedJSON:
+		return "malformed-json"
+	default:
+		return "fault(" + itoa(int(f)) + ")"
+	}
+}

@@ -1,0 +1,292 @@
+// Package upstreamtest is a fake OpenAI-compatible upstream for Recall's
+// end-to-end tests, fault tests and load script.
+//
+// A Server listens on a real loopback TCP port and serves:
+//
+//   - POST /v1/chat/completions: validated as strictly as OpenAI validates
+//     messages (see ValidateMessages), answered with scripted replies or an
+//     echo of the last user message, streamed as OpenAI streams (SSE) when
+//     the request asks for it, and failed on demand (see Fault);
+//   - GET /v1/models: a small model list;
+//   - any other path under /v1/: an echo of the path, method, body and
+//     Authorization header, so pass-through tests can check what arrived.
+//
+// Every request is recorded as a Received, in arrival order, unless the
+// Server was built with WithKeepRequests(0) (the load-test setting).
+//
+// The package imports nothing from this module, so any package's tests may
+// use it.
+package upstreamtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Received is one request as the fake saw it. Header, Body and Messages are
+// shared with the Server's log and must not be modified.
+type Received struct {
+	Method string
+	Path   string
+	Query  string
+	Header http.Header
+	Body   []byte
+	// Messages is the parsed "messages" array of a chat-completions request
+	// (nil for other paths or when "messages" is not an array).
+	Messages []json.RawMessage
+	// Model and Stream are the request's "model" and "stream" fields.
+	Model  string
+	Stream bool
+	// Rejected is the error the fake answered 400 with, or nil.
+	Rejected *APIError
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithKeepRequests bounds the request log to the last n requests. The
+// default (n < 0) keeps every request; n == 0 keeps none, which the load
+// benchmark server uses so that its memory stays flat.
+func WithKeepRequests(n int) Option {
+	return func(s *Server) { s.keep = n }
+}
+
+// Server is a fake OpenAI-compatible upstream on a loopback port. It is safe
+// for concurrent use.
+type Server struct {
+	keep    int
+	created int64
+
+	ln  net.Listener
+	srv *http.Server
+	url string
+
+	seq atomic.Uint64 // ids of responses and tool calls
+
+	mu      sync.Mutex
+	reqs    []Received
+	count   int           // requests since the last Reset
+	stalled int           // handlers blocked in FaultStallMidStream now
+	changed chan struct{} // closed on the next change of count or stalled; nil while nobody waits
+	queue   []Reply
+	gate    chan struct{} // closed by Release
+}
+
+// New starts a Server listening on 127.0.0.1:0. It panics if it cannot
+// listen, as httptest.NewServer does.
+func New(opts ...Option) *Server {
+	s, err := Listen("127.0.0.1:0", opts...)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// NewTB is New plus tb.Cleanup(s.Close).
+func NewTB(tb testing.TB, opts ...Option) *Server {
+	tb.Helper()
+	s := New(opts...)
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Listen starts a Server on addr, for commands that serve a chosen address.
+func Listen(addr string, opts ...Option) (*Server, error) {
+	s := newServer(opts...)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("upstreamtest: listen %s: %w", addr, err)
+	}
+	s.ln = ln
+	s.url = "http://" + ln.Addr().String() + "/v1"
+	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: time.Minute}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+func newServer(opts ...Option) *Server {
+	s := &Server{keep: -1, created: time.Now().Unix(), gate: make(chan struct{})}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// URL returns the base URL including "/v1", e.g. http://127.0.0.1:12345/v1.
+func (s *Server) URL() string { return s.url }
+
+// Close stops the listener, closes every connection and releases stalled
+// streams. It is safe to call more than once.
+func (s *Server) Close() {
+	if s.srv != nil {
+		_ = s.srv.Close()
+	}
+	s.Release()
+}
+
+// Handler returns the Server's handler, so that a command can serve it on an
+// address of its choosing.
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+// Requests returns the recorded requests in arrival order. The slice is a
+// copy; its elements share their contents with the log.
+func (s *Server) Requests() []Received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Received(nil), s.reqs...)
+}
+
+// Last returns the most recent recorded request, or the zero Received if
+// none is recorded.
+func (s *Server) Last() Received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.reqs) == 0 {
+		return Received{}
+	}
+	return s.reqs[len(s.reqs)-1]
+}
+
+// Count returns how many requests arrived since New or the last Reset,
+// recorded or not.
+func (s *Server) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count
+}
+
+// WaitRequests blocks until at least n requests arrived since New or the
+// last Reset, or ctx ends. Tests use it to wait for requests made in the
+// background (summaries) without sleeping.
+func (s *Server) WaitRequests(ctx context.Context, n int) error {
+	return s.waitFor(ctx, func() bool { return s.count >= n }, "wait for "+itoa(n)+" requests")
+}
+
+// Stalled returns how many answers are blocked in FaultStallMidStream now.
+func (s *Server) Stalled() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stalled
+}
+
+// WaitStalled blocks until exactly n answers are blocked in
+// FaultStallMidStream, or ctx ends. Waiting for 1 proves a stream reached
+// its stall point; waiting for 0 afterwards proves the stalled handler saw
+// Release or the end of its request (a client that went away).
+func (s *Server) WaitStalled(ctx context.Context, n int) error {
+	return s.waitFor(ctx, func() bool { return s.stalled == n }, "wait for "+itoa(n)+" stalled answers")
+}
+
+// waitFor blocks until cond, evaluated under s.mu, holds or ctx ends.
+func (s *Server) waitFor(ctx context.Context, cond func() bool, what string) error {
+	for {
+		s.mu.Lock()
+		if cond() {
+			s.mu.Unlock()
+			return nil
+		}
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("upstreamtest: %s: %w", what, ctx.Err())
+		}
+	}
+}
+
+// notifyLocked wakes the waiters of waitFor; s.mu must be held.
+func (s *Server) notifyLocked() {
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
+}
+
+// stall blocks until gate is closed or ctx ends, counted in Stalled; it
+// reports whether it was released.
+func (s *Server) stall(ctx context.Context, gate <-chan struct{}) bool {
+	s.mu.Lock()
+	s.stalled++
+	s.notifyLocked()
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.stalled--
+		s.notifyLocked()
+		s.mu.Unlock()
+	}()
+	select {
+	case <-gate:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Reset forgets the recorded requests, the arrival count and the queued
+// replies.
+func (s *Server) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs, s.count, s.queue = nil, 0, nil
+}
+
+// Enqueue appends scripted replies to the queue of chat-completions answers.
+func (s *Server) Enqueue(r ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(s.queue, r...)
+}
+
+// Release unblocks every stream stalled by FaultStallMidStream, including
+// stalls of requests that arrived before the call but have not reached their
+// stall point yet. Requests arriving later stall until the next Release.
+func (s *Server) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.gate)
+	s.gate = make(chan struct{})
+}
+
+// record logs rec and, when take is set, dequeues the next scripted reply.
+// It returns the reply (ok false when the queue was empty) and the stall
+// gate current at arrival.
+func (s *Server) record(rec *Received, take bool) (r Reply, ok bool, gate chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.count++
+	s.notifyLocked()
+	if s.keep != 0 && rec != nil {
+		if s.keep > 0 && len(s.reqs) >= s.keep {
+			n := copy(s.reqs, s.reqs[len(s.reqs)-s.keep+1:])
+			clear(s.reqs[n:])
+			s.reqs = s.reqs[:n]
+		}
+		s.reqs = append(s.reqs, *rec)
+	}
+	if take && len(s.queue) > 0 {
+		r, ok = s.queue[0], true
+		s.queue[0] = Reply{}
+		s.queue = s.queue[1:]
+	}
+	return r, ok, s.gate
+}
+
+// keeping reports whether requests are recorded at all.
+func (s *Server) keeping() bool { return s.keep != 0 }
+
+func (s *Server) nextSeq() uint64 { return s.seq.Add(1) }
+
+func itoa(n int) string { return strconv.Itoa(n) }
