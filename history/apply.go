@@ -15,12 +15,14 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 		m.Status = StatusActive
 	}
 	if b := c.Supersede; b != nil {
+		turn := b.Turn
 		for _, s := range superseded {
 			s.Flags |= Superseded
 			m.Messages--
 			m.Tokens -= s.Tokens
-			if s.Role == RoleUser {
+			if s.Turn != turn { // it opened a turn (a user message, or a first message of another role)
 				m.Turns--
+				turn = s.Turn
 			}
 			writes = append(writes, s)
 		}

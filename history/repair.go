@@ -100,7 +100,7 @@ func dropCalls(m Message, answered map[string]bool, count func([]byte) int) (Mes
 	var err error
 	if len(kept) == 2 {
 		c := gjson.GetBytes(m.Raw, "content")
-		if c.String() == "" && (!c.IsArray() || len(c.Array()) == 0) {
+		if empty := c.String() == "" || (c.IsArray() && len(c.Array()) == 0); empty {
 			return m, false
 		}
 		raw, err = sjson.DeleteBytes(m.Raw, "tool_calls")

@@ -84,12 +84,13 @@ func (s ToolResultTruncator) Curate(w *Window) error {
 				copied = true
 			}
 			old := m.Tokens
-			m.Raw = raw
 			if w.Count != nil {
 				m.Tokens = w.Count(raw)
 			} else {
-				m.Tokens = m.Tokens*s.MaxChars/max(1, utf8.RuneCount(raw)) + 16
+				// Scale by the share of the original kept, plus the marker.
+				m.Tokens = min(old, old*s.MaxChars/max(1, utf8.RuneCount(m.Raw))+16)
 			}
+			m.Raw = raw
 			t.Tokens += m.Tokens - old
 			w.Report.SavedTokens += old - m.Tokens
 			w.Report.TruncatedToolResults++
@@ -111,7 +112,7 @@ func StorageMarker(int, int) string { return "[truncated for storage]" }
 // total character counts. It reports false if the content is not a string
 // longer than max.
 func CutContent(raw []byte, max int, marker func(kept, total int) string) ([]byte, bool) {
-	c := gjson.GetBytes(raw, "content")
+	c := gjson.Get(view(raw), "content") // Str aliases raw: only copied from below
 	if c.Type != gjson.String || len(c.Str) <= max {
 		return raw, false
 	}

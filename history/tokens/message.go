@@ -13,8 +13,9 @@ const (
 	// <|start|>assistant<|message|>.
 	ReplyPriming = 3
 
-	// perMessage frames every message (<|start|>{role}<|message|>…<|end|>).
-	perMessage = 3
+	// MessageOverhead frames every message (<|start|>{role}<|message|>…<|end|>).
+	MessageOverhead = 3
+	perMessage      = MessageOverhead
 	// perName is added when a message carries a name.
 	perName = 1
 	// perToolCall is the estimated framing of one assistant tool call,

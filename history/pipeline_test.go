@@ -1,0 +1,150 @@
+package history_test
+
+import (
+	"context"
+	"slices"
+
+	"github.com/recallproxy/recall/history"
+)
+
+// memStore is a one-conversation history.Store in memory, written as a
+// plain reference (a linear scan of every message) and sharing only
+// history.Apply with the real stores. It ignores keys.
+type memStore struct {
+	meta history.Meta
+	msgs []history.Message // msgs[i].Seq == i+1
+}
+
+var _ history.Store = (*memStore)(nil)
+
+func (s *memStore) Load(_ context.Context, _ history.Key, q history.Query) (history.Snapshot, error) {
+	snap := history.Snapshot{Meta: s.meta}
+	var tail []history.Message
+	tokens, turns := 0, 0
+	for i := len(s.msgs) - 1; i >= 0; i-- {
+		m := s.msgs[i]
+		if !m.Active() {
+			continue
+		}
+		enough := len(tail) >= q.MinMessages && (tokens >= q.Tokens ||
+			(q.FromCut && s.meta.Cut > 0 && m.Seq < s.meta.Cut) || (q.MaxTurns > 0 && turns >= q.MaxTurns))
+		if enough && len(tail) > 0 && tail[len(tail)-1].Role == history.RoleUser {
+			break
+		}
+		tail = append(tail, m)
+		tokens += m.Tokens
+		if m.Role == history.RoleUser {
+			turns++
+		}
+	}
+	slices.Reverse(tail)
+	snap.Tail = tail
+	snap.Complete = len(tail) >= s.meta.Messages
+	return snap, nil
+}
+
+func (s *memStore) Commit(_ context.Context, _ history.Key, c history.Change) (history.Meta, error) {
+	if c.Version != s.meta.Version {
+		return history.Meta{}, history.ErrConflict
+	}
+	var superseded []history.Message
+	if c.Supersede != nil {
+		for _, m := range s.msgs[c.Supersede.Seq:] {
+			if m.Active() {
+				superseded = append(superseded, m)
+			}
+		}
+	}
+	meta, writes := history.Apply(s.meta, c, superseded)
+	for _, w := range writes {
+		if int(w.Seq) <= len(s.msgs) {
+			s.msgs[w.Seq-1] = w
+		} else {
+			s.msgs = append(s.msgs, w)
+		}
+	}
+	s.meta = meta
+	return meta, nil
+}
+
+func (s *memStore) Messages(_ context.Context, _ history.Key, after uint64, all bool, fn func(history.Message) bool) error {
+	for _, m := range s.msgs[min(after, uint64(len(s.msgs))):] {
+		if (all || m.Active()) && !fn(m) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (s *memStore) Delete(context.Context, history.Key) error {
+	*s = memStore{}
+	return nil
+}
+
+// request is what the pipeline needs of one chat-completions request,
+// instructions already split off.
+type request struct {
+	in       []history.Message
+	mode     history.Mode
+	budget   int
+	fixed    int
+	strategy history.Strategy
+}
+
+// outcome is what the pipeline did with a request.
+type outcome struct {
+	snap   history.Snapshot
+	merged history.Merged
+	fresh  []history.Message // merged.New with the Seq each will be stored under
+	window *history.Window
+	sent   []history.Message
+}
+
+// curate runs a request through history the way the proxy does: load the
+// tail the budget and the merge need, merge, split into turns from the
+// stored cut point, curate.
+func curate(ctx context.Context, st history.Store, k history.Key, r request) (outcome, error) {
+	var o outcome
+	var err error
+	o.snap, err = st.Load(ctx, k, history.Query{MinMessages: len(r.in), Tokens: r.budget, FromCut: true})
+	if err != nil {
+		return o, err
+	}
+	head := func(n int) ([]history.Message, error) {
+		out := make([]history.Message, 0, n)
+		err := st.Messages(ctx, k, 0, false, func(m history.Message) bool {
+			out = append(out, m)
+			return len(out) < n
+		})
+		return out, err
+	}
+	if o.merged, err = history.Merge(r.mode, r.in, o.snap, head); err != nil {
+		return o, err
+	}
+	o.fresh = slices.Clone(o.merged.New)
+	next := max(o.snap.Meta.NextSeq, 1)
+	for i := range o.fresh {
+		o.fresh[i].Seq = next + uint64(i)
+	}
+	cut := o.snap.Meta.Cut
+	if b := o.merged.Supersede; b != nil && cut > b.Seq {
+		cut = 0 // the cut named a message the edit supersedes
+	}
+	o.window = history.NewWindow(o.merged.History, o.fresh, cut, o.snap.Meta.Turns)
+	o.window.Budget, o.window.Fixed = r.budget, r.fixed
+	o.sent, err = history.Curate(o.window, r.strategy)
+	return o, err
+}
+
+// commit stores the request's new messages and the answer, with the cut
+// point curation chose, as the proxy does after a complete answer.
+func commit(ctx context.Context, st history.Store, k history.Key, o outcome, answer history.Message, now int64) (history.Meta, error) {
+	c := history.Change{
+		Version:   o.snap.Meta.Version,
+		Supersede: o.merged.Supersede,
+		Append:    append(slices.Clone(o.merged.New), answer),
+		Cut:       o.window.Cut,
+		Now:       now,
+	}
+	return st.Commit(ctx, k, c)
+}

@@ -1,0 +1,255 @@
+package history
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+// turnSizes returns the message count of each of w's turns.
+func turnSizes(w *Window) []int {
+	out := make([]int, len(w.Turns))
+	for i := range w.Turns {
+		out[i] = len(w.Turns[i].Messages)
+	}
+	return out
+}
+
+// turnSeqs returns the first Seq of each of w's turns.
+func turnSeqs(w *Window) []uint64 {
+	out := make([]uint64, len(w.Turns))
+	for i := range w.Turns {
+		out[i] = w.Turns[i].Seq()
+	}
+	return out
+}
+
+func TestNewWindow(t *testing.T) {
+	tests := []struct {
+		name        string
+		hist, fresh []Message
+		cut         uint64
+		stored      int
+		wantSizes   []int
+		wantSeqs    []uint64
+		wantStored  int
+		wantDropped int
+	}{
+		{
+			name:  "splits at user messages",
+			hist:  []Message{User("q1"), Asst("a1"), User("q2"), Calls("", "A"), Tool("A", "r"), Asst("a2")},
+			fresh: []Message{User("q3")}, stored: 2,
+			wantSizes: []int{2, 4, 1}, wantSeqs: []uint64{1, 3, 7}, wantStored: 3,
+		},
+		{
+			name:  "a tool result continues the last turn",
+			hist:  []Message{User("q1"), Asst("a1"), User("q2"), Calls("", "A")},
+			fresh: []Message{Tool("A", "r")}, stored: 2,
+			wantSizes: []int{2, 3}, wantSeqs: []uint64{1, 3}, wantStored: 2,
+		},
+		{
+			name:  "history starting without a user message",
+			hist:  []Message{Asst("hello"), User("q1"), Asst("a1")},
+			fresh: []Message{User("q2")}, stored: 2,
+			wantSizes: []int{1, 2, 1}, wantSeqs: []uint64{1, 2, 4}, wantStored: 3,
+		},
+		{
+			name:      "no history",
+			fresh:     []Message{User("q1")},
+			wantSizes: []int{1}, wantSeqs: []uint64{1}, wantStored: 1,
+		},
+		{
+			name:      "regeneration: no new messages",
+			hist:      []Message{User("q1"), Asst("a1"), User("q2")},
+			stored:    2,
+			wantSizes: []int{2, 1}, wantSeqs: []uint64{1, 3}, wantStored: 2,
+		},
+		{
+			name:  "turns before the cut stay out",
+			hist:  []Message{User("q1"), Asst("a1"), User("q2"), Asst("a2"), User("q3"), Asst("a3")},
+			fresh: []Message{User("q4")}, cut: 5, stored: 3,
+			wantSizes: []int{2, 1}, wantSeqs: []uint64{5, 7}, wantStored: 4, wantDropped: 2,
+		},
+		{
+			name:  "a cut past everything keeps the current turn",
+			hist:  []Message{User("q1"), Asst("a1")},
+			fresh: []Message{User("q2")}, cut: 99, stored: 1,
+			wantSizes: []int{1}, wantSeqs: []uint64{3}, wantStored: 2, wantDropped: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			all := Number(append(slices.Clone(tt.hist), tt.fresh...), 1)
+			hist, fresh := all[:len(tt.hist)], all[len(tt.hist):]
+			w := NewWindow(hist, fresh, tt.cut, tt.stored)
+			if got := turnSizes(w); !slices.Equal(got, tt.wantSizes) {
+				t.Errorf("got turn sizes %v, want %v", got, tt.wantSizes)
+			}
+			if got := turnSeqs(w); !slices.Equal(got, tt.wantSeqs) {
+				t.Errorf("got turn seqs %v, want %v", got, tt.wantSeqs)
+			}
+			if w.Report.StoredTurns != tt.wantStored {
+				t.Errorf("got StoredTurns %d, want %d", w.Report.StoredTurns, tt.wantStored)
+			}
+			if w.Report.DroppedTurns != tt.wantDropped {
+				t.Errorf("got DroppedTurns %d, want %d", w.Report.DroppedTurns, tt.wantDropped)
+			}
+			if w.Cut != tt.cut {
+				t.Errorf("got Cut %d, want %d", w.Cut, tt.cut)
+			}
+			want := 0
+			for _, m := range all {
+				if m.Seq >= w.Turns[0].Seq() {
+					want += m.Tokens
+				}
+			}
+			if got := w.Tokens(); got != want {
+				t.Errorf("got %d tokens, want %d", got, want)
+			}
+		})
+	}
+}
+
+func TestNewWindowTurnsDoNotShareCapacity(t *testing.T) {
+	all := Number([]Message{User("q1"), Asst("a1"), User("q2")}, 1)
+	w := NewWindow(all[:2], all[2:], 0, 1)
+	w.Turns[0].Messages = append(w.Turns[0].Messages, Asst("intruder"))
+	if got := w.Turns[1].Messages[0].Role; got != RoleUser {
+		t.Errorf("appending to turn 0 overwrote turn 1: got role %q, want %q", got, RoleUser)
+	}
+}
+
+// window builds a window of n turns of tokens tokens each (one user and one
+// assistant message per turn), the last being the current one.
+func window(n, tokens int) *Window {
+	var msgs []Message
+	for range n {
+		msgs = append(msgs, Tok(User("q"), tokens/2), Tok(Asst("a"), tokens-tokens/2))
+	}
+	msgs = Number(msgs, 1)
+	return NewWindow(msgs[:len(msgs)-2], msgs[len(msgs)-2:], 0, n-1)
+}
+
+func TestDrop(t *testing.T) {
+	tests := []struct {
+		name      string
+		turns, n  int
+		wantTurns int
+		wantCut   uint64
+	}{
+		{"none", 5, 0, 5, 0},
+		{"negative", 5, -1, 5, 0},
+		{"two oldest", 5, 2, 3, 5},
+		{"all but the current turn", 5, 4, 1, 9},
+		{"more than there are", 5, 10, 1, 9},
+		{"only the current turn", 1, 1, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := window(tt.turns, 10)
+			w.Drop(tt.n)
+			if len(w.Turns) != tt.wantTurns {
+				t.Errorf("got %d turns, want %d", len(w.Turns), tt.wantTurns)
+			}
+			if w.Cut != tt.wantCut {
+				t.Errorf("got Cut %d, want %d", w.Cut, tt.wantCut)
+			}
+			dropped := tt.turns - tt.wantTurns
+			if w.Report.DroppedTurns != dropped || w.Report.SavedTokens != 10*dropped {
+				t.Errorf("got DroppedTurns %d SavedTokens %d, want %d and %d", w.Report.DroppedTurns, w.Report.SavedTokens, dropped, 10*dropped)
+			}
+			if last := w.Turns[len(w.Turns)-1].Seq(); last != uint64(2*tt.turns-1) {
+				t.Errorf("got current turn at seq %d, want %d", last, 2*tt.turns-1)
+			}
+		})
+	}
+}
+
+func TestCurateBudget(t *testing.T) {
+	tests := []struct {
+		name       string
+		turns      int
+		budget     int
+		fixed      int
+		strategy   Strategy
+		wantTurns  int
+		wantTokens int
+		wantErr    error
+	}{
+		{"no budget", 10, 0, 5, nil, 10, 105, nil},
+		{"fits", 10, 105, 5, Passthrough{}, 10, 105, nil},
+		{"invariant drops just enough without a strategy", 10, 100, 5, nil, 9, 95, nil},
+		{"invariant after a strategy that ignores the budget", 10, 64, 0, SlidingWindow{MaxTurns: 8}, 6, 60, nil},
+		{"fixed part counts", 10, 50, 25, Passthrough{}, 2, 45, nil},
+		{"current turn alone too big", 3, 14, 5, nil, 0, 0, ErrContextLength},
+		{"current turn exactly fits", 3, 15, 5, nil, 1, 15, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := window(tt.turns, 10)
+			w.Budget, w.Fixed = tt.budget, tt.fixed
+			out, err := Curate(w, tt.strategy)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("got error %v, want %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if w.Report.IncludedTurns != tt.wantTurns {
+				t.Errorf("got %d turns, want %d", w.Report.IncludedTurns, tt.wantTurns)
+			}
+			if w.Report.Tokens != tt.wantTokens {
+				t.Errorf("got %d tokens, want %d", w.Report.Tokens, tt.wantTokens)
+			}
+			if len(out) != 2*tt.wantTurns {
+				t.Errorf("got %d messages, want %d", len(out), 2*tt.wantTurns)
+			}
+			if tt.budget > 0 && w.Report.Tokens > tt.budget {
+				t.Errorf("got %d tokens over the budget %d", w.Report.Tokens, tt.budget)
+			}
+			if got, want := out[len(out)-1].Seq, uint64(2*tt.turns); got != want {
+				t.Errorf("got last seq %d, want %d (the current turn)", got, want)
+			}
+		})
+	}
+}
+
+func TestCurateRepairs(t *testing.T) {
+	msgs := Number([]Message{User("q1"), Calls("", "A"), User("q2"), Calls("", "B", "C"), Tool("B", "r")}, 1)
+	w := NewWindow(msgs[:4], msgs[4:], 0, 2)
+	out, err := Curate(w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := describe(out), "u u a[B] t:B"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if w.Report.RepairedCalls != 2 {
+		t.Errorf("got RepairedCalls %d, want 2", w.Report.RepairedCalls)
+	}
+}
+
+func BenchmarkCurate(b *testing.B) {
+	msgs := Number(answeredWindow(50), 1) // 50 turns, 7 messages each, with tool calls
+	hist, fresh := msgs[:len(msgs)-7], msgs[len(msgs)-7:]
+	s := Composed{ToolResultTruncator{MaxChars: 2000}, TokenBudget{LowWater: 0.7}}
+	total := 0
+	for _, m := range msgs {
+		total += m.Tokens
+	}
+	for _, bc := range []struct {
+		name   string
+		budget int
+	}{{"fits", total + 100}, {"over budget", total / 2}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				w := NewWindow(hist, fresh, 0, 49)
+				w.Budget, w.Fixed = bc.budget, 100
+				if _, err := Curate(w, s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
