@@ -34,14 +34,25 @@ type exchange struct {
 	report  history.Report
 	release func()
 	record  bool
-	start   time.Time
-	sent    time.Time // request sent upstream
+	// oneChoice is set when the request asks for one choice, so the
+	// upstream's completion tokens count the recorded answer alone.
+	oneChoice bool
+	start     time.Time
+	sent      time.Time // request sent upstream
 }
 
 // chat serves POST /v1/chat/completions. conv is the id from the path
 // prefix, if any.
 func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	start := s.cfg.Now()
+	// The body is read first, so that every answer below leaves the
+	// connection clean for its next request.
+	body, err := s.readBody(rc)
+	if err != nil {
+		rc.SetConnectionClose()
+		s.fail(rc, "chat", "", err, start)
+		return
+	}
 	c, err := s.authenticate(rc)
 	if err != nil {
 		s.fail(rc, "chat", "", err, start)
@@ -62,11 +73,6 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 			s.fail(rc, "chat", c.cfg.ID, errBadMode, start)
 			return
 		}
-	}
-	body, err := s.readBody(rc)
-	if err != nil {
-		s.fail(rc, "chat", c.cfg.ID, err, start)
-		return
 	}
 	req, err := rewrite.ParseRequest(body)
 	if err != nil {
@@ -154,6 +160,7 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 	}
 	x.release = release
 
+	x.oneChoice = req.N <= 1
 	x.enc = tokens.ForModel(req.Model)
 	if e := c.cfg.History.Encoding; e != "" {
 		x.enc = tokens.Encoding(e)
@@ -264,10 +271,17 @@ func parseBody(encoding string, raw []byte, limit int) (rewrite.Reply, error) {
 func (x *exchange) commit(ctx context.Context, reply rewrite.Reply) error {
 	s := x.s
 	answer := history.Message{
-		Role:   history.RoleAssistant,
-		Raw:    reply.Message,
-		Hash:   rewrite.Hash(reply.Message),
-		Tokens: s.counter.Message(x.enc, reply.Message),
+		Role: history.RoleAssistant,
+		Raw:  reply.Message,
+		Hash: rewrite.Hash(reply.Message),
+	}
+	// The upstream already counted the answer: with one choice, its
+	// completion tokens plus the message overhead are the count, exactly
+	// and for free. Otherwise count it.
+	if x.oneChoice && reply.Usage.CompletionTokens > 0 {
+		answer.Tokens = reply.Usage.CompletionTokens + tokens.MessageOverhead
+	} else {
+		answer.Tokens = s.counter.Message(x.enc, reply.Message)
 	}
 	ch := history.Change{
 		Version:          x.version,

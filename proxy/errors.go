@@ -62,7 +62,11 @@ func classify(err error) *apiError {
 
 // writeError renders e as OpenAI does.
 func writeError(rc *fasthttp.RequestCtx, e *apiError) {
+	closeConn := rc.Response.ConnectionClose()
 	rc.Response.Reset()
+	if closeConn {
+		rc.SetConnectionClose()
+	}
 	rc.SetStatusCode(e.status)
 	rc.SetContentType("application/json")
 	rc.SetBody(errorBody(e))

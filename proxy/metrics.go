@@ -101,7 +101,9 @@ func (m *Metrics) curated(tenant string, r history.Report) {
 	m.repaired.WithLabelValues(tenant).Add(float64(r.RepairedCalls))
 }
 
-func (m *Metrics) storeOp(op string, d time.Duration) { m.store.WithLabelValues(op).Observe(d.Seconds()) }
+func (m *Metrics) storeOp(op string, d time.Duration) {
+	m.store.WithLabelValues(op).Observe(d.Seconds())
+}
 
 func (m *Metrics) commitFailed(tenant string) { m.commits.WithLabelValues(tenant).Inc() }
 

@@ -15,6 +15,7 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 	start := s.cfg.Now()
 	c, err := s.authenticate(rc)
 	if err != nil {
+		rc.SetConnectionClose() // the body is not read
 		s.fail(rc, "passthrough", "", err, start)
 		return
 	}

@@ -230,8 +230,10 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 	}
 }
 
-// reject answers e and counts it.
+// reject answers e and counts it. The request's body was not read, so the
+// connection is closed after the answer.
 func (s *Server) reject(rc *fasthttp.RequestCtx, route string, e *apiError) {
+	rc.SetConnectionClose()
 	writeError(rc, e)
 	s.metrics.request("", route, e.status)
 }

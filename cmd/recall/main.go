@@ -22,6 +22,7 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history/badgerstore"
+	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/proxy"
 )
 
@@ -172,7 +173,14 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	}
 	defer store.Close()
 
+	// Build the tokenizers now (tens of milliseconds each) rather than in
+	// the first request.
+	counter := &tokens.Counter{}
+	counter.Text(tokens.O200k, "warm")
+	counter.Text(tokens.CL100k, "warm")
+
 	srv, err := proxy.New(proxy.Config{
+		Counter:      counter,
 		Tenants:      watcher,
 		Store:        store,
 		Logger:       log,

@@ -1,0 +1,114 @@
+package proxy_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/recallproxy/recall/proxy"
+)
+
+// openAIError is OpenAI's error body.
+type openAIError struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	} `json:"error"`
+}
+
+func TestBadRequestsAreRefusedAndStoreNothing(t *testing.T) {
+	h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) { c.MaxBodyBytes = 64 << 10 }})
+	// A conversation with one committed turn, which no bad request may change.
+	if r := h.post("/v1/chat/completions", key, "bad-1", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`); r.status != 200 {
+		t.Fatalf("setup: %d %s", r.status, r.body)
+	}
+	before := len(h.stored(h.passNamespace(key), "bad-1"))
+	upstreamBefore := h.up.Count()
+
+	tests := []struct {
+		name, path, conv, body string
+		status                 int
+		code, param            string
+	}{
+		{name: "invalid json", conv: "bad-1", body: `{"model":`, status: 400},
+		{name: "not an object", conv: "bad-1", body: `[1,2]`, status: 400},
+		{name: "no messages", conv: "bad-1", body: `{"model":"gpt-4o"}`, status: 400, param: "messages"},
+		{name: "empty messages", conv: "bad-1", body: `{"messages":[]}`, status: 400, param: "messages"},
+		{name: "messages wrong type", conv: "bad-1", body: `{"messages":"hi"}`, status: 400, param: "messages"},
+		{name: "unknown role", conv: "bad-1", body: `{"messages":[{"role":"wizard","content":"x"}]}`, status: 400, param: "messages[0].role"},
+		{name: "tool without id", conv: "bad-1", body: `{"messages":[{"role":"tool","content":"x"}]}`, status: 400},
+		{name: "stream wrong type", conv: "bad-1", body: `{"stream":"yes","messages":[{"role":"user","content":"x"}]}`, status: 400, param: "stream"},
+		{name: "bad conversation id", conv: "no spaces allowed", body: `{"messages":[{"role":"user","content":"x"}]}`, status: 400, code: "invalid_conversation_id"},
+		{name: "conversation id too long", conv: strings.Repeat("a", 129), body: `{"messages":[{"role":"user","content":"x"}]}`, status: 400, code: "invalid_conversation_id"},
+		{name: "bad id in path", path: "/c/bad%20id/v1/chat/completions", body: `{"messages":[{"role":"user","content":"x"}]}`, status: 400, code: "invalid_conversation_id"},
+		{name: "body too large", conv: "bad-1", body: `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 70<<10) + `"}]}`, status: 413, code: "request_too_large"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.path
+			if path == "" {
+				path = "/v1/chat/completions"
+			}
+			r := h.post(path, key, tc.conv, tc.body)
+			if r.status != tc.status {
+				t.Fatalf("got status %d, want %d: %s", r.status, tc.status, r.body)
+			}
+			var e openAIError
+			if err := json.Unmarshal([]byte(r.body), &e); err != nil || e.Error.Message == "" || e.Error.Type != "invalid_request_error" {
+				t.Fatalf("body is not an OpenAI error: %s", r.body)
+			}
+			if tc.code != "" && (e.Error.Code == nil || *e.Error.Code != tc.code) {
+				t.Errorf("got code %v, want %s", e.Error.Code, tc.code)
+			}
+			if tc.param != "" && (e.Error.Param == nil || *e.Error.Param != tc.param) {
+				t.Errorf("got param %v, want %s", e.Error.Param, tc.param)
+			}
+		})
+	}
+	if after := len(h.stored(h.passNamespace(key), "bad-1")); after != before {
+		t.Errorf("stored messages went from %d to %d", before, after)
+	}
+	if h.up.Count() != upstreamBefore {
+		t.Errorf("bad requests reached the upstream")
+	}
+}
+
+func TestBadHistoryModeHeader(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	r := h.postHeaders("/v1/chat/completions", map[string]string{"Authorization": "Bearer " + key, "X-Conversation-ID": "m-1", "X-Recall-History": "everything"},
+		`{"messages":[{"role":"user","content":"x"}]}`)
+	if r.status != 400 || !strings.Contains(r.body, "invalid_history_mode") {
+		t.Errorf("got %d %s", r.status, r.body)
+	}
+}
+
+func TestHistoryModeOffNeitherInjectsNorRecords(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	if r := h.post("/v1/chat/completions", key, "off-1", `{"messages":[{"role":"user","content":"one"}]}`); r.status != 200 {
+		t.Fatal(r.body)
+	}
+	r := h.postHeaders("/v1/chat/completions", map[string]string{"Authorization": "Bearer " + key, "X-Conversation-ID": "off-1", "X-Recall-History": "off"},
+		`{"messages":[{"role":"user","content":"two"}]}`)
+	if r.status != 200 {
+		t.Fatal(r.body)
+	}
+	if got := summarizeAll(h.up.Last().Messages); !equalStrings(got, []string{"user:two"}) {
+		t.Errorf("upstream got %q", got)
+	}
+	if n := len(h.stored(h.passNamespace(key), "off-1")); n != 2 {
+		t.Errorf("stored %d messages, want 2", n)
+	}
+}
+
+func TestCurrentTurnOverBudgetIsContextLengthExceeded(t *testing.T) {
+	h := newHarness(t, harnessOptions{global: func(g *configGlobal) { g.Defaults.History.BudgetTokens = 300 }})
+	r := h.post("/v1/chat/completions", key, "big-1", `{"messages":[{"role":"user","content":"`+strings.Repeat("word ", 400)+`"}]}`)
+	if r.status != 400 || !strings.Contains(r.body, `"code":"context_length_exceeded"`) {
+		t.Fatalf("got %d %s", r.status, r.body)
+	}
+	if n := len(h.stored(h.passNamespace(key), "big-1")); n != 0 {
+		t.Errorf("stored %d messages, want 0", n)
+	}
+}

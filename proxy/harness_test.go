@@ -1,0 +1,231 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/history/badgerstore"
+	"github.com/recallproxy/recall/internal/upstreamtest"
+	"github.com/recallproxy/recall/proxy"
+)
+
+// harness is a real Recall server on a loopback port, in front of the fake
+// upstream, over a real Badger store in a temporary directory.
+type harness struct {
+	t     *testing.T
+	up    *upstreamtest.Server
+	srv   *proxy.Server
+	store *badgerstore.Store
+	url   string // http://127.0.0.1:port
+	logs  *syncBuffer
+}
+
+// harnessOptions change a harness from its defaults: pass-through mode
+// with a 16,000-token budget.
+type harnessOptions struct {
+	tenants map[string]string // file name -> tenant YAML ("{{UPSTREAM}}" is replaced)
+	global  func(*config.Global)
+	proxy   func(*proxy.Config)
+}
+
+type configGlobal = config.Global
+
+type fixedTenants struct{ set *config.Set }
+
+func (f fixedTenants) Current() *config.Set { return f.set }
+
+func newHarness(t *testing.T, o harnessOptions) *harness {
+	t.Helper()
+	h := &harness{t: t, up: upstreamtest.NewTB(t), logs: &syncBuffer{}}
+	g := config.DefaultGlobal()
+	g.Defaults.Upstream.BaseURL = h.up.URL()
+	if len(o.tenants) > 0 {
+		dir := t.TempDir()
+		for name, body := range o.tenants {
+			body = strings.ReplaceAll(body, "{{UPSTREAM}}", h.up.URL())
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g.TenantsDir = dir
+	}
+	if o.global != nil {
+		o.global(&g)
+	}
+	set, err := config.LoadTenants(g, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("load tenants: %v", err)
+	}
+	h.store, err = badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := proxy.Config{
+		Tenants: fixedTenants{set},
+		Store:   h.store,
+		Logger:  slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	if o.proxy != nil {
+		o.proxy(&cfg)
+	}
+	h.srv, err = proxy.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.url = "http://" + ln.Addr().String()
+	go h.srv.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		h.store.Close()
+	})
+	return h
+}
+
+// client returns an official OpenAI SDK client pointed at Recall, naming
+// conversation conv by header (none if conv is "").
+func (h *harness) client(key, conv string, opts ...option.RequestOption) openai.Client {
+	base := []option.RequestOption{
+		option.WithBaseURL(h.url + "/v1"),
+		option.WithAPIKey(key),
+		option.WithMaxRetries(0),
+	}
+	if conv != "" {
+		base = append(base, option.WithHeader("X-Conversation-ID", conv))
+	}
+	return openai.NewClient(append(base, opts...)...)
+}
+
+// stored returns a conversation's messages as stored, inactive ones too.
+func (h *harness) stored(tenant, conv string) []history.Message {
+	h.t.Helper()
+	var out []history.Message
+	err := h.store.Messages(context.Background(), history.Key{Tenant: tenant, Conversation: conv}, 0, true,
+		func(m history.Message) bool { out = append(out, m); return true })
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
+
+// active returns the roles and contents of a conversation's active messages.
+func active(msgs []history.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		if m.Active() {
+			out = append(out, summarize(m.Raw))
+		}
+	}
+	return out
+}
+
+// summarize renders a message as "role:content" or "role:calls=[ids]" or
+// "tool(id):content" for compact comparisons.
+func summarize(raw []byte) string {
+	var m struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCallID string          `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID string `json:"id"`
+		} `json:"tool_calls"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return "invalid:" + string(raw)
+	}
+	var text string
+	if err := json.Unmarshal(m.Content, &text); err != nil {
+		text = string(m.Content)
+	}
+	s := m.Role
+	if m.ToolCallID != "" {
+		s += "(" + m.ToolCallID + ")"
+	}
+	s += ":" + text
+	if len(m.ToolCalls) > 0 {
+		ids := make([]string, len(m.ToolCalls))
+		for i, c := range m.ToolCalls {
+			ids[i] = c.ID
+		}
+		s += " calls=" + strings.Join(ids, ",")
+	}
+	return s
+}
+
+func summarizeAll(msgs []json.RawMessage) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = summarize(m)
+	}
+	return out
+}
+
+// passNamespace is the history namespace of a pass-through credential.
+func (h *harness) passNamespace(key string) string {
+	h.t.Helper()
+	// Find it from the store rather than re-deriving the hash scheme: the
+	// test names one conversation per key.
+	return "default.pt." + sha16(key)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func sha16(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:16])
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}

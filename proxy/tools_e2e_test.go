@@ -1,0 +1,112 @@
+package proxy_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/recallproxy/recall/internal/upstreamtest"
+)
+
+func TestStreamedParallelToolCallsAreRecorded(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	c := h.client(key, "tools-1")
+	ctx := context.Background()
+	h.up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{
+		{ID: "call_a", Name: "weather", Arguments: `{"city":"Paris"}`},
+		{ID: "call_b", Name: "weather", Arguments: `{"city":"Tokyo"}`},
+	}})
+	p := params(openai.UserMessage("weather in Paris and Tokyo?"))
+	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	stream := c.Chat.Completions.NewStreaming(ctx, p)
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	calls := acc.Choices[0].Message.ToolCalls
+	if len(calls) != 2 || calls[1].Function.Arguments != `{"city":"Tokyo"}` {
+		t.Fatalf("client assembled calls %+v", calls)
+	}
+
+	// A delta client sends only the results; Recall supplies the call.
+	_, err := c.Chat.Completions.New(ctx, params(
+		openai.ToolMessage("18C", "call_a"),
+		openai.ToolMessage("9C", "call_b"),
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := h.up.Last()
+	if last.Rejected != nil {
+		t.Fatalf("upstream rejected the context: %v", last.Rejected)
+	}
+	got := summarizeAll(last.Messages)
+	want := []string{"user:weather in Paris and Tokyo?", "assistant: calls=call_a,call_b", "tool(call_a):18C", "tool(call_b):9C"}
+	if !equalStrings(got, want) {
+		t.Errorf("upstream got %q, want %q", got, want)
+	}
+	// The recorded call carries the arguments concatenated from the stream.
+	var msg struct {
+		ToolCalls []struct {
+			Function struct{ Name, Arguments string }
+		} `json:"tool_calls"`
+	}
+	if err := json.Unmarshal(last.Messages[1], &msg); err != nil {
+		t.Fatal(err)
+	}
+	if msg.ToolCalls[0].Function.Arguments != `{"city":"Paris"}` || msg.ToolCalls[0].Function.Name != "weather" {
+		t.Errorf("recorded call %+v", msg.ToolCalls[0])
+	}
+}
+
+func TestUnansweredToolCallIsRepaired(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	// The client's own history holds a call it never answered (call_2),
+	// which a strict provider would reject.
+	body := `{"model":"gpt-4o","messages":[
+		{"role":"user","content":"look both up"},
+		{"role":"assistant","content":null,"tool_calls":[
+			{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}},
+			{"id":"call_2","type":"function","function":{"name":"g","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"call_1","content":"one"},
+		{"role":"user","content":"go on"}]}`
+	resp := h.post("/v1/chat/completions", key, "repair-1", body)
+	if resp.status != 200 {
+		t.Fatalf("status %d: %s", resp.status, resp.body)
+	}
+	last := h.up.Last()
+	if last.Rejected != nil {
+		t.Fatalf("upstream rejected: %v", last.Rejected)
+	}
+	got := summarizeAll(last.Messages)
+	want := []string{"user:look both up", "assistant: calls=call_1", "tool(call_1):one", "user:go on"}
+	if !equalStrings(got, want) {
+		t.Errorf("upstream got %q, want %q", got, want)
+	}
+	if c := resp.header.Get("X-Recall-Curation"); !strings.Contains(c, "repaired_calls=1") {
+		t.Errorf("X-Recall-Curation %q, want repaired_calls=1", c)
+	}
+	// Storage keeps what the client sent; only the sent copy is repaired.
+	stored := active(h.stored(h.passNamespace(key), "repair-1"))
+	if len(stored) != 5 || stored[1] != "assistant: calls=call_1,call_2" {
+		t.Errorf("stored %q", stored)
+	}
+}
+
+func TestOrphanToolResultIsNotSent(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	body := `{"model":"gpt-4o","messages":[{"role":"tool","tool_call_id":"call_x","content":"stray"},{"role":"user","content":"hi"}]}`
+	resp := h.post("/v1/chat/completions", key, "orphan-1", body)
+	if resp.status != 200 {
+		t.Fatalf("status %d: %s", resp.status, resp.body)
+	}
+	if got := summarizeAll(h.up.Last().Messages); !equalStrings(got, []string{"user:hi"}) {
+		t.Errorf("upstream got %q", got)
+	}
+}

@@ -1,0 +1,448 @@
+package rewrite
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Message is one message of a request: its role and its exact JSON bytes.
+//
+// Raw points into the body the message was parsed from; copy it if it must
+// outlive that body. Role is always one of the Role constants and never
+// points into the body.
+type Message struct {
+	Role string
+	Raw  []byte
+}
+
+// Request is a validated view of a chat-completions request body.
+//
+// Body, Messages[i].Raw and Tools all share the memory of the body given to
+// [ParseRequest]: the caller must keep that body unchanged while the Request
+// is in use (with fasthttp, not past the handler). Model is a copy.
+type Request struct {
+	// Body is the request body as the client sent it.
+	Body []byte
+	// Messages holds the elements of "messages" in order.
+	Messages []Message
+	// Model is the "model" value, or "" when absent.
+	Model string
+	// Stream is the "stream" value, false when absent.
+	Stream bool
+	// MaxTokens is max_completion_tokens, else max_tokens, else 0.
+	MaxTokens int
+	// Tools is the raw JSON of "tools", nil when absent or null.
+	Tools []byte
+	// N is the "n" value (choices asked for), 0 when absent.
+	N int
+
+	// msgStart and msgEnd bound the "messages" array value inside Body.
+	msgStart, msgEnd int
+}
+
+// ParseRequest validates body as a chat-completions request and returns a
+// view of it. Every error is an *[Error] naming the offending parameter.
+//
+// It checks the shape the proxy relies on (a JSON object whose "messages" is
+// a non-empty array of well-formed messages, and the types of model, stream
+// and the token limits) and leaves everything else, including whether tool
+// calls are answered, to the upstream and the proxy.
+func ParseRequest(body []byte) (Request, error) {
+	if !gjson.ValidBytes(body) {
+		return Request{}, &Error{Message: "We could not parse the JSON body of your request. The API expects a JSON payload, but what was sent was not valid JSON."}
+	}
+	doc := bytesString(body)
+	root := gjson.Parse(doc)
+	if !root.IsObject() {
+		return Request{}, &Error{Message: "Invalid type for request body: expected an object, but got " + typeName(root) + " instead."}
+	}
+
+	r := Request{Body: body}
+	var (
+		messages       gjson.Result
+		haveMessages   bool
+		maxTokens      gjson.Result
+		maxCompletion  gjson.Result
+		err            error
+		seenMessages   int
+		seenModel      int
+		seenStream     int
+		seenTools      int
+		seenMaxTokens  int
+		seenMaxCompTok int
+	)
+	root.ForEach(func(key, value gjson.Result) bool {
+		// Duplicate keys of the fields the proxy reads are rejected: a
+		// JSON decoder upstream may keep a different one than gjson does,
+		// and then the validated or rewritten value would not be the one
+		// used.
+		switch key.Str {
+		case "messages":
+			seenMessages++
+			messages, haveMessages = value, value.Type != gjson.Null
+		case "model":
+			seenModel++
+			switch value.Type {
+			case gjson.String:
+				r.Model = strings.Clone(value.Str)
+			case gjson.Null:
+			default:
+				err = invalidType("model", "a string", value)
+			}
+		case "stream":
+			seenStream++
+			switch value.Type {
+			case gjson.True:
+				r.Stream = true
+			case gjson.False, gjson.Null:
+			default:
+				err = invalidType("stream", "a boolean", value)
+			}
+		case "max_tokens":
+			seenMaxTokens++
+			maxTokens = value
+		case "max_completion_tokens":
+			seenMaxCompTok++
+			maxCompletion = value
+		case "n":
+			switch value.Type {
+			case gjson.Number:
+				r.N = int(value.Int())
+			case gjson.Null:
+			default:
+				err = invalidType("n", "an integer", value)
+			}
+		case "tools":
+			seenTools++
+			if value.Type != gjson.Null {
+				off := offsetIn(doc, value.Raw)
+				r.Tools = body[off : off+len(value.Raw) : off+len(value.Raw)]
+			}
+		}
+		return err == nil
+	})
+	if err != nil {
+		return Request{}, err
+	}
+	for _, d := range [...]struct {
+		name string
+		n    int
+	}{{"messages", seenMessages}, {"model", seenModel}, {"stream", seenStream}, {"tools", seenTools}, {"max_tokens", seenMaxTokens}, {"max_completion_tokens", seenMaxCompTok}} {
+		if d.n > 1 {
+			return Request{}, &Error{Message: "Duplicate parameter: '" + d.name + "' appears more than once.", Param: d.name, Code: "invalid_value"}
+		}
+	}
+	if n, err := tokenLimit("max_tokens", maxTokens); err != nil {
+		return Request{}, err
+	} else if n != 0 {
+		r.MaxTokens = n
+	}
+	if n, err := tokenLimit("max_completion_tokens", maxCompletion); err != nil {
+		return Request{}, err
+	} else if maxCompletion.Exists() && maxCompletion.Type != gjson.Null {
+		r.MaxTokens = n
+	}
+
+	if !haveMessages {
+		return Request{}, &Error{Message: "Missing required parameter: 'messages'.", Param: "messages", Code: "missing_required_parameter"}
+	}
+	if !messages.IsArray() {
+		return Request{}, invalidType("messages", "an array", messages)
+	}
+	r.msgStart = offsetIn(doc, messages.Raw)
+	r.msgEnd = r.msgStart + len(messages.Raw)
+	r.Messages = make([]Message, 0, 16)
+	messages.ForEach(func(_, m gjson.Result) bool {
+		var role string
+		role, err = checkMessage(len(r.Messages), m)
+		if err != nil {
+			return false
+		}
+		off := offsetIn(doc, m.Raw)
+		r.Messages = append(r.Messages, Message{Role: role, Raw: body[off : off+len(m.Raw) : off+len(m.Raw)]})
+		return true
+	})
+	if err != nil {
+		return Request{}, err
+	}
+	if len(r.Messages) == 0 {
+		return Request{}, &Error{Message: "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", Param: "messages", Code: "empty_array"}
+	}
+	return r, nil
+}
+
+// AppendBody appends to dst the request body with its "messages" value
+// replaced by a JSON array of msgs, every other byte exactly as in r.Body,
+// and returns the extended slice. Each element of msgs must be one JSON
+// value; AppendBody does not check them.
+func (r Request) AppendBody(dst []byte, msgs [][]byte) []byte {
+	n := len(r.Body) - (r.msgEnd - r.msgStart) + 2 + len(msgs)
+	for _, m := range msgs {
+		n += len(m)
+	}
+	if cap(dst)-len(dst) < n {
+		grown := make([]byte, len(dst), len(dst)+n)
+		copy(grown, dst)
+		dst = grown
+	}
+	dst = append(dst, r.Body[:r.msgStart]...)
+	dst = append(dst, '[')
+	for i, m := range msgs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, m...)
+	}
+	dst = append(dst, ']')
+	return append(dst, r.Body[r.msgEnd:]...)
+}
+
+// checkMessage validates messages[i] and returns its role.
+func checkMessage(i int, m gjson.Result) (string, error) {
+	if !m.IsObject() {
+		return "", invalidType(index("messages", i), "an object", m)
+	}
+	// Parameter names are built only on failure: the success path must
+	// not allocate per message.
+	r, bad := messageRole(m)
+	if bad != nil {
+		bad.at(index("messages", i))
+		return "", bad
+	}
+	return r, nil
+}
+
+// at prefixes e's parameter (a path relative to a message, like ".role")
+// with param, and rewrites the message to match.
+func (e *Error) at(param string) {
+	e.Message = strings.Replace(e.Message, "'"+e.Param, "'"+param+e.Param, 1)
+	e.Param = param + e.Param
+}
+
+// index returns "param[i]".
+func index(param string, i int) string { return param + "[" + strconv.Itoa(i) + "]" }
+
+// messageRole validates one message object and returns its role. Errors
+// name parameters relative to the message (".role"), for the caller to
+// prefix.
+func messageRole(m gjson.Result) (string, *Error) {
+	var role, content, toolCalls, toolCallID, refusal gjson.Result
+	m.ForEach(func(key, value gjson.Result) bool {
+		switch key.Str {
+		case "role":
+			role = value
+		case "content":
+			content = value
+		case "tool_calls":
+			toolCalls = value
+		case "tool_call_id":
+			toolCallID = value
+		case "refusal":
+			refusal = value
+		}
+		return true
+	})
+
+	var r string
+	switch {
+	case !role.Exists() || role.Type == gjson.Null:
+		return "", missing(".role")
+	case role.Type != gjson.String:
+		return "", invalidType(".role", "a string", role)
+	}
+	switch role.Str {
+	case RoleSystem:
+		r = RoleSystem
+	case RoleDeveloper:
+		r = RoleDeveloper
+	case RoleUser:
+		r = RoleUser
+	case RoleAssistant:
+		r = RoleAssistant
+	case RoleTool:
+		r = RoleTool
+	default:
+		return "", &Error{
+			Message: "Invalid value for '.role': " + strconv.Quote(role.Str) + ". Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.",
+			Param:   ".role",
+			Code:    "invalid_value",
+		}
+	}
+
+	if err := checkContent(".content", content); err != nil {
+		return "", err
+	}
+	hasContent := content.Exists() && content.Type != gjson.Null
+	switch r {
+	case RoleSystem, RoleDeveloper, RoleUser:
+		if !hasContent {
+			return "", missing(".content")
+		}
+	case RoleTool:
+		switch {
+		case !toolCallID.Exists() || toolCallID.Type == gjson.Null:
+			return "", missing(".tool_call_id")
+		case toolCallID.Type != gjson.String:
+			return "", invalidType(".tool_call_id", "a string", toolCallID)
+		case !hasContent:
+			return "", missing(".content")
+		}
+	case RoleAssistant:
+		if refusal.Exists() && refusal.Type != gjson.Null && refusal.Type != gjson.String {
+			return "", invalidType(".refusal", "a string", refusal)
+		}
+		n, err := checkToolCalls(".tool_calls", toolCalls)
+		if err != nil {
+			return "", err
+		}
+		if !hasContent && n == 0 && refusal.Type != gjson.String {
+			return "", &Error{
+				Message: "Missing required parameter: '.content'. An assistant message needs content, tool_calls or refusal.",
+				Param:   ".content",
+				Code:    "missing_required_parameter",
+			}
+		}
+	}
+	return r, nil
+}
+
+// checkContent validates a message's content: absent, null, a string, or an
+// array of objects each with a string "type".
+func checkContent(param string, c gjson.Result) *Error {
+	switch {
+	case !c.Exists(), c.Type == gjson.Null, c.Type == gjson.String:
+		return nil
+	case !c.IsArray():
+		return invalidType(param, "a string or an array", c)
+	}
+	var err *Error
+	i := 0
+	c.ForEach(func(_, part gjson.Result) bool {
+		if !part.IsObject() {
+			err = invalidType(index(param, i), "an object", part)
+			return false
+		}
+		t := part.Get("type")
+		switch {
+		case !t.Exists() || t.Type == gjson.Null:
+			err = missing(index(param, i) + ".type")
+		case t.Type != gjson.String:
+			err = invalidType(index(param, i)+".type", "a string", t)
+		}
+		i++
+		return err == nil
+	})
+	return err
+}
+
+// checkToolCalls validates an assistant message's tool_calls and returns how
+// many there are.
+func checkToolCalls(param string, tc gjson.Result) (int, *Error) {
+	switch {
+	case !tc.Exists(), tc.Type == gjson.Null:
+		return 0, nil
+	case !tc.IsArray():
+		return 0, invalidType(param, "an array", tc)
+	}
+	var err *Error
+	n := 0
+	tc.ForEach(func(_, call gjson.Result) bool {
+		i := n
+		n++
+		if !call.IsObject() {
+			err = invalidType(index(param, i), "an object", call)
+			return false
+		}
+		var id, fn gjson.Result
+		call.ForEach(func(key, value gjson.Result) bool {
+			switch key.Str {
+			case "id":
+				id = value
+			case "function":
+				fn = value
+			}
+			return true
+		})
+		if err = requireString(id); err == nil {
+			switch {
+			case !fn.Exists() || fn.Type == gjson.Null:
+				err = missing(".function")
+			case !fn.IsObject():
+				err = invalidType(".function", "an object", fn)
+			default:
+				if err = requireString(fn.Get("name")); err != nil {
+					err.at(".function.name")
+				} else if err = requireString(fn.Get("arguments")); err != nil {
+					err.at(".function.arguments")
+				}
+			}
+		} else {
+			err.at(".id")
+		}
+		if err != nil {
+			err.at(index(param, i))
+		}
+		return err == nil
+	})
+	return n, err
+}
+
+// tokenLimit validates an optional numeric token limit and returns it, or 0
+// when it is absent or null.
+func tokenLimit(param string, v gjson.Result) (int, error) {
+	switch v.Type {
+	case gjson.Null:
+		return 0, nil
+	case gjson.Number:
+		return int(v.Int()), nil
+	default:
+		return 0, invalidType(param, "a number", v)
+	}
+}
+
+// requireString reports a missing or non-string required parameter, with
+// an empty Param for the caller to fill in with [Error.at].
+func requireString(v gjson.Result) *Error {
+	switch {
+	case !v.Exists() || v.Type == gjson.Null:
+		return missing("")
+	case v.Type != gjson.String:
+		return invalidType("", "a string", v)
+	}
+	return nil
+}
+
+func missing(param string) *Error {
+	return &Error{Message: "Missing required parameter: '" + param + "'.", Param: param, Code: "missing_required_parameter"}
+}
+
+func invalidType(param, want string, got gjson.Result) *Error {
+	return &Error{
+		Message: "Invalid type for '" + param + "': expected " + want + ", but got " + typeName(got) + " instead.",
+		Param:   param,
+		Code:    "invalid_type",
+	}
+}
+
+// typeName names a JSON value's type the way OpenAI's errors do.
+func typeName(v gjson.Result) string {
+	switch v.Type {
+	case gjson.Null:
+		return "null"
+	case gjson.False, gjson.True:
+		return "a boolean"
+	case gjson.Number:
+		if strings.ContainsAny(v.Raw, ".eE") {
+			return "a decimal"
+		}
+		return "an integer"
+	case gjson.String:
+		return "a string"
+	}
+	if v.IsArray() {
+		return "an array"
+	}
+	return "an object"
+}
