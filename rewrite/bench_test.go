@@ -1,0 +1,139 @@
+package rewrite
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+)
+
+// benchBody returns a request body of n messages of the usual kinds.
+func benchBody(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}],"messages":[`)
+	b.WriteString(`{"role":"system","content":"You are a helpful assistant. Answer briefly and cite sources when you can."}`)
+	for i := 1; i < n; i++ {
+		switch i % 4 {
+		case 1:
+			fmt.Fprintf(&b, `,{"role":"user","content":"Question %d: what is the weather like in Paris this afternoon, and should I bring an umbrella?"}`, i)
+		case 2:
+			fmt.Fprintf(&b, `,{"role":"assistant","content":null,"tool_calls":[{"id":"call_%d","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`, i)
+		case 3:
+			fmt.Fprintf(&b, `,{"role":"tool","tool_call_id":"call_%d","content":"{\"temp\":21,\"sky\":\"cloudy\",\"rain_chance\":0.4}"}`, i-1)
+		default:
+			fmt.Fprintf(&b, `,{"role":"assistant","content":"It is 21C and cloudy with a 40%% chance of rain, so an umbrella is a good idea (turn %d)."}`, i)
+		}
+	}
+	b.WriteString(`],"temperature":0.2,"max_completion_tokens":800}`)
+	return []byte(b.String())
+}
+
+func BenchmarkParseRequest(b *testing.B) {
+	body := benchBody(20)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseRequest(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAppendBody(b *testing.B) {
+	r, err := ParseRequest(benchBody(20))
+	if err != nil {
+		b.Fatal(err)
+	}
+	hist, err := ParseRequest(benchBody(60))
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := make([][]byte, len(hist.Messages))
+	for i, m := range hist.Messages {
+		msgs[i] = m.Raw
+	}
+	dst := make([]byte, 0, 64<<10)
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = r.AppendBody(dst[:0], msgs)
+	}
+	b.SetBytes(int64(len(dst)))
+}
+
+func BenchmarkHash(b *testing.B) {
+	msgs := map[string]string{
+		"text":      `{"role":"user","content":"Question 1: what is the weather like in Paris this afternoon, and should I bring an umbrella?"}`,
+		"toolcall":  `{"role":"assistant","content":null,"tool_calls":[{"id":"call_2","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]}`,
+		"parts":     `{"role":"user","content":[{"type":"text","text":"What is in this image?"},{"type":"image_url","image_url":{"url":"https://example.com/a.png","detail":"low"}}]}`,
+		"long-text": `{"role":"assistant","content":"` + strings.Repeat("All work and no play makes Jack a dull boy. ", 100) + `"}`,
+	}
+	for _, name := range []string{"text", "toolcall", "parts", "long-text"} {
+		raw := []byte(msgs[name])
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				Hash(raw)
+			}
+		})
+	}
+}
+
+// benchStream returns an SSE stream of n chunks: a role delta, content
+// deltas, a finish chunk and a usage chunk, then [DONE].
+func benchStream(n int) []byte {
+	const head = `{"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":"fp_f9f4fb6dbf","choices":`
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "data: %s[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"refusal\":null},\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n", head)
+	for i := 0; i < n-3; i++ {
+		fmt.Fprintf(&b, "data: %s[{\"index\":0,\"delta\":{\"content\":\" word%d\"},\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n", head, i)
+	}
+	fmt.Fprintf(&b, "data: %s[{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"stop\"}],\"usage\":null}\n\n", head)
+	fmt.Fprintf(&b, "data: %s[],\"usage\":{\"prompt_tokens\":24,\"completion_tokens\":200,\"total_tokens\":224,\"prompt_tokens_details\":{\"cached_tokens\":0}}}\n\n", head)
+	b.WriteString("data: [DONE]\n\n")
+	return b.Bytes()
+}
+
+func BenchmarkAssembler(b *testing.B) {
+	stream := benchStream(200)
+	var chunks [][]byte
+	er := NewEventReader(bytes.NewReader(stream), 0)
+	for {
+		ev, err := er.Next()
+		if err != nil {
+			break
+		}
+		chunks = append(chunks, bytes.Clone(ev.Data))
+	}
+	var a Assembler
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		a.Reset()
+		for _, c := range chunks {
+			if err := a.Add(c); err != nil {
+				b.Fatal(err)
+			}
+		}
+		a.Reply()
+	}
+}
+
+func BenchmarkEventReader(b *testing.B) {
+	stream := benchStream(200)
+	r := bytes.NewReader(stream)
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(stream)
+		er := NewEventReader(r, 0)
+		for {
+			if _, err := er.Next(); err == io.EOF {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,235 @@
+package rewrite
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"testing"
+	"testing/iotest"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+)
+
+func FuzzEventReader(f *testing.F) {
+	for _, s := range []string{
+		"data: a\n\n",
+		"data: a\r\n\r\ndata: b\r\n\r\n",
+		": keepalive\n\nevent: x\ndata: 1\ndata: 2\n\n",
+		"data: [DONE]",
+		"\n\n\r\n",
+		"data",
+		"data:\r",
+	} {
+		f.Add([]byte(s), uint16(0), false)
+		f.Add([]byte(s), uint16(8), true)
+	}
+	if files, err := sseFiles(); err == nil {
+		for _, sf := range files {
+			f.Add(sf.data, uint16(0), false)
+		}
+	}
+	f.Fuzz(func(t *testing.T, in []byte, max uint16, oneByte bool) {
+		var r io.Reader = bytes.NewReader(in)
+		if oneByte {
+			r = iotest.OneByteReader(r)
+		}
+		er := NewEventReader(r, int(max))
+		var raw []byte
+		for {
+			ev, err := er.Next()
+			if errors.Is(err, ErrEventTooLarge) {
+				return
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("got error %v, want io.EOF or ErrEventTooLarge", err)
+			}
+			if len(ev.Raw) == 0 {
+				t.Fatal("got an empty event, want at least one byte")
+			}
+			if max > 0 && len(ev.Raw) > int(max) {
+				t.Fatalf("got an event of %d bytes, want at most %d", len(ev.Raw), max)
+			}
+			if want := refData(ev.Raw); !bytes.Equal(ev.Data, want) {
+				t.Fatalf("Data of %q: got %q, want %q", ev.Raw, ev.Data, want)
+			}
+			raw = append(raw, ev.Raw...)
+		}
+		if !bytes.Equal(raw, in) {
+			t.Fatalf("concatenated Raw: got %q, want the input %q", raw, in)
+		}
+	})
+}
+
+// refData is a slow, obvious reading of an event's data field.
+func refData(raw []byte) []byte {
+	var rows [][]byte
+	for _, line := range bytes.SplitAfter(raw, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		name, value, found := bytes.Cut(line, []byte(":"))
+		if string(name) != "data" {
+			continue
+		}
+		if found {
+			value = bytes.TrimPrefix(value, []byte(" "))
+		}
+		rows = append(rows, value)
+	}
+	return bytes.Join(rows, []byte("\n"))
+}
+
+func FuzzHash(f *testing.F) {
+	for _, s := range []string{
+		`{"role":"user","content":"hi"}`,
+		`{"role":"user","content":[{"type":"text","text":"hi"}]}`,
+		`{"role":"user","content":[{"type":"image_url","image_url":{"url":"u","detail":null}},{"type":"text","text":"<b>&amp;</b>"}]}`,
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\": [1, 2.50, 1e3]}"}}]}`,
+		`{"role":"tool","tool_call_id":"c1","content":"r\u00e9sultat \ud83d\ude00"}`,
+		`{"role":"user","content":"a","content":"b","name":""}`,
+		`{"role":"user","content":[{"type":"x","n":-0,"m":12345678901234567890,"o":{"a":null}}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		h := Hash(raw) // never panics, valid or not
+		if !json.Valid(raw) || !utf8.Valid(raw) {
+			return
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return
+		}
+		again, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Hash(again); got != h {
+			t.Fatalf("Hash after re-encoding: got %x for %s, want %x as for %s", got, again, h, raw)
+		}
+	})
+}
+
+func FuzzAppendBody(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`,
+		` { "tools" : [ {"type":"function"} ] , "messages" : [ {"role":"system","content":"s"} , {"role":"user","content":[{"type":"text","text":"x"}]} ] , "x" : null } `,
+		`{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":"r"}],"n":2}`,
+		`{"m\u0065ssages":[{"role":"user","content":"x"}],"meta":{"messages":1}}`,
+	} {
+		f.Add([]byte(s), uint8(0))
+		f.Add([]byte(s), uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, pick uint8) {
+		r, err := ParseRequest(body)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("got error %T %v, want *Error", err, err)
+			}
+			return
+		}
+		// Replace the messages with a reordered, resized selection of
+		// themselves plus one new message.
+		var msgs [][]byte
+		for i := range int(pick)%4 + 1 {
+			msgs = append(msgs, r.Messages[(i*int(pick)+i)%len(r.Messages)].Raw)
+		}
+		msgs = append(msgs, []byte(`{"role":"user","content":"new"}`))
+		orig := bytes.Clone(body)
+		out := r.AppendBody(nil, msgs)
+		if !bytes.Equal(body, orig) {
+			t.Fatal("AppendBody changed the request body")
+		}
+		if !gjson.ValidBytes(out) {
+			t.Fatalf("got invalid JSON %s", out)
+		}
+		got, err := ParseRequest(out)
+		if err != nil {
+			t.Fatalf("ParseRequest(result): %v", err)
+		}
+		if len(got.Messages) != len(msgs) {
+			t.Fatalf("got %d messages, want %d", len(got.Messages), len(msgs))
+		}
+		for i, m := range got.Messages {
+			if !bytes.Equal(m.Raw, msgs[i]) {
+				t.Fatalf("messages[%d]: got %s, want %s", i, m.Raw, msgs[i])
+			}
+		}
+		if a, b := otherFields(body), otherFields(out); a != b {
+			t.Fatalf("other top-level fields: got %q, want %q", b, a)
+		}
+	})
+}
+
+// otherFields lists every top-level key and raw value except messages.
+func otherFields(body []byte) string {
+	var b []byte
+	gjson.ParseBytes(body).ForEach(func(key, value gjson.Result) bool {
+		if key.Str != "messages" {
+			b = append(append(append(append(b, key.Raw...), ':'), value.Raw...), '\n')
+		}
+		return true
+	})
+	return string(b)
+}
+
+func FuzzAssembler(f *testing.F) {
+	f.Add("Hello \"world\"\n", "ref", "{\"a\": 1}")
+	f.Add("\x00\xff\u2028<&>", "", "")
+	f.Add("", "", "{")
+	f.Fuzz(func(t *testing.T, content, refusal, args string) {
+		delta := map[string]any{"content": content, "refusal": refusal}
+		if args != "" {
+			delta["tool_calls"] = []any{map[string]any{"index": 0, "id": "c1", "type": "function", "function": map[string]any{"name": "f", "arguments": args}}}
+		}
+		chunk, err := json.Marshal(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": delta}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a Assembler
+		if err := a.Add(chunk); err != nil {
+			t.Fatalf("Add(%s): %v", chunk, err)
+		}
+		msg := a.Reply().Message
+		var got struct {
+			Role      string  `json:"role"`
+			Content   *string `json:"content"`
+			Refusal   string  `json:"refusal"`
+			ToolCalls []struct {
+				Function struct{ Arguments string } `json:"function"`
+			} `json:"tool_calls"`
+		}
+		if err := json.Unmarshal(msg, &got); err != nil {
+			t.Fatalf("assembled message %s is not valid JSON: %v", msg, err)
+		}
+		// encoding/json turned invalid UTF-8 into U+FFFD on the way in,
+		// so compare with what it decoded, not with the raw inputs.
+		var want struct{ Content, Refusal, Args string }
+		json.Unmarshal(mustMarshal(t, content), &want.Content)
+		json.Unmarshal(mustMarshal(t, refusal), &want.Refusal)
+		json.Unmarshal(mustMarshal(t, args), &want.Args)
+		if got.Content != nil && *got.Content != want.Content || got.Content == nil && want.Content != "" {
+			t.Errorf("content: got %v, want %q", got.Content, want.Content)
+		}
+		if got.Refusal != want.Refusal {
+			t.Errorf("refusal: got %q, want %q", got.Refusal, want.Refusal)
+		}
+		if args != "" && (len(got.ToolCalls) != 1 || got.ToolCalls[0].Function.Arguments != want.Args) {
+			t.Errorf("tool calls: got %+v, want arguments %q", got.ToolCalls, want.Args)
+		}
+	})
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
