@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -12,8 +13,13 @@ import (
 // raw must not change meanwhile (stored messages are never modified).
 func view(raw []byte) string { return unsafe.String(unsafe.SliceData(raw), len(raw)) }
 
+var toolCallsKey = []byte(`"tool_calls"`)
+
 // hasToolCalls reports whether an assistant message asks for tool calls.
 func hasToolCalls(raw []byte) bool {
+	if !bytes.Contains(raw, toolCallsKey) { // most messages: skip the parse
+		return false
+	}
 	tc := gjson.Get(view(raw), "tool_calls")
 	if !tc.IsArray() {
 		return false

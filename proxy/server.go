@@ -23,6 +23,13 @@ type Tenants interface {
 	Current() *config.Set
 }
 
+// StaticTenants is a fixed tenant set, for embedders and tests that do
+// not reload configuration.
+type StaticTenants struct{ Set *config.Set }
+
+// Current returns the set.
+func (t StaticTenants) Current() *config.Set { return t.Set }
+
 // Config configures a Server. Zero fields take the documented defaults.
 type Config struct {
 	// Tenants supplies the tenants (required).
