@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -33,11 +34,16 @@ type Options struct {
 	Logger *slog.Logger
 	// InMemory keeps everything in memory (tests and benchmarks only).
 	InMemory bool
+	// GCInterval is how often the value log is garbage collected.
+	// Default 10m; negative disables it.
+	GCInterval time.Duration
 }
 
 // Store is a history.Store on Badger.
 type Store struct {
-	db *badger.DB
+	db   *badger.DB
+	stop chan struct{}
+	done chan struct{}
 }
 
 var _ history.Store = (*Store)(nil)
@@ -58,11 +64,42 @@ func Open(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
 	}
-	return &Store{db: db}, nil
+	s := &Store{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	if o.GCInterval == 0 {
+		o.GCInterval = 10 * time.Minute
+	}
+	if o.GCInterval > 0 && !o.InMemory {
+		go s.gcLoop(o.GCInterval)
+	} else {
+		close(s.done)
+	}
+	return s, nil
 }
 
-// Close flushes and closes the store.
-func (s *Store) Close() error { return s.db.Close() }
+// gcLoop reclaims value-log space left by rewritten (flagged) and deleted
+// records until Close.
+func (s *Store) gcLoop(every time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			for s.db.RunValueLogGC(0.5) == nil {
+				// Each successful run rewrote one file; go on while it pays.
+			}
+		}
+	}
+}
+
+// Close stops background work, flushes and closes the store.
+func (s *Store) Close() error {
+	close(s.stop)
+	<-s.done
+	return s.db.Close()
+}
 
 // DB exposes the underlying database for operator tools and tests.
 func (s *Store) DB() *badger.DB { return s.db }
