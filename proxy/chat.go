@@ -34,6 +34,8 @@ type exchange struct {
 	report  history.Report
 	release func()
 	record  bool
+	// committed is set once the turn is recorded.
+	committed bool
 	// oneChoice is set when the request asks for one choice, so the
 	// upstream's completion tokens count the recorded answer alone.
 	oneChoice bool
@@ -146,6 +148,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		}
 	}
 	rc.SetBody(raw)
+	x.committed = ok && x.record
 	x.done(resp.StatusCode, upstreamDone, nil)
 }
 
@@ -319,6 +322,10 @@ func (x *exchange) done(status int, upstreamDone time.Time, err error) {
 		attrs = append(attrs, "error", err.Error())
 	}
 	s.log.Info("request", attrs...)
+	if s.cfg.OnExchangeDone != nil {
+		s.cfg.OnExchangeDone(ExchangeDone{Tenant: x.c.cfg.ID, Conversation: x.key.Conversation,
+			Status: status, Committed: x.committed, Err: err})
+	}
 }
 
 // readBody reads a chat-completions body, bounded by MaxBodyBytes.

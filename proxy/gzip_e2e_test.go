@@ -41,6 +41,9 @@ func TestCompressedAnswersAreRecordedAndRelayedAsSent(t *testing.T) {
 			if enc := h.up.Last().Header.Get("Accept-Encoding"); enc != "gzip" {
 				t.Fatalf("client's Accept-Encoding not forwarded: %q", enc)
 			}
+			if d := h.waitDone("gz-" + name); !d.Committed {
+				t.Fatalf("not committed: %v", d.Err)
+			}
 			stored := active(h.stored(h.passNamespace(key), "gz-"+name))
 			if want := []string{"user:hi", "assistant:compressed hello"}; !equalStrings(stored, want) {
 				t.Errorf("stored %q, want %q", stored, want)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,7 @@ type harness struct {
 	store *badgerstore.Store
 	url   string // http://127.0.0.1:port
 	logs  *syncBuffer
+	done  chan proxy.ExchangeDone // every finished exchange, in order
 }
 
 // harnessOptions change a harness from its defaults: pass-through mode
@@ -52,7 +54,7 @@ func (f fixedTenants) Current() *config.Set { return f.set }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
 	t.Helper()
-	h := &harness{t: t, up: upstreamtest.NewTB(t), logs: &syncBuffer{}}
+	h := &harness{t: t, up: upstreamtest.NewTB(t), logs: &syncBuffer{}, done: make(chan proxy.ExchangeDone, 4096)}
 	g := config.DefaultGlobal()
 	g.Defaults.Upstream.BaseURL = h.up.URL()
 	if len(o.tenants) > 0 {
@@ -80,6 +82,13 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		Tenants: fixedTenants{set},
 		Store:   h.store,
 		Logger:  slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnExchangeDone: func(d proxy.ExchangeDone) {
+			select {
+			case h.done <- d:
+			default:
+				t.Errorf("exchange-done buffer full: a test forgot to drain it")
+			}
+		},
 	}
 	if o.proxy != nil {
 		o.proxy(&cfg)
@@ -95,6 +104,9 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	h.url = "http://" + ln.Addr().String()
 	go h.srv.Serve(ln)
 	t.Cleanup(func() {
+		// Closing the client's idle connections first lets the server's
+		// shutdown finish at once instead of waiting out keep-alives.
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := h.srv.Shutdown(ctx); err != nil {
@@ -103,6 +115,23 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		h.store.Close()
 	})
 	return h
+}
+
+// waitDone waits for the next finished exchange on conv (a stream's
+// commit happens after the client saw its last event), skipping others.
+func (h *harness) waitDone(conv string) proxy.ExchangeDone {
+	h.t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case d := <-h.done:
+			if d.Conversation == conv {
+				return d
+			}
+		case <-timeout:
+			h.t.Fatalf("no exchange on %s finished within 10s", conv)
+		}
+	}
 }
 
 // client returns an official OpenAI SDK client pointed at Recall, naming

@@ -55,6 +55,22 @@ type Config struct {
 	Transport http.RoundTripper
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// OnExchangeDone, if set, is called once a chat-completions exchange
+	// that reached the upstream has finished: after its answer was relayed
+	// and committed (or not). For a stream that is after the handler
+	// returned, from the relay goroutine. It must not block.
+	OnExchangeDone func(ExchangeDone)
+}
+
+// ExchangeDone describes a finished chat-completions exchange.
+type ExchangeDone struct {
+	Tenant, Conversation string
+	// Status is the status the client got (499: it left mid-stream).
+	Status int
+	// Committed reports whether the turn was recorded.
+	Committed bool
+	// Err is why the exchange ended early or was not recorded, if it was.
+	Err error
 }
 
 // Server is the Recall HTTP server.
@@ -66,7 +82,8 @@ type Server struct {
 	client   *http.Client
 	locks    convLocks
 	srv      *fasthttp.Server
-	inflight sync.WaitGroup // stream writers still running
+	inflight sync.WaitGroup // stream relays still running
+	conns    connTracker
 	closing  atomic.Bool
 	tenants  tenantCache
 	textOnce sync.Map // hash -> tokens, for instructions and tools (bounded, see cachedTokens)
@@ -126,6 +143,7 @@ func New(cfg Config) (*Server, error) {
 		IdleTimeout:                   2 * time.Minute,
 		ReadBufferSize:                16 << 10,
 		CloseOnShutdown:               true,
+		ConnState:                     s.conns.track,
 		Logger:                        fasthttpLogger{cfg.Logger},
 		ErrorHandler: func(rc *fasthttp.RequestCtx, err error) {
 			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
@@ -158,19 +176,36 @@ func DefaultTransport() *http.Transport {
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 
-// Shutdown stops accepting connections, waits for in-flight requests and
-// streams to finish until ctx ends, and returns. It does not close the store.
+// Shutdown stops accepting connections, closes idle ones, and waits for
+// in-flight requests and streams to finish until ctx ends; then it closes
+// whatever is left and returns ctx's error. It does not close the store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
-	err := s.srv.ShutdownWithContext(ctx)
-	done := make(chan struct{})
-	go func() { s.inflight.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		if err == nil {
-			err = ctx.Err()
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.srv.ShutdownWithContext(ctx) }()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var err error
+wait:
+	for {
+		s.conns.closeIdle()
+		select {
+		case err = <-stopped:
+			break wait
+		case <-tick.C:
+		case <-ctx.Done():
+			s.conns.closeAll()
+			<-stopped
+			return ctx.Err()
 		}
+	}
+	relays := make(chan struct{})
+	go func() { s.inflight.Wait(); close(relays) }()
+	select {
+	case <-relays:
+	case <-ctx.Done():
+		s.conns.closeAll()
+		return ctx.Err()
 	}
 	return err
 }

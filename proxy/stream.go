@@ -30,8 +30,18 @@ func (s *Server) relayStream(rc *fasthttp.RequestCtx, x *exchange, resp *http.Re
 	rc.Response.ImmediateHeaderFlush = true
 	rc.Response.Header.Del("Content-Length")
 	s.inflight.Add(1)
-	rc.SetBodyStreamWriter(func(w *bufio.Writer) {
+	// An unbuffered pipe rather than SetBodyStreamWriter, whose pipe
+	// buffers several flushes: here each flush returns only once fasthttp
+	// took the bytes for the socket, so a client that left surfaces as a
+	// write error within an event or two, before the commit, instead of
+	// the relay finishing into a buffer and committing a turn nobody got.
+	pr, pw := io.Pipe()
+	rc.SetBodyStream(pr, -1)
+	go func() {
 		defer s.inflight.Done()
+		w := bufio.NewWriter(pw)
+		defer pw.Close()
+		defer w.Flush()
 		defer cancel()
 		defer resp.Body.Close()
 		defer func() {
@@ -62,6 +72,8 @@ func (s *Server) relayStream(rc *fasthttp.RequestCtx, x *exchange, resp *http.Re
 			} else if cerr := x.commit(context.Background(), asm.Reply()); cerr != nil {
 				s.metrics.commitFailed(x.c.cfg.ID)
 				err = fmt.Errorf("proxy: commit after stream: %w", cerr)
+			} else {
+				x.committed = true
 			}
 		}
 		if err != nil {
@@ -71,7 +83,7 @@ func (s *Server) relayStream(rc *fasthttp.RequestCtx, x *exchange, resp *http.Re
 			}
 		}
 		x.done(status, upstreamDone, err)
-	})
+	}()
 }
 
 // relayEvents relays an uncompressed stream event by event, flushing each,
@@ -166,7 +178,9 @@ func decode(enc string, raw []byte, limit int) ([]byte, error) {
 	return readLimited(zr, limit)
 }
 
-// idleReader pushes the idle deadline back on every read that returns data.
+// idleReader arms the idle deadline only while a read waits on the
+// upstream: time spent writing to a slow client (the relay blocked on a
+// full socket) is not upstream silence.
 type idleReader struct {
 	r io.Reader
 	t *time.Timer
@@ -174,10 +188,9 @@ type idleReader struct {
 }
 
 func (ir *idleReader) Read(p []byte) (int, error) {
+	ir.t.Reset(ir.d)
 	n, err := ir.r.Read(p)
-	if n > 0 {
-		ir.t.Reset(ir.d)
-	}
+	ir.t.Stop()
 	return n, err
 }
 

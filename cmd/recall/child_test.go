@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// envTestMain makes the test binary act as the recall command, so that the
+// crash and shutdown tests can run the real binary as a child process.
+const envTestMain = "RECALL_TEST_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envTestMain) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// child is `recall serve` running as a child process on a fixed address and
+// data directory, restartable on the same ones.
+type child struct {
+	t        *testing.T
+	addr     string // 127.0.0.1:port
+	dir      string
+	upstream string
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	logs     *os.File
+	starts   int
+}
+
+// newChild reserves a loopback port for a child serving dir in front of upstream.
+func newChild(t *testing.T, dir, upstream string) *child {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	logs, err := os.Create(filepath.Join(t.TempDir(), "child.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &child{t: t, addr: addr, dir: dir, upstream: upstream, logs: logs}
+	t.Cleanup(func() {
+		if c.cmd != nil && c.running() {
+			_ = c.cmd.Process.Kill()
+			<-c.exited
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(logs.Name())
+			if len(b) > 8<<10 {
+				b = b[len(b)-8<<10:]
+			}
+			t.Logf("child logs (tail):\n%s", b)
+		}
+		logs.Close()
+	})
+	return c
+}
+
+func (c *child) url() string { return "http://" + c.addr }
+
+// start starts the child and waits until it answers /readyz.
+func (c *child) start() {
+	c.t.Helper()
+	c.starts++
+	fmt.Fprintf(c.logs, "--- start %d\n", c.starts)
+	cmd := exec.Command(os.Args[0], "serve")
+	cmd.Env = append(os.Environ(),
+		envTestMain+"=1",
+		"RECALL_CONFIG=",
+		"RECALL_LISTEN="+c.addr,
+		"RECALL_DATA_DIR="+c.dir,
+		"RECALL_UPSTREAM_URL="+c.upstream,
+	)
+	cmd.Stdout, cmd.Stderr = c.logs, c.logs
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.cmd, c.exited = cmd, make(chan struct{})
+	go func() { _ = cmd.Wait(); close(c.exited) }()
+	c.waitReady()
+}
+
+// waitReady polls /readyz until it answers 200, the child exits, or a
+// deadline passes.
+func (c *child) waitReady() {
+	c.t.Helper()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Second}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := client.Get(c.url() + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		select {
+		case <-c.exited:
+			c.t.Fatalf("child exited before ready: %v", c.cmd.ProcessState)
+		default:
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("child not ready after 60s: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (c *child) running() bool {
+	select {
+	case <-c.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill kills the child with SIGKILL and waits for it to be gone.
+func (c *child) kill() {
+	c.t.Helper()
+	if err := c.cmd.Process.Kill(); err != nil {
+		c.t.Fatal(err)
+	}
+	<-c.exited
+}
+
+// wait waits for the child to exit by itself and returns its exit code.
+func (c *child) wait(ctx context.Context) int {
+	c.t.Helper()
+	select {
+	case <-c.exited:
+		return c.cmd.ProcessState.ExitCode()
+	case <-ctx.Done():
+		c.t.Fatalf("child did not exit: %v", ctx.Err())
+		return -1
+	}
+}

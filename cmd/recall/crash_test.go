@@ -1,0 +1,424 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/history/badgerstore"
+	"github.com/recallproxy/recall/internal/upstreamtest"
+)
+
+// crashKey is the pass-through credential of the crash and shutdown tests.
+const crashKey = "sk-crash-client"
+
+// passNamespace is the history namespace of a pass-through credential on
+// the implicit default tenant.
+func passNamespace(bearer string) string {
+	sum := sha256.Sum256([]byte(bearer))
+	return "default.pt." + hex.EncodeToString(sum[:16])
+}
+
+// TestCrashLosesNoAcknowledgedTurn drives concurrent conversations (plain
+// turns and tool-call turns, streamed or not) through a child `recall
+// serve`, kills it with SIGKILL at random moments and restarts it on the
+// same data directory. Afterwards every conversation holds only whole turns,
+// and every turn whose answer a client received in full.
+//
+// Short by default; RECALL_CRASH_LONG=1 runs 20 kills over 50 conversations.
+func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
+	kills, convs := 3, 8
+	if os.Getenv("RECALL_CRASH_LONG") == "1" {
+		kills, convs = 20, 50
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d (kills %d, conversations %d)", seed, kills, convs)
+	rng := rand.New(rand.NewPCG(seed, 1))
+
+	up := upstreamtest.NewTB(t, upstreamtest.WithKeepRequests(0))
+	dir := t.TempDir()
+	c := newChild(t, dir, up.URL())
+	c.start()
+
+	tr := &http.Transport{MaxIdleConnsPerHost: 2 * convs}
+	defer tr.CloseIdleConnections()
+	l := &load{client: &http.Client{Transport: tr}, url: c.url(), up: up}
+	l.cond = sync.NewCond(&l.mu)
+	watchdog := time.AfterFunc(3*time.Minute, func() {
+		l.mu.Lock()
+		l.stop, l.timedOut = true, true
+		l.cond.Broadcast()
+		l.mu.Unlock()
+	})
+	defer watchdog.Stop()
+
+	var wg sync.WaitGroup
+	drivers := make([]*driver, convs)
+	for i := range drivers {
+		drivers[i] = &driver{l: l, id: i, rng: rand.New(rand.NewPCG(seed, uint64(i)+2))}
+		wg.Go(drivers[i].run)
+	}
+
+	// waitAcks blocks until n more turns are acknowledged (or the watchdog
+	// stops the load).
+	waitAcks := func(n int) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		target := l.acks + n
+		for l.acks < target && !l.stop {
+			l.cond.Wait()
+		}
+	}
+	for k := range kills {
+		n := 2 + rng.IntN(3*convs/2)
+		waitAcks(n)
+		l.mu.Lock()
+		l.killed = true
+		acks := l.acks
+		l.mu.Unlock()
+		t.Logf("kill %d after %d acknowledged turns (%d more)", k+1, acks, n)
+		c.kill()
+		c.start()
+		tr.CloseIdleConnections() // connections to the dead child
+		l.mu.Lock()
+		l.gen++
+		l.killed = false
+		l.cond.Broadcast()
+		l.mu.Unlock()
+	}
+	waitAcks(convs) // the last restart serves too
+	l.mu.Lock()
+	l.stop = true
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	wg.Wait()
+	if l.timedOut {
+		t.Fatal("load did not progress within 3 minutes")
+	}
+
+	if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if code := c.wait(ctx); code != 0 {
+		t.Errorf("child exited %d after SIGINT, want 0", code)
+	}
+
+	l.mu.Lock()
+	for _, e := range l.unexpected {
+		t.Errorf("unexpected failure (server not killed): %v", e)
+	}
+	l.mu.Unlock()
+
+	store, err := badgerstore.Open(dir, badgerstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	checked, turns, partial, landed := 0, 0, 0, 0
+	for _, d := range drivers {
+		for _, cv := range d.done {
+			turns += cv.acked
+			if cv.inflight != nil {
+				partial++
+			}
+			if checkConversation(t, store, cv) {
+				landed++
+			}
+			checked++
+		}
+	}
+	t.Logf("%d kills, %d conversations checked, %d acknowledged turns present, %d conversations retired mid-request (%d of those turns committed whole)",
+		kills, checked, turns, partial, landed)
+	if turns == 0 {
+		t.Error("got no acknowledged turns, want the load to have made progress")
+	}
+}
+
+// load is the state the drivers and the killer share.
+type load struct {
+	client *http.Client
+	url    string
+	up     *upstreamtest.Server
+
+	mu         sync.Mutex
+	cond       *sync.Cond
+	gen        int  // child generation
+	killed     bool // the current generation is being killed
+	stop       bool
+	timedOut   bool
+	acks       int
+	unexpected []error
+}
+
+// msg is one chat message in a comparable form.
+type msg struct {
+	role, content, toolCallID string
+	calls                     []string
+	raw                       string // as sent, for client messages
+}
+
+func (m msg) String() string {
+	s := m.role
+	if m.toolCallID != "" {
+		s += "(" + m.toolCallID + ")"
+	}
+	s += ":" + m.content
+	if len(m.calls) > 0 {
+		s += " calls=" + strings.Join(m.calls, ",")
+	}
+	return s
+}
+
+// conversation is what a client knows of one conversation.
+type conversation struct {
+	id       string
+	history  []msg // acknowledged messages: sent and answered in full
+	acked    int   // acknowledged exchanges
+	inflight []msg // the request that failed, whose fate is unknown
+	pending  []string
+}
+
+// driver runs one client: a sequence of conversations, each retired at its
+// first failed request (whose turn may or may not have been committed).
+type driver struct {
+	l    *load
+	id   int
+	rng  *rand.Rand
+	done []*conversation
+}
+
+func (d *driver) run() {
+	l := d.l
+	cv := &conversation{id: fmt.Sprintf("c%d-r0", d.id)}
+	defer func() { d.done = append(d.done, cv) }()
+	for turn := 0; ; turn++ {
+		l.mu.Lock()
+		for l.killed && !l.stop {
+			l.cond.Wait()
+		}
+		if l.stop {
+			l.mu.Unlock()
+			return
+		}
+		gen := l.gen
+		l.mu.Unlock()
+
+		var out []msg
+		if len(cv.pending) > 0 {
+			for _, id := range cv.pending {
+				out = append(out, clientMsg(msg{role: "tool", toolCallID: id, content: "result of " + id}))
+			}
+		} else {
+			out = append(out, clientMsg(msg{role: "user", content: fmt.Sprintf("%s turn %d", cv.id, turn)}))
+		}
+		reply := upstreamtest.Reply{Chunks: 1 + d.rng.IntN(6)}
+		if d.rng.IntN(3) == 0 {
+			reply.ToolCalls = make([]upstreamtest.ToolCall, 1+d.rng.IntN(2))
+			for i := range reply.ToolCalls {
+				reply.ToolCalls[i] = upstreamtest.ToolCall{Name: "lookup", Arguments: `{"q":"x"}`}
+			}
+		}
+		if d.rng.IntN(4) == 0 {
+			reply.Delay = time.Duration(d.rng.IntN(20)) * time.Millisecond
+		}
+		l.up.Enqueue(reply)
+		answer, err := exchange(l.client, l.url, cv.id, out, d.rng.IntN(2) == 0)
+		if err != nil {
+			l.mu.Lock()
+			if l.gen == gen && !l.killed {
+				l.unexpected = append(l.unexpected, fmt.Errorf("%s: %w", cv.id, err))
+			}
+			l.mu.Unlock()
+			cv.inflight = out
+			d.done = append(d.done, cv)
+			cv = &conversation{id: fmt.Sprintf("c%d-r%d", d.id, len(d.done))}
+			continue
+		}
+		cv.history = append(append(cv.history, out...), answer)
+		cv.acked++
+		cv.pending = answer.calls
+		l.mu.Lock()
+		l.acks++
+		l.cond.Broadcast()
+		l.mu.Unlock()
+	}
+}
+
+// clientMsg fills m.raw with the JSON a client sends for m.
+func clientMsg(m msg) msg {
+	v := map[string]string{"role": m.role, "content": m.content}
+	if m.toolCallID != "" {
+		v["tool_call_id"] = m.toolCallID
+	}
+	b, _ := json.Marshal(v)
+	m.raw = string(b)
+	return m
+}
+
+// exchange sends msgs on conv and returns the answer, or an error unless
+// the whole answer arrived: a 200, a complete body and, streamed, [DONE]
+// followed by the end of the response.
+func exchange(client *http.Client, url, conv string, msgs []msg, stream bool) (msg, error) {
+	raws := make([]string, len(msgs))
+	for i, m := range msgs {
+		raws[i] = m.raw
+	}
+	body := fmt.Sprintf(`{"model":"gpt-4o","stream":%v,"messages":[%s]}`, stream, strings.Join(raws, ","))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", url+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		return msg{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+crashKey)
+	req.Header.Set("X-Conversation-ID", conv)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return msg{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		return msg{}, fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	if !stream {
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return msg{}, err
+		}
+		m := gjson.GetBytes(b, "choices.0.message")
+		if !m.Exists() {
+			return msg{}, fmt.Errorf("no message in %s", b)
+		}
+		a := msg{role: "assistant", content: m.Get("content").Str}
+		for _, c := range m.Get("tool_calls").Array() {
+			a.calls = append(a.calls, c.Get("id").Str)
+		}
+		return a, nil
+	}
+	a := msg{role: "assistant"}
+	done := false
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if data == "[DONE]" {
+			done = true
+			continue
+		}
+		delta := gjson.Get(data, "choices.0.delta")
+		a.content += delta.Get("content").Str
+		for _, c := range delta.Get("tool_calls").Array() {
+			if id := c.Get("id").Str; id != "" {
+				a.calls = append(a.calls, id)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return msg{}, err
+	}
+	if !done {
+		return msg{}, errors.New("stream ended without [DONE]")
+	}
+	return a, nil
+}
+
+// checkConversation checks cv as stored: every acknowledged message
+// present, in order; after them nothing, or the one request whose fate
+// the client does not know, whole, with its answer; and the whole
+// conversation valid for OpenAI (every tool call answered, no orphan
+// result), but for an assistant's calls at the very end that await their
+// results. It reports whether the unacknowledged request was committed.
+func checkConversation(t *testing.T, store *badgerstore.Store, cv *conversation) (landed bool) {
+	t.Helper()
+	var stored []history.Message
+	err := store.Messages(context.Background(), history.Key{Tenant: passNamespace(crashKey), Conversation: cv.id}, 0, true,
+		func(m history.Message) bool { stored = append(stored, m); return true })
+	if err != nil {
+		t.Fatalf("%s: %v", cv.id, err)
+	}
+	got := make([]string, len(stored))
+	raws := make([]json.RawMessage, len(stored))
+	for i, m := range stored {
+		if !m.Active() {
+			t.Errorf("%s: message %d is inactive, want none superseded", cv.id, m.Seq)
+		}
+		got[i] = storedMsg(m.Raw).String()
+		raws[i] = m.Raw
+	}
+	want := make([]string, len(cv.history))
+	for i, m := range cv.history {
+		want[i] = m.String()
+	}
+	if len(got) < len(want) || !slicesEqual(got[:len(want)], want) {
+		t.Errorf("%s: stored %q, want the acknowledged %q first", cv.id, got, want)
+		return false
+	}
+	rest := got[len(want):]
+	if len(rest) > 0 {
+		ok := cv.inflight != nil && len(rest) == len(cv.inflight)+1 &&
+			strings.HasPrefix(rest[len(rest)-1], "assistant:")
+		for i := 0; ok && i < len(cv.inflight); i++ {
+			ok = rest[i] == cv.inflight[i].String()
+		}
+		if !ok {
+			t.Errorf("%s: stored %q after the acknowledged turns, want nothing or the unacknowledged %v whole with its answer",
+				cv.id, rest, cv.inflight)
+		}
+	}
+	if n := len(raws); n > 0 && gjson.GetBytes(raws[n-1], "tool_calls.#").Int() > 0 {
+		raws = raws[:n-1] // its results are not sent yet
+	}
+	if len(raws) > 0 {
+		if gjson.GetBytes(raws[0], "role").Str != "user" {
+			t.Errorf("%s: stored history starts with %s, want a user message", cv.id, got[0])
+		}
+		if e := upstreamtest.ValidateMessages(raws); e != nil {
+			t.Errorf("%s: stored history %q is not whole: %s", cv.id, got, e.Message)
+		}
+	}
+	return len(rest) > 0
+}
+
+// storedMsg reads a stored message into its comparable form.
+func storedMsg(raw []byte) msg {
+	r := gjson.ParseBytes(raw)
+	m := msg{role: r.Get("role").Str, content: r.Get("content").Str, toolCallID: r.Get("tool_call_id").Str}
+	for _, c := range r.Get("tool_calls").Array() {
+		m.calls = append(m.calls, c.Get("id").Str)
+	}
+	return m
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,376 @@
+package proxy_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/internal/upstreamtest"
+	"github.com/recallproxy/recall/proxy"
+)
+
+// faultKey is the pass-through credential of the fault tests.
+const faultKey = "sk-fault-client"
+
+// faultOutcome is what the client must see for a fault.
+type faultOutcome struct {
+	status int
+	code   string // OpenAI error code of a non-2xx answer ("" when the upstream's own error is passed through)
+	typ    string // OpenAI error type of a non-2xx answer
+	header map[string]string
+	// For 200 streams: whether the relayed stream carries [DONE].
+	done bool
+}
+
+// TestUpstreamFaultsStoreNothing is the fault matrix: every upstream fault
+// gets a clear answer (an OpenAI-shaped error, or a cleanly ended stream
+// that lacks [DONE]) and leaves the conversation's stored messages as they
+// were. After the matrix no goroutine is left behind.
+func TestUpstreamFaultsStoreNothing(t *testing.T) {
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	before := runtime.NumGoroutine()
+
+	short := func(d time.Duration) func(*config.Global) {
+		return func(g *config.Global) { g.Defaults.Upstream.Timeout = config.Duration(d) }
+	}
+
+	tests := []struct {
+		name   string
+		stream bool
+		reply  upstreamtest.Reply
+		global func(*config.Global)
+		// refused points the tenant at a closed port after the seed turn
+		// (a configuration reload).
+		refused bool
+		want    faultOutcome
+	}{
+		{name: "500", reply: upstreamtest.Reply{Status: 500},
+			want: faultOutcome{status: 500, typ: "server_error"}},
+		{name: "500 stream", stream: true, reply: upstreamtest.Reply{Status: 500},
+			want: faultOutcome{status: 500, typ: "server_error"}},
+		{name: "429 retry-after", reply: upstreamtest.Reply{Status: 429, RetryAfter: "7"},
+			want: faultOutcome{status: 429, code: "rate_limit_exceeded", typ: "requests", header: map[string]string{"Retry-After": "7"}}},
+		{name: "429 retry-after stream", stream: true, reply: upstreamtest.Reply{Status: 429, RetryAfter: "7"},
+			want: faultOutcome{status: 429, code: "rate_limit_exceeded", typ: "requests", header: map[string]string{"Retry-After": "7"}}},
+		{name: "connection refused", refused: true,
+			want: faultOutcome{status: 502, code: "upstream_unavailable", typ: "upstream_error"}},
+		{name: "connection refused stream", stream: true, refused: true,
+			want: faultOutcome{status: 502, code: "upstream_unavailable", typ: "upstream_error"}},
+		{name: "reset before headers", reply: upstreamtest.Reply{Fault: upstreamtest.FaultResetBeforeHeaders},
+			want: faultOutcome{status: 502, code: "upstream_unavailable", typ: "upstream_error"}},
+		{name: "reset before headers stream", stream: true, reply: upstreamtest.Reply{Fault: upstreamtest.FaultResetBeforeHeaders},
+			want: faultOutcome{status: 502, code: "upstream_unavailable", typ: "upstream_error"}},
+		{name: "body cut mid-way", reply: upstreamtest.Reply{Fault: upstreamtest.FaultCutMidStream},
+			want: faultOutcome{status: 502, code: "upstream_unavailable", typ: "upstream_error"}},
+		{name: "stream cut mid-way", stream: true, reply: upstreamtest.Reply{Fault: upstreamtest.FaultCutMidStream, Chunks: 8},
+			want: faultOutcome{status: 200}},
+		{name: "gzip stream cut mid-way", stream: true, reply: upstreamtest.Reply{Fault: upstreamtest.FaultCutMidStream, Chunks: 8, Gzip: true},
+			want: faultOutcome{status: 200}},
+		{name: "stream stalled past idle timeout", stream: true, reply: upstreamtest.Reply{Fault: upstreamtest.FaultStallMidStream, Chunks: 8},
+			want: faultOutcome{status: 200}},
+		{name: "upstream timeout", global: short(300 * time.Millisecond), reply: upstreamtest.Reply{Delay: time.Minute},
+			want: faultOutcome{status: 504, code: "upstream_timeout", typ: "upstream_error"}},
+		{name: "upstream timeout stream", stream: true, global: short(300 * time.Millisecond), reply: upstreamtest.Reply{Delay: time.Minute},
+			want: faultOutcome{status: 504, code: "upstream_timeout", typ: "upstream_error"}},
+		{name: "malformed json", reply: upstreamtest.Reply{Fault: upstreamtest.FaultMalformedJSON},
+			want: faultOutcome{status: 502, code: "upstream_bad_response", typ: "upstream_error"}},
+		{name: "malformed json gzip", reply: upstreamtest.Reply{Fault: upstreamtest.FaultMalformedJSON, Gzip: true},
+			want: faultOutcome{status: 502, code: "upstream_bad_response", typ: "upstream_error"}},
+		// A malformed event is relayed as sent (with the [DONE] that
+		// follows it), but the answer cannot be rebuilt: nothing is stored.
+		{name: "malformed json stream", stream: true, reply: upstreamtest.Reply{Fault: upstreamtest.FaultMalformedJSON, Chunks: 8},
+			want: faultOutcome{status: 200, done: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tenants := &swappableTenants{}
+			h := newHarness(t, harnessOptions{
+				global: tt.global,
+				proxy: func(c *proxy.Config) {
+					c.StreamIdleTimeout = 200 * time.Millisecond
+					tenants.set.Store(c.Tenants.Current())
+					c.Tenants = tenants
+				},
+			})
+			conv := "fault-1"
+			ns := h.passNamespace(faultKey)
+			h.seedTurn(conv)
+			if tt.refused {
+				g := config.DefaultGlobal()
+				g.Defaults.Upstream.BaseURL = "http://" + closedAddr(t) + "/v1"
+				set, err := config.LoadTenants(g, func(string) (string, bool) { return "", false })
+				if err != nil {
+					t.Fatal(err)
+				}
+				tenants.set.Store(set)
+			}
+			storedBefore := len(h.stored(ns, conv))
+
+			h.up.Enqueue(tt.reply)
+			resp := h.send(faultKey, conv, chatBody("this one fails", tt.stream))
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatalf("read answer: got error %v, want a cleanly ended body (%d bytes read)", err, len(body))
+			}
+			if resp.StatusCode != tt.want.status {
+				t.Fatalf("got status %d, want %d: %s", resp.StatusCode, tt.want.status, body)
+			}
+			for k, v := range tt.want.header {
+				if got := resp.Header.Get(k); got != v {
+					t.Errorf("header %s: got %q, want %q", k, got, v)
+				}
+			}
+			if tt.want.status != 200 {
+				checkErrorShape(t, body, tt.want.typ, tt.want.code)
+			} else {
+				if got := resp.Header.Get("Content-Type"); !strings.HasPrefix(got, "text/event-stream") {
+					t.Errorf("got content type %q, want text/event-stream", got)
+				}
+				if !tt.reply.Gzip {
+					if !strings.HasPrefix(string(body), "data: ") {
+						t.Errorf("got stream %q, want the relayed events", body)
+					}
+					if got := strings.Contains(string(body), "data: [DONE]"); got != tt.want.done {
+						t.Errorf("stream has [DONE]: got %v, want %v: %q", got, tt.want.done, body)
+					}
+				} else if len(body) == 0 {
+					t.Error("got an empty gzip stream, want the relayed bytes")
+				}
+				// The relay commits (or not) after the last byte: wait
+				// until it has finished.
+				if d := h.waitDone(conv); d.Committed || d.Err == nil {
+					t.Fatalf("got %+v, want an uncommitted exchange with its reason", d)
+				}
+				if got := h.metric(`recall_streams_aborted_total{tenant="default"}`); got != 1 {
+					t.Errorf("recall_streams_aborted_total %v, want 1", got)
+				}
+			}
+			if got := len(h.stored(ns, conv)); got != storedBefore {
+				t.Errorf("got %d stored messages, want %d (unchanged)", got, storedBefore)
+			}
+		})
+	}
+
+	t.Run("slow client", func(t *testing.T) {
+		h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) { c.StreamIdleTimeout = 200 * time.Millisecond }})
+		conv := "slow-1"
+		ns := h.passNamespace(faultKey)
+		h.seedTurn(conv)
+		// An answer much larger than the socket buffers, so that the relay
+		// blocks on the client while the upstream has more to send.
+		content := strings.Repeat("0123456789abcdef", 1<<19) // 8 MiB
+		h.up.Enqueue(upstreamtest.Reply{Content: content, Chunks: 64})
+		resp := h.send(faultKey, conv, chatBody("a long answer please", true))
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("got status %d, want 200", resp.StatusCode)
+		}
+		var got strings.Builder
+		buf := make([]byte, 64<<10)
+		for reads := 0; ; reads++ {
+			// The client pauses longer than the stream idle timeout
+			// between reads; the upstream is not idle, the client is slow.
+			if reads < 3 {
+				time.Sleep(300 * time.Millisecond)
+			}
+			n, err := resp.Body.Read(buf)
+			got.Write(buf[:n])
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("read: %v after %d bytes", err, got.Len())
+			}
+		}
+		if !strings.HasSuffix(got.String(), "data: [DONE]\n\n") {
+			t.Fatalf("got a stream of %d bytes without [DONE], want the whole answer", got.Len())
+		}
+		if d := h.waitDone(conv); !d.Committed {
+			t.Fatalf("slow client's turn not committed: %v", d.Err)
+		}
+		msgs := h.stored(ns, conv)
+		var stored struct{ Content string }
+		if err := json.Unmarshal(msgs[3].Raw, &stored); err != nil {
+			t.Fatal(err)
+		}
+		if len(stored.Content) != len(content) || stored.Content != content {
+			t.Errorf("stored answer of %d bytes, want %d", len(stored.Content), len(content))
+		}
+	})
+
+	t.Run("client disconnect mid-stream", func(t *testing.T) {
+		h := newHarness(t, harnessOptions{})
+		conv := "gone-1"
+		ns := h.passNamespace(faultKey)
+		h.seedTurn(conv)
+		storedBefore := len(h.stored(ns, conv))
+		h.up.Enqueue(upstreamtest.Reply{Fault: upstreamtest.FaultStallMidStream, Chunks: 16})
+		resp := h.send(faultKey, conv, chatBody("leaving early", true))
+		if resp.StatusCode != 200 {
+			t.Fatalf("got status %d, want 200", resp.StatusCode)
+		}
+		first, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if err != nil || !strings.HasPrefix(first, "data: ") {
+			t.Fatalf("first event: got %q, %v; want a data line", first, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.up.WaitStalled(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close() // the client leaves
+		h.up.Release()
+		if d := h.waitDone(conv); d.Committed || d.Status != 499 {
+			t.Fatalf("got %+v, want an uncommitted exchange with status 499", d)
+		}
+		if got := h.metric(`recall_streams_aborted_total{tenant="default"}`); got != 1 {
+			t.Errorf("recall_streams_aborted_total %v, want 1", got)
+		}
+		if got := len(h.stored(ns, conv)); got != storedBefore {
+			t.Errorf("got %d stored messages, want %d (unchanged)", got, storedBefore)
+		}
+		if logs := h.logs.String(); !strings.Contains(logs, `"status":499`) {
+			t.Errorf("got no request logged with status 499 in %s", logs)
+		}
+	})
+
+	// Every harness of the matrix is closed: the goroutines it started
+	// must be gone once the client's idle connections are closed.
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	deadline := time.Now().Add(10 * time.Second)
+	after := runtime.NumGoroutine()
+	for after > before+3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+		after = runtime.NumGoroutine()
+	}
+	t.Logf("goroutines: %d before the matrix, %d after", before, after)
+	if testing.Verbose() || after > before+3 {
+		buf := make([]byte, 1<<20)
+		if after > before+3 {
+			t.Errorf("got %d goroutines after the matrix, want at most %d:\n%s", after, before+3, buf[:runtime.Stack(buf, true)])
+		} else {
+			t.Logf("%s", buf[:runtime.Stack(buf, true)])
+		}
+	}
+}
+
+// swappableTenants is a tenant set a test can replace, as a hot reload does.
+type swappableTenants struct{ set atomic.Pointer[config.Set] }
+
+func (s *swappableTenants) Current() *config.Set { return s.set.Load() }
+
+// chatBody is a one-message chat-completions body.
+func chatBody(text string, stream bool) string {
+	b, _ := json.Marshal(map[string]any{
+		"model":    "gpt-4o",
+		"stream":   stream,
+		"messages": []map[string]string{{"role": "user", "content": text}},
+	})
+	return string(b)
+}
+
+// send posts body to the chat endpoint and returns the response unread.
+// It asks for identity encoding so that the client sees the bytes Recall
+// relayed, compressed or not.
+func (h *harness) send(key, conv, body string) *http.Response {
+	h.t.Helper()
+	req, err := http.NewRequest("POST", h.url+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept-Encoding", "identity")
+	req.Header.Set("Authorization", "Bearer "+key)
+	if conv != "" {
+		req.Header.Set("X-Conversation-ID", conv)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp
+}
+
+// seedTurn stores one whole turn on conv, so that a fault has something to
+// leave unchanged.
+func (h *harness) seedTurn(conv string) {
+	h.t.Helper()
+	r := h.post("/v1/chat/completions", faultKey, conv, chatBody("a turn before the fault", false))
+	if r.status != 200 {
+		h.t.Fatalf("seed turn: got status %d, want 200: %s", r.status, r.body)
+	}
+	if got := len(h.stored(h.passNamespace(faultKey), conv)); got != 2 {
+		h.t.Fatalf("seed turn: got %d stored messages, want 2", got)
+	}
+	h.waitDone(conv) // consume its event
+}
+
+// metric returns the value of one sample of GET /metrics (0 if absent).
+func (h *harness) metric(series string) float64 {
+	h.t.Helper()
+	resp, err := http.Get(h.url + "/metrics")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			var f float64
+			if err := json.Unmarshal([]byte(v), &f); err == nil {
+				return f
+			}
+		}
+	}
+	return 0
+}
+
+
+// checkErrorShape checks that body is OpenAI's error shape with the given
+// type and (if not empty) code.
+func checkErrorShape(t *testing.T, body []byte, typ, code string) {
+	t.Helper()
+	var e struct {
+		Error *struct {
+			Message *string `json:"message"`
+			Type    *string `json:"type"`
+			Code    *string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil || e.Error == nil || e.Error.Message == nil || e.Error.Type == nil {
+		t.Fatalf("got body %q, want OpenAI's error shape", body)
+	}
+	if *e.Error.Message == "" {
+		t.Errorf("got an empty error message in %s", body)
+	}
+	if *e.Error.Type != typ {
+		t.Errorf("got error type %q, want %q", *e.Error.Type, typ)
+	}
+	if code != "" && (e.Error.Code == nil || *e.Error.Code != code) {
+		t.Errorf("got error code in %s, want %q", body, code)
+	}
+}
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
