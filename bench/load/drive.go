@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// driver sends chat-completions requests and records their latencies.
+type driver struct {
+	o      options
+	client *http.Client
+	next   atomic.Uint64 // request counter: picks the conversation and varies the text
+	lastH  atomic.Value  // string: the last X-Recall-History header seen
+	prefix []byte        // earlier turns resent in every body (-context-turns), each followed by a comma
+}
+
+func newDriver(o options) *driver {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        o.concurrency + 64,
+		MaxIdleConnsPerHost: o.concurrency + 64,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	d := &driver{o: o, client: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
+	if o.contextTurns > 0 {
+		pool := newMessagePool(o.model, o.words)
+		for t := range o.contextTurns {
+			u, a := pool.turn(t)
+			d.prefix = append(append(d.prefix, u.Raw...), ',')
+			d.prefix = append(append(d.prefix, a.Raw...), ',')
+		}
+	}
+	return d
+}
+
+// sample is one request's outcome.
+type sample struct {
+	total time.Duration // from when it was due (open loop) or sent (closed loop) to the last byte
+	ttfb  time.Duration // to the first body byte (streams only)
+	err   error
+}
+
+// request sends request number n and reads the whole answer. due is when
+// the request was due: latencies count from it.
+func (d *driver) request(ctx context.Context, n uint64, due time.Time, conv string) sample {
+	body := d.body(n)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.o.url, bytes.NewReader(body))
+	if err != nil {
+		return sample{err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+d.o.key)
+	if conv != "" {
+		req.Header.Set("X-Conversation-ID", conv)
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return sample{err: err}
+	}
+	defer resp.Body.Close()
+	var s sample
+	var buf [32 << 10]byte
+	var tail []byte
+	first := true
+	for {
+		k, rerr := resp.Body.Read(buf[:])
+		if k > 0 {
+			if first {
+				s.ttfb = time.Since(due)
+				first = false
+			}
+			tail = append(tail[:0:0], buf[max(0, k-16):k]...)
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return sample{err: rerr}
+		}
+	}
+	s.total = time.Since(due)
+	if resp.StatusCode != http.StatusOK {
+		return sample{err: fmt.Errorf("status %d", resp.StatusCode)}
+	}
+	if d.o.stream && !bytes.Contains(tail, []byte("[DONE]")) {
+		return sample{err: errors.New("stream ended without [DONE]")}
+	}
+	if h := resp.Header.Get("X-Recall-History"); h != "" {
+		d.lastH.Store(h)
+	}
+	return s
+}
+
+// body returns request n's JSON: one new user message, unique to n.
+func (d *driver) body(n uint64) []byte {
+	b := make([]byte, 0, 512+len(d.prefix))
+	b = append(b, `{"model":"`...)
+	b = append(b, d.o.model...)
+	b = append(b, `","messages":[`...)
+	b = append(b, d.prefix...)
+	b = append(b, `{"role":"user","content":"`...)
+	b = append(b, "Request "...)
+	b = strconv.AppendUint(b, n, 10)
+	b = append(b, ": "...)
+	b = appendWords(b, n, d.o.words)
+	b = append(b, `"}]`...)
+	if d.o.stream {
+		b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)
+	}
+	return append(b, '}')
+}
+
+// conv returns the conversation of request n, "" without -conversations.
+func (d *driver) conv(n uint64) string {
+	if d.o.conversations <= 0 {
+		return ""
+	}
+	return d.o.convPrefix + strconv.FormatUint(n%uint64(d.o.conversations), 10)
+}
+
+// prefill grows every conversation to o.prefill turns through the proxy,
+// each worker owning a slice of the conversations so that none waits on
+// another's lock.
+func (d *driver) prefill() error {
+	start := time.Now()
+	k := d.o.conversations
+	workers := min(d.o.concurrency, k)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	for w := range workers {
+		wg.Go(func() {
+			for c := w; c < k; c += workers {
+				conv := d.conv(uint64(c))
+				for t := range d.o.prefill {
+					s := d.request(context.Background(), uint64(t*k+c), time.Now(), conv)
+					if s.err != nil {
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, s.err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		return fmt.Errorf("prefill: %d requests failed, first: %v", n, firstErr.Load())
+	}
+	fmt.Fprintf(os.Stderr, "load: prefilled %d conversations to %d turns in %s\n", k, d.o.prefill, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// run drives the load for warmup + duration and summarises the measured
+// part.
+func (d *driver) run() result {
+	var samples []sample
+	var elapsed time.Duration
+	if d.o.rate > 0 {
+		samples, elapsed = d.openLoop()
+	} else {
+		samples, elapsed = d.closedLoop()
+	}
+	res := summarise(d.o, samples, elapsed)
+	if h, ok := d.lastH.Load().(string); ok {
+		res.History = h
+	}
+	return res
+}
+
+// closedLoop keeps o.concurrency requests in flight.
+func (d *driver) closedLoop() ([]sample, time.Duration) {
+	start := time.Now()
+	measureFrom := start.Add(d.o.warmup)
+	end := measureFrom.Add(d.o.duration)
+	per := make([][]sample, d.o.concurrency)
+	var wg sync.WaitGroup
+	for w := range d.o.concurrency {
+		wg.Go(func() {
+			out := make([]sample, 0, 4096)
+			for {
+				now := time.Now()
+				if !now.Before(end) {
+					break
+				}
+				n := d.next.Add(1)
+				s := d.request(context.Background(), n, now, d.conv(n))
+				if !now.Before(measureFrom) {
+					out = append(out, s)
+				}
+			}
+			per[w] = out
+		})
+	}
+	wg.Wait()
+	return flatten(per), d.o.duration
+}
+
+// openLoop sends requests at o.rate per second, each due at a fixed point
+// of the schedule, with up to o.concurrency in flight; a request that finds
+// every worker busy waits in the queue, and that wait counts in its latency.
+func (d *driver) openLoop() ([]sample, time.Duration) {
+	total := int((d.o.warmup + d.o.duration).Seconds() * d.o.rate)
+	warm := int(d.o.warmup.Seconds() * d.o.rate)
+	interval := time.Duration(float64(time.Second) / d.o.rate)
+	type job struct {
+		i   int
+		due time.Time
+	}
+	jobs := make(chan job, total+1)
+	per := make([][]sample, d.o.concurrency)
+	var wg sync.WaitGroup
+	for w := range d.o.concurrency {
+		wg.Go(func() {
+			out := make([]sample, 0, 4096)
+			for j := range jobs {
+				n := d.next.Add(1)
+				s := d.request(context.Background(), n, j.due, d.conv(n))
+				if j.i >= warm {
+					out = append(out, s)
+				}
+			}
+			per[w] = out
+		})
+	}
+	start := time.Now()
+	var measureStart time.Time
+	for i := range total {
+		due := start.Add(time.Duration(i) * interval)
+		if wait := time.Until(due); wait > 0 {
+			time.Sleep(wait)
+		}
+		if i == warm {
+			measureStart = due
+		}
+		jobs <- job{i: i, due: due}
+	}
+	close(jobs)
+	wg.Wait()
+	if measureStart.IsZero() {
+		measureStart = start
+	}
+	return flatten(per), time.Since(measureStart)
+}
+
+func flatten(per [][]sample) []sample {
+	var out []sample
+	for _, p := range per {
+		out = append(out, p...)
+	}
+	return out
+}

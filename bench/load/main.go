@@ -1,0 +1,118 @@
+// Command load is Recall's load generator: it drives an OpenAI-compatible
+// chat-completions endpoint (Recall, nginx in front of the fake upstream, or
+// the fake upstream itself) and prints one JSON line of results on stdout
+// and a human-readable line on stderr.
+//
+//	load -url URL -rate 1000 -duration 10s                open loop: a fixed arrival rate
+//	load -url URL -concurrency 32 -duration 10s           closed loop: maximum throughput
+//	load ... -conversations 1000                          name one of K conversations per request (delta mode)
+//	load ... -stream                                      stream, and measure time to first byte
+//	load ... -conversations 1000 -prefill 50              grow each conversation to 50 turns first
+//	load -seed-dir DIR -conversations 16 -prefill 10000   write the turns straight into a stopped Recall's data dir, and exit
+//	load ... -context-turns 50                            resend 50 earlier turns in every body (stateless-client baseline)
+//	load -report results.jsonl                            render result lines as a markdown table
+//
+// The open loop is free of coordinated omission: request i is due at
+// start + i/rate whatever happened to earlier requests, and its latency is
+// measured from when it was due, not from when a worker got to it.
+//
+// With -conversations, every request carries X-Conversation-ID and sends
+// only the new user message; conversations are taken round-robin, so
+// concurrent requests name different conversations as long as the
+// concurrency is below K.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+)
+
+// options are the command-line flags.
+type options struct {
+	url           string
+	key           string
+	model         string
+	label         string
+	rate          float64
+	concurrency   int
+	duration      time.Duration
+	warmup        time.Duration
+	conversations int
+	convPrefix    string
+	stream        bool
+	prefill       int
+	seeded        int
+	seedDir       string
+	namespace     string
+	words         int
+	contextTurns  int
+	report        string
+	pid           int
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.url, "url", "http://127.0.0.1:8080/v1/chat/completions", "chat-completions URL to drive")
+	flag.StringVar(&o.key, "key", "sk-bench", "bearer key sent as Authorization")
+	flag.StringVar(&o.model, "model", "gpt-4o-mini", "model named in each request")
+	flag.StringVar(&o.label, "label", "", "label copied into the result line")
+	flag.Float64Var(&o.rate, "rate", 0, "open loop: requests per second (0: closed loop)")
+	flag.IntVar(&o.concurrency, "concurrency", 32, "closed loop: requests in flight; open loop: most requests in flight")
+	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured duration")
+	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before the measured duration")
+	flag.IntVar(&o.conversations, "conversations", 0, "conversations to spread requests over (0: no X-Conversation-ID)")
+	flag.StringVar(&o.convPrefix, "conv-prefix", "bench-", "prefix of the conversation ids")
+	flag.BoolVar(&o.stream, "stream", false, "ask for a streamed answer and measure time to first byte")
+	flag.IntVar(&o.prefill, "prefill", 0, "grow each conversation to this many turns before measuring")
+	flag.IntVar(&o.seeded, "seeded", 0, "turns already seeded into each conversation (recorded in the result only)")
+	flag.StringVar(&o.seedDir, "seed-dir", "", "with -prefill: write the turns into this Badger data dir (Recall stopped) and exit")
+	flag.StringVar(&o.namespace, "namespace", "", "tenant namespace for -seed-dir (default: the pass-through namespace of -key)")
+	flag.IntVar(&o.words, "words", 40, "words in each user message (answers are echoed by the fake upstream)")
+	flag.IntVar(&o.contextTurns, "context-turns", 0, "resend this many earlier turns in every request, as a stateless client does (a baseline for the history rows)")
+	flag.StringVar(&o.report, "report", "", "render the JSON result lines of this file as a markdown table and exit")
+	flag.IntVar(&o.pid, "pid", 0, "report this process's peak RSS (VmHWM) with the result")
+	flag.Parse()
+
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	switch {
+	case o.report != "":
+		return report(os.Stdout, o.report)
+	case o.seedDir != "":
+		if o.prefill <= 0 || o.conversations <= 0 {
+			return fmt.Errorf("-seed-dir needs -prefill and -conversations")
+		}
+		return seed(o)
+	}
+	if o.concurrency < 1 {
+		return fmt.Errorf("-concurrency must be at least 1")
+	}
+	d := newDriver(o)
+	if o.prefill > 0 {
+		if o.conversations <= 0 {
+			return fmt.Errorf("-prefill needs -conversations")
+		}
+		if err := d.prefill(); err != nil {
+			return err
+		}
+	}
+	res := d.run()
+	if o.pid > 0 {
+		res.PeakRSSMiB, res.RSSMiB = procMemory(o.pid)
+	}
+	line, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	fmt.Println(string(line))
+	fmt.Fprintln(os.Stderr, res.human())
+	return nil
+}

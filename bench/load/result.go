@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// result is one run's summary: the JSON line the load script collects.
+type result struct {
+	Label         string  `json:"label"`
+	Mode          string  `json:"mode"` // "open" or "closed"
+	Rate          float64 `json:"rate,omitempty"`
+	Concurrency   int     `json:"concurrency"`
+	Conversations int     `json:"conversations"`
+	Prefill       int     `json:"prefill,omitempty"`
+	Stream        bool    `json:"stream"`
+	Seconds       float64 `json:"seconds"`
+	Requests      int     `json:"requests"`
+	Errors        int     `json:"errors"`
+	FirstError    string  `json:"first_error,omitempty"`
+	RPS           float64 `json:"rps"`
+	P50           float64 `json:"p50_ms"`
+	P90           float64 `json:"p90_ms"`
+	P99           float64 `json:"p99_ms"`
+	Max           float64 `json:"max_ms"`
+	TTFB50        float64 `json:"ttfb_p50_ms,omitempty"`
+	TTFB99        float64 `json:"ttfb_p99_ms,omitempty"`
+	History       string  `json:"history,omitempty"` // last X-Recall-History seen: included/stored turns
+	PeakRSSMiB    float64 `json:"peak_rss_mib,omitempty"`
+	RSSMiB        float64 `json:"rss_mib,omitempty"`
+}
+
+func summarise(o options, samples []sample, elapsed time.Duration) result {
+	r := result{
+		Label: o.label, Mode: "closed", Concurrency: o.concurrency, Conversations: o.conversations,
+		Prefill: o.prefill, Stream: o.stream, Seconds: elapsed.Seconds(),
+	}
+	if r.Prefill == 0 {
+		r.Prefill = o.seeded
+	}
+	if o.rate > 0 {
+		r.Mode, r.Rate = "open", o.rate
+	}
+	var total, ttfb []time.Duration
+	for _, s := range samples {
+		if s.err != nil {
+			r.Errors++
+			if r.FirstError == "" {
+				r.FirstError = s.err.Error()
+			}
+			continue
+		}
+		total = append(total, s.total)
+		ttfb = append(ttfb, s.ttfb)
+	}
+	r.Requests = len(samples)
+	r.RPS = float64(len(total)) / elapsed.Seconds()
+	slices.Sort(total)
+	slices.Sort(ttfb)
+	r.P50, r.P90, r.P99, r.Max = pct(total, 0.50), pct(total, 0.90), pct(total, 0.99), pct(total, 1)
+	if o.stream {
+		r.TTFB50, r.TTFB99 = pct(ttfb, 0.50), pct(ttfb, 0.99)
+	}
+	return r
+}
+
+// pct returns the q-quantile of sorted d in milliseconds (nearest rank).
+func pct(d []time.Duration, q float64) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(d))+0.5) - 1
+	i = min(max(i, 0), len(d)-1)
+	return float64(d[i].Microseconds()) / 1000
+}
+
+func (r result) human() string {
+	s := fmt.Sprintf("%-28s %-6s stream=%-5t %8.0f req/s  p50 %6.2f ms  p90 %6.2f ms  p99 %6.2f ms  max %7.2f ms  errors %d/%d",
+		r.Label, r.Mode, r.Stream, r.RPS, r.P50, r.P90, r.P99, r.Max, r.Errors, r.Requests)
+	if r.Stream {
+		s += fmt.Sprintf("  ttfb p50 %.2f p99 %.2f ms", r.TTFB50, r.TTFB99)
+	}
+	if r.History != "" {
+		s += "  history " + r.History
+	}
+	if r.PeakRSSMiB > 0 {
+		s += fmt.Sprintf("  peak RSS %.0f MiB", r.PeakRSSMiB)
+	}
+	if r.FirstError != "" {
+		s += "  first error: " + r.FirstError
+	}
+	return s
+}
+
+// procMemory reads a process's peak and current resident set, in MiB.
+func procMemory(pid int) (peak, now float64) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, 0
+	}
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "VmHWM:":
+			peak = kb / 1024
+		case "VmRSS:":
+			now = kb / 1024
+		}
+	}
+	return peak, now
+}
+
+// readResults reads JSON result lines, skipping anything else.
+func readResults(path string) ([]result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []result
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r result
+		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Label != "" {
+			out = append(out, r)
+		}
+	}
+	return out, sc.Err()
+}
+
+// report renders the results of a load-script run as markdown tables. Labels
+// follow the script's convention "target/stream|plain/open|closed" for the
+// main matrix, "turns-N" for the history-length series and "rss" for the
+// memory run.
+func report(w io.Writer, path string) error {
+	rs, err := readResults(path)
+	if err != nil {
+		return err
+	}
+	by := map[string]result{}
+	var targets []string
+	for _, r := range rs {
+		by[r.Label] = r
+		if t, _, ok := strings.Cut(r.Label, "/"); ok && !slices.Contains(targets, t) {
+			targets = append(targets, t)
+		}
+	}
+	// Rows that carry history (Recall with conversations, or a client
+	// resending earlier turns: "-ctx" labels) are compared with the direct
+	// call of the same context size when the run has one.
+	ctxTarget := func(prefix string) string {
+		for _, t := range targets {
+			if strings.HasPrefix(t, prefix+"-ctx") {
+				return t
+			}
+		}
+		return prefix
+	}
+	directCtx, nginxCtx := ctxTarget("direct"), ctxTarget("nginx")
+	fmt.Fprintf(w, "\nRatios: × nginx is closed-loop req/s over nginx's; × %s over the same-context nginx row. Added latency is open-loop p50/p99 minus the direct call's: `direct` for rows without history, `%s` for rows with it.\n", nginxCtx, directCtx)
+	for _, kind := range []string{"plain", "stream"} {
+		fmt.Fprintf(w, "\n**%s** (closed loop: max throughput; open loop: fixed rate, latency from the scheduled send time)\n\n", map[string]string{"plain": "Non-streaming", "stream": "Streaming"}[kind])
+		fmt.Fprintf(w, "| target | closed req/s | × nginx | × %s | open rate | p50 ms | p90 ms | p99 ms | max ms | added p50 | added p99 | TTFB p50 / p99 ms | added TTFB p50 / p99 | errors | history |\n", nginxCtx)
+		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+		nginxClosed, hasNginx := by["nginx/"+kind+"/closed"]
+		nginxCtxClosed, hasNginxCtx := by[nginxCtx+"/"+kind+"/closed"]
+		for _, t := range targets {
+			c, hasC := by[t+"/"+kind+"/closed"]
+			op, hasO := by[t+"/"+kind+"/open"]
+			if !hasC && !hasO {
+				continue
+			}
+			base := "direct"
+			if strings.Contains(t, "-ctx") || c.Conversations > 0 || op.Conversations > 0 {
+				base = directCtx
+			}
+			direct, hasDirect := by[base+"/"+kind+"/open"]
+			hasDirect = hasDirect && t != base
+			cells := []string{t, "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "", ""}
+			errs := 0
+			if hasC {
+				cells[1] = fmt.Sprintf("%.0f", c.RPS)
+				if hasNginx && nginxClosed.RPS > 0 {
+					cells[2] = fmt.Sprintf("%.2f", c.RPS/nginxClosed.RPS)
+				}
+				if hasNginxCtx && nginxCtxClosed.RPS > 0 && nginxCtx != "nginx" {
+					cells[3] = fmt.Sprintf("%.2f", c.RPS/nginxCtxClosed.RPS)
+				}
+				errs += c.Errors
+				cells[14] = c.History
+			}
+			if hasO {
+				cells[4] = fmt.Sprintf("%.0f", op.RPS)
+				cells[5], cells[6], cells[7], cells[8] = ms(op.P50), ms(op.P90), ms(op.P99), ms(op.Max)
+				if hasDirect {
+					cells[9], cells[10] = ms(op.P50-direct.P50), ms(op.P99-direct.P99)
+				}
+				if op.Stream {
+					cells[11] = ms(op.TTFB50) + " / " + ms(op.TTFB99)
+					if hasDirect {
+						cells[12] = ms(op.TTFB50-direct.TTFB50) + " / " + ms(op.TTFB99-direct.TTFB99)
+					}
+				}
+				errs += op.Errors
+				if op.History != "" {
+					cells[14] = op.History
+				}
+			}
+			cells[13] = strconv.Itoa(errs)
+			fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
+		}
+	}
+
+	var series []result
+	for _, r := range rs {
+		if strings.HasPrefix(r.Label, "turns-") {
+			series = append(series, r)
+		}
+	}
+	if len(series) > 0 {
+		fmt.Fprintln(w, "\n**Cost against stored history length** (open loop, default budget, non-streaming)")
+		fmt.Fprintln(w, "\n| stored turns | conversations | rate | p50 ms | p90 ms | p99 ms | max ms | errors | history (sent/stored) |")
+		fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+		for _, r := range series {
+			fmt.Fprintf(w, "| %d | %d | %.0f | %s | %s | %s | %s | %d | %s |\n", r.Prefill, r.Conversations, r.RPS,
+				ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), r.Errors, r.History)
+		}
+	}
+	if r, ok := by["rss"]; ok {
+		fmt.Fprintf(w, "\n**Memory**: Recall peak RSS (VmHWM) %.0f MiB, RSS at the end %.0f MiB, after %d requests over %d conversations (%.0f req/s, closed loop, each prefilled with %d turns); errors %d.\n",
+			r.PeakRSSMiB, r.RSSMiB, r.Requests, r.Conversations, r.RPS, r.Prefill, r.Errors)
+	}
+	return nil
+}
+
+func ms(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/history/badgerstore"
+	"github.com/recallproxy/recall/history/tokens"
+	"github.com/recallproxy/recall/rewrite"
+)
+
+// seedTurnsPerCommit bounds one seeding transaction well below Badger's
+// transaction size limit.
+const seedTurnsPerCommit = 250
+
+// passThroughNamespace is the namespace Recall's implicit "default" tenant
+// files a bearer key's conversations under (see proxy/tenant.go: the tenant
+// id, ".pt.", then the first 16 bytes of the key's SHA-256 in hex). The load
+// script checks the result through the X-Recall-History header.
+func passThroughNamespace(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "default.pt." + hex.EncodeToString(sum[:16])
+}
+
+// seed writes o.prefill turns (a user message and an assistant answer) into
+// each of o.conversations conversations of a stopped Recall's data dir,
+// through the same history.Apply path Recall commits with.
+func seed(o options) error {
+	start := time.Now()
+	store, err := badgerstore.Open(o.seedDir, badgerstore.Options{NoSync: true})
+	if err != nil {
+		return err
+	}
+	ns := o.namespace
+	if ns == "" {
+		ns = passThroughNamespace(o.key)
+	}
+	pool := newMessagePool(o.model, o.words)
+	convs := make(chan int)
+	errs := make(chan error, 2)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for c := range convs {
+				if err := seedConversation(store, history.Key{Tenant: ns, Conversation: o.convPrefix + strconv.Itoa(c)}, o, pool); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	var seedErr error
+feed:
+	for c := range o.conversations {
+		select {
+		case convs <- c:
+		case seedErr = <-errs:
+			break feed
+		}
+	}
+	close(convs)
+	wg.Wait()
+	if seedErr == nil && len(errs) > 0 {
+		seedErr = <-errs
+	}
+	if err := store.Close(); err != nil && seedErr == nil {
+		seedErr = err
+	}
+	if seedErr != nil {
+		return fmt.Errorf("seed: %w", seedErr)
+	}
+	fmt.Fprintf(os.Stderr, "load: seeded %d conversations × %d turns into %s in %s\n",
+		o.conversations, o.prefill, o.seedDir, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func seedConversation(store *badgerstore.Store, k history.Key, o options, pool *messagePool) error {
+	ctx := context.Background()
+	snap, err := store.Load(ctx, k, history.Query{})
+	if err != nil {
+		return err
+	}
+	version := snap.Meta.Version
+	have := snap.Meta.Turns
+	for have < o.prefill {
+		n := min(seedTurnsPerCommit, o.prefill-have)
+		ch := history.Change{
+			Version: version,
+			Append:  make([]history.Message, 0, 2*n),
+			Model:   o.model,
+			Now:     time.Now().UnixNano(),
+		}
+		for t := range n {
+			u, a := pool.turn(have + t)
+			ch.Append = append(ch.Append, u, a)
+		}
+		m, err := store.Commit(ctx, k, ch)
+		if err != nil {
+			return err
+		}
+		version, have = m.Version, m.Turns
+	}
+	return nil
+}
+
+// messagePool holds pre-built messages (JSON, hash, tokens counted once)
+// that seeded turns reuse, so that seeding 10⁵ turns costs no tokenizer
+// time.
+type messagePool struct {
+	users, answers []history.Message
+}
+
+func newMessagePool(model string, words int) *messagePool {
+	const size = 64
+	var counter tokens.Counter
+	enc := tokens.ForModel(model)
+	msg := func(role, text string) history.Message {
+		raw, _ := json.Marshal(map[string]string{"role": role, "content": text})
+		return history.Message{Role: role, Raw: raw, Hash: rewrite.Hash(raw), Tokens: counter.Message(enc, raw)}
+	}
+	p := &messagePool{}
+	for i := range size {
+		q := string(appendWords(nil, uint64(i), words))
+		p.users = append(p.users, msg(history.RoleUser, "Question "+strconv.Itoa(i)+": "+q))
+		// An answer about three times the question, as chat answers go.
+		a := appendWords(nil, uint64(i)+1000, words)
+		a = append(a, ' ')
+		a = appendWords(a, uint64(i)+2000, words)
+		a = append(a, ' ')
+		a = appendWords(a, uint64(i)+3000, words)
+		p.answers = append(p.answers, msg(history.RoleAssistant, string(a)))
+	}
+	return p
+}
+
+// turn returns the user message and answer of turn t.
+func (p *messagePool) turn(t int) (history.Message, history.Message) {
+	return p.users[t%len(p.users)], p.answers[(t*7)%len(p.answers)]
+}
+
+// vocabulary is the word list message text is drawn from: ordinary English
+// and code words, so that token counts look like real chat text (about 1.3
+// tokens a word).
+var vocabulary = []string{
+	"the", "request", "returns", "a", "list", "of", "items", "when", "cache", "is", "empty",
+	"please", "explain", "why", "function", "error", "handler", "database", "connection", "timeout",
+	"should", "we", "retry", "after", "failure", "config", "file", "contains", "value", "for",
+	"server", "client", "response", "latency", "throughput", "memory", "usage", "grows", "slowly",
+	"under", "load", "test", "passes", "locally", "but", "fails", "in", "CI", "pipeline", "because",
+	"environment", "variable", "missing", "deploy", "version", "rollback", "migration", "schema",
+	"index", "query", "plan", "takes", "seconds", "instead", "milliseconds", "user", "account",
+	"permission", "denied", "token", "expired", "refresh", "login", "page", "button", "click",
+	"JSON", "parse", "field", "null", "string", "number", "array", "object", "nested", "struct",
+}
+
+// appendWords appends n words chosen deterministically from seed.
+func appendWords(b []byte, seed uint64, n int) []byte {
+	x := seed*0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019
+	for i := range n {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, vocabulary[x%uint64(len(vocabulary))]...)
+	}
+	return b
+}

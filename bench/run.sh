@@ -1,0 +1,280 @@
+#!/usr/bin/env bash
+# Recall's load script: one command, everything on loopback.
+#
+#   bench/run.sh            full run (about 8 minutes on 2 cores)
+#   bench/run.sh -quick     short run (about 2 minutes), same rows, noisier figures
+#   bench/run.sh -nopin     do not pin processes to cores (see PINNING below)
+#
+# It builds recall, bench/fakeupstream (an instant OpenAI-compatible fake) and
+# bench/load (the load generator), installs nginx from the distribution's
+# packages if it is missing (the nginx rows are skipped if it cannot), and
+# measures side by side:
+#
+#   direct          the fake upstream itself
+#   nginx           nginx as a plain reverse proxy (upstream keepalive) in front of it
+#   direct-ctx50, nginx-ctx50
+#                   the same, with a stateless client resending 50 earlier turns
+#                   in every request: the context size the history rows send upstream
+#   recall-nohist   Recall without X-Conversation-ID (a plain proxy call)
+#   recall-sync     Recall with history: 1,000 conversations seeded with 50 turns
+#                   each that grow during the run, default budget, durable writes
+#   recall-relaxed  the same with sync_writes: false
+#
+# each non-streaming and streaming, in a closed loop (max throughput, 32 in
+# flight) and an open loop (1,000 requests/s, latency from the scheduled send
+# time: no coordinated omission). Then the cost against stored history length
+# (32 conversations seeded with 10 / 1,000 / 10,000 turns, open loop at
+# 200 requests/s) and
+# Recall's peak RSS (VmHWM) after a closed-loop run over 10,000 conversations.
+# It prints markdown tables; raw JSON lines stay in the work directory.
+#
+# PINNING: the 2 cores are shared by the load generator, the proxy and the
+# upstream. By default the proxy under test (nginx with one worker, or
+# Recall, whose Go runtime then sees GOMAXPROCS=1) runs alone on CPU 0 and
+# the load generator and fake upstream share CPU 1, so that the proxies get
+# the same single core and do not steal the load generator's. -nopin lets
+# everything float over every core.
+#
+# Environment: BASE_PORT (19801; three ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
+# 2s/0.5s), KEEP=1 keeps the work directory.
+set -euo pipefail
+
+QUICK=0
+PIN=1
+for a in "$@"; do
+	case "$a" in
+	-quick | --quick) QUICK=1 ;;
+	-nopin | --nopin) PIN=0 ;;
+	-h | --help)
+		sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	*)
+		echo "run.sh: unknown flag $a" >&2
+		exit 2
+		;;
+	esac
+done
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+RATE=${RATE:-1000}
+CONC=${CONC:-32}
+if [ "$QUICK" = 1 ]; then
+	DUR=${DUR:-2s}
+	WARM=${WARM:-500ms}
+else
+	DUR=${DUR:-10s}
+	WARM=${WARM:-2s}
+fi
+BASE_PORT=${BASE_PORT:-19801}
+UP_PORT=$BASE_PORT
+NGINX_PORT=$((BASE_PORT + 1))
+RECALL_PORT=$((BASE_PORT + 2))
+for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT"; do
+	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+		echo "run.sh: port $p is already in use: set BASE_PORT to a free range" >&2
+		exit 1
+	fi
+done
+SEED_TURNS=50
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/recall-bench.XXXXXX")
+BIN=$WORK/bin
+RESULTS=$WORK/results.jsonl
+PIDS=()
+
+cleanup() {
+	for p in "${PIDS[@]:-}"; do
+		[ -n "$p" ] && kill "$p" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+	if [ "${KEEP:-0}" = 1 ]; then
+		echo "work directory kept: $WORK" >&2
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+
+if [ "$PIN" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+	PROXY_CPU=(taskset -c 0)
+	LOAD_CPU=(taskset -c 1)
+	NGINX_WORKERS=1
+else
+	PIN=0
+	PROXY_CPU=()
+	LOAD_CPU=()
+	NGINX_WORKERS=auto
+fi
+
+echo "building into $BIN" >&2
+(cd "$ROOT" && GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/recall" ./cmd/recall &&
+	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/fakeupstream" ./bench/fakeupstream &&
+	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/load" ./bench/load)
+
+# nginx: from the distribution's packages if missing.
+NGINX=$(command -v nginx || true)
+if [ -z "$NGINX" ] && command -v apt-get >/dev/null; then
+	SUDO=()
+	[ "$(id -u)" = 0 ] || SUDO=(sudo -n)
+	echo "nginx missing: installing it with apt-get" >&2
+	if "${SUDO[@]}" apt-get update -qq >&2 &&
+		DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq nginx-light >&2 ||
+		DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq nginx >&2; then
+		NGINX=$(command -v nginx || true)
+	fi
+fi
+[ -n "$NGINX" ] || echo "nginx unavailable and could not be installed: skipping the nginx rows" >&2
+
+# wait_http URL: wait up to 10s for URL to answer.
+wait_http() {
+	for _ in $(seq 100); do
+		curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "run.sh: $1 did not come up" >&2
+	return 1
+}
+
+# wait_port PORT: wait up to 10s for a listener on PORT.
+wait_port() {
+	for _ in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "run.sh: nothing listening on port $1" >&2
+	return 1
+}
+
+# load LABEL ARGS...: one load-generator run, its JSON line appended to RESULTS.
+load() {
+	local label=$1
+	shift
+	"${LOAD_CPU[@]}" "$BIN/load" -label "$label" -duration "$DUR" -warmup "$WARM" "$@" >>"$RESULTS"
+}
+
+# matrix TARGET URL ARGS...: closed and open loop, non-streaming and streaming.
+matrix() {
+	local target=$1 url=$2
+	shift 2
+	load "$target/plain/closed" -url "$url" -concurrency "$CONC" "$@"
+	load "$target/plain/open" -url "$url" -rate "$RATE" "$@"
+	load "$target/stream/closed" -url "$url" -concurrency "$CONC" -stream "$@"
+	load "$target/stream/open" -url "$url" -rate "$RATE" -stream "$@"
+}
+
+RECALL_PID=
+# start_recall DATADIR SYNC: start Recall on RECALL_PORT, durable writes if SYNC is true.
+start_recall() {
+	cat >"$WORK/recall-$2.yaml" <<EOF
+log_level: warn
+sync_writes: $2
+EOF
+	RECALL_LISTEN=127.0.0.1:$RECALL_PORT RECALL_UPSTREAM_URL=http://127.0.0.1:$UP_PORT/v1 \
+		RECALL_DATA_DIR=$1 RECALL_CONFIG=$WORK/recall-$2.yaml \
+		"${PROXY_CPU[@]}" "$BIN/recall" serve 2>>"$WORK/recall.log" &
+	RECALL_PID=$!
+	PIDS+=("$RECALL_PID")
+	wait_http "http://127.0.0.1:$RECALL_PORT/healthz"
+}
+
+stop_recall() {
+	kill "$RECALL_PID"
+	wait "$RECALL_PID" || true
+	RECALL_PID=
+}
+
+# seed DIR CONVERSATIONS TURNS: write turns straight into a data dir.
+seed() {
+	"$BIN/load" -seed-dir "$1" -conversations "$2" -prefill "$3" -conv-prefix bench- 2>>"$WORK/seed.log"
+}
+
+URL=/v1/chat/completions
+"${LOAD_CPU[@]}" "$BIN/fakeupstream" -listen "127.0.0.1:$UP_PORT" 2>>"$WORK/upstream.log" &
+PIDS+=("$!")
+wait_port "$UP_PORT"
+
+echo "running: duration $DUR (+ $WARM warm-up) per row" >&2
+matrix direct "http://127.0.0.1:$UP_PORT$URL"
+matrix "direct-ctx$SEED_TURNS" "http://127.0.0.1:$UP_PORT$URL" -context-turns "$SEED_TURNS"
+
+if [ -n "$NGINX" ]; then
+	mkdir -p "$WORK/nginx"
+	cat >"$WORK/nginx/nginx.conf" <<EOF
+worker_processes $NGINX_WORKERS;
+daemon off;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_buffer_size 1m; # bodies in memory, as Recall keeps them
+	client_body_temp_path $WORK/nginx/body;
+	proxy_temp_path $WORK/nginx/proxy;
+	fastcgi_temp_path $WORK/nginx/fastcgi;
+	uwsgi_temp_path $WORK/nginx/uwsgi;
+	scgi_temp_path $WORK/nginx/scgi;
+	upstream fake { server 127.0.0.1:$UP_PORT; keepalive 128; }
+	server {
+		listen 127.0.0.1:$NGINX_PORT;
+		location / {
+			proxy_pass http://fake;
+			proxy_http_version 1.1;
+			proxy_set_header Connection "";
+			proxy_buffering off;
+		}
+	}
+}
+EOF
+	"${PROXY_CPU[@]}" "$NGINX" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" 2>>"$WORK/nginx/error.log" &
+	PIDS+=("$!")
+	wait_port "$NGINX_PORT"
+	matrix nginx "http://127.0.0.1:$NGINX_PORT$URL"
+	# The same context size as the history rows, resent by a stateless client.
+	matrix "nginx-ctx$SEED_TURNS" "http://127.0.0.1:$NGINX_PORT$URL" -context-turns "$SEED_TURNS"
+fi
+
+start_recall "$WORK/data-nohist" true
+matrix recall-nohist "http://127.0.0.1:$RECALL_PORT$URL"
+stop_recall
+
+for mode in sync relaxed; do
+	sync=true
+	[ "$mode" = relaxed ] && sync=false
+	seed "$WORK/data-$mode" 1000 "$SEED_TURNS"
+	start_recall "$WORK/data-$mode" "$sync"
+	matrix "recall-$mode" "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS"
+	stop_recall
+done
+
+# Cost against stored history length: a few conversations, same budget, a
+# rate below saturation (SERIES_RATE, default 200/s) so that the figures
+# show per-request cost rather than queueing, and relaxed writes so that
+# fsync noise does not hide the read cost. The conversations grow during
+# the run: the history column shows the turns actually stored and sent.
+for turns in 10 1000 10000; do
+	seed "$WORK/data-turns-$turns" 32 "$turns"
+	start_recall "$WORK/data-turns-$turns" false
+	load "turns-$turns" -url "http://127.0.0.1:$RECALL_PORT$URL" -rate "${SERIES_RATE:-200}" -conversations 32 -seeded "$turns"
+	stop_recall
+done
+
+# Peak RSS over 10,000 conversations (durable writes, the default).
+seed "$WORK/data-rss" 10000 10
+start_recall "$WORK/data-rss" true
+load rss -url "http://127.0.0.1:$RECALL_PORT$URL" -concurrency "$CONC" -conversations 10000 -seeded 10 -pid "$RECALL_PID"
+stop_recall
+
+CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
+echo
+echo "### Recall load script: $(date -u +%Y-%m-%d)"
+echo
+echo "Machine: $(nproc) cores, ${CPU:-unknown CPU}, $(uname -sr), $(go version | cut -d' ' -f3); nginx: $([ -n "$NGINX" ] && "$NGINX" -v 2>&1 | cut -d/ -f2 || echo none)."
+if [ "$PIN" = 1 ]; then
+	echo "Pinning: proxy under test alone on CPU 0 (nginx 1 worker; Recall GOMAXPROCS=1), load generator + fake upstream on CPU 1."
+else
+	echo "Pinning: none (every process floats over all cores; nginx worker_processes auto)."
+fi
+echo "Command: bench/run.sh $*; $DUR per row after $WARM warm-up; closed loop $CONC in flight; open loop $RATE req/s."
+echo "History rows: 1,000 conversations seeded with $SEED_TURNS turns (~40-word questions, ~120-word answers), growing during the run; default budget 16,000 tokens; the client sends only the new message. Recall log level warn, nginx access_log off."
+"$BIN/load" -report "$RESULTS"
