@@ -337,7 +337,6 @@ func (h *harness) metric(series string) float64 {
 	return 0
 }
 
-
 // checkErrorShape checks that body is OpenAI's error shape with the given
 // type and (if not empty) code.
 func checkErrorShape(t *testing.T, body []byte, typ, code string) {
