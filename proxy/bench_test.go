@@ -82,7 +82,10 @@ func benchServer(b testing.TB, budget int) (*proxy.Server, *badgerstore.Store) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { store.Close() })
+	var counter tokens.Counter
+	counter.Text(tokens.O200k, "build the encoder before timing")
 	srv, err := proxy.New(proxy.Config{
+		Counter:   &counter,
 		Tenants:   fixedTenants{set},
 		Store:     store,
 		Transport: instantUpstream{[]byte(benchAnswer)},
@@ -152,4 +155,25 @@ func storedCount(tb testing.TB, store *badgerstore.Store, conv string) int {
 		}
 	}
 	return n
+}
+
+// BenchmarkChatPath50 is the request path the load script measures: 50
+// stored turns of realistic size, all within the default budget.
+func BenchmarkChatPath50(b *testing.B) {
+	srv, store := benchServer(b, 16000)
+	prefill(b, store, 64, 50)
+	reqs := make([]*fasthttp.RequestCtx, 64)
+	for i := range reqs {
+		reqs[i] = benchRequest(fmt.Sprintf("conv-%d", i))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rc := reqs[i%len(reqs)]
+		rc.Response.Reset()
+		srv.Handle(rc)
+		if rc.Response.StatusCode() != 200 {
+			b.Fatalf("status %d: %s", rc.Response.StatusCode(), rc.Response.Body())
+		}
+	}
 }

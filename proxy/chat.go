@@ -109,7 +109,11 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		s.metrics.curated(c.cfg.ID, x.report)
 	}
 
-	upReq, err := newUpstreamRequest(ctx, rc, c, path, bytesReader(out), int64(len(out)))
+	var upBody io.Reader = bytesReader(out)
+	if x.record {
+		upBody = newPooledBody(out) // built by prepare from the pool
+	}
+	upReq, err := newUpstreamRequest(ctx, rc, c, path, upBody, int64(len(out)))
 	if err != nil {
 		s.fail(rc, "chat", c.cfg.ID, err, start)
 		return
@@ -257,7 +261,7 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 	for _, m := range sent {
 		msgs = append(msgs, m.Raw)
 	}
-	return req.AppendBody(make([]byte, 0, len(req.Body)+w.Report.Tokens*4), msgs), nil
+	return req.AppendBody(getBodyBuf(len(req.Body)+w.Report.Tokens*4), msgs), nil
 }
 
 // parseBody reads the answer to record from a non-streamed body, decoding

@@ -143,6 +143,10 @@ func readMeta(txn *badger.Txn, prefix []byte) (history.Meta, bool, error) {
 
 // Load reads the metadata and the tail q asks for, newest first, skipping
 // inactive ranges, and returns the tail oldest first.
+//
+// Badger's skiplist iterates backwards at O(log n) a step, so the tail is
+// read in forward batches that walk back from the newest message, each
+// twice the size of the one before: a forward step is O(1).
 func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (history.Snapshot, error) {
 	var snap history.Snapshot
 	prefix := convPrefix(k)
@@ -158,9 +162,8 @@ func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (histo
 			return nil
 		}
 		opts := badger.DefaultIteratorOptions
-		opts.Reverse = true
 		opts.Prefix = append(bytes.Clone(prefix), 's')
-		opts.PrefetchValues = false
+		opts.PrefetchValues = false // values are read in place, one copy each
 		it := txn.NewIterator(opts)
 		defer it.Close()
 
@@ -170,38 +173,42 @@ func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (histo
 		}
 		var tokens, turns int
 		tail := make([]history.Message, 0, 32)
-		seek := m.NextSeq - 1
-		for it.Seek(msgKey(prefix, seek)); it.Valid(); {
-			item := it.Item()
-			seq := binary.BigEndian.Uint64(item.Key()[len(prefix)+1:])
-			if g, ok := m.InGap(seq); ok {
-				if g.From <= 1 {
-					break
-				}
-				it.Seek(msgKey(prefix, g.From-1))
+		batch := make([]history.Message, 0, 16)
+		size := uint64(16)
+	read:
+		for hi := m.NextSeq - 1; hi >= 1; size = min(2*size, 512) {
+			if g, ok := m.InGap(hi); ok {
+				hi = g.From - 1
 				continue
 			}
-			enough := len(tail) >= q.MinMessages &&
-				(tokens >= q.Tokens || (from > 0 && seq < from) || (q.MaxTurns > 0 && turns >= q.MaxTurns))
-			if enough && len(tail) > 0 && tail[len(tail)-1].Role == history.RoleUser {
-				break // the oldest message read opens a turn: stop on its boundary
+			lo := uint64(1)
+			if hi > size {
+				lo = hi - size + 1
 			}
-			v, err := item.ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			msg, err := history.DecodeMessage(v, seq)
-			if err != nil {
-				return err
-			}
-			if msg.Active() {
-				tail = append(tail, msg)
-				tokens += msg.Tokens
-				if msg.Role == history.RoleUser {
-					turns++
+			for _, g := range m.Gaps { // never read into an inactive range
+				if g.To >= lo && g.To < hi {
+					lo = g.To + 1
 				}
 			}
-			it.Next()
+			if batch, err = readRange(it, prefix, lo, hi, batch[:0]); err != nil {
+				return err
+			}
+			for i := len(batch) - 1; i >= 0; i-- {
+				msg := batch[i]
+				enough := len(tail) >= q.MinMessages &&
+					(tokens >= q.Tokens || (from > 0 && msg.Seq < from) || (q.MaxTurns > 0 && turns >= q.MaxTurns))
+				if enough && len(tail) > 0 && tail[len(tail)-1].Role == history.RoleUser {
+					break read // the oldest message read opens a turn: stop on its boundary
+				}
+				if msg.Active() {
+					tail = append(tail, msg)
+					tokens += msg.Tokens
+					if msg.Role == history.RoleUser {
+						turns++
+					}
+				}
+			}
+			hi = lo - 1
 		}
 		snap.Complete = len(tail) >= m.Messages
 		for i, j := 0, len(tail)-1; i < j; i, j = i+1, j-1 {
@@ -214,6 +221,27 @@ func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (histo
 		return history.Snapshot{}, fmt.Errorf("badgerstore: load %s: %w", k, err)
 	}
 	return snap, ctx.Err()
+}
+
+// readRange appends the messages with lo <= Seq <= hi to dst, oldest first.
+func readRange(it *badger.Iterator, prefix []byte, lo, hi uint64, dst []history.Message) ([]history.Message, error) {
+	for it.Seek(msgKey(prefix, lo)); it.Valid(); it.Next() {
+		item := it.Item()
+		seq := binary.BigEndian.Uint64(item.Key()[len(prefix)+1:])
+		if seq > hi {
+			break
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return dst, err
+		}
+		msg, err := history.DecodeMessage(v, seq)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, msg)
+	}
+	return dst, nil
 }
 
 // Commit applies c in one transaction.
@@ -277,6 +305,7 @@ func activeAfter(txn *badger.Txn, prefix []byte, after uint64) ([]history.Messag
 func iterate(txn *badger.Txn, prefix []byte, after uint64, fn func(history.Message) bool) error {
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = append(bytes.Clone(prefix), 's')
+	opts.PrefetchValues = false
 	it := txn.NewIterator(opts)
 	defer it.Close()
 	for it.Seek(msgKey(prefix, after+1)); it.Valid(); it.Next() {
