@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -82,7 +83,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		return
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(c.timeout()))
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
 	x := &exchange{s: s, c: c, start: start, record: conv != "" && mode != history.Off}
 	handedOff := false
 	defer func() {
@@ -234,7 +235,7 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 				m.Tokens = s.counter.Message(x.enc, cut)
 			}
 		}
-		m.Raw = clone(m.Raw) // the request body does not outlive the handler
+		m.Raw = bytes.Clone(m.Raw) // the request body does not outlive the handler
 		x.fresh[i] = m
 	}
 

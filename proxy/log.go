@@ -1,9 +1,6 @@
 package proxy
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // ms renders a duration in milliseconds with microsecond precision.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -14,5 +11,3 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
-
-func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -19,7 +18,7 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 		s.fail(rc, "passthrough", "", err, start)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(c.timeout()))
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
 	var body io.Reader
 	size := int64(rc.Request.Header.ContentLength())
 	if st := rc.RequestBodyStream(); st != nil && size != 0 {

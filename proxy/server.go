@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -86,7 +87,7 @@ type Server struct {
 	conns    connTracker
 	closing  atomic.Bool
 	tenants  tenantCache
-	textOnce sync.Map // hash -> tokens, for instructions and tools (bounded, see cachedTokens)
+	counts   sync.Map // hash -> tokens, for instructions and tools (bounded, see cachedTokens)
 	cached   atomic.Int64
 }
 
@@ -283,5 +284,5 @@ func (s *Server) reject(rc *fasthttp.RequestCtx, route string, e *apiError) {
 type fasthttpLogger struct{ l *slog.Logger }
 
 func (f fasthttpLogger) Printf(format string, args ...any) {
-	f.l.Debug("fasthttp", "msg", sprintf(format, args...))
+	f.l.Debug("fasthttp", "msg", fmt.Sprintf(format, args...))
 }

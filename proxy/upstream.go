@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -75,5 +76,5 @@ func copyResponseHeader(rc *fasthttp.RequestCtx, resp *http.Response) {
 	}
 }
 
-// timeoutOf returns the tenant's upstream timeout.
-func (c caller) timeout() (d int64) { return int64(c.cfg.Upstream.Timeout) }
+// timeout returns the tenant's bound on a whole upstream exchange.
+func (c caller) timeout() time.Duration { return time.Duration(c.cfg.Upstream.Timeout) }

@@ -71,6 +71,12 @@ feed:
 	if seedErr == nil && len(errs) > 0 {
 		seedErr = <-errs
 	}
+	// Leave the store as a long-running Recall would have it: compacted,
+	// rather than with a pile of level-0 tables that the server under test
+	// would spend its first seconds compacting.
+	if seedErr == nil {
+		seedErr = store.DB().Flatten(1)
+	}
 	if err := store.Close(); err != nil && seedErr == nil {
 		seedErr = err
 	}

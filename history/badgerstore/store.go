@@ -51,7 +51,15 @@ var _ history.Store = (*Store)(nil)
 // Open opens (creating if needed) the store in dir. A directory already
 // open in another process fails with Badger's lock error.
 func Open(dir string, o Options) (*Store, error) {
+	// Memory is bounded by these, not by the data: two 16 MiB memtables,
+	// a 64 MiB block cache (Badger's defaults, 5 x 64 MiB memtables and a
+	// 256 MiB cache, are sized for a database server, not a proxy).
 	bo := badger.DefaultOptions(dir).
+		WithMemTableSize(16 << 20).
+		WithNumMemtables(2).
+		WithBlockCacheSize(64 << 20).
+		WithValueLogFileSize(256 << 20).
+		WithNumCompactors(2).
 		WithSyncWrites(!o.NoSync).
 		WithLogger(slogAdapter{o.Logger}).
 		WithInMemory(o.InMemory).
