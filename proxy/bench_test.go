@@ -51,20 +51,7 @@ func BenchmarkChatPath(b *testing.B) {
 		b.Run(fmt.Sprintf("turns=%d", tc.turns), func(b *testing.B) {
 			srv, store := benchServer(b, 1100)
 			prefill(b, store, tc.convs, tc.turns)
-			reqs := make([]*fasthttp.RequestCtx, tc.convs)
-			for i := range reqs {
-				reqs[i] = benchRequest(fmt.Sprintf("conv-%d", i))
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				rc := reqs[i%len(reqs)]
-				rc.Response.Reset()
-				srv.Handle(rc)
-				if rc.Response.StatusCode() != 200 {
-					b.Fatalf("status %d: %s", rc.Response.StatusCode(), rc.Response.Body())
-				}
-			}
+			runChat(b, srv, tc.convs)
 		})
 	}
 }
@@ -106,7 +93,7 @@ func prefill(b *testing.B, store *badgerstore.Store, convs, turns int) {
 	user := []byte(`{"role":"user","content":"` + benchUser + `"}`)
 	answer := []byte(`{"role":"assistant","content":"` + strings.Repeat("The trend holds. ", 12) + `"}`)
 	ut, at := counter.Message(tokens.O200k, user), counter.Message(tokens.O200k, answer)
-	ns := "default.pt." + sha16("sk-bench")
+	ns := proxy.PassThroughNamespace("default", "sk-bench")
 	for c := range convs {
 		k := history.Key{Tenant: ns, Conversation: fmt.Sprintf("conv-%d", c)}
 		var version uint64
@@ -149,7 +136,7 @@ func storedCount(tb testing.TB, store *badgerstore.Store, conv string) int {
 	}
 	n := 0
 	for _, key := range []string{"sk-fuzz", "sk-bench"} {
-		k := history.Key{Tenant: "default.pt." + sha16(key), Conversation: conv}
+		k := history.Key{Tenant: proxy.PassThroughNamespace("default", key), Conversation: conv}
 		if err := store.Messages(context.Background(), k, 0, true, func(history.Message) bool { n++; return true }); err != nil {
 			tb.Fatal(err)
 		}
@@ -162,7 +149,12 @@ func storedCount(tb testing.TB, store *badgerstore.Store, conv string) int {
 func BenchmarkChatPath50(b *testing.B) {
 	srv, store := benchServer(b, 16000)
 	prefill(b, store, 64, 50)
-	reqs := make([]*fasthttp.RequestCtx, 64)
+	runChat(b, srv, 64)
+}
+
+// runChat sends b.N requests round-robin over convs conversations.
+func runChat(b *testing.B, srv *proxy.Server, convs int) {
+	reqs := make([]*fasthttp.RequestCtx, convs)
 	for i := range reqs {
 		reqs[i] = benchRequest(fmt.Sprintf("conv-%d", i))
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -214,10 +215,7 @@ func summarizeAll(msgs []json.RawMessage) []string {
 
 // passNamespace is the history namespace of a pass-through credential.
 func (h *harness) passNamespace(key string) string {
-	h.t.Helper()
-	// Find it from the store rather than re-deriving the hash scheme: the
-	// test names one conversation per key.
-	return "default.pt." + sha16(key)
+	return proxy.PassThroughNamespace("default", key)
 }
 
 type syncBuffer struct {
@@ -237,22 +235,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func sha16(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:16])
-}
+func equalStrings(a, b []string) bool { return slices.Equal(a, b) }
 
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))

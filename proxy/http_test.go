@@ -19,27 +19,14 @@ type httpResult struct {
 // post sends a raw request to Recall, for bodies the SDK would not send.
 func (h *harness) post(path, key, conv, body string) httpResult {
 	h.t.Helper()
-	req, err := http.NewRequest("POST", h.url+path, strings.NewReader(body))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
+	headers := map[string]string{"Content-Type": "application/json"}
 	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
+		headers["Authorization"] = "Bearer " + key
 	}
 	if conv != "" {
-		req.Header.Set("X-Conversation-ID", conv)
+		headers["X-Conversation-ID"] = conv
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return httpResult{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	return h.postHeaders(path, headers, body)
 }
 
 // postHeaders sends a raw request with the given headers.

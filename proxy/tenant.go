@@ -112,8 +112,16 @@ func (s *Server) authenticate(rc *fasthttp.RequestCtx) (caller, error) {
 	}
 	c := caller{tenant: rt, namespace: t.ID, bearer: bearer}
 	if t.PassThrough {
-		sum := sha256.Sum256([]byte(bearer))
-		c.namespace = t.ID + ".pt." + hex.EncodeToString(sum[:16])
+		c.namespace = PassThroughNamespace(t.ID, bearer)
 	}
 	return c, nil
+}
+
+// PassThroughNamespace is the history namespace (history.Key.Tenant) of a
+// credential presented to a pass-through tenant: the tenant id, ".pt.",
+// then a hash of the credential, so two keys never share conversations
+// and the key itself is never stored.
+func PassThroughNamespace(tenantID, bearer string) string {
+	sum := sha256.Sum256([]byte(bearer))
+	return tenantID + ".pt." + hex.EncodeToString(sum[:16])
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +12,7 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/badgerstore"
 	"github.com/recallproxy/recall/history/tokens"
+	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/rewrite"
 )
 
@@ -22,13 +21,8 @@ import (
 const seedTurnsPerCommit = 250
 
 // passThroughNamespace is the namespace Recall's implicit "default" tenant
-// files a bearer key's conversations under (see proxy/tenant.go: the tenant
-// id, ".pt.", then the first 16 bytes of the key's SHA-256 in hex). The load
-// script checks the result through the X-Recall-History header.
-func passThroughNamespace(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return "default.pt." + hex.EncodeToString(sum[:16])
-}
+// files a bearer key's conversations under.
+func passThroughNamespace(key string) string { return proxy.PassThroughNamespace("default", key) }
 
 // seed writes o.prefill turns (a user message and an assistant answer) into
 // each of o.conversations conversations of a stopped Recall's data dir,

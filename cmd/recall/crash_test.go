@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/badgerstore"
 	"github.com/recallproxy/recall/internal/upstreamtest"
+	"github.com/recallproxy/recall/proxy"
 )
 
 // crashKey is the pass-through credential of the crash and shutdown tests.
@@ -29,10 +29,7 @@ const crashKey = "sk-crash-client"
 
 // passNamespace is the history namespace of a pass-through credential on
 // the implicit default tenant.
-func passNamespace(bearer string) string {
-	sum := sha256.Sum256([]byte(bearer))
-	return "default.pt." + hex.EncodeToString(sum[:16])
-}
+func passNamespace(bearer string) string { return proxy.PassThroughNamespace("default", bearer) }
 
 // TestCrashLosesNoAcknowledgedTurn drives concurrent conversations (plain
 // turns and tool-call turns, streamed or not) through a child `recall
@@ -371,7 +368,7 @@ func checkConversation(t *testing.T, store *badgerstore.Store, cv *conversation)
 	for i, m := range cv.history {
 		want[i] = m.String()
 	}
-	if len(got) < len(want) || !slicesEqual(got[:len(want)], want) {
+	if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
 		t.Errorf("%s: stored %q, want the acknowledged %q first", cv.id, got, want)
 		return false
 	}
@@ -409,16 +406,4 @@ func storedMsg(raw []byte) msg {
 		m.calls = append(m.calls, c.Get("id").Str)
 	}
 	return m
-}
-
-func slicesEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

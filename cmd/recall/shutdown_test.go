@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -100,7 +101,7 @@ func TestSIGTERMFinishesInFlightStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"user:finish me", "assistant:echo: finish me"}; !slicesEqual(got, want) {
+	if want := []string{"user:finish me", "assistant:echo: finish me"}; !slices.Equal(got, want) {
 		t.Errorf("stored %q, want %q", got, want)
 	}
 }
