@@ -3,7 +3,10 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
+	"sync"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -29,6 +32,11 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 	if size < 0 {
 		size = -1 // chunked: unknown length
 	}
+	var upload *handlerBody
+	if body != nil {
+		upload = &handlerBody{r: body, closed: make(chan struct{})}
+		body = upload
+	}
 	req, err := newUpstreamRequest(ctx, rc, c, path, body, size)
 	if err != nil {
 		cancel()
@@ -36,6 +44,17 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 		return
 	}
 	resp, err := s.client.Do(req)
+	if !upload.wait(ctx) {
+		// The upstream answered without taking the whole upload: end the
+		// exchange rather than return while the transport still reads
+		// memory that belongs to the handler.
+		cancel()
+		upload.wait(context.Background())
+		if err == nil {
+			resp.Body.Close()
+			err = errors.New("proxy: upstream answered before reading the request body")
+		}
+	}
 	if err != nil {
 		cancel()
 		s.fail(rc, "passthrough", c.cfg.ID, err, start)
@@ -55,6 +74,40 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 		s.log.Info("request", "route", "passthrough", "tenant", c.cfg.ID, "status", resp.StatusCode,
 			"bytes", n, "upstream_ms", ms(upstreamAt.Sub(start)), "error", errString(err))
 	})
+}
+
+// handlerBody is a request body that lives in the RequestCtx (its buffer or
+// its body stream). The transport may go on reading a body after RoundTrip
+// returned, until it closes it; the handler must not return before then.
+type handlerBody struct {
+	r      io.Reader
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (b *handlerBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+// Close marks the body done; the transport calls it once it is.
+func (b *handlerBody) Close() error {
+	b.once.Do(func() { close(b.closed) })
+	return nil
+}
+
+// wait reports whether the transport is done with the body (a nil body
+// always is) before ctx ends or a short grace period passes.
+func (b *handlerBody) wait(ctx context.Context) bool {
+	if b == nil {
+		return true
+	}
+	grace := time.NewTimer(5 * time.Second)
+	defer grace.Stop()
+	select {
+	case <-b.closed:
+		return true
+	case <-ctx.Done():
+	case <-grace.C:
+	}
+	return false
 }
 
 // relayRaw copies r to w, flushing after every read so bytes reach the
