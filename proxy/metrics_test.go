@@ -1,0 +1,53 @@
+package proxy_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestMetricsExposeRequestsAndCuration(t *testing.T) {
+	h := newHarness(t, harnessOptions{global: func(g *configGlobal) { g.Defaults.History.BudgetTokens = 300 }})
+	for i := range 12 {
+		body := `{"model":"gpt-4o","messages":[{"role":"user","content":"question ` + strings.Repeat("lorem ", 20) + string(rune('a'+i)) + `"}]}`
+		if r := h.post("/v1/chat/completions", key, "m-1", body); r.status != 200 {
+			t.Fatalf("turn %d: %d %s", i, r.status, r.body)
+		}
+	}
+	h.post("/v1/chat/completions", "", "m-1", `{}`) // a 401
+
+	resp, err := http.Get(h.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	text := string(b)
+	for _, want := range []string{
+		`recall_requests_total{route="chat",status="200",tenant="default"} 12`,
+		`recall_requests_total{route="chat",status="401",tenant=""} 1`,
+		`recall_request_duration_seconds_count{tenant="default"} 12`,
+		`recall_upstream_duration_seconds_count{tenant="default"} 12`,
+		`recall_overhead_seconds_count{tenant="default"} 12`,
+		`recall_context_tokens_count{tenant="default"} 12`,
+		`recall_store_duration_seconds_count{op="commit"} 12`,
+		`recall_active_conversations 0`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	// A budget of 300 tokens cannot hold 12 turns: some were dropped and the
+	// tokens they would have cost counted as saved.
+	for _, series := range []string{`recall_turns_dropped_total{tenant="default"}`, `recall_tokens_saved_total{tenant="default"}`} {
+		if !strings.Contains(text, series+" ") || strings.Contains(text, series+" 0\n") {
+			t.Errorf("%s missing or zero", series)
+		}
+	}
+	// No conversation id or credential ever becomes a label.
+	if strings.Contains(text, "m-1") || strings.Contains(text, key) {
+		t.Errorf("metrics leak a conversation id or key")
+	}
+}
