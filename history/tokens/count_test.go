@@ -68,45 +68,8 @@ func sourceText(t testing.TB) string {
 	return b.String()
 }
 
-// TestChunkedMatchesWhole compares chunked counts with one encoder call over
-// the whole text: equal for prose, whose chunks end on exact piece
-// boundaries, and within 1% for code.
-func TestChunkedMatchesWhole(t *testing.T) {
-	tests := []struct {
-		name  string
-		text  string
-		exact bool
-	}{
-		{"prose 50KB", prose(50 << 10), true},
-		{"go source", sourceText(t), false},
-		{"cjk", strings.Repeat("お誕生日おめでとう。今日はいい天気ですね。\n", 300), false},
-	}
-	var c Counter
-	for _, enc := range []Encoding{O200k, CL100k} {
-		for _, tt := range tests {
-			t.Run(string(enc)+"/"+tt.name, func(t *testing.T) {
-				chunks := 0
-				c := Counter{onChunk: func(string) { chunks++ }}
-				got := c.Text(enc, tt.text)
-				want := len(encoderFor(enc).EncodeOrdinary(tt.text))
-				t.Logf("%d bytes, %d chunks: chunked %d, whole %d", len(tt.text), chunks, got, want)
-				if chunks < 2 {
-					t.Fatalf("chunks: got %d, want the text split", chunks)
-				}
-				if tt.exact && got != want {
-					t.Errorf("chunked count: got %d, want %d", got, want)
-				}
-				if diff := got - want; diff*100 > want || -diff*100 > want {
-					t.Errorf("chunked count: got %d, want within 1%% of %d", got, want)
-				}
-			})
-		}
-	}
-	_ = c
-}
-
-// pathological returns inputs on which unchunked tiktoken-go is slow:
-// 100 KB without any piece boundary, or with very many pieces.
+// pathological returns inputs that are one huge piece or very many pieces,
+// on which an unbounded byte-pair merge would be slow.
 func pathological() []struct {
 	name     string
 	text     string
@@ -131,62 +94,47 @@ func pathological() []struct {
 		{"tabs and spaces", strings.Repeat("\t ", n/2), n / 256, n},
 		{"punctuation", strings.Repeat("!", n), n / 64, n / 2},
 		{"digits", strings.Repeat("7", n), n / 4, n / 2},
-		{"random bytes", string(raw), n / 4, n},
+		{"random bytes", string(raw), n / 4, 2 * n},
 		{"random runes", runes.String(), n / 8, n},
 		{"base64", base64.StdEncoding.EncodeToString(raw[:n*3/4]), n / 4, n},
+		{"cjk", strings.Repeat("漢", n/3), n / 300, n / 3},
 	}
 }
 
 // TestTextPathologicalBounded proves the work on pathological inputs is
-// bounded structurally: every chunk is at most maxChunk bytes and holds no
-// run longer than maxRun bytes without a piece boundary, so no piece the
-// quadratic byte-pair merge sees is longer than maxRun. Chunks concatenate
-// back to the input and never split a valid rune.
+// bounded structurally: no piece handed to the merge is longer than
+// maxPiece, never split a valid rune, and the pieces concatenate back to
+// the text (as tiktoken-go sees it: invalid bytes become U+FFFD).
 func TestTextPathologicalBounded(t *testing.T) {
 	for _, tt := range pathological() {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strings.Builder
-			largest, longestRun := 0, 0
-			c := Counter{onChunk: func(s string) {
-				b.WriteString(s)
-				largest = max(largest, len(s))
-				longestRun = max(longestRun, longestUnbroken(s))
-				if utf8.ValidString(tt.text) && !utf8.ValidString(s) {
-					t.Errorf("chunk %q... splits a rune", s[:min(len(s), 16)])
+			longest := 0
+			c := Counter{onPiece: func(p string) {
+				b.WriteString(p)
+				longest = max(longest, len(p))
+				if !utf8.ValidString(p) {
+					t.Errorf("piece %q... is not valid UTF-8", p[:min(len(p), 16)])
 				}
 			}}
 			got := c.Text(O200k, tt.text)
 			if got < tt.min || got > tt.max {
 				t.Errorf("tokens: got %d, want %d..%d", got, tt.min, tt.max)
 			}
-			if largest > maxChunk {
-				t.Errorf("largest chunk: got %d bytes, want <= %d", largest, maxChunk)
+			if longest > maxPiece {
+				t.Errorf("longest piece: got %d bytes, want <= %d", longest, maxPiece)
 			}
-			if longestRun > maxRun {
-				t.Errorf("longest run without a boundary: got %d bytes, want <= %d", longestRun, maxRun)
-			}
-			if b.String() != tt.text {
-				t.Errorf("chunks: got %d bytes back, want the %d input bytes", b.Len(), len(tt.text))
+			if want := string([]rune(tt.text)); b.String() != want {
+				t.Errorf("pieces: got %d bytes back, want the %d bytes of the text", b.Len(), len(want))
 			}
 		})
 	}
 }
 
-// longestUnbroken returns the longest stretch of s without a piece boundary.
-func longestUnbroken(s string) int {
-	longest, run := 0, 0
-	for i := 1; i < len(s); i++ {
-		if isBoundary(s, i) {
-			longest, run = max(longest, i-run), i
-		}
-	}
-	return max(longest, len(s)-run)
-}
-
 func TestTextCap(t *testing.T) {
 	text := prose(maxText + 40_000 + 3)
 	var seen int
-	c := Counter{onChunk: func(s string) { seen += len(s) }}
+	c := Counter{onPiece: func(s string) { seen += len(s) }}
 	got := c.Text(CL100k, text)
 	if seen != maxText {
 		t.Errorf("bytes tokenised: got %d, want %d", seen, maxText)
@@ -213,7 +161,7 @@ func TestTextEmptyAndBytes(t *testing.T) {
 
 func TestCounterConcurrent(t *testing.T) {
 	var c Counter
-	text := prose(8 << 10)
+	text := prose(8<<10) + strings.Repeat("x", 3*maxPiece) // some merges use the pool
 	want := [2]int{c.Text(O200k, text), c.Text(CL100k, text)}
 	var wg sync.WaitGroup
 	got := make([][2]int, 8)
@@ -230,32 +178,33 @@ func TestCounterConcurrent(t *testing.T) {
 	}
 }
 
-func TestCutPoint(t *testing.T) {
-	long := strings.Repeat("x", maxRun+50)
+// TestTextAllocs proves counting valid UTF-8 allocates nothing, for pieces
+// that are tokens, pieces merged on the stack and pieces merged with
+// pooled scratch space.
+func TestTextAllocs(t *testing.T) {
 	tests := []struct {
-		name string
-		s    string
-		want int
+		name   string
+		text   string
+		pooled bool
 	}{
-		{"short", "hello", 5},
-		{"at maxRun", strings.Repeat("y", maxRun), maxRun},
-		{"run cut", long, maxRun},
-		{"ends before a long run", "ab " + long, 2},
-		{"rune not split", strings.Repeat("é", maxRun), maxRun},
-		{"newline boundary", strings.Repeat("z", maxRun-10) + "\n" + long, maxRun - 9},
-		{"whole when short runs", strings.Repeat("ab ", 100), 300},
-		{"chunk limit", strings.Repeat("word ", 2000), maxChunk - 2},
-		{"digit boundaries", strings.Repeat("x", maxRun-1) + "7" + long, maxRun},
-		{"no digit boundary after space", strings.Repeat(" ", maxRun) + "7", maxRun},
-		{"punctuation boundary", strings.Repeat("x", maxRun-1) + "+" + long, maxRun - 1},
-		{"no boundary before apostrophe", strings.Repeat("x", maxRun-1) + "'" + long, maxRun},
+		{"prose", prose(4 << 10), false},
+		{"code", sourceText(t)[:8<<10], false},
+		{"cjk", strings.Repeat("お誕生日おめでとう。今日はいい天気ですね。\n", 20), false},
+		{"long pieces", strings.Repeat("z", 3*maxPiece+5) + " " + strings.Repeat("ab", 200), true},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := cutPoint(tt.s); got != tt.want {
-				t.Errorf("cutPoint: got %d, want %d", got, tt.want)
-			}
-		})
+	var c Counter
+	for _, enc := range []Encoding{O200k, CL100k} {
+		for _, tt := range tests {
+			t.Run(string(enc)+"/"+tt.name, func(t *testing.T) {
+				if tt.pooled && raceEnabled {
+					t.Skip("sync.Pool drops items at random under -race")
+				}
+				c.Text(enc, tt.text)
+				if got := testing.AllocsPerRun(20, func() { c.Text(enc, tt.text) }); got != 0 {
+					t.Errorf("allocs per Text: got %v, want 0", got)
+				}
+			})
+		}
 	}
 }
 
@@ -266,17 +215,17 @@ func FuzzText(f *testing.F) {
 	f.Add("\n\n\nabc  \t def\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		var b strings.Builder
-		c := Counter{onChunk: func(chunk string) {
-			if chunk == "" || len(chunk) > maxChunk {
-				t.Fatalf("chunk of %d bytes", len(chunk))
+		c := Counter{onPiece: func(p string) {
+			if p == "" || len(p) > maxPiece {
+				t.Fatalf("piece of %d bytes", len(p))
 			}
-			b.WriteString(chunk)
+			b.WriteString(p)
 		}}
 		if n := c.Text(O200k, s); n < 0 || (s != "" && n == 0) {
 			t.Fatalf("Text: got %d tokens for %d bytes", n, len(s))
 		}
-		if b.String() != s {
-			t.Fatalf("chunks: got %q, want %q", b.String(), s)
+		if want := string([]rune(s)); len(s) <= maxText && b.String() != want {
+			t.Fatalf("pieces: got %q, want %q", b.String(), want)
 		}
 	})
 }
@@ -299,24 +248,46 @@ func FuzzMessage(f *testing.F) {
 }
 
 func BenchmarkText(b *testing.B) {
-	for _, size := range []int{1 << 10, 64 << 10} {
-		text := prose(size)
+	texts := []struct {
+		name string
+		text string
+	}{
+		{"prose-1KB", prose(1 << 10)},
+		{"prose-64KB", prose(64 << 10)},
+		{"cjk-1KB", strings.Repeat("お誕生日おめでとう。今日はいい天気ですね。\n", 16)},
+	}
+	for _, tt := range texts {
 		for _, enc := range []Encoding{O200k, CL100k} {
-			b.Run(fmt.Sprintf("%s/prose-%dKB", enc, size>>10), func(b *testing.B) {
+			b.Run(string(enc)+"/"+tt.name, func(b *testing.B) {
 				var c Counter
-				c.Text(enc, text) // build the encoder outside the timing
-				b.SetBytes(int64(len(text)))
+				c.Text(enc, tt.text) // load the vocabulary outside the timing
+				b.SetBytes(int64(len(tt.text)))
 				b.ReportAllocs()
 				for b.Loop() {
-					c.Text(enc, text)
+					c.Text(enc, tt.text)
 				}
 			})
 		}
 	}
 }
 
-// BenchmarkTextPathological reports the time of 100 KB inputs that are
-// quadratic for unchunked tiktoken-go.
+// BenchmarkTiktoken is the reference: tiktoken-go on the same 1 KB prose.
+func BenchmarkTiktoken(b *testing.B) {
+	text := prose(1 << 10)
+	for _, enc := range []Encoding{O200k, CL100k} {
+		b.Run(fmt.Sprintf("%s/prose-1KB", enc), func(b *testing.B) {
+			tk := reference(enc)
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				tk.EncodeOrdinary(text)
+			}
+		})
+	}
+}
+
+// BenchmarkTextPathological reports the time of 100 KB inputs that are one
+// huge piece or very many pieces.
 func BenchmarkTextPathological(b *testing.B) {
 	for _, tt := range pathological() {
 		b.Run(tt.name, func(b *testing.B) {
@@ -329,31 +300,4 @@ func BenchmarkTextPathological(b *testing.B) {
 			}
 		})
 	}
-}
-
-// FuzzBoundaryExact checks isBoundary's rules against the encoders: counting
-// s split at every boundary it reports gives exactly the whole-text count.
-func FuzzBoundaryExact(f *testing.F) {
-	f.Add(prose(300))
-	f.Add("x  7 a+b it's 12345abc ==QmFz\n\nfoo.\nbar  \t\n baz 'quoted' +1")
-	f.Add("func f() {\n\tif x == 1 {\n\t\treturn \"é\"\n\t}\n}\n")
-	f.Fuzz(func(t *testing.T, s string) {
-		if len(s) > 2000 {
-			return
-		}
-		for _, enc := range []Encoding{O200k, CL100k} {
-			tk := encoderFor(enc)
-			split, start := 0, 0
-			for i := 1; i < len(s); i++ {
-				if isBoundary(s, i) {
-					split += len(tk.EncodeOrdinary(s[start:i]))
-					start = i
-				}
-			}
-			split += len(tk.EncodeOrdinary(s[start:]))
-			if whole := len(tk.EncodeOrdinary(s)); split != whole {
-				t.Fatalf("%s %q: got %d split at boundaries, want %d", enc, s, split, whole)
-			}
-		}
-	})
 }

@@ -67,7 +67,7 @@ func (c *Counter) Message(enc Encoding, raw []byte) int {
 }
 
 // role counts a role value; the five roles of the API are one token each in
-// both encodings (checked by the tests), which saves an encoder call.
+// both encodings (checked by the tests), which saves a count.
 func (c *Counter) role(enc Encoding, role string) int {
 	switch role {
 	case "user", "assistant", "system", "tool", "developer":

@@ -89,7 +89,7 @@ func TestMessage(t *testing.T) {
 func TestRoleShortcut(t *testing.T) {
 	for _, enc := range []Encoding{O200k, CL100k} {
 		for _, role := range []string{"user", "assistant", "system", "tool", "developer"} {
-			if got := len(encoderFor(enc).EncodeOrdinary(role)); got != 1 {
+			if got := len(reference(enc).EncodeOrdinary(role)); got != 1 {
 				t.Errorf("%s %q: got %d tokens, want 1", enc, role, got)
 			}
 		}

