@@ -11,13 +11,15 @@ import (
 // plain reference (a linear scan of every message) and sharing only
 // history.Apply with the real stores. It ignores keys.
 type memStore struct {
-	meta history.Meta
-	msgs []history.Message // msgs[i].Seq == i+1
+	meta  history.Meta
+	msgs  []history.Message // msgs[i].Seq == i+1
+	loads int               // Load calls, for the cache tests
 }
 
 var _ history.Store = (*memStore)(nil)
 
 func (s *memStore) Load(_ context.Context, _ history.Key, q history.Query) (history.Snapshot, error) {
+	s.loads++
 	snap := history.Snapshot{Meta: s.meta}
 	var tail []history.Message
 	tokens, turns := 0, 0

@@ -169,3 +169,68 @@ func runChat(b *testing.B, srv *proxy.Server, convs int) {
 		}
 	}
 }
+
+// streamingUpstream answers every request at once with a fixed SSE stream.
+type streamingUpstream struct{ body []byte }
+
+func (u streamingUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+	return &http.Response{
+		StatusCode: 200,
+		Header:     http.Header{"Content-Type": {"text/event-stream"}},
+		Body:       io.NopCloser(bytes.NewReader(u.body)),
+		Request:    r,
+	}, nil
+}
+
+func benchStream() []byte {
+	var b bytes.Buffer
+	chunk := func(delta string) {
+		fmt.Fprintf(&b, "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":null}]}\n\n", delta)
+	}
+	chunk(`{"role":"assistant","content":""}`)
+	for _, w := range strings.Fields("Sure: here is a short answer of a few words, as a model would give it.") {
+		chunk(`{"content":"` + w + ` "}`)
+	}
+	b.WriteString("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
+	b.WriteString("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4o\",\"choices\":[],\"usage\":{\"prompt_tokens\":900,\"completion_tokens\":18,\"total_tokens\":918}}\n\n")
+	b.WriteString("data: [DONE]\n\n")
+	return b.Bytes()
+}
+
+// BenchmarkChatPathStream50 is BenchmarkChatPath50 with a streamed answer:
+// relay, reassembly and the commit after the last event.
+func BenchmarkChatPathStream50(b *testing.B) {
+	g := config.DefaultGlobal()
+	set, err := config.LoadTenants(g, func(string) (string, bool) { return "", false })
+	if err != nil {
+		b.Fatal(err)
+	}
+	store, err := badgerstore.Open(b.TempDir(), badgerstore.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	srv, err := proxy.New(proxy.Config{Tenants: fixedTenants{set}, Store: store, Transport: streamingUpstream{benchStream()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	prefill(b, store, 64, 50)
+	reqs := make([]*fasthttp.RequestCtx, 64)
+	for i := range reqs {
+		reqs[i] = benchRequest(fmt.Sprintf("conv-%d", i))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rc := reqs[i%len(reqs)]
+		rc.Response.Reset()
+		srv.Handle(rc)
+		if err := rc.Response.BodyWriteTo(io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

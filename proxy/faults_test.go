@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -215,20 +216,36 @@ func TestUpstreamFaultsStoreNothing(t *testing.T) {
 		h.seedTurn(conv)
 		storedBefore := len(h.stored(ns, conv))
 		h.up.Enqueue(upstreamtest.Reply{Fault: upstreamtest.FaultStallMidStream, Chunks: 16})
-		resp := h.send(faultKey, conv, chatBody("leaving early", true))
-		if resp.StatusCode != 200 {
-			t.Fatalf("got status %d, want 200", resp.StatusCode)
+		// A raw connection, so that the client is really gone (its socket
+		// closed) before the upstream goes on: an HTTP client's Body.Close
+		// closes the socket later, from another goroutine.
+		conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
 		}
-		first, err := bufio.NewReader(resp.Body).ReadString('\n')
-		if err != nil || !strings.HasPrefix(first, "data: ") {
-			t.Fatalf("first event: got %q, %v; want a data line", first, err)
+		body := chatBody("leaving early", true)
+		fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: recall\r\nAuthorization: Bearer %s\r\n"+
+			"X-Conversation-ID: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", faultKey, conv, len(body), body)
+		br := bufio.NewReader(conn)
+		status, err := br.ReadString('\n')
+		if err != nil || !strings.Contains(status, " 200 ") {
+			t.Fatalf("status line: got %q, %v; want 200", status, err)
+		}
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(line, "data: ") {
+				break // the first event
+			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := h.up.WaitStalled(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close() // the client leaves
+		conn.Close() // the client leaves
 		h.up.Release()
 		if d := h.waitDone(conv); d.Committed || d.Status != 499 {
 			t.Fatalf("got %+v, want an uncommitted exchange with status 499", d)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -81,7 +82,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	}
 	cfg := proxy.Config{
 		Tenants: fixedTenants{set},
-		Store:   h.store,
+		Store:   history.NewCache(h.store, 0, 0), // as cmd/recall serves
 		Logger:  slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OnExchangeDone: func(d proxy.ExchangeDone) {
 			select {
@@ -111,7 +112,8 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := h.srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
+			buf := make([]byte, 1<<20)
+			t.Errorf("shutdown: %v; goroutines:\n%s", err, buf[:runtime.Stack(buf, true)])
 		}
 		h.store.Close()
 	})

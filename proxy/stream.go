@@ -23,25 +23,25 @@ var errClientGone = errors.New("proxy: client gone mid-stream")
 
 // relayStream relays an upstream event stream to the client as it arrives
 // and, if record is set, rebuilds the answer from a parsed copy and commits
-// it once the last event was relayed. It owns resp, cancel and the
-// exchange's lock from here on: the stream writer runs after the handler
-// returns, touches nothing of rc, and releases all three.
+// it once the whole stream, its final chunk included, was written to the
+// client's connection. It owns resp, cancel and the exchange's lock from
+// here on: the relay goroutine touches nothing of rc, and releases all
+// three.
 func (s *Server) relayStream(rc *fasthttp.RequestCtx, x *exchange, resp *http.Response, cancel context.CancelFunc, record bool) {
 	rc.Response.ImmediateHeaderFlush = true
 	rc.Response.Header.Del("Content-Length")
 	s.inflight.Add(1)
 	// An unbuffered pipe rather than SetBodyStreamWriter, whose pipe
-	// buffers several flushes: here each flush returns only once fasthttp
-	// took the bytes for the socket, so a client that left surfaces as a
-	// write error within an event or two, before the commit, instead of
-	// the relay finishing into a buffer and committing a turn nobody got.
+	// buffers several flushes: each write returns only once fasthttp took
+	// the bytes, and fasthttp reports how writing the response ended
+	// through CloseWithError, so the commit waits for the client's
+	// connection to have taken the last byte.
 	pr, pw := io.Pipe()
-	rc.SetBodyStream(pr, -1)
+	body := &clientBody{PipeReader: pr, written: make(chan error, 1)}
+	rc.SetBodyStream(body, -1)
 	go func() {
 		defer s.inflight.Done()
-		w := bufio.NewWriter(pw)
 		defer pw.Close()
-		defer w.Flush()
 		defer cancel()
 		defer resp.Body.Close()
 		defer func() {
@@ -54,17 +54,25 @@ func (s *Server) relayStream(rc *fasthttp.RequestCtx, x *exchange, resp *http.Re
 		// A stream that sends nothing for StreamIdleTimeout is ended.
 		idle := time.AfterFunc(s.cfg.StreamIdleTimeout, cancel)
 		defer idle.Stop()
-		body := &idleReader{r: resp.Body, t: idle, d: s.cfg.StreamIdleTimeout}
+		upstream := &idleReader{r: resp.Body, t: idle, d: s.cfg.StreamIdleTimeout}
 
+		w := bufio.NewWriter(pw)
 		var asm rewrite.Assembler
 		var err error
 		switch enc := resp.Header.Get("Content-Encoding"); enc {
 		case "", "identity":
-			err = s.relayEvents(w, body, &asm)
+			err = s.relayEvents(w, upstream, &asm)
 		default:
-			err = s.relayEncoded(w, body, enc, &asm)
+			err = s.relayEncoded(w, upstream, enc, &asm)
 		}
 		upstreamDone := s.cfg.Now()
+		if ferr := w.Flush(); err == nil && ferr != nil {
+			err = fmt.Errorf("%w: %w", errClientGone, ferr)
+		}
+		pw.Close() // end of body: fasthttp writes the final chunk
+		if err == nil {
+			err = body.wait(s.cfg.StreamIdleTimeout)
+		}
 		status := resp.StatusCode
 		if err == nil && record {
 			if !asm.Done() {
@@ -84,6 +92,37 @@ func (s *Server) relayStream(rc *fasthttp.RequestCtx, x *exchange, resp *http.Re
 		}
 		x.done(status, upstreamDone, err)
 	}()
+}
+
+// clientBody is the response body fasthttp reads from the relay. fasthttp
+// calls CloseWithError with the outcome of writing the response (nil once
+// the final chunk was flushed to the connection), which wait reports.
+type clientBody struct {
+	*io.PipeReader
+	once    sync.Once
+	written chan error
+}
+
+// CloseWithError closes the pipe and records how the response ended.
+func (b *clientBody) CloseWithError(err error) error {
+	b.once.Do(func() { b.written <- err })
+	return b.PipeReader.CloseWithError(err)
+}
+
+// wait returns fasthttp's outcome for the response, as errClientGone if it
+// failed, or after timeout (a connection that takes nothing) as one too.
+func (b *clientBody) wait(timeout time.Duration) error {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-b.written:
+		if err != nil {
+			return fmt.Errorf("%w: %w", errClientGone, err)
+		}
+		return nil
+	case <-t.C:
+		return fmt.Errorf("%w: the response was not written within %s", errClientGone, timeout)
+	}
 }
 
 // relayEvents relays an uncompressed stream event by event, flushing each,

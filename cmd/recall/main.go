@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/badgerstore"
 	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/proxy"
@@ -180,9 +181,11 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	counter.Text(tokens.CL100k, "warm")
 
 	srv, err := proxy.New(proxy.Config{
-		Counter:      counter,
-		Tenants:      watcher,
-		Store:        store,
+		Counter: counter,
+		Tenants: watcher,
+		// This process is the directory's only writer, so the newest
+		// messages of hot conversations can be served from memory.
+		Store:        history.NewCache(store, 64<<20, 2<<20),
 		Logger:       log,
 		MaxBodyBytes: g.MaxBodyBytes,
 	})

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/recallproxy/recall/history"
 )
@@ -51,13 +52,16 @@ var _ history.Store = (*Store)(nil)
 // Open opens (creating if needed) the store in dir. A directory already
 // open in another process fails with Badger's lock error.
 func Open(dir string, o Options) (*Store, error) {
-	// Memory is bounded by these, not by the data: two 16 MiB memtables,
-	// a 64 MiB block cache (Badger's defaults, 5 x 64 MiB memtables and a
-	// 256 MiB cache, are sized for a database server, not a proxy).
+	// Memory is bounded by these, not by the data: two 16 MiB memtables
+	// (Badger's defaults, 5 x 64 MiB memtables and a 256 MiB block cache,
+	// are sized for a database server, not a proxy). Tables are not
+	// compressed: blocks are then read in place from the memory-mapped
+	// files, with no decoding and no block cache, on every load.
 	bo := badger.DefaultOptions(dir).
 		WithMemTableSize(16 << 20).
 		WithNumMemtables(2).
-		WithBlockCacheSize(64 << 20).
+		WithCompression(options.None).
+		WithBlockCacheSize(0).
 		WithValueLogFileSize(256 << 20).
 		WithNumCompactors(2).
 		WithSyncWrites(!o.NoSync).
