@@ -49,6 +49,9 @@ type Global struct {
 	LogLevel string `yaml:"log_level"`
 	// MaxBodyBytes is the largest request body accepted. Default 32 MiB.
 	MaxBodyBytes int `yaml:"max_body_bytes"`
+	// CacheMB bounds the in-memory cache of recent conversation windows,
+	// in MiB; 0 turns it off. Default 128.
+	CacheMB int `yaml:"cache_mb"`
 	// SyncWrites makes every commit fsync before it returns. Default true;
 	// LoadGlobal never leaves it nil.
 	SyncWrites *bool `yaml:"sync_writes"`
@@ -179,6 +182,7 @@ func DefaultGlobal() Global {
 		LogFormat:    "json",
 		LogLevel:     "info",
 		MaxBodyBytes: 32 << 20,
+		CacheMB:      128,
 		SyncWrites:   &sync,
 		Defaults: Policy{
 			Upstream: Upstream{

@@ -24,6 +24,7 @@ func TestDefaultGlobal(t *testing.T) {
 		{"log_format", g.LogFormat, "json"},
 		{"log_level", g.LogLevel, "info"},
 		{"max_body_bytes", g.MaxBodyBytes, 32 << 20},
+		{"cache_mb", g.CacheMB, 128},
 		{"sync_writes", *g.SyncWrites, true},
 		{"base_url", g.Defaults.Upstream.BaseURL, "https://api.openai.com/v1"},
 		{"api_key", g.Defaults.Upstream.APIKey, Secret("")},
@@ -205,11 +206,12 @@ func TestLoadGlobalErrors(t *testing.T) {
 		},
 		{
 			name: "several problems at once",
-			file: "listen: nope\nlog_format: xml\nmax_body_bytes: 0\ndefaults:\n  history:\n    budget_tokens: 10\n    low_water: 1.5\n  summary:\n    keep_turns: 10\n",
+			file: "listen: nope\nlog_format: xml\nmax_body_bytes: 0\ncache_mb: -1\ndefaults:\n  history:\n    budget_tokens: 10\n    low_water: 1.5\n  summary:\n    keep_turns: 10\n",
 			lines: [][]string{
 				{"recall.yaml: listen: want host:port"},
 				{"recall.yaml: log_format: must be"},
 				{"recall.yaml: max_body_bytes: must be > 0"},
+				{"recall.yaml: cache_mb: must be >= 0"},
 				{"recall.yaml: defaults.history.budget_tokens: must be >= 256"},
 				{"recall.yaml: defaults.history.low_water: must be in (0, 1]"},
 				{"recall.yaml: defaults.summary.keep_turns: must be >= 0 and < trigger_turns"},

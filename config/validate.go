@@ -71,6 +71,9 @@ func (g Global) Validate() error {
 	default:
 		ps.addf("log_level", "must be one of debug, info, warn, error, got %q", g.LogLevel)
 	}
+	if g.CacheMB < 0 {
+		ps.addf("cache_mb", "must be >= 0, got %d", g.CacheMB)
+	}
 	if g.MaxBodyBytes <= 0 {
 		ps.addf("max_body_bytes", "must be > 0, got %d", g.MaxBodyBytes)
 	}

@@ -13,7 +13,10 @@ import (
 // raw must not change meanwhile (stored messages are never modified).
 func view(raw []byte) string { return unsafe.String(unsafe.SliceData(raw), len(raw)) }
 
-var toolCallsKey = []byte(`"tool_calls"`)
+// toolCallsKey is the tail of the "tool_calls" key: searching for it starts
+// from '_', rare in text, where the whole key would start from '"', on
+// which JSON trips the search at every string.
+var toolCallsKey = []byte(`_calls"`)
 
 // hasToolCalls reports whether an assistant message asks for tool calls.
 func hasToolCalls(raw []byte) bool {

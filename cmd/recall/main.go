@@ -180,12 +180,16 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	counter.Text(tokens.O200k, "warm")
 	counter.Text(tokens.CL100k, "warm")
 
+	// This process is the directory's only writer, so the newest messages
+	// of hot conversations can be served from memory.
+	var hist history.Store = store
+	if g.CacheMB > 0 {
+		hist = history.NewCache(store, g.CacheMB<<20, 2<<20)
+	}
 	srv, err := proxy.New(proxy.Config{
-		Counter: counter,
-		Tenants: watcher,
-		// This process is the directory's only writer, so the newest
-		// messages of hot conversations can be served from memory.
-		Store:        history.NewCache(store, 64<<20, 2<<20),
+		Counter:      counter,
+		Tenants:      watcher,
+		Store:        hist,
 		Logger:       log,
 		MaxBodyBytes: g.MaxBodyBytes,
 	})
