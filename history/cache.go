@@ -187,15 +187,21 @@ func (c *Cache) put(e *cacheEntry) {
 	c.evict()
 }
 
-// trim drops e's oldest messages past maxEntry bytes. c.mu must be held.
+// trim drops e's messages before the cache-stable cut point (curation
+// never sends them, and a load from the cut stops there just the same)
+// and its oldest messages past maxEntry bytes, so an entry holds about one
+// context window. c.mu must be held.
 func (c *Cache) trim(e *cacheEntry) {
 	drop, freed := 0, 0
-	for e.bytes-freed > c.maxEntry && drop < len(e.tail) {
+	for drop < len(e.tail) && (e.bytes-freed > c.maxEntry || e.tail[drop].Seq < e.meta.Cut) {
 		freed += len(e.tail[drop].Raw) + messageOverhead
 		drop++
 	}
 	if drop > 0 {
-		e.tail, e.complete = e.tail[drop:], false
+		// Copy the rest: a subslice would keep the dropped messages'
+		// bytes reachable through the backing array.
+		e.tail = append([]Message(nil), e.tail[drop:]...)
+		e.complete = false
 		e.bytes -= freed
 		c.size -= freed
 	}
