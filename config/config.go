@@ -50,7 +50,7 @@ type Global struct {
 	// MaxBodyBytes is the largest request body accepted. Default 32 MiB.
 	MaxBodyBytes int `yaml:"max_body_bytes"`
 	// CacheMB bounds the in-memory cache of recent conversation windows,
-	// in MiB; 0 turns it off. Default 64.
+	// in MiB; 0 turns it off. Default 128.
 	CacheMB int `yaml:"cache_mb"`
 	// SyncWrites makes every commit fsync before it returns. Default true;
 	// LoadGlobal never leaves it nil.
@@ -182,7 +182,7 @@ func DefaultGlobal() Global {
 		LogFormat:    "json",
 		LogLevel:     "info",
 		MaxBodyBytes: 32 << 20,
-		CacheMB:      64,
+		CacheMB:      128,
 		SyncWrites:   &sync,
 		Defaults: Policy{
 			Upstream: Upstream{

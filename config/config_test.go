@@ -24,7 +24,7 @@ func TestDefaultGlobal(t *testing.T) {
 		{"log_format", g.LogFormat, "json"},
 		{"log_level", g.LogLevel, "info"},
 		{"max_body_bytes", g.MaxBodyBytes, 32 << 20},
-		{"cache_mb", g.CacheMB, 64},
+		{"cache_mb", g.CacheMB, 128},
 		{"sync_writes", *g.SyncWrites, true},
 		{"base_url", g.Defaults.Upstream.BaseURL, "https://api.openai.com/v1"},
 		{"api_key", g.Defaults.Upstream.APIKey, Secret("")},
