@@ -23,22 +23,22 @@ var errClientGone = errors.New("proxy: client gone mid-stream")
 
 // relayStream relays an upstream event stream to the client as it arrives
 // and, if record is set, rebuilds the answer from a parsed copy and commits
-// it once the whole stream, its final chunk included, was written to the
-// client's connection. It owns resp, cancel and the exchange's lock from
-// here on: the relay goroutine touches nothing of rc, and releases all
-// three.
+// it once every event was written to the client's connection, before the
+// body's final chunk: a client that saw the end of the stream was
+// answered by a committed turn, even if the process dies right after. It
+// owns resp, cancel and the exchange's lock from here on: the relay
+// goroutine touches nothing of rc, and releases all three.
 func (s *Server) relayStream(rc *fasthttp.RequestCtx, x *exchange, resp *http.Response, cancel context.CancelFunc, record bool) {
 	rc.Response.ImmediateHeaderFlush = true
 	rc.Response.Header.Del("Content-Length")
 	s.inflight.Add(1)
 	// An unbuffered pipe rather than SetBodyStreamWriter, whose pipe
-	// buffers several flushes: each write returns only once fasthttp took
-	// the bytes, and fasthttp reports how writing the response ended
-	// through CloseWithError, so the commit waits for the client's
-	// connection to have taken the last byte.
+	// buffers several flushes: each write returns once fasthttp took the
+	// bytes, and fasthttp takes the next only after writing and flushing
+	// the previous ones to the connection, closing the pipe on a write
+	// error.
 	pr, pw := io.Pipe()
-	body := &clientBody{PipeReader: pr, written: make(chan error, 1)}
-	rc.SetBodyStream(body, -1)
+	rc.SetBodyStream(pr, -1)
 	go func() {
 		defer s.inflight.Done()
 		defer pw.Close()
@@ -69,9 +69,12 @@ func (s *Server) relayStream(rc *fasthttp.RequestCtx, x *exchange, resp *http.Re
 		if ferr := w.Flush(); err == nil && ferr != nil {
 			err = fmt.Errorf("%w: %w", errClientGone, ferr)
 		}
-		pw.Close() // end of body: fasthttp writes the final chunk
 		if err == nil {
-			err = body.wait(s.cfg.StreamIdleTimeout)
+			// A barrier: an empty write returns once fasthttp has written
+			// and flushed every event before it, or fails if it could not.
+			if _, berr := pw.Write(nil); berr != nil {
+				err = fmt.Errorf("%w: %w", errClientGone, berr)
+			}
 		}
 		status := resp.StatusCode
 		if err == nil && record {
@@ -92,37 +95,6 @@ func (s *Server) relayStream(rc *fasthttp.RequestCtx, x *exchange, resp *http.Re
 		}
 		x.done(status, upstreamDone, err)
 	}()
-}
-
-// clientBody is the response body fasthttp reads from the relay. fasthttp
-// calls CloseWithError with the outcome of writing the response (nil once
-// the final chunk was flushed to the connection), which wait reports.
-type clientBody struct {
-	*io.PipeReader
-	once    sync.Once
-	written chan error
-}
-
-// CloseWithError closes the pipe and records how the response ended.
-func (b *clientBody) CloseWithError(err error) error {
-	b.once.Do(func() { b.written <- err })
-	return b.PipeReader.CloseWithError(err)
-}
-
-// wait returns fasthttp's outcome for the response, as errClientGone if it
-// failed, or after timeout (a connection that takes nothing) as one too.
-func (b *clientBody) wait(timeout time.Duration) error {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case err := <-b.written:
-		if err != nil {
-			return fmt.Errorf("%w: %w", errClientGone, err)
-		}
-		return nil
-	case <-t.C:
-		return fmt.Errorf("%w: the response was not written within %s", errClientGone, timeout)
-	}
 }
 
 // relayEvents relays an uncompressed stream event by event, flushing each,

@@ -37,9 +37,10 @@ func passNamespace(bearer string) string { return proxy.PassThroughNamespace("de
 // same data directory. Afterwards every conversation holds only whole turns,
 // and every turn whose answer a client received in full.
 //
-// Short by default; RECALL_CRASH_LONG=1 runs 20 kills over 50 conversations.
+// 10 kills over 24 conversations by default; RECALL_CRASH_LONG=1 runs 20
+// kills over 50.
 func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
-	kills, convs := 3, 8
+	kills, convs := 10, 24
 	if os.Getenv("RECALL_CRASH_LONG") == "1" {
 		kills, convs = 20, 50
 	}
