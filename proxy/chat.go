@@ -129,7 +129,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	if isEventStream(resp) {
 		handedOff = true
-		s.relayStream(rc, x, resp, cancel, ok && x.record)
+		s.relayStream(ctx, cancel, rc, x, resp, ok && x.record)
 		return
 	}
 	defer resp.Body.Close()

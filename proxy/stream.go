@@ -28,7 +28,7 @@ var errClientGone = errors.New("proxy: client gone mid-stream")
 // answered by a committed turn, even if the process dies right after. It
 // owns resp, cancel and the exchange's lock from here on: the relay
 // goroutine touches nothing of rc, and releases all three.
-func (s *Server) relayStream(rc *fasthttp.RequestCtx, x *exchange, resp *http.Response, cancel context.CancelFunc, record bool) {
+func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc *fasthttp.RequestCtx, x *exchange, resp *http.Response, record bool) {
 	rc.Response.ImmediateHeaderFlush = true
 	rc.Response.Header.Del("Content-Length")
 	s.inflight.Add(1)
@@ -43,6 +43,14 @@ func (s *Server) relayStream(rc *fasthttp.RequestCtx, x *exchange, resp *http.Re
 		defer s.inflight.Done()
 		defer pw.Close()
 		defer cancel()
+		// A client that takes nothing must not hold the conversation past
+		// the exchange's deadline: the deadline unblocks the pipe. (The idle
+		// timer's cancel does not: the relay then ends the body cleanly.)
+		defer context.AfterFunc(ctx, func() {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				pr.CloseWithError(ctx.Err())
+			}
+		})()
 		defer resp.Body.Close()
 		defer func() {
 			if x.release != nil {
