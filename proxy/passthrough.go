@@ -64,9 +64,11 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 	upstreamAt := s.cfg.Now()
 	s.metrics.request(c.cfg.ID, "passthrough", resp.StatusCode)
 	s.inflight.Add(1)
+	s.busy.Add(1)
 	rc.Response.ImmediateHeaderFlush = true
 	rc.SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer s.inflight.Done()
+		defer s.busy.Add(-1)
 		defer cancel()
 		defer resp.Body.Close()
 		defer recoverStream(s.log)

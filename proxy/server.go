@@ -84,6 +84,7 @@ type Server struct {
 	locks    convLocks
 	srv      *fasthttp.Server
 	inflight sync.WaitGroup // stream relays still running
+	busy     atomic.Int64   // handlers running plus stream relays running
 	conns    connTracker
 	closing  atomic.Bool
 	tenants  tenantCache
@@ -189,7 +190,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 wait:
 	for {
-		s.conns.closeIdle()
+		if s.busy.Load() == 0 {
+			// No request is being served: whatever connection is left is
+			// between requests, whatever state fasthttp last reported.
+			s.conns.closeAll()
+		} else {
+			s.conns.closeIdle()
+		}
 		select {
 		case err = <-stopped:
 			break wait
@@ -224,6 +231,8 @@ var (
 // Handle routes one request. It is the fasthttp.RequestHandler of the
 // server, exported so tests and embedders can serve it themselves.
 func (s *Server) Handle(rc *fasthttp.RequestCtx) {
+	s.busy.Add(1)
+	defer s.busy.Add(-1)
 	path := rc.Path()
 	switch {
 	case bytes.Equal(path, pathHealthz):

@@ -32,6 +32,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc 
 	rc.Response.ImmediateHeaderFlush = true
 	rc.Response.Header.Del("Content-Length")
 	s.inflight.Add(1)
+	s.busy.Add(1)
 	// An unbuffered pipe rather than SetBodyStreamWriter, whose pipe
 	// buffers several flushes: each write returns once fasthttp took the
 	// bytes, and fasthttp takes the next only after writing and flushing
@@ -41,6 +42,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc 
 	rc.SetBodyStream(pr, -1)
 	go func() {
 		defer s.inflight.Done()
+		defer s.busy.Add(-1)
 		defer pw.Close()
 		defer cancel()
 		// A client that takes nothing must not hold the conversation past
