@@ -21,9 +21,13 @@ import (
 	"github.com/recallproxy/recall/rewrite"
 )
 
-// instantUpstream answers every request at once with a fixed completion,
-// in process, so a benchmark measures Recall's own cost.
-type instantUpstream struct{ body []byte }
+// instantUpstream answers every request at once with a fixed body (a
+// completion, or an event stream), in process, so a benchmark measures
+// Recall's own cost.
+type instantUpstream struct {
+	contentType string
+	body        []byte
+}
 
 func (u instantUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Body != nil {
@@ -31,11 +35,10 @@ func (u instantUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Body.Close()
 	}
 	return &http.Response{
-		StatusCode:    200,
-		Header:        http.Header{"Content-Type": {"application/json"}},
-		Body:          io.NopCloser(bytes.NewReader(u.body)),
-		ContentLength: int64(len(u.body)),
-		Request:       r,
+		StatusCode: 200,
+		Header:     http.Header{"Content-Type": {u.contentType}},
+		Body:       io.NopCloser(bytes.NewReader(u.body)),
+		Request:    r,
 	}, nil
 }
 
@@ -57,6 +60,10 @@ func BenchmarkChatPath(b *testing.B) {
 }
 
 func benchServer(b testing.TB, budget int) (*proxy.Server, *badgerstore.Store) {
+	return benchServerWith(b, budget, instantUpstream{"application/json", []byte(benchAnswer)})
+}
+
+func benchServerWith(b testing.TB, budget int, upstream http.RoundTripper) (*proxy.Server, *badgerstore.Store) {
 	b.Helper()
 	g := config.DefaultGlobal()
 	g.Defaults.History.BudgetTokens = budget
@@ -75,7 +82,7 @@ func benchServer(b testing.TB, budget int) (*proxy.Server, *badgerstore.Store) {
 		Counter:   &counter,
 		Tenants:   fixedTenants{set},
 		Store:     store,
-		Transport: instantUpstream{[]byte(benchAnswer)},
+		Transport: upstream,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -170,22 +177,6 @@ func runChat(b *testing.B, srv *proxy.Server, convs int) {
 	}
 }
 
-// streamingUpstream answers every request at once with a fixed SSE stream.
-type streamingUpstream struct{ body []byte }
-
-func (u streamingUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Body != nil {
-		io.Copy(io.Discard, r.Body)
-		r.Body.Close()
-	}
-	return &http.Response{
-		StatusCode: 200,
-		Header:     http.Header{"Content-Type": {"text/event-stream"}},
-		Body:       io.NopCloser(bytes.NewReader(u.body)),
-		Request:    r,
-	}, nil
-}
-
 func benchStream() []byte {
 	var b bytes.Buffer
 	chunk := func(delta string) {
@@ -204,20 +195,7 @@ func benchStream() []byte {
 // BenchmarkChatPathStream50 is BenchmarkChatPath50 with a streamed answer:
 // relay, reassembly and the commit after the last event.
 func BenchmarkChatPathStream50(b *testing.B) {
-	g := config.DefaultGlobal()
-	set, err := config.LoadTenants(g, func(string) (string, bool) { return "", false })
-	if err != nil {
-		b.Fatal(err)
-	}
-	store, err := badgerstore.Open(b.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
-	srv, err := proxy.New(proxy.Config{Tenants: fixedTenants{set}, Store: store, Transport: streamingUpstream{benchStream()}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv, store := benchServerWith(b, 16000, instantUpstream{"text/event-stream", benchStream()})
 	prefill(b, store, 64, 50)
 	reqs := make([]*fasthttp.RequestCtx, 64)
 	for i := range reqs {
