@@ -34,6 +34,7 @@ type child struct {
 	exited   chan struct{}
 	logs     *os.File
 	starts   int
+	env      []string // extra environment, after (and so over) the defaults
 }
 
 // newChild reserves a loopback port for a child serving dir in front of upstream.
@@ -82,6 +83,7 @@ func (c *child) start() {
 		"RECALL_DATA_DIR="+c.dir,
 		"RECALL_UPSTREAM_URL="+c.upstream,
 	)
+	cmd.Env = append(cmd.Env, c.env...)
 	cmd.Stdout, cmd.Stderr = c.logs, c.logs
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
