@@ -21,6 +21,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -223,13 +224,15 @@ func LoadGlobal(path string) (Global, error) {
 // function (os.LookupEnv in production, a map in tests).
 func LoadGlobalEnv(path string, lookup func(string) (string, bool)) (Global, error) {
 	g := DefaultGlobal()
+	var decodeErr error // reported with the validation's problems
 	if path != "" {
 		data, err := readConfigFile(path)
 		if err != nil {
 			return Global{}, err
 		}
-		if err := decodeFile(path, data, &g, lookup, true); err != nil {
-			return Global{}, err
+		var decoded bool
+		if decoded, decodeErr = decodeInto(path, data, &g, lookup, true); decodeErr != nil && !decoded {
+			return Global{}, decodeErr
 		}
 		g.File = path
 		if g.TenantsDir != "" && !filepath.IsAbs(g.TenantsDir) {
@@ -241,7 +244,7 @@ func LoadGlobalEnv(path string, lookup func(string) (string, bool)) (Global, err
 		g.SyncWrites = &sync
 	}
 	g.ApplyEnv(lookup)
-	if err := g.Validate(); err != nil {
+	if err := errors.Join(decodeErr, g.Validate()); err != nil {
 		return Global{}, err
 	}
 	return g, nil

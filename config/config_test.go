@@ -205,6 +205,14 @@ func TestLoadGlobalErrors(t *testing.T) {
 			lines: [][]string{{"recall.yaml: defaults.history.budget_token: unknown key (line 4)"}},
 		},
 		{
+			name: "unknown keys and bad values reported together",
+			file: "listen: nope\nbogus: 1\n",
+			lines: [][]string{
+				{"recall.yaml: bogus: unknown key (line 2)"},
+				{"recall.yaml: listen: want host:port"},
+			},
+		},
+		{
 			name: "several problems at once",
 			file: "listen: nope\nlog_format: xml\nmax_body_bytes: 0\ncache_mb: -1\ndefaults:\n  history:\n    budget_tokens: 10\n    low_water: 1.5\n  summary:\n    keep_turns: 10\n",
 			lines: [][]string{

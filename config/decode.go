@@ -12,7 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// decodeFile decodes data, one YAML document, into dst (a pointer to a
+// decodeInto decodes data, one YAML document, into dst (a pointer to a
 // struct that already holds the defaults), so that keys the file leaves out
 // keep their value.
 //
@@ -21,38 +21,42 @@ import (
 // path and line (Decoder.KnownFields gives neither the path nor works on a
 // Node), ${VAR} references in values are expanded in the tree (never in the
 // raw text, so an expanded value cannot change the document's structure),
-// and each value is checked against its key's type. Only a tree without
-// problems is decoded. Every problem is returned, joined.
-func decodeFile(file string, data []byte, dst any, lookup func(string) (string, bool), allowEmpty bool) error {
+// and each value is checked against its key's type. Every problem is
+// returned, joined. A tree with unknown keys or bad types is still decoded
+// as far as it can be; decoded reports whether dst holds the file, so that
+// a caller can validate it and report the values' problems in the same pass.
+func decodeInto(file string, data []byte, dst any, lookup func(string) (string, bool), allowEmpty bool) (decoded bool, err error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return emptyFile(file, allowEmpty)
+			return false, emptyFile(file, allowEmpty)
 		}
-		return problem{file: file, msg: yamlMessage(err)}
+		return false, problem{file: file, msg: yamlMessage(err)}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return problem{file: file, msg: yamlMessage(err)}
+			return false, problem{file: file, msg: yamlMessage(err)}
 		}
-		return problem{file: file, msg: fmt.Sprintf("more than one YAML document (line %d)", extra.Line)}
+		return false, problem{file: file, msg: fmt.Sprintf("more than one YAML document (line %d)", extra.Line)}
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
-			return emptyFile(file, allowEmpty)
+			return false, emptyFile(file, allowEmpty)
 		}
 		root = root.Content[0]
 	}
 	if isNull(root) {
-		return emptyFile(file, allowEmpty)
+		return false, emptyFile(file, allowEmpty)
 	}
 	w := walker{file: file, lookup: lookup}
 	w.walk(root, reflect.TypeOf(dst).Elem(), "")
 	if len(w.errs) > 0 {
-		return errors.Join(w.errs...)
+		// Decode what can be decoded anyway, so that the caller's
+		// validation reports the file's other problems in the same pass.
+		return root.Decode(dst) == nil, errors.Join(w.errs...)
 	}
 	if err := root.Decode(dst); err != nil {
 		// Not expected after the walk; reported rather than trusted.
@@ -62,11 +66,11 @@ func decodeFile(file string, data []byte, dst any, lookup func(string) (string, 
 			for i, m := range te.Errors {
 				errs[i] = problem{file: file, msg: m}
 			}
-			return errors.Join(errs...)
+			return false, errors.Join(errs...)
 		}
-		return problem{file: file, msg: yamlMessage(err)}
+		return false, problem{file: file, msg: yamlMessage(err)}
 	}
-	return nil
+	return true, nil
 }
 
 // emptyFile is the outcome of a file with no document in it.

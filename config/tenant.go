@@ -104,11 +104,14 @@ func LoadTenants(g Global, lookup func(string) (string, bool)) (*Set, error) {
 // validates it.
 func parseTenant(file string, data []byte, defaults Policy, lookup func(string) (string, bool)) (*Tenant, error) {
 	t := &Tenant{Policy: defaults.clone()}
-	if err := decodeFile(file, data, t, lookup, false); err != nil {
-		return nil, err
+	// Key problems are reported together with the values' problems, unless
+	// nothing could be decoded.
+	decoded, decodeErr := decodeInto(file, data, t, lookup, false)
+	if decodeErr != nil && !decoded {
+		return nil, decodeErr
 	}
 	t.File = file
-	if err := t.Validate(); err != nil {
+	if err := errors.Join(decodeErr, t.Validate()); err != nil {
 		return nil, err
 	}
 	return t, nil
