@@ -50,10 +50,6 @@ type harnessOptions struct {
 
 type configGlobal = config.Global
 
-type fixedTenants struct{ set *config.Set }
-
-func (f fixedTenants) Current() *config.Set { return f.set }
-
 func newHarness(t *testing.T, o harnessOptions) *harness {
 	t.Helper()
 	h := &harness{t: t, up: upstreamtest.NewTB(t), logs: &syncBuffer{}, done: make(chan proxy.ExchangeDone, 4096)}
@@ -81,7 +77,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	cfg := proxy.Config{
-		Tenants: fixedTenants{set},
+		Tenants: proxy.StaticTenants{Set: set},
 		Store:   history.NewCache(h.store, 0, 0), // as cmd/recall serves
 		Logger:  slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OnExchangeDone: func(d proxy.ExchangeDone) {
