@@ -43,6 +43,7 @@ type Assembler struct {
 	usage            Usage
 	model, id        string
 	done             bool
+	finished         bool // some choice's finish_reason was seen
 }
 
 // toolCall is one tool call being assembled from its fragments.
@@ -117,6 +118,9 @@ func (a *Assembler) addChoice(choice gjson.Result) {
 		}
 		return true
 	})
+	if finish.Type == gjson.String {
+		a.finished = true
+	}
 	if index.Int() != 0 { // an absent index counts as 0
 		return
 	}
@@ -179,6 +183,10 @@ func (a *Assembler) addToolCall(pos int, tc gjson.Result) {
 
 // Done reports whether the stream's "data: [DONE]" was seen.
 func (a *Assembler) Done() bool { return a.done }
+
+// Finished reports whether any choice's finish_reason has been seen: from
+// that chunk on, a client considers the answer received.
+func (a *Assembler) Finished() bool { return a.finished }
 
 // Reply returns the assembled reply. Its Message has the keys role,
 // content, refusal and tool_calls in that order, each only when non-empty,

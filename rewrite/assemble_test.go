@@ -327,3 +327,39 @@ func TestParseReply(t *testing.T) {
 		})
 	}
 }
+
+// Finished turns true with the first chunk that finishes any choice (the
+// one a client considers the end of the answer), whichever its index.
+func TestAssemblerFinished(t *testing.T) {
+	tests := []struct {
+		name   string
+		chunks []string
+		want   []bool // Finished after each chunk
+	}{
+		{name: "one choice", chunks: []string{
+			`{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}`,
+			`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+			`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}}`,
+			`[DONE]`,
+		}, want: []bool{false, true, true, true}},
+		{name: "second choice first", chunks: []string{
+			`{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null},{"index":1,"delta":{"content":"b"},"finish_reason":null}]}`,
+			`{"choices":[{"index":1,"delta":{},"finish_reason":"length"}]}`,
+		}, want: []bool{false, true}},
+		{name: "no finish", chunks: []string{`{"choices":[{"index":0,"delta":{"content":"a"}}]}`, `[DONE]`},
+			want: []bool{false, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var a Assembler
+			for i, c := range tt.chunks {
+				if err := a.Add([]byte(c)); err != nil {
+					t.Fatal(err)
+				}
+				if got := a.Finished(); got != tt.want[i] {
+					t.Errorf("after chunk %d: got Finished %v, want %v", i, got, tt.want[i])
+				}
+			}
+		})
+	}
+}
