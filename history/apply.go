@@ -37,6 +37,12 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 			m.FirstHash = 0
 		}
 	}
+	var last *Exchange
+	if c.Exchange != nil && len(c.Append) > 0 {
+		last = &Exchange{ExchangeID: *c.Exchange, From: m.NextSeq, Messages: len(c.Append),
+			Before: m.head(), Turns: m.Turns, Tokens: m.Tokens}
+	}
+	m.Last = last
 	now := time.Unix(0, c.Now)
 	for _, a := range c.Append {
 		a.Seq = m.NextSeq
@@ -75,4 +81,16 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 	m.UpdatedAt = c.Now
 	m.Version++
 	return m, writes
+}
+
+// head returns the newest active message's position (Seq 0: none).
+func (m *Meta) head() Boundary {
+	if m.Messages == 0 {
+		return Boundary{}
+	}
+	seq := m.NextSeq - 1
+	if g, ok := m.InGap(seq); ok {
+		seq = g.From - 1
+	}
+	return Boundary{Seq: seq, Turn: m.LastTurn}
 }

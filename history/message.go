@@ -128,6 +128,9 @@ type Meta struct {
 	// Version counts commits; a networked store uses it for optimistic
 	// concurrency.
 	Version uint64 `json:"version"`
+	// Last is the newest commit if it was a chat exchange, nil otherwise:
+	// a retry of that request replaces it (see MergeRetry).
+	Last *Exchange `json:"last,omitempty"`
 }
 
 // InGap returns the gap holding seq, if any.

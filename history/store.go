@@ -78,11 +78,39 @@ type Change struct {
 	// Now is the commit time in Unix nanoseconds (passed in: stores read no
 	// clock).
 	Now int64
+	// Exchange, if set, marks the change as a chat exchange: the metadata
+	// remembers it (Meta.Last) so that a retry of the same request can
+	// replace it. Any other change forgets the last exchange.
+	Exchange *ExchangeID
 }
 
 // Boundary is the last message kept by a supersede: Seq 0 supersedes the
 // whole history.
 type Boundary struct {
-	Seq  uint64
-	Turn uint32
+	Seq  uint64 `json:"seq"`
+	Turn uint32 `json:"turn"`
+}
+
+// ExchangeID identifies the request behind a chat exchange.
+type ExchangeID struct {
+	// Key is a digest of the request's Idempotency-Key header, 0 if none.
+	Key uint64 `json:"key,omitempty"`
+	// Hash is [HashMessages] of the client's new messages.
+	Hash uint64 `json:"hash"`
+}
+
+// Exchange is the newest commit of a chat exchange, as Meta.Last keeps it.
+type Exchange struct {
+	ExchangeID
+	// From is the first sequence number the exchange appended.
+	From uint64 `json:"from"`
+	// Messages is how many messages it appended, the answer included.
+	Messages int `json:"messages"`
+	// Before is the newest active message before From: replacing the
+	// exchange supersedes everything after it.
+	Before Boundary `json:"before"`
+	// Meta counters before the exchange, so that a retry computes its
+	// context as if the exchange had not been made.
+	Turns  int `json:"turns"`
+	Tokens int `json:"tokens"`
 }
