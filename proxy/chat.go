@@ -40,32 +40,44 @@ type exchange struct {
 	// oneChoice is set when the request asks for one choice, so the
 	// upstream's completion tokens count the recorded answer alone.
 	oneChoice bool
-	start     time.Time
-	sent      time.Time // request sent upstream
+	// retry says how the request may repeat the last exchange.
+	retry history.Retry
+	// replaced is set when the request repeats the last exchange, whose
+	// turn it then replaces.
+	replaced bool
+	// exchangeHash is history.HashMessages of the client's new messages.
+	exchangeHash uint64
+	start        time.Time
+	sent         time.Time // request sent upstream
+	upstreamDone time.Time // upstream answer read (or stream ended)
 }
 
 // chat serves POST /v1/chat/completions. conv is the id from the path
-// prefix, if any.
+// prefix, if any. Every call ends in exactly one x.done or x.fail, so every
+// exchange is logged, counted and reported once, whatever its end.
 func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
-	start := s.cfg.Now()
+	x := &exchange{s: s, start: s.cfg.Now()}
+	x.key.Conversation = conv
 	// The body is read first, so that every answer below leaves the
 	// connection clean for its next request.
 	body, err := s.readBody(rc)
 	if err != nil {
 		rc.SetConnectionClose()
-		s.fail(rc, "chat", "", err, start)
+		x.fail(rc, err)
 		return
 	}
 	c, err := s.authenticate(rc)
 	if err != nil {
-		s.fail(rc, "chat", "", err, start)
+		x.fail(rc, err)
 		return
 	}
+	x.c = c
 	if conv == "" {
 		if h := rc.Request.Header.Peek(c.convHeader); len(h) > 0 {
 			conv = string(h)
+			x.key.Conversation = conv
 			if !history.ValidID(conv) {
-				s.fail(rc, "chat", c.cfg.ID, errBadConvID, start)
+				x.fail(rc, errBadConvID)
 				return
 			}
 		}
@@ -73,18 +85,18 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	mode := c.mode
 	if h := rc.Request.Header.Peek(headerHistory); len(h) > 0 {
 		if mode, err = history.ParseMode(string(h)); err != nil {
-			s.fail(rc, "chat", c.cfg.ID, errBadMode, start)
+			x.fail(rc, errBadMode)
 			return
 		}
 	}
 	req, err := rewrite.ParseRequest(body)
 	if err != nil {
-		s.fail(rc, "chat", c.cfg.ID, err, start)
+		x.fail(rc, err)
 		return
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
-	x := &exchange{s: s, c: c, start: start, record: conv != "" && mode != history.Off}
+	x.record = conv != "" && mode != history.Off
 	handedOff := false
 	defer func() {
 		if !handedOff {
@@ -97,9 +109,16 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 
 	out := body
 	if x.record {
-		x.key = history.Key{Tenant: c.namespace, Conversation: conv}
+		x.key.Tenant = c.namespace
+		if s.cfg.CanCommit != nil {
+			if err := s.cfg.CanCommit(); err != nil {
+				x.fail(rc, fmt.Errorf("%w: %w", errNoSpace, err))
+				return
+			}
+		}
+		x.retry = retryOf(rc)
 		if out, err = x.prepare(ctx, req, mode); err != nil {
-			s.fail(rc, "chat", c.cfg.ID, err, start)
+			x.fail(rc, err)
 			return
 		}
 		rc.Response.Header.Set("X-Recall-Conversation", conv)
@@ -116,13 +135,13 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	}
 	upReq, err := newUpstreamRequest(ctx, rc, c, path, upBody, int64(len(out)))
 	if err != nil {
-		s.fail(rc, "chat", c.cfg.ID, err, start)
+		x.fail(rc, err)
 		return
 	}
 	x.sent = s.cfg.Now()
 	resp, err := s.client.Do(upReq)
 	if err != nil {
-		s.fail(rc, "chat", c.cfg.ID, err, start)
+		x.fail(rc, err)
 		return
 	}
 	copyResponseHeader(rc, resp)
@@ -134,27 +153,31 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	}
 	defer resp.Body.Close()
 	raw, err := readLimited(resp.Body, s.cfg.MaxResponseBytes)
-	upstreamDone := s.cfg.Now()
+	x.upstreamDone = s.cfg.Now()
 	if err != nil {
-		s.fail(rc, "chat", c.cfg.ID, fmt.Errorf("proxy: read upstream answer: %w", err), start)
+		x.fail(rc, fmt.Errorf("proxy: read upstream answer: %w", err))
 		return
 	}
 	if ok && x.record {
 		reply, err := parseBody(resp.Header.Get("Content-Encoding"), raw, s.cfg.MaxResponseBytes)
 		if err != nil {
-			s.fail(rc, "chat", c.cfg.ID, fmt.Errorf("%w: %w", errUpstreamBad, err), start)
+			x.fail(rc, fmt.Errorf("%w: %w", errUpstreamBad, err))
 			return
 		}
-		if err := x.commit(ctx, reply); err != nil {
-			s.log.Error("commit failed", "tenant", c.cfg.ID, "conversation", conv, "error", err)
-			s.metrics.commitFailed(c.cfg.ID)
-			s.fail(rc, "chat", c.cfg.ID, fmt.Errorf("%w: %w", errCommitFailed, err), start)
+		// A client that already left (it timed out) would retry: storing
+		// the answer it never saw would leave the retry a duplicate turn.
+		if clientGone(rc.Conn()) {
+			x.done(499, errClientLeft)
 			return
 		}
+		if err := x.commit(reply); err != nil {
+			x.fail(rc, err)
+			return
+		}
+		x.committed = true
 	}
 	rc.SetBody(raw)
-	x.committed = ok && x.record
-	x.done(resp.StatusCode, upstreamDone, nil)
+	x.done(resp.StatusCode, nil)
 }
 
 // prepare loads the conversation, merges, curates, and returns the body to
@@ -195,30 +218,37 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 	}
 
 	loadStart := s.cfg.Now()
-	snap, err := s.cfg.Store.Load(ctx, x.key, history.Query{
-		MinMessages: len(in),
-		Tokens:      budget,
-		MaxTurns:    c.cfg.History.MaxTurns,
-		FromCut:     true,
-	})
+	q := history.Query{MinMessages: len(in), Tokens: budget, MaxTurns: c.cfg.History.MaxTurns, FromCut: true}
+	snap, err := s.cfg.Store.Load(ctx, x.key, q)
+	if err == nil && snap.Meta.Last != nil && x.retry.Possible() && len(snap.Tail) < len(in)+snap.Meta.Last.Messages && !snap.Complete {
+		// A retry is merged against the history before the last exchange:
+		// read far enough back to have it.
+		q.MinMessages = len(in) + snap.Meta.Last.Messages
+		snap, err = s.cfg.Store.Load(ctx, x.key, q)
+	}
 	s.metrics.storeOp("load", s.cfg.Now().Sub(loadStart))
 	if err != nil {
 		s.log.Error("load failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
 		return nil, errStore
 	}
-	merged, err := history.Merge(mode, in, snap, func(n int) ([]history.Message, error) {
+	merged, replaced, err := history.MergeRetry(mode, in, snap, func(n int) ([]history.Message, error) {
 		var head []history.Message
 		err := s.cfg.Store.Messages(ctx, x.key, 0, false, func(m history.Message) bool {
 			head = append(head, m)
 			return len(head) < n
 		})
 		return head, err
-	})
+	}, x.retry)
 	if err != nil {
 		s.log.Error("load failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
 		return nil, errStore
 	}
-	x.version, x.super = snap.Meta.Version, merged.Supersede
+	x.version, x.super, x.replaced = snap.Meta.Version, merged.Supersede, replaced
+	x.exchangeHash = history.HashMessages(merged.New)
+	stored := snap
+	if replaced {
+		stored, _ = snap.WithoutLast()
+	}
 
 	// New messages: counted once here, stored with their counts. The
 	// current turn is sent whole; storage keeps long tool results cut.
@@ -239,11 +269,11 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 		x.fresh[i] = m
 	}
 
-	cut := snap.Meta.Cut
+	cut := stored.Meta.Cut
 	if x.super != nil && cut > x.super.Seq {
 		cut = 0
 	}
-	w := history.NewWindow(merged.History, sendNew, cut, snap.Meta.Turns)
+	w := history.NewWindow(merged.History, sendNew, cut, stored.Meta.Turns)
 	w.Budget, w.Fixed = budget, fixed
 	w.Count = func(raw []byte) int { return s.counter.Message(x.enc, raw) }
 	sent, err := history.Curate(w, c.strategy)
@@ -251,7 +281,7 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 		return nil, err
 	}
 	x.report = w.Report
-	if w.Cut != snap.Meta.Cut {
+	if w.Cut != stored.Meta.Cut {
 		x.cut = w.Cut
 	}
 
@@ -275,8 +305,12 @@ func parseBody(encoding string, raw []byte, limit int) (rewrite.Reply, error) {
 	return rewrite.ParseReply(body)
 }
 
-// commit writes the new messages and the answer as one atomic change.
-func (x *exchange) commit(ctx context.Context, reply rewrite.Reply) error {
+// commit writes the new messages and the answer as one atomic change,
+// bounded by the commit timeout: a store that hangs must not hold the
+// conversation's lock. A commit abandoned at its deadline may still land
+// later; the client, told it failed, retries, and the retry replaces it
+// (see history.MergeRetry).
+func (x *exchange) commit(reply rewrite.Reply) error {
 	s := x.s
 	answer := history.Message{
 		Role: history.RoleAssistant,
@@ -301,34 +335,86 @@ func (x *exchange) commit(ctx context.Context, reply rewrite.Reply) error {
 		PromptTokens:     reply.Usage.PromptTokens,
 		CompletionTokens: reply.Usage.CompletionTokens,
 		Now:              s.cfg.Now().UnixNano(),
+		Exchange:         &history.ExchangeID{Key: x.retry.Key, Hash: x.exchangeHash},
 	}
 	start := s.cfg.Now()
-	_, err := s.cfg.Store.Commit(ctx, x.key, ch)
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
+	defer cancel()
+	result := make(chan error, 1)
+	go func() {
+		_, err := s.cfg.Store.Commit(ctx, x.key, ch)
+		result <- err
+	}()
+	var err error
+	select {
+	case err = <-result:
+	case <-ctx.Done():
+		err = fmt.Errorf("%w: %w", errCommitTimeout, ctx.Err())
+	}
 	s.metrics.storeOp("commit", s.cfg.Now().Sub(start))
-	return err
+	if err != nil {
+		reason := "error"
+		if errors.Is(err, errCommitTimeout) {
+			reason = "timeout"
+		}
+		s.metrics.commitFailed(x.c.cfg.ID, reason)
+		return fmt.Errorf("%w: %w", errCommitFailed, err)
+	}
+	return nil
 }
 
-// done logs the finished exchange and records its metrics.
-func (x *exchange) done(status int, upstreamDone time.Time, err error) {
+// fail answers err in OpenAI's shape and ends the exchange with it.
+func (x *exchange) fail(rc *fasthttp.RequestCtx, err error) {
+	e := classify(err)
+	writeError(rc, e)
+	x.done(e.status, err)
+}
+
+// done logs the finished exchange, records its metrics and reports it to
+// OnExchangeDone. It is called exactly once per chat request.
+func (x *exchange) done(status int, err error) {
 	s := x.s
 	end := s.cfg.Now()
-	total, upstream := end.Sub(x.start), upstreamDone.Sub(x.sent)
-	s.metrics.request(x.c.cfg.ID, "chat", status)
-	s.metrics.latency(x.c.cfg.ID, total, upstream)
-	attrs := []any{"route", "chat", "tenant", x.c.cfg.ID, "status", status,
+	tenant := ""
+	if x.c.tenant != nil {
+		tenant = x.c.cfg.ID
+	}
+	upstream := time.Duration(0)
+	if !x.sent.IsZero() {
+		if x.upstreamDone.IsZero() {
+			x.upstreamDone = end
+		}
+		upstream = x.upstreamDone.Sub(x.sent)
+	}
+	total := end.Sub(x.start)
+	s.metrics.request(tenant, "chat", status)
+	if !x.sent.IsZero() {
+		s.metrics.latency(tenant, total, upstream)
+	}
+	attrs := []any{"route", "chat", "tenant", tenant, "status", status,
 		"upstream_ms", ms(upstream), "overhead_ms", ms(total - upstream)}
-	if x.record {
-		attrs = append(attrs, "conversation", x.key.Conversation, "context_tokens", x.report.Tokens,
+	if x.key.Conversation != "" {
+		attrs = append(attrs, "conversation", x.key.Conversation)
+	}
+	if x.record && !x.sent.IsZero() {
+		attrs = append(attrs, "context_tokens", x.report.Tokens,
 			"turns", strconv.Itoa(x.report.IncludedTurns)+"/"+strconv.Itoa(x.report.StoredTurns),
 			"dropped_turns", x.report.DroppedTurns, "truncated_tool_results", x.report.TruncatedToolResults,
-			"repaired_calls", x.report.RepairedCalls)
+			"repaired_calls", x.report.RepairedCalls, "committed", x.committed)
+		if x.replaced {
+			attrs = append(attrs, "replaced_retry", true)
+		}
 	}
+	level := slog.LevelInfo
 	if err != nil {
 		attrs = append(attrs, "error", err.Error())
+		if status >= 500 && status != 499 {
+			level = slog.LevelError
+		}
 	}
-	s.log.Info("request", attrs...)
+	s.log.Log(context.Background(), level, "request", attrs...)
 	if s.cfg.OnExchangeDone != nil {
-		s.cfg.OnExchangeDone(ExchangeDone{Tenant: x.c.cfg.ID, Conversation: x.key.Conversation,
+		s.cfg.OnExchangeDone(ExchangeDone{Tenant: tenant, Conversation: x.key.Conversation,
 			Status: status, Committed: x.committed, Err: err})
 	}
 }

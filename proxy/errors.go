@@ -39,6 +39,15 @@ var (
 	errCommitFailed   = &apiError{status: 500, typ: "server_error", code: "history_write_failed", message: "The answer could not be recorded; retry the request."}
 	errStore          = &apiError{status: 500, typ: "server_error", code: "history_read_failed", message: "The conversation history could not be read."}
 	errMethodNotAllow = &apiError{status: 405, typ: "invalid_request_error", code: "method_not_allowed", message: "Method not allowed."}
+	errNoSpace        = &apiError{status: 507, typ: "server_error", code: "insufficient_storage", message: "Recall's storage is full: the conversation cannot be recorded; retry later."}
+	errStreamCut      = &apiError{status: 502, typ: "upstream_error", code: "upstream_stream_incomplete", message: "The upstream stream ended before the answer was complete; nothing was recorded, retry the request."}
+)
+
+// errCommitTimeout is a commit that did not return within the commit
+// timeout; errClientLeft an answer whose client left before its commit.
+var (
+	errCommitTimeout = errors.New("proxy: commit timed out")
+	errClientLeft    = errors.New("proxy: client left before the answer was recorded")
 )
 
 // classify maps any pipeline error to the apiError it is answered with.

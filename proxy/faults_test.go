@@ -28,8 +28,10 @@ type faultOutcome struct {
 	code   string // OpenAI error code of a non-2xx answer ("" when the upstream's own error is passed through)
 	typ    string // OpenAI error type of a non-2xx answer
 	header map[string]string
-	// For 200 streams: whether the relayed stream carries [DONE].
-	done bool
+	// For 200 streams: whether the relayed stream carries [DONE], and the
+	// code of the error event it must end with ("" for none).
+	done     bool
+	errEvent string
 }
 
 // TestUpstreamFaultsStoreNothing is the fault matrix: every upstream fault
@@ -73,11 +75,11 @@ func TestUpstreamFaultsStoreNothing(t *testing.T) {
 		{name: "body cut mid-way", reply: upstreamtest.Reply{Fault: upstreamtest.FaultCutMidStream},
 			want: faultOutcome{status: 502, code: "upstream_unavailable", typ: "upstream_error"}},
 		{name: "stream cut mid-way", stream: true, reply: upstreamtest.Reply{Fault: upstreamtest.FaultCutMidStream, Chunks: 8},
-			want: faultOutcome{status: 200}},
+			want: faultOutcome{status: 200, errEvent: "upstream_stream_incomplete"}},
 		{name: "gzip stream cut mid-way", stream: true, reply: upstreamtest.Reply{Fault: upstreamtest.FaultCutMidStream, Chunks: 8, Gzip: true},
-			want: faultOutcome{status: 200}},
+			want: faultOutcome{status: 200, errEvent: "upstream_stream_incomplete"}},
 		{name: "stream stalled past idle timeout", stream: true, reply: upstreamtest.Reply{Fault: upstreamtest.FaultStallMidStream, Chunks: 8},
-			want: faultOutcome{status: 200}},
+			want: faultOutcome{status: 200, errEvent: "upstream_stream_incomplete"}},
 		{name: "upstream timeout", global: short(300 * time.Millisecond), reply: upstreamtest.Reply{Delay: time.Minute},
 			want: faultOutcome{status: 504, code: "upstream_timeout", typ: "upstream_error"}},
 		{name: "upstream timeout stream", stream: true, global: short(300 * time.Millisecond), reply: upstreamtest.Reply{Delay: time.Minute},
@@ -86,10 +88,11 @@ func TestUpstreamFaultsStoreNothing(t *testing.T) {
 			want: faultOutcome{status: 502, code: "upstream_bad_response", typ: "upstream_error"}},
 		{name: "malformed json gzip", reply: upstreamtest.Reply{Fault: upstreamtest.FaultMalformedJSON, Gzip: true},
 			want: faultOutcome{status: 502, code: "upstream_bad_response", typ: "upstream_error"}},
-		// A malformed event is relayed as sent (with the [DONE] that
-		// follows it), but the answer cannot be rebuilt: nothing is stored.
+		// The answer cannot be rebuilt past a malformed event: nothing is
+		// stored, so nothing after it (finish_reason, [DONE]) is relayed,
+		// and the stream ends with an error event.
 		{name: "malformed json stream", stream: true, reply: upstreamtest.Reply{Fault: upstreamtest.FaultMalformedJSON, Chunks: 8},
-			want: faultOutcome{status: 200, done: true}},
+			want: faultOutcome{status: 200, errEvent: "upstream_bad_response"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,24 +140,36 @@ func TestUpstreamFaultsStoreNothing(t *testing.T) {
 				if got := resp.Header.Get("Content-Type"); !strings.HasPrefix(got, "text/event-stream") {
 					t.Errorf("got content type %q, want text/event-stream", got)
 				}
-				if !tt.reply.Gzip {
-					if !strings.HasPrefix(string(body), "data: ") {
-						t.Errorf("got stream %q, want the relayed events", body)
-					}
-					if got := strings.Contains(string(body), "data: [DONE]"); got != tt.want.done {
-						t.Errorf("stream has [DONE]: got %v, want %v: %q", got, tt.want.done, body)
-					}
-				} else if len(body) == 0 {
-					t.Error("got an empty gzip stream, want the relayed bytes")
+				// A recorded stream is relayed decoded, compressed or not.
+				if got := resp.Header.Get("Content-Encoding"); got != "" {
+					t.Errorf("got Content-Encoding %q, want none", got)
 				}
-				// The relay commits (or not) after the last byte: wait
-				// until it has finished.
-				if d := h.waitDone(conv); d.Committed || d.Err == nil {
-					t.Fatalf("got %+v, want an uncommitted exchange with its reason", d)
+				if !strings.HasPrefix(string(body), "data: ") {
+					t.Errorf("got stream %q, want the relayed events", body)
+				}
+				if got := strings.Contains(string(body), "data: [DONE]"); got != tt.want.done {
+					t.Errorf("stream has [DONE]: got %v, want %v: %q", got, tt.want.done, body)
+				}
+				if strings.Contains(string(body), `"finish_reason":"`) {
+					t.Errorf("an uncommitted stream relayed a finish_reason: %q", body)
+				}
+				if tt.want.errEvent != "" {
+					events := strings.Split(strings.TrimSpace(string(body)), "\n\n")
+					last := strings.TrimPrefix(events[len(events)-1], "data: ")
+					checkErrorShape(t, []byte(last), "upstream_error", tt.want.errEvent)
 				}
 				if got := h.metric(`recall_streams_aborted_total{tenant="default"}`); got != 1 {
 					t.Errorf("recall_streams_aborted_total %v, want 1", got)
 				}
+			}
+			// Every exchange, whatever its end, is accounted for once:
+			// wait for it (a relay finishes after the last byte).
+			d := h.waitDone(conv)
+			if d.Committed || (d.Err == nil && d.Status < 400) {
+				t.Fatalf("got %+v, want an uncommitted exchange with its reason", d)
+			}
+			if tt.want.status != 200 && d.Status != tt.want.status {
+				t.Errorf("exchange reported status %d, want %d", d.Status, tt.want.status)
 			}
 			if got := len(h.stored(ns, conv)); got != storedBefore {
 				t.Errorf("got %d stored messages, want %d (unchanged)", got, storedBefore)

@@ -63,7 +63,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		store: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "recall_store_duration_seconds",
 			Help: "Store operation latency.", Buckets: latency}, []string{"op"}),
 		commits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_commit_failures_total",
-			Help: "Answers that could not be recorded."}, []string{"tenant"}),
+			Help: "Answers that could not be recorded, by reason (error, timeout)."}, []string{"tenant", "reason"}),
 		aborted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_streams_aborted_total",
 			Help: "Streams that ended without a whole answer (upstream cut, client gone): nothing committed."}, []string{"tenant"}),
 	}
@@ -105,6 +105,8 @@ func (m *Metrics) storeOp(op string, d time.Duration) {
 	m.store.WithLabelValues(op).Observe(d.Seconds())
 }
 
-func (m *Metrics) commitFailed(tenant string) { m.commits.WithLabelValues(tenant).Inc() }
+func (m *Metrics) commitFailed(tenant, reason string) {
+	m.commits.WithLabelValues(tenant, reason).Inc()
+}
 
 func (m *Metrics) streamAborted(tenant string) { m.aborted.WithLabelValues(tenant).Inc() }

@@ -54,12 +54,21 @@ type Config struct {
 	// Transport sends requests upstream. Default: a tuned http.Transport
 	// without transparent decompression.
 	Transport http.RoundTripper
+	// CommitTimeout bounds one commit of a turn: past it the commit counts
+	// as failed, the client is told so, and the conversation is released.
+	// Default 10s.
+	CommitTimeout time.Duration
+	// CanCommit, if set, is asked before a recorded request is sent
+	// upstream; an error refuses the request with 507
+	// insufficient_storage (the store is out of room, or read-only) and
+	// makes /readyz report not ready.
+	CanCommit func() error
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
-	// OnExchangeDone, if set, is called once a chat-completions exchange
-	// that reached the upstream has finished: after its answer was relayed
-	// and committed (or not). For a stream that is after the handler
-	// returned, from the relay goroutine. It must not block.
+	// OnExchangeDone, if set, is called exactly once for every
+	// chat-completions request, whatever its end: refused, failed, or
+	// answered and committed (or not). For a stream that is after the
+	// handler returned, from the relay goroutine. It must not block.
 	OnExchangeDone func(ExchangeDone)
 }
 
@@ -117,6 +126,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Transport == nil {
 		cfg.Transport = DefaultTransport()
+	}
+	if cfg.CommitTimeout <= 0 {
+		cfg.CommitTimeout = 10 * time.Second
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -245,6 +257,13 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 			rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
 			rc.SetBodyString(`{"status":"shutting down"}`)
 			return
+		}
+		if s.cfg.CanCommit != nil {
+			if err := s.cfg.CanCommit(); err != nil {
+				rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
+				rc.SetBodyString(`{"status":"insufficient storage"}`)
+				return
+			}
 		}
 		rc.SetBodyString(`{"status":"ready"}`)
 		return

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -21,16 +20,27 @@ import (
 // errClientGone is a write or flush failure: the client left mid-stream.
 var errClientGone = errors.New("proxy: client gone mid-stream")
 
-// relayStream relays an upstream event stream to the client as it arrives
-// and, if record is set, rebuilds the answer from a parsed copy and commits
-// it once every event was written to the client's connection, before the
-// body's final chunk: a client that saw the end of the stream was
-// answered by a committed turn, even if the process dies right after. It
-// owns resp, cancel and the exchange's lock from here on: the relay
+// relayStream relays an upstream event stream to the client as it
+// arrives. If record is set it rebuilds the answer from a parsed copy and
+// holds back the event that carries the first finish_reason and every
+// event after it (usage, [DONE]) until the turn is committed: a client that
+// has read finish_reason holds a durable turn. If the turn cannot be
+// committed, the held events are dropped and the stream ends with an
+// OpenAI-shaped error event instead. A compressed stream that is recorded
+// is decoded and relayed uncompressed, so the rule holds for it too.
+//
+// It owns resp, cancel and the exchange's lock from here on: the relay
 // goroutine touches nothing of rc, and releases all three.
 func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc *fasthttp.RequestCtx, x *exchange, resp *http.Response, record bool) {
 	rc.Response.ImmediateHeaderFlush = true
 	rc.Response.Header.Del("Content-Length")
+	enc := resp.Header.Get("Content-Encoding")
+	if enc == "identity" {
+		enc = ""
+	}
+	if record && enc != "" {
+		rc.Response.Header.Del("Content-Encoding")
+	}
 	s.inflight.Add(1)
 	s.busy.Add(1)
 	// An unbuffered pipe rather than SetBodyStreamWriter, whose pipe
@@ -67,15 +77,17 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc 
 		upstream := &idleReader{r: resp.Body, t: idle, d: s.cfg.StreamIdleTimeout}
 
 		w := bufio.NewWriter(pw)
-		var asm rewrite.Assembler
+		status := resp.StatusCode
 		var err error
-		switch enc := resp.Header.Get("Content-Encoding"); enc {
-		case "", "identity":
-			err = s.relayEvents(w, upstream, &asm)
-		default:
-			err = s.relayEncoded(w, upstream, enc, &asm)
+		if !record {
+			_, err = relayRaw(w, upstream)
+			if err != nil {
+				err = fmt.Errorf("%w: %w", errClientGone, err)
+			}
+		} else {
+			err = s.relayRecorded(w, upstream, enc, x)
 		}
-		upstreamDone := s.cfg.Now()
+		x.upstreamDone = s.cfg.Now()
 		if ferr := w.Flush(); err == nil && ferr != nil {
 			err = fmt.Errorf("%w: %w", errClientGone, ferr)
 		}
@@ -86,94 +98,119 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc 
 				err = fmt.Errorf("%w: %w", errClientGone, berr)
 			}
 		}
-		status := resp.StatusCode
-		if err == nil && record {
-			if !asm.Done() {
-				err = errors.New("proxy: stream ended without [DONE]")
-			} else if cerr := x.commit(context.Background(), asm.Reply()); cerr != nil {
-				s.metrics.commitFailed(x.c.cfg.ID)
-				err = fmt.Errorf("proxy: commit after stream: %w", cerr)
-			} else {
-				x.committed = true
-			}
-		}
-		if err != nil {
+		if err != nil && !x.committed {
 			s.metrics.streamAborted(x.c.cfg.ID)
-			if errors.Is(err, errClientGone) {
+			switch {
+			case errors.Is(err, errClientGone):
 				status = 499
+			case errors.Is(err, context.DeadlineExceeded):
+				status = errUpstreamTime.status
+			default:
+				status = classify(err).status
 			}
 		}
-		x.done(status, upstreamDone, err)
+		x.done(status, err)
 	}()
 }
 
-// relayEvents relays an uncompressed stream event by event, flushing each,
-// and feeds every event's data to asm. It returns nil only if the upstream
-// ended the stream cleanly and every byte reached the client.
-func (s *Server) relayEvents(w *bufio.Writer, r io.Reader, asm *rewrite.Assembler) error {
+// relayRecorded relays a recorded stream (decoding it first if enc names a
+// compression), assembles the answer, commits it before the held events
+// are relayed, and ends the stream with an error event if it cannot. It
+// returns nil only if the turn was committed and every byte was handed to
+// the client's connection.
+func (s *Server) relayRecorded(w *bufio.Writer, upstream io.Reader, enc string, x *exchange) error {
+	var asm rewrite.Assembler
+	var held []byte
+	err := error(nil)
+	body := upstream
+	if enc != "" {
+		if body, err = decoder(enc, upstream); err != nil {
+			err = fmt.Errorf("%w: %w", errUpstreamBad, err)
+		}
+	}
+	if err == nil {
+		held, err = s.relayEvents(w, body, &asm)
+	}
+	if err == nil && !asm.Done() {
+		err = fmt.Errorf("%w: no [DONE]", errStreamCut)
+	}
+	if err == nil {
+		err = x.commit(asm.Reply())
+	}
+	if errors.Is(err, errClientGone) {
+		return err
+	}
+	if err != nil {
+		// Nothing is committed: the client must not see finish_reason.
+		if _, werr := w.Write(errorEvent(classify(err))); werr != nil {
+			return fmt.Errorf("%w (%w: %w)", err, errClientGone, werr)
+		}
+		return err
+	}
+	x.committed = true
+	if _, werr := w.Write(held); werr != nil {
+		return fmt.Errorf("%w: %w", errClientGone, werr)
+	}
+	return nil
+}
+
+// relayEvents relays a stream event by event, flushing each, feeding every
+// event's data to asm, until the first event that finishes a choice (or
+// [DONE], or the first bad event): that event and every later one are
+// returned, not relayed. It returns an error if the stream did not end
+// cleanly, if an event was bad, or if the client could not be written to.
+func (s *Server) relayEvents(w *bufio.Writer, r io.Reader, asm *rewrite.Assembler) (held []byte, err error) {
 	er := rewrite.NewEventReader(r, s.cfg.MaxResponseBytes)
 	var bad error
+	total := 0
+	holding := false
 	for {
 		ev, err := er.Next()
 		if len(ev.Raw) > 0 {
-			if _, werr := w.Write(ev.Raw); werr != nil {
-				return fmt.Errorf("%w: %w", errClientGone, werr)
-			}
-			if werr := w.Flush(); werr != nil {
-				return fmt.Errorf("%w: %w", errClientGone, werr)
-			}
+			relayBad := false
 			if len(ev.Data) > 0 && bad == nil {
-				bad = asm.Add(ev.Data)
+				// The answer is bounded as a whole, not only per event.
+				if total += len(ev.Data); total > s.cfg.MaxResponseBytes {
+					bad = fmt.Errorf("%w: the streamed answer is larger than %d bytes", errUpstreamBad, s.cfg.MaxResponseBytes)
+				} else if aerr := asm.Add(ev.Data); aerr != nil {
+					// The upstream's own error event reaches the client;
+					// nothing after it does.
+					bad = fmt.Errorf("%w: %w", errUpstreamBad, aerr)
+					relayBad = !holding
+				}
+			}
+			if !holding && (bad != nil || asm.Finished() || asm.Done()) {
+				holding = true
+			}
+			if holding && !relayBad {
+				if bad == nil {
+					held = append(held, ev.Raw...)
+				}
+			} else {
+				if _, werr := w.Write(ev.Raw); werr != nil {
+					return nil, fmt.Errorf("%w: %w", errClientGone, werr)
+				}
+				if werr := w.Flush(); werr != nil {
+					return nil, fmt.Errorf("%w: %w", errClientGone, werr)
+				}
 			}
 		}
 		if err == io.EOF {
-			return bad
+			return held, bad
 		}
 		if err != nil {
-			return fmt.Errorf("proxy: upstream stream: %w", err)
+			return nil, fmt.Errorf("%w: %w", errStreamCut, err)
 		}
 	}
 }
 
-// relayEncoded relays a compressed stream as sent, flushing each read, and
-// decodes a copy in a goroutine to feed asm.
-func (s *Server) relayEncoded(w *bufio.Writer, r io.Reader, enc string, asm *rewrite.Assembler) error {
-	pr, pw := io.Pipe()
-	var wg sync.WaitGroup
-	var parseErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer pr.Close()
-		zr, err := decoder(enc, pr)
-		if err != nil {
-			parseErr = err
-			io.Copy(io.Discard, pr)
-			return
-		}
-		er := rewrite.NewEventReader(zr, s.cfg.MaxResponseBytes)
-		for {
-			ev, err := er.Next()
-			if len(ev.Data) > 0 && parseErr == nil {
-				parseErr = asm.Add(ev.Data)
-			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				parseErr = err
-				io.Copy(io.Discard, pr)
-				break
-			}
-		}
-	}()
-	_, err := relayRaw(w, io.TeeReader(r, pw))
-	pw.CloseWithError(err)
-	wg.Wait()
-	if err != nil {
-		return fmt.Errorf("%w: %w", errClientGone, err)
-	}
-	return parseErr
+// errorEvent is e as an SSE data event, the way OpenAI reports an error
+// in a stream.
+func errorEvent(e *apiError) []byte {
+	b := make([]byte, 0, 256)
+	b = append(b, "data: "...)
+	b = append(b, errorBody(e)...)
+	return append(b, "\n\n"...)
 }
 
 // decoder returns a reader decoding enc.

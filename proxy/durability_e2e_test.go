@@ -1,0 +1,364 @@
+package proxy_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/upstreamtest"
+	"github.com/recallproxy/recall/proxy"
+)
+
+// hookStore is a Store whose commits pass through a hook first: the hook
+// may block (a gated or hanging store) or fail them.
+type hookStore struct {
+	history.Store
+	before func(ctx context.Context) error
+}
+
+func (s *hookStore) Commit(ctx context.Context, k history.Key, c history.Change) (history.Meta, error) {
+	if err := s.before(ctx); err != nil {
+		return history.Meta{}, err
+	}
+	return s.Store.Commit(ctx, k, c)
+}
+
+// withCommitHook wraps the harness's store in a hookStore.
+func withCommitHook(before func(ctx context.Context) error) func(*proxy.Config) {
+	return func(c *proxy.Config) { c.Store = &hookStore{Store: c.Store, before: before} }
+}
+
+// readEvents reads SSE events from r (data payloads), sending each on the
+// returned channel, closed at the end of the body.
+func readEvents(r *bufio.Reader) <-chan string {
+	ch := make(chan string, 64)
+	go func() {
+		defer close(ch)
+		for {
+			line, err := r.ReadString('\n')
+			if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
+				ch <- data
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// nextEvent returns the next event, failing the test after a deadline.
+func nextEvent(t *testing.T, events <-chan string) (string, bool) {
+	t.Helper()
+	select {
+	case ev, ok := <-events:
+		return ev, ok
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10s")
+		return "", false
+	}
+}
+
+// A client that has read finish_reason holds a durable turn: the event
+// that carries it, and every one after it, is relayed only once the turn is
+// committed; the deltas before it are relayed at once.
+func TestStreamHoldsFinishReasonUntilCommitted(t *testing.T) {
+	gate := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	var gated atomic.Bool
+	h := newHarness(t, harnessOptions{proxy: withCommitHook(func(ctx context.Context) error {
+		if !gated.Load() {
+			return nil
+		}
+		entered <- struct{}{}
+		select {
+		case <-gate:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})})
+	gated.Store(true)
+	h.up.Enqueue(upstreamtest.Reply{Content: "one two three four", Chunks: 4})
+	resp := h.send(key, "hold-1", chatBody("count", true))
+	defer resp.Body.Close()
+	events := readEvents(bufio.NewReader(resp.Body))
+
+	// Every delta before the finish arrives while the commit is blocked.
+	var content strings.Builder
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the commit never started")
+	}
+	for content.String() != "one two three four" {
+		ev, ok := nextEvent(t, events)
+		if !ok {
+			t.Fatalf("stream ended before the commit was released; content so far %q", content.String())
+		}
+		if strings.Contains(ev, `"finish_reason":"`) || ev == "[DONE]" {
+			t.Fatalf("got %s before the turn was committed", ev)
+		}
+		content.WriteString(deltaContent(t, ev))
+	}
+	select {
+	case ev := <-events:
+		t.Fatalf("got event %s while the commit is blocked, want none", ev)
+	default:
+	}
+	close(gate)
+	var rest []string
+	for ev := range events {
+		rest = append(rest, ev)
+	}
+	if len(rest) < 2 || !strings.Contains(rest[0], `"finish_reason":"stop"`) || rest[len(rest)-1] != "[DONE]" {
+		t.Fatalf("after the commit got %q, want the finish chunk ... [DONE]", rest)
+	}
+	if d := h.waitDone("hold-1"); !d.Committed || d.Status != 200 {
+		t.Fatalf("got %+v, want a committed exchange", d)
+	}
+}
+
+// deltaContent returns a chunk's choice 0 delta content.
+func deltaContent(t *testing.T, ev string) string {
+	t.Helper()
+	var c struct {
+		Choices []struct {
+			Delta struct {
+				Content string `json:"content"`
+			} `json:"delta"`
+		} `json:"choices"`
+	}
+	if err := jsonUnmarshal(ev, &c); err != nil {
+		t.Fatalf("chunk %q: %v", ev, err)
+	}
+	if len(c.Choices) == 0 {
+		return ""
+	}
+	return c.Choices[0].Delta.Content
+}
+
+// A stream whose turn cannot be committed ends with an error event: no
+// finish_reason, no [DONE], an ERROR log line with the real status.
+func TestStreamCommitFailureEndsWithErrorEvent(t *testing.T) {
+	h := newHarness(t, harnessOptions{proxy: withCommitHook(func(context.Context) error {
+		return errors.New("disk on fire")
+	})})
+	resp := h.send(key, "fail-1", chatBody("remember this", true))
+	body := readAll(t, resp)
+	if resp.StatusCode != 200 {
+		t.Fatalf("got status %d, want 200 (the stream had started)", resp.StatusCode)
+	}
+	if strings.Contains(body, `"finish_reason":"`) || strings.Contains(body, "[DONE]") {
+		t.Errorf("got %q, want neither finish_reason nor [DONE]", body)
+	}
+	events := strings.Split(strings.TrimSpace(body), "\n\n")
+	checkErrorShape(t, []byte(strings.TrimPrefix(events[len(events)-1], "data: ")), "server_error", "history_write_failed")
+	d := h.waitDone("fail-1")
+	if d.Committed || d.Status != 500 {
+		t.Fatalf("got %+v, want an uncommitted exchange with status 500", d)
+	}
+	if logs := h.logs.String(); !strings.Contains(logs, `"level":"ERROR","msg":"request"`) || !strings.Contains(logs, `"status":500`) {
+		t.Errorf("got logs %s, want an ERROR request line with status 500", logs)
+	}
+	if got := h.stored(h.passNamespace(key), "fail-1"); len(got) != 0 {
+		t.Errorf("stored %d messages, want none", len(got))
+	}
+	if got := h.metric(`recall_commit_failures_total{reason="error",tenant="default"}`); got != 1 {
+		t.Errorf("recall_commit_failures_total{reason=error} %v, want 1", got)
+	}
+}
+
+// A commit that hangs is abandoned at the commit timeout: the client is
+// told, the conversation is released, and the next request goes through.
+func TestHungCommitReleasesTheConversation(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			var hang atomic.Bool
+			hang.Store(true)
+			stop := make(chan struct{})
+			t.Cleanup(func() { close(stop) })
+			h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) {
+				c.CommitTimeout = 100 * time.Millisecond
+				withCommitHook(func(context.Context) error {
+					if hang.CompareAndSwap(true, false) {
+						<-stop // ignores its context, as a stuck disk would
+						return errors.New("released at the end of the test")
+					}
+					return nil
+				})(c)
+			}})
+			conv := "hang-1"
+			r := h.post("/v1/chat/completions", key, conv, chatBody("first", stream))
+			if stream {
+				if r.status != 200 || !strings.Contains(r.body, "history_write_failed") || strings.Contains(r.body, "[DONE]") {
+					t.Fatalf("got %d %q, want a stream ended by an error event", r.status, r.body)
+				}
+			} else if r.status != 500 || !strings.Contains(r.body, "history_write_failed") {
+				t.Fatalf("got %d %s, want 500 history_write_failed", r.status, r.body)
+			}
+			if d := h.waitDone(conv); d.Committed {
+				t.Fatalf("got %+v, want an uncommitted exchange", d)
+			}
+			if r := h.post("/v1/chat/completions", key, conv, chatBody("second", false)); r.status != 200 {
+				t.Fatalf("next request: got %d %s, want 200", r.status, r.body)
+			}
+			h.waitDone(conv)
+			if got := h.metric(`recall_commit_failures_total{reason="timeout",tenant="default"}`); got != 1 {
+				t.Errorf("recall_commit_failures_total{reason=timeout} %v, want 1", got)
+			}
+		})
+	}
+}
+
+// A non-streamed request whose client left before the answer came commits
+// nothing: the client will retry, and its retry must not find a turn it
+// never saw.
+func TestClientGoneBeforeCommitStoresNothing(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	conv := "gone-1"
+	h.up.Enqueue(upstreamtest.Reply{Content: "too late", Fault: upstreamtest.FaultStallMidStream})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := chatBody("are you there?", false)
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: recall\r\nAuthorization: Bearer %s\r\n"+
+		"X-Conversation-ID: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", key, conv, len(body), body)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.up.WaitStalled(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close() // the client gives up while the upstream is still answering
+	h.up.Release()
+	d := h.waitDone(conv)
+	if d.Committed || d.Status != 499 {
+		t.Fatalf("got %+v, want an uncommitted exchange with status 499", d)
+	}
+	if got := h.stored(h.passNamespace(key), conv); len(got) != 0 {
+		t.Errorf("stored %q, want nothing", active(got))
+	}
+}
+
+// A retry of the last exchange replaces its turn instead of adding a
+// second copy: marked by the SDKs' x-stainless-retry-count with the same
+// new messages, or by the same Idempotency-Key. Anything else appends.
+func TestRetryReplacesTheLastTurn(t *testing.T) {
+	tests := []struct {
+		name          string
+		first, second map[string]string // extra headers
+		secondText    string
+		want          []string // active stored messages after both
+		wantUpstream  []string // what the upstream saw the second time
+	}{
+		{name: "sdk retry", second: map[string]string{"X-Stainless-Retry-Count": "1"}, secondText: "q",
+			want: []string{"user:q", "assistant:echo: q (2)"}, wantUpstream: []string{"user:q"}},
+		{name: "idempotency key", first: map[string]string{"Idempotency-Key": "k1"},
+			second: map[string]string{"Idempotency-Key": "k1"}, secondText: "q",
+			want: []string{"user:q", "assistant:echo: q (2)"}, wantUpstream: []string{"user:q"}},
+		{name: "other idempotency key", first: map[string]string{"Idempotency-Key": "k1"},
+			second: map[string]string{"Idempotency-Key": "k2"}, secondText: "q",
+			want:         []string{"user:q", "assistant:echo: q (1)", "user:q", "assistant:echo: q (2)"},
+			wantUpstream: []string{"user:q", "assistant:echo: q (1)", "user:q"}},
+		{name: "sdk retry of other messages", second: map[string]string{"X-Stainless-Retry-Count": "2"}, secondText: "r",
+			want:         []string{"user:q", "assistant:echo: q (1)", "user:r", "assistant:echo: r (2)"},
+			wantUpstream: []string{"user:q", "assistant:echo: q (1)", "user:r"}},
+		{name: "no marker", secondText: "q",
+			want:         []string{"user:q", "assistant:echo: q (1)", "user:q", "assistant:echo: q (2)"},
+			wantUpstream: []string{"user:q", "assistant:echo: q (1)", "user:q"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, harnessOptions{})
+			conv := "retry-1"
+			send := func(text string, extra map[string]string, n int) {
+				headers := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + key, "X-Conversation-ID": conv}
+				for k, v := range extra {
+					headers[k] = v
+				}
+				h.up.Enqueue(upstreamtest.Reply{Content: fmt.Sprintf("echo: %s (%d)", text, n)})
+				if r := h.postHeaders("/v1/chat/completions", headers, chatBody(text, false)); r.status != 200 {
+					t.Fatalf("request %d: got %d %s", n, r.status, r.body)
+				}
+				h.waitDone(conv)
+			}
+			send("q", tt.first, 1)
+			send(tt.secondText, tt.second, 2)
+			if got := active(h.stored(h.passNamespace(key), conv)); !equalStrings(got, tt.want) {
+				t.Errorf("stored %q, want %q", got, tt.want)
+			}
+			if got := summarizeAll(h.up.Last().Messages); !equalStrings(got, tt.wantUpstream) {
+				t.Errorf("upstream got %q, want %q", got, tt.wantUpstream)
+			}
+		})
+	}
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// readAll reads and closes a response body.
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	return string(b)
+}
+
+// A store that cannot take commits (out of room, or opened read-only)
+// refuses recorded requests with 507 before the upstream is called, and
+// /readyz says so; requests without a conversation still pass.
+func TestNoRoomRefusesRecordedRequests(t *testing.T) {
+	var full atomic.Bool
+	h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) {
+		c.CanCommit = func() error {
+			if full.Load() {
+				return errors.New("12 MiB free, below the 64 MiB floor")
+			}
+			return nil
+		}
+	}})
+	if r := h.post("/v1/chat/completions", key, "room-1", chatBody("before", false)); r.status != 200 {
+		t.Fatalf("got %d %s, want 200", r.status, r.body)
+	}
+	h.waitDone("room-1")
+	full.Store(true)
+	before := h.up.Count()
+	r := h.post("/v1/chat/completions", key, "room-1", chatBody("after", false))
+	if r.status != 507 {
+		t.Fatalf("got %d %s, want 507", r.status, r.body)
+	}
+	checkErrorShape(t, []byte(r.body), "server_error", "insufficient_storage")
+	if got := h.up.Count(); got != before {
+		t.Errorf("the upstream got %d requests, want none", got-before)
+	}
+	if d := h.waitDone("room-1"); d.Status != 507 || d.Committed {
+		t.Errorf("got %+v, want an uncommitted 507", d)
+	}
+	if r := h.post("/v1/chat/completions", key, "", chatBody("no memory", false)); r.status != 200 {
+		t.Errorf("without a conversation: got %d %s, want 200", r.status, r.body)
+	}
+	resp, err := http.Get(h.url + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); resp.StatusCode != 503 {
+		t.Errorf("/readyz: got %d %s, want 503", resp.StatusCode, body)
+	}
+	if got := active(h.stored(h.passNamespace(key), "room-1")); len(got) != 2 {
+		t.Errorf("stored %q, want only the first turn", got)
+	}
+}
