@@ -56,6 +56,13 @@ type Global struct {
 	// SyncWrites makes every commit fsync before it returns. Default true;
 	// LoadGlobal never leaves it nil.
 	SyncWrites *bool `yaml:"sync_writes"`
+	// MinFreeMB is the free space, in MiB, the data directory's file system
+	// must keep: below it recorded requests are refused with 507 before the
+	// upstream is called and /readyz reports not ready, and a store that
+	// starts below it opens read-only (serving history, taking no turns).
+	// It must cover the largest commit plus Badger's own flushes. 0 turns
+	// the guard off. Default 256.
+	MinFreeMB int `yaml:"min_free_mb"`
 	// Defaults is the policy every tenant starts from; a tenant file
 	// overrides it key by key.
 	Defaults Policy `yaml:"defaults"`
@@ -185,6 +192,7 @@ func DefaultGlobal() Global {
 		MaxBodyBytes: 32 << 20,
 		CacheMB:      128,
 		SyncWrites:   &sync,
+		MinFreeMB:    256,
 		Defaults: Policy{
 			Upstream: Upstream{
 				BaseURL: "https://api.openai.com/v1",

@@ -25,6 +25,7 @@ func TestDefaultGlobal(t *testing.T) {
 		{"log_level", g.LogLevel, "info"},
 		{"max_body_bytes", g.MaxBodyBytes, 32 << 20},
 		{"cache_mb", g.CacheMB, 128},
+		{"min_free_mb", g.MinFreeMB, 256},
 		{"sync_writes", *g.SyncWrites, true},
 		{"base_url", g.Defaults.Upstream.BaseURL, "https://api.openai.com/v1"},
 		{"api_key", g.Defaults.Upstream.APIKey, Secret("")},

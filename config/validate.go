@@ -71,6 +71,9 @@ func (g Global) Validate() error {
 	default:
 		ps.addf("log_level", "must be one of debug, info, warn, error, got %q", g.LogLevel)
 	}
+	if g.MinFreeMB < 0 {
+		ps.addf("min_free_mb", "must be >= 0, got %d", g.MinFreeMB)
+	}
 	if g.CacheMB < 0 {
 		ps.addf("cache_mb", "must be >= 0, got %d", g.CacheMB)
 	}

@@ -9,6 +9,10 @@ import (
 // since the snapshot the change was computed from.
 var ErrConflict = errors.New("history: conversation changed concurrently")
 
+// ErrNoSpace is returned by Store.Commit when the store cannot take
+// writes: its storage is (nearly) full, or it is read-only.
+var ErrNoSpace = errors.New("history: insufficient storage")
+
 // Store keeps conversations. It is written for two implementations: the
 // embedded Badger store (history/badgerstore) and, later, a networked store
 // shared by several proxy replicas; both namespace keys by tenant, then

@@ -358,6 +358,9 @@ func (x *exchange) commit(reply rewrite.Reply) error {
 			reason = "timeout"
 		}
 		s.metrics.commitFailed(x.c.cfg.ID, reason)
+		if errors.Is(err, history.ErrNoSpace) {
+			return fmt.Errorf("%w: %w", errNoSpace, err)
+		}
 		return fmt.Errorf("%w: %w", errCommitFailed, err)
 	}
 	return nil

@@ -166,8 +166,9 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	}()
 
 	store, err := badgerstore.Open(g.DataDir, badgerstore.Options{
-		NoSync: g.SyncWrites != nil && !*g.SyncWrites,
-		Logger: log,
+		NoSync:       g.SyncWrites != nil && !*g.SyncWrites,
+		Logger:       log,
+		MinFreeBytes: int64(g.MinFreeMB) << 20,
 	})
 	if err != nil {
 		return err
@@ -192,6 +193,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		Store:        hist,
 		Logger:       log,
 		MaxBodyBytes: g.MaxBodyBytes,
+		CanCommit:    store.CanCommit,
 	})
 	if err != nil {
 		return err

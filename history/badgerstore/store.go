@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -38,13 +39,29 @@ type Options struct {
 	// GCInterval is how often the value log is garbage collected.
 	// Default 10m; negative disables it.
 	GCInterval time.Duration
+	// MinFreeBytes is the free space the directory's file system must keep:
+	// below it commits are refused with history.ErrNoSpace, and a store
+	// opened below it opens read-only (Badger writes through memory-mapped
+	// files, and a write into a full file system kills the process with
+	// SIGBUS). Default 0: no floor.
+	MinFreeBytes int64
+	// FreeBytes returns the free space of the file system holding dir.
+	// Default: statfs(2).
+	FreeBytes func(dir string) (int64, error)
+	// ReadOnly opens the store read-only: loads work, commits fail with
+	// history.ErrNoSpace.
+	ReadOnly bool
 }
 
 // Store is a history.Store on Badger.
 type Store struct {
-	db   *badger.DB
-	stop chan struct{}
-	done chan struct{}
+	db       *badger.DB
+	dir      string
+	minFree  int64
+	free     func(dir string) (int64, error)
+	readOnly bool
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 var _ history.Store = (*Store)(nil)
@@ -72,15 +89,33 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.InMemory {
 		bo = bo.WithDir("").WithValueDir("")
 	}
+	if o.FreeBytes == nil {
+		o.FreeBytes = freeBytes
+	}
+	s := &Store{dir: dir, minFree: o.MinFreeBytes, free: o.FreeBytes, readOnly: o.ReadOnly,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if !o.InMemory && !s.readOnly && s.minFree > 0 {
+		// Opening replays the write-ahead log and may flush it: on a full
+		// file system that is the crash a floor exists to avoid.
+		if err := s.CanCommit(); errors.Is(err, history.ErrNoSpace) {
+			if _, statErr := os.Stat(dir); statErr == nil {
+				s.readOnly = true
+				if o.Logger != nil {
+					o.Logger.Warn("store opened read-only: too little free space", "dir", dir, "error", err.Error())
+				}
+			}
+		}
+	}
+	bo = bo.WithReadOnly(s.readOnly)
 	db, err := badger.Open(bo)
 	if err != nil {
 		return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
 	}
-	s := &Store{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	s.db = db
 	if o.GCInterval == 0 {
 		o.GCInterval = 10 * time.Minute
 	}
-	if o.GCInterval > 0 && !o.InMemory {
+	if o.GCInterval > 0 && !o.InMemory && !s.readOnly {
 		go s.gcLoop(o.GCInterval)
 	} else {
 		close(s.done)
@@ -105,6 +140,30 @@ func (s *Store) gcLoop(every time.Duration) {
 		}
 	}
 }
+
+// CanCommit reports whether the store takes commits: nil, or an error
+// wrapping history.ErrNoSpace when it is read-only or its file system has
+// less free space than the floor.
+func (s *Store) CanCommit() error {
+	if s.readOnly {
+		return fmt.Errorf("badgerstore: %w: opened read-only", history.ErrNoSpace)
+	}
+	if s.minFree <= 0 {
+		return nil
+	}
+	free, err := s.free(s.dir)
+	if err != nil {
+		return fmt.Errorf("badgerstore: free space of %s: %w", s.dir, err)
+	}
+	if free < s.minFree {
+		return fmt.Errorf("badgerstore: %w: %d MiB free in %s, below the floor of %d MiB", history.ErrNoSpace, free>>20, s.dir, s.minFree>>20)
+	}
+	return nil
+}
+
+// ReadOnly reports whether the store was opened read-only (asked for, or
+// because its file system was below the free-space floor).
+func (s *Store) ReadOnly() bool { return s.readOnly }
 
 // Close stops background work, flushes and closes the store.
 func (s *Store) Close() error {
@@ -259,6 +318,9 @@ func readRange(it *badger.Iterator, prefix []byte, lo, hi uint64, dst []history.
 // Commit applies c in one transaction.
 func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (history.Meta, error) {
 	if err := ctx.Err(); err != nil {
+		return history.Meta{}, err
+	}
+	if err := s.CanCommit(); err != nil {
 		return history.Meta{}, err
 	}
 	prefix := convPrefix(k)
