@@ -3,12 +3,14 @@ package history
 import "time"
 
 // Apply computes the effect of c on a conversation whose metadata is m:
-// the new metadata and every message record to write, in order. superseded
-// are the active messages after c.Supersede.Seq, as the store read them (nil
-// when c.Supersede is nil). Apply is the one place the metadata counters
-// change, so every Store implementation keeps them the same way.
+// the new metadata and every message record to write, in order (the
+// appended messages: a supersede is a range in the metadata, not a write
+// per message). superseded are the active messages after c.Supersede.Seq,
+// as the store read them (nil when c.Supersede is nil), for the counters.
+// Apply is the one place the metadata counters change, so every Store
+// implementation keeps them the same way.
 func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
-	writes := make([]Message, 0, len(superseded)+len(c.Append))
+	writes := make([]Message, 0, len(c.Append))
 	if m.NextSeq == 0 {
 		m.NextSeq = 1
 		m.CreatedAt = c.Now
@@ -17,14 +19,12 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 	if b := c.Supersede; b != nil {
 		turn := b.Turn
 		for _, s := range superseded {
-			s.Flags |= Superseded
 			m.Messages--
 			m.Tokens -= s.Tokens
 			if s.Turn != turn { // it opened a turn (a user message, or a first message of another role)
 				m.Turns--
 				turn = s.Turn
 			}
-			writes = append(writes, s)
 		}
 		if b.Seq+1 <= m.NextSeq-1 {
 			m.addGap(b.Seq+1, m.NextSeq-1)

@@ -91,8 +91,17 @@ const (
 	StatusEnded    Status = "ended"
 )
 
-// Range is an inclusive range of sequence numbers.
-type Range struct{ From, To uint64 }
+// Range is an inclusive range of sequence numbers made inactive as a
+// whole. The metadata's ranges, not the message records, say which
+// messages are inactive: a supersede or forget of any length is then one
+// metadata write, atomic with the rest of its change.
+type Range struct {
+	From uint64 `json:"from"`
+	To   uint64 `json:"to"`
+	// Flags are what made the range inactive; 0 (the records of older
+	// versions) means Superseded.
+	Flags Flags `json:"flags,omitempty"`
+}
 
 // Meta is a conversation's metadata record, updated in the same atomic
 // write as the messages it describes.
@@ -133,6 +142,19 @@ type Meta struct {
 	Last *Exchange `json:"last,omitempty"`
 }
 
+// FlagsAt returns the flags the metadata gives message seq: those of the
+// gap holding it, or 0. Stores add them to the flags of the record.
+func (m *Meta) FlagsAt(seq uint64) Flags {
+	g, ok := m.InGap(seq)
+	if !ok {
+		return 0
+	}
+	if g.Flags == 0 {
+		return Superseded
+	}
+	return g.Flags
+}
+
 // InGap returns the gap holding seq, if any.
 func (m *Meta) InGap(seq uint64) (Range, bool) {
 	for _, g := range m.Gaps {
@@ -143,20 +165,21 @@ func (m *Meta) InGap(seq uint64) (Range, bool) {
 	return Range{}, false
 }
 
-// addGap records [from, to] as inactive, merging with an adjacent gap.
+// addGap records [from, to] as superseded, merging with an adjacent gap
+// of the same kind.
 func (m *Meta) addGap(from, to uint64) {
 	if from > to {
 		return
 	}
 	for i := range m.Gaps {
 		g := &m.Gaps[i]
-		if from <= g.To+1 && to+1 >= g.From {
+		if g.Flags == 0 && from <= g.To+1 && to+1 >= g.From {
 			g.From = min(g.From, from)
 			g.To = max(g.To, to)
 			return
 		}
 	}
-	m.Gaps = append(m.Gaps, Range{from, to})
+	m.Gaps = append(m.Gaps, Range{From: from, To: to})
 }
 
 // errorf formats a package error.

@@ -24,7 +24,7 @@ func (s *memStore) Load(_ context.Context, _ history.Key, q history.Query) (hist
 	var tail []history.Message
 	tokens, turns := 0, 0
 	for i := len(s.msgs) - 1; i >= 0; i-- {
-		m := s.msgs[i]
+		m := s.at(i)
 		if !m.Active() {
 			continue
 		}
@@ -51,8 +51,8 @@ func (s *memStore) Commit(_ context.Context, _ history.Key, c history.Change) (h
 	}
 	var superseded []history.Message
 	if c.Supersede != nil {
-		for _, m := range s.msgs[c.Supersede.Seq:] {
-			if m.Active() {
+		for i := int(c.Supersede.Seq); i < len(s.msgs); i++ {
+			if m := s.at(i); m.Active() {
 				superseded = append(superseded, m)
 			}
 		}
@@ -70,12 +70,19 @@ func (s *memStore) Commit(_ context.Context, _ history.Key, c history.Change) (h
 }
 
 func (s *memStore) Messages(_ context.Context, _ history.Key, after uint64, all bool, fn func(history.Message) bool) error {
-	for _, m := range s.msgs[min(after, uint64(len(s.msgs))):] {
-		if (all || m.Active()) && !fn(m) {
+	for i := int(min(after, uint64(len(s.msgs)))); i < len(s.msgs); i++ {
+		if m := s.at(i); (all || m.Active()) && !fn(m) {
 			return nil
 		}
 	}
 	return nil
+}
+
+// at returns message i with the flags the metadata gives it.
+func (s *memStore) at(i int) history.Message {
+	m := s.msgs[i]
+	m.Flags |= s.meta.FlagsAt(m.Seq)
+	return m
 }
 
 func (s *memStore) Delete(context.Context, history.Key) error {
@@ -89,6 +96,7 @@ type request struct {
 	in       []history.Message
 	mode     history.Mode
 	budget   int
+	window   int // the model's context length, 0: unknown
 	fixed    int
 	strategy history.Strategy
 }
@@ -133,7 +141,7 @@ func curate(ctx context.Context, st history.Store, k history.Key, r request) (ou
 		cut = 0 // the cut named a message the edit supersedes
 	}
 	o.window = history.NewWindow(o.merged.History, o.fresh, cut, o.snap.Meta.Turns)
-	o.window.Budget, o.window.Fixed = r.budget, r.fixed
+	o.window.Budget, o.window.Fixed, o.window.Window = r.budget, r.fixed, r.window
 	o.sent, err = history.Curate(o.window, r.strategy)
 	return o, err
 }

@@ -115,11 +115,11 @@ func callsOf(m history.Message) []string {
 func TestCurationProperties(t *testing.T) {
 	ctx := context.Background()
 	k := history.Key{Tenant: "t", Conversation: "c"}
-	var stats struct{ requests, tooLong, edits, supersedes, dropped, cut, repaired int }
+	var stats struct{ requests, tooLong, overBudget, edits, supersedes, dropped, cut, repaired int }
 	defer func() {
 		t.Logf("%+v", stats)
 		// The generator must reach every case the properties are about.
-		if stats.tooLong == 0 || stats.edits == 0 || stats.supersedes == 0 || stats.dropped == 0 || stats.cut == 0 || stats.repaired == 0 {
+		if stats.tooLong == 0 || stats.overBudget == 0 || stats.edits == 0 || stats.supersedes == 0 || stats.dropped == 0 || stats.cut == 0 || stats.repaired == 0 {
 			t.Errorf("got coverage %+v, want every count > 0", stats)
 		}
 	}()
@@ -142,14 +142,20 @@ func TestCurationProperties(t *testing.T) {
 				if edit {
 					stats.edits++
 				}
-				req := request{in: in, mode: history.Auto, budget: budget, fixed: r.IntN(300), strategy: strategy}
+				// The model's window is unknown (0) or somewhat above the budget.
+				window := 0
+				if r.IntN(2) == 0 {
+					window = budget + r.IntN(budget)
+				}
+				req := request{in: in, mode: history.Auto, budget: budget, window: window, fixed: r.IntN(300), strategy: strategy}
 				o, err := curate(ctx, st, k, req)
 				all := append(slices.Clone(o.merged.History), o.fresh...)
 				current := all[currentStart(all):]
-				need := req.fixed + sumTokens(current)
+				repaired, _ := history.Repair(current, nil)
+				need := req.fixed + sumTokens(repaired)
 				if errors.Is(err, history.ErrContextLength) {
-					if need <= budget {
-						t.Fatalf("step %d: got %v, but the current turn needs %d of %d tokens", step, err, need, budget)
+					if window == 0 || need <= window {
+						t.Fatalf("step %d: got %v, but the current turn needs %d tokens of a window of %d", step, err, need, window)
 					}
 					stats.tooLong++
 					cl.view = before // the client got a 400; it tries something else
@@ -158,10 +164,22 @@ func TestCurationProperties(t *testing.T) {
 				if err != nil {
 					t.Fatalf("step %d: %v", step, err)
 				}
-				if need > budget {
-					t.Fatalf("step %d: got no error, want ErrContextLength (current turn %d of %d tokens)", step, need, budget)
+				if window > 0 && need > window {
+					t.Fatalf("step %d: got no error, want ErrContextLength (current turn %d tokens, window %d)", step, need, window)
 				}
-				check(t, step, o, all, req)
+				if over := need > budget; over != o.window.Report.OverBudget {
+					t.Fatalf("step %d: got OverBudget %v, want %v (current turn %d of %d tokens)", step, o.window.Report.OverBudget, over, need, budget)
+				}
+				if o.window.Report.OverBudget {
+					// Sent alone: the budget bounds what Recall adds, not what
+					// the client sends.
+					stats.overBudget++
+					if got, want := seqs(o.sent), seqs(repaired); !slices.Equal(got, want) {
+						t.Fatalf("step %d: over budget: got seqs %v, want only the current turn's %v", step, got, want)
+					}
+				} else {
+					check(t, step, o, all, req)
+				}
 				if o.merged.Supersede != nil {
 					stats.supersedes++
 				}
@@ -233,11 +251,8 @@ func check(t *testing.T, step int, o outcome, all []history.Message, req request
 func checkMeta(t *testing.T, step int, st *memStore) {
 	t.Helper()
 	var want history.Meta
-	for _, m := range st.msgs {
-		_, gap := st.meta.InGap(m.Seq)
-		if gap == m.Active() {
-			t.Fatalf("step %d: message %d active=%v but in a gap=%v (gaps %v)", step, m.Seq, m.Active(), gap, st.meta.Gaps)
-		}
+	for i := range st.msgs {
+		m := st.at(i) // which messages are active is the metadata's gaps
 		if !m.Active() {
 			continue
 		}

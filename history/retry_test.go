@@ -14,7 +14,7 @@ func snapshotOf(changes ...Change) Snapshot {
 		var superseded []Message
 		if c.Supersede != nil {
 			for _, s := range all {
-				if s.Seq > c.Supersede.Seq && s.Active() {
+				if s.Seq > c.Supersede.Seq && m.FlagsAt(s.Seq) == 0 {
 					superseded = append(superseded, s)
 				}
 			}
@@ -31,7 +31,7 @@ func snapshotOf(changes ...Change) Snapshot {
 	}
 	var tail []Message
 	for _, s := range all {
-		if s.Active() {
+		if m.FlagsAt(s.Seq) == 0 {
 			tail = append(tail, s)
 		}
 	}

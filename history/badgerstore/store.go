@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -55,6 +56,7 @@ type Options struct {
 
 // Store is a history.Store on Badger.
 type Store struct {
+	locks    [64]sync.Mutex // commits, striped by conversation
 	db       *badger.DB
 	dir      string
 	minFree  int64
@@ -139,6 +141,18 @@ func (s *Store) gcLoop(every time.Duration) {
 			}
 		}
 	}
+}
+
+// lockFor returns the commit lock of k's stripe.
+func (s *Store) lockFor(k history.Key) *sync.Mutex {
+	h := uint32(2166136261) // FNV-1a, inline: no allocation per commit
+	for _, part := range [2]string{k.Tenant, k.Conversation} {
+		for i := 0; i < len(part); i++ {
+			h = (h ^ uint32(part[i])) * 16777619
+		}
+		h = (h ^ 0) * 16777619
+	}
+	return &s.locks[h%uint32(len(s.locks))]
 }
 
 // CanCommit reports whether the store takes commits: nil, or an error
@@ -315,7 +329,13 @@ func readRange(it *badger.Iterator, prefix []byte, lo, hi uint64, dst []history.
 	return dst, nil
 }
 
-// Commit applies c in one transaction.
+// Commit applies c atomically. A change that fits one Badger transaction
+// is one transaction. A larger one (tens of thousands of messages, or
+// megabytes of them below the value-log threshold) first writes its
+// messages in as many transactions as it takes, past the metadata's
+// NextSeq, where no reader looks, then commits the metadata that makes
+// them visible: the change is still all or nothing, and a crash in between
+// leaves only invisible records that later commits overwrite.
 func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (history.Meta, error) {
 	if err := ctx.Err(); err != nil {
 		return history.Meta{}, err
@@ -323,60 +343,128 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 	if err := s.CanCommit(); err != nil {
 		return history.Meta{}, err
 	}
+	// Staged records of one conversation must not be overwritten by
+	// another commit's before its metadata lands.
+	mu := s.lockFor(k)
+	mu.Lock()
+	defer mu.Unlock()
 	prefix := convPrefix(k)
 	var out history.Meta
+	var writes []history.Message
 	err := s.db.Update(func(txn *badger.Txn) error {
-		m, _, err := readMeta(txn, prefix)
+		var err error
+		out, writes, err = apply(txn, prefix, c)
 		if err != nil {
 			return err
 		}
-		if m.Version != c.Version {
-			return history.ErrConflict
-		}
-		var superseded []history.Message
-		if c.Supersede != nil {
-			superseded, err = activeAfter(txn, prefix, c.Supersede.Seq)
-			if err != nil {
-				return err
-			}
-		}
-		next, writes := history.Apply(m, c, superseded)
-		buf := make([]byte, 0, 512)
-		for i := range writes {
-			buf = history.AppendMessage(buf[:0], &writes[i])
-			if err := txn.Set(msgKey(prefix, writes[i].Seq), bytes.Clone(buf)); err != nil {
-				return err
-			}
-		}
-		mv, err := history.MarshalMeta(&next)
-		if err != nil {
+		if err := setMessages(txn, prefix, writes); err != nil {
 			return err
 		}
-		if err := txn.Set(metaKey(prefix), mv); err != nil {
-			return err
-		}
-		out = next
-		return nil
+		return setMeta(txn, prefix, &out)
 	})
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		out, err = s.commitStaged(prefix, c)
+	}
 	if err != nil {
 		return history.Meta{}, fmt.Errorf("badgerstore: commit %s: %w", k, err)
 	}
 	return out, nil
 }
 
-// activeAfter reads the active messages with Seq > after.
-func activeAfter(txn *badger.Txn, prefix []byte, after uint64) ([]history.Message, error) {
-	var out []history.Message
-	err := iterate(txn, prefix, after, func(m history.Message) bool {
-		if m.Active() {
-			out = append(out, m)
+// commitStaged writes c's messages in batches, then the metadata.
+func (s *Store) commitStaged(prefix []byte, c history.Change) (history.Meta, error) {
+	var writes []history.Message
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		_, writes, err = apply(txn, prefix, c)
+		return err
+	})
+	if err != nil {
+		return history.Meta{}, err
+	}
+	txn := s.db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	buf := make([]byte, 0, 512)
+	for i := 0; i < len(writes); {
+		buf = history.AppendMessage(buf[:0], &writes[i])
+		err := txn.Set(msgKey(prefix, writes[i].Seq), bytes.Clone(buf))
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			if err := txn.Commit(); err != nil {
+				return history.Meta{}, err
+			}
+			txn = s.db.NewTransaction(true)
+			continue // the same message, in the next transaction
 		}
-		return true
+		if err != nil {
+			return history.Meta{}, err
+		}
+		i++
+	}
+	if err := txn.Commit(); err != nil {
+		return history.Meta{}, err
+	}
+	// The metadata, recomputed in its own transaction: it fails with
+	// ErrConflict if another commit landed since.
+	var out history.Meta
+	err = s.db.Update(func(txn *badger.Txn) error {
+		var err error
+		if out, _, err = apply(txn, prefix, c); err != nil {
+			return err
+		}
+		return setMeta(txn, prefix, &out)
 	})
 	return out, err
 }
 
-func iterate(txn *badger.Txn, prefix []byte, after uint64, fn func(history.Message) bool) error {
+// apply reads what c needs and returns the new metadata and the records
+// to write, or ErrConflict.
+func apply(txn *badger.Txn, prefix []byte, c history.Change) (history.Meta, []history.Message, error) {
+	m, _, err := readMeta(txn, prefix)
+	if err != nil {
+		return history.Meta{}, nil, err
+	}
+	if m.Version != c.Version {
+		return history.Meta{}, nil, history.ErrConflict
+	}
+	var superseded []history.Message
+	if c.Supersede != nil {
+		err = iterate(txn, prefix, &m, c.Supersede.Seq, func(msg history.Message) bool {
+			if msg.Active() {
+				superseded = append(superseded, msg)
+			}
+			return true
+		})
+		if err != nil {
+			return history.Meta{}, nil, err
+		}
+	}
+	next, writes := history.Apply(m, c, superseded)
+	return next, writes, nil
+}
+
+func setMessages(txn *badger.Txn, prefix []byte, writes []history.Message) error {
+	buf := make([]byte, 0, 512)
+	for i := range writes {
+		buf = history.AppendMessage(buf[:0], &writes[i])
+		if err := txn.Set(msgKey(prefix, writes[i].Seq), bytes.Clone(buf)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func setMeta(txn *badger.Txn, prefix []byte, m *history.Meta) error {
+	mv, err := history.MarshalMeta(m)
+	if err != nil {
+		return err
+	}
+	return txn.Set(metaKey(prefix), mv)
+}
+
+// iterate calls fn for each message with after < Seq < m.NextSeq, oldest
+// first, with the flags m gives it, until fn returns false. Records at or
+// past NextSeq are invisible: a staged commit that has not landed.
+func iterate(txn *badger.Txn, prefix []byte, m *history.Meta, after uint64, fn func(history.Message) bool) error {
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = append(bytes.Clone(prefix), 's')
 	opts.PrefetchValues = false
@@ -385,15 +473,19 @@ func iterate(txn *badger.Txn, prefix []byte, after uint64, fn func(history.Messa
 	for it.Seek(msgKey(prefix, after+1)); it.Valid(); it.Next() {
 		item := it.Item()
 		seq := binary.BigEndian.Uint64(item.Key()[len(prefix)+1:])
+		if seq >= m.NextSeq {
+			return nil
+		}
 		v, err := item.ValueCopy(nil)
 		if err != nil {
 			return err
 		}
-		m, err := history.DecodeMessage(v, seq)
+		msg, err := history.DecodeMessage(v, seq)
 		if err != nil {
 			return err
 		}
-		if !fn(m) {
+		msg.Flags |= m.FlagsAt(seq)
+		if !fn(msg) {
 			return nil
 		}
 	}
@@ -404,11 +496,15 @@ func iterate(txn *badger.Txn, prefix []byte, after uint64, fn func(history.Messa
 func (s *Store) Messages(ctx context.Context, k history.Key, after uint64, all bool, fn func(history.Message) bool) error {
 	prefix := convPrefix(k)
 	err := s.db.View(func(txn *badger.Txn) error {
-		return iterate(txn, prefix, after, func(m history.Message) bool {
-			if !all && !m.Active() {
+		m, _, err := readMeta(txn, prefix)
+		if err != nil {
+			return err
+		}
+		return iterate(txn, prefix, &m, after, func(msg history.Message) bool {
+			if !all && !msg.Active() {
 				return true
 			}
-			return ctx.Err() == nil && fn(m)
+			return ctx.Err() == nil && fn(msg)
 		})
 	})
 	if err != nil {
