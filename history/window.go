@@ -5,9 +5,35 @@ import (
 	"fmt"
 )
 
-// ErrContextLength is returned when even the current turn does not fit the
-// budget. The proxy answers it as OpenAI does: 400 context_length_exceeded.
+// ErrContextLength is returned (as a *ContextLengthError) when the current
+// turn alone does not fit the model's input window. The proxy answers it as
+// OpenAI does: 400 context_length_exceeded.
 var ErrContextLength = errors.New("history: context length exceeded")
+
+// ContextLengthError is a current turn larger than the model's window.
+type ContextLengthError struct {
+	// Window is the model's context length; Messages the prompt tokens the
+	// request needs; Completion the tokens it asks for the answer.
+	Window, Messages, Completion int
+}
+
+func (e *ContextLengthError) Error() string {
+	return fmt.Sprintf("history: context length exceeded: the prompt needs %d tokens, the model's window is %d with %d for the answer",
+		e.Messages, e.Window, e.Completion)
+}
+
+// Is makes errors.Is(err, ErrContextLength) hold.
+func (e *ContextLengthError) Is(target error) bool { return target == ErrContextLength }
+
+// Message is the error in OpenAI's own words, for the client.
+func (e *ContextLengthError) Message() string {
+	if e.Completion > 0 {
+		return fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			e.Window, e.Messages+e.Completion, e.Messages, e.Completion)
+	}
+	return fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.",
+		e.Window, e.Messages)
+}
 
 // Turn is a user message and everything after it up to the next user
 // message (the first turn of a window may lack its user message).
@@ -27,6 +53,10 @@ type Report struct {
 	// DroppedTurns counts turns read but not sent (turns behind the
 	// cache-stable cut are not even read, and count in StoredTurns only).
 	DroppedTurns int
+	// OverBudget reports that the current turn alone was larger than the
+	// budget: it was sent with no history (the budget bounds what Recall
+	// adds, never what the client sends).
+	OverBudget bool
 	// TruncatedToolResults counts earlier tool results cut for the context.
 	TruncatedToolResults int
 	// RepairedCalls counts unanswered tool calls removed and orphan tool
@@ -45,8 +75,13 @@ type Report struct {
 type Window struct {
 	// Turns are the turns in context, oldest first; the last is current.
 	Turns []Turn
-	// Budget is the most prompt tokens that may be sent (0: no limit).
+	// Budget is the most prompt tokens that may be sent with history (0:
+	// no limit).
 	Budget int
+	// Window is the model's context length and Completion the tokens the
+	// request reserves for the answer (0: unknown, no limit): a current turn
+	// over the budget is still sent if it fits Window-Completion.
+	Window, Completion int
 	// Fixed counts the tokens sent besides these turns: instructions,
 	// summary, tool definitions and the reply priming.
 	Fixed int
@@ -140,7 +175,11 @@ func Curate(w *Window, s Strategy) ([]Message, error) {
 		return nil, err
 	}
 	if w.Budget > 0 && w.Tokens() > w.Budget {
-		return nil, fmt.Errorf("%w: the current turn needs %d tokens, the budget is %d", ErrContextLength, w.Tokens(), w.Budget)
+		// Only the current turn is left: send it if the model takes it.
+		if w.Window > 0 && w.Tokens() > w.Window-w.Completion {
+			return nil, &ContextLengthError{Window: w.Window, Messages: w.Tokens(), Completion: w.Completion}
+		}
+		w.Report.OverBudget = true
 	}
 	n := 0
 	for i := range w.Turns {

@@ -181,7 +181,7 @@ func TestCurateBudget(t *testing.T) {
 		{"invariant drops just enough without a strategy", 10, 100, 5, nil, 9, 95, nil},
 		{"invariant after a strategy that ignores the budget", 10, 64, 0, SlidingWindow{MaxTurns: 8}, 6, 60, nil},
 		{"fixed part counts", 10, 50, 25, Passthrough{}, 2, 45, nil},
-		{"current turn alone too big", 3, 14, 5, nil, 0, 0, ErrContextLength},
+		{"current turn alone over the budget, window unknown: sent alone", 3, 14, 5, nil, 1, 15, nil},
 		{"current turn exactly fits", 3, 15, 5, nil, 1, 15, nil},
 	}
 	for _, tt := range tests {
@@ -204,8 +204,8 @@ func TestCurateBudget(t *testing.T) {
 			if len(out) != 2*tt.wantTurns {
 				t.Errorf("got %d messages, want %d", len(out), 2*tt.wantTurns)
 			}
-			if tt.budget > 0 && w.Report.Tokens > tt.budget {
-				t.Errorf("got %d tokens over the budget %d", w.Report.Tokens, tt.budget)
+			if over := tt.budget > 0 && w.Report.Tokens > tt.budget; over != w.Report.OverBudget {
+				t.Errorf("got %d tokens for a budget of %d, OverBudget %v", w.Report.Tokens, tt.budget, w.Report.OverBudget)
 			}
 			if got, want := out[len(out)-1].Seq, uint64(2*tt.turns); got != want {
 				t.Errorf("got last seq %d, want %d (the current turn)", got, want)
@@ -249,6 +249,43 @@ func BenchmarkCurate(b *testing.B) {
 				if _, err := Curate(w, s); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// A current turn over the budget is sent alone when the model's window
+// takes it; over the window it is a ContextLengthError in OpenAI's words.
+func TestCurrentTurnOverTheWindow(t *testing.T) {
+	tests := []struct {
+		name               string
+		window, completion int
+		wantErr            bool
+		wantMessage        string
+	}{
+		{name: "fits the window", window: 40},
+		{name: "fits only without the completion", window: 20, completion: 10, wantErr: true,
+			wantMessage: "This model's maximum context length is 20 tokens. However, you requested 25 tokens (15 in the messages, 10 in the completion). Please reduce the length of the messages or completion."},
+		{name: "over the window", window: 12, wantErr: true,
+			wantMessage: "This model's maximum context length is 12 tokens. However, your messages resulted in 15 tokens. Please reduce the length of the messages."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := window(3, 10) // three turns of 10 tokens
+			w.Budget, w.Fixed, w.Window, w.Completion = 14, 5, tt.window, tt.completion
+			out, err := Curate(w, nil)
+			if !tt.wantErr {
+				if err != nil || !w.Report.OverBudget || len(out) != 2 {
+					t.Fatalf("got %d messages, OverBudget %v, error %v; want the current turn alone", len(out), w.Report.OverBudget, err)
+				}
+				return
+			}
+			var cle *ContextLengthError
+			if !errors.As(err, &cle) || !errors.Is(err, ErrContextLength) {
+				t.Fatalf("got %v, want a ContextLengthError", err)
+			}
+			if got := cle.Message(); got != tt.wantMessage {
+				t.Errorf("got message %q, want %q", got, tt.wantMessage)
 			}
 		})
 	}

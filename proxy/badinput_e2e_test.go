@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -102,13 +103,77 @@ func TestHistoryModeOffNeitherInjectsNorRecords(t *testing.T) {
 	}
 }
 
-func TestCurrentTurnOverBudgetIsContextLengthExceeded(t *testing.T) {
+// The budget bounds what Recall adds, never what the client sends: a
+// current turn over the budget that the model takes is sent alone (no
+// history), said in X-Recall-Curation, and recorded; only one over the
+// model's window is a 400, in OpenAI's words.
+func TestCurrentTurnOverBudget(t *testing.T) {
 	h := newHarness(t, harnessOptions{global: func(g *configGlobal) { g.Defaults.History.BudgetTokens = 300 }})
-	r := h.post("/v1/chat/completions", key, "big-1", `{"messages":[{"role":"user","content":"`+strings.Repeat("word ", 400)+`"}]}`)
-	if r.status != 400 || !strings.Contains(r.body, `"code":"context_length_exceeded"`) {
-		t.Fatalf("got %d %s", r.status, r.body)
+	if r := h.post("/v1/chat/completions", key, "big-1", chatBody("a short first turn", false)); r.status != 200 {
+		t.Fatalf("first turn: got %d %s", r.status, r.body)
 	}
-	if n := len(h.stored(h.passNamespace(key), "big-1")); n != 0 {
-		t.Errorf("stored %d messages, want 0", n)
+	h.waitDone("big-1")
+	long := strings.Repeat("word ", 400)
+	r := h.post("/v1/chat/completions", key, "big-1", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"`+long+`"}]}`)
+	if r.status != 200 {
+		t.Fatalf("got %d %s, want 200", r.status, r.body)
+	}
+	if got := r.header.Get("X-Recall-Curation"); !strings.Contains(got, "over_budget=current_turn_only") {
+		t.Errorf("X-Recall-Curation %q, want it to say the turn was sent alone", got)
+	}
+	if got := summarizeAll(h.up.Last().Messages); len(got) != 1 || !strings.HasPrefix(got[0], "user:word") {
+		t.Errorf("upstream got %q, want the current turn alone", got)
+	}
+	h.waitDone("big-1")
+	if n := len(h.stored(h.passNamespace(key), "big-1")); n != 4 {
+		t.Errorf("stored %d messages, want 4", n)
+	}
+
+	// gpt-4's window is 8,192 tokens: over it, the model would refuse too.
+	r = h.post("/v1/chat/completions", key, "big-1", `{"model":"gpt-4","messages":[{"role":"user","content":"`+strings.Repeat(long, 25)+`"}]}`)
+	if r.status != 400 || !strings.Contains(r.body, `"code":"context_length_exceeded"`) ||
+		!strings.Contains(r.body, `"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in `) ||
+		strings.Contains(r.body, "history:") {
+		t.Fatalf("got %d %s, want OpenAI's context_length_exceeded", r.status, r.body)
+	}
+	h.waitDone("big-1")
+	if n := len(h.stored(h.passNamespace(key), "big-1")); n != 4 {
+		t.Errorf("stored %d messages, want still 4", n)
+	}
+}
+
+// A turn too big for one store transaction (here 40,000 tiny messages)
+// is stored whole, not answered 200 and lost.
+func TestTurnTooBigForOneTransaction(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	var b strings.Builder
+	b.WriteString(`{"model":"unknown-model","messages":[`)
+	for i := range 40000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"role":"user","content":"m%d"}`, i)
+	}
+	b.WriteString(`]}`)
+	r := h.post("/v1/chat/completions", key, "many-1", b.String())
+	if r.status != 200 {
+		t.Fatalf("got %d %s, want 200", r.status, r.body)
+	}
+	if d := h.waitDone("many-1"); !d.Committed {
+		t.Fatalf("got %+v, want a committed exchange", d)
+	}
+	if n := len(h.stored(h.passNamespace(key), "many-1")); n != 40001 {
+		t.Errorf("stored %d messages, want 40,001", n)
+	}
+	// Sync to the first message supersedes 40,000 stored messages at once.
+	r = h.postHeaders("/v1/chat/completions", map[string]string{"Authorization": "Bearer " + key, "X-Conversation-ID": "many-1",
+		"X-Recall-History": "sync", "Content-Type": "application/json"},
+		`{"model":"unknown-model","messages":[{"role":"user","content":"m0"},{"role":"user","content":"instead"}]}`)
+	if r.status != 200 {
+		t.Fatalf("sync: got %d %s, want 200", r.status, r.body)
+	}
+	h.waitDone("many-1")
+	if got := active(h.stored(h.passNamespace(key), "many-1")); len(got) != 3 {
+		t.Errorf("after sync: got %d active messages, want 3", len(got))
 	}
 }

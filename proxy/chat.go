@@ -124,8 +124,12 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		rc.Response.Header.Set("X-Recall-Conversation", conv)
 		rc.Response.Header.Set("X-Recall-Context-Tokens", strconv.Itoa(x.report.Tokens))
 		rc.Response.Header.Set(headerHistory, strconv.Itoa(x.report.IncludedTurns)+"/"+strconv.Itoa(x.report.StoredTurns))
-		rc.Response.Header.Set("X-Recall-Curation", fmt.Sprintf("dropped_turns=%d truncated_tool_results=%d repaired_calls=%d",
-			x.report.DroppedTurns, x.report.TruncatedToolResults, x.report.RepairedCalls))
+		curation := fmt.Sprintf("dropped_turns=%d truncated_tool_results=%d repaired_calls=%d",
+			x.report.DroppedTurns, x.report.TruncatedToolResults, x.report.RepairedCalls)
+		if x.report.OverBudget {
+			curation += " over_budget=current_turn_only"
+		}
+		rc.Response.Header.Set("X-Recall-Curation", curation)
 		s.metrics.curated(c.cfg.ID, x.report)
 	}
 
@@ -196,9 +200,15 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 	if e := c.cfg.History.Encoding; e != "" {
 		x.enc = tokens.Encoding(e)
 	}
+	// The budget bounds what Recall adds; the model's window bounds what
+	// may be sent at all.
 	budget := c.cfg.History.BudgetTokens
-	if window, ok := tokens.Window(req.Model, c.cfg.History.ModelWindows); ok && window-req.MaxTokens < budget {
-		budget = max(0, window-req.MaxTokens)
+	window, known := tokens.Window(req.Model, c.cfg.History.ModelWindows)
+	if known && window-req.MaxTokens < budget {
+		budget = max(1, window-req.MaxTokens)
+	}
+	if !known {
+		window = 0
 	}
 
 	// The client's leading system/developer messages are its instructions:
@@ -275,6 +285,7 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 	}
 	w := history.NewWindow(merged.History, sendNew, cut, stored.Meta.Turns)
 	w.Budget, w.Fixed = budget, fixed
+	w.Window, w.Completion = window, req.MaxTokens
 	w.Count = func(raw []byte) int { return s.counter.Message(x.enc, raw) }
 	sent, err := history.Curate(w, c.strategy)
 	if err != nil {

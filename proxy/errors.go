@@ -55,13 +55,14 @@ func classify(err error) *apiError {
 	var ae *apiError
 	var re *rewrite.Error
 	var ne net.Error
+	var cle *history.ContextLengthError
 	switch {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &re):
 		return &apiError{status: 400, typ: "invalid_request_error", code: re.Code, param: re.Param, message: re.Message}
-	case errors.Is(err, history.ErrContextLength):
-		return &apiError{status: 400, typ: "invalid_request_error", code: "context_length_exceeded", param: "messages", message: err.Error()}
+	case errors.As(err, &cle):
+		return &apiError{status: 400, typ: "invalid_request_error", code: "context_length_exceeded", param: "messages", message: cle.Message()}
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return errUpstreamTime
 	default:
