@@ -253,6 +253,15 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 		s.log.Error("load failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
 		return nil, errStore
 	}
+	if err := history.CheckNew(merged.History, merged.New); err != nil {
+		var oe *history.OrphanResultError
+		if errors.As(err, &oe) {
+			// Its position in the client's messages: after the
+			// instructions and the messages already stored.
+			return nil, errOrphanResult(len(instructions) + len(in) - len(merged.New) + oe.Index)
+		}
+		return nil, err
+	}
 	x.version, x.super, x.replaced = snap.Meta.Version, merged.Supersede, replaced
 	x.exchangeHash = history.HashMessages(merged.New)
 	stored := snap
@@ -296,6 +305,9 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 		x.cut = w.Cut
 	}
 
+	if len(instructions)+len(sent) == 0 {
+		return nil, errNothingToSend // never an empty messages array upstream
+	}
 	msgs := make([][]byte, 0, len(instructions)+len(sent))
 	for _, m := range instructions {
 		msgs = append(msgs, m.Raw)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"strconv"
 
 	"github.com/valyala/fasthttp"
 
@@ -42,6 +43,18 @@ var (
 	errNoSpace        = &apiError{status: 507, typ: "server_error", code: "insufficient_storage", message: "Recall's storage is full: the conversation cannot be recorded; retry later."}
 	errStreamCut      = &apiError{status: 502, typ: "upstream_error", code: "upstream_stream_incomplete", message: "The upstream stream ended before the answer was complete; nothing was recorded, retry the request."}
 )
+
+// errNothingToSend is a request whose messages, once unanswered tool calls
+// are repaired away, leave nothing to send.
+var errNothingToSend = &apiError{status: 400, typ: "invalid_request_error", code: "invalid_value", param: "messages",
+	message: "Invalid 'messages': after removing tool calls that have no results, no message is left to send."}
+
+// errOrphanResult is a tool message of the current turn that answers no
+// call, in OpenAI's words; i is its index in the request's messages.
+func errOrphanResult(i int) *apiError {
+	return &apiError{status: 400, typ: "invalid_request_error", param: "messages.[" + strconv.Itoa(i) + "].role",
+		message: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."}
+}
 
 // errCommitTimeout is a commit that did not return within the commit
 // timeout; errClientLeft an answer whose client left before its commit.

@@ -22,6 +22,11 @@ func FuzzHandle(f *testing.F) {
 	f.Add("/v1/chat/completions", "c3", "", `{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"stream":true}`)
 	f.Add("/v1/chat/completions", strings.Repeat("a", 129), "", `[`)
 	f.Add("/nope", "", "", ``)
+	// An orphan tool result after a real call; 40 tiny messages (the shape
+	// of a turn too big for one store transaction); a turn over the budget.
+	f.Add("/v1/chat/completions", "c4", "", `{"messages":[{"role":"user","content":"q"},{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"b","content":"r"}]}`)
+	f.Add("/v1/chat/completions", "c5", "", `{"messages":[`+strings.Repeat(`{"role":"user","content":"m"},`, 39)+`{"role":"user","content":"m"}]}`)
+	f.Add("/v1/chat/completions", "c6", "", `{"model":"gpt-4","messages":[{"role":"user","content":"`+strings.Repeat("word ", 9000)+`"}]}`)
 
 	srv, store := benchServer(f, 4000)
 	f.Fuzz(func(t *testing.T, path, conv, mode, body string) {

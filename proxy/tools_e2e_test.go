@@ -99,14 +99,42 @@ func TestUnansweredToolCallIsRepaired(t *testing.T) {
 	}
 }
 
-func TestOrphanToolResultIsNotSent(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
-	body := `{"model":"gpt-4o","messages":[{"role":"tool","tool_call_id":"call_x","content":"stray"},{"role":"user","content":"hi"}]}`
-	resp := h.post("/v1/chat/completions", key, "orphan-1", body)
-	if resp.status != 200 {
-		t.Fatalf("status %d: %s", resp.status, resp.body)
+// The current turn is the client's: a tool result in it that answers no
+// call (in it or at the end of the stored history) is refused as OpenAI
+// refuses it, before the upstream is called, and nothing is stored.
+// Repair stays for stored history only.
+func TestOrphanToolResultInTheCurrentTurnIsRefused(t *testing.T) {
+	tests := []struct {
+		name, seed, body, param string
+	}{
+		{name: "lone result", body: `[{"role":"tool","tool_call_id":"nope","content":"stray"}]`, param: "messages.[0].role"},
+		{name: "result before a user message", body: `[{"role":"system","content":"be brief"},{"role":"tool","tool_call_id":"call_x","content":"stray"},{"role":"user","content":"hi"}]`,
+			param: "messages.[1].role"},
+		{name: "wrong id after a stored call", seed: "call", body: `[{"role":"tool","tool_call_id":"call_9","content":"wrong"}]`, param: "messages.[0].role"},
 	}
-	if got := summarizeAll(h.up.Last().Messages); !equalStrings(got, []string{"user:hi"}) {
-		t.Errorf("upstream got %q", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, harnessOptions{})
+			conv := "orphan-1"
+			if tt.seed != "" {
+				h.up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "call_1", Name: "f", Arguments: "{}"}}})
+				if r := h.post("/v1/chat/completions", key, conv, chatBody("call f", false)); r.status != 200 {
+					t.Fatalf("seed: %d %s", r.status, r.body)
+				}
+				h.waitDone(conv)
+			}
+			before, calls := len(h.stored(h.passNamespace(key), conv)), h.up.Count()
+			r := h.post("/v1/chat/completions", key, conv, `{"model":"gpt-4o","messages":`+tt.body+`}`)
+			if r.status != 400 || !strings.Contains(r.body, `"param":"`+tt.param+`"`) ||
+				!strings.Contains(r.body, "must be a response to a preceeding message with 'tool_calls'") {
+				t.Fatalf("got %d %s, want 400 naming %s", r.status, r.body, tt.param)
+			}
+			if got := h.up.Count(); got != calls {
+				t.Errorf("the upstream got %d requests, want none", got-calls)
+			}
+			if got := len(h.stored(h.passNamespace(key), conv)); got != before {
+				t.Errorf("stored %d messages, want %d", got, before)
+			}
+		})
 	}
 }
