@@ -45,6 +45,9 @@ type exchange struct {
 	// replaced is set when the request repeats the last exchange, whose
 	// turn it then replaces.
 	replaced bool
+	// mode and in (roles and hashes) are what a rebase merges again.
+	mode history.Mode
+	in   []history.Message
 	// exchangeHash is history.HashMessages of the client's new messages.
 	exchangeHash uint64
 	start        time.Time
@@ -241,14 +244,7 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 		s.log.Error("load failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
 		return nil, errStore
 	}
-	merged, replaced, err := history.MergeRetry(mode, in, snap, func(n int) ([]history.Message, error) {
-		var head []history.Message
-		err := s.cfg.Store.Messages(ctx, x.key, 0, false, func(m history.Message) bool {
-			head = append(head, m)
-			return len(head) < n
-		})
-		return head, err
-	}, x.retry)
+	merged, replaced, err := history.MergeRetry(mode, in, snap, x.head(ctx), x.retry)
 	if err != nil {
 		s.log.Error("load failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
 		return nil, errStore
@@ -262,7 +258,13 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 		}
 		return nil, err
 	}
-	x.version, x.super, x.replaced = snap.Meta.Version, merged.Supersede, replaced
+	x.version, x.super, x.replaced, x.mode = snap.Meta.Version, merged.Supersede, replaced, mode
+	// What a rebase after a conflict merges again: roles and hashes only
+	// (the body does not outlive the handler).
+	x.in = make([]history.Message, len(in))
+	for i, m := range in {
+		x.in[i] = history.Message{Role: m.Role, Hash: m.Hash}
+	}
 	x.exchangeHash = history.HashMessages(merged.New)
 	stored := snap
 	if replaced {
@@ -365,7 +367,17 @@ func (x *exchange) commit(reply rewrite.Reply) error {
 	defer cancel()
 	result := make(chan error, 1)
 	go func() {
-		_, err := s.cfg.Store.Commit(ctx, x.key, ch)
+		// Past the deadline this goroutine may outlive the exchange: it
+		// touches only ch and what prepare left immutable.
+		var err error
+		for range maxRebases + 1 {
+			if _, err = s.cfg.Store.Commit(ctx, x.key, ch); !errors.Is(err, history.ErrConflict) {
+				break
+			}
+			if ch, err = x.rebase(ctx, ch); err != nil {
+				break
+			}
+		}
 		result <- err
 	}()
 	var err error
@@ -387,6 +399,48 @@ func (x *exchange) commit(reply rewrite.Reply) error {
 		return fmt.Errorf("%w: %w", errCommitFailed, err)
 	}
 	return nil
+}
+
+// maxRebases bounds the rebases of one commit.
+const maxRebases = 3
+
+// rebase recomputes ch against the conversation as it is now, after a
+// commit met ErrConflict (another writer changed it since the load: a
+// summary landing, a late commit abandoned at its deadline, an API call).
+// It keeps the answer and the new messages, and fails with ErrConflict if
+// the merge no longer finds the same new messages.
+func (x *exchange) rebase(ctx context.Context, ch history.Change) (history.Change, error) {
+	s := x.s
+	q := history.Query{MinMessages: len(x.in)}
+	snap, err := s.cfg.Store.Load(ctx, x.key, q)
+	if err == nil && snap.Meta.Last != nil && x.retry.Possible() {
+		q.MinMessages += snap.Meta.Last.Messages
+		snap, err = s.cfg.Store.Load(ctx, x.key, q)
+	}
+	if err != nil {
+		return ch, err
+	}
+	merged, _, err := history.MergeRetry(x.mode, x.in, snap, x.head(ctx), x.retry)
+	if err != nil {
+		return ch, err
+	}
+	if len(merged.New) != len(x.fresh) || history.HashMessages(merged.New) != x.exchangeHash {
+		return ch, history.ErrConflict
+	}
+	ch.Version, ch.Supersede, ch.Cut = snap.Meta.Version, merged.Supersede, 0
+	return ch, nil
+}
+
+// head returns the merge's reader of a conversation's first messages.
+func (x *exchange) head(ctx context.Context) history.HeadFunc {
+	return func(n int) ([]history.Message, error) {
+		var head []history.Message
+		err := x.s.cfg.Store.Messages(ctx, x.key, 0, false, func(m history.Message) bool {
+			head = append(head, m)
+			return len(head) < n
+		})
+		return head, err
+	}
 }
 
 // fail answers err in OpenAI's shape and ends the exchange with it.

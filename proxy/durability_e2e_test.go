@@ -362,3 +362,36 @@ func TestNoRoomRefusesRecordedRequests(t *testing.T) {
 		t.Errorf("stored %q, want only the first turn", got)
 	}
 }
+
+// A commit that meets a concurrent change (another writer committed since
+// the load) is rebased and retried, not answered 500.
+func TestCommitConflictIsRebased(t *testing.T) {
+	var h *harness
+	var once atomic.Bool
+	h = newHarness(t, harnessOptions{proxy: withCommitHook(func(ctx context.Context) error {
+		if !once.CompareAndSwap(false, true) {
+			return nil
+		}
+		// Another writer lands first, straight in the store.
+		k := history.Key{Tenant: h.passNamespace(key), Conversation: "rebase-1"}
+		snap, err := h.store.Load(ctx, k, history.Query{})
+		if err != nil {
+			return err
+		}
+		_, err = h.store.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Now: 1,
+			Append: []history.Message{{Role: "user", Raw: []byte(`{"role":"user","content":"elsewhere"}`)}}})
+		return err
+	})})
+	for _, text := range []string{"one", "two"} {
+		if r := h.post("/v1/chat/completions", key, "rebase-1", chatBody(text, text == "two")); r.status != 200 || strings.Contains(r.body, "error") {
+			t.Fatalf("%s: got %d %s", text, r.status, r.body)
+		}
+		if d := h.waitDone("rebase-1"); !d.Committed {
+			t.Fatalf("%s: got %+v, want committed", text, d)
+		}
+	}
+	want := []string{"user:elsewhere", "user:one", "assistant:echo: one", "user:two", "assistant:echo: two"}
+	if got := active(h.stored(h.passNamespace(key), "rebase-1")); !equalStrings(got, want) {
+		t.Errorf("stored %q, want %q", got, want)
+	}
+}
