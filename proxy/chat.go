@@ -370,8 +370,9 @@ func (x *exchange) commit(reply rewrite.Reply) error {
 		// Past the deadline this goroutine may outlive the exchange: it
 		// touches only ch and what prepare left immutable.
 		var err error
-		for range maxRebases + 1 {
-			if _, err = s.cfg.Store.Commit(ctx, x.key, ch); !errors.Is(err, history.ErrConflict) {
+		for attempt := 0; ; attempt++ {
+			_, err = s.cfg.Store.Commit(ctx, x.key, ch)
+			if !errors.Is(err, history.ErrConflict) || attempt == maxRebases {
 				break
 			}
 			if ch, err = x.rebase(ctx, ch); err != nil {
