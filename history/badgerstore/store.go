@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -56,14 +55,17 @@ type Options struct {
 
 // Store is a history.Store on Badger.
 type Store struct {
-	locks    [64]sync.Mutex // commits, striped by conversation
 	db       *badger.DB
 	dir      string
 	minFree  int64
 	free     func(dir string) (int64, error)
 	readOnly bool
+	noSync   bool
 	stop     chan struct{}
 	done     chan struct{}
+	commits  chan *commitReq // to the committer (see commit.go)
+	closing  chan struct{}   // closed by Close: the committer drains and stops
+	stopped  chan struct{}   // closed when the committer has stopped
 }
 
 var _ history.Store = (*Store)(nil)
@@ -94,7 +96,7 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.FreeBytes == nil {
 		o.FreeBytes = freeBytes
 	}
-	s := &Store{dir: dir, minFree: o.MinFreeBytes, free: o.FreeBytes, readOnly: o.ReadOnly,
+	s := &Store{dir: dir, minFree: o.MinFreeBytes, free: o.FreeBytes, readOnly: o.ReadOnly, noSync: o.NoSync || o.InMemory,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if !o.InMemory && !s.readOnly && s.minFree > 0 {
 		// Opening replays the write-ahead log and may flush it: on a full
@@ -114,6 +116,8 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
 	}
 	s.db = db
+	s.commits, s.closing, s.stopped = make(chan *commitReq, 1024), make(chan struct{}), make(chan struct{})
+	go s.committer()
 	if o.GCInterval == 0 {
 		o.GCInterval = 10 * time.Minute
 	}
@@ -143,18 +147,6 @@ func (s *Store) gcLoop(every time.Duration) {
 	}
 }
 
-// lockFor returns the commit lock of k's stripe.
-func (s *Store) lockFor(k history.Key) *sync.Mutex {
-	h := uint32(2166136261) // FNV-1a, inline: no allocation per commit
-	for _, part := range [2]string{k.Tenant, k.Conversation} {
-		for i := 0; i < len(part); i++ {
-			h = (h ^ uint32(part[i])) * 16777619
-		}
-		h = (h ^ 0) * 16777619
-	}
-	return &s.locks[h%uint32(len(s.locks))]
-}
-
 // CanCommit reports whether the store takes commits: nil, or an error
 // wrapping history.ErrNoSpace when it is read-only or its file system has
 // less free space than the floor.
@@ -181,6 +173,8 @@ func (s *Store) ReadOnly() bool { return s.readOnly }
 
 // Close stops background work, flushes and closes the store.
 func (s *Store) Close() error {
+	close(s.closing)
+	<-s.stopped
 	close(s.stop)
 	<-s.done
 	return s.db.Close()
@@ -327,138 +321,6 @@ func readRange(it *badger.Iterator, prefix []byte, lo, hi uint64, dst []history.
 		dst = append(dst, msg)
 	}
 	return dst, nil
-}
-
-// Commit applies c atomically. A change that fits one Badger transaction
-// is one transaction. A larger one (tens of thousands of messages, or
-// megabytes of them below the value-log threshold) first writes its
-// messages in as many transactions as it takes, past the metadata's
-// NextSeq, where no reader looks, then commits the metadata that makes
-// them visible: the change is still all or nothing, and a crash in between
-// leaves only invisible records that later commits overwrite.
-func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (history.Meta, error) {
-	if err := ctx.Err(); err != nil {
-		return history.Meta{}, err
-	}
-	if err := s.CanCommit(); err != nil {
-		return history.Meta{}, err
-	}
-	// Staged records of one conversation must not be overwritten by
-	// another commit's before its metadata lands.
-	mu := s.lockFor(k)
-	mu.Lock()
-	defer mu.Unlock()
-	prefix := convPrefix(k)
-	var out history.Meta
-	var writes []history.Message
-	err := s.db.Update(func(txn *badger.Txn) error {
-		var err error
-		out, writes, err = apply(txn, prefix, c)
-		if err != nil {
-			return err
-		}
-		if err := setMessages(txn, prefix, writes); err != nil {
-			return err
-		}
-		return setMeta(txn, prefix, &out)
-	})
-	if errors.Is(err, badger.ErrTxnTooBig) {
-		out, err = s.commitStaged(prefix, c)
-	}
-	if err != nil {
-		return history.Meta{}, fmt.Errorf("badgerstore: commit %s: %w", k, err)
-	}
-	return out, nil
-}
-
-// commitStaged writes c's messages in batches, then the metadata.
-func (s *Store) commitStaged(prefix []byte, c history.Change) (history.Meta, error) {
-	var writes []history.Message
-	err := s.db.View(func(txn *badger.Txn) error {
-		var err error
-		_, writes, err = apply(txn, prefix, c)
-		return err
-	})
-	if err != nil {
-		return history.Meta{}, err
-	}
-	txn := s.db.NewTransaction(true)
-	defer func() { txn.Discard() }()
-	buf := make([]byte, 0, 512)
-	for i := 0; i < len(writes); {
-		buf = history.AppendMessage(buf[:0], &writes[i])
-		err := txn.Set(msgKey(prefix, writes[i].Seq), bytes.Clone(buf))
-		if errors.Is(err, badger.ErrTxnTooBig) {
-			if err := txn.Commit(); err != nil {
-				return history.Meta{}, err
-			}
-			txn = s.db.NewTransaction(true)
-			continue // the same message, in the next transaction
-		}
-		if err != nil {
-			return history.Meta{}, err
-		}
-		i++
-	}
-	if err := txn.Commit(); err != nil {
-		return history.Meta{}, err
-	}
-	// The metadata, recomputed in its own transaction: it fails with
-	// ErrConflict if another commit landed since.
-	var out history.Meta
-	err = s.db.Update(func(txn *badger.Txn) error {
-		var err error
-		if out, _, err = apply(txn, prefix, c); err != nil {
-			return err
-		}
-		return setMeta(txn, prefix, &out)
-	})
-	return out, err
-}
-
-// apply reads what c needs and returns the new metadata and the records
-// to write, or ErrConflict.
-func apply(txn *badger.Txn, prefix []byte, c history.Change) (history.Meta, []history.Message, error) {
-	m, _, err := readMeta(txn, prefix)
-	if err != nil {
-		return history.Meta{}, nil, err
-	}
-	if m.Version != c.Version {
-		return history.Meta{}, nil, history.ErrConflict
-	}
-	var superseded []history.Message
-	if c.Supersede != nil {
-		err = iterate(txn, prefix, &m, c.Supersede.Seq, func(msg history.Message) bool {
-			if msg.Active() {
-				superseded = append(superseded, msg)
-			}
-			return true
-		})
-		if err != nil {
-			return history.Meta{}, nil, err
-		}
-	}
-	next, writes := history.Apply(m, c, superseded)
-	return next, writes, nil
-}
-
-func setMessages(txn *badger.Txn, prefix []byte, writes []history.Message) error {
-	buf := make([]byte, 0, 512)
-	for i := range writes {
-		buf = history.AppendMessage(buf[:0], &writes[i])
-		if err := txn.Set(msgKey(prefix, writes[i].Seq), bytes.Clone(buf)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func setMeta(txn *badger.Txn, prefix []byte, m *history.Meta) error {
-	mv, err := history.MarshalMeta(m)
-	if err != nil {
-		return err
-	}
-	return txn.Set(metaKey(prefix), mv)
 }
 
 // iterate calls fn for each message with after < Seq < m.NextSeq, oldest

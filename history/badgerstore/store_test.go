@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -408,6 +409,36 @@ func BenchmarkCommit(b *testing.B) {
 				}
 				version = m.Version
 			}
+		})
+	}
+}
+
+// BenchmarkCommitConcurrent commits turns to 32 conversations at once, as
+// a loaded proxy does: with durable writes, concurrent commits should
+// share their fsyncs.
+func BenchmarkCommitConcurrent(b *testing.B) {
+	for _, noSync := range []bool{false, true} {
+		b.Run(fmt.Sprintf("sync=%v", !noSync), func(b *testing.B) {
+			s, err := badgerstore.Open(b.TempDir(), badgerstore.Options{NoSync: noSync})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			turn := turns(1, 1)
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(16) // 32 committers on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				k := history.Key{Tenant: "t", Conversation: "c" + strconv.FormatInt(next.Add(1), 10)}
+				var version uint64
+				for pb.Next() {
+					m, err := s.Commit(ctx, k, history.Change{Version: version, Append: turn, Now: 1})
+					if err != nil {
+						b.Fatal(err)
+					}
+					version = m.Version
+				}
+			})
 		})
 	}
 }
