@@ -55,12 +55,13 @@ func (s *Server) receivedFor(r *http.Request, body []byte) *Received {
 		return nil
 	}
 	return &Received{
-		Method:     r.Method,
-		RequestURI: r.RequestURI,
-		Path:       r.URL.Path,
-		Query:      r.URL.RawQuery,
-		Header:     r.Header.Clone(),
-		Body:       body,
+		Method:           r.Method,
+		RequestURI:       r.RequestURI,
+		Path:             r.URL.Path,
+		Query:            r.URL.RawQuery,
+		Header:           r.Header.Clone(),
+		TransferEncoding: r.TransferEncoding,
+		Body:             body,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,5 +154,8 @@ func TestLargeStreamingUpload(t *testing.T) {
 	}
 	if got := len(s.Last().Body); got != size {
 		t.Errorf("got a recorded body of %d bytes, want %d", got, size)
+	}
+	if got := s.Last().TransferEncoding; !slices.Equal(got, []string{"chunked"}) {
+		t.Errorf("got recorded transfer encoding %q, want [chunked]", got)
 	}
 }

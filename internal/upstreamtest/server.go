@@ -46,7 +46,10 @@ type Received struct {
 	Path   string
 	Query  string
 	Header http.Header
-	Body   []byte
+	// TransferEncoding is the request's transfer codings (["chunked"] for
+	// a chunked body), which net/http takes out of Header.
+	TransferEncoding []string
+	Body             []byte
 	// Messages is the parsed "messages" array of a chat-completions request
 	// (nil for other paths or when "messages" is not an array).
 	Messages []json.RawMessage
