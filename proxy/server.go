@@ -140,13 +140,17 @@ func New(cfg Config) (*Server, error) {
 		NoDefaultContentType:          true,
 		DisableHeaderNamesNormalizing: false,
 		StreamRequestBody:             true,
-		MaxRequestBodySize:            cfg.MaxBodyBytes,
-		ReadTimeout:                   5 * time.Minute,
-		IdleTimeout:                   2 * time.Minute,
-		ReadBufferSize:                16 << 10,
-		CloseOnShutdown:               true,
-		ConnState:                     s.conns.track,
-		Logger:                        fasthttpLogger{cfg.Logger},
+		// Pass-through uploads are relayed byte for byte: fasthttp must
+		// not parse a multipart body (and re-encode it, or spill it to
+		// temporary files) before the handler sees it.
+		DisablePreParseMultipartForm: true,
+		MaxRequestBodySize:           cfg.MaxBodyBytes,
+		ReadTimeout:                  5 * time.Minute,
+		IdleTimeout:                  2 * time.Minute,
+		ReadBufferSize:               16 << 10,
+		CloseOnShutdown:              true,
+		ConnState:                    s.conns.track,
+		Logger:                       fasthttpLogger{cfg.Logger},
 		ErrorHandler: func(rc *fasthttp.RequestCtx, err error) {
 			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 				writeError(rc, errBodyTooLarge)
