@@ -27,10 +27,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.record(s.receivedFor(r, body), false)
 	model, isModel := strings.CutPrefix(path, "/v1/models/")
 	files, isFiles := strings.CutPrefix(path, "/v1/files")
+	get := r.Method == http.MethodGet || r.Method == http.MethodHead // net/http drops a HEAD's body
 	switch {
-	case r.Method == http.MethodGet && path == "/v1/models":
+	case get && path == "/v1/models":
 		s.serveModels(w)
-	case r.Method == http.MethodGet && isModel:
+	case get && isModel:
 		s.serveModel(w, model)
 	case r.Method == http.MethodPost && path == "/v1/embeddings":
 		s.serveEmbeddings(w, body)

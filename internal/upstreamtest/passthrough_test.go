@@ -70,6 +70,24 @@ func TestModels(t *testing.T) {
 	}
 }
 
+func TestModelsHead(t *testing.T) {
+	s := NewTB(t)
+	get, err := client.Get(s.URL() + "/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, get)
+	get.Body.Close()
+	head, err := client.Head(s.URL() + "/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head.Body.Close()
+	if head.StatusCode != http.StatusOK || head.ContentLength != int64(len(body)) {
+		t.Errorf("got %d with length %d, want 200 with length %d", head.StatusCode, head.ContentLength, len(body))
+	}
+}
+
 func TestModelRetrieve(t *testing.T) {
 	s := NewTB(t)
 	tests := []struct {

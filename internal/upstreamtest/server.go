@@ -7,7 +7,7 @@
 //     messages (see ValidateMessages), answered with scripted replies or an
 //     echo of the last user message, streamed as OpenAI streams (SSE) when
 //     the request asks for it, and failed on demand (see Fault);
-//   - GET /v1/models and GET /v1/models/{model}: a small model list;
+//   - GET (or HEAD) /v1/models and /v1/models/{model}: a small model list;
 //   - POST /v1/embeddings: a vector per input derived from a hash of the
 //     input (see Embed);
 //   - /v1/files: an in-memory files store, with multipart upload, listing,
