@@ -17,6 +17,9 @@ type httpResult struct {
 	status int
 	header http.Header
 	body   string
+	// transferEncoding is the answer's transfer codings, which net/http
+	// takes out of header.
+	transferEncoding []string
 }
 
 // post sends a raw request to Recall, for bodies the SDK would not send.
@@ -86,5 +89,5 @@ func (h *harness) rawResult(request string) httpResult {
 	if err != nil {
 		h.t.Fatalf("read body: %v", err)
 	}
-	return httpResult{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	return httpResult{status: resp.StatusCode, header: resp.Header, body: string(b), transferEncoding: resp.TransferEncoding}
 }

@@ -67,6 +67,12 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 		s.log.Info("request", "route", "passthrough", "tenant", c.cfg.ID, "status", resp.StatusCode,
 			"bytes", n, "upstream_ms", ms(upstreamAt.Sub(start)), "error", errString(err))
 	})
+	if resp.ContentLength >= 0 {
+		// Keep the upstream's framing: the client learns the length (the
+		// point of a HEAD), and an answer cut short cannot pass for a
+		// whole one.
+		rc.Response.Header.SetContentLength(int(resp.ContentLength))
+	}
 }
 
 // requestBody returns the client's request body and its length, -1 when

@@ -82,3 +82,34 @@ func TestPassthroughForwardsRequestsAsSent(t *testing.T) {
 		})
 	}
 }
+
+// TestPassthroughKeepsTheAnswersLength checks that an answer the upstream
+// sent with a Content-Length reaches the client with it, for HEAD too
+// (where the length is the point of asking).
+func TestPassthroughKeepsTheAnswersLength(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	get := h.rawResult("GET /v1/models HTTP/1.1\r\nHost: recall.test\r\nAuthorization: Bearer " + key + "\r\n\r\n")
+	head := h.rawResult("HEAD /v1/models HTTP/1.1\r\nHost: recall.test\r\nAuthorization: Bearer " + key + "\r\n\r\n")
+	want := strconv.Itoa(len(get.body))
+	tests := []struct {
+		name string
+		r    httpResult
+		body int
+	}{
+		{"get", get, len(get.body)},
+		{"head", head, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.r.header.Get("Content-Length"); tt.r.status != 200 || got != want {
+				t.Errorf("got status %d, Content-Length %q, want 200, %q", tt.r.status, got, want)
+			}
+			if te := tt.r.transferEncoding; len(te) > 0 {
+				t.Errorf("got Transfer-Encoding %q, want none", te)
+			}
+			if len(tt.r.body) != tt.body {
+				t.Errorf("got a body of %d bytes, want %d", len(tt.r.body), tt.body)
+			}
+		})
+	}
+}
