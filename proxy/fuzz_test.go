@@ -22,6 +22,8 @@ func FuzzHandle(f *testing.F) {
 	f.Add("/v1/chat/completions", "c3", "", `{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"stream":true}`)
 	f.Add("/v1/chat/completions", strings.Repeat("a", 129), "", `[`)
 	f.Add("/nope", "", "", ``)
+	f.Add("/c/%2e%2e/v1/chat/completions", "", "", `{"messages":[{"role":"user","content":"x"}]}`)
+	f.Add("/v1/models%3Fapi-version=x", "..", "", ``)
 
 	srv, store := benchServer(f, 4000)
 	f.Fuzz(func(t *testing.T, path, conv, mode, body string) {

@@ -234,16 +234,19 @@ var (
 
 // Handle routes one request. It is the fasthttp.RequestHandler of the
 // server, exported so tests and embedders can serve it themselves.
+//
+// It routes on the path as the client sent it (see routePath), which is
+// also the path a pass-through request is forwarded with.
 func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 	s.busy.Add(1)
 	defer s.busy.Add(-1)
-	path := rc.Path()
+	raw := rc.Request.URI().PathOriginal()
 	switch {
-	case bytes.Equal(path, pathHealthz):
+	case bytes.Equal(raw, pathHealthz):
 		rc.SetContentType("application/json")
 		rc.SetBodyString(`{"status":"ok"}`)
 		return
-	case bytes.Equal(path, pathReadyz):
+	case bytes.Equal(raw, pathReadyz):
 		rc.SetContentType("application/json")
 		if s.closing.Load() {
 			rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
@@ -252,27 +255,22 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		}
 		rc.SetBodyString(`{"status":"ready"}`)
 		return
-	case bytes.Equal(path, pathMetrics):
+	case bytes.Equal(raw, pathMetrics):
 		s.metrics.serve(rc)
+		return
+	case bytes.IndexByte(rc.Request.Header.RequestURI(), '#') >= 0:
+		// A fragment is not part of a request target: there is nothing
+		// faithful to forward.
+		s.reject(rc, "other", errBadPath)
 		return
 	}
 
-	conv := ""
-	if bytes.HasPrefix(path, prefixConv) {
-		rest := path[len(prefixConv):]
-		i := bytes.IndexByte(rest, '/')
-		if i < 0 {
-			s.reject(rc, "other", errNotFound)
-			return
-		}
-		conv = string(rest[:i])
-		path = rest[i:]
-		if !history.ValidID(conv) {
-			s.reject(rc, "chat", errBadConvID)
-			return
-		}
-	}
+	conv, path, e := routePath(raw)
 	switch {
+	case e == errBadConvID:
+		s.reject(rc, "chat", e)
+	case e != nil:
+		s.reject(rc, "other", e)
 	case bytes.Equal(path, pathChat):
 		if !rc.IsPost() {
 			s.reject(rc, "chat", errMethodNotAllow)

@@ -27,9 +27,11 @@ var hopHeaders = map[string]bool{
 }
 
 // newUpstreamRequest builds the upstream request for a client request:
-// same method, path below the API version and query, the client's headers
-// minus hop-by-hop, Recall's own and the credential, then the tenant's
-// credential and extra headers. path starts with "/v1/".
+// same method, path below the API version and query, byte for byte as the
+// client sent them, the client's headers minus hop-by-hop, Recall's own
+// and the credential, then the tenant's credential and extra headers.
+// path is the raw path routePath returned, starting with "/v1/": being
+// forwardable, net/url keeps it as it is (URL.RawPath).
 func newUpstreamRequest(ctx context.Context, rc *fasthttp.RequestCtx, c caller, path []byte, body io.Reader, size int64) (*http.Request, error) {
 	url := c.baseURL + string(path[len("/v1"):])
 	if q := rc.URI().QueryString(); len(q) > 0 {
