@@ -122,7 +122,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	x.sent = s.cfg.Now()
 	resp, err := s.client.Do(upReq)
 	if err != nil {
-		s.fail(rc, "chat", c.cfg.ID, err, start)
+		s.fail(rc, "chat", c.cfg.ID, upstreamErr(err), start)
 		return
 	}
 	copyResponseHeader(rc, resp)
@@ -136,7 +136,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	raw, err := readLimited(resp.Body, s.cfg.MaxResponseBytes)
 	upstreamDone := s.cfg.Now()
 	if err != nil {
-		s.fail(rc, "chat", c.cfg.ID, fmt.Errorf("proxy: read upstream answer: %w", err), start)
+		s.fail(rc, "chat", c.cfg.ID, upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err)), start)
 		return
 	}
 	if ok && x.record {

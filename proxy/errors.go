@@ -39,13 +39,36 @@ var (
 	errCommitFailed   = &apiError{status: 500, typ: "server_error", code: "history_write_failed", message: "The answer could not be recorded; retry the request."}
 	errStore          = &apiError{status: 500, typ: "server_error", code: "history_read_failed", message: "The conversation history could not be read."}
 	errMethodNotAllow = &apiError{status: 405, typ: "invalid_request_error", code: "method_not_allowed", message: "Method not allowed."}
+	errInternal       = &apiError{status: 500, typ: "server_error", code: "internal_error", message: "Recall failed to serve the request."}
 )
 
+// upstreamError marks an error that came from talking to the upstream:
+// sending the request, or reading its answer. Only such errors are
+// answered as the upstream's fault (502, 504).
+type upstreamError struct{ err error }
+
+func (e *upstreamError) Error() string { return e.err.Error() }
+func (e *upstreamError) Unwrap() error { return e.err }
+
+// upstreamErr marks err as the upstream's (nil stays nil). Wrap what
+// client.Do and reads of the upstream's answer return, where they return
+// it.
+func upstreamErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &upstreamError{err}
+}
+
 // classify maps any pipeline error to the apiError it is answered with.
+// An error is the upstream's only if it is marked so (upstreamErr): a
+// timeout is a 504, anything else a 502. Every other unrecognised error is
+// a local failure, a 500 whose message says nothing of the cause (the log
+// has it).
 func classify(err error) *apiError {
 	var ae *apiError
 	var re *rewrite.Error
-	var ne net.Error
+	var ue *upstreamError
 	switch {
 	case errors.As(err, &ae):
 		return ae
@@ -53,10 +76,14 @@ func classify(err error) *apiError {
 		return &apiError{status: 400, typ: "invalid_request_error", code: re.Code, param: re.Param, message: re.Message}
 	case errors.Is(err, history.ErrContextLength):
 		return &apiError{status: 400, typ: "invalid_request_error", code: "context_length_exceeded", param: "messages", message: err.Error()}
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return errUpstreamTime
-	default:
+	case errors.As(err, &ue):
+		var ne net.Error
+		if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+			return errUpstreamTime
+		}
 		return errUpstreamDown
+	default:
+		return errInternal
 	}
 }
 

@@ -35,6 +35,7 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 		return
 	}
 	resp, err := s.client.Do(req)
+	err = upstreamErr(err)
 	if !upload.wait(ctx) {
 		// The upstream answered without taking the whole upload: end the
 		// exchange rather than return while the transport still reads
@@ -43,7 +44,7 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 		upload.wait(context.Background())
 		if err == nil {
 			resp.Body.Close()
-			err = errors.New("proxy: upstream answered before reading the request body")
+			err = upstreamErr(errors.New("proxy: upstream answered before reading the request body"))
 		}
 	}
 	if err != nil {
