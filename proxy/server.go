@@ -149,6 +149,7 @@ func New(cfg Config) (*Server, error) {
 		IdleTimeout:                  2 * time.Minute,
 		ReadBufferSize:               16 << 10,
 		CloseOnShutdown:              true,
+		ExpectHandler:                s.expect,
 		ConnState:                    s.conns.track,
 		Logger:                       fasthttpLogger{cfg.Logger},
 		ErrorHandler: func(rc *fasthttp.RequestCtx, err error) {
@@ -290,6 +291,29 @@ func (s *Server) reject(rc *fasthttp.RequestCtx, route string, e *apiError) {
 	rc.SetConnectionClose()
 	writeError(rc, e)
 	s.metrics.request("", route, e.status)
+}
+
+// expect answers a request's "Expect: 100-continue" before its body is
+// read. A chat-completions body declared larger than MaxBodyBytes is
+// refused with 413 at once, so that the client need not send it, nor
+// Recall read it; anything else continues. (Pass-through bodies have no
+// bound.) fasthttp then closes the connection, which the client may have
+// started to send the body on.
+//
+// fasthttp asks an ExpectHandler not to modify the response; this one
+// writes the error body anyway, because a client deserves OpenAI's error
+// shape, and fasthttp sends it unchanged (the handler is not called).
+// TestExpectContinueRefusesAnOversizedChatBodyUnread checks that it does.
+func (s *Server) expect(rc *fasthttp.RequestCtx) int {
+	if rc.Request.Header.ContentLength() <= s.cfg.MaxBodyBytes {
+		return fasthttp.StatusContinue
+	}
+	if _, path, e := routePath(rc.Request.URI().PathOriginal()); e != nil || !bytes.Equal(path, pathChat) {
+		return fasthttp.StatusContinue
+	}
+	writeError(rc, errBodyTooLarge)
+	s.metrics.request("", "chat", errBodyTooLarge.status)
+	return errBodyTooLarge.status
 }
 
 type fasthttpLogger struct{ l *slog.Logger }
