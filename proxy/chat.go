@@ -62,12 +62,9 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		return
 	}
 	if conv == "" {
-		if h := rc.Request.Header.Peek(c.convHeader); len(h) > 0 {
-			conv = string(h)
-			if !history.ValidID(conv) {
-				s.fail(rc, "chat", c.cfg.ID, errBadConvID, start)
-				return
-			}
+		if conv, err = conversationID(rc, c.convHeader); err != nil {
+			s.fail(rc, "chat", c.cfg.ID, err, start)
+			return
 		}
 	}
 	mode := c.mode
