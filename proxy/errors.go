@@ -29,7 +29,7 @@ func (e *apiError) Error() string { return "proxy: " + e.message }
 var (
 	errUnauthorized   = &apiError{status: 401, typ: "authentication_error", code: "invalid_api_key", message: "Incorrect API key provided."}
 	errNotFound       = &apiError{status: 404, typ: "invalid_request_error", code: "unknown_url", message: "Unknown request URL."}
-	errBadConvID      = &apiError{status: 400, typ: "invalid_request_error", code: "invalid_conversation_id", param: "conversation", message: "Conversation ids are 1-128 characters of [A-Za-z0-9._:@-]."}
+	errBadConvID      = &apiError{status: 400, typ: "invalid_request_error", code: "invalid_conversation_id", param: "conversation", message: "Conversation ids are 1-128 characters of [A-Za-z0-9._:@-], other than \".\" and \"..\"."}
 	errBadMode        = &apiError{status: 400, typ: "invalid_request_error", code: "invalid_history_mode", message: "X-Recall-History must be one of auto, append, sync, off."}
 	errBodyTooLarge   = &apiError{status: 413, typ: "invalid_request_error", code: "request_too_large", message: "Request body too large."}
 	errBusy           = &apiError{status: 409, typ: "conflict_error", code: "conversation_busy", message: "Another request on this conversation did not finish in time; retry."}
