@@ -69,9 +69,9 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 			"bytes", n, "upstream_ms", ms(upstreamAt.Sub(start)), "error", errString(err))
 	})
 	if resp.ContentLength >= 0 {
-		// Keep the upstream's framing: the client learns the length (the
-		// point of a HEAD), and an answer cut short cannot pass for a
-		// whole one.
+		// Keep the upstream's framing (SetBodyStreamWriter has just set
+		// "chunked"): the client learns the length, the point of a HEAD,
+		// and an answer cut short cannot pass for a whole one.
 		rc.Response.Header.SetContentLength(int(resp.ContentLength))
 	}
 }
