@@ -63,9 +63,11 @@ type Key struct {
 func (k Key) String() string { return k.Tenant + "/" + k.Conversation }
 
 // ValidID reports whether id is an acceptable conversation id: 1-128
-// characters of [A-Za-z0-9._:@-].
+// characters of [A-Za-z0-9._:@-], other than "." and "..", which a path
+// (/c/{conversation}/..., or a store's own keys) would read as a dot
+// segment. It does not allocate.
 func ValidID(id string) bool {
-	if len(id) == 0 || len(id) > 128 {
+	if len(id) == 0 || len(id) > 128 || id == "." || id == ".." {
 		return false
 	}
 	for i := 0; i < len(id); i++ {

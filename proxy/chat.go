@@ -76,14 +76,11 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	}
 	x.c = c
 	if conv == "" {
-		if h := rc.Request.Header.Peek(c.convHeader); len(h) > 0 {
-			conv = string(h)
-			x.key.Conversation = conv
-			if !history.ValidID(conv) {
-				x.fail(rc, errBadConvID)
-				return
-			}
+		if conv, err = conversationID(rc, c.convHeader); err != nil {
+			x.fail(rc, err)
+			return
 		}
+		x.key.Conversation = conv
 	}
 	mode := c.mode
 	if h := rc.Request.Header.Peek(headerHistory); len(h) > 0 {
@@ -148,7 +145,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	x.sent = s.cfg.Now()
 	resp, err := s.client.Do(upReq)
 	if err != nil {
-		x.fail(rc, err)
+		x.fail(rc, upstreamErr(err))
 		return
 	}
 	copyResponseHeader(rc, resp)
@@ -162,7 +159,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	raw, err := readLimited(resp.Body, s.cfg.MaxResponseBytes)
 	x.upstreamDone = s.cfg.Now()
 	if err != nil {
-		x.fail(rc, fmt.Errorf("proxy: read upstream answer: %w", err))
+		x.fail(rc, upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err)))
 		return
 	}
 	if ok && x.record {

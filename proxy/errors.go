@@ -30,7 +30,7 @@ func (e *apiError) Error() string { return "proxy: " + e.message }
 var (
 	errUnauthorized   = &apiError{status: 401, typ: "authentication_error", code: "invalid_api_key", message: "Incorrect API key provided."}
 	errNotFound       = &apiError{status: 404, typ: "invalid_request_error", code: "unknown_url", message: "Unknown request URL."}
-	errBadConvID      = &apiError{status: 400, typ: "invalid_request_error", code: "invalid_conversation_id", param: "conversation", message: "Conversation ids are 1-128 characters of [A-Za-z0-9._:@-]."}
+	errBadConvID      = &apiError{status: 400, typ: "invalid_request_error", code: "invalid_conversation_id", param: "conversation", message: "Conversation ids are 1-128 characters of [A-Za-z0-9._:@-], other than \".\" and \"..\"."}
 	errBadMode        = &apiError{status: 400, typ: "invalid_request_error", code: "invalid_history_mode", message: "X-Recall-History must be one of auto, append, sync, off."}
 	errBodyTooLarge   = &apiError{status: 413, typ: "invalid_request_error", code: "request_too_large", message: "Request body too large."}
 	errBusy           = &apiError{status: 409, typ: "conflict_error", code: "conversation_busy", message: "Another request on this conversation did not finish in time; retry."}
@@ -42,6 +42,7 @@ var (
 	errMethodNotAllow = &apiError{status: 405, typ: "invalid_request_error", code: "method_not_allowed", message: "Method not allowed."}
 	errNoSpace        = &apiError{status: 507, typ: "server_error", code: "insufficient_storage", message: "Recall's storage is full: the conversation cannot be recorded; retry later."}
 	errStreamCut      = &apiError{status: 502, typ: "upstream_error", code: "upstream_stream_incomplete", message: "The upstream stream ended before the answer was complete; nothing was recorded, retry the request."}
+	errInternal       = &apiError{status: 500, typ: "server_error", code: "internal_error", message: "Recall failed to serve the request."}
 )
 
 // errNothingToSend is a request whose messages, once unanswered tool calls
@@ -63,12 +64,34 @@ var (
 	errClientLeft    = errors.New("proxy: client left before the answer was recorded")
 )
 
+// upstreamError marks an error that came from talking to the upstream:
+// sending the request, or reading its answer. Only such errors are
+// answered as the upstream's fault (502, 504).
+type upstreamError struct{ err error }
+
+func (e *upstreamError) Error() string { return e.err.Error() }
+func (e *upstreamError) Unwrap() error { return e.err }
+
+// upstreamErr marks err as the upstream's (nil stays nil). Wrap what
+// client.Do and reads of the upstream's answer return, where they return
+// it.
+func upstreamErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &upstreamError{err}
+}
+
 // classify maps any pipeline error to the apiError it is answered with.
+// An error is the upstream's only if it is marked so (upstreamErr): a
+// timeout is a 504, anything else a 502. Every other unrecognised error is
+// a local failure, a 500 whose message says nothing of the cause (the log
+// has it).
 func classify(err error) *apiError {
 	var ae *apiError
 	var re *rewrite.Error
-	var ne net.Error
 	var cle *history.ContextLengthError
+	var ue *upstreamError
 	switch {
 	case errors.As(err, &ae):
 		return ae
@@ -76,10 +99,14 @@ func classify(err error) *apiError {
 		return &apiError{status: 400, typ: "invalid_request_error", code: re.Code, param: re.Param, message: re.Message}
 	case errors.As(err, &cle):
 		return &apiError{status: 400, typ: "invalid_request_error", code: "context_length_exceeded", param: "messages", message: cle.Message()}
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return errUpstreamTime
-	default:
+	case errors.As(err, &ue):
+		var ne net.Error
+		if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+			return errUpstreamTime
+		}
 		return errUpstreamDown
+	default:
+		return errInternal
 	}
 }
 

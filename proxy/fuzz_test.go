@@ -27,6 +27,8 @@ func FuzzHandle(f *testing.F) {
 	f.Add("/v1/chat/completions", "c4", "", `{"messages":[{"role":"user","content":"q"},{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"b","content":"r"}]}`)
 	f.Add("/v1/chat/completions", "c5", "", `{"messages":[`+strings.Repeat(`{"role":"user","content":"m"},`, 39)+`{"role":"user","content":"m"}]}`)
 	f.Add("/v1/chat/completions", "c6", "", `{"model":"gpt-4","messages":[{"role":"user","content":"`+strings.Repeat("word ", 9000)+`"}]}`)
+	f.Add("/c/%2e%2e/v1/chat/completions", "", "", `{"messages":[{"role":"user","content":"x"}]}`)
+	f.Add("/v1/models%3Fapi-version=x", "..", "", ``)
 
 	srv, store := benchServer(f, 4000)
 	f.Fuzz(func(t *testing.T, path, conv, mode, body string) {

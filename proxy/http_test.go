@@ -1,9 +1,12 @@
 package proxy_test
 
 import (
+	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/openai/openai-go/v3/option"
 )
@@ -14,6 +17,9 @@ type httpResult struct {
 	status int
 	header http.Header
 	body   string
+	// transferEncoding is the answer's transfer codings, which net/http
+	// takes out of header.
+	transferEncoding []string
 }
 
 // post sends a raw request to Recall, for bodies the SDK would not send.
@@ -49,4 +55,39 @@ func (h *harness) postHeaders(path string, headers map[string]string, body strin
 		h.t.Fatal(err)
 	}
 	return httpResult{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+// raw sends request bytes exactly as given on a new connection to Recall
+// and reads one response. It waits for the answer at most 10 seconds.
+func (h *harness) raw(request string) *http.Response {
+	h.t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { conn.Close() })
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := io.WriteString(conn, request); err != nil {
+		h.t.Fatal(err)
+	}
+	method, _, _ := strings.Cut(request, " ")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: method})
+	if err != nil {
+		h.t.Fatalf("read response: %v", err)
+	}
+	return resp
+}
+
+// rawResult is raw plus reading the body whole.
+func (h *harness) rawResult(request string) httpResult {
+	h.t.Helper()
+	resp := h.raw(request)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatalf("read body: %v", err)
+	}
+	return httpResult{status: resp.StatusCode, header: resp.Header, body: string(b), transferEncoding: resp.TransferEncoding}
 }

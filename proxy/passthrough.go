@@ -22,16 +22,7 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
-	var body io.Reader
-	size := int64(rc.Request.Header.ContentLength())
-	if st := rc.RequestBodyStream(); st != nil && size != 0 {
-		body = st
-	} else if b := rc.Request.Body(); len(b) > 0 {
-		body, size = bytesReader(b), int64(len(b))
-	}
-	if size < 0 {
-		size = -1 // chunked: unknown length
-	}
+	body, size := requestBody(rc)
 	var upload *handlerBody
 	if body != nil {
 		upload = &handlerBody{r: body, closed: make(chan struct{})}
@@ -44,6 +35,7 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 		return
 	}
 	resp, err := s.client.Do(req)
+	err = upstreamErr(err)
 	if !upload.wait(ctx) {
 		// The upstream answered without taking the whole upload: end the
 		// exchange rather than return while the transport still reads
@@ -52,7 +44,7 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 		upload.wait(context.Background())
 		if err == nil {
 			resp.Body.Close()
-			err = errors.New("proxy: upstream answered before reading the request body")
+			err = upstreamErr(errors.New("proxy: upstream answered before reading the request body"))
 		}
 	}
 	if err != nil {
@@ -76,6 +68,31 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 		s.log.Info("request", "route", "passthrough", "tenant", c.cfg.ID, "status", resp.StatusCode,
 			"bytes", n, "upstream_ms", ms(upstreamAt.Sub(start)), "error", errString(err))
 	})
+	if resp.ContentLength >= 0 {
+		// Keep the upstream's framing (SetBodyStreamWriter has just set
+		// "chunked"): the client learns the length, the point of a HEAD,
+		// and an answer cut short cannot pass for a whole one.
+		rc.Response.Header.SetContentLength(int(resp.ContentLength))
+	}
+}
+
+// requestBody returns the client's request body and its length, -1 when
+// it is chunked. A request that declares neither a length nor chunked
+// framing has no body (RFC 9112 section 6.3): like httputil, it is
+// forwarded with a nil body and length 0, which net/http sends without a
+// body; "unknown length" with a nil body is an error there.
+func requestBody(rc *fasthttp.RequestCtx) (io.Reader, int64) {
+	size := int64(rc.Request.Header.ContentLength())
+	if size == 0 || size < -1 {
+		return nil, 0
+	}
+	if st := rc.RequestBodyStream(); st != nil {
+		return st, size
+	}
+	if b := rc.Request.Body(); len(b) > 0 {
+		return bytesReader(b), int64(len(b))
+	}
+	return nil, 0
 }
 
 // handlerBody is a request body that lives in the RequestCtx (its buffer or

@@ -152,13 +152,18 @@ func New(cfg Config) (*Server, error) {
 		NoDefaultContentType:          true,
 		DisableHeaderNamesNormalizing: false,
 		StreamRequestBody:             true,
-		MaxRequestBodySize:            cfg.MaxBodyBytes,
-		ReadTimeout:                   5 * time.Minute,
-		IdleTimeout:                   2 * time.Minute,
-		ReadBufferSize:                16 << 10,
-		CloseOnShutdown:               true,
-		ConnState:                     s.conns.track,
-		Logger:                        fasthttpLogger{cfg.Logger},
+		// Pass-through uploads are relayed byte for byte: fasthttp must
+		// not parse a multipart body (and re-encode it, or spill it to
+		// temporary files) before the handler sees it.
+		DisablePreParseMultipartForm: true,
+		MaxRequestBodySize:           cfg.MaxBodyBytes,
+		ReadTimeout:                  5 * time.Minute,
+		IdleTimeout:                  2 * time.Minute,
+		ReadBufferSize:               16 << 10,
+		CloseOnShutdown:              true,
+		ExpectHandler:                s.expect,
+		ConnState:                    s.conns.track,
+		Logger:                       fasthttpLogger{cfg.Logger},
 		ErrorHandler: func(rc *fasthttp.RequestCtx, err error) {
 			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 				writeError(rc, errBodyTooLarge)
@@ -242,16 +247,19 @@ var (
 
 // Handle routes one request. It is the fasthttp.RequestHandler of the
 // server, exported so tests and embedders can serve it themselves.
+//
+// It routes on the path as the client sent it (see routePath), which is
+// also the path a pass-through request is forwarded with.
 func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 	s.busy.Add(1)
 	defer s.busy.Add(-1)
-	path := rc.Path()
+	raw := rc.Request.URI().PathOriginal()
 	switch {
-	case bytes.Equal(path, pathHealthz):
+	case bytes.Equal(raw, pathHealthz):
 		rc.SetContentType("application/json")
 		rc.SetBodyString(`{"status":"ok"}`)
 		return
-	case bytes.Equal(path, pathReadyz):
+	case bytes.Equal(raw, pathReadyz):
 		rc.SetContentType("application/json")
 		if s.closing.Load() {
 			rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
@@ -267,27 +275,22 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		}
 		rc.SetBodyString(`{"status":"ready"}`)
 		return
-	case bytes.Equal(path, pathMetrics):
+	case bytes.Equal(raw, pathMetrics):
 		s.metrics.serve(rc)
+		return
+	case bytes.IndexByte(rc.Request.Header.RequestURI(), '#') >= 0:
+		// A fragment is not part of a request target: there is nothing
+		// faithful to forward.
+		s.reject(rc, "other", errBadPath)
 		return
 	}
 
-	conv := ""
-	if bytes.HasPrefix(path, prefixConv) {
-		rest := path[len(prefixConv):]
-		i := bytes.IndexByte(rest, '/')
-		if i < 0 {
-			s.reject(rc, "other", errNotFound)
-			return
-		}
-		conv = string(rest[:i])
-		path = rest[i:]
-		if !history.ValidID(conv) {
-			s.reject(rc, "chat", errBadConvID)
-			return
-		}
-	}
+	conv, path, e := routePath(raw)
 	switch {
+	case e == errBadConvID:
+		s.reject(rc, "chat", e)
+	case e != nil:
+		s.reject(rc, "other", e)
 	case bytes.Equal(path, pathChat):
 		if !rc.IsPost() {
 			s.reject(rc, "chat", errMethodNotAllow)
@@ -307,6 +310,29 @@ func (s *Server) reject(rc *fasthttp.RequestCtx, route string, e *apiError) {
 	rc.SetConnectionClose()
 	writeError(rc, e)
 	s.metrics.request("", route, e.status)
+}
+
+// expect answers a request's "Expect: 100-continue" before its body is
+// read. A chat-completions body declared larger than MaxBodyBytes is
+// refused with 413 at once, so that the client need not send it, nor
+// Recall read it; anything else continues. (Pass-through bodies have no
+// bound.) fasthttp then closes the connection, which the client may have
+// started to send the body on.
+//
+// fasthttp asks an ExpectHandler not to modify the response; this one
+// writes the error body anyway, because a client deserves OpenAI's error
+// shape, and fasthttp sends it unchanged (the handler is not called).
+// TestExpectContinueRefusesAnOversizedChatBodyUnread checks that it does.
+func (s *Server) expect(rc *fasthttp.RequestCtx) int {
+	if rc.Request.Header.ContentLength() <= s.cfg.MaxBodyBytes {
+		return fasthttp.StatusContinue
+	}
+	if _, path, e := routePath(rc.Request.URI().PathOriginal()); e != nil || !bytes.Equal(path, pathChat) {
+		return fasthttp.StatusContinue
+	}
+	writeError(rc, errBodyTooLarge)
+	s.metrics.request("", "chat", errBodyTooLarge.status)
+	return errBodyTooLarge.status
 }
 
 type fasthttpLogger struct{ l *slog.Logger }

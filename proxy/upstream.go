@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
+	"net/textproto"
 	"strings"
 	"time"
 
@@ -27,9 +29,11 @@ var hopHeaders = map[string]bool{
 }
 
 // newUpstreamRequest builds the upstream request for a client request:
-// same method, path below the API version and query, the client's headers
-// minus hop-by-hop, Recall's own and the credential, then the tenant's
-// credential and extra headers. path starts with "/v1/".
+// same method, path below the API version and query, byte for byte as the
+// client sent them, the client's headers minus hop-by-hop, Recall's own
+// and the credential, then the tenant's credential and extra headers.
+// path is the raw path routePath returned, starting with "/v1/": being
+// forwardable, net/url keeps it as it is (URL.RawPath).
 func newUpstreamRequest(ctx context.Context, rc *fasthttp.RequestCtx, c caller, path []byte, body io.Reader, size int64) (*http.Request, error) {
 	url := c.baseURL + string(path[len("/v1"):])
 	if q := rc.URI().QueryString(); len(q) > 0 {
@@ -40,11 +44,21 @@ func newUpstreamRequest(ctx context.Context, rc *fasthttp.RequestCtx, c caller, 
 		return nil, err
 	}
 	req.ContentLength = size
+	// The headers the client's Connection header names are hop-by-hop too
+	// (RFC 9110 section 7.6.1). Read them first: a header may come before
+	// the Connection header that names it.
+	var named []string
+	for k, v := range rc.Request.Header.All() {
+		if bytes.EqualFold(k, headerConnection) {
+			named = append(named, string(v))
+		}
+	}
 	convHeader := strings.ToLower(c.convHeader)
 	for k, v := range rc.Request.Header.All() {
 		name := http.CanonicalHeaderKey(string(k))
 		lower := strings.ToLower(name)
-		if hopHeaders[name] || name == "Authorization" || lower == convHeader || strings.HasPrefix(lower, "x-recall-") {
+		if hopHeaders[name] || name == "Authorization" || lower == convHeader || strings.HasPrefix(lower, "x-recall-") ||
+			connectionNames(named, name) {
 			continue
 		}
 		req.Header.Add(name, string(v))
@@ -63,17 +77,38 @@ func newUpstreamRequest(ctx context.Context, rc *fasthttp.RequestCtx, c caller, 
 }
 
 // copyResponseHeader copies the upstream's status and headers (request ids,
-// rate limits, content type and encoding) to the client response.
+// rate limits, content type and encoding) to the client response, but for
+// hop-by-hop headers: those of hopHeaders and those the upstream's
+// Connection header names.
 func copyResponseHeader(rc *fasthttp.RequestCtx, resp *http.Response) {
 	rc.SetStatusCode(resp.StatusCode)
+	named := resp.Header["Connection"]
 	for name, vs := range resp.Header {
-		if hopHeaders[name] {
+		if hopHeaders[name] || connectionNames(named, name) {
 			continue
 		}
 		for _, v := range vs {
 			rc.Response.Header.Add(name, v)
 		}
 	}
+}
+
+var headerConnection = []byte(fasthttp.HeaderConnection)
+
+// connectionNames reports whether the values of a Connection header list
+// name among their comma-separated options, as Caddy's and httputil's
+// removeConnectionHeaders read them.
+func connectionNames(values []string, name string) bool {
+	for _, v := range values {
+		for v != "" {
+			var option string
+			option, v, _ = strings.Cut(v, ",")
+			if strings.EqualFold(textproto.TrimString(option), name) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // timeout returns the tenant's bound on a whole upstream exchange.

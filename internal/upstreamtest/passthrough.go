@@ -3,6 +3,7 @@ package upstreamtest
 import (
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,20 +19,35 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.record(s.receivedFor(r, body), false)
 		return
 	}
-	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
+	path := r.URL.Path
+	if r.Method == http.MethodPost && path == "/v1/chat/completions" {
 		s.serveChat(w, r, body)
-	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
-		s.record(s.receivedFor(r, body), false)
+		return
+	}
+	s.record(s.receivedFor(r, body), false)
+	model, isModel := strings.CutPrefix(path, "/v1/models/")
+	files, isFiles := strings.CutPrefix(path, "/v1/files")
+	get := r.Method == http.MethodGet || r.Method == http.MethodHead // net/http drops a HEAD's body
+	switch {
+	case get && path == "/v1/models":
 		s.serveModels(w)
-	case strings.HasPrefix(r.URL.Path, "/v1/"):
-		s.record(s.receivedFor(r, body), false)
+	case get && isModel:
+		s.serveModel(w, model)
+	case r.Method == http.MethodPost && path == "/v1/embeddings":
+		s.serveEmbeddings(w, body)
+	case isFiles && (files == "" || files[0] == '/'):
+		s.serveFiles(w, r, files, body)
+	case strings.HasPrefix(path, "/v1/"):
 		s.serveEcho(w, r, body)
 	default:
-		s.record(s.receivedFor(r, body), false)
-		e := &APIError{Message: "Invalid URL (" + r.Method + " " + r.URL.Path + ")", Type: invalidRequest}
-		s.writeError(w, http.StatusNotFound, e, "")
+		s.writeNotFound(w, r)
 	}
+}
+
+// writeNotFound answers a path the fake does not serve, as OpenAI does.
+func (s *Server) writeNotFound(w http.ResponseWriter, r *http.Request) {
+	e := &APIError{Message: "Invalid URL (" + r.Method + " " + r.URL.Path + ")", Type: invalidRequest}
+	s.writeError(w, http.StatusNotFound, e, "")
 }
 
 // receivedFor builds the log entry of a request, or nil when nothing is kept.
@@ -40,29 +56,48 @@ func (s *Server) receivedFor(r *http.Request, body []byte) *Received {
 		return nil
 	}
 	return &Received{
-		Method: r.Method,
-		Path:   r.URL.Path,
-		Query:  r.URL.RawQuery,
-		Header: r.Header.Clone(),
-		Body:   body,
+		Method:           r.Method,
+		RequestURI:       r.RequestURI,
+		Path:             r.URL.Path,
+		Query:            r.URL.RawQuery,
+		Header:           r.Header.Clone(),
+		TransferEncoding: r.TransferEncoding,
+		Body:             body,
 	}
 }
+
+// models are the ids GET /v1/models lists.
+var models = []string{"gpt-4o", "gpt-4o-mini", "gpt-4.1-mini", "o3-mini"}
 
 func (s *Server) serveModels(w http.ResponseWriter) {
 	b := make([]byte, 0, 512)
 	b = append(b, `{"object":"list","data":[`...)
-	for i, id := range []string{"gpt-4o", "gpt-4o-mini", "gpt-4.1-mini", "o3-mini"} {
+	for i, id := range models {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"id":`...)
-		b = gjson.AppendJSONString(b, id)
-		b = append(b, `,"object":"model","created":`...)
-		b = strconv.AppendInt(b, s.created, 10)
-		b = append(b, `,"owned_by":"openai"}`...)
+		b = s.appendModel(b, id)
 	}
 	b = append(b, "]}\n"...)
 	s.writeJSON(w, http.StatusOK, b)
+}
+
+// serveModel answers GET /v1/models/{model}.
+func (s *Server) serveModel(w http.ResponseWriter, id string) {
+	if !slices.Contains(models, id) {
+		e := &APIError{Message: "The model '" + id + "' does not exist", Type: invalidRequest, Param: "model", Code: "model_not_found"}
+		s.writeError(w, http.StatusNotFound, e, "")
+		return
+	}
+	s.writeJSON(w, http.StatusOK, append(s.appendModel(nil, id), '\n'))
+}
+
+func (s *Server) appendModel(b []byte, id string) []byte {
+	b = append(b, `{"id":`...)
+	b = gjson.AppendJSONString(b, id)
+	b = append(b, `,"object":"model","created":`...)
+	b = strconv.AppendInt(b, s.created, 10)
+	return append(b, `,"owned_by":"openai"}`...)
 }
 
 // serveEcho answers {"path","method","query","body","authorization"}, the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,9 +15,9 @@ func TestEcho(t *testing.T) {
 	tests := []struct {
 		name, method, path, body string
 	}{
-		{"embeddings", http.MethodPost, "/v1/embeddings", `{"model":"text-embedding-3-small","input":"a \"quoted\" text"}`},
-		{"get with query", http.MethodGet, "/v1/files?purpose=batch", ""},
-		{"delete", http.MethodDelete, "/v1/files/file-1", ""},
+		{"post", http.MethodPost, "/v1/batches", `{"input_file_id":"file-1","endpoint":"a \"quoted\" text"}`},
+		{"get with query", http.MethodGet, "/v1/batches?limit=2", ""},
+		{"delete", http.MethodDelete, "/v1/vector_stores/vs-1", ""},
 		{"chat completions listing", http.MethodGet, "/v1/chat/completions", ""},
 	}
 	for _, tt := range tests {
@@ -69,6 +70,67 @@ func TestModels(t *testing.T) {
 	}
 }
 
+func TestModelsHead(t *testing.T) {
+	s := NewTB(t)
+	get, err := client.Get(s.URL() + "/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, get)
+	get.Body.Close()
+	head, err := client.Head(s.URL() + "/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head.Body.Close()
+	if head.StatusCode != http.StatusOK || head.ContentLength != int64(len(body)) {
+		t.Errorf("got %d with length %d, want 200 with length %d", head.StatusCode, head.ContentLength, len(body))
+	}
+}
+
+func TestModelRetrieve(t *testing.T) {
+	s := NewTB(t)
+	tests := []struct {
+		name, model string
+		status      int
+		want        string // "id" of the answer, or "code" of the error
+	}{
+		{"listed", "gpt-4o-mini", http.StatusOK, "gpt-4o-mini"},
+		{"unknown", "gpt-nope", http.StatusNotFound, "model_not_found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := client.Get(s.URL() + "/models/" + tt.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body := gjson.ParseBytes(readAll(t, resp))
+			got := body.Get("id").Str
+			if tt.status != http.StatusOK {
+				got = body.Get("error.code").Str
+			}
+			if resp.StatusCode != tt.status || got != tt.want {
+				t.Errorf("got %d %s, want %d %s", resp.StatusCode, body.Raw, tt.status, tt.want)
+			}
+		})
+	}
+}
+
+func TestRequestURIIsRecordedRaw(t *testing.T) {
+	s := NewTB(t)
+	const target = "/v1/things/a%3Fb%2Fc?x=%20y"
+	resp, err := client.Get(strings.TrimSuffix(s.URL(), "/v1") + target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	last := s.Last()
+	if last.RequestURI != target || last.Path != "/v1/things/a?b/c" || last.Query != "x=%20y" {
+		t.Errorf("got RequestURI %q, Path %q, Query %q, want %q, %q, %q", last.RequestURI, last.Path, last.Query, target, "/v1/things/a?b/c", "x=%20y")
+	}
+}
+
 func TestUnknownPath(t *testing.T) {
 	s := NewTB(t)
 	resp, err := client.Get(strings.TrimSuffix(s.URL(), "/v1") + "/nope")
@@ -95,7 +157,7 @@ func TestLargeStreamingUpload(t *testing.T) {
 		}
 		pw.Close()
 	}()
-	req, err := http.NewRequest(http.MethodPost, s.URL()+"/files", pr) // unknown length: chunked upload
+	req, err := http.NewRequest(http.MethodPost, s.URL()+"/uploads/stream", pr) // unknown length: chunked upload
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,5 +172,8 @@ func TestLargeStreamingUpload(t *testing.T) {
 	}
 	if got := len(s.Last().Body); got != size {
 		t.Errorf("got a recorded body of %d bytes, want %d", got, size)
+	}
+	if got := s.Last().TransferEncoding; !slices.Equal(got, []string{"chunked"}) {
+		t.Errorf("got recorded transfer encoding %q, want [chunked]", got)
 	}
 }

@@ -7,7 +7,11 @@
 //     messages (see ValidateMessages), answered with scripted replies or an
 //     echo of the last user message, streamed as OpenAI streams (SSE) when
 //     the request asks for it, and failed on demand (see Fault);
-//   - GET /v1/models: a small model list;
+//   - GET (or HEAD) /v1/models and /v1/models/{model}: a small model list;
+//   - POST /v1/embeddings: a vector per input derived from a hash of the
+//     input (see Embed);
+//   - /v1/files: an in-memory files store, with multipart upload, listing,
+//     retrieval, content and deletion, emptied by Reset;
 //   - any other path under /v1/: an echo of the path, method, body and
 //     Authorization header, so pass-through tests can check what arrived.
 //
@@ -35,10 +39,17 @@ import (
 // shared with the Server's log and must not be modified.
 type Received struct {
 	Method string
+	// RequestURI is the request target exactly as it arrived, raw path
+	// and query.
+	RequestURI string
+	// Path is the decoded path, Query the raw query.
 	Path   string
 	Query  string
 	Header http.Header
-	Body   []byte
+	// TransferEncoding is the request's transfer codings (["chunked"] for
+	// a chunked body), which net/http takes out of Header.
+	TransferEncoding []string
+	Body             []byte
 	// Messages is the parsed "messages" array of a chat-completions request
 	// (nil for other paths or when "messages" is not an array).
 	Messages []json.RawMessage
@@ -77,6 +88,7 @@ type Server struct {
 	stalled int           // handlers blocked in FaultStallMidStream now
 	changed chan struct{} // closed on the next change of count or stalled; nil while nobody waits
 	queue   []Reply
+	files   []*file       // the files store, in upload order
 	gate    chan struct{} // closed by Release
 }
 
@@ -235,12 +247,12 @@ func (s *Server) stall(ctx context.Context, gate <-chan struct{}) bool {
 	}
 }
 
-// Reset forgets the recorded requests, the arrival count and the queued
-// replies.
+// Reset forgets the recorded requests, the arrival count, the queued
+// replies and the stored files.
 func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reqs, s.count, s.queue = nil, 0, nil
+	s.reqs, s.count, s.queue, s.files = nil, 0, nil, nil
 }
 
 // Enqueue appends scripted replies to the queue of chat-completions answers.

@@ -1,0 +1,62 @@
+package proxy_test
+
+import (
+	"strconv"
+	"testing"
+)
+
+// TestConversationHeader checks how the conversation header is read: one
+// value names the conversation, the same value repeated too, and two
+// different values are refused rather than resolved to one of them.
+func TestConversationHeader(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	chat := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
+	tests := []struct {
+		name   string
+		values []string
+		status int
+		conv   string // the conversation recorded ("" for none)
+	}{
+		{name: "one", values: []string{"hdr-one"}, status: 200, conv: "hdr-one"},
+		{name: "same twice", values: []string{"hdr-same", "hdr-same"}, status: 200, conv: "hdr-same"},
+		{name: "none", status: 200},
+		{name: "empty", values: []string{""}, status: 200},
+		{name: "two different", values: []string{"hdr-a", "hdr-b"}, status: 400},
+		{name: "same then different", values: []string{"hdr-a", "hdr-a", "hdr-b"}, status: 400},
+		{name: "empty then one", values: []string{"", "hdr-a"}, status: 400},
+		{name: "invalid", values: []string{"not valid"}, status: 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := h.up.Count()
+			req := "POST /v1/chat/completions HTTP/1.1\r\nHost: recall.test\r\nAuthorization: Bearer " + key + "\r\n" +
+				"Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(chat)) + "\r\n"
+			for _, v := range tt.values {
+				req += "X-Conversation-ID: " + v + "\r\n"
+			}
+			r := h.rawResult(req + "\r\n" + chat)
+			if r.status != tt.status {
+				t.Fatalf("got status %d, want %d: %s", r.status, tt.status, r.body)
+			}
+			if got := r.header.Get("X-Recall-Conversation"); got != tt.conv {
+				t.Errorf("got X-Recall-Conversation %q, want %q", got, tt.conv)
+			}
+			if tt.status != 200 {
+				checkErrorShape(t, []byte(r.body), "invalid_request_error", "invalid_conversation_id")
+				if n := h.up.Count() - before; n != 0 {
+					t.Errorf("got %d upstream requests, want none", n)
+				}
+				for _, v := range tt.values {
+					if n := len(h.stored(h.passNamespace(key), v)); v != "" && n != 0 {
+						t.Errorf("got %d messages stored on %q, want none", n, v)
+					}
+				}
+				return
+			}
+			h.waitDone(tt.conv)
+			if n := len(h.stored(h.passNamespace(key), tt.conv)); tt.conv != "" && n != 2 {
+				t.Errorf("got %d messages stored on %q, want 2", n, tt.conv)
+			}
+		})
+	}
+}
