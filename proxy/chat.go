@@ -75,13 +75,18 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		return
 	}
 	x.c = c
-	if conv == "" {
-		if conv, err = conversationID(rc, c.convHeader); err != nil {
-			x.fail(rc, err)
-			return
-		}
-		x.key.Conversation = conv
+	// The path prefix and the header may both name the conversation, but
+	// not two different ones.
+	if h, err := conversationID(rc, c.convHeader); err != nil {
+		x.fail(rc, err)
+		return
+	} else if conv == "" {
+		conv = h
+	} else if h != "" && h != conv {
+		x.fail(rc, errTwoConvIDs)
+		return
 	}
+	x.key.Conversation = conv
 	mode := c.mode
 	if h := rc.Request.Header.Peek(headerHistory); len(h) > 0 {
 		if mode, err = history.ParseMode(string(h)); err != nil {

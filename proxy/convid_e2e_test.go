@@ -13,6 +13,7 @@ func TestConversationHeader(t *testing.T) {
 	chat := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
 	tests := []struct {
 		name   string
+		path   string // default /v1/chat/completions
 		values []string
 		status int
 		conv   string // the conversation recorded ("" for none)
@@ -25,11 +26,17 @@ func TestConversationHeader(t *testing.T) {
 		{name: "same then different", values: []string{"hdr-a", "hdr-a", "hdr-b"}, status: 400},
 		{name: "empty then one", values: []string{"", "hdr-a"}, status: 400},
 		{name: "invalid", values: []string{"not valid"}, status: 400},
+		{name: "prefix and the same header", path: "/c/hdr-p/v1/chat/completions", values: []string{"hdr-p"}, status: 200, conv: "hdr-p"},
+		{name: "prefix and another header", path: "/c/hdr-p/v1/chat/completions", values: []string{"hdr-q"}, status: 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := h.up.Count()
-			req := "POST /v1/chat/completions HTTP/1.1\r\nHost: recall.test\r\nAuthorization: Bearer " + key + "\r\n" +
+			path := tt.path
+			if path == "" {
+				path = "/v1/chat/completions"
+			}
+			req := "POST " + path + " HTTP/1.1\r\nHost: recall.test\r\nAuthorization: Bearer " + key + "\r\n" +
 				"Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(chat)) + "\r\n"
 			for _, v := range tt.values {
 				req += "X-Conversation-ID: " + v + "\r\n"

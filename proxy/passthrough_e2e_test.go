@@ -34,6 +34,8 @@ func TestPassthroughForwardsRequestsAsSent(t *testing.T) {
 			status: 200, framing: "none"},
 		{name: "get with a query", request: "GET /v1/files?purpose=batch&limit=2 HTTP/1.1\r\n\r\n",
 			status: 200, framing: "none"},
+		{name: "stored chat completions list", request: "GET /v1/chat/completions?limit=2 HTTP/1.1\r\n\r\n",
+			status: 200, framing: "none"},
 		{name: "head", request: "HEAD /v1/models HTTP/1.1\r\n\r\n",
 			status: 200, framing: "none"},
 		{name: "options", request: "OPTIONS /v1/models HTTP/1.1\r\n\r\n",

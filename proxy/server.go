@@ -291,12 +291,13 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		s.reject(rc, "chat", e)
 	case e != nil:
 		s.reject(rc, "other", e)
-	case bytes.Equal(path, pathChat):
-		if !rc.IsPost() {
-			s.reject(rc, "chat", errMethodNotAllow)
-			return
-		}
+	case bytes.Equal(path, pathChat) && rc.IsPost():
 		s.chat(rc, conv, path)
+	case bytes.Equal(path, pathChat) && conv != "":
+		// Stored chat completions (GET /v1/chat/completions) have no
+		// conversation memory to apply: they pass through, but not under a
+		// conversation prefix, which would say otherwise.
+		s.reject(rc, "chat", errMethodNotAllow)
 	case bytes.HasPrefix(path, prefixV1):
 		s.passthrough(rc, path)
 	default:
