@@ -27,7 +27,7 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 			}
 		}
 		if b.Seq+1 <= m.NextSeq-1 {
-			m.addGap(b.Seq+1, m.NextSeq-1)
+			m.addGap(b.Seq+1, m.NextSeq-1, Superseded)
 		}
 		m.LastTurn = b.Turn
 		if m.Cut > b.Seq {

@@ -2,6 +2,7 @@ package history
 
 import (
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -151,37 +152,74 @@ func (m *Meta) FlagsAt(seq uint64) Flags {
 	if !ok {
 		return 0
 	}
-	if g.Flags == 0 {
-		return Superseded
-	}
-	return g.Flags
+	return g.flags()
 }
 
-// InGap returns the gap holding seq, if any.
+func (r Range) flags() Flags {
+	if r.Flags == 0 {
+		return Superseded
+	}
+	return r.Flags
+}
+
+// InGap returns the gap holding seq, if any. Gaps are sorted and disjoint:
+// a binary search.
 func (m *Meta) InGap(seq uint64) (Range, bool) {
-	for _, g := range m.Gaps {
-		if seq >= g.From && seq <= g.To {
-			return g, true
-		}
+	i := sort.Search(len(m.Gaps), func(i int) bool { return m.Gaps[i].To >= seq })
+	if i < len(m.Gaps) && m.Gaps[i].From <= seq {
+		return m.Gaps[i], true
 	}
 	return Range{}, false
 }
 
-// addGap records [from, to] as superseded, merging with an adjacent gap
-// of the same kind.
-func (m *Meta) addGap(from, to uint64) {
+// addGap makes [from, to] inactive with flags, keeping the gaps sorted and
+// disjoint: where it overlaps a gap the flags add up, and neighbours with
+// the same flags merge, so the list grows only with edits that leave
+// active messages between them.
+func (m *Meta) addGap(from, to uint64, flags Flags) {
 	if from > to {
 		return
 	}
-	for i := range m.Gaps {
-		g := &m.Gaps[i]
-		if g.Flags == 0 && from <= g.To+1 && to+1 >= g.From {
-			g.From = min(g.From, from)
-			g.To = max(g.To, to)
+	out := make([]Range, 0, len(m.Gaps)+2)
+	add := func(r Range) {
+		if r.From > r.To {
 			return
 		}
+		r.Flags = r.flags()
+		if n := len(out); n > 0 && out[n-1].Flags == r.Flags && out[n-1].To+1 == r.From {
+			out[n-1].To = r.To
+			return
+		}
+		out = append(out, r)
 	}
-	m.Gaps = append(m.Gaps, Range{From: from, To: to})
+	pos := from // the first seq of [from, to] not yet emitted
+	for _, g := range m.Gaps {
+		switch {
+		case g.To < from || g.From > to: // apart
+			if g.From > to && pos <= to {
+				add(Range{From: pos, To: to, Flags: flags})
+				pos = to + 1
+			}
+			add(g)
+		default: // overlapping: before, shared, after
+			if g.From < from {
+				add(Range{From: g.From, To: from - 1, Flags: g.flags()})
+			}
+			if pos < g.From {
+				add(Range{From: pos, To: g.From - 1, Flags: flags})
+			}
+			lo, hi := max(g.From, from), min(g.To, to)
+			add(Range{From: lo, To: hi, Flags: g.flags() | flags})
+			pos = max(pos, hi+1)
+			if g.To > to {
+				add(Range{From: to + 1, To: g.To, Flags: g.flags()})
+			}
+		}
+	}
+	if pos <= to {
+		add(Range{From: pos, To: to, Flags: flags})
+	}
+	m.Gaps = out
 }
 
 // errorf formats a package error.
