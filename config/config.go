@@ -62,6 +62,10 @@ type Global struct {
 	Defaults Policy `yaml:"defaults"`
 	// File is the path the configuration was read from, "" for none.
 	File string `yaml:"-"`
+
+	// baseURLFromEnv is set when RECALL_UPSTREAM_URL set
+	// Defaults.Upstream.BaseURL, so that warnings name the variable.
+	baseURLFromEnv bool
 }
 
 // Policy is what a tenant file may set besides its id and keys. Global.Defaults
@@ -326,7 +330,7 @@ func (g *Global) ApplyEnv(lookup func(string) (string, bool)) error {
 		if err := validateBaseURL(v); err != nil {
 			ps.addf(EnvUpstreamURL, "%q: %v", RedactURL(v), err)
 		} else {
-			g.Defaults.Upstream.BaseURL = v
+			g.Defaults.Upstream.BaseURL, g.baseURLFromEnv = v, true
 		}
 	}
 	if v, ok := lookup(EnvDataDir); ok && v != "" {
