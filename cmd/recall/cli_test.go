@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +15,24 @@ import (
 // of them empty (which the commands treat as unset), whatever the
 // environment the tests run in.
 var cliEnv = []string{"RECALL_CONFIG", "RECALL_LISTEN", "RECALL_UPSTREAM_URL", "RECALL_DATA_DIR",
-	"RECALL_STORE_URL", "RECALL_ADMIN_KEY"}
+	"RECALL_STORE_URL", "RECALL_ADMIN_KEY", "RECALL_ADDR"}
 
 func TestCLI(t *testing.T) {
+	ready := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(`{"status":"ready"}`))
+	}))
+	defer ready.Close()
+	draining := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte("{\"status\":\n\"shutting down\"}"))
+	}))
+	defer draining.Close()
+	closed := closedAddr(t)
+
 	dir := t.TempDir()
 	bad := writeConfig(t, dir, "bad.yaml", "tenants_dir: tenants\nadmin_key: ${NOPE_ADMIN}\ncache_mb: lots\n")
 	writeConfig(t, filepath.Join(dir, "tenants"), "a.yaml", "id: a\napi_keys: [\"${NOPE_A}\"]\nhistory:\n  budget_tokens: ${NOPE_BUDGET}\n  max_turns: -1\n")
@@ -36,7 +53,7 @@ func TestCLI(t *testing.T) {
 	}{
 		{name: "no command", args: nil, code: 2, stderr: []string{"usage: recall <command>"}, quietOut: true},
 		{name: "unknown command", args: []string{"serv"}, code: 2, stderr: []string{`unknown command "serv"`}, quietOut: true},
-		{name: "help", args: []string{"--help"}, code: 0, stdout: []string{"serve", "check-config", "version"}, quietErr: true},
+		{name: "help", args: []string{"--help"}, code: 0, stdout: []string{"serve", "check-config", "health", "version"}, quietErr: true},
 		{
 			name: "serve --help", args: []string{"serve", "--help"}, code: 0, quietErr: true,
 			stdout: []string{"usage: recall serve [--config FILE]", "-config file",
@@ -52,6 +69,15 @@ func TestCLI(t *testing.T) {
 			stdout: []string{"usage: recall check-config [--config FILE]", "-config file",
 				"RECALL_CONFIG", "RECALL_LISTEN        127.0.0.1:8080", "RECALL_UPSTREAM_URL  https://api.openai.com/v1",
 				"RECALL_DATA_DIR      ./recall-data", "RECALL_STORE_URL", "RECALL_ADMIN_KEY"},
+		},
+		{
+			name: "health --help", args: []string{"health", "--help"}, code: 0, quietErr: true,
+			stdout: []string{"usage: recall health [--addr URL]", "-addr URL", "-timeout duration", "RECALL_ADDR", "RECALL_LISTEN", `(default "http://127.0.0.1:8080")`},
+		},
+		{
+			name: "health --help shows the address from the environment", args: []string{"health", "-h"}, code: 0,
+			env:    map[string]string{"RECALL_LISTEN": "0.0.0.0:9123"},
+			stdout: []string{`(default "http://127.0.0.1:9123")`},
 		},
 		{name: "version --help", args: []string{"version", "--help"}, code: 0, stdout: []string{"usage: recall version"}, quietErr: true},
 		{name: "help serve", args: []string{"help", "serve"}, code: 0, stdout: []string{"usage: recall serve"}, quietErr: true},
@@ -99,6 +125,33 @@ func TestCLI(t *testing.T) {
 			stderr:    []string{"recall: 2 problems:", `RECALL_LISTEN: "nope": want host:port`, "RECALL_STORE_URL: this build stores only"},
 			notStderr: []string{"hunter2"},
 		},
+
+		{
+			name: "health: ready", args: []string{"health", "--addr", ready.URL}, code: 0, quietErr: true, stdoutLine: true,
+			stdout: []string{"recall health: ready: " + ready.URL + "/readyz answered 200"},
+		},
+		{
+			name: "health: RECALL_ADDR", args: []string{"health"}, code: 0, quietErr: true,
+			env:    map[string]string{"RECALL_ADDR": ready.URL + "/"},
+			stdout: []string{"ready: " + ready.URL + "/readyz answered 200"},
+		},
+		{
+			name: "health: RECALL_LISTEN on every interface is checked on loopback", args: []string{"health"}, code: 0, quietErr: true,
+			env:    map[string]string{"RECALL_LISTEN": "0.0.0.0:" + port(t, ready.URL)},
+			stdout: []string{"ready: http://127.0.0.1:" + port(t, ready.URL) + "/readyz answered 200"},
+		},
+		{
+			name: "health: not ready", args: []string{"health", "--addr", draining.URL}, code: 1, quietOut: true,
+			stderr: []string{"recall health: not ready: " + draining.URL + "/readyz answered 503 {\"status\": \"shutting down\"}\n"},
+		},
+		{
+			name: "health: nothing listening", args: []string{"health", "--addr", "http://" + closed}, code: 1, quietOut: true,
+			stderr: []string{"recall health: not ready: ", "connection refused"},
+		},
+		{
+			name: "health: not a URL", args: []string{"health", "--addr", "127.0.0.1:8080"}, code: 2, quietOut: true,
+			stderr: []string{`recall health: --addr must be an http:// or https:// URL, got "127.0.0.1:8080"`},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,6 +198,31 @@ func TestCLI(t *testing.T) {
 	}
 }
 
+func TestAddrFromEnv(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"nothing set", nil, "http://127.0.0.1:8080"},
+		{"RECALL_ADDR wins", map[string]string{"RECALL_ADDR": "http://recall:1", "RECALL_LISTEN": "0.0.0.0:2"}, "http://recall:1"},
+		{"listen on every IPv4 interface", map[string]string{"RECALL_LISTEN": "0.0.0.0:9000"}, "http://127.0.0.1:9000"},
+		{"listen on every interface", map[string]string{"RECALL_LISTEN": ":9000"}, "http://127.0.0.1:9000"},
+		{"listen on every IPv6 interface", map[string]string{"RECALL_LISTEN": "[::]:9000"}, "http://[::1]:9000"},
+		{"listen on a host", map[string]string{"RECALL_LISTEN": "10.0.0.5:9000"}, "http://10.0.0.5:9000"},
+		{"listen not host:port", map[string]string{"RECALL_LISTEN": "nope"}, "http://127.0.0.1:8080"},
+		{"empty values are unset", map[string]string{"RECALL_ADDR": "", "RECALL_LISTEN": ""}, "http://127.0.0.1:8080"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lookup := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
+			if got := addrFromEnv(lookup); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 // writeConfig writes content to dir/name, making dir, and returns the path.
 func writeConfig(t *testing.T, dir, name, content string) string {
 	t.Helper()
@@ -168,4 +246,14 @@ func closedAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// port returns the port of an http://host:port URL.
+func port(t *testing.T, u string) string {
+	t.Helper()
+	_, p, err := net.SplitHostPort(strings.TrimPrefix(u, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -3,6 +3,7 @@
 //
 //	recall serve [--config recall.yaml]        serve (zero config: 127.0.0.1:8080 → api.openai.com)
 //	recall check-config [--config recall.yaml] validate and print the resolved tenants, secrets masked
+//	recall health [--addr http://127.0.0.1:8080] exit 0 if a running Recall is ready (for HEALTHCHECK)
 //	recall version                             print the version
 //
 // Every command's --help lists its flags and the environment variables it
@@ -44,6 +45,7 @@ const usage = `usage: recall <command> [flags]
 commands:
   serve          serve the proxy
   check-config   validate a configuration and print it, secrets masked
+  health         exit 0 if a running Recall answers /readyz with 200
   version        print the version
 
 "recall <command> --help" lists a command's flags and environment variables.
@@ -52,7 +54,7 @@ commands:
 // Exit codes.
 const (
 	exitOK    = 0
-	exitFail  = 1 // the command ran and failed: bad configuration, server error
+	exitFail  = 1 // the command ran and failed: bad configuration, not ready, server error
 	exitUsage = 2 // the command line is wrong
 )
 
@@ -67,6 +69,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(args[1:], stdout, stderr)
 	case "check-config":
 		return checkConfig(args[1:], stdout, stderr)
+	case "health":
+		return health(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		return versionCmd(args[1:], stdout, stderr)
 	case "help", "--help", "-h":
@@ -170,6 +174,16 @@ var (
 			"once and exit 1, or print the resolved configuration with secrets masked and\n" +
 			"exit 0. Warnings (such as an upstream URL without an API version) go to stderr.",
 		env: configEnv(),
+	}
+	healthCmd = command{
+		name:     "health",
+		synopsis: "[--addr URL] [--timeout DURATION]",
+		about: "GET <addr>/readyz of a running Recall: exit 0 if it answers 200, 1 otherwise,\n" +
+			"printing one line. It needs no shell, for Docker's HEALTHCHECK.",
+		env: []envVar{
+			{"RECALL_ADDR", "(from RECALL_LISTEN)", "Recall's base URL, as --addr"},
+			{config.EnvListen, "127.0.0.1:8080", "without RECALL_ADDR: the address is http://<RECALL_LISTEN>, 0.0.0.0 and :: as loopback"},
+		},
 	}
 	versionHelp = command{
 		name:  "version",
