@@ -3,7 +3,7 @@
 # Run:   docker run -d --name recall --stop-timeout 35 -p 8080:8080 -v recall-data:/data recall
 # Stop:  docker stop -t 35 recall   (Recall lets streams finish for up to 30 s;
 #        Docker's default 10 s would kill them mid-answer)
-FROM golang:1.26 AS build
+FROM docker.io/library/golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
