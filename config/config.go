@@ -12,6 +12,10 @@
 // keys by their SHA-256 digest; a Watcher swaps in a new Set when the tenants
 // directory changes or on request.
 //
+// Load reads the global file and the tenant files together, which is how
+// every problem of every file is reported in one pass; Warnings lists what
+// is valid but likely a mistake.
+//
 // ${VAR} expansion applies to every value (never to keys) of every file. A
 // variable that is not set is an error naming it; one set to "" expands to "".
 // "$${" stands for a literal "${"; any other "$" is kept as written. An

@@ -314,10 +314,11 @@ func validateBaseURL(s string) error {
 }
 
 // RedactURL returns s fit for a message or a log line: the password of a
-// URL that parses is replaced by "xxxxx" (url.URL.Redacted), and so is
-// everything between "://" and the last "@" of one that does not.
+// URL with a host is replaced by "xxxxx" (url.URL.Redacted), and so is
+// everything between "://" (or the start) and the last "@" of anything
+// else, which may be a URL mistyped around its credentials.
 func RedactURL(s string) string {
-	if u, err := url.Parse(s); err == nil {
+	if u, err := url.Parse(s); err == nil && u.Host != "" {
 		return u.Redacted()
 	}
 	at := strings.LastIndexByte(s, '@')
