@@ -28,7 +28,6 @@ func (e *apiError) Error() string { return "proxy: " + e.message }
 // to an apiError, in one place.
 var (
 	errUnauthorized   = &apiError{status: 401, typ: "authentication_error", code: "invalid_api_key", message: "Incorrect API key provided."}
-	errNoAPIKey       = &apiError{status: 401, typ: "invalid_request_error", message: msgNoAPIKey} // code and param null, as OpenAI's
 	errNotFound       = &apiError{status: 404, typ: "invalid_request_error", code: "unknown_url", message: "Unknown request URL."}
 	errBadConvID      = &apiError{status: 400, typ: "invalid_request_error", code: "invalid_conversation_id", param: "conversation", message: "Conversation ids are 1-128 characters of [A-Za-z0-9._:@-]."}
 	errBadMode        = &apiError{status: 400, typ: "invalid_request_error", code: "invalid_history_mode", message: "X-Recall-History must be one of auto, append, sync, off."}
@@ -41,13 +40,6 @@ var (
 	errStore          = &apiError{status: 500, typ: "server_error", code: "history_read_failed", message: "The conversation history could not be read."}
 	errMethodNotAllow = &apiError{status: 405, typ: "invalid_request_error", code: "method_not_allowed", message: "Method not allowed."}
 )
-
-// msgNoAPIKey is OpenAI's own answer to a request without a key, word for
-// word, so that clients and SDKs that recognise it keep doing so.
-const msgNoAPIKey = "You didn't provide an API key. You need to provide your API key in an Authorization header " +
-	"using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank username) " +
-	"if you're accessing the API from your browser and are prompted for a username and password. " +
-	"You can obtain an API key from https://platform.openai.com/account/api-keys."
 
 // classify maps any pipeline error to the apiError it is answered with.
 func classify(err error) *apiError {
@@ -100,3 +92,12 @@ func errorBody(e *apiError) []byte {
 	b, _ := json.Marshal(body) // cannot fail: strings only
 	return b
 }
+
+// errNoAPIKey answers a request without a bearer key as OpenAI does, word
+// for word, so that clients and SDKs that recognise the answer keep doing
+// so: type invalid_request_error, code and param null. (A key no tenant
+// has gets errUnauthorized.)
+var errNoAPIKey = &apiError{status: 401, typ: "invalid_request_error", message: "You didn't provide an API key. " +
+	"You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), " +
+	"or as the password field (with blank username) if you're accessing the API from your browser and are prompted " +
+	"for a username and password. You can obtain an API key from https://platform.openai.com/account/api-keys."}
