@@ -12,6 +12,10 @@
 // keys by their SHA-256 digest; a Watcher swaps in a new Set when the tenants
 // directory changes or on request.
 //
+// Load reads the global file and the tenant files together, which is how
+// every problem of every file is reported in one pass; Warnings lists what
+// is valid but likely a mistake.
+//
 // ${VAR} expansion applies to every value (never to keys) of every file. A
 // variable that is not set is an error naming it; one set to "" expands to "".
 // "$${" stands for a literal "${"; any other "$" is kept as written. An
@@ -26,6 +30,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -68,6 +73,10 @@ type Global struct {
 	Defaults Policy `yaml:"defaults"`
 	// File is the path the configuration was read from, "" for none.
 	File string `yaml:"-"`
+
+	// baseURLFromEnv is set when RECALL_UPSTREAM_URL set
+	// Defaults.Upstream.BaseURL, so that warnings name the variable.
+	baseURLFromEnv bool
 }
 
 // Policy is what a tenant file may set besides its id and keys. Global.Defaults
@@ -175,9 +184,15 @@ const (
 
 // Environment variables read by ApplyEnv.
 const (
-	EnvListen      = "RECALL_LISTEN"
+	// EnvListen overrides Global.Listen.
+	EnvListen = "RECALL_LISTEN"
+	// EnvUpstreamURL overrides the defaults' upstream base URL.
 	EnvUpstreamURL = "RECALL_UPSTREAM_URL"
-	EnvDataDir     = "RECALL_DATA_DIR"
+	// EnvDataDir overrides Global.DataDir.
+	EnvDataDir = "RECALL_DATA_DIR"
+	// EnvStoreURL names an external store. Only the embedded Badger store
+	// is built in yet, so ApplyEnv reports a value rather than ignore it.
+	EnvStoreURL = "RECALL_STORE_URL"
 )
 
 // DefaultGlobal returns the configuration used when there is no file: every
@@ -231,17 +246,69 @@ func LoadGlobal(path string) (Global, error) {
 // LoadGlobalEnv is LoadGlobal with the environment given as a lookup
 // function (os.LookupEnv in production, a map in tests).
 func LoadGlobalEnv(path string, lookup func(string) (string, bool)) (Global, error) {
+	g, _, err := loadGlobal(path, lookup)
+	if err != nil {
+		return Global{}, err
+	}
+	return g, nil
+}
+
+// Load reads the global file at path (as LoadGlobalEnv) and the tenants it
+// names (as LoadTenants), and reports the problems of every file in one
+// pass: a global file with problems does not hide those of the tenant
+// files. What a tenant file inherits from a global key that has a problem
+// is reported once, under the global file. It is what `recall
+// check-config` and `recall serve` use.
+func Load(path string, lookup func(string) (string, bool)) (Global, *Set, error) {
+	g, d, gerr := loadGlobal(path, lookup)
+	if gerr != nil && (!d.decoded || g.TenantsDir == "") {
+		// Nothing to read tenants from, or only the implicit tenant, whose
+		// policy is the global defaults already reported.
+		return Global{}, nil, gerr
+	}
+	var inherited func(string) bool
+	if gerr != nil {
+		reported := make(map[string]bool)
+		for _, e := range flatten(gerr) {
+			var p problem
+			if errors.As(e, &p) && p.file == g.File {
+				if key, ok := strings.CutPrefix(p.key, "defaults."); ok {
+					reported[key] = true
+				}
+			}
+		}
+		inherited = func(key string) bool {
+			for k := range reported {
+				if under(key, k) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	s, terr := loadTenants(g, lookup, inherited)
+	if err := errors.Join(gerr, terr); err != nil {
+		return Global{}, nil, err
+	}
+	return g, s, nil
+}
+
+// loadGlobal is LoadGlobalEnv returning the configuration even when it has
+// problems, and what decoding the file learnt (d.decoded is true when
+// there is no file): Load reads the tenants of a global file with problems.
+func loadGlobal(path string, lookup func(string) (string, bool)) (Global, decoding, error) {
 	g := DefaultGlobal()
+	d := decoding{decoded: true}
 	var decodeErr error // reported with the validation's problems
 	if path != "" {
 		data, err := readConfigFile(path)
 		if err != nil {
-			return Global{}, err
+			return Global{}, decoding{}, err
 		}
-		var decoded bool
-		if decoded, decodeErr = decodeInto(path, data, &g, lookup, true); decodeErr != nil && !decoded {
-			return Global{}, decodeErr
+		if d, decodeErr = decodeInto(path, data, &g, lookup, true); decodeErr != nil && !d.decoded {
+			return Global{}, d, decodeErr
 		}
+		d.decoded = true // an empty file decodes to the defaults
 		g.File = path
 		if g.TenantsDir != "" && !filepath.IsAbs(g.TenantsDir) {
 			g.TenantsDir = filepath.Join(filepath.Dir(path), g.TenantsDir)
@@ -251,27 +318,40 @@ func LoadGlobalEnv(path string, lookup func(string) (string, bool)) (Global, err
 		sync := true
 		g.SyncWrites = &sync
 	}
-	g.ApplyEnv(lookup)
-	if err := errors.Join(decodeErr, g.Validate()); err != nil {
-		return Global{}, err
-	}
-	return g, nil
+	envErr := g.ApplyEnv(lookup)
+	err := errors.Join(envErr, joinProblems(decodeErr, g.Validate(), d.failed, nil))
+	return g, d, err
 }
 
 // ApplyEnv overrides g from RECALL_LISTEN (Listen), RECALL_UPSTREAM_URL
 // (Defaults.Upstream.BaseURL) and RECALL_DATA_DIR (DataDir). Variables that
 // are unset or empty change nothing. Tenants that set their own base_url
-// keep it.
-func (g *Global) ApplyEnv(lookup func(string) (string, bool)) {
+// keep it. A value that is not valid is not applied: it is reported under
+// the variable's name, as is a RECALL_STORE_URL, which this build cannot
+// honour.
+func (g *Global) ApplyEnv(lookup func(string) (string, bool)) error {
+	var ps problems
 	if v, ok := lookup(EnvListen); ok && v != "" {
-		g.Listen = v
+		if err := validateHostPort(v); err != nil {
+			ps.addf(EnvListen, "%q: %v", v, err)
+		} else {
+			g.Listen = v
+		}
 	}
 	if v, ok := lookup(EnvUpstreamURL); ok && v != "" {
-		g.Defaults.Upstream.BaseURL = v
+		if err := validateBaseURL(v); err != nil {
+			ps.addf(EnvUpstreamURL, "%q: %v", RedactURL(v), err)
+		} else {
+			g.Defaults.Upstream.BaseURL, g.baseURLFromEnv = v, true
+		}
 	}
 	if v, ok := lookup(EnvDataDir); ok && v != "" {
 		g.DataDir = v
 	}
+	if v, ok := lookup(EnvStoreURL); ok && v != "" {
+		ps.addf(EnvStoreURL, "this build stores only in the embedded Badger database (data_dir); unset it")
+	}
+	return ps.err()
 }
 
 // clone returns a deep copy of p, so that decoding a tenant file over it

@@ -184,7 +184,9 @@ func TestApplyEnv(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := DefaultGlobal()
-			g.ApplyEnv(env(tt.env))
+			if err := g.ApplyEnv(env(tt.env)); err != nil {
+				t.Fatalf("got error %v, want nil", err)
+			}
 			if g.Listen != tt.listen || g.Defaults.Upstream.BaseURL != tt.baseURL || g.DataDir != tt.dataDir {
 				t.Errorf("got (%q, %q, %q), want (%q, %q, %q)",
 					g.Listen, g.Defaults.Upstream.BaseURL, g.DataDir, tt.listen, tt.baseURL, tt.dataDir)
@@ -227,10 +229,65 @@ func TestLoadGlobalErrors(t *testing.T) {
 			},
 		},
 		{
-			name:  "bad env override is reported",
+			name:  "bad env override is reported under the variable's name",
 			env:   map[string]string{"RECALL_UPSTREAM_URL": "ftp://x"},
 			file:  "log_level: info\n",
-			lines: [][]string{{"recall.yaml: defaults.upstream.base_url: must be an absolute http"}},
+			lines: [][]string{{`RECALL_UPSTREAM_URL: "ftp://x": must be an absolute http:// or https:// URL`}},
+		},
+		{
+			name:  "env URL that does not parse says why",
+			env:   map[string]string{"RECALL_UPSTREAM_URL": "ht!tp://x"},
+			file:  "log_level: info\n",
+			lines: [][]string{{`RECALL_UPSTREAM_URL: "ht!tp://x": must be an absolute http:// or https:// URL: first path segment in URL cannot contain colon`}},
+		},
+		{
+			name:  "env URL credentials are masked",
+			env:   map[string]string{"RECALL_UPSTREAM_URL": "https://user:s3cr3t@host:bad/v1"},
+			file:  "log_level: info\n",
+			lines: [][]string{{`RECALL_UPSTREAM_URL: "https://xxxxx@host:bad/v1": must be an absolute`}},
+		},
+		{
+			name:  "bad RECALL_LISTEN is reported under its name",
+			env:   map[string]string{"RECALL_LISTEN": "nope"},
+			file:  "log_level: info\n",
+			lines: [][]string{{`RECALL_LISTEN: "nope": want host:port such as 127.0.0.1:8080`}},
+		},
+		{
+			name:  "RECALL_STORE_URL is not silently ignored",
+			env:   map[string]string{"RECALL_STORE_URL": "postgres://u:p@db/recall"},
+			file:  "log_level: info\n",
+			lines: [][]string{{"RECALL_STORE_URL: this build stores only in the embedded Badger database"}},
+		},
+		{
+			name: "env and file problems together",
+			env:  map[string]string{"RECALL_UPSTREAM_URL": "ht!tp://x", "RECALL_LISTEN": ":99999"},
+			file: "log_format: xml\n",
+			lines: [][]string{
+				{`RECALL_UPSTREAM_URL: "ht!tp://x"`},
+				{`RECALL_LISTEN: ":99999": port must be a number from 0 to 65535`},
+				{"recall.yaml: log_format: must be"},
+			},
+		},
+		{
+			name: "unset variable of a number key hides no other problem",
+			file: "defaults:\n  history:\n    budget_tokens: ${NOPE_BUDGET}\n    max_turns: -1\n",
+			lines: [][]string{
+				{"recall.yaml: defaults.history.budget_tokens: environment variable NOPE_BUDGET is not set (line 3)"},
+				{"recall.yaml: defaults.history.max_turns: must be >= 0, got -1"},
+			},
+		},
+		{
+			name: "every unset variable and every bad value in one pass",
+			file: "admin_key: ${NOPE_ADMIN}\ncache_mb: lots\nlog_format: xml\ndefaults:\n  upstream:\n    timeout: ${NOPE_TIMEOUT}\n    api_key: ${NOPE_UP}\n  history:\n    strategies: [\"${NOPE_S}\", magic]\n",
+			lines: [][]string{
+				{"recall.yaml: admin_key: environment variable NOPE_ADMIN is not set (line 1)"},
+				{"recall.yaml: cache_mb: want an integer, got a string (line 2)"},
+				{"recall.yaml: log_format: must be"},
+				{"recall.yaml: defaults.upstream.timeout: environment variable NOPE_TIMEOUT is not set (line 6)"},
+				{"recall.yaml: defaults.upstream.api_key: environment variable NOPE_UP is not set (line 7)"},
+				{"recall.yaml: defaults.history.strategies[0]: environment variable NOPE_S is not set (line 9)"},
+				{`recall.yaml: defaults.history.strategies[1]: unknown strategy "magic"`},
+			},
 		},
 		{
 			name:  "unset variable in admin_key",

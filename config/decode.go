@@ -22,55 +22,91 @@ import (
 // Node), ${VAR} references in values are expanded in the tree (never in the
 // raw text, so an expanded value cannot change the document's structure),
 // and each value is checked against its key's type. Every problem is
-// returned, joined. A tree with unknown keys or bad types is still decoded
-// as far as it can be; decoded reports whether dst holds the file, so that
-// a caller can validate it and report the values' problems in the same pass.
-func decodeInto(file string, data []byte, dst any, lookup func(string) (string, bool), allowEmpty bool) (decoded bool, err error) {
+// returned, joined.
+//
+// A value with a problem (an unset variable, the wrong type, an alias) is
+// taken out of the tree, so that its key keeps its default and the rest of
+// the file still decodes: d.decoded then reports that dst holds the file,
+// and the caller validates it and reports the values' problems in the same
+// pass, leaving out what validation says about the keys in d.failed (see
+// joinProblems). d.keys holds the key path of every key the file sets.
+func decodeInto(file string, data []byte, dst any, lookup func(string) (string, bool), allowEmpty bool) (d decoding, err error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return false, emptyFile(file, allowEmpty)
+			return d, emptyFile(file, allowEmpty)
 		}
-		return false, problem{file: file, msg: yamlMessage(err)}
+		return d, problem{file: file, msg: yamlMessage(err)}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return false, problem{file: file, msg: yamlMessage(err)}
+			return d, problem{file: file, msg: yamlMessage(err)}
 		}
-		return false, problem{file: file, msg: fmt.Sprintf("more than one YAML document (line %d)", extra.Line)}
+		return d, problem{file: file, msg: fmt.Sprintf("more than one YAML document (line %d)", extra.Line)}
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
-			return false, emptyFile(file, allowEmpty)
+			return d, emptyFile(file, allowEmpty)
 		}
 		root = root.Content[0]
 	}
 	if isNull(root) {
-		return false, emptyFile(file, allowEmpty)
+		return d, emptyFile(file, allowEmpty)
 	}
-	w := walker{file: file, lookup: lookup}
+	if root.Kind != yaml.MappingNode {
+		// Nothing of the file can be read: no point validating the defaults.
+		return d, problem{file: file, key: orTop(""), msg: fmt.Sprintf("want a mapping of keys, got %s (line %d)", kindName(root), root.Line)}
+	}
+	w := walker{file: file, lookup: lookup, keys: make(map[string]bool)}
 	w.walk(root, reflect.TypeOf(dst).Elem(), "")
-	if len(w.errs) > 0 {
-		// Decode what can be decoded anyway, so that the caller's
-		// validation reports the file's other problems in the same pass.
-		return root.Decode(dst) == nil, errors.Join(w.errs...)
-	}
+	d.keys, d.failed = w.keys, w.failed
 	if err := root.Decode(dst); err != nil {
-		// Not expected after the walk; reported rather than trusted.
+		// Not expected once the walk took out every value it objected to;
+		// reported rather than trusted.
 		var te *yaml.TypeError
+		errs := w.errs
 		if errors.As(err, &te) {
-			errs := make([]error, len(te.Errors))
-			for i, m := range te.Errors {
-				errs[i] = problem{file: file, msg: m}
+			for _, m := range te.Errors {
+				errs = append(errs, problem{file: file, msg: m})
 			}
-			return false, errors.Join(errs...)
+		} else {
+			errs = append(errs, problem{file: file, msg: yamlMessage(err)})
 		}
-		return false, problem{file: file, msg: yamlMessage(err)}
+		return d, errors.Join(errs...)
 	}
-	return true, nil
+	d.decoded = true
+	return d, errors.Join(w.errs...)
+}
+
+// decoding is what decodeInto learnt about a file besides its problems.
+type decoding struct {
+	// decoded reports whether dst holds the file (every value decodeInto
+	// did not object to).
+	decoded bool
+	// keys holds the key path of every known key the file sets a value
+	// of, for example "history.budget_tokens" (but not "history").
+	keys map[string]bool
+	// failed holds the key paths decodeInto reported a problem at.
+	failed []string
+}
+
+// sets reports whether the file sets key, or a list or map above it:
+// "history.strategies" sets "history.strategies[1]", "upstream.headers"
+// sets "upstream.headers.X-Org".
+func (d decoding) sets(key string) bool {
+	for {
+		if d.keys[key] {
+			return true
+		}
+		i := strings.LastIndexAny(key, ".[")
+		if i < 0 {
+			return false
+		}
+		key = key[:i]
+	}
 }
 
 // emptyFile is the outcome of a file with no document in it.
@@ -93,10 +129,19 @@ type walker struct {
 	file   string
 	lookup func(string) (string, bool)
 	errs   []error
+	keys   map[string]bool // the known key paths of values met
+	failed []string        // the key paths of errs
 }
 
 func (w *walker) fail(key, format string, args ...any) {
 	w.errs = append(w.errs, problem{file: w.file, key: key, msg: fmt.Sprintf(format, args...)})
+	w.failed = append(w.failed, key)
+}
+
+// drop turns n into a null, which keeps its key's default, once a problem
+// with it was reported: the rest of the file still decodes.
+func drop(n *yaml.Node) {
+	*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: n.Line, Column: n.Column}
 }
 
 var (
@@ -108,6 +153,7 @@ var (
 func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 	if n.Kind == yaml.AliasNode {
 		w.fail(path, "YAML aliases are not supported (line %d)", n.Line)
+		drop(n)
 		return
 	}
 	if isNull(n) {
@@ -127,10 +173,12 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 func (w *walker) mapping(n *yaml.Node, t reflect.Type, path string) {
 	if n.Kind != yaml.MappingNode {
 		w.fail(orTop(path), "want a mapping of keys, got %s (line %d)", kindName(n), n.Line)
+		drop(n)
 		return
 	}
 	fields := yamlFields(t)
 	seen := make(map[string]int, len(n.Content)/2)
+	kept := n.Content[:0] // the pairs that decode; the others are reported
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
@@ -148,8 +196,13 @@ func (w *walker) mapping(n *yaml.Node, t reflect.Type, path string) {
 			w.fail(kp, "unknown key (line %d)", k.Line)
 			continue
 		}
+		if ft.Kind() != reflect.Struct {
+			w.keys[kp] = true // a section sets only the keys it holds
+		}
 		w.walk(v, ft, kp)
+		kept = append(kept, k, v)
 	}
+	n.Content = kept
 }
 
 // expand expands ${VAR} in every scalar of n, a value of type t. A scalar
@@ -160,6 +213,7 @@ func (w *walker) expand(n *yaml.Node, t reflect.Type, path string) bool {
 	switch n.Kind {
 	case yaml.AliasNode:
 		w.fail(path, "YAML aliases are not supported (line %d)", n.Line)
+		drop(n)
 		return false
 	case yaml.ScalarNode:
 		if !strings.Contains(n.Value, "$") {
@@ -168,6 +222,7 @@ func (w *walker) expand(n *yaml.Node, t reflect.Type, path string) bool {
 		v, err := expandVars(n.Value, w.lookup)
 		if err != nil {
 			w.fail(path, "%v (line %d)", err, n.Line)
+			drop(n)
 			return false
 		}
 		if v != n.Value && t.Kind() != reflect.String {
@@ -181,7 +236,12 @@ func (w *walker) expand(n *yaml.Node, t reflect.Type, path string) bool {
 		}
 		ok := true
 		for i, c := range n.Content {
-			ok = w.expand(c, t.Elem(), path+"["+strconv.Itoa(i)+"]") && ok
+			if !w.expand(c, t.Elem(), path+"["+strconv.Itoa(i)+"]") {
+				// A null element would vanish from the list: keep its place
+				// (and the others' indexes) with the element type's zero.
+				placeholder(c, t.Elem())
+				ok = false
+			}
 		}
 		return ok
 	case yaml.MappingNode:
@@ -197,6 +257,23 @@ func (w *walker) expand(n *yaml.Node, t reflect.Type, path string) bool {
 	return true
 }
 
+// placeholder turns n into the zero value of t, or a null if t is not a
+// string, number or boolean.
+func placeholder(n *yaml.Node, t reflect.Type) {
+	tag, value := "!!null", ""
+	switch t.Kind() {
+	case reflect.String:
+		tag = "!!str"
+	case reflect.Int, reflect.Int64:
+		tag, value = "!!int", "0"
+	case reflect.Float64:
+		tag, value = "!!float", "0"
+	case reflect.Bool:
+		tag, value = "!!bool", "false"
+	}
+	*n = yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: value, Line: n.Line, Column: n.Column}
+}
+
 // check reports n if it cannot be read as a t. Values of secret keys are
 // never quoted in messages, and other values are not either: a secret pasted
 // under the wrong key must not reach a log line. The line number is enough.
@@ -204,11 +281,13 @@ func (w *walker) check(n *yaml.Node, t reflect.Type, path string) {
 	if t == durationType {
 		if _, err := parseDuration(n); err != nil {
 			w.fail(path, "want a duration such as \"30s\" (line %d)", n.Line)
+			drop(n)
 		}
 		return
 	}
 	if err := n.Decode(reflect.New(t).Interface()); err != nil {
 		w.fail(path, "want %s, got %s (line %d)", typeName(t), kindName(n), n.Line)
+		drop(n)
 	}
 }
 

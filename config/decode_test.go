@@ -107,7 +107,7 @@ func TestParseTenantExpansion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tn, err := parseTenant("t.yaml", []byte(tt.file), DefaultGlobal().Defaults, lookup)
+			tn, err := parseTenant("t.yaml", []byte(tt.file), DefaultGlobal().Defaults, lookup, nil)
 			if err != nil {
 				t.Fatalf("got error %v, want nil", err)
 			}
@@ -181,7 +181,7 @@ func TestParseTenantErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseTenant("t.yaml", []byte(tt.file), DefaultGlobal().Defaults, env(nil))
+			_, err := parseTenant("t.yaml", []byte(tt.file), DefaultGlobal().Defaults, env(nil), nil)
 			if got := problemLines(err); !reflect.DeepEqual(got, tt.lines) {
 				t.Errorf("got lines\n%q\nwant\n%q", got, tt.lines)
 			}
@@ -198,7 +198,7 @@ func TestParseTenantInherits(t *testing.T) {
 	defaults.History.ModelWindows = map[string]int{"gpt-x": 1000}
 	defaults.Summary.Model = "gpt-4o-mini"
 	file := "id: a\napi_keys: [k]\nupstream:\n  headers: {X-Own: o}\nhistory:\n  budget_tokens: 5000\n"
-	tn, err := parseTenant("t.yaml", []byte(file), defaults, env(nil))
+	tn, err := parseTenant("t.yaml", []byte(file), defaults, env(nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

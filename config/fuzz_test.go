@@ -35,7 +35,7 @@ func FuzzLoadTenant(f *testing.F) {
 	lookup := env(map[string]string{"K": "rk-key", "N": "4096", "D": "1m"})
 	defaults := DefaultGlobal().Defaults
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tn, err := parseTenant("fuzz.yaml", data, defaults, lookup)
+		tn, err := parseTenant("fuzz.yaml", data, defaults, lookup, nil)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz.yaml: ") {
 				t.Errorf("got error %q, want it to name the file", err)

@@ -45,6 +45,13 @@ const DefaultTenantID = "default"
 // are joined; duplicate ids, a key shared by two tenants (or with the admin
 // key) and a directory without tenant files are errors too.
 func LoadTenants(g Global, lookup func(string) (string, bool)) (*Set, error) {
+	return loadTenants(g, lookup, nil)
+}
+
+// loadTenants is LoadTenants leaving out the validation problems of a
+// tenant file at keys it does not set and inherited reports: problems of
+// the global defaults, reported under the global file.
+func loadTenants(g Global, lookup func(string) (string, bool), inherited func(key string) bool) (*Set, error) {
 	if g.TenantsDir == "" {
 		t := &Tenant{ID: DefaultTenantID, Policy: g.Defaults.clone(), File: g.File, PassThrough: true}
 		if err := t.Validate(); err != nil {
@@ -80,7 +87,7 @@ func LoadTenants(g Global, lookup func(string) (string, bool)) (*Set, error) {
 			errs = append(errs, err)
 			continue
 		}
-		t, err := parseTenant(path, data, g.Defaults, lookup)
+		t, err := parseTenant(path, data, g.Defaults, lookup, inherited)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -101,17 +108,22 @@ func LoadTenants(g Global, lookup func(string) (string, bool)) (*Set, error) {
 }
 
 // parseTenant decodes one tenant file over a copy of defaults and
-// validates it.
-func parseTenant(file string, data []byte, defaults Policy, lookup func(string) (string, bool)) (*Tenant, error) {
+// validates it. Validation problems at keys the file does not set and
+// inherited (if not nil) reports are left out.
+func parseTenant(file string, data []byte, defaults Policy, lookup func(string) (string, bool), inherited func(key string) bool) (*Tenant, error) {
 	t := &Tenant{Policy: defaults.clone()}
 	// Key problems are reported together with the values' problems, unless
 	// nothing could be decoded.
-	decoded, decodeErr := decodeInto(file, data, t, lookup, false)
-	if decodeErr != nil && !decoded {
+	d, decodeErr := decodeInto(file, data, t, lookup, false)
+	if decodeErr != nil && !d.decoded {
 		return nil, decodeErr
 	}
 	t.File = file
-	if err := errors.Join(decodeErr, t.Validate()); err != nil {
+	var skip func(string) bool
+	if inherited != nil {
+		skip = func(key string) bool { return inherited(key) && !d.sets(key) }
+	}
+	if err := joinProblems(decodeErr, t.Validate(), d.failed, skip); err != nil {
 		return nil, err
 	}
 	return t, nil

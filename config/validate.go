@@ -48,12 +48,55 @@ func (ps *problems) addf(key, format string, args ...any) {
 
 func (ps *problems) err() error { return errors.Join(ps.errs...) }
 
+// joinProblems joins a file's decoding problems with its validation
+// problems, leaving out validation problems at or under a key the decoder
+// already reported (failed) or that skip says to leave out: such a key
+// holds its default, or nothing, instead of what the file meant, so what
+// validation says about it would only repeat or mislead.
+func joinProblems(decodeErr, validateErr error, failed []string, skip func(key string) bool) error {
+	errs := []error{decodeErr}
+	for _, e := range flatten(validateErr) {
+		var p problem
+		if errors.As(e, &p) && (slices.ContainsFunc(failed, func(f string) bool { return under(p.key, f) }) || (skip != nil && skip(p.key))) {
+			continue
+		}
+		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
+}
+
+// flatten lists the errors joined in err, depth first.
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
+}
+
+// under reports whether key is parent or a key below it: "history" holds
+// "history.max_turns", "api_keys" holds "api_keys[0]".
+func under(key, parent string) bool {
+	if !strings.HasPrefix(key, parent) {
+		return false
+	}
+	rest := key[len(parent):]
+	return rest == "" || rest[0] == '.' || rest[0] == '['
+}
+
 // Validate reports every problem of g at once, joined with errors.Join,
 // each as "file: key: problem". It checks the defaults policy too.
 func (g Global) Validate() error {
 	ps := problems{file: g.File}
 	if err := validateHostPort(g.Listen); err != nil {
-		ps.addf("listen", "%v", err)
+		ps.addf("listen", "%v, got %q", err, g.Listen)
 	}
 	if g.DataDir == "" {
 		ps.addf("data_dir", "must not be empty")
@@ -241,14 +284,14 @@ func validatePolicy(ps *problems, prefix string, p Policy) {
 	}
 }
 
-// validateHostPort checks a listen address.
+// validateHostPort checks a listen address; the error does not quote it.
 func validateHostPort(s string) error {
 	_, port, err := net.SplitHostPort(s)
 	if err != nil {
-		return fmt.Errorf("want host:port such as 127.0.0.1:8080, got %q", s)
+		return errors.New("want host:port such as 127.0.0.1:8080")
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("port must be a number from 0 to 65535, got %q", port)
+		return errors.New("port must be a number from 0 to 65535")
 	}
 	return nil
 }
@@ -257,13 +300,39 @@ func validateHostPort(s string) error {
 // carry credentials.
 func validateBaseURL(s string) error {
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL, which *url.Error quotes
+		}
+		return fmt.Errorf("must be an absolute http:// or https:// URL: %v", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return errors.New("must be an absolute http:// or https:// URL")
 	}
 	if u.Fragment != "" {
 		return errors.New("must not have a #fragment")
 	}
 	return nil
+}
+
+// RedactURL returns s fit for a message or a log line: the password of a
+// URL with a host is replaced by "xxxxx" (url.URL.Redacted), and so is
+// everything between "://" (or the start) and the last "@" of anything
+// else, which may be a URL mistyped around its credentials.
+func RedactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.Host != "" {
+		return u.Redacted()
+	}
+	at := strings.LastIndexByte(s, '@')
+	if at < 0 {
+		return s
+	}
+	start := 0
+	if i := strings.Index(s, "://"); i >= 0 && i < at {
+		start = i + len("://")
+	}
+	return s[:start] + "xxxxx" + s[at:]
 }
 
 // isToken reports whether s is an HTTP token (RFC 9110), as header names

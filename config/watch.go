@@ -35,7 +35,8 @@ type Watcher struct {
 
 // NewWatcher loads the tenants of g once and returns a Watcher holding them;
 // the error is the first load's. lookup expands ${VAR} (os.LookupEnv in
-// production). A nil log discards.
+// production). A nil log discards. The first load is logged as
+// "configuration loaded", with the configuration's Warnings.
 func NewWatcher(g Global, lookup func(string) (string, bool), log *slog.Logger) (*Watcher, error) {
 	s, err := LoadTenants(g, lookup)
 	if err != nil {
@@ -46,7 +47,23 @@ func NewWatcher(g Global, lookup func(string) (string, bool), log *slog.Logger) 
 	}
 	w := &Watcher{g: g, lookup: lookup, log: log, reloaded: make(chan struct{}, 1)}
 	w.cur.Store(s)
+	w.logLoaded("configuration loaded", s)
 	return w, nil
+}
+
+// logLoaded logs a successful load of s, then its warnings.
+func (w *Watcher) logLoaded(msg string, s *Set) {
+	attrs := []any{"tenants", len(s.tenants)}
+	if w.g.File != "" {
+		attrs = append(attrs, "file", w.g.File)
+	}
+	if w.g.TenantsDir != "" {
+		attrs = append(attrs, "dir", w.g.TenantsDir)
+	}
+	w.log.Info(msg, attrs...)
+	for _, warn := range Warnings(w.g, s) {
+		w.log.Warn("configuration warning", "warning", warn.String())
+	}
 }
 
 // Current returns the current Set. It is a lock-free atomic load, for the
@@ -59,21 +76,30 @@ func (w *Watcher) Current() *Set { return w.cur.Load() }
 // if the state it expects is not there yet.
 func (w *Watcher) Reloaded() <-chan struct{} { return w.reloaded }
 
-// Reload loads the tenants again and, if that succeeds, makes them current
-// and calls OnReload. On failure the current Set stays, the problems are
-// logged and returned.
-func (w *Watcher) Reload() error {
+// Reload loads the tenants again and, if that succeeds, makes them current,
+// logs "configuration reloaded" and calls OnReload. On failure the current
+// Set stays, the problems are logged and returned.
+func (w *Watcher) Reload() error { return w.reload(false) }
+
+// reload is Reload. A catch-up reload (Run's first, made so that no change
+// since NewWatcher is missed) is not a reload anyone asked for: its success
+// is logged at debug level only.
+func (w *Watcher) reload(catchUp bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	defer w.notify()
 	s, err := LoadTenants(w.g, w.lookup)
 	if err != nil {
-		w.log.Error("config: reload tenants failed, keeping the previous tenants",
-			"dir", w.g.TenantsDir, "err", err)
+		w.log.Error("configuration reload failed, keeping the previous tenants",
+			"dir", w.g.TenantsDir, "error", err.Error())
 		return fmt.Errorf("config: reload tenants: %w", err)
 	}
 	w.cur.Store(s)
-	w.log.Info("config: tenants reloaded", "dir", w.g.TenantsDir, "tenants", len(s.tenants))
+	if catchUp {
+		w.log.Debug("configuration read again once the watch started", "dir", w.g.TenantsDir, "tenants", len(s.tenants))
+	} else {
+		w.logLoaded("configuration reloaded", s)
+	}
 	if w.OnReload != nil {
 		w.OnReload(s)
 	}
@@ -106,13 +132,13 @@ func (w *Watcher) Run(ctx context.Context) {
 		}
 	}
 	if err != nil {
-		w.log.Error("config: cannot watch the tenants directory, reload on signal only",
-			"dir", w.g.TenantsDir, "err", err)
+		w.log.Error("cannot watch the tenants directory, reload on signal only",
+			"dir", w.g.TenantsDir, "error", err.Error())
 		<-ctx.Done()
 		return
 	}
 	defer fw.Close()
-	_ = w.Reload() // logged by Reload
+	_ = w.reload(true) // logged by reload
 
 	timer := time.NewTimer(debounce)
 	timer.Stop()
@@ -133,7 +159,7 @@ func (w *Watcher) Run(ctx context.Context) {
 			if !ok {
 				return
 			}
-			w.log.Error("config: watching the tenants directory", "dir", w.g.TenantsDir, "err", err)
+			w.log.Error("watching the tenants directory failed", "dir", w.g.TenantsDir, "error", err.Error())
 		case <-timer.C:
 			_ = w.Reload()
 		}

@@ -142,3 +142,12 @@ func errorBody(e *apiError) []byte {
 	b, _ := json.Marshal(body) // cannot fail: strings only
 	return b
 }
+
+// errNoAPIKey answers a request without a bearer key as OpenAI does, word
+// for word, so that clients and SDKs that recognise the answer keep doing
+// so: type invalid_request_error, code and param null. (A key no tenant
+// has gets errUnauthorized.)
+var errNoAPIKey = &apiError{status: 401, typ: "invalid_request_error", message: "You didn't provide an API key. " +
+	"You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), " +
+	"or as the password field (with blank username) if you're accessing the API from your browser and are prompted " +
+	"for a username and password. You can obtain an API key from https://platform.openai.com/account/api-keys."}

@@ -92,7 +92,9 @@ var bearerPrefix = []byte("Bearer ")
 
 // authenticate resolves the request's tenant from its bearer key. In
 // pass-through mode the namespace is a hash of the credential, so two keys
-// never see each other's conversations.
+// never see each other's conversations. A request without a bearer key
+// gets OpenAI's "You didn't provide an API key" answer, a key no tenant
+// has the "Incorrect API key provided" one.
 func (s *Server) authenticate(rc *fasthttp.RequestCtx) (caller, error) {
 	auth := rc.Request.Header.Peek(fasthttp.HeaderAuthorization)
 	if len(auth) > len(bearerPrefix) && bytes.EqualFold(auth[:len(bearerPrefix)], bearerPrefix) {
@@ -101,6 +103,9 @@ func (s *Server) authenticate(rc *fasthttp.RequestCtx) (caller, error) {
 		auth = nil
 	}
 	bearer := string(bytes.TrimSpace(auth))
+	if bearer == "" {
+		return caller{}, errNoAPIKey
+	}
 	set := s.cfg.Tenants.Current()
 	t, ok := set.Authenticate(bearer)
 	if !ok {

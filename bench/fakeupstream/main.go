@@ -6,15 +6,28 @@
 //
 // Point Recall's upstream at http://127.0.0.1:9801/v1. It runs until
 // interrupted.
+//
+// With -control it also serves two paths for tests that drive it from
+// another process (the Node SDK suite in e2e/): POST /_fake/reply queues a
+// scripted reply for the next chat completion (an upstreamtest.Reply as
+// JSON, such as {"toolCalls":[{"name":"f","arguments":"{}"}]}), and GET
+// /_fake/last answers the last chat-completions request as the fake
+// received it: {"model","stream","messages"}.
 package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/recallproxy/recall/internal/upstreamtest"
 )
@@ -22,17 +35,83 @@ import (
 func main() {
 	listen := flag.String("listen", "127.0.0.1:9801", "address to listen on")
 	keep := flag.Int("keep", 0, "requests to keep in the in-memory log (0: none; keep it 0 under load)")
+	control := flag.Bool("control", false, "serve /_fake/reply and /_fake/last for tests (keeps the last 64 requests unless -keep says otherwise)")
 	flag.Parse()
 
-	s, err := upstreamtest.Listen(*listen, upstreamtest.WithKeepRequests(*keep))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fakeupstream:", err)
-		os.Exit(1)
+	if *control && *keep == 0 {
+		*keep = 64
 	}
-	fmt.Fprintln(os.Stderr, "fakeupstream: serving", s.URL())
+	if !*control {
+		s, err := upstreamtest.Listen(*listen, upstreamtest.WithKeepRequests(*keep))
+		if err != nil {
+			fail(err)
+		}
+		fmt.Fprintln(os.Stderr, "fakeupstream: serving", s.URL())
+		waitSignal()
+		s.Close()
+		return
+	}
 
+	// The fake listens on a port of its own that nothing uses: its handler
+	// is served here, behind the control paths.
+	s, err := upstreamtest.Listen("127.0.0.1:0", upstreamtest.WithKeepRequests(*keep))
+	if err != nil {
+		fail(err)
+	}
+	defer s.Close()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fail(err)
+	}
+	srv := &http.Server{Handler: withControl(s), ReadHeaderTimeout: time.Minute}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fail(err)
+		}
+	}()
+	fmt.Fprintf(os.Stderr, "fakeupstream: serving http://%s/v1 (with /_fake/ control)\n", ln.Addr())
+	waitSignal()
+	srv.Close()
+}
+
+// withControl serves /_fake/reply and /_fake/last, and s for every other path.
+func withControl(s *upstreamtest.Server) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /_fake/reply", func(w http.ResponseWriter, r *http.Request) {
+		var reply upstreamtest.Reply
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err == nil {
+			err = json.Unmarshal(body, &reply)
+		}
+		if err != nil {
+			http.Error(w, "fakeupstream: want an upstreamtest.Reply as JSON: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.Enqueue(reply)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /_fake/last", func(w http.ResponseWriter, r *http.Request) {
+		reqs := s.Requests()
+		for i := len(reqs) - 1; i >= 0; i-- {
+			if q := reqs[i]; q.Path == "/v1/chat/completions" {
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(map[string]any{"model": q.Model, "stream": q.Stream, "messages": q.Messages})
+				return
+			}
+		}
+		http.Error(w, "fakeupstream: no chat-completions request yet", http.StatusNotFound)
+	})
+	mux.Handle("/", s.Handler())
+	return mux
+}
+
+func waitSignal() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
-	s.Close()
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "fakeupstream:", err)
+	os.Exit(1)
 }

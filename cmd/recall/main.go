@@ -2,8 +2,12 @@
 // OpenAI-compatible chat-completions APIs.
 //
 //	recall serve [--config recall.yaml]        serve (zero config: 127.0.0.1:8080 → api.openai.com)
-//	recall check-config --config recall.yaml   validate and print the resolved tenants, secrets masked
+//	recall check-config [--config recall.yaml] validate and print the resolved tenants, secrets masked
+//	recall health [--addr http://127.0.0.1:8080] exit 0 if a running Recall is ready (for HEALTHCHECK)
 //	recall version                             print the version
+//
+// Every command's --help lists its flags and the environment variables it
+// reads, with their defaults.
 package main
 
 import (
@@ -17,7 +21,9 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/recallproxy/recall/config"
@@ -37,78 +43,237 @@ func main() {
 const usage = `usage: recall <command> [flags]
 
 commands:
-  serve          serve the proxy (flags: --config)
-  check-config   validate a configuration and print it, secrets masked (flags: --config)
+  serve          serve the proxy
+  check-config   validate a configuration and print it, secrets masked
+  health         exit 0 if a running Recall answers /readyz with 200
   version        print the version
+
+"recall <command> --help" lists a command's flags and environment variables.
 `
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitFail  = 1 // the command ran and failed: bad configuration, not ready, server error
+	exitUsage = 2 // the command line is wrong
+)
 
 // run is main without the process: it returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return 2
+		return exitUsage
 	}
 	switch args[0] {
 	case "serve":
-		return serve(args[1:], stderr)
+		return serve(args[1:], stdout, stderr)
 	case "check-config":
 		return checkConfig(args[1:], stdout, stderr)
+	case "health":
+		return health(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "recall", versionString())
-		return 0
+		return versionCmd(args[1:], stdout, stderr)
 	case "help", "--help", "-h":
+		if len(args) > 1 && args[1] != "help" && args[1] != "--help" && args[1] != "-h" {
+			return run([]string{args[1], "--help"}, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
-		return 0
+		return exitOK
 	}
 	fmt.Fprintf(stderr, "recall: unknown command %q\n\n%s", args[0], usage)
-	return 2
+	return exitUsage
 }
 
+// envVar is an environment variable a command reads, for its help.
+type envVar struct {
+	name, def, what string
+}
+
+// configEnv lists what serve and check-config read from the environment.
+// The defaults come from config.DefaultGlobal, so the help cannot drift
+// from what LoadGlobal does.
+func configEnv() []envVar {
+	d := config.DefaultGlobal()
+	return []envVar{
+		{"RECALL_CONFIG", "(none)", "global configuration file, as --config; none: built-in defaults"},
+		{config.EnvListen, d.Listen, "address to listen on; overrides listen"},
+		{config.EnvUpstreamURL, d.Defaults.Upstream.BaseURL, "upstream API base URL; overrides defaults.upstream.base_url"},
+		{config.EnvDataDir, d.DataDir, "Badger data directory; overrides data_dir"},
+		{config.EnvStoreURL, "(empty)", "empty: Badger in the data directory (the only store in this build)"},
+		{"RECALL_ADMIN_KEY", "(none)", `the admin key, where a file says admin_key: "${RECALL_ADMIN_KEY}"`},
+		{"${VAR}", "", "any variable a configuration file references; unset is an error"},
+	}
+}
+
+// command describes a subcommand for its --help.
+type command struct {
+	name     string
+	synopsis string // after "recall <name>"
+	about    string
+	env      []envVar
+}
+
+// printHelp writes c's help: synopsis, description, flags, environment.
+func (c command) printHelp(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: %s\n\n%s\n", strings.TrimSpace("recall "+c.name+" "+c.synopsis), c.about)
+	hasFlags := false
+	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+	if hasFlags {
+		fmt.Fprint(w, "\nflags:\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	if len(c.env) > 0 {
+		fmt.Fprint(w, "\nenvironment:\n")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprint(tw, "  variable\tdefault\tmeaning\n")
+		for _, e := range c.env {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.name, e.def, e.what)
+		}
+		tw.Flush()
+	}
+}
+
+// parse parses args into fs. It reports done with the exit code when the
+// command should stop there: 0 after printing the help asked for with
+// --help or -h (to stdout), 2 after saying what is wrong with a flag or a
+// stray argument (to stderr).
+func (c command) parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, done bool) {
+	fs.SetOutput(io.Discard) // the flag package's own messages are replaced below
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		c.printHelp(stdout, fs)
+		return exitOK, true
+	case err != nil:
+		fmt.Fprintf(stderr, "recall %s: %v (see recall %s --help)\n", c.name, err, c.name)
+		return exitUsage, true
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "recall %s: unexpected argument %q (see recall %s --help)\n", c.name, fs.Arg(0), c.name)
+		return exitUsage, true
+	}
+	return exitOK, false
+}
+
+var (
+	serveCmd = command{
+		name:     "serve",
+		synopsis: "[--config FILE]",
+		about: "Serve the proxy until SIGINT or SIGTERM (in-flight requests and streams get up\n" +
+			"to 30s to finish); SIGHUP reloads the tenant files. Without a configuration it\n" +
+			"listens on 127.0.0.1:8080, forwards to https://api.openai.com/v1 with each\n" +
+			"client's own key and stores in ./recall-data. The environment overrides the file.",
+		env: configEnv(),
+	}
+	checkConfigCmd = command{
+		name:     "check-config",
+		synopsis: "[--config FILE]",
+		about: "Load the configuration as serve would, list every problem of every file at\n" +
+			"once and exit 1, or print the resolved configuration with secrets masked and\n" +
+			"exit 0. Warnings (such as an upstream URL without an API version) go to stderr.",
+		env: configEnv(),
+	}
+	healthCmd = command{
+		name:     "health",
+		synopsis: "[--addr URL] [--timeout DURATION]",
+		about: "GET <addr>/readyz of a running Recall: exit 0 if it answers 200, 1 otherwise,\n" +
+			"printing one line. It needs no shell, for Docker's HEALTHCHECK.",
+		env: []envVar{
+			{"RECALL_ADDR", "(from RECALL_LISTEN)", "Recall's base URL, as --addr"},
+			{config.EnvListen, "127.0.0.1:8080", "without RECALL_ADDR: the address is http://<RECALL_LISTEN>, 0.0.0.0 and :: as loopback"},
+		},
+	}
+	versionHelp = command{
+		name:  "version",
+		about: "Print the version: the one stamped at build time with -ldflags \"-X main.version=...\",\nelse the module version or VCS revision Go recorded, else \"dev\".",
+	}
+)
+
+func versionCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	if code, done := versionHelp.parse(fs, args, stdout, stderr); done {
+		return code
+	}
+	fmt.Fprintln(stdout, "recall", versionString())
+	return exitOK
+}
+
+// versionString says which build this is even when nothing was stamped:
+// the -X main.version value, else the module version, else the VCS
+// revision Go recorded (with "-dirty" for uncommitted changes), else "dev".
 func versionString() string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
 	}
-	return "(devel)"
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "-dirty"
+	}
+	return "dev-" + rev
 }
 
-// loadConfig parses the --config flag (default $RECALL_CONFIG) and loads
-// the global file with its environment overrides.
-func loadConfig(name string, args []string, stderr io.Writer) (config.Global, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", os.Getenv("RECALL_CONFIG"), "global configuration file (YAML); empty: built-in defaults")
-	if err := fs.Parse(args); err != nil {
-		return config.Global{}, err
+// configFlags parses the --config flag (default $RECALL_CONFIG) of c.
+func configFlags(c command, args []string, stdout, stderr io.Writer) (path string, code int, done bool) {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	p := fs.String("config", os.Getenv("RECALL_CONFIG"), "global configuration `file` (YAML); empty: built-in defaults")
+	code, done = c.parse(fs, args, stdout, stderr)
+	return *p, code, done
+}
+
+// printProblems writes the problems joined in err, one per line.
+func printProblems(w io.Writer, err error) {
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) == 1 {
+		fmt.Fprintf(w, "recall: %s\n", lines[0])
+		return
 	}
-	if fs.NArg() > 0 {
-		return config.Global{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	fmt.Fprintf(w, "recall: %d problems:\n", len(lines))
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %s\n", l)
 	}
-	g, err := config.LoadGlobal(*path)
-	if err != nil {
-		return config.Global{}, err
-	}
-	return g, nil
 }
 
 func checkConfig(args []string, stdout, stderr io.Writer) int {
-	g, err := loadConfig("check-config", args, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "recall: %v\n", err)
-		return 1
+	path, code, done := configFlags(checkConfigCmd, args, stdout, stderr)
+	if done {
+		return code
 	}
-	set, err := config.LoadTenants(g, os.LookupEnv)
+	g, set, err := config.Load(path, os.LookupEnv)
 	if err != nil {
-		fmt.Fprintf(stderr, "recall: %v\n", err)
-		return 1
+		printProblems(stderr, err)
+		return exitFail
+	}
+	for _, w := range config.Warnings(g, set) {
+		fmt.Fprintf(stderr, "recall: warning: %s\n", w)
 	}
 	if err := config.Describe(stdout, g, set); err != nil {
 		fmt.Fprintf(stderr, "recall: %v\n", err)
-		return 1
+		return exitFail
 	}
-	return 0
+	return exitOK
 }
 
 func newLogger(g config.Global, w io.Writer) *slog.Logger {
@@ -121,18 +286,22 @@ func newLogger(g config.Global, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-func serve(args []string, stderr io.Writer) int {
-	g, err := loadConfig("serve", args, stderr)
+func serve(args []string, stdout, stderr io.Writer) int {
+	path, code, done := configFlags(serveCmd, args, stdout, stderr)
+	if done {
+		return code
+	}
+	g, _, err := config.Load(path, os.LookupEnv)
 	if err != nil {
-		fmt.Fprintf(stderr, "recall: %v\n", err)
-		return 1
+		printProblems(stderr, err)
+		return exitFail
 	}
 	log := newLogger(g, stderr)
 	if err := serveUntilSignal(g, log); err != nil {
 		log.Error("recall stopped", "error", err.Error())
-		return 1
+		return exitFail
 	}
-	return 0
+	return exitOK
 }
 
 // serveUntilSignal serves until SIGINT or SIGTERM, reloading tenants on
@@ -142,7 +311,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	watcher, err := config.NewWatcher(g, os.LookupEnv, log)
+	watcher, err := config.NewWatcher(g, os.LookupEnv, log) // logs "configuration loaded"
 	if err != nil {
 		return err
 	}
@@ -154,11 +323,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		for {
 			select {
 			case <-hup:
-				if err := watcher.Reload(); err != nil {
-					log.Error("reload failed, keeping the last good configuration", "error", err.Error())
-				} else {
-					log.Info("configuration reloaded")
-				}
+				_ = watcher.Reload() // logged by the watcher, success or not
 			case <-ctx.Done():
 				return
 			}
@@ -202,7 +367,10 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	log.Info("recall serving", "listen", ln.Addr().String(), "data_dir", g.DataDir,
+	// The upstream is the defaults' (the implicit tenant's); tenant files
+	// may set their own.
+	log.Info("recall serving", "listen", ln.Addr().String(),
+		"upstream", config.RedactURL(g.Defaults.Upstream.BaseURL), "data_dir", g.DataDir,
 		"tenants", len(watcher.Current().Tenants()), "version", versionString())
 
 	errc := make(chan error, 1)

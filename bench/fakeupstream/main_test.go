@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/recallproxy/recall/internal/upstreamtest"
+)
+
+// TestControl checks the control paths: /_fake/last answers 404 before any
+// chat request and then the last one's messages; a reply posted to
+// /_fake/reply answers the next chat completion; every other path reaches
+// the fake.
+func TestControl(t *testing.T) {
+	fake := upstreamtest.NewTB(t)
+	srv := httptest.NewServer(withControl(fake))
+	defer srv.Close()
+
+	do := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	chat := `{"model":"gpt-4o","messages":[{"role":"user","content":"weather?"}]}`
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		contains                 []string
+	}{
+		{"last before any chat", "GET", "/_fake/last", "", 404, []string{"no chat-completions request yet"}},
+		{"models reach the fake", "GET", "/v1/models", "", 200, []string{`"gpt-4o"`}},
+		{"bad reply", "POST", "/_fake/reply", `{"toolCalls":`, 400, []string{"want an upstreamtest.Reply"}},
+		{"queue two parallel calls", "POST", "/_fake/reply", `{"toolCalls":[{"name":"get_weather","arguments":"{}"},{"name":"get_time","arguments":"{}"}]}`, 204, nil},
+		{"the next chat gets them", "POST", "/v1/chat/completions", chat, 200, []string{`"finish_reason":"tool_calls"`, `"name":"get_weather"`, `"name":"get_time"`}},
+		{"then echoes again", "POST", "/v1/chat/completions", chat, 200, []string{`"content":"echo: weather?"`}},
+		{"last is the last chat", "GET", "/_fake/last", "", 200, []string{`"model":"gpt-4o"`, `"messages":[{"role":"user","content":"weather?"}]`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := do(tt.method, tt.path, tt.body)
+			if status != tt.status {
+				t.Fatalf("got status %d, want %d: %s", status, tt.status, body)
+			}
+			for _, s := range tt.contains {
+				if !strings.Contains(body, s) {
+					t.Errorf("got body %s, want it to contain %s", body, s)
+				}
+			}
+		})
+	}
+	var last struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if _, body := do("GET", "/_fake/last", ""); json.Unmarshal([]byte(body), &last) != nil || len(last.Messages) != 1 {
+		t.Errorf("got %s, want one message", body)
+	}
+}
