@@ -2,9 +2,16 @@ package proxy
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"io"
+	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
@@ -44,4 +51,56 @@ func (p *pooledBody) Close() error {
 		bodyPool.Put(&b)
 	}
 	return nil
+}
+
+// readBody reads a chat-completions body, bounded by MaxBodyBytes.
+func (s *Server) readBody(rc *fasthttp.RequestCtx) ([]byte, error) {
+	st := rc.RequestBodyStream()
+	if st == nil {
+		return rc.Request.Body(), nil
+	}
+	b, err := readLimited(st, s.cfg.MaxBodyBytes)
+	if errors.Is(err, errTooLarge) {
+		return nil, errBodyTooLarge
+	}
+	if err != nil {
+		return nil, &apiError{status: 400, typ: "invalid_request_error", message: "Could not read the request body."}
+	}
+	return b, nil
+}
+
+func isEventStream(resp *http.Response) bool {
+	ct := resp.Header.Get("Content-Type")
+	return len(ct) >= 17 && ct[:17] == "text/event-stream"
+}
+
+var errTooLarge = errors.New("proxy: body too large")
+
+// readLimited reads r whole, failing with errTooLarge past limit bytes.
+func readLimited(r io.Reader, limit int) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
+		return nil, errTooLarge
+	}
+	return b, nil
+}
+
+// fail answers err in OpenAI's shape, logs and counts it.
+func (s *Server) fail(rc *fasthttp.RequestCtx, route, tenant string, err error, start time.Time) {
+	e := classify(err)
+	writeError(rc, e)
+	s.metrics.request(tenant, route, e.status)
+	level := slog.LevelInfo
+	if e.status >= 500 {
+		level = slog.LevelError
+	}
+	attrs := []any{"route", route, "tenant", tenant, "status", e.status}
+	if e.code != "" {
+		attrs = append(attrs, "code", e.code)
+	}
+	attrs = append(attrs, "overhead_ms", ms(s.cfg.Now().Sub(start)), "error", err.Error())
+	s.log.Log(context.Background(), level, "request", attrs...)
 }

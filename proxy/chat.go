@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -490,6 +489,9 @@ func (x *exchange) done(status int, err error) {
 	}
 	level := slog.LevelInfo
 	if err != nil {
+		if e := classify(err); e.code != "" && status == e.status {
+			attrs = append(attrs, "code", e.code)
+		}
 		attrs = append(attrs, "error", err.Error())
 		if status >= 500 && status != 499 {
 			level = slog.LevelError
@@ -500,52 +502,4 @@ func (x *exchange) done(status int, err error) {
 		s.cfg.OnExchangeDone(ExchangeDone{Tenant: tenant, Conversation: x.key.Conversation,
 			Status: status, Committed: x.committed, Err: err})
 	}
-}
-
-// readBody reads a chat-completions body, bounded by MaxBodyBytes.
-func (s *Server) readBody(rc *fasthttp.RequestCtx) ([]byte, error) {
-	st := rc.RequestBodyStream()
-	if st == nil {
-		return rc.Request.Body(), nil
-	}
-	b, err := readLimited(st, s.cfg.MaxBodyBytes)
-	if errors.Is(err, errTooLarge) {
-		return nil, errBodyTooLarge
-	}
-	if err != nil {
-		return nil, &apiError{status: 400, typ: "invalid_request_error", message: "Could not read the request body."}
-	}
-	return b, nil
-}
-
-func isEventStream(resp *http.Response) bool {
-	ct := resp.Header.Get("Content-Type")
-	return len(ct) >= 17 && ct[:17] == "text/event-stream"
-}
-
-var errTooLarge = errors.New("proxy: body too large")
-
-// readLimited reads r whole, failing with errTooLarge past limit bytes.
-func readLimited(r io.Reader, limit int) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > limit {
-		return nil, errTooLarge
-	}
-	return b, nil
-}
-
-// fail answers err in OpenAI's shape, logs and counts it.
-func (s *Server) fail(rc *fasthttp.RequestCtx, route, tenant string, err error, start time.Time) {
-	e := classify(err)
-	writeError(rc, e)
-	s.metrics.request(tenant, route, e.status)
-	level := slog.LevelInfo
-	if e.status >= 500 {
-		level = slog.LevelError
-	}
-	s.log.Log(context.Background(), level, "request", "route", route, "tenant", tenant, "status", e.status,
-		"code", e.code, "overhead_ms", ms(s.cfg.Now().Sub(start)), "error", err.Error())
 }

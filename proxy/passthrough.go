@@ -65,8 +65,12 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 		defer resp.Body.Close()
 		defer recoverStream(s.log)
 		n, err := relayRaw(w, resp.Body)
-		s.log.Info("request", "route", "passthrough", "tenant", c.cfg.ID, "status", resp.StatusCode,
-			"bytes", n, "upstream_ms", ms(upstreamAt.Sub(start)), "error", errString(err))
+		attrs := []any{"route", "passthrough", "tenant", c.cfg.ID, "status", resp.StatusCode,
+			"bytes", n, "upstream_ms", ms(upstreamAt.Sub(start))}
+		if err != nil {
+			attrs = append(attrs, "error", err.Error())
+		}
+		s.log.Info("request", attrs...)
 	})
 	if resp.ContentLength >= 0 {
 		// Keep the upstream's framing (SetBodyStreamWriter has just set

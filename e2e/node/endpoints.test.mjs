@@ -3,35 +3,27 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { toFile } from 'openai';
-import { client, bodylessGET } from './helpers.mjs';
+import { client } from './helpers.mjs';
 
-// Cases the fake upstream (internal/upstreamtest) does not serve yet: it
-// answers them with an echo of the request, which the SDK cannot read as
-// the resource. They run, and report, without failing the suite.
-// models.retrieve and files.delete are body-less requests too (see
-// bodylessGET).
-const needsFake = { todo: 'needs fake upstream support' };
-const needsFakeAndBodyless = { todo: 'needs fake upstream support, and the pass-through fix for body-less requests' };
-
-test('models.list()', bodylessGET, async () => {
+test('models.list()', async () => {
   const ids = [];
   for await (const m of client().models.list()) ids.push(m.id);
   assert.ok(ids.includes('gpt-4o'), `got ${ids}`);
 });
 
-test('models.retrieve()', needsFakeAndBodyless, async () => {
+test('models.retrieve()', async () => {
   const m = await client().models.retrieve('gpt-4o');
   assert.equal(m.id, 'gpt-4o');
   assert.equal(m.object, 'model');
 });
 
-test('embeddings.create()', needsFake, async () => {
+test('embeddings.create()', async () => {
   const r = await client().embeddings.create({ model: 'text-embedding-3-small', input: ['hello', 'world'] });
   assert.equal(r.data.length, 2);
   assert.ok(r.data[0].embedding.length > 0);
 });
 
-test('a file upload, then delete', needsFakeAndBodyless, async () => {
+test('a file upload, then delete', async () => {
   const c = client();
   const file = await c.files.create({
     file: await toFile(Buffer.from('{"custom_id":"1"}\n'), 'batch.jsonl'),

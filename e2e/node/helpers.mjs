@@ -70,10 +70,3 @@ export function brief(messages) {
   });
 }
 
-// bodylessGET marks cases that send a GET without a body through the
-// pass-through, which proxy/passthrough.go forwards with an unknown
-// ContentLength and a nil body, so net/http refuses it ("Request.ContentLength=-1
-// with nil Body") and Recall answers 502. They run, and report, without
-// failing the suite until the pass-through forwards such requests as
-// body-less.
-export const bodylessGET = { todo: 'pass-through GET fails until proxy/passthrough.go forwards a body-less request without a body' };

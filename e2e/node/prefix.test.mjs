@@ -2,7 +2,7 @@
 // http://host/c/<conversation>/v1.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { client, newConv, recallURL, lastUpstream, brief, bodylessGET } from './helpers.mjs';
+import { client, newConv, recallURL, lastUpstream, brief } from './helpers.mjs';
 
 test('conversation in the base URL path', async () => {
   const conv = newConv('prefix');
@@ -17,7 +17,7 @@ test('conversation in the base URL path', async () => {
   assert.deepEqual(brief(up.messages), ['user:Remember 42.', 'assistant:echo: Remember 42.', 'user:Which number?']);
 });
 
-test('other endpoints under the prefix pass through', bodylessGET, async () => {
+test('other endpoints under the prefix pass through', async () => {
   const conv = newConv('prefix-models');
   const ids = [];
   for await (const m of client(undefined, `${recallURL}/c/${conv}/v1`).models.list()) ids.push(m.id);
