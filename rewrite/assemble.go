@@ -63,6 +63,9 @@ func (a *Assembler) Add(data []byte) error {
 		a.done = true
 		return nil
 	}
+	if err := CheckDepth(data); err != nil {
+		return err
+	}
 	if !gjson.ValidBytes(data) {
 		return errors.New("rewrite: stream chunk is not valid JSON")
 	}
@@ -235,6 +238,9 @@ func (a *Assembler) Reset() {
 // body. It returns an error when the body carries an "error" object or has
 // no choices[0].message object. For n>1, choice 0 is the one with index 0.
 func ParseReply(body []byte) (Reply, error) {
+	if err := CheckDepth(body); err != nil {
+		return Reply{}, err
+	}
 	if !gjson.ValidBytes(body) {
 		return Reply{}, errors.New("rewrite: reply is not valid JSON")
 	}

@@ -207,14 +207,16 @@ func appendToolCalls(buf []byte, calls gjson.Result) []byte {
 
 // appendArguments appends a string value holding function arguments, given
 // as its JSON literal, with insignificant whitespace removed from the
-// arguments when they are valid JSON.
+// arguments when they are valid JSON no deeper than MaxDepth (arguments are
+// a string inside the message, so the message's own depth check does not
+// bound them).
 func appendArguments(buf []byte, raw string) []byte {
 	buf = append(buf, valString)
 	lenAt := len(buf)
 	buf = append(buf, 0, 0, 0, 0)
 	start := len(buf)
 	buf = appendUnescaped(buf, raw)
-	if gjson.ValidBytes(buf[start:]) {
+	if CheckDepth(buf[start:]) == nil && gjson.ValidBytes(buf[start:]) {
 		buf = buf[:start+len(pretty.UglyInPlace(buf[start:]))]
 	}
 	binary.LittleEndian.PutUint32(buf[lenAt:], uint32(len(buf)-start))

@@ -50,6 +50,9 @@ type Request struct {
 // and the token limits) and leaves everything else, including whether tool
 // calls are answered, to the upstream and the proxy.
 func ParseRequest(body []byte) (Request, error) {
+	if CheckDepth(body) != nil {
+		return Request{}, &Error{Message: "The JSON body is nested too deeply (more than " + strconv.Itoa(MaxDepth) + " levels).", Code: "invalid_json"}
+	}
 	if !gjson.ValidBytes(body) {
 		return Request{}, &Error{Message: "We could not parse the JSON body of your request. The API expects a JSON payload, but what was sent was not valid JSON."}
 	}

@@ -1,0 +1,63 @@
+package rewrite
+
+import (
+	"bytes"
+	"errors"
+)
+
+// MaxDepth is the deepest nesting of arrays and objects this package
+// accepts in a JSON document, the bound JSON encoders commonly use. gjson's
+// validator recurses once per level, so without a bound a body of a few
+// million "[" overflows the goroutine stack and kills the process.
+const MaxDepth = 256
+
+// ErrTooDeep is returned by [CheckDepth], [ParseReply] and [Assembler.Add]
+// for JSON nested more than [MaxDepth] levels.
+var ErrTooDeep = errors.New("rewrite: JSON nested more than 256 levels")
+
+// CheckDepth returns [ErrTooDeep] if b, read as JSON, opens more than
+// [MaxDepth] arrays and objects without closing them, and nil otherwise. It
+// counts "[" and "{" outside strings, skipping escaped characters inside
+// them, in one pass without recursion or allocation, and checks nothing
+// else: call it on untrusted input before any recursive parser such as
+// gjson.Valid, which still has to reject what is not JSON.
+func CheckDepth(b []byte) error {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '[', '{':
+			depth++
+			if depth > MaxDepth {
+				return ErrTooDeep
+			}
+		case ']', '}':
+			depth--
+		case '"':
+			i = stringEnd(b, i+1)
+		}
+	}
+	return nil
+}
+
+// stringEnd returns the index of the quote closing the JSON string whose
+// contents start at b[start], or len(b) if it is not closed. A quote is
+// escaped when an odd number of backslashes precede it inside the string;
+// counting them back from the quote visits each backslash at most once in
+// all, so the scan stays linear and runs at the speed of bytes.IndexByte.
+func stringEnd(b []byte, start int) int {
+	for i := start; ; {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return len(b)
+		}
+		q += i
+		n := 0
+		for q-n-1 >= start && b[q-n-1] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
+}
