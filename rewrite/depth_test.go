@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
 // nested returns a chat body whose "x" holds an array nested n levels
@@ -164,19 +163,6 @@ func BenchmarkCheckDepth(b *testing.B) {
 	for b.Loop() {
 		if err := CheckDepth(body); err != nil {
 			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkUTF8Valid measures the other whole-body check ParseRequest
-// makes, on the same body, for comparison.
-func BenchmarkUTF8Valid(b *testing.B) {
-	body := chatBody(50 << 10)
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if !utf8.Valid(body) {
-			b.Fatal("invalid")
 		}
 	}
 }

@@ -3,6 +3,7 @@ package rewrite
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -45,10 +46,11 @@ type Request struct {
 // ParseRequest validates body as a chat-completions request and returns a
 // view of it. Every error is an *[Error] naming the offending parameter.
 //
-// It checks the shape the proxy relies on (a JSON object whose "messages" is
-// a non-empty array of well-formed messages, and the types of model, stream
-// and the token limits) and leaves everything else, including whether tool
-// calls are answered, to the upstream and the proxy.
+// It checks the shape the proxy relies on (valid UTF-8 JSON nested at most
+// [MaxDepth] levels, an object whose "messages" is a non-empty array of
+// well-formed messages, and the types of model, stream and the token
+// limits) and leaves everything else, including whether tool calls are
+// answered, to the upstream and the proxy.
 func ParseRequest(body []byte) (Request, error) {
 	if CheckDepth(body) != nil {
 		return Request{}, &Error{Message: "The JSON body is nested too deeply (more than " + strconv.Itoa(MaxDepth) + " levels).", Code: "invalid_json"}
@@ -58,6 +60,9 @@ func ParseRequest(body []byte) (Request, error) {
 	}
 	doc := bytesString(body)
 	root := gjson.Parse(doc)
+	if !utf8.Valid(body) {
+		return Request{}, invalidUTF8(doc, root)
+	}
 	if !root.IsObject() {
 		return Request{}, &Error{Message: "Invalid type for request body: expected an object, but got " + typeName(root) + " instead."}
 	}
