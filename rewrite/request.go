@@ -317,7 +317,7 @@ func messageRole(m gjson.Result) (string, *Error) {
 }
 
 // checkContent validates a message's content: absent, null, a string, or an
-// array of objects each with a string "type".
+// array of content parts (see [checkPart]).
 func checkContent(param string, c gjson.Result) *Error {
 	switch {
 	case !c.Exists(), c.Type == gjson.Null, c.Type == gjson.String:
@@ -328,20 +328,69 @@ func checkContent(param string, c gjson.Result) *Error {
 	var err *Error
 	i := 0
 	c.ForEach(func(_, part gjson.Result) bool {
-		if !part.IsObject() {
-			err = invalidType(index(param, i), "an object", part)
-			return false
-		}
-		t := part.Get("type")
-		switch {
-		case !t.Exists() || t.Type == gjson.Null:
-			err = missing(index(param, i) + ".type")
-		case t.Type != gjson.String:
-			err = invalidType(index(param, i)+".type", "a string", t)
+		if err = checkPart(part); err != nil {
+			err.at(index(param, i))
 		}
 		i++
 		return err == nil
 	})
+	return err
+}
+
+// checkPart validates one content part: an object with a string "type"
+// and, for the types OpenAI defines, the member that type requires, as
+// OpenAI checks it (a string "text" or "refusal", an "image_url" object
+// with a string "url", an "input_audio" object). A part of another type
+// passes: new types appear upstream before Recall knows them, and the
+// upstream decides. Errors name parameters relative to the part (".text"),
+// for the caller to prefix.
+func checkPart(part gjson.Result) *Error {
+	if !part.IsObject() {
+		return invalidType("", "an object", part)
+	}
+	var typ, text, refusal, imageURL, inputAudio gjson.Result
+	part.ForEach(func(key, value gjson.Result) bool {
+		switch key.Str {
+		case "type":
+			typ = value
+		case "text":
+			text = value
+		case "refusal":
+			refusal = value
+		case "image_url":
+			imageURL = value
+		case "input_audio":
+			inputAudio = value
+		}
+		return true
+	})
+	switch {
+	case !typ.Exists() || typ.Type == gjson.Null:
+		return missing(".type")
+	case typ.Type != gjson.String:
+		return invalidType(".type", "a string", typ)
+	}
+	var err *Error
+	switch typ.Str {
+	case "text":
+		if err = requireString(text); err != nil {
+			err.at(".text")
+		}
+	case "refusal":
+		if err = requireString(refusal); err != nil {
+			err.at(".refusal")
+		}
+	case "image_url":
+		if err = requireObject(imageURL); err != nil {
+			err.at(".image_url")
+		} else if err = requireString(imageURL.Get("url")); err != nil {
+			err.at(".image_url.url")
+		}
+	case "input_audio":
+		if err = requireObject(inputAudio); err != nil {
+			err.at(".input_audio")
+		}
+	}
 	return err
 }
 
@@ -418,6 +467,17 @@ func requireString(v gjson.Result) *Error {
 		return missing("")
 	case v.Type != gjson.String:
 		return invalidType("", "a string", v)
+	}
+	return nil
+}
+
+// requireObject is requireString for an object.
+func requireObject(v gjson.Result) *Error {
+	switch {
+	case !v.Exists() || v.Type == gjson.Null:
+		return missing("")
+	case !v.IsObject():
+		return invalidType("", "an object", v)
 	}
 	return nil
 }
