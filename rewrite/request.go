@@ -236,9 +236,11 @@ func index(param string, i int) string { return param + "[" + strconv.Itoa(i) + 
 // name parameters relative to the message (".role"), for the caller to
 // prefix.
 func messageRole(m gjson.Result) (string, *Error) {
-	var role, content, toolCalls, toolCallID, refusal gjson.Result
+	var role, content, toolCalls, toolCallID, refusal, audio gjson.Result
 	m.ForEach(func(key, value gjson.Result) bool {
 		switch key.Str {
+		case "audio":
+			audio = value
 		case "role":
 			role = value
 		case "content":
@@ -305,9 +307,21 @@ func messageRole(m gjson.Result) (string, *Error) {
 		if err != nil {
 			return "", err
 		}
-		if !hasContent && n == 0 && refusal.Type != gjson.String {
+		// An earlier audio answer is referred to by its id alone.
+		hasAudio := audio.Exists() && audio.Type != gjson.Null
+		if hasAudio {
+			if err := requireObject(audio); err != nil {
+				err.at(".audio")
+				return "", err
+			}
+			if err := requireString(audio.Get("id")); err != nil {
+				err.at(".audio.id")
+				return "", err
+			}
+		}
+		if !hasContent && n == 0 && refusal.Type != gjson.String && !hasAudio {
 			return "", &Error{
-				Message: "Missing required parameter: '.content'. An assistant message needs content, tool_calls or refusal.",
+				Message: "Missing required parameter: '.content'. An assistant message needs content, tool_calls, refusal or audio.",
 				Param:   ".content",
 				Code:    "missing_required_parameter",
 			}

@@ -69,6 +69,12 @@ func TestParseRequest(t *testing.T) {
 			tools: `[{"type":"function","function":{"name":"w"}}]`,
 		},
 		{
+			name:  "assistant with audio only",
+			body:  `{"messages":[{"role":"assistant","audio":{"id":"audio_1"}}]}`,
+			roles: []string{"assistant"},
+			raws:  []string{`{"role":"assistant","audio":{"id":"audio_1"}}`},
+		},
+		{
 			name:  "assistant with empty content",
 			body:  `{"messages":[{"role":"assistant","content":""}]}`,
 			roles: []string{"assistant"},
@@ -176,6 +182,8 @@ func TestParseRequestErrors(t *testing.T) {
 		{"tool without content", `{"messages":[{"role":"tool","tool_call_id":"c"}]}`, "messages[0].content", "missing_required_parameter"},
 		{"assistant with nothing", `{"messages":[` + user + `,{"role":"assistant","content":null}]}`, "messages[1].content", "missing_required_parameter"},
 		{"assistant with empty tool_calls", `{"messages":[{"role":"assistant","tool_calls":[]}]}`, "messages[0].content", "missing_required_parameter"},
+		{"audio a string", `{"messages":[{"role":"assistant","audio":"a"}]}`, "messages[0].audio", "invalid_type"},
+		{"audio without id", `{"messages":[{"role":"assistant","audio":{}}]}`, "messages[0].audio.id", "missing_required_parameter"},
 		{"refusal a number", `{"messages":[{"role":"assistant","refusal":1}]}`, "messages[0].refusal", "invalid_type"},
 		{"tool_calls an object", `{"messages":[{"role":"assistant","tool_calls":{}}]}`, "messages[0].tool_calls", "invalid_type"},
 		{"tool call not an object", `{"messages":[{"role":"assistant","tool_calls":[1]}]}`, "messages[0].tool_calls[0]", "invalid_type"},
