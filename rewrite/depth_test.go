@@ -50,6 +50,26 @@ func TestCheckDepth(t *testing.T) {
 	}
 }
 
+// TestCheckDepthEscapesAtEveryOffset puts escapes at every offset around
+// where CheckDepth switches from a byte loop to bytes.IndexByte inside a
+// string, and compares with the obvious reading (refDepth). Past the
+// string come MaxDepth brackets, which count only if the string closed
+// where it should.
+func TestCheckDepthEscapesAtEveryOffset(t *testing.T) {
+	for _, esc := range []string{`\"`, `\\`, `\\\"`, `\\\\`, `\\"`, `\u0022`, `\\\\\\\\\"`} {
+		for pad := range 40 {
+			body := []byte(`["` + strings.Repeat("x", pad) + esc + `xy"` + strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth+1))
+			want := error(nil)
+			if refDepth(body) > MaxDepth {
+				want = ErrTooDeep
+			}
+			if got := CheckDepth(body); got != want {
+				t.Errorf("CheckDepth(%s): got %v, want %v", body[:min(len(body), 80)], got, want)
+			}
+		}
+	}
+}
+
 // TestDeepBodyDoesNotCrash sends the 15 MB body that used to overflow the
 // stack in gjson's validator and kill the process.
 func TestDeepBodyDoesNotCrash(t *testing.T) {
@@ -149,20 +169,51 @@ func chatBody(size int) []byte {
 	return append(b, `],"temperature":0.3}`...)
 }
 
-func TestChatBodyIsValid(t *testing.T) {
-	body := chatBody(50 << 10)
-	if _, err := ParseRequest(body); err != nil {
-		t.Fatalf("got %v, want the benchmark body to be a valid request", err)
+func TestBenchBodiesAreValid(t *testing.T) {
+	for _, bb := range benchBodies[:2] {
+		t.Run(bb.name, func(t *testing.T) {
+			if _, err := ParseRequest(bb.body); err != nil {
+				t.Fatalf("got %v, want the benchmark body to be a valid request", err)
+			}
+			if n := bytes.Count(bb.body, []byte("{")) + bytes.Count(bb.body, []byte("[")); n <= MaxDepth {
+				t.Errorf("got %d opening brackets, want more than %d so that the scan is measured", n, MaxDepth)
+			}
+		})
 	}
 }
 
+// japaneseBody returns a request body of about size bytes of Japanese
+// conversation, where almost every byte belongs to a multi-byte rune.
+func japaneseBody(size int) []byte {
+	b := []byte(`{"model":"gpt-4o","messages":[{"role":"system","content":"あなたは丁寧なアシスタントです。"}`)
+	for len(b) < size-100 {
+		b = append(b, `,{"role":"user","content":"東京の明日の天気を教えてください。傘は必要ですか？"},{"role":"assistant","content":"明日の東京は曇りのち雨で、降水確率は六十パーセントです。傘を持って行くことをお勧めします。"}`...)
+	}
+	return append(b, `]}`...)
+}
+
+// benchBodies are the realistic bodies the whole-body checks are measured
+// on: 50 KB requests, past the bracket count that lets CheckDepth skip its
+// scan, and a stream chunk, well under it.
+var benchBodies = []struct {
+	name string
+	body []byte
+}{
+	{"english-50KB", chatBody(50 << 10)},
+	{"japanese-50KB", japaneseBody(50 << 10)},
+	{"chunk", []byte(`{"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":"fp_f9f4fb6dbf","choices":[{"index":0,"delta":{"content":" word12"},"logprobs":null,"finish_reason":null}],"usage":null}`)},
+}
+
 func BenchmarkCheckDepth(b *testing.B) {
-	body := chatBody(50 << 10)
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := CheckDepth(body); err != nil {
-			b.Fatal(err)
-		}
+	for _, bb := range benchBodies {
+		b.Run(bb.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bb.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := CheckDepth(bb.body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -72,14 +72,17 @@ func TestParseRequestValidUTF8(t *testing.T) {
 }
 
 // BenchmarkUTF8Valid measures the whole-body UTF-8 check ParseRequest
-// makes, on the body of BenchmarkCheckDepth.
+// makes, on the bodies of BenchmarkCheckDepth.
 func BenchmarkUTF8Valid(b *testing.B) {
-	body := chatBody(50 << 10)
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if !utf8.Valid(body) {
-			b.Fatal("invalid")
-		}
+	for _, bb := range benchBodies {
+		b.Run(bb.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bb.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if !utf8.Valid(bb.body) {
+					b.Fatal("invalid")
+				}
+			}
+		})
 	}
 }
