@@ -15,12 +15,12 @@ const MaxDepth = 256
 // for JSON nested more than [MaxDepth] levels.
 var ErrTooDeep = errors.New("rewrite: JSON nested more than 256 levels")
 
-// CheckDepth returns [ErrTooDeep] if b, read as JSON, opens more than
-// [MaxDepth] arrays and objects without closing them, and nil otherwise. It
-// counts "[" and "{" outside strings, skipping escaped characters inside
-// them, in one pass without recursion or allocation, and checks nothing
-// else: call it on untrusted input before any recursive parser such as
-// gjson.Valid, which still has to reject what is not JSON.
+// CheckDepth returns [ErrTooDeep] if b, read as JSON, nests arrays and
+// objects more than [MaxDepth] levels deep, and nil otherwise. It counts
+// "[" and "{" against "]" and "}" outside strings, skipping escaped
+// characters inside them, in linear time without recursion or allocation,
+// and checks nothing else: call it on untrusted input before any recursive
+// parser such as gjson.Valid, which still has to reject what is not JSON.
 func CheckDepth(b []byte) error {
 	// A document with no more opening brackets in all than MaxDepth
 	// cannot nest deeper. Counting them is vectorised, some twenty times
