@@ -140,6 +140,17 @@ func TestReplyDepthBound(t *testing.T) {
 	}
 }
 
+// TestHashDeepMessage hashes a message nested far past MaxDepth, which
+// Hash does not canonicalise: canonical hashing recursed once per level
+// and rescanned each level, so this ran for hours or overflowed the stack.
+func TestHashDeepMessage(t *testing.T) {
+	const n = 15_000_000
+	deep := []byte(`{"role":"user","content":[{"type":"x","x":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}]}`)
+	if Hash(deep) == Hash(deep[:len(deep)-1]) {
+		t.Errorf("got equal hashes for different messages, want different")
+	}
+}
+
 // TestHashDeepArguments hashes tool call arguments that are a deep JSON
 // array inside a string, which the message's own depth check cannot see.
 func TestHashDeepArguments(t *testing.T) {

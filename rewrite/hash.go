@@ -56,8 +56,13 @@ var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b
 // appears twice the last one counts, as with encoding/json.
 //
 // Hash does not validate raw; invalid JSON hashes to something stable but
-// unspecified.
+// unspecified. JSON nested deeper than [MaxDepth], which no request that
+// passed [ParseRequest] holds, hashes by its raw bytes: canonicalising it
+// recurses once per level and rescans each level's contents.
 func Hash(raw []byte) uint64 {
+	if CheckDepth(raw) != nil {
+		return xxhash.Sum64(raw)
+	}
 	bp := hashBufs.Get().(*[]byte)
 	buf := appendCanonical((*bp)[:0], gjson.Parse(bytesString(raw)))
 	h := xxhash.Sum64(buf)
