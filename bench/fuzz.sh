@@ -15,6 +15,7 @@ targets=(
 	"./rewrite FuzzHash"
 	"./rewrite FuzzAppendBody"
 	"./rewrite FuzzAssembler"
+	"./rewrite FuzzCheckDepth"
 	"./history FuzzMerge"
 	"./history/tokens FuzzText"
 	"./history/tokens FuzzMessage"

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"sync"
+	"unsafe"
 )
 
 // Cache is a Store that keeps the newest messages of recently used
@@ -15,8 +16,11 @@ import (
 // The cache is write-through and coherent only while it is the store's
 // sole writer, as Recall is for its Badger directory (one process per
 // directory); a networked store shared by replicas must not be cached this
-// way. Memory is bounded by maxBytes (message bytes, LRU), and one
-// conversation never holds more than maxEntryBytes.
+// way. Memory is bounded by maxBytes (LRU), counting each entry at its
+// cost: a fixed overhead for the entry, its map slot, list element and
+// metadata, plus its messages; one conversation never holds more than
+// maxEntryBytes of messages. A conversation the store does not hold is
+// never cached, so loading unknown ids costs no memory.
 //
 // Like Recall's pipeline, callers must not load and commit one
 // conversation concurrently: a load that misses and a commit racing it
@@ -41,11 +45,12 @@ type cacheEntry struct {
 	meta     Meta
 	tail     []Message
 	complete bool // tail reaches back to the first active message
-	bytes    int
+	bytes    int  // fixedCost plus each message's messageCost
 }
 
-// NewCache returns a Cache over s holding at most maxBytes of messages in
-// all (default 64 MiB) and maxEntryBytes per conversation (default 2 MiB).
+// NewCache returns a Cache over s holding at most maxBytes in all, entries
+// counted at their cost (default 64 MiB), and maxEntryBytes of messages
+// per conversation (default 2 MiB).
 func NewCache(s Store, maxBytes, maxEntryBytes int) *Cache {
 	if maxBytes <= 0 {
 		maxBytes = 64 << 20
@@ -71,7 +76,10 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 	c.mu.Unlock()
 
 	snap, err := c.store.Load(ctx, k, q)
-	if err != nil {
+	if err != nil || snap.Meta.Version == 0 {
+		// A conversation the store does not hold is not cached: any
+		// client can name ids that were never written, and each would
+		// keep an entry. The commit that creates it may cache it.
 		return snap, err
 	}
 	c.mu.Lock()
@@ -122,13 +130,20 @@ func (e *cacheEntry) snapshot(tail []Message) Snapshot {
 
 // Commit writes through to the store, then applies the same change to the
 // cached entry (or drops it when it cannot follow: a supersede, a conflict,
-// an error).
+// an error). A commit that creates the conversation caches it whole.
 func (c *Cache) Commit(ctx context.Context, k Key, ch Change) (Meta, error) {
 	meta, err := c.store.Commit(ctx, k, ch)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.byKey[k]
 	if !ok {
+		if err == nil && ch.Version == 0 && ch.Supersede == nil {
+			// The store held nothing (the commit would have conflicted
+			// otherwise), so the appended messages are all there is.
+			if next, writes := Apply(Meta{}, ch, nil); next.Version == meta.Version && next.NextSeq == meta.NextSeq {
+				c.put(&cacheEntry{key: k, meta: meta, tail: writes[:len(writes):len(writes)], complete: true})
+			}
+		}
 		return meta, err
 	}
 	e := el.Value.(*cacheEntry)
@@ -143,11 +158,11 @@ func (c *Cache) Commit(ctx context.Context, k Key, ch Change) (Meta, error) {
 	}
 	// Snapshots handed out have their capacity clipped, so appending in
 	// place never writes into a slice a reader holds.
+	added := metaCost(meta) - metaCost(e.meta)
 	e.meta = meta
 	e.tail = append(e.tail, writes...)
-	added := 0
 	for _, m := range writes {
-		added += len(m.Raw) + messageOverhead
+		added += messageCost(m)
 	}
 	e.bytes += added
 	c.size += added
@@ -172,14 +187,23 @@ func (c *Cache) Delete(ctx context.Context, k Key) error {
 	return c.store.Delete(ctx, k)
 }
 
+// Len returns the number of conversations cached. It is meant for tests
+// and metrics: the answer may be stale as soon as it is returned.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
+}
+
 // put inserts e (replacing any entry for its key), trims it and evicts
 // the least recently used entries past maxBytes. c.mu must be held.
 func (c *Cache) put(e *cacheEntry) {
 	if el, ok := c.byKey[e.key]; ok {
 		c.remove(el)
 	}
+	e.bytes = e.fixedCost()
 	for _, m := range e.tail {
-		e.bytes += len(m.Raw) + messageOverhead
+		e.bytes += messageCost(m)
 	}
 	c.byKey[e.key] = c.lru.PushFront(e)
 	c.size += e.bytes
@@ -193,8 +217,8 @@ func (c *Cache) put(e *cacheEntry) {
 // context window. c.mu must be held.
 func (c *Cache) trim(e *cacheEntry) {
 	drop, freed := 0, 0
-	for drop < len(e.tail) && (e.bytes-freed > c.maxEntry || e.tail[drop].Seq < e.meta.Cut) {
-		freed += len(e.tail[drop].Raw) + messageOverhead
+	for drop < len(e.tail) && (e.messageBytes()-freed > c.maxEntry || e.tail[drop].Seq < e.meta.Cut) {
+		freed += messageCost(e.tail[drop])
 		drop++
 	}
 	if drop > 0 {
@@ -223,5 +247,37 @@ func (c *Cache) remove(el *list.Element) {
 	c.size -= e.bytes
 }
 
-// messageOverhead approximates a cached Message's memory beside its Raw.
-const messageOverhead = 96
+// The cost model. An entry costs entryOverhead, its key's bytes, the
+// variable part of its Meta, and each message's Raw plus messageOverhead.
+// Without the fixed part, an entry holding no messages (a conversation
+// whose messages were all superseded) would cost nothing and never be
+// evicted.
+const (
+	// entryOverhead approximates an entry's memory beside its key's bytes,
+	// its Meta's slices and strings, and its messages: the cacheEntry
+	// (Meta included), its list.Element, and its map slot (key and
+	// element pointer) counted twice for the map's spare capacity.
+	entryOverhead = int(unsafe.Sizeof(cacheEntry{}) + unsafe.Sizeof(list.Element{}) +
+		2*(unsafe.Sizeof(Key{})+unsafe.Sizeof((*list.Element)(nil))))
+	// messageOverhead approximates a cached Message's memory beside its
+	// Raw.
+	messageOverhead = int(unsafe.Sizeof(Message{}))
+)
+
+// fixedCost is what e counts against the cache's bound besides its
+// messages.
+func (e *cacheEntry) fixedCost() int {
+	return entryOverhead + len(e.key.Tenant) + len(e.key.Conversation) + metaCost(e.meta)
+}
+
+// metaCost is the memory a Meta holds outside its struct.
+func metaCost(m Meta) int {
+	return len(m.Gaps)*int(unsafe.Sizeof(Range{})) + len(m.Model) + len(m.ResponseID)
+}
+
+// messageCost is what a cached message counts against the cache's bounds.
+func messageCost(m Message) int { return len(m.Raw) + messageOverhead }
+
+// messageBytes is the part of e.bytes its messages account for, which
+// maxEntry bounds.
+func (e *cacheEntry) messageBytes() int { return e.bytes - e.fixedCost() }

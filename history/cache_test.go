@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/recallproxy/recall/history"
@@ -104,7 +105,7 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 	defer store.Close()
 	counting := &countingStore{Store: store}
-	cache := history.NewCache(counting, 1000, 0) // about 3 conversations
+	cache := history.NewCache(counting, 2000, 0) // about 3 conversations of 2 short messages
 	q := history.Query{Tokens: 1 << 20}
 	for i := range 10 {
 		k := history.Key{Tenant: "t", Conversation: fmt.Sprint(i)}
@@ -134,3 +135,128 @@ func (c *countingStore) Load(ctx context.Context, k history.Key, q history.Query
 	c.loads++
 	return c.Store.Load(ctx, k, q)
 }
+
+// TestCacheBoundsConversationsWithoutMessages loads many distinct
+// conversations that hold no message: ids never written, which must not be
+// cached at all, and conversations whose every message was superseded,
+// which must count at their real cost. Both used to cost 0 bytes and were
+// never evicted: the heap grew without bound.
+func TestCacheBoundsConversationsWithoutMessages(t *testing.T) {
+	const (
+		loads    = 100_000
+		maxBytes = 64 << 10
+	)
+	tests := []struct {
+		name       string
+		meta       history.Meta // what the store holds for every id
+		maxEntries int
+	}{
+		{name: "never written", meta: history.Meta{}, maxEntries: 0},
+		{
+			name:       "every message superseded",
+			meta:       history.Meta{NextSeq: 5, Version: 3, Gaps: []history.Range{{From: 1, To: 4}}, Status: history.StatusActive},
+			maxEntries: maxBytes / 128, // no entry takes less than 128 bytes
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cache := history.NewCache(metaStore{tt.meta}, maxBytes, 0)
+			for i := range loads {
+				k := history.Key{Tenant: "t", Conversation: fmt.Sprint("c", i)}
+				if _, err := cache.Load(context.Background(), k, history.Query{Tokens: 1000}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := cache.Len(); got > tt.maxEntries {
+				t.Errorf("got %d entries after %d loads, want at most %d", got, loads, tt.maxEntries)
+			}
+		})
+	}
+}
+
+// TestCacheMemoryIsBounded measures the heap after loading many distinct
+// empty conversations through a 1 MiB cache: it must stay within a few
+// times the bound, which holds only if entries count at about their real
+// size.
+func TestCacheMemoryIsBounded(t *testing.T) {
+	const maxBytes = 1 << 20
+	cache := history.NewCache(metaStore{history.Meta{NextSeq: 2, Version: 2, Gaps: []history.Range{{From: 1, To: 1}}}}, maxBytes, 0)
+	load := func(from, to int) {
+		for i := from; i < to; i++ {
+			k := history.Key{Tenant: "t", Conversation: fmt.Sprint("c", i)}
+			if _, err := cache.Load(context.Background(), k, history.Query{Tokens: 1000}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Warm up to a full cache first, so that what is measured is what
+	// keeps growing, not the cache filling up to its bound.
+	load(0, 50_000)
+	before := heapInUse()
+	load(50_000, 250_000)
+	after := heapInUse()
+	runtime.KeepAlive(cache)
+	if grown := int64(after) - int64(before); grown > maxBytes {
+		t.Errorf("heap growth over 200,000 more loads: got %d bytes, want at most %d", grown, maxBytes)
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// TestCacheKeepsWhatACommitCreated checks that a conversation loaded
+// before it exists is not cached, and that the commit creating it caches
+// it whole, so the next request is served from memory.
+func TestCacheKeepsWhatACommitCreated(t *testing.T) {
+	ctx := context.Background()
+	under := &memStore{}
+	cache := history.NewCache(under, 0, 0)
+	k := history.Key{Tenant: "t", Conversation: "new"}
+	q := history.Query{Tokens: 1 << 20}
+	if _, err := cache.Load(ctx, k, q); err != nil {
+		t.Fatal(err)
+	}
+	if got := cache.Len(); got != 0 {
+		t.Fatalf("after loading an unknown conversation: got %d entries, want 0", got)
+	}
+	meta, err := cache.Commit(ctx, k, history.Change{Append: []history.Message{history.User("hello"), history.Asst("there")}, Now: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cache.Len(); got != 1 {
+		t.Fatalf("after the creating commit: got %d entries, want 1", got)
+	}
+	loads := under.loads
+	snap, err := cache.Load(ctx, k, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if under.loads != loads {
+		t.Errorf("got %d store loads, want %d: the load after the commit should be served from memory", under.loads, loads)
+	}
+	if got, want := seqs(snap.Tail), []uint64{1, 2}; !reflect.DeepEqual(got, want) || !snap.Complete || !reflect.DeepEqual(snap.Meta, meta) {
+		t.Errorf("got tail %v complete %v meta %+v, want tail %v complete true meta %+v", got, snap.Complete, snap.Meta, want, meta)
+	}
+}
+
+// metaStore holds, for every key, a conversation with metadata meta and
+// no active message.
+type metaStore struct{ meta history.Meta }
+
+func (s metaStore) Load(context.Context, history.Key, history.Query) (history.Snapshot, error) {
+	return history.Snapshot{Meta: s.meta, Complete: true}, nil
+}
+
+func (s metaStore) Commit(context.Context, history.Key, history.Change) (history.Meta, error) {
+	return history.Meta{}, history.ErrConflict
+}
+
+func (s metaStore) Messages(context.Context, history.Key, uint64, bool, func(history.Message) bool) error {
+	return nil
+}
+
+func (s metaStore) Delete(context.Context, history.Key) error { return nil }

@@ -21,7 +21,10 @@ type Usage struct {
 // Reply is what an upstream answered, reduced to what Recall records. It
 // shares no memory with the body or chunks it was built from.
 type Reply struct {
-	// Message is the assistant message JSON of choice 0.
+	// Message is choice 0's assistant message as Recall stores it, to be
+	// replayed as input later: a message parameter strict providers
+	// accept. See [Assembler.Reply] for its shape, the same for a
+	// streamed and a non-streamed reply.
 	Message []byte
 	// FinishReason is choice 0's finish_reason, "" if none was sent.
 	FinishReason string
@@ -38,7 +41,9 @@ type Reply struct {
 // are ignored, and usage is zero unless the upstream sent a usage chunk.
 type Assembler struct {
 	content, refusal []byte
+	parts            []byte     // content sent as an array of parts, raw
 	calls            []toolCall // in order of their stream index
+	name, audioID    string
 	finish           string
 	usage            Usage
 	model, id        string
@@ -63,6 +68,9 @@ func (a *Assembler) Add(data []byte) error {
 	if string(data) == "[DONE]" {
 		a.done = true
 		return nil
+	}
+	if err := CheckDepth(data); err != nil {
+		return err
 	}
 	if !gjson.ValidBytes(data) {
 		return errors.New("rewrite: stream chunk is not valid JSON")
@@ -124,15 +132,37 @@ func (a *Assembler) addChoice(choice gjson.Result) {
 	if index.Int() != 0 { // an absent index counts as 0
 		return
 	}
+	a.addDelta(delta)
+	if finish.Type == gjson.String && finish.Str != a.finish {
+		a.finish = strings.Clone(finish.Str)
+	}
+}
+
+// addDelta merges a streamed delta, or a non-streamed reply's whole
+// message, which is one delta carrying everything. It reads only the
+// fields Reply writes, so that anything else a reply carries
+// ("annotations", "reasoning_content", audio data) is never stored.
+func (a *Assembler) addDelta(delta gjson.Result) {
 	delta.ForEach(func(key, value gjson.Result) bool {
 		switch key.Str {
 		case "content":
-			if value.Type == gjson.String {
+			switch {
+			case value.Type == gjson.String:
 				a.content = appendUnescaped(a.content, value.Raw)
+			case value.IsArray() && value.Get("#").Int() > 0:
+				a.parts = append(a.parts[:0], value.Raw...)
 			}
 		case "refusal":
 			if value.Type == gjson.String {
 				a.refusal = appendUnescaped(a.refusal, value.Raw)
+			}
+		case "name":
+			if a.name == "" && value.Type == gjson.String {
+				a.name = strings.Clone(value.Str)
+			}
+		case "audio":
+			if id := value.Get("id"); a.audioID == "" && id.Type == gjson.String {
+				a.audioID = strings.Clone(id.Str)
 			}
 		case "tool_calls":
 			pos := 0
@@ -144,9 +174,6 @@ func (a *Assembler) addChoice(choice gjson.Result) {
 		}
 		return true
 	})
-	if finish.Type == gjson.String && finish.Str != a.finish {
-		a.finish = strings.Clone(finish.Str)
-	}
 }
 
 // addToolCall merges one delta.tool_calls fragment, found at position pos
@@ -172,11 +199,17 @@ func (a *Assembler) addToolCall(pos int, tc gjson.Result) {
 	if t := tc.Get("type"); c.typ == "" && t.Type == gjson.String {
 		c.typ = strings.Clone(t.Str)
 	}
-	fn := tc.Get("function")
+	fn, argsKey := tc.Get("function"), "arguments"
+	if custom := tc.Get("custom"); custom.IsObject() {
+		fn, argsKey = custom, "input"
+		if c.typ == "" {
+			c.typ = "custom"
+		}
+	}
 	if n := fn.Get("name"); n.Type == gjson.String {
 		c.name = appendUnescaped(c.name, n.Raw)
 	}
-	if args := fn.Get("arguments"); args.Type == gjson.String {
+	if args := fn.Get(argsKey); args.Type == gjson.String {
 		c.argument = appendUnescaped(c.argument, args.Raw)
 	}
 }
@@ -188,21 +221,40 @@ func (a *Assembler) Done() bool { return a.done }
 // that chunk on, a client considers the answer received.
 func (a *Assembler) Finished() bool { return a.finished }
 
-// Reply returns the assembled reply. Its Message has the keys role,
-// content, refusal and tool_calls in that order, each only when non-empty,
-// except content, which is always there: the text, or null when there is a
-// refusal or tool calls but no text, or "" when there is nothing at all.
+// Reply returns the assembled reply. Its Message is a valid assistant
+// message parameter, with these keys in this order:
+//
+//   - "role": "assistant";
+//   - "name", when the reply named the assistant;
+//   - "content": the text; or the array of parts a non-streamed reply
+//     sent; or null when there is none but a refusal, tool calls or audio;
+//     or "" when there is nothing at all;
+//   - "refusal", when it is a non-empty string;
+//   - "tool_calls", when there are any, each with "id", "type" (default
+//     "function") and "function" {"name","arguments"} (or "custom"
+//     {"name","input"} for a custom tool call);
+//   - "audio": {"id"}, when the reply had audio with an id, which is how a
+//     later request refers to it.
+//
+// Every string is re-encoded the same way, so a streamed and a
+// non-streamed reply with the same answer give the same bytes.
 func (a *Assembler) Reply() Reply {
-	n := 64 + len(a.content) + len(bytesString(a.refusal))
+	n := 64 + len(a.name) + len(a.content) + len(a.parts) + len(a.refusal) + len(a.audioID)
 	for _, c := range a.calls {
 		n += 64 + len(c.id) + len(c.name) + len(c.argument)
 	}
 	m := make([]byte, 0, n)
-	m = append(m, `{"role":"assistant","content":`...)
+	m = append(m, `{"role":"assistant"`...)
+	if a.name != "" {
+		m = appendQuoted(append(m, `,"name":`...), a.name)
+	}
+	m = append(m, `,"content":`...)
 	switch {
 	case len(a.content) > 0:
 		m = appendQuoted(m, bytesString(a.content))
-	case len(a.refusal) > 0 || len(a.calls) > 0:
+	case len(a.parts) > 0:
+		m = append(m, a.parts...)
+	case len(a.refusal) > 0 || len(a.calls) > 0 || a.audioID != "":
 		m = append(m, "null"...)
 	default:
 		m = append(m, `""`...)
@@ -216,17 +268,24 @@ func (a *Assembler) Reply() Reply {
 			if i > 0 {
 				m = append(m, ',')
 			}
-			typ := c.typ
-			if typ == "" {
+			typ, fn, args := c.typ, `,"function":{"name":`, `,"arguments":`
+			switch typ {
+			case "":
 				typ = "function"
+			case "custom":
+				fn, args = `,"custom":{"name":`, `,"input":`
 			}
 			m = appendQuoted(append(m, `{"id":`...), c.id)
 			m = appendQuoted(append(m, `,"type":`...), typ)
-			m = appendQuoted(append(m, `,"function":{"name":`...), bytesString(c.name))
-			m = appendQuoted(append(m, `,"arguments":`...), bytesString(c.argument))
+			m = appendQuoted(append(m, fn...), bytesString(c.name))
+			m = appendQuoted(append(m, args...), bytesString(c.argument))
 			m = append(m, "}}"...)
 		}
 		m = append(m, ']')
+	}
+	if a.audioID != "" {
+		m = appendQuoted(append(m, `,"audio":{"id":`...), a.audioID)
+		m = append(m, '}')
 	}
 	m = append(m, '}')
 	return Reply{Message: m, FinishReason: a.finish, Usage: a.usage, Model: a.model, ID: a.id}
@@ -235,14 +294,21 @@ func (a *Assembler) Reply() Reply {
 // Reset empties the assembler for another stream, keeping its buffers.
 func (a *Assembler) Reset() {
 	clear(a.calls)
-	*a = Assembler{content: a.content[:0], refusal: a.refusal[:0], calls: a.calls[:0]}
+	*a = Assembler{content: a.content[:0], refusal: a.refusal[:0], parts: a.parts[:0], calls: a.calls[:0]}
 }
 
-// ParseReply extracts choice 0's message (its exact JSON bytes, copied),
-// finish_reason, usage, model and id from a non-streamed chat.completion
-// body. It returns an error when the body carries an "error" object or has
-// no choices[0].message object. For n>1, choice 0 is the one with index 0.
+// ParseReply extracts choice 0's message, finish_reason, usage, model and
+// id from a non-streamed chat.completion body. The message is rebuilt from
+// its fields exactly as [Assembler.Reply] builds a streamed one, not kept
+// as sent: response fields such as "annotations" or "refusal": null are
+// not valid input for strict providers, and the stored message is replayed
+// as input. It returns an error when the body carries an "error" object or
+// has no choices[0].message object. For n>1, choice 0 is the one with
+// index 0. The Reply shares no memory with body.
 func ParseReply(body []byte) (Reply, error) {
+	if err := CheckDepth(body); err != nil {
+		return Reply{}, err
+	}
 	if !gjson.ValidBytes(body) {
 		return Reply{}, errors.New("rewrite: reply is not valid JSON")
 	}
@@ -258,10 +324,10 @@ func ParseReply(body []byte) (Reply, error) {
 	if !msg.IsObject() {
 		return Reply{}, errors.New("rewrite: reply has no choices[0].message object")
 	}
-	r := Reply{
-		Message: []byte(msg.Raw),
-		Usage:   parseUsage(doc.Get("usage")),
-	}
+	var a Assembler
+	a.addDelta(msg)
+	r := a.Reply()
+	r.Usage = parseUsage(doc.Get("usage"))
 	if f := choice.Get("finish_reason"); f.Type == gjson.String {
 		r.FinishReason = strings.Clone(f.Str)
 	}

@@ -160,6 +160,15 @@ func TestAssembler(t *testing.T) {
 			message: `{"role":"assistant","content":"a\"b\\c\n\t\u0001<>&\u2028é"}`,
 		},
 		{
+			name: "name, audio id and custom tool call",
+			chunks: []string{
+				`{"choices":[{"index":0,"delta":{"role":"assistant","name":"bot","audio":{"id":"audio_1","transcript":"Sure"}}}]}`,
+				`{"choices":[{"index":0,"delta":{"audio":{"data":"UklG","transcript":"."},"tool_calls":[{"index":0,"id":"c1","type":"custom","custom":{"name":"sql","input":"SELECT"}}]}}]}`,
+				`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"custom":{"input":" 1"}}]}}]}`,
+			},
+			message: `{"role":"assistant","name":"bot","content":null,"tool_calls":[{"id":"c1","type":"custom","custom":{"name":"sql","input":"SELECT 1"}}],"audio":{"id":"audio_1"}}`,
+		},
+		{
 			name: "last non-null finish reason",
 			chunks: []string{
 				`{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"length"}]}`,
@@ -278,12 +287,7 @@ func TestParseReply(t *testing.T) {
 			name: "choice with index 0",
 			body: body,
 			want: Reply{
-				Message: []byte(`{
-        "role": "assistant",
-        "content": "The image shows a wooden boardwalk.",
-        "refusal": null,
-        "annotations": []
-      }`),
+				Message:      []byte(`{"role":"assistant","content":"The image shows a wooden boardwalk."}`),
 				FinishReason: "stop",
 				Usage:        Usage{PromptTokens: 1117, CompletionTokens: 46, TotalTokens: 1163, CachedTokens: 1024},
 				Model:        "gpt-4o-2024-08-06",
@@ -294,6 +298,44 @@ func TestParseReply(t *testing.T) {
 			name: "first choice without index",
 			body: `{"id":"x","choices":[{"message":{"role":"assistant","content":"hi"}}]}`,
 			want: Reply{Message: []byte(`{"role":"assistant","content":"hi"}`), ID: "x"},
+		},
+		{
+			name: "refusal kept, response-only fields dropped",
+			body: `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I can\u2019t help with that.","annotations":[],"reasoning_content":"hmm"}}]}`,
+			want: Reply{Message: []byte(`{"role":"assistant","content":null,"refusal":"I can’t help with that."}`)},
+		},
+		{
+			name: "tool calls rebuilt, empty refusal dropped",
+			body: `{"choices":[{"message":{"role":"assistant","content":null,"refusal":"","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\": 1}","strict":true},"extra":1},{"id":"call_2","type":"custom","custom":{"name":"sql","input":"SELECT 1"}}]},"finish_reason":"tool_calls"}]}`,
+			want: Reply{
+				Message:      []byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}},{"id":"call_2","type":"custom","custom":{"name":"sql","input":"SELECT 1"}}]}`),
+				FinishReason: "tool_calls",
+			},
+		},
+		{
+			name: "audio reduced to its id",
+			body: `{"choices":[{"message":{"role":"assistant","content":null,"refusal":null,"audio":{"id":"audio_abc","data":"UklGR...","expires_at":1729018505,"transcript":"Yes."}}}]}`,
+			want: Reply{Message: []byte(`{"role":"assistant","content":null,"audio":{"id":"audio_abc"}}`)},
+		},
+		{
+			name: "audio without an id dropped",
+			body: `{"choices":[{"message":{"role":"assistant","content":"x","audio":{"data":"UklGR..."}}}]}`,
+			want: Reply{Message: []byte(`{"role":"assistant","content":"x"}`)},
+		},
+		{
+			name: "name kept, escapes re-encoded",
+			body: `{"choices":[{"message":{"content":"caf\u00e9 \/ \ud83d\ude00","name":"bot","role":"assistant"}}]}`,
+			want: Reply{Message: []byte(`{"role":"assistant","name":"bot","content":"café / 😀"}`)},
+		},
+		{
+			name: "content parts kept",
+			body: `{"choices":[{"message":{"role":"assistant","content":[{"type":"text","text":"a"}]}}]}`,
+			want: Reply{Message: []byte(`{"role":"assistant","content":[{"type":"text","text":"a"}]}`)},
+		},
+		{
+			name: "legacy function_call dropped, empty content kept",
+			body: `{"choices":[{"message":{"role":"assistant","content":null,"function_call":{"name":"f","arguments":"{}"}}}]}`,
+			want: Reply{Message: []byte(`{"role":"assistant","content":""}`)},
 		},
 		{name: "no choices", body: `{"choices":[]}`, wantErr: "no choices[0].message"},
 		{name: "message not an object", body: `{"choices":[{"message":"hi"}]}`, wantErr: "no choices[0].message"},

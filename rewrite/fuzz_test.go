@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"testing/iotest"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
+
+// deepSeed is the nesting depth of the seeds past MaxDepth: deep enough to
+// matter, shallow enough for every fuzz iteration to stay fast.
+const deepSeed = 10_000
 
 func FuzzEventReader(f *testing.F) {
 	for _, s := range []string{
@@ -92,13 +97,16 @@ func FuzzHash(f *testing.F) {
 		`{"role":"tool","tool_call_id":"c1","content":"r\u00e9sultat \ud83d\ude00"}`,
 		`{"role":"user","content":"a","content":"b","name":""}`,
 		`{"role":"user","content":[{"type":"x","n":-0,"m":12345678901234567890,"o":{"a":null}}]}`,
+		// Nesting past MaxDepth, in content and inside the arguments string.
+		`{"role":"user","content":[{"type":"x","x":` + strings.Repeat("[", deepSeed) + strings.Repeat("]", deepSeed) + `}]}`,
+		`{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"` + strings.Repeat("[", deepSeed) + `"}}]}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		h := Hash(raw) // never panics, valid or not
-		if !json.Valid(raw) || !utf8.Valid(raw) {
-			return
+		if !json.Valid(raw) || !utf8.Valid(raw) || CheckDepth(raw) != nil {
+			return // too deep hashes by raw bytes
 		}
 		var v any
 		if err := json.Unmarshal(raw, &v); err != nil {
@@ -120,6 +128,9 @@ func FuzzAppendBody(f *testing.F) {
 		` { "tools" : [ {"type":"function"} ] , "messages" : [ {"role":"system","content":"s"} , {"role":"user","content":[{"type":"text","text":"x"}]} ] , "x" : null } `,
 		`{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":"r"}],"n":2}`,
 		`{"m\u0065ssages":[{"role":"user","content":"x"}],"meta":{"messages":1}}`,
+		string(nested(deepSeed, false)),
+		string(nested(deepSeed, true)),
+		string(nested(MaxDepth-1, true)),
 	} {
 		f.Add([]byte(s), uint8(0))
 		f.Add([]byte(s), uint8(3))
@@ -232,4 +243,49 @@ func mustMarshal(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+func FuzzCheckDepth(f *testing.F) {
+	for _, s := range []string{
+		`{"a":[1,{"b":"[{\\\"]"}]}`,
+		`["\\"` + strings.Repeat(",[", MaxDepth) + `]`,
+		strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth),
+		strings.Repeat("{\"a\":", MaxDepth+1),
+		string(nested(deepSeed, false)),
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		want := error(nil)
+		if refDepth(in) > MaxDepth {
+			want = ErrTooDeep
+		}
+		if got := CheckDepth(in); got != want {
+			t.Fatalf("CheckDepth(%q): got %v, want %v", in, got, want)
+		}
+	})
+}
+
+// refDepth is a slow, obvious reading of the deepest nesting in b: a byte
+// at a time, a flag for being in a string and one for an escape.
+func refDepth(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
 }

@@ -56,8 +56,13 @@ var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b
 // appears twice the last one counts, as with encoding/json.
 //
 // Hash does not validate raw; invalid JSON hashes to something stable but
-// unspecified.
+// unspecified. JSON nested deeper than [MaxDepth], which no request that
+// passed [ParseRequest] holds, hashes by its raw bytes: canonicalising it
+// recurses once per level and rescans each level's contents.
 func Hash(raw []byte) uint64 {
+	if CheckDepth(raw) != nil {
+		return xxhash.Sum64(raw)
+	}
 	bp := hashBufs.Get().(*[]byte)
 	buf := appendCanonical((*bp)[:0], gjson.Parse(bytesString(raw)))
 	h := xxhash.Sum64(buf)
@@ -207,14 +212,16 @@ func appendToolCalls(buf []byte, calls gjson.Result) []byte {
 
 // appendArguments appends a string value holding function arguments, given
 // as its JSON literal, with insignificant whitespace removed from the
-// arguments when they are valid JSON.
+// arguments when they are valid JSON no deeper than MaxDepth (arguments are
+// a string inside the message, so the message's own depth check does not
+// bound them).
 func appendArguments(buf []byte, raw string) []byte {
 	buf = append(buf, valString)
 	lenAt := len(buf)
 	buf = append(buf, 0, 0, 0, 0)
 	start := len(buf)
 	buf = appendUnescaped(buf, raw)
-	if gjson.ValidBytes(buf[start:]) {
+	if CheckDepth(buf[start:]) == nil && gjson.ValidBytes(buf[start:]) {
 		buf = buf[:start+len(pretty.UglyInPlace(buf[start:]))]
 	}
 	binary.LittleEndian.PutUint32(buf[lenAt:], uint32(len(buf)-start))

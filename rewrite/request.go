@@ -3,6 +3,7 @@ package rewrite
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -45,16 +46,23 @@ type Request struct {
 // ParseRequest validates body as a chat-completions request and returns a
 // view of it. Every error is an *[Error] naming the offending parameter.
 //
-// It checks the shape the proxy relies on (a JSON object whose "messages" is
-// a non-empty array of well-formed messages, and the types of model, stream
-// and the token limits) and leaves everything else, including whether tool
-// calls are answered, to the upstream and the proxy.
+// It checks the shape the proxy relies on (valid UTF-8 JSON nested at most
+// [MaxDepth] levels, an object whose "messages" is a non-empty array of
+// well-formed messages, and the types of model, stream and the token
+// limits) and leaves everything else, including whether tool calls are
+// answered, to the upstream and the proxy.
 func ParseRequest(body []byte) (Request, error) {
+	if CheckDepth(body) != nil {
+		return Request{}, &Error{Message: "The JSON body is nested too deeply (more than " + strconv.Itoa(MaxDepth) + " levels).", Code: "invalid_json"}
+	}
 	if !gjson.ValidBytes(body) {
 		return Request{}, &Error{Message: "We could not parse the JSON body of your request. The API expects a JSON payload, but what was sent was not valid JSON."}
 	}
 	doc := bytesString(body)
 	root := gjson.Parse(doc)
+	if !utf8.Valid(body) {
+		return Request{}, invalidUTF8(doc, root)
+	}
 	if !root.IsObject() {
 		return Request{}, &Error{Message: "Invalid type for request body: expected an object, but got " + typeName(root) + " instead."}
 	}
@@ -228,9 +236,11 @@ func index(param string, i int) string { return param + "[" + strconv.Itoa(i) + 
 // name parameters relative to the message (".role"), for the caller to
 // prefix.
 func messageRole(m gjson.Result) (string, *Error) {
-	var role, content, toolCalls, toolCallID, refusal gjson.Result
+	var role, content, toolCalls, toolCallID, refusal, audio gjson.Result
 	m.ForEach(func(key, value gjson.Result) bool {
 		switch key.Str {
+		case "audio":
+			audio = value
 		case "role":
 			role = value
 		case "content":
@@ -297,9 +307,21 @@ func messageRole(m gjson.Result) (string, *Error) {
 		if err != nil {
 			return "", err
 		}
-		if !hasContent && n == 0 && refusal.Type != gjson.String {
+		// An earlier audio answer is referred to by its id alone.
+		hasAudio := audio.Exists() && audio.Type != gjson.Null
+		if hasAudio {
+			if err := requireObject(audio); err != nil {
+				err.at(".audio")
+				return "", err
+			}
+			if err := requireString(audio.Get("id")); err != nil {
+				err.at(".audio.id")
+				return "", err
+			}
+		}
+		if !hasContent && n == 0 && refusal.Type != gjson.String && !hasAudio {
 			return "", &Error{
-				Message: "Missing required parameter: '.content'. An assistant message needs content, tool_calls or refusal.",
+				Message: "Missing required parameter: '.content'. An assistant message needs content, tool_calls, refusal or audio.",
 				Param:   ".content",
 				Code:    "missing_required_parameter",
 			}
@@ -309,7 +331,7 @@ func messageRole(m gjson.Result) (string, *Error) {
 }
 
 // checkContent validates a message's content: absent, null, a string, or an
-// array of objects each with a string "type".
+// array of content parts (see [checkPart]).
 func checkContent(param string, c gjson.Result) *Error {
 	switch {
 	case !c.Exists(), c.Type == gjson.Null, c.Type == gjson.String:
@@ -320,20 +342,69 @@ func checkContent(param string, c gjson.Result) *Error {
 	var err *Error
 	i := 0
 	c.ForEach(func(_, part gjson.Result) bool {
-		if !part.IsObject() {
-			err = invalidType(index(param, i), "an object", part)
-			return false
-		}
-		t := part.Get("type")
-		switch {
-		case !t.Exists() || t.Type == gjson.Null:
-			err = missing(index(param, i) + ".type")
-		case t.Type != gjson.String:
-			err = invalidType(index(param, i)+".type", "a string", t)
+		if err = checkPart(part); err != nil {
+			err.at(index(param, i))
 		}
 		i++
 		return err == nil
 	})
+	return err
+}
+
+// checkPart validates one content part: an object with a string "type"
+// and, for the types OpenAI defines, the member that type requires, as
+// OpenAI checks it (a string "text" or "refusal", an "image_url" object
+// with a string "url", an "input_audio" object). A part of another type
+// passes: new types appear upstream before Recall knows them, and the
+// upstream decides. Errors name parameters relative to the part (".text"),
+// for the caller to prefix.
+func checkPart(part gjson.Result) *Error {
+	if !part.IsObject() {
+		return invalidType("", "an object", part)
+	}
+	var typ, text, refusal, imageURL, inputAudio gjson.Result
+	part.ForEach(func(key, value gjson.Result) bool {
+		switch key.Str {
+		case "type":
+			typ = value
+		case "text":
+			text = value
+		case "refusal":
+			refusal = value
+		case "image_url":
+			imageURL = value
+		case "input_audio":
+			inputAudio = value
+		}
+		return true
+	})
+	switch {
+	case !typ.Exists() || typ.Type == gjson.Null:
+		return missing(".type")
+	case typ.Type != gjson.String:
+		return invalidType(".type", "a string", typ)
+	}
+	var err *Error
+	switch typ.Str {
+	case "text":
+		if err = requireString(text); err != nil {
+			err.at(".text")
+		}
+	case "refusal":
+		if err = requireString(refusal); err != nil {
+			err.at(".refusal")
+		}
+	case "image_url":
+		if err = requireObject(imageURL); err != nil {
+			err.at(".image_url")
+		} else if err = requireString(imageURL.Get("url")); err != nil {
+			err.at(".image_url.url")
+		}
+	case "input_audio":
+		if err = requireObject(inputAudio); err != nil {
+			err.at(".input_audio")
+		}
+	}
 	return err
 }
 
@@ -410,6 +481,17 @@ func requireString(v gjson.Result) *Error {
 		return missing("")
 	case v.Type != gjson.String:
 		return invalidType("", "a string", v)
+	}
+	return nil
+}
+
+// requireObject is requireString for an object.
+func requireObject(v gjson.Result) *Error {
+	switch {
+	case !v.Exists() || v.Type == gjson.Null:
+		return missing("")
+	case !v.IsObject():
+		return invalidType("", "an object", v)
 	}
 	return nil
 }

@@ -69,6 +69,12 @@ func TestParseRequest(t *testing.T) {
 			tools: `[{"type":"function","function":{"name":"w"}}]`,
 		},
 		{
+			name:  "assistant with audio only",
+			body:  `{"messages":[{"role":"assistant","audio":{"id":"audio_1"}}]}`,
+			roles: []string{"assistant"},
+			raws:  []string{`{"role":"assistant","audio":{"id":"audio_1"}}`},
+		},
+		{
 			name:  "assistant with empty content",
 			body:  `{"messages":[{"role":"assistant","content":""}]}`,
 			roles: []string{"assistant"},
@@ -79,6 +85,15 @@ func TestParseRequest(t *testing.T) {
 			body:  `{"messages":[{"role":"us\u0065r","content":"x"}]}`,
 			roles: []string{"user"},
 			raws:  []string{`{"role":"us\u0065r","content":"x"}`},
+		},
+		{
+			name:  "every known part type, and unknown ones",
+			body:  `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u","detail":"low"}},{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}},{"type":"file","file":{"file_id":"f"}},{"type":"from_the_future","text":5}]},{"role":"assistant","content":[{"type":"text","text":"b"},{"type":"refusal","refusal":"c"}]}]}`,
+			roles: []string{"user", "assistant"},
+			raws: []string{
+				`{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u","detail":"low"}},{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}},{"type":"file","file":{"file_id":"f"}},{"type":"from_the_future","text":5}]}`,
+				`{"role":"assistant","content":[{"type":"text","text":"b"},{"type":"refusal","refusal":"c"}]}`,
+			},
 		},
 		{
 			name:  "leading whitespace and image part",
@@ -147,6 +162,18 @@ func TestParseRequestErrors(t *testing.T) {
 		{"content part not an object", `{"messages":[{"role":"user","content":["x"]}]}`, "messages[0].content[0]", "invalid_type"},
 		{"content part without type", `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"text":"b"}]}]}`, "messages[0].content[1].type", "missing_required_parameter"},
 		{"content part type a number", `{"messages":[{"role":"user","content":[{"type":3}]}]}`, "messages[0].content[0].type", "invalid_type"},
+		{"text part text a number", `{"messages":[{"role":"user","content":[{"type":"text","text":5}]}]}`, "messages[0].content[0].text", "invalid_type"},
+		{"text part without text", `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text"}]}]}`, "messages[0].content[1].text", "missing_required_parameter"},
+		{"text part text null", `{"messages":[{"role":"system","content":[{"type":"text","text":null}]}]}`, "messages[0].content[0].text", "missing_required_parameter"},
+		{"refusal part refusal an object", `{"messages":[{"role":"assistant","content":[{"type":"refusal","refusal":{}}]}]}`, "messages[0].content[0].refusal", "invalid_type"},
+		{"refusal part without refusal", `{"messages":[{"role":"assistant","content":[{"type":"refusal","text":"no"}]}]}`, "messages[0].content[0].refusal", "missing_required_parameter"},
+		{"image part without image_url", `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","url":"u"}]}]}`, "messages[0].content[1].image_url", "missing_required_parameter"},
+		{"image part image_url a string", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":"u"}]}]}`, "messages[0].content[0].image_url", "invalid_type"},
+		{"image part without url", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"detail":"low"}}]}]}`, "messages[0].content[0].image_url.url", "missing_required_parameter"},
+		{"image part url a number", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":1}}]}]}`, "messages[0].content[0].image_url.url", "invalid_type"},
+		{"audio part without input_audio", `{"messages":[{"role":"user","content":[{"type":"input_audio"}]}]}`, "messages[0].content[0].input_audio", "missing_required_parameter"},
+		{"audio part input_audio an array", `{"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":[]}]}]}`, "messages[0].content[0].input_audio", "invalid_type"},
+		{"bad part of a later message", `{"messages":[` + user + `,{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":true}]}]}`, "messages[1].content[0].text", "invalid_type"},
 		{"user without content", `{"messages":[{"role":"user"}]}`, "messages[0].content", "missing_required_parameter"},
 		{"system null content", `{"messages":[{"role":"system","content":null}]}`, "messages[0].content", "missing_required_parameter"},
 		{"developer without content", `{"messages":[{"role":"developer"}]}`, "messages[0].content", "missing_required_parameter"},
@@ -155,6 +182,8 @@ func TestParseRequestErrors(t *testing.T) {
 		{"tool without content", `{"messages":[{"role":"tool","tool_call_id":"c"}]}`, "messages[0].content", "missing_required_parameter"},
 		{"assistant with nothing", `{"messages":[` + user + `,{"role":"assistant","content":null}]}`, "messages[1].content", "missing_required_parameter"},
 		{"assistant with empty tool_calls", `{"messages":[{"role":"assistant","tool_calls":[]}]}`, "messages[0].content", "missing_required_parameter"},
+		{"audio a string", `{"messages":[{"role":"assistant","audio":"a"}]}`, "messages[0].audio", "invalid_type"},
+		{"audio without id", `{"messages":[{"role":"assistant","audio":{}}]}`, "messages[0].audio.id", "missing_required_parameter"},
 		{"refusal a number", `{"messages":[{"role":"assistant","refusal":1}]}`, "messages[0].refusal", "invalid_type"},
 		{"tool_calls an object", `{"messages":[{"role":"assistant","tool_calls":{}}]}`, "messages[0].tool_calls", "invalid_type"},
 		{"tool call not an object", `{"messages":[{"role":"assistant","tool_calls":[1]}]}`, "messages[0].tool_calls[0]", "invalid_type"},
@@ -254,5 +283,41 @@ func TestAppendBody(t *testing.T) {
 				t.Errorf("Body changed: got %s, want %s", r.Body, tt.body)
 			}
 		})
+	}
+}
+
+// TestParseRequestPartMessage checks one content-part error word for word
+// against OpenAI's.
+func TestParseRequestPartMessage(t *testing.T) {
+	_, err := ParseRequest([]byte(`{"messages":[{"role":"user","content":[{"type":"text","text":5}]}]}`))
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got error %v, want *Error", err)
+	}
+	const want = "Invalid type for 'messages[0].content[0].text': expected a string, but got an integer instead."
+	if e.Message != want {
+		t.Errorf("got %q, want %q", e.Message, want)
+	}
+}
+
+// TestParseRequestAllocsPerMessage checks that validating a message,
+// content parts of every kind included, allocates nothing: a body of four
+// messages and a body of sixteen cost the same allocations.
+func TestParseRequestAllocsPerMessage(t *testing.T) {
+	const msg = `{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u"}},{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}},{"type":"other"}]},` +
+		`{"role":"assistant","content":[{"type":"refusal","refusal":"no"}],"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"r"}]},` +
+		`{"role":"system","content":"s"}`
+	allocs := func(n int) float64 {
+		body := []byte(`{"model":"m","messages":[` + strings.TrimSuffix(strings.Repeat(msg+",", n), ",") + `]}`)
+		return testing.AllocsPerRun(50, func() {
+			if _, err := ParseRequest(body); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	// Both stay within the initial capacity of Request.Messages.
+	if four, sixteen := allocs(1), allocs(4); sixteen != four {
+		t.Errorf("got %v allocations for 16 messages, want %v as for 4", sixteen, four)
 	}
 }

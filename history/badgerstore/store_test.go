@@ -194,7 +194,7 @@ func TestSupersede(t *testing.T) {
 	edit := []history.Message{user("q7 edited", 5), asst("a7'", 6)}
 	m := mustCommit(t, s, k, history.Change{Supersede: &history.Boundary{Seq: 12, Turn: 6}, Append: edit})
 	if m.Messages != 14 || m.Turns != 7 || m.Tokens != 120+11 || m.LastTurn != 7 || m.NextSeq != 23 || m.Cut != 0 ||
-		m.FirstHash != user("q1", 10).Hash || !slices.Equal(m.Gaps, []history.Range{{From: 13, To: 20}}) {
+		m.FirstHash != user("q1", 10).Hash || !slices.Equal(m.Gaps, []history.Range{{From: 13, To: 20, Flags: history.Superseded}}) {
 		t.Errorf("got meta %+v, want 14 messages, 7 turns, 131 tokens, last turn 7, next 23, no cut, gap 13-20", m)
 	}
 

@@ -181,6 +181,7 @@ func TestChatRejects(t *testing.T) {
 		{"missing messages", `{"model":"m"}`, APIError{"Missing required parameter: 'messages'.", "invalid_request_error", "messages", "missing_required_parameter"}},
 		{"messages not an array", `{"model":"m","messages":"hi"}`, APIError{"Invalid type for 'messages': expected an array, but got a string instead.", "invalid_request_error", "messages", "invalid_type"}},
 		{"unanswered call", chatBody(`[`+user+`,`+callA+`]`, ""), APIError{msgCallsUnanswered + "call_a", "invalid_request_error", "messages.[1].role", ""}},
+		{"response message resent as is", chatBody(`[`+user+`,{"role":"assistant","content":"x","refusal":null,"annotations":[]},`+user+`]`, ""), APIError{"Unknown parameter: 'messages[1].annotations'.", "invalid_request_error", "messages[1].annotations", "unknown_parameter"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

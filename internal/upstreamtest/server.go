@@ -3,8 +3,9 @@
 //
 // A Server listens on a real loopback TCP port and serves:
 //
-//   - POST /v1/chat/completions: validated as strictly as OpenAI validates
-//     messages (see ValidateMessages), answered with scripted replies or an
+//   - POST /v1/chat/completions: validated as strictly as the strictest
+//     OpenAI-compatible providers validate messages, unknown keys included
+//     (see ValidateMessages), answered with scripted replies or an
 //     echo of the last user message, streamed as OpenAI streams (SSE) when
 //     the request asks for it, and failed on demand (see Fault);
 //   - GET (or HEAD) /v1/models and /v1/models/{model}: a small model list;

@@ -54,9 +54,9 @@ const (
 // ValidateMessages checks a chat-completions "messages" array the way
 // OpenAI does and returns the error OpenAI would answer with, or nil.
 //
-// It checks the shape of every message first (an object, a known role, the
-// content each role requires, well-formed tool_calls, a tool_call_id on tool
-// messages) and then the tool-call sequencing: every tool message must follow
+// It checks the shape of every message first (an object, a known role, no
+// key its role does not allow, the content each role requires, well-formed
+// tool_calls, a tool_call_id on tool messages) and then the tool-call sequencing: every tool message must follow
 // an assistant message with tool_calls, directly or after other tool messages
 // answering it, and answer one of its call ids exactly once; every call must
 // be answered before the next non-tool message or the end of the array.
@@ -89,13 +89,14 @@ func validateArray(v gjson.Result) *APIError {
 
 // message holds the fields of one message that the validator looks at.
 type message struct {
-	role, content, toolCalls, toolCallID, name, functionCall, refusal gjson.Result
+	obj                                                                      gjson.Result
+	role, content, toolCalls, toolCallID, name, functionCall, refusal, audio gjson.Result
 }
 
 // scan reads m's fields in one pass; a repeated key's last value wins, as
 // with OpenAI's parser.
 func scan(m gjson.Result) message {
-	var f message
+	f := message{obj: m}
 	m.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "role":
@@ -112,10 +113,40 @@ func scan(m gjson.Result) message {
 			f.functionCall = v
 		case "refusal":
 			f.refusal = v
+		case "audio":
+			f.audio = v
 		}
 		return true
 	})
 	return f
+}
+
+// fields returns the keys a message of role may have. Strict
+// OpenAI-compatible providers answer 400 to any other, such as the
+// "annotations" or "refusal": null of a response message resent as is.
+func fields(role string) []string {
+	switch role {
+	case "assistant":
+		return []string{"role", "content", "name", "tool_calls", "refusal", "audio", "function_call"}
+	case "tool":
+		return []string{"role", "content", "tool_call_id"}
+	default: // system, developer, user, and the legacy function
+		return []string{"role", "content", "name"}
+	}
+}
+
+// validateFields rejects the first key of message i its role does not allow.
+func validateFields(i int, m *message) *APIError {
+	allowed := fields(m.role.Str)
+	var err *APIError
+	m.obj.ForEach(func(k, _ gjson.Result) bool {
+		if !contains(allowed, k.Str) {
+			p := at(i) + "." + k.Str
+			err = &APIError{Message: "Unknown parameter: '" + p + "'.", Type: invalidRequest, Param: p, Code: "unknown_parameter"}
+		}
+		return err == nil
+	})
+	return err
 }
 
 func validate(msgs []gjson.Result) *APIError {
@@ -165,7 +196,14 @@ func validateShape(i int, m *message, callIDs *[]string) *APIError {
 	case m.role.Type != gjson.String:
 		return invalidType(at(i)+".role", "a string", m.role)
 	}
-	switch r := m.role.Str; r {
+	r := m.role.Str
+	if !contains(supportedRoles, r) {
+		return invalidValue(at(i)+".role", r, supportedRoles)
+	}
+	if e := validateFields(i, m); e != nil {
+		return e
+	}
+	switch r {
 	case "system", "developer", "user":
 		if e := validateContent(i, r, m.content, true); e != nil {
 			return e
@@ -188,8 +226,6 @@ func validateShape(i int, m *message, callIDs *[]string) *APIError {
 		if !m.name.Exists() {
 			return missing(at(i) + ".name")
 		}
-	default:
-		return invalidValue(at(i)+".role", r, supportedRoles)
 	}
 	if m.name.Exists() && m.name.Type != gjson.String {
 		return invalidType(at(i)+".name", "a string", m.name)
@@ -256,10 +292,19 @@ func validateAssistant(i int, m *message, callIDs *[]string) *APIError {
 	if e := validateContent(i, "assistant", m.content, false); e != nil {
 		return e
 	}
+	if m.audio.Exists() && m.audio.Type != gjson.Null {
+		// An earlier audio answer, referred to by its id.
+		path := func() string { return at(i) }
+		if e := requireStrings(path, ".audio", m.audio, "id"); e != nil {
+			return e
+		}
+	}
 	if m.toolCalls.Exists() && m.toolCalls.Type != gjson.Null {
 		return validateToolCalls(i, m.toolCalls, callIDs)
 	}
 	switch {
+	case m.audio.IsObject():
+		return nil
 	case m.content.Exists() && m.content.Type != gjson.Null:
 		return nil
 	case m.functionCall.Exists() && m.functionCall.Type != gjson.Null:

@@ -50,6 +50,15 @@ func TestValidateMessagesAccepts(t *testing.T) {
 		{"custom tool call", msgs(user, `{"role":"assistant","tool_calls":[{"id":"call_a","type":"custom","custom":{"name":"c","input":"x"}}]}`, toolA)},
 		{"legacy function role", msgs(user, `{"role":"function","name":"f","content":"r"}`)},
 		{"tool_calls null", msgs(user, `{"role":"assistant","content":"x","tool_calls":null}`)},
+		{"every key each role allows", msgs(
+			`{"role":"system","content":"s","name":"n"}`,
+			`{"role":"developer","content":"d","name":"n"}`,
+			`{"role":"user","content":"u","name":"n"}`,
+			`{"role":"assistant","content":null,"name":"n","refusal":null,"audio":null,"function_call":null,"tool_calls":[{"id":"call_a","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
+			`{"role":"tool","content":"r","tool_call_id":"call_a"}`,
+			`{"role":"function","content":"r","name":"f"}`,
+		)},
+		{"assistant with audio only", msgs(user, `{"role":"assistant","audio":{"id":"audio_1"}}`, user)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,6 +122,26 @@ func TestValidateMessagesRejects(t *testing.T) {
 		{
 			name: "empty tool_calls", msgs: msgs(user, `{"role":"assistant","content":"x","tool_calls":[]}`),
 			want: APIError{"Invalid 'messages[1].tool_calls': empty array. Expected an array with minimum length 1, but got an empty array instead.", "invalid_request_error", "messages[1].tool_calls", "empty_array"},
+		},
+		{
+			name: "response fields in an assistant message", msgs: msgs(sys, user, asst, `{"role":"assistant","content":"x","refusal":null,"annotations":[]}`),
+			want: APIError{"Unknown parameter: 'messages[3].annotations'.", "invalid_request_error", "messages[3].annotations", "unknown_parameter"},
+		},
+		{
+			name: "name on a tool message", msgs: msgs(user, callA, `{"role":"tool","tool_call_id":"call_a","content":"r","name":"f"}`),
+			want: APIError{"Unknown parameter: 'messages[2].name'.", "invalid_request_error", "messages[2].name", "unknown_parameter"},
+		},
+		{
+			name: "tool_call_id on a user message", msgs: msgs(`{"role":"user","content":"hi","tool_call_id":"call_a"}`),
+			want: APIError{"Unknown parameter: 'messages[0].tool_call_id'.", "invalid_request_error", "messages[0].tool_call_id", "unknown_parameter"},
+		},
+		{
+			name: "unknown key before a content error", msgs: msgs(`{"role":"system","x":1}`),
+			want: APIError{"Unknown parameter: 'messages[0].x'.", "invalid_request_error", "messages[0].x", "unknown_parameter"},
+		},
+		{
+			name: "audio without id", msgs: msgs(user, `{"role":"assistant","audio":{"data":"x"}}`),
+			want: APIError{"Missing required parameter: 'messages[1].audio.id'.", "invalid_request_error", "messages[1].audio.id", "missing_required_parameter"},
 		},
 		{
 			name: "tool call without id", msgs: msgs(user, `{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}}]}`),
