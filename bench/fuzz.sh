@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-60s}
 targets=(
 	"./proxy FuzzHandle"
+	"./proxy FuzzForwardable"
 	"./rewrite FuzzEventReader"
 	"./rewrite FuzzHash"
 	"./rewrite FuzzAppendBody"

@@ -395,3 +395,26 @@ func TestCommitConflictIsRebased(t *testing.T) {
 		t.Errorf("stored %q, want %q", got, want)
 	}
 }
+
+// A streamed answer is bounded as a whole by MaxResponseBytes, not only
+// per event: past it the stream ends with an error event and nothing is
+// committed.
+func TestStreamedAnswerBoundedAsAWhole(t *testing.T) {
+	h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) { c.MaxResponseBytes = 8 << 10 }})
+	// 64 events of about 400 bytes each: every one under the bound, the
+	// answer far over it.
+	h.up.Enqueue(upstreamtest.Reply{Content: strings.Repeat("0123456789", 64*30), Chunks: 64})
+	resp := h.send(key, "bound-1", chatBody("a long answer", true))
+	body := readAll(t, resp)
+	if strings.Contains(body, `"finish_reason":"`) || strings.Contains(body, "[DONE]") {
+		t.Errorf("got the end of the stream, want it cut: %q", body[max(0, len(body)-300):])
+	}
+	events := strings.Split(strings.TrimSpace(body), "\n\n")
+	checkErrorShape(t, []byte(strings.TrimPrefix(events[len(events)-1], "data: ")), "upstream_error", "upstream_bad_response")
+	if d := h.waitDone("bound-1"); d.Committed {
+		t.Fatalf("got %+v, want nothing committed", d)
+	}
+	if got := h.stored(h.passNamespace(key), "bound-1"); len(got) != 0 {
+		t.Errorf("stored %d messages, want none", len(got))
+	}
+}
