@@ -93,19 +93,15 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 // serve runs the store's reading rule (see Query) over the cached tail. It
 // fails when the store would read past the oldest cached message.
 func (e *cacheEntry) serve(q Query) (Snapshot, bool) {
-	var from uint64
-	if q.FromCut {
-		from = e.meta.Cut
-	}
-	enough := func(n, tokens, turns int, seq uint64) bool {
-		return n >= q.MinMessages &&
-			(tokens >= q.Tokens || (from > 0 && seq < from) || (q.MaxTurns > 0 && turns >= q.MaxTurns))
-	}
 	tail := e.tail
 	var tokens, turns, n int
 	for i := len(tail) - 1; i >= 0; i-- {
 		m := &tail[i]
-		if n > 0 && tail[i+1].Role == RoleUser && enough(n, tokens, turns, m.Seq) {
+		oldest := ""
+		if n > 0 {
+			oldest = tail[i+1].Role
+		}
+		if q.Done(n, tokens, turns, oldest, m.Seq, e.meta.Cut) {
 			return e.snapshot(tail[i+1:]), true
 		}
 		n++
@@ -117,7 +113,7 @@ func (e *cacheEntry) serve(q Query) (Snapshot, bool) {
 	// Every cached message was taken: the store would stop here only if
 	// this is the whole history, or if the next older message (whose
 	// sequence number is at most tail[0].Seq-1) would stop it.
-	if e.complete || (n > 0 && tail[0].Role == RoleUser && enough(n, tokens, turns, tail[0].Seq-1)) {
+	if e.complete || (n > 0 && q.Done(n, tokens, turns, tail[0].Role, tail[0].Seq-1, e.meta.Cut)) {
 		return e.snapshot(tail), true
 	}
 	return Snapshot{}, false

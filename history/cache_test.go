@@ -45,6 +45,9 @@ func checkCacheTrace(t *testing.T, rng *rand.Rand, entry int) {
 			continue
 		}
 		q := history.Query{MinMessages: rng.IntN(8), Tokens: rng.IntN(400), MaxTurns: rng.IntN(4), FromCut: rng.IntN(2) == 0}
+		if rng.IntN(3) == 0 { // a summary covers the oldest turns
+			q.After = uint64(rng.IntN(int(ref.meta.NextSeq) + 1))
+		}
 		want, _ := ref.Load(ctx, k, q)
 		before := under.loads
 		got, err := cache.Load(ctx, k, q)

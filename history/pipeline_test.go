@@ -28,9 +28,11 @@ func (s *memStore) Load(_ context.Context, _ history.Key, q history.Query) (hist
 		if !m.Active() {
 			continue
 		}
-		enough := len(tail) >= q.MinMessages && (tokens >= q.Tokens ||
-			(q.FromCut && s.meta.Cut > 0 && m.Seq < s.meta.Cut) || (q.MaxTurns > 0 && turns >= q.MaxTurns))
-		if enough && len(tail) > 0 && tail[len(tail)-1].Role == history.RoleUser {
+		oldest := ""
+		if len(tail) > 0 {
+			oldest = tail[len(tail)-1].Role
+		}
+		if q.Done(len(tail), tokens, turns, oldest, m.Seq, s.meta.Cut) {
 			break
 		}
 		tail = append(tail, m)

@@ -50,6 +50,27 @@ type Query struct {
 	// FromCut stops reading at the conversation's cache-stable cut point
 	// (Meta.Cut); MinMessages still reads past it.
 	FromCut bool
+	// After, if > 0, is a hard lower bound: no message with Seq <= After
+	// is read, whatever the other bounds ask (the turns a summary covers).
+	After uint64
+}
+
+// Done is the one rule of where a read of a conversation's tail, newest
+// first, stops; every Store and the Cache follow it. Having read n active
+// messages holding tokens tokens and turns turns, the oldest of them of
+// role oldest, the read stops before the message with sequence number
+// next (or, when next is an upper bound of it, before whatever message is
+// next). cut is the conversation's cut point (Meta.Cut). Past the hard
+// bound (After) it always stops; otherwise only on a turn boundary, once
+// MinMessages are read and the budget, the cut or the turn cap is met.
+func (q Query) Done(n, tokens, turns int, oldest string, next, cut uint64) bool {
+	if next <= q.After {
+		return true
+	}
+	if n == 0 || oldest != RoleUser || n < q.MinMessages {
+		return false
+	}
+	return tokens >= q.Tokens || (q.FromCut && cut > 0 && next < cut) || (q.MaxTurns > 0 && turns >= q.MaxTurns)
 }
 
 // Snapshot is a conversation as Load read it.

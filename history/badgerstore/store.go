@@ -246,22 +246,18 @@ func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (histo
 		it := txn.NewIterator(opts)
 		defer it.Close()
 
-		var from uint64
-		if q.FromCut {
-			from = m.Cut
-		}
 		var tokens, turns int
 		tail := make([]history.Message, 0, 32)
 		batch := make([]history.Message, 0, 16)
 		size := uint64(16)
 	read:
-		for hi := m.NextSeq - 1; hi >= 1; size = min(2*size, 512) {
+		for hi := m.NextSeq - 1; hi > q.After; size = min(2*size, 512) {
 			if g, ok := m.InGap(hi); ok {
 				hi = g.From - 1
 				continue
 			}
-			lo := uint64(1)
-			if hi > size {
+			lo := q.After + 1
+			if hi > size && hi-size+1 > lo {
 				lo = hi - size + 1
 			}
 			for _, g := range m.Gaps { // never read into an inactive range
@@ -274,10 +270,12 @@ func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (histo
 			}
 			for i := len(batch) - 1; i >= 0; i-- {
 				msg := batch[i]
-				enough := len(tail) >= q.MinMessages &&
-					(tokens >= q.Tokens || (from > 0 && msg.Seq < from) || (q.MaxTurns > 0 && turns >= q.MaxTurns))
-				if enough && len(tail) > 0 && tail[len(tail)-1].Role == history.RoleUser {
-					break read // the oldest message read opens a turn: stop on its boundary
+				oldest := ""
+				if len(tail) > 0 {
+					oldest = tail[len(tail)-1].Role
+				}
+				if q.Done(len(tail), tokens, turns, oldest, msg.Seq, m.Cut) {
+					break read
 				}
 				if msg.Active() {
 					tail = append(tail, msg)

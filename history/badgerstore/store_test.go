@@ -442,3 +442,20 @@ func BenchmarkCommitConcurrent(b *testing.B) {
 		})
 	}
 }
+
+// Query.After is a hard lower bound: nothing at or before it is read,
+// whatever MinMessages asks.
+func TestLoadAfter(t *testing.T) {
+	s := open(t, t.TempDir())
+	k := history.Key{Tenant: "t", Conversation: "after"}
+	mustCommit(t, s, k, history.Change{Append: turns(1, 10)}) // seqs 1-20
+	for _, after := range []uint64{0, 6, 19, 20} {
+		snap, err := s.Load(ctx, k, history.Query{MinMessages: 100, Tokens: 1 << 20, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 20 - int(after); len(snap.Tail) != want || (want > 0 && snap.Tail[0].Seq != after+1) {
+			t.Errorf("After %d: got %d messages from %v, want %d from %d", after, len(snap.Tail), tailSeqs(snap), want, after+1)
+		}
+	}
+}
