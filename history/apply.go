@@ -10,6 +10,10 @@ import "time"
 // Apply is the one place the metadata counters change, so every Store
 // implementation keeps them the same way.
 func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
+	if c.onlySummary() {
+		landSummary(&m, c.Summary)
+		return m, nil
+	}
 	writes := make([]Message, 0, len(c.Append))
 	if m.NextSeq == 0 {
 		m.NextSeq = 1
@@ -75,6 +79,9 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 	}
 	if c.ResponseID != "" {
 		m.ResponseID = c.ResponseID
+	}
+	if c.Summary != nil {
+		landSummary(&m, c.Summary)
 	}
 	m.PromptTokens += int64(c.PromptTokens)
 	m.CompletionTokens += int64(c.CompletionTokens)

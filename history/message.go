@@ -143,6 +143,13 @@ type Meta struct {
 	// Last is the newest commit if it was a chat exchange, nil otherwise:
 	// a retry of that request replaces it (see MergeRetry).
 	Last *Exchange `json:"last,omitempty"`
+	// Summary covers the oldest turns; nil until a compaction lands.
+	Summary *Summary `json:"summary,omitempty"`
+	// Summaries counts the summaries that landed; SummaryPromptTokens and
+	// SummaryCompletionTokens add up what the summariser spent.
+	Summaries               int   `json:"summaries,omitempty"`
+	SummaryPromptTokens     int64 `json:"summary_prompt_tokens,omitempty"`
+	SummaryCompletionTokens int64 `json:"summary_completion_tokens,omitempty"`
 }
 
 // FlagsAt returns the flags the metadata gives message seq: those of the

@@ -48,8 +48,8 @@ func (s *memStore) Load(_ context.Context, _ history.Key, q history.Query) (hist
 }
 
 func (s *memStore) Commit(_ context.Context, _ history.Key, c history.Change) (history.Meta, error) {
-	if c.Version != s.meta.Version {
-		return history.Meta{}, history.ErrConflict
+	if err := c.Check(&s.meta); err != nil {
+		return history.Meta{}, err
 	}
 	var superseded []history.Message
 	if c.Supersede != nil {

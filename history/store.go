@@ -107,6 +107,10 @@ type Change struct {
 	// remembers it (Meta.Last) so that a retry of the same request can
 	// replace it. Any other change forgets the last exchange.
 	Exchange *ExchangeID
+	// Summary, if set, lands a summary. A change that does nothing else is
+	// checked against the stored summary rather than Version, and changes
+	// neither Version nor UpdatedAt (see Change.Check).
+	Summary *SummaryChange
 }
 
 // Boundary is the last message kept by a supersede: Seq 0 supersedes the

@@ -154,7 +154,7 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 		}
 		if err != nil {
 			res[n].err = err
-			if !errors.Is(err, history.ErrConflict) {
+			if !errors.Is(err, history.ErrConflict) && !errors.Is(err, history.ErrStale) {
 				// A read failed: the transaction may hold part of this
 				// commit. Give up on the group.
 				for i := range n + 1 {
@@ -280,8 +280,8 @@ func (s *Store) commitStaged(prefix []byte, c history.Change) (history.Meta, err
 // needs and returns the new metadata and the records to write, or
 // ErrConflict.
 func apply(txn *badger.Txn, prefix []byte, m history.Meta, c history.Change) (history.Meta, []history.Message, error) {
-	if m.Version != c.Version {
-		return history.Meta{}, nil, history.ErrConflict
+	if err := c.Check(&m); err != nil {
+		return history.Meta{}, nil, err
 	}
 	var superseded []history.Message
 	if c.Supersede != nil {

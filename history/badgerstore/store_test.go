@@ -459,3 +459,49 @@ func TestLoadAfter(t *testing.T) {
 		}
 	}
 }
+
+// A summary lands with its own compare-and-set on covered-through: it
+// neither checks nor bumps the version, so a chat commit computed before
+// it still commits (and keeps it), and a summary made from a state
+// another summary has left is refused with ErrStale.
+func TestSummaryLanding(t *testing.T) {
+	s := open(t, t.TempDir())
+	k := history.Key{Tenant: "t", Conversation: "sum"}
+	before := mustCommit(t, s, k, history.Change{Append: turns(1, 4)}) // seqs 1-8
+	land := func(base, through uint64) (history.Meta, error) {
+		return s.Commit(ctx, k, history.Change{Summary: &history.SummaryChange{Base: base,
+			Summary: history.Summary{Text: "so far", Through: through, Turns: int(through / 2), Tokens: 5, At: 7},
+			PromptTokens: 100, CompletionTokens: 20}})
+	}
+	m, err := land(0, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Version != before.Version || m.UpdatedAt != before.UpdatedAt || m.Summary == nil || m.Summary.Through != 4 ||
+		m.Summaries != 1 || m.SummaryPromptTokens != 100 || m.SummaryCompletionTokens != 20 {
+		t.Fatalf("got meta %+v, want the summary through 4 at version %d", m, before.Version)
+	}
+	for _, tt := range []struct {
+		name          string
+		base, through uint64
+	}{
+		{"made from no summary, after one landed", 0, 6},
+		{"covering less than the stored one", 4, 4},
+		{"covering messages not stored yet", 4, 9},
+	} {
+		if _, err := land(tt.base, tt.through); !errors.Is(err, history.ErrStale) {
+			t.Errorf("%s: got %v, want ErrStale", tt.name, err)
+		}
+	}
+	// A chat commit computed before the summary landed.
+	m, err = s.Commit(ctx, k, history.Change{Version: before.Version, Append: turns(5, 1), Now: 9})
+	if err != nil {
+		t.Fatalf("chat commit after a summary landed: %v", err)
+	}
+	if m.Summary == nil || m.Summary.Through != 4 || m.Messages != 10 {
+		t.Errorf("got meta %+v, want the summary kept and 10 messages", m)
+	}
+	if m, err = land(4, 8); err != nil || m.Summary.Through != 8 || m.Summaries != 2 {
+		t.Errorf("next summary: got %+v, %v", m.Summary, err)
+	}
+}
