@@ -470,7 +470,7 @@ func TestSummaryLanding(t *testing.T) {
 	before := mustCommit(t, s, k, history.Change{Append: turns(1, 4)}) // seqs 1-8
 	land := func(base, through uint64) (history.Meta, error) {
 		return s.Commit(ctx, k, history.Change{Summary: &history.SummaryChange{Base: base,
-			Summary: history.Summary{Text: "so far", Through: through, Turns: int(through / 2), Tokens: 5, At: 7},
+			Summary:      history.Summary{Text: "so far", Through: through, Turns: int(through / 2), Tokens: 5, At: 7},
 			PromptTokens: 100, CompletionTokens: 20}})
 	}
 	m, err := land(0, 4)
