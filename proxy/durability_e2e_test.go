@@ -418,3 +418,19 @@ func TestStreamedAnswerBoundedAsAWhole(t *testing.T) {
 		t.Errorf("stored %d messages, want none", len(got))
 	}
 }
+
+// A stream that is not recorded is relayed byte for byte; an upstream that
+// cuts it is reported as the upstream's failure (502), not as a client
+// that left (499).
+func TestUnrecordedStreamCutIsTheUpstreams(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.up.Enqueue(upstreamtest.Reply{Fault: upstreamtest.FaultCutMidStream, Chunks: 8})
+	resp := h.send(key, "", chatBody("no memory", true))
+	body := readAll(t, resp)
+	if strings.Contains(body, `"error"`) {
+		t.Errorf("got an error event in an unrecorded stream, want the bytes as the upstream sent them: %q", body)
+	}
+	if d := h.waitDone(""); d.Status != 502 || d.Err == nil {
+		t.Errorf("got %+v, want status 502 with its reason", d)
+	}
+}

@@ -80,9 +80,13 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc 
 		status := resp.StatusCode
 		var err error
 		if !record {
-			_, err = relayRaw(w, upstream)
-			if err != nil {
-				err = fmt.Errorf("%w: %w", errClientGone, err)
+			r := &readErrs{r: upstream}
+			if _, err = relayRaw(w, r); err != nil {
+				if r.err != nil {
+					err = fmt.Errorf("%w: %w", errStreamCut, err)
+				} else {
+					err = fmt.Errorf("%w: %w", errClientGone, err)
+				}
 			}
 		} else {
 			err = s.relayRecorded(w, upstream, enc, x)
@@ -234,6 +238,21 @@ func decode(enc string, raw []byte, limit int) ([]byte, error) {
 		return nil, err
 	}
 	return readLimited(zr, limit)
+}
+
+// readErrs remembers a read error other than io.EOF, so that a relay can
+// tell an upstream that failed from a client that did.
+type readErrs struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErrs) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		r.err = err
+	}
+	return n, err
 }
 
 // idleReader arms the idle deadline only while a read waits on the
