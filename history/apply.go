@@ -20,6 +20,15 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 		m.CreatedAt = c.Now
 		m.Status = StatusActive
 	}
+	if m.Episode == 0 { // a new conversation, or one stored before episodes
+		m.Episode, m.EpisodeFrom = 1, 1
+	}
+	if c.Seal {
+		m.seal(c.Now)
+		if len(c.Append) == 0 {
+			m.Status = StatusEnded
+		}
+	}
 	if b := c.Supersede; b != nil {
 		turn := b.Turn
 		for _, s := range superseded {
@@ -56,6 +65,7 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 			m.Turns++
 		}
 		a.Turn = m.LastTurn
+		a.Episode = m.Episode
 		a.Flags = 0
 		a.CreatedAt = now
 		if m.Messages == 0 {

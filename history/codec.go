@@ -9,8 +9,9 @@ import (
 // Stored messages are encoded as a small binary header followed by the raw
 // JSON, so loading a message copies its bytes once and parses nothing.
 //
-//	version(1) flags(1) role(1) turn(uvarint) tokens(uvarint) created(varint) hash(8) raw
-const codecVersion = 1
+//	version 2: version(1) flags(1) role(1) turn(uvarint) episode(uvarint) tokens(uvarint) created(varint) hash(8) raw
+//	version 1: version(1) flags(1) role(1) turn(uvarint) tokens(uvarint) created(varint) hash(8) raw (episode 1)
+const codecVersion = 2
 
 var roleCodes = [...]string{"", "system", "developer", RoleUser, RoleAssistant, RoleTool}
 
@@ -28,6 +29,7 @@ func roleCode(role string) byte {
 func AppendMessage(dst []byte, m *Message) []byte {
 	dst = append(dst, codecVersion, byte(m.Flags), roleCode(m.Role))
 	dst = binary.AppendUvarint(dst, uint64(m.Turn))
+	dst = binary.AppendUvarint(dst, uint64(m.Episode))
 	dst = binary.AppendUvarint(dst, uint64(m.Tokens))
 	dst = binary.AppendVarint(dst, m.CreatedAt.UnixNano())
 	dst = binary.LittleEndian.AppendUint64(dst, m.Hash)
@@ -37,9 +39,10 @@ func AppendMessage(dst []byte, m *Message) []byte {
 // DecodeMessage decodes a stored message. m.Raw aliases b: copy b first if
 // it does not outlive the call that produced it (as with Badger values).
 func DecodeMessage(b []byte, seq uint64) (Message, error) {
-	if len(b) < 3 || b[0] != codecVersion {
+	if len(b) < 3 || b[0] < 1 || b[0] > codecVersion {
 		return Message{}, errorf("decode message %d: bad header", seq)
 	}
+	version := b[0]
 	m := Message{Seq: seq, Flags: Flags(b[1])}
 	if int(b[2]) < len(roleCodes) {
 		m.Role = roleCodes[b[2]]
@@ -50,6 +53,13 @@ func DecodeMessage(b []byte, seq uint64) (Message, error) {
 		return Message{}, errorf("decode message %d: bad turn", seq)
 	}
 	b = b[n:]
+	episode := uint64(1)
+	if version >= 2 {
+		if episode, n = binary.Uvarint(b); n <= 0 {
+			return Message{}, errorf("decode message %d: bad episode", seq)
+		}
+		b = b[n:]
+	}
 	tokens, n := binary.Uvarint(b)
 	if n <= 0 {
 		return Message{}, errorf("decode message %d: bad tokens", seq)
@@ -61,6 +71,7 @@ func DecodeMessage(b []byte, seq uint64) (Message, error) {
 	}
 	b = b[n:]
 	m.Turn = uint32(turn)
+	m.Episode = uint32(episode)
 	m.Tokens = int(tokens)
 	m.CreatedAt = time.Unix(0, created)
 	m.Hash = binary.LittleEndian.Uint64(b)

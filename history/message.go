@@ -34,6 +34,9 @@ type Message struct {
 	// Turn is the turn the message belongs to, from 1. The store assigns it
 	// on commit: a user message opens a new turn.
 	Turn uint32
+	// Episode is the episode the message belongs to, from 1. The store
+	// assigns it on commit (Meta.Episode).
+	Episode uint32
 	// Role is the message's role.
 	Role string
 	// Raw is the message's JSON exactly as it arrived (a tool result longer
@@ -143,6 +146,15 @@ type Meta struct {
 	// Last is the newest commit if it was a chat exchange, nil otherwise:
 	// a retry of that request replaces it (see MergeRetry).
 	Last *Exchange `json:"last,omitempty"`
+	// Episode is the open episode, from 1, and EpisodeFrom its first
+	// sequence number. Sealing it (Change.Seal) opens the next.
+	Episode     uint32 `json:"episode,omitempty"`
+	EpisodeFrom uint64 `json:"episode_from,omitempty"`
+	// Episodes are the newest sealed episodes, oldest first, at most
+	// MaxEpisodes of them.
+	Episodes []Episode `json:"episodes,omitempty"`
+	// Title is the conversation's title: that of its newest titled episode.
+	Title string `json:"title,omitempty"`
 	// Summary covers the oldest turns; nil until a compaction lands.
 	Summary *Summary `json:"summary,omitempty"`
 	// Summaries counts the summaries that landed; SummaryPromptTokens and

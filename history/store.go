@@ -107,6 +107,10 @@ type Change struct {
 	// remembers it (Meta.Last) so that a retry of the same request can
 	// replace it. Any other change forgets the last exchange.
 	Exchange *ExchangeID
+	// Seal, if set, closes the open episode before Append (after an idle
+	// timeout, or an explicit end): the next messages open a new one. A
+	// seal with nothing to append leaves the conversation ended.
+	Seal bool
 	// Summary, if set, lands a summary. A change that does nothing else is
 	// checked against the stored summary rather than Version, and changes
 	// neither Version nor UpdatedAt (see Change.Check).

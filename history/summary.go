@@ -34,6 +34,39 @@ type SummaryChange struct {
 	Summary Summary
 	// PromptTokens and CompletionTokens are what the summariser spent.
 	PromptTokens, CompletionTokens int
+	// Episode and Title, if set, title that sealed episode (a seal's
+	// compaction makes the title with the summary); the conversation's
+	// title becomes the newest titled episode's.
+	Episode uint32
+	Title   string
+}
+
+// MaxEpisodes bounds the sealed episodes the metadata keeps (the oldest
+// live on only in the summary).
+const MaxEpisodes = 16
+
+// Episode is a sealed episode of a conversation: the messages From..To,
+// sealed after an idle timeout or an explicit end.
+type Episode struct {
+	N        uint32 `json:"n"`
+	From     uint64 `json:"from"`
+	To       uint64 `json:"to"`
+	Title    string `json:"title,omitempty"`
+	SealedAt int64  `json:"sealed_at"`
+}
+
+// seal closes the open episode at now, if it holds any message, and opens
+// the next.
+func (m *Meta) seal(now int64) {
+	if m.EpisodeFrom == 0 || m.EpisodeFrom >= m.NextSeq {
+		return // nothing in it yet
+	}
+	m.Episodes = append(m.Episodes, Episode{N: m.Episode, From: m.EpisodeFrom, To: m.NextSeq - 1, SealedAt: now})
+	if n := len(m.Episodes); n > MaxEpisodes {
+		m.Episodes = append(m.Episodes[:0:0], m.Episodes[n-MaxEpisodes:]...)
+	}
+	m.Episode++
+	m.EpisodeFrom = m.NextSeq
 }
 
 // onlySummary reports whether c does nothing but land a summary.
@@ -68,7 +101,27 @@ func (c *Change) Check(m *Meta) error {
 func landSummary(m *Meta, c *SummaryChange) {
 	s := c.Summary
 	m.Summary = &s
+	if c.Title != "" {
+		for i := range m.Episodes {
+			if m.Episodes[i].N == c.Episode {
+				m.Episodes[i].Title = c.Title
+			}
+		}
+		if newest := m.newestTitled(); newest != "" {
+			m.Title = newest
+		}
+	}
 	m.Summaries++
 	m.SummaryPromptTokens += int64(c.PromptTokens)
 	m.SummaryCompletionTokens += int64(c.CompletionTokens)
+}
+
+// newestTitled returns the title of the newest titled episode, or "".
+func (m *Meta) newestTitled() string {
+	for i := len(m.Episodes) - 1; i >= 0; i-- {
+		if m.Episodes[i].Title != "" {
+			return m.Episodes[i].Title
+		}
+	}
+	return ""
 }

@@ -111,7 +111,7 @@ func TestRoundTrip(t *testing.T) {
 	want := history.Meta{
 		NextSeq: 7, FirstHash: first[0].Hash, LastTurn: 2, Turns: 2, Messages: 6, Tokens: 51,
 		Status: history.StatusAwaiting, Model: "gpt-4o", ResponseID: "r1", PromptTokens: 100, CompletionTokens: 20,
-		CreatedAt: 5e9, UpdatedAt: 6e9, Version: 2,
+		CreatedAt: 5e9, UpdatedAt: 6e9, Version: 2, Episode: 1, EpisodeFrom: 1,
 	}
 	if fmt.Sprint(m) != fmt.Sprint(want) {
 		t.Errorf("got meta %+v, want %+v", m, want)
