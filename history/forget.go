@@ -1,0 +1,109 @@
+package history
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrInstruction is a forget instruction Forget does not understand.
+var ErrInstruction = errors.New(`history: forget instructions are "oldest", "before:turn_N", "speaker:user|assistant|tool" or "position:N"`)
+
+// Forget selects the messages a forget instruction removes from msgs, a
+// conversation's active messages, oldest first, and returns their
+// sequence numbers, ascending. The instructions (seed 004's):
+//
+//	oldest               the oldest message
+//	before:turn_N        every message of the turns before turn N
+//	speaker:ROLE         every message of ROLE (user, assistant or tool)
+//	position:N           the N-th message, from 1
+//
+// Whatever is selected, an assistant message with tool calls and the tool
+// results answering it go together: forgetting one forgets the others, so
+// the messages left stay a valid context. It fails with ErrInstruction for
+// an instruction it does not understand; a valid one may select nothing.
+func Forget(msgs []Message, instruction string) ([]uint64, error) {
+	kind, arg, _ := strings.Cut(instruction, ":")
+	pick := make([]bool, len(msgs))
+	switch kind {
+	case "oldest":
+		if arg != "" {
+			return nil, ErrInstruction
+		}
+		if len(msgs) > 0 {
+			pick[0] = true
+		}
+	case "before":
+		n, ok := strings.CutPrefix(arg, "turn_")
+		turn, err := strconv.ParseUint(n, 10, 32)
+		if !ok || err != nil {
+			return nil, ErrInstruction
+		}
+		for i := range msgs {
+			pick[i] = uint64(msgs[i].Turn) < turn
+		}
+	case "speaker":
+		if arg != RoleUser && arg != RoleAssistant && arg != RoleTool {
+			return nil, ErrInstruction
+		}
+		for i := range msgs {
+			pick[i] = msgs[i].Role == arg
+		}
+	case "position":
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 1 {
+			return nil, ErrInstruction
+		}
+		if n <= len(msgs) {
+			pick[n-1] = true
+		}
+	default:
+		return nil, ErrInstruction
+	}
+	closeToolGroups(msgs, pick)
+	var seqs []uint64
+	for i, p := range pick {
+		if p {
+			seqs = append(seqs, msgs[i].Seq)
+		}
+	}
+	return seqs, nil
+}
+
+// closeToolGroups extends pick so that an assistant message with tool
+// calls and the results answering it (the tool messages right after it)
+// are picked all or none.
+func closeToolGroups(msgs []Message, pick []bool) {
+	for i := 0; i < len(msgs); i++ {
+		if msgs[i].Role != RoleAssistant || !hasToolCalls(msgs[i].Raw) {
+			continue
+		}
+		ids := callIDs(nil, msgs[i].Raw)
+		end := i + 1
+		for end < len(msgs) && msgs[end].Role == RoleTool && slices.Contains(ids, toolCallID(msgs[end].Raw)) {
+			end++
+		}
+		if slices.Contains(pick[i:end], true) {
+			for j := i; j < end; j++ {
+				pick[j] = true
+			}
+		}
+		i = end - 1
+	}
+}
+
+// Ranges compresses ascending sequence numbers into ranges, merging runs
+// of consecutive numbers (a gap between them of inactive messages is not
+// known here and not merged over).
+func Ranges(seqs []uint64) []Range {
+	var out []Range
+	for _, s := range seqs {
+		if n := len(out); n > 0 && out[n-1].To+1 == s {
+			out[n-1].To = s
+			continue
+		}
+		out = append(out, Range{From: s, To: s})
+	}
+	return out
+}
