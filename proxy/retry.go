@@ -16,8 +16,11 @@ func retryOf(rc *fasthttp.RequestCtx) history.Retry {
 	if k := rc.Request.Header.Peek("Idempotency-Key"); len(k) > 0 {
 		r.Key = xxhash.Sum64(k) | 1 // never 0, which means none
 	}
-	if n, err := strconv.Atoi(string(rc.Request.Header.Peek("X-Stainless-Retry-Count"))); err == nil && n > 0 {
-		r.Marked = true
+	// Most requests are no retry: parse only a header that is there.
+	if v := rc.Request.Header.Peek("X-Stainless-Retry-Count"); len(v) > 0 {
+		if n, err := strconv.Atoi(string(v)); err == nil && n > 0 {
+			r.Marked = true
+		}
 	}
 	return r
 }
