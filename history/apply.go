@@ -50,14 +50,36 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 			m.FirstHash = 0
 		}
 	}
+	if f := c.Forget; f != nil && len(f.Ranges) > 0 {
+		flag := Forgotten
+		if f.Hard {
+			flag = Erased
+		}
+		for _, r := range f.Ranges {
+			m.addGap(r.From, r.To, flag)
+		}
+		m.Messages -= f.Messages
+		m.Tokens -= f.Tokens
+		m.Turns -= f.Turns
+		m.FirstHash, m.LastTurn = f.FirstHash, f.LastTurn
+		if m.Summary != nil && f.Ranges[0].From <= m.Summary.Through {
+			m.Summary = nil // rebuilt from what remains by the next compaction
+		}
+	}
 	var last *Exchange
 	if c.Exchange != nil && len(c.Append) > 0 {
 		last = &Exchange{ExchangeID: *c.Exchange, From: m.NextSeq, Messages: len(c.Append),
 			Before: m.head(), Turns: m.Turns, Tokens: m.Tokens}
 	}
 	m.Last = last
+	if c.Import {
+		writes = importMessages(&m, c.Append, writes)
+	}
 	now := time.Unix(0, c.Now)
 	for _, a := range c.Append {
+		if c.Import {
+			break
+		}
 		a.Seq = m.NextSeq
 		m.NextSeq++
 		if a.Role == RoleUser || m.LastTurn == 0 {
@@ -80,7 +102,7 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 	}
 	if n := len(c.Append); n > 0 {
 		m.Status = StatusActive
-		if last := c.Append[n-1]; last.Role == RoleAssistant && hasToolCalls(last.Raw) {
+		if last := c.Append[n-1]; last.Active() && last.Role == RoleAssistant && hasToolCalls(last.Raw) {
 			m.Status = StatusAwaiting
 		}
 	}
@@ -110,4 +132,35 @@ func (m *Meta) head() Boundary {
 		seq = g.From - 1
 	}
 	return Boundary{Seq: seq, Turn: m.LastTurn}
+}
+
+// importMessages appends msgs to an empty conversation's m as they were
+// exported: each keeps its Seq, Turn, Episode, Flags and CreatedAt, and
+// inactive ones become gaps.
+func importMessages(m *Meta, msgs []Message, writes []Message) []Message {
+	turns := map[uint32]bool{}
+	for i, a := range msgs {
+		if i == 0 {
+			m.CreatedAt = a.CreatedAt.UnixNano()
+		}
+		m.NextSeq = a.Seq + 1
+		if a.Episode > m.Episode {
+			m.Episode, m.EpisodeFrom = a.Episode, a.Seq
+		}
+		if flags := a.Flags & Inactive; flags != 0 {
+			m.addGap(a.Seq, a.Seq, flags)
+		} else {
+			if m.Messages == 0 {
+				m.FirstHash = a.Hash
+			}
+			m.Messages++
+			m.Tokens += a.Tokens
+			turns[a.Turn] = true
+			m.LastTurn = a.Turn
+		}
+		a.Flags = 0 // the gaps say it
+		writes = append(writes, a)
+	}
+	m.Turns = len(turns)
+	return writes
 }

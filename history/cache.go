@@ -133,7 +133,7 @@ func (c *Cache) Commit(ctx context.Context, k Key, ch Change) (Meta, error) {
 	defer c.mu.Unlock()
 	el, ok := c.byKey[k]
 	if !ok {
-		if err == nil && ch.Version == 0 && ch.Supersede == nil {
+		if err == nil && ch.Version == 0 && ch.Supersede == nil && ch.Forget == nil && !ch.Import {
 			// The store held nothing (the commit would have conflicted
 			// otherwise), so the appended messages are all there is.
 			if next, writes := Apply(Meta{}, ch, nil); next.Version == meta.Version && next.NextSeq == meta.NextSeq {
@@ -143,7 +143,7 @@ func (c *Cache) Commit(ctx context.Context, k Key, ch Change) (Meta, error) {
 		return meta, err
 	}
 	e := el.Value.(*cacheEntry)
-	if err != nil || ch.Supersede != nil || e.meta.Version != ch.Version {
+	if err != nil || ch.Supersede != nil || ch.Forget != nil || ch.Import || e.meta.Version != ch.Version {
 		c.remove(el)
 		return meta, err
 	}
@@ -171,6 +171,16 @@ func (c *Cache) Commit(ctx context.Context, k Key, ch Change) (Meta, error) {
 // Messages reads from the store.
 func (c *Cache) Messages(ctx context.Context, k Key, after uint64, all bool, fn func(Message) bool) error {
 	return c.store.Messages(ctx, k, after, all, fn)
+}
+
+// List reads from the store.
+func (c *Cache) List(ctx context.Context, tenant string, q ListQuery) ([]Entry, bool, error) {
+	return c.store.List(ctx, tenant, q)
+}
+
+// Search reads from the store.
+func (c *Cache) Search(ctx context.Context, tenant string, q SearchQuery) ([]Hit, error) {
+	return c.store.Search(ctx, tenant, q)
 }
 
 // Delete drops the entry and deletes from the store.

@@ -163,7 +163,7 @@ func TestCacheBoundsConversationsWithoutMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cache := history.NewCache(metaStore{tt.meta}, maxBytes, 0)
+			cache := history.NewCache(metaStore{meta: tt.meta}, maxBytes, 0)
 			for i := range loads {
 				k := history.Key{Tenant: "t", Conversation: fmt.Sprint("c", i)}
 				if _, err := cache.Load(context.Background(), k, history.Query{Tokens: 1000}); err != nil {
@@ -183,7 +183,7 @@ func TestCacheBoundsConversationsWithoutMessages(t *testing.T) {
 // size.
 func TestCacheMemoryIsBounded(t *testing.T) {
 	const maxBytes = 1 << 20
-	cache := history.NewCache(metaStore{history.Meta{NextSeq: 2, Version: 2, Gaps: []history.Range{{From: 1, To: 1}}}}, maxBytes, 0)
+	cache := history.NewCache(metaStore{meta: history.Meta{NextSeq: 2, Version: 2, Gaps: []history.Range{{From: 1, To: 1}}}}, maxBytes, 0)
 	load := func(from, to int) {
 		for i := from; i < to; i++ {
 			k := history.Key{Tenant: "t", Conversation: fmt.Sprint("c", i)}
@@ -248,7 +248,10 @@ func TestCacheKeepsWhatACommitCreated(t *testing.T) {
 
 // metaStore holds, for every key, a conversation with metadata meta and
 // no active message.
-type metaStore struct{ meta history.Meta }
+type metaStore struct {
+	history.Store // nil: List and Search are never called
+	meta          history.Meta
+}
 
 func (s metaStore) Load(context.Context, history.Key, history.Query) (history.Snapshot, error) {
 	return history.Snapshot{Meta: s.meta, Complete: true}, nil

@@ -71,6 +71,51 @@ func Forget(msgs []Message, instruction string) ([]uint64, error) {
 	return seqs, nil
 }
 
+// Forgetting is a forget as Change.Forget carries it: the ranges made
+// inactive and what that does to the metadata's counters, computed by
+// PlanForget from the active messages (the change's Version guarantees
+// they are still the stored ones when it lands).
+type Forgetting struct {
+	// Ranges are the forgotten messages' sequence numbers, ascending.
+	Ranges []Range
+	// Hard erases the records and their search entries; soft only flags
+	// them Forgotten (kept, listed with include=forgotten, never sent).
+	Hard bool
+	// Messages, Tokens and Turns are removed from the active counts.
+	Messages, Tokens, Turns int
+	// FirstHash and LastTurn are those of the active messages left.
+	FirstHash uint64
+	LastTurn  uint32
+}
+
+// PlanForget computes the forget of seqs (ascending, as Forget returns
+// them) from active, the conversation's active messages, oldest first. It
+// returns nil when seqs is empty.
+func PlanForget(active []Message, seqs []uint64, hard bool) *Forgetting {
+	if len(seqs) == 0 {
+		return nil
+	}
+	f := &Forgetting{Ranges: Ranges(seqs), Hard: hard}
+	before, after := map[uint32]bool{}, map[uint32]bool{}
+	j := 0
+	for _, m := range active {
+		before[m.Turn] = true
+		if j < len(seqs) && seqs[j] == m.Seq {
+			j++
+			f.Messages++
+			f.Tokens += m.Tokens
+			continue
+		}
+		if len(after) == 0 {
+			f.FirstHash = m.Hash
+		}
+		after[m.Turn] = true
+		f.LastTurn = m.Turn
+	}
+	f.Turns = len(before) - len(after)
+	return f
+}
+
 // closeToolGroups extends pick so that an assistant message with tool
 // calls and the results answering it (the tool messages right after it)
 // are picked all or none.

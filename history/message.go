@@ -21,10 +21,13 @@ const (
 	Superseded Flags = 1 << iota
 	// Forgotten marks a message removed by a forget operation.
 	Forgotten
+	// Erased marks a message removed by a hard forget: its record and
+	// search entries are deleted (the range hides any not yet deleted).
+	Erased
 )
 
 // Inactive is the set of flags that keep a message out of every context.
-const Inactive = Superseded | Forgotten
+const Inactive = Superseded | Forgotten | Erased
 
 // Message is one stored (or about to be stored) chat message.
 type Message struct {

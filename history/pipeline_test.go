@@ -73,7 +73,7 @@ func (s *memStore) Commit(_ context.Context, _ history.Key, c history.Change) (h
 
 func (s *memStore) Messages(_ context.Context, _ history.Key, after uint64, all bool, fn func(history.Message) bool) error {
 	for i := int(min(after, uint64(len(s.msgs)))); i < len(s.msgs); i++ {
-		if m := s.at(i); (all || m.Active()) && !fn(m) {
+		if m := s.at(i); (all && m.Flags&history.Erased == 0 || m.Active()) && !fn(m) {
 			return nil
 		}
 	}
@@ -85,6 +85,14 @@ func (s *memStore) at(i int) history.Message {
 	m := s.msgs[i]
 	m.Flags |= s.meta.FlagsAt(m.Seq)
 	return m
+}
+
+func (s *memStore) List(context.Context, string, history.ListQuery) ([]history.Entry, bool, error) {
+	return nil, false, nil
+}
+
+func (s *memStore) Search(context.Context, string, history.SearchQuery) ([]history.Hit, error) {
+	return nil, nil
 }
 
 func (s *memStore) Delete(context.Context, history.Key) error {

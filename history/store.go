@@ -28,10 +28,81 @@ type Store interface {
 	// the metadata's Version is no longer c.Version.
 	Commit(ctx context.Context, k Key, c Change) (Meta, error)
 	// Messages calls fn for each message with Seq > after, oldest first,
-	// including inactive ones when all is true, until fn returns false.
+	// including inactive ones when all is true (never erased ones: their
+	// records are gone), until fn returns false.
 	Messages(ctx context.Context, k Key, after uint64, all bool, fn func(Message) bool) error
-	// Delete erases every trace of the conversation.
+	// Delete erases every trace of the conversation: metadata, messages,
+	// summary, search and listing entries. Readers see it gone at once
+	// (or not yet), never in part; the id then starts fresh. Deleting a
+	// conversation that does not exist is not an error.
 	Delete(ctx context.Context, k Key) error
+	// List returns a page of a tenant's conversations, newest activity
+	// (Meta.UpdatedAt) first, read through an index: cost follows the
+	// page, not the number of conversations. more reports whether another
+	// page follows.
+	List(ctx context.Context, tenant string, q ListQuery) (page []Entry, more bool, err error)
+	// Search ranks a tenant's active messages (one conversation's when
+	// q.Conversation is set) against q.Text with BM25 (see history/search):
+	// best first, ties newest first. The index is written in the same
+	// transaction as the messages, so it never disagrees with them.
+	Search(ctx context.Context, tenant string, q SearchQuery) ([]Hit, error)
+}
+
+// ListQuery selects a page of Store.List.
+type ListQuery struct {
+	// Limit is the page size (> 0).
+	Limit int
+	// After is the id of the last conversation of the previous page: the
+	// page starts after it ("" for the first page). A conversation written
+	// since moved to the front; the page then starts where it was.
+	After string
+	// Oldest lists least recent activity first (retention).
+	Oldest bool
+	// UpdatedBefore, if > 0, lists only conversations last updated before
+	// it (Unix nanoseconds).
+	UpdatedBefore int64
+	// Skip, if > 0, skips that many conversations first (retention's cap;
+	// cost grows with Skip, reading index keys only).
+	Skip int
+	// Keep, if set, filters the page: only conversations it keeps count
+	// toward Limit.
+	Keep func(*Meta) bool
+}
+
+// Entry is one conversation of a list.
+type Entry struct {
+	Conversation string
+	Meta         Meta
+}
+
+// SearchQuery is one Store.Search.
+type SearchQuery struct {
+	// Text is the query, split into terms as messages are (search.Terms).
+	Text string
+	// Conversation, if set, searches that conversation only.
+	Conversation string
+	// Limit is the most hits returned (> 0).
+	Limit int
+}
+
+// Hit is one message a search found.
+type Hit struct {
+	Conversation string
+	Message      Message
+	Score        float64
+}
+
+// Leaser is implemented by stores that several processes share: it
+// serialises work on one name (an exchange on a conversation, a summary
+// job, a retention pass) across them. A lease expires if its holder dies,
+// so a killed process blocks nobody for longer than the lease.
+type Leaser interface {
+	// Acquire waits until it holds the lease on name or ctx ends. The
+	// holder keeps it alive until release.
+	Acquire(ctx context.Context, name string) (release func(), err error)
+	// TryAcquire takes the lease on name if nobody holds it: ok false
+	// means another process does (background work runs once per fleet).
+	TryAcquire(ctx context.Context, name string) (release func(), ok bool, err error)
 }
 
 // Query says how much of a conversation's tail Load reads, newest first.
@@ -115,6 +186,15 @@ type Change struct {
 	// checked against the stored summary rather than Version, and changes
 	// neither Version nor UpdatedAt (see Change.Check).
 	Summary *SummaryChange
+	// Forget, if set, makes messages inactive (PlanForget computes it).
+	// A hard forget erases their records and search entries too. Either
+	// way a summary covering any of them is dropped until rebuilt, so
+	// forgotten content does not live on inside it.
+	Forget *Forgetting
+	// Import, if set, appends Append as exported: each message keeps its
+	// Seq (ascending), Turn, Episode, Flags and CreatedAt. Only into an
+	// empty conversation (Version 0).
+	Import bool
 }
 
 // Boundary is the last message kept by a supersede: Seq 0 supersedes the

@@ -395,3 +395,16 @@ func (a slogAdapter) Errorf(f string, args ...any)   { a.log(slog.LevelError, f,
 func (a slogAdapter) Warningf(f string, args ...any) { a.log(slog.LevelWarn, f, args...) }
 func (a slogAdapter) Infof(f string, args ...any)    { a.log(slog.LevelDebug, f, args...) }
 func (a slogAdapter) Debugf(f string, args ...any)   { a.log(slog.LevelDebug, f, args...) }
+
+// errTODO marks calls the listing and search index will serve.
+var errTODO = errors.New("badgerstore: not implemented yet")
+
+// List is not implemented yet.
+func (s *Store) List(ctx context.Context, tenant string, q history.ListQuery) ([]history.Entry, bool, error) {
+	return nil, false, errTODO
+}
+
+// Search is not implemented yet.
+func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery) ([]history.Hit, error) {
+	return nil, errTODO
+}
