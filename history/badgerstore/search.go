@@ -37,29 +37,35 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 	}
 	var hits []history.Hit
 	err := s.db.View(func(txn *badger.Txn) error {
-		metas := map[string]*history.Meta{} // nil: no metadata
-		meta := func(conv string) (*history.Meta, error) {
-			m, seen := metas[conv]
-			if seen {
-				return m, nil
+		// Each conversation met, once: its id (shared by its hits) and
+		// metadata (nil: none).
+		type conv struct {
+			id   string
+			meta *history.Meta
+		}
+		convs := map[string]*conv{}
+		lookup := func(id []byte) (*conv, error) {
+			if c, ok := convs[string(id)]; ok { // no allocation
+				return c, nil
 			}
-			mv, ok, err := readMeta(txn, convPrefix(history.Key{Tenant: tenant, Conversation: conv}))
+			c := &conv{id: string(id)}
+			m, ok, err := readMeta(txn, convPrefix(history.Key{Tenant: tenant, Conversation: c.id}))
 			if err != nil {
 				return nil, err
 			}
 			if ok {
-				m = &mv
+				c.meta = &m
 			}
-			metas[conv] = m
-			return m, nil
+			convs[c.id] = c
+			return c, nil
 		}
 		var st search.Stats
 		if q.Conversation != "" {
-			m, err := meta(q.Conversation)
-			if err != nil || m == nil {
+			c, err := lookup([]byte(q.Conversation))
+			if err != nil || c.meta == nil {
 				return err
 			}
-			t, err := readTotals(txn, history.Key{Tenant: tenant, Conversation: q.Conversation}, m)
+			t, err := readTotals(txn, history.Key{Tenant: tenant, Conversation: q.Conversation}, c.meta)
 			if err != nil {
 				return err
 			}
@@ -73,55 +79,53 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 		avg := st.AvgLen()
 
 		type doc struct {
-			conv string
+			conv *conv
 			seq  uint64
 		}
-		scores := map[doc]*search.Hit{}
 		type found struct {
 			doc
 			p      posting
 			active bool
 		}
+		index := map[doc]int{} // into ranked
+		var ranked []search.Hit
 		var list []found
+		var buf []byte
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
 		for _, term := range terms {
 			prefix := postingPrefix(tenant, term, "")
-			seek := postingPrefix(tenant, term, q.Conversation)
-			opts := badger.DefaultIteratorOptions
-			opts.Prefix = seek
-			opts.PrefetchValues = false
+			opts.Prefix = postingPrefix(tenant, term, q.Conversation)
 			list = list[:0]
 			err := func() error {
 				it := txn.NewIterator(opts)
 				defer it.Close()
 				for it.Rewind(); it.Valid(); it.Next() {
 					item := it.Item()
-					conv, seq, ok := parsePosting(prefix, item.Key())
+					id, seq, ok := parsePosting(prefix, item.Key())
 					if !ok {
 						continue
 					}
-					m, err := meta(string(conv))
+					c, err := lookup(id)
 					if err != nil {
 						return err
 					}
-					if m == nil || seq >= m.NextSeq {
-						continue
+					if c.meta == nil || seq >= c.meta.NextSeq {
+						continue // deleted, or staged
 					}
-					flags := m.FlagsAt(seq)
+					flags := c.meta.FlagsAt(seq)
 					if flags&history.Erased != 0 {
 						continue
 					}
-					var p posting
-					err = item.Value(func(v []byte) error {
-						var ok bool
-						if p, ok = decodePosting(v); !ok {
-							return fmt.Errorf("bad posting for %q in %s", term, conv)
-						}
-						return nil
-					})
+					buf, err = item.ValueCopy(buf[:0])
 					if err != nil {
 						return err
 					}
-					list = append(list, found{doc{string(conv), seq}, p, flags == 0})
+					p, ok := decodePosting(buf)
+					if !ok {
+						return fmt.Errorf("bad posting for %q in %s", term, c.id)
+					}
+					list = append(list, found{doc{c, seq}, p, flags == 0})
 				}
 				return ctx.Err()
 			}()
@@ -133,17 +137,14 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 				if !f.active {
 					continue
 				}
-				h := scores[f.doc]
-				if h == nil {
-					h = &search.Hit{CreatedAt: f.p.created, Conversation: f.conv, Seq: f.seq}
-					scores[f.doc] = h
+				i, ok := index[f.doc]
+				if !ok {
+					i = len(ranked)
+					index[f.doc] = i
+					ranked = append(ranked, search.Hit{CreatedAt: f.p.created, Conversation: f.conv.id, Seq: f.seq})
 				}
-				h.Score += search.Score(idf, f.p.tf, f.p.dl, avg)
+				ranked[i].Score += search.Score(idf, f.p.tf, f.p.dl, avg)
 			}
-		}
-		ranked := make([]search.Hit, 0, len(scores))
-		for _, h := range scores {
-			ranked = append(ranked, *h)
 		}
 		for _, h := range search.Top(ranked, q.Limit) {
 			k := history.Key{Tenant: tenant, Conversation: h.Conversation}
