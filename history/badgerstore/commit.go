@@ -49,6 +49,18 @@ type commitRes struct {
 // whose ctx ends while it is being applied may still land after Commit
 // returned ctx's error.
 func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (history.Meta, error) {
+	m, err := s.commit(ctx, k, c)
+	if errors.Is(err, history.ErrConflict) {
+		// Perhaps pending work nobody does blocks the conversation:
+		// finish it, so that the caller's retry goes through.
+		if uerr := s.unstick(k); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+	}
+	return m, err
+}
+
+func (s *Store) commit(ctx context.Context, k history.Key, c history.Change) (history.Meta, error) {
 	if err := ctx.Err(); err != nil {
 		return history.Meta{}, err
 	}
@@ -241,6 +253,7 @@ func (s *Store) groupMeta(txn *badger.Txn, metas map[string]history.Meta, prefix
 // fails after the mark, the staged records are deleted again; a crash
 // leaves the mark, and Open finishes the job.
 func (s *Store) commitStaged(k history.Key, c history.Change) (history.Meta, error) {
+	defer s.work(k)()
 	prefix := convPrefix(k)
 	var writes []history.Message
 	var erased totals // what the erased ranges hold

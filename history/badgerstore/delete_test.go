@@ -266,3 +266,28 @@ func TestRelaxedCommitsOfATenantNeverConflict(t *testing.T) {
 		t.Errorf("got %d hits, %v; want %d", len(hits), err, n*rounds)
 	}
 }
+
+// A delete abandoned half way (here: its first transaction only, as when
+// the disk fills up during the rest) does not block the id forever: the
+// next commit on it fails with ErrConflict having finished the delete,
+// and its retry starts a fresh conversation.
+func TestCommitFinishesAnAbandonedDelete(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	ctx := context.Background()
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	m := commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "remember the walrus"), textMsg("assistant", "noted")}})
+	if err := s.db.Update(func(txn *badger.Txn) error { return deleteMeta(txn, k, &m) }); err != nil {
+		t.Fatal(err)
+	}
+	c := history.Change{Append: []history.Message{textMsg("user", "new")}, Now: 9}
+	if _, err := s.Commit(ctx, k, c); !errors.Is(err, history.ErrConflict) {
+		t.Fatalf("first commit: got %v, want ErrConflict", err)
+	}
+	if got := keysOf(t, s, k); len(got) != 0 {
+		t.Errorf("after the first commit: got keys %q, want the delete finished", got)
+	}
+	m, err := s.Commit(ctx, k, c)
+	if err != nil || m.Version != 1 || m.NextSeq != 2 {
+		t.Errorf("retry: got %+v, %v; want a fresh conversation", m, err)
+	}
+}

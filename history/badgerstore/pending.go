@@ -114,6 +114,7 @@ func (s *Store) Delete(ctx context.Context, k history.Key) error {
 	if err := s.CanCommit(); err != nil {
 		return err
 	}
+	defer s.work(k)()
 	var err error
 	if s.noSync {
 		err = s.markDeleted(k)
@@ -122,15 +123,19 @@ func (s *Store) Delete(ctx context.Context, k history.Key) error {
 	}
 	if err == nil {
 		s.gen.Add(1)
+		// Not cut short by ctx: the conversation stays blocked until
+		// the work is done (or a later Delete, commit or Open does it).
 		err = s.finishPending(k, pendingDelete)
 	}
 	if err != nil {
 		return fmt.Errorf("badgerstore: delete %s: %w", k, err)
 	}
-	return ctx.Err()
+	return nil
 }
 
-// viaCommitter hands req to the committer and waits for its answer.
+// viaCommitter hands req to the committer and waits for its answer: once
+// handed over, whatever ctx says, as the answer says whether there is
+// pending work to finish.
 func (s *Store) viaCommitter(ctx context.Context, req *commitReq) error {
 	select {
 	case s.commits <- req:
@@ -139,12 +144,51 @@ func (s *Store) viaCommitter(ctx context.Context, req *commitReq) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	select {
-	case res := <-req.done:
-		return res.err
-	case <-ctx.Done():
-		return ctx.Err()
+	return (<-req.done).err
+}
+
+// work records that the caller is doing k's pending work (or is about to
+// leave some) until the returned function is called: a commit that runs
+// into a mark nobody works on finishes the work itself (see unstick).
+func (s *Store) work(k history.Key) (done func()) {
+	s.workMu.Lock()
+	if s.working == nil {
+		s.working = map[history.Key]int{}
 	}
+	s.working[k]++
+	s.workMu.Unlock()
+	return func() {
+		s.workMu.Lock()
+		if s.working[k]--; s.working[k] == 0 {
+			delete(s.working, k)
+		}
+		s.workMu.Unlock()
+	}
+}
+
+// unstick finishes k's pending work if it has some that nobody is doing:
+// left by a Delete or a staged commit that failed half way (a full disk,
+// a closed store). A commit that ran into the mark calls it; the work is
+// then done before the commit is retried.
+func (s *Store) unstick(k history.Key) error {
+	s.workMu.Lock()
+	busy := s.working[k] > 0
+	s.workMu.Unlock()
+	if busy {
+		return nil
+	}
+	var p pending
+	var ok bool
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		p, ok, err = readPending(txn, k)
+		return err
+	})
+	if err != nil || !ok {
+		return err
+	}
+	defer s.work(k)()
+	return s.finishPending(k, p.kind)
 }
 
 // markDeleted runs deleteMeta in a transaction of its own, retrying if a

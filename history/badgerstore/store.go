@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -86,6 +87,9 @@ type Store struct {
 
 	gen   atomic.Uint64 // counts index changes (commits, deletes): ages cached statistics
 	stats statsCache    // tenants' search statistics (see search.go)
+
+	workMu  sync.Mutex
+	working map[history.Key]int // conversations whose pending work is being done (see pending.go)
 }
 
 var _ history.Store = (*Store)(nil)
