@@ -45,6 +45,7 @@ func keysOf(t *testing.T, s *Store, k history.Key) []string {
 				}
 			case 'x':
 				mine = bytes.Equal(key, pendingKey(k))
+			case 'v': // the store's own
 			default:
 				return fmt.Errorf("unknown key %q", key)
 			}

@@ -147,6 +147,10 @@ func Open(dir string, o Options) (*Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("badgerstore: open %s: finish pending work: %w", dir, err)
 		}
+		if err := s.buildIndexes(); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("badgerstore: open %s: build indexes: %w", dir, err)
+		}
 	}
 	s.commits, s.closing, s.stopped = make(chan *commitReq, 1024), make(chan struct{}), make(chan struct{})
 	go s.committer()
