@@ -157,7 +157,10 @@ func Analyze(raw []byte) (postings []Posting, length int) {
 }
 
 // Stats are the corpus statistics BM25 needs: how many documents the
-// searched scope holds and their total length in terms.
+// searched scope holds and their total length in terms. The scope is the
+// one searched: the tenant's messages, or one conversation's. A
+// document frequency (df) counts the documents of the scope holding the
+// term, on the same footing.
 //
 // A store counts every message record it keeps in the scope, active or
 // not (superseded and soft-forgotten messages stay stored and indexed;
