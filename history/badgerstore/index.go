@@ -92,7 +92,7 @@ func moveListing(txn *badger.Txn, k history.Key, old, next *history.Meta, t tota
 // postingPrefix is the prefix of a term's postings in a tenant, or in one
 // conversation of it if conv is not empty.
 func postingPrefix(tenant, term, conv string) []byte {
-	b := make([]byte, 0, 5+len(tenant)+len(term)+len(conv))
+	b := make([]byte, 0, 5+len(tenant)+len(term)+len(conv)+8) // room for postingKey's seq
 	b = append(b, 'i', 0)
 	b = append(b, tenant...)
 	b = append(b, 0)

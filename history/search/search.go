@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -107,7 +108,8 @@ func Text(raw []byte) string {
 		}
 		b.WriteString(s)
 	}
-	msg := gjson.ParseBytes(raw)
+	// A view of raw, not a copy: every string kept is copied into b.
+	msg := gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw)))
 	content := msg.Get("content")
 	switch {
 	case content.Type == gjson.String:

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/recallproxy/recall/history/search"
 )
@@ -146,4 +147,32 @@ func BenchmarkAnalyze(b *testing.B) {
 			b.Fatal("no postings")
 		}
 	}
+}
+
+// Terms never returns an empty, over-long or upper-case term, nor one
+// holding anything but letters and digits; Analyze takes any bytes.
+func FuzzTerms(f *testing.F) {
+	for _, seed := range []string{"Hello, World!", "Ärger über ΣΊΣΥΦΟΣ", "a+b=c🙂d", strings.Repeat("x", 70), "İstanbul ǅ", "\xff\xfe bad utf8", `{"role":"user","content":[{"type":"text","text":"hi"}]}`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, term := range search.Terms(text) {
+			if term == "" || len(term) > search.MaxTermBytes || strings.ToLower(term) != term {
+				t.Fatalf("got term %q", term)
+			}
+			for _, r := range term {
+				if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+					t.Fatalf("got term %q holding %q", term, r)
+				}
+			}
+		}
+		p, n := search.Analyze([]byte(text))
+		sum := 0
+		for _, x := range p {
+			sum += x.TF
+		}
+		if sum != n {
+			t.Fatalf("got postings adding up to %d, length %d", sum, n)
+		}
+	})
 }
