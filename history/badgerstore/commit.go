@@ -2,6 +2,7 @@ package badgerstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -147,17 +148,17 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	res := make([]commitRes, len(reqs))
-	metas := make(map[string]history.Meta, len(reqs)) // metadata as this group leaves it
+	metas := make(map[string]record, len(reqs)) // metadata as this group leaves it
 	n := 0
 	for ; n < len(reqs); n++ {
 		r := reqs[n]
 		prefix := convPrefix(r.key)
-		m, err := s.groupMeta(txn, metas, prefix)
+		rec, err := s.groupMeta(txn, metas, prefix)
 		if err == nil && r.del {
-			err = deleteMeta(txn, r.key, &m)
-			m = history.Meta{}
+			err = deleteMeta(txn, r.key, &rec.meta)
+			rec = record{}
 		} else if err == nil {
-			m, err = write(txn, r.key, prefix, m, r.change)
+			rec, err = write(txn, r.key, prefix, rec, r.change)
 		}
 		if errors.Is(err, badger.ErrTxnTooBig) {
 			break
@@ -174,8 +175,8 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 			}
 			continue
 		}
-		metas[string(prefix)] = m
-		res[n].meta = m
+		metas[string(prefix)] = rec
+		res[n].meta = rec.meta
 	}
 	if n == 0 {
 		// One commit alone is too big for a transaction: stage it.
@@ -215,11 +216,12 @@ func (s *Store) commitDirect(k history.Key, c history.Change) (history.Meta, err
 	prefix := convPrefix(k)
 	var out history.Meta
 	err := s.db.Update(func(txn *badger.Txn) error {
-		m, _, err := readMeta(txn, prefix)
+		m, t, _, err := readRecord(txn, prefix)
 		if err != nil {
 			return err
 		}
-		out, err = write(txn, k, prefix, m, c)
+		rec, err := write(txn, k, prefix, record{m, t}, c)
+		out = rec.meta
 		return err
 	})
 	if errors.Is(err, badger.ErrConflict) {
@@ -233,12 +235,19 @@ func (s *Store) commitDirect(k history.Key, c history.Change) (history.Meta, err
 
 // groupMeta returns a conversation's metadata as the group has left it so
 // far, or as stored.
-func (s *Store) groupMeta(txn *badger.Txn, metas map[string]history.Meta, prefix []byte) (history.Meta, error) {
-	if m, ok := metas[string(prefix)]; ok {
-		return m, nil
+func (s *Store) groupMeta(txn *badger.Txn, metas map[string]record, prefix []byte) (record, error) {
+	if rec, ok := metas[string(prefix)]; ok {
+		return rec, nil
 	}
-	m, _, err := readMeta(txn, prefix)
-	return m, err
+	m, t, _, err := readRecord(txn, prefix)
+	return record{m, t}, err
+}
+
+// record is a conversation's metadata record: the metadata and the search
+// totals of its records.
+type record struct {
+	meta history.Meta
+	t    totals
 }
 
 // commitStaged commits a change too big for one transaction.
@@ -325,7 +334,7 @@ func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, write
 	// every other commit away meanwhile.
 	var out history.Meta
 	err := s.db.Update(func(txn *badger.Txn) error {
-		m, _, err := readMeta(txn, prefix)
+		m, t, _, err := readRecord(txn, prefix)
 		if err != nil {
 			return err
 		}
@@ -339,13 +348,9 @@ func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, write
 		if out, _, err = apply(txn, k, prefix, m, c, pendingStaged); err != nil {
 			return err
 		}
-		t, err := readTotals(txn, k, &m)
-		if err != nil {
-			return err
-		}
 		t.docs += staged.docs - erased.docs
 		t.terms += staged.terms - erased.terms
-		if err := setMeta(txn, prefix, &out); err != nil {
+		if err := setMeta(txn, prefix, &out, t); err != nil {
 			return err
 		}
 		if err := moveListing(txn, k, &m, &out, t); err != nil {
@@ -391,43 +396,44 @@ func apply(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c hist
 	return next, writes, nil
 }
 
-// write applies c to the conversation whose metadata is m in txn: the
-// records and their postings, erased records deleted with theirs, the
-// metadata and the listing entry. It may fail with badger.ErrTxnTooBig,
-// leaving part of the change in txn.
-func write(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c history.Change) (history.Meta, error) {
+// write applies c to the conversation whose metadata record is rec in
+// txn: the records and their postings, erased records deleted with
+// theirs, the metadata and the listing entry. It may fail with
+// badger.ErrTxnTooBig, leaving part of the change in txn.
+func write(txn *badger.Txn, k history.Key, prefix []byte, rec record, c history.Change) (record, error) {
+	m, t := rec.meta, rec.t
 	next, writes, err := apply(txn, k, prefix, m, c, 0)
 	if err != nil {
-		return history.Meta{}, err
+		return record{}, err
 	}
-	if err := setMeta(txn, prefix, &next); err != nil {
-		return history.Meta{}, err
-	}
-	if next.Version == m.Version {
-		return next, nil // a summary landing: no activity, nothing indexed
-	}
-	t, err := readTotals(txn, k, &m)
-	if err != nil {
-		return history.Meta{}, err
+	if next.Version == m.Version { // a summary landing: no activity, nothing indexed
+		return record{next, t}, setMeta(txn, prefix, &next, t)
 	}
 	buf := make([]byte, 0, 512)
 	for i := range writes {
 		if buf, err = setMessage(txn, k, prefix, &writes[i], buf, &t); err != nil {
-			return history.Meta{}, err
+			return record{}, err
 		}
 	}
 	if f := c.Forget; f != nil && f.Hard {
 		if err := eraseRanges(txn, k, prefix, f.Ranges, &t); err != nil {
-			return history.Meta{}, err
+			return record{}, err
 		}
 	}
-	return next, moveListing(txn, k, &m, &next, t)
+	if err := setMeta(txn, prefix, &next, t); err != nil {
+		return record{}, err
+	}
+	return record{next, t}, moveListing(txn, k, &m, &next, t)
 }
 
-func setMeta(txn *badger.Txn, prefix []byte, m *history.Meta) error {
+// setMeta writes the metadata record: the header with the totals, then
+// the metadata's JSON.
+func setMeta(txn *badger.Txn, prefix []byte, m *history.Meta, t totals) error {
 	mv, err := history.MarshalMeta(m)
 	if err != nil {
 		return err
 	}
-	return txn.Set(metaKey(prefix), mv)
+	v := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(mv))
+	v = append(t.append(append(v, metaHeader)), mv...)
+	return txn.Set(metaKey(prefix), v)
 }

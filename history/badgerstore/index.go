@@ -3,7 +3,6 @@ package badgerstore
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -26,13 +25,18 @@ func (t totals) append(dst []byte) []byte {
 	return binary.AppendUvarint(dst, uint64(max(t.terms, 0)))
 }
 
-func decodeTotals(v []byte) totals {
+// decodeTotals decodes totals and returns how many bytes they took (0 if
+// they are malformed).
+func decodeTotals(v []byte) (totals, int) {
 	docs, n := binary.Uvarint(v)
 	if n <= 0 {
-		return totals{}
+		return totals{}, 0
 	}
-	terms, _ := binary.Uvarint(v[n:])
-	return totals{docs: int(docs), terms: int(terms)}
+	terms, m := binary.Uvarint(v[n:])
+	if m <= 0 {
+		return totals{}, 0
+	}
+	return totals{docs: int(docs), terms: int(terms)}, n + m
 }
 
 func listPrefix(tenant string) []byte {
@@ -58,24 +62,6 @@ func listKey(k history.Key, updated int64) []byte {
 func parseListKey(prefix, key []byte) (updated int64, conv []byte) {
 	rest := key[len(prefix):]
 	return int64(^binary.BigEndian.Uint64(rest)), rest[8:]
-}
-
-// readTotals returns the totals of the conversation whose metadata is m
-// (zero for a new one).
-func readTotals(txn *badger.Txn, k history.Key, m *history.Meta) (totals, error) {
-	if m.Version == 0 {
-		return totals{}, nil
-	}
-	item, err := txn.Get(listKey(k, m.UpdatedAt))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return totals{}, nil // stored before the index existed
-	}
-	if err != nil {
-		return totals{}, err
-	}
-	var t totals
-	err = item.Value(func(v []byte) error { t = decodeTotals(v); return nil })
-	return t, err
 }
 
 // moveListing replaces the listing entry of the conversation as old left

@@ -122,6 +122,9 @@ func (s *Store) indexConversation(k history.Key) error {
 		from = next
 	}
 	return s.db.Update(func(txn *badger.Txn) error {
+		if err := setMeta(txn, prefix, &m, t); err != nil {
+			return err
+		}
 		return txn.Set(listKey(k, m.UpdatedAt), t.append(nil))
 	})
 }

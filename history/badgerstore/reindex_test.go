@@ -37,7 +37,11 @@ func TestOpenIndexesAnOlderDatabase(t *testing.T) {
 					return err
 				}
 			}
-			return setMeta(txn, prefix, &next)
+			mv, err := history.MarshalMeta(&next)
+			if err != nil {
+				return err
+			}
+			return txn.Set(metaKey(prefix), mv)
 		})
 		if err != nil {
 			t.Fatal(err)

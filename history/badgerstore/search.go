@@ -23,7 +23,7 @@ import (
 // those counts, and inactive ones count in the statistics but are never
 // returned. Only the returned messages' records are read.
 //
-// The statistics: a conversation's come from its listing entry (updated in
+// The statistics: a conversation's come with its metadata (updated in
 // every commit). A tenant's are the sum over its listing entries, cached
 // and recomputed once the store has seen more index changes since than a
 // tenant of that size can absorb (an eighth of its messages): a scan of
@@ -42,6 +42,7 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 		type conv struct {
 			id   string
 			meta *history.Meta
+			t    totals
 		}
 		convs := map[string]*conv{}
 		lookup := func(id []byte) (*conv, error) {
@@ -49,12 +50,12 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 				return c, nil
 			}
 			c := &conv{id: string(id)}
-			m, ok, err := readMeta(txn, convPrefix(history.Key{Tenant: tenant, Conversation: c.id}))
+			m, t, ok, err := readRecord(txn, convPrefix(history.Key{Tenant: tenant, Conversation: c.id}))
 			if err != nil {
 				return nil, err
 			}
 			if ok {
-				c.meta = &m
+				c.meta, c.t = &m, t
 			}
 			convs[c.id] = c
 			return c, nil
@@ -65,11 +66,7 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 			if err != nil || c.meta == nil {
 				return err
 			}
-			t, err := readTotals(txn, history.Key{Tenant: tenant, Conversation: q.Conversation}, c.meta)
-			if err != nil {
-				return err
-			}
-			st = search.Stats{Docs: t.docs, Terms: t.terms}
+			st = search.Stats{Docs: c.t.docs, Terms: c.t.terms}
 		} else {
 			var err error
 			if st, err = s.tenantStats(txn, tenant); err != nil {
@@ -198,7 +195,7 @@ func (s *Store) tenantStats(txn *badger.Txn, tenant string) (search.Stats, error
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		err := it.Item().Value(func(v []byte) error {
-			t := decodeTotals(v)
+			t, _ := decodeTotals(v)
 			st.Docs += t.docs
 			st.Terms += t.terms
 			return nil

@@ -3,7 +3,7 @@
 //
 // Keys are namespaced by tenant, then conversation:
 //
-//	c \x00 tenant \x00 conversation \x00 'm'                   metadata (JSON)
+//	c \x00 tenant \x00 conversation \x00 'm'                   metadata: 0x01 docs terms (uvarints), JSON
 //	c \x00 tenant \x00 conversation \x00 's' seq(8, BE)        message (history codec)
 //	l \x00 tenant \x00 ^updated(8, BE) conversation            listing entry: docs, terms (uvarints)
 //	i \x00 tenant \x00 term \x00 conversation \x00 seq(8, BE)  posting: tf, length (uvarints), created (varint)
@@ -15,8 +15,8 @@
 //
 // Every listing entry and posting is written in the transaction that
 // writes what it describes: a commit moves the conversation's listing
-// entry (^updated sorts the newest first; the entry also keeps the
-// search statistics of its records) and writes a posting per term of each
+// entry (^updated sorts the newest first; the entry and the metadata's
+// header keep the search statistics of its records) and writes a posting per term of each
 // appended message. Postings are checked against the metadata at query
 // time, as records are: a posting of a staged record (past NextSeq), an
 // inactive message or a conversation being deleted is never returned.
@@ -240,20 +240,44 @@ func msgKey(prefix []byte, seq uint64) []byte {
 }
 
 func readMeta(txn *badger.Txn, prefix []byte) (history.Meta, bool, error) {
+	m, _, ok, err := readRecord(txn, prefix)
+	return m, ok, err
+}
+
+// metaHeader starts a metadata value that carries the conversation's
+// search totals before its JSON (which starts with '{'):
+//
+//	0x01 docs(uvarint) terms(uvarint) json
+//
+// so a commit updates them without reading another key. A value without
+// it (written before the indexes) has zero totals.
+const metaHeader = 0x01
+
+// readRecord reads the conversation's metadata record: the metadata and
+// the search totals.
+func readRecord(txn *badger.Txn, prefix []byte) (history.Meta, totals, bool, error) {
 	item, err := txn.Get(metaKey(prefix))
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return history.Meta{}, false, nil
+		return history.Meta{}, totals{}, false, nil
 	}
 	if err != nil {
-		return history.Meta{}, false, err
+		return history.Meta{}, totals{}, false, err
 	}
 	var m history.Meta
+	var t totals
 	err = item.Value(func(v []byte) error {
+		if len(v) > 0 && v[0] == metaHeader {
+			var n int
+			if t, n = decodeTotals(v[1:]); n <= 0 {
+				return errors.New("bad metadata header")
+			}
+			v = v[1+n:]
+		}
 		var err error
 		m, err = history.UnmarshalMeta(v)
 		return err
 	})
-	return m, true, err
+	return m, t, true, err
 }
 
 // Load reads the metadata and the tail q asks for, newest first, skipping
