@@ -108,3 +108,26 @@ func BenchmarkSearch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCommitProse commits a turn as the proxy's benchmark does: a
+// 40-word question and a 12-sentence answer (about 50 distinct terms to
+// index).
+func BenchmarkCommitProse(b *testing.B) {
+	q := user(`Could you look at the figures from last week again and tell me whether the trend holds? I would also like a short note on what changed since the previous report, and whether we should adjust the forecast for the next quarter.`, 50)
+	a := asst(strings.Repeat("The trend holds. ", 12), 40)
+	s, err := badgerstore.Open(b.TempDir(), badgerstore.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	var version uint64
+	b.ReportAllocs()
+	for b.Loop() {
+		m, err := s.Commit(ctx, k, history.Change{Version: version, Append: []history.Message{q, a}, Now: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		version = m.Version
+	}
+}

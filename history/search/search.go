@@ -140,12 +140,32 @@ type Posting struct {
 	TF   int
 }
 
+// MaxPostings bounds the distinct terms of one message that are indexed:
+// the first ones, in order of appearance. Each posting is a key a store
+// writes in the commit of the message, so this bounds what a huge
+// message (a long tool result, a pasted file) adds to its commit; terms
+// past it are not found, but still count in the message's length.
+const MaxPostings = 512
+
 // Analyze returns the postings of a stored message, sorted by term, and its
 // length in terms (what BM25 calls the document length).
 func Analyze(raw []byte) (postings []Posting, length int) {
 	terms := Terms(Text(raw))
-	if len(terms) == 0 {
+	length = len(terms)
+	if length == 0 {
 		return nil, 0
+	}
+	if length > MaxPostings { // perhaps more distinct terms than indexed
+		kept := make(map[string]bool, MaxPostings)
+		for _, t := range terms {
+			if len(kept) == MaxPostings {
+				break
+			}
+			kept[t] = true
+		}
+		if len(kept) == MaxPostings {
+			terms = slices.DeleteFunc(slices.Clone(terms), func(t string) bool { return !kept[t] })
+		}
 	}
 	slices.Sort(terms)
 	for _, t := range terms {
@@ -155,7 +175,7 @@ func Analyze(raw []byte) (postings []Posting, length int) {
 		}
 		postings = append(postings, Posting{Term: t, TF: 1})
 	}
-	return postings, len(terms)
+	return postings, length
 }
 
 // Stats are the corpus statistics BM25 needs: how many documents the

@@ -3,6 +3,7 @@ package search_test
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -57,6 +58,27 @@ func TestText(t *testing.T) {
 	want := []search.Posting{{"cat", 2}, {"other", 1}, {"saw", 1}, {"the", 2}}
 	if !slices.Equal(p, want) || n != 6 {
 		t.Errorf("Analyze: got %v length %d, want %v length 6", p, n, want)
+	}
+}
+
+// A message with more distinct terms than MaxPostings indexes the first
+// ones, with their frequencies, and keeps its whole length.
+func TestAnalyzeBoundsPostings(t *testing.T) {
+	var words []string
+	for i := range search.MaxPostings + 100 {
+		words = append(words, "w"+strconv.Itoa(i), "common")
+	}
+	p, n := search.Analyze([]byte(`{"role":"tool","content":"` + strings.Join(words, " ") + `"}`))
+	if len(p) != search.MaxPostings || n != len(words) {
+		t.Fatalf("got %d postings, length %d; want %d, %d", len(p), n, search.MaxPostings, len(words))
+	}
+	for _, x := range p {
+		if x.Term == "common" && x.TF != search.MaxPostings+100 {
+			t.Errorf("got tf %d for common, want %d", x.TF, search.MaxPostings+100)
+		}
+		if i, err := strconv.Atoi(strings.TrimPrefix(x.Term, "w")); x.Term != "common" && (err != nil || i >= search.MaxPostings-1) {
+			t.Errorf("got posting %q past the first %d terms", x.Term, search.MaxPostings)
+		}
 	}
 }
 
@@ -171,8 +193,8 @@ func FuzzTerms(f *testing.F) {
 		for _, x := range p {
 			sum += x.TF
 		}
-		if sum != n {
-			t.Fatalf("got postings adding up to %d, length %d", sum, n)
+		if sum > n || (len(p) < search.MaxPostings && sum != n) {
+			t.Fatalf("got %d postings adding up to %d, length %d", len(p), sum, n)
 		}
 	})
 }
