@@ -143,9 +143,27 @@ func setMessage(txn *badger.Txn, k history.Key, prefix []byte, m *history.Messag
 	}
 	postings, dl := search.Analyze(m.Raw)
 	created := m.CreatedAt.UnixNano()
+	// Every key and value of the postings in one allocation: Badger keeps
+	// them until the transaction ends, then copies them.
+	size := 0
 	for _, p := range postings {
-		v := posting{tf: p.TF, dl: dl, created: created}.append(nil)
-		if err := txn.Set(postingKey(k, p.Term, m.Seq), v); err != nil {
+		size += 5 + len(k.Tenant) + len(p.Term) + len(k.Conversation) + 8 + 3*binary.MaxVarintLen64
+	}
+	slab := make([]byte, 0, size)
+	for _, p := range postings {
+		start := len(slab)
+		slab = append(slab, 'i', 0)
+		slab = append(slab, k.Tenant...)
+		slab = append(slab, 0)
+		slab = append(slab, p.Term...)
+		slab = append(slab, 0)
+		slab = append(slab, k.Conversation...)
+		slab = append(slab, 0)
+		slab = binary.BigEndian.AppendUint64(slab, m.Seq)
+		key := slab[start:len(slab):len(slab)]
+		start = len(slab)
+		slab = posting{tf: p.TF, dl: dl, created: created}.append(slab)
+		if err := txn.Set(key, slab[start:len(slab):len(slab)]); err != nil {
 			return buf, err
 		}
 	}
