@@ -23,6 +23,7 @@ type commitReq struct {
 	key    history.Key
 	change history.Change
 	del    bool           // a Delete's first transaction (deleteMeta), not a change
+	big    bool           // too big for one transaction: staged at once (see tooBig)
 	done   chan commitRes // buffered: the committer never blocks on it
 }
 
@@ -68,7 +69,7 @@ func (s *Store) commit(ctx context.Context, k history.Key, c history.Change) (hi
 	if err := s.CanCommit(); err != nil {
 		return history.Meta{}, err
 	}
-	if s.noSync {
+	if s.noSync && !s.tooBig(c) {
 		// No fsync to share: commit here, in parallel with others, and go
 		// through the committer only to stage a change too big for one
 		// transaction. Badger's own conflict check orders racing commits.
@@ -80,7 +81,7 @@ func (s *Store) commit(ctx context.Context, k history.Key, c history.Change) (hi
 			return m, nil
 		}
 	}
-	req := &commitReq{ctx: ctx, key: k, change: c, done: make(chan commitRes, 1)}
+	req := &commitReq{ctx: ctx, key: k, change: c, big: s.tooBig(c), done: make(chan commitRes, 1)}
 	select {
 	case s.commits <- req:
 	case <-s.closing:
@@ -152,6 +153,9 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 	n := 0
 	for ; n < len(reqs); n++ {
 		r := reqs[n]
+		if r.big {
+			break // staged alone, below or in the next group
+		}
 		prefix := convPrefix(r.key)
 		rec, err := s.groupMeta(txn, metas, prefix)
 		if err == nil && r.del {
@@ -189,7 +193,7 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 		r.done <- commitRes{meta: m, err: err}
 		return 1
 	}
-	if n < len(reqs) {
+	if n < len(reqs) && !reqs[n].big {
 		// The next commit did not fit and the transaction may hold part
 		// of it: commit the group without it, from scratch.
 		txn.Discard()
@@ -209,6 +213,13 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 		reqs[i].done <- res[i]
 	}
 	return n
+}
+
+// tooBig reports whether c has so many messages that it cannot fit one
+// transaction (each message is a record and a posting per term): it is
+// staged at once, rather than after filling a transaction in vain.
+func (s *Store) tooBig(c history.Change) bool {
+	return int64(len(c.Append)) > s.db.MaxBatchCount()/2
 }
 
 // commitDirect commits c in one transaction of its own.
@@ -306,28 +317,20 @@ func (s *Store) commitStaged(k history.Key, c history.Change) (history.Meta, err
 
 // landStaged writes the staged records, then the metadata.
 func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, writes []history.Message, erased totals) (history.Meta, error) {
+	// The staged records are invisible until the metadata lands, and the
+	// mark keeps every other commit off them: a write batch (which
+	// splits into transactions itself, with no conflict tracking) does.
 	var staged totals
-	txn := s.db.NewTransaction(true)
-	defer func() { txn.Discard() }()
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
 	buf := make([]byte, 0, 512)
-	for i := 0; i < len(writes); {
-		before := staged
+	for i := range writes {
 		var err error
-		buf, err = setMessage(txn, k, prefix, &writes[i], buf, &staged)
-		if errors.Is(err, badger.ErrTxnTooBig) {
-			if err := txn.Commit(); err != nil {
-				return history.Meta{}, err
-			}
-			txn = s.db.NewTransaction(true)
-			staged = before
-			continue // the same message, in the next transaction
-		}
-		if err != nil {
+		if buf, err = setMessage(wb, k, prefix, &writes[i], buf, &staged); err != nil {
 			return history.Meta{}, err
 		}
-		i++
 	}
-	if err := txn.Commit(); err != nil {
+	if err := wb.Flush(); err != nil {
 		return history.Meta{}, err
 	}
 	// The metadata, recomputed in its own transaction: the mark kept

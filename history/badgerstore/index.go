@@ -135,8 +135,13 @@ func decodePosting(v []byte) (posting, bool) {
 	return posting{tf: int(tf), dl: int(dl), created: created}, true
 }
 
+// setter is a transaction or a write batch.
+type setter interface {
+	Set(key, value []byte) error
+}
+
 // setMessage writes a message record and its postings, and counts it in t.
-func setMessage(txn *badger.Txn, k history.Key, prefix []byte, m *history.Message, buf []byte, t *totals) ([]byte, error) {
+func setMessage(txn setter, k history.Key, prefix []byte, m *history.Message, buf []byte, t *totals) ([]byte, error) {
 	buf = history.AppendMessage(buf[:0], m)
 	if err := txn.Set(msgKey(prefix, m.Seq), bytes.Clone(buf)); err != nil {
 		return buf, err
