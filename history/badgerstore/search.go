@@ -3,6 +3,8 @@ package badgerstore
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
@@ -23,8 +25,9 @@ import (
 // those counts, and inactive ones count in the statistics but are never
 // returned. Only the returned messages' records are read.
 //
-// The statistics: a conversation's come with its metadata (updated in
-// every commit). A tenant's are the sum over its listing entries, cached
+// The statistics: a conversation's are its totals key (moved by the
+// folder, and by a hard forget). A tenant's are the sum over its totals
+// keys, cached
 // and recomputed once the store has seen more index changes since than a
 // tenant of that size can absorb (an eighth of its messages): a scan of
 // the tenant's listing keys amortised over as many commits, with no
@@ -50,27 +53,67 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 				return c, nil
 			}
 			c := &conv{id: string(id)}
-			m, t, ok, err := readRecord(txn, convPrefix(history.Key{Tenant: tenant, Conversation: c.id}))
+			k := history.Key{Tenant: tenant, Conversation: c.id}
+			m, ok, err := readMeta(txn, convPrefix(k))
 			if err != nil {
 				return nil, err
 			}
 			if ok {
-				c.meta, c.t = &m, t
+				if c.t, err = readTotals(txn, k); err != nil {
+					return nil, err
+				}
+				c.meta = &m
 			}
 			convs[c.id] = c
 			return c, nil
 		}
 		var st search.Stats
+		var dirty []*conv // conversations with records not indexed yet
 		if q.Conversation != "" {
 			c, err := lookup([]byte(q.Conversation))
 			if err != nil || c.meta == nil {
 				return err
 			}
 			st = search.Stats{Docs: c.t.docs, Terms: c.t.terms}
+			dirty = append(dirty, c)
 		} else {
 			var err error
 			if st, err = s.tenantStats(txn, tenant); err != nil {
 				return err
+			}
+			opts := badger.DefaultIteratorOptions
+			opts.Prefix = dirtyPrefix(tenant)
+			opts.PrefetchValues = false
+			it := txn.NewIterator(opts)
+			for it.Rewind(); it.Valid(); it.Next() {
+				c, err := lookup(it.Item().Key()[len(opts.Prefix):])
+				if err != nil {
+					it.Close()
+					return err
+				}
+				dirty = append(dirty, c)
+			}
+			it.Close()
+		}
+		// The records past each watermark, analysed here: they count in
+		// the statistics and are matched as postings would be.
+		type unindexed struct {
+			conv *conv
+			backlogDoc
+		}
+		var pending []unindexed
+		for _, c := range dirty {
+			if c.meta == nil {
+				continue
+			}
+			docs, err := backlog(txn, convPrefix(history.Key{Tenant: tenant, Conversation: c.id}), c.meta, c.t)
+			if err != nil {
+				return err
+			}
+			for _, d := range docs {
+				pending = append(pending, unindexed{c, d})
+				st.Docs++
+				st.Terms += d.dl
 			}
 		}
 		avg := st.AvgLen()
@@ -129,6 +172,12 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 			if err != nil {
 				return err
 			}
+			for _, u := range pending {
+				i, ok := slices.BinarySearchFunc(u.postings, term, func(p search.Posting, t string) int { return strings.Compare(p.Term, t) })
+				if ok {
+					list = append(list, found{doc{u.conv, u.seq}, posting{tf: u.postings[i].TF, dl: u.dl, created: u.created}, u.active})
+				}
+			}
 			idf := search.IDF(st.Docs, len(list))
 			for _, f := range list {
 				if !f.active {
@@ -179,7 +228,10 @@ type cachedStats struct {
 }
 
 // tenantStats returns the tenant's statistics, from the cache while fresh
-// enough (see Search), else summed from its listing entries.
+// enough (see Search), else summed from its totals keys. Store.gen
+// grows by every indexed record a change adds or (a lot) removes, before
+// the change can be seen: cached statistics are used while it has grown
+// by at most an eighth of them.
 func (s *Store) tenantStats(txn *badger.Txn, tenant string) (search.Stats, error) {
 	gen := s.gen.Load()
 	s.stats.mu.Lock()
@@ -190,7 +242,7 @@ func (s *Store) tenantStats(txn *badger.Txn, tenant string) (search.Stats, error
 	}
 	var st search.Stats
 	opts := badger.DefaultIteratorOptions
-	opts.Prefix = listPrefix(tenant)
+	opts.Prefix = totalsPrefix(tenant)
 	it := txn.NewIterator(opts)
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {

@@ -69,6 +69,12 @@ type Options struct {
 	// ReadOnly opens the store read-only: loads work, commits fail with
 	// history.ErrNoSpace.
 	ReadOnly bool
+	// IndexBacklog is how many messages are committed without search
+	// postings before a background fold writes theirs (Search analyses
+	// them meanwhile: it finds them all the same, at a cost that grows
+	// with the backlog). Default 1024; negative folds each commit's
+	// messages right after it (tests).
+	IndexBacklog int
 }
 
 // Store is a history.Store on Badger.
@@ -90,6 +96,12 @@ type Store struct {
 
 	workMu  sync.Mutex
 	working map[history.Key]int // conversations whose pending work is being done (see pending.go)
+
+	logger       *slog.Logger
+	indexBacklog int           // Options.IndexBacklog
+	backlog      atomic.Int64  // messages committed since the folder last woke
+	foldNow      chan struct{} // wakes the folder (fold.go)
+	folded       chan struct{} // closed when the folder has stopped
 }
 
 var _ history.Store = (*Store)(nil)
@@ -120,8 +132,12 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.FreeBytes == nil {
 		o.FreeBytes = freeBytes
 	}
+	if o.IndexBacklog == 0 {
+		o.IndexBacklog = defaultIndexBacklog
+	}
 	s := &Store{dir: dir, minFree: o.MinFreeBytes, free: o.FreeBytes, readOnly: o.ReadOnly, noSync: o.NoSync || o.InMemory,
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), logger: o.Logger, indexBacklog: o.IndexBacklog,
+		foldNow: make(chan struct{}, 1), folded: make(chan struct{})}
 	if !o.InMemory && !s.readOnly && s.minFree > 0 {
 		// Opening replays the write-ahead log and may flush it: on a full
 		// file system that is the crash a floor exists to avoid.
@@ -154,6 +170,12 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s.commits, s.closing, s.stopped = make(chan *commitReq, 1024), make(chan struct{}), make(chan struct{})
 	go s.committer()
+	if s.readOnly {
+		close(s.folded)
+	} else {
+		go s.folder()
+		s.foldNow <- struct{}{} // what a previous run left unindexed
+	}
 	if o.GCInterval == 0 {
 		o.GCInterval = 10 * time.Minute
 	}
@@ -211,6 +233,7 @@ func (s *Store) ReadOnly() bool { return s.readOnly }
 func (s *Store) Close() error {
 	close(s.closing)
 	<-s.stopped
+	<-s.folded
 	close(s.stop)
 	<-s.done
 	return s.db.Close()
@@ -240,44 +263,20 @@ func msgKey(prefix []byte, seq uint64) []byte {
 }
 
 func readMeta(txn *badger.Txn, prefix []byte) (history.Meta, bool, error) {
-	m, _, ok, err := readRecord(txn, prefix)
-	return m, ok, err
-}
-
-// metaHeader starts a metadata value that carries the conversation's
-// search totals before its JSON (which starts with '{'):
-//
-//	0x01 docs(uvarint) terms(uvarint) json
-//
-// so a commit updates them without reading another key. A value without
-// it (written before the indexes) has zero totals.
-const metaHeader = 0x01
-
-// readRecord reads the conversation's metadata record: the metadata and
-// the search totals.
-func readRecord(txn *badger.Txn, prefix []byte) (history.Meta, totals, bool, error) {
 	item, err := txn.Get(metaKey(prefix))
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return history.Meta{}, totals{}, false, nil
+		return history.Meta{}, false, nil
 	}
 	if err != nil {
-		return history.Meta{}, totals{}, false, err
+		return history.Meta{}, false, err
 	}
 	var m history.Meta
-	var t totals
 	err = item.Value(func(v []byte) error {
-		if len(v) > 0 && v[0] == metaHeader {
-			var n int
-			if t, n = decodeTotals(v[1:]); n <= 0 {
-				return errors.New("bad metadata header")
-			}
-			v = v[1+n:]
-		}
 		var err error
 		m, err = history.UnmarshalMeta(v)
 		return err
 	})
-	return m, t, true, err
+	return m, true, err
 }
 
 // Load reads the metadata and the tail q asks for, newest first, skipping
