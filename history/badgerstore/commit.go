@@ -381,9 +381,6 @@ func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, write
 				return err
 			}
 		}
-		if err := markDirty(txn, k, len(writes)); err != nil {
-			return err
-		}
 		if err := setMeta(txn, prefix, &out); err != nil {
 			return err
 		}
@@ -462,23 +459,10 @@ func write(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c hist
 			return history.Meta{}, err
 		}
 	}
-	if err := markDirty(txn, k, len(writes)); err != nil {
-		return history.Meta{}, err
-	}
 	if err := setMeta(txn, prefix, &next); err != nil {
 		return history.Meta{}, err
 	}
 	return next, moveListing(txn, k, &m, &next)
-}
-
-// markDirty writes the conversation's dirty key if the change wrote
-// records (a blind write: reading whether it is there would make the
-// commit conflict with the folder that deletes it).
-func markDirty(txn *badger.Txn, k history.Key, records int) error {
-	if records == 0 {
-		return nil
-	}
-	return txn.Set(dirtyKey(k), nil)
 }
 
 func setMeta(txn *badger.Txn, prefix []byte, m *history.Meta) error {

@@ -45,8 +45,6 @@ func keysOf(t *testing.T, s *Store, k history.Key) []string {
 				}
 			case 'x':
 				mine = bytes.Equal(key, pendingKey(k))
-			case 'd':
-				mine = bytes.Equal(key, dirtyKey(k))
 			case 'w':
 				mine = bytes.Equal(key, totalsKey(k))
 			case 'v': // the store's own

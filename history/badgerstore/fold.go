@@ -1,6 +1,7 @@
 package badgerstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 
@@ -28,7 +29,7 @@ const (
 )
 
 // defaultIndexBacklog is Options.IndexBacklog's default.
-const defaultIndexBacklog = 1024
+const defaultIndexBacklog = 4096
 
 // foldBatch indexes the next batch of the conversation's records past its
 // watermark in txn, and reports whether more are left.
@@ -38,7 +39,7 @@ func foldBatch(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta) (m
 		return false, 0, err // its owner deletes or lands it; the next fold sees
 	}
 	if m.Version == 0 {
-		return false, 0, txn.Delete(dirtyKey(k))
+		return false, 0, nil // deleted
 	}
 	t, err := readTotals(txn, k)
 	if err != nil {
@@ -69,7 +70,7 @@ func foldBatch(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta) (m
 		t.indexed = last + 1
 	} else {
 		t.indexed = max(m.NextSeq, 1)
-		if err := txn.Delete(dirtyKey(k)); err != nil {
+		if err := txn.Set(listKey(k, m.UpdatedAt), listClean); err != nil {
 			return false, 0, err
 		}
 	}
@@ -83,13 +84,24 @@ func (s *Store) Fold() error {
 	var keys []history.Key
 	err := s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
-		opts.Prefix = []byte{'d', 0}
-		opts.PrefetchValues = false
+		opts.Prefix = []byte{'l', 0}
 		it := txn.NewIterator(opts)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
-			if k, ok := parseConvKey(it.Item().Key()[2:]); ok {
-				keys = append(keys, k)
+			item := it.Item()
+			rest := item.Key()[2:]
+			i := bytes.IndexByte(rest, 0)
+			if i < 0 || len(rest) < i+9 {
+				continue
+			}
+			err := item.Value(func(v []byte) error {
+				if dirty(v) {
+					keys = append(keys, history.Key{Tenant: string(rest[:i]), Conversation: string(rest[i+9:])})
+				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 		}
 		return nil
@@ -166,16 +178,6 @@ func (s *Store) folder() {
 			s.logger.Warn("indexing messages for search failed; the next fold retries", "component", "badgerstore", "error", err.Error())
 		}
 	}
-}
-
-// parseConvKey parses "tenant \x00 conversation".
-func parseConvKey(b []byte) (history.Key, bool) {
-	for i, c := range b {
-		if c == 0 {
-			return history.Key{Tenant: string(b[:i]), Conversation: string(b[i+1:])}, true
-		}
-	}
-	return history.Key{}, false
 }
 
 // backlogDoc is a record past its conversation's watermark, analysed.

@@ -82,16 +82,29 @@ func parseListKey(prefix, key []byte) (updated int64, conv []byte) {
 	return int64(^binary.BigEndian.Uint64(rest)), rest[8:]
 }
 
+// Listing entry values: whether the conversation may have records not
+// indexed yet. Every commit writes dirty without reading the entry (a
+// read would make it conflict with the folder); the folder writes clean
+// once it has indexed everything.
+var (
+	listDirty = []byte{1}
+	listClean = []byte{0}
+)
+
 // moveListing replaces the listing entry of the conversation as old left
-// it with the one of next.
+// it with the one of next, dirty.
 func moveListing(txn *badger.Txn, k history.Key, old, next *history.Meta) error {
 	if old.Version > 0 && old.UpdatedAt != next.UpdatedAt {
 		if err := txn.Delete(listKey(k, old.UpdatedAt)); err != nil {
 			return err
 		}
 	}
-	return txn.Set(listKey(k, next.UpdatedAt), nil)
+	return txn.Set(listKey(k, next.UpdatedAt), listDirty)
 }
+
+// dirty reports whether a listing entry's value says the conversation may
+// have records not indexed.
+func dirty(v []byte) bool { return len(v) == 0 || v[0] != 0 }
 
 func totalsPrefix(tenant string) []byte {
 	b := make([]byte, 0, 3+len(tenant))
@@ -231,23 +244,6 @@ func setPostings(txn setter, k history.Key, m *history.Message, t *totals) (int,
 	t.docs++
 	t.terms += dl
 	return len(postings), nil
-}
-
-// dirtyKey marks a conversation with records not indexed yet, for the
-// folder and tenant-wide searches.
-func dirtyKey(k history.Key) []byte {
-	b := make([]byte, 0, 3+len(k.Tenant)+len(k.Conversation))
-	b = append(b, 'd', 0)
-	b = append(b, k.Tenant...)
-	b = append(b, 0)
-	return append(b, k.Conversation...)
-}
-
-func dirtyPrefix(tenant string) []byte {
-	b := make([]byte, 0, 3+len(tenant))
-	b = append(b, 'd', 0)
-	b = append(b, tenant...)
-	return append(b, 0)
 }
 
 // deleteMessage deletes the record raw of message seq and its postings

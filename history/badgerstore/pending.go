@@ -232,9 +232,6 @@ func deleteMeta(txn *badger.Txn, k history.Key, m *history.Meta) error {
 		if err := txn.Delete(listKey(k, m.UpdatedAt)); err != nil {
 			return err
 		}
-		if err := txn.Delete(dirtyKey(k)); err != nil {
-			return err
-		}
 		if err := txn.Delete(totalsKey(k)); err != nil {
 			return err
 		}

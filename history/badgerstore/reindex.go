@@ -126,6 +126,6 @@ func (s *Store) indexConversation(k history.Key) error {
 		if err := setTotals(txn, k, t); err != nil {
 			return err
 		}
-		return txn.Set(listKey(k, m.UpdatedAt), nil)
+		return txn.Set(listKey(k, m.UpdatedAt), listClean)
 	})
 }

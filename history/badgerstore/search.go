@@ -68,30 +68,41 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 			return c, nil
 		}
 		var st search.Stats
-		var dirty []*conv // conversations with records not indexed yet
+		var dirtyConvs []*conv // conversations with records not indexed yet
 		if q.Conversation != "" {
 			c, err := lookup([]byte(q.Conversation))
 			if err != nil || c.meta == nil {
 				return err
 			}
 			st = search.Stats{Docs: c.t.docs, Terms: c.t.terms}
-			dirty = append(dirty, c)
+			dirtyConvs = append(dirtyConvs, c)
 		} else {
 			var err error
 			if st, err = s.tenantStats(txn, tenant); err != nil {
 				return err
 			}
+			// The conversations whose listing entry says they may have
+			// records not indexed: a scan of the tenant's entries.
 			opts := badger.DefaultIteratorOptions
-			opts.Prefix = dirtyPrefix(tenant)
-			opts.PrefetchValues = false
+			opts.Prefix = listPrefix(tenant)
 			it := txn.NewIterator(opts)
 			for it.Rewind(); it.Valid(); it.Next() {
-				c, err := lookup(it.Item().Key()[len(opts.Prefix):])
+				item := it.Item()
+				isDirty := false
+				if err := item.Value(func(v []byte) error { isDirty = dirty(v); return nil }); err != nil {
+					it.Close()
+					return err
+				}
+				if !isDirty {
+					continue
+				}
+				_, id := parseListKey(opts.Prefix, item.Key())
+				c, err := lookup(id)
 				if err != nil {
 					it.Close()
 					return err
 				}
-				dirty = append(dirty, c)
+				dirtyConvs = append(dirtyConvs, c)
 			}
 			it.Close()
 		}
@@ -102,7 +113,7 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 			backlogDoc
 		}
 		var pending []unindexed
-		for _, c := range dirty {
+		for _, c := range dirtyConvs {
 			if c.meta == nil {
 				continue
 			}

@@ -72,8 +72,9 @@ type Options struct {
 	// IndexBacklog is how many messages are committed without search
 	// postings before a background fold writes theirs (Search analyses
 	// them meanwhile: it finds them all the same, at a cost that grows
-	// with the backlog). Default 1024; negative folds each commit's
-	// messages right after it (tests).
+	// with the backlog: a search analyses at most this many records more
+	// than it would read postings of). Default 4096; negative folds each
+	// commit's messages right after it (tests).
 	IndexBacklog int
 }
 
