@@ -3,27 +3,31 @@
 //
 // Keys are namespaced by tenant, then conversation:
 //
-//	c \x00 tenant \x00 conversation \x00 'm'                   metadata: 0x01 docs terms (uvarints), JSON
+//	c \x00 tenant \x00 conversation \x00 'm'                   metadata (JSON)
 //	c \x00 tenant \x00 conversation \x00 's' seq(8, BE)        message (history codec)
-//	l \x00 tenant \x00 ^updated(8, BE) conversation            listing entry: docs, terms (uvarints)
+//	l \x00 tenant \x00 ^updated(8, BE) conversation            listing entry: dirty (1 byte)
+//	w \x00 tenant \x00 conversation                            search totals: docs, terms, watermark (uvarints)
 //	i \x00 tenant \x00 term \x00 conversation \x00 seq(8, BE)  posting: tf, length (uvarints), created (varint)
 //	x \x00 tenant \x00 conversation                            pending work: kind, ranges (see pending.go)
+//	v \x00 index                                              version of the indexes
 //
 // Tenant and conversation ids never hold a NUL byte, and terms are
 // letters and digits, so one conversation's keys never share a prefix
 // with another's.
 //
-// Every listing entry and posting is written in the transaction that
-// writes what it describes: a commit moves the conversation's listing
-// entry (^updated sorts the newest first; the entry and the metadata's
-// header keep the search statistics of its records) and writes a posting per term of each
-// appended message. Postings are checked against the metadata at query
-// time, as records are: a posting of a staged record (past NextSeq), an
-// inactive message or a conversation being deleted is never returned.
-// Records leave with their postings: a hard forget deletes both in its
-// commit (or, too big for one transaction, right after it, hidden by the
-// Erased gap meanwhile), a Delete in bounded transactions after one that
-// removes the metadata and listing entry (see pending.go).
+// A commit writes the records, the metadata and the conversation's
+// listing entry (^updated sorts the newest first), moved and marked
+// dirty, in one transaction. Postings (one per distinct term of a
+// message) are written later by the folder (fold.go), which moves the
+// conversation's watermark in its totals key: Search analyses the
+// records past the watermark itself, so it never misses one. Postings are
+// checked against the metadata at query time, as records are: a staged
+// record (past NextSeq), an inactive message or a conversation being
+// deleted is never returned. Records leave with their postings: a hard
+// forget deletes both in its commit (or, too big for one transaction,
+// right after it, hidden by the Erased gap meanwhile), a Delete in
+// bounded transactions after one that removes the metadata, listing entry
+// and totals (see pending.go).
 package badgerstore
 
 import (
