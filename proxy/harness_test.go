@@ -164,15 +164,15 @@ func active(msgs []history.Message) []string {
 	var out []string
 	for _, m := range msgs {
 		if m.Active() {
-			out = append(out, summarize(m.Raw))
+			out = append(out, render(m.Raw))
 		}
 	}
 	return out
 }
 
-// summarize renders a message as "role:content" or "role:calls=[ids]" or
+// render renders a message as "role:content" or "role:calls=[ids]" or
 // "tool(id):content" for compact comparisons.
-func summarize(raw []byte) string {
+func render(raw []byte) string {
 	var m struct {
 		Role       string          `json:"role"`
 		Content    json.RawMessage `json:"content"`
@@ -203,10 +203,10 @@ func summarize(raw []byte) string {
 	return s
 }
 
-func summarizeAll(msgs []json.RawMessage) []string {
+func renderAll(msgs []json.RawMessage) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
-		out[i] = summarize(m)
+		out[i] = render(m)
 	}
 	return out
 }

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/history/tokens"
+	"github.com/recallproxy/recall/plan"
 )
 
 // tenant is what the pipeline needs of a config.Tenant, built once per
@@ -129,4 +132,21 @@ func (s *Server) authenticate(rc *fasthttp.RequestCtx) (caller, error) {
 func PassThroughNamespace(tenantID, bearer string) string {
 	sum := sha256.Sum256([]byte(bearer))
 	return tenantID + ".pt." + hex.EncodeToString(sum[:16])
+}
+
+// policy returns the plan policy of the tenant's configuration, with the
+// request's merge mode.
+func (t *tenant) policy(mode history.Mode) plan.Policy {
+	h := t.cfg.History
+	return plan.Policy{
+		Mode:                  mode,
+		Budget:                h.BudgetTokens,
+		MaxTurns:              h.MaxTurns,
+		Encoding:              tokens.Encoding(h.Encoding),
+		ModelWindows:          h.ModelWindows,
+		StoredToolResultChars: h.StoredToolResultChars,
+		Strategy:              t.strategy,
+		IdleTimeout:           time.Duration(h.IdleTimeout),
+		NoSummary:             !t.cfg.Summary.Enabled,
+	}
 }
