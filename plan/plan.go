@@ -25,6 +25,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/rewrite"
@@ -389,4 +390,35 @@ func headFunc(ctx context.Context, st history.Store, k history.Key) history.Head
 		})
 		return head, err
 	}
+}
+
+// PolicyFor returns the policy of a tenant's configuration, merging in the
+// tenant's default mode. The conversation API builds its context call's
+// policy with it, as the proxy does, so both plan alike.
+func PolicyFor(t *config.Tenant) (Policy, error) {
+	h := t.History
+	mode, err := history.ParseMode(h.Mode)
+	if err != nil {
+		return Policy{}, err
+	}
+	strategy, err := history.Build(history.Policy{
+		Strategies:         h.Strategies,
+		MaxTurns:           h.MaxTurns,
+		LowWater:           h.LowWater,
+		OldToolResultChars: h.OldToolResultChars,
+	})
+	if err != nil {
+		return Policy{}, err
+	}
+	return Policy{
+		Mode:                  mode,
+		Budget:                h.BudgetTokens,
+		MaxTurns:              h.MaxTurns,
+		Encoding:              tokens.Encoding(h.Encoding),
+		ModelWindows:          h.ModelWindows,
+		StoredToolResultChars: h.StoredToolResultChars,
+		Strategy:              strategy,
+		IdleTimeout:           time.Duration(h.IdleTimeout),
+		NoSummary:             !t.Summary.Enabled,
+	}, nil
 }

@@ -35,6 +35,7 @@ type harness struct {
 	up    *upstreamtest.Server
 	srv   *proxy.Server
 	store *badgerstore.Store
+	set   *config.Set
 	url   string // http://127.0.0.1:port
 	logs  *syncBuffer
 	done  chan proxy.ExchangeDone // every finished exchange, in order
@@ -72,6 +73,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	if err != nil {
 		t.Fatalf("load tenants: %v", err)
 	}
+	h.set = set
 	h.store, err = badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)

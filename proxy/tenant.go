@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/plan"
 )
 
@@ -26,6 +24,7 @@ type tenant struct {
 	mode       history.Mode
 	strategy   history.Strategy
 	lowWater   float64
+	plan       plan.Policy
 }
 
 // tenantCache maps the configuration's tenants to their runtime form. A new
@@ -60,27 +59,18 @@ func (c *tenantCache) get(set *config.Set, t *config.Tenant) (*tenant, error) {
 }
 
 func newTenant(t *config.Tenant) (*tenant, error) {
-	h := t.History
-	mode, err := history.ParseMode(h.Mode)
-	if err != nil {
-		return nil, err
-	}
-	strategy, err := history.Build(history.Policy{
-		Strategies:         h.Strategies,
-		MaxTurns:           h.MaxTurns,
-		LowWater:           h.LowWater,
-		OldToolResultChars: h.OldToolResultChars,
-	})
+	pol, err := plan.PolicyFor(t)
 	if err != nil {
 		return nil, err
 	}
 	return &tenant{
 		cfg:        t,
 		baseURL:    strings.TrimRight(t.Upstream.BaseURL, "/"),
-		convHeader: h.ConversationHeader,
-		mode:       mode,
-		strategy:   strategy,
-		lowWater:   h.LowWater,
+		convHeader: t.History.ConversationHeader,
+		mode:       pol.Mode,
+		strategy:   pol.Strategy,
+		lowWater:   t.History.LowWater,
+		plan:       pol,
 	}, nil
 }
 
@@ -134,19 +124,9 @@ func PassThroughNamespace(tenantID, bearer string) string {
 	return tenantID + ".pt." + hex.EncodeToString(sum[:16])
 }
 
-// policy returns the plan policy of the tenant's configuration, with the
-// request's merge mode.
+// policy returns the tenant's plan policy with the request's merge mode.
 func (t *tenant) policy(mode history.Mode) plan.Policy {
-	h := t.cfg.History
-	return plan.Policy{
-		Mode:                  mode,
-		Budget:                h.BudgetTokens,
-		MaxTurns:              h.MaxTurns,
-		Encoding:              tokens.Encoding(h.Encoding),
-		ModelWindows:          h.ModelWindows,
-		StoredToolResultChars: h.StoredToolResultChars,
-		Strategy:              t.strategy,
-		IdleTimeout:           time.Duration(h.IdleTimeout),
-		NoSummary:             !t.cfg.Summary.Enabled,
-	}
+	p := t.plan
+	p.Mode = mode
+	return p
 }
