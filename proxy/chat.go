@@ -50,7 +50,9 @@ type exchange struct {
 	// exchangeHash is history.HashMessages of the client's new messages.
 	exchangeHash uint64
 	// plan is what prepare planned (nil for an unrecorded request).
-	plan         *plan.Plan
+	plan *plan.Plan
+	// model is the request's model (a summary job's default).
+	model        string
 	start        time.Time
 	sent         time.Time // request sent upstream
 	upstreamDone time.Time // upstream answer read (or stream ended)
@@ -245,7 +247,7 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 		}
 		return nil, err
 	}
-	x.plan = p
+	x.plan, x.model = p, req.Model
 	x.enc = p.Encoding
 	x.version, x.super, x.replaced, x.mode = p.Version, p.Supersede, p.Replaced, mode
 	x.fresh, x.exchangeHash, x.report, x.cut = p.Fresh, p.ExchangeHash, p.Report, p.Cut
@@ -354,7 +356,27 @@ func (x *exchange) commit(reply rewrite.Reply) error {
 		}
 		return fmt.Errorf("%w: %w", errCommitFailed, err)
 	}
+	x.triggerSummary()
 	return nil
+}
+
+// triggerSummary asks for a compaction after a commit that left more
+// unsummarised turns than the tenant's trigger, that the budget could not
+// send whole, or that sealed an episode (the fold). It never waits.
+func (x *exchange) triggerSummary() {
+	s, c, p := x.s, x.c, x.plan
+	sum := c.cfg.Summary
+	if s.cfg.Summaries == nil || p == nil || !sum.Enabled {
+		return
+	}
+	if p.Pending <= sum.TriggerTurns && p.Fits && !p.Seal {
+		return
+	}
+	cred := ""
+	if c.cfg.Upstream.APIKey.Reveal() == "" {
+		cred = c.bearer // pass-through: held in memory by the job only
+	}
+	s.cfg.Summaries.Trigger(c.cfg.ID, x.key, x.model, cred, !p.Fits)
 }
 
 // maxRebases bounds the rebases of one commit.

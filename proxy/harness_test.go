@@ -26,6 +26,7 @@ import (
 	"github.com/recallproxy/recall/history/badgerstore"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/summary"
 )
 
 // harness is a real Recall server on a loopback port, in front of the fake
@@ -36,7 +37,10 @@ type harness struct {
 	srv   *proxy.Server
 	store *badgerstore.Store
 	set   *config.Set
-	url   string // http://127.0.0.1:port
+	hist  history.Store        // the store the server uses: the cache over store
+	sum   *summary.Manager     // nil unless harnessOptions.summary is set
+	jobs  chan summary.JobDone // every summary job attempt, in order
+	url   string               // http://127.0.0.1:port
 	logs  *syncBuffer
 	done  chan proxy.ExchangeDone // every finished exchange, in order
 }
@@ -47,6 +51,9 @@ type harnessOptions struct {
 	tenants map[string]string // file name -> tenant YAML ("{{UPSTREAM}}" is replaced)
 	global  func(*config.Global)
 	proxy   func(*proxy.Config)
+	// summary, if set, runs a summary.Manager (configured by it) that the
+	// server triggers.
+	summary func(*summary.Config)
 }
 
 type configGlobal = config.Global
@@ -78,9 +85,10 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.hist = history.NewCache(h.store, 0, 0)
 	cfg := proxy.Config{
 		Tenants: proxy.StaticTenants{Set: set},
-		Store:   history.NewCache(h.store, 0, 0), // as cmd/recall serves
+		Store:   h.hist, // the cache over Badger, as cmd/recall serves
 		Logger:  slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OnExchangeDone: func(d proxy.ExchangeDone) {
 			select {
@@ -89,6 +97,30 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 				t.Errorf("exchange-done buffer full: a test forgot to drain it")
 			}
 		},
+	}
+	if o.summary != nil {
+		h.jobs = make(chan summary.JobDone, 1024)
+		sc := summary.Config{
+			Store:   cfg.Store,
+			Tenants: cfg.Tenants,
+			Logger:  cfg.Logger,
+			OnJobDone: func(d summary.JobDone) {
+				select {
+				case h.jobs <- d:
+				default:
+					t.Errorf("summary job buffer full")
+				}
+			},
+		}
+		o.summary(&sc)
+		h.sum, err = summary.New(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.sum.Start(context.Background()); err != nil {
+			t.Logf("summary start: %v (the store cannot list yet)", err)
+		}
+		cfg.Summaries = h.sum
 	}
 	if o.proxy != nil {
 		o.proxy(&cfg)
@@ -112,6 +144,9 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		if err := h.srv.Shutdown(ctx); err != nil {
 			buf := make([]byte, 1<<20)
 			t.Errorf("shutdown: %v; goroutines:\n%s", err, buf[:runtime.Stack(buf, true)])
+		}
+		if h.sum != nil {
+			h.sum.Close()
 		}
 		h.store.Close()
 	})
@@ -267,4 +302,34 @@ func equalStrings(a, b []string) bool { return slices.Equal(a, b) }
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// waitJob waits for the next summary job attempt on conv whose outcome is
+// not Nothing (jobs that found nothing to do are skipped).
+func (h *harness) waitJob(conv string) summary.JobDone {
+	h.t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case d := <-h.jobs:
+			if d.Key.Conversation == conv && d.Outcome != summary.Nothing {
+				return d
+			}
+		case <-timeout:
+			h.t.Fatalf("no summary job on %s finished within 10s", conv)
+		}
+	}
+}
+
+// storeUsed returns the store the server reads and writes through.
+func (h *harness) storeUsed() history.Store { return h.hist }
+
+// meta returns a conversation's metadata as the server sees it.
+func (h *harness) meta(tenant, conv string) history.Meta {
+	h.t.Helper()
+	snap, err := h.hist.Load(context.Background(), history.Key{Tenant: tenant, Conversation: conv}, history.Query{After: ^uint64(0)})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return snap.Meta
 }

@@ -21,6 +21,8 @@ type mode struct {
 	// explicit is a synchronous call (Summarize, End): it waits for a
 	// lease another process holds instead of skipping.
 	explicit bool
+	// model and cred are the job's, read under the Manager's lock.
+	model, cred string
 }
 
 // unknownWindow is the summary model's window assumed when neither the
@@ -79,7 +81,7 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 
 	model := t.Summary.Model
 	if model == "" {
-		model = j.model
+		model = md.model
 	}
 	if model == "" {
 		model = meta.Model
@@ -87,7 +89,7 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 	if model == "" {
 		return meta, Nothing, 0, nil // nothing was ever answered: no model to ask
 	}
-	res, err := m.summarise(ctx, t, j.cred, model, w)
+	res, err := m.summarise(ctx, t, md.cred, model, w)
 	if err != nil {
 		m.metrics.failed.WithLabelValues(t.ID).Inc()
 		return meta, Failed, res.calls, err

@@ -272,25 +272,26 @@ func (m *Manager) worker() {
 			}
 			j.running = true
 			j.attempt++
-			force := j.force
+			md := mode{force: j.force, model: j.model, cred: j.cred}
 			j.force = false
 			m.mu.Unlock()
-			m.runQueued(j, force)
+			m.runQueued(j, md)
 		}
 	}
 }
 
 // runQueued runs one attempt of a queued job and decides what follows: a
 // retry after a backoff, a rerun, or the end.
-func (m *Manager) runQueued(j *job, force bool) {
-	_, out, calls, err := m.run(m.ctx, j, mode{force: force})
+func (m *Manager) runQueued(j *job, md mode) {
+	_, out, calls, err := m.run(m.ctx, j, md)
 	var wait time.Duration
 	m.mu.Lock()
+	attempt := j.attempt // j may run again on another worker once unlocked
 	j.running = false
 	switch {
 	case out == Failed && j.attempt < m.cfg.MaxAttempts && m.ctx.Err() == nil:
 		wait = backoff(j.attempt)
-		j.force = j.force || force
+		j.force = j.force || md.force
 	case j.again && m.ctx.Err() == nil:
 		j.again, j.attempt = false, 0
 		m.requeueLocked(j)
@@ -301,10 +302,10 @@ func (m *Manager) runQueued(j *job, force bool) {
 	m.mu.Unlock()
 	if out == Failed {
 		m.log.Error("summary failed", "tenant", j.tenant, "conversation", j.key.Conversation,
-			"attempt", j.attempt, "retry_in", wait.String(), "error", err)
+			"attempt", attempt, "retry_in", wait.String(), "error", err)
 	}
 	if m.cfg.OnJobDone != nil {
-		m.cfg.OnJobDone(JobDone{Key: j.key, Outcome: out, Attempt: j.attempt, Retry: wait, Err: err, Calls: calls})
+		m.cfg.OnJobDone(JobDone{Key: j.key, Outcome: out, Attempt: attempt, Retry: wait, Err: err, Calls: calls})
 	}
 	if wait > 0 {
 		m.wg.Add(1)
@@ -414,6 +415,7 @@ func (m *Manager) now(ctx context.Context, key history.Key, md mode) (history.Me
 				close(prev.done)
 			}
 			m.jobs[key] = j
+			md.model, md.cred = j.model, j.cred
 			m.mu.Unlock()
 			break
 		}
