@@ -210,13 +210,14 @@ func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model s
 	}
 	maxOut := t.Summary.MaxTokens
 	system := systemPrompt(t.Summary.Prompt, w.title)
-	// Room for the transcript: the window minus the answer, the
-	// instructions, the previous summary (at most maxOut) and a margin.
-	room := max(window-2*maxOut-m.cfg.Counter.Text(enc, system)-64, 256)
+	fixed := m.cfg.Counter.Text(enc, system) + 64 // instructions and a margin
 
 	var res result
 	prev := w.baseText
 	for i := 0; i < len(w.cover); {
+		// Room for this chunk's transcript: the window minus the answer,
+		// the instructions and the summary so far.
+		room := max(window-maxOut-fixed-m.cfg.Counter.Text(enc, prev), 256)
 		size, k := 0, i
 		for k < len(w.cover) {
 			n := m.turnTokens(enc, w.cover[k])
