@@ -219,6 +219,19 @@ func TestFailingSummariserIsRetriedWhileTheBudgetServes(t *testing.T) {
 	if meta := h.meta(h.passNamespace(key), "sum-3"); meta.Summary == nil {
 		t.Fatal("no summary stored after the retry landed")
 	}
+	// Pass-through: the summariser used the client's credential, which no
+	// log line (the failures were logged) holds.
+	for _, c := range h.up.SummaryCalls() {
+		if got := c.Header.Get("Authorization"); got != "Bearer "+key {
+			t.Errorf("summariser call authorised with %q, want the triggering request's credential", got)
+		}
+	}
+	if !h.logs.waitFor("summary failed") {
+		t.Error("the failures were not logged")
+	}
+	if strings.Contains(h.logs.String(), key) {
+		t.Error("a log line holds the client's credential")
+	}
 }
 
 func TestStaleSummaryIsDiscarded(t *testing.T) {
