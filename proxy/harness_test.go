@@ -24,6 +24,7 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/badgerstore"
+	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/summary"
@@ -333,3 +334,10 @@ func (h *harness) meta(tenant, conv string) history.Meta {
 	}
 	return snap.Meta
 }
+
+// srvCount counts a message's tokens as Recall does for gpt-4o.
+func (h *harness) srvCount(raw []byte) int {
+	return counter.Message(tokens.O200k, raw)
+}
+
+var counter = &tokens.Counter{}

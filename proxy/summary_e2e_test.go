@@ -374,3 +374,53 @@ func TestSummariesDisabledMakeNoCalls(t *testing.T) {
 		t.Errorf("Summarize with summaries off: %v, want ErrDisabled", err)
 	}
 }
+
+// TestFiguresHundredTurnConversation prints the cost of summaries over a
+// 100-turn conversation with the default summary settings (trigger 10,
+// keep 3) and the default budget: summariser calls, their tokens as the
+// upstream reported them and as Recall counts them, and the context the
+// last request sent. It waits for each job the trigger calls for, so the
+// figures do not depend on timing. Run with -v to see them.
+func TestFiguresHundredTurnConversation(t *testing.T) {
+	h := newHarness(t, harnessOptions{global: summaryOn(10, 3), summary: func(*summary.Config) {}})
+	c := h.client(key, "fig-100")
+	ctx := context.Background()
+	ns := h.passNamespace(key)
+	words := strings.Fields("the user asks about prices dates names budgets travel plans meetings reports tools numbers results and preferences for the project")
+	var lastTokens int
+	for i := 1; i <= 100; i++ {
+		text := fmt.Sprintf("turn %d: %s", i, strings.Join(words[:10+i%10], " "))
+		resp, err := c.Chat.Completions.New(ctx, params(openai.SystemMessage("be brief"), openai.UserMessage(text)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lastTokens = int(resp.Usage.PromptTokens)
+		meta := h.meta(ns, "fig-100")
+		covered := 0
+		if meta.Summary != nil {
+			covered = meta.Summary.Turns
+		}
+		if meta.Turns-covered > 10 {
+			if d := h.waitJob("fig-100"); d.Outcome != summary.Landed {
+				t.Fatalf("turn %d: job %+v", i, d)
+			}
+		}
+	}
+	meta := h.meta(ns, "fig-100")
+	calls := h.up.SummaryCalls()
+	counted := 0
+	for _, call := range calls {
+		for _, m := range call.Messages {
+			counted += h.srvCount(m)
+		}
+	}
+	t.Logf("100 turns: %d summariser calls (%d summaries), upstream-reported %d prompt + %d completion tokens; "+
+		"Recall's count of the summariser input %d tokens; summary covers %d turns, %d tokens; last request's prompt %d tokens (fake's estimate)",
+		len(calls), meta.Summaries, meta.SummaryPromptTokens, meta.SummaryCompletionTokens, counted,
+		meta.Summary.Turns, meta.Summary.Tokens, lastTokens)
+	// The first at turn 11 (11 > 10 unsummarised: 8 covered, 3 kept), then
+	// every 8 turns: 11, 19, …, 99.
+	if len(calls) != meta.Summaries || meta.Summaries != 12 || meta.Summary.Turns != 96 {
+		t.Errorf("got %d calls for %d summaries covering %d turns, want 12 of each covering 96", len(calls), meta.Summaries, meta.Summary.Turns)
+	}
+}
