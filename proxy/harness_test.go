@@ -113,6 +113,10 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 				}
 			},
 		}
+		if cfg.Metrics == nil {
+			cfg.Metrics = proxy.NewMetrics(nil) // /metrics shows the summary metrics too
+		}
+		sc.Registerer = cfg.Metrics.Registry()
 		o.summary(&sc)
 		h.sum, err = summary.New(sc)
 		if err != nil {

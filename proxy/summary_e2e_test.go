@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -387,7 +389,7 @@ func TestFiguresHundredTurnConversation(t *testing.T) {
 	ctx := context.Background()
 	ns := h.passNamespace(key)
 	words := strings.Fields("the user asks about prices dates names budgets travel plans meetings reports tools numbers results and preferences for the project")
-	var lastTokens int
+	var lastTokens, covered, want, landed int
 	for i := 1; i <= 100; i++ {
 		text := fmt.Sprintf("turn %d: %s", i, strings.Join(words[:10+i%10], " "))
 		resp, err := c.Chat.Completions.New(ctx, params(openai.SystemMessage("be brief"), openai.UserMessage(text)))
@@ -395,15 +397,17 @@ func TestFiguresHundredTurnConversation(t *testing.T) {
 			t.Fatal(err)
 		}
 		lastTokens = int(resp.Usage.PromptTokens)
-		meta := h.meta(ns, "fig-100")
-		covered := 0
-		if meta.Summary != nil {
-			covered = meta.Summary.Turns
+		// The trigger, as the proxy applies it: wait for each summary it
+		// calls for before the next turn (it may land before the answer
+		// arrives, or after).
+		if i-covered > 10 {
+			want, covered = want+1, i-3
 		}
-		if meta.Turns-covered > 10 {
+		for landed < want {
 			if d := h.waitJob("fig-100"); d.Outcome != summary.Landed {
 				t.Fatalf("turn %d: job %+v", i, d)
 			}
+			landed++
 		}
 	}
 	meta := h.meta(ns, "fig-100")
@@ -423,4 +427,124 @@ func TestFiguresHundredTurnConversation(t *testing.T) {
 	if len(calls) != meta.Summaries || meta.Summaries != 12 || meta.Summary.Turns != 96 {
 		t.Errorf("got %d calls for %d summaries covering %d turns, want 12 of each covering 96", len(calls), meta.Summaries, meta.Summary.Turns)
 	}
+}
+
+func TestBudgetTriggersASummaryUnderTheTurnTrigger(t *testing.T) {
+	h := newHarness(t, harnessOptions{global: func(g *config.Global) {
+		summaryOn(50, 2)(g)
+		g.Defaults.History.BudgetTokens = 400
+	}, summary: func(*summary.Config) {}})
+	c := h.client(key, "bud-1")
+	long := strings.Repeat("many words of detail ", 12) // ~50 tokens, twice per turn
+	landed := false
+	for i := 0; i < 20 && !landed; i++ {
+		// Streamed: the stream's commit triggers too.
+		readStream(t, c, fmt.Sprintf("turn %d %s", i, long))
+		if d := h.waitDone("bud-1"); !d.Committed {
+			t.Fatalf("turn %d not committed: %+v", i, d)
+		}
+	drain:
+		for {
+			select {
+			case d := <-h.jobs:
+				landed = landed || d.Outcome == summary.Landed
+			default:
+				break drain
+			}
+		}
+	}
+	if !landed {
+		if d := h.waitJob("bud-1"); d.Outcome != summary.Landed {
+			t.Fatalf("20 turns over a 400-token budget: job %+v, want a summary", d)
+		}
+	}
+	meta := h.meta(h.passNamespace(key), "bud-1")
+	// (How many turns it covers depends on how many arrived while it ran.)
+	if meta.Summary == nil || meta.Turns >= 50 || meta.Summary.Turns > meta.Turns-2 {
+		t.Fatalf("summary %+v of %d turns, want one under the turn trigger of 50, keeping 2 turns", meta.Summary, meta.Turns)
+	}
+	readStream(t, c, "next")
+	h.waitDone("bud-1")
+	if got := renderAll(lastChat(h.up).Messages); !strings.HasPrefix(got[0], "system:"+plan.SummaryPrefix) {
+		t.Errorf("context %q does not start with the summary", got)
+	}
+}
+
+func TestSummaryMetricsAndForgettingRebuild(t *testing.T) {
+	h := newHarness(t, harnessOptions{global: summaryOn(3, 1), summary: func(*summary.Config) {}})
+	c := h.client(key, "fg-1")
+	ctx := context.Background()
+	for _, text := range []string{"my secret is 1234", "turn b", "turn c", "turn d"} {
+		if _, err := c.Chat.Completions.New(ctx, params(openai.UserMessage(text))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := h.waitJob("fg-1"); d.Outcome != summary.Landed {
+		t.Fatalf("job %+v", d)
+	}
+	k := history.Key{Tenant: h.passNamespace(key), Conversation: "fg-1"}
+	if s := h.meta(k.Tenant, k.Conversation).Summary; s == nil || !strings.Contains(s.Text, "1234") {
+		t.Fatalf("summary %+v, want the first turn in it", s)
+	}
+	resp, err := http.Get(h.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	body := string(raw)
+	for _, want := range []string{`recall_summaries_total{tenant="default"} 1`, `recall_summary_prompt_tokens_total{tenant="default"}`,
+		`recall_summary_job_duration_seconds_count{tenant="default"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	// Hard-forget the first turn: the summary holding it is dropped, and
+	// the next compaction rebuilds it from what remains.
+	var active []history.Message
+	if err := h.hist.Messages(ctx, k, 0, false, func(m history.Message) bool { active = append(active, m); return true }); err != nil {
+		t.Fatal(err)
+	}
+	meta := h.meta(k.Tenant, k.Conversation)
+	var after history.Meta
+	f := history.PlanForget(active, []uint64{active[0].Seq, active[1].Seq}, true)
+	after, err = h.hist.Commit(ctx, k, history.Change{Version: meta.Version, Forget: f, Now: time.Now().UnixNano()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Summary != nil {
+		t.Fatalf("the summary outlived the forgotten turn: %+v", after.Summary)
+	}
+	rebuilt, err := h.sum.Summarize(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rebuilt.Summary; s == nil || strings.Contains(s.Text, "1234") || !strings.Contains(s.Text, "turn b") {
+		t.Errorf("rebuilt summary %+v, want it made of what remains", s)
+	}
+}
+
+// readStream sends text as a streamed request and reads the stream to its end.
+func readStream(t *testing.T, c openai.Client, text string) {
+	t.Helper()
+	st := c.Chat.Completions.NewStreaming(context.Background(), params(openai.UserMessage(text)))
+	for st.Next() {
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+}
+
+// lastChat returns the newest chat request the upstream got, leaving out
+// summariser calls (which a commit may have triggered since).
+func lastChat(up *upstreamtest.Server) upstreamtest.Received {
+	reqs := up.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		if !reqs[i].Summary {
+			return reqs[i]
+		}
+	}
+	return upstreamtest.Received{}
 }

@@ -120,7 +120,15 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 			sc.Title = fallbackTitle(w.cover)
 		}
 	}
-	after, err := m.cfg.Store.Commit(ctx, j.key, history.Change{Summary: sc, Now: now.UnixNano()})
+	var after history.Meta
+	for range 4 {
+		// ErrConflict here is the store's own write conflict with a
+		// concurrent commit (the summary's check is ErrStale): try again.
+		after, err = m.cfg.Store.Commit(ctx, j.key, history.Change{Summary: sc, Now: now.UnixNano()})
+		if !errors.Is(err, history.ErrConflict) {
+			break
+		}
+	}
 	if errors.Is(err, history.ErrStale) {
 		m.metrics.stale.WithLabelValues(t.ID).Inc()
 		m.log.Info("summary discarded: another landed first", "tenant", t.ID, "conversation", j.key.Conversation)

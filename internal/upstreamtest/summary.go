@@ -21,9 +21,17 @@ func isSummaryCall(rq *request, root gjson.Result) bool {
 		return false
 	}
 	sys, user := rq.msgs[0], rq.msgs[1]
+	text := sys.Get("content").Str
+	// A chat request whose only history is Recall's injected summary has
+	// the same shape: its system message states a summary, it does not
+	// ask for one.
 	return sys.Get("role").Str == "system" && user.Get("role").Str == "user" &&
-		strings.Contains(strings.ToLower(sys.Get("content").Str), "summary")
+		strings.Contains(strings.ToLower(text), "summary") && !strings.HasPrefix(text, injectedSummary)
 }
+
+// injectedSummary starts the summary message Recall injects into chat
+// requests (plan.SummaryPrefix; this package imports nothing of Recall).
+const injectedSummary = "Summary of the earlier conversation:"
 
 // EnqueueSummary appends scripted replies to the queue of summariser
 // answers (a Reply with Fault or Status fails the call, Delay or Hold

@@ -39,6 +39,10 @@ func TestSummaryCallsAreRecognisedAndAnsweredFromTheirInput(t *testing.T) {
 	if got := r.Get("choices.0.message.content").Str; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
+	// A chat request carrying Recall's injected summary is a chat request.
+	if _, r := post(`{"model":"m","messages":[{"role":"system","content":"Summary of the earlier conversation:\nnotes"},{"role":"user","content":"hi"}]}`); r.Get("choices.0.message.content").Str != "echo: hi" {
+		t.Errorf("a chat request with an injected summary got %s, want the echo", r.Raw)
+	}
 	if got := len(s.SummaryCalls()); got != 2 {
 		t.Errorf("got %d summary calls recorded, want 2", got)
 	}
