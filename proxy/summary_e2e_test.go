@@ -344,6 +344,10 @@ func TestIdleTimeoutAndEndSealEpisodesWithTitles(t *testing.T) {
 	if ended.Summary == nil || !strings.HasSuffix(ended.Summary.Text, "new topic: my tax return; and the deductions") {
 		t.Errorf("after End the summary is %+v, want the second episode folded in", ended.Summary)
 	}
+	calls := h.up.SummaryCalls()
+	if got := calls[len(calls)-1].Header.Get("Authorization"); got != "Bearer "+key {
+		t.Errorf("End's fold authorised with %q, want the pass-through credential last seen", got)
+	}
 	if _, err := h.sum.End(ctx, history.Key{Tenant: k.Tenant, Conversation: "never-written"}); !errors.Is(err, summary.ErrNotFound) {
 		t.Errorf("End of an unknown conversation: %v, want ErrNotFound", err)
 	}

@@ -128,6 +128,9 @@ type Manager struct {
 	mu     sync.Mutex
 	jobs   map[history.Key]*job // waiting, queued or running
 	closed bool
+	// creds are the newest pass-through credentials by namespace, for End
+	// and Summarize (which have none of their own): memory only, bounded.
+	creds map[string]string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -190,6 +193,7 @@ func New(cfg Config) (*Manager, error) {
 		metrics: met,
 		queue:   make(chan *job, cfg.Queue),
 		jobs:    make(map[history.Key]*job),
+		creds:   make(map[string]string),
 		ctx:     ctx,
 		cancel:  cancel,
 	}, nil
@@ -227,6 +231,12 @@ func (m *Manager) Trigger(tenant string, key history.Key, model, cred string, fo
 	defer m.mu.Unlock()
 	if m.closed {
 		return
+	}
+	if cred != "" {
+		if len(m.creds) >= maxCreds {
+			clear(m.creds)
+		}
+		m.creds[key.Tenant] = cred
 	}
 	if j := m.jobs[key]; j != nil {
 		j.force = j.force || force
@@ -300,7 +310,7 @@ func (m *Manager) runQueued(j *job, md mode) {
 		close(j.done)
 	}
 	m.mu.Unlock()
-	if out == Failed {
+	if out == Failed && m.ctx.Err() == nil { // not a job cut short by Close
 		m.log.Error("summary failed", "tenant", j.tenant, "conversation", j.key.Conversation,
 			"attempt", attempt, "retry_in", wait.String(), "error", err)
 	}
@@ -344,7 +354,10 @@ func backoff(attempt int) time.Duration {
 
 // Summarize compacts key now, whatever the trigger (all turns after the
 // summary but the newest summary.keep_turns), and waits for it, bounded by
-// ctx; a job already running for key is waited for first. It answers the
+// ctx; a job already running for key is waited for first. For a
+// pass-through tenant without an upstream key it uses the credential of
+// the conversation's namespace last seen by Trigger (memory only): after a
+// restart, until the next chat request, the call fails. It answers the
 // conversation's metadata as it stands afterwards (Meta.Summary is the
 // summary state). ErrNotFound for a conversation never written;
 // ErrDisabled when the tenant turned summaries off.
@@ -413,6 +426,9 @@ func (m *Manager) now(ctx context.Context, key history.Key, md mode) (history.Me
 				// Take over a waiting job: its settings, and its place.
 				j.model, j.cred = prev.model, prev.cred
 				close(prev.done)
+			}
+			if j.cred == "" {
+				j.cred = m.creds[key.Tenant]
 			}
 			m.jobs[key] = j
 			md.model, md.cred = j.model, j.cred
@@ -509,6 +525,9 @@ func needsJob(meta *history.Meta, trigger int) bool {
 	}
 	return false
 }
+
+// maxCreds bounds the remembered pass-through credentials.
+const maxCreds = 10000
 
 // metaOnly loads the metadata and no message.
 var metaOnly = history.Query{After: ^uint64(0)}
