@@ -198,10 +198,18 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 	head := headFunc(ctx, in.Store, in.Key)
 
 	q := history.Query{MinMessages: len(news), Tokens: budget, MaxTurns: pol.MaxTurns, FromCut: true}
-	snap, err := in.Store.Load(ctx, in.Key, q)
-	if err == nil && snap.Meta.Summary != nil && !pol.NoSummary {
-		// Summarised turns are never read again.
-		q.After = snap.Meta.Summary.Through
+	var snap history.Snapshot
+	var err error
+	if !pol.NoSummary {
+		// Summarised turns are never read again: the metadata says where
+		// they end (one record; the window cache holds it for hot
+		// conversations).
+		snap, err = in.Store.Load(ctx, in.Key, metaOnly)
+		if err == nil && snap.Meta.Summary != nil {
+			q.After = snap.Meta.Summary.Through
+		}
+	}
+	if err == nil {
 		snap, err = in.Store.Load(ctx, in.Key, q)
 	}
 	if err == nil && snap.Meta.Last != nil && in.Retry.Possible() && len(snap.Tail) < len(news)+snap.Meta.Last.Messages && !snap.Complete {
@@ -379,6 +387,9 @@ func merge(mode history.Mode, in []history.Message, snap history.Snapshot, after
 	short.Tail, short.Complete = nil, false
 	return history.MergeRetry(mode, in, short, head, r)
 }
+
+// metaOnly loads the metadata and no message.
+var metaOnly = history.Query{After: ^uint64(0)}
 
 // headFunc returns the merge's reader of a conversation's first messages.
 func headFunc(ctx context.Context, st history.Store, k history.Key) history.HeadFunc {

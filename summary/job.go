@@ -86,8 +86,11 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 	if model == "" {
 		model = meta.Model
 	}
-	if model == "" {
-		return meta, Nothing, 0, nil // nothing was ever answered: no model to ask
+	if model == "" { // nothing was ever answered (an import): no model to ask
+		if md.explicit {
+			return meta, Nothing, 0, ErrNoModel
+		}
+		return meta, Nothing, 0, nil
 	}
 	res, err := m.summarise(ctx, t, md.cred, model, w)
 	if err != nil {

@@ -50,6 +50,11 @@ var ErrNotFound = errors.New("summary: conversation not found")
 // turned summaries off (summary.enabled: false).
 var ErrDisabled = errors.New("summary: summaries are disabled for this tenant")
 
+// ErrNoModel is returned by Summarize and End's fold for a conversation
+// no model ever answered (its messages were imported) when the tenant sets
+// no summary.model.
+var ErrNoModel = errors.New("summary: no model to summarise with: set summary.model")
+
 // Tenants supplies the current tenant set; config.Watcher implements it.
 type Tenants interface {
 	Current() *config.Set
