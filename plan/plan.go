@@ -209,21 +209,32 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 			q.After = snap.Meta.Summary.Through
 		}
 	}
-	if err == nil {
-		snap, err = in.Store.Load(ctx, in.Key, q)
-	}
-	if err == nil && snap.Meta.Last != nil && in.Retry.Possible() && len(snap.Tail) < len(news)+snap.Meta.Last.Messages && !snap.Complete {
-		// A retry is merged against the history before the last exchange:
-		// read far enough back to have it.
-		q.MinMessages = len(news) + snap.Meta.Last.Messages
-		snap, err = in.Store.Load(ctx, in.Key, q)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrStore, err)
-	}
-	merged, replaced, err := merge(pol.Mode, news, snap, q.After, head, in.Retry)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrStore, err)
+	var merged history.Merged
+	var replaced bool
+	for {
+		if err == nil {
+			snap, err = in.Store.Load(ctx, in.Key, q)
+		}
+		if err == nil && snap.Meta.Last != nil && in.Retry.Possible() && len(snap.Tail) < len(news)+snap.Meta.Last.Messages && !snap.Complete {
+			// A retry is merged against the history before the last
+			// exchange: read far enough back to have it.
+			q.MinMessages = len(news) + snap.Meta.Last.Messages
+			snap, err = in.Store.Load(ctx, in.Key, q)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStore, err)
+		}
+		merged, replaced, err = merge(pol.Mode, news, snap, q.After, head, in.Retry)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStore, err)
+		}
+		if q.After == 0 || merged.Supersede == nil || merged.Supersede.Seq >= q.After {
+			break
+		}
+		// The request rewrites turns the summary covers (an edit, a retry
+		// of a summarised exchange): the summary no longer holds, and the
+		// context is built from the stored turns, read again without it.
+		q.After = 0
 	}
 	if err := history.CheckNew(merged.History, merged.New); err != nil {
 		var oe *history.OrphanResultError

@@ -552,3 +552,26 @@ func lastChat(up *upstreamtest.Server) upstreamtest.Received {
 	}
 	return upstreamtest.Received{}
 }
+
+func TestEditInsideTheSummaryDropsIt(t *testing.T) {
+	h := newHarness(t, harnessOptions{global: summaryOn(4, 2), summary: func(*summary.Config) {}})
+	r := &resender{t: t, c: h.client(key, "edit-1"), msgs: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief")}}
+	for i := 1; i <= 5; i++ {
+		r.say(fmt.Sprintf("turn %d", i))
+	}
+	if d := h.waitJob("edit-1"); d.Outcome != summary.Landed {
+		t.Fatalf("job %+v", d)
+	}
+	// The client edits turn 2, which the summary covers: the summary no
+	// longer holds, and the context is the stored turns up to the edit.
+	r.msgs = r.msgs[:3] // system, turn 1 and its answer
+	r.say("turn 2, edited")
+	got := renderAll(lastChat(h.up).Messages)
+	want := []string{"system:be brief", "user:turn 1", "assistant:echo: turn 1", "user:turn 2, edited"}
+	if !equalStrings(got, want) {
+		t.Fatalf("upstream got\n%q\nwant\n%q", got, want)
+	}
+	if s := h.meta(h.passNamespace(key), "edit-1").Summary; s != nil {
+		t.Errorf("the summary of the rewritten turns survived: %+v", s)
+	}
+}
