@@ -21,9 +21,9 @@
 // Jobs are not recorded: Start re-derives them from the stored state (the
 // conversations whose unsummarised turns exceed the trigger, or whose
 // newest sealed episode has no title yet), so a restart forgets nothing.
-// Pass-through tenants are the exception: their namespaces are credential
-// hashes and their credential lives in memory only, so their jobs start
-// again with their next request.
+// Tenants without an upstream key (pass-through, or a tenant whose
+// clients' keys go upstream) are the exception: their credential lives in
+// memory only, so their jobs start again with their next request.
 package summary
 
 import (
@@ -487,8 +487,8 @@ func (m *Manager) tenant(key history.Key) (*config.Tenant, bool) {
 func (m *Manager) rederive(ctx context.Context) error {
 	var errs []error
 	for _, t := range m.cfg.Tenants.Current().Tenants() {
-		if t.PassThrough || !t.Summary.Enabled {
-			continue
+		if t.PassThrough || !t.Summary.Enabled || t.Upstream.APIKey.Reveal() == "" {
+			continue // no credential until a client's request brings one
 		}
 		keep := func(meta *history.Meta) bool { return needsJob(meta, t.Summary.TriggerTurns) }
 		after := ""

@@ -297,3 +297,47 @@ func TestJobSkipsWhenAnotherProcessHoldsTheLease(t *testing.T) {
 		t.Errorf("leases asked %q, want [%s]", st.names, want)
 	}
 }
+
+func TestATriggerDuringAJobRunsItAgainAfter(t *testing.T) {
+	f := newFixture(t, nil) // trigger 4, keep 1
+	word := func(i int) string { return fmt.Sprint("fact ", i) }
+	f.write("c", 1, 6, word)
+	done := make(chan JobDone, 8)
+	m, err := New(Config{Store: f.store, Tenants: staticTenants{f.set}, OnJobDone: func(d JobDone) { done <- d }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	_ = m.Start(context.Background()) // Badger cannot list yet: nothing re-derived
+	k := history.Key{Tenant: "acme", Conversation: "c"}
+	f.up.EnqueueSummary(upstreamtest.Reply{Hold: true})
+	m.Trigger("acme", k, "gpt-4o", "", false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.up.WaitStalled(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	f.write("c", 7, 5, word) // turns arrive while the job runs
+	m.Trigger("acme", k, "gpt-4o", "", false)
+	if n := m.Pending(); n != 1 {
+		t.Errorf("%d jobs for one conversation, want 1", n)
+	}
+	f.up.Release()
+	for i := range 2 {
+		select {
+		case d := <-done:
+			if d.Outcome != Landed {
+				t.Fatalf("run %d: %+v, want landed", i+1, d)
+			}
+		case <-ctx.Done():
+			t.Fatal("the job did not run again")
+		}
+	}
+	calls := f.up.SummaryCalls()
+	if len(calls) != 2 || !strings.Contains(string(calls[1].Messages[1]), "Previous summary:") {
+		t.Fatalf("got %d calls, want 2, the second from the first's summary", len(calls))
+	}
+	if s := f.meta("c").Summary; s == nil || s.Turns != 10 {
+		t.Errorf("summary %+v, want 10 of 11 turns covered", s)
+	}
+}
