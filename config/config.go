@@ -164,6 +164,11 @@ type Summary struct {
 	KeepTurns int `yaml:"keep_turns"`
 	// MaxTokens is the budget of the summary text itself. Default 1000.
 	MaxTokens int `yaml:"max_tokens"`
+	// Prompt replaces the summariser's instructions (the system message of
+	// its request). Default "": the built-in instructions, which ask to keep
+	// names, facts, numbers, decisions, open tasks, tool results and the
+	// user's preferences.
+	Prompt string `yaml:"prompt"`
 }
 
 // Strategy names accepted in History.Strategies.

@@ -70,6 +70,19 @@ type Config struct {
 	// answered and committed (or not). For a stream that is after the
 	// handler returned, from the relay goroutine. It must not block.
 	OnExchangeDone func(ExchangeDone)
+	// Summaries, if set, is asked for a compaction after a commit that
+	// calls for one (summary.Manager implements it). Default: none, no
+	// conversation is ever summarised.
+	Summaries Summarizer
+}
+
+// Summarizer queues summary jobs; summary.Manager implements it.
+type Summarizer interface {
+	// Trigger queues a compaction of key for tenant (an id) and returns at
+	// once. model is the request's model; cred its credential for a
+	// pass-through upstream, held in memory only; force says the budget
+	// could not send every unsummarised turn.
+	Trigger(tenant string, key history.Key, model, cred string, force bool)
 }
 
 // ExchangeDone describes a finished chat-completions exchange.

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -53,6 +54,13 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 	up := upstreamtest.NewTB(t, upstreamtest.WithKeepRequests(0))
 	dir := t.TempDir()
 	c := newChild(t, dir, up.URL())
+	// Compact after almost every turn, so that kills land mid-compaction
+	// too: a conversation is then as before it or fully compacted.
+	cfgFile := filepath.Join(t.TempDir(), "recall.yaml")
+	if err := os.WriteFile(cfgFile, []byte("defaults:\n  summary: { enabled: true, trigger_turns: 1, keep_turns: 0 }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.env = append(c.env, "RECALL_CONFIG="+cfgFile)
 	c.start()
 
 	tr := &http.Transport{MaxIdleConnsPerHost: 2 * convs}
@@ -131,7 +139,7 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	checked, turns, partial, landed := 0, 0, 0, 0
+	checked, turns, partial, landed, summarised := 0, 0, 0, 0, 0
 	for _, d := range drivers {
 		for _, cv := range d.done {
 			turns += cv.acked
@@ -141,11 +149,17 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 			if checkConversation(t, store, cv) {
 				landed++
 			}
+			if checkSummary(t, store, cv) {
+				summarised++
+			}
 			checked++
 		}
 	}
-	t.Logf("%d kills, %d conversations checked, %d acknowledged turns present, %d conversations retired mid-request (%d of those turns committed whole)",
-		kills, checked, turns, partial, landed)
+	t.Logf("%d kills, %d conversations checked, %d acknowledged turns present, %d conversations retired mid-request (%d of those turns committed whole), %d with a summary",
+		kills, checked, turns, partial, landed, summarised)
+	if summarised == 0 {
+		t.Error("no conversation got a summary: the test proves nothing about compaction")
+	}
 	if turns == 0 {
 		t.Error("got no acknowledged turns, want the load to have made progress")
 	}
@@ -407,4 +421,47 @@ func storedMsg(raw []byte) msg {
 		m.calls = append(m.calls, c.Get("id").Str)
 	}
 	return m
+}
+
+// checkSummary checks cv's summary, if it has one, against its stored
+// messages: it ends at a turn's end, counts the turns it covers, and (the
+// fake summariser lists every user message it is given) holds every user
+// message up to its Through. Together with the messages after Through,
+// that is the whole conversation: a compaction killed half-way left it as
+// before or fully compacted, never with turns missing. It reports whether
+// cv has a summary.
+func checkSummary(t *testing.T, store *badgerstore.Store, cv *conversation) bool {
+	t.Helper()
+	k := history.Key{Tenant: passNamespace(crashKey), Conversation: cv.id}
+	snap, err := store.Load(context.Background(), k, history.Query{After: ^uint64(0)})
+	if err != nil {
+		t.Fatalf("%s: %v", cv.id, err)
+	}
+	s := snap.Meta.Summary
+	if s == nil {
+		return false
+	}
+	var stored []history.Message
+	if err := store.Messages(context.Background(), k, 0, false, func(m history.Message) bool { stored = append(stored, m); return true }); err != nil {
+		t.Fatalf("%s: %v", cv.id, err)
+	}
+	users := 0
+	for i, m := range stored {
+		if m.Seq > s.Through {
+			if i == 0 || m.Role != "user" || stored[i-1].Seq != s.Through {
+				t.Errorf("%s: the summary through %d does not end at a turn's end", cv.id, s.Through)
+			}
+			break
+		}
+		if m.Role == "user" {
+			users++
+			if text := gjson.GetBytes(m.Raw, "content").Str; !strings.Contains(s.Text, text) {
+				t.Errorf("%s: the summary through %d lacks %q: %q", cv.id, s.Through, text, s.Text)
+			}
+		}
+	}
+	if s.Turns != users || s.Through > stored[len(stored)-1].Seq {
+		t.Errorf("%s: summary covers %d turns through %d, want %d turns of the %d stored messages", cv.id, s.Turns, s.Through, users, len(stored))
+	}
+	return true
 }

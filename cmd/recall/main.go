@@ -31,6 +31,7 @@ import (
 	"github.com/recallproxy/recall/history/badgerstore"
 	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/summary"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -352,13 +353,35 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	if g.CacheMB > 0 {
 		hist = history.NewCache(store, g.CacheMB<<20, 2<<20)
 	}
+	metrics := proxy.NewMetrics(nil)
+	// Summaries go through the same store (and cache) as the chat path, to
+	// the tenants' upstreams, off the request path.
+	summaries, err := summary.New(summary.Config{
+		Store:      hist,
+		Tenants:    watcher,
+		Transport:  proxy.DefaultTransport(),
+		Counter:    counter,
+		Logger:     log,
+		Registerer: metrics.Registry(),
+	})
+	if err != nil {
+		return err
+	}
+	if err := summaries.Start(ctx); err != nil {
+		// Jobs of conversations not listed start again with their next
+		// request: nothing is lost, a summary only comes later.
+		log.Warn("summary jobs not re-derived from the store", "error", err.Error())
+	}
+	defer summaries.Close()
 	srv, err := proxy.New(proxy.Config{
 		Counter:      counter,
 		Tenants:      watcher,
 		Store:        hist,
 		Logger:       log,
+		Metrics:      metrics,
 		MaxBodyBytes: g.MaxBodyBytes,
 		CanCommit:    store.CanCommit,
+		Summaries:    summaries,
 	})
 	if err != nil {
 		return err
