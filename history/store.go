@@ -38,13 +38,16 @@ type Store interface {
 	Delete(ctx context.Context, k Key) error
 	// List returns a page of a tenant's conversations, newest activity
 	// (Meta.UpdatedAt) first, read through an index: cost follows the
-	// page, not the number of conversations. more reports whether another
-	// page follows.
+	// page, not the number of conversations. more reports whether the
+	// index holds conversations past the page (with Keep, the next page
+	// may come back empty).
 	List(ctx context.Context, tenant string, q ListQuery) (page []Entry, more bool, err error)
 	// Search ranks a tenant's active messages (one conversation's when
 	// q.Conversation is set) against q.Text with BM25 (see history/search):
-	// best first, ties newest first. The index is written in the same
-	// transaction as the messages, so it never disagrees with them.
+	// best first, ties newest first. The statistics are those of the scope
+	// searched, counting every stored record, active or not (search.Stats).
+	// The index is written in the same transaction as the messages, so it
+	// never disagrees with them.
 	Search(ctx context.Context, tenant string, q SearchQuery) ([]Hit, error)
 }
 
@@ -53,8 +56,11 @@ type ListQuery struct {
 	// Limit is the page size (> 0).
 	Limit int
 	// After is the id of the last conversation of the previous page: the
-	// page starts after it ("" for the first page). A conversation written
-	// since moved to the front; the page then starts where it was.
+	// page starts after it ("" for the first page), where it is listed
+	// now. A conversation written since the previous page moved to the
+	// front and is not listed again; if After itself was written since,
+	// the page starts at its new place, so conversations repeat rather
+	// than go missing. An After no longer stored starts from the top.
 	After string
 	// Oldest lists least recent activity first (retention).
 	Oldest bool

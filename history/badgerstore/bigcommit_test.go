@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/history/badgerstore"
 )
 
 // A change too big for one Badger transaction (tens of thousands of
@@ -81,5 +84,63 @@ func TestStagedRecordsInvisibleUntilTheMetadataLands(t *testing.T) {
 	mustCommit(t, s, k, history.Change{Append: []history.Message{user("next", 1)}})
 	if got := all(t, s, k, true); len(got) != 3 || !strings.Contains(string(got[2].Raw), "next") {
 		t.Errorf("after the next commit: got %d messages, want 3 ending with next", len(got))
+	}
+}
+
+// A hard forget of more records than one transaction can delete lands
+// whole: the metadata erases the range at once (nothing of it is read or
+// found meanwhile), and the records and their postings are gone after.
+func TestHardForgetTooBigForOneTransaction(t *testing.T) {
+	for _, noSync := range []bool{false, true} {
+		t.Run(map[bool]string{false: "durable", true: "relaxed"}[noSync], func(t *testing.T) {
+			s, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: noSync})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			k := history.Key{Tenant: "t", Conversation: "big"}
+			msgs := make([]history.Message, 15000)
+			for i := range msgs {
+				msgs[i] = user("needle m"+strconv.Itoa(i), 1)
+			}
+			mustCommit(t, s, k, history.Change{Append: msgs})
+			mustCommit(t, s, k, history.Change{Append: []history.Message{asst("needle kept", 1)}})
+			hits, err := s.Search(ctx, "t", history.SearchQuery{Text: "m14999", Limit: 5})
+			if err != nil || len(hits) != 1 || hits[0].Message.Seq != 15000 {
+				t.Fatalf("before: search got %d hits, %v; want seq 15000", len(hits), err)
+			}
+			active := all(t, s, k, false)
+			seqs := make([]uint64, len(msgs))
+			for i := range seqs {
+				seqs[i] = uint64(i + 1)
+			}
+			m := mustCommit(t, s, k, history.Change{Forget: history.PlanForget(active, seqs, true)})
+			if m.Messages != 1 || m.FlagsAt(1) != history.Erased {
+				t.Fatalf("got meta %+v, want 1 message left, 1-15000 erased", m)
+			}
+			if got := all(t, s, k, true); len(got) != 1 || got[0].Seq != 15001 {
+				t.Errorf("Messages(all) got %d messages, want only seq 15001", len(got))
+			}
+			hits, err = s.Search(ctx, "t", history.SearchQuery{Text: "needle", Limit: 20000})
+			if err != nil || len(hits) != 1 || hits[0].Message.Seq != 15001 {
+				t.Errorf("after: search got %d hits, %v; want seq 15001 only", len(hits), err)
+			}
+			var left int
+			err = s.DB().View(func(txn *badger.Txn) error {
+				opts := badger.DefaultIteratorOptions
+				opts.PrefetchValues = false
+				it := txn.NewIterator(opts)
+				defer it.Close()
+				for it.Rewind(); it.Valid(); it.Next() {
+					left++
+				}
+				return nil
+			})
+			// The metadata, the listing entry, seq 15001 and its two
+			// postings, and the index version.
+			if err != nil || left != 6 {
+				t.Errorf("got %d keys in the database, %v; want 6", left, err)
+			}
+		})
 	}
 }

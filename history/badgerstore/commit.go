@@ -1,8 +1,8 @@
 package badgerstore
 
 import (
-	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -22,6 +22,8 @@ type commitReq struct {
 	ctx    context.Context
 	key    history.Key
 	change history.Change
+	del    bool           // a Delete's first transaction (deleteMeta), not a change
+	big    bool           // too big for one transaction: staged at once (see tooBig)
 	done   chan commitRes // buffered: the committer never blocks on it
 }
 
@@ -49,13 +51,25 @@ type commitRes struct {
 // whose ctx ends while it is being applied may still land after Commit
 // returned ctx's error.
 func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (history.Meta, error) {
+	m, err := s.commit(ctx, k, c)
+	if errors.Is(err, history.ErrConflict) {
+		// Perhaps pending work nobody does blocks the conversation:
+		// finish it, so that the caller's retry goes through.
+		if uerr := s.unstick(k); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+	}
+	return m, err
+}
+
+func (s *Store) commit(ctx context.Context, k history.Key, c history.Change) (history.Meta, error) {
 	if err := ctx.Err(); err != nil {
 		return history.Meta{}, err
 	}
 	if err := s.CanCommit(); err != nil {
 		return history.Meta{}, err
 	}
-	if s.noSync {
+	if s.noSync && !s.tooBig(c) {
 		// No fsync to share: commit here, in parallel with others, and go
 		// through the committer only to stage a change too big for one
 		// transaction. Badger's own conflict check orders racing commits.
@@ -67,7 +81,7 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 			return m, nil
 		}
 	}
-	req := &commitReq{ctx: ctx, key: k, change: c, done: make(chan commitRes, 1)}
+	req := &commitReq{ctx: ctx, key: k, change: c, big: s.tooBig(c), done: make(chan commitRes, 1)}
 	select {
 	case s.commits <- req:
 	case <-s.closing:
@@ -135,19 +149,20 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	res := make([]commitRes, len(reqs))
-	metas := make(map[string]history.Meta, len(reqs)) // metadata as this group leaves it
+	metas := make(map[string]record, len(reqs)) // metadata as this group leaves it
 	n := 0
 	for ; n < len(reqs); n++ {
 		r := reqs[n]
+		if r.big {
+			break // staged alone, below or in the next group
+		}
 		prefix := convPrefix(r.key)
-		m, err := s.groupMeta(txn, metas, prefix)
-		if err == nil {
-			var writes []history.Message
-			if m, writes, err = apply(txn, prefix, m, r.change); err == nil {
-				if err = setMessages(txn, prefix, writes); err == nil {
-					err = setMeta(txn, prefix, &m)
-				}
-			}
+		rec, err := s.groupMeta(txn, metas, prefix)
+		if err == nil && r.del {
+			err = deleteMeta(txn, r.key, &rec.meta)
+			rec = record{}
+		} else if err == nil {
+			rec, err = write(txn, r.key, prefix, rec, r.change)
 		}
 		if errors.Is(err, badger.ErrTxnTooBig) {
 			break
@@ -164,17 +179,21 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 			}
 			continue
 		}
-		metas[string(prefix)] = m
-		res[n].meta = m
+		metas[string(prefix)] = rec
+		res[n].meta = rec.meta
 	}
 	if n == 0 {
 		// One commit alone is too big for a transaction: stage it.
 		r := reqs[0]
-		m, err := s.commitStaged(convPrefix(r.key), r.change)
+		if r.del {
+			r.done <- commitRes{err: badger.ErrTxnTooBig} // a handful of keys: never
+			return 1
+		}
+		m, err := s.commitStaged(r.key, r.change)
 		r.done <- commitRes{meta: m, err: err}
 		return 1
 	}
-	if n < len(reqs) {
+	if n < len(reqs) && !reqs[n].big {
 		// The next commit did not fit and the transaction may hold part
 		// of it: commit the group without it, from scratch.
 		txn.Discard()
@@ -183,6 +202,9 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 	err := txn.Commit()
 	if errors.Is(err, badger.ErrConflict) {
 		err = history.ErrConflict // a write outside the committer (Delete) raced
+	}
+	if err == nil {
+		s.gen.Add(1)
 	}
 	for i := range n {
 		if err != nil {
@@ -193,23 +215,154 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 	return n
 }
 
+// tooBig reports whether c has so many messages that it cannot fit one
+// transaction (each message is a record and a posting per term): it is
+// staged at once, rather than after filling a transaction in vain.
+func (s *Store) tooBig(c history.Change) bool {
+	return int64(len(c.Append)) > s.db.MaxBatchCount()/2
+}
+
 // commitDirect commits c in one transaction of its own.
 func (s *Store) commitDirect(k history.Key, c history.Change) (history.Meta, error) {
 	prefix := convPrefix(k)
 	var out history.Meta
 	err := s.db.Update(func(txn *badger.Txn) error {
+		m, t, _, err := readRecord(txn, prefix)
+		if err != nil {
+			return err
+		}
+		rec, err := write(txn, k, prefix, record{m, t}, c)
+		out = rec.meta
+		return err
+	})
+	if errors.Is(err, badger.ErrConflict) {
+		err = history.ErrConflict
+	}
+	if err == nil {
+		s.gen.Add(1)
+	}
+	return out, err
+}
+
+// groupMeta returns a conversation's metadata as the group has left it so
+// far, or as stored.
+func (s *Store) groupMeta(txn *badger.Txn, metas map[string]record, prefix []byte) (record, error) {
+	if rec, ok := metas[string(prefix)]; ok {
+		return rec, nil
+	}
+	m, t, _, err := readRecord(txn, prefix)
+	return record{m, t}, err
+}
+
+// record is a conversation's metadata record: the metadata and the search
+// totals of its records.
+type record struct {
+	meta history.Meta
+	t    totals
+}
+
+// commitStaged commits a change too big for one transaction.
+//
+// It first marks the conversation busy (a pending key of kind staged:
+// every other commit on it fails with ErrConflict until the mark is
+// gone), writes the appended records and their postings past NextSeq in
+// as many transactions as it takes, then, in one transaction, the
+// metadata, the listing entry and the removal of the mark. Erased ranges
+// too big to go with it are marked for erasure in that transaction and
+// deleted after it (hidden meanwhile by their Erased gap). If anything
+// fails after the mark, the staged records are deleted again; a crash
+// leaves the mark, and Open finishes the job.
+func (s *Store) commitStaged(k history.Key, c history.Change) (history.Meta, error) {
+	defer s.work(k)()
+	prefix := convPrefix(k)
+	var writes []history.Message
+	var erased totals // what the erased ranges hold
+	var from uint64   // the first sequence number staged
+	err := s.db.Update(func(txn *badger.Txn) error {
 		m, _, err := readMeta(txn, prefix)
 		if err != nil {
 			return err
 		}
-		var writes []history.Message
-		if out, writes, err = apply(txn, prefix, m, c); err != nil {
+		if _, writes, err = apply(txn, k, prefix, m, c, 0); err != nil {
 			return err
 		}
-		if err := setMessages(txn, prefix, writes); err != nil {
+		if c.Forget != nil && c.Forget.Hard {
+			if erased, err = countRanges(txn, prefix, c.Forget.Ranges); err != nil {
+				return err
+			}
+		}
+		from = max(m.NextSeq, 1)
+		return txn.Set(pendingKey(k), pending{kind: pendingStaged, ranges: []history.Range{{From: from, To: maxSeq}}}.append(nil))
+	})
+	if errors.Is(err, badger.ErrConflict) {
+		err = history.ErrConflict
+	}
+	if err != nil {
+		return history.Meta{}, err
+	}
+	out, err := s.landStaged(k, prefix, c, writes, erased)
+	if err != nil {
+		// Take the staged records out again, unless a Delete took over.
+		if cerr := s.finishPending(k, pendingStaged); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		return history.Meta{}, err
+	}
+	s.gen.Add(1)
+	if c.Forget != nil && c.Forget.Hard {
+		err = s.finishPending(k, pendingErase)
+	}
+	return out, err
+}
+
+// landStaged writes the staged records, then the metadata.
+func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, writes []history.Message, erased totals) (history.Meta, error) {
+	// The staged records are invisible until the metadata lands, and the
+	// mark keeps every other commit off them: a write batch (which
+	// splits into transactions itself, with no conflict tracking) does.
+	var staged totals
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	buf := make([]byte, 0, 512)
+	for i := range writes {
+		var err error
+		if buf, err = setMessage(wb, k, prefix, &writes[i], buf, &staged); err != nil {
+			return history.Meta{}, err
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return history.Meta{}, err
+	}
+	// The metadata, recomputed in its own transaction: the mark kept
+	// every other commit away meanwhile.
+	var out history.Meta
+	err := s.db.Update(func(txn *badger.Txn) error {
+		m, t, _, err := readRecord(txn, prefix)
+		if err != nil {
 			return err
 		}
-		return setMeta(txn, prefix, &out)
+		p, ok, err := readPending(txn, k)
+		if err != nil {
+			return err
+		}
+		if !ok || p.kind != pendingStaged {
+			return history.ErrConflict // deleted meanwhile
+		}
+		if out, _, err = apply(txn, k, prefix, m, c, pendingStaged); err != nil {
+			return err
+		}
+		t.docs += staged.docs - erased.docs
+		t.terms += staged.terms - erased.terms
+		if err := setMeta(txn, prefix, &out, t); err != nil {
+			return err
+		}
+		if err := moveListing(txn, k, &m, &out, t); err != nil {
+			return err
+		}
+		if c.Forget != nil && c.Forget.Hard {
+			return txn.Set(pendingKey(k), pending{kind: pendingErase, ranges: c.Forget.Ranges}.append(nil))
+		}
+		return txn.Delete(pendingKey(k))
 	})
 	if errors.Is(err, badger.ErrConflict) {
 		err = history.ErrConflict
@@ -217,70 +370,17 @@ func (s *Store) commitDirect(k history.Key, c history.Change) (history.Meta, err
 	return out, err
 }
 
-// groupMeta returns a conversation's metadata as the group has left it so
-// far, or as stored.
-func (s *Store) groupMeta(txn *badger.Txn, metas map[string]history.Meta, prefix []byte) (history.Meta, error) {
-	if m, ok := metas[string(prefix)]; ok {
-		return m, nil
-	}
-	m, _, err := readMeta(txn, prefix)
-	return m, err
-}
-
-// commitStaged writes c's messages in batches, then the metadata.
-func (s *Store) commitStaged(prefix []byte, c history.Change) (history.Meta, error) {
-	var writes []history.Message
-	err := s.db.View(func(txn *badger.Txn) error {
-		m, _, err := readMeta(txn, prefix)
-		if err == nil {
-			_, writes, err = apply(txn, prefix, m, c)
-		}
-		return err
-	})
-	if err != nil {
-		return history.Meta{}, err
-	}
-	txn := s.db.NewTransaction(true)
-	defer func() { txn.Discard() }()
-	buf := make([]byte, 0, 512)
-	for i := 0; i < len(writes); {
-		buf = history.AppendMessage(buf[:0], &writes[i])
-		err := txn.Set(msgKey(prefix, writes[i].Seq), bytes.Clone(buf))
-		if errors.Is(err, badger.ErrTxnTooBig) {
-			if err := txn.Commit(); err != nil {
-				return history.Meta{}, err
-			}
-			txn = s.db.NewTransaction(true)
-			continue // the same message, in the next transaction
-		}
-		if err != nil {
-			return history.Meta{}, err
-		}
-		i++
-	}
-	if err := txn.Commit(); err != nil {
-		return history.Meta{}, err
-	}
-	// The metadata, recomputed in its own transaction: nothing else
-	// commits meanwhile (this runs on the committer).
-	var out history.Meta
-	err = s.db.Update(func(txn *badger.Txn) error {
-		m, _, err := readMeta(txn, prefix)
-		if err == nil {
-			if out, _, err = apply(txn, prefix, m, c); err == nil {
-				err = setMeta(txn, prefix, &out)
-			}
-		}
-		return err
-	})
-	return out, err
-}
-
-// apply checks c against m, the conversation's metadata, reads what c
-// needs and returns the new metadata and the records to write, or
-// ErrConflict.
-func apply(txn *badger.Txn, prefix []byte, m history.Meta, c history.Change) (history.Meta, []history.Message, error) {
+// apply checks c against m, the conversation's metadata, and that no
+// pending job (but one of kind own, the caller's) holds the conversation, reads what c needs and returns the
+// new metadata and the records to write, or ErrConflict.
+func apply(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c history.Change, own byte) (history.Meta, []history.Message, error) {
 	if err := c.Check(&m); err != nil {
+		return history.Meta{}, nil, err
+	}
+	if p, busy, err := readPending(txn, k); err != nil || (busy && p.kind != own) {
+		if err == nil {
+			err = history.ErrConflict // being deleted, or a staged commit is landing
+		}
 		return history.Meta{}, nil, err
 	}
 	var superseded []history.Message
@@ -299,21 +399,44 @@ func apply(txn *badger.Txn, prefix []byte, m history.Meta, c history.Change) (hi
 	return next, writes, nil
 }
 
-func setMessages(txn *badger.Txn, prefix []byte, writes []history.Message) error {
+// write applies c to the conversation whose metadata record is rec in
+// txn: the records and their postings, erased records deleted with
+// theirs, the metadata and the listing entry. It may fail with
+// badger.ErrTxnTooBig, leaving part of the change in txn.
+func write(txn *badger.Txn, k history.Key, prefix []byte, rec record, c history.Change) (record, error) {
+	m, t := rec.meta, rec.t
+	next, writes, err := apply(txn, k, prefix, m, c, 0)
+	if err != nil {
+		return record{}, err
+	}
+	if next.Version == m.Version { // a summary landing: no activity, nothing indexed
+		return record{next, t}, setMeta(txn, prefix, &next, t)
+	}
 	buf := make([]byte, 0, 512)
 	for i := range writes {
-		buf = history.AppendMessage(buf[:0], &writes[i])
-		if err := txn.Set(msgKey(prefix, writes[i].Seq), bytes.Clone(buf)); err != nil {
-			return err
+		if buf, err = setMessage(txn, k, prefix, &writes[i], buf, &t); err != nil {
+			return record{}, err
 		}
 	}
-	return nil
+	if f := c.Forget; f != nil && f.Hard {
+		if err := eraseRanges(txn, k, prefix, f.Ranges, &t); err != nil {
+			return record{}, err
+		}
+	}
+	if err := setMeta(txn, prefix, &next, t); err != nil {
+		return record{}, err
+	}
+	return record{next, t}, moveListing(txn, k, &m, &next, t)
 }
 
-func setMeta(txn *badger.Txn, prefix []byte, m *history.Meta) error {
+// setMeta writes the metadata record: the header with the totals, then
+// the metadata's JSON.
+func setMeta(txn *badger.Txn, prefix []byte, m *history.Meta, t totals) error {
 	mv, err := history.MarshalMeta(m)
 	if err != nil {
 		return err
 	}
-	return txn.Set(metaKey(prefix), mv)
+	v := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(mv))
+	v = append(t.append(append(v, metaHeader)), mv...)
+	return txn.Set(metaKey(prefix), v)
 }
