@@ -14,6 +14,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/tokens"
@@ -70,6 +71,10 @@ type Config struct {
 	// answered and committed (or not). For a stream that is after the
 	// handler returned, from the relay goroutine. It must not block.
 	OnExchangeDone func(ExchangeDone)
+	// API, if set, adjusts the conversation API's configuration before it
+	// is built: the wiring injects the summaries manager and the context
+	// function there.
+	API func(*api.Config)
 }
 
 // ExchangeDone describes a finished chat-completions exchange.
@@ -97,6 +102,7 @@ type Server struct {
 	conns    connTracker
 	closing  atomic.Bool
 	tenants  tenantCache
+	api      *api.Handler
 	counts   sync.Map // hash -> tokens, for instructions and tools (bounded, see cachedTokens)
 	cached   atomic.Int64
 }
@@ -145,6 +151,10 @@ func New(cfg Config) (*Server, error) {
 		},
 	}
 	s.metrics.activeConversations(s.locks.active)
+	var err error
+	if s.api, err = s.newAPI(); err != nil {
+		return nil, err
+	}
 	s.srv = &fasthttp.Server{
 		Handler:                       s.Handle,
 		Name:                          "recall",
@@ -243,6 +253,7 @@ var (
 	prefixV1     = []byte("/v1/")
 	prefixConv   = []byte("/c/")
 	prefixRecall = []byte("/recall/")
+	prefixAPI    = []byte(api.Prefix)
 )
 
 // Handle routes one request. It is the fasthttp.RequestHandler of the
@@ -277,6 +288,9 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		return
 	case bytes.Equal(raw, pathMetrics):
 		s.metrics.serve(rc)
+		return
+	case bytes.HasPrefix(raw, prefixAPI):
+		s.api.Handle(rc)
 		return
 	case bytes.IndexByte(rc.Request.Header.RequestURI(), '#') >= 0:
 		// A fragment is not part of a request target: there is nothing
