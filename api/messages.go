@@ -128,7 +128,7 @@ func (c *call) memorize() error {
 	}
 	for i, m := range req.Messages {
 		if m.Role == rewrite.RoleSystem || m.Role == rewrite.RoleDeveloper {
-			return errBadRequest("messages.["+strconv.Itoa(i)+"].role",
+			return errBadRequest("messages["+strconv.Itoa(i)+"].role",
 				"Invalid 'messages["+strconv.Itoa(i)+"].role': memorize stores user, assistant and tool messages; instructions (system, developer) are sent with each chat request and never stored.")
 		}
 	}

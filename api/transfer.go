@@ -233,7 +233,7 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 		if msgs[i].Role == history.RoleUser || msgs[i].Role == history.RoleAssistant || msgs[i].Role == history.RoleTool {
 			msgs[i].Hash = rewrite.Hash(msgs[i].Raw)
 		} else {
-			return nil, nil, errBadRequest("messages.["+strconv.Itoa(i)+"].role", "Invalid message "+strconv.Itoa(i)+": stored messages are user, assistant or tool messages.")
+			return nil, nil, errBadRequest("messages["+strconv.Itoa(i)+"].role", "Invalid message "+strconv.Itoa(i)+": stored messages are user, assistant or tool messages.")
 		}
 		if msgs[i].Tokens == 0 {
 			msgs[i].Tokens = c.h.cfg.Counter.Message(enc, msgs[i].Raw)

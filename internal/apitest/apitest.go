@@ -68,13 +68,22 @@ func Check(method, url string, status int, header http.Header, body []byte) erro
 	}
 	route, params, err := router.FindRoute(req)
 	if err != nil {
-		return fmt.Errorf("apitest: %s %s: no documented route: %w", method, url, err)
+		// An undocumented route or method must be refused, in the
+		// documented error shape.
+		if status != http.StatusNotFound && status != http.StatusMethodNotAllowed {
+			return fmt.Errorf("apitest: %s %s: no documented route, yet answered %d: %w", method, url, status, err)
+		}
+		var v any
+		if err := json.Unmarshal(body, &v); err != nil {
+			return fmt.Errorf("apitest: %s %s: %w", method, url, err)
+		}
+		return doc.Components.Schemas["Error"].Value.VisitJSON(v, openapi3.EnableJSONSchema2020())
 	}
 	in := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
 			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
-		Status: status,
-		Header: header,
+		Status:  status,
+		Header:  header,
 		Options: &openapi3filter.Options{IncludeResponseStatus: true},
 	}
 	in.SetBodyBytes(body)
