@@ -11,7 +11,6 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/openai/openai-go/v3"
-
 )
 
 const convBase = "/recall/v1/conversations/"
