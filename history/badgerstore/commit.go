@@ -1,7 +1,6 @@
 package badgerstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ type commitReq struct {
 	ctx    context.Context
 	key    history.Key
 	change history.Change
+	del    bool           // a Delete's first transaction (deleteMeta), not a change
 	done   chan commitRes // buffered: the committer never blocks on it
 }
 
@@ -141,13 +141,11 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 		r := reqs[n]
 		prefix := convPrefix(r.key)
 		m, err := s.groupMeta(txn, metas, prefix)
-		if err == nil {
-			var writes []history.Message
-			if m, writes, err = apply(txn, prefix, m, r.change); err == nil {
-				if err = setMessages(txn, prefix, writes); err == nil {
-					err = setMeta(txn, prefix, &m)
-				}
-			}
+		if err == nil && r.del {
+			err = deleteMeta(txn, r.key, &m)
+			m = history.Meta{}
+		} else if err == nil {
+			m, err = write(txn, r.key, prefix, m, r.change)
 		}
 		if errors.Is(err, badger.ErrTxnTooBig) {
 			break
@@ -170,7 +168,11 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 	if n == 0 {
 		// One commit alone is too big for a transaction: stage it.
 		r := reqs[0]
-		m, err := s.commitStaged(convPrefix(r.key), r.change)
+		if r.del {
+			r.done <- commitRes{err: badger.ErrTxnTooBig} // a handful of keys: never
+			return 1
+		}
+		m, err := s.commitStaged(r.key, r.change)
 		r.done <- commitRes{meta: m, err: err}
 		return 1
 	}
@@ -183,6 +185,9 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 	err := txn.Commit()
 	if errors.Is(err, badger.ErrConflict) {
 		err = history.ErrConflict // a write outside the committer (Delete) raced
+	}
+	if err == nil {
+		s.gen.Add(1)
 	}
 	for i := range n {
 		if err != nil {
@@ -202,17 +207,14 @@ func (s *Store) commitDirect(k history.Key, c history.Change) (history.Meta, err
 		if err != nil {
 			return err
 		}
-		var writes []history.Message
-		if out, writes, err = apply(txn, prefix, m, c); err != nil {
-			return err
-		}
-		if err := setMessages(txn, prefix, writes); err != nil {
-			return err
-		}
-		return setMeta(txn, prefix, &out)
+		out, err = write(txn, k, prefix, m, c)
+		return err
 	})
 	if errors.Is(err, badger.ErrConflict) {
 		err = history.ErrConflict
+	}
+	if err == nil {
+		s.gen.Add(1)
 	}
 	return out, err
 }
@@ -227,30 +229,75 @@ func (s *Store) groupMeta(txn *badger.Txn, metas map[string]history.Meta, prefix
 	return m, err
 }
 
-// commitStaged writes c's messages in batches, then the metadata.
-func (s *Store) commitStaged(prefix []byte, c history.Change) (history.Meta, error) {
+// commitStaged commits a change too big for one transaction.
+//
+// It first marks the conversation busy (a pending key of kind staged:
+// every other commit on it fails with ErrConflict until the mark is
+// gone), writes the appended records and their postings past NextSeq in
+// as many transactions as it takes, then, in one transaction, the
+// metadata, the listing entry and the removal of the mark. Erased ranges
+// too big to go with it are marked for erasure in that transaction and
+// deleted after it (hidden meanwhile by their Erased gap). If anything
+// fails after the mark, the staged records are deleted again; a crash
+// leaves the mark, and Open finishes the job.
+func (s *Store) commitStaged(k history.Key, c history.Change) (history.Meta, error) {
+	prefix := convPrefix(k)
 	var writes []history.Message
-	err := s.db.View(func(txn *badger.Txn) error {
+	var erased totals // what the erased ranges hold
+	var from uint64   // the first sequence number staged
+	err := s.db.Update(func(txn *badger.Txn) error {
 		m, _, err := readMeta(txn, prefix)
-		if err == nil {
-			_, writes, err = apply(txn, prefix, m, c)
+		if err != nil {
+			return err
 		}
-		return err
+		if _, writes, err = apply(txn, k, prefix, m, c, 0); err != nil {
+			return err
+		}
+		if c.Forget != nil && c.Forget.Hard {
+			if erased, err = countRanges(txn, prefix, c.Forget.Ranges); err != nil {
+				return err
+			}
+		}
+		from = max(m.NextSeq, 1)
+		return txn.Set(pendingKey(k), pending{kind: pendingStaged, ranges: []history.Range{{From: from, To: maxSeq}}}.append(nil))
 	})
+	if errors.Is(err, badger.ErrConflict) {
+		err = history.ErrConflict
+	}
 	if err != nil {
 		return history.Meta{}, err
 	}
+	out, err := s.landStaged(k, prefix, c, writes, erased)
+	if err != nil {
+		// Take the staged records out again, unless a Delete took over.
+		if cerr := s.finishPending(k, pendingStaged); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		return history.Meta{}, err
+	}
+	s.gen.Add(1)
+	if c.Forget != nil && c.Forget.Hard {
+		err = s.finishPending(k, pendingErase)
+	}
+	return out, err
+}
+
+// landStaged writes the staged records, then the metadata.
+func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, writes []history.Message, erased totals) (history.Meta, error) {
+	var staged totals
 	txn := s.db.NewTransaction(true)
 	defer func() { txn.Discard() }()
 	buf := make([]byte, 0, 512)
 	for i := 0; i < len(writes); {
-		buf = history.AppendMessage(buf[:0], &writes[i])
-		err := txn.Set(msgKey(prefix, writes[i].Seq), bytes.Clone(buf))
+		before := staged
+		var err error
+		buf, err = setMessage(txn, k, prefix, &writes[i], buf, &staged)
 		if errors.Is(err, badger.ErrTxnTooBig) {
 			if err := txn.Commit(); err != nil {
 				return history.Meta{}, err
 			}
 			txn = s.db.NewTransaction(true)
+			staged = before
 			continue // the same message, in the next transaction
 		}
 		if err != nil {
@@ -261,26 +308,58 @@ func (s *Store) commitStaged(prefix []byte, c history.Change) (history.Meta, err
 	if err := txn.Commit(); err != nil {
 		return history.Meta{}, err
 	}
-	// The metadata, recomputed in its own transaction: nothing else
-	// commits meanwhile (this runs on the committer).
+	// The metadata, recomputed in its own transaction: the mark kept
+	// every other commit away meanwhile.
 	var out history.Meta
-	err = s.db.Update(func(txn *badger.Txn) error {
+	err := s.db.Update(func(txn *badger.Txn) error {
 		m, _, err := readMeta(txn, prefix)
-		if err == nil {
-			if out, _, err = apply(txn, prefix, m, c); err == nil {
-				err = setMeta(txn, prefix, &out)
-			}
+		if err != nil {
+			return err
 		}
-		return err
+		p, ok, err := readPending(txn, k)
+		if err != nil {
+			return err
+		}
+		if !ok || p.kind != pendingStaged {
+			return history.ErrConflict // deleted meanwhile
+		}
+		if out, _, err = apply(txn, k, prefix, m, c, pendingStaged); err != nil {
+			return err
+		}
+		t, err := readTotals(txn, k, &m)
+		if err != nil {
+			return err
+		}
+		t.docs += staged.docs - erased.docs
+		t.terms += staged.terms - erased.terms
+		if err := setMeta(txn, prefix, &out); err != nil {
+			return err
+		}
+		if err := moveListing(txn, k, &m, &out, t); err != nil {
+			return err
+		}
+		if c.Forget != nil && c.Forget.Hard {
+			return txn.Set(pendingKey(k), pending{kind: pendingErase, ranges: c.Forget.Ranges}.append(nil))
+		}
+		return txn.Delete(pendingKey(k))
 	})
+	if errors.Is(err, badger.ErrConflict) {
+		err = history.ErrConflict
+	}
 	return out, err
 }
 
-// apply checks c against m, the conversation's metadata, reads what c
-// needs and returns the new metadata and the records to write, or
-// ErrConflict.
-func apply(txn *badger.Txn, prefix []byte, m history.Meta, c history.Change) (history.Meta, []history.Message, error) {
+// apply checks c against m, the conversation's metadata, and that no
+// pending job (but one of kind own, the caller's) holds the conversation, reads what c needs and returns the
+// new metadata and the records to write, or ErrConflict.
+func apply(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c history.Change, own byte) (history.Meta, []history.Message, error) {
 	if err := c.Check(&m); err != nil {
+		return history.Meta{}, nil, err
+	}
+	if p, busy, err := readPending(txn, k); err != nil || (busy && p.kind != own) {
+		if err == nil {
+			err = history.ErrConflict // being deleted, or a staged commit is landing
+		}
 		return history.Meta{}, nil, err
 	}
 	var superseded []history.Message
@@ -299,15 +378,37 @@ func apply(txn *badger.Txn, prefix []byte, m history.Meta, c history.Change) (hi
 	return next, writes, nil
 }
 
-func setMessages(txn *badger.Txn, prefix []byte, writes []history.Message) error {
+// write applies c to the conversation whose metadata is m in txn: the
+// records and their postings, erased records deleted with theirs, the
+// metadata and the listing entry. It may fail with badger.ErrTxnTooBig,
+// leaving part of the change in txn.
+func write(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c history.Change) (history.Meta, error) {
+	next, writes, err := apply(txn, k, prefix, m, c, 0)
+	if err != nil {
+		return history.Meta{}, err
+	}
+	if err := setMeta(txn, prefix, &next); err != nil {
+		return history.Meta{}, err
+	}
+	if next.Version == m.Version {
+		return next, nil // a summary landing: no activity, nothing indexed
+	}
+	t, err := readTotals(txn, k, &m)
+	if err != nil {
+		return history.Meta{}, err
+	}
 	buf := make([]byte, 0, 512)
 	for i := range writes {
-		buf = history.AppendMessage(buf[:0], &writes[i])
-		if err := txn.Set(msgKey(prefix, writes[i].Seq), bytes.Clone(buf)); err != nil {
-			return err
+		if buf, err = setMessage(txn, k, prefix, &writes[i], buf, &t); err != nil {
+			return history.Meta{}, err
 		}
 	}
-	return nil
+	if f := c.Forget; f != nil && f.Hard {
+		if err := eraseRanges(txn, k, prefix, f.Ranges, &t); err != nil {
+			return history.Meta{}, err
+		}
+	}
+	return next, moveListing(txn, k, &m, &next, t)
 }
 
 func setMeta(txn *badger.Txn, prefix []byte, m *history.Meta) error {

@@ -3,11 +3,27 @@
 //
 // Keys are namespaced by tenant, then conversation:
 //
-//	c \x00 tenant \x00 conversation \x00 'm'              metadata (JSON)
-//	c \x00 tenant \x00 conversation \x00 's' seq(8, BE)   message (history codec)
+//	c \x00 tenant \x00 conversation \x00 'm'                   metadata (JSON)
+//	c \x00 tenant \x00 conversation \x00 's' seq(8, BE)        message (history codec)
+//	l \x00 tenant \x00 ^updated(8, BE) conversation            listing entry: docs, terms (uvarints)
+//	i \x00 tenant \x00 term \x00 conversation \x00 seq(8, BE)  posting: tf, length (uvarints), created (varint)
+//	x \x00 tenant \x00 conversation                            pending work: kind, ranges (see pending.go)
 //
-// Tenant and conversation ids never hold a NUL byte, so one conversation's
-// keys never share a prefix with another's.
+// Tenant and conversation ids never hold a NUL byte, and terms are
+// letters and digits, so one conversation's keys never share a prefix
+// with another's.
+//
+// Every listing entry and posting is written in the transaction that
+// writes what it describes: a commit moves the conversation's listing
+// entry (^updated sorts the newest first; the entry also keeps the
+// search statistics of its records) and writes a posting per term of each
+// appended message. Postings are checked against the metadata at query
+// time, as records are: a posting of a staged record (past NextSeq), an
+// inactive message or a conversation being deleted is never returned.
+// Records leave with their postings: a hard forget deletes both in its
+// commit (or, too big for one transaction, right after it, hidden by the
+// Erased gap meanwhile), a Delete in bounded transactions after one that
+// removes the metadata and listing entry (see pending.go).
 package badgerstore
 
 import (
@@ -18,6 +34,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -66,6 +83,9 @@ type Store struct {
 	commits  chan *commitReq // to the committer (see commit.go)
 	closing  chan struct{}   // closed by Close: the committer drains and stops
 	stopped  chan struct{}   // closed when the committer has stopped
+
+	gen   atomic.Uint64 // counts index changes (commits, deletes): ages cached statistics
+	stats statsCache    // tenants' search statistics (see search.go)
 }
 
 var _ history.Store = (*Store)(nil)
@@ -116,6 +136,14 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
 	}
 	s.db = db
+	if !s.readOnly {
+		// Work a crash interrupted (a delete, a staged commit, a big
+		// erasure) is finished before anything else writes.
+		if err := s.recoverPending(); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("badgerstore: open %s: finish pending work: %w", dir, err)
+		}
+	}
 	s.commits, s.closing, s.stopped = make(chan *commitReq, 1024), make(chan struct{}), make(chan struct{})
 	go s.committer()
 	if o.GCInterval == 0 {
@@ -345,6 +373,9 @@ func iterate(txn *badger.Txn, prefix []byte, m *history.Meta, after uint64, fn f
 			return err
 		}
 		msg.Flags |= m.FlagsAt(seq)
+		if msg.Flags&history.Erased != 0 {
+			continue // its deletion is pending
+		}
 		if !fn(msg) {
 			return nil
 		}
@@ -373,15 +404,6 @@ func (s *Store) Messages(ctx context.Context, k history.Key, after uint64, all b
 	return ctx.Err()
 }
 
-// Delete erases the conversation's metadata and messages.
-func (s *Store) Delete(ctx context.Context, k history.Key) error {
-	prefix := convPrefix(k)
-	if err := s.db.DropPrefix(prefix); err != nil {
-		return fmt.Errorf("badgerstore: delete %s: %w", k, err)
-	}
-	return ctx.Err()
-}
-
 // slogAdapter routes Badger's logger to slog, its chatter at debug level.
 type slogAdapter struct{ l *slog.Logger }
 
@@ -395,16 +417,3 @@ func (a slogAdapter) Errorf(f string, args ...any)   { a.log(slog.LevelError, f,
 func (a slogAdapter) Warningf(f string, args ...any) { a.log(slog.LevelWarn, f, args...) }
 func (a slogAdapter) Infof(f string, args ...any)    { a.log(slog.LevelDebug, f, args...) }
 func (a slogAdapter) Debugf(f string, args ...any)   { a.log(slog.LevelDebug, f, args...) }
-
-// errTODO marks calls the listing and search index will serve.
-var errTODO = errors.New("badgerstore: not implemented yet")
-
-// List is not implemented yet.
-func (s *Store) List(ctx context.Context, tenant string, q history.ListQuery) ([]history.Entry, bool, error) {
-	return nil, false, errTODO
-}
-
-// Search is not implemented yet.
-func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery) ([]history.Hit, error) {
-	return nil, errTODO
-}
