@@ -82,3 +82,10 @@ func isLowerHex(s string) bool {
 	_, err := hex.DecodeString(s)
 	return err == nil && strings.ToLower(s) == s
 }
+
+// Lock takes the per-conversation lock chat requests take, for
+// background work that changes a conversation (retention): the returned
+// release must be called exactly once.
+func (s *Server) Lock(ctx context.Context, k history.Key) (release func(), err error) {
+	return s.locks.acquire(ctx, k)
+}

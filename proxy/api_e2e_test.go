@@ -79,7 +79,7 @@ func (l msgList) summaries() []string {
 }
 
 func TestAPITenantsSeeOnlyTheirOwnConversations(t *testing.T) {
-	h := newHarness(t, withListing(twoTenantsAdmin))
+	h := newHarness(t, twoTenantsAdmin)
 	h.say("rk-acme-1", "shared-id", "acme secret plan")
 	if a := h.api("rk-acme-1", "", "GET", convBase+"shared-id", ""); a.status != 200 {
 		t.Fatalf("acme reads its conversation: %d %s", a.status, a.body)
@@ -157,7 +157,7 @@ func init() {
 var twoTenantsAdmin harnessOptions
 
 func TestAPIPassThroughKeysSeeOnlyTheirNamespace(t *testing.T) {
-	h := newHarness(t, withListing(harnessOptions{}))
+	h := newHarness(t, harnessOptions{})
 	for _, k := range []string{"sk-one", "sk-two"} {
 		h.say(k, "p-1", "from "+k)
 	}
@@ -174,7 +174,7 @@ func TestAPIPassThroughKeysSeeOnlyTheirNamespace(t *testing.T) {
 }
 
 func TestAPIMemorizeThenChatSeesIt(t *testing.T) {
-	h := newHarness(t, withListing(harnessOptions{}))
+	h := newHarness(t, harnessOptions{})
 	a := h.api(key, "", "POST", convBase+"m-1/messages", memorizeBody(userJSON("my name is Ada"), asstJSON("noted, Ada")))
 	if a.status != 201 {
 		t.Fatalf("memorize: %d %s", a.status, a.body)
@@ -200,7 +200,7 @@ func TestAPIMemorizeThenChatSeesIt(t *testing.T) {
 }
 
 func TestAPIMemorizeRefusesBadInputAndStoresNothing(t *testing.T) {
-	h := newHarness(t, withListing(harnessOptions{}))
+	h := newHarness(t, harnessOptions{})
 	for _, tc := range []struct{ name, body, param string }{
 		{"not json", `{"messages":[`, ""},
 		{"no messages", `{}`, "messages"},
@@ -229,7 +229,7 @@ func TestAPIMemorizeRefusesBadInputAndStoresNothing(t *testing.T) {
 }
 
 func TestAPIMessagesPagingOrderAndInclude(t *testing.T) {
-	h := newHarness(t, withListing(harnessOptions{}))
+	h := newHarness(t, harnessOptions{})
 	var msgs []string
 	for i := 1; i <= 5; i++ {
 		msgs = append(msgs, userJSON(fmt.Sprint("u", i)), asstJSON(fmt.Sprint("a", i)))
@@ -275,7 +275,7 @@ func TestAPIMessagesPagingOrderAndInclude(t *testing.T) {
 }
 
 func TestAPIForgetKeepsToolPairingValid(t *testing.T) {
-	h := newHarness(t, withListing(harnessOptions{}))
+	h := newHarness(t, harnessOptions{})
 	seed := memorizeBody(userJSON("weather?"), callJSON("c1"), resultJSON("c1", "sunny"), asstJSON("it is sunny"),
 		userJSON("and tomorrow?"), asstJSON("rain"))
 	for _, mode := range []string{"soft", "hard"} {
@@ -345,7 +345,7 @@ func keysHolding(t *testing.T, db *badger.DB, s string) []string {
 }
 
 func TestAPIDeleteLeavesNoKey(t *testing.T) {
-	h := newHarness(t, withListing(harnessOptions{}))
+	h := newHarness(t, harnessOptions{})
 	const conv = "erase-me-7f3a"
 	if a := h.api(key, "", "POST", convBase+conv+"/messages", memorizeBody(userJSON("zebra-unique-word"), asstJSON("ok"))); a.status != 201 {
 		t.Fatalf("memorize: %d %s", a.status, a.body)
@@ -382,7 +382,7 @@ func TestAPIDeleteLeavesNoKey(t *testing.T) {
 }
 
 func TestAPIExportDeleteImportGivesTheSameContext(t *testing.T) {
-	h := newHarness(t, withListing(harnessOptions{}))
+	h := newHarness(t, harnessOptions{})
 	// History with a forgotten message and tool calls.
 	for _, text := range []string{"one", "two", "three"} {
 		h.say(key, "x-1", text)
@@ -451,7 +451,7 @@ func TestAPIExportDeleteImportGivesTheSameContext(t *testing.T) {
 }
 
 func TestAPIListAndSearch(t *testing.T) {
-	h := newHarness(t, withListing(harnessOptions{}))
+	h := newHarness(t, harnessOptions{})
 	for i, conv := range []string{"l-a", "l-b", "l-c"} {
 		if a := h.api(key, "", "POST", convBase+conv+"/messages", memorizeBody(userJSON(fmt.Sprint("kiwi number ", i)))); a.status != 201 {
 			t.Fatalf("memorize: %d %s", a.status, a.body)
@@ -504,5 +504,87 @@ func TestAPIListAndSearch(t *testing.T) {
 	}
 	if a := h.api("", "", "GET", "/recall/v1/openapi.json", ""); a.status != 200 || !bytes.Contains(a.body, []byte(`"openapi": "3.1.0"`)) {
 		t.Errorf("openapi.json: %d", a.status)
+	}
+}
+
+func TestAPIListPagingIsStableWhileConversationsAreWritten(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	var all []string
+	for i := range 25 {
+		id := fmt.Sprintf("stable-%02d", i)
+		all = append(all, id)
+		if a := h.api(key, "", "POST", convBase+id+"/messages", memorizeBody(userJSON("hi"))); a.status != 201 {
+			t.Fatalf("memorize: %d %s", a.status, a.body)
+		}
+	}
+	seen := map[string]int{}
+	after := ""
+	for page := 0; ; page++ {
+		var list struct {
+			Data    []struct{ ID string } `json:"data"`
+			LastID  *string               `json:"last_id"`
+			HasMore bool                  `json:"has_more"`
+		}
+		path := "/recall/v1/conversations?limit=4"
+		if after != "" {
+			path += "&after=" + after
+		}
+		h.api(key, "", "GET", path, "").json(t, &list)
+		for _, c := range list.Data {
+			seen[c.ID]++
+		}
+		if !list.HasMore {
+			break
+		}
+		after = *list.LastID
+		// Between pages: one already listed moves to the front, and a new
+		// one appears there.
+		for _, id := range []string{list.Data[0].ID, fmt.Sprintf("new-%02d", page)} {
+			if a := h.api(key, "", "POST", convBase+id+"/messages", memorizeBody(userJSON("again"))); a.status/100 != 2 {
+				t.Fatalf("write %s: %d %s", id, a.status, a.body)
+			}
+		}
+		if page > 20 {
+			t.Fatal("paging does not end")
+		}
+	}
+	for _, id := range all {
+		if seen[id] != 1 {
+			t.Errorf("%s listed %d times, want once", id, seen[id])
+		}
+	}
+	// A cursor written since its page: the store restarts the next page
+	// where it now is (the front), so conversations repeat; none is
+	// skipped.
+	var first struct {
+		Data   []struct{ ID string } `json:"data"`
+		LastID *string               `json:"last_id"`
+	}
+	h.api(key, "", "GET", "/recall/v1/conversations?limit=10", "").json(t, &first)
+	h.api(key, "", "POST", convBase+*first.LastID+"/messages", memorizeBody(userJSON("moved")))
+	listed := map[string]bool{}
+	for _, c := range first.Data {
+		listed[c.ID] = true
+	}
+	after = *first.LastID
+	for range 20 {
+		var list struct {
+			Data    []struct{ ID string } `json:"data"`
+			LastID  *string               `json:"last_id"`
+			HasMore bool                  `json:"has_more"`
+		}
+		h.api(key, "", "GET", "/recall/v1/conversations?limit=10&after="+after, "").json(t, &list)
+		for _, c := range list.Data {
+			listed[c.ID] = true
+		}
+		if !list.HasMore {
+			break
+		}
+		after = *list.LastID
+	}
+	for _, id := range all {
+		if !listed[id] {
+			t.Errorf("%s skipped after its page's cursor was written", id)
+		}
 	}
 }

@@ -109,6 +109,12 @@ func New(cfg Config) (*Retention, error) {
 	return r, nil
 }
 
+// Removed is the counter of conversations removed for tenant by reason
+// ("ttl", "max_conversations").
+func (r *Retention) Removed(tenant, reason string) prometheus.Counter {
+	return r.removed.WithLabelValues(tenant, reason)
+}
+
 // Result is what one pass removed.
 type Result struct {
 	// Expired were untouched longer than their TTL; Capped were beyond
@@ -182,10 +188,17 @@ func (r *Retention) namespace(ctx context.Context, p Policy) (Result, error) {
 		}
 	}
 	if p.Max > 0 {
-		// Newest first, past the newest Max: those beyond the cap.
-		page, _, err := r.cfg.Store.List(ctx, p.Namespace, history.ListQuery{Limit: r.cfg.Batch, Skip: p.Max})
+		// Newest first, past the newest Max: those beyond the cap. If
+		// there are more than a batch of them, the batch to remove now is
+		// the least recently used, read from the other end.
+		page, more, err := r.cfg.Store.List(ctx, p.Namespace, history.ListQuery{Limit: r.cfg.Batch, Skip: p.Max})
 		if err != nil {
 			return res, err
+		}
+		if more {
+			if page, _, err = r.cfg.Store.List(ctx, p.Namespace, history.ListQuery{Limit: r.cfg.Batch, Oldest: true}); err != nil {
+				return res, err
+			}
 		}
 		for _, e := range page {
 			updated := e.Meta.UpdatedAt

@@ -26,11 +26,15 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/badgerstore"
 	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/retention"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -352,17 +356,32 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	if g.CacheMB > 0 {
 		hist = history.NewCache(store, g.CacheMB<<20, 2<<20)
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := proxy.New(proxy.Config{
 		Counter:      counter,
 		Tenants:      watcher,
 		Store:        hist,
 		Logger:       log,
+		Metrics:      proxy.NewMetrics(reg),
 		MaxBodyBytes: g.MaxBodyBytes,
 		CanCommit:    store.CanCommit,
 	})
 	if err != nil {
 		return err
 	}
+	ret, err := retention.New(retention.Config{
+		Store:      hist,
+		Leaser:     leaserOf(store),
+		Policies:   func() []retention.Policy { return policies(watcher.Current()) },
+		Lock:       srv.Lock,
+		Logger:     log,
+		Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
+	go ret.Run(ctx)
 	ln, err := net.Listen("tcp", g.Listen)
 	if err != nil {
 		return err
