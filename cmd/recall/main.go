@@ -27,9 +27,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/badgerstore"
@@ -360,14 +357,13 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	if g.CacheMB > 0 {
 		hist = history.NewCache(store, g.CacheMB<<20, 2<<20)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := proxy.NewMetrics(nil)
 	srv, err := proxy.New(proxy.Config{
 		Counter:      counter,
 		Tenants:      watcher,
 		Store:        hist,
 		Logger:       log,
-		Metrics:      proxy.NewMetrics(reg),
+		Metrics:      metrics,
 		MaxBodyBytes: g.MaxBodyBytes,
 		CanCommit:    store.CanCommit,
 	})
@@ -380,7 +376,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		Policies:   func() []retention.Policy { return policies(watcher.Current()) },
 		Lock:       srv.Lock,
 		Logger:     log,
-		Registerer: reg,
+		Registerer: metrics.Registry(),
 	})
 	if err != nil {
 		return err
