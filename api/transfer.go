@@ -26,6 +26,10 @@ type ExportHeader struct {
 	Summary   *history.Summary `json:"summary"`
 }
 
+// maxSeq bounds an imported sequence number, far above any real
+// conversation's and far below where the store's counters would wrap.
+const maxSeq = 1 << 40
+
 // exportVersion is the version of the export format.
 const exportVersion = 1
 
@@ -194,8 +198,8 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 				return nil, nil, errBadRequest(param, "Invalid "+param+": seq must ascend, turn and episode never go back.")
 			}
 		}
-		if m.Seq == 0 || m.Turn == 0 || m.Episode == 0 || m.Tokens < 0 || len(l.Message) == 0 {
-			return nil, nil, errBadRequest(param, "Invalid "+param+": seq, turn and episode start at 1, tokens is not negative, message is required.")
+		if m.Seq == 0 || m.Seq > maxSeq || m.Turn == 0 || m.Episode == 0 || m.Tokens < 0 || len(l.Message) == 0 {
+			return nil, nil, errBadRequest(param, "Invalid "+param+": seq (at most 2^40), turn and episode start at 1, tokens is not negative, message is required.")
 		}
 		for _, f := range l.Flags {
 			switch f {
