@@ -157,7 +157,7 @@ func init() {
 var twoTenantsAdmin harnessOptions
 
 func TestAPIPassThroughKeysSeeOnlyTheirNamespace(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, harnessOptions{global: func(g *configGlobal) { g.AdminKey = "rk-admin" }})
 	for _, k := range []string{"sk-one", "sk-two"} {
 		h.say(k, "p-1", "from "+k)
 	}
@@ -170,6 +170,20 @@ func TestAPIPassThroughKeysSeeOnlyTheirNamespace(t *testing.T) {
 	}
 	if a := h.api("sk-three", "", "GET", convBase+"p-1", ""); a.status != 404 {
 		t.Errorf("a third key reads p-1: %d %s", a.status, a.body)
+	}
+	// The admin key reads a credential's namespace by name, and never
+	// becomes a pass-through credential itself.
+	if a := h.api("rk-admin", h.passNamespace("sk-one"), "GET", convBase+"p-1/messages", ""); a.status != 200 || !bytes.Contains(a.body, []byte("from sk-one")) {
+		t.Errorf("admin on sk-one's namespace: %d %s", a.status, a.body)
+	}
+	if a := h.api("rk-admin", "default", "GET", convBase+"p-1", ""); a.status != 404 {
+		t.Errorf("admin on the bare tenant: %d %s", a.status, a.body)
+	}
+	if a := h.api("rk-admin", "", "GET", convBase+"p-1", ""); a.status != 400 {
+		t.Errorf("admin without a tenant: %d %s", a.status, a.body)
+	}
+	if a := h.api("rk-admin", "default.pt.xyz", "GET", convBase+"p-1", ""); a.status != 400 {
+		t.Errorf("admin on a malformed namespace: %d %s", a.status, a.body)
 	}
 }
 
