@@ -84,6 +84,10 @@ func TestTTLExpiresConversationsUntouchedThatLong(t *testing.T) {
 	if got := testutil.ToFloat64(r.Removed("acme", "ttl")); got != 3 {
 		t.Errorf("removed metric %v, want 3", got)
 	}
+	// On the registry /metrics serves.
+	if n, err := testutil.GatherAndCount(reg, "recall_retention_removed_total", "recall_retention_passes_total"); err != nil || n != 2 {
+		t.Errorf("registry has %d of the retention series (%v), want 2", n, err)
+	}
 	// The clock moves on: the next pass takes the next one.
 	now = now.Add(time.Hour)
 	if res := r.Pass(context.Background()); res.Expired != 1 {
