@@ -147,6 +147,9 @@ type History struct {
 	// RetentionTTL expires conversations untouched this long; 0 means never.
 	// Default 0.
 	RetentionTTL Duration `yaml:"retention_ttl"`
+	// MaxConversations caps the conversations kept: past it the least
+	// recently used are removed; 0 means unlimited. Default 0.
+	MaxConversations int `yaml:"max_conversations"`
 }
 
 // Summary is how older turns are compacted into a summary message.

@@ -271,6 +271,9 @@ func validatePolicy(ps *problems, prefix string, p Policy) {
 	if h.RetentionTTL < 0 {
 		ps.addf(k("history.retention_ttl"), "must be >= 0, got %s", h.RetentionTTL)
 	}
+	if h.MaxConversations < 0 {
+		ps.addf(k("history.max_conversations"), "must be >= 0, got %d", h.MaxConversations)
+	}
 
 	s := p.Summary
 	if s.TriggerTurns < 1 {

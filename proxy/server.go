@@ -14,6 +14,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/tokens"
@@ -74,6 +75,10 @@ type Config struct {
 	// calls for one (summary.Manager implements it). Default: none, no
 	// conversation is ever summarised.
 	Summaries Summarizer
+	// API, if set, adjusts the conversation API's configuration before it
+	// is built: the wiring injects the summaries manager and the context
+	// function there.
+	API func(*api.Config)
 }
 
 // Summarizer queues summary jobs; summary.Manager implements it.
@@ -110,6 +115,7 @@ type Server struct {
 	conns    connTracker
 	closing  atomic.Bool
 	tenants  tenantCache
+	api      *api.Handler
 	counts   sync.Map // hash -> tokens, for instructions and tools (bounded, see cachedTokens)
 	cached   atomic.Int64
 }
@@ -158,6 +164,10 @@ func New(cfg Config) (*Server, error) {
 		},
 	}
 	s.metrics.activeConversations(s.locks.active)
+	var err error
+	if s.api, err = s.newAPI(); err != nil {
+		return nil, err
+	}
 	s.srv = &fasthttp.Server{
 		Handler:                       s.Handle,
 		Name:                          "recall",
@@ -256,6 +266,7 @@ var (
 	prefixV1     = []byte("/v1/")
 	prefixConv   = []byte("/c/")
 	prefixRecall = []byte("/recall/")
+	prefixAPI    = []byte(api.Prefix)
 )
 
 // Handle routes one request. It is the fasthttp.RequestHandler of the
@@ -290,6 +301,9 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		return
 	case bytes.Equal(raw, pathMetrics):
 		s.metrics.serve(rc)
+		return
+	case bytes.HasPrefix(raw, prefixAPI):
+		s.api.Handle(rc)
 		return
 	case bytes.IndexByte(rc.Request.Header.RequestURI(), '#') >= 0:
 		// A fragment is not part of a request target: there is nothing

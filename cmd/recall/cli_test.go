@@ -15,7 +15,7 @@ import (
 // of them empty (which the commands treat as unset), whatever the
 // environment the tests run in.
 var cliEnv = []string{"RECALL_CONFIG", "RECALL_LISTEN", "RECALL_UPSTREAM_URL", "RECALL_DATA_DIR",
-	"RECALL_STORE_URL", "RECALL_ADMIN_KEY", "RECALL_ADDR"}
+	"RECALL_STORE_URL", "RECALL_ADMIN_KEY", "RECALL_ADDR", "RECALL_API_KEY"}
 
 func TestCLI(t *testing.T) {
 	ready := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

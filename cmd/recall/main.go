@@ -4,6 +4,7 @@
 //	recall serve [--config recall.yaml]        serve (zero config: 127.0.0.1:8080 → api.openai.com)
 //	recall check-config [--config recall.yaml] validate and print the resolved tenants, secrets masked
 //	recall health [--addr http://127.0.0.1:8080] exit 0 if a running Recall is ready (for HEALTHCHECK)
+//	recall conversations VERB [flags]          list|show|messages|context|search|export|import|forget|delete
 //	recall version                             print the version
 //
 // Every command's --help lists its flags and the environment variables it
@@ -31,6 +32,7 @@ import (
 	"github.com/recallproxy/recall/history/badgerstore"
 	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/retention"
 	"github.com/recallproxy/recall/summary"
 )
 
@@ -47,6 +49,7 @@ commands:
   serve          serve the proxy
   check-config   validate a configuration and print it, secrets masked
   health         exit 0 if a running Recall answers /readyz with 200
+  conversations  list, show, search, export, import, forget or delete stored conversations
   version        print the version
 
 "recall <command> --help" lists a command's flags and environment variables.
@@ -72,6 +75,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return checkConfig(args[1:], stdout, stderr)
 	case "health":
 		return health(args[1:], stdout, stderr)
+	case "conversations":
+		return conversations(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		return versionCmd(args[1:], stdout, stderr)
 	case "help", "--help", "-h":
@@ -386,6 +391,18 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	ret, err := retention.New(retention.Config{
+		Store:      hist,
+		Leaser:     leaserOf(store),
+		Policies:   func() []retention.Policy { return policies(watcher.Current()) },
+		Lock:       srv.Lock,
+		Logger:     log,
+		Registerer: metrics.Registry(),
+	})
+	if err != nil {
+		return err
+	}
+	go ret.Run(ctx)
 	ln, err := net.Listen("tcp", g.Listen)
 	if err != nil {
 		return err
