@@ -86,7 +86,7 @@ type Server struct {
 	cred *syscall.Credential // nil unless run as root
 
 	mu   sync.Mutex
-	cmd  *exec.Cmd // nil while stopped
+	cmd  *exec.Cmd     // nil while stopped
 	exit chan struct{} // closed when cmd has exited
 }
 
