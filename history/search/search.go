@@ -1,0 +1,238 @@
+// Package search is the full-text ranking every history.Store shares: how
+// a message's JSON becomes terms, and how BM25 scores them. Stores keep
+// the postings (which messages hold a term, how often, and how long each
+// message is) and the corpus statistics; this package owns the arithmetic,
+// so that every store ranks the same messages in the same order.
+//
+// It imports nothing else from this module.
+package search
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+)
+
+// MaxTermBytes bounds a term: longer runs of letters and digits (base64
+// blobs, hashes, minified code) are dropped, not indexed.
+const MaxTermBytes = 64
+
+// BM25 parameters: term-frequency saturation and length normalisation.
+const (
+	K1 = 1.2
+	B  = 0.75
+)
+
+// Terms splits text into terms: maximal runs of Unicode letters and digits,
+// lower-cased, in order, duplicates kept; anything else (spaces,
+// punctuation, symbols, marks) separates terms. Runs longer than
+// MaxTermBytes are dropped.
+//
+// It does no stemming ("runs" does not match "run"), no stop words, no
+// accent folding ("café" does not match "cafe") and no segmentation of
+// scripts written without spaces (a run of Chinese or Japanese is one
+// term): a query finds the words as written, case aside.
+func Terms(text string) []string {
+	var out []string
+	start := -1
+	lower := true // the current run is already lower case
+	flush := func(end int) {
+		if start >= 0 && end-start <= MaxTermBytes {
+			t := text[start:end]
+			if !lower {
+				t = strings.ToLower(t)
+			}
+			if len(t) <= MaxTermBytes {
+				out = append(out, t)
+			}
+		}
+		start, lower = -1, true
+	}
+	for i, r := range text {
+		if r < utf8.RuneSelf {
+			switch {
+			case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			case r >= 'A' && r <= 'Z':
+				lower = false
+			default:
+				flush(i)
+				continue
+			}
+		} else if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if unicode.ToLower(r) != r {
+				lower = false
+			}
+		} else {
+			flush(i)
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	flush(len(text))
+	return out
+}
+
+// QueryTerms returns the distinct terms of a query, in order of first
+// appearance: a term repeated in a query counts once.
+func QueryTerms(text string) []string {
+	terms := Terms(text)
+	out := terms[:0]
+	for i, t := range terms {
+		if !slices.Contains(terms[:i], t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Text returns the searchable text of a stored message's JSON: its content
+// (a string, or the text and refusal of its parts), its refusal, and the
+// name and arguments of each tool call, separated by newlines. A tool
+// result is a message whose content is the result, so it is searched like
+// any other. Images, audio and files contribute nothing.
+func Text(raw []byte) string {
+	var b strings.Builder
+	add := func(s string) {
+		if s == "" {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(s)
+	}
+	msg := gjson.ParseBytes(raw)
+	content := msg.Get("content")
+	switch {
+	case content.Type == gjson.String:
+		add(content.String())
+	case content.IsArray():
+		content.ForEach(func(_, part gjson.Result) bool {
+			switch part.Get("type").String() {
+			case "text":
+				add(part.Get("text").String())
+			case "refusal":
+				add(part.Get("refusal").String())
+			}
+			return true
+		})
+	}
+	add(msg.Get("refusal").String())
+	msg.Get("tool_calls").ForEach(func(_, call gjson.Result) bool {
+		add(call.Get("function.name").String())
+		add(call.Get("function.arguments").String())
+		return true
+	})
+	return b.String()
+}
+
+// Posting is one term of a document and how often it occurs there.
+type Posting struct {
+	Term string
+	TF   int
+}
+
+// Analyze returns the postings of a stored message, sorted by term, and its
+// length in terms (what BM25 calls the document length).
+func Analyze(raw []byte) (postings []Posting, length int) {
+	terms := Terms(Text(raw))
+	if len(terms) == 0 {
+		return nil, 0
+	}
+	slices.Sort(terms)
+	for _, t := range terms {
+		if n := len(postings); n > 0 && postings[n-1].Term == t {
+			postings[n-1].TF++
+			continue
+		}
+		postings = append(postings, Posting{Term: t, TF: 1})
+	}
+	return postings, len(terms)
+}
+
+// Stats are the corpus statistics BM25 needs: how many documents the
+// searched scope holds and their total length in terms.
+//
+// A store counts every message record it keeps in the scope, active or
+// not (superseded and soft-forgotten messages stay stored and indexed;
+// only erased and deleted ones leave), and document frequencies the same
+// way: statistics then change only when postings are written or removed,
+// never when a range is merely flagged, and a store keeps them without
+// reading the messages a supersede or soft forget flags. Only active
+// messages are returned.
+type Stats struct {
+	Docs  int
+	Terms int
+}
+
+// AvgLen returns the average document length (1 for an empty corpus).
+func (s Stats) AvgLen() float64 {
+	if s.Docs <= 0 || s.Terms <= 0 {
+		return 1
+	}
+	return float64(s.Terms) / float64(s.Docs)
+}
+
+// IDF is the inverse document frequency of a term that df of n documents
+// hold: ln(1 + (n - df + 0.5) / (df + 0.5)), never negative.
+func IDF(n, df int) float64 {
+	if df > n {
+		n = df // a statistic read a moment apart from the postings
+	}
+	return math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
+}
+
+// Score is one term's BM25 contribution to a document of length dl that
+// holds it tf times, in a corpus of average length avgdl.
+func Score(idf float64, tf, dl int, avgdl float64) float64 {
+	f := float64(tf)
+	return idf * f * (K1 + 1) / (f + K1*(1-B+B*float64(dl)/avgdl))
+}
+
+// Hit is a scored document, as Better orders them.
+type Hit struct {
+	Score        float64
+	CreatedAt    int64 // Unix nanoseconds
+	Conversation string
+	Seq          uint64
+}
+
+// Better reports whether a ranks before b: a higher score, then newer
+// (CreatedAt, then Seq: messages of one commit share their time), then,
+// between conversations with equal times, by conversation id so the order
+// is total.
+func Better(a, b Hit) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	if a.CreatedAt != b.CreatedAt {
+		return a.CreatedAt > b.CreatedAt
+	}
+	if a.Conversation != b.Conversation {
+		return a.Conversation < b.Conversation
+	}
+	return a.Seq > b.Seq
+}
+
+// Top sorts hits best first and returns the first limit of them.
+func Top(hits []Hit, limit int) []Hit {
+	slices.SortFunc(hits, func(a, b Hit) int {
+		switch {
+		case Better(a, b):
+			return -1
+		case Better(b, a):
+			return 1
+		}
+		return 0
+	})
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	return hits
+}
