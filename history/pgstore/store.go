@@ -143,7 +143,7 @@ func Unavailable(err error) bool {
 		switch {
 		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
 			strings.HasPrefix(pgErr.Code, "57P"), // admin/crash shutdown, cannot connect now
-			pgErr.Code == "53300":               // too many connections
+			pgErr.Code == "53300":                // too many connections
 			return true
 		}
 		return false
