@@ -1,6 +1,9 @@
 package history
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 func TestApplySupersedeCounters(t *testing.T) {
 	tests := []struct {
@@ -32,5 +35,18 @@ func TestApplySupersedeCounters(t *testing.T) {
 				t.Errorf("got gaps %v, want [%d, %d]", m.Gaps, want, len(tt.stored))
 			}
 		})
+	}
+}
+
+// An import lands only in an empty conversation, whatever Version says.
+func TestCheckImportOnlyIntoEmpty(t *testing.T) {
+	c := Change{Import: true, Append: []Message{User("q")}}
+	if err := c.Check(&Meta{}); err != nil {
+		t.Errorf("into an empty conversation: got %v, want nil", err)
+	}
+	m, _ := Apply(Meta{}, Change{Append: []Message{User("q")}, Now: 1}, nil)
+	c.Version = m.Version
+	if err := c.Check(&m); !errors.Is(err, ErrConflict) {
+		t.Errorf("into a conversation at its version: got %v, want ErrConflict", err)
 	}
 }

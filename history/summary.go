@@ -75,14 +75,15 @@ func (c *Change) onlySummary() bool {
 }
 
 // Check reports whether c applies to a conversation whose metadata is m:
-// nil, ErrConflict if c was computed from another version, or, for a
+// nil, ErrConflict if c was computed from another version (or imports
+// into a conversation that is not empty), or, for a
 // change that only lands a summary, ErrStale if the stored summary is not
 // the one it was made from. A summary does not check (nor bump) the
 // version: it lands between chat commits without failing them. Every
 // Store calls Check before Apply.
 func (c *Change) Check(m *Meta) error {
 	if !c.onlySummary() {
-		if m.Version != c.Version {
+		if m.Version != c.Version || (c.Import && m.NextSeq != 0) {
 			return ErrConflict
 		}
 		return nil

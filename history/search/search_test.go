@@ -1,0 +1,128 @@
+package search_test
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/recallproxy/recall/history/search"
+)
+
+func TestTerms(t *testing.T) {
+	long := strings.Repeat("x", search.MaxTermBytes+1)
+	tests := []struct {
+		name, text string
+		want       []string
+	}{
+		{"lower-cased, split on punctuation", "Hello, World! hello-world", []string{"hello", "world", "hello", "world"}},
+		{"digits are terms", "order #4521 at 10:30", []string{"order", "4521", "at", "10", "30"}},
+		{"unicode letters", "Ärger über Çà ΣΊΣΥΦΟΣ", []string{"ärger", "über", "çà", "σίσυφοσ"}},
+		{"symbols and emoji separate", "a+b=c🙂d", []string{"a", "b", "c", "d"}},
+		{"too long is dropped", "keep " + long + " this", []string{"keep", "this"}},
+		{"exactly the limit is kept", long[1:], []string{long[1:]}},
+		{"nothing", " \n\t.,;", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := search.Terms(tt.text); !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if got := search.QueryTerms("Cat dog CAT cat"); !slices.Equal(got, []string{"cat", "dog"}) {
+		t.Errorf("QueryTerms: got %q, want [cat dog]", got)
+	}
+}
+
+func TestText(t *testing.T) {
+	tests := []struct {
+		name, raw, want string
+	}{
+		{"string content", `{"role":"user","content":"what is \"BM25\"?"}`, `what is "BM25"?`},
+		{"text parts, not images", `{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"https://x/cat.png"}},{"type":"text","text":"here"}]}`, "look\nhere"},
+		{"tool calls: name and arguments", `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]}`, "get_weather\n{\"city\":\"Oslo\"}"},
+		{"tool result", `{"role":"tool","tool_call_id":"c1","content":"rain in Oslo"}`, "rain in Oslo"},
+		{"refusal", `{"role":"assistant","content":null,"refusal":"I cannot"}`, "I cannot"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := search.Text([]byte(tt.raw)); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	p, n := search.Analyze([]byte(`{"role":"user","content":"The cat saw the other cat"}`))
+	want := []search.Posting{{"cat", 2}, {"other", 1}, {"saw", 1}, {"the", 2}}
+	if !slices.Equal(p, want) || n != 6 {
+		t.Errorf("Analyze: got %v length %d, want %v length 6", p, n, want)
+	}
+}
+
+// TestBM25ByHand scores a three-document corpus worked out on paper:
+//
+//	d1 "the cat sat"       (3 terms)
+//	d2 "the dog"           (2 terms)
+//	d3 "cat cat dog bird"  (4 terms)
+//
+// N = 3, average length 9/3 = 3.
+//
+//	idf(cat) = idf(dog) = ln(1 + (3-2+0.5)/(2+0.5)) = ln 1.6 = 0.470004
+//	idf(bird) = ln(1 + (3-1+0.5)/(1+0.5)) = ln(8/3) = 0.980829
+//	cat in d1: tf 1, dl 3: 1*2.2 / (1 + 1.2*(0.25 + 0.75*3/3)) = 2.2/2.2 = 1
+//	cat in d3: tf 2, dl 4: 2*2.2 / (2 + 1.2*(0.25 + 0.75*4/3)) = 4.4/3.5
+//	dog in d2: tf 1, dl 2: 2.2 / (1 + 1.2*(0.25 + 0.75*2/3)) = 2.2/1.9
+//	bird in d3: tf 1, dl 4: 2.2 / (1 + 1.2*1.25) = 2.2/2.5
+func TestBM25ByHand(t *testing.T) {
+	st := search.Stats{Docs: 3, Terms: 9}
+	if st.AvgLen() != 3 {
+		t.Fatalf("got average length %v, want 3", st.AvgLen())
+	}
+	idf2, idf1 := search.IDF(3, 2), search.IDF(3, 1)
+	tests := []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"idf of a term in 2 of 3", idf2, 0.47000362924573563},
+		{"idf of a term in 1 of 3", idf1, 0.9808292530117263},
+		{"cat in d1", search.Score(idf2, 1, 3, st.AvgLen()), 0.47000362924573563},
+		{"cat in d3", search.Score(idf2, 2, 4, st.AvgLen()), 0.5908617053374963},
+		{"dog in d2", search.Score(idf2, 1, 2, st.AvgLen()), 0.5442147286003255},
+		{"bird in d3", search.Score(idf1, 1, 4, st.AvgLen()), 0.8631297426503192},
+	}
+	for _, tt := range tests {
+		if math.Abs(tt.got-tt.want) > 1e-12 {
+			t.Errorf("%s: got %.15f, want %.15f", tt.name, tt.got, tt.want)
+		}
+	}
+	if got := search.IDF(3, 5); got < 0 {
+		t.Errorf("idf with df > n: got %v, want >= 0", got)
+	}
+}
+
+func TestTopTiesNewestFirst(t *testing.T) {
+	hits := []search.Hit{
+		{Score: 1, CreatedAt: 5, Conversation: "a", Seq: 1},
+		{Score: 2, CreatedAt: 1, Conversation: "a", Seq: 2},
+		{Score: 1, CreatedAt: 9, Conversation: "b", Seq: 1},
+		{Score: 1, CreatedAt: 9, Conversation: "b", Seq: 2},
+		{Score: 1, CreatedAt: 9, Conversation: "a", Seq: 7},
+		{Score: 0.5, CreatedAt: 99, Conversation: "c", Seq: 1},
+	}
+	want := []search.Hit{hits[1], hits[4], hits[3], hits[2], hits[0]}
+	got := search.Top(hits, 5)
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+func BenchmarkAnalyze(b *testing.B) {
+	raw := []byte(`{"role":"user","content":"Could you summarise the quarterly report for the board meeting on Thursday, focusing on revenue, churn and the new pricing?"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if p, _ := search.Analyze(raw); len(p) == 0 {
+			b.Fatal("no postings")
+		}
+	}
+}
