@@ -198,6 +198,18 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 		return nil, errBusy
 	}
 	x.release = release
+	if s.cfg.Leaser != nil {
+		// Other replicas' exchanges on the conversation wait too.
+		lease, err := s.cfg.Leaser.Acquire(ctx, leaseName(x.key))
+		if err != nil {
+			s.log.Error("lease failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
+			if errors.Is(err, history.ErrUnavailable) {
+				return nil, errUnavailable
+			}
+			return nil, errBusy
+		}
+		x.release = func() { lease(); release() }
+	}
 
 	x.oneChoice = req.N <= 1
 	x.enc = tokens.ForModel(req.Model)
@@ -243,6 +255,9 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 	s.metrics.storeOp("load", s.cfg.Now().Sub(loadStart))
 	if err != nil {
 		s.log.Error("load failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
+		if errors.Is(err, history.ErrUnavailable) {
+			return nil, errUnavailable
+		}
 		return nil, errStore
 	}
 	merged, replaced, err := history.MergeRetry(mode, in, snap, x.head(ctx), x.retry)
@@ -398,10 +413,16 @@ func (x *exchange) commit(reply rewrite.Reply) error {
 		if errors.Is(err, history.ErrNoSpace) {
 			return fmt.Errorf("%w: %w", errNoSpace, err)
 		}
+		if errors.Is(err, history.ErrUnavailable) {
+			return fmt.Errorf("%w: %w", errUnavailable, err)
+		}
 		return fmt.Errorf("%w: %w", errCommitFailed, err)
 	}
 	return nil
 }
+
+// leaseName is the name of a conversation's lease (history.Leaser).
+func leaseName(k history.Key) string { return "conv:" + k.Tenant + "/" + k.Conversation }
 
 // maxRebases bounds the rebases of one commit.
 const maxRebases = 3
