@@ -40,9 +40,9 @@ WHERE p.tenant = $1 AND p.conversation = $2 AND p.seq BETWEEN r.lo AND r.hi`
 
 // upsertSQL writes the metadata row; docs and terms add to the stored
 // statistics.
-const upsertSQL = `INSERT INTO recall_conversations (tenant, conversation, version, updated_at, meta, docs, terms)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-ON CONFLICT (tenant, conversation) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at,
+const upsertSQL = `INSERT INTO recall_conversations (tenant, conversation, version, updated_at, meta, docs, terms, summaries)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (tenant, conversation) DO UPDATE SET version = excluded.version, summaries = excluded.summaries, updated_at = excluded.updated_at,
   meta = excluded.meta, docs = recall_conversations.docs + excluded.docs, terms = recall_conversations.terms + excluded.terms`
 
 // Commit applies c in one transaction, in two round trips (three with a
@@ -139,7 +139,7 @@ func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c his
 		}
 		docs, terms = int64(len(writes)), w.terms
 	}
-	b.Queue(upsertSQL, k.Tenant, k.Conversation, int64(next.Version), next.UpdatedAt, mv, docs, terms)
+	b.Queue(upsertSQL, k.Tenant, k.Conversation, int64(next.Version), next.UpdatedAt, mv, docs, terms, int32(next.Summaries))
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return history.Meta{}, err

@@ -62,8 +62,9 @@ type Store struct {
 }
 
 var (
-	_ history.Store  = (*Store)(nil)
-	_ history.Leaser = (*Store)(nil)
+	_ history.Store      = (*Store)(nil)
+	_ history.Leaser     = (*Store)(nil)
+	_ history.HeadReader = (*Store)(nil)
 )
 
 // Open connects to the database at url (postgres://user:pass@host/db),
@@ -174,6 +175,22 @@ func conflict(err error) bool {
 		}
 	}
 	return false
+}
+
+// Head reads the conversation's head (Version and Summaries): what a
+// replica's window cache checks before serving from memory.
+func (s *Store) Head(ctx context.Context, k history.Key) (history.Head, error) {
+	var version int64
+	var summaries int32
+	err := s.pool.QueryRow(ctx, `SELECT version, summaries FROM recall_conversations WHERE tenant = $1 AND conversation = $2`,
+		k.Tenant, k.Conversation).Scan(&version, &summaries)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return history.Head{}, nil
+	}
+	if err != nil {
+		return history.Head{}, wrap("head "+k.String(), err)
+	}
+	return history.Head{Version: uint64(version), Summaries: int(summaries)}, nil
 }
 
 // loadSQL reads the metadata and the newest messages in one statement,

@@ -9,6 +9,7 @@ CREATE TABLE recall_conversations (
     tenant       text   COLLATE "C" NOT NULL,
     conversation text   COLLATE "C" NOT NULL,
     version      bigint NOT NULL,
+    summaries    int    NOT NULL, -- Meta.Summaries: with version, the head (history.Head)
     updated_at   bigint NOT NULL, -- Meta.UpdatedAt, Unix nanoseconds
     meta         bytea  NOT NULL,
     docs         bigint NOT NULL DEFAULT 0,
