@@ -36,6 +36,10 @@ type Cache struct {
 	lru   list.List // of *cacheEntry, most recent first
 	byKey map[Key]*list.Element
 	size  int
+	// deletes counts finished Deletes: a Load that read the store before
+	// one finished does not cache what it read (it may be the deleted
+	// conversation).
+	deletes uint64
 }
 
 var _ Store = (*Cache)(nil)
@@ -109,6 +113,7 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 			return snap, nil
 		}
 	}
+	deletes := c.deletes
 	c.mu.Unlock()
 
 	snap, err := c.store.Load(ctx, k, q)
@@ -119,6 +124,10 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 		return snap, err
 	}
 	c.mu.Lock()
+	if c.deletes != deletes {
+		c.mu.Unlock()
+		return snap, nil
+	}
 	if el, ok := c.byKey[k]; !ok || el.Value.(*cacheEntry).meta.Version <= snap.Meta.Version {
 		c.put(&cacheEntry{key: k, meta: snap.Meta, tail: snap.Tail[:len(snap.Tail):len(snap.Tail)], complete: snap.Complete})
 	}
@@ -219,14 +228,23 @@ func (c *Cache) Search(ctx context.Context, tenant string, q SearchQuery) ([]Hit
 	return c.store.Search(ctx, tenant, q)
 }
 
-// Delete drops the entry and deletes from the store.
+// Delete drops the entry and deletes from the store, then drops the entry
+// again: a Load that read the conversation before the store deleted it
+// may have cached it meanwhile (and a Load still under way will not).
 func (c *Cache) Delete(ctx context.Context, k Key) error {
 	c.mu.Lock()
 	if el, ok := c.byKey[k]; ok {
 		c.remove(el)
 	}
 	c.mu.Unlock()
-	return c.store.Delete(ctx, k)
+	err := c.store.Delete(ctx, k)
+	c.mu.Lock()
+	c.deletes++
+	if el, ok := c.byKey[k]; ok {
+		c.remove(el)
+	}
+	c.mu.Unlock()
+	return err
 }
 
 // Len returns the number of conversations cached. It is meant for tests

@@ -45,8 +45,9 @@ type Store interface {
 	Delete(ctx context.Context, k Key) error
 	// List returns a page of a tenant's conversations, newest activity
 	// (Meta.UpdatedAt) first, read through an index: cost follows the
-	// page, not the number of conversations. more reports whether another
-	// page follows.
+	// page, not the number of conversations. more reports whether the
+	// index holds conversations past the page (with Keep, the next page
+	// may come back empty).
 	List(ctx context.Context, tenant string, q ListQuery) (page []Entry, more bool, err error)
 	// Search ranks a tenant's active messages (one conversation's when
 	// q.Conversation is set) against q.Text with BM25 (see history/search):
@@ -60,8 +61,11 @@ type ListQuery struct {
 	// Limit is the page size (> 0).
 	Limit int
 	// After is the id of the last conversation of the previous page: the
-	// page starts after it ("" for the first page). A conversation written
-	// since moved to the front; the page then starts where it was.
+	// page starts after it ("" for the first page), where it is listed
+	// now. A conversation written since the previous page moved to the
+	// front and is not listed again; if After itself was written since,
+	// the page starts at its new place, so conversations repeat rather
+	// than go missing. An After no longer stored starts from the top.
 	After string
 	// Oldest lists least recent activity first (retention).
 	Oldest bool

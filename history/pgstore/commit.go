@@ -61,14 +61,14 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 	if err := ctx.Err(); err != nil {
 		return history.Meta{}, err
 	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return history.Meta{}, wrap("commit "+k.String(), err)
+	m, wrote, err := s.commitOn(ctx, k, c)
+	if err != nil && !wrote && Unavailable(err) && ctx.Err() == nil {
+		// Nothing was written: after a database restart the pool's idle
+		// connections are dead, and only their first use tells.
+		s.pool.Reset()
+		m, _, err = s.commitOn(ctx, k, c)
 	}
-	defer conn.Release()
-	m, err := s.commit(ctx, conn.Conn(), k, c)
 	if err != nil {
-		rollback(conn.Conn())
 		if conflict(err) {
 			err = history.ErrConflict
 		}
@@ -80,7 +80,23 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 	return m, nil
 }
 
-func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c history.Change) (history.Meta, error) {
+// commitOn runs commit on a connection of the pool; wrote reports
+// whether the writes were sent (the commit's fate is then unknown if the
+// connection broke).
+func (s *Store) commitOn(ctx context.Context, k history.Key, c history.Change) (m history.Meta, wrote bool, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return history.Meta{}, false, err
+	}
+	defer conn.Release()
+	m, err = s.commit(ctx, conn.Conn(), k, c, &wrote)
+	if err != nil {
+		rollback(conn.Conn())
+	}
+	return m, wrote, err
+}
+
+func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c history.Change, wrote *bool) (history.Meta, error) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(lockSQL, k.Tenant, k.Conversation)
@@ -141,6 +157,7 @@ func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c his
 	}
 	b.Queue(upsertSQL, k.Tenant, k.Conversation, int64(next.Version), next.UpdatedAt, mv, docs, terms, int32(next.Summaries))
 	b.Queue("COMMIT")
+	*wrote = true
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return history.Meta{}, err
 	}

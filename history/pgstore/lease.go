@@ -14,7 +14,7 @@ import (
 const takeSQL = `INSERT INTO recall_leases (name, holder, expires_at)
 VALUES ($1, $2, clock_timestamp() + $3 * interval '1 microsecond')
 ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-WHERE recall_leases.expires_at < clock_timestamp()
+WHERE recall_leases.expires_at < clock_timestamp() OR recall_leases.holder = excluded.holder
 RETURNING true`
 
 const renewSQL = `UPDATE recall_leases SET expires_at = clock_timestamp() + $3 * interval '1 microsecond'
@@ -50,14 +50,19 @@ func (s *Store) Acquire(ctx context.Context, name string) (release func(), err e
 func (s *Store) TryAcquire(ctx context.Context, name string) (release func(), ok bool, err error) {
 	holder := fmt.Sprintf("%s/%d", s.holder, s.leases.Add(1))
 	us := s.lease.Microseconds()
-	rows, err := s.pool.Query(ctx, takeSQL, name, holder, us)
+	// A retry with the same holder takes a lease the first try took but
+	// whose answer was lost.
+	err = s.again(ctx, func() error {
+		rows, err := s.pool.Query(ctx, takeSQL, name, holder, us)
+		if err != nil {
+			return wrap("lease "+name, err)
+		}
+		ok = rows.Next()
+		rows.Close()
+		return wrap("lease "+name, rows.Err())
+	})
 	if err != nil {
-		return nil, false, wrap("lease "+name, err)
-	}
-	ok = rows.Next()
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, false, wrap("lease "+name, err)
+		return nil, false, err
 	}
 	if !ok {
 		return nil, false, nil

@@ -17,7 +17,12 @@ import (
 // the cost follows the page (plus Skip), not the tenant's conversations.
 // A page of Keep-filtered conversations reads on in chunks until it is
 // full.
-func (s *Store) List(ctx context.Context, tenant string, q history.ListQuery) ([]history.Entry, bool, error) {
+func (s *Store) List(ctx context.Context, tenant string, q history.ListQuery) (page []history.Entry, more bool, err error) {
+	err = s.again(ctx, func() error { page, more, err = s.list(ctx, tenant, q); return err })
+	return page, more, err
+}
+
+func (s *Store) list(ctx context.Context, tenant string, q history.ListQuery) ([]history.Entry, bool, error) {
 	if q.Limit <= 0 {
 		return nil, false, errors.New("pgstore: list: limit must be positive")
 	}
@@ -36,10 +41,9 @@ func (s *Store) List(ctx context.Context, tenant string, q history.ListQuery) ([
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return err
 			}
-			curID = q.After
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil // deleted since: no page follows it
-			}
+			if err == nil {
+				curID = q.After
+			} // else deleted since: from the top
 		}
 		before := int64(math.MaxInt64)
 		if q.UpdatedBefore > 0 {

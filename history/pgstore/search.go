@@ -17,7 +17,12 @@ import (
 // its conversations' counters: no row every commit of a tenant would
 // contend on), the metadata of the conversations hit (whose ranges say
 // which messages are active), then the best messages' records.
-func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery) ([]history.Hit, error) {
+func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery) (hits []history.Hit, err error) {
+	err = s.again(ctx, func() error { hits, err = s.search(ctx, tenant, q); return err })
+	return hits, err
+}
+
+func (s *Store) search(ctx context.Context, tenant string, q history.SearchQuery) ([]history.Hit, error) {
 	terms := search.QueryTerms(q.Text)
 	if len(terms) == 0 || q.Limit <= 0 {
 		return nil, nil

@@ -118,6 +118,20 @@ func (s *Store) SchemaVersion() int { return s.version }
 // Pool exposes the pool for operator tools and tests.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
+// again runs op, and once more after resetting the pool if it failed
+// because the database could not be reached: after a database restart
+// every idle connection of the pool is dead, and only its first use tells
+// (the pool pings only connections idle for a second). op must be safe to
+// repeat.
+func (s *Store) again(ctx context.Context, op func() error) error {
+	err := op()
+	if err != nil && errors.Is(err, history.ErrUnavailable) && ctx.Err() == nil {
+		s.pool.Reset()
+		err = op()
+	}
+	return err
+}
+
 // wrap adds the operation to err and, when err means the database could
 // not be reached, history.ErrUnavailable.
 func wrap(op string, err error) error {
@@ -179,7 +193,12 @@ func conflict(err error) bool {
 
 // Head reads the conversation's head (Version and Summaries): what a
 // replica's window cache checks before serving from memory.
-func (s *Store) Head(ctx context.Context, k history.Key) (history.Head, error) {
+func (s *Store) Head(ctx context.Context, k history.Key) (h history.Head, err error) {
+	err = s.again(ctx, func() error { h, err = s.head(ctx, k); return err })
+	return h, err
+}
+
+func (s *Store) head(ctx context.Context, k history.Key) (history.Head, error) {
 	var version int64
 	var summaries int32
 	err := s.pool.QueryRow(ctx, `SELECT version, summaries FROM recall_conversations WHERE tenant = $1 AND conversation = $2`,
@@ -212,7 +231,12 @@ const metaSQL = `SELECT meta FROM recall_conversations WHERE tenant = $1 AND con
 // reads the metadata with the newest FirstBatch messages; a tail longer
 // than that is read on in a repeatable-read transaction, in batches twice
 // the size of the one before.
-func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (history.Snapshot, error) {
+func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (snap history.Snapshot, err error) {
+	err = s.again(ctx, func() error { snap, err = s.load(ctx, k, q); return err })
+	return snap, err
+}
+
+func (s *Store) load(ctx context.Context, k history.Key, q history.Query) (history.Snapshot, error) {
 	limit := max(s.firstBatch, 2*q.MinMessages)
 	rows, err := s.pool.Query(ctx, loadSQL, k.Tenant, k.Conversation, int64(q.After), limit)
 	if err != nil {
@@ -395,6 +419,17 @@ func (w *walker) snapshot() history.Snapshot {
 // oldest first, with the flags the metadata gives it, in one
 // repeatable-read transaction (one snapshot), streaming the rows.
 func (s *Store) Messages(ctx context.Context, k history.Key, after uint64, all bool, fn func(history.Message) bool) error {
+	called := false // once fn saw a message, a retry would repeat it
+	f := func(m history.Message) bool { called = true; return fn(m) }
+	err := s.messages(ctx, k, after, all, f)
+	if err != nil && !called && errors.Is(err, history.ErrUnavailable) && ctx.Err() == nil {
+		s.pool.Reset()
+		err = s.messages(ctx, k, after, all, f)
+	}
+	return err
+}
+
+func (s *Store) messages(ctx context.Context, k history.Key, after uint64, all bool, fn func(history.Message) bool) error {
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var b []byte
 		err := tx.QueryRow(ctx, metaSQL, k.Tenant, k.Conversation).Scan(&b)
@@ -449,7 +484,7 @@ func (s *Store) Delete(ctx context.Context, k history.Key) error {
 	b.Queue(`DELETE FROM recall_messages WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
 	b.Queue(`DELETE FROM recall_conversations WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
 	b.Queue("COMMIT")
-	return wrap("delete "+k.String(), s.runTx(ctx, b))
+	return s.again(ctx, func() error { return wrap("delete "+k.String(), s.runTx(ctx, b)) })
 }
 
 // runTx sends a batch that opens and commits a transaction on one

@@ -220,8 +220,28 @@ func Better(a, b Hit) bool {
 	return a.Seq > b.Seq
 }
 
-// Top sorts hits best first and returns the first limit of them.
+// Top returns the best limit of hits, best first. It reorders hits in
+// place and keeps only limit of them in a heap, so ranking n candidates
+// costs O(n log limit), not a sort of all of them.
 func Top(hits []Hit, limit int) []Hit {
+	if limit <= 0 {
+		return hits[:0]
+	}
+	if len(hits) > limit {
+		// hits[:limit] is a heap with the worst of the best at the root;
+		// a better candidate replaces it.
+		h := hits[:limit]
+		for i := limit/2 - 1; i >= 0; i-- {
+			down(h, i)
+		}
+		for _, c := range hits[limit:] {
+			if Better(c, h[0]) {
+				h[0] = c
+				down(h, 0)
+			}
+		}
+		hits = h
+	}
 	slices.SortFunc(hits, func(a, b Hit) int {
 		switch {
 		case Better(a, b):
@@ -231,8 +251,23 @@ func Top(hits []Hit, limit int) []Hit {
 		}
 		return 0
 	})
-	if len(hits) > limit {
-		hits = hits[:limit]
-	}
 	return hits
+}
+
+// down restores the heap property of h (worst at the root) from i.
+func down(h []Hit, i int) {
+	for {
+		worst, l, r := i, 2*i+1, 2*i+2
+		if l < len(h) && Better(h[worst], h[l]) {
+			worst = l
+		}
+		if r < len(h) && Better(h[worst], h[r]) {
+			worst = r
+		}
+		if worst == i {
+			return
+		}
+		h[i], h[worst] = h[worst], h[i]
+		i = worst
+	}
 }

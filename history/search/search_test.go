@@ -117,6 +117,27 @@ func TestTopTiesNewestFirst(t *testing.T) {
 	}
 }
 
+// Top keeps the best of many candidates, whatever their order.
+func TestTopOfMany(t *testing.T) {
+	var hits []search.Hit
+	for i := range 1000 {
+		hits = append(hits, search.Hit{Score: float64((i * 7919) % 1000), CreatedAt: int64(i % 3), Conversation: "c", Seq: uint64(i)})
+	}
+	want := slices.Clone(hits)
+	slices.SortFunc(want, func(a, b search.Hit) int {
+		if search.Better(a, b) {
+			return -1
+		}
+		return 1
+	})
+	for _, limit := range []int{1, 10, 999, 1000, 2000} {
+		got := search.Top(slices.Clone(hits), limit)
+		if n := min(limit, len(want)); !slices.Equal(got, want[:n]) {
+			t.Errorf("limit %d: got %d hits starting %v, want %d starting %v", limit, len(got), got[:1], n, want[:1])
+		}
+	}
+}
+
 func BenchmarkAnalyze(b *testing.B) {
 	raw := []byte(`{"role":"user","content":"Could you summarise the quarterly report for the board meeting on Thursday, focusing on revenue, churn and the new pricing?"}`)
 	b.ReportAllocs()

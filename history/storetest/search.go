@@ -133,8 +133,8 @@ func testSearchScope(t *testing.T, s history.Store) {
 			t.Errorf("tenant %q conversation %q: got %v, want %v", tt.tenant, tt.conv, hitsOf(hits), tt.want)
 		}
 	}
-	hits := find(t, s, "u", history.SearchQuery{Text: "fox in"})
-	if len(hits) != 2 || string(hits[1].Message.Raw) != `{"role":"assistant","content":"in u/a"}` {
+	hits := find(t, s, "u", history.SearchQuery{Text: "fox in"}) // "in u/a" is the shorter: first
+	if len(hits) != 2 || string(hits[0].Message.Raw) != `{"role":"assistant","content":"in u/a"}` {
 		t.Errorf("tenant u: got %v, want its own two messages", hitsOf(hits))
 	}
 }
