@@ -46,8 +46,12 @@ CREATE TABLE recall_postings (
 CREATE INDEX recall_postings_term ON recall_postings (tenant, term);
 
 -- Leases serialise work on a name across replicas; a row lives while it
--- is held and is taken over once expired.
-CREATE TABLE recall_leases (
+-- is held and is taken over once expired. UNLOGGED: taking and releasing
+-- a lease writes no WAL and waits for no flush (two of a chat request's
+-- round trips); a database crash empties the table, which frees every
+-- lease early, and what a lease protects stays safe: commits still check
+-- the conversation's Version.
+CREATE UNLOGGED TABLE recall_leases (
     name       text        PRIMARY KEY,
     holder     text        NOT NULL,
     expires_at timestamptz NOT NULL
