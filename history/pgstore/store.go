@@ -45,6 +45,10 @@ type Options struct {
 	// Lease is how long a lease outlives a holder that stopped renewing it
 	// (a killed replica). Default 15s; holders renew at a third of it.
 	Lease time.Duration
+	// Tracer, if set, traces every statement and batch (pgx's
+	// QueryTracer, and BatchTracer if it implements it): for metrics,
+	// logs and tests. Default none.
+	Tracer pgx.QueryTracer
 	// FirstBatch is how many of the newest messages a Load reads in its
 	// first statement (at least twice the request's MinMessages). Default
 	// 128.
@@ -82,6 +86,9 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 		cfg.MaxConns = 10
 	}
 	cfg.MinConns = 0
+	if o.Tracer != nil {
+		cfg.ConnConfig.Tracer = o.Tracer
+	}
 	if o.Lease <= 0 {
 		o.Lease = 15 * time.Second
 	}
