@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -45,9 +46,18 @@ func openPG(t *testing.T, url string) *pgstore.Store {
 // upstream gets every earlier turn), and 30 concurrent requests on one
 // conversation spread over both are all kept, each whole, once.
 func TestReplicasShareConversations(t *testing.T) {
-	url := pgtest.DB(t)
+	// The test server trusts every connection: the password is there to
+	// show that no log line carries it.
+	url := strings.Replace(pgtest.DB(t), "postgres@", "postgres:s3cret-db-pw@", 1)
 	up := upstreamtest.NewTB(t)
 	cs := replicas(t, 2, url, up.URL())
+	defer func() {
+		for _, c := range cs {
+			if b, _ := os.ReadFile(c.logs.Name()); strings.Contains(string(b), "s3cret-db-pw") || !strings.Contains(string(b), "postgres:xxxxx@") {
+				t.Errorf("replica log shows the database password, or not the masked store URL:\n%s", b)
+			}
+		}
+	}()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	defer client.CloseIdleConnections()
 	store := openPG(t, url)
