@@ -181,7 +181,7 @@ func Unavailable(err error) bool {
 	// pgx reports a connection it already closed, and a closed pool, in
 	// plain errors.
 	msg := err.Error()
-	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool") || strings.Contains(msg, "conn busy")
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool")
 }
 
 // conflict maps the errors of racing writers to history.ErrConflict: two
