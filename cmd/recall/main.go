@@ -403,13 +403,29 @@ type openedStore struct {
 // otherwise.
 func openStore(ctx context.Context, g config.Global, log *slog.Logger) (*openedStore, error) {
 	if g.StoreURL != "" {
-		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		s, err := pgstore.Open(octx, g.StoreURL.Reveal(), pgstore.Options{MaxConns: int32(g.StoreMaxConns)})
-		if err != nil {
-			return nil, err
+		// A database not reachable yet (replicas starting with it) is
+		// waited for, until a signal; any other error stops here.
+		wait := 500 * time.Millisecond
+		for {
+			octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			s, err := pgstore.Open(octx, g.StoreURL.Reveal(), pgstore.Options{MaxConns: int32(g.StoreMaxConns)})
+			cancel()
+			if err == nil {
+				return &openedStore{store: s, leaser: s, ping: s.Ping, close: s.Close, name: g.StoreURL.String()}, nil
+			}
+			if !errors.Is(err, history.ErrUnavailable) {
+				return nil, err
+			}
+			log.Warn("store unavailable, retrying", "store", g.StoreURL, "retry_in", wait.String(), "error", err.Error())
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, err
+			case <-t.C:
+			}
+			wait = min(2*wait, 5*time.Second)
 		}
-		return &openedStore{store: s, leaser: s, ping: s.Ping, close: s.Close, name: g.StoreURL.String()}, nil
 	}
 	s, err := badgerstore.Open(g.DataDir, badgerstore.Options{
 		NoSync:       g.SyncWrites != nil && !*g.SyncWrites,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -177,4 +178,39 @@ func storedStrings(t *testing.T, s history.Store, conv string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestReplicaWaitsForTheDatabase starts a replica while its database is
+// down: it waits (its first connection attempt is what starts the
+// database here) and serves once the database is up.
+func TestReplicaWaitsForTheDatabase(t *testing.T) {
+	srv := pgtest.Start(t)
+	url := srv.NewDB(t)
+	srv.Stop()
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", srv.Port()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	go func() {
+		conn, err := ln.Accept() // the replica's first attempt
+		if err == nil {
+			conn.Close()
+		}
+		ln.Close()
+		started <- srv.Start()
+	}()
+	defer ln.Close()
+	up := upstreamtest.NewTB(t)
+	c := replicas(t, 1, url, up.URL())[0] // returns once /readyz answers 200
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+	u := clientMsg(msg{role: "user", content: "hello"})
+	if _, err := exchange(&http.Client{}, c.url(), "w", []msg{u}, false); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(c.logs.Name()); !strings.Contains(string(b), "store unavailable, retrying") {
+		t.Errorf("the replica did not say it waited for the database:\n%s", b)
+	}
 }
