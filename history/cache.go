@@ -42,7 +42,10 @@ type Cache struct {
 	deletes uint64
 }
 
-var _ Store = (*Cache)(nil)
+var (
+	_ Store  = (*Cache)(nil)
+	_ Leaser = (*Cache)(nil)
+)
 
 // HeadReader is implemented by stores that several processes write: it
 // reads a conversation's head, far cheaper than its tail.
@@ -212,6 +215,29 @@ func (c *Cache) Commit(ctx context.Context, k Key, ch Change) (Meta, error) {
 	c.evict()
 	return meta, nil
 }
+
+// Acquire takes the store's lease on name if the store is a Leaser (a
+// store replicas share). Otherwise the store has a single process, whose
+// own locks serialise its work, and the lease is held at once.
+func (c *Cache) Acquire(ctx context.Context, name string) (release func(), err error) {
+	if l, ok := c.store.(Leaser); ok {
+		return l.Acquire(ctx, name)
+	}
+	return noRelease, ctx.Err()
+}
+
+// TryAcquire is Acquire without waiting (see Leaser).
+func (c *Cache) TryAcquire(ctx context.Context, name string) (release func(), ok bool, err error) {
+	if l, ok := c.store.(Leaser); ok {
+		return l.TryAcquire(ctx, name)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	return noRelease, true, nil
+}
+
+func noRelease() {}
 
 // Messages reads from the store.
 func (c *Cache) Messages(ctx context.Context, k Key, after uint64, all bool, fn func(Message) bool) error {

@@ -111,3 +111,26 @@ func BenchmarkCommit(b *testing.B) {
 		i++
 	}
 }
+
+// TestCacheLeasesThroughToTheStore: the window cache is a Leaser whose
+// leases are the shared store's, so what holds a lease through the cache
+// (the proxy, the summary jobs) excludes other replicas.
+func TestCacheLeasesThroughToTheStore(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.DB(t)
+	a := history.NewCache(open(t, url, pgstore.Options{}), 0, 0)
+	b := open(t, url, pgstore.Options{})
+	release, ok, err := a.TryAcquire(ctx, "summary/t/c")
+	if err != nil || !ok {
+		t.Fatalf("through the cache: ok %v, %v", ok, err)
+	}
+	if _, ok, err := b.TryAcquire(ctx, "summary/t/c"); err != nil || ok {
+		t.Fatalf("another replica took a lease held through the cache: ok %v, %v", ok, err)
+	}
+	release()
+	r, ok, err := b.TryAcquire(ctx, "summary/t/c")
+	if err != nil || !ok {
+		t.Fatalf("after release: ok %v, %v", ok, err)
+	}
+	r()
+}
