@@ -59,7 +59,10 @@ func (s *Store) TryAcquire(ctx context.Context, name string) (release func(), ok
 		}
 		ok = rows.Next()
 		rows.Close()
-		return wrap("lease "+name, rows.Err())
+		if err := rows.Err(); err != nil {
+			return wrap("lease "+name, err)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, false, err

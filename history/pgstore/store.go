@@ -355,7 +355,10 @@ func (s *Store) loadMore(ctx context.Context, k history.Key, w *walker, hi uint6
 		}
 		return nil
 	})
-	return wrap("load "+k.String(), err)
+	if err != nil {
+		return wrap("load "+k.String(), err)
+	}
+	return nil
 }
 
 func sortDesc(msgs []history.Message) {
