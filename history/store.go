@@ -51,8 +51,10 @@ type Store interface {
 	List(ctx context.Context, tenant string, q ListQuery) (page []Entry, more bool, err error)
 	// Search ranks a tenant's active messages (one conversation's when
 	// q.Conversation is set) against q.Text with BM25 (see history/search):
-	// best first, ties newest first. The index is written in the same
-	// transaction as the messages, so it never disagrees with them.
+	// best first, ties newest first. The statistics are those of the scope
+	// searched, counting every stored record, active or not (search.Stats).
+	// The index is written in the same transaction as the messages, so it
+	// never disagrees with them.
 	Search(ctx context.Context, tenant string, q SearchQuery) ([]Hit, error)
 }
 

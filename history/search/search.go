@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -107,7 +108,8 @@ func Text(raw []byte) string {
 		}
 		b.WriteString(s)
 	}
-	msg := gjson.ParseBytes(raw)
+	// A view of raw, not a copy: every string kept is copied into b.
+	msg := gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw)))
 	content := msg.Get("content")
 	switch {
 	case content.Type == gjson.String:
@@ -138,12 +140,32 @@ type Posting struct {
 	TF   int
 }
 
+// MaxPostings bounds the distinct terms of one message that are indexed:
+// the first ones, in order of appearance. Each posting is a key a store
+// writes in the commit of the message, so this bounds what a huge
+// message (a long tool result, a pasted file) adds to its commit; terms
+// past it are not found, but still count in the message's length.
+const MaxPostings = 512
+
 // Analyze returns the postings of a stored message, sorted by term, and its
 // length in terms (what BM25 calls the document length).
 func Analyze(raw []byte) (postings []Posting, length int) {
 	terms := Terms(Text(raw))
-	if len(terms) == 0 {
+	length = len(terms)
+	if length == 0 {
 		return nil, 0
+	}
+	if length > MaxPostings { // perhaps more distinct terms than indexed
+		kept := make(map[string]bool, MaxPostings)
+		for _, t := range terms {
+			if len(kept) == MaxPostings {
+				break
+			}
+			kept[t] = true
+		}
+		if len(kept) == MaxPostings {
+			terms = slices.DeleteFunc(slices.Clone(terms), func(t string) bool { return !kept[t] })
+		}
 	}
 	slices.Sort(terms)
 	for _, t := range terms {
@@ -153,11 +175,14 @@ func Analyze(raw []byte) (postings []Posting, length int) {
 		}
 		postings = append(postings, Posting{Term: t, TF: 1})
 	}
-	return postings, len(terms)
+	return postings, length
 }
 
 // Stats are the corpus statistics BM25 needs: how many documents the
-// searched scope holds and their total length in terms.
+// searched scope holds and their total length in terms. The scope is the
+// one searched: the tenant's messages, or one conversation's. A
+// document frequency (df) counts the documents of the scope holding the
+// term, on the same footing.
 //
 // A store counts every message record it keeps in the scope, active or
 // not (superseded and soft-forgotten messages stay stored and indexed;

@@ -3,8 +3,10 @@ package search_test
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/recallproxy/recall/history/search"
 )
@@ -56,6 +58,27 @@ func TestText(t *testing.T) {
 	want := []search.Posting{{"cat", 2}, {"other", 1}, {"saw", 1}, {"the", 2}}
 	if !slices.Equal(p, want) || n != 6 {
 		t.Errorf("Analyze: got %v length %d, want %v length 6", p, n, want)
+	}
+}
+
+// A message with more distinct terms than MaxPostings indexes the first
+// ones, with their frequencies, and keeps its whole length.
+func TestAnalyzeBoundsPostings(t *testing.T) {
+	var words []string
+	for i := range search.MaxPostings + 100 {
+		words = append(words, "w"+strconv.Itoa(i), "common")
+	}
+	p, n := search.Analyze([]byte(`{"role":"tool","content":"` + strings.Join(words, " ") + `"}`))
+	if len(p) != search.MaxPostings || n != len(words) {
+		t.Fatalf("got %d postings, length %d; want %d, %d", len(p), n, search.MaxPostings, len(words))
+	}
+	for _, x := range p {
+		if x.Term == "common" && x.TF != search.MaxPostings+100 {
+			t.Errorf("got tf %d for common, want %d", x.TF, search.MaxPostings+100)
+		}
+		if i, err := strconv.Atoi(strings.TrimPrefix(x.Term, "w")); x.Term != "common" && (err != nil || i >= search.MaxPostings-1) {
+			t.Errorf("got posting %q past the first %d terms", x.Term, search.MaxPostings)
+		}
 	}
 }
 
@@ -146,4 +169,32 @@ func BenchmarkAnalyze(b *testing.B) {
 			b.Fatal("no postings")
 		}
 	}
+}
+
+// Terms never returns an empty, over-long or upper-case term, nor one
+// holding anything but letters and digits; Analyze takes any bytes.
+func FuzzTerms(f *testing.F) {
+	for _, seed := range []string{"Hello, World!", "Ärger über ΣΊΣΥΦΟΣ", "a+b=c🙂d", strings.Repeat("x", 70), "İstanbul ǅ", "\xff\xfe bad utf8", `{"role":"user","content":[{"type":"text","text":"hi"}]}`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, term := range search.Terms(text) {
+			if term == "" || len(term) > search.MaxTermBytes || strings.ToLower(term) != term {
+				t.Fatalf("got term %q", term)
+			}
+			for _, r := range term {
+				if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+					t.Fatalf("got term %q holding %q", term, r)
+				}
+			}
+		}
+		p, n := search.Analyze([]byte(text))
+		sum := 0
+		for _, x := range p {
+			sum += x.TF
+		}
+		if sum > n || (len(p) < search.MaxPostings && sum != n) {
+			t.Fatalf("got %d postings adding up to %d, length %d", len(p), sum, n)
+		}
+	})
 }

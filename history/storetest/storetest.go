@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) history.Store) {
 		{"SearchScope", testSearchScope},
 		{"SearchOnlyActive", testSearchOnlyActive},
 		{"SearchTiesNewestFirst", testSearchTies},
+		{"IndexesMatchTheRecords", testIndexesMatchTheRecords},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
