@@ -13,6 +13,13 @@ var ErrConflict = errors.New("history: conversation changed concurrently")
 // writes: its storage is (nearly) full, or it is read-only.
 var ErrNoSpace = errors.New("history: insufficient storage")
 
+// ErrUnavailable wraps the errors of a networked store that cannot be
+// reached (connection refused, closed or reset, server shutting down):
+// the call failed and may succeed once the store is back. A Commit that
+// fails so was not acknowledged (if the connection broke during its
+// COMMIT it may still have landed, as a retry will find).
+var ErrUnavailable = errors.New("history: store unavailable")
+
 // Store keeps conversations. It is written for two implementations: the
 // embedded Badger store (history/badgerstore) and, later, a networked store
 // shared by several proxy replicas; both namespace keys by tenant, then

@@ -202,6 +202,18 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 		return nil, errBusy
 	}
 	x.release = release
+	if s.cfg.Leaser != nil {
+		// Other replicas' exchanges on the conversation wait too.
+		lease, err := s.cfg.Leaser.Acquire(ctx, leaseName(x.key))
+		if err != nil {
+			s.log.Error("lease failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
+			if errors.Is(err, history.ErrUnavailable) {
+				return nil, errUnavailable
+			}
+			return nil, errBusy
+		}
+		x.release = func() { lease(); release() }
+	}
 
 	x.oneChoice = req.N <= 1
 	// The client's leading system/developer messages are its instructions:
@@ -237,6 +249,9 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 		switch {
 		case errors.Is(err, plan.ErrStore):
 			s.log.Error("load failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
+			if errors.Is(err, history.ErrUnavailable) {
+				return nil, errUnavailable
+			}
 			return nil, errStore
 		case errors.As(err, &oe):
 			// Its position in the client's messages: after the
@@ -354,6 +369,9 @@ func (x *exchange) commit(reply rewrite.Reply) error {
 		if errors.Is(err, history.ErrNoSpace) {
 			return fmt.Errorf("%w: %w", errNoSpace, err)
 		}
+		if errors.Is(err, history.ErrUnavailable) {
+			return fmt.Errorf("%w: %w", errUnavailable, err)
+		}
 		return fmt.Errorf("%w: %w", errCommitFailed, err)
 	}
 	x.triggerSummary()
@@ -378,6 +396,9 @@ func (x *exchange) triggerSummary() {
 	}
 	s.cfg.Summaries.Trigger(c.cfg.ID, x.key, x.model, cred, !p.Fits)
 }
+
+// leaseName is the name of a conversation's lease (history.Leaser).
+func leaseName(k history.Key) string { return "conv:" + k.Tenant + "/" + k.Conversation }
 
 // maxRebases bounds the rebases of one commit.
 const maxRebases = 3

@@ -40,6 +40,7 @@ var (
 	errCommitFailed   = &apiError{status: 500, typ: "server_error", code: "history_write_failed", message: "The answer could not be recorded; retry the request."}
 	errStore          = &apiError{status: 500, typ: "server_error", code: "history_read_failed", message: "The conversation history could not be read."}
 	errMethodNotAllow = &apiError{status: 405, typ: "invalid_request_error", code: "method_not_allowed", message: "Method not allowed."}
+	errUnavailable    = &apiError{status: 503, typ: "server_error", code: "store_unavailable", message: "Recall's conversation store is unavailable; nothing was recorded, retry later."}
 	errNoSpace        = &apiError{status: 507, typ: "server_error", code: "insufficient_storage", message: "Recall's storage is full: the conversation cannot be recorded; retry later."}
 	errStreamCut      = &apiError{status: 502, typ: "upstream_error", code: "upstream_stream_incomplete", message: "The upstream stream ended before the answer was complete; nothing was recorded, retry the request."}
 	errInternal       = &apiError{status: 500, typ: "server_error", code: "internal_error", message: "Recall failed to serve the request."}

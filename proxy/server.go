@@ -64,6 +64,15 @@ type Config struct {
 	// insufficient_storage (the store is out of room, or read-only) and
 	// makes /readyz report not ready.
 	CanCommit func() error
+	// Leaser, if set, serialises the exchanges on one conversation across
+	// processes sharing the store (replicas): an exchange holds the
+	// conversation's lease, besides this process's own lock, from before
+	// its load until its commit. Default: the Store, if it is a
+	// history.Leaser.
+	Leaser history.Leaser
+	// Ping, if set, checks that the store answers: /readyz reports not
+	// ready (503) while it fails.
+	Ping func(context.Context) error
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// OnExchangeDone, if set, is called exactly once for every
@@ -101,6 +110,9 @@ type ExchangeDone struct {
 	Err error
 }
 
+// readyzPingTimeout bounds /readyz's check of the store.
+const readyzPingTimeout = 2 * time.Second
+
 // Server is the Recall HTTP server.
 type Server struct {
 	cfg      Config
@@ -136,6 +148,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 32 << 20
+	}
+	if l, ok := cfg.Store.(history.Leaser); ok && cfg.Leaser == nil {
+		cfg.Leaser = l
 	}
 	if cfg.MaxResponseBytes <= 0 {
 		cfg.MaxResponseBytes = 64 << 20
@@ -294,6 +309,16 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 			if err := s.cfg.CanCommit(); err != nil {
 				rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
 				rc.SetBodyString(`{"status":"insufficient storage"}`)
+				return
+			}
+		}
+		if s.cfg.Ping != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), readyzPingTimeout)
+			err := s.cfg.Ping(ctx)
+			cancel()
+			if err != nil {
+				rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
+				rc.SetBodyString(`{"status":"store unavailable"}`)
 				return
 			}
 		}

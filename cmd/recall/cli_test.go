@@ -121,8 +121,8 @@ func TestCLI(t *testing.T) {
 		},
 		{
 			name: "serve refuses a bad configuration before listening", args: []string{"serve"}, code: 1, quietOut: true,
-			env:       map[string]string{"RECALL_LISTEN": "nope", "RECALL_STORE_URL": "postgres://u:hunter2@db/recall"},
-			stderr:    []string{"recall: 2 problems:", `RECALL_LISTEN: "nope": want host:port`, "RECALL_STORE_URL: this build stores only"},
+			env:       map[string]string{"RECALL_LISTEN": "nope", "RECALL_STORE_URL": "mysql://u:hunter2@db/recall"},
+			stderr:    []string{"recall: 2 problems:", `RECALL_LISTEN: "nope": want host:port`, `RECALL_STORE_URL: "mysql://u:xxxxx@db/recall": want postgres://`},
 			notStderr: []string{"hunter2"},
 		},
 

@@ -47,10 +47,6 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 	if os.Getenv("RECALL_CRASH_LONG") == "1" {
 		kills, convs = 100, 50
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d (kills %d, conversations %d)", seed, kills, convs)
-	rng := rand.New(rand.NewPCG(seed, 1))
-
 	up := upstreamtest.NewTB(t, upstreamtest.WithKeepRequests(0))
 	dir := t.TempDir()
 	c := newChild(t, dir, up.URL())
@@ -62,11 +58,40 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 	}
 	c.env = append(c.env, "RECALL_CONFIG="+cfgFile)
 	c.start()
+	l := newLoad(up, c.url())
+	drivers := l.run(t, kills, convs, func(k int, rng *rand.Rand) {
+		c.kill()
+		c.start()
+	})
+	stopChild(t, c)
+	l.check(t)
 
-	tr := &http.Transport{MaxIdleConnsPerHost: 2 * convs}
-	defer tr.CloseIdleConnections()
-	l := &load{client: &http.Client{Transport: tr}, url: c.url(), up: up}
+	store, err := badgerstore.Open(dir, badgerstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	checkAll(t, store, drivers, kills, true)
+}
+
+// newLoad returns the load of drivers that send to urls, in turn.
+func newLoad(up *upstreamtest.Server, urls ...string) *load {
+	l := &load{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}, urls: urls, up: up}
 	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+// run drives convs concurrent conversations and calls disrupt kills
+// times, each after a random number of acknowledged turns, with the
+// drivers held while it runs (requests in flight then fail as they may).
+// It returns the drivers once the load stopped.
+func (l *load) run(t *testing.T, kills, convs int, disrupt func(k int, rng *rand.Rand)) []*driver {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d (kills %d, conversations %d)", seed, kills, convs)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	tr := l.client.Transport.(*http.Transport)
+	defer tr.CloseIdleConnections()
 	watchdog := time.AfterFunc(time.Duration(kills)*20*time.Second, func() {
 		l.mu.Lock()
 		l.stop, l.timedOut = true, true
@@ -100,9 +125,8 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 		acks := l.acks
 		l.mu.Unlock()
 		t.Logf("kill %d after %d acknowledged turns (%d more)", k+1, acks, n)
-		c.kill()
-		c.start()
-		tr.CloseIdleConnections() // connections to the dead child
+		disrupt(k, rng)
+		tr.CloseIdleConnections() // connections to a dead child
 		l.mu.Lock()
 		l.gen++
 		l.killed = false
@@ -118,7 +142,22 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 	if l.timedOut {
 		t.Fatal("load did not progress in time")
 	}
+	return drivers
+}
 
+// check reports the failures of requests no disruption explains.
+func (l *load) check(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.unexpected {
+		t.Errorf("unexpected failure (server not killed): %v", e)
+	}
+}
+
+// stopChild stops c with SIGINT and checks that it exits cleanly.
+func stopChild(t *testing.T, c *child) {
+	t.Helper()
 	if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -127,18 +166,13 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 	if code := c.wait(ctx); code != 0 {
 		t.Errorf("child exited %d after SIGINT, want 0", code)
 	}
+}
 
-	l.mu.Lock()
-	for _, e := range l.unexpected {
-		t.Errorf("unexpected failure (server not killed): %v", e)
-	}
-	l.mu.Unlock()
-
-	store, err := badgerstore.Open(dir, badgerstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+// checkAll checks every conversation the drivers made against store; with
+// wantSummaries, that some got a summary (the load compacts after every
+// turn) and that each summary is whole.
+func checkAll(t *testing.T, store history.Store, drivers []*driver, kills int, wantSummaries bool) {
+	t.Helper()
 	checked, turns, partial, landed, summarised := 0, 0, 0, 0, 0
 	for _, d := range drivers {
 		for _, cv := range d.done {
@@ -149,7 +183,7 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 			if checkConversation(t, store, cv) {
 				landed++
 			}
-			if checkSummary(t, store, cv) {
+			if wantSummaries && checkSummary(t, store, cv) {
 				summarised++
 			}
 			checked++
@@ -157,7 +191,7 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 	}
 	t.Logf("%d kills, %d conversations checked, %d acknowledged turns present, %d conversations retired mid-request (%d of those turns committed whole), %d with a summary",
 		kills, checked, turns, partial, landed, summarised)
-	if summarised == 0 {
+	if wantSummaries && summarised == 0 {
 		t.Error("no conversation got a summary: the test proves nothing about compaction")
 	}
 	if turns == 0 {
@@ -168,7 +202,7 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 // load is the state the drivers and the killer share.
 type load struct {
 	client *http.Client
-	url    string
+	urls   []string // the servers: turn i of driver d goes to urls[(d+i)%len]
 	up     *upstreamtest.Server
 
 	mu         sync.Mutex
@@ -179,6 +213,7 @@ type load struct {
 	timedOut   bool
 	acks       int
 	unexpected []error
+	disrupted  []error // failures while a disruption ran
 }
 
 // msg is one chat message in a comparable form.
@@ -253,11 +288,13 @@ func (d *driver) run() {
 			reply.Delay = time.Duration(d.rng.IntN(20)) * time.Millisecond
 		}
 		l.up.Enqueue(reply)
-		answer, err := exchange(l.client, l.url, cv.id, out, d.rng.IntN(2) == 0)
+		answer, err := exchange(l.client, l.urls[(d.id+turn)%len(l.urls)], cv.id, out, d.rng.IntN(2) == 0)
 		if err != nil {
 			l.mu.Lock()
 			if l.gen == gen && !l.killed {
 				l.unexpected = append(l.unexpected, fmt.Errorf("%s: %w", cv.id, err))
+			} else {
+				l.disrupted = append(l.disrupted, fmt.Errorf("%s: %w", cv.id, err))
 			}
 			l.mu.Unlock()
 			cv.inflight = out
@@ -362,7 +399,7 @@ func exchange(client *http.Client, url, conv string, msgs []msg, stream bool) (m
 // conversation valid for OpenAI (every tool call answered, no orphan
 // result), but for an assistant's calls at the very end that await their
 // results. It reports whether the unacknowledged request was committed.
-func checkConversation(t *testing.T, store *badgerstore.Store, cv *conversation) (landed bool) {
+func checkConversation(t *testing.T, store history.Store, cv *conversation) (landed bool) {
 	t.Helper()
 	var stored []history.Message
 	err := store.Messages(context.Background(), history.Key{Tenant: passNamespace(crashKey), Conversation: cv.id}, 0, true,
@@ -430,7 +467,7 @@ func storedMsg(raw []byte) msg {
 // that is the whole conversation: a compaction killed half-way left it as
 // before or fully compacted, never with turns missing. It reports whether
 // cv has a summary.
-func checkSummary(t *testing.T, store *badgerstore.Store, cv *conversation) bool {
+func checkSummary(t *testing.T, store history.Store, cv *conversation) bool {
 	t.Helper()
 	k := history.Key{Tenant: passNamespace(crashKey), Conversation: cv.id}
 	snap, err := store.Load(context.Background(), k, history.Query{After: ^uint64(0)})

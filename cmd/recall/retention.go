@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/config"
-	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/retention"
 )
 
@@ -21,11 +20,4 @@ func policies(set *config.Set) []retention.Policy {
 		out = append(out, retention.Policy{Tenant: t.ID, Namespace: t.ID, TTL: time.Duration(h.RetentionTTL), Max: h.MaxConversations})
 	}
 	return out
-}
-
-// leaserOf returns s as a history.Leaser if it is one (a store shared by
-// several processes), else nil.
-func leaserOf(s any) history.Leaser {
-	l, _ := s.(history.Leaser)
-	return l
 }
