@@ -141,6 +141,7 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 // serve runs the store's reading rule (see Query) over the cached tail. It
 // fails when the store would read past the oldest cached message.
 func (e *cacheEntry) serve(q Query) (Snapshot, bool) {
+	q = q.Resolve(&e.meta)
 	tail := e.tail
 	var tokens, turns, n int
 	for i := len(tail) - 1; i >= 0; i-- {

@@ -197,24 +197,16 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 	news := in.New
 	head := headFunc(ctx, in.Store, in.Key)
 
-	q := history.Query{MinMessages: len(news), Tokens: budget, MaxTurns: pol.MaxTurns, FromCut: true}
+	// Summarised turns are never read again: the store stops at the
+	// summary's covered-through, which it reads with the metadata, in the
+	// same load.
+	q := history.Query{MinMessages: len(news), Tokens: budget, MaxTurns: pol.MaxTurns, FromCut: true, Summarized: !pol.NoSummary}
 	var snap history.Snapshot
 	var err error
-	if !pol.NoSummary {
-		// Summarised turns are never read again: the metadata says where
-		// they end (one record; the window cache holds it for hot
-		// conversations).
-		snap, err = in.Store.Load(ctx, in.Key, metaOnly)
-		if err == nil && snap.Meta.Summary != nil {
-			q.After = snap.Meta.Summary.Through
-		}
-	}
 	var merged history.Merged
 	var replaced bool
 	for {
-		if err == nil {
-			snap, err = in.Store.Load(ctx, in.Key, q)
-		}
+		snap, err = in.Store.Load(ctx, in.Key, q)
 		if err == nil && snap.Meta.Last != nil && in.Retry.Possible() && len(snap.Tail) < len(news)+snap.Meta.Last.Messages && !snap.Complete {
 			// A retry is merged against the history before the last
 			// exchange: read far enough back to have it.
@@ -224,6 +216,7 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrStore, err)
 		}
+		q = q.Resolve(&snap.Meta)
 		merged, replaced, err = merge(pol.Mode, news, snap, q.After, head, in.Retry)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrStore, err)
@@ -234,7 +227,7 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		// The request rewrites turns the summary covers (an edit, a retry
 		// of a summarised exchange): the summary no longer holds, and the
 		// context is built from the stored turns, read again without it.
-		q.After = 0
+		q.After, q.Summarized = 0, false
 	}
 	if err := history.CheckNew(merged.History, merged.New); err != nil {
 		var oe *history.OrphanResultError
@@ -398,9 +391,6 @@ func merge(mode history.Mode, in []history.Message, snap history.Snapshot, after
 	short.Tail, short.Complete = nil, false
 	return history.MergeRetry(mode, in, short, head, r)
 }
-
-// metaOnly loads the metadata and no message.
-var metaOnly = history.Query{After: ^uint64(0)}
 
 // headFunc returns the merge's reader of a conversation's first messages.
 func headFunc(ctx context.Context, st history.Store, k history.Key) history.HeadFunc {

@@ -283,7 +283,7 @@ func (s *Store) load(ctx context.Context, k history.Key, q history.Query) (histo
 	if !found {
 		return history.Snapshot{Complete: true}, nil
 	}
-	w.q = q
+	w.q, w.orig = q.Resolve(&w.meta), q
 	// UNION ALL keeps each branch's order in practice, not by contract.
 	sortDesc(batch)
 	w.take(batch)
@@ -303,7 +303,7 @@ func (s *Store) loadMore(ctx context.Context, k history.Key, w *walker, hi uint6
 		var b []byte
 		err := tx.QueryRow(ctx, metaSQL, k.Tenant, k.Conversation).Scan(&b)
 		if errors.Is(err, pgx.ErrNoRows) {
-			*w = walker{q: w.q, done: true} // deleted meanwhile
+			*w = walker{q: w.orig, orig: w.orig, done: true} // deleted meanwhile
 			return nil
 		}
 		if err != nil {
@@ -314,7 +314,7 @@ func (s *Store) loadMore(ctx context.Context, k history.Key, w *walker, hi uint6
 			return err
 		}
 		if m.Version != w.meta.Version || m.NextSeq != w.meta.NextSeq || len(m.Gaps) != len(w.meta.Gaps) {
-			*w = walker{q: w.q, meta: m}
+			*w = walker{q: w.orig.Resolve(&m), orig: w.orig, meta: m}
 			hi = m.NextSeq - 1
 		}
 		batch := make([]history.Message, 0, size)
@@ -377,7 +377,8 @@ func sortDesc(msgs []history.Message) {
 // ranges are skipped (the rule never sees them), the others are checked
 // against the rule, then kept if active.
 type walker struct {
-	q      history.Query
+	q      history.Query // resolved against meta
+	orig   history.Query // as asked
 	meta   history.Meta
 	tail   []history.Message // newest first
 	tokens int
