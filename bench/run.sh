@@ -19,6 +19,10 @@
 #   recall-sync     Recall with history: 1,000 conversations seeded with 50 turns
 #                   each that grow during the run, default budget, durable writes
 #   recall-relaxed  the same with sync_writes: false
+#   recall-pg       recall-sync on PostgreSQL (store_url): a private server
+#                   started in the work directory if PostgreSQL's server
+#                   binaries are installed (the rows are skipped otherwise),
+#                   durable commits (fsync, synchronous_commit on)
 #
 # each non-streaming and streaming, in a closed loop (max throughput, 32 in
 # flight) and an open loop (1,000 requests/s, latency from the scheduled send
@@ -35,7 +39,7 @@
 # the same single core and do not steal the load generator's. -nopin lets
 # everything float over every core.
 #
-# Environment: BASE_PORT (19801; three ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
+# Environment: BASE_PORT (19801; four ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
 # 2s/0.5s), KEEP=1 keeps the work directory.
 set -euo pipefail
 
@@ -70,7 +74,8 @@ BASE_PORT=${BASE_PORT:-19801}
 UP_PORT=$BASE_PORT
 NGINX_PORT=$((BASE_PORT + 1))
 RECALL_PORT=$((BASE_PORT + 2))
-for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT"; do
+PG_PORT=$((BASE_PORT + 3))
+for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT" "$PG_PORT"; do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 		echo "run.sh: port $p is already in use: set BASE_PORT to a free range" >&2
 		exit 1
@@ -164,14 +169,15 @@ matrix() {
 }
 
 RECALL_PID=
-# start_recall DATADIR SYNC: start Recall on RECALL_PORT, durable writes if SYNC is true.
+# start_recall DATADIR SYNC [STORE_URL]: start Recall on RECALL_PORT, durable
+# writes if SYNC is true, on PostgreSQL if STORE_URL is set.
 start_recall() {
 	cat >"$WORK/recall-$2.yaml" <<EOF
 log_level: warn
 sync_writes: $2
 EOF
 	RECALL_LISTEN=127.0.0.1:$RECALL_PORT RECALL_UPSTREAM_URL=http://127.0.0.1:$UP_PORT/v1 \
-		RECALL_DATA_DIR=$1 RECALL_CONFIG=$WORK/recall-$2.yaml \
+		RECALL_DATA_DIR=$1 RECALL_CONFIG=$WORK/recall-$2.yaml RECALL_STORE_URL=${3:-} \
 		"${PROXY_CPU[@]}" "$BIN/recall" serve 2>>"$WORK/recall.log" &
 	RECALL_PID=$!
 	PIDS+=("$RECALL_PID")
@@ -246,6 +252,34 @@ for mode in sync relaxed; do
 	matrix "recall-$mode" "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS"
 	stop_recall
 done
+
+# recall-pg: recall-sync's rows with the store on PostgreSQL, a private
+# server sharing the load generator's core.
+PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+if [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
+	PGDIR=$WORK/pg
+	mkdir -p "$PGDIR"
+	AS_PG=()
+	if [ "$(id -u)" = 0 ]; then
+		chmod o+x "$WORK" && chown postgres "$PGDIR" # PostgreSQL refuses to run as root
+		AS_PG=(setpriv --reuid=postgres --regid=postgres --init-groups)
+	fi
+	"${AS_PG[@]}" "$PG_BIN/initdb" -D "$PGDIR/data" --auth=trust -U postgres -E UTF8 --locale=C >>"$WORK/pg.log" 2>&1
+	"${LOAD_CPU[@]}" "${AS_PG[@]}" "$PG_BIN/postgres" -D "$PGDIR/data" -p "$PG_PORT" -k "$PGDIR" \
+		-c listen_addresses=127.0.0.1 -c shared_buffers=256MB >>"$WORK/pg.log" 2>&1 &
+	PIDS+=("$!")
+	for _ in $(seq 100); do
+		"$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break
+		sleep 0.1
+	done
+	PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+	"$BIN/load" -seed-url "$PG_URL" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- 2>>"$WORK/seed.log"
+	start_recall "$WORK/data-pg" true "$PG_URL"
+	matrix recall-pg "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS"
+	stop_recall
+else
+	echo "PostgreSQL server binaries not found (apt-get install postgresql): skipping the recall-pg rows" >&2
+fi
 
 # Cost against stored history length: a few conversations, same budget, a
 # rate below saturation (SERIES_RATE, default 200/s) so that the figures

@@ -42,6 +42,13 @@ type Global struct {
 	// DataDir is the Badger directory, relative to the working directory
 	// unless absolute. Default "./recall-data".
 	DataDir string `yaml:"data_dir"`
+	// StoreURL, if set, stores conversations in PostgreSQL
+	// ("postgres://user:password@host:port/database?options") instead of
+	// Badger in DataDir, so that several replicas share them. Its password
+	// is masked wherever it is printed. Default "": Badger.
+	StoreURL StoreURL `yaml:"store_url"`
+	// StoreMaxConns bounds the PostgreSQL connection pool. Default 10.
+	StoreMaxConns int `yaml:"store_max_conns"`
 	// TenantsDir holds one *.yaml or *.yml file per tenant. A relative path
 	// is resolved against the directory of the global file. Default "": one
 	// implicit tenant "default" in pass-through mode.
@@ -147,6 +154,9 @@ type History struct {
 	// RetentionTTL expires conversations untouched this long; 0 means never.
 	// Default 0.
 	RetentionTTL Duration `yaml:"retention_ttl"`
+	// MaxConversations caps the conversations kept: past it the least
+	// recently used are removed; 0 means unlimited. Default 0.
+	MaxConversations int `yaml:"max_conversations"`
 }
 
 // Summary is how older turns are compacted into a summary message.
@@ -164,6 +174,11 @@ type Summary struct {
 	KeepTurns int `yaml:"keep_turns"`
 	// MaxTokens is the budget of the summary text itself. Default 1000.
 	MaxTokens int `yaml:"max_tokens"`
+	// Prompt replaces the summariser's instructions (the system message of
+	// its request). Default "": the built-in instructions, which ask to keep
+	// names, facts, numbers, decisions, open tasks, tool results and the
+	// user's preferences.
+	Prompt string `yaml:"prompt"`
 }
 
 // Strategy names accepted in History.Strategies.
@@ -190,8 +205,7 @@ const (
 	EnvUpstreamURL = "RECALL_UPSTREAM_URL"
 	// EnvDataDir overrides Global.DataDir.
 	EnvDataDir = "RECALL_DATA_DIR"
-	// EnvStoreURL names an external store. Only the embedded Badger store
-	// is built in yet, so ApplyEnv reports a value rather than ignore it.
+	// EnvStoreURL overrides Global.StoreURL.
 	EnvStoreURL = "RECALL_STORE_URL"
 )
 
@@ -200,14 +214,15 @@ const (
 func DefaultGlobal() Global {
 	sync := true
 	return Global{
-		Listen:       "127.0.0.1:8080",
-		DataDir:      "./recall-data",
-		LogFormat:    "json",
-		LogLevel:     "info",
-		MaxBodyBytes: 32 << 20,
-		CacheMB:      128,
-		SyncWrites:   &sync,
-		MinFreeMB:    256,
+		Listen:        "127.0.0.1:8080",
+		DataDir:       "./recall-data",
+		LogFormat:     "json",
+		LogLevel:      "info",
+		MaxBodyBytes:  32 << 20,
+		CacheMB:       128,
+		SyncWrites:    &sync,
+		StoreMaxConns: 10,
+		MinFreeMB:     256,
 		Defaults: Policy{
 			Upstream: Upstream{
 				BaseURL: "https://api.openai.com/v1",
@@ -324,11 +339,11 @@ func loadGlobal(path string, lookup func(string) (string, bool)) (Global, decodi
 }
 
 // ApplyEnv overrides g from RECALL_LISTEN (Listen), RECALL_UPSTREAM_URL
-// (Defaults.Upstream.BaseURL) and RECALL_DATA_DIR (DataDir). Variables that
-// are unset or empty change nothing. Tenants that set their own base_url
-// keep it. A value that is not valid is not applied: it is reported under
-// the variable's name, as is a RECALL_STORE_URL, which this build cannot
-// honour.
+// (Defaults.Upstream.BaseURL), RECALL_DATA_DIR (DataDir) and
+// RECALL_STORE_URL (StoreURL). Variables that are unset or empty change
+// nothing. Tenants that set their own base_url keep it. A value that is
+// not valid is not applied: it is reported under the variable's name,
+// with any password masked.
 func (g *Global) ApplyEnv(lookup func(string) (string, bool)) error {
 	var ps problems
 	if v, ok := lookup(EnvListen); ok && v != "" {
@@ -349,7 +364,11 @@ func (g *Global) ApplyEnv(lookup func(string) (string, bool)) error {
 		g.DataDir = v
 	}
 	if v, ok := lookup(EnvStoreURL); ok && v != "" {
-		ps.addf(EnvStoreURL, "this build stores only in the embedded Badger database (data_dir); unset it")
+		if err := validateStoreURL(v); err != nil {
+			ps.addf(EnvStoreURL, "%q: %v", StoreURL(v).String(), err)
+		} else {
+			g.StoreURL = StoreURL(v)
+		}
 	}
 	return ps.err()
 }

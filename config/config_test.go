@@ -253,10 +253,15 @@ func TestLoadGlobalErrors(t *testing.T) {
 			lines: [][]string{{`RECALL_LISTEN: "nope": want host:port such as 127.0.0.1:8080`}},
 		},
 		{
-			name:  "RECALL_STORE_URL is not silently ignored",
-			env:   map[string]string{"RECALL_STORE_URL": "postgres://u:p@db/recall"},
+			name:  "a RECALL_STORE_URL that is not a PostgreSQL URL is reported, its password masked",
+			env:   map[string]string{"RECALL_STORE_URL": "mysql://u:hunter2@db/recall"},
 			file:  "log_level: info\n",
-			lines: [][]string{{"RECALL_STORE_URL: this build stores only in the embedded Badger database"}},
+			lines: [][]string{{`RECALL_STORE_URL: "mysql://u:xxxxx@db/recall": want postgres://`}},
+		},
+		{
+			name:  "a bad store_url is reported, its password masked",
+			file:  "store_url: \"postgres://u:hunter2@/recall\"\nstore_max_conns: 0\n",
+			lines: [][]string{{`store_url: "postgres://xxxxx@/recall": want a host`}, {"store_max_conns: must be >= 1, got 0"}},
 		},
 		{
 			name: "env and file problems together",

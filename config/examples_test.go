@@ -15,6 +15,7 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata")
 var exampleEnv = map[string]string{
 	"RECALL_ADMIN_KEY": "adm-example-admin-key",
 	"ACME_OPENAI_KEY":  "sk-example-acme-openai-key",
+	"DATABASE_URL":     "postgres://recall:example@db:5432/recall",
 }
 
 // The examples are loaded as a user would load them, so they never rot.
@@ -33,6 +34,15 @@ func TestExamples(t *testing.T) {
 				}
 				if w := s.Tenants()[0].History.ModelWindows["my-local-llama"]; w != 8192 {
 					t.Errorf("model_windows: got %d, want 8192", w)
+				}
+			},
+		},
+		{
+			name: "replicas",
+			path: "../examples/replicas/recall.yaml",
+			check: func(t *testing.T, g Global, s *Set) {
+				if g.StoreURL.Reveal() != exampleEnv["DATABASE_URL"] || g.StoreMaxConns != 10 {
+					t.Errorf("got store_url %q, store_max_conns %d; want the env value and 10", g.StoreURL.Reveal(), g.StoreMaxConns)
 				}
 			},
 		},

@@ -104,6 +104,14 @@ func (g Global) Validate() error {
 	if g.AdminKey != "" {
 		validateKey(&ps, "admin_key", g.AdminKey)
 	}
+	if g.StoreURL != "" {
+		if err := validateStoreURL(string(g.StoreURL)); err != nil {
+			ps.addf("store_url", "%q: %v", g.StoreURL.String(), err)
+		}
+	}
+	if g.StoreMaxConns < 1 {
+		ps.addf("store_max_conns", "must be >= 1, got %d", g.StoreMaxConns)
+	}
 	switch g.LogFormat {
 	case "json", "text":
 	default:
@@ -270,6 +278,9 @@ func validatePolicy(ps *problems, prefix string, p Policy) {
 	}
 	if h.RetentionTTL < 0 {
 		ps.addf(k("history.retention_ttl"), "must be >= 0, got %s", h.RetentionTTL)
+	}
+	if h.MaxConversations < 0 {
+		ps.addf(k("history.max_conversations"), "must be >= 0, got %d", h.MaxConversations)
 	}
 
 	s := p.Summary

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -74,6 +75,60 @@ func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
 
 // MarshalJSON writes the masked form.
 func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+// StoreURL is the URL of an external store,
+// "postgres://user:password@host:port/database?options". It prints with
+// its password masked (in the user info and in a password= option), under
+// every fmt verb, in slog records, YAML and JSON; Reveal returns it whole.
+type StoreURL string
+
+// Reveal returns the URL in clear, for the one place that connects.
+func (u StoreURL) Reveal() string { return string(u) }
+
+// String returns the URL with its password masked.
+func (u StoreURL) String() string {
+	s := string(u)
+	if s == "" {
+		return ""
+	}
+	if p, err := url.Parse(s); err == nil && p.Host != "" {
+		if q := p.Query(); q.Has("password") {
+			q.Set("password", "xxxxx")
+			p.RawQuery = q.Encode()
+		}
+		return p.Redacted()
+	}
+	return RedactURL(s)
+}
+
+// Format masks the password under every fmt verb, %#v included.
+func (u StoreURL) Format(f fmt.State, verb rune) {
+	fmt.Fprintf(f, fmt.FormatString(f, verb), u.String())
+}
+
+// LogValue masks the password in slog records.
+func (u StoreURL) LogValue() slog.Value { return slog.StringValue(u.String()) }
+
+// MarshalYAML writes the masked form.
+func (u StoreURL) MarshalYAML() (any, error) { return u.String(), nil }
+
+// MarshalJSON writes the masked form.
+func (u StoreURL) MarshalJSON() ([]byte, error) { return json.Marshal(u.String()) }
+
+// validateStoreURL checks that s is a PostgreSQL URL with a host.
+func validateStoreURL(s string) error {
+	p, err := url.Parse(s)
+	if err != nil {
+		return errors.New("want postgres://user:password@host:port/database")
+	}
+	if p.Scheme != "postgres" && p.Scheme != "postgresql" {
+		return errors.New("want postgres://user:password@host:port/database (\"\": Badger in data_dir)")
+	}
+	if p.Host == "" {
+		return errors.New("want a host: postgres://user:password@host:port/database")
+	}
+	return nil
+}
 
 // sha256Prefix marks a key given as the hex SHA-256 digest of the real key.
 const sha256Prefix = "sha256:"

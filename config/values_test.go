@@ -123,3 +123,44 @@ func TestDurationYAML(t *testing.T) {
 		t.Errorf("marshal: got (%q, %v), want \"d: 1m30s\\n\"", out, err)
 	}
 }
+
+// TestStoreURLMasked: a store URL is accepted from the file and the
+// environment, and its password never prints: not with fmt, slog, YAML,
+// JSON, nor in check-config's description.
+func TestStoreURLMasked(t *testing.T) {
+	const url = "postgres://recall:hunter2@db:5432/recall?sslmode=disable&password=hunter3"
+	path := writeFile(t, t.TempDir(), "recall.yaml", "store_url: \"${DB}\"\nstore_max_conns: 20\n")
+	g, err := LoadGlobalEnv(path, env(map[string]string{"DB": url}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.StoreURL.Reveal() != url || g.StoreMaxConns != 20 {
+		t.Fatalf("got %q, %d; want the URL and 20", g.StoreURL.Reveal(), g.StoreMaxConns)
+	}
+	fromEnv, err := LoadGlobalEnv("", env(map[string]string{EnvStoreURL: url}))
+	if err != nil || fromEnv.StoreURL.Reveal() != url {
+		t.Fatalf("from %s: got %q, %v", EnvStoreURL, fromEnv.StoreURL.Reveal(), err)
+	}
+	var logged bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("x", "store", g.StoreURL)
+	set, err := LoadTenants(g, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var described bytes.Buffer
+	if err := Describe(&described, g, set); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(g.StoreURL)
+	for name, out := range map[string]string{
+		"%v": fmt.Sprintf("%v", g.StoreURL), "%#v": fmt.Sprintf("%#v", g.StoreURL), "%s": fmt.Sprintf("%s", g.StoreURL),
+		"slog": logged.String(), "json": string(js), "describe": described.String(),
+	} {
+		if strings.Contains(out, "hunter") {
+			t.Errorf("%s: %q shows the password", name, out)
+		}
+		if !strings.Contains(out, "db:5432/recall") {
+			t.Errorf("%s: %q hides the host and database", name, out)
+		}
+	}
+}

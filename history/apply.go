@@ -46,6 +46,11 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 		if m.Cut > b.Seq {
 			m.Cut = 0
 		}
+		if m.Summary != nil && b.Seq < m.Summary.Through {
+			// The client rewrote messages the summary covers: what it
+			// says of them no longer holds. Rebuilt by the next compaction.
+			m.Summary = nil
+		}
 		if m.Messages == 0 {
 			m.FirstHash = 0
 		}

@@ -13,10 +13,11 @@ import (
 // write still goes to the store first, so a crash loses nothing the store
 // kept.
 //
-// The cache is write-through and coherent only while it is the store's
-// sole writer, as Recall is for its Badger directory (one process per
-// directory); a networked store shared by replicas must not be cached this
-// way. Memory is bounded by maxBytes (LRU), counting each entry at its
+// The cache is write-through. It is coherent while it is the store's sole
+// writer, as Recall is for its Badger directory (one process per
+// directory). A store that other processes write too (replicas sharing a
+// database) implements HeadReader: the cache then serves a conversation
+// from memory only after a read of its head finds it unchanged. Memory is bounded by maxBytes (LRU), counting each entry at its
 // cost: a fixed overhead for the entry, its map slot, list element and
 // metadata, plus its messages; one conversation never holds more than
 // maxEntryBytes of messages. A conversation the store does not hold is
@@ -27,6 +28,7 @@ import (
 // could leave a stale entry.
 type Cache struct {
 	store    Store
+	heads    HeadReader // nil: this process is the store's only writer
 	maxBytes int
 	maxEntry int
 
@@ -40,7 +42,28 @@ type Cache struct {
 	deletes uint64
 }
 
-var _ Store = (*Cache)(nil)
+var (
+	_ Store  = (*Cache)(nil)
+	_ Leaser = (*Cache)(nil)
+)
+
+// HeadReader is implemented by stores that several processes write: it
+// reads a conversation's head, far cheaper than its tail.
+type HeadReader interface {
+	// Head returns the conversation's head as stored now (the zero Head
+	// for a conversation never written).
+	Head(ctx context.Context, k Key) (Head, error)
+}
+
+// Head identifies the state of a conversation's metadata: every commit
+// bumps Version except a summary landing, which bumps Summaries.
+type Head struct {
+	Version   uint64
+	Summaries int
+}
+
+// HeadOf returns m's head.
+func HeadOf(m *Meta) Head { return Head{Version: m.Version, Summaries: m.Summaries} }
 
 // cacheEntry is a conversation's metadata and the newest active messages,
 // contiguous in the active sequence, oldest first.
@@ -62,14 +85,30 @@ func NewCache(s Store, maxBytes, maxEntryBytes int) *Cache {
 	if maxEntryBytes <= 0 {
 		maxEntryBytes = 2 << 20
 	}
-	return &Cache{store: s, maxBytes: maxBytes, maxEntry: maxEntryBytes, byKey: make(map[Key]*list.Element)}
+	c := &Cache{store: s, maxBytes: maxBytes, maxEntry: maxEntryBytes, byKey: make(map[Key]*list.Element)}
+	c.heads, _ = s.(HeadReader)
+	return c
 }
 
 // Load serves q from memory when the cached tail answers it exactly as the
 // store would, and otherwise loads from the store and keeps the result.
-// The returned Tail must not be modified (appending to it is safe).
+// Over a HeadReader, a cached conversation is first checked against the
+// stored head, and dropped if another process wrote it. The returned Tail
+// must not be modified (appending to it is safe).
 func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 	c.mu.Lock()
+	if el, ok := c.byKey[k]; ok && c.heads != nil {
+		cached := HeadOf(&el.Value.(*cacheEntry).meta)
+		c.mu.Unlock()
+		head, err := c.heads.Head(ctx, k)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		c.mu.Lock()
+		if el, ok := c.byKey[k]; ok && (head != cached || HeadOf(&el.Value.(*cacheEntry).meta) != cached) {
+			c.remove(el)
+		}
+	}
 	if el, ok := c.byKey[k]; ok {
 		c.lru.MoveToFront(el)
 		if snap, ok := el.Value.(*cacheEntry).serve(q); ok {
@@ -102,6 +141,7 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 // serve runs the store's reading rule (see Query) over the cached tail. It
 // fails when the store would read past the oldest cached message.
 func (e *cacheEntry) serve(q Query) (Snapshot, bool) {
+	q = q.Resolve(&e.meta)
 	tail := e.tail
 	var tokens, turns, n int
 	for i := len(tail) - 1; i >= 0; i-- {
@@ -176,6 +216,29 @@ func (c *Cache) Commit(ctx context.Context, k Key, ch Change) (Meta, error) {
 	c.evict()
 	return meta, nil
 }
+
+// Acquire takes the store's lease on name if the store is a Leaser (a
+// store replicas share). Otherwise the store has a single process, whose
+// own locks serialise its work, and the lease is held at once.
+func (c *Cache) Acquire(ctx context.Context, name string) (release func(), err error) {
+	if l, ok := c.store.(Leaser); ok {
+		return l.Acquire(ctx, name)
+	}
+	return noRelease, ctx.Err()
+}
+
+// TryAcquire is Acquire without waiting (see Leaser).
+func (c *Cache) TryAcquire(ctx context.Context, name string) (release func(), ok bool, err error) {
+	if l, ok := c.store.(Leaser); ok {
+		return l.TryAcquire(ctx, name)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	return noRelease, true, nil
+}
+
+func noRelease() {}
 
 // Messages reads from the store.
 func (c *Cache) Messages(ctx context.Context, k Key, after uint64, all bool, fn func(Message) bool) error {

@@ -266,3 +266,19 @@ func (s metaStore) Messages(context.Context, history.Key, uint64, bool, func(his
 }
 
 func (s metaStore) Delete(context.Context, history.Key) error { return nil }
+
+// TestCacheLeaseOverOneProcessStore: over a store that is no Leaser (one
+// process), the cache's lease is held at once, and refused once ctx ended.
+func TestCacheLeaseOverOneProcessStore(t *testing.T) {
+	c := history.NewCache(&countingStore{}, 0, 0)
+	release, ok, err := c.TryAcquire(context.Background(), "x")
+	if err != nil || !ok {
+		t.Fatalf("got ok %v, %v; want the lease", ok, err)
+	}
+	release()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Acquire(ctx, "x"); err == nil {
+		t.Fatal("a lease with an ended context")
+	}
+}

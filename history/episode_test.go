@@ -71,3 +71,18 @@ func TestCodecVersions(t *testing.T) {
 		t.Error("a record of an unknown version decoded, want an error")
 	}
 }
+
+// A supersede of messages a summary covers (a client edited an early
+// message) drops the summary; one after it keeps it.
+func TestSupersedeInsideTheSummaryDropsIt(t *testing.T) {
+	m, _ := Apply(Meta{}, Change{Append: []Message{User("q1"), Asst("a1"), User("q2"), Asst("a2"), User("q3"), Asst("a3")}, Now: 1}, nil)
+	m, _ = Apply(m, Change{Summary: &SummaryChange{Summary: Summary{Text: "s", Through: 4, Turns: 2}}}, nil)
+	kept, _ := Apply(m, Change{Version: m.Version, Supersede: &Boundary{Seq: 4, Turn: 2}, Append: []Message{User("q3'")}, Now: 2}, nil)
+	if kept.Summary == nil {
+		t.Error("a supersede after the summary dropped it")
+	}
+	edited, _ := Apply(m, Change{Version: m.Version, Supersede: &Boundary{Seq: 2, Turn: 1}, Append: []Message{User("q2'")}, Now: 2}, nil)
+	if edited.Summary != nil {
+		t.Errorf("a supersede inside the summary kept it: %+v", edited.Summary)
+	}
+}

@@ -21,6 +21,7 @@ var _ history.Store = (*memStore)(nil)
 func (s *memStore) Load(_ context.Context, _ history.Key, q history.Query) (history.Snapshot, error) {
 	s.loads++
 	snap := history.Snapshot{Meta: s.meta}
+	q = q.Resolve(&s.meta)
 	var tail []history.Message
 	tokens, turns := 0, 0
 	for i := len(s.msgs) - 1; i >= 0; i-- {

@@ -13,6 +13,13 @@ var ErrConflict = errors.New("history: conversation changed concurrently")
 // writes: its storage is (nearly) full, or it is read-only.
 var ErrNoSpace = errors.New("history: insufficient storage")
 
+// ErrUnavailable wraps the errors of a networked store that cannot be
+// reached (connection refused, closed or reset, server shutting down):
+// the call failed and may succeed once the store is back. A Commit that
+// fails so was not acknowledged (if the connection broke during its
+// COMMIT it may still have landed, as a retry will find).
+var ErrUnavailable = errors.New("history: store unavailable")
+
 // Store keeps conversations. It is written for two implementations: the
 // embedded Badger store (history/badgerstore) and, later, a networked store
 // shared by several proxy replicas; both namespace keys by tenant, then
@@ -130,6 +137,22 @@ type Query struct {
 	// After, if > 0, is a hard lower bound: no message with Seq <= After
 	// is read, whatever the other bounds ask (the turns a summary covers).
 	After uint64
+	// Summarized raises After to the stored summary's Through (see
+	// Resolve): the turns a summary covers are never read, and the store
+	// learns where they end from the metadata it reads anyway, in the same
+	// read.
+	Summarized bool
+}
+
+// Resolve returns q as it applies to a conversation whose metadata is m:
+// with Summarized, After is at least the summary's Through. Every store
+// (and the Cache) calls it once it has the metadata, before reading the
+// tail.
+func (q Query) Resolve(m *Meta) Query {
+	if q.Summarized && m.Summary != nil && m.Summary.Through > q.After {
+		q.After = m.Summary.Through
+	}
+	return q
 }
 
 // Done is the one rule of where a read of a conversation's tail, newest

@@ -95,7 +95,7 @@ func TestHistoryModeOffNeitherInjectsNorRecords(t *testing.T) {
 	if r.status != 200 {
 		t.Fatal(r.body)
 	}
-	if got := summarizeAll(h.up.Last().Messages); !equalStrings(got, []string{"user:two"}) {
+	if got := renderAll(h.up.Last().Messages); !equalStrings(got, []string{"user:two"}) {
 		t.Errorf("upstream got %q", got)
 	}
 	if n := len(h.stored(h.passNamespace(key), "off-1")); n != 2 {
@@ -121,7 +121,7 @@ func TestCurrentTurnOverBudget(t *testing.T) {
 	if got := r.header.Get("X-Recall-Curation"); !strings.Contains(got, "over_budget=current_turn_only") {
 		t.Errorf("X-Recall-Curation %q, want it to say the turn was sent alone", got)
 	}
-	if got := summarizeAll(h.up.Last().Messages); len(got) != 1 || !strings.HasPrefix(got[0], "user:word") {
+	if got := renderAll(h.up.Last().Messages); len(got) != 1 || !strings.HasPrefix(got[0], "user:word") {
 		t.Errorf("upstream got %q, want the current turn alone", got)
 	}
 	h.waitDone("big-1")

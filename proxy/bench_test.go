@@ -94,7 +94,7 @@ const benchUser = `Could you look at the figures from last week again and tell m
 
 // prefill writes turns whole turns into each of convs conversations
 // directly through the store, as the proxy would have.
-func prefill(b *testing.B, store *badgerstore.Store, convs, turns int) {
+func prefill(b testing.TB, store *badgerstore.Store, convs, turns int) {
 	b.Helper()
 	var counter tokens.Counter
 	user := []byte(`{"role":"user","content":"` + benchUser + `"}`)

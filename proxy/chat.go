@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/tokens"
+	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/rewrite"
 )
 
@@ -49,6 +49,10 @@ type exchange struct {
 	in   []history.Message
 	// exchangeHash is history.HashMessages of the client's new messages.
 	exchangeHash uint64
+	// plan is what prepare planned (nil for an unrecorded request).
+	plan *plan.Plan
+	// model is the request's model (a summary job's default).
+	model        string
 	start        time.Time
 	sent         time.Time // request sent upstream
 	upstreamDone time.Time // upstream answer read (or stream ended)
@@ -188,9 +192,9 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	x.done(resp.StatusCode, nil)
 }
 
-// prepare loads the conversation, merges, curates, and returns the body to
-// send upstream. It takes the conversation's lock, released by the caller
-// through x.release.
+// prepare plans the request (plan.Make: load, merge, summary, curate) and
+// returns the body to send upstream. It takes the conversation's lock,
+// released by the caller through x.release.
 func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode history.Mode) ([]byte, error) {
 	s, c := x.s, x.c
 	release, err := s.locks.acquire(ctx, x.key)
@@ -198,23 +202,20 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 		return nil, errBusy
 	}
 	x.release = release
+	if s.cfg.Leaser != nil {
+		// Other replicas' exchanges on the conversation wait too.
+		lease, err := s.cfg.Leaser.Acquire(ctx, leaseName(x.key))
+		if err != nil {
+			s.log.Error("lease failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
+			if errors.Is(err, history.ErrUnavailable) {
+				return nil, errUnavailable
+			}
+			return nil, errBusy
+		}
+		x.release = func() { lease(); release() }
+	}
 
 	x.oneChoice = req.N <= 1
-	x.enc = tokens.ForModel(req.Model)
-	if e := c.cfg.History.Encoding; e != "" {
-		x.enc = tokens.Encoding(e)
-	}
-	// The budget bounds what Recall adds; the model's window bounds what
-	// may be sent at all.
-	budget := c.cfg.History.BudgetTokens
-	window, known := tokens.Window(req.Model, c.cfg.History.ModelWindows)
-	if known && window-req.MaxTokens < budget {
-		budget = max(1, window-req.MaxTokens)
-	}
-	if !known {
-		window = 0
-	}
-
 	// The client's leading system/developer messages are its instructions:
 	// sent first every time, never stored.
 	n := 0
@@ -222,103 +223,72 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 		n++
 	}
 	instructions, rest := req.Messages[:n], req.Messages[n:]
-	fixed := tokens.ReplyPriming + s.cachedTokens(x.enc, req.Tools, true)
-	for _, m := range instructions {
-		fixed += s.cachedTokens(x.enc, m.Raw, false)
-	}
 	in := make([]history.Message, len(rest))
 	for i, m := range rest {
 		in[i] = history.Message{Role: m.Role, Raw: m.Raw, Hash: rewrite.Hash(m.Raw)}
 	}
 
 	loadStart := s.cfg.Now()
-	q := history.Query{MinMessages: len(in), Tokens: budget, MaxTurns: c.cfg.History.MaxTurns, FromCut: true}
-	snap, err := s.cfg.Store.Load(ctx, x.key, q)
-	if err == nil && snap.Meta.Last != nil && x.retry.Possible() && len(snap.Tail) < len(in)+snap.Meta.Last.Messages && !snap.Complete {
-		// A retry is merged against the history before the last exchange:
-		// read far enough back to have it.
-		q.MinMessages = len(in) + snap.Meta.Last.Messages
-		snap, err = s.cfg.Store.Load(ctx, x.key, q)
-	}
+	p, err := plan.Make(ctx, plan.Input{
+		Store:        s.cfg.Store,
+		Key:          x.key,
+		Policy:       c.policy(mode),
+		Model:        req.Model,
+		MaxTokens:    req.MaxTokens,
+		Instructions: instructions,
+		Tools:        req.Tools,
+		New:          in,
+		Retry:        x.retry,
+		Counter:      s.counter,
+		Fixed:        fixedCounter{s},
+		Now:          loadStart,
+	})
 	s.metrics.storeOp("load", s.cfg.Now().Sub(loadStart))
 	if err != nil {
-		s.log.Error("load failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
-		return nil, errStore
-	}
-	merged, replaced, err := history.MergeRetry(mode, in, snap, x.head(ctx), x.retry)
-	if err != nil {
-		s.log.Error("load failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
-		return nil, errStore
-	}
-	if err := history.CheckNew(merged.History, merged.New); err != nil {
 		var oe *history.OrphanResultError
-		if errors.As(err, &oe) {
+		switch {
+		case errors.Is(err, plan.ErrStore):
+			s.log.Error("load failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
+			if errors.Is(err, history.ErrUnavailable) {
+				return nil, errUnavailable
+			}
+			return nil, errStore
+		case errors.As(err, &oe):
 			// Its position in the client's messages: after the
-			// instructions and the messages already stored.
-			return nil, errOrphanResult(len(instructions) + len(in) - len(merged.New) + oe.Index)
+			// instructions.
+			return nil, errOrphanResult(len(instructions) + oe.Index)
+		case errors.Is(err, plan.ErrNothingToSend):
+			return nil, errNothingToSend // never an empty messages array upstream
 		}
 		return nil, err
 	}
-	x.version, x.super, x.replaced, x.mode = snap.Meta.Version, merged.Supersede, replaced, mode
+	x.plan, x.model = p, req.Model
+	x.enc = p.Encoding
+	x.version, x.super, x.replaced, x.mode = p.Version, p.Supersede, p.Replaced, mode
+	x.fresh, x.exchangeHash, x.report, x.cut = p.Fresh, p.ExchangeHash, p.Report, p.Cut
 	// What a rebase after a conflict merges again: roles and hashes only
 	// (the body does not outlive the handler).
 	x.in = make([]history.Message, len(in))
 	for i, m := range in {
 		x.in[i] = history.Message{Role: m.Role, Hash: m.Hash}
 	}
-	x.exchangeHash = history.HashMessages(merged.New)
-	stored := snap
-	if replaced {
-		stored, _ = snap.WithoutLast()
+	msgs := make([][]byte, len(p.Messages))
+	for i, m := range p.Messages {
+		msgs[i] = m.Raw
 	}
+	return req.AppendBody(getBodyBuf(len(req.Body)+p.Report.Tokens*4), msgs), nil
+}
 
-	// New messages: counted once here, stored with their counts. The
-	// current turn is sent whole; storage keeps long tool results cut.
-	next := max(snap.Meta.NextSeq, 1)
-	sendNew := make([]history.Message, len(merged.New))
-	x.fresh = make([]history.Message, len(merged.New))
-	for i, m := range merged.New {
-		m.Seq = next + uint64(i)
-		m.Tokens = s.counter.Message(x.enc, m.Raw)
-		sendNew[i] = m
-		if max := c.cfg.History.StoredToolResultChars; max > 0 && m.Role == history.RoleTool {
-			if cut, ok := history.CutContent(m.Raw, max, history.StorageMarker); ok {
-				m.Raw = cut
-				m.Tokens = s.counter.Message(x.enc, cut)
-			}
-		}
-		m.Raw = bytes.Clone(m.Raw) // the request body does not outlive the handler
-		x.fresh[i] = m
-	}
+// fixedCounter counts instructions, tools and the summary through the
+// server's cache: they repeat on every request of a conversation.
+type fixedCounter struct{ s *Server }
 
-	cut := stored.Meta.Cut
-	if x.super != nil && cut > x.super.Seq {
-		cut = 0
-	}
-	w := history.NewWindow(merged.History, sendNew, cut, stored.Meta.Turns)
-	w.Budget, w.Fixed = budget, fixed
-	w.Window, w.Completion = window, req.MaxTokens
-	w.Count = func(raw []byte) int { return s.counter.Message(x.enc, raw) }
-	sent, err := history.Curate(w, c.strategy)
-	if err != nil {
-		return nil, err
-	}
-	x.report = w.Report
-	if w.Cut != stored.Meta.Cut {
-		x.cut = w.Cut
-	}
+func (f fixedCounter) Message(enc tokens.Encoding, raw []byte) int {
+	return f.s.cachedTokens(enc, raw, false)
+}
 
-	if len(instructions)+len(sent) == 0 {
-		return nil, errNothingToSend // never an empty messages array upstream
-	}
-	msgs := make([][]byte, 0, len(instructions)+len(sent))
-	for _, m := range instructions {
-		msgs = append(msgs, m.Raw)
-	}
-	for _, m := range sent {
-		msgs = append(msgs, m.Raw)
-	}
-	return req.AppendBody(getBodyBuf(len(req.Body)+w.Report.Tokens*4), msgs), nil
+func (f fixedCounter) Tools(enc tokens.Encoding, raw []byte) int {
+	return f.s.cachedTokens(enc, raw, true)
 }
 
 // parseBody reads the answer to record from a non-streamed body, decoding
@@ -362,6 +332,7 @@ func (x *exchange) commit(reply rewrite.Reply) error {
 		CompletionTokens: reply.Usage.CompletionTokens,
 		Now:              s.cfg.Now().UnixNano(),
 		Exchange:         &history.ExchangeID{Key: x.retry.Key, Hash: x.exchangeHash},
+		Seal:             x.plan != nil && x.plan.Seal,
 	}
 	start := s.cfg.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
@@ -398,10 +369,36 @@ func (x *exchange) commit(reply rewrite.Reply) error {
 		if errors.Is(err, history.ErrNoSpace) {
 			return fmt.Errorf("%w: %w", errNoSpace, err)
 		}
+		if errors.Is(err, history.ErrUnavailable) {
+			return fmt.Errorf("%w: %w", errUnavailable, err)
+		}
 		return fmt.Errorf("%w: %w", errCommitFailed, err)
 	}
+	x.triggerSummary()
 	return nil
 }
+
+// triggerSummary asks for a compaction after a commit that left more
+// unsummarised turns than the tenant's trigger, that the budget could not
+// send whole, or that sealed an episode (the fold). It never waits.
+func (x *exchange) triggerSummary() {
+	s, c, p := x.s, x.c, x.plan
+	sum := c.cfg.Summary
+	if s.cfg.Summaries == nil || p == nil || !sum.Enabled {
+		return
+	}
+	if p.Pending <= sum.TriggerTurns && p.Fits && !p.Seal {
+		return
+	}
+	cred := ""
+	if c.cfg.Upstream.APIKey.Reveal() == "" {
+		cred = c.bearer // pass-through: held in memory by the job only
+	}
+	s.cfg.Summaries.Trigger(c.cfg.ID, x.key, x.model, cred, !p.Fits)
+}
+
+// leaseName is the name of a conversation's lease (history.Leaser).
+func leaseName(k history.Key) string { return "conv:" + k.Tenant + "/" + k.Conversation }
 
 // maxRebases bounds the rebases of one commit.
 const maxRebases = 3

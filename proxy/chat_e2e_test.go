@@ -27,7 +27,7 @@ func TestDeltaClientSeesEarlierTurns(t *testing.T) {
 	if got, want := resp.Choices[0].Message.Content, "echo: and again"; got != want {
 		t.Errorf("got answer %q, want %q", got, want)
 	}
-	got := summarizeAll(h.up.Last().Messages)
+	got := renderAll(h.up.Last().Messages)
 	want := []string{"system:be brief", "user:hello", "assistant:echo: hello", "user:and again"}
 	if !equalStrings(got, want) {
 		t.Errorf("upstream got %q, want %q", got, want)
@@ -54,7 +54,7 @@ func TestFullResendIsNotDuplicated(t *testing.T) {
 	if _, err := c.Chat.Completions.New(ctx, params(msgs...)); err != nil {
 		t.Fatal(err)
 	}
-	got := summarizeAll(h.up.Last().Messages)
+	got := renderAll(h.up.Last().Messages)
 	want := []string{"user:one", "assistant:echo: one", "user:two", "assistant:echo: two", "user:three"}
 	if !equalStrings(got, want) {
 		t.Errorf("upstream got %q, want %q", got, want)
@@ -81,7 +81,7 @@ func TestEditSupersedesStoredTail(t *testing.T) {
 	if _, err := c.Chat.Completions.New(ctx, edited); err != nil {
 		t.Fatal(err)
 	}
-	got := summarizeAll(h.up.Last().Messages)
+	got := renderAll(h.up.Last().Messages)
 	want := []string{"user:one", "assistant:echo: one", "user:two, edited"}
 	if !equalStrings(got, want) {
 		t.Errorf("upstream got %q, want %q", got, want)
@@ -111,7 +111,7 @@ func TestPathPrefixNamesConversation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := summarizeAll(h.up.Last().Messages)
+	got := renderAll(h.up.Last().Messages)
 	if want := []string{"user:a", "assistant:echo: a", "user:b"}; !equalStrings(got, want) {
 		t.Errorf("upstream got %q, want %q", got, want)
 	}
@@ -126,7 +126,7 @@ func TestNoConversationIsPlainProxy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := summarizeAll(h.up.Last().Messages); !equalStrings(got, []string{"user:b"}) {
+	if got := renderAll(h.up.Last().Messages); !equalStrings(got, []string{"user:b"}) {
 		t.Errorf("upstream got %q, want only the message sent", got)
 	}
 }

@@ -75,7 +75,7 @@ func TestConcurrentTurnsOnOneConversationAreSerialised(t *testing.T) {
 		t.Fatalf("upstream got %d requests, want %d", len(reqs), n)
 	}
 	for pos, r := range reqs {
-		got := summarizeAll(r.Messages)
+		got := renderAll(r.Messages)
 		if len(got) != 2*pos+1 {
 			t.Errorf("upstream request %d: got %d messages, want %d (every earlier turn)", pos, len(got), 2*pos+1)
 			continue

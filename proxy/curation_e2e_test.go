@@ -26,7 +26,7 @@ func TestLongConversationStaysInBudgetWithStablePrefix(t *testing.T) {
 		if err != nil || tokens > budget {
 			t.Fatalf("turn %d: context tokens %q over budget %d", i, r.header.Get("X-Recall-Context-Tokens"), budget)
 		}
-		sent := summarizeAll(h.up.Last().Messages)
+		sent := renderAll(h.up.Last().Messages)
 		if sent[0] != "system:be brief" {
 			t.Fatalf("turn %d: instructions not first: %q", i, sent[0])
 		}

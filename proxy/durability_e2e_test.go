@@ -298,7 +298,7 @@ func TestRetryReplacesTheLastTurn(t *testing.T) {
 			if got := active(h.stored(h.passNamespace(key), conv)); !equalStrings(got, tt.want) {
 				t.Errorf("stored %q, want %q", got, tt.want)
 			}
-			if got := summarizeAll(h.up.Last().Messages); !equalStrings(got, tt.wantUpstream) {
+			if got := renderAll(h.up.Last().Messages); !equalStrings(got, tt.wantUpstream) {
 				t.Errorf("upstream got %q, want %q", got, tt.wantUpstream)
 			}
 		})

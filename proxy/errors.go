@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/oaierr"
 	"github.com/recallproxy/recall/rewrite"
 )
 
@@ -40,6 +40,7 @@ var (
 	errCommitFailed   = &apiError{status: 500, typ: "server_error", code: "history_write_failed", message: "The answer could not be recorded; retry the request."}
 	errStore          = &apiError{status: 500, typ: "server_error", code: "history_read_failed", message: "The conversation history could not be read."}
 	errMethodNotAllow = &apiError{status: 405, typ: "invalid_request_error", code: "method_not_allowed", message: "Method not allowed."}
+	errUnavailable    = &apiError{status: 503, typ: "server_error", code: "store_unavailable", message: "Recall's conversation store is unavailable; nothing was recorded, retry later."}
 	errNoSpace        = &apiError{status: 507, typ: "server_error", code: "insufficient_storage", message: "Recall's storage is full: the conversation cannot be recorded; retry later."}
 	errStreamCut      = &apiError{status: 502, typ: "upstream_error", code: "upstream_stream_incomplete", message: "The upstream stream ended before the answer was complete; nothing was recorded, retry the request."}
 	errInternal       = &apiError{status: 500, typ: "server_error", code: "internal_error", message: "Recall failed to serve the request."}
@@ -111,36 +112,14 @@ func classify(err error) *apiError {
 }
 
 // writeError renders e as OpenAI does.
-func writeError(rc *fasthttp.RequestCtx, e *apiError) {
-	closeConn := rc.Response.ConnectionClose()
-	rc.Response.Reset()
-	if closeConn {
-		rc.SetConnectionClose()
-	}
-	rc.SetStatusCode(e.status)
-	rc.SetContentType("application/json")
-	rc.SetBody(errorBody(e))
-}
+func writeError(rc *fasthttp.RequestCtx, e *apiError) { oaierr.Write(rc, e.oai()) }
 
 // errorBody is e in OpenAI's error shape.
-func errorBody(e *apiError) []byte {
-	var body struct {
-		Error struct {
-			Message string  `json:"message"`
-			Type    string  `json:"type"`
-			Param   *string `json:"param"`
-			Code    *string `json:"code"`
-		} `json:"error"`
-	}
-	body.Error.Message, body.Error.Type = e.message, e.typ
-	if e.param != "" {
-		body.Error.Param = &e.param
-	}
-	if e.code != "" {
-		body.Error.Code = &e.code
-	}
-	b, _ := json.Marshal(body) // cannot fail: strings only
-	return b
+func errorBody(e *apiError) []byte { return oaierr.Body(e.oai()) }
+
+// oai is e as the shared renderer takes it.
+func (e *apiError) oai() *oaierr.Error {
+	return &oaierr.Error{Status: e.status, Type: e.typ, Code: e.code, Param: e.param, Message: e.message}
 }
 
 // errNoAPIKey answers a request without a bearer key as OpenAI does, word

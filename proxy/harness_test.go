@@ -24,8 +24,10 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/badgerstore"
+	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/summary"
 )
 
 // harness is a real Recall server on a loopback port, in front of the fake
@@ -35,7 +37,11 @@ type harness struct {
 	up    *upstreamtest.Server
 	srv   *proxy.Server
 	store *badgerstore.Store
-	url   string // http://127.0.0.1:port
+	set   *config.Set
+	hist  history.Store        // the store the server uses: the cache over store
+	sum   *summary.Manager     // nil unless harnessOptions.summary is set
+	jobs  chan summary.JobDone // every summary job attempt, in order
+	url   string               // http://127.0.0.1:port
 	logs  *syncBuffer
 	done  chan proxy.ExchangeDone // every finished exchange, in order
 }
@@ -46,6 +52,9 @@ type harnessOptions struct {
 	tenants map[string]string // file name -> tenant YAML ("{{UPSTREAM}}" is replaced)
 	global  func(*config.Global)
 	proxy   func(*proxy.Config)
+	// summary, if set, runs a summary.Manager (configured by it) that the
+	// server triggers.
+	summary func(*summary.Config)
 }
 
 type configGlobal = config.Global
@@ -72,13 +81,15 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	if err != nil {
 		t.Fatalf("load tenants: %v", err)
 	}
+	h.set = set
 	h.store, err = badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.hist = history.NewCache(h.store, 0, 0)
 	cfg := proxy.Config{
 		Tenants: proxy.StaticTenants{Set: set},
-		Store:   history.NewCache(h.store, 0, 0), // as cmd/recall serves
+		Store:   h.hist, // the cache over Badger, as cmd/recall serves
 		Logger:  slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OnExchangeDone: func(d proxy.ExchangeDone) {
 			select {
@@ -87,6 +98,34 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 				t.Errorf("exchange-done buffer full: a test forgot to drain it")
 			}
 		},
+	}
+	if o.summary != nil {
+		h.jobs = make(chan summary.JobDone, 1024)
+		sc := summary.Config{
+			Store:   cfg.Store,
+			Tenants: cfg.Tenants,
+			Logger:  cfg.Logger,
+			OnJobDone: func(d summary.JobDone) {
+				select {
+				case h.jobs <- d:
+				default:
+					t.Errorf("summary job buffer full")
+				}
+			},
+		}
+		if cfg.Metrics == nil {
+			cfg.Metrics = proxy.NewMetrics(nil) // /metrics shows the summary metrics too
+		}
+		sc.Registerer = cfg.Metrics.Registry()
+		o.summary(&sc)
+		h.sum, err = summary.New(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.sum.Start(context.Background()); err != nil {
+			t.Logf("summary start: %v (the store cannot list yet)", err)
+		}
+		cfg.Summaries = h.sum
 	}
 	if o.proxy != nil {
 		o.proxy(&cfg)
@@ -110,6 +149,9 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		if err := h.srv.Shutdown(ctx); err != nil {
 			buf := make([]byte, 1<<20)
 			t.Errorf("shutdown: %v; goroutines:\n%s", err, buf[:runtime.Stack(buf, true)])
+		}
+		if h.sum != nil {
+			h.sum.Close()
 		}
 		h.store.Close()
 	})
@@ -164,15 +206,15 @@ func active(msgs []history.Message) []string {
 	var out []string
 	for _, m := range msgs {
 		if m.Active() {
-			out = append(out, summarize(m.Raw))
+			out = append(out, render(m.Raw))
 		}
 	}
 	return out
 }
 
-// summarize renders a message as "role:content" or "role:calls=[ids]" or
+// render renders a message as "role:content" or "role:calls=[ids]" or
 // "tool(id):content" for compact comparisons.
-func summarize(raw []byte) string {
+func render(raw []byte) string {
 	var m struct {
 		Role       string          `json:"role"`
 		Content    json.RawMessage `json:"content"`
@@ -203,10 +245,10 @@ func summarize(raw []byte) string {
 	return s
 }
 
-func summarizeAll(msgs []json.RawMessage) []string {
+func renderAll(msgs []json.RawMessage) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
-		out[i] = summarize(m)
+		out[i] = render(m)
 	}
 	return out
 }
@@ -266,3 +308,40 @@ func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// waitJob waits for the next summary job attempt on conv whose outcome is
+// not Nothing (jobs that found nothing to do are skipped).
+func (h *harness) waitJob(conv string) summary.JobDone {
+	h.t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case d := <-h.jobs:
+			if d.Key.Conversation == conv && d.Outcome != summary.Nothing {
+				return d
+			}
+		case <-timeout:
+			h.t.Fatalf("no summary job on %s finished within 10s", conv)
+		}
+	}
+}
+
+// storeUsed returns the store the server reads and writes through.
+func (h *harness) storeUsed() history.Store { return h.hist }
+
+// meta returns a conversation's metadata as the server sees it.
+func (h *harness) meta(tenant, conv string) history.Meta {
+	h.t.Helper()
+	snap, err := h.hist.Load(context.Background(), history.Key{Tenant: tenant, Conversation: conv}, history.Query{After: ^uint64(0)})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return snap.Meta
+}
+
+// srvCount counts a message's tokens as Recall does for gpt-4o.
+func (h *harness) srvCount(raw []byte) int {
+	return counter.Message(tokens.O200k, raw)
+}
+
+var counter = &tokens.Counter{}

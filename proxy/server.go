@@ -14,6 +14,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/tokens"
@@ -63,6 +64,15 @@ type Config struct {
 	// insufficient_storage (the store is out of room, or read-only) and
 	// makes /readyz report not ready.
 	CanCommit func() error
+	// Leaser, if set, serialises the exchanges on one conversation across
+	// processes sharing the store (replicas): an exchange holds the
+	// conversation's lease, besides this process's own lock, from before
+	// its load until its commit. Default: the Store, if it is a
+	// history.Leaser.
+	Leaser history.Leaser
+	// Ping, if set, checks that the store answers: /readyz reports not
+	// ready (503) while it fails.
+	Ping func(context.Context) error
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// OnExchangeDone, if set, is called exactly once for every
@@ -70,6 +80,23 @@ type Config struct {
 	// answered and committed (or not). For a stream that is after the
 	// handler returned, from the relay goroutine. It must not block.
 	OnExchangeDone func(ExchangeDone)
+	// Summaries, if set, is asked for a compaction after a commit that
+	// calls for one (summary.Manager implements it). Default: none, no
+	// conversation is ever summarised.
+	Summaries Summarizer
+	// API, if set, adjusts the conversation API's configuration before it
+	// is built: the wiring injects the summaries manager and the context
+	// function there.
+	API func(*api.Config)
+}
+
+// Summarizer queues summary jobs; summary.Manager implements it.
+type Summarizer interface {
+	// Trigger queues a compaction of key for tenant (an id) and returns at
+	// once. model is the request's model; cred its credential for a
+	// pass-through upstream, held in memory only; force says the budget
+	// could not send every unsummarised turn.
+	Trigger(tenant string, key history.Key, model, cred string, force bool)
 }
 
 // ExchangeDone describes a finished chat-completions exchange.
@@ -82,6 +109,9 @@ type ExchangeDone struct {
 	// Err is why the exchange ended early or was not recorded, if it was.
 	Err error
 }
+
+// readyzPingTimeout bounds /readyz's check of the store.
+const readyzPingTimeout = 2 * time.Second
 
 // Server is the Recall HTTP server.
 type Server struct {
@@ -97,6 +127,7 @@ type Server struct {
 	conns    connTracker
 	closing  atomic.Bool
 	tenants  tenantCache
+	api      *api.Handler
 	counts   sync.Map // hash -> tokens, for instructions and tools (bounded, see cachedTokens)
 	cached   atomic.Int64
 }
@@ -117,6 +148,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 32 << 20
+	}
+	if l, ok := cfg.Store.(history.Leaser); ok && cfg.Leaser == nil {
+		cfg.Leaser = l
 	}
 	if cfg.MaxResponseBytes <= 0 {
 		cfg.MaxResponseBytes = 64 << 20
@@ -145,6 +179,10 @@ func New(cfg Config) (*Server, error) {
 		},
 	}
 	s.metrics.activeConversations(s.locks.active)
+	var err error
+	if s.api, err = s.newAPI(); err != nil {
+		return nil, err
+	}
 	s.srv = &fasthttp.Server{
 		Handler:                       s.Handle,
 		Name:                          "recall",
@@ -243,6 +281,7 @@ var (
 	prefixV1     = []byte("/v1/")
 	prefixConv   = []byte("/c/")
 	prefixRecall = []byte("/recall/")
+	prefixAPI    = []byte(api.Prefix)
 )
 
 // Handle routes one request. It is the fasthttp.RequestHandler of the
@@ -273,10 +312,23 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 				return
 			}
 		}
+		if s.cfg.Ping != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), readyzPingTimeout)
+			err := s.cfg.Ping(ctx)
+			cancel()
+			if err != nil {
+				rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
+				rc.SetBodyString(`{"status":"store unavailable"}`)
+				return
+			}
+		}
 		rc.SetBodyString(`{"status":"ready"}`)
 		return
 	case bytes.Equal(raw, pathMetrics):
 		s.metrics.serve(rc)
+		return
+	case bytes.HasPrefix(raw, prefixAPI):
+		s.api.Handle(rc)
 		return
 	case bytes.IndexByte(rc.Request.Header.RequestURI(), '#') >= 0:
 		// A fragment is not part of a request target: there is nothing

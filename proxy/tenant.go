@@ -12,6 +12,7 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/plan"
 )
 
 // tenant is what the pipeline needs of a config.Tenant, built once per
@@ -23,6 +24,7 @@ type tenant struct {
 	mode       history.Mode
 	strategy   history.Strategy
 	lowWater   float64
+	plan       plan.Policy
 }
 
 // tenantCache maps the configuration's tenants to their runtime form. A new
@@ -57,27 +59,18 @@ func (c *tenantCache) get(set *config.Set, t *config.Tenant) (*tenant, error) {
 }
 
 func newTenant(t *config.Tenant) (*tenant, error) {
-	h := t.History
-	mode, err := history.ParseMode(h.Mode)
-	if err != nil {
-		return nil, err
-	}
-	strategy, err := history.Build(history.Policy{
-		Strategies:         h.Strategies,
-		MaxTurns:           h.MaxTurns,
-		LowWater:           h.LowWater,
-		OldToolResultChars: h.OldToolResultChars,
-	})
+	pol, err := plan.PolicyFor(t)
 	if err != nil {
 		return nil, err
 	}
 	return &tenant{
 		cfg:        t,
 		baseURL:    strings.TrimRight(t.Upstream.BaseURL, "/"),
-		convHeader: h.ConversationHeader,
-		mode:       mode,
-		strategy:   strategy,
-		lowWater:   h.LowWater,
+		convHeader: t.History.ConversationHeader,
+		mode:       pol.Mode,
+		strategy:   pol.Strategy,
+		lowWater:   t.History.LowWater,
+		plan:       pol,
 	}, nil
 }
 
@@ -129,4 +122,11 @@ func (s *Server) authenticate(rc *fasthttp.RequestCtx) (caller, error) {
 func PassThroughNamespace(tenantID, bearer string) string {
 	sum := sha256.Sum256([]byte(bearer))
 	return tenantID + ".pt." + hex.EncodeToString(sum[:16])
+}
+
+// policy returns the tenant's plan policy with the request's merge mode.
+func (t *tenant) policy(mode history.Mode) plan.Policy {
+	p := t.plan
+	p.Mode = mode
+	return p
 }

@@ -53,7 +53,7 @@ func TestTenantsNeverSeeEachOther(t *testing.T) {
 	if _, err := globex.Chat.Completions.New(ctx, params(openai.UserMessage("hello"))); err != nil {
 		t.Fatal(err)
 	}
-	if got := summarizeAll(h.up.Last().Messages); !equalStrings(got, []string{"user:hello"}) {
+	if got := renderAll(h.up.Last().Messages); !equalStrings(got, []string{"user:hello"}) {
 		t.Errorf("globex's request carried %q", got)
 	}
 	// The client key passes through for a tenant without an upstream key.
@@ -72,7 +72,7 @@ func TestPassThroughKeysAreSeparateNamespaces(t *testing.T) {
 	if _, err := bob.Chat.Completions.New(ctx, params(openai.UserMessage("bob here"))); err != nil {
 		t.Fatal(err)
 	}
-	if got := summarizeAll(h.up.Last().Messages); !equalStrings(got, []string{"user:bob here"}) {
+	if got := renderAll(h.up.Last().Messages); !equalStrings(got, []string{"user:bob here"}) {
 		t.Errorf("bob's request carried %q", got)
 	}
 }

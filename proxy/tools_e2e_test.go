@@ -46,7 +46,7 @@ func TestStreamedParallelToolCallsAreRecorded(t *testing.T) {
 	if last.Rejected != nil {
 		t.Fatalf("upstream rejected the context: %v", last.Rejected)
 	}
-	got := summarizeAll(last.Messages)
+	got := renderAll(last.Messages)
 	want := []string{"user:weather in Paris and Tokyo?", "assistant: calls=call_a,call_b", "tool(call_a):18C", "tool(call_b):9C"}
 	if !equalStrings(got, want) {
 		t.Errorf("upstream got %q, want %q", got, want)
@@ -84,7 +84,7 @@ func TestUnansweredToolCallIsRepaired(t *testing.T) {
 	if last.Rejected != nil {
 		t.Fatalf("upstream rejected: %v", last.Rejected)
 	}
-	got := summarizeAll(last.Messages)
+	got := renderAll(last.Messages)
 	want := []string{"user:look both up", "assistant: calls=call_1", "tool(call_1):one", "user:go on"}
 	if !equalStrings(got, want) {
 		t.Errorf("upstream got %q, want %q", got, want)

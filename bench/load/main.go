@@ -9,6 +9,7 @@
 //	load ... -stream                                      stream, and measure time to first byte
 //	load ... -conversations 1000 -prefill 50              grow each conversation to 50 turns first
 //	load -seed-dir DIR -conversations 16 -prefill 10000   write the turns straight into a stopped Recall's data dir, and exit
+//	load -seed-url postgres://... -conversations 16 -prefill 10000   the same into a PostgreSQL store
 //	load ... -context-turns 50                            resend 50 earlier turns in every body (stateless-client baseline)
 //	load -report results.jsonl                            render result lines as a markdown table
 //
@@ -46,6 +47,7 @@ type options struct {
 	prefill       int
 	seeded        int
 	seedDir       string
+	seedURL       string
 	namespace     string
 	words         int
 	contextTurns  int
@@ -69,6 +71,7 @@ func main() {
 	flag.IntVar(&o.prefill, "prefill", 0, "grow each conversation to this many turns before measuring")
 	flag.IntVar(&o.seeded, "seeded", 0, "turns already seeded into each conversation (recorded in the result only)")
 	flag.StringVar(&o.seedDir, "seed-dir", "", "with -prefill: write the turns into this Badger data dir (Recall stopped) and exit")
+	flag.StringVar(&o.seedURL, "seed-url", "", "with -prefill: write the turns into this PostgreSQL database (postgres://...) and exit")
 	flag.StringVar(&o.namespace, "namespace", "", "tenant namespace for -seed-dir (default: the pass-through namespace of -key)")
 	flag.IntVar(&o.words, "words", 40, "words in each user message (answers are echoed by the fake upstream)")
 	flag.IntVar(&o.contextTurns, "context-turns", 0, "resend this many earlier turns in every request, as a stateless client does (a baseline for the history rows)")
@@ -86,9 +89,9 @@ func run(o options) error {
 	switch {
 	case o.report != "":
 		return report(os.Stdout, o.report)
-	case o.seedDir != "":
+	case o.seedDir != "" || o.seedURL != "":
 		if o.prefill <= 0 || o.conversations <= 0 {
-			return fmt.Errorf("-seed-dir needs -prefill and -conversations")
+			return fmt.Errorf("-seed-dir and -seed-url need -prefill and -conversations")
 		}
 		return seed(o)
 	}

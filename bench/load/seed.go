@@ -11,6 +11,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/badgerstore"
+	"github.com/recallproxy/recall/history/pgstore"
 	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/rewrite"
@@ -25,13 +26,27 @@ const seedTurnsPerCommit = 250
 func passThroughNamespace(key string) string { return proxy.PassThroughNamespace("default", key) }
 
 // seed writes o.prefill turns (a user message and an assistant answer) into
-// each of o.conversations conversations of a stopped Recall's data dir,
+// each of o.conversations conversations of a stopped Recall's data dir (or
+// of a PostgreSQL database, with -seed-url),
 // through the same history.Apply path Recall commits with.
 func seed(o options) error {
 	start := time.Now()
-	store, err := badgerstore.Open(o.seedDir, badgerstore.Options{NoSync: true})
-	if err != nil {
-		return err
+	var store history.Store
+	var bs *badgerstore.Store
+	var err error
+	where := o.seedDir
+	if o.seedURL != "" {
+		ps, err := pgstore.Open(context.Background(), o.seedURL, pgstore.Options{MaxConns: 4})
+		if err != nil {
+			return err
+		}
+		defer ps.Close()
+		store, where = ps, "PostgreSQL"
+	} else {
+		if bs, err = badgerstore.Open(o.seedDir, badgerstore.Options{NoSync: true}); err != nil {
+			return err
+		}
+		store = bs
 	}
 	ns := o.namespace
 	if ns == "" {
@@ -68,21 +83,23 @@ feed:
 	// Leave the store as a long-running Recall would have it: compacted,
 	// rather than with a pile of level-0 tables that the server under test
 	// would spend its first seconds compacting.
-	if seedErr == nil {
-		seedErr = store.DB().Flatten(1)
-	}
-	if err := store.Close(); err != nil && seedErr == nil {
-		seedErr = err
+	if bs != nil {
+		if seedErr == nil {
+			seedErr = bs.DB().Flatten(1)
+		}
+		if err := bs.Close(); err != nil && seedErr == nil {
+			seedErr = err
+		}
 	}
 	if seedErr != nil {
 		return fmt.Errorf("seed: %w", seedErr)
 	}
 	fmt.Fprintf(os.Stderr, "load: seeded %d conversations × %d turns into %s in %s\n",
-		o.conversations, o.prefill, o.seedDir, time.Since(start).Round(time.Millisecond))
+		o.conversations, o.prefill, where, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
-func seedConversation(store *badgerstore.Store, k history.Key, o options, pool *messagePool) error {
+func seedConversation(store history.Store, k history.Key, o options, pool *messagePool) error {
 	ctx := context.Background()
 	snap, err := store.Load(ctx, k, history.Query{})
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/recallproxy/recall/internal/pgtest"
 )
 
 // envTestMain makes the test binary act as the recall command, so that the
@@ -20,7 +22,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envTestMain) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	pgtest.Main(m) // the replica tests' PostgreSQL, started on first use
 }
 
 // child is `recall serve` running as a child process on a fixed address and

@@ -15,7 +15,7 @@ import (
 // of them empty (which the commands treat as unset), whatever the
 // environment the tests run in.
 var cliEnv = []string{"RECALL_CONFIG", "RECALL_LISTEN", "RECALL_UPSTREAM_URL", "RECALL_DATA_DIR",
-	"RECALL_STORE_URL", "RECALL_ADMIN_KEY", "RECALL_ADDR"}
+	"RECALL_STORE_URL", "RECALL_ADMIN_KEY", "RECALL_ADDR", "RECALL_API_KEY"}
 
 func TestCLI(t *testing.T) {
 	ready := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -121,8 +121,8 @@ func TestCLI(t *testing.T) {
 		},
 		{
 			name: "serve refuses a bad configuration before listening", args: []string{"serve"}, code: 1, quietOut: true,
-			env:       map[string]string{"RECALL_LISTEN": "nope", "RECALL_STORE_URL": "postgres://u:hunter2@db/recall"},
-			stderr:    []string{"recall: 2 problems:", `RECALL_LISTEN: "nope": want host:port`, "RECALL_STORE_URL: this build stores only"},
+			env:       map[string]string{"RECALL_LISTEN": "nope", "RECALL_STORE_URL": "mysql://u:hunter2@db/recall"},
+			stderr:    []string{"recall: 2 problems:", `RECALL_LISTEN: "nope": want host:port`, `RECALL_STORE_URL: "mysql://u:xxxxx@db/recall": want postgres://`},
 			notStderr: []string{"hunter2"},
 		},
 

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -46,19 +47,51 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 	if os.Getenv("RECALL_CRASH_LONG") == "1" {
 		kills, convs = 100, 50
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d (kills %d, conversations %d)", seed, kills, convs)
-	rng := rand.New(rand.NewPCG(seed, 1))
-
 	up := upstreamtest.NewTB(t, upstreamtest.WithKeepRequests(0))
 	dir := t.TempDir()
 	c := newChild(t, dir, up.URL())
+	// Compact after almost every turn, so that kills land mid-compaction
+	// too: a conversation is then as before it or fully compacted.
+	cfgFile := filepath.Join(t.TempDir(), "recall.yaml")
+	if err := os.WriteFile(cfgFile, []byte("defaults:\n  summary: { enabled: true, trigger_turns: 1, keep_turns: 0 }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.env = append(c.env, "RECALL_CONFIG="+cfgFile)
 	c.start()
+	l := newLoad(up, c.url())
+	drivers := l.run(t, kills, convs, func(k int, rng *rand.Rand) {
+		c.kill()
+		c.start()
+	})
+	stopChild(t, c)
+	l.check(t)
 
-	tr := &http.Transport{MaxIdleConnsPerHost: 2 * convs}
-	defer tr.CloseIdleConnections()
-	l := &load{client: &http.Client{Transport: tr}, url: c.url(), up: up}
+	store, err := badgerstore.Open(dir, badgerstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	checkAll(t, store, drivers, kills, true)
+}
+
+// newLoad returns the load of drivers that send to urls, in turn.
+func newLoad(up *upstreamtest.Server, urls ...string) *load {
+	l := &load{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}, urls: urls, up: up}
 	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+// run drives convs concurrent conversations and calls disrupt kills
+// times, each after a random number of acknowledged turns, with the
+// drivers held while it runs (requests in flight then fail as they may).
+// It returns the drivers once the load stopped.
+func (l *load) run(t *testing.T, kills, convs int, disrupt func(k int, rng *rand.Rand)) []*driver {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d (kills %d, conversations %d)", seed, kills, convs)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	tr := l.client.Transport.(*http.Transport)
+	defer tr.CloseIdleConnections()
 	watchdog := time.AfterFunc(time.Duration(kills)*20*time.Second, func() {
 		l.mu.Lock()
 		l.stop, l.timedOut = true, true
@@ -92,9 +125,8 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 		acks := l.acks
 		l.mu.Unlock()
 		t.Logf("kill %d after %d acknowledged turns (%d more)", k+1, acks, n)
-		c.kill()
-		c.start()
-		tr.CloseIdleConnections() // connections to the dead child
+		disrupt(k, rng)
+		tr.CloseIdleConnections() // connections to a dead child
 		l.mu.Lock()
 		l.gen++
 		l.killed = false
@@ -110,7 +142,22 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 	if l.timedOut {
 		t.Fatal("load did not progress in time")
 	}
+	return drivers
+}
 
+// check reports the failures of requests no disruption explains.
+func (l *load) check(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.unexpected {
+		t.Errorf("unexpected failure (server not killed): %v", e)
+	}
+}
+
+// stopChild stops c with SIGINT and checks that it exits cleanly.
+func stopChild(t *testing.T, c *child) {
+	t.Helper()
 	if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -119,19 +166,14 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 	if code := c.wait(ctx); code != 0 {
 		t.Errorf("child exited %d after SIGINT, want 0", code)
 	}
+}
 
-	l.mu.Lock()
-	for _, e := range l.unexpected {
-		t.Errorf("unexpected failure (server not killed): %v", e)
-	}
-	l.mu.Unlock()
-
-	store, err := badgerstore.Open(dir, badgerstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	checked, turns, partial, landed := 0, 0, 0, 0
+// checkAll checks every conversation the drivers made against store; with
+// wantSummaries, that some got a summary (the load compacts after every
+// turn) and that each summary is whole.
+func checkAll(t *testing.T, store history.Store, drivers []*driver, kills int, wantSummaries bool) {
+	t.Helper()
+	checked, turns, partial, landed, summarised := 0, 0, 0, 0, 0
 	for _, d := range drivers {
 		for _, cv := range d.done {
 			turns += cv.acked
@@ -141,11 +183,17 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 			if checkConversation(t, store, cv) {
 				landed++
 			}
+			if wantSummaries && checkSummary(t, store, cv) {
+				summarised++
+			}
 			checked++
 		}
 	}
-	t.Logf("%d kills, %d conversations checked, %d acknowledged turns present, %d conversations retired mid-request (%d of those turns committed whole)",
-		kills, checked, turns, partial, landed)
+	t.Logf("%d kills, %d conversations checked, %d acknowledged turns present, %d conversations retired mid-request (%d of those turns committed whole), %d with a summary",
+		kills, checked, turns, partial, landed, summarised)
+	if wantSummaries && summarised == 0 {
+		t.Error("no conversation got a summary: the test proves nothing about compaction")
+	}
 	if turns == 0 {
 		t.Error("got no acknowledged turns, want the load to have made progress")
 	}
@@ -154,7 +202,7 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 // load is the state the drivers and the killer share.
 type load struct {
 	client *http.Client
-	url    string
+	urls   []string // the servers: turn i of driver d goes to urls[(d+i)%len]
 	up     *upstreamtest.Server
 
 	mu         sync.Mutex
@@ -165,6 +213,7 @@ type load struct {
 	timedOut   bool
 	acks       int
 	unexpected []error
+	disrupted  []error // failures while a disruption ran
 }
 
 // msg is one chat message in a comparable form.
@@ -239,11 +288,13 @@ func (d *driver) run() {
 			reply.Delay = time.Duration(d.rng.IntN(20)) * time.Millisecond
 		}
 		l.up.Enqueue(reply)
-		answer, err := exchange(l.client, l.url, cv.id, out, d.rng.IntN(2) == 0)
+		answer, err := exchange(l.client, l.urls[(d.id+turn)%len(l.urls)], cv.id, out, d.rng.IntN(2) == 0)
 		if err != nil {
 			l.mu.Lock()
 			if l.gen == gen && !l.killed {
 				l.unexpected = append(l.unexpected, fmt.Errorf("%s: %w", cv.id, err))
+			} else {
+				l.disrupted = append(l.disrupted, fmt.Errorf("%s: %w", cv.id, err))
 			}
 			l.mu.Unlock()
 			cv.inflight = out
@@ -348,7 +399,7 @@ func exchange(client *http.Client, url, conv string, msgs []msg, stream bool) (m
 // conversation valid for OpenAI (every tool call answered, no orphan
 // result), but for an assistant's calls at the very end that await their
 // results. It reports whether the unacknowledged request was committed.
-func checkConversation(t *testing.T, store *badgerstore.Store, cv *conversation) (landed bool) {
+func checkConversation(t *testing.T, store history.Store, cv *conversation) (landed bool) {
 	t.Helper()
 	var stored []history.Message
 	err := store.Messages(context.Background(), history.Key{Tenant: passNamespace(crashKey), Conversation: cv.id}, 0, true,
@@ -407,4 +458,47 @@ func storedMsg(raw []byte) msg {
 		m.calls = append(m.calls, c.Get("id").Str)
 	}
 	return m
+}
+
+// checkSummary checks cv's summary, if it has one, against its stored
+// messages: it ends at a turn's end, counts the turns it covers, and (the
+// fake summariser lists every user message it is given) holds every user
+// message up to its Through. Together with the messages after Through,
+// that is the whole conversation: a compaction killed half-way left it as
+// before or fully compacted, never with turns missing. It reports whether
+// cv has a summary.
+func checkSummary(t *testing.T, store history.Store, cv *conversation) bool {
+	t.Helper()
+	k := history.Key{Tenant: passNamespace(crashKey), Conversation: cv.id}
+	snap, err := store.Load(context.Background(), k, history.Query{After: ^uint64(0)})
+	if err != nil {
+		t.Fatalf("%s: %v", cv.id, err)
+	}
+	s := snap.Meta.Summary
+	if s == nil {
+		return false
+	}
+	var stored []history.Message
+	if err := store.Messages(context.Background(), k, 0, false, func(m history.Message) bool { stored = append(stored, m); return true }); err != nil {
+		t.Fatalf("%s: %v", cv.id, err)
+	}
+	users := 0
+	for i, m := range stored {
+		if m.Seq > s.Through {
+			if i == 0 || m.Role != "user" || stored[i-1].Seq != s.Through {
+				t.Errorf("%s: the summary through %d does not end at a turn's end", cv.id, s.Through)
+			}
+			break
+		}
+		if m.Role == "user" {
+			users++
+			if text := gjson.GetBytes(m.Raw, "content").Str; !strings.Contains(s.Text, text) {
+				t.Errorf("%s: the summary through %d lacks %q: %q", cv.id, s.Through, text, s.Text)
+			}
+		}
+	}
+	if s.Turns != users || s.Through > stored[len(stored)-1].Seq {
+		t.Errorf("%s: summary covers %d turns through %d, want %d turns of the %d stored messages", cv.id, s.Turns, s.Through, users, len(stored))
+	}
+	return true
 }

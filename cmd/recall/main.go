@@ -4,6 +4,7 @@
 //	recall serve [--config recall.yaml]        serve (zero config: 127.0.0.1:8080 → api.openai.com)
 //	recall check-config [--config recall.yaml] validate and print the resolved tenants, secrets masked
 //	recall health [--addr http://127.0.0.1:8080] exit 0 if a running Recall is ready (for HEALTHCHECK)
+//	recall conversations VERB [flags]          list|show|messages|context|search|export|import|forget|delete
 //	recall version                             print the version
 //
 // Every command's --help lists its flags and the environment variables it
@@ -29,8 +30,11 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/badgerstore"
+	"github.com/recallproxy/recall/history/pgstore"
 	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/retention"
+	"github.com/recallproxy/recall/summary"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -46,6 +50,7 @@ commands:
   serve          serve the proxy
   check-config   validate a configuration and print it, secrets masked
   health         exit 0 if a running Recall answers /readyz with 200
+  conversations  list, show, search, export, import, forget or delete stored conversations
   version        print the version
 
 "recall <command> --help" lists a command's flags and environment variables.
@@ -71,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return checkConfig(args[1:], stdout, stderr)
 	case "health":
 		return health(args[1:], stdout, stderr)
+	case "conversations":
+		return conversations(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		return versionCmd(args[1:], stdout, stderr)
 	case "help", "--help", "-h":
@@ -99,7 +106,7 @@ func configEnv() []envVar {
 		{config.EnvListen, d.Listen, "address to listen on; overrides listen"},
 		{config.EnvUpstreamURL, d.Defaults.Upstream.BaseURL, "upstream API base URL; overrides defaults.upstream.base_url"},
 		{config.EnvDataDir, d.DataDir, "Badger data directory; overrides data_dir"},
-		{config.EnvStoreURL, "(empty)", "empty: Badger in the data directory (the only store in this build)"},
+		{config.EnvStoreURL, "(empty)", "postgres://user:password@host:port/db: PostgreSQL, shared by replicas; empty: Badger in the data directory"},
 		{"RECALL_ADMIN_KEY", "(none)", `the admin key, where a file says admin_key: "${RECALL_ADMIN_KEY}"`},
 		{"${VAR}", "", "any variable a configuration file references; unset is an error"},
 	}
@@ -330,15 +337,11 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		}
 	}()
 
-	store, err := badgerstore.Open(g.DataDir, badgerstore.Options{
-		NoSync:       g.SyncWrites != nil && !*g.SyncWrites,
-		Logger:       log,
-		MinFreeBytes: int64(g.MinFreeMB) << 20,
-	})
+	st, err := openStore(ctx, g, log)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer st.close()
 
 	// Build the tokenizers now (tens of milliseconds each) rather than in
 	// the first request.
@@ -346,23 +349,60 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	counter.Text(tokens.O200k, "warm")
 	counter.Text(tokens.CL100k, "warm")
 
-	// This process is the directory's only writer, so the newest messages
-	// of hot conversations can be served from memory.
-	var hist history.Store = store
+	// The newest messages of hot conversations are served from memory:
+	// this process is Badger's only writer, and a shared store's head is
+	// checked before each hit (history.HeadReader).
+	hist := st.store
 	if g.CacheMB > 0 {
-		hist = history.NewCache(store, g.CacheMB<<20, 2<<20)
+		hist = history.NewCache(st.store, g.CacheMB<<20, 2<<20)
 	}
-	srv, err := proxy.New(proxy.Config{
-		Counter:      counter,
-		Tenants:      watcher,
-		Store:        hist,
-		Logger:       log,
-		MaxBodyBytes: g.MaxBodyBytes,
-		CanCommit:    store.CanCommit,
+	metrics := proxy.NewMetrics(nil)
+	// Summaries go through the same store (and cache) as the chat path, to
+	// the tenants' upstreams, off the request path.
+	summaries, err := summary.New(summary.Config{
+		Store:      hist,
+		Tenants:    watcher,
+		Transport:  proxy.DefaultTransport(),
+		Counter:    counter,
+		Logger:     log,
+		Registerer: metrics.Registry(),
 	})
 	if err != nil {
 		return err
 	}
+	if err := summaries.Start(ctx); err != nil {
+		// Jobs of conversations not listed start again with their next
+		// request: nothing is lost, a summary only comes later.
+		log.Warn("summary jobs not re-derived from the store", "error", err.Error())
+	}
+	defer summaries.Close()
+	srv, err := proxy.New(proxy.Config{
+		Counter:      counter,
+		Tenants:      watcher,
+		Store:        hist,
+		Leaser:       st.leaser,
+		Ping:         st.ping,
+		Logger:       log,
+		Metrics:      metrics,
+		MaxBodyBytes: g.MaxBodyBytes,
+		CanCommit:    st.canCommit,
+		Summaries:    summaries,
+	})
+	if err != nil {
+		return err
+	}
+	ret, err := retention.New(retention.Config{
+		Store:      hist,
+		Leaser:     st.leaser,
+		Policies:   func() []retention.Policy { return policies(watcher.Current()) },
+		Lock:       srv.Lock,
+		Logger:     log,
+		Registerer: metrics.Registry(),
+	})
+	if err != nil {
+		return err
+	}
+	go ret.Run(ctx)
 	ln, err := net.Listen("tcp", g.Listen)
 	if err != nil {
 		return err
@@ -370,7 +410,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	// The upstream is the defaults' (the implicit tenant's); tenant files
 	// may set their own.
 	log.Info("recall serving", "listen", ln.Addr().String(),
-		"upstream", config.RedactURL(g.Defaults.Upstream.BaseURL), "data_dir", g.DataDir,
+		"upstream", config.RedactURL(g.Defaults.Upstream.BaseURL), "store", st.name,
 		"tenants", len(watcher.Current().Tenants()), "version", versionString())
 
 	errc := make(chan error, 1)
@@ -387,4 +427,53 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		return err
 	}
 	return nil
+}
+
+// openedStore is the store serve runs on, with what the proxy needs of it.
+type openedStore struct {
+	store     history.Store
+	leaser    history.Leaser              // nil for Badger (one process)
+	ping      func(context.Context) error // nil for Badger
+	canCommit func() error                // nil for PostgreSQL
+	close     func()
+	name      string // for the log: the directory, or the URL without its password
+}
+
+// openStore opens PostgreSQL when store_url is set, Badger in data_dir
+// otherwise.
+func openStore(ctx context.Context, g config.Global, log *slog.Logger) (*openedStore, error) {
+	if g.StoreURL != "" {
+		// A database not reachable yet (replicas starting with it) is
+		// waited for, until a signal; any other error stops here.
+		wait := 500 * time.Millisecond
+		for {
+			octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			s, err := pgstore.Open(octx, g.StoreURL.Reveal(), pgstore.Options{MaxConns: int32(g.StoreMaxConns)})
+			cancel()
+			if err == nil {
+				return &openedStore{store: s, leaser: s, ping: s.Ping, close: s.Close, name: g.StoreURL.String()}, nil
+			}
+			if !errors.Is(err, history.ErrUnavailable) {
+				return nil, err
+			}
+			log.Warn("store unavailable, retrying", "store", g.StoreURL, "retry_in", wait.String(), "error", err.Error())
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, err
+			case <-t.C:
+			}
+			wait = min(2*wait, 5*time.Second)
+		}
+	}
+	s, err := badgerstore.Open(g.DataDir, badgerstore.Options{
+		NoSync:       g.SyncWrites != nil && !*g.SyncWrites,
+		Logger:       log,
+		MinFreeBytes: int64(g.MinFreeMB) << 20,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &openedStore{store: s, canCommit: s.CanCommit, close: func() { s.Close() }, name: g.DataDir}, nil
 }

@@ -300,6 +300,7 @@ func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (histo
 			return err
 		}
 		snap.Meta = m
+		q := q.Resolve(&m)
 		if m.Messages == 0 {
 			snap.Complete = true
 			return nil

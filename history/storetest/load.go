@@ -261,6 +261,34 @@ func testDeleteAndIsolation(t *testing.T, s history.Store) {
 // neither checks nor bumps the version, so a chat commit computed before
 // it still commits (and keeps it), and a summary made from a state
 // another summary has left is refused with ErrStale.
+// Query.Summarized stops a read at the stored summary's covered-through,
+// found in the same read, and is nothing without a summary.
+func testLoadSummarized(t *testing.T, s history.Store) {
+	k := history.Key{Tenant: "t", Conversation: "summarized"}
+	MustCommit(t, s, k, history.Change{Append: Turns(1, 10)}) // seqs 1-20
+	q := history.Query{MinMessages: 100, Tokens: 1 << 20, Summarized: true}
+	if snap, err := s.Load(ctx, k, q); err != nil || len(snap.Tail) != 20 {
+		t.Fatalf("no summary yet: got %d messages (%v), want all 20", len(snap.Tail), err)
+	}
+	if _, err := s.Commit(ctx, k, history.Change{Summary: &history.SummaryChange{
+		Summary: history.Summary{Text: "so far", Through: 12, Turns: 6}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		after uint64
+		first uint64
+	}{{0, 13}, {6, 13}, {15, 16}} {
+		q.After = tt.after
+		snap, err := s.Load(ctx, k, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 20 - int(tt.first) + 1; len(snap.Tail) != want || snap.Tail[0].Seq != tt.first {
+			t.Errorf("After %d with the summary through 12: got %v, want %d messages from %d", tt.after, seqs(snap.Tail), want, tt.first)
+		}
+	}
+}
+
 func testSummaryLanding(t *testing.T, s history.Store) {
 	k := history.Key{Tenant: "t", Conversation: "sum"}
 	before := MustCommit(t, s, k, history.Change{Append: Turns(1, 4)}) // seqs 1-8

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) history.Store) {
 		{"RoundTrip", testRoundTrip},
 		{"LoadBounds", testLoadBounds},
 		{"LoadAfter", testLoadAfter},
+		{"LoadSummarized", testLoadSummarized},
 		{"Supersede", testSupersede},
 		{"ConflictChangesNothing", testConflictChangesNothing},
 		{"MessagesAfterAndStop", testMessagesAfterAndStop},

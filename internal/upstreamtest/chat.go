@@ -84,19 +84,30 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte) 
 	default:
 		apiErr = validate(rq.msgs)
 	}
+	summary := apiErr == nil && isSummaryCall(&rq, root)
 	if rec != nil {
-		rec.Model, rec.Stream, rec.Rejected = rq.model, rq.stream, apiErr
+		rec.Model, rec.Stream, rec.Rejected, rec.Summary = rq.model, rq.stream, apiErr, summary
 		for _, m := range rq.msgs {
 			rec.Messages = append(rec.Messages, json.RawMessage(m.Raw))
 		}
 	}
-	reply, _, gate := s.record(rec, apiErr == nil)
+	queue := &s.queue
+	if summary {
+		queue = &s.summaryQueue
+	}
+	reply, _, gate := s.recordFrom(rec, apiErr == nil, queue)
 	if apiErr != nil {
 		s.writeError(w, http.StatusBadRequest, apiErr, "")
 		return
 	}
+	if summary && reply.Content == "" && reply.Refusal == "" && len(reply.ToolCalls) == 0 {
+		reply.Content = SummaryAnswer(rq.msgs[0].Get("content").Str, rq.msgs[1].Get("content").Str)
+	}
 
 	ctx := r.Context()
+	if reply.Hold && !s.stall(ctx, gate) {
+		return
+	}
 	if reply.Delay > 0 && !sleep(ctx, reply.Delay) {
 		return
 	}

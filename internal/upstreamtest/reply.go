@@ -29,6 +29,10 @@ type Reply struct {
 	// Delay is waited before the response headers are written, or until the
 	// request's context ends.
 	Delay time.Duration
+	// Hold makes the answer wait, before its headers, until Release (or
+	// the end of the request), counted in Stalled: a test can then act
+	// while the call is provably in flight.
+	Hold bool
 	// Gzip compresses the response body (Content-Encoding: gzip), streamed
 	// or not; a stream is flushed through the compressor per event.
 	Gzip bool

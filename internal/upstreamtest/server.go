@@ -59,6 +59,9 @@ type Received struct {
 	Stream bool
 	// Rejected is the error the fake answered 400 with, or nil.
 	Rejected *APIError
+	// Summary reports that the request was shaped as a summariser call
+	// (see EnqueueSummary).
+	Summary bool
 }
 
 // Option configures a Server.
@@ -89,8 +92,10 @@ type Server struct {
 	stalled int           // handlers blocked in FaultStallMidStream now
 	changed chan struct{} // closed on the next change of count or stalled; nil while nobody waits
 	queue   []Reply
-	files   []*file       // the files store, in upload order
-	gate    chan struct{} // closed by Release
+	// summaryQueue holds the scripted answers of summariser calls.
+	summaryQueue []Reply
+	files        []*file       // the files store, in upload order
+	gate         chan struct{} // closed by Release
 }
 
 // New starts a Server listening on 127.0.0.1:0. It panics if it cannot
@@ -253,7 +258,7 @@ func (s *Server) stall(ctx context.Context, gate <-chan struct{}) bool {
 func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reqs, s.count, s.queue, s.files = nil, 0, nil, nil
+	s.reqs, s.count, s.queue, s.files, s.summaryQueue = nil, 0, nil, nil, nil
 }
 
 // Enqueue appends scripted replies to the queue of chat-completions answers.
@@ -277,6 +282,11 @@ func (s *Server) Release() {
 // It returns the reply (ok false when the queue was empty) and the stall
 // gate current at arrival.
 func (s *Server) record(rec *Received, take bool) (r Reply, ok bool, gate chan struct{}) {
+	return s.recordFrom(rec, take, &s.queue)
+}
+
+// recordFrom is record taking the reply from queue.
+func (s *Server) recordFrom(rec *Received, take bool, queue *[]Reply) (r Reply, ok bool, gate chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.count++
@@ -289,10 +299,10 @@ func (s *Server) record(rec *Received, take bool) (r Reply, ok bool, gate chan s
 		}
 		s.reqs = append(s.reqs, *rec)
 	}
-	if take && len(s.queue) > 0 {
-		r, ok = s.queue[0], true
-		s.queue[0] = Reply{}
-		s.queue = s.queue[1:]
+	if q := *queue; take && len(q) > 0 {
+		r, ok = q[0], true
+		q[0] = Reply{}
+		*queue = q[1:]
 	}
 	return r, ok, s.gate
 }

@@ -1,0 +1,281 @@
+// Package api serves Recall's conversation API, everything under
+// /recall/v1/: list, read, search, memorize, forget, erase, export and
+// import a tenant's conversations (DESIGN.md section 7). Handlers call
+// history and the store, never the chat pipeline; what the chat pipeline
+// owns (the curated context, summaries, per-conversation locks,
+// authentication) is injected through Config.
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/history/tokens"
+	"github.com/recallproxy/recall/internal/oaierr"
+)
+
+// Prefix is the path every route of the API is under.
+const Prefix = "/recall/v1/"
+
+// Caller is an authenticated API request's tenant and the namespace its
+// conversations live in (history.Key.Tenant).
+type Caller struct {
+	Tenant    *config.Tenant
+	Namespace string
+}
+
+// Summarizer ends episodes and compacts conversations on demand: the
+// summaries manager implements it. Both return the conversation's
+// metadata once done.
+type Summarizer interface {
+	End(ctx context.Context, k history.Key) (history.Meta, error)
+	Summarize(ctx context.Context, k history.Key) (history.Meta, error)
+}
+
+// ContextFunc computes what the next chat request on k would send
+// upstream for q.Model, without locks and without sending anything.
+type ContextFunc func(ctx context.Context, c Caller, k history.Key, q ContextQuery) (*Context, error)
+
+// Config configures a Handler. Zero fields take the documented defaults.
+type Config struct {
+	// Store keeps conversations (required): the same Store the chat path
+	// uses, so that its cache sees every change.
+	Store history.Store
+	// Authenticate resolves the request's caller (required). An
+	// *oaierr.Error it returns is answered as is; any other error is a 500.
+	Authenticate func(rc *fasthttp.RequestCtx) (Caller, error)
+	// Lock serialises a mutating call with chat requests on the same
+	// conversation. Default: no locking (a single-writer embedder).
+	Lock func(ctx context.Context, k history.Key) (release func(), err error)
+	// Summarizer serves end and summarize. Default nil: they answer 501.
+	Summarizer Summarizer
+	// Context serves the context route. Default nil: it answers 501.
+	Context ContextFunc
+	// Counter counts the tokens of memorized messages. Default: a new one.
+	Counter *tokens.Counter
+	// MaxBodyBytes bounds a request body (memorize, forget, import).
+	// Default 32 MiB.
+	MaxBodyBytes int
+	// Timeout bounds one call's store work. Default 30s.
+	Timeout time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives failures. Default: discarded.
+	Logger *slog.Logger
+	// Observe, if set, is told of every answered call: the tenant id (""
+	// before authentication), the route name and the status.
+	Observe func(tenant, route string, status int)
+}
+
+// Handler serves the API.
+type Handler struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a Handler for cfg.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Store == nil || cfg.Authenticate == nil {
+		return nil, errors.New("api: config needs Store and Authenticate")
+	}
+	if cfg.Lock == nil {
+		cfg.Lock = func(context.Context, history.Key) (func(), error) { return func() {}, nil }
+	}
+	if cfg.Counter == nil {
+		cfg.Counter = &tokens.Counter{}
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 32 << 20
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Handler{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// call is one API request being served.
+type call struct {
+	h      *Handler
+	rc     *fasthttp.RequestCtx
+	ctx    context.Context
+	caller Caller
+	key    history.Key // Conversation is "" for tenant-wide routes
+	route  string
+}
+
+// route is one API route: a method, a path shape and its handler.
+type route struct {
+	method string
+	name   string
+	conv   bool   // the path names a conversation
+	verb   string // the segment after the conversation id, "" for none
+	serve  func(*call) error
+}
+
+// routes are the API's routes, matched in order. Paths are relative to
+// Prefix: "conversations", "conversations/{id}[/verb]", "search",
+// "openapi.json".
+var routes = []route{
+	{method: "GET", name: "list", serve: (*call).list},
+	{method: "GET", name: "show", conv: true, serve: (*call).show},
+	{method: "DELETE", name: "delete", conv: true, serve: (*call).delete},
+	{method: "GET", name: "messages", conv: true, verb: "messages", serve: (*call).messages},
+	{method: "POST", name: "memorize", conv: true, verb: "messages", serve: (*call).memorize},
+	{method: "GET", name: "context", conv: true, verb: "context", serve: (*call).context},
+	{method: "GET", name: "search", conv: true, verb: "search", serve: (*call).search},
+	{method: "POST", name: "forget", conv: true, verb: "forget", serve: (*call).forget},
+	{method: "POST", name: "end", conv: true, verb: "end", serve: (*call).end},
+	{method: "POST", name: "summarize", conv: true, verb: "summarize", serve: (*call).summarize},
+	{method: "GET", name: "export", conv: true, verb: "export", serve: (*call).export},
+	{method: "POST", name: "import", conv: true, verb: "import", serve: (*call).importConv},
+}
+
+// Handle serves one request whose path starts with Prefix.
+func (h *Handler) Handle(rc *fasthttp.RequestCtx) {
+	c := &call{h: h, rc: rc, route: "other"}
+	status, err := c.serve()
+	if err != nil {
+		e := c.classify(err)
+		oaierr.Write(rc, e)
+		status = e.Status
+	}
+	if h.cfg.Observe != nil {
+		tenant := ""
+		if c.caller.Tenant != nil {
+			tenant = c.caller.Tenant.ID
+		}
+		h.cfg.Observe(tenant, c.route, status)
+	}
+}
+
+func (c *call) serve() (int, error) {
+	path, ok := bytes.CutPrefix(c.rc.Request.URI().PathOriginal(), []byte(Prefix))
+	if !ok {
+		return 0, errNotFound
+	}
+	method := string(c.rc.Method())
+	rest := string(path)
+	if rest == "openapi.json" {
+		c.route = "openapi"
+		if method != "GET" && method != "HEAD" {
+			return 0, errMethod
+		}
+		return c.openapi()
+	}
+	var r *route
+	switch {
+	case rest == "conversations":
+		r = match(method, false, "")
+	case rest == "search":
+		c.route = "search_tenant"
+		if method != "GET" {
+			return 0, errMethod
+		}
+		r = &route{name: "search_tenant", serve: (*call).searchTenant}
+	case strings.HasPrefix(rest, "conversations/"):
+		id, verb, _ := strings.Cut(rest[len("conversations/"):], "/")
+		if strings.Contains(verb, "/") {
+			return 0, errNotFound
+		}
+		switch verb {
+		case "", "messages", "context", "search", "forget", "end", "summarize", "export", "import":
+		default:
+			return 0, errNotFound
+		}
+		if !history.ValidID(id) {
+			return 0, errBadID
+		}
+		c.key.Conversation = id
+		r = match(method, true, verb)
+	default:
+		return 0, errNotFound
+	}
+	if r == nil {
+		return 0, errMethod
+	}
+	c.route = r.name
+	caller, err := c.h.cfg.Authenticate(c.rc)
+	if err != nil {
+		return 0, err
+	}
+	c.caller, c.key.Tenant = caller, caller.Namespace
+	ctx, cancel := context.WithTimeout(context.Background(), c.h.cfg.Timeout)
+	defer cancel()
+	c.ctx = ctx
+	if err := r.serve(c); err != nil {
+		return 0, err
+	}
+	return c.rc.Response.StatusCode(), nil
+}
+
+// match finds the route for method on a path shape.
+func match(method string, conv bool, verb string) *route {
+	for i := range routes {
+		r := &routes[i]
+		if r.method == method && r.conv == conv && r.verb == verb {
+			return r
+		}
+	}
+	return nil
+}
+
+// body reads the request body, bounded by MaxBodyBytes.
+func (c *call) body() ([]byte, error) {
+	st := c.rc.RequestBodyStream()
+	if st == nil {
+		b := c.rc.Request.Body()
+		if len(b) > c.h.cfg.MaxBodyBytes {
+			return nil, errTooLarge
+		}
+		return b, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(st, int64(c.h.cfg.MaxBodyBytes)+1))
+	if err != nil {
+		return nil, &oaierr.Error{Status: 400, Type: "invalid_request_error", Message: "Could not read the request body."}
+	}
+	if len(b) > c.h.cfg.MaxBodyBytes {
+		c.rc.SetConnectionClose()
+		return nil, errTooLarge
+	}
+	return b, nil
+}
+
+// now is the clock's time in Unix nanoseconds.
+func (c *call) now() int64 { return c.h.cfg.Now().UnixNano() }
+
+// lock takes the conversation's lock; the caller releases it.
+func (c *call) lock() (func(), error) {
+	release, err := c.h.cfg.Lock(c.ctx, c.key)
+	if err != nil {
+		return nil, errBusy
+	}
+	return release, nil
+}
+
+// meta loads the conversation's metadata: errUnknown if it was never
+// written (or was deleted), in this caller's namespace.
+func (c *call) meta() (history.Meta, error) {
+	snap, err := c.h.cfg.Store.Load(c.ctx, c.key, history.Query{MinMessages: 1, MaxTurns: 1})
+	if err != nil {
+		return history.Meta{}, err
+	}
+	if snap.Meta.Version == 0 {
+		return history.Meta{}, errUnknown
+	}
+	return snap.Meta, nil
+}

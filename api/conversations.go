@@ -1,0 +1,113 @@
+package api
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/recallproxy/recall/history"
+)
+
+// Page sizes of the list calls.
+const (
+	defaultLimit = 20
+	maxLimit     = 100
+)
+
+// statuses are the values of the list's status filter.
+var statuses = []history.Status{history.StatusActive, history.StatusAwaiting, history.StatusIdle, history.StatusEnded}
+
+// reply answers v as JSON with status.
+func (c *call) reply(status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	c.rc.SetStatusCode(status)
+	c.rc.SetContentType("application/json")
+	c.rc.SetBody(b)
+	return nil
+}
+
+// limit parses the limit argument: def when absent, else 1..most.
+func (c *call) limit(def, most int) (int, error) {
+	v := c.rc.QueryArgs().Peek("limit")
+	if v == nil {
+		return def, nil
+	}
+	n, err := strconv.Atoi(string(v))
+	if err != nil || n < 1 || n > most {
+		return 0, errBadRequest("limit", "Invalid 'limit': expected an integer from 1 to "+strconv.Itoa(most)+".")
+	}
+	return n, nil
+}
+
+// list serves GET /conversations?limit=&after=&status=.
+func (c *call) list() error {
+	limit, err := c.limit(defaultLimit, maxLimit)
+	if err != nil {
+		return err
+	}
+	args := c.rc.QueryArgs()
+	q := history.ListQuery{Limit: limit, After: string(args.Peek("after"))}
+	if q.After != "" && !history.ValidID(q.After) {
+		return errBadRequest("after", "Invalid 'after': expected the id of the last conversation of the previous page.")
+	}
+	if s := string(args.Peek("status")); s != "" {
+		want := history.Status(s)
+		known := false
+		for _, st := range statuses {
+			known = known || st == want
+		}
+		if !known {
+			return errBadRequest("status", "Invalid 'status': expected one of active, awaiting_tool_results, idle, ended.")
+		}
+		q.Keep = func(m *history.Meta) bool { return m.Status == want || m.Status == "" && want == history.StatusActive }
+	}
+	page, more, err := c.h.cfg.Store.List(c.ctx, c.key.Tenant, q)
+	if err != nil {
+		return err
+	}
+	data := make([]Conversation, len(page))
+	for i := range page {
+		data[i] = conversationOf(page[i].Conversation, &page[i].Meta)
+	}
+	return c.reply(200, listOf(data, more, func(v *Conversation) string { return v.ID }))
+}
+
+// show serves GET /conversations/{id}.
+func (c *call) show() error {
+	m, err := c.meta()
+	if err != nil {
+		return err
+	}
+	return c.reply(200, c.detail(&m))
+}
+
+func (c *call) detail(m *history.Meta) Detail {
+	return detailOf(c.key.Conversation, m, c.caller.Tenant.History.BudgetTokens)
+}
+
+// Deleted is the answer to a DELETE.
+type Deleted struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Deleted bool   `json:"deleted"`
+}
+
+// delete serves DELETE /conversations/{id}: every trace of it, in the
+// store's one atomic erase, under the conversation's lock so that no chat
+// exchange commits into it halfway.
+func (c *call) delete() error {
+	release, err := c.lock()
+	if err != nil {
+		return err
+	}
+	defer release()
+	if _, err := c.meta(); err != nil {
+		return err
+	}
+	if err := c.h.cfg.Store.Delete(c.ctx, c.key); err != nil {
+		return err
+	}
+	return c.reply(200, Deleted{ID: c.key.Conversation, Object: "conversation.deleted", Deleted: true})
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/history/badgerstore"
+	"github.com/recallproxy/recall/proxy"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata")
+
+// steppingClock advances a minute at every reading, from a fixed time, so
+// that stored times and listing order are the same on every run.
+type steppingClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *steppingClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Minute)
+	return c.t
+}
+
+// cliServer starts a real Recall (pass-through tenant, Badger in a
+// temporary directory) on a loopback port and returns its address.
+func cliServer(t *testing.T) string {
+	t.Helper()
+	set, err := config.LoadTenants(config.DefaultGlobal(), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &steppingClock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+	srv, err := proxy.New(proxy.Config{Tenants: proxy.StaticTenants{Set: set}, Store: history.Store(store), Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		store.Close()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// TestConversationsCLI runs the verbs in order against one server, each
+// output compared with its golden file (go test -run TestConversationsCLI
+// -update rewrites them).
+func TestConversationsCLI(t *testing.T) {
+	for _, k := range cliEnv {
+		t.Setenv(k, "")
+	}
+	addr := cliServer(t)
+	dir := t.TempDir()
+	exported := filepath.Join(dir, "trip.jsonl")
+	seed := func(conv, body string) {
+		t.Helper()
+		c := &apiClient{addr: addr, key: "sk-cli", http: httpClient()}
+		if _, err := c.do("POST", convPath(conv, "messages"), strings.NewReader(body), "application/json"); err != nil {
+			t.Fatalf("seed %s: %v", conv, err)
+		}
+	}
+	conn := []string{"--addr", addr, "--key", "sk-cli"}
+	steps := []struct {
+		name string
+		args []string
+		do   func() // before the command
+	}{
+		{name: "usage", args: []string{"conversations"}},
+		{name: "help", args: []string{"conversations", "--help"}},
+		{name: "unknown-verb", args: []string{"conversations", "lsit"}},
+		{name: "show-no-id", args: append([]string{"conversations", "show"}, conn...)},
+		{name: "no-key", args: []string{"conversations", "list", "--addr", addr}},
+		{name: "list-empty", args: append([]string{"conversations", "list"}, conn...)},
+		{name: "list", args: append([]string{"conversations", "list"}, conn...), do: func() {
+			seed("trip", `{"messages":[{"role":"user","content":"Plan a trip to Lisbon, I love kiwi juice"},`+
+				`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Lisbon\"}"}}]},`+
+				`{"role":"tool","tool_call_id":"call_1","content":"22C and sunny"},`+
+				`{"role":"assistant","content":"Lisbon is sunny: pack light."}]}`)
+			seed("notes", `{"messages":[{"role":"user","content":"Remember: my kiwi allergy is mild."},{"role":"assistant","content":"Noted."}]}`)
+		}},
+		{name: "list-json", args: append([]string{"conversations", "list", "--limit", "1", "--json"}, conn...)},
+		{name: "show", args: append([]string{"conversations", "show", "trip"}, conn...)},
+		{name: "messages", args: append([]string{"conversations", "messages", "trip"}, conn...)},
+		{name: "messages-desc", args: append([]string{"conversations", "messages", "trip", "--order", "desc", "--limit", "2"}, conn...)},
+		{name: "search", args: append([]string{"conversations", "search", "kiwi"}, conn...)},
+		{name: "search-conversation", args: append([]string{"conversations", "search", "--conversation", "trip", "sunny", "Lisbon"}, conn...)},
+		{name: "forget", args: append([]string{"conversations", "forget", "trip", "position:3"}, conn...)},
+		{name: "messages-forgotten", args: append([]string{"conversations", "messages", "trip", "--include", "forgotten"}, conn...)},
+		{name: "forget-bad", args: append([]string{"conversations", "forget", "trip", "newest"}, conn...)},
+		{name: "export", args: append([]string{"conversations", "export", "trip"}, conn...)},
+		{name: "export-file", args: append([]string{"conversations", "export", "trip", "--output", exported}, conn...)},
+		{name: "delete", args: append([]string{"conversations", "delete", "trip"}, conn...)},
+		{name: "show-deleted", args: append([]string{"conversations", "show", "trip"}, conn...)},
+		{name: "import", args: append([]string{"conversations", "import", "trip", exported}, conn...)},
+		{name: "import-again", args: append([]string{"conversations", "import", "trip", exported}, conn...)},
+		{name: "messages-imported", args: append([]string{"conversations", "messages", "trip", "--include", "forgotten"}, conn...)},
+		{name: "context", args: append([]string{"conversations", "context", "trip"}, conn...)},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if st.do != nil {
+				st.do()
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(st.args, &stdout, &stderr)
+			got := "exit " + strconv.Itoa(code) + "\n--- stdout\n" + stdout.String() + "--- stderr\n" + stderr.String()
+			got = strings.ReplaceAll(got, addr, "http://ADDR")
+			golden(t, filepath.Join("testdata", "conversations", st.name+".golden"), got)
+		})
+	}
+	// The exported file is the export's stdout.
+	b, err := os.ReadFile(exported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(filepath.Join("testdata", "conversations", "export.golden"))
+	if !bytes.Contains(want, b) {
+		t.Errorf("--output wrote %s, not the export", b)
+	}
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("got:\n%s\nwant (%s):\n%s", got, path, want)
+	}
+}

@@ -1,0 +1,136 @@
+package pgstore_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/history/pgstore"
+	"github.com/recallproxy/recall/internal/pgtest"
+)
+
+// TestReplicaCachesStayCoherent: two replicas, each with its own window
+// cache over one database. What one writes (a turn, a summary, a delete)
+// the other's next load sees, though its cache held the conversation.
+func TestReplicaCachesStayCoherent(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.DB(t)
+	a := history.NewCache(open(t, url, pgstore.Options{}), 0, 0)
+	b := history.NewCache(open(t, url, pgstore.Options{}), 0, 0)
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	q := history.Query{MinMessages: 100}
+	load := func(c *history.Cache) history.Snapshot {
+		t.Helper()
+		snap, err := c.Load(ctx, k, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap
+	}
+	commit(t, a, k, history.Change{Append: turns(0, 1)}) // a caches it
+	for i := 1; i <= 3; i++ {
+		w, r := b, a
+		if i%2 == 0 {
+			w, r = a, b
+		}
+		load(w)
+		commit(t, w, k, history.Change{Append: turns(i, 1)})
+		if snap := load(r); len(snap.Tail) != 2*(i+1) || snap.Meta.Version != uint64(i+1) {
+			t.Fatalf("after write %d: the other replica loads %d messages at version %d, want %d at %d", i, len(snap.Tail), snap.Meta.Version, 2*(i+1), i+1)
+		}
+	}
+	if a.Len() != 1 || b.Len() != 1 {
+		t.Fatalf("caches hold %d and %d conversations, want 1 each", a.Len(), b.Len())
+	}
+	// A summary does not bump Version; a's cached copy must still go.
+	if _, err := b.Commit(ctx, k, history.Change{Now: 9e9, Summary: &history.SummaryChange{Summary: history.Summary{Text: "s", Through: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if snap := load(a); snap.Meta.Summary == nil {
+		t.Fatal("a summary landed by one replica is not seen by the other")
+	}
+	if err := b.Delete(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if snap := load(a); snap.Meta.Version != 0 || len(snap.Tail) != 0 {
+		t.Fatalf("after a delete by the other replica: version %d, %d messages; want none", snap.Meta.Version, len(snap.Tail))
+	}
+}
+
+// BenchmarkLoad measures a load of a 50-turn conversation's tail (a 16k
+// budget reads it all): straight from PostgreSQL, and through the window
+// cache, whose hit costs a head read instead.
+func BenchmarkLoad(b *testing.B) {
+	ctx := context.Background()
+	s := open(b, pgtest.DB(b), pgstore.Options{})
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	for i := range 50 {
+		commit(b, s, k, history.Change{Append: []history.Message{user("question "+strconv.Itoa(i)+" about the weather in some city", 40), asst("a longer answer about the weather, "+strconv.Itoa(i), 120)}})
+	}
+	q := history.Query{MinMessages: 1, Tokens: 16000, FromCut: true}
+	for _, bc := range []struct {
+		name  string
+		store history.Store
+	}{{"direct", s}, {"cache-hit-head-check", history.NewCache(s, 0, 0)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				snap, err := bc.store.Load(ctx, k, q)
+				if err != nil || len(snap.Tail) != 100 {
+					b.Fatalf("got %d messages, %v", len(snap.Tail), err)
+				}
+			}
+		})
+	}
+	b.Run("head", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.Head(ctx, k); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkCommit measures a chat turn's commit (two messages).
+func BenchmarkCommit(b *testing.B) {
+	ctx := context.Background()
+	s := open(b, pgtest.DB(b), pgstore.Options{})
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	var version uint64
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		m, err := s.Commit(ctx, k, history.Change{Version: version, Now: int64(i+1) * 1e9,
+			Append: []history.Message{user("question "+strconv.Itoa(i), 40), asst("an answer", 120)}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		version = m.Version
+		i++
+	}
+}
+
+// TestCacheLeasesThroughToTheStore: the window cache is a Leaser whose
+// leases are the shared store's, so what holds a lease through the cache
+// (the proxy, the summary jobs) excludes other replicas.
+func TestCacheLeasesThroughToTheStore(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.DB(t)
+	a := history.NewCache(open(t, url, pgstore.Options{}), 0, 0)
+	b := open(t, url, pgstore.Options{})
+	release, ok, err := a.TryAcquire(ctx, "summary/t/c")
+	if err != nil || !ok {
+		t.Fatalf("through the cache: ok %v, %v", ok, err)
+	}
+	if _, ok, err := b.TryAcquire(ctx, "summary/t/c"); err != nil || ok {
+		t.Fatalf("another replica took a lease held through the cache: ok %v, %v", ok, err)
+	}
+	release()
+	r, ok, err := b.TryAcquire(ctx, "summary/t/c")
+	if err != nil || !ok {
+		t.Fatalf("after release: ok %v, %v", ok, err)
+	}
+	r()
+}

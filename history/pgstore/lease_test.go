@@ -1,0 +1,116 @@
+package pgstore_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recallproxy/recall/history/pgstore"
+	"github.com/recallproxy/recall/internal/pgtest"
+)
+
+// TestLeaseExclusive: a held lease is not taken by another store until
+// released; then it is.
+func TestLeaseExclusive(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.DB(t)
+	a, b := open(t, url, pgstore.Options{}), open(t, url, pgstore.Options{})
+	release, ok, err := a.TryAcquire(ctx, "conv:t/c")
+	if err != nil || !ok {
+		t.Fatalf("first TryAcquire: ok %v, %v", ok, err)
+	}
+	if _, ok, err := b.TryAcquire(ctx, "conv:t/c"); err != nil || ok {
+		t.Fatalf("TryAcquire of a held lease: ok %v, %v; want not ok", ok, err)
+	}
+	if _, ok, err := a.TryAcquire(ctx, "conv:t/c"); err != nil || ok {
+		t.Fatalf("TryAcquire by its own store while held: ok %v, %v; want not ok", ok, err)
+	}
+	if r, ok, err := b.TryAcquire(ctx, "conv:t/other"); err != nil || !ok {
+		t.Fatalf("another name: ok %v, %v", ok, err)
+	} else {
+		r()
+	}
+	got := make(chan error, 1)
+	go func() {
+		r, err := b.Acquire(ctx, "conv:t/c")
+		if err == nil {
+			r()
+		}
+		got <- err
+	}()
+	release()
+	release() // a second call does nothing
+	if err := <-got; err != nil {
+		t.Fatalf("Acquire after release: %v", err)
+	}
+}
+
+// TestLeaseOutlivesNoLiveHolder: a holder that keeps renewing keeps its
+// lease past its duration; killed with SIGKILL, it blocks nobody for
+// longer than the lease.
+func TestLeaseOutlivesNoLiveHolder(t *testing.T) {
+	if os.Getenv("PGSTORE_LEASE_HOLDER") != "" {
+		return // the helper runs in TestLeaseHolderProcess
+	}
+	ctx := testCtx(t)
+	url := pgtest.DB(t)
+	const lease = time.Second
+	open(t, url, pgstore.Options{}) // migrate before the child does
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLeaseHolderProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "PGSTORE_LEASE_HOLDER="+url)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "held" {
+		t.Fatalf("holder said %q, %v", line, err)
+	}
+	s := open(t, url, pgstore.Options{Lease: lease})
+	// Three lease durations: the holder renews, nobody takes it.
+	wait, cancel := context.WithTimeout(ctx, 3*lease)
+	_, err = s.Acquire(wait, "conv:t/c")
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire of a live holder's lease: %v, want the deadline", err)
+	}
+	if err := cmd.Process.Signal(os.Kill); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	wait, cancel = context.WithTimeout(ctx, 10*lease)
+	defer cancel()
+	release, err := s.Acquire(wait, "conv:t/c")
+	if err != nil {
+		t.Fatalf("Acquire after the holder was killed: %v", err)
+	}
+	release()
+}
+
+// TestLeaseHolderProcess is TestLeaseOutlivesNoLiveHolder's holder: it
+// takes the lease, says so, and blocks until killed.
+func TestLeaseHolderProcess(t *testing.T) {
+	url := os.Getenv("PGSTORE_LEASE_HOLDER")
+	if url == "" {
+		t.Skip("a helper process of TestLeaseOutlivesNoLiveHolder")
+	}
+	s, err := pgstore.Open(context.Background(), url, pgstore.Options{Lease: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.TryAcquire(context.Background(), "conv:t/c"); err != nil || !ok {
+		t.Fatalf("holder: ok %v, %v", ok, err)
+	}
+	os.Stdout.WriteString("held\n")
+	select {}
+}

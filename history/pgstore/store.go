@@ -1,0 +1,526 @@
+// Package pgstore is the history.Store for several Recall replicas: one
+// PostgreSQL database, reached through a bounded pgx pool.
+//
+// The schema (migrations/*.sql, embedded and applied at Open under a lock)
+// is keyed by tenant, then conversation. A conversation is a metadata row
+// (history.MarshalMeta) and append-only message rows by sequence number
+// (the history codec, as Badger keeps them), plus search postings; a
+// commit writes them in one transaction, checked against the metadata's
+// Version, so a commit is all or nothing and durable when it returns (as
+// the server's synchronous_commit has it).
+//
+// A read of a conversation is one statement (one snapshot, one round
+// trip) unless the tail it needs is longer than the first batch. The
+// store also implements history.Leaser with lease rows, so that replicas
+// serialise the work on one conversation.
+//
+// Errors that mean the database cannot be reached wrap
+// history.ErrUnavailable.
+package pgstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/recallproxy/recall/history"
+)
+
+// Options configure a Store. The zero value is usable.
+type Options struct {
+	// MaxConns bounds the connection pool. Default 10.
+	MaxConns int32
+	// Lease is how long a lease outlives a holder that stopped renewing it
+	// (a killed replica). Default 15s; holders renew at a third of it.
+	Lease time.Duration
+	// Tracer, if set, traces every statement and batch (pgx's
+	// QueryTracer, and BatchTracer if it implements it): for metrics,
+	// logs and tests. Default none.
+	Tracer pgx.QueryTracer
+	// FirstBatch is how many of the newest messages a Load reads in its
+	// first statement (at least twice the request's MinMessages). Default
+	// 128.
+	FirstBatch int
+}
+
+// Store is a history.Store on PostgreSQL.
+type Store struct {
+	pool       *pgxpool.Pool
+	lease      time.Duration
+	firstBatch int
+	holder     string        // this Store's lease holder prefix
+	leases     atomic.Uint64 // numbers each lease taken
+	version    int           // the schema version
+}
+
+var (
+	_ history.Store      = (*Store)(nil)
+	_ history.Leaser     = (*Store)(nil)
+	_ history.HeadReader = (*Store)(nil)
+)
+
+// Open connects to the database at url (postgres://user:pass@host/db),
+// applies the embedded migrations under a lock, and returns the Store. A
+// database that cannot be reached fails with an error wrapping
+// history.ErrUnavailable. The error never holds the URL's password.
+func Open(ctx context.Context, url string, o Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's parse errors quote the URL: say only what is wrong.
+		return nil, errors.New("pgstore: invalid store_url (want postgres://user:password@host:port/database?options)")
+	}
+	cfg.MaxConns = o.MaxConns
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 10
+	}
+	cfg.MinConns = 0
+	if o.Tracer != nil {
+		cfg.ConnConfig.Tracer = o.Tracer
+	}
+	if o.Lease <= 0 {
+		o.Lease = 15 * time.Second
+	}
+	if o.FirstBatch <= 0 {
+		o.FirstBatch = 128
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, wrap("open", err)
+	}
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	host, _ := os.Hostname()
+	s := &Store{pool: pool, lease: o.Lease, firstBatch: o.FirstBatch,
+		holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:]))}
+	if s.version, err = migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, wrap("migrate", err)
+	}
+	return s, nil
+}
+
+// Close closes the pool: calls in flight fail.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping checks that the database answers (for /readyz).
+func (s *Store) Ping(ctx context.Context) error {
+	return wrap("ping", s.pool.Ping(ctx))
+}
+
+// SchemaVersion returns the schema version Open left the database at.
+func (s *Store) SchemaVersion() int { return s.version }
+
+// Pool exposes the pool for operator tools and tests.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// again runs op, and once more after resetting the pool if it failed
+// because the database could not be reached: after a database restart
+// every idle connection of the pool is dead, and only its first use tells
+// (the pool pings only connections idle for a second). op must be safe to
+// repeat.
+func (s *Store) again(ctx context.Context, op func() error) error {
+	err := op()
+	if err != nil && errors.Is(err, history.ErrUnavailable) && ctx.Err() == nil {
+		s.pool.Reset()
+		err = op()
+	}
+	return err
+}
+
+// wrap adds the operation to err and, when err means the database could
+// not be reached, history.ErrUnavailable.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if Unavailable(err) {
+		return fmt.Errorf("pgstore: %s: %w: %w", op, history.ErrUnavailable, err)
+	}
+	return fmt.Errorf("pgstore: %s: %w", op, err)
+}
+
+// Unavailable reports whether err means the database could not be
+// reached or went away: a connection refused, reset or closed, a server
+// shutting down or starting, or out of connections. An error the server
+// answered with for the statement itself (a constraint, a syntax error)
+// is not, and neither is a context ending.
+func Unavailable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+			strings.HasPrefix(pgErr.Code, "57P"), // admin/crash shutdown, cannot connect now
+			pgErr.Code == "53300":                // too many connections
+			return true
+		}
+		return false
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &connErr), errors.As(err, &netErr),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
+		pgconn.SafeToRetry(err):
+		return true
+	}
+	// pgx reports a connection it already closed, and a closed pool, in
+	// plain errors.
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool")
+}
+
+// conflict maps the errors of racing writers to history.ErrConflict: two
+// commits creating one conversation (a unique violation), a serialization
+// failure or a deadlock.
+func conflict(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505", "40001", "40P01":
+			return true
+		}
+	}
+	return false
+}
+
+// Head reads the conversation's head (Version and Summaries): what a
+// replica's window cache checks before serving from memory.
+func (s *Store) Head(ctx context.Context, k history.Key) (h history.Head, err error) {
+	err = s.again(ctx, func() error { h, err = s.head(ctx, k); return err })
+	return h, err
+}
+
+func (s *Store) head(ctx context.Context, k history.Key) (history.Head, error) {
+	var version int64
+	var summaries int32
+	err := s.pool.QueryRow(ctx, `SELECT version, summaries FROM recall_conversations WHERE tenant = $1 AND conversation = $2`,
+		k.Tenant, k.Conversation).Scan(&version, &summaries)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return history.Head{}, nil
+	}
+	if err != nil {
+		return history.Head{}, wrap("head "+k.String(), err)
+	}
+	return history.Head{Version: uint64(version), Summaries: int(summaries)}, nil
+}
+
+// loadSQL reads the metadata and the newest messages in one statement,
+// one snapshot: the metadata row is the one with seq 0 (messages count
+// from 1).
+const loadSQL = `SELECT 0::bigint, meta FROM recall_conversations WHERE tenant = $1 AND conversation = $2
+UNION ALL
+(SELECT seq, body FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3
+ ORDER BY seq DESC LIMIT $4)`
+
+// rangeSQL reads messages lo < seq <= hi, newest first.
+const rangeSQL = `SELECT seq, body FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3 AND seq <= $4
+ORDER BY seq DESC LIMIT $5`
+
+const metaSQL = `SELECT meta FROM recall_conversations WHERE tenant = $1 AND conversation = $2`
+
+// Load reads the metadata and the tail q asks for, newest first, skipping
+// inactive ranges, and returns the tail oldest first. The first statement
+// reads the metadata with the newest FirstBatch messages; a tail longer
+// than that is read on in a repeatable-read transaction, in batches twice
+// the size of the one before.
+func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (snap history.Snapshot, err error) {
+	err = s.again(ctx, func() error { snap, err = s.load(ctx, k, q); return err })
+	return snap, err
+}
+
+func (s *Store) load(ctx context.Context, k history.Key, q history.Query) (history.Snapshot, error) {
+	limit := max(s.firstBatch, 2*q.MinMessages)
+	rows, err := s.pool.Query(ctx, loadSQL, k.Tenant, k.Conversation, int64(q.After), limit)
+	if err != nil {
+		return history.Snapshot{}, wrap("load "+k.String(), err)
+	}
+	var (
+		w     walker
+		found bool
+		batch []history.Message
+	)
+	for rows.Next() {
+		var seq int64
+		var b []byte
+		if err := rows.Scan(&seq, &b); err != nil {
+			rows.Close()
+			return history.Snapshot{}, wrap("load "+k.String(), err)
+		}
+		if seq == 0 {
+			if w.meta, err = history.UnmarshalMeta(b); err != nil {
+				rows.Close()
+				return history.Snapshot{}, fmt.Errorf("pgstore: load %s: %w", k, err)
+			}
+			found = true
+			continue
+		}
+		msg, err := history.DecodeMessage(b, uint64(seq))
+		if err != nil {
+			rows.Close()
+			return history.Snapshot{}, fmt.Errorf("pgstore: load %s: %w", k, err)
+		}
+		batch = append(batch, msg)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return history.Snapshot{}, wrap("load "+k.String(), err)
+	}
+	if !found {
+		return history.Snapshot{Complete: true}, nil
+	}
+	w.q, w.orig = q.Resolve(&w.meta), q
+	// UNION ALL keeps each branch's order in practice, not by contract.
+	sortDesc(batch)
+	w.take(batch)
+	if !w.done && len(batch) == limit {
+		if err := s.loadMore(ctx, k, &w, batch[len(batch)-1].Seq-1, limit); err != nil {
+			return history.Snapshot{}, err
+		}
+	}
+	return w.snapshot(), nil
+}
+
+// loadMore reads on from hi in a repeatable-read transaction. If the
+// conversation changed since the first statement, it reads the tail again
+// from the newest message.
+func (s *Store) loadMore(ctx context.Context, k history.Key, w *walker, hi uint64, size int) error {
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var b []byte
+		err := tx.QueryRow(ctx, metaSQL, k.Tenant, k.Conversation).Scan(&b)
+		if errors.Is(err, pgx.ErrNoRows) {
+			*w = walker{q: w.orig, orig: w.orig, done: true} // deleted meanwhile
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		m, err := history.UnmarshalMeta(b)
+		if err != nil {
+			return err
+		}
+		if m.Version != w.meta.Version || m.NextSeq != w.meta.NextSeq || len(m.Gaps) != len(w.meta.Gaps) {
+			*w = walker{q: w.orig.Resolve(&m), orig: w.orig, meta: m}
+			hi = m.NextSeq - 1
+		}
+		batch := make([]history.Message, 0, size)
+		for !w.done && hi > w.q.After {
+			if g, ok := w.meta.InGap(hi); ok {
+				hi = g.From - 1
+				continue
+			}
+			size = min(2*size, 4096)
+			batch = batch[:0]
+			rows, err := tx.Query(ctx, rangeSQL, k.Tenant, k.Conversation, int64(w.q.After), int64(hi), size)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var seq int64
+				var b []byte
+				if err := rows.Scan(&seq, &b); err != nil {
+					rows.Close()
+					return err
+				}
+				msg, err := history.DecodeMessage(b, uint64(seq))
+				if err != nil {
+					rows.Close()
+					return err
+				}
+				batch = append(batch, msg)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			w.take(batch)
+			if len(batch) < size {
+				break // nothing older
+			}
+			hi = batch[len(batch)-1].Seq - 1
+		}
+		return nil
+	})
+	if err != nil {
+		return wrap("load "+k.String(), err)
+	}
+	return nil
+}
+
+func sortDesc(msgs []history.Message) {
+	for i := 1; i < len(msgs); i++ {
+		if msgs[i].Seq > msgs[i-1].Seq {
+			// Out of order: sort (insertion sort; normally never runs).
+			for j := i; j > 0 && msgs[j].Seq > msgs[j-1].Seq; j-- {
+				msgs[j], msgs[j-1] = msgs[j-1], msgs[j]
+			}
+		}
+	}
+}
+
+// walker applies history.Query.Done to messages offered newest first, as
+// the Badger store's read does: messages in the metadata's inactive
+// ranges are skipped (the rule never sees them), the others are checked
+// against the rule, then kept if active.
+type walker struct {
+	q      history.Query // resolved against meta
+	orig   history.Query // as asked
+	meta   history.Meta
+	tail   []history.Message // newest first
+	tokens int
+	turns  int
+	done   bool
+}
+
+func (w *walker) take(batch []history.Message) {
+	for _, msg := range batch {
+		if w.done {
+			return
+		}
+		if msg.Seq >= w.meta.NextSeq {
+			continue
+		}
+		if _, ok := w.meta.InGap(msg.Seq); ok {
+			continue
+		}
+		oldest := ""
+		if n := len(w.tail); n > 0 {
+			oldest = w.tail[n-1].Role
+		}
+		if w.q.Done(len(w.tail), w.tokens, w.turns, oldest, msg.Seq, w.meta.Cut) {
+			w.done = true
+			return
+		}
+		if msg.Active() {
+			w.tail = append(w.tail, msg)
+			w.tokens += msg.Tokens
+			if msg.Role == history.RoleUser {
+				w.turns++
+			}
+		}
+	}
+}
+
+func (w *walker) snapshot() history.Snapshot {
+	tail := w.tail
+	for i, j := 0, len(tail)-1; i < j; i, j = i+1, j-1 {
+		tail[i], tail[j] = tail[j], tail[i]
+	}
+	if tail == nil && w.meta.Messages > 0 {
+		tail = []history.Message{}
+	}
+	return history.Snapshot{Meta: w.meta, Tail: tail, Complete: len(tail) >= w.meta.Messages}
+}
+
+// Messages calls fn for each message after the given sequence number,
+// oldest first, with the flags the metadata gives it, in one
+// repeatable-read transaction (one snapshot), streaming the rows.
+func (s *Store) Messages(ctx context.Context, k history.Key, after uint64, all bool, fn func(history.Message) bool) error {
+	called := false // once fn saw a message, a retry would repeat it
+	f := func(m history.Message) bool { called = true; return fn(m) }
+	err := s.messages(ctx, k, after, all, f)
+	if err != nil && !called && errors.Is(err, history.ErrUnavailable) && ctx.Err() == nil {
+		s.pool.Reset()
+		err = s.messages(ctx, k, after, all, f)
+	}
+	return err
+}
+
+func (s *Store) messages(ctx context.Context, k history.Key, after uint64, all bool, fn func(history.Message) bool) error {
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var b []byte
+		err := tx.QueryRow(ctx, metaSQL, k.Tenant, k.Conversation).Scan(&b)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		m, err := history.UnmarshalMeta(b)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT seq, body FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3 AND seq < $4 ORDER BY seq`,
+			k.Tenant, k.Conversation, int64(after), int64(m.NextSeq))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var seq int64
+			var b []byte
+			if err := rows.Scan(&seq, &b); err != nil {
+				return err
+			}
+			msg, err := history.DecodeMessage(b, uint64(seq))
+			if err != nil {
+				return err
+			}
+			msg.Flags |= m.FlagsAt(msg.Seq)
+			if !all && !msg.Active() {
+				continue
+			}
+			if ctx.Err() != nil || !fn(msg) {
+				return nil
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return wrap("messages "+k.String(), err)
+	}
+	return ctx.Err()
+}
+
+// Delete erases the conversation's rows (metadata, messages, postings) in
+// one transaction, one round trip.
+func (s *Store) Delete(ctx context.Context, k history.Key) error {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(`DELETE FROM recall_postings WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
+	b.Queue(`DELETE FROM recall_messages WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
+	b.Queue(`DELETE FROM recall_conversations WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
+	b.Queue("COMMIT")
+	return s.again(ctx, func() error { return wrap("delete "+k.String(), s.runTx(ctx, b)) })
+}
+
+// runTx sends a batch that opens and commits a transaction on one
+// connection and reads every result; on an error the transaction is
+// rolled back (the pool discards a connection left inside one).
+func (s *Store) runTx(ctx context.Context, b *pgx.Batch) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	err = conn.SendBatch(ctx, b).Close()
+	if err != nil {
+		rollback(conn.Conn())
+	}
+	return err
+}
+
+// rollback ends a transaction a failed batch left open, if the
+// connection is still usable.
+func rollback(c *pgx.Conn) {
+	if c.IsClosed() || c.PgConn().TxStatus() == 'I' {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = c.Exec(ctx, "ROLLBACK")
+}

@@ -1,0 +1,95 @@
+package upstreamtest
+
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// A summariser call is recognised by its shape (Recall's summary package
+// sends it so): exactly two messages, a leading system message that asks
+// for a summary, then one user message, and no tools. Such calls take
+// their replies from their own queue (EnqueueSummary), so that a test's
+// chat script is not consumed by background summaries, and by default
+// are answered by SummaryAnswer: text derived from the input, so tests
+// can see what the summariser was given.
+
+// isSummaryCall reports whether rq, with root its body, is shaped as a
+// summariser call.
+func isSummaryCall(rq *request, root gjson.Result) bool {
+	if len(rq.msgs) != 2 || root.Get("tools").Exists() {
+		return false
+	}
+	sys, user := rq.msgs[0], rq.msgs[1]
+	text := sys.Get("content").Str
+	// A chat request whose only history is Recall's injected summary has
+	// the same shape: its system message states a summary, it does not
+	// ask for one.
+	return sys.Get("role").Str == "system" && user.Get("role").Str == "user" &&
+		strings.Contains(strings.ToLower(text), "summary") && !strings.HasPrefix(text, injectedSummary)
+}
+
+// injectedSummary starts the summary message Recall injects into chat
+// requests (plan.SummaryPrefix; this package imports nothing of Recall).
+const injectedSummary = "Summary of the earlier conversation:"
+
+// EnqueueSummary appends scripted replies to the queue of summariser
+// answers (a Reply with Fault or Status fails the call, Delay or Hold
+// delays it; an empty Content answers SummaryAnswer).
+func (s *Server) EnqueueSummary(r ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.summaryQueue = append(s.summaryQueue, r...)
+}
+
+// SummaryCalls returns the recorded summariser calls, in arrival order.
+func (s *Server) SummaryCalls() []Received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Received
+	for _, r := range s.reqs {
+		if r.Summary {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// SummaryAnswer is the fake's deterministic answer to a summariser call
+// with the given system and user contents. The summary is the previous
+// summary's items followed by the text of each "user: " line of the
+// transcript, joined by "; " (so the previous summary and the new turns
+// it was given show in it). When the system message asks for a title
+// ("Title:"), the answer starts with "Title: Talk about " and the first
+// words of the first new user line, 5 to 8 words in all.
+func SummaryAnswer(system, user string) string {
+	prev, transcript := "", user
+	if rest, ok := strings.CutPrefix(user, "Previous summary:\n"); ok {
+		prev, transcript, _ = strings.Cut(rest, "\n\nTranscript")
+	}
+	var items []string
+	if prev != "" {
+		items = append(items, strings.Split(prev, "; ")...)
+	}
+	var first string
+	for line := range strings.Lines(transcript) {
+		if text, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "user: "); ok {
+			items = append(items, text)
+			if first == "" {
+				first = text
+			}
+		}
+	}
+	summary := strings.Join(items, "; ")
+	if !strings.Contains(system, "Title:") {
+		return summary
+	}
+	words := strings.Fields(first)
+	if len(words) > 4 {
+		words = words[:4]
+	}
+	for len(words) < 3 {
+		words = append(words, "things")
+	}
+	return "Title: Talk about " + strings.Join(words, " ") + "\n\n" + summary
+}

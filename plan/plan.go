@@ -1,0 +1,436 @@
+// Package plan works out what the next chat-completions request of a
+// conversation sends upstream: it loads the stored conversation, merges the
+// client's new messages with it, injects the running summary and curates
+// the result to the tenant's budget. It is a pure function of the store's
+// state and its input: it writes nothing.
+//
+// Two callers share it, so that they can never disagree:
+//
+//   - the chat path (proxy), which sends the plan's messages upstream and
+//     then commits what Plan says a commit needs (Version, Supersede, Cut,
+//     Fresh, Seal);
+//   - the conversation API's context call
+//     (GET /recall/v1/conversations/{id}/context?model=&budget=), which calls
+//     Make with no new messages (Input.New empty) and answers Plan.Messages
+//     and Plan.Report: exactly what the next request would send, minus that
+//     request's own new messages.
+package plan
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/history/tokens"
+	"github.com/recallproxy/recall/rewrite"
+)
+
+// ErrStore wraps a failure to read the conversation.
+var ErrStore = errors.New("plan: read conversation")
+
+// ErrNothingToSend is returned when neither instructions nor messages are
+// left to send (an upstream refuses an empty messages array).
+var ErrNothingToSend = errors.New("plan: nothing to send")
+
+// SummaryPrefix starts the injected summary message's text.
+const SummaryPrefix = "Summary of the earlier conversation:\n"
+
+// Kind says where a planned message comes from.
+type Kind uint8
+
+// Kinds of planned messages, in the order they are sent.
+const (
+	// Instruction is one of the client's leading system/developer messages.
+	Instruction Kind = iota
+	// SummaryMessage is the injected summary.
+	SummaryMessage
+	// History is a stored message.
+	History
+	// New is one of the request's new messages.
+	New
+)
+
+// Counter counts tokens; *tokens.Counter implements it.
+type Counter interface {
+	Message(enc tokens.Encoding, raw []byte) int
+	Tools(enc tokens.Encoding, raw []byte) int
+}
+
+var _ Counter = (*tokens.Counter)(nil)
+
+// Policy is what a tenant's configuration says about the context.
+type Policy struct {
+	// Mode is the merge mode.
+	Mode history.Mode
+	// Budget is the most prompt tokens sent (history.budget_tokens).
+	Budget int
+	// MaxTurns caps the turns read (0: no cap).
+	MaxTurns int
+	// Encoding overrides the model's tiktoken encoding ("": by model).
+	Encoding tokens.Encoding
+	// ModelWindows overrides built-in model windows.
+	ModelWindows map[string]int
+	// StoredToolResultChars cuts long tool results when stored (0: whole).
+	StoredToolResultChars int
+	// Strategy curates the window (nil: budget only).
+	Strategy history.Strategy
+	// IdleTimeout, if > 0, seals the open episode when the conversation
+	// was silent this long before the request.
+	IdleTimeout time.Duration
+	// NoSummary leaves the stored summary out (summary.enabled: false):
+	// the context is built from the stored turns alone.
+	NoSummary bool
+}
+
+// Input is one planned request.
+type Input struct {
+	Store  history.Store
+	Key    history.Key
+	Policy Policy
+	// Model and MaxTokens are the request's model and answer reserve.
+	Model     string
+	MaxTokens int
+	// Instructions are the client's leading system/developer messages,
+	// sent first every time, never stored. Tools is the raw "tools" value.
+	Instructions []rewrite.Message
+	Tools        []byte
+	// New are the client's other messages (Role, Raw and Hash set), merged
+	// with the stored history. Empty for the context call.
+	New []history.Message
+	// Retry says how the request may repeat the last exchange.
+	Retry history.Retry
+	// Counter counts messages; Fixed, if set, counts instructions, tools
+	// and the summary (the proxy caches those by hash). Default Counter.
+	Counter Counter
+	Fixed   Counter
+	// Now is the request's time (idle timeout).
+	Now time.Time
+}
+
+// Message is one message of the plan.
+type Message struct {
+	Kind   Kind
+	Role   string
+	Raw    []byte
+	Tokens int
+	// Seq is the stored sequence number (History), the one it will be
+	// stored under (New), or 0.
+	Seq uint64
+}
+
+// Plan is what a request sends and what its commit needs.
+type Plan struct {
+	// Messages are sent in order: instructions, the summary, the kept
+	// turns, the new messages.
+	Messages []Message
+	// Report says what curation did (Tokens: the whole prompt estimate).
+	Report history.Report
+	// Encoding and Budget are the ones used.
+	Encoding tokens.Encoding
+	Budget   int
+	// Meta is the conversation's metadata as loaded (before a replaced
+	// retry, if Replaced).
+	Meta history.Meta
+	// Summary is the injected summary, nil if none.
+	Summary *history.Summary
+	// Version, Supersede and Cut go into the commit's Change (Cut 0:
+	// unchanged); Replaced reports that the request repeats the last
+	// exchange, whose turn it replaces.
+	Version   uint64
+	Supersede *history.Boundary
+	Cut       uint64
+	Replaced  bool
+	// Seal reports that the conversation was idle past the timeout: the
+	// commit seals the open episode (Change.Seal).
+	Seal bool
+	// Fresh are the new messages in their stored form (Seq assigned, long
+	// tool results cut, Raw copied).
+	Fresh []history.Message
+	// ExchangeHash is history.HashMessages of the new messages.
+	ExchangeHash uint64
+	// Pending is the number of turns the summary does not cover once this
+	// request's turn is stored; Fits reports whether every one of them was
+	// sent (false: the budget forced turns out).
+	Pending int
+	Fits    bool
+}
+
+// Make plans one request. Errors: ErrStore (wrapped), a
+// *history.OrphanResultError whose Index is the position among in.New,
+// a *history.ContextLengthError, ErrNothingToSend, or a strategy's error.
+func Make(ctx context.Context, in Input) (*Plan, error) {
+	pol := in.Policy
+	count := in.Counter
+	if count == nil {
+		count = &tokens.Counter{}
+	}
+	fixedCount := in.Fixed
+	if fixedCount == nil {
+		fixedCount = count
+	}
+	p := &Plan{Encoding: tokens.ForModel(in.Model)}
+	if pol.Encoding != "" {
+		p.Encoding = pol.Encoding
+	}
+	enc := p.Encoding
+	// The budget bounds what Recall adds; the model's window bounds what
+	// may be sent at all.
+	budget := pol.Budget
+	window, known := tokens.Window(in.Model, pol.ModelWindows)
+	if known && window-in.MaxTokens < budget {
+		budget = max(1, window-in.MaxTokens)
+	}
+	if !known {
+		window = 0
+	}
+	p.Budget = budget
+	fixed := tokens.ReplyPriming + fixedCount.Tools(enc, in.Tools)
+	for _, m := range in.Instructions {
+		fixed += fixedCount.Message(enc, m.Raw)
+	}
+	news := in.New
+	head := headFunc(ctx, in.Store, in.Key)
+
+	// Summarised turns are never read again: the store stops at the
+	// summary's covered-through, which it reads with the metadata, in the
+	// same load.
+	q := history.Query{MinMessages: len(news), Tokens: budget, MaxTurns: pol.MaxTurns, FromCut: true, Summarized: !pol.NoSummary}
+	var snap history.Snapshot
+	var err error
+	var merged history.Merged
+	var replaced bool
+	for {
+		snap, err = in.Store.Load(ctx, in.Key, q)
+		if err == nil && snap.Meta.Last != nil && in.Retry.Possible() && len(snap.Tail) < len(news)+snap.Meta.Last.Messages && !snap.Complete {
+			// A retry is merged against the history before the last
+			// exchange: read far enough back to have it.
+			q.MinMessages = len(news) + snap.Meta.Last.Messages
+			snap, err = in.Store.Load(ctx, in.Key, q)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStore, err)
+		}
+		q = q.Resolve(&snap.Meta)
+		merged, replaced, err = merge(pol.Mode, news, snap, q.After, head, in.Retry)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStore, err)
+		}
+		if q.After == 0 || merged.Supersede == nil || merged.Supersede.Seq >= q.After {
+			break
+		}
+		// The request rewrites turns the summary covers (an edit, a retry
+		// of a summarised exchange): the summary no longer holds, and the
+		// context is built from the stored turns, read again without it.
+		q.After, q.Summarized = 0, false
+	}
+	if err := history.CheckNew(merged.History, merged.New); err != nil {
+		var oe *history.OrphanResultError
+		if errors.As(err, &oe) {
+			return nil, &history.OrphanResultError{Index: len(news) - len(merged.New) + oe.Index}
+		}
+		return nil, err
+	}
+	p.Meta, p.Version, p.Supersede, p.Replaced = snap.Meta, snap.Meta.Version, merged.Supersede, replaced
+	p.ExchangeHash = history.HashMessages(merged.New)
+	stored := snap
+	if replaced {
+		stored, _ = snap.WithoutLast()
+	}
+	p.Seal = pol.IdleTimeout > 0 && len(merged.New) > 0 && idle(&stored.Meta, pol.IdleTimeout, in.Now)
+
+	// The summary stands in for every message up to its Through, unless
+	// the request rewrites one of them (the summary is then dropped by the
+	// commit, see history.Apply).
+	hist := merged.History
+	summaryTurns := 0
+	if s := stored.Meta.Summary; s != nil && !pol.NoSummary && (p.Supersede == nil || p.Supersede.Seq >= s.Through) {
+		p.Summary = s
+		summaryTurns = s.Turns
+		i := 0
+		for i < len(hist) && hist[i].Seq <= s.Through {
+			i++
+		}
+		hist = hist[i:]
+	}
+
+	// New messages: counted once here, stored with their counts. The
+	// current turn is sent whole; storage keeps long tool results cut.
+	next := max(snap.Meta.NextSeq, 1)
+	sendNew := make([]history.Message, len(merged.New))
+	p.Fresh = make([]history.Message, len(merged.New))
+	for i, m := range merged.New {
+		m.Seq = next + uint64(i)
+		m.Tokens = count.Message(enc, m.Raw)
+		sendNew[i] = m
+		if lim := pol.StoredToolResultChars; lim > 0 && m.Role == history.RoleTool {
+			if cut, ok := history.CutContent(m.Raw, lim, history.StorageMarker); ok {
+				m.Raw = cut
+				m.Tokens = count.Message(enc, cut)
+			}
+		}
+		m.Raw = bytes.Clone(m.Raw) // a request body does not outlive its handler
+		p.Fresh[i] = m
+	}
+
+	var summaryMsg Message
+	if p.Summary != nil {
+		role := rewrite.RoleSystem
+		if len(in.Instructions) > 0 {
+			role = in.Instructions[0].Role
+		}
+		raw := Inject(role, p.Summary.Text)
+		summaryMsg = Message{Kind: SummaryMessage, Role: role, Raw: raw, Tokens: fixedCount.Message(enc, raw)}
+		fixed += summaryMsg.Tokens
+	}
+
+	cut := stored.Meta.Cut
+	if p.Supersede != nil && cut > p.Supersede.Seq {
+		cut = 0
+	}
+	w := history.NewWindow(hist, sendNew, cut, stored.Meta.Turns)
+	w.Budget, w.Fixed = budget, fixed
+	w.Window, w.Completion = window, in.MaxTokens
+	w.Count = func(raw []byte) int { return count.Message(enc, raw) }
+	sent, err := history.Curate(w, pol.Strategy)
+	if err != nil {
+		return nil, err
+	}
+	p.Report = w.Report
+	if w.Cut != stored.Meta.Cut {
+		p.Cut = w.Cut
+	}
+	p.Pending = max(0, w.Report.StoredTurns-summaryTurns)
+	p.Fits = w.Report.IncludedTurns >= p.Pending
+
+	if len(in.Instructions)+len(sent) == 0 {
+		return nil, ErrNothingToSend
+	}
+	p.Messages = make([]Message, 0, len(in.Instructions)+1+len(sent))
+	for _, m := range in.Instructions {
+		p.Messages = append(p.Messages, Message{Kind: Instruction, Role: m.Role, Raw: m.Raw, Tokens: fixedCount.Message(enc, m.Raw)})
+	}
+	if p.Summary != nil {
+		p.Messages = append(p.Messages, summaryMsg)
+	}
+	for _, m := range sent {
+		k := History
+		if m.Seq >= next {
+			k = New
+		}
+		p.Messages = append(p.Messages, Message{Kind: k, Role: m.Role, Raw: m.Raw, Tokens: m.Tokens, Seq: m.Seq})
+	}
+	return p, nil
+}
+
+// Inject returns the summary message: role (the client's first instruction
+// message's, "system" when there is none) and SummaryPrefix plus text.
+func Inject(role, text string) []byte {
+	b := make([]byte, 0, len(text)+len(SummaryPrefix)+40)
+	b = append(b, `{"role":`...)
+	b = gjson.AppendJSONString(b, role)
+	b = append(b, `,"content":`...)
+	b = gjson.AppendJSONString(b, SummaryPrefix+text)
+	return append(b, '}')
+}
+
+// idle reports whether m's open episode holds messages and was left
+// silent for at least timeout before now.
+func idle(m *history.Meta, timeout time.Duration, now time.Time) bool {
+	if m.Version == 0 || m.Status == history.StatusEnded || m.UpdatedAt == 0 {
+		return false
+	}
+	if m.EpisodeFrom != 0 && m.EpisodeFrom >= m.NextSeq {
+		return false // the open episode is empty
+	}
+	return now.Sub(time.Unix(0, m.UpdatedAt)) >= timeout
+}
+
+// Status returns m's status at now: the stored one, or StatusIdle when an
+// active conversation has been silent for idleTimeout (> 0). Idle is
+// derived, never stored.
+func Status(m *history.Meta, idleTimeout time.Duration, now time.Time) history.Status {
+	if idleTimeout > 0 && m.Status != history.StatusEnded && m.UpdatedAt > 0 && now.Sub(time.Unix(0, m.UpdatedAt)) >= idleTimeout {
+		return history.StatusIdle
+	}
+	return m.Status
+}
+
+// merge is history.MergeRetry for a snapshot whose tail may stop at the
+// summary's Through (after > 0). A client that resends the whole
+// conversation then sends more messages than the tail holds: its messages
+// are aligned with the tail where the summarised ones end, and if that
+// fails, merged against the head of the conversation, never against a
+// chance overlap with the short tail.
+func merge(mode history.Mode, in []history.Message, snap history.Snapshot, after uint64, head history.HeadFunc, r history.Retry) (history.Merged, bool, error) {
+	tail := snap.Tail
+	if after == 0 || mode != history.Auto || len(tail) >= len(in) || len(in) == 0 || in[0].Hash != snap.Meta.FirstHash {
+		return history.MergeRetry(mode, in, snap, head, r)
+	}
+	// The tail reaches back to Through (the read stopped there): the
+	// active messages before it are the summarised ones.
+	k := snap.Meta.Messages - len(tail)
+	if k >= 0 && len(tail) > 0 && k+len(tail) <= len(in) && (snap.Meta.Last == nil || !r.Possible()) {
+		ok := true
+		for i, m := range tail {
+			if in[k+i].Hash != m.Hash {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return history.Merged{History: tail, New: in[k+len(tail):]}, false, nil
+		}
+	}
+	short := snap
+	short.Tail, short.Complete = nil, false
+	return history.MergeRetry(mode, in, short, head, r)
+}
+
+// headFunc returns the merge's reader of a conversation's first messages.
+func headFunc(ctx context.Context, st history.Store, k history.Key) history.HeadFunc {
+	return func(n int) ([]history.Message, error) {
+		var head []history.Message
+		err := st.Messages(ctx, k, 0, false, func(m history.Message) bool {
+			head = append(head, m)
+			return len(head) < n
+		})
+		return head, err
+	}
+}
+
+// PolicyFor returns the policy of a tenant's configuration, merging in the
+// tenant's default mode. The conversation API builds its context call's
+// policy with it, as the proxy does, so both plan alike.
+func PolicyFor(t *config.Tenant) (Policy, error) {
+	h := t.History
+	mode, err := history.ParseMode(h.Mode)
+	if err != nil {
+		return Policy{}, err
+	}
+	strategy, err := history.Build(history.Policy{
+		Strategies:         h.Strategies,
+		MaxTurns:           h.MaxTurns,
+		LowWater:           h.LowWater,
+		OldToolResultChars: h.OldToolResultChars,
+	})
+	if err != nil {
+		return Policy{}, err
+	}
+	return Policy{
+		Mode:                  mode,
+		Budget:                h.BudgetTokens,
+		MaxTurns:              h.MaxTurns,
+		Encoding:              tokens.Encoding(h.Encoding),
+		ModelWindows:          h.ModelWindows,
+		StoredToolResultChars: h.StoredToolResultChars,
+		Strategy:              strategy,
+		IdleTimeout:           time.Duration(h.IdleTimeout),
+		NoSummary:             !t.Summary.Enabled,
+	}, nil
+}

@@ -1,0 +1,49 @@
+package proxy_test
+
+import (
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+// maxChatAllocs bounds the allocations of one non-streamed chat request on
+// a conversation of 50 stored turns, the path the load script measures:
+// auth, parse, load, merge, curate, rewrite, forward, parse the answer,
+// commit. 363 before summaries, 397 with them (the plan reads the
+// metadata before the tail). Raise it only with a reason in the commit;
+// lower it when the path gets cheaper.
+const maxChatAllocs = 430
+
+// The chat path's allocations are recorded: a change that makes every
+// request allocate more fails here, not in a production profile.
+func TestChatPathAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops items at random: counts mean nothing")
+	}
+	srv, store := benchServer(t, 16000)
+	const convs = 16
+	prefill(t, store, convs, 50)
+	reqs := make([]*fasthttp.RequestCtx, convs)
+	for i := range reqs {
+		reqs[i] = benchRequest(fmt.Sprintf("conv-%d", i))
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(200, func() {
+		rc := reqs[i%convs]
+		i++
+		rc.Response.Reset()
+		srv.Handle(rc)
+		if err := rc.Response.BodyWriteTo(io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if rc.Response.StatusCode() != 200 {
+			t.Fatalf("status %d: %s", rc.Response.StatusCode(), rc.Response.Body())
+		}
+	})
+	t.Logf("%.0f allocations per chat request (bound %d)", allocs, maxChatAllocs)
+	if allocs > maxChatAllocs {
+		t.Errorf("a chat request allocates %.0f times, past the recorded bound of %d", allocs, maxChatAllocs)
+	}
+}

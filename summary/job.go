@@ -1,0 +1,274 @@
+package summary
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/history/tokens"
+	"github.com/recallproxy/recall/plan"
+	"github.com/recallproxy/recall/rewrite"
+)
+
+// mode says how a job was asked for.
+type mode struct {
+	// force summarises even under the trigger (the budget could not send
+	// every unsummarised turn, or an explicit call).
+	force bool
+	// explicit is a synchronous call (Summarize, End): it waits for a
+	// lease another process holds instead of skipping.
+	explicit bool
+	// model and cred are the job's, read under the Manager's lock.
+	model, cred string
+}
+
+// unknownWindow is the summary model's window assumed when neither the
+// built-in table nor history.model_windows knows it.
+const unknownWindow = 16000
+
+// run makes one attempt at key's job: fold the newest sealed episode if it
+// is not folded yet, else compact every unsummarised turn but the newest
+// keep_turns. It returns the metadata after it, the outcome, the number of
+// summariser calls and the error of a failed attempt.
+func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outcome, int, error) {
+	start := m.cfg.Now()
+	t, ok := m.tenant(j.key)
+	if !ok || !t.Summary.Enabled {
+		return history.Meta{}, Nothing, 0, nil
+	}
+	if l, ok := m.cfg.Store.(history.Leaser); ok {
+		name := "summary/" + j.key.Tenant + "/" + j.key.Conversation
+		var release func()
+		var err error
+		if md.explicit {
+			release, err = l.Acquire(ctx, name)
+		} else {
+			var held bool
+			release, held, err = l.TryAcquire(ctx, name)
+			if err == nil && !held {
+				return history.Meta{}, Skipped, 0, nil
+			}
+		}
+		if err != nil {
+			m.metrics.failed.WithLabelValues(t.ID).Inc()
+			return history.Meta{}, Failed, 0, fmt.Errorf("summary: lease: %w", err)
+		}
+		defer release()
+	}
+	snap, err := m.cfg.Store.Load(ctx, j.key, metaOnly)
+	if err != nil {
+		m.metrics.failed.WithLabelValues(t.ID).Inc()
+		return history.Meta{}, Failed, 0, fmt.Errorf("summary: load: %w", err)
+	}
+	meta := snap.Meta
+	if meta.Version == 0 {
+		if md.explicit {
+			return meta, Nothing, 0, ErrNotFound
+		}
+		return meta, Nothing, 0, nil
+	}
+	w, err := m.plan(ctx, j.key, t, &meta, md)
+	if err != nil {
+		m.metrics.failed.WithLabelValues(t.ID).Inc()
+		return meta, Failed, 0, err
+	}
+	if len(w.cover) == 0 {
+		return meta, Nothing, 0, nil
+	}
+
+	model := t.Summary.Model
+	if model == "" {
+		model = md.model
+	}
+	if model == "" {
+		model = meta.Model
+	}
+	if model == "" { // nothing was ever answered (an import): no model to ask
+		if md.explicit {
+			return meta, Nothing, 0, ErrNoModel
+		}
+		return meta, Nothing, 0, nil
+	}
+	res, err := m.summarise(ctx, t, md.cred, model, w)
+	if err != nil {
+		m.metrics.failed.WithLabelValues(t.ID).Inc()
+		return meta, Failed, res.calls, err
+	}
+	m.metrics.promptTokens.WithLabelValues(t.ID).Add(float64(res.promptTokens))
+	m.metrics.completionTokens.WithLabelValues(t.ID).Add(float64(res.completionTokens))
+	enc := tokens.ForModel(model)
+	if e := t.History.Encoding; e != "" {
+		enc = tokens.Encoding(e)
+	}
+	now := m.cfg.Now()
+	sc := &history.SummaryChange{
+		Base: w.base,
+		Summary: history.Summary{
+			Text:    res.text,
+			Through: w.cover[len(w.cover)-1].last(),
+			Turns:   w.baseTurns + len(w.cover),
+			Tokens:  m.cfg.Counter.Message(enc, plan.Inject(rewrite.RoleSystem, res.text)),
+			Model:   model,
+			At:      now.UnixNano(),
+		},
+		PromptTokens:     res.promptTokens,
+		CompletionTokens: res.completionTokens,
+	}
+	if w.title {
+		sc.Episode, sc.Title = w.episode, res.title
+		if sc.Title == "" {
+			sc.Title = fallbackTitle(w.cover)
+		}
+	}
+	var after history.Meta
+	for range 4 {
+		// ErrConflict here is the store's own write conflict with a
+		// concurrent commit (the summary's check is ErrStale): try again.
+		after, err = m.cfg.Store.Commit(ctx, j.key, history.Change{Summary: sc, Now: now.UnixNano()})
+		if !errors.Is(err, history.ErrConflict) {
+			break
+		}
+	}
+	if errors.Is(err, history.ErrStale) {
+		m.metrics.stale.WithLabelValues(t.ID).Inc()
+		m.log.Info("summary discarded: another landed first", "tenant", t.ID, "conversation", j.key.Conversation)
+		return meta, Stale, res.calls, nil
+	}
+	if err != nil {
+		m.metrics.failed.WithLabelValues(t.ID).Inc()
+		return meta, Failed, res.calls, fmt.Errorf("summary: commit: %w", err)
+	}
+	m.metrics.made.WithLabelValues(t.ID).Inc()
+	m.metrics.latency.WithLabelValues(t.ID).Observe(m.cfg.Now().Sub(start).Seconds())
+	return after, Landed, res.calls, nil
+}
+
+// work is what one job summarises.
+type work struct {
+	base      uint64 // the stored summary's Through (0: none)
+	baseText  string
+	baseTurns int
+	cover     []turn
+	title     bool // a sealed episode is folded: title it
+	episode   uint32
+}
+
+// plan reads what key's job summarises: the turns after the stored summary
+// through the newest sealed episode not folded yet, or, failing that, every
+// turn but the newest keep_turns when more than trigger_turns wait (or
+// md.force).
+func (m *Manager) plan(ctx context.Context, key history.Key, t *config.Tenant, meta *history.Meta, md mode) (work, error) {
+	var w work
+	if s := meta.Summary; s != nil {
+		w.base, w.baseText, w.baseTurns = s.Through, s.Text, s.Turns
+	}
+	limit := ^uint64(0)
+	if n := len(meta.Episodes); n > 0 {
+		if ep := meta.Episodes[n-1]; ep.Title == "" && ep.To > w.base {
+			w.title, w.episode, limit = true, ep.N, ep.To
+		}
+	}
+	var msgs []history.Message
+	err := m.cfg.Store.Messages(ctx, key, w.base, false, func(msg history.Message) bool {
+		if msg.Seq > limit {
+			return false
+		}
+		msgs = append(msgs, msg)
+		return true
+	})
+	if err != nil {
+		return w, fmt.Errorf("summary: read messages: %w", err)
+	}
+	ts := turns(msgs)
+	if w.title {
+		w.cover = ts
+	} else {
+		pending := len(ts)
+		if pending <= t.Summary.KeepTurns || (!md.force && pending <= t.Summary.TriggerTurns) {
+			return w, nil
+		}
+		w.cover = ts[:pending-t.Summary.KeepTurns]
+	}
+	// A summary never ends on tool calls still waiting for their results:
+	// the results would follow it with their call summarised away.
+	for len(w.cover) > 0 && w.cover[len(w.cover)-1].open() {
+		w.cover = w.cover[:len(w.cover)-1]
+	}
+	return w, nil
+}
+
+// result is a summarisation's outcome.
+type result struct {
+	text, title                    string
+	promptTokens, completionTokens int
+	calls                          int
+}
+
+// summarise asks the summariser for the summary of w: one call when the
+// previous summary and the transcript fit the summary model's window, else
+// one per chunk of turns, each folding its chunk into the summary so far.
+func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model string, w work) (result, error) {
+	enc := tokens.ForModel(model)
+	if e := t.History.Encoding; e != "" {
+		enc = tokens.Encoding(e)
+	}
+	window, known := tokens.Window(model, t.History.ModelWindows)
+	if !known {
+		window = unknownWindow
+	}
+	maxOut := t.Summary.MaxTokens
+	system := systemPrompt(t.Summary.Prompt, w.title)
+	fixed := m.cfg.Counter.Text(enc, system) + 64 // instructions and a margin
+
+	var res result
+	prev := w.baseText
+	for i := 0; i < len(w.cover); {
+		// Room for this chunk's transcript: the window minus the answer,
+		// the instructions and the summary so far.
+		room := max(window-maxOut-fixed-m.cfg.Counter.Text(enc, prev), 256)
+		size, k := 0, i
+		for k < len(w.cover) {
+			n := m.turnTokens(enc, w.cover[k])
+			if k > i && size+n > room {
+				break
+			}
+			size += n
+			k++
+		}
+		last := k == len(w.cover)
+		sys := system
+		if !last && w.title {
+			sys = systemPrompt(t.Summary.Prompt, false)
+		}
+		a, err := m.call(ctx, t, cred, model, sys, userContent(prev, w.cover[i:k]), maxOut)
+		res.calls++
+		res.promptTokens += a.promptTokens
+		res.completionTokens += a.complTok
+		if err != nil {
+			return res, err
+		}
+		title, text := parseAnswer(a.text, w.title && last)
+		if text == "" {
+			return res, fmt.Errorf("%w: empty summary", errUpstream)
+		}
+		prev = text
+		if last {
+			res.title = title
+		}
+		i = k
+	}
+	res.text = prev
+	return res, nil
+}
+
+// turnTokens estimates a turn's tokens in the transcript.
+func (m *Manager) turnTokens(enc tokens.Encoding, t turn) int {
+	var b strings.Builder
+	for _, msg := range t.msgs {
+		writeLine(&b, msg.Raw)
+	}
+	return m.cfg.Counter.Text(enc, b.String())
+}
