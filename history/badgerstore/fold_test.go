@@ -104,3 +104,35 @@ func TestFoldIndexesWhatCommitsLeft(t *testing.T) {
 		t.Errorf("after a new commit: got %d hits, %v; want 1", len(hits), err)
 	}
 }
+
+// What a run left unindexed is indexed by the next Open, before it
+// returns.
+func TestOpenFoldsWhatTheLastRunLeft(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{IndexBacklog: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	m := commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "left behind")}})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, dir, Options{IndexBacklog: 1 << 30})
+	err = s.db.View(func(txn *badger.Txn) error {
+		tot, err := readTotals(txn, k)
+		if err != nil {
+			return err
+		}
+		if _, err := txn.Get(postingKey(k, "behind", 1)); err != nil {
+			return err
+		}
+		if tot.indexed != m.NextSeq || tot.docs != 1 {
+			t.Errorf("got totals %+v, want everything indexed", tot)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

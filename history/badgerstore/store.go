@@ -178,8 +178,15 @@ func Open(dir string, o Options) (*Store, error) {
 	if s.readOnly {
 		close(s.folded)
 	} else {
+		// What a previous run left unindexed (at most about
+		// IndexBacklog messages), before anything else commits.
+		if err := s.Fold(); err != nil {
+			close(s.closing)
+			<-s.stopped
+			db.Close()
+			return nil, fmt.Errorf("badgerstore: open %s: index messages: %w", dir, err)
+		}
 		go s.folder()
-		s.foldNow <- struct{}{} // what a previous run left unindexed
 	}
 	if o.GCInterval == 0 {
 		o.GCInterval = 10 * time.Minute
