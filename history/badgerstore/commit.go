@@ -214,8 +214,9 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 		txn.Discard()
 		return s.commitGroup(reqs[:n])
 	}
-	s.gen.Add(bump) // before the changes can be seen (see tenantStats)
+	s.genPre.Add(bump) // before and after the changes can be seen (see tenantStats)
 	err := txn.Commit()
+	s.genPost.Add(bump)
 	if errors.Is(err, badger.ErrConflict) {
 		err = history.ErrConflict // a write outside the committer (Delete) raced
 	}
@@ -252,16 +253,16 @@ func (s *Store) tooBig(c history.Change) bool {
 func (s *Store) commitDirect(k history.Key, c history.Change) (history.Meta, error) {
 	prefix := convPrefix(k)
 	var out history.Meta
+	s.genPre.Add(statsBump(c)) // before and after the changes can be seen (see tenantStats)
 	err := s.db.Update(func(txn *badger.Txn) error {
 		m, _, err := readMeta(txn, prefix)
 		if err != nil {
 			return err
 		}
-		if out, err = write(txn, k, prefix, m, c); err == nil {
-			s.gen.Add(statsBump(c)) // before the changes can be seen
-		}
+		out, err = write(txn, k, prefix, m, c)
 		return err
 	})
+	s.genPost.Add(statsBump(c))
 	if errors.Is(err, badger.ErrConflict) {
 		err = history.ErrConflict
 	}
@@ -355,6 +356,7 @@ func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, write
 	// The metadata, recomputed in its own transaction: the mark kept
 	// every other commit away meanwhile.
 	var out history.Meta
+	s.genPre.Add(statsBump(c)) // before and after the changes can be seen (see tenantStats)
 	err := s.db.Update(func(txn *badger.Txn) error {
 		m, _, err := readMeta(txn, prefix)
 		if err != nil {
@@ -387,12 +389,12 @@ func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, write
 		if err := moveListing(txn, k, &m, &out); err != nil {
 			return err
 		}
-		s.gen.Add(statsBump(c)) // before the changes can be seen
 		if c.Forget != nil && c.Forget.Hard {
 			return txn.Set(pendingKey(k), pending{kind: pendingErase, ranges: c.Forget.Ranges}.append(nil))
 		}
 		return txn.Delete(pendingKey(k))
 	})
+	s.genPost.Add(statsBump(c))
 	if errors.Is(err, badger.ErrConflict) {
 		err = history.ErrConflict
 	}

@@ -200,14 +200,15 @@ func (s *Store) unstick(k history.Key) error {
 // commit on the conversation raced it.
 func (s *Store) markDeleted(k history.Key) error {
 	for {
+		s.genPre.Add(statsRefresh) // before and after the changes can be seen (see tenantStats)
 		err := s.db.Update(func(txn *badger.Txn) error {
 			m, _, err := readMeta(txn, convPrefix(k))
 			if err != nil {
 				return err
 			}
-			s.gen.Add(statsRefresh) // before the changes can be seen
 			return deleteMeta(txn, k, &m)
 		})
+		s.genPost.Add(statsRefresh)
 		if !errors.Is(err, badger.ErrConflict) {
 			return err
 		}

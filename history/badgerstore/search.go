@@ -39,6 +39,7 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 		return nil, nil
 	}
 	var hits []history.Hit
+	post := s.genPost.Load() // before the snapshot (see tenantStats)
 	err := s.db.View(func(txn *badger.Txn) error {
 		// Each conversation met, once: its id (shared by its hits) and
 		// metadata (nil: none).
@@ -78,7 +79,7 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 			dirtyConvs = append(dirtyConvs, c)
 		} else {
 			var err error
-			if st, err = s.tenantStats(txn, tenant); err != nil {
+			if st, err = s.tenantStats(txn, tenant, post, s.genPre.Load()); err != nil {
 				return err
 			}
 			// The conversations whose listing entry says they may have
@@ -235,20 +236,24 @@ type statsCache struct {
 
 type cachedStats struct {
 	stats search.Stats
-	gen   uint64 // Store.gen when they were read
+	gen   uint64 // Store.genPost before the snapshot they were read from
 }
 
 // tenantStats returns the tenant's statistics, from the cache while fresh
-// enough (see Search), else summed from its totals keys. Store.gen
-// grows by every indexed record a change adds or (a lot) removes, before
-// the change can be seen: cached statistics are used while it has grown
-// by at most an eighth of them.
-func (s *Store) tenantStats(txn *badger.Txn, tenant string) (search.Stats, error) {
-	gen := s.gen.Load()
+// enough (see Search), else summed from its totals keys.
+//
+// Every change that adds or removes indexed records adds their number
+// (a lot, for a removal) to genPre before it commits and to genPost after.
+// post is genPost before txn's snapshot was taken: every change it counts
+// is in the snapshot, so the statistics read from it are cached with it.
+// pre is genPre after the snapshot was taken: it counts every change the
+// snapshot holds. Cached statistics serve while pre exceeds their post by
+// at most an eighth of them: the changes between are all they can miss.
+func (s *Store) tenantStats(txn *badger.Txn, tenant string, post, pre uint64) (search.Stats, error) {
 	s.stats.mu.Lock()
 	c, ok := s.stats.tenants[tenant]
 	s.stats.mu.Unlock()
-	if ok && gen-c.gen <= uint64(c.stats.Docs/8) {
+	if ok && pre-c.gen <= uint64(c.stats.Docs/8) {
 		return c.stats, nil
 	}
 	var st search.Stats
@@ -271,7 +276,7 @@ func (s *Store) tenantStats(txn *badger.Txn, tenant string) (search.Stats, error
 	if s.stats.tenants == nil {
 		s.stats.tenants = map[string]cachedStats{}
 	}
-	s.stats.tenants[tenant] = cachedStats{stats: st, gen: gen}
+	s.stats.tenants[tenant] = cachedStats{stats: st, gen: post}
 	s.stats.mu.Unlock()
 	return st, nil
 }

@@ -96,8 +96,11 @@ type Store struct {
 	closing  chan struct{}   // closed by Close: the committer drains and stops
 	stopped  chan struct{}   // closed when the committer has stopped
 
-	gen   atomic.Uint64 // counts index changes (commits, deletes): ages cached statistics
-	stats statsCache    // tenants' search statistics (see search.go)
+	// genPre and genPost count the indexed records changes add or remove,
+	// before and after they can be seen: they age cached statistics (see
+	// tenantStats).
+	genPre, genPost atomic.Uint64
+	stats           statsCache // tenants' search statistics (see search.go)
 
 	workMu  sync.Mutex
 	working map[history.Key]int // conversations whose pending work is being done (see pending.go)
