@@ -2,7 +2,6 @@ package badgerstore
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -24,11 +23,13 @@ type commitReq struct {
 	change history.Change
 	del    bool           // a Delete's first transaction (deleteMeta), not a change
 	big    bool           // too big for one transaction: staged at once (see tooBig)
+	fold   bool           // a batch of the folder (foldBatch), not a change
 	done   chan commitRes // buffered: the committer never blocks on it
 }
 
 type commitRes struct {
 	meta history.Meta
+	more bool // a fold left records to index
 	err  error
 }
 
@@ -52,6 +53,11 @@ type commitRes struct {
 // returned ctx's error.
 func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (history.Meta, error) {
 	m, err := s.commit(ctx, k, c)
+	if err == nil {
+		if ferr := s.noteBacklog(k, len(c.Append)); ferr != nil && s.logger != nil {
+			s.logger.Warn("indexing messages for search failed; the next fold retries", "component", "badgerstore", "error", ferr.Error())
+		}
+	}
 	if errors.Is(err, history.ErrConflict) {
 		// Perhaps pending work nobody does blocks the conversation:
 		// finish it, so that the caller's retry goes through.
@@ -149,7 +155,8 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	res := make([]commitRes, len(reqs))
-	metas := make(map[string]record, len(reqs)) // metadata as this group leaves it
+	metas := make(map[string]history.Meta, len(reqs)) // metadata as this group leaves it
+	var bump uint64                                   // for Store.gen
 	n := 0
 	for ; n < len(reqs); n++ {
 		r := reqs[n]
@@ -157,12 +164,20 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 			break // staged alone, below or in the next group
 		}
 		prefix := convPrefix(r.key)
-		rec, err := s.groupMeta(txn, metas, prefix)
-		if err == nil && r.del {
-			err = deleteMeta(txn, r.key, &rec.meta)
-			rec = record{}
-		} else if err == nil {
-			rec, err = write(txn, r.key, prefix, rec, r.change)
+		m, err := s.groupMeta(txn, metas, prefix)
+		switch {
+		case err != nil:
+		case r.del:
+			err = deleteMeta(txn, r.key, &m)
+			m = history.Meta{}
+			bump += statsRefresh
+		case r.fold:
+			var folded int
+			res[n].more, folded, err = foldBatch(txn, r.key, prefix, m)
+			bump += uint64(folded)
+		default:
+			m, err = write(txn, r.key, prefix, m, r.change)
+			bump += statsBump(r.change)
 		}
 		if errors.Is(err, badger.ErrTxnTooBig) {
 			break
@@ -179,14 +194,14 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 			}
 			continue
 		}
-		metas[string(prefix)] = rec
-		res[n].meta = rec.meta
+		metas[string(prefix)] = m
+		res[n].meta = m
 	}
 	if n == 0 {
 		// One commit alone is too big for a transaction: stage it.
 		r := reqs[0]
-		if r.del {
-			r.done <- commitRes{err: badger.ErrTxnTooBig} // a handful of keys: never
+		if r.del || r.fold {
+			r.done <- commitRes{err: badger.ErrTxnTooBig} // bounded: never
 			return 1
 		}
 		m, err := s.commitStaged(r.key, r.change)
@@ -199,12 +214,11 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 		txn.Discard()
 		return s.commitGroup(reqs[:n])
 	}
+	s.genPre.Add(bump) // before and after the changes can be seen (see tenantStats)
 	err := txn.Commit()
+	s.genPost.Add(bump)
 	if errors.Is(err, badger.ErrConflict) {
 		err = history.ErrConflict // a write outside the committer (Delete) raced
-	}
-	if err == nil {
-		s.gen.Add(1)
 	}
 	for i := range n {
 		if err != nil {
@@ -213,6 +227,19 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 		reqs[i].done <- res[i]
 	}
 	return n
+}
+
+// statsRefresh, added to Store.gen, makes every cached tenant statistic
+// stale: a change that removes indexed records (a hard forget, a delete).
+const statsRefresh = 1 << 40
+
+// statsBump is what c adds to Store.gen: it changes the indexed totals
+// only if it erases.
+func statsBump(c history.Change) uint64 {
+	if c.Forget != nil && c.Forget.Hard {
+		return statsRefresh
+	}
+	return 0
 }
 
 // tooBig reports whether c has so many messages that it cannot fit one
@@ -226,47 +253,38 @@ func (s *Store) tooBig(c history.Change) bool {
 func (s *Store) commitDirect(k history.Key, c history.Change) (history.Meta, error) {
 	prefix := convPrefix(k)
 	var out history.Meta
+	s.genPre.Add(statsBump(c)) // before and after the changes can be seen (see tenantStats)
 	err := s.db.Update(func(txn *badger.Txn) error {
-		m, t, _, err := readRecord(txn, prefix)
+		m, _, err := readMeta(txn, prefix)
 		if err != nil {
 			return err
 		}
-		rec, err := write(txn, k, prefix, record{m, t}, c)
-		out = rec.meta
+		out, err = write(txn, k, prefix, m, c)
 		return err
 	})
+	s.genPost.Add(statsBump(c))
 	if errors.Is(err, badger.ErrConflict) {
 		err = history.ErrConflict
-	}
-	if err == nil {
-		s.gen.Add(1)
 	}
 	return out, err
 }
 
 // groupMeta returns a conversation's metadata as the group has left it so
 // far, or as stored.
-func (s *Store) groupMeta(txn *badger.Txn, metas map[string]record, prefix []byte) (record, error) {
-	if rec, ok := metas[string(prefix)]; ok {
-		return rec, nil
+func (s *Store) groupMeta(txn *badger.Txn, metas map[string]history.Meta, prefix []byte) (history.Meta, error) {
+	if m, ok := metas[string(prefix)]; ok {
+		return m, nil
 	}
-	m, t, _, err := readRecord(txn, prefix)
-	return record{m, t}, err
-}
-
-// record is a conversation's metadata record: the metadata and the search
-// totals of its records.
-type record struct {
-	meta history.Meta
-	t    totals
+	m, _, err := readMeta(txn, prefix)
+	return m, err
 }
 
 // commitStaged commits a change too big for one transaction.
 //
 // It first marks the conversation busy (a pending key of kind staged:
 // every other commit on it fails with ErrConflict until the mark is
-// gone), writes the appended records and their postings past NextSeq in
-// as many transactions as it takes, then, in one transaction, the
+// gone), writes the appended records past NextSeq in as many
+// transactions as it takes (their postings come later, see fold.go), then, in one transaction, the
 // metadata, the listing entry and the removal of the mark. Erased ranges
 // too big to go with it are marked for erasure in that transaction and
 // deleted after it (hidden meanwhile by their Erased gap). If anything
@@ -287,7 +305,11 @@ func (s *Store) commitStaged(k history.Key, c history.Change) (history.Meta, err
 			return err
 		}
 		if c.Forget != nil && c.Forget.Hard {
-			if erased, err = countRanges(txn, prefix, c.Forget.Ranges); err != nil {
+			t, err := readTotals(txn, k)
+			if err != nil {
+				return err
+			}
+			if erased, err = countRanges(txn, prefix, c.Forget.Ranges, t.from()); err != nil {
 				return err
 			}
 		}
@@ -308,7 +330,6 @@ func (s *Store) commitStaged(k history.Key, c history.Change) (history.Meta, err
 		}
 		return history.Meta{}, err
 	}
-	s.gen.Add(1)
 	if c.Forget != nil && c.Forget.Hard {
 		err = s.finishPending(k, pendingErase)
 	}
@@ -320,13 +341,12 @@ func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, write
 	// The staged records are invisible until the metadata lands, and the
 	// mark keeps every other commit off them: a write batch (which
 	// splits into transactions itself, with no conflict tracking) does.
-	var staged totals
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
 	buf := make([]byte, 0, 512)
 	for i := range writes {
 		var err error
-		if buf, err = setMessage(wb, k, prefix, &writes[i], buf, &staged); err != nil {
+		if buf, err = setRecord(wb, prefix, &writes[i], buf); err != nil {
 			return history.Meta{}, err
 		}
 	}
@@ -336,8 +356,9 @@ func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, write
 	// The metadata, recomputed in its own transaction: the mark kept
 	// every other commit away meanwhile.
 	var out history.Meta
+	s.genPre.Add(statsBump(c)) // before and after the changes can be seen (see tenantStats)
 	err := s.db.Update(func(txn *badger.Txn) error {
-		m, t, _, err := readRecord(txn, prefix)
+		m, _, err := readMeta(txn, prefix)
 		if err != nil {
 			return err
 		}
@@ -351,12 +372,21 @@ func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, write
 		if out, _, err = apply(txn, k, prefix, m, c, pendingStaged); err != nil {
 			return err
 		}
-		t.docs += staged.docs - erased.docs
-		t.terms += staged.terms - erased.terms
-		if err := setMeta(txn, prefix, &out, t); err != nil {
+		if c.Forget != nil && c.Forget.Hard {
+			t, err := readTotals(txn, k)
+			if err != nil {
+				return err
+			}
+			t.docs -= erased.docs
+			t.terms -= erased.terms
+			if err := setTotals(txn, k, t); err != nil {
+				return err
+			}
+		}
+		if err := setMeta(txn, prefix, &out); err != nil {
 			return err
 		}
-		if err := moveListing(txn, k, &m, &out, t); err != nil {
+		if err := moveListing(txn, k, &m, &out); err != nil {
 			return err
 		}
 		if c.Forget != nil && c.Forget.Hard {
@@ -364,6 +394,7 @@ func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, write
 		}
 		return txn.Delete(pendingKey(k))
 	})
+	s.genPost.Add(statsBump(c))
 	if errors.Is(err, badger.ErrConflict) {
 		err = history.ErrConflict
 	}
@@ -399,44 +430,47 @@ func apply(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c hist
 	return next, writes, nil
 }
 
-// write applies c to the conversation whose metadata record is rec in
-// txn: the records and their postings, erased records deleted with
-// theirs, the metadata and the listing entry. It may fail with
-// badger.ErrTxnTooBig, leaving part of the change in txn.
-func write(txn *badger.Txn, k history.Key, prefix []byte, rec record, c history.Change) (record, error) {
-	m, t := rec.meta, rec.t
+// write applies c to the conversation whose metadata is m in txn: the
+// records (their postings come later, see fold.go), erased records
+// deleted with their postings, the metadata and the listing entry. It may
+// fail with badger.ErrTxnTooBig, leaving part of the change in txn.
+func write(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c history.Change) (history.Meta, error) {
 	next, writes, err := apply(txn, k, prefix, m, c, 0)
 	if err != nil {
-		return record{}, err
+		return history.Meta{}, err
 	}
 	if next.Version == m.Version { // a summary landing: no activity, nothing indexed
-		return record{next, t}, setMeta(txn, prefix, &next, t)
+		return next, setMeta(txn, prefix, &next)
 	}
 	buf := make([]byte, 0, 512)
 	for i := range writes {
-		if buf, err = setMessage(txn, k, prefix, &writes[i], buf, &t); err != nil {
-			return record{}, err
+		if buf, err = setRecord(txn, prefix, &writes[i], buf); err != nil {
+			return history.Meta{}, err
 		}
 	}
 	if f := c.Forget; f != nil && f.Hard {
+		// The one commit that reads the totals: it uncounts what it erases.
+		t, err := readTotals(txn, k)
+		if err != nil {
+			return history.Meta{}, err
+		}
 		if err := eraseRanges(txn, k, prefix, f.Ranges, &t); err != nil {
-			return record{}, err
+			return history.Meta{}, err
+		}
+		if err := setTotals(txn, k, t); err != nil {
+			return history.Meta{}, err
 		}
 	}
-	if err := setMeta(txn, prefix, &next, t); err != nil {
-		return record{}, err
+	if err := setMeta(txn, prefix, &next); err != nil {
+		return history.Meta{}, err
 	}
-	return record{next, t}, moveListing(txn, k, &m, &next, t)
+	return next, moveListing(txn, k, &m, &next)
 }
 
-// setMeta writes the metadata record: the header with the totals, then
-// the metadata's JSON.
-func setMeta(txn *badger.Txn, prefix []byte, m *history.Meta, t totals) error {
+func setMeta(txn *badger.Txn, prefix []byte, m *history.Meta) error {
 	mv, err := history.MarshalMeta(m)
 	if err != nil {
 		return err
 	}
-	v := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(mv))
-	v = append(t.append(append(v, metaHeader)), mv...)
-	return txn.Set(metaKey(prefix), v)
+	return txn.Set(metaKey(prefix), mv)
 }

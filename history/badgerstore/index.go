@@ -3,6 +3,7 @@ package badgerstore
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -13,16 +14,29 @@ import (
 // The listing and search indexes (key layouts in the package doc). Every
 // entry is written in the transaction that writes what it describes.
 
-// totals are a conversation's search statistics, kept in its listing
-// entry: how many message records it holds (active or not: erased and
-// deleted ones leave) and their length in terms (search.Stats).
+// totals are a conversation's search statistics, kept in a key of their
+// own (w/tenant/conversation) that commits neither read nor write (but a
+// hard forget's), so that the folder, which moves them, never makes a
+// commit conflict: how many of
+// its records are indexed (active or not: erased and deleted ones leave)
+// and their length in terms (search.Stats), and where the indexed
+// records end. Records from indexed on have no postings yet: a commit
+// writes none (the hot path stays as cheap as before the index), Search
+// analyses them as it meets them, and the folder writes their postings
+// in the background (fold.go).
 type totals struct {
 	docs, terms int
+	// indexed is the first sequence number not indexed (0 or 1: none is).
+	indexed uint64
 }
+
+// from returns the first sequence number not indexed.
+func (t totals) from() uint64 { return max(t.indexed, 1) }
 
 func (t totals) append(dst []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(max(t.docs, 0)))
-	return binary.AppendUvarint(dst, uint64(max(t.terms, 0)))
+	dst = binary.AppendUvarint(dst, uint64(max(t.terms, 0)))
+	return binary.AppendUvarint(dst, t.indexed)
 }
 
 // decodeTotals decodes totals and returns how many bytes they took (0 if
@@ -36,7 +50,11 @@ func decodeTotals(v []byte) (totals, int) {
 	if m <= 0 {
 		return totals{}, 0
 	}
-	return totals{docs: int(docs), terms: int(terms)}, n + m
+	indexed, o := binary.Uvarint(v[n+m:])
+	if o <= 0 {
+		return totals{}, 0
+	}
+	return totals{docs: int(docs), terms: int(terms), indexed: indexed}, n + m + o
 }
 
 func listPrefix(tenant string) []byte {
@@ -64,15 +82,63 @@ func parseListKey(prefix, key []byte) (updated int64, conv []byte) {
 	return int64(^binary.BigEndian.Uint64(rest)), rest[8:]
 }
 
+// Listing entry values: whether the conversation may have records not
+// indexed yet. Every commit writes dirty without reading the entry (a
+// read would make it conflict with the folder); the folder writes clean
+// once it has indexed everything.
+var (
+	listDirty = []byte{1}
+	listClean = []byte{0}
+)
+
 // moveListing replaces the listing entry of the conversation as old left
-// it with the one of next.
-func moveListing(txn *badger.Txn, k history.Key, old, next *history.Meta, t totals) error {
+// it with the one of next, dirty.
+func moveListing(txn *badger.Txn, k history.Key, old, next *history.Meta) error {
 	if old.Version > 0 && old.UpdatedAt != next.UpdatedAt {
 		if err := txn.Delete(listKey(k, old.UpdatedAt)); err != nil {
 			return err
 		}
 	}
-	return txn.Set(listKey(k, next.UpdatedAt), t.append(nil))
+	return txn.Set(listKey(k, next.UpdatedAt), listDirty)
+}
+
+// dirty reports whether a listing entry's value says the conversation may
+// have records not indexed.
+func dirty(v []byte) bool { return len(v) == 0 || v[0] != 0 }
+
+func totalsPrefix(tenant string) []byte {
+	b := make([]byte, 0, 3+len(tenant))
+	b = append(b, 'w', 0)
+	b = append(b, tenant...)
+	return append(b, 0)
+}
+
+func totalsKey(k history.Key) []byte {
+	return append(totalsPrefix(k.Tenant), k.Conversation...)
+}
+
+// readTotals returns the conversation's totals (zero if it has none).
+func readTotals(txn *badger.Txn, k history.Key) (totals, error) {
+	item, err := txn.Get(totalsKey(k))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return totals{}, nil
+	}
+	if err != nil {
+		return totals{}, err
+	}
+	var t totals
+	err = item.Value(func(v []byte) error {
+		var n int
+		if t, n = decodeTotals(v); n <= 0 {
+			return errors.New("bad totals")
+		}
+		return nil
+	})
+	return t, err
+}
+
+func setTotals(txn *badger.Txn, k history.Key, t totals) error {
+	return txn.Set(totalsKey(k), t.append(nil))
 }
 
 // postingPrefix is the prefix of a term's postings in a tenant, or in one
@@ -140,12 +206,15 @@ type setter interface {
 	Set(key, value []byte) error
 }
 
-// setMessage writes a message record and its postings, and counts it in t.
-func setMessage(txn setter, k history.Key, prefix []byte, m *history.Message, buf []byte, t *totals) ([]byte, error) {
+// setRecord writes a message record.
+func setRecord(txn setter, prefix []byte, m *history.Message, buf []byte) ([]byte, error) {
 	buf = history.AppendMessage(buf[:0], m)
-	if err := txn.Set(msgKey(prefix, m.Seq), bytes.Clone(buf)); err != nil {
-		return buf, err
-	}
+	return buf, txn.Set(msgKey(prefix, m.Seq), bytes.Clone(buf))
+}
+
+// setPostings writes the postings of message m, counts it in t and
+// returns how many it wrote.
+func setPostings(txn setter, k history.Key, m *history.Message, t *totals) (int, error) {
 	postings, dl := search.Analyze(m.Raw)
 	created := m.CreatedAt.UnixNano()
 	// Every key and value of the postings in one allocation: Badger keeps
@@ -169,16 +238,17 @@ func setMessage(txn setter, k history.Key, prefix []byte, m *history.Message, bu
 		start = len(slab)
 		slab = posting{tf: p.TF, dl: dl, created: created}.append(slab)
 		if err := txn.Set(key, slab[start:len(slab):len(slab)]); err != nil {
-			return buf, err
+			return 0, err
 		}
 	}
 	t.docs++
 	t.terms += dl
-	return buf, nil
+	return len(postings), nil
 }
 
-// deleteMessage deletes the record raw of message seq and its postings,
-// and uncounts it from t.
+// deleteMessage deletes the record raw of message seq and its postings
+// (if it has none yet, deleting them is harmless), and uncounts it from t
+// if it was indexed.
 func deleteMessage(txn *badger.Txn, k history.Key, prefix []byte, seq uint64, raw []byte, t *totals) error {
 	msg, err := history.DecodeMessage(raw, seq)
 	if err != nil {
@@ -190,13 +260,15 @@ func deleteMessage(txn *badger.Txn, k history.Key, prefix []byte, seq uint64, ra
 			return err
 		}
 	}
-	t.docs--
-	t.terms -= dl
+	if seq < t.from() { // indexed: counted
+		t.docs--
+		t.terms -= dl
+	}
 	return txn.Delete(msgKey(prefix, seq))
 }
 
 // eraseRanges deletes the records of ranges and their postings, and
-// uncounts them from t. It may fail with badger.ErrTxnTooBig.
+// uncounts the indexed ones from t. It may fail with badger.ErrTxnTooBig.
 func eraseRanges(txn *badger.Txn, k history.Key, prefix []byte, ranges []history.Range, t *totals) error {
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = append(bytes.Clone(prefix), 's')
@@ -225,10 +297,4 @@ func eraseRanges(txn *badger.Txn, k history.Key, prefix []byte, ranges []history
 		}
 	}
 	return nil
-}
-
-// docLen returns a message's length in terms.
-func docLen(raw []byte) int {
-	_, n := search.Analyze(raw)
-	return n
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/history/search"
 )
 
 // A pending key marks a conversation with unfinished work spread over
@@ -122,7 +123,6 @@ func (s *Store) Delete(ctx context.Context, k history.Key) error {
 		err = s.viaCommitter(ctx, &commitReq{ctx: ctx, key: k, del: true, done: make(chan commitRes, 1)})
 	}
 	if err == nil {
-		s.gen.Add(1)
 		// Not cut short by ctx: the conversation stays blocked until
 		// the work is done (or a later Delete, commit or Open does it).
 		err = s.finishPending(k, pendingDelete)
@@ -144,7 +144,12 @@ func (s *Store) viaCommitter(ctx context.Context, req *commitReq) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return (<-req.done).err
+	select {
+	case res := <-req.done:
+		return res.err
+	case <-s.stopped: // the committer stopped before taking it
+		return errClosed
+	}
 }
 
 // work records that the caller is doing k's pending work (or is about to
@@ -195,6 +200,7 @@ func (s *Store) unstick(k history.Key) error {
 // commit on the conversation raced it.
 func (s *Store) markDeleted(k history.Key) error {
 	for {
+		s.genPre.Add(statsRefresh) // before and after the changes can be seen (see tenantStats)
 		err := s.db.Update(func(txn *badger.Txn) error {
 			m, _, err := readMeta(txn, convPrefix(k))
 			if err != nil {
@@ -202,6 +208,7 @@ func (s *Store) markDeleted(k history.Key) error {
 			}
 			return deleteMeta(txn, k, &m)
 		})
+		s.genPost.Add(statsRefresh)
 		if !errors.Is(err, badger.ErrConflict) {
 			return err
 		}
@@ -224,6 +231,9 @@ func deleteMeta(txn *badger.Txn, k history.Key, m *history.Meta) error {
 			return err
 		}
 		if err := txn.Delete(listKey(k, m.UpdatedAt)); err != nil {
+			return err
+		}
+		if err := txn.Delete(totalsKey(k)); err != nil {
 			return err
 		}
 	}
@@ -326,8 +336,9 @@ func (s *Store) purge(k history.Key, prefix []byte, from, to uint64) (next uint6
 	return next, next == 0 || next > to, nil
 }
 
-// countRanges returns what the records of ranges hold, for the totals.
-func countRanges(txn *badger.Txn, prefix []byte, ranges []history.Range) (totals, error) {
+// countRanges returns what the indexed records of ranges hold (those
+// before indexed), for the totals.
+func countRanges(txn *badger.Txn, prefix []byte, ranges []history.Range, indexed uint64) (totals, error) {
 	var t totals
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = append(bytes.Clone(prefix), 's')
@@ -341,11 +352,15 @@ func countRanges(txn *badger.Txn, prefix []byte, ranges []history.Range) (totals
 			if seq > r.To {
 				break
 			}
+			if seq >= indexed {
+				continue // not counted
+			}
 			err := item.Value(func(v []byte) error {
 				msg, err := history.DecodeMessage(v, seq)
 				if err == nil {
+					_, dl := search.Analyze(msg.Raw)
 					t.docs++
-					t.terms += docLen(msg.Raw)
+					t.terms += dl
 				}
 				return err
 			})

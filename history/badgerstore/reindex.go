@@ -121,10 +121,11 @@ func (s *Store) indexConversation(k history.Key) error {
 		}
 		from = next
 	}
+	t.indexed = max(m.NextSeq, 1)
 	return s.db.Update(func(txn *badger.Txn) error {
-		if err := setMeta(txn, prefix, &m, t); err != nil {
+		if err := setTotals(txn, k, t); err != nil {
 			return err
 		}
-		return txn.Set(listKey(k, m.UpdatedAt), t.append(nil))
+		return txn.Set(listKey(k, m.UpdatedAt), listClean)
 	})
 }

@@ -3,6 +3,8 @@ package badgerstore
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
@@ -23,8 +25,9 @@ import (
 // those counts, and inactive ones count in the statistics but are never
 // returned. Only the returned messages' records are read.
 //
-// The statistics: a conversation's come with its metadata (updated in
-// every commit). A tenant's are the sum over its listing entries, cached
+// The statistics: a conversation's are its totals key (moved by the
+// folder, and by a hard forget). A tenant's are the sum over its totals
+// keys, cached
 // and recomputed once the store has seen more index changes since than a
 // tenant of that size can absorb (an eighth of its messages): a scan of
 // the tenant's listing keys amortised over as many commits, with no
@@ -36,6 +39,7 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 		return nil, nil
 	}
 	var hits []history.Hit
+	post := s.genPost.Load() // before the snapshot (see tenantStats)
 	err := s.db.View(func(txn *badger.Txn) error {
 		// Each conversation met, once: its id (shared by its hits) and
 		// metadata (nil: none).
@@ -50,27 +54,78 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 				return c, nil
 			}
 			c := &conv{id: string(id)}
-			m, t, ok, err := readRecord(txn, convPrefix(history.Key{Tenant: tenant, Conversation: c.id}))
+			k := history.Key{Tenant: tenant, Conversation: c.id}
+			m, ok, err := readMeta(txn, convPrefix(k))
 			if err != nil {
 				return nil, err
 			}
 			if ok {
-				c.meta, c.t = &m, t
+				if c.t, err = readTotals(txn, k); err != nil {
+					return nil, err
+				}
+				c.meta = &m
 			}
 			convs[c.id] = c
 			return c, nil
 		}
 		var st search.Stats
+		var dirtyConvs []*conv // conversations with records not indexed yet
 		if q.Conversation != "" {
 			c, err := lookup([]byte(q.Conversation))
 			if err != nil || c.meta == nil {
 				return err
 			}
 			st = search.Stats{Docs: c.t.docs, Terms: c.t.terms}
+			dirtyConvs = append(dirtyConvs, c)
 		} else {
 			var err error
-			if st, err = s.tenantStats(txn, tenant); err != nil {
+			if st, err = s.tenantStats(txn, tenant, post, s.genPre.Load()); err != nil {
 				return err
+			}
+			// The conversations whose listing entry says they may have
+			// records not indexed: a scan of the tenant's entries.
+			opts := badger.DefaultIteratorOptions
+			opts.Prefix = listPrefix(tenant)
+			it := txn.NewIterator(opts)
+			for it.Rewind(); it.Valid(); it.Next() {
+				item := it.Item()
+				isDirty := false
+				if err := item.Value(func(v []byte) error { isDirty = dirty(v); return nil }); err != nil {
+					it.Close()
+					return err
+				}
+				if !isDirty {
+					continue
+				}
+				_, id := parseListKey(opts.Prefix, item.Key())
+				c, err := lookup(id)
+				if err != nil {
+					it.Close()
+					return err
+				}
+				dirtyConvs = append(dirtyConvs, c)
+			}
+			it.Close()
+		}
+		// The records past each watermark, analysed here: they count in
+		// the statistics and are matched as postings would be.
+		type unindexed struct {
+			conv *conv
+			backlogDoc
+		}
+		var pending []unindexed
+		for _, c := range dirtyConvs {
+			if c.meta == nil {
+				continue
+			}
+			docs, err := backlog(txn, convPrefix(history.Key{Tenant: tenant, Conversation: c.id}), c.meta, c.t)
+			if err != nil {
+				return err
+			}
+			for _, d := range docs {
+				pending = append(pending, unindexed{c, d})
+				st.Docs++
+				st.Terms += d.dl
 			}
 		}
 		avg := st.AvgLen()
@@ -129,6 +184,12 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 			if err != nil {
 				return err
 			}
+			for _, u := range pending {
+				i, ok := slices.BinarySearchFunc(u.postings, term, func(p search.Posting, t string) int { return strings.Compare(p.Term, t) })
+				if ok {
+					list = append(list, found{doc{u.conv, u.seq}, posting{tf: u.postings[i].TF, dl: u.dl, created: u.created}, u.active})
+				}
+			}
 			idf := search.IDF(st.Docs, len(list))
 			for _, f := range list {
 				if !f.active {
@@ -175,22 +236,29 @@ type statsCache struct {
 
 type cachedStats struct {
 	stats search.Stats
-	gen   uint64 // Store.gen when they were read
+	gen   uint64 // Store.genPost before the snapshot they were read from
 }
 
 // tenantStats returns the tenant's statistics, from the cache while fresh
-// enough (see Search), else summed from its listing entries.
-func (s *Store) tenantStats(txn *badger.Txn, tenant string) (search.Stats, error) {
-	gen := s.gen.Load()
+// enough (see Search), else summed from its totals keys.
+//
+// Every change that adds or removes indexed records adds their number
+// (a lot, for a removal) to genPre before it commits and to genPost after.
+// post is genPost before txn's snapshot was taken: every change it counts
+// is in the snapshot, so the statistics read from it are cached with it.
+// pre is genPre after the snapshot was taken: it counts every change the
+// snapshot holds. Cached statistics serve while pre exceeds their post by
+// at most an eighth of them: the changes between are all they can miss.
+func (s *Store) tenantStats(txn *badger.Txn, tenant string, post, pre uint64) (search.Stats, error) {
 	s.stats.mu.Lock()
 	c, ok := s.stats.tenants[tenant]
 	s.stats.mu.Unlock()
-	if ok && gen-c.gen <= uint64(c.stats.Docs/8) {
+	if ok && pre-c.gen <= uint64(c.stats.Docs/8) {
 		return c.stats, nil
 	}
 	var st search.Stats
 	opts := badger.DefaultIteratorOptions
-	opts.Prefix = listPrefix(tenant)
+	opts.Prefix = totalsPrefix(tenant)
 	it := txn.NewIterator(opts)
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
@@ -208,7 +276,7 @@ func (s *Store) tenantStats(txn *badger.Txn, tenant string) (search.Stats, error
 	if s.stats.tenants == nil {
 		s.stats.tenants = map[string]cachedStats{}
 	}
-	s.stats.tenants[tenant] = cachedStats{stats: st, gen: gen}
+	s.stats.tenants[tenant] = cachedStats{stats: st, gen: post}
 	s.stats.mu.Unlock()
 	return st, nil
 }

@@ -3,27 +3,31 @@
 //
 // Keys are namespaced by tenant, then conversation:
 //
-//	c \x00 tenant \x00 conversation \x00 'm'                   metadata: 0x01 docs terms (uvarints), JSON
+//	c \x00 tenant \x00 conversation \x00 'm'                   metadata (JSON)
 //	c \x00 tenant \x00 conversation \x00 's' seq(8, BE)        message (history codec)
-//	l \x00 tenant \x00 ^updated(8, BE) conversation            listing entry: docs, terms (uvarints)
+//	l \x00 tenant \x00 ^updated(8, BE) conversation            listing entry: dirty (1 byte)
+//	w \x00 tenant \x00 conversation                            search totals: docs, terms, watermark (uvarints)
 //	i \x00 tenant \x00 term \x00 conversation \x00 seq(8, BE)  posting: tf, length (uvarints), created (varint)
 //	x \x00 tenant \x00 conversation                            pending work: kind, ranges (see pending.go)
+//	v \x00 index                                              version of the indexes
 //
 // Tenant and conversation ids never hold a NUL byte, and terms are
 // letters and digits, so one conversation's keys never share a prefix
 // with another's.
 //
-// Every listing entry and posting is written in the transaction that
-// writes what it describes: a commit moves the conversation's listing
-// entry (^updated sorts the newest first; the entry and the metadata's
-// header keep the search statistics of its records) and writes a posting per term of each
-// appended message. Postings are checked against the metadata at query
-// time, as records are: a posting of a staged record (past NextSeq), an
-// inactive message or a conversation being deleted is never returned.
-// Records leave with their postings: a hard forget deletes both in its
-// commit (or, too big for one transaction, right after it, hidden by the
-// Erased gap meanwhile), a Delete in bounded transactions after one that
-// removes the metadata and listing entry (see pending.go).
+// A commit writes the records, the metadata and the conversation's
+// listing entry (^updated sorts the newest first), moved and marked
+// dirty, in one transaction. Postings (one per distinct term of a
+// message) are written later by the folder (fold.go), which moves the
+// conversation's watermark in its totals key: Search analyses the
+// records past the watermark itself, so it never misses one. Postings are
+// checked against the metadata at query time, as records are: a staged
+// record (past NextSeq), an inactive message or a conversation being
+// deleted is never returned. Records leave with their postings: a hard
+// forget deletes both in its commit (or, too big for one transaction,
+// right after it, hidden by the Erased gap meanwhile), a Delete in
+// bounded transactions after one that removes the metadata, listing entry
+// and totals (see pending.go).
 package badgerstore
 
 import (
@@ -69,6 +73,13 @@ type Options struct {
 	// ReadOnly opens the store read-only: loads work, commits fail with
 	// history.ErrNoSpace.
 	ReadOnly bool
+	// IndexBacklog is how many messages are committed without search
+	// postings before a background fold writes theirs (Search analyses
+	// them meanwhile: it finds them all the same, at a cost that grows
+	// with the backlog: a search analyses at most this many records more
+	// than it would read postings of). Default 4096; negative folds each
+	// commit's messages right after it (tests).
+	IndexBacklog int
 }
 
 // Store is a history.Store on Badger.
@@ -85,11 +96,20 @@ type Store struct {
 	closing  chan struct{}   // closed by Close: the committer drains and stops
 	stopped  chan struct{}   // closed when the committer has stopped
 
-	gen   atomic.Uint64 // counts index changes (commits, deletes): ages cached statistics
-	stats statsCache    // tenants' search statistics (see search.go)
+	// genPre and genPost count the indexed records changes add or remove,
+	// before and after they can be seen: they age cached statistics (see
+	// tenantStats).
+	genPre, genPost atomic.Uint64
+	stats           statsCache // tenants' search statistics (see search.go)
 
 	workMu  sync.Mutex
 	working map[history.Key]int // conversations whose pending work is being done (see pending.go)
+
+	logger       *slog.Logger
+	indexBacklog int           // Options.IndexBacklog
+	backlog      atomic.Int64  // messages committed since the folder last woke
+	foldNow      chan struct{} // wakes the folder (fold.go)
+	folded       chan struct{} // closed when the folder has stopped
 }
 
 var _ history.Store = (*Store)(nil)
@@ -120,8 +140,12 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.FreeBytes == nil {
 		o.FreeBytes = freeBytes
 	}
+	if o.IndexBacklog == 0 {
+		o.IndexBacklog = defaultIndexBacklog
+	}
 	s := &Store{dir: dir, minFree: o.MinFreeBytes, free: o.FreeBytes, readOnly: o.ReadOnly, noSync: o.NoSync || o.InMemory,
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), logger: o.Logger, indexBacklog: o.IndexBacklog,
+		foldNow: make(chan struct{}, 1), folded: make(chan struct{})}
 	if !o.InMemory && !s.readOnly && s.minFree > 0 {
 		// Opening replays the write-ahead log and may flush it: on a full
 		// file system that is the crash a floor exists to avoid.
@@ -154,6 +178,19 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s.commits, s.closing, s.stopped = make(chan *commitReq, 1024), make(chan struct{}), make(chan struct{})
 	go s.committer()
+	if s.readOnly {
+		close(s.folded)
+	} else {
+		// What a previous run left unindexed (at most about
+		// IndexBacklog messages), before anything else commits.
+		if err := s.Fold(); err != nil {
+			close(s.closing)
+			<-s.stopped
+			db.Close()
+			return nil, fmt.Errorf("badgerstore: open %s: index messages: %w", dir, err)
+		}
+		go s.folder()
+	}
 	if o.GCInterval == 0 {
 		o.GCInterval = 10 * time.Minute
 	}
@@ -211,6 +248,7 @@ func (s *Store) ReadOnly() bool { return s.readOnly }
 func (s *Store) Close() error {
 	close(s.closing)
 	<-s.stopped
+	<-s.folded
 	close(s.stop)
 	<-s.done
 	return s.db.Close()
@@ -240,44 +278,20 @@ func msgKey(prefix []byte, seq uint64) []byte {
 }
 
 func readMeta(txn *badger.Txn, prefix []byte) (history.Meta, bool, error) {
-	m, _, ok, err := readRecord(txn, prefix)
-	return m, ok, err
-}
-
-// metaHeader starts a metadata value that carries the conversation's
-// search totals before its JSON (which starts with '{'):
-//
-//	0x01 docs(uvarint) terms(uvarint) json
-//
-// so a commit updates them without reading another key. A value without
-// it (written before the indexes) has zero totals.
-const metaHeader = 0x01
-
-// readRecord reads the conversation's metadata record: the metadata and
-// the search totals.
-func readRecord(txn *badger.Txn, prefix []byte) (history.Meta, totals, bool, error) {
 	item, err := txn.Get(metaKey(prefix))
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return history.Meta{}, totals{}, false, nil
+		return history.Meta{}, false, nil
 	}
 	if err != nil {
-		return history.Meta{}, totals{}, false, err
+		return history.Meta{}, false, err
 	}
 	var m history.Meta
-	var t totals
 	err = item.Value(func(v []byte) error {
-		if len(v) > 0 && v[0] == metaHeader {
-			var n int
-			if t, n = decodeTotals(v[1:]); n <= 0 {
-				return errors.New("bad metadata header")
-			}
-			v = v[1+n:]
-		}
 		var err error
 		m, err = history.UnmarshalMeta(v)
 		return err
 	})
-	return m, t, true, err
+	return m, true, err
 }
 
 // Load reads the metadata and the tail q asks for, newest first, skipping

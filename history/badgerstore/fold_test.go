@@ -1,0 +1,138 @@
+package badgerstore
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/recallproxy/recall/history"
+)
+
+// Commits write no postings; Fold writes them, moves each conversation's
+// watermark to its end and marks its listing entry clean, and searches
+// give the same hits with the same scores before and after.
+func TestFoldIndexesWhatCommitsLeft(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{IndexBacklog: 1 << 30})
+	ctx := context.Background()
+	words := []string{"alpha", "beta", "gamma", "delta"}
+	for c := range 3 {
+		k := history.Key{Tenant: "t", Conversation: "c" + strconv.Itoa(c)}
+		for i := range 5 {
+			commitT(t, s, k, history.Change{Append: []history.Message{
+				textMsg("user", words[(c+i)%4]+" question "+strconv.Itoa(i)),
+				textMsg("assistant", words[i%4]+" "+words[c%4]+" answer")}, Now: int64(c*10+i+1) * 1e9})
+		}
+	}
+	postings := func() int {
+		n := 0
+		err := s.db.View(func(txn *badger.Txn) error {
+			opts := badger.DefaultIteratorOptions
+			opts.Prefix = []byte{'i', 0}
+			it := txn.NewIterator(opts)
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	queries := []history.SearchQuery{{Text: "alpha answer", Limit: 50}, {Text: "gamma", Conversation: "c1", Limit: 50}, {Text: "question 3", Limit: 50}}
+	var before [][]history.Hit
+	for _, q := range queries {
+		hits, err := s.Search(ctx, "t", q)
+		if err != nil || len(hits) == 0 {
+			t.Fatalf("%+v: got %d hits, %v", q, len(hits), err)
+		}
+		before = append(before, hits)
+	}
+	if n := postings(); n != 0 {
+		t.Fatalf("before the fold: got %d postings, want none", n)
+	}
+	if err := s.Fold(); err != nil {
+		t.Fatal(err)
+	}
+	if n := postings(); n == 0 {
+		t.Fatal("after the fold: got no postings")
+	}
+	err := s.db.View(func(txn *badger.Txn) error {
+		for c := range 3 {
+			k := history.Key{Tenant: "t", Conversation: "c" + strconv.Itoa(c)}
+			m, _, err := readMeta(txn, convPrefix(k))
+			if err != nil {
+				return err
+			}
+			tot, err := readTotals(txn, k)
+			if err != nil {
+				return err
+			}
+			item, err := txn.Get(listKey(k, m.UpdatedAt))
+			if err != nil {
+				return err
+			}
+			v, _ := item.ValueCopy(nil)
+			if tot.indexed != m.NextSeq || tot.docs != 10 || dirty(v) {
+				t.Errorf("%s: got totals %+v, listing %v; want indexed %d, 10 docs, clean", k, tot, v, m.NextSeq)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range queries {
+		hits, err := s.Search(ctx, "t", q)
+		if err != nil || len(hits) != len(before[i]) {
+			t.Fatalf("%+v after the fold: got %d hits, %v; want %d", q, len(hits), err, len(before[i]))
+		}
+		for j, h := range hits {
+			b := before[i][j]
+			if h.Conversation != b.Conversation || h.Message.Seq != b.Message.Seq || math.Abs(h.Score-b.Score) > 1e-12 {
+				t.Errorf("%+v hit %d: got %s/%d %v, want %s/%d %v", q, j, h.Conversation, h.Message.Seq, h.Score, b.Conversation, b.Message.Seq, b.Score)
+			}
+		}
+	}
+	// A new commit makes the conversation dirty again; search finds it.
+	commitT(t, s, history.Key{Tenant: "t", Conversation: "c0"}, history.Change{Append: []history.Message{textMsg("user", "epsilon")}, Now: 99e9})
+	if hits, err := s.Search(ctx, "t", history.SearchQuery{Text: "epsilon", Limit: 5}); err != nil || len(hits) != 1 {
+		t.Errorf("after a new commit: got %d hits, %v; want 1", len(hits), err)
+	}
+}
+
+// What a run left unindexed is indexed by the next Open, before it
+// returns.
+func TestOpenFoldsWhatTheLastRunLeft(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{IndexBacklog: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	m := commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "left behind")}})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, dir, Options{IndexBacklog: 1 << 30})
+	err = s.db.View(func(txn *badger.Txn) error {
+		tot, err := readTotals(txn, k)
+		if err != nil {
+			return err
+		}
+		if _, err := txn.Get(postingKey(k, "behind", 1)); err != nil {
+			return err
+		}
+		if tot.indexed != m.NextSeq || tot.docs != 1 {
+			t.Errorf("got totals %+v, want everything indexed", tot)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
