@@ -136,3 +136,39 @@ func TestOpenFoldsWhatTheLastRunLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Close indexes what the run left, so the next Open has nothing to fold
+// however much was written (the load script seeds tens of thousands of
+// messages, then starts a server on them).
+func TestCloseFoldsWhatTheRunLeft(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{IndexBacklog: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	m := commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "written before close")}})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Badger itself, not Open: Open would fold whatever Close left.
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.View(func(txn *badger.Txn) error {
+		tot, err := readTotals(txn, k)
+		if err != nil {
+			return err
+		}
+		if tot.indexed != m.NextSeq {
+			t.Errorf("after Close the watermark is %d, want %d (everything indexed)", tot.indexed, m.NextSeq)
+		}
+		_, err = txn.Get(postingKey(k, "close", 1))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

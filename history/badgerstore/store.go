@@ -246,12 +246,19 @@ func (s *Store) ReadOnly() bool { return s.readOnly }
 
 // Close stops background work, flushes and closes the store.
 func (s *Store) Close() error {
+	// What this run left unindexed is indexed now, so that the next Open
+	// (which folds what is left before it returns) starts at once, however
+	// much a bulk writer such as the load script's seeder stored.
+	var foldErr error
+	if !s.readOnly {
+		foldErr = s.Fold()
+	}
 	close(s.closing)
 	<-s.stopped
 	<-s.folded
 	close(s.stop)
 	<-s.done
-	return s.db.Close()
+	return errors.Join(foldErr, s.db.Close())
 }
 
 // DB exposes the underlying database for operator tools and tests.
