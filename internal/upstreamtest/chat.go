@@ -102,6 +102,11 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	if summary && reply.Content == "" && reply.Refusal == "" && len(reply.ToolCalls) == 0 {
 		reply.Content = SummaryAnswer(rq.msgs[0].Get("content").Str, rq.msgs[1].Get("content").Str)
+		limit := root.Get("max_completion_tokens").Int()
+		if limit == 0 {
+			limit = root.Get("max_tokens").Int()
+		}
+		reply.Content = CapSummary(reply.Content, int(limit))
 	}
 
 	ctx := r.Context()

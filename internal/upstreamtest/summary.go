@@ -55,6 +55,32 @@ func (s *Server) SummaryCalls() []Received {
 	return out
 }
 
+// CapSummary keeps a SummaryAnswer within maxTokens (about 4 bytes a
+// token; 0: no cap), as a model answers within the request's max_tokens:
+// the oldest items go first, the title line stays. Without it a summary
+// that repeats every user message grows with every compaction, which no
+// upstream does.
+func CapSummary(answer string, maxTokens int) string {
+	limit := 4 * maxTokens
+	if maxTokens <= 0 || len(answer) <= limit {
+		return answer
+	}
+	title, summary := "", answer
+	if rest, ok := strings.CutPrefix(answer, "Title: "); ok {
+		line, body, _ := strings.Cut(rest, "\n\n")
+		title, summary = "Title: "+line+"\n\n", body
+	}
+	items := strings.Split(summary, "; ")
+	for len(items) > 1 && len(title)+len(strings.Join(items, "; ")) > limit {
+		items = items[1:]
+	}
+	summary = strings.Join(items, "; ")
+	if len(title)+len(summary) > limit && limit > len(title) {
+		summary = summary[len(title)+len(summary)-limit:]
+	}
+	return title + summary
+}
+
 // SummaryAnswer is the fake's deterministic answer to a summariser call
 // with the given system and user contents. The summary is the previous
 // summary's items followed by the text of each "user: " line of the
