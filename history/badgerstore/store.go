@@ -136,6 +136,13 @@ func Open(dir string, o Options) (*Store, error) {
 		WithMetricsEnabled(false)
 	if o.InMemory {
 		bo = bo.WithDir("").WithValueDir("")
+	} else {
+		// Values past 1 KiB (a metadata record holding a summary, long
+		// messages) go to the value log, not the LSM tree: every commit
+		// rewrites the metadata record, and with a summary inline each
+		// commit filled memtables and fed compactions (load script,
+		// recall-sync with summaries on: 290 -> 472 req/s).
+		bo = bo.WithValueThreshold(1 << 10)
 	}
 	if o.FreeBytes == nil {
 		o.FreeBytes = freeBytes
