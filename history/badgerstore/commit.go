@@ -23,13 +23,13 @@ type commitReq struct {
 	change history.Change
 	del    bool           // a Delete's first transaction (deleteMeta), not a change
 	big    bool           // too big for one transaction: staged at once (see tooBig)
-	fold   bool           // a batch of the folder (foldBatch), not a change
+	fold   []history.Key  // conversations to index (foldGroup), not a change
 	done   chan commitRes // buffered: the committer never blocks on it
 }
 
 type commitRes struct {
 	meta history.Meta
-	more bool // a fold left records to index
+	left []history.Key // conversations a fold left to index
 	err  error
 }
 
@@ -52,7 +52,17 @@ type commitRes struct {
 // whose ctx ends while it is being applied may still land after Commit
 // returned ctx's error.
 func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (history.Meta, error) {
+	hard := c.Forget != nil && c.Forget.Hard
+	if hard {
+		defer s.work(k)() // the erasure below
+	}
 	m, err := s.commit(ctx, k, c)
+	if err == nil && hard {
+		// The erased records and their postings, marked by the commit.
+		if err = s.finishPending(k, pendingErase); err != nil {
+			err = fmt.Errorf("badgerstore: commit %s: erase: %w", k, err)
+		}
+	}
 	if err == nil {
 		if ferr := s.noteBacklog(k, len(c.Append)); ferr != nil && s.logger != nil {
 			s.logger.Warn("indexing messages for search failed; the next fold retries", "component", "badgerstore", "error", ferr.Error())
@@ -152,6 +162,10 @@ func (s *Store) committer() {
 // commitGroup commits as many of reqs as fit one transaction, from the
 // first, answers them, and returns how many it took.
 func (s *Store) commitGroup(reqs []*commitReq) int {
+	if reqs[0].fold != nil {
+		s.foldGroup(reqs[0], foldMessages) // alone in its transaction
+		return 1
+	}
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	res := make([]commitRes, len(reqs))
@@ -160,8 +174,8 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 	n := 0
 	for ; n < len(reqs); n++ {
 		r := reqs[n]
-		if r.big {
-			break // staged alone, below or in the next group
+		if r.big || r.fold != nil {
+			break // alone, below or in the next group
 		}
 		prefix := convPrefix(r.key)
 		m, err := s.groupMeta(txn, metas, prefix)
@@ -171,10 +185,6 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 			err = deleteMeta(txn, r.key, &m)
 			m = history.Meta{}
 			bump += statsRefresh
-		case r.fold:
-			var folded int
-			res[n].more, folded, err = foldBatch(txn, r.key, prefix, m)
-			bump += uint64(folded)
 		default:
 			m, err = write(txn, r.key, prefix, m, r.change)
 			bump += statsBump(r.change)
@@ -200,7 +210,7 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 	if n == 0 {
 		// One commit alone is too big for a transaction: stage it.
 		r := reqs[0]
-		if r.del || r.fold {
+		if r.del {
 			r.done <- commitRes{err: badger.ErrTxnTooBig} // bounded: never
 			return 1
 		}
@@ -208,7 +218,7 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 		r.done <- commitRes{meta: m, err: err}
 		return 1
 	}
-	if n < len(reqs) && !reqs[n].big {
+	if n < len(reqs) && !reqs[n].big && reqs[n].fold == nil {
 		// The next commit did not fit and the transaction may hold part
 		// of it: commit the group without it, from scratch.
 		txn.Discard()
@@ -449,15 +459,26 @@ func write(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c hist
 		}
 	}
 	if f := c.Forget; f != nil && f.Hard {
-		// The one commit that reads the totals: it uncounts what it erases.
+		// The one commit that reads the totals: it uncounts what it
+		// erases, and marks the records for erasure. Commit deletes them
+		// with their postings right after (postings are shared by many
+		// conversations, so they are never rewritten in a group of
+		// commits, where a race with a purge would fail them all); the
+		// Erased gap hides them meanwhile.
 		t, err := readTotals(txn, k)
 		if err != nil {
 			return history.Meta{}, err
 		}
-		if err := eraseRanges(txn, k, prefix, f.Ranges, &t); err != nil {
+		erased, err := countRanges(txn, prefix, f.Ranges, t.from())
+		if err != nil {
 			return history.Meta{}, err
 		}
+		t.docs -= erased.docs
+		t.terms -= erased.terms
 		if err := setTotals(txn, k, t); err != nil {
+			return history.Meta{}, err
+		}
+		if err := txn.Set(pendingKey(k), pending{kind: pendingErase, ranges: f.Ranges}.append(nil)); err != nil {
 			return history.Meta{}, err
 		}
 	}

@@ -3,6 +3,7 @@ package badgerstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 
 	"github.com/dgraph-io/badger/v4"
@@ -12,69 +13,129 @@ import (
 )
 
 // Postings are written after the records they describe, not with them:
-// one Badger entry per distinct term of each message made a commit of a
+// analysing each message and writing its postings made a commit of a
 // turn of prose five times slower, on the request path. A commit writes
-// the records and leaves the conversation's index watermark (totals.indexed,
-// in the metadata record) where it was, with a dirty key naming the
-// conversation; Search analyses the records past the watermark as it
-// meets them (so what it finds never depends on the folder), and the
-// folder writes their postings and moves the watermark, a bounded batch
-// per transaction, through the committer (so it never conflicts with a
-// group of commits).
+// the records and leaves the conversation's index watermark
+// (totals.indexed) where it was, with its listing entry dirty; Search
+// analyses the records past the watermark as it meets them (so what it
+// finds never depends on the folder). The folder, woken every
+// IndexBacklog messages, indexes every dirty conversation's new records
+// through the committer (so it never conflicts with a group of commits),
+// up to foldMessages per transaction, as one segment per tenant
+// (segment.go), and moves the watermarks.
 
-// Fold batches: at most this many messages or postings per transaction.
-const (
-	foldMessages = 256
-	foldPostings = 8192
-)
+// foldMessages bounds the records one fold transaction indexes (one
+// segment per tenant): a fold holds the committer meanwhile.
+const foldMessages = 1024
 
 // defaultIndexBacklog is Options.IndexBacklog's default.
 const defaultIndexBacklog = 4096
 
-// foldBatch indexes the next batch of the conversation's records past its
-// watermark in txn, and reports whether more are left.
-// It returns how many records it indexed.
-func foldBatch(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta) (more bool, folded int, err error) {
-	if _, busy, err := readPending(txn, k); err != nil || busy {
-		return false, 0, err // its owner deletes or lands it; the next fold sees
+// foldGroup indexes, in one transaction, the records past the watermarks
+// of req.fold's conversations, in order, up to budget of them: one
+// segment per tenant (segment.go). It answers with the conversations left
+// to fold. Only the committer calls it.
+func (s *Store) foldGroup(req *commitReq, budget int) {
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	builders := map[string]*segBuilder{}
+	var tenants []string
+	var left []history.Key
+	docs := 0
+	err := func() error {
+		for i, k := range req.fold {
+			if docs >= budget {
+				left = req.fold[i:]
+				return nil
+			}
+			b := builders[k.Tenant]
+			if b == nil {
+				b = &segBuilder{}
+				builders[k.Tenant] = b
+				tenants = append(tenants, k.Tenant)
+			}
+			n, more, err := foldInto(txn, k, b, budget-docs)
+			if err != nil {
+				return err
+			}
+			docs += n
+			if more {
+				left = req.fold[i:]
+				return nil
+			}
+		}
+		return nil
+	}()
+	seg := s.segment
+	if err == nil && docs > 0 {
+		for _, tenant := range tenants {
+			if b := builders[tenant]; b.docs > 0 {
+				seg++
+				if err = b.write(txn, tenant, seg); err != nil {
+					break
+				}
+			}
+		}
+		if err == nil {
+			err = txn.Set(segCounterKey, binary.BigEndian.AppendUint64(nil, seg))
+		}
 	}
-	if m.Version == 0 {
-		return false, 0, nil // deleted
+	if errors.Is(err, badger.ErrTxnTooBig) && budget > 1 {
+		txn.Discard()
+		s.foldGroup(req, budget/2)
+		return
+	}
+	if err == nil {
+		s.genPre.Add(uint64(docs)) // before and after the changes can be seen (see tenantStats)
+		err = txn.Commit()
+		s.genPost.Add(uint64(docs))
+	}
+	if err == nil {
+		s.segment = seg
+	}
+	req.done <- commitRes{left: left, err: err}
+}
+
+// foldInto adds k's records past its watermark to b, up to budget of
+// them, moves the watermark in txn and marks the listing entry clean if
+// none is left. It returns how many it added and whether some are left.
+func foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget int) (n int, more bool, err error) {
+	if _, busy, err := readPending(txn, k); err != nil || busy {
+		return 0, false, err // its owner deletes or lands it; the next fold sees
+	}
+	prefix := convPrefix(k)
+	m, ok, err := readMeta(txn, prefix)
+	if err != nil || !ok || m.Version == 0 {
+		return 0, false, err // deleted
 	}
 	t, err := readTotals(txn, k)
 	if err != nil {
-		return false, 0, err
+		return 0, false, err
 	}
-	n, postings, last := 0, 0, t.from()-1
-	iterErr := iterate(txn, prefix, &m, t.from()-1, func(msg history.Message) bool {
-		if n == foldMessages || postings >= foldPostings {
+	last := t.from() - 1
+	err = iterate(txn, prefix, &m, t.from()-1, func(msg history.Message) bool {
+		if n == budget {
 			more = true
 			return false
 		}
-		var wrote int
-		if wrote, err = setPostings(txn, k, &msg, &t); err != nil {
-			return false
-		}
+		t.terms += b.add(k.Conversation, &msg)
+		t.docs++
 		n++
-		postings += wrote
 		last = msg.Seq
 		return true
 	})
-	if err == nil {
-		err = iterErr
-	}
 	if err != nil {
-		return false, 0, err
+		return 0, false, err
 	}
 	if more {
 		t.indexed = last + 1
 	} else {
 		t.indexed = max(m.NextSeq, 1)
 		if err := txn.Set(listKey(k, m.UpdatedAt), listClean); err != nil {
-			return false, 0, err
+			return 0, false, err
 		}
 	}
-	return more, n, setTotals(txn, k, t)
+	return n, more, setTotals(txn, k, t)
 }
 
 // Fold indexes every record written so far that has no postings yet, and
@@ -106,20 +167,17 @@ func (s *Store) Fold() error {
 		}
 		return nil
 	})
-	for _, k := range keys {
-		if err != nil {
-			break
-		}
-		err = s.foldConversation(k)
+	if err != nil {
+		return err
 	}
-	return err
+	return s.fold(keys)
 }
 
-// foldConversation indexes k's records past its watermark, a batch per
-// transaction, through the committer.
-func (s *Store) foldConversation(k history.Key) error {
-	for {
-		req := &commitReq{ctx: context.Background(), key: k, fold: true, done: make(chan commitRes, 1)}
+// fold indexes keys' records past their watermarks, a transaction of at
+// most foldMessages records at a time, through the committer.
+func (s *Store) fold(keys []history.Key) error {
+	for len(keys) > 0 {
+		req := &commitReq{ctx: context.Background(), fold: keys, done: make(chan commitRes, 1)}
 		select {
 		case <-s.closing:
 			return errClosed
@@ -136,13 +194,12 @@ func (s *Store) foldConversation(k history.Key) error {
 		case <-s.stopped: // the committer stopped before taking it
 			return errClosed
 		}
-		if res.err != nil || !res.more {
-			if errors.Is(res.err, history.ErrConflict) {
-				return nil // a delete got there first
-			}
+		if res.err != nil {
 			return res.err
 		}
+		keys = res.left
 	}
+	return nil
 }
 
 // noteBacklog counts n records written without postings and wakes the
@@ -153,7 +210,7 @@ func (s *Store) noteBacklog(k history.Key, n int) error {
 		return nil
 	}
 	if s.indexBacklog < 0 {
-		return s.foldConversation(k)
+		return s.fold([]history.Key{k})
 	}
 	if s.backlog.Add(int64(n)) >= int64(s.indexBacklog) {
 		s.backlog.Store(0)

@@ -141,64 +141,12 @@ func setTotals(txn *badger.Txn, k history.Key, t totals) error {
 	return txn.Set(totalsKey(k), t.append(nil))
 }
 
-// postingPrefix is the prefix of a term's postings in a tenant, or in one
-// conversation of it if conv is not empty.
-func postingPrefix(tenant, term, conv string) []byte {
-	b := make([]byte, 0, 5+len(tenant)+len(term)+len(conv)+8) // room for postingKey's seq
-	b = append(b, 'i', 0)
-	b = append(b, tenant...)
-	b = append(b, 0)
-	b = append(b, term...)
-	b = append(b, 0)
-	if conv != "" {
-		b = append(b, conv...)
-		b = append(b, 0)
-	}
-	return b
-}
-
-func postingKey(k history.Key, term string, seq uint64) []byte {
-	b := postingPrefix(k.Tenant, term, k.Conversation)
-	return binary.BigEndian.AppendUint64(b, seq)
-}
-
-// parsePosting splits a posting key under a term's tenant-wide prefix.
-func parsePosting(prefix, key []byte) (conv []byte, seq uint64, ok bool) {
-	rest := key[len(prefix):]
-	if len(rest) < 10 || rest[len(rest)-9] != 0 {
-		return nil, 0, false
-	}
-	return rest[:len(rest)-9], binary.BigEndian.Uint64(rest[len(rest)-8:]), true
-}
-
-// posting is a posting's value: the term's frequency in the message, the
-// message's length in terms and its time (ties rank newest first).
+// posting is a posting as a segment holds it: the term's frequency in the
+// message, the message's length in terms and its time (ties rank newest
+// first).
 type posting struct {
 	tf, dl  int
 	created int64
-}
-
-func (p posting) append(dst []byte) []byte {
-	dst = binary.AppendUvarint(dst, uint64(p.tf))
-	dst = binary.AppendUvarint(dst, uint64(p.dl))
-	return binary.AppendVarint(dst, p.created)
-}
-
-func decodePosting(v []byte) (posting, bool) {
-	tf, n := binary.Uvarint(v)
-	if n <= 0 {
-		return posting{}, false
-	}
-	v = v[n:]
-	dl, n := binary.Uvarint(v)
-	if n <= 0 {
-		return posting{}, false
-	}
-	created, n := binary.Varint(v[n:])
-	if n <= 0 {
-		return posting{}, false
-	}
-	return posting{tf: int(tf), dl: int(dl), created: created}, true
 }
 
 // setter is a transaction or a write batch.
@@ -212,89 +160,21 @@ func setRecord(txn setter, prefix []byte, m *history.Message, buf []byte) ([]byt
 	return buf, txn.Set(msgKey(prefix, m.Seq), bytes.Clone(buf))
 }
 
-// setPostings writes the postings of message m, counts it in t and
-// returns how many it wrote.
-func setPostings(txn setter, k history.Key, m *history.Message, t *totals) (int, error) {
-	postings, dl := search.Analyze(m.Raw)
-	created := m.CreatedAt.UnixNano()
-	// Every key and value of the postings in one allocation: Badger keeps
-	// them until the transaction ends, then copies them.
-	size := 0
-	for _, p := range postings {
-		size += 5 + len(k.Tenant) + len(p.Term) + len(k.Conversation) + 8 + 3*binary.MaxVarintLen64
-	}
-	slab := make([]byte, 0, size)
-	for _, p := range postings {
-		start := len(slab)
-		slab = append(slab, 'i', 0)
-		slab = append(slab, k.Tenant...)
-		slab = append(slab, 0)
-		slab = append(slab, p.Term...)
-		slab = append(slab, 0)
-		slab = append(slab, k.Conversation...)
-		slab = append(slab, 0)
-		slab = binary.BigEndian.AppendUint64(slab, m.Seq)
-		key := slab[start:len(slab):len(slab)]
-		start = len(slab)
-		slab = posting{tf: p.TF, dl: dl, created: created}.append(slab)
-		if err := txn.Set(key, slab[start:len(slab):len(slab)]); err != nil {
-			return 0, err
-		}
-	}
-	t.docs++
-	t.terms += dl
-	return len(postings), nil
-}
-
 // deleteMessage deletes the record raw of message seq and its postings
-// (if it has none yet, deleting them is harmless), and uncounts it from t
-// if it was indexed.
-func deleteMessage(txn *badger.Txn, k history.Key, prefix []byte, seq uint64, raw []byte, t *totals) error {
+// in segs (if it has none yet, nothing is there to delete), and uncounts
+// it from t if it was indexed.
+func deleteMessage(txn *badger.Txn, k history.Key, prefix []byte, segs []segment, seq uint64, raw []byte, t *totals) error {
 	msg, err := history.DecodeMessage(raw, seq)
 	if err != nil {
 		return err
 	}
-	postings, dl := search.Analyze(msg.Raw)
-	for _, p := range postings {
-		if err := txn.Delete(postingKey(k, p.Term, seq)); err != nil {
-			return err
-		}
+	if err := unpost(txn, k, segs, &msg); err != nil {
+		return err
 	}
 	if seq < t.from() { // indexed: counted
+		_, dl := search.Analyze(msg.Raw)
 		t.docs--
 		t.terms -= dl
 	}
 	return txn.Delete(msgKey(prefix, seq))
-}
-
-// eraseRanges deletes the records of ranges and their postings, and
-// uncounts the indexed ones from t. It may fail with badger.ErrTxnTooBig.
-func eraseRanges(txn *badger.Txn, k history.Key, prefix []byte, ranges []history.Range, t *totals) error {
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = append(bytes.Clone(prefix), 's')
-	opts.PrefetchValues = false
-	it := txn.NewIterator(opts)
-	defer it.Close()
-	var keys [][]byte
-	var vals [][]byte
-	for _, r := range ranges {
-		for it.Seek(msgKey(prefix, r.From)); it.Valid(); it.Next() {
-			item := it.Item()
-			if binary.BigEndian.Uint64(item.Key()[len(prefix)+1:]) > r.To {
-				break
-			}
-			v, err := item.ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			keys, vals = append(keys, item.KeyCopy(nil)), append(vals, v)
-		}
-	}
-	it.Close() // deleting while an iterator is open would be visible to it
-	for i, key := range keys {
-		if err := deleteMessage(txn, k, prefix, binary.BigEndian.Uint64(key[len(prefix)+1:]), vals[i], t); err != nil {
-			return err
-		}
-	}
-	return nil
 }

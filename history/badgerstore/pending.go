@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -274,6 +275,9 @@ func (s *Store) finishPending(k history.Key, kind byte) error {
 			from = next
 		}
 	}
+	if err := s.dropSegmentSpans(k, p.ranges); err != nil {
+		return err
+	}
 	for {
 		err := s.db.Update(func(txn *badger.Txn) error {
 			q, ok, err := readPending(txn, k)
@@ -317,11 +321,15 @@ func (s *Store) purge(k history.Key, prefix []byte, from, to uint64) (next uint6
 	if err != nil || len(keys) == 0 {
 		return 0, true, err
 	}
+	segs, err := segmentsOf(txn, k)
+	if err != nil {
+		return 0, false, err
+	}
 	var t totals // uncounted already, by whoever set the mark
 	deleted := 0
 	for i, key := range keys {
 		seq := binary.BigEndian.Uint64(key[len(prefix)+1:])
-		if err := deleteMessage(txn, k, prefix, seq, vals[i], &t); err != nil {
+		if err := deleteMessage(txn, k, prefix, segs, seq, vals[i], &t); err != nil {
 			if errors.Is(err, badger.ErrTxnTooBig) && deleted > 0 {
 				break // commit what fits; this record again next time
 			}
@@ -409,4 +417,39 @@ func (s *Store) recoverPending() error {
 		err = s.finishPending(j.k, j.kind)
 	}
 	return err
+}
+
+// dropSegmentSpans deletes k's segment spans that ranges cover whole
+// (their postings are gone already), a bounded batch per transaction.
+func (s *Store) dropSegmentSpans(k history.Key, ranges []history.Range) error {
+	covered := func(sg segment) bool {
+		return slices.ContainsFunc(ranges, func(r history.Range) bool { return r.From <= sg.first && sg.last <= r.To })
+	}
+	for {
+		n := 0
+		err := s.db.Update(func(txn *badger.Txn) error {
+			segs, err := segmentsOf(txn, k)
+			if err != nil {
+				return err
+			}
+			for _, sg := range segs {
+				if n == purgeBatch {
+					break
+				}
+				if covered(sg) {
+					if err := txn.Delete(segConvKey(k, sg.id)); err != nil {
+						return err
+					}
+					n++
+				}
+			}
+			return nil
+		})
+		if errors.Is(err, badger.ErrConflict) {
+			continue
+		}
+		if err != nil || n < purgeBatch {
+			return err
+		}
+	}
 }

@@ -7,32 +7,47 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/search"
 )
 
 // indexKey records the version of the listing and search indexes the
 // database holds; a database written before them has none.
 var indexKey = []byte("v\x00index")
 
-const indexVersion = 1
+// indexVersion 2: postings in segments (segment.go); version 1 kept
+// one key per posting.
+const indexVersion = 2
 
 // buildIndexes builds the listing and search indexes of a database
-// written before they existed, once, at Open (nothing else writes yet):
-// a listing entry per conversation and the postings of its records, in
-// bounded transactions. Interrupted, it starts again at the next Open
+// written before them (or before their current version), once, at Open
+// (nothing else writes yet): a listing entry per conversation, marked
+// dirty with its watermark at the start, so that the fold Open runs next
+// indexes every record. Interrupted, it starts again at the next Open
 // (every write is idempotent).
 func (s *Store) buildIndexes() error {
-	var built bool
+	var version byte
 	err := s.db.View(func(txn *badger.Txn) error {
-		_, err := txn.Get(indexKey)
+		item, err := txn.Get(indexKey)
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return nil
 		}
-		built = err == nil
-		return err
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if len(v) == 1 {
+				version = v[0]
+			}
+			return nil
+		})
 	})
-	if err != nil || built {
+	if err != nil || version == indexVersion {
 		return err
+	}
+	if version > 0 {
+		// Postings and totals of an older layout.
+		if err := s.db.DropPrefix([]byte{'i', 0}, []byte{'w', 0}); err != nil {
+			return err
+		}
 	}
 	var keys []history.Key
 	err = s.db.View(func(txn *badger.Txn) error {
@@ -61,71 +76,27 @@ func (s *Store) buildIndexes() error {
 	if err != nil {
 		return err
 	}
-	for _, k := range keys {
-		if err := s.indexConversation(k); err != nil {
-			return err
-		}
-	}
-	return s.db.Update(func(txn *badger.Txn) error { return txn.Set(indexKey, []byte{indexVersion}) })
-}
-
-// indexConversation writes the postings of k's records (those the
-// metadata shows: below NextSeq, not erased), then its listing entry with
-// their totals.
-func (s *Store) indexConversation(k history.Key) error {
-	prefix := convPrefix(k)
-	var m history.Meta
-	var t totals
-	for from := uint64(1); ; {
-		var next uint64
-		var batch totals
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), purgeBatch)]
+		keys = keys[len(batch):]
 		err := s.db.Update(func(txn *badger.Txn) error {
-			var err error
-			if m, _, err = readMeta(txn, prefix); err != nil {
-				return err
-			}
-			var setErr error
-			n := 0
-			err = iterate(txn, prefix, &m, from-1, func(msg history.Message) bool {
-				if n == purgeBatch {
-					next = msg.Seq
-					return false
+			for _, k := range batch {
+				m, ok, err := readMeta(txn, convPrefix(k))
+				if err != nil || !ok {
+					return err
 				}
-				postings, dl := search.Analyze(msg.Raw)
-				for _, p := range postings {
-					v := posting{tf: p.TF, dl: dl, created: msg.CreatedAt.UnixNano()}.append(nil)
-					if setErr = txn.Set(postingKey(k, p.Term, msg.Seq), v); setErr != nil {
-						if errors.Is(setErr, badger.ErrTxnTooBig) && n > 0 {
-							setErr, next = nil, msg.Seq // this message again, in the next batch
-						}
-						return false
-					}
+				if err := setTotals(txn, k, totals{}); err != nil {
+					return err
 				}
-				n++
-				batch.docs++
-				batch.terms += dl
-				return true
-			})
-			if err == nil {
-				err = setErr
+				if err := txn.Set(listKey(k, m.UpdatedAt), listDirty); err != nil {
+					return err
+				}
 			}
-			return err
+			return nil
 		})
 		if err != nil {
 			return err
 		}
-		t.docs += batch.docs
-		t.terms += batch.terms
-		if next == 0 {
-			break
-		}
-		from = next
 	}
-	t.indexed = max(m.NextSeq, 1)
-	return s.db.Update(func(txn *badger.Txn) error {
-		if err := setTotals(txn, k, t); err != nil {
-			return err
-		}
-		return txn.Set(listKey(k, m.UpdatedAt), listClean)
-	})
+	return s.db.Update(func(txn *badger.Txn) error { return txn.Set(indexKey, []byte{indexVersion}) })
 }

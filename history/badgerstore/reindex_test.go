@@ -97,3 +97,59 @@ func TestOpenIndexesAnOlderDatabase(t *testing.T) {
 		t.Errorf("after a commit: got %v, %v; want c0 first, 3 entries", page, err)
 	}
 }
+
+// A database indexed with one key per posting (index version 1) loses
+// those keys at Open and is indexed again in segments.
+func TestOpenReindexesVersion1Postings(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{IndexBacklog: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "version one posting")}})
+	// Version 1's state: a posting key per term, totals saying all is
+	// indexed, a clean listing entry.
+	oldKey := []byte("i\x00t\x00posting\x00c\x00\x00\x00\x00\x00\x00\x00\x00\x01")
+	err = s.db.Update(func(txn *badger.Txn) error {
+		m, _, err := readMeta(txn, convPrefix(k))
+		if err != nil {
+			return err
+		}
+		for _, set := range [][2][]byte{
+			{oldKey, {1, 3, 0}},
+			{totalsKey(k), totals{docs: 1, terms: 3, indexed: m.NextSeq}.append(nil)},
+			{listKey(k, m.UpdatedAt), listClean},
+			{indexKey, {1}},
+		} {
+			if err := txn.Set(set[0], set[1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, dir, Options{IndexBacklog: 1 << 30})
+	err = s.db.View(func(txn *badger.Txn) error {
+		if _, err := txn.Get(oldKey); err != badger.ErrKeyNotFound {
+			t.Errorf("the version 1 posting: got %v, want it gone", err)
+		}
+		seqs, err := postingSeqs(txn, k, "posting")
+		if err != nil || len(seqs) != 1 || seqs[0] != 1 {
+			t.Errorf("postings of posting: got %v, %v; want [1] in a segment", seqs, err)
+		}
+		tot, err := readTotals(txn, k)
+		if err == nil && tot.docs != 1 {
+			t.Errorf("got totals %+v, want 1 doc (counted once)", tot)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -68,16 +68,16 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 			convs[c.id] = c
 			return c, nil
 		}
+		if q.Conversation != "" {
+			// One conversation's records are read and analysed: its
+			// size bounds the cost, not the tenant's postings.
+			var err error
+			hits, err = searchConversation(ctx, txn, history.Key{Tenant: tenant, Conversation: q.Conversation}, terms, q.Limit)
+			return err
+		}
 		var st search.Stats
 		var dirtyConvs []*conv // conversations with records not indexed yet
-		if q.Conversation != "" {
-			c, err := lookup([]byte(q.Conversation))
-			if err != nil || c.meta == nil {
-				return err
-			}
-			st = search.Stats{Docs: c.t.docs, Terms: c.t.terms}
-			dirtyConvs = append(dirtyConvs, c)
-		} else {
+		{
 			var err error
 			if st, err = s.tenantStats(txn, tenant, post, s.genPre.Load()); err != nil {
 				return err
@@ -146,38 +146,35 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
 		for _, term := range terms {
-			prefix := postingPrefix(tenant, term, "")
-			opts.Prefix = postingPrefix(tenant, term, q.Conversation)
+			opts.Prefix = segTermPrefix(tenant, term)
 			list = list[:0]
 			err := func() error {
 				it := txn.NewIterator(opts)
 				defer it.Close()
 				for it.Rewind(); it.Valid(); it.Next() {
-					item := it.Item()
-					id, seq, ok := parsePosting(prefix, item.Key())
-					if !ok {
-						continue
-					}
-					c, err := lookup(id)
-					if err != nil {
+					var err error
+					if buf, err = it.Item().ValueCopy(buf[:0]); err != nil {
 						return err
 					}
-					if c.meta == nil || seq >= c.meta.NextSeq {
-						continue // deleted, or staged
-					}
-					flags := c.meta.FlagsAt(seq)
-					if flags&history.Erased != 0 {
-						continue
-					}
-					buf, err = item.ValueCopy(buf[:0])
+					err = eachGroup(buf, func(g segGroup) error {
+						c, err := lookup(g.conv)
+						if err != nil || c.meta == nil {
+							return err // deleted: its purge is under way
+						}
+						g.each(func(p posting, seq uint64) {
+							if seq >= c.meta.NextSeq {
+								return // staged
+							}
+							flags := c.meta.FlagsAt(seq)
+							if flags&history.Erased == 0 {
+								list = append(list, found{doc{c, seq}, p, flags == 0})
+							}
+						})
+						return nil
+					})
 					if err != nil {
-						return err
+						return fmt.Errorf("postings of %q: %w", term, err)
 					}
-					p, ok := decodePosting(buf)
-					if !ok {
-						return fmt.Errorf("bad posting for %q in %s", term, c.id)
-					}
-					list = append(list, found{doc{c, seq}, p, flags == 0})
 				}
 				return ctx.Err()
 			}()
@@ -279,4 +276,73 @@ func (s *Store) tenantStats(txn *badger.Txn, tenant string, post, pre uint64) (s
 	s.stats.tenants[tenant] = cachedStats{stats: st, gen: post}
 	s.stats.mu.Unlock()
 	return st, nil
+}
+
+// searchConversation ranks k's active messages against terms with BM25,
+// by analysing every record: the statistics are the conversation's (every
+// record not erased counts, active or not, as in Search).
+func searchConversation(ctx context.Context, txn *badger.Txn, k history.Key, terms []string, limit int) ([]history.Hit, error) {
+	prefix := convPrefix(k)
+	m, ok, err := readMeta(txn, prefix)
+	if err != nil || !ok {
+		return nil, err
+	}
+	type doc struct {
+		msg history.Message
+		tf  []int // per query term
+		dl  int
+	}
+	var docs []doc
+	var st search.Stats
+	df := make([]int, len(terms))
+	err = iterate(txn, prefix, &m, 0, func(msg history.Message) bool {
+		postings, dl := search.Analyze(msg.Raw)
+		st.Docs++
+		st.Terms += dl
+		var tf []int
+		for i, term := range terms {
+			j, ok := slices.BinarySearchFunc(postings, term, func(p search.Posting, t string) int { return strings.Compare(p.Term, t) })
+			if !ok {
+				continue
+			}
+			if tf == nil {
+				tf = make([]int, len(terms))
+			}
+			tf[i] = postings[j].TF
+			df[i]++
+		}
+		if tf != nil && msg.Active() {
+			docs = append(docs, doc{msg, tf, dl})
+		}
+		return ctx.Err() == nil
+	})
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return nil, err
+	}
+	avg := st.AvgLen()
+	idf := make([]float64, len(terms))
+	for i := range terms {
+		idf[i] = search.IDF(st.Docs, df[i])
+	}
+	ranked := make([]search.Hit, len(docs))
+	for i, d := range docs {
+		ranked[i] = search.Hit{CreatedAt: d.msg.CreatedAt.UnixNano(), Conversation: k.Conversation, Seq: d.msg.Seq}
+		for j, tf := range d.tf {
+			if tf > 0 {
+				ranked[i].Score += search.Score(idf[j], tf, d.dl, avg)
+			}
+		}
+	}
+	bySeq := make(map[uint64]*history.Message, len(docs))
+	for i := range docs {
+		bySeq[docs[i].msg.Seq] = &docs[i].msg
+	}
+	var hits []history.Hit
+	for _, h := range search.Top(ranked, limit) {
+		hits = append(hits, history.Hit{Conversation: k.Conversation, Message: *bySeq[h.Seq], Score: h.Score})
+	}
+	return hits, nil
 }

@@ -7,7 +7,8 @@
 //	c \x00 tenant \x00 conversation \x00 's' seq(8, BE)        message (history codec)
 //	l \x00 tenant \x00 ^updated(8, BE) conversation            listing entry: dirty (1 byte)
 //	w \x00 tenant \x00 conversation                            search totals: docs, terms, watermark (uvarints)
-//	i \x00 tenant \x00 term \x00 conversation \x00 seq(8, BE)  posting: tf, length (uvarints), created (varint)
+//	i \x00 tenant \x00 term \x00 segment(8, BE)             a term's postings in one search segment (segment.go)
+//	f \x00 tenant \x00 conversation \x00 segment(8, BE)     the span of a conversation's records in a segment
 //	x \x00 tenant \x00 conversation                            pending work: kind, ranges (see pending.go)
 //	v \x00 index                                              version of the indexes
 //
@@ -17,17 +18,17 @@
 //
 // A commit writes the records, the metadata and the conversation's
 // listing entry (^updated sorts the newest first), moved and marked
-// dirty, in one transaction. Postings (one per distinct term of a
-// message) are written later by the folder (fold.go), which moves the
-// conversation's watermark in its totals key: Search analyses the
+// dirty, in one transaction. Postings are written later by the folder
+// (fold.go), in segments of many conversations' records, one key per
+// term (segment.go), and it moves each conversation's watermark in its
+// totals key: Search analyses the
 // records past the watermark itself, so it never misses one. Postings are
 // checked against the metadata at query time, as records are: a staged
 // record (past NextSeq), an inactive message or a conversation being
 // deleted is never returned. Records leave with their postings: a hard
-// forget deletes both in its commit (or, too big for one transaction,
-// right after it, hidden by the Erased gap meanwhile), a Delete in
-// bounded transactions after one that removes the metadata, listing entry
-// and totals (see pending.go).
+// forget deletes both right after its commit (hidden by the Erased gap
+// meanwhile), a Delete in bounded transactions after one that removes
+// the metadata, listing entry and totals (see pending.go).
 package badgerstore
 
 import (
@@ -74,7 +75,8 @@ type Options struct {
 	// history.ErrNoSpace.
 	ReadOnly bool
 	// IndexBacklog is how many messages are committed without search
-	// postings before a background fold writes theirs (Search analyses
+	// postings before a background fold writes theirs (segments of up to
+	// 1,024 messages) (Search analyses
 	// them meanwhile: it finds them all the same, at a cost that grows
 	// with the backlog: a search analyses at most this many records more
 	// than it would read postings of). Default 4096; negative folds each
@@ -107,6 +109,7 @@ type Store struct {
 
 	logger       *slog.Logger
 	indexBacklog int           // Options.IndexBacklog
+	segment      uint64        // the last search segment written (segment.go): the committer's alone
 	backlog      atomic.Int64  // messages committed since the folder last woke
 	foldNow      chan struct{} // wakes the folder (fold.go)
 	folded       chan struct{} // closed when the folder has stopped
@@ -181,6 +184,10 @@ func Open(dir string, o Options) (*Store, error) {
 		if err := s.buildIndexes(); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("badgerstore: open %s: build indexes: %w", dir, err)
+		}
+		if err := s.readSegmentCounter(); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
 		}
 	}
 	s.commits, s.closing, s.stopped = make(chan *commitReq, 1024), make(chan struct{}), make(chan struct{})

@@ -1,0 +1,83 @@
+package badgerstore
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/recallproxy/recall/history"
+)
+
+// A fold writes one key per term for every conversation it indexes, and
+// a hard forget or a delete takes out of those shared keys exactly the
+// postings of what it erases.
+func TestSegmentsSharedByConversations(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{IndexBacklog: 1 << 30})
+	ctx := context.Background()
+	a := history.Key{Tenant: "t", Conversation: "a"}
+	b := history.Key{Tenant: "t", Conversation: "b"}
+	for _, k := range []history.Key{a, b} {
+		commitT(t, s, k, history.Change{Append: []history.Message{
+			textMsg("user", "shared alpha question"), textMsg("assistant", "shared answer")}})
+	}
+	if err := s.Fold(); err != nil {
+		t.Fatal(err)
+	}
+	view := func(fn func(txn *badger.Txn) error) {
+		t.Helper()
+		if err := s.db.View(fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seqs := func(k history.Key, term string) (out []uint64) {
+		t.Helper()
+		view(func(txn *badger.Txn) (err error) { out, err = postingSeqs(txn, k, term); return err })
+		return out
+	}
+	view(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = segTermPrefix("t", "shared")
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		n := 0
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+		}
+		if n != 1 {
+			t.Errorf("got %d keys for the term shared, want 1 (one segment for both conversations)", n)
+		}
+		return nil
+	})
+	if got := seqs(a, "shared"); !slices.Equal(got, []uint64{1, 2}) {
+		t.Errorf("a's postings of shared: got %v, want [1 2]", got)
+	}
+
+	// Erasing a's question leaves its answer's postings and all of b's.
+	commitT(t, s, a, history.Change{Forget: history.PlanForget(storedMessages(t, s, a, false), []uint64{1}, true)})
+	if got := seqs(a, "shared"); !slices.Equal(got, []uint64{2}) {
+		t.Errorf("after the hard forget, a's postings of shared: got %v, want [2]", got)
+	}
+	if got := seqs(a, "alpha"); len(got) != 0 {
+		t.Errorf("after the hard forget, a's postings of alpha: got %v, want none", got)
+	}
+	if got := seqs(b, "alpha"); !slices.Equal(got, []uint64{1}) {
+		t.Errorf("after a's hard forget, b's postings of alpha: got %v, want [1]", got)
+	}
+
+	// Deleting a leaves nothing of it in the shared keys.
+	if err := s.Delete(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if got := keysOf(t, s, a); len(got) != 0 {
+		t.Errorf("after the delete: got a's keys %q", got)
+	}
+	if got := seqs(b, "shared"); !slices.Equal(got, []uint64{1, 2}) {
+		t.Errorf("after a's delete, b's postings of shared: got %v, want [1 2]", got)
+	}
+	hits, err := s.Search(ctx, "t", history.SearchQuery{Text: "shared", Limit: 10})
+	if err != nil || len(hits) != 2 || hits[0].Conversation != "b" || hits[1].Conversation != "b" {
+		t.Errorf("search after a's delete: got %+v, %v; want b's two messages", hits, err)
+	}
+}
