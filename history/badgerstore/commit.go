@@ -393,7 +393,7 @@ func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, write
 				return err
 			}
 		}
-		if err := setMeta(txn, prefix, &out); err != nil {
+		if err := setMeta(txn, prefix, &m, &out); err != nil {
 			return err
 		}
 		if err := moveListing(txn, k, &m, &out); err != nil {
@@ -450,7 +450,7 @@ func write(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c hist
 		return history.Meta{}, err
 	}
 	if next.Version == m.Version { // a summary landing: no activity, nothing indexed
-		return next, setMeta(txn, prefix, &next)
+		return next, setMeta(txn, prefix, &m, &next)
 	}
 	buf := make([]byte, 0, 512)
 	for i := range writes {
@@ -482,14 +482,33 @@ func write(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c hist
 			return history.Meta{}, err
 		}
 	}
-	if err := setMeta(txn, prefix, &next); err != nil {
+	if err := setMeta(txn, prefix, &m, &next); err != nil {
 		return history.Meta{}, err
 	}
 	return next, moveListing(txn, k, &m, &next)
 }
 
-func setMeta(txn *badger.Txn, prefix []byte, m *history.Meta) error {
-	mv, err := history.MarshalMeta(m)
+// setMeta writes m, the metadata that replaces old: the summary's text
+// under a key of its own, only when it changed (every commit rewrites the
+// metadata; with kilobytes of summary inside, each one also rewrote and
+// each read decoded those).
+func setMeta(txn *badger.Txn, prefix []byte, old, m *history.Meta) error {
+	stored := *m
+	if s := m.Summary; s != nil {
+		head := *s
+		head.Text = ""
+		stored.Summary = &head
+		if o := old.Summary; o == nil || o.At != s.At || o.Text != s.Text {
+			if err := txn.Set(summaryKey(prefix), []byte(s.Text)); err != nil {
+				return err
+			}
+		}
+	} else if old.Summary != nil {
+		if err := txn.Delete(summaryKey(prefix)); err != nil {
+			return err
+		}
+	}
+	mv, err := history.MarshalMeta(&stored)
 	if err != nil {
 		return err
 	}

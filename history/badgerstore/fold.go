@@ -104,7 +104,7 @@ func foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget int) (n int,
 		return 0, false, err // its owner deletes or lands it; the next fold sees
 	}
 	prefix := convPrefix(k)
-	m, ok, err := readMeta(txn, prefix)
+	m, ok, err := readMetaHead(txn, prefix)
 	if err != nil || !ok || m.Version == 0 {
 		return 0, false, err // deleted
 	}

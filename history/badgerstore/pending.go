@@ -231,6 +231,9 @@ func deleteMeta(txn *badger.Txn, k history.Key, m *history.Meta) error {
 		if err := txn.Delete(metaKey(convPrefix(k))); err != nil {
 			return err
 		}
+		if err := txn.Delete(summaryKey(convPrefix(k))); err != nil {
+			return err
+		}
 		if err := txn.Delete(listKey(k, m.UpdatedAt)); err != nil {
 			return err
 		}

@@ -21,8 +21,9 @@ const indexVersion = 2
 // written before them (or before their current version), once, at Open
 // (nothing else writes yet): a listing entry per conversation, marked
 // dirty with its watermark at the start, so that the fold Open runs next
-// indexes every record. Interrupted, it starts again at the next Open
-// (every write is idempotent).
+// indexes every record; a summary written inside the metadata moves to
+// its own key. Interrupted, it starts again at the next Open (every write
+// is idempotent).
 func (s *Store) buildIndexes() error {
 	var version byte
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -84,6 +85,13 @@ func (s *Store) buildIndexes() error {
 				m, ok, err := readMeta(txn, convPrefix(k))
 				if err != nil || !ok {
 					return err
+				}
+				if m.Summary != nil {
+					// Written with its text inside: the text moves to
+					// its own key (see setMeta).
+					if err := setMeta(txn, convPrefix(k), &history.Meta{}, &m); err != nil {
+						return err
+					}
 				}
 				if err := setTotals(txn, k, totals{}); err != nil {
 					return err

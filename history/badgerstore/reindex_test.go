@@ -99,7 +99,8 @@ func TestOpenIndexesAnOlderDatabase(t *testing.T) {
 }
 
 // A database indexed with one key per posting (index version 1) loses
-// those keys at Open and is indexed again in segments.
+// those keys at Open and is indexed again in segments; a summary written
+// inside the metadata moves to its own key.
 func TestOpenReindexesVersion1Postings(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir, Options{IndexBacklog: 1 << 30})
@@ -116,7 +117,13 @@ func TestOpenReindexesVersion1Postings(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		m.Summary = &history.Summary{Text: "inline summary", Through: 1, At: 1}
+		inline, err := history.MarshalMeta(&m) // as version 1 wrote it
+		if err != nil {
+			return err
+		}
 		for _, set := range [][2][]byte{
+			{metaKey(convPrefix(k)), inline},
 			{oldKey, {1, 3, 0}},
 			{totalsKey(k), totals{docs: 1, terms: 3, indexed: m.NextSeq}.append(nil)},
 			{listKey(k, m.UpdatedAt), listClean},
@@ -146,6 +153,18 @@ func TestOpenReindexesVersion1Postings(t *testing.T) {
 		tot, err := readTotals(txn, k)
 		if err == nil && tot.docs != 1 {
 			t.Errorf("got totals %+v, want 1 doc (counted once)", tot)
+		}
+		head, _, err := readMetaHead(txn, convPrefix(k))
+		if err != nil {
+			return err
+		}
+		item, err := txn.Get(summaryKey(convPrefix(k)))
+		if err != nil {
+			return err
+		}
+		text, err := item.ValueCopy(nil)
+		if head.Summary == nil || head.Summary.Text != "" || string(text) != "inline summary" {
+			t.Errorf("the summary: got %+v in the metadata and %q apart, want its text moved apart", head.Summary, text)
 		}
 		return err
 	})

@@ -55,7 +55,7 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 			}
 			c := &conv{id: string(id)}
 			k := history.Key{Tenant: tenant, Conversation: c.id}
-			m, ok, err := readMeta(txn, convPrefix(k))
+			m, ok, err := readMetaHead(txn, convPrefix(k))
 			if err != nil {
 				return nil, err
 			}
@@ -283,7 +283,7 @@ func (s *Store) tenantStats(txn *badger.Txn, tenant string, post, pre uint64) (s
 // record not erased counts, active or not, as in Search).
 func searchConversation(ctx context.Context, txn *badger.Txn, k history.Key, terms []string, limit int) ([]history.Hit, error) {
 	prefix := convPrefix(k)
-	m, ok, err := readMeta(txn, prefix)
+	m, ok, err := readMetaHead(txn, prefix)
 	if err != nil || !ok {
 		return nil, err
 	}

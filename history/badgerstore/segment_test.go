@@ -3,6 +3,7 @@ package badgerstore
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -79,5 +80,63 @@ func TestSegmentsSharedByConversations(t *testing.T) {
 	hits, err := s.Search(ctx, "t", history.SearchQuery{Text: "shared", Limit: 10})
 	if err != nil || len(hits) != 2 || hits[0].Conversation != "b" || hits[1].Conversation != "b" {
 		t.Errorf("search after a's delete: got %+v, %v; want b's two messages", hits, err)
+	}
+}
+
+// A summary's text lives under a key of its own: commits that do not
+// change it leave that key alone and keep the metadata small, loads
+// return it whole, and a delete takes it.
+func TestSummaryTextApartFromTheMetadata(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	ctx := context.Background()
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	m := commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "q"), textMsg("assistant", "a")}})
+	text := strings.Repeat("a long summary ", 200)
+	m = commitT(t, s, k, history.Change{Version: m.Version, Summary: &history.SummaryChange{Summary: history.Summary{Text: text, Through: 2, Turns: 1, At: 7}}})
+	version := func(key []byte) (v uint64) {
+		t.Helper()
+		err := s.db.View(func(txn *badger.Txn) error {
+			item, err := txn.Get(key)
+			if err == nil {
+				v = item.Version()
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	prefix := convPrefix(k)
+	before := version(summaryKey(prefix))
+	m = commitT(t, s, k, history.Change{Version: m.Version, Append: []history.Message{textMsg("user", "next")}})
+	if got := version(summaryKey(prefix)); got != before {
+		t.Errorf("a commit that kept the summary rewrote its text (version %d -> %d)", before, got)
+	}
+	if m.Summary == nil || m.Summary.Text != text {
+		t.Errorf("the commit's metadata: got summary %+v, want the text whole", m.Summary)
+	}
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(metaKey(prefix))
+		if err != nil {
+			return err
+		}
+		if item.ValueSize() > 1024 {
+			t.Errorf("the metadata record holds %d bytes, want the text left out", item.ValueSize())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Load(ctx, k, history.Query{})
+	if err != nil || snap.Meta.Summary == nil || snap.Meta.Summary.Text != text {
+		t.Errorf("load: got summary %+v, %v; want the text whole", snap.Meta.Summary, err)
+	}
+	if err := s.Delete(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if got := keysOf(t, s, k); len(got) != 0 {
+		t.Errorf("after the delete: got keys %q", got)
 	}
 }

@@ -3,7 +3,8 @@
 //
 // Keys are namespaced by tenant, then conversation:
 //
-//	c \x00 tenant \x00 conversation \x00 'm'                   metadata (JSON)
+//	c \x00 tenant \x00 conversation \x00 'm'                   metadata (JSON), its summary's text left out
+//	c \x00 tenant \x00 conversation \x00 'u'                   the summary's text
 //	c \x00 tenant \x00 conversation \x00 's' seq(8, BE)        message (history codec)
 //	l \x00 tenant \x00 ^updated(8, BE) conversation            listing entry: dirty (1 byte)
 //	w \x00 tenant \x00 conversation                            search totals: docs, terms, watermark (uvarints)
@@ -298,7 +299,32 @@ func msgKey(prefix []byte, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(b, seq)
 }
 
+// summaryKey holds the text of the conversation's summary (see setMeta).
+func summaryKey(prefix []byte) []byte {
+	return append(bytes.Clone(prefix), 'u')
+}
+
+// readMeta reads the conversation's metadata, its summary's text included.
 func readMeta(txn *badger.Txn, prefix []byte) (history.Meta, bool, error) {
+	m, ok, err := readMetaHead(txn, prefix)
+	if err != nil || m.Summary == nil || m.Summary.Text != "" {
+		return m, ok, err // no summary, or one written with its text inside
+	}
+	item, err := txn.Get(summaryKey(prefix))
+	if err != nil {
+		return history.Meta{}, false, fmt.Errorf("summary of %q: %w", prefix, err)
+	}
+	text, err := item.ValueCopy(nil)
+	if err != nil {
+		return history.Meta{}, false, err
+	}
+	m.Summary.Text = string(text)
+	return m, ok, nil
+}
+
+// readMetaHead reads the conversation's metadata without its summary's
+// text, for readers that never look at it.
+func readMetaHead(txn *badger.Txn, prefix []byte) (history.Meta, bool, error) {
 	item, err := txn.Get(metaKey(prefix))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return history.Meta{}, false, nil
