@@ -230,6 +230,9 @@ func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model s
 		// the instructions and the summary so far.
 		room := max(window-maxOut-fixed-m.cfg.Counter.Text(enc, prev), 256)
 		size, k := 0, i
+		if i == 0 && fitsByBytes(w.cover, room) {
+			k = len(w.cover) // one call: no need to count the transcript
+		}
 		for k < len(w.cover) {
 			n := m.turnTokens(enc, w.cover[k])
 			if k > i && size+n > room {
@@ -264,7 +267,24 @@ func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model s
 	return res, nil
 }
 
-// turnTokens estimates a turn's tokens in the transcript.
+// fitsByBytes reports whether the transcript of turns surely fits in
+// room tokens: a token is at least a byte, so its length in bytes bounds
+// its count. Counting a long transcript was most of a compaction's CPU;
+// near the window, turnTokens counts it.
+func fitsByBytes(turns []turn, room int) bool {
+	var b strings.Builder
+	for _, t := range turns {
+		for _, msg := range t.msgs {
+			writeLine(&b, msg.Raw)
+			if b.Len() > room {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// turnTokens counts a turn's tokens in the transcript.
 func (m *Manager) turnTokens(enc tokens.Encoding, t turn) int {
 	var b strings.Builder
 	for _, msg := range t.msgs {
