@@ -268,20 +268,18 @@ func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model s
 }
 
 // fitsByBytes reports whether the transcript of turns surely fits in
-// room tokens: a token is at least a byte, so its length in bytes bounds
-// its count. Counting a long transcript was most of a compaction's CPU;
-// near the window, turnTokens counts it.
+// room tokens: a token is at least a byte, and a message's line in the
+// transcript (writeLine) is never longer than its JSON plus a margin, so
+// those bytes bound its count. Counting a long transcript was most of a
+// compaction's CPU; near the window, turnTokens counts it.
 func fitsByBytes(turns []turn, room int) bool {
-	var b strings.Builder
+	size := 0
 	for _, t := range turns {
 		for _, msg := range t.msgs {
-			writeLine(&b, msg.Raw)
-			if b.Len() > room {
-				return false
-			}
+			size += len(msg.Raw) + 16
 		}
 	}
-	return true
+	return size <= room
 }
 
 // turnTokens counts a turn's tokens in the transcript.
