@@ -25,8 +25,11 @@ import (
 // (segment.go), and moves the watermarks.
 
 // foldMessages bounds the records one fold transaction indexes (one
-// segment per tenant): a fold holds the committer meanwhile.
-const foldMessages = 1024
+// segment per tenant): a fold holds the committer meanwhile. With 1,024,
+// each fold held it 35-90 ms, and every commit waited (load script,
+// closed loop, 1,000 conversations: about 1,300 req/s); with 256, 7-40
+// ms (about 1,630 req/s), for about twice the keys per message.
+const foldMessages = 256
 
 // defaultIndexBacklog is Options.IndexBacklog's default.
 const defaultIndexBacklog = 4096
