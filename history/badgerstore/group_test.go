@@ -3,8 +3,12 @@ package badgerstore
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/recallproxy/recall/history"
 )
@@ -62,5 +66,89 @@ func TestCommitGroup(t *testing.T) {
 		if err != nil || len(snap.Tail) != want {
 			t.Errorf("conversation %d: got %d messages, %v; want %d", i, len(snap.Tail), err, want)
 		}
+	}
+}
+
+// Once a group has had company, the committer gathers commits for
+// GroupWait before the next sync: every commit that arrives meanwhile
+// goes in that one group. A commit alone never waits.
+func TestCommitterGathersWhileCommitsHaveCompany(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{GroupWait: time.Hour})
+	ctx := context.Background()
+	slept, release := make(chan struct{}), make(chan struct{})
+	var held atomic.Bool
+	s.sleep = func(d time.Duration) {
+		if d != time.Hour {
+			t.Errorf("gathered for %v, want GroupWait", d)
+		}
+		if held.CompareAndSwap(false, true) { // the first wait is held; later ones pass
+			slept <- struct{}{}
+			<-release
+		}
+	}
+	key := func(i int) history.Key { return history.Key{Tenant: "t", Conversation: "c" + strconv.Itoa(i)} }
+	var wg sync.WaitGroup
+	commit := func(i int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Commit(ctx, key(i), history.Change{Append: []history.Message{textMsg("user", "q")}}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	// Alone: the commit is not held (held, it would never return).
+	commit(0)
+	wg.Wait()
+	if held.Load() {
+		t.Fatal("a commit alone waited")
+	}
+	// Concurrent commits until a group has had company and the next one
+	// gathers.
+	deadline := time.After(10 * time.Second)
+	n := 1
+gathering:
+	for {
+		for range 8 {
+			commit(n)
+			n++
+		}
+		wg.Wait()
+		alone := make(chan struct{})
+		go func(i int) {
+			defer close(alone)
+			if _, err := s.Commit(ctx, key(i), history.Change{Append: []history.Message{textMsg("user", "q")}}); err != nil {
+				t.Error(err)
+			}
+		}(n)
+		n++
+		select {
+		case <-slept:
+			wg.Add(1)
+			go func() { <-alone; wg.Done() }()
+			break gathering
+		case <-alone: // it went alone: again
+		case <-deadline:
+			t.Fatal("the committer never gathered")
+		}
+	}
+	// Held while gathering: these queue, then share one group.
+	groups := s.groups.Load()
+	for range 10 {
+		commit(n)
+		n++
+	}
+	for len(s.commits) < 10 {
+		select {
+		case <-deadline:
+			t.Fatalf("%d commits queued, want 10", len(s.commits))
+		default:
+			runtime.Gosched()
+		}
+	}
+	close(release)
+	wg.Wait()
+	if got := s.groups.Load() - groups; got != 1 {
+		t.Errorf("the commit being gathered and the 10 queued meanwhile took %d groups, want 1", got)
 	}
 }

@@ -77,12 +77,16 @@ type Options struct {
 	ReadOnly bool
 	// IndexBacklog is how many messages are committed without search
 	// postings before a background fold writes theirs (segments of up to
-	// 1,024 messages) (Search analyses
+	// 256 messages) (Search analyses
 	// them meanwhile: it finds them all the same, at a cost that grows
 	// with the backlog: a search analyses at most this many records more
 	// than it would read postings of). Default 4096; negative folds each
 	// commit's messages right after it (tests).
 	IndexBacklog int
+	// GroupWait is how long, with durable writes and concurrent commits,
+	// the committer gathers commits before it syncs a group (see
+	// committer). Default 1ms; negative: never.
+	GroupWait time.Duration
 }
 
 // Store is a history.Store on Badger.
@@ -111,6 +115,9 @@ type Store struct {
 	logger       *slog.Logger
 	indexBacklog int           // Options.IndexBacklog
 	segment      uint64        // the last search segment written (segment.go): the committer's alone
+	groupWait    time.Duration // Options.GroupWait
+	sleep        func(time.Duration)
+	groups       atomic.Int64  // groups the committer took (tests)
 	backlog      atomic.Int64  // messages committed since the folder last woke
 	foldNow      chan struct{} // wakes the folder (fold.go)
 	folded       chan struct{} // closed when the folder has stopped
@@ -154,8 +161,12 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.IndexBacklog == 0 {
 		o.IndexBacklog = defaultIndexBacklog
 	}
+	if o.GroupWait == 0 {
+		o.GroupWait = time.Millisecond
+	}
 	s := &Store{dir: dir, minFree: o.MinFreeBytes, free: o.FreeBytes, readOnly: o.ReadOnly, noSync: o.NoSync || o.InMemory,
 		stop: make(chan struct{}), done: make(chan struct{}), logger: o.Logger, indexBacklog: o.IndexBacklog,
+		groupWait: o.GroupWait, sleep: time.Sleep,
 		foldNow: make(chan struct{}, 1), folded: make(chan struct{})}
 	if !o.InMemory && !s.readOnly && s.minFree > 0 {
 		// Opening replays the write-ahead log and may flush it: on a full
