@@ -40,7 +40,8 @@
 # everything float over every core.
 #
 # Environment: BASE_PORT (19801; four ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
-# 2s/0.5s), KEEP=1 keeps the work directory.
+# 2s/0.5s), KEEP=1 keeps the work directory, SEED_SUMMARIES=0 seeds no
+# summaries (see SUMMARIZED below).
 set -euo pipefail
 
 QUICK=0
@@ -82,6 +83,12 @@ for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT" "$PG_PORT"; do
 	fi
 done
 SEED_TURNS=50
+# Seeded conversations carry the summary Recall's default summaries would
+# have left (all but the newest 3 turns), so that the rows measure the
+# steady state; SEED_SUMMARIES=0 seeds none, and every conversation is
+# then compacted on its first request (the catch-up after an upgrade).
+SUMMARIZED=true
+[ "${SEED_SUMMARIES:-1}" = 0 ] && SUMMARIZED=false
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/recall-bench.XXXXXX")
 BIN=$WORK/bin
@@ -192,7 +199,7 @@ stop_recall() {
 
 # seed DIR CONVERSATIONS TURNS: write turns straight into a data dir.
 seed() {
-	"$BIN/load" -seed-dir "$1" -conversations "$2" -prefill "$3" -conv-prefix bench- 2>>"$WORK/seed.log"
+	"$BIN/load" -seed-dir "$1" -conversations "$2" -prefill "$3" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
 }
 
 URL=/v1/chat/completions
@@ -273,7 +280,7 @@ if [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 		sleep 0.1
 	done
 	PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
-	"$BIN/load" -seed-url "$PG_URL" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- 2>>"$WORK/seed.log"
+	"$BIN/load" -seed-url "$PG_URL" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
 	start_recall "$WORK/data-pg" true "$PG_URL"
 	matrix recall-pg "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS"
 	stop_recall
@@ -310,5 +317,5 @@ else
 	echo "Pinning: none (every process floats over all cores; nginx worker_processes auto)."
 fi
 echo "Command: bench/run.sh $*; $DUR per row after $WARM warm-up; closed loop $CONC in flight; open loop $RATE req/s."
-echo "History rows: 1,000 conversations seeded with $SEED_TURNS turns (~40-word questions, ~120-word answers), growing during the run; default budget 16,000 tokens; the client sends only the new message. Recall log level warn, nginx access_log off."
+echo "History rows: 1,000 conversations seeded with $SEED_TURNS turns (~40-word questions, ~120-word answers), summarised as Recall's defaults leave them (summaries seeded: $SUMMARIZED), growing during the run; default budget 16,000 tokens; the client sends only the new message. Recall log level warn, nginx access_log off."
 "$BIN/load" -report "$RESULTS"

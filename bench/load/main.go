@@ -46,6 +46,7 @@ type options struct {
 	stream        bool
 	prefill       int
 	seeded        int
+	summarized    bool
 	seedDir       string
 	seedURL       string
 	namespace     string
@@ -70,6 +71,7 @@ func main() {
 	flag.BoolVar(&o.stream, "stream", false, "ask for a streamed answer and measure time to first byte")
 	flag.IntVar(&o.prefill, "prefill", 0, "grow each conversation to this many turns before measuring")
 	flag.IntVar(&o.seeded, "seeded", 0, "turns already seeded into each conversation (recorded in the result only)")
+	flag.BoolVar(&o.summarized, "summarized", true, "with -seed-dir/-seed-url: leave a summary as Recall's default summaries would (all but the newest 3 turns, once more than 10 are stored)")
 	flag.StringVar(&o.seedDir, "seed-dir", "", "with -prefill: write the turns into this Badger data dir (Recall stopped) and exit")
 	flag.StringVar(&o.seedURL, "seed-url", "", "with -prefill: write the turns into this PostgreSQL database (postgres://...) and exit")
 	flag.StringVar(&o.namespace, "namespace", "", "tenant namespace for -seed-dir (default: the pass-through namespace of -key)")

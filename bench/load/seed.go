@@ -125,7 +125,57 @@ func seedConversation(store history.Store, k history.Key, o options, pool *messa
 		}
 		version, have = m.Version, m.Turns
 	}
+	if o.summarized {
+		return seedSummary(ctx, store, k, o, pool)
+	}
 	return nil
+}
+
+// Recall's summary defaults (config: summary.trigger_turns, keep_turns,
+// max_tokens).
+const (
+	summaryTrigger   = 10
+	summaryKeep      = 3
+	summaryMaxTokens = 1000
+)
+
+// seedSummary leaves k as a long-running Recall with default summaries
+// would: a summary covering every turn but the newest summaryKeep once
+// more than summaryTrigger are stored (else none), its text what the fake
+// upstream's summariser answers (the covered user messages, joined, cut at
+// summaryMaxTokens). Without it every seeded conversation would be
+// compacted on its first request, and the rows would measure that
+// catch-up, not the steady state.
+func seedSummary(ctx context.Context, store history.Store, k history.Key, o options, pool *messagePool) error {
+	if o.prefill <= summaryTrigger {
+		return nil
+	}
+	snap, err := store.Load(ctx, k, history.Query{})
+	if err != nil || snap.Meta.Summary != nil {
+		return err
+	}
+	covered := o.prefill - summaryKeep
+	var text []byte
+	tokens := 0
+	for t := range covered {
+		u, _ := pool.turn(t)
+		if tokens+u.Tokens > summaryMaxTokens {
+			break
+		}
+		var msg struct{ Content string }
+		if err := json.Unmarshal(u.Raw, &msg); err != nil {
+			return err
+		}
+		if len(text) > 0 {
+			text = append(text, "; "...)
+		}
+		text = append(text, msg.Content...)
+		tokens += u.Tokens
+	}
+	_, err = store.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Summary: &history.SummaryChange{
+		Summary: history.Summary{Text: string(text), Through: uint64(2 * covered), Turns: covered, Tokens: tokens, Model: o.model, At: time.Now().UnixNano()},
+	}})
+	return err
 }
 
 // messagePool holds pre-built messages (JSON, hash, tokens counted once)
