@@ -59,7 +59,7 @@ func seed(o options) error {
 	for range 2 {
 		wg.Go(func() {
 			for c := range convs {
-				if err := seedConversation(store, history.Key{Tenant: ns, Conversation: o.convPrefix + strconv.Itoa(c)}, o, pool); err != nil {
+				if err := seedConversation(store, history.Key{Tenant: ns, Conversation: o.convPrefix + strconv.Itoa(c)}, c, o, pool); err != nil {
 					errs <- err
 					return
 				}
@@ -99,7 +99,7 @@ feed:
 	return nil
 }
 
-func seedConversation(store history.Store, k history.Key, o options, pool *messagePool) error {
+func seedConversation(store history.Store, k history.Key, c int, o options, pool *messagePool) error {
 	ctx := context.Background()
 	snap, err := store.Load(ctx, k, history.Query{})
 	if err != nil {
@@ -126,7 +126,7 @@ func seedConversation(store history.Store, k history.Key, o options, pool *messa
 		version, have = m.Version, m.Turns
 	}
 	if o.summarized {
-		return seedSummary(ctx, store, k, o, pool)
+		return seedSummary(ctx, store, k, c, o, pool)
 	}
 	return nil
 }
@@ -139,22 +139,24 @@ const (
 	summaryMaxTokens = 1000
 )
 
-// seedSummary leaves k as a long-running Recall with default summaries
-// would: a summary covering every turn but the newest summaryKeep once
-// more than summaryTrigger are stored (else none), its text what the fake
-// upstream's summariser answers (the covered user messages, joined, cut at
-// summaryMaxTokens). Without it every seeded conversation would be
-// compacted on its first request, and the rows would measure that
-// catch-up, not the steady state.
-func seedSummary(ctx context.Context, store history.Store, k history.Key, o options, pool *messagePool) error {
-	if o.prefill <= summaryTrigger {
+// seedSummary leaves k, the c-th conversation, as a long-running Recall
+// with default summaries would: once more than summaryTrigger turns are
+// stored, a summary covering all but the newest summaryKeep to
+// summaryTrigger of them (c picks where in that cycle the conversation
+// is: in a steady state conversations do not compact in step), its text
+// what the fake upstream's summariser answers (the covered user messages,
+// joined, cut at summaryMaxTokens). Without it every seeded conversation
+// would be compacted on its first request, and the rows would measure
+// that catch-up, not the steady state.
+func seedSummary(ctx context.Context, store history.Store, k history.Key, c int, o options, pool *messagePool) error {
+	covered := o.prefill - summaryKeep - c%(summaryTrigger-summaryKeep+1)
+	if o.prefill <= summaryTrigger || covered <= 0 {
 		return nil
 	}
 	snap, err := store.Load(ctx, k, history.Query{})
 	if err != nil || snap.Meta.Summary != nil {
 		return err
 	}
-	covered := o.prefill - summaryKeep
 	var text []byte
 	tokens := 0
 	for t := range covered {

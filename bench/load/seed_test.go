@@ -9,14 +9,15 @@ import (
 )
 
 // Seeded conversations are left as Recall's default summaries would leave
-// them: past trigger_turns, a summary covering all but keep_turns.
+// them: past trigger_turns, a summary covering all but keep_turns to
+// trigger_turns (conversation c0: keep_turns, c1: one more).
 func TestSeedLeavesADefaultSummary(t *testing.T) {
 	for _, tc := range []struct {
 		turns       int
 		wantThrough uint64
 	}{{10, 0}, {50, 94}} {
 		dir := t.TempDir()
-		o := options{seedDir: dir, conversations: 1, prefill: tc.turns, summarized: true, convPrefix: "c", namespace: "ns", model: "gpt-4o-mini", words: 40}
+		o := options{seedDir: dir, conversations: 2, prefill: tc.turns, summarized: true, convPrefix: "c", namespace: "ns", model: "gpt-4o-mini", words: 40}
 		if err := seed(o); err != nil {
 			t.Fatal(err)
 		}
@@ -25,6 +26,9 @@ func TestSeedLeavesADefaultSummary(t *testing.T) {
 			t.Fatal(err)
 		}
 		snap, err := s.Load(context.Background(), history.Key{Tenant: "ns", Conversation: "c0"}, history.Query{})
+		if snap1, err1 := s.Load(context.Background(), history.Key{Tenant: "ns", Conversation: "c1"}, history.Query{}); err1 != nil || (tc.wantThrough > 0 && (snap1.Meta.Summary == nil || snap1.Meta.Summary.Through != tc.wantThrough-2)) {
+			t.Errorf("%d turns, c1: got summary %+v, %v; want one through seq %d", tc.turns, snap1.Meta.Summary, err1, tc.wantThrough-2)
+		}
 		s.Close()
 		if err != nil {
 			t.Fatal(err)
