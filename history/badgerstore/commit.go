@@ -513,7 +513,13 @@ func setMeta(txn *badger.Txn, prefix []byte, old, m *history.Meta) error {
 		head.Text = ""
 		stored.Summary = &head
 		if o := old.Summary; o == nil || o.At != s.At || o.Text != s.Text {
-			if err := txn.Set(summaryKey(prefix), []byte(s.Text)); err != nil {
+			var err error
+			if s.Text == "" {
+				err = txn.Delete(summaryKey(prefix))
+			} else {
+				err = txn.Set(summaryKey(prefix), []byte(s.Text))
+			}
+			if err != nil {
 				return err
 			}
 		}

@@ -2,6 +2,7 @@ package badgerstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,9 +17,10 @@ import (
 // Search ranks the active messages of a tenant, or of one conversation,
 // against q.Text with BM25 (history/search).
 //
-// Each query term's postings are read by prefix (term, then
-// conversation), so the cost follows the postings of the query's terms,
-// not the tenant's messages. Postings are checked against their
+// Each query term's postings are read from its segment keys
+// (segment.go): every segment of the tenant, by prefix, or for one
+// conversation the segments its span keys name, so the cost follows the
+// postings of the query's terms in scope, not the scope's messages. Postings are checked against their
 // conversation's metadata, read once per conversation: one with no
 // metadata is deleted (or being deleted), a record at or past NextSeq is
 // staged and not landed, an erased one waits for its deletion; none of
@@ -68,16 +70,20 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 			convs[c.id] = c
 			return c, nil
 		}
-		if q.Conversation != "" {
-			// One conversation's records are read and analysed: its
-			// size bounds the cost, not the tenant's postings.
-			var err error
-			hits, err = searchConversation(ctx, txn, history.Key{Tenant: tenant, Conversation: q.Conversation}, terms, q.Limit)
-			return err
-		}
 		var st search.Stats
 		var dirtyConvs []*conv // conversations with records not indexed yet
-		{
+		var segs []segment     // with q.Conversation: the segments holding its records
+		if q.Conversation != "" {
+			c, err := lookup([]byte(q.Conversation))
+			if err != nil || c.meta == nil {
+				return err
+			}
+			if segs, err = segmentsOf(txn, history.Key{Tenant: tenant, Conversation: q.Conversation}); err != nil {
+				return err
+			}
+			st = search.Stats{Docs: c.t.docs, Terms: c.t.terms}
+			dirtyConvs = append(dirtyConvs, c)
+		} else {
 			var err error
 			if st, err = s.tenantStats(txn, tenant, post, s.genPre.Load()); err != nil {
 				return err
@@ -146,9 +152,31 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
 		for _, term := range terms {
-			opts.Prefix = segTermPrefix(tenant, term)
 			list = list[:0]
-			err := func() error {
+			// Each value holding the term's postings in scope: every
+			// segment of the tenant, or, for one conversation, the
+			// segments its span keys name (a Get each: the cost follows
+			// the conversation, not the tenant).
+			values := func(fn func(v []byte) error) error {
+				if q.Conversation != "" {
+					for _, sg := range segs {
+						item, err := txn.Get(segTermKey(tenant, term, sg.id))
+						if errors.Is(err, badger.ErrKeyNotFound) {
+							continue
+						}
+						if err != nil {
+							return err
+						}
+						if buf, err = item.ValueCopy(buf[:0]); err != nil {
+							return err
+						}
+						if err := fn(buf); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+				opts.Prefix = segTermPrefix(tenant, term)
 				it := txn.NewIterator(opts)
 				defer it.Close()
 				for it.Rewind(); it.Valid(); it.Next() {
@@ -156,7 +184,18 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 					if buf, err = it.Item().ValueCopy(buf[:0]); err != nil {
 						return err
 					}
-					err = eachGroup(buf, func(g segGroup) error {
+					if err := fn(buf); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			err := func() error {
+				return values(func(v []byte) error {
+					err := eachGroup(v, func(g segGroup) error {
+						if q.Conversation != "" && string(g.conv) != q.Conversation {
+							return nil
+						}
 						c, err := lookup(g.conv)
 						if err != nil || c.meta == nil {
 							return err // deleted: its purge is under way
@@ -175,8 +214,8 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 					if err != nil {
 						return fmt.Errorf("postings of %q: %w", term, err)
 					}
-				}
-				return ctx.Err()
+					return ctx.Err()
+				})
 			}()
 			if err != nil {
 				return err
@@ -276,73 +315,4 @@ func (s *Store) tenantStats(txn *badger.Txn, tenant string, post, pre uint64) (s
 	s.stats.tenants[tenant] = cachedStats{stats: st, gen: post}
 	s.stats.mu.Unlock()
 	return st, nil
-}
-
-// searchConversation ranks k's active messages against terms with BM25,
-// by analysing every record: the statistics are the conversation's (every
-// record not erased counts, active or not, as in Search).
-func searchConversation(ctx context.Context, txn *badger.Txn, k history.Key, terms []string, limit int) ([]history.Hit, error) {
-	prefix := convPrefix(k)
-	m, ok, err := readMetaHead(txn, prefix)
-	if err != nil || !ok {
-		return nil, err
-	}
-	type doc struct {
-		msg history.Message
-		tf  []int // per query term
-		dl  int
-	}
-	var docs []doc
-	var st search.Stats
-	df := make([]int, len(terms))
-	err = iterate(txn, prefix, &m, 0, func(msg history.Message) bool {
-		postings, dl := search.Analyze(msg.Raw)
-		st.Docs++
-		st.Terms += dl
-		var tf []int
-		for i, term := range terms {
-			j, ok := slices.BinarySearchFunc(postings, term, func(p search.Posting, t string) int { return strings.Compare(p.Term, t) })
-			if !ok {
-				continue
-			}
-			if tf == nil {
-				tf = make([]int, len(terms))
-			}
-			tf[i] = postings[j].TF
-			df[i]++
-		}
-		if tf != nil && msg.Active() {
-			docs = append(docs, doc{msg, tf, dl})
-		}
-		return ctx.Err() == nil
-	})
-	if err == nil {
-		err = ctx.Err()
-	}
-	if err != nil {
-		return nil, err
-	}
-	avg := st.AvgLen()
-	idf := make([]float64, len(terms))
-	for i := range terms {
-		idf[i] = search.IDF(st.Docs, df[i])
-	}
-	ranked := make([]search.Hit, len(docs))
-	for i, d := range docs {
-		ranked[i] = search.Hit{CreatedAt: d.msg.CreatedAt.UnixNano(), Conversation: k.Conversation, Seq: d.msg.Seq}
-		for j, tf := range d.tf {
-			if tf > 0 {
-				ranked[i].Score += search.Score(idf[j], tf, d.dl, avg)
-			}
-		}
-	}
-	bySeq := make(map[uint64]*history.Message, len(docs))
-	for i := range docs {
-		bySeq[docs[i].msg.Seq] = &docs[i].msg
-	}
-	var hits []history.Hit
-	for _, h := range search.Top(ranked, limit) {
-		hits = append(hits, history.Hit{Conversation: k.Conversation, Message: *bySeq[h.Seq], Score: h.Score})
-	}
-	return hits, nil
 }

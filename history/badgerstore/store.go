@@ -322,8 +322,11 @@ func readMeta(txn *badger.Txn, prefix []byte) (history.Meta, bool, error) {
 		return m, ok, err // no summary, or one written with its text inside
 	}
 	item, err := txn.Get(summaryKey(prefix))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return m, ok, nil // an empty text is not written
+	}
 	if err != nil {
-		return history.Meta{}, false, fmt.Errorf("summary of %q: %w", prefix, err)
+		return history.Meta{}, false, err
 	}
 	text, err := item.ValueCopy(nil)
 	if err != nil {
