@@ -3,7 +3,6 @@ package badgerstore
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -69,22 +68,24 @@ func TestCommitGroup(t *testing.T) {
 	}
 }
 
-// Once a group has had company, the committer gathers commits for
-// GroupWait before the next sync: every commit that arrives meanwhile
-// goes in that one group. A commit alone never waits.
+// When fewer commits wait than half the last group, the committer
+// gathers until as many as the last group have come (or GroupWait has
+// passed) before the next sync: they share one group. A commit alone
+// never waits.
 func TestCommitterGathersWhileCommitsHaveCompany(t *testing.T) {
 	s := openT(t, t.TempDir(), Options{GroupWait: time.Hour})
 	ctx := context.Background()
-	slept, release := make(chan struct{}), make(chan struct{})
+	gathering := make(chan struct{}, 1)
 	var held atomic.Bool
-	s.sleep = func(d time.Duration) {
+	s.after = func(d time.Duration) <-chan time.Time {
 		if d != time.Hour {
 			t.Errorf("gathered for %v, want GroupWait", d)
 		}
-		if held.CompareAndSwap(false, true) { // the first wait is held; later ones pass
-			slept <- struct{}{}
-			<-release
+		if held.CompareAndSwap(false, true) { // the first gather never times out
+			gathering <- struct{}{}
+			return nil
 		}
+		return time.After(0)
 	}
 	key := func(i int) history.Key { return history.Key{Tenant: "t", Conversation: "c" + strconv.Itoa(i)} }
 	var wg sync.WaitGroup
@@ -97,58 +98,51 @@ func TestCommitterGathersWhileCommitsHaveCompany(t *testing.T) {
 			}
 		}()
 	}
-	// Alone: the commit is not held (held, it would never return).
+	done := func() <-chan struct{} {
+		c := make(chan struct{})
+		go func() { wg.Wait(); close(c) }()
+		return c
+	}
+	deadline := time.After(10 * time.Second)
+	// Alone: the commit does not gather.
 	commit(0)
-	wg.Wait()
-	if held.Load() {
+	select {
+	case <-done():
+	case <-deadline:
 		t.Fatal("a commit alone waited")
 	}
-	// Concurrent commits until a group has had company and the next one
-	// gathers.
-	deadline := time.After(10 * time.Second)
+	// Concurrent commits until the next one gathers.
 	n := 1
-gathering:
+gather:
 	for {
 		for range 8 {
 			commit(n)
 			n++
 		}
 		wg.Wait()
-		alone := make(chan struct{})
-		go func(i int) {
-			defer close(alone)
-			if _, err := s.Commit(ctx, key(i), history.Change{Append: []history.Message{textMsg("user", "q")}}); err != nil {
-				t.Error(err)
-			}
-		}(n)
+		commit(n)
 		n++
 		select {
-		case <-slept:
-			wg.Add(1)
-			go func() { <-alone; wg.Done() }()
-			break gathering
-		case <-alone: // it went alone: again
+		case <-gathering:
+			break gather
+		case <-done(): // it did not gather: again
 		case <-deadline:
 			t.Fatal("the committer never gathered")
 		}
 	}
-	// Held while gathering: these queue, then share one group.
+	// The group being gathered takes the next last-1 commits, and goes.
 	groups := s.groups.Load()
-	for range 10 {
+	want := int(s.lastGroup.Load())
+	for range want - 1 {
 		commit(n)
 		n++
 	}
-	for len(s.commits) < 10 {
-		select {
-		case <-deadline:
-			t.Fatalf("%d commits queued, want 10", len(s.commits))
-		default:
-			runtime.Gosched()
-		}
+	select {
+	case <-done():
+	case <-deadline:
+		t.Fatalf("the gathered group did not go with %d commits", want)
 	}
-	close(release)
-	wg.Wait()
 	if got := s.groups.Load() - groups; got != 1 {
-		t.Errorf("the commit being gathered and the 10 queued meanwhile took %d groups, want 1", got)
+		t.Errorf("the commit gathering and the %d after it took %d groups, want 1", want-1, got)
 	}
 }

@@ -113,14 +113,15 @@ type Store struct {
 	working map[history.Key]int // conversations whose pending work is being done (see pending.go)
 
 	logger       *slog.Logger
-	indexBacklog int           // Options.IndexBacklog
-	segment      uint64        // the last search segment written (segment.go): the committer's alone
-	groupWait    time.Duration // Options.GroupWait
-	sleep        func(time.Duration)
-	groups       atomic.Int64  // groups the committer took (tests)
-	backlog      atomic.Int64  // messages committed since the folder last woke
-	foldNow      chan struct{} // wakes the folder (fold.go)
-	folded       chan struct{} // closed when the folder has stopped
+	indexBacklog int                                  // Options.IndexBacklog
+	segment      uint64                               // the last search segment written (segment.go): the committer's alone
+	groupWait    time.Duration                        // Options.GroupWait
+	after        func(time.Duration) <-chan time.Time // time.After (tests hold it)
+	groups       atomic.Int64                         // groups the committer took (tests)
+	lastGroup    atomic.Int64                         // commits in the last one (tests)
+	backlog      atomic.Int64                         // messages committed since the folder last woke
+	foldNow      chan struct{}                        // wakes the folder (fold.go)
+	folded       chan struct{}                        // closed when the folder has stopped
 }
 
 var _ history.Store = (*Store)(nil)
@@ -166,7 +167,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, minFree: o.MinFreeBytes, free: o.FreeBytes, readOnly: o.ReadOnly, noSync: o.NoSync || o.InMemory,
 		stop: make(chan struct{}), done: make(chan struct{}), logger: o.Logger, indexBacklog: o.IndexBacklog,
-		groupWait: o.GroupWait, sleep: time.Sleep,
+		groupWait: o.GroupWait, after: time.After,
 		foldNow: make(chan struct{}, 1), folded: make(chan struct{})}
 	if !o.InMemory && !s.readOnly && s.minFree > 0 {
 		// Opening replays the write-ahead log and may flush it: on a full

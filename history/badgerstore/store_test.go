@@ -3,9 +3,11 @@ package badgerstore_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/badgerstore"
@@ -150,7 +152,7 @@ func BenchmarkCommit(b *testing.B) {
 func BenchmarkCommitConcurrent(b *testing.B) {
 	for _, noSync := range []bool{false, true} {
 		b.Run(fmt.Sprintf("sync=%v", !noSync), func(b *testing.B) {
-			s, err := badgerstore.Open(b.TempDir(), badgerstore.Options{NoSync: noSync})
+			s, err := badgerstore.Open(b.TempDir(), badgerstore.Options{NoSync: noSync, GroupWait: benchGroupWait})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -173,3 +175,7 @@ func BenchmarkCommitConcurrent(b *testing.B) {
 		})
 	}
 }
+
+// benchGroupWait is BenchmarkCommitConcurrent's Options.GroupWait
+// (RECALL_BENCH_GROUP_WAIT, a duration; default the store's).
+var benchGroupWait, _ = time.ParseDuration(os.Getenv("RECALL_BENCH_GROUP_WAIT"))
