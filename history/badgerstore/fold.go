@@ -83,15 +83,21 @@ func (s *Store) foldGroup(req *commitReq, budget int) {
 			err = txn.Set(segCounterKey, binary.BigEndian.AppendUint64(nil, seg))
 		}
 	}
-	if errors.Is(err, badger.ErrTxnTooBig) && budget > 1 {
-		txn.Discard()
-		s.foldGroup(req, budget/2)
-		return
-	}
 	if err == nil {
+		if s.beforeFoldCommit != nil {
+			s.beforeFoldCommit()
+		}
 		s.genPre.Add(uint64(docs)) // before and after the changes can be seen (see tenantStats)
 		err = txn.Commit()
 		s.genPost.Add(uint64(docs))
+	}
+	if (errors.Is(err, badger.ErrTxnTooBig) || errors.Is(err, badger.ErrConflict)) && budget > 1 {
+		// Too big; or, with relaxed writes (commits outside the
+		// committer), a commit landed on one of these conversations
+		// meanwhile: again, with fewer of them.
+		txn.Discard()
+		s.foldGroup(req, budget/2)
+		return
 	}
 	if err == nil {
 		s.segment = seg

@@ -200,3 +200,53 @@ func postingSeqs(txn *badger.Txn, k history.Key, term string) ([]uint64, error) 
 	}
 	return seqs, nil
 }
+
+// With relaxed writes, a commit may land on a conversation while a fold
+// indexes it: the fold's transaction conflicts, and the fold is made
+// again with fewer records, rather than left to the next wake.
+func TestFoldRetriesAfterARelaxedCommitRaced(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{NoSync: true, IndexBacklog: 1 << 30})
+	ctx := context.Background()
+	for c := range 4 {
+		k := history.Key{Tenant: "t", Conversation: "c" + strconv.Itoa(c)}
+		commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "raced words"), textMsg("assistant", "answer")}})
+	}
+	raced := false
+	s.beforeFoldCommit = func() {
+		if raced {
+			return
+		}
+		raced = true
+		k := history.Key{Tenant: "t", Conversation: "c0"}
+		snap, err := s.Load(ctx, k, history.Query{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if _, err := s.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Append: []history.Message{textMsg("user", "meanwhile")}}); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := s.Fold(); err != nil {
+		t.Fatalf("fold: %v, want it made again after the conflict", err)
+	}
+	if !raced {
+		t.Fatal("no commit raced the fold")
+	}
+	err := s.db.View(func(txn *badger.Txn) error {
+		for c := range 4 {
+			k := history.Key{Tenant: "t", Conversation: "c" + strconv.Itoa(c)}
+			seqs, err := postingSeqs(txn, k, "raced")
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(seqs, []uint64{1}) {
+				t.Errorf("%s: postings of raced: got %v, want [1]", k.Conversation, seqs)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

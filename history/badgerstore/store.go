@@ -112,16 +112,17 @@ type Store struct {
 	workMu  sync.Mutex
 	working map[history.Key]int // conversations whose pending work is being done (see pending.go)
 
-	logger       *slog.Logger
-	indexBacklog int                                  // Options.IndexBacklog
-	segment      uint64                               // the last search segment written (segment.go): the committer's alone
-	groupWait    time.Duration                        // Options.GroupWait
-	after        func(time.Duration) <-chan time.Time // time.After (tests hold it)
-	groups       atomic.Int64                         // groups the committer took (tests)
-	lastGroup    atomic.Int64                         // commits in the last one (tests)
-	backlog      atomic.Int64                         // messages committed since the folder last woke
-	foldNow      chan struct{}                        // wakes the folder (fold.go)
-	folded       chan struct{}                        // closed when the folder has stopped
+	logger           *slog.Logger
+	indexBacklog     int                                  // Options.IndexBacklog
+	segment          uint64                               // the last search segment written (segment.go): the committer's alone
+	groupWait        time.Duration                        // Options.GroupWait
+	after            func(time.Duration) <-chan time.Time // time.After (tests hold it)
+	groups           atomic.Int64                         // groups the committer took (tests)
+	lastGroup        atomic.Int64                         // commits in the last one (tests)
+	beforeFoldCommit func()                               // tests: runs before a fold commits
+	backlog          atomic.Int64                         // messages committed since the folder last woke
+	foldNow          chan struct{}                        // wakes the folder (fold.go)
+	folded           chan struct{}                        // closed when the folder has stopped
 }
 
 var _ history.Store = (*Store)(nil)
