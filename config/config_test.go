@@ -1,8 +1,10 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,6 +27,8 @@ func TestDefaultGlobal(t *testing.T) {
 		{"log_level", g.LogLevel, "info"},
 		{"max_body_bytes", g.MaxBodyBytes, 32 << 20},
 		{"cache_mb", g.CacheMB, 128},
+		{"memory_limit_mb", g.MemoryLimitMB, 0},
+		{"derived memory limit", g.MemoryLimit(), int64(128+192) << 20},
 		{"min_free_mb", g.MinFreeMB, 256},
 		{"sync_writes", *g.SyncWrites, true},
 		{"base_url", g.Defaults.Upstream.BaseURL, "https://api.openai.com/v1"},
@@ -331,5 +335,38 @@ func TestLoadGlobalErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// memory_limit_mb: derived from the cache by default, none at -1, as
+// written otherwise, and nothing below -1.
+func TestMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want int64
+	}{
+		{"cache_mb: 64\n", (64 + 192) << 20},
+		{"cache_mb: 0\n", 192 << 20},
+		{"cache_mb: 64\nmemory_limit_mb: 500\n", 500 << 20},
+		{"memory_limit_mb: -1\n", 0},
+	} {
+		path := filepath.Join(t.TempDir(), "recall.yaml")
+		if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		g, _, err := Load(path, func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatalf("%q: %v", tc.file, err)
+		}
+		if got := g.MemoryLimit(); got != tc.want {
+			t.Errorf("%q: MemoryLimit() = %d MiB, want %d MiB", tc.file, got>>20, tc.want>>20)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "recall.yaml")
+	if err := os.WriteFile(path, []byte("memory_limit_mb: -2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Load(path, func(string) (string, bool) { return "", false }); err == nil || !strings.Contains(err.Error(), "memory_limit_mb") {
+		t.Errorf("memory_limit_mb: -2 loaded, error %v", err)
 	}
 }

@@ -128,6 +128,9 @@ func (g Global) Validate() error {
 	if g.CacheMB < 0 {
 		ps.addf("cache_mb", "must be >= 0, got %d", g.CacheMB)
 	}
+	if g.MemoryLimitMB < -1 {
+		ps.addf("memory_limit_mb", "must be -1 (none), 0 (derived from cache_mb) or a size in MiB, got %d", g.MemoryLimitMB)
+	}
 	if g.MaxBodyBytes <= 0 {
 		ps.addf("max_body_bytes", "must be > 0, got %d", g.MaxBodyBytes)
 	}

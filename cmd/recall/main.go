@@ -337,6 +337,8 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		}
 	}()
 
+	memLimit, memSource := applyMemoryLimit(g, os.LookupEnv)
+
 	st, err := openStore(ctx, g, log)
 	if err != nil {
 		return err
@@ -411,7 +413,8 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	// may set their own.
 	log.Info("recall serving", "listen", ln.Addr().String(),
 		"upstream", config.RedactURL(g.Defaults.Upstream.BaseURL), "store", st.name,
-		"tenants", len(watcher.Current().Tenants()), "version", versionString())
+		"tenants", len(watcher.Current().Tenants()), "memory_limit_mib", memLimit, "memory_limit_from", memSource,
+		"version", versionString())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
