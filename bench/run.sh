@@ -29,7 +29,12 @@
 # time: no coordinated omission). Then the cost against stored history length
 # (32 conversations seeded with 10 / 1,000 / 10,000 turns, open loop at
 # 200 requests/s) and
-# Recall's peak RSS (VmHWM) after a closed-loop run over 10,000 conversations.
+# Recall's peak RSS (VmHWM) after a closed-loop run over 10,000 conversations
+# (cache_mb: 64). Then the proxy ceiling: wrk (faster than bench/load,
+# which saturates near 11,000 req/s here) drives nginx and Recall without
+# history in front of an nginx that answers from memory, so that the
+# proxy, not the load generator or the upstream, is the bottleneck
+# (skipped if wrk is missing and cannot be installed).
 # It prints markdown tables; raw JSON lines stay in the work directory.
 #
 # PINNING: the 2 cores are shared by the load generator, the proxy and the
@@ -39,7 +44,7 @@
 # the same single core and do not steal the load generator's. -nopin lets
 # everything float over every core.
 #
-# Environment: BASE_PORT (19801; four ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
+# Environment: BASE_PORT (19801; six ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
 # 2s/0.5s), KEEP=1 keeps the work directory, SEED_SUMMARIES=0 seeds no
 # summaries (see SUMMARIZED below).
 set -euo pipefail
@@ -76,7 +81,9 @@ UP_PORT=$BASE_PORT
 NGINX_PORT=$((BASE_PORT + 1))
 RECALL_PORT=$((BASE_PORT + 2))
 PG_PORT=$((BASE_PORT + 3))
-for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT" "$PG_PORT"; do
+STATIC_PORT=$((BASE_PORT + 4))
+NGINX_WRK_PORT=$((BASE_PORT + 5))
+for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT" "$PG_PORT" "$STATIC_PORT" "$NGINX_WRK_PORT"; do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 		echo "run.sh: port $p is already in use: set BASE_PORT to a free range" >&2
 		exit 1
@@ -137,6 +144,14 @@ if [ -z "$NGINX" ] && command -v apt-get >/dev/null; then
 	fi
 fi
 [ -n "$NGINX" ] || echo "nginx unavailable and could not be installed: skipping the nginx rows" >&2
+WRK=$(command -v wrk || true)
+if [ -z "$WRK" ] && [ -n "$NGINX" ] && command -v apt-get >/dev/null; then
+	SUDO=()
+	[ "$(id -u)" = 0 ] || SUDO=(sudo -n)
+	echo "wrk missing: installing it with apt-get" >&2
+	DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq wrk >&2 && WRK=$(command -v wrk || true)
+fi
+[ -n "$WRK" ] && [ -n "$NGINX" ] || echo "wrk or nginx unavailable: skipping the proxy-ceiling rows" >&2
 
 # wait_http URL: wait up to 10s for URL to answer.
 wait_http() {
@@ -177,13 +192,15 @@ matrix() {
 
 RECALL_PID=
 # start_recall DATADIR SYNC [STORE_URL]: start Recall on RECALL_PORT, durable
-# writes if SYNC is true, on PostgreSQL if STORE_URL is set.
+# writes if SYNC is true, on PostgreSQL if STORE_URL is set; RECALL_CONF
+# adds lines to its configuration, UPSTREAM replaces the fake upstream.
 start_recall() {
 	cat >"$WORK/recall-$2.yaml" <<EOF
 log_level: warn
 sync_writes: $2
+${RECALL_CONF:-}
 EOF
-	RECALL_LISTEN=127.0.0.1:$RECALL_PORT RECALL_UPSTREAM_URL=http://127.0.0.1:$UP_PORT/v1 \
+	RECALL_LISTEN=127.0.0.1:$RECALL_PORT RECALL_UPSTREAM_URL=${UPSTREAM:-http://127.0.0.1:$UP_PORT/v1} \
 		RECALL_DATA_DIR=$1 RECALL_CONFIG=$WORK/recall-$2.yaml RECALL_STORE_URL=${3:-} \
 		"${PROXY_CPU[@]}" "$BIN/recall" serve 2>>"$WORK/recall.log" &
 	RECALL_PID=$!
@@ -300,11 +317,69 @@ for turns in 10 1000 10000; do
 	stop_recall
 done
 
-# Peak RSS over 10,000 conversations (durable writes, the default).
+# Peak RSS over 10,000 conversations (durable writes, the default), with
+# a 64 MiB window cache (and so, by default, a 256 MiB soft heap limit).
 seed "$WORK/data-rss" 10000 10
-start_recall "$WORK/data-rss" true
+RECALL_CONF="cache_mb: 64" start_recall "$WORK/data-rss" true
 load rss -url "http://127.0.0.1:$RECALL_PORT$URL" -concurrency "$CONC" -conversations 10000 -seeded 10 -pid "$RECALL_PID"
 stop_recall
+
+# The proxy ceiling: wrk against nginx and Recall (no history) in front of
+# an nginx answering every request from memory, on the load generator's
+# core; the proxy under test alone on CPU 0 as above.
+if [ -n "$WRK" ] && [ -n "$NGINX" ]; then
+	mkdir -p "$WORK/static" "$WORK/nginx-wrk"
+	cat >"$WORK/static/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $WORK/static/nginx.pid;
+error_log $WORK/static/error.log warn;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	keepalive_requests 1000000;
+	client_body_temp_path $WORK/static/body;
+	proxy_temp_path $WORK/static/proxy;
+	fastcgi_temp_path $WORK/static/fastcgi;
+	uwsgi_temp_path $WORK/static/uwsgi;
+	scgi_temp_path $WORK/static/scgi;
+	server {
+		listen 127.0.0.1:$STATIC_PORT;
+		location / {
+			default_type application/json;
+			return 200 '{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there."},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}';
+		}
+	}
+}
+EOF
+	sed -e "s|$WORK/nginx/|$WORK/nginx-wrk/|g" -e "s|127.0.0.1:$UP_PORT;|127.0.0.1:$STATIC_PORT;|" \
+		-e "s|listen 127.0.0.1:$NGINX_PORT;|listen 127.0.0.1:$NGINX_WRK_PORT;|" \
+		-e "s|keepalive 128;|keepalive 128; keepalive_requests 1000000;|" "$WORK/nginx/nginx.conf" >"$WORK/nginx-wrk/nginx.conf"
+	"${LOAD_CPU[@]}" "$NGINX" -c "$WORK/static/nginx.conf" -e "$WORK/static/error.log" 2>>"$WORK/static/error.log" &
+	PIDS+=("$!")
+	"${PROXY_CPU[@]}" "$NGINX" -c "$WORK/nginx-wrk/nginx.conf" -e "$WORK/nginx-wrk/error.log" 2>>"$WORK/nginx-wrk/error.log" &
+	PIDS+=("$!")
+	wait_port "$STATIC_PORT"
+	wait_port "$NGINX_WRK_PORT"
+	cat >"$WORK/post.lua" <<'EOF'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer sk-bench"
+wrk.body = '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in one short sentence, please."}]}'
+EOF
+	# ceiling LABEL URL: a warm-up, then a measured wrk run as a result line.
+	ceiling() {
+		"${LOAD_CPU[@]}" "$WRK" -t1 -c"$CONC" -d1s -s "$WORK/post.lua" "$2" >/dev/null
+		"${LOAD_CPU[@]}" "$WRK" -t1 -c"$CONC" -d"$WRK_DUR" --latency -s "$WORK/post.lua" "$2" >"$WORK/wrk-$1.txt"
+		"$BIN/load" -wrk "$WORK/wrk-$1.txt" -label "wrk/$1" -concurrency "$CONC" >>"$RESULTS"
+	}
+	WRK_DUR=10s
+	[ "$QUICK" = 1 ] && WRK_DUR=2s
+	ceiling nginx "http://127.0.0.1:$NGINX_WRK_PORT$URL"
+	UPSTREAM=http://127.0.0.1:$STATIC_PORT/v1 start_recall "$WORK/data-ceiling" true
+	ceiling recall-nohist "http://127.0.0.1:$RECALL_PORT$URL"
+	stop_recall
+fi
 
 CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 echo

@@ -53,6 +53,7 @@ type options struct {
 	words         int
 	contextTurns  int
 	report        string
+	wrk           string
 	pid           int
 }
 
@@ -78,6 +79,7 @@ func main() {
 	flag.IntVar(&o.words, "words", 40, "words in each user message (answers are echoed by the fake upstream)")
 	flag.IntVar(&o.contextTurns, "context-turns", 0, "resend this many earlier turns in every request, as a stateless client does (a baseline for the history rows)")
 	flag.StringVar(&o.report, "report", "", "render the JSON result lines of this file as a markdown table and exit")
+	flag.StringVar(&o.wrk, "wrk", "", "print the output of `wrk --latency` in this file as a result line (with -label and -concurrency) and exit")
 	flag.IntVar(&o.pid, "pid", 0, "report this process's peak RSS (VmHWM) with the result")
 	flag.Parse()
 
@@ -91,6 +93,22 @@ func run(o options) error {
 	switch {
 	case o.report != "":
 		return report(os.Stdout, o.report)
+	case o.wrk != "":
+		f, err := os.Open(o.wrk)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		res, err := parseWrk(f, o.label, o.concurrency)
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.wrk, err)
+		}
+		line, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		fmt.Println(string(line))
+		return nil
 	case o.seedDir != "" || o.seedURL != "":
 		if o.prefill <= 0 || o.conversations <= 0 {
 			return fmt.Errorf("-seed-dir and -seed-url need -prefill and -conversations")
@@ -111,7 +129,7 @@ func run(o options) error {
 	}
 	res := d.run()
 	if o.pid > 0 {
-		res.PeakRSSMiB, res.RSSMiB = procMemory(o.pid)
+		res.PeakRSSMiB, res.RSSMiB, res.AnonMiB, res.FileMiB = procMemory(o.pid)
 	}
 	line, err := json.Marshal(res)
 	if err != nil {

@@ -35,6 +35,8 @@ type result struct {
 	History       string  `json:"history,omitempty"` // last X-Recall-History seen: included/stored turns
 	PeakRSSMiB    float64 `json:"peak_rss_mib,omitempty"`
 	RSSMiB        float64 `json:"rss_mib,omitempty"`
+	AnonMiB       float64 `json:"rss_anon_mib,omitempty"` // of RSSMiB: the heap and other private memory
+	FileMiB       float64 `json:"rss_file_mib,omitempty"` // of RSSMiB: mapped files' pages (Badger's tables and logs)
 }
 
 func summarise(o options, samples []sample, elapsed time.Duration) result {
@@ -99,11 +101,12 @@ func (r result) human() string {
 	return s
 }
 
-// procMemory reads a process's peak and current resident set, in MiB.
-func procMemory(pid int) (peak, now float64) {
+// procMemory reads a process's peak and current resident set, and the
+// current one's private (anonymous) and file-backed parts, in MiB.
+func procMemory(pid int) (peak, now, anon, file float64) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0, 0
 	}
 	for line := range strings.Lines(string(b)) {
 		f := strings.Fields(line)
@@ -116,9 +119,13 @@ func procMemory(pid int) (peak, now float64) {
 			peak = kb / 1024
 		case "VmRSS:":
 			now = kb / 1024
+		case "RssAnon:":
+			anon = kb / 1024
+		case "RssFile:":
+			file = kb / 1024
 		}
 	}
-	return peak, now
+	return peak, now, anon, file
 }
 
 // readResults reads JSON result lines, skipping anything else.
@@ -238,8 +245,28 @@ func report(w io.Writer, path string) error {
 		}
 	}
 	if r, ok := by["rss"]; ok {
-		fmt.Fprintf(w, "\n**Memory**: Recall peak RSS (VmHWM) %.0f MiB, RSS at the end %.0f MiB, after %d requests over %d conversations (%.0f req/s, closed loop, each prefilled with %d turns); errors %d.\n",
-			r.PeakRSSMiB, r.RSSMiB, r.Requests, r.Conversations, r.RPS, r.Prefill, r.Errors)
+		fmt.Fprintf(w, "\n**Memory**: Recall peak RSS (VmHWM) %.0f MiB, RSS at the end %.0f MiB (%.0f MiB private, %.0f MiB pages of Badger's mapped files), after %d requests over %d conversations (%.0f req/s, closed loop, each prefilled with %d turns); errors %d.\n",
+			r.PeakRSSMiB, r.RSSMiB, r.AnonMiB, r.FileMiB, r.Requests, r.Conversations, r.RPS, r.Prefill, r.Errors)
+	}
+	var ceiling []result
+	for _, r := range rs {
+		if strings.HasPrefix(r.Label, "wrk/") {
+			ceiling = append(ceiling, r)
+		}
+	}
+	if len(ceiling) > 0 {
+		fmt.Fprintln(w, "\n**Proxy ceiling** (wrk, closed loop, no history, an upstream answering from memory: nginx `return 200`)")
+		fmt.Fprintln(w, "\n| target | req/s | × nginx | p50 ms | p90 ms | p99 ms | max ms | errors |")
+		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+		nginx := by["wrk/nginx"]
+		for _, r := range ceiling {
+			ratio := "–"
+			if nginx.RPS > 0 {
+				ratio = fmt.Sprintf("%.2f", r.RPS/nginx.RPS)
+			}
+			fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s | %s | %s | %d |\n", strings.TrimPrefix(r.Label, "wrk/"), r.RPS, ratio,
+				ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), r.Errors)
+		}
 	}
 	return nil
 }
