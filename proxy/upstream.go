@@ -48,20 +48,33 @@ func newUpstreamRequest(ctx context.Context, rc *fasthttp.RequestCtx, c caller, 
 	// (RFC 9110 section 7.6.1). Read them first: a header may come before
 	// the Connection header that names it.
 	var named []string
+	forwarded := 0
 	for k, v := range rc.Request.Header.All() {
 		if bytes.EqualFold(k, headerConnection) {
 			named = append(named, string(v))
 		}
+		forwarded++
 	}
-	convHeader := strings.ToLower(c.convHeader)
+	// One backing array for every value: a header costs its name and
+	// value strings, not a slice of its own as well (net/http's Add).
+	values := make([]string, 0, forwarded)
 	for k, v := range rc.Request.Header.All() {
-		name := http.CanonicalHeaderKey(string(k))
-		lower := strings.ToLower(name)
-		if hopHeaders[name] || name == "Authorization" || lower == convHeader || strings.HasPrefix(lower, "x-recall-") ||
-			connectionNames(named, name) {
+		if !forwardRequestHeader(k, c.convHeader) {
 			continue
 		}
-		req.Header.Add(name, string(v))
+		name, ok := commonHeaders[string(k)] // no copy: a lookup by bytes
+		if !ok {
+			name = http.CanonicalHeaderKey(string(k)) // fasthttp has normalised it: one copy
+		}
+		if len(named) > 0 && connectionNames(named, name) {
+			continue
+		}
+		values = append(values, string(v))
+		if prev := req.Header[name]; prev != nil {
+			req.Header[name] = append(prev, values[len(values)-1]) // repeated: rare
+		} else {
+			req.Header[name] = values[len(values)-1 : len(values) : len(values)]
+		}
 	}
 	key := c.cfg.Upstream.APIKey.Reveal()
 	if key == "" {
@@ -94,6 +107,46 @@ func copyResponseHeader(rc *fasthttp.RequestCtx, resp *http.Response) {
 }
 
 var headerConnection = []byte(fasthttp.HeaderConnection)
+
+// forwardRequestHeader reports whether a client's request header goes
+// upstream: not a hop-by-hop one, not the client's credential (the
+// tenant's replaces it), not the conversation header nor Recall's own
+// X-Recall-* headers. It reads the name in place, allocation free.
+func forwardRequestHeader(name []byte, convHeader string) bool {
+	for _, h := range hopHeaderList {
+		if bytes.EqualFold(name, h) {
+			return false
+		}
+	}
+	return !bytes.EqualFold(name, headerAuthorization) &&
+		!(len(name) == len(convHeader) && strings.EqualFold(string(name), convHeader)) &&
+		!(len(name) >= len(recallHeaderPrefix) && bytes.EqualFold(name[:len(recallHeaderPrefix)], recallHeaderPrefix))
+}
+
+// commonHeaders holds, in fasthttp's normalised form, the names the
+// official SDKs send on every request, so that forwarding them costs no
+// copy of the name.
+var commonHeaders = func() map[string]string {
+	m := map[string]string{}
+	for _, h := range []string{"Accept", "Accept-Encoding", "Content-Type", "User-Agent", "Openai-Organization",
+		"Openai-Project", "Openai-Beta", "Idempotency-Key", "X-Stainless-Lang", "X-Stainless-Package-Version", "X-Stainless-Os",
+		"X-Stainless-Arch", "X-Stainless-Runtime", "X-Stainless-Runtime-Version", "X-Stainless-Retry-Count",
+		"X-Stainless-Read-Timeout", "X-Stainless-Timeout", "X-Stainless-Async", "X-Stainless-Helper-Method"} {
+		m[h] = h
+	}
+	return m
+}()
+
+var (
+	hopHeaderList = func() (l [][]byte) {
+		for h := range hopHeaders {
+			l = append(l, []byte(h))
+		}
+		return l
+	}()
+	headerAuthorization = []byte(fasthttp.HeaderAuthorization)
+	recallHeaderPrefix  = []byte("X-Recall-")
+)
 
 // connectionNames reports whether the values of a Connection header list
 // name among their comma-separated options, as Caddy's and httputil's
