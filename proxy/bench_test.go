@@ -29,6 +29,21 @@ type instantUpstream struct {
 	body        []byte
 }
 
+// client is a fasthttp client whose every exchange u answers, for the
+// proxy (summaries use u as a net/http RoundTripper).
+func (u instantUpstream) client() *fasthttp.Client {
+	return &fasthttp.Client{Transport: instantTransport(u), StreamResponseBody: true}
+}
+
+type instantTransport instantUpstream
+
+func (u instantTransport) RoundTrip(_ *fasthttp.HostClient, _ *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
+	resp.SetStatusCode(200)
+	resp.Header.SetContentType(u.contentType)
+	resp.SetBodyRaw(u.body)
+	return false, nil
+}
+
 func (u instantUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Body != nil {
 		io.Copy(io.Discard, r.Body)
@@ -63,7 +78,7 @@ func benchServer(b testing.TB, budget int) (*proxy.Server, *badgerstore.Store) {
 	return benchServerWith(b, budget, instantUpstream{"application/json", []byte(benchAnswer)})
 }
 
-func benchServerWith(b testing.TB, budget int, upstream http.RoundTripper) (*proxy.Server, *badgerstore.Store) {
+func benchServerWith(b testing.TB, budget int, upstream instantUpstream) (*proxy.Server, *badgerstore.Store) {
 	b.Helper()
 	g := config.DefaultGlobal()
 	g.Defaults.History.BudgetTokens = budget
@@ -79,10 +94,10 @@ func benchServerWith(b testing.TB, budget int, upstream http.RoundTripper) (*pro
 	var counter tokens.Counter
 	counter.Text(tokens.O200k, "build the encoder before timing")
 	srv, err := proxy.New(proxy.Config{
-		Counter:   &counter,
-		Tenants:   proxy.StaticTenants{Set: set},
-		Store:     store,
-		Transport: upstream,
+		Counter: &counter,
+		Tenants: proxy.StaticTenants{Set: set},
+		Store:   store,
+		Client:  upstream.client(),
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -28,29 +26,12 @@ func getBodyBuf(size int) []byte {
 	return make([]byte, 0, size)
 }
 
-// pooledBody is an upstream request body that returns its buffer to
-// bodyPool when the transport closes it, which net/http guarantees once it
-// is done with the body, on errors too.
-type pooledBody struct {
-	bytes.Reader
-	buf    []byte
-	closed atomic.Bool
-}
-
-func newPooledBody(b []byte) *pooledBody {
-	p := &pooledBody{buf: b}
-	p.Reset(b)
-	return p
-}
-
-// Close gives the buffer back, once.
-func (p *pooledBody) Close() error {
-	if p.closed.CompareAndSwap(false, true) && cap(p.buf) <= 4<<20 {
-		p.Reset(nil)
-		b := p.buf[:0]
+// putBodyBuf gives a buffer of getBodyBuf back once it is sent.
+func putBodyBuf(b []byte) {
+	if cap(b) <= 4<<20 {
+		b = b[:0]
 		bodyPool.Put(&b)
 	}
-	return nil
 }
 
 // readBody reads a chat-completions body, bounded by MaxBodyBytes.
@@ -67,11 +48,6 @@ func (s *Server) readBody(rc *fasthttp.RequestCtx) ([]byte, error) {
 		return nil, &apiError{status: 400, typ: "invalid_request_error", message: "Could not read the request body."}
 	}
 	return b, nil
-}
-
-func isEventStream(resp *http.Response) bool {
-	ct := resp.Header.Get("Content-Type")
-	return len(ct) >= 17 && ct[:17] == "text/event-stream"
 }
 
 var errTooLarge = errors.New("proxy: body too large")

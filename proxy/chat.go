@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"time"
@@ -141,37 +140,41 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		s.metrics.curated(c.cfg.ID, x.report)
 	}
 
-	var upBody io.Reader = bytesReader(out)
-	if x.record {
-		upBody = newPooledBody(out) // built by prepare from the pool
-	}
-	upReq, err := newUpstreamRequest(ctx, rc, c, path, upBody, int64(len(out)))
-	if err != nil {
-		x.fail(rc, err)
-		return
-	}
+	upReq := fasthttp.AcquireRequest()
+	upstreamRequest(upReq, rc, c, path, false)
+	upReq.SetBodyRaw(out)
+	resp := fasthttp.AcquireResponse()
+	resp.Header.SetNoDefaultContentType(true)
 	x.sent = s.cfg.Now()
-	resp, err := s.client.Do(upReq)
+	deadline, _ := ctx.Deadline()
+	err = s.client.DoDeadline(upReq, resp, deadline)
+	fasthttp.ReleaseRequest(upReq)
+	if x.record {
+		putBodyBuf(out) // built by prepare from the pool, and sent
+	}
 	if err != nil {
+		fasthttp.ReleaseResponse(resp)
 		x.fail(rc, upstreamErr(err))
 		return
 	}
 	copyResponseHeader(rc, resp)
-	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	status := resp.StatusCode()
+	ok := status >= 200 && status < 300
 	if isEventStream(resp) {
 		handedOff = true
 		s.relayStream(ctx, cancel, rc, x, resp, ok && x.record)
 		return
 	}
-	defer resp.Body.Close()
-	raw, err := readLimited(resp.Body, s.cfg.MaxResponseBytes)
+	enc := string(resp.Header.ContentEncoding())
+	raw, err := readLimited(responseBody(resp), s.cfg.MaxResponseBytes)
+	closeResponse(resp)
 	x.upstreamDone = s.cfg.Now()
 	if err != nil {
 		x.fail(rc, upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err)))
 		return
 	}
 	if ok && x.record {
-		reply, err := parseBody(resp.Header.Get("Content-Encoding"), raw, s.cfg.MaxResponseBytes)
+		reply, err := parseBody(enc, raw, s.cfg.MaxResponseBytes)
 		if err != nil {
 			x.fail(rc, fmt.Errorf("%w: %w", errUpstreamBad, err))
 			return
@@ -188,8 +191,8 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		}
 		x.committed = true
 	}
-	rc.SetBody(raw)
-	x.done(resp.StatusCode, nil)
+	rc.Response.SetBodyRaw(raw)
+	x.done(status, nil)
 }
 
 // prepare plans the request (plan.Make: load, merge, summary, curate) and

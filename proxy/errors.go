@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"net"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
@@ -63,6 +62,7 @@ func errOrphanResult(i int) *apiError {
 var (
 	errCommitTimeout = errors.New("proxy: commit timed out")
 	errClientLeft    = errors.New("proxy: client left before the answer was recorded")
+	errInterrupted   = errors.New("proxy: upstream stream interrupted")
 )
 
 // upstreamError marks an error that came from talking to the upstream:
@@ -101,8 +101,8 @@ func classify(err error) *apiError {
 	case errors.As(err, &cle):
 		return &apiError{status: 400, typ: "invalid_request_error", code: "context_length_exceeded", param: "messages", message: cle.Message()}
 	case errors.As(err, &ue):
-		var ne net.Error
-		if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		var te interface{ Timeout() bool } // net.Error's, and fasthttp.ErrTimeout's
+		if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &te) && te.Timeout() {
 			return errUpstreamTime
 		}
 		return errUpstreamDown

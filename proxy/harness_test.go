@@ -87,7 +87,12 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	h.hist = history.NewCache(h.store, 0, 0)
+	client := proxy.DefaultClient()
+	// Idle upstream connections, and fasthttp's goroutines that watch
+	// them, go within a second of the harness's end (leak checks).
+	client.MaxIdleConnDuration = time.Second
 	cfg := proxy.Config{
+		Client:  client,
 		Tenants: proxy.StaticTenants{Set: set},
 		Store:   h.hist, // the cache over Badger, as cmd/recall serves
 		Logger:  slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

@@ -1,36 +1,46 @@
 package proxy_test
 
 import (
-	"net/http"
+	"bufio"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/proxy"
 )
 
 // hopTransport adds to every upstream answer a header that the answer's
-// Connection header names (hop-by-hop, RFC 9110 section 7.6.1) and one
-// that it does not.
-type hopTransport struct{ next http.RoundTripper }
+// Connection headers name (hop-by-hop, RFC 9110 section 7.6.1) and one
+// that they do not. It re-reads the answer's header block with the lines
+// added, as they would have come on the wire (fasthttp's Add keeps one
+// Connection header).
+type hopTransport struct{}
 
-func (t hopTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
+func (hopTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
+	retry, err := fasthttp.DefaultTransport.RoundTrip(hc, req, resp)
 	if err != nil {
-		return nil, err
+		return retry, err
 	}
-	resp.Header.Add("Connection", "keep-alive, X-Upstream-Hop")
-	resp.Header.Add("Connection", "x-upstream-hop-2")
-	resp.Header.Set("X-Upstream-Hop", "for the proxy")
-	resp.Header.Set("X-Upstream-Hop-2", "for the proxy")
-	resp.Header.Set("X-Upstream-Kept", "for the client")
-	return resp, nil
+	raw := resp.Header.Header()
+	block := string(raw[:len(raw)-2]) + "Connection: keep-alive, X-Upstream-Hop\r\n" +
+		"Connection: x-upstream-hop-2\r\n" +
+		"X-Upstream-Hop: for the proxy\r\n" +
+		"X-Upstream-Hop-2: for the proxy\r\n" +
+		"X-Upstream-Kept: for the client\r\n\r\n"
+	resp.Header.Reset()
+	return false, resp.Header.Read(bufio.NewReader(strings.NewReader(block)))
 }
 
 // TestHeadersNamedInConnectionAreDropped checks both directions: the
 // headers a client's Connection header names do not reach the upstream,
 // and those an upstream's names do not reach the client.
 func TestHeadersNamedInConnectionAreDropped(t *testing.T) {
-	h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) { c.Transport = hopTransport{proxy.DefaultTransport()} }})
+	h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) {
+		c.Client = proxy.DefaultClient()
+		c.Client.Transport = hopTransport{}
+	}})
 	chat := `{"messages":[{"role":"user","content":"hi"}]}`
 	tests := []struct {
 		name, request string

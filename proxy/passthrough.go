@@ -2,10 +2,7 @@ package proxy
 
 import (
 	"bufio"
-	"context"
-	"errors"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -21,116 +18,69 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 		s.fail(rc, "passthrough", "", err, start)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
-	body, size := requestBody(rc)
-	var upload *handlerBody
-	if body != nil {
-		upload = &handlerBody{r: body, closed: make(chan struct{})}
-		body = upload
+	req := fasthttp.AcquireRequest()
+	upstreamRequest(req, rc, c, path, bodyless(rc))
+	if body, size := requestBody(rc); body != nil {
+		req.SetBodyStream(body, int(size)) // -1: sent chunked
 	}
-	req, err := newUpstreamRequest(ctx, rc, c, path, body, size)
+	resp := fasthttp.AcquireResponse()
+	resp.Header.SetNoDefaultContentType(true)
+	// Do returns once the upload is sent and the answer's headers are
+	// read: nothing reads the handler's body after it.
+	err = s.client.DoDeadline(req, resp, time.Now().Add(c.timeout()))
+	fasthttp.ReleaseRequest(req)
 	if err != nil {
-		cancel()
-		s.fail(rc, "passthrough", c.cfg.ID, err, start)
-		return
-	}
-	resp, err := s.client.Do(req)
-	err = upstreamErr(err)
-	if !upload.wait(ctx) {
-		// The upstream answered without taking the whole upload: end the
-		// exchange rather than return while the transport still reads
-		// memory that belongs to the handler.
-		cancel()
-		upload.wait(context.Background())
-		if err == nil {
-			resp.Body.Close()
-			err = upstreamErr(errors.New("proxy: upstream answered before reading the request body"))
-		}
-	}
-	if err != nil {
-		cancel()
-		s.fail(rc, "passthrough", c.cfg.ID, err, start)
+		fasthttp.ReleaseResponse(resp)
+		s.fail(rc, "passthrough", c.cfg.ID, upstreamErr(err), start)
 		return
 	}
 	copyResponseHeader(rc, resp)
 	upstreamAt := s.cfg.Now()
-	s.metrics.request(c.cfg.ID, "passthrough", resp.StatusCode)
+	status, length, body := resp.StatusCode(), resp.Header.ContentLength(), responseBody(resp)
+	s.metrics.request(c.cfg.ID, "passthrough", status)
 	s.inflight.Add(1)
 	s.busy.Add(1)
 	rc.Response.ImmediateHeaderFlush = true
+	// The writer may start at once: resp is its alone from here.
 	rc.SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer s.inflight.Done()
 		defer s.busy.Add(-1)
-		defer cancel()
-		defer resp.Body.Close()
+		defer closeResponse(resp)
 		defer recoverStream(s.log)
-		n, err := relayRaw(w, resp.Body)
-		attrs := []any{"route", "passthrough", "tenant", c.cfg.ID, "status", resp.StatusCode,
+		n, err := relayRaw(w, body)
+		attrs := []any{"route", "passthrough", "tenant", c.cfg.ID, "status", status,
 			"bytes", n, "upstream_ms", ms(upstreamAt.Sub(start))}
 		if err != nil {
 			attrs = append(attrs, "error", err.Error())
 		}
 		s.log.Info("request", attrs...)
 	})
-	if resp.ContentLength >= 0 {
+	if length >= 0 {
 		// Keep the upstream's framing (SetBodyStreamWriter has just set
 		// "chunked"): the client learns the length, the point of a HEAD,
 		// and an answer cut short cannot pass for a whole one.
-		rc.Response.Header.SetContentLength(int(resp.ContentLength))
+		rc.Response.Header.SetContentLength(length)
 	}
 }
 
 // requestBody returns the client's request body and its length, -1 when
 // it is chunked. A request that declares neither a length nor chunked
 // framing has no body (RFC 9112 section 6.3): like httputil, it is
-// forwarded with a nil body and length 0, which net/http sends without a
-// body; "unknown length" with a nil body is an error there.
+// forwarded without one.
 func requestBody(rc *fasthttp.RequestCtx) (io.Reader, int64) {
 	size := int64(rc.Request.Header.ContentLength())
 	if size == 0 || size < -1 {
 		return nil, 0
 	}
 	if st := rc.RequestBodyStream(); st != nil {
-		return st, size
+		// Without its Close: the server owns the stream, and the upstream
+		// request would close it when released.
+		return struct{ io.Reader }{st}, size
 	}
 	if b := rc.Request.Body(); len(b) > 0 {
 		return bytesReader(b), int64(len(b))
 	}
 	return nil, 0
-}
-
-// handlerBody is a request body that lives in the RequestCtx (its buffer or
-// its body stream). The transport may go on reading a body after RoundTrip
-// returned, until it closes it; the handler must not return before then.
-type handlerBody struct {
-	r      io.Reader
-	once   sync.Once
-	closed chan struct{}
-}
-
-func (b *handlerBody) Read(p []byte) (int, error) { return b.r.Read(p) }
-
-// Close marks the body done; the transport calls it once it is.
-func (b *handlerBody) Close() error {
-	b.once.Do(func() { close(b.closed) })
-	return nil
-}
-
-// wait reports whether the transport is done with the body (a nil body
-// always is) before ctx ends or a short grace period passes.
-func (b *handlerBody) wait(ctx context.Context) bool {
-	if b == nil {
-		return true
-	}
-	grace := time.NewTimer(5 * time.Second)
-	defer grace.Stop()
-	select {
-	case <-b.closed:
-		return true
-	case <-ctx.Done():
-	case <-grace.C:
-	}
-	return false
 }
 
 // relayRaw copies r to w, flushing after every read so bytes reach the

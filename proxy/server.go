@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,9 +51,9 @@ type Config struct {
 	// StreamIdleTimeout ends an upstream stream that sends nothing for this
 	// long. Default 2m.
 	StreamIdleTimeout time.Duration
-	// Transport sends requests upstream. Default: a tuned http.Transport
-	// without transparent decompression.
-	Transport http.RoundTripper
+	// Client sends requests upstream. Default: DefaultClient(). A client
+	// given here must stream response bodies (StreamResponseBody).
+	Client *fasthttp.Client
 	// CommitTimeout bounds one commit of a turn: past it the commit counts
 	// as failed, the client is told so, and the conversation is released.
 	// Default 10s.
@@ -119,7 +118,7 @@ type Server struct {
 	log      *slog.Logger
 	metrics  *Metrics
 	counter  *tokens.Counter
-	client   *http.Client
+	client   *fasthttp.Client
 	locks    convLocks
 	srv      *fasthttp.Server
 	inflight sync.WaitGroup // stream relays still running
@@ -158,8 +157,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.StreamIdleTimeout <= 0 {
 		cfg.StreamIdleTimeout = 2 * time.Minute
 	}
-	if cfg.Transport == nil {
-		cfg.Transport = DefaultTransport()
+	if cfg.Client == nil {
+		cfg.Client = DefaultClient()
 	}
 	if cfg.CommitTimeout <= 0 {
 		cfg.CommitTimeout = 10 * time.Second
@@ -172,11 +171,7 @@ func New(cfg Config) (*Server, error) {
 		log:     cfg.Logger,
 		metrics: cfg.Metrics,
 		counter: cfg.Counter,
-		client: &http.Client{
-			Transport: cfg.Transport,
-			// Redirects are the client's business: pass them through.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
+		client:  cfg.Client, // Do follows no redirect: they are the client's business
 	}
 	s.metrics.activeConversations(s.locks.active)
 	var err error
@@ -211,23 +206,6 @@ func New(cfg Config) (*Server, error) {
 		},
 	}
 	return s, nil
-}
-
-// DefaultTransport returns the upstream transport Recall uses by default:
-// keep-alive pools sized for a busy proxy, and no transparent
-// decompression, so compressed answers reach the client as sent.
-func DefaultTransport() *http.Transport {
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   512,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-	}
 }
 
 // Serve accepts connections on ln until Shutdown.
@@ -270,6 +248,7 @@ wait:
 		s.conns.closeAll()
 		return ctx.Err()
 	}
+	s.client.CloseIdleConnections() // the upstream's side of them ends too
 	return err
 }
 

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -31,10 +30,13 @@ var errClientGone = errors.New("proxy: client gone mid-stream")
 //
 // It owns resp, cancel and the exchange's lock from here on: the relay
 // goroutine touches nothing of rc, and releases all three.
-func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc *fasthttp.RequestCtx, x *exchange, resp *http.Response, record bool) {
+func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response, record bool) {
 	rc.Response.ImmediateHeaderFlush = true
 	rc.Response.Header.Del("Content-Length")
-	enc := resp.Header.Get("Content-Encoding")
+	enc := string(resp.Header.ContentEncoding())
+	status := resp.StatusCode()
+	body := responseBody(resp)
+	stream := resp.BodyStream() // interrupted from other goroutines: closeResponse clears the field
 	if enc == "identity" {
 		enc = ""
 	}
@@ -58,12 +60,14 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc 
 		// A client that takes nothing must not hold the conversation past
 		// the exchange's deadline: the deadline unblocks the pipe. (The idle
 		// timer's cancel does not: the relay then ends the body cleanly.)
+		// Either ends a read waiting on the upstream.
 		defer context.AfterFunc(ctx, func() {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				pr.CloseWithError(ctx.Err())
 			}
+			interruptBody(stream)
 		})()
-		defer resp.Body.Close()
+		defer closeResponse(resp)
 		defer func() {
 			if x.release != nil {
 				x.release()
@@ -74,10 +78,9 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc 
 		// A stream that sends nothing for StreamIdleTimeout is ended.
 		idle := time.AfterFunc(s.cfg.StreamIdleTimeout, cancel)
 		defer idle.Stop()
-		upstream := &idleReader{r: resp.Body, t: idle, d: s.cfg.StreamIdleTimeout}
+		upstream := &idleReader{r: body, t: idle, d: s.cfg.StreamIdleTimeout}
 
 		w := bufio.NewWriter(pw)
-		status := resp.StatusCode
 		var err error
 		if !record {
 			r := &readErrs{r: upstream}
@@ -107,7 +110,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc 
 			switch {
 			case errors.Is(err, errClientGone):
 				status = 499
-			case errors.Is(err, context.DeadlineExceeded):
+			case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 				status = errUpstreamTime.status
 			default:
 				status = classify(err).status

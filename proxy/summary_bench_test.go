@@ -53,7 +53,7 @@ func BenchmarkChatPathSummaries(b *testing.B) {
 				b.Logf("start: %v", err)
 			}
 			b.Cleanup(mgr.Close)
-			cfg := proxy.Config{Counter: &counter, Tenants: tenants, Store: store, Transport: up}
+			cfg := proxy.Config{Counter: &counter, Tenants: tenants, Store: store, Client: up.client()}
 			if mode == "compacting" {
 				cfg.Summaries = mgr
 			}

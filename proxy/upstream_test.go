@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"net"
 	"testing"
 
@@ -40,40 +39,44 @@ func benchCaller() caller {
 func TestUpstreamRequestHeaders(t *testing.T) {
 	rc := sdkRequest()
 	rc.Request.Header.Add("X-Stainless-Lang", "python-again")
-	req, err := newUpstreamRequest(context.Background(), rc, benchCaller(), []byte("/v1/chat/completions"), nil, 0)
-	if err != nil {
-		t.Fatal(err)
+	var req fasthttp.Request
+	upstreamRequest(&req, rc, benchCaller(), []byte("/v1/chat/completions"), false)
+	var got []string
+	for _, v := range req.Header.PeekAll("X-Stainless-Lang") {
+		got = append(got, string(v))
 	}
-	if got := req.Header.Values("X-Stainless-Lang"); len(got) != 2 || got[0] != "python" || got[1] != "python-again" {
+	if len(got) != 2 || got[0] != "python" || got[1] != "python-again" {
 		t.Errorf("X-Stainless-Lang = %q, want both values in order", got)
 	}
 	for _, name := range []string{"X-Conversation-Id", "X-Recall-History"} {
-		if v := req.Header.Get(name); v != "" {
+		if v := req.Header.Peek(name); v != nil {
 			t.Errorf("%s forwarded: %q", name, v)
 		}
 	}
-	if got := req.Header.Get("Authorization"); got != "Bearer sk-bench" {
+	if got := string(req.Header.Peek("Authorization")); got != "Bearer sk-bench" {
 		t.Errorf("Authorization = %q, want the pass-through credential", got)
 	}
-	if n := len(req.Header); n != 12 {
-		t.Errorf("%d headers upstream, want 12: %v", n, req.Header)
+	if got := string(req.URI().FullURI()); got != "http://127.0.0.1:9/v1/chat/completions" {
+		t.Errorf("upstream URL %q, want the tenant's base URL and the path", got)
 	}
-	req.Header.Add("X-Stainless-Os", "later") // a value appended later must not overwrite its neighbour's
-	if got := req.Header.Get("X-Stainless-Arch"); got != "x64" {
-		t.Errorf("X-Stainless-Arch = %q after an Add to another header", got)
+	n := 0
+	for range req.Header.All() {
+		n++
+	}
+	if n != 13 { // the 12 sent and the repeated one (Host comes from the URI)
+		t.Errorf("%d headers upstream, want 13: %s", n, req.Header.Header())
 	}
 }
 
 // BenchmarkUpstreamRequest builds the upstream request for an SDK's
-// chat request (12 headers): 56 allocations when each header went
-// through net/http's Add with a canonical and a lower-cased copy of its
-// name.
+// chat request (12 headers): 61 allocations with net/http's client, 22
+// once names were read in place, none in a pooled fasthttp.Request.
 func BenchmarkUpstreamRequest(b *testing.B) {
 	rc, c, path := sdkRequest(), benchCaller(), []byte("/v1/chat/completions")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := newUpstreamRequest(context.Background(), rc, c, path, nil, 0); err != nil {
-			b.Fatal(err)
-		}
+		req := fasthttp.AcquireRequest()
+		upstreamRequest(req, rc, c, path, false)
+		fasthttp.ReleaseRequest(req)
 	}
 }

@@ -364,7 +364,6 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	summaries, err := summary.New(summary.Config{
 		Store:      hist,
 		Tenants:    watcher,
-		Transport:  proxy.DefaultTransport(),
 		Counter:    counter,
 		Logger:     log,
 		Registerer: metrics.Registry(),
