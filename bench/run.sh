@@ -153,6 +153,25 @@ if [ -z "$WRK" ] && [ -n "$NGINX" ] && command -v apt-get >/dev/null; then
 fi
 [ -n "$WRK" ] && [ -n "$NGINX" ] || echo "wrk or nginx unavailable: skipping the proxy-ceiling rows" >&2
 
+# nginx_head DIR WORKERS: the start of an nginx configuration living in DIR,
+# up to and with the opening of its http block.
+nginx_head() {
+	cat <<EOF
+worker_processes $2;
+daemon off;
+pid $1/nginx.pid;
+error_log $1/error.log warn;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path $1/body;
+	proxy_temp_path $1/proxy;
+	fastcgi_temp_path $1/fastcgi;
+	uwsgi_temp_path $1/uwsgi;
+	scgi_temp_path $1/scgi;
+EOF
+}
+
 # wait_http URL: wait up to 10s for URL to answer.
 wait_http() {
 	for _ in $(seq 100); do
@@ -230,20 +249,10 @@ matrix "direct-ctx$SEED_TURNS" "http://127.0.0.1:$UP_PORT$URL" -context-turns "$
 
 if [ -n "$NGINX" ]; then
 	mkdir -p "$WORK/nginx"
-	cat >"$WORK/nginx/nginx.conf" <<EOF
-worker_processes $NGINX_WORKERS;
-daemon off;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/error.log warn;
-events { worker_connections 4096; }
-http {
-	access_log off;
+	{
+		nginx_head "$WORK/nginx" "$NGINX_WORKERS"
+		cat <<EOF
 	client_body_buffer_size 1m; # bodies in memory, as Recall keeps them
-	client_body_temp_path $WORK/nginx/body;
-	proxy_temp_path $WORK/nginx/proxy;
-	fastcgi_temp_path $WORK/nginx/fastcgi;
-	uwsgi_temp_path $WORK/nginx/uwsgi;
-	scgi_temp_path $WORK/nginx/scgi;
 	upstream fake { server 127.0.0.1:$UP_PORT; keepalive 128; }
 	server {
 		listen 127.0.0.1:$NGINX_PORT;
@@ -256,6 +265,7 @@ http {
 	}
 }
 EOF
+	} >"$WORK/nginx/nginx.conf"
 	"${PROXY_CPU[@]}" "$NGINX" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" 2>>"$WORK/nginx/error.log" &
 	PIDS+=("$!")
 	wait_port "$NGINX_PORT"
@@ -329,20 +339,10 @@ stop_recall
 # core; the proxy under test alone on CPU 0 as above.
 if [ -n "$WRK" ] && [ -n "$NGINX" ]; then
 	mkdir -p "$WORK/static" "$WORK/nginx-wrk"
-	cat >"$WORK/static/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $WORK/static/nginx.pid;
-error_log $WORK/static/error.log warn;
-events { worker_connections 4096; }
-http {
-	access_log off;
+	{
+		nginx_head "$WORK/static" 1
+		cat <<EOF
 	keepalive_requests 1000000;
-	client_body_temp_path $WORK/static/body;
-	proxy_temp_path $WORK/static/proxy;
-	fastcgi_temp_path $WORK/static/fastcgi;
-	uwsgi_temp_path $WORK/static/uwsgi;
-	scgi_temp_path $WORK/static/scgi;
 	server {
 		listen 127.0.0.1:$STATIC_PORT;
 		location / {
@@ -352,6 +352,7 @@ http {
 	}
 }
 EOF
+	} >"$WORK/static/nginx.conf"
 	sed -e "s|$WORK/nginx/|$WORK/nginx-wrk/|g" -e "s|127.0.0.1:$UP_PORT;|127.0.0.1:$STATIC_PORT;|" \
 		-e "s|listen 127.0.0.1:$NGINX_PORT;|listen 127.0.0.1:$NGINX_WRK_PORT;|" \
 		-e "s|keepalive 128;|keepalive 128; keepalive_requests 1000000;|" "$WORK/nginx/nginx.conf" >"$WORK/nginx-wrk/nginx.conf"

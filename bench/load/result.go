@@ -229,13 +229,7 @@ func report(w io.Writer, path string) error {
 		}
 	}
 
-	var series []result
-	for _, r := range rs {
-		if strings.HasPrefix(r.Label, "turns-") {
-			series = append(series, r)
-		}
-	}
-	if len(series) > 0 {
+	if series := labelled(rs, "turns-"); len(series) > 0 {
 		fmt.Fprintln(w, "\n**Cost against stored history length** (open loop, default budget, non-streaming)")
 		fmt.Fprintln(w, "\n| stored turns | conversations | rate | p50 ms | p90 ms | p99 ms | max ms | errors | history (sent/stored) |")
 		fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
@@ -248,13 +242,7 @@ func report(w io.Writer, path string) error {
 		fmt.Fprintf(w, "\n**Memory**: Recall peak RSS (VmHWM) %.0f MiB, RSS at the end %.0f MiB (%.0f MiB private, %.0f MiB pages of Badger's mapped files), after %d requests over %d conversations (%.0f req/s, closed loop, each prefilled with %d turns); errors %d.\n",
 			r.PeakRSSMiB, r.RSSMiB, r.AnonMiB, r.FileMiB, r.Requests, r.Conversations, r.RPS, r.Prefill, r.Errors)
 	}
-	var ceiling []result
-	for _, r := range rs {
-		if strings.HasPrefix(r.Label, "wrk/") {
-			ceiling = append(ceiling, r)
-		}
-	}
-	if len(ceiling) > 0 {
+	if ceiling := labelled(rs, "wrk/"); len(ceiling) > 0 {
 		fmt.Fprintln(w, "\n**Proxy ceiling** (wrk, closed loop, no history, an upstream answering from memory: nginx `return 200`)")
 		fmt.Fprintln(w, "\n| target | req/s | × nginx | p50 ms | p90 ms | p99 ms | max ms | errors |")
 		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -269,6 +257,17 @@ func report(w io.Writer, path string) error {
 		}
 	}
 	return nil
+}
+
+// labelled returns the results whose label starts with prefix, in order.
+func labelled(rs []result, prefix string) []result {
+	var out []result
+	for _, r := range rs {
+		if strings.HasPrefix(r.Label, prefix) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func ms(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
