@@ -22,10 +22,8 @@ import (
 // Measured in front of an upstream answering from memory (wrk, one core,
 // bench/run.sh's proxy-ceiling rows): a bare fasthttp server proxying with
 // net/http's client made 22,500-25,000 req/s, with fasthttp's client
-// 34,700-35,400. What fasthttp's client lacks: HTTP/2 (OpenAI's API and
-// the compatible servers speak HTTP/1.1) and a proxy's CONNECT
-// credentials from a URL with a password (HTTP(S)_PROXY and NO_PROXY are
-// honoured).
+// 34,700-35,400. What fasthttp's client lacks is HTTP/2 (OpenAI's API and
+// the compatible servers speak HTTP/1.1).
 
 // hopHeaders are not forwarded in either direction (RFC 9110 section
 // 7.6.1), with the framing headers each side sets itself.
