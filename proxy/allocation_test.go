@@ -13,9 +13,10 @@ import (
 // auth, parse, load, merge, curate, rewrite, forward, parse the answer,
 // commit. 363 before summaries, 397 with them (the plan reads the
 // metadata before the tail), 370 with the upstream request built in a
-// pooled fasthttp.Request. Raise it only with a reason in the commit;
+// pooled fasthttp.Request, 361 with the request line built only when
+// logged. Raise it only with a reason in the commit;
 // lower it when the path gets cheaper.
-const maxChatAllocs = 390
+const maxChatAllocs = 380
 
 // The chat path's allocations are recorded: a change that makes every
 // request allocate more fails here, not in a production profile.

@@ -195,6 +195,31 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	x.done(status, nil)
 }
 
+// logExchange writes the exchange's request line.
+func (s *Server) logExchange(x *exchange, level slog.Level, tenant string, status int, upstream, total time.Duration, err error) {
+	attrs := []any{"route", "chat", "tenant", tenant, "status", status,
+		"upstream_ms", ms(upstream), "overhead_ms", ms(total - upstream)}
+	if x.key.Conversation != "" {
+		attrs = append(attrs, "conversation", x.key.Conversation)
+	}
+	if x.record && !x.sent.IsZero() {
+		attrs = append(attrs, "context_tokens", x.report.Tokens,
+			"turns", strconv.Itoa(x.report.IncludedTurns)+"/"+strconv.Itoa(x.report.StoredTurns),
+			"dropped_turns", x.report.DroppedTurns, "truncated_tool_results", x.report.TruncatedToolResults,
+			"repaired_calls", x.report.RepairedCalls, "committed", x.committed)
+		if x.replaced {
+			attrs = append(attrs, "replaced_retry", true)
+		}
+	}
+	if err != nil {
+		if e := classify(err); e.code != "" && status == e.status {
+			attrs = append(attrs, "code", e.code)
+		}
+		attrs = append(attrs, "error", err.Error())
+	}
+	s.log.Log(context.Background(), level, "request", attrs...)
+}
+
 // prepare plans the request (plan.Make: load, merge, summary, curate) and
 // returns the body to send upstream. It takes the conversation's lock,
 // released by the caller through x.release.
@@ -473,31 +498,13 @@ func (x *exchange) done(status int, err error) {
 	if !x.sent.IsZero() {
 		s.metrics.latency(tenant, total, upstream)
 	}
-	attrs := []any{"route", "chat", "tenant", tenant, "status", status,
-		"upstream_ms", ms(upstream), "overhead_ms", ms(total - upstream)}
-	if x.key.Conversation != "" {
-		attrs = append(attrs, "conversation", x.key.Conversation)
-	}
-	if x.record && !x.sent.IsZero() {
-		attrs = append(attrs, "context_tokens", x.report.Tokens,
-			"turns", strconv.Itoa(x.report.IncludedTurns)+"/"+strconv.Itoa(x.report.StoredTurns),
-			"dropped_turns", x.report.DroppedTurns, "truncated_tool_results", x.report.TruncatedToolResults,
-			"repaired_calls", x.report.RepairedCalls, "committed", x.committed)
-		if x.replaced {
-			attrs = append(attrs, "replaced_retry", true)
-		}
-	}
 	level := slog.LevelInfo
-	if err != nil {
-		if e := classify(err); e.code != "" && status == e.status {
-			attrs = append(attrs, "code", e.code)
-		}
-		attrs = append(attrs, "error", err.Error())
-		if status >= 500 && status != 499 {
-			level = slog.LevelError
-		}
+	if err != nil && status >= 500 && status != 499 {
+		level = slog.LevelError
 	}
-	s.log.Log(context.Background(), level, "request", attrs...)
+	if s.log.Enabled(context.Background(), level) { // the line's attributes cost allocations
+		s.logExchange(x, level, tenant, status, upstream, total, err)
+	}
 	if s.cfg.OnExchangeDone != nil {
 		s.cfg.OnExchangeDone(ExchangeDone{Tenant: tenant, Conversation: x.key.Conversation,
 			Status: status, Committed: x.committed, Err: err})
