@@ -104,6 +104,13 @@ func NewWindow(hist, fresh []Message, cut uint64, storedTurns int) *Window {
 	all := make([]Message, 0, len(hist)+len(fresh))
 	all = append(all, hist...)
 	all = append(all, fresh...)
+	turns := 1
+	for i := 1; i < len(all); i++ {
+		if all[i].Role == RoleUser {
+			turns++
+		}
+	}
+	w.Turns = make([]Turn, 0, turns)
 	start := 0
 	for i := 1; i <= len(all); i++ {
 		if i == len(all) || all[i].Role == RoleUser {

@@ -383,6 +383,8 @@ func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (histo
 		opts.PrefetchValues = false // values are read in place, one copy each
 		it := txn.NewIterator(opts)
 		defer it.Close()
+		scratch := getScratch()
+		defer putScratch(scratch)
 
 		var tokens, turns int
 		tail := make([]history.Message, 0, 32)
@@ -403,7 +405,7 @@ func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (histo
 					lo = g.To + 1
 				}
 			}
-			if batch, err = readRange(it, prefix, lo, hi, batch[:0]); err != nil {
+			if batch, err = readRange(it, prefix, lo, hi, batch[:0], scratch); err != nil {
 				return err
 			}
 			for i := len(batch) - 1; i >= 0; i-- {
@@ -429,6 +431,7 @@ func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (histo
 		for i, j := 0, len(tail)-1; i < j; i, j = i+1, j-1 {
 			tail[i], tail[j] = tail[j], tail[i]
 		}
+		ownRaws(tail)
 		snap.Tail = tail
 		return nil
 	})
@@ -438,25 +441,68 @@ func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (histo
 	return snap, ctx.Err()
 }
 
-// readRange appends the messages with lo <= Seq <= hi to dst, oldest first.
-func readRange(it *badger.Iterator, prefix []byte, lo, hi uint64, dst []history.Message) ([]history.Message, error) {
+// readRange appends the messages with lo <= Seq <= hi to dst, oldest
+// first. Their Raw are views of scratch, which the caller must not reuse
+// before it has copied the messages it keeps (ownRaws).
+func readRange(it *badger.Iterator, prefix []byte, lo, hi uint64, dst []history.Message, scratch *[]byte) ([]history.Message, error) {
 	for it.Seek(msgKey(prefix, lo)); it.Valid(); it.Next() {
 		item := it.Item()
 		seq := binary.BigEndian.Uint64(item.Key()[len(prefix)+1:])
 		if seq > hi {
 			break
 		}
-		v, err := item.ValueCopy(nil)
-		if err != nil {
-			return dst, err
-		}
-		msg, err := history.DecodeMessage(v, seq)
+		var msg history.Message
+		err := item.Value(func(v []byte) error {
+			// A full slice: a later append to scratch that outgrows it
+			// moves scratch, never writes over this one.
+			n := len(*scratch)
+			*scratch = append(*scratch, v...)
+			var err error
+			msg, err = history.DecodeMessage((*scratch)[n:len(*scratch):len(*scratch)], seq)
+			return err
+		})
 		if err != nil {
 			return dst, err
 		}
 		dst = append(dst, msg)
 	}
 	return dst, nil
+}
+
+// ownRaws moves the Raw of every message of tail out of the scratch
+// buffer they were read into, into one allocation of exactly their size:
+// a load of fifty messages then costs one allocation for their bytes, not
+// fifty, and what the caller keeps (a cache entry) holds no more memory
+// than it counts.
+func ownRaws(tail []history.Message) {
+	total := 0
+	for i := range tail {
+		total += len(tail[i].Raw)
+	}
+	buf := make([]byte, 0, total)
+	for i := range tail {
+		n := len(buf)
+		buf = append(buf, tail[i].Raw...)
+		tail[i].Raw = buf[n:len(buf):len(buf)]
+	}
+}
+
+// scratchPool holds the buffers loads read values into before ownRaws
+// copies out the ones they keep.
+var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
+
+// maxPooledScratch bounds the scratch buffers kept for reuse: a load of a
+// conversation of huge messages does not pin its buffer.
+const maxPooledScratch = 1 << 20
+
+func getScratch() *[]byte { return scratchPool.Get().(*[]byte) }
+
+func putScratch(b *[]byte) {
+	if cap(*b) > maxPooledScratch {
+		return
+	}
+	*b = (*b)[:0]
+	scratchPool.Put(b)
 }
 
 // iterate calls fn for each message with after < Seq < m.NextSeq, oldest

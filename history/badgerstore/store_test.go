@@ -179,3 +179,39 @@ func BenchmarkCommitConcurrent(b *testing.B) {
 // benchGroupWait is BenchmarkCommitConcurrent's Options.GroupWait
 // (RECALL_BENCH_GROUP_WAIT, a duration; default the store's).
 var benchGroupWait, _ = time.ParseDuration(os.Getenv("RECALL_BENCH_GROUP_WAIT"))
+
+// Loads read values into a pooled buffer and copy out what they keep: a
+// snapshot must own its messages, whatever loads come after it.
+func TestLoadsDoNotShareMemory(t *testing.T) {
+	s := open(t, t.TempDir())
+	a := history.Key{Tenant: "t", Conversation: "a"}
+	b := history.Key{Tenant: "t", Conversation: "b"}
+	mustCommit(t, s, a, history.Change{Append: turns(0, 20)})
+	var bs []history.Message
+	for i := range 20 {
+		bs = append(bs, user("overwrite"+strconv.Itoa(i), 10), asst("overwritten"+strconv.Itoa(i), 10))
+	}
+	mustCommit(t, s, b, history.Change{Append: bs})
+	whole := history.Query{Tokens: 1 << 30}
+	snap, err := s.Load(ctx, a, whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]string, len(snap.Tail))
+	for i, m := range snap.Tail {
+		want[i] = string(m.Raw)
+	}
+	for range 10 {
+		if _, err := s.Load(ctx, b, whole); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, m := range snap.Tail {
+		if string(m.Raw) != want[i] {
+			t.Fatalf("message %d of a changed after loads of b: %s, want %s", i, m.Raw, want[i])
+		}
+	}
+	if len(want) != 40 {
+		t.Errorf("loaded %d messages of a, want 40", len(want))
+	}
+}
