@@ -45,18 +45,35 @@ type segPosting struct {
 }
 
 // segBuilder gathers the postings of one tenant's records in a fold.
+//
+// Postings go to one slice, each term's linked through next in the order
+// they were added (by conversation, then seq), not to a slice per term: a
+// fold of a few hundred messages then allocates as its one slice grows,
+// not once or more per distinct term of every message.
 type segBuilder struct {
-	convs  []string
-	ranges [][2]uint64 // per conversation: first and last seq indexed here
-	terms  map[string][]segPosting
-	docs   int
+	convs    []string
+	ranges   [][2]uint64 // per conversation: first and last seq indexed here
+	terms    map[string]segChain
+	postings []chainedPosting
+	docs     int
+}
+
+// segChain is a term's postings in segBuilder.postings: the indexes of the
+// first and last.
+type segChain struct{ first, last int32 }
+
+// chainedPosting is a posting and the index of its term's next one (0:
+// none, as the first posting of the slice is never a next).
+type chainedPosting struct {
+	segPosting
+	next int32
 }
 
 // add indexes message m of conversation conv (the last one added, or a
 // new one) and returns its length in terms.
 func (b *segBuilder) add(conv string, m *history.Message) int {
 	if b.terms == nil {
-		b.terms = map[string][]segPosting{}
+		b.terms = map[string]segChain{}
 	}
 	i := len(b.convs) - 1
 	if i < 0 || b.convs[i] != conv {
@@ -68,7 +85,14 @@ func (b *segBuilder) add(conv string, m *history.Message) int {
 	postings, dl := search.Analyze(m.Raw)
 	created := m.CreatedAt.UnixNano()
 	for _, p := range postings {
-		b.terms[p.Term] = append(b.terms[p.Term], segPosting{conv: i, seq: m.Seq, tf: p.TF, dl: dl, createdNs: created})
+		at := int32(len(b.postings))
+		b.postings = append(b.postings, chainedPosting{segPosting: segPosting{conv: i, seq: m.Seq, tf: p.TF, dl: dl, createdNs: created}})
+		if c, ok := b.terms[p.Term]; ok {
+			b.postings[c.last].next = at
+			b.terms[p.Term] = segChain{c.first, at}
+		} else {
+			b.terms[p.Term] = segChain{at, at}
+		}
 	}
 	b.docs++
 	return dl
@@ -81,8 +105,16 @@ func (b *segBuilder) write(txn *badger.Txn, tenant string, seg uint64) error {
 		terms = append(terms, t)
 	}
 	slices.Sort(terms) // keys in order: cheaper for the memtable
+	var ps []segPosting
 	for _, term := range terms {
-		if err := txn.Set(segTermKey(tenant, term, seg), encodeSegPostings(nil, b.convs, b.terms[term])); err != nil {
+		ps = ps[:0]
+		for i := b.terms[term].first; ; {
+			ps = append(ps, b.postings[i].segPosting)
+			if i = b.postings[i].next; i == 0 {
+				break
+			}
+		}
+		if err := txn.Set(segTermKey(tenant, term, seg), encodeSegPostings(nil, b.convs, ps)); err != nil {
 			return err
 		}
 	}

@@ -37,8 +37,10 @@ const (
 // accent folding ("café" does not match "cafe") and no segmentation of
 // scripts written without spaces (a run of Chinese or Japanese is one
 // term): a query finds the words as written, case aside.
-func Terms(text string) []string {
-	var out []string
+func Terms(text string) []string { return appendTerms(nil, text) }
+
+// appendTerms appends the terms of text to out (see Terms).
+func appendTerms(out []string, text string) []string {
 	start := -1
 	lower := true // the current run is already lower case
 	flush := func(end int) {
@@ -98,16 +100,32 @@ func QueryTerms(text string) []string {
 // result is a message whose content is the result, so it is searched like
 // any other. Images, audio and files contribute nothing.
 func Text(raw []byte) string {
-	var b strings.Builder
-	add := func(s string) {
-		if s == "" {
-			return
-		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(s)
+	b := appendText(nil, raw)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+}
+
+// textBuf collects a message's searchable text.
+type textBuf []byte
+
+func (b *textBuf) add(s string) {
+	if s == "" {
+		return
 	}
+	if len(*b) > 0 {
+		*b = append(*b, '\n')
+	}
+	*b = append(*b, s...)
+}
+
+// appendText appends the searchable text of raw (see Text) to dst, which
+// must be empty: one allocation of len(raw), as the text of a JSON
+// message is never longer than the message.
+func appendText(dst, raw []byte) []byte {
+	b := textBuf(dst)
+	if cap(b) == 0 {
+		b = make(textBuf, 0, len(raw))
+	}
+	add := b.add
 	// A view of raw, not a copy: every string kept is copied into b.
 	msg := gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw)))
 	content := msg.Get("content")
@@ -131,7 +149,7 @@ func Text(raw []byte) string {
 		add(call.Get("function.arguments").String())
 		return true
 	})
-	return b.String()
+	return b
 }
 
 // Posting is one term of a document and how often it occurs there.
@@ -150,7 +168,18 @@ const MaxPostings = 512
 // Analyze returns the postings of a stored message, sorted by term, and its
 // length in terms (what BM25 calls the document length).
 func Analyze(raw []byte) (postings []Posting, length int) {
-	terms := Terms(Text(raw))
+	// A few allocations a message, not one a capitalised word: the text
+	// in one buffer, lower-cased in place where it is ASCII (the rest of
+	// a run with other capitals is lowered by appendTerms as before), and
+	// the terms, views of it, in a slice sized for prose.
+	b := appendText(nil, raw)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	text := unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+	terms := appendTerms(make([]string, 0, len(text)/5+1), text)
 	length = len(terms)
 	if length == 0 {
 		return nil, 0
@@ -168,6 +197,13 @@ func Analyze(raw []byte) (postings []Posting, length int) {
 		}
 	}
 	slices.Sort(terms)
+	distinct := 1
+	for i := 1; i < len(terms); i++ {
+		if terms[i] != terms[i-1] {
+			distinct++
+		}
+	}
+	postings = make([]Posting, 0, distinct)
 	for _, t := range terms {
 		if n := len(postings); n > 0 && postings[n-1].Term == t {
 			postings[n-1].TF++

@@ -61,6 +61,47 @@ func TestText(t *testing.T) {
 	}
 }
 
+// Analyze lower-cases ASCII in place before it splits: its postings must
+// be those of Terms over Text, which lower-cases run by run, for every
+// kind of capital (ASCII, other scripts, a run mixing both, and letters
+// whose lower case is longer than they are).
+func TestAnalyzeAgreesWithTerms(t *testing.T) {
+	for _, content := range []string{
+		"The Cat saw THE other cat",
+		"ÉCOLE École école, ΣΊΣΥΦΟΣ and Straße STRASSE",
+		"İSTANBUL İstanbul istanbul KELVIN K",
+		"mixed ÄrgerOFFICE code: HTTPServer.ServeHTTP(w, r) // TODO",
+		"\u0041BC \\ \n Tab\tBed",
+		strings.Repeat("Word ", 80) + strings.Repeat("x", search.MaxTermBytes+1),
+	} {
+		raw := []byte(`{"role":"user","content":"` + content + `"}`)
+		want := map[string]int{}
+		terms := search.Terms(search.Text(raw))
+		for _, term := range terms {
+			want[term]++
+		}
+		got, n := search.Analyze(raw)
+		if n != len(terms) || len(got) != len(want) {
+			t.Errorf("%q: got %d postings, length %d; want %d, %d", content, len(got), n, len(want), len(terms))
+			continue
+		}
+		for _, p := range got {
+			if want[p.Term] != p.TF {
+				t.Errorf("%q: term %q has tf %d, want %d", content, p.Term, p.TF, want[p.Term])
+			}
+		}
+	}
+}
+
+// Analyze runs on every stored message: it allocates the text, the terms
+// and the postings, not once per capitalised word.
+func TestAnalyzeAllocations(t *testing.T) {
+	raw := []byte(`{"role":"user","content":"Could you look at the Figures from last week again and tell me whether the Trend holds? I would also like a short note on What changed since the previous Report."}`)
+	if n := testing.AllocsPerRun(100, func() { search.Analyze(raw) }); n > 3 {
+		t.Errorf("Analyze allocates %.0f times a message, want at most 3", n)
+	}
+}
+
 // A message with more distinct terms than MaxPostings indexes the first
 // ones, with their frequencies, and keeps its whole length.
 func TestAnalyzeBoundsPostings(t *testing.T) {
