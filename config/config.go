@@ -68,8 +68,8 @@ type Global struct {
 	// MemoryLimitMB is the Go runtime's soft memory limit (GOMEMLIMIT), in
 	// MiB: the garbage collector works harder as the heap nears it rather
 	// than let the heap grow to twice what is live. 0 derives it from
-	// the window cache: cache_mb + 192 (the cache, Badger's memtables,
-	// requests in flight and headroom); -1 sets none. A GOMEMLIMIT in the
+	// the window cache: cache_mb + 192 (the cache, Badger's memtables and
+	// block cache, requests in flight and headroom); -1 sets none. A GOMEMLIMIT in the
 	// environment wins. Default 0.
 	MemoryLimitMB int `yaml:"memory_limit_mb"`
 	// SyncWrites makes every commit fsync before it returns. Default true;
@@ -424,8 +424,8 @@ func readConfigFile(path string) ([]byte, error) {
 
 // memoryHeadroomMB is what a derived memory limit allows beyond the
 // window cache: Badger's memtables (two of 16 MiB, with their arenas'
-// slack), its table indexes, requests in flight and the collector's
-// working room. The load script's RSS row (10,000 conversations,
+// slack), its 16 MiB block cache and table indexes, requests in flight
+// and the collector's working room. The load script's RSS row (10,000 conversations,
 // cache_mb 64) ran as fast with it as without a limit; 96 MiB less
 // made the collector take a third of the throughput.
 const memoryHeadroomMB = 192

@@ -131,15 +131,19 @@ var _ history.Store = (*Store)(nil)
 // open in another process fails with Badger's lock error.
 func Open(dir string, o Options) (*Store, error) {
 	// Memory is bounded by these, not by the data: two 16 MiB memtables
-	// (Badger's defaults, 5 x 64 MiB memtables and a 256 MiB block cache,
-	// are sized for a database server, not a proxy). Tables are not
-	// compressed: blocks are then read in place from the memory-mapped
-	// files, with no decoding and no block cache, on every load.
+	// and a 16 MiB cache of decoded blocks (Badger's defaults, 5 x 64 MiB
+	// memtables and a 256 MiB block cache, are sized for a database
+	// server, not a proxy). Tables are Snappy-compressed: chat text
+	// halves, on disk and in the pages of the memory-mapped tables that
+	// loads touch, which count in the process's resident memory (load
+	// script, RSS row: 230 -> 110 MB on disk, peak RSS 451-457 -> 366-388
+	// MiB, throughput within its run-to-run spread). Each table records its
+	// compression, so directories written uncompressed stay readable.
 	bo := badger.DefaultOptions(dir).
 		WithMemTableSize(16 << 20).
 		WithNumMemtables(2).
-		WithCompression(options.None).
-		WithBlockCacheSize(0).
+		WithCompression(options.Snappy).
+		WithBlockCacheSize(16 << 20).
 		WithValueLogFileSize(256 << 20).
 		WithNumCompactors(2).
 		WithSyncWrites(!o.NoSync).
