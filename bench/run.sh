@@ -33,8 +33,10 @@
 # (cache_mb: 64). Then the proxy ceiling: wrk (faster than bench/load,
 # which saturates near 11,000 req/s here) drives nginx and Recall without
 # history in front of an nginx that answers from memory, so that the
-# proxy, not the load generator or the upstream, is the bottleneck
-# (skipped if wrk is missing and cannot be installed).
+# proxy, not the load generator or the upstream, is the bottleneck, with
+# bench/bareproxy (fasthttp's server and client doing nothing else) as the
+# reference for what a Go proxy costs here (skipped if wrk is missing and
+# cannot be installed).
 # It prints markdown tables; raw JSON lines stay in the work directory.
 #
 # PINNING: the 2 cores are shared by the load generator, the proxy and the
@@ -44,7 +46,7 @@
 # the same single core and do not steal the load generator's. -nopin lets
 # everything float over every core.
 #
-# Environment: BASE_PORT (19801; six ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
+# Environment: BASE_PORT (19801; seven ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
 # 2s/0.5s), KEEP=1 keeps the work directory, SEED_SUMMARIES=0 seeds no
 # summaries (see SUMMARIZED below).
 set -euo pipefail
@@ -56,7 +58,7 @@ for a in "$@"; do
 	-quick | --quick) QUICK=1 ;;
 	-nopin | --nopin) PIN=0 ;;
 	-h | --help)
-		sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
+		awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 		exit 0
 		;;
 	*)
@@ -83,7 +85,8 @@ RECALL_PORT=$((BASE_PORT + 2))
 PG_PORT=$((BASE_PORT + 3))
 STATIC_PORT=$((BASE_PORT + 4))
 NGINX_WRK_PORT=$((BASE_PORT + 5))
-for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT" "$PG_PORT" "$STATIC_PORT" "$NGINX_WRK_PORT"; do
+BARE_PORT=$((BASE_PORT + 6))
+for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT" "$PG_PORT" "$STATIC_PORT" "$NGINX_WRK_PORT" "$BARE_PORT"; do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 		echo "run.sh: port $p is already in use: set BASE_PORT to a free range" >&2
 		exit 1
@@ -129,7 +132,8 @@ fi
 echo "building into $BIN" >&2
 (cd "$ROOT" && GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/recall" ./cmd/recall &&
 	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/fakeupstream" ./bench/fakeupstream &&
-	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/load" ./bench/load)
+	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/load" ./bench/load &&
+	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/bareproxy" ./bench/bareproxy)
 
 # nginx: from the distribution's packages if missing.
 NGINX=$(command -v nginx || true)
@@ -377,6 +381,13 @@ EOF
 	WRK_DUR=10s
 	[ "$QUICK" = 1 ] && WRK_DUR=2s
 	ceiling nginx "http://127.0.0.1:$NGINX_WRK_PORT$URL"
+	"${PROXY_CPU[@]}" "$BIN/bareproxy" -listen "127.0.0.1:$BARE_PORT" -upstream "http://127.0.0.1:$STATIC_PORT" 2>>"$WORK/bareproxy.log" &
+	BARE_PID=$!
+	PIDS+=("$BARE_PID")
+	wait_port "$BARE_PORT"
+	ceiling fasthttp-bare "http://127.0.0.1:$BARE_PORT$URL"
+	kill "$BARE_PID"
+	wait "$BARE_PID" 2>/dev/null || true
 	UPSTREAM=http://127.0.0.1:$STATIC_PORT/v1 start_recall "$WORK/data-ceiling" true
 	ceiling recall-nohist "http://127.0.0.1:$RECALL_PORT$URL"
 	stop_recall
