@@ -387,12 +387,13 @@ func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (histo
 		opts.PrefetchValues = false // values are read in place, one copy each
 		it := txn.NewIterator(opts)
 		defer it.Close()
-		scratch := getScratch()
-		defer putScratch(scratch)
+		sc := getScratch()
+		defer putScratch(sc)
 
 		var tokens, turns int
 		tail := make([]history.Message, 0, 32)
-		batch := make([]history.Message, 0, 16)
+		batch := sc.batch[:0]
+		defer func() { sc.batch = batch }()
 		size := uint64(16)
 	read:
 		for hi := m.NextSeq - 1; hi > q.After; size = min(2*size, 512) {
@@ -409,7 +410,7 @@ func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (histo
 					lo = g.To + 1
 				}
 			}
-			if batch, err = readRange(it, prefix, lo, hi, batch[:0], scratch); err != nil {
+			if batch, err = readRange(it, prefix, lo, hi, batch[:0], &sc.raw); err != nil {
 				return err
 			}
 			for i := len(batch) - 1; i >= 0; i-- {
@@ -491,22 +492,29 @@ func ownRaws(tail []history.Message) {
 	}
 }
 
-// scratchPool holds the buffers loads read values into before ownRaws
-// copies out the ones they keep.
-var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
+// loadScratch is what a load reads into before ownRaws copies out the
+// messages it keeps: the values' bytes, and the batch of messages read.
+type loadScratch struct {
+	raw   []byte
+	batch []history.Message
+}
 
-// maxPooledScratch bounds the scratch buffers kept for reuse: a load of a
+var scratchPool = sync.Pool{New: func() any { return &loadScratch{raw: make([]byte, 0, 32<<10)} }}
+
+// maxPooledScratch bounds the scratch kept for reuse: a load of a
 // conversation of huge messages does not pin its buffer.
 const maxPooledScratch = 1 << 20
 
-func getScratch() *[]byte { return scratchPool.Get().(*[]byte) }
+func getScratch() *loadScratch { return scratchPool.Get().(*loadScratch) }
 
-func putScratch(b *[]byte) {
-	if cap(*b) > maxPooledScratch {
+func putScratch(sc *loadScratch) {
+	if cap(sc.raw) > maxPooledScratch {
 		return
 	}
-	*b = (*b)[:0]
-	scratchPool.Put(b)
+	sc.raw = sc.raw[:0]
+	clear(sc.batch[:cap(sc.batch)]) // no pooled message keeps a load's bytes alive
+	sc.batch = sc.batch[:0]
+	scratchPool.Put(sc)
 }
 
 // iterate calls fn for each message with after < Seq < m.NextSeq, oldest
