@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Recall's load script: one command, everything on loopback.
 #
-#   bench/run.sh            full run (about 8 minutes on 2 cores)
+#   bench/run.sh            full run (about 15 minutes on 2 cores)
 #   bench/run.sh -quick     short run (about 2 minutes), same rows, noisier figures
 #   bench/run.sh -nopin     do not pin processes to cores (see PINNING below)
 #
