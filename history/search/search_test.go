@@ -1,6 +1,7 @@
 package search_test
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
@@ -236,6 +237,27 @@ func FuzzTerms(f *testing.F) {
 		}
 		if sum > n || (len(p) < search.MaxPostings && sum != n) {
 			t.Fatalf("got %d postings adding up to %d, length %d", len(p), sum, n)
+		}
+		// Analyze lowers ASCII before it splits; Terms lowers run by run:
+		// the same terms either way.
+		raw, err := json.Marshal(map[string]string{"role": "user", "content": text})
+		if err != nil {
+			return
+		}
+		want := map[string]int{}
+		terms := search.Terms(search.Text(raw))
+		for _, term := range terms {
+			want[term]++
+		}
+		if p, n := search.Analyze(raw); len(want) <= search.MaxPostings {
+			if n != len(terms) || len(p) != len(want) {
+				t.Fatalf("Analyze: %d postings, length %d; Terms: %d distinct of %d", len(p), n, len(want), len(terms))
+			}
+			for _, x := range p {
+				if want[x.Term] != x.TF {
+					t.Fatalf("Analyze: term %q tf %d, Terms: %d", x.Term, x.TF, want[x.Term])
+				}
+			}
 		}
 	})
 }
