@@ -334,11 +334,9 @@ func readMeta(txn *badger.Txn, prefix []byte) (history.Meta, bool, error) {
 	if err != nil {
 		return history.Meta{}, false, err
 	}
-	text, err := item.ValueCopy(nil)
-	if err != nil {
+	if err := item.Value(func(v []byte) error { m.Summary.Text = string(v); return nil }); err != nil {
 		return history.Meta{}, false, err
 	}
-	m.Summary.Text = string(text)
 	return m, ok, nil
 }
 
@@ -384,7 +382,7 @@ func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (histo
 		}
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = append(bytes.Clone(prefix), 's')
-		opts.PrefetchValues = false // values are read in place, one copy each
+		opts.PrefetchValues = false // values are copied once, into the scratch
 		it := txn.NewIterator(opts)
 		defer it.Close()
 		sc := getScratch()
