@@ -100,7 +100,7 @@ func QueryTerms(text string) []string {
 // result is a message whose content is the result, so it is searched like
 // any other. Images, audio and files contribute nothing.
 func Text(raw []byte) string {
-	b := appendText(nil, raw)
+	b := textBytes(raw)
 	return unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
 }
 
@@ -117,14 +117,11 @@ func (b *textBuf) add(s string) {
 	*b = append(*b, s...)
 }
 
-// appendText appends the searchable text of raw (see Text) to dst, which
-// must be empty: one allocation of len(raw), as the text of a JSON
-// message is never longer than the message.
-func appendText(dst, raw []byte) []byte {
-	b := textBuf(dst)
-	if cap(b) == 0 {
-		b = make(textBuf, 0, len(raw))
-	}
+// textBytes returns the searchable text of raw (see Text) in a buffer of
+// its own: one allocation of len(raw), as the text of a JSON message is
+// never longer than the message.
+func textBytes(raw []byte) []byte {
+	b := make(textBuf, 0, len(raw))
 	add := b.add
 	// A view of raw, not a copy: every string kept is copied into b.
 	msg := gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw)))
@@ -172,7 +169,7 @@ func Analyze(raw []byte) (postings []Posting, length int) {
 	// in one buffer, lower-cased in place where it is ASCII (the rest of
 	// a run with other capitals is lowered by appendTerms as before), and
 	// the terms, views of it, in a slice sized for prose.
-	b := appendText(nil, raw)
+	b := textBytes(raw)
 	for i, c := range b {
 		if c >= 'A' && c <= 'Z' {
 			b[i] = c + 'a' - 'A'
