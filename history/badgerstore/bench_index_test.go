@@ -144,3 +144,35 @@ func BenchmarkCommitProse(b *testing.B) {
 		version = m.Version
 	}
 }
+
+// BenchmarkFold indexes turns of prose as the folder does: 64
+// conversations a round, 4 messages each, durable. Per message.
+func BenchmarkFold(b *testing.B) {
+	q := user(`Could you look at the figures from last week again and tell me whether the trend holds? I would also like a short note on what changed since the previous report, and whether we should adjust the forecast for the next quarter.`, 50)
+	a := asst(strings.Repeat("The trend holds. ", 12), 40)
+	s, err := badgerstore.Open(b.TempDir(), badgerstore.Options{IndexBacklog: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	versions := make([]uint64, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		for c := range versions {
+			k := history.Key{Tenant: "t", Conversation: "c" + strconv.Itoa(c)}
+			for range 2 {
+				m, err := s.Commit(ctx, k, history.Change{Version: versions[c], Append: []history.Message{q, a}, Now: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				versions[c] = m.Version
+			}
+		}
+		b.StartTimer()
+		if err := s.Fold(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(versions)*4), "ns/message")
+}

@@ -16,6 +16,11 @@ var errClosed = errors.New("badgerstore: store closed")
 // maxBatch bounds the commits one transaction groups.
 const maxBatch = 256
 
+// commitRetries bounds how many times a transaction is made again after
+// a write outside the committer (or, relaxed, outside its transaction)
+// raced a key it read.
+const commitRetries = 3
+
 // commitReq is one Commit waiting for the committer.
 type commitReq struct {
 	ctx    context.Context
@@ -23,13 +28,11 @@ type commitReq struct {
 	change history.Change
 	del    bool           // a Delete's first transaction (deleteMeta), not a change
 	big    bool           // too big for one transaction: staged at once (see tooBig)
-	fold   []history.Key  // conversations to index (foldGroup), not a change
 	done   chan commitRes // buffered: the committer never blocks on it
 }
 
 type commitRes struct {
 	meta history.Meta
-	left []history.Key // conversations a fold left to index
 	err  error
 }
 
@@ -163,7 +166,7 @@ func (s *Store) committer() {
 		s.lastGroup.Store(int64(last))
 		s.groups.Add(1)
 		for len(live) > 0 {
-			live = live[s.commitGroup(live):]
+			live = live[s.commitGroup(live, commitRetries):]
 		}
 		clear(batch)
 	}
@@ -198,12 +201,9 @@ func (s *Store) drain(batch []*commitReq) []*commitReq {
 }
 
 // commitGroup commits as many of reqs as fit one transaction, from the
-// first, answers them, and returns how many it took.
-func (s *Store) commitGroup(reqs []*commitReq) int {
-	if reqs[0].fold != nil {
-		s.foldGroup(reqs[0], foldMessages) // alone in its transaction
-		return 1
-	}
+// first, answers them, and returns how many it took. It is made again,
+// up to retries times, if a write outside the committer conflicts.
+func (s *Store) commitGroup(reqs []*commitReq, retries int) int {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	res := make([]commitRes, len(reqs))
@@ -212,7 +212,7 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 	n := 0
 	for ; n < len(reqs); n++ {
 		r := reqs[n]
-		if r.big || r.fold != nil {
+		if r.big {
 			break // alone, below or in the next group
 		}
 		prefix := convPrefix(r.key)
@@ -256,17 +256,24 @@ func (s *Store) commitGroup(reqs []*commitReq) int {
 		r.done <- commitRes{meta: m, err: err}
 		return 1
 	}
-	if n < len(reqs) && !reqs[n].big && reqs[n].fold == nil {
+	if n < len(reqs) && !reqs[n].big {
 		// The next commit did not fit and the transaction may hold part
 		// of it: commit the group without it, from scratch.
 		txn.Discard()
-		return s.commitGroup(reqs[:n])
+		return s.commitGroup(reqs[:n], retries)
 	}
 	s.genPre.Add(bump) // before and after the changes can be seen (see tenantStats)
 	err := txn.Commit()
 	s.genPost.Add(bump)
 	if errors.Is(err, badger.ErrConflict) {
-		err = history.ErrConflict // a write outside the committer (Delete) raced
+		if retries > 0 {
+			// A write outside the committer raced one the group read (a
+			// fold's totals, which a hard forget reads; pending work ending):
+			// the group again, whose own checks say which commit conflicts.
+			txn.Discard()
+			return s.commitGroup(reqs[:n], retries-1)
+		}
+		err = history.ErrConflict
 	}
 	for i := range n {
 		if err != nil {
@@ -297,8 +304,22 @@ func (s *Store) tooBig(c history.Change) bool {
 	return int64(len(c.Append)) > s.db.MaxBatchCount()/2
 }
 
-// commitDirect commits c in one transaction of its own.
+// commitDirect commits c in one transaction of its own, made again (up
+// to commitRetries times) if a write raced a key it read: its own check
+// then says whether it conflicts with a commit of the conversation.
 func (s *Store) commitDirect(k history.Key, c history.Change) (history.Meta, error) {
+	for retries := commitRetries; ; retries-- {
+		m, err := s.commitDirectOnce(k, c)
+		if !errors.Is(err, badger.ErrConflict) || retries == 0 {
+			if errors.Is(err, badger.ErrConflict) {
+				err = history.ErrConflict
+			}
+			return m, err
+		}
+	}
+}
+
+func (s *Store) commitDirectOnce(k history.Key, c history.Change) (history.Meta, error) {
 	prefix := convPrefix(k)
 	var out history.Meta
 	s.genPre.Add(statsBump(c)) // before and after the changes can be seen (see tenantStats)
@@ -311,9 +332,6 @@ func (s *Store) commitDirect(k history.Key, c history.Change) (history.Meta, err
 		return err
 	})
 	s.genPost.Add(statsBump(c))
-	if errors.Is(err, badger.ErrConflict) {
-		err = history.ErrConflict
-	}
 	return out, err
 }
 

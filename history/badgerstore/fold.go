@@ -2,9 +2,9 @@ package badgerstore
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
+	"runtime"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -19,132 +19,234 @@ import (
 // (totals.indexed) where it was, with its listing entry dirty; Search
 // analyses the records past the watermark as it meets them (so what it
 // finds never depends on the folder). The folder, woken every
-// IndexBacklog messages, indexes every dirty conversation's new records
-// through the committer (so it never conflicts with a group of commits),
-// up to foldMessages per transaction, as one segment per tenant
-// (segment.go), and moves the watermarks.
+// IndexBacklog messages, indexes every dirty conversation's new records,
+// up to foldMessages per round, as one segment per tenant (segment.go),
+// and moves the watermarks.
+//
+// A fold runs beside the committer, never in it: a fold that held the
+// committer (as it did) made every durable commit wait for it, 7-40 ms a
+// round. Each round reads and analyses in a snapshot, yielding the core
+// after every message (it is background work: on a one-core proxy it ran
+// in 10 ms slices that every request waited behind), and then writes in
+// a short transaction that checks nothing it indexed changed meanwhile
+// but by appending (see foldWrite). Folds are one at a time (foldMu): each
+// numbers its segments from Store.segment.
 
-// foldMessages bounds the records one fold transaction indexes (one
-// segment per tenant): a fold holds the committer meanwhile. With 1,024,
-// each fold held it 35-90 ms, and every commit waited (load script,
-// closed loop, 1,000 conversations: about 1,300 req/s); with 256, 7-40
-// ms (about 1,630 req/s), for about twice the keys per message.
+// foldMessages bounds the records one fold round indexes (one segment per
+// tenant).
 const foldMessages = 256
 
 // defaultIndexBacklog is Options.IndexBacklog's default.
 const defaultIndexBacklog = 4096
 
-// foldGroup indexes, in one transaction, the records past the watermarks
-// of req.fold's conversations, in order, up to budget of them: one
-// segment per tenant (segment.go). It answers with the conversations left
-// to fold. Only the committer calls it.
-func (s *Store) foldGroup(req *commitReq, budget int) {
-	txn := s.db.NewTransaction(true)
+// foldAttempts bounds the rounds made again because what they read
+// changed before they wrote (a commit that raced the write, an erasure).
+const foldAttempts = 4
+
+// errFoldStale is a fold round whose snapshot went stale before it wrote.
+var errFoldStale = errors.New("badgerstore: fold raced a change; the next fold retries")
+
+// foldedConv is what a fold round read of one conversation.
+type foldedConv struct {
+	k           history.Key
+	t           totals // as read
+	docs, terms int    // what the round indexed
+	indexed     uint64 // the watermark after the round
+	clean       bool   // indexed up to NextSeq: the listing entry can be marked clean
+	version     uint64 // the metadata's version as read
+}
+
+// foldPlan is a fold round's reading: the conversations and the segments'
+// keys and values.
+type foldPlan struct {
+	convs   []foldedConv
+	entries []kv
+	docs    int
+	segment uint64 // Store.segment after the round
+	left    []history.Key
+}
+
+// kv is a key and its value, to set.
+type kv struct{ k, v []byte }
+
+// kvs collects sets (a setter) for a later transaction.
+type kvs []kv
+
+func (s *kvs) Set(k, v []byte) error {
+	*s = append(*s, kv{k, v})
+	return nil
+}
+
+// foldRound indexes, in one transaction, the records past the watermarks
+// of keys' conversations, in order, up to budget of them: one segment per
+// tenant. It returns the conversations left to fold.
+func (s *Store) foldRound(keys []history.Key, budget int) ([]history.Key, error) {
+	for attempt := 1; ; attempt++ {
+		epoch := s.erasures.Load()
+		plan, err := s.foldRead(keys, budget)
+		if err == nil && len(plan.convs) > 0 {
+			if s.betweenFoldPhases != nil {
+				s.betweenFoldPhases()
+			}
+			err = s.foldWrite(plan, epoch)
+		}
+		switch {
+		case err == nil:
+			return plan.left, nil
+		case errors.Is(err, badger.ErrTxnTooBig) && budget > 1:
+			budget /= 2
+		case !errors.Is(err, errFoldStale) || attempt == foldAttempts:
+			return nil, err
+		}
+	}
+}
+
+// foldRead reads and analyses, in a snapshot, the records a round indexes,
+// and encodes its segments.
+func (s *Store) foldRead(keys []history.Key, budget int) (foldPlan, error) {
+	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
 	builders := map[string]*segBuilder{}
 	var tenants []string
-	var left []history.Key
-	docs := 0
-	err := func() error {
-		for i, k := range req.fold {
-			if docs >= budget {
-				left = req.fold[i:]
-				return nil
-			}
-			b := builders[k.Tenant]
-			if b == nil {
-				b = &segBuilder{}
-				builders[k.Tenant] = b
-				tenants = append(tenants, k.Tenant)
-			}
-			n, more, err := foldInto(txn, k, b, budget-docs)
-			if err != nil {
-				return err
-			}
-			docs += n
-			if more {
-				left = req.fold[i:]
-				return nil
-			}
+	var plan foldPlan
+	for i, k := range keys {
+		if plan.docs >= budget {
+			plan.left = keys[i:]
+			break
 		}
-		return nil
-	}()
-	seg := s.segment
-	if err == nil && docs > 0 {
-		for _, tenant := range tenants {
-			if b := builders[tenant]; b.docs > 0 {
-				seg++
-				if err = b.write(txn, tenant, seg); err != nil {
-					break
-				}
-			}
+		b := builders[k.Tenant]
+		if b == nil {
+			b = &segBuilder{}
+			builders[k.Tenant] = b
+			tenants = append(tenants, k.Tenant)
 		}
-		if err == nil {
-			err = txn.Set(segCounterKey, binary.BigEndian.AppendUint64(nil, seg))
+		c, more, err := foldInto(txn, k, b, budget-plan.docs)
+		if err != nil {
+			return foldPlan{}, err
+		}
+		if c.docs > 0 || c.clean {
+			plan.convs = append(plan.convs, c)
+			plan.docs += c.docs
+		}
+		if more {
+			plan.left = keys[i:]
+			break
 		}
 	}
-	if err == nil {
-		if s.beforeFoldCommit != nil {
-			s.beforeFoldCommit()
+	plan.segment = s.segment
+	if plan.docs == 0 {
+		return plan, nil
+	}
+	for _, tenant := range tenants {
+		if b := builders[tenant]; b.docs > 0 {
+			plan.segment++
+			if err := b.write((*kvs)(&plan.entries), tenant, plan.segment); err != nil {
+				return foldPlan{}, err
+			}
 		}
-		s.genPre.Add(uint64(docs)) // before and after the changes can be seen (see tenantStats)
-		err = txn.Commit()
-		s.genPost.Add(uint64(docs))
 	}
-	if (errors.Is(err, badger.ErrTxnTooBig) || errors.Is(err, badger.ErrConflict)) && budget > 1 {
-		// Too big; or, with relaxed writes (commits outside the
-		// committer), a commit landed on one of these conversations
-		// meanwhile: again, with fewer of them.
-		txn.Discard()
-		s.foldGroup(req, budget/2)
-		return
-	}
-	if err == nil {
-		s.segment = seg
-	}
-	req.done <- commitRes{left: left, err: err}
+	plan.entries = append(plan.entries, kv{segCounterKey, binary.BigEndian.AppendUint64(nil, plan.segment)})
+	return plan, nil
 }
 
 // foldInto adds k's records past its watermark to b, up to budget of
-// them, moves the watermark in txn and marks the listing entry clean if
-// none is left. It returns how many it added and whether some are left.
-func foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget int) (n int, more bool, err error) {
+// them, yielding the core after each. It returns what it read and
+// whether some are left.
+func foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget int) (c foldedConv, more bool, err error) {
+	c.k = k
 	if _, busy, err := readPending(txn, k); err != nil || busy {
-		return 0, false, err // its owner deletes or lands it; the next fold sees
+		return c, false, err // its owner deletes or lands it; the next fold sees
 	}
 	prefix := convPrefix(k)
 	m, ok, err := readMetaHead(txn, prefix)
 	if err != nil || !ok || m.Version == 0 {
-		return 0, false, err // deleted
+		return c, false, err // deleted
 	}
-	t, err := readTotals(txn, k)
-	if err != nil {
-		return 0, false, err
+	c.version = m.Version
+	if c.t, err = readTotals(txn, k); err != nil {
+		return c, false, err
 	}
-	last := t.from() - 1
-	err = iterate(txn, prefix, &m, t.from()-1, func(msg history.Message) bool {
-		if n == budget {
+	last := c.t.from() - 1
+	err = iterate(txn, prefix, &m, c.t.from()-1, func(msg history.Message) bool {
+		if c.docs == budget {
 			more = true
 			return false
 		}
-		t.terms += b.add(k.Conversation, &msg)
-		t.docs++
-		n++
+		c.terms += b.add(k.Conversation, &msg)
+		c.docs++
 		last = msg.Seq
+		runtime.Gosched()
 		return true
 	})
 	if err != nil {
-		return 0, false, err
+		return c, false, err
 	}
 	if more {
-		t.indexed = last + 1
+		c.indexed = last + 1
 	} else {
-		t.indexed = max(m.NextSeq, 1)
-		if err := txn.Set(listKey(k, m.UpdatedAt), listClean); err != nil {
-			return 0, false, err
+		c.indexed = max(m.NextSeq, 1)
+		c.clean = true
+	}
+	return c, more, nil
+}
+
+// foldWrite writes what foldRead read, in one transaction, if nothing it
+// indexed changed since (it fails with errFoldStale otherwise): each
+// conversation is still there, not held by pending work, with the totals
+// foldRead saw (a hard forget changes them), and no erasure of records
+// began since foldRead did (epoch: one that erased only records past the
+// watermark leaves the totals as they were). Commits that only appended
+// leave the new records past the new watermark, and the listing entry
+// dirty. The transaction's reads make a commit that lands meanwhile
+// conflict with it.
+func (s *Store) foldWrite(plan foldPlan, epoch uint64) error {
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	for _, c := range plan.convs {
+		if _, busy, err := readPending(txn, c.k); err != nil || busy {
+			return errors.Join(err, errFoldStale)
+		}
+		m, ok, err := readMetaHead(txn, convPrefix(c.k))
+		if err != nil || !ok || m.Version == 0 {
+			return errors.Join(err, errFoldStale)
+		}
+		t, err := readTotals(txn, c.k)
+		if err != nil || t != c.t {
+			return errors.Join(err, errFoldStale)
+		}
+		t.docs += c.docs
+		t.terms += c.terms
+		t.indexed = c.indexed
+		if err := setTotals(txn, c.k, t); err != nil {
+			return err
+		}
+		if c.clean && m.Version == c.version {
+			if err := txn.Set(listKey(c.k, m.UpdatedAt), listClean); err != nil {
+				return err
+			}
 		}
 	}
-	return n, more, setTotals(txn, k, t)
+	if s.erasures.Load() != epoch {
+		return errFoldStale
+	}
+	for _, e := range plan.entries {
+		if err := txn.Set(e.k, e.v); err != nil {
+			return err
+		}
+	}
+	if s.beforeFoldCommit != nil {
+		s.beforeFoldCommit()
+	}
+	s.genPre.Add(uint64(plan.docs)) // before and after the changes can be seen (see tenantStats)
+	err := txn.Commit()
+	s.genPost.Add(uint64(plan.docs))
+	if errors.Is(err, badger.ErrConflict) {
+		return errFoldStale
+	}
+	if err == nil {
+		s.segment = plan.segment
+	}
+	return err
 }
 
 // Fold indexes every record written so far that has no postings yet, and
@@ -182,31 +284,21 @@ func (s *Store) Fold() error {
 	return s.fold(keys)
 }
 
-// fold indexes keys' records past their watermarks, a transaction of at
-// most foldMessages records at a time, through the committer.
+// fold indexes keys' records past their watermarks, a round of at most
+// foldMessages records at a time, until done or Close.
 func (s *Store) fold(keys []history.Key) error {
+	s.foldMu.Lock()
+	defer s.foldMu.Unlock()
 	for len(keys) > 0 {
-		req := &commitReq{ctx: context.Background(), fold: keys, done: make(chan commitRes, 1)}
 		select {
 		case <-s.closing:
 			return errClosed
 		default:
 		}
-		select {
-		case s.commits <- req:
-		case <-s.closing:
-			return errClosed
+		var err error
+		if keys, err = s.foldRound(keys, foldMessages); err != nil {
+			return err
 		}
-		var res commitRes
-		select {
-		case res = <-req.done:
-		case <-s.stopped: // the committer stopped before taking it
-			return errClosed
-		}
-		if res.err != nil {
-			return res.err
-		}
-		keys = res.left
 	}
 	return nil
 }

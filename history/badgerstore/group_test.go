@@ -41,11 +41,11 @@ func TestCommitGroup(t *testing.T) {
 		req(key(1), 1, userMsg("b")),     // sees the first commit of the group
 		req(key(3), 0, big...),           // does not fit with the others
 	}
-	taken := s.commitGroup(reqs)
+	taken := s.commitGroup(reqs, commitRetries)
 	if taken != 3 {
 		t.Fatalf("got %d commits in the group, want 3 (the big one does not fit)", taken)
 	}
-	if taken = s.commitGroup(reqs[3:]); taken != 1 {
+	if taken = s.commitGroup(reqs[3:], commitRetries); taken != 1 {
 		t.Fatalf("got %d commits for the big one, want 1 (staged)", taken)
 	}
 	wantErr := []error{nil, history.ErrConflict, nil, nil}

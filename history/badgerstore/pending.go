@@ -249,6 +249,7 @@ func deleteMeta(txn *badger.Txn, k history.Key, m *history.Meta) error {
 // per transaction, then the mark. Work of another kind is left to whoever
 // started it (a Delete takes over from a staged commit).
 func (s *Store) finishPending(k history.Key, kind byte) error {
+	s.erasures.Add(1) // before anything is erased (see foldWrite)
 	prefix := convPrefix(k)
 	var p pending
 	err := s.db.View(func(txn *badger.Txn) error {

@@ -99,7 +99,7 @@ func (b *segBuilder) add(conv string, m *history.Message) int {
 }
 
 // write sets the segment's keys in txn.
-func (b *segBuilder) write(txn *badger.Txn, tenant string, seg uint64) error {
+func (b *segBuilder) write(txn setter, tenant string, seg uint64) error {
 	terms := make([]string, 0, len(b.terms))
 	for t := range b.terms {
 		terms = append(terms, t)

@@ -112,17 +112,20 @@ type Store struct {
 	workMu  sync.Mutex
 	working map[history.Key]int // conversations whose pending work is being done (see pending.go)
 
-	logger           *slog.Logger
-	indexBacklog     int                                  // Options.IndexBacklog
-	segment          uint64                               // the last search segment written (segment.go): the committer's alone
-	groupWait        time.Duration                        // Options.GroupWait
-	after            func(time.Duration) <-chan time.Time // time.After (tests hold it)
-	groups           atomic.Int64                         // groups the committer took (tests)
-	lastGroup        atomic.Int64                         // commits in the last one (tests)
-	beforeFoldCommit func()                               // tests: runs before a fold commits
-	backlog          atomic.Int64                         // messages committed since the folder last woke
-	foldNow          chan struct{}                        // wakes the folder (fold.go)
-	folded           chan struct{}                        // closed when the folder has stopped
+	logger            *slog.Logger
+	indexBacklog      int                                  // Options.IndexBacklog
+	foldMu            sync.Mutex                           // one fold at a time (fold.go)
+	segment           uint64                               // the last search segment written (segment.go): foldMu guards it
+	erasures          atomic.Uint64                        // erasures of records begun (finishPending): a fold checks none began while it read
+	groupWait         time.Duration                        // Options.GroupWait
+	after             func(time.Duration) <-chan time.Time // time.After (tests hold it)
+	groups            atomic.Int64                         // groups the committer took (tests)
+	lastGroup         atomic.Int64                         // commits in the last one (tests)
+	beforeFoldCommit  func()                               // tests: runs before a fold commits
+	betweenFoldPhases func()                               // tests: runs after a fold read, before it writes
+	backlog           atomic.Int64                         // messages committed since the folder last woke
+	foldNow           chan struct{}                        // wakes the folder (fold.go)
+	folded            chan struct{}                        // closed when the folder has stopped
 }
 
 var _ history.Store = (*Store)(nil)
