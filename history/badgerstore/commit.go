@@ -264,6 +264,9 @@ func (s *Store) commitGroup(reqs []*commitReq, retries int) int {
 	}
 	s.genPre.Add(bump) // before and after the changes can be seen (see tenantStats)
 	err := txn.Commit()
+	if err == nil && s.logs != nil {
+		err = s.logs.sync() // acknowledged only once durable
+	}
 	s.genPost.Add(bump)
 	if errors.Is(err, badger.ErrConflict) {
 		if retries > 0 {
@@ -460,6 +463,9 @@ func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, write
 		}
 		return txn.Delete(pendingKey(k))
 	})
+	if err == nil && s.logs != nil {
+		err = s.logs.sync()
+	}
 	s.genPost.Add(statsBump(c))
 	if errors.Is(err, badger.ErrConflict) {
 		err = history.ErrConflict

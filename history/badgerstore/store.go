@@ -87,6 +87,10 @@ type Options struct {
 	// the committer gathers commits before it syncs a group (see
 	// committer). Default 1ms; negative: never.
 	GroupWait time.Duration
+	// BadgerSync makes Badger sync its own writes (SyncWrites: an msync
+	// that holds its thread) where the committer would fsync them through
+	// AIO (see logSync; Linux only, and the fallback if AIO fails).
+	BadgerSync bool
 }
 
 // Store is a history.Store on Badger.
@@ -97,6 +101,7 @@ type Store struct {
 	free     func(dir string) (int64, error)
 	readOnly bool
 	noSync   bool
+	logs     *logSync // fsyncs Badger's logs after each group (durable, Linux): the committer's alone
 	stop     chan struct{}
 	done     chan struct{}
 	commits  chan *commitReq // to the committer (see commit.go)
@@ -149,7 +154,6 @@ func Open(dir string, o Options) (*Store, error) {
 		WithBlockCacheSize(16 << 20).
 		WithValueLogFileSize(256 << 20).
 		WithNumCompactors(2).
-		WithSyncWrites(!o.NoSync).
 		WithLogger(slogAdapter{o.Logger}).
 		WithInMemory(o.InMemory).
 		WithNumVersionsToKeep(1).
@@ -189,9 +193,18 @@ func Open(dir string, o Options) (*Store, error) {
 			}
 		}
 	}
+	if !s.noSync && !s.readOnly && !o.BadgerSync {
+		if ls, err := newLogSync(bo.Dir, bo.ValueDir); err == nil {
+			s.logs = ls
+		} else if o.Logger != nil {
+			o.Logger.Warn("durable writes: fsync through AIO unavailable, Badger syncs them itself", "component", "badgerstore", "error", err.Error())
+		}
+	}
+	bo = bo.WithSyncWrites(!s.noSync && s.logs == nil)
 	bo = bo.WithReadOnly(s.readOnly)
 	db, err := badger.Open(bo)
 	if err != nil {
+		s.closeLogs()
 		return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
 	}
 	s.db = db
@@ -200,14 +213,17 @@ func Open(dir string, o Options) (*Store, error) {
 		// erasure) is finished before anything else writes.
 		if err := s.recoverPending(); err != nil {
 			db.Close()
+			s.closeLogs()
 			return nil, fmt.Errorf("badgerstore: open %s: finish pending work: %w", dir, err)
 		}
 		if err := s.buildIndexes(); err != nil {
 			db.Close()
+			s.closeLogs()
 			return nil, fmt.Errorf("badgerstore: open %s: build indexes: %w", dir, err)
 		}
 		if err := s.readSegmentCounter(); err != nil {
 			db.Close()
+			s.closeLogs()
 			return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
 		}
 	}
@@ -222,6 +238,7 @@ func Open(dir string, o Options) (*Store, error) {
 			close(s.closing)
 			<-s.stopped
 			db.Close()
+			s.closeLogs()
 			return nil, fmt.Errorf("badgerstore: open %s: index messages: %w", dir, err)
 		}
 		go s.folder()
@@ -293,7 +310,18 @@ func (s *Store) Close() error {
 	<-s.folded
 	close(s.stop)
 	<-s.done
-	return errors.Join(foldErr, s.db.Close())
+	err := s.db.Close()
+	return errors.Join(foldErr, err, s.closeLogs())
+}
+
+// closeLogs releases the logSync, if any, once the database is closed.
+func (s *Store) closeLogs() error {
+	if s.logs == nil {
+		return nil
+	}
+	err := s.logs.close()
+	s.logs = nil
+	return err
 }
 
 // DB exposes the underlying database for operator tools and tests.

@@ -42,26 +42,29 @@ func open(t testing.TB, dir string) *badgerstore.Store {
 }
 
 // TestConformance runs the store conformance suite on Badger, durable
-// (through the committer) and relaxed (direct commits), searching
+// (through the committer, which fsyncs through AIO, or with Badger
+// syncing its own writes) and relaxed (direct commits), searching
 // records not indexed yet (the folder does not run in so short a test),
 // indexed ones (folded right after each commit), and both while the
 // folder races the test (every two messages).
 func TestConformance(t *testing.T) {
 	for _, tt := range []struct {
-		name    string
-		noSync  bool
-		backlog int
+		name       string
+		noSync     bool
+		backlog    int
+		badgerSync bool
 	}{
-		{"durable", false, 0},
-		{"relaxed", true, 0},
-		{"durable, folded", false, -1},
-		{"relaxed, folded", true, -1},
-		{"durable, folding in the background", false, 2},
-		{"relaxed, folding in the background", true, 2},
+		{"durable", false, 0, false},
+		{"durable, Badger syncing", false, 0, true},
+		{"relaxed", true, 0, false},
+		{"durable, folded", false, -1, false},
+		{"relaxed, folded", true, -1, false},
+		{"durable, folding in the background", false, 2, false},
+		{"relaxed, folding in the background", true, 2, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) history.Store {
-				s, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: tt.noSync, IndexBacklog: tt.backlog})
+				s, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: tt.noSync, IndexBacklog: tt.backlog, BadgerSync: tt.badgerSync})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,0 +1,143 @@
+package badgerstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// aio fsyncs files through Linux AIO (IOCB_CMD_FSYNC, Linux 4.18 and
+// later), its completions counted on an eventfd that Go's network poller
+// waits on: the goroutine that waits parks, and its thread's P runs other
+// goroutines meanwhile. A plain fsync (or Badger's msync) holds the P
+// for the whole sync; on a one-core proxy nothing else ran during it (see
+// logSync). One goroutine at a time uses an aio.
+type aio struct {
+	ctx    uintptr  // the kernel's aio_context_t
+	events *os.File // the eventfd, non-blocking: reads park on the poller
+	efd    int      // its descriptor (events.Fd would make it blocking)
+	iocbs  []iocb
+	ptrs   []*iocb
+	done   []ioEvent
+	count  [8]byte
+}
+
+// iocb is the kernel's struct iocb (little-endian layout).
+type iocb struct {
+	data      uint64
+	key       uint32
+	rwFlags   uint32
+	opcode    uint16
+	reqprio   int16
+	fildes    uint32
+	buf       uint64
+	nbytes    uint64
+	offset    int64
+	reserved2 uint64
+	flags     uint32
+	resfd     uint32
+}
+
+// ioEvent is the kernel's struct io_event.
+type ioEvent struct {
+	data, obj uint64
+	res, res2 int64
+}
+
+const (
+	iocbCmdFsync = 2 // IOCB_CMD_FSYNC
+	iocbFlagRes  = 1 // IOCB_FLAG_RESFD: signal the eventfd on completion
+	aioMax       = 64
+)
+
+// newAIO sets up an AIO context for up to aioMax syncs at once.
+func newAIO() (*aio, error) {
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("eventfd: %w", err)
+	}
+	a := &aio{events: os.NewFile(uintptr(efd), "aio-eventfd"), efd: efd}
+	if _, _, e := unix.Syscall(unix.SYS_IO_SETUP, aioMax, uintptr(unsafe.Pointer(&a.ctx)), 0); e != 0 {
+		a.events.Close()
+		return nil, fmt.Errorf("io_setup: %w", e)
+	}
+	return a, nil
+}
+
+// fsync syncs every file of fds and returns when all are done: the
+// first error, if any.
+func (a *aio) fsync(fds []int) error {
+	var first error
+	for len(fds) > 0 {
+		n := min(len(fds), aioMax)
+		if err := a.fsyncBatch(fds[:n]); err != nil && first == nil {
+			first = err
+		}
+		fds = fds[n:]
+	}
+	return first
+}
+
+func (a *aio) fsyncBatch(fds []int) error {
+	a.iocbs = append(a.iocbs[:0], make([]iocb, len(fds))...)
+	a.ptrs = a.ptrs[:0]
+	for i, fd := range fds {
+		a.iocbs[i] = iocb{data: uint64(i), opcode: iocbCmdFsync, fildes: uint32(fd), flags: iocbFlagRes, resfd: uint32(a.efd)}
+		a.ptrs = append(a.ptrs, &a.iocbs[i])
+	}
+	submitted := 0
+	for submitted < len(fds) {
+		n, _, e := unix.Syscall(unix.SYS_IO_SUBMIT, a.ctx, uintptr(len(fds)-submitted), uintptr(unsafe.Pointer(&a.ptrs[submitted])))
+		if e == unix.EINTR || e == unix.EAGAIN {
+			continue
+		}
+		if e != 0 {
+			// Those submitted still complete: wait for them before the
+			// context is used again.
+			return errors.Join(fmt.Errorf("io_submit: %w", e), a.wait(submitted))
+		}
+		submitted += int(n)
+	}
+	return a.wait(submitted)
+}
+
+// wait reaps n completions, parking on the eventfd until they come.
+func (a *aio) wait(n int) error {
+	if cap(a.done) < aioMax {
+		a.done = make([]ioEvent, aioMax)
+	}
+	var first error
+	for n > 0 {
+		zero := unix.Timespec{}
+		got, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, a.ctx, 0, uintptr(n), uintptr(unsafe.Pointer(&a.done[0])), uintptr(unsafe.Pointer(&zero)), 0)
+		if e != 0 && e != unix.EINTR {
+			return errors.Join(first, fmt.Errorf("io_getevents: %w", e))
+		}
+		for _, ev := range a.done[:got] {
+			if ev.res < 0 && first == nil {
+				first = fmt.Errorf("fsync: %w", unix.Errno(-ev.res))
+			}
+		}
+		n -= int(got)
+		if n > 0 && got == 0 {
+			// Nothing yet: park until the eventfd counts a completion.
+			if _, err := io.ReadFull(a.events, a.count[:]); err != nil {
+				return errors.Join(first, fmt.Errorf("eventfd: %w", err))
+			}
+		}
+	}
+	return first
+}
+
+// close releases the context; no sync may be under way.
+func (a *aio) close() error {
+	var err error
+	if _, _, e := unix.Syscall(unix.SYS_IO_DESTROY, a.ctx, 0, 0); e != 0 {
+		err = fmt.Errorf("io_destroy: %w", e)
+	}
+	return errors.Join(err, a.events.Close())
+}

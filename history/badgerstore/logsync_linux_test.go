@@ -1,0 +1,127 @@
+package badgerstore
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/recallproxy/recall/history"
+)
+
+// The committer fsyncs every memtable log and the newest value log
+// Badger has: after each durable commit, every such file in the directory
+// is one it syncs, through several memtable rotations. A Badger that
+// named or numbered its logs otherwise would fail here, not lose writes.
+func TestLogSyncTracksBadgersFiles(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, Options{IndexBacklog: 1 << 30})
+	if s.logs == nil {
+		t.Fatal("durable store without a logSync: AIO unavailable?")
+	}
+	files := func(ext string) []uint64 {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []uint64
+		for _, e := range entries {
+			if n, ok := strings.CutSuffix(e.Name(), ext); ok {
+				id, err := strconv.ParseUint(n, 10, 64)
+				if err != nil {
+					t.Fatalf("%s: %v", e.Name(), err)
+				}
+				ids = append(ids, id)
+			}
+		}
+		return ids
+	}
+	tracked := func(fs []logFile, id uint64) bool {
+		return slices.ContainsFunc(fs, func(f logFile) bool { return f.id == id })
+	}
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	text := strings.Repeat("x", 900) // below the value threshold: memtable entries
+	var version uint64
+	rotations, last := 0, uint64(0)
+	for i := 0; rotations < 3; i++ {
+		if i == 2000 {
+			t.Fatalf("no third memtable rotation after %d commits", i)
+		}
+		msgs := make([]history.Message, 64)
+		for j := range msgs {
+			msgs[j] = textMsg("user", text)
+		}
+		m := commitT(t, s, k, history.Change{Version: version, Append: msgs})
+		version = m.Version
+		mem := files(".mem")
+		for _, id := range mem {
+			if !tracked(s.logs.mem, id) {
+				t.Fatalf("commit %d: %05d.mem not synced (synced: %v)", i, id, s.logs.mem)
+			}
+		}
+		if v := files(".vlog"); len(v) == 0 || !tracked(s.logs.vlog, slices.Max(v)) {
+			t.Fatalf("commit %d: newest value log of %v not synced (synced: %v)", i, v, s.logs.vlog)
+		}
+		if newest := slices.Max(mem); newest != last {
+			if last != 0 {
+				rotations++
+			}
+			last = newest
+		}
+	}
+}
+
+// A durable commit is acknowledged only once its fsync succeeded.
+func TestCommitFailsWhenItsSyncFails(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	if s.logs == nil {
+		t.Fatal("durable store without a logSync")
+	}
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "synced")}})
+	// A descriptor fsync refuses (a pipe's: EINVAL) in place of a log.
+	p := make([]int, 2)
+	if err := unix.Pipe2(p, unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	s.logs.fds = append(s.logs.fds, p[0])
+	if _, err := s.Commit(context.Background(), k, history.Change{Version: 1, Append: []history.Message{textMsg("user", "not synced")}}); err == nil {
+		t.Fatal("commit acknowledged though its fsync failed")
+	}
+}
+
+func TestAIOFsync(t *testing.T) {
+	a, err := newAIO()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.close()
+	var fds []int
+	for i := range 100 { // more than one batch
+		f, err := os.Create(filepath.Join(t.TempDir(), strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString("data"); err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, int(f.Fd()))
+	}
+	if err := a.fsync(fds); err != nil {
+		t.Fatalf("fsync of %d files: %v", len(fds), err)
+	}
+	if err := a.fsync([]int{fds[0], 1 << 20}); err == nil {
+		t.Fatal("fsync of a descriptor that is not open: no error")
+	}
+	if err := a.fsync(fds[:3]); err != nil {
+		t.Fatalf("after an error: %v", err)
+	}
+}

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package badgerstore
+
+import "errors"
+
+// logSync is Linux's (logsync_linux.go); elsewhere Badger syncs its own
+// writes (SyncWrites).
+type logSync struct{}
+
+func newLogSync(dir, valueDir string) (*logSync, error) { return nil, errors.ErrUnsupported }
+
+func (l *logSync) sync() error  { return nil }
+func (l *logSync) close() error { return nil }
