@@ -24,22 +24,26 @@ import (
 // (aio_linux.go), parked on the poller: the core serves other requests
 // during the sync. A commit is acknowledged only after the fsync.
 //
-// The files are Badger's own: every memtable log (NNNNN.mem in the
-// directory: a rotated one may hold writes its flush has not made a table
-// yet) and the two newest value logs (NNNNNN.vlog). Badger numbers each
-// new one after the last; a sync first opens any that appeared, and every
-// logRescan syncs it reads the directories again (a number skipped would
-// otherwise hide every later file). TestLogSyncTracksBadgersFiles holds
-// Badger to that layout.
+// The files are Badger's own: the newest memtable log (NNNNN.mem in the
+// directory) and the newest value log (NNNNNN.vlog), where Badger writes.
+// Badger numbers each new one after the last: a sync first looks for the
+// next of each, and when one appeared (a rotation) reads the directory and
+// syncs every file from the one it synced last to the one before the
+// newest once more (their last writes came before the rotation), then
+// closes them. Every logRescan syncs it reads the directories anyway (a
+// number skipped would otherwise hide every later file).
+// TestLogSyncTracksBadgersFiles holds Badger to that layout.
 type logSync struct {
 	dir, valueDir string
 	aio           *aio
-	mem, vlog     []logFile // ascending ids
+	mem, vlog     logFile   // the newest of each: where Badger writes
+	retired       []logFile // older ones, to sync once more and close
 	fds           []int
 	syncs         int
+	retiredSyncs  int // retired files synced (tests)
 }
 
-// logFile is an open log file and its number.
+// logFile is an open log file and its number (fd -1: none yet).
 type logFile struct {
 	id uint64
 	fd int
@@ -55,7 +59,7 @@ func newLogSync(dir, valueDir string) (*logSync, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &logSync{dir: dir, valueDir: valueDir, aio: a}, nil
+	return &logSync{dir: dir, valueDir: valueDir, aio: a, mem: logFile{fd: -1}, vlog: logFile{fd: -1}}, nil
 }
 
 // sync fsyncs every log file a write so far may be in.
@@ -63,70 +67,57 @@ func (l *logSync) sync() error {
 	if err := l.refresh(); err != nil {
 		return err
 	}
-	return l.aio.fsync(l.fds)
+	l.fds = l.fds[:0]
+	for _, f := range append([]logFile{l.mem, l.vlog}, l.retired...) {
+		if f.fd >= 0 {
+			l.fds = append(l.fds, f.fd)
+		}
+	}
+	if err := l.aio.fsync(l.fds); err != nil {
+		return err
+	}
+	l.retiredSyncs += len(l.retired)
+	closeLogs(l.retired)
+	l.retired = l.retired[:0]
+	return nil
 }
 
 // refresh opens the log files Badger created since the last call.
 func (l *logSync) refresh() error {
 	l.syncs++
-	if l.syncs%logRescan == 1 {
+	if l.syncs%logRescan == 1 || l.mem.fd < 0 || l.vlog.fd < 0 {
 		return l.scan()
 	}
-	m, err := l.openNext(l.mem, l.dir, memName)
-	if err != nil {
-		return err
-	}
-	v, err := l.openNext(l.vlog, l.valueDir, vlogName)
-	if err != nil {
-		return err
-	}
-	if m || v {
-		return l.scan() // rotated: drop what is gone, and check the numbering
+	for _, next := range []string{filepath.Join(l.dir, memName(l.mem.id+1)), filepath.Join(l.valueDir, vlogName(l.vlog.id+1))} {
+		_, err := os.Stat(next)
+		if err == nil {
+			return l.scan() // rotated
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("badgerstore: log files: %w", err)
+		}
 	}
 	return nil
 }
 
-// openNext opens the files numbered after the last of files, if they
-// exist, and reports whether it found one.
-func (l *logSync) openNext(files []logFile, dir string, name func(uint64) string) (bool, error) {
-	if len(files) == 0 {
-		return false, nil // scan finds the first
-	}
-	_, err := os.Stat(filepath.Join(dir, name(files[len(files)-1].id+1)))
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-// scan reads the directories and opens every memtable log and the two
-// newest value logs, closing the files Badger deleted.
+// scan reads the directories: the newest memtable and value logs become
+// the ones synced, and those after the ones synced so far, up to them,
+// are retired.
 func (l *logSync) scan() error {
-	mem, err := l.scanDir(l.mem, l.dir, ".mem", 0)
-	if err != nil {
+	var err error
+	if l.mem, err = l.scanDir(l.mem, l.dir, ".mem", memName); err != nil {
 		return err
 	}
-	vlog, err := l.scanDir(l.vlog, l.valueDir, ".vlog", 2)
-	if err != nil {
-		return err
-	}
-	l.mem, l.vlog = mem, vlog
-	l.fds = l.fds[:0]
-	for _, f := range l.mem {
-		l.fds = append(l.fds, f.fd)
-	}
-	for _, f := range l.vlog {
-		l.fds = append(l.fds, f.fd)
-	}
-	return nil
+	l.vlog, err = l.scanDir(l.vlog, l.valueDir, ".vlog", vlogName)
+	return err
 }
 
-// scanDir returns the files of dir with ext, the newest keep of them (all
-// if keep is 0), reusing open ones and closing the rest of have.
-func (l *logSync) scanDir(have []logFile, dir, ext string, keep int) ([]logFile, error) {
+// scanDir returns the newest file of dir with ext, cur if it still is, and
+// retires cur and the files after it, if it is not.
+func (l *logSync) scanDir(cur logFile, dir, ext string, name func(uint64) string) (logFile, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("badgerstore: log files: %w", err)
+		return cur, fmt.Errorf("badgerstore: log files: %w", err)
 	}
 	var ids []uint64
 	for _, e := range entries {
@@ -137,35 +128,39 @@ func (l *logSync) scanDir(have []logFile, dir, ext string, keep int) ([]logFile,
 		}
 	}
 	slices.Sort(ids)
-	if keep > 0 && len(ids) > keep {
-		ids = ids[len(ids)-keep:]
+	if len(ids) == 0 || (cur.fd >= 0 && ids[len(ids)-1] == cur.id) {
+		return cur, nil
 	}
-	out := make([]logFile, 0, len(ids))
-	for _, id := range ids {
-		if i := slices.IndexFunc(have, func(f logFile) bool { return f.id == id }); i >= 0 {
-			out = append(out, have[i])
-			have[i].fd = -1
-			continue
+	newest := ids[len(ids)-1]
+	if cur.fd >= 0 {
+		l.retired = append(l.retired, cur)
+		for _, id := range ids[:len(ids)-1] {
+			if id > cur.id {
+				if fd, err := openLog(dir, name(id)); err != nil {
+					return cur, err
+				} else if fd >= 0 {
+					l.retired = append(l.retired, logFile{id: id, fd: fd})
+				}
+			}
 		}
-		fd, err := unix.Open(filepath.Join(dir, nameOf(id, ext)), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if errors.Is(err, unix.ENOENT) {
-			continue // deleted since the listing
-		}
-		if err != nil {
-			closeLogs(out)
-			return nil, fmt.Errorf("badgerstore: open log file: %w", err)
-		}
-		out = append(out, logFile{id: id, fd: fd})
 	}
-	closeLogs(have)
-	return out, nil
+	fd, err := openLog(dir, name(newest))
+	if err != nil || fd < 0 {
+		return logFile{id: cur.id, fd: -1}, err // deleted since the listing: the next sync scans again
+	}
+	return logFile{id: newest, fd: fd}, nil
 }
 
-func nameOf(id uint64, ext string) string {
-	if ext == ".mem" {
-		return memName(id)
+// openLog opens a log file to sync it: -1 if it is gone.
+func openLog(dir, name string) (int, error) {
+	fd, err := unix.Open(filepath.Join(dir, name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return -1, nil
 	}
-	return vlogName(id)
+	if err != nil {
+		return -1, fmt.Errorf("badgerstore: open log file %s: %w", name, err)
+	}
+	return fd, nil
 }
 
 // memName and vlogName are Badger's names for its memtable and value logs.
@@ -182,8 +177,7 @@ func closeLogs(files []logFile) {
 
 // close closes the files and the AIO context.
 func (l *logSync) close() error {
-	closeLogs(l.mem)
-	closeLogs(l.vlog)
-	l.mem, l.vlog, l.fds = nil, nil, nil
+	closeLogs(append([]logFile{l.mem, l.vlog}, l.retired...))
+	l.mem, l.vlog, l.retired, l.fds = logFile{fd: -1}, logFile{fd: -1}, nil, nil
 	return l.aio.close()
 }

@@ -41,9 +41,6 @@ func TestLogSyncTracksBadgersFiles(t *testing.T) {
 		}
 		return ids
 	}
-	tracked := func(fs []logFile, id uint64) bool {
-		return slices.ContainsFunc(fs, func(f logFile) bool { return f.id == id })
-	}
 	k := history.Key{Tenant: "t", Conversation: "c"}
 	text := strings.Repeat("x", 900) // below the value threshold: memtable entries
 	var version uint64
@@ -59,17 +56,21 @@ func TestLogSyncTracksBadgersFiles(t *testing.T) {
 		m := commitT(t, s, k, history.Change{Version: version, Append: msgs})
 		version = m.Version
 		mem := files(".mem")
-		for _, id := range mem {
-			if !tracked(s.logs.mem, id) {
-				t.Fatalf("commit %d: %05d.mem not synced (synced: %v)", i, id, s.logs.mem)
-			}
+		if s.logs.mem.fd < 0 || s.logs.mem.id != slices.Max(mem) {
+			t.Fatalf("commit %d: synced memtable log %+v, newest of %v", i, s.logs.mem, mem)
 		}
-		if v := files(".vlog"); len(v) == 0 || !tracked(s.logs.vlog, slices.Max(v)) {
-			t.Fatalf("commit %d: newest value log of %v not synced (synced: %v)", i, v, s.logs.vlog)
+		if v := files(".vlog"); len(v) == 0 || s.logs.vlog.fd < 0 || s.logs.vlog.id != slices.Max(v) {
+			t.Fatalf("commit %d: synced value log %+v, newest of %v", i, s.logs.vlog, v)
+		}
+		if len(s.logs.retired) > 0 {
+			t.Fatalf("commit %d: retired logs not synced and closed: %v", i, s.logs.retired)
 		}
 		if newest := slices.Max(mem); newest != last {
 			if last != 0 {
 				rotations++
+				if s.logs.retiredSyncs < rotations {
+					t.Fatalf("commit %d: rotation %d, but %d rotated logs synced once more", i, rotations, s.logs.retiredSyncs)
+				}
 			}
 			last = newest
 		}
@@ -89,9 +90,8 @@ func TestCommitFailsWhenItsSyncFails(t *testing.T) {
 	if err := unix.Pipe2(p, unix.O_CLOEXEC); err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Close(p[0])
 	defer unix.Close(p[1])
-	s.logs.fds = append(s.logs.fds, p[0])
+	s.logs.retired = append(s.logs.retired, logFile{fd: p[0]}) // closed with the store
 	if _, err := s.Commit(context.Background(), k, history.Change{Version: 1, Append: []history.Message{textMsg("user", "not synced")}}); err == nil {
 		t.Fatal("commit acknowledged though its fsync failed")
 	}
