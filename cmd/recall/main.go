@@ -471,6 +471,7 @@ func openStore(ctx context.Context, g config.Global, log *slog.Logger) (*openedS
 	}
 	s, err := badgerstore.Open(g.DataDir, badgerstore.Options{
 		NoSync:       g.SyncWrites != nil && !*g.SyncWrites,
+		AIOSync:      g.AIOFsync,
 		Logger:       log,
 		MinFreeBytes: int64(g.MinFreeMB) << 20,
 	})

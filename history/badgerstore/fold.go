@@ -124,6 +124,7 @@ func (s *Store) foldRead(keys []history.Key, budget int) (foldPlan, error) {
 		if err != nil {
 			return foldPlan{}, err
 		}
+		runtime.Gosched() // background work: requests first (not inside the iterator, which pins memtables)
 		if c.docs > 0 || c.clean {
 			plan.convs = append(plan.convs, c)
 			plan.docs += c.docs
@@ -175,7 +176,6 @@ func foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget int) (c fold
 		c.terms += b.add(k.Conversation, &msg)
 		c.docs++
 		last = msg.Seq
-		runtime.Gosched()
 		return true
 	})
 	if err != nil {

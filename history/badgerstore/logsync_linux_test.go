@@ -20,7 +20,7 @@ import (
 // named or numbered its logs otherwise would fail here, not lose writes.
 func TestLogSyncTracksBadgersFiles(t *testing.T) {
 	dir := t.TempDir()
-	s := openT(t, dir, Options{IndexBacklog: 1 << 30})
+	s := openT(t, dir, Options{IndexBacklog: 1 << 30, AIOSync: true})
 	if s.logs == nil {
 		t.Fatal("durable store without a logSync: AIO unavailable?")
 	}
@@ -79,7 +79,7 @@ func TestLogSyncTracksBadgersFiles(t *testing.T) {
 
 // A durable commit is acknowledged only once its fsync succeeded.
 func TestCommitFailsWhenItsSyncFails(t *testing.T) {
-	s := openT(t, t.TempDir(), Options{})
+	s := openT(t, t.TempDir(), Options{AIOSync: true})
 	if s.logs == nil {
 		t.Fatal("durable store without a logSync")
 	}

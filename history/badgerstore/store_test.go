@@ -42,8 +42,8 @@ func open(t testing.TB, dir string) *badgerstore.Store {
 }
 
 // TestConformance runs the store conformance suite on Badger, durable
-// (through the committer, which fsyncs through AIO, or with Badger
-// syncing its own writes) and relaxed (direct commits), searching
+// (through the committer, with Badger syncing its writes or the
+// committer fsyncing them through AIO) and relaxed (direct commits), searching
 // records not indexed yet (the folder does not run in so short a test),
 // indexed ones (folded right after each commit), and both while the
 // folder races the test (every two messages).
@@ -52,10 +52,10 @@ func TestConformance(t *testing.T) {
 		name       string
 		noSync     bool
 		backlog    int
-		badgerSync bool
+		aioSync    bool
 	}{
 		{"durable", false, 0, false},
-		{"durable, Badger syncing", false, 0, true},
+		{"durable, fsync through AIO", false, 0, true},
 		{"relaxed", true, 0, false},
 		{"durable, folded", false, -1, false},
 		{"relaxed, folded", true, -1, false},
@@ -64,7 +64,7 @@ func TestConformance(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) history.Store {
-				s, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: tt.noSync, IndexBacklog: tt.backlog, BadgerSync: tt.badgerSync})
+				s, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: tt.noSync, IndexBacklog: tt.backlog, AIOSync: tt.aioSync})
 				if err != nil {
 					t.Fatal(err)
 				}
