@@ -49,10 +49,10 @@ func open(t testing.TB, dir string) *badgerstore.Store {
 // folder races the test (every two messages).
 func TestConformance(t *testing.T) {
 	for _, tt := range []struct {
-		name       string
-		noSync     bool
-		backlog    int
-		aioSync    bool
+		name    string
+		noSync  bool
+		backlog int
+		aioSync bool
 	}{
 		{"durable", false, 0, false},
 		{"durable, fsync through AIO", false, 0, true},
