@@ -77,8 +77,8 @@ type Global struct {
 	SyncWrites *bool `yaml:"sync_writes"`
 	// AIOFsync, with durable writes on Linux, fsyncs Badger's logs through
 	// Linux AIO, waiting without holding a thread, instead of Badger's
-	// msync: durable writes near relaxed ones on a one-core proxy, but more
-	// memory under load (README, Performance). Default false.
+	// msync: durable writes near relaxed ones on a one-core proxy (README,
+	// Performance). Default true.
 	AIOFsync bool `yaml:"aio_fsync"`
 	// MinFreeMB is the free space, in MiB, the data directory's file system
 	// must keep: below it recorded requests are refused with 507 before the
@@ -233,6 +233,7 @@ func DefaultGlobal() Global {
 		MaxBodyBytes:  32 << 20,
 		CacheMB:       128,
 		SyncWrites:    &sync,
+		AIOFsync:      true,
 		StoreMaxConns: 10,
 		MinFreeMB:     256,
 		Defaults: Policy{

@@ -31,6 +31,7 @@ func TestDefaultGlobal(t *testing.T) {
 		{"derived memory limit", g.MemoryLimit(), int64(128+192) << 20},
 		{"min_free_mb", g.MinFreeMB, 256},
 		{"sync_writes", *g.SyncWrites, true},
+		{"aio_fsync", g.AIOFsync, true},
 		{"base_url", g.Defaults.Upstream.BaseURL, "https://api.openai.com/v1"},
 		{"api_key", g.Defaults.Upstream.APIKey, Secret("")},
 		{"timeout", g.Defaults.Upstream.Timeout, Duration(10 * time.Minute)},
@@ -97,13 +98,16 @@ func TestLoadGlobal(t *testing.T) {
 		},
 		{
 			name: "file keys override, the rest stay default",
-			file: "listen: \":9000\"\nsync_writes: false\ndefaults:\n  history:\n    budget_tokens: 4000\n",
+			file: "listen: \":9000\"\nsync_writes: false\naio_fsync: false\ndefaults:\n  history:\n    budget_tokens: 4000\n",
 			check: func(t *testing.T, g Global) {
 				if g.Listen != ":9000" {
 					t.Errorf("listen: got %q, want %q", g.Listen, ":9000")
 				}
 				if *g.SyncWrites {
 					t.Errorf("sync_writes: got true, want false")
+				}
+				if g.AIOFsync {
+					t.Errorf("aio_fsync: got true, want false")
 				}
 				if g.Defaults.History.BudgetTokens != 4000 {
 					t.Errorf("budget_tokens: got %d, want 4000", g.Defaults.History.BudgetTokens)

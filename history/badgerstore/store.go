@@ -89,9 +89,8 @@ type Options struct {
 	GroupWait time.Duration
 	// AIOSync has the committer fsync Badger's logs through Linux AIO,
 	// parked, instead of Badger's own msync, which holds its thread (see
-	// logSync). Linux only; Badger syncs if AIO cannot be set up. Off by
-	// default: faster durable writes on one core, but more memory under
-	// load (see the README).
+	// logSync). Linux only; Badger syncs if AIO cannot be set up. Recall's
+	// configuration turns it on (aio_fsync).
 	AIOSync bool
 }
 
