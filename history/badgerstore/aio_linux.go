@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -52,6 +53,13 @@ const (
 	iocbCmdFsync = 2 // IOCB_CMD_FSYNC
 	iocbFlagRes  = 1 // IOCB_FLAG_RESFD: signal the eventfd on completion
 	aioMax       = 64
+	// aioSpins is how many times wait yields the core before it parks on
+	// the eventfd: a busy scheduler polls the network (and so notices the
+	// completion) only when it runs out of work or every 10 ms, and a
+	// parked committer made durable commits slower at an open rate (Recall's
+	// added p99 43 ms against 25-29 with msync, 1,000 req/s); yielding 8
+	// times, 25 against 38 ms, and 64 times cost closed-loop throughput.
+	aioSpins = 8
 )
 
 // newAIO sets up an AIO context for up to aioMax syncs at once.
@@ -107,6 +115,7 @@ func (a *aio) fsyncBatch(fds []int) error {
 
 // wait reaps n completions, parking on the eventfd until they come.
 func (a *aio) wait(n int) error {
+	spins := 0
 	if cap(a.done) < aioMax {
 		a.done = make([]ioEvent, aioMax)
 	}
@@ -123,6 +132,11 @@ func (a *aio) wait(n int) error {
 			}
 		}
 		n -= int(got)
+		if n > 0 && got == 0 && spins < aioSpins {
+			spins++
+			runtime.Gosched()
+			continue
+		}
 		if n > 0 && got == 0 {
 			// Nothing yet: park until the eventfd counts a completion.
 			if _, err := io.ReadFull(a.events, a.count[:]); err != nil {
