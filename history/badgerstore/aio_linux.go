@@ -100,7 +100,7 @@ func (a *aio) fsyncBatch(fds []int) error {
 	submitted := 0
 	for submitted < len(fds) {
 		n, _, e := unix.Syscall(unix.SYS_IO_SUBMIT, a.ctx, uintptr(len(fds)-submitted), uintptr(unsafe.Pointer(&a.ptrs[submitted])))
-		if e == unix.EINTR || e == unix.EAGAIN {
+		if e == unix.EINTR {
 			continue
 		}
 		if e != 0 {
@@ -123,7 +123,10 @@ func (a *aio) wait(n int) error {
 	for n > 0 {
 		zero := unix.Timespec{}
 		got, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, a.ctx, 0, uintptr(n), uintptr(unsafe.Pointer(&a.done[0])), uintptr(unsafe.Pointer(&zero)), 0)
-		if e != 0 && e != unix.EINTR {
+		if e == unix.EINTR {
+			continue // a signal (the runtime preempts with SIGURG): got means nothing
+		}
+		if e != 0 {
 			return errors.Join(first, fmt.Errorf("io_getevents: %w", e))
 		}
 		for _, ev := range a.done[:got] {
