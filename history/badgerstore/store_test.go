@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -218,50 +216,5 @@ func TestLoadsDoNotShareMemory(t *testing.T) {
 	}
 	if len(want) != 40 {
 		t.Errorf("loaded %d messages of a, want 40", len(want))
-	}
-}
-
-// Tables are compressed: prose stored in messages below the value
-// threshold (which stay in the LSM tree) takes well under its size on disk.
-func TestTablesAreCompressed(t *testing.T) {
-	dir := t.TempDir()
-	s, err := badgerstore.Open(dir, badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := history.Key{Tenant: "t", Conversation: "c"}
-	sentence := "the request returns a list of items when the cache is empty, please explain why the handler times out "
-	raw := 0
-	var version uint64
-	for i := range 40 {
-		var msgs []history.Message
-		for j := range 50 {
-			m := user(strconv.Itoa(i*50+j)+" "+strings.Repeat(sentence, 5), 100)
-			raw += len(m.Raw)
-			msgs = append(msgs, m)
-		}
-		m, err := s.Commit(ctx, k, history.Change{Version: version, Append: msgs, Now: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		version = m.Version
-	}
-	if err := s.Close(); err != nil { // flushes the memtable to a table
-		t.Fatal(err)
-	}
-	tables, err := filepath.Glob(filepath.Join(dir, "*.sst"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	size := int64(0)
-	for _, f := range tables {
-		fi, err := os.Stat(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		size += fi.Size()
-	}
-	if len(tables) == 0 || size > int64(raw)/2 {
-		t.Errorf("%d tables of %d bytes hold %d bytes of messages: want under half", len(tables), size, raw)
 	}
 }

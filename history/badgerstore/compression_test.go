@@ -1,0 +1,91 @@
+package badgerstore
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4/options"
+
+	"github.com/recallproxy/recall/history"
+)
+
+// New tables are written plain, and a directory whose tables an earlier
+// version compressed (Snappy) loads the same after the switch, while new
+// commits land beside them.
+func TestReadsTablesWrittenCompressed(t *testing.T) {
+	dir := t.TempDir()
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	sentence := "the request returns a list of items when the cache is empty, please explain why the handler times out "
+	write := func(s *Store, from int) (raw int) {
+		for i := range 20 {
+			var msgs []history.Message
+			for j := range 50 {
+				m := userMsg(strconv.Itoa(from+i*50+j) + " " + strings.Repeat(sentence, 5))
+				raw += len(m.Raw)
+				msgs = append(msgs, m)
+			}
+			commitT(t, s, k, history.Change{Append: msgs})
+		}
+		return raw
+	}
+	// tableBytes flushes the memtable to a table by closing s, and
+	// returns the size of the tables written since those in before.
+	tableBytes := func(s *Store, before map[string]bool) (int64, map[string]bool) {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		files, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		size, seen := int64(0), map[string]bool{}
+		for _, f := range files {
+			seen[f] = true
+			if before[f] {
+				continue
+			}
+			fi, err := os.Stat(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			size += fi.Size()
+		}
+		return size, seen
+	}
+
+	tableCompression = options.Snappy
+	t.Cleanup(func() { tableCompression = options.None })
+	s, err := Open(dir, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := write(s, 0)
+	size, old := tableBytes(s, nil)
+	if size == 0 || size > int64(raw)/2 {
+		t.Fatalf("Snappy tables of %d bytes for %d bytes of messages: want under half", size, raw)
+	}
+
+	tableCompression = options.None
+	s, err = Open(dir, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = write(s, 1000)
+	if size, _ := tableBytes(s, old); size < int64(raw) {
+		t.Errorf("new tables of %d bytes for %d bytes of messages: want them plain", size, raw)
+	}
+
+	s = openT(t, dir, Options{NoSync: true})
+	got := storedMessages(t, s, k, true)
+	if len(got) != 2000 {
+		t.Fatalf("loaded %d messages, want 2000", len(got))
+	}
+	for i, m := range got {
+		if want := strconv.Itoa(i) + " "; !strings.Contains(string(m.Raw), `"content":"`+want) {
+			t.Fatalf("message %d is %.40s, want it to start %q", i, m.Raw, want)
+		}
+	}
+}
