@@ -164,6 +164,11 @@ func (d *driver) prefill() error {
 // run drives the load for warmup + duration and summarises the measured
 // part.
 func (d *driver) run() result {
+	var before chan buckets
+	if d.o.metrics != "" {
+		before = make(chan buckets, 1)
+		time.AfterFunc(d.o.warmup, func() { before <- d.scrape() })
+	}
 	var samples []sample
 	var elapsed time.Duration
 	if d.o.rate > 0 {
@@ -172,6 +177,12 @@ func (d *driver) run() result {
 		samples, elapsed = d.closedLoop()
 	}
 	res := summarise(d.o, samples, elapsed)
+	if before != nil {
+		if b0, b1 := <-before, d.scrape(); b0 != nil && b1 != nil {
+			q := quantiles(b0, b1, 0.5, 0.99)
+			res.RecallP50, res.RecallP99 = q[0], q[1]
+		}
+	}
 	if h, ok := d.lastH.Load().(string); ok {
 		res.History = h
 	}
@@ -259,4 +270,13 @@ func flatten(per [][]sample) []sample {
 		out = append(out, p...)
 	}
 	return out
+}
+
+// scrape reads Recall's added-time histogram, or says on stderr why not.
+func (d *driver) scrape() buckets {
+	b, err := scrape(d.o.metrics, overheadMetric)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "load: -metrics: %v\n", err)
+	}
+	return b
 }

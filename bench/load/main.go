@@ -55,6 +55,7 @@ type options struct {
 	report        string
 	wrk           string
 	pid           int
+	metrics       string
 }
 
 func main() {
@@ -80,6 +81,7 @@ func main() {
 	flag.IntVar(&o.contextTurns, "context-turns", 0, "resend this many earlier turns in every request, as a stateless client does (a baseline for the history rows)")
 	flag.StringVar(&o.report, "report", "", "render the JSON result lines of this file as a markdown table and exit")
 	flag.StringVar(&o.wrk, "wrk", "", "print the output of `wrk --latency` in this file as a result line (with -label and -concurrency) and exit")
+	flag.StringVar(&o.metrics, "metrics", "", "Recall's /metrics URL: report its own added time (recall_overhead_seconds) over the measured part")
 	flag.IntVar(&o.pid, "pid", 0, "report this process's peak RSS (VmHWM) with the result")
 	flag.Parse()
 

@@ -37,6 +37,10 @@ type result struct {
 	RSSMiB        float64 `json:"rss_mib,omitempty"`
 	AnonMiB       float64 `json:"rss_anon_mib,omitempty"` // of RSSMiB: the heap and other private memory
 	FileMiB       float64 `json:"rss_file_mib,omitempty"` // of RSSMiB: mapped files' pages (Badger's tables and logs)
+	// Recall's own added time over the measured part, from its
+	// recall_overhead_seconds histogram (-metrics), linear within buckets.
+	RecallP50 float64 `json:"recall_p50_ms,omitempty"`
+	RecallP99 float64 `json:"recall_p99_ms,omitempty"`
 }
 
 func summarise(o options, samples []sample, elapsed time.Duration) result {
@@ -91,6 +95,9 @@ func (r result) human() string {
 	}
 	if r.History != "" {
 		s += "  history " + r.History
+	}
+	if r.RecallP99 > 0 {
+		s += fmt.Sprintf("  recall adds p50 %.2f p99 %.2f ms", r.RecallP50, r.RecallP99)
 	}
 	if r.PeakRSSMiB > 0 {
 		s += fmt.Sprintf("  peak RSS %.0f MiB", r.PeakRSSMiB)
@@ -175,11 +182,11 @@ func report(w io.Writer, path string) error {
 		return prefix
 	}
 	directCtx, nginxCtx := ctxTarget("direct"), ctxTarget("nginx")
-	fmt.Fprintf(w, "\nRatios: × nginx is closed-loop req/s over nginx's; × %s over the same-context nginx row. Added latency is open-loop p50/p99 minus the direct call's: `direct` for rows without history, `%s` for rows with it.\n", nginxCtx, directCtx)
+	fmt.Fprintf(w, "\nRatios: × nginx is closed-loop req/s over nginx's; × %s over the same-context nginx row. Added latency is open-loop p50/p99 minus the direct call's: `direct` for rows without history, `%s` for rows with it. Recall adds is Recall's own added time over the same requests (its `recall_overhead_seconds` histogram, linear within buckets), free of the load generator's queueing on its shared core.\n", nginxCtx, directCtx)
 	for _, kind := range []string{"plain", "stream"} {
 		fmt.Fprintf(w, "\n**%s** (closed loop: max throughput; open loop: fixed rate, latency from the scheduled send time)\n\n", map[string]string{"plain": "Non-streaming", "stream": "Streaming"}[kind])
-		fmt.Fprintf(w, "| target | closed req/s | × nginx | × %s | open rate | p50 ms | p90 ms | p99 ms | max ms | added p50 | added p99 | TTFB p50 / p99 ms | added TTFB p50 / p99 | errors | history |\n", nginxCtx)
-		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+		fmt.Fprintf(w, "| target | closed req/s | × nginx | × %s | open rate | p50 ms | p90 ms | p99 ms | max ms | added p50 | added p99 | Recall adds p50 / p99 | TTFB p50 / p99 ms | added TTFB p50 / p99 | errors | history |\n", nginxCtx)
+		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 		nginxClosed, hasNginx := by["nginx/"+kind+"/closed"]
 		nginxCtxClosed, hasNginxCtx := by[nginxCtx+"/"+kind+"/closed"]
 		for _, t := range targets {
@@ -194,7 +201,7 @@ func report(w io.Writer, path string) error {
 			}
 			direct, hasDirect := by[base+"/"+kind+"/open"]
 			hasDirect = hasDirect && t != base
-			cells := []string{t, "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "", ""}
+			cells := []string{t, "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "", ""}
 			errs := 0
 			if hasC {
 				cells[1] = fmt.Sprintf("%.0f", c.RPS)
@@ -205,7 +212,7 @@ func report(w io.Writer, path string) error {
 					cells[3] = fmt.Sprintf("%.2f", c.RPS/nginxCtxClosed.RPS)
 				}
 				errs += c.Errors
-				cells[14] = c.History
+				cells[15] = c.History
 			}
 			if hasO {
 				cells[4] = fmt.Sprintf("%.0f", op.RPS)
@@ -213,18 +220,21 @@ func report(w io.Writer, path string) error {
 				if hasDirect {
 					cells[9], cells[10] = ms(op.P50-direct.P50), ms(op.P99-direct.P99)
 				}
+				if op.RecallP99 > 0 {
+					cells[11] = ms(op.RecallP50) + " / " + ms(op.RecallP99)
+				}
 				if op.Stream {
-					cells[11] = ms(op.TTFB50) + " / " + ms(op.TTFB99)
+					cells[12] = ms(op.TTFB50) + " / " + ms(op.TTFB99)
 					if hasDirect {
-						cells[12] = ms(op.TTFB50-direct.TTFB50) + " / " + ms(op.TTFB99-direct.TTFB99)
+						cells[13] = ms(op.TTFB50-direct.TTFB50) + " / " + ms(op.TTFB99-direct.TTFB99)
 					}
 				}
 				errs += op.Errors
 				if op.History != "" {
-					cells[14] = op.History
+					cells[15] = op.History
 				}
 			}
-			cells[13] = strconv.Itoa(errs)
+			cells[14] = strconv.Itoa(errs)
 			fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
 		}
 	}
