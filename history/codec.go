@@ -2,7 +2,6 @@ package history
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"time"
 )
 
@@ -76,17 +75,5 @@ func DecodeMessage(b []byte, seq uint64) (Message, error) {
 	m.CreatedAt = time.Unix(0, created)
 	m.Hash = binary.LittleEndian.Uint64(b)
 	m.Raw = b[8:]
-	return m, nil
-}
-
-// MarshalMeta encodes a metadata record.
-func MarshalMeta(m *Meta) ([]byte, error) { return json.Marshal(m) }
-
-// UnmarshalMeta decodes a metadata record.
-func UnmarshalMeta(b []byte) (Meta, error) {
-	var m Meta
-	if err := json.Unmarshal(b, &m); err != nil {
-		return Meta{}, errorf("decode meta: %w", err)
-	}
 	return m, nil
 }
