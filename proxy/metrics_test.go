@@ -1,10 +1,16 @@
 package proxy_test
 
 import (
+	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/recallproxy/recall/proxy"
 )
 
 func TestMetricsExposeRequestsAndCuration(t *testing.T) {
@@ -50,4 +56,57 @@ func TestMetricsExposeRequestsAndCuration(t *testing.T) {
 	if strings.Contains(text, "m-1") || strings.Contains(text, key) {
 		t.Errorf("metrics leak a conversation id or key")
 	}
+}
+
+// Recall's added time counts the commit, streamed or not: for a stream the
+// upstream's part ends when its stream does, before the commit that holds
+// back finish_reason. The clock moves only while the store commits.
+func TestOverheadCountsTheCommit(t *testing.T) {
+	var now atomic.Int64
+	clock := func() time.Time { return time.Unix(1_800_000_000, now.Load()) }
+	h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) {
+		c.Now = clock
+		withCommitHook(func(context.Context) error {
+			now.Add(int64(3 * time.Second))
+			return nil
+		})(c)
+	}})
+	for i, body := range []string{
+		`{"model":"gpt-4o","messages":[{"role":"user","content":"plain"}]}`,
+		`{"model":"gpt-4o","messages":[{"role":"user","content":"streamed"}],"stream":true}`,
+	} {
+		if r := h.post("/v1/chat/completions", key, "o-"+strconv.Itoa(i), body); r.status != 200 {
+			t.Fatalf("request %d: %d %s", i, r.status, r.body)
+		}
+		h.waitDone("o-" + strconv.Itoa(i))
+		overhead, upstream := h.metricValue(`recall_overhead_seconds_sum{tenant="default"}`), h.metricValue(`recall_upstream_duration_seconds_sum{tenant="default"}`)
+		if want := 3 * float64(i+1); overhead != want || upstream != 0 {
+			t.Errorf("after request %d: overhead %v s, upstream %v s; want %v and 0 (the commits' time is Recall's)", i, overhead, upstream, want)
+		}
+	}
+}
+
+// metricValue returns the value of one series on /metrics.
+func (h *harness) metricValue(series string) float64 {
+	h.t.Helper()
+	resp, err := http.Get(h.url + "/metrics")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			return f
+		}
+	}
+	h.t.Fatalf("no series %s", series)
+	return 0
 }

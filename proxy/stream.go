@@ -92,9 +92,11 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc 
 				}
 			}
 		} else {
-			err = s.relayRecorded(w, upstream, enc, x)
+			err = s.relayRecorded(w, upstream, enc, x) // sets upstreamDone
 		}
-		x.upstreamDone = s.cfg.Now()
+		if !record {
+			x.upstreamDone = s.cfg.Now()
+		}
 		if ferr := w.Flush(); err == nil && ferr != nil {
 			err = fmt.Errorf("%w: %w", errClientGone, ferr)
 		}
@@ -138,6 +140,7 @@ func (s *Server) relayRecorded(w *bufio.Writer, upstream io.Reader, enc string, 
 	if err == nil {
 		held, err = s.relayEvents(w, body, &asm)
 	}
+	x.upstreamDone = s.cfg.Now() // the commit below is Recall's time
 	if err == nil && !asm.Done() {
 		err = fmt.Errorf("%w: no [DONE]", errStreamCut)
 	}
