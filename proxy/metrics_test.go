@@ -79,34 +79,9 @@ func TestOverheadCountsTheCommit(t *testing.T) {
 			t.Fatalf("request %d: %d %s", i, r.status, r.body)
 		}
 		h.waitDone("o-" + strconv.Itoa(i))
-		overhead, upstream := h.metricValue(`recall_overhead_seconds_sum{tenant="default"}`), h.metricValue(`recall_upstream_duration_seconds_sum{tenant="default"}`)
+		overhead, upstream := h.metric(`recall_overhead_seconds_sum{tenant="default"}`), h.metric(`recall_upstream_duration_seconds_sum{tenant="default"}`)
 		if want := 3 * float64(i+1); overhead != want || upstream != 0 {
 			t.Errorf("after request %d: overhead %v s, upstream %v s; want %v and 0 (the commits' time is Recall's)", i, overhead, upstream, want)
 		}
 	}
-}
-
-// metricValue returns the value of one series on /metrics.
-func (h *harness) metricValue(series string) float64 {
-	h.t.Helper()
-	resp, err := http.Get(h.url + "/metrics")
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), series+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				h.t.Fatal(err)
-			}
-			return f
-		}
-	}
-	h.t.Fatalf("no series %s", series)
-	return 0
 }
