@@ -1,6 +1,9 @@
 package history
 
-import "time"
+import (
+	"math/rand/v2"
+	"time"
+)
 
 // Apply computes the effect of c on a conversation whose metadata is m:
 // the new metadata and every message record to write, in order (the
@@ -19,6 +22,10 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 		m.NextSeq = 1
 		m.CreatedAt = c.Now
 		m.Status = StatusActive
+		m.Incarnation = c.Incarnation
+		for m.Incarnation == 0 { // 0 is the value of records older than it
+			m.Incarnation = rand.Uint64()
+		}
 	}
 	if m.Episode == 0 { // a new conversation, or one stored before episodes
 		m.Episode, m.EpisodeFrom = 1, 1
@@ -43,6 +50,7 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 			m.addGap(b.Seq+1, m.NextSeq-1, Superseded)
 		}
 		m.LastTurn = b.Turn
+		m.Epoch++
 		if m.Cut > b.Seq {
 			m.Cut = 0
 		}
@@ -67,6 +75,7 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 		m.Tokens -= f.Tokens
 		m.Turns -= f.Turns
 		m.FirstHash, m.LastTurn = f.FirstHash, f.LastTurn
+		m.Epoch++
 		if m.Summary != nil && f.Ranges[0].From <= m.Summary.Through {
 			m.Summary = nil // rebuilt from what remains by the next compaction
 		}

@@ -71,7 +71,7 @@ func checkCacheTrace(t *testing.T, rng *rand.Rand, entry int) {
 // the cut to a turn start, sometimes supersedes the tail after a random
 // active message.
 func randomChange(rng *rand.Rand, s *memStore) history.Change {
-	ch := history.Change{Version: s.meta.Version, Now: int64(s.meta.Version + 1)}
+	ch := history.Change{Version: s.meta.Version, Now: int64(s.meta.Version + 1), Incarnation: 1}
 	var active []history.Message
 	for _, m := range s.msgs {
 		if m.Active() {

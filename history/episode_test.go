@@ -27,7 +27,7 @@ func TestEpisodes(t *testing.T) {
 	if m.Status != StatusActive || w[0].Episode != 2 {
 		t.Fatalf("next message: got status %s, episode %d; want active, 2", m.Status, w[0].Episode)
 	}
-	m, _ = Apply(m, Change{Summary: &SummaryChange{Summary: Summary{Text: "s", Through: 2}, Episode: 1, Title: "Planning a trip to Lisbon"}}, nil)
+	m, _ = Apply(m, Change{Summary: &SummaryChange{Incarnation: m.Incarnation, Summary: Summary{Text: "s", Through: 2}, Episode: 1, Title: "Planning a trip to Lisbon"}}, nil)
 	if m.Title != "Planning a trip to Lisbon" || m.Episodes[0].Title != m.Title {
 		t.Fatalf("got title %q, episodes %+v", m.Title, m.Episodes)
 	}
@@ -76,7 +76,7 @@ func TestCodecVersions(t *testing.T) {
 // message) drops the summary; one after it keeps it.
 func TestSupersedeInsideTheSummaryDropsIt(t *testing.T) {
 	m, _ := Apply(Meta{}, Change{Append: []Message{User("q1"), Asst("a1"), User("q2"), Asst("a2"), User("q3"), Asst("a3")}, Now: 1}, nil)
-	m, _ = Apply(m, Change{Summary: &SummaryChange{Summary: Summary{Text: "s", Through: 4, Turns: 2}}}, nil)
+	m, _ = Apply(m, Change{Summary: &SummaryChange{Incarnation: m.Incarnation, Summary: Summary{Text: "s", Through: 4, Turns: 2}}}, nil)
 	kept, _ := Apply(m, Change{Version: m.Version, Supersede: &Boundary{Seq: 4, Turn: 2}, Append: []Message{User("q3'")}, Now: 2}, nil)
 	if kept.Summary == nil {
 		t.Error("a supersede after the summary dropped it")

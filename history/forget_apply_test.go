@@ -24,7 +24,7 @@ func TestForgetChangeKeepsCountersTrue(t *testing.T) {
 				t.Fatal(err)
 			}
 			if meta, err = s.Commit(ctx, history.Key{}, history.Change{Version: meta.Version,
-				Summary: &history.SummaryChange{Summary: history.Summary{Text: "s", Through: 2}}}); err != nil {
+				Summary: &history.SummaryChange{Incarnation: meta.Incarnation, Summary: history.Summary{Text: "s", Through: 2}}}); err != nil {
 				t.Fatal(err)
 			}
 			active := activeOf(t, s)

@@ -165,6 +165,16 @@ type Meta struct {
 	Summaries               int   `json:"summaries,omitempty"`
 	SummaryPromptTokens     int64 `json:"summary_prompt_tokens,omitempty"`
 	SummaryCompletionTokens int64 `json:"summary_completion_tokens,omitempty"`
+	// Incarnation tells apart the conversations one id has named: a new,
+	// random value each time the conversation is created (first written,
+	// or written again after a delete). 0 in records written before it.
+	Incarnation uint64 `json:"incarnation,omitempty"`
+	// Epoch counts the changes that took messages out of every context
+	// (forgets, soft or hard, and supersedes). A background job records it
+	// with Incarnation when it reads the conversation, and its result is
+	// discarded if either moved (SummaryChange): erased text never comes
+	// back through work that was already running.
+	Epoch uint64 `json:"epoch,omitempty"`
 }
 
 // FlagsAt returns the flags the metadata gives message seq: those of the

@@ -21,12 +21,13 @@ import (
 //	episode episode_from episodes: n, n x (n from to title sealed_at) title
 //	[summary: text through turns tokens model at]
 //	summaries summary_prompt_tokens summary_completion_tokens
+//	incarnation(8) epoch                                          (version 2)
 //
 // Unsigned fields are uvarints, signed ones varints, strings a uvarint
 // length and their bytes. A field added to Meta must be added here (at the
 // end, under a new version); TestMetaCodecCoversEveryField fails until it
-// is.
-const metaVersion = 1
+// is. Records of version 1 still decode (Incarnation and Epoch 0).
+const metaVersion = 2
 
 const (
 	metaHasLast    = 1
@@ -35,7 +36,7 @@ const (
 
 // MarshalMeta encodes a metadata record.
 func MarshalMeta(m *Meta) ([]byte, error) {
-	n := 160 + len(m.Status) + len(m.Model) + len(m.ResponseID) + len(m.Title) + 24*len(m.Gaps)
+	n := 170 + len(m.Status) + len(m.Model) + len(m.ResponseID) + len(m.Title) + 24*len(m.Gaps)
 	for _, e := range m.Episodes {
 		n += 40 + len(e.Title)
 	}
@@ -107,7 +108,9 @@ func AppendMeta(dst []byte, m *Meta) []byte {
 	}
 	dst = binary.AppendVarint(dst, int64(m.Summaries))
 	dst = binary.AppendVarint(dst, m.SummaryPromptTokens)
-	return binary.AppendVarint(dst, m.SummaryCompletionTokens)
+	dst = binary.AppendVarint(dst, m.SummaryCompletionTokens)
+	dst = binary.LittleEndian.AppendUint64(dst, m.Incarnation)
+	return binary.AppendUvarint(dst, m.Epoch)
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -124,7 +127,7 @@ func UnmarshalMeta(b []byte) (Meta, error) {
 		}
 		return m, nil
 	}
-	if len(b) < 2 || b[0] != metaVersion {
+	if len(b) < 2 || b[0] < 1 || b[0] > metaVersion {
 		return Meta{}, errorf("decode meta: bad header")
 	}
 	r := metaReader{b: b, s: string(b), off: 2}
@@ -193,6 +196,10 @@ func UnmarshalMeta(b []byte) (Meta, error) {
 	m.Summaries = int(r.varint())
 	m.SummaryPromptTokens = r.varint()
 	m.SummaryCompletionTokens = r.varint()
+	if b[0] >= 2 {
+		m.Incarnation = r.uint64()
+		m.Epoch = r.uvarint()
+	}
 	if r.bad || r.off != len(b) {
 		return Meta{}, errorf("decode meta: malformed record")
 	}

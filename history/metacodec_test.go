@@ -161,3 +161,17 @@ func TestMetaCodecRejectsDamage(t *testing.T) {
 		t.Errorf("strings changed with the buffer they were decoded from: %q, %q", got.Model, got.Summary.Text)
 	}
 }
+
+// Records of version 1, written before Incarnation and Epoch, still
+// decode, with both 0.
+func TestMetaCodecReadsVersion1(t *testing.T) {
+	m := sampleMeta()
+	m.Incarnation, m.Epoch = 0, 0
+	b := AppendMeta(nil, &m)
+	v1 := bytes.Clone(b[:len(b)-9]) // incarnation(8) and epoch 0 (one byte)
+	v1[0] = 1
+	got, err := UnmarshalMeta(v1)
+	if err != nil || !reflect.DeepEqual(got, m) {
+		t.Errorf("version 1 record decoded as %+v, %v; want %+v", got, err, m)
+	}
+}

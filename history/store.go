@@ -220,6 +220,10 @@ type Change struct {
 	// way a summary covering any of them is dropped until rebuilt, so
 	// forgotten content does not live on inside it.
 	Forget *Forgetting
+	// Incarnation, if the change creates the conversation, becomes its
+	// Meta.Incarnation; 0 draws a random one (what every caller but a
+	// test comparing two stores wants).
+	Incarnation uint64
 	// Import, if set, appends Append as exported: each message keeps its
 	// Seq (ascending), Turn, Episode, Flags and CreatedAt. Only into an
 	// empty conversation (Version 0).

@@ -30,6 +30,11 @@ type SummaryChange struct {
 	// summary (compare-and-set on covered-through), and fails with ErrStale
 	// otherwise.
 	Base uint64
+	// Incarnation and Epoch are the conversation's (Meta) when the job
+	// read it: the change applies only while both are unchanged, so a
+	// summary made from messages since forgotten, superseded or deleted
+	// (with the id perhaps reused) is discarded with ErrStale.
+	Incarnation, Epoch uint64
 	// Summary is the new summary.
 	Summary Summary
 	// PromptTokens and CompletionTokens are what the summariser spent.
@@ -76,9 +81,10 @@ func (c *Change) onlySummary() bool {
 
 // Check reports whether c applies to a conversation whose metadata is m:
 // nil, ErrConflict if c was computed from another version (or imports
-// into a conversation that is not empty), or, for a
-// change that only lands a summary, ErrStale if the stored summary is not
-// the one it was made from. A summary does not check (nor bump) the
+// into a conversation that is not empty), or, for a change that only
+// lands a summary, ErrStale if the stored summary is not the one it was
+// made from or the conversation is another incarnation or epoch than the
+// one it was made from. A summary does not check (nor bump) the
 // version: it lands between chat commits without failing them. Every
 // Store calls Check before Apply.
 func (c *Change) Check(m *Meta) error {
@@ -91,6 +97,9 @@ func (c *Change) Check(m *Meta) error {
 	var through uint64
 	if m.Summary != nil {
 		through = m.Summary.Through
+	}
+	if c.Summary.Incarnation != m.Incarnation || c.Summary.Epoch != m.Epoch {
+		return ErrStale
 	}
 	if c.Summary.Base != through || c.Summary.Summary.Through <= through || c.Summary.Summary.Through >= max(m.NextSeq, 1) {
 		return ErrStale

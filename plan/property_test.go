@@ -277,7 +277,7 @@ func land(t *testing.T, st history.Store, k history.Key, keep int) bool {
 		return false
 	}
 	through := msgs[ends[n-1]].Seq
-	_, err = st.Commit(ctx, k, history.Change{Summary: &history.SummaryChange{Base: base,
+	_, err = st.Commit(ctx, k, history.Change{Summary: &history.SummaryChange{Base: base, Incarnation: snap.Meta.Incarnation, Epoch: snap.Meta.Epoch,
 		Summary: history.Summary{Text: fmt.Sprintf("through %d", through), Through: through, Turns: turns + n}}})
 	if err != nil {
 		t.Fatalf("land summary through %d: %v", through, err)

@@ -105,7 +105,12 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 	}
 	now := m.cfg.Now()
 	sc := &history.SummaryChange{
-		Base: w.base,
+		// The conversation as the job read it: a delete, forget or
+		// supersede since then makes the result stale (erased text
+		// never lands in a summary).
+		Incarnation: meta.Incarnation,
+		Epoch:       meta.Epoch,
+		Base:        w.base,
 		Summary: history.Summary{
 			Text:    res.text,
 			Through: w.cover[len(w.cover)-1].last(),

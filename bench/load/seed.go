@@ -174,7 +174,8 @@ func seedSummary(ctx context.Context, store history.Store, k history.Key, c int,
 		text = append(text, msg.Content...)
 		tokens += u.Tokens
 	}
-	_, err = store.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Summary: &history.SummaryChange{
+	_, err = store.Commit(ctx, k, history.Change{Summary: &history.SummaryChange{
+		Incarnation: snap.Meta.Incarnation, Epoch: snap.Meta.Epoch,
 		Summary: history.Summary{Text: string(text), Through: uint64(2 * covered), Turns: covered, Tokens: tokens, Model: o.model, At: time.Now().UnixNano()},
 	}})
 	return err

@@ -44,7 +44,8 @@ func TestReplicaCachesStayCoherent(t *testing.T) {
 		t.Fatalf("caches hold %d and %d conversations, want 1 each", a.Len(), b.Len())
 	}
 	// A summary does not bump Version; a's cached copy must still go.
-	if _, err := b.Commit(ctx, k, history.Change{Now: 9e9, Summary: &history.SummaryChange{Summary: history.Summary{Text: "s", Through: 2}}}); err != nil {
+	if _, err := b.Commit(ctx, k, history.Change{Now: 9e9, Summary: &history.SummaryChange{Incarnation: load(b).Meta.Incarnation,
+		Summary: history.Summary{Text: "s", Through: 2}}}); err != nil {
 		t.Fatal(err)
 	}
 	if snap := load(a); snap.Meta.Summary == nil {

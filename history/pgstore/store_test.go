@@ -96,7 +96,7 @@ func TestSameAsBadger(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := snap.Meta
-		c := history.Change{Version: m.Version, Now: int64(step+1) * 1e9}
+		c := history.Change{Version: m.Version, Now: int64(step+1) * 1e9, Incarnation: 7}
 		switch op := rng.IntN(10); {
 		case op < 5 || m.Messages == 0:
 			c.Append = turns(step, 1+rng.IntN(3))
@@ -128,7 +128,7 @@ func TestSameAsBadger(t *testing.T) {
 			if through+1 >= m.NextSeq-1 {
 				continue
 			}
-			c = history.Change{Now: c.Now, Summary: &history.SummaryChange{Base: through,
+			c = history.Change{Now: c.Now, Summary: &history.SummaryChange{Base: through, Incarnation: m.Incarnation, Epoch: m.Epoch,
 				Summary: history.Summary{Text: "so far", Through: through + 1, Turns: 1, Tokens: 3, At: c.Now}}}
 		}
 		want, werr := bs.Commit(ctx, k, c)

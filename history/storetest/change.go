@@ -35,8 +35,8 @@ func testEpisodes(t *testing.T, s history.Store) {
 	if want := []uint32{1, 1, 1, 1, 2, 2, 3, 3}; !slices.Equal(episodes, want) {
 		t.Errorf("got message episodes %v, want %v", episodes, want)
 	}
-	m, err := s.Commit(ctx, k, history.Change{Summary: &history.SummaryChange{
-		Summary: history.Summary{Text: "s", Through: 4}, Episode: 1, Title: "Planning a trip"}})
+	m, err := Land(s, k, history.SummaryChange{
+		Summary: history.Summary{Text: "s", Through: 4}, Episode: 1, Title: "Planning a trip"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func testForget(t *testing.T, s history.Store) {
 		User("beta question", 10), Asst("beta answer", 10),
 		User("gamma question", 10), Asst("gamma answer", 10)}
 	MustCommit(t, s, k, history.Change{Append: msgs})
-	if _, err := s.Commit(ctx, k, history.Change{Summary: &history.SummaryChange{Summary: history.Summary{Text: "s", Through: 2}}}); err != nil {
+	if _, err := Land(s, k, history.SummaryChange{Summary: history.Summary{Text: "s", Through: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	forget := func(seqs []uint64, hard bool) history.Meta {
@@ -173,7 +173,7 @@ func testDelete(t *testing.T, s history.Store) {
 	MustCommit(t, s, other, history.Change{Append: []history.Message{User("walrus kept", 1)}})
 	MustCommit(t, s, k, history.Change{Append: []history.Message{User("walrus one", 1), Asst("walrus two", 1)}})
 	MustCommit(t, s, k, history.Change{Supersede: &history.Boundary{Seq: 1, Turn: 1}, Append: []history.Message{Asst("walrus three", 1)}})
-	if _, err := s.Commit(ctx, k, history.Change{Summary: &history.SummaryChange{Summary: history.Summary{Text: "s", Through: 1}}}); err != nil {
+	if _, err := Land(s, k, history.SummaryChange{Summary: history.Summary{Text: "s", Through: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Delete(ctx, k); err != nil {

@@ -83,8 +83,8 @@ func testListOrder(t *testing.T, s history.Store) {
 	}
 
 	// A summary lands on c2 (no activity), then a turn on c3.
-	if _, err := s.Commit(ctx, history.Key{Tenant: "t", Conversation: "c2"}, history.Change{
-		Summary: &history.SummaryChange{Summary: history.Summary{Text: "s", Through: 1}}}); err != nil {
+	if _, err := Land(s, history.Key{Tenant: "t", Conversation: "c2"},
+		history.SummaryChange{Summary: history.Summary{Text: "s", Through: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := listAll(t, s, "t", history.ListQuery{Limit: 50}); !slices.Equal(got, newest) {

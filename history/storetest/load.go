@@ -15,12 +15,12 @@ import (
 func testRoundTrip(t *testing.T, s history.Store) {
 	k := history.Key{Tenant: "acme", Conversation: "c1"}
 	first := []history.Message{User("hi", 7), Call("A", 11), Result("A", 13), Asst("done", 17)}
-	m := MustCommit(t, s, k, history.Change{Append: first, Model: "gpt-4o", ResponseID: "r1", PromptTokens: 100, CompletionTokens: 20, Now: 5e9})
+	m := MustCommit(t, s, k, history.Change{Append: first, Model: "gpt-4o", ResponseID: "r1", PromptTokens: 100, CompletionTokens: 20, Now: 5e9, Incarnation: 99})
 	m = MustCommit(t, s, k, history.Change{Append: []history.Message{User("again", 1), Call("B", 2)}, Now: 6e9})
 	want := history.Meta{
 		NextSeq: 7, FirstHash: first[0].Hash, LastTurn: 2, Turns: 2, Messages: 6, Tokens: 51,
 		Status: history.StatusAwaiting, Model: "gpt-4o", ResponseID: "r1", PromptTokens: 100, CompletionTokens: 20,
-		CreatedAt: 5e9, UpdatedAt: 6e9, Version: 2, Episode: 1, EpisodeFrom: 1,
+		CreatedAt: 5e9, UpdatedAt: 6e9, Version: 2, Episode: 1, EpisodeFrom: 1, Incarnation: 99,
 	}
 	if fmt.Sprint(m) != fmt.Sprint(want) {
 		t.Errorf("got meta %+v, want %+v", m, want)
@@ -270,8 +270,8 @@ func testLoadSummarized(t *testing.T, s history.Store) {
 	if snap, err := s.Load(ctx, k, q); err != nil || len(snap.Tail) != 20 {
 		t.Fatalf("no summary yet: got %d messages (%v), want all 20", len(snap.Tail), err)
 	}
-	if _, err := s.Commit(ctx, k, history.Change{Summary: &history.SummaryChange{
-		Summary: history.Summary{Text: "so far", Through: 12, Turns: 6}}}); err != nil {
+	if _, err := Land(s, k, history.SummaryChange{
+		Summary: history.Summary{Text: "so far", Through: 12, Turns: 6}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -293,9 +293,9 @@ func testSummaryLanding(t *testing.T, s history.Store) {
 	k := history.Key{Tenant: "t", Conversation: "sum"}
 	before := MustCommit(t, s, k, history.Change{Append: Turns(1, 4)}) // seqs 1-8
 	land := func(base, through uint64) (history.Meta, error) {
-		return s.Commit(ctx, k, history.Change{Summary: &history.SummaryChange{Base: base,
+		return Land(s, k, history.SummaryChange{Base: base,
 			Summary:      history.Summary{Text: "so far", Through: through, Turns: int(through / 2), Tokens: 5, At: 7},
-			PromptTokens: 100, CompletionTokens: 20}})
+			PromptTokens: 100, CompletionTokens: 20})
 	}
 	m, err := land(0, 4)
 	if err != nil {

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) history.Store) {
 		{"ForgetSoftAndHard", testForget},
 		{"Import", testImport},
 		{"Delete", testDelete},
+		{"ErasureBeatsASummaryInFlight", testErasureBeatsASummaryInFlight},
 		{"ListOrder", testListOrder},
 		{"ListPaging", testListPaging},
 		{"ListFilters", testListFilters},
@@ -120,6 +121,17 @@ func MustCommit(t testing.TB, s history.Store, k history.Key, c history.Change) 
 		t.Fatal(err)
 	}
 	return m
+}
+
+// Land lands sc as a summary job made from the conversation as it is now
+// would: with its current Incarnation and Epoch.
+func Land(s history.Store, k history.Key, sc history.SummaryChange) (history.Meta, error) {
+	snap, err := s.Load(ctx, k, history.Query{})
+	if err != nil {
+		return history.Meta{}, err
+	}
+	sc.Incarnation, sc.Epoch = snap.Meta.Incarnation, snap.Meta.Epoch
+	return s.Commit(ctx, k, history.Change{Summary: &sc})
 }
 
 // All returns the conversation's messages, inactive ones too if all.
