@@ -201,9 +201,11 @@ func (r *Retention) namespace(ctx context.Context, p Policy) (Result, error) {
 			}
 		}
 		for _, e := range page {
-			updated := e.Meta.UpdatedAt
+			// Still the conversation listed: not written since, nor
+			// deleted and made again under the same id.
+			updated, inc := e.Meta.UpdatedAt, e.Meta.Incarnation
 			ok, err := r.remove(ctx, history.Key{Tenant: p.Namespace, Conversation: e.Conversation},
-				func(m *history.Meta) bool { return m.UpdatedAt <= updated })
+				func(m *history.Meta) bool { return m.UpdatedAt <= updated && m.Incarnation == inc })
 			if err != nil {
 				return res, err
 			}

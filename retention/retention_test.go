@@ -189,3 +189,43 @@ func TestAConversationWrittenMeanwhileIsKept(t *testing.T) {
 		t.Errorf("acme keeps %q, want c1", got)
 	}
 }
+
+// A conversation over the cap that is deleted and made again under the
+// same id between the pass's list and its removal (at the same clock
+// reading) is another conversation: the pass keeps it.
+func TestCapKeepsAConversationMadeAgainSinceTheList(t *testing.T) {
+	s := seed(t, "acme", 3) // c0..c2; a cap of 2 removes c0
+	ctx := context.Background()
+	k := history.Key{Tenant: "acme", Conversation: "c0"}
+	remade := false
+	r, err := retention.New(retention.Config{
+		Store:    s,
+		Policies: func() []retention.Policy { return []retention.Policy{{Tenant: "acme", Namespace: "acme", Max: 2}} },
+		Now:      func() time.Time { return t0.Add(10 * time.Hour) },
+		Lock: func(ctx context.Context, lk history.Key) (func(), error) {
+			if lk == k && !remade {
+				remade = true
+				if err := s.Delete(ctx, k); err != nil {
+					return nil, err
+				}
+				msg := history.Message{Role: history.RoleUser, Raw: []byte(`{"role":"user","content":"new"}`), Tokens: 3, Hash: 9}
+				if _, err := s.Commit(ctx, k, history.Change{Append: []history.Message{msg}, Now: t0.UnixNano()}); err != nil {
+					return nil, err
+				}
+			}
+			return func() {}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := r.Pass(ctx); res.Capped != 0 {
+		t.Errorf("pass removed %+v, want nothing", res)
+	}
+	if !remade {
+		t.Fatal("the pass never locked c0")
+	}
+	if got := ids(t, s, "acme"); !slices.Equal(got, []string{"c0", "c1", "c2"}) {
+		t.Errorf("acme keeps %q, want the remade c0 too", got)
+	}
+}
