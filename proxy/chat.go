@@ -18,6 +18,10 @@ import (
 
 const headerHistory = "X-Recall-History"
 
+// headerMemory is "none" on the answer to a request that named a
+// conversation on a path that keeps no memory.
+const headerMemory = "X-Recall-Memory"
+
 // exchange is one chat-completions call on a conversation: everything the
 // commit needs, copied out of the RequestCtx so that it may outlive the
 // handler (a stream is relayed and committed after the handler returns).

@@ -10,7 +10,9 @@ import (
 
 // passthrough forwards any other /v1/ call untouched, with the same
 // authentication and key swap, streaming the request and response bodies.
-func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
+// conv is the conversation a /c/{conversation}/ prefix named, if any: no
+// memory applies here, and the answer says so (memoryNone).
+func (s *Server) passthrough(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	start := s.cfg.Now()
 	c, err := s.authenticate(rc)
 	if err != nil {
@@ -18,6 +20,7 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 		s.fail(rc, "passthrough", "", err, start)
 		return
 	}
+	named := conv != "" || len(rc.Request.Header.Peek(c.convHeader)) > 0
 	req := fasthttp.AcquireRequest()
 	upstreamRequest(req, rc, c, path, bodyless(rc))
 	if body, size := requestBody(rc); body != nil {
@@ -35,6 +38,9 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, path []byte) {
 		return
 	}
 	copyResponseHeader(rc, resp)
+	if named {
+		s.memoryNone(rc, c.cfg.ID, path)
+	}
 	upstreamAt := s.cfg.Now()
 	status, length, body := resp.StatusCode(), resp.Header.ContentLength(), responseBody(resp)
 	s.metrics.request(c.cfg.ID, "passthrough", status)
@@ -106,4 +112,19 @@ func relayRaw(w *bufio.Writer, r io.Reader) (int64, error) {
 			return n, err
 		}
 	}
+}
+
+// memoryNone marks the answer to a request that named a conversation on a
+// path that keeps no memory (anything but the routes with memory): the
+// header X-Recall-Memory: none, and a warning in the log, at most one a
+// minute, so that a client expecting memory learns why it has none.
+func (s *Server) memoryNone(rc *fasthttp.RequestCtx, tenant string, path []byte) {
+	rc.Response.Header.Set(headerMemory, "none")
+	now := s.cfg.Now().UnixNano()
+	last := s.memoryWarned.Load()
+	if now-last < int64(time.Minute) || !s.memoryWarned.CompareAndSwap(last, now) {
+		return
+	}
+	s.log.Warn("a conversation was named on a path that keeps no memory: forwarded without memory",
+		"tenant", tenant, "path", string(path))
 }

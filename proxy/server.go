@@ -129,6 +129,8 @@ type Server struct {
 	api      *api.Handler
 	counts   sync.Map // hash -> tokens, for instructions and tools (bounded, see cachedTokens)
 	cached   atomic.Int64
+	// memoryWarned is when memoryNone last logged (Unix nanoseconds).
+	memoryWarned atomic.Int64
 }
 
 // New returns a Server for cfg.
@@ -330,7 +332,7 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		// conversation prefix, which would say otherwise.
 		s.reject(rc, "chat", errMethodNotAllow)
 	case bytes.HasPrefix(path, prefixV1):
-		s.passthrough(rc, path)
+		s.passthrough(rc, conv, path)
 	default:
 		s.reject(rc, "other", errNotFound)
 	}

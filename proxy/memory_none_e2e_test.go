@@ -1,0 +1,54 @@
+package proxy_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// A conversation named on a path that keeps no memory is forwarded, and
+// the answer says it was not remembered (X-Recall-Memory: none), with a
+// warning in the log; a path with memory, or a request naming no
+// conversation, carries no such header.
+func TestMemoryNoneOnPathsWithoutMemory(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	for _, tt := range []struct {
+		name, path, header string
+		want               string
+	}{
+		{"header on a pass-through path", "/v1/embeddings", "emb-1", "none"},
+		{"prefix on a pass-through path", "/c/emb-2/v1/embeddings", "", "none"},
+		{"no conversation", "/v1/embeddings", "", ""},
+		{"chat completions", "/v1/chat/completions", "chat-1", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := `{"model":"text-embedding-3-small","input":"hi"}`
+			if strings.HasSuffix(tt.path, "/chat/completions") {
+				body = `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
+			}
+			req, err := http.NewRequest("POST", h.url+tt.path, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Content-Type", "application/json")
+			if tt.header != "" {
+				req.Header.Set("X-Conversation-ID", tt.header)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			if got := resp.Header.Get("X-Recall-Memory"); got != tt.want {
+				t.Errorf("X-Recall-Memory %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if !h.logs.waitFor(`keeps no memory`) {
+		t.Errorf("no warning in the log:\n%s", h.logs.String())
+	}
+}
