@@ -31,6 +31,9 @@ const nodeHelp = "the e2e suite runs the official OpenAI Node SDK and needs Node
 // them: conversations by header and by path prefix, streamed and not, a
 // tool round trip with parallel calls, and the SDK's other endpoints.
 func TestNodeSDK(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short runs no Node.js suite")
+	}
 	node := lookTool(t, "node")
 	npm := lookTool(t, "npm")
 	checkNodeVersion(t, node)

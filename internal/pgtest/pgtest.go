@@ -69,13 +69,22 @@ func Main(m *testing.M) {
 
 // DB creates a fresh database on the shared server (started on first
 // use) and returns its URL. The database is dropped when t ends.
+// Under -short the test is skipped: the fast subset needs no PostgreSQL.
 func DB(t testing.TB) string {
 	t.Helper()
+	skipShort(t)
 	sharedOnce.Do(func() { shared, sharedErr = start() })
 	if sharedErr != nil {
 		t.Fatal(sharedErr)
 	}
 	return shared.NewDB(t)
+}
+
+// skipShort skips t under -short.
+func skipShort(t testing.TB) {
+	if testing.Short() {
+		t.Skip("pgtest: -short runs no PostgreSQL server")
+	}
 }
 
 // Server is one private PostgreSQL server.
@@ -92,8 +101,10 @@ type Server struct {
 
 // Start starts a private server for t alone (for tests that stop and
 // restart it) and stops it when t ends.
+// Under -short the test is skipped, as with DB.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	skipShort(t)
 	s, err := start()
 	if err != nil {
 		t.Fatal(err)
