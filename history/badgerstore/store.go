@@ -38,6 +38,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"sync"
@@ -212,6 +213,12 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	bo = bo.WithSyncWrites(!s.noSync && s.logs == nil)
 	bo = bo.WithReadOnly(s.readOnly)
+	if !o.InMemory && !s.readOnly {
+		if err := checkWritable(dir); err != nil {
+			s.closeLogs()
+			return nil, err
+		}
+	}
 	db, err := badger.Open(bo)
 	if err != nil {
 		s.closeLogs()
@@ -624,3 +631,23 @@ func (a slogAdapter) Errorf(f string, args ...any)   { a.log(slog.LevelError, f,
 func (a slogAdapter) Warningf(f string, args ...any) { a.log(slog.LevelWarn, f, args...) }
 func (a slogAdapter) Infof(f string, args ...any)    { a.log(slog.LevelDebug, f, args...) }
 func (a slogAdapter) Debugf(f string, args ...any)   { a.log(slog.LevelDebug, f, args...) }
+
+// checkWritable makes dir if it is missing and checks that this process
+// can create files in it, so that a directory it cannot write (a Docker
+// bind mount owned by the host's user, a read-only mount) is reported as
+// such, not as Badger's bare "LOCK: permission denied".
+func checkWritable(dir string) error {
+	err := os.MkdirAll(dir, 0o700)
+	if err == nil {
+		var f *os.File
+		if f, err = os.CreateTemp(dir, ".recall-write-check-*"); err == nil {
+			f.Close()
+			return os.Remove(f.Name())
+		}
+	}
+	hint := ""
+	if errors.Is(err, fs.ErrPermission) {
+		hint = fmt.Sprintf(" (Recall runs as uid %d; a Docker bind mount must be writable by it: chown 65532:65532 the host directory, or use a named volume)", os.Getuid())
+	}
+	return fmt.Errorf("badgerstore: open %s: the data directory is not writable%s: %w", dir, hint, err)
+}

@@ -1,0 +1,37 @@
+package badgerstore_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/recallproxy/recall/history/badgerstore"
+)
+
+// A data directory the process cannot write (here a read-only mount; a
+// Docker bind mount owned by another user fails the same way) is refused
+// with an error that says so and names the directory, not with Badger's
+// bare "LOCK: permission denied".
+func TestUnwritableDirectoryIsNamed(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a read-only tmpfs needs root")
+	}
+	dir := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v: %s)", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	s, err := badgerstore.Open(dir, badgerstore.Options{})
+	if err == nil {
+		s.Close()
+		t.Fatal("opened a read-only directory for writing")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "data directory is not writable") || !strings.Contains(msg, dir) {
+		t.Errorf("got error %q, want it to say the data directory %s is not writable", msg, dir)
+	}
+}
