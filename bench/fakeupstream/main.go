@@ -5,7 +5,9 @@
 //	go run ./bench/fakeupstream -listen 127.0.0.1:9801
 //
 // Point Recall's upstream at http://127.0.0.1:9801/v1. It runs until
-// interrupted.
+// interrupted. It answers "echo: " and the last user message; with
+// -describe it adds what it received ("[received 3 messages: user,
+// assistant, user]"), which shows Recall's memory at work.
 //
 // With -control it also serves two paths for tests that drive it from
 // another process (the Node SDK suite in e2e/): POST /_fake/reply queues a
@@ -36,13 +38,18 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:9801", "address to listen on")
 	keep := flag.Int("keep", 0, "requests to keep in the in-memory log (0: none; keep it 0 under load)")
 	control := flag.Bool("control", false, "serve /_fake/reply and /_fake/last for tests (keeps the last 64 requests unless -keep says otherwise)")
+	describe := flag.Bool("describe", false, "say in each answer how many messages of which roles the request carried")
 	flag.Parse()
 
 	if *control && *keep == 0 {
 		*keep = 64
 	}
+	opts := []upstreamtest.Option{upstreamtest.WithKeepRequests(*keep)}
+	if *describe {
+		opts = append(opts, upstreamtest.WithDescribe())
+	}
 	if !*control {
-		s, err := upstreamtest.Listen(*listen, upstreamtest.WithKeepRequests(*keep))
+		s, err := upstreamtest.Listen(*listen, opts...)
 		if err != nil {
 			fail(err)
 		}
@@ -54,7 +61,7 @@ func main() {
 
 	// The fake listens on a port of its own that nothing uses: its handler
 	// is served here, behind the control paths.
-	s, err := upstreamtest.Listen("127.0.0.1:0", upstreamtest.WithKeepRequests(*keep))
+	s, err := upstreamtest.Listen("127.0.0.1:0", opts...)
 	if err != nil {
 		fail(err)
 	}

@@ -165,6 +165,9 @@ func (s *Server) newCompletion(rq *request, reply Reply) *completion {
 	hasText := text != "" || (reply.Content == "" && reply.Refusal == "" && len(reply.ToolCalls) == 0)
 	if reply.Content == "" && reply.Refusal == "" && len(reply.ToolCalls) == 0 {
 		text = "echo: " + lastUserText(rq.msgs)
+		if s.describe {
+			text += describe(rq.msgs)
+		}
 	}
 	if len(reply.ToolCalls) > 0 {
 		c.finish = "tool_calls"
@@ -356,4 +359,24 @@ func gzipBytes(b []byte) []byte {
 	_, _ = zw.Write(b)
 	_ = zw.Close()
 	return out.Bytes()
+}
+
+// describe says how many messages of which roles a request carried.
+func describe(msgs []gjson.Result) string {
+	var b strings.Builder
+	b.WriteString(" [received ")
+	b.WriteString(strconv.Itoa(len(msgs)))
+	if len(msgs) == 1 {
+		b.WriteString(" message: ")
+	} else {
+		b.WriteString(" messages: ")
+	}
+	for i, m := range msgs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(m.Get("role").Str)
+	}
+	b.WriteByte(']')
+	return b.String()
 }

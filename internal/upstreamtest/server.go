@@ -74,10 +74,18 @@ func WithKeepRequests(n int) Option {
 	return func(s *Server) { s.keep = n }
 }
 
+// WithDescribe makes the default answer say what the fake received:
+// "echo: <last user text> [received 3 messages: user, assistant, user]",
+// so that a person trying Recall sees its memory at work.
+func WithDescribe() Option {
+	return func(s *Server) { s.describe = true }
+}
+
 // Server is a fake OpenAI-compatible upstream on a loopback port. It is safe
 // for concurrent use.
 type Server struct {
-	keep    int
+	keep     int
+	describe bool
 	created int64
 
 	ln  net.Listener
