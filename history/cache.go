@@ -258,6 +258,11 @@ func (c *Cache) Search(ctx context.Context, tenant string, q SearchQuery) ([]Hit
 // Delete drops the entry and deletes from the store, then drops the entry
 // again: a Load that read the conversation before the store deleted it
 // may have cached it meanwhile (and a Load still under way will not).
+// Namespaces reads through to the store.
+func (c *Cache) Namespaces(ctx context.Context, prefix, after string, limit int) ([]string, error) {
+	return c.store.Namespaces(ctx, prefix, after, limit)
+}
+
 func (c *Cache) Delete(ctx context.Context, k Key) error {
 	c.mu.Lock()
 	if el, ok := c.byKey[k]; ok {

@@ -96,6 +96,10 @@ func (s *memStore) Search(context.Context, string, history.SearchQuery) ([]histo
 	return nil, nil
 }
 
+func (s *memStore) Namespaces(context.Context, string, string, int) ([]string, error) {
+	return nil, nil
+}
+
 func (s *memStore) Delete(context.Context, history.Key) error {
 	*s = memStore{}
 	return nil

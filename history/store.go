@@ -56,6 +56,12 @@ type Store interface {
 	// The index is written in the same transaction as the messages, so it
 	// never disagrees with them.
 	Search(ctx context.Context, tenant string, q SearchQuery) ([]Hit, error)
+	// Namespaces returns up to limit namespaces (Key.Tenant values) that
+	// hold a conversation and start with prefix, in byte order, after
+	// after ("" for the first page). Retention walks the namespaces of a
+	// pass-through tenant (one per credential) with it; cost follows the
+	// page, not the number of conversations.
+	Namespaces(ctx context.Context, prefix, after string, limit int) ([]string, error)
 }
 
 // ListQuery selects a page of Store.List.

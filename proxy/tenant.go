@@ -121,8 +121,11 @@ func (s *Server) authenticate(rc *fasthttp.RequestCtx) (caller, error) {
 // and the key itself is never stored.
 func PassThroughNamespace(tenantID, bearer string) string {
 	sum := sha256.Sum256([]byte(bearer))
-	return tenantID + ".pt." + hex.EncodeToString(sum[:16])
+	return PassThroughPrefix(tenantID) + hex.EncodeToString(sum[:16])
 }
+
+// PassThroughPrefix starts every PassThroughNamespace of a tenant.
+func PassThroughPrefix(tenantID string) string { return tenantID + ".pt." }
 
 // policy returns the tenant's plan policy with the request's merge mode.
 func (t *tenant) policy(mode history.Mode) plan.Policy {

@@ -9,6 +9,7 @@ package retention
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -24,6 +25,11 @@ type Policy struct {
 	// Namespace is the history namespace the rules apply to
 	// (history.Key.Tenant).
 	Namespace string
+	// NamespacePrefix, if set instead of Namespace, applies the rules to
+	// every namespace that starts with it, each on its own (a
+	// pass-through tenant keeps one namespace per client credential),
+	// found through Store.Namespaces.
+	NamespacePrefix string
 	// TTL removes conversations not updated for this long; 0: never.
 	TTL time.Duration
 	// Max removes the least recently used conversations beyond this
@@ -146,7 +152,7 @@ func (r *Retention) Pass(ctx context.Context) Result {
 		if p.TTL <= 0 && p.Max <= 0 {
 			continue
 		}
-		res, err := r.namespace(ctx, p)
+		res, err := r.policy(ctx, p)
 		total.Expired += res.Expired
 		total.Capped += res.Capped
 		if err != nil {
@@ -158,6 +164,38 @@ func (r *Retention) Pass(ctx context.Context) Result {
 		}
 	}
 	return total
+}
+
+// policy applies p to its namespace, or to each namespace under its
+// prefix, a page of them at a time; a failed namespace does not stop the
+// others.
+func (r *Retention) policy(ctx context.Context, p Policy) (Result, error) {
+	if p.NamespacePrefix == "" {
+		return r.namespace(ctx, p)
+	}
+	var total Result
+	var errs []error
+	after := ""
+	for {
+		page, err := r.cfg.Store.Namespaces(ctx, p.NamespacePrefix, after, r.cfg.Batch)
+		if err != nil {
+			return total, errors.Join(append(errs, err)...)
+		}
+		for _, ns := range page {
+			one := p
+			one.Namespace, one.NamespacePrefix = ns, ""
+			res, err := r.namespace(ctx, one)
+			total.Expired += res.Expired
+			total.Capped += res.Capped
+			if err != nil {
+				errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))
+			}
+		}
+		if len(page) < r.cfg.Batch {
+			return total, errors.Join(errs...)
+		}
+		after = page[len(page)-1]
+	}
 }
 
 func (r *Retention) namespace(ctx context.Context, p Policy) (Result, error) {

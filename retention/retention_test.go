@@ -229,3 +229,36 @@ func TestCapKeepsAConversationMadeAgainSinceTheList(t *testing.T) {
 		t.Errorf("acme keeps %q, want the remade c0 too", got)
 	}
 }
+
+// A pass-through tenant keeps one namespace per client credential: a
+// policy on the namespace prefix applies the rules to each of them, and
+// to nothing outside the prefix.
+func TestPrefixPolicyCoversEveryCredentialsNamespace(t *testing.T) {
+	s := seed(t, "default.pt.aaaa", 3) // c0..c2 at t0+0h..t0+2h
+	for _, ns := range []string{"default.pt.bbbb", "default.pt.cccc", "other"} {
+		write(t, s, ns, 3)
+	}
+	r, err := retention.New(retention.Config{
+		Store: s,
+		Policies: func() []retention.Policy {
+			return []retention.Policy{{Tenant: "default", NamespacePrefix: "default.pt.", TTL: 90 * time.Minute}}
+		},
+		Now:   func() time.Time { return t0.Add(2 * time.Hour) },
+		Batch: 2, // more namespaces than a page
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At 2h, untouched for more than 90 min: c0 of each credential.
+	if res := r.Pass(context.Background()); res.Expired != 3 {
+		t.Errorf("pass removed %+v, want 3 expired", res)
+	}
+	for _, ns := range []string{"default.pt.aaaa", "default.pt.bbbb", "default.pt.cccc"} {
+		if got := ids(t, s, ns); !slices.Equal(got, []string{"c1", "c2"}) {
+			t.Errorf("%s keeps %q, want c1 and c2", ns, got)
+		}
+	}
+	if got := ids(t, s, "other"); len(got) != 3 {
+		t.Errorf("a namespace outside the prefix lost conversations: %q", got)
+	}
+}

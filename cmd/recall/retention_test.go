@@ -24,14 +24,16 @@ func TestRetentionPoliciesFollowTheTenants(t *testing.T) {
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("policies %+v, want %+v", got, want)
 	}
-	// The pass-through tenant's namespaces are per credential: no policy.
+	// The pass-through tenant's namespaces are per credential: the
+	// defaults' rules apply to each, through the namespace prefix.
 	pg := config.DefaultGlobal()
 	pg.Defaults.History.MaxConversations = 3
 	pass, err := config.LoadTenants(pg, func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := policies(pass); len(got) != 0 {
-		t.Errorf("pass-through policies %+v", got)
+	want = []retention.Policy{{Tenant: "default", NamespacePrefix: "default.pt.", Max: 3}}
+	if got := policies(pass); len(got) != 1 || got[0] != want[0] {
+		t.Errorf("pass-through policies %+v, want %+v", got, want)
 	}
 }

@@ -106,3 +106,38 @@ func (s *Store) List(ctx context.Context, tenant string, q history.ListQuery) ([
 	}
 	return page, more, nil
 }
+
+// Namespaces walks the listing index's tenants: one seek per namespace
+// returned, past the rest of its entries (ids hold no NUL byte, so
+// tenant+"\x01" sorts after every key of tenant and before any longer id).
+func (s *Store) Namespaces(ctx context.Context, prefix, after string, limit int) ([]string, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("badgerstore: namespaces: limit %d, want > 0", limit)
+	}
+	var out []string
+	err := s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = append([]byte{'l', 0}, prefix...)
+		opts.PrefetchValues = false
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		seek := opts.Prefix
+		if after >= prefix && after != "" {
+			seek = append(append([]byte{'l', 0}, after...), 1)
+		}
+		for it.Seek(seek); it.Valid() && len(out) < limit; it.Seek(seek) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			rest := it.Item().Key()[2:]
+			i := bytes.IndexByte(rest, 0)
+			if i < 0 {
+				return fmt.Errorf("badgerstore: namespaces: malformed listing key %q", it.Item().Key())
+			}
+			out = append(out, string(rest[:i]))
+			seek = append(append([]byte{'l', 0}, rest[:i]...), 1)
+		}
+		return nil
+	})
+	return out, err
+}

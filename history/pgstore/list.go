@@ -104,3 +104,35 @@ ORDER BY updated_at, conversation LIMIT $5 OFFSET $6`
 	}
 	return page, more, nil
 }
+
+// Namespaces skips through the primary key's tenants, one index probe
+// per namespace returned (a recursive query: PostgreSQL has no skip scan).
+func (s *Store) Namespaces(ctx context.Context, prefix, after string, limit int) ([]string, error) {
+	if limit <= 0 {
+		return nil, errors.New("pgstore: namespaces: limit must be positive")
+	}
+	var out []string
+	err := s.again(ctx, func() error {
+		out = out[:0]
+		rows, err := s.pool.Query(ctx, `WITH RECURSIVE t(tenant) AS (
+  (SELECT tenant FROM recall_conversations WHERE tenant >= $1 AND tenant > $2 ORDER BY tenant LIMIT 1)
+  UNION ALL
+  SELECT (SELECT c.tenant FROM recall_conversations c WHERE c.tenant > t.tenant ORDER BY c.tenant LIMIT 1)
+  FROM t WHERE t.tenant IS NOT NULL AND starts_with(t.tenant, $1)
+)
+SELECT tenant FROM t WHERE tenant IS NOT NULL AND starts_with(tenant, $1) LIMIT $3`, prefix, after, limit)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var ns string
+			if err := rows.Scan(&ns); err != nil {
+				rows.Close()
+				return err
+			}
+			out = append(out, ns)
+		}
+		return rows.Err()
+	})
+	return out, err
+}

@@ -213,3 +213,42 @@ func testListTenants(t *testing.T, s history.Store) {
 		}
 	}
 }
+
+// Namespaces lists the namespaces holding a conversation under a prefix,
+// in byte order and in pages; a namespace whose last conversation is
+// deleted is no longer listed.
+func testNamespaces(t *testing.T, s history.Store) {
+	for _, ns := range []string{"a", "a.pt.3", "a.pt.1", "a.pt.2", "a.ptx", "b.pt.1", "a.pt.1"} {
+		MustCommit(t, s, history.Key{Tenant: ns, Conversation: "c" + strconv.Itoa(len(ns))}, history.Change{Append: Turns(1, 1)})
+	}
+	MustCommit(t, s, history.Key{Tenant: "a.pt.2", Conversation: "second"}, history.Change{Append: Turns(1, 1)})
+	var got []string
+	after := ""
+	for range 10 {
+		page, err := s.Namespaces(ctx, "a.pt.", after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, page...)
+		after = page[len(page)-1]
+	}
+	if want := []string{"a.pt.1", "a.pt.2", "a.pt.3"}; !slices.Equal(got, want) {
+		t.Errorf("namespaces under a.pt.: got %q, want %q", got, want)
+	}
+	all, err := s.Namespaces(ctx, "", "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a", "a.pt.1", "a.pt.2", "a.pt.3", "a.ptx", "b.pt.1"}; !slices.Equal(all, want) {
+		t.Errorf("every namespace: got %q, want %q", all, want)
+	}
+	if err := s.Delete(ctx, history.Key{Tenant: "a.pt.3", Conversation: "c6"}); err != nil {
+		t.Fatal(err)
+	}
+	if page, err := s.Namespaces(ctx, "a.pt.", "a.pt.2", 10); err != nil || len(page) != 0 {
+		t.Errorf("after deleting a.pt.3's only conversation: got %q, %v; want none", page, err)
+	}
+}

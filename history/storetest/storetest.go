@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) history.Store) {
 		{"ListPaging", testListPaging},
 		{"ListFilters", testListFilters},
 		{"ListTenants", testListTenants},
+		{"Namespaces", testNamespaces},
 		{"SearchRanking", testSearchRanking},
 		{"SearchScope", testSearchScope},
 		{"SearchOnlyActive", testSearchOnlyActive},
