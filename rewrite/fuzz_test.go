@@ -122,6 +122,11 @@ func FuzzHash(f *testing.F) {
 		if got := Hash(again); got != h {
 			t.Fatalf("Hash after re-encoding: got %x for %s, want %x as for %s", got, again, h, raw)
 		}
+		// Replayed without its cache hints, it is still JSON and still
+		// the same message.
+		if bare := WithoutCacheHints(raw); !json.Valid(bare) || Hash(bare) != h {
+			t.Fatalf("WithoutCacheHints(%s) = %s: valid %v, hash %x, want valid JSON with hash %x", raw, bare, json.Valid(bare), Hash(bare), h)
+		}
 		// Without its cache hints and item ids the message hashes the same.
 		if !stripIgnored(v) {
 			return
