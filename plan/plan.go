@@ -50,7 +50,8 @@ const (
 	Instruction Kind = iota
 	// SummaryMessage is the injected summary.
 	SummaryMessage
-	// History is a stored message.
+	// History is a stored message, sent without the client's old cache
+	// hints (rewrite.WithoutCacheHints).
 	History
 	// New is one of the request's new messages.
 	New
@@ -319,11 +320,15 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		p.Messages = append(p.Messages, summaryMsg)
 	}
 	for _, m := range sent {
-		k := History
+		k, raw := History, m.Raw
 		if m.Seq >= next {
 			k = New
+		} else {
+			// The client's old cache hints are left out of replayed
+			// history (DESIGN.md section 4): they marked its request then.
+			raw = rewrite.WithoutCacheHints(raw)
 		}
-		p.Messages = append(p.Messages, Message{Kind: k, Role: m.Role, Raw: m.Raw, Tokens: m.Tokens, Seq: m.Seq})
+		p.Messages = append(p.Messages, Message{Kind: k, Role: m.Role, Raw: raw, Tokens: m.Tokens, Seq: m.Seq})
 	}
 	return p, nil
 }
