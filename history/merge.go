@@ -1,6 +1,9 @@
 package history
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Mode selects how a request's messages are merged with the stored history.
 type Mode string
@@ -9,7 +12,8 @@ type Mode string
 const (
 	// Auto drops the longest overlap between the start of the incoming
 	// messages and the end of the stored history, and treats a resend from
-	// the first message that diverges as an edit.
+	// the first message that diverges after a shared assistant message as
+	// an edit.
 	Auto Mode = "auto"
 	// Append treats every incoming message as new.
 	Append Mode = "append"
@@ -50,6 +54,12 @@ type HeadFunc func(n int) ([]Message, error)
 // snapshot a Store loaded with Query.MinMessages >= len(in). Only the
 // messages' Hash and Role are read. Cost follows len(in) and the snapshot,
 // never the stored history.
+//
+// In Auto, the longest overlap of in's start with the stored end is known;
+// failing that, messages that begin with the conversation's first message,
+// are more than one, share a stored assistant message after it and then
+// diverge are an edit or a regeneration: the stored rest is superseded.
+// Anything else is new (DESIGN.md section 4).
 func Merge(mode Mode, in []Message, snap Snapshot, head HeadFunc) (Merged, error) {
 	tail := snap.Tail
 	switch mode {
@@ -61,26 +71,57 @@ func Merge(mode Mode, in []Message, snap Snapshot, head HeadFunc) (Merged, error
 	if j := overlap(in, tail); j > 0 {
 		return Merged{History: tail, New: in[j:]}, nil
 	}
-	if len(in) > 1 && snap.Meta.Messages > 0 && in[0].Hash == snap.Meta.FirstHash {
-		return resync(in, snap, head)
+	// A resend from the first message that diverges is an edit or a
+	// regeneration only with evidence that the client resends: a stored
+	// assistant message it shares after the first message. An agent
+	// restarted with the same opening message (or a title call that
+	// repeats it) shares nothing the model said: its messages are new, and
+	// memory carries over. The opening message is never the evidence,
+	// whatever its role: it is what a restarted client repeats.
+	if len(in) > 1 && snap.Meta.Messages > 0 && in[0].Hash == snap.Meta.FirstHash &&
+		slices.ContainsFunc(in[1:], isAssistant) {
+		stored, p, err := commonPrefix(in, snap, head)
+		if err != nil {
+			return Merged{}, err
+		}
+		if p > 1 && slices.ContainsFunc(stored[1:p], isAssistant) {
+			return supersede(in, snap, stored, p), nil
+		}
 	}
 	return Merged{History: tail, New: in}, nil
 }
 
+func isAssistant(m Message) bool { return m.Role == RoleAssistant }
+
 // resync keeps the common prefix of in and the stored history and
 // supersedes the stored rest.
 func resync(in []Message, snap Snapshot, head HeadFunc) (Merged, error) {
-	stored := snap.Tail
+	stored, p, err := commonPrefix(in, snap, head)
+	if err != nil {
+		return Merged{}, err
+	}
+	return supersede(in, snap, stored, p), nil
+}
+
+// commonPrefix returns the first active messages of the conversation (at
+// least as many as in, if it has them) and the length p of their common
+// prefix with in. It reads them with head unless snap is complete.
+func commonPrefix(in []Message, snap Snapshot, head HeadFunc) (stored []Message, p int, err error) {
+	stored = snap.Tail
 	if !snap.Complete {
-		var err error
 		if stored, err = head(len(in)); err != nil {
-			return Merged{}, err
+			return nil, 0, err
 		}
 	}
-	p := 0
 	for p < len(in) && p < len(stored) && in[p].Hash == stored[p].Hash {
 		p++
 	}
+	return stored, p, nil
+}
+
+// supersede keeps the first p stored messages, the common prefix with
+// in, and supersedes the stored rest.
+func supersede(in []Message, snap Snapshot, stored []Message, p int) Merged {
 	m := Merged{History: stored[:p], New: in[p:]}
 	if p < snap.Meta.Messages {
 		b := &Boundary{}
@@ -89,7 +130,7 @@ func resync(in []Message, snap Snapshot, head HeadFunc) (Merged, error) {
 		}
 		m.Supersede = b
 	}
-	return m, nil
+	return m
 }
 
 // overlap returns the length of the longest prefix of in that is a suffix

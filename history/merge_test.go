@@ -49,6 +49,14 @@ func TestMerge(t *testing.T) {
 		{"auto, single message is never an edit", Auto, conv, []Message{u1}, conv.Tail, []Message{u1}, nil},
 		{"auto, resend not from the first message is new", Auto, conv, []Message{a1, u2e}, conv.Tail, []Message{a1, u2e}, nil},
 		{"auto, new conversation", Auto, stored(), []Message{u1, a1, u2}, nil, []Message{u1, a1, u2}, nil},
+		// An agent restarted with the same opening message, or its title
+		// call, shares no assistant message: nothing is superseded.
+		{"auto, restart with the same opening message", Auto, conv, []Message{u1, u3}, conv.Tail, []Message{u1, u3}, nil},
+		{"auto, title call", Auto, conv, []Message{u1, User("generate a title for this conversation")}, conv.Tail, []Message{u1, User("generate a title for this conversation")}, nil},
+		{"auto, restart sharing only user messages", Auto, stored(u1, u2, a2), []Message{u1, u2, a1, u3}, stored(u1, u2, a2).Tail, []Message{u1, u2, a1, u3}, nil},
+		{"auto, opening assistant message is no evidence", Auto, stored(a1, u1, a2), []Message{a1, u2, a2}, stored(a1, u1, a2).Tail, []Message{a1, u2, a2}, nil},
+		{"auto, restarted agent resends its own turns", Auto, stored(u1, a1, u2, a2, u1, u3, a1), []Message{u1, u3, a1, u2e}, stored(u1, a1, u2, a2, u1, u3, a1).Tail, []Message{u2e}, nil},
+		{"auto, edit after the restart's first turn", Auto, stored(u1, a1, u2, a2, u1, u3, a1), []Message{u1, a1, u2e}, stored(u1, a1, u2, a2, u1, u3, a1).Tail[:2], []Message{u2e}, &Boundary{Seq: 2, Turn: 1}},
 		{"sync, extends storage", Sync, conv, []Message{u1, a1, u2, a2, u3}, conv.Tail, []Message{u3}, nil},
 		{"sync, diverges", Sync, conv, []Message{u1, a1, u3}, conv.Tail[:2], []Message{u3}, &Boundary{Seq: 2, Turn: 1}},
 		{"sync, single message replaces everything", Sync, conv, []Message{u3}, conv.Tail[:0], []Message{u3}, &Boundary{}},
@@ -101,6 +109,28 @@ func TestMergeHead(t *testing.T) {
 	}
 	if got.Supersede == nil || got.Supersede.Seq != 2 {
 		t.Errorf("got supersede %+v, want after seq 2", got.Supersede)
+	}
+
+	// An agent restart has no assistant message to share: the head is
+	// never read.
+	asked = nil
+	restart := []Message{all[0], User("new question")}
+	if got, err = Merge(Auto, restart, snap, head); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 0 || got.Supersede != nil || len(got.New) != 2 {
+		t.Errorf("restart: got head calls %v, %d new, supersede %+v; want none, 2, nil", asked, len(got.New), got.Supersede)
+	}
+	// A resend that shares only the opening message with the head reads
+	// it, finds no evidence, and keeps the loaded tail as history.
+	asked = nil
+	diverged := []Message{all[0], User("other"), Asst("other answer"), User("q")}
+	if got, err = Merge(Auto, diverged, snap, head); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(asked, []int{4}) || got.Supersede != nil || len(got.New) != 4 || !slices.Equal(hashes(got.History), hashes(snap.Tail)) {
+		t.Errorf("no evidence: got head calls %v, %d new, history %v, supersede %+v; want [4], 4, the tail, nil",
+			asked, len(got.New), describe(got.History), got.Supersede)
 	}
 
 	boom := errors.New("boom")
@@ -162,6 +192,8 @@ func FuzzMerge(f *testing.F) {
 	f.Add(uint8(1), []byte{1, 2, 1, 2}, []byte{1, 2, 1}, uint8(3))
 	f.Add(uint8(2), []byte{1, 2, 3}, []byte{1, 9}, uint8(0))
 	f.Add(uint8(3), []byte{}, []byte{1}, uint8(0))
+	f.Add(uint8(0), []byte{1, 10, 2, 11}, []byte{1, 3}, uint8(2))       // a restart: only the opening message shared
+	f.Add(uint8(0), []byte{1, 2, 11, 3}, []byte{1, 2, 12, 4}, uint8(0)) // only user messages shared
 	modes := []Mode{Auto, Sync, Append, Off}
 	f.Fuzz(func(t *testing.T, mode uint8, st, inb []byte, tailLen uint8) {
 		if len(st) > 64 || len(inb) > 64 {
@@ -205,6 +237,9 @@ func FuzzMerge(f *testing.F) {
 			}
 			if !slices.Equal(hashes(got.History), hashes(full.Tail[:len(got.History)])) {
 				t.Fatalf("got kept history %v, want a prefix of storage %v", hashes(got.History), hashes(full.Tail))
+			}
+			if m == Auto && (len(got.History) < 2 || !slices.ContainsFunc(got.History[1:], isAssistant)) {
+				t.Fatalf("auto superseded after %v, want evidence: a stored assistant message after the first", describe(got.History))
 			}
 		}
 		want, err := Merge(m, in, full, nil)

@@ -50,7 +50,8 @@ const (
 	Instruction Kind = iota
 	// SummaryMessage is the injected summary.
 	SummaryMessage
-	// History is a stored message.
+	// History is a stored message, sent without the client's old cache
+	// hints (rewrite.WithoutCacheHints).
 	History
 	// New is one of the request's new messages.
 	New
@@ -319,11 +320,15 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		p.Messages = append(p.Messages, summaryMsg)
 	}
 	for _, m := range sent {
-		k := History
+		k, raw := History, m.Raw
 		if m.Seq >= next {
 			k = New
+		} else {
+			// The client's old cache hints are left out of replayed
+			// history (DESIGN.md section 4): they marked its request then.
+			raw = rewrite.WithoutCacheHints(raw)
 		}
-		p.Messages = append(p.Messages, Message{Kind: k, Role: m.Role, Raw: m.Raw, Tokens: m.Tokens, Seq: m.Seq})
+		p.Messages = append(p.Messages, Message{Kind: k, Role: m.Role, Raw: raw, Tokens: m.Tokens, Seq: m.Seq})
 	}
 	return p, nil
 }
@@ -362,34 +367,68 @@ func Status(m *history.Meta, idleTimeout time.Duration, now time.Time) history.S
 }
 
 // merge is history.MergeRetry for a snapshot whose tail may stop at the
-// summary's Through (after > 0). A client that resends the whole
-// conversation then sends more messages than the tail holds: its messages
-// are aligned with the tail where the summarised ones end, and if that
-// fails, merged against the head of the conversation, never against a
-// chance overlap with the short tail.
+// summary's Through (after > 0). A client that resends from the
+// conversation's first message then sends more messages than the tail
+// holds: its messages are aligned with the tail where the summarised ones
+// end, or else (an agent restarted with the same opening message resends
+// its own process's messages, which began after earlier processes' turns)
+// where the whole tail last occurs among them. Failing both, they are
+// merged against the head of the conversation, never against a chance
+// overlap with the short tail; only if that finds no edit (no shared
+// assistant message) are they merged with the tail as loaded.
 func merge(mode history.Mode, in []history.Message, snap history.Snapshot, after uint64, head history.HeadFunc, r history.Retry) (history.Merged, bool, error) {
 	tail := snap.Tail
 	if after == 0 || mode != history.Auto || len(tail) >= len(in) || len(in) == 0 || in[0].Hash != snap.Meta.FirstHash {
 		return history.MergeRetry(mode, in, snap, head, r)
 	}
-	// The tail reaches back to Through (the read stopped there): the
-	// active messages before it are the summarised ones.
-	k := snap.Meta.Messages - len(tail)
-	if k >= 0 && len(tail) > 0 && k+len(tail) <= len(in) && (snap.Meta.Last == nil || !r.Possible()) {
-		ok := true
-		for i, m := range tail {
-			if in[k+i].Hash != m.Hash {
-				ok = false
-				break
-			}
-		}
-		if ok {
+	if len(tail) > 0 && (snap.Meta.Last == nil || !r.Possible()) {
+		// The tail reaches back to Through (the read stopped there): the
+		// active messages before it are the summarised ones.
+		if k := snap.Meta.Messages - len(tail); k >= 0 && k+len(tail) <= len(in) && holds(in, k, tail) {
 			return history.Merged{History: tail, New: in[k+len(tail):]}, false, nil
 		}
+		for j := len(in) - len(tail); j >= 0; j-- {
+			if holds(in, j, tail) {
+				return history.Merged{History: tail, New: in[j+len(tail):]}, false, nil
+			}
+		}
 	}
+	head = onceHead(head)
 	short := snap
 	short.Tail, short.Complete = nil, false
-	return history.MergeRetry(mode, in, short, head, r)
+	m, replaced, err := history.MergeRetry(mode, in, short, head, r)
+	if err != nil || replaced || m.Supersede != nil {
+		return m, replaced, err
+	}
+	return history.MergeRetry(mode, in, snap, head, r)
+}
+
+// holds reports whether in holds msgs at position j, comparing hashes.
+func holds(in []history.Message, j int, msgs []history.Message) bool {
+	for i, m := range msgs {
+		if in[j+i].Hash != m.Hash {
+			return false
+		}
+	}
+	return true
+}
+
+// onceHead returns head remembering its last answer, so that merging the
+// same messages twice reads the conversation's head once.
+func onceHead(head history.HeadFunc) history.HeadFunc {
+	n := -1
+	var msgs []history.Message
+	return func(want int) ([]history.Message, error) {
+		if want == n {
+			return msgs, nil
+		}
+		got, err := head(want)
+		if err != nil {
+			return nil, err
+		}
+		n, msgs = want, got
+		return got, nil
+	}
 }
 
 // headFunc returns the merge's reader of a conversation's first messages.

@@ -423,7 +423,7 @@ func (x *exchange) triggerSummary() {
 		return
 	}
 	cred := ""
-	if c.cfg.Upstream.APIKey.Reveal() == "" {
+	if c.cfg.Upstream.PassesClientKey() {
 		cred = c.bearer // pass-through: held in memory by the job only
 	}
 	s.cfg.Summaries.Trigger(c.cfg.ID, x.key, x.model, cred, !p.Fits)

@@ -143,8 +143,10 @@ func (b *chunkedBody) Read(p []byte) (int, error) {
 // upstreamRequest fills req with the upstream request for a client
 // request: same method, path below the API version and query, byte for
 // byte as the client sent them, the client's headers minus hop-by-hop,
-// Recall's own and the credential, then the tenant's credential and extra
-// headers. path is the raw path routePath returned, starting with "/v1/".
+// Recall's own and every credential header, then the one credential
+// config.Upstream.Credential picks (the tenant's key, or in pass-through
+// the bearer key the client authenticated with) and the tenant's extra
+// headers. Chat and passed-through calls both build theirs here. path is the raw path routePath returned, starting with "/v1/".
 // The body is the caller's to set; bodyless says there is none.
 func upstreamRequest(req *fasthttp.Request, rc *fasthttp.RequestCtx, c caller, path []byte, bodyless bool) {
 	req.Header.SetMethodBytes(rc.Method())
@@ -181,11 +183,7 @@ func upstreamRequest(req *fasthttp.Request, rc *fasthttp.RequestCtx, c caller, p
 			req.Header.AddBytesKV(k, v) // copied into req's buffers
 		}
 	}
-	key := c.cfg.Upstream.APIKey.Reveal()
-	if key == "" {
-		key = c.bearer
-	}
-	if key != "" {
+	if key := c.cfg.Upstream.Credential(c.bearer); key != "" {
 		req.Header.Set(fasthttp.HeaderAuthorization, "Bearer "+key)
 	}
 	for k, v := range c.cfg.Upstream.Headers {
@@ -236,19 +234,40 @@ func declaresLength(raw []byte) bool {
 }
 
 // forwardRequestHeader reports whether a client's request header goes
-// upstream: not a hop-by-hop one, not the client's credential (the
-// tenant's replaces it), not the conversation header nor Recall's own
+// upstream: not a hop-by-hop one, not a credential (upstreamRequest sets
+// the one that goes), not the conversation header nor Recall's own
 // X-Recall-* headers. It reads the name in place, allocation free.
 func forwardRequestHeader(name []byte, convHeader string) bool {
-	return !isHop(name) && !bytes.EqualFold(name, headerAuthorization) &&
+	return !isHop(name) && !isCredential(name) &&
 		!(len(name) == len(convHeader) && bytes.EqualFold(name, []byte(convHeader))) &&
 		!(len(name) >= len(recallHeaderPrefix) && bytes.EqualFold(name[:len(recallHeaderPrefix)], recallHeaderPrefix))
 }
 
-var (
-	headerAuthorization = []byte(fasthttp.HeaderAuthorization)
-	recallHeaderPrefix  = []byte("X-Recall-")
-)
+// credentialHeaders carry an API key in the protocols Recall's clients
+// speak: OpenAI's and most gateways' Authorization, Anthropic's
+// x-api-key, Azure OpenAI's api-key, Google's x-goog-api-key, and a
+// proxy's Proxy-Authorization. None of a client's goes upstream: Recall
+// authenticates the client by its bearer key and sends the one credential
+// the tenant's configuration picks, so a client key never reaches an
+// upstream alongside or instead of the tenant's.
+var credentialHeaders = [][]byte{
+	[]byte(fasthttp.HeaderAuthorization),
+	[]byte("X-Api-Key"),
+	[]byte("Api-Key"),
+	[]byte("X-Goog-Api-Key"),
+	[]byte("Proxy-Authorization"),
+}
+
+func isCredential(name []byte) bool {
+	for _, h := range credentialHeaders {
+		if bytes.EqualFold(name, h) {
+			return true
+		}
+	}
+	return false
+}
+
+var recallHeaderPrefix = []byte("X-Recall-")
 
 // connectionNames reports whether the values of a Connection header list
 // name among their comma-separated options, as Caddy's and httputil's

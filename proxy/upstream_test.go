@@ -80,3 +80,41 @@ func BenchmarkUpstreamRequest(b *testing.B) {
 		fasthttp.ReleaseRequest(req)
 	}
 }
+
+// No client credential goes upstream but the one the tenant's
+// configuration picks: the tenant's key, or in pass-through the bearer
+// key the client authenticated with.
+func TestUpstreamRequestSendsOneCredential(t *testing.T) {
+	tests := []struct {
+		name     string
+		tenant   config.Tenant
+		wantAuth string
+	}{
+		{"tenant key", config.Tenant{Policy: config.Policy{Upstream: config.Upstream{APIKey: "sk-tenant"}}}, "Bearer sk-tenant"},
+		{"pass-through", config.Tenant{}, "Bearer rk-client"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := sdkRequest()
+			for _, h := range [][2]string{
+				{"Authorization", "Bearer rk-client"}, {"X-Api-Key", "sk-ant-client"}, {"api-key", "azure-client"},
+				{"x-goog-api-key", "goog-client"}, {"Proxy-Authorization", "Basic Y2xpZW50"},
+			} {
+				rc.Request.Header.Set(h[0], h[1])
+			}
+			c := benchCaller()
+			c.cfg, c.bearer = &tt.tenant, "rk-client"
+			var req fasthttp.Request
+			upstreamRequest(&req, rc, c, []byte("/v1/chat/completions"), false)
+			var creds []string
+			for _, name := range []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "Proxy-Authorization"} {
+				for _, v := range req.Header.PeekAll(name) {
+					creds = append(creds, name+": "+string(v))
+				}
+			}
+			if want := "Authorization: " + tt.wantAuth; len(creds) != 1 || creds[0] != want {
+				t.Errorf("got credential headers %q, want only %q", creds, want)
+			}
+		})
+	}
+}

@@ -100,6 +100,9 @@ func FuzzHash(f *testing.F) {
 		// Nesting past MaxDepth, in content and inside the arguments string.
 		`{"role":"user","content":[{"type":"x","x":` + strings.Repeat("[", deepSeed) + strings.Repeat("]", deepSeed) + `}]}`,
 		`{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"` + strings.Repeat("[", deepSeed) + `"}}]}`,
+		// Cache hints and per-request ids, which the canonical form ignores.
+		`{"id":"m1","role":"user","content":[{"type":"text","text":"hi","id":"p1","cache_control":{"type":"ephemeral"}}]}`,
+		`{"role":"user","cache_control":{"type":"ephemeral"},"content":[{"type":"x","x":{"cache_control":null,"id":"kept"}},{"id":"p2"}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -119,7 +122,68 @@ func FuzzHash(f *testing.F) {
 		if got := Hash(again); got != h {
 			t.Fatalf("Hash after re-encoding: got %x for %s, want %x as for %s", got, again, h, raw)
 		}
+		// Replayed without its cache hints, it is still JSON and still
+		// the same message.
+		if bare := WithoutCacheHints(raw); !json.Valid(bare) || Hash(bare) != h {
+			t.Fatalf("WithoutCacheHints(%s) = %s: valid %v, hash %x, want valid JSON with hash %x", raw, bare, json.Valid(bare), Hash(bare), h)
+		}
+		// Without its cache hints and item ids the message hashes the same.
+		if !stripIgnored(v) {
+			return
+		}
+		bare, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Hash(bare); got != h {
+			t.Fatalf("Hash without cache hints and ids: got %x for %s, want %x as for %s", got, bare, h, raw)
+		}
 	})
+}
+
+// stripIgnored removes from a decoded message what Hash ignores: every
+// "cache_control" member at any depth, the message's "id" and its content
+// parts' "id". It reports whether it removed anything.
+func stripIgnored(v any) bool {
+	removed := stripKey(v, "cache_control")
+	m, ok := v.(map[string]any)
+	if !ok {
+		return removed
+	}
+	if _, ok := m["id"]; ok {
+		delete(m, "id")
+		removed = true
+	}
+	parts, _ := m["content"].([]any)
+	for _, p := range parts {
+		if pm, ok := p.(map[string]any); ok {
+			if _, ok := pm["id"]; ok {
+				delete(pm, "id")
+				removed = true
+			}
+		}
+	}
+	return removed
+}
+
+// stripKey removes every member named key from v, at any depth.
+func stripKey(v any, key string) bool {
+	removed := false
+	switch v := v.(type) {
+	case map[string]any:
+		if _, ok := v[key]; ok {
+			delete(v, key)
+			removed = true
+		}
+		for _, e := range v {
+			removed = stripKey(e, key) || removed
+		}
+	case []any:
+		for _, e := range v {
+			removed = stripKey(e, key) || removed
+		}
+	}
+	return removed
 }
 
 func FuzzAppendBody(f *testing.F) {

@@ -42,8 +42,9 @@ const (
 var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // Hash returns the canonical hash of a message's JSON: equal for messages
-// that differ only in key order, whitespace, string escapes, or null, empty
-// or absent fields.
+// that differ only in key order, whitespace, string escapes, null, empty
+// or absent fields, cache hints, or the item ids a client mints per
+// request.
 //
 // It compares role, content (a string equals a content array holding a
 // single text part with the same text, and "" equals null equals absent),
@@ -52,8 +53,12 @@ var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b
 // insignificant JSON whitespace removed) and tool_call_id, and ignores every
 // other field, so that a message re-serialised by an SDK (which adds
 // "type":"function", "refusal":null, "annotations":[] and the like) hashes
-// like the original. Numbers compare by their float64 value. When a key
-// appears twice the last one counts, as with encoding/json.
+// like the original. A message's own "id" is one of the fields ignored;
+// so are a content part's "id" and every "cache_control" member at any
+// depth: agents mint ids per request and move their cache hints to the
+// newest message on every call, and a message must still match its stored
+// copy. Numbers compare by their float64 value. When a key appears twice
+// the last one counts, as with encoding/json.
 //
 // Hash does not validate raw; invalid JSON hashes to something stable but
 // unspecified. JSON nested deeper than [MaxDepth], which no request that
@@ -100,7 +105,7 @@ func appendCanonical(buf []byte, m gjson.Result) []byte {
 	if text, ok := contentText(buf, content); ok {
 		buf = appendField(buf, tagText, text)
 	} else {
-		buf = appendField(buf, tagParts, content)
+		buf = appendParts(buf, content)
 	}
 	buf = appendField(buf, tagName, name)
 	buf = appendField(buf, tagRefusal, refusal)
@@ -143,7 +148,7 @@ func contentText(buf []byte, c gjson.Result) (gjson.Result, bool) {
 			case "text":
 				txt = value
 			default:
-				if !isEmpty(buf, value) {
+				if !ignoredKey(key.Str, true) && !isEmpty(buf, value) {
 					plain = false
 				}
 			}
@@ -157,6 +162,43 @@ func contentText(buf []byte, c gjson.Result) (gjson.Result, bool) {
 		return true
 	})
 	return text, plain
+}
+
+// ignoredKey reports whether an object member named key is left out of
+// the canonical form: a cache hint anywhere, and the id a client mints per
+// request on a content part (part).
+func ignoredKey(key string, part bool) bool {
+	return key == "cache_control" || part && key == "id"
+}
+
+// appendParts appends the canonical form of content that is not plain
+// text: for an array of parts, each part as an object without its
+// ignored members (see [ignoredKey]); anything else as a value. Content
+// without ignored members canonicalises as appendField(buf, tagParts, c)
+// would, so stored hashes stay valid.
+func appendParts(buf []byte, c gjson.Result) []byte {
+	if !c.IsArray() {
+		return appendField(buf, tagParts, c)
+	}
+	mark := len(buf)
+	buf = append(buf, tagParts, valArray)
+	n := 0
+	c.ForEach(func(_, part gjson.Result) bool {
+		n++
+		if !part.IsObject() {
+			buf = appendElem(buf, part)
+			return true
+		}
+		at := len(buf)
+		if buf = appendObject(buf, part, true); len(buf) == at {
+			buf = append(buf, valEmpty)
+		}
+		return true
+	})
+	if n == 0 {
+		return buf[:mark]
+	}
+	return append(buf, valEnd)
 }
 
 // appendToolCalls appends the canonical form of a tool_calls array: for each
@@ -284,7 +326,7 @@ func appendValue(buf []byte, v gjson.Result) []byte {
 		}
 		return append(buf, valEnd)
 	case v.IsObject():
-		return appendObject(buf, v)
+		return appendObject(buf, v, false)
 	}
 	return buf
 }
@@ -295,9 +337,10 @@ type member struct {
 	val gjson.Result
 }
 
-// appendObject appends an object with its keys sorted, its empty members
-// dropped and, for repeated keys, only the last kept.
-func appendObject(buf []byte, v gjson.Result) []byte {
+// appendObject appends an object with its keys sorted, its empty and
+// ignored members dropped (part: v is a content part, see [ignoredKey])
+// and, for repeated keys, only the last kept.
+func appendObject(buf []byte, v gjson.Result, part bool) []byte {
 	var stack [16]member
 	members := stack[:0]
 	v.ForEach(func(key, value gjson.Result) bool {
@@ -313,8 +356,8 @@ func appendObject(buf []byte, v gjson.Result) []byte {
 	mark := len(buf)
 	buf = append(buf, valObject)
 	for i, m := range members {
-		if i+1 < len(members) && members[i+1].key == m.key {
-			continue // a later duplicate wins
+		if i+1 < len(members) && members[i+1].key == m.key || ignoredKey(m.key, part) {
+			continue // a later duplicate wins; ignored members are left out
 		}
 		at := len(buf)
 		buf = appendString(buf, m.key)

@@ -51,6 +51,32 @@ func TestHashEqual(t *testing.T) {
 		{"numbers by value", `{"role":"user","content":[{"type":"x","n":1.0},{"type":"y","n":1e2}]}`, `{"role":"user","content":[{"type":"x","n":1},{"type":"y","n":100}]}`},
 		{"duplicate key: last wins", `{"role":"user","content":"a","content":"b"}`, `{"role":"user","content":"b"}`},
 		{"tool message", `{"role":"tool","tool_call_id":"c1","content":"ok"}`, `{"content":"ok","tool_call_id":"c1","role":"tool"}`},
+		// Agents move their cache hints to the newest message on every
+		// call, and mint item ids per request: a resent message must still
+		// match its stored copy (DESIGN.md section 4).
+		{"cache hint on a single text part", `{"role":"user","content":"hi"}`, `{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}`},
+		{"cache hint key order", `{"role":"user","content":[{"cache_control":{"ttl":"5m","type":"ephemeral"},"text":"hi","type":"text"}]}`, `{"role":"user","content":"hi"}`},
+		{"cache hint null or empty", `{"role":"user","content":[{"type":"text","text":"hi","cache_control":null}]}`, `{"role":"user","content":[{"type":"text","text":"hi","cache_control":{}}]}`},
+		{
+			"cache hint moved between parts",
+			`{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},{"type":"image_url","image_url":{"url":"u"}}]}`,
+			`{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u"},"cache_control":{"type":"ephemeral"}}]}`,
+		},
+		{"cache hint nested in a part", `{"role":"user","content":[{"type":"x","x":{"v":1,"cache_control":{"type":"ephemeral"}}}]}`, `{"role":"user","content":[{"type":"x","x":{"v":1}}]}`},
+		{"cache hint on the message", `{"role":"user","content":"hi","cache_control":{"type":"ephemeral"}}`, `{"role":"user","content":"hi"}`},
+		{
+			"cache hint on a tool call",
+			`{"role":"assistant","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{}"},"cache_control":{"type":"ephemeral"}}]}`,
+			`{"role":"assistant","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{}"}}]}`,
+		},
+		{"message id", `{"id":"msg_01","role":"user","content":"hi"}`, `{"role":"user","content":"hi","id":"msg_02"}`},
+		{"part id", `{"role":"user","content":[{"type":"text","text":"hi","id":"p1"}]}`, `{"role":"user","content":"hi"}`},
+		{
+			"part ids and hints among several parts",
+			`{"role":"user","content":[{"type":"text","text":"a","id":"p1"},{"type":"image_url","image_url":{"url":"u"},"id":"p2","cache_control":{"type":"ephemeral"}}]}`,
+			`{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u"}}]}`,
+		},
+		{"part of nothing but an id", `{"role":"user","content":[{"type":"text","text":"a"},{"id":"p2"}]}`, `{"role":"user","content":[{"type":"text","text":"a"},{}]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,7 +96,9 @@ func TestHashUnequal(t *testing.T) {
 		{"content", `{"role":"user","content":"hi"}`, `{"role":"user","content":"hi!"}`},
 		{"content case", `{"role":"user","content":"hi"}`, `{"role":"user","content":"Hi"}`},
 		{"two text parts vs joined string", `{"role":"user","content":"ab"}`, `{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}`},
-		{"text part with cache_control", `{"role":"user","content":"a"}`, `{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]}`},
+		{"text part with cache_control, other text", `{"role":"user","content":"a"}`, `{"role":"user","content":[{"type":"text","text":"b","cache_control":{"type":"ephemeral"}}]}`},
+		{"an id inside a part's value counts", `{"role":"user","content":[{"type":"file","file":{"id":"a"}}]}`, `{"role":"user","content":[{"type":"file","file":{"id":"b"}}]}`},
+		{"a part's other fields count", `{"role":"user","content":[{"type":"text","text":"a","id":"p1"},{"type":"x","v":1}]}`, `{"role":"user","content":[{"type":"text","text":"a","id":"p1"},{"type":"x","v":2}]}`},
 		{"part type", `{"role":"user","content":[{"type":"text","text":"a"},{"type":"x"}]}`, `{"role":"user","content":[{"type":"text","text":"a"},{"type":"y"}]}`},
 		{"part order", `{"role":"user","content":[{"type":"a"},{"type":"b"}]}`, `{"role":"user","content":[{"type":"b"},{"type":"a"}]}`},
 		{"name", `{"role":"user","content":"hi","name":"a"}`, `{"role":"user","content":"hi","name":"b"}`},
@@ -96,6 +124,27 @@ func TestHashUnequal(t *testing.T) {
 	}
 }
 
+// TestHashStable pins the hashes of messages without ignored members:
+// stored messages keep the hash they were written with, so the canonical
+// form of such messages must never change.
+func TestHashStable(t *testing.T) {
+	tests := []struct {
+		msg  string
+		want uint64
+	}{
+		{`{"role":"user","content":"hi"}`, 0x47517d7b7cb73301},
+		{`{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u","detail":"low"}}]}`, 0xecc801c8ef950766},
+		{`{"role":"user","content":[{"type":"text","text":"a"},{}]}`, 0x8184fa6050b5e3cf},
+		{`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}}]}`, 0x41b8a3410c1cbcbc},
+		{`{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"a","extra":{"k":[1,null,"x"]}}]}`, 0x47ab504e02c59947},
+	}
+	for _, tt := range tests {
+		if got := Hash([]byte(tt.msg)); got != tt.want {
+			t.Errorf("Hash(%s): got %#x, want %#x", tt.msg, got, tt.want)
+		}
+	}
+}
+
 // TestHashAllocations checks that Hash allocates nothing but what gjson
 // needs to unescape a string that has escapes.
 func TestHashAllocations(t *testing.T) {
@@ -108,6 +157,7 @@ func TestHashAllocations(t *testing.T) {
 		{"tool call", `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{}"}}]}`, 0},
 		{"tool result", `{"role":"tool","tool_call_id":"call_1","content":"sunny, 21C"}`, 0},
 		{"content parts", `{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u","detail":"low"}}]}`, 0},
+		{"cache hints", `{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},{"type":"image_url","image_url":{"url":"u"},"cache_control":{"type":"ephemeral"}}]}`, 0},
 		{"escaped arguments", `{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"city\": \"Paris\"}"}}]}`, 1},
 	}
 	for _, tt := range tests {

@@ -57,11 +57,7 @@ func (m *Manager) call(ctx context.Context, t *config.Tenant, cred, model, syste
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	key := t.Upstream.APIKey.Reveal()
-	if key == "" {
-		key = cred
-	}
-	if key != "" {
+	if key := t.Upstream.Credential(cred); key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	for k, v := range t.Upstream.Headers {

@@ -487,7 +487,7 @@ func (m *Manager) tenant(key history.Key) (*config.Tenant, bool) {
 func (m *Manager) rederive(ctx context.Context) error {
 	var errs []error
 	for _, t := range m.cfg.Tenants.Current().Tenants() {
-		if t.PassThrough || !t.Summary.Enabled || t.Upstream.APIKey.Reveal() == "" {
+		if t.PassThrough || !t.Summary.Enabled || t.Upstream.PassesClientKey() {
 			continue // no credential until a client's request brings one
 		}
 		keep := func(meta *history.Meta) bool { return needsJob(meta, t.Summary.TriggerTurns) }

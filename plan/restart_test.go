@@ -1,0 +1,90 @@
+package plan_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/history/badgerstore"
+	"github.com/recallproxy/recall/plan"
+)
+
+// TestRestartedAgentWithSummary runs an agent that starts every process
+// with the same opening message and then resends its process's whole
+// conversation, over a conversation whose summary covers the earlier
+// processes: a later process's resend begins with the conversation's
+// first message but holds only its own turns. Nothing is superseded, and
+// only the newest message of each request is stored.
+func TestRestartedAgentWithSummary(t *testing.T) {
+	ctx := context.Background()
+	st, err := badgerstore.Open("", badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k := history.Key{Tenant: "t", Conversation: "agent"}
+	pol := plan.Policy{Mode: history.Auto, Budget: 100000}
+	opening := user("environment: /work, linux")
+	asst := func(text string) history.Message {
+		return msg(`{"role":"assistant","content":` + strconv.Quote(text) + `}`)
+	}
+	step := 0
+	send := func(in []history.Message, answer history.Message) *plan.Plan {
+		t.Helper()
+		step++
+		p, err := plan.Make(ctx, plan.Input{Store: st, Key: k, Policy: pol, Model: "m", New: in, Counter: lenCounter{}, Now: time.Unix(0, int64(step))})
+		if err != nil {
+			t.Fatalf("request %d: %v", step, err)
+		}
+		answer.Tokens = lenCounter{}.Message("", answer.Raw)
+		if _, err := st.Commit(ctx, k, history.Change{Version: p.Version, Supersede: p.Supersede,
+			Append: append(slices.Clone(p.Fresh), answer), Cut: p.Cut, Now: int64(step)}); err != nil {
+			t.Fatalf("request %d: commit: %v", step, err)
+		}
+		return p
+	}
+
+	// Process A: two requests, the second a full resend.
+	qa1, aa1, qa2 := user("A: first task"), asst("A: done first"), user("A: second task")
+	send([]history.Message{opening, qa1}, aa1)
+	send([]history.Message{opening, qa1, aa1, qa2}, asst("A: done second"))
+	if !land(t, st, k, 1) {
+		t.Fatal("no summary landed")
+	}
+
+	// Process B starts with the same opening message: new, not an edit.
+	qb1, ab1 := user("B: what did A do?"), asst("B: A did two tasks")
+	p := send([]history.Message{opening, qb1}, ab1)
+	if p.Supersede != nil || len(p.Fresh) != 2 {
+		t.Fatalf("restart: got supersede %+v and %d new, want none and 2", p.Supersede, len(p.Fresh))
+	}
+	if !land(t, st, k, 1) {
+		t.Fatal("no summary landed after the restart")
+	}
+
+	// Process B resends its own turns: more than the tail after the
+	// summary holds, from the conversation's first message.
+	qb2 := user("B: and now?")
+	p = send([]history.Message{opening, qb1, ab1, qb2}, asst("B: now this"))
+	if p.Supersede != nil {
+		t.Errorf("resend: got supersede %+v, want none", p.Supersede)
+	}
+	if len(p.Fresh) != 1 || p.Fresh[0].Hash != qb2.Hash {
+		t.Errorf("resend: got %d new messages, want only %q", len(p.Fresh), qb2.Raw)
+	}
+	if p.Summary == nil {
+		t.Error("resend: got no summary, want the one landed")
+	}
+
+	var active []string
+	err = st.Messages(ctx, k, 0, false, func(m history.Message) bool { active = append(active, string(m.Raw)); return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(active) != 10 {
+		t.Errorf("got %d active messages, want 10 (5 of each process): %q", len(active), active)
+	}
+}

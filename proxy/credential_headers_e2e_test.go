@@ -1,0 +1,65 @@
+package proxy_test
+
+import (
+	"net/http"
+	"testing"
+)
+
+// clientCredentials are every credential header a client may send along
+// with the bearer key it authenticates with: Anthropic's, Azure
+// OpenAI's, Google's and a proxy's.
+var clientCredentials = map[string]string{
+	"X-Api-Key":           "sk-ant-client-key",
+	"Api-Key":             "azure-client-key",
+	"X-Goog-Api-Key":      "goog-client-key",
+	"Proxy-Authorization": "Basic Y2xpZW50OmtleQ==",
+}
+
+// TestOnlyOneCredentialGoesUpstream sends a chat call and a passed-through
+// call with a bearer key and every other credential header: the upstream
+// sees only the tenant's key when the tenant has one, and only the bearer
+// key the client authenticated with in pass-through.
+func TestOnlyOneCredentialGoesUpstream(t *testing.T) {
+	tests := []struct {
+		name     string
+		opts     harnessOptions
+		key      string
+		wantAuth string
+	}{
+		{"tenant key", twoTenants, "rk-acme-1", "Bearer sk-upstream-acme"},
+		{"pass-through", harnessOptions{}, "sk-client-own", "Bearer sk-client-own"},
+	}
+	paths := []struct{ name, path, conv, body string }{
+		{"chat", "/v1/chat/completions", "cred-1", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`},
+		{"pass-through path", "/v1/embeddings", "", `{"input":"hi","model":"text-embedding-3-small"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.opts)
+			for _, p := range paths {
+				headers := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + tt.key}
+				if p.conv != "" {
+					headers["X-Conversation-ID"] = p.conv
+				}
+				for k, v := range clientCredentials {
+					headers[k] = v
+				}
+				if r := h.postHeaders(p.path, headers, p.body); r.status != 200 {
+					t.Fatalf("%s: status %d: %s", p.name, r.status, r.body)
+				}
+				if p.conv != "" {
+					h.waitDone(p.conv)
+				}
+				got := h.up.Last().Header
+				if auth := got.Values("Authorization"); len(auth) != 1 || auth[0] != tt.wantAuth {
+					t.Errorf("%s: upstream Authorization %q, want only %q", p.name, auth, tt.wantAuth)
+				}
+				for name := range clientCredentials {
+					if v := got.Values(name); len(v) > 0 {
+						t.Errorf("%s: upstream got the client's %s %q, want none", p.name, http.CanonicalHeaderKey(name), v)
+					}
+				}
+			}
+		})
+	}
+}
