@@ -55,11 +55,14 @@ func (c *call) export() error {
 		return err
 	}
 	store, key, log, timeout := c.h.cfg.Store, c.key, c.h.log, c.h.cfg.Timeout
+	leave := c.leave // the stream holds the heavy slot until it ends
+	c.leave = nil
 	c.rc.SetStatusCode(200)
 	c.rc.SetContentType(ndjson)
 	c.rc.Response.Header.Set("Content-Disposition", `attachment; filename="`+key.Conversation+`.jsonl"`)
 	// The writer outlives the handler: it uses only what was copied above.
 	c.rc.SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer leave()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*timeout)
 		defer cancel()
 		w.Write(head)
