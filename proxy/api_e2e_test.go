@@ -120,7 +120,7 @@ func TestAPITenantsSeeOnlyTheirOwnConversations(t *testing.T) {
 		t.Errorf("globex finds %v", found.Data)
 	}
 	// An import by globex lands in globex's namespace: acme's is untouched.
-	line := `{"object":"conversation.message","seq":1,"turn":1,"episode":1,"created_at":1,"tokens":3,"flags":[],"message":{"role":"user","content":"globex"}}`
+	line := `{"object":"conversation.message","seq":1,"turn":1,"episode":1,"created_at":1767225600,"tokens":3,"flags":[],"message":{"role":"user","content":"globex"}}`
 	if a := h.api("rk-globex-1", "", "POST", convBase+"shared-id/import", line+"\n", "application/x-ndjson"); a.status != 201 {
 		t.Fatalf("globex import: %d %s", a.status, a.body)
 	}
