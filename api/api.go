@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"time"
 
@@ -67,6 +68,19 @@ type Config struct {
 	MaxBodyBytes int
 	// Timeout bounds one call's store work. Default 30s.
 	Timeout time.Duration
+	// MaxHeavy bounds the heavy calls (search, export, import) running at
+	// once, across tenants: more wait for a slot within HeavyTimeout, then
+	// are refused with 429 and Retry-After. Default: one fewer than
+	// GOMAXPROCS, at least 1, so that chat requests always have a core.
+	MaxHeavy int
+	// MaxHeavyPerTenant bounds one namespace's heavy calls in flight,
+	// running or waiting: more are refused at once with 429 and
+	// Retry-After. Default 2.
+	MaxHeavyPerTenant int
+	// HeavyTimeout bounds a heavy call, its wait for a slot included (an
+	// export's stream, once started, is bounded by 10 × Timeout).
+	// Default 10s.
+	HeavyTimeout time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Logger receives failures. Default: discarded.
@@ -78,8 +92,9 @@ type Config struct {
 
 // Handler serves the API.
 type Handler struct {
-	cfg Config
-	log *slog.Logger
+	cfg   Config
+	log   *slog.Logger
+	heavy *gate
 }
 
 // New returns a Handler for cfg.
@@ -99,13 +114,22 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
 	}
+	if cfg.MaxHeavy <= 0 {
+		cfg.MaxHeavy = max(runtime.GOMAXPROCS(0)-1, 1)
+	}
+	if cfg.MaxHeavyPerTenant <= 0 {
+		cfg.MaxHeavyPerTenant = 2
+	}
+	if cfg.HeavyTimeout <= 0 {
+		cfg.HeavyTimeout = 10 * time.Second
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{cfg: cfg, log: cfg.Logger}, nil
+	return &Handler{cfg: cfg, log: cfg.Logger, heavy: newGate(cfg.MaxHeavy, cfg.MaxHeavyPerTenant)}, nil
 }
 
 // call is one API request being served.
@@ -116,6 +140,9 @@ type call struct {
 	caller Caller
 	key    history.Key // Conversation is "" for tenant-wide routes
 	route  string
+	// leave, for a heavy call, gives its slot back: serve calls it after
+	// the handler unless the handler took it over (export's stream).
+	leave func()
 }
 
 // route is one API route: a method, a path shape and its handler.
@@ -125,6 +152,9 @@ type route struct {
 	conv   bool   // the path names a conversation
 	verb   string // the segment after the conversation id, "" for none
 	serve  func(*call) error
+	// heavy calls cost what the tenant stores, not one window: they run
+	// under the gate, within HeavyTimeout.
+	heavy bool
 }
 
 // routes are the API's routes, matched in order. Paths are relative to
@@ -137,12 +167,12 @@ var routes = []route{
 	{method: "GET", name: "messages", conv: true, verb: "messages", serve: (*call).messages},
 	{method: "POST", name: "memorize", conv: true, verb: "messages", serve: (*call).memorize},
 	{method: "GET", name: "context", conv: true, verb: "context", serve: (*call).context},
-	{method: "GET", name: "search", conv: true, verb: "search", serve: (*call).search},
+	{method: "GET", name: "search", conv: true, verb: "search", serve: (*call).search, heavy: true},
 	{method: "POST", name: "forget", conv: true, verb: "forget", serve: (*call).forget},
 	{method: "POST", name: "end", conv: true, verb: "end", serve: (*call).end},
 	{method: "POST", name: "summarize", conv: true, verb: "summarize", serve: (*call).summarize},
-	{method: "GET", name: "export", conv: true, verb: "export", serve: (*call).export},
-	{method: "POST", name: "import", conv: true, verb: "import", serve: (*call).importConv},
+	{method: "GET", name: "export", conv: true, verb: "export", serve: (*call).export, heavy: true},
+	{method: "POST", name: "import", conv: true, verb: "import", serve: (*call).importConv, heavy: true},
 }
 
 // Handle serves one request whose path starts with Prefix.
@@ -152,6 +182,9 @@ func (h *Handler) Handle(rc *fasthttp.RequestCtx) {
 	if err != nil {
 		e := c.classify(err)
 		oaierr.Write(rc, e)
+		if e.Status == 429 {
+			rc.Response.Header.Set("Retry-After", retryAfter)
+		}
 		status = e.Status
 	}
 	if h.cfg.Observe != nil {
@@ -186,7 +219,7 @@ func (c *call) serve() (int, error) {
 		if method != "GET" {
 			return 0, errMethod
 		}
-		r = &route{name: "search_tenant", serve: (*call).searchTenant}
+		r = &route{name: "search_tenant", serve: (*call).searchTenant, heavy: true}
 	case strings.HasPrefix(rest, "conversations/"):
 		id, verb, _ := strings.Cut(rest[len("conversations/"):], "/")
 		if strings.Contains(verb, "/") {
@@ -214,9 +247,25 @@ func (c *call) serve() (int, error) {
 		return 0, err
 	}
 	c.caller, c.key.Tenant = caller, caller.Namespace
-	ctx, cancel := context.WithTimeout(context.Background(), c.h.cfg.Timeout)
+	timeout := c.h.cfg.Timeout
+	if r.heavy {
+		timeout = c.h.cfg.HeavyTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	c.ctx = ctx
+	if r.heavy {
+		leave, err := c.h.heavy.enter(ctx, c.key.Tenant)
+		if err != nil {
+			return 0, err
+		}
+		c.leave = leave
+		defer func() {
+			if c.leave != nil {
+				c.leave()
+			}
+		}()
+	}
 	if err := r.serve(c); err != nil {
 		return 0, err
 	}

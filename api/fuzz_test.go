@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -26,6 +27,18 @@ func FuzzImport(f *testing.F) {
 			`{"object":"conversation.message","seq":1,"turn":1,"episode":1,"tokens":1,"message":{"role":"user","content":"a"}}` + "\n" +
 			`{"object":"conversation.message","seq":5,"turn":2,"episode":3,"tokens":1,"message":{"role":"user","content":"b"}}`,
 		"[[[[[[", "", "\n\n", `{"object":"conversation.message","message":[]}`,
+		// The findings of an adversarial review: a turn that wraps, a
+		// token count that lies, a negative summary, times that overflow,
+		// a summary claiming more turns than it covers.
+		`{"object":"conversation.message","seq":1,"turn":4294967295,"episode":4294967295,"created_at":1767225600,"tokens":1,"message":{"role":"user","content":"q"}}`,
+		`{"object":"conversation.message","seq":1,"turn":1,"episode":1,"created_at":1767225600,"tokens":1,"message":{"role":"user","content":"` + strings.Repeat("x ", 5000) + `"}}`,
+		`{"object":"conversation.export","version":1,"summary":{"text":"s","through":1,"turns":1,"tokens":-5}}` + "\n" +
+			`{"object":"conversation.message","seq":1,"turn":1,"episode":1,"created_at":1767225600,"tokens":1,"message":{"role":"user","content":"a"}}`,
+		`{"object":"conversation.message","seq":1,"turn":1,"episode":1,"created_at":9200000000000000000,"tokens":1,"message":{"role":"user","content":"a"}}`,
+		`{"object":"conversation.message","seq":1,"turn":1,"episode":1,"created_at":-9200000000000000000,"tokens":1,"message":{"role":"user","content":"a"}}`,
+		`{"object":"conversation.export","version":1,"summary":{"text":"s","through":1,"turns":999,"tokens":5,"at":1767225600000000000}}` + "\n" +
+			`{"object":"conversation.message","seq":1,"turn":1,"episode":1,"created_at":1767225600,"tokens":1,"message":{"role":"user","content":"a"}}` + "\n" +
+			`{"object":"conversation.message","seq":2,"turn":1,"episode":1,"created_at":1767225600,"tokens":1,"message":{"role":"assistant","content":"b"}}`,
 	} {
 		f.Add(seed)
 	}
@@ -59,6 +72,11 @@ func FuzzImport(f *testing.F) {
 		case 201:
 			if snap.Meta.Version == 0 {
 				t.Fatalf("201 but nothing stored")
+			}
+			// Counters are Recall's own, whatever the file claimed.
+			m := snap.Meta
+			if m.Tokens < 0 || m.Turns < 0 || uint64(m.LastTurn) >= m.NextSeq || (m.Summary != nil && (m.Summary.Tokens <= 0 || m.Summary.Turns > m.Turns)) {
+				t.Fatalf("201 but stored counters %+v", m)
 			}
 		case 400:
 			if snap.Meta.Version != 0 {

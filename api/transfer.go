@@ -5,11 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/tokens"
+	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/rewrite"
 )
 
@@ -52,11 +55,14 @@ func (c *call) export() error {
 		return err
 	}
 	store, key, log, timeout := c.h.cfg.Store, c.key, c.h.log, c.h.cfg.Timeout
+	leave := c.leave // the stream holds the heavy slot until it ends
+	c.leave = nil
 	c.rc.SetStatusCode(200)
 	c.rc.SetContentType(ndjson)
 	c.rc.Response.Header.Set("Content-Disposition", `attachment; filename="`+key.Conversation+`.jsonl"`)
 	// The writer outlives the handler: it uses only what was copied above.
 	c.rc.SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer leave()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*timeout)
 		defer cancel()
 		w.Write(head)
@@ -84,11 +90,14 @@ func (c *call) export() error {
 	return nil
 }
 
-// importConv serves POST /conversations/{id}/import: an export's lines,
-// as is, into an empty conversation (409 otherwise). Each message keeps
-// its seq, turn, episode, flags, time and token count, so the context
-// afterwards is the one before the export. Messages are validated as a
-// chat request's are, and the active ones' tool pairing too.
+// importConv serves POST /conversations/{id}/import: an export's lines
+// into an empty conversation (409 otherwise). Each message keeps its seq,
+// flags, time and episode grouping, so the context afterwards is the one
+// before the export; what Recall counts or derives itself (turns, token
+// counts, hashes, the summary's turns and tokens) is recomputed, never
+// taken from the file (see parseImport). Messages are validated as a chat
+// request's are, and the active ones' tool pairing too. A bad file is a
+// 400 naming its line, and stores nothing.
 func (c *call) importConv() error {
 	ct := c.rc.Request.Header.ContentType()
 	if i := bytes.IndexByte(ct, ';'); i >= 0 {
@@ -109,12 +118,11 @@ func (c *call) importConv() error {
 	}
 	ch := history.Change{Import: true, Append: msgs, Now: c.now()}
 	if head != nil {
-		last := msgs[len(msgs)-1].Seq
-		if head.Cut > 0 && head.Cut <= last {
+		if last := msgs[len(msgs)-1].Seq; head.Cut > 0 && head.Cut <= last {
 			ch.Cut = head.Cut
 		}
-		if s := head.Summary; s != nil && s.Through > 0 && s.Through < last {
-			ch.Summary = &history.SummaryChange{Summary: *s}
+		if head.Summary != nil {
+			ch.Summary = &history.SummaryChange{Summary: *head.Summary}
 		}
 	}
 
@@ -153,12 +161,51 @@ type importLine struct {
 	Message   json.RawMessage `json:"message"`
 }
 
+// minImportTime is the earliest time an import may carry: no message of
+// a Recall conversation predates 2000.
+var minImportTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// maxImportSkew is how far past the clock an imported time may be: the
+// exporting machine's clock may run ahead of this one's.
+const maxImportSkew = 24 * time.Hour
+
 // parseImport reads an import body: an optional header line, then at
-// least one message line, seq ascending.
+// least one message line, seq ascending. It takes from the file only what
+// a conversation cannot rebuild: each message's JSON, seq, flags, time
+// and episode grouping, and the header's summary text, cut point and
+// times. Everything else is Recall's to compute, as the chat path does at
+// write time, because the curation trusts it:
+//
+//   - Turn: from roles, in seq order, as history.Apply numbers appended
+//     messages (a user message opens a turn, and so does the first
+//     message), over every line, inactive ones too, so their grouping is
+//     the one the conversation had. The file's turn numbers are ignored
+//     (a turn near 2^32 would wrap the next commit's).
+//   - Episode: renumbered from 1, one more at each change of the file's
+//     episode, which may never go back.
+//   - Tokens: counted by the same Counter and encoding memorize uses (a
+//     message claiming 1 token would otherwise pass the budget whole).
+//   - Hash: of the message's JSON.
+//   - The summary's turns (the turns of the active messages it covers:
+//     a summary claiming more would hold back the next compaction) and
+//     tokens (as plan injects it).
+//
+// Times must lie between 2000 and a day past the clock; a token count or
+// summary turn count in the file must not be negative; a summary must
+// cover at least one message and none past the last (as history.Change
+// checks a landing summary: Through < NextSeq). Any problem is a 400
+// naming the file's 1-based line.
 func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error) {
 	var head *ExportHeader
+	headLine := 0
 	var msgs []history.Message
-	var raws [][]byte
+	var lines []int     // the file line of each message
+	var episodes uint32 // the file's episode of the previous message
+	lo, hi := minImportTime, c.h.cfg.Now().Add(maxImportSkew)
+	enc := tokens.O200k
+	if e := c.caller.Tenant.History.Encoding; e != "" {
+		enc = tokens.Encoding(e)
+	}
 	n := 0
 	for len(body) > 0 {
 		var ln []byte
@@ -169,38 +216,56 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 			continue
 		}
 		param := "line " + strconv.Itoa(n)
+		bad := func(what string) error { return errBadRequest(param, "Invalid "+param+": "+what) }
 		if rewrite.CheckDepth(ln) != nil {
-			return nil, nil, errBadRequest(param, "Invalid "+param+": not a JSON object nested at most 256 levels.")
+			return nil, nil, bad("not a JSON object nested at most 256 levels.")
 		}
 		var l importLine
 		if err := json.Unmarshal(ln, &l); err != nil {
-			return nil, nil, errBadRequest(param, "Invalid "+param+": expected one JSON object per line, as export writes them.")
+			return nil, nil, bad("expected one JSON object per line, as export writes them.")
 		}
 		switch l.Object {
 		case "conversation.export":
 			if head != nil || len(msgs) > 0 {
-				return nil, nil, errBadRequest(param, "Invalid "+param+": the export header may only be the first line.")
+				return nil, nil, bad("the export header may only be the first line.")
 			}
 			if l.ExportHeader.Version != exportVersion {
-				return nil, nil, errBadRequest(param, "Invalid "+param+": unknown export version (expected 1).")
+				return nil, nil, bad("unknown export version (expected 1).")
 			}
 			h := l.ExportHeader
-			head = &h
+			if s := h.Summary; s != nil {
+				if s.Text == "" || s.Through == 0 || s.Turns < 0 || s.Tokens < 0 {
+					return nil, nil, bad("a summary has text, covers through a seq of at least 1, and its turns and tokens are not negative.")
+				}
+				if s.At != 0 && !inRange(time.Unix(0, s.At), lo, hi) {
+					return nil, nil, bad("the summary's at (Unix nanoseconds) must lie between 2000 and a day from now.")
+				}
+			}
+			head, headLine = &h, n
 			continue
 		case "conversation.message":
 		default:
-			return nil, nil, errBadRequest(param, `Invalid `+param+`: expected "object": "conversation.export" or "conversation.message".`)
+			return nil, nil, bad(`expected "object": "conversation.export" or "conversation.message".`)
 		}
-		m := history.Message{Seq: l.Seq, Turn: l.Turn, Episode: l.Episode, Tokens: l.Tokens, CreatedAt: time.Unix(l.CreatedAt, 0)}
 		if len(msgs) > 0 {
-			prev := msgs[len(msgs)-1]
-			if m.Seq <= prev.Seq || m.Turn < prev.Turn || m.Episode < prev.Episode {
-				return nil, nil, errBadRequest(param, "Invalid "+param+": seq must ascend, turn and episode never go back.")
+			if l.Seq <= msgs[len(msgs)-1].Seq || l.Episode < episodes {
+				return nil, nil, bad("seq must ascend, and episode never goes back.")
 			}
 		}
-		if m.Seq == 0 || m.Seq > maxSeq || m.Turn == 0 || m.Episode == 0 || m.Tokens < 0 || len(l.Message) == 0 {
-			return nil, nil, errBadRequest(param, "Invalid "+param+": seq (at most 2^40), turn and episode start at 1, tokens is not negative, message is required.")
+		if l.Seq == 0 || l.Seq > maxSeq || l.Turn == 0 || l.Episode == 0 || l.Tokens < 0 || len(l.Message) == 0 {
+			return nil, nil, bad("seq (at most 2^40), turn and episode start at 1, tokens is not negative, message is required.")
 		}
+		if l.CreatedAt < lo.Unix() || l.CreatedAt > hi.Unix() {
+			return nil, nil, bad("created_at (Unix seconds) must lie between 2000 and a day from now.")
+		}
+		m := history.Message{Seq: l.Seq, Episode: 1, CreatedAt: time.Unix(l.CreatedAt, 0)}
+		if len(msgs) > 0 {
+			m.Episode = msgs[len(msgs)-1].Episode
+			if l.Episode > episodes {
+				m.Episode++
+			}
+		}
+		episodes = l.Episode
 		for _, f := range l.Flags {
 			switch f {
 			case flagSuperseded:
@@ -208,48 +273,90 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 			case flagForgotten:
 				m.Flags |= history.Forgotten
 			default:
-				return nil, nil, errBadRequest(param, "Invalid "+param+": flags are superseded and forgotten.")
+				return nil, nil, bad("flags are superseded and forgotten.")
 			}
 		}
-		m.Raw = bytes.Clone(l.Message)
+		// The message, validated exactly as a chat request's.
+		req, err := rewrite.ParseRequest(append(append([]byte(`{"messages":[`), l.Message...), ']', '}'))
+		if err != nil {
+			var re *rewrite.Error
+			if errors.As(err, &re) {
+				return nil, nil, bad(strings.ReplaceAll(re.Message, "messages[0]", "message"))
+			}
+			return nil, nil, err
+		}
+		switch m.Role = req.Messages[0].Role; m.Role {
+		case history.RoleUser, history.RoleAssistant, history.RoleTool:
+		default:
+			return nil, nil, bad("stored messages are user, assistant or tool messages.")
+		}
+		m.Raw = bytes.Clone(req.Messages[0].Raw)
+		m.Hash = rewrite.Hash(m.Raw)
+		m.Tokens = c.h.cfg.Counter.Message(enc, m.Raw)
 		msgs = append(msgs, m)
-		raws = append(raws, m.Raw)
+		lines = append(lines, n)
 	}
 	if len(msgs) == 0 {
 		return nil, nil, errBadRequest("", "Invalid import: no message line.")
 	}
-	// The messages, validated exactly as a chat request's.
-	var doc bytes.Buffer
-	doc.WriteString(`{"messages":[`)
-	doc.Write(bytes.Join(raws, []byte{','}))
-	doc.WriteString(`]}`)
-	req, err := rewrite.ParseRequest(doc.Bytes())
-	if err != nil {
-		return nil, nil, err
-	}
-	enc := tokens.O200k
-	if e := c.caller.Tenant.History.Encoding; e != "" {
-		enc = tokens.Encoding(e)
+	// Turns, from roles, as history.Apply numbers appended messages.
+	var turn uint32
+	for i := range msgs {
+		if msgs[i].Role == history.RoleUser || turn == 0 {
+			turn++
+		}
+		msgs[i].Turn = turn
 	}
 	var active []history.Message
+	var activeLines []int
 	for i := range msgs {
-		msgs[i].Role = req.Messages[i].Role
-		if msgs[i].Role == history.RoleUser || msgs[i].Role == history.RoleAssistant || msgs[i].Role == history.RoleTool {
-			msgs[i].Hash = rewrite.Hash(msgs[i].Raw)
-		} else {
-			return nil, nil, errBadRequest("messages["+strconv.Itoa(i)+"].role", "Invalid message "+strconv.Itoa(i)+": stored messages are user, assistant or tool messages.")
-		}
-		if msgs[i].Tokens == 0 {
-			msgs[i].Tokens = c.h.cfg.Counter.Message(enc, msgs[i].Raw)
-		}
 		if msgs[i].Active() {
 			active = append(active, msgs[i])
+			activeLines = append(activeLines, lines[i])
 		}
 	}
 	if err := history.CheckNew(nil, active); err != nil {
+		var orphan *history.OrphanResultError
+		if errors.As(err, &orphan) {
+			param := "line " + strconv.Itoa(activeLines[orphan.Index])
+			return nil, nil, errBadRequest(param, "Invalid "+param+": a tool message must answer a tool call of an assistant message before it.")
+		}
 		return nil, nil, err
+	}
+	if head != nil && head.Summary != nil {
+		s := *head.Summary
+		if last := msgs[len(msgs)-1].Seq; s.Through > last {
+			param := "line " + strconv.Itoa(headLine)
+			return nil, nil, errBadRequest(param, "Invalid "+param+": the summary covers through seq "+
+				strconv.FormatUint(s.Through, 10)+", past the last message's ("+strconv.FormatUint(last, 10)+").")
+		}
+		s.Turns = coveredTurns(active, s.Through)
+		s.Tokens = c.h.cfg.Counter.Message(enc, plan.Inject(rewrite.RoleSystem, s.Text))
+		if s.At == 0 {
+			s.At = c.now()
+		}
+		head.Summary = &s
 	}
 	return head, msgs, nil
 }
+
+// coveredTurns counts the turns of the active messages up to through.
+func coveredTurns(active []history.Message, through uint64) int {
+	n := 0
+	var turn uint32
+	for i := range active {
+		if active[i].Seq > through {
+			break
+		}
+		if active[i].Turn != turn {
+			n++
+			turn = active[i].Turn
+		}
+	}
+	return n
+}
+
+// inRange reports whether t lies in [lo, hi].
+func inRange(t, lo, hi time.Time) bool { return !t.Before(lo) && !t.After(hi) }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -87,6 +87,9 @@ type Global struct {
 	// It must cover the largest commit plus Badger's own flushes. 0 turns
 	// the guard off. Default 256.
 	MinFreeMB int `yaml:"min_free_mb"`
+	// API bounds the conversation API's heavy calls, so that one tenant's
+	// searches or exports cannot slow every tenant's chat requests.
+	API API `yaml:"api"`
 	// Defaults is the policy every tenant starts from; a tenant file
 	// overrides it key by key.
 	Defaults Policy `yaml:"defaults"`
@@ -96,6 +99,29 @@ type Global struct {
 	// baseURLFromEnv is set when RECALL_UPSTREAM_URL set
 	// Defaults.Upstream.BaseURL, so that warnings name the variable.
 	baseURLFromEnv bool
+}
+
+// API bounds the conversation API's heavy calls: searches, exports and
+// imports, whose cost follows what a tenant stores rather than one
+// conversation's window. Lighter calls (list, show, messages, memorize,
+// forget, context) and end and summarize (which wait on the upstream,
+// bounded by the summaries' own workers) are not bounded here.
+type API struct {
+	// MaxConcurrent bounds the heavy calls running at once, across
+	// tenants; more wait for a slot within their time budget, and are
+	// refused with 429 and Retry-After if none frees in time. 0 derives it
+	// from the CPUs Go may use: one fewer, at least 1, so that chat
+	// requests always have a core. Default 0.
+	MaxConcurrent int `yaml:"max_concurrent"`
+	// MaxConcurrentPerTenant bounds one tenant's heavy calls in flight
+	// (running or waiting; in pass-through mode, one key's): more are
+	// refused at once with 429 and Retry-After. Default 2.
+	MaxConcurrentPerTenant int `yaml:"max_concurrent_per_tenant"`
+	// HeavyTimeout is a heavy call's time budget, its wait for a slot
+	// included: past it, a search or an import's store work is cut off
+	// (504). An export's stream, once started, has its own longer bound.
+	// Default 10s.
+	HeavyTimeout Duration `yaml:"heavy_timeout"`
 }
 
 // Policy is what a tenant file may set besides its id and keys. Global.Defaults
@@ -236,6 +262,10 @@ func DefaultGlobal() Global {
 		AIOFsync:      true,
 		StoreMaxConns: 10,
 		MinFreeMB:     256,
+		API: API{
+			MaxConcurrentPerTenant: 2,
+			HeavyTimeout:           Duration(10 * time.Second),
+		},
 		Defaults: Policy{
 			Upstream: Upstream{
 				BaseURL: "https://api.openai.com/v1",

@@ -32,6 +32,9 @@ func TestDefaultGlobal(t *testing.T) {
 		{"min_free_mb", g.MinFreeMB, 256},
 		{"sync_writes", *g.SyncWrites, true},
 		{"aio_fsync", g.AIOFsync, true},
+		{"api.max_concurrent", g.API.MaxConcurrent, 0},
+		{"api.max_concurrent_per_tenant", g.API.MaxConcurrentPerTenant, 2},
+		{"api.heavy_timeout", g.API.HeavyTimeout, Duration(10 * time.Second)},
 		{"base_url", g.Defaults.Upstream.BaseURL, "https://api.openai.com/v1"},
 		{"api_key", g.Defaults.Upstream.APIKey, Secret("")},
 		{"timeout", g.Defaults.Upstream.Timeout, Duration(10 * time.Minute)},
@@ -270,6 +273,15 @@ func TestLoadGlobalErrors(t *testing.T) {
 			name:  "a bad store_url is reported, its password masked",
 			file:  "store_url: \"postgres://u:hunter2@/recall\"\nstore_max_conns: 0\n",
 			lines: [][]string{{`store_url: "postgres://xxxxx@/recall": want a host`}, {"store_max_conns: must be >= 1, got 0"}},
+		},
+		{
+			name: "api bounds are checked",
+			file: "api:\n  max_concurrent: -1\n  max_concurrent_per_tenant: 0\n  heavy_timeout: 0s\n",
+			lines: [][]string{
+				{"recall.yaml: api.max_concurrent: must be >= 0 (0: one fewer than the CPUs), got -1"},
+				{"recall.yaml: api.max_concurrent_per_tenant: must be >= 1, got 0"},
+				{"recall.yaml: api.heavy_timeout: must be > 0, got 0s"},
+			},
 		},
 		{
 			name: "env and file problems together",

@@ -134,6 +134,15 @@ func (g Global) Validate() error {
 	if g.MaxBodyBytes <= 0 {
 		ps.addf("max_body_bytes", "must be > 0, got %d", g.MaxBodyBytes)
 	}
+	if g.API.MaxConcurrent < 0 {
+		ps.addf("api.max_concurrent", "must be >= 0 (0: one fewer than the CPUs), got %d", g.API.MaxConcurrent)
+	}
+	if g.API.MaxConcurrentPerTenant < 1 {
+		ps.addf("api.max_concurrent_per_tenant", "must be >= 1, got %d", g.API.MaxConcurrentPerTenant)
+	}
+	if g.API.HeavyTimeout <= 0 {
+		ps.addf("api.heavy_timeout", "must be > 0, got %s", g.API.HeavyTimeout)
+	}
 	validatePolicy(&ps, "defaults.", g.Defaults)
 	return ps.err()
 }

@@ -27,6 +27,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/history/badgerstore"
@@ -388,6 +389,10 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		MaxBodyBytes: g.MaxBodyBytes,
 		CanCommit:    st.canCommit,
 		Summaries:    summaries,
+		API: func(c *api.Config) {
+			c.MaxHeavy, c.MaxHeavyPerTenant = g.API.MaxConcurrent, g.API.MaxConcurrentPerTenant
+			c.HeavyTimeout = time.Duration(g.API.HeavyTimeout)
+		},
 	})
 	if err != nil {
 		return err

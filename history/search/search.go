@@ -81,12 +81,22 @@ func appendTerms(out []string, text string) []string {
 	return out
 }
 
+// MaxQueryTerms bounds the distinct terms of a query that are searched.
+// A store reads every posting of each term in scope, so a query's cost
+// grows with its terms: past a handful, a term adds little to the
+// ranking and a whole scan to the cost.
+const MaxQueryTerms = 16
+
 // QueryTerms returns the distinct terms of a query, in order of first
-// appearance: a term repeated in a query counts once.
+// appearance: a term repeated in a query counts once, and terms past the
+// first MaxQueryTerms distinct ones are left out.
 func QueryTerms(text string) []string {
 	terms := Terms(text)
 	out := terms[:0]
 	for i, t := range terms {
+		if len(out) == MaxQueryTerms {
+			break
+		}
 		if !slices.Contains(terms[:i], t) {
 			out = append(out, t)
 		}
