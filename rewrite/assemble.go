@@ -2,8 +2,10 @@ package rewrite
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -41,8 +43,9 @@ type Reply struct {
 // are ignored, and usage is zero unless the upstream sent a usage chunk.
 type Assembler struct {
 	content, refusal []byte
-	parts            []byte     // content sent as an array of parts, raw
-	calls            []toolCall // in order of their stream index
+	parts            []byte        // content sent as an array of parts, raw
+	calls            []toolCall    // in order of arrival; Reply sorts them by index
+	byIndex          map[int64]int // index -> position in calls, once there are many
 	name, audioID    string
 	finish           string
 	usage            Usage
@@ -183,16 +186,7 @@ func (a *Assembler) addToolCall(pos int, tc gjson.Result) {
 	if i := tc.Get("index"); i.Type == gjson.Number {
 		idx = i.Int()
 	}
-	at := len(a.calls)
-	for at > 0 && a.calls[at-1].index >= idx {
-		at--
-	}
-	if at == len(a.calls) || a.calls[at].index != idx {
-		a.calls = append(a.calls, toolCall{})
-		copy(a.calls[at+1:], a.calls[at:])
-		a.calls[at] = toolCall{index: idx}
-	}
-	c := &a.calls[at]
+	c := a.call(idx)
 	if id := tc.Get("id"); c.id == "" && id.Type == gjson.String {
 		c.id = strings.Clone(id.Str)
 	}
@@ -212,6 +206,43 @@ func (a *Assembler) addToolCall(pos int, tc gjson.Result) {
 	if args := fn.Get(argsKey); args.Type == gjson.String {
 		c.argument = appendUnescaped(c.argument, args.Raw)
 	}
+}
+
+// manyCalls is the number of tool calls past which the assembler finds a
+// call by its index in a map rather than by a scan.
+const manyCalls = 8
+
+// call returns the call with stream index idx, added if it is new. Finding
+// it costs O(1) whatever the order of the indexes: the fragments of one
+// call usually follow one another, and past manyCalls a map finds the
+// others.
+func (a *Assembler) call(idx int64) *toolCall {
+	n := len(a.calls)
+	if n > 0 && a.calls[n-1].index == idx {
+		return &a.calls[n-1]
+	}
+	if n <= manyCalls {
+		for i := range a.calls {
+			if a.calls[i].index == idx {
+				return &a.calls[i]
+			}
+		}
+	} else {
+		if a.byIndex == nil {
+			a.byIndex = make(map[int64]int, 2*n)
+		}
+		if len(a.byIndex) < n { // built lazily, or again after Reply sorted the calls
+			for i := range a.calls {
+				a.byIndex[a.calls[i].index] = i
+			}
+		}
+		if i, ok := a.byIndex[idx]; ok {
+			return &a.calls[i]
+		}
+		a.byIndex[idx] = n
+	}
+	a.calls = append(a.calls, toolCall{index: idx})
+	return &a.calls[n]
 }
 
 // Done reports whether the stream's "data: [DONE]" was seen.
@@ -239,6 +270,10 @@ func (a *Assembler) Finished() bool { return a.finished }
 // Every string is re-encoded the same way, so a streamed and a
 // non-streamed reply with the same answer give the same bytes.
 func (a *Assembler) Reply() Reply {
+	if !slices.IsSortedFunc(a.calls, byStreamIndex) {
+		slices.SortFunc(a.calls, byStreamIndex)
+		clear(a.byIndex) // positions changed: rebuilt if more fragments come
+	}
 	n := 64 + len(a.name) + len(a.content) + len(a.parts) + len(a.refusal) + len(a.audioID)
 	for _, c := range a.calls {
 		n += 64 + len(c.id) + len(c.name) + len(c.argument)
@@ -291,10 +326,14 @@ func (a *Assembler) Reply() Reply {
 	return Reply{Message: m, FinishReason: a.finish, Usage: a.usage, Model: a.model, ID: a.id}
 }
 
+// byStreamIndex orders tool calls by their stream index.
+func byStreamIndex(x, y toolCall) int { return cmp.Compare(x.index, y.index) }
+
 // Reset empties the assembler for another stream, keeping its buffers.
 func (a *Assembler) Reset() {
 	clear(a.calls)
-	*a = Assembler{content: a.content[:0], refusal: a.refusal[:0], parts: a.parts[:0], calls: a.calls[:0]}
+	clear(a.byIndex)
+	*a = Assembler{content: a.content[:0], refusal: a.refusal[:0], parts: a.parts[:0], calls: a.calls[:0], byIndex: a.byIndex}
 }
 
 // ParseReply extracts choice 0's message, finish_reason, usage, model and
