@@ -46,7 +46,9 @@ type Config struct {
 	// MaxBodyBytes bounds a chat-completions request body. Default 32 MiB.
 	MaxBodyBytes int
 	// MaxResponseBytes bounds an upstream answer Recall reads for its record
-	// (a non-streamed body, or one streamed event). Default 64 MiB.
+	// (a non-streamed body, decoded or not, or a recorded stream's data): an
+	// answer past it is a 502 upstream_response_too_large (an error event
+	// for a stream). Default 64 MiB.
 	MaxResponseBytes int
 	// StreamIdleTimeout ends an upstream stream that sends nothing for this
 	// long. Default 2m.

@@ -11,6 +11,11 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+// ErrUpstream is returned (wrapped) by [Assembler.Add] and [ParseReply]
+// for a payload carrying an "error" object: the upstream reported an
+// error in its own words.
+var ErrUpstream = errors.New("rewrite: upstream error")
+
 // Usage is the token usage an upstream reported.
 type Usage struct {
 	PromptTokens     int
@@ -64,7 +69,8 @@ type toolCall struct {
 // Add takes one SSE data payload: a chat.completion.chunk JSON, or "[DONE]",
 // which marks the stream complete. It returns an error for a payload that
 // is not JSON or that carries an "error" object, as upstreams send when
-// they fail mid-stream; the reply must not be recorded then. Add copies
+// they fail mid-stream (that error wraps [ErrUpstream]); the reply must
+// not be recorded then. Add copies
 // what it keeps, so data may be reused after it returns.
 func (a *Assembler) Add(data []byte) error {
 	data = bytes.TrimSpace(data)
@@ -103,7 +109,7 @@ func (a *Assembler) Add(data []byte) error {
 		return true
 	})
 	if upstreamErr.Exists() && upstreamErr.Type != gjson.Null {
-		return fmt.Errorf("rewrite: upstream error in stream: %s", errorMessage(upstreamErr))
+		return fmt.Errorf("%w in stream: %s", ErrUpstream, errorMessage(upstreamErr))
 	}
 	if usage.IsObject() {
 		a.usage = parseUsage(usage)
@@ -353,7 +359,7 @@ func ParseReply(body []byte) (Reply, error) {
 	}
 	doc := gjson.Parse(bytesString(body))
 	if e := doc.Get("error"); e.Exists() && e.Type != gjson.Null {
-		return Reply{}, fmt.Errorf("rewrite: upstream error in reply: %s", errorMessage(e))
+		return Reply{}, fmt.Errorf("%w in reply: %s", ErrUpstream, errorMessage(e))
 	}
 	choice := doc.Get("choices.#(index==0)")
 	if !choice.Exists() {
