@@ -273,6 +273,14 @@ var (
 func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 	s.busy.Add(1)
 	defer s.busy.Add(-1)
+	switch {
+	case badFraming(&rc.Request.Header):
+		s.reject(rc, "other", errBadFraming)
+		return
+	case isWebSocket(&rc.Request.Header):
+		s.reject(rc, "other", errWebSocket)
+		return
+	}
 	raw := rc.Request.URI().PathOriginal()
 	switch {
 	case bytes.Equal(raw, pathHealthz):
@@ -331,6 +339,7 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		// conversation memory to apply: they pass through, but not under a
 		// conversation prefix, which would say otherwise.
 		s.reject(rc, "chat", errMethodNotAllow)
+		rc.Response.Header.Set(fasthttp.HeaderAllow, fasthttp.MethodPost)
 	case bytes.HasPrefix(path, prefixV1):
 		s.passthrough(rc, path)
 	default:
@@ -339,7 +348,8 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 }
 
 // reject answers e and counts it. The request's body was not read, so the
-// connection is closed after the answer.
+// connection is closed after the answer (and must be, for a request whose
+// framing is in doubt).
 func (s *Server) reject(rc *fasthttp.RequestCtx, route string, e *apiError) {
 	rc.SetConnectionClose()
 	writeError(rc, e)
