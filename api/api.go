@@ -140,6 +140,7 @@ type call struct {
 	caller Caller
 	key    history.Key // Conversation is "" for tenant-wide routes
 	route  string
+	allow  string // the path's methods, for the Allow header of a 405
 	// leave, for a heavy call, gives its slot back: serve calls it after
 	// the handler unless the handler took it over (export's stream).
 	leave func()
@@ -185,6 +186,9 @@ func (h *Handler) Handle(rc *fasthttp.RequestCtx) {
 		if e.Status == 429 {
 			rc.Response.Header.Set("Retry-After", retryAfter)
 		}
+		if e.Status == fasthttp.StatusMethodNotAllowed && c.allow != "" {
+			rc.Response.Header.Set(fasthttp.HeaderAllow, c.allow)
+		}
 		status = e.Status
 	}
 	if h.cfg.Observe != nil {
@@ -206,23 +210,30 @@ func (c *call) serve() (int, error) {
 	if rest == "openapi.json" {
 		c.route = "openapi"
 		if method != "GET" && method != "HEAD" {
+			c.allow = "GET, HEAD"
 			return 0, errMethod
 		}
 		return c.openapi()
 	}
 	var r *route
+	conv, verb := false, "" // the path's shape
 	switch {
 	case rest == "conversations":
-		r = match(method, false, "")
+		r = match(method, conv, verb)
 	case rest == "search":
 		c.route = "search_tenant"
 		if method != "GET" {
+			c.allow = "GET"
 			return 0, errMethod
 		}
 		r = &route{name: "search_tenant", serve: (*call).searchTenant, heavy: true}
 	case strings.HasPrefix(rest, "conversations/"):
-		id, verb, _ := strings.Cut(rest[len("conversations/"):], "/")
-		if strings.Contains(verb, "/") {
+		var id string
+		var slash bool
+		id, verb, slash = strings.Cut(rest[len("conversations/"):], "/")
+		// One path per route: a trailing slash ("conversations/c1/") or a
+		// deeper path is no alias of it.
+		if slash && verb == "" || strings.Contains(verb, "/") {
 			return 0, errNotFound
 		}
 		switch verb {
@@ -233,12 +244,13 @@ func (c *call) serve() (int, error) {
 		if !history.ValidID(id) {
 			return 0, errBadID
 		}
-		c.key.Conversation = id
-		r = match(method, true, verb)
+		c.key.Conversation, conv = id, true
+		r = match(method, conv, verb)
 	default:
 		return 0, errNotFound
 	}
 	if r == nil {
+		c.allow = allowed(conv, verb)
 		return 0, errMethod
 	}
 	c.route = r.name
@@ -281,6 +293,17 @@ func match(method string, conv bool, verb string) *route {
 		}
 	}
 	return nil
+}
+
+// allowed lists the methods of the routes of a path shape, for Allow.
+func allowed(conv bool, verb string) string {
+	var methods []string
+	for i := range routes {
+		if r := &routes[i]; r.conv == conv && r.verb == verb {
+			methods = append(methods, r.method)
+		}
+	}
+	return strings.Join(methods, ", ")
 }
 
 // body reads the request body, bounded by MaxBodyBytes.

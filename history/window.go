@@ -36,7 +36,8 @@ func (e *ContextLengthError) Message() string {
 }
 
 // Turn is a user message and everything after it up to the next user
-// message (the first turn of a window may lack its user message).
+// message (the first turn of a window may lack its user message, and so
+// may a stored turn whose user message was forgotten, see opensTurn).
 type Turn struct {
 	Messages []Message
 	Tokens   int
@@ -106,14 +107,14 @@ func NewWindow(hist, fresh []Message, cut uint64, storedTurns int) *Window {
 	all = append(all, fresh...)
 	turns := 1
 	for i := 1; i < len(all); i++ {
-		if all[i].Role == RoleUser {
+		if opensTurn(&all[i-1], &all[i]) {
 			turns++
 		}
 	}
 	w.Turns = make([]Turn, 0, turns)
 	start := 0
 	for i := 1; i <= len(all); i++ {
-		if i == len(all) || all[i].Role == RoleUser {
+		if i == len(all) || opensTurn(&all[i-1], &all[i]) {
 			t := Turn{Messages: all[start:i:i]}
 			for _, m := range t.Messages {
 				t.Tokens += m.Tokens
@@ -134,6 +135,16 @@ func NewWindow(hist, fresh []Message, cut uint64, storedTurns int) *Window {
 		w.Report.StoredTurns++
 	}
 	return w
+}
+
+// opensTurn reports whether m, following prev, starts a turn: a user
+// message does, and so does a stored message whose turn differs from the
+// one before it, which is how the store numbers turns (Meta.Turns). The
+// two differ only when a turn's user message was forgotten: its other
+// messages are then a turn of their own, counted, sent and dropped as the
+// store counts them, not merged into the turn before.
+func opensTurn(prev, m *Message) bool {
+	return m.Role == RoleUser || m.Turn != 0 && prev.Turn != 0 && m.Turn != prev.Turn
 }
 
 // Tokens returns the window's prompt estimate: Fixed plus every turn.

@@ -173,12 +173,20 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	raw, err := readLimited(responseBody(resp), s.cfg.MaxResponseBytes)
 	closeResponse(resp)
 	x.upstreamDone = s.cfg.Now()
+	if errors.Is(err, errTooLarge) {
+		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", errUpstreamTooLarge, err))
+		return
+	}
 	if err != nil {
 		x.fail(rc, upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err)))
 		return
 	}
 	if ok && x.record {
 		reply, err := parseBody(enc, raw, s.cfg.MaxResponseBytes)
+		if errors.Is(err, errTooLarge) {
+			x.fail(rc, fmt.Errorf("%w: decode upstream answer: %w", errUpstreamTooLarge, err))
+			return
+		}
 		if err != nil {
 			x.fail(rc, fmt.Errorf("%w: %w", errUpstreamBad, err))
 			return

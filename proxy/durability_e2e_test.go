@@ -410,7 +410,7 @@ func TestStreamedAnswerBoundedAsAWhole(t *testing.T) {
 		t.Errorf("got the end of the stream, want it cut: %q", body[max(0, len(body)-300):])
 	}
 	events := strings.Split(strings.TrimSpace(body), "\n\n")
-	checkErrorShape(t, []byte(strings.TrimPrefix(events[len(events)-1], "data: ")), "upstream_error", "upstream_bad_response")
+	checkErrorShape(t, []byte(strings.TrimPrefix(events[len(events)-1], "data: ")), "upstream_error", "upstream_response_too_large")
 	if d := h.waitDone("bound-1"); d.Committed {
 		t.Fatalf("got %+v, want nothing committed", d)
 	}

@@ -27,15 +27,17 @@ func (e *apiError) Error() string { return "proxy: " + e.message }
 // Error kinds the pipeline returns; classify maps them (and foreign errors)
 // to an apiError, in one place.
 var (
-	errUnauthorized   = &apiError{status: 401, typ: "authentication_error", code: "invalid_api_key", message: "Incorrect API key provided."}
-	errNotFound       = &apiError{status: 404, typ: "invalid_request_error", code: "unknown_url", message: "Unknown request URL."}
-	errBadConvID      = &apiError{status: 400, typ: "invalid_request_error", code: "invalid_conversation_id", param: "conversation", message: "Conversation ids are 1-128 characters of [A-Za-z0-9._:@-], other than \".\" and \"..\"."}
-	errBadMode        = &apiError{status: 400, typ: "invalid_request_error", code: "invalid_history_mode", message: "X-Recall-History must be one of auto, append, sync, off."}
-	errBodyTooLarge   = &apiError{status: 413, typ: "invalid_request_error", code: "request_too_large", message: "Request body too large."}
-	errBusy           = &apiError{status: 409, typ: "conflict_error", code: "conversation_busy", message: "Another request on this conversation did not finish in time; retry."}
-	errUpstreamDown   = &apiError{status: 502, typ: "upstream_error", code: "upstream_unavailable", message: "The upstream API could not be reached."}
-	errUpstreamTime   = &apiError{status: 504, typ: "upstream_error", code: "upstream_timeout", message: "The upstream API did not answer in time."}
-	errUpstreamBad    = &apiError{status: 502, typ: "upstream_error", code: "upstream_bad_response", message: "The upstream API sent a response Recall could not read."}
+	errUnauthorized     = &apiError{status: 401, typ: "authentication_error", code: "invalid_api_key", message: "Incorrect API key provided."}
+	errNotFound         = &apiError{status: 404, typ: "invalid_request_error", code: "unknown_url", message: "Unknown request URL."}
+	errBadConvID        = &apiError{status: 400, typ: "invalid_request_error", code: "invalid_conversation_id", param: "conversation", message: "Conversation ids are 1-128 characters of [A-Za-z0-9._:@-], other than \".\" and \"..\"."}
+	errBadMode          = &apiError{status: 400, typ: "invalid_request_error", code: "invalid_history_mode", message: "X-Recall-History must be one of auto, append, sync, off."}
+	errBodyTooLarge     = &apiError{status: 413, typ: "invalid_request_error", code: "request_too_large", message: "Request body too large."}
+	errBusy             = &apiError{status: 409, typ: "conflict_error", code: "conversation_busy", message: "Another request on this conversation did not finish in time; retry."}
+	errUpstreamDown     = &apiError{status: 502, typ: "upstream_error", code: "upstream_unavailable", message: "The upstream API could not be reached."}
+	errUpstreamTime     = &apiError{status: 504, typ: "upstream_error", code: "upstream_timeout", message: "The upstream API did not answer in time."}
+	errUpstreamBad      = &apiError{status: 502, typ: "upstream_error", code: "upstream_bad_response", message: "The upstream API sent a response Recall could not read."}
+	errUpstreamTooLarge = &apiError{status: 502, typ: "upstream_error", code: "upstream_response_too_large",
+		message: "The upstream API's answer is larger than Recall accepts; nothing was recorded."}
 	errCommitFailed   = &apiError{status: 500, typ: "server_error", code: "history_write_failed", message: "The answer could not be recorded; retry the request."}
 	errStore          = &apiError{status: 500, typ: "server_error", code: "history_read_failed", message: "The conversation history could not be read."}
 	errMethodNotAllow = &apiError{status: 405, typ: "invalid_request_error", code: "method_not_allowed", message: "Method not allowed."}

@@ -46,7 +46,9 @@ type Config struct {
 	// MaxBodyBytes bounds a chat-completions request body. Default 32 MiB.
 	MaxBodyBytes int
 	// MaxResponseBytes bounds an upstream answer Recall reads for its record
-	// (a non-streamed body, or one streamed event). Default 64 MiB.
+	// (a non-streamed body, decoded or not, or a recorded stream's data): an
+	// answer past it is a 502 upstream_response_too_large (an error event
+	// for a stream). Default 64 MiB.
 	MaxResponseBytes int
 	// StreamIdleTimeout ends an upstream stream that sends nothing for this
 	// long. Default 2m.
@@ -273,6 +275,14 @@ var (
 func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 	s.busy.Add(1)
 	defer s.busy.Add(-1)
+	switch {
+	case badFraming(&rc.Request.Header):
+		s.reject(rc, "other", errBadFraming)
+		return
+	case isWebSocket(&rc.Request.Header):
+		s.reject(rc, "other", errWebSocket)
+		return
+	}
 	raw := rc.Request.URI().PathOriginal()
 	switch {
 	case bytes.Equal(raw, pathHealthz):
@@ -331,6 +341,7 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		// conversation memory to apply: they pass through, but not under a
 		// conversation prefix, which would say otherwise.
 		s.reject(rc, "chat", errMethodNotAllow)
+		rc.Response.Header.Set(fasthttp.HeaderAllow, fasthttp.MethodPost)
 	case bytes.HasPrefix(path, prefixV1):
 		s.passthrough(rc, conv, path)
 	default:
@@ -339,7 +350,8 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 }
 
 // reject answers e and counts it. The request's body was not read, so the
-// connection is closed after the answer.
+// connection is closed after the answer (and must be, for a request whose
+// framing is in doubt).
 func (s *Server) reject(rc *fasthttp.RequestCtx, route string, e *apiError) {
 	rc.SetConnectionClose()
 	writeError(rc, e)

@@ -124,9 +124,15 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc 
 
 // relayRecorded relays a recorded stream (decoding it first if enc names a
 // compression), assembles the answer, commits it before the held events
-// are relayed, and ends the stream with an error event if it cannot. It
-// returns nil only if the turn was committed and every byte was handed to
-// the client's connection.
+// are relayed, and ends the stream with an error event if it cannot (one:
+// none when the upstream's own error event was relayed). It returns nil
+// only if the turn was committed and every byte was handed to the
+// client's connection.
+//
+// A stream is complete at its first [DONE], or at a clean end after the
+// recorded choice's finish_reason: some compatible servers send no
+// [DONE], and the SDKs end such a stream without error, so Recall relays
+// it as it came and adds no [DONE] of its own.
 func (s *Server) relayRecorded(w *bufio.Writer, upstream io.Reader, enc string, x *exchange) error {
 	var asm rewrite.Assembler
 	var held []byte
@@ -141,13 +147,16 @@ func (s *Server) relayRecorded(w *bufio.Writer, upstream io.Reader, enc string, 
 		held, err = s.relayEvents(w, body, &asm)
 	}
 	x.upstreamDone = s.cfg.Now() // the commit below is Recall's time
-	if err == nil && !asm.Done() {
-		err = fmt.Errorf("%w: no [DONE]", errStreamCut)
+	var reply rewrite.Reply
+	if err == nil {
+		if reply = asm.Reply(); !asm.Done() && reply.FinishReason == "" {
+			err = fmt.Errorf("%w: no [DONE] and no finish_reason", errStreamCut)
+		}
 	}
 	if err == nil {
-		err = x.commit(asm.Reply())
+		err = x.commit(reply)
 	}
-	if errors.Is(err, errClientGone) {
+	if errors.Is(err, errClientGone) || errors.Is(err, errErrorEventRelayed) {
 		return err
 	}
 	if err != nil {
@@ -164,51 +173,68 @@ func (s *Server) relayRecorded(w *bufio.Writer, upstream io.Reader, enc string, 
 	return nil
 }
 
+// errErrorEventRelayed marks a stream that failed with the upstream's own
+// error event, which the client got: Recall adds no second one.
+var errErrorEventRelayed = errors.New("proxy: the upstream's error event was relayed")
+
 // relayEvents relays a stream event by event, flushing each, feeding every
 // event's data to asm, until the first event that finishes a choice (or
-// [DONE], or the first bad event): that event and every later one are
-// returned, not relayed. It returns an error if the stream did not end
-// cleanly, if an event was bad, or if the client could not be written to.
+// [DONE]): that event and every later one up to the first [DONE] are
+// returned, not relayed. Nothing after the first [DONE] is read: the SDKs
+// stop there, so the record stops there too. It returns an error, and
+// reads no further, at the first bad event (an upstream error event is
+// relayed if nothing is held yet; nothing else after it is), past
+// MaxResponseBytes, if the stream did not end cleanly, or if the client
+// could not be written to.
 func (s *Server) relayEvents(w *bufio.Writer, r io.Reader, asm *rewrite.Assembler) (held []byte, err error) {
-	er := rewrite.NewEventReader(r, s.cfg.MaxResponseBytes)
-	var bad error
+	max := s.cfg.MaxResponseBytes
+	er := rewrite.NewEventReader(r, max)
 	total := 0
 	holding := false
+	relay := func(raw []byte) error {
+		if _, werr := w.Write(raw); werr != nil {
+			return fmt.Errorf("%w: %w", errClientGone, werr)
+		}
+		if werr := w.Flush(); werr != nil {
+			return fmt.Errorf("%w: %w", errClientGone, werr)
+		}
+		return nil
+	}
 	for {
 		ev, err := er.Next()
 		if len(ev.Raw) > 0 {
-			relayBad := false
-			if len(ev.Data) > 0 && bad == nil {
+			if len(ev.Data) > 0 {
 				// The answer is bounded as a whole, not only per event.
-				if total += len(ev.Data); total > s.cfg.MaxResponseBytes {
-					bad = fmt.Errorf("%w: the streamed answer is larger than %d bytes", errUpstreamBad, s.cfg.MaxResponseBytes)
-				} else if aerr := asm.Add(ev.Data); aerr != nil {
-					// The upstream's own error event reaches the client;
-					// nothing after it does.
-					bad = fmt.Errorf("%w: %w", errUpstreamBad, aerr)
-					relayBad = !holding
+				if total += len(ev.Data); total > max {
+					return nil, fmt.Errorf("%w: the streamed answer is larger than %d bytes", errUpstreamTooLarge, max)
+				}
+				if aerr := asm.Add(ev.Data); aerr != nil {
+					if holding || !errors.Is(aerr, rewrite.ErrUpstream) {
+						return nil, fmt.Errorf("%w: %w", errUpstreamBad, aerr)
+					}
+					// The upstream's own error event reaches the client.
+					if werr := relay(ev.Raw); werr != nil {
+						return nil, werr
+					}
+					return nil, fmt.Errorf("%w: %w: %w", errUpstreamBad, errErrorEventRelayed, aerr)
 				}
 			}
-			if !holding && (bad != nil || asm.Finished() || asm.Done()) {
-				holding = true
+			holding = holding || asm.Finished() || asm.Done()
+			if holding {
+				held = append(held, ev.Raw...)
+			} else if werr := relay(ev.Raw); werr != nil {
+				return nil, werr
 			}
-			if holding && !relayBad {
-				if bad == nil {
-					held = append(held, ev.Raw...)
-				}
-			} else {
-				if _, werr := w.Write(ev.Raw); werr != nil {
-					return nil, fmt.Errorf("%w: %w", errClientGone, werr)
-				}
-				if werr := w.Flush(); werr != nil {
-					return nil, fmt.Errorf("%w: %w", errClientGone, werr)
-				}
+			if asm.Done() {
+				return held, nil
 			}
 		}
-		if err == io.EOF {
-			return held, bad
-		}
-		if err != nil {
+		switch {
+		case err == io.EOF:
+			return held, nil
+		case errors.Is(err, rewrite.ErrEventTooLarge):
+			return nil, fmt.Errorf("%w: %w", errUpstreamTooLarge, err)
+		case err != nil:
 			return nil, fmt.Errorf("%w: %w", errStreamCut, err)
 		}
 	}

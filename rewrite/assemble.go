@@ -2,12 +2,19 @@ package rewrite
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
 )
+
+// ErrUpstream is returned (wrapped) by [Assembler.Add] and [ParseReply]
+// for a payload carrying an "error" object: the upstream reported an
+// error in its own words.
+var ErrUpstream = errors.New("rewrite: upstream error")
 
 // Usage is the token usage an upstream reported.
 type Usage struct {
@@ -41,8 +48,9 @@ type Reply struct {
 // are ignored, and usage is zero unless the upstream sent a usage chunk.
 type Assembler struct {
 	content, refusal []byte
-	parts            []byte     // content sent as an array of parts, raw
-	calls            []toolCall // in order of their stream index
+	parts            []byte        // content sent as an array of parts, raw
+	calls            []toolCall    // in order of arrival; Reply sorts them by index
+	byIndex          map[int64]int // index -> position in calls, once there are many
 	name, audioID    string
 	finish           string
 	usage            Usage
@@ -61,7 +69,8 @@ type toolCall struct {
 // Add takes one SSE data payload: a chat.completion.chunk JSON, or "[DONE]",
 // which marks the stream complete. It returns an error for a payload that
 // is not JSON or that carries an "error" object, as upstreams send when
-// they fail mid-stream; the reply must not be recorded then. Add copies
+// they fail mid-stream (that error wraps [ErrUpstream]); the reply must
+// not be recorded then. Add copies
 // what it keeps, so data may be reused after it returns.
 func (a *Assembler) Add(data []byte) error {
 	data = bytes.TrimSpace(data)
@@ -100,7 +109,7 @@ func (a *Assembler) Add(data []byte) error {
 		return true
 	})
 	if upstreamErr.Exists() && upstreamErr.Type != gjson.Null {
-		return fmt.Errorf("rewrite: upstream error in stream: %s", errorMessage(upstreamErr))
+		return fmt.Errorf("%w in stream: %s", ErrUpstream, errorMessage(upstreamErr))
 	}
 	if usage.IsObject() {
 		a.usage = parseUsage(usage)
@@ -183,16 +192,7 @@ func (a *Assembler) addToolCall(pos int, tc gjson.Result) {
 	if i := tc.Get("index"); i.Type == gjson.Number {
 		idx = i.Int()
 	}
-	at := len(a.calls)
-	for at > 0 && a.calls[at-1].index >= idx {
-		at--
-	}
-	if at == len(a.calls) || a.calls[at].index != idx {
-		a.calls = append(a.calls, toolCall{})
-		copy(a.calls[at+1:], a.calls[at:])
-		a.calls[at] = toolCall{index: idx}
-	}
-	c := &a.calls[at]
+	c := a.call(idx)
 	if id := tc.Get("id"); c.id == "" && id.Type == gjson.String {
 		c.id = strings.Clone(id.Str)
 	}
@@ -212,6 +212,43 @@ func (a *Assembler) addToolCall(pos int, tc gjson.Result) {
 	if args := fn.Get(argsKey); args.Type == gjson.String {
 		c.argument = appendUnescaped(c.argument, args.Raw)
 	}
+}
+
+// manyCalls is the number of tool calls past which the assembler finds a
+// call by its index in a map rather than by a scan.
+const manyCalls = 8
+
+// call returns the call with stream index idx, added if it is new. Finding
+// it costs O(1) whatever the order of the indexes: the fragments of one
+// call usually follow one another, and past manyCalls a map finds the
+// others.
+func (a *Assembler) call(idx int64) *toolCall {
+	n := len(a.calls)
+	if n > 0 && a.calls[n-1].index == idx {
+		return &a.calls[n-1]
+	}
+	if n <= manyCalls {
+		for i := range a.calls {
+			if a.calls[i].index == idx {
+				return &a.calls[i]
+			}
+		}
+	} else {
+		if a.byIndex == nil {
+			a.byIndex = make(map[int64]int, 2*n)
+		}
+		if len(a.byIndex) < n { // built lazily, or again after Reply sorted the calls
+			for i := range a.calls {
+				a.byIndex[a.calls[i].index] = i
+			}
+		}
+		if i, ok := a.byIndex[idx]; ok {
+			return &a.calls[i]
+		}
+		a.byIndex[idx] = n
+	}
+	a.calls = append(a.calls, toolCall{index: idx})
+	return &a.calls[n]
 }
 
 // Done reports whether the stream's "data: [DONE]" was seen.
@@ -239,6 +276,10 @@ func (a *Assembler) Finished() bool { return a.finished }
 // Every string is re-encoded the same way, so a streamed and a
 // non-streamed reply with the same answer give the same bytes.
 func (a *Assembler) Reply() Reply {
+	if !slices.IsSortedFunc(a.calls, byStreamIndex) {
+		slices.SortFunc(a.calls, byStreamIndex)
+		clear(a.byIndex) // positions changed: rebuilt if more fragments come
+	}
 	n := 64 + len(a.name) + len(a.content) + len(a.parts) + len(a.refusal) + len(a.audioID)
 	for _, c := range a.calls {
 		n += 64 + len(c.id) + len(c.name) + len(c.argument)
@@ -291,10 +332,14 @@ func (a *Assembler) Reply() Reply {
 	return Reply{Message: m, FinishReason: a.finish, Usage: a.usage, Model: a.model, ID: a.id}
 }
 
+// byStreamIndex orders tool calls by their stream index.
+func byStreamIndex(x, y toolCall) int { return cmp.Compare(x.index, y.index) }
+
 // Reset empties the assembler for another stream, keeping its buffers.
 func (a *Assembler) Reset() {
 	clear(a.calls)
-	*a = Assembler{content: a.content[:0], refusal: a.refusal[:0], parts: a.parts[:0], calls: a.calls[:0]}
+	clear(a.byIndex)
+	*a = Assembler{content: a.content[:0], refusal: a.refusal[:0], parts: a.parts[:0], calls: a.calls[:0], byIndex: a.byIndex}
 }
 
 // ParseReply extracts choice 0's message, finish_reason, usage, model and
@@ -314,7 +359,7 @@ func ParseReply(body []byte) (Reply, error) {
 	}
 	doc := gjson.Parse(bytesString(body))
 	if e := doc.Get("error"); e.Exists() && e.Type != gjson.Null {
-		return Reply{}, fmt.Errorf("rewrite: upstream error in reply: %s", errorMessage(e))
+		return Reply{}, fmt.Errorf("%w in reply: %s", ErrUpstream, errorMessage(e))
 	}
 	choice := doc.Get("choices.#(index==0)")
 	if !choice.Exists() {

@@ -137,3 +137,30 @@ func BenchmarkEventReader(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAssemblerToolCalls assembles n streamed tool calls sent with
+// descending indexes, each in a chunk of its own: the cost must grow
+// linearly with n, whatever the order of the indexes.
+func BenchmarkAssemblerToolCalls(b *testing.B) {
+	for _, n := range []int{2_000, 20_000} {
+		chunks := make([][]byte, n)
+		for i := range chunks {
+			chunks[i] = fmt.Appendf(nil, `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"id":"call_%d","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`, n-1-i, i)
+		}
+		b.Run(fmt.Sprintf("descending=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			var a Assembler
+			for b.Loop() {
+				a.Reset()
+				for _, c := range chunks {
+					if err := a.Add(c); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if r := a.Reply(); len(r.Message) == 0 {
+					b.Fatal("empty reply")
+				}
+			}
+		})
+	}
+}

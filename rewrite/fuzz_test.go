@@ -26,6 +26,9 @@ func FuzzEventReader(f *testing.F) {
 		"\n\n\r\n",
 		"data",
 		"data:\r",
+		"data: a\r\rdata: b\rdata: c\r\r",
+		"data: a\r\ndata: b\n\rdata: c\r\n\r\n",
+		"\r\r\n\n\r",
 	} {
 		f.Add([]byte(s), uint16(0), false)
 		f.Add([]byte(s), uint16(8), true)
@@ -70,12 +73,13 @@ func FuzzEventReader(f *testing.F) {
 	})
 }
 
-// refData is a slow, obvious reading of an event's data field.
+// refData is a slow, obvious reading of an event's data field. Its lines
+// end in "\r\n", "\n" or "\r".
 func refData(raw []byte) []byte {
 	var rows [][]byte
-	for _, line := range bytes.SplitAfter(raw, []byte("\n")) {
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		line = bytes.TrimSuffix(line, []byte("\r"))
+	lines := strings.Split(strings.ReplaceAll(strings.ReplaceAll(string(raw), "\r\n", "\n"), "\r", "\n"), "\n")
+	for _, l := range lines {
+		line := []byte(l)
 		name, value, found := bytes.Cut(line, []byte(":"))
 		if string(name) != "data" {
 			continue

@@ -28,10 +28,11 @@ type Event struct {
 // EventReader reads server-sent events from a stream, returning each
 // event's exact bytes for relaying alongside its parsed data.
 //
-// Lines end in "\n" or "\r\n"; a lone "\r" is not a line ending (OpenAI and
-// compatible servers never send one). Concatenating the Raw of every event
-// returned reproduces the stream exactly, including blank lines between
-// events, which come back as events of their own with no data.
+// Lines end in "\r\n", "\n" or a lone "\r", as the SSE specification
+// says (a "\r" split from its "\n" across reads is still one ending).
+// Concatenating the Raw of every event returned reproduces the stream
+// exactly, including blank lines between events, which come back as
+// events of their own with no data.
 type EventReader struct {
 	r   io.Reader
 	max int
@@ -41,7 +42,17 @@ type EventReader struct {
 	start, end int
 
 	data []byte // scratch for events with several data lines
+
+	// lf and cr remember where the next "\n" and "\r" are, so that each
+	// buffered byte is searched at most once for each, whichever ending a
+	// stream uses.
+	lf, cr finder
 }
+
+// finder is what a search for one byte in the buffer found: at is its
+// offset from EventReader.start (-1: none found), and the bytes before
+// offset to are known to hold none.
+type finder struct{ at, to int }
 
 // NewEventReader returns a reader of the events of r. maxEvent bounds the
 // size of one event in bytes (1 MiB when maxEvent <= 0); the reader buffers
@@ -51,7 +62,7 @@ func NewEventReader(r io.Reader, maxEvent int) *EventReader {
 		maxEvent = defaultMaxEvent
 	}
 	maxEvent = min(maxEvent, math.MaxInt/2)
-	return &EventReader{r: r, max: maxEvent, buf: make([]byte, min(4096, maxEvent+1))}
+	return &EventReader{r: r, max: maxEvent, buf: make([]byte, min(4096, maxEvent+1)), lf: finder{at: -1}, cr: finder{at: -1}}
 }
 
 // Next returns the next event. A final event not terminated by a blank line
@@ -66,21 +77,19 @@ func (er *EventReader) Next() (Event, error) {
 	for {
 		// Scan the complete lines buffered so far.
 		for {
-			window := er.buf[er.start+ev.size : er.end]
-			nl := bytes.IndexByte(window, '\n')
-			if nl < 0 {
+			lineOff := ev.size
+			n, term := er.lineEnd(lineOff)
+			if term == 0 {
 				break
 			}
-			lineOff := ev.size
-			ev.size += nl + 1
+			ev.size += n + term
 			if ev.size > er.max {
 				return er.fail(ErrEventTooLarge)
 			}
-			line := trimCR(window[:nl])
-			if len(line) == 0 {
+			if n == 0 {
 				return er.emit(&ev), nil
 			}
-			er.scanLine(&ev, lineOff, line)
+			er.scanLine(&ev, lineOff, er.buf[er.start+lineOff:er.start+lineOff+n])
 		}
 		if er.end-er.start > er.max {
 			return er.fail(ErrEventTooLarge)
@@ -89,7 +98,7 @@ func (er *EventReader) Next() (Event, error) {
 			// A final unterminated line counts as if it ended.
 			if lineOff := ev.size; er.start+lineOff < er.end {
 				ev.size = er.end - er.start
-				er.scanLine(&ev, lineOff, trimCR(er.buf[er.start+lineOff:er.end]))
+				er.scanLine(&ev, lineOff, er.buf[er.start+lineOff:er.end])
 			}
 			if ev.size > 0 {
 				return er.emit(&ev), nil
@@ -100,6 +109,60 @@ func (er *EventReader) Next() (Event, error) {
 		}
 		er.fill()
 	}
+}
+
+// lineEnd finds the end of the line buffered at offset from (relative to
+// start): it returns the line's length without its ending and the ending's
+// length, 0 when the line is not complete yet. A "\r" that is the last
+// byte buffered ends a line only at the end of the stream: until then a
+// "\n" may follow it.
+func (er *EventReader) lineEnd(from int) (n, term int) {
+	buffered := er.end - er.start
+	if er.cr.at < 0 && er.cr.to == buffered {
+		// No "\r" buffered, the common case: the next "\n" ends the line.
+		if lf := er.find(&er.lf, '\n', from); lf >= 0 {
+			return lf - from, 1
+		}
+		return 0, 0
+	}
+	lf := er.find(&er.lf, '\n', from)
+	cr := er.find(&er.cr, '\r', from)
+	switch {
+	case cr >= 0 && (lf < 0 || cr < lf):
+		switch {
+		case cr+1 < buffered:
+			if er.buf[er.start+cr+1] == '\n' {
+				return cr - from, 2
+			}
+			return cr - from, 1
+		case er.err == io.EOF:
+			return cr - from, 1
+		}
+		return 0, 0
+	case lf >= 0:
+		return lf - from, 1
+	}
+	return 0, 0
+}
+
+// find returns the offset from start of the first c buffered at or after
+// from, or -1, searching only bytes f has not searched yet.
+func (er *EventReader) find(f *finder, c byte, from int) int {
+	if f.at >= from {
+		return f.at
+	}
+	lo := max(from, f.to)
+	if i := bytes.IndexByte(er.buf[er.start+lo:er.end], c); i >= 0 {
+		f.at = lo + i
+		return f.at
+	}
+	f.at, f.to = -1, er.end-er.start
+	return -1
+}
+
+// shift moves f's offsets back by n bytes, as start moves forward.
+func (f *finder) shift(n int) {
+	f.at, f.to = max(f.at-n, -1), max(f.to-n, 0)
 }
 
 // pending is the scanning state of the event at the front of the buffer;
@@ -145,15 +208,9 @@ func (er *EventReader) emit(ev *pending) Event {
 		out.Data = er.data
 	}
 	er.start = end
+	er.lf.shift(ev.size)
+	er.cr.shift(ev.size)
 	return out
-}
-
-// trimCR strips the "\r" of a "\r\n" line ending.
-func trimCR(line []byte) []byte {
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		return line[:n-1]
-	}
-	return line
 }
 
 // fill reads more of the stream into the buffer, making room first by
@@ -188,6 +245,7 @@ func (er *EventReader) fill() {
 func (er *EventReader) fail(err error) (Event, error) {
 	er.err = err
 	er.start, er.end = 0, 0
+	er.lf, er.cr = finder{at: -1}, finder{at: -1}
 	return Event{}, err
 }
 

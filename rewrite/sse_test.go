@@ -3,6 +3,7 @@ package rewrite
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -76,6 +77,24 @@ func TestEventReader(t *testing.T) {
 			in:    "data: a\n\ndata: b\ndata: c\r",
 			raws:  []string{"data: a\n\n", "data: b\ndata: c\r"},
 			datas: []string{"a", "b\nc"},
+		},
+		{
+			name:  "cr only",
+			in:    "data: a\r\rdata: b\rdata: c\r\r",
+			raws:  []string{"data: a\r\r", "data: b\rdata: c\r\r"},
+			datas: []string{"a", "b\nc"},
+		},
+		{
+			name:  "cr, lf and crlf mixed",
+			in:    "data: a\r\ndata: b\n\rdata: c\r\n\r\n: x\r\n",
+			raws:  []string{"data: a\r\ndata: b\n\r", "data: c\r\n\r\n", ": x\r\n"},
+			datas: []string{"a\nb", "c", ""},
+		},
+		{
+			name:  "blank lines of a lone cr come back as events",
+			in:    "\r\rdata: [DONE]\r\r",
+			raws:  []string{"\r", "\r", "data: [DONE]\r\r"},
+			datas: []string{"", "", "[DONE]"},
 		},
 		{
 			name: "empty stream",
@@ -184,6 +203,32 @@ func TestEventReaderGoldenStreamsRoundTrip(t *testing.T) {
 				}
 				if got := strings.Join(raws, ""); got != string(f.data) {
 					t.Errorf("concatenated Raw: got %q, want the input %q", got, f.data)
+				}
+			}
+		})
+	}
+}
+
+// chunkReader returns r's bytes at most n at a time.
+type chunkReader struct {
+	r io.Reader
+	n int
+}
+
+func (c chunkReader) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }
+
+// BenchmarkEventReaderLongLine reads one event of a 16 MiB line arriving
+// 16 KiB at a time: each buffered byte must be searched once, not once per
+// read (which would be quadratic in the line's length).
+func BenchmarkEventReaderLongLine(b *testing.B) {
+	for _, ending := range []string{"\n", "\r"} {
+		stream := []byte("data: " + strings.Repeat("x", 16<<20) + ending + ending)
+		b.Run(fmt.Sprintf("ending=%q", ending), func(b *testing.B) {
+			b.SetBytes(int64(len(stream)))
+			for b.Loop() {
+				er := NewEventReader(chunkReader{bytes.NewReader(stream), 16 << 10}, 32<<20)
+				if ev, err := er.Next(); err != nil || len(ev.Raw) != len(stream) {
+					b.Fatalf("got an event of %d bytes, %v; want %d", len(ev.Raw), err, len(stream))
 				}
 			}
 		})

@@ -231,6 +231,9 @@ func TestFaultString(t *testing.T) {
 	}{
 		{"none", FaultNone, "none"},
 		{"cut", FaultCutMidStream, "cut-mid-stream"},
+		{"after done", FaultEventsAfterDone, "events-after-done"},
+		{"no done", FaultNoDone, "no-done"},
+		{"error event", FaultErrorEvent, "error-event"},
 		{"unknown", Fault(42), "fault(42)"},
 	}
 	for _, tt := range tests {

@@ -39,6 +39,13 @@ type Reply struct {
 	// Chunks is about how many content deltas a streamed answer is split
 	// into (default 4).
 	Chunks int
+	// LineEnding ends every line of a streamed answer: "\n" (the
+	// default), "\r\n" or "\r", all legal in SSE.
+	LineEnding string
+	// DescendingToolIndexes streams the tool calls with descending
+	// "index" values, the last call first (index 0 is still the first
+	// call of ToolCalls).
+	DescendingToolIndexes bool
 }
 
 // ToolCall is one function call of a scripted Reply.
@@ -75,7 +82,25 @@ const (
 	// (non-streaming), or inserts one event of truncated JSON mid-stream and
 	// then completes the stream (streaming).
 	FaultMalformedJSON
+	// FaultEventsAfterDone completes the stream, [DONE] included, then
+	// sends more: a content chunk carrying AfterDoneText, a finish chunk
+	// and a second [DONE] (streaming only).
+	FaultEventsAfterDone
+	// FaultNoDone completes the stream (finish chunk, usage chunk when
+	// asked) and ends the body cleanly without [DONE] (streaming only).
+	FaultNoDone
+	// FaultErrorEvent sends the role delta and some content, then an
+	// OpenAI-shaped error event ({"error":{...}}, code ErrorEventCode)
+	// and ends the body cleanly, as OpenAI does when it fails mid-stream
+	// (streaming only).
+	FaultErrorEvent
 )
+
+// AfterDoneText is the content FaultEventsAfterDone sends after [DONE].
+const AfterDoneText = "TEXT-AFTER-DONE"
+
+// ErrorEventCode is the error code of FaultErrorEvent's error event.
+const ErrorEventCode = "upstreamtest_mid_stream_error"
 
 // String names the fault, for test names and failure messages.
 func (f Fault) String() string {
@@ -92,6 +117,12 @@ func (f Fault) String() string {
 		return "stall-mid-stream"
 	case FaultMalformedJSON:
 		return "malformed-json"
+	case FaultEventsAfterDone:
+		return "events-after-done"
+	case FaultNoDone:
+		return "no-done"
+	case FaultErrorEvent:
+		return "error-event"
 	default:
 		return "fault(" + itoa(int(f)) + ")"
 	}

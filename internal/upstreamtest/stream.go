@@ -47,9 +47,15 @@ func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, c *comp
 		return rc.Flush() == nil
 	}
 
+	// end ends a line, end+end an event.
+	end := c.reply.LineEnding
+	if end == "" {
+		end = "\n"
+	}
 	events := c.deltas()
 	faultAt := -1
-	if f := c.reply.Fault; f == FaultCutMidStream || f == FaultStallMidStream || f == FaultMalformedJSON {
+	switch c.reply.Fault {
+	case FaultCutMidStream, FaultStallMidStream, FaultMalformedJSON, FaultErrorEvent:
 		faultAt = min(max(2, len(events)/2), len(events)-1)
 	}
 	buf := make([]byte, 0, 512)
@@ -66,15 +72,23 @@ func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, c *comp
 			case FaultMalformedJSON:
 				buf = append(buf[:0], "data: "...)
 				buf = c.appendHead(buf, "chat.completion.chunk")
-				buf = append(buf[:len(buf)/2], "\n\n"...) // an object never closed
+				buf = append(append(buf[:len(buf)/2], end...), end...) // an object never closed
 				if !send(buf) {
 					return
 				}
+			case FaultErrorEvent:
+				buf = append(buf[:0], "data: "...)
+				buf = append(buf, `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":"`+ErrorEventCode+`"}}`...)
+				buf = append(append(buf, end...), end...)
+				if send(buf) && zw != nil {
+					_ = zw.Close()
+				}
+				return
 			}
 		}
 		buf = append(buf[:0], "data: "...)
 		buf = c.appendChunk(buf, ev)
-		buf = append(buf, "\n\n"...)
+		buf = append(append(buf, end...), end...)
 		if !send(buf) {
 			return
 		}
@@ -84,13 +98,31 @@ func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, c *comp
 		buf = c.appendHead(buf, "chat.completion.chunk")
 		buf = append(buf, `],"usage":`...)
 		buf = c.appendUsage(buf)
-		buf = append(buf, `,"service_tier":"default","system_fingerprint":"fp_upstreamtest"}`+"\n\n"...)
+		buf = append(buf, `,"service_tier":"default","system_fingerprint":"fp_upstreamtest"}`...)
+		buf = append(append(buf, end...), end...)
 		if !send(buf) {
 			return
 		}
 	}
-	if !send([]byte("data: [DONE]\n\n")) {
+	done := []byte("data: [DONE]" + end + end)
+	if c.reply.Fault != FaultNoDone && !send(done) {
 		return
+	}
+	if c.reply.Fault == FaultEventsAfterDone {
+		for _, ev := range []delta{
+			{json: append(gjson.AppendJSONString([]byte(`{"content":`), AfterDoneText), '}')},
+			{json: []byte("{}"), finish: "stop"},
+		} {
+			buf = append(buf[:0], "data: "...)
+			buf = c.appendChunk(buf, ev)
+			buf = append(append(buf, end...), end...)
+			if !send(buf) {
+				return
+			}
+		}
+		if !send(done) {
+			return
+		}
 	}
 	if zw != nil {
 		_ = zw.Close()
@@ -155,6 +187,10 @@ func (c *completion) choiceDeltas(i int) []delta {
 		add(append(gjson.AppendJSONString([]byte(`{"refusal":`), p), '}'))
 	}
 	for j, tc := range c.calls {
+		if c.reply.DescendingToolIndexes {
+			j = len(c.calls) - 1 - j
+			tc = c.calls[j]
+		}
 		b := []byte(`{"tool_calls":[{"index":`)
 		b = strconv.AppendInt(b, int64(j), 10)
 		b = append(b, `,"id":`...)

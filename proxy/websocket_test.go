@@ -1,0 +1,70 @@
+package proxy_test
+
+import (
+	"io"
+	"net/http"
+	"testing"
+)
+
+// A WebSocket upgrade is refused with 501 in OpenAI's error shape, never
+// forwarded as a plain GET; another upgrade (h2c) is ignored, as a server
+// may, and the request served over HTTP/1.1.
+func TestWebSocketUpgradeIsNotForwarded(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	for _, tc := range []struct {
+		name, upgrade string
+		want          int
+	}{
+		{"websocket", "websocket", 501},
+		{"websocket, any case", "WebSocket", 501},
+		{"h2c", "h2c", 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h.up.Reset()
+			req, err := http.NewRequest("GET", h.url+"/v1/models", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", tc.upgrade)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("got status %d, want %d: %s", resp.StatusCode, tc.want, body)
+			}
+			if tc.want != 501 {
+				return
+			}
+			checkErrorShape(t, body, "invalid_request_error", "websocket_not_supported")
+			if n := h.up.Count(); n != 0 {
+				t.Errorf("the upstream got %d requests, want none", n)
+			}
+		})
+	}
+}
+
+// A 405 names the methods the route takes in Allow (RFC 9110 section
+// 15.5.6).
+func TestMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	req, err := http.NewRequest("GET", h.url+"/c/conv-1/v1/chat/completions", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
+		t.Errorf("got status %d, Allow %q, want 405 and Allow POST: %s", resp.StatusCode, resp.Header.Get("Allow"), body)
+	}
+	checkErrorShape(t, body, "invalid_request_error", "method_not_allowed")
+}
