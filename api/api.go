@@ -20,8 +20,8 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/internal/oaierr"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // Prefix is the path every route of the API is under.

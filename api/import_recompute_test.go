@@ -14,10 +14,10 @@ import (
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
-	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // importNow is the clock of the import tests.

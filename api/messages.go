@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // Page sizes of the messages call.

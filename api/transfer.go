@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // ExportHeader is the first line of an export: what a restore needs

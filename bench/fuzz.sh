@@ -18,9 +18,9 @@ targets=(
 	"./rewrite FuzzAssembler"
 	"./rewrite FuzzCheckDepth"
 	"./history FuzzMerge"
-	"./history/tokens FuzzText"
-	"./history/tokens FuzzMessage"
-	"./history/tokens FuzzFastMatchesTiktoken"
+	"./tokens FuzzText"
+	"./tokens FuzzMessage"
+	"./tokens FuzzFastMatchesTiktoken"
 	"./config FuzzLoadTenant"
 	"./internal/upstreamtest FuzzValidateMessages"
 )

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore"
 )
 
 // pausingStore stops each Load after it read the store, until released.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore"
 )
 
 // TestCacheLoadsWhatTheStoreLoads runs random commits (turns, cut moves,

@@ -21,7 +21,7 @@ var ErrNoSpace = errors.New("history: insufficient storage")
 var ErrUnavailable = errors.New("history: store unavailable")
 
 // Store keeps conversations. It is written for two implementations: the
-// embedded Badger store (history/badgerstore) and, later, a networked store
+// embedded Badger store (store/badgerstore) and, later, a networked store
 // shared by several proxy replicas; both namespace keys by tenant, then
 // conversation, keep messages as append-only records by sequence number,
 // and update the metadata record in the same atomic write.
@@ -50,7 +50,7 @@ type Store interface {
 	// may come back empty).
 	List(ctx context.Context, tenant string, q ListQuery) (page []Entry, more bool, err error)
 	// Search ranks a tenant's active messages (one conversation's when
-	// q.Conversation is set) against q.Text with BM25 (see history/search):
+	// q.Conversation is set) against q.Text with BM25 (see search):
 	// best first, ties newest first. The statistics are those of the scope
 	// searched, counting every stored record, active or not (search.Stats).
 	// The index is written in the same transaction as the messages, so it

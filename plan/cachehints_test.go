@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
 	"github.com/recallproxy/recall/plan"
+	"github.com/recallproxy/recall/store/badgerstore"
 )
 
 // A stored message is replayed without the cache hint its request

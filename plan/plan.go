@@ -27,8 +27,8 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // ErrStore wraps a failure to read the conversation.

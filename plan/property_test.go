@@ -14,11 +14,11 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
-	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // lenCounter counts a quarter token per byte: fast, and deterministic.

@@ -15,10 +15,10 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
-	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // instantUpstream answers every request at once with a fixed body (a

@@ -11,9 +11,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/tokens"
 )
 
 const headerHistory = "X-Recall-History"

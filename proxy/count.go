@@ -3,7 +3,7 @@ package proxy
 import (
 	"github.com/cespare/xxhash/v2"
 
-	"github.com/recallproxy/recall/history/tokens"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // maxCachedCounts bounds the token-count cache; past it the cache starts over.

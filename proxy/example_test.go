@@ -10,9 +10,9 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/recallproxy/recall/config"
-	"github.com/recallproxy/recall/history/badgerstore"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/store/badgerstore"
 )
 
 // A Recall server in front of an upstream: the client sends only each new

@@ -16,9 +16,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // fairnessWords are the vocabulary of the searched tenant's messages:

@@ -23,11 +23,11 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
-	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/summary"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // harness is a real Recall server on a loopback port, in front of the fake

@@ -16,7 +16,7 @@ import (
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/tokens"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // Tenants supplies the current tenant set; config.Watcher implements it.

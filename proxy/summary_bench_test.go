@@ -7,10 +7,10 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
-	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/summary"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // BenchmarkChatPathSummaries is BenchmarkChatPath50 with summaries:

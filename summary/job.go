@@ -8,9 +8,9 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // mode says how a job was asked for.

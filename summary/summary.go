@@ -39,7 +39,7 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/tokens"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // ErrNotFound is returned by End and Summarize for a conversation that was

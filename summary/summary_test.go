@@ -12,10 +12,10 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
-	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // staticTenants is a fixed tenant set.

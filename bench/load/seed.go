@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
-	"github.com/recallproxy/recall/history/pgstore"
-	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/pgstore"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // seedTurnsPerCommit bounds one seeding transaction well below Badger's

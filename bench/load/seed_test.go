@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore"
 )
 
 // Seeded conversations are left as Recall's default summaries would leave

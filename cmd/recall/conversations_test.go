@@ -15,8 +15,8 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/store/badgerstore"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata")

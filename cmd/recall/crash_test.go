@@ -20,9 +20,9 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/store/badgerstore"
 )
 
 // crashKey is the pass-through credential of the crash and shutdown tests.

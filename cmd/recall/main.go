@@ -30,12 +30,12 @@ import (
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
-	"github.com/recallproxy/recall/history/pgstore"
-	"github.com/recallproxy/recall/history/tokens"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/retention"
+	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/pgstore"
 	"github.com/recallproxy/recall/summary"
+	"github.com/recallproxy/recall/tokens"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -20,7 +20,7 @@ import (
 // waits for the lease and then finds the summary made. (The second is sent
 // while the first is provably in flight, but whether it reaches the lease
 // before the release is up to the scheduler: the lease's exclusion itself
-// is proven in history/pgstore's lease tests.)
+// is proven in store/pgstore's lease tests.)
 func TestReplicasSummarizeOnce(t *testing.T) {
 	url := pgtest.DB(t)
 	up := upstreamtest.NewTB(t)

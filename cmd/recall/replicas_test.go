@@ -13,9 +13,9 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/pgstore"
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
+	"github.com/recallproxy/recall/store/pgstore"
 )
 
 // replicas starts n `recall serve` children on the PostgreSQL database at

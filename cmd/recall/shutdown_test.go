@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
 	"github.com/recallproxy/recall/internal/upstreamtest"
+	"github.com/recallproxy/recall/store/badgerstore"
 )
 
 // TestSIGTERMFinishesInFlightStream sends SIGTERM to a child serving a

@@ -86,7 +86,7 @@ func WithDescribe() Option {
 type Server struct {
 	keep     int
 	describe bool
-	created int64
+	created  int64
 
 	ln  net.Listener
 	srv *http.Server

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/pgstore"
 	"github.com/recallproxy/recall/internal/pgtest"
+	"github.com/recallproxy/recall/store/pgstore"
 )
 
 // TestDatabaseGone: with the server stopped or killed, every call fails

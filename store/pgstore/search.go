@@ -7,11 +7,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/search"
+	"github.com/recallproxy/recall/search"
 )
 
 // Search ranks a tenant's active messages (one conversation's when
-// q.Conversation is set) against q.Text with history/search's BM25, in
+// q.Conversation is set) against q.Text with search's BM25, in
 // one repeatable-read transaction: the postings of the query's terms
 // (through the (tenant, term) index), the scope's statistics (the sum of
 // its conversations' counters: no row every commit of a tenant would

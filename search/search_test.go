@@ -9,7 +9,7 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/recallproxy/recall/history/search"
+	"github.com/recallproxy/recall/search"
 )
 
 func TestTerms(t *testing.T) {

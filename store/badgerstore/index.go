@@ -8,7 +8,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/search"
+	"github.com/recallproxy/recall/search"
 )
 
 // The listing and search indexes (key layouts in the package doc). Every

@@ -9,7 +9,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/search"
+	"github.com/recallproxy/recall/search"
 )
 
 // Postings are written after the records they describe, not with them:

@@ -14,9 +14,9 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
-	"github.com/recallproxy/recall/history/pgstore"
 	"github.com/recallproxy/recall/internal/pgtest"
+	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/pgstore"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

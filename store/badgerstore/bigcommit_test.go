@@ -9,7 +9,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore"
 )
 
 // A change too big for one Badger transaction (tens of thousands of

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/search"
+	"github.com/recallproxy/recall/search"
 )
 
 // Random commits, supersedes, soft and hard forgets and deletes over a few

@@ -11,11 +11,11 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/search"
+	"github.com/recallproxy/recall/search"
 )
 
 // Search ranks the active messages of a tenant, or of one conversation,
-// against q.Text with BM25 (history/search).
+// against q.Text with BM25 (search).
 //
 // Each query term's postings are read from its segment keys
 // (segment.go): every segment of the tenant, by prefix, or for one

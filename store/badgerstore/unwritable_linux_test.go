@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/recallproxy/recall/history/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore"
 )
 
 // A data directory the process cannot write (here a read-only mount; a

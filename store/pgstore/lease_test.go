@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recallproxy/recall/history/pgstore"
 	"github.com/recallproxy/recall/internal/pgtest"
+	"github.com/recallproxy/recall/store/pgstore"
 )
 
 // TestLeaseExclusive: a held lease is not taken by another store until

@@ -49,7 +49,7 @@ func sameHits(got []history.Hit, want ...hit) bool {
 }
 
 // BM25 over the searched scope's statistics, on the corpus that
-// history/search's TestBM25ByHand works out on paper:
+// search's TestBM25ByHand works out on paper:
 //
 //	seq 1 "the cat sat", seq 2 "the dog", seq 3 "cat cat dog bird"
 //

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/badgerstore"
-	"github.com/recallproxy/recall/history/storetest"
+	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/storetest"
 )
 
 var ctx = context.Background()

@@ -12,7 +12,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/search"
+	"github.com/recallproxy/recall/search"
 )
 
 // A pending key marks a conversation with unfinished work spread over

@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/pgstore"
-	"github.com/recallproxy/recall/history/storetest"
 	"github.com/recallproxy/recall/internal/pgtest"
+	"github.com/recallproxy/recall/store/pgstore"
+	"github.com/recallproxy/recall/store/storetest"
 )
 
 // TestConformance runs the store conformance suite, each case on a fresh

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/recallproxy/recall/history/search"
+	"github.com/recallproxy/recall/search"
 )
 
 // A query's cost follows its terms: past MaxQueryTerms distinct ones,

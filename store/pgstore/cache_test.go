@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/history/pgstore"
 	"github.com/recallproxy/recall/internal/pgtest"
+	"github.com/recallproxy/recall/store/pgstore"
 )
 
 // TestReplicaCachesStayCoherent: two replicas, each with its own window
