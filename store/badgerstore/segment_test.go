@@ -92,7 +92,7 @@ func TestSummaryTextApartFromTheMetadata(t *testing.T) {
 	k := history.Key{Tenant: "t", Conversation: "c"}
 	m := commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "q"), textMsg("assistant", "a")}})
 	text := strings.Repeat("a long summary ", 200)
-	m = commitT(t, s, k, history.Change{Version: m.Version, Summary: &history.SummaryChange{Summary: history.Summary{Text: text, Through: 2, Turns: 1, At: 7}}})
+	m = commitT(t, s, k, history.Change{Version: m.Version, Summary: &history.SummaryChange{Incarnation: m.Incarnation, Summary: history.Summary{Text: text, Through: 2, Turns: 1, At: 7}}})
 	version := func(key []byte) (v uint64) {
 		t.Helper()
 		err := s.db.View(func(txn *badger.Txn) error {
