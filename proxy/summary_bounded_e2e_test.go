@@ -31,6 +31,13 @@ func TestHugeSummariserAnswerIsStoredWithinMaxTokens(t *testing.T) {
 	if d := h.waitJob("huge-1"); d.Outcome != summary.Landed {
 		t.Fatalf("job: %+v, want landed", d)
 	}
+	// One job of one call, counted per job with its prompt tokens.
+	if calls, jobs := h.metric(`recall_summary_job_calls_sum{tenant="default"}`), h.metric(`recall_summary_job_calls_count{tenant="default"}`); calls != 1 || jobs != 1 {
+		t.Errorf("recall_summary_job_calls: sum %v over %v jobs, want 1 call in 1 job", calls, jobs)
+	}
+	if n := h.metric(`recall_summary_job_prompt_tokens_sum{tenant="default"}`); n <= 0 {
+		t.Errorf("recall_summary_job_prompt_tokens_sum %v, want the call's prompt tokens", n)
+	}
 	s := h.meta(h.passNamespace(key), "huge-1").Summary
 	if s == nil || s.Tokens > 1000 || !strings.HasPrefix(hugeSummary, s.Text) {
 		t.Fatalf("stored summary %.200v, want the answer cut to at most 1000 tokens", s)
