@@ -15,27 +15,22 @@ import (
 	"github.com/recallproxy/recall/rewrite"
 )
 
-// importedTurns is the size of the imported conversation of
-// TestImportedConversationSummaryCost; RECALL_IMPORTED_TURNS overrides it.
-func importedTurns() int {
-	if n, err := strconv.Atoi(os.Getenv("RECALL_IMPORTED_TURNS")); err == nil && n > 0 {
-		return n
-	}
-	return 100_000
-}
-
 // TestImportedConversationSummaryCost reports what one summary job costs
-// on an imported 100,000-turn conversation (committed straight to Badger)
-// with the default summary settings and gpt-4o's window: the summariser
+// on an imported conversation of RECALL_IMPORTED_TURNS turns (committed
+// straight to Badger) with the default summary settings and gpt-4o's
+// window: the summariser
 // calls and the prompt tokens the upstream reported, for a summariser
 // that answers within the limit it is asked for and for one that runs on
 // past it (every item it was ever given, the worst case). It asserts no
-// timing; TestSummaryCallsAreLinearInTheTranscript asserts the bound.
+// timing; TestSummaryCallsAreLinearInTheTranscript asserts the bound. It
+// takes tens of seconds, so it runs only when asked, with the number of
+// turns:
 //
-//	go test ./summary -run TestImportedConversationSummaryCost -v
+//	RECALL_IMPORTED_TURNS=100000 go test ./summary -run TestImportedConversationSummaryCost -v
 func TestImportedConversationSummaryCost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("imports 100,000 turns")
+	n, err := strconv.Atoi(os.Getenv("RECALL_IMPORTED_TURNS"))
+	if testing.Short() || err != nil || n <= 0 {
+		t.Skip("set RECALL_IMPORTED_TURNS=100000 to measure")
 	}
 	for _, tc := range []struct {
 		name string
@@ -46,7 +41,6 @@ func TestImportedConversationSummaryCost(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := append([]upstreamtest.Option{upstreamtest.WithKeepRequests(0)}, tc.opts...)
-			n := importedTurns()
 			calls, meta := importAndSummarise(t, n, opts...)
 			s := meta.Summary
 			if s == nil {
