@@ -310,7 +310,7 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		// since) is sent cut, or left out, never allowed to make the
 		// conversation unusable.
 		current := 0
-		if n := len(w.Turns); n > 0 {
+		if n := len(w.Turns); n > 0 && len(sendNew) > 0 { // the context call has no current turn
 			current = w.Turns[n-1].Tokens
 		}
 		if room := budget - fixed - current; budget > 0 && summaryMsg.Tokens > room {

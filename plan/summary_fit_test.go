@@ -111,14 +111,18 @@ func TestOversizedSummaryIsCutOrLeftOut(t *testing.T) {
 		{name: "huge cut to the room", text: huge, budget: 600, max: 1000, newText: strings.Repeat("word ", 400), cut: true, summaryTokens: 200},
 		{name: "no room: left out", text: huge, budget: 420, max: 1000, newText: strings.Repeat("word ", 400), omitted: true},
 		{name: "current turn over budget: left out", text: small, budget: 300, max: 1000, newText: strings.Repeat("word ", 400), omitted: true},
+		{name: "context call: cut to max_tokens", text: huge, budget: 16000, max: 1000, cut: true, summaryTokens: 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := summaryStore(t, 6, 4, tc.text)
-			u := msg(`{"role":"user","content":"` + tc.newText + `"}`)
+			var news []history.Message // none: the context call
+			if tc.newText != "" {
+				news = append(news, msg(`{"role":"user","content":"`+tc.newText+`"}`))
+			}
 			p, err := plan.Make(context.Background(), plan.Input{
 				Store: st, Key: history.Key{Tenant: "t", Conversation: "c"}, Model: "gpt-4o", Now: time.Now(),
 				Policy: plan.Policy{Mode: history.Auto, Budget: tc.budget, SummaryMaxTokens: tc.max},
-				New:    []history.Message{u},
+				New:    news,
 			})
 			if err != nil {
 				t.Fatalf("got %v, want the request planned", err)
