@@ -92,8 +92,8 @@ func summaryStore(t *testing.T, turns, covered int, text string) history.Store {
 
 // A stored summary that does not fit the budget beside the instructions
 // and the current turn is sent cut (within summary.max_tokens), or left
-// out when no useful part of it fits; one that fits is sent whole. Before,
-// an oversized summary made every request of its conversation a 400
+// out when no useful part of it fits; one that fits is sent whole: an
+// oversized summary never makes its conversation's requests a 400
 // context_length_exceeded.
 func TestOversizedSummaryIsCutOrLeftOut(t *testing.T) {
 	huge := strings.Repeat("The user likes green tea in the morning. ", 100000) // about 900,000 tokens
