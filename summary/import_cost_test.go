@@ -101,7 +101,7 @@ func importAndSummarise(t *testing.T, n int, opts ...upstreamtest.Option) (int, 
 	defer m.Close()
 	meta, err := m.Summarize(ctx, k)
 	if err != nil {
-		t.Fatalf("summarize: %v", err)
+		t.Fatalf("summarize, after %d summariser calls: %v", calls, err)
 	}
 	return calls, meta
 }
