@@ -210,8 +210,19 @@ type Summary struct {
 	// KeepTurns is how many recent turns always stay verbatim after a
 	// summary; less than TriggerTurns. Default 3.
 	KeepTurns int `yaml:"keep_turns"`
-	// MaxTokens is the budget of the summary text itself. Default 1000.
+	// MaxTokens is the budget of the summary text itself: the summariser is
+	// asked for at most this many tokens and a longer answer is cut to it.
+	// Default 1000.
 	MaxTokens int `yaml:"max_tokens"`
+	// MaxCallsPerJob bounds the summariser calls of one job. A job that
+	// reaches it lands the summary of the chunks it folded so far; the
+	// turns after them wait for the next job, so a runaway (a huge import,
+	// a misbehaving summariser) costs at most this many calls per chat
+	// request, and no turn is lost. At least 1. Default 64: one job folds
+	// about 64 windows of transcript (some 8 million tokens with a
+	// 128k-token model), far more than the trigger_turns a chat adds
+	// between jobs.
+	MaxCallsPerJob int `yaml:"max_calls_per_job"`
 	// Prompt replaces the summariser's instructions (the system message of
 	// its request). Default "": the built-in instructions, which ask to keep
 	// names, facts, numbers, decisions, open tasks, tool results and the
@@ -285,10 +296,11 @@ func DefaultGlobal() Global {
 				},
 			},
 			Summary: Summary{
-				Enabled:      true,
-				TriggerTurns: 10,
-				KeepTurns:    3,
-				MaxTokens:    1000,
+				Enabled:        true,
+				TriggerTurns:   10,
+				KeepTurns:      3,
+				MaxTokens:      1000,
+				MaxCallsPerJob: 64,
 			},
 		},
 	}

@@ -54,6 +54,7 @@ func TestDefaultGlobal(t *testing.T) {
 		{"summary.trigger_turns", g.Defaults.Summary.TriggerTurns, 10},
 		{"summary.keep_turns", g.Defaults.Summary.KeepTurns, 3},
 		{"summary.max_tokens", g.Defaults.Summary.MaxTokens, 1000},
+		{"summary.max_calls_per_job", g.Defaults.Summary.MaxCallsPerJob, 64},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -154,7 +154,7 @@ func TestParseTenantErrors(t *testing.T) {
 		},
 		{
 			name: "validation: several problems at once",
-			file: "id: Acme!\napi_keys: [\"\", \"sha256:abc\"]\nupstream:\n  base_url: /relative\n  timeout: 0s\nhistory:\n  conversation_header: \"X Bad\"\n  mode: sometimes\n  max_turns: -1\n  old_tool_result_chars: -1\n  strategies: [token_budget, token_budget, magic]\n  encoding: p50k\n  model_windows: {gpt-x: 0}\nsummary:\n  trigger_turns: 0\n  max_tokens: 0\n",
+			file: "id: Acme!\napi_keys: [\"\", \"sha256:abc\"]\nupstream:\n  base_url: /relative\n  timeout: 0s\nhistory:\n  conversation_header: \"X Bad\"\n  mode: sometimes\n  max_turns: -1\n  old_tool_result_chars: -1\n  strategies: [token_budget, token_budget, magic]\n  encoding: p50k\n  model_windows: {gpt-x: 0}\nsummary:\n  trigger_turns: 0\n  max_tokens: 0\n  max_calls_per_job: 0\n",
 			lines: []string{
 				"t.yaml: id: \"Acme!\" must match ^[a-z0-9][a-z0-9_-]{0,63}$",
 				"t.yaml: api_keys[0]: must not be empty",
@@ -171,6 +171,7 @@ func TestParseTenantErrors(t *testing.T) {
 				"t.yaml: history.model_windows.gpt-x: must be > 0, got 0",
 				"t.yaml: summary.trigger_turns: must be >= 1, got 0",
 				"t.yaml: summary.max_tokens: must be > 0, got 0",
+				"t.yaml: summary.max_calls_per_job: must be >= 1, got 0",
 			},
 		},
 		{

@@ -305,6 +305,9 @@ func validatePolicy(ps *problems, prefix string, p Policy) {
 	if s.MaxTokens <= 0 {
 		ps.addf(k("summary.max_tokens"), "must be > 0, got %d", s.MaxTokens)
 	}
+	if s.MaxCallsPerJob < 1 {
+		ps.addf(k("summary.max_calls_per_job"), "must be >= 1, got %d", s.MaxCallsPerJob)
+	}
 }
 
 // validateHostPort checks a listen address; the error does not quote it.

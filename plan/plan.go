@@ -87,7 +87,14 @@ type Policy struct {
 	// NoSummary leaves the stored summary out (summary.enabled: false):
 	// the context is built from the stored turns alone.
 	NoSummary bool
+	// SummaryMaxTokens (summary.max_tokens) bounds a stored summary that
+	// has to be cut to fit the budget (0: cut to the room left).
+	SummaryMaxTokens int
 }
+
+// minSummaryTokens is the least room a cut summary is sent in: less would
+// carry a few words of it, noise rather than memory.
+const minSummaryTokens = 32
 
 // Input is one planned request.
 type Input struct {
@@ -140,6 +147,11 @@ type Plan struct {
 	Meta history.Meta
 	// Summary is the injected summary, nil if none.
 	Summary *history.Summary
+	// SummaryCut reports that the stored summary did not fit the budget
+	// beside the instructions and the current turn and was sent cut
+	// (within Policy.SummaryMaxTokens); SummaryOmitted that not even a cut
+	// of it fitted, and it was left out (Summary is then nil).
+	SummaryCut, SummaryOmitted bool
 	// Version, Supersede and Cut go into the commit's Change (Cut 0:
 	// unchanged); Replaced reports that the request repeats the last
 	// exchange, whose turn it replaces.
@@ -279,6 +291,12 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		p.Fresh[i] = m
 	}
 
+	cut := stored.Meta.Cut
+	if p.Supersede != nil && cut > p.Supersede.Seq {
+		cut = 0
+	}
+	w := history.NewWindow(hist, sendNew, cut, stored.Meta.Turns)
+
 	var summaryMsg Message
 	if p.Summary != nil {
 		role := rewrite.RoleSystem
@@ -287,14 +305,34 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		}
 		raw := Inject(role, p.Summary.Text)
 		summaryMsg = Message{Kind: SummaryMessage, Role: role, Raw: raw, Tokens: fixedCount.Message(enc, raw)}
-		fixed += summaryMsg.Tokens
+		// The summary must fit the budget beside the instructions and the
+		// current turn (which is never dropped): one that does not (stored
+		// before summaries were bounded, imported, or a budget lowered
+		// since) is sent cut, or left out, never allowed to make the
+		// conversation unusable.
+		current := 0
+		if n := len(w.Turns); n > 0 && len(sendNew) > 0 { // the context call has no current turn
+			current = w.Turns[n-1].Tokens
+		}
+		if room := budget - fixed - current; budget > 0 && summaryMsg.Tokens > room {
+			limit := room
+			if pol.SummaryMaxTokens > 0 {
+				limit = min(limit, pol.SummaryMaxTokens)
+			}
+			text, n := "", 0
+			if limit >= minSummaryTokens {
+				text, n = FitSummary(count, enc, role, p.Summary.Text, limit)
+			}
+			if text == "" {
+				p.Summary, p.SummaryOmitted = nil, true
+			} else {
+				summaryMsg.Raw, summaryMsg.Tokens, p.SummaryCut = Inject(role, text), n, true
+			}
+		}
+		if p.Summary != nil {
+			fixed += summaryMsg.Tokens
+		}
 	}
-
-	cut := stored.Meta.Cut
-	if p.Supersede != nil && cut > p.Supersede.Seq {
-		cut = 0
-	}
-	w := history.NewWindow(hist, sendNew, cut, stored.Meta.Turns)
 	w.Budget, w.Fixed = budget, fixed
 	w.Window, w.Completion = window, in.MaxTokens
 	w.Count = func(raw []byte) int { return count.Message(enc, raw) }
@@ -471,5 +509,6 @@ func PolicyFor(t *config.Tenant) (Policy, error) {
 		Strategy:              strategy,
 		IdleTimeout:           time.Duration(h.IdleTimeout),
 		NoSummary:             !t.Summary.Enabled,
+		SummaryMaxTokens:      t.Summary.MaxTokens,
 	}, nil
 }

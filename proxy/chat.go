@@ -140,6 +140,12 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		if x.report.OverBudget {
 			curation += " over_budget=current_turn_only"
 		}
+		switch {
+		case x.plan.SummaryOmitted:
+			curation += " summary=omitted"
+		case x.plan.SummaryCut:
+			curation += " summary=cut"
+		}
 		rc.Response.Header.Set("X-Recall-Curation", curation)
 		s.metrics.curated(c.cfg.ID, x.report)
 	}

@@ -41,7 +41,10 @@ func (m *Manager) call(ctx context.Context, t *config.Tenant, cred, model, syste
 	body = gjson.AppendJSONString(body, system)
 	body = append(body, `},{"role":"user","content":`...)
 	body = gjson.AppendJSONString(body, user)
-	body = append(body, `}],"max_tokens":`...)
+	// max_completion_tokens, not the deprecated max_tokens that reasoning
+	// models refuse; the answer is cut to the limit all the same
+	// (plan.FitSummary), for an upstream that runs on past it.
+	body = append(body, `}],"max_completion_tokens":`...)
 	body = strconv.AppendInt(body, int64(maxTokens), 10)
 	body = append(body, `,"stream":false}`...)
 

@@ -97,6 +97,9 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 		m.metrics.failed.WithLabelValues(t.ID).Inc()
 		return meta, Failed, res.calls, err
 	}
+	if res.covered < len(w.cover) { // the call cap: the episode is not folded yet
+		w.cover, w.title = w.cover[:res.covered], false
+	}
 	m.metrics.promptTokens.WithLabelValues(t.ID).Add(float64(res.promptTokens))
 	m.metrics.completionTokens.WithLabelValues(t.ID).Add(float64(res.completionTokens))
 	enc := tokens.ForModel(model)
@@ -210,12 +213,33 @@ type result struct {
 	text, title                    string
 	promptTokens, completionTokens int
 	calls                          int
+	// covered is how many of the work's turns text covers: all of them,
+	// unless the job reached summary.max_calls_per_job first.
+	covered int
 }
+
+// minChunk is the least transcript a chunk carries, whatever the window
+// and summary.max_tokens: progress per call stays bounded below.
+const minChunk = 256
 
 // summarise asks the summariser for the summary of w: one call when the
 // previous summary and the transcript fit the summary model's window, else
 // one per chunk of turns, each folding its chunk into the summary so far.
-func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model string, w work) (result, error) {
+//
+// Its cost is linear in the transcript: every answer is cut to
+// summary.max_tokens (the summariser is asked for no more, and one that
+// runs on is cut at a sentence), so the summary so far never takes more
+// than that share of the window, and every chunk gets the same room, the
+// window less the instructions, the summary's share and the answer. A
+// previous summary over its share (stored before summaries were bounded,
+// or imported) is first compacted on its own, in one call, rather than
+// squeezing the chunks. After summary.max_calls_per_job calls it stops
+// with the chunks folded so far (covered).
+func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model string, w work) (res result, err error) {
+	defer func() {
+		m.metrics.jobCalls.WithLabelValues(t.ID).Observe(float64(res.calls))
+		m.metrics.jobPromptTokens.WithLabelValues(t.ID).Observe(float64(res.promptTokens))
+	}()
 	enc := tokens.ForModel(model)
 	if e := t.History.Encoding; e != "" {
 		enc = tokens.Encoding(e)
@@ -227,20 +251,55 @@ func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model s
 	maxOut := t.Summary.MaxTokens
 	system := systemPrompt(t.Summary.Prompt, w.title)
 	fixed := m.cfg.Counter.Text(enc, system) + 64 // instructions and a margin
+	room := max(window-fixed-2*maxOut, minChunk)
 
-	var res result
+	// ask makes one call and bounds its answer.
+	ask := func(system, user string, titled bool) (string, string, error) {
+		a, err := m.call(ctx, t, cred, model, system, user, maxOut)
+		res.calls++
+		res.promptTokens += a.promptTokens
+		res.completionTokens += a.complTok
+		if err != nil {
+			return "", "", err
+		}
+		title, text := parseAnswer(a.text, titled)
+		if text == "" {
+			return "", "", fmt.Errorf("%w: empty summary", errUpstream)
+		}
+		if cut, _ := plan.FitSummary(m.cfg.Counter, enc, rewrite.RoleSystem, text, maxOut); cut != text {
+			m.log.Info("summary answer over summary.max_tokens, cut", "tenant", t.ID, "max_tokens", maxOut)
+			text = cut
+		}
+		if text == "" {
+			return "", "", fmt.Errorf("summary: summary.max_tokens %d leaves no room for a summary", maxOut)
+		}
+		return title, text, nil
+	}
+
 	prev := w.baseText
-	for i := 0; i < len(w.cover); {
-		// Room for this chunk's transcript: the window minus the answer,
-		// the instructions and the summary so far.
-		room := max(window-maxOut-fixed-m.cfg.Counter.Text(enc, prev), 256)
+	if prev != "" && m.cfg.Counter.Message(enc, plan.Inject(rewrite.RoleSystem, prev)) > maxOut {
+		// What of it fits the window beside the instructions and the answer.
+		in, _ := plan.FitSummary(m.cfg.Counter, enc, rewrite.RoleSystem, prev, window-fixed-maxOut)
+		_, prev, err = ask(systemPrompt(t.Summary.Prompt, false)+compactInstruction, userContent(in, nil), false)
+		if err != nil {
+			return res, err
+		}
+	}
+	for i, next := 0, -1; i < len(w.cover); {
+		if c := t.Summary.MaxCallsPerJob; i > 0 && c > 0 && res.calls >= c {
+			break // land what is folded; the rest waits for the next job
+		}
 		size, k := 0, i
 		if i == 0 && fitsByBytes(w.cover, room) {
 			k = len(w.cover) // one call: no need to count the transcript
 		}
 		for k < len(w.cover) {
-			n := m.turnTokens(enc, w.cover[k])
+			n := next // the turn that did not fit the previous chunk
+			if n < 0 || k > i {
+				n = m.turnTokens(enc, w.cover[k])
+			}
 			if k > i && size+n > room {
+				next = n
 				break
 			}
 			size += n
@@ -251,22 +310,15 @@ func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model s
 		if !last && w.title {
 			sys = systemPrompt(t.Summary.Prompt, false)
 		}
-		a, err := m.call(ctx, t, cred, model, sys, userContent(prev, w.cover[i:k]), maxOut)
-		res.calls++
-		res.promptTokens += a.promptTokens
-		res.completionTokens += a.complTok
+		title, text, err := ask(sys, userContent(prev, w.cover[i:k]), w.title && last)
 		if err != nil {
 			return res, err
-		}
-		title, text := parseAnswer(a.text, w.title && last)
-		if text == "" {
-			return res, fmt.Errorf("%w: empty summary", errUpstream)
 		}
 		prev = text
 		if last {
 			res.title = title
 		}
-		i = k
+		i, res.covered = k, k
 	}
 	res.text = prev
 	return res, nil

@@ -25,6 +25,12 @@ const titleInstruction = "\n\nThis part of the conversation has ended. " +
 	"Begin your answer with one line `Title: ` followed by a title of 5 to 8 words for the transcript's turns, " +
 	"then a blank line, then the summary."
 
+// compactInstruction is added to the prompt of the call that shortens a
+// previous summary too long to carry into the next call (userContent with
+// no turns).
+const compactInstruction = "\n\nThere are no new turns this time: the previous summary has grown too long. " +
+	"Rewrite it shorter, keeping what matters most for the rest of the conversation."
+
 // toolResultChars bounds a tool result in the transcript: the summary
 // keeps what a tool returned, not all of it.
 const toolResultChars = 600

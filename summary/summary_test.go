@@ -66,9 +66,9 @@ type fixture struct {
 	answer func(i int) string
 }
 
-func newFixture(t *testing.T, policy func(*config.Policy)) *fixture {
+func newFixture(t *testing.T, policy func(*config.Policy), opts ...upstreamtest.Option) *fixture {
 	t.Helper()
-	f := &fixture{t: t, up: upstreamtest.NewTB(t)}
+	f := &fixture{t: t, up: upstreamtest.NewTB(t, opts...)}
 	st, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)

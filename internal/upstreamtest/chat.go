@@ -106,7 +106,9 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte) 
 		if limit == 0 {
 			limit = root.Get("max_tokens").Int()
 		}
-		reply.Content = CapSummary(reply.Content, int(limit))
+		if !s.unbounded {
+			reply.Content = CapSummary(reply.Content, int(limit))
+		}
 	}
 
 	ctx := r.Context()

@@ -81,12 +81,22 @@ func WithDescribe() Option {
 	return func(s *Server) { s.describe = true }
 }
 
+// WithUnboundedSummaries answers summariser calls (see EnqueueSummary)
+// with the whole SummaryAnswer, ignoring the request's
+// max_completion_tokens or max_tokens, as a model that runs on past its
+// limit does: tests of what Recall does with an answer longer than it
+// asked for.
+func WithUnboundedSummaries() Option {
+	return func(s *Server) { s.unbounded = true }
+}
+
 // Server is a fake OpenAI-compatible upstream on a loopback port. It is safe
 // for concurrent use.
 type Server struct {
-	keep     int
-	describe bool
-	created  int64
+	keep      int
+	describe  bool // answers say what they received
+	unbounded bool // summary answers ignore their limit
+	created   int64
 
 	ln  net.Listener
 	srv *http.Server
