@@ -83,7 +83,7 @@ func summaryStore(t *testing.T, turns, covered int, text string) history.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := &history.SummaryChange{Summary: history.Summary{Text: text, Through: uint64(2 * covered), Turns: covered, Tokens: 1}}
+	sc := &history.SummaryChange{Incarnation: meta.Incarnation, Summary: history.Summary{Text: text, Through: uint64(2 * covered), Turns: covered, Tokens: 1}}
 	if _, err := st.Commit(ctx, k, history.Change{Version: meta.Version, Summary: sc}); err != nil {
 		t.Fatal(err)
 	}

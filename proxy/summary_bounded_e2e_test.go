@@ -67,7 +67,8 @@ func TestStoredHugeSummaryIsCutToServeTheChat(t *testing.T) {
 	}
 	k := history.Key{Tenant: h.passNamespace(key), Conversation: "huge-2"}
 	if _, err := h.hist.Commit(context.Background(), k, history.Change{Summary: &history.SummaryChange{
-		Summary: history.Summary{Text: hugeSummary, Through: 4, Turns: 2, Tokens: 450000},
+		Incarnation: h.meta(k.Tenant, k.Conversation).Incarnation,
+		Summary:     history.Summary{Text: hugeSummary, Through: 4, Turns: 2, Tokens: 450000},
 	}}); err != nil {
 		t.Fatal(err)
 	}

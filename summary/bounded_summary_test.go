@@ -61,8 +61,13 @@ func TestOversizedStoredSummaryIsCompactedFirst(t *testing.T) {
 	}
 	huge := strings.Join(notes, "; ") // about 200,000 tokens
 	k := history.Key{Tenant: "acme", Conversation: "c"}
+	snap, err := f.store.Load(context.Background(), k, history.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.store.Commit(context.Background(), k, history.Change{Summary: &history.SummaryChange{
-		Summary: history.Summary{Text: huge, Through: 20, Turns: 10, Tokens: 200000},
+		Incarnation: snap.Meta.Incarnation,
+		Summary:     history.Summary{Text: huge, Through: 20, Turns: 10, Tokens: 200000},
 	}}); err != nil {
 		t.Fatal(err)
 	}
