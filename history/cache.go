@@ -56,14 +56,19 @@ type HeadReader interface {
 }
 
 // Head identifies the state of a conversation's metadata: every commit
-// bumps Version except a summary landing, which bumps Summaries.
+// bumps Version except a summary landing, which bumps Summaries, and a
+// conversation deleted and made again has another Incarnation (its
+// Version and Summaries may come back to the same values).
 type Head struct {
-	Version   uint64
-	Summaries int
+	Version     uint64
+	Summaries   int
+	Incarnation uint64
 }
 
 // HeadOf returns m's head.
-func HeadOf(m *Meta) Head { return Head{Version: m.Version, Summaries: m.Summaries} }
+func HeadOf(m *Meta) Head {
+	return Head{Version: m.Version, Summaries: m.Summaries, Incarnation: m.Incarnation}
+}
 
 // cacheEntry is a conversation's metadata and the newest active messages,
 // contiguous in the active sequence, oldest first.

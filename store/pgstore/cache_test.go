@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/recallproxy/recall/history"
@@ -134,4 +135,31 @@ func TestCacheLeasesThroughToTheStore(t *testing.T) {
 		t.Fatalf("after release: ok %v, %v", ok, err)
 	}
 	r()
+}
+
+// A conversation deleted and written again by one replica, to the same
+// version and summary count, is another conversation: the other replica's
+// cached copy (the deleted text) must not be served for it.
+func TestReplicaCacheDropsADeletedAndRemadeConversation(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.DB(t)
+	a := history.NewCache(open(t, url, pgstore.Options{}), 0, 0)
+	b := history.NewCache(open(t, url, pgstore.Options{}), 0, 0)
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	q := history.Query{MinMessages: 100}
+	commit(t, a, k, history.Change{Append: turns(0, 1)}) // a caches it
+	if snap, err := a.Load(ctx, k, q); err != nil || len(snap.Tail) != 2 {
+		t.Fatalf("a loads %d messages (%v), want 2", len(snap.Tail), err)
+	}
+	if err := b.Delete(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, b, k, history.Change{Append: turns(7, 1)}) // version 1 again
+	snap, err := a.Load(ctx, k, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Tail) != 2 || !strings.Contains(string(snap.Tail[0].Raw), "question 7") {
+		t.Errorf("a serves %q, want the new conversation's question 7", snap.Tail[0].Raw)
+	}
 }

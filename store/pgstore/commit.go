@@ -40,9 +40,10 @@ WHERE p.tenant = $1 AND p.conversation = $2 AND p.seq BETWEEN r.lo AND r.hi`
 
 // upsertSQL writes the metadata row; docs and terms add to the stored
 // statistics.
-const upsertSQL = `INSERT INTO recall_conversations (tenant, conversation, version, updated_at, meta, docs, terms, summaries)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+const upsertSQL = `INSERT INTO recall_conversations (tenant, conversation, version, updated_at, meta, docs, terms, summaries, incarnation)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (tenant, conversation) DO UPDATE SET version = excluded.version, summaries = excluded.summaries, updated_at = excluded.updated_at,
+  incarnation = excluded.incarnation,
   meta = excluded.meta, docs = recall_conversations.docs + excluded.docs, terms = recall_conversations.terms + excluded.terms`
 
 // Commit applies c in one transaction, in two round trips (three with a
@@ -155,7 +156,7 @@ func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c his
 		}
 		docs, terms = int64(len(writes)), w.terms
 	}
-	b.Queue(upsertSQL, k.Tenant, k.Conversation, int64(next.Version), next.UpdatedAt, mv, docs, terms, int32(next.Summaries))
+	b.Queue(upsertSQL, k.Tenant, k.Conversation, int64(next.Version), next.UpdatedAt, mv, docs, terms, int32(next.Summaries), int64(next.Incarnation))
 	b.Queue("COMMIT")
 	*wrote = true
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {

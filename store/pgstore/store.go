@@ -198,7 +198,7 @@ func conflict(err error) bool {
 	return false
 }
 
-// Head reads the conversation's head (Version and Summaries): what a
+// Head reads the conversation's head (Version, Summaries, Incarnation): what a
 // replica's window cache checks before serving from memory.
 func (s *Store) Head(ctx context.Context, k history.Key) (h history.Head, err error) {
 	err = s.again(ctx, func() error { h, err = s.head(ctx, k); return err })
@@ -206,17 +206,17 @@ func (s *Store) Head(ctx context.Context, k history.Key) (h history.Head, err er
 }
 
 func (s *Store) head(ctx context.Context, k history.Key) (history.Head, error) {
-	var version int64
+	var version, incarnation int64
 	var summaries int32
-	err := s.pool.QueryRow(ctx, `SELECT version, summaries FROM recall_conversations WHERE tenant = $1 AND conversation = $2`,
-		k.Tenant, k.Conversation).Scan(&version, &summaries)
+	err := s.pool.QueryRow(ctx, `SELECT version, summaries, incarnation FROM recall_conversations WHERE tenant = $1 AND conversation = $2`,
+		k.Tenant, k.Conversation).Scan(&version, &summaries, &incarnation)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return history.Head{}, nil
 	}
 	if err != nil {
 		return history.Head{}, wrap("head "+k.String(), err)
 	}
-	return history.Head{Version: uint64(version), Summaries: int(summaries)}, nil
+	return history.Head{Version: uint64(version), Summaries: int(summaries), Incarnation: uint64(incarnation)}, nil
 }
 
 // loadSQL reads the metadata and the newest messages in one statement,
