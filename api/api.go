@@ -20,7 +20,7 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/internal/oaierr"
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/tokens"
 )
 
@@ -52,7 +52,7 @@ type Config struct {
 	// uses, so that its cache sees every change.
 	Store history.Store
 	// Authenticate resolves the request's caller (required). An
-	// *oaierr.Error it returns is answered as is; any other error is a 500.
+	// *apierr.Error it returns is answered as is; any other error is a 500.
 	Authenticate func(rc *fasthttp.RequestCtx) (Caller, error)
 	// Lock serialises a mutating call with chat requests on the same
 	// conversation. Default: no locking (a single-writer embedder).
@@ -182,7 +182,7 @@ func (h *Handler) Handle(rc *fasthttp.RequestCtx) {
 	status, err := c.serve()
 	if err != nil {
 		e := c.classify(err)
-		oaierr.Write(rc, e)
+		apierr.Write(rc, e, apierr.OpenAI)
 		if e.Status == 429 {
 			rc.Response.Header.Set("Retry-After", retryAfter)
 		}
@@ -203,7 +203,7 @@ func (h *Handler) Handle(rc *fasthttp.RequestCtx) {
 func (c *call) serve() (int, error) {
 	path, ok := bytes.CutPrefix(c.rc.Request.URI().PathOriginal(), []byte(Prefix))
 	if !ok {
-		return 0, errNotFound
+		return 0, apierr.NotFound
 	}
 	method := string(c.rc.Method())
 	rest := string(path)
@@ -211,7 +211,7 @@ func (c *call) serve() (int, error) {
 		c.route = "openapi"
 		if method != "GET" && method != "HEAD" {
 			c.allow = "GET, HEAD"
-			return 0, errMethod
+			return 0, apierr.MethodNotAllowed
 		}
 		return c.openapi()
 	}
@@ -224,7 +224,7 @@ func (c *call) serve() (int, error) {
 		c.route = "search_tenant"
 		if method != "GET" {
 			c.allow = "GET"
-			return 0, errMethod
+			return 0, apierr.MethodNotAllowed
 		}
 		r = &route{name: "search_tenant", serve: (*call).searchTenant, heavy: true}
 	case strings.HasPrefix(rest, "conversations/"):
@@ -234,24 +234,24 @@ func (c *call) serve() (int, error) {
 		// One path per route: a trailing slash ("conversations/c1/") or a
 		// deeper path is no alias of it.
 		if slash && verb == "" || strings.Contains(verb, "/") {
-			return 0, errNotFound
+			return 0, apierr.NotFound
 		}
 		switch verb {
 		case "", "messages", "context", "search", "forget", "end", "summarize", "export", "import":
 		default:
-			return 0, errNotFound
+			return 0, apierr.NotFound
 		}
 		if !history.ValidID(id) {
-			return 0, errBadID
+			return 0, apierr.BadConversationID
 		}
 		c.key.Conversation, conv = id, true
 		r = match(method, conv, verb)
 	default:
-		return 0, errNotFound
+		return 0, apierr.NotFound
 	}
 	if r == nil {
 		c.allow = allowed(conv, verb)
-		return 0, errMethod
+		return 0, apierr.MethodNotAllowed
 	}
 	c.route = r.name
 	caller, err := c.h.cfg.Authenticate(c.rc)
@@ -312,17 +312,17 @@ func (c *call) body() ([]byte, error) {
 	if st == nil {
 		b := c.rc.Request.Body()
 		if len(b) > c.h.cfg.MaxBodyBytes {
-			return nil, errTooLarge
+			return nil, apierr.TooLarge
 		}
 		return b, nil
 	}
 	b, err := io.ReadAll(io.LimitReader(st, int64(c.h.cfg.MaxBodyBytes)+1))
 	if err != nil {
-		return nil, &oaierr.Error{Status: 400, Type: "invalid_request_error", Message: "Could not read the request body."}
+		return nil, apierr.BadBody
 	}
 	if len(b) > c.h.cfg.MaxBodyBytes {
 		c.rc.SetConnectionClose()
-		return nil, errTooLarge
+		return nil, apierr.TooLarge
 	}
 	return b, nil
 }
@@ -334,12 +334,12 @@ func (c *call) now() int64 { return c.h.cfg.Now().UnixNano() }
 func (c *call) lock() (func(), error) {
 	release, err := c.h.cfg.Lock(c.ctx, c.key)
 	if err != nil {
-		return nil, errBusy
+		return nil, apierr.Busy
 	}
 	return release, nil
 }
 
-// meta loads the conversation's metadata: errUnknown if it was never
+// meta loads the conversation's metadata: apierr.ConversationNotFound if it was never
 // written (or was deleted), in this caller's namespace.
 func (c *call) meta() (history.Meta, error) {
 	snap, err := c.h.cfg.Store.Load(c.ctx, c.key, history.Query{MinMessages: 1, MaxTurns: 1})
@@ -347,7 +347,7 @@ func (c *call) meta() (history.Meta, error) {
 		return history.Meta{}, err
 	}
 	if snap.Meta.Version == 0 {
-		return history.Meta{}, errUnknown
+		return history.Meta{}, apierr.ConversationNotFound
 	}
 	return snap.Meta, nil
 }

@@ -3,13 +3,15 @@ package api
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/recallproxy/recall/internal/apierr"
 )
 
 // end serves POST /conversations/{id}/end: seal the open episode now,
 // serialised with chat requests.
 func (c *call) end() error {
 	if c.h.cfg.Summarizer == nil {
-		return errNoSummary
+		return apierr.SummariesNotServed
 	}
 	release, err := c.lock()
 	if err != nil {
@@ -31,7 +33,7 @@ func (c *call) end() error {
 // lock.
 func (c *call) summarize() error {
 	if c.h.cfg.Summarizer == nil {
-		return errNoSummary
+		return apierr.SummariesNotServed
 	}
 	if _, err := c.meta(); err != nil {
 		return err
@@ -106,7 +108,7 @@ func (c *call) context() error {
 	if v := args.Peek("budget"); v != nil {
 		n, err := strconv.Atoi(string(v))
 		if err != nil || n < 1 {
-			return errBadRequest("budget", "Invalid 'budget': expected a positive number of tokens.")
+			return apierr.InvalidValue("budget", "Invalid 'budget': expected a positive number of tokens.")
 		}
 		q.Budget = n
 	}

@@ -11,17 +11,12 @@ import (
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/summary"
 )
 
 // headerTenant names the tenant the admin key acts on.
 const headerTenant = "X-Recall-Tenant"
-
-var errNoTenant = &apiError{status: 400, typ: "invalid_request_error", code: "missing_tenant", param: headerTenant,
-	message: "The admin key acts on one tenant per request: name it in the X-Recall-Tenant header (a tenant id, or a pass-through namespace)."}
-
-var errUnknownTenant = &apiError{status: 400, typ: "invalid_request_error", code: "unknown_tenant", param: headerTenant,
-	message: "X-Recall-Tenant names no configured tenant (expected a tenant id, or for a pass-through tenant <id>.pt.<32 hex digits>)."}
 
 // newAPI builds the conversation API over the server's store, locks and
 // authentication.
@@ -62,7 +57,7 @@ func (s *Server) apiCaller(rc *fasthttp.RequestCtx) (api.Caller, error) {
 	}
 	c, err := s.authenticate(rc)
 	if err != nil {
-		return api.Caller{}, classify(err).oai()
+		return api.Caller{}, classify(err)
 	}
 	return api.Caller{Tenant: c.cfg, Namespace: c.namespace}, nil
 }
@@ -71,7 +66,7 @@ func (s *Server) apiCaller(rc *fasthttp.RequestCtx) (api.Caller, error) {
 // pass-through credential's namespace.
 func adminCaller(set *config.Set, name string) (api.Caller, error) {
 	if name == "" {
-		return api.Caller{}, errNoTenant.oai()
+		return api.Caller{}, apierr.NoTenant
 	}
 	if t, ok := set.Tenant(name); ok {
 		return api.Caller{Tenant: t, Namespace: t.ID}, nil
@@ -80,7 +75,7 @@ func adminCaller(set *config.Set, name string) (api.Caller, error) {
 	if t, known := set.Tenant(id); ok && known && t.PassThrough && len(hash) == 32 && isLowerHex(hash) {
 		return api.Caller{Tenant: t, Namespace: name}, nil
 	}
-	return api.Caller{}, errUnknownTenant.oai()
+	return api.Caller{}, apierr.UnknownTenant
 }
 
 func isLowerHex(s string) bool {

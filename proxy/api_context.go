@@ -6,7 +6,7 @@ import (
 
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/internal/oaierr"
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/summary"
 )
@@ -75,15 +75,6 @@ func summarisedTurns(p *plan.Plan) int {
 // refusals become OpenAI-shaped errors.
 type apiSummaries struct{ m *summary.Manager }
 
-var (
-	errSummariesOff = &oaierr.Error{Status: 409, Type: "invalid_request_error", Code: "summaries_disabled",
-		Message: "Summaries are disabled for this tenant (summary.enabled: false)."}
-	errNoSummaryModel = &oaierr.Error{Status: 409, Type: "invalid_request_error", Code: "no_summary_model",
-		Message: "No model is known to summarise this conversation with: set summary.model in the tenant's configuration, or send a chat request first."}
-	errNoConversation = &oaierr.Error{Status: 404, Type: "invalid_request_error", Code: "conversation_not_found", Param: "conversation",
-		Message: "No conversation with that id."}
-)
-
 func (a apiSummaries) End(ctx context.Context, k history.Key) (history.Meta, error) {
 	m, err := a.m.End(ctx, k)
 	return m, summaryErr(err)
@@ -97,11 +88,11 @@ func (a apiSummaries) Summarize(ctx context.Context, k history.Key) (history.Met
 func summaryErr(err error) error {
 	switch {
 	case errors.Is(err, summary.ErrDisabled):
-		return errSummariesOff
+		return apierr.SummariesDisabled
 	case errors.Is(err, summary.ErrNoModel):
-		return errNoSummaryModel
+		return apierr.NoSummaryModel
 	case errors.Is(err, summary.ErrNotFound):
-		return errNoConversation
+		return apierr.ConversationNotFound
 	}
 	return err
 }

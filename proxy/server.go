@@ -16,6 +16,7 @@ import (
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/tokens"
 )
 
@@ -203,10 +204,10 @@ func New(cfg Config) (*Server, error) {
 		Logger:                       fasthttpLogger{cfg.Logger},
 		ErrorHandler: func(rc *fasthttp.RequestCtx, err error) {
 			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-				writeError(rc, errBodyTooLarge)
+				writeError(rc, apierr.TooLarge)
 				return
 			}
-			writeError(rc, &apiError{status: 400, typ: "invalid_request_error", message: "Malformed HTTP request."})
+			writeError(rc, apierr.MalformedHTTP)
 		},
 	}
 	return s, nil
@@ -277,10 +278,10 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 	defer s.busy.Add(-1)
 	switch {
 	case badFraming(&rc.Request.Header):
-		s.reject(rc, "other", errBadFraming)
+		s.reject(rc, "other", apierr.BadFraming)
 		return
 	case isWebSocket(&rc.Request.Header):
-		s.reject(rc, "other", errWebSocket)
+		s.reject(rc, "other", apierr.WebSocket)
 		return
 	}
 	raw := rc.Request.URI().PathOriginal()
@@ -324,13 +325,13 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 	case bytes.IndexByte(rc.Request.Header.RequestURI(), '#') >= 0:
 		// A fragment is not part of a request target: there is nothing
 		// faithful to forward.
-		s.reject(rc, "other", errBadPath)
+		s.reject(rc, "other", apierr.BadPath)
 		return
 	}
 
 	conv, path, e := routePath(raw)
 	switch {
-	case e == errBadConvID:
+	case e == apierr.BadConversationID:
 		s.reject(rc, "chat", e)
 	case e != nil:
 		s.reject(rc, "other", e)
@@ -340,22 +341,22 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		// Stored chat completions (GET /v1/chat/completions) have no
 		// conversation memory to apply: they pass through, but not under a
 		// conversation prefix, which would say otherwise.
-		s.reject(rc, "chat", errMethodNotAllow)
+		s.reject(rc, "chat", apierr.MethodNotAllowed)
 		rc.Response.Header.Set(fasthttp.HeaderAllow, fasthttp.MethodPost)
 	case bytes.HasPrefix(path, prefixV1):
 		s.passthrough(rc, conv, path)
 	default:
-		s.reject(rc, "other", errNotFound)
+		s.reject(rc, "other", apierr.NotFound)
 	}
 }
 
 // reject answers e and counts it. The request's body was not read, so the
 // connection is closed after the answer (and must be, for a request whose
 // framing is in doubt).
-func (s *Server) reject(rc *fasthttp.RequestCtx, route string, e *apiError) {
+func (s *Server) reject(rc *fasthttp.RequestCtx, route string, e *apierr.Error) {
 	rc.SetConnectionClose()
 	writeError(rc, e)
-	s.metrics.request("", route, e.status)
+	s.metrics.request("", route, e.Status)
 }
 
 // expect answers a request's "Expect: 100-continue" before its body is
@@ -376,9 +377,9 @@ func (s *Server) expect(rc *fasthttp.RequestCtx) int {
 	if _, path, e := routePath(rc.Request.URI().PathOriginal()); e != nil || !bytes.Equal(path, pathChat) {
 		return fasthttp.StatusContinue
 	}
-	writeError(rc, errBodyTooLarge)
-	s.metrics.request("", "chat", errBodyTooLarge.status)
-	return errBodyTooLarge.status
+	writeError(rc, apierr.TooLarge)
+	s.metrics.request("", "chat", apierr.TooLarge.Status)
+	return apierr.TooLarge.Status
 }
 
 type fasthttpLogger struct{ l *slog.Logger }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/plan"
 )
 
@@ -97,12 +98,12 @@ func (s *Server) authenticate(rc *fasthttp.RequestCtx) (caller, error) {
 	}
 	bearer := string(bytes.TrimSpace(auth))
 	if bearer == "" {
-		return caller{}, errNoAPIKey
+		return caller{}, apierr.NoAPIKey
 	}
 	set := s.cfg.Tenants.Current()
 	t, ok := set.Authenticate(bearer)
 	if !ok {
-		return caller{}, errUnauthorized
+		return caller{}, apierr.InvalidAPIKey
 	}
 	rt, err := s.tenants.get(set, t)
 	if err != nil {
