@@ -121,7 +121,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 
 	out := body
 	if x.record {
-		x.key.Tenant = c.namespace
+		x.key.Tenant = c.Namespace
 		if s.cfg.CanCommit != nil {
 			if err := s.cfg.CanCommit(); err != nil {
 				x.fail(rc, fmt.Errorf("%w: %w", apierr.NoSpace, err))
@@ -437,11 +437,8 @@ func (x *exchange) triggerSummary() {
 	if p.Pending <= sum.TriggerTurns && p.Fits && !p.Seal {
 		return
 	}
-	cred := ""
-	if c.cfg.Upstream.PassesClientKey() {
-		cred = c.bearer // pass-through: held in memory by the job only
-	}
-	s.cfg.Summaries.Trigger(c.cfg.ID, x.key, x.model, cred, !p.Fits)
+	// In pass-through, the client's key, held in memory by the job only.
+	s.cfg.Summaries.Trigger(c.cfg.ID, x.key, x.model, c.PassedKey(), !p.Fits)
 }
 
 // leaseName is the name of a conversation's lease (history.Leaser).

@@ -21,6 +21,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/upstreamtest"
@@ -260,7 +261,7 @@ func renderAll(msgs []json.RawMessage) []string {
 
 // passNamespace is the history namespace of a pass-through credential.
 func (h *harness) passNamespace(key string) string {
-	return proxy.PassThroughNamespace("default", key)
+	return auth.Namespace("default", key)
 }
 
 type syncBuffer struct {
