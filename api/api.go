@@ -18,48 +18,47 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tokens"
 )
 
 // Prefix is the path every route of the API is under.
 const Prefix = "/recall/v1/"
 
-// Caller is an authenticated API request's tenant and the namespace its
-// conversations live in (history.Key.Tenant).
-type Caller struct {
-	Tenant    *config.Tenant
-	Namespace string
-}
-
-// Summarizer ends episodes and compacts conversations on demand: the
-// summaries manager implements it. Both return the conversation's
-// metadata once done.
+// Summarizer ends episodes and compacts conversations on demand:
+// *summary.Manager implements it. Both return the conversation's
+// metadata once done; summary's refusals (summary.ErrDisabled,
+// ErrNoModel, ErrNotFound) are answered as such.
 type Summarizer interface {
 	End(ctx context.Context, k history.Key) (history.Meta, error)
 	Summarize(ctx context.Context, k history.Key) (history.Meta, error)
 }
 
+var _ Summarizer = (*summary.Manager)(nil)
+
 // ContextFunc computes what the next chat request on k would send
 // upstream for q.Model, without locks and without sending anything.
-type ContextFunc func(ctx context.Context, c Caller, k history.Key, q ContextQuery) (*Context, error)
+type ContextFunc func(ctx context.Context, c auth.Caller, k history.Key, q ContextQuery) (*Context, error)
 
 // Config configures a Handler. Zero fields take the documented defaults.
 type Config struct {
 	// Store keeps conversations (required): the same Store the chat path
 	// uses, so that its cache sees every change.
 	Store history.Store
-	// Authenticate resolves the request's caller (required). An
-	// *apierr.Error it returns is answered as is; any other error is a 500.
-	Authenticate func(rc *fasthttp.RequestCtx) (Caller, error)
+	// Authenticate resolves the request's caller (required; auth.API
+	// over the current tenants, for a server). An *apierr.Error it
+	// returns is answered as is; any other error is a 500.
+	Authenticate func(rc *fasthttp.RequestCtx) (auth.Caller, error)
 	// Lock serialises a mutating call with chat requests on the same
 	// conversation. Default: no locking (a single-writer embedder).
 	Lock func(ctx context.Context, k history.Key) (release func(), err error)
 	// Summarizer serves end and summarize. Default nil: they answer 501.
 	Summarizer Summarizer
-	// Context serves the context route. Default nil: it answers 501.
+	// Context serves the context route. Default: plan.Make with no new
+	// messages over Store, as the chat path makes it (PlanContext).
 	Context ContextFunc
 	// Counter counts the tokens of memorized messages. Default: a new one.
 	Counter *tokens.Counter
@@ -126,6 +125,9 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Context == nil {
+		cfg.Context = PlanContext(cfg.Store, cfg.Counter, cfg.Now)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -137,7 +139,7 @@ type call struct {
 	h      *Handler
 	rc     *fasthttp.RequestCtx
 	ctx    context.Context
-	caller Caller
+	caller auth.Caller
 	key    history.Key // Conversation is "" for tenant-wide routes
 	route  string
 	allow  string // the path's methods, for the Allow header of a 405

@@ -7,10 +7,8 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/summary"
 )
-
-// errNoContext is the context call on a handler built without one.
-var errNoContext = &apierr.Error{Status: 501, Type: "server_error", Code: "not_implemented", Message: "The context call is not enabled on this server."}
 
 // classify maps any handler error to its catalogue entry: the one place
 // the API decides a status. Unrecognised errors are local failures: a
@@ -26,6 +24,12 @@ func (c *call) classify(err error) *apierr.Error {
 		return apierr.Invalid(re.Code, re.Param, re.Message)
 	case errors.As(err, &orphan):
 		return apierr.OrphanToolResult(orphan.Index)
+	case errors.Is(err, summary.ErrDisabled):
+		return apierr.SummariesDisabled
+	case errors.Is(err, summary.ErrNoModel):
+		return apierr.NoSummaryModel
+	case errors.Is(err, summary.ErrNotFound):
+		return apierr.ConversationNotFound
 	case errors.Is(err, history.ErrConflict):
 		return apierr.Changed
 	case errors.Is(err, history.ErrNoSpace):

@@ -100,9 +100,6 @@ type Dropped struct {
 
 // context serves GET /conversations/{id}/context?model=&budget=.
 func (c *call) context() error {
-	if c.h.cfg.Context == nil {
-		return errNoContext
-	}
 	args := c.rc.QueryArgs()
 	q := ContextQuery{Model: string(args.Peek("model"))}
 	if v := args.Peek("budget"); v != nil {

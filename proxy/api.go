@@ -8,7 +8,6 @@ import (
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/summary"
 )
 
 // newAPI builds the conversation API over the server's store, locks and
@@ -16,9 +15,8 @@ import (
 func (s *Server) newAPI() (*api.Handler, error) {
 	cfg := api.Config{
 		Store: s.cfg.Store,
-		Authenticate: func(rc *fasthttp.RequestCtx) (api.Caller, error) {
-			c, err := auth.API(s.cfg.Tenants.Current(), &rc.Request.Header)
-			return api.Caller{Tenant: c.Tenant, Namespace: c.Namespace}, err
+		Authenticate: func(rc *fasthttp.RequestCtx) (auth.Caller, error) {
+			return auth.API(s.cfg.Tenants.Current(), &rc.Request.Header)
 		},
 		Lock: func(ctx context.Context, k history.Key) (func(), error) {
 			return s.locks.acquire(ctx, k)
@@ -30,10 +28,9 @@ func (s *Server) newAPI() (*api.Handler, error) {
 		Observe: func(tenant, route string, status int) {
 			s.metrics.request(tenant, "api_"+route, status)
 		},
-		Context: s.apiContext,
 	}
-	if m, ok := s.cfg.Summaries.(*summary.Manager); ok {
-		cfg.Summarizer = apiSummaries{m}
+	if m, ok := s.cfg.Summaries.(api.Summarizer); ok {
+		cfg.Summarizer = m
 	}
 	if s.cfg.API != nil {
 		s.cfg.API(&cfg)

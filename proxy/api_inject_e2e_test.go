@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/api"
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/proxy"
 )
@@ -38,7 +39,7 @@ func TestAPIEndSummarizeAndContextGoThroughWhatIsInjected(t *testing.T) {
 		fs.store = c.Store
 		c.API = func(ac *api.Config) {
 			ac.Summarizer = fs
-			ac.Context = func(ctx context.Context, _ api.Caller, k history.Key, q api.ContextQuery) (*api.Context, error) {
+			ac.Context = func(ctx context.Context, _ auth.Caller, k history.Key, q api.ContextQuery) (*api.Context, error) {
 				asked = append(asked, q)
 				return &api.Context{Model: q.Model, Tokens: 7, Budget: q.Budget,
 					Messages: []api.ContextMessage{{Seq: 1, Tokens: 7, Message: []byte(`{"role":"user","content":"hi"}`)}}}, nil
