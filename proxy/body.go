@@ -70,7 +70,7 @@ func readLimited(r io.Reader, limit int) ([]byte, error) {
 func (s *Server) fail(rc *fasthttp.RequestCtx, route, tenant string, err error, start time.Time) {
 	e := classify(err)
 	writeError(rc, e)
-	s.metrics.request(tenant, route, e.Status)
+	s.metrics.CountRequest(tenant, route, e.Status)
 	level := slog.LevelInfo
 	if e.Status >= 500 {
 		level = slog.LevelError

@@ -244,7 +244,7 @@ func (s *Server) logExchange(x *exchange, level slog.Level, tenant string, statu
 // released by the caller through x.release.
 func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode history.Mode) ([]byte, error) {
 	s, c := x.s, x.c
-	release, err := s.locks.acquire(ctx, x.key)
+	release, err := s.cfg.Locks.Acquire(ctx, x.key)
 	if err != nil {
 		return nil, apierr.Busy
 	}
@@ -510,7 +510,7 @@ func (x *exchange) done(status int, err error) {
 		upstream = x.upstreamDone.Sub(x.sent)
 	}
 	total := end.Sub(x.start)
-	s.metrics.request(tenant, "chat", status)
+	s.metrics.CountRequest(tenant, "chat", status)
 	if !x.sent.IsZero() {
 		s.metrics.latency(tenant, total, upstream)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
@@ -86,10 +85,15 @@ type Config struct {
 	// calls for one (summary.Manager implements it). Default: none, no
 	// conversation is ever summarised.
 	Summaries Summarizer
-	// API, if set, adjusts the conversation API's configuration before it
-	// is built: the wiring injects the summaries manager and the context
-	// function there.
-	API func(*api.Config)
+	// API, if set, serves every request whose path starts with
+	// /recall/v1/: the conversation API (package api), built by the
+	// wiring. Default: those paths are 404.
+	API fasthttp.RequestHandler
+	// Locks serialises the work on each conversation. Default: the
+	// server's own. Give the same Locks to whatever else changes
+	// conversations in this process (the API, retention) so that it waits
+	// for chat requests, and they for it.
+	Locks *Locks
 }
 
 // Summarizer queues summary jobs; summary.Manager implements it.
@@ -122,14 +126,12 @@ type Server struct {
 	metrics  *Metrics
 	counter  *tokens.Counter
 	client   *fasthttp.Client
-	locks    convLocks
 	srv      *fasthttp.Server
 	inflight sync.WaitGroup // stream relays still running
 	busy     atomic.Int64   // handlers running plus stream relays running
 	conns    connTracker
 	closing  atomic.Bool
 	tenants  tenantCache
-	api      *api.Handler
 	counts   sync.Map // hash -> tokens, for instructions and tools (bounded, see cachedTokens)
 	cached   atomic.Int64
 	// memoryWarned is when memoryNone last logged (Unix nanoseconds).
@@ -171,6 +173,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Locks == nil {
+		cfg.Locks = &Locks{}
+	}
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -178,11 +183,7 @@ func New(cfg Config) (*Server, error) {
 		counter: cfg.Counter,
 		client:  cfg.Client, // Do follows no redirect: they are the client's business
 	}
-	s.metrics.activeConversations(s.locks.active)
-	var err error
-	if s.api, err = s.newAPI(); err != nil {
-		return nil, err
-	}
+	s.metrics.activeConversations(cfg.Locks.active)
 	s.srv = &fasthttp.Server{
 		Handler:                       s.Handle,
 		Name:                          "recall",
@@ -265,7 +266,7 @@ var (
 	prefixV1     = []byte("/v1/")
 	prefixConv   = []byte("/c/")
 	prefixRecall = []byte("/recall/")
-	prefixAPI    = []byte(api.Prefix)
+	prefixAPI    = []byte("/recall/v1/") // api.Prefix
 )
 
 // Handle routes one request. It is the fasthttp.RequestHandler of the
@@ -319,8 +320,8 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 	case bytes.Equal(raw, pathMetrics):
 		s.metrics.serve(rc)
 		return
-	case bytes.HasPrefix(raw, prefixAPI):
-		s.api.Handle(rc)
+	case bytes.HasPrefix(raw, prefixAPI) && s.cfg.API != nil:
+		s.cfg.API(rc)
 		return
 	case bytes.IndexByte(rc.Request.Header.RequestURI(), '#') >= 0:
 		// A fragment is not part of a request target: there is nothing
@@ -356,7 +357,7 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 func (s *Server) reject(rc *fasthttp.RequestCtx, route string, e *apierr.Error) {
 	rc.SetConnectionClose()
 	writeError(rc, e)
-	s.metrics.request("", route, e.Status)
+	s.metrics.CountRequest("", route, e.Status)
 }
 
 // expect answers a request's "Expect: 100-continue" before its body is
@@ -378,7 +379,7 @@ func (s *Server) expect(rc *fasthttp.RequestCtx) int {
 		return fasthttp.StatusContinue
 	}
 	writeError(rc, apierr.TooLarge)
-	s.metrics.request("", "chat", apierr.TooLarge.Status)
+	s.metrics.CountRequest("", "chat", apierr.TooLarge.Status)
 	return apierr.TooLarge.Status
 }
 
