@@ -251,7 +251,7 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 	x.release = release
 	if s.cfg.Leaser != nil {
 		// Other replicas' exchanges on the conversation wait too.
-		lease, err := s.cfg.Leaser.Acquire(ctx, leaseName(x.key))
+		lease, err := s.cfg.Leaser.Acquire(ctx, history.LeaseName(history.LeaseConversation, x.key))
 		if err != nil {
 			s.log.Error("lease failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
 			if errors.Is(err, history.ErrUnavailable) {
@@ -440,9 +440,6 @@ func (x *exchange) triggerSummary() {
 	// In pass-through, the client's key, held in memory by the job only.
 	s.cfg.Summaries.Trigger(c.cfg.ID, x.key, x.model, c.PassedKey(), !p.Fits)
 }
-
-// leaseName is the name of a conversation's lease (history.Leaser).
-func leaseName(k history.Key) string { return "conv:" + k.Tenant + "/" + k.Conversation }
 
 // maxRebases bounds the rebases of one commit.
 const maxRebases = 3
