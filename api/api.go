@@ -18,48 +18,47 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/internal/oaierr"
+	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tokens"
 )
 
 // Prefix is the path every route of the API is under.
 const Prefix = "/recall/v1/"
 
-// Caller is an authenticated API request's tenant and the namespace its
-// conversations live in (history.Key.Tenant).
-type Caller struct {
-	Tenant    *config.Tenant
-	Namespace string
-}
-
-// Summarizer ends episodes and compacts conversations on demand: the
-// summaries manager implements it. Both return the conversation's
-// metadata once done.
+// Summarizer ends episodes and compacts conversations on demand:
+// *summary.Manager implements it. Both return the conversation's
+// metadata once done; summary's refusals (summary.ErrDisabled,
+// ErrNoModel, ErrNotFound) are answered as such.
 type Summarizer interface {
 	End(ctx context.Context, k history.Key) (history.Meta, error)
 	Summarize(ctx context.Context, k history.Key) (history.Meta, error)
 }
 
+var _ Summarizer = (*summary.Manager)(nil)
+
 // ContextFunc computes what the next chat request on k would send
 // upstream for q.Model, without locks and without sending anything.
-type ContextFunc func(ctx context.Context, c Caller, k history.Key, q ContextQuery) (*Context, error)
+type ContextFunc func(ctx context.Context, c auth.Caller, k history.Key, q ContextQuery) (*Context, error)
 
 // Config configures a Handler. Zero fields take the documented defaults.
 type Config struct {
 	// Store keeps conversations (required): the same Store the chat path
 	// uses, so that its cache sees every change.
 	Store history.Store
-	// Authenticate resolves the request's caller (required). An
-	// *oaierr.Error it returns is answered as is; any other error is a 500.
-	Authenticate func(rc *fasthttp.RequestCtx) (Caller, error)
+	// Authenticate resolves the request's caller (required; auth.API
+	// over the current tenants, for a server). An *apierr.Error it
+	// returns is answered as is; any other error is a 500.
+	Authenticate func(rc *fasthttp.RequestCtx) (auth.Caller, error)
 	// Lock serialises a mutating call with chat requests on the same
 	// conversation. Default: no locking (a single-writer embedder).
 	Lock func(ctx context.Context, k history.Key) (release func(), err error)
 	// Summarizer serves end and summarize. Default nil: they answer 501.
 	Summarizer Summarizer
-	// Context serves the context route. Default nil: it answers 501.
+	// Context serves the context route. Default: plan.Make with no new
+	// messages over Store, as the chat path makes it (PlanContext).
 	Context ContextFunc
 	// Counter counts the tokens of memorized messages. Default: a new one.
 	Counter *tokens.Counter
@@ -126,6 +125,9 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Context == nil {
+		cfg.Context = PlanContext(cfg.Store, cfg.Counter, cfg.Now)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -137,7 +139,7 @@ type call struct {
 	h      *Handler
 	rc     *fasthttp.RequestCtx
 	ctx    context.Context
-	caller Caller
+	caller auth.Caller
 	key    history.Key // Conversation is "" for tenant-wide routes
 	route  string
 	allow  string // the path's methods, for the Allow header of a 405
@@ -182,7 +184,7 @@ func (h *Handler) Handle(rc *fasthttp.RequestCtx) {
 	status, err := c.serve()
 	if err != nil {
 		e := c.classify(err)
-		oaierr.Write(rc, e)
+		apierr.Write(rc, e, apierr.OpenAI)
 		if e.Status == 429 {
 			rc.Response.Header.Set("Retry-After", retryAfter)
 		}
@@ -203,7 +205,7 @@ func (h *Handler) Handle(rc *fasthttp.RequestCtx) {
 func (c *call) serve() (int, error) {
 	path, ok := bytes.CutPrefix(c.rc.Request.URI().PathOriginal(), []byte(Prefix))
 	if !ok {
-		return 0, errNotFound
+		return 0, apierr.NotFound
 	}
 	method := string(c.rc.Method())
 	rest := string(path)
@@ -211,7 +213,7 @@ func (c *call) serve() (int, error) {
 		c.route = "openapi"
 		if method != "GET" && method != "HEAD" {
 			c.allow = "GET, HEAD"
-			return 0, errMethod
+			return 0, apierr.MethodNotAllowed
 		}
 		return c.openapi()
 	}
@@ -224,7 +226,7 @@ func (c *call) serve() (int, error) {
 		c.route = "search_tenant"
 		if method != "GET" {
 			c.allow = "GET"
-			return 0, errMethod
+			return 0, apierr.MethodNotAllowed
 		}
 		r = &route{name: "search_tenant", serve: (*call).searchTenant, heavy: true}
 	case strings.HasPrefix(rest, "conversations/"):
@@ -234,24 +236,24 @@ func (c *call) serve() (int, error) {
 		// One path per route: a trailing slash ("conversations/c1/") or a
 		// deeper path is no alias of it.
 		if slash && verb == "" || strings.Contains(verb, "/") {
-			return 0, errNotFound
+			return 0, apierr.NotFound
 		}
 		switch verb {
 		case "", "messages", "context", "search", "forget", "end", "summarize", "export", "import":
 		default:
-			return 0, errNotFound
+			return 0, apierr.NotFound
 		}
 		if !history.ValidID(id) {
-			return 0, errBadID
+			return 0, apierr.BadConversationID
 		}
 		c.key.Conversation, conv = id, true
 		r = match(method, conv, verb)
 	default:
-		return 0, errNotFound
+		return 0, apierr.NotFound
 	}
 	if r == nil {
 		c.allow = allowed(conv, verb)
-		return 0, errMethod
+		return 0, apierr.MethodNotAllowed
 	}
 	c.route = r.name
 	caller, err := c.h.cfg.Authenticate(c.rc)
@@ -312,17 +314,17 @@ func (c *call) body() ([]byte, error) {
 	if st == nil {
 		b := c.rc.Request.Body()
 		if len(b) > c.h.cfg.MaxBodyBytes {
-			return nil, errTooLarge
+			return nil, apierr.TooLarge
 		}
 		return b, nil
 	}
 	b, err := io.ReadAll(io.LimitReader(st, int64(c.h.cfg.MaxBodyBytes)+1))
 	if err != nil {
-		return nil, &oaierr.Error{Status: 400, Type: "invalid_request_error", Message: "Could not read the request body."}
+		return nil, apierr.BadBody
 	}
 	if len(b) > c.h.cfg.MaxBodyBytes {
 		c.rc.SetConnectionClose()
-		return nil, errTooLarge
+		return nil, apierr.TooLarge
 	}
 	return b, nil
 }
@@ -334,12 +336,12 @@ func (c *call) now() int64 { return c.h.cfg.Now().UnixNano() }
 func (c *call) lock() (func(), error) {
 	release, err := c.h.cfg.Lock(c.ctx, c.key)
 	if err != nil {
-		return nil, errBusy
+		return nil, apierr.Busy
 	}
 	return release, nil
 }
 
-// meta loads the conversation's metadata: errUnknown if it was never
+// meta loads the conversation's metadata: apierr.ConversationNotFound if it was never
 // written (or was deleted), in this caller's namespace.
 func (c *call) meta() (history.Meta, error) {
 	snap, err := c.h.cfg.Store.Load(c.ctx, c.key, history.Query{MinMessages: 1, MaxTurns: 1})
@@ -347,7 +349,7 @@ func (c *call) meta() (history.Meta, error) {
 		return history.Meta{}, err
 	}
 	if snap.Meta.Version == 0 {
-		return history.Meta{}, errUnknown
+		return history.Meta{}, apierr.ConversationNotFound
 	}
 	return snap.Meta, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/api"
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/store/badgerstore"
@@ -54,8 +55,8 @@ func benchStore(b *testing.B, convs, perConv int) *badgerstore.Store {
 
 func benchHandler(b *testing.B, s history.Store) *api.Handler {
 	tenant := &config.Tenant{ID: "t"}
-	h, err := api.New(api.Config{Store: s, Authenticate: func(*fasthttp.RequestCtx) (api.Caller, error) {
-		return api.Caller{Tenant: tenant, Namespace: "t"}, nil
+	h, err := api.New(api.Config{Store: s, Authenticate: func(*fasthttp.RequestCtx) (auth.Caller, error) {
+		return auth.Caller{Tenant: tenant, Namespace: "t"}, nil
 	}})
 	if err != nil {
 		b.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
 )
 
 // Page sizes of the list calls.
@@ -36,7 +37,7 @@ func (c *call) limit(def, most int) (int, error) {
 	}
 	n, err := strconv.Atoi(string(v))
 	if err != nil || n < 1 || n > most {
-		return 0, errBadRequest("limit", "Invalid 'limit': expected an integer from 1 to "+strconv.Itoa(most)+".")
+		return 0, apierr.InvalidValue("limit", "Invalid 'limit': expected an integer from 1 to "+strconv.Itoa(most)+".")
 	}
 	return n, nil
 }
@@ -50,7 +51,7 @@ func (c *call) list() error {
 	args := c.rc.QueryArgs()
 	q := history.ListQuery{Limit: limit, After: string(args.Peek("after"))}
 	if q.After != "" && !history.ValidID(q.After) {
-		return errBadRequest("after", "Invalid 'after': expected the id of the last conversation of the previous page.")
+		return apierr.InvalidValue("after", "Invalid 'after': expected the id of the last conversation of the previous page.")
 	}
 	if s := string(args.Peek("status")); s != "" {
 		want := history.Status(s)
@@ -59,7 +60,7 @@ func (c *call) list() error {
 			known = known || st == want
 		}
 		if !known {
-			return errBadRequest("status", "Invalid 'status': expected one of active, awaiting_tool_results, idle, ended.")
+			return apierr.InvalidValue("status", "Invalid 'status': expected one of active, awaiting_tool_results, idle, ended.")
 		}
 		q.Keep = func(m *history.Meta) bool { return m.Status == want || m.Status == "" && want == history.StatusActive }
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/rewrite"
 )
 
@@ -37,23 +38,23 @@ func (c *call) forget() error {
 		return err
 	}
 	if rewrite.CheckDepth(body) != nil {
-		return errBadJSON
+		return apierr.BadJSON
 	}
 	var req ForgetRequest
 	dec := json.NewDecoder(bytesReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return errBadRequest("", "Invalid body: expected {\"instruction\": \"oldest\" | \"before:turn_N\" | \"speaker:user|assistant|tool\" | \"position:N\", \"mode\": \"soft\" | \"hard\"}.")
+		return apierr.InvalidValue("", "Invalid body: expected {\"instruction\": \"oldest\" | \"before:turn_N\" | \"speaker:user|assistant|tool\" | \"position:N\", \"mode\": \"soft\" | \"hard\"}.")
 	}
 	switch req.Mode {
 	case "":
 		req.Mode = "soft"
 	case "soft", "hard":
 	default:
-		return errBadRequest("mode", "Invalid 'mode': expected soft or hard.")
+		return apierr.InvalidValue("mode", "Invalid 'mode': expected soft or hard.")
 	}
 	if _, err := history.Forget(nil, req.Instruction); err != nil {
-		return errBadRequest("instruction", "Invalid 'instruction': expected oldest, before:turn_N, speaker:user|assistant|tool or position:N.")
+		return apierr.InvalidValue("instruction", "Invalid 'instruction': expected oldest, before:turn_N, speaker:user|assistant|tool or position:N.")
 	}
 
 	release, err := c.lock()

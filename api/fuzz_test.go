@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/api"
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/store/badgerstore"
@@ -48,8 +49,8 @@ func FuzzImport(f *testing.F) {
 	}
 	f.Cleanup(func() { s.Close() })
 	tenant := &config.Tenant{ID: "t"}
-	h, err := api.New(api.Config{Store: s, Authenticate: func(*fasthttp.RequestCtx) (api.Caller, error) {
-		return api.Caller{Tenant: tenant, Namespace: "t"}, nil
+	h, err := api.New(api.Config{Store: s, Authenticate: func(*fasthttp.RequestCtx) (auth.Caller, error) {
+		return auth.Caller{Tenant: tenant, Namespace: "t"}, nil
 	}})
 	if err != nil {
 		f.Fatal(err)
@@ -95,8 +96,8 @@ func TestImportRefusesASeqNearTheCounterLimit(t *testing.T) {
 	}
 	defer s.Close()
 	tenant := &config.Tenant{ID: "t"}
-	h, _ := api.New(api.Config{Store: s, Authenticate: func(*fasthttp.RequestCtx) (api.Caller, error) {
-		return api.Caller{Tenant: tenant, Namespace: "t"}, nil
+	h, _ := api.New(api.Config{Store: s, Authenticate: func(*fasthttp.RequestCtx) (auth.Caller, error) {
+		return auth.Caller{Tenant: tenant, Namespace: "t"}, nil
 	}})
 	var rc fasthttp.RequestCtx
 	rc.Request.Header.SetMethod("POST")

@@ -4,13 +4,8 @@ import (
 	"context"
 	"sync"
 
-	"github.com/recallproxy/recall/internal/oaierr"
+	"github.com/recallproxy/recall/internal/apierr"
 )
-
-// errHeavyBusy refuses a heavy call over its tenant's bound, or one that
-// found no free slot within its time budget. Handle adds Retry-After.
-var errHeavyBusy = &oaierr.Error{Status: 429, Type: "rate_limit_error", Code: "rate_limit_exceeded",
-	Message: "Too many searches, exports or imports in flight; retry after the time given in Retry-After."}
 
 // retryAfter is the Retry-After of a 429, in seconds: heavy calls are
 // bounded in time, so a slot frees soon.
@@ -33,15 +28,15 @@ func newGate(global, perTenant int) *gate {
 	return &gate{slots: make(chan struct{}, global), perTenant: perTenant, flying: map[string]int{}}
 }
 
-// enter admits a heavy call of namespace ns: errHeavyBusy at once if ns
+// enter admits a heavy call of namespace ns: apierr.HeavyBusy at once if ns
 // has perTenant calls in flight, else once a slot is free, or
-// errHeavyBusy if ctx ends first. The returned leave must be called
+// apierr.HeavyBusy if ctx ends first. The returned leave must be called
 // exactly once, when the call's work is over.
 func (g *gate) enter(ctx context.Context, ns string) (leave func(), err error) {
 	g.mu.Lock()
 	if g.flying[ns] >= g.perTenant {
 		g.mu.Unlock()
-		return nil, errHeavyBusy
+		return nil, apierr.HeavyBusy
 	}
 	g.flying[ns]++
 	g.mu.Unlock()
@@ -56,7 +51,7 @@ func (g *gate) enter(ctx context.Context, ns string) (leave func(), err error) {
 	case g.slots <- struct{}{}:
 	case <-ctx.Done():
 		out()
-		return nil, errHeavyBusy
+		return nil, apierr.HeavyBusy
 	}
 	var once sync.Once
 	return func() {

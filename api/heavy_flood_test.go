@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/api"
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/store/badgerstore"
@@ -41,9 +42,9 @@ func (s *blockingStore) Search(ctx context.Context, tenant string, q history.Sea
 func heavyHandler(t *testing.T, st history.Store, cfg api.Config) *api.Handler {
 	t.Helper()
 	cfg.Store = st
-	cfg.Authenticate = func(rc *fasthttp.RequestCtx) (api.Caller, error) {
+	cfg.Authenticate = func(rc *fasthttp.RequestCtx) (auth.Caller, error) {
 		id := string(rc.Request.Header.Peek("X-Tenant"))
-		return api.Caller{Tenant: &config.Tenant{ID: id}, Namespace: id}, nil
+		return auth.Caller{Tenant: &config.Tenant{ID: id}, Namespace: id}, nil
 	}
 	h, err := api.New(cfg)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/api"
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/plan"
@@ -39,8 +40,8 @@ func newImportFixture(t *testing.T) *importFixture {
 	t.Cleanup(func() { s.Close() })
 	tenant := &config.Tenant{ID: "t"}
 	h, err := api.New(api.Config{Store: s, Now: func() time.Time { return importNow },
-		Authenticate: func(*fasthttp.RequestCtx) (api.Caller, error) {
-			return api.Caller{Tenant: tenant, Namespace: "t"}, nil
+		Authenticate: func(*fasthttp.RequestCtx) (auth.Caller, error) {
+			return auth.Caller{Tenant: tenant, Namespace: "t"}, nil
 		}})
 	if err != nil {
 		t.Fatal(err)

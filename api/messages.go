@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/rewrite"
 	"github.com/recallproxy/recall/tokens"
 )
@@ -28,7 +29,7 @@ func (c *call) messages() error {
 	var after uint64
 	if v := args.Peek("after"); v != nil {
 		if after, err = strconv.ParseUint(string(v), 10, 64); err != nil {
-			return errBadRequest("after", "Invalid 'after': expected the seq of the last message of the previous page.")
+			return apierr.InvalidValue("after", "Invalid 'after': expected the seq of the last message of the previous page.")
 		}
 	}
 	desc := false
@@ -37,7 +38,7 @@ func (c *call) messages() error {
 	case "desc":
 		desc = true
 	default:
-		return errBadRequest("order", "Invalid 'order': expected asc or desc.")
+		return apierr.InvalidValue("order", "Invalid 'order': expected asc or desc.")
 	}
 	var show history.Flags // inactive flags shown
 	if v := string(args.Peek("include")); v != "" {
@@ -48,7 +49,7 @@ func (c *call) messages() error {
 			case flagForgotten:
 				show |= history.Forgotten
 			default:
-				return errBadRequest("include", "Invalid 'include': expected a comma-separated list of superseded, forgotten.")
+				return apierr.InvalidValue("include", "Invalid 'include': expected a comma-separated list of superseded, forgotten.")
 			}
 		}
 	}
@@ -128,7 +129,7 @@ func (c *call) memorize() error {
 	}
 	for i, m := range req.Messages {
 		if m.Role == rewrite.RoleSystem || m.Role == rewrite.RoleDeveloper {
-			return errBadRequest("messages["+strconv.Itoa(i)+"].role",
+			return apierr.InvalidValue("messages["+strconv.Itoa(i)+"].role",
 				"Invalid 'messages["+strconv.Itoa(i)+"].role': memorize stores user, assistant and tool messages; instructions (system, developer) are sent with each chat request and never stored.")
 		}
 	}

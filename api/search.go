@@ -2,6 +2,7 @@ package api
 
 import (
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
 )
 
 // Hit is one search result: the conversation, the score and the message.
@@ -35,10 +36,10 @@ func (c *call) searchTenant() error { return c.find("") }
 func (c *call) find(conv string) error {
 	q := string(c.rc.QueryArgs().Peek("q"))
 	if q == "" {
-		return errBadRequest("q", "Missing required parameter: 'q' (the text to search for).")
+		return apierr.InvalidValue("q", "Missing required parameter: 'q' (the text to search for).")
 	}
 	if len(q) > 1000 {
-		return errBadRequest("q", "Invalid 'q': at most 1000 bytes.")
+		return apierr.InvalidValue("q", "Invalid 'q': at most 1000 bytes.")
 	}
 	limit, err := c.limit(defaultLimit, maxLimit)
 	if err != nil {

@@ -3,13 +3,15 @@ package api
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/recallproxy/recall/internal/apierr"
 )
 
 // end serves POST /conversations/{id}/end: seal the open episode now,
 // serialised with chat requests.
 func (c *call) end() error {
 	if c.h.cfg.Summarizer == nil {
-		return errNoSummary
+		return apierr.SummariesNotServed
 	}
 	release, err := c.lock()
 	if err != nil {
@@ -31,7 +33,7 @@ func (c *call) end() error {
 // lock.
 func (c *call) summarize() error {
 	if c.h.cfg.Summarizer == nil {
-		return errNoSummary
+		return apierr.SummariesNotServed
 	}
 	if _, err := c.meta(); err != nil {
 		return err
@@ -98,15 +100,12 @@ type Dropped struct {
 
 // context serves GET /conversations/{id}/context?model=&budget=.
 func (c *call) context() error {
-	if c.h.cfg.Context == nil {
-		return errNoContext
-	}
 	args := c.rc.QueryArgs()
 	q := ContextQuery{Model: string(args.Peek("model"))}
 	if v := args.Peek("budget"); v != nil {
 		n, err := strconv.Atoi(string(v))
 		if err != nil || n < 1 {
-			return errBadRequest("budget", "Invalid 'budget': expected a positive number of tokens.")
+			return apierr.InvalidValue("budget", "Invalid 'budget': expected a positive number of tokens.")
 		}
 		q.Budget = n
 	}

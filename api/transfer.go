@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/rewrite"
 	"github.com/recallproxy/recall/tokens"
@@ -106,7 +107,7 @@ func (c *call) importConv() error {
 	switch string(bytes.ToLower(bytes.TrimSpace(ct))) {
 	case ndjson, "application/jsonl", "application/x-jsonlines":
 	default:
-		return errMediaType
+		return apierr.ImportMediaType
 	}
 	body, err := c.body()
 	if err != nil {
@@ -136,11 +137,11 @@ func (c *call) importConv() error {
 		return err
 	}
 	if snap.Meta.Version != 0 {
-		return errNotEmpty
+		return apierr.NotEmpty
 	}
 	m, err := c.h.cfg.Store.Commit(c.ctx, c.key, ch)
 	if err == history.ErrConflict {
-		return errNotEmpty // written between the check and the commit
+		return apierr.NotEmpty // written between the check and the commit
 	}
 	if err != nil {
 		return err
@@ -216,7 +217,7 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 			continue
 		}
 		param := "line " + strconv.Itoa(n)
-		bad := func(what string) error { return errBadRequest(param, "Invalid "+param+": "+what) }
+		bad := func(what string) error { return apierr.InvalidValue(param, "Invalid "+param+": "+what) }
 		if rewrite.CheckDepth(ln) != nil {
 			return nil, nil, bad("not a JSON object nested at most 256 levels.")
 		}
@@ -297,7 +298,7 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 		lines = append(lines, n)
 	}
 	if len(msgs) == 0 {
-		return nil, nil, errBadRequest("", "Invalid import: no message line.")
+		return nil, nil, apierr.InvalidValue("", "Invalid import: no message line.")
 	}
 	// Turns, from roles, as history.Apply numbers appended messages.
 	var turn uint32
@@ -319,7 +320,7 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 		var orphan *history.OrphanResultError
 		if errors.As(err, &orphan) {
 			param := "line " + strconv.Itoa(activeLines[orphan.Index])
-			return nil, nil, errBadRequest(param, "Invalid "+param+": a tool message must answer a tool call of an assistant message before it.")
+			return nil, nil, apierr.InvalidValue(param, "Invalid "+param+": a tool message must answer a tool call of an assistant message before it.")
 		}
 		return nil, nil, err
 	}
@@ -327,7 +328,7 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 		s := *head.Summary
 		if last := msgs[len(msgs)-1].Seq; s.Through > last {
 			param := "line " + strconv.Itoa(headLine)
-			return nil, nil, errBadRequest(param, "Invalid "+param+": the summary covers through seq "+
+			return nil, nil, apierr.InvalidValue(param, "Invalid "+param+": the summary covers through seq "+
 				strconv.FormatUint(s.Through, 10)+", past the last message's ("+strconv.FormatUint(last, 10)+").")
 		}
 		s.Turns = coveredTurns(active, s.Through)

@@ -124,6 +124,28 @@ type Leaser interface {
 	TryAcquire(ctx context.Context, name string) (release func(), ok bool, err error)
 }
 
+// Kinds of lease: what a lease serialises across processes.
+const (
+	// LeaseConversation is held by a chat exchange on one conversation,
+	// from before its load until its commit.
+	LeaseConversation = "conv"
+	// LeaseSummary is held by a summary job on one conversation.
+	LeaseSummary = "summary"
+	// LeaseRetention is held by a retention pass over one namespace.
+	LeaseRetention = "retention"
+)
+
+// LeaseName is the name of the lease of kind on k, the one convention
+// every Leaser user names its leases by: "<kind>/<tenant>/<conversation>",
+// or "<kind>/<tenant>" for a lease on a whole namespace (k.Conversation
+// empty). Ids never hold '/', so names never collide.
+func LeaseName(kind string, k Key) string {
+	if k.Conversation == "" {
+		return kind + "/" + k.Tenant
+	}
+	return kind + "/" + k.Tenant + "/" + k.Conversation
+}
+
 // Query says how much of a conversation's tail Load reads, newest first.
 // Reading stops once every bound is met, at the start of a turn, so cost
 // follows what can be sent, never the length of the stored history.

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/api"
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/proxy"
 )
 
 // fakeSummarizer records its calls and answers the stored metadata.
@@ -34,15 +34,13 @@ func (f *fakeSummarizer) Summarize(ctx context.Context, k history.Key) (history.
 func TestAPIEndSummarizeAndContextGoThroughWhatIsInjected(t *testing.T) {
 	fs := &fakeSummarizer{}
 	var asked []api.ContextQuery
-	h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) {
-		fs.store = c.Store
-		c.API = func(ac *api.Config) {
-			ac.Summarizer = fs
-			ac.Context = func(ctx context.Context, _ api.Caller, k history.Key, q api.ContextQuery) (*api.Context, error) {
-				asked = append(asked, q)
-				return &api.Context{Model: q.Model, Tokens: 7, Budget: q.Budget,
-					Messages: []api.ContextMessage{{Seq: 1, Tokens: 7, Message: []byte(`{"role":"user","content":"hi"}`)}}}, nil
-			}
+	h := newHarness(t, harnessOptions{api: func(ac *api.Config) {
+		fs.store = ac.Store
+		ac.Summarizer = fs
+		ac.Context = func(ctx context.Context, _ auth.Caller, k history.Key, q api.ContextQuery) (*api.Context, error) {
+			asked = append(asked, q)
+			return &api.Context{Model: q.Model, Tokens: 7, Budget: q.Budget,
+				Messages: []api.ContextMessage{{Seq: 1, Tokens: 7, Message: []byte(`{"role":"user","content":"hi"}`)}}}, nil
 		}
 	}})
 	for _, conv := range []string{"s-1", "fails"} {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/proxy"
@@ -115,7 +116,7 @@ func prefill(b testing.TB, store *badgerstore.Store, convs, turns int) {
 	user := []byte(`{"role":"user","content":"` + benchUser + `"}`)
 	answer := []byte(`{"role":"assistant","content":"` + strings.Repeat("The trend holds. ", 12) + `"}`)
 	ut, at := counter.Message(tokens.O200k, user), counter.Message(tokens.O200k, answer)
-	ns := proxy.PassThroughNamespace("default", "sk-bench")
+	ns := auth.Namespace("default", "sk-bench")
 	for c := range convs {
 		k := history.Key{Tenant: ns, Conversation: fmt.Sprintf("conv-%d", c)}
 		var version uint64
@@ -158,7 +159,7 @@ func storedCount(tb testing.TB, store *badgerstore.Store, conv string) int {
 	}
 	n := 0
 	for _, key := range []string{"sk-fuzz", "sk-bench"} {
-		k := history.Key{Tenant: proxy.PassThroughNamespace("default", key), Conversation: conv}
+		k := history.Key{Tenant: auth.Namespace("default", key), Conversation: conv}
 		if err := store.Messages(context.Background(), k, 0, true, func(history.Message) bool { n++; return true }); err != nil {
 			tb.Fatal(err)
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/internal/apierr"
 )
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
@@ -42,10 +44,10 @@ func (s *Server) readBody(rc *fasthttp.RequestCtx) ([]byte, error) {
 	}
 	b, err := readLimited(st, s.cfg.MaxBodyBytes)
 	if errors.Is(err, errTooLarge) {
-		return nil, errBodyTooLarge
+		return nil, apierr.TooLarge
 	}
 	if err != nil {
-		return nil, &apiError{status: 400, typ: "invalid_request_error", message: "Could not read the request body."}
+		return nil, apierr.BadBody
 	}
 	return b, nil
 }
@@ -68,14 +70,14 @@ func readLimited(r io.Reader, limit int) ([]byte, error) {
 func (s *Server) fail(rc *fasthttp.RequestCtx, route, tenant string, err error, start time.Time) {
 	e := classify(err)
 	writeError(rc, e)
-	s.metrics.request(tenant, route, e.status)
+	s.metrics.CountRequest(tenant, route, e.Status)
 	level := slog.LevelInfo
-	if e.status >= 500 {
+	if e.Status >= 500 {
 		level = slog.LevelError
 	}
-	attrs := []any{"route", route, "tenant", tenant, "status", e.status}
-	if e.code != "" {
-		attrs = append(attrs, "code", e.code)
+	attrs := []any{"route", route, "tenant", tenant, "status", e.Status}
+	if e.Code != "" {
+		attrs = append(attrs, "code", e.Code)
 	}
 	attrs = append(attrs, "overhead_ms", ms(s.cfg.Now().Sub(start)), "error", err.Error())
 	s.log.Log(context.Background(), level, "request", attrs...)

@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/rewrite"
 	"github.com/recallproxy/recall/tokens"
@@ -89,14 +90,14 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	} else if conv == "" {
 		conv = h
 	} else if h != "" && h != conv {
-		x.fail(rc, errTwoConvIDs)
+		x.fail(rc, apierr.TwoConversationIDs)
 		return
 	}
 	x.key.Conversation = conv
 	mode := c.mode
 	if h := rc.Request.Header.Peek(headerHistory); len(h) > 0 {
 		if mode, err = history.ParseMode(string(h)); err != nil {
-			x.fail(rc, errBadMode)
+			x.fail(rc, apierr.BadHistoryMode)
 			return
 		}
 	}
@@ -120,10 +121,10 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 
 	out := body
 	if x.record {
-		x.key.Tenant = c.namespace
+		x.key.Tenant = c.Namespace
 		if s.cfg.CanCommit != nil {
 			if err := s.cfg.CanCommit(); err != nil {
-				x.fail(rc, fmt.Errorf("%w: %w", errNoSpace, err))
+				x.fail(rc, fmt.Errorf("%w: %w", apierr.NoSpace, err))
 				return
 			}
 		}
@@ -180,7 +181,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	closeResponse(resp)
 	x.upstreamDone = s.cfg.Now()
 	if errors.Is(err, errTooLarge) {
-		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", errUpstreamTooLarge, err))
+		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err))
 		return
 	}
 	if err != nil {
@@ -190,11 +191,11 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	if ok && x.record {
 		reply, err := parseBody(enc, raw, s.cfg.MaxResponseBytes)
 		if errors.Is(err, errTooLarge) {
-			x.fail(rc, fmt.Errorf("%w: decode upstream answer: %w", errUpstreamTooLarge, err))
+			x.fail(rc, fmt.Errorf("%w: decode upstream answer: %w", apierr.UpstreamTooLarge, err))
 			return
 		}
 		if err != nil {
-			x.fail(rc, fmt.Errorf("%w: %w", errUpstreamBad, err))
+			x.fail(rc, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err))
 			return
 		}
 		// A client that already left (it timed out) would retry: storing
@@ -230,8 +231,8 @@ func (s *Server) logExchange(x *exchange, level slog.Level, tenant string, statu
 		}
 	}
 	if err != nil {
-		if e := classify(err); e.code != "" && status == e.status {
-			attrs = append(attrs, "code", e.code)
+		if e := classify(err); e.Code != "" && status == e.Status {
+			attrs = append(attrs, "code", e.Code)
 		}
 		attrs = append(attrs, "error", err.Error())
 	}
@@ -243,20 +244,20 @@ func (s *Server) logExchange(x *exchange, level slog.Level, tenant string, statu
 // released by the caller through x.release.
 func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode history.Mode) ([]byte, error) {
 	s, c := x.s, x.c
-	release, err := s.locks.acquire(ctx, x.key)
+	release, err := s.cfg.Locks.Acquire(ctx, x.key)
 	if err != nil {
-		return nil, errBusy
+		return nil, apierr.Busy
 	}
 	x.release = release
 	if s.cfg.Leaser != nil {
 		// Other replicas' exchanges on the conversation wait too.
-		lease, err := s.cfg.Leaser.Acquire(ctx, leaseName(x.key))
+		lease, err := s.cfg.Leaser.Acquire(ctx, history.LeaseName(history.LeaseConversation, x.key))
 		if err != nil {
 			s.log.Error("lease failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
 			if errors.Is(err, history.ErrUnavailable) {
-				return nil, errUnavailable
+				return nil, apierr.StoreUnavailable
 			}
-			return nil, errBusy
+			return nil, apierr.Busy
 		}
 		x.release = func() { lease(); release() }
 	}
@@ -296,15 +297,15 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 		case errors.Is(err, plan.ErrStore):
 			s.log.Error("load failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
 			if errors.Is(err, history.ErrUnavailable) {
-				return nil, errUnavailable
+				return nil, apierr.StoreUnavailable
 			}
-			return nil, errStore
+			return nil, apierr.StoreReadFailed
 		case errors.As(err, &oe):
 			// Its position in the client's messages: after the
 			// instructions.
-			return nil, errOrphanResult(len(instructions) + oe.Index)
+			return nil, apierr.OrphanToolResult(len(instructions) + oe.Index)
 		case errors.Is(err, plan.ErrNothingToSend):
-			return nil, errNothingToSend // never an empty messages array upstream
+			return nil, apierr.NothingToSend // never an empty messages array upstream
 		}
 		return nil, err
 	}
@@ -413,12 +414,12 @@ func (x *exchange) commit(reply rewrite.Reply) error {
 		}
 		s.metrics.commitFailed(x.c.cfg.ID, reason)
 		if errors.Is(err, history.ErrNoSpace) {
-			return fmt.Errorf("%w: %w", errNoSpace, err)
+			return fmt.Errorf("%w: %w", apierr.NoSpace, err)
 		}
 		if errors.Is(err, history.ErrUnavailable) {
-			return fmt.Errorf("%w: %w", errUnavailable, err)
+			return fmt.Errorf("%w: %w", apierr.StoreUnavailable, err)
 		}
-		return fmt.Errorf("%w: %w", errCommitFailed, err)
+		return fmt.Errorf("%w: %w", apierr.CommitFailed, err)
 	}
 	x.triggerSummary()
 	return nil
@@ -436,15 +437,9 @@ func (x *exchange) triggerSummary() {
 	if p.Pending <= sum.TriggerTurns && p.Fits && !p.Seal {
 		return
 	}
-	cred := ""
-	if c.cfg.Upstream.PassesClientKey() {
-		cred = c.bearer // pass-through: held in memory by the job only
-	}
-	s.cfg.Summaries.Trigger(c.cfg.ID, x.key, x.model, cred, !p.Fits)
+	// In pass-through, the client's key, held in memory by the job only.
+	s.cfg.Summaries.Trigger(c.cfg.ID, x.key, x.model, c.PassedKey(), !p.Fits)
 }
-
-// leaseName is the name of a conversation's lease (history.Leaser).
-func leaseName(k history.Key) string { return "conv:" + k.Tenant + "/" + k.Conversation }
 
 // maxRebases bounds the rebases of one commit.
 const maxRebases = 3
@@ -492,7 +487,7 @@ func (x *exchange) head(ctx context.Context) history.HeadFunc {
 func (x *exchange) fail(rc *fasthttp.RequestCtx, err error) {
 	e := classify(err)
 	writeError(rc, e)
-	x.done(e.status, err)
+	x.done(e.Status, err)
 }
 
 // done logs the finished exchange, records its metrics and reports it to
@@ -512,7 +507,7 @@ func (x *exchange) done(status int, err error) {
 		upstream = x.upstreamDone.Sub(x.sent)
 	}
 	total := end.Sub(x.start)
-	s.metrics.request(tenant, "chat", status)
+	s.metrics.CountRequest(tenant, "chat", status)
 	if !x.sent.IsZero() {
 		s.metrics.latency(tenant, total, upstream)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/rewrite"
 )
 
@@ -26,8 +27,8 @@ func TestClassify(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"api error", errBusy, 409, "conversation_busy"},
-		{"wrapped api error", fmt.Errorf("%w: %w", errCommitFailed, errors.New("badger: closed")), 500, "history_write_failed"},
+		{"api error", apierr.Busy, 409, "conversation_busy"},
+		{"wrapped api error", fmt.Errorf("%w: %w", apierr.CommitFailed, errors.New("badger: closed")), 500, "history_write_failed"},
 		{"invalid body", &rewrite.Error{Message: "bad role", Param: "messages[0].role", Code: "invalid_value"}, 400, "invalid_value"},
 		{"context length", fmt.Errorf("curate: %w", &history.ContextLengthError{Window: 8192, Messages: 9000}), 400, "context_length_exceeded"},
 		{"upstream refused", upstreamErr(refused), 502, "upstream_unavailable"},
@@ -44,11 +45,11 @@ func TestClassify(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := classify(tt.err)
-			if e.status != tt.status || e.code != tt.code {
-				t.Errorf("got %d %s, want %d %s", e.status, e.code, tt.status, tt.code)
+			if e.Status != tt.status || e.Code != tt.code {
+				t.Errorf("got %d %s, want %d %s", e.Status, e.Code, tt.status, tt.code)
 			}
-			if e.status >= 500 && strings.Contains(e.message, tt.err.Error()) {
-				t.Errorf("got message %q, want one that does not repeat the cause", e.message)
+			if e.Status >= 500 && strings.Contains(e.Message, tt.err.Error()) {
+				t.Errorf("got message %q, want one that does not repeat the cause", e.Message)
 			}
 		})
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/rewrite"
 	"github.com/recallproxy/recall/tokens"
 )
@@ -50,7 +50,7 @@ func BenchmarkChatBesideSearchFlood(b *testing.B) {
 	srv, store := benchServer(b, 16000)
 	prefill(b, store, 64, 50) // tenant B: sk-bench
 	// Tenant A: sk-flood, another namespace of the pass-through tenant.
-	ns := proxy.PassThroughNamespace("default", "sk-flood")
+	ns := auth.Namespace("default", "sk-flood")
 	rng := rand.New(rand.NewPCG(1, 2))
 	var counter tokens.Counter
 	for c := range convs {

@@ -6,19 +6,6 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// errBadFraming is a request that carries both Transfer-Encoding and
-// Content-Length. A front proxy may frame it by one while Recall frames it
-// by the other, and serve the bytes after the body as a request of their
-// own (request smuggling): RFC 9112 section 6.3 lets a server reject it,
-// and says the connection must close either way.
-var errBadFraming = &apiError{status: 400, typ: "invalid_request_error", code: "invalid_framing",
-	message: "A request must not carry both Transfer-Encoding and Content-Length."}
-
-// errWebSocket is a WebSocket upgrade, which Recall does not serve: it is
-// refused, not forwarded as a plain request.
-var errWebSocket = &apiError{status: 501, typ: "invalid_request_error", code: "websocket_not_supported",
-	message: "WebSocket upgrades are not supported: Recall serves the HTTP API only."}
-
 var (
 	rawContentLength    = []byte("content-length")
 	rawTransferEncoding = []byte("transfer-encoding")

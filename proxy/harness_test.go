@@ -21,8 +21,11 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/recallproxy/recall/api"
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/app"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/store/badgerstore"
@@ -55,6 +58,8 @@ type harnessOptions struct {
 	// summary, if set, runs a summary.Manager (configured by it) that the
 	// server triggers.
 	summary func(*summary.Config)
+	// api, if set, adjusts the conversation API's configuration.
+	api func(*api.Config)
 }
 
 type configGlobal = config.Global
@@ -104,6 +109,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 			}
 		},
 	}
+	ac := app.Config{API: o.api}
 	if o.summary != nil {
 		h.jobs = make(chan summary.JobDone, 1024)
 		sc := summary.Config{
@@ -118,26 +124,22 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 				}
 			},
 		}
-		if cfg.Metrics == nil {
-			cfg.Metrics = proxy.NewMetrics(nil) // /metrics shows the summary metrics too
-		}
-		sc.Registerer = cfg.Metrics.Registry()
 		o.summary(&sc)
-		h.sum, err = summary.New(sc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.sum.Start(context.Background()); err != nil {
-			t.Logf("summary start: %v (the store cannot list yet)", err)
-		}
-		cfg.Summaries = h.sum
+		ac.Summary = &sc
 	}
 	if o.proxy != nil {
 		o.proxy(&cfg)
 	}
-	h.srv, err = proxy.New(cfg)
+	ac.Proxy = cfg
+	a, err := app.New(ac)
 	if err != nil {
 		t.Fatal(err)
+	}
+	h.srv, h.sum = a.Server, a.Summaries
+	if h.sum != nil {
+		if err := h.sum.Start(context.Background()); err != nil {
+			t.Logf("summary start: %v (the store cannot list yet)", err)
+		}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -260,7 +262,7 @@ func renderAll(msgs []json.RawMessage) []string {
 
 // passNamespace is the history namespace of a pass-through credential.
 func (h *harness) passNamespace(key string) string {
-	return proxy.PassThroughNamespace("default", key)
+	return auth.Namespace("default", key)
 }
 
 type syncBuffer struct {

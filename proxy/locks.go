@@ -7,11 +7,14 @@ import (
 	"github.com/recallproxy/recall/history"
 )
 
-// convLocks serialises requests per conversation. A lock is a one-slot
-// channel, so waiting can give up with a context; entries are reference
-// counted and removed when nobody holds or waits, so the map is bounded by
-// the conversations in flight.
-type convLocks struct {
+// Locks serialises the work on each conversation in one process: chat
+// requests, and whatever else changes conversations (the conversation
+// API, retention) when it shares the server's Locks (Config.Locks). A
+// lock is a one-slot channel, so waiting can give up with a context;
+// entries are reference counted and removed when nobody holds or waits,
+// so the map is bounded by the conversations in flight. The zero value is
+// ready to use.
+type Locks struct {
 	mu sync.Mutex
 	m  map[history.Key]*convLock
 }
@@ -21,9 +24,9 @@ type convLock struct {
 	refs int
 }
 
-// acquire waits for the conversation's lock until ctx ends. The returned
+// Acquire waits for the conversation's lock until ctx ends. The returned
 // release must be called exactly once.
-func (l *convLocks) acquire(ctx context.Context, k history.Key) (release func(), err error) {
+func (l *Locks) Acquire(ctx context.Context, k history.Key) (release func(), err error) {
 	l.mu.Lock()
 	if l.m == nil {
 		l.m = make(map[history.Key]*convLock)
@@ -48,7 +51,7 @@ func (l *convLocks) acquire(ctx context.Context, k history.Key) (release func(),
 	}
 }
 
-func (l *convLocks) unref(k history.Key, cl *convLock) {
+func (l *Locks) unref(k history.Key, cl *convLock) {
 	l.mu.Lock()
 	cl.refs--
 	if cl.refs == 0 {
@@ -58,8 +61,15 @@ func (l *convLocks) unref(k history.Key, cl *convLock) {
 }
 
 // active returns the number of conversations with a request in flight.
-func (l *convLocks) active() int {
+func (l *Locks) active() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.m)
+}
+
+// Lock takes the per-conversation lock chat requests take (Config.Locks),
+// for background work that changes a conversation (retention): the
+// returned release must be called exactly once.
+func (s *Server) Lock(ctx context.Context, k history.Key) (release func(), err error) {
+	return s.cfg.Locks.Acquire(ctx, k)
 }

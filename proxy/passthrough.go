@@ -43,7 +43,7 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, conv string, path []byte) 
 	}
 	upstreamAt := s.cfg.Now()
 	status, length, body := resp.StatusCode(), resp.Header.ContentLength(), responseBody(resp)
-	s.metrics.request(c.cfg.ID, "passthrough", status)
+	s.metrics.CountRequest(c.cfg.ID, "passthrough", status)
 	s.inflight.Add(1)
 	s.busy.Add(1)
 	rc.Response.ImmediateHeaderFlush = true

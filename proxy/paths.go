@@ -5,6 +5,7 @@ import (
 	"net/url"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
 )
 
 // Requests are routed, and pass-through paths forwarded, on the path as
@@ -13,22 +14,19 @@ import (
 // query and %23 as a fragment, and routes /c/../v1/chat/completions as if
 // no conversation had been named.
 
-var errBadPath = &apiError{status: 400, typ: "invalid_request_error", code: "invalid_path",
-	message: "The request path cannot be forwarded: it must be a valid URI path, without dot segments, escaped control characters or a fragment."}
-
 // routePath reads a raw request path (rc.URI().PathOriginal()). It
 // returns the conversation named by a /c/{conversation}/ prefix, decoded
 // ("" when there is no prefix), and the raw path below the prefix; or the
-// error to refuse the request with: errNotFound for a prefix with no path
-// after it, errBadConvID for a prefix id that is not a valid id once
-// decoded (so "." and "..", escaped or not), errBadPath for a path that
+// error to refuse the request with: apierr.NotFound for a prefix with no path
+// after it, apierr.BadConversationID for a prefix id that is not a valid id once
+// decoded (so "." and "..", escaped or not), apierr.BadPath for a path that
 // cannot be forwarded as sent (see forwardable).
-func routePath(raw []byte) (conv string, path []byte, e *apiError) {
+func routePath(raw []byte) (conv string, path []byte, e *apierr.Error) {
 	path = raw
 	if rest, ok := bytes.CutPrefix(raw, prefixConv); ok {
 		i := bytes.IndexByte(rest, '/')
 		if i < 0 {
-			return "", nil, errNotFound
+			return "", nil, apierr.NotFound
 		}
 		// An id may arrive escaped (encodeURIComponent escapes ':' and
 		// '@'); a malformed escape stays as it is, and ValidID refuses it.
@@ -37,12 +35,12 @@ func routePath(raw []byte) (conv string, path []byte, e *apiError) {
 			conv = dec
 		}
 		if !history.ValidID(conv) {
-			return "", nil, errBadConvID
+			return "", nil, apierr.BadConversationID
 		}
 		path = rest[i:]
 	}
 	if !forwardable(path) {
-		return "", nil, errBadPath
+		return "", nil, apierr.BadPath
 	}
 	return conv, path, nil
 }

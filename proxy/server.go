@@ -13,9 +13,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/tokens"
 )
 
@@ -85,10 +85,15 @@ type Config struct {
 	// calls for one (summary.Manager implements it). Default: none, no
 	// conversation is ever summarised.
 	Summaries Summarizer
-	// API, if set, adjusts the conversation API's configuration before it
-	// is built: the wiring injects the summaries manager and the context
-	// function there.
-	API func(*api.Config)
+	// API, if set, serves every request whose path starts with
+	// /recall/v1/: the conversation API (package api), built by the
+	// wiring. Default: those paths are 404.
+	API fasthttp.RequestHandler
+	// Locks serialises the work on each conversation. Default: the
+	// server's own. Give the same Locks to whatever else changes
+	// conversations in this process (the API, retention) so that it waits
+	// for chat requests, and they for it.
+	Locks *Locks
 }
 
 // Summarizer queues summary jobs; summary.Manager implements it.
@@ -121,14 +126,12 @@ type Server struct {
 	metrics  *Metrics
 	counter  *tokens.Counter
 	client   *fasthttp.Client
-	locks    convLocks
 	srv      *fasthttp.Server
 	inflight sync.WaitGroup // stream relays still running
 	busy     atomic.Int64   // handlers running plus stream relays running
 	conns    connTracker
 	closing  atomic.Bool
 	tenants  tenantCache
-	api      *api.Handler
 	counts   sync.Map // hash -> tokens, for instructions and tools (bounded, see cachedTokens)
 	cached   atomic.Int64
 	// memoryWarned is when memoryNone last logged (Unix nanoseconds).
@@ -170,6 +173,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Locks == nil {
+		cfg.Locks = &Locks{}
+	}
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -177,11 +183,7 @@ func New(cfg Config) (*Server, error) {
 		counter: cfg.Counter,
 		client:  cfg.Client, // Do follows no redirect: they are the client's business
 	}
-	s.metrics.activeConversations(s.locks.active)
-	var err error
-	if s.api, err = s.newAPI(); err != nil {
-		return nil, err
-	}
+	s.metrics.activeConversations(cfg.Locks.active)
 	s.srv = &fasthttp.Server{
 		Handler:                       s.Handle,
 		Name:                          "recall",
@@ -203,10 +205,10 @@ func New(cfg Config) (*Server, error) {
 		Logger:                       fasthttpLogger{cfg.Logger},
 		ErrorHandler: func(rc *fasthttp.RequestCtx, err error) {
 			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-				writeError(rc, errBodyTooLarge)
+				writeError(rc, apierr.TooLarge)
 				return
 			}
-			writeError(rc, &apiError{status: 400, typ: "invalid_request_error", message: "Malformed HTTP request."})
+			writeError(rc, apierr.MalformedHTTP)
 		},
 	}
 	return s, nil
@@ -264,7 +266,7 @@ var (
 	prefixV1     = []byte("/v1/")
 	prefixConv   = []byte("/c/")
 	prefixRecall = []byte("/recall/")
-	prefixAPI    = []byte(api.Prefix)
+	prefixAPI    = []byte("/recall/v1/") // api.Prefix
 )
 
 // Handle routes one request. It is the fasthttp.RequestHandler of the
@@ -277,10 +279,10 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 	defer s.busy.Add(-1)
 	switch {
 	case badFraming(&rc.Request.Header):
-		s.reject(rc, "other", errBadFraming)
+		s.reject(rc, "other", apierr.BadFraming)
 		return
 	case isWebSocket(&rc.Request.Header):
-		s.reject(rc, "other", errWebSocket)
+		s.reject(rc, "other", apierr.WebSocket)
 		return
 	}
 	raw := rc.Request.URI().PathOriginal()
@@ -318,19 +320,19 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 	case bytes.Equal(raw, pathMetrics):
 		s.metrics.serve(rc)
 		return
-	case bytes.HasPrefix(raw, prefixAPI):
-		s.api.Handle(rc)
+	case bytes.HasPrefix(raw, prefixAPI) && s.cfg.API != nil:
+		s.cfg.API(rc)
 		return
 	case bytes.IndexByte(rc.Request.Header.RequestURI(), '#') >= 0:
 		// A fragment is not part of a request target: there is nothing
 		// faithful to forward.
-		s.reject(rc, "other", errBadPath)
+		s.reject(rc, "other", apierr.BadPath)
 		return
 	}
 
 	conv, path, e := routePath(raw)
 	switch {
-	case e == errBadConvID:
+	case e == apierr.BadConversationID:
 		s.reject(rc, "chat", e)
 	case e != nil:
 		s.reject(rc, "other", e)
@@ -340,22 +342,22 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		// Stored chat completions (GET /v1/chat/completions) have no
 		// conversation memory to apply: they pass through, but not under a
 		// conversation prefix, which would say otherwise.
-		s.reject(rc, "chat", errMethodNotAllow)
+		s.reject(rc, "chat", apierr.MethodNotAllowed)
 		rc.Response.Header.Set(fasthttp.HeaderAllow, fasthttp.MethodPost)
 	case bytes.HasPrefix(path, prefixV1):
 		s.passthrough(rc, conv, path)
 	default:
-		s.reject(rc, "other", errNotFound)
+		s.reject(rc, "other", apierr.NotFound)
 	}
 }
 
 // reject answers e and counts it. The request's body was not read, so the
 // connection is closed after the answer (and must be, for a request whose
 // framing is in doubt).
-func (s *Server) reject(rc *fasthttp.RequestCtx, route string, e *apiError) {
+func (s *Server) reject(rc *fasthttp.RequestCtx, route string, e *apierr.Error) {
 	rc.SetConnectionClose()
 	writeError(rc, e)
-	s.metrics.request("", route, e.status)
+	s.metrics.CountRequest("", route, e.Status)
 }
 
 // expect answers a request's "Expect: 100-continue" before its body is
@@ -376,9 +378,9 @@ func (s *Server) expect(rc *fasthttp.RequestCtx) int {
 	if _, path, e := routePath(rc.Request.URI().PathOriginal()); e != nil || !bytes.Equal(path, pathChat) {
 		return fasthttp.StatusContinue
 	}
-	writeError(rc, errBodyTooLarge)
-	s.metrics.request("", "chat", errBodyTooLarge.status)
-	return errBodyTooLarge.status
+	writeError(rc, apierr.TooLarge)
+	s.metrics.CountRequest("", "chat", apierr.TooLarge.Status)
+	return apierr.TooLarge.Status
 }
 
 type fasthttpLogger struct{ l *slog.Logger }

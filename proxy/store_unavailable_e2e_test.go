@@ -136,7 +136,7 @@ func TestExchangeTakesTheLease(t *testing.T) {
 		h.waitDone("c1")
 	}
 	l.mu.Lock()
-	want := "conv:" + h.passNamespace("sk-test") + "/c1"
+	want := history.LeaseName(history.LeaseConversation, history.Key{Tenant: h.passNamespace("sk-test"), Conversation: "c1"})
 	if len(l.taken) != 2 || l.taken[0] != want || l.taken[1] != want || len(l.held) != 0 {
 		t.Errorf("got leases taken %v, held %v; want %s twice, none held", l.taken, l.held, want)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/rewrite"
 )
 
@@ -86,7 +87,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc 
 			r := &readErrs{r: upstream}
 			if _, err = relayRaw(w, r); err != nil {
 				if r.err != nil {
-					err = fmt.Errorf("%w: %w", errStreamCut, err)
+					err = fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, err)
 				} else {
 					err = fmt.Errorf("%w: %w", errClientGone, err)
 				}
@@ -113,9 +114,9 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc 
 			case errors.Is(err, errClientGone):
 				status = 499
 			case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
-				status = errUpstreamTime.status
+				status = apierr.UpstreamTimeout.Status
 			default:
-				status = classify(err).status
+				status = classify(err).Status
 			}
 		}
 		x.done(status, err)
@@ -140,7 +141,7 @@ func (s *Server) relayRecorded(w *bufio.Writer, upstream io.Reader, enc string, 
 	body := upstream
 	if enc != "" {
 		if body, err = decoder(enc, upstream); err != nil {
-			err = fmt.Errorf("%w: %w", errUpstreamBad, err)
+			err = fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
 		}
 	}
 	if err == nil {
@@ -150,7 +151,7 @@ func (s *Server) relayRecorded(w *bufio.Writer, upstream io.Reader, enc string, 
 	var reply rewrite.Reply
 	if err == nil {
 		if reply = asm.Reply(); !asm.Done() && reply.FinishReason == "" {
-			err = fmt.Errorf("%w: no [DONE] and no finish_reason", errStreamCut)
+			err = fmt.Errorf("%w: no [DONE] and no finish_reason", apierr.UpstreamStreamCut)
 		}
 	}
 	if err == nil {
@@ -206,17 +207,17 @@ func (s *Server) relayEvents(w *bufio.Writer, r io.Reader, asm *rewrite.Assemble
 			if len(ev.Data) > 0 {
 				// The answer is bounded as a whole, not only per event.
 				if total += len(ev.Data); total > max {
-					return nil, fmt.Errorf("%w: the streamed answer is larger than %d bytes", errUpstreamTooLarge, max)
+					return nil, fmt.Errorf("%w: the streamed answer is larger than %d bytes", apierr.UpstreamTooLarge, max)
 				}
 				if aerr := asm.Add(ev.Data); aerr != nil {
 					if holding || !errors.Is(aerr, rewrite.ErrUpstream) {
-						return nil, fmt.Errorf("%w: %w", errUpstreamBad, aerr)
+						return nil, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, aerr)
 					}
 					// The upstream's own error event reaches the client.
 					if werr := relay(ev.Raw); werr != nil {
 						return nil, werr
 					}
-					return nil, fmt.Errorf("%w: %w: %w", errUpstreamBad, errErrorEventRelayed, aerr)
+					return nil, fmt.Errorf("%w: %w: %w", apierr.UpstreamBadResponse, errErrorEventRelayed, aerr)
 				}
 			}
 			holding = holding || asm.Finished() || asm.Done()
@@ -233,16 +234,16 @@ func (s *Server) relayEvents(w *bufio.Writer, r io.Reader, asm *rewrite.Assemble
 		case err == io.EOF:
 			return held, nil
 		case errors.Is(err, rewrite.ErrEventTooLarge):
-			return nil, fmt.Errorf("%w: %w", errUpstreamTooLarge, err)
+			return nil, fmt.Errorf("%w: %w", apierr.UpstreamTooLarge, err)
 		case err != nil:
-			return nil, fmt.Errorf("%w: %w", errStreamCut, err)
+			return nil, fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, err)
 		}
 	}
 }
 
 // errorEvent is e as an SSE data event, the way OpenAI reports an error
 // in a stream.
-func errorEvent(e *apiError) []byte {
+func errorEvent(e *apierr.Error) []byte {
 	b := make([]byte, 0, 256)
 	b = append(b, "data: "...)
 	b = append(b, errorBody(e)...)

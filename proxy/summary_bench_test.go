@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/proxy"
@@ -65,7 +66,7 @@ func BenchmarkChatPathSummaries(b *testing.B) {
 			prefill(b, store, convs, 50)
 			if mode == "summarised" {
 				for c := range convs {
-					k := history.Key{Tenant: proxy.PassThroughNamespace("default", "sk-bench"), Conversation: fmt.Sprintf("conv-%d", c)}
+					k := history.Key{Tenant: auth.Namespace("default", "sk-bench"), Conversation: fmt.Sprintf("conv-%d", c)}
 					if m, err := mgr.Summarize(context.Background(), k); err != nil || m.Summary == nil || m.Summary.Turns != 47 {
 						b.Fatalf("summarize: %v, %+v", err, m.Summary)
 					}

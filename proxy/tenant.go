@@ -1,15 +1,13 @@
 package proxy
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/plan"
@@ -74,58 +72,26 @@ func newTenant(t *config.Tenant) (*tenant, error) {
 	}, nil
 }
 
-// caller is an authenticated request's tenant and namespace.
+// caller is an authenticated request's runtime tenant, with who it is.
 type caller struct {
 	*tenant
-	namespace string // history.Key.Tenant
-	bearer    string // the client's credential, for pass-through upstreams
+	auth.Caller
 }
 
-var bearerPrefix = []byte("Bearer ")
-
-// authenticate resolves the request's tenant from its bearer key. In
-// pass-through mode the namespace is a hash of the credential, so two keys
-// never see each other's conversations. A request without a bearer key
-// gets OpenAI's "You didn't provide an API key" answer, a key no tenant
-// has the "Incorrect API key provided" one.
+// authenticate resolves the request's caller from its key (package auth)
+// and the tenant's runtime form from the cache.
 func (s *Server) authenticate(rc *fasthttp.RequestCtx) (caller, error) {
-	auth := rc.Request.Header.Peek(fasthttp.HeaderAuthorization)
-	if len(auth) > len(bearerPrefix) && bytes.EqualFold(auth[:len(bearerPrefix)], bearerPrefix) {
-		auth = auth[len(bearerPrefix):]
-	} else {
-		auth = nil
-	}
-	bearer := string(bytes.TrimSpace(auth))
-	if bearer == "" {
-		return caller{}, errNoAPIKey
-	}
 	set := s.cfg.Tenants.Current()
-	t, ok := set.Authenticate(bearer)
-	if !ok {
-		return caller{}, errUnauthorized
-	}
-	rt, err := s.tenants.get(set, t)
+	who, err := auth.Tenant(set, auth.Key(&rc.Request.Header))
 	if err != nil {
-		return caller{}, fmt.Errorf("proxy: tenant %s: %w", t.ID, err)
+		return caller{}, err
 	}
-	c := caller{tenant: rt, namespace: t.ID, bearer: bearer}
-	if t.PassThrough {
-		c.namespace = PassThroughNamespace(t.ID, bearer)
+	rt, err := s.tenants.get(set, who.Tenant)
+	if err != nil {
+		return caller{}, fmt.Errorf("proxy: tenant %s: %w", who.Tenant.ID, err)
 	}
-	return c, nil
+	return caller{tenant: rt, Caller: who}, nil
 }
-
-// PassThroughNamespace is the history namespace (history.Key.Tenant) of a
-// credential presented to a pass-through tenant: the tenant id, ".pt.",
-// then a hash of the credential, so two keys never share conversations
-// and the key itself is never stored.
-func PassThroughNamespace(tenantID, bearer string) string {
-	sum := sha256.Sum256([]byte(bearer))
-	return PassThroughPrefix(tenantID) + hex.EncodeToString(sum[:16])
-}
-
-// PassThroughPrefix starts every PassThroughNamespace of a tenant.
-func PassThroughPrefix(tenantID string) string { return tenantID + ".pt." }
 
 // policy returns the tenant's plan policy with the request's merge mode.
 func (t *tenant) policy(mode history.Mode) plan.Policy {

@@ -183,7 +183,7 @@ func upstreamRequest(req *fasthttp.Request, rc *fasthttp.RequestCtx, c caller, p
 			req.Header.AddBytesKV(k, v) // copied into req's buffers
 		}
 	}
-	if key := c.cfg.Upstream.Credential(c.bearer); key != "" {
+	if key := c.UpstreamKey(); key != "" {
 		req.Header.Set(fasthttp.HeaderAuthorization, "Bearer "+key)
 	}
 	for k, v := range c.cfg.Upstream.Headers {

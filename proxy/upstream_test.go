@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 )
 
@@ -31,7 +32,9 @@ func sdkRequest() *fasthttp.RequestCtx {
 }
 
 func benchCaller() caller {
-	return caller{tenant: &tenant{cfg: &config.Tenant{}, baseURL: "http://127.0.0.1:9/v1", convHeader: "X-Conversation-ID"}, bearer: "sk-bench"}
+	t := &config.Tenant{}
+	return caller{tenant: &tenant{cfg: t, baseURL: "http://127.0.0.1:9/v1", convHeader: "X-Conversation-ID"},
+		Caller: auth.Caller{Tenant: t, Key: "sk-bench"}}
 }
 
 // The upstream request carries the client's headers but for the
@@ -103,7 +106,7 @@ func TestUpstreamRequestSendsOneCredential(t *testing.T) {
 				rc.Request.Header.Set(h[0], h[1])
 			}
 			c := benchCaller()
-			c.cfg, c.bearer = &tt.tenant, "rk-client"
+			c.cfg, c.Caller = &tt.tenant, auth.Caller{Tenant: &tt.tenant, Key: "rk-client"}
 			var req fasthttp.Request
 			upstreamRequest(&req, rc, c, []byte("/v1/chat/completions"), false)
 			var creds []string

@@ -45,7 +45,7 @@ type Config struct {
 	// pass, so a configuration reload applies at the next pass.
 	Policies func() []Policy
 	// Leaser, if set, makes a pass on a namespace run in one process of a
-	// fleet at a time (TryAcquire("retention/"+namespace)). Default: the
+	// fleet at a time (its history.LeaseRetention lease). Default: the
 	// Store, if it implements history.Leaser.
 	Leaser history.Leaser
 	// Lock serialises a removal with chat requests on the same
@@ -201,7 +201,7 @@ func (r *Retention) policy(ctx context.Context, p Policy) (Result, error) {
 func (r *Retention) namespace(ctx context.Context, p Policy) (Result, error) {
 	var res Result
 	if r.cfg.Leaser != nil {
-		release, ok, err := r.cfg.Leaser.TryAcquire(ctx, "retention/"+p.Namespace)
+		release, ok, err := r.cfg.Leaser.TryAcquire(ctx, history.LeaseName(history.LeaseRetention, history.Key{Tenant: p.Namespace}))
 		if err != nil || !ok {
 			return res, err // another process is on it
 		}

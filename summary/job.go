@@ -40,7 +40,7 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 		return history.Meta{}, Nothing, 0, nil
 	}
 	if l, ok := m.cfg.Store.(history.Leaser); ok {
-		name := "summary/" + j.key.Tenant + "/" + j.key.Conversation
+		name := history.LeaseName(history.LeaseSummary, j.key)
 		var release func()
 		var err error
 		if md.explicit {

@@ -63,7 +63,7 @@ type Tenants interface {
 // Config configures a Manager. Zero fields take the documented defaults.
 type Config struct {
 	// Store keeps the conversations (required). If it implements
-	// history.Leaser, a job holds the lease "summary/<tenant>/<id>" so a
+	// history.Leaser, a job holds its history.LeaseSummary lease so a
 	// fleet sharing the store makes each summary once.
 	Store history.Store
 	// Tenants supplies the tenants (required).

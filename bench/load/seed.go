@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/rewrite"
 	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/store/pgstore"
@@ -23,7 +23,7 @@ const seedTurnsPerCommit = 250
 
 // passThroughNamespace is the namespace Recall's implicit "default" tenant
 // files a bearer key's conversations under.
-func passThroughNamespace(key string) string { return proxy.PassThroughNamespace("default", key) }
+func passThroughNamespace(key string) string { return auth.Namespace("default", key) }
 
 // seed writes o.prefill turns (a user message and an assistant answer) into
 // each of o.conversations conversations of a stopped Recall's data dir (or

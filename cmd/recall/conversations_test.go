@@ -15,6 +15,7 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/app"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/store/badgerstore"
 )
@@ -48,10 +49,11 @@ func cliServer(t *testing.T) string {
 		t.Fatal(err)
 	}
 	clock := &steppingClock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
-	srv, err := proxy.New(proxy.Config{Tenants: proxy.StaticTenants{Set: set}, Store: history.Store(store), Now: clock.now})
+	a, err := app.New(app.Config{Proxy: proxy.Config{Tenants: proxy.StaticTenants{Set: set}, Store: history.Store(store), Now: clock.now}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := a.Server
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -19,9 +19,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/upstreamtest"
-	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/store/badgerstore"
 )
 
@@ -30,7 +30,7 @@ const crashKey = "sk-crash-client"
 
 // passNamespace is the history namespace of a pass-through credential on
 // the implicit default tenant.
-func passNamespace(bearer string) string { return proxy.PassThroughNamespace("default", bearer) }
+func passNamespace(bearer string) string { return auth.Namespace("default", bearer) }
 
 // TestCrashLosesNoAcknowledgedTurn drives concurrent conversations (plain
 // turns and tool-call turns, streamed or not) through a child `recall

@@ -30,6 +30,7 @@ import (
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/app"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/retention"
 	"github.com/recallproxy/recall/store/badgerstore"
@@ -359,36 +360,23 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	if g.CacheMB > 0 {
 		hist = history.NewCache(st.store, g.CacheMB<<20, 2<<20)
 	}
+	// One assembly serves chat, the conversation API and summaries over
+	// the same store (and cache), tenants, locks, counter and metrics;
+	// summaries go to the tenants' upstreams, off the request path.
 	metrics := proxy.NewMetrics(nil)
-	// Summaries go through the same store (and cache) as the chat path, to
-	// the tenants' upstreams, off the request path.
-	summaries, err := summary.New(summary.Config{
-		Store:      hist,
-		Tenants:    watcher,
-		Counter:    counter,
-		Logger:     log,
-		Registerer: metrics.Registry(),
-	})
-	if err != nil {
-		return err
-	}
-	if err := summaries.Start(ctx); err != nil {
-		// Jobs of conversations not listed start again with their next
-		// request: nothing is lost, a summary only comes later.
-		log.Warn("summary jobs not re-derived from the store", "error", err.Error())
-	}
-	defer summaries.Close()
-	srv, err := proxy.New(proxy.Config{
-		Counter:      counter,
-		Tenants:      watcher,
-		Store:        hist,
-		Leaser:       st.leaser,
-		Ping:         st.ping,
-		Logger:       log,
-		Metrics:      metrics,
-		MaxBodyBytes: g.MaxBodyBytes,
-		CanCommit:    st.canCommit,
-		Summaries:    summaries,
+	a, err := app.New(app.Config{
+		Proxy: proxy.Config{
+			Counter:      counter,
+			Tenants:      watcher,
+			Store:        hist,
+			Leaser:       st.leaser,
+			Ping:         st.ping,
+			Logger:       log,
+			Metrics:      metrics,
+			MaxBodyBytes: g.MaxBodyBytes,
+			CanCommit:    st.canCommit,
+		},
+		Summary: &summary.Config{},
 		API: func(c *api.Config) {
 			c.MaxHeavy, c.MaxHeavyPerTenant = g.API.MaxConcurrent, g.API.MaxConcurrentPerTenant
 			c.HeavyTimeout = time.Duration(g.API.HeavyTimeout)
@@ -397,6 +385,13 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	srv, summaries := a.Server, a.Summaries
+	if err := summaries.Start(ctx); err != nil {
+		// Jobs of conversations not listed start again with their next
+		// request: nothing is lost, a summary only comes later.
+		log.Warn("summary jobs not re-derived from the store", "error", err.Error())
+	}
+	defer summaries.Close()
 	ret, err := retention.New(retention.Config{
 		Store:      hist,
 		Leaser:     st.leaser,

@@ -3,8 +3,8 @@ package main
 import (
 	"time"
 
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
-	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/retention"
 )
 
@@ -20,7 +20,7 @@ func policies(set *config.Set) []retention.Policy {
 		}
 		p := retention.Policy{Tenant: t.ID, Namespace: t.ID, TTL: time.Duration(h.RetentionTTL), Max: h.MaxConversations}
 		if t.PassThrough {
-			p.Namespace, p.NamespacePrefix = "", proxy.PassThroughPrefix(t.ID)
+			p.Namespace, p.NamespacePrefix = "", auth.NamespacePrefix(t.ID)
 		}
 		out = append(out, p)
 	}

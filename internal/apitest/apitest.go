@@ -1,5 +1,5 @@
 // Package apitest checks the conversation API's answers against its
-// OpenAPI document (api.OpenAPI) with kin-openapi, so end-to-end tests
+// OpenAPI document (package api/openapi) with kin-openapi, so end-to-end tests
 // validate every response they receive with a library rather than by
 // hand.
 package apitest
@@ -18,7 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 
-	"github.com/recallproxy/recall/api"
+	"github.com/recallproxy/recall/api/openapi"
 )
 
 var (
@@ -38,7 +38,7 @@ func load() error {
 				return string(b), err
 			})
 		loader := openapi3.NewLoader()
-		doc, errDoc = loader.LoadFromData(api.OpenAPI)
+		doc, errDoc = loader.LoadFromData(openapi.Document)
 		if errDoc != nil {
 			return
 		}

@@ -1,0 +1,120 @@
+// Package app assembles Recall: the chat proxy, the conversation API
+// mounted on it, and the summaries manager the proxy triggers and the API
+// calls, over one store, one tenant set, one lock table, one token
+// counter and one metrics registry. cmd/recall serves what New returns,
+// and tests assemble the very same thing.
+package app
+
+import (
+	"errors"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/api"
+	"github.com/recallproxy/recall/auth"
+	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/summary"
+	"github.com/recallproxy/recall/tokens"
+)
+
+// Config configures an App.
+type Config struct {
+	// Proxy configures the chat path (Tenants and Store required). Its
+	// Tenants, Store, Counter, Metrics, Locks, Logger, Now and
+	// MaxBodyBytes serve the API too; New creates the shared Counter,
+	// Metrics and Locks when they are nil, and sets API (and, with
+	// Summary, Summaries).
+	Proxy proxy.Config
+	// Summary, if set, configures the summaries manager; its Store,
+	// Tenants, Counter, Logger and Registerer default to the proxy's.
+	// Default nil: no manager, and the API's end and summarize answer
+	// 501 (unless Proxy.Summaries is an api.Summarizer).
+	Summary *summary.Config
+	// API, if set, adjusts the conversation API's configuration before it
+	// is built (its heavy-call bounds; a test's fakes).
+	API func(*api.Config)
+}
+
+// App is Recall assembled.
+type App struct {
+	// Server serves every route: chat, pass-through, health, metrics and
+	// the conversation API.
+	Server *proxy.Server
+	// API is the conversation API the server mounts.
+	API *api.Handler
+	// Summaries is the summaries manager (nil without Config.Summary):
+	// the caller starts it (Start) and closes it after the server.
+	Summaries *summary.Manager
+}
+
+// New assembles an App from cfg.
+func New(cfg Config) (*App, error) {
+	p := cfg.Proxy
+	if p.Tenants == nil || p.Store == nil {
+		return nil, errors.New("app: config needs Proxy.Tenants and Proxy.Store")
+	}
+	if p.Counter == nil {
+		p.Counter = &tokens.Counter{}
+	}
+	if p.Metrics == nil {
+		p.Metrics = proxy.NewMetrics(nil)
+	}
+	if p.Locks == nil {
+		p.Locks = &proxy.Locks{}
+	}
+	a := &App{}
+	if cfg.Summary != nil {
+		sc := *cfg.Summary
+		if sc.Store == nil {
+			sc.Store = p.Store
+		}
+		if sc.Tenants == nil {
+			sc.Tenants = p.Tenants
+		}
+		if sc.Counter == nil {
+			sc.Counter = p.Counter
+		}
+		if sc.Logger == nil {
+			sc.Logger = p.Logger
+		}
+		if sc.Registerer == nil {
+			sc.Registerer = p.Metrics.Registry()
+		}
+		m, err := summary.New(sc)
+		if err != nil {
+			return nil, err
+		}
+		a.Summaries, p.Summaries = m, m
+	}
+
+	tenants, metrics := p.Tenants, p.Metrics
+	ac := api.Config{
+		Store: p.Store,
+		Authenticate: func(rc *fasthttp.RequestCtx) (auth.Caller, error) {
+			return auth.API(tenants.Current(), &rc.Request.Header)
+		},
+		Lock:         p.Locks.Acquire,
+		Counter:      p.Counter,
+		MaxBodyBytes: p.MaxBodyBytes,
+		Now:          p.Now,
+		Logger:       p.Logger,
+		Observe: func(tenant, route string, status int) {
+			metrics.CountRequest(tenant, "api_"+route, status)
+		},
+	}
+	if s, ok := p.Summaries.(api.Summarizer); ok {
+		ac.Summarizer = s
+	}
+	if cfg.API != nil {
+		cfg.API(&ac)
+	}
+	var err error
+	if a.API, err = api.New(ac); err != nil {
+		return nil, err
+	}
+	p.API = a.API.Handle
+	if a.Server, err = proxy.New(p); err != nil {
+		return nil, err
+	}
+	return a, nil
+}

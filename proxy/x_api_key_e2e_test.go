@@ -1,0 +1,91 @@
+package proxy_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/recallproxy/recall/internal/apitest"
+)
+
+// Anthropic's SDKs send their key as x-api-key: a tenant key sent so
+// authenticates chat calls, passed-through calls and the conversation
+// API as the bearer key does, and never goes upstream (the tenant's key
+// does; in pass-through, the client's own, as a bearer key).
+func TestXAPIKeyAuthenticates(t *testing.T) {
+	tests := []struct {
+		name, key, namespace, wantAuth string
+		opts                           harnessOptions
+	}{
+		{"tenant key", "rk-acme-1", "acme", "Bearer sk-upstream-acme", twoTenants},
+		{"pass-through", "sk-client-own", "", "Bearer sk-client-own", harnessOptions{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.opts)
+			if tt.namespace == "" {
+				tt.namespace = h.passNamespace(tt.key)
+			}
+			for _, p := range []struct{ name, path, conv, body string }{
+				{"chat", "/v1/chat/completions", "xk-1", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`},
+				{"pass-through path", "/v1/embeddings", "", `{"input":"hi","model":"text-embedding-3-small"}`},
+			} {
+				headers := map[string]string{"Content-Type": "application/json", "X-Api-Key": tt.key}
+				if p.conv != "" {
+					headers["X-Conversation-ID"] = p.conv
+				}
+				if r := h.postHeaders(p.path, headers, p.body); r.status != 200 {
+					t.Fatalf("%s: got %d %s, want 200", p.name, r.status, r.body)
+				}
+				if p.conv != "" {
+					h.waitDone(p.conv)
+				}
+				got := h.up.Last().Header
+				if auth := got.Values("Authorization"); len(auth) != 1 || auth[0] != tt.wantAuth {
+					t.Errorf("%s: upstream Authorization %q, want only %q", p.name, auth, tt.wantAuth)
+				}
+				if v := got.Values("X-Api-Key"); len(v) > 0 {
+					t.Errorf("%s: upstream got x-api-key %q, want none", p.name, v)
+				}
+			}
+			if got := active(h.stored(tt.namespace, "xk-1")); len(got) != 2 {
+				t.Errorf("stored in %s: %q, want the turn", tt.namespace, got)
+			}
+
+			// The conversation API takes the same key the same way, and
+			// sees the conversation the chat call recorded.
+			req, err := http.NewRequest("GET", h.url+"/recall/v1/conversations", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("X-Api-Key", tt.key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err := apitest.Check("GET", "/recall/v1/conversations", resp.StatusCode, resp.Header, body); err != nil {
+				t.Error(err)
+			}
+			if resp.StatusCode != 200 || !strings.Contains(string(body), `"xk-1"`) {
+				t.Errorf("API list: got %d %s, want 200 listing xk-1", resp.StatusCode, body)
+			}
+		})
+	}
+}
+
+// A key no tenant has is refused as a bearer key is, whichever header
+// carries it.
+func TestXAPIKeyUnknownIsRefused(t *testing.T) {
+	h := newHarness(t, twoTenants)
+	r := h.postHeaders("/v1/chat/completions", map[string]string{"Content-Type": "application/json", "X-Api-Key": "rk-nobody"},
+		`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
+	if r.status != 401 || !strings.Contains(r.body, `"invalid_api_key"`) {
+		t.Errorf("got %d %s, want 401 invalid_api_key", r.status, r.body)
+	}
+	if n := h.up.Count(); n != 0 {
+		t.Errorf("upstream got %d requests, want none", n)
+	}
+}
