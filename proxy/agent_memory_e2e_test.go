@@ -2,8 +2,11 @@ package proxy_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/recallproxy/recall/internal/e2etest"
 )
 
 // Agents pointed at /c/{id}/v1 start every process with the same opening
@@ -20,21 +23,21 @@ const (
 // agentPost sends msgs (JSON objects) to conversation conv by path prefix
 // and returns the upstream's answer as a message the client would resend.
 func (h *harness) agentPost(conv string, msgs ...string) string {
-	h.t.Helper()
+	h.T.Helper()
 	body := `{"model":"gpt-4o","messages":[` + strings.Join(msgs, ",") + `]}`
-	r := h.post("/c/"+conv+"/v1/chat/completions", key, "", body)
-	if r.status != 200 {
-		h.t.Fatalf("status %d: %s", r.status, r.body)
+	r := h.Post("/c/"+conv+"/v1/chat/completions", key, "", body)
+	if r.Status != 200 {
+		h.T.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	var resp struct {
 		Choices []struct {
 			Message json.RawMessage `json:"message"`
 		} `json:"choices"`
 	}
-	if err := json.Unmarshal([]byte(r.body), &resp); err != nil || len(resp.Choices) == 0 {
-		h.t.Fatalf("answer %s: %v", r.body, err)
+	if err := json.Unmarshal([]byte(r.Body), &resp); err != nil || len(resp.Choices) == 0 {
+		h.T.Fatalf("answer %s: %v", r.Body, err)
 	}
-	h.waitDone(conv)
+	h.WaitDone(conv)
 	return string(resp.Choices[0].Message)
 }
 
@@ -47,7 +50,7 @@ func userMsg(text string) string {
 // active.
 func superseded(h *harness, conv string) int {
 	n := 0
-	for _, m := range h.stored(h.passNamespace(key), conv) {
+	for _, m := range h.Stored(h.PassNamespace(key), conv) {
 		if !m.Active() {
 			n++
 		}
@@ -58,7 +61,7 @@ func superseded(h *harness, conv string) int {
 // An agent restarted with the same preamble and opening message keeps
 // the memory of its earlier processes.
 func TestRestartedAgentKeepsMemory(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, e2etest.Options{})
 	const conv = "agent-restart"
 	// First process: a task, then a full resend with a follow-up.
 	a1 := h.agentPost(conv, agentPreamble, agentEnv, userMsg("fix the failing test"))
@@ -66,20 +69,20 @@ func TestRestartedAgentKeepsMemory(t *testing.T) {
 
 	// Second process: same preamble and opening message, a new question.
 	h.agentPost(conv, agentPreamble, agentEnv, userMsg("what did you change earlier?"))
-	got := renderAll(h.up.Last().Messages)
+	got := e2etest.RenderAll(h.Up.Last().Messages)
 	want := []string{
 		"system:You are a coding agent.",
 		"user:<env>cwd: /work/repo, os: linux</env>", "user:fix the failing test", "assistant:echo: fix the failing test",
 		"user:now run the linter", "assistant:echo: now run the linter",
 		"user:<env>cwd: /work/repo, os: linux</env>", "user:what did you change earlier?",
 	}
-	if !equalStrings(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("upstream got %q, want %q", got, want)
 	}
 	if n := superseded(h, conv); n != 0 {
 		t.Errorf("got %d superseded messages, want 0", n)
 	}
-	if got := len(active(h.stored(h.passNamespace(key), conv))); got != 8 {
+	if got := len(e2etest.Active(h.Stored(h.PassNamespace(key), conv))); got != 8 {
 		t.Errorf("got %d active messages, want 8", got)
 	}
 }
@@ -108,16 +111,16 @@ func TestAgentEditAndRegenerationSupersede(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, harnessOptions{})
+			h := newHarness(t, e2etest.Options{})
 			conv := "agent-" + tt.name
 			a1 := h.agentPost(conv, agentPreamble, userMsg("one"))
 			h.agentPost(conv, agentPreamble, userMsg("one"), a1, userMsg("two"))
 			h.agentPost(conv, tt.resend(a1)...)
 			want := append([]string{"system:You are a coding agent."}, tt.wantActive[:3]...)
-			if got := renderAll(h.up.Last().Messages); !equalStrings(got, want) {
+			if got := e2etest.RenderAll(h.Up.Last().Messages); !slices.Equal(got, want) {
 				t.Errorf("upstream got %q, want %q", got, want)
 			}
-			if got := active(h.stored(h.passNamespace(key), conv)); !equalStrings(got, tt.wantActive) {
+			if got := e2etest.Active(h.Stored(h.PassNamespace(key), conv)); !slices.Equal(got, tt.wantActive) {
 				t.Errorf("active history %q, want %q", got, tt.wantActive)
 			}
 			if n := superseded(h, conv); n != tt.wantReplaced {
@@ -130,7 +133,7 @@ func TestAgentEditAndRegenerationSupersede(t *testing.T) {
 // An agent's title call to the same conversation (its first user message
 // and an instruction, no tools) supersedes nothing.
 func TestAgentTitleCallKeepsHistory(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, e2etest.Options{})
 	const conv = "agent-title"
 	first := userMsg("refactor the parser")
 	a1 := h.agentPost(conv, agentPreamble, first)
@@ -138,13 +141,13 @@ func TestAgentTitleCallKeepsHistory(t *testing.T) {
 
 	h.agentPost(conv, `{"role":"system","content":"Generate a short title for the conversation."}`,
 		first, userMsg("Reply with the title only."))
-	got := renderAll(h.up.Last().Messages)
+	got := e2etest.RenderAll(h.Up.Last().Messages)
 	want := []string{
 		"system:Generate a short title for the conversation.",
 		"user:refactor the parser", "assistant:echo: refactor the parser", "user:and add tests", "assistant:echo: and add tests",
 		"user:refactor the parser", "user:Reply with the title only.",
 	}
-	if !equalStrings(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("upstream got %q, want %q", got, want)
 	}
 	if n := superseded(h, conv); n != 0 {
@@ -159,7 +162,7 @@ func TestAgentTitleCallKeepsHistory(t *testing.T) {
 // upstream (the fake, like OpenAI) answers 400 to an "id" on a message,
 // which the canonical hash ignores as well (rewrite's TestHashEqual).
 func TestFullResendWithIDsAndMovingCacheHints(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, e2etest.Options{})
 	const conv = "agent-hints"
 	hint := `,"cache_control":{"type":"ephemeral"}`
 	part := func(role, id, text, extra string) string {
@@ -178,16 +181,16 @@ func TestFullResendWithIDsAndMovingCacheHints(t *testing.T) {
 	h.agentPost(conv, agentPreamble, part("user", "m5", "one", ""), part("assistant", "m6", a1, ""),
 		part("user", "m7", "two", ""), part("assistant", "m8", a2, ""), part("user", "m9", "three", hint))
 
-	got := renderAll(h.up.Last().Messages)
+	got := e2etest.RenderAll(h.Up.Last().Messages)
 	want := []string{"system:You are a coding agent.",
 		`user:[{"type":"text","text":"one","id":"m1"}]`, "assistant:echo: one",
 		`user:[{"type":"text","text":"two","id":"m4"}]`, "assistant:echo: two",
 		`user:[{"type":"text","text":"three","id":"m9","cache_control":{"type":"ephemeral"}}]`}
-	if !equalStrings(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("upstream got %q, want %q", got, want)
 	}
-	stored := h.stored(h.passNamespace(key), conv)
+	stored := h.Stored(h.PassNamespace(key), conv)
 	if len(stored) != 6 || superseded(h, conv) != 0 {
-		t.Errorf("stored %d messages (%d superseded), want 6 active: %q", len(stored), superseded(h, conv), active(stored))
+		t.Errorf("stored %d messages (%d superseded), want 6 active: %q", len(stored), superseded(h, conv), e2etest.Active(stored))
 	}
 }

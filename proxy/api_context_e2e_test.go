@@ -3,11 +3,13 @@ package proxy_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/summary"
 )
 
@@ -30,21 +32,21 @@ func TestAPIContextIsTheNextUpstreamContext(t *testing.T) {
 		}, turns: 12, words: 30, dropped: "budget"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, harnessOptions{global: tc.global, summary: tc.summary})
+			h := newHarness(t, e2etest.Options{Global: tc.global, Summary: tc.summary})
 			conv := "ctx-" + tc.name
 			for i := 1; i <= tc.turns; i++ {
-				h.say(key, conv, fmt.Sprintf("turn %d: %s", i, strings.Repeat("words ", tc.words)))
+				h.Say(key, conv, fmt.Sprintf("turn %d: %s", i, strings.Repeat("words ", tc.words)))
 			}
 			if tc.summary != nil {
-				if d := h.waitJob(conv); d.Outcome != summary.Landed {
+				if d := h.WaitJob(conv); d.Outcome != summary.Landed {
 					t.Fatalf("summary job: %+v", d)
 				}
 			}
-			a := h.api(key, "", "GET", convBase+conv+"/context?model=gpt-4o", "")
+			a := h.API(key, "", "GET", convBase+conv+"/context?model=gpt-4o", "")
 			var got api.Context
-			a.json(t, &got)
-			if a.status != 200 {
-				t.Fatalf("context: %d %s", a.status, a.body)
+			a.JSON(t, &got)
+			if a.Status != 200 {
+				t.Fatalf("context: %d %s", a.Status, a.Body)
 			}
 			reasons := map[string]bool{}
 			for _, d := range got.Dropped {
@@ -58,13 +60,13 @@ func TestAPIContextIsTheNextUpstreamContext(t *testing.T) {
 				ctxMsgs[i] = m.Message
 			}
 
-			h.say(key, conv, "one more")
-			sent := h.up.Last().Messages
+			h.Say(key, conv, "one more")
+			sent := h.Up.Last().Messages
 			if len(sent) == 0 {
 				t.Fatal("the upstream got no messages")
 			}
-			want := renderAll(sent[:len(sent)-1])
-			if have := renderAll(ctxMsgs); !equalStrings(have, want) {
+			want := e2etest.RenderAll(sent[:len(sent)-1])
+			if have := e2etest.RenderAll(ctxMsgs); !slices.Equal(have, want) {
 				t.Errorf("context call answered\n%q\nthe next request sent\n%q", have, want)
 			}
 		})
@@ -75,35 +77,35 @@ func TestAPIContextIsTheNextUpstreamContext(t *testing.T) {
 // episode and folds it into the summary with a title, summarize compacts
 // now, and a tenant without summaries is told so.
 func TestAPIEndAndSummarizeWithTheSummariesManager(t *testing.T) {
-	h := newHarness(t, harnessOptions{global: summaryOn(10, 1), summary: func(*summary.Config) {}})
+	h := newHarness(t, e2etest.Options{Global: summaryOn(10, 1), Summary: func(*summary.Config) {}})
 	for i := 1; i <= 3; i++ {
-		h.say(key, "end-1", fmt.Sprintf("turn %d", i))
+		h.Say(key, "end-1", fmt.Sprintf("turn %d", i))
 	}
-	a := h.api(key, "", "POST", convBase+"end-1/summarize", "")
+	a := h.API(key, "", "POST", convBase+"end-1/summarize", "")
 	var d convDetail
-	a.json(t, &d)
-	if a.status != 200 {
-		t.Fatalf("summarize: %d %s", a.status, a.body)
+	a.JSON(t, &d)
+	if a.Status != 200 {
+		t.Fatalf("summarize: %d %s", a.Status, a.Body)
 	}
-	if m := h.meta(h.passNamespace(key), "end-1"); m.Summary == nil || m.Summary.Turns != 2 {
+	if m := h.Meta(h.PassNamespace(key), "end-1"); m.Summary == nil || m.Summary.Turns != 2 {
 		t.Errorf("after summarize the stored summary is %+v, want turns 1-2 covered (keep 1)", m.Summary)
 	}
-	h.say(key, "end-1", "turn 4")
-	if a = h.api(key, "", "POST", convBase+"end-1/end", ""); a.status != 200 {
-		t.Fatalf("end: %d %s", a.status, a.body)
+	h.Say(key, "end-1", "turn 4")
+	if a = h.API(key, "", "POST", convBase+"end-1/end", ""); a.Status != 200 {
+		t.Fatalf("end: %d %s", a.Status, a.Body)
 	}
-	a.json(t, &d)
-	m := h.meta(h.passNamespace(key), "end-1")
+	a.JSON(t, &d)
+	m := h.Meta(h.PassNamespace(key), "end-1")
 	if d.Status != "ended" || len(m.Episodes) != 1 || m.Episodes[0].Title == "" || m.Title == "" {
 		t.Errorf("after end: status %q, episodes %+v, title %q; want ended, one titled episode", d.Status, m.Episodes, m.Title)
 	}
-	if a := h.api(key, "", "POST", convBase+"nobody/end", ""); a.status != 404 {
-		t.Errorf("end of an unknown conversation: %d %s", a.status, a.body)
+	if a := h.API(key, "", "POST", convBase+"nobody/end", ""); a.Status != 404 {
+		t.Errorf("end of an unknown conversation: %d %s", a.Status, a.Body)
 	}
 
-	off := newHarness(t, harnessOptions{global: func(g *config.Global) { g.Defaults.Summary.Enabled = false }, summary: func(*summary.Config) {}})
-	off.say(key, "off-1", "hello")
-	if a := off.api(key, "", "POST", convBase+"off-1/summarize", ""); a.status != 409 || a.errCode() != "summaries_disabled" {
-		t.Errorf("summarize with summaries off: %d %s", a.status, a.body)
+	off := newHarness(t, e2etest.Options{Global: func(g *config.Global) { g.Defaults.Summary.Enabled = false }, Summary: func(*summary.Config) {}})
+	off.Say(key, "off-1", "hello")
+	if a := off.API(key, "", "POST", convBase+"off-1/summarize", ""); a.Status != 409 || a.ErrCode() != "summaries_disabled" {
+		t.Errorf("summarize with summaries off: %d %s", a.Status, a.Body)
 	}
 }

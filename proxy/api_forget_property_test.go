@@ -9,6 +9,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 )
 
@@ -18,13 +19,13 @@ import (
 // the strict fake upstream, which rejects tool messages as OpenAI does,
 // must accept every context Recall sends.
 func TestRandomForgetsKeepEveryContextValid(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, e2etest.Options{})
 	ctx := context.Background()
 	forgets, calls := 0, 0
 	for seed := range uint64(12) {
 		r := rand.New(rand.NewPCG(seed, 0xf0)) // deterministic per seed
 		conv := fmt.Sprint("rf-", seed)
-		c := h.client(key, conv)
+		c := h.Client(key, conv)
 		var open []string // the newest answer's call ids, if it made calls
 		for step := range 14 {
 			if r.IntN(2) == 0 {
@@ -32,9 +33,9 @@ func TestRandomForgetsKeepEveryContextValid(t *testing.T) {
 				for i := range tcs {
 					tcs[i] = upstreamtest.ToolCall{ID: fmt.Sprintf("call_%d_%d_%d", seed, step, i), Name: "f", Arguments: "{}"}
 				}
-				h.up.Enqueue(upstreamtest.Reply{ToolCalls: tcs})
+				h.Up.Enqueue(upstreamtest.Reply{ToolCalls: tcs})
 			} else {
-				h.up.Enqueue(upstreamtest.Reply{Content: fmt.Sprint("answer ", step)})
+				h.Up.Enqueue(upstreamtest.Reply{Content: fmt.Sprint("answer ", step)})
 			}
 			// Answer some or all of the open calls, or ask something else.
 			var msgs []openai.ChatCompletionMessageParamUnion
@@ -46,10 +47,10 @@ func TestRandomForgetsKeepEveryContextValid(t *testing.T) {
 			} else {
 				msgs = append(msgs, openai.UserMessage(fmt.Sprint("question ", step)))
 			}
-			_, err := c.Chat.Completions.New(ctx, params(msgs...))
-			h.waitDone(conv)
-			if last := h.up.Last(); last.Rejected != nil {
-				t.Fatalf("seed %d step %d: upstream rejected %q: %v", seed, step, renderAll(last.Messages), last.Rejected)
+			_, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(msgs...))
+			h.WaitDone(conv)
+			if last := h.Up.Last(); last.Rejected != nil {
+				t.Fatalf("seed %d step %d: upstream rejected %q: %v", seed, step, e2etest.RenderAll(last.Messages), last.Rejected)
 			}
 			if err != nil {
 				t.Fatalf("seed %d step %d: %v", seed, step, err)
@@ -59,9 +60,9 @@ func TestRandomForgetsKeepEveryContextValid(t *testing.T) {
 					"before:turn_" + fmt.Sprint(1+r.IntN(4))}[r.IntN(5)]
 				mode := []string{"soft", "hard"}[r.IntN(2)]
 				before := activeOf(h, conv)
-				a := h.api(key, "", "POST", convBase+conv+"/forget", `{"instruction":"`+instr+`","mode":"`+mode+`"}`)
-				if a.status != 200 {
-					t.Fatalf("seed %d step %d: forget %s: %d %s", seed, step, instr, a.status, a.body)
+				a := h.API(key, "", "POST", convBase+conv+"/forget", `{"instruction":"`+instr+`","mode":"`+mode+`"}`)
+				if a.Status != 200 {
+					t.Fatalf("seed %d step %d: forget %s: %d %s", seed, step, instr, a.Status, a.Body)
 				}
 				forgets++
 				// A call and the results answering it are forgotten together.
@@ -102,7 +103,7 @@ func mates(a, b stored) bool {
 
 // activeOf returns the conversation's active messages by seq.
 func activeOf(h *harness, conv string) map[uint64]stored {
-	h.t.Helper()
+	h.T.Helper()
 	var l struct {
 		Data []struct {
 			Seq     uint64 `json:"seq"`
@@ -115,7 +116,7 @@ func activeOf(h *harness, conv string) map[uint64]stored {
 			} `json:"message"`
 		} `json:"data"`
 	}
-	h.api(key, "", "GET", convBase+conv+"/messages?limit=1000", "").json(h.t, &l)
+	h.API(key, "", "GET", convBase+conv+"/messages?limit=1000", "").JSON(h.T, &l)
 	out := map[uint64]stored{}
 	for _, m := range l.Data {
 		s := stored{seq: m.Seq, role: m.Message.Role, toolCallID: m.Message.ToolCallID}
@@ -130,7 +131,7 @@ func activeOf(h *harness, conv string) map[uint64]stored {
 // callIDsOf returns the call ids of the conversation's newest active
 // message if it is an assistant message with tool calls, else nil.
 func callIDsOf(h *harness, conv string) []string {
-	h.t.Helper()
+	h.T.Helper()
 	var l struct {
 		Data []struct {
 			Message struct {
@@ -141,7 +142,7 @@ func callIDsOf(h *harness, conv string) []string {
 			} `json:"message"`
 		} `json:"data"`
 	}
-	h.api(key, "", "GET", convBase+conv+"/messages?order=desc&limit=1", "").json(h.t, &l)
+	h.API(key, "", "GET", convBase+conv+"/messages?order=desc&limit=1", "").JSON(h.T, &l)
 	if len(l.Data) == 0 || l.Data[0].Message.Role != "assistant" {
 		return nil
 	}

@@ -2,12 +2,14 @@ package proxy_test
 
 import (
 	"testing"
+
+	"github.com/recallproxy/recall/internal/e2etest"
 )
 
 // A 405 of the conversation API names the methods its path takes in
 // Allow (RFC 9110 section 15.5.6).
 func TestAPIMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, e2etest.Options{})
 	for _, tc := range []struct{ method, path, allow string }{
 		{"PUT", "/recall/v1/conversations", "GET"},
 		{"PUT", convBase + "c1", "GET, DELETE"},
@@ -17,9 +19,9 @@ func TestAPIMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
 		{"POST", "/recall/v1/search", "GET"},
 		{"POST", "/recall/v1/openapi.json", "GET, HEAD"},
 	} {
-		a := h.api(key, "", tc.method, tc.path, "")
-		if a.status != 405 || a.header.Get("Allow") != tc.allow {
-			t.Errorf("%s %s: got %d with Allow %q, want 405 with Allow %q", tc.method, tc.path, a.status, a.header.Get("Allow"), tc.allow)
+		a := h.API(key, "", tc.method, tc.path, "")
+		if a.Status != 405 || a.Header.Get("Allow") != tc.allow {
+			t.Errorf("%s %s: got %d with Allow %q, want 405 with Allow %q", tc.method, tc.path, a.Status, a.Header.Get("Allow"), tc.allow)
 		}
 	}
 }
@@ -27,22 +29,22 @@ func TestAPIMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
 // Each route has one path: a trailing slash is a 404, never an alias of
 // the route without it (a DELETE on it deletes nothing).
 func TestAPITrailingSlashIsNotAnAlias(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
-	h.say(key, "c1", "hello")
+	h := newHarness(t, e2etest.Options{})
+	h.Say(key, "c1", "hello")
 	for _, tc := range []struct{ method, path string }{
 		{"GET", convBase + "c1/"},
 		{"DELETE", convBase + "c1/"},
 		{"GET", convBase + "c1/messages/"},
 		{"GET", convBase + "c1//"},
 	} {
-		if a := h.api(key, "", tc.method, tc.path, ""); a.status != 404 || a.errCode() != "unknown_url" {
-			t.Errorf("%s %s: got %d %s, want 404 unknown_url", tc.method, tc.path, a.status, a.body)
+		if a := h.API(key, "", tc.method, tc.path, ""); a.Status != 404 || a.ErrCode() != "unknown_url" {
+			t.Errorf("%s %s: got %d %s, want 404 unknown_url", tc.method, tc.path, a.Status, a.Body)
 		}
 	}
-	if got := len(h.stored(h.passNamespace(key), "c1")); got != 2 {
+	if got := len(h.Stored(h.PassNamespace(key), "c1")); got != 2 {
 		t.Errorf("got %d stored messages after DELETE %sc1/, want the 2 of the turn", got, convBase)
 	}
-	if a := h.api(key, "", "GET", convBase+"c1", ""); a.status != 200 {
-		t.Errorf("GET %sc1: got %d, want 200", convBase, a.status)
+	if a := h.API(key, "", "GET", convBase+"c1", ""); a.Status != 200 {
+		t.Errorf("GET %sc1: got %d, want 200", convBase, a.Status)
 	}
 }

@@ -3,9 +3,12 @@ package proxy_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/proxy"
 )
 
@@ -20,13 +23,13 @@ type openAIError struct {
 }
 
 func TestBadRequestsAreRefusedAndStoreNothing(t *testing.T) {
-	h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) { c.MaxBodyBytes = 64 << 10 }})
+	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.MaxBodyBytes = 64 << 10 }})
 	// A conversation with one committed turn, which no bad request may change.
-	if r := h.post("/v1/chat/completions", key, "bad-1", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`); r.status != 200 {
-		t.Fatalf("setup: %d %s", r.status, r.body)
+	if r := h.Post("/v1/chat/completions", key, "bad-1", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`); r.Status != 200 {
+		t.Fatalf("setup: %d %s", r.Status, r.Body)
 	}
-	before := len(h.stored(h.passNamespace(key), "bad-1"))
-	upstreamBefore := h.up.Count()
+	before := len(h.Stored(h.PassNamespace(key), "bad-1"))
+	upstreamBefore := h.Up.Count()
 
 	tests := []struct {
 		name, path, conv, body string
@@ -52,13 +55,13 @@ func TestBadRequestsAreRefusedAndStoreNothing(t *testing.T) {
 			if path == "" {
 				path = "/v1/chat/completions"
 			}
-			r := h.post(path, key, tc.conv, tc.body)
-			if r.status != tc.status {
-				t.Fatalf("got status %d, want %d: %s", r.status, tc.status, r.body)
+			r := h.Post(path, key, tc.conv, tc.body)
+			if r.Status != tc.status {
+				t.Fatalf("got status %d, want %d: %s", r.Status, tc.status, r.Body)
 			}
 			var e openAIError
-			if err := json.Unmarshal([]byte(r.body), &e); err != nil || e.Error.Message == "" || e.Error.Type != "invalid_request_error" {
-				t.Fatalf("body is not an OpenAI error: %s", r.body)
+			if err := json.Unmarshal([]byte(r.Body), &e); err != nil || e.Error.Message == "" || e.Error.Type != "invalid_request_error" {
+				t.Fatalf("body is not an OpenAI error: %s", r.Body)
 			}
 			if tc.code != "" && (e.Error.Code == nil || *e.Error.Code != tc.code) {
 				t.Errorf("got code %v, want %s", e.Error.Code, tc.code)
@@ -68,37 +71,37 @@ func TestBadRequestsAreRefusedAndStoreNothing(t *testing.T) {
 			}
 		})
 	}
-	if after := len(h.stored(h.passNamespace(key), "bad-1")); after != before {
+	if after := len(h.Stored(h.PassNamespace(key), "bad-1")); after != before {
 		t.Errorf("stored messages went from %d to %d", before, after)
 	}
-	if h.up.Count() != upstreamBefore {
+	if h.Up.Count() != upstreamBefore {
 		t.Errorf("bad requests reached the upstream")
 	}
 }
 
 func TestBadHistoryModeHeader(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
-	r := h.postHeaders("/v1/chat/completions", map[string]string{"Authorization": "Bearer " + key, "X-Conversation-ID": "m-1", "X-Recall-History": "everything"},
+	h := newHarness(t, e2etest.Options{})
+	r := h.PostHeaders("/v1/chat/completions", map[string]string{"Authorization": "Bearer " + key, "X-Conversation-ID": "m-1", "X-Recall-History": "everything"},
 		`{"messages":[{"role":"user","content":"x"}]}`)
-	if r.status != 400 || !strings.Contains(r.body, "invalid_history_mode") {
-		t.Errorf("got %d %s", r.status, r.body)
+	if r.Status != 400 || !strings.Contains(r.Body, "invalid_history_mode") {
+		t.Errorf("got %d %s", r.Status, r.Body)
 	}
 }
 
 func TestHistoryModeOffNeitherInjectsNorRecords(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
-	if r := h.post("/v1/chat/completions", key, "off-1", `{"messages":[{"role":"user","content":"one"}]}`); r.status != 200 {
-		t.Fatal(r.body)
+	h := newHarness(t, e2etest.Options{})
+	if r := h.Post("/v1/chat/completions", key, "off-1", `{"messages":[{"role":"user","content":"one"}]}`); r.Status != 200 {
+		t.Fatal(r.Body)
 	}
-	r := h.postHeaders("/v1/chat/completions", map[string]string{"Authorization": "Bearer " + key, "X-Conversation-ID": "off-1", "X-Recall-History": "off"},
+	r := h.PostHeaders("/v1/chat/completions", map[string]string{"Authorization": "Bearer " + key, "X-Conversation-ID": "off-1", "X-Recall-History": "off"},
 		`{"messages":[{"role":"user","content":"two"}]}`)
-	if r.status != 200 {
-		t.Fatal(r.body)
+	if r.Status != 200 {
+		t.Fatal(r.Body)
 	}
-	if got := renderAll(h.up.Last().Messages); !equalStrings(got, []string{"user:two"}) {
+	if got := e2etest.RenderAll(h.Up.Last().Messages); !slices.Equal(got, []string{"user:two"}) {
 		t.Errorf("upstream got %q", got)
 	}
-	if n := len(h.stored(h.passNamespace(key), "off-1")); n != 2 {
+	if n := len(h.Stored(h.PassNamespace(key), "off-1")); n != 2 {
 		t.Errorf("stored %d messages, want 2", n)
 	}
 }
@@ -108,36 +111,36 @@ func TestHistoryModeOffNeitherInjectsNorRecords(t *testing.T) {
 // history), said in X-Recall-Curation, and recorded; only one over the
 // model's window is a 400, in OpenAI's words.
 func TestCurrentTurnOverBudget(t *testing.T) {
-	h := newHarness(t, harnessOptions{global: func(g *configGlobal) { g.Defaults.History.BudgetTokens = 300 }})
-	if r := h.post("/v1/chat/completions", key, "big-1", chatBody("a short first turn", false)); r.status != 200 {
-		t.Fatalf("first turn: got %d %s", r.status, r.body)
+	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) { g.Defaults.History.BudgetTokens = 300 }})
+	if r := h.Post("/v1/chat/completions", key, "big-1", e2etest.ChatBody("a short first turn", false)); r.Status != 200 {
+		t.Fatalf("first turn: got %d %s", r.Status, r.Body)
 	}
-	h.waitDone("big-1")
+	h.WaitDone("big-1")
 	long := strings.Repeat("word ", 400)
-	r := h.post("/v1/chat/completions", key, "big-1", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"`+long+`"}]}`)
-	if r.status != 200 {
-		t.Fatalf("got %d %s, want 200", r.status, r.body)
+	r := h.Post("/v1/chat/completions", key, "big-1", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"`+long+`"}]}`)
+	if r.Status != 200 {
+		t.Fatalf("got %d %s, want 200", r.Status, r.Body)
 	}
-	if got := r.header.Get("X-Recall-Curation"); !strings.Contains(got, "over_budget=current_turn_only") {
+	if got := r.Header.Get("X-Recall-Curation"); !strings.Contains(got, "over_budget=current_turn_only") {
 		t.Errorf("X-Recall-Curation %q, want it to say the turn was sent alone", got)
 	}
-	if got := renderAll(h.up.Last().Messages); len(got) != 1 || !strings.HasPrefix(got[0], "user:word") {
+	if got := e2etest.RenderAll(h.Up.Last().Messages); len(got) != 1 || !strings.HasPrefix(got[0], "user:word") {
 		t.Errorf("upstream got %q, want the current turn alone", got)
 	}
-	h.waitDone("big-1")
-	if n := len(h.stored(h.passNamespace(key), "big-1")); n != 4 {
+	h.WaitDone("big-1")
+	if n := len(h.Stored(h.PassNamespace(key), "big-1")); n != 4 {
 		t.Errorf("stored %d messages, want 4", n)
 	}
 
 	// gpt-4's window is 8,192 tokens: over it, the model would refuse too.
-	r = h.post("/v1/chat/completions", key, "big-1", `{"model":"gpt-4","messages":[{"role":"user","content":"`+strings.Repeat(long, 25)+`"}]}`)
-	if r.status != 400 || !strings.Contains(r.body, `"code":"context_length_exceeded"`) ||
-		!strings.Contains(r.body, `"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in `) ||
-		strings.Contains(r.body, "history:") {
-		t.Fatalf("got %d %s, want OpenAI's context_length_exceeded", r.status, r.body)
+	r = h.Post("/v1/chat/completions", key, "big-1", `{"model":"gpt-4","messages":[{"role":"user","content":"`+strings.Repeat(long, 25)+`"}]}`)
+	if r.Status != 400 || !strings.Contains(r.Body, `"code":"context_length_exceeded"`) ||
+		!strings.Contains(r.Body, `"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in `) ||
+		strings.Contains(r.Body, "history:") {
+		t.Fatalf("got %d %s, want OpenAI's context_length_exceeded", r.Status, r.Body)
 	}
-	h.waitDone("big-1")
-	if n := len(h.stored(h.passNamespace(key), "big-1")); n != 4 {
+	h.WaitDone("big-1")
+	if n := len(h.Stored(h.PassNamespace(key), "big-1")); n != 4 {
 		t.Errorf("stored %d messages, want still 4", n)
 	}
 }
@@ -145,7 +148,7 @@ func TestCurrentTurnOverBudget(t *testing.T) {
 // A turn too big for one store transaction (here 40,000 tiny messages)
 // is stored whole, not answered 200 and lost.
 func TestTurnTooBigForOneTransaction(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, e2etest.Options{})
 	var b strings.Builder
 	b.WriteString(`{"model":"unknown-model","messages":[`)
 	for i := range 40000 {
@@ -155,25 +158,25 @@ func TestTurnTooBigForOneTransaction(t *testing.T) {
 		fmt.Fprintf(&b, `{"role":"user","content":"m%d"}`, i)
 	}
 	b.WriteString(`]}`)
-	r := h.post("/v1/chat/completions", key, "many-1", b.String())
-	if r.status != 200 {
-		t.Fatalf("got %d %s, want 200", r.status, r.body)
+	r := h.Post("/v1/chat/completions", key, "many-1", b.String())
+	if r.Status != 200 {
+		t.Fatalf("got %d %s, want 200", r.Status, r.Body)
 	}
-	if d := h.waitDone("many-1"); !d.Committed {
+	if d := h.WaitDone("many-1"); !d.Committed {
 		t.Fatalf("got %+v, want a committed exchange", d)
 	}
-	if n := len(h.stored(h.passNamespace(key), "many-1")); n != 40001 {
+	if n := len(h.Stored(h.PassNamespace(key), "many-1")); n != 40001 {
 		t.Errorf("stored %d messages, want 40,001", n)
 	}
 	// Sync to the first message supersedes 40,000 stored messages at once.
-	r = h.postHeaders("/v1/chat/completions", map[string]string{"Authorization": "Bearer " + key, "X-Conversation-ID": "many-1",
+	r = h.PostHeaders("/v1/chat/completions", map[string]string{"Authorization": "Bearer " + key, "X-Conversation-ID": "many-1",
 		"X-Recall-History": "sync", "Content-Type": "application/json"},
 		`{"model":"unknown-model","messages":[{"role":"user","content":"m0"},{"role":"user","content":"instead"}]}`)
-	if r.status != 200 {
-		t.Fatalf("sync: got %d %s, want 200", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("sync: got %d %s, want 200", r.Status, r.Body)
 	}
-	h.waitDone("many-1")
-	if got := active(h.stored(h.passNamespace(key), "many-1")); len(got) != 3 {
+	h.WaitDone("many-1")
+	if got := e2etest.Active(h.Stored(h.PassNamespace(key), "many-1")); len(got) != 3 {
 		t.Errorf("after sync: got %d active messages, want 3", len(got))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 )
 
@@ -26,11 +28,11 @@ func noSummaries(g *config.Global) { g.Defaults.Summary.Enabled = false }
 // stored whole.
 func TestConcurrentTurnsOnOneConversationAreSerialised(t *testing.T) {
 	const n = 30
-	h := newHarness(t, harnessOptions{global: noSummaries})
+	h := newHarness(t, e2etest.Options{Global: noSummaries})
 	// Runs before the harness's Shutdown: see the report on keep-alive
 	// connections that go idle after Shutdown started.
 	t.Cleanup(http.DefaultTransport.(*http.Transport).CloseIdleConnections)
-	c := h.client(key, "busy-1")
+	c := h.Client(key, "busy-1")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -39,7 +41,7 @@ func TestConcurrentTurnsOnOneConversationAreSerialised(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			msg := fmt.Sprintf("message %d", i)
-			resp, err := c.Chat.Completions.New(ctx, params(openai.UserMessage(msg)))
+			resp, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage(msg)))
 			if err == nil && resp.Choices[0].Message.Content != "echo: "+msg {
 				err = fmt.Errorf("got answer %q, want %q", resp.Choices[0].Message.Content, "echo: "+msg)
 			}
@@ -53,7 +55,7 @@ func TestConcurrentTurnsOnOneConversationAreSerialised(t *testing.T) {
 		}
 	}
 
-	stored := active(h.stored(h.passNamespace(key), "busy-1"))
+	stored := e2etest.Active(h.Stored(h.PassNamespace(key), "busy-1"))
 	if len(stored) != 2*n {
 		t.Fatalf("got %d stored messages, want %d: %q", len(stored), 2*n, stored)
 	}
@@ -70,18 +72,18 @@ func TestConcurrentTurnsOnOneConversationAreSerialised(t *testing.T) {
 		seen[text] = true
 	}
 
-	reqs := h.up.Requests()
+	reqs := h.Up.Requests()
 	if len(reqs) != n {
 		t.Fatalf("upstream got %d requests, want %d", len(reqs), n)
 	}
 	for pos, r := range reqs {
-		got := renderAll(r.Messages)
+		got := e2etest.RenderAll(r.Messages)
 		if len(got) != 2*pos+1 {
 			t.Errorf("upstream request %d: got %d messages, want %d (every earlier turn)", pos, len(got), 2*pos+1)
 			continue
 		}
 		// What it saw is exactly the stored history before its own turn.
-		if !equalStrings(got, stored[:2*pos+1]) {
+		if !slices.Equal(got, stored[:2*pos+1]) {
 			t.Errorf("upstream request %d: got %q, want %q", pos, got, stored[:2*pos+1])
 		}
 	}
@@ -90,38 +92,38 @@ func TestConcurrentTurnsOnOneConversationAreSerialised(t *testing.T) {
 // TestConversationsDoNotWaitOnEachOther stalls a stream on conversation A
 // and completes a request on conversation B meanwhile.
 func TestConversationsDoNotWaitOnEachOther(t *testing.T) {
-	h := newHarness(t, harnessOptions{global: noSummaries})
+	h := newHarness(t, e2etest.Options{Global: noSummaries})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	h.up.Enqueue(upstreamtest.Reply{Fault: upstreamtest.FaultStallMidStream})
-	a := h.send(key, "conv-a", chatBody("A stalls", true))
+	h.Up.Enqueue(upstreamtest.Reply{Fault: upstreamtest.FaultStallMidStream})
+	a := h.send(key, "conv-a", e2etest.ChatBody("A stalls", true))
 	defer a.Body.Close()
 	if a.StatusCode != 200 {
 		t.Fatalf("A: got status %d, want 200", a.StatusCode)
 	}
-	if err := h.up.WaitStalled(ctx, 1); err != nil {
+	if err := h.Up.WaitStalled(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 
 	// B completes while A holds its conversation's lock; if B waited on A
 	// it would hang until the context's deadline and fail.
-	cb := h.client(key, "conv-b")
-	b, err := cb.Chat.Completions.New(ctx, params(openai.UserMessage("B goes")))
+	cb := h.Client(key, "conv-b")
+	b, err := cb.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage("B goes")))
 	if err != nil {
 		t.Fatalf("B: %v", err)
 	}
 	if got, want := b.Choices[0].Message.Content, "echo: B goes"; got != want {
 		t.Errorf("B: got %q, want %q", got, want)
 	}
-	if got := h.up.Stalled(); got != 1 {
+	if got := h.Up.Stalled(); got != 1 {
 		t.Errorf("got %d stalled answers once B returned, want 1 (A still stalled)", got)
 	}
-	if got := len(h.stored(h.passNamespace(key), "conv-a")); got != 0 {
+	if got := len(h.Stored(h.PassNamespace(key), "conv-a")); got != 0 {
 		t.Errorf("A: got %d stored messages while stalled, want 0", got)
 	}
 
-	h.up.Release()
+	h.Up.Release()
 	body, err := io.ReadAll(a.Body)
 	if err != nil {
 		t.Fatal(err)
@@ -129,10 +131,10 @@ func TestConversationsDoNotWaitOnEachOther(t *testing.T) {
 	if !strings.HasSuffix(string(body), "data: [DONE]\n\n") {
 		t.Errorf("A: got stream %q, want it whole", body)
 	}
-	if d := h.waitDone("conv-a"); !d.Committed {
+	if d := h.WaitDone("conv-a"); !d.Committed {
 		t.Fatalf("A not committed: %v", d.Err)
 	}
-	if got, want := active(h.stored(h.passNamespace(key), "conv-a")), []string{"user:A stalls", "assistant:echo: A stalls"}; !equalStrings(got, want) {
+	if got, want := e2etest.Active(h.Stored(h.PassNamespace(key), "conv-a")), []string{"user:A stalls", "assistant:echo: A stalls"}; !slices.Equal(got, want) {
 		t.Errorf("A: stored %q, want %q", got, want)
 	}
 }

@@ -3,13 +3,15 @@ package proxy_test
 import (
 	"strconv"
 	"testing"
+
+	"github.com/recallproxy/recall/internal/e2etest"
 )
 
 // TestConversationHeader checks how the conversation header is read: one
 // value names the conversation, the same value repeated too, and two
 // different values are refused rather than resolved to one of them.
 func TestConversationHeader(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, e2etest.Options{})
 	chat := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
 	tests := []struct {
 		name   string
@@ -31,7 +33,7 @@ func TestConversationHeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := h.up.Count()
+			before := h.Up.Count()
 			path := tt.path
 			if path == "" {
 				path = "/v1/chat/completions"
@@ -41,27 +43,27 @@ func TestConversationHeader(t *testing.T) {
 			for _, v := range tt.values {
 				req += "X-Conversation-ID: " + v + "\r\n"
 			}
-			r := h.rawResult(req + "\r\n" + chat)
-			if r.status != tt.status {
-				t.Fatalf("got status %d, want %d: %s", r.status, tt.status, r.body)
+			r := h.RawResult(req + "\r\n" + chat)
+			if r.Status != tt.status {
+				t.Fatalf("got status %d, want %d: %s", r.Status, tt.status, r.Body)
 			}
-			if got := r.header.Get("X-Recall-Conversation"); got != tt.conv {
+			if got := r.Header.Get("X-Recall-Conversation"); got != tt.conv {
 				t.Errorf("got X-Recall-Conversation %q, want %q", got, tt.conv)
 			}
 			if tt.status != 200 {
-				checkErrorShape(t, []byte(r.body), "invalid_request_error", "invalid_conversation_id")
-				if n := h.up.Count() - before; n != 0 {
+				checkErrorShape(t, []byte(r.Body), "invalid_request_error", "invalid_conversation_id")
+				if n := h.Up.Count() - before; n != 0 {
 					t.Errorf("got %d upstream requests, want none", n)
 				}
 				for _, v := range tt.values {
-					if n := len(h.stored(h.passNamespace(key), v)); v != "" && n != 0 {
+					if n := len(h.Stored(h.PassNamespace(key), v)); v != "" && n != 0 {
 						t.Errorf("got %d messages stored on %q, want none", n, v)
 					}
 				}
 				return
 			}
-			h.waitDone(tt.conv)
-			if n := len(h.stored(h.passNamespace(key), tt.conv)); tt.conv != "" && n != 2 {
+			h.WaitDone(tt.conv)
+			if n := len(h.Stored(h.PassNamespace(key), tt.conv)); tt.conv != "" && n != 2 {
 				t.Errorf("got %d messages stored on %q, want 2", n, tt.conv)
 			}
 		})

@@ -1,9 +1,11 @@
 package proxy_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 )
 
@@ -12,18 +14,18 @@ import (
 func TestStreamLineEndings(t *testing.T) {
 	for _, tc := range []struct{ name, ending string }{{"cr", "\r"}, {"crlf", "\r\n"}, {"lf", "\n"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, harnessOptions{})
+			h := newHarness(t, e2etest.Options{})
 			conv := "endings-" + tc.name
-			h.up.Enqueue(upstreamtest.Reply{Content: "line one\nline two", LineEnding: tc.ending})
-			body := readAll(t, h.send(key, conv, chatBody("question", true)))
+			h.Up.Enqueue(upstreamtest.Reply{Content: "line one\nline two", LineEnding: tc.ending})
+			body := readAll(t, h.send(key, conv, e2etest.ChatBody("question", true)))
 			if want := "data: [DONE]" + tc.ending + tc.ending; !strings.HasSuffix(body, want) || strings.Contains(body, `"error"`) {
 				t.Errorf("got stream %q, want it relayed as sent, ending in %q", body, want)
 			}
-			if d := h.waitDone(conv); !d.Committed || d.Err != nil {
+			if d := h.WaitDone(conv); !d.Committed || d.Err != nil {
 				t.Fatalf("got %+v, want a committed turn", d)
 			}
 			want := []string{"user:question", "assistant:line one\nline two"}
-			if got := active(h.stored(h.passNamespace(key), conv)); !equalStrings(got, want) {
+			if got := e2etest.Active(h.Stored(h.PassNamespace(key), conv)); !slices.Equal(got, want) {
 				t.Errorf("stored %q, want %q", got, want)
 			}
 		})

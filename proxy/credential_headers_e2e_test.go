@@ -3,6 +3,8 @@ package proxy_test
 import (
 	"net/http"
 	"testing"
+
+	"github.com/recallproxy/recall/internal/e2etest"
 )
 
 // clientCredentials are every credential header a client may send along
@@ -22,12 +24,12 @@ var clientCredentials = map[string]string{
 func TestOnlyOneCredentialGoesUpstream(t *testing.T) {
 	tests := []struct {
 		name     string
-		opts     harnessOptions
+		opts     e2etest.Options
 		key      string
 		wantAuth string
 	}{
-		{"tenant key", twoTenants, "rk-acme-1", "Bearer sk-upstream-acme"},
-		{"pass-through", harnessOptions{}, "sk-client-own", "Bearer sk-client-own"},
+		{"tenant key", e2etest.TwoTenants(), "rk-acme-1", "Bearer sk-upstream-acme"},
+		{"pass-through", e2etest.Options{}, "sk-client-own", "Bearer sk-client-own"},
 	}
 	paths := []struct{ name, path, conv, body string }{
 		{"chat", "/v1/chat/completions", "cred-1", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`},
@@ -44,13 +46,13 @@ func TestOnlyOneCredentialGoesUpstream(t *testing.T) {
 				for k, v := range clientCredentials {
 					headers[k] = v
 				}
-				if r := h.postHeaders(p.path, headers, p.body); r.status != 200 {
-					t.Fatalf("%s: status %d: %s", p.name, r.status, r.body)
+				if r := h.PostHeaders(p.path, headers, p.body); r.Status != 200 {
+					t.Fatalf("%s: status %d: %s", p.name, r.Status, r.Body)
 				}
 				if p.conv != "" {
-					h.waitDone(p.conv)
+					h.WaitDone(p.conv)
 				}
-				got := h.up.Last().Header
+				got := h.Up.Last().Header
 				if auth := got.Values("Authorization"); len(auth) != 1 || auth[0] != tt.wantAuth {
 					t.Errorf("%s: upstream Authorization %q, want only %q", p.name, auth, tt.wantAuth)
 				}

@@ -3,36 +3,39 @@ package proxy_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 )
 
 func TestLongConversationStaysInBudgetWithStablePrefix(t *testing.T) {
 	const budget = 600
-	h := newHarness(t, harnessOptions{global: func(g *configGlobal) { g.Defaults.History.BudgetTokens = budget }})
+	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) { g.Defaults.History.BudgetTokens = budget }})
 	var prev []string
 	shared, steps := 0, 0
 	for i := range 40 {
 		body := fmt.Sprintf(`{"model":"gpt-4o","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"turn %d %s"}]}`,
 			i, strings.Repeat("lorem ipsum ", 8))
-		r := h.post("/v1/chat/completions", key, "long-1", body)
-		if r.status != 200 {
-			t.Fatalf("turn %d: %d %s", i, r.status, r.body)
+		r := h.Post("/v1/chat/completions", key, "long-1", body)
+		if r.Status != 200 {
+			t.Fatalf("turn %d: %d %s", i, r.Status, r.Body)
 		}
-		tokens, err := strconv.Atoi(r.header.Get("X-Recall-Context-Tokens"))
+		tokens, err := strconv.Atoi(r.Header.Get("X-Recall-Context-Tokens"))
 		if err != nil || tokens > budget {
-			t.Fatalf("turn %d: context tokens %q over budget %d", i, r.header.Get("X-Recall-Context-Tokens"), budget)
+			t.Fatalf("turn %d: context tokens %q over budget %d", i, r.Header.Get("X-Recall-Context-Tokens"), budget)
 		}
-		sent := renderAll(h.up.Last().Messages)
+		sent := e2etest.RenderAll(h.Up.Last().Messages)
 		if sent[0] != "system:be brief" {
 			t.Fatalf("turn %d: instructions not first: %q", i, sent[0])
 		}
 		if i > 0 {
 			steps++
-			if len(sent) >= len(prev) && equalStrings(sent[:len(prev)], prev) {
+			if len(sent) >= len(prev) && slices.Equal(sent[:len(prev)], prev) {
 				shared++
 			}
 		}
@@ -40,7 +43,7 @@ func TestLongConversationStaysInBudgetWithStablePrefix(t *testing.T) {
 		prev = append(sent, "assistant:echo: "+strings.TrimPrefix(sent[len(sent)-1], "user:"))
 	}
 	var incl, stored int
-	fmt.Sscanf(h.post("/v1/chat/completions", key, "long-1", `{"messages":[{"role":"user","content":"last"}]}`).header.Get("X-Recall-History"), "%d/%d", &incl, &stored)
+	fmt.Sscanf(h.Post("/v1/chat/completions", key, "long-1", `{"messages":[{"role":"user","content":"last"}]}`).Header.Get("X-Recall-History"), "%d/%d", &incl, &stored)
 	if stored != 41 || incl >= stored {
 		t.Errorf("X-Recall-History %d/%d, want fewer included than the 41 stored", incl, stored)
 	}
@@ -54,25 +57,25 @@ func TestLongConversationStaysInBudgetWithStablePrefix(t *testing.T) {
 }
 
 func TestLongToolResultsAreCutInStorageAndInLaterTurns(t *testing.T) {
-	h := newHarness(t, harnessOptions{global: func(g *configGlobal) {
+	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) {
 		g.Defaults.History.StoredToolResultChars = 3000
 		g.Defaults.History.OldToolResultChars = 100
 	}})
-	h.up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "call_1", Name: "read", Arguments: "{}"}}})
-	if r := h.post("/v1/chat/completions", key, "cut-1", `{"messages":[{"role":"user","content":"read it"}]}`); r.status != 200 {
-		t.Fatal(r.body)
+	h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "call_1", Name: "read", Arguments: "{}"}}})
+	if r := h.Post("/v1/chat/completions", key, "cut-1", `{"messages":[{"role":"user","content":"read it"}]}`); r.Status != 200 {
+		t.Fatal(r.Body)
 	}
 	long := strings.Repeat("x", 5000)
-	r := h.post("/v1/chat/completions", key, "cut-1", `{"messages":[{"role":"tool","tool_call_id":"call_1","content":"`+long+`"}]}`)
-	if r.status != 200 {
-		t.Fatal(r.body)
+	r := h.Post("/v1/chat/completions", key, "cut-1", `{"messages":[{"role":"tool","tool_call_id":"call_1","content":"`+long+`"}]}`)
+	if r.Status != 200 {
+		t.Fatal(r.Body)
 	}
 	// The current turn's result is sent whole...
-	if got := toolContent(t, h.up.Last().Messages); len(got) != 5000 {
+	if got := toolContent(t, h.Up.Last().Messages); len(got) != 5000 {
 		t.Errorf("current turn's tool result sent with %d chars, want 5000", len(got))
 	}
 	// ...stored cut with the marker...
-	for _, m := range h.stored(h.passNamespace(key), "cut-1") {
+	for _, m := range h.Stored(h.PassNamespace(key), "cut-1") {
 		if m.Role == "tool" {
 			var c struct{ Content string }
 			json.Unmarshal(m.Raw, &c)
@@ -82,15 +85,15 @@ func TestLongToolResultsAreCutInStorageAndInLaterTurns(t *testing.T) {
 		}
 	}
 	// ...and cut to old_tool_result_chars once its turn is no longer current.
-	r = h.post("/v1/chat/completions", key, "cut-1", `{"messages":[{"role":"user","content":"thanks"}]}`)
-	if r.status != 200 {
-		t.Fatal(r.body)
+	r = h.Post("/v1/chat/completions", key, "cut-1", `{"messages":[{"role":"user","content":"thanks"}]}`)
+	if r.Status != 200 {
+		t.Fatal(r.Body)
 	}
-	got := toolContent(t, h.up.Last().Messages)
+	got := toolContent(t, h.Up.Last().Messages)
 	if !strings.HasPrefix(got, strings.Repeat("x", 100)+"\n[truncated for context") {
 		t.Errorf("earlier tool result sent as %q", got[:min(len(got), 160)])
 	}
-	if c := r.header.Get("X-Recall-Curation"); !strings.Contains(c, "truncated_tool_results=1") {
+	if c := r.Header.Get("X-Recall-Curation"); !strings.Contains(c, "truncated_tool_results=1") {
 		t.Errorf("X-Recall-Curation %q", c)
 	}
 }

@@ -9,12 +9,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/proxy"
 )
@@ -76,7 +78,7 @@ func TestStreamHoldsFinishReasonUntilCommitted(t *testing.T) {
 	gate := make(chan struct{})
 	entered := make(chan struct{}, 1)
 	var gated atomic.Bool
-	h := newHarness(t, harnessOptions{proxy: withCommitHook(func(ctx context.Context) error {
+	h := newHarness(t, e2etest.Options{Proxy: withCommitHook(func(ctx context.Context) error {
 		if !gated.Load() {
 			return nil
 		}
@@ -89,8 +91,8 @@ func TestStreamHoldsFinishReasonUntilCommitted(t *testing.T) {
 		}
 	})})
 	gated.Store(true)
-	h.up.Enqueue(upstreamtest.Reply{Content: "one two three four", Chunks: 4})
-	resp := h.send(key, "hold-1", chatBody("count", true))
+	h.Up.Enqueue(upstreamtest.Reply{Content: "one two three four", Chunks: 4})
+	resp := h.send(key, "hold-1", e2etest.ChatBody("count", true))
 	defer resp.Body.Close()
 	events := readEvents(bufio.NewReader(resp.Body))
 
@@ -124,7 +126,7 @@ func TestStreamHoldsFinishReasonUntilCommitted(t *testing.T) {
 	if len(rest) < 2 || !strings.Contains(rest[0], `"finish_reason":"stop"`) || rest[len(rest)-1] != "[DONE]" {
 		t.Fatalf("after the commit got %q, want the finish chunk ... [DONE]", rest)
 	}
-	if d := h.waitDone("hold-1"); !d.Committed || d.Status != 200 {
+	if d := h.WaitDone("hold-1"); !d.Committed || d.Status != 200 {
 		t.Fatalf("got %+v, want a committed exchange", d)
 	}
 }
@@ -151,10 +153,10 @@ func deltaContent(t *testing.T, ev string) string {
 // A stream whose turn cannot be committed ends with an error event: no
 // finish_reason, no [DONE], an ERROR log line with the real status.
 func TestStreamCommitFailureEndsWithErrorEvent(t *testing.T) {
-	h := newHarness(t, harnessOptions{proxy: withCommitHook(func(context.Context) error {
+	h := newHarness(t, e2etest.Options{Proxy: withCommitHook(func(context.Context) error {
 		return errors.New("disk on fire")
 	})})
-	resp := h.send(key, "fail-1", chatBody("remember this", true))
+	resp := h.send(key, "fail-1", e2etest.ChatBody("remember this", true))
 	body := readAll(t, resp)
 	if resp.StatusCode != 200 {
 		t.Fatalf("got status %d, want 200 (the stream had started)", resp.StatusCode)
@@ -164,17 +166,17 @@ func TestStreamCommitFailureEndsWithErrorEvent(t *testing.T) {
 	}
 	events := strings.Split(strings.TrimSpace(body), "\n\n")
 	checkErrorShape(t, []byte(strings.TrimPrefix(events[len(events)-1], "data: ")), "server_error", "history_write_failed")
-	d := h.waitDone("fail-1")
+	d := h.WaitDone("fail-1")
 	if d.Committed || d.Status != 500 {
 		t.Fatalf("got %+v, want an uncommitted exchange with status 500", d)
 	}
-	if logs := h.logs.String(); !strings.Contains(logs, `"level":"ERROR","msg":"request"`) || !strings.Contains(logs, `"status":500`) {
+	if logs := h.Logs.String(); !strings.Contains(logs, `"level":"ERROR","msg":"request"`) || !strings.Contains(logs, `"status":500`) {
 		t.Errorf("got logs %s, want an ERROR request line with status 500", logs)
 	}
-	if got := h.stored(h.passNamespace(key), "fail-1"); len(got) != 0 {
+	if got := h.Stored(h.PassNamespace(key), "fail-1"); len(got) != 0 {
 		t.Errorf("stored %d messages, want none", len(got))
 	}
-	if got := h.metric(`recall_commit_failures_total{reason="error",tenant="default"}`); got != 1 {
+	if got := h.Metric(`recall_commit_failures_total{reason="error",tenant="default"}`); got != 1 {
 		t.Errorf("recall_commit_failures_total{reason=error} %v, want 1", got)
 	}
 }
@@ -188,7 +190,7 @@ func TestHungCommitReleasesTheConversation(t *testing.T) {
 			hang.Store(true)
 			stop := make(chan struct{})
 			t.Cleanup(func() { close(stop) })
-			h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) {
+			h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) {
 				c.CommitTimeout = 100 * time.Millisecond
 				withCommitHook(func(context.Context) error {
 					if hang.CompareAndSwap(true, false) {
@@ -199,22 +201,22 @@ func TestHungCommitReleasesTheConversation(t *testing.T) {
 				})(c)
 			}})
 			conv := "hang-1"
-			r := h.post("/v1/chat/completions", key, conv, chatBody("first", stream))
+			r := h.Post("/v1/chat/completions", key, conv, e2etest.ChatBody("first", stream))
 			if stream {
-				if r.status != 200 || !strings.Contains(r.body, "history_write_failed") || strings.Contains(r.body, "[DONE]") {
-					t.Fatalf("got %d %q, want a stream ended by an error event", r.status, r.body)
+				if r.Status != 200 || !strings.Contains(r.Body, "history_write_failed") || strings.Contains(r.Body, "[DONE]") {
+					t.Fatalf("got %d %q, want a stream ended by an error event", r.Status, r.Body)
 				}
-			} else if r.status != 500 || !strings.Contains(r.body, "history_write_failed") {
-				t.Fatalf("got %d %s, want 500 history_write_failed", r.status, r.body)
+			} else if r.Status != 500 || !strings.Contains(r.Body, "history_write_failed") {
+				t.Fatalf("got %d %s, want 500 history_write_failed", r.Status, r.Body)
 			}
-			if d := h.waitDone(conv); d.Committed {
+			if d := h.WaitDone(conv); d.Committed {
 				t.Fatalf("got %+v, want an uncommitted exchange", d)
 			}
-			if r := h.post("/v1/chat/completions", key, conv, chatBody("second", false)); r.status != 200 {
-				t.Fatalf("next request: got %d %s, want 200", r.status, r.body)
+			if r := h.Post("/v1/chat/completions", key, conv, e2etest.ChatBody("second", false)); r.Status != 200 {
+				t.Fatalf("next request: got %d %s, want 200", r.Status, r.Body)
 			}
-			h.waitDone(conv)
-			if got := h.metric(`recall_commit_failures_total{reason="timeout",tenant="default"}`); got != 1 {
+			h.WaitDone(conv)
+			if got := h.Metric(`recall_commit_failures_total{reason="timeout",tenant="default"}`); got != 1 {
 				t.Errorf("recall_commit_failures_total{reason=timeout} %v, want 1", got)
 			}
 		})
@@ -225,29 +227,29 @@ func TestHungCommitReleasesTheConversation(t *testing.T) {
 // nothing: the client will retry, and its retry must not find a turn it
 // never saw.
 func TestClientGoneBeforeCommitStoresNothing(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, e2etest.Options{})
 	conv := "gone-1"
-	h.up.Enqueue(upstreamtest.Reply{Content: "too late", Fault: upstreamtest.FaultStallMidStream})
-	conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	h.Up.Enqueue(upstreamtest.Reply{Content: "too late", Fault: upstreamtest.FaultStallMidStream})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := chatBody("are you there?", false)
+	body := e2etest.ChatBody("are you there?", false)
 	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: recall\r\nAuthorization: Bearer %s\r\n"+
 		"X-Conversation-ID: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", key, conv, len(body), body)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := h.up.WaitStalled(ctx, 1); err != nil {
+	if err := h.Up.WaitStalled(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	conn.Close() // the client gives up while the upstream is still answering
-	h.up.Release()
-	d := h.waitDone(conv)
+	h.Up.Release()
+	d := h.WaitDone(conv)
 	if d.Committed || d.Status != 499 {
 		t.Fatalf("got %+v, want an uncommitted exchange with status 499", d)
 	}
-	if got := h.stored(h.passNamespace(key), conv); len(got) != 0 {
-		t.Errorf("stored %q, want nothing", active(got))
+	if got := h.Stored(h.PassNamespace(key), conv); len(got) != 0 {
+		t.Errorf("stored %q, want nothing", e2etest.Active(got))
 	}
 }
 
@@ -280,25 +282,25 @@ func TestRetryReplacesTheLastTurn(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, harnessOptions{})
+			h := newHarness(t, e2etest.Options{})
 			conv := "retry-1"
 			send := func(text string, extra map[string]string, n int) {
 				headers := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + key, "X-Conversation-ID": conv}
 				for k, v := range extra {
 					headers[k] = v
 				}
-				h.up.Enqueue(upstreamtest.Reply{Content: fmt.Sprintf("echo: %s (%d)", text, n)})
-				if r := h.postHeaders("/v1/chat/completions", headers, chatBody(text, false)); r.status != 200 {
-					t.Fatalf("request %d: got %d %s", n, r.status, r.body)
+				h.Up.Enqueue(upstreamtest.Reply{Content: fmt.Sprintf("echo: %s (%d)", text, n)})
+				if r := h.PostHeaders("/v1/chat/completions", headers, e2etest.ChatBody(text, false)); r.Status != 200 {
+					t.Fatalf("request %d: got %d %s", n, r.Status, r.Body)
 				}
-				h.waitDone(conv)
+				h.WaitDone(conv)
 			}
 			send("q", tt.first, 1)
 			send(tt.secondText, tt.second, 2)
-			if got := active(h.stored(h.passNamespace(key), conv)); !equalStrings(got, tt.want) {
+			if got := e2etest.Active(h.Stored(h.PassNamespace(key), conv)); !slices.Equal(got, tt.want) {
 				t.Errorf("stored %q, want %q", got, tt.want)
 			}
-			if got := renderAll(h.up.Last().Messages); !equalStrings(got, tt.wantUpstream) {
+			if got := e2etest.RenderAll(h.Up.Last().Messages); !slices.Equal(got, tt.wantUpstream) {
 				t.Errorf("upstream got %q, want %q", got, tt.wantUpstream)
 			}
 		})
@@ -323,7 +325,7 @@ func readAll(t *testing.T, resp *http.Response) string {
 // /readyz says so; requests without a conversation still pass.
 func TestNoRoomRefusesRecordedRequests(t *testing.T) {
 	var full atomic.Bool
-	h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) {
+	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) {
 		c.CanCommit = func() error {
 			if full.Load() {
 				return errors.New("12 MiB free, below the 64 MiB floor")
@@ -331,34 +333,34 @@ func TestNoRoomRefusesRecordedRequests(t *testing.T) {
 			return nil
 		}
 	}})
-	if r := h.post("/v1/chat/completions", key, "room-1", chatBody("before", false)); r.status != 200 {
-		t.Fatalf("got %d %s, want 200", r.status, r.body)
+	if r := h.Post("/v1/chat/completions", key, "room-1", e2etest.ChatBody("before", false)); r.Status != 200 {
+		t.Fatalf("got %d %s, want 200", r.Status, r.Body)
 	}
-	h.waitDone("room-1")
+	h.WaitDone("room-1")
 	full.Store(true)
-	before := h.up.Count()
-	r := h.post("/v1/chat/completions", key, "room-1", chatBody("after", false))
-	if r.status != 507 {
-		t.Fatalf("got %d %s, want 507", r.status, r.body)
+	before := h.Up.Count()
+	r := h.Post("/v1/chat/completions", key, "room-1", e2etest.ChatBody("after", false))
+	if r.Status != 507 {
+		t.Fatalf("got %d %s, want 507", r.Status, r.Body)
 	}
-	checkErrorShape(t, []byte(r.body), "server_error", "insufficient_storage")
-	if got := h.up.Count(); got != before {
+	checkErrorShape(t, []byte(r.Body), "server_error", "insufficient_storage")
+	if got := h.Up.Count(); got != before {
 		t.Errorf("the upstream got %d requests, want none", got-before)
 	}
-	if d := h.waitDone("room-1"); d.Status != 507 || d.Committed {
+	if d := h.WaitDone("room-1"); d.Status != 507 || d.Committed {
 		t.Errorf("got %+v, want an uncommitted 507", d)
 	}
-	if r := h.post("/v1/chat/completions", key, "", chatBody("no memory", false)); r.status != 200 {
-		t.Errorf("without a conversation: got %d %s, want 200", r.status, r.body)
+	if r := h.Post("/v1/chat/completions", key, "", e2etest.ChatBody("no memory", false)); r.Status != 200 {
+		t.Errorf("without a conversation: got %d %s, want 200", r.Status, r.Body)
 	}
-	resp, err := http.Get(h.url + "/readyz")
+	resp, err := http.Get(h.URL + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if body := readAll(t, resp); resp.StatusCode != 503 {
 		t.Errorf("/readyz: got %d %s, want 503", resp.StatusCode, body)
 	}
-	if got := active(h.stored(h.passNamespace(key), "room-1")); len(got) != 2 {
+	if got := e2etest.Active(h.Stored(h.PassNamespace(key), "room-1")); len(got) != 2 {
 		t.Errorf("stored %q, want only the first turn", got)
 	}
 }
@@ -368,30 +370,30 @@ func TestNoRoomRefusesRecordedRequests(t *testing.T) {
 func TestCommitConflictIsRebased(t *testing.T) {
 	var h *harness
 	var once atomic.Bool
-	h = newHarness(t, harnessOptions{proxy: withCommitHook(func(ctx context.Context) error {
+	h = newHarness(t, e2etest.Options{Proxy: withCommitHook(func(ctx context.Context) error {
 		if !once.CompareAndSwap(false, true) {
 			return nil
 		}
 		// Another writer lands first, straight in the store.
-		k := history.Key{Tenant: h.passNamespace(key), Conversation: "rebase-1"}
-		snap, err := h.store.Load(ctx, k, history.Query{})
+		k := history.Key{Tenant: h.PassNamespace(key), Conversation: "rebase-1"}
+		snap, err := h.Store.Load(ctx, k, history.Query{})
 		if err != nil {
 			return err
 		}
-		_, err = h.store.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Now: 1,
+		_, err = h.Store.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Now: 1,
 			Append: []history.Message{{Role: "user", Raw: []byte(`{"role":"user","content":"elsewhere"}`)}}})
 		return err
 	})})
 	for _, text := range []string{"one", "two"} {
-		if r := h.post("/v1/chat/completions", key, "rebase-1", chatBody(text, text == "two")); r.status != 200 || strings.Contains(r.body, "error") {
-			t.Fatalf("%s: got %d %s", text, r.status, r.body)
+		if r := h.Post("/v1/chat/completions", key, "rebase-1", e2etest.ChatBody(text, text == "two")); r.Status != 200 || strings.Contains(r.Body, "error") {
+			t.Fatalf("%s: got %d %s", text, r.Status, r.Body)
 		}
-		if d := h.waitDone("rebase-1"); !d.Committed {
+		if d := h.WaitDone("rebase-1"); !d.Committed {
 			t.Fatalf("%s: got %+v, want committed", text, d)
 		}
 	}
 	want := []string{"user:elsewhere", "user:one", "assistant:echo: one", "user:two", "assistant:echo: two"}
-	if got := active(h.stored(h.passNamespace(key), "rebase-1")); !equalStrings(got, want) {
+	if got := e2etest.Active(h.Stored(h.PassNamespace(key), "rebase-1")); !slices.Equal(got, want) {
 		t.Errorf("stored %q, want %q", got, want)
 	}
 }
@@ -400,21 +402,21 @@ func TestCommitConflictIsRebased(t *testing.T) {
 // per event: past it the stream ends with an error event and nothing is
 // committed.
 func TestStreamedAnswerBoundedAsAWhole(t *testing.T) {
-	h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) { c.MaxResponseBytes = 8 << 10 }})
+	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.MaxResponseBytes = 8 << 10 }})
 	// 64 events of about 400 bytes each: every one under the bound, the
 	// answer far over it.
-	h.up.Enqueue(upstreamtest.Reply{Content: strings.Repeat("0123456789", 64*30), Chunks: 64})
-	resp := h.send(key, "bound-1", chatBody("a long answer", true))
+	h.Up.Enqueue(upstreamtest.Reply{Content: strings.Repeat("0123456789", 64*30), Chunks: 64})
+	resp := h.send(key, "bound-1", e2etest.ChatBody("a long answer", true))
 	body := readAll(t, resp)
 	if strings.Contains(body, `"finish_reason":"`) || strings.Contains(body, "[DONE]") {
 		t.Errorf("got the end of the stream, want it cut: %q", body[max(0, len(body)-300):])
 	}
 	events := strings.Split(strings.TrimSpace(body), "\n\n")
 	checkErrorShape(t, []byte(strings.TrimPrefix(events[len(events)-1], "data: ")), "upstream_error", "upstream_response_too_large")
-	if d := h.waitDone("bound-1"); d.Committed {
+	if d := h.WaitDone("bound-1"); d.Committed {
 		t.Fatalf("got %+v, want nothing committed", d)
 	}
-	if got := h.stored(h.passNamespace(key), "bound-1"); len(got) != 0 {
+	if got := h.Stored(h.PassNamespace(key), "bound-1"); len(got) != 0 {
 		t.Errorf("stored %d messages, want none", len(got))
 	}
 }
@@ -423,14 +425,14 @@ func TestStreamedAnswerBoundedAsAWhole(t *testing.T) {
 // cuts it is reported as the upstream's failure (502), not as a client
 // that left (499).
 func TestUnrecordedStreamCutIsTheUpstreams(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
-	h.up.Enqueue(upstreamtest.Reply{Fault: upstreamtest.FaultCutMidStream, Chunks: 8})
-	resp := h.send(key, "", chatBody("no memory", true))
+	h := newHarness(t, e2etest.Options{})
+	h.Up.Enqueue(upstreamtest.Reply{Fault: upstreamtest.FaultCutMidStream, Chunks: 8})
+	resp := h.send(key, "", e2etest.ChatBody("no memory", true))
 	body := readAll(t, resp)
 	if strings.Contains(body, `"error"`) {
 		t.Errorf("got an error event in an unrecorded stream, want the bytes as the upstream sent them: %q", body)
 	}
-	if d := h.waitDone(""); d.Status != 502 || d.Err == nil {
+	if d := h.WaitDone(""); d.Status != 502 || d.Err == nil {
 		t.Errorf("got %+v, want status 502 with its reason", d)
 	}
 }

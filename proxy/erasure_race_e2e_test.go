@@ -9,6 +9,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/summary"
 )
@@ -25,35 +26,35 @@ func TestErasureRacingASlowSummariser(t *testing.T) {
 		reuse bool
 	}{
 		{"delete, then the id reused", "race-delete", func(h *harness, conv string) {
-			if a := h.api(key, "", "DELETE", convBase+conv, ""); a.status != 200 {
-				t.Fatalf("delete: %d %s", a.status, a.body)
+			if a := h.API(key, "", "DELETE", convBase+conv, ""); a.Status != 200 {
+				t.Fatalf("delete: %d %s", a.Status, a.Body)
 			}
 		}, true},
 		{"hard forget", "race-forget", func(h *harness, conv string) {
-			if a := h.api(key, "", "POST", convBase+conv+"/forget", `{"instruction":"before:turn_2","mode":"hard"}`); a.status != 200 {
-				t.Fatalf("forget: %d %s", a.status, a.body)
+			if a := h.API(key, "", "POST", convBase+conv+"/forget", `{"instruction":"before:turn_2","mode":"hard"}`); a.Status != 200 {
+				t.Fatalf("forget: %d %s", a.Status, a.Body)
 			}
 		}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, harnessOptions{global: summaryOn(2, 1), summary: func(*summary.Config) {}})
+			h := newHarness(t, e2etest.Options{Global: summaryOn(2, 1), Summary: func(*summary.Config) {}})
 			conv := tt.conv
-			c := h.client(key, conv)
+			c := h.Client(key, conv)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			say := func(text string) {
 				t.Helper()
-				if _, err := c.Chat.Completions.New(ctx, params(openai.UserMessage(text))); err != nil {
+				if _, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage(text))); err != nil {
 					t.Fatalf("%s: %v", text, err)
 				}
 			}
-			h.up.EnqueueSummary(upstreamtest.Reply{Hold: true})
+			h.Up.EnqueueSummary(upstreamtest.Reply{Hold: true})
 			// Three turns cross the trigger (2): the job covers the first
 			// two, the vault code among them, and waits in the summariser.
 			say("the vault code is 4711")
 			say("second turn")
 			say("third turn")
-			if err := h.up.WaitStalled(ctx, 1); err != nil {
+			if err := h.Up.WaitStalled(ctx, 1); err != nil {
 				t.Fatal(err)
 			}
 			tt.erase(h, conv)
@@ -63,20 +64,20 @@ func TestErasureRacingASlowSummariser(t *testing.T) {
 				say("fresh one")
 				say("fresh two")
 			}
-			h.up.Release()
-			if d := h.waitJob(conv); d.Outcome != summary.Stale {
+			h.Up.Release()
+			if d := h.WaitJob(conv); d.Outcome != summary.Stale {
 				t.Errorf("the job's outcome is %v, want stale", d.Outcome)
 			}
 
-			m := h.meta(h.passNamespace(key), conv)
+			m := h.Meta(h.PassNamespace(key), conv)
 			if m.Summary != nil {
 				t.Errorf("stored summary %q, want none", m.Summary.Text)
 			}
-			if a := h.api(key, "", "GET", convBase+conv, ""); strings.Contains(string(a.body), "4711") {
-				t.Errorf("the API shows the erased text: %s", a.body)
+			if a := h.API(key, "", "GET", convBase+conv, ""); strings.Contains(string(a.Body), "4711") {
+				t.Errorf("the API shows the erased text: %s", a.Body)
 			}
 			say("what do you remember")
-			sent := strings.Join(renderAll(lastChat(h.up).Messages), "\n")
+			sent := strings.Join(e2etest.RenderAll(lastChat(h.Up).Messages), "\n")
 			if strings.Contains(sent, "4711") {
 				t.Errorf("the erased text was sent upstream:\n%s", sent)
 			}
@@ -86,7 +87,7 @@ func TestErasureRacingASlowSummariser(t *testing.T) {
 			}
 			for _, w := range want {
 				if !strings.Contains(sent, w) {
-					t.Errorf("sent upstream:\n%s\nwant %q among it (%s)", sent, w, fmt.Sprint(active(h.stored(h.passNamespace(key), conv))))
+					t.Errorf("sent upstream:\n%s\nwant %q among it (%s)", sent, w, fmt.Sprint(e2etest.Active(h.Stored(h.PassNamespace(key), conv))))
 				}
 			}
 		})

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/proxy"
 )
 
@@ -14,7 +15,7 @@ import (
 // for the body; anything else is told to continue.
 func TestExpectContinueRefusesAnOversizedChatBodyUnread(t *testing.T) {
 	const limit = 64 << 10
-	h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) { c.MaxBodyBytes = limit }})
+	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.MaxBodyBytes = limit }})
 	tests := []struct {
 		name   string
 		target string
@@ -28,7 +29,7 @@ func TestExpectContinueRefusesAnOversizedChatBodyUnread(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := h.raw("POST " + tt.target + " HTTP/1.1\r\nHost: recall.test\r\nAuthorization: Bearer " + key + "\r\n" +
+			resp := h.Raw("POST " + tt.target + " HTTP/1.1\r\nHost: recall.test\r\nAuthorization: Bearer " + key + "\r\n" +
 				"Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(tt.length) + "\r\nExpect: 100-continue\r\n\r\n")
 			defer resp.Body.Close()
 			if resp.StatusCode != tt.status {
@@ -47,7 +48,7 @@ func TestExpectContinueRefusesAnOversizedChatBodyUnread(t *testing.T) {
 			}
 		})
 	}
-	if n := h.up.Count(); n != 0 {
+	if n := h.Up.Count(); n != 0 {
 		t.Errorf("got %d upstream requests, want none", n)
 	}
 }

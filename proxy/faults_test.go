@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/proxy"
 )
@@ -97,16 +98,16 @@ func TestUpstreamFaultsStoreNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tenants := &swappableTenants{}
-			h := newHarness(t, harnessOptions{
-				global: tt.global,
-				proxy: func(c *proxy.Config) {
+			h := newHarness(t, e2etest.Options{
+				Global: tt.global,
+				Proxy: func(c *proxy.Config) {
 					c.StreamIdleTimeout = 200 * time.Millisecond
 					tenants.set.Store(c.Tenants.Current())
 					c.Tenants = tenants
 				},
 			})
 			conv := "fault-1"
-			ns := h.passNamespace(faultKey)
+			ns := h.PassNamespace(faultKey)
 			h.seedTurn(conv)
 			if tt.refused {
 				g := config.DefaultGlobal()
@@ -117,10 +118,10 @@ func TestUpstreamFaultsStoreNothing(t *testing.T) {
 				}
 				tenants.set.Store(set)
 			}
-			storedBefore := len(h.stored(ns, conv))
+			storedBefore := len(h.Stored(ns, conv))
 
-			h.up.Enqueue(tt.reply)
-			resp := h.send(faultKey, conv, chatBody("this one fails", tt.stream))
+			h.Up.Enqueue(tt.reply)
+			resp := h.send(faultKey, conv, e2etest.ChatBody("this one fails", tt.stream))
 			body, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if err != nil {
@@ -158,35 +159,35 @@ func TestUpstreamFaultsStoreNothing(t *testing.T) {
 					last := strings.TrimPrefix(events[len(events)-1], "data: ")
 					checkErrorShape(t, []byte(last), "upstream_error", tt.want.errEvent)
 				}
-				if got := h.metric(`recall_streams_aborted_total{tenant="default"}`); got != 1 {
+				if got := h.Metric(`recall_streams_aborted_total{tenant="default"}`); got != 1 {
 					t.Errorf("recall_streams_aborted_total %v, want 1", got)
 				}
 			}
 			// Every exchange, whatever its end, is accounted for once:
 			// wait for it (a relay finishes after the last byte).
-			d := h.waitDone(conv)
+			d := h.WaitDone(conv)
 			if d.Committed || (d.Err == nil && d.Status < 400) {
 				t.Fatalf("got %+v, want an uncommitted exchange with its reason", d)
 			}
 			if tt.want.status != 200 && d.Status != tt.want.status {
 				t.Errorf("exchange reported status %d, want %d", d.Status, tt.want.status)
 			}
-			if got := len(h.stored(ns, conv)); got != storedBefore {
+			if got := len(h.Stored(ns, conv)); got != storedBefore {
 				t.Errorf("got %d stored messages, want %d (unchanged)", got, storedBefore)
 			}
 		})
 	}
 
 	t.Run("slow client", func(t *testing.T) {
-		h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) { c.StreamIdleTimeout = 200 * time.Millisecond }})
+		h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.StreamIdleTimeout = 200 * time.Millisecond }})
 		conv := "slow-1"
-		ns := h.passNamespace(faultKey)
+		ns := h.PassNamespace(faultKey)
 		h.seedTurn(conv)
 		// An answer much larger than the socket buffers, so that the relay
 		// blocks on the client while the upstream has more to send.
 		content := strings.Repeat("0123456789abcdef", 1<<19) // 8 MiB
-		h.up.Enqueue(upstreamtest.Reply{Content: content, Chunks: 64})
-		resp := h.send(faultKey, conv, chatBody("a long answer please", true))
+		h.Up.Enqueue(upstreamtest.Reply{Content: content, Chunks: 64})
+		resp := h.send(faultKey, conv, e2etest.ChatBody("a long answer please", true))
 		defer resp.Body.Close()
 		if resp.StatusCode != 200 {
 			t.Fatalf("got status %d, want 200", resp.StatusCode)
@@ -211,10 +212,10 @@ func TestUpstreamFaultsStoreNothing(t *testing.T) {
 		if !strings.HasSuffix(got.String(), "data: [DONE]\n\n") {
 			t.Fatalf("got a stream of %d bytes without [DONE], want the whole answer", got.Len())
 		}
-		if d := h.waitDone(conv); !d.Committed {
+		if d := h.WaitDone(conv); !d.Committed {
 			t.Fatalf("slow client's turn not committed: %v", d.Err)
 		}
-		msgs := h.stored(ns, conv)
+		msgs := h.Stored(ns, conv)
 		var stored struct{ Content string }
 		if err := json.Unmarshal(msgs[3].Raw, &stored); err != nil {
 			t.Fatal(err)
@@ -225,20 +226,20 @@ func TestUpstreamFaultsStoreNothing(t *testing.T) {
 	})
 
 	t.Run("client disconnect mid-stream", func(t *testing.T) {
-		h := newHarness(t, harnessOptions{})
+		h := newHarness(t, e2etest.Options{})
 		conv := "gone-1"
-		ns := h.passNamespace(faultKey)
+		ns := h.PassNamespace(faultKey)
 		h.seedTurn(conv)
-		storedBefore := len(h.stored(ns, conv))
-		h.up.Enqueue(upstreamtest.Reply{Fault: upstreamtest.FaultStallMidStream, Chunks: 16})
+		storedBefore := len(h.Stored(ns, conv))
+		h.Up.Enqueue(upstreamtest.Reply{Fault: upstreamtest.FaultStallMidStream, Chunks: 16})
 		// A raw connection, so that the client is really gone (its socket
 		// closed) before the upstream goes on: an HTTP client's Body.Close
 		// closes the socket later, from another goroutine.
-		conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+		conn, err := net.Dial("tcp", strings.TrimPrefix(h.URL, "http://"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		body := chatBody("leaving early", true)
+		body := e2etest.ChatBody("leaving early", true)
 		fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: recall\r\nAuthorization: Bearer %s\r\n"+
 			"X-Conversation-ID: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", faultKey, conv, len(body), body)
 		br := bufio.NewReader(conn)
@@ -257,21 +258,21 @@ func TestUpstreamFaultsStoreNothing(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := h.up.WaitStalled(ctx, 1); err != nil {
+		if err := h.Up.WaitStalled(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
 		conn.Close() // the client leaves
-		h.up.Release()
-		if d := h.waitDone(conv); d.Committed || d.Status != 499 {
+		h.Up.Release()
+		if d := h.WaitDone(conv); d.Committed || d.Status != 499 {
 			t.Fatalf("got %+v, want an uncommitted exchange with status 499", d)
 		}
-		if got := h.metric(`recall_streams_aborted_total{tenant="default"}`); got != 1 {
+		if got := h.Metric(`recall_streams_aborted_total{tenant="default"}`); got != 1 {
 			t.Errorf("recall_streams_aborted_total %v, want 1", got)
 		}
-		if got := len(h.stored(ns, conv)); got != storedBefore {
+		if got := len(h.Stored(ns, conv)); got != storedBefore {
 			t.Errorf("got %d stored messages, want %d (unchanged)", got, storedBefore)
 		}
-		if logs := h.logs.String(); !strings.Contains(logs, `"status":499`) {
+		if logs := h.Logs.String(); !strings.Contains(logs, `"status":499`) {
 			t.Errorf("got no request logged with status 499 in %s", logs)
 		}
 	})
@@ -302,24 +303,14 @@ type swappableTenants struct{ set atomic.Pointer[config.Set] }
 
 func (s *swappableTenants) Current() *config.Set { return s.set.Load() }
 
-// chatBody is a one-message chat-completions body.
-func chatBody(text string, stream bool) string {
-	b, _ := json.Marshal(map[string]any{
-		"model":    "gpt-4o",
-		"stream":   stream,
-		"messages": []map[string]string{{"role": "user", "content": text}},
-	})
-	return string(b)
-}
-
 // send posts body to the chat endpoint and returns the response unread.
 // It asks for identity encoding so that the client sees the bytes Recall
 // relayed, compressed or not.
 func (h *harness) send(key, conv, body string) *http.Response {
-	h.t.Helper()
-	req, err := http.NewRequest("POST", h.url+"/v1/chat/completions", strings.NewReader(body))
+	h.T.Helper()
+	req, err := http.NewRequest("POST", h.URL+"/v1/chat/completions", strings.NewReader(body))
 	if err != nil {
-		h.t.Fatal(err)
+		h.T.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept-Encoding", "identity")
@@ -329,7 +320,7 @@ func (h *harness) send(key, conv, body string) *http.Response {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		h.t.Fatal(err)
+		h.T.Fatal(err)
 	}
 	return resp
 }
@@ -337,36 +328,15 @@ func (h *harness) send(key, conv, body string) *http.Response {
 // seedTurn stores one whole turn on conv, so that a fault has something to
 // leave unchanged.
 func (h *harness) seedTurn(conv string) {
-	h.t.Helper()
-	r := h.post("/v1/chat/completions", faultKey, conv, chatBody("a turn before the fault", false))
-	if r.status != 200 {
-		h.t.Fatalf("seed turn: got status %d, want 200: %s", r.status, r.body)
+	h.T.Helper()
+	r := h.Post("/v1/chat/completions", faultKey, conv, e2etest.ChatBody("a turn before the fault", false))
+	if r.Status != 200 {
+		h.T.Fatalf("seed turn: got status %d, want 200: %s", r.Status, r.Body)
 	}
-	if got := len(h.stored(h.passNamespace(faultKey), conv)); got != 2 {
-		h.t.Fatalf("seed turn: got %d stored messages, want 2", got)
+	if got := len(h.Stored(h.PassNamespace(faultKey), conv)); got != 2 {
+		h.T.Fatalf("seed turn: got %d stored messages, want 2", got)
 	}
-	h.waitDone(conv) // consume its event
-}
-
-// metric returns the value of one sample of GET /metrics (0 if absent).
-func (h *harness) metric(series string) float64 {
-	h.t.Helper()
-	resp, err := http.Get(h.url + "/metrics")
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, series+" "); ok {
-			var f float64
-			if err := json.Unmarshal([]byte(v), &f); err == nil {
-				return f
-			}
-		}
-	}
-	return 0
+	h.WaitDone(conv) // consume its event
 }
 
 // checkErrorShape checks that body is OpenAI's error shape with the given

@@ -2,10 +2,12 @@ package proxy_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 )
 
@@ -13,13 +15,13 @@ func TestCompressedAnswersAreRecordedAndRelayedAsSent(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		name := map[bool]string{false: "json", true: "stream"}[stream]
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t, harnessOptions{})
-			c := h.client(key, "gz-"+name)
+			h := newHarness(t, e2etest.Options{})
+			c := h.Client(key, "gz-"+name)
 			ctx := context.Background()
-			h.up.Enqueue(upstreamtest.Reply{Content: "compressed hello", Gzip: true})
+			h.Up.Enqueue(upstreamtest.Reply{Content: "compressed hello", Gzip: true})
 			var got string
 			if stream {
-				s := c.Chat.Completions.NewStreaming(ctx, params(openai.UserMessage("hi")))
+				s := c.Chat.Completions.NewStreaming(ctx, e2etest.ChatParams(openai.UserMessage("hi")))
 				var acc openai.ChatCompletionAccumulator
 				for s.Next() {
 					acc.AddChunk(s.Current())
@@ -29,7 +31,7 @@ func TestCompressedAnswersAreRecordedAndRelayedAsSent(t *testing.T) {
 				}
 				got = acc.Choices[0].Message.Content
 			} else {
-				resp, err := c.Chat.Completions.New(ctx, params(openai.UserMessage("hi")))
+				resp, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage("hi")))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -38,14 +40,14 @@ func TestCompressedAnswersAreRecordedAndRelayedAsSent(t *testing.T) {
 			if got != "compressed hello" {
 				t.Errorf("client got %q", got)
 			}
-			if enc := h.up.Last().Header.Get("Accept-Encoding"); enc != "gzip" {
+			if enc := h.Up.Last().Header.Get("Accept-Encoding"); enc != "gzip" {
 				t.Fatalf("client's Accept-Encoding not forwarded: %q", enc)
 			}
-			if d := h.waitDone("gz-" + name); !d.Committed {
+			if d := h.WaitDone("gz-" + name); !d.Committed {
 				t.Fatalf("not committed: %v", d.Err)
 			}
-			stored := active(h.stored(h.passNamespace(key), "gz-"+name))
-			if want := []string{"user:hi", "assistant:compressed hello"}; !equalStrings(stored, want) {
+			stored := e2etest.Active(h.Stored(h.PassNamespace(key), "gz-"+name))
+			if want := []string{"user:hi", "assistant:compressed hello"}; !slices.Equal(stored, want) {
 				t.Errorf("stored %q, want %q", stored, want)
 			}
 		})

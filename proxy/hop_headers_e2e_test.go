@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/proxy"
 )
 
@@ -37,7 +38,7 @@ func (hopTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, re
 // headers a client's Connection header names do not reach the upstream,
 // and those an upstream's names do not reach the client.
 func TestHeadersNamedInConnectionAreDropped(t *testing.T) {
-	h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) {
+	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) {
 		c.Client = proxy.DefaultClient()
 		c.Client.Transport = hopTransport{}
 	}})
@@ -59,11 +60,11 @@ func TestHeadersNamedInConnectionAreDropped(t *testing.T) {
 			if tt.name == "chat" {
 				req += chat
 			}
-			r := h.rawResult(req)
-			if r.status != 200 {
-				t.Fatalf("got status %d, want 200: %s", r.status, r.body)
+			r := h.RawResult(req)
+			if r.Status != 200 {
+				t.Fatalf("got status %d, want 200: %s", r.Status, r.Body)
 			}
-			up := h.up.Last().Header
+			up := h.Up.Last().Header
 			for name, want := range map[string]string{
 				"X-Client-Hop":   "",
 				"X-Client-Hop-2": "",
@@ -79,7 +80,7 @@ func TestHeadersNamedInConnectionAreDropped(t *testing.T) {
 				"X-Upstream-Hop-2": "",
 				"X-Upstream-Kept":  "for the client",
 			} {
-				if got := r.header.Get(name); got != want {
+				if got := r.Header.Get(name); got != want {
 					t.Errorf("client got %s %q, want %q", name, got, want)
 				}
 			}

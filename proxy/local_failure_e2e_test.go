@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/proxy"
 )
 
@@ -12,7 +13,7 @@ import (
 // answers 500 without reaching the upstream, says nothing of the cause to
 // the client, and logs it.
 func TestLocalFailureIsNotBlamedOnTheUpstream(t *testing.T) {
-	h := newHarness(t, harnessOptions{tenants: twoTenants.tenants, proxy: func(c *proxy.Config) {
+	h := newHarness(t, e2etest.Options{Tenants: e2etest.TwoTenants().Tenants, Proxy: func(c *proxy.Config) {
 		acme, ok := c.Tenants.Current().Tenant("acme")
 		if !ok {
 			t.Fatal("no tenant acme")
@@ -25,20 +26,20 @@ func TestLocalFailureIsNotBlamedOnTheUpstream(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := h.post(tt.path, "rk-acme-1", "", tt.body)
-			if r.status != 500 {
-				t.Fatalf("got status %d, want 500: %s", r.status, r.body)
+			r := h.Post(tt.path, "rk-acme-1", "", tt.body)
+			if r.Status != 500 {
+				t.Fatalf("got status %d, want 500: %s", r.Status, r.Body)
 			}
-			checkErrorShape(t, []byte(r.body), "server_error", "internal_error")
-			if strings.Contains(r.body, "no-such-strategy") {
-				t.Errorf("got body %s, want one that does not name the cause", r.body)
+			checkErrorShape(t, []byte(r.Body), "server_error", "internal_error")
+			if strings.Contains(r.Body, "no-such-strategy") {
+				t.Errorf("got body %s, want one that does not name the cause", r.Body)
 			}
 		})
 	}
-	if n := h.up.Count(); n != 0 {
+	if n := h.Up.Count(); n != 0 {
 		t.Errorf("got %d upstream requests, want none", n)
 	}
-	if !strings.Contains(h.logs.String(), "no-such-strategy") {
-		t.Errorf("the log does not name the cause: %s", h.logs.String())
+	if !strings.Contains(h.Logs.String(), "no-such-strategy") {
+		t.Errorf("the log does not name the cause: %s", h.Logs.String())
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/recallproxy/recall/internal/e2etest"
 )
 
 // A conversation named on a path that keeps no memory is forwarded, and
@@ -11,7 +13,7 @@ import (
 // warning in the log; a path with memory, or a request naming no
 // conversation, carries no such header.
 func TestMemoryNoneOnPathsWithoutMemory(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, e2etest.Options{})
 	for _, tt := range []struct {
 		name, path, header string
 		want               string
@@ -26,7 +28,7 @@ func TestMemoryNoneOnPathsWithoutMemory(t *testing.T) {
 			if strings.HasSuffix(tt.path, "/chat/completions") {
 				body = `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
 			}
-			req, err := http.NewRequest("POST", h.url+tt.path, strings.NewReader(body))
+			req, err := http.NewRequest("POST", h.URL+tt.path, strings.NewReader(body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +50,7 @@ func TestMemoryNoneOnPathsWithoutMemory(t *testing.T) {
 			}
 		})
 	}
-	if !h.logs.waitFor(`keeps no memory`) {
-		t.Errorf("no warning in the log:\n%s", h.logs.String())
+	if !h.Logs.WaitFor(`keeps no memory`) {
+		t.Errorf("no warning in the log:\n%s", h.Logs.String())
 	}
 }

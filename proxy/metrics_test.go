@@ -10,20 +10,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/proxy"
 )
 
 func TestMetricsExposeRequestsAndCuration(t *testing.T) {
-	h := newHarness(t, harnessOptions{global: func(g *configGlobal) { g.Defaults.History.BudgetTokens = 300 }})
+	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) { g.Defaults.History.BudgetTokens = 300 }})
 	for i := range 12 {
 		body := `{"model":"gpt-4o","messages":[{"role":"user","content":"question ` + strings.Repeat("lorem ", 20) + string(rune('a'+i)) + `"}]}`
-		if r := h.post("/v1/chat/completions", key, "m-1", body); r.status != 200 {
-			t.Fatalf("turn %d: %d %s", i, r.status, r.body)
+		if r := h.Post("/v1/chat/completions", key, "m-1", body); r.Status != 200 {
+			t.Fatalf("turn %d: %d %s", i, r.Status, r.Body)
 		}
 	}
-	h.post("/v1/chat/completions", "", "m-1", `{}`) // a 401
+	h.Post("/v1/chat/completions", "", "m-1", `{}`) // a 401
 
-	resp, err := http.Get(h.url + "/metrics")
+	resp, err := http.Get(h.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +66,7 @@ func TestMetricsExposeRequestsAndCuration(t *testing.T) {
 func TestOverheadCountsTheCommit(t *testing.T) {
 	var now atomic.Int64
 	clock := func() time.Time { return time.Unix(1_800_000_000, now.Load()) }
-	h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) {
+	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) {
 		c.Now = clock
 		withCommitHook(func(context.Context) error {
 			now.Add(int64(3 * time.Second))
@@ -75,11 +77,11 @@ func TestOverheadCountsTheCommit(t *testing.T) {
 		`{"model":"gpt-4o","messages":[{"role":"user","content":"plain"}]}`,
 		`{"model":"gpt-4o","messages":[{"role":"user","content":"streamed"}],"stream":true}`,
 	} {
-		if r := h.post("/v1/chat/completions", key, "o-"+strconv.Itoa(i), body); r.status != 200 {
-			t.Fatalf("request %d: %d %s", i, r.status, r.body)
+		if r := h.Post("/v1/chat/completions", key, "o-"+strconv.Itoa(i), body); r.Status != 200 {
+			t.Fatalf("request %d: %d %s", i, r.Status, r.Body)
 		}
-		h.waitDone("o-" + strconv.Itoa(i))
-		overhead, upstream := h.metric(`recall_overhead_seconds_sum{tenant="default"}`), h.metric(`recall_upstream_duration_seconds_sum{tenant="default"}`)
+		h.WaitDone("o-" + strconv.Itoa(i))
+		overhead, upstream := h.Metric(`recall_overhead_seconds_sum{tenant="default"}`), h.Metric(`recall_upstream_duration_seconds_sum{tenant="default"}`)
 		if want := 3 * float64(i+1); overhead != want || upstream != 0 {
 			t.Errorf("after request %d: overhead %v s, upstream %v s; want %v and 0 (the commits' time is Recall's)", i, overhead, upstream, want)
 		}

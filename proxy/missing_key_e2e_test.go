@@ -3,6 +3,8 @@ package proxy_test
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/recallproxy/recall/internal/e2etest"
 )
 
 // openAINoKey is OpenAI's answer to a request without a key, word for word.
@@ -25,10 +27,10 @@ func TestMissingKeyIs401AsOpenAI(t *testing.T) {
 	invalidKey := "invalid_api_key"
 	modes := []struct {
 		name string
-		opts harnessOptions
+		opts e2etest.Options
 	}{
-		{"tenant files", twoTenants},
-		{"pass-through", harnessOptions{}},
+		{"tenant files", e2etest.TwoTenants()},
+		{"pass-through", e2etest.Options{}},
 	}
 	tests := []struct {
 		name     string
@@ -48,7 +50,7 @@ func TestMissingKeyIs401AsOpenAI(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			h := newHarness(t, mode.opts)
 			for _, tt := range tests {
-				if tt.tenants && len(mode.opts.tenants) == 0 {
+				if tt.tenants && len(mode.opts.Tenants) == 0 {
 					continue
 				}
 				for _, path := range []string{"/v1/chat/completions", "/v1/models"} {
@@ -57,13 +59,13 @@ func TestMissingKeyIs401AsOpenAI(t *testing.T) {
 						if tt.auth != "" {
 							headers["Authorization"] = tt.auth
 						}
-						r := h.postHeaders(path, headers, `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
-						if r.status != 401 {
-							t.Fatalf("got status %d, want 401: %s", r.status, r.body)
+						r := h.PostHeaders(path, headers, `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
+						if r.Status != 401 {
+							t.Fatalf("got status %d, want 401: %s", r.Status, r.Body)
 						}
 						var b errBody
-						if err := json.Unmarshal([]byte(r.body), &b); err != nil {
-							t.Fatalf("got body %q: %v", r.body, err)
+						if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
+							t.Fatalf("got body %q: %v", r.Body, err)
 						}
 						if b.Error.Message != tt.message {
 							t.Errorf("message: got %q, want %q", b.Error.Message, tt.message)
@@ -80,7 +82,7 @@ func TestMissingKeyIs401AsOpenAI(t *testing.T) {
 						case tt.code != nil && (b.Error.Code == nil || *b.Error.Code != *tt.code):
 							t.Errorf("code: got %v, want %q", b.Error.Code, *tt.code)
 						}
-						if n := h.up.Count(); n != 0 {
+						if n := h.Up.Count(); n != 0 {
 							t.Errorf("upstream: got %d requests, want 0", n)
 						}
 					})

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/proxy"
 )
@@ -26,9 +27,9 @@ func TestOversizedAnswerIsTooLarge(t *testing.T) {
 		{name: "one streamed event", conv: "big-event", stream: true, reply: upstreamtest.Reply{Content: big, Chunks: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) { c.MaxResponseBytes = limit }})
-			h.up.Enqueue(tc.reply)
-			resp := h.send(key, tc.conv, chatBody("a big answer", tc.stream))
+			h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.MaxResponseBytes = limit }})
+			h.Up.Enqueue(tc.reply)
+			resp := h.send(key, tc.conv, e2etest.ChatBody("a big answer", tc.stream))
 			body := readAll(t, resp)
 			if tc.stream {
 				events := strings.Split(strings.TrimSpace(body), "\n\n")
@@ -39,11 +40,11 @@ func TestOversizedAnswerIsTooLarge(t *testing.T) {
 				}
 				checkErrorShape(t, []byte(body), "upstream_error", "upstream_response_too_large")
 			}
-			if d := h.waitDone(tc.conv); d.Committed || d.Status != 502 {
+			if d := h.WaitDone(tc.conv); d.Committed || d.Status != 502 {
 				t.Fatalf("got %+v, want an uncommitted exchange with status 502", d)
 			}
 			if tc.conv != "" {
-				if got := h.stored(h.passNamespace(key), tc.conv); len(got) != 0 {
+				if got := h.Stored(h.PassNamespace(key), tc.conv); len(got) != 0 {
 					t.Errorf("stored %d messages, want none", len(got))
 				}
 			}

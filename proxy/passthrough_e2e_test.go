@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/recallproxy/recall/internal/e2etest"
 )
 
 // multipartBody is an upload whose bytes a multipart parser would not
@@ -22,7 +24,7 @@ const multipartBody = "--XyZ\r\n" +
 // target, the body byte for byte, and the framing (no body, a length, or
 // chunked).
 func TestPassthroughForwardsRequestsAsSent(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, e2etest.Options{})
 	tests := []struct {
 		name    string
 		request string // without the Host and Authorization lines
@@ -59,11 +61,11 @@ func TestPassthroughForwardsRequestsAsSent(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			line, rest, _ := strings.Cut(tt.request, "\r\n")
 			req := line + "\r\nHost: recall.test\r\nAuthorization: Bearer " + key + "\r\n" + rest
-			r := h.rawResult(req)
-			if r.status != tt.status {
-				t.Fatalf("got status %d, want %d: %s", r.status, tt.status, r.body)
+			r := h.RawResult(req)
+			if r.Status != tt.status {
+				t.Fatalf("got status %d, want %d: %s", r.Status, tt.status, r.Body)
 			}
-			last := h.up.Last()
+			last := h.Up.Last()
 			method, target, _ := strings.Cut(strings.TrimSuffix(line, " HTTP/1.1"), " ")
 			if last.Method != method || last.RequestURI != target {
 				t.Errorf("upstream got %s %s, want %s %s", last.Method, last.RequestURI, method, target)
@@ -89,28 +91,28 @@ func TestPassthroughForwardsRequestsAsSent(t *testing.T) {
 // sent with a Content-Length reaches the client with it, for HEAD too
 // (where the length is the point of asking).
 func TestPassthroughKeepsTheAnswersLength(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
-	get := h.rawResult("GET /v1/models HTTP/1.1\r\nHost: recall.test\r\nAuthorization: Bearer " + key + "\r\n\r\n")
-	head := h.rawResult("HEAD /v1/models HTTP/1.1\r\nHost: recall.test\r\nAuthorization: Bearer " + key + "\r\n\r\n")
-	want := strconv.Itoa(len(get.body))
+	h := newHarness(t, e2etest.Options{})
+	get := h.RawResult("GET /v1/models HTTP/1.1\r\nHost: recall.test\r\nAuthorization: Bearer " + key + "\r\n\r\n")
+	head := h.RawResult("HEAD /v1/models HTTP/1.1\r\nHost: recall.test\r\nAuthorization: Bearer " + key + "\r\n\r\n")
+	want := strconv.Itoa(len(get.Body))
 	tests := []struct {
 		name string
-		r    httpResult
+		r    e2etest.Result
 		body int
 	}{
-		{"get", get, len(get.body)},
+		{"get", get, len(get.Body)},
 		{"head", head, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.r.header.Get("Content-Length"); tt.r.status != 200 || got != want {
-				t.Errorf("got status %d, Content-Length %q, want 200, %q", tt.r.status, got, want)
+			if got := tt.r.Header.Get("Content-Length"); tt.r.Status != 200 || got != want {
+				t.Errorf("got status %d, Content-Length %q, want 200, %q", tt.r.Status, got, want)
 			}
-			if te := tt.r.transferEncoding; len(te) > 0 {
+			if te := tt.r.TransferEncoding; len(te) > 0 {
 				t.Errorf("got Transfer-Encoding %q, want none", te)
 			}
-			if len(tt.r.body) != tt.body {
-				t.Errorf("got a body of %d bytes, want %d", len(tt.r.body), tt.body)
+			if len(tt.r.Body) != tt.body {
+				t.Errorf("got a body of %d bytes, want %d", len(tt.r.Body), tt.body)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 )
 
@@ -16,9 +17,9 @@ import (
 // client commonly makes besides chat through Recall with the official SDK:
 // body-less GETs and DELETEs, a JSON POST and a multipart upload.
 func TestPassthroughWithTheSDK(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, e2etest.Options{})
 	ctx := context.Background()
-	client := h.client(key, "")
+	client := h.Client(key, "")
 
 	t.Run("models list", func(t *testing.T) {
 		page, err := client.Models.List(ctx)
@@ -38,7 +39,7 @@ func TestPassthroughWithTheSDK(t *testing.T) {
 		if err != nil || m.ID != "gpt-4o-mini" {
 			t.Fatalf("got %v, %v, want model gpt-4o-mini", m, err)
 		}
-		last := h.up.Last()
+		last := h.Up.Last()
 		if last.Method != "GET" || last.RequestURI != "/v1/models/gpt-4o-mini" || len(last.Body) != 0 {
 			t.Errorf("upstream got %s %s with %d body bytes, want GET /v1/models/gpt-4o-mini without a body", last.Method, last.RequestURI, len(last.Body))
 		}
@@ -61,7 +62,7 @@ func TestPassthroughWithTheSDK(t *testing.T) {
 				t.Errorf("embedding of %q: got %v, want %v", text, got, want)
 			}
 		}
-		if got := h.up.Last().Header.Get("Authorization"); got != "Bearer "+key {
+		if got := h.Up.Last().Header.Get("Authorization"); got != "Bearer "+key {
 			t.Errorf("upstream got Authorization %q, want the client's key", got)
 		}
 	})

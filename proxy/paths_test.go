@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/recallproxy/recall/internal/e2etest"
 )
 
 // TestPathsAreRoutedAndForwardedAsSent sends request targets that a
@@ -12,7 +14,7 @@ import (
 // reaches the upstream, and a pass-through path arrives upstream exactly
 // as the client sent it, or is refused with 400 when it cannot be.
 func TestPathsAreRoutedAndForwardedAsSent(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, e2etest.Options{})
 	chat := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
 	tests := []struct {
 		name   string
@@ -74,7 +76,7 @@ func TestPathsAreRoutedAndForwardedAsSent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := h.up.Count()
+			before := h.Up.Count()
 			req := tt.method + " " + tt.target + " HTTP/1.1\r\nHost: recall.test\r\nAuthorization: Bearer " + key + "\r\n"
 			if tt.conv != "" {
 				req += "X-Conversation-ID: " + tt.conv + "\r\n"
@@ -84,29 +86,29 @@ func TestPathsAreRoutedAndForwardedAsSent(t *testing.T) {
 			} else {
 				req += "\r\n"
 			}
-			r := h.rawResult(req)
+			r := h.RawResult(req)
 			if tt.recorded != "" {
-				h.waitDone(tt.recorded)
+				h.WaitDone(tt.recorded)
 			}
-			if r.status != tt.status {
-				t.Fatalf("got status %d, want %d: %s", r.status, tt.status, r.body)
+			if r.Status != tt.status {
+				t.Fatalf("got status %d, want %d: %s", r.Status, tt.status, r.Body)
 			}
 			if tt.code != "" {
-				checkErrorShape(t, []byte(r.body), "invalid_request_error", tt.code)
+				checkErrorShape(t, []byte(r.Body), "invalid_request_error", tt.code)
 			}
-			if got := r.header.Get("X-Recall-Conversation"); got != tt.recorded {
+			if got := r.Header.Get("X-Recall-Conversation"); got != tt.recorded {
 				t.Errorf("got X-Recall-Conversation %q, want %q", got, tt.recorded)
 			}
 			if tt.upstream == "" {
-				if n := h.up.Count() - before; n != 0 {
+				if n := h.Up.Count() - before; n != 0 {
 					t.Errorf("got %d upstream requests, want none", n)
 				}
 				return
 			}
-			if got := h.up.Last().RequestURI; got != tt.upstream {
+			if got := h.Up.Last().RequestURI; got != tt.upstream {
 				t.Errorf("upstream got target %q, want %q", got, tt.upstream)
 			}
-			if got := h.up.Last().Header.Get("Authorization"); !strings.HasSuffix(got, key) {
+			if got := h.Up.Last().Header.Get("Authorization"); !strings.HasSuffix(got, key) {
 				t.Errorf("upstream got Authorization %q, want the client's key", got)
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 )
 
@@ -26,7 +27,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 	)
 	tests := []struct {
 		name    string
-		opts    harnessOptions
+		opts    e2etest.Options
 		secrets []string
 		// session keys: the key a client uses, and the Authorization the
 		// upstream must receive for it.
@@ -35,12 +36,12 @@ func TestSecretsNeverLogged(t *testing.T) {
 	}{
 		{
 			name: "tenants",
-			opts: harnessOptions{
-				tenants: map[string]string{
+			opts: e2etest.Options{
+				Tenants: map[string]string{
 					"acme.yaml": "id: acme\napi_keys: [\"" + acmeKey + "\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n  api_key: \"" + acmeUpKey + "\"\n  headers:\n    X-Org: \"" + headerValue + "\"\n",
 					"beta.yaml": "id: beta\napi_keys: [\"" + betaKey + "\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n",
 				},
-				global: func(g *config.Global) { g.AdminKey = adminKey; noSummaries(g) },
+				Global: func(g *config.Global) { g.AdminKey = adminKey; noSummaries(g) },
 			},
 			secrets: []string{acmeKey, acmeUpKey, betaKey, adminKey, wrongKey, headerValue},
 			clients: map[string]string{acmeKey: "Bearer " + acmeUpKey, betaKey: "Bearer " + betaKey},
@@ -48,7 +49,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 		},
 		{
 			name:    "pass-through",
-			opts:    harnessOptions{global: noSummaries},
+			opts:    e2etest.Options{Global: noSummaries},
 			secrets: []string{passKey, passWrong},
 			clients: map[string]string{passKey: "Bearer " + passKey, passWrong: "Bearer " + passWrong},
 		},
@@ -60,16 +61,16 @@ func TestSecretsNeverLogged(t *testing.T) {
 				secretSession(t, h, k, wantAuth)
 			}
 			if tt.reject != "" {
-				r := h.post("/v1/chat/completions", tt.reject, "conv-1", chatBody("hi", false))
-				if r.status != 401 {
-					t.Errorf("unknown key: got status %d, want 401", r.status)
+				r := h.Post("/v1/chat/completions", tt.reject, "conv-1", e2etest.ChatBody("hi", false))
+				if r.Status != 401 {
+					t.Errorf("unknown key: got status %d, want 401", r.Status)
 				}
-				r = h.post("/v1/models", tt.reject, "", "")
-				if r.status != 401 {
-					t.Errorf("unknown key, pass-through path: got status %d, want 401", r.status)
+				r = h.Post("/v1/models", tt.reject, "", "")
+				if r.Status != 401 {
+					t.Errorf("unknown key, pass-through path: got status %d, want 401", r.Status)
 				}
 			}
-			logs := h.logs.String()
+			logs := h.Logs.String()
 			if !strings.Contains(logs, `"msg":"request"`) {
 				t.Fatalf("got no request log lines, want one per request: %s", logs)
 			}
@@ -92,36 +93,36 @@ func TestSecretsNeverLogged(t *testing.T) {
 func secretSession(t *testing.T, h *harness, key, wantAuth string) {
 	t.Helper()
 	conv := "secret-session"
-	h.up.Reset()
-	r := h.post("/v1/chat/completions", key, conv, chatBody("hello", false))
-	if r.status != 200 {
-		t.Fatalf("turn: got status %d, want 200: %s", r.status, r.body)
+	h.Up.Reset()
+	r := h.Post("/v1/chat/completions", key, conv, e2etest.ChatBody("hello", false))
+	if r.Status != 200 {
+		t.Fatalf("turn: got status %d, want 200: %s", r.Status, r.Body)
 	}
-	resp := h.send(key, conv, chatBody("stream it", true))
+	resp := h.send(key, conv, e2etest.ChatBody("stream it", true))
 	if _, err := io.ReadAll(resp.Body); err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 
-	h.up.Enqueue(upstreamtest.Reply{Status: 500})
-	if r := h.post("/v1/chat/completions", key, conv, chatBody("fail", false)); r.status != 500 {
-		t.Errorf("upstream error: got status %d, want 500", r.status)
+	h.Up.Enqueue(upstreamtest.Reply{Status: 500})
+	if r := h.Post("/v1/chat/completions", key, conv, e2etest.ChatBody("fail", false)); r.Status != 500 {
+		t.Errorf("upstream error: got status %d, want 500", r.Status)
 	}
-	h.up.Enqueue(upstreamtest.Reply{Fault: upstreamtest.FaultCutMidStream})
-	resp = h.send(key, conv, chatBody("cut", true))
+	h.Up.Enqueue(upstreamtest.Reply{Fault: upstreamtest.FaultCutMidStream})
+	resp = h.send(key, conv, e2etest.ChatBody("cut", true))
 	_, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	h.up.Enqueue(upstreamtest.Reply{Fault: upstreamtest.FaultResetBeforeHeaders})
-	if r := h.post("/v1/chat/completions", key, conv, chatBody("reset", false)); r.status != 502 {
-		t.Errorf("reset: got status %d, want 502", r.status)
+	h.Up.Enqueue(upstreamtest.Reply{Fault: upstreamtest.FaultResetBeforeHeaders})
+	if r := h.Post("/v1/chat/completions", key, conv, e2etest.ChatBody("reset", false)); r.Status != 502 {
+		t.Errorf("reset: got status %d, want 502", r.Status)
 	}
-	if r := h.post("/v1/chat/completions", key, conv, `{"messages":"nope"}`); r.status != 400 {
-		t.Errorf("bad body: got status %d, want 400", r.status)
+	if r := h.Post("/v1/chat/completions", key, conv, `{"messages":"nope"}`); r.Status != 400 {
+		t.Errorf("bad body: got status %d, want 400", r.Status)
 	}
-	if r := h.post("/v1/embeddings", key, "", `{"input":"x"}`); r.status != 200 {
-		t.Errorf("pass-through: got status %d, want 200: %s", r.status, r.body)
+	if r := h.Post("/v1/embeddings", key, "", `{"input":"x"}`); r.Status != 200 {
+		t.Errorf("pass-through: got status %d, want 200: %s", r.Status, r.Body)
 	}
-	reqs := h.up.Requests()
+	reqs := h.Up.Requests()
 	if len(reqs) != 6 {
 		t.Errorf("upstream got %d requests, want 6", len(reqs))
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/recallproxy/recall/internal/e2etest"
 )
 
 // A request with both Transfer-Encoding and Content-Length is refused
@@ -32,8 +34,8 @@ func TestBothFramingHeadersAreRefusedAndTheConnectionClosed(t *testing.T) {
 		{"identity and a length covering nothing", "Transfer-Encoding: identity\r\nContent-Length: 0\r\n", smuggled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, harnessOptions{})
-			conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+			h := newHarness(t, e2etest.Options{})
+			conn, err := net.Dial("tcp", strings.TrimPrefix(h.URL, "http://"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +59,7 @@ func TestBothFramingHeadersAreRefusedAndTheConnectionClosed(t *testing.T) {
 			} else if err != io.EOF && err != io.ErrUnexpectedEOF {
 				t.Errorf("after the first answer got %v, want the connection closed", err)
 			}
-			for _, r := range h.up.Requests() {
+			for _, r := range h.Up.Requests() {
 				if r.Path == "/v1/smuggled" || r.Path == "/v1/models" {
 					t.Errorf("the upstream got %s %s, want nothing forwarded", r.Method, r.Path)
 				}
@@ -67,13 +69,13 @@ func TestBothFramingHeadersAreRefusedAndTheConnectionClosed(t *testing.T) {
 	}
 
 	// A chunked body alone, or a length alone, is served as usual.
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, e2etest.Options{})
 	const embed = `{"model":"m","input":"x"}`
 	for framing, body := range map[string]io.Reader{
 		"chunked": io.MultiReader(strings.NewReader(embed)), // a length net/http cannot know
 		"length":  strings.NewReader(embed),
 	} {
-		req, err := http.NewRequest("POST", h.url+"/v1/embeddings", body)
+		req, err := http.NewRequest("POST", h.URL+"/v1/embeddings", body)
 		if err != nil {
 			t.Fatal(err)
 		}

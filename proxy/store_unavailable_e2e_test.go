@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/proxy"
 )
 
@@ -49,13 +50,13 @@ func (f *flakyStore) ping(context.Context) error {
 // ready; once it is back, requests are served and recorded again.
 func TestStoreUnavailable(t *testing.T) {
 	var flaky *flakyStore
-	h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) {
+	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) {
 		flaky = &flakyStore{Store: c.Store}
 		c.Store, c.Ping = flaky, flaky.ping
 	}})
 	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`
 	ready := func() int {
-		resp, err := http.Get(h.url + "/readyz")
+		resp, err := http.Get(h.URL + "/readyz")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,16 +66,16 @@ func TestStoreUnavailable(t *testing.T) {
 	}
 
 	flaky.down.Store(true)
-	r := h.post("/v1/chat/completions", "sk-test", "c1", body)
-	if r.status != 503 {
-		t.Fatalf("store down: got %d, want 503: %s", r.status, r.body)
+	r := h.Post("/v1/chat/completions", "sk-test", "c1", body)
+	if r.Status != 503 {
+		t.Fatalf("store down: got %d, want 503: %s", r.Status, r.Body)
 	}
-	checkErrorShape(t, []byte(r.body), "server_error", "store_unavailable")
-	h.waitDone("c1")
+	checkErrorShape(t, []byte(r.Body), "server_error", "store_unavailable")
+	h.WaitDone("c1")
 	if got := ready(); got != 503 {
 		t.Errorf("store down: /readyz got %d, want 503", got)
 	}
-	if n := h.up.Count(); n != 0 {
+	if n := h.Up.Count(); n != 0 {
 		t.Errorf("store down: got %d upstream requests, want none", n)
 	}
 
@@ -82,14 +83,14 @@ func TestStoreUnavailable(t *testing.T) {
 	if got := ready(); got != 200 {
 		t.Errorf("store back: /readyz got %d, want 200", got)
 	}
-	r = h.post("/v1/chat/completions", "sk-test", "c1", body)
-	if r.status != 200 {
-		t.Fatalf("store back: got %d: %s", r.status, r.body)
+	r = h.Post("/v1/chat/completions", "sk-test", "c1", body)
+	if r.Status != 200 {
+		t.Fatalf("store back: got %d: %s", r.Status, r.Body)
 	}
-	if d := h.waitDone("c1"); !d.Committed {
+	if d := h.WaitDone("c1"); !d.Committed {
 		t.Fatalf("store back: not recorded: %v", d.Err)
 	}
-	if got := len(h.stored(h.passNamespace("sk-test"), "c1")); got != 2 {
+	if got := len(h.Stored(h.PassNamespace("sk-test"), "c1")); got != 2 {
 		t.Errorf("got %d stored messages, want 2 (the refused request stored nothing)", got)
 	}
 }
@@ -127,28 +128,28 @@ func (l *countingLeaser) TryAcquire(ctx context.Context, name string) (func(), b
 // a 503 before the upstream is called.
 func TestExchangeTakesTheLease(t *testing.T) {
 	l := &countingLeaser{held: map[string]bool{}}
-	h := newHarness(t, harnessOptions{proxy: func(c *proxy.Config) { c.Leaser = l }})
+	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.Leaser = l }})
 	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`
 	for range 2 {
-		if r := h.post("/v1/chat/completions", "sk-test", "c1", body); r.status != 200 {
-			t.Fatalf("got %d: %s", r.status, r.body)
+		if r := h.Post("/v1/chat/completions", "sk-test", "c1", body); r.Status != 200 {
+			t.Fatalf("got %d: %s", r.Status, r.Body)
 		}
-		h.waitDone("c1")
+		h.WaitDone("c1")
 	}
 	l.mu.Lock()
-	want := history.LeaseName(history.LeaseConversation, history.Key{Tenant: h.passNamespace("sk-test"), Conversation: "c1"})
+	want := history.LeaseName(history.LeaseConversation, history.Key{Tenant: h.PassNamespace("sk-test"), Conversation: "c1"})
 	if len(l.taken) != 2 || l.taken[0] != want || l.taken[1] != want || len(l.held) != 0 {
 		t.Errorf("got leases taken %v, held %v; want %s twice, none held", l.taken, l.held, want)
 	}
 	l.fail = true
 	l.mu.Unlock()
-	r := h.post("/v1/chat/completions", "sk-test", "c2", body)
-	if r.status != 503 {
-		t.Fatalf("lease unavailable: got %d, want 503: %s", r.status, r.body)
+	r := h.Post("/v1/chat/completions", "sk-test", "c2", body)
+	if r.Status != 503 {
+		t.Fatalf("lease unavailable: got %d, want 503: %s", r.Status, r.Body)
 	}
-	checkErrorShape(t, []byte(r.body), "server_error", "store_unavailable")
-	h.waitDone("c2")
-	if n := h.up.Count(); n != 2 {
+	checkErrorShape(t, []byte(r.Body), "server_error", "store_unavailable")
+	h.WaitDone("c2")
+	if n := h.Up.Count(); n != 2 {
 		t.Errorf("got %d upstream requests, want 2", n)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/proxy"
@@ -43,7 +45,7 @@ type resender struct {
 func (r *resender) say(text string) {
 	r.t.Helper()
 	r.msgs = append(r.msgs, openai.UserMessage(text))
-	resp, err := r.c.Chat.Completions.New(context.Background(), params(r.msgs...))
+	resp, err := r.c.Chat.Completions.New(context.Background(), e2etest.ChatParams(r.msgs...))
 	if err != nil {
 		r.t.Fatalf("%s: %v", text, err)
 	}
@@ -59,16 +61,16 @@ func turnsText(from, to int) []string {
 }
 
 func TestSummaryIsIncrementalAndReplacesTheTurnsItCovers(t *testing.T) {
-	h := newHarness(t, harnessOptions{global: summaryOn(4, 2), summary: func(*summary.Config) {}})
-	r := &resender{t: t, c: h.client(key, "sum-1"), msgs: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief")}}
+	h := newHarness(t, e2etest.Options{Global: summaryOn(4, 2), Summary: func(*summary.Config) {}})
+	r := &resender{t: t, c: h.Client(key, "sum-1"), msgs: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief")}}
 	for i := 1; i <= 5; i++ {
 		r.say(fmt.Sprintf("turn %d", i))
 	}
 	// Five turns, trigger 4: one compaction of all but the newest two.
-	if d := h.waitJob("sum-1"); d.Outcome != summary.Landed || d.Calls != 1 {
+	if d := h.WaitJob("sum-1"); d.Outcome != summary.Landed || d.Calls != 1 {
 		t.Fatalf("first job: %+v, want one call that landed", d)
 	}
-	calls := h.up.SummaryCalls()
+	calls := h.Up.SummaryCalls()
 	if len(calls) != 1 {
 		t.Fatalf("got %d summariser calls, want 1", len(calls))
 	}
@@ -83,19 +85,19 @@ func TestSummaryIsIncrementalAndReplacesTheTurnsItCovers(t *testing.T) {
 	}
 
 	r.say("turn 6")
-	got := renderAll(h.up.Last().Messages)
+	got := e2etest.RenderAll(h.Up.Last().Messages)
 	want := append([]string{"system:be brief", "system:" + plan.SummaryPrefix + "turn 1; turn 2; turn 3"}, turnsText(4, 5)...)
 	want = append(want, "user:turn 6")
-	if !equalStrings(got, want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("after the summary, upstream got\n%q\nwant\n%q", got, want)
 	}
 
 	r.say("turn 7")
 	r.say("turn 8")
-	if d := h.waitJob("sum-1"); d.Outcome != summary.Landed || d.Calls != 1 {
+	if d := h.WaitJob("sum-1"); d.Outcome != summary.Landed || d.Calls != 1 {
 		t.Fatalf("second job: %+v, want one call that landed", d)
 	}
-	calls = h.up.SummaryCalls()
+	calls = h.Up.SummaryCalls()
 	if len(calls) != 2 {
 		t.Fatalf("got %d summariser calls, want 2", len(calls))
 	}
@@ -115,56 +117,56 @@ func TestSummaryIsIncrementalAndReplacesTheTurnsItCovers(t *testing.T) {
 	}
 
 	r.say("turn 9")
-	got = renderAll(h.up.Last().Messages)
+	got = e2etest.RenderAll(h.Up.Last().Messages)
 	want = append([]string{"system:be brief", "system:" + plan.SummaryPrefix + "turn 1; turn 2; turn 3; turn 4; turn 5; turn 6"}, turnsText(7, 8)...)
 	want = append(want, "user:turn 9")
-	if !equalStrings(got, want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("after the second summary, upstream got\n%q\nwant\n%q", got, want)
 	}
-	meta := h.meta(h.passNamespace(key), "sum-1")
+	meta := h.Meta(h.PassNamespace(key), "sum-1")
 	if meta.Summary == nil || meta.Summary.Turns != 6 || meta.Summaries != 2 || meta.SummaryPromptTokens == 0 {
 		t.Errorf("stored summary state %+v (summaries %d, prompt tokens %d), want 6 turns covered by 2 summaries with their usage",
 			meta.Summary, meta.Summaries, meta.SummaryPromptTokens)
 	}
 	// Every turn is still stored: a summary hides turns from the context,
 	// it deletes nothing.
-	if n := len(active(h.stored(h.passNamespace(key), "sum-1"))); n != 18 {
+	if n := len(e2etest.Active(h.Stored(h.PassNamespace(key), "sum-1"))); n != 18 {
 		t.Errorf("got %d active stored messages, want 18", n)
 	}
 }
 
 func TestRequestDuringASummaryIsServedAndKept(t *testing.T) {
-	h := newHarness(t, harnessOptions{global: summaryOn(3, 1), summary: func(*summary.Config) {}})
-	h.up.EnqueueSummary(upstreamtest.Reply{Hold: true})
-	c := h.client(key, "sum-2")
+	h := newHarness(t, e2etest.Options{Global: summaryOn(3, 1), Summary: func(*summary.Config) {}})
+	h.Up.EnqueueSummary(upstreamtest.Reply{Hold: true})
+	c := h.Client(key, "sum-2")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i := 1; i <= 4; i++ {
-		if _, err := c.Chat.Completions.New(ctx, params(openai.UserMessage(fmt.Sprintf("turn %d", i)))); err != nil {
+		if _, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage(fmt.Sprintf("turn %d", i)))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := h.up.WaitStalled(ctx, 1); err != nil {
+	if err := h.Up.WaitStalled(ctx, 1); err != nil {
 		t.Fatalf("the summariser call is not in flight: %v", err)
 	}
 	start := time.Now()
-	if _, err := c.Chat.Completions.New(ctx, params(openai.UserMessage("turn 5"))); err != nil {
+	if _, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage("turn 5"))); err != nil {
 		t.Fatalf("a request during a summary failed: %v", err)
 	}
 	t.Logf("chat request while a summary was in flight: %v", time.Since(start))
-	h.up.Release()
-	if d := h.waitJob("sum-2"); d.Outcome != summary.Landed {
+	h.Up.Release()
+	if d := h.WaitJob("sum-2"); d.Outcome != summary.Landed {
 		t.Fatalf("job: %+v, want landed", d)
 	}
-	if _, err := c.Chat.Completions.New(ctx, params(openai.UserMessage("turn 6"))); err != nil {
+	if _, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage("turn 6"))); err != nil {
 		t.Fatal(err)
 	}
-	got := renderAll(h.up.Last().Messages)
+	got := e2etest.RenderAll(h.Up.Last().Messages)
 	// The summary covered turns 1-3 (made when 4 were stored, keeping 1);
 	// turn 5, committed while it ran, is not lost.
 	want := append([]string{"system:" + plan.SummaryPrefix + "turn 1; turn 2; turn 3"}, turnsText(4, 5)...)
 	want = append(want, "user:turn 6")
-	if !equalStrings(got, want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("upstream got\n%q\nwant\n%q", got, want)
 	}
 }
@@ -175,23 +177,23 @@ func TestFailingSummariserIsRetriedWhileTheBudgetServes(t *testing.T) {
 		ch chan time.Time
 	}
 	waits := make(chan wait, 16)
-	h := newHarness(t, harnessOptions{global: summaryOn(2, 1), summary: func(c *summary.Config) {
+	h := newHarness(t, e2etest.Options{Global: summaryOn(2, 1), Summary: func(c *summary.Config) {
 		c.After = func(d time.Duration) <-chan time.Time {
 			ch := make(chan time.Time, 1)
 			waits <- wait{d, ch}
 			return ch
 		}
 	}})
-	h.up.EnqueueSummary(upstreamtest.Reply{Status: 500}, upstreamtest.Reply{Status: 503})
-	c := h.client(key, "sum-3")
+	h.Up.EnqueueSummary(upstreamtest.Reply{Status: 500}, upstreamtest.Reply{Status: 503})
+	c := h.Client(key, "sum-3")
 	ctx := context.Background()
 	for i := 1; i <= 3; i++ {
-		if _, err := c.Chat.Completions.New(ctx, params(openai.UserMessage(fmt.Sprintf("turn %d", i)))); err != nil {
+		if _, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage(fmt.Sprintf("turn %d", i)))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for attempt, backoff := range []time.Duration{time.Second, 2 * time.Second} {
-		d := h.waitJob("sum-3")
+		d := h.WaitJob("sum-3")
 		if d.Outcome != summary.Failed || d.Attempt != attempt+1 || d.Retry != backoff {
 			t.Fatalf("attempt %d: %+v, want failed, retried after %v", attempt+1, d, backoff)
 		}
@@ -206,43 +208,43 @@ func TestFailingSummariserIsRetriedWhileTheBudgetServes(t *testing.T) {
 		}
 		// While there is no summary, the turns are served by the budget.
 		msg := fmt.Sprintf("between %d", attempt+1)
-		if _, err := c.Chat.Completions.New(ctx, params(openai.UserMessage(msg))); err != nil {
+		if _, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage(msg))); err != nil {
 			t.Fatal(err)
 		}
-		got := renderAll(h.up.Last().Messages)
+		got := e2etest.RenderAll(h.Up.Last().Messages)
 		if got[0] != "user:turn 1" || got[len(got)-1] != "user:"+msg {
 			t.Errorf("without a summary the context is %q, want every turn from turn 1", got)
 		}
 		w.ch <- time.Now()
 	}
-	if d := h.waitJob("sum-3"); d.Outcome != summary.Landed || d.Attempt != 3 {
+	if d := h.WaitJob("sum-3"); d.Outcome != summary.Landed || d.Attempt != 3 {
 		t.Fatalf("third attempt: %+v, want landed", d)
 	}
-	if meta := h.meta(h.passNamespace(key), "sum-3"); meta.Summary == nil {
+	if meta := h.Meta(h.PassNamespace(key), "sum-3"); meta.Summary == nil {
 		t.Fatal("no summary stored after the retry landed")
 	}
 	// Pass-through: the summariser used the client's credential, which no
 	// log line (the failures were logged) holds.
-	for _, c := range h.up.SummaryCalls() {
+	for _, c := range h.Up.SummaryCalls() {
 		if got := c.Header.Get("Authorization"); got != "Bearer "+key {
 			t.Errorf("summariser call authorised with %q, want the triggering request's credential", got)
 		}
 	}
-	if !h.logs.waitFor("summary failed") {
+	if !h.Logs.WaitFor("summary failed") {
 		t.Error("the failures were not logged")
 	}
-	if strings.Contains(h.logs.String(), key) {
+	if strings.Contains(h.Logs.String(), key) {
 		t.Error("a log line holds the client's credential")
 	}
 }
 
 func TestStaleSummaryIsDiscarded(t *testing.T) {
-	h := newHarness(t, harnessOptions{global: summaryOn(10, 1)})
-	c := h.client(key, "sum-4")
+	h := newHarness(t, e2etest.Options{Global: summaryOn(10, 1)})
+	c := h.Client(key, "sum-4")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i := 1; i <= 4; i++ {
-		if _, err := c.Chat.Completions.New(ctx, params(openai.UserMessage(fmt.Sprintf("turn %d", i)))); err != nil {
+		if _, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage(fmt.Sprintf("turn %d", i)))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -251,7 +253,7 @@ func TestStaleSummaryIsDiscarded(t *testing.T) {
 	var mu sync.Mutex
 	var outcomes []summary.Outcome
 	newManager := func() *summary.Manager {
-		m, err := summary.New(summary.Config{Store: h.storeUsed(), Tenants: proxy.StaticTenants{Set: h.set},
+		m, err := summary.New(summary.Config{Store: h.History, Tenants: proxy.StaticTenants{Set: h.Set},
 			OnJobDone: func(d summary.JobDone) { mu.Lock(); outcomes = append(outcomes, d.Outcome); mu.Unlock() }})
 		if err != nil {
 			t.Fatal(err)
@@ -260,18 +262,18 @@ func TestStaleSummaryIsDiscarded(t *testing.T) {
 		return m
 	}
 	slow, fast := newManager(), newManager()
-	k := history.Key{Tenant: h.passNamespace(key), Conversation: "sum-4"}
-	h.up.EnqueueSummary(upstreamtest.Reply{Hold: true})
+	k := history.Key{Tenant: h.PassNamespace(key), Conversation: "sum-4"}
+	h.Up.EnqueueSummary(upstreamtest.Reply{Hold: true})
 	slowDone := make(chan error, 1)
 	go func() { _, err := slow.Summarize(ctx, k); slowDone <- err }()
-	if err := h.up.WaitStalled(ctx, 1); err != nil {
+	if err := h.Up.WaitStalled(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	landed, err := fast.Summarize(ctx, k)
 	if err != nil || landed.Summary == nil {
 		t.Fatalf("fast summary: %v, %+v", err, landed.Summary)
 	}
-	h.up.Release()
+	h.Up.Release()
 	if err := <-slowDone; err != nil {
 		t.Fatalf("slow summary: %v", err)
 	}
@@ -280,7 +282,7 @@ func TestStaleSummaryIsDiscarded(t *testing.T) {
 	if len(outcomes) != 2 || outcomes[0] != summary.Landed || outcomes[1] != summary.Stale {
 		t.Errorf("outcomes %v, want [landed stale]", outcomes)
 	}
-	if meta := h.meta(k.Tenant, k.Conversation); meta.Summaries != 1 || *meta.Summary != *landed.Summary {
+	if meta := h.Meta(k.Tenant, k.Conversation); meta.Summaries != 1 || *meta.Summary != *landed.Summary {
 		t.Errorf("stored summary %+v (%d landed), want the fast one only", meta.Summary, meta.Summaries)
 	}
 }
@@ -290,19 +292,19 @@ func TestIdleTimeoutAndEndSealEpisodesWithTitles(t *testing.T) {
 	now := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	h := newHarness(t, harnessOptions{
-		global: func(g *config.Global) {
+	h := newHarness(t, e2etest.Options{
+		Global: func(g *config.Global) {
 			summaryOn(10, 2)(g)
 			g.Defaults.History.IdleTimeout = config.Duration(time.Hour)
 		},
-		summary: func(c *summary.Config) { c.Now = clock },
-		proxy:   func(c *proxy.Config) { c.Now = clock },
+		Summary: func(c *summary.Config) { c.Now = clock },
+		Proxy:   func(c *proxy.Config) { c.Now = clock },
 	})
-	c := h.client(key, "ep-1")
+	c := h.Client(key, "ep-1")
 	ctx := context.Background()
 	say := func(text string) {
 		t.Helper()
-		if _, err := c.Chat.Completions.New(ctx, params(openai.UserMessage(text))); err != nil {
+		if _, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage(text))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -310,12 +312,12 @@ func TestIdleTimeoutAndEndSealEpisodesWithTitles(t *testing.T) {
 	say("book the hotel near the river")
 	advance(2 * time.Hour)
 	say("new topic: my tax return")
-	d := h.waitJob("ep-1")
+	d := h.WaitJob("ep-1")
 	if d.Outcome != summary.Landed {
 		t.Fatalf("fold after the idle timeout: %+v", d)
 	}
-	k := history.Key{Tenant: h.passNamespace(key), Conversation: "ep-1"}
-	meta := h.meta(k.Tenant, k.Conversation)
+	k := history.Key{Tenant: h.PassNamespace(key), Conversation: "ep-1"}
+	meta := h.Meta(k.Tenant, k.Conversation)
 	if len(meta.Episodes) != 1 || meta.Episodes[0].Title == "" || meta.Title != meta.Episodes[0].Title {
 		t.Fatalf("episodes %+v, title %q: want episode 1 sealed and titled", meta.Episodes, meta.Title)
 	}
@@ -327,14 +329,14 @@ func TestIdleTimeoutAndEndSealEpisodesWithTitles(t *testing.T) {
 	}
 	// The next episode starts with only the summary carried forward.
 	say("and the deductions")
-	got := renderAll(h.up.Last().Messages)
+	got := e2etest.RenderAll(h.Up.Last().Messages)
 	want := []string{"system:" + plan.SummaryPrefix + "plan the trip to Lisbon; book the hotel near the river",
 		"user:new topic: my tax return", "assistant:echo: new topic: my tax return", "user:and the deductions"}
-	if !equalStrings(got, want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("upstream got\n%q\nwant\n%q", got, want)
 	}
 
-	ended, err := h.sum.End(ctx, k)
+	ended, err := h.Summaries.End(ctx, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,14 +346,14 @@ func TestIdleTimeoutAndEndSealEpisodesWithTitles(t *testing.T) {
 	if ended.Summary == nil || !strings.HasSuffix(ended.Summary.Text, "new topic: my tax return; and the deductions") {
 		t.Errorf("after End the summary is %+v, want the second episode folded in", ended.Summary)
 	}
-	calls := h.up.SummaryCalls()
+	calls := h.Up.SummaryCalls()
 	if got := calls[len(calls)-1].Header.Get("Authorization"); got != "Bearer "+key {
 		t.Errorf("End's fold authorised with %q, want the pass-through credential last seen", got)
 	}
-	if _, err := h.sum.End(ctx, history.Key{Tenant: k.Tenant, Conversation: "never-written"}); !errors.Is(err, summary.ErrNotFound) {
+	if _, err := h.Summaries.End(ctx, history.Key{Tenant: k.Tenant, Conversation: "never-written"}); !errors.Is(err, summary.ErrNotFound) {
 		t.Errorf("End of an unknown conversation: %v, want ErrNotFound", err)
 	}
-	if _, err := h.sum.Summarize(ctx, history.Key{Tenant: k.Tenant, Conversation: "never-written"}); !errors.Is(err, summary.ErrNotFound) {
+	if _, err := h.Summaries.Summarize(ctx, history.Key{Tenant: k.Tenant, Conversation: "never-written"}); !errors.Is(err, summary.ErrNotFound) {
 		t.Errorf("Summarize of an unknown conversation: %v, want ErrNotFound", err)
 	}
 	if got := plan.Status(&ended, time.Hour, clock().Add(3*time.Hour)); got != history.StatusEnded {
@@ -360,23 +362,23 @@ func TestIdleTimeoutAndEndSealEpisodesWithTitles(t *testing.T) {
 }
 
 func TestSummariesDisabledMakeNoCalls(t *testing.T) {
-	h := newHarness(t, harnessOptions{global: func(g *config.Global) {
+	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) {
 		summaryOn(1, 0)(g)
 		g.Defaults.Summary.Enabled = false
-	}, summary: func(*summary.Config) {}})
-	c := h.client(key, "off-1")
+	}, Summary: func(*summary.Config) {}})
+	c := h.Client(key, "off-1")
 	for i := range 5 {
-		if _, err := c.Chat.Completions.New(context.Background(), params(openai.UserMessage(fmt.Sprintf("turn %d", i)))); err != nil {
+		if _, err := c.Chat.Completions.New(context.Background(), e2etest.ChatParams(openai.UserMessage(fmt.Sprintf("turn %d", i)))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := h.sum.Pending(); n != 0 {
+	if n := h.Summaries.Pending(); n != 0 {
 		t.Errorf("%d summary jobs queued with summaries off", n)
 	}
-	if n := len(h.up.SummaryCalls()); n != 0 {
+	if n := len(h.Up.SummaryCalls()); n != 0 {
 		t.Errorf("%d summariser calls with summaries off", n)
 	}
-	if _, err := h.sum.Summarize(context.Background(), history.Key{Tenant: h.passNamespace(key), Conversation: "off-1"}); !errors.Is(err, summary.ErrDisabled) {
+	if _, err := h.Summaries.Summarize(context.Background(), history.Key{Tenant: h.PassNamespace(key), Conversation: "off-1"}); !errors.Is(err, summary.ErrDisabled) {
 		t.Errorf("Summarize with summaries off: %v, want ErrDisabled", err)
 	}
 }
@@ -388,15 +390,15 @@ func TestSummariesDisabledMakeNoCalls(t *testing.T) {
 // last request sent. It waits for each job the trigger calls for, so the
 // figures do not depend on timing. Run with -v to see them.
 func TestFiguresHundredTurnConversation(t *testing.T) {
-	h := newHarness(t, harnessOptions{global: summaryOn(10, 3), summary: func(*summary.Config) {}})
-	c := h.client(key, "fig-100")
+	h := newHarness(t, e2etest.Options{Global: summaryOn(10, 3), Summary: func(*summary.Config) {}})
+	c := h.Client(key, "fig-100")
 	ctx := context.Background()
-	ns := h.passNamespace(key)
+	ns := h.PassNamespace(key)
 	words := strings.Fields("the user asks about prices dates names budgets travel plans meetings reports tools numbers results and preferences for the project")
 	var lastTokens, covered, want, landed int
 	for i := 1; i <= 100; i++ {
 		text := fmt.Sprintf("turn %d: %s", i, strings.Join(words[:10+i%10], " "))
-		resp, err := c.Chat.Completions.New(ctx, params(openai.SystemMessage("be brief"), openai.UserMessage(text)))
+		resp, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.SystemMessage("be brief"), openai.UserMessage(text)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -408,18 +410,18 @@ func TestFiguresHundredTurnConversation(t *testing.T) {
 			want, covered = want+1, i-3
 		}
 		for landed < want {
-			if d := h.waitJob("fig-100"); d.Outcome != summary.Landed {
+			if d := h.WaitJob("fig-100"); d.Outcome != summary.Landed {
 				t.Fatalf("turn %d: job %+v", i, d)
 			}
 			landed++
 		}
 	}
-	meta := h.meta(ns, "fig-100")
-	calls := h.up.SummaryCalls()
+	meta := h.Meta(ns, "fig-100")
+	calls := h.Up.SummaryCalls()
 	counted := 0
 	for _, call := range calls {
 		for _, m := range call.Messages {
-			counted += h.srvCount(m)
+			counted += h.CountTokens(m)
 		}
 	}
 	t.Logf("100 turns: %d summariser calls (%d summaries), upstream-reported %d prompt + %d completion tokens; "+
@@ -434,23 +436,23 @@ func TestFiguresHundredTurnConversation(t *testing.T) {
 }
 
 func TestBudgetTriggersASummaryUnderTheTurnTrigger(t *testing.T) {
-	h := newHarness(t, harnessOptions{global: func(g *config.Global) {
+	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) {
 		summaryOn(50, 2)(g)
 		g.Defaults.History.BudgetTokens = 400
-	}, summary: func(*summary.Config) {}})
-	c := h.client(key, "bud-1")
+	}, Summary: func(*summary.Config) {}})
+	c := h.Client(key, "bud-1")
 	long := strings.Repeat("many words of detail ", 12) // ~50 tokens, twice per turn
 	landed := false
 	for i := 0; i < 20 && !landed; i++ {
 		// Streamed: the stream's commit triggers too.
 		readStream(t, c, fmt.Sprintf("turn %d %s", i, long))
-		if d := h.waitDone("bud-1"); !d.Committed {
+		if d := h.WaitDone("bud-1"); !d.Committed {
 			t.Fatalf("turn %d not committed: %+v", i, d)
 		}
 	drain:
 		for {
 			select {
-			case d := <-h.jobs:
+			case d := <-h.Jobs:
 				landed = landed || d.Outcome == summary.Landed
 			default:
 				break drain
@@ -458,39 +460,39 @@ func TestBudgetTriggersASummaryUnderTheTurnTrigger(t *testing.T) {
 		}
 	}
 	if !landed {
-		if d := h.waitJob("bud-1"); d.Outcome != summary.Landed {
+		if d := h.WaitJob("bud-1"); d.Outcome != summary.Landed {
 			t.Fatalf("20 turns over a 400-token budget: job %+v, want a summary", d)
 		}
 	}
-	meta := h.meta(h.passNamespace(key), "bud-1")
+	meta := h.Meta(h.PassNamespace(key), "bud-1")
 	// (How many turns it covers depends on how many arrived while it ran.)
 	if meta.Summary == nil || meta.Turns >= 50 || meta.Summary.Turns > meta.Turns-2 {
 		t.Fatalf("summary %+v of %d turns, want one under the turn trigger of 50, keeping 2 turns", meta.Summary, meta.Turns)
 	}
 	readStream(t, c, "next")
-	h.waitDone("bud-1")
-	if got := renderAll(lastChat(h.up).Messages); !strings.HasPrefix(got[0], "system:"+plan.SummaryPrefix) {
+	h.WaitDone("bud-1")
+	if got := e2etest.RenderAll(lastChat(h.Up).Messages); !strings.HasPrefix(got[0], "system:"+plan.SummaryPrefix) {
 		t.Errorf("context %q does not start with the summary", got)
 	}
 }
 
 func TestSummaryMetricsAndForgettingRebuild(t *testing.T) {
-	h := newHarness(t, harnessOptions{global: summaryOn(3, 1), summary: func(*summary.Config) {}})
-	c := h.client(key, "fg-1")
+	h := newHarness(t, e2etest.Options{Global: summaryOn(3, 1), Summary: func(*summary.Config) {}})
+	c := h.Client(key, "fg-1")
 	ctx := context.Background()
 	for _, text := range []string{"my secret is 1234", "turn b", "turn c", "turn d"} {
-		if _, err := c.Chat.Completions.New(ctx, params(openai.UserMessage(text))); err != nil {
+		if _, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage(text))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if d := h.waitJob("fg-1"); d.Outcome != summary.Landed {
+	if d := h.WaitJob("fg-1"); d.Outcome != summary.Landed {
 		t.Fatalf("job %+v", d)
 	}
-	k := history.Key{Tenant: h.passNamespace(key), Conversation: "fg-1"}
-	if s := h.meta(k.Tenant, k.Conversation).Summary; s == nil || !strings.Contains(s.Text, "1234") {
+	k := history.Key{Tenant: h.PassNamespace(key), Conversation: "fg-1"}
+	if s := h.Meta(k.Tenant, k.Conversation).Summary; s == nil || !strings.Contains(s.Text, "1234") {
 		t.Fatalf("summary %+v, want the first turn in it", s)
 	}
-	resp, err := http.Get(h.url + "/metrics")
+	resp, err := http.Get(h.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,20 +509,20 @@ func TestSummaryMetricsAndForgettingRebuild(t *testing.T) {
 	// Hard-forget the first turn: the summary holding it is dropped, and
 	// the next compaction rebuilds it from what remains.
 	var active []history.Message
-	if err := h.hist.Messages(ctx, k, 0, false, func(m history.Message) bool { active = append(active, m); return true }); err != nil {
+	if err := h.History.Messages(ctx, k, 0, false, func(m history.Message) bool { active = append(active, m); return true }); err != nil {
 		t.Fatal(err)
 	}
-	meta := h.meta(k.Tenant, k.Conversation)
+	meta := h.Meta(k.Tenant, k.Conversation)
 	var after history.Meta
 	f := history.PlanForget(active, []uint64{active[0].Seq, active[1].Seq}, true)
-	after, err = h.hist.Commit(ctx, k, history.Change{Version: meta.Version, Forget: f, Now: time.Now().UnixNano()})
+	after, err = h.History.Commit(ctx, k, history.Change{Version: meta.Version, Forget: f, Now: time.Now().UnixNano()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if after.Summary != nil {
 		t.Fatalf("the summary outlived the forgotten turn: %+v", after.Summary)
 	}
-	rebuilt, err := h.sum.Summarize(ctx, k)
+	rebuilt, err := h.Summaries.Summarize(ctx, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,7 +534,7 @@ func TestSummaryMetricsAndForgettingRebuild(t *testing.T) {
 // readStream sends text as a streamed request and reads the stream to its end.
 func readStream(t *testing.T, c openai.Client, text string) {
 	t.Helper()
-	st := c.Chat.Completions.NewStreaming(context.Background(), params(openai.UserMessage(text)))
+	st := c.Chat.Completions.NewStreaming(context.Background(), e2etest.ChatParams(openai.UserMessage(text)))
 	for st.Next() {
 	}
 	if err := st.Err(); err != nil {
@@ -554,24 +556,24 @@ func lastChat(up *upstreamtest.Server) upstreamtest.Received {
 }
 
 func TestEditInsideTheSummaryDropsIt(t *testing.T) {
-	h := newHarness(t, harnessOptions{global: summaryOn(4, 2), summary: func(*summary.Config) {}})
-	r := &resender{t: t, c: h.client(key, "edit-1"), msgs: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief")}}
+	h := newHarness(t, e2etest.Options{Global: summaryOn(4, 2), Summary: func(*summary.Config) {}})
+	r := &resender{t: t, c: h.Client(key, "edit-1"), msgs: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief")}}
 	for i := 1; i <= 5; i++ {
 		r.say(fmt.Sprintf("turn %d", i))
 	}
-	if d := h.waitJob("edit-1"); d.Outcome != summary.Landed {
+	if d := h.WaitJob("edit-1"); d.Outcome != summary.Landed {
 		t.Fatalf("job %+v", d)
 	}
 	// The client edits turn 2, which the summary covers: the summary no
 	// longer holds, and the context is the stored turns up to the edit.
 	r.msgs = r.msgs[:3] // system, turn 1 and its answer
 	r.say("turn 2, edited")
-	got := renderAll(lastChat(h.up).Messages)
+	got := e2etest.RenderAll(lastChat(h.Up).Messages)
 	want := []string{"system:be brief", "user:turn 1", "assistant:echo: turn 1", "user:turn 2, edited"}
-	if !equalStrings(got, want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("upstream got\n%q\nwant\n%q", got, want)
 	}
-	if s := h.meta(h.passNamespace(key), "edit-1").Summary; s != nil {
+	if s := h.Meta(h.PassNamespace(key), "edit-1").Summary; s != nil {
 		t.Errorf("the summary of the rewritten turns survived: %+v", s)
 	}
 }

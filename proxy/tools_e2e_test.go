@@ -3,23 +3,25 @@ package proxy_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 )
 
 func TestStreamedParallelToolCallsAreRecorded(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
-	c := h.client(key, "tools-1")
+	h := newHarness(t, e2etest.Options{})
+	c := h.Client(key, "tools-1")
 	ctx := context.Background()
-	h.up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{
+	h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{
 		{ID: "call_a", Name: "weather", Arguments: `{"city":"Paris"}`},
 		{ID: "call_b", Name: "weather", Arguments: `{"city":"Tokyo"}`},
 	}})
-	p := params(openai.UserMessage("weather in Paris and Tokyo?"))
+	p := e2etest.ChatParams(openai.UserMessage("weather in Paris and Tokyo?"))
 	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
 	stream := c.Chat.Completions.NewStreaming(ctx, p)
 	var acc openai.ChatCompletionAccumulator
@@ -35,20 +37,20 @@ func TestStreamedParallelToolCallsAreRecorded(t *testing.T) {
 	}
 
 	// A delta client sends only the results; Recall supplies the call.
-	_, err := c.Chat.Completions.New(ctx, params(
+	_, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(
 		openai.ToolMessage("18C", "call_a"),
 		openai.ToolMessage("9C", "call_b"),
 	))
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := h.up.Last()
+	last := h.Up.Last()
 	if last.Rejected != nil {
 		t.Fatalf("upstream rejected the context: %v", last.Rejected)
 	}
-	got := renderAll(last.Messages)
+	got := e2etest.RenderAll(last.Messages)
 	want := []string{"user:weather in Paris and Tokyo?", "assistant: calls=call_a,call_b", "tool(call_a):18C", "tool(call_b):9C"}
-	if !equalStrings(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("upstream got %q, want %q", got, want)
 	}
 	// The recorded call carries the arguments concatenated from the stream.
@@ -66,7 +68,7 @@ func TestStreamedParallelToolCallsAreRecorded(t *testing.T) {
 }
 
 func TestUnansweredToolCallIsRepaired(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, e2etest.Options{})
 	// The client's own history holds a call it never answered (call_2),
 	// which a strict provider would reject.
 	body := `{"model":"gpt-4o","messages":[
@@ -76,24 +78,24 @@ func TestUnansweredToolCallIsRepaired(t *testing.T) {
 			{"id":"call_2","type":"function","function":{"name":"g","arguments":"{}"}}]},
 		{"role":"tool","tool_call_id":"call_1","content":"one"},
 		{"role":"user","content":"go on"}]}`
-	resp := h.post("/v1/chat/completions", key, "repair-1", body)
-	if resp.status != 200 {
-		t.Fatalf("status %d: %s", resp.status, resp.body)
+	resp := h.Post("/v1/chat/completions", key, "repair-1", body)
+	if resp.Status != 200 {
+		t.Fatalf("status %d: %s", resp.Status, resp.Body)
 	}
-	last := h.up.Last()
+	last := h.Up.Last()
 	if last.Rejected != nil {
 		t.Fatalf("upstream rejected: %v", last.Rejected)
 	}
-	got := renderAll(last.Messages)
+	got := e2etest.RenderAll(last.Messages)
 	want := []string{"user:look both up", "assistant: calls=call_1", "tool(call_1):one", "user:go on"}
-	if !equalStrings(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("upstream got %q, want %q", got, want)
 	}
-	if c := resp.header.Get("X-Recall-Curation"); !strings.Contains(c, "repaired_calls=1") {
+	if c := resp.Header.Get("X-Recall-Curation"); !strings.Contains(c, "repaired_calls=1") {
 		t.Errorf("X-Recall-Curation %q, want repaired_calls=1", c)
 	}
 	// Storage keeps what the client sent; only the sent copy is repaired.
-	stored := active(h.stored(h.passNamespace(key), "repair-1"))
+	stored := e2etest.Active(h.Stored(h.PassNamespace(key), "repair-1"))
 	if len(stored) != 5 || stored[1] != "assistant: calls=call_1,call_2" {
 		t.Errorf("stored %q", stored)
 	}
@@ -114,25 +116,25 @@ func TestOrphanToolResultInTheCurrentTurnIsRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, harnessOptions{})
+			h := newHarness(t, e2etest.Options{})
 			conv := "orphan-1"
 			if tt.seed != "" {
-				h.up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "call_1", Name: "f", Arguments: "{}"}}})
-				if r := h.post("/v1/chat/completions", key, conv, chatBody("call f", false)); r.status != 200 {
-					t.Fatalf("seed: %d %s", r.status, r.body)
+				h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "call_1", Name: "f", Arguments: "{}"}}})
+				if r := h.Post("/v1/chat/completions", key, conv, e2etest.ChatBody("call f", false)); r.Status != 200 {
+					t.Fatalf("seed: %d %s", r.Status, r.Body)
 				}
-				h.waitDone(conv)
+				h.WaitDone(conv)
 			}
-			before, calls := len(h.stored(h.passNamespace(key), conv)), h.up.Count()
-			r := h.post("/v1/chat/completions", key, conv, `{"model":"gpt-4o","messages":`+tt.body+`}`)
-			if r.status != 400 || !strings.Contains(r.body, `"param":"`+tt.param+`"`) ||
-				!strings.Contains(r.body, "must be a response to a preceeding message with 'tool_calls'") {
-				t.Fatalf("got %d %s, want 400 naming %s", r.status, r.body, tt.param)
+			before, calls := len(h.Stored(h.PassNamespace(key), conv)), h.Up.Count()
+			r := h.Post("/v1/chat/completions", key, conv, `{"model":"gpt-4o","messages":`+tt.body+`}`)
+			if r.Status != 400 || !strings.Contains(r.Body, `"param":"`+tt.param+`"`) ||
+				!strings.Contains(r.Body, "must be a response to a preceeding message with 'tool_calls'") {
+				t.Fatalf("got %d %s, want 400 naming %s", r.Status, r.Body, tt.param)
 			}
-			if got := h.up.Count(); got != calls {
+			if got := h.Up.Count(); got != calls {
 				t.Errorf("the upstream got %d requests, want none", got-calls)
 			}
-			if got := len(h.stored(h.passNamespace(key), conv)); got != before {
+			if got := len(h.Stored(h.PassNamespace(key), conv)); got != before {
 				t.Errorf("stored %d messages, want %d", got, before)
 			}
 		})

@@ -4,13 +4,15 @@ import (
 	"io"
 	"net/http"
 	"testing"
+
+	"github.com/recallproxy/recall/internal/e2etest"
 )
 
 // A WebSocket upgrade is refused with 501 in OpenAI's error shape, never
 // forwarded as a plain GET; another upgrade (h2c) is ignored, as a server
 // may, and the request served over HTTP/1.1.
 func TestWebSocketUpgradeIsNotForwarded(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, e2etest.Options{})
 	for _, tc := range []struct {
 		name, upgrade string
 		want          int
@@ -20,8 +22,8 @@ func TestWebSocketUpgradeIsNotForwarded(t *testing.T) {
 		{"h2c", "h2c", 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h.up.Reset()
-			req, err := http.NewRequest("GET", h.url+"/v1/models", nil)
+			h.Up.Reset()
+			req, err := http.NewRequest("GET", h.URL+"/v1/models", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +43,7 @@ func TestWebSocketUpgradeIsNotForwarded(t *testing.T) {
 				return
 			}
 			checkErrorShape(t, body, "invalid_request_error", "websocket_not_supported")
-			if n := h.up.Count(); n != 0 {
+			if n := h.Up.Count(); n != 0 {
 				t.Errorf("the upstream got %d requests, want none", n)
 			}
 		})
@@ -51,8 +53,8 @@ func TestWebSocketUpgradeIsNotForwarded(t *testing.T) {
 // A 405 names the methods the route takes in Allow (RFC 9110 section
 // 15.5.6).
 func TestMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
-	req, err := http.NewRequest("GET", h.url+"/c/conv-1/v1/chat/completions", nil)
+	h := newHarness(t, e2etest.Options{})
+	req, err := http.NewRequest("GET", h.URL+"/c/conv-1/v1/chat/completions", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/internal/apitest"
+	"github.com/recallproxy/recall/internal/e2etest"
 )
 
 // Anthropic's SDKs send their key as x-api-key: a tenant key sent so
@@ -16,16 +17,16 @@ import (
 func TestXAPIKeyAuthenticates(t *testing.T) {
 	tests := []struct {
 		name, key, namespace, wantAuth string
-		opts                           harnessOptions
+		opts                           e2etest.Options
 	}{
-		{"tenant key", "rk-acme-1", "acme", "Bearer sk-upstream-acme", twoTenants},
-		{"pass-through", "sk-client-own", "", "Bearer sk-client-own", harnessOptions{}},
+		{"tenant key", "rk-acme-1", "acme", "Bearer sk-upstream-acme", e2etest.TwoTenants()},
+		{"pass-through", "sk-client-own", "", "Bearer sk-client-own", e2etest.Options{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, tt.opts)
 			if tt.namespace == "" {
-				tt.namespace = h.passNamespace(tt.key)
+				tt.namespace = h.PassNamespace(tt.key)
 			}
 			for _, p := range []struct{ name, path, conv, body string }{
 				{"chat", "/v1/chat/completions", "xk-1", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`},
@@ -35,13 +36,13 @@ func TestXAPIKeyAuthenticates(t *testing.T) {
 				if p.conv != "" {
 					headers["X-Conversation-ID"] = p.conv
 				}
-				if r := h.postHeaders(p.path, headers, p.body); r.status != 200 {
-					t.Fatalf("%s: got %d %s, want 200", p.name, r.status, r.body)
+				if r := h.PostHeaders(p.path, headers, p.body); r.Status != 200 {
+					t.Fatalf("%s: got %d %s, want 200", p.name, r.Status, r.Body)
 				}
 				if p.conv != "" {
-					h.waitDone(p.conv)
+					h.WaitDone(p.conv)
 				}
-				got := h.up.Last().Header
+				got := h.Up.Last().Header
 				if auth := got.Values("Authorization"); len(auth) != 1 || auth[0] != tt.wantAuth {
 					t.Errorf("%s: upstream Authorization %q, want only %q", p.name, auth, tt.wantAuth)
 				}
@@ -49,13 +50,13 @@ func TestXAPIKeyAuthenticates(t *testing.T) {
 					t.Errorf("%s: upstream got x-api-key %q, want none", p.name, v)
 				}
 			}
-			if got := active(h.stored(tt.namespace, "xk-1")); len(got) != 2 {
+			if got := e2etest.Active(h.Stored(tt.namespace, "xk-1")); len(got) != 2 {
 				t.Errorf("stored in %s: %q, want the turn", tt.namespace, got)
 			}
 
 			// The conversation API takes the same key the same way, and
 			// sees the conversation the chat call recorded.
-			req, err := http.NewRequest("GET", h.url+"/recall/v1/conversations", nil)
+			req, err := http.NewRequest("GET", h.URL+"/recall/v1/conversations", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,13 +80,13 @@ func TestXAPIKeyAuthenticates(t *testing.T) {
 // A key no tenant has is refused as a bearer key is, whichever header
 // carries it.
 func TestXAPIKeyUnknownIsRefused(t *testing.T) {
-	h := newHarness(t, twoTenants)
-	r := h.postHeaders("/v1/chat/completions", map[string]string{"Content-Type": "application/json", "X-Api-Key": "rk-nobody"},
+	h := newHarness(t, e2etest.TwoTenants())
+	r := h.PostHeaders("/v1/chat/completions", map[string]string{"Content-Type": "application/json", "X-Api-Key": "rk-nobody"},
 		`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
-	if r.status != 401 || !strings.Contains(r.body, `"invalid_api_key"`) {
-		t.Errorf("got %d %s, want 401 invalid_api_key", r.status, r.body)
+	if r.Status != 401 || !strings.Contains(r.Body, `"invalid_api_key"`) {
+		t.Errorf("got %d %s, want 401 invalid_api_key", r.Status, r.Body)
 	}
-	if n := h.up.Count(); n != 0 {
+	if n := h.Up.Count(); n != 0 {
 		t.Errorf("upstream got %d requests, want none", n)
 	}
 }

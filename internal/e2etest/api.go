@@ -1,4 +1,4 @@
-package proxy_test
+package e2etest
 
 import (
 	"encoding/json"
@@ -10,48 +10,48 @@ import (
 	"github.com/recallproxy/recall/internal/apitest"
 )
 
-// apiAnswer is one answer of the conversation API.
-type apiAnswer struct {
-	status int
-	header http.Header
-	body   []byte
+// Answer is one answer of the conversation API.
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
 }
 
-// json decodes the answer's body into v.
-func (a apiAnswer) json(t *testing.T, v any) {
+// JSON decodes the answer's body into v.
+func (a Answer) JSON(t *testing.T, v any) {
 	t.Helper()
-	if err := json.Unmarshal(a.body, v); err != nil {
-		t.Fatalf("decode %s: %v", a.body, err)
+	if err := json.Unmarshal(a.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", a.Body, err)
 	}
 }
 
-// errCode is the answer's OpenAI error code.
-func (a apiAnswer) errCode() string {
+// ErrCode is the answer's OpenAI error code.
+func (a Answer) ErrCode() string {
 	var e struct {
 		Error struct {
 			Code  *string `json:"code"`
 			Param *string `json:"param"`
 		} `json:"error"`
 	}
-	json.Unmarshal(a.body, &e)
+	json.Unmarshal(a.Body, &e)
 	if e.Error.Code == nil {
 		return ""
 	}
 	return *e.Error.Code
 }
 
-// api calls the conversation API as key (with header X-Recall-Tenant set
+// API calls the conversation API as key (with header X-Recall-Tenant set
 // to tenant, if not "") and checks the answer against the OpenAPI
 // document.
-func (h *harness) api(key, tenant, method, path string, body string, contentType ...string) apiAnswer {
-	h.t.Helper()
+func (h *Harness) API(key, tenant, method, path string, body string, contentType ...string) Answer {
+	h.T.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, h.url+path, rd)
+	req, err := http.NewRequest(method, h.URL+path, rd)
 	if err != nil {
-		h.t.Fatal(err)
+		h.T.Fatal(err)
 	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -67,15 +67,15 @@ func (h *harness) api(key, tenant, method, path string, body string, contentType
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		h.t.Fatal(err)
+		h.T.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		h.t.Fatal(err)
+		h.T.Fatal(err)
 	}
 	if err := apitest.Check(method, path, resp.StatusCode, resp.Header, b); err != nil {
-		h.t.Errorf("%v", err)
+		h.T.Errorf("%v", err)
 	}
-	return apiAnswer{status: resp.StatusCode, header: resp.Header, body: b}
+	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }

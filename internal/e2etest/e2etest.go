@@ -1,0 +1,273 @@
+// Package e2etest runs the whole assembled Recall server for tests that
+// drive it over HTTP: the server app.New builds, on a loopback port, over
+// a real Badger store in t.TempDir(), in front of the strict fake upstream
+// of internal/upstreamtest.
+//
+// New starts one; the Harness it returns gives the parts a test looks at
+// (the fake upstream, the store, the log) and signals to wait on instead
+// of sleeping (Done for every finished exchange, Jobs for every summary
+// job). Its helpers send requests as a client would: the official OpenAI
+// SDK (Client), raw HTTP (Post, Raw) and the conversation API (API, whose
+// answers are checked against the OpenAPI document).
+package e2etest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/recallproxy/recall/api"
+	"github.com/recallproxy/recall/auth"
+	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/app"
+	"github.com/recallproxy/recall/internal/upstreamtest"
+	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/summary"
+	"github.com/recallproxy/recall/tokens"
+)
+
+// Harness is a real Recall server on a loopback port, in front of the
+// fake upstream, over a real Badger store in a temporary directory. The
+// test's cleanup shuts it down and closes the store.
+type Harness struct {
+	T         *testing.T
+	Up        *upstreamtest.Server // the fake upstream every tenant points at
+	Server    *proxy.Server
+	Store     *badgerstore.Store   // the Badger store under History
+	Set       *config.Set          // the tenants the server was started with
+	History   history.Store        // the store the server uses: a cache over Store, as cmd/recall serves
+	Summaries *summary.Manager     // nil unless Options.Summary is set
+	Jobs      chan summary.JobDone // every summary job attempt, in order; nil without Summaries
+	URL       string               // http://127.0.0.1:port
+	Logs      *LogBuffer           // the server's JSON log, at debug level
+	// Done receives every finished exchange, in order. A test that makes
+	// more than 4096 exchanges without reading it fails.
+	Done chan proxy.ExchangeDone
+}
+
+// Options change a Harness from its defaults: pass-through mode (no tenant
+// files, the client's key goes upstream) with a 16,000-token budget and
+// no summaries manager.
+type Options struct {
+	// Tenants maps a file name to a tenant's YAML, written to the tenants
+	// directory; "{{UPSTREAM}}" in it is replaced by the fake upstream's
+	// URL.
+	Tenants map[string]string
+	// Global, if set, adjusts the global configuration before the tenants
+	// are loaded.
+	Global func(*config.Global)
+	// Proxy, if set, adjusts the proxy's configuration last.
+	Proxy func(*proxy.Config)
+	// Summary, if set, runs a summary.Manager (configured by it) that the
+	// server triggers; its jobs are reported on Harness.Jobs.
+	Summary func(*summary.Config)
+	// API, if set, adjusts the conversation API's configuration.
+	API func(*api.Config)
+}
+
+// New starts a Harness for the duration of t.
+func New(t *testing.T, o Options) *Harness {
+	t.Helper()
+	h := &Harness{T: t, Up: upstreamtest.NewTB(t), Logs: &LogBuffer{}, Done: make(chan proxy.ExchangeDone, 4096)}
+	g := config.DefaultGlobal()
+	g.Defaults.Upstream.BaseURL = h.Up.URL()
+	if len(o.Tenants) > 0 {
+		dir := t.TempDir()
+		for name, body := range o.Tenants {
+			body = strings.ReplaceAll(body, "{{UPSTREAM}}", h.Up.URL())
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g.TenantsDir = dir
+	}
+	if o.Global != nil {
+		o.Global(&g)
+	}
+	set, err := config.LoadTenants(g, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("load tenants: %v", err)
+	}
+	h.Set = set
+	h.Store, err = badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.History = history.NewCache(h.Store, 0, 0)
+	client := proxy.DefaultClient()
+	// Idle upstream connections, and fasthttp's goroutines that watch
+	// them, go within a second of the harness's end (leak checks).
+	client.MaxIdleConnDuration = time.Second
+	cfg := proxy.Config{
+		Client:  client,
+		Tenants: proxy.StaticTenants{Set: set},
+		Store:   h.History, // the cache over Badger, as cmd/recall serves
+		Logger:  slog.New(slog.NewJSONHandler(h.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnExchangeDone: func(d proxy.ExchangeDone) {
+			select {
+			case h.Done <- d:
+			default:
+				t.Errorf("exchange-done buffer full: a test forgot to drain it")
+			}
+		},
+	}
+	ac := app.Config{API: o.API}
+	if o.Summary != nil {
+		h.Jobs = make(chan summary.JobDone, 1024)
+		sc := summary.Config{
+			Store:   cfg.Store,
+			Tenants: cfg.Tenants,
+			Logger:  cfg.Logger,
+			OnJobDone: func(d summary.JobDone) {
+				select {
+				case h.Jobs <- d:
+				default:
+					t.Errorf("summary job buffer full")
+				}
+			},
+		}
+		o.Summary(&sc)
+		ac.Summary = &sc
+	}
+	if o.Proxy != nil {
+		o.Proxy(&cfg)
+	}
+	ac.Proxy = cfg
+	a, err := app.New(ac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Server, h.Summaries = a.Server, a.Summaries
+	if h.Summaries != nil {
+		if err := h.Summaries.Start(context.Background()); err != nil {
+			t.Logf("summary start: %v (the store cannot list yet)", err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.URL = "http://" + ln.Addr().String()
+	go h.Server.Serve(ln)
+	t.Cleanup(func() {
+		// Closing the client's idle connections first lets the server's
+		// shutdown finish at once instead of waiting out keep-alives.
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.Server.Shutdown(ctx); err != nil {
+			buf := make([]byte, 1<<20)
+			t.Errorf("shutdown: %v; goroutines:\n%s", err, buf[:runtime.Stack(buf, true)])
+		}
+		if h.Summaries != nil {
+			h.Summaries.Close()
+		}
+		h.Store.Close()
+	})
+	return h
+}
+
+// WaitDone waits for the next finished exchange on conv (a stream's
+// commit happens after the client saw its last event), skipping others.
+// It fails the test after 10 seconds.
+func (h *Harness) WaitDone(conv string) proxy.ExchangeDone {
+	h.T.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case d := <-h.Done:
+			if d.Conversation == conv {
+				return d
+			}
+		case <-timeout:
+			h.T.Fatalf("no exchange on %s finished within 10s", conv)
+		}
+	}
+}
+
+// WaitJob waits for the next summary job attempt on conv whose outcome is
+// not Nothing (jobs that found nothing to do are skipped). It fails the
+// test after 10 seconds.
+func (h *Harness) WaitJob(conv string) summary.JobDone {
+	h.T.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case d := <-h.Jobs:
+			if d.Key.Conversation == conv && d.Outcome != summary.Nothing {
+				return d
+			}
+		case <-timeout:
+			h.T.Fatalf("no summary job on %s finished within 10s", conv)
+		}
+	}
+}
+
+// Client returns an official OpenAI SDK client pointed at Recall, naming
+// conversation conv by header (none if conv is ""). It never retries.
+func (h *Harness) Client(key, conv string, opts ...option.RequestOption) openai.Client {
+	base := []option.RequestOption{
+		option.WithBaseURL(h.URL + "/v1"),
+		option.WithAPIKey(key),
+		option.WithMaxRetries(0),
+	}
+	if conv != "" {
+		base = append(base, option.WithHeader("X-Conversation-ID", conv))
+	}
+	return openai.NewClient(append(base, opts...)...)
+}
+
+// Stored returns a conversation's messages as stored, inactive ones too,
+// read from the Badger store under the cache.
+func (h *Harness) Stored(tenant, conv string) []history.Message {
+	h.T.Helper()
+	var out []history.Message
+	err := h.Store.Messages(context.Background(), history.Key{Tenant: tenant, Conversation: conv}, 0, true,
+		func(m history.Message) bool { out = append(out, m); return true })
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	return out
+}
+
+// Meta returns a conversation's metadata as the server sees it.
+func (h *Harness) Meta(tenant, conv string) history.Meta {
+	h.T.Helper()
+	snap, err := h.History.Load(context.Background(), history.Key{Tenant: tenant, Conversation: conv}, history.Query{After: ^uint64(0)})
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	return snap.Meta
+}
+
+// PassNamespace is the history namespace of a pass-through credential.
+func (h *Harness) PassNamespace(key string) string {
+	return auth.Namespace("default", key)
+}
+
+// CountTokens counts a message's tokens as Recall does for gpt-4o.
+func (h *Harness) CountTokens(raw []byte) int {
+	return counter.Message(tokens.O200k, raw)
+}
+
+var counter = &tokens.Counter{}
+
+// SHA256Hex is the hex SHA-256 of s, as a tenant file lists a hashed key.
+func SHA256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
