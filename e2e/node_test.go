@@ -1,6 +1,3 @@
-// Package e2e runs Recall's end-to-end suites that drive the real binaries
-// from outside Go: the official OpenAI Node SDK (e2e/node) against
-// cmd/recall in front of bench/fakeupstream.
 package e2e
 
 import (

@@ -1,4 +1,4 @@
-package proxy_test
+package e2e
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 // drops its turn and X-Recall-Context-Tokens counts what was sent.
 func TestImportedTokenCountsCannotBypassTheBudget(t *testing.T) {
 	const budget = 2000
-	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) { g.Defaults.History.BudgetTokens = budget }})
+	h := e2etest.New(t, e2etest.Options{Global: func(g *config.Global) { g.Defaults.History.BudgetTokens = budget }})
 	big := strings.Repeat("lorem ipsum dolor ", 100<<10/18)
 	at := time.Now().Add(-time.Hour).Unix()
 	line := func(seq int, msg string) string {

@@ -1,4 +1,4 @@
-package proxy_test
+package e2e
 
 import (
 	"encoding/json"
@@ -32,7 +32,7 @@ func TestAPIContextIsTheNextUpstreamContext(t *testing.T) {
 		}, turns: 12, words: 30, dropped: "budget"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, e2etest.Options{Global: tc.global, Summary: tc.summary})
+			h := e2etest.New(t, e2etest.Options{Global: tc.global, Summary: tc.summary})
 			conv := "ctx-" + tc.name
 			for i := 1; i <= tc.turns; i++ {
 				h.Say(key, conv, fmt.Sprintf("turn %d: %s", i, strings.Repeat("words ", tc.words)))
@@ -77,7 +77,7 @@ func TestAPIContextIsTheNextUpstreamContext(t *testing.T) {
 // episode and folds it into the summary with a title, summarize compacts
 // now, and a tenant without summaries is told so.
 func TestAPIEndAndSummarizeWithTheSummariesManager(t *testing.T) {
-	h := newHarness(t, e2etest.Options{Global: summaryOn(10, 1), Summary: func(*summary.Config) {}})
+	h := e2etest.New(t, e2etest.Options{Global: summaryOn(10, 1), Summary: func(*summary.Config) {}})
 	for i := 1; i <= 3; i++ {
 		h.Say(key, "end-1", fmt.Sprintf("turn %d", i))
 	}
@@ -103,7 +103,7 @@ func TestAPIEndAndSummarizeWithTheSummariesManager(t *testing.T) {
 		t.Errorf("end of an unknown conversation: %d %s", a.Status, a.Body)
 	}
 
-	off := newHarness(t, e2etest.Options{Global: func(g *config.Global) { g.Defaults.Summary.Enabled = false }, Summary: func(*summary.Config) {}})
+	off := e2etest.New(t, e2etest.Options{Global: func(g *config.Global) { g.Defaults.Summary.Enabled = false }, Summary: func(*summary.Config) {}})
 	off.Say(key, "off-1", "hello")
 	if a := off.API(key, "", "POST", convBase+"off-1/summarize", ""); a.Status != 409 || a.ErrCode() != "summaries_disabled" {
 		t.Errorf("summarize with summaries off: %d %s", a.Status, a.Body)

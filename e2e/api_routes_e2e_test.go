@@ -1,4 +1,4 @@
-package proxy_test
+package e2e
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 // A 405 of the conversation API names the methods its path takes in
 // Allow (RFC 9110 section 15.5.6).
 func TestAPIMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
-	h := newHarness(t, e2etest.Options{})
+	h := e2etest.New(t, e2etest.Options{})
 	for _, tc := range []struct{ method, path, allow string }{
 		{"PUT", "/recall/v1/conversations", "GET"},
 		{"PUT", convBase + "c1", "GET, DELETE"},
@@ -29,7 +29,7 @@ func TestAPIMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
 // Each route has one path: a trailing slash is a 404, never an alias of
 // the route without it (a DELETE on it deletes nothing).
 func TestAPITrailingSlashIsNotAnAlias(t *testing.T) {
-	h := newHarness(t, e2etest.Options{})
+	h := e2etest.New(t, e2etest.Options{})
 	h.Say(key, "c1", "hello")
 	for _, tc := range []struct{ method, path string }{
 		{"GET", convBase + "c1/"},

@@ -1,4 +1,4 @@
-package proxy_test
+package e2e
 
 import (
 	"bytes"
@@ -60,7 +60,7 @@ func (l msgList) rendered() []string {
 }
 
 func TestAPITenantsSeeOnlyTheirOwnConversations(t *testing.T) {
-	h := newHarness(t, twoTenantsAdmin)
+	h := e2etest.New(t, twoTenantsAdmin)
 	h.Say("rk-acme-1", "shared-id", "acme secret plan")
 	if a := h.API("rk-acme-1", "", "GET", convBase+"shared-id", ""); a.Status != 200 {
 		t.Fatalf("acme reads its conversation: %d %s", a.Status, a.Body)
@@ -138,7 +138,7 @@ func init() {
 var twoTenantsAdmin e2etest.Options
 
 func TestAPIPassThroughKeysSeeOnlyTheirNamespace(t *testing.T) {
-	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) { g.AdminKey = "rk-admin" }})
+	h := e2etest.New(t, e2etest.Options{Global: func(g *config.Global) { g.AdminKey = "rk-admin" }})
 	for _, k := range []string{"sk-one", "sk-two"} {
 		h.Say(k, "p-1", "from "+k)
 	}
@@ -169,7 +169,7 @@ func TestAPIPassThroughKeysSeeOnlyTheirNamespace(t *testing.T) {
 }
 
 func TestAPIMemorizeThenChatSeesIt(t *testing.T) {
-	h := newHarness(t, e2etest.Options{})
+	h := e2etest.New(t, e2etest.Options{})
 	a := h.API(key, "", "POST", convBase+"m-1/messages", memorizeBody(e2etest.UserJSON("my name is Ada"), e2etest.AssistantJSON("noted, Ada")))
 	if a.Status != 201 {
 		t.Fatalf("memorize: %d %s", a.Status, a.Body)
@@ -195,7 +195,7 @@ func TestAPIMemorizeThenChatSeesIt(t *testing.T) {
 }
 
 func TestAPIMemorizeRefusesBadInputAndStoresNothing(t *testing.T) {
-	h := newHarness(t, e2etest.Options{})
+	h := e2etest.New(t, e2etest.Options{})
 	for _, tc := range []struct{ name, body, param string }{
 		{"not json", `{"messages":[`, ""},
 		{"no messages", `{}`, "messages"},
@@ -224,7 +224,7 @@ func TestAPIMemorizeRefusesBadInputAndStoresNothing(t *testing.T) {
 }
 
 func TestAPIMessagesPagingOrderAndInclude(t *testing.T) {
-	h := newHarness(t, e2etest.Options{})
+	h := e2etest.New(t, e2etest.Options{})
 	var msgs []string
 	for i := 1; i <= 5; i++ {
 		msgs = append(msgs, e2etest.UserJSON(fmt.Sprint("u", i)), e2etest.AssistantJSON(fmt.Sprint("a", i)))
@@ -270,7 +270,7 @@ func TestAPIMessagesPagingOrderAndInclude(t *testing.T) {
 }
 
 func TestAPIForgetKeepsToolPairingValid(t *testing.T) {
-	h := newHarness(t, e2etest.Options{})
+	h := e2etest.New(t, e2etest.Options{})
 	seed := memorizeBody(e2etest.UserJSON("weather?"), e2etest.CallJSON("c1"), e2etest.ResultJSON("c1", "sunny"), e2etest.AssistantJSON("it is sunny"),
 		e2etest.UserJSON("and tomorrow?"), e2etest.AssistantJSON("rain"))
 	for _, mode := range []string{"soft", "hard"} {
@@ -340,7 +340,7 @@ func keysHolding(t *testing.T, db *badger.DB, s string) []string {
 }
 
 func TestAPIDeleteLeavesNoKey(t *testing.T) {
-	h := newHarness(t, e2etest.Options{})
+	h := e2etest.New(t, e2etest.Options{})
 	const conv = "erase-me-7f3a"
 	if a := h.API(key, "", "POST", convBase+conv+"/messages", memorizeBody(e2etest.UserJSON("zebra-unique-word"), e2etest.AssistantJSON("ok"))); a.Status != 201 {
 		t.Fatalf("memorize: %d %s", a.Status, a.Body)
@@ -377,7 +377,7 @@ func TestAPIDeleteLeavesNoKey(t *testing.T) {
 }
 
 func TestAPIExportDeleteImportGivesTheSameContext(t *testing.T) {
-	h := newHarness(t, e2etest.Options{})
+	h := e2etest.New(t, e2etest.Options{})
 	// History with a forgotten message and tool calls.
 	for _, text := range []string{"one", "two", "three"} {
 		h.Say(key, "x-1", text)
@@ -460,7 +460,7 @@ func TestAPIExportDeleteImportGivesTheSameContext(t *testing.T) {
 }
 
 func TestAPIListAndSearch(t *testing.T) {
-	h := newHarness(t, e2etest.Options{})
+	h := e2etest.New(t, e2etest.Options{})
 	for i, conv := range []string{"l-a", "l-b", "l-c"} {
 		if a := h.API(key, "", "POST", convBase+conv+"/messages", memorizeBody(e2etest.UserJSON(fmt.Sprint("kiwi number ", i)))); a.Status != 201 {
 			t.Fatalf("memorize: %d %s", a.Status, a.Body)
@@ -517,7 +517,7 @@ func TestAPIListAndSearch(t *testing.T) {
 }
 
 func TestAPIListPagingIsStableWhileConversationsAreWritten(t *testing.T) {
-	h := newHarness(t, e2etest.Options{})
+	h := e2etest.New(t, e2etest.Options{})
 	var all []string
 	for i := range 25 {
 		id := fmt.Sprintf("stable-%02d", i)

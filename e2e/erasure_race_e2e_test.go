@@ -1,4 +1,4 @@
-package proxy_test
+package e2e
 
 import (
 	"context"
@@ -21,23 +21,23 @@ import (
 func TestErasureRacingASlowSummariser(t *testing.T) {
 	for _, tt := range []struct {
 		name, conv string
-		erase      func(h *harness, conv string)
+		erase      func(h *e2etest.Harness, conv string)
 		// reuse chats on the id again after the erasure.
 		reuse bool
 	}{
-		{"delete, then the id reused", "race-delete", func(h *harness, conv string) {
+		{"delete, then the id reused", "race-delete", func(h *e2etest.Harness, conv string) {
 			if a := h.API(key, "", "DELETE", convBase+conv, ""); a.Status != 200 {
 				t.Fatalf("delete: %d %s", a.Status, a.Body)
 			}
 		}, true},
-		{"hard forget", "race-forget", func(h *harness, conv string) {
+		{"hard forget", "race-forget", func(h *e2etest.Harness, conv string) {
 			if a := h.API(key, "", "POST", convBase+conv+"/forget", `{"instruction":"before:turn_2","mode":"hard"}`); a.Status != 200 {
 				t.Fatalf("forget: %d %s", a.Status, a.Body)
 			}
 		}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, e2etest.Options{Global: summaryOn(2, 1), Summary: func(*summary.Config) {}})
+			h := e2etest.New(t, e2etest.Options{Global: summaryOn(2, 1), Summary: func(*summary.Config) {}})
 			conv := tt.conv
 			c := h.Client(key, conv)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -1,4 +1,4 @@
-package proxy_test
+package e2e
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // minus that request's new message. The budget is small, so curation has
 // dropped turns.
 func TestPlanWithoutNewMessagesIsTheNextContext(t *testing.T) {
-	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) {
+	h := e2etest.New(t, e2etest.Options{Global: func(g *config.Global) {
 		g.Defaults.History.BudgetTokens = 300
 		g.Defaults.History.OldToolResultChars = 40
 		g.Defaults.Summary.Enabled = false

@@ -1,4 +1,4 @@
-package proxy_test
+package e2e
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func (f *fakeSummarizer) Summarize(ctx context.Context, k history.Key) (history.
 func TestAPIEndSummarizeAndContextGoThroughWhatIsInjected(t *testing.T) {
 	fs := &fakeSummarizer{}
 	var asked []api.ContextQuery
-	h := newHarness(t, e2etest.Options{API: func(ac *api.Config) {
+	h := e2etest.New(t, e2etest.Options{API: func(ac *api.Config) {
 		fs.store = ac.Store
 		ac.Summarizer = fs
 		ac.Context = func(ctx context.Context, _ auth.Caller, k history.Key, q api.ContextQuery) (*api.Context, error) {

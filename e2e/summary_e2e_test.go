@@ -1,4 +1,4 @@
-package proxy_test
+package e2e
 
 import (
 	"context"
@@ -61,7 +61,7 @@ func turnsText(from, to int) []string {
 }
 
 func TestSummaryIsIncrementalAndReplacesTheTurnsItCovers(t *testing.T) {
-	h := newHarness(t, e2etest.Options{Global: summaryOn(4, 2), Summary: func(*summary.Config) {}})
+	h := e2etest.New(t, e2etest.Options{Global: summaryOn(4, 2), Summary: func(*summary.Config) {}})
 	r := &resender{t: t, c: h.Client(key, "sum-1"), msgs: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief")}}
 	for i := 1; i <= 5; i++ {
 		r.say(fmt.Sprintf("turn %d", i))
@@ -136,7 +136,7 @@ func TestSummaryIsIncrementalAndReplacesTheTurnsItCovers(t *testing.T) {
 }
 
 func TestRequestDuringASummaryIsServedAndKept(t *testing.T) {
-	h := newHarness(t, e2etest.Options{Global: summaryOn(3, 1), Summary: func(*summary.Config) {}})
+	h := e2etest.New(t, e2etest.Options{Global: summaryOn(3, 1), Summary: func(*summary.Config) {}})
 	h.Up.EnqueueSummary(upstreamtest.Reply{Hold: true})
 	c := h.Client(key, "sum-2")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -177,7 +177,7 @@ func TestFailingSummariserIsRetriedWhileTheBudgetServes(t *testing.T) {
 		ch chan time.Time
 	}
 	waits := make(chan wait, 16)
-	h := newHarness(t, e2etest.Options{Global: summaryOn(2, 1), Summary: func(c *summary.Config) {
+	h := e2etest.New(t, e2etest.Options{Global: summaryOn(2, 1), Summary: func(c *summary.Config) {
 		c.After = func(d time.Duration) <-chan time.Time {
 			ch := make(chan time.Time, 1)
 			waits <- wait{d, ch}
@@ -239,7 +239,7 @@ func TestFailingSummariserIsRetriedWhileTheBudgetServes(t *testing.T) {
 }
 
 func TestStaleSummaryIsDiscarded(t *testing.T) {
-	h := newHarness(t, e2etest.Options{Global: summaryOn(10, 1)})
+	h := e2etest.New(t, e2etest.Options{Global: summaryOn(10, 1)})
 	c := h.Client(key, "sum-4")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -292,7 +292,7 @@ func TestIdleTimeoutAndEndSealEpisodesWithTitles(t *testing.T) {
 	now := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	h := newHarness(t, e2etest.Options{
+	h := e2etest.New(t, e2etest.Options{
 		Global: func(g *config.Global) {
 			summaryOn(10, 2)(g)
 			g.Defaults.History.IdleTimeout = config.Duration(time.Hour)
@@ -362,7 +362,7 @@ func TestIdleTimeoutAndEndSealEpisodesWithTitles(t *testing.T) {
 }
 
 func TestSummariesDisabledMakeNoCalls(t *testing.T) {
-	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) {
+	h := e2etest.New(t, e2etest.Options{Global: func(g *config.Global) {
 		summaryOn(1, 0)(g)
 		g.Defaults.Summary.Enabled = false
 	}, Summary: func(*summary.Config) {}})
@@ -390,7 +390,7 @@ func TestSummariesDisabledMakeNoCalls(t *testing.T) {
 // last request sent. It waits for each job the trigger calls for, so the
 // figures do not depend on timing. Run with -v to see them.
 func TestFiguresHundredTurnConversation(t *testing.T) {
-	h := newHarness(t, e2etest.Options{Global: summaryOn(10, 3), Summary: func(*summary.Config) {}})
+	h := e2etest.New(t, e2etest.Options{Global: summaryOn(10, 3), Summary: func(*summary.Config) {}})
 	c := h.Client(key, "fig-100")
 	ctx := context.Background()
 	ns := h.PassNamespace(key)
@@ -436,7 +436,7 @@ func TestFiguresHundredTurnConversation(t *testing.T) {
 }
 
 func TestBudgetTriggersASummaryUnderTheTurnTrigger(t *testing.T) {
-	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) {
+	h := e2etest.New(t, e2etest.Options{Global: func(g *config.Global) {
 		summaryOn(50, 2)(g)
 		g.Defaults.History.BudgetTokens = 400
 	}, Summary: func(*summary.Config) {}})
@@ -477,7 +477,7 @@ func TestBudgetTriggersASummaryUnderTheTurnTrigger(t *testing.T) {
 }
 
 func TestSummaryMetricsAndForgettingRebuild(t *testing.T) {
-	h := newHarness(t, e2etest.Options{Global: summaryOn(3, 1), Summary: func(*summary.Config) {}})
+	h := e2etest.New(t, e2etest.Options{Global: summaryOn(3, 1), Summary: func(*summary.Config) {}})
 	c := h.Client(key, "fg-1")
 	ctx := context.Background()
 	for _, text := range []string{"my secret is 1234", "turn b", "turn c", "turn d"} {
@@ -556,7 +556,7 @@ func lastChat(up *upstreamtest.Server) upstreamtest.Received {
 }
 
 func TestEditInsideTheSummaryDropsIt(t *testing.T) {
-	h := newHarness(t, e2etest.Options{Global: summaryOn(4, 2), Summary: func(*summary.Config) {}})
+	h := e2etest.New(t, e2etest.Options{Global: summaryOn(4, 2), Summary: func(*summary.Config) {}})
 	r := &resender{t: t, c: h.Client(key, "edit-1"), msgs: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief")}}
 	for i := 1; i <= 5; i++ {
 		r.say(fmt.Sprintf("turn %d", i))

@@ -1,4 +1,4 @@
-package proxy_test
+package e2e
 
 import (
 	"context"
@@ -21,7 +21,7 @@ var hugeSummary = strings.Repeat("The user likes green tea in the morning. ", 50
 // its conversation unusable: the summary stored is cut to max_tokens, and
 // the chats after it are served with it.
 func TestHugeSummariserAnswerIsStoredWithinMaxTokens(t *testing.T) {
-	h := newHarness(t, e2etest.Options{Global: summaryOn(3, 1), Summary: func(*summary.Config) {}})
+	h := e2etest.New(t, e2etest.Options{Global: summaryOn(3, 1), Summary: func(*summary.Config) {}})
 	h.Up.EnqueueSummary(upstreamtest.Reply{Content: hugeSummary})
 	for i := 1; i <= 4; i++ {
 		if r := h.Post("/v1/chat/completions", key, "huge-1", e2etest.ChatBody(fmt.Sprint("turn ", i), false)); r.Status != 200 {
@@ -59,7 +59,7 @@ func TestHugeSummariserAnswerIsStoredWithinMaxTokens(t *testing.T) {
 // was stored before summaries were bounded, or imported) still serves a
 // one-word chat: the summary is cut to fit, and X-Recall-Curation says so.
 func TestStoredHugeSummaryIsCutToServeTheChat(t *testing.T) {
-	h := newHarness(t, e2etest.Options{Global: summaryOn(10, 3), Summary: func(*summary.Config) {}})
+	h := e2etest.New(t, e2etest.Options{Global: summaryOn(10, 3), Summary: func(*summary.Config) {}})
 	for i := 1; i <= 3; i++ {
 		if r := h.Post("/v1/chat/completions", key, "huge-2", e2etest.ChatBody(fmt.Sprint("turn ", i), false)); r.Status != 200 {
 			t.Fatalf("turn %d: got %d %s", i, r.Status, r.Body)

@@ -1,4 +1,4 @@
-package proxy_test
+package e2e
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // the strict fake upstream, which rejects tool messages as OpenAI does,
 // must accept every context Recall sends.
 func TestRandomForgetsKeepEveryContextValid(t *testing.T) {
-	h := newHarness(t, e2etest.Options{})
+	h := e2etest.New(t, e2etest.Options{})
 	ctx := context.Background()
 	forgets, calls := 0, 0
 	for seed := range uint64(12) {
@@ -102,7 +102,7 @@ func mates(a, b stored) bool {
 }
 
 // activeOf returns the conversation's active messages by seq.
-func activeOf(h *harness, conv string) map[uint64]stored {
+func activeOf(h *e2etest.Harness, conv string) map[uint64]stored {
 	h.T.Helper()
 	var l struct {
 		Data []struct {
@@ -130,7 +130,7 @@ func activeOf(h *harness, conv string) map[uint64]stored {
 
 // callIDsOf returns the call ids of the conversation's newest active
 // message if it is an assistant message with tool calls, else nil.
-func callIDsOf(h *harness, conv string) []string {
+func callIDsOf(h *e2etest.Harness, conv string) []string {
 	h.T.Helper()
 	var l struct {
 		Data []struct {

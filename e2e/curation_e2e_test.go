@@ -1,4 +1,4 @@
-package proxy_test
+package e2e
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 
 func TestLongConversationStaysInBudgetWithStablePrefix(t *testing.T) {
 	const budget = 600
-	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) { g.Defaults.History.BudgetTokens = budget }})
+	h := e2etest.New(t, e2etest.Options{Global: func(g *config.Global) { g.Defaults.History.BudgetTokens = budget }})
 	var prev []string
 	shared, steps := 0, 0
 	for i := range 40 {
@@ -57,7 +57,7 @@ func TestLongConversationStaysInBudgetWithStablePrefix(t *testing.T) {
 }
 
 func TestLongToolResultsAreCutInStorageAndInLaterTurns(t *testing.T) {
-	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) {
+	h := e2etest.New(t, e2etest.Options{Global: func(g *config.Global) {
 		g.Defaults.History.StoredToolResultChars = 3000
 		g.Defaults.History.OldToolResultChars = 100
 	}})

@@ -1,4 +1,4 @@
-package proxy_test
+package e2e
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 // are still sent: the context call must not report a turn "dropped for
 // budget" whose messages it lists and the next chat sends.
 func TestContextAfterHardForgetOfUsersDropsNothing(t *testing.T) {
-	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) { g.Defaults.Summary.Enabled = false }})
+	h := e2etest.New(t, e2etest.Options{Global: func(g *config.Global) { g.Defaults.Summary.Enabled = false }})
 	conv := "forget-users"
 	for i := 1; i <= 3; i++ {
 		h.Say(key, conv, fmt.Sprintf("turn %d", i))

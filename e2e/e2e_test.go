@@ -1,0 +1,15 @@
+// Package e2e runs Recall's end-to-end suites, the ones whose subject
+// crosses packages:
+//
+//   - in Go, the whole server as internal/app assembles it (internal/e2etest)
+//     driven over HTTP with the OpenAI SDK and the conversation API: the
+//     API's routes, summaries, curation, import and erasure end to end;
+//   - from outside Go, the official OpenAI Node SDK (e2e/node) against the
+//     real cmd/recall binary in front of bench/fakeupstream (TestNodeSDK,
+//     which -short skips).
+//
+// The Go suites need neither PostgreSQL nor Node.js and run under -short.
+package e2e
+
+// key is the client key of the tests' pass-through conversations.
+const key = "sk-client-1"
