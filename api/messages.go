@@ -134,10 +134,7 @@ func (c *call) memorize() error {
 		}
 	}
 	t := c.caller.Tenant.History
-	enc := tokens.ForModel(req.Model)
-	if t.Encoding != "" {
-		enc = tokens.Encoding(t.Encoding)
-	}
+	enc := tokens.For(req.Model, t.Encoding)
 	fresh := make([]history.Message, len(req.Messages))
 	for i, m := range req.Messages {
 		raw := bytes.Clone(m.Raw) // the body does not outlive the handler

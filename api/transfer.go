@@ -203,10 +203,7 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 	var lines []int     // the file line of each message
 	var episodes uint32 // the file's episode of the previous message
 	lo, hi := minImportTime, c.h.cfg.Now().Add(maxImportSkew)
-	enc := tokens.O200k
-	if e := c.caller.Tenant.History.Encoding; e != "" {
-		enc = tokens.Encoding(e)
-	}
+	enc := tokens.For("", c.caller.Tenant.History.Encoding) // no model: O200k, as for unknown models
 	n := 0
 	for len(body) > 0 {
 		var ln []byte

@@ -32,6 +32,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/recallproxy/recall/history"
 )
 
 // Global is the global configuration file. Its zero value is not useful:
@@ -230,22 +232,6 @@ type Summary struct {
 	Prompt string `yaml:"prompt"`
 }
 
-// Strategy names accepted in History.Strategies.
-const (
-	StrategyPassthrough         = "passthrough"
-	StrategySlidingWindow       = "sliding_window"
-	StrategyTokenBudget         = "token_budget"
-	StrategyToolResultTruncator = "tool_result_truncator"
-)
-
-// Merge modes accepted in History.Mode.
-const (
-	ModeAuto   = "auto"
-	ModeAppend = "append"
-	ModeSync   = "sync"
-	ModeOff    = "off"
-)
-
 // Environment variables read by ApplyEnv.
 const (
 	// EnvListen overrides Global.Listen.
@@ -284,15 +270,15 @@ func DefaultGlobal() Global {
 			},
 			History: History{
 				ConversationHeader:    "X-Conversation-ID",
-				Mode:                  ModeAuto,
+				Mode:                  string(history.Auto),
 				BudgetTokens:          16000,
 				LowWater:              0.7,
 				OldToolResultChars:    2000,
 				StoredToolResultChars: 50000,
 				Strategies: []string{
-					StrategyToolResultTruncator,
-					StrategySlidingWindow,
-					StrategyTokenBudget,
+					history.NameToolResultTruncator,
+					history.NameSlidingWindow,
+					history.NameTokenBudget,
 				},
 			},
 			Summary: Summary{

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/recallproxy/recall/history"
 )
 
 func TestDefaultGlobal(t *testing.T) {
@@ -69,7 +71,7 @@ func TestDefaultGlobalFresh(t *testing.T) {
 	a, b := DefaultGlobal(), DefaultGlobal()
 	*a.SyncWrites = false
 	a.Defaults.History.Strategies[0] = "changed"
-	if !*b.SyncWrites || b.Defaults.History.Strategies[0] != StrategyToolResultTruncator {
+	if !*b.SyncWrites || b.Defaults.History.Strategies[0] != history.NameToolResultTruncator {
 		t.Errorf("got shared state between two DefaultGlobal calls, want fresh values")
 	}
 }

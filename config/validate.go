@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/recallproxy/recall/history"
 )
 
 // problem is one thing wrong with a configuration file. Its message never
@@ -203,14 +205,6 @@ func decodeDigest(s string) ([32]byte, error) {
 	return d, nil
 }
 
-// knownStrategies are the names History.Strategies accepts.
-var knownStrategies = map[string]bool{
-	StrategyPassthrough:         true,
-	StrategySlidingWindow:       true,
-	StrategyTokenBudget:         true,
-	StrategyToolResultTruncator: true,
-}
-
 // validatePolicy checks p, naming keys under prefix ("defaults." in the
 // global file, "" in a tenant file).
 func validatePolicy(ps *problems, prefix string, p Policy) {
@@ -237,9 +231,7 @@ func validatePolicy(ps *problems, prefix string, p Policy) {
 	if !isToken(h.ConversationHeader) {
 		ps.addf(k("history.conversation_header"), "%q is not a valid header name", h.ConversationHeader)
 	}
-	switch h.Mode {
-	case ModeAuto, ModeAppend, ModeSync, ModeOff:
-	default:
+	if _, err := history.ParseMode(h.Mode); err != nil {
 		ps.addf(k("history.mode"), "must be one of auto, append, sync, off, got %q", h.Mode)
 	}
 	if h.BudgetTokens < 256 {
@@ -264,8 +256,8 @@ func validatePolicy(ps *problems, prefix string, p Policy) {
 	for i, s := range h.Strategies {
 		key := k("history.strategies[" + strconv.Itoa(i) + "]")
 		switch {
-		case !knownStrategies[s]:
-			ps.addf(key, "unknown strategy %q (known: passthrough, sliding_window, token_budget, tool_result_truncator)", s)
+		case !slices.Contains(history.StrategyNames, s):
+			ps.addf(key, "unknown strategy %q (known: %s)", s, strings.Join(history.StrategyNames, ", "))
 		case seen[s]:
 			ps.addf(key, "strategy %q listed twice", s)
 		}

@@ -155,6 +155,10 @@ const (
 	NameToolResultTruncator = "tool_result_truncator"
 )
 
+// StrategyNames are the names Build accepts: config validates a tenant's
+// history.strategies against them.
+var StrategyNames = []string{NamePassthrough, NameSlidingWindow, NameTokenBudget, NameToolResultTruncator}
+
 // Policy holds the tenant settings strategies are built from.
 type Policy struct {
 	Strategies         []string

@@ -187,10 +187,7 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 	if fixedCount == nil {
 		fixedCount = count
 	}
-	p := &Plan{Encoding: tokens.ForModel(in.Model)}
-	if pol.Encoding != "" {
-		p.Encoding = pol.Encoding
-	}
+	p := &Plan{Encoding: tokens.For(in.Model, string(pol.Encoding))}
 	enc := p.Encoding
 	// The budget bounds what Recall adds; the model's window bounds what
 	// may be sent at all.

@@ -102,10 +102,7 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 	}
 	m.metrics.promptTokens.WithLabelValues(t.ID).Add(float64(res.promptTokens))
 	m.metrics.completionTokens.WithLabelValues(t.ID).Add(float64(res.completionTokens))
-	enc := tokens.ForModel(model)
-	if e := t.History.Encoding; e != "" {
-		enc = tokens.Encoding(e)
-	}
+	enc := tokens.For(model, t.History.Encoding)
 	now := m.cfg.Now()
 	sc := &history.SummaryChange{
 		// The conversation as the job read it: a delete, forget or
@@ -240,10 +237,7 @@ func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model s
 		m.metrics.jobCalls.WithLabelValues(t.ID).Observe(float64(res.calls))
 		m.metrics.jobPromptTokens.WithLabelValues(t.ID).Observe(float64(res.promptTokens))
 	}()
-	enc := tokens.ForModel(model)
-	if e := t.History.Encoding; e != "" {
-		enc = tokens.Encoding(e)
-	}
+	enc := tokens.For(model, t.History.Encoding)
 	window, known := tokens.Window(model, t.History.ModelWindows)
 	if !known {
 		window = unknownWindow

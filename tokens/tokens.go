@@ -30,6 +30,17 @@ const (
 	CL100k Encoding = "cl100k_base"
 )
 
+// For returns the encoding a tenant counts model's messages with: its
+// override (history.encoding) if set, else ForModel(model). Every count
+// Recall makes (the chat path, summaries, memorize, import) picks its
+// encoding here.
+func For(model, override string) Encoding {
+	if override != "" {
+		return Encoding(override)
+	}
+	return ForModel(model)
+}
+
 // ForModel returns the encoding of model, matched by prefix after stripping
 // an optional "provider/" prefix ("openai/gpt-4o" is "gpt-4o"). gpt-4 and
 // gpt-4-* (including gpt-4-turbo*) and gpt-3.5* map to CL100k; gpt-4o*,

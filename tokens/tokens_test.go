@@ -95,3 +95,22 @@ func TestVocabShared(t *testing.T) {
 		t.Errorf("o200k longest token: got %d bytes, want 16..1024", got)
 	}
 }
+
+// A tenant's history.encoding overrides the model's encoding; without
+// one the model decides (unknown and empty models count as O200k).
+func TestForPrefersTheTenantsEncoding(t *testing.T) {
+	for _, tt := range []struct {
+		model, override string
+		want            Encoding
+	}{
+		{"gpt-4", "", CL100k},
+		{"gpt-4o", "", O200k},
+		{"", "", O200k},
+		{"gpt-4o", "cl100k_base", CL100k},
+		{"gpt-4", "o200k_base", O200k},
+	} {
+		if got := For(tt.model, tt.override); got != tt.want {
+			t.Errorf("For(%q, %q) = %s, want %s", tt.model, tt.override, got, tt.want)
+		}
+	}
+}
