@@ -3,15 +3,19 @@
 //
 // Keys are namespaced by tenant, then conversation:
 //
-//	c \x00 tenant \x00 conversation \x00 'm'                   metadata (JSON), its summary's text left out
-//	c \x00 tenant \x00 conversation \x00 'u'                   the summary's text
-//	c \x00 tenant \x00 conversation \x00 's' seq(8, BE)        message (history codec)
-//	l \x00 tenant \x00 ^updated(8, BE) conversation            listing entry: dirty (1 byte)
-//	w \x00 tenant \x00 conversation                            search totals: docs, terms, watermark (uvarints)
+//	c \x00 tenant \x00 conversation \x00 'm'                metadata (history.MarshalMeta, binary), its summary's text left out
+//	c \x00 tenant \x00 conversation \x00 'u'                the summary's text
+//	c \x00 tenant \x00 conversation \x00 's' seq(8, BE)     message (history codec)
+//	l \x00 tenant \x00 ^updated(8, BE) conversation         listing entry: dirty (1 byte)
+//	w \x00 tenant \x00 conversation                         search totals: docs, terms, watermark (uvarints)
 //	i \x00 tenant \x00 term \x00 segment(8, BE)             a term's postings in one search segment (segment.go)
 //	f \x00 tenant \x00 conversation \x00 segment(8, BE)     the span of a conversation's records in a segment
-//	x \x00 tenant \x00 conversation                            pending work: kind, ranges (see pending.go)
-//	v \x00 index                                              version of the indexes
+//	x \x00 tenant \x00 conversation                         pending work: kind, ranges (pending.go)
+//	v \x00 "index"                                         version of the indexes (reindex.go)
+//	v \x00 "segment"                                       the last search segment's number (segment.go)
+//
+// This comment is the layout's one description; TestKeyLayoutComment
+// checks that every key prefix the package writes is listed here.
 //
 // Tenant and conversation ids never hold a NUL byte, and terms are
 // letters and digits, so one conversation's keys never share a prefix
