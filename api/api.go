@@ -1,6 +1,6 @@
 // Package api serves Recall's conversation API, everything under
 // /recall/v1/: list, read, search, memorize, forget, erase, export and
-// import a tenant's conversations (DESIGN.md section 7). Handlers call
+// import a tenant's conversations. Handlers call
 // history and the store, never the chat pipeline; what the chat pipeline
 // owns (the curated context, summaries, per-conversation locks,
 // authentication) is injected through Config.

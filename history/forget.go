@@ -12,7 +12,7 @@ var ErrInstruction = errors.New(`history: forget instructions are "oldest", "bef
 
 // Forget selects the messages a forget instruction removes from msgs, a
 // conversation's active messages, oldest first, and returns their
-// sequence numbers, ascending. The instructions (seed 004's):
+// sequence numbers, ascending. The instructions:
 //
 //	oldest               the oldest message
 //	before:turn_N        every message of the turns before turn N

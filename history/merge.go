@@ -8,7 +8,8 @@ import (
 // Mode selects how a request's messages are merged with the stored history.
 type Mode string
 
-// Merge modes (DESIGN.md section 4).
+// Merge modes: how a request's messages meet the stored history (the
+// X-Recall-History header, or the tenant's history.mode).
 const (
 	// Auto drops the longest overlap between the start of the incoming
 	// messages and the end of the stored history, and treats a resend from
@@ -59,7 +60,7 @@ type HeadFunc func(n int) ([]Message, error)
 // failing that, messages that begin with the conversation's first message,
 // are more than one, share a stored assistant message after it and then
 // diverge are an edit or a regeneration: the stored rest is superseded.
-// Anything else is new (DESIGN.md section 4).
+// Anything else is new.
 func Merge(mode Mode, in []Message, snap Snapshot, head HeadFunc) (Merged, error) {
 	tail := snap.Tail
 	switch mode {

@@ -6,11 +6,9 @@ import (
 )
 
 // A metadata record is read and written on every request (a load reads it,
-// a commit reads and rewrites it), so it is encoded in binary: decoding
-// the JSON it was before took 11 us and 23 allocations for a busy
-// conversation's record, this takes 0.7 us and 5 (one string all its
-// strings share, the two lists, the last exchange, the summary;
-// BenchmarkMetaCodec).
+// a commit reads and rewrites it), so it is encoded in binary, decoded
+// with one string all its strings share (BenchmarkMetaCodec against the
+// JSON it was before; figures in docs/performance.md).
 // Records written as JSON (a '{' first) still decode.
 //
 //	version(1)=1 present(1: 1 last, 2 summary)

@@ -360,7 +360,8 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 			k = New
 		} else {
 			// The client's old cache hints are left out of replayed
-			// history (DESIGN.md section 4): they marked its request then.
+			// history: they marked its request then, and agents move them
+			// to their newest message on every call.
 			raw = rewrite.WithoutCacheHints(raw)
 		}
 		p.Messages = append(p.Messages, Message{Kind: k, Role: m.Role, Raw: raw, Tokens: m.Tokens, Seq: m.Seq})

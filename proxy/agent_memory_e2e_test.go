@@ -11,8 +11,7 @@ import (
 
 // Agents pointed at /c/{id}/v1 start every process with the same opening
 // messages and often resend their whole conversation, with item ids they
-// mint per request and cache hints they move to the newest message (DESIGN.md
-// section 4). These tests drive such a client over HTTP through Recall to
+// mint per request and cache hints they move to the newest message. These tests drive such a client over HTTP through Recall to
 // the strict fake upstream.
 
 const (

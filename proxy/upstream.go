@@ -18,12 +18,10 @@ import (
 // them. The client is fasthttp's, the server's own stack: a request is
 // built in a pooled fasthttp.Request with no per-header allocation, and
 // a connection is read and written by the goroutine that asked, where
-// net/http's transport hands each exchange to two goroutines of its own.
-// Measured in front of an upstream answering from memory (wrk, one core,
-// bench/run.sh's proxy-ceiling rows): a bare fasthttp server proxying with
-// net/http's client made 22,500-25,000 req/s, with fasthttp's client
-// 34,700-35,400. What fasthttp's client lacks is HTTP/2 (OpenAI's API and
-// the compatible servers speak HTTP/1.1).
+// net/http's transport hands each exchange to two goroutines of its own
+// (the proxy-ceiling rows of bench/run.sh compare the two: see
+// docs/performance.md). What fasthttp's client lacks is HTTP/2 (OpenAI's
+// API and the compatible servers speak HTTP/1.1).
 
 // hopHeaders are not forwarded in either direction (RFC 9110 section
 // 7.6.1), with the framing headers each side sets itself.

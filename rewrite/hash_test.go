@@ -53,7 +53,7 @@ func TestHashEqual(t *testing.T) {
 		{"tool message", `{"role":"tool","tool_call_id":"c1","content":"ok"}`, `{"content":"ok","tool_call_id":"c1","role":"tool"}`},
 		// Agents move their cache hints to the newest message on every
 		// call, and mint item ids per request: a resent message must still
-		// match its stored copy (DESIGN.md section 4).
+		// match its stored copy.
 		{"cache hint on a single text part", `{"role":"user","content":"hi"}`, `{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}`},
 		{"cache hint key order", `{"role":"user","content":[{"cache_control":{"ttl":"5m","type":"ephemeral"},"text":"hi","type":"text"}]}`, `{"role":"user","content":"hi"}`},
 		{"cache hint null or empty", `{"role":"user","content":[{"type":"text","text":"hi","cache_control":null}]}`, `{"role":"user","content":[{"type":"text","text":"hi","cache_control":{}}]}`},

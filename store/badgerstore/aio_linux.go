@@ -55,10 +55,10 @@ const (
 	aioMax       = 64
 	// aioSpins is how many times wait yields the core before it parks on
 	// the eventfd: a busy scheduler polls the network (and so notices the
-	// completion) only when it runs out of work or every 10 ms, and a
-	// parked committer made durable commits slower at an open rate (Recall's
-	// added p99 43 ms against 25-29 with msync, 1,000 req/s); yielding 8
-	// times, 25 against 38 ms, and 64 times cost closed-loop throughput.
+	// completion) only when it runs out of work or every 10 ms, so a
+	// committer that parked at once made durable commits slower at an open
+	// rate; a few yields catch most completions, and many more cost
+	// closed-loop throughput (docs/performance.md, durable writes).
 	aioSpins = 8
 )
 

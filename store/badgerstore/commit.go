@@ -129,9 +129,8 @@ func (s *Store) commit(ctx context.Context, k history.Key, c history.Change) (hi
 // two commits. So when fewer than half as many commits wait as the last
 // group held, the committer gathers until as many as the last group
 // have come, or for Options.GroupWait at most: one sync then serves many
-// commits. A commit alone never waits. (A plain 1 ms wait made each of
-// 32 committers with nothing else to do take 85 us a commit instead of
-// 53, BenchmarkCommitConcurrent.)
+// commits. A commit alone never waits. (A plain fixed wait made idle
+// committers slower: BenchmarkCommitConcurrent.)
 func (s *Store) committer() {
 	defer close(s.stopped)
 	batch := make([]*commitReq, 0, maxBatch)

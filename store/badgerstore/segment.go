@@ -23,9 +23,8 @@ import (
 // One key per posting (term, conversation, seq) made the index five to
 // ten Badger entries per stored byte of prose: at full load the memtable
 // flushes and compactions it caused took the proxy's core from the
-// requests (load script, recall-sync, summaries off: 1,540 req/s without
-// the index, 700 with it). A segment key holds thousands of postings, and
-// its value, past the value threshold, goes to the value log.
+// requests. A segment key holds thousands of postings, and its value,
+// past the value threshold, goes to the value log.
 //
 // A term's value is a run of groups, one per conversation:
 //

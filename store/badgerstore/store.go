@@ -154,14 +154,10 @@ func Open(dir string, o Options) (*Store, error) {
 	// server, not a proxy). Tables are not compressed. Snappy halved them
 	// on disk and in the mapped pages loads touch, but a compaction's
 	// table builder then holds each block twice, plain and compressed, and
-	// at the memory row's write rate (1,100-1,250 req/s) that heap kept
-	// the Go runtime collecting at its memory limit, on the proxy's core
-	// (load script's RSS row, five runs each, Snappy -> none: anonymous
-	// RSS 291-347 -> 216-247 MiB, peak RSS 439-525 -> 443-461 MiB with
-	// the mapped pages doubled, p99 191-425 -> 56-102 ms, throughput
-	// 1,124-1,245 -> 1,062-1,868 req/s; 113 -> 227 MB on disk). Each table
-	// records its compression, so directories written compressed stay
-	// readable, through the block cache.
+	// at a high write rate that heap kept the Go runtime collecting at its
+	// memory limit, on the proxy's core (docs/performance.md, the memory
+	// row). Each table records its compression, so directories written
+	// compressed stay readable, through the block cache.
 	bo := badger.DefaultOptions(dir).
 		WithMemTableSize(16 << 20).
 		WithNumMemtables(2).
@@ -179,8 +175,7 @@ func Open(dir string, o Options) (*Store, error) {
 		// Values past 1 KiB (a metadata record holding a summary, long
 		// messages) go to the value log, not the LSM tree: every commit
 		// rewrites the metadata record, and with a summary inline each
-		// commit filled memtables and fed compactions (load script,
-		// recall-sync with summaries on: 290 -> 472 req/s).
+		// commit filled memtables and fed compactions.
 		bo = bo.WithValueThreshold(1 << 10)
 	}
 	if o.FreeBytes == nil {
