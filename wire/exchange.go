@@ -1,0 +1,154 @@
+package wire
+
+// The exchange seam: what a protocol package gives the proxy. A client
+// speaks one protocol (its ingress) and the tenant's upstream another, or
+// the same; the proxy decodes the request with the ingress, curates the
+// history, encodes the context with the upstream's Codec, sends it with
+// the upstream's Upstream, and renders the answer with the ingress. When
+// both are the same protocol the upstream's bytes are relayed as they came.
+
+// Request is a client's request, decoded by its ingress protocol.
+type Request struct {
+	// Protocol is the ingress protocol; Body the request body as it came.
+	Protocol Protocol
+	Body     []byte
+	Model    string
+	Stream   bool
+	// MaxTokens is the answer's token cap (0: the request set none).
+	MaxTokens int
+	// Choices is the number of answers asked for (chat completions' n;
+	// 1 elsewhere).
+	Choices int
+	// Instructions are sent first on every request and never stored (chat
+	// completions' leading system and developer messages, Responses'
+	// instructions, Messages' system), each a message in Protocol's JSON.
+	Instructions [][]byte
+	// Messages are the request's conversation messages in Protocol's JSON,
+	// merged with the stored history.
+	Messages [][]byte
+	// Tools are the tools the request offers, ToolsRaw their JSON as sent
+	// (counted as the prompt counts them).
+	Tools    []Tool
+	ToolsRaw []byte
+	// ToolChoice is "", "auto", "none", "required", or a tool's name.
+	ToolChoice string
+	// Temperature and TopP are nil when not set.
+	Temperature *float64
+	TopP        *float64
+	// Stop are the stop sequences.
+	Stop []string
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments.
+	Parameters []byte
+}
+
+// Stop reasons of the canonical model.
+const (
+	StopEnd       = "stop"
+	StopLength    = "length"
+	StopToolCalls = "tool_calls"
+	StopFilter    = "content_filter"
+)
+
+// Usage is what the upstream reports it spent.
+type Usage struct {
+	InputTokens     int
+	OutputTokens    int
+	CachedTokens    int
+	ReasoningTokens int
+}
+
+// Answer is an upstream's whole answer.
+type Answer struct {
+	// ID and Model are the upstream's.
+	ID    string
+	Model string
+	// Stored are the messages to record, in the upstream protocol's JSON.
+	Stored [][]byte
+	// Message is the answer in the canonical model (the ingress renders it
+	// when it speaks another protocol).
+	Message Message
+	// Stop is the canonical stop reason.
+	Stop  string
+	Usage Usage
+}
+
+// Upstream is the upstream side of a protocol.
+type Upstream interface {
+	// Path is appended to the tenant's base_url ("/chat/completions").
+	Path() string
+	// AppendBody appends the request body for the upstream: the request's
+	// options, then instructions and msgs (the curated context, already in
+	// this protocol's JSON). When req came in this protocol its other
+	// fields are kept as sent.
+	AppendBody(dst []byte, req *Request, instructions, msgs [][]byte) ([]byte, error)
+	// ParseAnswer reads a non-streamed answer.
+	ParseAnswer(body []byte) (Answer, error)
+	// NewAssembler reads a streamed answer, one server-sent event at a time.
+	NewAssembler() Assembler
+}
+
+// Assembler builds an answer from a stream's events.
+type Assembler interface {
+	// Event reads one event (its SSE event name, possibly empty, and data)
+	// and appends the deltas it carries to dst. done is set at the event
+	// that completes the answer.
+	Event(dst []Delta, name, data []byte) (out []Delta, done bool, err error)
+	// Answer returns the whole answer once done.
+	Answer() (Answer, error)
+}
+
+// DeltaKind is the kind of a streamed step.
+type DeltaKind uint8
+
+// Kinds of streamed steps.
+const (
+	// TextDelta adds Text to the answer's text part Index.
+	TextDelta DeltaKind = iota
+	// ToolCallStart opens tool call Index with CallID and Name.
+	ToolCallStart
+	// ArgumentsDelta adds Text to the arguments of tool call Index.
+	ArgumentsDelta
+	// RefusalDelta adds Text to the refusal.
+	RefusalDelta
+	// ReasoningDelta adds readable reasoning Text.
+	ReasoningDelta
+	// Finish carries the stop reason (Text) and the usage.
+	Finish
+)
+
+// Delta is one step of a streamed answer.
+type Delta struct {
+	Kind   DeltaKind
+	Index  int
+	Text   string
+	CallID string
+	Name   string
+	Usage  Usage
+}
+
+// Ingress is the client side of a protocol.
+type Ingress interface {
+	// ParseRequest decodes a request body. Its errors are client errors
+	// (apierr values) rendered in the protocol's shape.
+	ParseRequest(body []byte) (*Request, error)
+	// AppendAnswer renders a non-streamed answer as the protocol's answer
+	// object.
+	AppendAnswer(dst []byte, req *Request, a *Answer) []byte
+	// NewRenderer renders a stream as the protocol's events.
+	NewRenderer(req *Request) Renderer
+}
+
+// Renderer writes a streamed answer in the ingress protocol's events.
+type Renderer interface {
+	// Delta appends the events for d to dst.
+	Delta(dst []byte, d Delta) []byte
+	// End appends the events that close the stream for the whole answer a
+	// (the event a client acknowledges the turn by).
+	End(dst []byte, a *Answer) []byte
+}

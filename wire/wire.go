@@ -1,0 +1,145 @@
+// Package wire is the protocol-neutral face of a conversation. Recall
+// stores every message in the exact JSON it arrived with, tagged with the
+// wire protocol it came in; merge, curation, repair and translation work
+// on it through that protocol's Codec, and never parse a protocol's JSON
+// themselves. A protocol is one package that implements Codec and
+// registers it (Register, from its init function); adding a protocol
+// changes nothing here, in history or in the stores.
+package wire
+
+import "fmt"
+
+// Protocol names a wire protocol. Its value is stored with every message:
+// values are never reused or renumbered.
+type Protocol uint8
+
+// The protocols Recall speaks. ChatCompletions is 0 so that messages
+// stored before protocols were recorded read as chat completions.
+const (
+	ChatCompletions Protocol = 0
+	Responses       Protocol = 1
+	Messages        Protocol = 2
+)
+
+func (p Protocol) String() string {
+	if c := lookup(p); c != nil {
+		return c.Name()
+	}
+	return fmt.Sprintf("protocol(%d)", uint8(p))
+}
+
+// Roles of the canonical model. A message's canonical role is what turn and
+// tool-call structure read: Tool marks a message that carries only tool
+// results, whatever role its protocol gives it (Anthropic sends them as
+// user messages).
+const (
+	RoleSystem    = "system"
+	RoleDeveloper = "developer"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Codec reads and edits the stored messages of one protocol. Its methods
+// take a message's raw JSON as stored and never modify it: edits return a
+// new slice. Strings a method returns may alias raw.
+type Codec interface {
+	// Protocol and Name identify the protocol ("chat.completions",
+	// "responses", "messages").
+	Protocol() Protocol
+	Name() string
+	// Role returns the message's canonical role ("" if raw is not a
+	// message of the protocol).
+	Role(raw []byte) string
+	// Calls appends to dst the ids of the tool calls the message asks for.
+	Calls(dst []string, raw []byte) []string
+	// Results appends to dst the ids of the tool calls the message answers.
+	Results(dst []string, raw []byte) []string
+	// KeepCalls returns the message with only the tool calls keep accepts.
+	// It reports false if nothing would be left to send.
+	KeepCalls(raw []byte, keep func(id string) bool) ([]byte, bool)
+	// CutResults cuts each tool result's text to max characters (runes),
+	// appending on a line of its own the marker made from the kept and
+	// total counts. It reports false if nothing was longer than max.
+	CutResults(raw []byte, max int, marker func(kept, total int) string) ([]byte, bool)
+	// Hash is the message's canonical hash: equal for messages a client
+	// would consider the same (key order, whitespace and cache hints aside).
+	Hash(raw []byte) uint64
+	// WithoutCacheHints returns the message without the client's cache
+	// hints, as history is replayed with the provider's breakpoints moved.
+	WithoutCacheHints(raw []byte) []byte
+	// Decode reads the message into the canonical model, for translation to
+	// another protocol and for counting.
+	Decode(raw []byte) (Message, error)
+	// Encode writes canonical messages in the protocol, as the messages of a
+	// request to an upstream of it. Parts it cannot carry (another
+	// provider's opaque items) are left out. It may merge or split
+	// messages where the protocol shapes turns differently.
+	Encode(dst [][]byte, msgs []Message) ([][]byte, error)
+}
+
+// Message is a message in the canonical model.
+type Message struct {
+	// Role is the canonical role.
+	Role  string
+	Parts []Part
+}
+
+// Kind is the kind of a Part.
+type Kind uint8
+
+// Kinds of content.
+const (
+	// Text is plain text.
+	Text Kind = iota
+	// Image is an image by URL (or data: URL).
+	Image
+	// ToolCall asks for a tool: CallID, Name and Arguments (JSON text).
+	ToolCall
+	// ToolResult answers CallID with Text (IsError if the tool failed).
+	ToolResult
+	// Refusal is the model's refusal text.
+	Refusal
+	// Opaque is a piece only its own protocol's upstream can read
+	// (encrypted reasoning, signed thinking): Raw in Origin's JSON.
+	Opaque
+)
+
+// Part is one piece of a canonical message.
+type Part struct {
+	Kind      Kind
+	Text      string
+	URL       string
+	CallID    string
+	Name      string
+	Arguments string
+	IsError   bool
+	Origin    Protocol
+	Raw       []byte
+}
+
+// codecs is written only by Register, from init functions, which run
+// before anything reads it: no lock on the hot path.
+var codecs [256]Codec
+
+// Register makes c the codec of its protocol. Protocol packages call it
+// from their init function and nowhere else; registering two codecs for
+// one protocol panics.
+func Register(c Codec) {
+	if codecs[c.Protocol()] != nil {
+		panic(fmt.Sprintf("wire: protocol %d registered twice", c.Protocol()))
+	}
+	codecs[c.Protocol()] = c
+}
+
+func lookup(p Protocol) Codec { return codecs[p] }
+
+// For returns the codec of p. It panics if none is registered: a stored
+// message of a protocol this binary cannot read is a build error (the
+// protocol's package is not linked), not a request error.
+func For(p Protocol) Codec {
+	if c := lookup(p); c != nil {
+		return c
+	}
+	panic(fmt.Sprintf("wire: no codec for protocol %d (is its package imported?)", p))
+}
