@@ -37,6 +37,12 @@ type Request struct {
 	TopP        *float64
 	// Stop are the stop sequences.
 	Stop []string
+	// Conversation is the conversation the proxy resolved for the request
+	// ("" when none is recorded), PreviousResponseID and Store the
+	// Responses API's fields (Store defaults to true there).
+	Conversation       string
+	PreviousResponseID string
+	Store              bool
 }
 
 // Tool is a function the model may call.
@@ -76,6 +82,11 @@ type Answer struct {
 	// Stop is the canonical stop reason.
 	Stop  string
 	Usage Usage
+	// ResponseID is Recall's id for the answer, set by the proxy before an
+	// ingress renders it ("resp_…" for the Responses API; empty: the
+	// ingress uses ID). Created is its Unix time in seconds.
+	ResponseID string
+	Created    int64
 }
 
 // Upstream is the upstream side of a protocol.
