@@ -14,6 +14,7 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/wire"
 )
 
 // benchStore opens a Badger store in a temporary directory and fills
@@ -37,9 +38,9 @@ func benchStore(b *testing.B, convs, perConv int) *badgerstore.Store {
 	for i := range convs {
 		msgs := make([]history.Message, perConv)
 		for j := range msgs {
-			role := history.RoleUser
+			role := wire.RoleUser
 			if j%2 == 1 {
-				role = history.RoleAssistant
+				role = wire.RoleAssistant
 			}
 			text := fmt.Sprintf("%s %s and %s, item %d", words[(i+j)%len(words)], words[(i*7+j)%len(words)], words[(i*3+j*5)%len(words)], i*perConv+j)
 			raw := []byte(`{"role":"` + role + `","content":"` + text + `"}`)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/summary"
 )
 
@@ -15,7 +15,7 @@ import (
 // 500 that says nothing of the cause (the log has it).
 func (c *call) classify(err error) *apierr.Error {
 	var ae *apierr.Error
-	var re *rewrite.Error
+	var re *chat.Error
 	var orphan *history.OrphanResultError
 	switch {
 	case errors.As(err, &ae):

@@ -6,7 +6,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 )
 
 // ForgetRequest is the body of POST /conversations/{id}/forget.
@@ -37,7 +37,7 @@ func (c *call) forget() error {
 	if err != nil {
 		return err
 	}
-	if rewrite.CheckDepth(body) != nil {
+	if chat.CheckDepth(body) != nil {
 		return apierr.BadJSON
 	}
 	var req ForgetRequest

@@ -16,7 +16,7 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/tokens"
 )
@@ -238,8 +238,8 @@ func TestImportCountsTokensItself(t *testing.T) {
 	if got := msgs[0].Tokens; got != c.Message(tokens.O200k, []byte(big)) {
 		t.Errorf("got %d tokens for the message claiming 1, want %d", got, c.Message(tokens.O200k, []byte(big)))
 	}
-	if msgs[0].Hash != rewrite.Hash([]byte(big)) {
-		t.Errorf("got hash %x, want %x", msgs[0].Hash, rewrite.Hash([]byte(big)))
+	if msgs[0].Hash != chat.Hash([]byte(big)) {
+		t.Errorf("got hash %x, want %x", msgs[0].Hash, chat.Hash([]byte(big)))
 	}
 }
 
@@ -259,7 +259,7 @@ func TestImportRecomputesTheSummary(t *testing.T) {
 		t.Fatal("summary not stored")
 	}
 	c := &tokens.Counter{}
-	wantTokens := c.Message(tokens.O200k, plan.Inject(rewrite.RoleSystem, "they said hello"))
+	wantTokens := c.Message(tokens.O200k, plan.Inject(chat.RoleSystem, "they said hello"))
 	if m.Summary.Turns != 1 || m.Summary.Tokens != wantTokens || m.Summary.Through != 2 {
 		t.Errorf("got summary turns %d, tokens %d, through %d; want 1, %d, 2", m.Summary.Turns, m.Summary.Tokens, m.Summary.Through, wantTokens)
 	}

@@ -7,8 +7,9 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/wire"
 )
 
 // Page sizes of the messages call.
@@ -114,7 +115,7 @@ func copyMessage(m history.Message) history.Message {
 
 // memorize serves POST /conversations/{id}/messages: {"messages":[…]}
 // appended as turns without calling the model. The messages are
-// validated as a chat request's are (rewrite.ParseRequest), tool pairing
+// validated as a chat request's are (chat.ParseRequest), tool pairing
 // included against the stored history; instructions (system, developer)
 // are refused, as the chat path never stores them. It creates the
 // conversation if it does not exist.
@@ -123,12 +124,12 @@ func (c *call) memorize() error {
 	if err != nil {
 		return err
 	}
-	req, err := rewrite.ParseRequest(body)
+	req, err := chat.ParseRequest(body)
 	if err != nil {
 		return err
 	}
 	for i, m := range req.Messages {
-		if m.Role == rewrite.RoleSystem || m.Role == rewrite.RoleDeveloper {
+		if m.Role == chat.RoleSystem || m.Role == chat.RoleDeveloper {
 			return apierr.InvalidValue("messages["+strconv.Itoa(i)+"].role",
 				"Invalid 'messages["+strconv.Itoa(i)+"].role': memorize stores user, assistant and tool messages; instructions (system, developer) are sent with each chat request and never stored.")
 		}
@@ -138,12 +139,12 @@ func (c *call) memorize() error {
 	fresh := make([]history.Message, len(req.Messages))
 	for i, m := range req.Messages {
 		raw := bytes.Clone(m.Raw) // the body does not outlive the handler
-		if most := t.StoredToolResultChars; most > 0 && m.Role == history.RoleTool {
-			if cut, ok := history.CutContent(raw, most, history.StorageMarker); ok {
+		if most := t.StoredToolResultChars; most > 0 && m.Role == wire.RoleTool {
+			if cut, ok := chat.CutContent(raw, most, history.StorageMarker); ok {
 				raw = cut
 			}
 		}
-		fresh[i] = history.Message{Role: m.Role, Raw: raw, Hash: rewrite.Hash(raw), Tokens: c.h.cfg.Counter.Message(enc, raw)}
+		fresh[i] = history.Message{Role: m.Role, Raw: raw, Hash: chat.Hash(raw), Tokens: c.h.cfg.Counter.Message(enc, raw)}
 	}
 
 	release, err := c.lock()

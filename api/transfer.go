@@ -13,8 +13,9 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/wire"
 )
 
 // ExportHeader is the first line of an export: what a restore needs
@@ -215,7 +216,7 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 		}
 		param := "line " + strconv.Itoa(n)
 		bad := func(what string) error { return apierr.InvalidValue(param, "Invalid "+param+": "+what) }
-		if rewrite.CheckDepth(ln) != nil {
+		if chat.CheckDepth(ln) != nil {
 			return nil, nil, bad("not a JSON object nested at most 256 levels.")
 		}
 		var l importLine
@@ -275,21 +276,21 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 			}
 		}
 		// The message, validated exactly as a chat request's.
-		req, err := rewrite.ParseRequest(append(append([]byte(`{"messages":[`), l.Message...), ']', '}'))
+		req, err := chat.ParseRequest(append(append([]byte(`{"messages":[`), l.Message...), ']', '}'))
 		if err != nil {
-			var re *rewrite.Error
+			var re *chat.Error
 			if errors.As(err, &re) {
 				return nil, nil, bad(strings.ReplaceAll(re.Message, "messages[0]", "message"))
 			}
 			return nil, nil, err
 		}
 		switch m.Role = req.Messages[0].Role; m.Role {
-		case history.RoleUser, history.RoleAssistant, history.RoleTool:
+		case wire.RoleUser, wire.RoleAssistant, wire.RoleTool:
 		default:
 			return nil, nil, bad("stored messages are user, assistant or tool messages.")
 		}
 		m.Raw = bytes.Clone(req.Messages[0].Raw)
-		m.Hash = rewrite.Hash(m.Raw)
+		m.Hash = chat.Hash(m.Raw)
 		m.Tokens = c.h.cfg.Counter.Message(enc, m.Raw)
 		msgs = append(msgs, m)
 		lines = append(lines, n)
@@ -300,7 +301,7 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 	// Turns, from roles, as history.Apply numbers appended messages.
 	var turn uint32
 	for i := range msgs {
-		if msgs[i].Role == history.RoleUser || turn == 0 {
+		if msgs[i].Role == wire.RoleUser || turn == 0 {
 			turn++
 		}
 		msgs[i].Turn = turn
@@ -329,7 +330,7 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 				strconv.FormatUint(s.Through, 10)+", past the last message's ("+strconv.FormatUint(last, 10)+").")
 		}
 		s.Turns = coveredTurns(active, s.Through)
-		s.Tokens = c.h.cfg.Counter.Message(enc, plan.Inject(rewrite.RoleSystem, s.Text))
+		s.Tokens = c.h.cfg.Counter.Message(enc, plan.Inject(chat.RoleSystem, s.Text))
 		if s.At == 0 {
 			s.At = c.now()
 		}

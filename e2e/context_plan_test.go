@@ -14,7 +14,7 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 )
 
 // TestPlanWithoutNewMessagesIsTheNextContext checks the contract the
@@ -49,7 +49,7 @@ func TestPlanWithoutNewMessagesIsTheNextContext(t *testing.T) {
 		Key:          history.Key{Tenant: h.PassNamespace(key), Conversation: "ctx-1"},
 		Policy:       pol,
 		Model:        "gpt-4o",
-		Instructions: []rewrite.Message{{Role: "system", Raw: []byte(`{"role":"system","content":"be brief"}`)}},
+		Instructions: []chat.Message{{Role: "system", Raw: []byte(`{"role":"system","content":"be brief"}`)}},
 		Now:          time.Now(),
 	})
 	if err != nil {

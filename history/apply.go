@@ -3,6 +3,8 @@ package history
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/recallproxy/recall/wire"
 )
 
 // Apply computes the effect of c on a conversation whose metadata is m:
@@ -96,7 +98,7 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 		}
 		a.Seq = m.NextSeq
 		m.NextSeq++
-		if a.Role == RoleUser || m.LastTurn == 0 {
+		if a.Role == wire.RoleUser || m.LastTurn == 0 {
 			m.LastTurn++
 			m.Turns++
 		}
@@ -116,7 +118,7 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 	}
 	if n := len(c.Append); n > 0 {
 		m.Status = StatusActive
-		if last := c.Append[n-1]; last.Active() && last.Role == RoleAssistant && hasToolCalls(last.Raw) {
+		if last := c.Append[n-1]; last.Active() && hasCalls(&last) {
 			m.Status = StatusAwaiting
 		}
 	}

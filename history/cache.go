@@ -5,6 +5,8 @@ import (
 	"context"
 	"sync"
 	"unsafe"
+
+	"github.com/recallproxy/recall/wire"
 )
 
 // Cache is a Store that keeps the newest messages of recently used
@@ -160,7 +162,7 @@ func (e *cacheEntry) serve(q Query) (Snapshot, bool) {
 		}
 		n++
 		tokens += m.Tokens
-		if m.Role == RoleUser {
+		if m.Role == wire.RoleUser {
 			turns++
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/wire"
 )
 
 // TestCacheLoadsWhatTheStoreLoads runs random commits (turns, cut moves,
@@ -91,7 +92,7 @@ func randomChange(rng *rand.Rand, s *memStore) history.Change {
 	ch.Append = append(ch.Append, history.Tok(history.Asst(fmt.Sprintf("a%d", n)), 10+rng.IntN(90)))
 	if ch.Supersede == nil && len(active) > 0 && rng.IntN(4) == 0 {
 		for _, m := range active[rng.IntN(len(active)):] {
-			if m.Role == history.RoleUser {
+			if m.Role == wire.RoleUser {
 				ch.Cut = m.Seq
 				break
 			}

@@ -3,6 +3,8 @@ package history
 import (
 	"fmt"
 	"slices"
+
+	"github.com/recallproxy/recall/wire"
 )
 
 // OrphanResultError is a tool message among a request's new messages that
@@ -26,22 +28,36 @@ func CheckNew(hist, fresh []Message) error {
 	var ids []string // the open assistant message's call ids
 	// The open calls at the end of the stored history, if any.
 	for i := len(hist) - 1; i >= 0; i-- {
-		if hist[i].Role == RoleTool {
+		if hist[i].Role == wire.RoleTool {
 			continue
 		}
-		if hist[i].Role == RoleAssistant {
-			ids = callIDs(ids, hist[i].Raw)
+		if hist[i].Role == wire.RoleAssistant {
+			ids = calls(ids, &hist[i])
+			if itemized(&hist[i]) { // the call group may go on before it
+				continue
+			}
 		}
 		break
 	}
-	for i, m := range fresh {
-		switch m.Role {
-		case RoleTool:
-			if !slices.Contains(ids, toolCallID(m.Raw)) {
-				return &OrphanResultError{Index: i}
+	var rbuf [8]string
+	for i := range fresh {
+		m := &fresh[i]
+		if answers(m) {
+			for _, id := range results(rbuf[:0], m) {
+				if !slices.Contains(ids, id) {
+					return &OrphanResultError{Index: i}
+				}
 			}
-		case RoleAssistant:
-			ids = callIDs(ids[:0], m.Raw)
+			if m.Role == wire.RoleUser {
+				ids = ids[:0]
+			}
+			continue
+		}
+		switch {
+		case m.Role == wire.RoleAssistant && itemized(m) && i > 0 && fresh[i-1].Role == wire.RoleAssistant:
+			ids = calls(ids, m)
+		case m.Role == wire.RoleAssistant:
+			ids = calls(ids[:0], m)
 		default:
 			ids = ids[:0]
 		}

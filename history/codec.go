@@ -3,16 +3,22 @@ package history
 import (
 	"encoding/binary"
 	"time"
+
+	// Records written before version 3 carry no protocol and are chat
+	// completions: reading them needs its codec, whatever else is linked.
+	_ "github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/wire"
 )
 
 // Stored messages are encoded as a small binary header followed by the raw
 // JSON, so loading a message copies its bytes once and parses nothing.
 //
+//	version 3: version(1) flags(1) role(1) protocol(1) turn(uvarint) episode(uvarint) tokens(uvarint) created(varint) hash(8) raw
 //	version 2: version(1) flags(1) role(1) turn(uvarint) episode(uvarint) tokens(uvarint) created(varint) hash(8) raw
 //	version 1: version(1) flags(1) role(1) turn(uvarint) tokens(uvarint) created(varint) hash(8) raw (episode 1)
-const codecVersion = 2
+const codecVersion = 3
 
-var roleCodes = [...]string{"", "system", "developer", RoleUser, RoleAssistant, RoleTool}
+var roleCodes = [...]string{"", wire.RoleSystem, wire.RoleDeveloper, wire.RoleUser, wire.RoleAssistant, wire.RoleTool}
 
 func roleCode(role string) byte {
 	for i, r := range roleCodes {
@@ -26,7 +32,7 @@ func roleCode(role string) byte {
 // AppendMessage appends m's stored encoding (without its Seq, which lives
 // in the key) to dst.
 func AppendMessage(dst []byte, m *Message) []byte {
-	dst = append(dst, codecVersion, byte(m.Flags), roleCode(m.Role))
+	dst = append(dst, codecVersion, byte(m.Flags), roleCode(m.Role), byte(m.Protocol))
 	dst = binary.AppendUvarint(dst, uint64(m.Turn))
 	dst = binary.AppendUvarint(dst, uint64(m.Episode))
 	dst = binary.AppendUvarint(dst, uint64(m.Tokens))
@@ -47,6 +53,13 @@ func DecodeMessage(b []byte, seq uint64) (Message, error) {
 		m.Role = roleCodes[b[2]]
 	}
 	b = b[3:]
+	if version >= 3 { // before it, every message was chat completions
+		if len(b) == 0 {
+			return Message{}, errorf("decode message %d: bad protocol", seq)
+		}
+		m.Protocol = wire.Protocol(b[0])
+		b = b[1:]
+	}
 	turn, n := binary.Uvarint(b)
 	if n <= 0 {
 		return Message{}, errorf("decode message %d: bad turn", seq)

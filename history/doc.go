@@ -11,6 +11,6 @@
 // write.
 //
 // The package imports nothing else from this module: callers hash and
-// count messages (see package rewrite and tokens) and hand the
+// count messages (see package tokens and the protocol packages) and hand the
 // results in.
 package history

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"testing"
 	"time"
+
+	"github.com/recallproxy/recall/wire"
 )
 
 // A seal closes the open episode and opens the next; messages carry their
@@ -42,7 +44,7 @@ func TestEpisodes(t *testing.T) {
 // The codec reads the records of version 1 (no episode: episode 1) and
 // round-trips version 2.
 func TestCodecVersions(t *testing.T) {
-	in := Message{Role: RoleAssistant, Turn: 7, Episode: 3, Tokens: 42, Hash: 99, Flags: Superseded,
+	in := Message{Role: wire.RoleAssistant, Turn: 7, Episode: 3, Tokens: 42, Hash: 99, Flags: Superseded,
 		CreatedAt: time.Unix(0, 1234), Raw: []byte(`{"role":"assistant","content":"x"}`)}
 	got, err := DecodeMessage(AppendMessage(nil, &in), 5)
 	if err != nil {
@@ -54,7 +56,7 @@ func TestCodecVersions(t *testing.T) {
 		t.Fatalf("round trip: got %+v, want %+v", got, in)
 	}
 	// A version 1 record, as v0.1 wrote it.
-	v1 := []byte{1, 0, roleCode(RoleUser)}
+	v1 := []byte{1, 0, roleCode(wire.RoleUser)}
 	v1 = binary.AppendUvarint(v1, 4)   // turn
 	v1 = binary.AppendUvarint(v1, 12)  // tokens
 	v1 = binary.AppendVarint(v1, 5678) // created

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/recallproxy/recall/wire"
 )
 
 // ErrInstruction is a forget instruction Forget does not understand.
@@ -44,7 +46,7 @@ func Forget(msgs []Message, instruction string) ([]uint64, error) {
 			pick[i] = uint64(msgs[i].Turn) < turn
 		}
 	case "speaker":
-		if arg != RoleUser && arg != RoleAssistant && arg != RoleTool {
+		if arg != wire.RoleUser && arg != wire.RoleAssistant && arg != wire.RoleTool {
 			return nil, ErrInstruction
 		}
 		for i := range msgs {
@@ -121,12 +123,16 @@ func PlanForget(active []Message, seqs []uint64, hard bool) *Forgetting {
 // are picked all or none.
 func closeToolGroups(msgs []Message, pick []bool) {
 	for i := 0; i < len(msgs); i++ {
-		if msgs[i].Role != RoleAssistant || !hasToolCalls(msgs[i].Raw) {
+		if !hasCalls(&msgs[i]) {
 			continue
 		}
-		ids := callIDs(nil, msgs[i].Raw)
+		ids := calls(nil, &msgs[i])
 		end := i + 1
-		for end < len(msgs) && msgs[end].Role == RoleTool && slices.Contains(ids, toolCallID(msgs[end].Raw)) {
+		for end < len(msgs) && itemized(&msgs[i]) && msgs[end].Role == wire.RoleAssistant {
+			ids = calls(ids, &msgs[end])
+			end++
+		}
+		for end < len(msgs) && answers(&msgs[end]) && answersAny(&msgs[end], ids) {
 			end++
 		}
 		if slices.Contains(pick[i:end], true) {
@@ -136,6 +142,16 @@ func closeToolGroups(msgs []Message, pick []bool) {
 		}
 		i = end - 1
 	}
+}
+
+// answersAny reports whether m answers one of ids.
+func answersAny(m *Message, ids []string) bool {
+	for _, id := range results(nil, m) {
+		if slices.Contains(ids, id) {
+			return true
+		}
+	}
+	return false
 }
 
 // Ranges compresses ascending sequence numbers into ranges, merging runs

@@ -3,6 +3,8 @@ package history
 import (
 	"fmt"
 	"slices"
+
+	"github.com/recallproxy/recall/wire"
 )
 
 // Mode selects how a request's messages are merged with the stored history.
@@ -92,7 +94,7 @@ func Merge(mode Mode, in []Message, snap Snapshot, head HeadFunc) (Merged, error
 	return Merged{History: tail, New: in}, nil
 }
 
-func isAssistant(m Message) bool { return m.Role == RoleAssistant }
+func isAssistant(m Message) bool { return m.Role == wire.RoleAssistant }
 
 // resync keeps the common prefix of in and the stored history and
 // supersedes the stored rest.

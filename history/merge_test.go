@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/recallproxy/recall/wire"
 )
 
 // stored returns a complete snapshot of msgs, numbered from 1.
@@ -154,7 +156,7 @@ func TestParseMode(t *testing.T) {
 func seqOf(hs []uint64) []Message {
 	out := make([]Message, len(hs))
 	for i, h := range hs {
-		out[i] = Message{Hash: h, Role: RoleUser}
+		out[i] = Message{Hash: h, Role: wire.RoleUser}
 	}
 	return out
 }
@@ -202,7 +204,7 @@ func FuzzMerge(f *testing.F) {
 		toMsgs := func(b []byte) []Message {
 			out := make([]Message, len(b))
 			for i, c := range b {
-				out[i] = Message{Hash: uint64(c % 8), Role: []string{RoleUser, RoleAssistant}[c/8%2]}
+				out[i] = Message{Hash: uint64(c % 8), Role: []string{wire.RoleUser, wire.RoleAssistant}[c/8%2]}
 			}
 			return out
 		}

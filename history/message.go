@@ -4,13 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
-)
 
-// Roles that matter to turn and tool-call structure.
-const (
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-	RoleTool      = "tool"
+	"github.com/recallproxy/recall/wire"
 )
 
 // Flags mark stored messages that are kept but never sent.
@@ -40,20 +35,26 @@ type Message struct {
 	// Episode is the episode the message belongs to, from 1. The store
 	// assigns it on commit (Meta.Episode).
 	Episode uint32
-	// Role is the message's role.
+	// Role is the message's canonical role (wire.RoleUser, ...), what turn
+	// and tool-call structure read.
 	Role string
+	// Protocol is the wire protocol Raw is in; its Codec reads and edits it.
+	Protocol wire.Protocol
 	// Raw is the message's JSON exactly as it arrived (a tool result longer
 	// than the tenant's storage limit is stored cut, with a marker).
 	Raw []byte
 	// Tokens is the message's token count, computed once when it is written.
 	Tokens int
-	// Hash is the canonical hash of Raw (see rewrite.Hash), used by the merge.
+	// Hash is the canonical hash of Raw (its protocol's Codec.Hash), used by the merge.
 	Hash uint64
 	// Flags mark inactive messages.
 	Flags Flags
 	// CreatedAt is when the message was committed.
 	CreatedAt time.Time
 }
+
+// Codec returns the codec of the message's protocol.
+func (m *Message) Codec() wire.Codec { return wire.For(m.Protocol) }
 
 // Active reports whether the message may be sent upstream.
 func (m *Message) Active() bool { return m.Flags&Inactive == 0 }

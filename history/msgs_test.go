@@ -6,6 +6,8 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/wire"
 )
 
 // Message builders shared by this package's tests and, being exported from
@@ -62,7 +64,7 @@ func Tok(m Message, n int) Message {
 func Number(msgs []Message, first uint64) []Message {
 	var turn uint32
 	for i := range msgs {
-		if msgs[i].Role == RoleUser || turn == 0 {
+		if msgs[i].Role == wire.RoleUser || turn == 0 {
 			turn++
 		}
 		msgs[i].Seq = first + uint64(i)

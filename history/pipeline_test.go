@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/wire"
 )
 
 // memStore is a one-conversation history.Store in memory, written as a
@@ -38,7 +39,7 @@ func (s *memStore) Load(_ context.Context, _ history.Key, q history.Query) (hist
 		}
 		tail = append(tail, m)
 		tokens += m.Tokens
-		if m.Role == history.RoleUser {
+		if m.Role == wire.RoleUser {
 			turns++
 		}
 	}

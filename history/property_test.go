@@ -14,6 +14,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/upstreamtest"
+	"github.com/recallproxy/recall/wire"
 )
 
 // client plays one side of a random conversation: its own view of the
@@ -43,18 +44,18 @@ func (c *client) next() (in []history.Message, edit bool) {
 		// first message differs is a new conversation's) or regenerate.
 		var users []int
 		for i, m := range c.view[1:] {
-			if m.Role == history.RoleUser {
+			if m.Role == wire.RoleUser {
 				users = append(users, i+1)
 			}
 		}
 		if len(users) > 0 && c.r.IntN(2) == 0 {
 			c.view = c.view[:users[c.r.IntN(len(users))]]
 			fresh = append(fresh, history.Tok(history.User(c.text("edited question")), c.tokens(5, 200)))
-		} else if c.view[last].Role == history.RoleAssistant {
+		} else if c.view[last].Role == wire.RoleAssistant {
 			c.view = c.view[:last] // regenerate the last answer
 		}
 		edit = true
-	case last >= 0 && c.view[last].Role == history.RoleAssistant && len(callsOf(c.view[last])) > 0:
+	case last >= 0 && c.view[last].Role == wire.RoleAssistant && len(callsOf(c.view[last])) > 0:
 		ids := callsOf(c.view[last])
 		switch k := c.r.IntN(10); {
 		case k < 6: // answer every call, in a random order
@@ -234,7 +235,7 @@ func check(t *testing.T, step int, o outcome, all []history.Message, req request
 	if first < 0 {
 		t.Fatalf("step %d: sent message %s is not in history or new", step, sent[0].Raw)
 	}
-	if first > 0 && all[first].Role != history.RoleUser {
+	if first > 0 && all[first].Role != wire.RoleUser {
 		t.Fatalf("step %d: context starts mid-turn with a %s message", step, all[first].Role)
 	}
 	want, _ := history.Repair(all[first:], nil)
@@ -261,7 +262,7 @@ func checkMeta(t *testing.T, step int, st *memStore) {
 		}
 		want.Messages++
 		want.Tokens += m.Tokens
-		if m.Role == history.RoleUser {
+		if m.Role == wire.RoleUser {
 			want.Turns++
 		}
 		want.LastTurn = m.Turn
@@ -282,7 +283,7 @@ func checkMeta(t *testing.T, step int, st *memStore) {
 // last user message.
 func currentStart(msgs []history.Message) int {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == history.RoleUser {
+		if msgs[i].Role == wire.RoleUser {
 			return i
 		}
 	}

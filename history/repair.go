@@ -1,18 +1,22 @@
 package history
 
 import (
-	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
+	"slices"
+	"sync"
+
+	"github.com/recallproxy/recall/wire"
 )
 
 // Repair makes msgs valid for the strictest provider, in the sent copy
-// only: every tool result must directly follow (with its siblings) the
-// assistant message that asked for it, and every tool call must have a
-// result before the next non-tool message. Orphan and duplicate results are
-// dropped; unanswered calls are removed from their assistant message, which
-// is dropped if nothing remains. count recomputes the tokens of a rewritten
-// message (nil keeps the old count). It returns the repaired messages and
-// how many calls and results it removed.
+// only: every tool result must directly follow (with its siblings) the call
+// group that asked for it, and every tool call must have a result before
+// the next message that is not a result. A call group is an assistant
+// message with calls, or, in a protocol that stores calls as items (see
+// wire.Codec.Itemized), a run of assistant messages from one. Orphan and
+// duplicate results are dropped; unanswered calls are removed from their
+// message, which is dropped if nothing remains. count recomputes the
+// tokens of a rewritten message (nil keeps the old count). It returns the
+// repaired messages and how many calls and results it removed.
 func Repair(msgs []Message, count func([]byte) int) ([]Message, int) {
 	if !needsRepair(msgs) {
 		return msgs, 0
@@ -23,91 +27,145 @@ func Repair(msgs []Message, count func([]byte) int) ([]Message, int) {
 		m := msgs[i]
 		i++
 		switch {
-		case m.Role == RoleTool:
-			repaired++ // a result with no call right before it
+		case answers(&m):
+			// Results with no call group right before them. A user
+			// message keeps what else it says.
+			repaired += max(1, len(results(nil, &m)))
+			if m.Role == wire.RoleUser {
+				if e, ok := edit(m, func(string) bool { return false }, count); ok {
+					out = append(out, e)
+				}
+			}
 			continue
-		case m.Role != RoleAssistant || !hasToolCalls(m.Raw):
+		case !hasCalls(&m):
 			out = append(out, m)
 			continue
 		}
-		calls := callIDs(nil, m.Raw)
-		answered := make(map[string]bool, len(calls))
-		var results []Message
-		for ; i < len(msgs) && msgs[i].Role == RoleTool; i++ {
-			id := toolCallID(msgs[i].Raw)
-			if answered[id] || !contains(calls, id) {
-				repaired++
+		group := []Message{m}
+		for itemized(&m) && i < len(msgs) && msgs[i].Role == wire.RoleAssistant {
+			group = append(group, msgs[i])
+			i++
+		}
+		var asked []string
+		for k := range group {
+			asked = calls(asked, &group[k])
+		}
+		answered := make(map[string]bool, len(asked))
+		var res []Message
+		for i < len(msgs) && answers(&msgs[i]) {
+			r := msgs[i]
+			i++
+			ids := results(nil, &r)
+			good := make(map[string]bool, len(ids))
+			for _, id := range ids {
+				if answered[id] || !slices.Contains(asked, id) {
+					repaired++
+					continue
+				}
+				answered[id], good[id] = true, true
+			}
+			if len(good) < len(ids) {
+				var ok bool
+				if r, ok = edit(r, func(id string) bool {
+					keep := good[id]
+					delete(good, id) // a second result for the id goes
+					return keep
+				}, count); !ok {
+					continue
+				}
+			}
+			res = append(res, r)
+			if r.Role == wire.RoleUser { // it answers, and says more: the group ends
+				break
+			}
+		}
+		for _, g := range group {
+			n := len(calls(nil, &g))
+			if n == 0 {
+				out = append(out, g)
 				continue
 			}
-			answered[id] = true
-			results = append(results, msgs[i])
-		}
-		if len(answered) < len(calls) {
-			var ok bool
-			m, ok = dropCalls(m, answered, count)
-			repaired += len(calls) - len(answered)
-			if !ok {
-				continue
+			kept := 0
+			for _, id := range calls(nil, &g) {
+				if answered[id] {
+					kept++
+				}
 			}
+			if kept < n {
+				repaired += n - kept
+				var ok bool
+				if g, ok = edit(g, func(id string) bool { return answered[id] }, count); !ok {
+					continue
+				}
+			}
+			out = append(out, g)
 		}
-		out = append(out, m)
-		out = append(out, results...)
+		out = append(out, res...)
 	}
 	return out, repaired
 }
 
 // needsRepair is the fast path: a scan that allocates nothing when every
-// call is answered in place.
+// call is answered in place (its id buffers come from a pool: a buffer
+// handed to a codec through its interface escapes).
 func needsRepair(msgs []Message) bool {
-	var pending []string
-	var buf [16]string
-	for _, m := range msgs {
-		if m.Role == RoleTool {
-			id := toolCallID(m.Raw)
-			k := index(pending, id)
-			if k < 0 {
-				return true
+	pb, rb := idBufs.Get().(*[]string), idBufs.Get().(*[]string)
+	defer putIDs(pb)
+	defer putIDs(rb)
+	pending := (*pb)[:0]
+	defer func() { *pb = pending }()
+	answering := false // results of the open group have started
+	for k := range msgs {
+		m := &msgs[k]
+		if answers(m) {
+			*rb = results((*rb)[:0], m)
+			for _, id := range *rb {
+				j := slices.Index(pending, id)
+				if j < 0 {
+					return true
+				}
+				pending = slices.Delete(pending, j, j+1)
 			}
-			pending = append(pending[:k], pending[k+1:]...)
+			answering = true
+			if m.Role == wire.RoleUser { // the group ends with it
+				if len(pending) > 0 {
+					return true
+				}
+				answering = false
+			}
 			continue
 		}
-		if len(pending) > 0 {
+		if m.Role != wire.RoleAssistant {
+			if len(pending) > 0 {
+				return true
+			}
+			answering = false
+			continue
+		}
+		if len(pending) > 0 && (answering || !itemized(m)) {
 			return true
 		}
-		if m.Role == RoleAssistant && hasToolCalls(m.Raw) {
-			pending = callIDs(buf[:0], m.Raw)
-		}
+		answering = false
+		pending = calls(pending, m) // opens a group, or goes on with one
 	}
 	return len(pending) > 0
 }
 
-// dropCalls removes the unanswered calls from an assistant message. It
-// reports false if the message has nothing left to say.
-func dropCalls(m Message, answered map[string]bool, count func([]byte) int) (Message, bool) {
-	kept := make([]byte, 0, len(m.Raw))
-	kept = append(kept, '[')
-	gjson.GetBytes(m.Raw, "tool_calls").ForEach(func(_, v gjson.Result) bool {
-		if answered[v.Get("id").String()] {
-			if len(kept) > 1 {
-				kept = append(kept, ',')
-			}
-			kept = append(kept, v.Raw...)
-		}
-		return true
-	})
-	kept = append(kept, ']')
-	var raw []byte
-	var err error
-	if len(kept) == 2 {
-		c := gjson.GetBytes(m.Raw, "content")
-		if empty := c.String() == "" || (c.IsArray() && len(c.Array()) == 0); empty {
-			return m, false
-		}
-		raw, err = sjson.DeleteBytes(m.Raw, "tool_calls")
-	} else {
-		raw, err = sjson.SetRawBytes(m.Raw, "tool_calls", kept)
-	}
-	if err != nil {
+// idBufs holds the id buffers of needsRepair.
+var idBufs = sync.Pool{New: func() any { b := make([]string, 0, 16); return &b }}
+
+// putIDs returns a buffer to idBufs, cleared: its ids alias messages.
+func putIDs(b *[]string) {
+	clear((*b)[:cap(*b)])
+	*b = (*b)[:0]
+	idBufs.Put(b)
+}
+
+// edit keeps only the calls and results of m that keep accepts. It reports
+// false if the message has nothing left to say.
+func edit(m Message, keep func(id string) bool, count func([]byte) int) (Message, bool) {
+	raw, ok := m.Codec().KeepCalls(m.Raw, keep)
+	if !ok {
 		return m, false
 	}
 	m.Raw = raw
@@ -116,14 +174,3 @@ func dropCalls(m Message, answered map[string]bool, count func([]byte) int) (Mes
 	}
 	return m, true
 }
-
-func index(s []string, v string) int {
-	for i := range s {
-		if s[i] == v {
-			return i
-		}
-	}
-	return -1
-}
-
-func contains(s []string, v string) bool { return index(s, v) >= 0 }

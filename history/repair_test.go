@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/wire"
 )
 
 // describe renders msgs compactly: role, then the call ids an assistant
@@ -15,13 +17,13 @@ func describe(msgs []Message) string {
 	parts := make([]string, len(msgs))
 	for i, m := range msgs {
 		switch m.Role {
-		case RoleUser:
+		case wire.RoleUser:
 			parts[i] = "u"
-		case RoleTool:
-			parts[i] = "t:" + toolCallID(m.Raw)
-		case RoleAssistant:
+		case wire.RoleTool:
+			parts[i] = "t:" + strings.Join(results(nil, &m), ",")
+		case wire.RoleAssistant:
 			parts[i] = "a"
-			if ids := callIDs(nil, m.Raw); len(ids) > 0 {
+			if ids := calls(nil, &m); len(ids) > 0 {
 				parts[i] += "[" + strings.Join(ids, ",") + "]"
 			}
 		default:

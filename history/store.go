@@ -3,6 +3,8 @@ package history
 import (
 	"context"
 	"errors"
+
+	"github.com/recallproxy/recall/wire"
 )
 
 // ErrConflict is returned by Store.Commit when the conversation changed
@@ -195,7 +197,7 @@ func (q Query) Done(n, tokens, turns int, oldest string, next, cut uint64) bool 
 	if next <= q.After {
 		return true
 	}
-	if n == 0 || oldest != RoleUser || n < q.MinMessages {
+	if n == 0 || oldest != wire.RoleUser || n < q.MinMessages {
 		return false
 	}
 	return tokens >= q.Tokens || (q.FromCut && cut > 0 && next < cut) || (q.MaxTurns > 0 && turns >= q.MaxTurns)

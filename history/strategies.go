@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 )
 
 // Passthrough sends every turn it is given (the budget invariant of Curate
@@ -71,10 +68,10 @@ func (s ToolResultTruncator) Curate(w *Window) error {
 		copied := false
 		for mi := range t.Messages {
 			m := &t.Messages[mi]
-			if m.Role != RoleTool {
+			if !answers(m) {
 				continue
 			}
-			raw, ok := CutContent(m.Raw, s.MaxChars, contextMarker)
+			raw, ok := m.Codec().CutResults(m.Raw, s.MaxChars, contextMarker)
 			if !ok {
 				continue
 			}
@@ -103,36 +100,9 @@ func contextMarker(kept, total int) string {
 	return fmt.Sprintf("[truncated for context: %d of %d characters]", kept, total)
 }
 
-// StorageMarker is the marker CutContent callers append to tool results
-// stored cut.
+// StorageMarker is the marker appended to tool results stored cut
+// (wire.Codec.CutResults).
 func StorageMarker(int, int) string { return "[truncated for storage]" }
-
-// CutContent cuts a message's string content to max characters (runes)
-// and appends, on a line of its own, the marker made from the kept and
-// total character counts. It reports false if the content is not a string
-// longer than max.
-func CutContent(raw []byte, max int, marker func(kept, total int) string) ([]byte, bool) {
-	c := gjson.Get(view(raw), "content") // Str aliases raw: only copied from below
-	if c.Type != gjson.String || len(c.Str) <= max {
-		return raw, false
-	}
-	total := utf8.RuneCountInString(c.Str)
-	if total <= max {
-		return raw, false
-	}
-	cut, n := 0, 0
-	for cut < len(c.Str) && n < max {
-		_, size := utf8.DecodeRuneInString(c.Str[cut:])
-		cut += size
-		n++
-	}
-	text := c.Str[:cut] + "\n" + marker(max, total)
-	out, err := sjson.SetBytes(raw, "content", text)
-	if err != nil {
-		return raw, false
-	}
-	return out, true
-}
 
 // Composed runs strategies in order.
 type Composed []Strategy

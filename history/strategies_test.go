@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/wire"
 )
 
 func TestStrategiesAlone(t *testing.T) {
@@ -88,7 +90,7 @@ func TestToolResultTruncator(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range msgs {
-				if !bytes.Equal(msgs[i].Raw, before[i]) || msgs[i].Tokens != map[bool]int{true: 400, false: 10}[msgs[i].Role == RoleTool] {
+				if !bytes.Equal(msgs[i].Raw, before[i]) || msgs[i].Tokens != map[bool]int{true: 400, false: 10}[msgs[i].Role == wire.RoleTool] {
 					t.Errorf("caller's message %d changed: got %s (%d tokens)", i, msgs[i].Raw, msgs[i].Tokens)
 				}
 			}
@@ -136,30 +138,6 @@ func TestToolResultTruncatorLeavesShortAndPartsAlone(t *testing.T) {
 	}
 	if w.Report.TruncatedToolResults != 0 {
 		t.Errorf("got TruncatedToolResults %d, want 0", w.Report.TruncatedToolResults)
-	}
-}
-
-func TestCutContent(t *testing.T) {
-	marker := func(kept, total int) string { return "[cut]" }
-	tests := []struct {
-		name, raw string
-		max       int
-		want      string
-		ok        bool
-	}{
-		{"ascii", `{"role":"tool","content":"abcdef"}`, 3, "abc\n[cut]", true},
-		{"runes, not bytes", `{"role":"tool","content":"ééééé"}`, 3, "ééé\n[cut]", true},
-		{"bytes over, runes under", `{"role":"tool","content":"ééé"}`, 3, "ééé", false},
-		{"short", `{"role":"tool","content":"abc"}`, 3, "abc", false},
-		{"not a string", `{"role":"tool","content":[{"type":"text","text":"abcdef"}]}`, 3, `[{"type":"text","text":"abcdef"}]`, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out, ok := CutContent([]byte(tt.raw), tt.max, marker)
-			if got := gjson.GetBytes(out, "content").String(); got != tt.want || ok != tt.ok {
-				t.Errorf("got %q %v, want %q %v", got, ok, tt.want, tt.ok)
-			}
-		})
 	}
 }
 

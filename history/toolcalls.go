@@ -1,52 +1,31 @@
 package history
 
-import (
-	"bytes"
-	"unsafe"
+import "github.com/recallproxy/recall/wire"
 
-	"github.com/tidwall/gjson"
-)
+// The tool-call structure of stored messages, read through each message's
+// protocol codec: history parses no protocol's JSON itself.
 
-// view returns raw as a string without copying (gjson.GetBytes copies what
-// it returns, which would make Repair's fast path allocate). Strings derived
-// from it alias raw: they must not outlive the call that made them, and
-// raw must not change meanwhile (stored messages are never modified).
-func view(raw []byte) string { return unsafe.String(unsafe.SliceData(raw), len(raw)) }
+// calls appends the ids of the tool calls m asks for. They alias m.Raw.
+func calls(dst []string, m *Message) []string { return m.Codec().Calls(dst, m.Raw) }
 
-// toolCallsKey is the tail of the "tool_calls" key: searching for it starts
-// from '_', rare in text, where the whole key would start from '"', on
-// which JSON trips the search at every string.
-var toolCallsKey = []byte(`_calls"`)
+// results appends the ids of the tool calls m answers. They alias m.Raw.
+func results(dst []string, m *Message) []string { return m.Codec().Results(dst, m.Raw) }
 
-// hasToolCalls reports whether an assistant message asks for tool calls.
-func hasToolCalls(raw []byte) bool {
-	if !bytes.Contains(raw, toolCallsKey) { // most messages: skip the parse
-		return false
-	}
-	tc := gjson.Get(view(raw), "tool_calls")
-	if !tc.IsArray() {
-		return false
-	}
-	found := false
-	tc.ForEach(func(_, _ gjson.Result) bool {
-		found = true
-		return false
-	})
-	return found
+// hasCalls reports whether m is an assistant message that asks for tool
+// calls.
+func hasCalls(m *Message) bool {
+	return m.Role == wire.RoleAssistant && len(calls(nil, m)) > 0
 }
 
-// callIDs returns the ids of an assistant message's tool calls, appended to
-// dst. The ids alias raw (see view).
-func callIDs(dst []string, raw []byte) []string {
-	gjson.Get(view(raw), "tool_calls").ForEach(func(_, v gjson.Result) bool {
-		dst = append(dst, v.Get("id").String())
+// answers reports whether m carries tool results: a tool message, or (in
+// protocols that send results in user messages) a user message with them.
+func answers(m *Message) bool {
+	if m.Role == wire.RoleTool {
 		return true
-	})
-	return dst
+	}
+	return m.Role == wire.RoleUser && len(results(nil, m)) > 0
 }
 
-// toolCallID returns the id a tool message answers. It aliases raw (see
-// view).
-func toolCallID(raw []byte) string {
-	return gjson.Get(view(raw), "tool_call_id").String()
-}
+// itemized reports whether m's protocol stores one answer's calls as
+// several assistant messages.
+func itemized(m *Message) bool { return m.Codec().Itemized() }

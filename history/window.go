@@ -3,6 +3,8 @@ package history
 import (
 	"errors"
 	"fmt"
+
+	"github.com/recallproxy/recall/wire"
 )
 
 // ErrContextLength is returned (as a *ContextLengthError) when the current
@@ -131,7 +133,7 @@ func NewWindow(hist, fresh []Message, cut uint64, storedTurns int) *Window {
 	}
 	w.Report.DroppedTurns = read - len(w.Turns)
 	w.Report.StoredTurns = storedTurns
-	if len(fresh) > 0 && fresh[0].Role == RoleUser {
+	if len(fresh) > 0 && fresh[0].Role == wire.RoleUser {
 		w.Report.StoredTurns++
 	}
 	return w
@@ -144,7 +146,7 @@ func NewWindow(hist, fresh []Message, cut uint64, storedTurns int) *Window {
 // messages are then a turn of their own, counted, sent and dropped as the
 // store counts them, not merged into the turn before.
 func opensTurn(prev, m *Message) bool {
-	return m.Role == RoleUser || m.Turn != 0 && prev.Turn != 0 && m.Turn != prev.Turn
+	return m.Role == wire.RoleUser || m.Turn != 0 && prev.Turn != 0 && m.Turn != prev.Turn
 }
 
 // Tokens returns the window's prompt estimate: Fixed plus every turn.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/recallproxy/recall/wire"
 )
 
 // turnSizes returns the message count of each of w's turns.
@@ -114,8 +116,8 @@ func TestNewWindowTurnsDoNotShareCapacity(t *testing.T) {
 	all := Number([]Message{User("q1"), Asst("a1"), User("q2")}, 1)
 	w := NewWindow(all[:2], all[2:], 0, 1)
 	w.Turns[0].Messages = append(w.Turns[0].Messages, Asst("intruder"))
-	if got := w.Turns[1].Messages[0].Role; got != RoleUser {
-		t.Errorf("appending to turn 0 overwrote turn 1: got role %q, want %q", got, RoleUser)
+	if got := w.Turns[1].Messages[0].Role; got != wire.RoleUser {
+		t.Errorf("appending to turn 0 overwrote turn 1: got role %q, want %q", got, wire.RoleUser)
 	}
 }
 

@@ -27,8 +27,9 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/wire"
 )
 
 // ErrStore wraps a failure to read the conversation.
@@ -51,7 +52,7 @@ const (
 	// SummaryMessage is the injected summary.
 	SummaryMessage
 	// History is a stored message, sent without the client's old cache
-	// hints (rewrite.WithoutCacheHints).
+	// hints (chat.WithoutCacheHints).
 	History
 	// New is one of the request's new messages.
 	New
@@ -106,7 +107,7 @@ type Input struct {
 	MaxTokens int
 	// Instructions are the client's leading system/developer messages,
 	// sent first every time, never stored. Tools is the raw "tools" value.
-	Instructions []rewrite.Message
+	Instructions []chat.Message
 	Tools        []byte
 	// New are the client's other messages (Role, Raw and Hash set), merged
 	// with the stored history. Empty for the context call.
@@ -278,8 +279,8 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		m.Seq = next + uint64(i)
 		m.Tokens = count.Message(enc, m.Raw)
 		sendNew[i] = m
-		if lim := pol.StoredToolResultChars; lim > 0 && m.Role == history.RoleTool {
-			if cut, ok := history.CutContent(m.Raw, lim, history.StorageMarker); ok {
+		if lim := pol.StoredToolResultChars; lim > 0 && m.Role == wire.RoleTool {
+			if cut, ok := m.Codec().CutResults(m.Raw, lim, history.StorageMarker); ok {
 				m.Raw = cut
 				m.Tokens = count.Message(enc, cut)
 			}
@@ -296,7 +297,7 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 
 	var summaryMsg Message
 	if p.Summary != nil {
-		role := rewrite.RoleSystem
+		role := chat.RoleSystem
 		if len(in.Instructions) > 0 {
 			role = in.Instructions[0].Role
 		}
@@ -362,7 +363,7 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 			// The client's old cache hints are left out of replayed
 			// history: they marked its request then, and agents move them
 			// to their newest message on every call.
-			raw = rewrite.WithoutCacheHints(raw)
+			raw = chat.WithoutCacheHints(raw)
 		}
 		p.Messages = append(p.Messages, Message{Kind: k, Role: m.Role, Raw: raw, Tokens: m.Tokens, Seq: m.Seq})
 	}

@@ -16,9 +16,10 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/wire"
 )
 
 // lenCounter counts a quarter token per byte: fast, and deterministic.
@@ -29,7 +30,7 @@ func (lenCounter) Tools(_ tokens.Encoding, raw []byte) int   { return len(raw) /
 
 func msg(raw string) history.Message {
 	b := []byte(raw)
-	return history.Message{Role: gjson.Get(raw, "role").Str, Raw: b, Hash: rewrite.Hash(b)}
+	return history.Message{Role: gjson.Get(raw, "role").Str, Raw: b, Hash: chat.Hash(b)}
 }
 
 func user(text string) history.Message {
@@ -59,18 +60,18 @@ func (c *client) next() []history.Message {
 	case c.resend && len(c.view) > 2 && c.r.IntN(10) == 0:
 		var users []int
 		for i, m := range c.view[1:] {
-			if m.Role == history.RoleUser {
+			if m.Role == wire.RoleUser {
 				users = append(users, i+1)
 			}
 		}
 		if len(users) > 0 && c.r.IntN(2) == 0 {
 			c.view = c.view[:users[c.r.IntN(len(users))]]
 			fresh = append(fresh, user(c.text("edited", 400)))
-		} else if c.view[last].Role == history.RoleAssistant {
+		} else if c.view[last].Role == wire.RoleAssistant {
 			c.view = c.view[:last]
 		}
 		edit = true
-	case last >= 0 && c.view[last].Role == history.RoleAssistant && gjson.GetBytes(c.view[last].Raw, "tool_calls.0").Exists():
+	case last >= 0 && c.view[last].Role == wire.RoleAssistant && gjson.GetBytes(c.view[last].Raw, "tool_calls.0").Exists():
 		var ids []string
 		gjson.GetBytes(c.view[last].Raw, "tool_calls.#.id").ForEach(func(_, v gjson.Result) bool { ids = append(ids, v.Str); return true })
 		switch k := c.r.IntN(10); {
@@ -148,10 +149,10 @@ func TestPlanPropertiesWithSummaries(t *testing.T) {
 			lowWater := []float64{0.5, 0.7, 1}[r.IntN(3)]
 			pol := plan.Policy{Mode: history.Auto, Budget: budget,
 				Strategy: history.Composed{history.ToolResultTruncator{MaxChars: 200}, history.TokenBudget{LowWater: lowWater}}}
-			var instr []rewrite.Message
+			var instr []chat.Message
 			if r.IntN(2) == 0 {
 				role := []string{"system", "developer"}[r.IntN(2)]
-				instr = []rewrite.Message{{Role: role, Raw: []byte(`{"role":"` + role + `","content":"be brief"}`)}}
+				instr = []chat.Message{{Role: role, Raw: []byte(`{"role":"` + role + `","content":"be brief"}`)}}
 			}
 			for step := range 15 + r.IntN(30) {
 				in := cl.next()
@@ -191,7 +192,7 @@ func TestPlanPropertiesWithSummaries(t *testing.T) {
 }
 
 // checkPlan asserts the properties of one plan.
-func checkPlan(t *testing.T, step int, p *plan.Plan, in []history.Message, instr []rewrite.Message, budget int) {
+func checkPlan(t *testing.T, step int, p *plan.Plan, in []history.Message, instr []chat.Message, budget int) {
 	t.Helper()
 	raws := make([]json.RawMessage, len(p.Messages))
 	sum := tokens.ReplyPriming
@@ -268,7 +269,7 @@ func land(t *testing.T, st history.Store, k history.Key, keep int) bool {
 	n := len(ends) - keep
 	for n > 0 {
 		last := msgs[ends[n-1]]
-		if last.Role != history.RoleAssistant || !gjson.GetBytes(last.Raw, "tool_calls.0").Exists() {
+		if last.Role != wire.RoleAssistant || !gjson.GetBytes(last.Raw, "tool_calls.0").Exists() {
 			break
 		}
 		n--

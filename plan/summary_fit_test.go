@@ -8,7 +8,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/tokens"
 )
@@ -33,8 +33,8 @@ func TestFitSummaryCutsAtTheLastBoundaryThatFits(t *testing.T) {
 		{name: "megabytes", text: strings.Repeat("A fact about the order. ", 200000), limit: 1000, suffix: "order."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, n := plan.FitSummary(counter, tokens.O200k, rewrite.RoleSystem, tc.text, tc.limit)
-			if want := counter.Message(tokens.O200k, plan.Inject(rewrite.RoleSystem, got)); n != want {
+			got, n := plan.FitSummary(counter, tokens.O200k, chat.RoleSystem, tc.text, tc.limit)
+			if want := counter.Message(tokens.O200k, plan.Inject(chat.RoleSystem, got)); n != want {
 				t.Errorf("got count %d, want its count %d", n, want)
 			}
 			if n > tc.limit {
@@ -54,7 +54,7 @@ func TestFitSummaryCutsAtTheLastBoundaryThatFits(t *testing.T) {
 			}
 		})
 	}
-	if got, n := plan.FitSummary(counter, tokens.O200k, rewrite.RoleSystem, "some text", 3); got != "" || n != 0 {
+	if got, n := plan.FitSummary(counter, tokens.O200k, chat.RoleSystem, "some text", 3); got != "" || n != 0 {
 		t.Errorf("under the empty message's count: got %q, %d, want \"\", 0", got, n)
 	}
 }

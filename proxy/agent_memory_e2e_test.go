@@ -159,7 +159,7 @@ func TestAgentTitleCallKeepsHistory(t *testing.T) {
 // upstream gets the stored messages without their old hints and the
 // newest message with its own. The ids sit on content parts: a strict
 // upstream (the fake, like OpenAI) answers 400 to an "id" on a message,
-// which the canonical hash ignores as well (rewrite's TestHashEqual).
+// which the canonical hash ignores as well (protocol/chat's TestHashEqual).
 func TestFullResendWithIDsAndMovingCacheHints(t *testing.T) {
 	h := newHarness(t, e2etest.Options{})
 	const conv = "agent-hints"

@@ -17,7 +17,7 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/proxy"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/tokens"
 )
@@ -124,8 +124,8 @@ func prefill(b testing.TB, store *badgerstore.Store, convs, turns int) {
 			var ch history.Change
 			for range min(50, turns-t) {
 				ch.Append = append(ch.Append,
-					history.Message{Role: "user", Raw: user, Tokens: ut, Hash: rewrite.Hash(user) + uint64(t)},
-					history.Message{Role: "assistant", Raw: answer, Tokens: at, Hash: rewrite.Hash(answer) + uint64(t)})
+					history.Message{Role: "user", Raw: user, Tokens: ut, Hash: chat.Hash(user) + uint64(t)},
+					history.Message{Role: "assistant", Raw: answer, Tokens: at, Hash: chat.Hash(answer) + uint64(t)})
 			}
 			ch.Version, ch.Now = version, time.Now().UnixNano()
 			m, err := store.Commit(context.Background(), k, ch)

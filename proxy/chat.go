@@ -13,8 +13,9 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/wire"
 )
 
 const headerHistory = "X-Recall-History"
@@ -101,7 +102,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 			return
 		}
 	}
-	req, err := rewrite.ParseRequest(body)
+	req, err := chat.ParseRequest(body)
 	if err != nil {
 		x.fail(rc, err)
 		return
@@ -242,7 +243,7 @@ func (s *Server) logExchange(x *exchange, level slog.Level, tenant string, statu
 // prepare plans the request (plan.Make: load, merge, summary, curate) and
 // returns the body to send upstream. It takes the conversation's lock,
 // released by the caller through x.release.
-func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode history.Mode) ([]byte, error) {
+func (x *exchange) prepare(ctx context.Context, req chat.Request, mode history.Mode) ([]byte, error) {
 	s, c := x.s, x.c
 	release, err := s.cfg.Locks.Acquire(ctx, x.key)
 	if err != nil {
@@ -266,13 +267,13 @@ func (x *exchange) prepare(ctx context.Context, req rewrite.Request, mode histor
 	// The client's leading system/developer messages are its instructions:
 	// sent first every time, never stored.
 	n := 0
-	for n < len(req.Messages) && (req.Messages[n].Role == rewrite.RoleSystem || req.Messages[n].Role == rewrite.RoleDeveloper) {
+	for n < len(req.Messages) && (req.Messages[n].Role == chat.RoleSystem || req.Messages[n].Role == chat.RoleDeveloper) {
 		n++
 	}
 	instructions, rest := req.Messages[:n], req.Messages[n:]
 	in := make([]history.Message, len(rest))
 	for i, m := range rest {
-		in[i] = history.Message{Role: m.Role, Raw: m.Raw, Hash: rewrite.Hash(m.Raw)}
+		in[i] = history.Message{Role: m.Role, Raw: m.Raw, Hash: chat.Hash(m.Raw)}
 	}
 
 	loadStart := s.cfg.Now()
@@ -340,12 +341,12 @@ func (f fixedCounter) Tools(enc tokens.Encoding, raw []byte) int {
 
 // parseBody reads the answer to record from a non-streamed body, decoding
 // a copy if the upstream compressed it (the client gets the bytes as sent).
-func parseBody(encoding string, raw []byte, limit int) (rewrite.Reply, error) {
+func parseBody(encoding string, raw []byte, limit int) (chat.Reply, error) {
 	body, err := decode(encoding, raw, limit)
 	if err != nil {
-		return rewrite.Reply{}, err
+		return chat.Reply{}, err
 	}
-	return rewrite.ParseReply(body)
+	return chat.ParseReply(body)
 }
 
 // commit writes the new messages and the answer as one atomic change,
@@ -353,12 +354,12 @@ func parseBody(encoding string, raw []byte, limit int) (rewrite.Reply, error) {
 // conversation's lock. A commit abandoned at its deadline may still land
 // later; the client, told it failed, retries, and the retry replaces it
 // (see history.MergeRetry).
-func (x *exchange) commit(reply rewrite.Reply) error {
+func (x *exchange) commit(reply chat.Reply) error {
 	s := x.s
 	answer := history.Message{
-		Role: history.RoleAssistant,
+		Role: wire.RoleAssistant,
 		Raw:  reply.Message,
-		Hash: rewrite.Hash(reply.Message),
+		Hash: chat.Hash(reply.Message),
 	}
 	// The upstream already counted the answer: with one choice, its
 	// completion tokens plus the message overhead are the count, exactly

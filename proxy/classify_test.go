@@ -14,7 +14,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 )
 
 func TestClassify(t *testing.T) {
@@ -29,7 +29,7 @@ func TestClassify(t *testing.T) {
 	}{
 		{"api error", apierr.Busy, 409, "conversation_busy"},
 		{"wrapped api error", fmt.Errorf("%w: %w", apierr.CommitFailed, errors.New("badger: closed")), 500, "history_write_failed"},
-		{"invalid body", &rewrite.Error{Message: "bad role", Param: "messages[0].role", Code: "invalid_value"}, 400, "invalid_value"},
+		{"invalid body", &chat.Error{Message: "bad role", Param: "messages[0].role", Code: "invalid_value"}, 400, "invalid_value"},
 		{"context length", fmt.Errorf("curate: %w", &history.ContextLengthError{Window: 8192, Messages: 9000}), 400, "context_length_exceeded"},
 		{"upstream refused", upstreamErr(refused), 502, "upstream_unavailable"},
 		{"upstream reset mid-body", upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", io.ErrUnexpectedEOF)), 502, "upstream_unavailable"},

@@ -1,7 +1,7 @@
 // Package proxy is Recall's HTTP side: the fasthttp server, routing, tenant
 // authentication, the upstream client, the streaming relay and the
 // chat-completions pipeline that wires package history (what to send,
-// what to record) to package rewrite (how to read and rewrite bodies).
+// what to record) to the protocol packages (how to read and rewrite bodies).
 //
 // Per chat-completions request with a conversation id: authenticate,
 // validate, load the conversation's tail, merge, curate, forward with only

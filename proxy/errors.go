@@ -8,7 +8,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 )
 
 // errCommitTimeout is a commit that did not return within the commit
@@ -45,7 +45,7 @@ func upstreamErr(err error) error {
 // has it).
 func classify(err error) *apierr.Error {
 	var ae *apierr.Error
-	var re *rewrite.Error
+	var re *chat.Error
 	var cle *history.ContextLengthError
 	var ue *upstreamError
 	switch {

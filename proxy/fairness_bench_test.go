@@ -17,8 +17,9 @@ import (
 
 	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/wire"
 )
 
 // fairnessWords are the vocabulary of the searched tenant's messages:
@@ -56,16 +57,16 @@ func BenchmarkChatBesideSearchFlood(b *testing.B) {
 	for c := range convs {
 		msgs := make([]history.Message, perConv)
 		for j := range msgs {
-			role := history.RoleUser
+			role := wire.RoleUser
 			if j%2 == 1 {
-				role = history.RoleAssistant
+				role = wire.RoleAssistant
 			}
 			words := make([]string, 40)
 			for w := range words {
 				words[w] = fairnessWords[rng.IntN(len(fairnessWords))]
 			}
 			raw := []byte(`{"role":"` + role + `","content":"` + strings.Join(words, " ") + `"}`)
-			msgs[j] = history.Message{Role: role, Raw: raw, Tokens: counter.Message(tokens.O200k, raw), Hash: rewrite.Hash(raw)}
+			msgs[j] = history.Message{Role: role, Raw: raw, Tokens: counter.Message(tokens.O200k, raw), Hash: chat.Hash(raw)}
 		}
 		k := history.Key{Tenant: ns, Conversation: fmt.Sprintf("a-%d", c)}
 		if _, err := store.Commit(context.Background(), k, history.Change{Append: msgs, Now: time.Now().UnixNano()}); err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/internal/apierr"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 )
 
 // errClientGone is a write or flush failure: the client left mid-stream.
@@ -135,7 +135,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc 
 // [DONE], and the SDKs end such a stream without error, so Recall relays
 // it as it came and adds no [DONE] of its own.
 func (s *Server) relayRecorded(w *bufio.Writer, upstream io.Reader, enc string, x *exchange) error {
-	var asm rewrite.Assembler
+	var asm chat.Assembler
 	var held []byte
 	err := error(nil)
 	body := upstream
@@ -148,7 +148,7 @@ func (s *Server) relayRecorded(w *bufio.Writer, upstream io.Reader, enc string, 
 		held, err = s.relayEvents(w, body, &asm)
 	}
 	x.upstreamDone = s.cfg.Now() // the commit below is Recall's time
-	var reply rewrite.Reply
+	var reply chat.Reply
 	if err == nil {
 		if reply = asm.Reply(); !asm.Done() && reply.FinishReason == "" {
 			err = fmt.Errorf("%w: no [DONE] and no finish_reason", apierr.UpstreamStreamCut)
@@ -187,9 +187,9 @@ var errErrorEventRelayed = errors.New("proxy: the upstream's error event was rel
 // relayed if nothing is held yet; nothing else after it is), past
 // MaxResponseBytes, if the stream did not end cleanly, or if the client
 // could not be written to.
-func (s *Server) relayEvents(w *bufio.Writer, r io.Reader, asm *rewrite.Assembler) (held []byte, err error) {
+func (s *Server) relayEvents(w *bufio.Writer, r io.Reader, asm *chat.Assembler) (held []byte, err error) {
 	max := s.cfg.MaxResponseBytes
-	er := rewrite.NewEventReader(r, max)
+	er := chat.NewEventReader(r, max)
 	total := 0
 	holding := false
 	relay := func(raw []byte) error {
@@ -210,7 +210,7 @@ func (s *Server) relayEvents(w *bufio.Writer, r io.Reader, asm *rewrite.Assemble
 					return nil, fmt.Errorf("%w: the streamed answer is larger than %d bytes", apierr.UpstreamTooLarge, max)
 				}
 				if aerr := asm.Add(ev.Data); aerr != nil {
-					if holding || !errors.Is(aerr, rewrite.ErrUpstream) {
+					if holding || !errors.Is(aerr, chat.ErrUpstream) {
 						return nil, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, aerr)
 					}
 					// The upstream's own error event reaches the client.
@@ -233,7 +233,7 @@ func (s *Server) relayEvents(w *bufio.Writer, r io.Reader, asm *rewrite.Assemble
 		switch {
 		case err == io.EOF:
 			return held, nil
-		case errors.Is(err, rewrite.ErrEventTooLarge):
+		case errors.Is(err, chat.ErrEventTooLarge):
 			return nil, fmt.Errorf("%w: %w", apierr.UpstreamTooLarge, err)
 		case err != nil:
 			return nil, fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/retention"
 	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/wire"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -34,7 +35,7 @@ func write(t *testing.T, s history.Store, ns string, n int) {
 	t.Helper()
 	for i := range n {
 		k := history.Key{Tenant: ns, Conversation: fmt.Sprint("c", i)}
-		msg := history.Message{Role: history.RoleUser, Raw: []byte(`{"role":"user","content":"hi"}`), Tokens: 3, Hash: uint64(i + 1)}
+		msg := history.Message{Role: wire.RoleUser, Raw: []byte(`{"role":"user","content":"hi"}`), Tokens: 3, Hash: uint64(i + 1)}
 		if _, err := s.Commit(context.Background(), k, history.Change{Append: []history.Message{msg}, Now: t0.Add(time.Duration(i) * time.Hour).UnixNano()}); err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +172,7 @@ func TestAConversationWrittenMeanwhileIsKept(t *testing.T) {
 				if err != nil {
 					return nil, err
 				}
-				msg := history.Message{Role: history.RoleUser, Raw: []byte(`{"role":"user","content":"back"}`), Tokens: 3}
+				msg := history.Message{Role: wire.RoleUser, Raw: []byte(`{"role":"user","content":"back"}`), Tokens: 3}
 				if _, err := s.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Append: []history.Message{msg}, Now: now.UnixNano()}); err != nil {
 					return nil, err
 				}
@@ -208,7 +209,7 @@ func TestCapKeepsAConversationMadeAgainSinceTheList(t *testing.T) {
 				if err := s.Delete(ctx, k); err != nil {
 					return nil, err
 				}
-				msg := history.Message{Role: history.RoleUser, Raw: []byte(`{"role":"user","content":"new"}`), Tokens: 3, Hash: 9}
+				msg := history.Message{Role: wire.RoleUser, Raw: []byte(`{"role":"user","content":"new"}`), Tokens: 3, Hash: 9}
 				if _, err := s.Commit(ctx, k, history.Change{Append: []history.Message{msg}, Now: t0.UnixNano()}); err != nil {
 					return nil, err
 				}

@@ -12,7 +12,7 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/tokens"
 )
 
@@ -42,7 +42,7 @@ func TestSummaryAnswerOverMaxTokensIsCut(t *testing.T) {
 	if !strings.HasPrefix(huge, s.Text) || !strings.HasSuffix(s.Text, "morning.") || len(s.Text) < 200 {
 		t.Errorf("summary %q, want the answer cut after a sentence, near 100 tokens", s.Text)
 	}
-	if got := (&tokens.Counter{}).Message(tokens.O200k, plan.Inject(rewrite.RoleSystem, s.Text)); got != s.Tokens {
+	if got := (&tokens.Counter{}).Message(tokens.O200k, plan.Inject(chat.RoleSystem, s.Text)); got != s.Tokens {
 		t.Errorf("stored Tokens %d, want its count %d", s.Tokens, got)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/upstreamtest"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/store/badgerstore"
 )
 
@@ -84,8 +84,8 @@ func importAndSummarise(t *testing.T, n int, opts ...upstreamtest.Option) (int, 
 			u := fmt.Appendf(nil, `{"role":"user","content":"turn %d: what about item %d of the inventory?"}`, i, i)
 			a := fmt.Appendf(nil, `{"role":"assistant","content":"Item %d is in aisle %d, shelf %d."}`, i, i%97, i%13)
 			msgs = append(msgs,
-				history.Message{Role: "user", Raw: u, Hash: rewrite.Hash(u), Tokens: 16},
-				history.Message{Role: "assistant", Raw: a, Hash: rewrite.Hash(a), Tokens: 14})
+				history.Message{Role: "user", Raw: u, Hash: chat.Hash(u), Tokens: 16},
+				history.Message{Role: "assistant", Raw: a, Hash: chat.Hash(a), Tokens: 14})
 		}
 		meta, err := st.Commit(ctx, k, history.Change{Version: version, Model: "gpt-4o", Append: msgs})
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/tokens"
 )
 
@@ -115,7 +115,7 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 			Text:    res.text,
 			Through: w.cover[len(w.cover)-1].last(),
 			Turns:   w.baseTurns + len(w.cover),
-			Tokens:  m.cfg.Counter.Message(enc, plan.Inject(rewrite.RoleSystem, res.text)),
+			Tokens:  m.cfg.Counter.Message(enc, plan.Inject(chat.RoleSystem, res.text)),
 			Model:   model,
 			At:      now.UnixNano(),
 		},
@@ -260,7 +260,7 @@ func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model s
 		if text == "" {
 			return "", "", fmt.Errorf("%w: empty summary", errUpstream)
 		}
-		if cut, _ := plan.FitSummary(m.cfg.Counter, enc, rewrite.RoleSystem, text, maxOut); cut != text {
+		if cut, _ := plan.FitSummary(m.cfg.Counter, enc, chat.RoleSystem, text, maxOut); cut != text {
 			m.log.Info("summary answer over summary.max_tokens, cut", "tenant", t.ID, "max_tokens", maxOut)
 			text = cut
 		}
@@ -271,9 +271,9 @@ func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model s
 	}
 
 	prev := w.baseText
-	if prev != "" && m.cfg.Counter.Message(enc, plan.Inject(rewrite.RoleSystem, prev)) > maxOut {
+	if prev != "" && m.cfg.Counter.Message(enc, plan.Inject(chat.RoleSystem, prev)) > maxOut {
 		// What of it fits the window beside the instructions and the answer.
-		in, _ := plan.FitSummary(m.cfg.Counter, enc, rewrite.RoleSystem, prev, window-fixed-maxOut)
+		in, _ := plan.FitSummary(m.cfg.Counter, enc, chat.RoleSystem, prev, window-fixed-maxOut)
 		_, prev, err = ask(systemPrompt(t.Summary.Prompt, false)+compactInstruction, userContent(in, nil), false)
 		if err != nil {
 			return res, err

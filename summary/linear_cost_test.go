@@ -11,7 +11,7 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/upstreamtest"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/tokens"
 )
 
@@ -32,8 +32,8 @@ func (f *fixture) importTurns(conv string, n int) {
 			u := fmt.Appendf(nil, `{"role":"user","content":"item %d: where is part %d of the order?"}`, i, i)
 			a := fmt.Appendf(nil, `{"role":"assistant","content":"Part %d ships from depot %d."}`, i, i%17)
 			msgs = append(msgs,
-				history.Message{Role: "user", Raw: u, Hash: rewrite.Hash(u), Tokens: 14},
-				history.Message{Role: "assistant", Raw: a, Hash: rewrite.Hash(a), Tokens: 12})
+				history.Message{Role: "user", Raw: u, Hash: chat.Hash(u), Tokens: 14},
+				history.Message{Role: "assistant", Raw: a, Hash: chat.Hash(a), Tokens: 12})
 		}
 		meta, err := f.store.Commit(ctx, k, history.Change{Version: version, Model: "gpt-4o", Append: msgs})
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/wire"
 )
 
 // DefaultPrompt is the summariser's instructions when the tenant sets no
@@ -49,7 +50,7 @@ func (t turn) last() uint64 { return t.msgs[len(t.msgs)-1].Seq }
 // open reports whether the turn ends with tool calls not yet answered.
 func (t turn) open() bool {
 	m := t.msgs[len(t.msgs)-1]
-	return m.Role == history.RoleAssistant && gjson.GetBytes(m.Raw, "tool_calls.0").Exists()
+	return m.Role == wire.RoleAssistant && gjson.GetBytes(m.Raw, "tool_calls.0").Exists()
 }
 
 // turns groups msgs (active, oldest first) by their Turn.
@@ -103,7 +104,7 @@ func writeLine(b *strings.Builder, raw []byte) {
 	role := m.Get("role").Str
 	text := contentText(m.Get("content"))
 	switch role {
-	case history.RoleTool:
+	case wire.RoleTool:
 		b.WriteString("tool result")
 		if id := m.Get("tool_call_id").Str; id != "" {
 			b.WriteString(" (" + id + ")")
@@ -200,7 +201,7 @@ func cleanTitle(s string) string {
 func fallbackTitle(ts []turn) string {
 	for _, t := range ts {
 		for _, m := range t.msgs {
-			if m.Role == history.RoleUser {
+			if m.Role == wire.RoleUser {
 				if s := cleanTitle(contentText(gjson.GetBytes(m.Raw, "content"))); s != "" {
 					return s
 				}

@@ -13,7 +13,7 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/upstreamtest"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/tokens"
 )
@@ -111,8 +111,8 @@ func (f *fixture) write(conv string, from, n int, text func(i int) string) {
 		_, err = f.store.Commit(context.Background(), k, history.Change{
 			Version: snap.Meta.Version, Model: "gpt-4o", Now: time.Now().UnixNano(),
 			Append: []history.Message{
-				{Role: "user", Raw: u, Hash: rewrite.Hash(u), Tokens: 10},
-				{Role: "assistant", Raw: a, Hash: rewrite.Hash(a), Tokens: 10},
+				{Role: "user", Raw: u, Hash: chat.Hash(u), Tokens: 10},
+				{Role: "assistant", Raw: a, Hash: chat.Hash(a), Tokens: 10},
 			},
 		})
 		if err != nil {

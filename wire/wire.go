@@ -55,9 +55,14 @@ type Codec interface {
 	Calls(dst []string, raw []byte) []string
 	// Results appends to dst the ids of the tool calls the message answers.
 	Results(dst []string, raw []byte) []string
-	// KeepCalls returns the message with only the tool calls keep accepts.
-	// It reports false if nothing would be left to send.
+	// KeepCalls returns the message with only the tool calls and tool
+	// results whose ids keep accepts. It reports false if nothing would be
+	// left to send.
 	KeepCalls(raw []byte, keep func(id string) bool) ([]byte, bool)
+	// Itemized reports whether one answer's tool calls may be stored as
+	// several consecutive assistant messages (the Responses API's items):
+	// curation then reads such a run as one call group.
+	Itemized() bool
 	// CutResults cuts each tool result's text to max characters (runes),
 	// appending on a line of its own the marker made from the kept and
 	// total counts. It reports false if nothing was longer than max.

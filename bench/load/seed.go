@@ -11,10 +11,11 @@ import (
 
 	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/store/pgstore"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/wire"
 )
 
 // seedTurnsPerCommit bounds one seeding transaction well below Badger's
@@ -194,19 +195,19 @@ func newMessagePool(model string, words int) *messagePool {
 	enc := tokens.ForModel(model)
 	msg := func(role, text string) history.Message {
 		raw, _ := json.Marshal(map[string]string{"role": role, "content": text})
-		return history.Message{Role: role, Raw: raw, Hash: rewrite.Hash(raw), Tokens: counter.Message(enc, raw)}
+		return history.Message{Role: role, Raw: raw, Hash: chat.Hash(raw), Tokens: counter.Message(enc, raw)}
 	}
 	p := &messagePool{}
 	for i := range size {
 		q := string(appendWords(nil, uint64(i), words))
-		p.users = append(p.users, msg(history.RoleUser, "Question "+strconv.Itoa(i)+": "+q))
+		p.users = append(p.users, msg(wire.RoleUser, "Question "+strconv.Itoa(i)+": "+q))
 		// An answer about three times the question, as chat answers go.
 		a := appendWords(nil, uint64(i)+1000, words)
 		a = append(a, ' ')
 		a = appendWords(a, uint64(i)+2000, words)
 		a = append(a, ' ')
 		a = appendWords(a, uint64(i)+3000, words)
-		p.answers = append(p.answers, msg(history.RoleAssistant, string(a)))
+		p.answers = append(p.answers, msg(wire.RoleAssistant, string(a)))
 	}
 	return p
 }

@@ -126,7 +126,7 @@ func InvalidValue(param, message string) *Error {
 }
 
 // Invalid is a request Recall refuses with OpenAI's code and param for
-// it (a rewrite.Error's).
+// it (a chat.Error's).
 func Invalid(code, param, message string) *Error {
 	return &Error{Status: 400, Type: "invalid_request_error", Code: code, Param: param, Message: message}
 }

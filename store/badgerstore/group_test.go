@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/wire"
 )
 
 func userMsg(text string) history.Message {
-	return history.Message{Role: history.RoleUser, Raw: []byte(`{"role":"user","content":"` + text + `"}`), Tokens: 1}
+	return history.Message{Role: wire.RoleUser, Raw: []byte(`{"role":"user","content":"` + text + `"}`), Tokens: 1}
 }
 
 // One transaction carries a group of commits, each with its own version

@@ -53,6 +53,7 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/wire"
 )
 
 // Options configure a Store. The zero value is usable.
@@ -470,7 +471,7 @@ func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (histo
 				if msg.Active() {
 					tail = append(tail, msg)
 					tokens += msg.Tokens
-					if msg.Role == history.RoleUser {
+					if msg.Role == wire.RoleUser {
 						turns++
 					}
 				}

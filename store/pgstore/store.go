@@ -36,6 +36,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/wire"
 )
 
 // Options configure a Store. The zero value is usable.
@@ -408,7 +409,7 @@ func (w *walker) take(batch []history.Message) {
 		if msg.Active() {
 			w.tail = append(w.tail, msg)
 			w.tokens += msg.Tokens
-			if msg.Role == history.RoleUser {
+			if msg.Role == wire.RoleUser {
 				w.turns++
 			}
 		}

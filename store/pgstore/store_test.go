@@ -17,6 +17,7 @@ import (
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/store/pgstore"
+	"github.com/recallproxy/recall/wire"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -42,11 +43,11 @@ func msg(role, raw string, tokens int) history.Message {
 }
 
 func user(s string, tokens int) history.Message {
-	return msg(history.RoleUser, `{"role":"user","content":"`+s+`"}`, tokens)
+	return msg(wire.RoleUser, `{"role":"user","content":"`+s+`"}`, tokens)
 }
 
 func asst(s string, tokens int) history.Message {
-	return msg(history.RoleAssistant, `{"role":"assistant","content":"`+s+`"}`, tokens)
+	return msg(wire.RoleAssistant, `{"role":"assistant","content":"`+s+`"}`, tokens)
 }
 
 func turns(from, n int) []history.Message {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/wire"
 )
 
 func testRoundTrip(t *testing.T, s history.Store) {
@@ -87,7 +88,7 @@ func testLoadBounds(t *testing.T, s history.Store) {
 			if got := seqs(snap.Tail); !slices.Equal(got, tt.want) || snap.Complete != tt.complete {
 				t.Errorf("got %v complete %v, want %v complete %v", got, snap.Complete, tt.want, tt.complete)
 			}
-			if snap.Tail[0].Role != history.RoleUser {
+			if snap.Tail[0].Role != wire.RoleUser {
 				t.Errorf("got tail starting with %s, want a turn boundary", snap.Tail[0].Role)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/search"
+	"github.com/recallproxy/recall/wire"
 )
 
 // Random commits, supersedes, soft and hard forgets and deletes over a few
@@ -45,7 +46,7 @@ func testIndexesMatchTheRecords(t *testing.T, s history.Store) {
 		case op < 6:
 			// Keep the active messages up to a random turn boundary.
 			i := r.IntN(len(active))
-			for i > 0 && active[i].Role != history.RoleUser {
+			for i > 0 && active[i].Role != wire.RoleUser {
 				i--
 			}
 			b := history.Boundary{}

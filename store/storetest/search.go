@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/wire"
 )
 
 type hit struct {
@@ -103,7 +104,7 @@ func testSearchRanking(t *testing.T, s history.Store) {
 		t.Errorf("limit 1: got %v, want s/3", hitsOf(hits))
 	}
 	m := hits[0].Message
-	if m.Role != history.RoleUser || string(m.Raw) != `{"role":"user","content":"cat, cat; dog: bird"}` || m.Turn != 2 ||
+	if m.Role != wire.RoleUser || string(m.Raw) != `{"role":"user","content":"cat, cat; dog: bird"}` || m.Turn != 2 ||
 		m.Tokens != 4 || m.Flags != 0 || m.CreatedAt.UnixNano() != 1e9 || m.Hash != User("cat, cat; dog: bird", 4).Hash {
 		t.Errorf("got hit message %+v, want the stored seq 3", m)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/wire"
 )
 
 // Run runs every case against stores made by open, each case with a fresh
@@ -76,22 +77,22 @@ func Msg(role, raw string, tokens int) history.Message {
 
 // User returns a user message with text s (JSON-safe).
 func User(s string, tokens int) history.Message {
-	return Msg(history.RoleUser, `{"role":"user","content":"`+s+`"}`, tokens)
+	return Msg(wire.RoleUser, `{"role":"user","content":"`+s+`"}`, tokens)
 }
 
 // Asst returns an assistant message with text s (JSON-safe).
 func Asst(s string, tokens int) history.Message {
-	return Msg(history.RoleAssistant, `{"role":"assistant","content":"`+s+`"}`, tokens)
+	return Msg(wire.RoleAssistant, `{"role":"assistant","content":"`+s+`"}`, tokens)
 }
 
 // Call returns an assistant message calling tool f with id.
 func Call(id string, tokens int) history.Message {
-	return Msg(history.RoleAssistant, `{"role":"assistant","content":null,"tool_calls":[{"id":"`+id+`","type":"function","function":{"name":"f","arguments":"{}"}}]}`, tokens)
+	return Msg(wire.RoleAssistant, `{"role":"assistant","content":null,"tool_calls":[{"id":"`+id+`","type":"function","function":{"name":"f","arguments":"{}"}}]}`, tokens)
 }
 
 // Result returns the tool result answering call id.
 func Result(id string, tokens int) history.Message {
-	return Msg(history.RoleTool, `{"role":"tool","tool_call_id":"`+id+`","content":"ok"}`, tokens)
+	return Msg(wire.RoleTool, `{"role":"tool","tool_call_id":"`+id+`","content":"ok"}`, tokens)
 }
 
 // Turns returns n turns of a user (10 tokens) and an assistant (10 tokens)

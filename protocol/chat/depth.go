@@ -1,4 +1,4 @@
-package rewrite
+package chat
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ const MaxDepth = 256
 
 // ErrTooDeep is returned by [CheckDepth], [ParseReply] and [Assembler.Add]
 // for JSON nested more than [MaxDepth] levels.
-var ErrTooDeep = errors.New("rewrite: JSON nested more than 256 levels")
+var ErrTooDeep = errors.New("chat: JSON nested more than 256 levels")
 
 // CheckDepth returns [ErrTooDeep] if b, read as JSON, nests arrays and
 // objects more than [MaxDepth] levels deep, and nil otherwise. It counts

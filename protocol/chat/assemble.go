@@ -1,4 +1,4 @@
-package rewrite
+package chat
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // ErrUpstream is returned (wrapped) by [Assembler.Add] and [ParseReply]
 // for a payload carrying an "error" object: the upstream reported an
 // error in its own words.
-var ErrUpstream = errors.New("rewrite: upstream error")
+var ErrUpstream = errors.New("chat: upstream error")
 
 // Usage is the token usage an upstream reported.
 type Usage struct {
@@ -82,11 +82,11 @@ func (a *Assembler) Add(data []byte) error {
 		return err
 	}
 	if !gjson.ValidBytes(data) {
-		return errors.New("rewrite: stream chunk is not valid JSON")
+		return errors.New("chat: stream chunk is not valid JSON")
 	}
 	chunk := gjson.Parse(bytesString(data))
 	if !chunk.IsObject() {
-		return errors.New("rewrite: stream chunk is not a JSON object")
+		return errors.New("chat: stream chunk is not a JSON object")
 	}
 	var choices, usage, upstreamErr gjson.Result
 	chunk.ForEach(func(key, value gjson.Result) bool {
@@ -355,7 +355,7 @@ func ParseReply(body []byte) (Reply, error) {
 		return Reply{}, err
 	}
 	if !gjson.ValidBytes(body) {
-		return Reply{}, errors.New("rewrite: reply is not valid JSON")
+		return Reply{}, errors.New("chat: reply is not valid JSON")
 	}
 	doc := gjson.Parse(bytesString(body))
 	if e := doc.Get("error"); e.Exists() && e.Type != gjson.Null {
@@ -367,7 +367,7 @@ func ParseReply(body []byte) (Reply, error) {
 	}
 	msg := choice.Get("message")
 	if !msg.IsObject() {
-		return Reply{}, errors.New("rewrite: reply has no choices[0].message object")
+		return Reply{}, errors.New("chat: reply has no choices[0].message object")
 	}
 	var a Assembler
 	a.addDelta(msg)

@@ -1,5 +1,6 @@
-// Package rewrite does the byte-level work on chat-completions traffic that
-// the proxy needs on every request: it validates a request body and splices a
+// Package chat is the chat-completions wire protocol: it does the
+// byte-level work on chat-completions traffic that the proxy needs on
+// every request: it validates a request body and splices a
 // new "messages" array into it without re-encoding anything else, computes a
 // canonical hash of a message, reads server-sent events exactly as they were
 // sent, and rebuilds the assistant message from a streamed or non-streamed
@@ -10,18 +11,24 @@
 // from instead of copying it, and must not be used after that body is
 // reused or modified. Each function documents what it copies.
 //
-// rewrite imports nothing else from this module.
-package rewrite
+// It implements wire.Codec for stored chat messages, and imports nothing
+// else from this module but wire.
+package chat
 
-import "unsafe"
+import (
+	"unsafe"
 
-// Roles recognised in messages.
+	"github.com/recallproxy/recall/wire"
+)
+
+// Roles recognised in messages: chat completions names them as the
+// canonical model does.
 const (
-	RoleSystem    = "system"
-	RoleDeveloper = "developer"
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-	RoleTool      = "tool"
+	RoleSystem    = wire.RoleSystem
+	RoleDeveloper = wire.RoleDeveloper
+	RoleUser      = wire.RoleUser
+	RoleAssistant = wire.RoleAssistant
+	RoleTool      = wire.RoleTool
 )
 
 // Error is a request problem the client must fix; the proxy renders it as a
@@ -40,7 +47,7 @@ type Error struct {
 
 // Error returns the message prefixed with the package name; render Message,
 // not Error, to clients.
-func (e *Error) Error() string { return "rewrite: " + e.Message }
+func (e *Error) Error() string { return "chat: " + e.Message }
 
 // bytesString returns a string sharing b's memory. The caller must not
 // modify b while the string, or anything sliced from it, is in use, and must

@@ -1,16 +1,16 @@
-package rewrite_test
+package chat_test
 
 import (
 	"fmt"
 	"io"
 	"strings"
 
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 )
 
 func ExampleRequest_AppendBody() {
 	body := []byte(`{"model":"gpt-4o", "messages":[{"role":"user","content":"and tomorrow?"}], "stream":true}`)
-	r, err := rewrite.ParseRequest(body)
+	r, err := chat.ParseRequest(body)
 	if err != nil {
 		panic(err)
 	}
@@ -25,8 +25,8 @@ func ExampleRequest_AppendBody() {
 }
 
 func ExampleParseRequest_error() {
-	_, err := rewrite.ParseRequest([]byte(`{"messages":[{"role":"robot","content":"hi"}]}`))
-	if e, ok := err.(*rewrite.Error); ok {
+	_, err := chat.ParseRequest([]byte(`{"messages":[{"role":"robot","content":"hi"}]}`))
+	if e, ok := err.(*chat.Error); ok {
 		fmt.Println(e.Param, e.Code)
 	}
 	// Output:
@@ -38,8 +38,8 @@ func ExampleAssembler() {
 		": keepalive\n\n" +
 		"data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi!\"},\"finish_reason\":\"stop\"}]}\n\n" +
 		"data: [DONE]\n\n"
-	er := rewrite.NewEventReader(strings.NewReader(stream), 1<<20)
-	var a rewrite.Assembler
+	er := chat.NewEventReader(strings.NewReader(stream), 1<<20)
+	var a chat.Assembler
 	for {
 		ev, err := er.Next()
 		if err == io.EOF {

@@ -1,4 +1,4 @@
-package rewrite
+package chat
 
 import (
 	"bytes"
@@ -218,8 +218,8 @@ func TestAssemblerErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var a Assembler
 			err := a.Add([]byte(tt.chunk))
-			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "rewrite: ") {
-				t.Errorf("got error %v, want one starting %q and containing %q", err, "rewrite: ", tt.want)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "chat: ") {
+				t.Errorf("got error %v, want one starting %q and containing %q", err, "chat: ", tt.want)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package rewrite
+package chat
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 
 // ErrEventTooLarge is returned by [EventReader.Next] when one event is
 // longer than the reader's bound.
-var ErrEventTooLarge = errors.New("rewrite: sse event too large")
+var ErrEventTooLarge = errors.New("chat: sse event too large")
 
 // defaultMaxEvent bounds an event when NewEventReader is given no bound.
 const defaultMaxEvent = 1 << 20

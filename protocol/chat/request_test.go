@@ -1,4 +1,4 @@
-package rewrite
+package chat
 
 import (
 	"errors"
@@ -215,8 +215,8 @@ func TestParseRequestErrors(t *testing.T) {
 			if tt.param != "" && !strings.Contains(e.Message, tt.param) {
 				t.Errorf("Message: got %q, want it to name %q", e.Message, tt.param)
 			}
-			if !strings.HasPrefix(err.Error(), "rewrite: ") {
-				t.Errorf("Error(): got %q, want prefix %q", err.Error(), "rewrite: ")
+			if !strings.HasPrefix(err.Error(), "chat: ") {
+				t.Errorf("Error(): got %q, want prefix %q", err.Error(), "chat: ")
 			}
 		})
 	}

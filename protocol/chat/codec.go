@@ -1,0 +1,311 @@
+package chat
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/recallproxy/recall/wire"
+)
+
+func init() { wire.Register(Codec{}) }
+
+// Codec is the wire.Codec of stored chat-completions messages: one message
+// of a request's "messages" array, or an answer's choices[0].message.
+type Codec struct{}
+
+var _ wire.Codec = Codec{}
+
+// Protocol implements wire.Codec.
+func (Codec) Protocol() wire.Protocol { return wire.ChatCompletions }
+
+// Name implements wire.Codec.
+func (Codec) Name() string { return "chat.completions" }
+
+// Role implements wire.Codec: chat completions' roles are the canonical
+// ones (the legacy "function" role answers a call like "tool").
+func (Codec) Role(raw []byte) string {
+	switch r := gjson.Get(bytesString(raw), "role").String(); r {
+	case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant, RoleTool:
+		return strings.Clone(r)
+	case "function":
+		return RoleTool
+	}
+	return ""
+}
+
+// toolCallsKey is the tail of the "tool_calls" key: searching for it starts
+// from '_', rare in text, where the whole key would start from '"', on
+// which JSON trips the search at every string.
+var toolCallsKey = []byte(`_calls"`)
+
+// callIDKey is the tail of the "tool_call_id" key.
+var callIDKey = []byte(`_call_id"`)
+
+// Calls implements wire.Codec. The ids alias raw.
+func (Codec) Calls(dst []string, raw []byte) []string {
+	if !bytes.Contains(raw, toolCallsKey) { // most messages: skip the parse
+		return dst
+	}
+	gjson.Get(bytesString(raw), "tool_calls").ForEach(func(_, v gjson.Result) bool {
+		dst = append(dst, v.Get("id").String())
+		return true
+	})
+	return dst
+}
+
+// Results implements wire.Codec: a tool message answers its tool_call_id.
+// The id aliases raw.
+func (Codec) Results(dst []string, raw []byte) []string {
+	if !bytes.Contains(raw, callIDKey) { // most messages: skip the parse
+		return dst
+	}
+	if id := gjson.Get(bytesString(raw), "tool_call_id"); id.Exists() {
+		dst = append(dst, id.String())
+	}
+	return dst
+}
+
+// Itemized implements wire.Codec: an answer's calls are one message.
+func (Codec) Itemized() bool { return false }
+
+// KeepCalls implements wire.Codec. A tool message is kept or not; a
+// message left with no calls loses its tool_calls key, and is nothing to
+// send if it has no content either.
+func (c Codec) KeepCalls(raw []byte, keep func(id string) bool) ([]byte, bool) {
+	if id := gjson.Get(bytesString(raw), "tool_call_id"); id.Exists() {
+		return raw, keep(id.String())
+	}
+	if len(c.Calls(nil, raw)) == 0 {
+		return raw, true
+	}
+	kept := make([]byte, 0, len(raw))
+	kept = append(kept, '[')
+	gjson.GetBytes(raw, "tool_calls").ForEach(func(_, v gjson.Result) bool {
+		if keep(v.Get("id").String()) {
+			if len(kept) > 1 {
+				kept = append(kept, ',')
+			}
+			kept = append(kept, v.Raw...)
+		}
+		return true
+	})
+	kept = append(kept, ']')
+	var out []byte
+	var err error
+	if len(kept) == 2 {
+		c := gjson.GetBytes(raw, "content")
+		if empty := c.String() == "" || (c.IsArray() && len(c.Array()) == 0); empty {
+			return raw, false
+		}
+		out, err = sjson.DeleteBytes(raw, "tool_calls")
+	} else {
+		out, err = sjson.SetRawBytes(raw, "tool_calls", kept)
+	}
+	if err != nil {
+		return raw, false
+	}
+	return out, true
+}
+
+// CutResults implements wire.Codec: a tool message's string content is cut.
+func (Codec) CutResults(raw []byte, max int, marker func(kept, total int) string) ([]byte, bool) {
+	return CutContent(raw, max, marker)
+}
+
+// CutContent cuts a message's string content to max characters (runes)
+// and appends, on a line of its own, the marker made from the kept and
+// total character counts. It reports false if the content is not a string
+// longer than max.
+func CutContent(raw []byte, max int, marker func(kept, total int) string) ([]byte, bool) {
+	c := gjson.Get(bytesString(raw), "content") // Str aliases raw: only copied from below
+	if c.Type != gjson.String || len(c.Str) <= max {
+		return raw, false
+	}
+	total := utf8.RuneCountInString(c.Str)
+	if total <= max {
+		return raw, false
+	}
+	cut, n := 0, 0
+	for cut < len(c.Str) && n < max {
+		_, size := utf8.DecodeRuneInString(c.Str[cut:])
+		cut += size
+		n++
+	}
+	text := c.Str[:cut] + "\n" + marker(max, total)
+	out, err := sjson.SetBytes(raw, "content", text)
+	if err != nil {
+		return raw, false
+	}
+	return out, true
+}
+
+// Hash implements wire.Codec (see Hash).
+func (Codec) Hash(raw []byte) uint64 { return Hash(raw) }
+
+// WithoutCacheHints implements wire.Codec (see WithoutCacheHints).
+func (Codec) WithoutCacheHints(raw []byte) []byte { return WithoutCacheHints(raw) }
+
+// errNotMessage is Decode's answer to JSON that is not a chat message.
+var errNotMessage = errors.New("chat: not a chat message")
+
+// Decode implements wire.Codec. Content parts other than text, image and
+// refusal (audio, files) are carried as Opaque parts of chat completions.
+func (c Codec) Decode(raw []byte) (wire.Message, error) {
+	m := gjson.ParseBytes(raw)
+	if !m.IsObject() {
+		return wire.Message{}, errNotMessage
+	}
+	out := wire.Message{Role: c.Role(raw)}
+	if out.Role == "" {
+		return wire.Message{}, errNotMessage
+	}
+	content := m.Get("content")
+	if out.Role == RoleTool {
+		out.Parts = append(out.Parts, wire.Part{Kind: wire.ToolResult,
+			CallID: m.Get("tool_call_id").String(), Text: contentString(content)})
+		return out, nil
+	}
+	switch {
+	case content.Type == gjson.String:
+		if content.Str != "" {
+			out.Parts = append(out.Parts, wire.Part{Kind: wire.Text, Text: content.Str})
+		}
+	case content.IsArray():
+		content.ForEach(func(_, p gjson.Result) bool {
+			switch p.Get("type").String() {
+			case "text":
+				out.Parts = append(out.Parts, wire.Part{Kind: wire.Text, Text: p.Get("text").String()})
+			case "image_url":
+				out.Parts = append(out.Parts, wire.Part{Kind: wire.Image, URL: p.Get("image_url.url").String()})
+			case "refusal":
+				out.Parts = append(out.Parts, wire.Part{Kind: wire.Refusal, Text: p.Get("refusal").String()})
+			default:
+				out.Parts = append(out.Parts, wire.Part{Kind: wire.Opaque, Origin: wire.ChatCompletions, Raw: []byte(p.Raw)})
+			}
+			return true
+		})
+	}
+	if r := m.Get("refusal"); r.Type == gjson.String && r.Str != "" {
+		out.Parts = append(out.Parts, wire.Part{Kind: wire.Refusal, Text: r.Str})
+	}
+	m.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+		out.Parts = append(out.Parts, wire.Part{Kind: wire.ToolCall, CallID: tc.Get("id").String(),
+			Name: tc.Get("function.name").String(), Arguments: tc.Get("function.arguments").String()})
+		return true
+	})
+	return out, nil
+}
+
+// contentString is the text of a content value: the string, or its text
+// parts joined by newlines.
+func contentString(c gjson.Result) string {
+	if c.Type == gjson.String {
+		return c.Str
+	}
+	var b strings.Builder
+	c.ForEach(func(_, p gjson.Result) bool {
+		if t := p.Get("text"); t.Exists() {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(t.String())
+		}
+		return true
+	})
+	return b.String()
+}
+
+// Encode implements wire.Codec. A canonical message with several tool
+// results becomes one tool message per result, as chat completions
+// requires; text alone is a string content; another protocol's opaque
+// parts are left out.
+func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
+	for _, m := range msgs {
+		var results, calls []wire.Part
+		var parts [][]byte
+		var text strings.Builder
+		onlyText, refusal := true, ""
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case wire.Text:
+				parts = append(parts, appendObj(nil, "type", "text", "text", p.Text))
+				text.WriteString(p.Text)
+			case wire.Image:
+				part := []byte(`{"type":"image_url","image_url":{}}`)
+				part, _ = sjson.SetBytes(part, "image_url.url", p.URL)
+				parts = append(parts, part)
+				onlyText = false
+			case wire.Refusal:
+				refusal += p.Text
+			case wire.ToolCall:
+				calls = append(calls, p)
+			case wire.ToolResult:
+				results = append(results, p)
+			case wire.Opaque:
+				if p.Origin == wire.ChatCompletions {
+					parts = append(parts, p.Raw)
+					onlyText = false
+				}
+			}
+		}
+		for _, r := range results {
+			dst = append(dst, appendObj(nil, "role", RoleTool, "tool_call_id", r.CallID, "content", r.Text))
+		}
+		if len(parts) == 0 && len(calls) == 0 && refusal == "" {
+			continue
+		}
+		role := m.Role
+		if role == RoleTool { // results already written; any text is the user's
+			role = RoleUser
+		}
+		out := appendObj(nil, "role", role)
+		switch {
+		case len(parts) == 0 && role == RoleAssistant:
+			out, _ = sjson.SetRawBytes(out, "content", []byte("null"))
+		case len(parts) == 0:
+			out, _ = sjson.SetBytes(out, "content", "")
+		case onlyText:
+			out, _ = sjson.SetBytes(out, "content", text.String())
+		default:
+			out, _ = sjson.SetRawBytes(out, "content", append(append([]byte("["), bytes.Join(parts, []byte(","))...), ']'))
+		}
+		if refusal != "" {
+			out, _ = sjson.SetBytes(out, "refusal", refusal)
+		}
+		if len(calls) > 0 {
+			tcs := make([][]byte, len(calls))
+			for i, c := range calls {
+				tc := appendObj(nil, "id", c.CallID, "type", "function")
+				args := c.Arguments
+				if args == "" {
+					args = "{}"
+				}
+				tc, _ = sjson.SetBytes(tc, "function", map[string]string{"name": c.Name, "arguments": args})
+				tcs[i] = tc
+			}
+			out, _ = sjson.SetRawBytes(out, "tool_calls", append(append([]byte("["), bytes.Join(tcs, []byte(","))...), ']'))
+		}
+		dst = append(dst, out)
+	}
+	return dst, nil
+}
+
+// appendObj appends a JSON object of string fields, given as key, value
+// pairs in order.
+func appendObj(dst []byte, kv ...string) []byte {
+	dst = append(dst, '{')
+	for i := 0; i+1 < len(kv); i += 2 {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendQuoted(dst, kv[i])
+		dst = append(dst, ':')
+		dst = appendQuoted(dst, kv[i+1])
+	}
+	return append(dst, '}')
+}
