@@ -16,8 +16,8 @@ import (
 	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/tokens"
 )

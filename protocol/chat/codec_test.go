@@ -29,4 +29,3 @@ func TestCutContent(t *testing.T) {
 		})
 	}
 }
-
