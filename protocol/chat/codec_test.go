@@ -3,6 +3,7 @@ package chat
 import (
 	"testing"
 
+	"github.com/recallproxy/recall/wire"
 	"github.com/tidwall/gjson"
 )
 
@@ -27,5 +28,80 @@ func TestCutContent(t *testing.T) {
 				t.Errorf("got %q %v, want %q %v", got, ok, tt.want, tt.ok)
 			}
 		})
+	}
+}
+
+// TestCodecRoundTrip: a message decoded to the canonical model and encoded
+// again says the same (its canonical hash is unchanged).
+func TestCodecRoundTrip(t *testing.T) {
+	var c Codec
+	for _, raw := range []string{
+		`{"role":"user","content":"hello"}`,
+		`{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}`,
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"A","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}},{"id":"B","type":"function","function":{"name":"g","arguments":"{}"}}]}`,
+		`{"role":"assistant","content":"sure","tool_calls":[{"id":"A","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
+		`{"role":"assistant","content":null,"refusal":"no"}`,
+		`{"role":"tool","tool_call_id":"A","content":"42"}`,
+		`{"role":"system","content":"be brief"}`,
+	} {
+		m, err := c.Decode([]byte(raw))
+		if err != nil {
+			t.Fatalf("Decode(%s): %v", raw, err)
+		}
+		out, err := c.Encode(nil, []wire.Message{m})
+		if err != nil || len(out) != 1 {
+			t.Fatalf("Encode(%s): got %d messages, %v; want 1", raw, len(out), err)
+		}
+		if Hash(out[0]) != Hash([]byte(raw)) {
+			t.Errorf("round trip of %s: got %s", raw, out[0])
+		}
+	}
+}
+
+// TestCodecEncodesResultsAsToolMessages: a canonical message carrying
+// several results (as Anthropic sends them) is one tool message each.
+func TestCodecEncodesResultsAsToolMessages(t *testing.T) {
+	m := wire.Message{Role: wire.RoleTool, Parts: []wire.Part{
+		{Kind: wire.ToolResult, CallID: "A", Text: "1"}, {Kind: wire.ToolResult, CallID: "B", Text: "2"},
+		{Kind: wire.Opaque, Origin: wire.Messages, Raw: []byte(`{"type":"thinking"}`)}}}
+	out, err := Codec{}.Encode(nil, []wire.Message{m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"role":"tool","tool_call_id":"A","content":"1"}`, `{"role":"tool","tool_call_id":"B","content":"2"}`}
+	if len(out) != len(want) {
+		t.Fatalf("got %d messages %q, want %q", len(out), out, want)
+	}
+	for i := range want {
+		if string(out[i]) != want[i] {
+			t.Errorf("message %d: got %s, want %s", i, out[i], want[i])
+		}
+	}
+}
+
+// TestCodecKeepCalls: calls are filtered, a tool message is kept or not,
+// and a message left with nothing is dropped.
+func TestCodecKeepCalls(t *testing.T) {
+	var c Codec
+	two := []byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"A","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"B","type":"function","function":{"name":"g","arguments":"{}"}}]}`)
+	out, ok := c.KeepCalls(two, func(id string) bool { return id == "B" })
+	if got := c.Calls(nil, out); !ok || len(got) != 1 || got[0] != "B" {
+		t.Errorf("keep B: got %v %v, want [B] true", got, ok)
+	}
+	if _, ok := c.KeepCalls(two, func(string) bool { return false }); ok {
+		t.Error("keep none of a message with no content: got true, want false")
+	}
+	tool := []byte(`{"role":"tool","tool_call_id":"A","content":"x"}`)
+	if _, ok := c.KeepCalls(tool, func(id string) bool { return id == "A" }); !ok {
+		t.Error("keep a result: got false, want true")
+	}
+	if _, ok := c.KeepCalls(tool, func(string) bool { return false }); ok {
+		t.Error("drop a result: got true, want false")
+	}
+	if got := c.Results(nil, tool); len(got) != 1 || got[0] != "A" {
+		t.Errorf("Results: got %v, want [A]", got)
+	}
+	if got := c.Results(nil, []byte(`{"role":"user","content":"tool_call_id"}`)); len(got) != 0 {
+		t.Errorf("Results of a user message: got %v, want none", got)
 	}
 }
