@@ -14,7 +14,6 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/protocol/chat"
 )
 
 // TestPlanWithoutNewMessagesIsTheNextContext checks the contract the
@@ -49,7 +48,7 @@ func TestPlanWithoutNewMessagesIsTheNextContext(t *testing.T) {
 		Key:          history.Key{Tenant: h.PassNamespace(key), Conversation: "ctx-1"},
 		Policy:       pol,
 		Model:        "gpt-4o",
-		Instructions: []chat.Message{{Role: "system", Raw: []byte(`{"role":"system","content":"be brief"}`)}},
+		Instructions: []history.Message{{Role: "system", Raw: []byte(`{"role":"system","content":"be brief"}`)}},
 		Now:          time.Now(),
 	})
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 // message, which is dropped if nothing remains. count recomputes the
 // tokens of a rewritten message (nil keeps the old count). It returns the
 // repaired messages and how many calls and results it removed.
-func Repair(msgs []Message, count func([]byte) int) ([]Message, int) {
+func Repair(msgs []Message, count func(*Message) int) ([]Message, int) {
 	if !needsRepair(msgs) {
 		return msgs, 0
 	}
@@ -163,14 +163,14 @@ func putIDs(b *[]string) {
 
 // edit keeps only the calls and results of m that keep accepts. It reports
 // false if the message has nothing left to say.
-func edit(m Message, keep func(id string) bool, count func([]byte) int) (Message, bool) {
+func edit(m Message, keep func(id string) bool, count func(*Message) int) (Message, bool) {
 	raw, ok := m.Codec().KeepCalls(m.Raw, keep)
 	if !ok {
 		return m, false
 	}
 	m.Raw = raw
 	if count != nil {
-		m.Tokens = count(raw)
+		m.Tokens = count(&m)
 	}
 	return m, true
 }

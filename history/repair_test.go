@@ -61,7 +61,7 @@ func TestRepair(t *testing.T) {
 			for i := range tt.in {
 				before[i] = bytes.Clone(tt.in[i].Raw)
 			}
-			got, n := Repair(tt.in, func(raw []byte) int { return 1000 + len(raw) })
+			got, n := Repair(tt.in, func(m *Message) int { return 1000 + len(m.Raw) })
 			if d := describe(got); d != tt.want {
 				t.Errorf("got %q, want %q", d, tt.want)
 			}

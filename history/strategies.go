@@ -82,12 +82,13 @@ func (s ToolResultTruncator) Curate(w *Window) error {
 			}
 			old := m.Tokens
 			if w.Count != nil {
-				m.Tokens = w.Count(raw)
+				m.Raw = raw
+				m.Tokens = w.Count(m)
 			} else {
 				// Scale by the share of the original kept, plus the marker.
 				m.Tokens = min(old, old*s.MaxChars/max(1, utf8.RuneCount(m.Raw))+16)
+				m.Raw = raw
 			}
-			m.Raw = raw
 			t.Tokens += m.Tokens - old
 			w.Report.SavedTokens += old - m.Tokens
 			w.Report.TruncatedToolResults++

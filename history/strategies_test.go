@@ -72,10 +72,10 @@ func TestToolResultTruncator(t *testing.T) {
 	long := strings.Repeat("é", 1600)
 	tests := []struct {
 		name       string
-		count      func([]byte) int
+		count      func(*Message) int
 		wantTokens int // of each cut result
 	}{
-		{"with a counter", func(raw []byte) int { return len(raw) }, -1},
+		{"with a counter", func(m *Message) int { return len(m.Raw) }, -1},
 		{"estimated without a counter", nil, 400*100/utf8.RuneCount(Tool("ca", long).Raw) + 16},
 	}
 	for _, tt := range tests {
@@ -154,7 +154,7 @@ func TestComposedOrder(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w, _ := toolWindow(4, strings.Repeat("x", 200))
-			w.Count = func([]byte) int { return 10 }
+			w.Count = func(*Message) int { return 10 }
 			w.Budget = 3*40 + 430 // fits 4 turns only once three results are cut
 			out, err := Curate(w, tt.s)
 			if err != nil {

@@ -93,7 +93,7 @@ type Window struct {
 	Cut uint64
 	// Count returns the tokens of a rewritten message; strategies that
 	// change a message's text use it.
-	Count func(raw []byte) int
+	Count func(m *Message) int
 	// Report accumulates what curation did.
 	Report Report
 }

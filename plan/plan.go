@@ -105,9 +105,10 @@ type Input struct {
 	// Model and MaxTokens are the request's model and answer reserve.
 	Model     string
 	MaxTokens int
-	// Instructions are the client's leading system/developer messages,
+	// Instructions are the request's instructions (Role, Raw and Protocol
+	// set; chat completions' leading system/developer messages),
 	// sent first every time, never stored. Tools is the raw "tools" value.
-	Instructions []chat.Message
+	Instructions []history.Message
 	Tools        []byte
 	// New are the client's other messages (Role, Raw and Hash set), merged
 	// with the stored history. Empty for the context call.
@@ -124,10 +125,13 @@ type Input struct {
 
 // Message is one message of the plan.
 type Message struct {
-	Kind   Kind
-	Role   string
-	Raw    []byte
-	Tokens int
+	Kind Kind
+	Role string
+	// Protocol is the wire protocol Raw is in (the summary's is chat
+	// completions).
+	Protocol wire.Protocol
+	Raw      []byte
+	Tokens   int
 	// Seq is the stored sequence number (History), the one it will be
 	// stored under (New), or 0.
 	Seq uint64
@@ -203,7 +207,7 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 	p.Budget = budget
 	fixed := tokens.ReplyPriming + fixedCount.Tools(enc, in.Tools)
 	for _, m := range in.Instructions {
-		fixed += fixedCount.Message(enc, m.Raw)
+		fixed += Count(fixedCount, enc, m.Protocol, m.Raw)
 	}
 	news := in.New
 	head := headFunc(ctx, in.Store, in.Key)
@@ -277,12 +281,12 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 	p.Fresh = make([]history.Message, len(merged.New))
 	for i, m := range merged.New {
 		m.Seq = next + uint64(i)
-		m.Tokens = count.Message(enc, m.Raw)
+		m.Tokens = Count(count, enc, m.Protocol, m.Raw)
 		sendNew[i] = m
 		if lim := pol.StoredToolResultChars; lim > 0 && m.Role == wire.RoleTool {
 			if cut, ok := m.Codec().CutResults(m.Raw, lim, history.StorageMarker); ok {
 				m.Raw = cut
-				m.Tokens = count.Message(enc, cut)
+				m.Tokens = Count(count, enc, m.Protocol, cut)
 			}
 		}
 		m.Raw = bytes.Clone(m.Raw) // a request body does not outlive its handler
@@ -333,7 +337,7 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 	}
 	w.Budget, w.Fixed = budget, fixed
 	w.Window, w.Completion = window, in.MaxTokens
-	w.Count = func(raw []byte) int { return count.Message(enc, raw) }
+	w.Count = func(m *history.Message) int { return Count(count, enc, m.Protocol, m.Raw) }
 	sent, err := history.Curate(w, pol.Strategy)
 	if err != nil {
 		return nil, err
@@ -350,7 +354,8 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 	}
 	p.Messages = make([]Message, 0, len(in.Instructions)+1+len(sent))
 	for _, m := range in.Instructions {
-		p.Messages = append(p.Messages, Message{Kind: Instruction, Role: m.Role, Raw: m.Raw, Tokens: fixedCount.Message(enc, m.Raw)})
+		p.Messages = append(p.Messages, Message{Kind: Instruction, Role: m.Role, Protocol: m.Protocol, Raw: m.Raw,
+			Tokens: Count(fixedCount, enc, m.Protocol, m.Raw)})
 	}
 	if p.Summary != nil {
 		p.Messages = append(p.Messages, summaryMsg)
@@ -363,11 +368,40 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 			// The client's old cache hints are left out of replayed
 			// history: they marked its request then, and agents move them
 			// to their newest message on every call.
-			raw = chat.WithoutCacheHints(raw)
+			raw = m.Codec().WithoutCacheHints(raw)
 		}
-		p.Messages = append(p.Messages, Message{Kind: k, Role: m.Role, Raw: raw, Tokens: m.Tokens, Seq: m.Seq})
+		p.Messages = append(p.Messages, Message{Kind: k, Role: m.Role, Protocol: m.Protocol, Raw: raw, Tokens: m.Tokens, Seq: m.Seq})
 	}
 	return p, nil
+}
+
+// Count counts a message of any protocol: a chat-completions one as the
+// counter does, another through its chat-completions rendition (its
+// canonical model translated), plus a quarter of the bytes of the parts
+// only its own provider reads (encrypted reasoning, signed thinking),
+// which the upstream bills as input too.
+func Count(c Counter, enc tokens.Encoding, p wire.Protocol, raw []byte) int {
+	if p == wire.ChatCompletions {
+		return c.Message(enc, raw)
+	}
+	m, err := wire.For(p).Decode(raw)
+	if err != nil {
+		return len(raw)/4 + tokens.MessageOverhead
+	}
+	n, opaque := 0, 0
+	for _, part := range m.Parts {
+		if part.Kind == wire.Opaque {
+			opaque += len(part.Raw)
+		}
+	}
+	msgs, _ := chat.Codec{}.Encode(nil, []wire.Message{m})
+	for _, r := range msgs {
+		n += c.Message(enc, r)
+	}
+	if len(msgs) == 0 {
+		n = tokens.MessageOverhead
+	}
+	return n + opaque/4
 }
 
 // Inject returns the summary message: role (the client's first instruction

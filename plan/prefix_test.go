@@ -12,7 +12,6 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/store/badgerstore"
 )
 
@@ -40,7 +39,7 @@ func prefixStability(t *testing.T, trigger, keep int) (float64, int) {
 	r := rand.New(rand.NewPCG(7, 7))
 	const turns, turnTokens = 300, 250
 	pol := plan.Policy{Mode: history.Auto, Budget: 20 * turnTokens, Strategy: history.TokenBudget{LowWater: 0.7}}
-	instr := []chat.Message{{Role: "system", Raw: []byte(`{"role":"system","content":"` + strings.Repeat("y", 380) + `"}`)}}
+	instr := []history.Message{{Role: "system", Raw: []byte(`{"role":"system","content":"` + strings.Repeat("y", 380) + `"}`)}}
 	var prev [][]byte
 	stable, pairs, summaries := 0, 0, 0
 	send := func(in []history.Message, answer history.Message) {

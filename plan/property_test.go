@@ -149,10 +149,10 @@ func TestPlanPropertiesWithSummaries(t *testing.T) {
 			lowWater := []float64{0.5, 0.7, 1}[r.IntN(3)]
 			pol := plan.Policy{Mode: history.Auto, Budget: budget,
 				Strategy: history.Composed{history.ToolResultTruncator{MaxChars: 200}, history.TokenBudget{LowWater: lowWater}}}
-			var instr []chat.Message
+			var instr []history.Message
 			if r.IntN(2) == 0 {
 				role := []string{"system", "developer"}[r.IntN(2)]
-				instr = []chat.Message{{Role: role, Raw: []byte(`{"role":"` + role + `","content":"be brief"}`)}}
+				instr = []history.Message{{Role: role, Raw: []byte(`{"role":"` + role + `","content":"be brief"}`)}}
 			}
 			for step := range 15 + r.IntN(30) {
 				in := cl.next()
@@ -192,7 +192,7 @@ func TestPlanPropertiesWithSummaries(t *testing.T) {
 }
 
 // checkPlan asserts the properties of one plan.
-func checkPlan(t *testing.T, step int, p *plan.Plan, in []history.Message, instr []chat.Message, budget int) {
+func checkPlan(t *testing.T, step int, p *plan.Plan, in []history.Message, instr []history.Message, budget int) {
 	t.Helper()
 	raws := make([]json.RawMessage, len(p.Messages))
 	sum := tokens.ReplyPriming

@@ -37,7 +37,6 @@ type exchange struct {
 	super   *history.Boundary
 	cut     uint64
 	report  history.Report
-	release func()
 	record  bool
 	// committed is set once the turn is recorded.
 	committed bool
@@ -110,15 +109,8 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
 	x.record = conv != "" && mode != history.Off
-	handedOff := false
-	defer func() {
-		if !handedOff {
-			cancel()
-			if x.release != nil {
-				x.release()
-			}
-		}
-	}()
+	res := owned{cancel: cancel}
+	defer res.end() // unless a stream's relay took it
 
 	out := body
 	if x.record {
@@ -130,10 +122,17 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 			}
 		}
 		x.retry = retryOf(rc)
-		if out, err = x.prepare(ctx, req, mode); err != nil {
+		instructions, in := chatTurn(req)
+		if res.release, err = x.prepare(ctx, instructions, in, req.Model, req.MaxTokens, req.Tools, mode); err != nil {
 			x.fail(rc, err)
 			return
 		}
+		x.oneChoice = req.N <= 1
+		msgs := make([][]byte, len(x.plan.Messages))
+		for i, m := range x.plan.Messages {
+			msgs[i] = m.Raw
+		}
+		out = req.AppendBody(getBodyBuf(len(req.Body)+x.report.Tokens*4), msgs)
 		rc.Response.Header.Set("X-Recall-Conversation", conv)
 		rc.Response.Header.Set("X-Recall-Context-Tokens", strconv.Itoa(x.report.Tokens))
 		rc.Response.Header.Set(headerHistory, strconv.Itoa(x.report.IncludedTurns)+"/"+strconv.Itoa(x.report.StoredTurns))
@@ -173,8 +172,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	status := resp.StatusCode()
 	ok := status >= 200 && status < 300
 	if isEventStream(resp) {
-		handedOff = true
-		s.relayStream(ctx, cancel, rc, x, resp, ok && x.record)
+		s.relayStream(ctx, res.take(), rc, x, resp, ok && x.record)
 		return
 	}
 	enc := string(resp.Header.ContentEncoding())
@@ -240,51 +238,63 @@ func (s *Server) logExchange(x *exchange, level slog.Level, tenant string, statu
 	s.log.Log(context.Background(), level, "request", attrs...)
 }
 
-// prepare plans the request (plan.Make: load, merge, summary, curate) and
-// returns the body to send upstream. It takes the conversation's lock,
-// released by the caller through x.release.
-func (x *exchange) prepare(ctx context.Context, req chat.Request, mode history.Mode) ([]byte, error) {
+// chatTurn splits a chat-completions request into its instructions (the
+// leading system and developer messages: sent first every time, never
+// stored) and the messages merged with the history.
+func chatTurn(req chat.Request) (instructions, in []history.Message) {
+	n := 0
+	for n < len(req.Messages) && (req.Messages[n].Role == chat.RoleSystem || req.Messages[n].Role == chat.RoleDeveloper) {
+		n++
+	}
+	instructions = make([]history.Message, n)
+	for i, m := range req.Messages[:n] {
+		instructions[i] = history.Message{Role: m.Role, Raw: m.Raw}
+	}
+	in = make([]history.Message, len(req.Messages)-n)
+	for i, m := range req.Messages[n:] {
+		in[i] = history.Message{Role: m.Role, Raw: m.Raw, Hash: chat.Hash(m.Raw)}
+	}
+	return instructions, in
+}
+
+// prepare plans the request (plan.Make: load, merge, summary, curate) into
+// x.plan. It takes the conversation's lock and returns its release, which
+// the caller owns.
+func (x *exchange) prepare(ctx context.Context, instructions, in []history.Message, model string, maxTokens int, tools []byte, mode history.Mode) (release func(), err error) {
 	s, c := x.s, x.c
-	release, err := s.cfg.Locks.Acquire(ctx, x.key)
+	unlock, err := s.cfg.Locks.Acquire(ctx, x.key)
 	if err != nil {
 		return nil, apierr.Busy
 	}
-	x.release = release
+	held := unlock
 	if s.cfg.Leaser != nil {
 		// Other replicas' exchanges on the conversation wait too.
 		lease, err := s.cfg.Leaser.Acquire(ctx, history.LeaseName(history.LeaseConversation, x.key))
 		if err != nil {
+			unlock()
 			s.log.Error("lease failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
 			if errors.Is(err, history.ErrUnavailable) {
 				return nil, apierr.StoreUnavailable
 			}
 			return nil, apierr.Busy
 		}
-		x.release = func() { lease(); release() }
+		held = func() { lease(); unlock() }
 	}
-
-	x.oneChoice = req.N <= 1
-	// The client's leading system/developer messages are its instructions:
-	// sent first every time, never stored.
-	n := 0
-	for n < len(req.Messages) && (req.Messages[n].Role == chat.RoleSystem || req.Messages[n].Role == chat.RoleDeveloper) {
-		n++
-	}
-	instructions, rest := req.Messages[:n], req.Messages[n:]
-	in := make([]history.Message, len(rest))
-	for i, m := range rest {
-		in[i] = history.Message{Role: m.Role, Raw: m.Raw, Hash: chat.Hash(m.Raw)}
-	}
+	defer func() {
+		if err != nil { // the caller owns it only on success
+			held()
+		}
+	}()
 
 	loadStart := s.cfg.Now()
 	p, err := plan.Make(ctx, plan.Input{
 		Store:        s.cfg.Store,
 		Key:          x.key,
 		Policy:       c.policy(mode),
-		Model:        req.Model,
-		MaxTokens:    req.MaxTokens,
+		Model:        model,
+		MaxTokens:    maxTokens,
 		Instructions: instructions,
-		Tools:        req.Tools,
+		Tools:        tools,
 		New:          in,
 		Retry:        x.retry,
 		Counter:      s.counter,
@@ -310,7 +320,7 @@ func (x *exchange) prepare(ctx context.Context, req chat.Request, mode history.M
 		}
 		return nil, err
 	}
-	x.plan, x.model = p, req.Model
+	x.plan, x.model = p, model
 	x.enc = p.Encoding
 	x.version, x.super, x.replaced, x.mode = p.Version, p.Supersede, p.Replaced, mode
 	x.fresh, x.exchangeHash, x.report, x.cut = p.Fresh, p.ExchangeHash, p.Report, p.Cut
@@ -320,11 +330,7 @@ func (x *exchange) prepare(ctx context.Context, req chat.Request, mode history.M
 	for i, m := range in {
 		x.in[i] = history.Message{Role: m.Role, Hash: m.Hash}
 	}
-	msgs := make([][]byte, len(p.Messages))
-	for i, m := range p.Messages {
-		msgs[i] = m.Raw
-	}
-	return req.AppendBody(getBodyBuf(len(req.Body)+p.Report.Tokens*4), msgs), nil
+	return held, nil
 }
 
 // fixedCounter counts instructions, tools and the summary through the
@@ -523,4 +529,32 @@ func (x *exchange) done(status int, err error) {
 		s.cfg.OnExchangeDone(ExchangeDone{Tenant: tenant, Conversation: x.key.Conversation,
 			Status: status, Committed: x.committed, Err: err})
 	}
+}
+
+// owned is what an exchange holds until it ends: its deadline's cancel and
+// the conversation's lock. One party owns it at a time: the handler, and
+// for a stream the relay goroutine, to which the handler moves it with
+// take. Its end runs exactly once, wherever it was moved.
+type owned struct {
+	cancel  context.CancelFunc
+	release func()
+}
+
+// take moves what o holds to the returned value: o then holds nothing,
+// and its end does nothing.
+func (o *owned) take() owned {
+	t := *o
+	*o = owned{}
+	return t
+}
+
+// end releases the lock, then cancels the deadline.
+func (o *owned) end() {
+	if o.release != nil {
+		o.release()
+	}
+	if o.cancel != nil {
+		o.cancel()
+	}
+	*o = owned{}
 }

@@ -29,9 +29,9 @@ var errClientGone = errors.New("proxy: client gone mid-stream")
 // OpenAI-shaped error event instead. A compressed stream that is recorded
 // is decoded and relayed uncompressed, so the rule holds for it too.
 //
-// It owns resp, cancel and the exchange's lock from here on: the relay
-// goroutine touches nothing of rc, and releases all three.
-func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response, record bool) {
+// It owns resp and res (the exchange's deadline and lock) from here on:
+// the relay goroutine touches nothing of rc, and ends both.
+func (s *Server) relayStream(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response, record bool) {
 	rc.Response.ImmediateHeaderFlush = true
 	rc.Response.Header.Del("Content-Length")
 	enc := string(resp.Header.ContentEncoding())
@@ -57,7 +57,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc 
 		defer s.inflight.Done()
 		defer s.busy.Add(-1)
 		defer pw.Close()
-		defer cancel()
+		defer res.end() // after the commit: the lock, then the deadline
 		// A client that takes nothing must not hold the conversation past
 		// the exchange's deadline: the deadline unblocks the pipe. (The idle
 		// timer's cancel does not: the relay then ends the body cleanly.)
@@ -69,15 +69,10 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, rc 
 			interruptBody(stream)
 		})()
 		defer closeResponse(resp)
-		defer func() {
-			if x.release != nil {
-				x.release()
-			}
-		}()
 		defer recoverStream(s.log)
 
 		// A stream that sends nothing for StreamIdleTimeout is ended.
-		idle := time.AfterFunc(s.cfg.StreamIdleTimeout, cancel)
+		idle := time.AfterFunc(s.cfg.StreamIdleTimeout, res.cancel)
 		defer idle.Stop()
 		upstream := &idleReader{r: body, t: idle, d: s.cfg.StreamIdleTimeout}
 
