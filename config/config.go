@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/wire"
 )
 
 // Global is the global configuration file. Its zero value is not useful:
@@ -142,6 +143,11 @@ type Upstream struct {
 	// BaseURL is the API root that "/chat/completions" and every other
 	// "/v1/..." path is appended to. Default "https://api.openai.com/v1".
 	BaseURL string `yaml:"base_url"`
+	// Protocol is what the upstream speaks: "openai" (chat completions and
+	// the Responses API, as OpenAI does), "chat" (chat completions only:
+	// Responses and Messages requests are translated) or "anthropic"
+	// (Messages: every request is translated). Default "openai".
+	Protocol string `yaml:"protocol"`
 	// APIKey replaces the client's key upstream. Default "": pass the
 	// client's Authorization header through.
 	APIKey Secret `yaml:"api_key"`
@@ -238,6 +244,8 @@ const (
 	EnvListen = "RECALL_LISTEN"
 	// EnvUpstreamURL overrides the defaults' upstream base URL.
 	EnvUpstreamURL = "RECALL_UPSTREAM_URL"
+	// EnvUpstreamProtocol overrides the defaults' upstream protocol.
+	EnvUpstreamProtocol = "RECALL_UPSTREAM_PROTOCOL"
 	// EnvDataDir overrides Global.DataDir.
 	EnvDataDir = "RECALL_DATA_DIR"
 	// EnvStoreURL overrides Global.StoreURL.
@@ -265,8 +273,9 @@ func DefaultGlobal() Global {
 		},
 		Defaults: Policy{
 			Upstream: Upstream{
-				BaseURL: "https://api.openai.com/v1",
-				Timeout: Duration(10 * time.Minute),
+				BaseURL:  "https://api.openai.com/v1",
+				Protocol: wire.UpstreamOpenAI,
+				Timeout:  Duration(10 * time.Minute),
 			},
 			History: History{
 				ConversationHeader:    "X-Conversation-ID",
@@ -380,7 +389,8 @@ func loadGlobal(path string, lookup func(string) (string, bool)) (Global, decodi
 }
 
 // ApplyEnv overrides g from RECALL_LISTEN (Listen), RECALL_UPSTREAM_URL
-// (Defaults.Upstream.BaseURL), RECALL_DATA_DIR (DataDir) and
+// (Defaults.Upstream.BaseURL), RECALL_UPSTREAM_PROTOCOL
+// (Defaults.Upstream.Protocol), RECALL_DATA_DIR (DataDir) and
 // RECALL_STORE_URL (StoreURL). Variables that are unset or empty change
 // nothing. Tenants that set their own base_url keep it. A value that is
 // not valid is not applied: it is reported under the variable's name,
@@ -399,6 +409,13 @@ func (g *Global) ApplyEnv(lookup func(string) (string, bool)) error {
 			ps.addf(EnvUpstreamURL, "%q: %v", RedactURL(v), err)
 		} else {
 			g.Defaults.Upstream.BaseURL, g.baseURLFromEnv = v, true
+		}
+	}
+	if v, ok := lookup(EnvUpstreamProtocol); ok && v != "" {
+		if _, known := wire.UpstreamFor(v, wire.ChatCompletions); !known {
+			ps.addf(EnvUpstreamProtocol, "%q: must be one of %s", v, strings.Join(wire.UpstreamKinds, ", "))
+		} else {
+			g.Defaults.Upstream.Protocol = v
 		}
 	}
 	if v, ok := lookup(EnvDataDir); ok && v != "" {

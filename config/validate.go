@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/wire"
 )
 
 // problem is one thing wrong with a configuration file. Its message never
@@ -213,6 +214,9 @@ func validatePolicy(ps *problems, prefix string, p Policy) {
 	u := p.Upstream
 	if err := validateBaseURL(u.BaseURL); err != nil {
 		ps.addf(k("upstream.base_url"), "%v", err)
+	}
+	if _, known := wire.UpstreamFor(u.Protocol, wire.ChatCompletions); !known {
+		ps.addf(k("upstream.protocol"), "%q: must be one of %s", u.Protocol, strings.Join(wire.UpstreamKinds, ", "))
 	}
 	for _, name := range slices.Sorted(maps.Keys(u.Headers)) {
 		v := u.Headers[name]

@@ -148,3 +148,37 @@ func For(p Protocol) Codec {
 	}
 	panic(fmt.Sprintf("wire: no codec for protocol %d (is its package imported?)", p))
 }
+
+// Kinds of upstream a tenant names (upstream.protocol).
+const (
+	// UpstreamOpenAI is OpenAI's API: chat completions and Responses
+	// requests go as they came, Messages requests as chat completions.
+	UpstreamOpenAI = "openai"
+	// UpstreamChat speaks only chat completions (most self-hosted and
+	// third-party servers): every request goes as chat completions.
+	UpstreamChat = "chat"
+	// UpstreamAnthropic is Anthropic's Messages API: every request goes
+	// as Messages.
+	UpstreamAnthropic = "anthropic"
+)
+
+// UpstreamKinds are the values of upstream.protocol.
+var UpstreamKinds = []string{UpstreamOpenAI, UpstreamChat, UpstreamAnthropic}
+
+// UpstreamFor returns the protocol a request that came in ingress is sent
+// upstream in, for an upstream of kind ("": UpstreamOpenAI). It reports
+// false for an unknown kind.
+func UpstreamFor(kind string, ingress Protocol) (Protocol, bool) {
+	switch kind {
+	case "", UpstreamOpenAI:
+		if ingress == Messages {
+			return ChatCompletions, true
+		}
+		return ingress, true
+	case UpstreamChat:
+		return ChatCompletions, true
+	case UpstreamAnthropic:
+		return Messages, true
+	}
+	return 0, false
+}
