@@ -1,0 +1,411 @@
+package chat
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/recallproxy/recall/wire"
+)
+
+// The chat-completions side of the proxy's seam: a chat client served by an
+// upstream of another protocol (Ingress, Renderer), and a request of
+// another protocol sent to a chat-completions upstream (Upstream,
+// Assembler).
+
+// Protocol is chat completions on the seam: Ingress and Upstream.
+type Protocol struct{ Codec }
+
+var (
+	_ wire.Ingress  = Protocol{}
+	_ wire.Upstream = Protocol{}
+)
+
+// ParseRequest implements wire.Ingress: the leading system and developer
+// messages are the instructions.
+func (Protocol) ParseRequest(body []byte) (*wire.Request, error) {
+	r, err := ParseRequest(body)
+	if err != nil {
+		return nil, err
+	}
+	out := &wire.Request{Protocol: wire.ChatCompletions, Body: body, Model: r.Model, Stream: r.Stream,
+		MaxTokens: r.MaxTokens, Choices: max(r.N, 1), ToolsRaw: r.Tools, Store: true}
+	n := 0
+	for n < len(r.Messages) && (r.Messages[n].Role == RoleSystem || r.Messages[n].Role == RoleDeveloper) {
+		out.Instructions = append(out.Instructions, r.Messages[n].Raw)
+		n++
+	}
+	for _, m := range r.Messages[n:] {
+		out.Messages = append(out.Messages, m.Raw)
+	}
+	root := gjson.ParseBytes(body)
+	gjson.GetBytes(r.Tools, "@this").ForEach(func(_, t gjson.Result) bool {
+		if t.Get("type").String() == "function" {
+			f := t.Get("function")
+			out.Tools = append(out.Tools, wire.Tool{Name: f.Get("name").String(),
+				Description: f.Get("description").String(), Parameters: []byte(f.Get("parameters").Raw)})
+		}
+		return true
+	})
+	switch tc := root.Get("tool_choice"); {
+	case tc.Type == gjson.String:
+		out.ToolChoice = tc.Str
+	case tc.IsObject():
+		out.ToolChoice = tc.Get("function.name").String()
+	}
+	if v := root.Get("temperature"); v.Type == gjson.Number {
+		f := v.Num
+		out.Temperature = &f
+	}
+	if v := root.Get("top_p"); v.Type == gjson.Number {
+		f := v.Num
+		out.TopP = &f
+	}
+	switch v := root.Get("stop"); {
+	case v.Type == gjson.String:
+		out.Stop = []string{v.Str}
+	case v.IsArray():
+		v.ForEach(func(_, s gjson.Result) bool { out.Stop = append(out.Stop, s.String()); return true })
+	}
+	return out, nil
+}
+
+// Path implements wire.Upstream.
+func (Protocol) Path() string { return "/chat/completions" }
+
+// AppendBody implements wire.Upstream. A chat-completions request keeps
+// every other byte it came with; another protocol's is built afresh,
+// asking a stream for its usage.
+func (Protocol) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][]byte) ([]byte, error) {
+	all := make([][]byte, 0, len(instructions)+len(msgs))
+	all = append(append(all, instructions...), msgs...)
+	if req.Protocol == wire.ChatCompletions {
+		r, err := ParseRequest(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		return r.AppendBody(dst, all), nil
+	}
+	dst = append(dst, `{"model":`...)
+	dst = appendQuoted(dst, req.Model)
+	dst = append(dst, `,"messages":[`...)
+	dst = append(dst, bytes.Join(all, []byte(","))...)
+	dst = append(dst, ']')
+	if req.Stream {
+		dst = append(dst, `,"stream":true,"stream_options":{"include_usage":true}`...)
+	}
+	if req.MaxTokens > 0 {
+		dst = append(dst, `,"max_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(req.MaxTokens), 10)
+	}
+	if len(req.Tools) > 0 {
+		dst = append(dst, `,"tools":[`...)
+		for i, t := range req.Tools {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"type":"function","function":{"name":`...)
+			dst = appendQuoted(dst, t.Name)
+			if t.Description != "" {
+				dst = append(dst, `,"description":`...)
+				dst = appendQuoted(dst, t.Description)
+			}
+			if len(t.Parameters) > 0 {
+				dst = append(dst, `,"parameters":`...)
+				dst = append(dst, t.Parameters...)
+			}
+			dst = append(dst, "}}"...)
+		}
+		dst = append(dst, ']')
+		switch tc := req.ToolChoice; tc {
+		case "":
+		case "auto", "none", "required":
+			dst = append(dst, `,"tool_choice":`...)
+			dst = appendQuoted(dst, tc)
+		default:
+			dst = append(dst, `,"tool_choice":{"type":"function","function":{"name":`...)
+			dst = appendQuoted(dst, tc)
+			dst = append(dst, "}}"...)
+		}
+	}
+	if req.Temperature != nil {
+		dst = append(dst, `,"temperature":`...)
+		dst = strconv.AppendFloat(dst, *req.Temperature, 'g', -1, 64)
+	}
+	if req.TopP != nil {
+		dst = append(dst, `,"top_p":`...)
+		dst = strconv.AppendFloat(dst, *req.TopP, 'g', -1, 64)
+	}
+	if len(req.Stop) > 0 {
+		dst = append(dst, `,"stop":[`...)
+		for i, s := range req.Stop {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendQuoted(dst, s)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}'), nil
+}
+
+// stopOf maps a finish_reason to the canonical stop reason.
+func stopOf(finish string) string {
+	switch finish {
+	case "length":
+		return wire.StopLength
+	case "tool_calls", "function_call":
+		return wire.StopToolCalls
+	case "content_filter":
+		return wire.StopFilter
+	}
+	return wire.StopEnd
+}
+
+// finishOf maps a canonical stop reason to a finish_reason.
+func finishOf(stop string) string {
+	switch stop {
+	case wire.StopLength, wire.StopToolCalls, wire.StopFilter:
+		return stop
+	}
+	return "stop"
+}
+
+// ParseAnswer implements wire.Upstream.
+func (p Protocol) ParseAnswer(body []byte) (wire.Answer, error) {
+	r, err := ParseReply(body)
+	if err != nil {
+		return wire.Answer{}, err
+	}
+	return p.answer(r)
+}
+
+func (p Protocol) answer(r Reply) (wire.Answer, error) {
+	m, err := p.Decode(r.Message)
+	if err != nil {
+		return wire.Answer{}, err
+	}
+	return wire.Answer{ID: r.ID, Model: r.Model, Stored: [][]byte{r.Message}, Message: m, Stop: stopOf(r.FinishReason),
+		Usage: wire.Usage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens,
+			CachedTokens: r.Usage.CachedTokens}}, nil
+}
+
+// NewAssembler implements wire.Upstream.
+func (Protocol) NewAssembler() wire.Assembler { return &seamAssembler{} }
+
+// seamAssembler reads a chat-completions stream into canonical deltas,
+// keeping the Assembler's record of choice 0.
+type seamAssembler struct {
+	asm      Assembler
+	calls    map[int64]int // a call's stream index -> its canonical index
+	finished bool
+}
+
+// Event implements wire.Assembler. The stream is done at [DONE].
+func (a *seamAssembler) Event(dst []wire.Delta, _, data []byte) ([]wire.Delta, bool, error) {
+	if err := a.asm.Add(data); err != nil {
+		return dst, false, err
+	}
+	if a.asm.Done() {
+		return dst, true, nil
+	}
+	root := gjson.ParseBytes(data)
+	root.Get("choices").ForEach(func(_, c gjson.Result) bool {
+		if c.Get("index").Int() != 0 {
+			return true
+		}
+		d := c.Get("delta")
+		if t := d.Get("content"); t.Type == gjson.String && t.Str != "" {
+			dst = append(dst, wire.Delta{Kind: wire.TextDelta, Text: t.Str})
+		}
+		if t := d.Get("refusal"); t.Type == gjson.String && t.Str != "" {
+			dst = append(dst, wire.Delta{Kind: wire.RefusalDelta, Text: t.Str})
+		}
+		if t := d.Get("reasoning_content"); t.Type == gjson.String && t.Str != "" {
+			dst = append(dst, wire.Delta{Kind: wire.ReasoningDelta, Text: t.Str})
+		}
+		d.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+			idx := tc.Get("index").Int()
+			if a.calls == nil {
+				a.calls = map[int64]int{}
+			}
+			n, seen := a.calls[idx]
+			if !seen {
+				n = len(a.calls)
+				a.calls[idx] = n
+				dst = append(dst, wire.Delta{Kind: wire.ToolCallStart, Index: n,
+					CallID: tc.Get("id").String(), Name: tc.Get("function.name").String()})
+			}
+			if args := tc.Get("function.arguments").String(); args != "" {
+				dst = append(dst, wire.Delta{Kind: wire.ArgumentsDelta, Index: n, Text: args})
+			}
+			return true
+		})
+		if f := c.Get("finish_reason"); f.Type == gjson.String && !a.finished {
+			a.finished = true
+			dst = append(dst, wire.Delta{Kind: wire.Finish, Text: stopOf(f.Str)})
+		}
+		return true
+	})
+	return dst, false, nil
+}
+
+// Answer implements wire.Assembler.
+func (a *seamAssembler) Answer() (wire.Answer, error) { return Protocol{}.answer(a.asm.Reply()) }
+
+// AppendAnswer implements wire.Ingress: a chat.completion object with one
+// choice.
+func (p Protocol) AppendAnswer(dst []byte, req *wire.Request, a *wire.Answer) []byte {
+	msg := p.answerMessage(a)
+	dst = append(dst, `{"id":`...)
+	dst = appendQuoted(dst, answerID(a))
+	dst = append(dst, `,"object":"chat.completion","created":`...)
+	dst = strconv.AppendInt(dst, a.Created, 10)
+	dst = append(dst, `,"model":`...)
+	dst = appendQuoted(dst, modelOf(req, a))
+	dst = append(dst, `,"choices":[{"index":0,"message":`...)
+	dst = append(dst, msg...)
+	dst = append(dst, `,"logprobs":null,"finish_reason":`...)
+	dst = appendQuoted(dst, finishOf(a.Stop))
+	dst = append(dst, `}],"usage":`...)
+	dst = appendUsage(dst, a.Usage)
+	return append(dst, '}')
+}
+
+// answerMessage is the answer as one chat assistant message.
+func (p Protocol) answerMessage(a *wire.Answer) []byte {
+	m := a.Message
+	m.Role = RoleAssistant
+	out, _ := p.Encode(nil, []wire.Message{m})
+	for _, o := range out {
+		if gjson.GetBytes(o, "role").String() == RoleAssistant {
+			return o
+		}
+	}
+	return []byte(`{"role":"assistant","content":""}`)
+}
+
+func answerID(a *wire.Answer) string {
+	if a.ResponseID != "" {
+		return a.ResponseID
+	}
+	if strings.HasPrefix(a.ID, "chatcmpl") {
+		return a.ID
+	}
+	return "chatcmpl-" + a.ID
+}
+
+func modelOf(req *wire.Request, a *wire.Answer) string {
+	if a.Model != "" {
+		return a.Model
+	}
+	return req.Model
+}
+
+func appendUsage(dst []byte, u wire.Usage) []byte {
+	dst = append(dst, `{"prompt_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(u.InputTokens), 10)
+	dst = append(dst, `,"completion_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(u.OutputTokens), 10)
+	dst = append(dst, `,"total_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(u.InputTokens+u.OutputTokens), 10)
+	dst = append(dst, `,"prompt_tokens_details":{"cached_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(u.CachedTokens), 10)
+	dst = append(dst, `},"completion_tokens_details":{"reasoning_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(u.ReasoningTokens), 10)
+	return append(dst, "}}"...)
+}
+
+// NewRenderer implements wire.Ingress: chat.completion.chunk events, the
+// usage chunk if the request asked for it, and [DONE].
+func (Protocol) NewRenderer(req *wire.Request) wire.Renderer {
+	return &renderer{req: req, usage: gjson.GetBytes(req.Body, "stream_options.include_usage").Bool()}
+}
+
+type renderer struct {
+	req     *wire.Request
+	usage   bool
+	started bool
+	id      string
+}
+
+// chunk appends one chunk whose choice carries delta (a JSON object) and
+// finish (a JSON value).
+func (r *renderer) chunk(dst []byte, id, model string, created int64, delta []byte, finish string) []byte {
+	dst = append(dst, `data: {"id":`...)
+	dst = appendQuoted(dst, id)
+	dst = append(dst, `,"object":"chat.completion.chunk","created":`...)
+	dst = strconv.AppendInt(dst, created, 10)
+	dst = append(dst, `,"model":`...)
+	dst = appendQuoted(dst, model)
+	dst = append(dst, `,"choices":[{"index":0,"delta":`...)
+	dst = append(dst, delta...)
+	dst = append(dst, `,"logprobs":null,"finish_reason":`...)
+	dst = append(dst, finish...)
+	return append(dst, "}]}\n\n"...)
+}
+
+// Delta implements wire.Renderer.
+func (r *renderer) Delta(dst []byte, d wire.Delta) []byte {
+	if d.Kind == wire.Finish || d.Kind == wire.ReasoningDelta {
+		return dst // the finish chunk is End's: it acknowledges the turn
+	}
+	if !r.started {
+		r.started = true
+		dst = r.chunk(dst, r.id, r.req.Model, 0, []byte(`{"role":"assistant","content":""}`), "null")
+	}
+	var delta []byte
+	switch d.Kind {
+	case wire.TextDelta:
+		delta = appendObj(nil, "content", d.Text)
+	case wire.RefusalDelta:
+		delta = appendObj(nil, "refusal", d.Text)
+	case wire.ToolCallStart:
+		delta = []byte(`{"tool_calls":[{"index":` + strconv.Itoa(d.Index) + `,"id":`)
+		delta = appendQuoted(delta, d.CallID)
+		delta = append(delta, `,"type":"function","function":{"name":`...)
+		delta = appendQuoted(delta, d.Name)
+		delta = append(delta, `,"arguments":""}}]}`...)
+	case wire.ArgumentsDelta:
+		delta = []byte(`{"tool_calls":[{"index":` + strconv.Itoa(d.Index) + `,"function":{"arguments":`)
+		delta = appendQuoted(delta, d.Text)
+		delta = append(delta, "}}]}"...)
+	}
+	return r.chunk(dst, r.id, r.req.Model, 0, delta, "null")
+}
+
+// End implements wire.Renderer: the finish chunk, the usage chunk if asked
+// for, and [DONE].
+func (r *renderer) End(dst []byte, a *wire.Answer) []byte {
+	id, model := answerID(a), modelOf(r.req, a)
+	if !r.started {
+		r.started = true
+		dst = r.chunk(dst, id, model, a.Created, []byte(`{"role":"assistant","content":""}`), "null")
+	}
+	finish := appendQuoted(nil, finishOf(a.Stop))
+	dst = r.chunk(dst, id, model, a.Created, []byte("{}"), string(finish))
+	if r.usage {
+		dst = append(dst, `data: {"id":`...)
+		dst = appendQuoted(dst, id)
+		dst = append(dst, `,"object":"chat.completion.chunk","created":`...)
+		dst = strconv.AppendInt(dst, a.Created, 10)
+		dst = append(dst, `,"model":`...)
+		dst = appendQuoted(dst, model)
+		dst = append(dst, `,"choices":[],"usage":`...)
+		dst = appendUsage(dst, a.Usage)
+		dst = append(dst, "}\n\n"...)
+	}
+	return append(dst, "data: [DONE]\n\n"...)
+}
+
+// setRaw is sjson.SetRawBytes for a value known to be valid.
+func setRaw(dst []byte, path string, v []byte) []byte {
+	out, err := sjson.SetRawBytes(dst, path, v)
+	if err != nil {
+		return dst
+	}
+	return out
+}
