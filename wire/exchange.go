@@ -43,6 +43,12 @@ type Request struct {
 	Conversation       string
 	PreviousResponseID string
 	Store              bool
+	// ResponseID and Created (Unix seconds) are Recall's id and time for
+	// the answer being made, set by the proxy before NewRenderer when the
+	// ingress names its answer in its first event (the Responses API's
+	// response.created); the Answer the renderer ends with carries the same.
+	ResponseID string
+	Created    int64
 }
 
 // Tool is a function the model may call.
