@@ -80,8 +80,12 @@ type Answer struct {
 	// ID and Model are the upstream's.
 	ID    string
 	Model string
-	// Stored are the messages to record, in the upstream protocol's JSON.
-	Stored [][]byte
+	// Stored are the messages to record, in the upstream protocol's JSON;
+	// Protocol is that protocol (set by the upstream's ParseAnswer and
+	// Assembler), so that an ingress of the same protocol can render
+	// Stored as they came.
+	Stored   [][]byte
+	Protocol Protocol
 	// Message is the answer in the canonical model (the ingress renders it
 	// when it speaks another protocol).
 	Message Message
