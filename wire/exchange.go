@@ -43,6 +43,12 @@ type Request struct {
 	Conversation       string
 	PreviousResponseID string
 	Store              bool
+	// ResponseID and Created (Unix seconds) are Recall's id and time for
+	// the answer being made, set by the proxy before NewRenderer when the
+	// ingress names its answer in its first event (the Responses API's
+	// response.created); the Answer the renderer ends with carries the same.
+	ResponseID string
+	Created    int64
 }
 
 // Tool is a function the model may call.
@@ -74,8 +80,12 @@ type Answer struct {
 	// ID and Model are the upstream's.
 	ID    string
 	Model string
-	// Stored are the messages to record, in the upstream protocol's JSON.
-	Stored [][]byte
+	// Stored are the messages to record, in the upstream protocol's JSON;
+	// Protocol is that protocol (set by the upstream's ParseAnswer and
+	// Assembler), so that an ingress of the same protocol can render
+	// Stored as they came.
+	Stored   [][]byte
+	Protocol Protocol
 	// Message is the answer in the canonical model (the ingress renders it
 	// when it speaks another protocol).
 	Message Message

@@ -8,6 +8,11 @@
 //     (see ValidateMessages), answered with scripted replies or an
 //     echo of the last user message, streamed as OpenAI streams (SSE) when
 //     the request asks for it, and failed on demand (see Fault);
+//   - POST /v1/responses: the Responses API as Recall uses it (stateless:
+//     previous_response_id and conversation are refused), answered from
+//     the same Reply queue as a Response object or its event stream, with
+//     a leading reasoning item carrying encrypted_content when the request
+//     includes "reasoning.encrypted_content" for an o-series or gpt-5 model;
 //   - GET (or HEAD) /v1/models and /v1/models/{model}: a small model list;
 //   - POST /v1/embeddings: a vector per input derived from a hash of the
 //     input (see Embed);
@@ -51,8 +56,9 @@ type Received struct {
 	// a chunked body), which net/http takes out of Header.
 	TransferEncoding []string
 	Body             []byte
-	// Messages is the parsed "messages" array of a chat-completions request
-	// (nil for other paths or when "messages" is not an array).
+	// Messages is the parsed "messages" array of a chat-completions request,
+	// or the "input" items of a Responses request (a string input as one
+	// user message); nil for other paths or when it is not an array.
 	Messages []json.RawMessage
 	// Model and Stream are the request's "model" and "stream" fields.
 	Model  string

@@ -1,0 +1,138 @@
+package responses
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/wire"
+)
+
+// Assembler reads a Responses stream (response.created, ...,
+// response.completed) one event at a time. It emits TextDelta per
+// output_text delta (Index counting the answer's text parts), RefusalDelta,
+// ToolCallStart when a function_call item is added and ArgumentsDelta per
+// arguments delta (Index counting calls), ReasoningDelta when a reasoning
+// item is added (CallID its id, Text empty) and per reasoning summary
+// delta, and Finish at the end. It is done at response.completed or
+// response.incomplete; response.failed and an error event are errors.
+// The answer is the final Response object's.
+type Assembler struct {
+	texts     map[[2]int64]int // (output_index, content_index) to text part
+	calls     map[int64]int    // output_index to tool call
+	reasoning map[int64]int    // output_index to reasoning item
+	itemDone  map[int64][]byte // items of response.output_item.done
+	final     []byte           // the Response of the terminal event
+	done      bool
+}
+
+var _ wire.Assembler = (*Assembler)(nil)
+
+// Event reads one event. name is the SSE event name; the event's type is
+// read from the data's "type", which OpenAI always sends.
+func (a *Assembler) Event(dst []wire.Delta, name, data []byte) ([]wire.Delta, bool, error) {
+	if a.done {
+		return dst, true, nil
+	}
+	if len(data) == 0 {
+		return dst, false, nil // a comment or keepalive
+	}
+	if !gjson.ValidBytes(data) {
+		return dst, false, errors.New("responses: stream event: invalid JSON")
+	}
+	ev := parse(data)
+	typ := ev.Get("type").Str
+	if typ == "" {
+		typ = string(name)
+	}
+	switch typ {
+	case "response.output_item.added":
+		item := ev.Get("item")
+		idx := ev.Get("output_index").Int()
+		switch item.Get("type").Str {
+		case typeFunctionCall:
+			if a.calls == nil {
+				a.calls = map[int64]int{}
+			}
+			n := len(a.calls)
+			a.calls[idx] = n
+			dst = append(dst, wire.Delta{Kind: wire.ToolCallStart, Index: n,
+				CallID: strings.Clone(item.Get("call_id").Str), Name: strings.Clone(item.Get("name").Str)})
+			if args := item.Get("arguments").Str; args != "" {
+				dst = append(dst, wire.Delta{Kind: wire.ArgumentsDelta, Index: n, Text: strings.Clone(args)})
+			}
+		case typeReasoning:
+			if a.reasoning == nil {
+				a.reasoning = map[int64]int{}
+			}
+			n := len(a.reasoning)
+			a.reasoning[idx] = n
+			dst = append(dst, wire.Delta{Kind: wire.ReasoningDelta, Index: n, CallID: strings.Clone(item.Get("id").Str)})
+		}
+	case "response.output_text.delta":
+		key := [2]int64{ev.Get("output_index").Int(), ev.Get("content_index").Int()}
+		if a.texts == nil {
+			a.texts = map[[2]int64]int{}
+		}
+		n, ok := a.texts[key]
+		if !ok {
+			n = len(a.texts)
+			a.texts[key] = n
+		}
+		dst = append(dst, wire.Delta{Kind: wire.TextDelta, Index: n, Text: strings.Clone(ev.Get("delta").Str)})
+	case "response.refusal.delta":
+		dst = append(dst, wire.Delta{Kind: wire.RefusalDelta, Text: strings.Clone(ev.Get("delta").Str)})
+	case "response.function_call_arguments.delta":
+		if n, ok := a.calls[ev.Get("output_index").Int()]; ok {
+			dst = append(dst, wire.Delta{Kind: wire.ArgumentsDelta, Index: n, Text: strings.Clone(ev.Get("delta").Str)})
+		}
+	case "response.reasoning_summary_text.delta":
+		if n, ok := a.reasoning[ev.Get("output_index").Int()]; ok {
+			dst = append(dst, wire.Delta{Kind: wire.ReasoningDelta, Index: n,
+				CallID: strings.Clone(ev.Get("item_id").Str), Text: strings.Clone(ev.Get("delta").Str)})
+		}
+	case "response.output_item.done":
+		if a.itemDone == nil {
+			a.itemDone = map[int64][]byte{}
+		}
+		a.itemDone[ev.Get("output_index").Int()] = []byte(ev.Get("item").Raw)
+	case "response.completed", "response.incomplete":
+		a.final = []byte(ev.Get("response").Raw)
+		ans, err := a.Answer()
+		a.done = err == nil
+		if err != nil {
+			return dst, false, err
+		}
+		return append(dst, wire.Delta{Kind: wire.Finish, Text: ans.Stop, Usage: ans.Usage}), true, nil
+	case "response.failed":
+		msg := ev.Get("response.error.message").Str
+		if msg == "" {
+			msg = "no error given"
+		}
+		return dst, false, fmt.Errorf("%w: %s", ErrFailed, msg)
+	case "error":
+		msg := ev.Get("message").Str
+		if msg == "" {
+			msg = ev.Get("error.message").Str
+		}
+		return dst, false, fmt.Errorf("responses: stream error event: %s", msg)
+	}
+	return dst, false, nil
+}
+
+// Answer returns the answer of the terminal event's Response; an output
+// left empty there is made of the output_item.done items.
+func (a *Assembler) Answer() (wire.Answer, error) {
+	if a.final == nil {
+		return wire.Answer{}, errors.New("responses: answer: the stream has not completed")
+	}
+	var done []gjson.Result
+	for i := int64(0); i < int64(len(a.itemDone)); i++ {
+		if raw, ok := a.itemDone[i]; ok {
+			done = append(done, parse(raw))
+		}
+	}
+	return parseResponse(parse(a.final), done)
+}

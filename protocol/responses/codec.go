@@ -1,0 +1,350 @@
+package responses
+
+import (
+	"errors"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/recallproxy/recall/wire"
+)
+
+// Codec is the wire.Codec of the Responses API: it reads and edits one
+// stored item. Its zero value is ready to use.
+//
+// Canonical roles: a message keeps its role (user, system, developer,
+// assistant); function_call, reasoning and every other item the model
+// produces (web_search_call, custom_tool_call, ...) are assistant; an item
+// that answers a call (type ending in "_output": function_call_output,
+// custom_tool_call_output, ...) is tool.
+//
+// Tool calls are read by call_id: an item whose type ends in "_call" and
+// that carries a call_id asks for a result (local_shell_call aside, whose
+// output answers it by id and is kept as it is); an item whose type ends
+// in "_call_output" answers the call_id it names.
+type Codec struct{}
+
+// Protocol returns wire.Responses.
+func (Codec) Protocol() wire.Protocol { return wire.Responses }
+
+// Name returns "responses".
+func (Codec) Name() string { return "responses" }
+
+// Role returns the item's canonical role, "" if raw is not an item.
+func (Codec) Role(raw []byte) string { return role(parse(raw)) }
+
+// Calls appends the call_id the item asks a result for, if any.
+func (Codec) Calls(dst []string, raw []byte) []string {
+	item := parse(raw)
+	if isCall(itemType(item)) {
+		if id := item.Get("call_id"); id.Type == gjson.String && id.Str != "" {
+			dst = append(dst, strings.Clone(id.Str))
+		}
+	}
+	return dst
+}
+
+// Results appends the call_id the item answers, if any.
+func (Codec) Results(dst []string, raw []byte) []string {
+	item := parse(raw)
+	if isOutput(itemType(item)) {
+		if id := item.Get("call_id"); id.Type == gjson.String && id.Str != "" {
+			dst = append(dst, strings.Clone(id.Str))
+		}
+	}
+	return dst
+}
+
+// KeepCalls returns raw when it is not a call or keep accepts its call_id;
+// a call keep refuses leaves nothing to send (an item holds one call).
+func (Codec) KeepCalls(raw []byte, keep func(id string) bool) ([]byte, bool) {
+	item := parse(raw)
+	if !isCall(itemType(item)) {
+		return raw, true
+	}
+	id := item.Get("call_id")
+	if id.Type != gjson.String || id.Str == "" || keep(id.Str) {
+		return raw, true
+	}
+	return nil, false
+}
+
+// CutResults cuts the output of an item that answers a call: a string
+// output, or the text of each input_text part of an output given as parts.
+func (Codec) CutResults(raw []byte, max int, marker func(kept, total int) string) ([]byte, bool) {
+	item := parse(raw)
+	if !isOutput(itemType(item)) {
+		return raw, false
+	}
+	out := item.Get("output")
+	if out.Type == gjson.String {
+		s, cut := cutText(out.Str, max, marker)
+		if !cut {
+			return raw, false
+		}
+		b, err := sjson.SetBytes(clone(raw), "output", s)
+		return b, err == nil
+	}
+	if !out.IsArray() {
+		return raw, false
+	}
+	b, cutAny := raw, false
+	for i, p := range out.Array() {
+		if p.Get("type").Str != partInputText {
+			continue
+		}
+		s, cut := cutText(p.Get("text").Str, max, marker)
+		if !cut {
+			continue
+		}
+		nb, err := sjson.SetBytes(clone(b), "output."+itoa(i)+".text", s)
+		if err != nil {
+			return raw, false
+		}
+		b, cutAny = nb, true
+	}
+	return b, cutAny
+}
+
+// cutText cuts s to max runes and appends the marker on a line of its own.
+func cutText(s string, max int, marker func(kept, total int) string) (string, bool) {
+	total := utf8.RuneCountInString(s)
+	if total <= max {
+		return s, false
+	}
+	off, n := 0, 0
+	for off < len(s) && n < max {
+		_, size := utf8.DecodeRuneInString(s[off:])
+		off += size
+		n++
+	}
+	return s[:off] + "\n" + marker(max, total), true
+}
+
+// WithoutCacheHints returns raw: Responses items carry no cache hints
+// (prompt caching is keyed per request, by prompt_cache_key).
+func (Codec) WithoutCacheHints(raw []byte) []byte { return raw }
+
+// errNotItem is the error of Decode for JSON that is not an item.
+var errNotItem = errors.New("responses: not an input or output item")
+
+// Decode reads an item into the canonical model: a message's text, images
+// and refusals; a function_call as a ToolCall; a function_call_output as
+// a ToolResult; anything else (reasoning, files, hosted tool calls) as one
+// Opaque part holding the item, which only a Responses upstream reads.
+func (Codec) Decode(raw []byte) (wire.Message, error) {
+	item := parse(raw)
+	r := role(item)
+	if r == "" {
+		return wire.Message{}, errNotItem
+	}
+	m := wire.Message{Role: r}
+	switch itemType(item) {
+	case typeMessage:
+		c := item.Get("content")
+		if c.Type == gjson.String {
+			m.Parts = append(m.Parts, wire.Part{Kind: wire.Text, Text: c.Str})
+			break
+		}
+		for _, p := range c.Array() {
+			switch p.Get("type").Str {
+			case partInputText, partOutputText:
+				m.Parts = append(m.Parts, wire.Part{Kind: wire.Text, Text: p.Get("text").Str})
+			case partRefusal:
+				m.Parts = append(m.Parts, wire.Part{Kind: wire.Refusal, Text: p.Get("refusal").Str})
+			case partInputImage:
+				if u := p.Get("image_url"); u.Type == gjson.String {
+					m.Parts = append(m.Parts, wire.Part{Kind: wire.Image, URL: u.Str})
+					break
+				}
+				fallthrough
+			default:
+				m.Parts = append(m.Parts, wire.Part{Kind: wire.Opaque, Origin: wire.Responses, Raw: clone([]byte(p.Raw))})
+			}
+		}
+	case typeFunctionCall:
+		m.Parts = append(m.Parts, wire.Part{Kind: wire.ToolCall, CallID: item.Get("call_id").Str,
+			Name: item.Get("name").Str, Arguments: item.Get("arguments").Str})
+	case typeFunctionCallOutput:
+		m.Parts = append(m.Parts, wire.Part{Kind: wire.ToolResult, CallID: item.Get("call_id").Str,
+			Text: outputText(item.Get("output"))})
+	default:
+		m.Parts = append(m.Parts, wire.Part{Kind: wire.Opaque, Origin: wire.Responses, Raw: clone(raw)})
+	}
+	return m, nil
+}
+
+// outputText is a function_call_output's output as text: the string, or
+// its text parts joined with newlines.
+func outputText(out gjson.Result) string {
+	if out.Type == gjson.String {
+		return out.Str
+	}
+	var b strings.Builder
+	for _, p := range out.Array() {
+		if p.Get("type").Str == partInputText {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(p.Get("text").Str)
+		}
+	}
+	return b.String()
+}
+
+// Encode writes canonical messages as items: a message item per run of
+// text, image and refusal parts (output_text and refusal parts for the
+// assistant, input_text and input_image for the others), a function_call
+// per ToolCall, a function_call_output per ToolResult, and the Raw item of
+// each Opaque part that came from this protocol; other protocols' opaque
+// parts are left out.
+func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
+	for _, m := range msgs {
+		r := m.Role
+		if r == wire.RoleTool {
+			r = wire.RoleUser // text beside tool results reads as the user's
+		}
+		var content []byte // the open message item's parts
+		flush := func() {
+			if content != nil {
+				dst = append(dst, appendMessageItem(nil, r, content))
+				content = nil
+			}
+		}
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case wire.Text, wire.Image, wire.Refusal:
+				if content == nil {
+					content = []byte{'['}
+				} else {
+					content = append(content, ',')
+				}
+				content = appendPart(content, r, p)
+			case wire.ToolCall:
+				flush()
+				dst = append(dst, appendFunctionCall(nil, "", p.CallID, p.Name, p.Arguments))
+			case wire.ToolResult:
+				flush()
+				b := append([]byte(`{"type":"function_call_output","call_id":`), quote(p.CallID)...)
+				b = append(append(b, `,"output":`...), quote(p.Text)...)
+				dst = append(dst, append(b, '}'))
+			case wire.Opaque:
+				if p.Origin == wire.Responses && gjson.ValidBytes(p.Raw) {
+					if role(parse(p.Raw)) != "" {
+						flush()
+						dst = append(dst, clone(p.Raw))
+					} else if parse(p.Raw).IsObject() { // a content part of a message
+						if content == nil {
+							content = []byte{'['}
+						} else {
+							content = append(content, ',')
+						}
+						content = append(content, p.Raw...)
+					}
+				}
+			}
+		}
+		flush()
+	}
+	return dst, nil
+}
+
+// appendMessageItem appends a message item with the given parts array
+// (without its closing bracket).
+func appendMessageItem(b []byte, role string, parts []byte) []byte {
+	b = append(b, `{"type":"message","role":`...)
+	b = append(b, quote(role)...)
+	b = append(b, `,"content":`...)
+	b = append(b, parts...)
+	return append(b, "]}"...)
+}
+
+// appendPart appends a text, image or refusal part for role.
+func appendPart(b []byte, role string, p wire.Part) []byte {
+	switch {
+	case p.Kind == wire.Image:
+		b = append(b, `{"type":"input_image","image_url":`...)
+		b = append(b, quote(p.URL)...)
+		return append(b, `,"detail":"auto"}`...)
+	case p.Kind == wire.Refusal && role == wire.RoleAssistant:
+		b = append(b, `{"type":"refusal","refusal":`...)
+		return append(append(b, quote(p.Text)...), '}')
+	case role == wire.RoleAssistant:
+		b = append(b, `{"type":"output_text","text":`...)
+		return append(append(b, quote(p.Text)...), `,"annotations":[]}`...)
+	}
+	b = append(b, `{"type":"input_text","text":`...)
+	return append(append(b, quote(p.Text)...), '}')
+}
+
+// appendFunctionCall appends a function_call item (id left out when "").
+func appendFunctionCall(b []byte, id, callID, name, args string) []byte {
+	b = append(b, `{"type":"function_call"`...)
+	if id != "" {
+		b = append(append(b, `,"id":`...), quote(id)...)
+	}
+	b = append(append(b, `,"call_id":`...), quote(callID)...)
+	b = append(append(b, `,"name":`...), quote(name)...)
+	b = append(append(b, `,"arguments":`...), quote(args)...)
+	return append(b, '}')
+}
+
+// itemType returns an item's type: its "type", or "message" for an easy
+// input message (a "role" and no "type"); "" when item is neither.
+func itemType(item gjson.Result) string {
+	if !item.IsObject() {
+		return ""
+	}
+	t := item.Get("type")
+	if t.Type == gjson.String {
+		return t.Str
+	}
+	if !t.Exists() && item.Get("role").Type == gjson.String {
+		return typeMessage
+	}
+	return ""
+}
+
+// isCall reports whether an item of type t asks the client for a result
+// by its call_id.
+func isCall(t string) bool { return strings.HasSuffix(t, "_call") && t != "local_shell_call" }
+
+// isOutput reports whether an item of type t answers a call by call_id.
+func isOutput(t string) bool { return strings.HasSuffix(t, "_call_output") }
+
+// role is the canonical role of item ("" if it is not an item).
+func role(item gjson.Result) string {
+	switch t := itemType(item); {
+	case t == "" || t == typeItemReference:
+		return ""
+	case t == typeMessage:
+		switch r := item.Get("role").Str; r {
+		case wire.RoleUser, wire.RoleSystem, wire.RoleDeveloper, wire.RoleAssistant:
+			return r
+		}
+		return ""
+	case strings.HasSuffix(t, "_output"):
+		return wire.RoleTool
+	}
+	return wire.RoleAssistant
+}
+
+// parse parses raw without copying it: the results alias raw.
+func parse(raw []byte) gjson.Result { return gjson.Parse(bytesString(raw)) }
+
+// bytesString returns a string sharing b's memory; b must not change
+// while it is in use.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+func clone(b []byte) []byte { return append([]byte(nil), b...) }
+
+// quote returns s as a JSON string literal.
+func quote(s string) []byte { return gjson.AppendJSONString(nil, s) }

@@ -1,0 +1,395 @@
+package responses
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/recallproxy/recall/wire"
+)
+
+// NewRenderer returns a Renderer of req's answer as a Responses stream.
+// req.ResponseID and req.Created name the response from its first event.
+func (Ingress) NewRenderer(req *wire.Request) wire.Renderer {
+	return &Renderer{req: req, cur: -1}
+}
+
+// Renderer writes a streamed answer as OpenAI's Responses events:
+// response.created and response.in_progress first; per output item
+// response.output_item.added, then for a message response.content_part.added,
+// response.output_text.delta (or response.refusal.delta) events,
+// response.output_text.done and response.content_part.done, for a
+// function call response.function_call_arguments.delta events and
+// .done; response.output_item.done; and at End response.completed (or
+// response.incomplete) carrying the whole Response, the same object
+// AppendResponse renders. Every event has its SSE "event:" line and a
+// sequence_number counting from 0.
+//
+// Items are opened as deltas arrive and closed when the next one opens
+// (as OpenAI does), text and refusals in a message item, each tool call
+// in a function_call item, and a reasoning item for each ReasoningDelta
+// that names a Responses reasoning item (CallID; readable reasoning of
+// other protocols is not rendered). Items of the answer that no delta
+// announced are rendered whole at End.
+type Renderer struct {
+	req     *wire.Request
+	id      string
+	seq     int
+	started bool
+	items   []*rItem
+	cur     int         // index of the open item, -1 when none
+	calls   map[int]int // tool call index to item
+	reason  map[int]int // reasoning index to item
+}
+
+// rItem is one output item being streamed.
+type rItem struct {
+	typ    string // message, function_call, reasoning
+	id     string
+	parts  []rPart // message content
+	part   int     // the text part index TextDelta last wrote, -1: none
+	callID string
+	name   string
+	args   strings.Builder
+	closed bool
+}
+
+// rPart is one content part of a streamed message.
+type rPart struct {
+	refusal bool
+	text    strings.Builder
+}
+
+var _ wire.Renderer = (*Renderer)(nil)
+
+// Delta appends the events for d.
+func (r *Renderer) Delta(dst []byte, d wire.Delta) []byte {
+	dst = r.start(dst)
+	switch d.Kind {
+	case wire.TextDelta, wire.RefusalDelta:
+		refusal := d.Kind == wire.RefusalDelta
+		var it *rItem
+		if r.cur >= 0 && r.items[r.cur].typ == typeMessage {
+			it = r.items[r.cur]
+		} else {
+			dst, it = r.open(dst, typeMessage)
+			it.part = -1
+		}
+		ci := len(it.parts) - 1
+		if ci < 0 || it.parts[ci].refusal != refusal || (!refusal && it.part != d.Index) {
+			dst = r.closePart(dst, it)
+			it.parts = append(it.parts, rPart{refusal: refusal})
+			it.closed = false
+			ci = len(it.parts) - 1
+			part := appendOutputPart(nil, wire.Text, "")
+			if refusal {
+				part = appendOutputPart(nil, wire.Refusal, "")
+			}
+			dst = r.event(dst, "response.content_part.added", func(b []byte) []byte {
+				b = r.itemRef(b, it, ci)
+				return append(append(b, `,"part":`...), part...)
+			})
+		}
+		if !refusal {
+			it.part = d.Index
+		}
+		it.parts[ci].text.WriteString(d.Text)
+		typ := "response.output_text.delta"
+		if refusal {
+			typ = "response.refusal.delta"
+		}
+		dst = r.event(dst, typ, func(b []byte) []byte {
+			b = r.itemRef(b, it, ci)
+			b = append(append(b, `,"delta":`...), quote(d.Text)...)
+			if !refusal {
+				b = append(b, `,"logprobs":[]`...)
+			}
+			return b
+		})
+	case wire.ToolCallStart:
+		var it *rItem
+		dst, it = r.open(dst, typeFunctionCall, func(it *rItem) { it.callID, it.name = d.CallID, d.Name })
+		if r.calls == nil {
+			r.calls = map[int]int{}
+		}
+		r.calls[d.Index] = r.indexOf(it)
+	case wire.ArgumentsDelta:
+		i, ok := r.calls[d.Index]
+		if !ok || d.Text == "" {
+			break
+		}
+		it := r.items[i]
+		it.args.WriteString(d.Text)
+		dst = r.event(dst, "response.function_call_arguments.delta", func(b []byte) []byte {
+			b = r.itemRef(b, it, -1)
+			return append(append(b, `,"delta":`...), quote(d.Text)...)
+		})
+	case wire.ReasoningDelta:
+		if d.CallID == "" {
+			break // another protocol's readable reasoning: not an item here
+		}
+		if _, ok := r.reason[d.Index]; ok {
+			break // summary text: the final item carries it
+		}
+		var it *rItem
+		dst, it = r.open(dst, typeReasoning, func(it *rItem) { it.id = d.CallID })
+		if r.reason == nil {
+			r.reason = map[int]int{}
+		}
+		r.reason[d.Index] = r.indexOf(it)
+	}
+	return dst
+}
+
+// End closes the open item, renders the items no delta announced, and
+// appends response.completed (response.incomplete when the answer was cut
+// at its token limit or filtered) with the whole Response.
+func (r *Renderer) End(dst []byte, a *wire.Answer) []byte {
+	dst = r.start(dst)
+	r.id = responseID(r.req, a)
+	items := outputItems(a, r.id)
+	dst = r.closeItem(dst, items)
+	for i := len(r.items); i < len(items); i++ {
+		dst = r.replay(dst, items[i])
+	}
+	typ := "response.completed"
+	if a.Stop == wire.StopLength || a.Stop == wire.StopFilter {
+		typ = "response.incomplete"
+	}
+	return r.event(dst, typ, func(b []byte) []byte {
+		return appendResponse(append(b, `,"response":`...), r.req, a, r.id, items, false)
+	})
+}
+
+// start appends response.created and response.in_progress once.
+func (r *Renderer) start(dst []byte) []byte {
+	if r.started {
+		return dst
+	}
+	r.started = true
+	r.id = responseID(r.req, nil)
+	for _, typ := range [2]string{"response.created", "response.in_progress"} {
+		dst = r.event(dst, typ, func(b []byte) []byte {
+			return appendResponse(append(b, `,"response":`...), r.req, nil, r.id, nil, true)
+		})
+	}
+	return dst
+}
+
+// open closes the open item and opens one of type typ.
+func (r *Renderer) open(dst []byte, typ string, set ...func(*rItem)) ([]byte, *rItem) {
+	dst = r.closeItem(dst, nil)
+	it := &rItem{typ: typ, part: -1}
+	for _, f := range set {
+		f(it)
+	}
+	i := len(r.items)
+	switch typ {
+	case typeMessage:
+		it.id = itemID("msg", r.id, i)
+	case typeFunctionCall:
+		it.id = itemID("fc", r.id, i)
+	}
+	r.items = append(r.items, it)
+	r.cur = i
+	dst = r.event(dst, "response.output_item.added", func(b []byte) []byte {
+		b = strconv.AppendInt(append(b, `,"output_index":`...), int64(i), 10)
+		return append(append(b, `,"item":`...), r.progressItem(it)...)
+	})
+	return dst, it
+}
+
+// progressItem is an item as output_item.added shows it.
+func (r *Renderer) progressItem(it *rItem) []byte {
+	switch it.typ {
+	case typeMessage:
+		return appendOutputMessage(nil, it.id, "in_progress", []byte("[]"))
+	case typeFunctionCall:
+		return appendCallItem(nil, it.id, "in_progress", it.callID, it.name, "")
+	}
+	b := append([]byte(`{"id":`), quote(it.id)...)
+	return append(b, `,"type":"reasoning","summary":[]}`...)
+}
+
+// closeItem closes the open item; its done event carries final's item at
+// its index when final has one of its type (the answer's item), else the
+// item as streamed.
+func (r *Renderer) closeItem(dst []byte, final [][]byte) []byte {
+	if r.cur < 0 {
+		return dst
+	}
+	i := r.cur
+	it := r.items[i]
+	r.cur = -1
+	switch it.typ {
+	case typeMessage:
+		dst = r.closePart(dst, it)
+	case typeFunctionCall:
+		dst = r.event(dst, "response.function_call_arguments.done", func(b []byte) []byte {
+			b = r.itemRef(b, it, -1)
+			return append(append(b, `,"arguments":`...), quote(it.args.String())...)
+		})
+	}
+	var item []byte
+	if i < len(final) && itemType(parse(final[i])) == it.typ {
+		item = final[i]
+	} else {
+		item = r.streamedItem(it)
+	}
+	it.closed = true
+	return r.event(dst, "response.output_item.done", func(b []byte) []byte {
+		b = strconv.AppendInt(append(b, `,"output_index":`...), int64(i), 10)
+		return append(append(b, `,"item":`...), item...)
+	})
+}
+
+// streamedItem is a finished item made of what was streamed.
+func (r *Renderer) streamedItem(it *rItem) []byte {
+	switch it.typ {
+	case typeMessage:
+		content := []byte{'['}
+		for j := range it.parts {
+			if j > 0 {
+				content = append(content, ',')
+			}
+			kind := wire.Text
+			if it.parts[j].refusal {
+				kind = wire.Refusal
+			}
+			content = appendOutputPart(content, kind, it.parts[j].text.String())
+		}
+		return appendOutputMessage(nil, it.id, "completed", append(content, ']'))
+	case typeFunctionCall:
+		return appendCallItem(nil, it.id, "completed", it.callID, it.name, it.args.String())
+	}
+	return r.progressItem(it)
+}
+
+// closePart closes the message's last content part, if open.
+func (r *Renderer) closePart(dst []byte, it *rItem) []byte {
+	ci := len(it.parts) - 1
+	if ci < 0 || it.closed {
+		return dst
+	}
+	p := &it.parts[ci]
+	text := p.text.String()
+	kind, typ, field := wire.Text, "response.output_text.done", "text"
+	if p.refusal {
+		kind, typ, field = wire.Refusal, "response.refusal.done", "refusal"
+	}
+	dst = r.event(dst, typ, func(b []byte) []byte {
+		b = r.itemRef(b, it, ci)
+		b = append(append(b, `,"`+field+`":`...), quote(text)...)
+		if !p.refusal {
+			b = append(b, `,"logprobs":[]`...)
+		}
+		return b
+	})
+	dst = r.event(dst, "response.content_part.done", func(b []byte) []byte {
+		b = r.itemRef(b, it, ci)
+		return append(append(b, `,"part":`...), appendOutputPart(nil, kind, text)...)
+	})
+	it.closed = true // reopened by the next part
+	return dst
+}
+
+// replay renders an item of the answer that no delta announced, whole.
+func (r *Renderer) replay(dst []byte, item []byte) []byte {
+	v := parse(item)
+	it := &rItem{typ: itemType(v), id: v.Get("id").Str, part: -1}
+	i := len(r.items)
+	r.items = append(r.items, it)
+	switch it.typ {
+	case typeMessage:
+		dst = r.event(dst, "response.output_item.added", func(b []byte) []byte {
+			b = strconv.AppendInt(append(b, `,"output_index":`...), int64(i), 10)
+			return append(append(b, `,"item":`...), appendOutputMessage(nil, it.id, "in_progress", []byte("[]"))...)
+		})
+		for _, p := range v.Get("content").Array() {
+			refusal := p.Get("type").Str == partRefusal
+			it.parts = append(it.parts, rPart{refusal: refusal})
+			ci := len(it.parts) - 1
+			text := p.Get("text").Str
+			kind := wire.Text
+			if refusal {
+				text, kind = p.Get("refusal").Str, wire.Refusal
+			}
+			it.parts[ci].text.WriteString(text)
+			it.closed = false
+			dst = r.event(dst, "response.content_part.added", func(b []byte) []byte {
+				b = r.itemRef(b, it, ci)
+				return append(append(b, `,"part":`...), appendOutputPart(nil, kind, "")...)
+			})
+			typ := "response.output_text.delta"
+			if refusal {
+				typ = "response.refusal.delta"
+			}
+			if text != "" {
+				dst = r.event(dst, typ, func(b []byte) []byte {
+					b = r.itemRef(b, it, ci)
+					b = append(append(b, `,"delta":`...), quote(text)...)
+					if !refusal {
+						b = append(b, `,"logprobs":[]`...)
+					}
+					return b
+				})
+			}
+			dst = r.closePart(dst, it)
+		}
+	case typeFunctionCall:
+		it.callID, it.name = v.Get("call_id").Str, v.Get("name").Str
+		dst = r.event(dst, "response.output_item.added", func(b []byte) []byte {
+			b = strconv.AppendInt(append(b, `,"output_index":`...), int64(i), 10)
+			return append(append(b, `,"item":`...), appendCallItem(nil, it.id, "in_progress", it.callID, it.name, "")...)
+		})
+		if args := v.Get("arguments").Str; args != "" {
+			it.args.WriteString(args)
+			dst = r.event(dst, "response.function_call_arguments.delta", func(b []byte) []byte {
+				b = r.itemRef(b, it, -1)
+				return append(append(b, `,"delta":`...), quote(args)...)
+			})
+		}
+		dst = r.event(dst, "response.function_call_arguments.done", func(b []byte) []byte {
+			b = r.itemRef(b, it, -1)
+			return append(append(b, `,"arguments":`...), quote(it.args.String())...)
+		})
+	default:
+		dst = r.event(dst, "response.output_item.added", func(b []byte) []byte {
+			b = strconv.AppendInt(append(b, `,"output_index":`...), int64(i), 10)
+			return append(append(b, `,"item":`...), item...)
+		})
+	}
+	return r.event(dst, "response.output_item.done", func(b []byte) []byte {
+		b = strconv.AppendInt(append(b, `,"output_index":`...), int64(i), 10)
+		return append(append(b, `,"item":`...), item...)
+	})
+}
+
+// itemRef appends item_id, output_index and (ci >= 0) content_index.
+func (r *Renderer) itemRef(b []byte, it *rItem, ci int) []byte {
+	b = append(append(b, `,"item_id":`...), quote(it.id)...)
+	b = strconv.AppendInt(append(b, `,"output_index":`...), int64(r.indexOf(it)), 10)
+	if ci >= 0 {
+		b = strconv.AppendInt(append(b, `,"content_index":`...), int64(ci), 10)
+	}
+	return b
+}
+
+func (r *Renderer) indexOf(it *rItem) int {
+	for i, x := range r.items {
+		if x == it {
+			return i
+		}
+	}
+	return -1
+}
+
+// event appends one SSE event of type typ; fields appends the members
+// after type and sequence_number, each with its leading comma.
+func (r *Renderer) event(dst []byte, typ string, fields func([]byte) []byte) []byte {
+	dst = append(dst, "event: "+typ+"\ndata: "...)
+	dst = append(dst, `{"type":"`+typ+`","sequence_number":`...)
+	dst = strconv.AppendInt(dst, int64(r.seq), 10)
+	r.seq++
+	dst = fields(dst)
+	return append(dst, "}\n\n"...)
+}

@@ -1,0 +1,247 @@
+package responses
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/recallproxy/recall/wire"
+)
+
+// AppendAnswer renders a non-streamed answer as a Response object (see
+// AppendResponse).
+func (Ingress) AppendAnswer(dst []byte, req *wire.Request, a *wire.Answer) []byte {
+	return AppendResponse(dst, req, a)
+}
+
+// AppendResponse appends the Response object for answer a to request req,
+// as POST /v1/responses answers it and GET /v1/responses/{id} serves it
+// later: the proxy rebuilds req (ParseRequest of the stored request body,
+// with Conversation, PreviousResponseID and Store as resolved) and a (the
+// stored answer items with their Protocol, Stop, Usage, Model,
+// ResponseID and Created) and gets the same bytes.
+//
+// The id is a.ResponseID (else a.ID) and item ids are derived from it and
+// the item's position (msg_…, fc_…), so every rendering of one answer,
+// streamed or not, names its items alike. When a.Protocol is Responses the
+// output is a.Stored as the upstream sent it, with Recall's ids on
+// messages and function calls (reasoning items keep the upstream's id and
+// encrypted_content, which the upstream needs back); otherwise it is
+// built from a.Message. The request's settings (instructions, tools,
+// tool_choice, text, reasoning, metadata, ...) are echoed from its body,
+// with OpenAI's defaults for those it left out, so that SDK helpers
+// (output_text, finalResponse) find every field they read.
+func AppendResponse(dst []byte, req *wire.Request, a *wire.Answer) []byte {
+	id := responseID(req, a)
+	return appendResponse(dst, req, a, id, outputItems(a, id), false)
+}
+
+// responseID is the id the answer is rendered under.
+func responseID(req *wire.Request, a *wire.Answer) string {
+	switch {
+	case a != nil && a.ResponseID != "":
+		return a.ResponseID
+	case req.ResponseID != "":
+		return req.ResponseID
+	case a != nil:
+		return a.ID
+	}
+	return ""
+}
+
+// itemID is the id of the output item at index i of response id:
+// prefix ("msg", "fc") and id's own suffix, so that ids are stable across
+// renderings and unique across responses.
+func itemID(prefix, id string, i int) string {
+	base := id
+	if _, rest, ok := strings.Cut(id, "_"); ok {
+		base = rest
+	}
+	return prefix + "_" + base + "_" + strconv.Itoa(i)
+}
+
+// outputItems renders the answer's output items, with Recall's ids.
+func outputItems(a *wire.Answer, id string) [][]byte {
+	var items [][]byte
+	if a.Protocol == wire.Responses && len(a.Stored) > 0 {
+		for i, raw := range a.Stored {
+			item := parse(raw)
+			b := clone(raw)
+			switch itemType(item) {
+			case typeMessage:
+				b, _ = sjson.SetBytes(b, "id", itemID("msg", id, i))
+			case typeFunctionCall:
+				b, _ = sjson.SetBytes(b, "id", itemID("fc", id, i))
+			}
+			if !item.Get("status").Exists() && itemType(item) != typeReasoning {
+				b, _ = sjson.SetBytes(b, "status", "completed")
+			}
+			items = append(items, b)
+		}
+		return items
+	}
+	var content []byte // the open message's parts
+	flush := func() {
+		if content != nil {
+			items = append(items, appendOutputMessage(nil, itemID("msg", id, len(items)), "completed", append(content, ']')))
+			content = nil
+		}
+	}
+	for _, p := range a.Message.Parts {
+		switch p.Kind {
+		case wire.Text, wire.Refusal:
+			if content == nil {
+				content = []byte{'['}
+			} else {
+				content = append(content, ',')
+			}
+			content = appendOutputPart(content, p.Kind, p.Text)
+		case wire.ToolCall:
+			flush()
+			items = append(items, appendCallItem(nil, itemID("fc", id, len(items)), "completed", p.CallID, p.Name, p.Arguments))
+		case wire.Opaque:
+			if p.Origin == wire.Responses && role(parse(p.Raw)) != "" {
+				flush()
+				items = append(items, clone(p.Raw))
+			}
+		}
+	}
+	flush()
+	if len(items) == 0 {
+		items = append(items, appendOutputMessage(nil, itemID("msg", id, 0), "completed",
+			append(appendOutputPart([]byte{'['}, wire.Text, ""), ']')))
+	}
+	return items
+}
+
+// appendOutputMessage appends an assistant output message with the given
+// content array.
+func appendOutputMessage(b []byte, id, status string, content []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = append(b, quote(id)...)
+	b = append(b, `,"type":"message","status":`...)
+	b = append(b, quote(status)...)
+	b = append(b, `,"content":`...)
+	b = append(b, content...)
+	return append(b, `,"role":"assistant"}`...)
+}
+
+// appendOutputPart appends an output_text or refusal part.
+func appendOutputPart(b []byte, kind wire.Kind, text string) []byte {
+	if kind == wire.Refusal {
+		b = append(b, `{"type":"refusal","refusal":`...)
+		return append(append(b, quote(text)...), '}')
+	}
+	b = append(b, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
+	return append(append(b, quote(text)...), '}')
+}
+
+// appendCallItem appends a function_call output item.
+func appendCallItem(b []byte, id, status, callID, name, args string) []byte {
+	b = append(b, `{"id":`...)
+	b = append(b, quote(id)...)
+	b = append(b, `,"type":"function_call","status":`...)
+	b = append(b, quote(status)...)
+	b = append(append(b, `,"arguments":`...), quote(args)...)
+	b = append(append(b, `,"call_id":`...), quote(callID)...)
+	b = append(append(b, `,"name":`...), quote(name)...)
+	return append(b, '}')
+}
+
+// appendResponse appends the Response object: in progress (no output, no
+// usage) or finished with items.
+func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, items [][]byte, inProgress bool) []byte {
+	var body gjson.Result
+	if req.Protocol == wire.Responses && len(req.Body) > 0 {
+		body = parse(req.Body)
+	}
+	echo := func(key, def string) {
+		dst = append(dst, `,"`+key+`":`...)
+		if v := body.Get(key); v.Exists() && v.Type != gjson.Null {
+			dst = append(dst, v.Raw...)
+		} else {
+			dst = append(dst, def...)
+		}
+	}
+	created := req.Created
+	if a != nil && a.Created != 0 {
+		created = a.Created
+	}
+	status, reason := "in_progress", ""
+	if !inProgress {
+		status = "completed"
+		switch a.Stop {
+		case wire.StopLength:
+			status, reason = "incomplete", "max_output_tokens"
+		case wire.StopFilter:
+			status, reason = "incomplete", "content_filter"
+		}
+	}
+	model := req.Model
+	if a != nil && a.Model != "" {
+		model = a.Model
+	}
+	dst = append(dst, `{"id":`...)
+	dst = append(dst, quote(id)...)
+	dst = append(dst, `,"object":"response","created_at":`...)
+	dst = strconv.AppendInt(dst, created, 10)
+	dst = append(append(dst, `,"status":`...), quote(status)...)
+	dst = append(dst, `,"background":false,"error":null,"incomplete_details":`...)
+	if reason != "" {
+		dst = append(append(append(dst, `{"reason":`...), quote(reason)...), '}')
+	} else {
+		dst = append(dst, "null"...)
+	}
+	echo("instructions", "null")
+	echo("max_output_tokens", "null")
+	dst = append(append(dst, `,"model":`...), quote(model)...)
+	dst = append(dst, `,"output":[`...)
+	for i, it := range items {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, it...)
+	}
+	dst = append(dst, ']')
+	echo("parallel_tool_calls", "true")
+	dst = append(dst, `,"previous_response_id":`...)
+	dst = appendNullable(dst, req.PreviousResponseID)
+	echo("reasoning", `{"effort":null,"summary":null}`)
+	dst = strconv.AppendBool(append(dst, `,"store":`...), req.Store)
+	echo("temperature", "1")
+	echo("text", `{"format":{"type":"text"}}`)
+	echo("tool_choice", `"auto"`)
+	echo("tools", "[]")
+	echo("top_p", "1")
+	echo("truncation", `"disabled"`)
+	dst = append(dst, `,"usage":`...)
+	if inProgress {
+		dst = append(dst, "null"...)
+	} else {
+		u := a.Usage
+		dst = strconv.AppendInt(append(dst, `{"input_tokens":`...), int64(u.InputTokens), 10)
+		dst = strconv.AppendInt(append(dst, `,"input_tokens_details":{"cached_tokens":`...), int64(u.CachedTokens), 10)
+		dst = strconv.AppendInt(append(dst, `},"output_tokens":`...), int64(u.OutputTokens), 10)
+		dst = strconv.AppendInt(append(dst, `,"output_tokens_details":{"reasoning_tokens":`...), int64(u.ReasoningTokens), 10)
+		dst = strconv.AppendInt(append(dst, `},"total_tokens":`...), int64(u.InputTokens+u.OutputTokens), 10)
+		dst = append(dst, '}')
+	}
+	echo("user", "null")
+	echo("metadata", "{}")
+	dst = append(dst, `,"conversation":`...)
+	if req.Conversation != "" {
+		dst = append(append(append(dst, `{"id":`...), quote(req.Conversation)...), '}')
+	} else {
+		dst = append(dst, "null"...)
+	}
+	return append(dst, '}')
+}
+
+func appendNullable(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, "null"...)
+	}
+	return append(b, quote(s)...)
+}
