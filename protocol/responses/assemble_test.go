@@ -11,7 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/internal/upstreamtest"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -51,7 +51,7 @@ func TestAssembleUpstreamStream(t *testing.T) {
 	asm := Upstream{}.NewAssembler()
 	var deltas []wire.Delta
 	done := false
-	er := rewrite.NewEventReader(bytes.NewReader(stream), 0)
+	er := chat.NewEventReader(bytes.NewReader(stream), 0)
 	for {
 		ev, err := er.Next()
 		if errors.Is(err, io.EOF) {
@@ -106,7 +106,7 @@ func TestAssembleUpstreamStream(t *testing.T) {
 	out = rd.End(out, &streamed)
 	addedIDs := map[int64]string{}
 	var final gjson.Result
-	er = rewrite.NewEventReader(bytes.NewReader(out), 0)
+	er = chat.NewEventReader(bytes.NewReader(out), 0)
 	for {
 		ev, err := er.Next()
 		if err != nil {

@@ -58,11 +58,12 @@ func (Codec) Results(dst []string, raw []byte) []string {
 	return dst
 }
 
-// KeepCalls returns raw when it is not a call or keep accepts its call_id;
-// a call keep refuses leaves nothing to send (an item holds one call).
+// KeepCalls returns raw when it is neither a call nor a call's output, or
+// keep accepts its call_id; one keep refuses leaves nothing to send (an
+// item holds one call or one output).
 func (Codec) KeepCalls(raw []byte, keep func(id string) bool) ([]byte, bool) {
 	item := parse(raw)
-	if !isCall(itemType(item)) {
+	if t := itemType(item); !isCall(t) && !isOutput(t) {
 		return raw, true
 	}
 	id := item.Get("call_id")
@@ -71,6 +72,10 @@ func (Codec) KeepCalls(raw []byte, keep func(id string) bool) ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// Itemized implements wire.Codec: each call of an answer is an item of its
+// own.
+func (Codec) Itemized() bool { return true }
 
 // CutResults cuts the output of an item that answers a call: a string
 // output, or the text of each input_text part of an output given as parts.

@@ -11,7 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/pretty"
 
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 )
 
 // Hash returns the item's canonical hash. Two items hash equal when a
@@ -41,9 +41,9 @@ import (
 //
 // Everything else (role, call_id, name, the text, images, a reasoning
 // item's summary and encrypted_content) is compared. JSON nested deeper
-// than rewrite.MaxDepth hashes by its raw bytes.
+// than chat.MaxDepth hashes by its raw bytes.
 func (Codec) Hash(raw []byte) uint64 {
-	if rewrite.CheckDepth(raw) != nil {
+	if chat.CheckDepth(raw) != nil {
 		return xxhash.Sum64(raw)
 	}
 	bp := hashBufs.Get().(*[]byte)

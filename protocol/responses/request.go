@@ -8,7 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/internal/apierr"
-	"github.com/recallproxy/recall/rewrite"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -30,8 +30,8 @@ type Ingress struct{}
 // Body, Messages and Instructions alias body, except the items Recall
 // makes (from a string input, and from instructions).
 func (Ingress) ParseRequest(body []byte) (*wire.Request, error) {
-	if rewrite.CheckDepth(body) != nil {
-		return nil, apierr.Invalid("invalid_json", "", "The JSON body is nested too deeply (more than "+strconv.Itoa(rewrite.MaxDepth)+" levels).")
+	if chat.CheckDepth(body) != nil {
+		return nil, apierr.Invalid("invalid_json", "", "The JSON body is nested too deeply (more than "+strconv.Itoa(chat.MaxDepth)+" levels).")
 	}
 	if !gjson.ValidBytes(body) {
 		return nil, apierr.BadJSON
