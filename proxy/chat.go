@@ -56,7 +56,12 @@ type exchange struct {
 	// plan is what prepare planned (nil for an unrecorded request).
 	plan *plan.Plan
 	// model is the request's model (a summary job's default).
-	model        string
+	model string
+	// incarnation, if not 0, is the one a conversation this exchange
+	// creates gets (Recall's response ids name it).
+	incarnation uint64
+	// render renders an error in the client's protocol (nil: OpenAI's).
+	render       func(*apierr.Error) []byte
 	start        time.Time
 	sent         time.Time // request sent upstream
 	upstreamDone time.Time // upstream answer read (or stream ended)
@@ -133,22 +138,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 			msgs[i] = m.Raw
 		}
 		out = req.AppendBody(getBodyBuf(len(req.Body)+x.report.Tokens*4), msgs)
-		rc.Response.Header.Set("X-Recall-Conversation", conv)
-		rc.Response.Header.Set("X-Recall-Context-Tokens", strconv.Itoa(x.report.Tokens))
-		rc.Response.Header.Set(headerHistory, strconv.Itoa(x.report.IncludedTurns)+"/"+strconv.Itoa(x.report.StoredTurns))
-		curation := fmt.Sprintf("dropped_turns=%d truncated_tool_results=%d repaired_calls=%d",
-			x.report.DroppedTurns, x.report.TruncatedToolResults, x.report.RepairedCalls)
-		if x.report.OverBudget {
-			curation += " over_budget=current_turn_only"
-		}
-		switch {
-		case x.plan.SummaryOmitted:
-			curation += " summary=omitted"
-		case x.plan.SummaryCut:
-			curation += " summary=cut"
-		}
-		rc.Response.Header.Set("X-Recall-Curation", curation)
-		s.metrics.curated(c.cfg.ID, x.report)
+		x.curated(rc)
 	}
 
 	upReq := fasthttp.AcquireRequest()
@@ -211,6 +201,26 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	}
 	rc.Response.SetBodyRaw(raw)
 	x.done(status, nil)
+}
+
+// curated sets the headers that say what curation did, and counts it.
+func (x *exchange) curated(rc *fasthttp.RequestCtx) {
+	rc.Response.Header.Set("X-Recall-Conversation", x.key.Conversation)
+	rc.Response.Header.Set("X-Recall-Context-Tokens", strconv.Itoa(x.report.Tokens))
+	rc.Response.Header.Set(headerHistory, strconv.Itoa(x.report.IncludedTurns)+"/"+strconv.Itoa(x.report.StoredTurns))
+	curation := fmt.Sprintf("dropped_turns=%d truncated_tool_results=%d repaired_calls=%d",
+		x.report.DroppedTurns, x.report.TruncatedToolResults, x.report.RepairedCalls)
+	if x.report.OverBudget {
+		curation += " over_budget=current_turn_only"
+	}
+	switch {
+	case x.plan.SummaryOmitted:
+		curation += " summary=omitted"
+	case x.plan.SummaryCut:
+		curation += " summary=cut"
+	}
+	rc.Response.Header.Set("X-Recall-Curation", curation)
+	x.s.metrics.curated(x.c.cfg.ID, x.report)
 }
 
 // logExchange writes the exchange's request line.
@@ -361,7 +371,6 @@ func parseBody(encoding string, raw []byte, limit int) (chat.Reply, error) {
 // later; the client, told it failed, retries, and the retry replaces it
 // (see history.MergeRetry).
 func (x *exchange) commit(reply chat.Reply) error {
-	s := x.s
 	answer := history.Message{
 		Role: wire.RoleAssistant,
 		Raw:  reply.Message,
@@ -373,20 +382,38 @@ func (x *exchange) commit(reply chat.Reply) error {
 	if x.oneChoice && reply.Usage.CompletionTokens > 0 {
 		answer.Tokens = reply.Usage.CompletionTokens + tokens.MessageOverhead
 	} else {
-		answer.Tokens = s.counter.Message(x.enc, reply.Message)
+		answer.Tokens = x.s.counter.Message(x.enc, reply.Message)
 	}
+	return x.record1(recorded{answer: []history.Message{answer}, model: reply.Model, id: reply.ID,
+		prompt: reply.Usage.PromptTokens, completion: reply.Usage.CompletionTokens})
+}
+
+// recorded is an answer as the commit records it.
+type recorded struct {
+	// answer are the answer's messages in their stored form (Role, Raw,
+	// Protocol, Hash and Tokens set).
+	answer             []history.Message
+	model, id          string
+	prompt, completion int
+}
+
+// record1 writes the new messages and the answer as one atomic change (see
+// commit).
+func (x *exchange) record1(r recorded) error {
+	s := x.s
 	ch := history.Change{
 		Version:          x.version,
 		Supersede:        x.super,
-		Append:           append(x.fresh, answer),
+		Append:           append(x.fresh, r.answer...),
 		Cut:              x.cut,
-		Model:            reply.Model,
-		ResponseID:       reply.ID,
-		PromptTokens:     reply.Usage.PromptTokens,
-		CompletionTokens: reply.Usage.CompletionTokens,
+		Model:            r.model,
+		ResponseID:       r.id,
+		PromptTokens:     r.prompt,
+		CompletionTokens: r.completion,
 		Now:              s.cfg.Now().UnixNano(),
 		Exchange:         &history.ExchangeID{Key: x.retry.Key, Hash: x.exchangeHash},
 		Seal:             x.plan != nil && x.plan.Seal,
+		Incarnation:      x.incarnation,
 	}
 	start := s.cfg.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
@@ -490,10 +517,15 @@ func (x *exchange) head(ctx context.Context) history.HeadFunc {
 	}
 }
 
-// fail answers err in OpenAI's shape and ends the exchange with it.
+// fail answers err in the client's protocol's shape (OpenAI's unless
+// x.render says otherwise) and ends the exchange with it.
 func (x *exchange) fail(rc *fasthttp.RequestCtx, err error) {
 	e := classify(err)
-	writeError(rc, e)
+	if x.render != nil {
+		apierr.Write(rc, e, x.render)
+	} else {
+		writeError(rc, e)
+	}
 	x.done(e.Status, err)
 }
 

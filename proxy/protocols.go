@@ -1,0 +1,87 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/protocol/responses"
+	"github.com/recallproxy/recall/wire"
+)
+
+// protocol is what the proxy knows of a wire protocol: its package's two
+// sides, how its clients see errors, and the hooks of its state.
+type protocol struct {
+	proto wire.Protocol
+	// route names it in metrics and logs.
+	route    string
+	ingress  wire.Ingress
+	upstream wire.Upstream
+	// render and errorEvent shape an error for its clients, as a body and
+	// as a stream's event.
+	render     func(*apierr.Error) []byte
+	errorEvent func(*apierr.Error) []byte
+	// renders is set when its answers are always rendered by Recall, even
+	// from an upstream of the same protocol (the Responses API: its
+	// answers carry Recall's ids).
+	renders bool
+	// resolve, if set, finds the conversation a request names in its body
+	// (conv: the one the header or path prefix named).
+	resolve func(x *exchange, req *wire.Request, conv string) (string, error)
+	// answers, if set, names the answer before it is made (req.ResponseID).
+	answers func(x *exchange, req *wire.Request)
+	// credential, if set, puts the upstream key where its API reads it
+	// (upstreamRequest set Authorization: Bearer).
+	credential func(req *fasthttp.Request, c caller)
+}
+
+// protocols are the wire protocols Recall speaks, by their wire value: a
+// new protocol is its package and one entry here.
+var protocols = map[wire.Protocol]*protocol{
+	wire.ChatCompletions: {proto: wire.ChatCompletions, route: "chat", ingress: chat.Protocol{}, upstream: chat.Protocol{},
+		render: apierr.OpenAI, errorEvent: errorEvent},
+	wire.Responses: {proto: wire.Responses, route: "responses", ingress: responses.Ingress{}, upstream: responses.Upstream{},
+		render: apierr.OpenAI, errorEvent: responsesErrorEvent, renders: true, answers: nameResponse},
+}
+
+// routes map the ingress paths served through the seam to their protocol.
+var routes = []struct {
+	path  []byte
+	proto wire.Protocol
+}{
+	{[]byte("/v1/responses"), wire.Responses},
+}
+
+// seamRoute returns the protocol served at path, if any.
+func seamRoute(path []byte) *protocol {
+	for _, r := range routes {
+		if bytes.Equal(path, r.path) {
+			return protocols[r.proto]
+		}
+	}
+	return nil
+}
+
+// responsesErrorEvent is e as a Responses stream's error event.
+func responsesErrorEvent(e *apierr.Error) []byte {
+	b := []byte("event: error\ndata: ")
+	b = append(b, `{"type":"error","code":`...)
+	b = appendJSONString(b, e.Code)
+	b = append(b, `,"message":`...)
+	b = appendJSONString(b, e.Message)
+	b = append(b, `,"param":null}`...)
+	return append(b, "\n\n"...)
+}
+
+// nameResponse gives a Responses answer Recall's id before it is made: its
+// stream names it in its first event.
+func nameResponse(x *exchange, req *wire.Request) {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	req.ResponseID = "resp_" + hex.EncodeToString(b[:])
+	req.Created = x.start.Unix()
+}

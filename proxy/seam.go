@@ -1,0 +1,562 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/plan"
+	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/wire"
+)
+
+// serveSeam serves a request of ingress protocol in (its route's) through
+// the protocol seam: decode with the ingress, plan as every protocol does,
+// encode the context for the tenant's upstream protocol, and render the
+// answer back in the client's protocol. When the upstream speaks the
+// client's protocol, its bytes are relayed as they came (the Responses API
+// aside: its answers carry Recall's ids, which hold its state).
+//
+// Every call ends in exactly one x.done or x.fail.
+func (s *Server) serveSeam(rc *fasthttp.RequestCtx, conv string, p *protocol) {
+	x := &exchange{s: s, start: s.cfg.Now(), render: p.render, route: p.route}
+	x.key.Conversation = conv
+	body, err := s.readBody(rc)
+	if err != nil {
+		rc.SetConnectionClose()
+		x.fail(rc, err)
+		return
+	}
+	c, err := s.authenticate(rc)
+	if err != nil {
+		x.fail(rc, err)
+		return
+	}
+	x.c = c
+	if h, err := conversationID(rc, c.convHeader); err != nil {
+		x.fail(rc, err)
+		return
+	} else if conv == "" {
+		conv = h
+	} else if h != "" && h != conv {
+		x.fail(rc, apierr.TwoConversationIDs)
+		return
+	}
+	mode := c.mode
+	if h := rc.Request.Header.Peek(headerHistory); len(h) > 0 {
+		if mode, err = history.ParseMode(string(h)); err != nil {
+			x.fail(rc, apierr.BadHistoryMode)
+			return
+		}
+	}
+	req, err := p.ingress.ParseRequest(body)
+	if err != nil {
+		x.fail(rc, err)
+		return
+	}
+	if p.resolve != nil {
+		if conv, err = p.resolve(x, req, conv); err != nil {
+			x.fail(rc, err)
+			return
+		}
+	}
+	x.key.Conversation = conv
+	req.Conversation = conv
+	upProto, _ := wire.UpstreamFor(c.cfg.Upstream.Protocol, p.proto)
+	up := protocols[upProto]
+
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
+	x.record = conv != "" && mode != history.Off
+	res := owned{cancel: cancel}
+	defer res.end() // unless a stream's relay took it
+
+	var instr, msgs [][]byte
+	if x.record {
+		x.key.Tenant = c.Namespace
+		if s.cfg.CanCommit != nil {
+			if err := s.cfg.CanCommit(); err != nil {
+				x.fail(rc, fmt.Errorf("%w: %w", apierr.NoSpace, err))
+				return
+			}
+		}
+		x.retry = retryOf(rc)
+		instructions, in, err := turnOf(p.proto, req)
+		if err != nil {
+			x.fail(rc, err)
+			return
+		}
+		if res.release, err = x.prepare(ctx, instructions, in, req.Model, req.MaxTokens, req.ToolsRaw, mode); err != nil {
+			x.fail(rc, err)
+			return
+		}
+		x.oneChoice = req.Choices <= 1
+		if instr, msgs, err = encodePlan(upProto, x.plan.Messages); err != nil {
+			x.fail(rc, err)
+			return
+		}
+		x.curated(rc)
+	} else {
+		planned := make([]plan.Message, 0, len(req.Instructions)+len(req.Messages))
+		for _, m := range req.Instructions {
+			planned = append(planned, plan.Message{Kind: plan.Instruction, Protocol: p.proto, Raw: m})
+		}
+		for _, m := range req.Messages {
+			planned = append(planned, plan.Message{Kind: plan.New, Protocol: p.proto, Raw: m})
+		}
+		if instr, msgs, err = encodePlan(upProto, planned); err != nil {
+			x.fail(rc, err)
+			return
+		}
+	}
+	if p.answers != nil {
+		p.answers(x, req)
+	}
+	out, err := up.upstream.AppendBody(getBodyBuf(len(body)+x.report.Tokens*4), req, instr, msgs)
+	if err != nil {
+		x.fail(rc, err)
+		return
+	}
+
+	upReq := fasthttp.AcquireRequest()
+	upstreamRequest(upReq, rc, c, []byte("/v1"+up.upstream.Path()), false)
+	if up.credential != nil {
+		up.credential(upReq, c)
+	}
+	upReq.SetBodyRaw(out)
+	resp := fasthttp.AcquireResponse()
+	resp.Header.SetNoDefaultContentType(true)
+	x.sent = s.cfg.Now()
+	deadline, _ := ctx.Deadline()
+	err = s.client.DoDeadline(upReq, resp, deadline)
+	fasthttp.ReleaseRequest(upReq)
+	putBodyBuf(out)
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		x.fail(rc, upstreamErr(err))
+		return
+	}
+	status := resp.StatusCode()
+	ok := status >= 200 && status < 300
+	same := upProto == p.proto && !p.renders
+	if !ok && !same && upProto != p.proto {
+		// The upstream's error in the client's protocol's shape.
+		raw, _ := readLimited(responseBody(resp), 1<<20)
+		closeResponse(resp)
+		x.upstreamDone = s.cfg.Now()
+		x.fail(rc, upstreamStatus(status, raw))
+		return
+	}
+	copyResponseHeader(rc, resp)
+	if isEventStream(resp) {
+		if !same {
+			rc.Response.Header.Del("Content-Encoding")
+		}
+		s.relaySeam(ctx, res.take(), rc, x, resp, p, up, req, same, ok)
+		return
+	}
+	enc := string(resp.Header.ContentEncoding())
+	raw, err := readLimited(responseBody(resp), s.cfg.MaxResponseBytes)
+	closeResponse(resp)
+	x.upstreamDone = s.cfg.Now()
+	if errors.Is(err, errTooLarge) {
+		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err))
+		return
+	}
+	if err != nil {
+		x.fail(rc, upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err)))
+		return
+	}
+	if !ok { // the upstream's error, in the client's protocol already
+		rc.Response.SetBodyRaw(raw)
+		x.done(status, nil)
+		return
+	}
+	decoded, err := decode(enc, raw, s.cfg.MaxResponseBytes)
+	if err == nil && len(decoded) > 0 && !gjson.ValidBytes(decoded) {
+		err = errors.New("proxy: upstream answer is not JSON")
+	}
+	var a wire.Answer
+	if err == nil {
+		a, err = up.upstream.ParseAnswer(decoded)
+	}
+	if errors.Is(err, errTooLarge) {
+		x.fail(rc, fmt.Errorf("%w: decode upstream answer: %w", apierr.UpstreamTooLarge, err))
+		return
+	}
+	if err != nil {
+		x.fail(rc, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err))
+		return
+	}
+	x.stamp(&a, req, upProto)
+	if x.record {
+		if clientGone(rc.Conn()) {
+			x.done(499, errClientLeft)
+			return
+		}
+		if err := x.commitAnswer(&a, upProto); err != nil {
+			x.fail(rc, err)
+			return
+		}
+		x.committed = true
+	}
+	if same {
+		rc.Response.SetBodyRaw(raw)
+	} else {
+		rc.Response.Header.Del("Content-Encoding")
+		rc.Response.Header.Del("Content-Length")
+		rc.SetContentType("application/json")
+		rc.Response.SetBodyRaw(p.ingress.AppendAnswer(nil, req, &a))
+	}
+	x.done(status, nil)
+}
+
+// stamp gives the answer Recall's id and time, and the stored messages'
+// protocol.
+func (x *exchange) stamp(a *wire.Answer, req *wire.Request, up wire.Protocol) {
+	a.Protocol = up
+	if req.ResponseID != "" {
+		a.ResponseID, a.Created = req.ResponseID, req.Created
+	}
+	if a.Created == 0 {
+		a.Created = x.start.Unix()
+	}
+}
+
+// turnOf reads a decoded request's instructions and conversation messages
+// into their stored form, through the ingress protocol's codec.
+func turnOf(p wire.Protocol, req *wire.Request) (instructions, in []history.Message, err error) {
+	codec := wire.For(p)
+	instructions = make([]history.Message, len(req.Instructions))
+	for i, raw := range req.Instructions {
+		instructions[i] = history.Message{Role: codec.Role(raw), Protocol: p, Raw: raw}
+	}
+	in = make([]history.Message, len(req.Messages))
+	for i, raw := range req.Messages {
+		role := codec.Role(raw)
+		if role == "" {
+			return nil, nil, apierr.InvalidValue("messages["+strconv.Itoa(i)+"]", "Message "+strconv.Itoa(i)+" is not a message Recall can read.")
+		}
+		in[i] = history.Message{Role: role, Protocol: p, Raw: raw, Hash: codec.Hash(raw)}
+	}
+	return instructions, in, nil
+}
+
+// encodePlan returns the planned messages in the upstream's protocol,
+// instructions (and the summary) apart from the conversation. Messages
+// already in it are sent as they are; when any is not, the whole context
+// goes through the canonical model, so the upstream's codec shapes every
+// turn by its rules (Anthropic's alternation, chat's tool messages).
+func encodePlan(up wire.Protocol, msgs []plan.Message) (instr, conv [][]byte, err error) {
+	n := 0
+	for n < len(msgs) && (msgs[n].Kind == plan.Instruction || msgs[n].Kind == plan.SummaryMessage) {
+		n++
+	}
+	same := true
+	for _, m := range msgs {
+		same = same && m.Protocol == up
+	}
+	if same {
+		instr = make([][]byte, n)
+		conv = make([][]byte, len(msgs)-n)
+		for i, m := range msgs {
+			if i < n {
+				instr[i] = m.Raw
+			} else {
+				conv[i-n] = m.Raw
+			}
+		}
+		return instr, conv, nil
+	}
+	codec := wire.For(up)
+	canon := func(ms []plan.Message) ([]wire.Message, error) {
+		out := make([]wire.Message, 0, len(ms))
+		for _, m := range ms {
+			cm, err := wire.For(m.Protocol).Decode(m.Raw)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", apierr.Internal, err)
+			}
+			out = append(out, cm)
+		}
+		return out, nil
+	}
+	ci, err := canon(msgs[:n])
+	if err != nil {
+		return nil, nil, err
+	}
+	cc, err := canon(msgs[n:])
+	if err != nil {
+		return nil, nil, err
+	}
+	if instr, err = codec.Encode(nil, ci); err != nil {
+		return nil, nil, err
+	}
+	if conv, err = codec.Encode(nil, cc); err != nil {
+		return nil, nil, err
+	}
+	return instr, conv, nil
+}
+
+// commitAnswer records the new messages and the answer (its stored
+// messages in the upstream's protocol).
+func (x *exchange) commitAnswer(a *wire.Answer, up wire.Protocol) error {
+	codec := wire.For(up)
+	msgs := make([]history.Message, 0, len(a.Stored))
+	for _, raw := range a.Stored {
+		role := codec.Role(raw)
+		if role == "" {
+			role = wire.RoleAssistant
+		}
+		msgs = append(msgs, history.Message{Role: role, Protocol: up, Raw: raw, Hash: codec.Hash(raw),
+			Tokens: plan.Count(x.s.counter, x.enc, up, raw)})
+	}
+	if len(msgs) == 0 {
+		return fmt.Errorf("%w: the answer has nothing to record", apierr.UpstreamBadResponse)
+	}
+	id := a.ID
+	if a.ResponseID != "" {
+		id = a.ResponseID
+	}
+	return x.record1(recorded{answer: msgs, model: a.Model, id: id,
+		prompt: a.Usage.InputTokens, completion: a.Usage.OutputTokens})
+}
+
+// upstreamStatus is an upstream's error answer as the catalogue entry the
+// client gets, with the upstream's own message when it gave one.
+func upstreamStatus(status int, body []byte) *apierr.Error {
+	msg := gjson.GetBytes(body, "error.message").String()
+	if msg == "" {
+		msg = "The upstream answered " + strconv.Itoa(status) + "."
+	}
+	code := ""
+	switch {
+	case status == 401 || status == 403:
+		code = "invalid_api_key"
+	case status == 429:
+		code = "rate_limit_exceeded"
+	}
+	return &apierr.Error{Status: status, Type: apierrType(status), Code: code, Message: msg}
+}
+
+// apierrType is OpenAI's error type for a status.
+func apierrType(status int) string {
+	switch {
+	case status == 401 || status == 403:
+		return "authentication_error"
+	case status == 429:
+		return "rate_limit_error"
+	case status >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
+}
+
+// relaySeam relays a streamed answer through the seam. With same set the
+// upstream's events are relayed as they came and the one that carries the
+// stop reason is held, with every later one, until the turn is committed;
+// otherwise the upstream's events are read into canonical deltas and
+// rendered in the client's protocol, its closing events (End) written once
+// the turn is committed. If the turn cannot be committed the client never
+// gets the closing events: the stream ends with an error event instead.
+//
+// It owns resp and res from here on, like relayStream.
+func (s *Server) relaySeam(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
+	p *protocol, up *protocol, req *wire.Request, same, ok bool) {
+	rc.Response.ImmediateHeaderFlush = true
+	rc.Response.Header.Del("Content-Length")
+	if !same {
+		rc.SetContentType("text/event-stream")
+	}
+	enc := string(resp.Header.ContentEncoding())
+	if enc == "identity" {
+		enc = ""
+	}
+	record := ok && x.record
+	if record && enc != "" {
+		rc.Response.Header.Del("Content-Encoding")
+	}
+	status := resp.StatusCode()
+	body := responseBody(resp)
+	stream := resp.BodyStream()
+	s.inflight.Add(1)
+	s.busy.Add(1)
+	pr, pw := io.Pipe()
+	rc.SetBodyStream(pr, -1)
+	go func() {
+		defer s.inflight.Done()
+		defer s.busy.Add(-1)
+		defer pw.Close()
+		defer res.end()
+		defer context.AfterFunc(ctx, func() {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				pr.CloseWithError(ctx.Err())
+			}
+			interruptBody(stream)
+		})()
+		defer closeResponse(resp)
+		defer recoverStream(s.log)
+
+		idle := time.AfterFunc(s.cfg.StreamIdleTimeout, res.cancel)
+		defer idle.Stop()
+		var upstream io.Reader = &idleReader{r: body, t: idle, d: s.cfg.StreamIdleTimeout}
+		w := bufio.NewWriter(pw)
+		var err error
+		switch {
+		case !ok && same:
+			r := &readErrs{r: upstream}
+			if _, err = relayRaw(w, r); err != nil {
+				err = fmt.Errorf("%w: %w", errClientGone, err)
+			}
+			x.upstreamDone = s.cfg.Now()
+		default:
+			if enc != "" {
+				if upstream, err = decoder(enc, upstream); err != nil {
+					err = fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
+				}
+			}
+			if err == nil {
+				err = s.relaySeamEvents(w, upstream, x, p, up, req, same, record)
+			}
+		}
+		if ferr := w.Flush(); err == nil && ferr != nil {
+			err = fmt.Errorf("%w: %w", errClientGone, ferr)
+		}
+		if err == nil {
+			if _, berr := pw.Write(nil); berr != nil {
+				err = fmt.Errorf("%w: %w", errClientGone, berr)
+			}
+		}
+		if err != nil && !x.committed {
+			s.metrics.streamAborted(x.c.cfg.ID)
+			switch {
+			case errors.Is(err, errClientGone):
+				status = 499
+			case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+				status = apierr.UpstreamTimeout.Status
+			default:
+				status = classify(err).Status
+			}
+		}
+		x.done(status, err)
+	}()
+}
+
+// relaySeamEvents is relaySeam's reading, relaying and commit.
+func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, up *protocol, req *wire.Request, same, record bool) error {
+	max := s.cfg.MaxResponseBytes
+	er := chat.NewEventReader(r, max)
+	asm := up.upstream.NewAssembler()
+	var ren wire.Renderer
+	if !same {
+		ren = p.ingress.NewRenderer(req)
+	}
+	write := func(b []byte) error {
+		if len(b) == 0 {
+			return nil
+		}
+		if _, err := w.Write(b); err != nil {
+			return fmt.Errorf("%w: %w", errClientGone, err)
+		}
+		if err := w.Flush(); err != nil {
+			return fmt.Errorf("%w: %w", errClientGone, err)
+		}
+		return nil
+	}
+	var held, out []byte
+	var deltas []wire.Delta
+	total := 0
+	holding, done := false, false
+	for !done {
+		ev, rerr := er.Next()
+		if len(ev.Raw) > 0 && len(ev.Data) > 0 {
+			if total += len(ev.Data); total > max {
+				return fmt.Errorf("%w: the streamed answer is larger than %d bytes", apierr.UpstreamTooLarge, max)
+			}
+			var aerr error
+			deltas, done, aerr = asm.Event(deltas[:0], ev.Name, ev.Data)
+			if aerr != nil {
+				if same && !holding {
+					// The upstream's own error event reaches the client.
+					if werr := write(ev.Raw); werr != nil {
+						return werr
+					}
+					return fmt.Errorf("%w: %w: %w", apierr.UpstreamBadResponse, errErrorEventRelayed, aerr)
+				}
+				return s.endSeam(w, x, p, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, aerr))
+			}
+			if same {
+				for _, d := range deltas {
+					holding = holding || (record && d.Kind == wire.Finish)
+				}
+				if holding {
+					held = append(held, ev.Raw...)
+				} else if err := write(ev.Raw); err != nil {
+					return err
+				}
+			} else {
+				out = out[:0]
+				for _, d := range deltas {
+					out = ren.Delta(out, d)
+				}
+				if err := write(out); err != nil {
+					return err
+				}
+			}
+		} else if same && len(ev.Raw) > 0 { // comments, pings
+			if holding {
+				held = append(held, ev.Raw...)
+			} else if err := write(ev.Raw); err != nil {
+				return err
+			}
+		}
+		switch {
+		case done:
+		case rerr == io.EOF:
+			if !done {
+				return s.endSeam(w, x, p, fmt.Errorf("%w: the stream ended before the answer did", apierr.UpstreamStreamCut))
+			}
+		case errors.Is(rerr, chat.ErrEventTooLarge):
+			return fmt.Errorf("%w: %w", apierr.UpstreamTooLarge, rerr)
+		case rerr != nil:
+			return s.endSeam(w, x, p, fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, rerr))
+		}
+		if rerr == io.EOF {
+			break
+		}
+	}
+	x.upstreamDone = s.cfg.Now()
+	a, err := asm.Answer()
+	if err != nil {
+		return s.endSeam(w, x, p, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err))
+	}
+	x.stamp(&a, req, upProtoOf(up))
+	if record {
+		if err := x.commitAnswer(&a, upProtoOf(up)); err != nil {
+			return s.endSeam(w, x, p, err)
+		}
+		x.committed = true
+	}
+	if same {
+		return write(held)
+	}
+	return write(ren.End(nil, &a))
+}
+
+func upProtoOf(up *protocol) wire.Protocol { return up.proto }
+
+// endSeam ends a stream that failed with an error event in the client's
+// protocol; the closing events never go out.
+func (s *Server) endSeam(w *bufio.Writer, x *exchange, p *protocol, err error) error {
+	if _, werr := w.Write(p.errorEvent(classify(err))); werr != nil {
+		return fmt.Errorf("%w (%w: %w)", err, errClientGone, werr)
+	}
+	return err
+}
