@@ -117,4 +117,3 @@ func TestMarkHistoryEnd(t *testing.T) {
 		})
 	}
 }
-

@@ -32,7 +32,6 @@ type Renderer struct {
 	open      int              // the open block, -1 when none
 	stop      string
 	usage     wire.Usage
-	finished  bool
 }
 
 // blockKey names a canonical part: a delta kind (the kind that starts
@@ -75,7 +74,7 @@ func (r *Renderer) Delta(dst []byte, d wire.Delta) []byte {
 		dst, i = r.block(dst, blockKey{wire.ReasoningDelta, d.Index}, `{"type":"thinking","thinking":"","signature":""}`)
 		return appendDelta(dst, i, `{"type":"thinking_delta","thinking":`, d.Text)
 	case wire.Finish:
-		r.stop, r.usage, r.finished = d.Text, d.Usage, true
+		r.stop, r.usage = d.Text, d.Usage
 		return r.closeOpen(dst)
 	}
 	return dst
