@@ -60,8 +60,10 @@ type exchange struct {
 	// incarnation, if not 0, is the one a conversation this exchange
 	// creates gets (Recall's response ids name it).
 	incarnation uint64
-	// render renders an error in the client's protocol (nil: OpenAI's).
+	// render renders an error in the client's protocol (nil: OpenAI's);
+	// route names the exchange's route in metrics and logs ("": chat).
 	render       func(*apierr.Error) []byte
+	route        string
 	start        time.Time
 	sent         time.Time // request sent upstream
 	upstreamDone time.Time // upstream answer read (or stream ended)
@@ -87,6 +89,10 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		return
 	}
 	x.c = c
+	if up, _ := wire.UpstreamFor(c.cfg.Upstream.Protocol, wire.ChatCompletions); up != wire.ChatCompletions {
+		s.seamExchange(rc, x, body, conv, protocols[wire.ChatCompletions])
+		return
+	}
 	// The path prefix and the header may both name the conversation, but
 	// not two different ones.
 	if h, err := conversationID(rc, c.convHeader); err != nil {
@@ -225,7 +231,7 @@ func (x *exchange) curated(rc *fasthttp.RequestCtx) {
 
 // logExchange writes the exchange's request line.
 func (s *Server) logExchange(x *exchange, level slog.Level, tenant string, status int, upstream, total time.Duration, err error) {
-	attrs := []any{"route", "chat", "tenant", tenant, "status", status,
+	attrs := []any{"route", x.routeName(), "tenant", tenant, "status", status,
 		"upstream_ms", ms(upstream), "overhead_ms", ms(total - upstream)}
 	if x.key.Conversation != "" {
 		attrs = append(attrs, "conversation", x.key.Conversation)
@@ -546,7 +552,7 @@ func (x *exchange) done(status int, err error) {
 		upstream = x.upstreamDone.Sub(x.sent)
 	}
 	total := end.Sub(x.start)
-	s.metrics.CountRequest(tenant, "chat", status)
+	s.metrics.CountRequest(tenant, x.routeName(), status)
 	if !x.sent.IsZero() {
 		s.metrics.latency(tenant, total, upstream)
 	}
@@ -589,4 +595,12 @@ func (o *owned) end() {
 		o.cancel()
 	}
 	*o = owned{}
+}
+
+// routeName is the exchange's route in metrics and logs.
+func (x *exchange) routeName() string {
+	if x.route == "" {
+		return "chat"
+	}
+	return x.route
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
 	"github.com/recallproxy/recall/internal/e2etest"
 )
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/openai/openai-go/v3"
+
 	"github.com/recallproxy/recall/internal/e2etest"
 )
 

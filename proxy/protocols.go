@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 
+	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/protocol/messages"
 	"github.com/recallproxy/recall/protocol/responses"
 	"github.com/recallproxy/recall/wire"
 )
@@ -37,6 +39,10 @@ type protocol struct {
 	// credential, if set, puts the upstream key where its API reads it
 	// (upstreamRequest set Authorization: Bearer).
 	credential func(req *fasthttp.Request, c caller)
+	// mark, if set, marks the end of the curated history in a body for
+	// its upstream (last: the index of the last history message among the
+	// sent messages), when the context went as stored.
+	mark func(body []byte, last int) []byte
 }
 
 // protocols are the wire protocols Recall speaks, by their wire value: a
@@ -46,6 +52,8 @@ var protocols = map[wire.Protocol]*protocol{
 		render: apierr.OpenAI, errorEvent: errorEvent},
 	wire.Responses: {proto: wire.Responses, route: "responses", ingress: responses.Ingress{}, upstream: responses.Upstream{},
 		render: apierr.OpenAI, errorEvent: responsesErrorEvent, renders: true, answers: nameResponse},
+	wire.Messages: {proto: wire.Messages, route: "messages", ingress: messages.Ingress{}, upstream: messages.Upstream{},
+		render: apierr.Anthropic, errorEvent: anthropicErrorEvent, credential: anthropicCredential, mark: messages.MarkHistoryEnd},
 }
 
 // routes map the ingress paths served through the seam to their protocol.
@@ -54,6 +62,7 @@ var routes = []struct {
 	proto wire.Protocol
 }{
 	{[]byte("/v1/responses"), wire.Responses},
+	{[]byte("/v1/messages"), wire.Messages},
 }
 
 // seamRoute returns the protocol served at path, if any.
@@ -70,9 +79,9 @@ func seamRoute(path []byte) *protocol {
 func responsesErrorEvent(e *apierr.Error) []byte {
 	b := []byte("event: error\ndata: ")
 	b = append(b, `{"type":"error","code":`...)
-	b = appendJSONString(b, e.Code)
+	b = gjson.AppendJSONString(b, e.Code)
 	b = append(b, `,"message":`...)
-	b = appendJSONString(b, e.Message)
+	b = gjson.AppendJSONString(b, e.Message)
 	b = append(b, `,"param":null}`...)
 	return append(b, "\n\n"...)
 }
@@ -84,4 +93,26 @@ func nameResponse(x *exchange, req *wire.Request) {
 	_, _ = rand.Read(b[:])
 	req.ResponseID = "resp_" + hex.EncodeToString(b[:])
 	req.Created = x.start.Unix()
+}
+
+// anthropicErrorEvent is e as an Anthropic stream's error event.
+func anthropicErrorEvent(e *apierr.Error) []byte {
+	b := []byte("event: error\ndata: ")
+	b = append(b, apierr.Anthropic(e)...)
+	return append(b, "\n\n"...)
+}
+
+// anthropicVersion is the API version asked for when the client named none
+// (a chat or Responses client's request translated).
+const anthropicVersion = "2023-06-01"
+
+// anthropicCredential sends the upstream key as Anthropic reads it.
+func anthropicCredential(req *fasthttp.Request, _ caller) {
+	if auth := req.Header.Peek(fasthttp.HeaderAuthorization); len(auth) > len("Bearer ") {
+		req.Header.Set("x-api-key", string(auth[len("Bearer "):]))
+		req.Header.Del(fasthttp.HeaderAuthorization)
+	}
+	if len(req.Header.Peek("anthropic-version")) == 0 {
+		req.Header.Set("anthropic-version", anthropicVersion)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -42,6 +43,14 @@ func (s *Server) serveSeam(rc *fasthttp.RequestCtx, conv string, p *protocol) {
 		return
 	}
 	x.c = c
+	s.seamExchange(rc, x, body, conv, p)
+}
+
+// seamExchange is serveSeam once the caller is known (x.c): the chat
+// route hands it a chat request whose tenant's upstream speaks another
+// protocol.
+func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte, conv string, p *protocol) {
+	c := x.c
 	if h, err := conversationID(rc, c.convHeader); err != nil {
 		x.fail(rc, err)
 		return
@@ -51,6 +60,7 @@ func (s *Server) serveSeam(rc *fasthttp.RequestCtx, conv string, p *protocol) {
 		x.fail(rc, apierr.TwoConversationIDs)
 		return
 	}
+	var err error
 	mode := c.mode
 	if h := rc.Request.Header.Peek(headerHistory); len(h) > 0 {
 		if mode, err = history.ParseMode(string(h)); err != nil {
@@ -80,6 +90,7 @@ func (s *Server) serveSeam(rc *fasthttp.RequestCtx, conv string, p *protocol) {
 	defer res.end() // unless a stream's relay took it
 
 	var instr, msgs [][]byte
+	lastHistory := -1 // the last stored message sent, when sent as stored
 	if x.record {
 		x.key.Tenant = c.Namespace
 		if s.cfg.CanCommit != nil {
@@ -99,9 +110,19 @@ func (s *Server) serveSeam(rc *fasthttp.RequestCtx, conv string, p *protocol) {
 			return
 		}
 		x.oneChoice = req.Choices <= 1
-		if instr, msgs, err = encodePlan(upProto, x.plan.Messages); err != nil {
+		planned := inPlace(x.plan.Messages, p.proto, req)
+		var asStored bool
+		if instr, msgs, asStored, err = encodePlan(upProto, planned); err != nil {
 			x.fail(rc, err)
 			return
+		}
+		if asStored {
+			lastHistory = -1
+			for i, m := range planned[len(instr):] {
+				if m.Kind == plan.History {
+					lastHistory = i
+				}
+			}
 		}
 		x.curated(rc)
 	} else {
@@ -112,7 +133,7 @@ func (s *Server) serveSeam(rc *fasthttp.RequestCtx, conv string, p *protocol) {
 		for _, m := range req.Messages {
 			planned = append(planned, plan.Message{Kind: plan.New, Protocol: p.proto, Raw: m})
 		}
-		if instr, msgs, err = encodePlan(upProto, planned); err != nil {
+		if instr, msgs, _, err = encodePlan(upProto, planned); err != nil {
 			x.fail(rc, err)
 			return
 		}
@@ -124,6 +145,9 @@ func (s *Server) serveSeam(rc *fasthttp.RequestCtx, conv string, p *protocol) {
 	if err != nil {
 		x.fail(rc, err)
 		return
+	}
+	if up.mark != nil && lastHistory >= 0 {
+		out = up.mark(out, lastHistory)
 	}
 
 	upReq := fasthttp.AcquireRequest()
@@ -231,6 +255,37 @@ func (x *exchange) stamp(a *wire.Answer, req *wire.Request, up wire.Protocol) {
 	}
 }
 
+// inPlace returns the planned messages with the request's in-place
+// instructions (wire.Request.InPlace: never stored, never merged) put back
+// where the client placed them among its new messages, or before the
+// first of them when what followed was already stored.
+func inPlace(planned []plan.Message, p wire.Protocol, req *wire.Request) []plan.Message {
+	if len(req.InPlace) == 0 {
+		return planned
+	}
+	firstNew := len(planned)
+	for i, m := range planned {
+		if m.Kind == plan.New {
+			firstNew = i
+			break
+		}
+	}
+	out := append([]plan.Message(nil), planned...)
+	for k := len(req.InPlace) - 1; k >= 0; k-- {
+		idx := req.InPlace[k]
+		after := 0 // the client's stored-kind messages after it
+		for j := idx + 1; j < len(req.Messages); j++ {
+			if !slices.Contains(req.InPlace, j) {
+				after++
+			}
+		}
+		at := max(len(planned)-after, firstNew)
+		m := plan.Message{Kind: plan.New, Role: wire.RoleSystem, Protocol: p, Raw: req.Messages[idx]}
+		out = slices.Insert(out, min(at, len(out)), m)
+	}
+	return out
+}
+
 // turnOf reads a decoded request's instructions and conversation messages
 // into their stored form, through the ingress protocol's codec.
 func turnOf(p wire.Protocol, req *wire.Request) (instructions, in []history.Message, err error) {
@@ -239,13 +294,16 @@ func turnOf(p wire.Protocol, req *wire.Request) (instructions, in []history.Mess
 	for i, raw := range req.Instructions {
 		instructions[i] = history.Message{Role: codec.Role(raw), Protocol: p, Raw: raw}
 	}
-	in = make([]history.Message, len(req.Messages))
+	in = make([]history.Message, 0, len(req.Messages))
 	for i, raw := range req.Messages {
+		if slices.Contains(req.InPlace, i) {
+			continue // sent where it stands, never stored
+		}
 		role := codec.Role(raw)
 		if role == "" {
 			return nil, nil, apierr.InvalidValue("messages["+strconv.Itoa(i)+"]", "Message "+strconv.Itoa(i)+" is not a message Recall can read.")
 		}
-		in[i] = history.Message{Role: role, Protocol: p, Raw: raw, Hash: codec.Hash(raw)}
+		in = append(in, history.Message{Role: role, Protocol: p, Raw: raw, Hash: codec.Hash(raw)})
 	}
 	return instructions, in, nil
 }
@@ -255,7 +313,8 @@ func turnOf(p wire.Protocol, req *wire.Request) (instructions, in []history.Mess
 // already in it are sent as they are; when any is not, the whole context
 // goes through the canonical model, so the upstream's codec shapes every
 // turn by its rules (Anthropic's alternation, chat's tool messages).
-func encodePlan(up wire.Protocol, msgs []plan.Message) (instr, conv [][]byte, err error) {
+// asStored reports that every message went as it was stored.
+func encodePlan(up wire.Protocol, msgs []plan.Message) (instr, conv [][]byte, asStored bool, err error) {
 	n := 0
 	for n < len(msgs) && (msgs[n].Kind == plan.Instruction || msgs[n].Kind == plan.SummaryMessage) {
 		n++
@@ -274,7 +333,7 @@ func encodePlan(up wire.Protocol, msgs []plan.Message) (instr, conv [][]byte, er
 				conv[i-n] = m.Raw
 			}
 		}
-		return instr, conv, nil
+		return instr, conv, true, nil
 	}
 	codec := wire.For(up)
 	canon := func(ms []plan.Message) ([]wire.Message, error) {
@@ -290,19 +349,19 @@ func encodePlan(up wire.Protocol, msgs []plan.Message) (instr, conv [][]byte, er
 	}
 	ci, err := canon(msgs[:n])
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	cc, err := canon(msgs[n:])
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if instr, err = codec.Encode(nil, ci); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if conv, err = codec.Encode(nil, cc); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	return instr, conv, nil
+	return instr, conv, false, nil
 }
 
 // commitAnswer records the new messages and the answer (its stored

@@ -26,6 +26,11 @@ type Request struct {
 	// Messages are the request's conversation messages in Protocol's JSON,
 	// merged with the stored history.
 	Messages [][]byte
+	// InPlace are the indexes in Messages of instructions a client placed
+	// among its messages (a Messages system-role message): they are sent
+	// where they stand, to an upstream of Protocol only, and never stored
+	// or merged. Nil when there are none.
+	InPlace []int
 	// Tools are the tools the request offers, ToolsRaw their JSON as sent
 	// (counted as the prompt counts them).
 	Tools    []Tool

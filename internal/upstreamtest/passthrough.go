@@ -28,6 +28,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveResponses(w, r, body)
 		return
 	}
+	if r.Method == http.MethodPost && path == "/v1/messages" {
+		s.serveMessages(w, r, body)
+		return
+	}
 	s.record(s.receivedFor(r, body), false)
 	model, isModel := strings.CutPrefix(path, "/v1/models/")
 	files, isFiles := strings.CutPrefix(path, "/v1/files")

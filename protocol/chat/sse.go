@@ -23,6 +23,10 @@ type Event struct {
 	// value with one leading space stripped, joined with "\n". It is empty
 	// for events without data (comments, keepalives).
 	Data []byte
+	// Name is the value of the event's "event" field, empty if it has
+	// none (chat completions sends none; the Responses API and Anthropic
+	// name every event).
+	Name []byte
 }
 
 // EventReader reads server-sent events from a stream, returning each
@@ -173,6 +177,8 @@ type pending struct {
 	dataOff  int // the first data value, while there is only one
 	dataLen  int
 	dataRows int
+	nameOff  int // the "event" field's value, if any
+	nameLen  int
 }
 
 // scanLine records line, found at lineOff in the pending event, if it is a
@@ -181,6 +187,9 @@ type pending struct {
 func (er *EventReader) scanLine(ev *pending, lineOff int, line []byte) {
 	value, ok := dataValue(line)
 	if !ok {
+		if name, ok := fieldValue(line, "event"); ok {
+			ev.nameOff, ev.nameLen = lineOff+len(line)-len(name), len(name)
+		}
 		return
 	}
 	ev.dataRows++
@@ -199,6 +208,10 @@ func (er *EventReader) scanLine(ev *pending, lineOff int, line []byte) {
 func (er *EventReader) emit(ev *pending) Event {
 	end := er.start + ev.size
 	out := Event{Raw: er.buf[er.start:end:end]}
+	if ev.nameLen > 0 {
+		from, to := er.start+ev.nameOff, er.start+ev.nameOff+ev.nameLen
+		out.Name = er.buf[from:to:to]
+	}
 	switch ev.dataRows {
 	case 0:
 	case 1:
@@ -251,11 +264,15 @@ func (er *EventReader) fail(err error) (Event, error) {
 
 // dataValue returns the value of line when it is a "data" field, with one
 // leading space stripped.
-func dataValue(line []byte) ([]byte, bool) {
-	if !bytes.HasPrefix(line, []byte("data")) {
+func dataValue(line []byte) ([]byte, bool) { return fieldValue(line, "data") }
+
+// fieldValue returns the value of line if it is the field name, with one
+// leading space stripped.
+func fieldValue(line []byte, name string) ([]byte, bool) {
+	if !bytes.HasPrefix(line, []byte(name)) {
 		return nil, false
 	}
-	rest := line[4:]
+	rest := line[len(name):]
 	switch {
 	case len(rest) == 0:
 		return rest, true

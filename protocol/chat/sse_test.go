@@ -234,3 +234,20 @@ func BenchmarkEventReaderLongLine(b *testing.B) {
 		})
 	}
 }
+
+// TestEventName: an event's "event" field is read, over any line ending;
+// an event without one has no name.
+func TestEventName(t *testing.T) {
+	for _, nl := range []string{"\n", "\r\n", "\r"} {
+		stream := "event: message_start" + nl + "data: {\"a\":1}" + nl + nl + "data: {}" + nl + nl
+		er := NewEventReader(strings.NewReader(stream), 1<<10)
+		ev, err := er.Next()
+		if err != nil || string(ev.Name) != "message_start" || string(ev.Data) != `{"a":1}` {
+			t.Errorf("%q: got name %q data %q err %v, want message_start {\"a\":1}", nl, ev.Name, ev.Data, err)
+		}
+		ev, _ = er.Next()
+		if ev.Name != nil || string(ev.Data) != "{}" {
+			t.Errorf("%q: second event: got name %q data %q, want none and {}", nl, ev.Name, ev.Data)
+		}
+	}
+}

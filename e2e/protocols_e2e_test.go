@@ -1,0 +1,267 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/internal/e2etest"
+	"github.com/recallproxy/recall/wire"
+)
+
+// threeUpstreams are three tenants, one per kind of upstream, over the one
+// fake upstream (it serves chat completions, Responses and Messages).
+func threeUpstreams() e2etest.Options {
+	tenant := func(id, protocol string) string {
+		return "id: " + id + "\napi_keys: [\"rk-" + id + "\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n  api_key: \"sk-up-" + id + "\"\n  protocol: " + protocol + "\n"
+	}
+	return e2etest.Options{Tenants: map[string]string{
+		"oa.yaml": tenant("oa", "openai"),
+		"ch.yaml": tenant("ch", "chat"),
+		"an.yaml": tenant("an", "anthropic"),
+	}}
+}
+
+// texts renders each message the upstream got as role: text, whatever its
+// protocol (chat messages, Responses items, Anthropic messages).
+func texts(msgs []json.RawMessage) []string {
+	out := make([]string, 0, len(msgs))
+	for _, raw := range msgs {
+		m := gjson.ParseBytes(raw)
+		role := m.Get("role").String()
+		if role == "" {
+			role = m.Get("type").String()
+		}
+		var text []string
+		c := m.Get("content")
+		if c.Type == gjson.String {
+			text = append(text, c.Str)
+		}
+		c.ForEach(func(_, p gjson.Result) bool {
+			if t := p.Get("text"); t.Exists() {
+				text = append(text, t.String())
+			}
+			return true
+		})
+		out = append(out, role+": "+strings.Join(text, " "))
+	}
+	return out
+}
+
+func anthropicClient(h *e2etest.Harness, key, conv string) anthropic.Client {
+	return anthropic.NewClient(aoption.WithBaseURL(h.URL), aoption.WithAPIKey(key), aoption.WithMaxRetries(0),
+		aoption.WithHeader("X-Conversation-ID", conv))
+}
+
+// TestResponsesAPIRemembers: the Responses API through the official SDK,
+// streamed and not, keeps a conversation over an OpenAI upstream that
+// keeps no state: the second request carries the first turn as input
+// items, with store false and no state of OpenAI's named.
+func TestResponsesAPIRemembers(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	ctx := context.Background()
+	client := h.Client("rk-oa", "r1")
+	first, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-4.1",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("my name is Ada")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := first.OutputText(); got != "echo: my name is Ada" {
+		t.Errorf("first answer: got %q, want %q", got, "echo: my name is Ada")
+	}
+	if !strings.HasPrefix(first.ID, "resp_") {
+		t.Errorf("response id: got %q, want Recall's resp_ id", first.ID)
+	}
+	h.WaitDone("r1")
+
+	stream := client.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "gpt-4.1",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("what is my name?")}})
+	var final responses.Response
+	for stream.Next() {
+		if ev := stream.Current(); ev.Type == "response.completed" {
+			final = ev.Response
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := final.OutputText(); got != "echo: what is my name?" {
+		t.Errorf("streamed answer: got %q, want %q", got, "echo: what is my name?")
+	}
+	h.WaitDone("r1")
+
+	last := h.Up.Last()
+	want := []string{"user: my name is Ada", "assistant: echo: my name is Ada", "user: what is my name?"}
+	if got := texts(last.Messages); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("second upstream input: got %q, want %q", got, want)
+	}
+	body := gjson.ParseBytes(last.Body)
+	if body.Get("store").Bool() || body.Get("previous_response_id").Exists() || body.Get("conversation").Exists() {
+		t.Errorf("upstream body keeps state: %s", last.Body)
+	}
+	if last.Path != "/v1/responses" || last.Header.Get("Authorization") != "Bearer sk-up-oa" {
+		t.Errorf("upstream call: got %s with %q, want /v1/responses with the tenant's key", last.Path, last.Header.Get("Authorization"))
+	}
+	stored := h.Stored("oa", "r1")
+	if len(stored) != 4 {
+		t.Fatalf("stored %d messages, want 4", len(stored))
+	}
+	for _, m := range stored {
+		if m.Protocol != wire.Responses {
+			t.Errorf("stored %s in protocol %v, want responses", m.Raw, m.Protocol)
+		}
+	}
+}
+
+// TestMessagesAPIRemembers: Anthropic's Messages API through the official
+// SDK, streamed and not, over an Anthropic upstream: memory, the tenant's
+// key as x-api-key, and answers the SDK reads.
+func TestMessagesAPIRemembers(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	ctx := context.Background()
+	client := anthropicClient(h, "rk-an", "m1")
+	msg, err := client.Messages.New(ctx, anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("my name is Ada"))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msg.Content) != 1 || msg.Content[0].Text != "echo: my name is Ada" {
+		t.Errorf("first answer: got %+v, want echo: my name is Ada", msg.Content)
+	}
+	h.WaitDone("m1")
+
+	stream := client.Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("what is my name?"))}})
+	var acc anthropic.Message
+	for stream.Next() {
+		if err := acc.Accumulate(stream.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(acc.Content) != 1 || acc.Content[0].Text != "echo: what is my name?" {
+		t.Errorf("streamed answer: got %+v, want echo: what is my name?", acc.Content)
+	}
+	h.WaitDone("m1")
+
+	last := h.Up.Last()
+	want := []string{"user: my name is Ada", "assistant: echo: my name is Ada", "user: what is my name?"}
+	if got := texts(gjsonArray(last.Body, "messages")); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("second upstream messages: got %q, want %q", got, want)
+	}
+	if last.Path != "/v1/messages" || last.Header.Get("X-Api-Key") != "sk-up-an" || last.Header.Get("Authorization") != "" {
+		t.Errorf("upstream call: got %s with x-api-key %q, authorization %q; want /v1/messages with the tenant's key as x-api-key only",
+			last.Path, last.Header.Get("X-Api-Key"), last.Header.Get("Authorization"))
+	}
+}
+
+// TestOneHistoryAcrossProtocols: one conversation continued through chat
+// completions, then Messages, then the Responses API, over a tenant whose
+// upstream speaks only chat completions: every turn reaches the upstream
+// translated, each client gets its own protocol's answer.
+func TestOneHistoryAcrossProtocols(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	ctx := context.Background()
+	chat := h.Client("rk-ch", "x1")
+	if _, err := chat.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage("one"))); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitDone("x1")
+	ac := anthropicClient(h, "rk-ch", "x1")
+	msg, err := ac.Messages.New(ctx, anthropic.MessageNewParams{Model: "gpt-4o", MaxTokens: 100,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("two"))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msg.Content) != 1 || msg.Content[0].Text != "echo: two" {
+		t.Errorf("Messages answer: got %+v, want echo: two", msg.Content)
+	}
+	h.WaitDone("x1")
+	oc := h.Client("rk-ch", "x1")
+	resp, err := oc.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-4o",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("three")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.OutputText(); got != "echo: three" {
+		t.Errorf("Responses answer: got %q, want echo: three", got)
+	}
+	h.WaitDone("x1")
+
+	last := h.Up.Last()
+	want := []string{"user: one", "assistant: echo: one", "user: two", "assistant: echo: two", "user: three"}
+	if last.Path != "/v1/chat/completions" {
+		t.Fatalf("upstream path: got %s, want /v1/chat/completions", last.Path)
+	}
+	if got := texts(last.Messages); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("third upstream messages: got %q, want %q", got, want)
+	}
+	var protos []wire.Protocol
+	for _, m := range h.Stored("ch", "x1") {
+		protos = append(protos, m.Protocol)
+	}
+	wantProtos := []wire.Protocol{wire.ChatCompletions, wire.ChatCompletions, wire.Messages, wire.ChatCompletions, wire.Responses, wire.ChatCompletions}
+	if len(protos) != len(wantProtos) {
+		t.Fatalf("stored protocols: got %v, want %v", protos, wantProtos)
+	}
+	for i := range protos {
+		if protos[i] != wantProtos[i] {
+			t.Errorf("stored message %d: got protocol %v, want %v", i, protos[i], wantProtos[i])
+		}
+	}
+}
+
+// TestChatClientOverAnthropic: a chat-completions client of a tenant whose
+// upstream is Anthropic gets chat completions back, streamed and not,
+// with memory.
+func TestChatClientOverAnthropic(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	ctx := context.Background()
+	client := h.Client("rk-an", "c1")
+	got, err := client.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage("hello")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Choices) != 1 || got.Choices[0].Message.Content != "echo: hello" || got.Choices[0].FinishReason != "stop" {
+		t.Errorf("answer: got %+v, want one choice echo: hello, stop", got.Choices)
+	}
+	h.WaitDone("c1")
+	stream := client.Chat.Completions.NewStreaming(ctx, e2etest.ChatParams(openai.UserMessage("again")))
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(acc.Choices) != 1 || acc.Choices[0].Message.Content != "echo: again" {
+		t.Errorf("streamed answer: got %+v, want echo: again", acc.Choices)
+	}
+	h.WaitDone("c1")
+	last := h.Up.Last()
+	want := []string{"user: hello", "assistant: echo: hello", "user: again"}
+	if got := texts(gjsonArray(last.Body, "messages")); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("upstream messages: got %q, want %q", got, want)
+	}
+	if gjson.GetBytes(last.Body, "max_tokens").Int() != 4096 {
+		t.Errorf("max_tokens: got %s, want 4096 filled in", gjson.GetBytes(last.Body, "max_tokens").Raw)
+	}
+}
+
+func gjsonArray(body []byte, path string) []json.RawMessage {
+	var out []json.RawMessage
+	gjson.GetBytes(body, path).ForEach(func(_, v gjson.Result) bool {
+		out = append(out, json.RawMessage(v.Raw))
+		return true
+	})
+	return out
+}

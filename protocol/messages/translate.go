@@ -1,0 +1,244 @@
+package messages
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/wire"
+)
+
+// ErrNotMessage is returned (wrapped) by Decode for JSON that is not a
+// Messages API message.
+var ErrNotMessage = errors.New("messages: not a message")
+
+// Decode reads a stored message into the canonical model: text, image
+// (a base64 source as a data: URL), tool_use as a ToolCall (its input as
+// the Arguments text), tool_result as a ToolResult (its text blocks joined
+// by newlines; images in a result have no canonical form and are left
+// out). Thinking, redacted thinking, documents and server-tool blocks are
+// Opaque parts of origin wire.Messages: only an anthropic upstream reads
+// them.
+func (c Codec) Decode(raw []byte) (wire.Message, error) {
+	m := parse(raw)
+	role := c.Role(raw)
+	if role == "" {
+		return wire.Message{}, fmt.Errorf("messages: decode: %w", ErrNotMessage)
+	}
+	msg := wire.Message{Role: role}
+	content := m.Get("content")
+	switch {
+	case content.Type == gjson.String:
+		if content.Str != "" {
+			msg.Parts = append(msg.Parts, wire.Part{Kind: wire.Text, Text: content.Str})
+		}
+	case content.IsArray():
+		content.ForEach(func(_, b gjson.Result) bool {
+			msg.Parts = appendPart(msg.Parts, b)
+			return true
+		})
+	case content.Exists() && content.Type != gjson.Null:
+		return wire.Message{}, fmt.Errorf("messages: decode: content is neither a string nor blocks: %w", ErrNotMessage)
+	}
+	return msg, nil
+}
+
+// appendPart appends the canonical part of block b.
+func appendPart(parts []wire.Part, b gjson.Result) []wire.Part {
+	switch b.Get("type").Str {
+	case typeText:
+		return append(parts, wire.Part{Kind: wire.Text, Text: b.Get("text").Str})
+	case typeImage:
+		src := b.Get("source")
+		switch src.Get("type").Str {
+		case "base64":
+			url := "data:" + src.Get("media_type").Str + ";base64," + src.Get("data").Str
+			return append(parts, wire.Part{Kind: wire.Image, URL: url})
+		case "url":
+			return append(parts, wire.Part{Kind: wire.Image, URL: src.Get("url").Str})
+		}
+	case typeToolUse:
+		args := b.Get("input").Raw
+		if args == "" {
+			args = "{}"
+		}
+		return append(parts, wire.Part{Kind: wire.ToolCall, CallID: b.Get("id").Str, Name: b.Get("name").Str, Arguments: args})
+	case typeToolResult:
+		return append(parts, wire.Part{Kind: wire.ToolResult, CallID: b.Get("tool_use_id").Str,
+			Text: resultText(b.Get("content")), IsError: b.Get("is_error").Bool()})
+	}
+	return append(parts, wire.Part{Kind: wire.Opaque, Origin: wire.Messages, Raw: []byte(b.Raw)})
+}
+
+// resultText is the text of a tool_result's content: the string, or its
+// text blocks joined by newlines.
+func resultText(c gjson.Result) string {
+	if c.Type == gjson.String {
+		return c.Str
+	}
+	var texts []string
+	c.ForEach(func(_, b gjson.Result) bool {
+		if b.Get("type").Str == typeText {
+			texts = append(texts, b.Get("text").Str)
+		}
+		return true
+	})
+	return strings.Join(texts, "\n")
+}
+
+// Encode writes canonical messages as Messages API messages, shaped as
+// the API requires turns: consecutive messages of one API role are one
+// message (so a run of canonical tool messages becomes one user message
+// of tool_result blocks, right after the assistant's tool_use message),
+// tool_result blocks come first in a user message, and a message left
+// with no block is not written. A system or developer message is written
+// as an instruction, {"role":"system","content":"…"}: the caller passes it
+// to AppendBody as an instruction, which sends it as "system". Refusals
+// are sent as text; empty texts, images in assistant messages and Opaque
+// parts of other protocols are left out (Anthropic refuses the first two,
+// and cannot read the last).
+func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
+	var (
+		role          string   // API role of the message being built
+		results, rest []string // its blocks: tool results first
+	)
+	flush := func() {
+		if role != "" && len(results)+len(rest) > 0 {
+			dst = append(dst, appendMessage(nil, role, append(results, rest...)))
+		}
+		role, results, rest = "", nil, nil
+	}
+	for _, m := range msgs {
+		switch m.Role {
+		case wire.RoleSystem, wire.RoleDeveloper:
+			flush()
+			dst = append(dst, appendInstruction(nil, m))
+			continue
+		case wire.RoleUser, wire.RoleTool, wire.RoleAssistant:
+		default:
+			return dst, fmt.Errorf("messages: encode: unknown role %q", m.Role)
+		}
+		r := roleUser
+		if m.Role == wire.RoleAssistant {
+			r = roleAssistant
+		}
+		if r != role {
+			flush()
+			role = r
+		}
+		for _, p := range m.Parts {
+			b := appendBlock(nil, r, p)
+			if b == nil {
+				continue
+			}
+			if p.Kind == wire.ToolResult {
+				results = append(results, string(b))
+			} else {
+				rest = append(rest, string(b))
+			}
+		}
+	}
+	flush()
+	return dst, nil
+}
+
+// appendBlock appends part p as a block of a message of API role r, or
+// returns nil when it has none.
+func appendBlock(b []byte, r string, p wire.Part) []byte {
+	switch p.Kind {
+	case wire.Text, wire.Refusal:
+		if p.Text == "" {
+			return nil
+		}
+		b = append(b, `{"type":"text","text":`...)
+		b = gjson.AppendJSONString(b, p.Text)
+		return append(b, '}')
+	case wire.Image:
+		if r != roleUser || p.URL == "" {
+			return nil
+		}
+		return appendImage(b, p.URL)
+	case wire.ToolCall:
+		if r != roleAssistant {
+			return nil
+		}
+		b = append(b, `{"type":"tool_use","id":`...)
+		b = gjson.AppendJSONString(b, p.CallID)
+		b = append(b, `,"name":`...)
+		b = gjson.AppendJSONString(b, p.Name)
+		b = append(b, `,"input":`...)
+		b = append(b, toolInput(p.Arguments)...)
+		return append(b, '}')
+	case wire.ToolResult:
+		if r != roleUser {
+			return nil
+		}
+		b = append(b, `{"type":"tool_result","tool_use_id":`...)
+		b = gjson.AppendJSONString(b, p.CallID)
+		b = append(b, `,"content":`...)
+		b = gjson.AppendJSONString(b, p.Text)
+		if p.IsError {
+			b = append(b, `,"is_error":true`...)
+		}
+		return append(b, '}')
+	case wire.Opaque:
+		if p.Origin != wire.Messages || !gjson.ValidBytes(p.Raw) {
+			return nil
+		}
+		return append(b, p.Raw...)
+	}
+	return nil
+}
+
+// toolInput is a tool_use's input for call arguments: the arguments when
+// they are a JSON object, {} otherwise (Anthropic takes only an object;
+// arguments a model left unparsable carry nothing a tool read).
+func toolInput(args string) string {
+	args = strings.TrimSpace(args)
+	if gjson.Valid(args) && gjson.Parse(args).IsObject() {
+		return args
+	}
+	return "{}"
+}
+
+// appendImage appends an image block: a data: URL as a base64 source,
+// any other URL as a url source.
+func appendImage(b []byte, url string) []byte {
+	if rest, ok := strings.CutPrefix(url, "data:"); ok {
+		if mediaType, data, ok := strings.Cut(rest, ";base64,"); ok {
+			b = append(b, `{"type":"image","source":{"type":"base64","media_type":`...)
+			b = gjson.AppendJSONString(b, mediaType)
+			b = append(b, `,"data":`...)
+			b = gjson.AppendJSONString(b, data)
+			return append(b, "}}"...)
+		}
+	}
+	b = append(b, `{"type":"image","source":{"type":"url","url":`...)
+	b = gjson.AppendJSONString(b, url)
+	return append(b, "}}"...)
+}
+
+// appendMessage appends {"role":r,"content":[blocks]}.
+func appendMessage(b []byte, r string, blocks []string) []byte {
+	b = append(b, `{"role":`...)
+	b = gjson.AppendJSONString(b, r)
+	b = append(b, `,"content":`...)
+	b = append(b, joinArray(blocks)...)
+	return append(b, '}')
+}
+
+// appendInstruction appends m as an instruction: its text parts joined by
+// newlines.
+func appendInstruction(b []byte, m wire.Message) []byte {
+	var texts []string
+	for _, p := range m.Parts {
+		if p.Kind == wire.Text && p.Text != "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	b = append(b, `{"role":"system","content":`...)
+	b = gjson.AppendJSONString(b, strings.Join(texts, "\n"))
+	return append(b, '}')
+}

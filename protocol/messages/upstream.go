@@ -1,0 +1,418 @@
+package messages
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/wire"
+)
+
+// ErrUpstream is returned (wrapped) for an answer or stream event in
+// which the upstream reported an error in its own words.
+var ErrUpstream = errors.New("messages: upstream error")
+
+// ErrBadAnswer is returned (wrapped) for an answer that is not a Message.
+var ErrBadAnswer = errors.New("messages: not a message answer")
+
+// DefaultMaxTokens is the max_tokens sent for a request from another
+// protocol that set no cap: Anthropic requires one.
+const DefaultMaxTokens = 4096
+
+// Upstream is the upstream side of the Messages API: an anthropic
+// upstream. The zero value is ready to use.
+type Upstream struct{}
+
+var _ wire.Upstream = Upstream{}
+
+// Path returns "/messages", appended to the tenant's base_url
+// (https://api.anthropic.com/v1).
+func (Upstream) Path() string { return "/messages" }
+
+// AppendBody appends the body of a Messages API request.
+//
+// A request that came in as Messages keeps its body: every member as the
+// client sent it (metadata, thinking, tools with their cache_control, …),
+// "messages" replaced by msgs, and "system" as sent when instructions are
+// the request's own (otherwise, say with a summary added, "system" is the
+// instructions' blocks, their cache_control kept).
+//
+// A request from another protocol gets a fresh body: model, max_tokens
+// (the request's, or DefaultMaxTokens), system (the instructions' text
+// blocks, then any system message found among msgs, which Encode writes
+// for a canonical system message and which Anthropic does not take in
+// place), messages, tools (input_schema from the canonical parameters),
+// tool_choice, temperature, top_p, stop_sequences and stream.
+func (Upstream) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][]byte) ([]byte, error) {
+	if req.Protocol == wire.Messages {
+		return appendSameBody(dst, req, instructions, msgs)
+	}
+	var system [][]byte
+	kept := make([][]byte, 0, len(msgs))
+	for _, m := range msgs {
+		if parse(m).Get("role").Str == roleSystem {
+			system = append(system, m)
+		} else {
+			kept = append(kept, m)
+		}
+	}
+	dst = append(dst, `{"model":`...)
+	dst = gjson.AppendJSONString(dst, req.Model)
+	dst = append(dst, `,"max_tokens":`...)
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	dst = strconv.AppendInt(dst, int64(maxTokens), 10)
+	if sys := appendSystem(nil, append(append([][]byte(nil), instructions...), system...)); sys != nil {
+		dst = append(dst, `,"system":`...)
+		dst = append(dst, sys...)
+	}
+	dst = append(dst, `,"messages":`...)
+	dst = appendArray(dst, kept)
+	if len(req.Tools) > 0 {
+		dst = append(dst, `,"tools":[`...)
+		for i, t := range req.Tools {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"name":`...)
+			dst = gjson.AppendJSONString(dst, t.Name)
+			if t.Description != "" {
+				dst = append(dst, `,"description":`...)
+				dst = gjson.AppendJSONString(dst, t.Description)
+			}
+			dst = append(dst, `,"input_schema":`...)
+			if len(t.Parameters) > 0 && parse(t.Parameters).IsObject() {
+				dst = append(dst, t.Parameters...)
+			} else {
+				dst = append(dst, `{"type":"object","properties":{}}`...)
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	switch req.ToolChoice {
+	case "":
+	case "auto", "none":
+		dst = append(dst, `,"tool_choice":{"type":"`+req.ToolChoice+`"}`...)
+	case "required":
+		dst = append(dst, `,"tool_choice":{"type":"any"}`...)
+	default:
+		dst = append(dst, `,"tool_choice":{"type":"tool","name":`...)
+		dst = gjson.AppendJSONString(dst, req.ToolChoice)
+		dst = append(dst, '}')
+	}
+	if req.Temperature != nil {
+		dst = append(dst, `,"temperature":`...)
+		dst = strconv.AppendFloat(dst, *req.Temperature, 'g', -1, 64)
+	}
+	if req.TopP != nil {
+		dst = append(dst, `,"top_p":`...)
+		dst = strconv.AppendFloat(dst, *req.TopP, 'g', -1, 64)
+	}
+	if len(req.Stop) > 0 {
+		dst = append(dst, `,"stop_sequences":[`...)
+		for i, s := range req.Stop {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = gjson.AppendJSONString(dst, s)
+		}
+		dst = append(dst, ']')
+	}
+	if req.Stream {
+		dst = append(dst, `,"stream":true`...)
+	}
+	return append(dst, '}'), nil
+}
+
+// appendSameBody is AppendBody for a request that came in as Messages.
+func appendSameBody(dst []byte, req *wire.Request, instructions, msgs [][]byte) ([]byte, error) {
+	root := parse(req.Body)
+	if !root.IsObject() {
+		return dst, fmt.Errorf("messages: append body: request body is not an object")
+	}
+	own := sameInstructions(instructions, req.Instructions)
+	dst = append(dst, '{')
+	n := 0
+	member := func(key string) {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		dst = append(dst, key...)
+		dst = append(dst, ':')
+	}
+	wroteSystem := false
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "messages":
+			member(k.Raw)
+			dst = appendArray(dst, msgs)
+		case "system":
+			wroteSystem = true
+			if own {
+				member(k.Raw)
+				dst = append(dst, v.Raw...)
+			} else if sys := appendSystem(nil, instructions); sys != nil {
+				member(k.Raw)
+				dst = append(dst, sys...)
+			}
+		default:
+			member(k.Raw)
+			dst = append(dst, v.Raw...)
+		}
+		return true
+	})
+	if !wroteSystem && !own {
+		if sys := appendSystem(nil, instructions); sys != nil {
+			member(`"system"`)
+			dst = append(dst, sys...)
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// sameInstructions reports whether a and b hold the same instructions.
+func sameInstructions(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// appendSystem appends "system" as the text blocks of instructions (their
+// string content as one block, their blocks as they are), or returns nil
+// when they hold no text.
+func appendSystem(dst []byte, instructions [][]byte) []byte {
+	var blocks []string
+	for _, in := range instructions {
+		c := parse(in).Get("content")
+		switch {
+		case c.Type == gjson.String && c.Str != "":
+			blocks = append(blocks, `{"type":"text","text":`+c.Raw+`}`)
+		case c.IsArray():
+			c.ForEach(func(_, b gjson.Result) bool {
+				if b.Get("type").Str == typeText && b.Get("text").Str != "" {
+					blocks = append(blocks, b.Raw)
+				}
+				return true
+			})
+		}
+	}
+	if len(blocks) == 0 {
+		return nil
+	}
+	return append(dst, joinArray(blocks)...)
+}
+
+// appendArray appends raw JSON values as an array.
+func appendArray(dst []byte, vals [][]byte) []byte {
+	dst = append(dst, '[')
+	for i, v := range vals {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, v...)
+	}
+	return append(dst, ']')
+}
+
+// MaxBreakpoints is how many cache_control breakpoints a Messages request
+// may carry.
+const MaxBreakpoints = 4
+
+// ephemeral is the cache hint Recall places.
+const ephemeral = `"cache_control":{"type":"ephemeral"}`
+
+// MarkHistoryEnd returns body, a Messages API request body (as AppendBody
+// writes it), with a cache_control breakpoint on the last block of
+// message last (the last message of the curated history), so that the
+// provider caches the stable prefix of the conversation. It leaves body as
+// it is when last is out of range, when the request already uses all
+// MaxBreakpoints (counted across system, tools and messages), or when the
+// message has no block that can carry one (thinking blocks cannot, nor
+// empty text) or already carries one there. A string content becomes one
+// text block carrying the hint. The proxy calls it after AppendBody, for
+// an anthropic upstream, with the index in the sent messages of the last
+// history message.
+func MarkHistoryEnd(body []byte, last int) []byte {
+	if last < 0 {
+		return body
+	}
+	root := parse(body)
+	if bytes.Count(body, []byte("cache_control")) >= MaxBreakpoints && Breakpoints(root) >= MaxBreakpoints {
+		return body
+	}
+	msg := root.Get("messages." + strconv.Itoa(last))
+	if !msg.IsObject() {
+		return body
+	}
+	content := msg.Get("content")
+	var repl string
+	var at gjson.Result
+	switch {
+	case content.Type == gjson.String:
+		if content.Str == "" {
+			return body
+		}
+		at, repl = content, `[{"type":"text","text":`+content.Raw+`,`+ephemeral+`}]`
+	case content.IsArray():
+		content.ForEach(func(_, b gjson.Result) bool {
+			typ := b.Get("type").Str
+			if !isThinking(typ) && !(typ == typeText && b.Get("text").Str == "") && b.IsObject() {
+				at = b
+			}
+			return true
+		})
+		if !at.Exists() || at.Get("cache_control").Exists() {
+			return body
+		}
+		raw := strings.TrimRight(at.Raw, " \t\r\n")
+		repl = raw[:len(raw)-1] + "," + ephemeral + "}"
+	default:
+		return body
+	}
+	out := make([]byte, 0, len(body)+len(ephemeral)+32)
+	out = append(out, body[:at.Index]...)
+	out = append(out, repl...)
+	return append(out, body[at.Index+len(at.Raw):]...)
+}
+
+// Breakpoints counts the cache_control breakpoints of a Messages API
+// request: the non-null cache_control members in system, tools and
+// messages, at any depth.
+func Breakpoints(root gjson.Result) int {
+	return countHints(root.Get("system")) + countHints(root.Get("tools")) + countHints(root.Get("messages"))
+}
+
+func countHints(v gjson.Result) int {
+	if !v.IsObject() && !v.IsArray() || !strings.Contains(v.Raw, "cache_control") {
+		return 0
+	}
+	n := 0
+	obj := v.IsObject()
+	v.ForEach(func(k, val gjson.Result) bool {
+		if obj && k.Str == "cache_control" {
+			if val.Type != gjson.Null {
+				n++
+			}
+			return true
+		}
+		n += countHints(val)
+		return true
+	})
+	return n
+}
+
+// ParseAnswer reads a non-streamed answer, a Message object
+// (https://docs.anthropic.com/en/api/messages): Stored is one assistant
+// message, {"role":"assistant","content":[…]} with the content blocks as
+// they came (thinking blocks and their signatures included), Message its
+// canonical form, Stop and Usage mapped (input tokens are input_tokens
+// plus the cache reads and writes, which Anthropic counts apart). An
+// error object wraps ErrUpstream; anything else that is not a Message
+// wraps ErrBadAnswer. The Answer shares no memory with body.
+func (Upstream) ParseAnswer(body []byte) (wire.Answer, error) {
+	if chat.CheckDepth(body) != nil || !gjson.ValidBytes(body) {
+		return wire.Answer{}, fmt.Errorf("messages: parse answer: %w", ErrBadAnswer)
+	}
+	root := parse(body)
+	if root.Get("type").Str == "error" {
+		return wire.Answer{}, fmt.Errorf("messages: parse answer: %w: %s", ErrUpstream, root.Get("error.message").Str)
+	}
+	content := root.Get("content")
+	if root.Get("type").Str != "message" || !content.IsArray() {
+		return wire.Answer{}, fmt.Errorf("messages: parse answer: %w", ErrBadAnswer)
+	}
+	stored := appendMessageRaw(nil, content.Raw)
+	a := wire.Answer{
+		ID:     strings.Clone(root.Get("id").Str),
+		Model:  strings.Clone(root.Get("model").Str),
+		Stored: [][]byte{stored},
+		Stop:   canonicalStop(root.Get("stop_reason").Str),
+	}
+	var u usage
+	u.read(root.Get("usage"))
+	a.Usage = u.canonical()
+	var err error
+	if a.Message, err = (Codec{}).Decode(stored); err != nil {
+		return wire.Answer{}, fmt.Errorf("messages: parse answer: %w", err)
+	}
+	return a, nil
+}
+
+// appendMessageRaw appends {"role":"assistant","content":content}.
+func appendMessageRaw(dst []byte, content string) []byte {
+	dst = append(dst, `{"role":"assistant","content":`...)
+	dst = append(dst, content...)
+	return append(dst, '}')
+}
+
+// usage is the counts of a usage object, which Anthropic splits: input
+// tokens that hit the cache, that wrote it, and the rest.
+type usage struct{ in, cacheRead, cacheWrite, out int64 }
+
+// read updates u with the counts v holds (a stream's message_delta holds
+// only some: they are whole-message totals that replace what message_start
+// said).
+func (u *usage) read(v gjson.Result) {
+	v.ForEach(func(k, n gjson.Result) bool {
+		switch k.Str {
+		case "input_tokens":
+			u.in = n.Int()
+		case "cache_read_input_tokens":
+			u.cacheRead = n.Int()
+		case "cache_creation_input_tokens":
+			u.cacheWrite = n.Int()
+		case "output_tokens":
+			u.out = n.Int()
+		}
+		return true
+	})
+}
+
+// canonical returns u in the canonical model: every input token counts as
+// input, the cache reads as cached.
+func (u usage) canonical() wire.Usage {
+	return wire.Usage{InputTokens: int(u.in + u.cacheRead + u.cacheWrite), CachedTokens: int(u.cacheRead), OutputTokens: int(u.out)}
+}
+
+// canonicalStop maps a stop_reason to the canonical stop reason.
+func canonicalStop(reason string) string {
+	switch reason {
+	case "max_tokens", "model_context_window_exceeded":
+		return wire.StopLength
+	case "tool_use":
+		return wire.StopToolCalls
+	case "refusal":
+		return wire.StopFilter
+	case "":
+		return ""
+	}
+	return wire.StopEnd // end_turn, stop_sequence, pause_turn
+}
+
+// stopReason maps a canonical stop reason to a stop_reason.
+func stopReason(stop string) string {
+	switch stop {
+	case wire.StopLength:
+		return "max_tokens"
+	case wire.StopToolCalls:
+		return "tool_use"
+	case wire.StopFilter:
+		return "refusal"
+	}
+	return "end_turn"
+}
