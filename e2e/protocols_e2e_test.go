@@ -265,3 +265,42 @@ func gjsonArray(body []byte, path string) []json.RawMessage {
 	})
 	return out
 }
+
+// TestMessagesCountTokens: count_tokens with a conversation counts what
+// the next request would send (the stored turn included), without one the
+// request alone; it calls no upstream and stores nothing.
+func TestMessagesCountTokens(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	ctx := context.Background()
+	client := anthropicClient(h, "rk-an", "k1")
+	long := strings.Repeat("remember this sentence well. ", 40)
+	if _, err := client.Messages.New(ctx, anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(long))}}); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitDone("k1")
+	calls := h.Up.Count()
+	params := anthropic.MessageCountTokensParams{Model: "claude-sonnet-4-5",
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("and now?"))}}
+	with, err := client.Messages.CountTokens(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.WaitDone("k1")
+	bare := anthropic.NewClient(aoption.WithBaseURL(h.URL), aoption.WithAPIKey("rk-an"), aoption.WithMaxRetries(0))
+	without, err := bare.Messages.CountTokens(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.WaitDone("")
+	if without.InputTokens <= 0 || with.InputTokens < without.InputTokens+200 {
+		t.Errorf("got %d tokens with the conversation and %d without, want the stored turn's 400-odd more",
+			with.InputTokens, without.InputTokens)
+	}
+	if h.Up.Count() != calls {
+		t.Errorf("count_tokens called the upstream: %d calls, want %d", h.Up.Count(), calls)
+	}
+	if n := len(h.Stored("an", "k1")); n != 2 {
+		t.Errorf("stored %d messages, want the 2 of the first turn", n)
+	}
+}

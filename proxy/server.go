@@ -344,6 +344,8 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		// conversation prefix, which would say otherwise.
 		s.reject(rc, "chat", apierr.MethodNotAllowed)
 		rc.Response.Header.Set(fasthttp.HeaderAllow, fasthttp.MethodPost)
+	case rc.IsPost() && bytes.Equal(path, pathCountTokens):
+		s.countTokens(rc, conv)
 	case rc.IsPost() && seamRoute(path) != nil:
 		s.serveSeam(rc, conv, seamRoute(path))
 	case bytes.HasPrefix(path, prefixV1):

@@ -1,0 +1,104 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/plan"
+	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/wire"
+)
+
+var pathCountTokens = []byte("/v1/messages/count_tokens")
+
+// countTokens serves POST /v1/messages/count_tokens: with a conversation,
+// what the request would send (instructions, summary, the curated history
+// and its messages merged with it), counted as the budget counts it;
+// without one, the request alone. It reads, writes nothing and calls no
+// upstream. Claude models have no public tokenizer: the count is Recall's
+// estimate, the one its budget uses.
+func (s *Server) countTokens(rc *fasthttp.RequestCtx, conv string) {
+	p := protocols[wire.Messages]
+	x := &exchange{s: s, start: s.cfg.Now(), render: p.render, route: "count_tokens"}
+	body, err := s.readBody(rc)
+	if err != nil {
+		rc.SetConnectionClose()
+		x.fail(rc, err)
+		return
+	}
+	c, err := s.authenticate(rc)
+	if err != nil {
+		x.fail(rc, err)
+		return
+	}
+	x.c = c
+	if h, err := conversationID(rc, c.convHeader); err != nil {
+		x.fail(rc, err)
+		return
+	} else if conv == "" {
+		conv = h
+	} else if h != "" && h != conv {
+		x.fail(rc, apierr.TwoConversationIDs)
+		return
+	}
+	x.key.Conversation = conv
+	// count_tokens takes no max_tokens; the parser of a Messages request
+	// requires one.
+	if gjson.ValidBytes(body) && !gjson.GetBytes(body, "max_tokens").Exists() {
+		if b, err := sjson.SetBytes(body, "max_tokens", 1); err == nil {
+			body = b
+		}
+	}
+	req, err := p.ingress.ParseRequest(body)
+	if err != nil {
+		x.fail(rc, err)
+		return
+	}
+	instructions, in, err := turnOf(wire.Messages, req)
+	if err != nil {
+		x.fail(rc, err)
+		return
+	}
+	total := 0
+	if conv == "" || c.mode == history.Off {
+		enc := tokens.For(req.Model, string(c.plan.Encoding))
+		for _, m := range append(instructions, in...) {
+			total += plan.Count(s.counter, enc, m.Protocol, m.Raw)
+		}
+		total += s.counter.Tools(enc, req.ToolsRaw)
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
+		defer cancel()
+		pl, err := plan.Make(ctx, plan.Input{Store: s.cfg.Store, Key: history.Key{Tenant: c.Namespace, Conversation: conv},
+			Policy: c.policy(c.mode), Model: req.Model, Instructions: instructions, Tools: req.ToolsRaw, New: in,
+			Counter: s.counter, Fixed: fixedCounter{s}, Now: x.start})
+		var oe *history.OrphanResultError
+		switch {
+		case errors.Is(err, plan.ErrStore):
+			if errors.Is(err, history.ErrUnavailable) {
+				x.fail(rc, apierr.StoreUnavailable)
+				return
+			}
+			x.fail(rc, apierr.StoreReadFailed)
+			return
+		case errors.As(err, &oe):
+			x.fail(rc, apierr.OrphanToolResult(len(instructions)+oe.Index))
+			return
+		case err != nil:
+			x.fail(rc, err)
+			return
+		}
+		total = pl.Report.Tokens
+		rc.Response.Header.Set("X-Recall-Conversation", conv)
+	}
+	rc.SetContentType("application/json")
+	rc.SetBodyString(`{"input_tokens":` + strconv.Itoa(total) + `}`)
+	x.done(fasthttp.StatusOK, nil)
+}
