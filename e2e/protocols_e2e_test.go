@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/internal/e2etest"
+	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -302,5 +303,59 @@ func TestMessagesCountTokens(t *testing.T) {
 	}
 	if n := len(h.Stored("an", "k1")); n != 2 {
 		t.Errorf("stored %d messages, want the 2 of the first turn", n)
+	}
+}
+
+// TestMessagesToolLoopAndThinking: over an Anthropic upstream, an answer
+// with signed thinking and a tool_use is stored whole; the client then
+// sends only its tool_result, and the upstream (which checks that every
+// tool_result answers the previous message's tool_use, and each thinking
+// block's signature) gets the stored assistant message back, thinking and
+// all (proxy's TestEncodePlanForAnotherProtocol: never to another
+// provider).
+func TestMessagesToolLoopAndThinking(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	ctx := context.Background()
+	client := anthropicClient(h, "rk-an", "tl1")
+	h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "toolu_1", Name: "lookup", Arguments: `{"q":"x"}`}}})
+	tool := anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{Name: "lookup",
+		InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{"q": map[string]any{"type": "string"}}}}}
+	first, err := client.Messages.New(ctx, anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 2000,
+		Thinking: anthropic.ThinkingConfigParamOfEnabled(1024), Tools: []anthropic.ToolUnionParam{tool},
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("look it up"))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.WaitDone("tl1")
+	if first.StopReason != "tool_use" || len(first.Content) != 2 || first.Content[0].Type != "thinking" || first.Content[1].Type != "tool_use" {
+		t.Fatalf("first answer: got %s with %+v, want thinking then tool_use", first.StopReason, first.Content)
+	}
+	result := anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_1", "42", false))
+	second, err := client.Messages.New(ctx, anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 2000,
+		Thinking: anthropic.ThinkingConfigParamOfEnabled(1024), Tools: []anthropic.ToolUnionParam{tool},
+		Messages: []anthropic.MessageParam{result}})
+	if err != nil {
+		t.Fatalf("tool_result alone: %v", err)
+	}
+	h.WaitDone("tl1")
+	if second.StopReason != "end_turn" {
+		t.Errorf("second answer: got %s, want end_turn", second.StopReason)
+	}
+	msgs := gjsonArray(h.Up.Last().Body, "messages")
+	if len(msgs) != 3 {
+		t.Fatalf("second upstream request: got %d messages %s, want user, assistant, tool_result", len(msgs), msgs)
+	}
+	assistant := gjson.ParseBytes(msgs[1])
+	if assistant.Get("content.0.type").String() != "thinking" || assistant.Get("content.0.signature").String() == "" ||
+		assistant.Get("content.1.id").String() != "toolu_1" {
+		t.Errorf("replayed assistant message: got %s, want its signed thinking and its tool_use", msgs[1])
+	}
+
+	var sawThinking bool
+	for _, m := range h.Stored("an", "tl1") {
+		sawThinking = sawThinking || strings.Contains(string(m.Raw), `"thinking"`)
+	}
+	if !sawThinking {
+		t.Error("the stored answer lost its thinking block")
 	}
 }
