@@ -75,33 +75,18 @@ type exchange struct {
 func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	x := &exchange{s: s, start: s.cfg.Now()}
 	x.key.Conversation = conv
-	// The body is read first, so that every answer below leaves the
-	// connection clean for its next request.
-	body, err := s.readBody(rc)
-	if err != nil {
-		rc.SetConnectionClose()
-		x.fail(rc, err)
+	body, admitted := s.admit(rc, x)
+	if !admitted {
 		return
 	}
-	c, err := s.authenticate(rc)
-	if err != nil {
-		x.fail(rc, err)
-		return
-	}
-	x.c = c
+	c := x.c
 	if up, _ := wire.UpstreamFor(c.cfg.Upstream.Protocol, wire.ChatCompletions); up != wire.ChatCompletions {
 		s.seamExchange(rc, x, body, conv, protocols[wire.ChatCompletions])
 		return
 	}
-	// The path prefix and the header may both name the conversation, but
-	// not two different ones.
-	if h, err := conversationID(rc, c.convHeader); err != nil {
+	conv, err := x.conversation(rc, conv)
+	if err != nil {
 		x.fail(rc, err)
-		return
-	} else if conv == "" {
-		conv = h
-	} else if h != "" && h != conv {
-		x.fail(rc, apierr.TwoConversationIDs)
 		return
 	}
 	x.key.Conversation = conv
@@ -207,6 +192,39 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	}
 	rc.Response.SetBodyRaw(raw)
 	x.done(status, nil)
+}
+
+// admit reads the request's body and authenticates its caller into x.c.
+// The body is read first, so that every answer leaves the connection clean
+// for its next request. On a failure it answers and reports false.
+func (s *Server) admit(rc *fasthttp.RequestCtx, x *exchange) ([]byte, bool) {
+	body, err := s.readBody(rc)
+	if err != nil {
+		rc.SetConnectionClose()
+		x.fail(rc, err)
+		return nil, false
+	}
+	if x.c, err = s.authenticate(rc); err != nil {
+		x.fail(rc, err)
+		return nil, false
+	}
+	return body, true
+}
+
+// conversation returns the conversation the request names: by the path
+// prefix (conv) or the tenant's header, which may both name it but not
+// two different ones.
+func (x *exchange) conversation(rc *fasthttp.RequestCtx, conv string) (string, error) {
+	h, err := conversationID(rc, x.c.convHeader)
+	switch {
+	case err != nil:
+		return "", err
+	case conv == "":
+		return h, nil
+	case h != "" && h != conv:
+		return "", apierr.TwoConversationIDs
+	}
+	return conv, nil
 }
 
 // curated sets the headers that say what curation did, and counts it.

@@ -27,25 +27,14 @@ var pathCountTokens = []byte("/v1/messages/count_tokens")
 func (s *Server) countTokens(rc *fasthttp.RequestCtx, conv string) {
 	p := protocols[wire.Messages]
 	x := &exchange{s: s, start: s.cfg.Now(), render: p.render, route: "count_tokens"}
-	body, err := s.readBody(rc)
-	if err != nil {
-		rc.SetConnectionClose()
-		x.fail(rc, err)
+	body, ok := s.admit(rc, x)
+	if !ok {
 		return
 	}
-	c, err := s.authenticate(rc)
+	c := x.c
+	conv, err := x.conversation(rc, conv)
 	if err != nil {
 		x.fail(rc, err)
-		return
-	}
-	x.c = c
-	if h, err := conversationID(rc, c.convHeader); err != nil {
-		x.fail(rc, err)
-		return
-	} else if conv == "" {
-		conv = h
-	} else if h != "" && h != conv {
-		x.fail(rc, apierr.TwoConversationIDs)
 		return
 	}
 	x.key.Conversation = conv

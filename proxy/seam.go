@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
@@ -31,19 +30,9 @@ import (
 func (s *Server) serveSeam(rc *fasthttp.RequestCtx, conv string, p *protocol) {
 	x := &exchange{s: s, start: s.cfg.Now(), render: p.render, route: p.route}
 	x.key.Conversation = conv
-	body, err := s.readBody(rc)
-	if err != nil {
-		rc.SetConnectionClose()
-		x.fail(rc, err)
-		return
+	if body, ok := s.admit(rc, x); ok {
+		s.seamExchange(rc, x, body, conv, p)
 	}
-	c, err := s.authenticate(rc)
-	if err != nil {
-		x.fail(rc, err)
-		return
-	}
-	x.c = c
-	s.seamExchange(rc, x, body, conv, p)
 }
 
 // seamExchange is serveSeam once the caller is known (x.c): the chat
@@ -51,16 +40,11 @@ func (s *Server) serveSeam(rc *fasthttp.RequestCtx, conv string, p *protocol) {
 // protocol.
 func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte, conv string, p *protocol) {
 	c := x.c
-	if h, err := conversationID(rc, c.convHeader); err != nil {
+	conv, err := x.conversation(rc, conv)
+	if err != nil {
 		x.fail(rc, err)
 		return
-	} else if conv == "" {
-		conv = h
-	} else if h != "" && h != conv {
-		x.fail(rc, apierr.TwoConversationIDs)
-		return
 	}
-	var err error
 	mode := c.mode
 	if h := rc.Request.Header.Peek(headerHistory); len(h) > 0 {
 		if mode, err = history.ParseMode(string(h)); err != nil {
@@ -429,7 +413,6 @@ func apierrType(status int) string {
 // It owns resp and res from here on, like relayStream.
 func (s *Server) relaySeam(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
 	p *protocol, up *protocol, req *wire.Request, same, ok bool) {
-	rc.Response.ImmediateHeaderFlush = true
 	rc.Response.Header.Del("Content-Length")
 	if !same {
 		rc.SetContentType("text/event-stream")
@@ -442,70 +425,23 @@ func (s *Server) relaySeam(ctx context.Context, res owned, rc *fasthttp.RequestC
 	if record && enc != "" {
 		rc.Response.Header.Del("Content-Encoding")
 	}
-	status := resp.StatusCode()
-	body := responseBody(resp)
-	stream := resp.BodyStream()
-	s.inflight.Add(1)
-	s.busy.Add(1)
-	pr, pw := io.Pipe()
-	rc.SetBodyStream(pr, -1)
-	go func() {
-		defer s.inflight.Done()
-		defer s.busy.Add(-1)
-		defer pw.Close()
-		defer res.end()
-		defer context.AfterFunc(ctx, func() {
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				pr.CloseWithError(ctx.Err())
-			}
-			interruptBody(stream)
-		})()
-		defer closeResponse(resp)
-		defer recoverStream(s.log)
-
-		idle := time.AfterFunc(s.cfg.StreamIdleTimeout, res.cancel)
-		defer idle.Stop()
-		var upstream io.Reader = &idleReader{r: body, t: idle, d: s.cfg.StreamIdleTimeout}
-		w := bufio.NewWriter(pw)
-		var err error
-		switch {
-		case !ok && same:
-			r := &readErrs{r: upstream}
-			if _, err = relayRaw(w, r); err != nil {
-				err = fmt.Errorf("%w: %w", errClientGone, err)
-			}
+	s.relay(ctx, res, rc, x, resp, func(w *bufio.Writer, upstream io.Reader) error {
+		if !ok && same { // the upstream's error, in the client's protocol already
+			_, err := relayRaw(w, upstream)
 			x.upstreamDone = s.cfg.Now()
-		default:
-			if enc != "" {
-				if upstream, err = decoder(enc, upstream); err != nil {
-					err = fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
-				}
+			if err != nil {
+				return fmt.Errorf("%w: %w", errClientGone, err)
 			}
-			if err == nil {
-				err = s.relaySeamEvents(w, upstream, x, p, up, req, same, record)
-			}
+			return nil
 		}
-		if ferr := w.Flush(); err == nil && ferr != nil {
-			err = fmt.Errorf("%w: %w", errClientGone, ferr)
-		}
-		if err == nil {
-			if _, berr := pw.Write(nil); berr != nil {
-				err = fmt.Errorf("%w: %w", errClientGone, berr)
+		if enc != "" {
+			var err error
+			if upstream, err = decoder(enc, upstream); err != nil {
+				return fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
 			}
 		}
-		if err != nil && !x.committed {
-			s.metrics.streamAborted(x.c.cfg.ID)
-			switch {
-			case errors.Is(err, errClientGone):
-				status = 499
-			case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
-				status = apierr.UpstreamTimeout.Status
-			default:
-				status = classify(err).Status
-			}
-		}
-		x.done(status, err)
-	}()
+		return s.relaySeamEvents(w, upstream, x, p, up, req, same, record)
+	})
 }
 
 // relaySeamEvents is relaySeam's reading, relaying and commit.

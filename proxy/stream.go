@@ -32,18 +32,44 @@ var errClientGone = errors.New("proxy: client gone mid-stream")
 // It owns resp and res (the exchange's deadline and lock) from here on:
 // the relay goroutine touches nothing of rc, and ends both.
 func (s *Server) relayStream(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response, record bool) {
-	rc.Response.ImmediateHeaderFlush = true
 	rc.Response.Header.Del("Content-Length")
 	enc := string(resp.Header.ContentEncoding())
-	status := resp.StatusCode()
-	body := responseBody(resp)
-	stream := resp.BodyStream() // interrupted from other goroutines: closeResponse clears the field
 	if enc == "identity" {
 		enc = ""
 	}
 	if record && enc != "" {
 		rc.Response.Header.Del("Content-Encoding")
 	}
+	s.relay(ctx, res, rc, x, resp, func(w *bufio.Writer, upstream io.Reader) error {
+		if record {
+			return s.relayRecorded(w, upstream, enc, x) // sets upstreamDone
+		}
+		r := &readErrs{r: upstream}
+		_, err := relayRaw(w, r)
+		x.upstreamDone = s.cfg.Now()
+		if err != nil && r.err != nil {
+			return fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, err)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %w", errClientGone, err)
+		}
+		return nil
+	})
+}
+
+// relay runs a streamed answer's relay in a goroutine of its own, which
+// owns resp and res (the exchange's deadline and lock) from here on and
+// touches nothing of rc: work reads the upstream's body (bounded by the
+// stream idle timeout) and writes to w, and returns nil only if it wrote
+// everything it meant to. relay flushes w, waits until fasthttp has
+// written every byte to the connection, and ends the exchange (x.done)
+// with the status its end deserves.
+func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
+	work func(w *bufio.Writer, upstream io.Reader) error) {
+	rc.Response.ImmediateHeaderFlush = true
+	status := resp.StatusCode()
+	body := responseBody(resp)
+	stream := resp.BodyStream() // interrupted from other goroutines: closeResponse clears the field
 	s.inflight.Add(1)
 	s.busy.Add(1)
 	// An unbuffered pipe rather than SetBodyStreamWriter, whose pipe
@@ -74,25 +100,8 @@ func (s *Server) relayStream(ctx context.Context, res owned, rc *fasthttp.Reques
 		// A stream that sends nothing for StreamIdleTimeout is ended.
 		idle := time.AfterFunc(s.cfg.StreamIdleTimeout, res.cancel)
 		defer idle.Stop()
-		upstream := &idleReader{r: body, t: idle, d: s.cfg.StreamIdleTimeout}
-
 		w := bufio.NewWriter(pw)
-		var err error
-		if !record {
-			r := &readErrs{r: upstream}
-			if _, err = relayRaw(w, r); err != nil {
-				if r.err != nil {
-					err = fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, err)
-				} else {
-					err = fmt.Errorf("%w: %w", errClientGone, err)
-				}
-			}
-		} else {
-			err = s.relayRecorded(w, upstream, enc, x) // sets upstreamDone
-		}
-		if !record {
-			x.upstreamDone = s.cfg.Now()
-		}
+		err := work(w, &idleReader{r: body, t: idle, d: s.cfg.StreamIdleTimeout})
 		if ferr := w.Flush(); err == nil && ferr != nil {
 			err = fmt.Errorf("%w: %w", errClientGone, ferr)
 		}
