@@ -156,16 +156,8 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		s.relayStream(ctx, res.take(), rc, x, resp, ok && x.record)
 		return
 	}
-	enc := string(resp.Header.ContentEncoding())
-	raw, err := readLimited(responseBody(resp), s.cfg.MaxResponseBytes)
-	closeResponse(resp)
-	x.upstreamDone = s.cfg.Now()
-	if errors.Is(err, errTooLarge) {
-		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err))
-		return
-	}
-	if err != nil {
-		x.fail(rc, upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err)))
+	raw, enc, read := x.readAnswer(rc, resp)
+	if !read {
 		return
 	}
 	if ok && x.record {
@@ -192,6 +184,25 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	}
 	rc.Response.SetBodyRaw(raw)
 	x.done(status, nil)
+}
+
+// readAnswer reads a non-streamed answer whole, bounded by
+// MaxResponseBytes, and releases resp. On a failure it answers and
+// reports false.
+func (x *exchange) readAnswer(rc *fasthttp.RequestCtx, resp *fasthttp.Response) (raw []byte, enc string, ok bool) {
+	enc = string(resp.Header.ContentEncoding())
+	raw, err := readLimited(responseBody(resp), x.s.cfg.MaxResponseBytes)
+	closeResponse(resp)
+	x.upstreamDone = x.s.cfg.Now()
+	if errors.Is(err, errTooLarge) {
+		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err))
+		return nil, "", false
+	}
+	if err != nil {
+		x.fail(rc, upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err)))
+		return nil, "", false
+	}
+	return raw, enc, true
 }
 
 // admit reads the request's body and authenticates its caller into x.c.

@@ -171,16 +171,8 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		s.relaySeam(ctx, res.take(), rc, x, resp, p, up, req, same, ok)
 		return
 	}
-	enc := string(resp.Header.ContentEncoding())
-	raw, err := readLimited(responseBody(resp), s.cfg.MaxResponseBytes)
-	closeResponse(resp)
-	x.upstreamDone = s.cfg.Now()
-	if errors.Is(err, errTooLarge) {
-		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err))
-		return
-	}
-	if err != nil {
-		x.fail(rc, upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err)))
+	raw, enc, read := x.readAnswer(rc, resp)
+	if !read {
 		return
 	}
 	if !ok { // the upstream's error, in the client's protocol already
