@@ -210,7 +210,8 @@ func TestOneHistoryAcrossProtocols(t *testing.T) {
 	for _, m := range h.Stored("ch", "x1") {
 		protos = append(protos, m.Protocol)
 	}
-	wantProtos := []wire.Protocol{wire.ChatCompletions, wire.ChatCompletions, wire.Messages, wire.ChatCompletions, wire.Responses, wire.ChatCompletions}
+	// Each answer is stored as its client received it.
+	wantProtos := []wire.Protocol{wire.ChatCompletions, wire.ChatCompletions, wire.Messages, wire.Messages, wire.Responses, wire.Responses}
 	if len(protos) != len(wantProtos) {
 		t.Fatalf("stored protocols: got %v, want %v", protos, wantProtos)
 	}
@@ -357,5 +358,90 @@ func TestMessagesToolLoopAndThinking(t *testing.T) {
 	}
 	if !sawThinking {
 		t.Error("the stored answer lost its thinking block")
+	}
+}
+
+// TestResendAcrossProtocolsIsNotDoubled: a client that resends its whole
+// history each call (as coding agents do) in another protocol than its
+// upstream's is deduplicated: the answer is stored as the client got it.
+// A client that switches protocol mid-conversation and resends everything
+// is recognised too (plain messages hash alike in every protocol).
+func TestResendAcrossProtocolsIsNotDoubled(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	ctx := context.Background()
+	ac := anthropicClient(h, "rk-ch", "rs1")
+	user := func(s string) anthropic.MessageParam { return anthropic.NewUserMessage(anthropic.NewTextBlock(s)) }
+	asst := func(s string) anthropic.MessageParam { return anthropic.NewAssistantMessage(anthropic.NewTextBlock(s)) }
+	send := func(msgs ...anthropic.MessageParam) {
+		t.Helper()
+		if _, err := ac.Messages.New(ctx, anthropic.MessageNewParams{Model: "gpt-4o", MaxTokens: 100, Messages: msgs}); err != nil {
+			t.Fatal(err)
+		}
+		h.WaitDone("rs1")
+	}
+	send(user("one"))
+	send(user("one"), asst("echo: one"), user("two"))
+	want := []string{"user: one", "assistant: echo: one", "user: two"}
+	if got := texts(h.Up.Last().Messages); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("Messages over chat, full resend: upstream got %q, want %q", got, want)
+	}
+	if n := len(h.Stored("ch", "rs1")); n != 4 {
+		t.Errorf("Messages over chat, full resend: stored %d messages, want 4", n)
+	}
+
+	// Switching to chat completions with the whole history resent.
+	oc := h.Client("rk-ch", "rs1")
+	if _, err := oc.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage("one"), openai.AssistantMessage("echo: one"),
+		openai.UserMessage("two"), openai.AssistantMessage("echo: two"), openai.UserMessage("three"))); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitDone("rs1")
+	if n := len(h.Stored("ch", "rs1")); n != 6 {
+		t.Errorf("switched to chat, full resend: stored %d messages, want 6", n)
+	}
+	if got := len(h.Up.Last().Messages); got != 5 {
+		t.Errorf("switched to chat, full resend: upstream got %d messages, want 5", got)
+	}
+}
+
+// TestResponsesAgentOverChatResendsParallelCalls: a Responses client over a
+// chat upstream gets two parallel calls as two function_call items, runs
+// them and resends every item with both outputs (as agents with store
+// false do): nothing is stored twice and the upstream gets one assistant
+// message with both calls, then both results.
+func TestResponsesAgentOverChatResendsParallelCalls(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "call_a", Name: "f", Arguments: `{"x":1}`}, {ID: "call_b", Name: "g", Arguments: `{}`}}})
+	headers := map[string]string{"Authorization": "Bearer rk-ch", "X-Conversation-ID": "pc1", "Content-Type": "application/json"}
+	tools := `"tools":[{"type":"function","name":"f","parameters":{"type":"object"}},{"type":"function","name":"g","parameters":{"type":"object"}}]`
+	first := h.PostHeaders("/v1/responses", headers, `{"model":"gpt-4o",`+tools+`,"input":[{"role":"user","content":"do both"}]}`)
+	if first.Status != 200 {
+		t.Fatalf("first call: %d %s", first.Status, first.Body)
+	}
+	h.WaitDone("pc1")
+	var calls []string
+	gjson.Get(first.Body, "output").ForEach(func(_, it gjson.Result) bool {
+		if it.Get("type").String() == "function_call" {
+			calls = append(calls, it.Raw)
+		}
+		return true
+	})
+	if len(calls) != 2 {
+		t.Fatalf("first answer: got %d function calls in %s, want 2", len(calls), first.Body)
+	}
+	resend := `{"model":"gpt-4o",` + tools + `,"input":[{"role":"user","content":"do both"},` + calls[0] + `,` + calls[1] +
+		`,{"type":"function_call_output","call_id":"call_a","output":"1"},{"type":"function_call_output","call_id":"call_b","output":"2"}]}`
+	second := h.PostHeaders("/v1/responses", headers, resend)
+	if second.Status != 200 {
+		t.Fatalf("resend: %d %s", second.Status, second.Body)
+	}
+	h.WaitDone("pc1")
+	if n := len(h.Stored("ch", "pc1")); n != 6 {
+		t.Errorf("stored %d messages, want 6 (user, two calls, two outputs, answer)", n)
+	}
+	got := h.Up.Last().Messages
+	if len(got) != 4 || gjson.GetBytes(got[1], "tool_calls.#").Int() != 2 ||
+		gjson.GetBytes(got[2], "tool_call_id").String() != "call_a" || gjson.GetBytes(got[3], "tool_call_id").String() != "call_b" {
+		t.Errorf("upstream messages: got %s, want user, one assistant message with both calls, both results", got)
 	}
 }

@@ -202,7 +202,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 			x.done(499, errClientLeft)
 			return
 		}
-		if err := x.commitAnswer(&a, upProto); err != nil {
+		if err := x.commitAnswer(&a, upProto, p.proto); err != nil {
 			x.fail(rc, err)
 			return
 		}
@@ -342,16 +342,31 @@ func encodePlan(up wire.Protocol, msgs []plan.Message) (instr, conv [][]byte, as
 
 // commitAnswer records the new messages and the answer (its stored
 // messages in the upstream's protocol).
-func (x *exchange) commitAnswer(a *wire.Answer, up wire.Protocol) error {
-	codec := wire.For(up)
-	msgs := make([]history.Message, 0, len(a.Stored))
-	for _, raw := range a.Stored {
+//
+// The answer is stored as the client received it: in the upstream's
+// protocol when the client speaks it, else rendered in the client's (the
+// canonical answer encoded by its codec), so that a client that resends
+// its history resends what is stored, and the merge recognises it. A
+// provider's opaque pieces (signed thinking, encrypted reasoning) are then
+// not kept: only a client of that provider's protocol could send them back.
+func (x *exchange) commitAnswer(a *wire.Answer, up, in wire.Protocol) error {
+	stored, proto := a.Stored, up
+	if in != up {
+		enc, err := wire.For(in).Encode(nil, []wire.Message{a.Message})
+		if err != nil {
+			return fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
+		}
+		stored, proto = enc, in
+	}
+	codec := wire.For(proto)
+	msgs := make([]history.Message, 0, len(stored))
+	for _, raw := range stored {
 		role := codec.Role(raw)
 		if role == "" {
 			role = wire.RoleAssistant
 		}
-		msgs = append(msgs, history.Message{Role: role, Protocol: up, Raw: raw, Hash: codec.Hash(raw),
-			Tokens: plan.Count(x.s.counter, x.enc, up, raw)})
+		msgs = append(msgs, history.Message{Role: role, Protocol: proto, Raw: raw, Hash: codec.Hash(raw),
+			Tokens: plan.Count(x.s.counter, x.enc, proto, raw)})
 	}
 	if len(msgs) == 0 {
 		return fmt.Errorf("%w: the answer has nothing to record", apierr.UpstreamBadResponse)
@@ -526,7 +541,7 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 	}
 	x.stamp(&a, req, upProtoOf(up))
 	if record {
-		if err := x.commitAnswer(&a, upProtoOf(up)); err != nil {
+		if err := x.commitAnswer(&a, upProtoOf(up), p.proto); err != nil {
 			return s.endSeam(w, x, p, err)
 		}
 		x.committed = true

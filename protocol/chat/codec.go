@@ -2,6 +2,7 @@ package chat
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"unicode/utf8"
@@ -224,7 +225,12 @@ func contentString(c gjson.Result) string {
 // results becomes one tool message per result, as chat completions
 // requires; text alone is a string content; another protocol's opaque
 // parts are left out.
+//
+// Consecutive assistant messages (the Responses API's items: a message, then
+// each call) are one chat message: chat completions wants every call of an
+// answer in one message, its results right after it.
 func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
+	msgs = joinAssistant(msgs)
 	for _, m := range msgs {
 		var results, calls []wire.Part
 		var parts [][]byte
@@ -269,7 +275,7 @@ func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 			out, _ = sjson.SetRawBytes(out, "content", []byte("null"))
 		case len(parts) == 0:
 			out, _ = sjson.SetBytes(out, "content", "")
-		case onlyText:
+		case onlyText && len(parts) == 1:
 			out, _ = sjson.SetBytes(out, "content", text.String())
 		default:
 			out, _ = sjson.SetRawBytes(out, "content", append(append([]byte("["), bytes.Join(parts, []byte(","))...), ']'))
@@ -308,4 +314,72 @@ func appendObj(dst []byte, kv ...string) []byte {
 		dst = appendQuoted(dst, kv[i+1])
 	}
 	return append(dst, '}')
+}
+
+// CanonicalHash is the hash other protocols give a message that means the
+// same as one chat message: the chat-completions hash of m encoded as chat
+// completions, so that a conversation continued through another protocol
+// (a client that resends its history in its own protocol) is recognised
+// by the merge. It reports false when m has no single chat rendering (an
+// answer split into items, several tool results, a provider's opaque
+// piece): the protocol's own hash then stands.
+//
+// Tool call arguments are compared as JSON values (key order and string
+// escapes aside); a tool result marked as an error has no chat rendering.
+func CanonicalHash(m wire.Message) (uint64, bool) {
+	for i, p := range m.Parts {
+		switch {
+		case p.Kind == wire.Opaque, p.Kind == wire.ToolResult && p.IsError:
+			return 0, false
+		case p.Kind == wire.ToolCall:
+			if i == 0 || m.Parts[i-1].Kind != wire.ToolCall { // copy once, never the caller's parts
+				m.Parts = append([]wire.Part(nil), m.Parts...)
+			}
+			m.Parts[i].Arguments = normalJSON(p.Arguments)
+		}
+	}
+	out, err := Codec{}.Encode(nil, []wire.Message{m})
+	if err != nil || len(out) != 1 {
+		return 0, false
+	}
+	return Hash(out[0]), true
+}
+
+// normalJSON is a JSON text with its object keys sorted and its strings
+// escaped one way (itself if it is not JSON).
+func normalJSON(text string) string {
+	d := json.NewDecoder(strings.NewReader(text))
+	var v any
+	if err := d.Decode(&v); err != nil || d.More() {
+		return text
+	}
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		return text
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// joinAssistant merges each run of consecutive assistant messages into one
+// (msgs itself when there is none).
+func joinAssistant(msgs []wire.Message) []wire.Message {
+	run := false
+	for i := 1; i < len(msgs) && !run; i++ {
+		run = msgs[i].Role == RoleAssistant && msgs[i-1].Role == RoleAssistant
+	}
+	if !run {
+		return msgs
+	}
+	out := make([]wire.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if n := len(out); n > 0 && m.Role == RoleAssistant && out[n-1].Role == RoleAssistant {
+			parts := make([]wire.Part, 0, len(out[n-1].Parts)+len(m.Parts))
+			out[n-1].Parts = append(append(parts, out[n-1].Parts...), m.Parts...)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
 }

@@ -49,9 +49,16 @@ var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b
 //
 // Invalid JSON hashes to something stable but unspecified; JSON nested
 // deeper than chat.MaxDepth hashes by its raw bytes.
-func (Codec) Hash(raw []byte) uint64 {
+func (c Codec) Hash(raw []byte) uint64 {
 	if chat.CheckDepth(raw) != nil {
 		return xxhash.Sum64(raw)
+	}
+	// A message that means the same as one chat message hashes as that
+	// message does, whatever protocol it came in (chat.CanonicalHash).
+	if m, err := c.Decode(raw); err == nil {
+		if h, ok := chat.CanonicalHash(m); ok {
+			return h
+		}
 	}
 	bp := hashBufs.Get().(*[]byte)
 	buf := appendCanonicalMessage((*bp)[:0], parse(raw))

@@ -42,9 +42,16 @@ import (
 // Everything else (role, call_id, name, the text, images, a reasoning
 // item's summary and encrypted_content) is compared. JSON nested deeper
 // than chat.MaxDepth hashes by its raw bytes.
-func (Codec) Hash(raw []byte) uint64 {
+func (c Codec) Hash(raw []byte) uint64 {
 	if chat.CheckDepth(raw) != nil {
 		return xxhash.Sum64(raw)
+	}
+	// A message that means the same as one chat message hashes as that
+	// message does, whatever protocol it came in (chat.CanonicalHash).
+	if m, err := c.Decode(raw); err == nil {
+		if h, ok := chat.CanonicalHash(m); ok {
+			return h
+		}
 	}
 	bp := hashBufs.Get().(*[]byte)
 	buf := appendItemCanonical((*bp)[:0], parse(raw))
