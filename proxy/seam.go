@@ -139,6 +139,11 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 	if up.credential != nil {
 		up.credential(upReq, c)
 	}
+	if upProto != p.proto {
+		// A translated request: the client's query (Claude Code's
+		// ?beta=true) means nothing to another API.
+		upReq.URI().SetQueryStringBytes(nil)
+	}
 	upReq.SetBodyRaw(out)
 	resp := fasthttp.AcquireResponse()
 	resp.Header.SetNoDefaultContentType(true)
@@ -233,31 +238,53 @@ func (x *exchange) stamp(a *wire.Answer, req *wire.Request, up wire.Protocol) {
 
 // inPlace returns the planned messages with the request's in-place
 // instructions (wire.Request.InPlace: never stored, never merged) put back
-// where the client placed them among its new messages, or before the
-// first of them when what followed was already stored.
+// where the client placed them: right after the planned copy of the
+// message the client sent before each (found by hash, from the end), at
+// the start of the conversation for one the client sent first, or before
+// the first new message when that message was not sent (curated out).
 func inPlace(planned []plan.Message, p wire.Protocol, req *wire.Request) []plan.Message {
 	if len(req.InPlace) == 0 {
 		return planned
 	}
-	firstNew := len(planned)
-	for i, m := range planned {
-		if m.Kind == plan.New {
-			firstNew = i
-			break
-		}
-	}
+	codec := wire.For(p)
 	out := append([]plan.Message(nil), planned...)
-	for k := len(req.InPlace) - 1; k >= 0; k-- {
-		idx := req.InPlace[k]
-		after := 0 // the client's stored-kind messages after it
-		for j := idx + 1; j < len(req.Messages); j++ {
-			if !slices.Contains(req.InPlace, j) {
-				after++
+	lastPrev, lastAt := -2, 0
+	for _, idx := range req.InPlace {
+		prev := idx - 1
+		for prev >= 0 && slices.Contains(req.InPlace, prev) {
+			prev--
+		}
+		at := -1
+		switch {
+		case prev == lastPrev: // after the one placed before it
+			at = lastAt + 1
+		case prev < 0:
+			at = 0
+			for at < len(out) && (out[at].Kind == plan.Instruction || out[at].Kind == plan.SummaryMessage) {
+				at++
+			}
+		default:
+			want := codec.Hash(req.Messages[prev])
+			for i := len(out) - 1; i >= 0 && at < 0; i-- {
+				if out[i].Kind == plan.History || out[i].Kind == plan.New {
+					if wire.For(out[i].Protocol).Hash(out[i].Raw) == want {
+						at = i + 1
+					}
+				}
 			}
 		}
-		at := max(len(planned)-after, firstNew)
+		if at < 0 {
+			at = len(out)
+			for i, m := range out {
+				if m.Kind == plan.New {
+					at = i
+					break
+				}
+			}
+		}
 		m := plan.Message{Kind: plan.New, Role: wire.RoleSystem, Protocol: p, Raw: req.Messages[idx]}
-		out = slices.Insert(out, min(at, len(out)), m)
+		out = slices.Insert(out, at, m)
+		lastPrev, lastAt = prev, at
 	}
 	return out
 }
