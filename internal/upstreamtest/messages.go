@@ -27,8 +27,10 @@ import (
 // cache_control breakpoints; a system-role message inside messages unless
 // anthropic-beta names SystemMessagesBeta; and an assistant thinking block
 // whose signature is not ThinkingSignature of its text. A request with
-// "thinking":{"type":"enabled"} is answered with a thinking block first,
-// signed so, so that tests can check that thinking is stored and sent back.
+// "thinking":{"type":"enabled"} or {"type":"adaptive"} (Claude Code's
+// setting, under which the model thinks when it sees fit) is answered with
+// a thinking block first, signed so, so that tests can check that thinking
+// is stored and sent back.
 
 // SystemMessagesBeta is the anthropic-beta value under which the fake
 // accepts system-role messages inside messages: Anthropic's name for
@@ -324,7 +326,7 @@ func (s *Server) newMessage(root gjson.Result, msgs []gjson.Result, reply Reply)
 			m.text += describe(msgs)
 		}
 	}
-	if root.Get("thinking.type").Str == "enabled" {
+	if t := root.Get("thinking.type").Str; t == "enabled" || t == "adaptive" {
 		m.thinking = "Thinking about: " + last
 	}
 	for i, tc := range reply.ToolCalls {

@@ -219,3 +219,35 @@ func TestMessagesFaults(t *testing.T) {
 		t.Errorf("error event: got %v, want the overloaded error", err)
 	}
 }
+
+// Adaptive thinking (what Claude Code asks for) is answered with a signed
+// thinking block too; a request without thinking gets none.
+func TestMessagesAdaptiveThinking(t *testing.T) {
+	tests := []struct {
+		name, thinking string
+		want           []string
+	}{
+		{"adaptive", `,"thinking":{"type":"adaptive"}`, []string{"thinking", "text"}},
+		{"enabled", `,"thinking":{"type":"enabled","budget_tokens":1024}`, []string{"thinking", "text"}},
+		{"none", ``, []string{"text"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := upstreamtest.NewTB(t)
+			status, got := post(t, s, nil, `{"model":"claude","max_tokens":10`+tt.thinking+`,"messages":[{"role":"user","content":"hi"}]}`)
+			if status != 200 {
+				t.Fatalf("got %d %s, want 200", status, got.Raw)
+			}
+			var types []string
+			for _, b := range got.Get("content").Array() {
+				types = append(types, b.Get("type").Str)
+			}
+			if strings.Join(types, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("content: got %v, want %v", types, tt.want)
+			}
+			if th := got.Get("content.0"); th.Get("type").Str == "thinking" && th.Get("signature").Str != upstreamtest.ThinkingSignature(th.Get("thinking").Str) {
+				t.Errorf("signature: got %s, want ThinkingSignature of its text", th.Raw)
+			}
+		})
+	}
+}
