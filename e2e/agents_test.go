@@ -359,7 +359,11 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 	all := f.requests(t)[before:]
 	var calls []fakeRequest
 	for _, r := range all {
-		t.Logf("%s: %s %s?%s %d bytes%s", a.name, r.Method, r.Path, r.Query, len(r.Body), r.rejection())
+		target := r.Path
+		if r.Query != "" {
+			target += "?" + r.Query
+		}
+		t.Logf("%s: %s %s %d bytes%s", a.name, r.Method, target, len(r.Body), r.rejection())
 		if r.Rejected != "" {
 			t.Errorf("the fake refused %s: %s", r.Path, r.Rejected)
 		}
