@@ -156,6 +156,11 @@ type Delta struct {
 	CallID string
 	Name   string
 	Usage  Usage
+	// Raw, on a ReasoningDelta with no Text, is the finished reasoning
+	// item CallID in the upstream protocol's own JSON (a Responses
+	// reasoning item with its encrypted_content), for a renderer of that
+	// protocol to show whole; other renderers ignore it.
+	Raw []byte
 }
 
 // Ingress is the client side of a protocol.

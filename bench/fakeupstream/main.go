@@ -12,9 +12,13 @@
 // With -control it also serves two paths for tests that drive it from
 // another process (the Node SDK suite in e2e/): POST /_fake/reply queues a
 // scripted reply for the next chat completion (an upstreamtest.Reply as
-// JSON, such as {"toolCalls":[{"name":"f","arguments":"{}"}]}), and GET
+// JSON, such as {"toolCalls":[{"name":"f","arguments":"{}"}]}), GET
 // /_fake/last answers the last chat-completions request as the fake
-// received it: {"model","stream","messages"}.
+// received it: {"model","stream","messages"}, and GET /_fake/requests
+// answers every recorded request of any path, oldest first, as
+// [{"method","path","query","header","body","rejected"}] (body as the
+// JSON it was when it is JSON, else a string; rejected is the error
+// message the fake answered 400 with, or absent).
 package main
 
 import (
@@ -108,8 +112,37 @@ func withControl(s *upstreamtest.Server) http.Handler {
 		}
 		http.Error(w, "fakeupstream: no chat-completions request yet", http.StatusNotFound)
 	})
+	mux.HandleFunc("GET /_fake/requests", func(w http.ResponseWriter, r *http.Request) {
+		reqs := s.Requests()
+		out := make([]recorded, 0, len(reqs))
+		for _, q := range reqs {
+			rec := recorded{Method: q.Method, Path: q.Path, Query: q.Query, Header: q.Header}
+			if json.Valid(q.Body) {
+				rec.Body = json.RawMessage(q.Body)
+			} else {
+				b, _ := json.Marshal(string(q.Body))
+				rec.Body = b
+			}
+			if q.Rejected != nil {
+				rec.Rejected = q.Rejected.Message
+			}
+			out = append(out, rec)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	})
 	mux.Handle("/", s.Handler())
 	return mux
+}
+
+// recorded is one request as GET /_fake/requests answers it.
+type recorded struct {
+	Method   string          `json:"method"`
+	Path     string          `json:"path"`
+	Query    string          `json:"query,omitempty"`
+	Header   http.Header     `json:"header"`
+	Body     json.RawMessage `json:"body"`
+	Rejected string          `json:"rejected,omitempty"`
 }
 
 func waitSignal() {

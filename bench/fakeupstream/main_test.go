@@ -69,3 +69,61 @@ func TestControl(t *testing.T) {
 		t.Errorf("got %s, want one message", body)
 	}
 }
+
+// TestControlRequests checks GET /_fake/requests: every recorded request of
+// any path, oldest first, with its body as JSON and the fake's rejection.
+func TestControlRequests(t *testing.T) {
+	fake := upstreamtest.NewTB(t)
+	srv := httptest.NewServer(withControl(fake))
+	defer srv.Close()
+	post := func(path, body string, header map[string]string) {
+		t.Helper()
+		req, err := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	anth := map[string]string{"X-Api-Key": "k", "Anthropic-Version": "2023-06-01"}
+	post("/v1/messages?beta=true", `{"model":"c","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, anth)
+	post("/v1/messages", `{"model":"c","max_tokens":5,"messages":[{"role":"assistant","content":"x"}]}`, anth)
+	post("/v1/responses", `{"model":"gpt-4o","input":"yo"}`, nil)
+
+	resp, err := http.Get(srv.URL + "/_fake/requests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got []recorded
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ path, query, rejected, model string }{
+		{"/v1/messages", "beta=true", "", "c"},
+		{"/v1/messages", "", "first message", "c"},
+		{"/v1/responses", "", "", "gpt-4o"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d requests, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i]
+		var body struct{ Model string }
+		_ = json.Unmarshal(g.Body, &body)
+		if g.Method != "POST" || g.Path != w.path || g.Query != w.query || body.Model != w.model ||
+			(w.rejected == "") != (g.Rejected == "") || !strings.Contains(g.Rejected, w.rejected) {
+			t.Errorf("request %d: got %s %s?%s model %q rejected %q, want POST %s?%s model %q rejected %q",
+				i, g.Method, g.Path, g.Query, body.Model, g.Rejected, w.path, w.query, w.model, w.rejected)
+		}
+	}
+	if got[0].Header.Get("X-Api-Key") != "k" {
+		t.Errorf("header: got %v, want the X-Api-Key sent", got[0].Header)
+	}
+}

@@ -27,14 +27,23 @@ import (
 // cache_control breakpoints; a system-role message inside messages unless
 // anthropic-beta names SystemMessagesBeta; and an assistant thinking block
 // whose signature is not ThinkingSignature of its text. A request with
-// "thinking":{"type":"enabled"} is answered with a thinking block first,
-// signed so, so that tests can check that thinking is stored and sent back.
+// "thinking":{"type":"enabled"} or {"type":"adaptive"} (Claude Code's
+// setting, under which the model thinks when it sees fit) is answered with
+// a thinking block first, signed so, so that tests can check that thinking
+// is stored and sent back.
 
 // SystemMessagesBeta is the anthropic-beta value under which the fake
-// accepts system-role messages inside messages. It is the fake's own
-// name: Recall forwards anthropic-beta as the client sent it, and never
-// refuses such a message itself.
-const SystemMessagesBeta = "system-messages-2025-01-01"
+// accepts system-role messages inside messages: Anthropic's name for
+// mid-conversation system messages, which Claude Code sends. Recall
+// forwards anthropic-beta as the client sent it, and never refuses such a
+// message itself.
+const SystemMessagesBeta = "mid-conversation-system-2026-04-07"
+
+// unexpectedSystemRole is Anthropic's message for a system-role message
+// inside messages without the beta. Clients match its words to fall back
+// (Claude Code resends with the system text folded into a user message
+// when it reads "Unexpected role" and "input message role").
+const unexpectedSystemRole = "messages: Unexpected role \"system\". The Messages API accepts a top-level `system` parameter, not \"system\" as an input message role."
 
 // ThinkingSignature is the signature the fake gives a thinking block with
 // text thinking, and requires on thinking blocks sent back to it.
@@ -190,6 +199,8 @@ func validateMessagesRequest(root gjson.Result, msgs []gjson.Result, systemBeta 
 		switch {
 		case role == "system" && systemBeta:
 			continue // in-place instructions: outside the turn structure
+		case role == "system":
+			return badRequest(unexpectedSystemRole)
 		case role != "user" && role != "assistant":
 			return badRequest(at + ".role: Input should be 'user' or 'assistant'")
 		case content.Type != gjson.String && !content.IsArray():
@@ -315,7 +326,7 @@ func (s *Server) newMessage(root gjson.Result, msgs []gjson.Result, reply Reply)
 			m.text += describe(msgs)
 		}
 	}
-	if root.Get("thinking.type").Str == "enabled" {
+	if t := root.Get("thinking.type").Str; t == "enabled" || t == "adaptive" {
 		m.thinking = "Thinking about: " + last
 	}
 	for i, tc := range reply.ToolCalls {

@@ -165,7 +165,8 @@ func TestMessagesValidation(t *testing.T) {
 		{"orphan tool result", nil, body(ok, `{"role":"assistant","content":"x"}`, result), 400, "unexpected `tool_use_id`"},
 		{"four breakpoints", nil, `{"model":"c","max_tokens":1,"system":[{"type":"text","text":"s"` + cc + `}],"messages":[{"role":"user","content":[{"type":"text","text":"a"` + cc + `},{"type":"text","text":"b"` + cc + `},{"type":"text","text":"c"` + cc + `}]}]}`, 200, ""},
 		{"five breakpoints", nil, `{"model":"c","max_tokens":1,"system":[{"type":"text","text":"s"` + cc + `}],"tools":[{"name":"f","input_schema":{"type":"object"}` + cc + `}],"messages":[{"role":"user","content":[{"type":"text","text":"a"` + cc + `},{"type":"text","text":"b"` + cc + `},{"type":"text","text":"c"` + cc + `}]}]}`, 400, "Found 5"},
-		{"system message without beta", nil, body(ok, `{"role":"system","content":"brief"}`, `{"role":"assistant","content":"x"}`), 400, "messages.1.role"},
+		{"system message without beta", nil, body(ok, `{"role":"system","content":"brief"}`, `{"role":"assistant","content":"x"}`), 400, `Unexpected role "system". The Messages API accepts a top-level ` + "`system`" + ` parameter, not "system" as an input message role.`},
+		{"unknown role", nil, body(ok, `{"role":"tool","content":"x"}`), 400, "messages.1.role: Input should be 'user' or 'assistant'"},
 		{"system message with beta", map[string]string{"Anthropic-Beta": "other-beta, " + upstreamtest.SystemMessagesBeta}, body(ok, `{"role":"system","content":"brief"}`, `{"role":"assistant","content":"x"}`, ok), 200, ""},
 		{"good signature", nil, body(ok, `{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"`+sig+`"},{"type":"text","text":"x"}]}`, ok), 200, ""},
 		{"wrong signature", nil, body(ok, `{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"forged"},{"type":"text","text":"x"}]}`, ok), 400, "signature"},
@@ -216,5 +217,37 @@ func TestMessagesFaults(t *testing.T) {
 	}
 	if err := stream.Err(); err == nil || !strings.Contains(err.Error(), "overloaded") {
 		t.Errorf("error event: got %v, want the overloaded error", err)
+	}
+}
+
+// Adaptive thinking (what Claude Code asks for) is answered with a signed
+// thinking block too; a request without thinking gets none.
+func TestMessagesAdaptiveThinking(t *testing.T) {
+	tests := []struct {
+		name, thinking string
+		want           []string
+	}{
+		{"adaptive", `,"thinking":{"type":"adaptive"}`, []string{"thinking", "text"}},
+		{"enabled", `,"thinking":{"type":"enabled","budget_tokens":1024}`, []string{"thinking", "text"}},
+		{"none", ``, []string{"text"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := upstreamtest.NewTB(t)
+			status, got := post(t, s, nil, `{"model":"claude","max_tokens":10`+tt.thinking+`,"messages":[{"role":"user","content":"hi"}]}`)
+			if status != 200 {
+				t.Fatalf("got %d %s, want 200", status, got.Raw)
+			}
+			var types []string
+			for _, b := range got.Get("content").Array() {
+				types = append(types, b.Get("type").Str)
+			}
+			if strings.Join(types, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("content: got %v, want %v", types, tt.want)
+			}
+			if th := got.Get("content.0"); th.Get("type").Str == "thinking" && th.Get("signature").Str != upstreamtest.ThinkingSignature(th.Get("thinking").Str) {
+				t.Errorf("signature: got %s, want ThinkingSignature of its text", th.Raw)
+			}
+		})
 	}
 }

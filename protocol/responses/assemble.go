@@ -15,8 +15,8 @@ import (
 // output_text delta (Index counting the answer's text parts), RefusalDelta,
 // ToolCallStart when a function_call item is added and ArgumentsDelta per
 // arguments delta (Index counting calls), ReasoningDelta when a reasoning
-// item is added (CallID its id, Text empty) and per reasoning summary
-// delta, and Finish at the end. It is done at response.completed or
+// item is added (CallID its id, Text empty), per reasoning summary delta,
+// and when the item is done (Raw the finished item), and Finish at the end. It is done at response.completed or
 // response.incomplete; response.failed and an error event are errors.
 // The answer is the final Response object's.
 type Assembler struct {
@@ -97,7 +97,15 @@ func (a *Assembler) Event(dst []wire.Delta, name, data []byte) ([]wire.Delta, bo
 		if a.itemDone == nil {
 			a.itemDone = map[int64][]byte{}
 		}
-		a.itemDone[ev.Get("output_index").Int()] = []byte(ev.Get("item").Raw)
+		idx := ev.Get("output_index").Int()
+		item := ev.Get("item")
+		a.itemDone[idx] = []byte(item.Raw)
+		if n, ok := a.reasoning[idx]; ok && item.Get("type").Str == typeReasoning {
+			// The finished item carries encrypted_content, which a client
+			// that asked for it reads from this event and sends back.
+			dst = append(dst, wire.Delta{Kind: wire.ReasoningDelta, Index: n,
+				CallID: strings.Clone(item.Get("id").Str), Raw: a.itemDone[idx]})
+		}
 	case "response.completed", "response.incomplete":
 		a.final = []byte(ev.Get("response").Raw)
 		ans, err := a.Answer()

@@ -50,6 +50,7 @@ type rItem struct {
 	callID string
 	name   string
 	args   strings.Builder
+	raw    []byte // a reasoning item as the upstream finished it, nil until then
 	closed bool
 }
 
@@ -127,7 +128,10 @@ func (r *Renderer) Delta(dst []byte, d wire.Delta) []byte {
 		if d.CallID == "" {
 			break // another protocol's readable reasoning: not an item here
 		}
-		if _, ok := r.reason[d.Index]; ok {
+		if i, ok := r.reason[d.Index]; ok {
+			if d.Raw != nil {
+				r.items[i].raw = d.Raw // the item as done, encrypted_content included
+			}
 			break // summary text: the final item carries it
 		}
 		var it *rItem
@@ -136,6 +140,7 @@ func (r *Renderer) Delta(dst []byte, d wire.Delta) []byte {
 			r.reason = map[int]int{}
 		}
 		r.reason[d.Index] = r.indexOf(it)
+		it.raw = d.Raw
 	}
 	return dst
 }
@@ -260,6 +265,9 @@ func (r *Renderer) streamedItem(it *rItem) []byte {
 		return appendOutputMessage(nil, it.id, "completed", append(content, ']'))
 	case typeFunctionCall:
 		return appendCallItem(nil, it.id, "completed", it.callID, it.name, it.args.String())
+	}
+	if it.raw != nil {
+		return it.raw
 	}
 	return r.progressItem(it)
 }
