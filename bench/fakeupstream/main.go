@@ -12,9 +12,11 @@
 // With -control it also serves two paths for tests that drive it from
 // another process (the Node SDK suite in e2e/): POST /_fake/reply queues a
 // scripted reply for the next chat completion (an upstreamtest.Reply as
-// JSON, such as {"toolCalls":[{"name":"f","arguments":"{}"}]}), and GET
+// JSON, such as {"toolCalls":[{"name":"f","arguments":"{}"}]}; it answers
+// the next chat completion, Responses or Messages call), and GET
 // /_fake/last answers the last chat-completions request as the fake
-// received it: {"model","stream","messages"}.
+// received it: {"model","stream","messages","body","headers"}; with
+// ?path=/v1/responses or ?path=/v1/messages, the last request to that path.
 package main
 
 import (
@@ -28,6 +30,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -98,18 +101,40 @@ func withControl(s *upstreamtest.Server) http.Handler {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /_fake/last", func(w http.ResponseWriter, r *http.Request) {
+		path := r.URL.Query().Get("path")
+		if path == "" {
+			path = "/v1/chat/completions"
+		}
 		reqs := s.Requests()
 		for i := len(reqs) - 1; i >= 0; i-- {
-			if q := reqs[i]; q.Path == "/v1/chat/completions" {
+			if q := reqs[i]; q.Path == path {
 				w.Header().Set("Content-Type", "application/json")
-				_ = json.NewEncoder(w).Encode(map[string]any{"model": q.Model, "stream": q.Stream, "messages": q.Messages})
+				_ = json.NewEncoder(w).Encode(lastRequest(q))
 				return
 			}
 		}
-		http.Error(w, "fakeupstream: no chat-completions request yet", http.StatusNotFound)
+		http.Error(w, "fakeupstream: no request to "+path+" yet", http.StatusNotFound)
 	})
 	mux.Handle("/", s.Handler())
 	return mux
+}
+
+// lastRequest is what GET /_fake/last answers about a request: its model,
+// stream flag and messages (chat messages, Responses input items or
+// Anthropic messages, as upstreamtest.Received parses them), its whole
+// body when it is JSON, and its headers (the first value of each, by
+// lowercase name).
+func lastRequest(q upstreamtest.Received) map[string]any {
+	out := map[string]any{"model": q.Model, "stream": q.Stream, "messages": q.Messages}
+	if json.Valid(q.Body) {
+		out["body"] = json.RawMessage(q.Body)
+	}
+	headers := make(map[string]string, len(q.Header))
+	for name, v := range q.Header {
+		headers[strings.ToLower(name)] = v[0]
+	}
+	out["headers"] = headers
+	return out
 }
 
 func waitSignal() {
