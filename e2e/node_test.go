@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,14 +20,17 @@ import (
 
 // nodeHelp says how to get what the suite needs; the suite fails without it
 // rather than skip, so that a green run means the Node SDK was exercised.
-const nodeHelp = "the e2e suite runs the official OpenAI Node SDK and needs Node.js 20 or later with npm on PATH: " +
+const nodeHelp = "the e2e suite runs the official OpenAI and Anthropic JS SDKs and needs Node.js 20 or later with npm on PATH: " +
 	"install them with your package manager (Debian: apt-get install nodejs npm) or from nodejs.org"
 
-// TestNodeSDK builds recall and the fake upstream, starts both on free
-// loopback ports with a fresh data directory, installs the pinned Node
-// packages if node_modules is missing, and runs the Node suite against
-// them: conversations by header and by path prefix, streamed and not, a
-// tool round trip with parallel calls, and the SDK's other endpoints.
+// TestNodeSDK builds recall and the fake upstream, starts the fake and two
+// recalls (upstream protocol openai, and anthropic) on free loopback ports
+// with fresh data directories, installs the pinned Node packages if
+// node_modules lacks one, and runs the Node suite against them: the
+// OpenAI SDK's chat completions (by header and by path prefix, streamed
+// and not, a tool round trip with parallel calls, the other endpoints)
+// and Responses, the Anthropic SDK's Messages, the Vercel AI SDK over all
+// three, and an OpenAI Agents SDK run with a function tool.
 func TestNodeSDK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short runs no Node.js suite")
@@ -51,17 +55,26 @@ func TestNodeSDK(t *testing.T) {
 	fakeProc := start(t, ctx, fake, nil, "-listen", fakeAddr, "-control")
 	waitHTTP(t, ctx, "http://"+fakeAddr+"/v1/models", fakeProc)
 
-	recallAddr := freeAddr(t)
-	recallProc := start(t, ctx, recall, []string{
-		"RECALL_CONFIG=",
-		"RECALL_LISTEN=" + recallAddr,
-		"RECALL_UPSTREAM_URL=http://" + fakeAddr + "/v1",
-		"RECALL_DATA_DIR=" + filepath.Join(t.TempDir(), "data"),
-		"RECALL_STORE_URL=",
-	}, "serve")
-	waitHTTP(t, ctx, "http://"+recallAddr+"/readyz", recallProc)
+	// Two Recalls over the one fake: the default (upstream protocol
+	// openai) and one whose upstream speaks Anthropic's Messages, so
+	// that every protocol is translated to Messages.
+	serve := func(protocol string) (string, *proc) {
+		addr := freeAddr(t)
+		p := start(t, ctx, recall, []string{
+			"RECALL_CONFIG=",
+			"RECALL_LISTEN=" + addr,
+			"RECALL_UPSTREAM_URL=http://" + fakeAddr + "/v1",
+			"RECALL_UPSTREAM_PROTOCOL=" + protocol,
+			"RECALL_DATA_DIR=" + filepath.Join(t.TempDir(), "data"),
+			"RECALL_STORE_URL=",
+		}, "serve")
+		waitHTTP(t, ctx, "http://"+addr+"/readyz", p)
+		return addr, p
+	}
+	recallAddr, recallProc := serve("openai")
+	anthropicAddr, anthropicProc := serve("anthropic")
 
-	if _, err := os.Stat(filepath.Join(suite, "node_modules", "openai")); err != nil {
+	if missing := missingPackages(t, suite); len(missing) > 0 {
 		out, err := command(ctx, suite, nil, npm, "ci", "--no-audit", "--no-fund").CombinedOutput()
 		if err != nil {
 			t.Fatalf("npm ci in %s: %v\n%s\n(%s; the npm registry must be reachable)", suite, err, out, nodeHelp)
@@ -69,11 +82,13 @@ func TestNodeSDK(t *testing.T) {
 	}
 	cmd := command(ctx, suite, []string{
 		"RECALL_BASE_URL=http://" + recallAddr,
+		"RECALL_ANTHROPIC_BASE_URL=http://" + anthropicAddr,
 		"FAKE_UPSTREAM_URL=http://" + fakeAddr,
 	}, node, "--test", "--test-concurrency=1", "--test-reporter=spec")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("node --test failed: %v\n%s\nrecall's log:\n%s", err, out, recallProc.log.String())
+		t.Fatalf("node --test failed: %v\n%s\nrecall's log:\n%s\nthe anthropic-upstream recall's log:\n%s",
+			err, out, recallProc.log.String(), anthropicProc.log.String())
 	}
 	if testing.Verbose() {
 		t.Logf("node --test:\n%s", out)
@@ -83,6 +98,30 @@ func TestNodeSDK(t *testing.T) {
 	if !bytes.Contains(out, []byte("ℹ fail 0")) {
 		t.Errorf("node --test: got\n%s\nwant \"ℹ fail 0\"", out)
 	}
+}
+
+// missingPackages returns the dependencies of the suite's package.json
+// that node_modules lacks, so that a node_modules installed before a
+// package was added is brought up to date.
+func missingPackages(t *testing.T, suite string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(suite, "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		t.Fatalf("e2e/node/package.json: %v", err)
+	}
+	var missing []string
+	for name := range pkg.Dependencies {
+		if _, err := os.Stat(filepath.Join(suite, "node_modules", name, "package.json")); err != nil {
+			missing = append(missing, name)
+		}
+	}
+	return missing
 }
 
 // lookTool finds a program on PATH or fails the test saying how to get it.

@@ -12,13 +12,15 @@
 // With -control it also serves two paths for tests that drive it from
 // another process (the Node SDK suite in e2e/): POST /_fake/reply queues a
 // scripted reply for the next chat completion (an upstreamtest.Reply as
-// JSON, such as {"toolCalls":[{"name":"f","arguments":"{}"}]}), GET
-// /_fake/last answers the last chat-completions request as the fake
-// received it: {"model","stream","messages"}, and GET /_fake/requests
-// answers every recorded request of any path, oldest first, as
-// [{"method","path","query","header","body","rejected"}] (body as the
-// JSON it was when it is JSON, else a string; rejected is the error
-// message the fake answered 400 with, or absent).
+// JSON, such as {"toolCalls":[{"name":"f","arguments":"{}"}]}; it answers
+// the next chat completion, Responses or Messages call), GET /_fake/last
+// answers the last chat-completions request as the fake received it:
+// {"model","stream","messages","body","headers"} (with ?path=/v1/responses
+// or ?path=/v1/messages, the last request to that path), and GET
+// /_fake/requests answers every recorded request of any path, oldest
+// first, as [{"method","path","query","header","body","rejected"}] (body
+// as the JSON it was when it is JSON, else a string; rejected is the
+// error message the fake answered 400 with, or absent).
 package main
 
 import (
@@ -32,6 +34,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -102,15 +105,19 @@ func withControl(s *upstreamtest.Server) http.Handler {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /_fake/last", func(w http.ResponseWriter, r *http.Request) {
+		path := r.URL.Query().Get("path")
+		if path == "" {
+			path = "/v1/chat/completions"
+		}
 		reqs := s.Requests()
 		for i := len(reqs) - 1; i >= 0; i-- {
-			if q := reqs[i]; q.Path == "/v1/chat/completions" {
+			if q := reqs[i]; q.Path == path {
 				w.Header().Set("Content-Type", "application/json")
-				_ = json.NewEncoder(w).Encode(map[string]any{"model": q.Model, "stream": q.Stream, "messages": q.Messages})
+				_ = json.NewEncoder(w).Encode(lastRequest(q))
 				return
 			}
 		}
-		http.Error(w, "fakeupstream: no chat-completions request yet", http.StatusNotFound)
+		http.Error(w, "fakeupstream: no request to "+path+" yet", http.StatusNotFound)
 	})
 	mux.HandleFunc("GET /_fake/requests", func(w http.ResponseWriter, r *http.Request) {
 		reqs := s.Requests()
@@ -143,6 +150,24 @@ type recorded struct {
 	Header   http.Header     `json:"header"`
 	Body     json.RawMessage `json:"body"`
 	Rejected string          `json:"rejected,omitempty"`
+}
+
+// lastRequest is what GET /_fake/last answers about a request: its model,
+// stream flag and messages (chat messages, Responses input items or
+// Anthropic messages, as upstreamtest.Received parses them), its whole
+// body when it is JSON, and its headers (the first value of each, by
+// lowercase name).
+func lastRequest(q upstreamtest.Received) map[string]any {
+	out := map[string]any{"model": q.Model, "stream": q.Stream, "messages": q.Messages}
+	if json.Valid(q.Body) {
+		out["body"] = json.RawMessage(q.Body)
+	}
+	headers := make(map[string]string, len(q.Header))
+	for name, v := range q.Header {
+		headers[strings.ToLower(name)] = v[0]
+	}
+	out["headers"] = headers
+	return out
 }
 
 func waitSignal() {

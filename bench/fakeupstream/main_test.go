@@ -41,13 +41,17 @@ func TestControl(t *testing.T) {
 		status                   int
 		contains                 []string
 	}{
-		{"last before any chat", "GET", "/_fake/last", "", 404, []string{"no chat-completions request yet"}},
+		{"last before any chat", "GET", "/_fake/last", "", 404, []string{"no request to /v1/chat/completions yet"}},
 		{"models reach the fake", "GET", "/v1/models", "", 200, []string{`"gpt-4o"`}},
 		{"bad reply", "POST", "/_fake/reply", `{"toolCalls":`, 400, []string{"want an upstreamtest.Reply"}},
 		{"queue two parallel calls", "POST", "/_fake/reply", `{"toolCalls":[{"name":"get_weather","arguments":"{}"},{"name":"get_time","arguments":"{}"}]}`, 204, nil},
 		{"the next chat gets them", "POST", "/v1/chat/completions", chat, 200, []string{`"finish_reason":"tool_calls"`, `"name":"get_weather"`, `"name":"get_time"`}},
 		{"then echoes again", "POST", "/v1/chat/completions", chat, 200, []string{`"content":"echo: weather?"`}},
-		{"last is the last chat", "GET", "/_fake/last", "", 200, []string{`"model":"gpt-4o"`, `"messages":[{"role":"user","content":"weather?"}]`}},
+		{"last is the last chat", "GET", "/_fake/last", "", 200, []string{`"model":"gpt-4o"`, `"messages":[{"role":"user","content":"weather?"}]`, `"body":{"model":"gpt-4o"`, `"content-type":"application/json"`}},
+		{"last Responses call before any", "GET", "/_fake/last?path=/v1/responses", "", 404, []string{"no request to /v1/responses yet"}},
+		{"a Responses call", "POST", "/v1/responses", `{"model":"gpt-4.1","input":"hi","instructions":"be brief"}`, 200, []string{`"text":"echo: hi"`}},
+		{"last Responses call", "GET", "/_fake/last?path=/v1/responses", "", 200, []string{`"model":"gpt-4.1"`, `"messages":[{"role":"user","content":"hi"}]`, `"instructions":"be brief"`}},
+		{"last chat is still the chat", "GET", "/_fake/last", "", 200, []string{`"model":"gpt-4o"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

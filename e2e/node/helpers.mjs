@@ -1,9 +1,14 @@
 // Shared setup of the suite: where Recall and the fake upstream run (set by
-// e2e/node_test.go), an SDK client, and what the upstream last received.
+// e2e/node_test.go), SDK clients, what the upstream last received and what
+// Recall stored.
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
 
-export const recallURL = mustEnv('RECALL_BASE_URL'); // http://127.0.0.1:port
+export const recallURL = mustEnv('RECALL_BASE_URL'); // http://127.0.0.1:port, upstream protocol openai
+// The Recall whose upstream speaks Anthropic's Messages: every protocol is
+// translated to Messages on the way out.
+export const recallAnthropicURL = mustEnv('RECALL_ANTHROPIC_BASE_URL');
 export const fakeURL = mustEnv('FAKE_UPSTREAM_URL'); // http://127.0.0.1:port, with /_fake/ control
 
 function mustEnv(name) {
@@ -29,19 +34,52 @@ export function client(conv, baseURL = `${recallURL}/v1`) {
   });
 }
 
+// anthropic returns an official Anthropic SDK client on a Recall (the SDK
+// appends /v1/messages to baseURL), naming conversation conv by header, or
+// none if conv is undefined.
+export function anthropic(conv, baseURL = recallURL) {
+  return new Anthropic({
+    baseURL,
+    apiKey,
+    maxRetries: 0,
+    defaultHeaders: conv === undefined ? {} : { 'X-Conversation-ID': conv },
+  });
+}
+
+// crossProtocolResend marks (as node:test's todo) the tests of a client
+// that resends the conversation in another protocol than the upstream's:
+// Recall stores the answer in the upstream's protocol and merges by
+// per-protocol hashes, so the client's copy of the answer does not match
+// and the resent messages are stored again (see crossprotocol.test.mjs).
+export const crossProtocolResend = "proxy: a resent answer, stored in the upstream's protocol, does not match the client's copy";
+
 // newConv returns a conversation id no other test uses.
 export function newConv(prefix) {
   return `${prefix}-${randomUUID()}`;
 }
 
-// lastUpstream returns the last chat-completions request the fake upstream
-// received: {model, stream, messages}.
-export async function lastUpstream() {
-  const r = await fetch(`${fakeURL}/_fake/last`);
+// lastUpstream returns the last request the fake upstream received at path
+// (/v1/chat/completions, /v1/responses or /v1/messages): {model, stream,
+// messages, body, headers}, messages being the chat messages, the Responses
+// input items or the Anthropic messages.
+export async function lastUpstream(path = '/v1/chat/completions') {
+  const r = await fetch(`${fakeURL}/_fake/last?path=${encodeURIComponent(path)}`);
   if (!r.ok) {
-    throw new Error(`GET /_fake/last: ${r.status} ${await r.text()}`);
+    throw new Error(`GET /_fake/last?path=${path}: ${r.status} ${await r.text()}`);
   }
   return r.json();
+}
+
+// stored returns the messages Recall stored for conversation conv, each as
+// the exact JSON it arrived with, in order.
+export async function stored(conv, base = recallURL) {
+  const r = await fetch(`${base}/recall/v1/conversations/${encodeURIComponent(conv)}/messages?limit=100`, {
+    headers: { Authorization: `Bearer ${apiKey}` },
+  });
+  if (!r.ok) {
+    throw new Error(`GET /recall/v1/conversations/${conv}/messages: ${r.status} ${await r.text()}`);
+  }
+  return (await r.json()).data.map((m) => m.message);
 }
 
 // scriptReply makes the fake upstream answer the next chat completion with
@@ -70,3 +108,42 @@ export function brief(messages) {
   });
 }
 
+
+// said renders messages of any of the three protocols (chat messages,
+// Responses items, Anthropic messages) as "role:text", a tool call as
+// "call <id> <name> <arguments>" and a tool result as "result <id>:<output>",
+// the parts of one message joined by " | ", for comparisons that hold
+// whatever protocol the upstream spoke.
+export function said(messages) {
+  return messages.map((m) => {
+    switch (m.type) {
+      case 'function_call':
+        return `call ${m.call_id} ${m.name} ${m.arguments}`;
+      case 'function_call_output':
+        return `result ${m.call_id}:${text(m.output)}`;
+      case 'reasoning':
+        return 'reasoning';
+    }
+    if (m.role === 'tool') return `result ${m.tool_call_id}:${text(m.content)}`;
+    const parts = [];
+    if (m.content != null && m.content !== '' && !(Array.isArray(m.content) && m.content.length === 0)) {
+      if (typeof m.content === 'string') parts.push(m.content);
+      else {
+        for (const p of m.content) {
+          if (p.type === 'tool_use') parts.push(`call ${p.id} ${p.name} ${JSON.stringify(p.input)}`);
+          else if (p.type === 'tool_result') parts.push(`result ${p.tool_use_id}:${text(p.content)}`);
+          else parts.push(p.text ?? `[${p.type}]`);
+        }
+      }
+    }
+    for (const c of m.tool_calls ?? []) parts.push(`call ${c.id} ${c.function.name} ${c.function.arguments}`);
+    return `${m.role}:${parts.join(' | ')}`;
+  });
+}
+
+// text is the text of a string or of content parts.
+function text(c) {
+  if (typeof c === 'string') return c;
+  if (Array.isArray(c)) return c.map((p) => p.text ?? `[${p.type}]`).join('');
+  return JSON.stringify(c ?? null);
+}
