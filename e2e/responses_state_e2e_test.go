@@ -81,7 +81,6 @@ func TestResponsesChainWithoutHeader(t *testing.T) {
 	}
 }
 
-
 // call sends a raw request to Recall as key and returns its status and
 // body.
 func call(t *testing.T, h *e2etest.Harness, key, method, path, body string) (int, gjson.Result) {
