@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/conversations"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/history"
@@ -109,8 +111,8 @@ func call(t *testing.T, h *e2etest.Harness, key, method, path, body string) (int
 	return resp.StatusCode, gjson.ParseBytes(b)
 }
 
-// conversations lists a tenant's conversation ids from the store.
-func conversations(t *testing.T, h *e2etest.Harness, tenant string) []string {
+// conversationIDs lists a tenant's conversation ids from the store.
+func conversationIDs(t *testing.T, h *e2etest.Harness, tenant string) []string {
 	t.Helper()
 	page, _, err := h.History.List(context.Background(), tenant, history.ListQuery{Limit: 100})
 	if err != nil {
@@ -132,7 +134,7 @@ func TestResponsesStoreFalseUnnamedIsNotRecorded(t *testing.T) {
 	if r.Conversation.ID != "" {
 		t.Errorf("conversation: got %q, want none", r.Conversation.ID)
 	}
-	if ids := conversations(t, h, "oa"); len(ids) != 0 {
+	if ids := conversationIDs(t, h, "oa"); len(ids) != 0 {
 		t.Errorf("stored conversations: got %q, want none", ids)
 	}
 	_, err := client.Responses.New(context.Background(), responses.ResponseNewParams{Model: "gpt-4.1",
@@ -200,7 +202,7 @@ func TestResponsesConflictingConversations(t *testing.T) {
 	if n := h.Up.Count(); n != sent {
 		t.Errorf("upstream calls: got %d, want %d (none for refused requests)", n, sent)
 	}
-	if ids := conversations(t, h, "oa"); len(ids) != 1 || ids[0] != r.Conversation.ID {
+	if ids := conversationIDs(t, h, "oa"); len(ids) != 1 || ids[0] != r.Conversation.ID {
 		t.Errorf("stored conversations: got %q, want only %q", ids, r.Conversation.ID)
 	}
 }
@@ -437,5 +439,136 @@ func TestResponsesBackgroundRefused(t *testing.T) {
 	}
 	if n := h.Up.Count(); n != 0 {
 		t.Errorf("upstream calls: got %d, want 0", n)
+	}
+}
+
+// OpenAI's Conversations API on Recall's store, through the SDK: create
+// with items and metadata, read, update, add and list items, continue it
+// with the Responses API, delete an item, and delete the conversation
+// with its items. /recall/v1/conversations lists it under the same id.
+func TestConversationsAPIRoundTrip(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	ctx := context.Background()
+	client := h.Client("rk-oa", "")
+	conv, err := client.Conversations.New(ctx, conversations.ConversationNewParams{
+		Items: []responses.ResponseInputItemUnionParam{
+			responses.ResponseInputItemParamOfMessage("my name is Ada", responses.EasyInputMessageRoleUser),
+			responses.ResponseInputItemParamOfMessage("hello Ada", responses.EasyInputMessageRoleAssistant),
+		},
+		Metadata: shared.Metadata{"topic": "names"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(conv.ID, "conv_") || conv.CreatedAt == 0 || gjson.Get(conv.RawJSON(), "metadata.topic").Str != "names" {
+		t.Errorf("created: got %s, want a conv_ id, a time and the metadata", conv.RawJSON())
+	}
+	if a := h.API("rk-oa", "", "GET", "/recall/v1/conversations/"+conv.ID, ""); a.Status != 200 || gjson.GetBytes(a.Body, "messages").Int() != 2 {
+		t.Errorf("the conversation API's view: got %d %s, want 200 with 2 messages", a.Status, a.Body)
+	}
+
+	if a := h.API("rk-oa", "", "GET", "/recall/v1/conversations", ""); !strings.Contains(string(a.Body), `"id":"`+conv.ID+`"`) {
+		t.Errorf("the conversation API's list: got %s, want %s in it", a.Body, conv.ID)
+	}
+
+	got, err := client.Conversations.Get(ctx, conv.ID)
+	if err != nil || got.ID != conv.ID || gjson.Get(got.RawJSON(), "metadata.topic").Str != "names" {
+		t.Errorf("get: got %v, %v", got, err)
+	}
+	upd, err := client.Conversations.Update(ctx, conv.ID, conversations.ConversationUpdateParams{Metadata: shared.Metadata{"topic": "greetings"}})
+	if err != nil || gjson.Get(upd.RawJSON(), "metadata.topic").Str != "greetings" {
+		t.Errorf("update: got %v, %v; want topic greetings", upd, err)
+	}
+
+	added, err := client.Conversations.Items.New(ctx, conv.ID, conversations.ItemNewParams{Items: []responses.ResponseInputItemUnionParam{
+		responses.ResponseInputItemParamOfMessage("I live in London", responses.EasyInputMessageRoleUser),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(added.Data) != 1 || added.Data[0].ID != "msg_3" {
+		t.Errorf("added: got %s, want one item msg_3", added.RawJSON())
+	}
+	items, err := client.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{Order: conversations.ItemListParamsOrderAsc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, it := range items.Data {
+		ids = append(ids, it.ID+" "+it.Role)
+	}
+	if want := []string{"msg_1 user", "msg_2 assistant", "msg_3 user"}; strings.Join(ids, "|") != strings.Join(want, "|") {
+		t.Errorf("items: got %q, want %q", ids, want)
+	}
+	one, err := client.Conversations.Items.Get(ctx, conv.ID, "msg_2", conversations.ItemGetParams{})
+	if err != nil || one.ID != "msg_2" || gjson.Get(one.RawJSON(), "content.0.text").Str != "hello Ada" {
+		t.Errorf("item msg_2: got %v, %v", one, err)
+	}
+
+	r := ask(t, client, "what is my name?", "", func(p *responses.ResponseNewParams) {
+		p.Conversation = responses.ResponseNewParamsConversationUnion{OfString: openai.String(conv.ID)}
+	})
+	if r.Conversation.ID != conv.ID {
+		t.Errorf("response's conversation: got %q, want %q", r.Conversation.ID, conv.ID)
+	}
+	want := []string{"user: my name is Ada", "assistant: hello Ada", "user: I live in London", "user: what is my name?"}
+	if got := texts(h.Up.Last().Messages); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("upstream input: got %q, want %q", got, want)
+	}
+
+	if _, err := client.Conversations.Items.Delete(ctx, conv.ID, "msg_3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Conversations.Items.Get(ctx, conv.ID, "msg_3", conversations.ItemGetParams{}); apiError(t, err).StatusCode != 404 {
+		t.Errorf("deleted item: got %v, want 404", err)
+	}
+	for _, m := range h.Stored("oa", conv.ID) {
+		if strings.Contains(string(m.Raw), "London") {
+			t.Errorf("stored after the item's delete: %s", m.Raw)
+		}
+	}
+
+	del, err := client.Conversations.Delete(ctx, conv.ID)
+	if err != nil || !del.Deleted || del.ID != conv.ID || string(del.Object) != "conversation.deleted" {
+		t.Errorf("delete: got %v, %v", del, err)
+	}
+	if _, err := client.Conversations.Get(ctx, conv.ID); apiError(t, err).StatusCode != 404 {
+		t.Errorf("deleted conversation: got %v, want 404", err)
+	}
+	if n := len(h.Stored("oa", conv.ID)); n != 0 {
+		t.Errorf("stored after the delete: %d messages, want none", n)
+	}
+}
+
+// The state routes are Recall's: no method on them, known or not, is
+// passed through to the upstream.
+func TestStateRoutesNeverPassThrough(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	tests := []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/v1/conversations", 405},
+		{"PUT", "/v1/conversations/c1", 405},
+		{"GET", "/v1/conversations/c1", 404},
+		{"GET", "/v1/conversations/c1/items", 404},
+		{"PATCH", "/v1/conversations/c1/items", 405},
+		{"GET", "/v1/conversations/c1/other", 404},
+		{"GET", "/c/c1/v1/conversations/c1", 404},
+		{"GET", "/v1/responses/resp_1", 404},
+		{"DELETE", "/v1/responses/resp_1", 404},
+		{"GET", "/v1/responses/resp_1/input_items", 404},
+		{"GET", "/v1/responses/resp_1/other", 404},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			st, body := call(t, h, "rk-oa", tt.method, tt.path, "")
+			if st != tt.status || !body.Get("error.message").Exists() {
+				t.Errorf("got %d %s, want %d with an OpenAI error", st, body.Raw, tt.status)
+			}
+		})
+	}
+	if n := h.Up.Count(); n != 0 {
+		t.Errorf("upstream calls: got %d, want none", n)
 	}
 }
