@@ -85,7 +85,10 @@ func (s *Server) serveState(rc *fasthttp.RequestCtx, path []byte) {
 		}
 		return
 	}
-	s.metrics.CountRequest(tenant, sc.route, rc.Response.StatusCode())
+	status := rc.Response.StatusCode()
+	s.metrics.CountRequest(tenant, sc.route, status)
+	s.log.Info("request", "route", sc.route, "tenant", tenant, "status", status,
+		"overhead_ms", ms(s.cfg.Now().Sub(sc.start)))
 }
 
 // allowOf is the Allow header of a 405 on path.
