@@ -404,6 +404,16 @@ func TestDeleteResponseErasesItsTurn(t *testing.T) {
 	r1 := ask(t, client, "the password is zebra", "")
 	r2 := ask(t, client, "two", r1.ID)
 	conv := r1.Conversation.ID
+	other := h.Client("rk-ch", "")
+	if _, err := other.Responses.Get(ctx, r1.ID, responses.ResponseGetParams{}); apiError(t, err).StatusCode != 404 {
+		t.Errorf("another tenant's GET: got %v, want 404", err)
+	}
+	if err := other.Responses.Delete(ctx, r1.ID); apiError(t, err).StatusCode != 404 {
+		t.Errorf("another tenant's DELETE: got %v, want 404", err)
+	}
+	if n := len(h.Stored("oa", conv)); n != 4 {
+		t.Fatalf("stored after another tenant's DELETE: %d messages, want 4", n)
+	}
 	if err := client.Responses.Delete(ctx, r1.ID); err != nil {
 		t.Fatal(err)
 	}
