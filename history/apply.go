@@ -131,6 +131,9 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 	if c.Summary != nil {
 		landSummary(&m, c.Summary)
 	}
+	if c.Metadata != nil {
+		m.Metadata = *c.Metadata
+	}
 	m.PromptTokens += int64(c.PromptTokens)
 	m.CompletionTokens += int64(c.CompletionTokens)
 	m.UpdatedAt = c.Now

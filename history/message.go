@@ -176,6 +176,10 @@ type Meta struct {
 	// discarded if either moved (SummaryChange): erased text never comes
 	// back through work that was already running.
 	Epoch uint64 `json:"epoch,omitempty"`
+	// Metadata is the conversation's metadata as a client of OpenAI's
+	// Conversations API set it: a JSON object of string values, kept as
+	// its text ("" when none was set). Recall reads nothing in it.
+	Metadata string `json:"metadata,omitempty"`
 }
 
 // FlagsAt returns the flags the metadata gives message seq: those of the

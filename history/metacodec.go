@@ -20,12 +20,14 @@ import (
 //	[summary: text through turns tokens model at]
 //	summaries summary_prompt_tokens summary_completion_tokens
 //	incarnation(8) epoch                                          (version 2)
+//	metadata                                                      (version 3)
 //
 // Unsigned fields are uvarints, signed ones varints, strings a uvarint
 // length and their bytes. A field added to Meta must be added here (at the
 // end, under a new version); TestMetaCodecCoversEveryField fails until it
-// is. Records of version 1 still decode (Incarnation and Epoch 0).
-const metaVersion = 2
+// is. Records of version 1 still decode (Incarnation and Epoch 0), and of
+// version 2 (Metadata "").
+const metaVersion = 3
 
 const (
 	metaHasLast    = 1
@@ -34,7 +36,7 @@ const (
 
 // MarshalMeta encodes a metadata record.
 func MarshalMeta(m *Meta) ([]byte, error) {
-	n := 170 + len(m.Status) + len(m.Model) + len(m.ResponseID) + len(m.Title) + 24*len(m.Gaps)
+	n := 170 + len(m.Status) + len(m.Model) + len(m.ResponseID) + len(m.Title) + len(m.Metadata) + 24*len(m.Gaps)
 	for _, e := range m.Episodes {
 		n += 40 + len(e.Title)
 	}
@@ -108,7 +110,8 @@ func AppendMeta(dst []byte, m *Meta) []byte {
 	dst = binary.AppendVarint(dst, m.SummaryPromptTokens)
 	dst = binary.AppendVarint(dst, m.SummaryCompletionTokens)
 	dst = binary.LittleEndian.AppendUint64(dst, m.Incarnation)
-	return binary.AppendUvarint(dst, m.Epoch)
+	dst = binary.AppendUvarint(dst, m.Epoch)
+	return appendString(dst, m.Metadata)
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -197,6 +200,9 @@ func UnmarshalMeta(b []byte) (Meta, error) {
 	if b[0] >= 2 {
 		m.Incarnation = r.uint64()
 		m.Epoch = r.uvarint()
+	}
+	if b[0] >= 3 {
+		m.Metadata = r.string()
 	}
 	if r.bad || r.off != len(b) {
 		return Meta{}, errorf("decode meta: malformed record")

@@ -168,10 +168,24 @@ func TestMetaCodecReadsVersion1(t *testing.T) {
 	m := sampleMeta()
 	m.Incarnation, m.Epoch = 0, 0
 	b := AppendMeta(nil, &m)
-	v1 := bytes.Clone(b[:len(b)-9]) // incarnation(8) and epoch 0 (one byte)
+	v1 := bytes.Clone(b[:len(b)-10]) // incarnation(8), epoch 0 and metadata "" (one byte each)
 	v1[0] = 1
 	got, err := UnmarshalMeta(v1)
 	if err != nil || !reflect.DeepEqual(got, m) {
 		t.Errorf("version 1 record decoded as %+v, %v; want %+v", got, err, m)
+	}
+}
+
+// Records of version 2, written before Metadata, still decode, with it
+// empty.
+func TestMetaCodecReadsVersion2(t *testing.T) {
+	m := sampleMeta()
+	m.Incarnation, m.Epoch = 0x1234, 7
+	b := AppendMeta(nil, &m)
+	v2 := bytes.Clone(b[:len(b)-1]) // metadata "" (one byte)
+	v2[0] = 2
+	got, err := UnmarshalMeta(v2)
+	if err != nil || !reflect.DeepEqual(got, m) {
+		t.Errorf("version 2 record decoded as %+v, %v; want %+v", got, err, m)
 	}
 }

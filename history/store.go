@@ -254,6 +254,9 @@ type Change struct {
 	// Meta.Incarnation; 0 draws a random one (what every caller but a
 	// test comparing two stores wants).
 	Incarnation uint64
+	// Metadata, if set, replaces Meta.Metadata (the Conversations API's
+	// metadata, a JSON object's text).
+	Metadata *string
 	// Import, if set, appends Append as exported: each message keeps its
 	// Seq (ascending), Turn, Episode, Flags and CreatedAt. Only into an
 	// empty conversation (Version 0).

@@ -60,6 +60,9 @@ type exchange struct {
 	// incarnation, if not 0, is the one a conversation this exchange
 	// creates gets (Recall's response ids name it).
 	incarnation uint64
+	// pinned is set when the answer's id names where it is stored (the
+	// Responses API's): a rebase that would move it fails instead.
+	pinned bool
 	// render renders an error in the client's protocol (nil: OpenAI's);
 	// route names the exchange's route in metrics and logs ("": chat).
 	render       func(*apierr.Error) []byte
@@ -528,6 +531,9 @@ func (x *exchange) rebase(ctx context.Context, ch history.Change) (history.Chang
 	}
 	if err != nil {
 		return ch, err
+	}
+	if x.pinned && (snap.Meta.NextSeq != x.plan.Meta.NextSeq || snap.Meta.Incarnation != x.plan.Meta.Incarnation) {
+		return ch, history.ErrConflict // the answer's id names the sequence numbers it was to get
 	}
 	merged, _, err := history.MergeRetry(x.mode, x.in, snap, x.head(ctx), x.retry)
 	if err != nil {

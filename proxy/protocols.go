@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
@@ -34,7 +32,8 @@ type protocol struct {
 	// resolve, if set, finds the conversation a request names in its body
 	// (conv: the one the header or path prefix named).
 	resolve func(x *exchange, req *wire.Request, conv string) (string, error)
-	// answers, if set, names the answer before it is made (req.ResponseID).
+	// answers, if set, names the answer before it is made (req.ResponseID),
+	// once the request is planned (x.plan, for a recorded exchange).
 	answers func(x *exchange, req *wire.Request)
 	// credential, if set, puts the upstream key where its API reads it
 	// (upstreamRequest set Authorization: Bearer).
@@ -51,7 +50,7 @@ var protocols = map[wire.Protocol]*protocol{
 	wire.ChatCompletions: {proto: wire.ChatCompletions, route: "chat", ingress: chat.Protocol{}, upstream: chat.Protocol{},
 		render: apierr.OpenAI, errorEvent: errorEvent},
 	wire.Responses: {proto: wire.Responses, route: "responses", ingress: responses.Ingress{}, upstream: responses.Upstream{},
-		render: apierr.OpenAI, errorEvent: responsesErrorEvent, renders: true, answers: nameResponse},
+		render: apierr.OpenAI, errorEvent: responsesErrorEvent, renders: true, resolve: resolveResponses, answers: nameResponse},
 	wire.Messages: {proto: wire.Messages, route: "messages", ingress: messages.Ingress{}, upstream: messages.Upstream{},
 		render: apierr.Anthropic, errorEvent: anthropicErrorEvent, credential: anthropicCredential, mark: messages.MarkHistoryEnd},
 }
@@ -84,15 +83,6 @@ func responsesErrorEvent(e *apierr.Error) []byte {
 	b = gjson.AppendJSONString(b, e.Message)
 	b = append(b, `,"param":null}`...)
 	return append(b, "\n\n"...)
-}
-
-// nameResponse gives a Responses answer Recall's id before it is made: its
-// stream names it in its first event.
-func nameResponse(x *exchange, req *wire.Request) {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	req.ResponseID = "resp_" + hex.EncodeToString(b[:])
-	req.Created = x.start.Unix()
 }
 
 // anthropicErrorEvent is e as an Anthropic stream's error event.

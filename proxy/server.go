@@ -348,6 +348,10 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		s.countTokens(rc, conv)
 	case rc.IsPost() && seamRoute(path) != nil:
 		s.serveSeam(rc, conv, seamRoute(path))
+	case stateRoute(rc.Method(), path):
+		// The Responses and Conversations APIs' state is Recall's: never
+		// passed through (the /c/{id} prefix names nothing here).
+		s.serveState(rc, path)
 	case bytes.HasPrefix(path, prefixV1):
 		s.passthrough(rc, conv, path)
 	default:

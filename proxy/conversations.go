@@ -1,0 +1,424 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/plan"
+	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/protocol/responses"
+	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/wire"
+)
+
+// OpenAI's Conversations API on Recall's store: a conversation is a
+// Recall conversation (the same id lists it in /recall/v1/conversations,
+// and a Responses or chat request naming it continues it), its items its
+// stored messages (see items.go for their ids), its metadata
+// history.Meta.Metadata. Deleting a conversation erases its items
+// (OpenAI keeps them; Recall keeps nothing of a deleted conversation).
+
+// conversationObject is a conversation as the API answers it.
+type conversationObject struct {
+	ID        string  `json:"id"`
+	Object    string  `json:"object"`
+	CreatedAt int64   `json:"created_at"`
+	Metadata  rawJSON `json:"metadata"`
+}
+
+func conversationOf(id string, m *history.Meta) conversationObject {
+	md := rawJSON("{}")
+	if m.Metadata != "" {
+		md = rawJSON(m.Metadata)
+	}
+	return conversationObject{ID: id, Object: "conversation", CreatedAt: m.CreatedAt / 1e9, Metadata: md}
+}
+
+// conversations routes the Conversations API; segs are the path's
+// segments after "conversations" (none for /v1/conversations).
+func (sc *stateCall) conversations(segs []string) error {
+	method := sc.method()
+	switch {
+	case len(segs) == 0:
+		if method == "POST" {
+			return sc.createConversation()
+		}
+		return apierr.MethodNotAllowed
+	case segs[0] == "":
+		return apierr.NotFound
+	}
+	k, err := sc.key(segs[0])
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(segs) == 1:
+		switch method {
+		case "GET":
+			return sc.getConversation(k)
+		case "POST":
+			return sc.updateConversation(k)
+		case "DELETE":
+			return sc.deleteConversation(k)
+		}
+		return apierr.MethodNotAllowed
+	case len(segs) == 2 && segs[1] == "items":
+		switch method {
+		case "GET":
+			return sc.listItems(k)
+		case "POST":
+			return sc.addItems(k)
+		}
+		return apierr.MethodNotAllowed
+	case len(segs) == 3 && segs[1] == "items" && segs[2] != "":
+		switch method {
+		case "GET":
+			return sc.getItem(k, segs[2])
+		case "DELETE":
+			return sc.deleteItem(k, segs[2])
+		}
+		return apierr.MethodNotAllowed
+	}
+	return apierr.NotFound
+}
+
+// object reads the body as a JSON object ({} when empty).
+func (sc *stateCall) object() (gjson.Result, error) {
+	body := sc.body
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	if chat.CheckDepth(body) != nil || !gjson.ValidBytes(body) {
+		return gjson.Result{}, apierr.BadJSON
+	}
+	r := gjson.ParseBytes(body)
+	if !r.IsObject() {
+		return gjson.Result{}, apierr.InvalidValue("", "The request body must be a JSON object.")
+	}
+	return r, nil
+}
+
+// metadataOf validates metadata as OpenAI does (at most 16 keys of up to
+// 64 characters, string values of up to 512) and returns it as stored.
+func metadataOf(v gjson.Result) (*string, error) {
+	if !v.Exists() {
+		return nil, nil
+	}
+	if v.Type == gjson.Null {
+		s := ""
+		return &s, nil
+	}
+	bad := apierr.InvalidValue("metadata", "Invalid 'metadata': expected an object of at most 16 string values, keys of at most 64 characters, values of at most 512.")
+	if !v.IsObject() {
+		return nil, bad
+	}
+	m := map[string]string{}
+	ok := true
+	v.ForEach(func(k, val gjson.Result) bool {
+		ok = val.Type == gjson.String && len(k.Str) <= 64 && len(val.Str) <= 512
+		m[k.Str] = val.Str
+		return ok
+	})
+	if !ok || len(m) > 16 {
+		return nil, bad
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	s := string(b)
+	return &s, nil
+}
+
+// freshItems reads items (param: the body's key for them) into the
+// messages to store, as memorize stores a chat client's: validated as
+// Responses input items, tool results cut to the tenant's storage limit,
+// counted. Instructions (system, developer) are refused: Recall sends
+// them with each request and never stores them.
+func (sc *stateCall) freshItems(items gjson.Result, param string) ([]history.Message, error) {
+	if !items.IsArray() {
+		return nil, apierr.InvalidValue(param, "Invalid '"+param+"': expected an array of items.")
+	}
+	req, err := responses.Ingress{}.ParseRequest([]byte(`{"input":` + items.Raw + `}`))
+	if err != nil {
+		var ae *apierr.Error
+		if errors.As(err, &ae) {
+			e := *ae
+			e.Param = strings.Replace(e.Param, "input", param, 1)
+			e.Message = strings.ReplaceAll(e.Message, "'input", "'"+param)
+			return nil, &e
+		}
+		return nil, err
+	}
+	codec := responses.Codec{}
+	if len(req.Instructions) > 0 {
+		return nil, apierr.InvalidValue(param+"[0]", "Invalid '"+param+"[0]': conversations store user, assistant and tool items; instructions (system, developer) are sent with each request and never stored.")
+	}
+	t := sc.c.cfg.History
+	enc := tokens.For("", t.Encoding)
+	fresh := make([]history.Message, len(req.Messages))
+	for i, raw := range req.Messages {
+		role := codec.Role(raw)
+		if role == wire.RoleSystem || role == wire.RoleDeveloper {
+			p := param + "[" + strconv.Itoa(i) + "]"
+			return nil, apierr.InvalidValue(p, "Invalid '"+p+"': conversations store user, assistant and tool items; instructions (system, developer) are sent with each request and never stored.")
+		}
+		raw = bytes.Clone(raw) // the body does not outlive the handler
+		if most := t.StoredToolResultChars; most > 0 && role == wire.RoleTool {
+			if cut, ok := codec.CutResults(raw, most, history.StorageMarker); ok {
+				raw = cut
+			}
+		}
+		fresh[i] = history.Message{Role: role, Protocol: wire.Responses, Raw: raw, Hash: codec.Hash(raw),
+			Tokens: plan.Count(sc.s.counter, enc, wire.Responses, raw)}
+	}
+	return fresh, nil
+}
+
+// checkFresh refuses new items that answer no call among themselves or
+// the last stored turn (tail).
+func checkFresh(tail, fresh []history.Message, param string) error {
+	var oe *history.OrphanResultError
+	if err := history.CheckNew(tail, fresh); errors.As(err, &oe) {
+		p := param + "[" + strconv.Itoa(oe.Index) + "]"
+		return apierr.InvalidValue(p, "Invalid '"+p+"': a function_call_output must answer a function_call before it.")
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// createConversation serves POST /v1/conversations: a new conversation
+// (conv_…) holding items, if any, with metadata.
+func (sc *stateCall) createConversation() error {
+	body, err := sc.object()
+	if err != nil {
+		return err
+	}
+	md, err := metadataOf(body.Get("metadata"))
+	if err != nil {
+		return err
+	}
+	var fresh []history.Message
+	if items := body.Get("items"); items.Exists() && items.Type != gjson.Null && !(items.IsArray() && len(items.Array()) == 0) {
+		if fresh, err = sc.freshItems(items, "items"); err != nil {
+			return err
+		}
+		if err := checkFresh(nil, fresh, "items"); err != nil {
+			return err
+		}
+	}
+	if md == nil {
+		empty := ""
+		md = &empty
+	}
+	id := newConversationID()
+	m, err := sc.s.cfg.Store.Commit(sc.ctx, history.Key{Tenant: sc.c.Namespace, Conversation: id},
+		history.Change{Append: fresh, Metadata: md, Now: sc.s.cfg.Now().UnixNano()})
+	if err != nil {
+		return storeWriteErr(err)
+	}
+	return sc.reply(200, conversationOf(id, &m))
+}
+
+// getConversation serves GET /v1/conversations/{id}.
+func (sc *stateCall) getConversation(k history.Key) error {
+	m, err := sc.meta(k)
+	if err != nil {
+		return err
+	}
+	return sc.reply(200, conversationOf(k.Conversation, &m))
+}
+
+// updateConversation serves POST /v1/conversations/{id}: its metadata
+// replaced.
+func (sc *stateCall) updateConversation(k history.Key) error {
+	body, err := sc.object()
+	if err != nil {
+		return err
+	}
+	md, err := metadataOf(body.Get("metadata"))
+	if err != nil {
+		return err
+	}
+	if md == nil {
+		return apierr.InvalidValue("metadata", "Missing required parameter: 'metadata'.")
+	}
+	release, err := sc.lock(k)
+	if err != nil {
+		return err
+	}
+	defer release()
+	m, err := sc.meta(k)
+	if err != nil {
+		return err
+	}
+	if m, err = sc.s.cfg.Store.Commit(sc.ctx, k, history.Change{Version: m.Version, Metadata: md, Now: sc.s.cfg.Now().UnixNano()}); err != nil {
+		return storeWriteErr(err)
+	}
+	return sc.reply(200, conversationOf(k.Conversation, &m))
+}
+
+// deleteConversation serves DELETE /v1/conversations/{id}: the
+// conversation and its items are erased (history.Store.Delete).
+func (sc *stateCall) deleteConversation(k history.Key) error {
+	release, err := sc.lock(k)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if _, err := sc.meta(k); err != nil {
+		return err
+	}
+	if err := sc.s.cfg.Store.Delete(sc.ctx, k); err != nil {
+		return storeWriteErr(err)
+	}
+	return sc.reply(200, struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Deleted bool   `json:"deleted"`
+	}{k.Conversation, "conversation.deleted", true})
+}
+
+// allItems returns the conversation's active messages as items, oldest
+// first.
+func (sc *stateCall) allItems(k history.Key) ([][]byte, error) {
+	msgs, err := sc.messages(k, 1, ^uint64(0))
+	if err != nil {
+		return nil, err
+	}
+	var items [][]byte
+	for i := range msgs {
+		items = append(items, itemsOf(&msgs[i])...)
+	}
+	return items, nil
+}
+
+// listItems serves GET /v1/conversations/{id}/items: its active messages
+// as items, newest first unless order=asc, paged by limit and after.
+func (sc *stateCall) listItems(k history.Key) error {
+	order, limit, after, err := sc.paging()
+	if err != nil {
+		return err
+	}
+	if _, err := sc.meta(k); err != nil {
+		return err
+	}
+	items, err := sc.allItems(k)
+	if err != nil {
+		return err
+	}
+	return sc.reply(200, page(items, order, limit, after))
+}
+
+// addItems serves POST /v1/conversations/{id}/items: the items appended
+// as turns without calling the model (as the conversation API's
+// memorize), answered with the items added, oldest first.
+func (sc *stateCall) addItems(k history.Key) error {
+	body, err := sc.object()
+	if err != nil {
+		return err
+	}
+	items := body.Get("items")
+	if !items.Exists() {
+		return apierr.InvalidValue("items", "Missing required parameter: 'items'.")
+	}
+	fresh, err := sc.freshItems(items, "items")
+	if err != nil {
+		return err
+	}
+	release, err := sc.lock(k)
+	if err != nil {
+		return err
+	}
+	defer release()
+	// The last stored turn, whole: the function_call_output items among
+	// the new ones may answer its calls.
+	snap, err := sc.s.cfg.Store.Load(sc.ctx, k, history.Query{MinMessages: 1, MaxTurns: 1})
+	if err != nil {
+		return storeReadErr(err)
+	}
+	if snap.Meta.NextSeq == 0 {
+		return apierr.ConversationNotFound
+	}
+	if err := checkFresh(snap.Tail, fresh, "items"); err != nil {
+		return err
+	}
+	m, err := sc.s.cfg.Store.Commit(sc.ctx, k, history.Change{Version: snap.Meta.Version, Append: fresh, Now: sc.s.cfg.Now().UnixNano()})
+	if err != nil {
+		return storeWriteErr(err)
+	}
+	var added [][]byte
+	for i := range fresh {
+		fresh[i].Seq = m.NextSeq - uint64(len(fresh)-i)
+		added = append(added, itemsOf(&fresh[i])...)
+	}
+	return sc.reply(200, page(added, "asc", len(added), ""))
+}
+
+// findItem returns the item id names in k and its message's sequence
+// number.
+func (sc *stateCall) findItem(k history.Key, id string) ([]byte, uint64, error) {
+	seq, ok := itemSeq(id)
+	if !ok {
+		return nil, 0, apierr.ItemNotFound
+	}
+	msgs, err := sc.messages(k, seq, seq)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(msgs) == 1 && msgs[0].Seq == seq {
+		for _, it := range itemsOf(&msgs[0]) {
+			if gjson.GetBytes(it, "id").Str == id {
+				return it, seq, nil
+			}
+		}
+	}
+	return nil, 0, apierr.ItemNotFound
+}
+
+// getItem serves GET /v1/conversations/{id}/items/{item_id}.
+func (sc *stateCall) getItem(k history.Key, id string) error {
+	if _, err := sc.meta(k); err != nil {
+		return err
+	}
+	item, _, err := sc.findItem(k, id)
+	if err != nil {
+		return err
+	}
+	return sc.replyRaw(200, item)
+}
+
+// deleteItem serves DELETE /v1/conversations/{id}/items/{item_id}: the
+// item's stored message is hard-forgotten, with the calls or results its
+// tool group ties to it (so what is left stays a valid context), and
+// the conversation is answered.
+func (sc *stateCall) deleteItem(k history.Key, id string) error {
+	release, err := sc.lock(k)
+	if err != nil {
+		return err
+	}
+	defer release()
+	m, err := sc.meta(k)
+	if err != nil {
+		return err
+	}
+	_, seq, err := sc.findItem(k, id)
+	if err != nil {
+		return err
+	}
+	if err := sc.hardForget(k, m, []uint64{seq}); err != nil {
+		return err
+	}
+	if m, err = sc.meta(k); err != nil {
+		return err
+	}
+	return sc.reply(200, conversationOf(k.Conversation, &m))
+}

@@ -1,0 +1,63 @@
+package proxy_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/e2etest"
+)
+
+// A Responses answer's id names the sequence numbers its commit gives
+// it. When another writer appends to the conversation between the load
+// and the commit, the commit fails (the client retries) rather than land
+// elsewhere and leave the id naming other messages; the retry's id
+// names its answer.
+func TestResponseIDPinsItsCommit(t *testing.T) {
+	var h *harness
+	var once atomic.Bool
+	h = newHarness(t, e2etest.Options{Proxy: withCommitHook(func(ctx context.Context) error {
+		if !once.CompareAndSwap(false, true) {
+			return nil
+		}
+		k := history.Key{Tenant: h.PassNamespace(key), Conversation: "pin-1"}
+		snap, err := h.Store.Load(ctx, k, history.Query{})
+		if err != nil {
+			return err
+		}
+		_, err = h.Store.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Now: 1,
+			Append: []history.Message{{Role: "user", Raw: []byte(`{"role":"user","content":"elsewhere"}`)}}})
+		return err
+	})})
+	body := `{"model":"gpt-4.1","input":"one"}`
+	r := h.Post("/v1/responses", key, "pin-1", body)
+	if r.Status != 500 || gjson.Get(r.Body, "error.code").Str != "history_write_failed" {
+		t.Fatalf("commit moved by another writer: got %d %s, want 500 history_write_failed", r.Status, r.Body)
+	}
+	h.WaitDone("pin-1")
+	r = h.Post("/v1/responses", key, "pin-1", body)
+	if r.Status != 200 {
+		t.Fatalf("retry: got %d %s", r.Status, r.Body)
+	}
+	h.WaitDone("pin-1")
+	id := gjson.Get(r.Body, "id").Str
+	req, _ := http.NewRequest("GET", h.URL+"/v1/responses/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || gjson.GetBytes(got, "output.0.content.0.text").Str != "echo: one" {
+		t.Errorf("GET %s: got %d %s, want the answer echo: one", id, resp.StatusCode, got)
+	}
+}
