@@ -201,13 +201,16 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		x.fail(rc, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err))
 		return
 	}
-	x.stamp(&a, req, upProto)
+	if err := x.stamp(&a, req, upProto, p.proto); err != nil {
+		x.fail(rc, err)
+		return
+	}
 	if x.record {
 		if clientGone(rc.Conn()) {
 			x.done(499, errClientLeft)
 			return
 		}
-		if err := x.commitAnswer(&a, upProto, p.proto); err != nil {
+		if err := x.commitAnswer(&a); err != nil {
 			x.fail(rc, err)
 			return
 		}
@@ -224,9 +227,16 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 	x.done(status, nil)
 }
 
-// stamp gives the answer Recall's id and time, and the stored messages'
-// protocol.
-func (x *exchange) stamp(a *wire.Answer, req *wire.Request, up wire.Protocol) {
+// stamp gives the answer Recall's id and time, and puts its stored form
+// in the protocol the client received it in: the upstream's when the
+// client speaks it, else the client's (the canonical answer encoded by its
+// codec). What is stored, what the client is answered and what a stored
+// response renders later are then the same items, and a client that
+// resends its history resends what is stored, which the merge recognises.
+// A provider's opaque pieces (signed thinking, encrypted reasoning) are
+// then not kept: only a client of that provider's protocol could send
+// them back.
+func (x *exchange) stamp(a *wire.Answer, req *wire.Request, up, in wire.Protocol) error {
 	a.Protocol = up
 	if req.ResponseID != "" {
 		a.ResponseID, a.Created = req.ResponseID, req.Created
@@ -234,6 +244,14 @@ func (x *exchange) stamp(a *wire.Answer, req *wire.Request, up wire.Protocol) {
 	if a.Created == 0 {
 		a.Created = x.start.Unix()
 	}
+	if in != up {
+		stored, err := wire.For(in).Encode(nil, []wire.Message{a.Message})
+		if err != nil {
+			return fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
+		}
+		a.Stored, a.Protocol = stored, in
+	}
+	return nil
 }
 
 // inPlace returns the planned messages with the request's in-place
@@ -367,24 +385,10 @@ func encodePlan(up wire.Protocol, msgs []plan.Message) (instr, conv [][]byte, as
 	return instr, conv, false, nil
 }
 
-// commitAnswer records the new messages and the answer (its stored
-// messages in the upstream's protocol).
-//
-// The answer is stored as the client received it: in the upstream's
-// protocol when the client speaks it, else rendered in the client's (the
-// canonical answer encoded by its codec), so that a client that resends
-// its history resends what is stored, and the merge recognises it. A
-// provider's opaque pieces (signed thinking, encrypted reasoning) are then
-// not kept: only a client of that provider's protocol could send them back.
-func (x *exchange) commitAnswer(a *wire.Answer, up, in wire.Protocol) error {
-	stored, proto := a.Stored, up
-	if in != up {
-		enc, err := wire.For(in).Encode(nil, []wire.Message{a.Message})
-		if err != nil {
-			return fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
-		}
-		stored, proto = enc, in
-	}
+// commitAnswer records the new messages and the answer (its stored form,
+// see stamp).
+func (x *exchange) commitAnswer(a *wire.Answer) error {
+	stored, proto := a.Stored, a.Protocol
 	codec := wire.For(proto)
 	msgs := make([]history.Message, 0, len(stored))
 	for _, raw := range stored {
@@ -566,9 +570,11 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 	if err != nil {
 		return s.endSeam(w, x, p, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err))
 	}
-	x.stamp(&a, req, upProtoOf(up))
+	if err := x.stamp(&a, req, up.proto, p.proto); err != nil {
+		return s.endSeam(w, x, p, err)
+	}
 	if record {
-		if err := x.commitAnswer(&a, upProtoOf(up), p.proto); err != nil {
+		if err := x.commitAnswer(&a); err != nil {
 			return s.endSeam(w, x, p, err)
 		}
 		x.committed = true
@@ -578,8 +584,6 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 	}
 	return write(ren.End(nil, &a))
 }
-
-func upProtoOf(up *protocol) wire.Protocol { return up.proto }
 
 // endSeam ends a stream that failed with an error event in the client's
 // protocol; the closing events never go out.

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, Runner, OpenAIProvider, tool, setTracingDisabled, setDefaultOpenAIClient } from '@openai/agents';
 import { z } from 'zod';
-import { client, crossProtocolResend, newConv, lastUpstream, scriptReply, stored, said, recallURL, recallAnthropicURL } from './helpers.mjs';
+import { client, newConv, lastUpstream, scriptReply, stored, said, recallURL, recallAnthropicURL } from './helpers.mjs';
 
 setTracingDisabled(true);
 
@@ -17,7 +17,7 @@ setTracingDisabled(true);
 const setups = [
   { name: 'Responses model', base: recallURL, path: '/v1/responses', useResponses: true },
   { name: 'chat completions model', base: recallURL, path: '/v1/chat/completions', useResponses: false },
-  { name: 'Responses model over an anthropic upstream', base: recallAnthropicURL, path: '/v1/messages', useResponses: true, todo: crossProtocolResend },
+  { name: 'Responses model over an anthropic upstream', base: recallAnthropicURL, path: '/v1/messages', useResponses: true },
 ];
 
 for (const { name, base, path, useResponses, todo } of setups) {

@@ -1,13 +1,11 @@
 // A client that resends the whole conversation each time (as agents and
 // the AI SDK's tool loops do) in another protocol than the upstream's: the
-// resent messages must be recognised as stored, not stored and sent again.
-// Marked todo while Recall's merge compares the answer stored in the
-// upstream's protocol with the client's copy in its own (see
-// crossProtocolResend in helpers.mjs); the same-protocol cases pass today
-// and guard the comparison itself.
+// resent messages must be recognised as stored, not stored and sent again
+// (Recall stores an answer as its client received it). The same-protocol
+// cases guard the comparison itself.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { client, anthropic, crossProtocolResend, newConv, lastUpstream, said, recallURL, recallAnthropicURL } from './helpers.mjs';
+import { client, anthropic, newConv, lastUpstream, said, recallURL, recallAnthropicURL } from './helpers.mjs';
 
 const want = ['user:one', 'assistant:echo: one', 'user:two'];
 
@@ -65,7 +63,7 @@ const cases = [
 ];
 
 for (const { name, path, same, turn } of cases) {
-  test(`a resent conversation is not doubled: ${name}`, { todo: same ? undefined : crossProtocolResend }, async () => {
+  test(`a resent conversation is not doubled: ${name}`, async () => {
     const conv = newConv('resend');
     const messages = [{ role: 'user', content: 'one' }];
     messages.push(await turn(conv, messages));

@@ -46,13 +46,6 @@ export function anthropic(conv, baseURL = recallURL) {
   });
 }
 
-// crossProtocolResend marks (as node:test's todo) the tests of a client
-// that resends the conversation in another protocol than the upstream's:
-// Recall stores the answer in the upstream's protocol and merges by
-// per-protocol hashes, so the client's copy of the answer does not match
-// and the resent messages are stored again (see crossprotocol.test.mjs).
-export const crossProtocolResend = "proxy: a resent answer, stored in the upstream's protocol, does not match the client's copy";
-
 // newConv returns a conversation id no other test uses.
 export function newConv(prefix) {
   return `${prefix}-${randomUUID()}`;

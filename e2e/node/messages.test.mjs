@@ -5,7 +5,7 @@
 // one that speaks Messages (native).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { anthropic, apiKey, crossProtocolResend, newConv, lastUpstream, scriptReply, stored, said, recallURL, recallAnthropicURL } from './helpers.mjs';
+import { anthropic, apiKey, newConv, lastUpstream, scriptReply, stored, said, recallURL, recallAnthropicURL } from './helpers.mjs';
 
 const model = 'claude-sonnet-4-6';
 
@@ -60,7 +60,7 @@ const tools = [{
 for (const { name, base, path } of recalls) {
   for (const resend of [false, true]) {
     const title = `tool_use / tool_result round trip, ${resend ? 'streamed, the client resending the conversation' : 'the client sending only the result'} (${name})`;
-    test(title, { todo: resend && path !== '/v1/messages' ? crossProtocolResend : undefined }, async () => {
+    test(title, async () => {
       const conv = newConv('messages-tool');
       const c = anthropic(conv, base);
       await scriptReply({ toolCalls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] });

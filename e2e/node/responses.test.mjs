@@ -83,11 +83,11 @@ for (const { name, base, path } of recalls) {
         ? ['user:Weather in Paris?', `call ${id} get_weather {"city":"Paris"}`, `result ${id}:18°C, clear`]
         : ['user:Weather in Paris?', `assistant:call ${id} get_weather {"city":"Paris"}`, `user:result ${id}:18°C, clear`]);
       assert.equal(up.body.tools[0].name, 'get_weather');
-      // A stored message keeps the protocol it came in: the answers, in
-      // the upstream's.
+      // A stored message keeps the protocol its client sent or received
+      // it in: here every one is a Responses item.
       assert.deepEqual(said(await stored(conv, base)), [
         'user:Weather in Paris?',
-        `${path === '/v1/responses' ? '' : 'assistant:'}call ${id} get_weather {"city":"Paris"}`,
+        `call ${id} get_weather {"city":"Paris"}`,
         `result ${id}:18°C, clear`,
         'assistant:echo: Weather in Paris?',
       ]);
