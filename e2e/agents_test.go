@@ -178,8 +178,6 @@ func TestAgents(t *testing.T) {
 	}
 }
 
-
-
 // agentRun returns the command of one agent process in e's conversation.
 type agentRun func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd
 
