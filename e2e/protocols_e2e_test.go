@@ -445,3 +445,30 @@ func TestResponsesAgentOverChatResendsParallelCalls(t *testing.T) {
 		t.Errorf("upstream messages: got %s, want user, one assistant message with both calls, both results", got)
 	}
 }
+
+// TestAnthropicPromptCacheHits: over an Anthropic upstream, Recall marks
+// the end of the curated history with a cache breakpoint, so from the
+// third turn on the upstream reads the stable prefix from its prompt cache
+// (the fake plays Anthropic's cache), and /metrics counts the cached
+// tokens. The client set no breakpoint of its own.
+func TestAnthropicPromptCacheHits(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	ctx := context.Background()
+	client := anthropicClient(h, "rk-an", "pc-1")
+	var cached []int64
+	for _, q := range []string{"first question " + strings.Repeat("x ", 200), "second", "third", "fourth"} {
+		msg, err := client.Messages.New(ctx, anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(q))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.WaitDone("pc-1")
+		cached = append(cached, msg.Usage.CacheReadInputTokens)
+	}
+	if cached[0] != 0 || cached[1] != 0 || cached[2] < 100 || cached[3] <= cached[2] {
+		t.Errorf("cache_read_input_tokens per turn: got %v, want 0, 0, then a growing cached prefix", cached)
+	}
+	if got := h.Metric(`recall_upstream_tokens_total{kind="cached",tenant="an",upstream="messages"}`); got != float64(cached[2]+cached[3]) {
+		t.Errorf("recall_upstream_tokens_total cached: got %v, want %d", got, cached[2]+cached[3])
+	}
+}

@@ -67,6 +67,7 @@ type exchange struct {
 	// route names the exchange's route in metrics and logs ("": chat).
 	render       func(*apierr.Error) []byte
 	route        string
+	upstream     wire.Protocol // the protocol the upstream speaks
 	start        time.Time
 	sent         time.Time // request sent upstream
 	upstreamDone time.Time // upstream answer read (or stream ended)
@@ -423,7 +424,8 @@ func (x *exchange) commit(reply chat.Reply) error {
 		answer.Tokens = x.s.counter.Message(x.enc, reply.Message)
 	}
 	return x.record1(recorded{answer: []history.Message{answer}, model: reply.Model, id: reply.ID,
-		prompt: reply.Usage.PromptTokens, completion: reply.Usage.CompletionTokens})
+		prompt: reply.Usage.PromptTokens, completion: reply.Usage.CompletionTokens, cached: reply.Usage.CachedTokens,
+		upstream: wire.ChatCompletions})
 }
 
 // recorded is an answer as the commit records it.
@@ -433,6 +435,10 @@ type recorded struct {
 	answer             []history.Message
 	model, id          string
 	prompt, completion int
+	// cached is the part of prompt the provider read from its cache;
+	// upstream the protocol the upstream spoke.
+	cached   int
+	upstream wire.Protocol
 }
 
 // record1 writes the new messages and the answer as one atomic change (see
@@ -493,6 +499,7 @@ func (x *exchange) record1(r recorded) error {
 		}
 		return fmt.Errorf("%w: %w", apierr.CommitFailed, err)
 	}
+	s.metrics.usage(x.c.cfg.ID, r.upstream.String(), r.prompt, r.cached, r.completion)
 	x.triggerSummary()
 	return nil
 }

@@ -30,6 +30,7 @@ type Metrics struct {
 	store    *prometheus.HistogramVec
 	commits  *prometheus.CounterVec
 	aborted  *prometheus.CounterVec
+	tokens   *prometheus.CounterVec
 }
 
 // NewMetrics registers Recall's metrics, plus the Go and process
@@ -66,9 +67,12 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 			Help: "Answers that could not be recorded, by reason (error, timeout)."}, []string{"tenant", "reason"}),
 		aborted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_streams_aborted_total",
 			Help: "Streams that ended without a whole answer (upstream cut, client gone): nothing committed."}, []string{"tenant"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_upstream_tokens_total",
+			Help: "Tokens the upstream reported for recorded answers, by tenant, upstream protocol and kind (input; cached: the part of input read from the provider's prompt cache; output)."},
+			[]string{"tenant", "upstream", "kind"}),
 	}
 	reg.MustRegister(m.requests, m.total, m.upstream, m.overhead, m.context, m.saved, m.dropped, m.cut,
-		m.repaired, m.store, m.commits, m.aborted)
+		m.repaired, m.store, m.commits, m.aborted, m.tokens)
 	m.handler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	return m
 }
@@ -113,3 +117,10 @@ func (m *Metrics) commitFailed(tenant, reason string) {
 }
 
 func (m *Metrics) streamAborted(tenant string) { m.aborted.WithLabelValues(tenant).Inc() }
+
+// usage counts the tokens an upstream reported for a recorded answer.
+func (m *Metrics) usage(tenant, upstream string, input, cached, output int) {
+	m.tokens.WithLabelValues(tenant, upstream, "input").Add(float64(input))
+	m.tokens.WithLabelValues(tenant, upstream, "cached").Add(float64(cached))
+	m.tokens.WithLabelValues(tenant, upstream, "output").Add(float64(output))
+}

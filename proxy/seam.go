@@ -66,6 +66,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 	x.key.Conversation = conv
 	req.Conversation = conv
 	upProto, _ := wire.UpstreamFor(c.cfg.Upstream.Protocol, p.proto)
+	x.upstream = upProto
 	up := protocols[upProto]
 
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
@@ -407,7 +408,7 @@ func (x *exchange) commitAnswer(a *wire.Answer) error {
 		id = a.ResponseID
 	}
 	return x.record1(recorded{answer: msgs, model: a.Model, id: id,
-		prompt: a.Usage.InputTokens, completion: a.Usage.OutputTokens})
+		prompt: a.Usage.InputTokens, completion: a.Usage.OutputTokens, cached: a.Usage.CachedTokens, upstream: x.upstream})
 }
 
 // upstreamStatus is an upstream's error answer as the catalogue entry the

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -85,6 +86,7 @@ type anthMessage struct {
 	calls    []ToolCall
 	stop     string
 	in, out  int
+	cached   int // of in, read from the prompt cache
 }
 
 // serveMessages answers POST /v1/messages.
@@ -319,6 +321,7 @@ func (s *Server) newMessage(root gjson.Result, msgs []gjson.Result, reply Reply)
 		stop:   "end_turn",
 		in:     max(1, len(root.Get("messages").Raw)/4),
 	}
+	m.cached = min(s.promptCache(root), m.in-1)
 	last := lastUserTextOf(msgs)
 	if reply.Content == "" && len(reply.ToolCalls) == 0 {
 		m.text = "echo: " + last
@@ -376,8 +379,10 @@ func (m *anthMessage) appendMessage(b []byte, withContent bool) []byte {
 		b = append(b, "null"...)
 	}
 	b = append(b, `,"stop_sequence":null,"usage":{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(m.in), 10)
-	b = append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":`...)
+	b = strconv.AppendInt(b, int64(m.in-m.cached), 10)
+	b = append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(m.cached), 10)
+	b = append(b, `,"output_tokens":`...)
 	out := m.out
 	if !withContent {
 		out = 1
@@ -532,4 +537,53 @@ func (s *Server) writeMessageStream(ctx context.Context, w http.ResponseWriter, 
 			return
 		}
 	}
+}
+
+// cacheHint matches a cache_control member, to compare prompts without
+// their breakpoints.
+var cacheHint = regexp.MustCompile(`,?"cache_control":\{[^{}]*\}`)
+
+// promptCache plays Anthropic's prompt cache: the prompt up to each
+// cache_control breakpoint among the messages is written to the cache; a
+// request reads the longest cached prompt that ends at a message boundary
+// at or before its last breakpoint (Anthropic looks back from each
+// breakpoint for an earlier cached prefix), about a token per 4 bytes of
+// its messages, as the answer's cache_read_input_tokens says.
+func (s *Server) promptCache(root gjson.Result) int {
+	head := root.Get("model").Str + "\x00" + cacheHint.ReplaceAllString(root.Get("system").Raw, "") + "\x00" +
+		cacheHint.ReplaceAllString(root.Get("tools").Raw, "")
+	var prefix strings.Builder
+	var keys []string
+	var sizes []int
+	var marked []bool
+	root.Get("messages").ForEach(func(_, m gjson.Result) bool {
+		prefix.WriteString(cacheHint.ReplaceAllString(m.Raw, ""))
+		keys = append(keys, head+prefix.String())
+		sizes = append(sizes, prefix.Len())
+		marked = append(marked, strings.Contains(m.Raw, `"cache_control"`))
+		return true
+	})
+	last := -1
+	for i, m := range marked {
+		if m {
+			last = i
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cached == nil {
+		s.cached = make(map[string]bool)
+	}
+	read := 0
+	for i := 0; i <= last; i++ {
+		if s.cached[keys[i]] {
+			read = sizes[i] / 4
+		}
+	}
+	for i, m := range marked {
+		if m {
+			s.cached[keys[i]] = true
+		}
+	}
+	return read
 }

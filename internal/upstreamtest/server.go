@@ -120,6 +120,9 @@ type Server struct {
 	summaryQueue []Reply
 	files        []*file       // the files store, in upload order
 	gate         chan struct{} // closed by Release
+	// cached are the prompt prefixes Anthropic's cache would hold (see
+	// promptCache).
+	cached map[string]bool
 }
 
 // New starts a Server listening on 127.0.0.1:0. It panics if it cannot
