@@ -47,11 +47,15 @@ type ExchangeRecord struct {
 	Tokens ExchangeTokens `json:"tokens"`
 	// Summary is the summary sent, nil if none.
 	Summary *SummaryUse `json:"summary"`
-	// Included are the stored and new messages sent, as ranges of
-	// sequence numbers; Dropped the stored turns not sent, with why.
-	Included []Span      `json:"included"`
-	Dropped  []Dropped   `json:"dropped"`
-	Cut      []CutResult `json:"cut"`
+	// Included are the stored messages sent, as ranges of sequence
+	// numbers; Dropped the stored turns not sent, with why; Cut the
+	// stored tool results sent cut.
+	Included []Span `json:"included"`
+	// NewMessages is how many of the client's new messages were sent:
+	// the first NewMessages seqs of Committed, if the exchange stored them.
+	NewMessages int         `json:"new_messages"`
+	Dropped     []Dropped   `json:"dropped"`
+	Cut         []CutResult `json:"cut"`
 	// RepairedCalls counts unanswered tool calls and orphan results left
 	// out of the sent copy.
 	RepairedCalls int `json:"repaired_calls"`

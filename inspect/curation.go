@@ -10,7 +10,9 @@ import (
 // Fill sets what r records of p, the plan an exchange sent: the budget,
 // Recall's token estimates by kind of message, the summary sent, the seqs
 // included and those dropped with the reason, the tool results cut and
-// the calls repaired.
+// the calls repaired. Included lists the stored messages sent; the new
+// ones are counted (NewMessages), and are the first of Committed if the
+// exchange stored them.
 //
 // Dropped covers every stored seq before the exchange's new messages that
 // was not sent, whether curation dropped it (p.Report.Dropped) or the
@@ -24,6 +26,9 @@ func Fill(r *history.ExchangeRecord, p *plan.Plan) {
 	r.RepairedCalls = p.Report.RepairedCalls
 	r.Tokens.EstimatedInput = p.Report.Tokens
 	r.Cut = p.Report.Cut
+	if r.Cut == nil {
+		r.Cut = []history.CutResult{} // [] in JSON, as every list of the record
+	}
 	var sent []uint64
 	for _, m := range p.Messages {
 		switch m.Kind {
@@ -36,8 +41,11 @@ func Fill(r *history.ExchangeRecord, p *plan.Plan) {
 		case plan.New:
 			r.Tokens.New += m.Tokens
 		}
-		if m.Kind == plan.History || m.Kind == plan.New {
+		switch m.Kind {
+		case plan.History:
 			sent = append(sent, m.Seq)
+		case plan.New:
+			r.NewMessages++
 		}
 	}
 	if p.Summary != nil {
