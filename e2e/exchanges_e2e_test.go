@@ -86,10 +86,10 @@ func TestExchangeRecordsSaySentDroppedAndCut(t *testing.T) {
 		}
 		h.WaitDone(conv)
 	}
-	say(`{"model":"gpt-4o","messages":[{"role":"user","content":"hello ` + marker + `"}]}`)                       // seqs 1-2
+	say(`{"model":"gpt-4o","messages":[{"role":"user","content":"hello ` + marker + `"}]}`)                        // seqs 1-2
 	say(`{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum ", 400) + `"}]}`) // seqs 3-4
 	h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "call_1", Name: "read", Arguments: "{}"}}})
-	say(`{"model":"gpt-4o","messages":[{"role":"user","content":"read it"}]}`) // seqs 5-6
+	say(`{"model":"gpt-4o","messages":[{"role":"user","content":"read it"}]}`)                                                   // seqs 5-6
 	say(`{"model":"gpt-4o","messages":[{"role":"tool","tool_call_id":"call_1","content":"` + strings.Repeat("x", 5000) + `"}]}`) // seqs 7-8
 
 	// A summary of the first turn lands, as a summary job would land it.
