@@ -110,7 +110,13 @@ type Span struct {
 // conversation (a clock in nanoseconds made strictly increasing will do)
 // so that ids sort in the order records are made.
 func NewExchangeID(n uint64) string {
-	return fmt.Sprintf("xch_%016x", n)
+	const digits = "0123456789abcdef"
+	b := [20]byte{'x', 'c', 'h', '_'}
+	for i := 19; i >= 4; i-- {
+		b[i] = digits[n&0xf]
+		n >>= 4
+	}
+	return string(b[:])
 }
 
 // ValidExchangeID reports whether id has NewExchangeID's form.

@@ -29,7 +29,7 @@ func Fill(r *history.ExchangeRecord, p *plan.Plan) {
 	if r.Cut == nil {
 		r.Cut = []history.CutResult{} // [] in JSON, as every list of the record
 	}
-	var sent []uint64
+	r.Included = []history.Span{}
 	for _, m := range p.Messages {
 		switch m.Kind {
 		case plan.Instruction:
@@ -43,7 +43,7 @@ func Fill(r *history.ExchangeRecord, p *plan.Plan) {
 		}
 		switch m.Kind {
 		case plan.History:
-			sent = append(sent, m.Seq)
+			r.Included = addSeq(r.Included, m.Seq)
 		case plan.New:
 			r.NewMessages++
 		}
@@ -51,21 +51,16 @@ func Fill(r *history.ExchangeRecord, p *plan.Plan) {
 	if p.Summary != nil {
 		r.Summary = &history.SummaryUse{Through: p.Summary.Through, Tokens: r.Tokens.Summary}
 	}
-	r.Included = spans(sent)
 	r.Dropped = dropped(p, r.Included)
 }
 
-// spans returns seqs (ascending) as ranges of consecutive numbers.
-func spans(seqs []uint64) []history.Span {
-	out := []history.Span{}
-	for _, s := range seqs {
-		if n := len(out); n > 0 && out[n-1].To+1 == s {
-			out[n-1].To = s
-			continue
-		}
-		out = append(out, history.Span{From: s, To: s})
+// addSeq adds seq, past every seq of spans, to spans.
+func addSeq(spans []history.Span, seq uint64) []history.Span {
+	if n := len(spans); n > 0 && spans[n-1].To+1 == seq {
+		spans[n-1].To = seq
+		return spans
 	}
-	return out
+	return append(spans, history.Span{From: seq, To: seq})
 }
 
 // label says why the seqs From..To were not sent ("" for sent ones);
@@ -86,6 +81,10 @@ func dropped(p *plan.Plan, included []history.Span) []history.Dropped {
 	}
 	if last == 0 {
 		return out
+	}
+	if p.Supersede == nil && len(p.Meta.Gaps) == 0 && p.Summary == nil && len(p.Report.Dropped) == 0 &&
+		len(included) == 1 && included[0].From == 1 && included[0].To == last {
+		return out // everything stored was sent: the common case costs nothing
 	}
 	var labels []label
 	if p.Supersede != nil && p.Supersede.Seq < last {
