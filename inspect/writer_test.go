@@ -33,7 +33,9 @@ func (l *gatedLog) Exchanges(context.Context, history.Key, string, int) ([]histo
 	return nil, nil
 }
 
-func rec(n uint64) history.ExchangeRecord { return history.ExchangeRecord{ID: history.NewExchangeID(n)} }
+func rec(n uint64) history.ExchangeRecord {
+	return history.ExchangeRecord{ID: history.NewExchangeID(n)}
+}
 
 // A store that does not keep up costs records, never the caller's time:
 // Record returns at once with the queue full, counts what it drops, and
