@@ -158,6 +158,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		x.fail(rc, upstreamErr(err))
 		return
 	}
+	x.answered(resp)
 	status := resp.StatusCode()
 	ok := status >= 200 && status < 300
 	same := upProto == p.proto && !p.renders
