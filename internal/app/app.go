@@ -1,8 +1,8 @@
-// Package app assembles Recall: the chat proxy, the conversation API
-// mounted on it, and the summaries manager the proxy triggers and the API
-// calls, over one store, one tenant set, one lock table, one token
-// counter and one metrics registry. cmd/recall serves what New returns,
-// and tests assemble the very same thing.
+// Package app assembles Recall: the chat proxy, the conversation API and
+// the inspector's web page mounted on it, and the summaries manager the
+// proxy triggers and the API calls, over one store, one tenant set, one
+// lock table, one token counter and one metrics registry. cmd/recall
+// serves what New returns, and tests assemble the very same thing.
 package app
 
 import (
@@ -15,6 +15,7 @@ import (
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/ui"
 )
 
 // Config configures an App.
@@ -37,14 +38,16 @@ type Config struct {
 
 // App is Recall assembled.
 type App struct {
-	// Server serves every route: chat, pass-through, health, metrics and
-	// the conversation API.
+	// Server serves every route: chat, pass-through, health, metrics,
+	// the conversation API and the inspector's page.
 	Server *proxy.Server
 	// API is the conversation API the server mounts.
 	API *api.Handler
 	// Summaries is the summaries manager (nil without Config.Summary):
 	// the caller starts it (Start) and closes it after the server.
 	Summaries *summary.Manager
+	// UI is the inspector's web page the server mounts at /recall/ui/.
+	UI *ui.Handler
 }
 
 // New assembles an App from cfg.
@@ -113,6 +116,10 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	p.API = a.API.Handle
+	if a.UI, err = ui.New(); err != nil {
+		return nil, err
+	}
+	p.UI = a.UI.Handle
 	if a.Server, err = proxy.New(p); err != nil {
 		return nil, err
 	}
