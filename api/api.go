@@ -141,6 +141,7 @@ type call struct {
 	ctx    context.Context
 	caller auth.Caller
 	key    history.Key // Conversation is "" for tenant-wide routes
+	xid    string      // the exchange record's id, on its route
 	route  string
 	allow  string // the path's methods, for the Allow header of a 405
 	// leave, for a heavy call, gives its slot back: serve calls it after
@@ -176,6 +177,8 @@ var routes = []route{
 	{method: "POST", name: "summarize", conv: true, verb: "summarize", serve: (*call).summarize},
 	{method: "GET", name: "export", conv: true, verb: "export", serve: (*call).export, heavy: true},
 	{method: "POST", name: "import", conv: true, verb: "import", serve: (*call).importConv, heavy: true},
+	{method: "GET", name: "exchanges", conv: true, verb: "exchanges", serve: (*call).exchanges},
+	{method: "GET", name: "exchange", conv: true, verb: "exchanges/{xid}", serve: (*call).exchange},
 }
 
 // Handle serves one request whose path starts with Prefix.
@@ -234,12 +237,16 @@ func (c *call) serve() (int, error) {
 		var slash bool
 		id, verb, slash = strings.Cut(rest[len("conversations/"):], "/")
 		// One path per route: a trailing slash ("conversations/c1/") or a
-		// deeper path is no alias of it.
-		if slash && verb == "" || strings.Contains(verb, "/") {
+		// deeper path is no alias of it. One record of the exchanges is
+		// the one deeper path.
+		if xid, ok := strings.CutPrefix(verb, "exchanges/"); ok && xid != "" && !strings.Contains(xid, "/") {
+			c.xid, verb = xid, "exchanges/{xid}"
+		}
+		if slash && verb == "" || strings.Contains(verb, "/") && verb != "exchanges/{xid}" {
 			return 0, apierr.NotFound
 		}
 		switch verb {
-		case "", "messages", "context", "search", "forget", "end", "summarize", "export", "import":
+		case "", "messages", "context", "search", "forget", "end", "summarize", "export", "import", "exchanges", "exchanges/{xid}":
 		default:
 			return 0, apierr.NotFound
 		}

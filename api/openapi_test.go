@@ -20,7 +20,8 @@ func TestOpenAPIDocumentIsValid31(t *testing.T) {
 	for _, p := range []string{"/recall/v1/conversations", "/recall/v1/conversations/{id}", "/recall/v1/conversations/{id}/messages",
 		"/recall/v1/conversations/{id}/context", "/recall/v1/conversations/{id}/search", "/recall/v1/search",
 		"/recall/v1/conversations/{id}/forget", "/recall/v1/conversations/{id}/end", "/recall/v1/conversations/{id}/summarize",
-		"/recall/v1/conversations/{id}/export", "/recall/v1/conversations/{id}/import", "/recall/v1/openapi.json"} {
+		"/recall/v1/conversations/{id}/export", "/recall/v1/conversations/{id}/import", "/recall/v1/openapi.json",
+		"/recall/v1/conversations/{id}/exchanges", "/recall/v1/conversations/{id}/exchanges/{xid}"} {
 		if doc.Paths.Find(p) == nil {
 			t.Errorf("path %s is not documented", p)
 		}

@@ -262,14 +262,24 @@ func (c *Cache) Search(ctx context.Context, tenant string, q SearchQuery) ([]Hit
 	return c.store.Search(ctx, tenant, q)
 }
 
-// Delete drops the entry and deletes from the store, then drops the entry
-// again: a Load that read the conversation before the store deleted it
-// may have cached it meanwhile (and a Load still under way will not).
 // Namespaces reads through to the store.
 func (c *Cache) Namespaces(ctx context.Context, prefix, after string, limit int) ([]string, error) {
 	return c.store.Namespaces(ctx, prefix, after, limit)
 }
 
+// AppendExchanges writes through to the store: records are not cached.
+func (c *Cache) AppendExchanges(ctx context.Context, k Key, recs []ExchangeRecord) error {
+	return c.store.AppendExchanges(ctx, k, recs)
+}
+
+// Exchanges reads from the store.
+func (c *Cache) Exchanges(ctx context.Context, k Key, before string, limit int) ([]ExchangeRecord, error) {
+	return c.store.Exchanges(ctx, k, before, limit)
+}
+
+// Delete drops the entry and deletes from the store, then drops the entry
+// again: a Load that read the conversation before the store deleted it
+// may have cached it meanwhile (and a Load still under way will not).
 func (c *Cache) Delete(ctx context.Context, k Key) error {
 	c.mu.Lock()
 	if el, ok := c.byKey[k]; ok {

@@ -101,6 +101,14 @@ func (s *memStore) Namespaces(context.Context, string, string, int) ([]string, e
 	return nil, nil
 }
 
+func (s *memStore) AppendExchanges(context.Context, history.Key, []history.ExchangeRecord) error {
+	return nil
+}
+
+func (s *memStore) Exchanges(context.Context, history.Key, string, int) ([]history.ExchangeRecord, error) {
+	return nil, nil
+}
+
 func (s *memStore) Delete(context.Context, history.Key) error {
 	*s = memStore{}
 	return nil

@@ -64,6 +64,9 @@ type Store interface {
 	// pass-through tenant (one per credential) with it; cost follows the
 	// page, not the number of conversations.
 	Namespaces(ctx context.Context, prefix, after string, limit int) ([]string, error)
+	// ExchangeLog keeps the conversation's exchange records, which Delete
+	// erases with it.
+	ExchangeLog
 }
 
 // ListQuery selects a page of Store.List.

@@ -30,7 +30,7 @@ func (s SlidingWindow) Curate(w *Window) error {
 	if s.LowWater > 0 && s.LowWater < 1 {
 		keep = max(1, int(float64(s.MaxTurns)*s.LowWater))
 	}
-	w.Drop(len(w.Turns) - keep)
+	w.Drop(len(w.Turns)-keep, DroppedMaxTurns)
 	return nil
 }
 
@@ -71,6 +71,7 @@ func (s ToolResultTruncator) Curate(w *Window) error {
 			if !answers(m) {
 				continue
 			}
+			orig := m.Raw
 			raw, ok := m.Codec().CutResults(m.Raw, s.MaxChars, contextMarker)
 			if !ok {
 				continue
@@ -92,9 +93,23 @@ func (s ToolResultTruncator) Curate(w *Window) error {
 			t.Tokens += m.Tokens - old
 			w.Report.SavedTokens += old - m.Tokens
 			w.Report.TruncatedToolResults++
+			w.Report.Cut = append(w.Report.Cut, cutResult(m, orig, s.MaxChars))
 		}
 	}
 	return nil
+}
+
+// cutResult says what cutting the results of orig (m before the cut) to
+// max characters did: it cuts orig again, counting, which costs a second
+// cut of the messages actually cut and nothing on the path that cuts none.
+func cutResult(m *Message, orig []byte, max int) CutResult {
+	c := CutResult{Seq: m.Seq}
+	m.Codec().CutResults(orig, max, func(kept, total int) string {
+		c.CharsBefore += total
+		c.CharsAfter += kept
+		return ""
+	})
+	return c
 }
 
 func contextMarker(kept, total int) string {

@@ -69,6 +69,45 @@ type Report struct {
 	Tokens int
 	// SavedTokens is what curation kept out of the context, of what was read.
 	SavedTokens int
+	// Dropped lists the turns read but not sent, oldest first, as ranges
+	// of sequence numbers with the reason (DroppedBudget, DroppedMaxTurns).
+	// It is nil when nothing was dropped: the common request allocates
+	// nothing for it. Turns the store did not even read (behind the
+	// cache-stable cut, summarised, inactive) are not listed here: the
+	// inspector works them out from the metadata (see package inspect).
+	Dropped []Dropped
+	// Cut lists the earlier tool results cut for the context, oldest
+	// first; nil when none was.
+	Cut []CutResult
+}
+
+// Reasons a turn was dropped, as the exchange record names them.
+const (
+	DroppedBudget     = "budget"     // over the token budget, or behind the cut point it moved
+	DroppedMaxTurns   = "max_turns"  // over the sliding window's turn cap
+	DroppedSummarized = "summarized" // covered by the summary sent instead
+	DroppedSuperseded = "superseded" // replaced by a client's edit or retry
+	DroppedForgotten  = "forgotten"  // forgotten (soft or hard)
+)
+
+// Dropped is a range of dropped turns: the sequence numbers of the first
+// message of the first turn and of the last message of the last one.
+type Dropped struct {
+	From   uint64 `json:"from"`
+	To     uint64 `json:"to"`
+	Reason string `json:"reason"`
+	// Turns is how many turns the range holds (0: not known, for ranges
+	// the store never read).
+	Turns int `json:"turns,omitempty"`
+}
+
+// CutResult is one tool result cut for the context: its message's
+// sequence number and its text's characters before and after the cut
+// (the marker left out).
+type CutResult struct {
+	Seq         uint64 `json:"seq"`
+	CharsBefore int    `json:"chars_before"`
+	CharsAfter  int    `json:"chars_after"`
 }
 
 // Window is one request's context while it is curated: older turns, then
@@ -128,8 +167,15 @@ func NewWindow(hist, fresh []Message, cut uint64, storedTurns int) *Window {
 	read := len(w.Turns)
 	// Turns behind the stored cut stay out (the store may have read them to
 	// satisfy the merge); the current turn always stays.
-	for len(w.Turns) > 1 && cut > 0 && w.Turns[0].Seq() < cut {
-		w.Turns = w.Turns[1:]
+	behind := 0
+	for behind < len(w.Turns)-1 && cut > 0 && w.Turns[behind].Seq() < cut {
+		behind++
+	}
+	if behind > 0 {
+		// The cut point only moves when the budget or the turn cap drops
+		// turns; those behind it stay dropped so the prompt prefix holds.
+		w.noteDropped(w.Turns[:behind], DroppedBudget)
+		w.Turns = w.Turns[behind:]
 	}
 	w.Report.DroppedTurns = read - len(w.Turns)
 	w.Report.StoredTurns = storedTurns
@@ -158,9 +204,10 @@ func (w *Window) Tokens() int {
 	return n
 }
 
-// Drop removes the n oldest turns (never the current one) and moves the cut
-// point to the first remaining turn.
-func (w *Window) Drop(n int) {
+// Drop removes the n oldest turns (never the current one) for reason (one
+// of the Dropped* names) and moves the cut point to the first remaining
+// turn.
+func (w *Window) Drop(n int, reason string) {
 	n = min(n, len(w.Turns)-1)
 	if n <= 0 {
 		return
@@ -168,6 +215,7 @@ func (w *Window) Drop(n int) {
 	for _, t := range w.Turns[:n] {
 		w.Report.SavedTokens += t.Tokens
 	}
+	w.noteDropped(w.Turns[:n], reason)
 	w.Turns = w.Turns[n:]
 	w.Report.DroppedTurns += n
 	if len(w.Turns) > 0 && len(w.Turns[0].Messages) > 0 {
@@ -241,6 +289,21 @@ func (w *Window) fit(lowWater float64) error {
 			n++
 		}
 	}
-	w.Drop(n)
+	w.Drop(n, DroppedBudget)
 	return nil
+}
+
+// noteDropped adds turns, oldest first and dropped for reason, to the
+// report, extending the last range if it has the same reason.
+func (w *Window) noteDropped(turns []Turn, reason string) {
+	if len(turns) == 0 {
+		return
+	}
+	last := turns[len(turns)-1].Messages
+	d := Dropped{From: turns[0].Seq(), To: last[len(last)-1].Seq, Reason: reason, Turns: len(turns)}
+	if n := len(w.Report.Dropped); n > 0 && w.Report.Dropped[n-1].Reason == reason {
+		w.Report.Dropped[n-1].To, w.Report.Dropped[n-1].Turns = d.To, w.Report.Dropped[n-1].Turns+d.Turns
+		return
+	}
+	w.Report.Dropped = append(w.Report.Dropped, d)
 }

@@ -149,7 +149,7 @@ func TestDrop(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := window(tt.turns, 10)
-			w.Drop(tt.n)
+			w.Drop(tt.n, DroppedBudget)
 			if len(w.Turns) != tt.wantTurns {
 				t.Errorf("got %d turns, want %d", len(w.Turns), tt.wantTurns)
 			}

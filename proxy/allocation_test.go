@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/proxy"
 )
 
 // maxChatAllocs bounds the allocations of one non-streamed chat request on
@@ -21,13 +24,43 @@ import (
 // path gets cheaper.
 const maxChatAllocs = 230
 
+// maxRecordAllocs bounds what building the inspector's exchange record
+// adds to a chat request (Config.OnExchange set, as the server runs): the
+// record's id and its included ranges (3 when nothing was dropped).
+const maxRecordAllocs = 5
+
 // The chat path's allocations are recorded: a change that makes every
 // request allocate more fails here, not in a production profile.
 func TestChatPathAllocations(t *testing.T) {
+	allocs := chatPathAllocs(t)
+	t.Logf("%.0f allocations per chat request (bound %d)", allocs, maxChatAllocs)
+	if allocs > maxChatAllocs {
+		t.Errorf("a chat request allocates %.0f times, past the recorded bound of %d", allocs, maxChatAllocs)
+	}
+}
+
+// The exchange record costs a few allocations more per request, and
+// building it reads the plan, never the request's bytes.
+func TestChatPathAllocationsWithExchangeRecords(t *testing.T) {
+	var last history.ExchangeRecord
+	n := 0
+	allocs := chatPathAllocs(t, func(c *proxy.Config) {
+		c.OnExchange = func(_ history.Key, r history.ExchangeRecord) { last, n = r, n+1 }
+	})
+	if n == 0 || last.Status != "answered" || len(last.Committed) != 1 {
+		t.Fatalf("got %d records, the last %+v; want one per request, answered and committed", n, last)
+	}
+	t.Logf("%.0f allocations per chat request with its exchange record (bound %d)", allocs, maxChatAllocs+maxRecordAllocs)
+	if allocs > maxChatAllocs+maxRecordAllocs {
+		t.Errorf("a chat request with its exchange record allocates %.0f times, past the recorded bound of %d", allocs, maxChatAllocs+maxRecordAllocs)
+	}
+}
+
+func chatPathAllocs(t *testing.T, adjust ...func(*proxy.Config)) float64 {
 	if raceEnabled {
 		t.Skip("the race detector's sync.Pool drops items at random: counts mean nothing")
 	}
-	srv, store := benchServer(t, 16000)
+	srv, store := benchServerWith(t, 16000, instantUpstream{"application/json", []byte(benchAnswer)}, adjust...)
 	const convs = 16
 	prefill(t, store, convs, 50)
 	reqs := make([]*fasthttp.RequestCtx, convs)
@@ -47,8 +80,5 @@ func TestChatPathAllocations(t *testing.T) {
 			t.Fatalf("status %d: %s", rc.Response.StatusCode(), rc.Response.Body())
 		}
 	})
-	t.Logf("%.0f allocations per chat request (bound %d)", allocs, maxChatAllocs)
-	if allocs > maxChatAllocs {
-		t.Errorf("a chat request allocates %.0f times, past the recorded bound of %d", allocs, maxChatAllocs)
-	}
+	return allocs
 }

@@ -79,7 +79,7 @@ func benchServer(b testing.TB, budget int) (*proxy.Server, *badgerstore.Store) {
 	return benchServerWith(b, budget, instantUpstream{"application/json", []byte(benchAnswer)})
 }
 
-func benchServerWith(b testing.TB, budget int, upstream instantUpstream) (*proxy.Server, *badgerstore.Store) {
+func benchServerWith(b testing.TB, budget int, upstream instantUpstream, adjust ...func(*proxy.Config)) (*proxy.Server, *badgerstore.Store) {
 	b.Helper()
 	g := config.DefaultGlobal()
 	g.Defaults.History.BudgetTokens = budget
@@ -94,12 +94,16 @@ func benchServerWith(b testing.TB, budget int, upstream instantUpstream) (*proxy
 	b.Cleanup(func() { store.Close() })
 	var counter tokens.Counter
 	counter.Text(tokens.O200k, "build the encoder before timing")
-	srv, err := proxy.New(proxy.Config{
+	cfg := proxy.Config{
 		Counter: &counter,
 		Tenants: proxy.StaticTenants{Set: set},
 		Store:   store,
 		Client:  upstream.client(),
-	})
+	}
+	for _, f := range adjust {
+		f(&cfg)
+	}
+	srv, err := proxy.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -67,6 +67,17 @@ type exchange struct {
 	start        time.Time
 	sent         time.Time // request sent upstream
 	upstreamDone time.Time // upstream answer read (or stream ended)
+	// What the exchange record says besides the plan (see
+	// exchange_record.go): the upstream's answer's headers came at
+	// firstByte, as a stream or not; the commit stored the seqs
+	// committedFrom..committedTo of the conversation's incarnation, with
+	// the upstream's reported usage, or failed.
+	firstByte                  time.Time
+	stream                     bool
+	usage                      recordedUsage
+	committedFrom, committedTo uint64
+	committedIncarnation       uint64
+	commitFailed               bool
 }
 
 // chat serves POST /v1/chat/completions. conv is the id from the path
@@ -149,6 +160,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		x.fail(rc, upstreamErr(err))
 		return
 	}
+	x.answered(resp)
 	copyResponseHeader(rc, resp)
 	status := resp.StatusCode()
 	ok := status >= 200 && status < 300
@@ -420,7 +432,7 @@ func (x *exchange) commit(reply chat.Reply) error {
 		answer.Tokens = x.s.counter.Message(x.enc, reply.Message)
 	}
 	return x.record1(recorded{answer: []history.Message{answer}, model: reply.Model, id: reply.ID,
-		prompt: reply.Usage.PromptTokens, completion: reply.Usage.CompletionTokens})
+		prompt: reply.Usage.PromptTokens, completion: reply.Usage.CompletionTokens, cached: reply.Usage.CachedTokens})
 }
 
 // recorded is an answer as the commit records it.
@@ -430,6 +442,9 @@ type recorded struct {
 	answer             []history.Message
 	model, id          string
 	prompt, completion int
+	// cached is the reported input tokens read from the provider's cache
+	// (for the exchange record only).
+	cached int
 }
 
 // record1 writes the new messages and the answer as one atomic change (see
@@ -453,13 +468,19 @@ func (x *exchange) record1(r recorded) error {
 	start := s.cfg.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
 	defer cancel()
-	result := make(chan error, 1)
+	x.usage = recordedUsage{input: r.prompt, output: r.completion, cached: r.cached}
+	type outcome struct {
+		meta history.Meta
+		err  error
+	}
+	result := make(chan outcome, 1)
 	go func() {
 		// Past the deadline this goroutine may outlive the exchange: it
 		// touches only ch and what prepare left immutable.
+		var m history.Meta
 		var err error
 		for attempt := 0; ; attempt++ {
-			_, err = s.cfg.Store.Commit(ctx, x.key, ch)
+			m, err = s.cfg.Store.Commit(ctx, x.key, ch)
 			if !errors.Is(err, history.ErrConflict) || attempt == maxRebases {
 				break
 			}
@@ -467,16 +488,22 @@ func (x *exchange) record1(r recorded) error {
 				break
 			}
 		}
-		result <- err
+		result <- outcome{m, err}
 	}()
 	var err error
 	select {
-	case err = <-result:
+	case o := <-result:
+		err = o.err
+		if err == nil && len(ch.Append) > 0 {
+			x.committedFrom, x.committedTo = o.meta.NextSeq-uint64(len(ch.Append)), o.meta.NextSeq-1
+			x.committedIncarnation = o.meta.Incarnation
+		}
 	case <-ctx.Done():
 		err = fmt.Errorf("%w: %w", errCommitTimeout, ctx.Err())
 	}
 	s.metrics.storeOp("commit", s.cfg.Now().Sub(start))
 	if err != nil {
+		x.commitFailed = true
 		reason := "error"
 		if errors.Is(err, errCommitTimeout) {
 			reason = "timeout"
@@ -591,6 +618,9 @@ func (x *exchange) done(status int, err error) {
 	}
 	if s.log.Enabled(context.Background(), level) { // the line's attributes cost allocations
 		s.logExchange(x, level, tenant, status, upstream, total, err)
+	}
+	if s.cfg.OnExchange != nil && x.record && x.plan != nil && !x.sent.IsZero() {
+		s.cfg.OnExchange(x.key, x.exchangeRecord(status, err, end, upstream))
 	}
 	if s.cfg.OnExchangeDone != nil {
 		s.cfg.OnExchangeDone(ExchangeDone{Tenant: tenant, Conversation: x.key.Conversation,

@@ -152,6 +152,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		x.fail(rc, upstreamErr(err))
 		return
 	}
+	x.answered(resp)
 	status := resp.StatusCode()
 	ok := status >= 200 && status < 300
 	same := upProto == p.proto && !p.renders
@@ -361,7 +362,7 @@ func (x *exchange) commitAnswer(a *wire.Answer, up wire.Protocol) error {
 		id = a.ResponseID
 	}
 	return x.record1(recorded{answer: msgs, model: a.Model, id: id,
-		prompt: a.Usage.InputTokens, completion: a.Usage.OutputTokens})
+		prompt: a.Usage.InputTokens, completion: a.Usage.OutputTokens, cached: a.Usage.CachedTokens})
 }
 
 // upstreamStatus is an upstream's error answer as the catalogue entry the

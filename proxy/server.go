@@ -81,6 +81,11 @@ type Config struct {
 	// answered and committed (or not). For a stream that is after the
 	// handler returned, from the relay goroutine. It must not block.
 	OnExchangeDone func(ExchangeDone)
+	// OnExchange, if set, gets the exchange record (package inspect) of
+	// every upstream call made for a conversation whose memory is on,
+	// once, when the exchange ends (before OnExchangeDone), keyed by the
+	// conversation's store key. It must not block. Default: no records.
+	OnExchange func(history.Key, history.ExchangeRecord)
 	// Summaries, if set, is asked for a compaction after a commit that
 	// calls for one (summary.Manager implements it). Default: none, no
 	// conversation is ever summarised.

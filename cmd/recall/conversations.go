@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/api"
+	"github.com/recallproxy/recall/history"
 )
 
 // conversationsUsage is the help of "recall conversations".
@@ -34,6 +35,7 @@ verbs:
   export ID                     JSON Lines of every message (to stdout, or --output FILE)
   import ID [FILE]              an export into an empty conversation (FILE or stdin)
   forget ID INSTRUCTION         oldest | before:turn_N | speaker:ROLE | position:N (--hard erases)
+  exchanges ID [XID]            its upstream calls, newest first; with XID one of them and what it sent
   delete ID                     erase every trace of it
 
 "recall conversations <verb> --help" lists a verb's flags.
@@ -448,6 +450,49 @@ var verbs = []verb{
 				return nil
 			}
 		}},
+	{name: "exchanges", args: "ID [XID] [--limit N] [--after XID]", nargs: 1, optional: 1,
+		about: "List the conversation's exchange records (its last 200 upstream calls), newest first: what each\n" +
+			"sent, dropped (and why) and cut. With XID, one record and the messages it sent, from the store.",
+		flags: func(fs *flag.FlagSet) func(*apiClient, []string, io.Writer, bool) error {
+			limit := fs.Int("limit", 20, "page size, 1-200")
+			after := fs.String("after", "", "the last `XID` of the previous page")
+			return func(c *apiClient, args []string, out io.Writer, asJSON bool) error {
+				if len(args) > 1 {
+					b, err := c.do("GET", convPath(args[0], "exchanges/"+url.PathEscape(args[1]))+"?render=messages", nil, "")
+					if err != nil || asJSON {
+						return printRaw(out, b, err)
+					}
+					var x api.Exchange
+					if err := json.Unmarshal(b, &x); err != nil {
+						return err
+					}
+					printExchange(out, &x)
+					return nil
+				}
+				q := url.Values{"limit": {strconv.Itoa(*limit)}}
+				if *after != "" {
+					q.Set("after", *after)
+				}
+				b, err := c.do("GET", convPath(args[0], "exchanges")+"?"+q.Encode(), nil, "")
+				if err != nil || asJSON {
+					return printRaw(out, b, err)
+				}
+				var l api.List[api.Exchange, string]
+				if err := json.Unmarshal(b, &l); err != nil {
+					return err
+				}
+				tw := table(out, "XID", "CREATED", "KIND", "STATUS", "MODEL", "TOKENS", "REPORTED", "INCLUDED", "DROPPED")
+				for _, x := range l.Data {
+					row(tw, x.ID, when(x.CreatedAt), x.Kind, x.Status, x.Model, x.Tokens.EstimatedInput, x.Tokens.ReportedInput,
+						spanList(x.Included), len(x.Dropped))
+				}
+				tw.Flush()
+				if l.HasMore {
+					fmt.Fprintf(out, "more: --after %s\n", *l.LastID)
+				}
+				return nil
+			}
+		}},
 	{name: "delete", args: "ID", nargs: 1, about: "Erase the conversation: its messages, summary, search and listing entries.",
 		flags: func(fs *flag.FlagSet) func(*apiClient, []string, io.Writer, bool) error {
 			return func(c *apiClient, args []string, out io.Writer, asJSON bool) error {
@@ -526,6 +571,80 @@ func printDetail(out io.Writer, d *api.Detail) {
 	if d.Summary != "" {
 		fmt.Fprintf(out, "\nsummary:\n%s\n", d.Summary)
 	}
+}
+
+// printExchange prints one exchange record and the messages it sent.
+func printExchange(out io.Writer, x *api.Exchange) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	summary := "-"
+	if x.Summary != nil {
+		summary = fmt.Sprintf("through seq %d, %d tokens", x.Summary.Through, x.Summary.Tokens)
+	}
+	t := x.Tokens
+	for _, kv := range [][2]any{
+		{"id", x.ID}, {"created", when(x.CreatedAt)}, {"kind", x.Kind},
+		{"protocols", x.Ingress + " -> " + x.Upstream}, {"model", x.Model}, {"stream", x.Stream},
+		{"status", fmt.Sprintf("%s (%d)", x.Status, x.HTTPStatus)},
+		{"latency", fmt.Sprintf("%d ms total, %d upstream (first byte %d), %d Recall", x.LatencyMS.Total, x.LatencyMS.Upstream, x.LatencyMS.FirstByte, x.LatencyMS.Recall)},
+		{"tokens", fmt.Sprintf("%d estimated of a %d budget: %d instructions, %d summary, %d history, %d new", t.EstimatedInput, x.Budget, t.Instructions, t.Summary, t.History, t.New)},
+		{"reported", fmt.Sprintf("%d input (%d cached), %d output", t.ReportedInput, t.Cached, t.Output)},
+		{"summary", summary}, {"included", spanList(x.Included)}, {"committed", spanList(x.Committed)},
+		{"repaired", x.RepairedCalls},
+	} {
+		fmt.Fprintf(tw, "%s:\t%v\n", kv[0], kv[1])
+	}
+	tw.Flush()
+	for _, d := range x.Dropped {
+		turns := ""
+		if d.Turns > 0 {
+			turns = fmt.Sprintf(" (%d turns)", d.Turns)
+		}
+		fmt.Fprintf(out, "dropped: seq %d-%d%s: %s\n", d.From, d.To, turns, d.Reason)
+	}
+	for _, c := range x.Cut {
+		fmt.Fprintf(out, "cut: seq %d from %d to %d characters\n", c.Seq, c.CharsBefore, c.CharsAfter)
+	}
+	if len(x.Messages) == 0 {
+		return
+	}
+	fmt.Fprintln(out)
+	tw = table(out, "SEQ", "KIND", "ROLE", "CONTENT")
+	for _, m := range x.Messages {
+		seq, role, text := "-", "-", "-"
+		if m.Seq != nil {
+			seq = strconv.FormatUint(*m.Seq, 10)
+		}
+		if m.Role != nil {
+			role = *m.Role
+		}
+		switch {
+		case m.Forgotten:
+			text = "(forgotten)"
+		case m.Kind == "instruction":
+			text = fmt.Sprintf("(not stored: %d tokens)", m.Tokens)
+		case len(m.Content) == 0 || string(m.Content) == "null":
+			text = "(not stored)"
+		default:
+			text = content(m.Content)
+		}
+		row(tw, seq, m.Kind, role, text)
+	}
+	tw.Flush()
+}
+
+// spanList prints ranges of seqs ("1-4, 7"), "-" for none.
+func spanList(spans []history.Span) string {
+	if len(spans) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(spans))
+	for i, s := range spans {
+		parts[i] = strconv.FormatUint(s.From, 10)
+		if s.To != s.From {
+			parts[i] += "-" + strconv.FormatUint(s.To, 10)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func percent(n, of int) int {

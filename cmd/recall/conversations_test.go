@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/app"
@@ -38,7 +39,7 @@ func (c *steppingClock) now() time.Time {
 
 // cliServer starts a real Recall (pass-through tenant, Badger in a
 // temporary directory) on a loopback port and returns its address.
-func cliServer(t *testing.T) string {
+func cliServer(t *testing.T) (string, *badgerstore.Store) {
 	t.Helper()
 	set, err := config.LoadTenants(config.DefaultGlobal(), func(string) (string, bool) { return "", false })
 	if err != nil {
@@ -65,7 +66,7 @@ func cliServer(t *testing.T) string {
 		srv.Shutdown(ctx)
 		store.Close()
 	})
-	return "http://" + ln.Addr().String()
+	return "http://" + ln.Addr().String(), store
 }
 
 // TestConversationsCLI runs the verbs in order against one server, each
@@ -75,7 +76,7 @@ func TestConversationsCLI(t *testing.T) {
 	for _, k := range cliEnv {
 		t.Setenv(k, "")
 	}
-	addr := cliServer(t)
+	addr, store := cliServer(t)
 	dir := t.TempDir()
 	exported := filepath.Join(dir, "trip.jsonl")
 	seed := func(conv, body string) {
@@ -115,6 +116,28 @@ func TestConversationsCLI(t *testing.T) {
 		{name: "forget-bad", args: append([]string{"conversations", "forget", "trip", "newest"}, conn...)},
 		{name: "export", args: append([]string{"conversations", "export", "trip"}, conn...)},
 		{name: "export-file", args: append([]string{"conversations", "export", "trip", "--output", exported}, conn...)},
+		{name: "exchanges", args: append([]string{"conversations", "exchanges", "notes"}, conn...), do: func() {
+			// Two records as the proxy would write them (the server here
+			// has no upstream to call).
+			k := history.Key{Tenant: auth.Namespace("default", "sk-cli"), Conversation: "notes"}
+			recs := []history.ExchangeRecord{
+				{ID: history.NewExchangeID(1), CreatedAt: 1772355600, Kind: "chat", Ingress: "chat.completions", Upstream: "chat.completions",
+					Model: "gpt-4o", Status: "answered", HTTPStatus: 200, Budget: 16000, NewMessages: 1,
+					LatencyMS: history.ExchangeLatency{FirstByte: 120, Upstream: 300, Total: 305, Recall: 5},
+					Tokens:    history.ExchangeTokens{Instructions: 12, New: 20, Output: 8, EstimatedInput: 35, ReportedInput: 37},
+					Included:  []history.Span{}, Dropped: []history.Dropped{}, Cut: []history.CutResult{}, Committed: []history.Span{{From: 1, To: 2}}},
+				{ID: history.NewExchangeID(2), CreatedAt: 1772355660, Kind: "chat", Ingress: "responses", Upstream: "chat.completions",
+					Model: "gpt-4o", Stream: true, Status: "upstream_error", HTTPStatus: 502, Error: "upstream_unavailable", Budget: 16000, NewMessages: 1,
+					Tokens:   history.ExchangeTokens{Instructions: 12, History: 9, New: 14, EstimatedInput: 38},
+					Included: []history.Span{{From: 2, To: 2}}, Dropped: []history.Dropped{{From: 1, To: 1, Reason: "forgotten"}},
+					Cut: []history.CutResult{{Seq: 2, CharsBefore: 500, CharsAfter: 100}}, Committed: []history.Span{}},
+			}
+			if err := store.AppendExchanges(context.Background(), k, recs); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "exchanges-one", args: append([]string{"conversations", "exchanges", "notes", history.NewExchangeID(2)}, conn...)},
+		{name: "exchanges-other", args: append([]string{"conversations", "exchanges", "notes", history.NewExchangeID(3)}, conn...)},
 		{name: "delete", args: append([]string{"conversations", "delete", "trip"}, conn...)},
 		{name: "show-deleted", args: append([]string{"conversations", "show", "trip"}, conn...)},
 		{name: "import", args: append([]string{"conversations", "import", "trip", exported}, conn...)},

@@ -386,6 +386,13 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		return err
 	}
 	srv, summaries := a.Server, a.Summaries
+	defer func() {
+		// After the server's shutdown (deferred calls run after it):
+		// the exchange records still queued are written.
+		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		a.Exchanges.Close(fctx)
+	}()
 	if err := summaries.Start(ctx); err != nil {
 		// Jobs of conversations not listed start again with their next
 		// request: nothing is lost, a summary only comes later.

@@ -73,6 +73,10 @@ var (
 	// The answer is the same for all three, so ids do not leak.
 	ConversationNotFound = &Error{Status: 404, Type: "invalid_request_error", Code: "conversation_not_found", Param: "conversation",
 		Message: "No conversation with that id."}
+	// ExchangeNotFound is an exchange record the conversation does not
+	// keep (never made, or older than the last 200).
+	ExchangeNotFound = &Error{Status: 404, Type: "invalid_request_error", Code: "exchange_not_found", Param: "exchange",
+		Message: "No exchange record with that id in this conversation."}
 	Busy = &Error{Status: 409, Type: "conflict_error", Code: "conversation_busy",
 		Message: "Another request on this conversation did not finish in time; retry."}
 	Changed = &Error{Status: 409, Type: "conflict_error", Code: "conversation_changed",

@@ -6,12 +6,15 @@
 package app
 
 import (
+	"context"
 	"errors"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/auth"
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/inspect"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tokens"
@@ -46,6 +49,10 @@ type App struct {
 	// Summaries is the summaries manager (nil without Config.Summary):
 	// the caller starts it (Start) and closes it after the server.
 	Summaries *summary.Manager
+	// Exchanges writes the exchange records the server makes (the
+	// inspector's) to the store, off the request path: the caller closes
+	// it after the server, which writes what is queued.
+	Exchanges *inspect.Writer
 	// UI is the inspector's web page the server mounts at /recall/ui/.
 	UI *ui.Handler
 }
@@ -120,8 +127,21 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	p.UI = a.UI.Handle
-	if a.Server, err = proxy.New(p); err != nil {
+	// Exchange records go to the store through one writer, off the
+	// request path.
+	w, err := inspect.NewWriter(p.Store, inspect.Options{Logger: p.Logger, Registerer: p.Metrics.Registry()})
+	if err != nil {
 		return nil, err
 	}
+	if on := p.OnExchange; on != nil {
+		p.OnExchange = func(k history.Key, r history.ExchangeRecord) { w.Record(k, r); on(k, r) }
+	} else {
+		p.OnExchange = w.Record
+	}
+	if a.Server, err = proxy.New(p); err != nil {
+		w.Close(context.Background())
+		return nil, err
+	}
+	a.Exchanges = w
 	return a, nil
 }

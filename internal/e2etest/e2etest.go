@@ -32,6 +32,7 @@ import (
 	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/inspect"
 	"github.com/recallproxy/recall/internal/app"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/proxy"
@@ -51,6 +52,7 @@ type Harness struct {
 	Set       *config.Set          // the tenants the server was started with
 	History   history.Store        // the store the server uses: a cache over Store, as cmd/recall serves
 	Summaries *summary.Manager     // nil unless Options.Summary is set
+	Exchanges *inspect.Writer      // writes the exchange records the server makes (Flush waits for them)
 	Jobs      chan summary.JobDone // every summary job attempt, in order; nil without Summaries
 	URL       string               // http://127.0.0.1:port
 	Logs      *LogBuffer           // the server's JSON log, at debug level
@@ -151,7 +153,7 @@ func New(t *testing.T, o Options) *Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Server, h.Summaries = a.Server, a.Summaries
+	h.Server, h.Summaries, h.Exchanges = a.Server, a.Summaries, a.Exchanges
 	if h.Summaries != nil {
 		if err := h.Summaries.Start(context.Background()); err != nil {
 			t.Logf("summary start: %v (the store cannot list yet)", err)
@@ -175,6 +177,9 @@ func New(t *testing.T, o Options) *Harness {
 		}
 		if h.Summaries != nil {
 			h.Summaries.Close()
+		}
+		if err := h.Exchanges.Close(ctx); err != nil {
+			t.Errorf("exchange records not written at shutdown: %v", err)
 		}
 		h.Store.Close()
 	})

@@ -39,6 +39,9 @@ func TestKeyLayoutComment(t *testing.T) {
 		textMsg("user", "walrus three"), textMsg("assistant", "walrus four")}})
 	commitT(t, s, k, history.Change{Summary: &history.SummaryChange{Incarnation: m.Incarnation,
 		Summary: history.Summary{Text: strings.Repeat("a long summary ", 200), Through: 2, Turns: 1}}})
+	if err := s.AppendExchanges(ctx, k, []history.ExchangeRecord{{ID: history.NewExchangeID(1), Incarnation: m.Incarnation}}); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Fold(); err != nil {
 		t.Fatal(err)
 	}

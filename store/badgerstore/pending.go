@@ -282,6 +282,11 @@ func (s *Store) finishPending(k history.Key, kind byte) error {
 	if err := s.dropSegmentSpans(k, p.ranges); err != nil {
 		return err
 	}
+	if kind == pendingDelete {
+		if err := s.purgeExchanges(prefix); err != nil {
+			return err
+		}
+	}
 	for {
 		err := s.db.Update(func(txn *badger.Txn) error {
 			q, ok, err := readPending(txn, k)

@@ -6,6 +6,7 @@
 //	c \x00 tenant \x00 conversation \x00 'm'                metadata (history.MarshalMeta, binary), its summary's text left out
 //	c \x00 tenant \x00 conversation \x00 'u'                the summary's text
 //	c \x00 tenant \x00 conversation \x00 's' seq(8, BE)     message (history codec)
+//	c \x00 tenant \x00 conversation \x00 'e' id(8, BE)      exchange record (history.MarshalExchange), the newest 200 (exchanges.go)
 //	l \x00 tenant \x00 ^updated(8, BE) conversation         listing entry: dirty (1 byte)
 //	w \x00 tenant \x00 conversation                         search totals: docs, terms, watermark (uvarints)
 //	i \x00 tenant \x00 term \x00 segment(8, BE)             a term's postings in one search segment (segment.go)
@@ -33,7 +34,10 @@
 // deleted is never returned. Records leave with their postings: a hard
 // forget deletes both right after its commit (hidden by the Erased gap
 // meanwhile), a Delete in bounded transactions after one that removes
-// the metadata, listing entry and totals (see pending.go).
+// the metadata, listing entry and totals (see pending.go). Exchange
+// records are read only while the metadata is there and are purged with
+// a Delete's pending work; they are written only beside metadata (see
+// exchanges.go), so a conversation that is gone gets none.
 package badgerstore
 
 import (

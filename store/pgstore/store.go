@@ -487,14 +487,17 @@ func (s *Store) messages(ctx context.Context, k history.Key, after uint64, all b
 	return ctx.Err()
 }
 
-// Delete erases the conversation's rows (metadata, messages, postings) in
-// one transaction, one round trip.
+// Delete erases the conversation's rows (metadata, messages, postings,
+// exchange records) in one transaction, one round trip. The metadata row
+// goes before the exchange records: an AppendExchanges holding it is
+// waited for, and its records are then deleted too (see AppendExchanges).
 func (s *Store) Delete(ctx context.Context, k history.Key) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(`DELETE FROM recall_postings WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
 	b.Queue(`DELETE FROM recall_messages WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
 	b.Queue(`DELETE FROM recall_conversations WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
+	b.Queue(`DELETE FROM recall_exchanges WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
 	b.Queue("COMMIT")
 	return s.again(ctx, func() error { return wrap("delete "+k.String(), s.runTx(ctx, b)) })
 }

@@ -62,6 +62,9 @@ func Run(t *testing.T, open func(t *testing.T) history.Store) {
 		{"SearchOnlyActive", testSearchOnlyActive},
 		{"SearchTiesNewestFirst", testSearchTies},
 		{"IndexesMatchTheRecords", testIndexesMatchTheRecords},
+		{"ExchangesOrderAndPaging", testExchangesOrderAndPaging},
+		{"ExchangesCap", testExchangesCap},
+		{"ExchangesErased", testExchangesErased},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })

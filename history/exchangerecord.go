@@ -1,0 +1,165 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// MaxExchangeRecords is how many exchange records a store keeps per
+// conversation: appending more drops the oldest.
+const MaxExchangeRecords = 200
+
+// ExchangeRecord is what the inspector keeps of one upstream call made for
+// a conversation: its protocols, status and timings, and the curation
+// decisions behind the context it sent. It refers to messages by sequence
+// number and never copies their text, so forgetting a message needs no
+// scrubbing of the records; they are erased with the conversation.
+//
+// Its JSON is the conversation API's "conversation.exchange" object (the
+// stores keep that JSON too).
+type ExchangeRecord struct {
+	// ID is "xch_" and 16 lowercase hex digits: ids of one conversation
+	// sort (as strings) in the order the records were made, which is the
+	// order stores keep them in (see NewExchangeID).
+	ID     string `json:"id"`
+	Object string `json:"object"`
+	// CreatedAt is when the exchange began, in Unix seconds.
+	CreatedAt int64 `json:"created_at"`
+	// Kind is "chat", "tool_round" (the new messages answer tool calls) or
+	// "summary" (a summariser call).
+	Kind string `json:"kind"`
+	// Ingress and Upstream are the client's and the upstream's protocols.
+	Ingress  string `json:"ingress"`
+	Upstream string `json:"upstream"`
+	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
+	// Status is "answered", "upstream_error", "client_gone",
+	// "commit_failed" or "failed"; HTTPStatus the status the client got.
+	Status     string `json:"status"`
+	HTTPStatus int    `json:"http_status"`
+	// Error is the catalogue code of the error the exchange ended with,
+	// if any (never an upstream's words: they may quote the messages).
+	Error     string          `json:"error,omitempty"`
+	LatencyMS ExchangeLatency `json:"latency_ms"`
+	// Budget is the prompt budget curation worked to.
+	Budget int            `json:"budget"`
+	Tokens ExchangeTokens `json:"tokens"`
+	// Summary is the summary sent, nil if none.
+	Summary *SummaryUse `json:"summary"`
+	// Included are the stored messages sent, as ranges of sequence
+	// numbers; Dropped the stored turns not sent, with why; Cut the
+	// stored tool results sent cut.
+	Included []Span `json:"included"`
+	// NewMessages is how many of the client's new messages were sent:
+	// the first NewMessages seqs of Committed, if the exchange stored them.
+	NewMessages int         `json:"new_messages"`
+	Dropped     []Dropped   `json:"dropped"`
+	Cut         []CutResult `json:"cut"`
+	// RepairedCalls counts unanswered tool calls and orphan results left
+	// out of the sent copy.
+	RepairedCalls int `json:"repaired_calls"`
+	// Committed are the sequence numbers the exchange stored (none if it
+	// stored nothing).
+	Committed []Span `json:"committed"`
+	// Incarnation is the conversation's Meta.Incarnation the exchange
+	// worked on (0: not known). A store drops a record whose conversation
+	// is gone or was made again since: a record never outlives a delete.
+	Incarnation uint64 `json:"-"`
+}
+
+// ExchangeLatency are an exchange's times in milliseconds: to the
+// upstream's first byte (its answer's headers), the upstream call whole,
+// the exchange whole, and Recall's own share (Total less Upstream).
+type ExchangeLatency struct {
+	FirstByte int64 `json:"first_byte"`
+	Upstream  int64 `json:"upstream"`
+	Total     int64 `json:"total"`
+	Recall    int64 `json:"recall"`
+}
+
+// ExchangeTokens are an exchange's token counts: Recall's estimates of
+// what it sent (by kind of message, and whole), and what the upstream
+// reported (0 if it reported nothing).
+type ExchangeTokens struct {
+	Instructions   int `json:"instructions"`
+	Summary        int `json:"summary"`
+	History        int `json:"history"`
+	New            int `json:"new"`
+	Output         int `json:"output"`
+	EstimatedInput int `json:"estimated_input"`
+	ReportedInput  int `json:"reported_input"`
+	Cached         int `json:"cached"`
+}
+
+// SummaryUse is the summary an exchange sent: through which sequence
+// number it covers, and its tokens as sent.
+type SummaryUse struct {
+	Through uint64 `json:"through"`
+	Tokens  int    `json:"tokens"`
+}
+
+// Span is a range of sequence numbers, both ends included.
+type Span struct {
+	From uint64 `json:"from"`
+	To   uint64 `json:"to"`
+}
+
+// NewExchangeID returns the id of the exchange record numbered n
+// ("xch_" and n in 16 hex digits). Numbers must grow within a
+// conversation (a clock in nanoseconds made strictly increasing will do)
+// so that ids sort in the order records are made.
+func NewExchangeID(n uint64) string {
+	const digits = "0123456789abcdef"
+	b := [20]byte{'x', 'c', 'h', '_'}
+	for i := 19; i >= 4; i-- {
+		b[i] = digits[n&0xf]
+		n >>= 4
+	}
+	return string(b[:])
+}
+
+// ValidExchangeID reports whether id has NewExchangeID's form.
+func ValidExchangeID(id string) bool {
+	if len(id) != 20 || id[:4] != "xch_" {
+		return false
+	}
+	for _, c := range id[4:] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// MarshalExchange encodes r as the stores keep it: its JSON.
+func MarshalExchange(r *ExchangeRecord) ([]byte, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("history: encode exchange %s: %w", r.ID, err)
+	}
+	return b, nil
+}
+
+// UnmarshalExchange decodes a record MarshalExchange encoded.
+func UnmarshalExchange(b []byte) (ExchangeRecord, error) {
+	var r ExchangeRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return ExchangeRecord{}, fmt.Errorf("history: decode exchange: %w", err)
+	}
+	return r, nil
+}
+
+// ExchangeLog is implemented by every Store: it keeps a conversation's
+// exchange records, the newest MaxExchangeRecords of them.
+type ExchangeLog interface {
+	// AppendExchanges adds recs (ids growing, see NewExchangeID) to k's
+	// records, dropping the oldest past MaxExchangeRecords. Records of a
+	// conversation that is not stored, or whose Incarnation is not the
+	// record's (when the record's is not 0), are dropped: a conversation
+	// deleted meanwhile keeps none.
+	AppendExchanges(ctx context.Context, k Key, recs []ExchangeRecord) error
+	// Exchanges returns up to limit of k's records, newest first,
+	// starting after the record with id before ("": the newest).
+	Exchanges(ctx context.Context, k Key, before string, limit int) ([]ExchangeRecord, error)
+}

@@ -1,0 +1,116 @@
+package proxy
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/inspect"
+	"github.com/recallproxy/recall/wire"
+)
+
+// Statuses of an exchange record (history.ExchangeRecord.Status).
+const (
+	recordAnswered      = "answered"
+	recordUpstreamError = "upstream_error"
+	recordClientGone    = "client_gone"
+	recordCommitFailed  = "commit_failed"
+	recordFailed        = "failed"
+)
+
+// recordedUsage is the upstream's reported usage of an answer committed.
+type recordedUsage struct {
+	input, output, cached int
+}
+
+// answered notes the upstream's answer's headers: the time of its first
+// byte (as the client library reports it: the headers read) and whether
+// it streams.
+func (x *exchange) answered(resp *fasthttp.Response) {
+	x.firstByte = x.s.cfg.Now()
+	x.stream = isEventStream(resp)
+}
+
+// lastExchangeID numbers exchange records: a clock in nanoseconds, made
+// strictly increasing, so ids sort in the order records are made.
+var lastExchangeID atomic.Uint64
+
+func nextExchangeID(now time.Time) string {
+	n := uint64(now.UnixNano())
+	for {
+		last := lastExchangeID.Load()
+		if n <= last {
+			n = last + 1
+		}
+		if lastExchangeID.CompareAndSwap(last, n) {
+			return history.NewExchangeID(n)
+		}
+	}
+}
+
+// exchangeRecord is the record of x, which ended at end with the client
+// given status (err: why it ended early or was not recorded). upstream is
+// the time from sending the request upstream to the answer's end.
+func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream time.Duration) history.ExchangeRecord {
+	ingress := wire.ChatCompletions
+	switch x.route {
+	case "responses":
+		ingress = wire.Responses
+	case "messages":
+		ingress = wire.Messages
+	}
+	up, _ := wire.UpstreamFor(x.c.cfg.Upstream.Protocol, ingress)
+	r := history.ExchangeRecord{
+		ID:         nextExchangeID(x.start),
+		Object:     "conversation.exchange",
+		CreatedAt:  x.start.Unix(),
+		Kind:       "chat",
+		Ingress:    ingress.String(),
+		Upstream:   up.String(),
+		Model:      x.model,
+		Stream:     x.stream,
+		HTTPStatus: status,
+		Committed:  []history.Span{},
+	}
+	if len(x.fresh) > 0 && x.fresh[0].Role == wire.RoleTool {
+		r.Kind = "tool_round"
+	}
+	r.Status = recordStatus(status, err, x.commitFailed)
+	if err != nil {
+		r.Error = classify(err).Code
+	}
+	total := end.Sub(x.start)
+	r.LatencyMS = history.ExchangeLatency{Upstream: upstream.Milliseconds(), Total: total.Milliseconds(),
+		Recall: (total - upstream).Milliseconds()}
+	if !x.firstByte.IsZero() {
+		r.LatencyMS.FirstByte = x.firstByte.Sub(x.sent).Milliseconds()
+	}
+	inspect.Fill(&r, x.plan)
+	r.Tokens.ReportedInput, r.Tokens.Output, r.Tokens.Cached = x.usage.input, x.usage.output, x.usage.cached
+	r.Incarnation = x.plan.Meta.Incarnation
+	if x.committed && x.committedTo > 0 {
+		r.Committed = append(r.Committed, history.Span{From: x.committedFrom, To: x.committedTo})
+		r.Incarnation = x.committedIncarnation
+	}
+	return r
+}
+
+// recordStatus is an exchange record's status: how the exchange ended.
+func recordStatus(status int, err error, commitFailed bool) string {
+	switch {
+	case status == 499 || errors.Is(err, errClientGone) || errors.Is(err, errClientLeft):
+		return recordClientGone
+	case commitFailed:
+		return recordCommitFailed
+	case err == nil && status < 400:
+		return recordAnswered
+	case err == nil: // the upstream's own error, relayed
+		return recordUpstreamError
+	case classify(err).Type == "upstream_error":
+		return recordUpstreamError
+	}
+	return recordFailed
+}

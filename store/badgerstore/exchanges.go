@@ -1,0 +1,178 @@
+package badgerstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/recallproxy/recall/history"
+)
+
+// exchangeKey is the key of a conversation's exchange record: 'e' and the
+// number of its id (history.NewExchangeID), big-endian, so that a
+// conversation's records sort oldest first.
+func exchangeKey(prefix []byte, id string) ([]byte, error) {
+	if !history.ValidExchangeID(id) {
+		return nil, fmt.Errorf("badgerstore: exchange id %q is not of the form xch_<16 hex digits>", id)
+	}
+	n, err := strconv.ParseUint(id[4:], 16, 64)
+	if err != nil {
+		return nil, fmt.Errorf("badgerstore: exchange id %q: %w", id, err)
+	}
+	b := make([]byte, len(prefix), len(prefix)+9)
+	copy(b, prefix)
+	b = append(b, 'e')
+	return binary.BigEndian.AppendUint64(b, n), nil
+}
+
+// AppendExchanges writes recs and drops the oldest records past
+// history.MaxExchangeRecords, in one transaction that also reads the
+// metadata: records of a conversation that is gone (or being deleted), or
+// of another incarnation, are not written. It bypasses the committer:
+// records are the inspector's, written off the request path, and need not
+// wait for a group's fsync.
+func (s *Store) AppendExchanges(ctx context.Context, k history.Key, recs []history.ExchangeRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := s.CanCommit(); err != nil {
+		return err
+	}
+	prefix := convPrefix(k)
+	vals := make([][]byte, len(recs))
+	keys := make([][]byte, len(recs))
+	for i := range recs {
+		var err error
+		if keys[i], err = exchangeKey(prefix, recs[i].ID); err != nil {
+			return err
+		}
+		if vals[i], err = history.MarshalExchange(&recs[i]); err != nil {
+			return err
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		err := s.db.Update(func(txn *badger.Txn) error {
+			m, ok, err := readMetaHead(txn, prefix)
+			if err != nil || !ok {
+				return err
+			}
+			if _, busy, err := readPending(txn, k); err != nil || busy {
+				return err // a delete under way: the records go with it
+			}
+			for i := range recs {
+				if inc := recs[i].Incarnation; inc != 0 && inc != m.Incarnation {
+					continue
+				}
+				if err := txn.Set(keys[i], vals[i]); err != nil {
+					return err
+				}
+			}
+			return trimExchanges(txn, prefix)
+		})
+		if errors.Is(err, badger.ErrConflict) && attempt < commitRetries && ctx.Err() == nil {
+			continue // a commit rewrote the metadata meanwhile: read it again
+		}
+		if err != nil {
+			return fmt.Errorf("badgerstore: append exchanges %s: %w", k, err)
+		}
+		return nil
+	}
+}
+
+// trimExchanges deletes the oldest exchange records past
+// history.MaxExchangeRecords (reading keys only).
+func trimExchanges(txn *badger.Txn, prefix []byte) error {
+	opts := badger.IteratorOptions{Prefix: append(bytes.Clone(prefix), 'e')}
+	it := txn.NewIterator(opts)
+	n := 0
+	for it.Rewind(); it.Valid(); it.Next() {
+		n++
+	}
+	var old [][]byte
+	for it.Rewind(); it.Valid() && n-len(old) > history.MaxExchangeRecords; it.Next() {
+		old = append(old, it.Item().KeyCopy(nil))
+	}
+	it.Close()
+	for _, key := range old {
+		if err := txn.Delete(key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Exchanges reads up to limit of k's records older than before (all, if
+// before is ""), newest first.
+func (s *Store) Exchanges(ctx context.Context, k history.Key, before string, limit int) ([]history.ExchangeRecord, error) {
+	prefix := convPrefix(k)
+	var out []history.ExchangeRecord
+	err := s.db.View(func(txn *badger.Txn) error {
+		if _, ok, err := readMetaHead(txn, prefix); err != nil || !ok {
+			return err // gone, or being deleted: its records are too
+		}
+		ePrefix := append(bytes.Clone(prefix), 'e')
+		start := append(bytes.Clone(ePrefix), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff) // past every record
+		if before != "" {
+			var err error
+			if start, err = exchangeKey(prefix, before); err != nil {
+				return err
+			}
+		}
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: ePrefix, Reverse: true, PrefetchValues: false})
+		defer it.Close()
+		for it.Seek(start); it.Valid() && len(out) < limit; it.Next() {
+			if before != "" && bytes.Equal(it.Item().Key(), start) {
+				continue
+			}
+			var r history.ExchangeRecord
+			err := it.Item().Value(func(v []byte) error {
+				var err error
+				r, err = history.UnmarshalExchange(v)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("badgerstore: exchanges %s: %w", k, err)
+	}
+	return out, nil
+}
+
+// purgeExchanges deletes every exchange record of the conversation, a
+// bounded batch per transaction (a Delete's pending work).
+func (s *Store) purgeExchanges(prefix []byte) error {
+	for {
+		n := 0
+		err := s.db.Update(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: append(bytes.Clone(prefix), 'e')})
+			var keys [][]byte
+			for it.Rewind(); it.Valid() && len(keys) < purgeBatch; it.Next() {
+				keys = append(keys, it.Item().KeyCopy(nil))
+			}
+			it.Close()
+			for _, key := range keys {
+				if err := txn.Delete(key); err != nil {
+					return err
+				}
+			}
+			n = len(keys)
+			return nil
+		})
+		if errors.Is(err, badger.ErrConflict) {
+			continue
+		}
+		if err != nil || n < purgeBatch {
+			return err
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/recallproxy/recall/history"
+)
+
+// trimExchangesSQL deletes a conversation's records older than its
+// newest history.MaxExchangeRecords.
+var trimExchangesSQL = fmt.Sprintf(`DELETE FROM recall_exchanges WHERE tenant = $1 AND conversation = $2 AND id <
+ (SELECT id FROM recall_exchanges WHERE tenant = $1 AND conversation = $2 ORDER BY id DESC OFFSET %d LIMIT 1)`,
+	history.MaxExchangeRecords-1)
+
+// AppendExchanges inserts recs and trims the conversation's records to
+// the newest history.MaxExchangeRecords, in one transaction that holds
+// the conversation's row (FOR SHARE): a Delete, which removes that row
+// before the records, waits for it and then erases them too, and an
+// append after a Delete finds no row and writes nothing. Records of
+// another incarnation are not written.
+func (s *Store) AppendExchanges(ctx context.Context, k history.Key, recs []history.ExchangeRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	bodies := make([][]byte, len(recs))
+	for i := range recs {
+		if !history.ValidExchangeID(recs[i].ID) {
+			return fmt.Errorf("pgstore: append exchanges %s: id %q is not of the form xch_<16 hex digits>", k, recs[i].ID)
+		}
+		var err error
+		if bodies[i], err = history.MarshalExchange(&recs[i]); err != nil {
+			return err
+		}
+	}
+	err := s.again(ctx, func() error {
+		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+			var inc int64
+			err := tx.QueryRow(ctx, `SELECT incarnation FROM recall_conversations WHERE tenant = $1 AND conversation = $2 FOR SHARE`,
+				k.Tenant, k.Conversation).Scan(&inc)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil // gone: so are its records
+			}
+			if err != nil {
+				return err
+			}
+			b := &pgx.Batch{}
+			for i := range recs {
+				if r := recs[i].Incarnation; r != 0 && r != uint64(inc) {
+					continue
+				}
+				b.Queue(`INSERT INTO recall_exchanges (tenant, conversation, id, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+					k.Tenant, k.Conversation, recs[i].ID, bodies[i])
+			}
+			b.Queue(trimExchangesSQL, k.Tenant, k.Conversation)
+			return tx.SendBatch(ctx, b).Close()
+		})
+	})
+	return wrap("append exchanges "+k.String(), err)
+}
+
+// Exchanges reads up to limit of k's records older than before (all, if
+// before is ""), newest first.
+func (s *Store) Exchanges(ctx context.Context, k history.Key, before string, limit int) (out []history.ExchangeRecord, err error) {
+	err = s.again(ctx, func() error {
+		out = out[:0]
+		rows, err := s.pool.Query(ctx, `SELECT body FROM recall_exchanges WHERE tenant = $1 AND conversation = $2 AND ($3 = '' OR id < $3)
+ ORDER BY id DESC LIMIT $4`, k.Tenant, k.Conversation, before, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var b []byte
+			if err := rows.Scan(&b); err != nil {
+				return err
+			}
+			r, err := history.UnmarshalExchange(b)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	return out, wrap("exchanges "+k.String(), err)
+}
