@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -313,6 +314,24 @@ func (b *browser) keep(name string) {
 		b.t.Fatalf("screenshot %s: %v", name, err)
 	}
 	b.t.Logf("screenshot: %s", p)
+}
+
+// keepDark is keep with the page in its dark colour scheme.
+func (b *browser) keepDark(name string) {
+	b.t.Helper()
+	if os.Getenv("RECALL_UI_SCREENSHOTS") == "" {
+		return
+	}
+	scheme := func(v string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: v}}})
+			return err
+		})
+	}
+	b.do("dark scheme", scheme("dark"))
+	defer b.do("light scheme", scheme(""))
+	b.keep(name)
 }
 
 // requested returns every URL the page requested so far.

@@ -138,6 +138,7 @@ func TestInspectorInABrowser(t *testing.T) {
 		if got := b.text(".msg.role-tool .tool"); !strings.Contains(got, "call_1") || !strings.Contains(got, "buy milk") {
 			t.Errorf("tool result shown as %q, want its call id and text", got)
 		}
+		b.keep("2-conversation-tools")
 	})
 
 	xid, reason := exchangeWithDrop(t, h)
@@ -151,7 +152,8 @@ func TestInspectorInABrowser(t *testing.T) {
 		b.waitView("conversation")
 		b.press("the Exchanges tab", "link", named("Exchanges"))
 		b.waitView("exchanges")
-		imgs := b.names("img")
+		// ARIA's img role; Chromium's accessibility tree calls it image.
+		imgs := append(b.names("img"), b.names("image")...)
 		if !slices.ContainsFunc(imgs, nameStartsWith("Tokens")) {
 			t.Errorf("no image named Tokens…: %q", imgs)
 		}
@@ -173,7 +175,13 @@ func TestInspectorInABrowser(t *testing.T) {
 		if got := eval[string](b, "location.hash"); got != "#/c/ui-long/exchanges/"+xid {
 			t.Errorf("the selection's address is %q", got)
 		}
+		b.press("Show the messages sent", "button", named("Show the messages sent"))
+		if got := b.text("aside.detail .sent-list"); !strings.Contains(got, "instruction") || !strings.Contains(got, "turn 7, edited") {
+			t.Errorf("messages sent: %q, want the instructions' placeholder and the edited turn 7", got)
+		}
+		eval[int](b, "window.scrollTo(0, 0), document.querySelector('aside.detail').scrollTop = 0") // the screenshot shows the decisions
 		b.keep("3-exchanges")
+		b.keepDark("4-exchanges-dark")
 		b.key(kb.Escape)
 		b.do("wait for the detail to close", chromedp.WaitNotVisible(chromedp.CSS("aside.detail")))
 		if got := eval[string](b, "document.activeElement.dataset.xid || ''"); got != xid {
@@ -270,6 +278,7 @@ func inspectorServer(t *testing.T) *e2etest.Harness {
 		h.WaitDone("ui-tools")
 	}
 	h.Say("rk-globex-1", "ui-globex", "hello from globex")
+	flush(t, h) // the exchange records are written off the request path
 	return h
 }
 
