@@ -125,7 +125,7 @@ func TestInspectorInABrowser(t *testing.T) {
 		if got := b.text(".msg.is-superseded"); !strings.Contains(got, "turn 7") {
 			t.Errorf("superseded message: %q, want the first version of turn 7", got)
 		}
-		if got := b.text("main"); strings.Contains(got, acmeKey) {
+		if got := b.text("body"); strings.Contains(got, acmeKey) {
 			t.Errorf("the page shows the key")
 		}
 		b.keep("2-conversation")
