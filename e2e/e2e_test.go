@@ -6,9 +6,13 @@
 //     API's routes, summaries, curation, import and erasure end to end;
 //   - from outside Go, the official OpenAI Node SDK (e2e/node) against the
 //     real cmd/recall binary in front of bench/fakeupstream (TestNodeSDK,
-//     which -short skips).
+//     which -short skips);
+//   - the inspector's web page in headless chromium, driven with chromedp
+//     by keyboard and by accessible names (TestInspectorInABrowser, which
+//     -short skips).
 //
-// The Go suites need neither PostgreSQL nor Node.js and run under -short.
+// The Go suites need neither PostgreSQL, Node.js nor a browser and run
+// under -short.
 package e2e
 
 // key is the client key of the tests' pass-through conversations.

@@ -94,6 +94,10 @@ type Config struct {
 	// /recall/v1/: the conversation API (package api), built by the
 	// wiring. Default: those paths are 404.
 	API fasthttp.RequestHandler
+	// UI, if set, serves /recall/ui and every path under /recall/ui/:
+	// the inspector's web page (package ui), built by the wiring.
+	// Default: those paths are 404.
+	UI fasthttp.RequestHandler
 	// Locks serialises the work on each conversation. Default: the
 	// server's own. Give the same Locks to whatever else changes
 	// conversations in this process (the API, retention) so that it waits
@@ -272,6 +276,7 @@ var (
 	prefixConv   = []byte("/c/")
 	prefixRecall = []byte("/recall/")
 	prefixAPI    = []byte("/recall/v1/") // api.Prefix
+	pathUI       = []byte("/recall/ui")  // ui.Prefix without its slash, which ui redirects
 )
 
 // Handle routes one request. It is the fasthttp.RequestHandler of the
@@ -327,6 +332,9 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		return
 	case bytes.HasPrefix(raw, prefixAPI) && s.cfg.API != nil:
 		s.cfg.API(rc)
+		return
+	case bytes.HasPrefix(raw, pathUI) && (len(raw) == len(pathUI) || raw[len(pathUI)] == '/') && s.cfg.UI != nil:
+		s.cfg.UI(rc)
 		return
 	case bytes.IndexByte(rc.Request.Header.RequestURI(), '#') >= 0:
 		// A fragment is not part of a request target: there is nothing

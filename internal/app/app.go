@@ -1,8 +1,8 @@
-// Package app assembles Recall: the chat proxy, the conversation API
-// mounted on it, and the summaries manager the proxy triggers and the API
-// calls, over one store, one tenant set, one lock table, one token
-// counter and one metrics registry. cmd/recall serves what New returns,
-// and tests assemble the very same thing.
+// Package app assembles Recall: the chat proxy, the conversation API and
+// the inspector's web page mounted on it, and the summaries manager the
+// proxy triggers and the API calls, over one store, one tenant set, one
+// lock table, one token counter and one metrics registry. cmd/recall
+// serves what New returns, and tests assemble the very same thing.
 package app
 
 import (
@@ -18,6 +18,7 @@ import (
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/ui"
 )
 
 // Config configures an App.
@@ -40,8 +41,8 @@ type Config struct {
 
 // App is Recall assembled.
 type App struct {
-	// Server serves every route: chat, pass-through, health, metrics and
-	// the conversation API.
+	// Server serves every route: chat, pass-through, health, metrics,
+	// the conversation API and the inspector's page.
 	Server *proxy.Server
 	// API is the conversation API the server mounts.
 	API *api.Handler
@@ -52,6 +53,8 @@ type App struct {
 	// inspector's) to the store, off the request path: the caller closes
 	// it after the server, which writes what is queued.
 	Exchanges *inspect.Writer
+	// UI is the inspector's web page the server mounts at /recall/ui/.
+	UI *ui.Handler
 }
 
 // New assembles an App from cfg.
@@ -120,6 +123,10 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	p.API = a.API.Handle
+	if a.UI, err = ui.New(); err != nil {
+		return nil, err
+	}
+	p.UI = a.UI.Handle
 	// Exchange records go to the store through one writer, off the
 	// request path.
 	w, err := inspect.NewWriter(p.Store, inspect.Options{Logger: p.Logger, Registerer: p.Metrics.Registry()})

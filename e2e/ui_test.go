@@ -1,0 +1,327 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/openai/openai-go/v3"
+
+	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/internal/e2etest"
+	"github.com/recallproxy/recall/internal/upstreamtest"
+	"github.com/recallproxy/recall/summary"
+)
+
+const (
+	acmeKey  = "rk-acme-1"
+	adminKey = "rk-admin-1"
+)
+
+// TestInspectorInABrowser drives the inspector's page (/recall/ui/) in
+// headless chromium, by keyboard and by the names assistive technology
+// finds (DESIGN.md §13), over a server with two tenants and a
+// conversation that has a summary, dropped turns, an edit and a
+// forgotten turn. With RECALL_UI_SCREENSHOTS=dir it keeps screenshots of
+// the list, a conversation and its exchanges.
+func TestInspectorInABrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short drives no browser")
+	}
+	findChromium(t) // fail first, before building anything
+	h := inspectorServer(t)
+	browser := newBrowser(t)
+	base := h.URL + "/recall/ui/"
+
+	t.Run("sign-in refuses a wrong key with the API's error", func(t *testing.T) {
+		b := browser.in(t)
+		b.do("open the page", chromedp.Navigate(h.URL+"/recall/ui"))
+		b.waitView("signin")
+		if got := eval[string](b, "location.href"); got != base {
+			t.Errorf("/recall/ui led to %s, want %s", got, base)
+		}
+		b.fill("textbox", "API key", "rk-wrong")
+		b.press("Sign in", "button", named("Sign in"))
+		b.do("wait for the error", chromedp.WaitVisible(chromedp.CSS("#signin-error")))
+		if got := b.text("#signin-error"); !strings.Contains(got, "Incorrect API key provided.") {
+			t.Errorf("error shown: %q, want the API's Incorrect API key provided.", got)
+		}
+		if got := eval[int](b, "sessionStorage.length + localStorage.length"); got != 0 {
+			t.Errorf("a refused key left %d stored items", got)
+		}
+	})
+
+	t.Run("sign-in keeps the key in the tab only and lists the conversations", func(t *testing.T) {
+		b := browser.in(t)
+		b.fill("textbox", "API key", acmeKey)
+		b.press("Sign in", "button", named("Sign in"))
+		b.waitView("list")
+		if got := eval[string](b, "sessionStorage.getItem('recall.key')"); got != acmeKey {
+			t.Errorf("session storage holds %q, want the key", got)
+		}
+		if got := eval[int](b, "localStorage.length"); got != 0 {
+			t.Errorf("local storage holds %d items, want none", got)
+		}
+		links := b.names("link")
+		for _, id := range []string{"ui-long", "ui-fox", "ui-tools"} {
+			if !slices.ContainsFunc(links, func(s string) bool { return strings.Contains(s, id) }) {
+				t.Errorf("no link names %s; links: %q", id, links)
+			}
+		}
+		if slices.ContainsFunc(links, func(s string) bool { return strings.Contains(s, "ui-globex") }) {
+			t.Errorf("acme's list links globex's conversation: %q", links)
+		}
+		var c struct {
+			Status string `json:"status"`
+			Turns  int    `json:"turns"`
+			Tokens int    `json:"tokens"`
+		}
+		h.API(acmeKey, "", "GET", "/recall/v1/conversations/ui-long", "").JSON(t, &c)
+		cells := strings.Fields(eval[string](b, `document.querySelector('a[href="#/c/ui-long"]').closest('tr').innerText`))
+		for _, want := range []string{"ui-long", c.Status, grouped(c.Turns), grouped(c.Tokens)} {
+			if !slices.Contains(cells, want) {
+				t.Errorf("ui-long's row %q lacks %q", cells, want)
+			}
+		}
+		b.keep("1-list")
+	})
+
+	t.Run("search finds a message's conversation", func(t *testing.T) {
+		b := browser.in(t)
+		b.fill("searchbox", "Search messages", "fox")
+		b.key(kb.Enter)
+		b.do("wait for the hits", chromedp.WaitVisible(chromedp.CSS(".hits")))
+		b.waitView("list")
+		links := b.names("link")
+		if !slices.ContainsFunc(links, nameContains("ui-fox")) {
+			t.Errorf("searching fox links no ui-fox: %q", links)
+		}
+		if slices.ContainsFunc(links, nameContains("ui-long")) {
+			t.Errorf("searching fox links ui-long: %q", links)
+		}
+		if got := eval[string](b, "location.hash"); got != "#/?q=fox" {
+			t.Errorf("the search's address is %q, want #/?q=fox", got)
+		}
+	})
+
+	t.Run("a conversation shows its summary, messages, roles and flags", func(t *testing.T) {
+		b := browser.in(t)
+		b.do("back to the list", chromedp.Navigate(base+"#/"))
+		b.waitView("list")
+		b.press("ui-long", "link", nameContains("ui-long"))
+		b.waitView("conversation")
+		b.do("find the Summary heading", chromedp.WaitVisible("", role("heading", named("Summary"))))
+		if got := b.text(".summary-text"); !strings.Contains(got, "turn 1") {
+			t.Errorf("summary shown: %q, want the summary of turns 1-3", got)
+		}
+		for _, sel := range []string{".msg.is-superseded .flag-superseded", ".msg.is-forgotten .flag-forgotten", ".msg.role-user", ".msg.role-assistant"} {
+			b.do("find "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
+		}
+		if got := b.text(".msg.is-superseded"); !strings.Contains(got, "turn 7") {
+			t.Errorf("superseded message: %q, want the first version of turn 7", got)
+		}
+		if got := b.text("body"); strings.Contains(got, acmeKey) {
+			t.Errorf("the page shows the key")
+		}
+		b.keep("2-conversation")
+
+		b.do("open the tool conversation", chromedp.Navigate(base+"#/c/ui-tools"))
+		b.waitView("conversation")
+		if got := b.text(".msg.role-assistant .tool"); !strings.Contains(got, `read_file({"path":"notes.txt"})`) {
+			t.Errorf("tool call shown as %q, want read_file({\"path\":\"notes.txt\"})", got)
+		}
+		if got := b.text(".msg.role-tool .tool"); !strings.Contains(got, "call_1") || !strings.Contains(got, "buy milk") {
+			t.Errorf("tool result shown as %q, want its call id and text", got)
+		}
+		b.keep("2-conversation-tools")
+	})
+
+	xid, reason := exchangeWithDrop(t, h)
+
+	t.Run("exchanges are drawn against the budget", func(t *testing.T) {
+		b := browser.in(t)
+		if xid == "" {
+			t.Skip(reason)
+		}
+		b.do("open the conversation", chromedp.Navigate(base+"#/c/ui-long"))
+		b.waitView("conversation")
+		b.press("the Exchanges tab", "link", named("Exchanges"))
+		b.waitView("exchanges")
+		// ARIA's img role; Chromium's accessibility tree calls it image.
+		imgs := append(b.names("img"), b.names("image")...)
+		if !slices.ContainsFunc(imgs, nameStartsWith("Tokens")) {
+			t.Errorf("no image named Tokens…: %q", imgs)
+		}
+		b.do("find the budget line", chromedp.WaitVisible(chromedp.CSS(`svg[role="img"] line.budget`)))
+	})
+
+	t.Run("an exchange's detail lists what was dropped and why", func(t *testing.T) {
+		b := browser.in(t)
+		if xid == "" {
+			t.Skip(reason)
+		}
+		row := fmt.Sprintf(`a.xrow[data-xid=%q]`, xid)
+		b.do("select "+xid, chromedp.Focus(chromedp.CSS(row)), chromedp.KeyEvent(kb.Enter))
+		b.do("wait for the detail", chromedp.WaitVisible(chromedp.CSS("aside.detail li.dropped")))
+		got := b.text("aside.detail li.dropped")
+		if !strings.Contains(got, "dropped") || !strings.Contains(got, reason) {
+			t.Errorf("dropped item %q, want the word dropped and the reason %s", got, reason)
+		}
+		if got := eval[string](b, "location.hash"); got != "#/c/ui-long/exchanges/"+xid {
+			t.Errorf("the selection's address is %q", got)
+		}
+		b.press("Show the messages sent", "button", named("Show the messages sent"))
+		if got := b.text("aside.detail .sent-list"); !strings.Contains(got, "instruction") || !strings.Contains(got, "turn 7, edited") {
+			t.Errorf("messages sent: %q, want the instructions' placeholder and the edited turn 7", got)
+		}
+		eval[int](b, "window.scrollTo(0, 0), document.querySelector('aside.detail').scrollTop = 0") // the screenshot shows the decisions
+		b.keep("3-exchanges")
+		b.keepDark("4-exchanges-dark")
+		b.key(kb.Escape)
+		b.do("wait for the detail to close", chromedp.WaitNotVisible(chromedp.CSS("aside.detail")))
+		if got := eval[string](b, "document.activeElement.dataset.xid || ''"); got != xid {
+			t.Errorf("after Escape the focus is on %q, want the row of %s", got, xid)
+		}
+	})
+
+	t.Run("the admin key acts on the tenant named", func(t *testing.T) {
+		b := browser.in(t)
+		b.press("Sign out", "button", named("Sign out"))
+		b.waitView("signin")
+		if got := eval[int](b, "sessionStorage.length"); got != 0 {
+			t.Errorf("signed out with %d items in session storage", got)
+		}
+		b.fill("textbox", "API key", adminKey)
+		b.fill("textbox", "Tenant", "globex")
+		b.press("Sign in", "button", named("Sign in"))
+		b.waitView("list")
+		if links := b.names("link"); !slices.ContainsFunc(links, nameContains("ui-globex")) {
+			t.Errorf("the admin key on globex links no ui-globex: %q", links)
+		}
+	})
+
+	t.Run("the page stays on Recall's origin under its policy", func(t *testing.T) {
+		b := browser.in(t)
+		reqs := b.requested()
+		if len(reqs) == 0 {
+			t.Fatal("no request recorded")
+		}
+		for _, u := range reqs {
+			if !strings.HasPrefix(u, h.URL+"/") {
+				t.Errorf("the page requested %s, outside %s", u, h.URL)
+			}
+		}
+		if got := b.header(base, "Content-Security-Policy"); !strings.HasPrefix(got, "default-src 'self'") {
+			t.Errorf("the page came with Content-Security-Policy %q", got)
+		}
+		for _, m := range b.logged() {
+			if m.IsException() || strings.Contains(m.Text, "Content Security Policy") || m.Type == "error" && !strings.Contains(m.Text, "401") {
+				t.Errorf("console: %s", m)
+			}
+		}
+	})
+}
+
+// inspectorServer starts Recall with two tenants and an admin key, small
+// summaries and a tight budget, and gives acme conversations to look at.
+func inspectorServer(t *testing.T) *e2etest.Harness {
+	t.Helper()
+	o := e2etest.TwoTenants()
+	o.Global = func(g *config.Global) {
+		g.AdminKey = adminKey
+		summaryOn(4, 2)(g)
+		g.Defaults.History.BudgetTokens = 400
+	}
+	o.Summary = func(*summary.Config) {}
+	h := e2etest.New(t, o)
+
+	// ui-long: five turns and a summary of the first three, two more
+	// turns, the last edited, then turn 6's question forgotten (after
+	// what the summary covers, which forgetting would void).
+	r := &resender{t: t, c: h.Client(acmeKey, "ui-long"), msgs: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief")}}
+	say := func(n int, extra string) {
+		r.say(fmt.Sprintf("turn %d%s: %s", n, extra, strings.Repeat("lorem ipsum dolor ", 6)))
+		h.WaitDone("ui-long")
+	}
+	for i := 1; i <= 5; i++ {
+		say(i, "")
+	}
+	if d := h.WaitJob("ui-long"); d.Outcome != summary.Landed {
+		t.Fatalf("summary job: %+v, want landed", d)
+	}
+	say(6, "")
+	say(7, "")
+	r.msgs = r.msgs[:len(r.msgs)-2]
+	say(7, ", edited")
+	// The edit's commit calls for the second compaction, of turns 4 and 5.
+	if d := h.WaitJob("ui-long"); d.Outcome != summary.Landed {
+		t.Fatalf("second summary job: %+v, want landed", d)
+	}
+	if a := h.API(acmeKey, "", "POST", "/recall/v1/conversations/ui-long/forget", `{"instruction":"position:11","mode":"soft"}`); a.Status != 200 {
+		t.Fatalf("forget: %d %s", a.Status, a.Body)
+	}
+
+	h.Say(acmeKey, "ui-fox", "where did the quick brown fox go?")
+	h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "call_1", Name: "read_file", Arguments: `{"path":"notes.txt"}`}}})
+	for _, body := range []string{
+		`{"model":"gpt-4o","messages":[{"role":"user","content":"read my notes"}]}`,
+		`{"model":"gpt-4o","messages":[{"role":"tool","tool_call_id":"call_1","content":"buy milk"}]}`,
+	} {
+		if res := h.Post("/v1/chat/completions", acmeKey, "ui-tools", body); res.Status != 200 {
+			t.Fatalf("ui-tools: %d %s", res.Status, res.Body)
+		}
+		h.WaitDone("ui-tools")
+	}
+	h.Say("rk-globex-1", "ui-globex", "hello from globex")
+	flush(t, h) // the exchange records are written off the request path
+	return h
+}
+
+// exchangeWithDrop returns an exchange of ui-long that dropped turns, and
+// the reason of its first drop; or "" and why the exchange subtests
+// skip: a server without the exchanges route (404) has no records.
+func exchangeWithDrop(t *testing.T, h *e2etest.Harness) (xid, reason string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", h.URL+"/recall/v1/conversations/ui-long/exchanges?limit=100", nil)
+	req.Header.Set("Authorization", "Bearer "+acmeKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return "", "GET /recall/v1/conversations/{id}/exchanges answers 404: this server records no exchanges yet"
+	}
+	var list struct {
+		Data []struct {
+			ID      string `json:"id"`
+			Dropped []struct {
+				Reason string `json:"reason"`
+			} `json:"dropped"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("exchanges: %d %v", resp.StatusCode, err)
+	}
+	for _, x := range list.Data {
+		if len(x.Dropped) > 0 {
+			return x.ID, x.Dropped[0].Reason
+		}
+	}
+	t.Fatalf("no exchange of ui-long dropped turns among %d", len(list.Data))
+	return "", ""
+}
+
+// grouped writes n as the page does in English: 12,345.
+func grouped(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

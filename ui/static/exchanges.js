@@ -1,0 +1,228 @@
+// A conversation's exchanges as a timeline, newest first: one token bar
+// per upstream call, and a panel with the curation decisions of the
+// selected one. The selection is in the address (#/c/<id>/exchanges/<xid>);
+// Escape or Close clears it.
+
+import {call, seg} from './api.js';
+import {h, num, when, ms, range, convHash, notice} from './dom.js';
+import {head} from './conversation.js';
+import {bar, total, SEGMENTS} from './chart.js';
+import {preview} from './message.js';
+
+const PAGE = 100;
+
+const REASONS = {
+  summarized: 'covered by the summary',
+  budget: 'over the token budget',
+  max_turns: 'beyond the turn limit',
+  superseded: 'replaced by an edit or a regeneration',
+  forgotten: 'forgotten',
+};
+
+export async function exchangesView(ctx, route) {
+  const id = route.id;
+  const base = `conversations/${seg(id)}/exchanges`;
+  const d = await call(`conversations/${seg(id)}`, {signal: ctx.signal});
+  let page;
+  try {
+    page = await call(base, {params: {limit: PAGE}, signal: ctx.signal});
+  } catch (e) {
+    if (e.status !== 404) throw e;
+    ctx.main.append(...head(d, 'Exchanges'),
+      notice('This server keeps no exchange records (its API has no exchanges route).'));
+    return null;
+  }
+  const byID = new Map();
+  const records = [];
+  const rows = h('ol', {class: 'timeline'});
+  const panel = h('aside', {class: 'detail card', 'aria-labelledby': 'detail-title', hidden: true});
+  let scale = 1;
+  let selected = '';
+
+  const add = (data) => {
+    for (const x of data) {
+      byID.set(x.id, x);
+      records.push(x);
+    }
+    scale = Math.max(1, ...records.map((x) => Math.max(total(x), x.budget || 0)));
+    rows.replaceChildren(...records.map((x) => row(id, x, scale, x.id === selected)));
+  };
+  add(page.data || []);
+
+  const more = h('button', {type: 'button', class: 'quiet', hidden: !page.has_more}, 'Load older exchanges');
+  let last = page.last_id;
+  more.addEventListener('click', async () => {
+    more.disabled = true;
+    try {
+      const next = await call(base, {params: {limit: PAGE, after: last}});
+      add(next.data || []);
+      last = next.last_id;
+      more.hidden = !next.has_more;
+    } catch (e) {
+      more.after(notice(e.message, 'error'));
+    }
+    more.disabled = false;
+  });
+
+  const legend = h('ul', {class: 'legend', 'aria-label': 'Legend'},
+    SEGMENTS.map(([k, name]) => h('li', {}, h('span', {class: `swatch seg-${k}`}), name)),
+    h('li', {}, h('span', {class: 'swatch budget'}), 'Budget'));
+
+  ctx.main.append(...head(d, 'Exchanges'));
+  if (!records.length) {
+    ctx.main.append(notice('No exchanges recorded yet: each upstream call for this conversation leaves one.'));
+    return null;
+  }
+  ctx.main.append(legend, h('div', {class: 'split'}, h('div', {class: 'timeline-wrap'}, rows, h('div', {class: 'actions'}, more)), panel));
+
+  // select shows the record xid in the panel ('' closes it).
+  let loading = 0;
+  const select = async (xid, focus) => {
+    const my = ++loading;
+    const was = selected;
+    selected = xid;
+    for (const a of rows.querySelectorAll('a.xrow')) {
+      const on = a.dataset.xid === xid;
+      if (on) a.setAttribute('aria-current', 'true');
+      else a.removeAttribute('aria-current');
+    }
+    if (!xid) {
+      panel.hidden = true;
+      panel.replaceChildren();
+      const back = was && rows.querySelector(`a.xrow[data-xid="${CSS.escape(was)}"]`);
+      if (focus && back) back.focus();
+      return;
+    }
+    let x = byID.get(xid);
+    if (!x) {
+      try {
+        x = await call(`${base}/${seg(xid)}`);
+      } catch (e) {
+        if (my !== loading) return;
+        panel.replaceChildren(h('h2', {id: 'detail-title', tabindex: -1}, 'Exchange'), notice(e.message, 'error'), closeButton(id));
+        panel.hidden = false;
+        return;
+      }
+    }
+    if (my !== loading) return;
+    panel.replaceChildren(...detail(id, base, x, scale));
+    panel.hidden = false;
+    if (focus) panel.querySelector('h2').focus();
+  };
+
+  const onKey = (ev) => {
+    if (ev.key === 'Escape' && selected) {
+      ev.preventDefault();
+      location.hash = convHash(id, 'exchanges');
+    }
+  };
+  document.addEventListener('keydown', onKey);
+  await select(route.xid, false);
+
+  return {
+    update(r) {
+      if (r.view !== 'exchanges' || r.id !== id) return false;
+      if (r.xid !== selected) select(r.xid, true);
+      return true;
+    },
+    cleanup() {
+      document.removeEventListener('keydown', onKey);
+    },
+  };
+}
+
+function row(id, x, scale, on) {
+  const t = x.tokens || {};
+  return h('li', {},
+    h('a', {href: convHash(id, 'exchanges/' + encodeURIComponent(x.id)), class: 'xrow', 'data-xid': x.id,
+      'aria-current': on ? 'true' : null},
+      h('span', {class: 'xmeta'},
+        when(x.created_at),
+        h('span', {class: 'kind'}, x.kind || 'chat'),
+        h('span', {class: `badge status-${x.status}`}, (x.status || '').replace(/_/g, ' ')),
+        h('span', {class: 'muted small'}, `${x.model || ''} \u00b7 ${num(total(x))} tokens` +
+          (x.dropped && x.dropped.length ? ` \u00b7 ${x.dropped.length} dropped` : ''))),
+      bar(x, scale)));
+}
+
+function closeButton(id) {
+  return h('button', {type: 'button', class: 'quiet close', 'aria-label': 'Close the detail',
+    onclick: () => { location.hash = convHash(id, 'exchanges'); }}, 'Close');
+}
+
+function detail(id, base, x, scale) {
+  const t = x.tokens || {};
+  const lat = x.latency_ms || {};
+  const est = t.estimated_input;
+  const rep = t.reported_input;
+  const diff = typeof est === 'number' && typeof rep === 'number' && est > 0 ?
+    ` (${rep >= est ? '+' : ''}${num(rep - est)}, ${((rep / est - 1) * 100).toFixed(1)}%)` : '';
+  const dropped = x.dropped || [];
+  const cut = x.cut || [];
+  const messages = h('div', {class: 'sent'});
+  const show = h('button', {type: 'button', class: 'quiet'}, 'Show the messages sent');
+  show.addEventListener('click', async () => {
+    show.disabled = true;
+    try {
+      const r = await call(`${base}/${seg(x.id)}`, {params: {render: 'messages'}});
+      messages.replaceChildren(sent(r.messages || []));
+      show.hidden = true;
+    } catch (e) {
+      messages.replaceChildren(notice(e.message, 'error'));
+      show.disabled = false;
+    }
+  });
+  return [
+    h('div', {class: 'detail-head'},
+      h('h2', {id: 'detail-title', tabindex: -1}, 'Exchange ', h('span', {class: 'id'}, x.id)),
+      closeButton(id)),
+    h('p', {class: 'xmeta'},
+      when(x.created_at),
+      h('span', {class: 'kind'}, x.kind || 'chat'),
+      h('span', {class: `badge status-${x.status}`},
+        `${(x.status || '').replace(/_/g, ' ')}${x.http_status ? ` (HTTP ${x.http_status})` : ''}`),
+      h('span', {}, x.model || '')),
+    h('p', {class: 'muted small'}, `${x.ingress || '—'} \u2192 ${x.upstream || '—'}${x.stream ? ', streamed' : ''}`),
+    bar(x, scale, 28),
+    h('h3', {}, 'Context'),
+    h('ul', {class: 'decisions'},
+      h('li', {}, x.summary ? `Summary through seq ${x.summary.through}, ${num(x.summary.tokens)} tokens` : 'No summary'),
+      (x.included || []).map((r) => h('li', {class: 'kept'}, `${range(r)} kept`)),
+      dropped.map((r) => h('li', {class: 'dropped'},
+        `${range(r)} dropped: ${r.reason}`, h('span', {class: 'muted'}, ` (${REASONS[r.reason] || r.reason}` +
+          (r.turns ? `, ${num(r.turns)} ${r.turns === 1 ? 'turn' : 'turns'})` : ')')))),
+      cut.map((c) => h('li', {class: 'cut'}, `seq ${c.seq} tool result cut from ${num(c.chars_before)} to ${num(c.chars_after)} characters`)),
+      h('li', {}, `${num(x.repaired_calls || 0)} tool ${x.repaired_calls === 1 ? 'call' : 'calls'} repaired`),
+      (x.committed || []).map((r) => h('li', {class: 'committed'}, `${range(r)} committed`))),
+    h('h3', {}, 'Tokens'),
+    h('dl', {class: 'pairs'},
+      SEGMENTS.map(([k, name]) => pair(name, num(t[k] || 0))),
+      pair('Budget', num(x.budget)),
+      pair('Estimated input', num(est)),
+      pair('Reported input', [num(rep), diff]),
+      pair('Cached', num(t.cached))),
+    h('h3', {}, 'Latency'),
+    h('dl', {class: 'pairs'},
+      pair('First byte', ms(lat.first_byte)),
+      pair('Upstream', ms(lat.upstream)),
+      pair('Total', ms(lat.total)),
+      pair('Recall\u2019s own', ms(lat.recall))),
+    h('div', {class: 'actions'}, show),
+    messages,
+  ];
+}
+
+function pair(k, v) {
+  return h('div', {}, h('dt', {}, k), h('dd', {}, v));
+}
+
+function sent(list) {
+  return h('ol', {class: 'sent-list'}, list.map((m) => h('li', {class: 'msg kind-' + m.kind},
+    h('div', {class: 'meta'},
+      h('span', {class: 'role'}, m.role || m.kind),
+      h('span', {class: 'muted small'}, [m.role ? m.kind : '', m.seq != null ? `seq ${m.seq}` : ''].filter(Boolean).join(' \u00b7 ')),
+      m.forgotten ? h('span', {class: 'flag flag-forgotten'}, 'forgotten') : null),
+    h('p', {class: 'snippet'}, m.content == null ?
+      (m.kind === 'instruction' ? '(instructions are not stored)' : '(content forgotten)') :
+      preview(typeof m.content === 'object' && !Array.isArray(m.content) ? m.content : {role: m.role, content: m.content}, 400)))));
+}
