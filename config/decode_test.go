@@ -175,8 +175,8 @@ func TestParseTenantErrors(t *testing.T) {
 			},
 		},
 		{
-			name:  "history tools: unknown, twice, rounds out of range",
-			file:  "id: t\napi_keys: [k]\nhistory:\n  tools: [end_conversation, rm_rf]\n  tool_rounds: 0\n",
+			name: "history tools: unknown, twice, rounds out of range",
+			file: "id: t\napi_keys: [k]\nhistory:\n  tools: [end_conversation, rm_rf]\n  tool_rounds: 0\n",
 			lines: []string{
 				"t.yaml: history.tools: unknown history tool \"rm_rf\" (known: end_conversation, get_conversation, search_conversations)",
 				"t.yaml: history.tool_rounds: must be in [1, 10], got 0",

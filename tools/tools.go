@@ -355,4 +355,3 @@ func Cut(s string, max int) string {
 	}
 	return s
 }
-
