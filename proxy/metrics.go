@@ -140,4 +140,6 @@ func (m *Metrics) toolCall(tenant, tool, outcome string) {
 
 // toolRounds observes the upstream calls of one request with history
 // tools offered.
-func (m *Metrics) toolRounds(tenant string, n int) { m.rounds.WithLabelValues(tenant).Observe(float64(n)) }
+func (m *Metrics) toolRounds(tenant string, n int) {
+	m.rounds.WithLabelValues(tenant).Observe(float64(n))
+}
