@@ -85,8 +85,9 @@ type Message struct {
 
 // flag names, as the API spells them.
 const (
-	flagSuperseded = "superseded"
-	flagForgotten  = "forgotten"
+	flagSuperseded  = "superseded"
+	flagForgotten   = "forgotten"
+	flagRecallTools = "recall_tools" // Recall's history tools' calls and results
 )
 
 func conversationOf(id string, m *history.Meta) Conversation {
@@ -138,6 +139,9 @@ func flagNames(f history.Flags) []string {
 	}
 	if f&(history.Forgotten|history.Erased) != 0 {
 		names = append(names, flagForgotten)
+	}
+	if f&(history.Internal|history.Mixed) != 0 {
+		names = append(names, flagRecallTools)
 	}
 	return names
 }

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/tools"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -203,6 +204,13 @@ type History struct {
 	// MaxConversations caps the conversations kept: past it the least
 	// recently used are removed; 0 means unlimited. Default 0.
 	MaxConversations int `yaml:"max_conversations"`
+	// Tools are the history tools Recall offers the model and runs itself
+	// (package tools): "end_conversation", "get_conversation",
+	// "search_conversations". Default none.
+	Tools []string `yaml:"tools"`
+	// ToolRounds bounds the upstream calls one client request makes when
+	// the model calls Recall's tools, from 1 to 10. Default 3.
+	ToolRounds int `yaml:"tool_rounds"`
 }
 
 // Summary is how older turns are compacted into a summary message.
@@ -284,6 +292,7 @@ func DefaultGlobal() Global {
 				LowWater:              0.7,
 				OldToolResultChars:    2000,
 				StoredToolResultChars: 50000,
+				ToolRounds:            tools.DefaultRounds,
 				Strategies: []string{
 					history.NameToolResultTruncator,
 					history.NameSlidingWindow,

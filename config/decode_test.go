@@ -175,6 +175,19 @@ func TestParseTenantErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "history tools: unknown, twice, rounds out of range",
+			file: "id: t\napi_keys: [k]\nhistory:\n  tools: [end_conversation, rm_rf]\n  tool_rounds: 0\n",
+			lines: []string{
+				"t.yaml: history.tools: unknown history tool \"rm_rf\" (known: end_conversation, get_conversation, search_conversations)",
+				"t.yaml: history.tool_rounds: must be in [1, 10], got 0",
+			},
+		},
+		{
+			name:  "history tools: listed twice",
+			file:  "id: t\napi_keys: [k]\nhistory:\n  tools: [get_conversation, get_conversation]\n",
+			lines: []string{"t.yaml: history.tools: history tool \"get_conversation\" listed twice"},
+		},
+		{
 			name:  "missing id and keys",
 			file:  "history:\n  budget_tokens: 1000\n",
 			lines: []string{"t.yaml: id: required", "t.yaml: api_keys: at least one key is required"},

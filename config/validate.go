@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/tools"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -286,6 +287,12 @@ func validatePolicy(ps *problems, prefix string, p Policy) {
 	}
 	if h.RetentionTTL < 0 {
 		ps.addf(k("history.retention_ttl"), "must be >= 0, got %s", h.RetentionTTL)
+	}
+	if err := tools.Validate(h.Tools); err != nil {
+		ps.addf(k("history.tools"), "%v", err)
+	}
+	if h.ToolRounds < 1 || h.ToolRounds > tools.MaxRounds {
+		ps.addf(k("history.tool_rounds"), "must be in [1, %d], got %d", tools.MaxRounds, h.ToolRounds)
 	}
 	if h.MaxConversations < 0 {
 		ps.addf(k("history.max_conversations"), "must be >= 0, got %d", h.MaxConversations)

@@ -104,7 +104,7 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 		}
 		a.Turn = m.LastTurn
 		a.Episode = m.Episode
-		a.Flags = 0
+		a.Flags &= Recorded
 		a.CreatedAt = now
 		if m.Messages == 0 {
 			m.FirstHash = a.Hash
@@ -177,7 +177,7 @@ func importMessages(m *Meta, msgs []Message, writes []Message) []Message {
 			turns[a.Turn] = true
 			m.LastTurn = a.Turn
 		}
-		a.Flags = 0 // the gaps say it
+		a.Flags &= Recorded // the gaps say the rest
 		writes = append(writes, a)
 	}
 	m.Turns = len(turns)

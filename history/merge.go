@@ -71,7 +71,7 @@ func Merge(mode Mode, in []Message, snap Snapshot, head HeadFunc) (Merged, error
 	case Sync:
 		return resync(in, snap, head)
 	}
-	if j := overlap(in, tail); j > 0 {
+	if j := overlap(in, visible(tail)); j > 0 {
 		return Merged{History: tail, New: in[j:]}, nil
 	}
 	// A resend from the first message that diverges is an edit or a
@@ -87,7 +87,7 @@ func Merge(mode Mode, in []Message, snap Snapshot, head HeadFunc) (Merged, error
 		if err != nil {
 			return Merged{}, err
 		}
-		if p > 1 && slices.ContainsFunc(stored[1:p], isAssistant) {
+		if p > 1 && slices.ContainsFunc(visible(stored)[1:p], isAssistant) {
 			return supersede(in, snap, stored, p), nil
 		}
 	}
@@ -107,33 +107,71 @@ func resync(in []Message, snap Snapshot, head HeadFunc) (Merged, error) {
 }
 
 // commonPrefix returns the first active messages of the conversation (at
-// least as many as in, if it has them) and the length p of their common
-// prefix with in. It reads them with head unless snap is complete.
+// least as many the client could have seen as in holds, if it has them)
+// and the length p of their common prefix with in, counted in messages
+// the client saw: Recall's internal messages (its history tools' rounds)
+// are skipped in the comparison. It reads them with head unless snap is
+// complete.
 func commonPrefix(in []Message, snap Snapshot, head HeadFunc) (stored []Message, p int, err error) {
 	stored = snap.Tail
 	if !snap.Complete {
-		if stored, err = head(len(in)); err != nil {
-			return nil, 0, err
+		n := len(in)
+		for {
+			if stored, err = head(n); err != nil {
+				return nil, 0, err
+			}
+			if len(stored) < n || len(visible(stored)) >= len(in) {
+				break
+			}
+			n *= 2
 		}
 	}
-	for p < len(in) && p < len(stored) && in[p].Hash == stored[p].Hash {
+	vis := visible(stored)
+	for p < len(in) && p < len(vis) && in[p].Hash == vis[p].Hash {
 		p++
 	}
 	return stored, p, nil
 }
 
-// supersede keeps the first p stored messages, the common prefix with
-// in, and supersedes the stored rest.
+// supersede keeps the stored messages up to the p-th the client saw (the
+// common prefix with in) and the internal ones right after it (the
+// results of its Recall tool calls), and supersedes the stored rest.
 func supersede(in []Message, snap Snapshot, stored []Message, p int) Merged {
-	m := Merged{History: stored[:p], New: in[p:]}
-	if p < snap.Meta.Messages {
+	kept := 0
+	for seen := 0; seen < p; kept++ {
+		if stored[kept].Flags&Internal == 0 {
+			seen++
+		}
+	}
+	for p > 0 && kept < len(stored) && stored[kept].Flags&Internal != 0 {
+		kept++
+	}
+	m := Merged{History: stored[:kept], New: in[p:]}
+	if kept < snap.Meta.Messages {
 		b := &Boundary{}
-		if p > 0 {
-			b.Seq, b.Turn = stored[p-1].Seq, stored[p-1].Turn
+		if kept > 0 {
+			b.Seq, b.Turn = stored[kept-1].Seq, stored[kept-1].Turn
 		}
 		m.Supersede = b
 	}
 	return m
+}
+
+// visible returns msgs without Recall's internal messages, which the
+// client never saw and so never resends (msgs itself when there are none).
+func visible(msgs []Message) []Message {
+	i := slices.IndexFunc(msgs, func(m Message) bool { return m.Flags&Internal != 0 })
+	if i < 0 {
+		return msgs
+	}
+	out := slices.Clip(msgs[:i:i])
+	out = append([]Message(nil), out...)
+	for _, m := range msgs[i:] {
+		if m.Flags&Internal == 0 {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // overlap returns the length of the longest prefix of in that is a suffix

@@ -19,7 +19,20 @@ const (
 	// Erased marks a message removed by a hard forget: its record and
 	// search entries are deleted (the range hides any not yet deleted).
 	Erased
+	// Internal marks a message Recall made and the client never saw: the
+	// calls of its history tools (package tools) and their results. It is
+	// sent like any other message, so the pairing of calls and results
+	// holds, and merge does not compare it with a client's resent history.
+	Internal
+	// Mixed marks an answer that called Recall's history tools and the
+	// client's: its Hash is that of the form the client got (its own calls
+	// only), so that a client resending it matches.
+	Mixed
 )
+
+// Recorded are the flags a message's record keeps (the others live in the
+// metadata's ranges).
+const Recorded = Internal | Mixed
 
 // Inactive is the set of flags that keep a message out of every context.
 const Inactive = Superseded | Forgotten | Erased

@@ -82,6 +82,9 @@ type exchange struct {
 	committedFrom, committedTo uint64
 	committedIncarnation       uint64
 	commitFailed               bool
+	// endEpisode is set when the model called end_conversation: the
+	// commit then seals the open episode, this turn included.
+	endEpisode bool
 }
 
 // chat serves POST /v1/chat/completions. conv is the id from the path
@@ -95,7 +98,8 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		return
 	}
 	c := x.c
-	if up, _ := wire.UpstreamFor(c.cfg.Upstream.Protocol, wire.ChatCompletions); up != wire.ChatCompletions {
+	// Another protocol's upstream, or history tools to run: the seam.
+	if up, _ := wire.UpstreamFor(c.cfg.Upstream.Protocol, wire.ChatCompletions); up != wire.ChatCompletions || len(c.cfg.History.Tools) > 0 {
 		s.seamExchange(rc, x, body, conv, protocols[wire.ChatCompletions])
 		return
 	}
@@ -524,6 +528,14 @@ func (x *exchange) record1(r recorded) error {
 		return fmt.Errorf("%w: %w", apierr.CommitFailed, err)
 	}
 	s.metrics.usage(x.c.cfg.ID, r.upstream.String(), r.prompt, r.cached, r.completion)
+	if x.endEpisode {
+		if err := x.sealEpisode(ctx); err != nil {
+			// The turn is recorded; the episode stays open (an idle
+			// timeout or the API can still end it).
+			s.log.Error("end_conversation: seal failed", "tenant", x.c.cfg.ID, "conversation", x.key.Conversation, "error", err)
+			x.endEpisode = false
+		}
+	}
 	x.triggerSummary()
 	return nil
 }
@@ -537,11 +549,29 @@ func (x *exchange) triggerSummary() {
 	if s.cfg.Summaries == nil || p == nil || !sum.Enabled {
 		return
 	}
-	if p.Pending <= sum.TriggerTurns && p.Fits && !p.Seal {
+	if p.Pending <= sum.TriggerTurns && p.Fits && !p.Seal && !x.endEpisode {
 		return
 	}
 	// In pass-through, the client's key, held in memory by the job only.
 	s.cfg.Summaries.Trigger(c.cfg.ID, x.key, x.model, c.PassedKey(), !p.Fits)
+}
+
+// sealEpisode seals the open episode after the turn's commit (the model
+// called end_conversation): the turn belongs to the episode it ends. The
+// exchange still holds the conversation's lock.
+func (x *exchange) sealEpisode(ctx context.Context) error {
+	st := x.s.cfg.Store
+	for range maxRebases + 1 {
+		snap, err := st.Load(ctx, x.key, history.Query{})
+		if err != nil {
+			return err
+		}
+		_, err = st.Commit(ctx, x.key, history.Change{Version: snap.Meta.Version, Seal: true, Now: x.s.cfg.Now().UnixNano()})
+		if !errors.Is(err, history.ErrConflict) {
+			return err
+		}
+	}
+	return history.ErrConflict
 }
 
 // maxRebases bounds the rebases of one commit.

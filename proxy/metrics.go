@@ -31,6 +31,8 @@ type Metrics struct {
 	commits  *prometheus.CounterVec
 	aborted  *prometheus.CounterVec
 	tokens   *prometheus.CounterVec
+	toolRuns *prometheus.CounterVec
+	rounds   *prometheus.HistogramVec
 }
 
 // NewMetrics registers Recall's metrics, plus the Go and process
@@ -70,9 +72,15 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_upstream_tokens_total",
 			Help: "Tokens the upstream reported for recorded answers, by tenant, upstream protocol and kind (input; cached: the part of input read from the provider's prompt cache; output)."},
 			[]string{"tenant", "upstream", "kind"}),
+		toolRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_history_tool_calls_total",
+			Help: "Calls of Recall's history tools the model made, by tool and outcome (ok, invalid, unknown, error)."},
+			[]string{"tenant", "tool", "outcome"}),
+		rounds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "recall_history_tool_rounds",
+			Help: "Upstream calls per client request with history tools offered.", Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10}},
+			[]string{"tenant"}),
 	}
 	reg.MustRegister(m.requests, m.total, m.upstream, m.overhead, m.context, m.saved, m.dropped, m.cut,
-		m.repaired, m.store, m.commits, m.aborted, m.tokens)
+		m.repaired, m.store, m.commits, m.aborted, m.tokens, m.toolRuns, m.rounds)
 	m.handler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	return m
 }
@@ -123,4 +131,15 @@ func (m *Metrics) usage(tenant, upstream string, input, cached, output int) {
 	m.tokens.WithLabelValues(tenant, upstream, "input").Add(float64(input))
 	m.tokens.WithLabelValues(tenant, upstream, "cached").Add(float64(cached))
 	m.tokens.WithLabelValues(tenant, upstream, "output").Add(float64(output))
+}
+
+// toolCall counts one call of a history tool.
+func (m *Metrics) toolCall(tenant, tool, outcome string) {
+	m.toolRuns.WithLabelValues(tenant, tool, outcome).Inc()
+}
+
+// toolRounds observes the upstream calls of one request with history
+// tools offered.
+func (m *Metrics) toolRounds(tenant string, n int) {
+	m.rounds.WithLabelValues(tenant).Observe(float64(n))
 }

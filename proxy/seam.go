@@ -126,6 +126,10 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 	if p.answers != nil {
 		p.answers(x, req)
 	}
+	if offered := x.offeredTools(req); len(offered) > 0 {
+		s.toolExchange(ctx, rc, x, p, up, req, instr, msgs, lastHistory, offered)
+		return
+	}
 	out, err := up.upstream.AppendBody(getBodyBuf(len(body)+x.report.Tokens*4), req, instr, msgs)
 	if err != nil {
 		x.fail(rc, err)

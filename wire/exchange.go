@@ -113,6 +113,10 @@ type Upstream interface {
 	// this protocol's JSON). When req came in this protocol its other
 	// fields are kept as sent.
 	AppendBody(dst []byte, req *Request, instructions, msgs [][]byte) ([]byte, error)
+	// WithTools returns body (an AppendBody result) with tools added to
+	// the request's tools in the protocol's shape (Recall's history
+	// tools), and asking for no stream unless stream is set.
+	WithTools(body []byte, tools []Tool, stream bool) ([]byte, error)
 	// ParseAnswer reads a non-streamed answer.
 	ParseAnswer(body []byte) (Answer, error)
 	// NewAssembler reads a streamed answer, one server-sent event at a time.

@@ -409,3 +409,28 @@ func setRaw(dst []byte, path string, v []byte) []byte {
 	}
 	return out
 }
+
+// WithTools implements wire.Upstream.
+func (Protocol) WithTools(body []byte, tools []wire.Tool, stream bool) ([]byte, error) {
+	var err error
+	for _, t := range tools {
+		item := []byte(`{"type":"function","function":{"name":`)
+		item = appendQuoted(item, t.Name)
+		item = append(item, `,"description":`...)
+		item = appendQuoted(item, t.Description)
+		item = append(item, `,"parameters":`...)
+		item = append(item, t.Parameters...)
+		item = append(item, "}}"...)
+		if body, err = sjson.SetRawBytes(body, "tools.-1", item); err != nil {
+			return nil, err
+		}
+	}
+	if !stream {
+		for _, k := range []string{"stream", "stream_options"} {
+			if body, err = sjson.DeleteBytes(body, k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return body, nil
+}
