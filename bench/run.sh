@@ -19,6 +19,14 @@
 #   recall-sync     Recall with history: 1,000 conversations seeded with 50 turns
 #                   each that grow during the run, default budget, durable writes
 #   recall-relaxed  the same with sync_writes: false
+#   recall-sync-responses, recall-sync-responses-bridged,
+#   recall-sync-messages, recall-sync-messages-bridged
+#                   recall-sync through the Responses API and Anthropic Messages
+#                   (bench/load -protocol), closed loop only: native (the default
+#                   upstream for Responses, RECALL_UPSTREAM_PROTOCOL=anthropic for
+#                   Messages) and bridged to chat completions
+#                   (RECALL_UPSTREAM_PROTOCOL=chat for Responses, the default for
+#                   Messages), the conversations seeded in the row's protocol
 #   recall-pg       recall-sync on PostgreSQL (store_url): a private server
 #                   started in the work directory if PostgreSQL's server
 #                   binaries are installed (the rows are skipped otherwise),
@@ -216,7 +224,8 @@ matrix() {
 RECALL_PID=
 # start_recall DATADIR SYNC [STORE_URL]: start Recall on RECALL_PORT, durable
 # writes if SYNC is true, on PostgreSQL if STORE_URL is set; RECALL_CONF
-# adds lines to its configuration, UPSTREAM replaces the fake upstream.
+# adds lines to its configuration, UPSTREAM replaces the fake upstream,
+# UPSTREAM_PROTOCOL sets its upstream.protocol (default openai).
 start_recall() {
 	cat >"$WORK/recall-$2.yaml" <<EOF
 log_level: warn
@@ -225,6 +234,7 @@ ${RECALL_CONF:-}
 EOF
 	RECALL_LISTEN=127.0.0.1:$RECALL_PORT RECALL_UPSTREAM_URL=${UPSTREAM:-http://127.0.0.1:$UP_PORT/v1} \
 		RECALL_DATA_DIR=$1 RECALL_CONFIG=$WORK/recall-$2.yaml RECALL_STORE_URL=${3:-} \
+		RECALL_UPSTREAM_PROTOCOL=${UPSTREAM_PROTOCOL:-openai} \
 		"${PROXY_CPU[@]}" "$BIN/recall" serve 2>>"$WORK/recall.log" &
 	RECALL_PID=$!
 	PIDS+=("$RECALL_PID")
@@ -237,9 +247,11 @@ stop_recall() {
 	RECALL_PID=
 }
 
-# seed DIR CONVERSATIONS TURNS: write turns straight into a data dir.
+# seed DIR CONVERSATIONS TURNS [PROTOCOL]: write turns straight into a data
+# dir, stored as PROTOCOL's (default chat) as Recall stores its clients'.
 seed() {
-	"$BIN/load" -seed-dir "$1" -conversations "$2" -prefill "$3" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
+	"$BIN/load" -seed-dir "$1" -conversations "$2" -prefill "$3" -conv-prefix bench- -summarized="$SUMMARIZED" \
+		-protocol "${4:-chat}" 2>>"$WORK/seed.log"
 }
 
 URL=/v1/chat/completions
@@ -292,6 +304,27 @@ for mode in sync relaxed; do
 	start_recall "$WORK/data-$mode" "$sync"
 	matrix "recall-$mode" "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" -metrics "$RECALL_METRICS"
 	stop_recall
+done
+
+# recall-sync through the Responses API and Messages, each native and
+# bridged to chat completions, closed loop, non-streamed and streamed:
+# what the seam (translation, rendering) costs over the chat row above.
+# The conversations are seeded in the row's protocol, once per protocol
+# and copied for its second row.
+for row in "responses openai responses" "responses chat responses-bridged" \
+	"messages anthropic messages" "messages openai messages-bridged"; do
+	read -r proto upstream name <<<"$row"
+	[ -d "$WORK/seed-$proto" ] || seed "$WORK/seed-$proto" 1000 "$SEED_TURNS" "$proto"
+	cp -a "$WORK/seed-$proto" "$WORK/data-$name"
+	UPSTREAM_PROTOCOL=$upstream start_recall "$WORK/data-$name" true
+	for kind in plain stream; do
+		stream=()
+		[ "$kind" = stream ] && stream=(-stream)
+		load "recall-sync-$name/$kind/closed" -protocol "$proto" -url "http://127.0.0.1:$RECALL_PORT/v1/$proto" \
+			-concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS" "${stream[@]}"
+	done
+	stop_recall
+	rm -rf "$WORK/data-$name"
 done
 
 # recall-pg: recall-sync's rows with the store on PostgreSQL, a private

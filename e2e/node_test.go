@@ -23,14 +23,16 @@ import (
 const nodeHelp = "the e2e suite runs the official OpenAI and Anthropic JS SDKs and needs Node.js 20 or later with npm on PATH: " +
 	"install them with your package manager (Debian: apt-get install nodejs npm) or from nodejs.org"
 
-// TestNodeSDK builds recall and the fake upstream, starts the fake and two
-// recalls (upstream protocol openai, and anthropic) on free loopback ports
+// TestNodeSDK builds recall and the fake upstream, starts the fake and three
+// recalls (upstream protocol openai, anthropic and chat) on free loopback ports
 // with fresh data directories, installs the pinned Node packages if
 // node_modules lacks one, and runs the Node suite against them: the
 // OpenAI SDK's chat completions (by header and by path prefix, streamed
 // and not, a tool round trip with parallel calls, the other endpoints)
-// and Responses, the Anthropic SDK's Messages, the Vercel AI SDK over all
-// three, and an OpenAI Agents SDK run with a function tool.
+// and Responses (with the state Recall serves: chaining by
+// previous_response_id, stored responses, the Conversations API), the
+// Anthropic SDK's Messages, the Vercel AI SDK over all three, and OpenAI
+// Agents SDK runs with a function tool, continued by previousResponseId.
 func TestNodeSDK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short runs no Node.js suite")
@@ -55,9 +57,11 @@ func TestNodeSDK(t *testing.T) {
 	fakeProc := start(t, ctx, fake, nil, "-listen", fakeAddr, "-control")
 	waitHTTP(t, ctx, "http://"+fakeAddr+"/v1/models", fakeProc)
 
-	// Two Recalls over the one fake: the default (upstream protocol
-	// openai) and one whose upstream speaks Anthropic's Messages, so
-	// that every protocol is translated to Messages.
+	// Three Recalls over the one fake: the default (upstream protocol
+	// openai), one whose upstream speaks Anthropic's Messages, so that
+	// every protocol is translated to Messages, and one whose upstream
+	// speaks only chat completions, so that Responses are translated to
+	// chat while Recall serves their state.
 	serve := func(protocol string) (string, *proc) {
 		addr := freeAddr(t)
 		p := start(t, ctx, recall, []string{
@@ -73,6 +77,7 @@ func TestNodeSDK(t *testing.T) {
 	}
 	recallAddr, recallProc := serve("openai")
 	anthropicAddr, anthropicProc := serve("anthropic")
+	chatAddr, chatProc := serve("chat")
 
 	if missing := missingPackages(t, suite); len(missing) > 0 {
 		out, err := command(ctx, suite, nil, npm, "ci", "--no-audit", "--no-fund").CombinedOutput()
@@ -83,12 +88,13 @@ func TestNodeSDK(t *testing.T) {
 	cmd := command(ctx, suite, []string{
 		"RECALL_BASE_URL=http://" + recallAddr,
 		"RECALL_ANTHROPIC_BASE_URL=http://" + anthropicAddr,
+		"RECALL_CHAT_BASE_URL=http://" + chatAddr,
 		"FAKE_UPSTREAM_URL=http://" + fakeAddr,
 	}, node, "--test", "--test-concurrency=1", "--test-reporter=spec")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("node --test failed: %v\n%s\nrecall's log:\n%s\nthe anthropic-upstream recall's log:\n%s",
-			err, out, recallProc.log.String(), anthropicProc.log.String())
+		t.Fatalf("node --test failed: %v\n%s\nrecall's log:\n%s\nthe anthropic-upstream recall's log:\n%s\nthe chat-upstream recall's log:\n%s",
+			err, out, recallProc.log.String(), anthropicProc.log.String(), chatProc.log.String())
 	}
 	if testing.Verbose() {
 		t.Logf("node --test:\n%s", out)

@@ -47,10 +47,12 @@ type turn struct {
 
 func (t turn) last() uint64 { return t.msgs[len(t.msgs)-1].Seq }
 
-// open reports whether the turn ends with tool calls not yet answered.
+// open reports whether the turn ends with tool calls not yet answered,
+// read through the message's protocol (chat tool_calls, a Responses
+// function_call item, Anthropic tool_use blocks).
 func (t turn) open() bool {
 	m := t.msgs[len(t.msgs)-1]
-	return m.Role == wire.RoleAssistant && gjson.GetBytes(m.Raw, "tool_calls.0").Exists()
+	return m.Role == wire.RoleAssistant && len(m.Codec().Calls(nil, m.Raw)) > 0
 }
 
 // turns groups msgs (active, oldest first) by their Turn.

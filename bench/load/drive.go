@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,11 +12,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/recallproxy/recall/wire"
 )
 
-// driver sends chat-completions requests and records their latencies.
+// driver sends requests in its protocol and records their latencies.
 type driver struct {
 	o      options
+	proto  protocol
 	client *http.Client
 	next   atomic.Uint64 // request counter: picks the conversation and varies the text
 	lastH  atomic.Value  // string: the last X-Recall-History header seen
@@ -32,9 +34,12 @@ func newDriver(o options) *driver {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
-	d := &driver{o: o, client: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
+	d := &driver{o: o, proto: protocols[o.protocol], client: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
+	if d.proto.name == "" {
+		d.proto = protocols["chat"]
+	}
 	if o.contextTurns > 0 {
-		pool := newMessagePool(o.model, o.words)
+		pool := newMessagePool(wire.ChatCompletions, o.model, o.words)
 		for t := range o.contextTurns {
 			u, a := pool.turn(t)
 			d.prefix = append(append(d.prefix, u.Raw...), ',')
@@ -59,8 +64,7 @@ func (d *driver) request(ctx context.Context, n uint64, due time.Time, conv stri
 	if err != nil {
 		return sample{err: err}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+d.o.key)
+	d.proto.setHeaders(req.Header, d.o.key)
 	if conv != "" {
 		req.Header.Set("X-Conversation-ID", conv)
 	}
@@ -71,7 +75,7 @@ func (d *driver) request(ctx context.Context, n uint64, due time.Time, conv stri
 	defer resp.Body.Close()
 	var s sample
 	var buf [32 << 10]byte
-	var tail []byte
+	done := newDoneScanner(d.proto.done)
 	first := true
 	for {
 		k, rerr := resp.Body.Read(buf[:])
@@ -80,7 +84,9 @@ func (d *driver) request(ctx context.Context, n uint64, due time.Time, conv stri
 				s.ttfb = time.Since(due)
 				first = false
 			}
-			tail = append(tail[:0:0], buf[max(0, k-16):k]...)
+			if d.o.stream {
+				done.write(buf[:k])
+			}
 		}
 		if rerr == io.EOF {
 			break
@@ -93,8 +99,8 @@ func (d *driver) request(ctx context.Context, n uint64, due time.Time, conv stri
 	if resp.StatusCode != http.StatusOK {
 		return sample{err: fmt.Errorf("status %d", resp.StatusCode)}
 	}
-	if d.o.stream && !bytes.Contains(tail, []byte("[DONE]")) {
-		return sample{err: errors.New("stream ended without [DONE]")}
+	if d.o.stream && !done.found {
+		return sample{err: fmt.Errorf("stream ended without %s", d.proto.done)}
 	}
 	if h := resp.Header.Get("X-Recall-History"); h != "" {
 		d.lastH.Store(h)
@@ -102,23 +108,15 @@ func (d *driver) request(ctx context.Context, n uint64, due time.Time, conv stri
 	return s
 }
 
-// body returns request n's JSON: one new user message, unique to n.
+// body returns request n's JSON in the driver's protocol: one new user
+// message, unique to n, after the resent turns of -context-turns.
 func (d *driver) body(n uint64) []byte {
-	b := make([]byte, 0, 512+len(d.prefix))
-	b = append(b, `{"model":"`...)
-	b = append(b, d.o.model...)
-	b = append(b, `","messages":[`...)
-	b = append(b, d.prefix...)
-	b = append(b, `{"role":"user","content":"`...)
-	b = append(b, "Request "...)
-	b = strconv.AppendUint(b, n, 10)
-	b = append(b, ": "...)
-	b = appendWords(b, n, d.o.words)
-	b = append(b, `"}]`...)
-	if d.o.stream {
-		b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)
-	}
-	return append(b, '}')
+	text := make([]byte, 0, 16+8*d.o.words)
+	text = append(text, "Request "...)
+	text = strconv.AppendUint(text, n, 10)
+	text = append(text, ": "...)
+	text = appendWords(text, n, d.o.words)
+	return d.proto.appendBody(make([]byte, 0, 512+len(d.prefix)), d.o.model, d.prefix, text, d.o.stream)
 }
 
 // conv returns the conversation of request n, "" without -conversations.

@@ -1,12 +1,13 @@
-// Command load is Recall's load generator: it drives an OpenAI-compatible
-// chat-completions endpoint (Recall, nginx in front of the fake upstream, or
-// the fake upstream itself) and prints one JSON line of results on stdout
+// Command load is Recall's load generator: it drives a chat-completions,
+// Responses or Messages endpoint (Recall, nginx in front of the fake
+// upstream, or the fake upstream itself) and prints one JSON line of results on stdout
 // and a human-readable line on stderr.
 //
 //	load -url URL -rate 1000 -duration 10s                open loop: a fixed arrival rate
 //	load -url URL -concurrency 32 -duration 10s           closed loop: maximum throughput
 //	load ... -conversations 1000                          name one of K conversations per request (delta mode)
 //	load ... -stream                                      stream, and measure time to first byte
+//	load ... -protocol responses|messages                 speak the Responses API or Anthropic Messages instead of chat completions
 //	load ... -conversations 1000 -prefill 50              grow each conversation to 50 turns first
 //	load -seed-dir DIR -conversations 16 -prefill 10000   write the turns straight into a stopped Recall's data dir, and exit
 //	load -seed-url postgres://... -conversations 16 -prefill 10000   the same into a PostgreSQL store
@@ -34,6 +35,7 @@ import (
 // options are the command-line flags.
 type options struct {
 	url           string
+	protocol      string
 	key           string
 	model         string
 	label         string
@@ -60,8 +62,9 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.url, "url", "http://127.0.0.1:8080/v1/chat/completions", "chat-completions URL to drive")
-	flag.StringVar(&o.key, "key", "sk-bench", "bearer key sent as Authorization")
+	flag.StringVar(&o.url, "url", "", "URL to drive (default http://127.0.0.1:8080 and the -protocol's path)")
+	flag.StringVar(&o.protocol, "protocol", "chat", "API to speak: chat (completions), responses or messages (Anthropic: x-api-key, anthropic-version, max_tokens); also the protocol -seed-dir/-seed-url store turns in")
+	flag.StringVar(&o.key, "key", "sk-bench", "key sent as Authorization: Bearer (messages: as x-api-key)")
 	flag.StringVar(&o.model, "model", "gpt-4o-mini", "model named in each request")
 	flag.StringVar(&o.label, "label", "", "label copied into the result line")
 	flag.Float64Var(&o.rate, "rate", 0, "open loop: requests per second (0: closed loop)")
@@ -92,6 +95,13 @@ func main() {
 }
 
 func run(o options) error {
+	p, err := protocolNamed(o.protocol)
+	if err != nil {
+		return err
+	}
+	if o.url == "" {
+		o.url = "http://127.0.0.1:8080" + p.path
+	}
 	switch {
 	case o.report != "":
 		return report(os.Stdout, o.report)

@@ -11,7 +11,9 @@ import (
 
 	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/protocol/chat"
+	_ "github.com/recallproxy/recall/protocol/chat" // the codecs seeded turns are hashed with
+	_ "github.com/recallproxy/recall/protocol/messages"
+	_ "github.com/recallproxy/recall/protocol/responses"
 	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/store/pgstore"
 	"github.com/recallproxy/recall/tokens"
@@ -53,7 +55,11 @@ func seed(o options) error {
 	if ns == "" {
 		ns = passThroughNamespace(o.key)
 	}
-	pool := newMessagePool(o.model, o.words)
+	p, err := protocolNamed(o.protocol)
+	if err != nil {
+		return err
+	}
+	pool := newMessagePool(p.wire, o.model, o.words)
 	convs := make(chan int)
 	errs := make(chan error, 2)
 	var wg sync.WaitGroup
@@ -184,18 +190,20 @@ func seedSummary(ctx context.Context, store history.Store, k history.Key, c int,
 
 // messagePool holds pre-built messages (JSON, hash, tokens counted once)
 // that seeded turns reuse, so that seeding 10⁵ turns costs no tokenizer
-// time.
+// time. Their JSON, {"role","content"} with string content, is valid in
+// every protocol; they are stored as proto's, hashed by its codec, as
+// Recall stores what a client of that protocol sent.
 type messagePool struct {
 	users, answers []history.Message
 }
 
-func newMessagePool(model string, words int) *messagePool {
+func newMessagePool(proto wire.Protocol, model string, words int) *messagePool {
 	const size = 64
 	var counter tokens.Counter
 	enc := tokens.ForModel(model)
 	msg := func(role, text string) history.Message {
 		raw, _ := json.Marshal(map[string]string{"role": role, "content": text})
-		return history.Message{Role: role, Raw: raw, Hash: chat.Hash(raw), Tokens: counter.Message(enc, raw)}
+		return history.Message{Role: role, Protocol: proto, Raw: raw, Hash: wire.For(proto).Hash(raw), Tokens: counter.Message(enc, raw)}
 	}
 	p := &messagePool{}
 	for i := range size {

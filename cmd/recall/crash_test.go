@@ -23,6 +23,7 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/wire"
 )
 
 // crashKey is the pass-through credential of the crash and shutdown tests.
@@ -33,12 +34,17 @@ const crashKey = "sk-crash-client"
 func passNamespace(bearer string) string { return auth.Namespace("default", bearer) }
 
 // TestCrashLosesNoAcknowledgedTurn drives concurrent conversations (plain
-// turns and tool-call turns, streamed or not) through a child `recall
-// serve`, kills it with SIGKILL at random moments and restarts it on the
-// same data directory. Afterwards every conversation holds only whole turns,
-// and every acknowledged turn: a non-streamed answer received in full, or
-// a stream whose finish_reason chunk the client read (it stops reading
-// there, as a client may: the SDKs do not need what follows).
+// turns and tool-call turns, streamed or not, each through one of the
+// three APIs: chat completions, Responses and Messages) through a child
+// `recall serve` over the default upstream (chat and Responses native,
+// Messages bridged to chat), kills it with SIGKILL at random moments and
+// restarts it on the same data directory. Afterwards every conversation
+// holds only whole turns, and every acknowledged turn: a non-streamed
+// answer received in full, or a stream whose acknowledging event the
+// client read (chat: the finish_reason chunk; Responses:
+// response.completed; Messages: the message_delta with stop_reason). The
+// client stops reading there, as a client may: the SDKs do not need what
+// follows.
 //
 // 10 kills over 24 conversations by default; RECALL_CRASH_LONG=1 runs 100
 // kills over 50.
@@ -47,6 +53,26 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 	if os.Getenv("RECALL_CRASH_LONG") == "1" {
 		kills, convs = 100, 50
 	}
+	crashUnderLoad(t, kills, convs)
+}
+
+// TestCrashLosesNoAcknowledgedTurnOverAnthropic is the same over an
+// anthropic upstream: Messages native, chat completions and Responses
+// bridged to Messages.
+//
+// 5 kills over 12 conversations by default; RECALL_CRASH_LONG=1 runs 50
+// kills over 50.
+func TestCrashLosesNoAcknowledgedTurnOverAnthropic(t *testing.T) {
+	kills, convs := 5, 12
+	if os.Getenv("RECALL_CRASH_LONG") == "1" {
+		kills, convs = 50, 50
+	}
+	crashUnderLoad(t, kills, convs, "RECALL_UPSTREAM_PROTOCOL=anthropic")
+}
+
+// crashUnderLoad runs the crash test: convs conversations over every API,
+// kills SIGKILLs of a child started with env, and the checks.
+func crashUnderLoad(t *testing.T, kills, convs int, env ...string) {
 	up := upstreamtest.NewTB(t, upstreamtest.WithKeepRequests(0))
 	dir := t.TempDir()
 	c := newChild(t, dir, up.URL())
@@ -56,9 +82,10 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte("defaults:\n  summary: { enabled: true, trigger_turns: 1, keep_turns: 0 }\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.env = append(c.env, "RECALL_CONFIG="+cfgFile)
+	c.env = append(append(c.env, "RECALL_CONFIG="+cfgFile), env...)
 	c.start()
 	l := newLoad(up, c.url())
+	l.apis = allAPIs
 	drivers := l.run(t, kills, convs, func(k int, rng *rand.Rand) {
 		c.kill()
 		c.start()
@@ -72,6 +99,7 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 	}
 	defer store.Close()
 	checkAll(t, store, drivers, kills, true)
+	checkEveryAPI(t, drivers, l.apis)
 }
 
 // newLoad returns the load of drivers that send to urls, in turn.
@@ -199,11 +227,30 @@ func checkAll(t *testing.T, store history.Store, drivers []*driver, kills int, w
 	}
 }
 
+// checkEveryAPI checks that each of apis had acknowledged turns, so that
+// the test proves something about each.
+func checkEveryAPI(t *testing.T, drivers []*driver, apis []string) {
+	t.Helper()
+	acked := map[string]int{}
+	for _, d := range drivers {
+		for _, cv := range d.done {
+			acked[cv.api] += cv.acked
+		}
+	}
+	t.Logf("acknowledged turns by API: %v", acked)
+	for _, api := range apis {
+		if acked[api] == 0 {
+			t.Errorf("got no acknowledged %s turns, want some", api)
+		}
+	}
+}
+
 // load is the state the drivers and the killer share.
 type load struct {
 	client *http.Client
 	urls   []string // the servers: turn i of driver d goes to urls[(d+i)%len]
 	up     *upstreamtest.Server
+	apis   []string // the APIs conversations are driven through (none: chat)
 
 	mu         sync.Mutex
 	cond       *sync.Cond
@@ -238,9 +285,10 @@ func (m msg) String() string {
 // conversation is what a client knows of one conversation.
 type conversation struct {
 	id       string
-	history  []msg // acknowledged messages: sent and answered in full
-	acked    int   // acknowledged exchanges
-	inflight []msg // the request that failed, whose fate is unknown
+	api      string // the API every request of it goes through
+	history  []msg  // acknowledged messages: sent and answered in full
+	acked    int    // acknowledged exchanges
+	inflight []msg  // the request that failed, whose fate is unknown
 	pending  []string
 }
 
@@ -253,9 +301,19 @@ type driver struct {
 	done []*conversation
 }
 
+// newConversation starts the driver's next conversation, on an API of
+// the load's picked at random.
+func (d *driver) newConversation() *conversation {
+	cv := &conversation{id: fmt.Sprintf("c%d-r%d", d.id, len(d.done)), api: apiChat}
+	if apis := d.l.apis; len(apis) > 0 {
+		cv.api = apis[d.rng.IntN(len(apis))]
+	}
+	return cv
+}
+
 func (d *driver) run() {
 	l := d.l
-	cv := &conversation{id: fmt.Sprintf("c%d-r0", d.id)}
+	cv := d.newConversation()
 	defer func() { d.done = append(d.done, cv) }()
 	for turn := 0; ; turn++ {
 		l.mu.Lock()
@@ -288,18 +346,18 @@ func (d *driver) run() {
 			reply.Delay = time.Duration(d.rng.IntN(20)) * time.Millisecond
 		}
 		l.up.Enqueue(reply)
-		answer, err := exchange(l.client, l.urls[(d.id+turn)%len(l.urls)], cv.id, out, d.rng.IntN(2) == 0)
+		answer, err := exchangeAPI(l.client, l.urls[(d.id+turn)%len(l.urls)], cv.api, cv.id, out, d.rng.IntN(2) == 0)
 		if err != nil {
 			l.mu.Lock()
 			if l.gen == gen && !l.killed {
-				l.unexpected = append(l.unexpected, fmt.Errorf("%s: %w", cv.id, err))
+				l.unexpected = append(l.unexpected, fmt.Errorf("%s (%s): %w", cv.id, cv.api, err))
 			} else {
-				l.disrupted = append(l.disrupted, fmt.Errorf("%s: %w", cv.id, err))
+				l.disrupted = append(l.disrupted, fmt.Errorf("%s (%s): %w", cv.id, cv.api, err))
 			}
 			l.mu.Unlock()
 			cv.inflight = out
 			d.done = append(d.done, cv)
-			cv = &conversation{id: fmt.Sprintf("c%d-r%d", d.id, len(d.done))}
+			cv = d.newConversation()
 			continue
 		}
 		cv.history = append(append(cv.history, out...), answer)
@@ -393,12 +451,14 @@ func exchange(client *http.Client, url, conv string, msgs []msg, stream bool) (m
 	return msg{}, errors.New("stream ended without finish_reason")
 }
 
-// checkConversation checks cv as stored: every acknowledged message
-// present, in order; after them nothing, or the one request whose fate
-// the client does not know, whole, with its answer; and the whole
-// conversation valid for OpenAI (every tool call answered, no orphan
-// result), but for an assistant's calls at the very end that await their
-// results. It reports whether the unacknowledged request was committed.
+// checkConversation checks cv as stored, compared as atoms (so that any
+// API's messages compare, whatever protocol they are stored in): every
+// acknowledged message present, in order; after them nothing, or the one
+// request whose fate the client does not know, whole, with its answer;
+// and the whole conversation valid for every provider (every tool call
+// answered, no orphan result), but for an assistant's calls at the very
+// end that await their results. It reports whether the unacknowledged
+// request was committed.
 func checkConversation(t *testing.T, store history.Store, cv *conversation) (landed bool) {
 	t.Helper()
 	var stored []history.Message
@@ -407,42 +467,49 @@ func checkConversation(t *testing.T, store history.Store, cv *conversation) (lan
 	if err != nil {
 		t.Fatalf("%s: %v", cv.id, err)
 	}
-	got := make([]string, len(stored))
+	var got []string
 	raws := make([]json.RawMessage, len(stored))
+	allChat := true
 	for i, m := range stored {
 		if !m.Active() {
 			t.Errorf("%s: message %d is inactive, want none superseded", cv.id, m.Seq)
 		}
-		got[i] = storedMsg(m.Raw).String()
+		if got, err = storedAtoms(got, m); err != nil {
+			t.Errorf("%s: %v", cv.id, err)
+		}
 		raws[i] = m.Raw
+		allChat = allChat && m.Protocol == wire.ChatCompletions
 	}
-	want := make([]string, len(cv.history))
-	for i, m := range cv.history {
-		want[i] = m.String()
+	var want []string
+	for _, m := range cv.history {
+		want = m.atoms(want)
 	}
 	if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
-		t.Errorf("%s: stored %q, want the acknowledged %q first", cv.id, got, want)
+		t.Errorf("%s (%s): stored %q, want the acknowledged %q first", cv.id, cv.api, got, want)
 		return false
 	}
 	rest := got[len(want):]
 	if len(rest) > 0 {
-		ok := cv.inflight != nil && len(rest) == len(cv.inflight)+1 &&
-			strings.HasPrefix(rest[len(rest)-1], "assistant:")
-		for i := 0; ok && i < len(cv.inflight); i++ {
-			ok = rest[i] == cv.inflight[i].String()
+		var inflight []string
+		for _, m := range cv.inflight {
+			inflight = m.atoms(inflight)
+		}
+		ok := cv.inflight != nil && len(rest) > len(inflight) && slices.Equal(rest[:len(inflight)], inflight)
+		for _, a := range rest[len(inflight):] {
+			ok = ok && (strings.HasPrefix(a, "assistant:") || strings.HasPrefix(a, "call:"))
 		}
 		if !ok {
-			t.Errorf("%s: stored %q after the acknowledged turns, want nothing or the unacknowledged %v whole with its answer",
-				cv.id, rest, cv.inflight)
+			t.Errorf("%s (%s): stored %q after the acknowledged turns, want nothing or the unacknowledged %q whole with its answer",
+				cv.id, cv.api, rest, inflight)
 		}
 	}
-	if n := len(raws); n > 0 && gjson.GetBytes(raws[n-1], "tool_calls.#").Int() > 0 {
+	if err := checkAtoms(got); err != nil {
+		t.Errorf("%s (%s): stored history %q is not whole: %v", cv.id, cv.api, got, err)
+	}
+	if n := len(raws); allChat && n > 0 && gjson.GetBytes(raws[n-1], "tool_calls.#").Int() > 0 {
 		raws = raws[:n-1] // its results are not sent yet
 	}
-	if len(raws) > 0 {
-		if gjson.GetBytes(raws[0], "role").Str != "user" {
-			t.Errorf("%s: stored history starts with %s, want a user message", cv.id, got[0])
-		}
+	if allChat && len(raws) > 0 {
 		if e := upstreamtest.ValidateMessages(raws); e != nil {
 			t.Errorf("%s: stored history %q is not whole: %s", cv.id, got, e.Message)
 		}
@@ -486,13 +553,17 @@ func checkSummary(t *testing.T, store history.Store, cv *conversation) bool {
 	for i, m := range stored {
 		if m.Seq > s.Through {
 			if i == 0 || m.Role != "user" || stored[i-1].Seq != s.Through {
-				t.Errorf("%s: the summary through %d does not end at a turn's end", cv.id, s.Through)
+				var roles []string
+				for _, m := range stored {
+					roles = append(roles, fmt.Sprintf("%d:%s/%s", m.Seq, m.Protocol, m.Role))
+				}
+				t.Errorf("%s (%s): the summary through %d does not end at a turn's end: stored %v", cv.id, cv.api, s.Through, roles)
 			}
 			break
 		}
 		if m.Role == "user" {
 			users++
-			if text := gjson.GetBytes(m.Raw, "content").Str; !strings.Contains(s.Text, text) {
+			if text := storedText(m); !strings.Contains(s.Text, text) {
 				t.Errorf("%s: the summary through %d lacks %q: %q", cv.id, s.Through, text, s.Text)
 			}
 		}

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, Runner, OpenAIProvider, tool, setTracingDisabled, setDefaultOpenAIClient } from '@openai/agents';
 import { z } from 'zod';
-import { client, newConv, lastUpstream, scriptReply, stored, said, recallURL, recallAnthropicURL } from './helpers.mjs';
+import { client, newConv, lastUpstream, scriptReply, stored, said, recallURL, recallAnthropicURL, recallChatURL } from './helpers.mjs';
 
 setTracingDisabled(true);
 
@@ -62,5 +62,61 @@ for (const { name, base, path, useResponses, todo } of setups) {
     upSaid = conversed(await lastUpstream(path));
     assert.deepEqual([upSaid.length, upSaid[0], upSaid.at(-1)], [5, 'user:Weather in Paris?', 'user:Which city did I ask about?'],
       `the second run's upstream call carries the first: got ${JSON.stringify(upSaid)}`);
+  });
+}
+
+// A run continued by previousResponseId, with no conversation header: the
+// SDK sends only the new input and the id of the last response; Recall,
+// which keeps the state, finds the conversation by that id, so the
+// upstream (which keeps none) gets the first run's turn with the new
+// question. Over an upstream that speaks Responses and over one that
+// speaks only chat completions.
+const chained = [
+  { name: 'responses upstream', base: recallURL, path: '/v1/responses' },
+  { name: 'chat upstream', base: recallChatURL, path: '/v1/chat/completions' },
+];
+
+for (const { name, base, path } of chained) {
+  test(`an agent run continued by previousResponseId (${name})`, async () => {
+    const openAIClient = client(undefined, `${base}/v1`);
+    const runner = new Runner({ modelProvider: new OpenAIProvider({ openAIClient, useResponses: true }), tracingDisabled: true });
+    const cities = [];
+    const agent = new Agent({
+      name: 'Weather',
+      instructions: 'Answer with the weather.',
+      model: 'gpt-4.1',
+      tools: [tool({
+        name: 'get_weather',
+        description: 'The weather in a city.',
+        parameters: z.object({ city: z.string() }),
+        execute: async ({ city }) => { cities.push(city); return `18°C, clear in ${city}`; },
+      })],
+    });
+
+    await scriptReply({ toolCalls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] });
+    const first = await runner.run(agent, 'Weather in Paris?');
+    assert.deepEqual(cities, ['Paris'], 'the tool ran once');
+    assert.equal(first.finalOutput, 'echo: Weather in Paris?');
+    assert.match(first.lastResponseId ?? '', /^resp_/, 'the run ends on a response id of Recall\'s');
+
+    const second = await runner.run(agent, 'Which city did I ask about?', { previousResponseId: first.lastResponseId });
+    assert.equal(second.finalOutput, 'echo: Which city did I ask about?');
+    const up = await lastUpstream(path);
+    assert.equal(up.body.previous_response_id, undefined, 'previous_response_id is never forwarded');
+    const sent = said(up.messages).filter((m) => !m.startsWith('system:') && !m.startsWith('developer:'));
+    assert.equal(sent[0], 'user:Weather in Paris?', `the first run's question first: ${JSON.stringify(sent)}`);
+    assert.ok(sent.some((m) => /call \S+ get_weather \{"city":"Paris"\}$/.test(m)), `the first run's call: ${JSON.stringify(sent)}`);
+    assert.ok(sent.some((m) => /result \S+:18°C, clear in Paris$/.test(m)), `its result: ${JSON.stringify(sent)}`);
+    assert.equal(sent.at(-2), 'assistant:echo: Weather in Paris?');
+    assert.equal(sent.at(-1), 'user:Which city did I ask about?');
+    assert.equal(sent.filter((m) => m === 'user:Weather in Paris?').length, 1, `the first run's question once: ${JSON.stringify(sent)}`);
+
+    // The last response names the conversation Recall kept the run in,
+    // which holds both runs once each.
+    const last = await openAIClient.responses.retrieve(second.lastResponseId);
+    const conversation = said(await stored(last.conversation.id, base));
+    assert.deepEqual([conversation.length, conversation[0], conversation.at(-1)],
+      [6, 'user:Weather in Paris?', 'assistant:echo: Which city did I ask about?'],
+      `stored: question, call, result, answer, question, answer; got ${JSON.stringify(conversation)}`);
   });
 }

@@ -9,6 +9,9 @@ export const recallURL = mustEnv('RECALL_BASE_URL'); // http://127.0.0.1:port, u
 // The Recall whose upstream speaks Anthropic's Messages: every protocol is
 // translated to Messages on the way out.
 export const recallAnthropicURL = mustEnv('RECALL_ANTHROPIC_BASE_URL');
+// The Recall whose upstream speaks only chat completions: Responses are
+// translated to chat, their state served by Recall all the same.
+export const recallChatURL = mustEnv('RECALL_CHAT_BASE_URL');
 export const fakeURL = mustEnv('FAKE_UPSTREAM_URL'); // http://127.0.0.1:port, with /_fake/ control
 
 function mustEnv(name) {
