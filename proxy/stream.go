@@ -117,6 +117,10 @@ func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, 
 			switch {
 			case errors.Is(err, errClientGone):
 				status = 499
+			case errors.Is(err, apierr.CommitFailed):
+				// What the client was told: a commit that timed out is
+				// history_write_failed, though it wraps a deadline.
+				status = apierr.CommitFailed.Status
 			case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 				status = apierr.UpstreamTimeout.Status
 			default:

@@ -336,8 +336,8 @@ func fitsByBytes(turns []turn, room int) bool {
 // turnTokens counts a turn's tokens in the transcript.
 func (m *Manager) turnTokens(enc tokens.Encoding, t turn) int {
 	var b strings.Builder
-	for _, msg := range t.msgs {
-		writeLine(&b, msg.Raw)
+	for i := range t.msgs {
+		writeMessage(&b, &t.msgs[i])
 	}
 	return m.cfg.Counter.Text(enc, b.String())
 }

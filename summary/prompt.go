@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -92,7 +93,7 @@ func userContent(previous string, ts []turn) string {
 	b.WriteString("Transcript of the turns to add:\n")
 	for _, t := range ts {
 		for _, m := range t.msgs {
-			writeLine(&b, m.Raw)
+			writeMessage(&b, &m)
 		}
 	}
 	return b.String()
@@ -101,6 +102,25 @@ func userContent(previous string, ts []turn) string {
 // writeLine renders one message of the transcript as "role: text", tool
 // calls as "assistant called name(arguments)" and tool results, cut to
 // toolResultChars, as "tool result (id): text".
+// writeMessage writes a stored message of any protocol as transcript
+// lines: another protocol's through its chat-completions rendition, so
+// the summariser reads function calls, tool_use blocks and their results
+// alike (only a provider's opaque pieces are left out).
+func writeMessage(b *strings.Builder, m *history.Message) {
+	if m.Protocol == wire.ChatCompletions {
+		writeLine(b, m.Raw)
+		return
+	}
+	cm, err := m.Codec().Decode(m.Raw)
+	if err != nil {
+		return
+	}
+	msgs, _ := chat.Codec{}.Encode(nil, []wire.Message{cm})
+	for _, raw := range msgs {
+		writeLine(b, raw)
+	}
+}
+
 func writeLine(b *strings.Builder, raw []byte) {
 	m := gjson.ParseBytes(raw)
 	role := m.Get("role").Str

@@ -3,6 +3,9 @@ package summary
 import (
 	"strings"
 	"testing"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/wire"
 )
 
 // fitsByBytes bounds a message's transcript line by its JSON's length
@@ -22,6 +25,29 @@ func TestTranscriptLineNoLongerThanItsJSON(t *testing.T) {
 		writeLine(&b, []byte(raw))
 		if b.Len() > len(raw)+16 {
 			t.Errorf("%.60s: the line has %d bytes, the JSON %d: fitsByBytes would undercount", raw, b.Len(), len(raw))
+		}
+	}
+}
+
+// TestTranscriptReadsEveryProtocol: the summariser's transcript shows a
+// Responses function call and its output, and an Anthropic tool_use and
+// tool_result, as it shows chat's (before, they were dropped or shown as
+// bare block types).
+func TestTranscriptReadsEveryProtocol(t *testing.T) {
+	msgs := []history.Message{
+		{Protocol: wire.Responses, Raw: []byte(`{"type":"function_call","call_id":"c1","name":"lookup","arguments":"{\"q\":\"x\"}"}`)},
+		{Protocol: wire.Responses, Raw: []byte(`{"type":"function_call_output","call_id":"c1","output":"forty-two"}`)},
+		{Protocol: wire.Messages, Raw: []byte(`{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"tool_use","id":"t1","name":"fetch","input":{"u":1}}]}`)},
+		{Protocol: wire.Messages, Raw: []byte(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"page text"}]}`)},
+	}
+	var b strings.Builder
+	for i := range msgs {
+		writeMessage(&b, &msgs[i])
+	}
+	for _, want := range []string{`assistant called lookup({"q":"x"}) [c1]`, "tool result (c1): forty-two",
+		`assistant called fetch({"u":1}) [t1]`, "tool result (t1): page text"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("transcript %q lacks %q", b.String(), want)
 		}
 	}
 }
