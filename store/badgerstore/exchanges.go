@@ -72,6 +72,9 @@ func (s *Store) AppendExchanges(ctx context.Context, k history.Key, recs []histo
 					return err
 				}
 			}
+			if !trimDue(recs) {
+				return nil
+			}
 			return trimExchanges(txn, prefix)
 		})
 		if errors.Is(err, badger.ErrConflict) && attempt < commitRetries && ctx.Err() == nil {
@@ -82,6 +85,21 @@ func (s *Store) AppendExchanges(ctx context.Context, k history.Key, recs []histo
 		}
 		return nil
 	}
+}
+
+// trimDue reports whether an append trims the conversation's records:
+// always for a batch, else about one single append in 16 (the last hex
+// digit of the record's id, a nanosecond clock, is 0). Trimming iterates
+// every record key of the conversation, which on every request cost the
+// request path's core more than the record itself; between trims a
+// conversation holds a few records past the cap, which Exchanges never
+// lists.
+func trimDue(recs []history.ExchangeRecord) bool {
+	if len(recs) > 1 {
+		return true
+	}
+	id := recs[0].ID
+	return id == "" || id[len(id)-1] == '0'
 }
 
 // trimExchanges deletes the oldest exchange records past
@@ -116,7 +134,7 @@ func (s *Store) Exchanges(ctx context.Context, k history.Key, before string, lim
 			return err // gone, or being deleted: its records are too
 		}
 		ePrefix := append(bytes.Clone(prefix), 'e')
-		start := append(bytes.Clone(ePrefix), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff) // past every record
+		var start []byte
 		if before != "" {
 			var err error
 			if start, err = exchangeKey(prefix, before); err != nil {
@@ -125,9 +143,17 @@ func (s *Store) Exchanges(ctx context.Context, k history.Key, before string, lim
 		}
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: ePrefix, Reverse: true, PrefetchValues: false})
 		defer it.Close()
-		for it.Seek(start); it.Valid() && len(out) < limit; it.Next() {
-			if before != "" && bytes.Equal(it.Item().Key(), start) {
-				continue
+		// From the newest, so that no record past the newest
+		// MaxExchangeRecords is listed (between trims a few are kept).
+		seen, after := 0, before == ""
+		last := append(bytes.Clone(ePrefix), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+		for it.Seek(last); it.Valid() && len(out) < limit && seen < history.MaxExchangeRecords; it.Next() {
+			seen++
+			if !after {
+				after = bytes.Compare(it.Item().Key(), start) < 0
+				if !after {
+					continue
+				}
 			}
 			var r history.ExchangeRecord
 			err := it.Item().Value(func(v []byte) error {
