@@ -267,6 +267,19 @@ func (c *Cache) Namespaces(ctx context.Context, prefix, after string, limit int)
 	return c.store.Namespaces(ctx, prefix, after, limit)
 }
 
+// AppendExchangeBatch writes through to the store, in one write if it can.
+func (c *Cache) AppendExchangeBatch(ctx context.Context, batch []KeyedExchanges) error {
+	if b, ok := c.store.(ExchangeBatcher); ok {
+		return b.AppendExchangeBatch(ctx, batch)
+	}
+	for _, e := range batch {
+		if err := c.store.AppendExchanges(ctx, e.Key, e.Records); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // AppendExchanges writes through to the store: records are not cached.
 func (c *Cache) AppendExchanges(ctx context.Context, k Key, recs []ExchangeRecord) error {
 	return c.store.AppendExchanges(ctx, k, recs)

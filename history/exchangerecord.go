@@ -150,6 +150,21 @@ func UnmarshalExchange(b []byte) (ExchangeRecord, error) {
 	return r, nil
 }
 
+// KeyedExchanges are records of one conversation, for AppendExchangeBatch.
+type KeyedExchanges struct {
+	Key     Key
+	Records []ExchangeRecord
+}
+
+// ExchangeBatcher is implemented by a store that can append the records of
+// several conversations in one write: records are written for every
+// request, and one write per conversation would cost the request path's
+// core a transaction each. Each conversation's records follow
+// AppendExchanges' rules.
+type ExchangeBatcher interface {
+	AppendExchangeBatch(ctx context.Context, batch []KeyedExchanges) error
+}
+
 // ExchangeLog is implemented by every Store: it keeps a conversation's
 // exchange records, the newest MaxExchangeRecords of them.
 type ExchangeLog interface {

@@ -196,6 +196,24 @@ func (w *Writer) write(batch []item) {
 		}
 		byKey[it.key] = append(byKey[it.key], it.rec)
 	}
+	if b, ok := w.log.(history.ExchangeBatcher); ok && len(keys) > 0 {
+		// One write for the whole batch: records are written for every
+		// request, beside the commits on the same core.
+		batch := make([]history.KeyedExchanges, len(keys))
+		n := 0
+		for i, k := range keys {
+			batch[i] = history.KeyedExchanges{Key: k, Records: byKey[k]}
+			n += len(byKey[k])
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), w.o.Timeout)
+		err := b.AppendExchangeBatch(ctx, batch)
+		cancel()
+		if err != nil {
+			w.failed.Add(float64(n))
+			w.logger.Warn("exchange records not stored", "component", "inspect", "records", n, "error", err.Error())
+		}
+		keys = nil
+	}
 	for _, k := range keys {
 		recs := byKey[k]
 		ctx, cancel := context.WithTimeout(context.Background(), w.o.Timeout)

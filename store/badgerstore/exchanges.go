@@ -56,27 +56,7 @@ func (s *Store) AppendExchanges(ctx context.Context, k history.Key, recs []histo
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		err := s.db.Update(func(txn *badger.Txn) error {
-			m, ok, err := readMetaHead(txn, prefix)
-			if err != nil || !ok {
-				return err
-			}
-			if _, busy, err := readPending(txn, k); err != nil || busy {
-				return err // a delete under way: the records go with it
-			}
-			for i := range recs {
-				if inc := recs[i].Incarnation; inc != 0 && inc != m.Incarnation {
-					continue
-				}
-				if err := txn.Set(keys[i], vals[i]); err != nil {
-					return err
-				}
-			}
-			if !trimDue(recs) {
-				return nil
-			}
-			return trimExchanges(txn, prefix)
-		})
+		err := s.db.Update(func(txn *badger.Txn) error { return appendExchanges(txn, k, prefix, recs, keys, vals) })
 		if errors.Is(err, badger.ErrConflict) && attempt < commitRetries && ctx.Err() == nil {
 			continue // a commit rewrote the metadata meanwhile: read it again
 		}
@@ -84,6 +64,85 @@ func (s *Store) AppendExchanges(ctx context.Context, k history.Key, recs []histo
 			return fmt.Errorf("badgerstore: append exchanges %s: %w", k, err)
 		}
 		return nil
+	}
+}
+
+// appendExchanges writes k's encoded records in txn, if the conversation
+// is stored with their incarnation and no delete is under way, and trims
+// them when due.
+func appendExchanges(txn *badger.Txn, k history.Key, prefix []byte, recs []history.ExchangeRecord, keys, vals [][]byte) error {
+	m, ok, err := readMetaHead(txn, prefix)
+	if err != nil || !ok {
+		return err
+	}
+	if _, busy, err := readPending(txn, k); err != nil || busy {
+		return err // a delete under way: the records go with it
+	}
+	for i := range recs {
+		if inc := recs[i].Incarnation; inc != 0 && inc != m.Incarnation {
+			continue
+		}
+		if err := txn.Set(keys[i], vals[i]); err != nil {
+			return err
+		}
+	}
+	if !trimDue(recs) {
+		return nil
+	}
+	return trimExchanges(txn, prefix)
+}
+
+// AppendExchangeBatch implements history.ExchangeBatcher: every
+// conversation's records in one transaction (retried on a conflict with a
+// commit that rewrote one of their metadata records; past the retries,
+// one transaction per conversation).
+func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedExchanges) error {
+	if err := s.CanCommit(); err != nil {
+		return err
+	}
+	type enc struct {
+		prefix     []byte
+		keys, vals [][]byte
+	}
+	encs := make([]enc, len(batch))
+	for b, e := range batch {
+		encs[b] = enc{prefix: convPrefix(e.Key), keys: make([][]byte, len(e.Records)), vals: make([][]byte, len(e.Records))}
+		for i := range e.Records {
+			var err error
+			if encs[b].keys[i], err = exchangeKey(encs[b].prefix, e.Records[i].ID); err != nil {
+				return err
+			}
+			if encs[b].vals[i], err = history.MarshalExchange(&e.Records[i]); err != nil {
+				return err
+			}
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		err := s.db.Update(func(txn *badger.Txn) error {
+			for b, e := range batch {
+				if len(e.Records) == 0 {
+					continue
+				}
+				if err := appendExchanges(txn, e.Key, encs[b].prefix, e.Records, encs[b].keys, encs[b].vals); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, badger.ErrConflict) && attempt < commitRetries && ctx.Err() == nil:
+			continue
+		case errors.Is(err, badger.ErrConflict) || errors.Is(err, badger.ErrTxnTooBig):
+			for _, e := range batch {
+				if err := s.AppendExchanges(ctx, e.Key, e.Records); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return fmt.Errorf("badgerstore: append exchange batch: %w", err)
 	}
 }
 
