@@ -23,7 +23,7 @@ func TestAppendExchangeBatch(t *testing.T) {
 	}
 	batch := []history.KeyedExchanges{
 		{Key: a, Records: []history.ExchangeRecord{rec(1, ma.Incarnation), rec(2, ma.Incarnation)}},
-		{Key: b, Records: []history.ExchangeRecord{rec(3, mb.Incarnation + 1)}}, // an older incarnation's
+		{Key: b, Records: []history.ExchangeRecord{rec(3, mb.Incarnation+1)}}, // an older incarnation's
 		{Key: gone, Records: []history.ExchangeRecord{rec(4, 0)}},
 		{Key: b, Records: []history.ExchangeRecord{rec(5, mb.Incarnation)}},
 	}
