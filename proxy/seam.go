@@ -123,6 +123,9 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 			return
 		}
 	}
+	if up.join != nil {
+		msgs, lastHistory = up.join(msgs, lastHistory)
+	}
 	if p.answers != nil {
 		p.answers(x, req)
 	}
