@@ -498,7 +498,7 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 	asm := up.upstream.NewAssembler()
 	var ren wire.Renderer
 	if !same {
-		ren = p.ingress.NewRenderer(req)
+		ren = newRenderer(x, p, req)
 	}
 	write := func(b []byte) error {
 		if len(b) == 0 {
@@ -592,6 +592,15 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 		return write(held)
 	}
 	return write(ren.End(nil, &a))
+}
+
+// newRenderer returns the renderer of req's streamed answer, its time
+// the exchange's start unless the ingress named it already.
+func newRenderer(x *exchange, p *protocol, req *wire.Request) wire.Renderer {
+	if req.Created == 0 {
+		req.Created = x.start.Unix()
+	}
+	return p.ingress.NewRenderer(req)
 }
 
 // endSeam ends a stream that failed with an error event in the client's
