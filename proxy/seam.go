@@ -130,7 +130,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		p.answers(x, req)
 	}
 	if offered := x.offeredTools(req); len(offered) > 0 {
-		s.toolExchange(ctx, rc, x, p, up, req, instr, msgs, lastHistory, offered)
+		s.toolExchange(ctx, &res, rc, x, p, up, req, instr, msgs, lastHistory, offered)
 		return
 	}
 	out, err := up.upstream.AppendBody(getBodyBuf(len(body)+x.report.Tokens*4), req, instr, msgs)
