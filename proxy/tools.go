@@ -474,7 +474,7 @@ func (x *exchange) roundRecords(first *history.ExchangeRecord) []history.Exchang
 		r.Cut = slices.Clone(first.Cut)
 		r.Committed = []history.Span{}
 		if committed {
-			r.Included = append(r.Included, history.Span{From: first.Committed[0].From, To: next - 1})
+			r.Included = addSpan(r.Included, history.Span{From: first.Committed[0].From, To: next - 1})
 			if rd.stored > 0 {
 				r.Committed = append(r.Committed, history.Span{From: next, To: next + uint64(rd.stored) - 1})
 			}
@@ -497,4 +497,13 @@ func (x *exchange) roundRecords(first *history.ExchangeRecord) []history.Exchang
 		extra += rd.tokens
 	}
 	return out
+}
+
+// addSpan adds sp, past every seq of spans, to spans.
+func addSpan(spans []history.Span, sp history.Span) []history.Span {
+	if n := len(spans); n > 0 && spans[n-1].To+1 == sp.From {
+		spans[n-1].To = sp.To
+		return spans
+	}
+	return append(spans, sp)
 }

@@ -453,6 +453,9 @@ func (Protocol) WithTools(body []byte, tools []wire.Tool, stream bool) ([]byte, 
 				return nil, err
 			}
 		}
+		return body, nil
 	}
-	return body, nil
+	// The stream is rendered for the client, with the usage chunk only
+	// if it asked: the rounds' usage is Recall's to record.
+	return sjson.SetBytes(body, "stream_options.include_usage", true)
 }
