@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/gjson"
@@ -139,5 +140,34 @@ func TestHistoryToolsStreamIsLive(t *testing.T) {
 	}
 	if d := h.WaitDone("live"); !d.Committed {
 		t.Errorf("the turn was not committed: %v", d.Err)
+	}
+}
+
+// TestHistoryToolsAnthropicSDKNeverSeesThem: Anthropic's Go SDK streaming
+// a Messages call over an Anthropic upstream whose model searches its
+// history first accumulates one message: the final round's text, no
+// tool_use, stop reason end_turn.
+func TestHistoryToolsAnthropicSDKNeverSeesThem(t *testing.T) {
+	h := e2etest.New(t, toolTenants())
+	h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{toolCall("search_conversations", `{"query":"pelican"}`)}},
+		upstreamtest.Reply{Content: "It was pelican."})
+	client := anthropicClient(h, "rk-an", "asdk")
+	stream := client.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("what was the code word?"))}})
+	var acc anthropic.Message
+	for stream.Next() {
+		if err := acc.Accumulate(stream.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitDone("asdk")
+	if len(acc.Content) != 1 || acc.Content[0].Type != "text" || acc.Content[0].Text != "It was pelican." || acc.StopReason != "end_turn" {
+		t.Errorf("accumulated %+v (stop %q), want the final round's text alone, end_turn", acc.Content, acc.StopReason)
+	}
+	if n := len(h.Up.Requests()); n != 2 {
+		t.Errorf("got %d upstream calls, want 2", n)
 	}
 }
