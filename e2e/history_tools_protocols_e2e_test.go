@@ -192,3 +192,44 @@ func TestHistoryToolsMixedEveryProtocol(t *testing.T) {
 		}
 	})
 }
+
+// TestHistoryToolsLaterRoundFailsEveryProtocol: when the upstream fails
+// the round after Recall's tool round, a streamed client's stream (begun
+// already) ends with an error event in its protocol's shape and no
+// closing events, an unstreamed client gets the error, and nothing of
+// the turn is stored.
+func TestHistoryToolsLaterRoundFailsEveryProtocol(t *testing.T) {
+	eachToolPair(t, func(r *toolRun) {
+		r.h.Up.Enqueue(upstreamtest.Reply{Content: "Let me look. ", ToolCalls: []upstreamtest.ToolCall{toolCall("search_conversations", `{"query":"x"}`)}},
+			upstreamtest.Reply{Status: 500})
+		headers := map[string]string{"Content-Type": "application/json", "X-Conversation-ID": r.conv,
+			"x-api-key": "rk-" + r.tenant, "Authorization": "Bearer rk-" + r.tenant}
+		res := r.h.PostHeaders(r.c.path, headers, r.c.body([]string{r.c.user("find x")}, r.stream))
+		if d := r.h.WaitDone(r.conv); d.Committed {
+			t.Errorf("the turn was committed")
+		}
+		if n := r.stored(); n != 0 {
+			t.Errorf("stored %d messages, want none", n)
+		}
+		if !r.stream {
+			if res.Status != 500 {
+				t.Errorf("got %d %s, want the upstream's 500", res.Status, res.Body)
+			}
+			return
+		}
+		names, data := sseEvents(res.Body)
+		if len(data) == 0 {
+			t.Fatalf("got %d %s, want a stream", res.Status, res.Body)
+		}
+		last, name := data[len(data)-1], names[len(names)-1]
+		isError := gjson.Get(last, "error").Exists() || gjson.Get(last, "type").String() == "error"
+		if res.Status != 200 || !strings.Contains(res.Body, `"Let`) || !isError {
+			t.Errorf("got %d ending with %s %s, want the first round's text then an error event", res.Status, name, last)
+		}
+		for _, closing := range []string{"[DONE]", "finish_reason\":\"", "message_stop", "response.completed"} {
+			if strings.Contains(res.Body, closing) {
+				t.Errorf("the failed stream carries %s: %s", closing, res.Body)
+			}
+		}
+	})
+}
