@@ -85,6 +85,9 @@ type exchange struct {
 	// endEpisode is set when the model called end_conversation: the
 	// commit then seals the open episode, this turn included.
 	endEpisode bool
+	// rounds are the upstream calls of an exchange with history tools
+	// offered (tools.go), each with its own exchange record.
+	rounds []toolRound
 }
 
 // chat serves POST /v1/chat/completions. conv is the id from the path
@@ -660,7 +663,12 @@ func (x *exchange) done(status int, err error) {
 		s.logExchange(x, level, tenant, status, upstream, total, err)
 	}
 	if s.cfg.OnExchange != nil && x.record && x.plan != nil && !x.sent.IsZero() {
-		s.cfg.OnExchange(x.key, x.exchangeRecord(status, err, end, upstream))
+		r := x.exchangeRecord(status, err, end, upstream)
+		rounds := x.roundRecords(&r)
+		s.cfg.OnExchange(x.key, r)
+		for _, rr := range rounds {
+			s.cfg.OnExchange(x.key, rr)
+		}
 	}
 	if s.cfg.OnExchangeDone != nil {
 		s.cfg.OnExchangeDone(ExchangeDone{Tenant: tenant, Conversation: x.key.Conversation,

@@ -42,6 +42,10 @@ type protocol struct {
 	// its upstream (last: the index of the last history message among the
 	// sent messages), when the context went as stored.
 	mark func(body []byte, last int) []byte
+	// join, if set, reshapes the messages sent as stored where the
+	// protocol wants turns shaped otherwise than they were stored (last:
+	// the index of the last history message, or -1, as it is after).
+	join func(msgs [][]byte, last int) ([][]byte, int)
 }
 
 // protocols are the wire protocols Recall speaks, by their wire value: a
@@ -52,7 +56,7 @@ var protocols = map[wire.Protocol]*protocol{
 	wire.Responses: {proto: wire.Responses, route: "responses", ingress: responses.Ingress{}, upstream: responses.Upstream{},
 		render: apierr.OpenAI, errorEvent: responsesErrorEvent, renders: true, resolve: resolveResponses, answers: nameResponse},
 	wire.Messages: {proto: wire.Messages, route: "messages", ingress: messages.Ingress{}, upstream: messages.Upstream{},
-		render: apierr.Anthropic, errorEvent: anthropicErrorEvent, credential: anthropicCredential, mark: messages.MarkHistoryEnd},
+		render: apierr.Anthropic, errorEvent: anthropicErrorEvent, credential: anthropicCredential, mark: messages.MarkHistoryEnd, join: messages.JoinResults},
 }
 
 // routes map the ingress paths served through the seam to their protocol.

@@ -123,11 +123,14 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 			return
 		}
 	}
+	if up.join != nil {
+		msgs, lastHistory = up.join(msgs, lastHistory)
+	}
 	if p.answers != nil {
 		p.answers(x, req)
 	}
 	if offered := x.offeredTools(req); len(offered) > 0 {
-		s.toolExchange(ctx, rc, x, p, up, req, instr, msgs, lastHistory, offered)
+		s.toolExchange(ctx, &res, rc, x, p, up, req, instr, msgs, lastHistory, offered)
 		return
 	}
 	out, err := up.upstream.AppendBody(getBodyBuf(len(body)+x.report.Tokens*4), req, instr, msgs)
@@ -495,7 +498,7 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 	asm := up.upstream.NewAssembler()
 	var ren wire.Renderer
 	if !same {
-		ren = p.ingress.NewRenderer(req)
+		ren = newRenderer(x, p, req)
 	}
 	write := func(b []byte) error {
 		if len(b) == 0 {
@@ -589,6 +592,15 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 		return write(held)
 	}
 	return write(ren.End(nil, &a))
+}
+
+// newRenderer returns the renderer of req's streamed answer, its time
+// the exchange's start unless the ingress named it already.
+func newRenderer(x *exchange, p *protocol, req *wire.Request) wire.Renderer {
+	if req.Created == 0 {
+		req.Created = x.start.Unix()
+	}
+	return p.ingress.NewRenderer(req)
 }
 
 // endSeam ends a stream that failed with an error event in the client's

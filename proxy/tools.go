@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
@@ -17,14 +18,17 @@ import (
 )
 
 // History tools (DESIGN.md section 14): Recall offers the tenant's
-// history tools to the model and runs them itself. Every round goes
-// upstream unstreamed: a round that calls only Recall's tools is run and
-// followed by the next, up to history.tool_rounds upstream calls; the
-// client gets the final answer only, whole or as a stream rendered from
-// it once the turn is committed. The stored turn keeps Recall's calls and
-// results, flagged history.Internal (or history.Mixed for an answer that
-// also called the client's tools), so every later request is valid and
-// merge skips them.
+// history tools to the model and runs them itself. A round that calls
+// only Recall's tools is run and followed by the next, up to
+// history.tool_rounds upstream calls. Unstreamed, every round goes
+// upstream unstreamed and the client gets the final answer only.
+// Streamed (tools_stream.go), every round is streamed upstream and
+// rendered into the one stream the client reads: text is relayed as it
+// comes, Recall's tool calls never are, and the closing events are the
+// last round's, written once the turn is committed. The stored turn keeps
+// Recall's calls and results, flagged history.Internal (or history.Mixed
+// for an answer that also called the client's tools), so every later
+// request is valid and merge skips them.
 
 // roundsLimitText is the final answer when the last allowed round still
 // called only Recall's tools.
@@ -41,92 +45,133 @@ func (x *exchange) offeredTools(req *wire.Request) []wire.Tool {
 	return tools.Definitions(names, req.Tools)
 }
 
-// toolExchange is seamExchange's upstream part for a request with history
-// tools offered.
-func (s *Server) toolExchange(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange, p, up *protocol,
-	req *wire.Request, instr, msgs [][]byte, lastHistory int, offered []wire.Tool) {
-	c := x.c
-	rounds := c.cfg.History.ToolRounds
-	if rounds <= 0 {
-		rounds = tools.DefaultRounds
+// toolRound is what one upstream call of a tool exchange was, for its
+// exchange record: its times, whether it streamed, the model and usage
+// the upstream reported, and how many messages of the stored turn it
+// produced (its answer, and the results of Recall's calls in it).
+type toolRound struct {
+	sent, firstByte, done time.Time
+	stream                bool
+	model                 string
+	usage                 wire.Usage
+	stored                int
+	// tokens are the stored tokens of those messages.
+	tokens int
+}
+
+// toolLoop is a tool exchange's state across its upstream calls.
+type toolLoop struct {
+	s           *Server
+	x           *exchange
+	p, up       *protocol
+	req         *wire.Request
+	instr, msgs [][]byte // msgs grows by each round's calls and results
+	lastHistory int
+	offered     []wire.Tool
+	limit       int
+	runner      tools.Runner
+
+	// rounds are Recall's rounds: its calls, then their results.
+	rounds []wire.Message
+	// post are the results of Recall's calls in a mixed answer.
+	post *wire.Message
+	// mine are the ids of Recall's calls.
+	mine    map[string]bool
+	usage   wire.Usage
+	limited bool
+}
+
+func (s *Server) newToolLoop(x *exchange, p, up *protocol, req *wire.Request, instr, msgs [][]byte, lastHistory int, offered []wire.Tool) *toolLoop {
+	limit := x.c.cfg.History.ToolRounds
+	if limit <= 0 {
+		limit = tools.DefaultRounds
 	}
-	runner := tools.Runner{Store: s.cfg.Store, Key: x.key}
-	upCodec := wire.For(up.proto)
-	var internal []wire.Message // Recall's rounds: its calls, then their results
-	var post *wire.Message      // the results of Recall's calls in a mixed answer
-	mine := map[string]bool{}   // ids of Recall's calls
-	var usage wire.Usage
-	var a wire.Answer
-	round := 0
-	limited := false
-	for {
-		round++
-		var err error
-		a, err = s.toolRound(ctx, rc, x, p, up, req, instr, msgs, lastHistory, offered)
-		if err != nil {
-			s.metrics.toolRounds(c.cfg.ID, round)
-			x.fail(rc, err)
-			return
-		}
-		usage.InputTokens += a.Usage.InputTokens
-		usage.OutputTokens += a.Usage.OutputTokens
-		usage.CachedTokens += a.Usage.CachedTokens
-		results := wire.Message{Role: wire.RoleTool}
-		theirs := 0
-		for _, part := range a.Message.Parts {
-			if part.Kind != wire.ToolCall {
-				continue
-			}
-			if !tools.Offered(offered, part.Name) {
-				theirs++
-				continue
-			}
-			mine[part.CallID] = true
-			r := runner.Run(ctx, part.Name, part.Arguments)
-			s.metrics.toolCall(c.cfg.ID, part.Name, r.Outcome)
-			x.endEpisode = x.endEpisode || r.End
-			results.Parts = append(results.Parts, wire.Part{Kind: wire.ToolResult, CallID: part.CallID, Text: r.Text, IsError: r.IsError})
-		}
-		if len(results.Parts) == 0 {
-			break // the final answer
-		}
-		if theirs > 0 {
-			post = &results // the client's calls go to the client
-			break
-		}
-		internal = append(internal, a.Message, results)
-		if round == rounds {
-			limited = true
-			break
-		}
-		enc, err := upCodec.Encode(nil, []wire.Message{a.Message, results})
-		if err != nil {
-			s.metrics.toolRounds(c.cfg.ID, round)
-			x.fail(rc, fmt.Errorf("%w: %w", apierr.Internal, err))
-			return
-		}
-		msgs = append(msgs[:len(msgs):len(msgs)], enc...)
+	return &toolLoop{s: s, x: x, p: p, up: up, req: req, instr: instr, msgs: msgs, lastHistory: lastHistory,
+		offered: offered, limit: limit, runner: tools.Runner{Store: s.cfg.Store, Key: x.key}, mine: map[string]bool{}}
+}
+
+// body returns the next round's request body, streamed or not.
+func (l *toolLoop) body(stream bool) ([]byte, error) {
+	out, err := l.up.upstream.AppendBody(nil, l.req, l.instr, l.msgs)
+	if err != nil {
+		return nil, err
 	}
-	s.metrics.toolRounds(c.cfg.ID, round)
-	a.Usage = usage
-	if err := x.stamp(&a, req, up.proto, p.proto); err != nil {
-		x.fail(rc, err)
-		return
+	if l.up.mark != nil && l.lastHistory >= 0 {
+		out = l.up.mark(out, l.lastHistory)
+	}
+	if out, err = l.up.upstream.WithTools(out, l.offered, stream); err != nil {
+		return nil, fmt.Errorf("%w: %w", apierr.Internal, err)
+	}
+	return out, nil
+}
+
+// step takes a round's answer: it runs Recall's calls in it and reports
+// whether another round follows (its request then carries the calls and
+// their results).
+func (l *toolLoop) step(ctx context.Context, a *wire.Answer) (more bool, err error) {
+	x := l.x
+	l.usage.InputTokens += a.Usage.InputTokens
+	l.usage.OutputTokens += a.Usage.OutputTokens
+	l.usage.CachedTokens += a.Usage.CachedTokens
+	results := wire.Message{Role: wire.RoleTool}
+	theirs := 0
+	for _, part := range a.Message.Parts {
+		if part.Kind != wire.ToolCall {
+			continue
+		}
+		if !tools.Offered(l.offered, part.Name) {
+			theirs++
+			continue
+		}
+		l.mine[part.CallID] = true
+		r := l.runner.Run(ctx, part.Name, part.Arguments)
+		l.s.metrics.toolCall(x.c.cfg.ID, part.Name, r.Outcome)
+		x.endEpisode = x.endEpisode || r.End
+		results.Parts = append(results.Parts, wire.Part{Kind: wire.ToolResult, CallID: part.CallID, Text: r.Text, IsError: r.IsError})
+	}
+	if len(results.Parts) == 0 {
+		return false, nil // the final answer
+	}
+	if theirs > 0 {
+		l.post = &results // the client's calls go to the client
+		return false, nil
+	}
+	l.rounds = append(l.rounds, a.Message, results)
+	if len(x.rounds) == l.limit {
+		l.limited = true
+		return false, nil
+	}
+	enc, err := wire.For(l.up.proto).Encode(nil, []wire.Message{a.Message, results})
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", apierr.Internal, err)
+	}
+	l.msgs = append(l.msgs[:len(l.msgs):len(l.msgs)], enc...)
+	return true, nil
+}
+
+// finish stamps the final answer a and returns the stored turn (Recall's
+// rounds, the answer, the results of Recall's calls in it) and the
+// answer as the client gets it, Recall's calls left out. relayed is the
+// text a stream already gave the client in earlier rounds: the client
+// holds it as the start of the answer's text, so the answer it gets
+// starts with it, and the stored answer is hashed as the client holds it
+// (a client that resends its history resends it so).
+func (l *toolLoop) finish(a wire.Answer, relayed string) ([]history.Message, wire.Answer, error) {
+	x, s := l.x, l.s
+	a.Usage = l.usage
+	if err := x.stamp(&a, l.req, l.up.proto, l.p.proto); err != nil {
+		return nil, wire.Answer{}, err
 	}
 	codec := wire.For(a.Protocol) // the stored form's protocol
-	if limited {
+	if l.limited {
 		a.Message = wire.Message{Role: wire.RoleAssistant, Parts: []wire.Part{{Kind: wire.Text, Text: roundsLimitText}}}
 		a.Stop = wire.StopEnd
 		stored, err := codec.Encode(nil, []wire.Message{a.Message})
 		if err != nil {
-			x.fail(rc, fmt.Errorf("%w: %w", apierr.Internal, err))
-			return
+			return nil, wire.Answer{}, fmt.Errorf("%w: %w", apierr.Internal, err)
 		}
 		a.Stored = stored
 	}
-
-	// The stored turn: Recall's rounds, the answer, the results of
-	// Recall's calls in it; and the answer as the client gets it.
 	var turn []history.Message
 	add := func(raw []byte, flags history.Flags, hashOf []byte) {
 		role := codec.Role(raw)
@@ -136,73 +181,164 @@ func (s *Server) toolExchange(ctx context.Context, rc *fasthttp.RequestCtx, x *e
 		turn = append(turn, history.Message{Role: role, Protocol: a.Protocol, Raw: raw, Hash: codec.Hash(hashOf),
 			Flags: flags, Tokens: plan.Count(s.counter, x.enc, a.Protocol, raw)})
 	}
-	encodeInternal := func(ms []wire.Message) error {
-		raws, err := codec.Encode(nil, ms)
+	// counted notes the messages added since from as round i's.
+	counted := func(i, from int) {
+		if i < len(x.rounds) {
+			x.rounds[i].stored += len(turn) - from
+			for _, m := range turn[from:] {
+				x.rounds[i].tokens += m.Tokens
+			}
+		}
+	}
+	for i := 0; i < len(l.rounds); i += 2 {
+		from := len(turn)
+		raws, err := codec.Encode(nil, l.rounds[i:i+2])
+		if err != nil {
+			return nil, wire.Answer{}, fmt.Errorf("%w: %w", apierr.Internal, err)
+		}
 		for _, raw := range raws {
 			add(raw, history.Internal, raw)
 		}
-		return err
+		counted(i/2, from)
 	}
-	if err := encodeInternal(internal); err != nil {
-		x.fail(rc, fmt.Errorf("%w: %w", apierr.Internal, err))
-		return
-	}
+	from := len(turn)
 	client := a
 	client.Stored = nil
 	client.Message.Parts = slices.DeleteFunc(slices.Clone(a.Message.Parts), func(p wire.Part) bool {
-		return p.Kind == wire.ToolCall && mine[p.CallID]
+		return p.Kind == wire.ToolCall && l.mine[p.CallID]
 	})
-	notMine := func(id string) bool { return !mine[id] }
+	// What the client holds, when a stream relayed text before this
+	// answer: each visible stored message is hashed as that.
+	var held [][]byte
+	if relayed != "" {
+		client.Message = withLeadingText(client.Message, relayed)
+		held, _ = codec.Encode(nil, []wire.Message{client.Message})
+	}
+	notMine := func(id string) bool { return !l.mine[id] }
 	var ids []string
-	for _, raw := range a.Stored {
-		ids = codec.Calls(ids[:0], raw)
-		n := 0
-		for _, id := range ids {
-			if mine[id] {
-				n++
+	var visible []int
+	if !l.limited {
+		for _, raw := range a.Stored {
+			ids = codec.Calls(ids[:0], raw)
+			n := 0
+			for _, id := range ids {
+				if l.mine[id] {
+					n++
+				}
 			}
+			switch {
+			case n == 0:
+				add(raw, 0, raw)
+				client.Stored = append(client.Stored, raw)
+			case n == len(ids) && !hasContent(codec, raw):
+				add(raw, history.Internal, raw)
+				continue
+			default:
+				seen, _ := codec.KeepCalls(raw, notMine)
+				add(raw, history.Mixed, seen)
+				client.Stored = append(client.Stored, seen)
+			}
+			visible = append(visible, len(turn)-1)
 		}
-		switch {
-		case n == 0:
+	} else {
+		for _, raw := range a.Stored {
 			add(raw, 0, raw)
-			client.Stored = append(client.Stored, raw)
-		case n == len(ids) && !hasContent(codec, raw):
+			visible = append(visible, len(turn)-1)
+		}
+		client.Stored = a.Stored
+	}
+	if len(held) > 0 && len(held) == len(visible) {
+		for i, at := range visible {
+			turn[at].Hash = codec.Hash(held[i])
+		}
+		client.Stored = held
+	}
+	if l.post != nil {
+		raws, err := codec.Encode(nil, []wire.Message{*l.post})
+		if err != nil {
+			return nil, wire.Answer{}, fmt.Errorf("%w: %w", apierr.Internal, err)
+		}
+		for _, raw := range raws {
 			add(raw, history.Internal, raw)
-		default:
-			seen, _ := codec.KeepCalls(raw, notMine)
-			add(raw, history.Mixed, seen)
-			client.Stored = append(client.Stored, seen)
 		}
 	}
-	if post != nil {
-		if err := encodeInternal([]wire.Message{*post}); err != nil {
-			x.fail(rc, fmt.Errorf("%w: %w", apierr.Internal, err))
+	counted(len(x.rounds)-1, from)
+	return turn, client, nil
+}
+
+// withLeadingText returns m with text before its first text part (a new
+// first part if it has none): a stream renders the text of every round
+// into the same text part.
+func withLeadingText(m wire.Message, text string) wire.Message {
+	parts := make([]wire.Part, 0, len(m.Parts)+1)
+	parts = append(parts, wire.Part{Kind: wire.Text, Text: text})
+	merged := false
+	for _, p := range m.Parts {
+		if !merged && p.Kind == wire.Text {
+			parts[0].Text += p.Text
+			merged = true
+			continue
+		}
+		parts = append(parts, p)
+	}
+	m.Parts = parts
+	return m
+}
+
+// commit records the turn.
+func (l *toolLoop) commit(turn []history.Message, a *wire.Answer) error {
+	id := a.ID
+	if a.ResponseID != "" {
+		id = a.ResponseID
+	}
+	return l.x.record1(recorded{answer: turn, model: a.Model, id: id, prompt: l.usage.InputTokens,
+		completion: l.usage.OutputTokens, cached: l.usage.CachedTokens, upstream: l.x.upstream})
+}
+
+// toolExchange is seamExchange's upstream part for a request with history
+// tools offered. It owns res (see relaySeam) when it streams.
+func (s *Server) toolExchange(ctx context.Context, res *owned, rc *fasthttp.RequestCtx, x *exchange, p, up *protocol,
+	req *wire.Request, instr, msgs [][]byte, lastHistory int, offered []wire.Tool) {
+	l := s.newToolLoop(x, p, up, req, instr, msgs, lastHistory, offered)
+	if req.Stream {
+		s.toolStream(ctx, res, rc, l)
+		return
+	}
+	var a wire.Answer
+	for {
+		var err error
+		a, err = s.toolCall(ctx, rc, l)
+		if err == nil {
+			var more bool
+			if more, err = l.step(ctx, &a); err == nil && !more {
+				break
+			}
+		}
+		if err != nil {
+			s.metrics.toolRounds(x.c.cfg.ID, len(x.rounds))
+			x.fail(rc, err)
 			return
 		}
+	}
+	s.metrics.toolRounds(x.c.cfg.ID, len(x.rounds))
+	turn, client, err := l.finish(a, "")
+	if err != nil {
+		x.fail(rc, err)
+		return
 	}
 	if clientGone(rc.Conn()) {
 		x.done(499, errClientLeft)
 		return
 	}
-	id := a.ID
-	if a.ResponseID != "" {
-		id = a.ResponseID
-	}
-	if err := x.record1(recorded{answer: turn, model: a.Model, id: id, prompt: usage.InputTokens,
-		completion: usage.OutputTokens, cached: usage.CachedTokens, upstream: x.upstream}); err != nil {
+	if err := l.commit(turn, &client); err != nil {
 		x.fail(rc, err)
 		return
 	}
 	x.committed = true
 	rc.Response.Header.Del("Content-Encoding")
 	rc.Response.Header.Del("Content-Length")
-	if req.Stream {
-		rc.SetContentType("text/event-stream")
-		rc.Response.SetBodyRaw(renderStream(p.ingress.NewRenderer(req), &client))
-	} else {
-		rc.SetContentType("application/json")
-		rc.Response.SetBodyRaw(p.ingress.AppendAnswer(nil, req, &client))
-	}
+	rc.SetContentType("application/json")
+	rc.Response.SetBodyRaw(p.ingress.AppendAnswer(nil, req, &client))
 	x.done(fasthttp.StatusOK, nil)
 }
 
@@ -216,55 +352,23 @@ func hasContent(codec wire.Codec, raw []byte) bool {
 	return slices.ContainsFunc(m.Parts, func(p wire.Part) bool { return p.Kind != wire.ToolCall })
 }
 
-// renderStream renders a whole answer as the ingress protocol's stream.
-func renderStream(ren wire.Renderer, a *wire.Answer) []byte {
-	var out []byte
-	calls := 0
-	for _, part := range a.Message.Parts {
-		switch part.Kind {
-		case wire.Text:
-			out = ren.Delta(out, wire.Delta{Kind: wire.TextDelta, Text: part.Text})
-		case wire.Refusal:
-			out = ren.Delta(out, wire.Delta{Kind: wire.RefusalDelta, Text: part.Text})
-		case wire.ToolCall:
-			out = ren.Delta(out, wire.Delta{Kind: wire.ToolCallStart, Index: calls, CallID: part.CallID, Name: part.Name})
-			out = ren.Delta(out, wire.Delta{Kind: wire.ArgumentsDelta, Index: calls, Text: part.Arguments})
-			calls++
-		}
-	}
-	out = ren.Delta(out, wire.Delta{Kind: wire.Finish, Text: a.Stop, Usage: a.Usage})
-	return ren.End(out, a)
-}
-
-// toolRound makes one unstreamed upstream call of a tool exchange and
+// toolCall makes one unstreamed upstream call of a tool exchange and
 // reads its answer. An upstream's error is answered in the client's
 // protocol's shape.
-func (s *Server) toolRound(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange, p, up *protocol,
-	req *wire.Request, instr, msgs [][]byte, lastHistory int, offered []wire.Tool) (wire.Answer, error) {
-	c := x.c
-	out, err := up.upstream.AppendBody(nil, req, instr, msgs)
+func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolLoop) (wire.Answer, error) {
+	x, up := l.x, l.up
+	out, err := l.body(false)
 	if err != nil {
 		return wire.Answer{}, err
 	}
-	if up.mark != nil && lastHistory >= 0 {
-		out = up.mark(out, lastHistory)
-	}
-	if out, err = up.upstream.WithTools(out, offered, false); err != nil {
-		return wire.Answer{}, fmt.Errorf("%w: %w", apierr.Internal, err)
-	}
 	upReq := fasthttp.AcquireRequest()
-	upstreamRequest(upReq, rc, c, []byte("/v1"+up.upstream.Path()), false)
-	if up.credential != nil {
-		up.credential(upReq, c)
-	}
-	if up.proto != p.proto {
-		upReq.URI().SetQueryStringBytes(nil)
-	}
+	l.request(upReq, rc)
 	upReq.SetBodyRaw(out)
 	resp := fasthttp.AcquireResponse()
 	resp.Header.SetNoDefaultContentType(true)
+	round := toolRound{sent: s.cfg.Now()}
 	if x.sent.IsZero() {
-		x.sent = s.cfg.Now()
+		x.sent = round.sent
 	}
 	deadline, _ := ctx.Deadline()
 	err = s.client.DoDeadline(upReq, resp, deadline)
@@ -273,12 +377,16 @@ func (s *Server) toolRound(ctx context.Context, rc *fasthttp.RequestCtx, x *exch
 		fasthttp.ReleaseResponse(resp)
 		return wire.Answer{}, upstreamErr(err)
 	}
-	x.answered(resp)
+	round.firstByte = s.cfg.Now()
+	if len(x.rounds) == 0 {
+		x.answered(resp)
+	}
 	status := resp.StatusCode()
 	enc := string(resp.Header.ContentEncoding())
 	raw, err := readLimited(responseBody(resp), s.cfg.MaxResponseBytes)
 	closeResponse(resp)
 	x.upstreamDone = s.cfg.Now()
+	round.done = x.upstreamDone
 	switch {
 	case errors.Is(err, errTooLarge):
 		return wire.Answer{}, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err)
@@ -287,7 +395,19 @@ func (s *Server) toolRound(ctx context.Context, rc *fasthttp.RequestCtx, x *exch
 	case status < 200 || status >= 300:
 		return wire.Answer{}, upstreamStatus(status, raw)
 	}
-	decoded, err := decode(enc, raw, s.cfg.MaxResponseBytes)
+	a, err := parseAnswer(up, enc, raw, s.cfg.MaxResponseBytes)
+	if err != nil {
+		return wire.Answer{}, err
+	}
+	round.model, round.usage = a.Model, a.Usage
+	x.rounds = append(x.rounds, round)
+	return a, nil
+}
+
+// parseAnswer reads an upstream's whole answer (enc: its content
+// encoding).
+func parseAnswer(up *protocol, enc string, raw []byte, max int) (wire.Answer, error) {
+	decoded, err := decode(enc, raw, max)
 	if err == nil && !gjson.ValidBytes(decoded) {
 		err = errors.New("proxy: upstream answer is not JSON")
 	}
@@ -302,4 +422,88 @@ func (s *Server) toolRound(ctx context.Context, rc *fasthttp.RequestCtx, x *exch
 		return wire.Answer{}, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
 	}
 	return a, nil
+}
+
+// request sets req's method, URI and headers for a round (its body is
+// the caller's).
+func (l *toolLoop) request(req *fasthttp.Request, rc *fasthttp.RequestCtx) {
+	upstreamRequest(req, rc, l.x.c, []byte("/v1"+l.up.upstream.Path()), false)
+	if l.up.credential != nil {
+		l.up.credential(req, l.x.c)
+	}
+	if l.up.proto != l.p.proto {
+		req.URI().SetQueryStringBytes(nil)
+	}
+}
+
+// roundRecords are the exchange records of a tool exchange's rounds
+// beyond the first, of kind "tool_round", made from first, the
+// exchange's own record, which then describes the first round: what it
+// committed (the client's new messages, the first answer and the results
+// of Recall's calls in it) and the usage the upstream reported for it.
+// Each round's record includes what the turn stored before it (it was
+// sent as the conversation so far), commits what that round answered,
+// and reports its own upstream times and usage.
+func (x *exchange) roundRecords(first *history.ExchangeRecord) []history.ExchangeRecord {
+	if len(x.rounds) == 0 {
+		return nil
+	}
+	r0 := x.rounds[0]
+	first.Tokens.ReportedInput, first.Tokens.Output, first.Tokens.Cached = r0.usage.InputTokens, r0.usage.OutputTokens, r0.usage.CachedTokens
+	committed := len(first.Committed) == 1
+	next := uint64(0) // the first seq a round's answer got
+	if committed {
+		next = first.Committed[0].From + uint64(len(x.fresh))
+		first.Committed[0].To = next + uint64(r0.stored) - 1
+		next += uint64(r0.stored)
+	}
+	var out []history.ExchangeRecord
+	extra := r0.tokens // stored tokens of the rounds before the round
+	for _, rd := range x.rounds[1:] {
+		r := *first
+		r.ID = nextExchangeID(rd.sent)
+		r.CreatedAt = rd.sent.Unix()
+		r.Kind = "tool_round"
+		if rd.model != "" {
+			r.Model = rd.model
+		}
+		r.Stream = rd.stream
+		r.NewMessages = 0
+		r.Included = slices.Clone(first.Included)
+		r.Dropped = slices.Clone(first.Dropped)
+		r.Cut = slices.Clone(first.Cut)
+		r.Committed = []history.Span{}
+		if committed {
+			r.Included = addSpan(r.Included, history.Span{From: first.Committed[0].From, To: next - 1})
+			if rd.stored > 0 {
+				r.Committed = append(r.Committed, history.Span{From: next, To: next + uint64(rd.stored) - 1})
+			}
+			next += uint64(rd.stored)
+		}
+		// The client's new messages and the earlier rounds went as the
+		// conversation so far.
+		r.Tokens.History = first.Tokens.History + first.Tokens.New + extra
+		r.Tokens.New = 0
+		r.Tokens.EstimatedInput = first.Tokens.EstimatedInput + extra
+		r.Tokens.ReportedInput, r.Tokens.Output, r.Tokens.Cached = rd.usage.InputTokens, rd.usage.OutputTokens, rd.usage.CachedTokens
+		// A round's time is its upstream call's: running Recall's tools
+		// before it is the exchange's (first) record's.
+		up := rd.done.Sub(rd.sent)
+		r.LatencyMS = history.ExchangeLatency{Upstream: up.Milliseconds(), Total: up.Milliseconds()}
+		if !rd.firstByte.IsZero() {
+			r.LatencyMS.FirstByte = rd.firstByte.Sub(rd.sent).Milliseconds()
+		}
+		out = append(out, r)
+		extra += rd.tokens
+	}
+	return out
+}
+
+// addSpan adds sp, past every seq of spans, to spans.
+func addSpan(spans []history.Span, sp history.Span) []history.Span {
+	if n := len(spans); n > 0 && spans[n-1].To+1 == sp.From {
+		spans[n-1].To = sp.To
+		return spans
+	}
+	return append(spans, sp)
 }

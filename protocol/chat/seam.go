@@ -2,6 +2,7 @@ package chat
 
 import (
 	"bytes"
+	"crypto/rand"
 	"strconv"
 	"strings"
 
@@ -320,9 +321,30 @@ func appendUsage(dst []byte, u wire.Usage) []byte {
 }
 
 // NewRenderer implements wire.Ingress: chat.completion.chunk events, the
-// usage chunk if the request asked for it, and [DONE].
+// usage chunk if the request asked for it, and [DONE]. Every chunk
+// carries one id and one created time, as OpenAI's do (the SDKs'
+// accumulators keep the first): req.ResponseID, or an id minted here
+// (the upstream's is not known at the first chunk, and a stream may be
+// rendered from several upstream answers), and req.Created.
 func (Protocol) NewRenderer(req *wire.Request) wire.Renderer {
-	return &renderer{req: req, usage: gjson.GetBytes(req.Body, "stream_options.include_usage").Bool()}
+	id := req.ResponseID
+	if id == "" {
+		id = newCompletionID()
+	}
+	return &renderer{req: req, id: id, usage: gjson.GetBytes(req.Body, "stream_options.include_usage").Bool()}
+}
+
+// newCompletionID mints a chat completion id ("chatcmpl-" and 24
+// random letters and digits).
+func newCompletionID() string {
+	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	var b [33]byte
+	copy(b[:], "chatcmpl-")
+	_, _ = rand.Read(b[9:]) // never fails (crypto/rand)
+	for i := 9; i < len(b); i++ {
+		b[i] = digits[int(b[i])%len(digits)]
+	}
+	return string(b[:])
 }
 
 type renderer struct {
@@ -355,7 +377,7 @@ func (r *renderer) Delta(dst []byte, d wire.Delta) []byte {
 	}
 	if !r.started {
 		r.started = true
-		dst = r.chunk(dst, r.id, r.req.Model, 0, []byte(`{"role":"assistant","content":""}`), "null")
+		dst = r.chunk(dst, r.id, r.req.Model, r.req.Created, []byte(`{"role":"assistant","content":""}`), "null")
 	}
 	var delta []byte
 	switch d.Kind {
@@ -374,24 +396,24 @@ func (r *renderer) Delta(dst []byte, d wire.Delta) []byte {
 		delta = appendQuoted(delta, d.Text)
 		delta = append(delta, "}}]}"...)
 	}
-	return r.chunk(dst, r.id, r.req.Model, 0, delta, "null")
+	return r.chunk(dst, r.id, r.req.Model, r.req.Created, delta, "null")
 }
 
 // End implements wire.Renderer: the finish chunk, the usage chunk if asked
 // for, and [DONE].
 func (r *renderer) End(dst []byte, a *wire.Answer) []byte {
-	id, model := answerID(a), modelOf(r.req, a)
+	id, model, created := r.id, modelOf(r.req, a), r.req.Created
 	if !r.started {
 		r.started = true
-		dst = r.chunk(dst, id, model, a.Created, []byte(`{"role":"assistant","content":""}`), "null")
+		dst = r.chunk(dst, id, model, created, []byte(`{"role":"assistant","content":""}`), "null")
 	}
 	finish := appendQuoted(nil, finishOf(a.Stop))
-	dst = r.chunk(dst, id, model, a.Created, []byte("{}"), string(finish))
+	dst = r.chunk(dst, id, model, created, []byte("{}"), string(finish))
 	if r.usage {
 		dst = append(dst, `data: {"id":`...)
 		dst = appendQuoted(dst, id)
 		dst = append(dst, `,"object":"chat.completion.chunk","created":`...)
-		dst = strconv.AppendInt(dst, a.Created, 10)
+		dst = strconv.AppendInt(dst, created, 10)
 		dst = append(dst, `,"model":`...)
 		dst = appendQuoted(dst, model)
 		dst = append(dst, `,"choices":[],"usage":`...)
@@ -431,6 +453,9 @@ func (Protocol) WithTools(body []byte, tools []wire.Tool, stream bool) ([]byte, 
 				return nil, err
 			}
 		}
+		return body, nil
 	}
-	return body, nil
+	// The stream is rendered for the client, with the usage chunk only
+	// if it asked: the rounds' usage is Recall's to record.
+	return sjson.SetBytes(body, "stream_options.include_usage", true)
 }

@@ -1,0 +1,66 @@
+package messages
+
+import (
+	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/wire"
+)
+
+// JoinResults returns msgs (messages in this protocol's JSON, as sent
+// upstream) with a user message that carries only tool_result blocks
+// joined with the user message after it when that one begins with
+// tool_result blocks: Anthropic wants every result of an assistant
+// message's calls in the one user message after it, and a turn whose
+// calls were answered partly by Recall's history tools and partly by the
+// client is stored as two such messages (Recall's results, then the
+// client's). The joined message has the first's blocks, then the
+// second's. last, the index of a message in msgs (or -1), is returned as
+// its index in the result: a joined message's index for either of its
+// parts. msgs is not modified; when nothing is joined it is returned as
+// it is.
+func JoinResults(msgs [][]byte, last int) ([][]byte, int) {
+	var out [][]byte
+	newLast := last
+	for i, raw := range msgs {
+		if i > 0 && joinable(msgs[i-1], raw) {
+			if out == nil {
+				out = append(make([][]byte, 0, len(msgs)), msgs[:i]...)
+			}
+			prev := out[len(out)-1]
+			out[len(out)-1] = joined(prev, raw)
+			if i <= last {
+				newLast--
+			}
+			continue
+		}
+		if out != nil {
+			out = append(out, raw)
+		}
+	}
+	if out == nil {
+		return msgs, last
+	}
+	return out, newLast
+}
+
+// joinable reports whether prev carries only tool results and next is a
+// user message that begins with one.
+func joinable(prev, next []byte) bool {
+	if (Codec{}).Role(prev) != wire.RoleTool {
+		return false
+	}
+	n := parse(next)
+	return n.Get("role").Str == roleUser && n.Get("content.0.type").Str == typeToolResult
+}
+
+// joined is a user message with a's content blocks, then b's.
+func joined(a, b []byte) []byte {
+	var blocks []string
+	for _, m := range [2][]byte{a, b} {
+		parse(m).Get("content").ForEach(func(_, v gjson.Result) bool {
+			blocks = append(blocks, v.Raw)
+			return true
+		})
+	}
+	return appendMessage(nil, roleUser, blocks)
+}

@@ -1,0 +1,360 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/tools"
+	"github.com/recallproxy/recall/wire"
+)
+
+// toolStream serves a streamed tool exchange: every round is streamed
+// upstream and its events are read into canonical deltas and rendered
+// into the one stream the client reads (one message_start, one
+// response.created, one chat completion id). Text is relayed as it comes
+// and stays relayed; a call of Recall's tools is never relayed (its
+// deltas are dropped as soon as its name is known), so a round that
+// calls only Recall's tools shows the client its text, if any, and
+// nothing else; the client's calls are relayed numbered as the client
+// sees them. No round's finish reaches the client: the stream's closing
+// events are rendered from the final answer once the turn is committed,
+// so the acknowledgement rule holds as for any stream. Reasoning is not
+// relayed (a client could not send it back as it was signed); it is
+// stored with its round.
+//
+// The first round's request is made here, so that its failure is an
+// error answer with the upstream's status; later rounds are made by the
+// relay goroutine, which owns res from then on, from a copy of the
+// request's headers (it never touches rc).
+func (s *Server) toolStream(ctx context.Context, res *owned, rc *fasthttp.RequestCtx, l *toolLoop) {
+	x := l.x
+	tmpl := fasthttp.AcquireRequest()
+	l.request(tmpl, rc)
+	resp, err := s.streamRound(ctx, l, tmpl)
+	if err != nil {
+		fasthttp.ReleaseRequest(tmpl)
+		s.metrics.toolRounds(x.c.cfg.ID, len(x.rounds))
+		x.fail(rc, err)
+		return
+	}
+	copyResponseHeader(rc, resp)
+	rc.Response.Header.Del("Content-Encoding")
+	rc.Response.Header.Del("Content-Length")
+	rc.SetContentType("text/event-stream")
+	enc, stream := encodingOf(resp), isEventStream(resp)
+	s.relay(ctx, res.take(), rc, x, resp, func(w *bufio.Writer, body io.Reader) error {
+		defer fasthttp.ReleaseRequest(tmpl)
+		err := s.toolRelay(ctx, w, body, enc, stream, l, tmpl)
+		s.metrics.toolRounds(x.c.cfg.ID, len(x.rounds))
+		return err
+	})
+}
+
+// encodingOf is resp's content encoding ("" for none).
+func encodingOf(resp *fasthttp.Response) string {
+	enc := string(resp.Header.ContentEncoding())
+	if enc == "identity" {
+		return ""
+	}
+	return enc
+}
+
+// streamRound sends the next round's request, asking for a stream, and
+// returns the upstream's answer once its headers are read: a 2xx the
+// caller owns, or the upstream's error.
+func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Request) (*fasthttp.Response, error) {
+	x := l.x
+	out, err := l.body(true)
+	if err != nil {
+		return nil, err
+	}
+	upReq := fasthttp.AcquireRequest()
+	tmpl.CopyTo(upReq)
+	upReq.SetBodyRaw(out)
+	resp := fasthttp.AcquireResponse()
+	resp.Header.SetNoDefaultContentType(true)
+	round := toolRound{sent: s.cfg.Now()}
+	if x.sent.IsZero() {
+		x.sent = round.sent
+	}
+	deadline, _ := ctx.Deadline()
+	err = s.client.DoDeadline(upReq, resp, deadline)
+	fasthttp.ReleaseRequest(upReq)
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		return nil, upstreamErr(err)
+	}
+	round.firstByte, round.stream = s.cfg.Now(), isEventStream(resp)
+	if len(x.rounds) == 0 {
+		x.answered(resp)
+	}
+	x.rounds = append(x.rounds, round)
+	if status := resp.StatusCode(); status < 200 || status >= 300 {
+		raw, _ := readLimited(responseBody(resp), 1<<20)
+		closeResponse(resp)
+		x.upstreamDone = s.cfg.Now()
+		x.rounds[len(x.rounds)-1].done = x.upstreamDone
+		return nil, upstreamStatus(status, raw)
+	}
+	return resp, nil
+}
+
+// toolRelay is toolStream's relay: it reads the first round's answer
+// from body, and every later round's from its own request, until the
+// final answer, commits the turn, and writes the stream's closing events.
+func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader, enc string, stream bool,
+	l *toolLoop, tmpl *fasthttp.Request) error {
+	x := l.x
+	ren := newRenderer(x, l.p, l.req)
+	f := &roundFilter{offered: l.offered}
+	fail := func(err error) error {
+		if errors.Is(err, errClientGone) {
+			return err
+		}
+		return s.endSeam(w, x, l.p, err)
+	}
+	var relayed strings.Builder // text the client got in rounds before the final
+	release := func() {}        // the first round's body is relay's
+	defer func() { release() }()
+	for {
+		a, err := s.readRound(w, body, enc, stream, l, ren, f)
+		release()
+		release = func() {}
+		x.upstreamDone = s.cfg.Now()
+		rd := &x.rounds[len(x.rounds)-1]
+		rd.done, rd.model, rd.usage = x.upstreamDone, a.Model, a.Usage
+		if err != nil {
+			return fail(err)
+		}
+		more, err := l.step(ctx, &a)
+		if err != nil {
+			return fail(err)
+		}
+		if !more {
+			if l.limited {
+				relayed.WriteString(f.text.String())
+			}
+			return s.endTools(w, l, ren, f, a, relayed.String(), fail)
+		}
+		relayed.WriteString(f.text.String())
+		f.nextRound()
+		resp, err := s.streamRound(ctx, l, tmpl)
+		if err != nil {
+			return fail(err)
+		}
+		enc, stream = encodingOf(resp), isEventStream(resp)
+		body, release = s.roundBody(ctx, resp)
+	}
+}
+
+// endTools commits the turn whose final answer is a and writes the
+// stream's closing events, rendered from the answer as the client holds
+// it (relayed: the text it got in earlier rounds). The final answer of
+// a round-bounded exchange was never streamed: its text is rendered
+// first.
+func (s *Server) endTools(w *bufio.Writer, l *toolLoop, ren wire.Renderer, f *roundFilter, a wire.Answer, relayed string,
+	fail func(error) error) error {
+	x := l.x
+	var out []byte
+	if l.limited {
+		out = f.render(out, ren, wire.Delta{Kind: wire.TextDelta, Text: roundsLimitText})
+	}
+	turn, client, err := l.finish(a, relayed)
+	if err != nil {
+		return fail(err)
+	}
+	if err := l.commit(turn, &client); err != nil {
+		return fail(err)
+	}
+	x.committed = true
+	// Reasoning was not relayed: the closing events do not show it.
+	client.Message.Parts = slices.DeleteFunc(client.Message.Parts, func(p wire.Part) bool { return p.Kind == wire.Opaque })
+	return writeFlush(w, ren.End(out, &client))
+}
+
+// roundBody returns the body of a later round's answer, bounded as
+// relay bounds the first's: a read that waits on the upstream for
+// StreamIdleTimeout, or past the exchange's deadline, is interrupted.
+// release ends that and closes the response.
+func (s *Server) roundBody(ctx context.Context, resp *fasthttp.Response) (body io.Reader, release func()) {
+	stream := resp.BodyStream()
+	d := s.cfg.StreamIdleTimeout
+	idle := time.AfterFunc(d, func() { interruptBody(stream) })
+	idle.Stop() // armed by each read
+	stopCtx := context.AfterFunc(ctx, func() { interruptBody(stream) })
+	return &idleReader{r: responseBody(resp), t: idle, d: d}, func() {
+		stopCtx()
+		idle.Stop()
+		closeResponse(resp)
+	}
+}
+
+// readRound reads one round's answer from body (an event stream, or a
+// whole answer when the upstream did not stream; enc its content
+// encoding), rendering what the client may see of it as it comes.
+func (s *Server) readRound(w *bufio.Writer, body io.Reader, enc string, stream bool, l *toolLoop,
+	ren wire.Renderer, f *roundFilter) (wire.Answer, error) {
+	max := s.cfg.MaxResponseBytes
+	if enc != "" {
+		var err error
+		if body, err = decoder(enc, body); err != nil {
+			return wire.Answer{}, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
+		}
+	}
+	var out []byte
+	if !stream {
+		raw, err := readLimited(body, max)
+		switch {
+		case errors.Is(err, errTooLarge):
+			return wire.Answer{}, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err)
+		case err != nil:
+			return wire.Answer{}, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamStreamCut, err)
+		}
+		a, err := parseAnswer(l.up, "", raw, max)
+		if err != nil {
+			return wire.Answer{}, err
+		}
+		for _, d := range answerDeltas(&a) {
+			out = f.render(out, ren, d)
+		}
+		return a, writeFlush(w, out)
+	}
+	er := chat.NewEventReader(body, max)
+	asm := l.up.upstream.NewAssembler()
+	var deltas []wire.Delta
+	total := 0
+	for {
+		ev, rerr := er.Next()
+		if len(ev.Raw) > 0 && len(ev.Data) > 0 {
+			if total += len(ev.Data); total > max {
+				return wire.Answer{}, fmt.Errorf("%w: the streamed answer is larger than %d bytes", apierr.UpstreamTooLarge, max)
+			}
+			var done bool
+			var err error
+			if deltas, done, err = asm.Event(deltas[:0], ev.Name, ev.Data); err != nil {
+				return wire.Answer{}, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
+			}
+			out = out[:0]
+			for _, d := range deltas {
+				out = f.render(out, ren, d)
+			}
+			if err := writeFlush(w, out); err != nil {
+				return wire.Answer{}, err
+			}
+			if done {
+				a, err := asm.Answer()
+				if err != nil {
+					return wire.Answer{}, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
+				}
+				return a, nil
+			}
+		}
+		switch {
+		case rerr == io.EOF:
+			return wire.Answer{}, fmt.Errorf("%w: the stream ended before the answer did", apierr.UpstreamStreamCut)
+		case errors.Is(rerr, chat.ErrEventTooLarge):
+			return wire.Answer{}, fmt.Errorf("%w: %w", apierr.UpstreamTooLarge, rerr)
+		case rerr != nil:
+			return wire.Answer{}, fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, rerr)
+		}
+	}
+}
+
+// writeFlush writes b to the client and flushes it.
+func writeFlush(w *bufio.Writer, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("%w: %w", errClientGone, err)
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("%w: %w", errClientGone, err)
+	}
+	return nil
+}
+
+// answerDeltas are the deltas that stream a whole answer's text and tool
+// calls.
+func answerDeltas(a *wire.Answer) []wire.Delta {
+	var ds []wire.Delta
+	calls := 0
+	for _, p := range a.Message.Parts {
+		switch p.Kind {
+		case wire.Text:
+			ds = append(ds, wire.Delta{Kind: wire.TextDelta, Text: p.Text})
+		case wire.Refusal:
+			ds = append(ds, wire.Delta{Kind: wire.RefusalDelta, Text: p.Text})
+		case wire.ToolCall:
+			ds = append(ds, wire.Delta{Kind: wire.ToolCallStart, Index: calls, CallID: p.CallID, Name: p.Name},
+				wire.Delta{Kind: wire.ArgumentsDelta, Index: calls, Text: p.Arguments})
+			calls++
+		}
+	}
+	return ds
+}
+
+// roundFilter decides which of a round's deltas the client sees, and
+// renders those.
+type roundFilter struct {
+	offered []wire.Tool
+	// mine are the round's calls of Recall's tools, calls the round's
+	// calls of the client's tools (their index in the client's stream),
+	// by their index in the round.
+	mine  map[int]bool
+	calls map[int]int
+	// n counts the client's calls rendered, across rounds.
+	n int
+	// text is the text rendered in the round.
+	text strings.Builder
+}
+
+// nextRound readies f for the next round.
+func (f *roundFilter) nextRound() {
+	clear(f.mine)
+	clear(f.calls)
+	f.text.Reset()
+}
+
+// render appends d's events when the client may see d: not a call of
+// Recall's tools, not a finish (the closing events are rendered from the
+// final answer once committed), not reasoning.
+func (f *roundFilter) render(dst []byte, ren wire.Renderer, d wire.Delta) []byte {
+	switch d.Kind {
+	case wire.Finish, wire.ReasoningDelta:
+		return dst
+	case wire.ToolCallStart:
+		if tools.Offered(f.offered, d.Name) {
+			if f.mine == nil {
+				f.mine = map[int]bool{}
+			}
+			f.mine[d.Index] = true
+			return dst
+		}
+		if f.calls == nil {
+			f.calls = map[int]int{}
+		}
+		f.calls[d.Index] = f.n
+		d.Index = f.n
+		f.n++
+	case wire.ArgumentsDelta:
+		i, ok := f.calls[d.Index]
+		if !ok { // Recall's, or a call not started (none to render)
+			return dst
+		}
+		d.Index = i
+	case wire.TextDelta:
+		f.text.WriteString(d.Text)
+	}
+	return ren.Delta(dst, d)
+}
