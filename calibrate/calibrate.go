@@ -138,15 +138,28 @@ func (c *Calibrator) Ratio(tenant, model string) float64 {
 }
 
 // Get returns tenant's calibration of model (Ratio as applied), and
-// whether any sample of it was learned.
+// whether any sample of it was learned. A model not tracked under its own
+// name is looked up by the longest tracked name it extends with a "-"
+// (an answer's "gpt-4o-2024-08-06" is a request's "gpt-4o"), whose name
+// the calibration then carries.
 func (c *Calibrator) Get(tenant, model string) (history.Calibration, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.lookup(tenant, model)
-	if e == nil {
+	if e := c.lookup(tenant, model); e != nil {
+		return c.calibration(model, e), true
+	}
+	best := ""
+	if ms := c.tenants[tenant]; ms != nil {
+		for m := range ms.by {
+			if len(m) > len(best) && strings.HasPrefix(model, m+"-") {
+				best = m
+			}
+		}
+	}
+	if best == "" {
 		return history.Calibration{Model: model, Ratio: 1}, false
 	}
-	return c.calibration(model, e), true
+	return c.calibration(best, c.lookup(tenant, best)), true
 }
 
 // calibration is e as shown: its Ratio as applied. c.mu is held.

@@ -42,9 +42,15 @@ type ExchangeRecord struct {
 	// if any (never an upstream's words: they may quote the messages).
 	Error     string          `json:"error,omitempty"`
 	LatencyMS ExchangeLatency `json:"latency_ms"`
-	// Budget is the prompt budget curation worked to.
-	Budget int            `json:"budget"`
-	Tokens ExchangeTokens `json:"tokens"`
+	// Budget is the prompt budget curation worked to, in Recall's
+	// estimate: the tenant's budget (or the model's window less the
+	// answer's reserve), divided by Calibration when that is above 1.
+	Budget int `json:"budget"`
+	// Calibration is the ratio of the upstream's input count to Recall's
+	// estimate the exchange was planned with, learned for its tenant and
+	// model (1: none learned yet; package calibrate).
+	Calibration float64        `json:"calibration"`
+	Tokens      ExchangeTokens `json:"tokens"`
 	// Summary is the summary sent, nil if none.
 	Summary *SummaryUse `json:"summary"`
 	// Included are the stored messages sent, as ranges of sequence
@@ -79,17 +85,20 @@ type ExchangeLatency struct {
 }
 
 // ExchangeTokens are an exchange's token counts: Recall's estimates of
-// what it sent (by kind of message, and whole), and what the upstream
-// reported (0 if it reported nothing).
+// what it sent (by kind of message, and whole), the whole estimate
+// calibrated (EstimatedInput times the record's Calibration: what the
+// upstream was expected to count), and what the upstream reported (0 if
+// it reported nothing).
 type ExchangeTokens struct {
-	Instructions   int `json:"instructions"`
-	Summary        int `json:"summary"`
-	History        int `json:"history"`
-	New            int `json:"new"`
-	Output         int `json:"output"`
-	EstimatedInput int `json:"estimated_input"`
-	ReportedInput  int `json:"reported_input"`
-	Cached         int `json:"cached"`
+	Instructions    int `json:"instructions"`
+	Summary         int `json:"summary"`
+	History         int `json:"history"`
+	New             int `json:"new"`
+	Output          int `json:"output"`
+	EstimatedInput  int `json:"estimated_input"`
+	CalibratedInput int `json:"calibrated_input"`
+	ReportedInput   int `json:"reported_input"`
+	Cached          int `json:"cached"`
 }
 
 // SummaryUse is the summary an exchange sent: through which sequence

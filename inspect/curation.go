@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"math"
 	"slices"
 
 	"github.com/recallproxy/recall/history"
@@ -23,8 +24,13 @@ import (
 // ranges curation dropped, and the summarised range when it is whole.
 func Fill(r *history.ExchangeRecord, p *plan.Plan) {
 	r.Budget = p.Budget
+	r.Calibration = p.Ratio
+	if r.Calibration == 0 {
+		r.Calibration = 1
+	}
 	r.RepairedCalls = p.Report.RepairedCalls
 	r.Tokens.EstimatedInput = p.Report.Tokens
+	r.Tokens.CalibratedInput = int(math.Round(float64(p.Report.Tokens) * r.Calibration))
 	r.Cut = p.Report.Cut
 	if r.Cut == nil {
 		r.Cut = []history.CutResult{} // [] in JSON, as every list of the record

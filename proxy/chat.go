@@ -85,6 +85,9 @@ type exchange struct {
 	// endEpisode is set when the model called end_conversation: the
 	// commit then seals the open episode, this turn included.
 	endEpisode bool
+	// toolRounds is set when Recall ran history tools: the usage is then
+	// several upstream calls', and teaches calibration nothing.
+	toolRounds bool
 }
 
 // chat serves POST /v1/chat/completions. conv is the id from the path
@@ -365,6 +368,7 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 		Counter:      s.counter,
 		Fixed:        fixedCounter{s},
 		Now:          loadStart,
+		Ratio:        x.ratio(model),
 	})
 	s.metrics.storeOp("load", s.cfg.Now().Sub(loadStart))
 	if err != nil {
@@ -659,6 +663,7 @@ func (x *exchange) done(status int, err error) {
 	if s.log.Enabled(context.Background(), level) { // the line's attributes cost allocations
 		s.logExchange(x, level, tenant, status, upstream, total, err)
 	}
+	x.calibrate(err)
 	if s.cfg.OnExchange != nil && x.record && x.plan != nil && !x.sent.IsZero() {
 		s.cfg.OnExchange(x.key, x.exchangeRecord(status, err, end, upstream))
 	}

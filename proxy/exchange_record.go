@@ -114,3 +114,23 @@ func recordStatus(status int, err error, commitFailed bool) string {
 	}
 	return recordFailed
 }
+
+// ratio is the calibration ratio of the exchange's tenant and model (1:
+// none configured).
+func (x *exchange) ratio(model string) float64 {
+	if x.s.cfg.Calibration == nil {
+		return 1
+	}
+	return x.s.cfg.Calibration.Ratio(x.c.cfg.ID, model)
+}
+
+// calibrate teaches the calibration what the upstream counted of the
+// prompt x planned, if the exchange ended well with its usage from one
+// upstream call.
+func (x *exchange) calibrate(err error) {
+	cal := x.s.cfg.Calibration
+	if cal == nil || err != nil || !x.record || x.plan == nil || x.toolRounds || x.usage.input <= 0 {
+		return
+	}
+	cal.Observe(x.c.cfg.ID, x.model, x.plan.Report.Tokens, x.usage.input)
+}

@@ -127,6 +127,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		p.answers(x, req)
 	}
 	if offered := x.offeredTools(req); len(offered) > 0 {
+		x.toolRounds = true
 		s.toolExchange(ctx, rc, x, p, up, req, instr, msgs, lastHistory, offered)
 		return
 	}
