@@ -128,6 +128,18 @@ func TestInspectorInABrowser(t *testing.T) {
 		if got := b.text("body"); strings.Contains(got, acmeKey) {
 			t.Errorf("the page shows the key")
 		}
+		var cal struct {
+			Calibration *struct {
+				Ratio   float64 `json:"ratio"`
+				Samples int     `json:"samples"`
+			} `json:"calibration"`
+		}
+		h.API(acmeKey, "", "GET", "/recall/v1/conversations/ui-long", "").JSON(t, &cal)
+		if cal.Calibration == nil || cal.Calibration.Samples == 0 {
+			t.Errorf("ui-long's calibration: got %+v, want one learned from its exchanges", cal.Calibration)
+		} else if got, want := b.text(".stats .calibration"), fmt.Sprintf("ratio %.2f over %d samples", cal.Calibration.Ratio, cal.Calibration.Samples); got != want {
+			t.Errorf("calibration shown: %q, want %q", got, want)
+		}
 		b.keep("2-conversation")
 
 		b.do("open the tool conversation", chromedp.Navigate(base+"#/c/ui-tools"))
@@ -174,6 +186,9 @@ func TestInspectorInABrowser(t *testing.T) {
 		}
 		if got := eval[string](b, "location.hash"); got != "#/c/ui-long/exchanges/"+xid {
 			t.Errorf("the selection's address is %q", got)
+		}
+		if got := b.text("aside.detail .pairs"); !strings.Contains(got, "Estimated input") || !strings.Contains(got, "Calibrated input") || !strings.Contains(got, "Reported input") {
+			t.Errorf("detail's tokens %q, want estimated, calibrated and reported input", got)
 		}
 		b.press("Show the messages sent", "button", named("Show the messages sent"))
 		if got := b.text("aside.detail .sent-list"); !strings.Contains(got, "instruction") || !strings.Contains(got, "turn 7, edited") {

@@ -199,6 +199,8 @@ function detail(id, base, x, scale) {
       SEGMENTS.map(([k, name]) => pair(name, num(t[k] || 0))),
       pair('Budget', num(x.budget)),
       pair('Estimated input', num(est)),
+      pair('Calibrated input', [num(t.calibrated_input ?? est),
+        h('span', {class: 'muted'}, ` (ratio ${Number(x.calibration || 1).toFixed(2)})`)]),
       pair('Reported input', [num(rep), diff]),
       pair('Cached', num(t.cached))),
     h('h3', {}, 'Latency'),
