@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
+	"time"
 )
 
 // MaxExchangeRecords is how many exchange records a store keeps per
@@ -126,6 +128,27 @@ func NewExchangeID(n uint64) string {
 		n >>= 4
 	}
 	return string(b[:])
+}
+
+// lastExchangeID numbers the records NextExchangeID makes.
+var lastExchangeID atomic.Uint64
+
+// NextExchangeID returns the id of a record made at now: now in
+// nanoseconds, made strictly increasing across every caller in the
+// process (the chat path and the summariser alike), so that the ids of
+// one conversation's records sort in the order they were made and never
+// collide.
+func NextExchangeID(now time.Time) string {
+	n := uint64(now.UnixNano())
+	for {
+		last := lastExchangeID.Load()
+		if n <= last {
+			n = last + 1
+		}
+		if lastExchangeID.CompareAndSwap(last, n) {
+			return NewExchangeID(n)
+		}
+	}
 }
 
 // ValidExchangeID reports whether id has NewExchangeID's form.

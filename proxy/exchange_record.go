@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -34,22 +33,9 @@ func (x *exchange) answered(resp *fasthttp.Response) {
 	x.stream = isEventStream(resp)
 }
 
-// lastExchangeID numbers exchange records: a clock in nanoseconds, made
-// strictly increasing, so ids sort in the order records are made.
-var lastExchangeID atomic.Uint64
-
-func nextExchangeID(now time.Time) string {
-	n := uint64(now.UnixNano())
-	for {
-		last := lastExchangeID.Load()
-		if n <= last {
-			n = last + 1
-		}
-		if lastExchangeID.CompareAndSwap(last, n) {
-			return history.NewExchangeID(n)
-		}
-	}
-}
+// nextExchangeID is the id of a record made at now (see
+// history.NextExchangeID).
+func nextExchangeID(now time.Time) string { return history.NextExchangeID(now) }
 
 // exchangeRecord is the record of x, which ended at end with the client
 // given status (err: why it ended early or was not recorded). upstream is

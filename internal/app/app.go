@@ -81,6 +81,12 @@ func New(cfg Config) (*App, error) {
 		p.Locks = &proxy.Locks{}
 	}
 	a := &App{}
+	// Exchange records (the chat path's and the summariser's) go to the
+	// store through one writer, off the request path.
+	w, err := inspect.NewWriter(p.Store, inspect.Options{Logger: p.Logger, Registerer: p.Metrics.Registry()})
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Summary != nil {
 		sc := *cfg.Summary
 		if sc.Store == nil {
@@ -98,8 +104,14 @@ func New(cfg Config) (*App, error) {
 		if sc.Registerer == nil {
 			sc.Registerer = p.Metrics.Registry()
 		}
+		if on := sc.OnExchange; on != nil {
+			sc.OnExchange = func(k history.Key, r history.ExchangeRecord) { w.Record(k, r); on(k, r) }
+		} else {
+			sc.OnExchange = w.Record
+		}
 		m, err := summary.New(sc)
 		if err != nil {
+			w.Close(context.Background())
 			return nil, err
 		}
 		a.Summaries, p.Summaries = m, m
@@ -116,10 +128,11 @@ func New(cfg Config) (*App, error) {
 	defer func() {
 		if !built {
 			a.Calibration.Close(context.Background())
+			w.Close(context.Background())
 		}
 	}()
 	lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err := a.Calibration.Load(lctx)
+	err = a.Calibration.Load(lctx)
 	cancel()
 	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		if p.Logger != nil {
@@ -163,19 +176,12 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	p.UI = a.UI.Handle
-	// Exchange records go to the store through one writer, off the
-	// request path.
-	w, err := inspect.NewWriter(p.Store, inspect.Options{Logger: p.Logger, Registerer: p.Metrics.Registry()})
-	if err != nil {
-		return nil, err
-	}
 	if on := p.OnExchange; on != nil {
 		p.OnExchange = func(k history.Key, r history.ExchangeRecord) { w.Record(k, r); on(k, r) }
 	} else {
 		p.OnExchange = w.Record
 	}
 	if a.Server, err = proxy.New(p); err != nil {
-		w.Close(context.Background())
 		return nil, err
 	}
 	a.Exchanges = w
