@@ -170,6 +170,24 @@ func TestInspectorInABrowser(t *testing.T) {
 			t.Errorf("no image named Tokens…: %q", imgs)
 		}
 		b.do("find the budget line", chromedp.WaitVisible(chromedp.CSS(`svg[role="img"] line.budget`)))
+		// The summariser's calls are in the timeline, labelled and coloured
+		// apart from the chat calls, and their detail names their kind.
+		b.do("find a summary record", chromedp.WaitVisible(chromedp.CSS(`a.xrow.kind-summary .kind`)))
+		if got := b.text(`a.xrow.kind-summary .kind`); got != "summary" {
+			t.Errorf("a summary record's label: %q, want summary", got)
+		}
+		bg := `(sel) => getComputedStyle(document.querySelector(sel)).backgroundColor`
+		if s, c := eval[string](b, "("+bg+")('a.xrow.kind-summary .kind')"), eval[string](b, "("+bg+")('a.xrow.kind-chat .kind')"); s == c {
+			t.Errorf("summary and chat records' labels share the colour %s", s)
+		}
+		sid := eval[string](b, `document.querySelector('a.xrow.kind-summary').dataset.xid`)
+		b.do("open the summary record", chromedp.Navigate(base+"#/c/ui-long/exchanges/"+sid))
+		b.do("wait for its detail", chromedp.WaitVisible(chromedp.CSS("aside.detail .xmeta .kind-summary")))
+		if got := b.text("aside.detail .pairs"); !strings.Contains(got, "History") {
+			t.Errorf("summary record's tokens %q, want the history it folded", got)
+		}
+		b.key(kb.Escape)
+		b.do("wait for the detail to close", chromedp.WaitNotVisible(chromedp.CSS("aside.detail")))
 	})
 
 	t.Run("an exchange's detail lists what was dropped and why", func(t *testing.T) {
