@@ -80,6 +80,18 @@ func TestCalibrationLearnedShownAndApplied(t *testing.T) {
 				t.Errorf("/metrics: got ratio %v, want %v", got, tc.wantRatio)
 			}
 
+			// count_tokens plans as the chat path does: calibrated too (asked
+			// before the fourth exchange stores a cut point made calibrated).
+			ct := h.Post("/v1/messages/count_tokens", key, conv, `{"model":"gpt-4o","messages":[{"role":"user","content":"`+strings.Repeat("lorem ipsum ", 40)+`"}]}`)
+			var count struct {
+				InputTokens int `json:"input_tokens"`
+			}
+			if err := json.Unmarshal([]byte(ct.Body), &count); ct.Status != 200 || err != nil || count.InputTokens == 0 {
+				t.Fatalf("count_tokens: %d %s", ct.Status, ct.Body)
+			}
+			if want := int(budget / tc.wantRatio); count.InputTokens > want {
+				t.Errorf("count_tokens: got %d tokens, want at most the calibrated budget %d", count.InputTokens, want)
+			}
 			say(4)
 			recs := exchanges(t, h, conv)
 			if len(recs) != 4 {
