@@ -74,7 +74,12 @@ func TestCalibrationLearnedShownAndApplied(t *testing.T) {
 			a := h.API(key, "", "GET", "/recall/v1/conversations/"+conv, "")
 			a.JSON(t, &detail)
 			if c := detail.Calibration; c == nil || c.Model != "gpt-4o" || c.Samples != 3 || math.Abs(c.Ratio-tc.wantRatio) > 0.03 {
-				t.Errorf("conversation's calibration: got %+v, want gpt-4o at %v over 3 samples", c, tc.wantRatio)
+				t.Fatalf("conversation's calibration: got %+v, want gpt-4o at %v over 3 samples", c, tc.wantRatio)
+			}
+			// What the next plans work to: the budget over the ratio learned.
+			calibrated := budget
+			if r := detail.Calibration.Ratio; r > 1 {
+				calibrated = int(budget / r)
 			}
 			if got := h.Metric(`recall_calibration_ratio{model="gpt-4o",tenant="default"}`); math.Abs(got-tc.wantRatio) > 0.03 {
 				t.Errorf("/metrics: got ratio %v, want %v", got, tc.wantRatio)
@@ -89,9 +94,19 @@ func TestCalibrationLearnedShownAndApplied(t *testing.T) {
 			if err := json.Unmarshal([]byte(ct.Body), &count); ct.Status != 200 || err != nil || count.InputTokens == 0 {
 				t.Fatalf("count_tokens: %d %s", ct.Status, ct.Body)
 			}
-			if want := int(budget / tc.wantRatio); count.InputTokens > want {
+			if want := calibrated; count.InputTokens > want {
 				t.Errorf("count_tokens: got %d tokens, want at most the calibrated budget %d", count.InputTokens, want)
 			}
+			// So does the conversation API's context call.
+			var cx struct {
+				Budget int `json:"budget"`
+				Tokens int `json:"tokens"`
+			}
+			h.API(key, "", "GET", "/recall/v1/conversations/"+conv+"/context?model=gpt-4o", "").JSON(t, &cx)
+			if want := calibrated; cx.Budget != want || cx.Tokens > want {
+				t.Errorf("context call: got budget %d with %d tokens, want budget %d", cx.Budget, cx.Tokens, want)
+			}
+
 			say(4)
 			recs := exchanges(t, h, conv)
 			if len(recs) != 4 {
