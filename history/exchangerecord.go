@@ -173,11 +173,16 @@ func MarshalExchange(r *ExchangeRecord) ([]byte, error) {
 	return b, nil
 }
 
-// UnmarshalExchange decodes a record MarshalExchange encoded.
+// UnmarshalExchange decodes a record MarshalExchange encoded. A record
+// written before calibration reads as made with none (Calibration 1, the
+// calibrated input the estimate).
 func UnmarshalExchange(b []byte) (ExchangeRecord, error) {
 	var r ExchangeRecord
 	if err := json.Unmarshal(b, &r); err != nil {
 		return ExchangeRecord{}, fmt.Errorf("history: decode exchange: %w", err)
+	}
+	if r.Calibration == 0 {
+		r.Calibration, r.Tokens.CalibratedInput = 1, r.Tokens.EstimatedInput
 	}
 	return r, nil
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/recallproxy/recall/plan"
 )
 
-// Fill sets what r records of p, the plan an exchange sent: the budget,
-// Recall's token estimates by kind of message, the summary sent, the seqs
+// Fill sets what r records of p, the plan an exchange sent: the budget
+// and the calibration it was planned with, Recall's token estimates by
+// kind of message (and whole, as is and calibrated), the summary sent, the seqs
 // included and those dropped with the reason, the tool results cut and
 // the calls repaired. Included lists the stored messages sent; the new
 // ones are counted (NewMessages), and are the first of Committed if the
