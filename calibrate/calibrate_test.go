@@ -155,3 +155,30 @@ func TestObserveAndRatioAllocateNothing(t *testing.T) {
 		t.Errorf("got %v allocations, want 0", n)
 	}
 }
+
+// A conversation names the model its answers gave (often dated); the
+// calibration is learned under the request's: the longest tracked name
+// the answer's extends with a "-" stands for it.
+func TestGetFindsARequestModelByItsDatedName(t *testing.T) {
+	c := calibrate.New(calibrate.Options{})
+	for range 3 {
+		c.Observe("t", "gpt-4o", 1000, 1200)
+		c.Observe("t", "gpt-4o-mini", 1000, 1600)
+	}
+	for _, tc := range []struct {
+		model, wantModel string
+		wantRatio        float64
+		ok               bool
+	}{
+		{"gpt-4o", "gpt-4o", 1.2, true},
+		{"gpt-4o-2024-08-06", "gpt-4o", 1.2, true},
+		{"gpt-4o-mini-2024-07-18", "gpt-4o-mini", 1.6, true},
+		{"gpt-4o1", "gpt-4o1", 1, false},
+		{"o3", "o3", 1, false},
+	} {
+		got, ok := c.Get("t", tc.model)
+		if ok != tc.ok || got.Model != tc.wantModel || math.Abs(got.Ratio-tc.wantRatio) > 1e-9 {
+			t.Errorf("Get(%q): got %+v (%v), want %s at %v (%v)", tc.model, got, ok, tc.wantModel, tc.wantRatio, tc.ok)
+		}
+	}
+}
