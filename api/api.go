@@ -87,6 +87,18 @@ type Config struct {
 	// Observe, if set, is told of every answered call: the tenant id (""
 	// before authentication), the route name and the status.
 	Observe func(tenant, route string, status int)
+	// Calibration, if set, serves the calibration a conversation shows
+	// (of its latest model) and corrects the context call's budget as
+	// the chat path's (*calibrate.Calibrator). Default: none shown, no
+	// correction.
+	Calibration Calibration
+}
+
+// Calibration serves what was learned of how an upstream counts a
+// tenant's prompts for a model.
+type Calibration interface {
+	Get(tenant, model string) (history.Calibration, bool)
+	Ratio(tenant, model string) float64
 }
 
 // Handler serves the API.
@@ -126,7 +138,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Context == nil {
-		cfg.Context = PlanContext(cfg.Store, cfg.Counter, cfg.Now)
+		cfg.Context = planContextFunc(cfg.Store, cfg.Counter, cfg.Now, cfg.Calibration)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -17,13 +17,23 @@ import (
 // instructions (the chat path counts with the same counter; nil: a new
 // one). now is the clock (idle timeouts).
 func PlanContext(store history.Store, counter *tokens.Counter, now func() time.Time) ContextFunc {
+	return planContextFunc(store, counter, now, nil)
+}
+
+// planContextFunc is PlanContext with the chat path's calibration (nil:
+// none).
+func planContextFunc(store history.Store, counter *tokens.Counter, now func() time.Time, cal Calibration) ContextFunc {
 	return func(ctx context.Context, c auth.Caller, k history.Key, q ContextQuery) (*Context, error) {
-		return planContext(ctx, store, counter, now(), c, k, q)
+		ratio := 1.0
+		if cal != nil {
+			ratio = cal.Ratio(c.Tenant.ID, q.Model)
+		}
+		return planContext(ctx, store, counter, now(), c, k, q, ratio)
 	}
 }
 
 func planContext(ctx context.Context, store history.Store, counter *tokens.Counter, now time.Time,
-	c auth.Caller, k history.Key, q ContextQuery) (*Context, error) {
+	c auth.Caller, k history.Key, q ContextQuery, ratio float64) (*Context, error) {
 	pol, err := plan.PolicyFor(c.Tenant)
 	if err != nil {
 		return nil, err
@@ -31,7 +41,7 @@ func planContext(ctx context.Context, store history.Store, counter *tokens.Count
 	if q.Budget > 0 {
 		pol.Budget = q.Budget
 	}
-	input := plan.Input{Store: store, Key: k, Policy: pol, Model: q.Model, Now: now}
+	input := plan.Input{Store: store, Key: k, Policy: pol, Model: q.Model, Now: now, Ratio: ratio}
 	if counter != nil {
 		input.Counter = counter
 	}

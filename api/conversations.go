@@ -85,7 +85,12 @@ func (c *call) show() error {
 }
 
 func (c *call) detail(m *history.Meta) Detail {
-	return detailOf(c.key.Conversation, m, c.caller.Tenant.History.BudgetTokens)
+	d := detailOf(c.key.Conversation, m, c.caller.Tenant.History.BudgetTokens)
+	if cal := c.h.cfg.Calibration; cal != nil && m.Model != "" {
+		got, _ := cal.Get(c.caller.Tenant.ID, m.Model)
+		d.Calibration = &Calibrated{Model: got.Model, Ratio: got.Ratio, Samples: got.Samples}
+	}
+	return d
 }
 
 // Deleted is the answer to a DELETE.

@@ -35,6 +35,18 @@ type Detail struct {
 	Model    string    `json:"model"`
 	Episode  uint32    `json:"episode"`
 	Episodes []Episode `json:"episodes"`
+	// Calibration is what was learned of how the upstream counts the
+	// tenant's prompts for Model (null without a model).
+	Calibration *Calibrated `json:"calibration"`
+}
+
+// Calibrated is a model's calibration as a conversation shows it: the
+// ratio of the upstream's input count to Recall's estimate applied to
+// the budget (1 until learned), over how many answered exchanges.
+type Calibrated struct {
+	Model   string  `json:"model"`
+	Ratio   float64 `json:"ratio"`
+	Samples int     `json:"samples"`
 }
 
 // Capacity says how full a conversation is against its tenant's budget.

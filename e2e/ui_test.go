@@ -128,6 +128,18 @@ func TestInspectorInABrowser(t *testing.T) {
 		if got := b.text("body"); strings.Contains(got, acmeKey) {
 			t.Errorf("the page shows the key")
 		}
+		var cal struct {
+			Calibration *struct {
+				Ratio   float64 `json:"ratio"`
+				Samples int     `json:"samples"`
+			} `json:"calibration"`
+		}
+		h.API(acmeKey, "", "GET", "/recall/v1/conversations/ui-long", "").JSON(t, &cal)
+		if cal.Calibration == nil || cal.Calibration.Samples == 0 {
+			t.Errorf("ui-long's calibration: got %+v, want one learned from its exchanges", cal.Calibration)
+		} else if got, want := b.text(".stats .calibration"), fmt.Sprintf("ratio %.2f over %d samples", cal.Calibration.Ratio, cal.Calibration.Samples); got != want {
+			t.Errorf("calibration shown: %q, want %q", got, want)
+		}
 		b.keep("2-conversation")
 
 		b.do("open the tool conversation", chromedp.Navigate(base+"#/c/ui-tools"))
@@ -158,6 +170,24 @@ func TestInspectorInABrowser(t *testing.T) {
 			t.Errorf("no image named Tokens…: %q", imgs)
 		}
 		b.do("find the budget line", chromedp.WaitVisible(chromedp.CSS(`svg[role="img"] line.budget`)))
+		// The summariser's calls are in the timeline, labelled and coloured
+		// apart from the chat calls, and their detail names their kind.
+		b.do("find a summary record", chromedp.WaitVisible(chromedp.CSS(`a.xrow.kind-summary .kind`)))
+		if got := b.text(`a.xrow.kind-summary .kind`); got != "summary" {
+			t.Errorf("a summary record's label: %q, want summary", got)
+		}
+		bg := `(sel) => getComputedStyle(document.querySelector(sel)).backgroundColor`
+		if s, c := eval[string](b, "("+bg+")('a.xrow.kind-summary .kind')"), eval[string](b, "("+bg+")('a.xrow.kind-chat .kind')"); s == c {
+			t.Errorf("summary and chat records' labels share the colour %s", s)
+		}
+		sid := eval[string](b, `document.querySelector('a.xrow.kind-summary').dataset.xid`)
+		b.do("open the summary record", chromedp.Navigate(base+"#/c/ui-long/exchanges/"+sid))
+		b.do("wait for its detail", chromedp.WaitVisible(chromedp.CSS("aside.detail .xmeta .kind-summary")))
+		if got := b.text("aside.detail .pairs"); !strings.Contains(got, "History") {
+			t.Errorf("summary record's tokens %q, want the history it folded", got)
+		}
+		b.key(kb.Escape)
+		b.do("wait for the detail to close", chromedp.WaitNotVisible(chromedp.CSS("aside.detail")))
 	})
 
 	t.Run("an exchange's detail lists what was dropped and why", func(t *testing.T) {
@@ -174,6 +204,9 @@ func TestInspectorInABrowser(t *testing.T) {
 		}
 		if got := eval[string](b, "location.hash"); got != "#/c/ui-long/exchanges/"+xid {
 			t.Errorf("the selection's address is %q", got)
+		}
+		if got := b.text("aside.detail .pairs"); !strings.Contains(got, "Estimated input") || !strings.Contains(got, "Calibrated input") || !strings.Contains(got, "Reported input") {
+			t.Errorf("detail's tokens %q, want estimated, calibrated and reported input", got)
 		}
 		b.press("Show the messages sent", "button", named("Show the messages sent"))
 		if got := b.text("aside.detail .sent-list"); !strings.Contains(got, "instruction") || !strings.Contains(got, "turn 7, edited") {

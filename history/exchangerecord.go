@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
+	"time"
 )
 
 // MaxExchangeRecords is how many exchange records a store keeps per
@@ -42,9 +44,15 @@ type ExchangeRecord struct {
 	// if any (never an upstream's words: they may quote the messages).
 	Error     string          `json:"error,omitempty"`
 	LatencyMS ExchangeLatency `json:"latency_ms"`
-	// Budget is the prompt budget curation worked to.
-	Budget int            `json:"budget"`
-	Tokens ExchangeTokens `json:"tokens"`
+	// Budget is the prompt budget curation worked to, in Recall's
+	// estimate: the tenant's budget (or the model's window less the
+	// answer's reserve), divided by Calibration when that is above 1.
+	Budget int `json:"budget"`
+	// Calibration is the ratio of the upstream's input count to Recall's
+	// estimate the exchange was planned with, learned for its tenant and
+	// model (1: none learned yet; package calibrate).
+	Calibration float64        `json:"calibration"`
+	Tokens      ExchangeTokens `json:"tokens"`
 	// Summary is the summary sent, nil if none.
 	Summary *SummaryUse `json:"summary"`
 	// Included are the stored messages sent, as ranges of sequence
@@ -79,17 +87,20 @@ type ExchangeLatency struct {
 }
 
 // ExchangeTokens are an exchange's token counts: Recall's estimates of
-// what it sent (by kind of message, and whole), and what the upstream
-// reported (0 if it reported nothing).
+// what it sent (by kind of message, and whole), the whole estimate
+// calibrated (EstimatedInput times the record's Calibration: what the
+// upstream was expected to count), and what the upstream reported (0 if
+// it reported nothing).
 type ExchangeTokens struct {
-	Instructions   int `json:"instructions"`
-	Summary        int `json:"summary"`
-	History        int `json:"history"`
-	New            int `json:"new"`
-	Output         int `json:"output"`
-	EstimatedInput int `json:"estimated_input"`
-	ReportedInput  int `json:"reported_input"`
-	Cached         int `json:"cached"`
+	Instructions    int `json:"instructions"`
+	Summary         int `json:"summary"`
+	History         int `json:"history"`
+	New             int `json:"new"`
+	Output          int `json:"output"`
+	EstimatedInput  int `json:"estimated_input"`
+	CalibratedInput int `json:"calibrated_input"`
+	ReportedInput   int `json:"reported_input"`
+	Cached          int `json:"cached"`
 }
 
 // SummaryUse is the summary an exchange sent: through which sequence
@@ -119,6 +130,27 @@ func NewExchangeID(n uint64) string {
 	return string(b[:])
 }
 
+// lastExchangeID numbers the records NextExchangeID makes.
+var lastExchangeID atomic.Uint64
+
+// NextExchangeID returns the id of a record made at now: now in
+// nanoseconds, made strictly increasing across every caller in the
+// process (the chat path and the summariser alike), so that the ids of
+// one conversation's records sort in the order they were made and never
+// collide.
+func NextExchangeID(now time.Time) string {
+	n := uint64(now.UnixNano())
+	for {
+		last := lastExchangeID.Load()
+		if n <= last {
+			n = last + 1
+		}
+		if lastExchangeID.CompareAndSwap(last, n) {
+			return NewExchangeID(n)
+		}
+	}
+}
+
 // ValidExchangeID reports whether id has NewExchangeID's form.
 func ValidExchangeID(id string) bool {
 	if len(id) != 20 || id[:4] != "xch_" {
@@ -141,11 +173,16 @@ func MarshalExchange(r *ExchangeRecord) ([]byte, error) {
 	return b, nil
 }
 
-// UnmarshalExchange decodes a record MarshalExchange encoded.
+// UnmarshalExchange decodes a record MarshalExchange encoded. A record
+// written before calibration reads as made with none (Calibration 1, the
+// calibrated input the estimate).
 func UnmarshalExchange(b []byte) (ExchangeRecord, error) {
 	var r ExchangeRecord
 	if err := json.Unmarshal(b, &r); err != nil {
 		return ExchangeRecord{}, fmt.Errorf("history: decode exchange: %w", err)
+	}
+	if r.Calibration == 0 {
+		r.Calibration, r.Tokens.CalibratedInput = 1, r.Tokens.EstimatedInput
 	}
 	return r, nil
 }

@@ -1,14 +1,16 @@
 package inspect
 
 import (
+	"math"
 	"slices"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/plan"
 )
 
-// Fill sets what r records of p, the plan an exchange sent: the budget,
-// Recall's token estimates by kind of message, the summary sent, the seqs
+// Fill sets what r records of p, the plan an exchange sent: the budget
+// and the calibration it was planned with, Recall's token estimates by
+// kind of message (and whole, as is and calibrated), the summary sent, the seqs
 // included and those dropped with the reason, the tool results cut and
 // the calls repaired. Included lists the stored messages sent; the new
 // ones are counted (NewMessages), and are the first of Committed if the
@@ -23,8 +25,13 @@ import (
 // ranges curation dropped, and the summarised range when it is whole.
 func Fill(r *history.ExchangeRecord, p *plan.Plan) {
 	r.Budget = p.Budget
+	r.Calibration = p.Ratio
+	if r.Calibration == 0 {
+		r.Calibration = 1
+	}
 	r.RepairedCalls = p.Report.RepairedCalls
 	r.Tokens.EstimatedInput = p.Report.Tokens
+	r.Tokens.CalibratedInput = int(math.Round(float64(p.Report.Tokens) * r.Calibration))
 	r.Cut = p.Report.Cut
 	if r.Cut == nil {
 		r.Cut = []history.CutResult{} // [] in JSON, as every list of the record

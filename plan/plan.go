@@ -121,6 +121,12 @@ type Input struct {
 	Fixed   Counter
 	// Now is the request's time (idle timeout).
 	Now time.Time
+	// Ratio is how the upstream counts this model's prompts against
+	// Recall's estimate (package calibrate; 0: as 1). Above 1 the plan
+	// works to the budget divided by it, so that the upstream's count,
+	// not only the estimate, stays within the budget; below 1 the budget
+	// is kept (Recall never plans past what the tenant configured).
+	Ratio float64
 }
 
 // Message is one message of the plan.
@@ -144,9 +150,11 @@ type Plan struct {
 	Messages []Message
 	// Report says what curation did (Tokens: the whole prompt estimate).
 	Report history.Report
-	// Encoding and Budget are the ones used.
+	// Encoding and Budget are the ones used (Budget in Recall's estimate,
+	// calibrated: see Input.Ratio); Ratio is Input.Ratio (1 if 0).
 	Encoding tokens.Encoding
 	Budget   int
+	Ratio    float64
 	// Meta is the conversation's metadata as loaded (before a replaced
 	// retry, if Replaced).
 	Meta history.Meta
@@ -203,6 +211,13 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 	}
 	if !known {
 		window = 0
+	}
+	p.Ratio = 1
+	if in.Ratio > 0 {
+		p.Ratio = in.Ratio
+	}
+	if p.Ratio > 1 {
+		budget = max(1, int(float64(budget)/p.Ratio))
 	}
 	p.Budget = budget
 	fixed := tokens.ReplyPriming + fixedCount.Tools(enc, in.Tools)

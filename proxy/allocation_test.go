@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/recallproxy/recall/calibrate"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/proxy"
 )
@@ -40,15 +41,22 @@ func TestChatPathAllocations(t *testing.T) {
 }
 
 // The exchange record costs a few allocations more per request, and
-// building it reads the plan, never the request's bytes.
+// building it reads the plan, never the request's bytes. Calibration, as
+// the server runs it too, learns from every answer and costs nothing once
+// the model is known.
 func TestChatPathAllocationsWithExchangeRecords(t *testing.T) {
 	var last history.ExchangeRecord
 	n := 0
+	cal := calibrate.New(calibrate.Options{})
 	allocs := chatPathAllocs(t, func(c *proxy.Config) {
 		c.OnExchange = func(_ history.Key, r history.ExchangeRecord) { last, n = r, n+1 }
+		c.Calibration = cal
 	})
 	if n == 0 || last.Status != "answered" || len(last.Committed) != 1 {
 		t.Fatalf("got %d records, the last %+v; want one per request, answered and committed", n, last)
+	}
+	if got, ok := cal.Get("default", last.Model); !ok || got.Samples < n {
+		t.Fatalf("calibration of %q: got %+v, want a sample of each of the %d requests", last.Model, got, n)
 	}
 	t.Logf("%.0f allocations per chat request with its exchange record (bound %d)", allocs, maxChatAllocs+maxRecordAllocs)
 	if allocs > maxChatAllocs+maxRecordAllocs {

@@ -368,6 +368,7 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 		Counter:      s.counter,
 		Fixed:        fixedCounter{s},
 		Now:          loadStart,
+		Ratio:        x.ratio(model),
 	})
 	s.metrics.storeOp("load", s.cfg.Now().Sub(loadStart))
 	if err != nil {
@@ -662,6 +663,7 @@ func (x *exchange) done(status int, err error) {
 	if s.log.Enabled(context.Background(), level) { // the line's attributes cost allocations
 		s.logExchange(x, level, tenant, status, upstream, total, err)
 	}
+	x.calibrate(err)
 	if s.cfg.OnExchange != nil && x.record && x.plan != nil && !x.sent.IsZero() {
 		r := x.exchangeRecord(status, err, end, upstream)
 		rounds := x.roundRecords(&r)

@@ -67,7 +67,7 @@ func (s *Server) countTokens(rc *fasthttp.RequestCtx, conv string) {
 		defer cancel()
 		pl, err := plan.Make(ctx, plan.Input{Store: s.cfg.Store, Key: history.Key{Tenant: c.Namespace, Conversation: conv},
 			Policy: c.policy(c.mode), Model: req.Model, Instructions: instructions, Tools: req.ToolsRaw, New: in,
-			Counter: s.counter, Fixed: fixedCounter{s}, Now: x.start})
+			Counter: s.counter, Fixed: fixedCounter{s}, Now: x.start, Ratio: x.ratio(req.Model)})
 		var oe *history.OrphanResultError
 		switch {
 		case errors.Is(err, plan.ErrStore):

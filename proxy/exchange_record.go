@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -34,22 +33,9 @@ func (x *exchange) answered(resp *fasthttp.Response) {
 	x.stream = isEventStream(resp)
 }
 
-// lastExchangeID numbers exchange records: a clock in nanoseconds, made
-// strictly increasing, so ids sort in the order records are made.
-var lastExchangeID atomic.Uint64
-
-func nextExchangeID(now time.Time) string {
-	n := uint64(now.UnixNano())
-	for {
-		last := lastExchangeID.Load()
-		if n <= last {
-			n = last + 1
-		}
-		if lastExchangeID.CompareAndSwap(last, n) {
-			return history.NewExchangeID(n)
-		}
-	}
-}
+// nextExchangeID is the id of a record made at now (see
+// history.NextExchangeID).
+func nextExchangeID(now time.Time) string { return history.NextExchangeID(now) }
 
 // exchangeRecord is the record of x, which ended at end with the client
 // given status (err: why it ended early or was not recorded). upstream is
@@ -113,4 +99,24 @@ func recordStatus(status int, err error, commitFailed bool) string {
 		return recordUpstreamError
 	}
 	return recordFailed
+}
+
+// ratio is the calibration ratio of the exchange's tenant and model (1:
+// none configured).
+func (x *exchange) ratio(model string) float64 {
+	if x.s.cfg.Calibration == nil {
+		return 1
+	}
+	return x.s.cfg.Calibration.Ratio(x.c.cfg.ID, model)
+}
+
+// calibrate teaches the calibration what the upstream counted of the
+// prompt x planned, if the exchange ended well with its usage from one
+// upstream call.
+func (x *exchange) calibrate(err error) {
+	cal := x.s.cfg.Calibration
+	if cal == nil || err != nil || !x.record || x.plan == nil || len(x.rounds) > 1 || x.usage.input <= 0 {
+		return
+	}
+	cal.Observe(x.c.cfg.ID, x.model, x.plan.Report.Tokens, x.usage.input)
 }

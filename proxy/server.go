@@ -98,6 +98,11 @@ type Config struct {
 	// the inspector's web page (package ui), built by the wiring.
 	// Default: those paths are 404.
 	UI fasthttp.RequestHandler
+	// Calibration, if set, corrects each exchange's budget by the ratio
+	// it serves for the tenant and model, and learns from every answered
+	// exchange that reported usage (package calibrate). Default: no
+	// correction.
+	Calibration Calibrator
 	// Locks serialises the work on each conversation. Default: the
 	// server's own. Give the same Locks to whatever else changes
 	// conversations in this process (the API, retention) so that it waits
@@ -112,6 +117,14 @@ type Summarizer interface {
 	// pass-through upstream, held in memory only; force says the budget
 	// could not send every unsummarised turn.
 	Trigger(tenant string, key history.Key, model, cred string, force bool)
+}
+
+// Calibrator serves and learns the ratio of an upstream's input token
+// count to Recall's estimate; *calibrate.Calibrator implements it. Both
+// calls run on every recorded exchange: they must be cheap.
+type Calibrator interface {
+	Ratio(tenant, model string) float64
+	Observe(tenant, model string, estimated, reported int) bool
 }
 
 // ExchangeDone describes a finished chat-completions exchange.

@@ -23,10 +23,13 @@ var errUpstream = errors.New("summary: upstream")
 // maxAnswerBytes bounds the summariser's answer read.
 const maxAnswerBytes = 4 << 20
 
-// answer is one summariser call's result.
+// answer is one summariser call's result, and what its record says of
+// it: the upstream's status (0: none came) and the time to its headers.
 type answer struct {
 	text                   string
 	promptTokens, complTok int
+	status                 int
+	firstByte              time.Duration
 }
 
 // call sends one summariser request to the tenant's upstream: the same
@@ -66,25 +69,25 @@ func (m *Manager) call(ctx context.Context, t *config.Tenant, cred, model, syste
 	for k, v := range t.Upstream.Headers {
 		req.Header.Set(k, v)
 	}
+	sent := m.cfg.Now()
 	resp, err := m.client.Do(req)
 	if err != nil {
 		return answer{}, fmt.Errorf("%w: %w", errUpstream, err)
 	}
 	defer resp.Body.Close()
+	a := answer{status: resp.StatusCode, firstByte: m.cfg.Now().Sub(sent)}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	if err != nil {
-		return answer{}, fmt.Errorf("%w: read answer: %w", errUpstream, err)
+		return a, fmt.Errorf("%w: read answer: %w", errUpstream, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		msg := gjson.GetBytes(raw, "error.message").Str
-		return answer{}, fmt.Errorf("%w: status %d: %s", errUpstream, resp.StatusCode, cut(msg, 200))
+		return a, fmt.Errorf("%w: status %d: %s", errUpstream, resp.StatusCode, cut(msg, 200))
 	}
 	r := gjson.ParseBytes(raw)
-	a := answer{
-		text:         r.Get("choices.0.message.content").Str,
-		promptTokens: int(r.Get("usage.prompt_tokens").Int()),
-		complTok:     int(r.Get("usage.completion_tokens").Int()),
-	}
+	a.text = r.Get("choices.0.message.content").Str
+	a.promptTokens = int(r.Get("usage.prompt_tokens").Int())
+	a.complTok = int(r.Get("usage.completion_tokens").Int())
 	if strings.TrimSpace(a.text) == "" {
 		return a, fmt.Errorf("%w: answer without text", errUpstream)
 	}

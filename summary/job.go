@@ -92,6 +92,7 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 		}
 		return meta, Nothing, 0, nil
 	}
+	w.key, w.incarnation = j.key, meta.Incarnation
 	res, err := m.summarise(ctx, t, md.cred, model, w)
 	if err != nil {
 		m.metrics.failed.WithLabelValues(t.ID).Inc()
@@ -159,6 +160,9 @@ type work struct {
 	cover     []turn
 	title     bool // a sealed episode is folded: title it
 	episode   uint32
+	// key and incarnation are the conversation's, for the calls' records.
+	key         history.Key
+	incarnation uint64
 }
 
 // plan reads what key's job summarises: the turns after the stored summary
@@ -247,16 +251,23 @@ func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model s
 	fixed := m.cfg.Counter.Text(enc, system) + 64 // instructions and a margin
 	room := max(window-fixed-2*maxOut, minChunk)
 
-	// ask makes one call and bounds its answer.
-	ask := func(system, user string, titled bool) (string, string, error) {
+	// ask makes one call, bounds its answer and records it: c says what
+	// the call extends and folds in.
+	ask := func(system, user string, titled bool, c call) (title, text string, err error) {
+		c.system, c.start = system, m.cfg.Now()
+		defer func() {
+			c.err = err
+			m.record(&w, model, enc, window-maxOut, c)
+		}()
 		a, err := m.call(ctx, t, cred, model, system, user, maxOut)
+		c.answer = a
 		res.calls++
 		res.promptTokens += a.promptTokens
 		res.completionTokens += a.complTok
 		if err != nil {
 			return "", "", err
 		}
-		title, text := parseAnswer(a.text, titled)
+		title, text = parseAnswer(a.text, titled)
 		if text == "" {
 			return "", "", fmt.Errorf("%w: empty summary", errUpstream)
 		}
@@ -274,7 +285,8 @@ func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model s
 	if prev != "" && m.cfg.Counter.Message(enc, plan.Inject(chat.RoleSystem, prev)) > maxOut {
 		// What of it fits the window beside the instructions and the answer.
 		in, _ := plan.FitSummary(m.cfg.Counter, enc, chat.RoleSystem, prev, window-fixed-maxOut)
-		_, prev, err = ask(systemPrompt(t.Summary.Prompt, false)+compactInstruction, userContent(in, nil), false)
+		_, prev, err = ask(systemPrompt(t.Summary.Prompt, false)+compactInstruction, userContent(in, nil), false,
+			call{prev: in, prevThrough: w.base})
 		if err != nil {
 			return res, err
 		}
@@ -304,7 +316,12 @@ func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model s
 		if !last && w.title {
 			sys = systemPrompt(t.Summary.Prompt, false)
 		}
-		title, text, err := ask(sys, userContent(prev, w.cover[i:k]), w.title && last)
+		through := w.base // what the summary so far covers
+		if i > 0 {
+			through = w.cover[i-1].last()
+		}
+		title, text, err := ask(sys, userContent(prev, w.cover[i:k]), w.title && last,
+			call{prev: prev, prevThrough: through, covers: w.cover[i:k]})
 		if err != nil {
 			return res, err
 		}

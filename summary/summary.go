@@ -90,6 +90,10 @@ type Config struct {
 	// OnJobDone, if set, is called after every job attempt, from the
 	// worker. It must not block.
 	OnJobDone func(JobDone)
+	// OnExchange, if set, gets the exchange record (kind "summary") of
+	// every summariser call, keyed by the conversation it summarises,
+	// from the worker. It must not block. Default: no records.
+	OnExchange func(history.Key, history.ExchangeRecord)
 }
 
 // Outcome is how a job attempt ended.

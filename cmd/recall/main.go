@@ -392,6 +392,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		a.Exchanges.Close(fctx)
+		a.Calibration.Close(fctx) // what it learned since its last write
 	}()
 	if err := summaries.Start(ctx); err != nil {
 		// Jobs of conversations not listed start again with their next

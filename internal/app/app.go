@@ -8,11 +8,14 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/auth"
+	"github.com/recallproxy/recall/calibrate"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/inspect"
 	"github.com/recallproxy/recall/proxy"
@@ -55,6 +58,11 @@ type App struct {
 	Exchanges *inspect.Writer
 	// UI is the inspector's web page the server mounts at /recall/ui/.
 	UI *ui.Handler
+	// Calibration learns, per tenant and model, how the upstream counts
+	// prompts against Recall's estimate, and corrects budgets by it; it
+	// keeps what it learned in the store (if it can) in the background:
+	// the caller closes it after the server, which writes what changed.
+	Calibration *calibrate.Calibrator
 }
 
 // New assembles an App from cfg.
@@ -73,6 +81,12 @@ func New(cfg Config) (*App, error) {
 		p.Locks = &proxy.Locks{}
 	}
 	a := &App{}
+	// Exchange records (the chat path's and the summariser's) go to the
+	// store through one writer, off the request path.
+	w, err := inspect.NewWriter(p.Store, inspect.Options{Logger: p.Logger, Registerer: p.Metrics.Registry()})
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Summary != nil {
 		sc := *cfg.Summary
 		if sc.Store == nil {
@@ -90,11 +104,46 @@ func New(cfg Config) (*App, error) {
 		if sc.Registerer == nil {
 			sc.Registerer = p.Metrics.Registry()
 		}
+		if on := sc.OnExchange; on != nil {
+			sc.OnExchange = func(k history.Key, r history.ExchangeRecord) { w.Record(k, r); on(k, r) }
+		} else {
+			sc.OnExchange = w.Record
+		}
 		m, err := summary.New(sc)
 		if err != nil {
+			w.Close(context.Background())
 			return nil, err
 		}
 		a.Summaries, p.Summaries = m, m
+	}
+
+	// Calibration is read back from the store, and kept there, when the
+	// store can keep it; without, it is learned afresh at every start.
+	co := calibrate.Options{Logger: p.Logger, Now: p.Now}
+	if cs, ok := p.Store.(history.CalibrationStore); ok {
+		co.Store = cs
+	}
+	a.Calibration = calibrate.New(co)
+	built := false
+	defer func() {
+		if !built {
+			a.Calibration.Close(context.Background())
+			w.Close(context.Background())
+		}
+	}()
+	lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err = a.Calibration.Load(lctx)
+	cancel()
+	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		if p.Logger != nil {
+			p.Logger.Warn("calibrations not read from the store: learned afresh", "component", "calibrate", "error", err.Error())
+		}
+	}
+	if err := p.Metrics.Registry().Register(a.Calibration); err != nil {
+		return nil, fmt.Errorf("app: register calibration metrics: %w", err)
+	}
+	if p.Calibration == nil {
+		p.Calibration = a.Calibration
 	}
 
 	tenants, metrics := p.Tenants, p.Metrics
@@ -111,6 +160,7 @@ func New(cfg Config) (*App, error) {
 		Observe: func(tenant, route string, status int) {
 			metrics.CountRequest(tenant, "api_"+route, status)
 		},
+		Calibration: a.Calibration,
 	}
 	if s, ok := p.Summaries.(api.Summarizer); ok {
 		ac.Summarizer = s
@@ -118,7 +168,6 @@ func New(cfg Config) (*App, error) {
 	if cfg.API != nil {
 		cfg.API(&ac)
 	}
-	var err error
 	if a.API, err = api.New(ac); err != nil {
 		return nil, err
 	}
@@ -127,21 +176,15 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	p.UI = a.UI.Handle
-	// Exchange records go to the store through one writer, off the
-	// request path.
-	w, err := inspect.NewWriter(p.Store, inspect.Options{Logger: p.Logger, Registerer: p.Metrics.Registry()})
-	if err != nil {
-		return nil, err
-	}
 	if on := p.OnExchange; on != nil {
 		p.OnExchange = func(k history.Key, r history.ExchangeRecord) { w.Record(k, r); on(k, r) }
 	} else {
 		p.OnExchange = w.Record
 	}
 	if a.Server, err = proxy.New(p); err != nil {
-		w.Close(context.Background())
 		return nil, err
 	}
 	a.Exchanges = w
+	built = true
 	return a, nil
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/auth"
+	"github.com/recallproxy/recall/calibrate"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/inspect"
@@ -48,14 +49,17 @@ type Harness struct {
 	T         *testing.T
 	Up        *upstreamtest.Server // the fake upstream every tenant points at
 	Server    *proxy.Server
-	Store     *badgerstore.Store   // the Badger store under History
-	Set       *config.Set          // the tenants the server was started with
-	History   history.Store        // the store the server uses: a cache over Store, as cmd/recall serves
-	Summaries *summary.Manager     // nil unless Options.Summary is set
-	Exchanges *inspect.Writer      // writes the exchange records the server makes (Flush waits for them)
-	Jobs      chan summary.JobDone // every summary job attempt, in order; nil without Summaries
-	URL       string               // http://127.0.0.1:port
-	Logs      *LogBuffer           // the server's JSON log, at debug level
+	Store     *badgerstore.Store // the Badger store under History
+	Set       *config.Set        // the tenants the server was started with
+	History   history.Store      // the store the server uses: a cache over Store, as cmd/recall serves
+	Summaries *summary.Manager   // nil unless Options.Summary is set
+	Exchanges *inspect.Writer    // writes the exchange records the server makes (Flush waits for them)
+	// Calibration is the server's calibration (Flush writes it to the
+	// store at once).
+	Calibration *calibrate.Calibrator
+	Jobs        chan summary.JobDone // every summary job attempt, in order; nil without Summaries
+	URL         string               // http://127.0.0.1:port
+	Logs        *LogBuffer           // the server's JSON log, at debug level
 	// Done receives every finished exchange, in order. A test that makes
 	// more than 4096 exchanges without reading it fails.
 	Done chan proxy.ExchangeDone
@@ -79,12 +83,14 @@ type Options struct {
 	Summary func(*summary.Config)
 	// API, if set, adjusts the conversation API's configuration.
 	API func(*api.Config)
+	// Upstream are options of the fake upstream.
+	Upstream []upstreamtest.Option
 }
 
 // New starts a Harness for the duration of t.
 func New(t *testing.T, o Options) *Harness {
 	t.Helper()
-	h := &Harness{T: t, Up: upstreamtest.NewTB(t), Logs: &LogBuffer{}, Done: make(chan proxy.ExchangeDone, 4096)}
+	h := &Harness{T: t, Up: upstreamtest.NewTB(t, o.Upstream...), Logs: &LogBuffer{}, Done: make(chan proxy.ExchangeDone, 4096)}
 	g := config.DefaultGlobal()
 	g.Defaults.Upstream.BaseURL = h.Up.URL()
 	if len(o.Tenants) > 0 {
@@ -153,7 +159,7 @@ func New(t *testing.T, o Options) *Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Server, h.Summaries, h.Exchanges = a.Server, a.Summaries, a.Exchanges
+	h.Server, h.Summaries, h.Exchanges, h.Calibration = a.Server, a.Summaries, a.Exchanges, a.Calibration
 	if h.Summaries != nil {
 		if err := h.Summaries.Start(context.Background()); err != nil {
 			t.Logf("summary start: %v (the store cannot list yet)", err)
@@ -180,6 +186,9 @@ func New(t *testing.T, o Options) *Harness {
 		}
 		if err := h.Exchanges.Close(ctx); err != nil {
 			t.Errorf("exchange records not written at shutdown: %v", err)
+		}
+		if err := h.Calibration.Close(ctx); err != nil {
+			t.Errorf("calibrations not written at shutdown: %v", err)
 		}
 		h.Store.Close()
 	})

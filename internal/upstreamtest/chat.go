@@ -199,6 +199,13 @@ func (s *Server) newCompletion(rq *request, reply Reply) *completion {
 		c.content = nil
 	}
 	c.promptTokens = max(1, len(rq.messages.Raw)/4)
+	if s.promptTokens != nil {
+		msgs := make([]json.RawMessage, len(rq.msgs))
+		for i, m := range rq.msgs {
+			msgs[i] = json.RawMessage(m.Raw)
+		}
+		c.promptTokens = s.promptTokens(rq.model, msgs)
+	}
 	return c
 }
 

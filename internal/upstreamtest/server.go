@@ -96,13 +96,24 @@ func WithUnboundedSummaries() Option {
 	return func(s *Server) { s.unbounded = true }
 }
 
+// WithPromptTokens makes chat-completions answers report f's count as
+// their usage's prompt_tokens, f given the request's model and messages
+// (default: about a quarter of the messages' bytes): tests of what Recall
+// learns from a provider that counts differently from its estimate. f is
+// called from the handlers, concurrently; it must not modify messages.
+func WithPromptTokens(f func(model string, messages []json.RawMessage) int) Option {
+	return func(s *Server) { s.promptTokens = f }
+}
+
 // Server is a fake OpenAI-compatible upstream on a loopback port. It is safe
 // for concurrent use.
 type Server struct {
-	keep      int
-	describe  bool // answers say what they received
-	unbounded bool // summary answers ignore their limit
-	created   int64
+	// promptTokens, if set, counts the usage's prompt tokens.
+	promptTokens func(model string, messages []json.RawMessage) int
+	keep         int
+	describe     bool // answers say what they received
+	unbounded    bool // summary answers ignore their limit
+	created      int64
 
 	ln  net.Listener
 	srv *http.Server

@@ -42,6 +42,9 @@ func TestKeyLayoutComment(t *testing.T) {
 	if err := s.AppendExchanges(ctx, k, []history.ExchangeRecord{{ID: history.NewExchangeID(1), Incarnation: m.Incarnation}}); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.PutCalibrations(ctx, "t", []history.Calibration{{Model: "gpt-4o", Ratio: 1.2, Samples: 3}}); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Fold(); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@
 //	i \x00 tenant \x00 term \x00 segment(8, BE)             a term's postings in one search segment (segment.go)
 //	f \x00 tenant \x00 conversation \x00 segment(8, BE)     the span of a conversation's records in a segment
 //	x \x00 tenant \x00 conversation                         pending work: kind, ranges (pending.go)
+//	k \x00 tenant \x00 model                                a model's calibration (history.Calibration, JSON; calibration.go)
 //	v \x00 "index"                                         version of the indexes (reindex.go)
 //	v \x00 "segment"                                       the last search segment's number (segment.go)
 //

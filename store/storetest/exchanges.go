@@ -13,7 +13,8 @@ func record(n uint64, inc uint64) history.ExchangeRecord {
 		Kind: "chat", Ingress: "chat.completions", Upstream: "chat.completions", Model: "m", Status: "answered", HTTPStatus: 200,
 		Included: []history.Span{{From: 3, To: 4}}, Dropped: []history.Dropped{{From: 1, To: 2, Reason: history.DroppedBudget, Turns: 1}},
 		Cut: []history.CutResult{{Seq: 3, CharsBefore: 100, CharsAfter: 10}}, Committed: []history.Span{{From: 5, To: 6}},
-		Summary: &history.SummaryUse{Through: 2, Tokens: 7}, Tokens: history.ExchangeTokens{History: 20, ReportedInput: 30},
+		Summary: &history.SummaryUse{Through: 2, Tokens: 7}, Calibration: 1.25,
+		Tokens:      history.ExchangeTokens{History: 20, EstimatedInput: 40, CalibratedInput: 50, ReportedInput: 30},
 		Incarnation: inc}
 }
 

@@ -56,6 +56,7 @@ export async function conversationView(ctx, route) {
       stat('Messages', num(d.messages)),
       stat('Tokens stored', `${num(cap.tokens_stored ?? d.tokens)} of ${num(cap.budget_tokens)} budget`),
       stat('Model', d.model || '—'),
+      stat('Calibration', calibration(d.calibration)),
       stat('Upstream usage', `${num(use.prompt_tokens)} in, ${num(use.completion_tokens)} out`),
       stat('Created', when(d.created_at)),
       stat('Updated', when(d.updated_at))),
@@ -82,6 +83,15 @@ export async function conversationView(ctx, route) {
       target.scrollIntoView({block: 'center'});
     }
   }
+}
+
+// calibration says how the upstream counts this model's prompts against
+// Recall's estimate: the ratio applied to the budget, over how many samples.
+function calibration(c) {
+  if (!c) return '—';
+  const ratio = `ratio ${Number(c.ratio).toFixed(2)}`;
+  return h('span', {class: 'calibration'}, ratio,
+    h('span', {class: 'muted small'}, c.samples ? ` over ${num(c.samples)} ${c.samples === 1 ? 'sample' : 'samples'}` : ' (not learned yet)'));
 }
 
 function stat(label, value) {

@@ -134,15 +134,22 @@ export async function exchangesView(ctx, route) {
 function row(id, x, scale, on) {
   const t = x.tokens || {};
   return h('li', {},
-    h('a', {href: convHash(id, 'exchanges/' + encodeURIComponent(x.id)), class: 'xrow', 'data-xid': x.id,
+    h('a', {href: convHash(id, 'exchanges/' + encodeURIComponent(x.id)), class: `xrow kind-${x.kind || 'chat'}`, 'data-xid': x.id,
       'aria-current': on ? 'true' : null},
       h('span', {class: 'xmeta'},
         when(x.created_at),
-        h('span', {class: 'kind'}, x.kind || 'chat'),
+        kind(x),
         h('span', {class: `badge status-${x.status}`}, (x.status || '').replace(/_/g, ' ')),
         h('span', {class: 'muted small'}, `${x.model || ''} \u00b7 ${num(total(x))} tokens` +
           (x.dropped && x.dropped.length ? ` \u00b7 ${x.dropped.length} dropped` : ''))),
       bar(x, scale)));
+}
+
+// kind labels a record by its kind: a chat call, a tool round, or a
+// summariser call (Recall's own, coloured apart).
+function kind(x) {
+  const k = x.kind || 'chat';
+  return h('span', {class: `kind kind-${k}`}, k);
 }
 
 function closeButton(id) {
@@ -178,7 +185,7 @@ function detail(id, base, x, scale) {
       closeButton(id)),
     h('p', {class: 'xmeta'},
       when(x.created_at),
-      h('span', {class: 'kind'}, x.kind || 'chat'),
+      kind(x),
       h('span', {class: `badge status-${x.status}`},
         `${(x.status || '').replace(/_/g, ' ')}${x.http_status ? ` (HTTP ${x.http_status})` : ''}`),
       h('span', {}, x.model || '')),
@@ -199,6 +206,8 @@ function detail(id, base, x, scale) {
       SEGMENTS.map(([k, name]) => pair(name, num(t[k] || 0))),
       pair('Budget', num(x.budget)),
       pair('Estimated input', num(est)),
+      pair('Calibrated input', [num(t.calibrated_input ?? est),
+        h('span', {class: 'muted'}, ` (ratio ${Number(x.calibration || 1).toFixed(2)})`)]),
       pair('Reported input', [num(rep), diff]),
       pair('Cached', num(t.cached))),
     h('h3', {}, 'Latency'),
