@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/tidwall/gjson"
@@ -63,12 +64,12 @@ type Member struct {
 
 // Members appends obj's members to dst sorted by key, keeping only the
 // last of a repeated key, as encoding/json does; pass a slice of a stack
-// array as dst to keep small objects off the heap. Keys are decoded as by
-// [Key].
+// array as dst to keep small objects off the heap. Keys decode as
+// encoding/json decodes them.
 func Members(dst []Member, obj gjson.Result) []Member {
 	start := len(dst)
 	obj.ForEach(func(k, v gjson.Result) bool {
-		dst = append(dst, Member{Key(k.Raw), v})
+		dst = append(dst, Member{key(k), v})
 		return true
 	})
 	ms := dst[start:]
@@ -94,16 +95,14 @@ func Members(dst []Member, obj gjson.Result) []Member {
 	return dst[:start+n]
 }
 
-// Key returns the value of the JSON string literal raw, without copying
-// when it has no escapes.
-func Key(raw string) string {
-	if len(raw) < 2 {
-		return ""
+// key returns the value of the key k as encoding/json decodes it. gjson
+// has parsed k.Str: when it is as long as the literal's contents the key
+// has no escapes and is used as it stands, without copying.
+func key(k gjson.Result) string {
+	if len(k.Str) == len(k.Raw)-2 {
+		return k.Str
 	}
-	if strings.IndexByte(raw, '\\') < 0 {
-		return raw[1 : len(raw)-1]
-	}
-	return string(AppendUnescaped(nil, raw))
+	return string(AppendUnescaped(nil, k.Raw))
 }
 
 // AppendString appends s tagged [String] and length-prefixed.
@@ -128,6 +127,17 @@ func AppendLiteral(buf []byte, raw string) []byte {
 	buf = AppendUnescaped(buf, raw)
 	binary.LittleEndian.PutUint32(buf[lenAt:], uint32(len(buf)-start))
 	return buf
+}
+
+// AppendStringValue appends the string value v as [AppendLiteral] does.
+// gjson has parsed v.Str: when it is as long as the literal's contents the
+// literal has no escapes (every escape is longer than what it stands
+// for), and only its UTF-8 needs checking.
+func AppendStringValue(buf []byte, v gjson.Result) []byte {
+	if len(v.Str) == len(v.Raw)-2 && utf8.ValidString(v.Str) {
+		return AppendString(buf, v.Str)
+	}
+	return AppendLiteral(buf, v.Raw)
 }
 
 // AppendNumber appends f tagged [Number]: numbers compare by their float64
@@ -155,7 +165,7 @@ func AppendPruned(buf []byte, v gjson.Result, object func(buf []byte, v gjson.Re
 		if v.Raw == `""` {
 			return buf
 		}
-		return AppendLiteral(buf, v.Raw)
+		return AppendStringValue(buf, v)
 	}
 	switch {
 	case v.IsArray():

@@ -105,3 +105,14 @@ func TestSum(t *testing.T) {
 		t.Errorf("got %v allocations, want 0", got)
 	}
 }
+
+// AppendStringValue takes gjson's parsed string where it can, and must
+// write what AppendLiteral writes from the literal.
+func TestAppendStringValueMatchesLiteral(t *testing.T) {
+	for _, lit := range []string{`""`, `"plain"`, `"caf\u00e9"`, `"a\nb"`, `"\ud83d\u0041"`, `"\ud83d"`, `"é😀"`, "\"a\xffb\"", "\"a\xff\\nb\""} {
+		v := gjson.Parse(`[` + lit + `]`).Array()[0]
+		if got, want := AppendStringValue(nil, v), AppendLiteral(nil, lit); !bytes.Equal(got, want) {
+			t.Errorf("%s: got %q, want %q", lit, got, want)
+		}
+	}
+}

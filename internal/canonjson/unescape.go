@@ -1,6 +1,7 @@
 package canonjson
 
 import (
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -14,6 +15,9 @@ func AppendUnescaped(buf []byte, raw string) []byte {
 		return buf
 	}
 	s := raw[1 : len(raw)-1]
+	if strings.IndexByte(s, '\\') < 0 && utf8.ValidString(s) {
+		return append(buf, s...) // nothing to decode; both scans are word-at-a-time
+	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {

@@ -22,6 +22,8 @@ func TestAppendUnescapedMatchesEncodingJSON(t *testing.T) {
 		{"surrogate at end", `"a\udC00"`},
 		{"nul", `"a\u0000b"`},
 		{"raw utf-8", `"é😀"`},
+		{"invalid utf-8, no escapes", "\"a\xffb\""},
+		{"invalid utf-8 and an escape", "\"a\xff\\nb\""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

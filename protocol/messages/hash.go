@@ -66,7 +66,7 @@ func appendContent(buf []byte, c gjson.Result) []byte {
 	case c.Type == gjson.String:
 		buf = append(buf, canonjson.Array, canonjson.Object)
 		buf = canonjson.AppendString(buf, "text")
-		buf = canonjson.AppendLiteral(buf, c.Raw)
+		buf = canonjson.AppendStringValue(buf, c)
 		buf = canonjson.AppendString(buf, "type")
 		buf = canonjson.AppendString(buf, typeText)
 		return append(buf, canonjson.End, canonjson.End)
@@ -86,7 +86,7 @@ func appendCanonical(buf []byte, v gjson.Result) []byte {
 	case gjson.Number:
 		return canonjson.AppendNumber(buf, v.Num)
 	case gjson.String:
-		return canonjson.AppendLiteral(buf, v.Raw)
+		return canonjson.AppendStringValue(buf, v)
 	}
 	if v.IsArray() {
 		buf = append(buf, canonjson.Array)
