@@ -83,7 +83,8 @@ func checkNothingStored(t *testing.T, h *e2etest.Harness, fc *failingCommits, te
 // fails, or hangs past the commit timeout) ends with the Responses error
 // event, history_write_failed, never with response.completed: the client
 // never holds an acknowledged turn that is not stored, and nothing is
-// stored. Over every upstream: native Responses (openai), and bridged
+// stored; the error event's sequence_number is the next after the events
+// before it. Over every upstream: native Responses (openai), and bridged
 // from chat completions (chat) and Messages (anthropic).
 func TestResponsesStreamCommitFailureIsNotAcknowledged(t *testing.T) {
 	for _, fault := range commitFaults {
@@ -103,6 +104,11 @@ func TestResponsesStreamCommitFailureIsNotAcknowledged(t *testing.T) {
 				var last responses.ResponseStreamEventUnion
 				for stream.Next() {
 					last = stream.Current()
+					// Every event, the error event too, is numbered in
+					// order from 0.
+					if got, want := last.SequenceNumber, int64(len(types)); got != want || !last.JSON.SequenceNumber.Valid() {
+						t.Errorf("event %d (%s): sequence_number %d, want %d", len(types), last.Type, got, want)
+					}
 					types = append(types, last.Type)
 				}
 				if err := stream.Err(); err != nil {

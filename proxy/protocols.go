@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 
-	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/internal/apierr"
@@ -78,15 +77,11 @@ func seamRoute(path []byte) *protocol {
 	return nil
 }
 
-// responsesErrorEvent is e as a Responses stream's error event.
+// responsesErrorEvent is e as a Responses stream's error event, for a
+// stream with no events before it; a stream Recall rendered ends with its
+// renderer's (errorRenderer), numbered after the events it rendered.
 func responsesErrorEvent(e *apierr.Error) []byte {
-	b := []byte("event: error\ndata: ")
-	b = append(b, `{"type":"error","code":`...)
-	b = gjson.AppendJSONString(b, e.Code)
-	b = append(b, `,"message":`...)
-	b = gjson.AppendJSONString(b, e.Message)
-	b = append(b, `,"param":null}`...)
-	return append(b, "\n\n"...)
+	return responses.AppendErrorEvent(nil, 0, e.Code, e.Message)
 }
 
 // anthropicErrorEvent is e as an Anthropic stream's error event.

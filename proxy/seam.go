@@ -16,6 +16,7 @@ import (
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/protocol/responses"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -532,7 +533,7 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 					}
 					return fmt.Errorf("%w: %w: %w", apierr.UpstreamBadResponse, errErrorEventRelayed, aerr)
 				}
-				return s.endSeam(w, x, p, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, aerr))
+				return s.endSeam(w, x, p, ren, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, aerr))
 			}
 			if same {
 				for _, d := range deltas {
@@ -563,12 +564,12 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 		case done:
 		case rerr == io.EOF:
 			if !done {
-				return s.endSeam(w, x, p, fmt.Errorf("%w: the stream ended before the answer did", apierr.UpstreamStreamCut))
+				return s.endSeam(w, x, p, ren, fmt.Errorf("%w: the stream ended before the answer did", apierr.UpstreamStreamCut))
 			}
 		case errors.Is(rerr, chat.ErrEventTooLarge):
 			return fmt.Errorf("%w: %w", apierr.UpstreamTooLarge, rerr)
 		case rerr != nil:
-			return s.endSeam(w, x, p, fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, rerr))
+			return s.endSeam(w, x, p, ren, fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, rerr))
 		}
 		if rerr == io.EOF {
 			break
@@ -577,14 +578,14 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 	x.upstreamDone = s.cfg.Now()
 	a, err := asm.Answer()
 	if err != nil {
-		return s.endSeam(w, x, p, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err))
+		return s.endSeam(w, x, p, ren, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err))
 	}
 	if err := x.stamp(&a, req, up.proto, p.proto); err != nil {
-		return s.endSeam(w, x, p, err)
+		return s.endSeam(w, x, p, ren, err)
 	}
 	if record {
 		if err := x.commitAnswer(&a); err != nil {
-			return s.endSeam(w, x, p, err)
+			return s.endSeam(w, x, p, ren, err)
 		}
 		x.committed = true
 	}
@@ -603,10 +604,27 @@ func newRenderer(x *exchange, p *protocol, req *wire.Request) wire.Renderer {
 	return p.ingress.NewRenderer(req)
 }
 
+// errorRenderer is a Renderer that renders the error event a failed stream
+// ends with itself, to number it after the events it rendered (the
+// Responses API's sequence_number).
+type errorRenderer interface {
+	Error(dst []byte, code, message string) []byte
+}
+
+var _ errorRenderer = (*responses.Renderer)(nil)
+
 // endSeam ends a stream that failed with an error event in the client's
-// protocol; the closing events never go out.
-func (s *Server) endSeam(w *bufio.Writer, x *exchange, p *protocol, err error) error {
-	if _, werr := w.Write(p.errorEvent(classify(err))); werr != nil {
+// protocol, ren's when it renders one (ren is nil when the upstream's
+// events are relayed as they came); the closing events never go out.
+func (s *Server) endSeam(w *bufio.Writer, x *exchange, p *protocol, ren wire.Renderer, err error) error {
+	e := classify(err)
+	var ev []byte
+	if er, ok := ren.(errorRenderer); ok {
+		ev = er.Error(nil, e.Code, e.Message)
+	} else {
+		ev = p.errorEvent(e)
+	}
+	if _, werr := w.Write(ev); werr != nil {
 		return fmt.Errorf("%w (%w: %w)", err, errClientGone, werr)
 	}
 	return err

@@ -121,7 +121,7 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 		if errors.Is(err, errClientGone) {
 			return err
 		}
-		return s.endSeam(w, x, l.p, err)
+		return s.endSeam(w, x, l.p, ren, err)
 	}
 	var relayed strings.Builder // text the client got in rounds before the final
 	release := func() {}        // the first round's body is relay's

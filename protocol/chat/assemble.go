@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/recallproxy/recall/internal/canonjson"
 	"github.com/tidwall/gjson"
 )
 
@@ -157,13 +158,13 @@ func (a *Assembler) addDelta(delta gjson.Result) {
 		case "content":
 			switch {
 			case value.Type == gjson.String:
-				a.content = appendUnescaped(a.content, value.Raw)
+				a.content = canonjson.AppendUnescaped(a.content, value.Raw)
 			case value.IsArray() && value.Get("#").Int() > 0:
 				a.parts = append(a.parts[:0], value.Raw...)
 			}
 		case "refusal":
 			if value.Type == gjson.String {
-				a.refusal = appendUnescaped(a.refusal, value.Raw)
+				a.refusal = canonjson.AppendUnescaped(a.refusal, value.Raw)
 			}
 		case "name":
 			if a.name == "" && value.Type == gjson.String {
@@ -207,10 +208,10 @@ func (a *Assembler) addToolCall(pos int, tc gjson.Result) {
 		}
 	}
 	if n := fn.Get("name"); n.Type == gjson.String {
-		c.name = appendUnescaped(c.name, n.Raw)
+		c.name = canonjson.AppendUnescaped(c.name, n.Raw)
 	}
 	if args := fn.Get(argsKey); args.Type == gjson.String {
-		c.argument = appendUnescaped(c.argument, args.Raw)
+		c.argument = canonjson.AppendUnescaped(c.argument, args.Raw)
 	}
 }
 

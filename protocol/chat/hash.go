@@ -2,18 +2,18 @@ package chat
 
 import (
 	"encoding/binary"
-	"math"
-	"strings"
-	"sync"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/pretty"
+
+	"github.com/recallproxy/recall/internal/canonjson"
+	"github.com/recallproxy/recall/wire"
 )
 
-// Tags of the canonical form. Every field is written as a tag followed by
-// a self-delimiting value, so that distinct messages cannot collide by
-// concatenation.
+// Field tags of the canonical form. Every field is written as a tag
+// followed by a self-delimiting value (canonjson's value tags), so that
+// distinct messages cannot collide by concatenation.
 const (
 	tagRole       = 'R'
 	tagText       = 'C' // content as text: a string, or a single text part
@@ -28,18 +28,7 @@ const (
 	tagCallArgs = 'g'
 	tagCallEnd  = 'e'
 	tagCallOdd  = 'u' // a "function" that is not an object
-
-	valString = 's'
-	valNumber = 'n'
-	valTrue   = 't'
-	valFalse  = 'f'
-	valEmpty  = 'z' // null, "", [] or {} where position matters (arrays)
-	valArray  = 'a'
-	valObject = 'o'
-	valEnd    = '.'
 )
-
-var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // Hash returns the canonical hash of a message's JSON: equal for messages
 // that differ only in key order, whitespace, string escapes, null, empty
@@ -68,14 +57,25 @@ func Hash(raw []byte) uint64 {
 	if CheckDepth(raw) != nil {
 		return xxhash.Sum64(raw)
 	}
-	bp := hashBufs.Get().(*[]byte)
-	buf := appendCanonical((*bp)[:0], gjson.Parse(bytesString(raw)))
-	h := xxhash.Sum64(buf)
-	if cap(buf) <= 64<<10 {
-		*bp = buf
-		hashBufs.Put(bp)
+	return canonjson.Sum(gjson.Parse(bytesString(raw)), appendCanonical)
+}
+
+// ForeignHash is the hash of raw, a message of another wire protocol: JSON
+// nested deeper than [MaxDepth] hashes by its raw bytes, a message that
+// decodes to one that means the same as one chat message hashes as that
+// message does ([CanonicalHash]), so that a conversation continued through
+// another protocol is recognised, and any other message hashes by the
+// canonical form its protocol appends (canonical).
+func ForeignHash(raw []byte, decode func([]byte) (wire.Message, error), canonical func(buf []byte, v gjson.Result) []byte) uint64 {
+	if CheckDepth(raw) != nil {
+		return xxhash.Sum64(raw)
 	}
-	return h
+	if m, err := decode(raw); err == nil {
+		if h, ok := CanonicalHash(m); ok {
+			return h
+		}
+	}
+	return canonjson.Sum(gjson.Parse(bytesString(raw)), canonical)
 }
 
 // appendCanonical appends the canonical form of message m to buf.
@@ -181,24 +181,24 @@ func appendParts(buf []byte, c gjson.Result) []byte {
 		return appendField(buf, tagParts, c)
 	}
 	mark := len(buf)
-	buf = append(buf, tagParts, valArray)
+	buf = append(buf, tagParts, canonjson.Array)
 	n := 0
 	c.ForEach(func(_, part gjson.Result) bool {
 		n++
 		if !part.IsObject() {
-			buf = appendElem(buf, part)
+			buf = canonjson.AppendElem(buf, part, appendPlainObject)
 			return true
 		}
 		at := len(buf)
 		if buf = appendObject(buf, part, true); len(buf) == at {
-			buf = append(buf, valEmpty)
+			buf = append(buf, canonjson.Empty)
 		}
 		return true
 	})
 	if n == 0 {
 		return buf[:mark]
 	}
-	return append(buf, valEnd)
+	return append(buf, canonjson.End)
 }
 
 // appendToolCalls appends the canonical form of a tool_calls array: for each
@@ -210,7 +210,7 @@ func appendToolCalls(buf []byte, calls gjson.Result) []byte {
 	calls.ForEach(func(_, call gjson.Result) bool {
 		n++
 		if !call.IsObject() {
-			buf = appendElem(buf, call)
+			buf = canonjson.AppendElem(buf, call, appendPlainObject)
 			return true
 		}
 		var id, fn, name, args gjson.Result
@@ -249,7 +249,7 @@ func appendToolCalls(buf []byte, calls gjson.Result) []byte {
 	if n == 0 {
 		return buf[:mark]
 	}
-	return append(buf, valEnd)
+	return append(buf, canonjson.End)
 }
 
 // appendArguments appends a string value holding function arguments, given
@@ -258,11 +258,11 @@ func appendToolCalls(buf []byte, calls gjson.Result) []byte {
 // a string inside the message, so the message's own depth check does not
 // bound them).
 func appendArguments(buf []byte, raw string) []byte {
-	buf = append(buf, valString)
+	buf = append(buf, canonjson.String)
 	lenAt := len(buf)
 	buf = append(buf, 0, 0, 0, 0)
 	start := len(buf)
-	buf = appendUnescaped(buf, raw)
+	buf = canonjson.AppendUnescaped(buf, raw)
 	if CheckDepth(buf[start:]) == nil && gjson.ValidBytes(buf[start:]) {
 		buf = buf[:start+len(pretty.UglyInPlace(buf[start:]))]
 	}
@@ -281,87 +281,31 @@ func appendField(buf []byte, tag byte, v gjson.Result) []byte {
 	return out
 }
 
-// appendElem appends the canonical form of an array element, which is
-// written even when empty because its position matters.
-func appendElem(buf []byte, v gjson.Result) []byte {
-	mark := len(buf)
-	out := appendValue(buf, v)
-	if len(out) == mark {
-		return append(out, valEmpty)
-	}
-	return out
-}
-
 // appendValue appends the canonical form of any JSON value, or nothing when
 // it is null, "", or an array or object with nothing in it once its own
 // empty members are dropped.
 func appendValue(buf []byte, v gjson.Result) []byte {
-	switch v.Type {
-	case gjson.Null:
-		return buf
-	case gjson.False:
-		return append(buf, valFalse)
-	case gjson.True:
-		return append(buf, valTrue)
-	case gjson.Number:
-		return binary.LittleEndian.AppendUint64(append(buf, valNumber), math.Float64bits(v.Num))
-	case gjson.String:
-		if v.Raw == `""` {
-			return buf
-		}
-		return appendJSONString(buf, v.Raw)
-	}
-	switch {
-	case v.IsArray():
-		mark := len(buf)
-		buf = append(buf, valArray)
-		n := 0
-		v.ForEach(func(_, e gjson.Result) bool {
-			n++
-			buf = appendElem(buf, e)
-			return true
-		})
-		if n == 0 {
-			return buf[:mark]
-		}
-		return append(buf, valEnd)
-	case v.IsObject():
-		return appendObject(buf, v, false)
-	}
-	return buf
+	return canonjson.AppendPruned(buf, v, appendPlainObject)
 }
 
-// member is one key of an object being canonicalised.
-type member struct {
-	key string
-	val gjson.Result
-}
+// appendPlainObject appends an object that is not a content part (see
+// [appendObject]).
+func appendPlainObject(buf []byte, v gjson.Result) []byte { return appendObject(buf, v, false) }
 
 // appendObject appends an object with its keys sorted, its empty and
 // ignored members dropped (part: v is a content part, see [ignoredKey])
 // and, for repeated keys, only the last kept.
 func appendObject(buf []byte, v gjson.Result, part bool) []byte {
-	var stack [16]member
-	members := stack[:0]
-	v.ForEach(func(key, value gjson.Result) bool {
-		members = append(members, member{keyString(key.Raw), value})
-		return true
-	})
-	// Insertion sort, stable: objects here are small (content parts).
-	for i := 1; i < len(members); i++ {
-		for j := i; j > 0 && members[j].key < members[j-1].key; j-- {
-			members[j], members[j-1] = members[j-1], members[j]
-		}
-	}
+	var stack [16]canonjson.Member
 	mark := len(buf)
-	buf = append(buf, valObject)
-	for i, m := range members {
-		if i+1 < len(members) && members[i+1].key == m.key || ignoredKey(m.key, part) {
-			continue // a later duplicate wins; ignored members are left out
+	buf = append(buf, canonjson.Object)
+	for _, m := range canonjson.Members(stack[:0], v) {
+		if ignoredKey(m.Key, part) {
+			continue
 		}
 		at := len(buf)
-		buf = appendString(buf, m.key)
-		if out := appendValue(buf, m.val); len(out) > len(buf) {
+		buf = canonjson.AppendString(buf, m.Key)
+		if out := appendValue(buf, m.Val); len(out) > len(buf) {
 			buf = out
 		} else {
 			buf = buf[:at]
@@ -370,40 +314,7 @@ func appendObject(buf []byte, v gjson.Result, part bool) []byte {
 	if len(buf) == mark+1 {
 		return buf[:mark]
 	}
-	return append(buf, valEnd)
-}
-
-// keyString returns the value of the JSON string literal raw, without
-// copying when it has no escapes. gjson's own unescaping differs from
-// encoding/json's for invalid surrogates, so it is not used where that
-// matters.
-func keyString(raw string) string {
-	if len(raw) < 2 {
-		return ""
-	}
-	if strings.IndexByte(raw, '\\') < 0 {
-		return raw[1 : len(raw)-1]
-	}
-	return string(appendUnescaped(nil, raw))
-}
-
-// appendJSONString appends, length-prefixed, the value of the JSON string
-// literal raw.
-func appendJSONString(buf []byte, raw string) []byte {
-	buf = append(buf, valString)
-	lenAt := len(buf)
-	buf = append(buf, 0, 0, 0, 0)
-	start := len(buf)
-	buf = appendUnescaped(buf, raw)
-	binary.LittleEndian.PutUint32(buf[lenAt:], uint32(len(buf)-start))
-	return buf
-}
-
-// appendString appends a length-prefixed string.
-func appendString(buf []byte, s string) []byte {
-	buf = append(buf, valString)
-	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(s)))
-	return append(buf, s...)
+	return append(buf, canonjson.End)
 }
 
 // isEmpty reports whether v's canonical form is empty: v is absent, null,

@@ -1,32 +1,13 @@
 package messages
 
 import (
-	"encoding/binary"
-	"math"
 	"slices"
-	"strings"
-	"sync"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/internal/canonjson"
 	"github.com/recallproxy/recall/protocol/chat"
 )
-
-// Tags of the canonical form: every value is a tag and a self-delimiting
-// body, so that distinct messages cannot collide by concatenation.
-const (
-	valString = 's'
-	valNumber = 'n'
-	valTrue   = 't'
-	valFalse  = 'f'
-	valNull   = 'z'
-	valArray  = 'a'
-	valObject = 'o'
-	valEnd    = '.'
-)
-
-var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // Hash returns the canonical hash of a stored message: equal for the
 // messages a client would call the same. The rule:
@@ -48,29 +29,16 @@ var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b
 //     JSON, key order aside), thinking text and signatures.
 //
 // Invalid JSON hashes to something stable but unspecified; JSON nested
-// deeper than chat.MaxDepth hashes by its raw bytes.
+// deeper than chat.MaxDepth hashes by its raw bytes; a
+// message that means the same as one chat message hashes as that message
+// does (chat.ForeignHash).
 func (c Codec) Hash(raw []byte) uint64 {
-	if chat.CheckDepth(raw) != nil {
-		return xxhash.Sum64(raw)
-	}
-	// A message that means the same as one chat message hashes as that
-	// message does, whatever protocol it came in (chat.CanonicalHash).
-	if m, err := c.Decode(raw); err == nil {
-		if h, ok := chat.CanonicalHash(m); ok {
-			return h
-		}
-	}
-	bp := hashBufs.Get().(*[]byte)
-	buf := appendCanonicalMessage((*bp)[:0], parse(raw))
-	h := xxhash.Sum64(buf)
-	if cap(buf) <= 64<<10 {
-		*bp = buf
-		hashBufs.Put(bp)
-	}
-	return h
+	return chat.ForeignHash(raw, c.Decode, appendCanonicalMessage)
 }
 
-// appendCanonicalMessage appends the canonical form of message m.
+// appendCanonicalMessage appends the canonical form of message m. Unlike
+// the other protocols' forms it keeps null values (as canonjson.Empty) and
+// empty arrays: only an object's empty members are dropped.
 func appendCanonicalMessage(buf []byte, m gjson.Result) []byte {
 	if !m.IsObject() {
 		return appendCanonical(append(buf, 'X'), m)
@@ -94,76 +62,61 @@ func appendCanonicalMessage(buf []byte, m gjson.Result) []byte {
 func appendContent(buf []byte, c gjson.Result) []byte {
 	switch {
 	case c.Type == gjson.String && c.Str == "", c.Type == gjson.Null, !c.Exists():
-		return append(buf, valArray, valEnd)
+		return append(buf, canonjson.Array, canonjson.End)
 	case c.Type == gjson.String:
-		buf = append(buf, valArray, valObject)
-		buf = appendString(buf, "text")
-		buf = appendString(buf, c.Str)
-		buf = appendString(buf, "type")
-		buf = appendString(buf, typeText)
-		return append(buf, valEnd, valEnd)
+		buf = append(buf, canonjson.Array, canonjson.Object)
+		buf = canonjson.AppendString(buf, "text")
+		buf = canonjson.AppendStringValue(buf, c)
+		buf = canonjson.AppendString(buf, "type")
+		buf = canonjson.AppendString(buf, typeText)
+		return append(buf, canonjson.End, canonjson.End)
 	}
 	return appendCanonical(buf, c)
-}
-
-// member is one member of an object being canonicalised.
-type member struct {
-	key string
-	val gjson.Result
 }
 
 // appendCanonical appends any JSON value canonically (see Hash).
 func appendCanonical(buf []byte, v gjson.Result) []byte {
 	switch v.Type {
 	case gjson.Null:
-		return append(buf, valNull)
+		return append(buf, canonjson.Empty)
 	case gjson.False:
-		return append(buf, valFalse)
+		return append(buf, canonjson.False)
 	case gjson.True:
-		return append(buf, valTrue)
+		return append(buf, canonjson.True)
 	case gjson.Number:
-		return binary.LittleEndian.AppendUint64(append(buf, valNumber), math.Float64bits(v.Num))
+		return canonjson.AppendNumber(buf, v.Num)
 	case gjson.String:
-		return appendString(buf, v.Str)
+		return canonjson.AppendStringValue(buf, v)
 	}
 	if v.IsArray() {
-		buf = append(buf, valArray)
+		buf = append(buf, canonjson.Array)
 		v.ForEach(func(_, e gjson.Result) bool {
 			buf = appendCanonical(buf, e)
 			return true
 		})
-		return append(buf, valEnd)
+		return append(buf, canonjson.End)
 	}
 	if !v.IsObject() {
 		return append(buf, 'X')
 	}
-	var stack [8]member
-	members := stack[:0]
-	v.ForEach(func(k, val gjson.Result) bool {
-		members = append(members, member{k.Str, val})
-		return true
+	var stack [16]canonjson.Member
+	members := canonjson.Members(stack[:0], v)
+	toolResult := slices.ContainsFunc(members, func(m canonjson.Member) bool {
+		return m.Key == "type" && m.Val.Str == typeToolResult
 	})
-	slices.SortStableFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
-	toolResult := false
+	buf = append(buf, canonjson.Object)
 	for _, m := range members {
-		if m.key == "type" && m.val.Str == typeToolResult {
-			toolResult = true
-		}
-	}
-	buf = append(buf, valObject)
-	for i, m := range members {
-		if i+1 < len(members) && members[i+1].key == m.key || m.key == "cache_control" || empty(m.val) ||
-			toolResult && m.key == "is_error" && m.val.Type == gjson.False {
+		if m.Key == "cache_control" || empty(m.Val) || toolResult && m.Key == "is_error" && m.Val.Type == gjson.False {
 			continue
 		}
-		buf = appendString(buf, m.key)
-		if m.key == "content" {
-			buf = appendContent(buf, m.val)
+		buf = canonjson.AppendString(buf, m.Key)
+		if m.Key == "content" {
+			buf = appendContent(buf, m.Val)
 		} else {
-			buf = appendCanonical(buf, m.val)
+			buf = appendCanonical(buf, m.Val)
 		}
 	}
-	return append(buf, valEnd)
+	return append(buf, canonjson.End)
 }
 
 // empty reports whether v is null, "", [] or {}.
@@ -179,11 +132,4 @@ func empty(v gjson.Result) bool {
 		return n == 0
 	}
 	return false
-}
-
-// appendString appends a length-prefixed string.
-func appendString(buf []byte, s string) []byte {
-	buf = append(buf, valString)
-	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(s)))
-	return append(buf, s...)
 }

@@ -47,6 +47,7 @@ func TestHashDiffers(t *testing.T) {
 		{"tool input", `{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{"a":1}}]}`, `{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{"a":2}}]}`},
 		{"signature", `{"role":"assistant","content":[{"type":"thinking","thinking":"x","signature":"s1"}]}`, `{"role":"assistant","content":[{"type":"thinking","thinking":"x","signature":"s2"}]}`},
 		{"is_error true", `{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r","is_error":true}]}`, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r"}]}`},
+		{"a lone surrogate does not swallow the escape after it", `{"role":"assistant","content":[{"type":"thinking","thinking":"\ud83d\u0041","signature":"s"}]}`, `{"role":"assistant","content":[{"type":"thinking","thinking":"\ud83d","signature":"s"}]}`},
 		{"block order", `{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}`, `{"role":"user","content":[{"type":"text","text":"b"},{"type":"text","text":"a"}]}`},
 	}
 	for _, tt := range tests {

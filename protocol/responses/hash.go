@@ -1,16 +1,12 @@
 package responses
 
 import (
-	"encoding/binary"
-	"math"
-	"sort"
 	"strconv"
-	"sync"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/pretty"
 
+	"github.com/recallproxy/recall/internal/canonjson"
 	"github.com/recallproxy/recall/protocol/chat"
 )
 
@@ -41,42 +37,16 @@ import (
 //
 // Everything else (role, call_id, name, the text, images, a reasoning
 // item's summary and encrypted_content) is compared. JSON nested deeper
-// than chat.MaxDepth hashes by its raw bytes.
+// than chat.MaxDepth hashes by its raw bytes, and an item
+// that means the same as one chat message hashes as that message does
+// (chat.ForeignHash).
 func (c Codec) Hash(raw []byte) uint64 {
-	if chat.CheckDepth(raw) != nil {
-		return xxhash.Sum64(raw)
-	}
-	// A message that means the same as one chat message hashes as that
-	// message does, whatever protocol it came in (chat.CanonicalHash).
-	if m, err := c.Decode(raw); err == nil {
-		if h, ok := chat.CanonicalHash(m); ok {
-			return h
-		}
-	}
-	bp := hashBufs.Get().(*[]byte)
-	buf := appendItemCanonical((*bp)[:0], parse(raw))
-	h := xxhash.Sum64(buf)
-	if cap(buf) <= 64<<10 {
-		*bp = buf
-		hashBufs.Put(bp)
-	}
-	return h
+	return chat.ForeignHash(raw, c.Decode, appendItemCanonical)
 }
 
-var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
-
-// Value tags of the canonical form; every value is self-delimiting.
-const (
-	valString = 's'
-	valNumber = 'n'
-	valTrue   = 't'
-	valFalse  = 'f'
-	valEmpty  = 'z'
-	valArray  = 'a'
-	valObject = 'o'
-	valEnd    = '.'
-	valText   = 'x' // content or output that is just text
-)
+// valText tags content or output that is just text; the other values use
+// canonjson's tags, and keys are written length-prefixed without a tag.
+const valText = 'x'
 
 // appendItemCanonical appends the canonical form of item.
 func appendItemCanonical(buf []byte, item gjson.Result) []byte {
@@ -84,7 +54,7 @@ func appendItemCanonical(buf []byte, item gjson.Result) []byte {
 		return appendValue(append(buf, 'X'), item)
 	}
 	t := itemType(item)
-	buf = appendString(append(buf, 'I'), t)
+	buf = canonjson.AppendSized(append(buf, 'I'), t)
 	keepID := t == "local_shell_call_output"
 	return appendMembers(buf, item, func(key string) bool {
 		switch key {
@@ -98,17 +68,17 @@ func appendItemCanonical(buf []byte, item gjson.Result) []byte {
 		switch {
 		case key == "content" && t == typeMessage:
 			if text, ok := soleText(v); ok {
-				return appendString(append(buf, valText), text)
+				return canonjson.AppendSized(append(buf, valText), text)
 			}
 			return appendParts(buf, v)
 		case key == "output" && isOutput(t):
 			if text, ok := soleText(v); ok {
-				return appendString(append(buf, valText), text)
+				return canonjson.AppendSized(append(buf, valText), text)
 			}
 			return appendParts(buf, v)
 		case key == "arguments" && v.Type == gjson.String && v.Str != "":
 			if gjson.Valid(v.Str) {
-				return appendString(append(buf, valString), string(pretty.Ugly([]byte(v.Str))))
+				return canonjson.AppendString(buf, string(pretty.Ugly([]byte(v.Str))))
 			}
 		}
 		return appendValue(buf, v)
@@ -158,38 +128,32 @@ func appendParts(buf []byte, c gjson.Result) []byte {
 		return appendValue(buf, c)
 	}
 	mark := len(buf)
-	buf = append(buf, valArray)
+	buf = append(buf, canonjson.Array)
 	n := 0
 	c.ForEach(func(_, p gjson.Result) bool {
 		n++
 		if !p.IsObject() {
-			buf = appendElem(buf, p)
+			buf = canonjson.AppendElem(buf, p, appendObject)
 			return true
 		}
 		at := len(buf)
-		buf = appendMembers(append(buf, valObject), p, ignoredPartKey, func(buf []byte, key string, v gjson.Result) []byte {
+		buf = appendMembers(append(buf, canonjson.Object), p, ignoredPartKey, func(buf []byte, key string, v gjson.Result) []byte {
 			if key == "type" && (v.Str == partInputText || v.Str == partOutputText) {
-				return appendString(append(buf, valString), "text")
+				return canonjson.AppendString(buf, "text")
 			}
 			return appendValue(buf, v)
 		})
 		if len(buf) == at+1 {
-			buf = append(buf[:at], valEmpty)
+			buf = append(buf[:at], canonjson.Empty)
 		} else {
-			buf = append(buf, valEnd)
+			buf = append(buf, canonjson.End)
 		}
 		return true
 	})
 	if n == 0 {
 		return buf[:mark]
 	}
-	return append(buf, valEnd)
-}
-
-// member is one key of an object being canonicalised.
-type member struct {
-	key string
-	val gjson.Result
+	return append(buf, canonjson.End)
 }
 
 // appendMembers appends obj's members sorted by key, leaving out those
@@ -197,20 +161,14 @@ type member struct {
 // its last value, as encoding/json does.
 func appendMembers(buf []byte, obj gjson.Result, skip func(string) bool,
 	value func(buf []byte, key string, v gjson.Result) []byte) []byte {
-	var stack [16]member
-	members := stack[:0]
-	obj.ForEach(func(k, v gjson.Result) bool {
-		members = append(members, member{k.String(), v})
-		return true
-	})
-	sort.SliceStable(members, func(i, j int) bool { return members[i].key < members[j].key })
-	for i, m := range members {
-		if i+1 < len(members) && members[i+1].key == m.key || skip(m.key) {
+	var stack [16]canonjson.Member
+	for _, m := range canonjson.Members(stack[:0], obj) {
+		if skip(m.Key) {
 			continue
 		}
 		at := len(buf)
-		buf = appendString(buf, m.key)
-		if out := value(buf, m.key, m.val); len(out) > len(buf) {
+		buf = canonjson.AppendSized(buf, m.Key)
+		if out := value(buf, m.Key, m.Val); len(out) > len(buf) {
 			buf = out
 		} else {
 			buf = buf[:at]
@@ -222,62 +180,23 @@ func appendMembers(buf []byte, obj gjson.Result, skip func(string) bool,
 // appendValue appends the canonical form of a JSON value, or nothing when
 // it is null, "", or an array or object with nothing in it.
 func appendValue(buf []byte, v gjson.Result) []byte {
-	switch v.Type {
-	case gjson.Null:
-		return buf
-	case gjson.False:
-		return append(buf, valFalse)
-	case gjson.True:
-		return append(buf, valTrue)
-	case gjson.Number:
-		return binary.LittleEndian.AppendUint64(append(buf, valNumber), math.Float64bits(v.Num))
-	case gjson.String:
-		if v.Str == "" {
-			return buf
-		}
-		return appendString(append(buf, valString), v.Str)
-	}
-	switch {
-	case v.IsArray():
-		mark := len(buf)
-		buf = append(buf, valArray)
-		n := 0
-		v.ForEach(func(_, e gjson.Result) bool {
-			n++
-			buf = appendElem(buf, e)
-			return true
-		})
-		if n == 0 {
-			return buf[:mark]
-		}
-		return append(buf, valEnd)
-	case v.IsObject():
-		mark := len(buf)
-		buf = appendMembers(append(buf, valObject), v, func(string) bool { return false },
-			func(buf []byte, _ string, v gjson.Result) []byte { return appendValue(buf, v) })
-		if len(buf) == mark+1 {
-			return buf[:mark]
-		}
-		return append(buf, valEnd)
-	}
-	return buf
+	return canonjson.AppendPruned(buf, v, appendObject)
 }
 
-// appendElem appends an array element, written even when empty because
-// its position matters.
-func appendElem(buf []byte, v gjson.Result) []byte {
+// appendObject appends an object with every member that writes something,
+// or nothing.
+func appendObject(buf []byte, v gjson.Result) []byte {
 	mark := len(buf)
-	if out := appendValue(buf, v); len(out) > mark {
-		return out
+	buf = appendMembers(append(buf, canonjson.Object), v, keepAll, appendMemberValue)
+	if len(buf) == mark+1 {
+		return buf[:mark]
 	}
-	return append(buf, valEmpty)
+	return append(buf, canonjson.End)
 }
 
-// appendString appends a length-prefixed string.
-func appendString(buf []byte, s string) []byte {
-	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(s)))
-	return append(buf, s...)
-}
+func keepAll(string) bool { return false }
+
+func appendMemberValue(buf []byte, _ string, v gjson.Result) []byte { return appendValue(buf, v) }
 
 // isEmpty reports whether v writes nothing canonically.
 func isEmpty(v gjson.Result) bool { return len(appendValue(nil, v)) == 0 }

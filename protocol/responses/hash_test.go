@@ -48,6 +48,10 @@ func TestHashResentItems(t *testing.T) {
 			`{"type":"reasoning","summary":[],"encrypted_content":"gBBB"}`, false},
 		{"local_shell_call_output keeps its id", `{"type":"local_shell_call_output","id":"call_1","output":"ok"}`,
 			`{"type":"local_shell_call_output","id":"call_2","output":"ok"}`, false},
+		{"a lone surrogate does not swallow the escape after it", `{"type":"reasoning","summary":[{"type":"summary_text","text":"\ud83d\u0041"}]}`,
+			`{"type":"reasoning","summary":[{"type":"summary_text","text":"\ud83d"}]}`, false},
+		{"a lone surrogate reads as U+FFFD, as encoding/json reads it", `{"type":"reasoning","summary":[{"type":"summary_text","text":"\ud83d"}]}`,
+			`{"type":"reasoning","summary":[{"type":"summary_text","text":"\ufffd"}]}`, true},
 		{"message and function_call never equal", `{"role":"assistant","content":"f"}`,
 			`{"type":"function_call","call_id":"","name":"f","arguments":""}`, false},
 	}

@@ -145,6 +145,25 @@ func (r *Renderer) Delta(dst []byte, d wire.Delta) []byte {
 	return dst
 }
 
+// Error appends the error event that ends a stream which failed instead
+// of End, numbered after every event r rendered: OpenAI numbers each event
+// of a stream, its error event too.
+func (r *Renderer) Error(dst []byte, code, message string) []byte {
+	return r.event(dst, "error", func(b []byte) []byte {
+		b = append(append(b, `,"code":`...), quote(code)...)
+		b = append(append(b, `,"message":`...), quote(message)...)
+		return append(b, `,"param":null`...)
+	})
+}
+
+// AppendErrorEvent appends the error event of a Responses stream, OpenAI's
+// {"type":"error","sequence_number","code","message","param"}, numbered
+// seq: the event a stream that failed ends with (see [Renderer.Error]).
+func AppendErrorEvent(dst []byte, seq int, code, message string) []byte {
+	r := Renderer{seq: seq}
+	return r.Error(dst, code, message)
+}
+
 // End closes the open item, renders the items no delta announced, and
 // appends response.completed (response.incomplete when the answer was cut
 // at its token limit or filtered) with the whole Response.
