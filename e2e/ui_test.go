@@ -170,6 +170,13 @@ func TestInspectorInABrowser(t *testing.T) {
 			t.Errorf("no image named Tokens…: %q", imgs)
 		}
 		b.do("find the budget line", chromedp.WaitVisible(chromedp.CSS(`svg[role="img"] line.budget`)))
+		// The chat calls' bars fill the chart: a summariser's record (its
+		// budget is its model's whole window) does not set the scale.
+		widest := `Math.max(...[...document.querySelectorAll('a.xrow.kind-chat svg.bar')].map((svg) =>
+			[...svg.querySelectorAll('rect.seg')].reduce((w, r) => w + r.width.baseVal.value, 0) / svg.viewBox.baseVal.width))`
+		if got := eval[float64](b, widest); got < 0.5 {
+			t.Errorf("the widest chat bar fills %.3f of the chart, want at least half", got)
+		}
 		// The summariser's calls are in the timeline, labelled and coloured
 		// apart from the chat calls, and their detail names their kind.
 		b.do("find a summary record", chromedp.WaitVisible(chromedp.CSS(`a.xrow.kind-summary .kind`)))

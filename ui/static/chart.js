@@ -43,7 +43,7 @@ export function bar(x, scale, height = 22) {
       s('title', {}, `${name}: ${num(n)} tokens`)));
     at += w;
   }
-  if (x.budget) {
+  if (x.budget && x.budget <= scale) { // a budget past the scale (a summariser's window) is not drawn
     const bx = Math.min(x.budget * unit, W - 1);
     svg.append(s('line', {x1: bx, x2: bx, y1: 0, y2: height, class: 'budget', 'vector-effect': 'non-scaling-stroke'},
       s('title', {}, `Budget: ${num(x.budget)} tokens`)));

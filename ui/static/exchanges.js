@@ -44,7 +44,7 @@ export async function exchangesView(ctx, route) {
       byID.set(x.id, x);
       records.push(x);
     }
-    scale = Math.max(1, ...records.map((x) => Math.max(total(x), x.budget || 0)));
+    scale = scaleOf(records);
     rows.replaceChildren(...records.map((x) => row(id, x, scale, x.id === selected)));
   };
   add(page.data || []);
@@ -129,6 +129,17 @@ export async function exchangesView(ctx, route) {
       document.removeEventListener('keydown', onKey);
     },
   };
+}
+
+// scaleOf is the tokens the chart's full width stands for: the largest
+// prompt or budget of the conversation's own calls. A summariser call's
+// budget is its model's whole window, which would shrink every chat bar
+// to a sliver, so it is drawn on the chat calls' scale (clipped) unless
+// there are only summary records.
+function scaleOf(records) {
+  const own = records.filter((x) => x.kind !== 'summary');
+  const of = own.length ? own : records;
+  return Math.max(1, ...of.map((x) => Math.max(total(x), x.budget || 0)));
 }
 
 function row(id, x, scale, on) {
