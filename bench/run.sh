@@ -54,6 +54,12 @@
 # the same single core and do not steal the load generator's. -nopin lets
 # everything float over every core.
 #
+# ONLY, a comma list of row groups, runs just those (default: all): direct
+# (direct, direct-ctx50), nginx (nginx, nginx-ctx50), nohist, sync, relaxed,
+# protocols (the Responses and Messages rows), pg (recall-pg, recall-pg-2),
+# series (cost against history length), rss, ceiling. Example:
+# ONLY=sync,pg bench/run.sh -quick.
+#
 # Environment: BASE_PORT (19801; seven ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
 # 2s/0.5s), KEEP=1 keeps the work directory, SEED_SUMMARIES=0 seeds no
 # summaries (see SUMMARIZED below).
@@ -77,6 +83,20 @@ for a in "$@"; do
 done
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ONLY=${ONLY:-}
+# want GROUP: whether ONLY selects GROUP (every group when ONLY is empty).
+want() {
+	[ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]
+}
+for g in ${ONLY//,/ }; do
+	case "$g" in
+	direct | nginx | nohist | sync | relaxed | protocols | pg | series | rss | ceiling) ;;
+	*)
+		echo "run.sh: unknown group $g in ONLY (want direct, nginx, nohist, sync, relaxed, protocols, pg, series, rss, ceiling)" >&2
+		exit 2
+		;;
+	esac
+done
 RATE=${RATE:-1000}
 CONC=${CONC:-32}
 if [ "$QUICK" = 1 ]; then
@@ -260,10 +280,12 @@ PIDS+=("$!")
 wait_port "$UP_PORT"
 
 echo "running: duration $DUR (+ $WARM warm-up) per row" >&2
-matrix direct "http://127.0.0.1:$UP_PORT$URL"
-matrix "direct-ctx$SEED_TURNS" "http://127.0.0.1:$UP_PORT$URL" -context-turns "$SEED_TURNS"
+if want direct; then
+	matrix direct "http://127.0.0.1:$UP_PORT$URL"
+	matrix "direct-ctx$SEED_TURNS" "http://127.0.0.1:$UP_PORT$URL" -context-turns "$SEED_TURNS"
+fi
 
-if [ -n "$NGINX" ]; then
+if [ -n "$NGINX" ] && { want nginx || want ceiling; }; then
 	mkdir -p "$WORK/nginx"
 	{
 		nginx_head "$WORK/nginx" "$NGINX_WORKERS"
@@ -285,19 +307,24 @@ EOF
 	"${PROXY_CPU[@]}" "$NGINX" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" 2>>"$WORK/nginx/error.log" &
 	PIDS+=("$!")
 	wait_port "$NGINX_PORT"
-	matrix nginx "http://127.0.0.1:$NGINX_PORT$URL"
-	# The same context size as the history rows, resent by a stateless client.
-	matrix "nginx-ctx$SEED_TURNS" "http://127.0.0.1:$NGINX_PORT$URL" -context-turns "$SEED_TURNS"
+	if want nginx; then
+		matrix nginx "http://127.0.0.1:$NGINX_PORT$URL"
+		# The same context size as the history rows, resent by a stateless client.
+		matrix "nginx-ctx$SEED_TURNS" "http://127.0.0.1:$NGINX_PORT$URL" -context-turns "$SEED_TURNS"
+	fi
 fi
 
 # Recall's rows also read its own added time from its metrics, free of
 # the load generator's queueing on the core it shares with the upstream.
 RECALL_METRICS="http://127.0.0.1:$RECALL_PORT/metrics"
-start_recall "$WORK/data-nohist" true
-matrix recall-nohist "http://127.0.0.1:$RECALL_PORT$URL" -metrics "$RECALL_METRICS"
-stop_recall
+if want nohist; then
+	start_recall "$WORK/data-nohist" true
+	matrix recall-nohist "http://127.0.0.1:$RECALL_PORT$URL" -metrics "$RECALL_METRICS"
+	stop_recall
+fi
 
 for mode in sync relaxed; do
+	want "$mode" || continue
 	sync=true
 	[ "$mode" = relaxed ] && sync=false
 	seed "$WORK/data-$mode" 1000 "$SEED_TURNS"
@@ -313,6 +340,7 @@ done
 # and copied for its second row.
 for row in "responses openai responses" "responses chat responses-bridged" \
 	"messages anthropic messages" "messages openai messages-bridged"; do
+	want protocols || break
 	read -r proto upstream name <<<"$row"
 	[ -d "$WORK/seed-$proto" ] || seed "$WORK/seed-$proto" 1000 "$SEED_TURNS" "$proto"
 	cp -a "$WORK/seed-$proto" "$WORK/data-$name"
@@ -330,7 +358,9 @@ done
 # recall-pg: recall-sync's rows with the store on PostgreSQL, a private
 # server sharing the load generator's core.
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
-if [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
+if ! want pg; then
+	:
+elif [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 	PGDIR=$WORK/pg
 	mkdir -p "$PGDIR"
 	AS_PG=()
@@ -361,6 +391,7 @@ fi
 # fsync noise does not hide the read cost. The conversations grow during
 # the run: the history column shows the turns actually stored and sent.
 for turns in 10 1000 10000; do
+	want series || break
 	seed "$WORK/data-turns-$turns" 32 "$turns"
 	start_recall "$WORK/data-turns-$turns" false
 	load "turns-$turns" -url "http://127.0.0.1:$RECALL_PORT$URL" -rate "${SERIES_RATE:-200}" -conversations 32 -seeded "$turns"
@@ -369,15 +400,17 @@ done
 
 # Peak RSS over 10,000 conversations (durable writes, the default), with
 # a 64 MiB window cache (and so, by default, a 256 MiB soft heap limit).
-seed "$WORK/data-rss" 10000 10
-RECALL_CONF="cache_mb: 64" start_recall "$WORK/data-rss" true
-load rss -url "http://127.0.0.1:$RECALL_PORT$URL" -concurrency "$CONC" -conversations 10000 -seeded 10 -pid "$RECALL_PID"
-stop_recall
+if want rss; then
+	seed "$WORK/data-rss" 10000 10
+	RECALL_CONF="cache_mb: 64" start_recall "$WORK/data-rss" true
+	load rss -url "http://127.0.0.1:$RECALL_PORT$URL" -concurrency "$CONC" -conversations 10000 -seeded 10 -pid "$RECALL_PID"
+	stop_recall
+fi
 
 # The proxy ceiling: wrk against nginx and Recall (no history) in front of
 # an nginx answering every request from memory, on the load generator's
 # core; the proxy under test alone on CPU 0 as above.
-if [ -n "$WRK" ] && [ -n "$NGINX" ]; then
+if [ -n "$WRK" ] && [ -n "$NGINX" ] && want ceiling; then
 	mkdir -p "$WORK/static" "$WORK/nginx-wrk"
 	{
 		nginx_head "$WORK/static" 1
@@ -439,6 +472,6 @@ if [ "$PIN" = 1 ]; then
 else
 	echo "Pinning: none (every process floats over all cores; nginx worker_processes auto)."
 fi
-echo "Command: bench/run.sh $*; $DUR per row after $WARM warm-up; closed loop $CONC in flight; open loop $RATE req/s."
+echo "Command: ${ONLY:+ONLY=$ONLY }bench/run.sh $*; $DUR per row after $WARM warm-up; closed loop $CONC in flight; open loop $RATE req/s."
 echo "History rows: 1,000 conversations seeded with $SEED_TURNS turns (~40-word questions, ~120-word answers), summarised as Recall's defaults leave them (summaries seeded: $SUMMARIZED), growing during the run; default budget 16,000 tokens; the client sends only the new message. Recall log level warn, nginx access_log off."
 "$BIN/load" -report "$RESULTS"
