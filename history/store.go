@@ -220,6 +220,11 @@ type Snapshot struct {
 type Change struct {
 	// Version is the metadata Version the change was computed from.
 	Version uint64
+	// Base, if set, is the metadata the change was computed from, as
+	// loaded (its Version is Version): a store may then commit without
+	// reading the stored metadata first, if the stored head (HeadOf) is
+	// still Base's. Stores only read it.
+	Base *Meta
 	// Supersede, if set, flags every active message after a boundary as
 	// superseded before Append is applied.
 	Supersede *Boundary

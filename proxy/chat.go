@@ -463,6 +463,7 @@ func (x *exchange) record1(r recorded) error {
 	s := x.s
 	ch := history.Change{
 		Version:          x.version,
+		Base:             x.base(),
 		Supersede:        x.super,
 		Append:           append(x.fresh, r.answer...),
 		Cut:              x.cut,
@@ -603,8 +604,17 @@ func (x *exchange) rebase(ctx context.Context, ch history.Change) (history.Chang
 	if len(merged.New) != len(x.fresh) || history.HashMessages(merged.New) != x.exchangeHash {
 		return ch, history.ErrConflict
 	}
-	ch.Version, ch.Supersede, ch.Cut = snap.Meta.Version, merged.Supersede, 0
+	ch.Version, ch.Base, ch.Supersede, ch.Cut = snap.Meta.Version, &snap.Meta, merged.Supersede, 0
 	return ch, nil
+}
+
+// base is the metadata the exchange's plan was computed from, for the
+// commit's Change.Base; nil without a plan.
+func (x *exchange) base() *history.Meta {
+	if x.plan == nil || x.plan.Meta.Version != x.version {
+		return nil
+	}
+	return &x.plan.Meta
 }
 
 // head returns the merge's reader of a conversation's first messages.

@@ -4,8 +4,8 @@
 // The schema (migrations/*.sql, embedded and applied at Open under a lock)
 // is keyed by tenant, then conversation. A conversation is a metadata row
 // (history.MarshalMeta) and append-only message rows by sequence number
-// (the history codec, as Badger keeps them), plus search postings; a
-// commit writes them in one transaction, checked against the metadata's
+// (the history codec, as Badger keeps them, with their search terms as a
+// tsvector under a GIN index); a commit writes them in one transaction, checked against the metadata's
 // Version, so a commit is all or nothing and durable when it returns (as
 // the server's synchronous_commit has it).
 //
@@ -487,14 +487,13 @@ func (s *Store) messages(ctx context.Context, k history.Key, after uint64, all b
 	return ctx.Err()
 }
 
-// Delete erases the conversation's rows (metadata, messages, postings,
-// exchange records) in one transaction, one round trip. The metadata row
+// Delete erases the conversation's rows (metadata, messages with their
+// search entries, exchange records) in one transaction, one round trip. The metadata row
 // goes before the exchange records: an AppendExchanges holding it is
 // waited for, and its records are then deleted too (see AppendExchanges).
 func (s *Store) Delete(ctx context.Context, k history.Key) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(`DELETE FROM recall_postings WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
 	b.Queue(`DELETE FROM recall_messages WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
 	b.Queue(`DELETE FROM recall_conversations WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
 	b.Queue(`DELETE FROM recall_exchanges WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
