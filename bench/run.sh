@@ -31,6 +31,12 @@
 #                   started in the work directory if PostgreSQL's server
 #                   binaries are installed (the rows are skipped otherwise),
 #                   durable commits (fsync, synchronous_commit on)
+#   recall-pg-2     the same with two Recall processes (replicas) on the one
+#                   database, sharing the proxy's core, no balancer: bench/load
+#                   spreads the requests over both URLs, each conversation's
+#                   requests alternating between the replicas (every request
+#                   then finds its conversation changed by the other replica:
+#                   the worst case for the window caches)
 #
 # each non-streaming and streaming, in a closed loop (max throughput, 32 in
 # flight) and an open loop (1,000 requests/s, latency from the scheduled send
@@ -60,7 +66,9 @@
 # series (cost against history length), rss, ceiling. Example:
 # ONLY=sync,pg bench/run.sh -quick.
 #
-# Environment: BASE_PORT (19801; seven ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
+# Environment: PG_CONF adds server settings to the recall-pg rows' PostgreSQL
+# (e.g. PG_CONF="-c commit_delay=200 -c commit_siblings=5").
+# BASE_PORT (19801; eight ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
 # 2s/0.5s), KEEP=1 keeps the work directory, SEED_SUMMARIES=0 seeds no
 # summaries (see SUMMARIZED below).
 set -euo pipefail
@@ -114,7 +122,8 @@ PG_PORT=$((BASE_PORT + 3))
 STATIC_PORT=$((BASE_PORT + 4))
 NGINX_WRK_PORT=$((BASE_PORT + 5))
 BARE_PORT=$((BASE_PORT + 6))
-for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT" "$PG_PORT" "$STATIC_PORT" "$NGINX_WRK_PORT" "$BARE_PORT"; do
+RECALL2_PORT=$((BASE_PORT + 7))
+for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT" "$PG_PORT" "$STATIC_PORT" "$NGINX_WRK_PORT" "$BARE_PORT" "$RECALL2_PORT"; do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 		echo "run.sh: port $p is already in use: set BASE_PORT to a free range" >&2
 		exit 1
@@ -242,23 +251,25 @@ matrix() {
 }
 
 RECALL_PID=
-# start_recall DATADIR SYNC [STORE_URL]: start Recall on RECALL_PORT, durable
-# writes if SYNC is true, on PostgreSQL if STORE_URL is set; RECALL_CONF
-# adds lines to its configuration, UPSTREAM replaces the fake upstream,
-# UPSTREAM_PROTOCOL sets its upstream.protocol (default openai).
+# start_recall DATADIR SYNC [STORE_URL]: start Recall on RECALL_PORT (or
+# RECALL_AT), durable writes if SYNC is true, on PostgreSQL if STORE_URL is
+# set; RECALL_CONF adds lines to its configuration, UPSTREAM replaces the
+# fake upstream, UPSTREAM_PROTOCOL sets its upstream.protocol (default
+# openai).
 start_recall() {
+	local port=${RECALL_AT:-$RECALL_PORT}
 	cat >"$WORK/recall-$2.yaml" <<EOF
 log_level: warn
 sync_writes: $2
 ${RECALL_CONF:-}
 EOF
-	RECALL_LISTEN=127.0.0.1:$RECALL_PORT RECALL_UPSTREAM_URL=${UPSTREAM:-http://127.0.0.1:$UP_PORT/v1} \
+	RECALL_LISTEN=127.0.0.1:$port RECALL_UPSTREAM_URL=${UPSTREAM:-http://127.0.0.1:$UP_PORT/v1} \
 		RECALL_DATA_DIR=$1 RECALL_CONFIG=$WORK/recall-$2.yaml RECALL_STORE_URL=${3:-} \
 		RECALL_UPSTREAM_PROTOCOL=${UPSTREAM_PROTOCOL:-openai} \
 		"${PROXY_CPU[@]}" "$BIN/recall" serve 2>>"$WORK/recall.log" &
 	RECALL_PID=$!
 	PIDS+=("$RECALL_PID")
-	wait_http "http://127.0.0.1:$RECALL_PORT/healthz"
+	wait_http "http://127.0.0.1:$port/healthz"
 }
 
 stop_recall() {
@@ -370,7 +381,7 @@ elif [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 	fi
 	"${AS_PG[@]}" "$PG_BIN/initdb" -D "$PGDIR/data" --auth=trust -U postgres -E UTF8 --locale=C >>"$WORK/pg.log" 2>&1
 	"${LOAD_CPU[@]}" "${AS_PG[@]}" "$PG_BIN/postgres" -D "$PGDIR/data" -p "$PG_PORT" -k "$PGDIR" \
-		-c listen_addresses=127.0.0.1 -c shared_buffers=256MB >>"$WORK/pg.log" 2>&1 &
+		-c listen_addresses=127.0.0.1 -c shared_buffers=256MB ${PG_CONF:-} >>"$WORK/pg.log" 2>&1 &
 	PIDS+=("$!")
 	for _ in $(seq 100); do
 		"$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break
@@ -380,6 +391,16 @@ elif [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 	"$BIN/load" -seed-url "$PG_URL" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
 	start_recall "$WORK/data-pg" true "$PG_URL"
 	matrix recall-pg "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" -metrics "$RECALL_METRICS"
+	stop_recall
+	# Two replicas on the same database (the conversations as recall-pg
+	# left them), both on the proxy's core.
+	start_recall "$WORK/data-pg" true "$PG_URL"
+	first=$RECALL_PID
+	RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pg-2" true "$PG_URL"
+	matrix recall-pg-2 "http://127.0.0.1:$RECALL_PORT$URL,http://127.0.0.1:$RECALL2_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" \
+		-metrics "$RECALL_METRICS,http://127.0.0.1:$RECALL2_PORT/metrics"
+	stop_recall
+	RECALL_PID=$first
 	stop_recall
 else
 	echo "PostgreSQL server binaries not found (apt-get install postgresql): skipping the recall-pg rows" >&2
