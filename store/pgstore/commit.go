@@ -96,6 +96,9 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 		s.pool.Reset()
 		m, _, err = s.commitOn(ctx, k, c)
 	}
+	if err == nil {
+		s.merger.committed(len(c.Append))
+	}
 	if err != nil {
 		if conflict(err) {
 			err = history.ErrConflict

