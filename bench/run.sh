@@ -31,6 +31,12 @@
 #                   started in the work directory if PostgreSQL's server
 #                   binaries are installed (the rows are skipped otherwise),
 #                   durable commits (fsync, synchronous_commit on)
+#   recall-pg-2     the same with two Recall processes (replicas) on the one
+#                   database, sharing the proxy's core, no balancer: bench/load
+#                   spreads the requests over both URLs, each conversation's
+#                   requests alternating between the replicas (every request
+#                   then finds its conversation changed by the other replica:
+#                   the worst case for the window caches)
 #
 # each non-streaming and streaming, in a closed loop (max throughput, 32 in
 # flight) and an open loop (1,000 requests/s, latency from the scheduled send
@@ -54,7 +60,15 @@
 # the same single core and do not steal the load generator's. -nopin lets
 # everything float over every core.
 #
-# Environment: BASE_PORT (19801; seven ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
+# ONLY, a comma list of row groups, runs just those (default: all): direct
+# (direct, direct-ctx50), nginx (nginx, nginx-ctx50), nohist, sync, relaxed,
+# protocols (the Responses and Messages rows), pg (recall-pg, recall-pg-2),
+# series (cost against history length), rss, ceiling. Example:
+# ONLY=sync,pg bench/run.sh -quick.
+#
+# Environment: PG_CONF adds server settings to the recall-pg rows' PostgreSQL
+# (e.g. PG_CONF="-c commit_delay=200 -c commit_siblings=5").
+# BASE_PORT (19801; eight ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
 # 2s/0.5s), KEEP=1 keeps the work directory, SEED_SUMMARIES=0 seeds no
 # summaries (see SUMMARIZED below).
 set -euo pipefail
@@ -77,6 +91,20 @@ for a in "$@"; do
 done
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ONLY=${ONLY:-}
+# want GROUP: whether ONLY selects GROUP (every group when ONLY is empty).
+want() {
+	[ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]
+}
+for g in ${ONLY//,/ }; do
+	case "$g" in
+	direct | nginx | nohist | sync | relaxed | protocols | pg | series | rss | ceiling) ;;
+	*)
+		echo "run.sh: unknown group $g in ONLY (want direct, nginx, nohist, sync, relaxed, protocols, pg, series, rss, ceiling)" >&2
+		exit 2
+		;;
+	esac
+done
 RATE=${RATE:-1000}
 CONC=${CONC:-32}
 if [ "$QUICK" = 1 ]; then
@@ -94,7 +122,8 @@ PG_PORT=$((BASE_PORT + 3))
 STATIC_PORT=$((BASE_PORT + 4))
 NGINX_WRK_PORT=$((BASE_PORT + 5))
 BARE_PORT=$((BASE_PORT + 6))
-for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT" "$PG_PORT" "$STATIC_PORT" "$NGINX_WRK_PORT" "$BARE_PORT"; do
+RECALL2_PORT=$((BASE_PORT + 7))
+for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT" "$PG_PORT" "$STATIC_PORT" "$NGINX_WRK_PORT" "$BARE_PORT" "$RECALL2_PORT"; do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 		echo "run.sh: port $p is already in use: set BASE_PORT to a free range" >&2
 		exit 1
@@ -222,23 +251,25 @@ matrix() {
 }
 
 RECALL_PID=
-# start_recall DATADIR SYNC [STORE_URL]: start Recall on RECALL_PORT, durable
-# writes if SYNC is true, on PostgreSQL if STORE_URL is set; RECALL_CONF
-# adds lines to its configuration, UPSTREAM replaces the fake upstream,
-# UPSTREAM_PROTOCOL sets its upstream.protocol (default openai).
+# start_recall DATADIR SYNC [STORE_URL]: start Recall on RECALL_PORT (or
+# RECALL_AT), durable writes if SYNC is true, on PostgreSQL if STORE_URL is
+# set; RECALL_CONF adds lines to its configuration, UPSTREAM replaces the
+# fake upstream, UPSTREAM_PROTOCOL sets its upstream.protocol (default
+# openai).
 start_recall() {
+	local port=${RECALL_AT:-$RECALL_PORT}
 	cat >"$WORK/recall-$2.yaml" <<EOF
 log_level: warn
 sync_writes: $2
 ${RECALL_CONF:-}
 EOF
-	RECALL_LISTEN=127.0.0.1:$RECALL_PORT RECALL_UPSTREAM_URL=${UPSTREAM:-http://127.0.0.1:$UP_PORT/v1} \
+	RECALL_LISTEN=127.0.0.1:$port RECALL_UPSTREAM_URL=${UPSTREAM:-http://127.0.0.1:$UP_PORT/v1} \
 		RECALL_DATA_DIR=$1 RECALL_CONFIG=$WORK/recall-$2.yaml RECALL_STORE_URL=${3:-} \
 		RECALL_UPSTREAM_PROTOCOL=${UPSTREAM_PROTOCOL:-openai} \
 		"${PROXY_CPU[@]}" "$BIN/recall" serve 2>>"$WORK/recall.log" &
 	RECALL_PID=$!
 	PIDS+=("$RECALL_PID")
-	wait_http "http://127.0.0.1:$RECALL_PORT/healthz"
+	wait_http "http://127.0.0.1:$port/healthz"
 }
 
 stop_recall() {
@@ -260,10 +291,12 @@ PIDS+=("$!")
 wait_port "$UP_PORT"
 
 echo "running: duration $DUR (+ $WARM warm-up) per row" >&2
-matrix direct "http://127.0.0.1:$UP_PORT$URL"
-matrix "direct-ctx$SEED_TURNS" "http://127.0.0.1:$UP_PORT$URL" -context-turns "$SEED_TURNS"
+if want direct; then
+	matrix direct "http://127.0.0.1:$UP_PORT$URL"
+	matrix "direct-ctx$SEED_TURNS" "http://127.0.0.1:$UP_PORT$URL" -context-turns "$SEED_TURNS"
+fi
 
-if [ -n "$NGINX" ]; then
+if [ -n "$NGINX" ] && { want nginx || want ceiling; }; then
 	mkdir -p "$WORK/nginx"
 	{
 		nginx_head "$WORK/nginx" "$NGINX_WORKERS"
@@ -285,19 +318,24 @@ EOF
 	"${PROXY_CPU[@]}" "$NGINX" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" 2>>"$WORK/nginx/error.log" &
 	PIDS+=("$!")
 	wait_port "$NGINX_PORT"
-	matrix nginx "http://127.0.0.1:$NGINX_PORT$URL"
-	# The same context size as the history rows, resent by a stateless client.
-	matrix "nginx-ctx$SEED_TURNS" "http://127.0.0.1:$NGINX_PORT$URL" -context-turns "$SEED_TURNS"
+	if want nginx; then
+		matrix nginx "http://127.0.0.1:$NGINX_PORT$URL"
+		# The same context size as the history rows, resent by a stateless client.
+		matrix "nginx-ctx$SEED_TURNS" "http://127.0.0.1:$NGINX_PORT$URL" -context-turns "$SEED_TURNS"
+	fi
 fi
 
 # Recall's rows also read its own added time from its metrics, free of
 # the load generator's queueing on the core it shares with the upstream.
 RECALL_METRICS="http://127.0.0.1:$RECALL_PORT/metrics"
-start_recall "$WORK/data-nohist" true
-matrix recall-nohist "http://127.0.0.1:$RECALL_PORT$URL" -metrics "$RECALL_METRICS"
-stop_recall
+if want nohist; then
+	start_recall "$WORK/data-nohist" true
+	matrix recall-nohist "http://127.0.0.1:$RECALL_PORT$URL" -metrics "$RECALL_METRICS"
+	stop_recall
+fi
 
 for mode in sync relaxed; do
+	want "$mode" || continue
 	sync=true
 	[ "$mode" = relaxed ] && sync=false
 	seed "$WORK/data-$mode" 1000 "$SEED_TURNS"
@@ -313,6 +351,7 @@ done
 # and copied for its second row.
 for row in "responses openai responses" "responses chat responses-bridged" \
 	"messages anthropic messages" "messages openai messages-bridged"; do
+	want protocols || break
 	read -r proto upstream name <<<"$row"
 	[ -d "$WORK/seed-$proto" ] || seed "$WORK/seed-$proto" 1000 "$SEED_TURNS" "$proto"
 	cp -a "$WORK/seed-$proto" "$WORK/data-$name"
@@ -330,7 +369,9 @@ done
 # recall-pg: recall-sync's rows with the store on PostgreSQL, a private
 # server sharing the load generator's core.
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
-if [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
+if ! want pg; then
+	:
+elif [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 	PGDIR=$WORK/pg
 	mkdir -p "$PGDIR"
 	AS_PG=()
@@ -340,7 +381,7 @@ if [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 	fi
 	"${AS_PG[@]}" "$PG_BIN/initdb" -D "$PGDIR/data" --auth=trust -U postgres -E UTF8 --locale=C >>"$WORK/pg.log" 2>&1
 	"${LOAD_CPU[@]}" "${AS_PG[@]}" "$PG_BIN/postgres" -D "$PGDIR/data" -p "$PG_PORT" -k "$PGDIR" \
-		-c listen_addresses=127.0.0.1 -c shared_buffers=256MB >>"$WORK/pg.log" 2>&1 &
+		-c listen_addresses=127.0.0.1 -c shared_buffers=256MB ${PG_CONF:-} >>"$WORK/pg.log" 2>&1 &
 	PIDS+=("$!")
 	for _ in $(seq 100); do
 		"$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break
@@ -350,6 +391,16 @@ if [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 	"$BIN/load" -seed-url "$PG_URL" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
 	start_recall "$WORK/data-pg" true "$PG_URL"
 	matrix recall-pg "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" -metrics "$RECALL_METRICS"
+	stop_recall
+	# Two replicas on the same database (the conversations as recall-pg
+	# left them), both on the proxy's core.
+	start_recall "$WORK/data-pg" true "$PG_URL"
+	first=$RECALL_PID
+	RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pg-2" true "$PG_URL"
+	matrix recall-pg-2 "http://127.0.0.1:$RECALL_PORT$URL,http://127.0.0.1:$RECALL2_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" \
+		-metrics "$RECALL_METRICS,http://127.0.0.1:$RECALL2_PORT/metrics"
+	stop_recall
+	RECALL_PID=$first
 	stop_recall
 else
 	echo "PostgreSQL server binaries not found (apt-get install postgresql): skipping the recall-pg rows" >&2
@@ -361,6 +412,7 @@ fi
 # fsync noise does not hide the read cost. The conversations grow during
 # the run: the history column shows the turns actually stored and sent.
 for turns in 10 1000 10000; do
+	want series || break
 	seed "$WORK/data-turns-$turns" 32 "$turns"
 	start_recall "$WORK/data-turns-$turns" false
 	load "turns-$turns" -url "http://127.0.0.1:$RECALL_PORT$URL" -rate "${SERIES_RATE:-200}" -conversations 32 -seeded "$turns"
@@ -369,15 +421,17 @@ done
 
 # Peak RSS over 10,000 conversations (durable writes, the default), with
 # a 64 MiB window cache (and so, by default, a 256 MiB soft heap limit).
-seed "$WORK/data-rss" 10000 10
-RECALL_CONF="cache_mb: 64" start_recall "$WORK/data-rss" true
-load rss -url "http://127.0.0.1:$RECALL_PORT$URL" -concurrency "$CONC" -conversations 10000 -seeded 10 -pid "$RECALL_PID"
-stop_recall
+if want rss; then
+	seed "$WORK/data-rss" 10000 10
+	RECALL_CONF="cache_mb: 64" start_recall "$WORK/data-rss" true
+	load rss -url "http://127.0.0.1:$RECALL_PORT$URL" -concurrency "$CONC" -conversations 10000 -seeded 10 -pid "$RECALL_PID"
+	stop_recall
+fi
 
 # The proxy ceiling: wrk against nginx and Recall (no history) in front of
 # an nginx answering every request from memory, on the load generator's
 # core; the proxy under test alone on CPU 0 as above.
-if [ -n "$WRK" ] && [ -n "$NGINX" ]; then
+if [ -n "$WRK" ] && [ -n "$NGINX" ] && want ceiling; then
 	mkdir -p "$WORK/static" "$WORK/nginx-wrk"
 	{
 		nginx_head "$WORK/static" 1
@@ -439,6 +493,6 @@ if [ "$PIN" = 1 ]; then
 else
 	echo "Pinning: none (every process floats over all cores; nginx worker_processes auto)."
 fi
-echo "Command: bench/run.sh $*; $DUR per row after $WARM warm-up; closed loop $CONC in flight; open loop $RATE req/s."
+echo "Command: ${ONLY:+ONLY=$ONLY }bench/run.sh $*; $DUR per row after $WARM warm-up; closed loop $CONC in flight; open loop $RATE req/s."
 echo "History rows: 1,000 conversations seeded with $SEED_TURNS turns (~40-word questions, ~120-word answers), summarised as Recall's defaults leave them (summaries seeded: $SUMMARIZED), growing during the run; default budget 16,000 tokens; the client sends only the new message. Recall log level warn, nginx access_log off."
 "$BIN/load" -report "$RESULTS"

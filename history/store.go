@@ -117,8 +117,9 @@ type Hit struct {
 }
 
 // Leaser is implemented by stores that several processes share: it
-// serialises work on one name (an exchange on a conversation, a summary
-// job, a retention pass) across them. A lease expires if its holder dies,
+// serialises background work on one name (a summary job, a retention
+// pass) across them. Chat exchanges take none: their commits are checked
+// against the version they were computed from. A lease expires if its holder dies,
 // so a killed process blocks nobody for longer than the lease.
 type Leaser interface {
 	// Acquire waits until it holds the lease on name or ctx ends. The
@@ -131,9 +132,6 @@ type Leaser interface {
 
 // Kinds of lease: what a lease serialises across processes.
 const (
-	// LeaseConversation is held by a chat exchange on one conversation,
-	// from before its load until its commit.
-	LeaseConversation = "conv"
 	// LeaseSummary is held by a summary job on one conversation.
 	LeaseSummary = "summary"
 	// LeaseRetention is held by a retention pass over one namespace.
@@ -220,6 +218,11 @@ type Snapshot struct {
 type Change struct {
 	// Version is the metadata Version the change was computed from.
 	Version uint64
+	// Base, if set, is the metadata the change was computed from, as
+	// loaded (its Version is Version): a store may then commit without
+	// reading the stored metadata first, if the stored head (HeadOf) is
+	// still Base's. Stores only read it.
+	Base *Meta
 	// Supersede, if set, flags every active message after a boundary as
 	// superseded before Append is applied.
 	Supersede *Boundary

@@ -326,31 +326,20 @@ func chatTurn(req chat.Request) (instructions, in []history.Message) {
 }
 
 // prepare plans the request (plan.Make: load, merge, summary, curate) into
-// x.plan. It takes the conversation's lock and returns its release, which
-// the caller owns.
+// x.plan. It takes the conversation's lock in this process and returns its
+// release, which the caller owns. Replicas sharing a store take no lease:
+// the commit is checked against the version the plan was computed from,
+// and one that lost a race with another replica's commit is rebased (see
+// record1), so each acknowledged turn is stored once.
 func (x *exchange) prepare(ctx context.Context, instructions, in []history.Message, model string, maxTokens int, tools []byte, mode history.Mode) (release func(), err error) {
 	s, c := x.s, x.c
 	unlock, err := s.cfg.Locks.Acquire(ctx, x.key)
 	if err != nil {
 		return nil, apierr.Busy
 	}
-	held := unlock
-	if s.cfg.Leaser != nil {
-		// Other replicas' exchanges on the conversation wait too.
-		lease, err := s.cfg.Leaser.Acquire(ctx, history.LeaseName(history.LeaseConversation, x.key))
-		if err != nil {
-			unlock()
-			s.log.Error("lease failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
-			if errors.Is(err, history.ErrUnavailable) {
-				return nil, apierr.StoreUnavailable
-			}
-			return nil, apierr.Busy
-		}
-		held = func() { lease(); unlock() }
-	}
 	defer func() {
 		if err != nil { // the caller owns it only on success
-			held()
+			unlock()
 		}
 	}()
 
@@ -399,7 +388,7 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 	for i, m := range in {
 		x.in[i] = history.Message{Role: m.Role, Hash: m.Hash}
 	}
-	return held, nil
+	return unlock, nil
 }
 
 // fixedCounter counts instructions, tools and the summary through the
@@ -467,6 +456,7 @@ func (x *exchange) record1(r recorded) error {
 	s := x.s
 	ch := history.Change{
 		Version:          x.version,
+		Base:             x.base(),
 		Supersede:        x.super,
 		Append:           append(x.fresh, r.answer...),
 		Cut:              x.cut,
@@ -607,8 +597,17 @@ func (x *exchange) rebase(ctx context.Context, ch history.Change) (history.Chang
 	if len(merged.New) != len(x.fresh) || history.HashMessages(merged.New) != x.exchangeHash {
 		return ch, history.ErrConflict
 	}
-	ch.Version, ch.Supersede, ch.Cut = snap.Meta.Version, merged.Supersede, 0
+	ch.Version, ch.Base, ch.Supersede, ch.Cut = snap.Meta.Version, &snap.Meta, merged.Supersede, 0
 	return ch, nil
+}
+
+// base is the metadata the exchange's plan was computed from, for the
+// commit's Change.Base; nil without a plan.
+func (x *exchange) base() *history.Meta {
+	if x.plan == nil || x.plan.Meta.Version != x.version {
+		return nil
+	}
+	return &x.plan.Meta
 }
 
 // head returns the merge's reader of a conversation's first messages.

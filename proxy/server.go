@@ -65,12 +65,6 @@ type Config struct {
 	// insufficient_storage (the store is out of room, or read-only) and
 	// makes /readyz report not ready.
 	CanCommit func() error
-	// Leaser, if set, serialises the exchanges on one conversation across
-	// processes sharing the store (replicas): an exchange holds the
-	// conversation's lease, besides this process's own lock, from before
-	// its load until its commit. Default: the Store, if it is a
-	// history.Leaser.
-	Leaser history.Leaser
 	// Ping, if set, checks that the store answers: /readyz reports not
 	// ready (503) while it fails.
 	Ping func(context.Context) error
@@ -176,9 +170,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 32 << 20
-	}
-	if l, ok := cfg.Store.(history.Leaser); ok && cfg.Leaser == nil {
-		cfg.Leaser = l
 	}
 	if cfg.MaxResponseBytes <= 0 {
 		cfg.MaxResponseBytes = 64 << 20

@@ -153,27 +153,16 @@ func (sc *stateCall) meta(k history.Key) (history.Meta, error) {
 	return snap.Meta, nil
 }
 
-// lock takes k's lock (and its lease, across replicas) as a chat
-// exchange does, so that a change through these routes and the
-// exchanges on the conversation wait for one another.
+// lock takes k's lock in this process, as a chat exchange does, so that a
+// change through these routes and the exchanges on the conversation wait
+// for one another. Across replicas, the commits' version checks order
+// them (no lease, as for an exchange).
 func (sc *stateCall) lock(k history.Key) (release func(), err error) {
-	s := sc.s
-	unlock, err := s.cfg.Locks.Acquire(sc.ctx, k)
+	unlock, err := sc.s.cfg.Locks.Acquire(sc.ctx, k)
 	if err != nil {
 		return nil, apierr.Busy
 	}
-	if s.cfg.Leaser == nil {
-		return unlock, nil
-	}
-	lease, err := s.cfg.Leaser.Acquire(sc.ctx, history.LeaseName(history.LeaseConversation, k))
-	if err != nil {
-		unlock()
-		if errors.Is(err, history.ErrUnavailable) {
-			return nil, apierr.StoreUnavailable
-		}
-		return nil, apierr.Busy
-	}
-	return func() { lease(); unlock() }, nil
+	return unlock, nil
 }
 
 // messages returns k's active messages with from <= Seq <= to, oldest

@@ -2,11 +2,9 @@ package proxy_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -92,64 +90,5 @@ func TestStoreUnavailable(t *testing.T) {
 	}
 	if got := len(h.Stored(h.PassNamespace("sk-test"), "c1")); got != 2 {
 		t.Errorf("got %d stored messages, want 2 (the refused request stored nothing)", got)
-	}
-}
-
-// countingLeaser is a history.Leaser in memory that records the leases
-// taken, and can fail as an unreachable store does.
-type countingLeaser struct {
-	mu    sync.Mutex
-	held  map[string]bool
-	taken []string
-	fail  bool
-}
-
-func (l *countingLeaser) Acquire(ctx context.Context, name string) (func(), error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.fail {
-		return nil, errGone
-	}
-	if l.held[name] {
-		return nil, errors.New("test: lease already held: the exchange did not wait")
-	}
-	l.held[name] = true
-	l.taken = append(l.taken, name)
-	return func() { l.mu.Lock(); delete(l.held, name); l.mu.Unlock() }, nil
-}
-
-func (l *countingLeaser) TryAcquire(ctx context.Context, name string) (func(), bool, error) {
-	r, err := l.Acquire(ctx, name)
-	return r, err == nil, err
-}
-
-// TestExchangeTakesTheLease: with a Leaser, each exchange holds its
-// conversation's lease and releases it; a lease the store cannot give is
-// a 503 before the upstream is called.
-func TestExchangeTakesTheLease(t *testing.T) {
-	l := &countingLeaser{held: map[string]bool{}}
-	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.Leaser = l }})
-	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`
-	for range 2 {
-		if r := h.Post("/v1/chat/completions", "sk-test", "c1", body); r.Status != 200 {
-			t.Fatalf("got %d: %s", r.Status, r.Body)
-		}
-		h.WaitDone("c1")
-	}
-	l.mu.Lock()
-	want := history.LeaseName(history.LeaseConversation, history.Key{Tenant: h.PassNamespace("sk-test"), Conversation: "c1"})
-	if len(l.taken) != 2 || l.taken[0] != want || l.taken[1] != want || len(l.held) != 0 {
-		t.Errorf("got leases taken %v, held %v; want %s twice, none held", l.taken, l.held, want)
-	}
-	l.fail = true
-	l.mu.Unlock()
-	r := h.Post("/v1/chat/completions", "sk-test", "c2", body)
-	if r.Status != 503 {
-		t.Fatalf("lease unavailable: got %d, want 503: %s", r.Status, r.Body)
-	}
-	checkErrorShape(t, []byte(r.Body), "server_error", "store_unavailable")
-	h.WaitDone("c2")
-	if n := h.Up.Count(); n != 2 {
-		t.Errorf("got %d upstream requests, want 2", n)
 	}
 }

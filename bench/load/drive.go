@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,7 @@ type driver struct {
 	next   atomic.Uint64 // request counter: picks the conversation and varies the text
 	lastH  atomic.Value  // string: the last X-Recall-History header seen
 	prefix []byte        // earlier turns resent in every body (-context-turns), each followed by a comma
+	urls   []string      // -url's comma list: replicas, see url
 }
 
 func newDriver(o options) *driver {
@@ -34,7 +36,8 @@ func newDriver(o options) *driver {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
-	d := &driver{o: o, proto: protocols[o.protocol], client: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
+	d := &driver{o: o, proto: protocols[o.protocol], client: &http.Client{Transport: tr, Timeout: 60 * time.Second},
+		urls: strings.Split(o.url, ",")}
 	if d.proto.name == "" {
 		d.proto = protocols["chat"]
 	}
@@ -60,7 +63,7 @@ type sample struct {
 // the request was due: latencies count from it.
 func (d *driver) request(ctx context.Context, n uint64, due time.Time, conv string) sample {
 	body := d.body(n)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.o.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url(n), bytes.NewReader(body))
 	if err != nil {
 		return sample{err: err}
 	}
@@ -117,6 +120,16 @@ func (d *driver) body(n uint64) []byte {
 	text = append(text, ": "...)
 	text = appendWords(text, n, d.o.words)
 	return d.proto.appendBody(make([]byte, 0, 512+len(d.prefix)), d.o.model, d.prefix, text, d.o.stream)
+}
+
+// url returns the URL request n goes to: with several (replicas behind
+// no balancer), the next one each time the requests have gone once round
+// the conversations, so that each conversation's requests alternate
+// between the replicas (the worst case for their window caches: every
+// request finds the conversation changed by another replica).
+func (d *driver) url(n uint64) string {
+	k := uint64(max(d.o.conversations, 1))
+	return d.urls[(n%k+n/k)%uint64(len(d.urls))]
 }
 
 // conv returns the conversation of request n, "" without -conversations.
@@ -270,11 +283,19 @@ func flatten(per [][]sample) []sample {
 	return out
 }
 
-// scrape reads Recall's added-time histogram, or says on stderr why not.
+// scrape reads Recall's added-time histogram (summed over -metrics' comma
+// list, one URL a replica), or says on stderr why not.
 func (d *driver) scrape() buckets {
-	b, err := scrape(d.o.metrics, overheadMetric)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "load: -metrics: %v\n", err)
+	sum := buckets{}
+	for _, url := range strings.Split(d.o.metrics, ",") {
+		b, err := scrape(url, overheadMetric)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "load: -metrics: %v\n", err)
+			return nil
+		}
+		for le, n := range b {
+			sum[le] += n
+		}
 	}
-	return b
+	return sum
 }

@@ -11,6 +11,7 @@
 //	load ... -conversations 1000 -prefill 50              grow each conversation to 50 turns first
 //	load -seed-dir DIR -conversations 16 -prefill 10000   write the turns straight into a stopped Recall's data dir, and exit
 //	load -seed-url postgres://... -conversations 16 -prefill 10000   the same into a PostgreSQL store
+//	load -url URL1,URL2 ...                               two replicas, each conversation's requests alternating between them
 //	load ... -context-turns 50                            resend 50 earlier turns in every body (stateless-client baseline)
 //	load -report results.jsonl                            render result lines as a markdown table
 //
@@ -62,7 +63,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.url, "url", "", "URL to drive (default http://127.0.0.1:8080 and the -protocol's path)")
+	flag.StringVar(&o.url, "url", "", "URL to drive (default http://127.0.0.1:8080 and the -protocol's path); a comma list of replicas' URLs spreads the requests over them, each conversation's alternating between them")
 	flag.StringVar(&o.protocol, "protocol", "chat", "API to speak: chat (completions), responses or messages (Anthropic: x-api-key, anthropic-version, max_tokens); also the protocol -seed-dir/-seed-url store turns in")
 	flag.StringVar(&o.key, "key", "sk-bench", "key sent as Authorization: Bearer (messages: as x-api-key)")
 	flag.StringVar(&o.model, "model", "gpt-4o-mini", "model named in each request")
@@ -84,7 +85,7 @@ func main() {
 	flag.IntVar(&o.contextTurns, "context-turns", 0, "resend this many earlier turns in every request, as a stateless client does (a baseline for the history rows)")
 	flag.StringVar(&o.report, "report", "", "render the JSON result lines of this file as a markdown table and exit")
 	flag.StringVar(&o.wrk, "wrk", "", "print the output of `wrk --latency` in this file as a result line (with -label and -concurrency) and exit")
-	flag.StringVar(&o.metrics, "metrics", "", "Recall's /metrics URL: report its own added time (recall_overhead_seconds) over the measured part")
+	flag.StringVar(&o.metrics, "metrics", "", "Recall's /metrics URL: report its own added time (recall_overhead_seconds) over the measured part; a comma list sums replicas'")
 	flag.IntVar(&o.pid, "pid", 0, "report this process's peak RSS (VmHWM) with the result")
 	flag.Parse()
 

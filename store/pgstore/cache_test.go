@@ -116,7 +116,7 @@ func BenchmarkCommit(b *testing.B) {
 
 // TestCacheLeasesThroughToTheStore: the window cache is a Leaser whose
 // leases are the shared store's, so what holds a lease through the cache
-// (the proxy, the summary jobs) excludes other replicas.
+// (the summary jobs) excludes other replicas.
 func TestCacheLeasesThroughToTheStore(t *testing.T) {
 	ctx := testCtx(t)
 	url := pgtest.DB(t)

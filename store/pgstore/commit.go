@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -18,25 +20,19 @@ const lockSQL = `SELECT meta FROM recall_conversations WHERE tenant = $1 AND con
 const supersededSQL = `SELECT seq, body FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3 AND seq < $4 ORDER BY seq`
 
 // insertSQL appends message rows, any number in one statement.
-const insertSQL = `INSERT INTO recall_messages (tenant, conversation, seq, dl, body)
-SELECT $1, $2, * FROM unnest($3::bigint[], $4::int[], $5::bytea[])`
+const insertSQL = `INSERT INTO recall_messages (tenant, conversation, seq, dl, created_at, body, tsv)
+SELECT $1, $2, r.seq, r.dl, r.created_at, r.body, r.tsv::tsvector
+FROM unnest($3::bigint[], $4::int[], $5::bigint[], $6::bytea[], $7::text[]) AS r(seq, dl, created_at, body, tsv)`
 
-// postSQL writes search postings, any number in one statement.
-const postSQL = `INSERT INTO recall_postings (tenant, conversation, seq, term, tf, dl, created_at)
-SELECT $1, $2, * FROM unnest($3::bigint[], $4::text[], $5::int[], $6::int[], $7::bigint[])`
-
-// eraseSQL deletes the records of a hard forget's ranges and takes them
-// out of the conversation's search statistics.
+// eraseSQL deletes the records of a hard forget's ranges (their search
+// entries go with them) and takes them out of the conversation's search
+// statistics.
 const eraseSQL = `WITH gone AS (
   DELETE FROM recall_messages m USING unnest($3::bigint[], $4::bigint[]) AS r(lo, hi)
   WHERE m.tenant = $1 AND m.conversation = $2 AND m.seq BETWEEN r.lo AND r.hi
   RETURNING m.dl)
 UPDATE recall_conversations SET docs = docs - (SELECT count(*) FROM gone), terms = terms - (SELECT coalesce(sum(dl), 0) FROM gone)
 WHERE tenant = $1 AND conversation = $2`
-
-// erasePostingsSQL deletes the postings of a hard forget's ranges.
-const erasePostingsSQL = `DELETE FROM recall_postings p USING unnest($3::bigint[], $4::bigint[]) AS r(lo, hi)
-WHERE p.tenant = $1 AND p.conversation = $2 AND p.seq BETWEEN r.lo AND r.hi`
 
 // upsertSQL writes the metadata row; docs and terms add to the stored
 // statistics.
@@ -46,13 +42,44 @@ ON CONFLICT (tenant, conversation) DO UPDATE SET version = excluded.version, sum
   incarnation = excluded.incarnation,
   meta = excluded.meta, docs = recall_conversations.docs + excluded.docs, terms = recall_conversations.terms + excluded.terms`
 
-// Commit applies c in one transaction, in two round trips (three with a
-// supersede): BEGIN with the metadata row read FOR UPDATE, which orders
-// racing commits of the conversation; c.Check against it (the optimistic
-// check: c was computed from c.Version, and fails with
-// history.ErrConflict if another commit landed since); then every write
-// and COMMIT in one pipelined batch. Two commits racing to create a
-// conversation collide on its keys: the loser gets history.ErrConflict.
+// The one-statement commit (see Commit): the metadata row is written only
+// if the stored head is still the one the change was computed from
+// ($15-$17), or, for a new conversation, only if there is none; the
+// messages only if it was. It answers 1 if it committed, 0 if the head
+// moved (nothing written).
+const (
+	fastMessages = `,
+msgs AS (
+  INSERT INTO recall_messages (tenant, conversation, seq, dl, created_at, body, tsv)
+  SELECT $1, $2, r.seq, r.dl, r.created_at, r.body, r.tsv::tsvector
+  FROM unnest($10::bigint[], $11::int[], $12::bigint[], $13::bytea[], $14::text[]) AS r(seq, dl, created_at, body, tsv)
+  WHERE EXISTS (SELECT FROM head))
+SELECT count(*) FROM head`
+	fastUpdateSQL = `WITH head AS (
+  UPDATE recall_conversations SET version = $3, summaries = $4, updated_at = $5, incarnation = $6, meta = $7,
+    docs = docs + $8, terms = terms + $9
+  WHERE tenant = $1 AND conversation = $2 AND version = $15 AND summaries = $16 AND incarnation = $17
+  RETURNING 1)` + fastMessages
+	fastCreateSQL = `WITH head AS (
+  INSERT INTO recall_conversations (tenant, conversation, version, summaries, updated_at, incarnation, meta, docs, terms)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+  ON CONFLICT (tenant, conversation) DO NOTHING
+  RETURNING 1)` + fastMessages
+)
+
+// Commit applies c in one transaction. With c.Base (the metadata the
+// change was computed from) and no supersede, forget, summary or import,
+// that is one statement, one round trip: the metadata row is updated only
+// if its head (Version, Summaries, Incarnation) is still c.Base's, which
+// makes the stored metadata c.Base itself, and the messages are inserted
+// only if it was (a data-modifying CTE). Otherwise, or if the head moved,
+// it takes two round trips (three with a supersede): BEGIN with the
+// metadata row read FOR UPDATE, which orders racing commits of the
+// conversation; c.Check against it (the optimistic check: c was computed
+// from c.Version, and fails with history.ErrConflict if another commit
+// landed since); then every write and COMMIT in one pipelined batch. Two
+// commits racing to create a conversation collide on its keys: the loser
+// gets history.ErrConflict.
 //
 // When Commit returns nil the transaction is committed, as durable as the
 // server's synchronous_commit makes it. An error leaves nothing, except
@@ -68,6 +95,9 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 		// connections are dead, and only their first use tells.
 		s.pool.Reset()
 		m, _, err = s.commitOn(ctx, k, c)
+	}
+	if err == nil {
+		s.merger.committed(len(c.Append))
 	}
 	if err != nil {
 		if conflict(err) {
@@ -90,11 +120,54 @@ func (s *Store) commitOn(ctx context.Context, k history.Key, c history.Change) (
 		return history.Meta{}, false, err
 	}
 	defer conn.Release()
+	if fast(&c) {
+		var ok bool
+		m, ok, err = s.commitFast(ctx, conn.Conn(), k, c, &wrote)
+		if err != nil || ok {
+			return m, wrote, err
+		}
+		// The head moved since c.Base: decide against the stored one.
+	}
 	m, err = s.commit(ctx, conn.Conn(), k, c, &wrote)
 	if err != nil {
 		rollback(conn.Conn())
 	}
 	return m, wrote, err
+}
+
+// fast reports whether c can commit in one statement (see Commit).
+func fast(c *history.Change) bool {
+	return c.Base != nil && c.Base.Version == c.Version && c.Supersede == nil && c.Forget == nil && c.Summary == nil && !c.Import
+}
+
+// commitFast commits c against c.Base in one statement; ok reports
+// whether the stored head was c.Base's (else nothing was written).
+func (s *Store) commitFast(ctx context.Context, conn *pgx.Conn, k history.Key, c history.Change, wrote *bool) (history.Meta, bool, error) {
+	base := *c.Base
+	// Apply appends to these: never into the caller's arrays.
+	base.Gaps, base.Episodes = slices.Clip(base.Gaps), slices.Clip(base.Episodes)
+	next, writes := history.Apply(base, c, nil)
+	mv, err := history.MarshalMeta(&next)
+	if err != nil {
+		return history.Meta{}, false, err
+	}
+	w := newWriteSet(len(writes))
+	for i := range writes {
+		w.add(&writes[i])
+	}
+	args := []any{k.Tenant, k.Conversation, int64(next.Version), int32(next.Summaries), next.UpdatedAt, int64(next.Incarnation), mv,
+		int64(len(writes)), w.terms, w.seqs, w.dls, w.created, w.bodies, w.tsvs}
+	sql := fastCreateSQL
+	if base.Version != 0 {
+		sql = fastUpdateSQL
+		args = append(args, int64(base.Version), int32(base.Summaries), int64(base.Incarnation))
+	}
+	*wrote = true
+	var n int
+	if err := conn.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+		return history.Meta{}, false, err
+	}
+	return next, n == 1, nil
 }
 
 func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c history.Change, wrote *bool) (history.Meta, error) {
@@ -142,7 +215,6 @@ func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c his
 			lo[i], hi[i] = int64(r.From), int64(r.To)
 		}
 		b.Queue(eraseSQL, k.Tenant, k.Conversation, lo, hi)
-		b.Queue(erasePostingsSQL, k.Tenant, k.Conversation, lo, hi)
 	}
 	var docs, terms int64
 	if len(writes) > 0 {
@@ -150,10 +222,7 @@ func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c his
 		for i := range writes {
 			w.add(&writes[i])
 		}
-		b.Queue(insertSQL, k.Tenant, k.Conversation, w.seqs, w.dls, w.bodies)
-		if len(w.pSeqs) > 0 {
-			b.Queue(postSQL, k.Tenant, k.Conversation, w.pSeqs, w.pTerms, w.pTFs, w.pDLs, w.pTimes)
-		}
+		b.Queue(insertSQL, k.Tenant, k.Conversation, w.seqs, w.dls, w.created, w.bodies, w.tsvs)
 		docs, terms = int64(len(writes)), w.terms
 	}
 	b.Queue(upsertSQL, k.Tenant, k.Conversation, int64(next.Version), next.UpdatedAt, mv, docs, terms, int32(next.Summaries), int64(next.Incarnation))
@@ -192,37 +261,52 @@ func readActive(ctx context.Context, conn *pgx.Conn, k history.Key, m *history.M
 	return out, rows.Err()
 }
 
-// writeSet is the column arrays of the messages and postings a commit
-// writes.
+// writeSet is the column arrays of the messages a commit writes.
 type writeSet struct {
-	seqs   []int64
-	dls    []int32
-	bodies [][]byte
-	terms  int64
-
-	pSeqs  []int64
-	pTerms []string
-	pTFs   []int32
-	pDLs   []int32
-	pTimes []int64
+	seqs    []int64
+	dls     []int32
+	created []int64
+	bodies  [][]byte
+	tsvs    []string // tsvector literals (see tsv)
+	terms   int64
 }
 
 func newWriteSet(n int) *writeSet {
-	return &writeSet{seqs: make([]int64, 0, n), dls: make([]int32, 0, n), bodies: make([][]byte, 0, n)}
+	return &writeSet{seqs: make([]int64, 0, n), dls: make([]int32, 0, n), created: make([]int64, 0, n),
+		bodies: make([][]byte, 0, n), tsvs: make([]string, 0, n)}
 }
 
 func (w *writeSet) add(m *history.Message) {
 	postings, dl := search.Analyze(m.Raw)
 	w.seqs = append(w.seqs, int64(m.Seq))
 	w.dls = append(w.dls, int32(dl))
+	w.created = append(w.created, m.CreatedAt.UnixNano())
 	w.bodies = append(w.bodies, history.AppendMessage(nil, m))
+	w.tsvs = append(w.tsvs, tsv(postings))
 	w.terms += int64(dl)
-	created := m.CreatedAt.UnixNano()
+}
+
+// maxTF is the largest term frequency a tsvector holds: a lexeme's
+// position, where the frequency is kept, is at most 16383.
+const maxTF = 16383
+
+// tsv returns the tsvector literal of a message's postings: each term a
+// lexeme whose one position is its frequency (see migrations/0005_fts.sql).
+// Terms are letters and digits (search.Terms): nothing to escape.
+func tsv(postings []search.Posting) string {
+	n := 0
 	for _, p := range postings {
-		w.pSeqs = append(w.pSeqs, int64(m.Seq))
-		w.pTerms = append(w.pTerms, p.Term)
-		w.pTFs = append(w.pTFs, int32(p.TF))
-		w.pDLs = append(w.pDLs, int32(dl))
-		w.pTimes = append(w.pTimes, created)
+		n += len(p.Term) + 9
 	}
+	b := make([]byte, 0, n)
+	for i, p := range postings {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, '\'')
+		b = append(b, p.Term...)
+		b = append(b, '\'', ':')
+		b = strconv.AppendInt(b, int64(min(p.TF, maxTF)), 10)
+	}
+	return string(b)
 }

@@ -60,8 +60,8 @@ func (r *roundTrips) take() int {
 
 // TestRoundTripsPerChatRequest counts the database round trips of chat
 // requests through a proxy.Server on PostgreSQL with the window cache, as
-// cmd/recall serves (Leaser set: the cache is no Leaser): a lease take, a head read (or a load when the cache
-// misses), a commit in two, a lease release.
+// cmd/recall serves: a head read (or a load when the cache misses) and a
+// commit in one statement. No lease.
 func TestRoundTripsPerChatRequest(t *testing.T) {
 	rt := &roundTrips{}
 	s := open(t, pgtest.DB(t), pgstore.Options{Tracer: rt})
@@ -73,7 +73,7 @@ func TestRoundTripsPerChatRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan proxy.ExchangeDone, 16)
-	srv, err := proxy.New(proxy.Config{Tenants: proxy.StaticTenants{Set: tenants}, Store: history.NewCache(s, 0, 0), Leaser: s,
+	srv, err := proxy.New(proxy.Config{Tenants: proxy.StaticTenants{Set: tenants}, Store: history.NewCache(s, 0, 0),
 		OnExchangeDone: func(d proxy.ExchangeDone) { done <- d }})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestRoundTripsPerChatRequest(t *testing.T) {
 	client := openai.NewClient(option.WithBaseURL("http://"+ln.Addr().String()+"/v1"), option.WithAPIKey("sk-rt"),
 		option.WithHeader("X-Conversation-ID", "rt"), option.WithMaxRetries(0))
 	rt.take()
-	for i, want := range []int{5, 5, 5} { // the first misses the cache: a load instead of a head read
+	for i, want := range []int{2, 2, 2} { // the first misses the cache: a load instead of a head read
 		_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 			Model: "gpt-4o-mini", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}})
 		if err != nil {

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -11,12 +12,13 @@ import (
 )
 
 // Search ranks a tenant's active messages (one conversation's when
-// q.Conversation is set) against q.Text with search's BM25, in
-// one repeatable-read transaction: the postings of the query's terms
-// (through the (tenant, term) index), the scope's statistics (the sum of
-// its conversations' counters: no row every commit of a tenant would
-// contend on), the metadata of the conversations hit (whose ranges say
-// which messages are active), then the best messages' records.
+// q.Conversation is set) against q.Text with search's BM25, in one
+// repeatable-read transaction: the scope's statistics (the sum of its
+// conversations' counters: no row every commit of a tenant would contend
+// on), the messages holding a query term, found through the full-text
+// index (tsv @@ query) with each term's frequency read from their
+// tsvector, the metadata of the conversations hit (whose ranges say which
+// messages are active), then the best messages' records.
 func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery) (hits []history.Hit, err error) {
 	err = s.again(ctx, func() error { hits, err = s.search(ctx, tenant, q); return err })
 	return hits, err
@@ -47,10 +49,12 @@ func (s *Store) search(ctx context.Context, tenant string, q history.SearchQuery
 		}
 		st = search.Stats{Docs: int(docs), Terms: int(nterms)}
 
-		sql := `SELECT term, conversation, seq, tf, dl, created_at FROM recall_postings WHERE tenant = $1 AND term = ANY($2)`
-		args := []any{tenant, terms}
+		sql := `SELECT u.lexeme, m.conversation, m.seq, u.positions[1], m.dl, m.created_at
+FROM recall_messages m CROSS JOIN LATERAL unnest(m.tsv) AS u
+WHERE m.tenant = $1 AND m.tsv @@ $2::text::tsquery AND u.lexeme = ANY($3::text[])`
+		args := []any{tenant, tsquery(terms), terms}
 		if q.Conversation != "" {
-			sql += ` AND conversation = $3`
+			sql += ` AND m.conversation = $4`
 			args = append(args, q.Conversation)
 		}
 		rows, err := tx.Query(ctx, sql, args...)
@@ -75,7 +79,8 @@ func (s *Store) search(ctx context.Context, tenant string, q history.SearchQuery
 		for rows.Next() {
 			var term, conv string
 			var seq, created int64
-			var tf, dl int32
+			var tf int16
+			var dl int32
 			if err := rows.Scan(&term, &conv, &seq, &tf, &dl, &created); err != nil {
 				rows.Close()
 				return err
@@ -198,4 +203,19 @@ WHERE m.tenant = $1`, tenant, cs, seqs)
 		return nil, wrap("search "+tenant, err)
 	}
 	return out, nil
+}
+
+// tsquery is the query matching a message holding any of terms (which
+// search.Terms made: letters and digits only, nothing to escape).
+func tsquery(terms []string) string {
+	var b strings.Builder
+	for i, t := range terms {
+		if i > 0 {
+			b.WriteString(" | ")
+		}
+		b.WriteByte('\'')
+		b.WriteString(t)
+		b.WriteByte('\'')
+	}
+	return b.String()
 }

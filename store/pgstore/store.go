@@ -4,15 +4,15 @@
 // The schema (migrations/*.sql, embedded and applied at Open under a lock)
 // is keyed by tenant, then conversation. A conversation is a metadata row
 // (history.MarshalMeta) and append-only message rows by sequence number
-// (the history codec, as Badger keeps them), plus search postings; a
-// commit writes them in one transaction, checked against the metadata's
+// (the history codec, as Badger keeps them, with their search terms as a
+// tsvector under a GIN index); a commit writes them in one transaction, checked against the metadata's
 // Version, so a commit is all or nothing and durable when it returns (as
 // the server's synchronous_commit has it).
 //
 // A read of a conversation is one statement (one snapshot, one round
 // trip) unless the tail it needs is longer than the first batch. The
-// store also implements history.Leaser with lease rows, so that replicas
-// serialise the work on one conversation.
+// store also implements history.Leaser with lease rows, so that a
+// background job (a summary, a retention pass) runs once across replicas.
 //
 // Errors that mean the database cannot be reached wrap
 // history.ErrUnavailable.
@@ -54,6 +54,13 @@ type Options struct {
 	// first statement (at least twice the request's MinMessages). Default
 	// 128.
 	FirstBatch int
+	// MergeEvery is how many messages committed through the Store wake
+	// its merger, which merges the search index's pending list off the
+	// request path (see merge.go). Default 512.
+	MergeEvery int
+	// OnMerge, if set, is called after each merge with the pages it
+	// merged and its error: for metrics and tests. Default none.
+	OnMerge func(pages int64, err error)
 }
 
 // Store is a history.Store on PostgreSQL.
@@ -64,6 +71,7 @@ type Store struct {
 	holder     string        // this Store's lease holder prefix
 	leases     atomic.Uint64 // numbers each lease taken
 	version    int           // the schema version
+	merger     *merger
 }
 
 var (
@@ -96,6 +104,9 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	if o.FirstBatch <= 0 {
 		o.FirstBatch = 128
 	}
+	if o.MergeEvery <= 0 {
+		o.MergeEvery = 512
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, wrap("open", err)
@@ -109,11 +120,16 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 		pool.Close()
 		return nil, wrap("migrate", err)
 	}
+	s.merger = newMerger(o.MergeEvery, o.OnMerge)
+	go s.merger.run(s)
 	return s, nil
 }
 
-// Close closes the pool: calls in flight fail.
-func (s *Store) Close() { s.pool.Close() }
+// Close stops the merger and closes the pool: calls in flight fail.
+func (s *Store) Close() {
+	s.merger.close()
+	s.pool.Close()
+}
 
 // Ping checks that the database answers (for /readyz).
 func (s *Store) Ping(ctx context.Context) error {
@@ -487,14 +503,13 @@ func (s *Store) messages(ctx context.Context, k history.Key, after uint64, all b
 	return ctx.Err()
 }
 
-// Delete erases the conversation's rows (metadata, messages, postings,
-// exchange records) in one transaction, one round trip. The metadata row
+// Delete erases the conversation's rows (metadata, messages with their
+// search entries, exchange records) in one transaction, one round trip. The metadata row
 // goes before the exchange records: an AppendExchanges holding it is
 // waited for, and its records are then deleted too (see AppendExchanges).
 func (s *Store) Delete(ctx context.Context, k history.Key) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(`DELETE FROM recall_postings WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
 	b.Queue(`DELETE FROM recall_messages WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
 	b.Queue(`DELETE FROM recall_conversations WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
 	b.Queue(`DELETE FROM recall_exchanges WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)

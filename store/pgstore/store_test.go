@@ -251,7 +251,7 @@ func TestConcurrentCommitsOneWins(t *testing.T) {
 }
 
 // TestHardForgetErasesRows checks that a hard forget deletes the records
-// and their postings (a soft one keeps them), and Delete every row.
+// with their search terms (a soft one keeps them), and Delete every row.
 func TestHardForgetErasesRows(t *testing.T) {
 	ctx := testCtx(t)
 	s := open(t, pgtest.DB(t), pgstore.Options{})
@@ -278,8 +278,11 @@ func TestHardForgetErasesRows(t *testing.T) {
 	if got := count("recall_messages"); got != 1 {
 		t.Fatalf("after a hard forget: %d message rows, want 1", got)
 	}
-	if got := count("recall_postings", "term = 'zebra'"); got != 0 {
-		t.Fatalf("after a hard forget: %d postings of the erased message, want 0", got)
+	if got := count("recall_messages", "tsv @@ 'zebra'::tsquery"); got != 0 {
+		t.Fatalf("after a hard forget: %d rows indexed under the erased message's term, want 0", got)
+	}
+	if got := count("recall_messages", "tsv @@ 'giraffe'::tsquery"); got != 1 {
+		t.Fatalf("after a hard forget: %d rows indexed under the kept message's term, want 1", got)
 	}
 	hits, err := s.Search(ctx, "t", history.SearchQuery{Text: "zebra giraffe", Limit: 10})
 	if err != nil {
@@ -291,7 +294,7 @@ func TestHardForgetErasesRows(t *testing.T) {
 	if err := s.Delete(ctx, k); err != nil {
 		t.Fatal(err)
 	}
-	for _, table := range []string{"recall_messages", "recall_postings", "recall_conversations"} {
+	for _, table := range []string{"recall_messages", "recall_conversations"} {
 		if got := count(table); got != 0 {
 			t.Fatalf("after Delete: %d rows in %s, want 0", got, table)
 		}

@@ -1,0 +1,73 @@
+package pgstore
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A commit adds its messages' search entries to the GIN index's pending
+// list (fastupdate), which is cheap; merging the list into the index is
+// not, and PostgreSQL does it in whichever insert finds the list past
+// gin_pending_list_limit (4 MB: a few thousand messages), or in
+// autovacuum, whichever comes first. At a few hundred turns a second the
+// insert comes first, and that commit took 200 ms. So the store merges
+// the list itself, off the request path: a merger goroutine, woken once
+// MergeEvery messages were committed through this Store, runs
+// gin_clean_pending_list on a connection of the pool. With several
+// replicas each merges what is pending (the server lets one merge at a
+// time; a merge finding the list empty costs a page read).
+
+// merger runs the pending-list merges of one Store.
+type merger struct {
+	every   int64
+	pending atomic.Int64  // messages committed since the last wake
+	wake    chan struct{} // buffered 1
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	merged  func(pages int64, err error) // Options.OnMerge
+}
+
+func newMerger(every int, merged func(int64, error)) *merger {
+	return &merger{every: int64(every), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), merged: merged}
+}
+
+// committed counts n messages committed, and wakes the merger every
+// MergeEvery. It never waits.
+func (m *merger) committed(n int) {
+	if m.pending.Add(int64(n)) < m.every {
+		return
+	}
+	m.pending.Store(0)
+	select {
+	case m.wake <- struct{}{}:
+	default: // a merge is due already
+	}
+}
+
+// run merges on each wake until close.
+func (m *merger) run(s *Store) {
+	defer close(m.done)
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.wake:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		var pages int64
+		err := s.pool.QueryRow(ctx, `SELECT gin_clean_pending_list('recall_messages_search')`).Scan(&pages)
+		cancel()
+		if m.merged != nil {
+			m.merged(pages, err)
+		}
+	}
+}
+
+// close stops the merger and waits for a merge under way.
+func (m *merger) close() {
+	m.once.Do(func() { close(m.stop) })
+	<-m.done
+}

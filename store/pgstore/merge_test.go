@@ -1,0 +1,45 @@
+package pgstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/pgtest"
+	"github.com/recallproxy/recall/store/pgstore"
+)
+
+// TestCommitsWakeThePendingListMerge: once MergeEvery messages were
+// committed, the Store merges the search index's pending list itself, off
+// the commits (a commit that filled the list past its limit would merge
+// it, for 200 ms), and what it merged is still found.
+func TestCommitsWakeThePendingListMerge(t *testing.T) {
+	type merge struct {
+		pages int64
+		err   error
+	}
+	merged := make(chan merge, 16)
+	s := open(t, pgtest.DB(t), pgstore.Options{MergeEvery: 8, OnMerge: func(pages int64, err error) { merged <- merge{pages, err} }})
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	for i := range 3 { // 6 messages: no merge yet
+		commit(t, s, k, history.Change{Append: turns(i, 1)})
+	}
+	select {
+	case m := <-merged:
+		t.Fatalf("got a merge after 6 messages (%d pages), want none before 8", m.pages)
+	default:
+	}
+	commit(t, s, k, history.Change{Append: turns(3, 1)})
+	select {
+	case m := <-merged:
+		if m.err != nil || m.pages == 0 {
+			t.Fatalf("got a merge of %d pages (%v), want the pending pages merged", m.pages, m.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no merge 10s after 8 messages were committed")
+	}
+	hits, err := s.Search(testCtx(t), "t", history.SearchQuery{Text: "question", Limit: 10})
+	if err != nil || len(hits) != 4 {
+		t.Fatalf("got %d hits (%v), want the 4 questions", len(hits), err)
+	}
+}
