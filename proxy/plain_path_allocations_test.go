@@ -12,10 +12,12 @@ import (
 
 // maxPlainAllocs bounds the allocations of one chat request that names no
 // conversation (the proxy-ceiling path: forwarded, nothing recorded):
-// the body read from the client, the exchange, the tenant's runtime form
-// and the upstream client's own. Raise it only with a reason in the
+// the exchange, the parsed request's messages and model, and the
+// answer's reader. 13 before the plain path skipped the deadline context,
+// the io.ReadAll copies, the per-request metric label lookups and the
+// pass-through namespace's hashing. Raise it only with a reason in the
 // commit; lower it when the path gets cheaper.
-const maxPlainAllocs = 10
+const maxPlainAllocs = 5
 
 // A chat request without history does no more than forward: its
 // allocations are bounded, so that a change that makes the plain path
