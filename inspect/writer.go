@@ -21,8 +21,17 @@ type Options struct {
 	// Queue is how many records may wait to be written; a record that
 	// finds the queue full is dropped and counted. Default 4096.
 	Queue int
-	// Batch is the most records one write takes. Default 128.
+	// Batch is the most records one write takes: on the proxy's one core a
+	// write holds the core about 25 us a record. Default 32.
 	Batch int
+	// Delay is how long the writer gathers records after the first of a
+	// batch before it writes them (a Flush or a full batch writes at once):
+	// at 1,000 requests a second one write of about 20 records, where a
+	// write per record doubled the store's write rounds beside the
+	// commits. Default 20ms; negative: no wait.
+	Delay time.Duration
+	// After is the clock the Delay waits on. Default time.After.
+	After func(time.Duration) <-chan time.Time
 	// Timeout bounds one write to the store. Default 10s.
 	Timeout time.Duration
 	// Logger receives failed writes. Default: discarded.
@@ -62,7 +71,13 @@ func NewWriter(log history.ExchangeLog, o Options) (*Writer, error) {
 		o.Queue = 4096
 	}
 	if o.Batch <= 0 {
-		o.Batch = 128
+		o.Batch = 32
+	}
+	if o.Delay == 0 {
+		o.Delay = 20 * time.Millisecond
+	}
+	if o.After == nil {
+		o.After = time.After
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
@@ -152,7 +167,7 @@ func (w *Writer) run() {
 	for {
 		select {
 		case it := <-w.queue:
-			w.write(w.gather(append(batch[:0], it)))
+			w.write(w.fill(append(batch[:0], it)))
 		case <-w.closing:
 			// What was queued before Close is written; then stop.
 			for {
@@ -164,6 +179,39 @@ func (w *Writer) run() {
 			}
 		}
 	}
+}
+
+// fill adds to batch what comes within the Delay, up to a batch; a Flush
+// marker or Close ends the wait.
+func (w *Writer) fill(batch []item) []item {
+	batch = w.gather(batch)
+	if w.o.Delay < 0 || len(batch) >= w.o.Batch || flushes(batch) {
+		return batch
+	}
+	timer := w.o.After(w.o.Delay)
+	for len(batch) < w.o.Batch {
+		select {
+		case it := <-w.queue:
+			if batch = append(batch, it); it.flush != nil {
+				return batch
+			}
+		case <-timer:
+			return w.gather(batch) // what was queued before the time came too
+		case <-w.closing:
+			return batch
+		}
+	}
+	return batch
+}
+
+// flushes reports whether batch holds a Flush marker.
+func flushes(batch []item) bool {
+	for _, it := range batch {
+		if it.flush != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // gather adds to batch what is queued, up to a batch, without waiting.

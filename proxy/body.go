@@ -42,7 +42,15 @@ func (s *Server) readBody(rc *fasthttp.RequestCtx) ([]byte, error) {
 	if st == nil {
 		return rc.Request.Body(), nil
 	}
-	b, err := readLimited(st, s.cfg.MaxBodyBytes)
+	var b []byte
+	var err error
+	if n := rc.Request.Header.ContentLength(); n >= 0 && n <= s.cfg.MaxBodyBytes {
+		// A declared length: one allocation of the right size.
+		b = make([]byte, n)
+		_, err = io.ReadFull(st, b)
+	} else {
+		b, err = readLimited(st, s.cfg.MaxBodyBytes)
+	}
 	if errors.Is(err, errTooLarge) {
 		return nil, apierr.TooLarge
 	}

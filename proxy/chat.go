@@ -125,8 +125,12 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		return
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
 	x.record = conv != "" && mode != history.Off
+	if !x.record {
+		s.forward(rc, x, body, path)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
 	res := owned{cancel: cancel}
 	defer res.end() // unless a stream's relay took it
 

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,7 +34,22 @@ type Metrics struct {
 	tokens   *prometheus.CounterVec
 	toolRuns *prometheus.CounterVec
 	rounds   *prometheus.HistogramVec
+
+	// The series every request touches, looked up once each: a vector's
+	// WithLabelValues hashes its labels and takes its lock on every call.
+	mu        sync.RWMutex
+	counts    map[requestSeries]prometheus.Counter
+	latencies map[string]*latencySeries
 }
+
+// requestSeries names one series of recall_requests_total.
+type requestSeries struct {
+	tenant, route string
+	status        int
+}
+
+// latencySeries are a tenant's series of the request latency histograms.
+type latencySeries struct{ total, upstream, overhead prometheus.Observer }
 
 // NewMetrics registers Recall's metrics, plus the Go and process
 // collectors, on reg (a new registry if nil).
@@ -99,13 +115,41 @@ func (m *Metrics) activeConversations(f func() int) {
 // authentication). A surface mounted on the server (Config.API) counts
 // its own requests here, so /metrics shows every route.
 func (m *Metrics) CountRequest(tenant, route string, status int) {
-	m.requests.WithLabelValues(tenant, route, strconv.Itoa(status)).Inc()
+	k := requestSeries{tenant, route, status}
+	m.mu.RLock()
+	c := m.counts[k]
+	m.mu.RUnlock()
+	if c == nil {
+		// Bounded: tenants come from configuration, routes from the code,
+		// statuses from HTTP's three digits.
+		c = m.requests.WithLabelValues(tenant, route, strconv.Itoa(status))
+		m.mu.Lock()
+		if m.counts == nil {
+			m.counts = make(map[requestSeries]prometheus.Counter)
+		}
+		m.counts[k] = c
+		m.mu.Unlock()
+	}
+	c.Inc()
 }
 
 func (m *Metrics) latency(tenant string, total, upstream time.Duration) {
-	m.total.WithLabelValues(tenant).Observe(total.Seconds())
-	m.upstream.WithLabelValues(tenant).Observe(upstream.Seconds())
-	m.overhead.WithLabelValues(tenant).Observe((total - upstream).Seconds())
+	m.mu.RLock()
+	l := m.latencies[tenant]
+	m.mu.RUnlock()
+	if l == nil {
+		l = &latencySeries{m.total.WithLabelValues(tenant), m.upstream.WithLabelValues(tenant),
+			m.overhead.WithLabelValues(tenant)}
+		m.mu.Lock()
+		if m.latencies == nil {
+			m.latencies = make(map[string]*latencySeries)
+		}
+		m.latencies[tenant] = l
+		m.mu.Unlock()
+	}
+	l.total.Observe(total.Seconds())
+	l.upstream.Observe(upstream.Seconds())
+	l.overhead.Observe((total - upstream).Seconds())
 }
 
 func (m *Metrics) curated(tenant string, r history.Report) {

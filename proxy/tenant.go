@@ -31,6 +31,41 @@ type tenantCache struct {
 	mu  sync.RWMutex
 	set *config.Set
 	m   map[*config.Tenant]*tenant
+	// passed maps the keys of a pass-through tenant's clients to their
+	// callers: the namespace is a SHA-256 of the key, which every request
+	// would otherwise compute. Only pass-through callers are kept: a
+	// tenant's own keys are checked by digest in constant time, which a
+	// lookup by key would undo; a pass-through tenant accepts any key, so
+	// a lookup reveals nothing a guess could not.
+	passed map[string]auth.Caller
+}
+
+// maxPassedCallers bounds tenantCache.passed; past it the map starts over.
+const maxPassedCallers = 1024
+
+// caller returns the cached caller for a pass-through key, if there is one
+// for set.
+func (c *tenantCache) caller(set *config.Set, key []byte) (auth.Caller, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.set != set {
+		return auth.Caller{}, false
+	}
+	who, ok := c.passed[string(key)]
+	return who, ok
+}
+
+// keep caches who, a pass-through caller authenticated under set.
+func (c *tenantCache) keep(set *config.Set, who auth.Caller) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.set != set {
+		c.set, c.m, c.passed = set, make(map[*config.Tenant]*tenant), nil
+	}
+	if c.passed == nil || len(c.passed) >= maxPassedCallers {
+		c.passed = make(map[string]auth.Caller)
+	}
+	c.passed[who.Key] = who
 }
 
 func (c *tenantCache) get(set *config.Set, t *config.Tenant) (*tenant, error) {
@@ -49,7 +84,7 @@ func (c *tenantCache) get(set *config.Set, t *config.Tenant) (*tenant, error) {
 	}
 	c.mu.Lock()
 	if c.set != set {
-		c.set, c.m = set, make(map[*config.Tenant]*tenant)
+		c.set, c.m, c.passed = set, make(map[*config.Tenant]*tenant), nil
 	}
 	c.m[t] = rt
 	c.mu.Unlock()
@@ -82,9 +117,16 @@ type caller struct {
 // and the tenant's runtime form from the cache.
 func (s *Server) authenticate(rc *fasthttp.RequestCtx) (caller, error) {
 	set := s.cfg.Tenants.Current()
-	who, err := auth.Tenant(set, auth.Key(&rc.Request.Header))
-	if err != nil {
-		return caller{}, err
+	key := auth.Key(&rc.Request.Header)
+	who, ok := s.tenants.caller(set, key)
+	if !ok {
+		var err error
+		if who, err = auth.Tenant(set, key); err != nil {
+			return caller{}, err
+		}
+		if who.Tenant.PassThrough {
+			s.tenants.keep(set, who)
+		}
 	}
 	rt, err := s.tenants.get(set, who.Tenant)
 	if err != nil {

@@ -41,7 +41,7 @@ var hopHeaders = [][]byte{
 
 func isHop(name []byte) bool {
 	for _, h := range hopHeaders {
-		if bytes.EqualFold(name, h) {
+		if len(name) == len(h) && bytes.EqualFold(name, h) {
 			return true
 		}
 	}
@@ -84,7 +84,9 @@ func dialUpstream(addr string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &trackedConn{Conn: c}, nil
+	tc := &trackedConn{Conn: c}
+	tc.local = &connAddr{c.LocalAddr(), tc}
+	return tc, nil
 }
 
 // trackedConn is an upstream connection that records the upstream's end
@@ -93,6 +95,7 @@ func dialUpstream(addr string) (net.Conn, error) {
 type trackedConn struct {
 	net.Conn
 	closedByPeer atomic.Bool
+	local        *connAddr // made once: fasthttp asks for it on every response
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
@@ -103,7 +106,7 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (c *trackedConn) LocalAddr() net.Addr { return connAddr{c.Conn.LocalAddr(), c} }
+func (c *trackedConn) LocalAddr() net.Addr { return c.local }
 
 type connAddr struct {
 	net.Addr
@@ -112,7 +115,7 @@ type connAddr struct {
 
 // connOf returns the connection resp was read from, if Recall dialed it.
 func connOf(resp *fasthttp.Response) *trackedConn {
-	if a, ok := resp.LocalAddr().(connAddr); ok {
+	if a, ok := resp.LocalAddr().(*connAddr); ok {
 		return a.conn
 	}
 	return nil
@@ -170,7 +173,8 @@ func upstreamRequest(req *fasthttp.Request, rc *fasthttp.RequestCtx, c caller, p
 	// The headers the client's Connection header names are hop-by-hop too
 	// (RFC 9110 section 7.6.1). Read them first: a header may come before
 	// the Connection header that names it.
-	var named [][]byte
+	var namedBuf [4][]byte
+	named := namedBuf[:0]
 	for k, v := range rc.Request.Header.All() {
 		if bytes.EqualFold(k, headerConnection) {
 			named = append(named, v)
@@ -182,7 +186,8 @@ func upstreamRequest(req *fasthttp.Request, rc *fasthttp.RequestCtx, c caller, p
 		}
 	}
 	if key := c.UpstreamKey(); key != "" {
-		req.Header.Set(fasthttp.HeaderAuthorization, "Bearer "+key)
+		var v [128]byte // no allocation for a key of up to 121 bytes
+		req.Header.SetBytesV(fasthttp.HeaderAuthorization, append(append(v[:0], "Bearer "...), key...))
 	}
 	for k, v := range c.cfg.Upstream.Headers {
 		req.Header.Set(k, v)
@@ -195,7 +200,8 @@ func upstreamRequest(req *fasthttp.Request, rc *fasthttp.RequestCtx, c caller, p
 // Connection header names.
 func copyResponseHeader(rc *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	rc.SetStatusCode(resp.StatusCode())
-	var named [][]byte
+	var namedBuf [4][]byte
+	named := namedBuf[:0]
 	for k, v := range resp.Header.All() {
 		if bytes.EqualFold(k, headerConnection) {
 			named = append(named, v)
@@ -258,7 +264,7 @@ var credentialHeaders = [][]byte{
 
 func isCredential(name []byte) bool {
 	for _, h := range credentialHeaders {
-		if bytes.EqualFold(name, h) {
+		if len(name) == len(h) && bytes.EqualFold(name, h) {
 			return true
 		}
 	}
@@ -298,7 +304,10 @@ func responseBody(resp *fasthttp.Response) io.Reader {
 	}
 	// A length-delimited body cut short is fasthttp's error already; a
 	// body delimited by the connection's end ends there by definition.
-	if c := connOf(resp); c != nil && resp.Header.ContentLength() == -1 {
+	if resp.Header.ContentLength() != -1 {
+		return st
+	}
+	if c := connOf(resp); c != nil {
 		return &chunkedBody{r: st, conn: c}
 	}
 	return st

@@ -1,0 +1,83 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/internal/apierr"
+)
+
+// forward serves a chat-completions call that records nothing (no
+// conversation named, or memory off for it): the client's body goes
+// upstream as it came, and the answer comes back as the upstream sent it.
+// It is the proxy-ceiling path (DESIGN.md section 9: at least 0.9x a bare
+// fasthttp proxy's requests/s), so it does only what a forward needs: no
+// deadline context unless the answer streams, no exchange record, and the
+// answer read straight into the client response's pooled body.
+func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte) {
+	c := x.c
+	upReq := fasthttp.AcquireRequest()
+	upstreamRequest(upReq, rc, c, path, false)
+	upReq.SetBodyRaw(body)
+	resp := fasthttp.AcquireResponse()
+	resp.Header.SetNoDefaultContentType(true)
+	x.sent = s.cfg.Now()
+	deadline := x.sent.Add(c.timeout())
+	err := s.client.DoDeadline(upReq, resp, deadline)
+	fasthttp.ReleaseRequest(upReq)
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		x.fail(rc, upstreamErr(err))
+		return
+	}
+	copyResponseHeader(rc, resp)
+	status := resp.StatusCode()
+	if isEventStream(resp) {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		s.relayStream(ctx, owned{cancel: cancel}, rc, x, resp, false)
+		return
+	}
+	err = appendBody(&rc.Response, responseBody(resp), s.cfg.MaxResponseBytes)
+	closeResponse(resp)
+	if errors.Is(err, errTooLarge) {
+		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err))
+		return
+	}
+	if err != nil {
+		x.fail(rc, upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err)))
+		return
+	}
+	x.done(status, nil) // the answer's end is the exchange's: upstreamDone is done's clock
+}
+
+// copyBufs recycles the buffers appendBody reads through.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+
+// appendBody reads r to its end into dst's body, failing with errTooLarge
+// past limit bytes. It does not allocate once dst's pooled body has grown
+// to the answers' size.
+func appendBody(dst *fasthttp.Response, r io.Reader, limit int) error {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf, n := *bp, 0
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			if n += k; n > limit {
+				return errTooLarge
+			}
+			dst.AppendBody(buf[:k])
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
