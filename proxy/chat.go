@@ -63,6 +63,9 @@ type exchange struct {
 	// pinned is set when the answer's id names where it is stored (the
 	// Responses API's): a rebase that would move it fails instead.
 	pinned bool
+	// leased is set when prepare took the conversation's lease (see
+	// prepare), held until the exchange ends.
+	leased bool
 	// render renders an error in the client's protocol (nil: OpenAI's);
 	// route names the exchange's route in metrics and logs ("": chat).
 	render       func(*apierr.Error) []byte
@@ -337,8 +340,9 @@ func chatTurn(req chat.Request) (instructions, in []history.Message) {
 // (contendedFor), and an exchange whose plan says so takes the
 // conversation's lease (Config.Leaser) and plans again under it, holding
 // it until the caller releases: replicas then take turns rather than
-// race. A pinned exchange (the Responses API's: it cannot rebase) takes
-// the lease before its first plan.
+// race (a commit that conflicts without the lease takes it before it
+// rebases, see record1). A pinned exchange (the Responses API's: it
+// cannot rebase) takes the lease before its first plan.
 func (x *exchange) prepare(ctx context.Context, instructions, in []history.Message, model string, maxTokens int, tools []byte, mode history.Mode) (release func(), err error) {
 	s, c := x.s, x.c
 	unlock, err := s.cfg.Locks.Acquire(ctx, x.key)
@@ -352,7 +356,6 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 		}
 	}()
 
-	leased := false
 	lease := func() error {
 		release, err := s.cfg.Leaser.Acquire(ctx, history.LeaseName(history.LeaseConversation, x.key))
 		if err != nil {
@@ -362,7 +365,7 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 			}
 			return apierr.Busy
 		}
-		leased, held = true, func() { release(); unlock() }
+		x.leased, held = true, func() { release(); unlock() }
 		return nil
 	}
 	if x.pinned && s.cfg.Leaser != nil {
@@ -389,7 +392,7 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 			Ratio:        x.ratio(model),
 		})
 		s.metrics.storeOp("load", s.cfg.Now().Sub(loadStart))
-		if err != nil || !p.Contended || leased || s.cfg.Leaser == nil {
+		if err != nil || !p.Contended || x.leased || s.cfg.Leaser == nil {
 			break
 		}
 		// Another replica wrote the conversation lately: wait for its
@@ -521,13 +524,24 @@ func (x *exchange) record1(r recorded) error {
 		// touches only ch and what prepare left immutable.
 		var m history.Meta
 		var err error
+		leased := x.leased
 		for attempt := 0; ; attempt++ {
 			m, err = s.cfg.Store.Commit(ctx, x.key, ch)
 			if errors.Is(err, history.ErrConflict) {
+				// Another writer committed since the plan.
 				s.markContended(ctx, x.key)
 			}
 			if !errors.Is(err, history.ErrConflict) || attempt == maxRebases {
 				break
+			}
+			if !leased && s.cfg.Leaser != nil {
+				// The replicas' next exchanges take the lease: rebase
+				// under it too, or they would keep committing first.
+				release, lerr := s.cfg.Leaser.Acquire(ctx, history.LeaseName(history.LeaseConversation, x.key))
+				if lerr == nil {
+					leased = true
+					defer release()
+				}
 			}
 			if ch, err = x.rebase(ctx, ch); err != nil {
 				break
