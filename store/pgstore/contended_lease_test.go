@@ -2,7 +2,9 @@ package pgstore_test
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -53,13 +55,23 @@ func (l *leaseTrips) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.Trace
 	}
 }
 
+// waitReleased waits for a lease release, with a deadline.
+func (l *leaseTrips) waitReleased(t *testing.T, name string) {
+	t.Helper()
+	select {
+	case <-l.released:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: the lease was never released", name)
+	}
+}
+
 // TestLeaseOnlyWhileContended: through a proxy.Server on PostgreSQL with
 // the window cache, a chat request on a quiet conversation takes no lease
 // (two round trips); once the conversation is marked contended, a request
 // reads the mark with the head, takes the conversation's lease, plans
 // again under it, commits and releases it (five round trips, two on the
-// lease table); once the window has passed (the store's clock), no lease
-// again.
+// lease table), and a conversation API change holds it too; once the
+// window has passed (the store's clock), no lease again.
 func TestLeaseOnlyWhileContended(t *testing.T) {
 	clk := newClock(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
 	rt := &leaseTrips{released: make(chan struct{}, 4)}
@@ -99,11 +111,7 @@ func TestLeaseOnlyWhileContended(t *testing.T) {
 			t.Fatalf("%s: not committed: %v", name, d.Err)
 		}
 		if wantLease > 0 {
-			select {
-			case <-rt.released:
-			case <-time.After(10 * time.Second):
-				t.Fatalf("%s: the lease was never released", name)
-			}
+			rt.waitReleased(t, name)
 		}
 		if got := rt.take(); got != wantTrips {
 			t.Errorf("%s: got %d round trips, want %d", name, got, wantTrips)
@@ -126,10 +134,35 @@ func TestLeaseOnlyWhileContended(t *testing.T) {
 	// Head read (contended), lease take, head read under it, commit,
 	// lease release.
 	ask("contended", 5, 2)
+	// The conversation API's changes hold the lease while it lasts too.
+	update := func(name string, wantLease int) {
+		t.Helper()
+		rt.leases.Store(0)
+		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/v1/conversations/busy", strings.NewReader(`{"metadata":{"topic":"`+name+`"}}`))
+		req.Header.Set("Authorization", "Bearer sk-busy")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: got %d %s, want 200", name, resp.StatusCode, b)
+		}
+		if wantLease > 0 {
+			rt.waitReleased(t, name)
+		}
+		if got := rt.leases.Load(); got != int64(wantLease) {
+			t.Errorf("%s: got %d statements on the lease table, want %d", name, got, wantLease)
+		}
+	}
+	update("api change, contended", 2)
 	clk.Add(29 * time.Second)
 	ask("contended, late in the window", 5, 2)
 	clk.Add(2 * time.Second)
 	ask("window passed", 2, 0)
+	update("api change, window passed", 0)
 }
 
 // TestMarkContended: the mark opens a window that the head read and the
