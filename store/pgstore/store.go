@@ -12,7 +12,9 @@
 // A read of a conversation is one statement (one snapshot, one round
 // trip) unless the tail it needs is longer than the first batch. The
 // store also implements history.Leaser with lease rows, so that a
-// background job (a summary, a retention pass) runs once across replicas.
+// background job (a summary, a retention pass) runs once across replicas
+// and the exchanges on a contended conversation (history.Contention: a
+// column of its row, read with its head) take turns.
 //
 // Errors that mean the database cannot be reached wrap
 // history.ErrUnavailable.
