@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/recallproxy/recall/wire"
@@ -45,8 +46,9 @@ type Cache struct {
 }
 
 var (
-	_ Store  = (*Cache)(nil)
-	_ Leaser = (*Cache)(nil)
+	_ Store      = (*Cache)(nil)
+	_ Leaser     = (*Cache)(nil)
+	_ Contention = (*Cache)(nil)
 )
 
 // HeadReader is implemented by stores that several processes write: it
@@ -61,15 +63,26 @@ type HeadReader interface {
 // bumps Version except a summary landing, which bumps Summaries, and a
 // conversation deleted and made again has another Incarnation (its
 // Version and Summaries may come back to the same values).
+//
+// Contended is not part of that state: it reports that the store marks
+// the conversation contended now (see Contention), and a head read
+// carries it to the plan. Compare heads with Same.
 type Head struct {
 	Version     uint64
 	Summaries   int
 	Incarnation uint64
+	Contended   bool
 }
 
-// HeadOf returns m's head.
+// HeadOf returns m's head (Contended false: the metadata does not hold it).
 func HeadOf(m *Meta) Head {
 	return Head{Version: m.Version, Summaries: m.Summaries, Incarnation: m.Incarnation}
+}
+
+// Same reports whether h and o are the same state of the metadata,
+// whatever their Contended.
+func (h Head) Same(o Head) bool {
+	return h.Version == o.Version && h.Summaries == o.Summaries && h.Incarnation == o.Incarnation
 }
 
 // cacheEntry is a conversation's metadata and the newest active messages,
@@ -104,6 +117,7 @@ func NewCache(s Store, maxBytes, maxEntryBytes int) *Cache {
 // must not be modified (appending to it is safe).
 func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 	c.mu.Lock()
+	contended := false
 	if el, ok := c.byKey[k]; ok && c.heads != nil {
 		cached := HeadOf(&el.Value.(*cacheEntry).meta)
 		c.mu.Unlock()
@@ -111,8 +125,9 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 		if err != nil {
 			return Snapshot{}, err
 		}
+		contended = head.Contended
 		c.mu.Lock()
-		if el, ok := c.byKey[k]; ok && (head != cached || HeadOf(&el.Value.(*cacheEntry).meta) != cached) {
+		if el, ok := c.byKey[k]; ok && (!head.Same(cached) || !HeadOf(&el.Value.(*cacheEntry).meta).Same(cached)) {
 			c.remove(el)
 		}
 	}
@@ -120,6 +135,7 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 		c.lru.MoveToFront(el)
 		if snap, ok := el.Value.(*cacheEntry).serve(q); ok {
 			c.mu.Unlock()
+			snap.Contended = contended
 			return snap, nil
 		}
 	}
@@ -246,6 +262,16 @@ func (c *Cache) TryAcquire(ctx context.Context, name string) (release func(), ok
 }
 
 func noRelease() {}
+
+// MarkContended marks k contended in the store if the store is a
+// Contention (a store replicas share); otherwise it does nothing: one
+// process's own locks order its exchanges.
+func (c *Cache) MarkContended(ctx context.Context, k Key, until time.Time) error {
+	if ct, ok := c.store.(Contention); ok {
+		return ct.MarkContended(ctx, k, until)
+	}
+	return nil
+}
 
 // Messages reads from the store.
 func (c *Cache) Messages(ctx context.Context, k Key, after uint64, all bool, fn func(Message) bool) error {

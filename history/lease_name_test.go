@@ -12,6 +12,7 @@ func TestLeaseName(t *testing.T) {
 		key        history.Key
 		want       string
 	}{
+		{"conversation", history.LeaseConversation, history.Key{Tenant: "acme", Conversation: "c1"}, "conv/acme/c1"},
 		{"summary", history.LeaseSummary, history.Key{Tenant: "default.pt.00ff", Conversation: "a:b@c"}, "summary/default.pt.00ff/a:b@c"},
 		{"namespace", history.LeaseRetention, history.Key{Tenant: "acme"}, "retention/acme"},
 	}

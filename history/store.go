@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/recallproxy/recall/wire"
 )
@@ -117,10 +118,10 @@ type Hit struct {
 }
 
 // Leaser is implemented by stores that several processes share: it
-// serialises background work on one name (a summary job, a retention
-// pass) across them. Chat exchanges take none: their commits are checked
-// against the version they were computed from. A lease expires if its holder dies,
-// so a killed process blocks nobody for longer than the lease.
+// serialises work on one name (a summary job, a retention pass, the
+// exchanges on a contended conversation) across them. A lease expires if
+// its holder dies, so a killed process blocks nobody for longer than the
+// lease.
 type Leaser interface {
 	// Acquire waits until it holds the lease on name or ctx ends. The
 	// holder keeps it alive until release.
@@ -130,8 +131,25 @@ type Leaser interface {
 	TryAcquire(ctx context.Context, name string) (release func(), ok bool, err error)
 }
 
+// Contention is implemented by stores that several processes write: a
+// writer whose commit met ErrConflict (another process committed on the
+// conversation since it planned) marks the conversation contended, and
+// until then every Load and head read reports it (Snapshot.Contended,
+// Head.Contended), so that writers take the conversation's lease
+// (LeaseConversation) while the window lasts, and no lease otherwise.
+type Contention interface {
+	// MarkContended marks k contended until until (a later mark that
+	// ends sooner does not shorten it). A conversation not stored is
+	// left alone.
+	MarkContended(ctx context.Context, k Key, until time.Time) error
+}
+
 // Kinds of lease: what a lease serialises across processes.
 const (
+	// LeaseConversation is held by an exchange on a contended
+	// conversation (see Contention), from before its plan until its
+	// commit; the commit's version check still fences it.
+	LeaseConversation = "conv"
 	// LeaseSummary is held by a summary job on one conversation.
 	LeaseSummary = "summary"
 	// LeaseRetention is held by a retention pass over one namespace.
@@ -212,6 +230,10 @@ type Snapshot struct {
 	Tail []Message
 	// Complete reports whether Tail reaches back to the first active message.
 	Complete bool
+	// Contended reports that the store marks the conversation contended
+	// now (see Contention): another writer committed on it lately. It is
+	// read with the head and never stored in Meta.
+	Contended bool
 }
 
 // Change is one atomic write to a conversation.

@@ -158,6 +158,10 @@ type Plan struct {
 	// Meta is the conversation's metadata as loaded (before a replaced
 	// retry, if Replaced).
 	Meta history.Meta
+	// Contended reports that the store marks the conversation contended
+	// (history.Snapshot.Contended): the caller plans again under the
+	// conversation's lease.
+	Contended bool
 	// Summary is the injected summary, nil if none.
 	Summary *history.Summary
 	// SummaryCut reports that the stored summary did not fit the budget
@@ -267,6 +271,7 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		return nil, err
 	}
 	p.Meta, p.Version, p.Supersede, p.Replaced = snap.Meta, snap.Meta.Version, merged.Supersede, replaced
+	p.Contended = snap.Contended
 	p.ExchangeHash = history.HashMessages(merged.New)
 	stored := snap
 	if replaced {

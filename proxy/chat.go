@@ -63,6 +63,9 @@ type exchange struct {
 	// pinned is set when the answer's id names where it is stored (the
 	// Responses API's): a rebase that would move it fails instead.
 	pinned bool
+	// leased is set when prepare took the conversation's lease (see
+	// prepare), held until the exchange ends.
+	leased bool
 	// render renders an error in the client's protocol (nil: OpenAI's);
 	// route names the exchange's route in metrics and logs ("": chat).
 	render       func(*apierr.Error) []byte
@@ -331,39 +334,77 @@ func chatTurn(req chat.Request) (instructions, in []history.Message) {
 
 // prepare plans the request (plan.Make: load, merge, summary, curate) into
 // x.plan. It takes the conversation's lock in this process and returns its
-// release, which the caller owns. Replicas sharing a store take no lease:
-// the commit is checked against the version the plan was computed from,
-// and one that lost a race with another replica's commit is rebased (see
-// record1), so each acknowledged turn is stored once.
+// release, which the caller owns.
+//
+// Across replicas sharing a store, the commit is checked against the
+// version the plan was computed from, and one that lost a race with
+// another replica's commit is rebased (see record1). That suffices while
+// the conversation is quiet: it takes no lease. Once a commit met such a
+// race, the store marks the conversation contended for a while
+// (contendedFor), and an exchange whose plan says so takes the
+// conversation's lease (Config.Leaser) and plans again under it, holding
+// it until the caller releases: replicas then take turns rather than
+// race (a commit that conflicts without the lease takes it before it
+// rebases, see record1). A pinned exchange (the Responses API's: it
+// cannot rebase) takes the lease before its first plan.
 func (x *exchange) prepare(ctx context.Context, instructions, in []history.Message, model string, maxTokens int, tools []byte, mode history.Mode) (release func(), err error) {
 	s, c := x.s, x.c
 	unlock, err := s.cfg.Locks.Acquire(ctx, x.key)
 	if err != nil {
 		return nil, apierr.Busy
 	}
+	held := unlock
 	defer func() {
 		if err != nil { // the caller owns it only on success
-			unlock()
+			held()
 		}
 	}()
 
-	loadStart := s.cfg.Now()
-	p, err := plan.Make(ctx, plan.Input{
-		Store:        s.cfg.Store,
-		Key:          x.key,
-		Policy:       c.policy(mode),
-		Model:        model,
-		MaxTokens:    maxTokens,
-		Instructions: instructions,
-		Tools:        tools,
-		New:          in,
-		Retry:        x.retry,
-		Counter:      s.counter,
-		Fixed:        fixedCounter{s},
-		Now:          loadStart,
-		Ratio:        x.ratio(model),
-	})
-	s.metrics.storeOp("load", s.cfg.Now().Sub(loadStart))
+	lease := func() error {
+		release, err := s.cfg.Leaser.Acquire(ctx, history.LeaseName(history.LeaseConversation, x.key))
+		if err != nil {
+			s.log.Error("lease failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
+			if errors.Is(err, history.ErrUnavailable) {
+				return apierr.StoreUnavailable
+			}
+			return apierr.Busy
+		}
+		x.leased, held = true, func() { release(); unlock() }
+		return nil
+	}
+	if x.pinned && s.cfg.Leaser != nil {
+		if err := lease(); err != nil {
+			return nil, err
+		}
+	}
+	var p *plan.Plan
+	for {
+		loadStart := s.cfg.Now()
+		p, err = plan.Make(ctx, plan.Input{
+			Store:        s.cfg.Store,
+			Key:          x.key,
+			Policy:       c.policy(mode),
+			Model:        model,
+			MaxTokens:    maxTokens,
+			Instructions: instructions,
+			Tools:        tools,
+			New:          in,
+			Retry:        x.retry,
+			Counter:      s.counter,
+			Fixed:        fixedCounter{s},
+			Now:          loadStart,
+			Ratio:        x.ratio(model),
+		})
+		s.metrics.storeOp("load", s.cfg.Now().Sub(loadStart))
+		if err != nil || !p.Contended || x.leased || s.cfg.Leaser == nil {
+			break
+		}
+		// Another replica wrote the conversation lately: wait for its
+		// turn, then plan from the head as it is then.
+		if err := lease(); err != nil {
+			return nil, err
+		}
+	}
 	if err != nil {
 		var oe *history.OrphanResultError
 		switch {
@@ -392,7 +433,7 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 	for i, m := range in {
 		x.in[i] = history.Message{Role: m.Role, Hash: m.Hash}
 	}
-	return unlock, nil
+	return held, nil
 }
 
 // fixedCounter counts instructions, tools and the summary through the
@@ -487,10 +528,24 @@ func (x *exchange) record1(r recorded) error {
 		// touches only ch and what prepare left immutable.
 		var m history.Meta
 		var err error
+		leased := x.leased
 		for attempt := 0; ; attempt++ {
 			m, err = s.cfg.Store.Commit(ctx, x.key, ch)
+			if errors.Is(err, history.ErrConflict) {
+				// Another writer committed since the plan.
+				s.markContended(ctx, x.key)
+			}
 			if !errors.Is(err, history.ErrConflict) || attempt == maxRebases {
 				break
+			}
+			if !leased && s.cfg.Leaser != nil {
+				// The replicas' next exchanges take the lease: rebase
+				// under it too, or they would keep committing first.
+				release, lerr := s.cfg.Leaser.Acquire(ctx, history.LeaseName(history.LeaseConversation, x.key))
+				if lerr == nil {
+					leased = true
+					defer release()
+				}
 			}
 			if ch, err = x.rebase(ctx, ch); err != nil {
 				break
@@ -574,6 +629,27 @@ func (x *exchange) sealEpisode(ctx context.Context) error {
 
 // maxRebases bounds the rebases of one commit.
 const maxRebases = 3
+
+// contendedFor is how long a conversation stays contended after a commit
+// on it met another writer's: long enough to cover the exchanges already
+// under way on the other replicas (an upstream answer takes seconds), and
+// short enough that a conversation which went quiet soon takes no lease
+// again. Each conflict while it lasts extends it.
+const contendedFor = 30 * time.Second
+
+// markContended marks k contended (see prepare), after a commit on it met
+// a commit of another writer. A store that cannot mark it (one process:
+// its locks order its exchanges) is left alone; a failed mark costs only
+// the lease it would have brought.
+func (s *Server) markContended(ctx context.Context, k history.Key) {
+	ct, ok := s.cfg.Store.(history.Contention)
+	if !ok {
+		return
+	}
+	if err := ct.MarkContended(ctx, k, s.cfg.Now().Add(contendedFor)); err != nil {
+		s.log.Warn("mark contended failed", "namespace", k.Tenant, "conversation", k.Conversation, "error", err)
+	}
+}
 
 // rebase recomputes ch against the conversation as it is now, after a
 // commit met ErrConflict (another writer changed it since the load: a

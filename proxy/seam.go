@@ -91,6 +91,9 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 			x.fail(rc, err)
 			return
 		}
+		// An answer whose id names where it is stored cannot be rebased:
+		// prepare takes the conversation's lease for it (see nameResponse).
+		x.pinned = p.answers != nil
 		if res.release, err = x.prepare(ctx, instructions, in, req.Model, req.MaxTokens, req.ToolsRaw, mode); err != nil {
 			x.fail(rc, err)
 			return

@@ -156,13 +156,37 @@ func (sc *stateCall) meta(k history.Key) (history.Meta, error) {
 // lock takes k's lock in this process, as a chat exchange does, so that a
 // change through these routes and the exchanges on the conversation wait
 // for one another. Across replicas, the commits' version checks order
-// them (no lease, as for an exchange).
+// them; while the store marks k contended (see exchange.prepare), the
+// change also holds k's lease, as the exchanges on it do.
 func (sc *stateCall) lock(k history.Key) (release func(), err error) {
-	unlock, err := sc.s.cfg.Locks.Acquire(sc.ctx, k)
+	s := sc.s
+	unlock, err := s.cfg.Locks.Acquire(sc.ctx, k)
 	if err != nil {
 		return nil, apierr.Busy
 	}
-	return unlock, nil
+	if s.cfg.Leaser == nil {
+		return unlock, nil
+	}
+	if _, ok := s.cfg.Store.(history.Contention); !ok {
+		return unlock, nil
+	}
+	snap, err := s.cfg.Store.Load(sc.ctx, k, history.Query{After: ^uint64(0)}) // the head alone
+	if err != nil {
+		unlock()
+		return nil, storeReadErr(err)
+	}
+	if !snap.Contended {
+		return unlock, nil
+	}
+	lease, err := s.cfg.Leaser.Acquire(sc.ctx, history.LeaseName(history.LeaseConversation, k))
+	if err != nil {
+		unlock()
+		if errors.Is(err, history.ErrUnavailable) {
+			return nil, apierr.StoreUnavailable
+		}
+		return nil, apierr.Busy
+	}
+	return func() { lease(); unlock() }, nil
 }
 
 // messages returns k's active messages with from <= Seq <= to, oldest
@@ -199,6 +223,9 @@ func (sc *stateCall) hardForget(k history.Key, m history.Meta, seqs []uint64) er
 			return nil
 		}
 		_, err = sc.s.cfg.Store.Commit(sc.ctx, k, history.Change{Version: m.Version, Forget: plan, Now: sc.s.cfg.Now().UnixNano()})
+		if errors.Is(err, history.ErrConflict) {
+			sc.s.markContended(sc.ctx, k)
+		}
 		if errors.Is(err, history.ErrConflict) && attempt < 2 {
 			if m, err = sc.meta(k); err != nil {
 				return err

@@ -369,6 +369,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 			Counter:      counter,
 			Tenants:      watcher,
 			Store:        hist,
+			Leaser:       st.leaser,
 			Ping:         st.ping,
 			Logger:       log,
 			Metrics:      metrics,

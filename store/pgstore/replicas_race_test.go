@@ -9,10 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
@@ -25,13 +22,38 @@ import (
 )
 
 // TestReplicasRaceOneConversation: two proxy.Servers, each on its own
-// Store and window cache over one database (two replicas), take chat
-// requests on one conversation at once, with no lease between them. Each
-// replica's commit is checked against the version its request was planned
-// from, and the loser of a race rebases: every acknowledged turn is stored
-// exactly once, as a user message followed by its answer, and a request
-// that was not acknowledged left nothing.
+// Store and window cache over one database (two replicas), take requests
+// on one conversation at once. A chat commit that finds another replica
+// committed since its plan marks the conversation contended, and the
+// exchanges then take the conversation's lease; a Responses API exchange
+// (its answer's id pins its sequence numbers: it cannot rebase) takes it
+// from the start. Every request is acknowledged, and stored exactly once,
+// as a user message followed by its answer.
 func TestReplicasRaceOneConversation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		path string
+		body func(text string) string
+		// raced: the first exchange of each replica is held upstream
+		// until both are, so that one commit meets the other's (they
+		// take no lease) and marks the conversation contended;
+		// otherwise every exchange is leased and none does.
+		raced bool
+	}{
+		{"chat completions", "/v1/chat/completions", func(text string) string {
+			return `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"` + text + `"}]}`
+		}, true},
+		{"responses", "/v1/responses", func(text string) string {
+			return `{"model":"gpt-4o-mini","conversation":"race","input":"` + text + `"}`
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raceReplicas(t, tc.path, tc.body, tc.raced)
+		})
+	}
+}
+
+func raceReplicas(t *testing.T, path string, body func(string) string, raced bool) {
 	url := pgtest.DB(t)
 	up := upstreamtest.NewTB(t)
 	g := config.DefaultGlobal()
@@ -41,9 +63,8 @@ func TestReplicasRaceOneConversation(t *testing.T) {
 		t.Fatal(err)
 	}
 	var addrs []string
-	locks := &lockReads{}
 	for range 2 {
-		s := open(t, url, pgstore.Options{Tracer: locks})
+		s := open(t, url, pgstore.Options{})
 		srv, err := proxy.New(proxy.Config{Tenants: proxy.StaticTenants{Set: tenants}, Store: history.NewCache(s, 0, 0)})
 		if err != nil {
 			t.Fatal(err)
@@ -57,6 +78,9 @@ func TestReplicasRaceOneConversation(t *testing.T) {
 		addrs = append(addrs, ln.Addr().String())
 	}
 
+	if raced {
+		up.Enqueue(upstreamtest.Reply{Hold: true}, upstreamtest.Reply{Hold: true})
+	}
 	const clients, each = 6, 8 // three clients a replica
 	type outcome struct {
 		text   string
@@ -71,8 +95,7 @@ func TestReplicasRaceOneConversation(t *testing.T) {
 			defer wg.Done()
 			for i := range each {
 				text := fmt.Sprintf("question %d from client %d", i, c)
-				body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"` + text + `"}]}`
-				req, _ := http.NewRequest("POST", "http://"+addrs[c%2]+"/v1/chat/completions", strings.NewReader(body))
+				req, _ := http.NewRequest("POST", "http://"+addrs[c%2]+path, strings.NewReader(body(text)))
 				req.Header.Set("Authorization", "Bearer sk-race")
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("X-Conversation-ID", "race")
@@ -87,34 +110,36 @@ func TestReplicasRaceOneConversation(t *testing.T) {
 			}
 		}()
 	}
+	if raced {
+		// Each replica's own lock lets one exchange through at a time:
+		// two held are one on each.
+		if err := up.WaitStalled(testCtx(t), 2); err != nil {
+			t.Fatalf("waiting for an exchange on each replica: %v", err)
+		}
+		up.Release()
+	}
 	wg.Wait()
 	close(results)
 
-	acked := map[string]bool{}
+	asked := map[string]bool{}
 	for r := range results {
-		switch {
-		case r.status == http.StatusOK:
-			acked[r.text] = true
-		case r.status == http.StatusInternalServerError && strings.Contains(r.body, `"history_write_failed"`):
-			acked[r.text] = false // the rebases ran out: refused, nothing stored
-		default:
-			t.Errorf("%q: got %d %s, want 200 (or a failed commit)", r.text, r.status, r.body)
+		asked[r.text] = true
+		if r.status != http.StatusOK {
+			t.Errorf("%q: got %d %s, want 200", r.text, r.status, r.body)
 		}
 	}
-	n := 0
-	for _, ok := range acked {
-		if ok {
-			n++
-		}
+	if len(asked) != clients*each {
+		t.Fatalf("got %d answers, want %d", len(asked), clients*each)
 	}
-	if locks.n.Load() == 0 {
-		t.Error("no commit found the head moved: the replicas never raced")
+	s := open(t, url, pgstore.Options{})
+	var until int64
+	if err := s.Pool().QueryRow(testCtx(t), `SELECT contended_until FROM recall_conversations WHERE conversation = 'race'`).Scan(&until); err != nil {
+		t.Fatal(err)
 	}
-	if n < clients*each/2 {
-		t.Errorf("got %d of %d requests acknowledged, want most", n, clients*each)
+	if got := until > 0; got != raced {
+		t.Errorf("conversation marked contended: got %v, want %v", got, raced)
 	}
 
-	s := open(t, url, pgstore.Options{})
 	ns, err := s.Namespaces(testCtx(t), "", "", 10)
 	if err != nil || len(ns) != 1 {
 		t.Fatalf("got namespaces %v (%v), want one", ns, err)
@@ -143,35 +168,12 @@ func TestReplicasRaceOneConversation(t *testing.T) {
 			seen[search.Text(m.Raw)]++
 		}
 	}
-	for text, ok := range acked {
-		want := 0
-		if ok {
-			want = 1
-		}
-		if seen[text] != want {
-			t.Errorf("%q (acknowledged %v): stored %d times, want %d", text, ok, seen[text], want)
+	for text := range asked {
+		if seen[text] != 1 {
+			t.Errorf("%q: stored %d times, want 1", text, seen[text])
 		}
 	}
-	if len(stored) != 2*n {
-		t.Errorf("got %d messages stored, want %d (two a turn acknowledged)", len(stored), 2*n)
+	if len(stored) != 2*clients*each {
+		t.Errorf("got %d messages stored, want %d (two a turn)", len(stored), 2*clients*each)
 	}
 }
-
-// lockReads counts the commits that read the metadata row FOR UPDATE:
-// those whose one-statement commit found the head moved (another
-// replica committed since their load).
-type lockReads struct{ n atomic.Int64 }
-
-func (l *lockReads) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	return ctx
-}
-func (l *lockReads) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (l *lockReads) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
-func (l *lockReads) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	if strings.HasSuffix(d.SQL, "FOR UPDATE") {
-		l.n.Add(1)
-	}
-}
-func (l *lockReads) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}

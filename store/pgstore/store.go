@@ -12,7 +12,9 @@
 // A read of a conversation is one statement (one snapshot, one round
 // trip) unless the tail it needs is longer than the first batch. The
 // store also implements history.Leaser with lease rows, so that a
-// background job (a summary, a retention pass) runs once across replicas.
+// background job (a summary, a retention pass) runs once across replicas
+// and the exchanges on a contended conversation (history.Contention: a
+// column of its row, read with its head) take turns.
 //
 // Errors that mean the database cannot be reached wrap
 // history.ErrUnavailable.
@@ -61,6 +63,11 @@ type Options struct {
 	// OnMerge, if set, is called after each merge with the pages it
 	// merged and its error: for metrics and tests. Default none.
 	OnMerge func(pages int64, err error)
+	// Now is the clock a head read compares a conversation's contended
+	// window with (see MarkContended): the replicas' clocks, which mark
+	// it, not the database's, so that tests can inject one. Default
+	// time.Now.
+	Now func() time.Time
 }
 
 // Store is a history.Store on PostgreSQL.
@@ -72,12 +79,14 @@ type Store struct {
 	leases     atomic.Uint64 // numbers each lease taken
 	version    int           // the schema version
 	merger     *merger
+	now        func() time.Time
 }
 
 var (
 	_ history.Store      = (*Store)(nil)
 	_ history.Leaser     = (*Store)(nil)
 	_ history.HeadReader = (*Store)(nil)
+	_ history.Contention = (*Store)(nil)
 )
 
 // Open connects to the database at url (postgres://user:pass@host/db),
@@ -107,6 +116,9 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	if o.MergeEvery <= 0 {
 		o.MergeEvery = 512
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, wrap("open", err)
@@ -114,7 +126,7 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	host, _ := os.Hostname()
-	s := &Store{pool: pool, lease: o.Lease, firstBatch: o.FirstBatch,
+	s := &Store{pool: pool, lease: o.Lease, firstBatch: o.FirstBatch, now: o.Now,
 		holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:]))}
 	if s.version, err = migrate(ctx, pool); err != nil {
 		pool.Close()
@@ -216,32 +228,46 @@ func conflict(err error) bool {
 }
 
 // Head reads the conversation's head (Version, Summaries, Incarnation): what a
-// replica's window cache checks before serving from memory.
+// replica's window cache checks before serving from memory. Contended is
+// whether the conversation's contended window (MarkContended) is open now.
 func (s *Store) Head(ctx context.Context, k history.Key) (h history.Head, err error) {
 	err = s.again(ctx, func() error { h, err = s.head(ctx, k); return err })
 	return h, err
 }
 
 func (s *Store) head(ctx context.Context, k history.Key) (history.Head, error) {
-	var version, incarnation int64
+	var version, incarnation, contended int64
 	var summaries int32
-	err := s.pool.QueryRow(ctx, `SELECT version, summaries, incarnation FROM recall_conversations WHERE tenant = $1 AND conversation = $2`,
-		k.Tenant, k.Conversation).Scan(&version, &summaries, &incarnation)
+	err := s.pool.QueryRow(ctx, `SELECT version, summaries, incarnation, contended_until FROM recall_conversations WHERE tenant = $1 AND conversation = $2`,
+		k.Tenant, k.Conversation).Scan(&version, &summaries, &incarnation, &contended)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return history.Head{}, nil
 	}
 	if err != nil {
 		return history.Head{}, wrap("head "+k.String(), err)
 	}
-	return history.Head{Version: uint64(version), Summaries: int(summaries), Incarnation: uint64(incarnation)}, nil
+	return history.Head{Version: uint64(version), Summaries: int(summaries), Incarnation: uint64(incarnation),
+		Contended: contended > s.now().UnixNano()}, nil
+}
+
+// MarkContended opens (or extends) k's contended window until until: one
+// UPDATE, which touches neither the version nor the metadata, so no
+// replica's cached window goes stale by it. A conversation not stored
+// has no row, and is left alone.
+func (s *Store) MarkContended(ctx context.Context, k history.Key, until time.Time) error {
+	return s.again(ctx, func() error {
+		_, err := s.pool.Exec(ctx, `UPDATE recall_conversations SET contended_until = $3
+WHERE tenant = $1 AND conversation = $2 AND contended_until < $3`, k.Tenant, k.Conversation, until.UnixNano())
+		return wrap("mark contended "+k.String(), err)
+	})
 }
 
 // loadSQL reads the metadata and the newest messages in one statement,
 // one snapshot: the metadata row is the one with seq 0 (messages count
-// from 1).
-const loadSQL = `SELECT 0::bigint, meta FROM recall_conversations WHERE tenant = $1 AND conversation = $2
+// from 1), and carries the contended window's end.
+const loadSQL = `SELECT 0::bigint, meta, contended_until FROM recall_conversations WHERE tenant = $1 AND conversation = $2
 UNION ALL
-(SELECT seq, body FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3
+(SELECT seq, body, 0::bigint FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3
  ORDER BY seq DESC LIMIT $4)`
 
 // rangeSQL reads messages lo < seq <= hi, newest first.
@@ -267,14 +293,15 @@ func (s *Store) load(ctx context.Context, k history.Key, q history.Query) (histo
 		return history.Snapshot{}, wrap("load "+k.String(), err)
 	}
 	var (
-		w     walker
-		found bool
-		batch []history.Message
+		w         walker
+		found     bool
+		contended int64
+		batch     []history.Message
 	)
 	for rows.Next() {
-		var seq int64
+		var seq, until int64
 		var b []byte
-		if err := rows.Scan(&seq, &b); err != nil {
+		if err := rows.Scan(&seq, &b, &until); err != nil {
 			rows.Close()
 			return history.Snapshot{}, wrap("load "+k.String(), err)
 		}
@@ -283,7 +310,7 @@ func (s *Store) load(ctx context.Context, k history.Key, q history.Query) (histo
 				rows.Close()
 				return history.Snapshot{}, fmt.Errorf("pgstore: load %s: %w", k, err)
 			}
-			found = true
+			found, contended = true, until
 			continue
 		}
 		msg, err := history.DecodeMessage(b, uint64(seq))
@@ -309,7 +336,9 @@ func (s *Store) load(ctx context.Context, k history.Key, q history.Query) (histo
 			return history.Snapshot{}, err
 		}
 	}
-	return w.snapshot(), nil
+	snap := w.snapshot()
+	snap.Contended = contended > s.now().UnixNano()
+	return snap, nil
 }
 
 // loadMore reads on from hi in a repeatable-read transaction. If the
