@@ -46,6 +46,7 @@ func main() {
 	keep := flag.Int("keep", 0, "requests to keep in the in-memory log (0: none; keep it 0 under load)")
 	control := flag.Bool("control", false, "serve /_fake/reply and /_fake/last for tests (keeps the last 64 requests unless -keep says otherwise)")
 	describe := flag.Bool("describe", false, "say in each answer how many messages of which roles the request carried")
+	fast := flag.Bool("fast", false, "answer chat completions at once without validating them (the load script's rows: see fast.go); other paths stay strict")
 	flag.Parse()
 
 	if *control && *keep == 0 {
@@ -54,6 +55,15 @@ func main() {
 	opts := []upstreamtest.Option{upstreamtest.WithKeepRequests(*keep)}
 	if *describe {
 		opts = append(opts, upstreamtest.WithDescribe())
+	}
+	if *fast && !*control {
+		s, err := upstreamtest.Listen("127.0.0.1:0", opts...) // the strict fake, for every other path
+		if err != nil {
+			fail(err)
+		}
+		defer s.Close()
+		serve(*listen, fastChat(s.Handler()))
+		return
 	}
 	if !*control {
 		s, err := upstreamtest.Listen(*listen, opts...)
@@ -73,17 +83,22 @@ func main() {
 		fail(err)
 	}
 	defer s.Close()
-	ln, err := net.Listen("tcp", *listen)
+	serve(*listen, withControl(s))
+}
+
+// serve serves h on addr until interrupted.
+func serve(addr string, h http.Handler) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fail(err)
 	}
-	srv := &http.Server{Handler: withControl(s), ReadHeaderTimeout: time.Minute}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: time.Minute}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fail(err)
 		}
 	}()
-	fmt.Fprintf(os.Stderr, "fakeupstream: serving http://%s/v1 (with /_fake/ control)\n", ln.Addr())
+	fmt.Fprintf(os.Stderr, "fakeupstream: serving http://%s/v1\n", ln.Addr())
 	waitSignal()
 	srv.Close()
 }
