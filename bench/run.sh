@@ -66,7 +66,8 @@
 # series (cost against history length), rss, ceiling. Example:
 # ONLY=sync,pg bench/run.sh -quick.
 #
-# Environment: PG_CONF adds server settings to the recall-pg rows' PostgreSQL
+# Environment: FAKE_FLAGS (default -fast: chat completions answered without
+# validation; FAKE_FLAGS= for the strict fake). PG_CONF adds server settings to the recall-pg rows' PostgreSQL
 # (e.g. PG_CONF="-c commit_delay=200 -c commit_siblings=5").
 # BASE_PORT (19801; eight ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
 # 2s/0.5s), KEEP=1 keeps the work directory, SEED_SUMMARIES=0 seeds no
@@ -286,7 +287,11 @@ seed() {
 }
 
 URL=/v1/chat/completions
-"${LOAD_CPU[@]}" "$BIN/fakeupstream" -listen "127.0.0.1:$UP_PORT" 2>>"$WORK/upstream.log" &
+# FAKE_FLAGS (default -fast): the fake answers chat completions without
+# validating them, so that checking ~60 KB prompts does not saturate the
+# core it shares with the load generator (FAKE_FLAGS= for the strict fake).
+# shellcheck disable=SC2086
+"${LOAD_CPU[@]}" "$BIN/fakeupstream" -listen "127.0.0.1:$UP_PORT" ${FAKE_FLAGS--fast} 2>>"$WORK/upstream.log" &
 PIDS+=("$!")
 wait_port "$UP_PORT"
 
