@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"time"
 
@@ -40,6 +41,9 @@ type exchange struct {
 	record  bool
 	// committed is set once the turn is recorded.
 	committed bool
+	// conn is a streamed exchange's client connection, looked at before
+	// its commit (leftBeforeCommit).
+	conn net.Conn
 	// oneChoice is set when the request asks for one choice, so the
 	// upstream's completion tokens count the recorded answer alone.
 	oneChoice bool

@@ -225,57 +225,66 @@ func TestUpstreamFaultsStoreNothing(t *testing.T) {
 		}
 	})
 
-	t.Run("client disconnect mid-stream", func(t *testing.T) {
-		h := newHarness(t, e2etest.Options{})
-		conv := "gone-1"
-		ns := h.PassNamespace(faultKey)
-		h.seedTurn(conv)
-		storedBefore := len(h.Stored(ns, conv))
-		h.Up.Enqueue(upstreamtest.Reply{Fault: upstreamtest.FaultStallMidStream, Chunks: 16})
-		// A raw connection, so that the client is really gone (its socket
-		// closed) before the upstream goes on: an HTTP client's Body.Close
-		// closes the socket later, from another goroutine.
-		conn, err := net.Dial("tcp", strings.TrimPrefix(h.URL, "http://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		body := e2etest.ChatBody("leaving early", true)
-		fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: recall\r\nAuthorization: Bearer %s\r\n"+
-			"X-Conversation-ID: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", faultKey, conv, len(body), body)
-		br := bufio.NewReader(conn)
-		status, err := br.ReadString('\n')
-		if err != nil || !strings.Contains(status, " 200 ") {
-			t.Fatalf("status line: got %q, %v; want 200", status, err)
-		}
-		for {
-			line, err := br.ReadString('\n')
+	// A client that leaves mid-stream gets nothing stored, whatever its
+	// protocol: the chat relay and the seam's (here a Responses and a
+	// Messages client over the chat upstream) look at the connection
+	// before the commit, since their writes to it are buffered.
+	for _, c := range []struct{ name, path, body string }{
+		{"chat", "/v1/chat/completions", e2etest.ChatBody("leaving early", true)},
+		{"responses", "/v1/responses", `{"model":"gpt-4o-mini","input":"leaving early","stream":true}`},
+		{"messages", "/v1/messages", `{"model":"gpt-4o-mini","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"leaving early"}]}`},
+	} {
+		t.Run("client disconnect mid-stream/"+c.name, func(t *testing.T) {
+			h := newHarness(t, e2etest.Options{})
+			conv := "gone-" + c.name
+			ns := h.PassNamespace(faultKey)
+			h.seedTurn(conv)
+			storedBefore := len(h.Stored(ns, conv))
+			h.Up.Enqueue(upstreamtest.Reply{Fault: upstreamtest.FaultStallMidStream, Chunks: 16})
+			// A raw connection, so that the client is really gone (its
+			// socket closed) before the upstream goes on: an HTTP client's
+			// Body.Close closes the socket later, from another goroutine.
+			conn, err := net.Dial("tcp", strings.TrimPrefix(h.URL, "http://"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if strings.Contains(line, "data: ") {
-				break // the first event
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: recall\r\nAuthorization: Bearer %s\r\nAnthropic-Version: 2023-06-01\r\n"+
+				"X-Conversation-ID: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", c.path, faultKey, conv, len(c.body), c.body)
+			br := bufio.NewReader(conn)
+			status, err := br.ReadString('\n')
+			if err != nil || !strings.Contains(status, " 200 ") {
+				t.Fatalf("status line: got %q, %v; want 200", status, err)
 			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := h.Up.WaitStalled(ctx, 1); err != nil {
-			t.Fatal(err)
-		}
-		conn.Close() // the client leaves
-		h.Up.Release()
-		if d := h.WaitDone(conv); d.Committed || d.Status != 499 {
-			t.Fatalf("got %+v, want an uncommitted exchange with status 499", d)
-		}
-		if got := h.Metric(`recall_streams_aborted_total{tenant="default"}`); got != 1 {
-			t.Errorf("recall_streams_aborted_total %v, want 1", got)
-		}
-		if got := len(h.Stored(ns, conv)); got != storedBefore {
-			t.Errorf("got %d stored messages, want %d (unchanged)", got, storedBefore)
-		}
-		if logs := h.Logs.String(); !strings.Contains(logs, `"status":499`) {
-			t.Errorf("got no request logged with status 499 in %s", logs)
-		}
-	})
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(line, "data: ") {
+					break // the first event
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := h.Up.WaitStalled(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			conn.Close() // the client leaves
+			h.Up.Release()
+			if d := h.WaitDone(conv); d.Committed || d.Status != 499 {
+				t.Fatalf("got %+v, want an uncommitted exchange with status 499", d)
+			}
+			if got := h.Metric(`recall_streams_aborted_total{tenant="default"}`); got != 1 {
+				t.Errorf("recall_streams_aborted_total %v, want 1", got)
+			}
+			if got := len(h.Stored(ns, conv)); got != storedBefore {
+				t.Errorf("got %d stored messages, want %d (unchanged)", got, storedBefore)
+			}
+			if logs := h.Logs.String(); !strings.Contains(logs, `"status":499`) {
+				t.Errorf("got no request logged with status 499 in %s", logs)
+			}
+		})
+	}
 
 	// Every harness of the matrix is closed: the goroutines it started
 	// must be gone once the client's idle connections are closed.

@@ -587,6 +587,9 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 		return s.endSeam(w, x, p, ren, err)
 	}
 	if record {
+		if err := x.leftBeforeCommit(); err != nil {
+			return err
+		}
 		if err := x.commitAnswer(&a); err != nil {
 			return s.endSeam(w, x, p, ren, err)
 		}

@@ -57,13 +57,17 @@ func (s *Server) relayStream(ctx context.Context, res owned, rc *fasthttp.Reques
 	})
 }
 
+// streamBodyMax is how many bytes of a stream may wait for fasthttp to
+// take them before the relay waits for the client.
+const streamBodyMax = 64 << 10
+
 // relay runs a streamed answer's relay in a goroutine of its own, which
 // owns resp and res (the exchange's deadline and lock) from here on and
 // touches nothing of rc: work reads the upstream's body (bounded by the
 // stream idle timeout) and writes to w, and returns nil only if it wrote
 // everything it meant to. relay flushes w, waits until fasthttp has
-// written every byte to the connection, and ends the exchange (x.done)
-// with the status its end deserves.
+// written every byte to the connection (see streamBody), and ends the
+// exchange (x.done) with the status its end deserves.
 func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
 	work func(w *bufio.Writer, upstream io.Reader) error) {
 	rc.Response.ImmediateHeaderFlush = true
@@ -72,25 +76,21 @@ func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, 
 	stream := resp.BodyStream() // interrupted from other goroutines: closeResponse clears the field
 	s.inflight.Add(1)
 	s.busy.Add(1)
-	// An unbuffered pipe rather than SetBodyStreamWriter, whose pipe
-	// buffers several flushes: each write returns once fasthttp took the
-	// bytes, and fasthttp takes the next only after writing and flushing
-	// the previous ones to the connection, closing the pipe on a write
-	// error.
-	pr, pw := io.Pipe()
-	rc.SetBodyStream(pr, -1)
+	out := newStreamBody(streamBodyMax)
+	rc.SetBodyStream(out, -1)
+	x.conn = rc.Conn()
 	go func() {
 		defer s.inflight.Done()
 		defer s.busy.Add(-1)
-		defer pw.Close()
+		defer out.End()
 		defer res.end() // after the commit: the lock, then the deadline
 		// A client that takes nothing must not hold the conversation past
-		// the exchange's deadline: the deadline unblocks the pipe. (The idle
-		// timer's cancel does not: the relay then ends the body cleanly.)
-		// Either ends a read waiting on the upstream.
+		// the exchange's deadline: the deadline ends the body stream.
+		// (The idle timer's cancel does not: the relay then ends the body
+		// cleanly.) Either ends a read waiting on the upstream.
 		defer context.AfterFunc(ctx, func() {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				pr.CloseWithError(ctx.Err())
+				out.Abort(ctx.Err())
 			}
 			interruptBody(stream)
 		})()
@@ -100,16 +100,17 @@ func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, 
 		// A stream that sends nothing for StreamIdleTimeout is ended.
 		idle := time.AfterFunc(s.cfg.StreamIdleTimeout, res.cancel)
 		defer idle.Stop()
-		w := bufio.NewWriter(pw)
+		w := bufio.NewWriter(out)
 		err := work(w, &idleReader{r: body, t: idle, d: s.cfg.StreamIdleTimeout})
 		if ferr := w.Flush(); err == nil && ferr != nil {
 			err = fmt.Errorf("%w: %w", errClientGone, ferr)
 		}
 		if err == nil {
-			// A barrier: an empty write returns once fasthttp has written
-			// and flushed every event before it, or fails if it could not.
-			if _, berr := pw.Write(nil); berr != nil {
-				err = fmt.Errorf("%w: %w", errClientGone, berr)
+			// Every event is written: wait until fasthttp has written
+			// them to the connection, or could not.
+			out.End()
+			if werr := out.Wait(); werr != nil {
+				err = fmt.Errorf("%w: %w", errClientGone, werr)
 			}
 		}
 		if err != nil && !x.committed {
@@ -163,6 +164,9 @@ func (s *Server) relayRecorded(w *bufio.Writer, upstream io.Reader, enc string, 
 		}
 	}
 	if err == nil {
+		err = x.leftBeforeCommit()
+	}
+	if err == nil {
 		err = x.commit(reply)
 	}
 	if errors.Is(err, errClientGone) || errors.Is(err, errErrorEventRelayed) {
@@ -178,6 +182,18 @@ func (s *Server) relayRecorded(w *bufio.Writer, upstream io.Reader, enc string, 
 	x.committed = true
 	if _, werr := w.Write(held); werr != nil {
 		return fmt.Errorf("%w: %w", errClientGone, werr)
+	}
+	return nil
+}
+
+// leftBeforeCommit fails with errClientGone if the client of a streamed
+// exchange has closed its connection: a client that left would retry, and
+// storing the answer it never saw would leave the retry a duplicate turn.
+// The relay's writes do not tell in time: they are buffered (streamBody),
+// and fasthttp may not have tried the connection since the client left.
+func (x *exchange) leftBeforeCommit() error {
+	if x.conn != nil && clientGone(x.conn) {
+		return fmt.Errorf("%w: the connection closed before the commit", errClientGone)
 	}
 	return nil
 }

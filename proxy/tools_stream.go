@@ -173,6 +173,9 @@ func (s *Server) endTools(w *bufio.Writer, l *toolLoop, ren wire.Renderer, f *ro
 	if err != nil {
 		return fail(err)
 	}
+	if err := x.leftBeforeCommit(); err != nil {
+		return err
+	}
 	if err := l.commit(turn, &client); err != nil {
 		return fail(err)
 	}

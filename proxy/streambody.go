@@ -1,0 +1,169 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"sync"
+)
+
+// streamBody carries a streamed answer from its relay goroutine to
+// fasthttp, which reads it as the response's body stream and writes each
+// read as one chunk to the connection.
+//
+// It replaces an unbuffered io.Pipe, with which every flush of every
+// event waited until fasthttp's connection goroutine had taken it: on the
+// proxy's one core each such wait queued behind every other runnable
+// goroutine, four or five times a stream. Here a write only appends and
+// wakes the reader: the relay goes on to its next event (or its commit)
+// and the reader takes everything written meanwhile in one read. A write
+// waits only while max bytes or more wait to be taken (a client that reads
+// nothing holds back its relay, as before), and the relay waits once, at
+// the end, for fasthttp to have written the last byte (Wait).
+type streamBody struct {
+	mu      sync.Mutex
+	cond    sync.Cond  // on mu: every change below
+	buf     []byte     // written, not yet read
+	spare   []byte     // the buffer the reader last drained, reused
+	max     int        // bytes buffered at which Write waits
+	ended   bool       // the writer is done: EOF once buf is drained
+	eof     bool       // the reader got io.EOF: it took every byte
+	err     error      // the reader's side ended: reads and writes fail with it
+	closed  bool       // fasthttp closed the stream (CloseWithError)
+	aborted bool       // Abort ended it
+	result  error      // what fasthttp's write ended with (nil: all written)
+	pooled  [2]*[]byte // the pool's holders of buf and spare, given back by release
+}
+
+// errStreamClosed is a write after fasthttp closed the body stream
+// without an error: a response reset before its body was written.
+var errStreamClosed = errors.New("proxy: response stream closed")
+
+// streamBufs recycles streamBody buffers: a stream's events are
+// appended while fasthttp's goroutine waits for the core, and a fresh
+// buffer would grow by doubling every time.
+var streamBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+func newStreamBody(max int) *streamBody {
+	b := &streamBody{max: max, pooled: [2]*[]byte{streamBufs.Get().(*[]byte), streamBufs.Get().(*[]byte)}}
+	b.buf, b.spare = *b.pooled[0], *b.pooled[1]
+	b.cond.L = &b.mu
+	return b
+}
+
+// release returns b's buffers to the pool: nothing reads or writes them
+// once fasthttp has closed the stream.
+func (b *streamBody) release() {
+	for i, p := range [2][]byte{b.buf, b.spare} {
+		if cap(p) <= 2*b.max {
+			*b.pooled[i] = p[:0]
+			streamBufs.Put(b.pooled[i])
+		}
+	}
+	b.buf, b.spare, b.pooled = nil, nil, [2]*[]byte{}
+}
+
+// Write appends p for the reader. It fails once the reader's side has
+// ended (the client is gone, or the stream was aborted).
+func (b *streamBody) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.err == nil && len(b.buf) >= b.max && len(p) > 0 {
+		b.cond.Wait()
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	b.buf = append(b.buf, p...)
+	b.cond.Broadcast()
+	return len(p), nil
+}
+
+// End ends the writer's side: the reader gets io.EOF once it has taken
+// everything written. (Not Close: fasthttp calls an io.Closer's Close
+// when it is done with the stream.)
+func (b *streamBody) End() {
+	b.mu.Lock()
+	b.ended = true
+	b.cond.Broadcast()
+	b.mu.Unlock()
+}
+
+// Abort ends both sides with err: the reader's next read fails with it
+// (fasthttp then drops the connection), so does every later write, and
+// Wait returns it.
+func (b *streamBody) Abort(err error) {
+	b.mu.Lock()
+	if b.err == nil {
+		b.err = err
+	}
+	b.aborted = true
+	b.cond.Broadcast()
+	b.mu.Unlock()
+}
+
+// Read takes everything written so far (as much as p holds), waiting
+// until there is something or the writer is done.
+func (b *streamBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for {
+		switch {
+		case b.err != nil:
+			return 0, b.err
+		case len(b.buf) > 0:
+			n := copy(p, b.buf)
+			if n == len(b.buf) {
+				b.buf, b.spare = b.spare[:0], b.buf[:0]
+			} else {
+				b.buf = b.buf[:copy(b.buf, b.buf[n:])]
+			}
+			b.cond.Broadcast()
+			return n, nil
+		case b.ended:
+			b.eof = true
+			return 0, io.EOF
+		}
+		b.cond.Wait()
+	}
+}
+
+// CloseWithError is fasthttp's: it closes the body stream once it has
+// written the response, with the write's error (nil: every byte went to
+// the connection), or when the response is reset before that (nil too:
+// then the stream did not reach its end, and Wait says so). Writes fail
+// from then on.
+func (b *streamBody) CloseWithError(err error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	if err == nil && !b.eof {
+		err = errStreamClosed
+	}
+	b.closed, b.result = true, err
+	if b.err == nil {
+		b.err = errStreamClosed
+		if err != nil {
+			b.err = err
+		}
+	}
+	b.release()
+	b.cond.Broadcast()
+	return nil
+}
+
+// Wait waits until fasthttp has closed the stream and returns what its
+// write ended with (nil when every byte reached the connection), or until
+// the stream is aborted, and returns the abort's error.
+func (b *streamBody) Wait() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for !b.closed && !b.aborted {
+		b.cond.Wait()
+	}
+	if b.closed {
+		return b.result
+	}
+	return b.err
+}
