@@ -58,6 +58,7 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/pace"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -94,6 +95,9 @@ type Options struct {
 	// than it would read postings of). Default 4096; negative folds each
 	// commit's messages right after it (tests).
 	IndexBacklog int
+	// Pacer, if set, spaces the search fold's rounds while requests are
+	// in flight (package pace). Default: none, rounds run back to back.
+	Pacer *pace.Pacer
 	// GroupWait is how long, with durable writes and concurrent commits,
 	// the committer gathers commits before it syncs a group (see
 	// committer). Default 1ms; negative: never.
@@ -142,6 +146,7 @@ type Store struct {
 	betweenFoldPhases func()                               // tests: runs after a fold read, before it writes
 	backlog           atomic.Int64                         // messages committed since the folder last woke
 	foldNow           chan struct{}                        // wakes the folder (fold.go)
+	pacer             *pace.Pacer                          // Options.Pacer
 	folded            chan struct{}                        // closed when the folder has stopped
 }
 
@@ -195,7 +200,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, minFree: o.MinFreeBytes, free: o.FreeBytes, readOnly: o.ReadOnly, noSync: o.NoSync || o.InMemory,
 		stop: make(chan struct{}), done: make(chan struct{}), logger: o.Logger, indexBacklog: o.IndexBacklog,
-		groupWait: o.GroupWait, after: time.After,
+		groupWait: o.GroupWait, after: time.After, pacer: o.Pacer,
 		foldNow: make(chan struct{}, 1), folded: make(chan struct{})}
 	if !o.InMemory && !s.readOnly && s.minFree > 0 {
 		// Opening replays the write-ahead log and may flush it: on a full
