@@ -68,6 +68,19 @@ type Options struct {
 	// it, not the database's, so that tests can inject one. Default
 	// time.Now.
 	Now func() time.Time
+	// JoinTimeout bounds how long Open waits for a Store that holds the
+	// database alone (see sole.go) to make way. Default 30s.
+	JoinTimeout time.Duration
+	// UpgradeEvery is how often a Store that shares the database tries to
+	// hold it alone again (see sole.go). Default 5s.
+	UpgradeEvery time.Duration
+	// UpgradeTicks, if set, replaces UpgradeEvery's ticker: each receive
+	// is a try (for tests).
+	UpgradeTicks <-chan time.Time
+	// OnSole, if set, is called when the Store starts (true) or stops
+	// (false) being the database's only writer: for logs, metrics and
+	// tests. Calls are serialised. Default none.
+	OnSole func(sole bool)
 }
 
 // Store is a history.Store on PostgreSQL.
@@ -80,6 +93,7 @@ type Store struct {
 	version    int           // the schema version
 	merger     *merger
 	now        func() time.Time
+	sole       *soleLock
 }
 
 var (
@@ -87,6 +101,7 @@ var (
 	_ history.Leaser     = (*Store)(nil)
 	_ history.HeadReader = (*Store)(nil)
 	_ history.Contention = (*Store)(nil)
+	_ history.SoleWriter = (*Store)(nil)
 )
 
 // Open connects to the database at url (postgres://user:pass@host/db),
@@ -119,8 +134,22 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.JoinTimeout <= 0 {
+		o.JoinTimeout = 30 * time.Second
+	}
+	if o.UpgradeEvery <= 0 {
+		o.UpgradeEvery = 5 * time.Second
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
+		return nil, wrap("open", err)
+	}
+	// Join the other Stores on the database before writing anything,
+	// migrations included.
+	sole := newSoleLock(cfg.ConnConfig, o)
+	if err := sole.open(ctx); err != nil {
+		pool.Close()
+		sole.close()
 		return nil, wrap("open", err)
 	}
 	var id [6]byte
@@ -128,20 +157,29 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	host, _ := os.Hostname()
 	s := &Store{pool: pool, lease: o.Lease, firstBatch: o.FirstBatch, now: o.Now,
 		holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:]))}
+	s.sole = sole
 	if s.version, err = migrate(ctx, pool); err != nil {
 		pool.Close()
+		sole.close()
 		return nil, wrap("migrate", err)
 	}
+	sole.start()
 	s.merger = newMerger(o.MergeEvery, o.OnMerge)
 	go s.merger.run(s)
 	return s, nil
 }
 
-// Close stops the merger and closes the pool: calls in flight fail.
+// Close stops the merger, closes the pool (calls in flight fail), then
+// releases the sole-writer lock.
 func (s *Store) Close() {
 	s.merger.close()
 	s.pool.Close()
+	s.sole.close()
 }
+
+// Sole reports whether this Store is now the database's only writer, and
+// the epoch of that state (see history.SoleWriter and sole.go).
+func (s *Store) Sole() (epoch uint64, ok bool) { return s.sole.sole() }
 
 // Ping checks that the database answers (for /readyz).
 func (s *Store) Ping(ctx context.Context) error {
