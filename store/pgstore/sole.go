@@ -35,23 +35,35 @@ import (
 // the shared one) and then trusts its cache again, each entry once its
 // head has been read again (the epoch changed: see history.SoleWriter).
 //
-// If the lock connection breaks, the Store stops trusting at once and
-// connects again. The server releases a dead session's locks, so another
-// Store may become sole meanwhile and this one's commits, until it joins
-// again, would then be unknown to it: every commit is still checked
-// against the head it was planned from (history.Change.Base, Version), so
-// a stale window costs a conflict and a rebase, never a lost or doubled
-// turn.
+// A Store writes (Commit, Delete) only while it holds the lock, shared or
+// exclusive: no other Store trusts its cache meanwhile. If the lock
+// connection breaks (the server then releases its locks), the Store stops
+// trusting at once, connects again, and its writes wait for the lock (at
+// most 5s, then fail as unavailable). What this leaves: a write
+// already under way when the connection broke may land after another
+// Store took the lock alone and read that conversation's head. Every
+// commit is still checked against the head it was planned from
+// (history.Change.Base, Version), so a stale window costs a conflict and
+// a rebase, never a lost or doubled turn.
 const (
-	// soleKey is the advisory lock's key: "recall" in ASCII, then 1.
-	soleKey int64 = 0x726563616c6c0001
+	// soleKey is the advisory lock's key (SoleLockKey).
+	soleKey = SoleLockKey
 	// soleChannel is the LISTEN/NOTIFY channel a joining Store calls on.
 	soleChannel = "recall_sole_join"
 	// joinRetry is how long a joining Store waits for the shared lock
 	// before it sends its notice again (a sole Store that was upgrading
 	// when the first came ignores it).
 	joinRetry = time.Second
+	// joinWait bounds how long a write waits for the lock (see ready):
+	// a database that is down fails the request soon.
+	joinWait = 5 * time.Second
 )
+
+// SoleLockKey is the key of the advisory lock every Store holds on the
+// database ("recall" in ASCII, then 1): pg_locks shows it as locktype
+// advisory, classid 0x72656361, objid 0x6c6c0001, in mode ExclusiveLock
+// on the sole writer's connection, ShareLock on each replica's otherwise.
+const SoleLockKey int64 = 0x726563616c6c0001
 
 // soleLock is a Store's side of the sole-writer lock.
 type soleLock struct {
@@ -61,6 +73,11 @@ type soleLock struct {
 	stopTk  func()
 	onSole  func(bool)
 	backoff func(d time.Duration) <-chan time.Time
+
+	// unjoined is nil while the lock is held (shared or exclusive), and
+	// otherwise a channel closed when it is held again: writes wait for
+	// it (see ready).
+	unjoined atomic.Pointer[chan struct{}]
 
 	// state is 0 while this Store does not trust its cache, the current
 	// epoch while it does. Only the run goroutine (or Open, before it
@@ -86,7 +103,44 @@ func newSoleLock(cfg *pgx.ConnConfig, o Options) *soleLock {
 		l.ticks, l.stopTk = t.C, t.Stop
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.unjoin()
 	return l
+}
+
+// unjoin marks the lock not held: writes wait.
+func (l *soleLock) unjoin() {
+	if l.unjoined.Load() == nil {
+		ch := make(chan struct{})
+		l.unjoined.Store(&ch)
+	}
+}
+
+// joined marks the lock held: waiting writes go on.
+func (l *soleLock) joined() {
+	if ch := l.unjoined.Swap(nil); ch != nil {
+		close(*ch)
+	}
+}
+
+// ready waits until this Store holds the lock: a Store writes only while
+// it does, so that no other Store can trust its cache meanwhile. It waits
+// at most joinWait or JoinTimeout, the shorter (the lock connection being
+// replaced), then fails with history.ErrUnavailable.
+func (l *soleLock) ready(ctx context.Context) error {
+	ch := l.unjoined.Load()
+	if ch == nil {
+		return nil
+	}
+	t := time.NewTimer(min(l.join, joinWait))
+	defer t.Stop()
+	select {
+	case <-*ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return fmt.Errorf("not joined to the other replicas (the sole-writer lock's connection is down): %w", history.ErrUnavailable)
+	}
 }
 
 // sole reports the current epoch, and whether this Store trusts its cache.
@@ -124,6 +178,7 @@ func (l *soleLock) open(ctx context.Context) error {
 		return err
 	}
 	l.conn = conn
+	l.joined()
 	return nil
 }
 
@@ -181,7 +236,7 @@ func (l *soleLock) run() {
 				case <-l.ctx.Done():
 				case <-l.backoff(wait):
 				}
-				wait = min(2*wait, 5*time.Second)
+				wait = min(2*wait, time.Second)
 				continue
 			}
 			wait = 100 * time.Millisecond
@@ -264,6 +319,7 @@ func (l *soleLock) upgrade() error {
 // broken stops trusting and drops the lock connection (run connects again).
 func (l *soleLock) broken() {
 	l.set(false)
+	l.unjoin()
 	if l.conn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		l.conn.Close(ctx)

@@ -1,7 +1,11 @@
 package pgstore_test
 
 import (
+	"errors"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
@@ -98,4 +102,45 @@ WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_datab
 	next(t, soles, true, "connected again, alone")
 	load("sole again, the window not checked since", 1)
 	load("sole again, checked", 0)
+}
+
+// TestWritesWaitForTheLock: a Store whose lock connection broke writes
+// nothing until it holds the lock again, since another process may hold
+// it alone meanwhile and trust its cache: here a plain session takes the
+// lock as the Store's connection dies, and the Store's commit fails as
+// unavailable, storing nothing; once the session lets go, the Store joins
+// and commits.
+func TestWritesWaitForTheLock(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.DB(t)
+	s, soles := soleSignals(t, url, pgstore.Options{JoinTimeout: 2 * time.Second})
+	next(t, soles, true, "alone")
+	other, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	// In one statement: the Store's lock backend is told to exit, and this
+	// session waits for the lock in its place (ahead of the Store's next
+	// connection).
+	if _, err := other.Exec(ctx, `SELECT pg_terminate_backend(pid), pg_advisory_lock($1) FROM pg_locks
+WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+		pgstore.SoleLockKey); err != nil {
+		t.Fatal(err)
+	}
+	next(t, soles, false, "lock connection killed")
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	if _, err := s.Commit(ctx, k, history.Change{Now: 1e9, Append: turns(0, 1)}); !errors.Is(err, history.ErrUnavailable) {
+		t.Fatalf("commit while another session holds the lock: %v, want %v", err, history.ErrUnavailable)
+	}
+	var n int
+	if err := other.QueryRow(ctx, `SELECT count(*) FROM recall_messages`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("stored %d messages (%v), want none", n, err)
+	}
+	if _, err := other.Exec(ctx, `SELECT pg_advisory_unlock_all()`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(ctx, k, history.Change{Now: 1e9, Append: turns(0, 1)}); err != nil {
+		t.Fatalf("commit once the lock is free: %v", err)
+	}
 }

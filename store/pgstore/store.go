@@ -69,7 +69,9 @@ type Options struct {
 	// time.Now.
 	Now func() time.Time
 	// JoinTimeout bounds how long Open waits for a Store that holds the
-	// database alone (see sole.go) to make way. Default 30s.
+	// database alone (see sole.go) to make way, and (up to 5s) how long
+	// a write waits for a broken lock connection to be replaced. Default
+	// 30s.
 	JoinTimeout time.Duration
 	// UpgradeEvery is how often a Store that shares the database tries to
 	// hold it alone again (see sole.go). Default 5s.
@@ -575,6 +577,9 @@ func (s *Store) messages(ctx context.Context, k history.Key, after uint64, all b
 // goes before the exchange records: an AppendExchanges holding it is
 // waited for, and its records are then deleted too (see AppendExchanges).
 func (s *Store) Delete(ctx context.Context, k history.Key) error {
+	if err := s.sole.ready(ctx); err != nil {
+		return wrap("delete "+k.String(), err)
+	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(`DELETE FROM recall_messages WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
