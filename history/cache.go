@@ -20,7 +20,8 @@ import (
 // writer, as Recall is for its Badger directory (one process per
 // directory). A store that other processes write too (replicas sharing a
 // database) implements HeadReader: the cache then serves a conversation
-// from memory only after a read of its head finds it unchanged. Memory is bounded by maxBytes (LRU), counting each entry at its
+// from memory only after a read of its head finds it unchanged, except
+// while the store reports this process its only writer (SoleWriter). Memory is bounded by maxBytes (LRU), counting each entry at its
 // cost: a fixed overhead for the entry, its map slot, list element and
 // metadata, plus its messages; one conversation never holds more than
 // maxEntryBytes of messages. A conversation the store does not hold is

@@ -67,12 +67,11 @@ const SoleLockKey int64 = 0x726563616c6c0001
 
 // soleLock is a Store's side of the sole-writer lock.
 type soleLock struct {
-	cfg     *pgx.ConnConfig
-	join    time.Duration
-	ticks   <-chan time.Time
-	stopTk  func()
-	onSole  func(bool)
-	backoff func(d time.Duration) <-chan time.Time
+	cfg    *pgx.ConnConfig
+	join   time.Duration
+	ticks  <-chan time.Time
+	stopTk func()
+	onSole func(bool)
 
 	// unjoined is nil while the lock is held (shared or exclusive), and
 	// otherwise a channel closed when it is held again: writes wait for
@@ -96,8 +95,7 @@ type soleLock struct {
 func newSoleLock(cfg *pgx.ConnConfig, o Options) *soleLock {
 	c := cfg.Copy()
 	c.Tracer = nil // the lock's statements are not the requests'
-	l := &soleLock{cfg: c, join: o.JoinTimeout, ticks: o.UpgradeTicks, onSole: o.OnSole, done: make(chan struct{}),
-		backoff: time.After}
+	l := &soleLock{cfg: c, join: o.JoinTimeout, ticks: o.UpgradeTicks, onSole: o.OnSole, done: make(chan struct{})}
 	if l.ticks == nil {
 		t := time.NewTicker(o.UpgradeEvery)
 		l.ticks, l.stopTk = t.C, t.Stop
@@ -234,7 +232,7 @@ func (l *soleLock) run() {
 			if err := l.open(l.ctx); err != nil {
 				select {
 				case <-l.ctx.Done():
-				case <-l.backoff(wait):
+				case <-time.After(wait):
 				}
 				wait = min(2*wait, time.Second)
 				continue
