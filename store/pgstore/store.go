@@ -14,7 +14,9 @@
 // store also implements history.Leaser with lease rows, so that a
 // background job (a summary, a retention pass) runs once across replicas
 // and the exchanges on a contended conversation (history.Contention: a
-// column of its row, read with its head) take turns.
+// column of its row, read with its head) take turns. And it implements
+// history.SoleWriter with an advisory lock (sole.go): a replica alone on
+// the database serves its window cache without reading heads.
 //
 // Errors that mean the database cannot be reached wrap
 // history.ErrUnavailable.
