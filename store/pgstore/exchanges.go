@@ -1,9 +1,12 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -62,40 +65,32 @@ func (s *Store) AppendExchanges(ctx context.Context, k history.Key, recs []histo
 	return wrap("append exchanges "+k.String(), err)
 }
 
-// batchInsertSQL inserts the records of several conversations, each only
-// if its conversation is stored, under the record's incarnation (0: any),
-// holding the conversations' rows FOR SHARE as AppendExchanges does.
-const batchInsertSQL = `WITH r AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bigint[]) AS r(tenant, conversation, id, body, inc)),
-live AS (
-  SELECT c.tenant, c.conversation, c.incarnation FROM recall_conversations c
-  WHERE (c.tenant, c.conversation) IN (SELECT tenant, conversation FROM r)
-  FOR SHARE)
-INSERT INTO recall_exchanges (tenant, conversation, id, body)
-SELECT r.tenant, r.conversation, r.id, r.body FROM r JOIN live ON live.tenant = r.tenant AND live.conversation = r.conversation
-WHERE r.inc = 0 OR r.inc = live.incarnation
+// keyInsertSQL inserts a conversation's records if it is stored, under
+// each record's incarnation (0: any), holding its row FOR SHARE as
+// AppendExchanges does; one statement a conversation keeps each on the
+// primary keys (one over all of a batch's conversations joined them
+// against whole tables).
+const keyInsertSQL = `INSERT INTO recall_exchanges (tenant, conversation, id, body)
+SELECT $1, $2, r.id, r.body
+FROM unnest($3::text[], $4::bytea[], $5::bigint[]) AS r(id, body, inc),
+  (SELECT incarnation FROM recall_conversations WHERE tenant = $1 AND conversation = $2 FOR SHARE) c
+WHERE r.inc = 0 OR r.inc = c.incarnation
 ON CONFLICT DO NOTHING`
-
-// batchTrimSQL trims each of several conversations' records to the newest
-// history.MaxExchangeRecords.
-var batchTrimSQL = fmt.Sprintf(`DELETE FROM recall_exchanges e USING (
-  SELECT k.tenant, k.conversation, (SELECT x.id FROM recall_exchanges x WHERE x.tenant = k.tenant AND x.conversation = k.conversation
-    ORDER BY x.id DESC OFFSET %d LIMIT 1) AS cut
-  FROM unnest($1::text[], $2::text[]) AS k(tenant, conversation)) c
-WHERE e.tenant = c.tenant AND e.conversation = c.conversation AND e.id < c.cut`, history.MaxExchangeRecords-1)
 
 // AppendExchangeBatch implements history.ExchangeBatcher: the records of
 // every conversation in batch, under AppendExchanges' rules, in one
-// transaction sent in one round trip (BEGIN, the inserts in one
-// statement, the trims in another, COMMIT). The exchange-record writer
-// gathers a batch from many requests: one durable commit for all of them,
-// where one transaction a conversation cost a WAL flush each.
+// transaction sent in one round trip (BEGIN, an insert and a trim a
+// conversation, COMMIT). The exchange-record writer gathers a batch from
+// many requests: one durable commit for all of them, where a transaction
+// a conversation cost four round trips and a WAL flush each.
 func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedExchanges) error {
-	var tenants, convs, ids []string
-	var bodies [][]byte
-	var incs []int64
-	var kt, kc []string
-	seen := map[history.Key]bool{}
+	type recs struct {
+		ids    []string
+		bodies [][]byte
+		incs   []int64
+	}
+	var keys []history.Key
+	byKey := map[history.Key]*recs{}
 	for _, e := range batch {
 		for i := range e.Records {
 			if !history.ValidExchangeID(e.Records[i].ID) {
@@ -105,24 +100,34 @@ func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedEx
 			if err != nil {
 				return err
 			}
-			tenants, convs, ids = append(tenants, e.Key.Tenant), append(convs, e.Key.Conversation), append(ids, e.Records[i].ID)
-			bodies, incs = append(bodies, b), append(incs, int64(e.Records[i].Incarnation))
-			if !seen[e.Key] {
-				seen[e.Key] = true
-				kt, kc = append(kt, e.Key.Tenant), append(kc, e.Key.Conversation)
+			r := byKey[e.Key]
+			if r == nil {
+				r = &recs{}
+				byKey[e.Key] = r
+				keys = append(keys, e.Key)
 			}
+			r.ids, r.bodies, r.incs = append(r.ids, e.Records[i].ID), append(r.bodies, b), append(r.incs, int64(e.Records[i].Incarnation))
 		}
 	}
-	if len(ids) == 0 {
+	if len(keys) == 0 {
 		return nil
 	}
+	// In one order on every replica: two batches trimming the same
+	// conversations lock their old records in the same order, and never
+	// deadlock.
+	slices.SortFunc(keys, func(a, b history.Key) int {
+		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Conversation, b.Conversation))
+	})
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(batchInsertSQL, tenants, convs, ids, bodies, incs)
-	b.Queue(batchTrimSQL, kt, kc)
+	for _, k := range keys {
+		r := byKey[k]
+		b.Queue(keyInsertSQL, k.Tenant, k.Conversation, r.ids, r.bodies, r.incs)
+		b.Queue(trimExchangesSQL, k.Tenant, k.Conversation)
+	}
 	b.Queue("COMMIT")
 	err := s.again(ctx, func() error { return s.runTx(ctx, b) })
-	return wrap(fmt.Sprintf("append exchange batch (%d conversations)", len(kt)), err)
+	return wrap(fmt.Sprintf("append exchange batch (%d conversations)", len(keys)), err)
 }
 
 var _ history.ExchangeBatcher = (*Store)(nil)
