@@ -401,14 +401,16 @@ elif [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 	pg_stats_reset() {
 		[ "${PG_STATS:-0}" = 1 ] || return 0
 		"$PG_BIN/psql" -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements' \
-			-c 'SELECT pg_stat_statements_reset()' >/dev/null
+			-c 'SELECT pg_stat_statements_reset()' -c "SELECT pg_stat_reset_shared('wal')" -c 'SELECT pg_stat_reset()' >/dev/null
 	}
 	pg_stats_dump() {
 		[ "${PG_STATS:-0}" = 1 ] || return 0
 		"$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
 	round(mean_exec_time::numeric, 3) AS mean_ms, rows, shared_blks_hit + shared_blks_read AS blks, wal_bytes,
 	regexp_replace(left(query, 110), '\s+', ' ', 'g') AS query
-FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" >"$1"
+FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
+			-c "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()" \
+			-c "SELECT wal_records, wal_bytes, wal_write, wal_sync, round(wal_sync_time::numeric, 1) AS wal_sync_ms FROM pg_stat_wal" >"$1"
 	}
 	"$BIN/load" -seed-url "$PG_URL" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
 	pg_stats_reset
