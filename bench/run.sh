@@ -68,7 +68,10 @@
 #
 # Environment: FAKE_FLAGS (default -fast: chat completions answered without
 # validation; FAKE_FLAGS= for the strict fake). PG_CONF adds server settings to the recall-pg rows' PostgreSQL
-# (e.g. PG_CONF="-c commit_delay=200 -c commit_siblings=5").
+# (e.g. PG_CONF="-c commit_delay=200 -c commit_siblings=5"). PG_STATS=1 (with
+# PG_CONF="-c shared_preload_libraries=pg_stat_statements") writes the
+# recall-pg rows' statements by total time to pg-statements.txt in the work
+# directory.
 # BASE_PORT (19801; eight ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
 # 2s/0.5s), KEEP=1 keeps the work directory, SEED_SUMMARIES=0 seeds no
 # summaries (see SUMMARIZED below).
@@ -393,10 +396,28 @@ elif [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 		sleep 0.1
 	done
 	PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+	# PG_STATS=1: the recall-pg rows' statements by total time, from
+	# pg_stat_statements (PG_CONF must preload it), into pg-statements.txt.
+	pg_stats_reset() {
+		[ "${PG_STATS:-0}" = 1 ] || return 0
+		"$PG_BIN/psql" -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements' \
+			-c 'SELECT pg_stat_statements_reset()' -c "SELECT pg_stat_reset_shared('wal')" -c 'SELECT pg_stat_reset()' >/dev/null
+	}
+	pg_stats_dump() {
+		[ "${PG_STATS:-0}" = 1 ] || return 0
+		"$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
+	round(mean_exec_time::numeric, 3) AS mean_ms, rows, shared_blks_hit + shared_blks_read AS blks, wal_bytes,
+	regexp_replace(left(query, 110), '\s+', ' ', 'g') AS query
+FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
+			-c "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()" \
+			-c "SELECT wal_records, wal_bytes, wal_write, wal_sync, round(wal_sync_time::numeric, 1) AS wal_sync_ms FROM pg_stat_wal" >"$1"
+	}
 	"$BIN/load" -seed-url "$PG_URL" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
+	pg_stats_reset
 	start_recall "$WORK/data-pg" true "$PG_URL"
 	matrix recall-pg "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" -metrics "$RECALL_METRICS"
 	stop_recall
+	pg_stats_dump "$WORK/pg-statements.txt"
 	# Two replicas on the same database (the conversations as recall-pg
 	# left them), both on the proxy's core.
 	start_recall "$WORK/data-pg" true "$PG_URL"

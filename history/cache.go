@@ -20,7 +20,8 @@ import (
 // writer, as Recall is for its Badger directory (one process per
 // directory). A store that other processes write too (replicas sharing a
 // database) implements HeadReader: the cache then serves a conversation
-// from memory only after a read of its head finds it unchanged. Memory is bounded by maxBytes (LRU), counting each entry at its
+// from memory only after a read of its head finds it unchanged, except
+// while the store reports this process its only writer (SoleWriter). Memory is bounded by maxBytes (LRU), counting each entry at its
 // cost: a fixed overhead for the entry, its map slot, list element and
 // metadata, plus its messages; one conversation never holds more than
 // maxEntryBytes of messages. A conversation the store does not hold is
@@ -32,6 +33,7 @@ import (
 type Cache struct {
 	store    Store
 	heads    HeadReader // nil: this process is the store's only writer
+	sole     SoleWriter // nil: heads are read before every hit
 	maxBytes int
 	maxEntry int
 
@@ -57,6 +59,18 @@ type HeadReader interface {
 	// Head returns the conversation's head as stored now (the zero Head
 	// for a conversation never written).
 	Head(ctx context.Context, k Key) (Head, error)
+}
+
+// SoleWriter is implemented by a HeadReader store that knows when this
+// process is the only one writing it. While Sole reports ok, the cache
+// serves a conversation it has read or written in the same epoch without
+// reading its head: nobody else can have changed it. A new epoch begins
+// each time the process becomes the only writer again (others may have
+// written meanwhile), so each entry's head is read once more first.
+type SoleWriter interface {
+	// Sole reports whether this process is the store's only writer now,
+	// and the epoch of that state (never 0 when ok).
+	Sole() (epoch uint64, ok bool)
 }
 
 // Head identifies the state of a conversation's metadata: every commit
@@ -92,7 +106,10 @@ type cacheEntry struct {
 	meta     Meta
 	tail     []Message
 	complete bool // tail reaches back to the first active message
-	bytes    int  // fixedCost plus each message's messageCost
+	// epoch is the SoleWriter epoch in which the entry was last read,
+	// written or checked against the stored head; 0 if none.
+	epoch uint64
+	bytes int // fixedCost plus each message's messageCost
 }
 
 // NewCache returns a Cache over s holding at most maxBytes in all, entries
@@ -107,18 +124,38 @@ func NewCache(s Store, maxBytes, maxEntryBytes int) *Cache {
 	}
 	c := &Cache{store: s, maxBytes: maxBytes, maxEntry: maxEntryBytes, byKey: make(map[Key]*list.Element)}
 	c.heads, _ = s.(HeadReader)
+	if c.heads != nil {
+		c.sole, _ = s.(SoleWriter)
+	}
 	return c
+}
+
+// epoch returns the SoleWriter epoch now, 0 when this process is not the
+// store's only writer.
+func (c *Cache) epoch() uint64 {
+	if c.sole == nil {
+		return 0
+	}
+	if e, ok := c.sole.Sole(); ok {
+		return e
+	}
+	return 0
 }
 
 // Load serves q from memory when the cached tail answers it exactly as the
 // store would, and otherwise loads from the store and keeps the result.
 // Over a HeadReader, a cached conversation is first checked against the
-// stored head, and dropped if another process wrote it. The returned Tail
-// must not be modified (appending to it is safe).
+// stored head, and dropped if another process wrote it; not while the
+// store reports this process its only writer (SoleWriter) and the entry
+// was read, written or checked in the same epoch. The returned Tail must
+// not be modified (appending to it is safe).
 func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
+	// The epoch is read before the store: what is read after it is
+	// current for as long as the epoch lasts.
+	epoch := c.epoch()
 	c.mu.Lock()
 	contended := false
-	if el, ok := c.byKey[k]; ok && c.heads != nil {
+	if el, ok := c.byKey[k]; ok && c.heads != nil && (epoch == 0 || el.Value.(*cacheEntry).epoch != epoch) {
 		cached := HeadOf(&el.Value.(*cacheEntry).meta)
 		c.mu.Unlock()
 		head, err := c.heads.Head(ctx, k)
@@ -127,8 +164,12 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 		}
 		contended = head.Contended
 		c.mu.Lock()
-		if el, ok := c.byKey[k]; ok && (!head.Same(cached) || !HeadOf(&el.Value.(*cacheEntry).meta).Same(cached)) {
-			c.remove(el)
+		if el, ok := c.byKey[k]; ok {
+			if e := el.Value.(*cacheEntry); !head.Same(cached) || !HeadOf(&e.meta).Same(cached) {
+				c.remove(el)
+			} else {
+				e.epoch = epoch
+			}
 		}
 	}
 	if el, ok := c.byKey[k]; ok {
@@ -155,7 +196,7 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 		return snap, nil
 	}
 	if el, ok := c.byKey[k]; !ok || el.Value.(*cacheEntry).meta.Version <= snap.Meta.Version {
-		c.put(&cacheEntry{key: k, meta: snap.Meta, tail: snap.Tail[:len(snap.Tail):len(snap.Tail)], complete: snap.Complete})
+		c.put(&cacheEntry{key: k, meta: snap.Meta, tail: snap.Tail[:len(snap.Tail):len(snap.Tail)], complete: snap.Complete, epoch: epoch})
 	}
 	c.mu.Unlock()
 	return snap, nil
@@ -200,6 +241,7 @@ func (e *cacheEntry) snapshot(tail []Message) Snapshot {
 // cached entry (or drops it when it cannot follow: a supersede, a conflict,
 // an error). A commit that creates the conversation caches it whole.
 func (c *Cache) Commit(ctx context.Context, k Key, ch Change) (Meta, error) {
+	epoch := c.epoch() // before the store, as in Load
 	meta, err := c.store.Commit(ctx, k, ch)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -209,7 +251,7 @@ func (c *Cache) Commit(ctx context.Context, k Key, ch Change) (Meta, error) {
 			// The store held nothing (the commit would have conflicted
 			// otherwise), so the appended messages are all there is.
 			if next, writes := Apply(Meta{}, ch, nil); next.Version == meta.Version && next.NextSeq == meta.NextSeq {
-				c.put(&cacheEntry{key: k, meta: meta, tail: writes[:len(writes):len(writes)], complete: true})
+				c.put(&cacheEntry{key: k, meta: meta, tail: writes[:len(writes):len(writes)], complete: true, epoch: epoch})
 			}
 		}
 		return meta, err
@@ -227,7 +269,9 @@ func (c *Cache) Commit(ctx context.Context, k Key, ch Change) (Meta, error) {
 	// Snapshots handed out have their capacity clipped, so appending in
 	// place never writes into a slice a reader holds.
 	added := metaCost(meta) - metaCost(e.meta)
-	e.meta = meta
+	// The store applied the change to the head the entry holds: the
+	// entry is what the store holds now.
+	e.meta, e.epoch = meta, epoch
 	e.tail = append(e.tail, writes...)
 	for _, m := range writes {
 		added += messageCost(m)

@@ -28,6 +28,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
@@ -373,6 +375,16 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	// the same store (and cache), tenants, locks, counter and metrics;
 	// summaries go to the tenants' upstreams, off the request path.
 	metrics := proxy.NewMetrics(nil)
+	if st.sole != nil {
+		metrics.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "recall_store_sole_writer",
+			Help: "1 while this replica is the only one on the PostgreSQL store (its window cache is then served without head reads)."},
+			func() float64 {
+				if st.sole() {
+					return 1
+				}
+				return 0
+			}))
+	}
 	a, err := app.New(app.Config{
 		Proxy: proxy.Config{
 			Counter:      counter,
@@ -457,7 +469,8 @@ type openedStore struct {
 	ping      func(context.Context) error // nil for Badger
 	canCommit func() error                // nil for PostgreSQL
 	close     func()
-	name      string // for the log: the directory, or the URL without its password
+	name      string      // for the log: the directory, or the URL without its password
+	sole      func() bool // nil for Badger; PostgreSQL: whether this replica is the only one
 }
 
 // openStore opens PostgreSQL when store_url is set, Badger in data_dir
@@ -469,10 +482,18 @@ func openStore(ctx context.Context, g config.Global, log *slog.Logger, backgroun
 		wait := 500 * time.Millisecond
 		for {
 			octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			s, err := pgstore.Open(octx, g.StoreURL.Reveal(), pgstore.Options{MaxConns: int32(g.StoreMaxConns)})
+			s, err := pgstore.Open(octx, g.StoreURL.Reveal(), pgstore.Options{MaxConns: int32(g.StoreMaxConns),
+				OnSole: func(sole bool) {
+					if sole {
+						log.Info("store: the only replica on the database: window cache served without head reads")
+					} else {
+						log.Info("store: another replica shares the database: window cache checked against each head")
+					}
+				}})
 			cancel()
 			if err == nil {
-				return &openedStore{store: s, leaser: s, ping: s.Ping, close: s.Close, name: g.StoreURL.String()}, nil
+				sole := func() bool { _, ok := s.Sole(); return ok }
+				return &openedStore{store: s, leaser: s, ping: s.Ping, close: s.Close, name: g.StoreURL.String(), sole: sole}, nil
 			}
 			if !errors.Is(err, history.ErrUnavailable) {
 				return nil, err

@@ -89,6 +89,9 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 	if err := ctx.Err(); err != nil {
 		return history.Meta{}, err
 	}
+	if err := s.sole.ready(ctx); err != nil {
+		return history.Meta{}, wrap("commit "+k.String(), err)
+	}
 	m, wrote, err := s.commitOn(ctx, k, c)
 	if err != nil && !wrote && Unavailable(err) && ctx.Err() == nil {
 		// Nothing was written: after a database restart the pool's idle

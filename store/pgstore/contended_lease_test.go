@@ -75,7 +75,12 @@ func (l *leaseTrips) waitReleased(t *testing.T, name string) {
 func TestLeaseOnlyWhileContended(t *testing.T) {
 	clk := newClock(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
 	rt := &leaseTrips{released: make(chan struct{}, 4)}
-	s := open(t, pgtest.DB(t), pgstore.Options{Tracer: rt, Now: clk.Now})
+	url := pgtest.DB(t)
+	s := open(t, url, pgstore.Options{Tracer: rt, Now: clk.Now})
+	// A second replica on the database: alone, the first would trust its
+	// window cache without reading heads, and no conversation is
+	// contended across replicas.
+	open(t, url, pgstore.Options{})
 	up := upstreamtest.NewTB(t)
 	g := config.DefaultGlobal()
 	g.Defaults.Upstream.BaseURL = up.URL()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/openai/openai-go/v3"
@@ -60,11 +61,20 @@ func (r *roundTrips) take() int {
 
 // TestRoundTripsPerChatRequest counts the database round trips of chat
 // requests through a proxy.Server on PostgreSQL with the window cache, as
-// cmd/recall serves: a head read (or a load when the cache misses) and a
-// commit in one statement. No lease.
+// cmd/recall serves. No lease. Alone on the database, a request with a
+// warm window costs its commit alone (one statement); once a second
+// replica opened, a head read too; after that replica closed and the
+// next upgrade tick, the commit alone again, once the window's head was
+// read again.
 func TestRoundTripsPerChatRequest(t *testing.T) {
 	rt := &roundTrips{}
-	s := open(t, pgtest.DB(t), pgstore.Options{Tracer: rt})
+	url := pgtest.DB(t)
+	ticks := make(chan time.Time)
+	soles := make(chan bool, 16)
+	s := open(t, url, pgstore.Options{Tracer: rt, UpgradeTicks: ticks, OnSole: func(sole bool) { soles <- sole }})
+	if got := <-soles; !got {
+		t.Fatal("alone on the database: not the sole writer")
+	}
 	up := upstreamtest.NewTB(t)
 	g := config.DefaultGlobal()
 	g.Defaults.Upstream.BaseURL = up.URL()
@@ -86,18 +96,44 @@ func TestRoundTripsPerChatRequest(t *testing.T) {
 	defer srv.Shutdown(context.Background())
 	client := openai.NewClient(option.WithBaseURL("http://"+ln.Addr().String()+"/v1"), option.WithAPIKey("sk-rt"),
 		option.WithHeader("X-Conversation-ID", "rt"), option.WithMaxRetries(0))
-	rt.take()
-	for i, want := range []int{2, 2, 2} { // the first misses the cache: a load instead of a head read
-		_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-			Model: "gpt-4o-mini", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := <-done; !d.Committed {
-			t.Fatalf("request %d not committed: %v", i, d.Err)
-		}
-		if got := rt.take(); got != want {
-			t.Errorf("request %d: %d round trips, want %d", i, got, want)
+	requests := func(phase string, want ...int) {
+		t.Helper()
+		rt.take()
+		for i, want := range want {
+			_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+				Model: "gpt-4o-mini", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := <-done; !d.Committed {
+				t.Fatalf("%s, request %d not committed: %v", phase, i, d.Err)
+			}
+			if got := rt.take(); got != want {
+				t.Errorf("%s, request %d: %d round trips, want %d", phase, i, got, want)
+			}
 		}
 	}
+	// The first misses the cache: a load, then the commit.
+	requests("alone", 2, 1, 1)
+
+	other, err := pgstore.Open(testCtx(t), url, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-soles; got {
+		t.Fatal("a second replica opened: still the sole writer")
+	}
+	requests("with a second replica", 2, 2)
+
+	other.Close()
+	ticks <- time.Now() // the first tick after it closed: the upgrade
+	select {
+	case got := <-soles:
+		if !got {
+			t.Fatal("after the upgrade tick: not the sole writer")
+		}
+	case <-testCtx(t).Done():
+		t.Fatal("the second replica closed: never the sole writer again")
+	}
+	requests("alone again", 2, 1)
 }

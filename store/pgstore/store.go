@@ -14,7 +14,9 @@
 // store also implements history.Leaser with lease rows, so that a
 // background job (a summary, a retention pass) runs once across replicas
 // and the exchanges on a contended conversation (history.Contention: a
-// column of its row, read with its head) take turns.
+// column of its row, read with its head) take turns. And it implements
+// history.SoleWriter with an advisory lock (sole.go): a replica alone on
+// the database serves its window cache without reading heads.
 //
 // Errors that mean the database cannot be reached wrap
 // history.ErrUnavailable.
@@ -68,6 +70,21 @@ type Options struct {
 	// it, not the database's, so that tests can inject one. Default
 	// time.Now.
 	Now func() time.Time
+	// JoinTimeout bounds how long Open waits for a Store that holds the
+	// database alone (see sole.go) to make way, and (up to 5s) how long
+	// a write waits for a broken lock connection to be replaced. Default
+	// 30s.
+	JoinTimeout time.Duration
+	// UpgradeEvery is how often a Store that shares the database tries to
+	// hold it alone again (see sole.go). Default 5s.
+	UpgradeEvery time.Duration
+	// UpgradeTicks, if set, replaces UpgradeEvery's ticker: each receive
+	// is a try (for tests).
+	UpgradeTicks <-chan time.Time
+	// OnSole, if set, is called when the Store starts (true) or stops
+	// (false) being the database's only writer: for logs, metrics and
+	// tests. Calls are serialised. Default none.
+	OnSole func(sole bool)
 }
 
 // Store is a history.Store on PostgreSQL.
@@ -80,6 +97,7 @@ type Store struct {
 	version    int           // the schema version
 	merger     *merger
 	now        func() time.Time
+	sole       *soleLock
 }
 
 var (
@@ -87,6 +105,7 @@ var (
 	_ history.Leaser     = (*Store)(nil)
 	_ history.HeadReader = (*Store)(nil)
 	_ history.Contention = (*Store)(nil)
+	_ history.SoleWriter = (*Store)(nil)
 )
 
 // Open connects to the database at url (postgres://user:pass@host/db),
@@ -119,8 +138,22 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.JoinTimeout <= 0 {
+		o.JoinTimeout = 30 * time.Second
+	}
+	if o.UpgradeEvery <= 0 {
+		o.UpgradeEvery = 5 * time.Second
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
+		return nil, wrap("open", err)
+	}
+	// Join the other Stores on the database before writing anything,
+	// migrations included.
+	sole := newSoleLock(cfg.ConnConfig, o)
+	if err := sole.open(ctx); err != nil {
+		pool.Close()
+		sole.close()
 		return nil, wrap("open", err)
 	}
 	var id [6]byte
@@ -128,20 +161,29 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	host, _ := os.Hostname()
 	s := &Store{pool: pool, lease: o.Lease, firstBatch: o.FirstBatch, now: o.Now,
 		holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:]))}
+	s.sole = sole
 	if s.version, err = migrate(ctx, pool); err != nil {
 		pool.Close()
+		sole.close()
 		return nil, wrap("migrate", err)
 	}
+	sole.start()
 	s.merger = newMerger(o.MergeEvery, o.OnMerge)
 	go s.merger.run(s)
 	return s, nil
 }
 
-// Close stops the merger and closes the pool: calls in flight fail.
+// Close stops the merger, closes the pool (calls in flight fail), then
+// releases the sole-writer lock.
 func (s *Store) Close() {
 	s.merger.close()
 	s.pool.Close()
+	s.sole.close()
 }
+
+// Sole reports whether this Store is now the database's only writer, and
+// the epoch of that state (see history.SoleWriter and sole.go).
+func (s *Store) Sole() (epoch uint64, ok bool) { return s.sole.sole() }
 
 // Ping checks that the database answers (for /readyz).
 func (s *Store) Ping(ctx context.Context) error {
@@ -537,6 +579,9 @@ func (s *Store) messages(ctx context.Context, k history.Key, after uint64, all b
 // goes before the exchange records: an AppendExchanges holding it is
 // waited for, and its records are then deleted too (see AppendExchanges).
 func (s *Store) Delete(ctx context.Context, k history.Key) error {
+	if err := s.sole.ready(ctx); err != nil {
+		return wrap("delete "+k.String(), err)
+	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(`DELETE FROM recall_messages WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
