@@ -52,6 +52,21 @@ type Request struct {
 // limits) and leaves everything else, including whether tool calls are
 // answered, to the upstream and the proxy.
 func ParseRequest(body []byte) (Request, error) {
+	return parseRequest(body, true)
+}
+
+// CheckRequest validates body as [ParseRequest] does, with the same error
+// for every body, without building the view: for a caller that forwards
+// the body as it came (the proxy's path without history). It does not
+// allocate for a valid body.
+func CheckRequest(body []byte) error {
+	_, err := parseRequest(body, false)
+	return err
+}
+
+// parseRequest is ParseRequest, and CheckRequest when view is false: then
+// it validates the same way but keeps neither the messages nor the model.
+func parseRequest(body []byte, view bool) (Request, error) {
 	if CheckDepth(body) != nil {
 		return Request{}, &Error{Message: "The JSON body is nested too deeply (more than " + strconv.Itoa(MaxDepth) + " levels).", Code: "invalid_json"}
 	}
@@ -94,7 +109,9 @@ func ParseRequest(body []byte) (Request, error) {
 			seenModel++
 			switch value.Type {
 			case gjson.String:
-				r.Model = strings.Clone(value.Str)
+				if view {
+					r.Model = strings.Clone(value.Str)
+				}
 			case gjson.Null:
 			default:
 				err = invalidType("model", "a string", value)
@@ -161,21 +178,27 @@ func ParseRequest(body []byte) (Request, error) {
 	}
 	r.msgStart = offsetIn(doc, messages.Raw)
 	r.msgEnd = r.msgStart + len(messages.Raw)
-	r.Messages = make([]Message, 0, 16)
+	if view {
+		r.Messages = make([]Message, 0, 16)
+	}
+	n := 0
 	messages.ForEach(func(_, m gjson.Result) bool {
 		var role string
-		role, err = checkMessage(len(r.Messages), m)
+		role, err = checkMessage(n, m)
 		if err != nil {
 			return false
 		}
-		off := offsetIn(doc, m.Raw)
-		r.Messages = append(r.Messages, Message{Role: role, Raw: body[off : off+len(m.Raw) : off+len(m.Raw)]})
+		n++
+		if view {
+			off := offsetIn(doc, m.Raw)
+			r.Messages = append(r.Messages, Message{Role: role, Raw: body[off : off+len(m.Raw) : off+len(m.Raw)]})
+		}
 		return true
 	})
 	if err != nil {
 		return Request{}, err
 	}
-	if len(r.Messages) == 0 {
+	if n == 0 {
 		return Request{}, &Error{Message: "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", Param: "messages", Code: "empty_array"}
 	}
 	return r, nil
