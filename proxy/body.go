@@ -45,8 +45,9 @@ func (s *Server) readBody(rc *fasthttp.RequestCtx) ([]byte, error) {
 	var b []byte
 	var err error
 	if n := rc.Request.Header.ContentLength(); n >= 0 && n <= s.cfg.MaxBodyBytes {
-		// A declared length: one allocation of the right size.
-		b = make([]byte, n)
+		// A declared length: read into a buffer of bodyPool, which the
+		// path without history gives back (putBodyBuf) once it is sent.
+		b = getBodyBuf(n)[:n]
 		_, err = io.ReadFull(st, b)
 	} else {
 		b, err = readLimited(st, s.cfg.MaxBodyBytes)

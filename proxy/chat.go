@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -97,11 +98,16 @@ type exchange struct {
 	rounds []toolRound
 }
 
+// exchanges recycles the exchanges of the path without history, which
+// end with their handler (see chat).
+var exchanges = sync.Pool{New: func() any { return new(exchange) }}
+
 // chat serves POST /v1/chat/completions. conv is the id from the path
 // prefix, if any. Every call ends in exactly one x.done or x.fail, so every
 // exchange is logged, counted and reported once, whatever its end.
 func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
-	x := &exchange{s: s, start: s.cfg.Now()}
+	x := exchanges.Get().(*exchange)
+	x.s, x.start = s, s.cfg.Now()
 	x.key.Conversation = conv
 	body, admitted := s.admit(rc, x)
 	if !admitted {
@@ -126,17 +132,31 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 			return
 		}
 	}
+	if conv == "" || mode == history.Off {
+		// Nothing recorded: the body goes upstream as it came, validated
+		// as the recorded path validates it (the same error for the same
+		// body), and the exchange and the body's buffer serve the next
+		// request unless a stream's relay still holds the exchange.
+		if err := chat.CheckRequest(body); err != nil {
+			x.fail(rc, err)
+			return
+		}
+		owned := rc.RequestBodyStream() != nil // readBody read it into a buffer of bodyPool
+		if !s.forward(rc, x, body, path) {
+			*x = exchange{}
+			exchanges.Put(x)
+		}
+		if owned {
+			putBodyBuf(body)
+		}
+		return
+	}
 	req, err := chat.ParseRequest(body)
 	if err != nil {
 		x.fail(rc, err)
 		return
 	}
-
-	x.record = conv != "" && mode != history.Off
-	if !x.record {
-		s.forward(rc, x, body, path)
-		return
-	}
+	x.record = true
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
 	res := owned{cancel: cancel}
 	defer res.end() // unless a stream's relay took it

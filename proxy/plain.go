@@ -18,8 +18,10 @@ import (
 // It is the proxy-ceiling path (DESIGN.md section 9: at least 0.9x a bare
 // fasthttp proxy's requests/s), so it does only what a forward needs: no
 // deadline context unless the answer streams, no exchange record, and the
-// answer read straight into the client response's pooled body.
-func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte) {
+// answer read straight into the client response's pooled body. It reports
+// whether a stream's relay goroutine took x (and ends it later); otherwise
+// x has ended when forward returns.
+func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte) (relayed bool) {
 	c := x.c
 	upReq := fasthttp.AcquireRequest()
 	upstreamRequest(upReq, rc, c, path, false)
@@ -28,31 +30,32 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 	resp.Header.SetNoDefaultContentType(true)
 	x.sent = s.cfg.Now()
 	deadline := x.sent.Add(c.timeout())
-	err := s.client.DoDeadline(upReq, resp, deadline)
+	err := s.client.DoTimeout(upReq, resp, c.timeout()) // one clock read fewer than DoDeadline
 	fasthttp.ReleaseRequest(upReq)
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		x.fail(rc, upstreamErr(err))
-		return
+		return false
 	}
 	copyResponseHeader(rc, resp)
 	status := resp.StatusCode()
 	if isEventStream(resp) {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		s.relayStream(ctx, owned{cancel: cancel}, rc, x, resp, false)
-		return
+		return true
 	}
 	err = appendBody(&rc.Response, responseBody(resp), s.cfg.MaxResponseBytes)
 	closeResponse(resp)
 	if errors.Is(err, errTooLarge) {
 		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err))
-		return
+		return false
 	}
 	if err != nil {
 		x.fail(rc, upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err)))
-		return
+		return false
 	}
 	x.done(status, nil) // the answer's end is the exchange's: upstreamDone is done's clock
+	return false
 }
 
 // copyBufs recycles the buffers appendBody reads through.

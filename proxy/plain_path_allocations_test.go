@@ -14,12 +14,14 @@ import (
 
 // maxPlainAllocs bounds the allocations of one chat request that names no
 // conversation (the proxy-ceiling path: forwarded, nothing recorded):
-// the exchange, the parsed request's messages and model, and the
-// answer's reader. 13 before the plain path skipped the deadline context,
-// the io.ReadAll copies, the per-request metric label lookups and the
-// pass-through namespace's hashing. Raise it only with a reason in the
-// commit; lower it when the path gets cheaper.
-const maxPlainAllocs = 5
+// the answer's reader here (a fasthttp client reading from the network
+// streams the body instead, through closures of its own). 13 before the
+// plain path skipped the deadline context, the io.ReadAll copies, the
+// per-request metric label lookups and the pass-through namespace's
+// hashing; 4 before it validated without building the request's view
+// (chat.CheckRequest) and recycled its exchange and body buffer. Raise it
+// only with a reason in the commit; lower it when the path gets cheaper.
+const maxPlainAllocs = 1
 
 // A chat request without history does no more than forward: its
 // allocations are bounded, so that a change that makes the plain path

@@ -52,6 +52,24 @@ type Request struct {
 // limits) and leaves everything else, including whether tool calls are
 // answered, to the upstream and the proxy.
 func ParseRequest(body []byte) (Request, error) {
+	return parseRequest(body, true)
+}
+
+// CheckRequest validates body as [ParseRequest] does, with the same error
+// for every body, without building the view: for a caller that forwards
+// the body as it came (the proxy's path without history). It does not
+// allocate for a valid body.
+func CheckRequest(body []byte) error {
+	if plainValid(body) {
+		return nil
+	}
+	_, err := parseRequest(body, false)
+	return err
+}
+
+// parseRequest is ParseRequest, and CheckRequest when view is false: then
+// it validates the same way but keeps neither the messages nor the model.
+func parseRequest(body []byte, view bool) (Request, error) {
 	if CheckDepth(body) != nil {
 		return Request{}, &Error{Message: "The JSON body is nested too deeply (more than " + strconv.Itoa(MaxDepth) + " levels).", Code: "invalid_json"}
 	}
@@ -94,7 +112,9 @@ func ParseRequest(body []byte) (Request, error) {
 			seenModel++
 			switch value.Type {
 			case gjson.String:
-				r.Model = strings.Clone(value.Str)
+				if view {
+					r.Model = strings.Clone(value.Str)
+				}
 			case gjson.Null:
 			default:
 				err = invalidType("model", "a string", value)
@@ -161,21 +181,27 @@ func ParseRequest(body []byte) (Request, error) {
 	}
 	r.msgStart = offsetIn(doc, messages.Raw)
 	r.msgEnd = r.msgStart + len(messages.Raw)
-	r.Messages = make([]Message, 0, 16)
+	if view {
+		r.Messages = make([]Message, 0, 16)
+	}
+	n := 0
 	messages.ForEach(func(_, m gjson.Result) bool {
 		var role string
-		role, err = checkMessage(len(r.Messages), m)
+		role, err = checkMessage(n, m)
 		if err != nil {
 			return false
 		}
-		off := offsetIn(doc, m.Raw)
-		r.Messages = append(r.Messages, Message{Role: role, Raw: body[off : off+len(m.Raw) : off+len(m.Raw)]})
+		n++
+		if view {
+			off := offsetIn(doc, m.Raw)
+			r.Messages = append(r.Messages, Message{Role: role, Raw: body[off : off+len(m.Raw) : off+len(m.Raw)]})
+		}
 		return true
 	})
 	if err != nil {
 		return Request{}, err
 	}
-	if len(r.Messages) == 0 {
+	if n == 0 {
 		return Request{}, &Error{Message: "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", Param: "messages", Code: "empty_array"}
 	}
 	return r, nil
@@ -527,4 +553,366 @@ func typeName(v gjson.Result) string {
 		return "an array"
 	}
 	return "an object"
+}
+
+// plainValid reports whether body is certainly a request ParseRequest
+// accepts, in one pass over it: valid UTF-8 JSON nested at most MaxDepth
+// levels, an object whose fields ParseRequest reads have the types it
+// accepts, none of them twice, and whose "messages" is a non-empty array
+// of messages of the common shape (a system, developer, user or assistant
+// role spelled without escapes, string content, none of tool_calls,
+// tool_call_id, refusal or audio). For anything else, valid or not, it
+// answers false and CheckRequest runs ParseRequest's checks, which name
+// the error. It does not allocate.
+func plainValid(body []byte) bool {
+	s := scanner{b: body}
+	s.space()
+	if !s.request() {
+		return false
+	}
+	s.space()
+	return s.i == len(s.b)
+}
+
+// scanner walks a JSON document for plainValid; every method returns
+// false, with i anywhere, as soon as the document is not plainly valid.
+type scanner struct {
+	b []byte
+	i int
+}
+
+// JSON value kinds, as scanner.value reports them.
+const (
+	kindString = iota
+	kindNumber
+	kindTrue
+	kindFalse
+	kindNull
+	kindObject
+	kindArray
+)
+
+func (s *scanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// next skips white space and consumes c if it comes next.
+func (s *scanner) next(c byte) bool {
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// str consumes a string and returns its contents' bounds, and whether it
+// holds an escape.
+func (s *scanner) str() (start, end int, escaped, ok bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return 0, 0, false, false
+	}
+	s.i++
+	start = s.i
+	for s.i < len(s.b) {
+		for s.i < len(s.b) && plainByte[s.b[s.i]] {
+			s.i++
+		}
+		if s.i == len(s.b) {
+			break
+		}
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			return start, s.i - 1, escaped, true
+		case c < 0x20:
+			return 0, 0, false, false
+		case c == '\\':
+			escaped = true
+			if s.i+1 >= len(s.b) {
+				return 0, 0, false, false
+			}
+			switch s.b[s.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i += 2
+			case 'u':
+				if s.i+5 >= len(s.b) || !isHexDigit(s.b[s.i+2]) || !isHexDigit(s.b[s.i+3]) || !isHexDigit(s.b[s.i+4]) || !isHexDigit(s.b[s.i+5]) {
+					return 0, 0, false, false
+				}
+				s.i += 6
+			default:
+				return 0, 0, false, false
+			}
+		case c < utf8.RuneSelf:
+			s.i++
+		default:
+			r, n := utf8.DecodeRune(s.b[s.i:])
+			if r == utf8.RuneError && n == 1 {
+				return 0, 0, false, false
+			}
+			s.i += n
+		}
+	}
+	return 0, 0, false, false
+}
+
+// plainByte marks the bytes a string holds as they are: printable ASCII
+// but for the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// value consumes any JSON value, opening at most depth levels more (0:
+// none allowed), and returns its kind.
+func (s *scanner) value(depth int) (int, bool) {
+	s.space()
+	if s.i >= len(s.b) {
+		return 0, false
+	}
+	switch c := s.b[s.i]; {
+	case c == '"':
+		_, _, _, ok := s.str()
+		return kindString, ok
+	case c == '{':
+		if depth <= 0 {
+			return 0, false
+		}
+		s.i++
+		if s.next('}') {
+			return kindObject, true
+		}
+		for {
+			s.space()
+			if _, _, _, ok := s.str(); !ok || !s.next(':') {
+				return 0, false
+			}
+			if _, ok := s.value(depth - 1); !ok {
+				return 0, false
+			}
+			if s.next('}') {
+				return kindObject, true
+			}
+			if !s.next(',') {
+				return 0, false
+			}
+		}
+	case c == '[':
+		if depth <= 0 {
+			return 0, false
+		}
+		s.i++
+		if s.next(']') {
+			return kindArray, true
+		}
+		for {
+			if _, ok := s.value(depth - 1); !ok {
+				return 0, false
+			}
+			if s.next(']') {
+				return kindArray, true
+			}
+			if !s.next(',') {
+				return 0, false
+			}
+		}
+	case c == 't':
+		return kindTrue, s.literal("true")
+	case c == 'f':
+		return kindFalse, s.literal("false")
+	case c == 'n':
+		return kindNull, s.literal("null")
+	default:
+		return kindNumber, s.number()
+	}
+}
+
+func (s *scanner) literal(word string) bool {
+	if len(s.b)-s.i < len(word) || string(s.b[s.i:s.i+len(word)]) != word {
+		return false
+	}
+	s.i += len(word)
+	return true
+}
+
+// number consumes a number of RFC 8259's grammar.
+func (s *scanner) number() bool {
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	switch {
+	case s.i >= len(s.b):
+		return false
+	case s.b[s.i] == '0':
+		s.i++
+	case '1' <= s.b[s.i] && s.b[s.i] <= '9':
+		s.digits()
+	default:
+		return false
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if !s.digits() {
+			return false
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if !s.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+// digits consumes one or more digits.
+func (s *scanner) digits() bool {
+	start := s.i
+	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i > start
+}
+
+// request consumes the request object (depth 1).
+func (s *scanner) request() bool {
+	if !s.next('{') {
+		return false
+	}
+	var messages, model, stream, tools, maxTokens, maxCompletion int
+	if s.next('}') {
+		return false // no messages
+	}
+	for {
+		s.space()
+		start, end, escaped, ok := s.str()
+		if !ok || escaped || !s.next(':') {
+			return false
+		}
+		var kind int
+		switch string(s.b[start:end]) {
+		case "messages":
+			messages++
+			if !s.messages() {
+				return false
+			}
+		case "model":
+			model++
+			kind, ok = s.value(MaxDepth - 1)
+			ok = ok && (kind == kindString || kind == kindNull)
+		case "stream":
+			stream++
+			kind, ok = s.value(MaxDepth - 1)
+			ok = ok && (kind == kindTrue || kind == kindFalse || kind == kindNull)
+		case "max_tokens":
+			maxTokens++
+			kind, ok = s.value(MaxDepth - 1)
+			ok = ok && (kind == kindNumber || kind == kindNull)
+		case "max_completion_tokens":
+			maxCompletion++
+			kind, ok = s.value(MaxDepth - 1)
+			ok = ok && (kind == kindNumber || kind == kindNull)
+		case "n":
+			kind, ok = s.value(MaxDepth - 1)
+			ok = ok && (kind == kindNumber || kind == kindNull)
+		case "tools":
+			tools++
+			_, ok = s.value(MaxDepth - 1)
+		default:
+			_, ok = s.value(MaxDepth - 1)
+		}
+		if !ok {
+			return false
+		}
+		if s.next('}') {
+			break
+		}
+		if !s.next(',') {
+			return false
+		}
+	}
+	return messages == 1 && model <= 1 && stream <= 1 && tools <= 1 && maxTokens <= 1 && maxCompletion <= 1
+}
+
+// messages consumes a non-empty array of plain messages (depth 2).
+func (s *scanner) messages() bool {
+	if !s.next('[') || s.next(']') {
+		return false
+	}
+	for {
+		if !s.message() {
+			return false
+		}
+		if s.next(']') {
+			return true
+		}
+		if !s.next(',') {
+			return false
+		}
+	}
+}
+
+// message consumes a message of the common shape (depth 3).
+func (s *scanner) message() bool {
+	if !s.next('{') || s.next('}') {
+		return false
+	}
+	roleStart, roleEnd, roles, contents := 0, 0, 0, 0
+	for {
+		s.space()
+		start, end, escaped, ok := s.str()
+		if !ok || escaped || !s.next(':') {
+			return false
+		}
+		switch string(s.b[start:end]) {
+		case "role":
+			roles++
+			s.space()
+			roleStart, roleEnd, escaped, ok = s.str()
+			ok = ok && !escaped
+		case "content":
+			contents++
+			var kind int
+			kind, ok = s.value(MaxDepth - 3)
+			ok = ok && kind == kindString
+		case "tool_calls", "tool_call_id", "refusal", "audio":
+			return false
+		default:
+			_, ok = s.value(MaxDepth - 3)
+		}
+		if !ok {
+			return false
+		}
+		if s.next('}') {
+			break
+		}
+		if !s.next(',') {
+			return false
+		}
+	}
+	if roles != 1 || contents != 1 {
+		return false
+	}
+	switch string(s.b[roleStart:roleEnd]) {
+	case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant:
+		return true
+	}
+	return false
 }

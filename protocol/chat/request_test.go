@@ -138,68 +138,73 @@ func TestParseRequest(t *testing.T) {
 	}
 }
 
+// requestUser is a valid message for the bodies of badRequests.
+const requestUser = `{"role":"user","content":"x"}`
+
+// badRequests are request bodies ParseRequest rejects, with the parameter
+// and code of its error.
+var badRequests = []struct {
+	name  string
+	body  string
+	param string
+	code  string
+}{
+	{"invalid json", `{"messages":[`, "", ""},
+	{"empty body", ``, "", ""},
+	{"not an object", `[1,2]`, "", ""},
+	{"missing messages", `{"model":"m"}`, "messages", "missing_required_parameter"},
+	{"null messages", `{"messages":null}`, "messages", "missing_required_parameter"},
+	{"messages a string", `{"messages":"hi"}`, "messages", "invalid_type"},
+	{"empty messages", `{"messages":[]}`, "messages", "empty_array"},
+	{"duplicate messages", `{"messages":[` + requestUser + `],"messages":[` + requestUser + `]}`, "messages", "invalid_value"},
+	{"message not an object", `{"messages":[` + requestUser + `,"hi"]}`, "messages[1]", "invalid_type"},
+	{"missing role", `{"messages":[{"content":"x"}]}`, "messages[0].role", "missing_required_parameter"},
+	{"role not a string", `{"messages":[{"role":1,"content":"x"}]}`, "messages[0].role", "invalid_type"},
+	{"unknown role", `{"messages":[` + requestUser + `,{"role":"function","content":"x"}]}`, "messages[1].role", "invalid_value"},
+	{"content a number", `{"messages":[{"role":"user","content":5}]}`, "messages[0].content", "invalid_type"},
+	{"content part not an object", `{"messages":[{"role":"user","content":["x"]}]}`, "messages[0].content[0]", "invalid_type"},
+	{"content part without type", `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"text":"b"}]}]}`, "messages[0].content[1].type", "missing_required_parameter"},
+	{"content part type a number", `{"messages":[{"role":"user","content":[{"type":3}]}]}`, "messages[0].content[0].type", "invalid_type"},
+	{"text part text a number", `{"messages":[{"role":"user","content":[{"type":"text","text":5}]}]}`, "messages[0].content[0].text", "invalid_type"},
+	{"text part without text", `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text"}]}]}`, "messages[0].content[1].text", "missing_required_parameter"},
+	{"text part text null", `{"messages":[{"role":"system","content":[{"type":"text","text":null}]}]}`, "messages[0].content[0].text", "missing_required_parameter"},
+	{"refusal part refusal an object", `{"messages":[{"role":"assistant","content":[{"type":"refusal","refusal":{}}]}]}`, "messages[0].content[0].refusal", "invalid_type"},
+	{"refusal part without refusal", `{"messages":[{"role":"assistant","content":[{"type":"refusal","text":"no"}]}]}`, "messages[0].content[0].refusal", "missing_required_parameter"},
+	{"image part without image_url", `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","url":"u"}]}]}`, "messages[0].content[1].image_url", "missing_required_parameter"},
+	{"image part image_url a string", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":"u"}]}]}`, "messages[0].content[0].image_url", "invalid_type"},
+	{"image part without url", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"detail":"low"}}]}]}`, "messages[0].content[0].image_url.url", "missing_required_parameter"},
+	{"image part url a number", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":1}}]}]}`, "messages[0].content[0].image_url.url", "invalid_type"},
+	{"audio part without input_audio", `{"messages":[{"role":"user","content":[{"type":"input_audio"}]}]}`, "messages[0].content[0].input_audio", "missing_required_parameter"},
+	{"audio part input_audio an array", `{"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":[]}]}]}`, "messages[0].content[0].input_audio", "invalid_type"},
+	{"bad part of a later message", `{"messages":[` + requestUser + `,{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":true}]}]}`, "messages[1].content[0].text", "invalid_type"},
+	{"user without content", `{"messages":[{"role":"user"}]}`, "messages[0].content", "missing_required_parameter"},
+	{"system null content", `{"messages":[{"role":"system","content":null}]}`, "messages[0].content", "missing_required_parameter"},
+	{"developer without content", `{"messages":[{"role":"developer"}]}`, "messages[0].content", "missing_required_parameter"},
+	{"tool without tool_call_id", `{"messages":[{"role":"tool","content":"r"}]}`, "messages[0].tool_call_id", "missing_required_parameter"},
+	{"tool_call_id a number", `{"messages":[{"role":"tool","tool_call_id":7,"content":"r"}]}`, "messages[0].tool_call_id", "invalid_type"},
+	{"tool without content", `{"messages":[{"role":"tool","tool_call_id":"c"}]}`, "messages[0].content", "missing_required_parameter"},
+	{"assistant with nothing", `{"messages":[` + requestUser + `,{"role":"assistant","content":null}]}`, "messages[1].content", "missing_required_parameter"},
+	{"assistant with empty tool_calls", `{"messages":[{"role":"assistant","tool_calls":[]}]}`, "messages[0].content", "missing_required_parameter"},
+	{"audio a string", `{"messages":[{"role":"assistant","audio":"a"}]}`, "messages[0].audio", "invalid_type"},
+	{"audio without id", `{"messages":[{"role":"assistant","audio":{}}]}`, "messages[0].audio.id", "missing_required_parameter"},
+	{"refusal a number", `{"messages":[{"role":"assistant","refusal":1}]}`, "messages[0].refusal", "invalid_type"},
+	{"tool_calls an object", `{"messages":[{"role":"assistant","tool_calls":{}}]}`, "messages[0].tool_calls", "invalid_type"},
+	{"tool call not an object", `{"messages":[{"role":"assistant","tool_calls":[1]}]}`, "messages[0].tool_calls[0]", "invalid_type"},
+	{"tool call without id", `{"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}]}`, "messages[0].tool_calls[0].id", "missing_required_parameter"},
+	{"tool call without function", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}},{"id":"b"}]}]}`, "messages[0].tool_calls[1].function", "missing_required_parameter"},
+	{"tool call function a string", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":"f"}]}]}`, "messages[0].tool_calls[0].function", "invalid_type"},
+	{"tool call name a number", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":1,"arguments":"{}"}}]}]}`, "messages[0].tool_calls[0].function.name", "invalid_type"},
+	{"tool call without arguments", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f"}}]}]}`, "messages[0].tool_calls[0].function.arguments", "missing_required_parameter"},
+	{"arguments an object", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":{}}}]}]}`, "messages[0].tool_calls[0].function.arguments", "invalid_type"},
+	{"model a number", `{"model":4,"messages":[` + requestUser + `]}`, "model", "invalid_type"},
+	{"stream a string", `{"stream":"yes","messages":[` + requestUser + `]}`, "stream", "invalid_type"},
+	{"max_tokens a string", `{"max_tokens":"5","messages":[` + requestUser + `]}`, "max_tokens", "invalid_type"},
+	{"max_completion_tokens a bool", `{"max_completion_tokens":true,"messages":[` + requestUser + `]}`, "max_completion_tokens", "invalid_type"},
+	{"duplicate model", `{"model":"a","model":"b","messages":[` + requestUser + `]}`, "model", "invalid_value"},
+}
+
 func TestParseRequestErrors(t *testing.T) {
-	const user = `{"role":"user","content":"x"}`
-	tests := []struct {
-		name  string
-		body  string
-		param string
-		code  string
-	}{
-		{"invalid json", `{"messages":[`, "", ""},
-		{"empty body", ``, "", ""},
-		{"not an object", `[1,2]`, "", ""},
-		{"missing messages", `{"model":"m"}`, "messages", "missing_required_parameter"},
-		{"null messages", `{"messages":null}`, "messages", "missing_required_parameter"},
-		{"messages a string", `{"messages":"hi"}`, "messages", "invalid_type"},
-		{"empty messages", `{"messages":[]}`, "messages", "empty_array"},
-		{"duplicate messages", `{"messages":[` + user + `],"messages":[` + user + `]}`, "messages", "invalid_value"},
-		{"message not an object", `{"messages":[` + user + `,"hi"]}`, "messages[1]", "invalid_type"},
-		{"missing role", `{"messages":[{"content":"x"}]}`, "messages[0].role", "missing_required_parameter"},
-		{"role not a string", `{"messages":[{"role":1,"content":"x"}]}`, "messages[0].role", "invalid_type"},
-		{"unknown role", `{"messages":[` + user + `,{"role":"function","content":"x"}]}`, "messages[1].role", "invalid_value"},
-		{"content a number", `{"messages":[{"role":"user","content":5}]}`, "messages[0].content", "invalid_type"},
-		{"content part not an object", `{"messages":[{"role":"user","content":["x"]}]}`, "messages[0].content[0]", "invalid_type"},
-		{"content part without type", `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"text":"b"}]}]}`, "messages[0].content[1].type", "missing_required_parameter"},
-		{"content part type a number", `{"messages":[{"role":"user","content":[{"type":3}]}]}`, "messages[0].content[0].type", "invalid_type"},
-		{"text part text a number", `{"messages":[{"role":"user","content":[{"type":"text","text":5}]}]}`, "messages[0].content[0].text", "invalid_type"},
-		{"text part without text", `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text"}]}]}`, "messages[0].content[1].text", "missing_required_parameter"},
-		{"text part text null", `{"messages":[{"role":"system","content":[{"type":"text","text":null}]}]}`, "messages[0].content[0].text", "missing_required_parameter"},
-		{"refusal part refusal an object", `{"messages":[{"role":"assistant","content":[{"type":"refusal","refusal":{}}]}]}`, "messages[0].content[0].refusal", "invalid_type"},
-		{"refusal part without refusal", `{"messages":[{"role":"assistant","content":[{"type":"refusal","text":"no"}]}]}`, "messages[0].content[0].refusal", "missing_required_parameter"},
-		{"image part without image_url", `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","url":"u"}]}]}`, "messages[0].content[1].image_url", "missing_required_parameter"},
-		{"image part image_url a string", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":"u"}]}]}`, "messages[0].content[0].image_url", "invalid_type"},
-		{"image part without url", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"detail":"low"}}]}]}`, "messages[0].content[0].image_url.url", "missing_required_parameter"},
-		{"image part url a number", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":1}}]}]}`, "messages[0].content[0].image_url.url", "invalid_type"},
-		{"audio part without input_audio", `{"messages":[{"role":"user","content":[{"type":"input_audio"}]}]}`, "messages[0].content[0].input_audio", "missing_required_parameter"},
-		{"audio part input_audio an array", `{"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":[]}]}]}`, "messages[0].content[0].input_audio", "invalid_type"},
-		{"bad part of a later message", `{"messages":[` + user + `,{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":true}]}]}`, "messages[1].content[0].text", "invalid_type"},
-		{"user without content", `{"messages":[{"role":"user"}]}`, "messages[0].content", "missing_required_parameter"},
-		{"system null content", `{"messages":[{"role":"system","content":null}]}`, "messages[0].content", "missing_required_parameter"},
-		{"developer without content", `{"messages":[{"role":"developer"}]}`, "messages[0].content", "missing_required_parameter"},
-		{"tool without tool_call_id", `{"messages":[{"role":"tool","content":"r"}]}`, "messages[0].tool_call_id", "missing_required_parameter"},
-		{"tool_call_id a number", `{"messages":[{"role":"tool","tool_call_id":7,"content":"r"}]}`, "messages[0].tool_call_id", "invalid_type"},
-		{"tool without content", `{"messages":[{"role":"tool","tool_call_id":"c"}]}`, "messages[0].content", "missing_required_parameter"},
-		{"assistant with nothing", `{"messages":[` + user + `,{"role":"assistant","content":null}]}`, "messages[1].content", "missing_required_parameter"},
-		{"assistant with empty tool_calls", `{"messages":[{"role":"assistant","tool_calls":[]}]}`, "messages[0].content", "missing_required_parameter"},
-		{"audio a string", `{"messages":[{"role":"assistant","audio":"a"}]}`, "messages[0].audio", "invalid_type"},
-		{"audio without id", `{"messages":[{"role":"assistant","audio":{}}]}`, "messages[0].audio.id", "missing_required_parameter"},
-		{"refusal a number", `{"messages":[{"role":"assistant","refusal":1}]}`, "messages[0].refusal", "invalid_type"},
-		{"tool_calls an object", `{"messages":[{"role":"assistant","tool_calls":{}}]}`, "messages[0].tool_calls", "invalid_type"},
-		{"tool call not an object", `{"messages":[{"role":"assistant","tool_calls":[1]}]}`, "messages[0].tool_calls[0]", "invalid_type"},
-		{"tool call without id", `{"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}]}`, "messages[0].tool_calls[0].id", "missing_required_parameter"},
-		{"tool call without function", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}},{"id":"b"}]}]}`, "messages[0].tool_calls[1].function", "missing_required_parameter"},
-		{"tool call function a string", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":"f"}]}]}`, "messages[0].tool_calls[0].function", "invalid_type"},
-		{"tool call name a number", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":1,"arguments":"{}"}}]}]}`, "messages[0].tool_calls[0].function.name", "invalid_type"},
-		{"tool call without arguments", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f"}}]}]}`, "messages[0].tool_calls[0].function.arguments", "missing_required_parameter"},
-		{"arguments an object", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":{}}}]}]}`, "messages[0].tool_calls[0].function.arguments", "invalid_type"},
-		{"model a number", `{"model":4,"messages":[` + user + `]}`, "model", "invalid_type"},
-		{"stream a string", `{"stream":"yes","messages":[` + user + `]}`, "stream", "invalid_type"},
-		{"max_tokens a string", `{"max_tokens":"5","messages":[` + user + `]}`, "max_tokens", "invalid_type"},
-		{"max_completion_tokens a bool", `{"max_completion_tokens":true,"messages":[` + user + `]}`, "max_completion_tokens", "invalid_type"},
-		{"duplicate model", `{"model":"a","model":"b","messages":[` + user + `]}`, "model", "invalid_value"},
-	}
-	for _, tt := range tests {
+	for _, tt := range badRequests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseRequest([]byte(tt.body))
 			var e *Error
