@@ -68,7 +68,8 @@
 #
 # Environment: FAKE_FLAGS (default -fast: chat completions answered without
 # validation; FAKE_FLAGS= for the strict fake). PG_CONF adds server settings to the recall-pg rows' PostgreSQL
-# (e.g. PG_CONF="-c commit_delay=200 -c commit_siblings=5"). PG_STATS=1 (with
+# (e.g. PG_CONF="-c commit_delay=200 -c commit_siblings=5"); PG_CPU=proxy
+# pins it to the proxy's core instead of the load generator's. PG_STATS=1 (with
 # PG_CONF="-c shared_preload_libraries=pg_stat_statements") writes the
 # recall-pg rows' statements by total time to pg-statements.txt in the work
 # directory.
@@ -375,7 +376,8 @@ for row in "responses openai responses" "responses chat responses-bridged" \
 done
 
 # recall-pg: recall-sync's rows with the store on PostgreSQL, a private
-# server sharing the load generator's core.
+# server sharing the load generator's core (PG_CPU=proxy: the proxy's
+# core, where recall-sync's store, Badger, runs inside Recall).
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 if ! want pg; then
 	:
@@ -388,7 +390,9 @@ elif [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 		AS_PG=(setpriv --reuid=postgres --regid=postgres --init-groups)
 	fi
 	"${AS_PG[@]}" "$PG_BIN/initdb" -D "$PGDIR/data" --auth=trust -U postgres -E UTF8 --locale=C >>"$WORK/pg.log" 2>&1
-	"${LOAD_CPU[@]}" "${AS_PG[@]}" "$PG_BIN/postgres" -D "$PGDIR/data" -p "$PG_PORT" -k "$PGDIR" \
+	PG_PIN=("${LOAD_CPU[@]}")
+	[ "${PG_CPU:-load}" = proxy ] && PG_PIN=("${PROXY_CPU[@]}")
+	"${PG_PIN[@]}" "${AS_PG[@]}" "$PG_BIN/postgres" -D "$PGDIR/data" -p "$PG_PORT" -k "$PGDIR" \
 		-c listen_addresses=127.0.0.1 -c shared_buffers=256MB ${PG_CONF:-} >>"$WORK/pg.log" 2>&1 &
 	PIDS+=("$!")
 	for _ in $(seq 100); do

@@ -98,6 +98,13 @@ type Options struct {
 	// Pacer, if set, spaces the search fold's rounds while requests are
 	// in flight (package pace). Default: none, rounds run back to back.
 	Pacer *pace.Pacer
+	// SyncEvery, with NoSync, is how often Badger's logs are synced in the
+	// background: what a machine's crash can lose is about that much, and
+	// the kernel writes the logs back in small steady pieces instead of
+	// the bursts of hundreds of megabytes that otherwise came every half
+	// minute and took the proxy's core for seconds (docs/performance.md).
+	// Default 200ms; negative: never (the kernel's own write-back alone).
+	SyncEvery time.Duration
 	// GroupWait is how long, with durable writes and concurrent commits,
 	// the committer gathers commits before it syncs a group (see
 	// committer). Default 1ms; negative: never.
@@ -148,6 +155,7 @@ type Store struct {
 	foldNow           chan struct{}                        // wakes the folder (fold.go)
 	pacer             *pace.Pacer                          // Options.Pacer
 	folded            chan struct{}                        // closed when the folder has stopped
+	synced            chan struct{}                        // closed when the background syncer has stopped
 }
 
 var _ history.Store = (*Store)(nil)
@@ -273,6 +281,15 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.GCInterval == 0 {
 		o.GCInterval = 10 * time.Minute
 	}
+	s.synced = make(chan struct{})
+	if o.SyncEvery == 0 {
+		o.SyncEvery = defaultSyncEvery
+	}
+	if s.noSync && o.SyncEvery > 0 && !o.InMemory && !s.readOnly {
+		go s.syncLoop(o.SyncEvery)
+	} else {
+		close(s.synced)
+	}
 	if o.GCInterval > 0 && !o.InMemory && !s.readOnly {
 		go s.gcLoop(o.GCInterval)
 	} else {
@@ -280,6 +297,33 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// defaultSyncEvery is Options.SyncEvery's default.
+const defaultSyncEvery = 200 * time.Millisecond
+
+// syncLoop syncs Badger's logs every interval until Close (relaxed writes
+// only: durable ones are synced by their commits).
+func (s *Store) syncLoop(every time.Duration) {
+	defer close(s.synced)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if err := s.db.Sync(); err != nil && s.logger != nil {
+				s.logger.Warn("background sync of relaxed writes failed", "component", "badgerstore", "error", err.Error())
+			}
+			if afterSync != nil {
+				afterSync()
+			}
+		}
+	}
+}
+
+// afterSync, if set (tests), runs after each background sync.
+var afterSync func()
 
 // gcLoop reclaims value-log space left by rewritten (flagged) and deleted
 // records until Close.
@@ -337,6 +381,7 @@ func (s *Store) Close() error {
 	<-s.folded
 	close(s.stop)
 	<-s.done
+	<-s.synced
 	err := s.db.Close()
 	return errors.Join(foldErr, err, s.closeLogs())
 }
