@@ -242,10 +242,6 @@ func New(cfg Config) (*Server, error) {
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 
-// Busy reports whether a request or a stream relay is being served: what
-// background work paces itself against (package pace).
-func (s *Server) Busy() bool { return s.busy.Load() > 0 }
-
 // Shutdown stops accepting connections, closes idle ones, and waits for
 // in-flight requests and streams to finish until ctx ends; then it closes
 // whatever is left and returns ctx's error. It does not close the store.

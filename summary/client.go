@@ -72,13 +72,11 @@ func (m *Manager) call(ctx context.Context, t *config.Tenant, cred, model, syste
 	sent := m.cfg.Now()
 	resp, err := m.client.Do(req)
 	if err != nil {
-		waited(ctx, sent, m.cfg.Now())
 		return answer{}, fmt.Errorf("%w: %w", errUpstream, err)
 	}
 	defer resp.Body.Close()
 	a := answer{status: resp.StatusCode, firstByte: m.cfg.Now().Sub(sent)}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-	waited(ctx, sent, m.cfg.Now())
 	if err != nil {
 		return a, fmt.Errorf("%w: read answer: %w", errUpstream, err)
 	}

@@ -133,9 +133,7 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 	for range 4 {
 		// ErrConflict here is the store's own write conflict with a
 		// concurrent commit (the summary's check is ErrStale): try again.
-		t0 := m.cfg.Now()
 		after, err = m.cfg.Store.Commit(ctx, j.key, history.Change{Summary: sc, Now: now.UnixNano()})
-		waited(ctx, t0, m.cfg.Now())
 		if !errors.Is(err, history.ErrConflict) {
 			break
 		}

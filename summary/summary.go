@@ -39,7 +39,6 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/pace"
 	"github.com/recallproxy/recall/tokens"
 )
 
@@ -91,11 +90,6 @@ type Config struct {
 	// OnJobDone, if set, is called after every job attempt, from the
 	// worker. It must not block.
 	OnJobDone func(JobDone)
-	// Pacer, if set, spaces the workers' jobs while requests are in
-	// flight (package pace): each job is charged its time but for its
-	// summariser calls and its commit, which wait on the upstream and the
-	// disk. Default: none, jobs run back to back.
-	Pacer *pace.Pacer
 	// OnExchange, if set, gets the exchange record (kind "summary") of
 	// every summariser call, keyed by the conversation it summarises,
 	// from the worker. It must not block. Default: no records.
@@ -286,9 +280,6 @@ func (m *Manager) Pending() int {
 func (m *Manager) worker() {
 	defer m.wg.Done()
 	for {
-		if m.cfg.Pacer.Wait(m.ctx) != nil {
-			return
-		}
 		select {
 		case <-m.ctx.Done():
 			return
@@ -311,10 +302,7 @@ func (m *Manager) worker() {
 // runQueued runs one attempt of a queued job and decides what follows: a
 // retry after a backoff, a rerun, or the end.
 func (m *Manager) runQueued(j *job, md mode) {
-	start := m.cfg.Now()
-	w := new(waits)
-	_, out, calls, err := m.run(context.WithValue(m.ctx, waitsKey{}, w), j, md)
-	m.cfg.Pacer.Done(m.cfg.Now().Sub(start) - w.total())
+	_, out, calls, err := m.run(m.ctx, j, md)
 	var wait time.Duration
 	m.mu.Lock()
 	attempt := j.attempt // j may run again on another worker once unlocked
@@ -353,30 +341,6 @@ func (m *Manager) runQueued(j *job, md mode) {
 				m.requeueLocked(j)
 			}
 		}()
-	}
-}
-
-// waits adds up the time a queued job spent waiting on its summariser
-// calls and its commit, for its Pacer: the rest is its time on the core.
-type waits struct {
-	mu sync.Mutex
-	d  time.Duration
-}
-
-type waitsKey struct{}
-
-func (w *waits) total() time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.d
-}
-
-// waited adds the wait from start to end to ctx's waits, if it has them.
-func waited(ctx context.Context, start, end time.Time) {
-	if w, ok := ctx.Value(waitsKey{}).(*waits); ok {
-		w.mu.Lock()
-		w.d += end.Sub(start)
-		w.mu.Unlock()
 	}
 }
 

@@ -23,7 +23,6 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -34,7 +33,6 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/app"
-	"github.com/recallproxy/recall/pace"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/retention"
 	"github.com/recallproxy/recall/store/badgerstore"
@@ -345,14 +343,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 
 	memLimit, memSource := applyMemoryLimit(g, os.LookupEnv)
 
-	// Background work (summary jobs, Badger's search fold) is paced
-	// against the server's requests: built below, after the store.
-	var server atomic.Pointer[proxy.Server]
-	background := pace.New(pace.Options{Share: app.BackgroundShare, Busy: func() bool {
-		s := server.Load()
-		return s != nil && s.Busy()
-	}})
-	st, err := openStore(ctx, g, log, background)
+	st, err := openStore(ctx, g, log)
 	if err != nil {
 		return err
 	}
@@ -398,7 +389,6 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 			CanCommit:    st.canCommit,
 		},
 		Summary: &summary.Config{},
-		Pacer:   background,
 		API: func(c *api.Config) {
 			c.MaxHeavy, c.MaxHeavyPerTenant = g.API.MaxConcurrent, g.API.MaxConcurrentPerTenant
 			c.HeavyTimeout = time.Duration(g.API.HeavyTimeout)
@@ -408,7 +398,6 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		return err
 	}
 	srv, summaries := a.Server, a.Summaries
-	server.Store(srv)
 	defer func() {
 		// After the server's shutdown (deferred calls run after it):
 		// the exchange records still queued are written.
@@ -475,7 +464,7 @@ type openedStore struct {
 
 // openStore opens PostgreSQL when store_url is set, Badger in data_dir
 // otherwise.
-func openStore(ctx context.Context, g config.Global, log *slog.Logger, background *pace.Pacer) (*openedStore, error) {
+func openStore(ctx context.Context, g config.Global, log *slog.Logger) (*openedStore, error) {
 	if g.StoreURL != "" {
 		// A database not reachable yet (replicas starting with it) is
 		// waited for, until a signal; any other error stops here.
@@ -514,7 +503,6 @@ func openStore(ctx context.Context, g config.Global, log *slog.Logger, backgroun
 		AIOSync:      g.AIOFsync,
 		Logger:       log,
 		MinFreeBytes: int64(g.MinFreeMB) << 20,
-		Pacer:        background,
 	})
 	if err != nil {
 		return nil, err

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -19,7 +18,6 @@ import (
 	"github.com/recallproxy/recall/calibrate"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/inspect"
-	"github.com/recallproxy/recall/pace"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tokens"
@@ -39,11 +37,6 @@ type Config struct {
 	// Default nil: no manager, and the API's end and summarize answer
 	// 501 (unless Proxy.Summaries is an api.Summarizer).
 	Summary *summary.Config
-	// Pacer, if set, paces the summary jobs (and whatever else the caller
-	// gives it, such as the store's search fold) while the server is
-	// busy; its Busy should report Busy of the App's Server. Default: a
-	// Pacer of backgroundShare over the Server's Busy.
-	Pacer *pace.Pacer
 	// API, if set, adjusts the conversation API's configuration before it
 	// is built (its heavy-call bounds; a test's fakes).
 	API func(*api.Config)
@@ -70,21 +63,6 @@ type App struct {
 	// keeps what it learned in the store (if it can) in the background:
 	// the caller closes it after the server, which writes what changed.
 	Calibration *calibrate.Calibrator
-
-	server atomic.Pointer[proxy.Server] // Server, for busy, once built
-}
-
-// BackgroundShare is the most of the core that background work (summary
-// jobs, the search fold) takes while requests are in flight: it comes in
-// bursts (conversations served round-robin cross the summary trigger
-// together) that otherwise held every request back (docs/performance.md,
-// "Stalls").
-const BackgroundShare = 0.2
-
-// busy reports whether the server is serving a request or a stream.
-func (a *App) busy() bool {
-	s := a.server.Load()
-	return s != nil && s.Busy()
 }
 
 // New assembles an App from cfg.
@@ -125,14 +103,6 @@ func New(cfg Config) (*App, error) {
 		}
 		if sc.Registerer == nil {
 			sc.Registerer = p.Metrics.Registry()
-		}
-		if sc.Pacer == nil {
-			sc.Pacer = cfg.Pacer
-		}
-		if sc.Pacer == nil {
-			// While requests are in flight, summary jobs take at most
-			// BackgroundShare of the core (package pace).
-			sc.Pacer = pace.New(pace.Options{Share: BackgroundShare, Busy: a.busy})
 		}
 		if on := sc.OnExchange; on != nil {
 			sc.OnExchange = func(k history.Key, r history.ExchangeRecord) { w.Record(k, r); on(k, r) }
@@ -214,7 +184,6 @@ func New(cfg Config) (*App, error) {
 	if a.Server, err = proxy.New(p); err != nil {
 		return nil, err
 	}
-	a.server.Store(a.Server)
 	a.Exchanges = w
 	built = true
 	return a, nil

@@ -2,11 +2,9 @@ package badgerstore
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"runtime"
-	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -291,31 +289,14 @@ func (s *Store) Fold() error {
 func (s *Store) fold(keys []history.Key) error {
 	s.foldMu.Lock()
 	defer s.foldMu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-s.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	for len(keys) > 0 {
-		// Background work: while requests are in flight, rounds take at
-		// most the pacer's share of the core.
-		if s.pacer.Wait(ctx) != nil {
-			return errClosed
-		}
 		select {
 		case <-s.closing:
 			return errClosed
 		default:
 		}
-		start := time.Now()
 		var err error
-		keys, err = s.foldRound(keys, foldMessages)
-		s.pacer.Done(time.Since(start))
-		if err != nil {
+		if keys, err = s.foldRound(keys, foldMessages); err != nil {
 			return err
 		}
 	}

@@ -58,7 +58,6 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/pace"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -95,15 +94,12 @@ type Options struct {
 	// than it would read postings of). Default 4096; negative folds each
 	// commit's messages right after it (tests).
 	IndexBacklog int
-	// Pacer, if set, spaces the search fold's rounds while requests are
-	// in flight (package pace). Default: none, rounds run back to back.
-	Pacer *pace.Pacer
 	// SyncEvery, with NoSync, is how often Badger's logs are synced in the
-	// background: what a machine's crash can lose is about that much, and
-	// the kernel writes the logs back in small steady pieces instead of
-	// the bursts of hundreds of megabytes that otherwise came every half
-	// minute and took the proxy's core for seconds (docs/performance.md).
-	// Default 200ms; negative: never (the kernel's own write-back alone).
+	// background: what a machine's crash can lose is about that much
+	// (without it, what the kernel had not written back yet: up to about
+	// half a minute), and the kernel writes the logs back in small steady
+	// pieces instead of bursts of hundreds of megabytes. Default 200ms;
+	// negative: never (the kernel's own write-back alone).
 	SyncEvery time.Duration
 	// GroupWait is how long, with durable writes and concurrent commits,
 	// the committer gathers commits before it syncs a group (see
@@ -153,7 +149,6 @@ type Store struct {
 	betweenFoldPhases func()                               // tests: runs after a fold read, before it writes
 	backlog           atomic.Int64                         // messages committed since the folder last woke
 	foldNow           chan struct{}                        // wakes the folder (fold.go)
-	pacer             *pace.Pacer                          // Options.Pacer
 	folded            chan struct{}                        // closed when the folder has stopped
 	synced            chan struct{}                        // closed when the background syncer has stopped
 }
@@ -208,7 +203,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, minFree: o.MinFreeBytes, free: o.FreeBytes, readOnly: o.ReadOnly, noSync: o.NoSync || o.InMemory,
 		stop: make(chan struct{}), done: make(chan struct{}), logger: o.Logger, indexBacklog: o.IndexBacklog,
-		groupWait: o.GroupWait, after: time.After, pacer: o.Pacer,
+		groupWait: o.GroupWait, after: time.After,
 		foldNow: make(chan struct{}, 1), folded: make(chan struct{})}
 	if !o.InMemory && !s.readOnly && s.minFree > 0 {
 		// Opening replays the write-ahead log and may flush it: on a full
