@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,8 @@ type sample struct {
 	total time.Duration // from when it was due (open loop) or sent (closed loop) to the last byte
 	ttfb  time.Duration // to the first body byte (streams only)
 	err   error
+	due   time.Time // when it was due (open loop) or sent (closed loop)
+	sent  time.Time // when a worker sent it
 }
 
 // request sends request number n and reads the whole answer. due is when
@@ -188,6 +191,11 @@ func (d *driver) run() result {
 		samples, elapsed = d.closedLoop()
 	}
 	res := summarise(d.o, samples, elapsed)
+	if d.o.samples != "" {
+		if err := writeSamples(d.o.samples, samples); err != nil {
+			fmt.Fprintf(os.Stderr, "load: -samples: %v\n", err)
+		}
+	}
 	if before != nil {
 		if b0, b1 := <-before, d.scrape(); b0 != nil && b1 != nil {
 			q := quantiles(b0, b1, 0.5, 0.99)
@@ -217,6 +225,7 @@ func (d *driver) closedLoop() ([]sample, time.Duration) {
 				}
 				n := d.next.Add(1)
 				s := d.request(context.Background(), n, now, d.conv(n))
+				s.due, s.sent = now, now
 				if !now.Before(measureFrom) {
 					out = append(out, s)
 				}
@@ -247,7 +256,9 @@ func (d *driver) openLoop() ([]sample, time.Duration) {
 			out := make([]sample, 0, 4096)
 			for j := range jobs {
 				n := d.next.Add(1)
+				sent := time.Now()
 				s := d.request(context.Background(), n, j.due, d.conv(n))
+				s.due, s.sent = j.due, sent
 				if j.i >= warm {
 					out = append(out, s)
 				}
@@ -298,4 +309,29 @@ func (d *driver) scrape() buckets {
 		}
 	}
 	return sum
+}
+
+// writeSamples writes samples to path as CSV, in the order they were due:
+// due and sent in milliseconds from the first one's due time, the latency
+// in milliseconds, and the error if any.
+func writeSamples(path string, samples []sample) error {
+	sorted := slices.Clone(samples)
+	slices.SortFunc(sorted, func(a, b sample) int { return a.due.Compare(b.due) })
+	var b bytes.Buffer
+	b.WriteString("due_ms,sent_ms,total_ms,error\n")
+	var t0 time.Time
+	if len(sorted) > 0 {
+		t0 = sorted[0].due
+	}
+	ms := func(d time.Duration) string {
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
+	}
+	for _, s := range sorted {
+		errText := ""
+		if s.err != nil {
+			errText = strconv.Quote(s.err.Error())
+		}
+		fmt.Fprintf(&b, "%s,%s,%s,%s\n", ms(s.due.Sub(t0)), ms(s.sent.Sub(t0)), ms(s.total), errText)
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }

@@ -58,6 +58,7 @@ type options struct {
 	report        string
 	wrk           string
 	pid           int
+	samples       string
 	metrics       string
 }
 
@@ -68,6 +69,7 @@ func main() {
 	flag.StringVar(&o.key, "key", "sk-bench", "key sent as Authorization: Bearer (messages: as x-api-key)")
 	flag.StringVar(&o.model, "model", "gpt-4o-mini", "model named in each request")
 	flag.StringVar(&o.label, "label", "", "label copied into the result line")
+	flag.StringVar(&o.samples, "samples", "", "write every measured request to this file as a CSV line: when it was due and when sent (ms from the start of the run), its latency (ms) and its error; for finding stalls in time")
 	flag.Float64Var(&o.rate, "rate", 0, "open loop: requests per second (0: closed loop)")
 	flag.IntVar(&o.concurrency, "concurrency", 32, "closed loop: requests in flight; open loop: most requests in flight")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured duration")

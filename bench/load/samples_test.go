@@ -1,0 +1,39 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// -samples writes one line a request, in the order they were due, with
+// due and sent times from the first one's due time and the latency.
+func TestWriteSamplesInDueOrder(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	samples := []sample{
+		{due: t0.Add(2 * time.Millisecond), sent: t0.Add(40 * time.Millisecond), total: 45 * time.Millisecond},
+		{due: t0, sent: t0.Add(500 * time.Microsecond), total: 1500 * time.Microsecond},
+		{due: t0.Add(time.Millisecond), sent: t0.Add(time.Millisecond), err: errors.New("status 502")},
+	}
+	path := filepath.Join(t.TempDir(), "samples.csv")
+	if err := writeSamples(path, samples); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{
+		"due_ms,sent_ms,total_ms,error",
+		"0.000,0.500,1.500,",
+		`1.000,1.000,0.000,"status 502"`,
+		"2.000,40.000,45.000,",
+		"",
+	}, "\n")
+	if string(got) != want {
+		t.Errorf("samples file:\n%s\nwant:\n%s", got, want)
+	}
+}
