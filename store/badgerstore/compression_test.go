@@ -23,7 +23,7 @@ func TestReadsTablesWrittenCompressed(t *testing.T) {
 		for i := range 20 {
 			var msgs []history.Message
 			for j := range 50 {
-				m := userMsg(strconv.Itoa(from+i*50+j) + " " + strings.Repeat(sentence, 5))
+				m := userMsg(strconv.Itoa(from+i*50+j) + " " + sentence) // below valueThreshold: in the tables
 				raw += len(m.Raw)
 				msgs = append(msgs, m)
 			}

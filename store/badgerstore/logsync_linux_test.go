@@ -42,14 +42,14 @@ func TestLogSyncTracksBadgersFiles(t *testing.T) {
 		return ids
 	}
 	k := history.Key{Tenant: "t", Conversation: "c"}
-	text := strings.Repeat("x", 900) // below the value threshold: memtable entries
+	text := strings.Repeat("x", 200) // below valueThreshold: memtable entries
 	var version uint64
 	rotations, last := 0, uint64(0)
 	for i := 0; rotations < 3; i++ {
 		if i == 2000 {
 			t.Fatalf("no third memtable rotation after %d commits", i)
 		}
-		msgs := make([]history.Message, 64)
+		msgs := make([]history.Message, 256)
 		for j := range msgs {
 			msgs[j] = textMsg("user", text)
 		}

@@ -155,6 +155,23 @@ type Store struct {
 
 var _ history.Store = (*Store)(nil)
 
+// valueThreshold is the size past which a value lives in Badger's value
+// log instead of the LSM tree: exchange records (about 700 bytes), search
+// segments, summaries and most messages. Only the metadata, listing and
+// search totals, and short messages stay in the tree.
+//
+// Whatever the tree holds is flushed from memtables and rewritten by every
+// compaction that passes it down; each conversation's keys are spread
+// over the whole key range, so every level-0 table overlaps all of level
+// 1. At 1 KiB, a request at the load script's open rate put about 2.7 KB
+// into the tree: a 16 MiB memtable flushed every 6 seconds and the fourth
+// flush started a level-0 compaction whose table builders held the
+// proxy's one core for over a second, the open rows' 1-3 s tails
+// (docs/performance.md, "The open rows' seconds: compactions"). The first
+// threshold, 1 KiB, took the summary out of the metadata record that
+// every commit rewrites.
+const valueThreshold = 256
+
 // tableCompression is how new tables are compressed (see Open); tests
 // write Snappy tables with it, as earlier versions did.
 var tableCompression = options.None
@@ -186,11 +203,10 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.InMemory {
 		bo = bo.WithDir("").WithValueDir("")
 	} else {
-		// Values past 1 KiB (a metadata record holding a summary, long
-		// messages) go to the value log, not the LSM tree: every commit
-		// rewrites the metadata record, and with a summary inline each
-		// commit filled memtables and fed compactions.
-		bo = bo.WithValueThreshold(1 << 10)
+		// Values past valueThreshold go to the value log, appended once
+		// and never rewritten by a compaction; the LSM tree keeps their
+		// keys and pointers. See valueThreshold.
+		bo = bo.WithValueThreshold(valueThreshold)
 	}
 	if o.FreeBytes == nil {
 		o.FreeBytes = freeBytes
