@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -274,7 +275,7 @@ func TestJobSkipsWhenAnotherProcessHoldsTheLease(t *testing.T) {
 	f := newFixture(t, nil)
 	f.write("c", 1, 6, func(i int) string { return fmt.Sprint("t", i) })
 	st := &leaser{Store: f.store}
-	done := make(chan JobDone, 1)
+	done := make(chan JobDone, 4) // Start's re-derivation may trigger the job too: a rerun
 	m, err := New(Config{Store: st, Tenants: staticTenants{f.set}, OnJobDone: func(d JobDone) { done <- d }})
 	if err != nil {
 		t.Fatal(err)
@@ -293,8 +294,11 @@ func TestJobSkipsWhenAnotherProcessHoldsTheLease(t *testing.T) {
 	if len(f.up.SummaryCalls()) != 0 || f.meta("c").Summary != nil {
 		t.Error("a job ran without the lease")
 	}
-	if want := "summary/acme/c"; len(st.names) != 1 || st.names[0] != want {
-		t.Errorf("leases asked %q, want [%s]", st.names, want)
+	st.mu.Lock()
+	names := slices.Clone(st.names)
+	st.mu.Unlock()
+	if want := "summary/acme/c"; len(names) == 0 || slices.ContainsFunc(names, func(n string) bool { return n != want }) {
+		t.Errorf("leases asked %q, want only %s", names, want)
 	}
 }
 
