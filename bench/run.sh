@@ -74,7 +74,8 @@
 # recall-pg rows' statements by total time to pg-statements.txt in the work
 # directory.
 # BASE_PORT (19801; eight ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
-# 2s/0.5s), KEEP=1 keeps the work directory, SEED_SUMMARIES=0 seeds no
+# 2s/0.5s), KEEP=1 keeps the work directory, SAMPLES=1 writes each row's requests
+# (due and send times, latency: load -samples) to samples-ROW.csv in it, SEED_SUMMARIES=0 seeds no
 # summaries (see SUMMARIZED below).
 set -euo pipefail
 
@@ -242,7 +243,9 @@ wait_port() {
 load() {
 	local label=$1
 	shift
-	"${LOAD_CPU[@]}" "$BIN/load" -label "$label" -duration "$DUR" -warmup "$WARM" "$@" >>"$RESULTS"
+	local samples=()
+	[ "${SAMPLES:-0}" = 1 ] && samples=(-samples "$WORK/samples-${label//\//-}.csv")
+	"${LOAD_CPU[@]}" "$BIN/load" -label "$label" -duration "$DUR" -warmup "$WARM" "${samples[@]}" "$@" >>"$RESULTS"
 }
 
 # matrix TARGET URL ARGS...: closed and open loop, non-streaming and streaming.
