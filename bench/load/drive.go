@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"fmt"
 	"io"
 	"net"
@@ -318,7 +319,8 @@ func writeSamples(path string, samples []sample) error {
 	sorted := slices.Clone(samples)
 	slices.SortFunc(sorted, func(a, b sample) int { return a.due.Compare(b.due) })
 	var b bytes.Buffer
-	b.WriteString("due_ms,sent_ms,total_ms,error\n")
+	w := csv.NewWriter(&b)
+	_ = w.Write([]string{"due_ms", "sent_ms", "total_ms", "error"})
 	var t0 time.Time
 	if len(sorted) > 0 {
 		t0 = sorted[0].due
@@ -329,9 +331,13 @@ func writeSamples(path string, samples []sample) error {
 	for _, s := range sorted {
 		errText := ""
 		if s.err != nil {
-			errText = strconv.Quote(s.err.Error())
+			errText = s.err.Error()
 		}
-		fmt.Fprintf(&b, "%s,%s,%s,%s\n", ms(s.due.Sub(t0)), ms(s.sent.Sub(t0)), ms(s.total), errText)
+		_ = w.Write([]string{ms(s.due.Sub(t0)), ms(s.sent.Sub(t0)), ms(s.total), errText})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return err
 	}
 	return os.WriteFile(path, b.Bytes(), 0o644)
 }
