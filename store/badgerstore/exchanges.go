@@ -31,71 +31,22 @@ func exchangeKey(prefix []byte, id string) ([]byte, error) {
 }
 
 // AppendExchanges writes recs and drops the oldest records past
-// history.MaxExchangeRecords, in one transaction that also reads the
-// metadata: records of a conversation that is gone (or being deleted), or
-// of another incarnation, are not written. It bypasses the committer:
-// records are the inspector's, written off the request path, and need not
-// wait for a group's fsync.
+// history.MaxExchangeRecords: records of a conversation that is gone (or
+// being deleted), or of another incarnation, are not written. It bypasses
+// the committer: records are the inspector's, written off the request
+// path to their own database (records.go), and need not wait for a
+// group's fsync.
 func (s *Store) AppendExchanges(ctx context.Context, k history.Key, recs []history.ExchangeRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	if err := s.CanCommit(); err != nil {
-		return err
-	}
-	prefix := convPrefix(k)
-	vals := make([][]byte, len(recs))
-	keys := make([][]byte, len(recs))
-	for i := range recs {
-		var err error
-		if keys[i], err = exchangeKey(prefix, recs[i].ID); err != nil {
-			return err
-		}
-		if vals[i], err = history.MarshalExchange(&recs[i]); err != nil {
-			return err
-		}
-	}
-	for attempt := 0; ; attempt++ {
-		err := s.db.Update(func(txn *badger.Txn) error { return appendExchanges(txn, k, prefix, recs, keys, vals) })
-		if errors.Is(err, badger.ErrConflict) && attempt < commitRetries && ctx.Err() == nil {
-			continue // a commit rewrote the metadata meanwhile: read it again
-		}
-		if err != nil {
-			return fmt.Errorf("badgerstore: append exchanges %s: %w", k, err)
-		}
-		return nil
-	}
-}
-
-// appendExchanges writes k's encoded records in txn, if the conversation
-// is stored with their incarnation and no delete is under way, and trims
-// them when due.
-func appendExchanges(txn *badger.Txn, k history.Key, prefix []byte, recs []history.ExchangeRecord, keys, vals [][]byte) error {
-	m, ok, err := readMetaHead(txn, prefix)
-	if err != nil || !ok {
-		return err
-	}
-	if _, busy, err := readPending(txn, k); err != nil || busy {
-		return err // a delete under way: the records go with it
-	}
-	for i := range recs {
-		if inc := recs[i].Incarnation; inc != 0 && inc != m.Incarnation {
-			continue
-		}
-		if err := txn.Set(keys[i], vals[i]); err != nil {
-			return err
-		}
-	}
-	if !trimDue(recs) {
-		return nil
-	}
-	return trimExchanges(txn, prefix)
+	return s.AppendExchangeBatch(ctx, []history.KeyedExchanges{{Key: k, Records: recs}})
 }
 
 // AppendExchangeBatch implements history.ExchangeBatcher: every
-// conversation's records in one transaction (retried on a conflict with a
-// commit that rewrote one of their metadata records; past the retries,
-// one transaction per conversation).
+// conversation's records in one transaction of the records database (one
+// per conversation if they are too many for one), after one read of
+// their metadata, all under recMu (see records.go).
 func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedExchanges) error {
 	if err := s.CanCommit(); err != nil {
 		return err
@@ -103,6 +54,8 @@ func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedEx
 	type enc struct {
 		prefix     []byte
 		keys, vals [][]byte
+		live       bool   // stored, and no delete under way
+		inc        uint64 // its incarnation
 	}
 	encs := make([]enc, len(batch))
 	for b, e := range batch {
@@ -117,33 +70,74 @@ func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedEx
 			}
 		}
 	}
-	for attempt := 0; ; attempt++ {
-		err := s.db.Update(func(txn *badger.Txn) error {
-			for b, e := range batch {
-				if len(e.Records) == 0 {
-					continue
-				}
-				if err := appendExchanges(txn, e.Key, encs[b].prefix, e.Records, encs[b].keys, encs[b].vals); err != nil {
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	err := s.db.View(func(txn *badger.Txn) error {
+		for b, e := range batch {
+			if len(e.Records) == 0 {
+				continue
+			}
+			m, ok, err := readMetaHead(txn, encs[b].prefix)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue // gone
+			}
+			if _, busy, err := readPending(txn, e.Key); err != nil || busy {
+				if err != nil {
 					return err
 				}
+				continue // a delete under way: the records go with it
 			}
-			return nil
-		})
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, badger.ErrConflict) && attempt < commitRetries && ctx.Err() == nil:
-			continue
-		case errors.Is(err, badger.ErrConflict) || errors.Is(err, badger.ErrTxnTooBig):
-			for _, e := range batch {
-				if err := s.AppendExchanges(ctx, e.Key, e.Records); err != nil {
-					return err
-				}
-			}
+			encs[b].live, encs[b].inc = true, m.Incarnation
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("badgerstore: append exchange records: %w", err)
+	}
+	if s.beforeRecordWrite != nil {
+		s.beforeRecordWrite()
+	}
+	write := func(txn *badger.Txn, b int) error {
+		e := &encs[b]
+		if !e.live {
 			return nil
 		}
-		return fmt.Errorf("badgerstore: append exchange batch: %w", err)
+		recs := batch[b].Records
+		for i := range recs {
+			if inc := recs[i].Incarnation; inc != 0 && inc != e.inc {
+				continue
+			}
+			if err := txn.Set(e.keys[i], e.vals[i]); err != nil {
+				return err
+			}
+		}
+		if !trimDue(recs) {
+			return nil
+		}
+		return trimExchanges(txn, e.prefix)
 	}
+	err = s.rec.Update(func(txn *badger.Txn) error {
+		for b := range batch {
+			if err := write(txn, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		for b := range batch {
+			if err = s.rec.Update(func(txn *badger.Txn) error { return write(txn, b) }); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("badgerstore: append exchange records: %w", err)
+	}
+	return nil
 }
 
 // trimDue reports whether an append trims the conversation's records:
@@ -188,10 +182,17 @@ func trimExchanges(txn *badger.Txn, prefix []byte) error {
 func (s *Store) Exchanges(ctx context.Context, k history.Key, before string, limit int) ([]history.ExchangeRecord, error) {
 	prefix := convPrefix(k)
 	var out []history.ExchangeRecord
+	var m history.Meta
+	var ok bool
 	err := s.db.View(func(txn *badger.Txn) error {
-		if _, ok, err := readMetaHead(txn, prefix); err != nil || !ok {
-			return err // gone, or being deleted: its records are too
-		}
+		var err error
+		m, ok, err = readMetaHead(txn, prefix)
+		return err
+	})
+	if err != nil || !ok {
+		return nil, err // gone, or being deleted: its records are too
+	}
+	err = s.rec.View(func(txn *badger.Txn) error {
 		ePrefix := append(bytes.Clone(prefix), 'e')
 		var start []byte
 		if before != "" {
@@ -223,6 +224,9 @@ func (s *Store) Exchanges(ctx context.Context, k history.Key, before string, lim
 			if err != nil {
 				return err
 			}
+			if r.Incarnation != 0 && r.Incarnation != m.Incarnation {
+				continue // an earlier conversation's, left by a crash before its purge was synced
+			}
 			out = append(out, r)
 		}
 		return ctx.Err()
@@ -234,11 +238,17 @@ func (s *Store) Exchanges(ctx context.Context, k history.Key, before string, lim
 }
 
 // purgeExchanges deletes every exchange record of the conversation, a
-// bounded batch per transaction (a Delete's pending work).
+// bounded batch per transaction (a Delete's pending work, after its
+// mark), under recMu, and syncs them gone before the mark goes.
 func (s *Store) purgeExchanges(prefix []byte) error {
+	if s.beforeRecordPurge != nil {
+		s.beforeRecordPurge()
+	}
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
 	for {
 		n := 0
-		err := s.db.Update(func(txn *badger.Txn) error {
+		err := s.rec.Update(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: append(bytes.Clone(prefix), 'e')})
 			var keys [][]byte
 			for it.Rewind(); it.Valid() && len(keys) < purgeBatch; it.Next() {
@@ -253,11 +263,15 @@ func (s *Store) purgeExchanges(prefix []byte) error {
 			n = len(keys)
 			return nil
 		})
-		if errors.Is(err, badger.ErrConflict) {
-			continue
-		}
-		if err != nil || n < purgeBatch {
+		if err != nil {
 			return err
 		}
+		if n < purgeBatch {
+			break
+		}
 	}
+	if s.noSync {
+		return nil
+	}
+	return s.rec.Sync()
 }

@@ -46,7 +46,7 @@ func TestAppendExchangeBatch(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", c.k, ids, c.want)
 		}
 	}
-	if n := countKeys(t, s, append(convPrefix(gone), 'e')); n != 0 {
+	if n := countRecordKeys(t, s, append(convPrefix(gone), 'e')); n != 0 {
 		t.Errorf("a conversation never stored has %d record keys, want 0", n)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/recallproxy/recall/history"
 )
 
-// A Delete purges the conversation's exchange records from the database,
+// A Delete purges the conversation's exchange records from their database,
 // not only from reads: no 'e' key of it is left.
 func TestDeletePurgesExchangeRecords(t *testing.T) {
 	s := openT(t, t.TempDir(), Options{})
@@ -23,21 +23,32 @@ func TestDeletePurgesExchangeRecords(t *testing.T) {
 	if err := s.AppendExchanges(ctx, k, recs); err != nil {
 		t.Fatal(err)
 	}
-	if got := countKeys(t, s, append(convPrefix(k), 'e')); got != history.MaxExchangeRecords {
+	if got := countRecordKeys(t, s, append(convPrefix(k), 'e')); got != history.MaxExchangeRecords {
 		t.Fatalf("after appending 300: %d record keys, want %d", got, history.MaxExchangeRecords)
 	}
 	if err := s.Delete(ctx, k); err != nil {
 		t.Fatal(err)
 	}
-	if got := countKeys(t, s, append(convPrefix(k), 'e')); got != 0 {
+	if got := countRecordKeys(t, s, append(convPrefix(k), 'e')); got != 0 {
 		t.Errorf("after the delete: %d record keys, want 0", got)
 	}
 }
 
 func countKeys(t *testing.T, s *Store, prefix []byte) int {
 	t.Helper()
+	return countIn(t, s.db, prefix)
+}
+
+// countRecordKeys counts the keys with prefix in the records database.
+func countRecordKeys(t *testing.T, s *Store, prefix []byte) int {
+	t.Helper()
+	return countIn(t, s.rec, prefix)
+}
+
+func countIn(t *testing.T, db *badger.DB, prefix []byte) int {
+	t.Helper()
 	n := 0
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {

@@ -29,7 +29,7 @@ func TestExchangesTrimAmortised(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := countKeys(t, s, append(convPrefix(k), 'e')); got != max+20 {
+	if got := countRecordKeys(t, s, append(convPrefix(k), 'e')); got != max+20 {
 		t.Fatalf("untrimmed: %d record keys, want %d", got, max+20)
 	}
 	all, err := s.Exchanges(ctx, k, "", 1000)
@@ -50,7 +50,7 @@ func TestExchangesTrimAmortised(t *testing.T) {
 	if err := s.AppendExchanges(ctx, k, []history.ExchangeRecord{{ID: history.NewExchangeID(1 << 40), Incarnation: m.Incarnation}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := countKeys(t, s, append(convPrefix(k), 'e')); got != max {
+	if got := countRecordKeys(t, s, append(convPrefix(k), 'e')); got != max {
 		t.Errorf("after a trimming append: %d record keys, want %d", got, max)
 	}
 }

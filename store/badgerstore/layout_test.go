@@ -55,7 +55,21 @@ func TestKeyLayoutComment(t *testing.T) {
 	commitT(t, s, k, history.Change{Forget: history.PlanForget(active, []uint64{3, 4}, true)})
 
 	seen := map[string]bool{}
-	err = s.db.View(func(txn *badger.Txn) error {
+	for _, db := range []*badger.DB{s.db, s.rec} {
+		listKinds(t, db, documented, seen)
+	}
+	for kind := range documented {
+		if !seen[kind] && kind != "x" {
+			t.Errorf("the package comment lists %q, which the store never wrote here", kind)
+		}
+	}
+}
+
+// listKinds marks the kind of every key in db in seen, and fails on one
+// that documented does not list.
+func listKinds(t *testing.T, db *badger.DB, documented, seen map[string]bool) {
+	t.Helper()
+	err := db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -77,11 +91,6 @@ func TestKeyLayoutComment(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	for kind := range documented {
-		if !seen[kind] && kind != "x" {
-			t.Errorf("the package comment lists %q, which the store never wrote here", kind)
-		}
 	}
 }
 

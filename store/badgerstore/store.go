@@ -6,7 +6,7 @@
 //	c \x00 tenant \x00 conversation \x00 'm'                metadata (history.MarshalMeta, binary), its summary's text left out
 //	c \x00 tenant \x00 conversation \x00 'u'                the summary's text
 //	c \x00 tenant \x00 conversation \x00 's' seq(8, BE)     message (history codec)
-//	c \x00 tenant \x00 conversation \x00 'e' id(8, BE)      exchange record (history.MarshalExchange), the newest 200 (exchanges.go)
+//	c \x00 tenant \x00 conversation \x00 'e' id(8, BE)      exchange record (history.MarshalExchange), the newest 200 (exchanges.go), in the records database (records.go)
 //	l \x00 tenant \x00 ^updated(8, BE) conversation         listing entry: dirty (1 byte)
 //	w \x00 tenant \x00 conversation                         search totals: docs, terms, watermark (uvarints)
 //	i \x00 tenant \x00 term \x00 segment(8, BE)             a term's postings in one search segment (segment.go)
@@ -15,7 +15,10 @@
 //	k \x00 tenant \x00 model                                a model's calibration (history.Calibration, JSON; calibration.go)
 //	v \x00 "index"                                         version of the indexes (reindex.go)
 //	v \x00 "segment"                                       the last search segment's number (segment.go)
+//	v \x00 "records"                                       the exchange records are in the records database (records.go)
 //
+// Exchange records are kept in a second database, in the directory's
+// records subdirectory (records.go); every other key is in the main one.
 // This comment is the layout's one description; TestKeyLayoutComment
 // checks that every key prefix the package writes is listed here.
 //
@@ -37,8 +40,9 @@
 // meanwhile), a Delete in bounded transactions after one that removes
 // the metadata, listing entry and totals (see pending.go). Exchange
 // records are read only while the metadata is there and are purged with
-// a Delete's pending work; they are written only beside metadata (see
-// exchanges.go), so a conversation that is gone gets none.
+// a Delete's pending work; they are written only after a read of the
+// metadata, ordered with the purge (see records.go), so a conversation
+// that is gone gets none.
 package badgerstore
 
 import (
@@ -115,6 +119,8 @@ type Options struct {
 // Store is a history.Store on Badger.
 type Store struct {
 	db       *badger.DB
+	rec      *badger.DB // the exchange records' own database (records.go)
+	recMu    sync.Mutex // orders record appends and a Delete's purge of them (records.go)
 	dir      string
 	minFree  int64
 	free     func(dir string) (int64, error)
@@ -151,6 +157,9 @@ type Store struct {
 	foldNow           chan struct{}                        // wakes the folder (fold.go)
 	folded            chan struct{}                        // closed when the folder has stopped
 	synced            chan struct{}                        // closed when the background syncer has stopped
+	recSynced         chan struct{}                        // closed when the records' syncer has stopped
+	beforeRecordWrite func()                               // tests: runs between an append's metadata read and its write
+	beforeRecordPurge func()                               // tests: runs before a Delete's purge of records takes recMu
 }
 
 var _ history.Store = (*Store)(nil)
@@ -259,22 +268,28 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
 	}
 	s.db = db
+	if s.rec, err = openRecords(dir, o, s.readOnly); err != nil {
+		db.Close()
+		s.closeLogs()
+		return nil, err
+	}
 	if !s.readOnly {
+		if err := s.moveRecords(); err != nil {
+			s.closeDBs()
+			return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
+		}
 		// Work a crash interrupted (a delete, a staged commit, a big
 		// erasure) is finished before anything else writes.
 		if err := s.recoverPending(); err != nil {
-			db.Close()
-			s.closeLogs()
+			s.closeDBs()
 			return nil, fmt.Errorf("badgerstore: open %s: finish pending work: %w", dir, err)
 		}
 		if err := s.buildIndexes(); err != nil {
-			db.Close()
-			s.closeLogs()
+			s.closeDBs()
 			return nil, fmt.Errorf("badgerstore: open %s: build indexes: %w", dir, err)
 		}
 		if err := s.readSegmentCounter(); err != nil {
-			db.Close()
-			s.closeLogs()
+			s.closeDBs()
 			return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
 		}
 	}
@@ -288,8 +303,7 @@ func Open(dir string, o Options) (*Store, error) {
 		if err := s.Fold(); err != nil {
 			close(s.closing)
 			<-s.stopped
-			db.Close()
-			s.closeLogs()
+			s.closeDBs()
 			return nil, fmt.Errorf("badgerstore: open %s: index messages: %w", dir, err)
 		}
 		go s.folder()
@@ -305,6 +319,12 @@ func Open(dir string, o Options) (*Store, error) {
 		go s.syncLoop(o.SyncEvery)
 	} else {
 		close(s.synced)
+	}
+	s.recSynced = make(chan struct{})
+	if !o.InMemory && !s.readOnly {
+		go s.recordSyncLoop(recordSyncEvery)
+	} else {
+		close(s.recSynced)
 	}
 	if o.GCInterval > 0 && !o.InMemory && !s.readOnly {
 		go s.gcLoop(o.GCInterval)
@@ -352,8 +372,10 @@ func (s *Store) gcLoop(every time.Duration) {
 		case <-s.stop:
 			return
 		case <-t.C:
-			for s.db.RunValueLogGC(0.5) == nil {
-				// Each successful run rewrote one file; go on while it pays.
+			for _, db := range []*badger.DB{s.db, s.rec} {
+				for db.RunValueLogGC(0.5) == nil {
+					// Each successful run rewrote one file; go on while it pays.
+				}
 			}
 		}
 	}
@@ -398,8 +420,13 @@ func (s *Store) Close() error {
 	close(s.stop)
 	<-s.done
 	<-s.synced
-	err := s.db.Close()
-	return errors.Join(foldErr, err, s.closeLogs())
+	<-s.recSynced
+	return errors.Join(foldErr, s.closeDBs())
+}
+
+// closeDBs closes both databases and releases the logSync.
+func (s *Store) closeDBs() error {
+	return errors.Join(s.db.Close(), s.rec.Close(), s.closeLogs())
 }
 
 // closeLogs releases the logSync, if any, once the database is closed.
