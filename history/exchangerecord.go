@@ -202,6 +202,21 @@ type ExchangeBatcher interface {
 	AppendExchangeBatch(ctx context.Context, batch []KeyedExchanges) error
 }
 
+// TrimDue reports whether an append of recs (one conversation's) trims the
+// conversation's records to MaxExchangeRecords: always for several, else
+// about one single append in 16 (the last hex digit of the record's id, a
+// nanosecond clock, is 0). Trimming reads every record key of the
+// conversation, which on every request cost more than the record itself;
+// between trims a conversation holds a few records past the cap, which a
+// store's Exchanges never lists.
+func TrimDue(recs []ExchangeRecord) bool {
+	if len(recs) != 1 {
+		return true
+	}
+	id := recs[0].ID
+	return id == "" || id[len(id)-1] == '0'
+}
+
 // ExchangeLog is implemented by every Store: it keeps a conversation's
 // exchange records, the newest MaxExchangeRecords of them.
 type ExchangeLog interface {

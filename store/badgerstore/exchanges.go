@@ -114,7 +114,7 @@ func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedEx
 				return err
 			}
 		}
-		if !trimDue(recs) {
+		if !history.TrimDue(recs) {
 			return nil
 		}
 		return trimExchanges(txn, e.prefix)
@@ -138,21 +138,6 @@ func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedEx
 		return fmt.Errorf("badgerstore: append exchange records: %w", err)
 	}
 	return nil
-}
-
-// trimDue reports whether an append trims the conversation's records:
-// always for a batch, else about one single append in 16 (the last hex
-// digit of the record's id, a nanosecond clock, is 0). Trimming iterates
-// every record key of the conversation, which on every request cost the
-// request path's core more than the record itself; between trims a
-// conversation holds a few records past the cap, which Exchanges never
-// lists.
-func trimDue(recs []history.ExchangeRecord) bool {
-	if len(recs) > 1 {
-		return true
-	}
-	id := recs[0].ID
-	return id == "" || id[len(id)-1] == '0'
 }
 
 // trimExchanges deletes the oldest exchange records past

@@ -9,7 +9,7 @@ import (
 )
 
 // Single records are appended without iterating the conversation's record
-// keys most of the time (trimDue); the store may then hold a few past the
+// keys most of the time (history.TrimDue); the store may then hold a few past the
 // cap, but Exchanges lists the newest MaxExchangeRecords only, paged or
 // not, and the next trim brings the keys back to the cap.
 func TestExchangesTrimAmortised(t *testing.T) {

@@ -20,7 +20,8 @@ var trimExchangesSQL = fmt.Sprintf(`DELETE FROM recall_exchanges WHERE tenant = 
 	history.MaxExchangeRecords-1)
 
 // AppendExchanges inserts recs and trims the conversation's records to
-// the newest history.MaxExchangeRecords, in one transaction that holds
+// the newest history.MaxExchangeRecords (when history.TrimDue: between
+// trims Exchanges lists the newest only), in one transaction that holds
 // the conversation's row (FOR SHARE): a Delete, which removes that row
 // before the records, waits for it and then erases them too, and an
 // append after a Delete finds no row and writes nothing. Records of
@@ -58,7 +59,9 @@ func (s *Store) AppendExchanges(ctx context.Context, k history.Key, recs []histo
 				b.Queue(`INSERT INTO recall_exchanges (tenant, conversation, id, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
 					k.Tenant, k.Conversation, recs[i].ID, bodies[i])
 			}
-			b.Queue(trimExchangesSQL, k.Tenant, k.Conversation)
+			if history.TrimDue(recs) {
+				b.Queue(trimExchangesSQL, k.Tenant, k.Conversation)
+			}
 			return tx.SendBatch(ctx, b).Close()
 		})
 	})
@@ -79,8 +82,8 @@ ON CONFLICT DO NOTHING`
 
 // AppendExchangeBatch implements history.ExchangeBatcher: the records of
 // every conversation in batch, under AppendExchanges' rules, in one
-// transaction sent in one round trip (BEGIN, an insert and a trim a
-// conversation, COMMIT). The exchange-record writer gathers a batch from
+// transaction sent in one round trip (BEGIN, an insert a conversation and
+// its trim when history.TrimDue, COMMIT). The exchange-record writer gathers a batch from
 // many requests: one durable commit for all of them, where a transaction
 // a conversation cost four round trips and a WAL flush each.
 func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedExchanges) error {
@@ -123,7 +126,9 @@ func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedEx
 	for _, k := range keys {
 		r := byKey[k]
 		b.Queue(keyInsertSQL, k.Tenant, k.Conversation, r.ids, r.bodies, r.incs)
-		b.Queue(trimExchangesSQL, k.Tenant, k.Conversation)
+		if len(r.ids) > 1 || history.TrimDue([]history.ExchangeRecord{{ID: r.ids[0]}}) {
+			b.Queue(trimExchangesSQL, k.Tenant, k.Conversation)
+		}
 	}
 	b.Queue("COMMIT")
 	err := s.again(ctx, func() error { return s.runTx(ctx, b) })
@@ -132,13 +137,19 @@ func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedEx
 
 var _ history.ExchangeBatcher = (*Store)(nil)
 
+// exchangesSQL lists a conversation's records older than $3 (all, if
+// ”), newest first, up to $4, among its newest
+// history.MaxExchangeRecords only (between trims it holds a few more).
+var exchangesSQL = fmt.Sprintf(`SELECT body FROM recall_exchanges WHERE tenant = $1 AND conversation = $2 AND ($3 = '' OR id < $3)
+ AND id >= coalesce((SELECT id FROM recall_exchanges WHERE tenant = $1 AND conversation = $2 ORDER BY id DESC OFFSET %d LIMIT 1), '')
+ ORDER BY id DESC LIMIT $4`, history.MaxExchangeRecords-1)
+
 // Exchanges reads up to limit of k's records older than before (all, if
 // before is ""), newest first.
 func (s *Store) Exchanges(ctx context.Context, k history.Key, before string, limit int) (out []history.ExchangeRecord, err error) {
 	err = s.again(ctx, func() error {
 		out = out[:0]
-		rows, err := s.pool.Query(ctx, `SELECT body FROM recall_exchanges WHERE tenant = $1 AND conversation = $2 AND ($3 = '' OR id < $3)
- ORDER BY id DESC LIMIT $4`, k.Tenant, k.Conversation, before, limit)
+		rows, err := s.pool.Query(ctx, exchangesSQL, k.Tenant, k.Conversation, before, limit)
 		if err != nil {
 			return err
 		}

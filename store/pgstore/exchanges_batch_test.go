@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/store/pgstore"
@@ -62,5 +64,50 @@ func TestAppendExchangeBatch(t *testing.T) {
 		if !slices.Equal(ids, c.want) {
 			t.Errorf("%s: got %v, want %v", c.k, ids, c.want)
 		}
+	}
+}
+
+// A single record's append trims the conversation's records only when
+// history.TrimDue says so (the trim's DELETE cost the database more than
+// the insert), a batch's always; between trims the table holds a few past
+// the cap.
+func TestSingleAppendsTrimNowAndThen(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.DB(t)
+	s := open(t, url, pgstore.Options{})
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	m := commit(t, s, k, history.Change{Append: turns(0, 1)})
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows := func() (n int) {
+		t.Helper()
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM recall_exchanges WHERE tenant = 't' AND conversation = 'c'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	max := history.MaxExchangeRecords
+	appended := 0
+	for n := uint64(1); appended < max+20; n++ {
+		r := history.ExchangeRecord{ID: history.NewExchangeID(n), Incarnation: m.Incarnation}
+		if history.TrimDue([]history.ExchangeRecord{r}) {
+			continue
+		}
+		if err := s.AppendExchanges(ctx, k, []history.ExchangeRecord{r}); err != nil {
+			t.Fatal(err)
+		}
+		appended++
+	}
+	if got := rows(); got != max+20 {
+		t.Fatalf("after %d untrimmed appends: %d rows, want %d", appended, got, max+20)
+	}
+	if err := s.AppendExchanges(ctx, k, []history.ExchangeRecord{{ID: history.NewExchangeID(1 << 40), Incarnation: m.Incarnation}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(); got != max {
+		t.Errorf("after a trimming append: %d rows, want %d", got, max)
 	}
 }

@@ -109,6 +109,36 @@ func testExchangesCap(t *testing.T, s history.Store) {
 	}
 }
 
+// Single appends trim only now and then (history.TrimDue), and a store
+// may hold a few records past the cap between trims: Exchanges lists the
+// newest history.MaxExchangeRecords all the same, paged or not.
+func testExchangesCapBetweenTrims(t *testing.T, s history.Store) {
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	MustCommit(t, s, k, history.Change{Append: Turns(1, 1)})
+	max := history.MaxExchangeRecords
+	var ids []uint64
+	for n := uint64(1); len(ids) < max+20; n++ {
+		r := record(n, 0)
+		if history.TrimDue([]history.ExchangeRecord{r}) {
+			continue
+		}
+		ids = append(ids, n)
+		if err := s.AppendExchanges(ctx, k, []history.ExchangeRecord{r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := mustExchanges(t, s, k, "", 1000)
+	if len(all) != max {
+		t.Fatalf("got %d records, want the newest %d", len(all), max)
+	}
+	if got, want := []string{all[0].ID, all[max-1].ID}, xids(ids[len(ids)-1], ids[20]); !reflect.DeepEqual(got, want) {
+		t.Errorf("newest and oldest listed: got %v, want %v", got, want)
+	}
+	if got := mustExchanges(t, s, k, all[max-3].ID, 10); len(got) != 2 || got[0].ID != all[max-2].ID {
+		t.Errorf("the last page: got %v, want the 2 oldest listed", exchangeIDs(got))
+	}
+}
+
 // Records go with their conversation, never outlive it, and never attach
 // to a conversation made again under its id.
 func testExchangesErased(t *testing.T, s history.Store) {

@@ -64,6 +64,7 @@ func Run(t *testing.T, open func(t *testing.T) history.Store) {
 		{"IndexesMatchTheRecords", testIndexesMatchTheRecords},
 		{"ExchangesOrderAndPaging", testExchangesOrderAndPaging},
 		{"ExchangesCap", testExchangesCap},
+		{"ExchangesCapBetweenTrims", testExchangesCapBetweenTrims},
 		{"ExchangesErased", testExchangesErased},
 	}
 	for _, c := range cases {
