@@ -504,15 +504,41 @@ EOF
 	WRK_DUR=10s
 	[ "$QUICK" = 1 ] && WRK_DUR=2s
 	ceiling nginx "http://127.0.0.1:$NGINX_WRK_PORT$URL"
+	# fasthttp-bare and recall-nohist: both up on CPU 0, driven in turn,
+	# ROUNDS rounds of RWRK_DUR each after a warm-up; each row is its median
+	# round. Measured once each, minutes apart, their ratio moved from 0.79
+	# to 1.22 between runs of one tree on this kind of machine. Each round's
+	# req/s and the process's CPU time a request (/proc/PID/stat) go to
+	# ceiling-rounds.txt and under the tables.
+	ROUNDS=5 RWRK_DUR=3s
+	[ "$QUICK" = 1 ] && ROUNDS=3 RWRK_DUR=1s
 	"${PROXY_CPU[@]}" "$BIN/bareproxy" -listen "127.0.0.1:$BARE_PORT" -upstream "http://127.0.0.1:$STATIC_PORT" 2>>"$WORK/bareproxy.log" &
 	BARE_PID=$!
 	PIDS+=("$BARE_PID")
 	wait_port "$BARE_PORT"
-	ceiling fasthttp-bare "http://127.0.0.1:$BARE_PORT$URL"
+	UPSTREAM=http://127.0.0.1:$STATIC_PORT/v1 start_recall "$WORK/data-ceiling" true
+	cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+	for target in "fasthttp-bare $BARE_PORT $BARE_PID" "recall-nohist $RECALL_PORT $RECALL_PID"; do
+		read -r label port pid <<<"$target"
+		"${LOAD_CPU[@]}" "$WRK" -t1 -c"$CONC" -d1s -s "$WORK/post.lua" "http://127.0.0.1:$port$URL" >/dev/null
+	done
+	for r in $(seq "$ROUNDS"); do
+		for target in "fasthttp-bare $BARE_PORT $BARE_PID" "recall-nohist $RECALL_PORT $RECALL_PID"; do
+			read -r label port pid <<<"$target"
+			t0=$(cpu_ticks "$pid")
+			"${LOAD_CPU[@]}" "$WRK" -t1 -c"$CONC" -d"$RWRK_DUR" --latency -s "$WORK/post.lua" "http://127.0.0.1:$port$URL" >"$WORK/wrk-$label-$r.txt"
+			t1=$(cpu_ticks "$pid")
+			awk -v label="$label" -v r="$r" -v ticks=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" \
+				'/requests in/ {n = $1} /Requests\/sec/ {rps = $2} END {printf "%s %d %.0f %.1f\n", label, r, rps, n ? ticks / hz * 1e6 / n : 0}' \
+				"$WORK/wrk-$label-$r.txt" >>"$WORK/ceiling-rounds.txt"
+		done
+	done
+	for label in fasthttp-bare recall-nohist; do
+		median=$(awk -v l="$label" '$1 == l' "$WORK/ceiling-rounds.txt" | sort -k3,3n | awk '{a[NR] = $2} END {print a[int((NR + 1) / 2)]}')
+		"$BIN/load" -wrk "$WORK/wrk-$label-$median.txt" -label "wrk/$label" -concurrency "$CONC" >>"$RESULTS"
+	done
 	kill "$BARE_PID"
 	wait "$BARE_PID" 2>/dev/null || true
-	UPSTREAM=http://127.0.0.1:$STATIC_PORT/v1 start_recall "$WORK/data-ceiling" true
-	ceiling recall-nohist "http://127.0.0.1:$RECALL_PORT$URL"
 	stop_recall
 fi
 
@@ -529,3 +555,13 @@ fi
 echo "Command: ${ONLY:+ONLY=$ONLY }bench/run.sh $*; $DUR per row after $WARM warm-up; closed loop $CONC in flight; open loop $RATE req/s."
 echo "History rows: 1,000 conversations seeded with $SEED_TURNS turns (~40-word questions, ~120-word answers), summarised as Recall's defaults leave them (summaries seeded: $SUMMARIZED), growing during the run; default budget 16,000 tokens; the client sends only the new message. Recall log level warn, nginx access_log off."
 "$BIN/load" -report "$RESULTS"
+if [ -s "$WORK/ceiling-rounds.txt" ]; then
+	echo
+	echo "Proxy ceiling, fasthttp-bare and recall-nohist driven in turn ($ROUNDS rounds of $RWRK_DUR; the table's rows are the median rounds): req/s (CPU µs a request) by round:"
+	echo
+	awk '{r[$1] = r[$1] (r[$1] == "" ? "" : ", ") $3 " (" $4 ")"} END {for (l in r) print "- " l ": " r[l]}' "$WORK/ceiling-rounds.txt" | sort
+	# median FIELD LABEL: the median of a column of LABEL's rounds.
+	median() { awk -v l="$2" '$1 == l {print $'"$1"'}' "$WORK/ceiling-rounds.txt" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+	awk -v br="$(median 3 fasthttp-bare)" -v bc="$(median 4 fasthttp-bare)" -v rr="$(median 3 recall-nohist)" -v rc="$(median 4 recall-nohist)" \
+		'BEGIN {if (br > 0 && bc > 0) printf "- recall-nohist over fasthttp-bare, medians: %.2fx the req/s, %.2fx the CPU a request\n", rr / br, rc / bc}'
+fi
