@@ -46,7 +46,7 @@ func (s *Store) AppendExchanges(ctx context.Context, k history.Key, recs []histo
 // AppendExchangeBatch implements history.ExchangeBatcher: every
 // conversation's records in one transaction of the records database (one
 // per conversation if they are too many for one), after one read of
-// their metadata, all under recMu (see records.go).
+// their metadata, all under recMu (see side.go).
 func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedExchanges) error {
 	if err := s.CanCommit(); err != nil {
 		return err
@@ -119,7 +119,7 @@ func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedEx
 		}
 		return trimExchanges(txn, e.prefix)
 	}
-	err = s.rec.Update(func(txn *badger.Txn) error {
+	err = s.side.Update(func(txn *badger.Txn) error {
 		for b := range batch {
 			if err := write(txn, b); err != nil {
 				return err
@@ -129,7 +129,7 @@ func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedEx
 	})
 	if errors.Is(err, badger.ErrTxnTooBig) {
 		for b := range batch {
-			if err = s.rec.Update(func(txn *badger.Txn) error { return write(txn, b) }); err != nil {
+			if err = s.side.Update(func(txn *badger.Txn) error { return write(txn, b) }); err != nil {
 				break
 			}
 		}
@@ -177,7 +177,7 @@ func (s *Store) Exchanges(ctx context.Context, k history.Key, before string, lim
 	if err != nil || !ok {
 		return nil, err // gone, or being deleted: its records are too
 	}
-	err = s.rec.View(func(txn *badger.Txn) error {
+	err = s.side.View(func(txn *badger.Txn) error {
 		ePrefix := append(bytes.Clone(prefix), 'e')
 		var start []byte
 		if before != "" {
@@ -224,7 +224,7 @@ func (s *Store) Exchanges(ctx context.Context, k history.Key, before string, lim
 
 // purgeExchanges deletes every exchange record of the conversation, a
 // bounded batch per transaction (a Delete's pending work, after its
-// mark), under recMu, and syncs them gone before the mark goes.
+// mark), under recMu (finishPending syncs them gone before the mark goes).
 func (s *Store) purgeExchanges(prefix []byte) error {
 	if s.beforeRecordPurge != nil {
 		s.beforeRecordPurge()
@@ -233,7 +233,7 @@ func (s *Store) purgeExchanges(prefix []byte) error {
 	defer s.recMu.Unlock()
 	for {
 		n := 0
-		err := s.rec.Update(func(txn *badger.Txn) error {
+		err := s.side.Update(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: append(bytes.Clone(prefix), 'e')})
 			var keys [][]byte
 			for it.Rewind(); it.Valid() && len(keys) < purgeBatch; it.Next() {
@@ -252,11 +252,7 @@ func (s *Store) purgeExchanges(prefix []byte) error {
 			return err
 		}
 		if n < purgeBatch {
-			break
+			return nil
 		}
 	}
-	if s.noSync {
-		return nil
-	}
-	return s.rec.Sync()
 }

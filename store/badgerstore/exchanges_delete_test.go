@@ -42,7 +42,7 @@ func countKeys(t *testing.T, s *Store, prefix []byte) int {
 // countRecordKeys counts the keys with prefix in the records database.
 func countRecordKeys(t *testing.T, s *Store, prefix []byte) int {
 	t.Helper()
-	return countIn(t, s.rec, prefix)
+	return countIn(t, s.side, prefix)
 }
 
 func countIn(t *testing.T, db *badger.DB, prefix []byte) int {

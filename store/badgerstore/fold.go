@@ -190,16 +190,77 @@ func foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget int) (c fold
 	return c, more, nil
 }
 
-// foldWrite writes what foldRead read, in one transaction, if nothing it
-// indexed changed since (it fails with errFoldStale otherwise): each
-// conversation is still there, not held by pending work, with the totals
-// foldRead saw (a hard forget changes them), and no erasure of records
-// began since foldRead did (epoch: one that erased only records past the
-// watermark leaves the totals as they were). Commits that only appended
-// leave the new records past the new watermark, and the listing entry
-// dirty. The transaction's reads make a commit that lands meanwhile
-// conflict with it.
+// foldWrite writes what foldRead read if nothing it indexed changed
+// since (it fails with errFoldStale otherwise): each conversation is
+// still there, not held by pending work, with the totals foldRead saw (a
+// hard forget changes them), and no erasure of records began since
+// foldRead did (epoch: one that erased only records past the watermark
+// leaves the totals as they were). Commits that only appended leave the
+// new records past the new watermark, and the listing entry dirty.
+//
+// The segments go to the side database first, synced, and then the
+// watermarks, listing entries and counter to the main one in a
+// transaction whose reads make a commit that lands meanwhile conflict
+// with it; if that fails the segments are deleted again (side.go).
 func (s *Store) foldWrite(plan foldPlan, epoch uint64) error {
+	if s.erasures.Load() != epoch {
+		return errFoldStale
+	}
+	if err := s.writeSegments(plan.entries); err != nil {
+		return err
+	}
+	err := s.foldCommit(plan, epoch)
+	if err != nil {
+		if derr := s.dropSegments(plan.entries); derr != nil {
+			return errors.Join(err, derr)
+		}
+		return err
+	}
+	s.segment = plan.segment
+	return nil
+}
+
+// writeSegments writes a fold round's segments and the side counter to
+// the side database, and syncs it: a watermark never moves durably past
+// postings that are not.
+func (s *Store) writeSegments(entries []kv) error {
+	err := s.side.Update(func(txn *badger.Txn) error {
+		for _, e := range entries {
+			if err := txn.Set(e.k, e.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if s.noSync {
+		return nil // relaxed: the side database is synced in the background, as the main one is
+	}
+	return s.side.Sync()
+}
+
+// dropSegments deletes a round's segments after its main transaction
+// failed (the side counter is left: Open compares it with the main one).
+func (s *Store) dropSegments(entries []kv) error {
+	wb := s.side.NewWriteBatch()
+	defer wb.Cancel()
+	for _, e := range entries {
+		if bytes.Equal(e.k, segCounterKey) {
+			continue
+		}
+		if err := wb.Delete(e.k); err != nil {
+			return err
+		}
+	}
+	return wb.Flush()
+}
+
+// foldCommit moves the watermarks and marks the listing entries of the
+// conversations plan indexed, and the main segment counter, in one
+// transaction of the main database.
+func (s *Store) foldCommit(plan foldPlan, epoch uint64) error {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	for _, c := range plan.convs {
@@ -229,22 +290,22 @@ func (s *Store) foldWrite(plan foldPlan, epoch uint64) error {
 	if s.erasures.Load() != epoch {
 		return errFoldStale
 	}
-	for _, e := range plan.entries {
-		if err := txn.Set(e.k, e.v); err != nil {
-			return err
-		}
+	if err := txn.Set(segCounterKey, binary.BigEndian.AppendUint64(nil, plan.segment)); err != nil {
+		return err
 	}
 	if s.beforeFoldCommit != nil {
 		s.beforeFoldCommit()
+	}
+	if s.failFoldCommit != nil {
+		if err := s.failFoldCommit(); err != nil {
+			return err
+		}
 	}
 	s.genPre.Add(uint64(plan.docs)) // before and after the changes can be seen (see tenantStats)
 	err := txn.Commit()
 	s.genPost.Add(uint64(plan.docs))
 	if errors.Is(err, badger.ErrConflict) {
 		return errFoldStale
-	}
-	if err == nil {
-		s.segment = plan.segment
 	}
 	return err
 }

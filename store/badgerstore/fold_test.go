@@ -3,6 +3,7 @@ package badgerstore
 import (
 	"context"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -30,7 +31,7 @@ func TestFoldIndexesWhatCommitsLeft(t *testing.T) {
 	}
 	postings := func() int {
 		n := 0
-		err := s.db.View(func(txn *badger.Txn) error {
+		err := s.side.View(func(txn *badger.Txn) error {
 			opts := badger.DefaultIteratorOptions
 			opts.Prefix = []byte{'i', 0}
 			it := txn.NewIterator(opts)
@@ -126,7 +127,7 @@ func TestOpenFoldsWhatTheLastRunLeft(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if seqs, err := postingSeqs(txn, k, "behind"); err != nil || !slices.Equal(seqs, []uint64{1}) {
+		if seqs, err := postingSeqs(s.side, k, "behind"); err != nil || !slices.Equal(seqs, []uint64{1}) {
 			t.Errorf("postings of behind: got %v, %v; want [1]", seqs, err)
 		}
 		if tot.indexed != m.NextSeq || tot.docs != 1 {
@@ -159,6 +160,11 @@ func TestCloseFoldsWhatTheRunLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	side, err := badger.Open(badger.DefaultOptions(filepath.Join(dir, sideDir)).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer side.Close()
 	err = db.View(func(txn *badger.Txn) error {
 		tot, err := readTotals(txn, k)
 		if err != nil {
@@ -167,7 +173,7 @@ func TestCloseFoldsWhatTheRunLeft(t *testing.T) {
 		if tot.indexed != m.NextSeq {
 			t.Errorf("after Close the watermark is %d, want %d (everything indexed)", tot.indexed, m.NextSeq)
 		}
-		if seqs, err := postingSeqs(txn, k, "close"); err != nil || !slices.Equal(seqs, []uint64{1}) {
+		if seqs, err := postingSeqs(side, k, "close"); err != nil || !slices.Equal(seqs, []uint64{1}) {
 			t.Errorf("postings of close: got %v, %v; want [1]", seqs, err)
 		}
 		return nil
@@ -177,8 +183,17 @@ func TestCloseFoldsWhatTheRunLeft(t *testing.T) {
 	}
 }
 
-// postingSeqs returns the seqs of k's messages with postings for term.
-func postingSeqs(txn *badger.Txn, k history.Key, term string) ([]uint64, error) {
+// postingSeqs returns the seqs of k's messages with postings for term in
+// side (a store's side database).
+func postingSeqs(side *badger.DB, k history.Key, term string) (seqs []uint64, err error) {
+	err = side.View(func(txn *badger.Txn) error {
+		seqs, err = postingSeqsIn(txn, k, term)
+		return err
+	})
+	return seqs, err
+}
+
+func postingSeqsIn(txn *badger.Txn, k history.Key, term string) ([]uint64, error) {
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = segTermPrefix(k.Tenant, term)
 	it := txn.NewIterator(opts)
@@ -248,7 +263,7 @@ func testFoldRetriesAfterACommitRaced(t *testing.T, noSync bool) {
 	err := s.db.View(func(txn *badger.Txn) error {
 		for c := range 4 {
 			k := history.Key{Tenant: "t", Conversation: "c" + strconv.Itoa(c)}
-			seqs, err := postingSeqs(txn, k, "raced")
+			seqs, err := postingSeqs(s.side, k, "raced")
 			if err != nil {
 				return err
 			}
@@ -300,7 +315,7 @@ func TestFoldIndexesNoRecordErasedMeanwhile(t *testing.T) {
 	err := s.db.View(func(txn *badger.Txn) error {
 		for c := range 3 {
 			k := history.Key{Tenant: "t", Conversation: "c" + strconv.Itoa(c)}
-			seqs, err := postingSeqs(txn, k, "erased")
+			seqs, err := postingSeqs(s.side, k, "erased")
 			if err != nil {
 				return err
 			}

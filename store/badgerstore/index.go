@@ -160,21 +160,13 @@ func setRecord(txn setter, prefix []byte, m *history.Message, buf []byte) ([]byt
 	return buf, txn.Set(msgKey(prefix, m.Seq), bytes.Clone(buf))
 }
 
-// deleteMessage deletes the record raw of message seq and its postings
-// in segs (if it has none yet, nothing is there to delete), and uncounts
-// it from t if it was indexed.
-func deleteMessage(txn *badger.Txn, k history.Key, prefix []byte, segs []segment, seq uint64, raw []byte, t *totals) error {
-	msg, err := history.DecodeMessage(raw, seq)
-	if err != nil {
-		return err
-	}
-	if err := unpost(txn, k, segs, &msg); err != nil {
-		return err
-	}
-	if seq < t.from() { // indexed: counted
+// deleteRecord deletes message msg's record (its postings are gone
+// already, see purge), and uncounts it from t if it was indexed.
+func deleteRecord(txn *badger.Txn, prefix []byte, msg *history.Message, t *totals) error {
+	if msg.Seq < t.from() { // indexed: counted
 		_, dl := search.Analyze(msg.Raw)
 		t.docs--
 		t.terms -= dl
 	}
-	return txn.Delete(msgKey(prefix, seq))
+	return txn.Delete(msgKey(prefix, msg.Seq))
 }

@@ -55,7 +55,7 @@ func TestKeyLayoutComment(t *testing.T) {
 	commitT(t, s, k, history.Change{Forget: history.PlanForget(active, []uint64{3, 4}, true)})
 
 	seen := map[string]bool{}
-	for _, db := range []*badger.DB{s.db, s.rec} {
+	for _, db := range []*badger.DB{s.db, s.side} {
 		listKinds(t, db, documented, seen)
 	}
 	for kind := range documented {

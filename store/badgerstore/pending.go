@@ -287,6 +287,12 @@ func (s *Store) finishPending(k history.Key, kind byte) error {
 			return err
 		}
 	}
+	// What the side database no longer holds is gone from disk before the
+	// mark goes: a crash after cannot bring back the postings (the erased
+	// words, pointing at records that are gone) or records.
+	if err := s.side.Sync(); err != nil {
+		return err
+	}
 	for {
 		err := s.db.Update(func(txn *badger.Txn) error {
 			q, ok, err := readPending(txn, k)
@@ -301,9 +307,10 @@ func (s *Store) finishPending(k history.Key, kind byte) error {
 	}
 }
 
-// purge deletes up to purgeBatch records with from <= seq <= to, and their
-// postings, in one transaction. It returns where the next batch starts,
-// and done when none is left.
+// purge deletes up to purgeBatch records with from <= seq <= to: their
+// postings in the side database (unpostAll), then the records in one
+// transaction. It returns where the next batch starts, and done when none
+// is left.
 func (s *Store) purge(k history.Key, prefix []byte, from, to uint64) (next uint64, done bool, err error) {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
@@ -330,15 +337,21 @@ func (s *Store) purge(k history.Key, prefix []byte, from, to uint64) (next uint6
 	if err != nil || len(keys) == 0 {
 		return 0, true, err
 	}
-	segs, err := segmentsOf(txn, k)
-	if err != nil {
+	// Their postings first, in the side database (side.go).
+	msgs := make([]history.Message, len(keys))
+	for i, key := range keys {
+		if msgs[i], err = history.DecodeMessage(vals[i], binary.BigEndian.Uint64(key[len(prefix)+1:])); err != nil {
+			return 0, false, err
+		}
+	}
+	if err := s.unpostAll(k, msgs); err != nil {
 		return 0, false, err
 	}
 	var t totals // uncounted already, by whoever set the mark
 	deleted := 0
 	for i, key := range keys {
 		seq := binary.BigEndian.Uint64(key[len(prefix)+1:])
-		if err := deleteMessage(txn, k, prefix, segs, seq, vals[i], &t); err != nil {
+		if err := deleteRecord(txn, prefix, &msgs[i], &t); err != nil {
 			if errors.Is(err, badger.ErrTxnTooBig) && deleted > 0 {
 				break // commit what fits; this record again next time
 			}
@@ -429,14 +442,15 @@ func (s *Store) recoverPending() error {
 }
 
 // dropSegmentSpans deletes k's segment spans that ranges cover whole
-// (their postings are gone already), a bounded batch per transaction.
+// (their postings are gone already), a bounded batch per transaction of
+// the side database.
 func (s *Store) dropSegmentSpans(k history.Key, ranges []history.Range) error {
 	covered := func(sg segment) bool {
 		return slices.ContainsFunc(ranges, func(r history.Range) bool { return r.From <= sg.first && sg.last <= r.To })
 	}
 	for {
 		n := 0
-		err := s.db.Update(func(txn *badger.Txn) error {
+		err := s.side.Update(func(txn *badger.Txn) error {
 			segs, err := segmentsOf(txn, k)
 			if err != nil {
 				return err
@@ -461,4 +475,38 @@ func (s *Store) dropSegmentSpans(k history.Key, ranges []history.Range) error {
 			return err
 		}
 	}
+}
+
+// unpostAll removes msgs' postings (all k's) from the segments in the
+// side database, in as few transactions as they fit in. Removing a
+// posting that is not there changes nothing, so a purge a crash
+// interrupted does it again harmlessly.
+func (s *Store) unpostAll(k history.Key, msgs []history.Message) error {
+	for len(msgs) > 0 {
+		done := 0
+		err := s.side.Update(func(txn *badger.Txn) error {
+			segs, err := segmentsOf(txn, k)
+			if err != nil {
+				return err
+			}
+			for i := range msgs {
+				if err := unpost(txn, k, segs, &msgs[i]); err != nil {
+					if errors.Is(err, badger.ErrTxnTooBig) && done > 0 {
+						return nil // commit what fits; this one again next time
+					}
+					return err
+				}
+				done++
+			}
+			return nil
+		})
+		if errors.Is(err, badger.ErrConflict) {
+			continue // another purge of the same postings raced: again
+		}
+		if err != nil {
+			return err
+		}
+		msgs = msgs[done:]
+	}
+	return nil
 }

@@ -49,6 +49,9 @@ func (s *Store) buildIndexes() error {
 		if err := s.db.DropPrefix([]byte{'i', 0}, []byte{'w', 0}); err != nil {
 			return err
 		}
+		if err := s.side.DropPrefix([]byte{'i', 0}, []byte{'f', 0}); err != nil { // moved there by moveToSide
+			return err
+		}
 	}
 	var keys []history.Key
 	err = s.db.View(func(txn *badger.Txn) error {

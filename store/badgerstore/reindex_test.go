@@ -146,7 +146,7 @@ func TestOpenReindexesVersion1Postings(t *testing.T) {
 		if _, err := txn.Get(oldKey); err != badger.ErrKeyNotFound {
 			t.Errorf("the version 1 posting: got %v, want it gone", err)
 		}
-		seqs, err := postingSeqs(txn, k, "posting")
+		seqs, err := postingSeqs(s.side, k, "posting")
 		if err != nil || len(seqs) != 1 || seqs[0] != 1 {
 			t.Errorf("postings of posting: got %v, %v; want [1] in a segment", seqs, err)
 		}

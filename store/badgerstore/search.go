@@ -43,6 +43,11 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 	var hits []history.Hit
 	post := s.genPost.Load() // before the snapshot (see tenantStats)
 	err := s.db.View(func(txn *badger.Txn) error {
+		// The segments, in the side database, from a snapshot taken after
+		// the main one: postings at or past a watermark read here are
+		// left out (the backlog's analysis below covers those records).
+		stxn := s.side.NewTransaction(false)
+		defer stxn.Discard()
 		// Each conversation met, once: its id (shared by its hits) and
 		// metadata (nil: none).
 		type conv struct {
@@ -78,7 +83,7 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 			if err != nil || c.meta == nil {
 				return err
 			}
-			if segs, err = segmentsOf(txn, history.Key{Tenant: tenant, Conversation: q.Conversation}); err != nil {
+			if segs, err = segmentsOf(stxn, history.Key{Tenant: tenant, Conversation: q.Conversation}); err != nil {
 				return err
 			}
 			st = search.Stats{Docs: c.t.docs, Terms: c.t.terms}
@@ -160,7 +165,7 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 			values := func(fn func(v []byte) error) error {
 				if q.Conversation != "" {
 					for _, sg := range segs {
-						item, err := txn.Get(segTermKey(tenant, term, sg.id))
+						item, err := stxn.Get(segTermKey(tenant, term, sg.id))
 						if errors.Is(err, badger.ErrKeyNotFound) {
 							continue
 						}
@@ -177,7 +182,7 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 					return nil
 				}
 				opts.Prefix = segTermPrefix(tenant, term)
-				it := txn.NewIterator(opts)
+				it := stxn.NewIterator(opts)
 				defer it.Close()
 				for it.Rewind(); it.Valid(); it.Next() {
 					var err error
@@ -200,9 +205,10 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 						if err != nil || c.meta == nil {
 							return err // deleted: its purge is under way
 						}
+						from := c.t.from()
 						g.each(func(p posting, seq uint64) {
-							if seq >= c.meta.NextSeq {
-								return // staged
+							if seq >= c.meta.NextSeq || seq >= from {
+								return // staged, or past the watermark (the backlog's)
 							}
 							flags := c.meta.FlagsAt(seq)
 							if flags&history.Erased == 0 {

@@ -28,13 +28,13 @@ func TestSegmentsSharedByConversations(t *testing.T) {
 	}
 	view := func(fn func(txn *badger.Txn) error) {
 		t.Helper()
-		if err := s.db.View(fn); err != nil {
+		if err := s.side.View(fn); err != nil {
 			t.Fatal(err)
 		}
 	}
 	seqs := func(k history.Key, term string) (out []uint64) {
 		t.Helper()
-		view(func(txn *badger.Txn) (err error) { out, err = postingSeqs(txn, k, term); return err })
+		view(func(txn *badger.Txn) (err error) { out, err = postingSeqsIn(txn, k, term); return err })
 		return out
 	}
 	view(func(txn *badger.Txn) error {

@@ -6,7 +6,7 @@
 //	c \x00 tenant \x00 conversation \x00 'm'                metadata (history.MarshalMeta, binary), its summary's text left out
 //	c \x00 tenant \x00 conversation \x00 'u'                the summary's text
 //	c \x00 tenant \x00 conversation \x00 's' seq(8, BE)     message (history codec)
-//	c \x00 tenant \x00 conversation \x00 'e' id(8, BE)      exchange record (history.MarshalExchange), the newest 200 (exchanges.go), in the records database (records.go)
+//	c \x00 tenant \x00 conversation \x00 'e' id(8, BE)      exchange record (history.MarshalExchange), the newest 200 (exchanges.go)
 //	l \x00 tenant \x00 ^updated(8, BE) conversation         listing entry: dirty (1 byte)
 //	w \x00 tenant \x00 conversation                         search totals: docs, terms, watermark (uvarints)
 //	i \x00 tenant \x00 term \x00 segment(8, BE)             a term's postings in one search segment (segment.go)
@@ -15,10 +15,12 @@
 //	k \x00 tenant \x00 model                                a model's calibration (history.Calibration, JSON; calibration.go)
 //	v \x00 "index"                                         version of the indexes (reindex.go)
 //	v \x00 "segment"                                       the last search segment's number (segment.go)
-//	v \x00 "records"                                       the exchange records are in the records database (records.go)
+//	v \x00 "side"                                          exchange records and segments are in the side database (side.go)
 //
-// Exchange records are kept in a second database, in the directory's
-// records subdirectory (records.go); every other key is in the main one.
+// Exchange records ('e') and search segments ('i', 'f', and a copy of
+// the segment counter) are kept in a second database, the side database,
+// in the directory's side subdirectory (side.go); every other key is in
+// the main one.
 // This comment is the layout's one description; TestKeyLayoutComment
 // checks that every key prefix the package writes is listed here.
 //
@@ -119,8 +121,8 @@ type Options struct {
 // Store is a history.Store on Badger.
 type Store struct {
 	db       *badger.DB
-	rec      *badger.DB // the exchange records' own database (records.go)
-	recMu    sync.Mutex // orders record appends and a Delete's purge of them (records.go)
+	side     *badger.DB // exchange records and search segments (side.go)
+	recMu    sync.Mutex // orders record appends and a Delete's purge of them (side.go)
 	dir      string
 	minFree  int64
 	free     func(dir string) (int64, error)
@@ -152,12 +154,13 @@ type Store struct {
 	groups            atomic.Int64                         // groups the committer took (tests)
 	lastGroup         atomic.Int64                         // commits in the last one (tests)
 	beforeFoldCommit  func()                               // tests: runs before a fold commits
+	failFoldCommit    func() error                         // tests: an error to fail a fold's main transaction with
 	betweenFoldPhases func()                               // tests: runs after a fold read, before it writes
 	backlog           atomic.Int64                         // messages committed since the folder last woke
 	foldNow           chan struct{}                        // wakes the folder (fold.go)
 	folded            chan struct{}                        // closed when the folder has stopped
 	synced            chan struct{}                        // closed when the background syncer has stopped
-	recSynced         chan struct{}                        // closed when the records' syncer has stopped
+	sideSynced        chan struct{}                        // closed when the side database's syncer has stopped
 	beforeRecordWrite func()                               // tests: runs between an append's metadata read and its write
 	beforeRecordPurge func()                               // tests: runs before a Delete's purge of records takes recMu
 }
@@ -268,13 +271,23 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
 	}
 	s.db = db
-	if s.rec, err = openRecords(dir, o, s.readOnly); err != nil {
+	if s.readOnly && !s.sideMarked() {
+		s.side = db // an earlier version's directory, not moved yet: its side keys are here
+	} else if s.side, err = openSide(dir, o, s.readOnly); err != nil {
 		db.Close()
 		s.closeLogs()
 		return nil, err
 	}
 	if !s.readOnly {
-		if err := s.moveRecords(); err != nil {
+		if err := s.moveToSide(); err != nil {
+			s.closeDBs()
+			return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
+		}
+		if err := s.readSegmentCounter(); err != nil {
+			s.closeDBs()
+			return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
+		}
+		if err := s.dropOrphanSegments(); err != nil {
 			s.closeDBs()
 			return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
 		}
@@ -287,10 +300,6 @@ func Open(dir string, o Options) (*Store, error) {
 		if err := s.buildIndexes(); err != nil {
 			s.closeDBs()
 			return nil, fmt.Errorf("badgerstore: open %s: build indexes: %w", dir, err)
-		}
-		if err := s.readSegmentCounter(); err != nil {
-			s.closeDBs()
-			return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
 		}
 	}
 	s.commits, s.closing, s.stopped = make(chan *commitReq, 1024), make(chan struct{}), make(chan struct{})
@@ -320,11 +329,11 @@ func Open(dir string, o Options) (*Store, error) {
 	} else {
 		close(s.synced)
 	}
-	s.recSynced = make(chan struct{})
+	s.sideSynced = make(chan struct{})
 	if !o.InMemory && !s.readOnly {
-		go s.recordSyncLoop(recordSyncEvery)
+		go s.sideSyncLoop(sideSyncEvery)
 	} else {
-		close(s.recSynced)
+		close(s.sideSynced)
 	}
 	if o.GCInterval > 0 && !o.InMemory && !s.readOnly {
 		go s.gcLoop(o.GCInterval)
@@ -372,7 +381,7 @@ func (s *Store) gcLoop(every time.Duration) {
 		case <-s.stop:
 			return
 		case <-t.C:
-			for _, db := range []*badger.DB{s.db, s.rec} {
+			for _, db := range []*badger.DB{s.db, s.side} {
 				for db.RunValueLogGC(0.5) == nil {
 					// Each successful run rewrote one file; go on while it pays.
 				}
@@ -420,13 +429,17 @@ func (s *Store) Close() error {
 	close(s.stop)
 	<-s.done
 	<-s.synced
-	<-s.recSynced
+	<-s.sideSynced
 	return errors.Join(foldErr, s.closeDBs())
 }
 
 // closeDBs closes both databases and releases the logSync.
 func (s *Store) closeDBs() error {
-	return errors.Join(s.db.Close(), s.rec.Close(), s.closeLogs())
+	var sideErr error
+	if s.side != s.db {
+		sideErr = s.side.Close()
+	}
+	return errors.Join(s.db.Close(), sideErr, s.closeLogs())
 }
 
 // closeLogs releases the logSync, if any, once the database is closed.
