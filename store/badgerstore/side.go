@@ -172,11 +172,19 @@ func (s *Store) moveToSide() error {
 		return fmt.Errorf("badgerstore: move to the side database: %w", err)
 	}
 	if n > 0 {
-		del := s.db.NewWriteBatch()
-		defer del.Cancel()
-		err := each(func(key []byte, _ *badger.Item) error { return del.Delete(key) })
+		// The segments by prefix: DropPrefix removes them from the tables
+		// instead of writing a tombstone each, which the main database's
+		// reads would step over until compactions dropped them (the
+		// records are deleted one by one: they sit under each
+		// conversation's prefix).
+		err := s.db.DropPrefix([]byte{'i', 0}, []byte{'f', 0})
 		if err == nil {
-			err = del.Flush()
+			del := s.db.NewWriteBatch()
+			defer del.Cancel()
+			err = each(func(key []byte, _ *badger.Item) error { return del.Delete(key) })
+			if err == nil {
+				err = del.Flush()
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("badgerstore: move to the side database: %w", err)
