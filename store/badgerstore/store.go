@@ -168,9 +168,10 @@ type Store struct {
 var _ history.Store = (*Store)(nil)
 
 // valueThreshold is the size past which a value lives in Badger's value
-// log instead of the LSM tree: exchange records (about 700 bytes), search
-// segments, summaries and most messages. Only the metadata, listing and
-// search totals, and short messages stay in the tree.
+// log instead of the LSM tree: summaries and most messages here, exchange
+// records (about 700 bytes) and search segments in the side database.
+// Only the metadata, listing and search totals, and short messages stay
+// in the tree.
 //
 // Whatever the tree holds is flushed from memtables and rewritten by every
 // compaction that passes it down; each conversation's keys are spread
@@ -183,10 +184,11 @@ var _ history.Store = (*Store)(nil)
 // threshold, 1 KiB, took the summary out of the metadata record that
 // every commit rewrites.
 //
-// The price is in durable commits: each now writes its messages to the
-// value log too, and its fsync waits for what the inspector's records and
-// the search fold appended there meanwhile (2-8 ms instead of under 1 at
-// 1,000 req/s, same section).
+// The price was in durable commits: each writes its messages to the
+// value log too, and its fsync waited for what the inspector's records
+// and the search fold appended there meanwhile (2-8 ms instead of under 1
+// at 1,000 req/s, same section). Those now go to the side database
+// (side.go), which no commit syncs.
 const valueThreshold = 256
 
 // tableCompression is how new tables are compressed (see Open); tests
