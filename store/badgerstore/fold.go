@@ -235,9 +235,12 @@ func (s *Store) writeSegments(entries []kv) error {
 	if err != nil {
 		return err
 	}
-	if s.noSync {
-		return nil // relaxed: the side database is synced in the background, as the main one is
+	if s.side.Opts().InMemory {
+		return nil
 	}
+	// Relaxed writes too: the main database is synced every 200 ms, and a
+	// watermark synced there without its postings would hide the records
+	// from search for good, not for the interval a crash may lose.
 	return s.side.Sync()
 }
 

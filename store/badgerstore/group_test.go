@@ -77,12 +77,15 @@ func TestCommitterGathersWhileCommitsHaveCompany(t *testing.T) {
 	s := openT(t, t.TempDir(), Options{GroupWait: time.Hour})
 	ctx := context.Background()
 	gathering := make(chan struct{}, 1)
-	var held atomic.Bool
+	// armed: only the lone commit after each batch may be the held
+	// gather. A batch commit held there waited for company that the test,
+	// waiting for the batch, never sent (a deadlock seen in CI).
+	var held, armed atomic.Bool
 	s.after = func(d time.Duration) <-chan time.Time {
 		if d != time.Hour {
 			t.Errorf("gathered for %v, want GroupWait", d)
 		}
-		if held.CompareAndSwap(false, true) { // the first gather never times out
+		if armed.Load() && held.CompareAndSwap(false, true) { // the first gather never times out
 			gathering <- struct{}{}
 			return nil
 		}
@@ -116,11 +119,13 @@ func TestCommitterGathersWhileCommitsHaveCompany(t *testing.T) {
 	n := 1
 gather:
 	for {
+		armed.Store(false)
 		for range 8 {
 			commit(n)
 			n++
 		}
 		wg.Wait()
+		armed.Store(true)
 		commit(n)
 		n++
 		select {
