@@ -25,8 +25,9 @@ import (
 // commits behind its write and its sync, the open rows' periodic tail
 // (docs/performance.md, "Derived data in a database of its own"). The
 // side database is never synced by a commit: every sideSyncEvery, by a
-// fold before its watermark moves, and by an erasure before its pending
-// mark goes.
+// fold round before its watermark moves (with relaxed writes, by the main
+// database's background sync, just before the main one), and by an
+// erasure before its pending mark goes.
 //
 // Nothing spans the two databases in one transaction. What each relies
 // on is ordered instead, in this process (one process per directory):
@@ -38,7 +39,8 @@ import (
 //     deletes its records) or sees the mark, or the metadata gone, and
 //     writes nothing: a conversation that is gone keeps no records.
 //   - Segments: a fold round writes its segments and the side's segment
-//     counter, syncs the side database, then moves the watermarks and the
+//     counter, syncs the side database (relaxed: see syncLoop), then
+//     moves the watermarks and the
 //     main counter in the main one (fold.go). Search reads the main
 //     database's snapshot first and ignores postings at or past the
 //     watermark it read there (its own analysis of the backlog covers
