@@ -270,6 +270,7 @@ func TestUpstreamFaultsStoreNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			conn.Close() // the client leaves
+			waitPeerClosed(t, conn)
 			h.Up.Release()
 			if d := h.WaitDone(conv); d.Committed || d.Status != 499 {
 				t.Fatalf("got %+v, want an uncommitted exchange with status 499", d)

@@ -8,9 +8,9 @@ import (
 )
 
 // clientGone reports whether the client closed (or reset) its connection:
-// a peek that neither waits nor consumes what the client may have sent. A
-// client still connected, or a connection this cannot look into (not a
-// socket), is not gone.
+// a peek that neither waits nor consumes what the client may have sent,
+// or a connection already closed on this side. A client still connected,
+// or a connection this cannot look into (not a socket), is not gone.
 func clientGone(c net.Conn) bool {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
@@ -21,7 +21,7 @@ func clientGone(c net.Conn) bool {
 		return false
 	}
 	gone := false
-	raw.Read(func(fd uintptr) bool {
+	err = raw.Read(func(fd uintptr) bool {
 		var b [1]byte
 		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		switch {
@@ -33,5 +33,9 @@ func clientGone(c net.Conn) bool {
 		}
 		return true // done: never wait for readability
 	})
-	return gone
+	// A connection closed on this side is gone too: fasthttp closes it
+	// once a write of the streamed body to it failed, which can be before
+	// the relay looks (seen as a Responses stream committed for a client
+	// that had left, in CI).
+	return gone || err != nil
 }
