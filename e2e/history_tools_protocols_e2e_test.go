@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -68,6 +69,25 @@ func (r *toolRun) send(msgs []string) heard {
 	return r.c.read(r.t, res.Body, r.stream)
 }
 
+// wantCalls checks the upstream saw n calls, and names each call when
+// it did not, so that a failure says where the others came from.
+func (r *toolRun) wantCalls(n int) {
+	r.t.Helper()
+	reqs := r.h.Up.Requests()
+	if len(reqs) == n {
+		return
+	}
+	var b strings.Builder
+	for i, q := range reqs {
+		body := string(q.Body)
+		if len(body) > 300 {
+			body = "..." + body[len(body)-300:] // the messages' end
+		}
+		fmt.Fprintf(&b, "\n  %d: %s %s %s", i, q.Method, q.RequestURI, body)
+	}
+	r.t.Errorf("got %d upstream calls, want %d:%s", len(reqs), n, b.String())
+}
+
 // stored is how many messages the conversation has stored.
 func (r *toolRun) stored() int { return len(r.h.Stored(r.tenant, r.conv)) }
 
@@ -110,21 +130,19 @@ func TestHistoryToolsSearchEveryProtocol(t *testing.T) {
 			want = "Let me look. Found it."
 		}
 		if got.text != want || !slices.Contains(ended, got.stop) || len(got.calls) != 0 {
-			t.Errorf("got text %q, stop %q, calls %v; want %q, a finished answer, no calls", got.text, got.stop, got.calls, want)
+			r.t.Errorf("got text %q, stop %q, calls %v; want %q, a finished answer, no calls", got.text, got.stop, got.calls, want)
 		}
-		if n := len(r.h.Up.Requests()); n != 2 {
-			t.Errorf("got %d upstream calls, want 2", n)
-		}
+		r.wantCalls(2)
 		n := r.stored()
 		msgs = append(append(msgs, got.resend...), r.c.user("thanks"))
 		if got := r.send(msgs); got.text != "echo: thanks" {
-			t.Errorf("after the resend: got %q, want the echo of thanks", got.text)
+			r.t.Errorf("after the resend: got %q, want the echo of thanks", got.text)
 		}
 		if m := r.stored(); m != n+2 {
-			t.Errorf("after the full resend: stored %d messages, want %d (%d + thanks + answer)", m, n+2, n)
+			r.t.Errorf("after the full resend: stored %d messages, want %d (%d + thanks + answer)", m, n+2, n)
 		}
 		if c := strings.Count(string(r.h.Up.Last().Body), "when do we fly?"); c != 1 {
-			t.Errorf("the first question went upstream %d times, want once: %s", c, r.h.Up.Last().Body)
+			r.t.Errorf("the first question went upstream %d times, want once: %s", c, r.h.Up.Last().Body)
 		}
 	})
 }
@@ -141,18 +159,16 @@ func TestHistoryToolsRoundBoundEveryProtocol(t *testing.T) {
 		msgs := []string{r.c.user("hi")}
 		got := r.send(msgs)
 		if !strings.Contains(got.text, "tool rounds") || !slices.Contains(ended, got.stop) || len(got.calls) != 0 {
-			t.Errorf("got text %q, stop %q, calls %v; want a finished answer about the round limit", got.text, got.stop, got.calls)
+			r.t.Errorf("got text %q, stop %q, calls %v; want a finished answer about the round limit", got.text, got.stop, got.calls)
 		}
-		if n := len(r.h.Up.Requests()); n != 2 {
-			t.Errorf("got %d upstream calls, want 2", n)
-		}
+		r.wantCalls(2)
 		n := r.stored()
 		msgs = append(append(msgs, got.resend...), r.c.user("again"))
 		if got := r.send(msgs); got.text != "echo: again" {
-			t.Errorf("after the resend: got %q", got.text)
+			r.t.Errorf("after the resend: got %q", got.text)
 		}
 		if m := r.stored(); m != n+2 {
-			t.Errorf("after the full resend: stored %d messages, want %d", m, n+2)
+			r.t.Errorf("after the full resend: stored %d messages, want %d", m, n+2)
 		}
 	})
 }
@@ -171,15 +187,15 @@ func TestHistoryToolsMixedEveryProtocol(t *testing.T) {
 		msgs := []string{r.c.user("weather?")}
 		got := r.send(msgs)
 		if !slices.Equal(got.calls, []string{"call_w"}) || !slices.Contains(calling, got.stop) {
-			t.Fatalf("got calls %v, stop %q; want the client's call only", got.calls, got.stop)
+			r.t.Fatalf("got calls %v, stop %q; want the client's call only", got.calls, got.stop)
 		}
 		n := r.stored()
 		msgs = append(append(msgs, got.resend...), r.c.result("call_w", "sunny"))
 		if got := r.send(msgs); got.text != "Sunny." {
-			t.Errorf("after the client's result: got %q, want Sunny.", got.text)
+			r.t.Errorf("after the client's result: got %q, want Sunny.", got.text)
 		}
 		if m := r.stored(); m != n+2 {
-			t.Errorf("after the client's result: stored %d messages, want %d (%d + result + answer)", m, n+2, n)
+			r.t.Errorf("after the client's result: stored %d messages, want %d (%d + result + answer)", m, n+2, n)
 		}
 		last := r.h.Up.Last()
 		if r.tenant == "an" {
@@ -187,7 +203,7 @@ func TestHistoryToolsMixedEveryProtocol(t *testing.T) {
 			end := msgs[len(msgs)-1]
 			ids := end.Get("content.#.tool_use_id").String()
 			if len(msgs) != 3 || end.Get("role").String() != "user" || ids != `["call_r","call_w"]` {
-				t.Errorf("to Anthropic: got messages %s, want user, the calls, one user message with both results", gjson.GetBytes(last.Body, "messages").Raw)
+				r.t.Errorf("to Anthropic: got messages %s, want user, the calls, one user message with both results", gjson.GetBytes(last.Body, "messages").Raw)
 			}
 		}
 	})
@@ -206,29 +222,29 @@ func TestHistoryToolsLaterRoundFailsEveryProtocol(t *testing.T) {
 			"x-api-key": "rk-" + r.tenant, "Authorization": "Bearer rk-" + r.tenant}
 		res := r.h.PostHeaders(r.c.path, headers, r.c.body([]string{r.c.user("find x")}, r.stream))
 		if d := r.h.WaitDone(r.conv); d.Committed {
-			t.Errorf("the turn was committed")
+			r.t.Errorf("the turn was committed")
 		}
 		if n := r.stored(); n != 0 {
-			t.Errorf("stored %d messages, want none", n)
+			r.t.Errorf("stored %d messages, want none", n)
 		}
 		if !r.stream {
 			if res.Status != 500 {
-				t.Errorf("got %d %s, want the upstream's 500", res.Status, res.Body)
+				r.t.Errorf("got %d %s, want the upstream's 500", res.Status, res.Body)
 			}
 			return
 		}
 		names, data := sseEvents(res.Body)
 		if len(data) == 0 {
-			t.Fatalf("got %d %s, want a stream", res.Status, res.Body)
+			r.t.Fatalf("got %d %s, want a stream", res.Status, res.Body)
 		}
 		last, name := data[len(data)-1], names[len(names)-1]
 		isError := gjson.Get(last, "error").Exists() || gjson.Get(last, "type").String() == "error"
 		if res.Status != 200 || !strings.Contains(res.Body, `"Let`) || !isError {
-			t.Errorf("got %d ending with %s %s, want the first round's text then an error event", res.Status, name, last)
+			r.t.Errorf("got %d ending with %s %s, want the first round's text then an error event", res.Status, name, last)
 		}
 		for _, closing := range []string{"[DONE]", "finish_reason\":\"", "message_stop", "response.completed"} {
 			if strings.Contains(res.Body, closing) {
-				t.Errorf("the failed stream carries %s: %s", closing, res.Body)
+				r.t.Errorf("the failed stream carries %s: %s", closing, res.Body)
 			}
 		}
 	})
