@@ -99,12 +99,7 @@ func AppendMeta(dst []byte, m *Meta) []byte {
 	}
 	dst = appendString(dst, m.Title)
 	if s := m.Summary; s != nil {
-		dst = appendString(dst, s.Text)
-		dst = binary.AppendUvarint(dst, s.Through)
-		dst = binary.AppendVarint(dst, int64(s.Turns))
-		dst = binary.AppendVarint(dst, int64(s.Tokens))
-		dst = appendString(dst, s.Model)
-		dst = binary.AppendVarint(dst, s.At)
+		dst = appendSummaryFields(dst, s)
 	}
 	dst = binary.AppendVarint(dst, int64(m.Summaries))
 	dst = binary.AppendVarint(dst, m.SummaryPromptTokens)
@@ -112,6 +107,41 @@ func AppendMeta(dst []byte, m *Meta) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, m.Incarnation)
 	dst = binary.AppendUvarint(dst, m.Epoch)
 	return appendString(dst, m.Metadata)
+}
+
+func appendSummaryFields(dst []byte, s *Summary) []byte {
+	dst = appendString(dst, s.Text)
+	dst = binary.AppendUvarint(dst, s.Through)
+	dst = binary.AppendVarint(dst, int64(s.Turns))
+	dst = binary.AppendVarint(dst, int64(s.Tokens))
+	dst = appendString(dst, s.Model)
+	return binary.AppendVarint(dst, s.At)
+}
+
+// summaryVersion is the first byte of a summary record.
+const summaryVersion = 1
+
+// AppendSummary appends s encoded on its own, as a store keeps it apart
+// from the metadata record (written only when the summary changes, where
+// the metadata record is rewritten by every commit):
+//
+//	version(1)=1 text through turns tokens model at
+func AppendSummary(dst []byte, s *Summary) []byte {
+	return appendSummaryFields(append(dst, summaryVersion), s)
+}
+
+// UnmarshalSummary decodes a record AppendSummary wrote. Its strings
+// share one copy of b.
+func UnmarshalSummary(b []byte) (*Summary, error) {
+	if len(b) < 1 || b[0] != summaryVersion {
+		return nil, errorf("decode summary: bad header")
+	}
+	r := metaReader{b: b, s: string(b), off: 1}
+	s := r.summary()
+	if r.bad || r.off != len(b) {
+		return nil, errorf("decode summary: malformed record")
+	}
+	return s, nil
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -185,14 +215,7 @@ func UnmarshalMeta(b []byte) (Meta, error) {
 	}
 	m.Title = r.string()
 	if present&metaHasSummary != 0 {
-		s := &Summary{}
-		s.Text = r.string()
-		s.Through = r.uvarint()
-		s.Turns = int(r.varint())
-		s.Tokens = int(r.varint())
-		s.Model = r.string()
-		s.At = r.varint()
-		m.Summary = s
+		m.Summary = r.summary()
 	}
 	m.Summaries = int(r.varint())
 	m.SummaryPromptTokens = r.varint()
@@ -218,6 +241,17 @@ type metaReader struct {
 	s   string
 	off int
 	bad bool
+}
+
+func (r *metaReader) summary() *Summary {
+	s := &Summary{}
+	s.Text = r.string()
+	s.Through = r.uvarint()
+	s.Turns = int(r.varint())
+	s.Tokens = int(r.varint())
+	s.Model = r.string()
+	s.At = r.varint()
+	return s
 }
 
 func (r *metaReader) uvarint() uint64 {

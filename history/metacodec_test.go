@@ -189,3 +189,29 @@ func TestMetaCodecReadsVersion2(t *testing.T) {
 		t.Errorf("version 2 record decoded as %+v, %v; want %+v", got, err, m)
 	}
 }
+
+// A summary record round-trips every field, fails on any damage, and
+// keeps its strings when the buffer is reused.
+func TestSummaryCodec(t *testing.T) {
+	var want Summary
+	n := 0
+	fill(reflect.ValueOf(&want).Elem(), &n)
+	b := AppendSummary([]byte("prefix"), &want)[len("prefix"):]
+	buf := bytes.Clone(b)
+	got, err := UnmarshalSummary(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(buf)
+	if !reflect.DeepEqual(*got, want) {
+		t.Errorf("got %+v, want %+v", *got, want)
+	}
+	for i := range len(b) {
+		if got, err := UnmarshalSummary(b[:i]); err == nil {
+			t.Fatalf("the first %d of %d bytes decoded as %+v", i, len(b), got)
+		}
+	}
+	if _, err := UnmarshalSummary(append(bytes.Clone(b), 0)); err == nil {
+		t.Error("a record with a byte after its end decoded")
+	}
+}

@@ -14,7 +14,7 @@ import (
 )
 
 // lockSQL reads the metadata row and locks it until the transaction ends.
-const lockSQL = `SELECT meta FROM recall_conversations WHERE tenant = $1 AND conversation = $2 FOR UPDATE`
+const lockSQL = `SELECT meta, summary FROM recall_conversations WHERE tenant = $1 AND conversation = $2 FOR UPDATE`
 
 // supersededSQL reads the messages a supersede flags.
 const supersededSQL = `SELECT seq, body FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3 AND seq < $4 ORDER BY seq`
@@ -34,19 +34,20 @@ const eraseSQL = `WITH gone AS (
 UPDATE recall_conversations SET docs = docs - (SELECT count(*) FROM gone), terms = terms - (SELECT coalesce(sum(dl), 0) FROM gone)
 WHERE tenant = $1 AND conversation = $2`
 
-// upsertSQL writes the metadata row; docs and terms add to the stored
-// statistics.
-const upsertSQL = `INSERT INTO recall_conversations (tenant, conversation, version, updated_at, meta, docs, terms, summaries, incarnation)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+// upsertSQL writes the metadata row, its summary too; docs and terms
+// add to the stored statistics.
+const upsertSQL = `INSERT INTO recall_conversations (tenant, conversation, version, updated_at, meta, docs, terms, summaries, incarnation, summary)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (tenant, conversation) DO UPDATE SET version = excluded.version, summaries = excluded.summaries, updated_at = excluded.updated_at,
-  incarnation = excluded.incarnation,
-  meta = excluded.meta, docs = recall_conversations.docs + excluded.docs, terms = recall_conversations.terms + excluded.terms`
+  incarnation = excluded.incarnation, meta = excluded.meta, summary = excluded.summary,
+  docs = recall_conversations.docs + excluded.docs, terms = recall_conversations.terms + excluded.terms`
 
 // The one-statement commit (see Commit): the metadata row is written only
 // if the stored head is still the one the change was computed from
-// ($15-$17), or, for a new conversation, only if there is none; the
-// messages only if it was. It answers 1 if it committed, 0 if the head
-// moved (nothing written).
+// ($15-$17) and its record keeps the summary apart (splitSQL), or, for a
+// new conversation, only if there is none; the messages only if it was.
+// It answers 1 if it committed, 0 if not (nothing written). It leaves the
+// summary column alone: a plain commit does not change the summary.
 const (
 	fastMessages = `,
 msgs AS (
@@ -58,11 +59,11 @@ SELECT count(*) FROM head`
 	fastUpdateSQL = `WITH head AS (
   UPDATE recall_conversations SET version = $3, summaries = $4, updated_at = $5, incarnation = $6, meta = $7,
     docs = docs + $8, terms = terms + $9
-  WHERE tenant = $1 AND conversation = $2 AND version = $15 AND summaries = $16 AND incarnation = $17
+  WHERE tenant = $1 AND conversation = $2 AND version = $15 AND summaries = $16 AND incarnation = $17 AND ` + splitSQL + `
   RETURNING 1)` + fastMessages
 	fastCreateSQL = `WITH head AS (
-  INSERT INTO recall_conversations (tenant, conversation, version, summaries, updated_at, incarnation, meta, docs, terms)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+  INSERT INTO recall_conversations (tenant, conversation, version, summaries, updated_at, incarnation, meta, docs, terms, summary)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $15)
   ON CONFLICT (tenant, conversation) DO NOTHING
   RETURNING 1)` + fastMessages
 )
@@ -150,7 +151,10 @@ func (s *Store) commitFast(ctx context.Context, conn *pgx.Conn, k history.Key, c
 	// Apply appends to these: never into the caller's arrays.
 	base.Gaps, base.Episodes = slices.Clip(base.Gaps), slices.Clip(base.Episodes)
 	next, writes := history.Apply(base, c, nil)
-	mv, err := history.MarshalMeta(&next)
+	if next.Summary != base.Summary {
+		return history.Meta{}, false, nil // the statement leaves the summary alone
+	}
+	mv, sv, err := metaRow(&next)
 	if err != nil {
 		return history.Meta{}, false, err
 	}
@@ -164,6 +168,8 @@ func (s *Store) commitFast(ctx context.Context, conn *pgx.Conn, k history.Key, c
 	if base.Version != 0 {
 		sql = fastUpdateSQL
 		args = append(args, int64(base.Version), int32(base.Summaries), int64(base.Incarnation))
+	} else {
+		args = append(args, sv)
 	}
 	*wrote = true
 	var n int
@@ -179,9 +185,9 @@ func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c his
 	b.Queue(lockSQL, k.Tenant, k.Conversation)
 	br := conn.SendBatch(ctx, b)
 	_, err := br.Exec()
-	var raw []byte
+	var raw, rawSummary []byte
 	if err == nil {
-		err = br.QueryRow().Scan(&raw)
+		err = br.QueryRow().Scan(&raw, &rawSummary)
 	}
 	if cerr := br.Close(); cerr != nil && (err == nil || errors.Is(err, pgx.ErrNoRows)) {
 		err = cerr
@@ -192,7 +198,7 @@ func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c his
 	case err != nil:
 		return history.Meta{}, err
 	default:
-		if m, err = history.UnmarshalMeta(raw); err != nil {
+		if m, err = readMeta(raw, rawSummary); err != nil {
 			return history.Meta{}, err
 		}
 	}
@@ -206,7 +212,7 @@ func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c his
 		}
 	}
 	next, writes := history.Apply(m, c, superseded)
-	mv, err := history.MarshalMeta(&next)
+	mv, sv, err := metaRow(&next)
 	if err != nil {
 		return history.Meta{}, err
 	}
@@ -228,7 +234,7 @@ func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c his
 		b.Queue(insertSQL, k.Tenant, k.Conversation, w.seqs, w.dls, w.created, w.bodies, w.tsvs)
 		docs, terms = int64(len(writes)), w.terms
 	}
-	b.Queue(upsertSQL, k.Tenant, k.Conversation, int64(next.Version), next.UpdatedAt, mv, docs, terms, int32(next.Summaries), int64(next.Incarnation))
+	b.Queue(upsertSQL, k.Tenant, k.Conversation, int64(next.Version), next.UpdatedAt, mv, docs, terms, int32(next.Summaries), int64(next.Incarnation), sv)
 	b.Queue("COMMIT")
 	*wrote = true
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {

@@ -49,11 +49,11 @@ func (s *Store) list(ctx context.Context, tenant string, q history.ListQuery) ([
 		if q.UpdatedBefore > 0 {
 			before = q.UpdatedBefore
 		}
-		sql := `SELECT conversation, meta, updated_at FROM recall_conversations
+		sql := `SELECT conversation, meta, summary, updated_at FROM recall_conversations
 WHERE tenant = $1 AND updated_at < $2 AND (updated_at, conversation) < ($3, $4)
 ORDER BY updated_at DESC, conversation DESC LIMIT $5 OFFSET $6`
 		if q.Oldest {
-			sql = `SELECT conversation, meta, updated_at FROM recall_conversations
+			sql = `SELECT conversation, meta, summary, updated_at FROM recall_conversations
 WHERE tenant = $1 AND updated_at < $2 AND (updated_at, conversation) > ($3, $4)
 ORDER BY updated_at, conversation LIMIT $5 OFFSET $6`
 		}
@@ -68,13 +68,13 @@ ORDER BY updated_at, conversation LIMIT $5 OFFSET $6`
 			for rows.Next() {
 				n++
 				var id string
-				var raw []byte
-				if err := rows.Scan(&id, &raw, &curTime); err != nil {
+				var raw, rawSummary []byte
+				if err := rows.Scan(&id, &raw, &rawSummary, &curTime); err != nil {
 					rows.Close()
 					return err
 				}
 				curID = id
-				m, err := history.UnmarshalMeta(raw)
+				m, err := readMeta(raw, rawSummary)
 				if err != nil {
 					rows.Close()
 					return fmt.Errorf("list %s: %w", id, err)

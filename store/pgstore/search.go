@@ -113,18 +113,18 @@ WHERE m.tenant = $1 AND m.tsv @@ $2::text::tsquery AND u.lexeme = ANY($3::text[]
 			}
 		}
 		metas := make(map[string]*history.Meta, len(convs))
-		rows, err = tx.Query(ctx, `SELECT conversation, meta FROM recall_conversations WHERE tenant = $1 AND conversation = ANY($2)`, tenant, convs)
+		rows, err = tx.Query(ctx, `SELECT conversation, meta, summary FROM recall_conversations WHERE tenant = $1 AND conversation = ANY($2)`, tenant, convs)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
 			var conv string
-			var raw []byte
-			if err := rows.Scan(&conv, &raw); err != nil {
+			var raw, rawSummary []byte
+			if err := rows.Scan(&conv, &raw, &rawSummary); err != nil {
 				rows.Close()
 				return err
 			}
-			m, err := history.UnmarshalMeta(raw)
+			m, err := readMeta(raw, rawSummary)
 			if err != nil {
 				rows.Close()
 				return err

@@ -307,16 +307,16 @@ WHERE tenant = $1 AND conversation = $2 AND contended_until < $3`, k.Tenant, k.C
 // loadSQL reads the metadata and the newest messages in one statement,
 // one snapshot: the metadata row is the one with seq 0 (messages count
 // from 1), and carries the contended window's end.
-const loadSQL = `SELECT 0::bigint, meta, contended_until FROM recall_conversations WHERE tenant = $1 AND conversation = $2
+const loadSQL = `SELECT 0::bigint, meta, contended_until, summary FROM recall_conversations WHERE tenant = $1 AND conversation = $2
 UNION ALL
-(SELECT seq, body, 0::bigint FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3
+(SELECT seq, body, 0::bigint, NULL::bytea FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3
  ORDER BY seq DESC LIMIT $4)`
 
 // rangeSQL reads messages lo < seq <= hi, newest first.
 const rangeSQL = `SELECT seq, body FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3 AND seq <= $4
 ORDER BY seq DESC LIMIT $5`
 
-const metaSQL = `SELECT meta FROM recall_conversations WHERE tenant = $1 AND conversation = $2`
+const metaSQL = `SELECT meta, summary FROM recall_conversations WHERE tenant = $1 AND conversation = $2`
 
 // Load reads the metadata and the tail q asks for, newest first, skipping
 // inactive ranges, and returns the tail oldest first. The first statement
@@ -342,13 +342,13 @@ func (s *Store) load(ctx context.Context, k history.Key, q history.Query) (histo
 	)
 	for rows.Next() {
 		var seq, until int64
-		var b []byte
-		if err := rows.Scan(&seq, &b, &until); err != nil {
+		var b, sb []byte
+		if err := rows.Scan(&seq, &b, &until, &sb); err != nil {
 			rows.Close()
 			return history.Snapshot{}, wrap("load "+k.String(), err)
 		}
 		if seq == 0 {
-			if w.meta, err = history.UnmarshalMeta(b); err != nil {
+			if w.meta, err = readMeta(b, sb); err != nil {
 				rows.Close()
 				return history.Snapshot{}, fmt.Errorf("pgstore: load %s: %w", k, err)
 			}
@@ -388,8 +388,8 @@ func (s *Store) load(ctx context.Context, k history.Key, q history.Query) (histo
 // from the newest message.
 func (s *Store) loadMore(ctx context.Context, k history.Key, w *walker, hi uint64, size int) error {
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var b []byte
-		err := tx.QueryRow(ctx, metaSQL, k.Tenant, k.Conversation).Scan(&b)
+		var b, sb []byte
+		err := tx.QueryRow(ctx, metaSQL, k.Tenant, k.Conversation).Scan(&b, &sb)
 		if errors.Is(err, pgx.ErrNoRows) {
 			*w = walker{q: w.orig, orig: w.orig, done: true} // deleted meanwhile
 			return nil
@@ -397,7 +397,7 @@ func (s *Store) loadMore(ctx context.Context, k history.Key, w *walker, hi uint6
 		if err != nil {
 			return err
 		}
-		m, err := history.UnmarshalMeta(b)
+		m, err := readMeta(b, sb)
 		if err != nil {
 			return err
 		}
@@ -530,15 +530,15 @@ func (s *Store) Messages(ctx context.Context, k history.Key, after uint64, all b
 
 func (s *Store) messages(ctx context.Context, k history.Key, after uint64, all bool, fn func(history.Message) bool) error {
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var b []byte
-		err := tx.QueryRow(ctx, metaSQL, k.Tenant, k.Conversation).Scan(&b)
+		var b, sb []byte
+		err := tx.QueryRow(ctx, metaSQL, k.Tenant, k.Conversation).Scan(&b, &sb)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		m, err := history.UnmarshalMeta(b)
+		m, err := readMeta(b, sb)
 		if err != nil {
 			return err
 		}

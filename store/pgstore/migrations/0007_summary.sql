@@ -1,0 +1,12 @@
+-- Version 7: a conversation's summary in a column of its own, written
+-- only when the summary changes. Every commit rewrites the metadata row;
+-- with a summary of about a thousand tokens inside the metadata record
+-- (5.8 KB for the load script's seeded conversations) each commit
+-- compressed it and wrote it to the TOAST table again.
+--
+-- NULL when the conversation has no summary, or when its metadata record
+-- still holds it (rows written before this version, or by a replica of
+-- an earlier build): a record holding a summary wins over the column, and
+-- a plain commit takes the two-statement path for such a row, which
+-- writes it in the new form. Adding a nullable column rewrites no rows.
+ALTER TABLE recall_conversations ADD COLUMN summary bytea;
