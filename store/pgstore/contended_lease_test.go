@@ -31,6 +31,9 @@ func (c *clock) Add(d time.Duration)             { c.ns.Add(int64(d)) }
 func newClock(t time.Time) *clock                { c := &clock{}; c.ns.Store(t.UnixNano()); return c }
 func (c *clock) after(d time.Duration) time.Time { return c.Now().Add(d) }
 
+// leaseQuery marks, in a query's context, a statement on the leases.
+type leaseQuery struct{}
+
 // leaseTrips counts round trips (roundTrips) and the statements on the
 // lease table, and signals each lease release once it returned.
 type leaseTrips struct {
@@ -43,14 +46,14 @@ func (l *leaseTrips) TraceQueryStart(ctx context.Context, c *pgx.Conn, d pgx.Tra
 	if strings.Contains(d.SQL, "recall_leases") {
 		l.leases.Add(1)
 		if strings.HasPrefix(d.SQL, "DELETE") {
-			ctx = context.WithValue(ctx, leaseTrips{}, true)
+			ctx = context.WithValue(ctx, leaseQuery{}, true)
 		}
 	}
 	return l.roundTrips.TraceQueryStart(ctx, c, d)
 }
 
 func (l *leaseTrips) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
-	if ctx.Value(leaseTrips{}) != nil {
+	if ctx.Value(leaseQuery{}) != nil {
 		l.released <- struct{}{}
 	}
 }

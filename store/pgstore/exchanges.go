@@ -68,24 +68,29 @@ func (s *Store) AppendExchanges(ctx context.Context, k history.Key, recs []histo
 	return wrap("append exchanges "+k.String(), err)
 }
 
-// keyInsertSQL inserts a conversation's records if it is stored, under
-// each record's incarnation (0: any), holding its row FOR SHARE as
-// AppendExchanges does; one statement a conversation keeps each on the
-// primary keys (one over all of a batch's conversations joined them
-// against whole tables).
-const keyInsertSQL = `INSERT INTO recall_exchanges (tenant, conversation, id, body)
-SELECT $1, $2, r.id, r.body
-FROM unnest($3::text[], $4::bytea[], $5::bigint[]) AS r(id, body, inc),
-  (SELECT incarnation FROM recall_conversations WHERE tenant = $1 AND conversation = $2 FOR SHARE) c
+// batchInsertSQL inserts the records of many conversations in one
+// statement, each only if its conversation is stored, under each
+// record's incarnation (0: any), holding the conversation's row FOR SHARE
+// as AppendExchanges does. LATERAL keeps each lookup on the primary key,
+// one index probe a record in the arrays' order, which is the lock order
+// (a plain join of the arrays against the table was planned over whole
+// tables).
+const batchInsertSQL = `INSERT INTO recall_exchanges (tenant, conversation, id, body)
+SELECT r.tenant, r.conversation, r.id, r.body
+FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bigint[]) AS r(tenant, conversation, id, body, inc)
+CROSS JOIN LATERAL (SELECT incarnation FROM recall_conversations c
+  WHERE c.tenant = r.tenant AND c.conversation = r.conversation FOR SHARE) c
 WHERE r.inc = 0 OR r.inc = c.incarnation
 ON CONFLICT DO NOTHING`
 
 // AppendExchangeBatch implements history.ExchangeBatcher: the records of
 // every conversation in batch, under AppendExchanges' rules, in one
-// transaction sent in one round trip (BEGIN, an insert a conversation and
-// its trim when history.TrimDue, COMMIT). The exchange-record writer gathers a batch from
-// many requests: one durable commit for all of them, where a transaction
-// a conversation cost four round trips and a WAL flush each.
+// transaction sent in one round trip (BEGIN, one insert for them all, a
+// conversation's trim when history.TrimDue, COMMIT). The exchange-record
+// writer gathers a batch from many requests: one durable commit and one
+// statement for all of them, where a transaction a conversation cost
+// four round trips and a WAL flush each, and a statement a conversation
+// a tenth of a millisecond of the server's CPU a request.
 func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedExchanges) error {
 	type recs struct {
 		ids    []string
@@ -121,11 +126,21 @@ func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedEx
 	slices.SortFunc(keys, func(a, b history.Key) int {
 		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Conversation, b.Conversation))
 	})
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
+	var tenants, convs, ids []string
+	var bodies [][]byte
+	var incs []int64
 	for _, k := range keys {
 		r := byKey[k]
-		b.Queue(keyInsertSQL, k.Tenant, k.Conversation, r.ids, r.bodies, r.incs)
+		for range r.ids {
+			tenants, convs = append(tenants, k.Tenant), append(convs, k.Conversation)
+		}
+		ids, bodies, incs = append(ids, r.ids...), append(bodies, r.bodies...), append(incs, r.incs...)
+	}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(batchInsertSQL, tenants, convs, ids, bodies, incs)
+	for _, k := range keys {
+		r := byKey[k]
 		if len(r.ids) > 1 || history.TrimDue([]history.ExchangeRecord{{ID: r.ids[0]}}) {
 			b.Queue(trimExchangesSQL, k.Tenant, k.Conversation)
 		}

@@ -12,7 +12,8 @@ import (
 )
 
 // TestAppendExchangeBatch: several conversations' records in one
-// transaction, one round trip, under AppendExchanges' rules: a
+// transaction, one round trip, one insert statement, under
+// AppendExchanges' rules: a
 // conversation not stored, or stored under another incarnation, gets
 // none, and each keeps its newest history.MaxExchangeRecords.
 func TestAppendExchangeBatch(t *testing.T) {
@@ -45,6 +46,9 @@ func TestAppendExchangeBatch(t *testing.T) {
 	rt.take()
 	if err := s.AppendExchangeBatch(ctx, batch); err != nil {
 		t.Fatal(err)
+	}
+	if got := rt.batchedLike("INSERT INTO recall_exchanges"); got != 1 {
+		t.Errorf("the batch sent %d insert statements, want 1 for its three conversations", got)
 	}
 	if got := rt.take(); got != 1 {
 		t.Errorf("the batch took %d round trips, want 1", got)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +26,8 @@ import (
 type roundTrips struct {
 	mu      sync.Mutex
 	n       int
-	inBatch int // batches under way (their statements are not counted)
+	inBatch int      // batches under way (their statements are not counted)
+	batched []string // the SQL of every statement sent in a batch
 }
 
 func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
@@ -44,7 +46,11 @@ func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 	r.mu.Unlock()
 	return ctx
 }
-func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTrips) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	r.mu.Lock()
+	r.batched = append(r.batched, d.SQL)
+	r.mu.Unlock()
+}
 func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {
 	r.mu.Lock()
 	r.inBatch--
@@ -56,6 +62,21 @@ func (r *roundTrips) take() int {
 	defer r.mu.Unlock()
 	n := r.n
 	r.n = 0
+	r.batched = nil
+	return n
+}
+
+// batchedLike counts the statements sent in batches since the last take
+// whose SQL starts with prefix.
+func (r *roundTrips) batchedLike(prefix string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, q := range r.batched {
+		if strings.HasPrefix(q, prefix) {
+			n++
+		}
+	}
 	return n
 }
 
