@@ -44,7 +44,7 @@ ON CONFLICT (tenant, conversation) DO UPDATE SET version = excluded.version, sum
 
 // The one-statement commit (see Commit): the metadata row is written only
 // if the stored head is still the one the change was computed from
-// ($15-$17) and its record keeps the summary apart (splitSQL), or, for a
+// ($15-$17) and it is written split (splitSQL, metarow.go), or, for a
 // new conversation, only if there is none; the messages only if it was.
 // It answers 1 if it committed, 0 if not (nothing written). It leaves the
 // summary column alone: a plain commit does not change the summary.
@@ -154,10 +154,7 @@ func (s *Store) commitFast(ctx context.Context, conn *pgx.Conn, k history.Key, c
 	if next.Summary != base.Summary {
 		return history.Meta{}, false, nil // the statement leaves the summary alone
 	}
-	mv, sv, err := metaRow(&next)
-	if err != nil {
-		return history.Meta{}, false, err
-	}
+	mv, sv := metaRow(&next)
 	w := newWriteSet(len(writes))
 	for i := range writes {
 		w.add(&writes[i])
@@ -212,10 +209,7 @@ func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c his
 		}
 	}
 	next, writes := history.Apply(m, c, superseded)
-	mv, sv, err := metaRow(&next)
-	if err != nil {
-		return history.Meta{}, err
-	}
+	mv, sv := metaRow(&next)
 
 	b = &pgx.Batch{}
 	if f := c.Forget; f != nil && f.Hard && len(f.Ranges) > 0 {

@@ -7,29 +7,46 @@ import (
 )
 
 // A metadata row keeps the summary apart (schema version 7): the meta
-// column holds the record without it, the summary column the summary
-// (history.AppendSummary), NULL if there is none. Every commit rewrites
-// meta; only a commit that changes the summary writes summary. A meta
-// record that still holds a summary, from before version 7 or from a
-// replica of an earlier build, wins over the column.
+// column holds splitMark and the record without the summary, the summary
+// column the summary (history.AppendSummary), NULL if there is none.
+// Every commit rewrites meta; only a commit that changes the summary
+// writes summary.
+//
+// A meta column without the mark was written before version 7, or by a
+// replica of an earlier build: its record holds the summary, if any, and
+// the summary column is ignored (an earlier build that cleared the
+// summary, erasing what it said, left the column as it was). The mark
+// makes an earlier build's decoder refuse the row (its records' first
+// byte is a version, 1 to 3), so a replica not yet upgraded fails on a
+// conversation a new one wrote instead of writing it back without the
+// summary column.
+
+// splitMark is the first byte of a meta column written split.
+const splitMark = 0xff
+
+// splitSQL holds a row written split: a plain commit's one statement
+// updates only such a row; any other takes the two-statement path, which
+// writes it split.
+const splitSQL = `get_byte(meta, 0) = 255`
 
 // metaRow encodes m as its row's meta and summary columns.
-func metaRow(m *history.Meta) (meta, summary []byte, err error) {
+func metaRow(m *history.Meta) (meta, summary []byte) {
 	rest := *m
 	rest.Summary = nil
-	if meta, err = history.MarshalMeta(&rest); err != nil {
-		return nil, nil, err
-	}
+	meta = history.AppendMeta([]byte{splitMark}, &rest)
 	if m.Summary != nil {
 		summary = history.AppendSummary(nil, m.Summary)
 	}
-	return meta, summary, nil
+	return meta, summary
 }
 
 // readMeta decodes a row's meta and summary columns.
 func readMeta(meta, summary []byte) (history.Meta, error) {
-	m, err := history.UnmarshalMeta(meta)
-	if err != nil || m.Summary != nil || summary == nil {
+	if len(meta) == 0 || meta[0] != splitMark {
+		return history.UnmarshalMeta(meta) // the summary is in the record
+	}
+	m, err := history.UnmarshalMeta(meta[1:])
+	if err != nil || summary == nil {
 		return m, err
 	}
 	if m.Summary, err = history.UnmarshalSummary(summary); err != nil {
@@ -37,10 +54,3 @@ func readMeta(meta, summary []byte) (history.Meta, error) {
 	}
 	return m, nil
 }
-
-// splitSQL holds a row whose meta record holds no summary: not JSON (a
-// '{' first) and, in a binary record, no summary bit in its second byte
-// (history's metaHasSummary, 2). A plain commit's one statement updates
-// only such a row; any other takes the two-statement path, which writes
-// it split.
-const splitSQL = `get_byte(meta, 0) <> 123 AND get_byte(meta, 1) & 2 = 0`

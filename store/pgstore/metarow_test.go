@@ -52,6 +52,11 @@ func TestSummaryKeptApartFromTheMetadata(t *testing.T) {
 	if len(meta) >= len(text) || bytes.Contains(meta, []byte("Lisbon")) {
 		t.Errorf("the meta record (%d bytes) holds the summary (%d bytes)", len(meta), len(text))
 	}
+	// What an earlier build would decode the row with: it must refuse it
+	// rather than take it for a conversation without a summary.
+	if _, err := history.UnmarshalMeta(meta); err == nil {
+		t.Error("the meta column written split decodes as a whole record")
+	}
 	if !bytes.Contains(summary, []byte(text)) {
 		t.Errorf("the summary column does not hold the summary: %d bytes", len(summary))
 	}
@@ -111,12 +116,58 @@ WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation, whole); err 
 		plainAppend(t, s, k, 20)
 		check("after a plain commit")
 		var split bool
-		if err := s.Pool().QueryRow(ctx, `SELECT summary IS NOT NULL AND get_byte(meta, 1) & 2 = 0 FROM recall_conversations
+		if err := s.Pool().QueryRow(ctx, `SELECT summary IS NOT NULL AND get_byte(meta, 0) = 255 FROM recall_conversations
 WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation).Scan(&split); err != nil {
 			t.Fatal(err)
 		}
 		if !split {
 			t.Errorf("column %s: the plain commit did not write the row split", column)
 		}
+	}
+}
+
+// TestSummaryColumnIgnoredBesideAnOlderRecord: a replica of an earlier
+// build that clears the summary (a hard forget of what it covered)
+// writes a whole meta record without one and leaves the summary column
+// as it was: the erased summary does not come back from the column.
+func TestSummaryColumnIgnoredBesideAnOlderRecord(t *testing.T) {
+	s := open(t, pgtest.DB(t), pgstore.Options{})
+	ctx := testCtx(t)
+	k := history.Key{Tenant: "t", Conversation: "cleared"}
+	summarised(t, s, k)
+	snap, err := s.Load(ctx, k, history.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := snap.Meta
+	m.Summary = nil
+	whole, err := history.MarshalMeta(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE recall_conversations SET meta = $3 WHERE tenant = $1 AND conversation = $2`,
+		k.Tenant, k.Conversation, whole); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		snap, err := s.Load(ctx, k, history.Query{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Meta.Summary != nil {
+			t.Errorf("%s: loaded the cleared summary back from its column (through %d)", when, snap.Meta.Summary.Through)
+		}
+	}
+	check("as the earlier build left it")
+	plainAppend(t, s, k, 30)
+	check("after a plain commit")
+	var column bool
+	if err := s.Pool().QueryRow(ctx, `SELECT summary IS NOT NULL FROM recall_conversations WHERE tenant = $1 AND conversation = $2`,
+		k.Tenant, k.Conversation).Scan(&column); err != nil {
+		t.Fatal(err)
+	}
+	if column {
+		t.Error("the plain commit, writing the row split, kept the cleared summary's column")
 	}
 }

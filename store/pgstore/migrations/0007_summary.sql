@@ -4,9 +4,12 @@
 -- (5.8 KB for the load script's seeded conversations) each commit
 -- compressed it and wrote it to the TOAST table again.
 --
--- NULL when the conversation has no summary, or when its metadata record
--- still holds it (rows written before this version, or by a replica of
--- an earlier build): a record holding a summary wins over the column, and
--- a plain commit takes the two-statement path for such a row, which
--- writes it in the new form. Adding a nullable column rewrites no rows.
+-- A row written this way has a meta column starting with the byte 0xff
+-- (store/pgstore/metarow.go), which an earlier build's decoder refuses,
+-- and a NULL summary when there is none. A meta column without it (rows
+-- written before this version, or by a replica of an earlier build)
+-- holds its summary in the record and the summary column is ignored; a
+-- plain commit's one statement does not match such a row, so its next
+-- commit takes the two-statement path, which writes it split. Adding a
+-- nullable column rewrites no rows.
 ALTER TABLE recall_conversations ADD COLUMN summary bytea;
