@@ -73,6 +73,9 @@ func TestReadsTablesWrittenCompressed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if s.db.BlockCacheMetrics() == nil {
+		t.Error("a directory with compressed tables opened without a block cache: every read would decode its block again")
+	}
 	raw = write(s, 1000)
 	if size, _ := tableBytes(s, old); size < int64(raw) {
 		t.Errorf("new tables of %d bytes for %d bytes of messages: want them plain", size, raw)
@@ -87,5 +90,39 @@ func TestReadsTablesWrittenCompressed(t *testing.T) {
 		if want := strconv.Itoa(i) + " "; !strings.Contains(string(m.Raw), `"content":"`+want) {
 			t.Fatalf("message %d is %.40s, want it to start %q", i, m.Raw, want)
 		}
+	}
+}
+
+// Plain tables get no block cache (see blockCacheSize): a new directory,
+// one whose tables are all plain, the side database, and an in-memory
+// store.
+func TestPlainTablesHaveNoBlockCache(t *testing.T) {
+	dir := t.TempDir()
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	s, err := Open(dir, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.db.BlockCacheMetrics() != nil || s.side.BlockCacheMetrics() != nil {
+		t.Fatal("a new directory opened with a block cache")
+	}
+	for i := range 200 {
+		commitT(t, s, k, history.Change{Append: []history.Message{userMsg("message " + strconv.Itoa(i))}})
+	}
+	if err := s.Close(); err != nil { // flushes the memtable to a plain table
+		t.Fatal(err)
+	}
+	if tables, _ := filepath.Glob(filepath.Join(dir, "*.sst")); len(tables) == 0 {
+		t.Fatal("no table written: the test reads nothing from one")
+	}
+	s = openT(t, dir, Options{NoSync: true})
+	if s.db.BlockCacheMetrics() != nil {
+		t.Error("a directory of plain tables opened with a block cache")
+	}
+	if got := storedMessages(t, s, k, true); len(got) != 200 {
+		t.Errorf("loaded %d messages from the plain tables, want 200", len(got))
+	}
+	if m := openT(t, "", Options{InMemory: true}); m.db.BlockCacheMetrics() != nil {
+		t.Error("an in-memory store opened with a block cache")
 	}
 }

@@ -73,7 +73,7 @@ func openSide(dir string, o Options, readOnly bool) (*badger.DB, error) {
 		WithMemTableSize(8 << 20).
 		WithNumMemtables(2).
 		WithCompression(options.None).
-		WithBlockCacheSize(8 << 20).
+		WithBlockCacheSize(0). // plain tables: see blockCacheSize
 		WithValueLogFileSize(64 << 20).
 		WithNumCompactors(2).
 		WithNumVersionsToKeep(1).

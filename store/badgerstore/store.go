@@ -56,6 +56,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -195,24 +196,67 @@ const valueThreshold = 256
 // write Snappy tables with it, as earlier versions did.
 var tableCompression = options.None
 
+// compressedBlockCache is the block cache of a directory that holds
+// compressed tables (an earlier version's, until compactions rewrite
+// them): their blocks are decoded into buffers the cache keeps.
+const compressedBlockCache = 16 << 20
+
+// blockCacheSize is the size of the main database's cache of decoded
+// blocks: none unless a table of dir is compressed (or dir's manifest
+// cannot be read, in which case badger.Open tells what is wrong). A plain
+// table's block is a slice of the table's mapping, which costs nothing to
+// read again, and Badger charges the cache for it the capacity of that
+// slice, the rest of the table: every block it admitted evicted all the
+// others (a hit ratio of 0.14 in the load script's recall-sync row), and
+// the cache's bookkeeping was 4% of the proxy's CPU for nothing
+// (docs/performance.md, "A block cache that cached nothing"). Badger's
+// own documentation advises no cache without compression or encryption.
+func blockCacheSize(dir string, inMemory bool) int64 {
+	if tableCompression != options.None {
+		return compressedBlockCache
+	}
+	if inMemory {
+		return 0
+	}
+	f, err := os.Open(filepath.Join(dir, badger.ManifestFilename))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0 // a new directory: its tables are written plain
+	}
+	if err != nil {
+		return compressedBlockCache
+	}
+	defer f.Close()
+	m, _, err := badger.ReplayManifestFile(f, 0, badger.DefaultOptions(dir).WithLogger(nil)) // Open logs what is wrong
+	if err != nil {
+		return compressedBlockCache
+	}
+	for _, t := range m.Tables {
+		if t.Compression != options.None {
+			return compressedBlockCache
+		}
+	}
+	return 0
+}
+
 // Open opens (creating if needed) the store in dir. A directory already
 // open in another process fails with Badger's lock error.
 func Open(dir string, o Options) (*Store, error) {
 	// Memory is bounded by these, not by the data: two 16 MiB memtables
-	// and a 16 MiB cache of decoded blocks (Badger's defaults, 5 x 64 MiB
-	// memtables and a 256 MiB block cache, are sized for a database
-	// server, not a proxy). Tables are not compressed. Snappy halved them
-	// on disk and in the mapped pages loads touch, but a compaction's
-	// table builder then holds each block twice, plain and compressed, and
-	// at a high write rate that heap kept the Go runtime collecting at its
-	// memory limit, on the proxy's core (docs/performance.md, the memory
-	// row). Each table records its compression, so directories written
-	// compressed stay readable, through the block cache.
+	// and no cache of decoded blocks unless a table is compressed
+	// (Badger's defaults, 5 x 64 MiB memtables and a 256 MiB block cache,
+	// are sized for a database server, not a proxy). Tables are not
+	// compressed. Snappy halved them on disk and in the mapped pages loads
+	// touch, but a compaction's table builder then holds each block twice,
+	// plain and compressed, and at a high write rate that heap kept the Go
+	// runtime collecting at its memory limit, on the proxy's core
+	// (docs/performance.md, the memory row). Each table records its
+	// compression, so directories written compressed stay readable,
+	// through the block cache blockCacheSize gives them.
 	bo := badger.DefaultOptions(dir).
 		WithMemTableSize(16 << 20).
 		WithNumMemtables(2).
 		WithCompression(tableCompression).
-		WithBlockCacheSize(16 << 20).
+		WithBlockCacheSize(blockCacheSize(dir, o.InMemory)).
 		WithValueLogFileSize(256 << 20).
 		WithNumCompactors(2).
 		WithLogger(slogAdapter{o.Logger}).

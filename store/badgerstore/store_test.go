@@ -126,6 +126,38 @@ func BenchmarkLoadTail(b *testing.B) {
 	}
 }
 
+// BenchmarkLoadFromTables loads the tails of 1,000 conversations whose
+// records are in the tables, not the memtable (a durable store reopened):
+// the reads the block cache sat in front of (see blockCacheSize).
+func BenchmarkLoadFromTables(b *testing.B) {
+	dir := b.TempDir()
+	s, err := badgerstore.Open(dir, badgerstore.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const convs = 1000
+	key := func(i int) history.Key { return history.Key{Tenant: "t", Conversation: strconv.Itoa(i)} }
+	for i := range convs {
+		mustCommit(b, s, key(i), history.Change{Append: turns(0, 20)})
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if s, err = badgerstore.Open(dir, badgerstore.Options{NoSync: true}); err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	q := history.Query{MinMessages: 1, Tokens: 100, FromCut: true}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i = (i + 7919) % convs
+		if snap, err := s.Load(ctx, key(i), q); err != nil || len(snap.Tail) == 0 {
+			b.Fatalf("got %d messages, %v", len(snap.Tail), err)
+		}
+	}
+}
+
 func BenchmarkCommit(b *testing.B) {
 	for _, noSync := range []bool{false, true} {
 		b.Run(fmt.Sprintf("sync=%v", !noSync), func(b *testing.B) {
