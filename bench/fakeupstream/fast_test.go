@@ -62,3 +62,25 @@ func TestFastChat(t *testing.T) {
 		t.Errorf("/v1/responses: %d, want the strict fake's answer", status)
 	}
 }
+
+// TestStreamed: the flag is the "stream" key's value wherever the key
+// comes, with or without spaces; a "stream" that is a value, or inside a
+// message's text, is not the key.
+func TestStreamed(t *testing.T) {
+	messages := `"messages":[{"role":"user","content":"say \"stream\":true or \"stream\": true"},{"role":"user","content":"stream"}]`
+	for _, c := range []struct {
+		body string
+		want bool
+	}{
+		{`{"model":"m",` + messages + `,"stream":true}`, true},
+		{`{"stream": true,` + messages + `}`, true},
+		{`{"model":"m",` + messages + `,"stream" : false}`, false},
+		{`{"model":"m",` + messages + `}`, false},
+		{`{"model":"stream",` + messages + `,"stream":true}`, true},
+		{`{"model":"stream",` + messages + `}`, false},
+	} {
+		if got := streamed([]byte(c.body)); got != c.want {
+			t.Errorf("streamed(%s) = %v, want %v", c.body, got, c.want)
+		}
+	}
+}

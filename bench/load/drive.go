@@ -63,6 +63,12 @@ type sample struct {
 	sent  time.Time // when a worker sent it
 }
 
+// readBufs recycles the buffers answers are read into: one of 32 KiB a
+// request, on the heap (Read takes it through an interface), was garbage
+// the collector swept on the core the load generator shares with the
+// upstream and, in the recall-pg rows, PostgreSQL.
+var readBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
 // request sends request number n and reads the whole answer. due is when
 // the request was due: latencies count from it.
 func (d *driver) request(ctx context.Context, n uint64, due time.Time, conv string) sample {
@@ -81,11 +87,13 @@ func (d *driver) request(ctx context.Context, n uint64, due time.Time, conv stri
 	}
 	defer resp.Body.Close()
 	var s sample
-	var buf [32 << 10]byte
+	bp := readBufs.Get().(*[32 << 10]byte)
+	defer readBufs.Put(bp)
+	buf := bp[:]
 	done := newDoneScanner(d.proto.done)
 	first := true
 	for {
-		k, rerr := resp.Body.Read(buf[:])
+		k, rerr := resp.Body.Read(buf)
 		if k > 0 {
 			if first {
 				s.ttfb = time.Since(due)
