@@ -21,9 +21,15 @@ import (
 // logged, 244 with loads reading into a pooled buffer and copying out
 // what they keep in one allocation, and the search analyser allocating
 // per message, not per word, 219 with the metadata record in binary (it
-// was JSON). Raise it only with a reason in the commit; lower it when the
-// path gets cheaper.
-const maxChatAllocs = 230
+// was JSON), 328 with values past 256 bytes in the value log (8147a8c):
+// Badger allocates an unlock callback for each value it reads from the
+// log (valueLog.getUnlockCallback, 122 a request in BenchmarkChatPath50's
+// memory profile), and this test's store has no window cache in front
+// of it, so every request loads its tail. (It went unnoticed: the
+// race detector skips this test, and CI ran only under it; .ci/run now
+// runs the allocation tests without it too.) Raise it only with a reason
+// in the commit; lower it when the path gets cheaper.
+const maxChatAllocs = 330
 
 // maxRecordAllocs bounds what building the inspector's exchange record
 // adds to a chat request (Config.OnExchange set, as the server runs): the
