@@ -53,6 +53,10 @@ type Config struct {
 	// StreamIdleTimeout ends an upstream stream that sends nothing for this
 	// long. Default 2m.
 	StreamIdleTimeout time.Duration
+	// StreamHeaderHold is how long a streamed answer's headers wait for
+	// its first event, to go to the client in one write with it; past it
+	// they go alone. Default 2ms.
+	StreamHeaderHold time.Duration
 	// Client sends requests upstream. Default: DefaultClient(). A client
 	// given here must stream response bodies (StreamResponseBody).
 	Client *fasthttp.Client
@@ -188,6 +192,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.StreamIdleTimeout <= 0 {
 		cfg.StreamIdleTimeout = 2 * time.Minute
+	}
+	if cfg.StreamHeaderHold <= 0 {
+		cfg.StreamHeaderHold = 2 * time.Millisecond
 	}
 	if cfg.Client == nil {
 		cfg.Client = DefaultClient()

@@ -70,7 +70,6 @@ const streamBodyMax = 64 << 10
 // exchange (x.done) with the status its end deserves.
 func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
 	work func(w *bufio.Writer, upstream io.Reader) error) {
-	rc.Response.ImmediateHeaderFlush = true
 	status := resp.StatusCode()
 	body := responseBody(resp)
 	stream := resp.BodyStream() // interrupted from other goroutines: closeResponse clears the field
@@ -130,6 +129,25 @@ func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, 
 		}
 		x.done(status, err)
 	}()
+	holdHeaders(rc, out, s.cfg.StreamHeaderHold)
+}
+
+// holdHeaders lets a stream's response headers wait for its first bytes
+// for up to hold, so that fasthttp writes them to the connection
+// together: one write and one wake-up of the client instead of two (a
+// stream is three or four writes in all: the headers, the events, the
+// events held for the commit, the last chunk). Past hold they go alone
+// (ImmediateHeaderFlush), so that a client whose upstream is slow to
+// begin sees the answer begin. The handler waits here, not the relay:
+// fasthttp writes the headers when the handler returns.
+func holdHeaders(rc *fasthttp.RequestCtx, out *streamBody, hold time.Duration) {
+	t := time.NewTimer(hold)
+	defer t.Stop()
+	select {
+	case <-out.Started():
+	case <-t.C:
+		rc.Response.ImmediateHeaderFlush = true
+	}
 }
 
 // relayRecorded relays a recorded stream (decoding it first if enc names a

@@ -32,6 +32,7 @@ type streamBody struct {
 	aborted bool       // Abort ended it
 	result  error      // what fasthttp's write ended with (nil: all written)
 	pooled  [2]*[]byte // the pool's holders of buf and spare, given back by release
+	started chan struct{} // closed at the first write, or at the end of the writer's side
 }
 
 // errStreamClosed is a write after fasthttp closed the body stream
@@ -44,7 +45,7 @@ var errStreamClosed = errors.New("proxy: response stream closed")
 var streamBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 func newStreamBody(max int) *streamBody {
-	b := &streamBody{max: max, pooled: [2]*[]byte{streamBufs.Get().(*[]byte), streamBufs.Get().(*[]byte)}}
+	b := &streamBody{max: max, pooled: [2]*[]byte{streamBufs.Get().(*[]byte), streamBufs.Get().(*[]byte)}, started: make(chan struct{})}
 	b.buf, b.spare = *b.pooled[0], *b.pooled[1]
 	b.cond.L = &b.mu
 	return b
@@ -74,9 +75,26 @@ func (b *streamBody) Write(p []byte) (int, error) {
 		return 0, b.err
 	}
 	b.buf = append(b.buf, p...)
+	if len(p) > 0 {
+		b.start()
+	}
 	b.cond.Broadcast()
 	return len(p), nil
 }
+
+// start closes started once (under mu): the first bytes are there, or
+// there will be none.
+func (b *streamBody) start() {
+	select {
+	case <-b.started:
+	default:
+		close(b.started)
+	}
+}
+
+// Started is closed once the first bytes are written, or the writer's
+// side has ended without any.
+func (b *streamBody) Started() <-chan struct{} { return b.started }
 
 // End ends the writer's side: the reader gets io.EOF once it has taken
 // everything written. (Not Close: fasthttp calls an io.Closer's Close
@@ -84,6 +102,7 @@ func (b *streamBody) Write(p []byte) (int, error) {
 func (b *streamBody) End() {
 	b.mu.Lock()
 	b.ended = true
+	b.start()
 	b.cond.Broadcast()
 	b.mu.Unlock()
 }
@@ -97,6 +116,7 @@ func (b *streamBody) Abort(err error) {
 		b.err = err
 	}
 	b.aborted = true
+	b.start()
 	b.cond.Broadcast()
 	b.mu.Unlock()
 }

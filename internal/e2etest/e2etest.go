@@ -85,6 +85,9 @@ type Options struct {
 	API func(*api.Config)
 	// Upstream are options of the fake upstream.
 	Upstream []upstreamtest.Option
+	// Listener, if set, wraps the server's listener (a test that watches
+	// the connections' writes).
+	Listener func(net.Listener) net.Listener
 }
 
 // New starts a Harness for the duration of t.
@@ -170,6 +173,9 @@ func New(t *testing.T, o Options) *Harness {
 		t.Fatal(err)
 	}
 	h.URL = "http://" + ln.Addr().String()
+	if o.Listener != nil {
+		ln = o.Listener(ln)
+	}
 	go h.Server.Serve(ln)
 	t.Cleanup(func() {
 		// Closing the client's idle connections first lets the server's
