@@ -21,17 +21,17 @@ import (
 // the end, for fasthttp to have written the last byte (Wait).
 type streamBody struct {
 	mu      sync.Mutex
-	cond    sync.Cond  // on mu: every change below
-	buf     []byte     // written, not yet read
-	spare   []byte     // the buffer the reader last drained, reused
-	max     int        // bytes buffered at which Write waits
-	ended   bool       // the writer is done: EOF once buf is drained
-	eof     bool       // the reader got io.EOF: it took every byte
-	err     error      // the reader's side ended: reads and writes fail with it
-	closed  bool       // fasthttp closed the stream (CloseWithError)
-	aborted bool       // Abort ended it
-	result  error      // what fasthttp's write ended with (nil: all written)
-	pooled  [2]*[]byte // the pool's holders of buf and spare, given back by release
+	cond    sync.Cond     // on mu: every change below
+	buf     []byte        // written, not yet read
+	spare   []byte        // the buffer the reader last drained, reused
+	max     int           // bytes buffered at which Write waits
+	ended   bool          // the writer is done: EOF once buf is drained
+	eof     bool          // the reader got io.EOF: it took every byte
+	err     error         // the reader's side ended: reads and writes fail with it
+	closed  bool          // fasthttp closed the stream (CloseWithError)
+	aborted bool          // Abort ended it
+	result  error         // what fasthttp's write ended with (nil: all written)
+	pooled  [2]*[]byte    // the pool's holders of buf and spare, given back by release
 	started chan struct{} // closed at the first write, or at the end of the writer's side
 }
 
