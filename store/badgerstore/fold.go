@@ -2,9 +2,12 @@ package badgerstore
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"runtime"
+	"slices"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -31,6 +34,19 @@ import (
 // a short transaction that checks nothing it indexed changed meanwhile
 // but by appending (see foldWrite). Folds are one at a time (foldMu): each
 // numbers its segments from Store.segment.
+//
+// The folder folds the conversations commits noted since it last woke
+// (Store.noted), not every dirty listing entry: listing them all took 12
+// ms of the core without a yield, every fold. Open and Close still fold
+// every dirty entry (Fold), which covers what a run left or a failed fold
+// dropped. And the folder is paced: yielding alone left a fold of a few
+// thousand messages a quarter second with the core 90% busy, in which an
+// open-loop request waited 20 ms for it (docs/performance.md, "The
+// search fold's bursts"). Its time on the core is counted between its
+// yields, and past foldBurst of it, it pauses for as long as keeps it to
+// foldShare of one processor (a pacer measuring a job's wall-clock time
+// instead, which a saturated core inflates, starved summaries: same
+// document, "Pacing background work").
 
 // foldMessages bounds the records one fold round indexes (one segment per
 // tenant).
@@ -42,6 +58,15 @@ const defaultIndexBacklog = 4096
 // foldAttempts bounds the rounds made again because what they read
 // changed before they wrote (a commit that raced the write, an erasure).
 const foldAttempts = 4
+
+// foldShare is the share of one processor the folder takes while it folds
+// in the background, and foldBurst the time on the core between its
+// pauses. With GOMAXPROCS processors its share of the machine is
+// foldShare / GOMAXPROCS: from 1/foldShare of them on, it is not paced.
+const (
+	foldShare = 0.25
+	foldBurst = 2 * time.Millisecond
+)
 
 // errFoldStale is a fold round whose snapshot went stale before it wrote.
 var errFoldStale = errors.New("badgerstore: fold raced a change; the next fold retries")
@@ -80,10 +105,10 @@ func (s *kvs) Set(k, v []byte) error {
 // foldRound indexes, in one transaction, the records past the watermarks
 // of keys' conversations, in order, up to budget of them: one segment per
 // tenant. It returns the conversations left to fold.
-func (s *Store) foldRound(keys []history.Key, budget int) ([]history.Key, error) {
+func (s *Store) foldRound(keys []history.Key, budget int, p *pacer) ([]history.Key, error) {
 	for attempt := 1; ; attempt++ {
 		epoch := s.erasures.Load()
-		plan, err := s.foldRead(keys, budget)
+		plan, err := s.foldRead(keys, budget, p)
 		if err == nil && len(plan.convs) > 0 {
 			if s.betweenFoldPhases != nil {
 				s.betweenFoldPhases()
@@ -102,8 +127,8 @@ func (s *Store) foldRound(keys []history.Key, budget int) ([]history.Key, error)
 }
 
 // foldRead reads and analyses, in a snapshot, the records a round indexes,
-// and encodes its segments.
-func (s *Store) foldRead(keys []history.Key, budget int) (foldPlan, error) {
+// and encodes its segments; p (nil: none) paces it.
+func (s *Store) foldRead(keys []history.Key, budget int, p *pacer) (foldPlan, error) {
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
 	builders := map[string]*segBuilder{}
@@ -120,10 +145,12 @@ func (s *Store) foldRead(keys []history.Key, budget int) (foldPlan, error) {
 			builders[k.Tenant] = b
 			tenants = append(tenants, k.Tenant)
 		}
+		start := time.Now()
 		c, more, err := foldInto(txn, k, b, budget-plan.docs)
 		if err != nil {
 			return foldPlan{}, err
 		}
+		p.spent(time.Since(start))
 		runtime.Gosched() // background work: requests first (not inside the iterator, which pins memtables)
 		if c.docs > 0 || c.clean {
 			plan.convs = append(plan.convs, c)
@@ -318,6 +345,7 @@ func (s *Store) foldCommit(plan foldPlan, epoch uint64) error {
 // returns when it is done (the folder does it in the background; tests
 // and operator tools may want it now).
 func (s *Store) Fold() error {
+	s.scans.Add(1)
 	var keys []history.Key
 	err := s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
@@ -346,12 +374,13 @@ func (s *Store) Fold() error {
 	if err != nil {
 		return err
 	}
-	return s.fold(keys)
+	return s.fold(keys, nil)
 }
 
 // fold indexes keys' records past their watermarks, a round of at most
-// foldMessages records at a time, until done or Close.
-func (s *Store) fold(keys []history.Key) error {
+// foldMessages records at a time, until done or Close; p (nil: none)
+// paces it.
+func (s *Store) fold(keys []history.Key, p *pacer) error {
 	s.foldMu.Lock()
 	defer s.foldMu.Unlock()
 	for len(keys) > 0 {
@@ -361,23 +390,24 @@ func (s *Store) fold(keys []history.Key) error {
 		default:
 		}
 		var err error
-		if keys, err = s.foldRound(keys, foldMessages); err != nil {
+		if keys, err = s.foldRound(keys, foldMessages, p); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// noteBacklog counts n records written without postings and wakes the
-// folder past Options.IndexBacklog of them; with a negative IndexBacklog
-// it folds k at once.
+// noteBacklog notes k for the folder, counts n records written without
+// postings and wakes the folder past Options.IndexBacklog of them; with a
+// negative IndexBacklog it folds k at once.
 func (s *Store) noteBacklog(k history.Key, n int) error {
 	if n == 0 {
 		return nil
 	}
 	if s.indexBacklog < 0 {
-		return s.fold([]history.Key{k})
+		return s.fold([]history.Key{k}, nil)
 	}
+	s.note(k)
 	if s.backlog.Add(int64(n)) >= int64(s.indexBacklog) {
 		s.backlog.Store(0)
 		select {
@@ -388,7 +418,35 @@ func (s *Store) noteBacklog(k history.Key, n int) error {
 	return nil
 }
 
-// folder folds whenever noteBacklog wakes it, until Close.
+// note adds k to the conversations the folder folds when it next wakes.
+func (s *Store) note(k history.Key) {
+	s.notedMu.Lock()
+	if s.noted == nil {
+		s.noted = map[history.Key]struct{}{}
+	}
+	s.noted[k] = struct{}{}
+	s.notedMu.Unlock()
+}
+
+// takeNoted returns the conversations noted since the last call, in key
+// order (a round writes one segment per tenant it meets).
+func (s *Store) takeNoted() []history.Key {
+	s.notedMu.Lock()
+	noted := s.noted
+	s.noted = nil
+	s.notedMu.Unlock()
+	keys := make([]history.Key, 0, len(noted))
+	for k := range noted {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b history.Key) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Conversation, b.Conversation))
+	})
+	return keys
+}
+
+// folder folds, paced, the conversations noted whenever noteBacklog wakes
+// it, until Close. What a failed fold took is noted again for the next.
 func (s *Store) folder() {
 	defer close(s.folded)
 	for {
@@ -397,9 +455,62 @@ func (s *Store) folder() {
 		case <-s.closing:
 			return
 		}
-		if err := s.Fold(); err != nil && !errors.Is(err, errClosed) && s.logger != nil {
-			s.logger.Warn("indexing messages for search failed; the next fold retries", "component", "badgerstore", "error", err.Error())
+		keys := s.takeNoted()
+		err := s.fold(keys, s.newPacer())
+		if err != nil {
+			for _, k := range keys {
+				s.note(k)
+			}
+			if !errors.Is(err, errClosed) && s.logger != nil {
+				s.logger.Warn("indexing messages for search failed; the next fold retries", "component", "badgerstore", "error", err.Error())
+			}
 		}
+		if s.afterFold != nil {
+			s.afterFold(err)
+		}
+	}
+}
+
+// pacer keeps a background fold to a share of one processor's time: it
+// counts the fold's time on the core and, past foldBurst of it, pauses
+// for as long as that time is to the share.
+type pacer struct {
+	share float64
+	run   time.Duration // on the core since the last pause
+	pause func(time.Duration)
+}
+
+// newPacer paces a fold to foldShare of one processor, or returns nil
+// (no pacing) if GOMAXPROCS is large enough that it need not be.
+func (s *Store) newPacer() *pacer {
+	share := foldShare * float64(runtime.GOMAXPROCS(0))
+	if share >= 1 {
+		return nil
+	}
+	return &pacer{share: share, pause: s.pause}
+}
+
+// spent counts d on the core, and pauses past foldBurst of it.
+func (p *pacer) spent(d time.Duration) {
+	if p == nil {
+		return
+	}
+	p.run += d
+	if p.run < foldBurst {
+		return
+	}
+	p.pause(time.Duration(float64(p.run) * (1 - p.share) / p.share))
+	p.run = 0
+}
+
+// pauseFold waits d, or less once Close has begun (it folds what is left
+// without pauses).
+func (s *Store) pauseFold(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.hurry:
 	}
 }
 

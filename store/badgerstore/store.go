@@ -158,6 +158,12 @@ type Store struct {
 	failFoldCommit    func() error                         // tests: an error to fail a fold's main transaction with
 	betweenFoldPhases func()                               // tests: runs after a fold read, before it writes
 	backlog           atomic.Int64                         // messages committed since the folder last woke
+	notedMu           sync.Mutex                           // guards noted
+	noted             map[history.Key]struct{}             // conversations committed to since the folder last woke (fold.go)
+	scans             atomic.Int64                         // listings of dirty conversations (Fold): tests
+	hurry             chan struct{}                        // closed when Close begins: the folder stops pausing
+	pause             func(time.Duration)                  // the folder's pause (pauseFold; tests hold it)
+	afterFold         func(error)                          // tests: runs after each of the folder's folds
 	foldNow           chan struct{}                        // wakes the folder (fold.go)
 	folded            chan struct{}                        // closed when the folder has stopped
 	synced            chan struct{}                        // closed when the background syncer has stopped
@@ -283,7 +289,8 @@ func Open(dir string, o Options) (*Store, error) {
 	s := &Store{dir: dir, minFree: o.MinFreeBytes, free: o.FreeBytes, readOnly: o.ReadOnly, noSync: o.NoSync || o.InMemory,
 		stop: make(chan struct{}), done: make(chan struct{}), logger: o.Logger, indexBacklog: o.IndexBacklog,
 		groupWait: o.GroupWait, after: time.After,
-		foldNow: make(chan struct{}, 1), folded: make(chan struct{})}
+		foldNow: make(chan struct{}, 1), folded: make(chan struct{}), hurry: make(chan struct{})}
+	s.pause = s.pauseFold
 	if !o.InMemory && !s.readOnly && s.minFree > 0 {
 		// Opening replays the write-ahead log and may flush it: on a full
 		// file system that is the crash a floor exists to avoid.
@@ -471,6 +478,7 @@ func (s *Store) Close() error {
 	// What this run left unindexed is indexed now, so that the next Open
 	// (which folds what is left before it returns) starts at once, however
 	// much a bulk writer such as the load script's seeder stored.
+	close(s.hurry)
 	var foldErr error
 	if !s.readOnly {
 		foldErr = s.Fold()
