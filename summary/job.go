@@ -248,7 +248,7 @@ func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model s
 	}
 	maxOut := t.Summary.MaxTokens
 	system := systemPrompt(t.Summary.Prompt, w.title)
-	fixed := m.cfg.Counter.Text(enc, system) + 64 // instructions and a margin
+	fixed := m.instr.tokens(enc, system) + 64 // instructions and a margin
 	room := max(window-fixed-2*maxOut, minChunk)
 
 	// ask makes one call, bounds its answer and records it: c says what

@@ -68,7 +68,7 @@ func (m *Manager) record(w *work, model string, enc tokens.Encoding, budget int,
 	// message; the stored messages' counts stand in for their lines in
 	// the transcript (counting a long transcript again would cost what
 	// fitsByBytes saves).
-	t.Instructions = m.cfg.Counter.Text(enc, c.system) + tokens.MessageOverhead
+	t.Instructions = m.instr.tokens(enc, c.system) + tokens.MessageOverhead
 	if c.prev != "" {
 		t.Summary = m.cfg.Counter.Text(enc, c.prev)
 		r.Summary = &history.SummaryUse{Through: c.prevThrough, Tokens: t.Summary}

@@ -133,6 +133,7 @@ type Manager struct {
 	client  *http.Client
 	metrics *metrics
 	queue   chan *job
+	instr   *instructionCounts
 
 	mu     sync.Mutex
 	jobs   map[history.Key]*job // waiting, queued or running
@@ -201,6 +202,7 @@ func New(cfg Config) (*Manager, error) {
 		client:  &http.Client{Transport: cfg.Transport},
 		metrics: met,
 		queue:   make(chan *job, cfg.Queue),
+		instr:   newInstructionCounts(cfg.Counter.Text),
 		jobs:    make(map[history.Key]*job),
 		creds:   make(map[string]string),
 		ctx:     ctx,
