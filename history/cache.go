@@ -257,20 +257,6 @@ func (c *Cache) Commit(ctx context.Context, k Key, ch Change) (Meta, error) {
 		return meta, err
 	}
 	e := el.Value.(*cacheEntry)
-	if err == nil && ch.onlySummary() && meta.Version == e.meta.Version && meta.NextSeq == e.meta.NextSeq &&
-		meta.Incarnation == e.meta.Incarnation && meta.Epoch == e.meta.Epoch {
-		// A summary landed on the messages the entry holds: only the
-		// metadata moved (the summary, its count, perhaps a title). Every
-		// landing dropped the entry, and the conversation's next request
-		// loaded its window from the store again.
-		added := metaCost(meta) - metaCost(e.meta)
-		e.meta, e.epoch = meta, epoch
-		e.bytes += added
-		c.size += added
-		c.lru.MoveToFront(el)
-		c.evict()
-		return meta, nil
-	}
 	if err != nil || ch.Supersede != nil || ch.Forget != nil || ch.Import || e.meta.Version != ch.Version {
 		c.remove(el)
 		return meta, err

@@ -37,11 +37,6 @@ func checkCacheTrace(t *testing.T, rng *rand.Rand, entry int) {
 	for op := range 300 {
 		if rng.IntN(3) == 0 {
 			ch := randomChange(rng, ref)
-			if rng.IntN(4) == 0 {
-				if sc, ok := randomSummary(rng, ref); ok {
-					ch = sc
-				}
-			}
 			if _, err := ref.Commit(ctx, k, ch); err != nil {
 				t.Fatal(err)
 			}
@@ -50,7 +45,7 @@ func checkCacheTrace(t *testing.T, rng *rand.Rand, entry int) {
 			}
 			continue
 		}
-		q := history.Query{MinMessages: rng.IntN(8), Tokens: rng.IntN(400), MaxTurns: rng.IntN(4), FromCut: rng.IntN(2) == 0, Summarized: rng.IntN(2) == 0}
+		q := history.Query{MinMessages: rng.IntN(8), Tokens: rng.IntN(400), MaxTurns: rng.IntN(4), FromCut: rng.IntN(2) == 0}
 		if rng.IntN(3) == 0 { // a summary covers the oldest turns
 			q.After = uint64(rng.IntN(int(ref.meta.NextSeq) + 1))
 		}
@@ -71,23 +66,6 @@ func checkCacheTrace(t *testing.T, rng *rand.Rand, entry int) {
 	if entry > 1<<20 && served == 0 {
 		t.Errorf("no load was served from memory")
 	}
-}
-
-// randomSummary lands a summary through a random message past the stored
-// summary's, if there is one to cover.
-func randomSummary(rng *rand.Rand, s *memStore) (history.Change, bool) {
-	var base uint64
-	if s.meta.Summary != nil {
-		base = s.meta.Summary.Through
-	}
-	if s.meta.NextSeq <= base+1 {
-		return history.Change{}, false
-	}
-	through := base + 1 + uint64(rng.IntN(int(s.meta.NextSeq-base-1)))
-	return history.Change{Now: int64(s.meta.Version + 1), Summary: &history.SummaryChange{
-		Base: base, Incarnation: s.meta.Incarnation, Epoch: s.meta.Epoch,
-		Summary: history.Summary{Text: fmt.Sprintf("through %d", through), Through: through, Turns: 1, Tokens: 5 + rng.IntN(50), At: int64(s.meta.Summaries + 1)},
-	}}, true
 }
 
 // randomChange appends a turn (sometimes with tool calls), sometimes moves
@@ -303,67 +281,5 @@ func TestCacheLeaseOverOneProcessStore(t *testing.T) {
 	cancel()
 	if _, err := c.Acquire(ctx, "x"); err == nil {
 		t.Fatal("a lease with an ended context")
-	}
-}
-
-// A summary landing keeps the cached conversation, with the store's new
-// metadata; one that lands on a state the entry does not hold (the
-// store moved under the cache) drops it.
-func TestCacheKeepsAConversationASummaryLandedOn(t *testing.T) {
-	ctx := context.Background()
-	under := &memStore{}
-	cache := history.NewCache(under, 0, 0)
-	k := history.Key{Tenant: "t", Conversation: "c"}
-	q := history.Query{Tokens: 1 << 20, Summarized: true}
-	var meta history.Meta
-	for i := range 3 {
-		var err error
-		meta, err = cache.Commit(ctx, k, history.Change{Version: meta.Version, Now: int64(i + 1), Incarnation: 1,
-			Append: []history.Message{history.User(fmt.Sprint("q", i)), history.Asst(fmt.Sprint("a", i))}})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	land := func(base, through uint64) history.Meta {
-		t.Helper()
-		m, err := cache.Commit(ctx, k, history.Change{Now: 9, Summary: &history.SummaryChange{
-			Base: base, Incarnation: under.meta.Incarnation, Epoch: under.meta.Epoch,
-			Summary: history.Summary{Text: fmt.Sprint("through ", through), Through: through, Turns: 1, Tokens: 7, At: int64(through)}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	landed := land(0, 2)
-	loads := under.loads
-	snap, err := cache.Load(ctx, k, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if under.loads != loads {
-		t.Errorf("the load after a summary landed went to the store")
-	}
-	want, _ := under.Load(ctx, k, q)
-	if !reflect.DeepEqual(snap.Meta, landed) || !reflect.DeepEqual(snap.Meta, want.Meta) || !reflect.DeepEqual(seqs(snap.Tail), seqs(want.Tail)) {
-		t.Fatalf("served meta %+v tail %v, want meta %+v tail %v", snap.Meta, seqs(snap.Tail), want.Meta, seqs(want.Tail))
-	}
-
-	// A turn committed to the store past the cache, then a summary
-	// through the cache: the entry no longer holds what the store does.
-	if _, err := under.Commit(ctx, k, history.Change{Version: under.meta.Version, Now: 10,
-		Append: []history.Message{history.User("q3"), history.Asst("a3")}}); err != nil {
-		t.Fatal(err)
-	}
-	land(2, 4)
-	loads = under.loads
-	snap, err = cache.Load(ctx, k, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if under.loads != loads+1 {
-		t.Errorf("the load after a summary landed on a moved store was served from memory")
-	}
-	if want, _ := under.Load(ctx, k, q); !reflect.DeepEqual(snap.Meta, want.Meta) || !reflect.DeepEqual(seqs(snap.Tail), seqs(want.Tail)) {
-		t.Fatalf("served meta %+v tail %v, want meta %+v tail %v", snap.Meta, seqs(snap.Tail), want.Meta, seqs(want.Tail))
 	}
 }
