@@ -44,7 +44,7 @@ import (
 // open-loop request waited 20 ms for it (docs/performance.md, "The
 // search fold's bursts"). Its time on the core is counted between its
 // yields, and past foldBurst of it, it pauses for as long as keeps it to
-// foldShare of one processor (a pacer measuring a job's wall-clock time
+// foldShare of the machine's processors (a pacer measuring a job's wall-clock time
 // instead, which a saturated core inflates, starved summaries: same
 // document, "Pacing background work").
 
@@ -59,10 +59,11 @@ const defaultIndexBacklog = 4096
 // changed before they wrote (a commit that raced the write, an erasure).
 const foldAttempts = 4
 
-// foldShare is the share of one processor the folder takes while it folds
-// in the background, and foldBurst the time on the core between its
-// pauses. With GOMAXPROCS processors its share of the machine is
-// foldShare / GOMAXPROCS: from 1/foldShare of them on, it is not paced.
+// foldShare is the share of the machine's processors (GOMAXPROCS) the
+// folder takes while it folds in the background, and foldBurst its time
+// on the core between pauses. The folder is one goroutine: on one
+// processor it runs a quarter of the time, on two half, and from
+// 1/foldShare processors on it is not paced.
 const (
 	foldShare = 0.25
 	foldBurst = 2 * time.Millisecond
@@ -471,17 +472,17 @@ func (s *Store) folder() {
 	}
 }
 
-// pacer keeps a background fold to a share of one processor's time: it
-// counts the fold's time on the core and, past foldBurst of it, pauses
-// for as long as that time is to the share.
+// pacer keeps a background fold to a share of the wall clock: it counts
+// the fold's time on the core and, past foldBurst of it, pauses for as
+// long as that time is to the share.
 type pacer struct {
 	share float64
 	run   time.Duration // on the core since the last pause
 	pause func(time.Duration)
 }
 
-// newPacer paces a fold to foldShare of one processor, or returns nil
-// (no pacing) if GOMAXPROCS is large enough that it need not be.
+// newPacer paces a fold to foldShare of the machine's processors, or
+// returns nil (no pacing) if one processor is within that share.
 func (s *Store) newPacer() *pacer {
 	share := foldShare * float64(runtime.GOMAXPROCS(0))
 	if share >= 1 {
