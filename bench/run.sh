@@ -37,6 +37,11 @@
 #                   requests alternating between the replicas (every request
 #                   then finds its conversation changed by the other replica:
 #                   the worst case for the window caches)
+#                   Both report the PostgreSQL server's CPU a request (its
+#                   processes, over each row's measured part), and after
+#                   them pgbench measures the server's floor: the least a
+#                   durable turn asks of it (the commit's one statement),
+#                   with Recall stopped (skipped without pgbench)
 #
 # each non-streaming and streaming, in a closed loop (max throughput, 32 in
 # flight) and an open loop (1,000 requests/s, latency from the scheduled send
@@ -378,6 +383,40 @@ for row in "responses openai responses" "responses chat responses-bridged" \
 	rm -rf "$WORK/data-$name"
 done
 
+# pg_floor: the pgbench runs of the recall-pg rows' floor (see there).
+pg_floor() {
+	local sql tenant secs
+	sql() { "$PG_BIN/psql" -qAtX -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "$1"; }
+	tenant=$(sql "SELECT tenant FROM recall_conversations WHERE conversation = 'bench-0'")
+	{
+		printf '\\set c random(0, 999)\n'
+		echo "WITH head AS (UPDATE recall_conversations SET version = version + 1, updated_at = updated_at + 1, meta = meta,"
+		echo "  docs = docs + 2, terms = terms + 2 * 60 WHERE tenant = '$tenant' AND conversation = 'bench-' || :c RETURNING version),"
+		echo "msgs AS (INSERT INTO recall_messages (tenant, conversation, seq, dl, created_at, body, tsv)"
+		sql "SELECT format('  SELECT %L, %L || :c, 1000000000 + head.version * 2 + g, %s, 0, %L::bytea, %L::tsvector FROM head, generate_series(0, 1) g)',
+			'$tenant', 'bench-', dl, body, tsv::text) FROM recall_messages WHERE tenant = '$tenant' AND seq <= 100
+			ORDER BY octet_length(body) OFFSET (SELECT count(*) / 2 FROM recall_messages WHERE tenant = '$tenant' AND seq <= 100) LIMIT 1"
+		echo "SELECT count(*) FROM head;"
+	} >"$WORK/pg-floor-turn.sql"
+	{
+		printf '\\set c random(0, 999)\n'
+		echo "UPDATE recall_conversations SET version = version + 1, updated_at = updated_at + 1, meta = meta WHERE tenant = '$tenant' AND conversation = 'bench-' || :c;"
+	} >"$WORK/pg-floor-update.sql"
+	echo "SELECT 1;" >"$WORK/pg-floor-select.sql"
+	secs=${DUR%s}
+	[[ "$secs" =~ ^[0-9]+$ ]] || secs=10
+	for f in turn update select; do
+		local c0 c1 out
+		c0=$("$BIN/load" -cpu-now "$PG_PID")
+		out=$("${PROXY_CPU[@]}" "$PG_BIN/pgbench" -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M prepared -c 10 -j 1 -T "$secs" \
+			-f "$WORK/pg-floor-$f.sql" postgres 2>>"$WORK/pg.log")
+		c1=$("$BIN/load" -cpu-now "$PG_PID")
+		echo "$out" | awk -v f="$f" -v ms=$((c1 - c0)) \
+			'/^number of transactions actually processed/ {split($0, a, ": "); split(a[2], b, "/"); n = b[1]} /^tps/ {tps = $3} END {printf "%s %.0f %.3f\n", f, tps, n ? ms / n : 0}' \
+			>>"$WORK/pg-floor.txt"
+	done
+}
+
 # recall-pg: recall-sync's rows with the store on PostgreSQL, a private
 # server sharing the load generator's core (PG_CPU=proxy: the proxy's
 # core, where recall-sync's store, Badger, runs inside Recall).
@@ -397,7 +436,8 @@ elif [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 	[ "${PG_CPU:-load}" = proxy ] && PG_PIN=("${PROXY_CPU[@]}")
 	"${PG_PIN[@]}" "${AS_PG[@]}" "$PG_BIN/postgres" -D "$PGDIR/data" -p "$PG_PORT" -k "$PGDIR" \
 		-c listen_addresses=127.0.0.1 -c shared_buffers=256MB ${PG_CONF:-} >>"$WORK/pg.log" 2>&1 &
-	PIDS+=("$!")
+	PG_PID=$! # taskset and setpriv exec: the postmaster
+	PIDS+=("$PG_PID")
 	for _ in $(seq 100); do
 		"$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break
 		sleep 0.1
@@ -422,7 +462,7 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 	"$BIN/load" -seed-url "$PG_URL" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
 	pg_stats_reset
 	start_recall "$WORK/data-pg" true "$PG_URL"
-	matrix recall-pg "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" -metrics "$RECALL_METRICS"
+	matrix recall-pg "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" -metrics "$RECALL_METRICS" -cpu "$PG_PID"
 	stop_recall
 	pg_stats_dump "$WORK/pg-statements.txt"
 	# Two replicas on the same database (the conversations as recall-pg
@@ -431,10 +471,24 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 	first=$RECALL_PID
 	RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pg-2" true "$PG_URL"
 	matrix recall-pg-2 "http://127.0.0.1:$RECALL_PORT$URL,http://127.0.0.1:$RECALL2_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" \
-		-metrics "$RECALL_METRICS,http://127.0.0.1:$RECALL2_PORT/metrics"
+		-metrics "$RECALL_METRICS,http://127.0.0.1:$RECALL2_PORT/metrics" -cpu "$PG_PID"
 	stop_recall
 	RECALL_PID=$first
 	stop_recall
+	# The server's floor: PostgreSQL alone (Recall stopped) running, from
+	# the proxy's core, the least a durable turn asks of it, with pgbench
+	# in a closed loop, DUR each, on the database the rows left, with as
+	# many clients as Recall's connection pool has (10, its default: more
+	# contend for the search index's pending list and cost the server more
+	# a transaction). turn: the commit's one statement (the conversation's
+	# row updated, the turn's two message rows inserted with their search
+	# terms, as the seeded messages' median body and terms), one
+	# transaction; update: the row's update alone; select: SELECT 1, a
+	# round trip. Its processes' CPU a transaction (load -cpu-now) and
+	# transactions a second go to pg-floor.txt and under the tables.
+	if [ -x "$PG_BIN/pgbench" ]; then
+		pg_floor
+	fi
 else
 	echo "PostgreSQL server binaries not found (apt-get install postgresql): skipping the recall-pg rows" >&2
 fi
@@ -555,6 +609,12 @@ fi
 echo "Command: ${ONLY:+ONLY=$ONLY }bench/run.sh $*; $DUR per row after $WARM warm-up; closed loop $CONC in flight; open loop $RATE req/s."
 echo "History rows: 1,000 conversations seeded with $SEED_TURNS turns (~40-word questions, ~120-word answers), summarised as Recall's defaults leave them (summaries seeded: $SUMMARIZED), growing during the run; default budget 16,000 tokens; the client sends only the new message. Recall log level warn, nginx access_log off."
 "$BIN/load" -report "$RESULTS"
+if [ -s "$WORK/pg-floor.txt" ]; then
+	echo
+	echo "The recall-pg rows' floor: PostgreSQL alone (Recall stopped) driven by pgbench from the proxy's core, 10 clients (Recall's pool), $DUR each, durable commits: transactions a second, and the server's CPU a transaction."
+	echo
+	awk '{d["turn"] = "the commit'"'"'s one statement (the conversation'"'"'s row updated, two median message rows inserted with their search terms)"; d["update"] = "the conversation'"'"'s row updated alone"; d["select"] = "SELECT 1"; printf "- %s: %s tps, %s ms\n", d[$1], $2, $3}' "$WORK/pg-floor.txt"
+fi
 if [ -s "$WORK/ceiling-rounds.txt" ]; then
 	echo
 	echo "Proxy ceiling, fasthttp-bare and recall-nohist driven in turn ($ROUNDS rounds of $RWRK_DUR; the table's rows are the median rounds): req/s (CPU µs a request) by round:"

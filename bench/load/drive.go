@@ -192,6 +192,17 @@ func (d *driver) run() result {
 		before = make(chan buckets, 1)
 		time.AfterFunc(d.o.warmup, func() { before <- d.scrape() })
 	}
+	var cpuBefore chan time.Duration
+	if d.o.cpu > 0 {
+		cpuBefore = make(chan time.Duration, 1)
+		time.AfterFunc(d.o.warmup, func() {
+			c, ok := treeCPU(d.o.cpu)
+			if !ok {
+				c = -1
+			}
+			cpuBefore <- c
+		})
+	}
 	var samples []sample
 	var elapsed time.Duration
 	if d.o.rate > 0 {
@@ -209,6 +220,12 @@ func (d *driver) run() result {
 		if b0, b1 := <-before, d.scrape(); b0 != nil && b1 != nil {
 			q := quantiles(b0, b1, 0.5, 0.99)
 			res.RecallP50, res.RecallP99 = q[0], q[1]
+		}
+	}
+	if cpuBefore != nil {
+		c1, ok := treeCPU(d.o.cpu)
+		if c0 := <-cpuBefore; ok && c0 >= 0 && res.Requests > 0 {
+			res.CPUMsPerRequest = float64(c1-c0) / float64(time.Millisecond) / float64(res.Requests)
 		}
 	}
 	if h, ok := d.lastH.Load().(string); ok {

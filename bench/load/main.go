@@ -58,6 +58,8 @@ type options struct {
 	report        string
 	wrk           string
 	pid           int
+	cpu           int
+	cpuNow        int
 	samples       string
 	metrics       string
 }
@@ -89,6 +91,8 @@ func main() {
 	flag.StringVar(&o.wrk, "wrk", "", "print the output of `wrk --latency` in this file as a result line (with -label and -concurrency) and exit")
 	flag.StringVar(&o.metrics, "metrics", "", "Recall's /metrics URL: report its own added time (recall_overhead_seconds) over the measured part; a comma list sums replicas'")
 	flag.IntVar(&o.pid, "pid", 0, "report this process's peak RSS (VmHWM) with the result")
+	flag.IntVar(&o.cpu, "cpu", 0, "report the CPU time this process and its children (a server: PostgreSQL's postmaster and its backends) used over the measured part, in ms a measured request")
+	flag.IntVar(&o.cpuNow, "cpu-now", 0, "print the CPU time this process and its children have used so far, in ms, and exit")
 	flag.Parse()
 
 	if err := run(o); err != nil {
@@ -106,6 +110,13 @@ func run(o options) error {
 		o.url = "http://127.0.0.1:8080" + p.path
 	}
 	switch {
+	case o.cpuNow > 0:
+		d, ok := treeCPU(o.cpuNow)
+		if !ok {
+			return fmt.Errorf("-cpu-now: no process %d in /proc", o.cpuNow)
+		}
+		fmt.Println(d.Milliseconds())
+		return nil
 	case o.report != "":
 		return report(os.Stdout, o.report)
 	case o.wrk != "":

@@ -41,6 +41,9 @@ type result struct {
 	// recall_overhead_seconds histogram (-metrics), linear within buckets.
 	RecallP50 float64 `json:"recall_p50_ms,omitempty"`
 	RecallP99 float64 `json:"recall_p99_ms,omitempty"`
+	// CPU time of -cpu's process and its children over the measured
+	// part, a measured request.
+	CPUMsPerRequest float64 `json:"cpu_ms_per_req,omitempty"`
 }
 
 func summarise(o options, samples []sample, elapsed time.Duration) result {
@@ -239,6 +242,28 @@ func report(w io.Writer, path string) error {
 		}
 	}
 
+	var cpuTargets []string
+	for _, r := range rs {
+		if t, _, _ := strings.Cut(r.Label, "/"); r.CPUMsPerRequest > 0 && !slices.Contains(cpuTargets, t) {
+			cpuTargets = append(cpuTargets, t)
+		}
+	}
+	if len(cpuTargets) > 0 {
+		fmt.Fprintln(w, "\n**The database server's CPU a request** (ms: its processes' CPU time over each row's measured part, over the row's requests)")
+		fmt.Fprintln(w, "\n| target | closed | open | closed streamed | open streamed |")
+		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: |")
+		for _, t := range cpuTargets {
+			cells := []string{t}
+			for _, row := range []string{"plain/closed", "plain/open", "stream/closed", "stream/open"} {
+				c := "–"
+				if r, ok := by[t+"/"+row]; ok && r.CPUMsPerRequest > 0 {
+					c = fmt.Sprintf("%.3f", r.CPUMsPerRequest)
+				}
+				cells = append(cells, c)
+			}
+			fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
+		}
+	}
 	if series := labelled(rs, "turns-"); len(series) > 0 {
 		fmt.Fprintln(w, "\n**Cost against stored history length** (open loop, default budget, non-streaming)")
 		fmt.Fprintln(w, "\n| stored turns | conversations | rate | p50 ms | p90 ms | p99 ms | max ms | errors | history (sent/stored) |")

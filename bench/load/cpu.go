@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"time"
+)
+
+// clockTick is the unit of /proc's CPU times (USER_HZ, 100 on every
+// architecture Linux exposes it on).
+const clockTick = 10 * time.Millisecond
+
+// treeCPU returns the CPU time pid and its children have used so far:
+// its own, its exited children's that it waited for (cutime and cstime,
+// as a PostgreSQL postmaster waits for its backends), and its live (or
+// not yet waited-for) children's. A server that forks a process a
+// connection, a worker or a checkpoint is measured whole this way. ok is
+// false if /proc cannot tell (pid gone, not Linux).
+func treeCPU(pid int) (d time.Duration, ok bool) {
+	f, ok := statFields(pid)
+	if !ok || len(f) < 15 {
+		return 0, false
+	}
+	// f[0] is the state (field 3 of proc(5)); utime is field 14.
+	ticks := atoi(f[11]) + atoi(f[12]) + atoi(f[13]) + atoi(f[14])
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, false
+	}
+	for _, e := range ents {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil || child == pid {
+			continue
+		}
+		cf, ok := statFields(child)
+		if !ok || len(cf) < 13 || atoi(cf[1]) != int64(pid) {
+			continue
+		}
+		ticks += atoi(cf[11]) + atoi(cf[12])
+	}
+	return time.Duration(ticks) * clockTick, true
+}
+
+// statFields returns the fields of /proc/PID/stat after the command's
+// name (which may hold spaces and parentheses): the state first.
+func statFields(pid int) ([][]byte, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, false
+	}
+	return bytes.Fields(b[i+1:]), true
+}
+
+func atoi(b []byte) int64 {
+	n, _ := strconv.ParseInt(string(b), 10, 64)
+	return n
+}
