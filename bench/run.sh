@@ -39,9 +39,9 @@
 #                   the worst case for the window caches)
 #                   Both report the PostgreSQL server's CPU a request (its
 #                   processes, over each row's measured part), and after
-#                   them pgbench measures the server's floor: the least a
-#                   durable turn asks of it (the commit's one statement),
-#                   with Recall stopped (skipped without pgbench)
+#                   them pgbench measures what the commit's one statement
+#                   alone costs the server, with Recall stopped (skipped
+#                   without pgbench)
 #
 # each non-streaming and streaming, in a closed loop (max throughput, 32 in
 # flight) and an open loop (1,000 requests/s, latency from the scheduled send
@@ -385,17 +385,20 @@ done
 
 # pg_floor: the pgbench runs of the recall-pg rows' floor (see there).
 pg_floor() {
-	local sql tenant secs
+	local tenant secs
 	sql() { "$PG_BIN/psql" -qAtX -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "$1"; }
-	tenant=$(sql "SELECT tenant FROM recall_conversations WHERE conversation = 'bench-0'")
+	if ! tenant=$(sql "SELECT tenant FROM recall_conversations WHERE conversation = 'bench-0'") || [ -z "$tenant" ]; then
+		echo "run.sh: no seeded conversation for the floor's statements" >&2
+		return 0
+	fi
 	{
 		printf '\\set c random(0, 999)\n'
 		echo "WITH head AS (UPDATE recall_conversations SET version = version + 1, updated_at = updated_at + 1, meta = meta,"
 		echo "  docs = docs + 2, terms = terms + 2 * 60 WHERE tenant = '$tenant' AND conversation = 'bench-' || :c RETURNING version),"
 		echo "msgs AS (INSERT INTO recall_messages (tenant, conversation, seq, dl, created_at, body, tsv)"
 		sql "SELECT format('  SELECT %L, %L || :c, 1000000000 + head.version * 2 + g, %s, 0, %L::bytea, %L::tsvector FROM head, generate_series(0, 1) g)',
-			'$tenant', 'bench-', dl, body, tsv::text) FROM recall_messages WHERE tenant = '$tenant' AND seq <= 100
-			ORDER BY octet_length(body) OFFSET (SELECT count(*) / 2 FROM recall_messages WHERE tenant = '$tenant' AND seq <= 100) LIMIT 1"
+			'$tenant', 'bench-', dl, body, tsv::text) FROM recall_messages WHERE tenant = '$tenant' AND seq <= $((SEED_TURNS * 2))
+			ORDER BY octet_length(body) OFFSET (SELECT count(*) / 2 FROM recall_messages WHERE tenant = '$tenant' AND seq <= $((SEED_TURNS * 2))) LIMIT 1" || true
 		echo "SELECT count(*) FROM head;"
 	} >"$WORK/pg-floor-turn.sql"
 	{
@@ -407,10 +410,14 @@ pg_floor() {
 	[[ "$secs" =~ ^[0-9]+$ ]] || secs=10
 	for f in turn update select; do
 		local c0 c1 out
-		c0=$("$BIN/load" -cpu-now "$PG_PID")
-		out=$("${PROXY_CPU[@]}" "$PG_BIN/pgbench" -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M prepared -c 10 -j 1 -T "$secs" \
-			-f "$WORK/pg-floor-$f.sql" postgres 2>>"$WORK/pg.log")
-		c1=$("$BIN/load" -cpu-now "$PG_PID")
+		# A failure here costs the floor's line, not the run's tables.
+		if ! c0=$("$BIN/load" -cpu-now "$PG_PID") ||
+			! out=$("${PROXY_CPU[@]}" "$PG_BIN/pgbench" -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M prepared -c 10 -j 1 -T "$secs" \
+				-f "$WORK/pg-floor-$f.sql" postgres 2>>"$WORK/pg.log") ||
+			! c1=$("$BIN/load" -cpu-now "$PG_PID"); then
+			echo "run.sh: the floor's $f run failed (see $WORK/pg.log)" >&2
+			continue
+		fi
 		echo "$out" | awk -v f="$f" -v ms=$((c1 - c0)) \
 			'/^number of transactions actually processed/ {split($0, a, ": "); split(a[2], b, "/"); n = b[1]} /^tps/ {tps = $3} END {printf "%s %.0f %.3f\n", f, tps, n ? ms / n : 0}' \
 			>>"$WORK/pg-floor.txt"
@@ -476,7 +483,7 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 	RECALL_PID=$first
 	stop_recall
 	# The server's floor: PostgreSQL alone (Recall stopped) running, from
-	# the proxy's core, the least a durable turn asks of it, with pgbench
+	# the proxy's core, the commit's one statement and less, with pgbench
 	# in a closed loop, DUR each, on the database the rows left, with as
 	# many clients as Recall's connection pool has (10, its default; 32
 	# cost the server 0.07-0.11 ms more a transaction, with the search
@@ -611,7 +618,7 @@ echo "History rows: 1,000 conversations seeded with $SEED_TURNS turns (~40-word 
 "$BIN/load" -report "$RESULTS"
 if [ -s "$WORK/pg-floor.txt" ]; then
 	echo
-	echo "The recall-pg rows' floor: PostgreSQL alone (Recall stopped) driven by pgbench from the proxy's core, 10 clients (Recall's pool), $DUR each, durable commits: transactions a second, and the server's CPU a transaction."
+	echo "The recall-pg rows' statements alone: PostgreSQL (Recall stopped) driven by pgbench from the proxy's core, 10 clients (Recall's pool; the cost a transaction moves with the count), $DUR each, durable commits: transactions a second, and the server's CPU a transaction."
 	echo
 	awk '{d["turn"] = "the commit'"'"'s one statement (the conversation'"'"'s row updated, two median message rows inserted with their search terms)"; d["update"] = "the conversation'"'"'s row updated alone"; d["select"] = "SELECT 1"; printf "- %s: %s tps, %s ms\n", d[$1], $2, $3}' "$WORK/pg-floor.txt"
 fi
