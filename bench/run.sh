@@ -383,7 +383,8 @@ for row in "responses openai responses" "responses chat responses-bridged" \
 	rm -rf "$WORK/data-$name"
 done
 
-# pg_floor: the pgbench runs of the recall-pg rows' floor (see there).
+# pg_floor: the pgbench runs of the recall-pg rows' statements alone (see
+# there).
 pg_floor() {
 	local tenant secs
 	sql() { "$PG_BIN/psql" -qAtX -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "$1"; }
@@ -482,7 +483,7 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 	stop_recall
 	RECALL_PID=$first
 	stop_recall
-	# The server's floor: PostgreSQL alone (Recall stopped) running, from
+	# The statements alone: PostgreSQL (Recall stopped) running, from
 	# the proxy's core, the commit's one statement and less, with pgbench
 	# in a closed loop, DUR each, on the database the rows left, with as
 	# many clients as Recall's connection pool has (10, its default; 32
