@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,8 +20,8 @@ const supersededSQL = `SELECT seq, body FROM recall_messages WHERE tenant = $1 A
 
 // insertSQL appends message rows, any number in one statement.
 const insertSQL = `INSERT INTO recall_messages (tenant, conversation, seq, dl, created_at, body, tsv)
-SELECT $1, $2, r.seq, r.dl, r.created_at, r.body, r.tsv::tsvector
-FROM unnest($3::bigint[], $4::int[], $5::bigint[], $6::bytea[], $7::text[]) AS r(seq, dl, created_at, body, tsv)`
+SELECT $1, $2, r.seq, r.dl, r.created_at, r.body, r.tsv
+FROM unnest($3::bigint[], $4::int[], $5::bigint[], $6::bytea[], $7::tsvector[]) AS r(seq, dl, created_at, body, tsv)`
 
 // eraseSQL deletes the records of a hard forget's ranges (their search
 // entries go with them) and takes them out of the conversation's search
@@ -52,8 +51,8 @@ const (
 	fastMessages = `,
 msgs AS (
   INSERT INTO recall_messages (tenant, conversation, seq, dl, created_at, body, tsv)
-  SELECT $1, $2, r.seq, r.dl, r.created_at, r.body, r.tsv::tsvector
-  FROM unnest($10::bigint[], $11::int[], $12::bigint[], $13::bytea[], $14::text[]) AS r(seq, dl, created_at, body, tsv)
+  SELECT $1, $2, r.seq, r.dl, r.created_at, r.body, r.tsv
+  FROM unnest($10::bigint[], $11::int[], $12::bigint[], $13::bytea[], $14::tsvector[]) AS r(seq, dl, created_at, body, tsv)
   WHERE EXISTS (SELECT FROM head))
 SELECT count(*) FROM head`
 	fastUpdateSQL = `WITH head AS (
@@ -270,46 +269,21 @@ type writeSet struct {
 	dls     []int32
 	created []int64
 	bodies  [][]byte
-	tsvs    []string // tsvector literals (see tsv)
+	tsvs    []postings // their search terms (tsvector.go)
 	terms   int64
 }
 
 func newWriteSet(n int) *writeSet {
 	return &writeSet{seqs: make([]int64, 0, n), dls: make([]int32, 0, n), created: make([]int64, 0, n),
-		bodies: make([][]byte, 0, n), tsvs: make([]string, 0, n)}
+		bodies: make([][]byte, 0, n), tsvs: make([]postings, 0, n)}
 }
 
 func (w *writeSet) add(m *history.Message) {
-	postings, dl := search.Analyze(m.Raw)
+	terms, dl := search.Analyze(m.Raw)
 	w.seqs = append(w.seqs, int64(m.Seq))
 	w.dls = append(w.dls, int32(dl))
 	w.created = append(w.created, m.CreatedAt.UnixNano())
 	w.bodies = append(w.bodies, history.AppendMessage(nil, m))
-	w.tsvs = append(w.tsvs, tsv(postings))
+	w.tsvs = append(w.tsvs, postings{terms: terms})
 	w.terms += int64(dl)
-}
-
-// maxTF is the largest term frequency a tsvector holds: a lexeme's
-// position, where the frequency is kept, is at most 16383.
-const maxTF = 16383
-
-// tsv returns the tsvector literal of a message's postings: each term a
-// lexeme whose one position is its frequency (see migrations/0005_fts.sql).
-// Terms are letters and digits (search.Terms): nothing to escape.
-func tsv(postings []search.Posting) string {
-	n := 0
-	for _, p := range postings {
-		n += len(p.Term) + 9
-	}
-	b := make([]byte, 0, n)
-	for i, p := range postings {
-		if i > 0 {
-			b = append(b, ' ')
-		}
-		b = append(b, '\'')
-		b = append(b, p.Term...)
-		b = append(b, '\'', ':')
-		b = strconv.AppendInt(b, int64(min(p.TF, maxTF)), 10)
-	}
-	return string(b)
 }

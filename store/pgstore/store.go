@@ -123,6 +123,10 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 		cfg.MaxConns = 10
 	}
 	cfg.MinConns = 0
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		registerPostings(c.TypeMap())
+		return nil
+	}
 	if o.Tracer != nil {
 		cfg.ConnConfig.Tracer = o.Tracer
 	}
