@@ -69,8 +69,8 @@ type encodePostingsText struct{}
 
 func (encodePostingsText) Encode(value any, buf []byte) ([]byte, error) {
 	p := value.(postings)
-	if len(p.terms) == 0 {
-		return append(buf, ""...), nil // the empty tsvector, not NULL
+	if len(p.terms) == 0 && buf == nil {
+		return []byte{}, nil // the empty tsvector: a nil buffer is NULL
 	}
 	for i, t := range p.terms {
 		if i > 0 {
