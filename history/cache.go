@@ -239,7 +239,8 @@ func (e *cacheEntry) snapshot(tail []Message) Snapshot {
 
 // Commit writes through to the store, then applies the same change to the
 // cached entry (or drops it when it cannot follow: a supersede, a conflict,
-// an error). A commit that creates the conversation caches it whole.
+// an error). A commit that creates the conversation caches it whole; a
+// summary landing on the state the entry holds keeps it.
 func (c *Cache) Commit(ctx context.Context, k Key, ch Change) (Meta, error) {
 	epoch := c.epoch() // before the store, as in Load
 	meta, err := c.store.Commit(ctx, k, ch)
@@ -257,6 +258,24 @@ func (c *Cache) Commit(ctx context.Context, k Key, ch Change) (Meta, error) {
 		return meta, err
 	}
 	e := el.Value.(*cacheEntry)
+	if err == nil && ch.onlySummary() {
+		// A summary landing is checked against the stored summary, not
+		// Version (the job's change names none), and changes no message:
+		// the entry stays if the store landed it on the state the entry
+		// holds, as its result shows (the same Version and Incarnation,
+		// one summary more).
+		if h := HeadOf(&e.meta); h.Version == meta.Version && h.Incarnation == meta.Incarnation && h.Summaries+1 == meta.Summaries {
+			added := metaCost(meta) - metaCost(e.meta)
+			e.meta, e.epoch = meta, epoch
+			e.bytes += added
+			c.size += added
+			c.lru.MoveToFront(el)
+			c.evict()
+		} else {
+			c.remove(el)
+		}
+		return meta, nil
+	}
 	if err != nil || ch.Supersede != nil || ch.Forget != nil || ch.Import || e.meta.Version != ch.Version {
 		c.remove(el)
 		return meta, err

@@ -70,8 +70,12 @@ func checkCacheTrace(t *testing.T, rng *rand.Rand, entry int) {
 
 // randomChange appends a turn (sometimes with tool calls), sometimes moves
 // the cut to a turn start, sometimes supersedes the tail after a random
-// active message.
+// active message, sometimes lands a summary (as the summary job does:
+// computed from the stored summary, naming no Version).
 func randomChange(rng *rand.Rand, s *memStore) history.Change {
+	if sc := randomSummary(rng, s); sc != nil && rng.IntN(6) == 0 {
+		return history.Change{Summary: sc, Now: int64(s.meta.Version + 1)}
+	}
 	ch := history.Change{Version: s.meta.Version, Now: int64(s.meta.Version + 1), Incarnation: 1}
 	var active []history.Message
 	for _, m := range s.msgs {
@@ -281,5 +285,74 @@ func TestCacheLeaseOverOneProcessStore(t *testing.T) {
 	cancel()
 	if _, err := c.Acquire(ctx, "x"); err == nil {
 		t.Fatal("a lease with an ended context")
+	}
+}
+
+// randomSummary returns a summary of s's messages through a random one
+// after the stored summary's, or nil if there is none to cover.
+func randomSummary(rng *rand.Rand, s *memStore) *history.SummaryChange {
+	var base uint64
+	if s.meta.Summary != nil {
+		base = s.meta.Summary.Through
+	}
+	if s.meta.NextSeq <= base+2 {
+		return nil
+	}
+	through := base + 1 + uint64(rng.IntN(int(s.meta.NextSeq-base-2)))
+	return &history.SummaryChange{Base: base, Incarnation: s.meta.Incarnation, Epoch: s.meta.Epoch,
+		Summary: history.Summary{Text: fmt.Sprintf("through %d", through), Through: through, Tokens: 10}}
+}
+
+// TestCacheKeepsAConversationASummaryLandsOn: the summary job's change
+// names no Version; landing on the state the entry holds, it must leave
+// the entry (with the new summary) in memory, not drop it and cost the
+// next request a load from the store. Landing on another state (a commit
+// the cache did not see) drops it.
+func TestCacheKeepsAConversationASummaryLandsOn(t *testing.T) {
+	ctx := context.Background()
+	under := &memStore{}
+	cache := history.NewCache(under, 0, 0)
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	q := history.Query{Tokens: 1 << 20}
+	for i := range 3 {
+		if _, err := cache.Commit(ctx, k, history.Change{Version: under.meta.Version, Now: int64(i + 1),
+			Append: []history.Message{history.User(fmt.Sprint("q", i)), history.Asst(fmt.Sprint("a", i))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc := &history.SummaryChange{Incarnation: under.meta.Incarnation, Epoch: under.meta.Epoch,
+		Summary: history.Summary{Text: "the first two turns", Through: 4, Tokens: 5}}
+	meta, err := cache.Commit(ctx, k, history.Change{Summary: sc, Now: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loads := under.loads
+	snap, err := cache.Load(ctx, k, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if under.loads != loads {
+		t.Errorf("got %d store loads after the summary landed, want none: the entry should stay", under.loads-loads)
+	}
+	if !reflect.DeepEqual(snap.Meta, meta) || snap.Meta.Summary == nil || snap.Meta.Summary.Text != "the first two turns" {
+		t.Errorf("got meta %+v, want the store's %+v", snap.Meta, meta)
+	}
+	if got, want := seqs(snap.Tail), []uint64{1, 2, 3, 4, 5, 6}; !reflect.DeepEqual(got, want) {
+		t.Errorf("got tail %v, want %v", got, want)
+	}
+
+	// A commit the cache did not see, then a summary on top of it: the
+	// entry no longer holds the state the summary landed on.
+	if _, err := under.Commit(ctx, k, history.Change{Version: under.meta.Version, Now: 10,
+		Append: []history.Message{history.User("q3"), history.Asst("a3")}}); err != nil {
+		t.Fatal(err)
+	}
+	sc = &history.SummaryChange{Base: 4, Incarnation: under.meta.Incarnation, Epoch: under.meta.Epoch,
+		Summary: history.Summary{Text: "four turns", Through: 6, Tokens: 5}}
+	if _, err := cache.Commit(ctx, k, history.Change{Summary: sc, Now: 11}); err != nil {
+		t.Fatal(err)
+	}
+	if got := cache.Len(); got != 0 {
+		t.Errorf("got %d entries after a summary landed on a state the cache did not hold, want 0", got)
 	}
 }

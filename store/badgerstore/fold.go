@@ -477,6 +477,7 @@ func (s *Store) folder() {
 // long as that time is to the share.
 type pacer struct {
 	share float64
+	burst time.Duration // on the core between pauses
 	run   time.Duration // on the core since the last pause
 	pause func(time.Duration)
 }
@@ -488,16 +489,16 @@ func (s *Store) newPacer() *pacer {
 	if share >= 1 {
 		return nil
 	}
-	return &pacer{share: share, pause: s.pause}
+	return &pacer{share: share, burst: s.burst, pause: s.pause}
 }
 
-// spent counts d on the core, and pauses past foldBurst of it.
+// spent counts d on the core, and pauses past p.burst of it.
 func (p *pacer) spent(d time.Duration) {
 	if p == nil {
 		return
 	}
 	p.run += d
-	if p.run < foldBurst {
+	if p.run < p.burst {
 		return
 	}
 	p.pause(time.Duration(float64(p.run) * (1 - p.share) / p.share))

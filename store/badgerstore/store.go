@@ -163,6 +163,7 @@ type Store struct {
 	scans             atomic.Int64                         // listings of dirty conversations (Fold): tests
 	hurry             chan struct{}                        // closed when Close begins: the folder stops pausing
 	pause             func(time.Duration)                  // the folder's pause (pauseFold; tests hold it)
+	burst             time.Duration                        // the folder's time on the core between pauses (foldBurst; tests shorten it)
 	afterFold         func(error)                          // tests: runs after each of the folder's folds
 	foldNow           chan struct{}                        // wakes the folder (fold.go)
 	folded            chan struct{}                        // closed when the folder has stopped
@@ -288,7 +289,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, minFree: o.MinFreeBytes, free: o.FreeBytes, readOnly: o.ReadOnly, noSync: o.NoSync || o.InMemory,
 		stop: make(chan struct{}), done: make(chan struct{}), logger: o.Logger, indexBacklog: o.IndexBacklog,
-		groupWait: o.GroupWait, after: time.After,
+		groupWait: o.GroupWait, after: time.After, burst: foldBurst,
 		foldNow: make(chan struct{}, 1), folded: make(chan struct{}), hurry: make(chan struct{})}
 	s.pause = s.pauseFold
 	if !o.InMemory && !s.readOnly && s.minFree > 0 {
