@@ -118,14 +118,31 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 // whether the writes were sent (the commit's fate is then unknown if the
 // connection broke).
 func (s *Store) commitOn(ctx context.Context, k history.Key, c history.Change) (m history.Meta, wrote bool, err error) {
+	var f *fastCommit
+	moved := false // the head moved since c.Base
+	if fast(&c) {
+		f, _ = prepareFast(&c)
+	}
+	if f != nil && f.base.Version != 0 {
+		r := s.batcher.commit(ctx, k, f)
+		switch r.outcome {
+		case batchCommitted:
+			return f.next, true, nil
+		case batchFailed:
+			return history.Meta{}, r.wrote, r.err
+		case batchMoved:
+			moved = true
+		case batchRefused: // alone, below
+		}
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return history.Meta{}, false, err
 	}
 	defer conn.Release()
-	if fast(&c) {
+	if f != nil && !moved {
 		var ok bool
-		m, ok, err = s.commitFast(ctx, conn.Conn(), k, c, &wrote)
+		m, ok, err = s.commitFast(ctx, conn.Conn(), k, f, &wrote)
 		if err != nil || ok {
 			return m, wrote, err
 		}
@@ -143,36 +160,52 @@ func fast(c *history.Change) bool {
 	return c.Base != nil && c.Base.Version == c.Version && c.Supersede == nil && c.Forget == nil && c.Summary == nil && !c.Import
 }
 
-// commitFast commits c against c.Base in one statement; ok reports
-// whether the stored head was c.Base's (else nothing was written).
-func (s *Store) commitFast(ctx context.Context, conn *pgx.Conn, k history.Key, c history.Change, wrote *bool) (history.Meta, bool, error) {
+// fastCommit is a change that can commit in one statement, computed
+// against its base.
+type fastCommit struct {
+	base       history.Meta
+	next       history.Meta
+	meta, summ []byte // next's row (metaRow)
+	w          *writeSet
+}
+
+// prepareFast computes c (fast) against c.Base; ok is false if the one
+// statement cannot commit it (it changes the summary).
+func prepareFast(c *history.Change) (*fastCommit, bool) {
 	base := *c.Base
 	// Apply appends to these: never into the caller's arrays.
 	base.Gaps, base.Episodes = slices.Clip(base.Gaps), slices.Clip(base.Episodes)
-	next, writes := history.Apply(base, c, nil)
+	next, writes := history.Apply(base, *c, nil)
 	if next.Summary != base.Summary {
-		return history.Meta{}, false, nil // the statement leaves the summary alone
+		return nil, false // the statement leaves the summary alone
 	}
-	mv, sv := metaRow(&next)
-	w := newWriteSet(len(writes))
+	f := &fastCommit{base: base, next: next, w: newWriteSet(len(writes))}
+	f.meta, f.summ = metaRow(&f.next)
 	for i := range writes {
-		w.add(&writes[i])
+		f.w.add(&writes[i])
 	}
-	args := []any{k.Tenant, k.Conversation, int64(next.Version), int32(next.Summaries), next.UpdatedAt, int64(next.Incarnation), mv,
-		int64(len(writes)), w.terms, w.seqs, w.dls, w.created, w.bodies, w.tsvs}
+	return f, true
+}
+
+// commitFast commits f in one statement; ok reports whether the stored
+// head was f's base (else nothing was written).
+func (s *Store) commitFast(ctx context.Context, conn *pgx.Conn, k history.Key, f *fastCommit, wrote *bool) (history.Meta, bool, error) {
+	next, w := &f.next, f.w
+	args := []any{k.Tenant, k.Conversation, int64(next.Version), int32(next.Summaries), next.UpdatedAt, int64(next.Incarnation), f.meta,
+		int64(len(w.seqs)), w.terms, w.seqs, w.dls, w.created, w.bodies, w.tsvs}
 	sql := fastCreateSQL
-	if base.Version != 0 {
+	if f.base.Version != 0 {
 		sql = fastUpdateSQL
-		args = append(args, int64(base.Version), int32(base.Summaries), int64(base.Incarnation))
+		args = append(args, int64(f.base.Version), int32(f.base.Summaries), int64(f.base.Incarnation))
 	} else {
-		args = append(args, sv)
+		args = append(args, f.summ)
 	}
 	*wrote = true
 	var n int
 	if err := conn.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
 		return history.Meta{}, false, err
 	}
-	return next, n == 1, nil
+	return f.next, n == 1, nil
 }
 
 func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c history.Change, wrote *bool) (history.Meta, error) {

@@ -62,6 +62,10 @@ type Options struct {
 	// its merger, which merges the search index's pending list off the
 	// request path (see merge.go). Default 512.
 	MergeEvery int
+	// Committers is how many batched commit statements may be under way
+	// at once (see batch.go); each holds a connection while its statement
+	// runs. Default 2.
+	Committers int
 	// OnMerge, if set, is called after each merge with the pages it
 	// merged and its error: for metrics and tests. Default none.
 	OnMerge func(pages int64, err error)
@@ -96,6 +100,7 @@ type Store struct {
 	leases     atomic.Uint64 // numbers each lease taken
 	version    int           // the schema version
 	merger     *merger
+	batcher    *batcher
 	now        func() time.Time
 	sole       *soleLock
 }
@@ -139,6 +144,9 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	if o.MergeEvery <= 0 {
 		o.MergeEvery = 512
 	}
+	if o.Committers <= 0 {
+		o.Committers = 2
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -174,12 +182,15 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	sole.start()
 	s.merger = newMerger(o.MergeEvery, o.OnMerge)
 	go s.merger.run(s)
+	s.batcher = newBatcher(s, o.Committers)
 	return s, nil
 }
 
-// Close stops the merger, closes the pool (calls in flight fail), then
+// Close stops the committers (once their batches are done: later commits
+// fail) and the merger, closes the pool (calls in flight fail), then
 // releases the sole-writer lock.
 func (s *Store) Close() {
+	s.batcher.close()
 	s.merger.close()
 	s.pool.Close()
 	s.sole.close()

@@ -1,0 +1,241 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/pgtest"
+	"github.com/recallproxy/recall/store/pgstore"
+)
+
+// held is a Store with one committer whose first batch waits until the
+// test releases it, so that the commits made meanwhile queue up and go
+// in the next batch together.
+type held struct {
+	*pgstore.Store
+	first    chan struct{} // closed when the first batch is about to be sent
+	queued   chan int      // the queue's length after each commit joined it
+	release  chan struct{} // close to let the first batch go
+	mu       sync.Mutex
+	batches  []int // each batch's size, in the order they were sent
+	rt       *roundTrips
+	onceSent sync.Once
+}
+
+func openHeld(t *testing.T) *held {
+	t.Helper()
+	rt := &roundTrips{}
+	h := &held{Store: open(t, pgtest.DB(t), pgstore.Options{Committers: 1, Tracer: rt}), rt: rt, first: make(chan struct{}),
+		queued: make(chan int, 1024), release: make(chan struct{})}
+	pgstore.BatchHooks(h.Store, func(n int) { h.queued <- n }, func(n int) {
+		h.mu.Lock()
+		h.batches = append(h.batches, n)
+		h.mu.Unlock()
+		h.onceSent.Do(func() {
+			close(h.first)
+			<-h.release
+		})
+	})
+	return h
+}
+
+// waitQueued waits until n commits are queued behind the first batch.
+func (h *held) waitQueued(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case got := <-h.queued:
+			if got >= n {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("%d commits never queued", n)
+		}
+	}
+}
+
+func (h *held) sizes() []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]int(nil), h.batches...)
+}
+
+// create commits a conversation's first turn (not batched: it creates the
+// row) and returns its metadata.
+func create(t *testing.T, s *pgstore.Store, k history.Key) history.Meta {
+	t.Helper()
+	m, err := s.Commit(testCtx(t), k, history.Change{Append: turns(0, 1), Now: 1e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// plain is a plain turn on m, as the chat path commits it.
+func plain(m history.Meta, turn int) history.Change {
+	return history.Change{Version: m.Version, Base: &m, Append: turns(turn, 1), Now: int64(turn+1) * 1e9}
+}
+
+// TestConcurrentCommitsShareAStatement: plain commits to different
+// conversations queued while a committer is busy go in its next batch,
+// one statement, and each lands as it would alone.
+func TestConcurrentCommitsShareAStatement(t *testing.T) {
+	ctx := testCtx(t)
+	h := openHeld(t)
+	const n = 8
+	metas := make([]history.Meta, n)
+	for i := range n {
+		metas[i] = create(t, h.Store, history.Key{Tenant: "t", Conversation: fmt.Sprint("c", i)})
+	}
+	h.rt.take()
+	errs := make([]error, n)
+	got := make([]history.Meta, n)
+	var wg sync.WaitGroup
+	commit := func(i int) {
+		defer wg.Done()
+		got[i], errs[i] = h.Commit(ctx, history.Key{Tenant: "t", Conversation: fmt.Sprint("c", i)}, plain(metas[i], 1))
+	}
+	wg.Add(n)
+	go commit(0)
+	<-h.first
+	for i := 1; i < n; i++ {
+		go commit(i)
+	}
+	h.waitQueued(t, n-1)
+	close(h.release)
+	wg.Wait()
+	if want := []int{1, n - 1}; !reflect.DeepEqual(h.sizes(), want) {
+		t.Errorf("batches of %v, want %v", h.sizes(), want)
+	}
+	if got := h.rt.take(); got != 2 {
+		t.Errorf("%d commits took %d round trips, want 2 (the first alone, the others in one statement)", n, got)
+	}
+	for i := range n {
+		k := history.Key{Tenant: "t", Conversation: fmt.Sprint("c", i)}
+		if errs[i] != nil {
+			t.Fatalf("%s: %v", k, errs[i])
+		}
+		snap, err := h.Load(ctx, k, history.Query{MinMessages: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Meta.Version != metas[i].Version+1 || got[i].Version != snap.Meta.Version || len(snap.Tail) != 4 ||
+			string(snap.Tail[3].Raw) != string(turns(1, 1)[1].Raw) {
+			t.Errorf("%s: stored version %d with %d messages, commit answered %d; want %d with 4",
+				k, snap.Meta.Version, len(snap.Tail), got[i].Version, metas[i].Version+1)
+		}
+	}
+}
+
+// TestBatchedCommitOnAMovedHead: in a batch, a commit whose conversation
+// moved since its base is not written and decides against the stored
+// head (a conflict); a batch never holds two commits of one
+// conversation; the others in the batch land.
+func TestBatchedCommitOnAMovedHead(t *testing.T) {
+	ctx := testCtx(t)
+	h := openHeld(t)
+	ka, kb, kc := history.Key{Tenant: "t", Conversation: "a"}, history.Key{Tenant: "t", Conversation: "b"}, history.Key{Tenant: "t", Conversation: "c"}
+	ma, mb, mc := create(t, h.Store, ka), create(t, h.Store, kb), create(t, h.Store, kc)
+	var wg sync.WaitGroup
+	wg.Add(4)
+	go func() { defer wg.Done(); _, _ = h.Commit(ctx, kc, plain(mc, 1)) }() // the first batch, held
+	<-h.first
+	var errA, errB1, errB2 error
+	go func() { defer wg.Done(); _, errA = h.Commit(ctx, ka, plain(ma, 1)) }()
+	go func() { defer wg.Done(); _, errB1 = h.Commit(ctx, kb, plain(mb, 1)) }()
+	go func() { defer wg.Done(); _, errB2 = h.Commit(ctx, kb, plain(mb, 2)) }() // the same base: one of the two wins
+	h.waitQueued(t, 3)
+	close(h.release)
+	wg.Wait()
+	if want := []int{1, 2, 1}; !reflect.DeepEqual(h.sizes(), want) {
+		t.Errorf("batches of %v, want %v (b's second commit alone, after)", h.sizes(), want)
+	}
+	if errA != nil {
+		t.Fatalf("a: %v", errA)
+	}
+	if (errB1 == nil) == (errB2 == nil) || !errors.Is(errors.Join(errB1, errB2), history.ErrConflict) {
+		t.Fatalf("b's two commits on one base: %v, %v; want one to land and the other to conflict", errB1, errB2)
+	}
+	for k, want := range map[history.Key]int{ka: 4, kb: 4, kc: 4} {
+		snap, err := h.Load(ctx, k, history.Query{MinMessages: 100})
+		if err != nil || len(snap.Tail) != want || snap.Meta.Version != ma.Version+1 {
+			t.Errorf("%s: %d messages at version %d (%v), want %d at %d", k, len(snap.Tail), snap.Meta.Version, err, want, ma.Version+1)
+		}
+	}
+}
+
+// TestBatchTheServerRefuses: a commit the server refuses (here a base
+// that lies about the stored messages: its records collide with stored
+// ones) fails the batch's statement, which writes nothing; each commit of
+// the batch is then tried alone, and only that one fails.
+func TestBatchTheServerRefuses(t *testing.T) {
+	ctx := testCtx(t)
+	h := openHeld(t)
+	ka, kb, kc := history.Key{Tenant: "t", Conversation: "a"}, history.Key{Tenant: "t", Conversation: "b"}, history.Key{Tenant: "t", Conversation: "c"}
+	ma, mb, mc := create(t, h.Store, ka), create(t, h.Store, kb), create(t, h.Store, kc)
+	liar := mb
+	liar.NextSeq, liar.Messages = 1, 0 // the stored head, but its messages' numbers start over
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); _, _ = h.Commit(ctx, kc, plain(mc, 1)) }()
+	<-h.first
+	var errA, errB error
+	go func() { defer wg.Done(); _, errA = h.Commit(ctx, ka, plain(ma, 1)) }()
+	go func() { defer wg.Done(); _, errB = h.Commit(ctx, kb, plain(liar, 1)) }()
+	h.waitQueued(t, 2)
+	close(h.release)
+	wg.Wait()
+	if want := []int{1, 2}; !reflect.DeepEqual(h.sizes(), want) {
+		t.Errorf("batches of %v, want %v", h.sizes(), want)
+	}
+	if errA != nil {
+		t.Errorf("a, in the refused batch with b: %v; want it landed alone", errA)
+	}
+	if errB == nil {
+		t.Errorf("b's colliding commit landed")
+	}
+	for k, want := range map[history.Key]int{ka: 4, kb: 2} {
+		snap, err := h.Load(ctx, k, history.Query{MinMessages: 100})
+		if err != nil || len(snap.Tail) != want {
+			t.Errorf("%s: %d messages (%v), want %d", k, len(snap.Tail), err, want)
+		}
+	}
+}
+
+// TestQueuedCommitWithdrawn: a commit whose context ends while it waits
+// for a committer is withdrawn, nothing written.
+func TestQueuedCommitWithdrawn(t *testing.T) {
+	ctx := testCtx(t)
+	h := openHeld(t)
+	ka, kb := history.Key{Tenant: "t", Conversation: "a"}, history.Key{Tenant: "t", Conversation: "b"}
+	ma, mb := create(t, h.Store, ka), create(t, h.Store, kb)
+	done := make(chan error, 1)
+	go func() { _, err := h.Commit(ctx, ka, plain(ma, 1)); done <- err }()
+	<-h.first
+	cctx, cancel := context.WithCancel(ctx)
+	errB := make(chan error, 1)
+	go func() { _, err := h.Commit(cctx, kb, plain(mb, 1)); errB <- err }()
+	h.waitQueued(t, 1)
+	cancel()
+	if err := <-errB; !errors.Is(err, context.Canceled) {
+		t.Errorf("the withdrawn commit: %v, want context.Canceled", err)
+	}
+	close(h.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := h.sizes(); !reflect.DeepEqual(got, []int{1}) {
+		t.Errorf("batches of %v, want [1]: the withdrawn commit was sent", got)
+	}
+	snap, err := h.Load(ctx, kb, history.Query{MinMessages: 100})
+	if err != nil || len(snap.Tail) != 2 || snap.Meta.Version != mb.Version {
+		t.Errorf("b: %d messages at version %d (%v), want 2 at %d", len(snap.Tail), snap.Meta.Version, err, mb.Version)
+	}
+}

@@ -1,0 +1,10 @@
+package pgstore
+
+// BatchHooks sets the committers' hooks (batch.go): queued sees the
+// queue's length after each commit joins it, sent each batch's size
+// before it is sent. Set them before the first commit.
+func BatchHooks(s *Store, queued, sent func(n int)) {
+	s.batcher.mu.Lock()
+	defer s.batcher.mu.Unlock()
+	s.batcher.queued, s.batcher.sent = queued, sent
+}
