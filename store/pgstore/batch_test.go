@@ -38,6 +38,9 @@ func openHeld(t *testing.T) *held {
 		h.batches = append(h.batches, n)
 		h.mu.Unlock()
 		h.onceSent.Do(func() {
+			for len(h.queued) > 0 { // the first commit's own: it is not behind the batch
+				<-h.queued
+			}
 			close(h.first)
 			<-h.release
 		})
@@ -237,5 +240,39 @@ func TestQueuedCommitWithdrawn(t *testing.T) {
 	snap, err := h.Load(ctx, kb, history.Query{MinMessages: 100})
 	if err != nil || len(snap.Tail) != 2 || snap.Meta.Version != mb.Version {
 		t.Errorf("b: %d messages at version %d (%v), want 2 at %d", len(snap.Tail), snap.Meta.Version, err, mb.Version)
+	}
+}
+
+// TestBatchesAreOneTenants: a batch holds one tenant's commits (one
+// shard on Citus); another tenant's queued beside them go in a batch of
+// their own.
+func TestBatchesAreOneTenants(t *testing.T) {
+	ctx := testCtx(t)
+	h := openHeld(t)
+	keys := []history.Key{{Tenant: "t1", Conversation: "a"}, {Tenant: "t2", Conversation: "a"}, {Tenant: "t1", Conversation: "b"}}
+	first := history.Key{Tenant: "t1", Conversation: "first"}
+	metas := map[history.Key]history.Meta{first: create(t, h.Store, first)}
+	for _, k := range keys {
+		metas[k] = create(t, h.Store, k)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(keys))
+	wg.Add(1 + len(keys))
+	go func() { defer wg.Done(); _, _ = h.Commit(ctx, first, plain(metas[first], 1)) }()
+	<-h.first
+	for i, k := range keys {
+		go func() { defer wg.Done(); _, errs[i] = h.Commit(ctx, k, plain(metas[k], 1)) }()
+		h.waitQueued(t, i+1) // in this order
+	}
+	close(h.release)
+	wg.Wait()
+	if want := []int{1, 2, 1}; !reflect.DeepEqual(h.sizes(), want) {
+		t.Errorf("batches of %v, want %v (t1's two, then t2's)", h.sizes(), want)
+	}
+	for i, k := range keys {
+		snap, err := h.Load(ctx, k, history.Query{MinMessages: 100})
+		if errs[i] != nil || err != nil || len(snap.Tail) != 4 {
+			t.Errorf("%s: commit %v; %d messages (%v), want 4", k, errs[i], len(snap.Tail), err)
+		}
 	}
 }
