@@ -51,7 +51,9 @@ const (
 // answers the conversations that committed. Each row is found through
 // the primary key and locked, in the arrays' order (a join of the arrays
 // against the table may be planned as a scan of the whole table), then
-// updated by its row id if its head is still the base. A row another
+// updated by its row id (and nothing else: a condition on the tenant there
+// was planned, on a table the statistics thought small, as a scan of
+// every row of the tenant) if its head is still the base. A row another
 // commit updated since the statement began is then not found: its commit
 // decides against the stored head, as one whose head moved.
 const batchSQL = `WITH t AS (
@@ -63,7 +65,7 @@ const batchSQL = `WITH t AS (
 head AS (
   UPDATE recall_conversations c SET version = t.version, summaries = t.summaries, updated_at = t.updated_at,
     incarnation = t.incarnation, meta = t.meta, docs = c.docs + t.docs, terms = c.terms + t.terms
-  FROM t WHERE c.ctid = t.rid AND c.tenant = $1 AND c.version = t.base_version AND c.summaries = t.base_summaries
+  FROM t WHERE c.ctid = t.rid AND c.version = t.base_version AND c.summaries = t.base_summaries
     AND c.incarnation = t.base_incarnation AND get_byte(c.meta, 0) = 255 -- splitSQL
   RETURNING c.conversation),
 msgs AS (

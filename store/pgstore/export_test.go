@@ -8,3 +8,6 @@ func BatchHooks(s *Store, queued, sent func(n int)) {
 	defer s.batcher.mu.Unlock()
 	s.batcher.queued, s.batcher.sent = queued, sent
 }
+
+// BatchSQL is the batched commit's statement.
+const BatchSQL = batchSQL
