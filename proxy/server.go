@@ -228,13 +228,16 @@ func New(cfg Config) (*Server, error) {
 		// temporary files) before the handler sees it.
 		DisablePreParseMultipartForm: true,
 		MaxRequestBodySize:           cfg.MaxBodyBytes,
-		ReadTimeout:                  5 * time.Minute,
-		IdleTimeout:                  2 * time.Minute,
-		ReadBufferSize:               16 << 10,
-		CloseOnShutdown:              true,
-		ExpectHandler:                s.expect,
-		ConnState:                    s.conns.track,
-		Logger:                       fasthttpLogger{cfg.Logger},
+		// One timeout for reading a request and for the silence before
+		// the next (no IdleTimeout): a connection busy with requests
+		// then asks for one deadline, which coarseListener's connections
+		// pass on about once a second (deadline.go).
+		ReadTimeout:     5 * time.Minute,
+		ReadBufferSize:  16 << 10,
+		CloseOnShutdown: true,
+		ExpectHandler:   s.expect,
+		ConnState:       s.conns.track,
+		Logger:          fasthttpLogger{cfg.Logger},
 		ErrorHandler: func(rc *fasthttp.RequestCtx, err error) {
 			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 				writeError(rc, apierr.TooLarge)
@@ -247,7 +250,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Serve accepts connections on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(coarseListener{ln}) }
 
 // Shutdown stops accepting connections, closes idle ones, and waits for
 // in-flight requests and streams to finish until ctx ends; then it closes

@@ -84,7 +84,7 @@ func dialUpstream(addr string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc := &trackedConn{Conn: c}
+	tc := &trackedConn{coarseConn: coarseConn{Conn: c}}
 	tc.local = &connAddr{c.LocalAddr(), tc}
 	return tc, nil
 }
@@ -93,7 +93,7 @@ func dialUpstream(addr string) (net.Conn, error) {
 // of it, and makes itself known through its local address, which fasthttp
 // hands to the response it reads (Response.LocalAddr).
 type trackedConn struct {
-	net.Conn
+	coarseConn   // deadlines: see deadline.go
 	closedByPeer atomic.Bool
 	local        *connAddr // made once: fasthttp asks for it on every response
 }

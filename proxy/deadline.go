@@ -1,0 +1,108 @@
+package proxy
+
+import (
+	"net"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// fasthttp sets a connection's deadlines on every request: the server its
+// read deadline (the time to read a request, and between requests), the
+// client its write and read deadlines (the tenant's timeout). Each is the
+// same duration from now, a few microseconds past the last one. Every one
+// the runtime's poller takes costs two clock reads and a move of its
+// timer; on the plain path, where a request costs Recall about 19 µs of
+// CPU, the deadlines were about 1 µs of it (docs/performance.md, stop 40).
+// A coarseDeadline passes a deadline on only when the one the connection
+// has is not within a small slack after it.
+
+// maxDeadlineSlack bounds how late a coarse deadline fires.
+const maxDeadlineSlack = time.Second
+
+// coarseDeadline keeps one direction's deadline of a connection. The
+// deadline a connection gets is the one asked plus a slack of a 64th of
+// the time left to it, at most maxDeadlineSlack; a later deadline asked
+// keeps it while the one set is at or after the new one and no more than
+// the slack past it. A timeout therefore fires at or after its deadline,
+// and at most a 64th of its duration (and a second) later: on a connection
+// busy with requests of one timeout the poller sees about a deadline a
+// second instead of one a request.
+type coarseDeadline struct {
+	mu    sync.Mutex
+	set   time.Time     // the deadline the connection has; zero: none
+	slack time.Duration // how far set may lie past a deadline it stands for
+}
+
+// apply gives the connection a deadline for t through setDeadline, unless
+// the one it has stands for t. now is read only when a deadline is set.
+func (d *coarseDeadline) apply(t time.Time, now func() time.Time, setDeadline func(time.Time) error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t.IsZero() {
+		if d.set.IsZero() {
+			return nil
+		}
+		if err := setDeadline(t); err != nil {
+			return err
+		}
+		d.set, d.slack = t, 0
+		return nil
+	}
+	if !d.set.IsZero() && !t.After(d.set) && d.set.Sub(t) <= d.slack {
+		return nil
+	}
+	slack := min(max(t.Sub(now())/64, 0), maxDeadlineSlack)
+	if err := setDeadline(t.Add(slack)); err != nil {
+		return err
+	}
+	d.set, d.slack = t.Add(slack), slack
+	return nil
+}
+
+// coarseConn is a connection whose deadlines are coarseDeadlines.
+type coarseConn struct {
+	net.Conn
+	read, write coarseDeadline
+}
+
+func (c *coarseConn) SetReadDeadline(t time.Time) error {
+	return c.read.apply(t, time.Now, c.Conn.SetReadDeadline)
+}
+
+func (c *coarseConn) SetWriteDeadline(t time.Time) error {
+	return c.write.apply(t, time.Now, c.Conn.SetWriteDeadline)
+}
+
+func (c *coarseConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
+}
+
+// clientConn is a client's connection to Recall's server: coarse
+// deadlines, and the socket still reachable (clientGone peeks at it).
+type clientConn struct {
+	coarseConn
+	sc syscall.Conn
+}
+
+func (c *clientConn) SyscallConn() (syscall.RawConn, error) { return c.sc.SyscallConn() }
+
+// coarseListener hands the server its connections with coarse deadlines.
+// A connection that is not a socket (an in-memory one) is handed on as
+// it is.
+type coarseListener struct{ net.Listener }
+
+func (l coarseListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return c, nil
+	}
+	return &clientConn{coarseConn: coarseConn{Conn: c}, sc: sc}, nil
+}
