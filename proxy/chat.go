@@ -107,7 +107,7 @@ var exchanges = sync.Pool{New: func() any { return new(exchange) }}
 // exchange is logged, counted and reported once, whatever its end.
 func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	x := exchanges.Get().(*exchange)
-	x.s, x.start = s, s.cfg.Now()
+	x.s, x.start = s, s.startOf(rc)
 	x.key.Conversation = conv
 	body, admitted := s.admit(rc, x)
 	if !admitted {

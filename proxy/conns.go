@@ -3,6 +3,7 @@ package proxy
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
 )
@@ -13,11 +14,18 @@ import (
 // the drain deadline passes, every connection left.
 type connTracker struct {
 	mu    sync.Mutex
-	conns map[net.Conn]fasthttp.ConnState
+	conns map[net.Conn]*atomic.Int32 // each one's last fasthttp.ConnState
 }
 
-// track is the fasthttp.Server ConnState hook.
+// track is the fasthttp.Server ConnState hook. A client's socket keeps
+// its own state, so that its turns between requests and back, twice a
+// request, take no lock.
 func (t *connTracker) track(c net.Conn, state fasthttp.ConnState) {
+	cc, own := c.(*clientConn)
+	if own && (state == fasthttp.StateActive || state == fasthttp.StateIdle) {
+		cc.state.Store(int32(state))
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch state {
@@ -25,9 +33,17 @@ func (t *connTracker) track(c net.Conn, state fasthttp.ConnState) {
 		delete(t.conns, c)
 	default:
 		if t.conns == nil {
-			t.conns = make(map[net.Conn]fasthttp.ConnState)
+			t.conns = make(map[net.Conn]*atomic.Int32)
 		}
-		t.conns[c] = state
+		s := t.conns[c]
+		if s == nil {
+			s = new(atomic.Int32)
+			if own {
+				s = &cc.state
+			}
+			t.conns[c] = s
+		}
+		s.Store(int32(state))
 	}
 }
 
@@ -40,8 +56,8 @@ func (t *connTracker) closeAll() { t.close(true) }
 func (t *connTracker) close(all bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for c, state := range t.conns {
-		if all || state == fasthttp.StateIdle || state == fasthttp.StateNew {
+	for c, s := range t.conns {
+		if state := fasthttp.ConnState(s.Load()); all || state == fasthttp.StateIdle || state == fasthttp.StateNew {
 			c.Close()
 			delete(t.conns, c)
 		}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -82,10 +83,12 @@ func (c *coarseConn) SetDeadline(t time.Time) error {
 }
 
 // clientConn is a client's connection to Recall's server: coarse
-// deadlines, and the socket still reachable (clientGone peeks at it).
+// deadlines, the socket still reachable (clientGone peeks at it), and its
+// state for Shutdown.
 type clientConn struct {
 	coarseConn
-	sc syscall.Conn
+	sc    syscall.Conn
+	state atomic.Int32 // its last fasthttp.ConnState (connTracker)
 }
 
 func (c *clientConn) SyscallConn() (syscall.RawConn, error) { return c.sc.SyscallConn() }

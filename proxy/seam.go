@@ -29,7 +29,7 @@ import (
 //
 // Every call ends in exactly one x.done or x.fail.
 func (s *Server) serveSeam(rc *fasthttp.RequestCtx, conv string, p *protocol) {
-	x := &exchange{s: s, start: s.cfg.Now(), render: p.render, route: p.route}
+	x := &exchange{s: s, start: s.startOf(rc), render: p.render, route: p.route}
 	x.key.Conversation = conv
 	if body, ok := s.admit(rc, x); ok {
 		s.seamExchange(rc, x, body, conv, p)

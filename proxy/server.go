@@ -165,6 +165,9 @@ type Server struct {
 	cached   atomic.Int64
 	// memoryWarned is when memoryNone last logged (Unix nanoseconds).
 	memoryWarned atomic.Int64
+	// realClock: cfg.Now is time.Now, and a request's start can be
+	// fasthttp's reading of it (startOf).
+	realClock bool
 }
 
 // New returns a Server for cfg.
@@ -202,7 +205,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.CommitTimeout <= 0 {
 		cfg.CommitTimeout = 10 * time.Second
 	}
-	if cfg.Now == nil {
+	realClock := cfg.Now == nil
+	if realClock {
 		cfg.Now = time.Now
 	}
 	if cfg.Locks == nil {
@@ -214,6 +218,8 @@ func New(cfg Config) (*Server, error) {
 		metrics: cfg.Metrics,
 		counter: cfg.Counter,
 		client:  cfg.Client, // Do follows no redirect: they are the client's business
+
+		realClock: realClock,
 	}
 	s.metrics.activeConversations(cfg.Locks.active)
 	s.srv = &fasthttp.Server{
@@ -434,4 +440,15 @@ type fasthttpLogger struct{ l *slog.Logger }
 
 func (f fasthttpLogger) Printf(format string, args ...any) {
 	f.l.Debug("fasthttp", "msg", fmt.Sprintf(format, args...))
+}
+
+// startOf is when rc's request began: the clock reading fasthttp took as
+// its headers were read (one clock read fewer a request), unless the
+// server runs on a clock of its own or rc did not come through fasthttp's
+// server.
+func (s *Server) startOf(rc *fasthttp.RequestCtx) time.Time {
+	if t := rc.Time(); s.realClock && !t.IsZero() {
+		return t
+	}
+	return s.cfg.Now()
 }
