@@ -3,6 +3,7 @@ package history
 import (
 	"container/list"
 	"context"
+	"math"
 	"sync"
 	"time"
 	"unsafe"
@@ -20,8 +21,10 @@ import (
 // writer, as Recall is for its Badger directory (one process per
 // directory). A store that other processes write too (replicas sharing a
 // database) implements HeadReader: the cache then serves a conversation
-// from memory only after a read of its head finds it unchanged, except
-// while the store reports this process its only writer (SoleWriter). Memory is bounded by maxBytes (LRU), counting each entry at its
+// from memory only after a read of its head finds it unchanged, or finds
+// that another process only appended to it and the entry caught up with
+// those messages, except while the store reports this process its only
+// writer (SoleWriter). Memory is bounded by maxBytes (LRU), counting each entry at its
 // cost: a fixed overhead for the entry, its map slot, list element and
 // metadata, plus its messages; one conversation never holds more than
 // maxEntryBytes of messages. A conversation the store does not hold is
@@ -145,9 +148,11 @@ func (c *Cache) epoch() uint64 {
 // Load serves q from memory when the cached tail answers it exactly as the
 // store would, and otherwise loads from the store and keeps the result.
 // Over a HeadReader, a cached conversation is first checked against the
-// stored head, and dropped if another process wrote it; not while the
-// store reports this process its only writer (SoleWriter) and the entry
-// was read, written or checked in the same epoch. The returned Tail must
+// stored head; not while the store reports this process its only writer
+// (SoleWriter) and the entry was read, written or checked in the same
+// epoch. If another process wrote it, the entry catches up by reading
+// only the messages after its newest one, when that process only
+// appended (appendedTo), and is dropped otherwise. The returned Tail must
 // not be modified (appending to it is safe).
 func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 	// The epoch is read before the store: what is read after it is
@@ -156,19 +161,36 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 	c.mu.Lock()
 	contended := false
 	if el, ok := c.byKey[k]; ok && c.heads != nil && (epoch == 0 || el.Value.(*cacheEntry).epoch != epoch) {
-		cached := HeadOf(&el.Value.(*cacheEntry).meta)
+		cachedMeta := el.Value.(*cacheEntry).meta
+		cached := HeadOf(&cachedMeta)
 		c.mu.Unlock()
 		head, err := c.heads.Head(ctx, k)
 		if err != nil {
 			return Snapshot{}, err
 		}
 		contended = head.Contended
+		var added *Snapshot
+		if !head.Same(cached) && head.Incarnation == cached.Incarnation && head.Version >= cached.Version {
+			// Another process committed to it (a replica): read what
+			// came after the entry's newest message, not the window.
+			snap, err := c.store.Load(ctx, k, Query{After: cachedMeta.NextSeq - 1, Tokens: math.MaxInt})
+			if err != nil {
+				return Snapshot{}, err
+			}
+			added = &snap
+		}
 		c.mu.Lock()
 		if el, ok := c.byKey[k]; ok {
-			if e := el.Value.(*cacheEntry); !head.Same(cached) || !HeadOf(&e.meta).Same(cached) {
+			e := el.Value.(*cacheEntry)
+			switch {
+			case !HeadOf(&e.meta).Same(cached):
 				c.remove(el)
-			} else {
+			case head.Same(cached):
 				e.epoch = epoch
+			case added != nil && appendedTo(&cachedMeta, added):
+				c.advance(el, added.Meta, added.Tail, epoch)
+			default:
+				c.remove(el)
 			}
 		}
 	}
@@ -285,14 +307,22 @@ func (c *Cache) Commit(ctx context.Context, k Key, ch Change) (Meta, error) {
 		c.remove(el) // the store saw another state: never guess
 		return meta, nil
 	}
+	// The store applied the change to the head the entry holds: the
+	// entry is what the store holds now.
+	c.advance(el, meta, writes, epoch)
+	return meta, nil
+}
+
+// advance makes el's entry the conversation as meta describes it: the
+// messages it holds, then appended. c.mu must be held.
+func (c *Cache) advance(el *list.Element, meta Meta, appended []Message, epoch uint64) {
+	e := el.Value.(*cacheEntry)
 	// Snapshots handed out have their capacity clipped, so appending in
 	// place never writes into a slice a reader holds.
 	added := metaCost(meta) - metaCost(e.meta)
-	// The store applied the change to the head the entry holds: the
-	// entry is what the store holds now.
 	e.meta, e.epoch = meta, epoch
-	e.tail = append(e.tail, writes...)
-	for _, m := range writes {
+	e.tail = append(e.tail, appended...)
+	for _, m := range appended {
 		added += messageCost(m)
 	}
 	e.bytes += added
@@ -300,7 +330,27 @@ func (c *Cache) Commit(ctx context.Context, k Key, ch Change) (Meta, error) {
 	c.lru.MoveToFront(el)
 	c.trim(e)
 	c.evict()
-	return meta, nil
+}
+
+// appendedTo reports whether snap, read after the newest message m
+// describes, is that conversation with messages appended and none of the
+// others changed: the same incarnation, no change since that took
+// messages out of every context (Epoch counts supersedes and forgets,
+// after which the entry could hold what is no longer there, erased text
+// included), and every message appended since, in order. Its metadata
+// may have moved otherwise (a summary, the cut, the counters).
+func appendedTo(m *Meta, snap *Snapshot) bool {
+	n := &snap.Meta
+	if n.Incarnation != m.Incarnation || n.Epoch != m.Epoch || n.Version < m.Version || n.NextSeq < m.NextSeq ||
+		uint64(len(snap.Tail)) != n.NextSeq-m.NextSeq || n.Messages-m.Messages != len(snap.Tail) {
+		return false
+	}
+	for i := range snap.Tail {
+		if snap.Tail[i].Seq != m.NextSeq+uint64(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // Acquire takes the store's lease on name if the store is a Leaser (a
