@@ -22,10 +22,12 @@ var trimExchangesSQL = fmt.Sprintf(`DELETE FROM recall_exchanges WHERE tenant = 
 // AppendExchanges inserts recs and trims the conversation's records to
 // the newest history.MaxExchangeRecords (when history.TrimDue: between
 // trims Exchanges lists the newest only), in one transaction that holds
-// the conversation's row (FOR SHARE): a Delete, which removes that row
+// the conversation's row FOR KEY SHARE: a Delete, which removes that row
 // before the records, waits for it and then erases them too, and an
 // append after a Delete finds no row and writes nothing. Records of
-// another incarnation are not written.
+// another incarnation are not written. The lock does not wait for a
+// commit updating the row, nor holds one up: a commit never changes the
+// row's key or its incarnation (a new incarnation is a new row).
 func (s *Store) AppendExchanges(ctx context.Context, k history.Key, recs []history.ExchangeRecord) error {
 	if len(recs) == 0 {
 		return nil
@@ -43,7 +45,7 @@ func (s *Store) AppendExchanges(ctx context.Context, k history.Key, recs []histo
 	err := s.again(ctx, func() error {
 		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 			var inc int64
-			err := tx.QueryRow(ctx, `SELECT incarnation FROM recall_conversations WHERE tenant = $1 AND conversation = $2 FOR SHARE`,
+			err := tx.QueryRow(ctx, `SELECT incarnation FROM recall_conversations WHERE tenant = $1 AND conversation = $2 FOR KEY SHARE`,
 				k.Tenant, k.Conversation).Scan(&inc)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil // gone: so are its records
@@ -70,8 +72,8 @@ func (s *Store) AppendExchanges(ctx context.Context, k history.Key, recs []histo
 
 // batchInsertSQL inserts the records of many conversations in one
 // statement, each only if its conversation is stored, under each
-// record's incarnation (0: any), holding the conversation's row FOR SHARE
-// as AppendExchanges does. LATERAL keeps each lookup on the primary key,
+// record's incarnation (0: any), holding the conversation's row FOR KEY
+// SHARE as AppendExchanges does. LATERAL keeps each lookup on the primary key,
 // one index probe a record in the arrays' order, which is the lock order
 // (a plain join of the arrays against the table was planned over whole
 // tables).
@@ -79,7 +81,7 @@ const batchInsertSQL = `INSERT INTO recall_exchanges (tenant, conversation, id, 
 SELECT r.tenant, r.conversation, r.id, r.body
 FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bigint[]) AS r(tenant, conversation, id, body, inc)
 CROSS JOIN LATERAL (SELECT incarnation FROM recall_conversations c
-  WHERE c.tenant = r.tenant AND c.conversation = r.conversation FOR SHARE) c
+  WHERE c.tenant = r.tenant AND c.conversation = r.conversation FOR KEY SHARE) c
 WHERE r.inc = 0 OR r.inc = c.incarnation
 ON CONFLICT DO NOTHING`
 

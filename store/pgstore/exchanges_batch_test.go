@@ -1,8 +1,10 @@
 package pgstore_test
 
 import (
+	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -113,5 +115,50 @@ func TestSingleAppendsTrimNowAndThen(t *testing.T) {
 	}
 	if got := rows(); got != max {
 		t.Errorf("after a trimming append: %d rows, want %d", got, max)
+	}
+}
+
+// An exchange record is written while a commit holds its conversation's
+// row (the row updated, the transaction open), and does not wait for it:
+// the records' lock on the row (FOR KEY SHARE) guards it against a
+// Delete, not against a commit, which changes neither its key nor its
+// incarnation.
+func TestExchangeRecordsDoNotWaitForACommit(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.DB(t)
+	s := open(t, url, pgstore.Options{})
+	k := history.Key{Tenant: "t", Conversation: "busy"}
+	m := commit(t, s, k, history.Change{Append: turns(0, 1)})
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `UPDATE recall_conversations SET updated_at = updated_at + 1 WHERE tenant = $1 AND conversation = $2`,
+		k.Tenant, k.Conversation); err != nil {
+		t.Fatal(err)
+	}
+	// With the commit's transaction open, the appends either finish or
+	// wait for it until this deadline.
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.AppendExchanges(short, k, []history.ExchangeRecord{{ID: history.NewExchangeID(1), Incarnation: m.Incarnation}}); err != nil {
+		t.Fatalf("a single append: %v", err)
+	}
+	batch := []history.KeyedExchanges{{Key: k, Records: []history.ExchangeRecord{{ID: history.NewExchangeID(2), Incarnation: m.Incarnation}}}}
+	if err := s.AppendExchangeBatch(short, batch); err != nil {
+		t.Fatalf("a batch: %v", err)
+	}
+	got, err := s.Exchanges(ctx, k, "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Errorf("%d records stored, want 2", len(got))
 	}
 }
