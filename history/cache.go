@@ -36,6 +36,7 @@ import (
 type Cache struct {
 	store    Store
 	heads    HeadReader // nil: this process is the store's only writer
+	follower Follower   // nil: a head moved on is followed by a Load
 	sole     SoleWriter // nil: heads are read before every hit
 	maxBytes int
 	maxEntry int
@@ -74,6 +75,19 @@ type SoleWriter interface {
 	// Sole reports whether this process is the store's only writer now,
 	// and the epoch of that state (never 0 when ok).
 	Sole() (epoch uint64, ok bool)
+}
+
+// Follower is implemented by a HeadReader store that reads, in one round
+// trip, a conversation's head and, when it is not the one a cache holds,
+// what another process added to it since.
+type Follower interface {
+	// Follow returns k's head as stored now. Unless that head is the
+	// same as h (Same), it also returns, read in the same snapshot, what
+	// Load would with Query{After: after, Tokens: math.MaxInt}: the
+	// metadata and the active messages past after, oldest first, though
+	// possibly not all of them (the caller counts). A conversation not
+	// stored has the zero Head and a Snapshot with zero Meta.
+	Follow(ctx context.Context, k Key, h Head, after uint64) (Head, *Snapshot, error)
 }
 
 // Head identifies the state of a conversation's metadata: every commit
@@ -129,6 +143,7 @@ func NewCache(s Store, maxBytes, maxEntryBytes int) *Cache {
 	c.heads, _ = s.(HeadReader)
 	if c.heads != nil {
 		c.sole, _ = s.(SoleWriter)
+		c.follower, _ = s.(Follower)
 	}
 	return c
 }
@@ -164,21 +179,11 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 		cachedMeta := el.Value.(*cacheEntry).meta
 		cached := HeadOf(&cachedMeta)
 		c.mu.Unlock()
-		head, err := c.heads.Head(ctx, k)
+		head, added, err := c.since(ctx, k, cached, cachedMeta.NextSeq-1)
 		if err != nil {
 			return Snapshot{}, err
 		}
 		contended = head.Contended
-		var added *Snapshot
-		if !head.Same(cached) && head.Incarnation == cached.Incarnation && head.Version >= cached.Version {
-			// Another process committed to it (a replica): read what
-			// came after the entry's newest message, not the window.
-			snap, err := c.store.Load(ctx, k, Query{After: cachedMeta.NextSeq - 1, Tokens: math.MaxInt})
-			if err != nil {
-				return Snapshot{}, err
-			}
-			added = &snap
-		}
 		c.mu.Lock()
 		if el, ok := c.byKey[k]; ok {
 			e := el.Value.(*cacheEntry)
@@ -222,6 +227,25 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 	}
 	c.mu.Unlock()
 	return snap, nil
+}
+
+// since reads k's head and, if another process (a replica) moved it on
+// from cached, what it added after the entry's newest message (after):
+// in one read from a Follower, else a head read, then a Load of the
+// messages past after when the head moved under the same incarnation.
+// added is nil when the head did not move.
+func (c *Cache) since(ctx context.Context, k Key, cached Head, after uint64) (head Head, added *Snapshot, err error) {
+	if c.follower != nil {
+		return c.follower.Follow(ctx, k, cached, after)
+	}
+	if head, err = c.heads.Head(ctx, k); err != nil || head.Same(cached) || head.Incarnation != cached.Incarnation || head.Version < cached.Version {
+		return head, nil, err
+	}
+	snap, err := c.store.Load(ctx, k, Query{After: after, Tokens: math.MaxInt})
+	if err != nil {
+		return Head{}, nil, err
+	}
+	return head, &snap, nil
 }
 
 // serve runs the store's reading rule (see Query) over the cached tail. It

@@ -3,6 +3,7 @@ package history_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -18,6 +19,7 @@ import (
 type sharedStore struct {
 	*soleStore
 	after, full int
+	moved       int // Follow calls that found the head moved
 }
 
 func (s *sharedStore) Load(ctx context.Context, k history.Key, q history.Query) (history.Snapshot, error) {
@@ -35,21 +37,43 @@ func (s *sharedStore) Load(ctx context.Context, k history.Key, q history.Query) 
 // snapshot must be the store's own. A cache that finds the conversation
 // moved by the other reads only what was appended since its newest
 // message, unless the other took messages out of every context.
+// Over a Follower, the head and what followed it come in one read.
 func TestCacheFollowsAnotherWriter(t *testing.T) {
-	caughtUp := 0
-	for seed := range uint64(30) {
-		caughtUp += checkReplicasTrace(t, rand.New(rand.NewPCG(seed, 7)))
-	}
-	if caughtUp == 0 {
-		t.Errorf("no cache caught up with the other's appends by reading them alone")
+	for _, follower := range []bool{false, true} {
+		t.Run(fmt.Sprintf("follower=%v", follower), func(t *testing.T) {
+			caughtUp := 0
+			for seed := range uint64(30) {
+				caughtUp += checkReplicasTrace(t, rand.New(rand.NewPCG(seed, 7)), follower)
+			}
+			if caughtUp == 0 {
+				t.Errorf("no cache caught up with the other's appends by reading them alone")
+			}
+		})
 	}
 }
 
-func checkReplicasTrace(t *testing.T, rng *rand.Rand) (caughtUp int) {
+// followingStore is a sharedStore that is a Follower too.
+type followingStore struct{ *sharedStore }
+
+func (s followingStore) Follow(ctx context.Context, k history.Key, h history.Head, after uint64) (history.Head, *history.Snapshot, error) {
+	head := history.HeadOf(&s.meta)
+	if head.Same(h) {
+		return head, nil, nil
+	}
+	s.moved++
+	snap, err := s.soleStore.Load(ctx, k, history.Query{After: after, Tokens: math.MaxInt})
+	return head, &snap, err
+}
+
+func checkReplicasTrace(t *testing.T, rng *rand.Rand, follower bool) (caughtUp int) {
 	t.Helper()
 	ctx := context.Background()
 	shared := &sharedStore{soleStore: &soleStore{memStore: &memStore{}}}
-	replicas := []*history.Cache{history.NewCache(shared, 0, 0), history.NewCache(shared, 0, 0)}
+	var store history.Store = shared
+	if follower {
+		store = followingStore{shared}
+	}
+	replicas := []*history.Cache{history.NewCache(store, 0, 0), history.NewCache(store, 0, 0)}
 	k := history.Key{Tenant: "t", Conversation: "c"}
 	for op := range 300 {
 		c := replicas[rng.IntN(2)]
@@ -65,12 +89,15 @@ func checkReplicasTrace(t *testing.T, rng *rand.Rand) (caughtUp int) {
 		}
 		q := history.Query{MinMessages: rng.IntN(8), Tokens: rng.IntN(400), MaxTurns: rng.IntN(4), FromCut: rng.IntN(2) == 0}
 		want, _ := shared.memStore.Load(ctx, k, q)
-		after, full := shared.after, shared.full
+		after, full, moved, heads := shared.after, shared.full, shared.moved, shared.heads
 		got, err := c.Load(ctx, k, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if shared.after > after && shared.full == full {
+		if follower && (shared.after > after || shared.heads > heads) {
+			t.Fatalf("op %d: over a Follower, the cache read a head (%d) or loaded what followed it (%d)", op, shared.heads-heads, shared.after-after)
+		}
+		if shared.full == full && (shared.after > after || shared.moved > moved) {
 			caughtUp++
 		}
 		if !reflect.DeepEqual(seqs(got.Tail), seqs(want.Tail)) || got.Complete != want.Complete || !reflect.DeepEqual(got.Meta, want.Meta) {

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -162,4 +163,60 @@ func TestReplicaCacheDropsADeletedAndRemadeConversation(t *testing.T) {
 	if len(snap.Tail) != 2 || !strings.Contains(string(snap.Tail[0].Raw), "question 7") {
 		t.Errorf("a serves %q, want the new conversation's question 7", snap.Tail[0].Raw)
 	}
+}
+
+// Follow reads a conversation's head and, if it is not the one given,
+// what was added after a message, in one round trip: nothing more when
+// the head is the one given; the metadata and the messages after when
+// another replica appended (at most FirstBatch of them, which a cache
+// sees as too few); zero for a conversation deleted.
+func TestFollow(t *testing.T) {
+	ctx := testCtx(t)
+	rt := &roundTrips{}
+	url := pgtest.DB(t)
+	s := open(t, url, pgstore.Options{Tracer: rt, FirstBatch: 4})
+	other := open(t, url, pgstore.Options{})
+	k := history.Key{Tenant: "t", Conversation: "f"}
+	m := commit(t, s, k, history.Change{Append: turns(0, 1)})
+	follow := func(what string, h history.Head, after uint64) (history.Head, *history.Snapshot) {
+		t.Helper()
+		rt.take()
+		head, snap, err := s.Follow(ctx, k, h, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := rt.take(); n != 1 {
+			t.Errorf("%s: %d round trips, want 1", what, n)
+		}
+		return head, snap
+	}
+	if head, snap := follow("unmoved", history.HeadOf(&m), m.NextSeq-1); !head.Same(history.HeadOf(&m)) || snap != nil {
+		t.Fatalf("unmoved: head %+v, snapshot %v; want %+v and none", head, snap, history.HeadOf(&m))
+	}
+	m2 := commit(t, other, k, history.Change{Version: m.Version, Append: turns(1, 1)})
+	head, snap := follow("a turn appended", history.HeadOf(&m), m.NextSeq-1)
+	if !head.Same(history.HeadOf(&m2)) || snap == nil || snap.Meta.Version != m2.Version {
+		t.Fatalf("a turn appended: head %+v, snapshot %+v; want %+v and the metadata", head, snap, history.HeadOf(&m2))
+	}
+	if got := seqsOf(snap.Tail); !slices.Equal(got, []uint64{3, 4}) {
+		t.Errorf("a turn appended: messages %v, want [3 4]", got)
+	}
+	m3 := commit(t, other, k, history.Change{Version: m2.Version, Append: turns(2, 3)})
+	if _, snap := follow("more than the first batch", history.HeadOf(&m2), m2.NextSeq-1); snap == nil || len(snap.Tail) >= int(m3.NextSeq-m2.NextSeq) {
+		t.Errorf("six messages appended, a first batch of 4: got %v, want fewer than 6", snap)
+	}
+	if err := other.Delete(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if head, snap := follow("deleted", history.HeadOf(&m3), m3.NextSeq-1); head != (history.Head{}) || snap == nil || snap.Meta.Version != 0 {
+		t.Errorf("deleted: head %+v, snapshot %+v; want the zero head and metadata", head, snap)
+	}
+}
+
+func seqsOf(msgs []history.Message) []uint64 {
+	var out []uint64
+	for _, m := range msgs {
+		out = append(out, m.Seq)
+	}
+	return out
 }

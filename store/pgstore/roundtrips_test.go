@@ -146,6 +146,33 @@ func TestRoundTripsPerChatRequest(t *testing.T) {
 	}
 	requests("with a second replica", 2, 2)
 
+	// The second replica takes a turn of the conversation (a balancer
+	// without sticky sessions): the first replica's next request reads
+	// the head and the turn it added in one statement, then commits.
+	srv2, err := proxy.New(proxy.Config{Tenants: proxy.StaticTenants{Set: tenants}, Store: history.NewCache(other, 0, 0),
+		OnExchangeDone: func(d proxy.ExchangeDone) { done <- d }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv2.Serve(ln2)
+	client2 := openai.NewClient(option.WithBaseURL("http://"+ln2.Addr().String()+"/v1"), option.WithAPIKey("sk-rt"),
+		option.WithHeader("X-Conversation-ID", "rt"), option.WithMaxRetries(0))
+	for i := range 2 {
+		if _, err := client2.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+			Model: "gpt-4o-mini", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}}); err != nil {
+			t.Fatal(err)
+		}
+		if d := <-done; !d.Committed {
+			t.Fatalf("the second replica's request %d not committed: %v", i, d.Err)
+		}
+		requests("after a turn through the second replica", 2)
+	}
+	srv2.Shutdown(context.Background())
+
 	other.Close()
 	ticks <- time.Now() // the first tick after it closed: the upgrade
 	select {

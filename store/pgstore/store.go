@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"strings"
@@ -109,6 +110,7 @@ var (
 	_ history.Store      = (*Store)(nil)
 	_ history.Leaser     = (*Store)(nil)
 	_ history.HeadReader = (*Store)(nil)
+	_ history.Follower   = (*Store)(nil)
 	_ history.Contention = (*Store)(nil)
 	_ history.SoleWriter = (*Store)(nil)
 )
@@ -327,6 +329,19 @@ UNION ALL
 (SELECT seq, body, 0::bigint, NULL::bytea FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3
  ORDER BY seq DESC LIMIT $4)`
 
+// followSQL reads a conversation's head and, if it is not the one given
+// ($5-$7), its metadata and its newest messages after $3, in one
+// statement, one snapshot; the metadata and the summary are not read
+// when the head is the one given.
+const followSQL = `WITH h AS (SELECT version, summaries, incarnation, contended_until, meta, summary,
+    (version, summaries, incarnation) IS DISTINCT FROM ($5::bigint, $6::int, $7::bigint) AS moved
+  FROM recall_conversations WHERE tenant = $1 AND conversation = $2)
+SELECT 0::bigint, CASE WHEN moved THEN meta END, contended_until, CASE WHEN moved THEN summary END, version, summaries, incarnation FROM h
+UNION ALL
+(SELECT seq, body, 0::bigint, NULL::bytea, 0::bigint, 0::int, 0::bigint FROM recall_messages
+ WHERE tenant = $1 AND conversation = $2 AND seq > $3 AND EXISTS (SELECT FROM h WHERE moved)
+ ORDER BY seq DESC LIMIT $4)`
+
 // rangeSQL reads messages lo < seq <= hi, newest first.
 const rangeSQL = `SELECT seq, body FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3 AND seq <= $4
 ORDER BY seq DESC LIMIT $5`
@@ -396,6 +411,73 @@ func (s *Store) load(ctx context.Context, k history.Key, q history.Query) (histo
 	snap := w.snapshot()
 	snap.Contended = contended > s.now().UnixNano()
 	return snap, nil
+}
+
+// Follow implements history.Follower in one statement: the head, and if
+// it is not h, the metadata with the newest messages after after (at
+// most the first batch's size: a cache that finds fewer than the head
+// says were appended reads the window again).
+func (s *Store) Follow(ctx context.Context, k history.Key, h history.Head, after uint64) (head history.Head, snap *history.Snapshot, err error) {
+	err = s.again(ctx, func() error { head, snap, err = s.follow(ctx, k, h, after); return err })
+	return head, snap, err
+}
+
+func (s *Store) follow(ctx context.Context, k history.Key, h history.Head, after uint64) (history.Head, *history.Snapshot, error) {
+	rows, err := s.pool.Query(ctx, followSQL, k.Tenant, k.Conversation, int64(after), s.firstBatch,
+		int64(h.Version), int32(h.Summaries), int64(h.Incarnation))
+	if err != nil {
+		return history.Head{}, nil, wrap("follow "+k.String(), err)
+	}
+	var (
+		head         history.Head
+		w            walker
+		found, moved bool
+		batch        []history.Message
+	)
+	for rows.Next() {
+		var seq, until, version, incarnation int64
+		var summaries int32
+		var b, sb []byte
+		if err := rows.Scan(&seq, &b, &until, &sb, &version, &summaries, &incarnation); err != nil {
+			rows.Close()
+			return history.Head{}, nil, wrap("follow "+k.String(), err)
+		}
+		if seq == 0 {
+			found, moved = true, b != nil
+			head = history.Head{Version: uint64(version), Summaries: int(summaries), Incarnation: uint64(incarnation),
+				Contended: until > s.now().UnixNano()}
+			if moved {
+				if w.meta, err = readMeta(b, sb); err != nil {
+					rows.Close()
+					return history.Head{}, nil, fmt.Errorf("pgstore: follow %s: %w", k, err)
+				}
+			}
+			continue
+		}
+		msg, err := history.DecodeMessage(b, uint64(seq))
+		if err != nil {
+			rows.Close()
+			return history.Head{}, nil, fmt.Errorf("pgstore: follow %s: %w", k, err)
+		}
+		batch = append(batch, msg)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return history.Head{}, nil, wrap("follow "+k.String(), err)
+	}
+	if !found {
+		return history.Head{}, &history.Snapshot{Complete: true}, nil
+	}
+	if !moved {
+		return head, nil, nil
+	}
+	q := history.Query{After: after, Tokens: math.MaxInt}
+	w.q, w.orig = q.Resolve(&w.meta), q
+	sortDesc(batch)
+	w.take(batch)
+	snap := w.snapshot()
+	snap.Contended = head.Contended
+	return head, &snap, nil
 }
 
 // loadMore reads on from hi in a repeatable-read transaction. If the
