@@ -39,14 +39,42 @@ var hopHeaders = [][]byte{
 	[]byte("Host"),
 }
 
-func isHop(name []byte) bool {
-	for _, h := range hopHeaders {
-		if len(name) == len(h) && bytes.EqualFold(name, h) {
+func isHop(name []byte) bool { return hop.has(name) }
+
+// nameSet is a set of header names, matched without regard to case,
+// indexed by length: a name is compared with the few of its length.
+type nameSet [][][]byte
+
+func newNameSet(lists ...[][]byte) nameSet {
+	var s nameSet
+	for _, l := range lists {
+		for _, n := range l {
+			for len(s) <= len(n) {
+				s = append(s, nil)
+			}
+			s[len(n)] = append(s[len(n)], n)
+		}
+	}
+	return s
+}
+
+func (s nameSet) has(name []byte) bool {
+	if len(name) >= len(s) {
+		return false
+	}
+	for _, n := range s[len(name)] {
+		if bytes.EqualFold(name, n) {
 			return true
 		}
 	}
 	return false
 }
+
+var (
+	hop = newNameSet(hopHeaders)
+	// unsent: the request headers no client's request takes upstream.
+	unsent = newNameSet(hopHeaders, credentialHeaders)
+)
 
 // DefaultClient returns the upstream client Recall uses by default:
 // connection pools sized for a busy proxy, response bodies streamed (an
@@ -147,17 +175,23 @@ func (b *chunkedBody) Read(p []byte) (int, error) {
 // Recall's own and every credential header, then the one credential
 // config.Upstream.Credential picks (the tenant's key, or in pass-through
 // the bearer key the client authenticated with) and the tenant's extra
-// headers. Chat and passed-through calls both build theirs here. path is the raw path routePath returned, starting with "/v1/".
-// The body is the caller's to set; bodyless says there is none.
+// headers. Chat and passed-through calls both build theirs here. path is
+// the raw path routePath returned, starting with "/v1/". The body is the
+// caller's to set; bodyless says there is none.
 func upstreamRequest(req *fasthttp.Request, rc *fasthttp.RequestCtx, c caller, path []byte, bodyless bool) {
-	req.Header.SetMethodBytes(rc.Method())
 	// fasthttp frames every request but a GET or a HEAD with a length,
 	// 0 for none: one that came without a body (a DELETE, an OPTIONS) is
 	// sent without, its headers written as they are, Host among them.
+	req.Header.SetMethodBytes(rc.Method())
 	bodyless = bodyless && !rc.IsGet() && !rc.IsHead()
 	if bodyless {
 		req.Header.DisableSpecialHeader()
 	}
+	// The client's header names are as fasthttp's server normalized
+	// them: adding them does not normalize them again.
+	req.Header.DisableNormalizing()
+	addForwarded(&req.Header, &rc.Request.Header, c.convHeader)
+	req.Header.EnableNormalizing()
 	var buf [512]byte
 	u := append(buf[:0], c.baseURL...)
 	u = append(u, path[len("/v1"):]...)
@@ -170,21 +204,6 @@ func upstreamRequest(req *fasthttp.Request, rc *fasthttp.RequestCtx, c caller, p
 	if bodyless {
 		req.Header.SetBytesKV([]byte(fasthttp.HeaderHost), req.URI().Host())
 	}
-	// The headers the client's Connection header names are hop-by-hop too
-	// (RFC 9110 section 7.6.1). Read them first: a header may come before
-	// the Connection header that names it.
-	var namedBuf [4][]byte
-	named := namedBuf[:0]
-	for k, v := range rc.Request.Header.All() {
-		if bytes.EqualFold(k, headerConnection) {
-			named = append(named, v)
-		}
-	}
-	for k, v := range rc.Request.Header.All() {
-		if forwardRequestHeader(k, c.convHeader) && !connectionNames(named, k) {
-			req.Header.AddBytesKV(k, v) // copied into req's buffers
-		}
-	}
 	if key := c.UpstreamKey(); key != "" {
 		var v [128]byte // no allocation for a key of up to 121 bytes
 		req.Header.SetBytesV(fasthttp.HeaderAuthorization, append(append(v[:0], "Bearer "...), key...))
@@ -192,6 +211,46 @@ func upstreamRequest(req *fasthttp.Request, rc *fasthttp.RequestCtx, c caller, p
 	for k, v := range c.cfg.Upstream.Headers {
 		req.Header.Set(k, v)
 	}
+}
+
+// addForwarded adds to dst, one by one, the headers of src that go
+// upstream: forwardRequestHeader's, but those src's Connection header
+// names (hop-by-hop too, RFC 9110 section 7.6.1).
+func addForwarded(dst, src *fasthttp.RequestHeader, convHeader string) {
+	var namedBuf [4][]byte
+	named := connectionOptions(src, namedBuf[:0])
+	for k, v := range src.All() {
+		if forwardRequestHeader(k, convHeader) && !connectionNames(named, k) {
+			dst.AddBytesKV(k, v) // copied into dst's buffers
+		}
+	}
+}
+
+// connectionOptions appends the values of h's Connection headers to
+// named. Read before the headers they name: a header may come before
+// the Connection header that names it.
+func connectionOptions(h *fasthttp.RequestHeader, named [][]byte) [][]byte {
+	for k, v := range h.All() {
+		if bytes.EqualFold(k, headerConnection) && namesHeaders(v) {
+			named = append(named, v)
+		}
+	}
+	return named
+}
+
+// namesHeaders reports whether a Connection header's value has an option
+// but keep-alive and close, the two most carry: those name no header
+// that is not hop-by-hop already.
+func namesHeaders(v []byte) bool {
+	for len(v) > 0 {
+		var option []byte
+		option, v, _ = bytes.Cut(v, []byte(","))
+		option = bytes.TrimSpace(option)
+		if len(option) > 0 && !bytes.EqualFold(option, []byte("keep-alive")) && !bytes.EqualFold(option, []byte("close")) {
+			return true
+		}
+	}
+	return false
 }
 
 // copyResponseHeader copies the upstream's status and headers (request ids,
@@ -203,15 +262,19 @@ func copyResponseHeader(rc *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	var namedBuf [4][]byte
 	named := namedBuf[:0]
 	for k, v := range resp.Header.All() {
-		if bytes.EqualFold(k, headerConnection) {
+		if bytes.EqualFold(k, headerConnection) && namesHeaders(v) {
 			named = append(named, v)
 		}
 	}
+	// The upstream's header names are as fasthttp's client normalized
+	// them: adding them does not normalize them again.
+	rc.Response.Header.DisableNormalizing()
 	for k, v := range resp.Header.All() {
 		if !isHop(k) && !connectionNames(named, k) {
 			rc.Response.Header.AddBytesKV(k, v)
 		}
 	}
+	rc.Response.Header.EnableNormalizing()
 }
 
 var headerConnection = []byte(fasthttp.HeaderConnection)
@@ -242,7 +305,7 @@ func declaresLength(raw []byte) bool {
 // the one that goes), not the conversation header nor Recall's own
 // X-Recall-* headers. It reads the name in place, allocation free.
 func forwardRequestHeader(name []byte, convHeader string) bool {
-	return !isHop(name) && !isCredential(name) &&
+	return !unsent.has(name) &&
 		!(len(name) == len(convHeader) && bytes.EqualFold(name, []byte(convHeader))) &&
 		!(len(name) >= len(recallHeaderPrefix) && bytes.EqualFold(name[:len(recallHeaderPrefix)], recallHeaderPrefix))
 }
@@ -260,15 +323,6 @@ var credentialHeaders = [][]byte{
 	[]byte("Api-Key"),
 	[]byte("X-Goog-Api-Key"),
 	[]byte("Proxy-Authorization"),
-}
-
-func isCredential(name []byte) bool {
-	for _, h := range credentialHeaders {
-		if len(name) == len(h) && bytes.EqualFold(name, h) {
-			return true
-		}
-	}
-	return false
 }
 
 var recallHeaderPrefix = []byte("X-Recall-")

@@ -1,7 +1,11 @@
 package proxy
 
 import (
+	"bufio"
+	"math/rand/v2"
 	"net"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -120,4 +124,142 @@ func TestUpstreamRequestSendsOneCredential(t *testing.T) {
 			}
 		})
 	}
+}
+
+// upstreamRequest adds the client's headers without normalizing their
+// names again: the headers that go upstream, their names and their order
+// are those a normalizing add gives, for requests as fasthttp's server
+// reads them (names in any case, every kind of header that does not go:
+// hop-by-hop ones, those a Connection header names before or after it,
+// every credential, Recall's own, repeated and special ones).
+func TestUpstreamHeadersAsNormalized(t *testing.T) {
+	pool := [][2]string{
+		{"authorization", "Bearer a"}, {"X-API-KEY", "k"}, {"api-key", "k2"}, {"x-goog-api-key", "g"},
+		{"Proxy-Authorization", "Basic x"}, {"Connection", "keep-alive"}, {"CONNECTION", "x-hop, keep-alive"},
+		{"connection", "x-other"}, {"x-hop", "1"}, {"X-Other", "2"}, {"keep-alive", "timeout=5"}, {"TE", "trailers"},
+		{"Upgrade", "h2c"}, {"proxy-connection", "keep-alive"},
+		{"content-type", "application/json"}, {"user-agent", "sdk/1"}, {"cookie", "a=b"}, {"accept", "*/*"},
+		{"Accept", "text/event-stream"}, {"x-conversation-id", "c1"}, {"x-recall-history", "off"},
+		{"X-RECALL-TOOLS", "on"}, {"x-stainless-lang", "go"}, {"OpenAI-Beta", "assistants=v2"},
+		{"anthropic-version", "2023-06-01"}, {"accept-ENCODING", "gzip"},
+	}
+	rng := rand.New(rand.NewPCG(7, 28))
+	for i := range 2000 {
+		raw := "POST /v1/chat/completions HTTP/1.1\r\nHost: recall.local\r\n"
+		for range 1 + rng.IntN(12) {
+			h := pool[rng.IntN(len(pool))]
+			raw += h[0] + ": " + h[1] + "\r\n"
+		}
+		raw += "Content-Length: 2\r\n\r\n{}"
+		var in fasthttp.Request
+		if err := in.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
+			t.Fatalf("request %d %q: %v", i, raw, err)
+		}
+		rc := &fasthttp.RequestCtx{}
+		rc.Init(&in, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, nil)
+		var want fasthttp.RequestHeader
+		var named [][]byte
+		for k, v := range in.Header.All() {
+			if strings.EqualFold(string(k), "Connection") {
+				named = append(named, v)
+			}
+		}
+		for k, v := range in.Header.All() {
+			if forwardRequestHeader(k, "X-Conversation-ID") && !connectionNames(named, k) {
+				want.AddBytesKV(k, v)
+			}
+		}
+		var up fasthttp.Request
+		upstreamRequest(&up, rc, benchCaller(), []byte("/v1/chat/completions"), false)
+		up.Header.Del("Authorization") // the tenant's credential, set after
+		if got, want := headerLines(&up.Header), headerLines(&want); !slices.Equal(got, want) {
+			t.Fatalf("request %q:\nsent upstream %q\nwant %q", raw, got, want)
+		}
+	}
+}
+
+func headerLines(h *fasthttp.RequestHeader) []string {
+	var lines []string
+	for k, v := range h.All() {
+		lines = append(lines, string(k)+": "+string(v))
+	}
+	return lines
+}
+
+// openAIAnswer is a chat answer's header as OpenAI's API sends it.
+func openAIAnswer() *fasthttp.Response {
+	var resp fasthttp.Response
+	raw := "HTTP/1.1 200 OK\r\nDate: Sat, 28 Nov 2026 10:00:00 GMT\r\nContent-Type: application/json\r\n" +
+		"Content-Length: 2\r\nConnection: keep-alive\r\naccess-control-expose-headers: X-Request-ID\r\n" +
+		"openai-organization: org-x\r\nopenai-processing-ms: 312\r\nopenai-project: proj_x\r\nopenai-version: 2020-10-01\r\n" +
+		"x-ratelimit-limit-requests: 10000\r\nx-ratelimit-limit-tokens: 30000000\r\nx-ratelimit-remaining-requests: 9999\r\n" +
+		"x-ratelimit-remaining-tokens: 29999990\r\nx-ratelimit-reset-requests: 6ms\r\nx-ratelimit-reset-tokens: 0s\r\n" +
+		"x-request-id: req_0123456789abcdef\r\nstrict-transport-security: max-age=31536000; includeSubDomains; preload\r\n" +
+		"cf-cache-status: DYNAMIC\r\nX-Content-Type-Options: nosniff\r\nServer: cloudflare\r\ncf-ray: 8f0000000000-AMS\r\n" +
+		"alt-svc: h3=\":443\"; ma=86400\r\n\r\n{}"
+	if err := resp.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
+		panic(err)
+	}
+	return &resp
+}
+
+// BenchmarkCopyResponseHeader relays an OpenAI answer's 22 headers.
+func BenchmarkCopyResponseHeader(b *testing.B) {
+	resp, rc := openAIAnswer(), &fasthttp.RequestCtx{}
+	b.ReportAllocs()
+	for b.Loop() {
+		rc.Response.Header.Reset()
+		copyResponseHeader(rc, resp)
+	}
+}
+
+// copyResponseHeader relays what a normalizing add of every header but
+// the hop-by-hop ones and those a Connection header names gives, in the
+// same order, for answers as fasthttp's client reads them.
+func TestRelayedHeadersAsNormalized(t *testing.T) {
+	pool := [][2]string{
+		{"connection", "keep-alive"}, {"Connection", "X-Hop, keep-alive"}, {"CONNECTION", "close"}, {"x-hop", "1"},
+		{"keep-alive", "timeout=5"}, {"Upgrade", "h2c"}, {"proxy-authenticate", "Basic"}, {"trailer", "X-T"},
+		{"content-type", "application/json"}, {"content-encoding", "gzip"}, {"server", "cloudflare"},
+		{"date", "Sat, 28 Nov 2026 10:00:00 GMT"}, {"set-cookie", "a=b"}, {"x-request-id", "req_1"},
+		{"X-RATELIMIT-REMAINING-TOKENS", "9"}, {"openai-processing-ms", "3"}, {"vary", "Origin"}, {"Vary", "Accept"},
+	}
+	rng := rand.New(rand.NewPCG(11, 28))
+	for i := range 2000 {
+		raw := "HTTP/1.1 200 OK\r\n"
+		for range 1 + rng.IntN(10) {
+			h := pool[rng.IntN(len(pool))]
+			raw += h[0] + ": " + h[1] + "\r\n"
+		}
+		raw += "Content-Length: 2\r\n\r\n{}"
+		var resp fasthttp.Response
+		if err := resp.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
+			t.Fatalf("answer %d %q: %v", i, raw, err)
+		}
+		var want fasthttp.ResponseHeader
+		var named [][]byte
+		for k, v := range resp.Header.All() {
+			if strings.EqualFold(string(k), "Connection") {
+				named = append(named, v)
+			}
+		}
+		for k, v := range resp.Header.All() {
+			if !isHop(k) && !connectionNames(named, k) {
+				want.AddBytesKV(k, v)
+			}
+		}
+		rc := &fasthttp.RequestCtx{}
+		copyResponseHeader(rc, &resp)
+		if got, want := responseLines(&rc.Response.Header), responseLines(&want); !slices.Equal(got, want) {
+			t.Fatalf("answer %q:\nrelayed %q\nwant %q", raw, got, want)
+		}
+	}
+}
+
+func responseLines(h *fasthttp.ResponseHeader) []string {
+	var lines []string
+	for k, v := range h.All() {
+		lines = append(lines, string(k)+": "+string(v))
+	}
+	return lines
 }
