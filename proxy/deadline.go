@@ -30,35 +30,52 @@ const maxDeadlineSlack = time.Second
 // busy with requests of one timeout the poller sees about a deadline a
 // second instead of one a request.
 type coarseDeadline struct {
-	mu    sync.Mutex
-	set   time.Time     // the deadline the connection has; zero: none
-	slack time.Duration // how far set may lie past a deadline it stands for
+	mu  sync.Mutex // held to set a deadline
+	has atomic.Pointer[heldDeadline]
+}
+
+// heldDeadline is the deadline a connection has and how far it may lie
+// past a deadline it stands for. A new one is made for each deadline set
+// (about one a second on a busy connection); reading it takes no lock.
+type heldDeadline struct {
+	set   time.Time
+	slack time.Duration
 }
 
 // apply gives the connection a deadline for t through setDeadline, unless
 // the one it has stands for t. now is read only when a deadline is set.
 func (d *coarseDeadline) apply(t time.Time, now func() time.Time, setDeadline func(time.Time) error) error {
+	if d.has.Load().standsFor(t) {
+		return nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.has.Load().standsFor(t) {
+		return nil
+	}
 	if t.IsZero() {
-		if d.set.IsZero() {
-			return nil
-		}
 		if err := setDeadline(t); err != nil {
 			return err
 		}
-		d.set, d.slack = t, 0
-		return nil
-	}
-	if !d.set.IsZero() && !t.After(d.set) && d.set.Sub(t) <= d.slack {
+		d.has.Store(nil)
 		return nil
 	}
 	slack := min(max(t.Sub(now())/64, 0), maxDeadlineSlack)
 	if err := setDeadline(t.Add(slack)); err != nil {
 		return err
 	}
-	d.set, d.slack = t.Add(slack), slack
+	d.has.Store(&heldDeadline{set: t.Add(slack), slack: slack})
 	return nil
+}
+
+// standsFor reports whether a connection holding h (nil: no deadline)
+// needs no deadline set for t (zero: none): none is asked and none held,
+// or h lies at or after t and within its slack of it.
+func (h *heldDeadline) standsFor(t time.Time) bool {
+	if h == nil || t.IsZero() {
+		return h == nil && t.IsZero()
+	}
+	return !t.After(h.set) && h.set.Sub(t) <= h.slack
 }
 
 // coarseConn is a connection whose deadlines are coarseDeadlines.
