@@ -755,9 +755,17 @@ func (x *exchange) done(status int, err error) {
 		upstream = x.upstreamDone.Sub(x.sent)
 	}
 	total := end.Sub(x.start)
-	s.metrics.CountRequest(tenant, x.routeName(), status)
+	if x.c.tenant != nil {
+		s.metrics.countTenantRequest(&x.c.series, tenant, x.routeName(), status)
+	} else {
+		s.metrics.CountRequest(tenant, x.routeName(), status)
+	}
 	if !x.sent.IsZero() {
-		s.metrics.latency(tenant, total, upstream)
+		if x.c.tenant != nil {
+			s.metrics.tenantLatency(&x.c.series, tenant, total, upstream)
+		} else {
+			s.metrics.latency(tenant, total, upstream)
+		}
 	}
 	level := slog.LevelInfo
 	if err != nil && status >= 500 && status != 499 {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -115,6 +116,10 @@ func (m *Metrics) activeConversations(f func() int) {
 // authentication). A surface mounted on the server (Config.API) counts
 // its own requests here, so /metrics shows every route.
 func (m *Metrics) CountRequest(tenant, route string, status int) {
+	m.requestCounter(tenant, route, status).Inc()
+}
+
+func (m *Metrics) requestCounter(tenant, route string, status int) prometheus.Counter {
 	k := requestSeries{tenant, route, status}
 	m.mu.RLock()
 	c := m.counts[k]
@@ -130,10 +135,14 @@ func (m *Metrics) CountRequest(tenant, route string, status int) {
 		m.counts[k] = c
 		m.mu.Unlock()
 	}
-	c.Inc()
+	return c
 }
 
 func (m *Metrics) latency(tenant string, total, upstream time.Duration) {
+	m.latencySeries(tenant).observe(total, upstream)
+}
+
+func (m *Metrics) latencySeries(tenant string) *latencySeries {
 	m.mu.RLock()
 	l := m.latencies[tenant]
 	m.mu.RUnlock()
@@ -147,9 +156,48 @@ func (m *Metrics) latency(tenant string, total, upstream time.Duration) {
 		m.latencies[tenant] = l
 		m.mu.Unlock()
 	}
+	return l
+}
+
+func (l *latencySeries) observe(total, upstream time.Duration) {
 	l.total.Observe(total.Seconds())
 	l.upstream.Observe(upstream.Seconds())
 	l.overhead.Observe((total - upstream).Seconds())
+}
+
+// tenantSeries keeps, on a tenant, its series of the metrics each of its
+// exchanges touches: found there without the Metrics' lock and maps.
+type tenantSeries struct {
+	latency atomic.Pointer[latencySeries]
+	count   atomic.Pointer[countSeries] // the (route, status) last counted
+}
+
+// countSeries is one series of recall_requests_total.
+type countSeries struct {
+	route  string
+	status int
+	c      prometheus.Counter
+}
+
+// countTenantRequest is CountRequest for a tenant's exchange.
+func (m *Metrics) countTenantRequest(ts *tenantSeries, tenant, route string, status int) {
+	if cs := ts.count.Load(); cs != nil && cs.status == status && cs.route == route {
+		cs.c.Inc()
+		return
+	}
+	c := m.requestCounter(tenant, route, status)
+	ts.count.Store(&countSeries{route, status, c})
+	c.Inc()
+}
+
+// tenantLatency is latency for a tenant's exchange.
+func (m *Metrics) tenantLatency(ts *tenantSeries, tenant string, total, upstream time.Duration) {
+	l := ts.latency.Load()
+	if l == nil {
+		l = m.latencySeries(tenant)
+		ts.latency.Store(l)
+	}
+	l.observe(total, upstream)
 }
 
 func (m *Metrics) curated(tenant string, r history.Report) {

@@ -22,6 +22,14 @@ func TestMetricsExposeRequestsAndCuration(t *testing.T) {
 		if r := h.Post("/v1/chat/completions", key, "m-1", body); r.Status != 200 {
 			t.Fatalf("turn %d: %d %s", i, r.Status, r.Body)
 		}
+		if i%4 == 1 { // the tenant's series change between statuses and routes
+			if r := h.Post("/v1/chat/completions", key, "m-1", `{"model":"gpt-4o"}`); r.Status != 400 {
+				t.Fatalf("no messages: %d %s", r.Status, r.Body)
+			}
+			if r := h.Post("/v1/chat/completions", key, "", body); r.Status != 200 {
+				t.Fatalf("plain: %d %s", r.Status, r.Body)
+			}
+		}
 	}
 	h.Post("/v1/chat/completions", "", "m-1", `{}`) // a 401
 
@@ -33,11 +41,12 @@ func TestMetricsExposeRequestsAndCuration(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	text := string(b)
 	for _, want := range []string{
-		`recall_requests_total{route="chat",status="200",tenant="default"} 12`,
+		`recall_requests_total{route="chat",status="200",tenant="default"} 15`,
+		`recall_requests_total{route="chat",status="400",tenant="default"} 3`,
 		`recall_requests_total{route="chat",status="401",tenant=""} 1`,
-		`recall_request_duration_seconds_count{tenant="default"} 12`,
-		`recall_upstream_duration_seconds_count{tenant="default"} 12`,
-		`recall_overhead_seconds_count{tenant="default"} 12`,
+		`recall_request_duration_seconds_count{tenant="default"} 15`,
+		`recall_upstream_duration_seconds_count{tenant="default"} 15`,
+		`recall_overhead_seconds_count{tenant="default"} 15`,
 		`recall_context_tokens_count{tenant="default"} 12`,
 		`recall_store_duration_seconds_count{op="commit"} 12`,
 		`recall_active_conversations 0`,

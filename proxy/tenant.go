@@ -23,6 +23,7 @@ type tenant struct {
 	strategy   history.Strategy
 	lowWater   float64
 	plan       plan.Policy
+	series     tenantSeries // its exchanges' metrics
 }
 
 // tenantCache maps the configuration's tenants to their runtime form. A new
