@@ -46,12 +46,13 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 	}
 	err = appendBody(&rc.Response, responseBody(resp), s.cfg.MaxResponseBytes)
 	closeResponse(resp)
-	if errors.Is(err, errTooLarge) {
-		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err))
-		return false
-	}
 	if err != nil {
-		x.fail(rc, upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err)))
+		if errors.Is(err, errTooLarge) {
+			err = fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err)
+		} else {
+			err = upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err))
+		}
+		x.fail(rc, err)
 		return false
 	}
 	x.done(status, nil) // the answer's end is the exchange's: upstreamDone is done's clock

@@ -231,7 +231,7 @@ func addForwarded(dst, src *fasthttp.RequestHeader, convHeader string) {
 // the Connection header that names it.
 func connectionOptions(h *fasthttp.RequestHeader, named [][]byte) [][]byte {
 	for k, v := range h.All() {
-		if bytes.EqualFold(k, headerConnection) && namesHeaders(v) {
+		if isConnection(k) && namesHeaders(v) {
 			named = append(named, v)
 		}
 	}
@@ -262,7 +262,7 @@ func copyResponseHeader(rc *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	var namedBuf [4][]byte
 	named := namedBuf[:0]
 	for k, v := range resp.Header.All() {
-		if bytes.EqualFold(k, headerConnection) && namesHeaders(v) {
+		if isConnection(k) && namesHeaders(v) {
 			named = append(named, v)
 		}
 	}
@@ -278,6 +278,10 @@ func copyResponseHeader(rc *fasthttp.RequestCtx, resp *fasthttp.Response) {
 }
 
 var headerConnection = []byte(fasthttp.HeaderConnection)
+
+func isConnection(name []byte) bool {
+	return len(name) == len(headerConnection) && bytes.EqualFold(name, headerConnection)
+}
 
 // bodyless reports whether a client's request came without a body: no
 // length (fasthttp reports 0 for none) and not chunked.
