@@ -137,12 +137,13 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		// as the recorded path validates it (the same error for the same
 		// body), and the exchange and the body's buffer serve the next
 		// request unless a stream's relay still holds the exchange.
-		if err := chat.CheckRequest(body); err != nil {
+		stream, err := chat.CheckRequest(body)
+		if err != nil {
 			x.fail(rc, err)
 			return
 		}
 		owned := rc.RequestBodyStream() != nil // readBody read it into a buffer of bodyPool
-		if !s.forward(rc, x, body, path) {
+		if !s.forward(rc, x, body, path, stream) {
 			*x = exchange{}
 			exchanges.Put(x)
 		}

@@ -18,10 +18,11 @@ import (
 // It is the proxy-ceiling path (DESIGN.md section 9: at least 0.9x a bare
 // fasthttp proxy's requests/s), so it does only what a forward needs: no
 // deadline context unless the answer streams, no exchange record, and the
-// answer read straight into the client response's pooled body. It reports
-// whether a stream's relay goroutine took x (and ends it later); otherwise
-// x has ended when forward returns.
-func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte) (relayed bool) {
+// answer read straight into the client response's pooled body (read
+// whole by the buffering client when the request asked for no stream).
+// It reports whether a stream's relay goroutine took x (and ends it
+// later); otherwise x has ended when forward returns.
+func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte, stream bool) (relayed bool) {
 	c := x.c
 	upReq := fasthttp.AcquireRequest()
 	upstreamRequest(upReq, rc, c, path, false)
@@ -30,11 +31,20 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 	resp.Header.SetNoDefaultContentType(true)
 	x.sent = s.cfg.Now()
 	deadline := x.sent.Add(c.timeout())
-	err := s.client.DoTimeout(upReq, resp, c.timeout()) // one clock read fewer than DoDeadline
+	client := s.client
+	if !stream {
+		client = s.buffered
+	}
+	err := client.DoTimeout(upReq, resp, c.timeout()) // one clock read fewer than DoDeadline
 	fasthttp.ReleaseRequest(upReq)
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
-		x.fail(rc, upstreamErr(err))
+		if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+			err = fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err)
+		} else {
+			err = upstreamErr(err)
+		}
+		x.fail(rc, err)
 		return false
 	}
 	copyResponseHeader(rc, resp)
@@ -44,7 +54,15 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 		s.relayStream(ctx, owned{cancel: cancel}, rc, x, resp, false)
 		return true
 	}
-	err = appendBody(&rc.Response, responseBody(resp), s.cfg.MaxResponseBytes)
+	if resp.BodyStream() == nil { // read whole (the buffering client)
+		if len(resp.Body()) > s.cfg.MaxResponseBytes {
+			err = errTooLarge
+		} else {
+			rc.Response.AppendBody(resp.Body())
+		}
+	} else {
+		err = appendBody(&rc.Response, responseBody(resp), s.cfg.MaxResponseBytes)
+	}
 	closeResponse(resp)
 	if err != nil {
 		if errors.Is(err, errTooLarge) {

@@ -60,6 +60,12 @@ type Config struct {
 	// Client sends requests upstream. Default: DefaultClient(). A client
 	// given here must stream response bodies (StreamResponseBody).
 	Client *fasthttp.Client
+	// BufferingClient sends the requests that record nothing and ask for
+	// no stream: it reads an answer whole, which costs less than
+	// streaming it (its own connections to the upstream). Default:
+	// BufferingClient(MaxResponseBytes) if Client is defaulted too,
+	// Client otherwise.
+	BufferingClient *fasthttp.Client
 	// CommitTimeout bounds one commit of a turn: past it the commit counts
 	// as failed, the client is told so, and the conversation is released.
 	// Default 10s.
@@ -155,6 +161,7 @@ type Server struct {
 	metrics  *Metrics
 	counter  *tokens.Counter
 	client   *fasthttp.Client
+	buffered *fasthttp.Client // cfg.BufferingClient
 	srv      *fasthttp.Server
 	inflight sync.WaitGroup // stream relays still running
 	busy     atomic.Int64   // handlers running plus stream relays running
@@ -199,6 +206,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.StreamHeaderHold <= 0 {
 		cfg.StreamHeaderHold = 2 * time.Millisecond
 	}
+	if cfg.BufferingClient == nil {
+		cfg.BufferingClient = cfg.Client
+		if cfg.Client == nil {
+			cfg.BufferingClient = BufferingClient(cfg.MaxResponseBytes)
+		}
+	}
 	if cfg.Client == nil {
 		cfg.Client = DefaultClient()
 	}
@@ -213,11 +226,12 @@ func New(cfg Config) (*Server, error) {
 		cfg.Locks = &Locks{}
 	}
 	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		metrics: cfg.Metrics,
-		counter: cfg.Counter,
-		client:  cfg.Client, // Do follows no redirect: they are the client's business
+		cfg:      cfg,
+		log:      cfg.Logger,
+		metrics:  cfg.Metrics,
+		counter:  cfg.Counter,
+		client:   cfg.Client, // Do follows no redirect: they are the client's business
+		buffered: cfg.BufferingClient,
 
 		realClock: realClock,
 	}
@@ -296,6 +310,7 @@ wait:
 		return ctx.Err()
 	}
 	s.client.CloseIdleConnections() // the upstream's side of them ends too
+	s.buffered.CloseIdleConnections()
 	return err
 }
 

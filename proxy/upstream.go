@@ -83,6 +83,22 @@ var (
 // client as sent), no redirects followed, and proxies from the
 // environment.
 func DefaultClient() *fasthttp.Client {
+	c := newClient()
+	c.StreamResponseBody = true
+	return c
+}
+
+// BufferingClient is DefaultClient reading each answer whole, failing one
+// past maxBody bytes (fasthttp.ErrBodyTooLarge): for answers relayed as
+// they are once complete. Streaming an answer costs fasthttp a body
+// stream and its closures a request (docs/performance.md, stop 41).
+func BufferingClient(maxBody int) *fasthttp.Client {
+	c := newClient()
+	c.MaxResponseBodySize = maxBody
+	return c
+}
+
+func newClient() *fasthttp.Client {
 	return &fasthttp.Client{
 		NoDefaultUserAgentHeader:      true,
 		DisablePathNormalizing:        true,
@@ -92,7 +108,6 @@ func DefaultClient() *fasthttp.Client {
 		MaxIdleConnDuration:           90 * time.Second,
 		ReadBufferSize:                16 << 10,
 		WriteBufferSize:               16 << 10,
-		StreamResponseBody:            true,
 		Dial:                          dialUpstream,
 		// A POST is never sent twice: a failed attempt may have reached
 		// the model.

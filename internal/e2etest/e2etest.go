@@ -119,15 +119,17 @@ func New(t *testing.T, o Options) *Harness {
 		t.Fatal(err)
 	}
 	h.History = history.NewCache(h.Store, 0, 0)
-	client := proxy.DefaultClient()
+	client, buffering := proxy.DefaultClient(), proxy.BufferingClient(64<<20)
 	// Idle upstream connections, and fasthttp's goroutines that watch
 	// them, go within a second of the harness's end (leak checks).
 	client.MaxIdleConnDuration = time.Second
+	buffering.MaxIdleConnDuration = time.Second
 	cfg := proxy.Config{
-		Client:  client,
-		Tenants: proxy.StaticTenants{Set: set},
-		Store:   h.History, // the cache over Badger, as cmd/recall serves
-		Logger:  slog.New(slog.NewJSONHandler(h.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Client:          client,
+		BufferingClient: buffering,
+		Tenants:         proxy.StaticTenants{Set: set},
+		Store:           h.History, // the cache over Badger, as cmd/recall serves
+		Logger:          slog.New(slog.NewJSONHandler(h.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OnExchangeDone: func(d proxy.ExchangeDone) {
 			select {
 			case h.Done <- d:
@@ -156,6 +158,12 @@ func New(t *testing.T, o Options) *Harness {
 	}
 	if o.Proxy != nil {
 		o.Proxy(&cfg)
+		if cfg.Client != client && cfg.BufferingClient == buffering {
+			cfg.BufferingClient = cfg.Client // a test's client sees every request
+		}
+	}
+	if cfg.BufferingClient == buffering && cfg.MaxResponseBytes > 0 {
+		buffering.MaxResponseBodySize = cfg.MaxResponseBytes // as proxy.New's own
 	}
 	ac.Proxy = cfg
 	a, err := app.New(ac)

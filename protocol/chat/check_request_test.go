@@ -75,7 +75,7 @@ func TestCheckRequestSameErrorAsParseRequest(t *testing.T) {
 	rejected := 0
 	for _, body := range bodies {
 		_, want := ParseRequest([]byte(body))
-		got := CheckRequest([]byte(body))
+		_, got := CheckRequest([]byte(body))
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("body %.80q: CheckRequest got %v, want ParseRequest's %v", body, got, want)
 		}
@@ -97,9 +97,13 @@ func FuzzCheckRequest(f *testing.F) {
 		f.Add([]byte(tt.body))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		_, want := ParseRequest(body)
-		if got := CheckRequest(body); !reflect.DeepEqual(got, want) {
+		r, want := ParseRequest(body)
+		stream, got := CheckRequest(body)
+		if !reflect.DeepEqual(got, want) {
 			t.Errorf("body %q: CheckRequest got %v, want ParseRequest's %v", body, got, want)
+		}
+		if want == nil && stream != r.Stream {
+			t.Errorf("body %q: CheckRequest's stream %v, ParseRequest's %v", body, stream, r.Stream)
 		}
 	})
 }
@@ -114,7 +118,7 @@ func TestCheckRequestAllocations(t *testing.T) {
 	for _, n := range []int{1, 16} {
 		body := []byte(`{"model":"gpt-4o-mini","stream":false,"messages":[` + strings.TrimSuffix(strings.Repeat(msg+",", n), ",") + `]}`)
 		allocs := testing.AllocsPerRun(100, func() {
-			if err := CheckRequest(body); err != nil {
+			if _, err := CheckRequest(body); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -145,11 +149,12 @@ func TestCheckRequestOnePassCoversCommonRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := plainValid([]byte(tt.body)); got != tt.onePass {
+			if _, got := plainValid([]byte(tt.body)); got != tt.onePass {
 				t.Errorf("plainValid: got %v, want %v", got, tt.onePass)
 			}
-			if err := CheckRequest([]byte(tt.body)); err != nil {
-				t.Errorf("CheckRequest: got %v, want nil", err)
+			r, _ := ParseRequest([]byte(tt.body))
+			if stream, err := CheckRequest([]byte(tt.body)); err != nil || stream != r.Stream {
+				t.Errorf("CheckRequest: got %v, %v, want %v, nil", stream, err, r.Stream)
 			}
 		})
 	}

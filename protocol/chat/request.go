@@ -57,14 +57,15 @@ func ParseRequest(body []byte) (Request, error) {
 
 // CheckRequest validates body as [ParseRequest] does, with the same error
 // for every body, without building the view: for a caller that forwards
-// the body as it came (the proxy's path without history). It does not
-// allocate for a valid body.
-func CheckRequest(body []byte) error {
-	if plainValid(body) {
-		return nil
+// the body as it came (the proxy's path without history). It reports the
+// request's "stream" (Request.Stream). It does not allocate for a valid
+// body.
+func CheckRequest(body []byte) (stream bool, err error) {
+	if stream, ok := plainValid(body); ok {
+		return stream, nil
 	}
-	_, err := parseRequest(body, false)
-	return err
+	r, err := parseRequest(body, false)
+	return r.Stream, err
 }
 
 // parseRequest is ParseRequest, and CheckRequest when view is false: then
@@ -563,22 +564,24 @@ func typeName(v gjson.Result) string {
 // role spelled without escapes, string content, none of tool_calls,
 // tool_call_id, refusal or audio). For anything else, valid or not, it
 // answers false and CheckRequest runs ParseRequest's checks, which name
-// the error. It does not allocate.
-func plainValid(body []byte) bool {
+// the error. stream is the request's "stream" when ok. It does not
+// allocate.
+func plainValid(body []byte) (stream, ok bool) {
 	s := scanner{b: body}
 	s.space()
 	if !s.request() {
-		return false
+		return false, false
 	}
 	s.space()
-	return s.i == len(s.b)
+	return s.stream, s.i == len(s.b)
 }
 
 // scanner walks a JSON document for plainValid; every method returns
 // false, with i anywhere, as soon as the document is not plainly valid.
 type scanner struct {
-	b []byte
-	i int
+	b      []byte
+	i      int
+	stream bool // the request's "stream" is true
 }
 
 // JSON value kinds, as scanner.value reports them.
@@ -821,6 +824,7 @@ func (s *scanner) request() bool {
 			stream++
 			kind, ok = s.value(MaxDepth - 1)
 			ok = ok && (kind == kindTrue || kind == kindFalse || kind == kindNull)
+			s.stream = kind == kindTrue
 		case "max_tokens":
 			maxTokens++
 			kind, ok = s.value(MaxDepth - 1)
