@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
@@ -431,6 +434,46 @@ func TestUnrecordedStreamCutIsTheUpstreams(t *testing.T) {
 	body := readAll(t, resp)
 	if strings.Contains(body, `"error"`) {
 		t.Errorf("got an error event in an unrecorded stream, want the bytes as the upstream sent them: %q", body)
+	}
+	if d := h.WaitDone(""); d.Status != 502 || d.Err == nil {
+		t.Errorf("got %+v, want status 502 with its reason", d)
+	}
+}
+
+// An answer not asked to stream is read whole (the buffering client):
+// chunked, and cut by the upstream where the next chunk's size should
+// come, it is the upstream's failure, not a shorter answer.
+func TestUnrecordedAnswerCutAtAChunkIsTheUpstreams(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				var req fasthttp.Request
+				if err := req.Read(br); err != nil {
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"+
+					"d\r\n{\"id\":\"cut\",\"\r\n")
+			}()
+		}
+	}()
+	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) {
+		g.Defaults.Upstream.BaseURL = "http://" + ln.Addr().String() + "/v1"
+	}})
+	resp := h.send(key, "", e2etest.ChatBody("no memory", false))
+	body := readAll(t, resp)
+	if resp.StatusCode != 502 || strings.Contains(body, `"cut"`) {
+		t.Errorf("got %d %q, want a 502 and none of the cut answer", resp.StatusCode, body)
 	}
 	if d := h.WaitDone(""); d.Status != 502 || d.Err == nil {
 		t.Errorf("got %+v, want status 502 with its reason", d)
