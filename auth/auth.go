@@ -27,6 +27,13 @@ const HeaderTenant = "X-Recall-Tenant"
 // headerAPIKey is the header Anthropic's SDKs send their key in.
 const headerAPIKey = "X-Api-Key"
 
+// The names Key reads, as fasthttp's server normalizes a request's header
+// names: read as they are (PeekCanonical), not normalized again a request.
+var (
+	keyAuthorization = []byte(fasthttp.HeaderAuthorization)
+	keyAPIKey        = []byte(headerAPIKey)
+)
+
 // Caller is an authenticated request's tenant, namespace and key.
 type Caller struct {
 	Tenant *config.Tenant
@@ -58,15 +65,16 @@ var bearerPrefix = []byte("Bearer ")
 
 // Key returns the key a request presents: the Authorization header's
 // bearer token, or else the x-api-key header's value, trimmed of spaces;
-// nil for none. It points into h and must not outlive it.
+// nil for none. It points into h and must not outlive it. h's names are
+// as fasthttp's server normalizes them.
 func Key(h *fasthttp.RequestHeader) []byte {
-	auth := h.Peek(fasthttp.HeaderAuthorization)
+	auth := h.PeekCanonical(keyAuthorization)
 	if len(auth) > len(bearerPrefix) && bytes.EqualFold(auth[:len(bearerPrefix)], bearerPrefix) {
 		if k := bytes.TrimSpace(auth[len(bearerPrefix):]); len(k) > 0 {
 			return k
 		}
 	}
-	return bytes.TrimSpace(h.Peek(headerAPIKey))
+	return bytes.TrimSpace(h.PeekCanonical(keyAPIKey))
 }
 
 // Tenant resolves a tenant's key. In pass-through mode the namespace is a

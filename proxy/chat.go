@@ -22,6 +22,9 @@ import (
 
 const headerHistory = "X-Recall-History"
 
+// keyHistory is headerHistory as fasthttp's server normalizes it.
+var keyHistory = []byte(headerHistory)
+
 // headerMemory is "none" on the answer to a request that named a
 // conversation on a path that keeps no memory.
 const headerMemory = "X-Recall-Memory"
@@ -126,7 +129,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	}
 	x.key.Conversation = conv
 	mode := c.mode
-	if h := rc.Request.Header.Peek(headerHistory); len(h) > 0 {
+	if h := rc.Request.Header.PeekCanonical(keyHistory); len(h) > 0 {
 		if mode, err = history.ParseMode(string(h)); err != nil {
 			x.fail(rc, apierr.BadHistoryMode)
 			return
@@ -191,7 +194,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	upReq.SetBodyRaw(out)
 	resp := fasthttp.AcquireResponse()
 	resp.Header.SetNoDefaultContentType(true)
-	x.sent = s.cfg.Now()
+	x.sent = x.now()
 	deadline, _ := ctx.Deadline()
 	err = s.client.DoDeadline(upReq, resp, deadline)
 	fasthttp.ReleaseRequest(upReq)
@@ -248,7 +251,7 @@ func (x *exchange) readAnswer(rc *fasthttp.RequestCtx, resp *fasthttp.Response) 
 	enc = string(resp.Header.ContentEncoding())
 	raw, err := readLimited(responseBody(resp), x.s.cfg.MaxResponseBytes)
 	closeResponse(resp)
-	x.upstreamDone = x.s.cfg.Now()
+	x.upstreamDone = x.now()
 	if errors.Is(err, errTooLarge) {
 		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err))
 		return nil, "", false
@@ -743,7 +746,7 @@ func (x *exchange) fail(rc *fasthttp.RequestCtx, err error) {
 // OnExchangeDone. It is called exactly once per chat request.
 func (x *exchange) done(status int, err error) {
 	s := x.s
-	end := s.cfg.Now()
+	end := x.now()
 	tenant := ""
 	if x.c.tenant != nil {
 		tenant = x.c.cfg.ID

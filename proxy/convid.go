@@ -15,7 +15,10 @@ import (
 // different values are refused (apierr.TwoConversationIDs) rather than resolved to
 // one of them, and an invalid id is refused with apierr.BadConversationID.
 func conversationID(rc *fasthttp.RequestCtx, header string) (string, error) {
+	// header is as fasthttp's server normalizes names: not normalized again.
+	rc.Request.Header.DisableNormalizing()
 	values := rc.Request.Header.PeekAll(header)
+	rc.Request.Header.EnableNormalizing()
 	if len(values) == 0 {
 		return "", nil
 	}

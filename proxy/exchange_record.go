@@ -29,7 +29,7 @@ type recordedUsage struct {
 // byte (as the client library reports it: the headers read) and whether
 // it streams.
 func (x *exchange) answered(resp *fasthttp.Response) {
-	x.firstByte = x.s.cfg.Now()
+	x.firstByte = x.now()
 	x.stream = isEventStream(resp)
 }
 

@@ -9,7 +9,7 @@ import (
 var (
 	rawContentLength    = []byte("content-length")
 	rawTransferEncoding = []byte("transfer-encoding")
-	headerUpgrade       = "Upgrade"
+	headerUpgrade       = []byte(fasthttp.HeaderUpgrade) // as fasthttp normalizes it
 	tokenWebSocket      = []byte("websocket")
 )
 
@@ -50,7 +50,7 @@ func hasRawHeader(raw, name []byte) bool {
 
 // isWebSocket reports whether a request asks to upgrade to WebSocket.
 func isWebSocket(h *fasthttp.RequestHeader) bool {
-	v := h.Peek(headerUpgrade)
+	v := h.PeekCanonical(headerUpgrade)
 	return len(v) > 0 && containsFold(v, tokenWebSocket)
 }
 

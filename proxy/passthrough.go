@@ -20,7 +20,7 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, conv string, path []byte) 
 		s.fail(rc, "passthrough", "", err, start)
 		return
 	}
-	named := conv != "" || len(rc.Request.Header.Peek(c.convHeader)) > 0
+	named := conv != "" || len(rc.Request.Header.PeekCanonical(c.convKey)) > 0
 	req := fasthttp.AcquireRequest()
 	upstreamRequest(req, rc, c, path, bodyless(rc))
 	if body, size := requestBody(rc); body != nil {

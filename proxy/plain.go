@@ -29,7 +29,7 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 	upReq.SetBodyRaw(body)
 	resp := fasthttp.AcquireResponse()
 	resp.Header.SetNoDefaultContentType(true)
-	x.sent = s.cfg.Now()
+	x.sent = x.now()
 	deadline := x.sent.Add(c.timeout())
 	client := s.client
 	if !stream {

@@ -47,7 +47,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		return
 	}
 	mode := c.mode
-	if h := rc.Request.Header.Peek(headerHistory); len(h) > 0 {
+	if h := rc.Request.Header.PeekCanonical(keyHistory); len(h) > 0 {
 		if mode, err = history.ParseMode(string(h)); err != nil {
 			x.fail(rc, apierr.BadHistoryMode)
 			return
@@ -159,7 +159,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 	upReq.SetBodyRaw(out)
 	resp := fasthttp.AcquireResponse()
 	resp.Header.SetNoDefaultContentType(true)
-	x.sent = s.cfg.Now()
+	x.sent = x.now()
 	deadline, _ := ctx.Deadline()
 	err = s.client.DoDeadline(upReq, resp, deadline)
 	fasthttp.ReleaseRequest(upReq)
@@ -177,7 +177,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		// The upstream's error in the client's protocol's shape.
 		raw, _ := readLimited(responseBody(resp), 1<<20)
 		closeResponse(resp)
-		x.upstreamDone = s.cfg.Now()
+		x.upstreamDone = x.now()
 		x.fail(rc, upstreamStatus(status, raw))
 		return
 	}
@@ -479,7 +479,7 @@ func (s *Server) relaySeam(ctx context.Context, res owned, rc *fasthttp.RequestC
 	s.relay(ctx, res, rc, x, resp, func(w *bufio.Writer, upstream io.Reader) error {
 		if !ok && same { // the upstream's error, in the client's protocol already
 			_, err := relayRaw(w, upstream)
-			x.upstreamDone = s.cfg.Now()
+			x.upstreamDone = x.now()
 			if err != nil {
 				return fmt.Errorf("%w: %w", errClientGone, err)
 			}
@@ -578,7 +578,7 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 			break
 		}
 	}
-	x.upstreamDone = s.cfg.Now()
+	x.upstreamDone = x.now()
 	a, err := asm.Answer()
 	if err != nil {
 		return s.endSeam(w, x, p, ren, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err))

@@ -467,3 +467,15 @@ func (s *Server) startOf(rc *fasthttp.RequestCtx) time.Time {
 	}
 	return s.cfg.Now()
 }
+
+// now is the time during x: on the real clock, x's start plus the
+// monotonic time since it, one clock read where time.Now takes two (the
+// wall clock's and the monotonic one's; a plain request reads the clock
+// about ten times, fasthttp's readings included, at about 25 ns a read on
+// the benchmark machine).
+func (x *exchange) now() time.Time {
+	if x.s.realClock && !x.start.IsZero() {
+		return x.start.Add(time.Since(x.start)) // Since reads only the monotonic clock when start has it
+	}
+	return x.s.cfg.Now()
+}

@@ -46,7 +46,7 @@ func (s *Server) relayStream(ctx context.Context, res owned, rc *fasthttp.Reques
 		}
 		r := &readErrs{r: upstream}
 		_, err := relayRaw(w, r)
-		x.upstreamDone = s.cfg.Now()
+		x.upstreamDone = x.now()
 		if err != nil && r.err != nil {
 			return fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, err)
 		}
@@ -174,7 +174,7 @@ func (s *Server) relayRecorded(w *bufio.Writer, upstream io.Reader, enc string, 
 	if err == nil {
 		held, err = s.relayEvents(w, body, &asm)
 	}
-	x.upstreamDone = s.cfg.Now() // the commit below is Recall's time
+	x.upstreamDone = x.now() // the commit below is Recall's time
 	var reply chat.Reply
 	if err == nil {
 		if reply = asm.Reply(); !asm.Done() && reply.FinishReason == "" {

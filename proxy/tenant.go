@@ -16,9 +16,12 @@ import (
 // tenant is what the pipeline needs of a config.Tenant, built once per
 // tenant per configuration generation.
 type tenant struct {
-	cfg        *config.Tenant
-	baseURL    string // without a trailing slash, ends in the API version ("/v1")
+	cfg     *config.Tenant
+	baseURL string // without a trailing slash, ends in the API version ("/v1")
+	// convHeader names the conversation header as fasthttp's server
+	// normalizes a request's header names, which are read as they are.
 	convHeader string
+	convKey    []byte // convHeader's bytes
 	mode       history.Mode
 	strategy   history.Strategy
 	lowWater   float64
@@ -97,10 +100,12 @@ func newTenant(t *config.Tenant) (*tenant, error) {
 	if err != nil {
 		return nil, err
 	}
+	convKey := fasthttp.AppendNormalizedHeaderKey(nil, t.History.ConversationHeader)
 	return &tenant{
 		cfg:        t,
 		baseURL:    strings.TrimRight(t.Upstream.BaseURL, "/"),
-		convHeader: t.History.ConversationHeader,
+		convHeader: string(convKey),
+		convKey:    convKey,
 		mode:       pol.Mode,
 		strategy:   pol.Strategy,
 		lowWater:   t.History.LowWater,

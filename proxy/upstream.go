@@ -63,7 +63,7 @@ func (s nameSet) has(name []byte) bool {
 		return false
 	}
 	for _, n := range s[len(name)] {
-		if bytes.EqualFold(name, n) {
+		if name[0]|0x20 == n[0]|0x20 && bytes.EqualFold(name, n) { // the first byte's case folded (ASCII names) decides most
 			return true
 		}
 	}
@@ -221,7 +221,7 @@ func upstreamRequest(req *fasthttp.Request, rc *fasthttp.RequestCtx, c caller, p
 	}
 	if key := c.UpstreamKey(); key != "" {
 		var v [128]byte // no allocation for a key of up to 121 bytes
-		req.Header.SetBytesV(fasthttp.HeaderAuthorization, append(append(v[:0], "Bearer "...), key...))
+		req.Header.SetCanonical(keyAuthorization, append(append(v[:0], "Bearer "...), key...))
 	}
 	for k, v := range c.cfg.Upstream.Headers {
 		req.Header.Set(k, v)
@@ -292,7 +292,10 @@ func copyResponseHeader(rc *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	rc.Response.Header.EnableNormalizing()
 }
 
-var headerConnection = []byte(fasthttp.HeaderConnection)
+var (
+	headerConnection = []byte(fasthttp.HeaderConnection)
+	keyAuthorization = []byte(fasthttp.HeaderAuthorization) // a canonical name, set as it is
+)
 
 func isConnection(name []byte) bool {
 	return len(name) == len(headerConnection) && bytes.EqualFold(name, headerConnection)
