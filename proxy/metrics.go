@@ -21,9 +21,9 @@ type Metrics struct {
 	reg      *prometheus.Registry
 	handler  fasthttp.RequestHandler
 	requests *prometheus.CounterVec
-	total    *prometheus.HistogramVec
-	upstream *prometheus.HistogramVec
-	overhead *prometheus.HistogramVec
+	total    *durationVec
+	upstream *durationVec
+	overhead *durationVec
 	context  *prometheus.HistogramVec
 	saved    *prometheus.CounterVec
 	dropped  *prometheus.CounterVec
@@ -50,7 +50,7 @@ type requestSeries struct {
 }
 
 // latencySeries are a tenant's series of the request latency histograms.
-type latencySeries struct{ total, upstream, overhead prometheus.Observer }
+type latencySeries struct{ total, upstream, overhead *durationSeries }
 
 // NewMetrics registers Recall's metrics, plus the Go and process
 // collectors, on reg (a new registry if nil).
@@ -64,12 +64,12 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_requests_total",
 			Help: "Requests answered, by tenant, route and status."}, []string{"tenant", "route", "status"}),
-		total: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "recall_request_duration_seconds",
-			Help: "End-to-end request time, to the last byte relayed.", Buckets: latency}, []string{"tenant"}),
-		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "recall_upstream_duration_seconds",
-			Help: "Time from sending upstream to the answer's last byte.", Buckets: latency}, []string{"tenant"}),
-		overhead: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "recall_overhead_seconds",
-			Help: "Time Recall adds: end-to-end minus upstream.", Buckets: latency}, []string{"tenant"}),
+		total: newDurationVec("recall_request_duration_seconds",
+			"End-to-end request time, to the last byte relayed.", "tenant", latency),
+		upstream: newDurationVec("recall_upstream_duration_seconds",
+			"Time from sending upstream to the answer's last byte.", "tenant", latency),
+		overhead: newDurationVec("recall_overhead_seconds",
+			"Time Recall adds: end-to-end minus upstream.", "tenant", latency),
 		context: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "recall_context_tokens",
 			Help: "Estimated prompt tokens sent upstream per request.", Buckets: prometheus.ExponentialBuckets(64, 2, 14)}, []string{"tenant"}),
 		saved: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_tokens_saved_total",
@@ -147,8 +147,7 @@ func (m *Metrics) latencySeries(tenant string) *latencySeries {
 	l := m.latencies[tenant]
 	m.mu.RUnlock()
 	if l == nil {
-		l = &latencySeries{m.total.WithLabelValues(tenant), m.upstream.WithLabelValues(tenant),
-			m.overhead.WithLabelValues(tenant)}
+		l = &latencySeries{m.total.with(tenant), m.upstream.with(tenant), m.overhead.with(tenant)}
 		m.mu.Lock()
 		if m.latencies == nil {
 			m.latencies = make(map[string]*latencySeries)
@@ -160,9 +159,9 @@ func (m *Metrics) latencySeries(tenant string) *latencySeries {
 }
 
 func (l *latencySeries) observe(total, upstream time.Duration) {
-	l.total.Observe(total.Seconds())
-	l.upstream.Observe(upstream.Seconds())
-	l.overhead.Observe((total - upstream).Seconds())
+	l.total.observe(total)
+	l.upstream.observe(upstream)
+	l.overhead.observe(total - upstream)
 }
 
 // tenantSeries keeps, on a tenant, its series of the metrics each of its
