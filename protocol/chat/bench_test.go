@@ -40,6 +40,30 @@ func BenchmarkParseRequest(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckRequest is the plain path's validation of a body of 20
+// messages of the shape its one pass decides (plainValid): a system
+// prompt and user and assistant turns of text.
+func BenchmarkCheckRequest(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"model":"gpt-4o","stream":true,"messages":[{"role":"system","content":"You are a helpful assistant. Answer briefly and cite sources when you can."}`)
+	for i := 1; i < 20; i++ {
+		if i%2 == 1 {
+			fmt.Fprintf(&sb, `,{"role":"user","content":"Question %d: what is the weather like in Paris this afternoon, and should I bring an umbrella?"}`, i)
+		} else {
+			fmt.Fprintf(&sb, `,{"role":"assistant","content":"It is 21C and cloudy with a 40%% chance of rain, so an umbrella is a good idea (turn %d)."}`, i)
+		}
+	}
+	sb.WriteString(`],"temperature":0.2}`)
+	body := []byte(sb.String())
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := CheckRequest(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkAppendBody(b *testing.B) {
 	r, err := ParseRequest(benchBody(20))
 	if err != nil {

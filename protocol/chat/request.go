@@ -1,6 +1,8 @@
 package chat
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -625,9 +627,7 @@ func (s *scanner) str() (start, end int, escaped, ok bool) {
 	s.i++
 	start = s.i
 	for s.i < len(s.b) {
-		for s.i < len(s.b) && plainByte[s.b[s.i]] {
-			s.i++
-		}
+		s.i = plainRun(s.b, s.i)
 		if s.i == len(s.b) {
 			break
 		}
@@ -665,6 +665,29 @@ func (s *scanner) str() (start, end int, escaped, ok bool) {
 		}
 	}
 	return 0, 0, false, false
+}
+
+// plainRun returns the index of the first byte of b at or after i that
+// is not plainByte (len(b) for none), eight bytes a step: a message's
+// content is most of a request's bytes.
+func plainRun(b []byte, i int) int {
+	const ones, high = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q, bs := x^(ones*'"'), x^(ones*'\\')
+		// A byte's high bit set in m: under 0x20, the quote, the
+		// backslash (each a zero byte after the xor) or non-ASCII. A
+		// borrow can flag a byte after a flagged one, never before: the
+		// lowest flag is the first such byte.
+		m := ((x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs | x) & high
+		if m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for i < len(b) && plainByte[b[i]] {
+		i++
+	}
+	return i
 }
 
 // plainByte marks the bytes a string holds as they are: printable ASCII
