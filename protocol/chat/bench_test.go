@@ -188,3 +188,16 @@ func BenchmarkAssemblerToolCalls(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheckRequestTools is the plain path's validation of
+// benchBody's 20 messages: tools, tool calls and their results.
+func BenchmarkCheckRequestTools(b *testing.B) {
+	body := benchBody(20)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := CheckRequest(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

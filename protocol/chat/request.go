@@ -896,12 +896,19 @@ func (s *scanner) messages() bool {
 	}
 }
 
-// message consumes a message of the common shape (depth 3).
+// message consumes a message of a shape whose checks the one pass makes
+// (depth 3): a role spelled without escapes; content a string, null or
+// an array of content parts (scanner.parts); an assistant's tool_calls
+// (scanner.toolCalls) and string refusal, a tool result's string
+// tool_call_id; none of these twice, no audio. It reports false for a
+// message ParseRequest would reject and for one it cannot decide.
 func (s *scanner) message() bool {
 	if !s.next('{') || s.next('}') {
 		return false
 	}
-	roleStart, roleEnd, roles, contents := 0, 0, 0, 0
+	roleStart, roleEnd := 0, 0
+	var roles, contents, calls, callIDs, refusals, nCalls int
+	content, callID, refusal := -1, -1, -1 // the kinds of the values, -1 for none
 	for {
 		s.space()
 		start, end, escaped, ok := s.str()
@@ -916,10 +923,31 @@ func (s *scanner) message() bool {
 			ok = ok && !escaped
 		case "content":
 			contents++
-			var kind int
-			kind, ok = s.value(MaxDepth - 3)
-			ok = ok && kind == kindString
-		case "tool_calls", "tool_call_id", "refusal", "audio":
+			s.space()
+			if s.i < len(s.b) && s.b[s.i] == '[' {
+				content, ok = kindArray, s.parts()
+			} else {
+				content, ok = s.value(MaxDepth - 3)
+				ok = ok && (content == kindString || content == kindNull)
+			}
+		case "tool_calls":
+			calls++
+			s.space()
+			if s.i < len(s.b) && s.b[s.i] == '[' {
+				nCalls, ok = s.toolCalls()
+			} else {
+				var kind int
+				kind, ok = s.value(MaxDepth - 3)
+				ok = ok && kind == kindNull
+			}
+		case "tool_call_id":
+			callIDs++
+			callID, ok = s.value(MaxDepth - 3)
+		case "refusal":
+			refusals++
+			refusal, ok = s.value(MaxDepth - 3)
+			ok = ok && (refusal == kindString || refusal == kindNull)
+		case "audio":
 			return false
 		default:
 			_, ok = s.value(MaxDepth - 3)
@@ -934,12 +962,251 @@ func (s *scanner) message() bool {
 			return false
 		}
 	}
-	if roles != 1 || contents != 1 {
+	if roles != 1 || contents > 1 || calls > 1 || callIDs > 1 || refusals > 1 {
 		return false
 	}
+	hasContent := content != -1 && content != kindNull
 	switch string(s.b[roleStart:roleEnd]) {
-	case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant:
-		return true
+	case RoleSystem, RoleDeveloper, RoleUser:
+		return hasContent
+	case RoleTool:
+		return hasContent && callID == kindString
+	case RoleAssistant:
+		return hasContent || nCalls > 0 || refusal == kindString
 	}
 	return false
+}
+
+// parts consumes a message's array of content parts (depth 4), each an
+// object (depth 5) with a "type" spelled without escapes and the member
+// its type requires as checkPart checks it: a string "text" or
+// "refusal", an "image_url" object with a string "url", an
+// "input_audio" object; none of these twice. A part of a type checkPart
+// does not know passes, as there.
+func (s *scanner) parts() bool {
+	if !s.next('[') {
+		return false
+	}
+	if s.next(']') {
+		return true
+	}
+	for {
+		if !s.part() {
+			return false
+		}
+		if s.next(']') {
+			return true
+		}
+		if !s.next(',') {
+			return false
+		}
+	}
+}
+
+func (s *scanner) part() bool {
+	if !s.next('{') {
+		return false
+	}
+	typStart, typEnd, types := 0, 0, 0
+	seen := [4]int{} // text, refusal, image_url, input_audio: how many
+	ok4 := [4]bool{} // whether each is as its type requires
+	if !s.next('}') {
+		for {
+			s.space()
+			start, end, escaped, ok := s.str()
+			if !ok || escaped || !s.next(':') {
+				return false
+			}
+			var kind int
+			switch string(s.b[start:end]) {
+			case "type":
+				types++
+				s.space()
+				typStart, typEnd, escaped, ok = s.str()
+				ok = ok && !escaped
+			case "text":
+				seen[0]++
+				kind, ok = s.value(MaxDepth - 5)
+				ok4[0] = kind == kindString
+			case "refusal":
+				seen[1]++
+				kind, ok = s.value(MaxDepth - 5)
+				ok4[1] = kind == kindString
+			case "image_url":
+				seen[2]++
+				s.space()
+				if s.i < len(s.b) && s.b[s.i] == '{' {
+					ok4[2], ok = s.imageURL()
+				} else {
+					_, ok = s.value(MaxDepth - 5)
+				}
+			case "input_audio":
+				seen[3]++
+				kind, ok = s.value(MaxDepth - 5)
+				ok4[3] = kind == kindObject
+			default:
+				_, ok = s.value(MaxDepth - 5)
+			}
+			if !ok {
+				return false
+			}
+			if s.next('}') {
+				break
+			}
+			if !s.next(',') {
+				return false
+			}
+		}
+	}
+	if types != 1 || seen[0] > 1 || seen[1] > 1 || seen[2] > 1 || seen[3] > 1 {
+		return false
+	}
+	switch string(s.b[typStart:typEnd]) {
+	case "text":
+		return ok4[0]
+	case "refusal":
+		return ok4[1]
+	case "image_url":
+		return ok4[2]
+	case "input_audio":
+		return ok4[3]
+	}
+	return true
+}
+
+// imageURL consumes an image_url object (depth 6) and reports whether it
+// has one "url", a string (ok: the object was consumed).
+func (s *scanner) imageURL() (valid, ok bool) {
+	if !s.next('{') {
+		return false, false
+	}
+	if s.next('}') {
+		return false, true
+	}
+	urls, url := 0, -1
+	for {
+		s.space()
+		start, end, escaped, ok := s.str()
+		if !ok || escaped || !s.next(':') {
+			return false, false
+		}
+		if string(s.b[start:end]) == "url" {
+			urls++
+			url, ok = s.value(MaxDepth - 6)
+		} else {
+			_, ok = s.value(MaxDepth - 6)
+		}
+		if !ok {
+			return false, false
+		}
+		if s.next('}') {
+			return urls == 1 && url == kindString, true
+		}
+		if !s.next(',') {
+			return false, false
+		}
+	}
+}
+
+// toolCalls consumes an assistant's array of tool calls (depth 4) and
+// returns how many there are; ok only if each is an object (depth 5)
+// with a string "id" and a "function" object (depth 6) with a string
+// "name" and "arguments", none of these twice.
+func (s *scanner) toolCalls() (n int, ok bool) {
+	if !s.next('[') {
+		return 0, false
+	}
+	if s.next(']') {
+		return 0, true
+	}
+	for {
+		if !s.toolCall() {
+			return 0, false
+		}
+		n++
+		if s.next(']') {
+			return n, true
+		}
+		if !s.next(',') {
+			return 0, false
+		}
+	}
+}
+
+func (s *scanner) toolCall() bool {
+	if !s.next('{') || s.next('}') {
+		return false
+	}
+	ids, fns, id, fnOK := 0, 0, -1, false
+	for {
+		s.space()
+		start, end, escaped, ok := s.str()
+		if !ok || escaped || !s.next(':') {
+			return false
+		}
+		switch string(s.b[start:end]) {
+		case "id":
+			ids++
+			id, ok = s.value(MaxDepth - 5)
+		case "function":
+			fns++
+			s.space()
+			if s.i < len(s.b) && s.b[s.i] == '{' {
+				fnOK, ok = s.function()
+			} else {
+				_, ok = s.value(MaxDepth - 5)
+			}
+		default:
+			_, ok = s.value(MaxDepth - 5)
+		}
+		if !ok {
+			return false
+		}
+		if s.next('}') {
+			break
+		}
+		if !s.next(',') {
+			return false
+		}
+	}
+	return ids == 1 && id == kindString && fns == 1 && fnOK
+}
+
+// function consumes a tool call's function object (depth 6) and reports
+// whether it has one string "name" and one string "arguments" (ok: the
+// object was consumed).
+func (s *scanner) function() (valid, ok bool) {
+	if !s.next('{') {
+		return false, false
+	}
+	if s.next('}') {
+		return false, true
+	}
+	names, args, name, arg := 0, 0, -1, -1
+	for {
+		s.space()
+		start, end, escaped, ok := s.str()
+		if !ok || escaped || !s.next(':') {
+			return false, false
+		}
+		switch string(s.b[start:end]) {
+		case "name":
+			names++
+			name, ok = s.value(MaxDepth - 6)
+		case "arguments":
+			args++
+			arg, ok = s.value(MaxDepth - 6)
+		default:
+			_, ok = s.value(MaxDepth - 6)
+		}
+		if !ok {
+			return false, false
+		}
+		if s.next('}') {
+			return names == 1 && args == 1 && name == kindString && arg == kindString, true
+		}
+		if !s.next(',') {
+			return false, false
+		}
+	}
 }
