@@ -117,11 +117,11 @@ func parseMessages(req *wire.Request, msgs gjson.Result) error {
 	var err error
 	i := 0
 	msgs.ForEach(func(_, m gjson.Result) bool {
-		param := "messages." + strconv.Itoa(i)
-		if err = checkMessage(param, m); err != nil {
+		var role string
+		if role, err = checkMessage(i, m); err != nil {
 			return false
 		}
-		if m.Get("role").Str == roleSystem {
+		if role == roleSystem {
 			req.InPlace = append(req.InPlace, i)
 		}
 		req.Messages = append(req.Messages, req.Body[m.Index:m.Index+len(m.Raw):m.Index+len(m.Raw)])
@@ -137,49 +137,62 @@ func parseMessages(req *wire.Request, msgs gjson.Result) error {
 	return nil
 }
 
-// checkMessage checks one element of "messages".
-func checkMessage(param string, m gjson.Result) error {
+// messageParam names messages[i], and a member path under it, as
+// Anthropic's errors do ("messages.3.content.0.type"). Built only for an
+// error: the success path does not allocate a name per message or block.
+func messageParam(i int, path ...string) string {
+	p := "messages." + strconv.Itoa(i)
+	for _, s := range path {
+		p += "." + s
+	}
+	return p
+}
+
+// checkMessage checks messages[i] and returns its role.
+func checkMessage(i int, m gjson.Result) (string, error) {
 	if !m.IsObject() {
-		return apierr.InvalidField(param, "Input should be a valid dictionary")
+		return "", apierr.InvalidField(messageParam(i), "Input should be a valid dictionary")
 	}
 	role, content := m.Get("role"), m.Get("content")
 	switch {
 	case !role.Exists():
-		return apierr.MissingField(param + ".role")
+		return "", apierr.MissingField(messageParam(i, "role"))
 	case role.Str != roleUser && role.Str != roleAssistant && role.Str != roleSystem || role.Type != gjson.String:
-		return apierr.InvalidField(param+".role", "Input should be 'user' or 'assistant'")
+		return "", apierr.InvalidField(messageParam(i, "role"), "Input should be 'user' or 'assistant'")
 	case !content.Exists():
-		return apierr.MissingField(param + ".content")
+		return "", apierr.MissingField(messageParam(i, "content"))
 	}
-	return checkContent(param+".content", content)
+	return role.Str, checkContent(i, content)
 }
 
-// checkContent checks a content value: a string, or an array of objects
-// with a string "type".
-func checkContent(param string, c gjson.Result) error {
+// checkContent checks messages[i]'s content: a string, or an array of
+// objects with a string "type".
+func checkContent(i int, c gjson.Result) error {
 	if c.Type == gjson.String {
 		return nil
 	}
 	if !c.IsArray() {
-		return apierr.InvalidField(param, "Input should be a valid string or a valid list")
+		return apierr.InvalidField(messageParam(i, "content"), "Input should be a valid string or a valid list")
 	}
 	var err error
 	j := 0
 	c.ForEach(func(_, b gjson.Result) bool {
-		p := param + "." + strconv.Itoa(j)
-		j++
+		p := func(path ...string) string {
+			return messageParam(i, append([]string{"content", strconv.Itoa(j)}, path...)...)
+		}
 		switch t := b.Get("type"); {
 		case !b.IsObject():
-			err = apierr.InvalidField(p, "Input should be a valid dictionary")
+			err = apierr.InvalidField(p(), "Input should be a valid dictionary")
 		case !t.Exists():
-			err = apierr.MissingField(p + ".type")
+			err = apierr.MissingField(p("type"))
 		case t.Type != gjson.String:
-			err = apierr.InvalidField(p+".type", "Input should be a valid string")
+			err = apierr.InvalidField(p("type"), "Input should be a valid string")
 		case t.Str == typeToolResult && b.Get("tool_use_id").Type != gjson.String:
-			err = apierr.MissingField(p + ".tool_use_id")
+			err = apierr.MissingField(p("tool_use_id"))
 		case t.Str == typeToolUse && (b.Get("id").Type != gjson.String || b.Get("name").Type != gjson.String):
-			err = apierr.MissingField(p + ".id")
+			err = apierr.MissingField(p("id"))
 		}
+		j++
 		return err == nil
 	})
 	return err
