@@ -1,6 +1,8 @@
 package messages
 
 import (
+	"bytes"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/wire"
@@ -21,8 +23,12 @@ import (
 func JoinResults(msgs [][]byte, last int) ([][]byte, int) {
 	var out [][]byte
 	newLast := last
+	prevMay := false // msgs[i-1] may hold a tool result
 	for i, raw := range msgs {
-		if i > 0 && joinable(msgs[i-1], raw) {
+		may := mayHoldToolResult(raw)
+		pair := prevMay && may
+		prevMay = may
+		if pair && joinable(msgs[i-1], raw) {
 			if out == nil {
 				out = append(make([][]byte, 0, len(msgs)), msgs[:i]...)
 			}
@@ -51,6 +57,14 @@ func joinable(prev, next []byte) bool {
 	}
 	n := parse(next)
 	return n.Get("role").Str == roleUser && n.Get("content.0.type").Str == typeToolResult
+}
+
+// mayHoldToolResult reports whether a message's bytes can hold a
+// tool_result block: the type spelled out, or an escape that could spell
+// it. It spares parsing the messages of a request that has none (every
+// message, on the Messages plain path).
+func mayHoldToolResult(m []byte) bool {
+	return bytes.Contains(m, []byte(typeToolResult)) || bytes.Contains(m, []byte(`\u`))
 }
 
 // joined is a user message with a's content blocks, then b's.

@@ -13,6 +13,8 @@ func TestJoinResults(t *testing.T) {
 		resW  = `{"role":"user","content":[{"type":"tool_result","tool_use_id":"w","content":"y"}]}`
 		resWT = `{"role":"user","content":[{"type":"tool_result","tool_use_id":"w","content":"y"},{"type":"text","text":"note"}]}`
 		both  = `{"role":"user","content":[{"type":"tool_result","tool_use_id":"r","content":"x"},{"type":"tool_result","tool_use_id":"w","content":"y"}]}`
+		resRx = `{"role":"user","content":[{"type":"tool\u005fresult","tool_use_id":"r","content":"x"}]}`
+		resWx = `{"role":"user","content":[{"type":"tool_r\u0065sult","tool_use_id":"w","content":"y"}]}`
 		bothT = `{"role":"user","content":[{"type":"tool_result","tool_use_id":"r","content":"x"},{"type":"tool_result","tool_use_id":"w","content":"y"},{"type":"text","text":"note"}]}`
 	)
 	tests := []struct {
@@ -28,6 +30,10 @@ func TestJoinResults(t *testing.T) {
 		{"a history mark after a join moves", []string{user, calls, resR, resW, `{"role":"assistant","content":"ok"}`, user}, 4,
 			[]string{user, calls, both, `{"role":"assistant","content":"ok"}`, user}, 3},
 		{"a text message is not joined", []string{user, calls, resR, user}, -1, []string{user, calls, resR, user}, -1},
+		// A type spelled with an escape is still a tool result (the bytes
+		// are scanned for "tool_result" before the messages are parsed).
+		{"results whose type is escaped", []string{user, calls, resRx, resWx}, 3,
+			[]string{user, calls, `{"role":"user","content":[{"type":"tool\u005fresult","tool_use_id":"r","content":"x"},{"type":"tool_r\u0065sult","tool_use_id":"w","content":"y"}]}`}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
