@@ -1,13 +1,13 @@
 package chat
 
 import (
-	"encoding/binary"
-	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/internal/jsonscan"
 )
 
 // Message is one message of a request: its role and its exact JSON bytes.
@@ -569,271 +569,38 @@ func typeName(v gjson.Result) string {
 // the error. stream is the request's "stream" when ok. It does not
 // allocate.
 func plainValid(body []byte) (stream, ok bool) {
-	s := scanner{b: body}
-	s.space()
+	s := scanner{Scanner: jsonscan.Scanner{B: body}}
+	s.Space()
 	if !s.request() {
 		return false, false
 	}
-	s.space()
-	return s.stream, s.i == len(s.b)
+	s.Space()
+	return s.stream, s.I == len(s.B)
 }
 
-// scanner walks a JSON document for plainValid; every method returns
-// false, with i anywhere, as soon as the document is not plainly valid.
+// scanner walks a request for plainValid.
 type scanner struct {
-	b      []byte
-	i      int
+	jsonscan.Scanner
 	stream bool // the request's "stream" is true
-}
-
-// JSON value kinds, as scanner.value reports them.
-const (
-	kindString = iota
-	kindNumber
-	kindTrue
-	kindFalse
-	kindNull
-	kindObject
-	kindArray
-)
-
-func (s *scanner) space() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-// next skips white space and consumes c if it comes next.
-func (s *scanner) next(c byte) bool {
-	s.space()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-// str consumes a string and returns its contents' bounds, and whether it
-// holds an escape.
-func (s *scanner) str() (start, end int, escaped, ok bool) {
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return 0, 0, false, false
-	}
-	s.i++
-	start = s.i
-	for s.i < len(s.b) {
-		s.i = plainRun(s.b, s.i)
-		if s.i == len(s.b) {
-			break
-		}
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			return start, s.i - 1, escaped, true
-		case c < 0x20:
-			return 0, 0, false, false
-		case c == '\\':
-			escaped = true
-			if s.i+1 >= len(s.b) {
-				return 0, 0, false, false
-			}
-			switch s.b[s.i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i += 2
-			case 'u':
-				if s.i+5 >= len(s.b) || !isHexDigit(s.b[s.i+2]) || !isHexDigit(s.b[s.i+3]) || !isHexDigit(s.b[s.i+4]) || !isHexDigit(s.b[s.i+5]) {
-					return 0, 0, false, false
-				}
-				s.i += 6
-			default:
-				return 0, 0, false, false
-			}
-		case c < utf8.RuneSelf:
-			s.i++
-		default:
-			r, n := utf8.DecodeRune(s.b[s.i:])
-			if r == utf8.RuneError && n == 1 {
-				return 0, 0, false, false
-			}
-			s.i += n
-		}
-	}
-	return 0, 0, false, false
-}
-
-// plainRun returns the index of the first byte of b at or after i that
-// is not plainByte (len(b) for none), eight bytes a step: a message's
-// content is most of a request's bytes.
-func plainRun(b []byte, i int) int {
-	const ones, high = 0x0101010101010101, 0x8080808080808080
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		q, bs := x^(ones*'"'), x^(ones*'\\')
-		// A byte's high bit set in m: under 0x20, the quote, the
-		// backslash (each a zero byte after the xor) or non-ASCII. A
-		// borrow can flag a byte after a flagged one, never before: the
-		// lowest flag is the first such byte.
-		m := ((x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs | x) & high
-		if m != 0 {
-			return i + bits.TrailingZeros64(m)/8
-		}
-	}
-	for i < len(b) && plainByte[b[i]] {
-		i++
-	}
-	return i
-}
-
-// plainByte marks the bytes a string holds as they are: printable ASCII
-// but for the quote and the backslash.
-var plainByte = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-func isHexDigit(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-// value consumes any JSON value, opening at most depth levels more (0:
-// none allowed), and returns its kind.
-func (s *scanner) value(depth int) (int, bool) {
-	s.space()
-	if s.i >= len(s.b) {
-		return 0, false
-	}
-	switch c := s.b[s.i]; {
-	case c == '"':
-		_, _, _, ok := s.str()
-		return kindString, ok
-	case c == '{':
-		if depth <= 0 {
-			return 0, false
-		}
-		s.i++
-		if s.next('}') {
-			return kindObject, true
-		}
-		for {
-			s.space()
-			if _, _, _, ok := s.str(); !ok || !s.next(':') {
-				return 0, false
-			}
-			if _, ok := s.value(depth - 1); !ok {
-				return 0, false
-			}
-			if s.next('}') {
-				return kindObject, true
-			}
-			if !s.next(',') {
-				return 0, false
-			}
-		}
-	case c == '[':
-		if depth <= 0 {
-			return 0, false
-		}
-		s.i++
-		if s.next(']') {
-			return kindArray, true
-		}
-		for {
-			if _, ok := s.value(depth - 1); !ok {
-				return 0, false
-			}
-			if s.next(']') {
-				return kindArray, true
-			}
-			if !s.next(',') {
-				return 0, false
-			}
-		}
-	case c == 't':
-		return kindTrue, s.literal("true")
-	case c == 'f':
-		return kindFalse, s.literal("false")
-	case c == 'n':
-		return kindNull, s.literal("null")
-	default:
-		return kindNumber, s.number()
-	}
-}
-
-func (s *scanner) literal(word string) bool {
-	if len(s.b)-s.i < len(word) || string(s.b[s.i:s.i+len(word)]) != word {
-		return false
-	}
-	s.i += len(word)
-	return true
-}
-
-// number consumes a number of RFC 8259's grammar.
-func (s *scanner) number() bool {
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		s.i++
-	}
-	switch {
-	case s.i >= len(s.b):
-		return false
-	case s.b[s.i] == '0':
-		s.i++
-	case '1' <= s.b[s.i] && s.b[s.i] <= '9':
-		s.digits()
-	default:
-		return false
-	}
-	if s.i < len(s.b) && s.b[s.i] == '.' {
-		s.i++
-		if !s.digits() {
-			return false
-		}
-	}
-	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		s.i++
-		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
-			s.i++
-		}
-		if !s.digits() {
-			return false
-		}
-	}
-	return true
-}
-
-// digits consumes one or more digits.
-func (s *scanner) digits() bool {
-	start := s.i
-	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
-		s.i++
-	}
-	return s.i > start
 }
 
 // request consumes the request object (depth 1).
 func (s *scanner) request() bool {
-	if !s.next('{') {
+	if !s.Next('{') {
 		return false
 	}
 	var messages, model, stream, tools, maxTokens, maxCompletion int
-	if s.next('}') {
+	if s.Next('}') {
 		return false // no messages
 	}
 	for {
-		s.space()
-		start, end, escaped, ok := s.str()
-		if !ok || escaped || !s.next(':') {
+		s.Space()
+		start, end, escaped, ok := s.Str()
+		if !ok || escaped || !s.Next(':') {
 			return false
 		}
 		var kind int
-		switch string(s.b[start:end]) {
+		switch string(s.B[start:end]) {
 		case "messages":
 			messages++
 			if !s.messages() {
@@ -841,37 +608,37 @@ func (s *scanner) request() bool {
 			}
 		case "model":
 			model++
-			kind, ok = s.value(MaxDepth - 1)
-			ok = ok && (kind == kindString || kind == kindNull)
+			kind, ok = s.Value(MaxDepth - 1)
+			ok = ok && (kind == jsonscan.KindString || kind == jsonscan.KindNull)
 		case "stream":
 			stream++
-			kind, ok = s.value(MaxDepth - 1)
-			ok = ok && (kind == kindTrue || kind == kindFalse || kind == kindNull)
-			s.stream = kind == kindTrue
+			kind, ok = s.Value(MaxDepth - 1)
+			ok = ok && (kind == jsonscan.KindTrue || kind == jsonscan.KindFalse || kind == jsonscan.KindNull)
+			s.stream = kind == jsonscan.KindTrue
 		case "max_tokens":
 			maxTokens++
-			kind, ok = s.value(MaxDepth - 1)
-			ok = ok && (kind == kindNumber || kind == kindNull)
+			kind, ok = s.Value(MaxDepth - 1)
+			ok = ok && (kind == jsonscan.KindNumber || kind == jsonscan.KindNull)
 		case "max_completion_tokens":
 			maxCompletion++
-			kind, ok = s.value(MaxDepth - 1)
-			ok = ok && (kind == kindNumber || kind == kindNull)
+			kind, ok = s.Value(MaxDepth - 1)
+			ok = ok && (kind == jsonscan.KindNumber || kind == jsonscan.KindNull)
 		case "n":
-			kind, ok = s.value(MaxDepth - 1)
-			ok = ok && (kind == kindNumber || kind == kindNull)
+			kind, ok = s.Value(MaxDepth - 1)
+			ok = ok && (kind == jsonscan.KindNumber || kind == jsonscan.KindNull)
 		case "tools":
 			tools++
-			_, ok = s.value(MaxDepth - 1)
+			_, ok = s.Value(MaxDepth - 1)
 		default:
-			_, ok = s.value(MaxDepth - 1)
+			_, ok = s.Value(MaxDepth - 1)
 		}
 		if !ok {
 			return false
 		}
-		if s.next('}') {
+		if s.Next('}') {
 			break
 		}
-		if !s.next(',') {
+		if !s.Next(',') {
 			return false
 		}
 	}
@@ -880,17 +647,17 @@ func (s *scanner) request() bool {
 
 // messages consumes a non-empty array of plain messages (depth 2).
 func (s *scanner) messages() bool {
-	if !s.next('[') || s.next(']') {
+	if !s.Next('[') || s.Next(']') {
 		return false
 	}
 	for {
 		if !s.message() {
 			return false
 		}
-		if s.next(']') {
+		if s.Next(']') {
 			return true
 		}
-		if !s.next(',') {
+		if !s.Next(',') {
 			return false
 		}
 	}
@@ -903,76 +670,76 @@ func (s *scanner) messages() bool {
 // tool_call_id; none of these twice, no audio. It reports false for a
 // message ParseRequest would reject and for one it cannot decide.
 func (s *scanner) message() bool {
-	if !s.next('{') || s.next('}') {
+	if !s.Next('{') || s.Next('}') {
 		return false
 	}
 	roleStart, roleEnd := 0, 0
 	var roles, contents, calls, callIDs, refusals, nCalls int
 	content, callID, refusal := -1, -1, -1 // the kinds of the values, -1 for none
 	for {
-		s.space()
-		start, end, escaped, ok := s.str()
-		if !ok || escaped || !s.next(':') {
+		s.Space()
+		start, end, escaped, ok := s.Str()
+		if !ok || escaped || !s.Next(':') {
 			return false
 		}
-		switch string(s.b[start:end]) {
+		switch string(s.B[start:end]) {
 		case "role":
 			roles++
-			s.space()
-			roleStart, roleEnd, escaped, ok = s.str()
+			s.Space()
+			roleStart, roleEnd, escaped, ok = s.Str()
 			ok = ok && !escaped
 		case "content":
 			contents++
-			s.space()
-			if s.i < len(s.b) && s.b[s.i] == '[' {
-				content, ok = kindArray, s.parts()
+			s.Space()
+			if s.I < len(s.B) && s.B[s.I] == '[' {
+				content, ok = jsonscan.KindArray, s.parts()
 			} else {
-				content, ok = s.value(MaxDepth - 3)
-				ok = ok && (content == kindString || content == kindNull)
+				content, ok = s.Value(MaxDepth - 3)
+				ok = ok && (content == jsonscan.KindString || content == jsonscan.KindNull)
 			}
 		case "tool_calls":
 			calls++
-			s.space()
-			if s.i < len(s.b) && s.b[s.i] == '[' {
+			s.Space()
+			if s.I < len(s.B) && s.B[s.I] == '[' {
 				nCalls, ok = s.toolCalls()
 			} else {
 				var kind int
-				kind, ok = s.value(MaxDepth - 3)
-				ok = ok && kind == kindNull
+				kind, ok = s.Value(MaxDepth - 3)
+				ok = ok && kind == jsonscan.KindNull
 			}
 		case "tool_call_id":
 			callIDs++
-			callID, ok = s.value(MaxDepth - 3)
+			callID, ok = s.Value(MaxDepth - 3)
 		case "refusal":
 			refusals++
-			refusal, ok = s.value(MaxDepth - 3)
-			ok = ok && (refusal == kindString || refusal == kindNull)
+			refusal, ok = s.Value(MaxDepth - 3)
+			ok = ok && (refusal == jsonscan.KindString || refusal == jsonscan.KindNull)
 		case "audio":
 			return false
 		default:
-			_, ok = s.value(MaxDepth - 3)
+			_, ok = s.Value(MaxDepth - 3)
 		}
 		if !ok {
 			return false
 		}
-		if s.next('}') {
+		if s.Next('}') {
 			break
 		}
-		if !s.next(',') {
+		if !s.Next(',') {
 			return false
 		}
 	}
 	if roles != 1 || contents > 1 || calls > 1 || callIDs > 1 || refusals > 1 {
 		return false
 	}
-	hasContent := content != -1 && content != kindNull
-	switch string(s.b[roleStart:roleEnd]) {
+	hasContent := content != -1 && content != jsonscan.KindNull
+	switch string(s.B[roleStart:roleEnd]) {
 	case RoleSystem, RoleDeveloper, RoleUser:
 		return hasContent
 	case RoleTool:
-		return hasContent && callID == kindString
+		return hasContent && callID == jsonscan.KindString
 	case RoleAssistant:
-		return hasContent || nCalls > 0 || refusal == kindString
+		return hasContent || nCalls > 0 || refusal == jsonscan.KindString
 	}
 	return false
 }
@@ -984,76 +751,76 @@ func (s *scanner) message() bool {
 // "input_audio" object; none of these twice. A part of a type checkPart
 // does not know passes, as there.
 func (s *scanner) parts() bool {
-	if !s.next('[') {
+	if !s.Next('[') {
 		return false
 	}
-	if s.next(']') {
+	if s.Next(']') {
 		return true
 	}
 	for {
 		if !s.part() {
 			return false
 		}
-		if s.next(']') {
+		if s.Next(']') {
 			return true
 		}
-		if !s.next(',') {
+		if !s.Next(',') {
 			return false
 		}
 	}
 }
 
 func (s *scanner) part() bool {
-	if !s.next('{') {
+	if !s.Next('{') {
 		return false
 	}
 	typStart, typEnd, types := 0, 0, 0
 	seen := [4]int{} // text, refusal, image_url, input_audio: how many
 	ok4 := [4]bool{} // whether each is as its type requires
-	if !s.next('}') {
+	if !s.Next('}') {
 		for {
-			s.space()
-			start, end, escaped, ok := s.str()
-			if !ok || escaped || !s.next(':') {
+			s.Space()
+			start, end, escaped, ok := s.Str()
+			if !ok || escaped || !s.Next(':') {
 				return false
 			}
 			var kind int
-			switch string(s.b[start:end]) {
+			switch string(s.B[start:end]) {
 			case "type":
 				types++
-				s.space()
-				typStart, typEnd, escaped, ok = s.str()
+				s.Space()
+				typStart, typEnd, escaped, ok = s.Str()
 				ok = ok && !escaped
 			case "text":
 				seen[0]++
-				kind, ok = s.value(MaxDepth - 5)
-				ok4[0] = kind == kindString
+				kind, ok = s.Value(MaxDepth - 5)
+				ok4[0] = kind == jsonscan.KindString
 			case "refusal":
 				seen[1]++
-				kind, ok = s.value(MaxDepth - 5)
-				ok4[1] = kind == kindString
+				kind, ok = s.Value(MaxDepth - 5)
+				ok4[1] = kind == jsonscan.KindString
 			case "image_url":
 				seen[2]++
-				s.space()
-				if s.i < len(s.b) && s.b[s.i] == '{' {
+				s.Space()
+				if s.I < len(s.B) && s.B[s.I] == '{' {
 					ok4[2], ok = s.imageURL()
 				} else {
-					_, ok = s.value(MaxDepth - 5)
+					_, ok = s.Value(MaxDepth - 5)
 				}
 			case "input_audio":
 				seen[3]++
-				kind, ok = s.value(MaxDepth - 5)
-				ok4[3] = kind == kindObject
+				kind, ok = s.Value(MaxDepth - 5)
+				ok4[3] = kind == jsonscan.KindObject
 			default:
-				_, ok = s.value(MaxDepth - 5)
+				_, ok = s.Value(MaxDepth - 5)
 			}
 			if !ok {
 				return false
 			}
-			if s.next('}') {
+			if s.Next('}') {
 				break
 			}
-			if !s.next(',') {
+			if !s.Next(',') {
 				return false
 			}
 		}
@@ -1061,7 +828,7 @@ func (s *scanner) part() bool {
 	if types != 1 || seen[0] > 1 || seen[1] > 1 || seen[2] > 1 || seen[3] > 1 {
 		return false
 	}
-	switch string(s.b[typStart:typEnd]) {
+	switch string(s.B[typStart:typEnd]) {
 	case "text":
 		return ok4[0]
 	case "refusal":
@@ -1077,32 +844,32 @@ func (s *scanner) part() bool {
 // imageURL consumes an image_url object (depth 6) and reports whether it
 // has one "url", a string (ok: the object was consumed).
 func (s *scanner) imageURL() (valid, ok bool) {
-	if !s.next('{') {
+	if !s.Next('{') {
 		return false, false
 	}
-	if s.next('}') {
+	if s.Next('}') {
 		return false, true
 	}
 	urls, url := 0, -1
 	for {
-		s.space()
-		start, end, escaped, ok := s.str()
-		if !ok || escaped || !s.next(':') {
+		s.Space()
+		start, end, escaped, ok := s.Str()
+		if !ok || escaped || !s.Next(':') {
 			return false, false
 		}
-		if string(s.b[start:end]) == "url" {
+		if string(s.B[start:end]) == "url" {
 			urls++
-			url, ok = s.value(MaxDepth - 6)
+			url, ok = s.Value(MaxDepth - 6)
 		} else {
-			_, ok = s.value(MaxDepth - 6)
+			_, ok = s.Value(MaxDepth - 6)
 		}
 		if !ok {
 			return false, false
 		}
-		if s.next('}') {
-			return urls == 1 && url == kindString, true
+		if s.Next('}') {
+			return urls == 1 && url == jsonscan.KindString, true
 		}
-		if !s.next(',') {
+		if !s.Next(',') {
 			return false, false
 		}
 	}
@@ -1113,10 +880,10 @@ func (s *scanner) imageURL() (valid, ok bool) {
 // with a string "id" and a "function" object (depth 6) with a string
 // "name" and "arguments", none of these twice.
 func (s *scanner) toolCalls() (n int, ok bool) {
-	if !s.next('[') {
+	if !s.Next('[') {
 		return 0, false
 	}
-	if s.next(']') {
+	if s.Next(']') {
 		return 0, true
 	}
 	for {
@@ -1124,88 +891,88 @@ func (s *scanner) toolCalls() (n int, ok bool) {
 			return 0, false
 		}
 		n++
-		if s.next(']') {
+		if s.Next(']') {
 			return n, true
 		}
-		if !s.next(',') {
+		if !s.Next(',') {
 			return 0, false
 		}
 	}
 }
 
 func (s *scanner) toolCall() bool {
-	if !s.next('{') || s.next('}') {
+	if !s.Next('{') || s.Next('}') {
 		return false
 	}
 	ids, fns, id, fnOK := 0, 0, -1, false
 	for {
-		s.space()
-		start, end, escaped, ok := s.str()
-		if !ok || escaped || !s.next(':') {
+		s.Space()
+		start, end, escaped, ok := s.Str()
+		if !ok || escaped || !s.Next(':') {
 			return false
 		}
-		switch string(s.b[start:end]) {
+		switch string(s.B[start:end]) {
 		case "id":
 			ids++
-			id, ok = s.value(MaxDepth - 5)
+			id, ok = s.Value(MaxDepth - 5)
 		case "function":
 			fns++
-			s.space()
-			if s.i < len(s.b) && s.b[s.i] == '{' {
+			s.Space()
+			if s.I < len(s.B) && s.B[s.I] == '{' {
 				fnOK, ok = s.function()
 			} else {
-				_, ok = s.value(MaxDepth - 5)
+				_, ok = s.Value(MaxDepth - 5)
 			}
 		default:
-			_, ok = s.value(MaxDepth - 5)
+			_, ok = s.Value(MaxDepth - 5)
 		}
 		if !ok {
 			return false
 		}
-		if s.next('}') {
+		if s.Next('}') {
 			break
 		}
-		if !s.next(',') {
+		if !s.Next(',') {
 			return false
 		}
 	}
-	return ids == 1 && id == kindString && fns == 1 && fnOK
+	return ids == 1 && id == jsonscan.KindString && fns == 1 && fnOK
 }
 
 // function consumes a tool call's function object (depth 6) and reports
 // whether it has one string "name" and one string "arguments" (ok: the
 // object was consumed).
 func (s *scanner) function() (valid, ok bool) {
-	if !s.next('{') {
+	if !s.Next('{') {
 		return false, false
 	}
-	if s.next('}') {
+	if s.Next('}') {
 		return false, true
 	}
 	names, args, name, arg := 0, 0, -1, -1
 	for {
-		s.space()
-		start, end, escaped, ok := s.str()
-		if !ok || escaped || !s.next(':') {
+		s.Space()
+		start, end, escaped, ok := s.Str()
+		if !ok || escaped || !s.Next(':') {
 			return false, false
 		}
-		switch string(s.b[start:end]) {
+		switch string(s.B[start:end]) {
 		case "name":
 			names++
-			name, ok = s.value(MaxDepth - 6)
+			name, ok = s.Value(MaxDepth - 6)
 		case "arguments":
 			args++
-			arg, ok = s.value(MaxDepth - 6)
+			arg, ok = s.Value(MaxDepth - 6)
 		default:
-			_, ok = s.value(MaxDepth - 6)
+			_, ok = s.Value(MaxDepth - 6)
 		}
 		if !ok {
 			return false, false
 		}
-		if s.next('}') {
-			return names == 1 && args == 1 && name == kindString && arg == kindString, true
+		if s.Next('}') {
+			return names == 1 && args == 1 && name == jsonscan.KindString && arg == jsonscan.KindString, true
 		}
-		if !s.next(',') {
+		if !s.Next(',') {
 			return false, false
 		}
 	}

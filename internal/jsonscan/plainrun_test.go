@@ -1,11 +1,11 @@
-package chat
+package jsonscan
 
 import (
 	"math/rand/v2"
 	"testing"
 )
 
-// TestPlainRunStopsWhereTheByteLoopDoes checks plainRun, eight bytes a
+// TestPlainRunStopsWhereTheByteLoopDoes checks PlainRun, eight bytes a
 // step, against plainByte a byte at a time, on strings of plain bytes
 // with one or two others (each byte value in turn) placed anywhere.
 func TestPlainRunStopsWhereTheByteLoopDoes(t *testing.T) {
@@ -37,8 +37,8 @@ func TestPlainRunStopsWhereTheByteLoopDoes(t *testing.T) {
 			if len(b) > 0 {
 				start = rng.IntN(len(b))
 			}
-			if got, w := plainRun(b, start), want(b, start); got != w {
-				t.Fatalf("plainRun(%q, %d) = %d, want %d", b, start, got, w)
+			if got, w := PlainRun(b, start), want(b, start); got != w {
+				t.Fatalf("PlainRun(%q, %d) = %d, want %d", b, start, got, w)
 			}
 		}
 	}
