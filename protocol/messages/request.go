@@ -38,6 +38,15 @@ var _ wire.Ingress = Ingress{}
 // The Request's strings and Messages alias body, which must outlive it
 // and not change.
 func (Ingress) ParseRequest(body []byte) (*wire.Request, error) {
+	if req, ok := quickParse(body); ok {
+		return req, nil
+	}
+	return parseRequest(body)
+}
+
+// parseRequest is ParseRequest with gjson: every request quickParse does
+// not decide, and the errors.
+func parseRequest(body []byte) (*wire.Request, error) {
 	if chat.CheckDepth(body) != nil || !gjson.ValidBytes(body) {
 		return nil, apierr.BadJSON
 	}

@@ -1,0 +1,351 @@
+package messages
+
+import (
+	"bytes"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/internal/jsonscan"
+	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/wire"
+)
+
+// quickParse is ParseRequest in one pass over the body, for the requests
+// clients commonly send: it answers the Request ParseRequest would, or
+// false for anything it cannot decide (an invalid request among them,
+// whose error parseRequest then names). It decides a body of valid UTF-8
+// JSON nested at most chat.MaxDepth levels whose object names its
+// members without escapes, none of the ones ParseRequest reads twice,
+// with a non-empty string "model", "max_tokens" a positive integer of
+// at most nine digits, a boolean "stream", and "messages" a non-empty
+// array of messages of the shape checkMessage accepts, written plainly:
+// a role spelled without escapes ("user", "assistant" or "system") and
+// content a string or an array of blocks whose "type" is spelled
+// without escapes, a tool_result's "tool_use_id" and a tool_use's "id"
+// and "name" strings, none of these twice. The other members
+// ParseRequest reads (system, tools, tool_choice, temperature, top_p,
+// stop_sequences, metadata) are small beside the messages: their bytes
+// are found in the pass and read with ParseRequest's own functions.
+//
+// ParseRequest's gjson passes (a validation, then a parse of every
+// message and block for each member it looks up) were most of the
+// Messages API's plain path (docs/performance.md).
+func quickParse(body []byte) (*wire.Request, bool) {
+	s := reqScan{Scanner: jsonscan.Scanner{B: body}}
+	s.req = &wire.Request{Protocol: wire.Messages, Body: body, Choices: 1}
+	if !s.request() {
+		return nil, false
+	}
+	s.Space()
+	if s.I != len(body) {
+		return nil, false
+	}
+	return s.req, s.members()
+}
+
+// reqScan walks a request for quickParse.
+type reqScan struct {
+	jsonscan.Scanner
+	req *wire.Request
+	// The bounds of the members read after the pass, by member (0, 0: absent).
+	system, tools, toolChoice, temperature, topP, stop, metadata [2]int
+}
+
+// request consumes the request object (depth 1).
+func (s *reqScan) request() bool {
+	if !s.Next('{') || s.Next('}') {
+		return false
+	}
+	var seen [11]int // model, max_tokens, messages, stream, then the spans' members
+	for {
+		start, end, ok := s.Key()
+		if !ok {
+			return false
+		}
+		var span *[2]int
+		switch string(s.B[start:end]) {
+		case "model":
+			seen[0]++
+			s.Space()
+			var escaped bool
+			start, end, escaped, ok = s.Str()
+			ok = ok && !escaped && end > start
+			s.req.Model = str(s.B[start:end])
+		case "max_tokens":
+			seen[1]++
+			s.Space()
+			s.req.MaxTokens, ok = s.count()
+		case "messages":
+			seen[2]++
+			ok = s.messages()
+		case "stream":
+			seen[3]++
+			var kind int
+			kind, ok = s.Value(chat.MaxDepth - 1)
+			ok = ok && (kind == jsonscan.KindTrue || kind == jsonscan.KindFalse)
+			s.req.Stream = kind == jsonscan.KindTrue
+		case "system":
+			seen[4]++
+			span = &s.system
+		case "tools":
+			seen[5]++
+			span = &s.tools
+		case "tool_choice":
+			seen[6]++
+			span = &s.toolChoice
+		case "temperature":
+			seen[7]++
+			span = &s.temperature
+		case "top_p":
+			seen[8]++
+			span = &s.topP
+		case "stop_sequences":
+			seen[9]++
+			span = &s.stop
+		case "metadata":
+			seen[10]++
+			span = &s.metadata
+		default:
+			_, ok = s.Value(chat.MaxDepth - 1)
+		}
+		if span != nil {
+			s.Space()
+			span[0] = s.I
+			_, ok = s.Value(chat.MaxDepth - 1)
+			span[1] = s.I
+		}
+		if !ok {
+			return false
+		}
+		if s.Next('}') {
+			break
+		}
+		if !s.Next(',') {
+			return false
+		}
+	}
+	for i, n := range seen {
+		if n > 1 || i < 3 && n == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// count consumes a positive integer of one to nine digits, without sign,
+// fraction or exponent, and returns it.
+func (s *reqScan) count() (int, bool) {
+	n, start := 0, s.I
+	for s.I < len(s.B) && '0' <= s.B[s.I] && s.B[s.I] <= '9' {
+		n = n*10 + int(s.B[s.I]-'0')
+		s.I++
+	}
+	// A fraction or an exponent after the digits fails the member's end.
+	if d := s.I - start; d == 0 || d > 9 || s.B[start] == '0' {
+		return 0, false
+	}
+	return n, true
+}
+
+// messages consumes a non-empty array of messages (depth 2) into the
+// request's Messages and InPlace.
+func (s *reqScan) messages() bool {
+	if !s.Next('[') || s.Next(']') {
+		return false
+	}
+	for i := 0; ; i++ {
+		s.Space()
+		start := s.I
+		role, ok := s.message()
+		if !ok {
+			return false
+		}
+		if role == roleSystem {
+			s.req.InPlace = append(s.req.InPlace, i)
+		}
+		s.req.Messages = append(s.req.Messages, s.B[start:s.I:s.I])
+		if s.Next(']') {
+			return true
+		}
+		if !s.Next(',') {
+			return false
+		}
+	}
+}
+
+// message consumes a message (depth 3) as checkMessage accepts it and
+// returns its role.
+func (s *reqScan) message() (string, bool) {
+	if !s.Next('{') || s.Next('}') {
+		return "", false
+	}
+	var roles, contents int
+	var role string
+	for {
+		start, end, ok := s.Key()
+		if !ok {
+			return "", false
+		}
+		switch string(s.B[start:end]) {
+		case "role":
+			roles++
+			s.Space()
+			var escaped bool
+			start, end, escaped, ok = s.Str()
+			ok = ok && !escaped
+			role = str(s.B[start:end])
+		case "content":
+			contents++
+			s.Space()
+			switch {
+			case s.At('"'):
+				_, _, _, ok = s.Str()
+			case s.At('['):
+				ok = s.blocks()
+			default:
+				ok = false
+			}
+		default:
+			_, ok = s.Value(chat.MaxDepth - 3)
+		}
+		if !ok {
+			return "", false
+		}
+		if s.Next('}') {
+			break
+		}
+		if !s.Next(',') {
+			return "", false
+		}
+	}
+	if roles != 1 || contents != 1 {
+		return "", false
+	}
+	switch role {
+	case roleUser, roleAssistant, roleSystem:
+		return role, true
+	}
+	return "", false
+}
+
+// blocks consumes a message's array of content blocks (depth 4).
+func (s *reqScan) blocks() bool {
+	if !s.Next('[') {
+		return false
+	}
+	if s.Next(']') {
+		return true
+	}
+	for {
+		if !s.block() {
+			return false
+		}
+		if s.Next(']') {
+			return true
+		}
+		if !s.Next(',') {
+			return false
+		}
+	}
+}
+
+// block consumes a content block (depth 5): an object with one "type"
+// spelled without escapes, and for a tool_result one string
+// "tool_use_id", for a tool_use one string "id" and one string "name".
+func (s *reqScan) block() bool {
+	if !s.Next('{') || s.Next('}') {
+		return false
+	}
+	var types, useIDs, ids, names int
+	useID, id, name := -1, -1, -1 // the kinds of the values
+	var typ string
+	for {
+		start, end, ok := s.Key()
+		if !ok {
+			return false
+		}
+		switch string(s.B[start:end]) {
+		case "type":
+			types++
+			s.Space()
+			var escaped bool
+			start, end, escaped, ok = s.Str()
+			ok = ok && !escaped
+			typ = str(s.B[start:end])
+		case "tool_use_id":
+			useIDs++
+			useID, ok = s.Value(chat.MaxDepth - 5)
+		case "id":
+			ids++
+			id, ok = s.Value(chat.MaxDepth - 5)
+		case "name":
+			names++
+			name, ok = s.Value(chat.MaxDepth - 5)
+		default:
+			_, ok = s.Value(chat.MaxDepth - 5)
+		}
+		if !ok {
+			return false
+		}
+		if s.Next('}') {
+			break
+		}
+		if !s.Next(',') {
+			return false
+		}
+	}
+	if types != 1 || useIDs > 1 || ids > 1 || names > 1 {
+		return false
+	}
+	switch typ {
+	case typeToolResult:
+		return useID == jsonscan.KindString
+	case typeToolUse:
+		return id == jsonscan.KindString && name == jsonscan.KindString
+	}
+	return true
+}
+
+// members reads the members whose bounds the pass found with
+// ParseRequest's functions, and reports whether each is as it accepts.
+func (s *reqScan) members() bool {
+	var err error
+	val := func(span [2]int) ([]byte, bool) { return s.B[span[0]:span[1]], span[1] > 0 }
+	if v, ok := val(s.system); ok {
+		if s.req.Instructions, err = parseSystem(parse(v)); err != nil {
+			return false
+		}
+	}
+	if v, ok := val(s.tools); ok {
+		s.req.ToolsRaw = bytes.Clone(v)
+		if s.req.Tools, err = parseTools(parse(v)); err != nil {
+			return false
+		}
+	}
+	if v, ok := val(s.toolChoice); ok {
+		if s.req.ToolChoice, err = parseToolChoice(parse(v)); err != nil {
+			return false
+		}
+	}
+	if v, ok := val(s.temperature); ok {
+		if s.req.Temperature, err = number("temperature", parse(v)); err != nil {
+			return false
+		}
+	}
+	if v, ok := val(s.topP); ok {
+		if s.req.TopP, err = number("top_p", parse(v)); err != nil {
+			return false
+		}
+	}
+	if v, ok := val(s.stop); ok {
+		if s.req.Stop, err = stringList("stop_sequences", parse(v)); err != nil {
+			return false
+		}
+	}
+	if v, ok := val(s.metadata); ok {
+		if m := parse(v); !m.IsObject() && m.Type != gjson.Null {
+			return false
+		}
+	}
+	return true
+}
