@@ -60,11 +60,13 @@ func joinable(prev, next []byte) bool {
 }
 
 // mayHoldToolResult reports whether a message's bytes can hold a
-// tool_result block: the type spelled out, or an escape that could spell
-// it. It spares parsing the messages of a request that has none (every
-// message, on the Messages plain path).
+// tool_result block: the type spelled out to its closing quote
+// (searched from its underscore, which prose has fewer of than the t
+// of "tool"), or an escape that could spell it. It spares parsing the
+// messages of a request that has none (every message, on the Messages
+// plain path).
 func mayHoldToolResult(m []byte) bool {
-	return bytes.Contains(m, []byte(typeToolResult)) || bytes.Contains(m, []byte(`\u`))
+	return bytes.Contains(m, []byte(typeToolResult[len("tool"):]+`"`)) || bytes.Contains(m, []byte(`\u`))
 }
 
 // joined is a user message with a's content blocks, then b's.
