@@ -472,3 +472,32 @@ func TestAnthropicPromptCacheHits(t *testing.T) {
 		t.Errorf("recall_upstream_tokens_total cached: got %v, want %d", got, cached[2]+cached[3])
 	}
 }
+
+// TestMessagesPlainPathSendsTheBodyAsItCame: a Messages request that
+// names no conversation goes to an Anthropic upstream byte for byte as
+// the client sent it (white space, member order, members Recall does not
+// read); one whose tool results came split over two user messages goes
+// with them joined into one, as Anthropic wants them.
+func TestMessagesPlainPathSendsTheBodyAsItCame(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	headers := map[string]string{"Content-Type": "application/json", "X-Api-Key": "rk-an", "Anthropic-Version": "2023-06-01"}
+	body := "{ \"max_tokens\" : 100,\n \"x_unknown\": {\"a\": [1, 2]},\n\t\"model\": \"claude-sonnet-4-5\", \"messages\": [ {\"role\": \"user\", \"content\": \"hi\"} ] }"
+	if r := h.PostHeaders("/v1/messages", headers, body); r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
+	}
+	if got := string(h.Up.Last().Body); got != body {
+		t.Errorf("upstream body\n got %s\nwant %s", got, body)
+	}
+
+	split := `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"look"},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"f","input":{}},{"type":"tool_use","id":"toolu_b","name":"f","input":{}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"ra"}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_b","content":"rb"}]}]}`
+	if r := h.PostHeaders("/v1/messages", headers, split); r.Status != 200 {
+		t.Fatalf("split results: status %d: %s", r.Status, r.Body)
+	}
+	msgs := gjsonArray(h.Up.Last().Body, "messages")
+	if len(msgs) != 3 || gjson.GetBytes(msgs[2], "content.#").Int() != 2 {
+		t.Errorf("split results: upstream got %d messages, want 3, the last with both results: %s", len(msgs), h.Up.Last().Body)
+	}
+}

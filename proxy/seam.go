@@ -137,13 +137,20 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		s.toolExchange(ctx, &res, rc, x, p, up, req, instr, msgs, lastHistory, offered)
 		return
 	}
-	out, err := up.upstream.AppendBody(getBodyBuf(len(body)+x.report.Tokens*4), req, instr, msgs)
-	if err != nil {
-		x.fail(rc, err)
-		return
-	}
-	if up.mark != nil && lastHistory >= 0 {
-		out = up.mark(out, lastHistory)
+	// A request that records nothing, to an upstream of its own protocol,
+	// whose messages go as they came, goes as it came: the body the
+	// codec would build is the same up to white space.
+	asCame := !x.record && upProto == p.proto && p.answers == nil &&
+		sameRaw(instr, req.Instructions) && sameRaw(msgs, req.Messages)
+	out := body
+	if !asCame {
+		if out, err = up.upstream.AppendBody(getBodyBuf(len(body)+x.report.Tokens*4), req, instr, msgs); err != nil {
+			x.fail(rc, err)
+			return
+		}
+		if up.mark != nil && lastHistory >= 0 {
+			out = up.mark(out, lastHistory)
+		}
 	}
 
 	upReq := fasthttp.AcquireRequest()
@@ -163,7 +170,9 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 	deadline, _ := ctx.Deadline()
 	err = s.client.DoDeadline(upReq, resp, deadline)
 	fasthttp.ReleaseRequest(upReq)
-	putBodyBuf(out)
+	if !asCame {
+		putBodyBuf(out)
+	}
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		x.fail(rc, upstreamErr(err))
@@ -238,6 +247,20 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		rc.Response.SetBodyRaw(p.ingress.AppendAnswer(nil, req, &a))
 	}
 	x.done(status, nil)
+}
+
+// sameRaw reports whether a and b are the same values in the same
+// memory: messages sent as the request holds them.
+func sameRaw(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) || len(a[i]) > 0 && &a[i][0] != &b[i][0] {
+			return false
+		}
+	}
+	return true
 }
 
 // stamp gives the answer Recall's id and time, and puts its stored form
