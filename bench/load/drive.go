@@ -339,13 +339,14 @@ func (d *driver) scrape() buckets {
 
 // writeSamples writes samples to path as CSV, in the order they were due:
 // due and sent in milliseconds from the first one's due time, the latency
-// in milliseconds, and the error if any.
+// in milliseconds, the error if any, and the due time in Unix
+// milliseconds (to set a stall beside what else the machine logged).
 func writeSamples(path string, samples []sample) error {
 	sorted := slices.Clone(samples)
 	slices.SortFunc(sorted, func(a, b sample) int { return a.due.Compare(b.due) })
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
-	_ = w.Write([]string{"due_ms", "sent_ms", "total_ms", "error"})
+	_ = w.Write([]string{"due_ms", "sent_ms", "total_ms", "error", "due_unix_ms"})
 	var t0 time.Time
 	if len(sorted) > 0 {
 		t0 = sorted[0].due
@@ -358,7 +359,7 @@ func writeSamples(path string, samples []sample) error {
 		if s.err != nil {
 			errText = s.err.Error()
 		}
-		_ = w.Write([]string{ms(s.due.Sub(t0)), ms(s.sent.Sub(t0)), ms(s.total), errText})
+		_ = w.Write([]string{ms(s.due.Sub(t0)), ms(s.sent.Sub(t0)), ms(s.total), errText, strconv.FormatInt(s.due.UnixMilli(), 10)})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

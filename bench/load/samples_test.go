@@ -12,8 +12,9 @@ import (
 )
 
 // -samples writes one line a request, in the order they were due, with
-// due and sent times from the first one's due time and the latency, and
-// an error quoted as CSV quotes it (encoding/csv reads it back).
+// due and sent times from the first one's due time, the latency, an
+// error quoted as CSV quotes it (encoding/csv reads it back) and the due
+// time in Unix milliseconds.
 func TestWriteSamplesInDueOrder(t *testing.T) {
 	t0 := time.Unix(1700000000, 0)
 	samples := []sample{
@@ -30,10 +31,10 @@ func TestWriteSamplesInDueOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := strings.Join([]string{
-		"due_ms,sent_ms,total_ms,error",
-		"0.000,0.500,1.500,",
-		`1.000,1.000,0.000,"Post ""http://127.0.0.1:1/v1"": refused"`,
-		"2.000,40.000,45.000,",
+		"due_ms,sent_ms,total_ms,error,due_unix_ms",
+		"0.000,0.500,1.500,,1700000000000",
+		`1.000,1.000,0.000,"Post ""http://127.0.0.1:1/v1"": refused",1700000000001`,
+		"2.000,40.000,45.000,,1700000000002",
 		"",
 	}, "\n")
 	if string(got) != want {

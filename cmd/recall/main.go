@@ -342,6 +342,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	}()
 
 	memLimit, memSource := applyMemoryLimit(g, os.LookupEnv)
+	procs, procsSource := applyProcs(os.LookupEnv)
 
 	st, err := openStore(ctx, g, log)
 	if err != nil {
@@ -433,7 +434,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	log.Info("recall serving", "listen", ln.Addr().String(),
 		"upstream", config.RedactURL(g.Defaults.Upstream.BaseURL), "store", st.name,
 		"tenants", len(watcher.Current().Tenants()), "memory_limit_mib", memLimit, "memory_limit_from", memSource,
-		"version", versionString())
+		"procs", procs, "procs_from", procsSource, "version", versionString())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
