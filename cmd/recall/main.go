@@ -21,6 +21,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -33,6 +34,7 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/app"
+	"github.com/recallproxy/recall/internal/procs"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/retention"
 	"github.com/recallproxy/recall/store/badgerstore"
@@ -342,7 +344,12 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	}()
 
 	memLimit, memSource := applyMemoryLimit(g, os.LookupEnv)
-	procs, procsSource := applyProcs(os.LookupEnv)
+	// On one CPU, two Go processors while a computation holds the one
+	// (internal/procs).
+	adaptive := procs.OneCPU(os.LookupEnv)
+	if adaptive {
+		go (&procs.Controller{}).Run(ctx, nil)
+	}
 
 	st, err := openStore(ctx, g, log)
 	if err != nil {
@@ -434,7 +441,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	log.Info("recall serving", "listen", ln.Addr().String(),
 		"upstream", config.RedactURL(g.Defaults.Upstream.BaseURL), "store", st.name,
 		"tenants", len(watcher.Current().Tenants()), "memory_limit_mib", memLimit, "memory_limit_from", memSource,
-		"procs", procs, "procs_from", procsSource, "version", versionString())
+		"procs", runtime.GOMAXPROCS(0), "procs_adaptive", adaptive, "version", versionString())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
