@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -499,5 +500,36 @@ func TestMessagesPlainPathSendsTheBodyAsItCame(t *testing.T) {
 	msgs := gjsonArray(h.Up.Last().Body, "messages")
 	if len(msgs) != 3 || gjson.GetBytes(msgs[2], "content.#").Int() != 2 {
 		t.Errorf("split results: upstream got %d messages, want 3, the last with both results: %s", len(msgs), h.Up.Last().Body)
+	}
+}
+
+// TestStreamedAnswersKeepTheUpstreamConnection: a streamed answer read to
+// its last event leaves the upstream connection reusable, in every
+// protocol: a client's requests one after another reach the upstream
+// over the connection the first opened.
+func TestStreamedAnswersKeepTheUpstreamConnection(t *testing.T) {
+	for _, c := range []struct{ name, path, key, body string }{
+		{"chat", "/v1/chat/completions", "rk-ch", `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi %d"}]}`},
+		{"responses", "/v1/responses", "rk-oa", `{"model":"gpt-4o-mini","stream":true,"input":"hi %d"}`},
+		{"messages", "/v1/messages", "rk-an", `{"model":"claude-sonnet-4-5","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi %d"}]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := e2etest.New(t, threeUpstreams())
+			headers := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + c.key,
+				"X-Api-Key": c.key, "Anthropic-Version": "2023-06-01", "X-Conversation-ID": "keep-" + c.name}
+			conns := 0
+			for i := range 4 {
+				if r := h.PostHeaders(c.path, headers, fmt.Sprintf(c.body, i)); r.Status != 200 {
+					t.Fatalf("request %d: status %d: %s", i, r.Status, r.Body)
+				}
+				h.WaitDone("keep-" + c.name)
+				if i == 0 {
+					conns = h.Up.Conns()
+				}
+			}
+			if got := h.Up.Conns(); got != conns {
+				t.Errorf("upstream connections: %d after the first request, %d after four", conns, got)
+			}
+		})
 	}
 }

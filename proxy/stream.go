@@ -112,6 +112,9 @@ func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, 
 				err = fmt.Errorf("%w: %w", errClientGone, werr)
 			}
 		}
+		if err == nil {
+			drainAfterEnd(body, stream)
+		}
 		if err != nil && !x.committed {
 			s.metrics.streamAborted(x.c.cfg.ID)
 			switch {
@@ -131,6 +134,25 @@ func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, 
 	}()
 	holdHeaders(rc, out, s.cfg.StreamHeaderHold)
 }
+
+// drainAfterEnd reads what is left of an upstream stream whose answer
+// has ended (its last event read and relayed): the chunked body's last
+// chunk, which the relays that stop at the answer's end leave unread, so
+// that closing the response returns the connection to the client's pool
+// instead of closing it (every streamed answer cost a new upstream
+// connection). The client has everything by then. At most drainMax bytes
+// for at most drainWait: an upstream that keeps its body open past the
+// answer loses its connection, as before.
+func drainAfterEnd(body io.Reader, stream io.Reader) {
+	t := time.AfterFunc(drainWait, func() { interruptBody(stream) })
+	defer t.Stop()
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, drainMax))
+}
+
+const (
+	drainMax  = 64 << 10
+	drainWait = 50 * time.Millisecond
+)
 
 // holdHeaders lets a stream's response headers wait for its first bytes
 // for up to hold, so that fasthttp writes them to the connection

@@ -119,7 +119,8 @@ type Server struct {
 	srv *http.Server
 	url string
 
-	seq atomic.Uint64 // ids of responses and tool calls
+	seq   atomic.Uint64 // ids of responses and tool calls
+	conns atomic.Int64  // connections accepted
 
 	mu      sync.Mutex
 	reqs    []Received
@@ -163,7 +164,12 @@ func Listen(addr string, opts ...Option) (*Server, error) {
 	}
 	s.ln = ln
 	s.url = "http://" + ln.Addr().String() + "/v1"
-	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: time.Minute}
+	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: time.Minute,
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				s.conns.Add(1)
+			}
+		}}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
 }
@@ -175,6 +181,10 @@ func newServer(opts ...Option) *Server {
 	}
 	return s
 }
+
+// Conns returns how many connections the Server has accepted: a client
+// that reuses its connections makes one per request in flight.
+func (s *Server) Conns() int { return int(s.conns.Load()) }
 
 // URL returns the base URL including "/v1", e.g. http://127.0.0.1:12345/v1.
 func (s *Server) URL() string { return s.url }
