@@ -12,7 +12,7 @@
 // all the time cost the busiest path (a proxy that only forwards) a
 // twentieth of its requests a second and its tail, the kernel switching
 // between the two threads in the middle of requests (docs/performance.md,
-// "One CPU, two processors while it is held").
+// "One processor, two while it is held").
 //
 // So a Controller watches the runtime's scheduling latencies
 // (/sched/latencies:seconds, the time runnable goroutines waited for a
