@@ -185,3 +185,45 @@ func TestRoundTripsPerChatRequest(t *testing.T) {
 	}
 	requests("alone again", 2, 1)
 }
+
+// TestRoundTripsOfMessages: reading a conversation's messages is one
+// round trip (its transaction sent whole), whether the walk reads every
+// message, stops early or finds no conversation; and the one connection
+// is left outside a transaction each time, so the next read on it sees
+// the commits made since.
+func TestRoundTripsOfMessages(t *testing.T) {
+	rt := &roundTrips{}
+	s := open(t, pgtest.DB(t), pgstore.Options{Tracer: rt, MaxConns: 1})
+	ctx := testCtx(t)
+	k := history.Key{Tenant: "acme", Conversation: "walk"}
+	commit(t, s, k, history.Change{Append: turns(0, 3)})
+	walk := func(k history.Key, stopAt int) []string {
+		t.Helper()
+		rt.take()
+		var got []string
+		err := s.Messages(ctx, k, 0, false, func(m history.Message) bool {
+			got = append(got, string(m.Raw))
+			return len(got) != stopAt
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := rt.take(); n != 1 {
+			t.Errorf("Messages(%s, stop at %d): %d round trips, want 1", k.Conversation, stopAt, n)
+		}
+		return got
+	}
+	if got := walk(k, -1); len(got) != 6 {
+		t.Fatalf("every message: %d, want 6", len(got))
+	}
+	if got := walk(k, 2); len(got) != 2 {
+		t.Fatalf("stopped at two: %d", len(got))
+	}
+	if got := walk(history.Key{Tenant: "acme", Conversation: "none"}, -1); len(got) != 0 {
+		t.Fatalf("no conversation: %d messages", len(got))
+	}
+	commit(t, s, k, history.Change{Append: turns(3, 1)})
+	if got := walk(k, -1); len(got) != 8 || got[7] != string(asst("answer 3", 10).Raw) {
+		t.Fatalf("after a commit: %d messages, last %q", len(got), got[len(got)-1])
+	}
+}

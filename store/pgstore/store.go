@@ -625,50 +625,85 @@ func (s *Store) Messages(ctx context.Context, k history.Key, after uint64, all b
 	return err
 }
 
+// messagesSQL reads a conversation's messages after $3, oldest first.
+const messagesSQL = `SELECT seq, body FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3 ORDER BY seq`
+
+// messages sends the transaction whole, in one round trip: BEGIN
+// (repeatable read: the metadata and the messages are of one snapshot),
+// the metadata, the messages, COMMIT. The messages are those the metadata
+// counts (a commit writes both at once), so their read needs no bound
+// from it.
 func (s *Store) messages(ctx context.Context, k history.Key, after uint64, all bool, fn func(history.Message) bool) error {
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var b, sb []byte
-		err := tx.QueryRow(ctx, metaSQL, k.Tenant, k.Conversation).Scan(&b, &sb)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		m, err := readMeta(b, sb)
-		if err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, `SELECT seq, body FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3 AND seq < $4 ORDER BY seq`,
-			k.Tenant, k.Conversation, int64(after), int64(m.NextSeq))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var seq int64
-			var b []byte
-			if err := rows.Scan(&seq, &b); err != nil {
-				return err
-			}
-			msg, err := history.DecodeMessage(b, uint64(seq))
-			if err != nil {
-				return err
-			}
-			msg.Flags |= m.FlagsAt(msg.Seq)
-			if !all && !msg.Active() {
-				continue
-			}
-			if ctx.Err() != nil || !fn(msg) {
-				return nil
-			}
-		}
-		return rows.Err()
-	})
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return wrap("messages "+k.String(), err)
 	}
+	defer conn.Release()
+	b := &pgx.Batch{}
+	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+	b.Queue(metaSQL, k.Tenant, k.Conversation)
+	b.Queue(messagesSQL, k.Tenant, k.Conversation, int64(after))
+	b.Queue("COMMIT")
+	br := conn.SendBatch(ctx, b)
+	err = readMessages(ctx, br, all, fn)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		rollback(conn.Conn())
+		return wrap("messages "+k.String(), err)
+	}
 	return ctx.Err()
+}
+
+// readMessages reads messages' results up to its messages, calling fn
+// for each until it answers false.
+func readMessages(ctx context.Context, br pgx.BatchResults, all bool, fn func(history.Message) bool) error {
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
+	var b, sb []byte
+	err := br.QueryRow().Scan(&b, &sb)
+	found := err == nil
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = nil // gone: its messages are too
+	}
+	if err != nil {
+		return err
+	}
+	var m history.Meta
+	if found {
+		if m, err = readMeta(b, sb); err != nil {
+			return err
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var b []byte
+		if err := rows.Scan(&seq, &b); err != nil {
+			return err
+		}
+		if !found || uint64(seq) >= m.NextSeq {
+			return nil
+		}
+		msg, err := history.DecodeMessage(b, uint64(seq))
+		if err != nil {
+			return err
+		}
+		msg.Flags |= m.FlagsAt(msg.Seq)
+		if !all && !msg.Active() {
+			continue
+		}
+		if ctx.Err() != nil || !fn(msg) {
+			return nil
+		}
+	}
+	return rows.Err()
 }
 
 // Delete erases the conversation's rows (metadata, messages with their
