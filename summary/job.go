@@ -133,7 +133,9 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 	for range 4 {
 		// ErrConflict here is the store's own write conflict with a
 		// concurrent commit (the summary's check is ErrStale): try again.
-		after, err = m.cfg.Store.Commit(ctx, j.key, history.Change{Summary: sc, Now: now.UnixNano()})
+		// Base: a store may land it in one write if the conversation's
+		// head is still the one the job read.
+		after, err = m.cfg.Store.Commit(ctx, j.key, history.Change{Summary: sc, Now: now.UnixNano(), Version: meta.Version, Base: &meta})
 		if !errors.Is(err, history.ErrConflict) {
 			break
 		}

@@ -345,3 +345,52 @@ func TestATriggerDuringAJobRunsItAgainAfter(t *testing.T) {
 		t.Errorf("summary %+v, want 10 of 11 turns covered", s)
 	}
 }
+
+// commits is a store that keeps the changes committed through it.
+type commits struct {
+	history.Store
+	mu      sync.Mutex
+	changes []history.Change
+}
+
+func (c *commits) Commit(ctx context.Context, k history.Key, ch history.Change) (history.Meta, error) {
+	c.mu.Lock()
+	c.changes = append(c.changes, ch)
+	c.mu.Unlock()
+	return c.Store.Commit(ctx, k, ch)
+}
+
+// TestJobLandsOnTheMetadataItRead: a job's summary names the metadata
+// the job read as its Base (and its Version), so that a store can land it
+// in one write while the conversation's head is still that one.
+func TestJobLandsOnTheMetadataItRead(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write("c", 1, 6, func(i int) string { return fmt.Sprint("t", i) })
+	before := f.meta("c")
+	st := &commits{Store: f.store}
+	done := make(chan JobDone, 4)
+	m, err := New(Config{Store: st, Tenants: staticTenants{f.set}, OnJobDone: func(d JobDone) { done <- d }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	_ = m.Start(context.Background()) // the wrapped store cannot list: nothing re-derived
+	m.Trigger("acme", history.Key{Tenant: "acme", Conversation: "c"}, "gpt-4o", "", false)
+	select {
+	case d := <-done:
+		if d.Outcome != Landed {
+			t.Fatalf("job %+v, want landed", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("job did not run")
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.changes) != 1 || st.changes[0].Summary == nil {
+		t.Fatalf("commits %+v, want one summary", st.changes)
+	}
+	c := st.changes[0]
+	if c.Base == nil || c.Version != c.Base.Version || history.HeadOf(c.Base) != history.HeadOf(&before) {
+		t.Fatalf("summary's Base %+v, Version %d; want the metadata read, head %+v", c.Base, c.Version, history.HeadOf(&before))
+	}
+}

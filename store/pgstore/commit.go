@@ -67,6 +67,13 @@ SELECT count(*) FROM head`
   RETURNING 1)` + fastMessages
 )
 
+// summarySQL lands a summary computed against the metadata whose head is
+// $6-$8: the row's head and both its columns are written only if that is
+// still its head (the metadata is then the base itself: every other
+// change moves the head), in one statement.
+const summarySQL = `UPDATE recall_conversations SET summaries = $3, meta = $4, summary = $5
+WHERE tenant = $1 AND conversation = $2 AND version = $6 AND summaries = $7 AND incarnation = $8`
+
 // Commit applies c in one transaction. With c.Base (the metadata the
 // change was computed from) and no supersede, forget, summary or import,
 // that is one statement, one round trip: the metadata row is updated only
@@ -118,6 +125,12 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 // whether the writes were sent (the commit's fate is then unknown if the
 // connection broke).
 func (s *Store) commitOn(ctx context.Context, k history.Key, c history.Change) (m history.Meta, wrote bool, err error) {
+	if landsSummary(&c) {
+		if m, ok, err := s.commitSummary(ctx, k, &c, &wrote); err != nil || ok {
+			return m, wrote, err
+		}
+		// Not against c.Base: decide against the stored metadata.
+	}
 	var f *fastCommit
 	moved := false // the head moved since c.Base
 	if fast(&c) {
@@ -158,6 +171,37 @@ func (s *Store) commitOn(ctx context.Context, k history.Key, c history.Change) (
 // fast reports whether c can commit in one statement (see Commit).
 func fast(c *history.Change) bool {
 	return c.Base != nil && c.Base.Version == c.Version && c.Supersede == nil && c.Forget == nil && c.Summary == nil && !c.Import
+}
+
+// landsSummary reports whether c only lands a summary, computed against
+// c.Base: commitSummary's one statement then commits it if the stored
+// head is still c.Base's.
+func landsSummary(c *history.Change) bool {
+	return c.Base != nil && c.Base.Version == c.Version && c.Summary != nil && len(c.Append) == 0 && c.Supersede == nil &&
+		c.Forget == nil && c.Cut == 0 && c.Exchange == nil && !c.Seal && c.Metadata == nil && !c.Import
+}
+
+// commitSummary lands c (landsSummary) on c.Base in one statement; ok
+// reports whether it did: false if c is stale against c.Base, or the
+// stored head moved since (nothing written either way).
+func (s *Store) commitSummary(ctx context.Context, k history.Key, c *history.Change, wrote *bool) (history.Meta, bool, error) {
+	base := *c.Base
+	if c.Check(&base) != nil {
+		return history.Meta{}, false, nil
+	}
+	next, _ := history.Apply(base, *c, nil)
+	mv, sv := metaRow(&next)
+	*wrote = true
+	tag, err := s.pool.Exec(ctx, summarySQL, k.Tenant, k.Conversation, int32(next.Summaries), mv, sv,
+		int64(base.Version), int32(base.Summaries), int64(base.Incarnation))
+	if err != nil {
+		return history.Meta{}, false, err
+	}
+	if tag.RowsAffected() != 1 {
+		*wrote = false
+		return history.Meta{}, false, nil
+	}
+	return next, true, nil
 }
 
 // fastCommit is a change that can commit in one statement, computed
