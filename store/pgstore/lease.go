@@ -45,10 +45,59 @@ func (s *Store) Acquire(ctx context.Context, name string) (release func(), err e
 	}
 }
 
+// While this Store is the sole writer (sole.go) no other process takes a
+// lease, so TryAcquire holds one in memory, without a round trip. A Store
+// making way for a joining one writes the leases it holds in memory into
+// the table before it lets the newcomer in (publishLeases), from where
+// they are renewed and released as any other. Every lease the Store
+// holds, in memory or in the table, is in Store.held: a name held there
+// is not taken again by this Store.
+
+// heldLease is a lease this Store holds.
+type heldLease struct {
+	holder string
+	// inTable: a row of recall_leases is (or is being) taken for it, and
+	// renewed until release stops it (stop, done).
+	inTable    bool
+	stop, done chan struct{}
+}
+
 // TryAcquire takes the lease on name if nobody holds it (or its holder let
-// it expire): one round trip.
+// it expire): in memory while this Store is the sole writer, else one
+// round trip.
 func (s *Store) TryAcquire(ctx context.Context, name string) (release func(), ok bool, err error) {
-	holder := fmt.Sprintf("%s/%d", s.holder, s.leases.Add(1))
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	h := &heldLease{holder: fmt.Sprintf("%s/%d", s.holder, s.leases.Add(1))}
+	s.heldMu.Lock()
+	if _, held := s.held[name]; held {
+		s.heldMu.Unlock()
+		return nil, false, nil
+	}
+	_, sole := s.sole.sole()
+	// Reserved while the row is taken: the Store may become sole meanwhile.
+	h.inTable = !sole
+	s.held[name] = h
+	s.heldMu.Unlock()
+	if sole {
+		return s.releaser(name, h), true, nil
+	}
+	ok, err = s.take(ctx, name, h.holder)
+	if err != nil || !ok {
+		s.heldMu.Lock()
+		delete(s.held, name)
+		s.heldMu.Unlock()
+		return nil, false, err
+	}
+	s.heldMu.Lock()
+	s.renewing(name, h)
+	s.heldMu.Unlock()
+	return s.releaser(name, h), true, nil
+}
+
+// take takes the lease on name in the table for holder: one round trip.
+func (s *Store) take(ctx context.Context, name, holder string) (ok bool, err error) {
 	us := s.lease.Microseconds()
 	// A retry with the same holder takes a lease the first try took but
 	// whose answer was lost.
@@ -64,26 +113,59 @@ func (s *Store) TryAcquire(ctx context.Context, name string) (release func(), ok
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, false, err
-	}
-	if !ok {
-		return nil, false, nil
-	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go s.renew(name, holder, stop, done)
+	return ok, err
+}
+
+// renewing starts renewing h's row. s.heldMu is held.
+func (s *Store) renewing(name string, h *heldLease) {
+	h.stop, h.done = make(chan struct{}), make(chan struct{})
+	go s.renew(name, h.holder, h.stop, h.done)
+}
+
+// releaser returns the release of h: it forgets h, and deletes its row if
+// it has one (if the database is away, the row expires on its own).
+func (s *Store) releaser(name string, h *heldLease) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			s.heldMu.Lock()
+			delete(s.held, name)
+			stop, done := h.stop, h.done
+			s.heldMu.Unlock()
+			if stop == nil {
+				return // in memory only
+			}
 			close(stop)
 			<-done
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			// If the database is away, the lease expires on its own.
-			_, _ = s.pool.Exec(ctx, releaseSQL, name, holder)
+			_, _ = s.pool.Exec(ctx, releaseSQL, name, h.holder)
 		})
-	}, true, nil
+	}
+}
+
+// publishLeases writes the leases held in memory into the table, and
+// renews them from then on: the sole-writer lock calls it when this Store
+// stops being the sole writer, before a joining Store may go on. A lease
+// it cannot take (the database away, or a row a dead holder left
+// unexpired) stays in memory: the newcomer may then run that work too,
+// which every lease's work tolerates (summaries and commits are checked
+// against the stored head; a retention pass deletes what is due).
+func (s *Store) publishLeases() {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	for name, h := range s.held {
+		if h.inTable {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ok, err := s.take(ctx, name, h.holder)
+		cancel()
+		if err == nil && ok {
+			h.inTable = true
+			s.renewing(name, h)
+		}
+	}
 }
 
 // renew extends the lease until stop is closed.

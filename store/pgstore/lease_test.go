@@ -114,3 +114,66 @@ func TestLeaseHolderProcess(t *testing.T) {
 	os.Stdout.WriteString("held\n")
 	select {}
 }
+
+// TestLeasesOfTheSoleWriterTakeNoRoundTrip: alone on the database a Store
+// holds its leases in memory, no round trip, each name once at a time.
+func TestLeasesOfTheSoleWriterTakeNoRoundTrip(t *testing.T) {
+	ctx := testCtx(t)
+	rt := &roundTrips{}
+	soles := make(chan bool, 4)
+	s := open(t, pgtest.DB(t), pgstore.Options{Tracer: rt, OnSole: func(sole bool) { soles <- sole }})
+	if !<-soles {
+		t.Fatal("alone on the database: not the sole writer")
+	}
+	rt.take()
+	release, ok, err := s.TryAcquire(ctx, "summary/t/c")
+	if err != nil || !ok {
+		t.Fatalf("TryAcquire: ok %v, %v", ok, err)
+	}
+	if _, ok, err := s.TryAcquire(ctx, "summary/t/c"); err != nil || ok {
+		t.Fatalf("TryAcquire of a held name: ok %v, %v; want not ok", ok, err)
+	}
+	release()
+	release() // a second release does nothing
+	r, ok, err := s.TryAcquire(ctx, "summary/t/c")
+	if err != nil || !ok {
+		t.Fatalf("TryAcquire after release: ok %v, %v", ok, err)
+	}
+	r()
+	if n := rt.take(); n != 0 {
+		t.Errorf("%d round trips, want none", n)
+	}
+}
+
+// TestAJoiningStoreSeesTheSoleWritersLeases: a lease the sole writer holds
+// in memory is in the table by the time a second Store has opened, so the
+// newcomer cannot take it until the first releases it.
+func TestAJoiningStoreSeesTheSoleWritersLeases(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.DB(t)
+	soles := make(chan bool, 4)
+	a := open(t, url, pgstore.Options{OnSole: func(sole bool) { soles <- sole }})
+	if !<-soles {
+		t.Fatal("alone on the database: not the sole writer")
+	}
+	release, ok, err := a.TryAcquire(ctx, "summary/t/c")
+	if err != nil || !ok {
+		t.Fatalf("TryAcquire while sole: ok %v, %v", ok, err)
+	}
+	b := open(t, url, pgstore.Options{})
+	if <-soles {
+		t.Fatal("a second Store opened: the first still sole")
+	}
+	if _, ok, err := b.TryAcquire(ctx, "summary/t/c"); err != nil || ok {
+		t.Fatalf("the newcomer took a lease the first holds: ok %v, %v", ok, err)
+	}
+	if _, ok, err := a.TryAcquire(ctx, "summary/t/c"); err != nil || ok {
+		t.Fatalf("the first took its own held lease again: ok %v, %v", ok, err)
+	}
+	release()
+	r, ok, err := b.TryAcquire(ctx, "summary/t/c")
+	if err != nil || !ok {
+		t.Fatalf("the newcomer, after the release: ok %v, %v", ok, err)
+	}
+	r()
+}

@@ -72,6 +72,9 @@ type soleLock struct {
 	ticks  <-chan time.Time
 	stopTk func()
 	onSole func(bool)
+	// yielding, if set, runs when this Store stops being the sole writer
+	// for a joining Store, before the newcomer may go on.
+	yielding func()
 
 	// unjoined is nil while the lock is held (shared or exclusive), and
 	// otherwise a channel closed when it is held again: writes wait for
@@ -289,10 +292,14 @@ func (l *soleLock) wait() (n *pgconn.Notification, ticked bool, err error) {
 	return n, tick.Load(), err
 }
 
-// yield makes way for a joining Store: stop trusting, then hold the lock
-// shared, then release the exclusive hold.
+// yield makes way for a joining Store: stop trusting, write the leases
+// held in memory into the table (yielding), then hold the lock shared,
+// then release the exclusive hold.
 func (l *soleLock) yield() error {
 	l.set(false)
+	if l.yielding != nil {
+		l.yielding()
+	}
 	if _, err := l.conn.Exec(l.ctx, `SELECT pg_advisory_lock_shared($1)`, soleKey); err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -99,6 +100,8 @@ type Store struct {
 	firstBatch int
 	holder     string        // this Store's lease holder prefix
 	leases     atomic.Uint64 // numbers each lease taken
+	heldMu     sync.Mutex
+	held       map[string]*heldLease // the leases this Store holds (lease.go)
 	version    int           // the schema version
 	merger     *merger
 	batcher    *batcher
@@ -174,8 +177,9 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	_, _ = rand.Read(id[:])
 	host, _ := os.Hostname()
 	s := &Store{pool: pool, lease: o.Lease, firstBatch: o.FirstBatch, now: o.Now,
-		holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:]))}
+		holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:])), held: map[string]*heldLease{}}
 	s.sole = sole
+	sole.yielding = s.publishLeases
 	if s.version, err = migrate(ctx, pool); err != nil {
 		pool.Close()
 		sole.close()
