@@ -102,7 +102,7 @@ type Store struct {
 	leases     atomic.Uint64 // numbers each lease taken
 	heldMu     sync.Mutex
 	held       map[string]*heldLease // the leases this Store holds (lease.go)
-	version    int           // the schema version
+	version    int                   // the schema version
 	merger     *merger
 	batcher    *batcher
 	now        func() time.Time
