@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -203,19 +204,34 @@ type ExchangeBatcher interface {
 }
 
 // TrimDue reports whether an append of recs (one conversation's) trims the
-// conversation's records to MaxExchangeRecords: always for several, else
-// about one single append in 16 (the last hex digit of the record's id, a
-// nanosecond clock, is 0). Trimming reads every record key of the
-// conversation, which on every request cost more than the record itself;
-// between trims a conversation holds a few records past the cap, which a
-// store's Exchanges never lists.
+// conversation's records to MaxExchangeRecords: when one of their ids ends
+// in 0 (the last hex digit of a nanosecond clock: about one record in 16),
+// or when they are 16 or more. Trimming reads every record key of the
+// conversation, which on every append cost more than the records
+// themselves; between trims a conversation holds a few records past the
+// cap (about 16), which a store's Exchanges never lists.
 func TrimDue(recs []ExchangeRecord) bool {
-	if len(recs) != 1 {
+	if len(recs) >= trimEvery {
 		return true
 	}
-	id := recs[0].ID
-	return id == "" || id[len(id)-1] == '0'
+	for i := range recs {
+		if trimID(recs[i].ID) {
+			return true
+		}
+	}
+	return false
 }
+
+// TrimDueIDs is TrimDue for the records of these ids.
+func TrimDueIDs(ids []string) bool {
+	return len(ids) >= trimEvery || slices.ContainsFunc(ids, trimID)
+}
+
+// trimEvery is how many records an append takes, in the mean, between
+// trims.
+const trimEvery = 16
+
+func trimID(id string) bool { return id == "" || id[len(id)-1] == '0' }
 
 // ExchangeLog is implemented by every Store: it keeps a conversation's
 // exchange records, the newest MaxExchangeRecords of them.

@@ -143,7 +143,7 @@ func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedEx
 	b.Queue(batchInsertSQL, tenants, convs, ids, bodies, incs)
 	for _, k := range keys {
 		r := byKey[k]
-		if len(r.ids) > 1 || history.TrimDue([]history.ExchangeRecord{{ID: r.ids[0]}}) {
+		if history.TrimDueIDs(r.ids) {
 			b.Queue(trimExchangesSQL, k.Tenant, k.Conversation)
 		}
 	}

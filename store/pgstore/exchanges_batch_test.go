@@ -75,8 +75,7 @@ func TestAppendExchangeBatch(t *testing.T) {
 
 // A single record's append trims the conversation's records only when
 // history.TrimDue says so (the trim's DELETE cost the database more than
-// the insert), a batch's always; between trims the table holds a few past
-// the cap.
+// the insert); between trims the table holds a few past the cap.
 func TestSingleAppendsTrimNowAndThen(t *testing.T) {
 	ctx := testCtx(t)
 	url := pgtest.DB(t)
