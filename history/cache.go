@@ -1,9 +1,11 @@
 package history
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"math"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -410,9 +412,48 @@ func (c *Cache) MarkContended(ctx context.Context, k Key, until time.Time) error
 	return nil
 }
 
-// Messages reads from the store.
+// Messages reads the active messages after after from the cached entry
+// when Load would serve it (see Load: a store of one process, or the
+// store's sole writer and the entry current in this epoch) and it holds
+// every one of them; otherwise, and for every message (all: the inactive
+// ones are not cached), from the store. A summary job reads its turns
+// here, moments after the request that triggered it left them in the
+// entry.
 func (c *Cache) Messages(ctx context.Context, k Key, after uint64, all bool, fn func(Message) bool) error {
+	if !all {
+		if tail, ok := c.cachedAfter(k, after); ok {
+			for i := range tail {
+				if ctx.Err() != nil || !fn(tail[i]) {
+					break
+				}
+			}
+			return ctx.Err()
+		}
+	}
 	return c.store.Messages(ctx, k, after, all, fn)
+}
+
+// cachedAfter returns k's cached active messages after after, if the entry
+// is current and holds them all.
+func (c *Cache) cachedAfter(k Key, after uint64) ([]Message, bool) {
+	epoch := c.epoch()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.byKey[k]
+	if !ok {
+		return nil, false
+	}
+	e := el.Value.(*cacheEntry)
+	if c.heads != nil && (epoch == 0 || e.epoch != epoch) {
+		return nil, false
+	}
+	tail := e.tail
+	if !e.complete && (len(tail) == 0 || tail[0].Seq > after+1) {
+		return nil, false // older active messages may not be cached
+	}
+	i, _ := slices.BinarySearchFunc(tail, after+1, func(m Message, seq uint64) int { return cmp.Compare(m.Seq, seq) })
+	// Clipped: the entry appends in place.
+	return tail[i:len(tail):len(tail)], true
 }
 
 // List reads from the store.

@@ -15,6 +15,7 @@ type memStore struct {
 	meta  history.Meta
 	msgs  []history.Message // msgs[i].Seq == i+1
 	loads int               // Load calls, for the cache tests
+	walks int               // Messages calls, for the cache tests
 }
 
 var _ history.Store = (*memStore)(nil)
@@ -74,6 +75,7 @@ func (s *memStore) Commit(_ context.Context, _ history.Key, c history.Change) (h
 }
 
 func (s *memStore) Messages(_ context.Context, _ history.Key, after uint64, all bool, fn func(history.Message) bool) error {
+	s.walks++
 	for i := int(min(after, uint64(len(s.msgs)))); i < len(s.msgs); i++ {
 		if m := s.at(i); (all && m.Flags&history.Erased == 0 || m.Active()) && !fn(m) {
 			return nil
