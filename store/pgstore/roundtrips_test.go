@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/store/pgstore"
+	"github.com/recallproxy/recall/summary"
 )
 
 // roundTrips counts the round trips to the database: a statement on its
@@ -225,5 +227,74 @@ func TestRoundTripsOfMessages(t *testing.T) {
 	commit(t, s, k, history.Change{Append: turns(3, 1)})
 	if got := walk(k, -1); len(got) != 8 || got[7] != string(asst("answer 3", 10).Raw) {
 		t.Fatalf("after a commit: %d messages, last %q", len(got), got[len(got)-1])
+	}
+}
+
+// TestRoundTripsPerSummaryJob counts the database round trips of a
+// summary job through the window cache, as cmd/recall runs one. Alone on
+// the database, with the conversation's window cached by the turns that
+// triggered it, the job costs the summary's statement alone: its lease
+// is held in memory, the metadata and the turns come from the entry, and
+// the summary lands on the head it was made from in one statement.
+func TestRoundTripsPerSummaryJob(t *testing.T) {
+	rt := &roundTrips{}
+	soles := make(chan bool, 4)
+	s := open(t, pgtest.DB(t), pgstore.Options{Tracer: rt, OnSole: func(sole bool) { soles <- sole }})
+	if !<-soles {
+		t.Fatal("alone on the database: not the sole writer")
+	}
+	ctx := testCtx(t)
+	up := upstreamtest.NewTB(t)
+	g := config.DefaultGlobal()
+	g.Defaults.Upstream.BaseURL = up.URL()
+	g.Defaults.Upstream.APIKey = config.Secret("sk-upstream")
+	g.Defaults.Summary.TriggerTurns, g.Defaults.Summary.KeepTurns = 4, 1
+	g.TenantsDir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(g.TenantsDir, "acme.yaml"), []byte("id: acme\napi_keys: [sk-acme-client-0123456789]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tenants, err := config.LoadTenants(g, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := history.NewCache(s, 0, 0)
+	k := history.Key{Tenant: "acme", Conversation: "sum"}
+	done := make(chan summary.JobDone, 4)
+	m, err := summary.New(summary.Config{Store: cache, Tenants: proxy.StaticTenants{Set: tenants},
+		OnJobDone: func(d summary.JobDone) { done <- d }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Start(ctx); err != nil { // nothing stored yet: no job re-derived
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		snap, err := cache.Load(ctx, k, history.Query{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := turns(i, 1)
+		if _, err := cache.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Base: &snap.Meta, Model: "gpt-4o",
+			Now: int64(i+1) * 1e9, Append: ts}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt.take()
+	m.Trigger("acme", k, "gpt-4o", "", false)
+	select {
+	case d := <-done:
+		if d.Outcome != summary.Landed {
+			t.Fatalf("job %+v, want landed", d)
+		}
+	case <-ctx.Done():
+		t.Fatal("the job did not run")
+	}
+	if n := rt.take(); n != 1 {
+		t.Errorf("the summary job took %d round trips, want 1", n)
+	}
+	snap, err := s.Load(ctx, k, history.Query{})
+	if err != nil || snap.Meta.Summary == nil || snap.Meta.Summaries != 1 {
+		t.Fatalf("stored: %+v, %v; want the summary landed", snap.Meta.Summary, err)
 	}
 }
