@@ -85,15 +85,12 @@ CROSS JOIN LATERAL (SELECT incarnation FROM recall_conversations c
 WHERE r.inc = 0 OR r.inc = c.incarnation
 ON CONFLICT DO NOTHING`
 
-// recordsDurability is the exchange-record batches' durability.
-const recordsDurability = "SET LOCAL synchronous_commit = off"
-
 // AppendExchangeBatch implements history.ExchangeBatcher: the records of
 // every conversation in batch, under AppendExchanges' rules, in one
 // transaction sent in one round trip (BEGIN, one insert for them all, a
 // conversation's trim when history.TrimDue, COMMIT). The exchange-record
-// writer gathers a batch from many requests: one commit (not waited on
-// for the disk: recordsDurability) and one statement for all of them, where a transaction a conversation cost
+// writer gathers a batch from many requests: one durable commit and one
+// statement for all of them, where a transaction a conversation cost
 // four round trips and a WAL flush each, and a statement a conversation
 // a tenth of a millisecond of the server's CPU a request.
 func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedExchanges) error {
@@ -143,11 +140,6 @@ func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedEx
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	// Not waiting for the WAL's flush (the server's WAL writer flushes it
-	// within three wal_writer_delay, 600 ms by default): a database crash
-	// may lose the newest records, as a Recall crash loses those still
-	// queued and Badger's side database those of its last second.
-	b.Queue(recordsDurability)
 	b.Queue(batchInsertSQL, tenants, convs, ids, bodies, incs)
 	for _, k := range keys {
 		r := byKey[k]

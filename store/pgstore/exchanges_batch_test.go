@@ -14,8 +14,7 @@ import (
 )
 
 // TestAppendExchangeBatch: several conversations' records in one
-// transaction, one round trip, one insert statement, its commit not
-// waited on for the disk, under
+// transaction, one round trip, one insert statement, under
 // AppendExchanges' rules: a
 // conversation not stored, or stored under another incarnation, gets
 // none, and each keeps its newest history.MaxExchangeRecords.
@@ -52,12 +51,6 @@ func TestAppendExchangeBatch(t *testing.T) {
 	}
 	if got := rt.batchedLike("INSERT INTO recall_exchanges"); got != 1 {
 		t.Errorf("the batch sent %d insert statements, want 1 for its three conversations", got)
-	}
-	// Its commit does not wait for the disk (records are lost in a crash
-	// as Badger's side database loses its last second of them); a turn's
-	// commit does.
-	if got := rt.batchedLike("SET LOCAL synchronous_commit = off"); got != 1 {
-		t.Errorf("the batch set synchronous_commit off %d times, want once", got)
 	}
 	if got := rt.take(); got != 1 {
 		t.Errorf("the batch took %d round trips, want 1", got)
