@@ -196,7 +196,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	resp.Header.SetNoDefaultContentType(true)
 	x.sent = x.now()
 	deadline, _ := ctx.Deadline()
-	err = s.client.DoDeadline(upReq, resp, deadline)
+	err = doUpstream(s.client, upReq, resp, time.Until(deadline))
 	fasthttp.ReleaseRequest(upReq)
 	if x.record {
 		putBodyBuf(out) // built by prepare from the pool, and sent

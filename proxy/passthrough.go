@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/internal/apierr"
 )
 
 // passthrough forwards any other /v1/ call untouched, with the same
@@ -23,15 +25,28 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, conv string, path []byte) 
 	named := conv != "" || len(rc.Request.Header.PeekCanonical(c.convKey)) > 0
 	req := fasthttp.AcquireRequest()
 	upstreamRequest(req, rc, c, path, bodyless(rc))
-	if body, size := requestBody(rc); body != nil {
-		req.SetBodyStream(body, int(size)) // -1: sent chunked
+	st, size, b, err := requestBody(rc)
+	if err != nil {
+		fasthttp.ReleaseRequest(req)
+		rc.SetConnectionClose()
+		s.fail(rc, "passthrough", c.cfg.ID, apierr.BadBody, start)
+		return
+	}
+	switch {
+	case st != nil:
+		req.SetBodyStream(st, int(size)) // -1: sent chunked
+	case b != nil:
+		req.SetBodyRaw(b) // whole: sent again if a closed connection takes it (doUpstream)
 	}
 	resp := fasthttp.AcquireResponse()
 	resp.Header.SetNoDefaultContentType(true)
 	// Do returns once the upload is sent and the answer's headers are
 	// read: nothing reads the handler's body after it.
-	err = s.client.DoDeadline(req, resp, time.Now().Add(c.timeout()))
+	err = doUpstream(s.client, req, resp, c.timeout())
 	fasthttp.ReleaseRequest(req)
+	if b != nil && st == nil && rc.RequestBodyStream() != nil {
+		putBodyBuf(b) // read from the stream into a buffer of bodyPool
+	}
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		s.fail(rc, "passthrough", c.cfg.ID, upstreamErr(err), start)
@@ -69,25 +84,41 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, conv string, path []byte) 
 	}
 }
 
-// requestBody returns the client's request body and its length, -1 when
-// it is chunked. A request that declares neither a length nor chunked
+// requestBody returns the client's request body: a stream and its
+// length, -1 when it is chunked, or the whole body: the one the server
+// read, or one of a declared length up to resendableBody read from the
+// stream into a buffer of bodyPool (a body in hand can be sent again, see
+// doUpstream). A request that declares neither a length nor chunked
 // framing has no body (RFC 9112 section 6.3): like httputil, it is
 // forwarded without one.
-func requestBody(rc *fasthttp.RequestCtx) (io.Reader, int64) {
+func requestBody(rc *fasthttp.RequestCtx) (io.Reader, int64, []byte, error) {
 	size := int64(rc.Request.Header.ContentLength())
 	if size == 0 || size < -1 {
-		return nil, 0
+		return nil, 0, nil, nil
 	}
 	if st := rc.RequestBodyStream(); st != nil {
+		if size > 0 && size <= resendableBody {
+			b := getBodyBuf(int(size))[:size]
+			if _, err := io.ReadFull(st, b); err != nil {
+				putBodyBuf(b)
+				return nil, 0, nil, err
+			}
+			return nil, 0, b, nil
+		}
 		// Without its Close: the server owns the stream, and the upstream
 		// request would close it when released.
-		return struct{ io.Reader }{st}, size
+		return struct{ io.Reader }{st}, size, nil, nil
 	}
 	if b := rc.Request.Body(); len(b) > 0 {
-		return bytesReader(b), int64(len(b))
+		return nil, 0, b, nil
 	}
-	return nil, 0
+	return nil, 0, nil, nil
 }
+
+// resendableBody is the largest body passed through that is read whole
+// before it is sent; a larger one is streamed to the upstream as it
+// comes.
+const resendableBody = 64 << 10
 
 // relayRaw copies r to w, flushing after every read so bytes reach the
 // client as they arrive. It stops at the first read or write error.

@@ -35,7 +35,7 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 	if !stream {
 		client = s.buffered
 	}
-	err := client.DoTimeout(upReq, resp, c.timeout()) // one clock read fewer than DoDeadline
+	err := doUpstream(client, upReq, resp, c.timeout())
 	fasthttp.ReleaseRequest(upReq)
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)

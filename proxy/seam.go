@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
@@ -168,7 +169,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 	resp.Header.SetNoDefaultContentType(true)
 	x.sent = x.now()
 	deadline, _ := ctx.Deadline()
-	err = s.client.DoDeadline(upReq, resp, deadline)
+	err = doUpstream(s.client, upReq, resp, time.Until(deadline))
 	fasthttp.ReleaseRequest(upReq)
 	if !asCame {
 		putBodyBuf(out)

@@ -371,7 +371,7 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 		x.sent = round.sent
 	}
 	deadline, _ := ctx.Deadline()
-	err = s.client.DoDeadline(upReq, resp, deadline)
+	err = doUpstream(s.client, upReq, resp, time.Until(deadline))
 	fasthttp.ReleaseRequest(upReq)
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)

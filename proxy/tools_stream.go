@@ -88,7 +88,7 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 		x.sent = round.sent
 	}
 	deadline, _ := ctx.Deadline()
-	err = s.client.DoDeadline(upReq, resp, deadline)
+	err = doUpstream(s.client, upReq, resp, time.Until(deadline))
 	fasthttp.ReleaseRequest(upReq)
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)

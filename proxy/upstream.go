@@ -98,6 +98,18 @@ func BufferingClient(maxBody int) *fasthttp.Client {
 	return c
 }
 
+// idleUpstream is how long an upstream connection is kept idle: under
+// the 5 s after which Node's and uvicorn's servers (so vLLM's and most
+// self-hosted gateways') close one. An upstream that closes sooner is
+// covered by the check of an idle connection before its next request
+// (trackedConn.Write) and by doUpstream's second attempt.
+const idleUpstream = 4 * time.Second
+
+// idleCheckAfter is how long a connection must have been idle before a
+// request looks whether the upstream closed it: a busy connection costs
+// no system call.
+const idleCheckAfter = 100 * time.Millisecond
+
 func newClient() *fasthttp.Client {
 	return &fasthttp.Client{
 		NoDefaultUserAgentHeader:      true,
@@ -105,14 +117,54 @@ func newClient() *fasthttp.Client {
 		DisableHeaderNamesNormalizing: false,
 		MaxConnsPerHost:               4096,
 		MaxConnWaitTimeout:            time.Minute,
-		MaxIdleConnDuration:           90 * time.Second,
+		MaxIdleConnDuration:           idleUpstream,
 		ReadBufferSize:                16 << 10,
 		WriteBufferSize:               16 << 10,
 		Dial:                          dialUpstream,
-		// A POST is never sent twice: a failed attempt may have reached
-		// the model.
-		RetryIfErr: func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+		// A POST is sent again only when no byte of it left: its
+		// connection was found closed before the request was written.
+		// (doUpstream sends once more when a reused connection closes
+		// before any byte of the answer came back.)
+		RetryIfErr: func(_ *fasthttp.Request, _ int, err error) (bool, bool) {
+			return false, errors.Is(err, errIdleConnDead)
+		},
+		MaxIdemponentCallAttempts: 16,
 	}
+}
+
+// errIdleConnDead is a pooled connection found closed (or holding bytes
+// nobody asked for) before a request was written on it.
+var errIdleConnDead = errors.New("proxy: the upstream closed an idle connection")
+
+// doUpstream sends req and reads resp's head within timeout. A request
+// whose reused connection the upstream closed before any byte of the
+// answer came back (the upstream's idle timeout crossing the request on
+// the wire) is sent once more; never after a byte came back, and never
+// twice on a connection it opened for this request. A body streamed from
+// the client (a large upload passed through) cannot be sent again.
+func doUpstream(client *fasthttp.Client, req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error {
+	streamed := req.IsBodyStream() // fasthttp drops the stream once sent
+	err := client.DoTimeout(req, resp, timeout)
+	if err != nil && !streamed && closedUnanswered(resp, err) {
+		err = client.DoTimeout(req, resp, timeout)
+	}
+	return err
+}
+
+// closedUnanswered reports whether a failed exchange's connection was a
+// reused one that the upstream closed before any byte of the answer:
+// fasthttp reports a failure to read the answer's first byte as
+// ErrConnectionClosed itself (a head cut after some bytes is another
+// error, wrapping io.EOF), and resp still names the connection.
+func closedUnanswered(resp *fasthttp.Response, err error) bool {
+	if errors.Is(err, errIdleConnDead) {
+		return true // no byte of the request left
+	}
+	if err != fasthttp.ErrConnectionClosed { //nolint:errorlint // exactly it: a cut head wraps io.EOF
+		return false
+	}
+	c := connOf(resp)
+	return c != nil && c.requests.Load() > 1
 }
 
 // proxyDial dials through HTTP(S)_PROXY when the environment names one
@@ -134,11 +186,20 @@ func dialUpstream(addr string) (net.Conn, error) {
 
 // trackedConn is an upstream connection that records the upstream's end
 // of it, and makes itself known through its local address, which fasthttp
-// hands to the response it reads (Response.LocalAddr).
+// hands to the response it reads (Response.LocalAddr). fasthttp lends a
+// connection to one exchange at a time: a write after a read starts the
+// next request.
 type trackedConn struct {
 	coarseConn   // deadlines: see deadline.go
 	closedByPeer atomic.Bool
 	local        *connAddr // made once: fasthttp asks for it on every response
+	// requests counts the requests begun on it; read says an answer
+	// began to be read since the last request began, lastRead (Unix ns)
+	// when: one clock read an exchange (the idle time it measures is the
+	// longer for an answer that took long, which costs a peek, no more).
+	requests atomic.Int32
+	read     atomic.Bool
+	lastRead atomic.Int64
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
@@ -146,7 +207,26 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 	if err == io.EOF {
 		c.closedByPeer.Store(true)
 	}
+	if n > 0 && !c.read.Load() {
+		c.lastRead.Store(time.Now().UnixNano())
+		c.read.Store(true)
+	}
 	return n, err
+}
+
+// Write writes p; the first write of a request on a connection that sat
+// idle looks first whether the upstream closed it meanwhile, and writes
+// nothing if so (errIdleConnDead: fasthttp sends the request on another
+// connection).
+func (c *trackedConn) Write(p []byte) (int, error) {
+	if c.requests.Load() == 0 || c.read.Load() {
+		if c.read.Load() && time.Since(time.Unix(0, c.lastRead.Load())) >= idleCheckAfter && idleConnDead(c.Conn) {
+			return 0, errIdleConnDead
+		}
+		c.read.Store(false)
+		c.requests.Add(1)
+	}
+	return c.Conn.Write(p)
 }
 
 func (c *trackedConn) LocalAddr() net.Addr { return c.local }

@@ -105,6 +105,13 @@ func WithPromptTokens(f func(model string, messages []json.RawMessage) int) Opti
 	return func(s *Server) { s.promptTokens = f }
 }
 
+// WithIdleTimeout closes a connection that waits longer than d for its
+// next request, as Node's and uvicorn's servers close theirs after 5 s:
+// tests of a client that keeps connections longer.
+func WithIdleTimeout(d time.Duration) Option {
+	return func(s *Server) { s.idle = d }
+}
+
 // Server is a fake OpenAI-compatible upstream on a loopback port. It is safe
 // for concurrent use.
 type Server struct {
@@ -114,6 +121,7 @@ type Server struct {
 	describe     bool // answers say what they received
 	unbounded    bool // summary answers ignore their limit
 	created      int64
+	idle         time.Duration // the server's idle timeout (0: none)
 
 	ln  net.Listener
 	srv *http.Server
@@ -164,7 +172,7 @@ func Listen(addr string, opts ...Option) (*Server, error) {
 	}
 	s.ln = ln
 	s.url = "http://" + ln.Addr().String() + "/v1"
-	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: time.Minute,
+	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: time.Minute, IdleTimeout: s.idle,
 		ConnState: func(_ net.Conn, st http.ConnState) {
 			if st == http.StateNew {
 				s.conns.Add(1)
