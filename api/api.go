@@ -98,7 +98,7 @@ type Config struct {
 // tenant's prompts for a model.
 type Calibration interface {
 	Get(tenant, model string) (history.Calibration, bool)
-	Ratio(tenant, model string) float64
+	Learned(tenant, model string) (ratio float64, window int)
 }
 
 // Handler serves the API.

@@ -24,16 +24,16 @@ func PlanContext(store history.Store, counter *tokens.Counter, now func() time.T
 // none).
 func planContextFunc(store history.Store, counter *tokens.Counter, now func() time.Time, cal Calibration) ContextFunc {
 	return func(ctx context.Context, c auth.Caller, k history.Key, q ContextQuery) (*Context, error) {
-		ratio := 1.0
+		ratio, window := 1.0, 0
 		if cal != nil {
-			ratio = cal.Ratio(c.Tenant.ID, q.Model)
+			ratio, window = cal.Learned(c.Tenant.ID, q.Model)
 		}
-		return planContext(ctx, store, counter, now(), c, k, q, ratio)
+		return planContext(ctx, store, counter, now(), c, k, q, ratio, window)
 	}
 }
 
 func planContext(ctx context.Context, store history.Store, counter *tokens.Counter, now time.Time,
-	c auth.Caller, k history.Key, q ContextQuery, ratio float64) (*Context, error) {
+	c auth.Caller, k history.Key, q ContextQuery, ratio float64, window int) (*Context, error) {
 	pol, err := plan.PolicyFor(c.Tenant)
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func planContext(ctx context.Context, store history.Store, counter *tokens.Count
 	if q.Budget > 0 {
 		pol.Budget = q.Budget
 	}
-	input := plan.Input{Store: store, Key: k, Policy: pol, Model: q.Model, Now: now, Ratio: ratio}
+	input := plan.Input{Store: store, Key: k, Policy: pol, Model: q.Model, Now: now, Ratio: ratio, Window: window}
 	if counter != nil {
 		input.Counter = counter
 	}

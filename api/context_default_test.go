@@ -9,6 +9,7 @@ import (
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/store/badgerstore"
 )
 
@@ -39,7 +40,7 @@ func TestContextCallNeedsNoWiring(t *testing.T) {
 	if err := json.Unmarshal(body, &x); err != nil {
 		t.Fatalf("decode %s: %v", body, err)
 	}
-	if status != 200 || x.Object != "context" || len(x.Messages) != 2 || x.Budget != config.DefaultGlobal().Defaults.History.BudgetTokens {
+	if status != 200 || x.Object != "context" || len(x.Messages) != 2 || x.Budget != plan.DefaultBudget("gpt-4o", nil, 0) {
 		t.Errorf("got %d %s, want 200 with both messages within the default budget", status, body)
 	}
 }

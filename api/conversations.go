@@ -6,6 +6,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/plan"
 )
 
 // Page sizes of the list calls.
@@ -85,7 +86,16 @@ func (c *call) show() error {
 }
 
 func (c *call) detail(m *history.Meta) Detail {
-	d := detailOf(c.key.Conversation, m, c.caller.Tenant.History.BudgetTokens)
+	h := &c.caller.Tenant.History
+	budget := h.BudgetTokens
+	if budget <= 0 {
+		learned := 0
+		if cal := c.h.cfg.Calibration; cal != nil && m.Model != "" {
+			_, learned = cal.Learned(c.caller.Tenant.ID, m.Model)
+		}
+		budget = plan.DefaultBudget(m.Model, h.ModelWindows, learned)
+	}
+	d := detailOf(c.key.Conversation, m, budget)
 	if cal := c.h.cfg.Calibration; cal != nil && m.Model != "" {
 		got, _ := cal.Get(c.caller.Tenant.ID, m.Model)
 		d.Calibration = &Calibrated{Model: got.Model, Ratio: got.Ratio, Samples: got.Samples}

@@ -59,7 +59,8 @@ type Capacity struct {
 	// TurnsSummarized are the turns the summary stands in for.
 	TurnsSummarized int `json:"turns_summarized"`
 	SummaryTokens   int `json:"summary_tokens"`
-	// BudgetTokens is the tenant's history budget.
+	// BudgetTokens is the history budget for the conversation's model:
+	// the tenant's, or half the model's input window (budget_tokens 0).
 	BudgetTokens int `json:"budget_tokens"`
 }
 

@@ -88,10 +88,12 @@ type models struct {
 	dirty bool
 }
 
-// entry is one model's average (avg, over samples) and its last update.
+// entry is one model's average (avg, over samples), the input window
+// the upstream stated (0: none), and its last update.
 type entry struct {
 	avg     float64
 	samples int
+	window  int
 	updated int64
 }
 
@@ -137,6 +139,72 @@ func (c *Calibrator) Ratio(tenant, model string) float64 {
 	return 1
 }
 
+// Learned is Ratio with the input window the upstream stated for the
+// model (Window; 0: none), in one look.
+func (c *Calibrator) Learned(tenant, model string) (ratio float64, window int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.lookup(tenant, model)
+	if e == nil {
+		return 1, 0
+	}
+	ratio = 1
+	if e.samples >= c.o.MinSamples {
+		ratio = e.avg
+	}
+	return ratio, e.window
+}
+
+// Window is the input window the upstream stated for tenant's model when
+// it refused a prompt as too long (LearnWindow), 0 if none.
+func (c *Calibrator) Window(tenant, model string) int {
+	_, w := c.Learned(tenant, model)
+	return w
+}
+
+// MinWindow is the smallest window LearnWindow takes: an error message
+// stating less is not about the model's context.
+const MinWindow = 512
+
+// LearnWindow learns that the upstream takes at most window input tokens
+// of tenant's model, as an answer refusing a prompt as too long stated
+// (see WindowFromError). It reports whether the window was taken.
+func (c *Calibrator) LearnWindow(tenant, model string, window int) bool {
+	if window < MinWindow || model == "" {
+		return false
+	}
+	now := c.o.Now().UnixNano()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entry(tenant, model)
+	if e.window == window {
+		return true
+	}
+	e.window, e.updated = window, now
+	c.tenants[tenant].dirty = true
+	return true
+}
+
+// entry returns tenant's entry for model, made (evicting the oldest past
+// MaxModels) if it has none. c.mu is held.
+func (c *Calibrator) entry(tenant, model string) *entry {
+	ms := c.tenants[tenant]
+	if ms == nil {
+		ms = &models{by: map[string]*entry{}}
+		c.tenants[strings.Clone(tenant)] = ms
+	}
+	e := ms.by[model]
+	if e == nil {
+		if len(ms.by) >= c.o.MaxModels {
+			ms.evictOldest()
+		}
+		e = &entry{}
+		// The model may point into a request's body: keep a copy.
+		ms.by[strings.Clone(model)] = e
+	}
+	return e
+}
+
 // Get returns tenant's calibration of model (Ratio as applied), and
 // whether any sample of it was learned. A model not tracked under its own
 // name is looked up by the longest tracked name it extends with a "-"
@@ -168,7 +236,7 @@ func (c *Calibrator) calibration(model string, e *entry) history.Calibration {
 	if e.samples >= c.o.MinSamples {
 		r = e.avg
 	}
-	return history.Calibration{Model: model, Ratio: r, Samples: e.samples, UpdatedAt: e.updated}
+	return history.Calibration{Model: model, Ratio: r, Samples: e.samples, Window: e.window, UpdatedAt: e.updated}
 }
 
 func (c *Calibrator) lookup(tenant, model string) *entry {
@@ -195,20 +263,7 @@ func (c *Calibrator) Observe(tenant, model string, estimated, reported int) bool
 	now := c.o.Now().UnixNano()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ms := c.tenants[tenant]
-	if ms == nil {
-		ms = &models{by: map[string]*entry{}}
-		c.tenants[strings.Clone(tenant)] = ms
-	}
-	e := ms.by[model]
-	if e == nil {
-		if len(ms.by) >= c.o.MaxModels {
-			ms.evictOldest()
-		}
-		e = &entry{}
-		// The model may point into a request's body: keep a copy.
-		ms.by[strings.Clone(model)] = e
-	}
+	e := c.entry(tenant, model)
 	e.samples++
 	// An even average of the first samples, then a moving one: a fresh
 	// model learns fast, a known one follows a change without jumping
@@ -216,7 +271,7 @@ func (c *Calibrator) Observe(tenant, model string, estimated, reported int) bool
 	alpha := max(1/float64(e.samples), minAlpha)
 	e.avg += alpha * (r - e.avg)
 	e.updated = now
-	ms.dirty = true
+	c.tenants[tenant].dirty = true
 	return true
 }
 
@@ -256,16 +311,28 @@ func (c *Calibrator) Load(ctx context.Context) error {
 			c.tenants[tenant] = ms
 		}
 		for _, cal := range cals {
-			if cal.Model == "" || cal.Samples <= 0 || !(cal.Ratio >= MinRatio && cal.Ratio <= MaxRatio) {
-				continue // not one Observe could have made
+			learned := cal.Samples > 0 && cal.Ratio >= MinRatio && cal.Ratio <= MaxRatio
+			if cal.Model == "" || !learned && cal.Window < MinWindow {
+				continue // not one Observe or LearnWindow could have made
+			}
+			if !learned {
+				cal.Ratio, cal.Samples = 1, 0
 			}
 			if _, ok := ms.by[cal.Model]; !ok && len(ms.by) >= c.o.MaxModels {
 				ms.evictOldest()
 			}
-			ms.by[cal.Model] = &entry{avg: cal.Ratio, samples: cal.Samples, updated: cal.UpdatedAt}
+			ms.by[cal.Model] = &entry{avg: cal.Ratio, samples: cal.Samples, window: windowOf(cal.Window), updated: cal.UpdatedAt}
 		}
 	}
 	return nil
+}
+
+// windowOf is a stored window as LearnWindow would have taken it.
+func windowOf(w int) int {
+	if w < MinWindow {
+		return 0
+	}
+	return w
 }
 
 // Flush writes every tenant whose calibrations changed since the last
@@ -287,7 +354,11 @@ func (c *Calibrator) Flush(ctx context.Context) error {
 		ms.dirty = false
 		cals := make([]history.Calibration, 0, len(ms.by))
 		for m, e := range ms.by {
-			cals = append(cals, history.Calibration{Model: m, Ratio: e.avg, Samples: e.samples, UpdatedAt: e.updated})
+			r := e.avg
+			if e.samples == 0 {
+				r = 1 // a window learned before any sample
+			}
+			cals = append(cals, history.Calibration{Model: m, Ratio: r, Samples: e.samples, Window: e.window, UpdatedAt: e.updated})
 		}
 		slices.SortFunc(cals, func(a, b history.Calibration) int { return strings.Compare(a.Model, b.Model) })
 		puts = append(puts, put{tenant, cals})

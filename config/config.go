@@ -170,7 +170,8 @@ type History struct {
 	// "append", "sync" or "off". Default "auto".
 	Mode string `yaml:"mode"`
 	// BudgetTokens is the most prompt tokens sent upstream: instructions,
-	// summary, history and new messages. At least 256. Default 16000.
+	// summary, history and new messages. 0, the default: half the model's
+	// input window (DESIGN.md section 5); otherwise at least 256.
 	BudgetTokens int `yaml:"budget_tokens"`
 	// LowWater is the fraction of the budget history is cut down to when it
 	// outgrows the budget, in (0, 1]. Default 0.7.
@@ -288,7 +289,6 @@ func DefaultGlobal() Global {
 			History: History{
 				ConversationHeader:    "X-Conversation-ID",
 				Mode:                  string(history.Auto),
-				BudgetTokens:          16000,
 				LowWater:              0.7,
 				OldToolResultChars:    2000,
 				StoredToolResultChars: 50000,

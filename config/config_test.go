@@ -42,7 +42,7 @@ func TestDefaultGlobal(t *testing.T) {
 		{"timeout", g.Defaults.Upstream.Timeout, Duration(10 * time.Minute)},
 		{"conversation_header", g.Defaults.History.ConversationHeader, "X-Conversation-ID"},
 		{"mode", g.Defaults.History.Mode, "auto"},
-		{"budget_tokens", g.Defaults.History.BudgetTokens, 16000},
+		{"budget_tokens", g.Defaults.History.BudgetTokens, 0},
 		{"low_water", g.Defaults.History.LowWater, 0.7},
 		{"max_turns", g.Defaults.History.MaxTurns, 0},
 		{"old_tool_result_chars", g.Defaults.History.OldToolResultChars, 2000},
@@ -97,7 +97,7 @@ func TestLoadGlobal(t *testing.T) {
 			name: "empty file is the defaults",
 			file: "# nothing here\n",
 			check: func(t *testing.T, g Global) {
-				if g.Listen != "127.0.0.1:8080" || g.Defaults.History.BudgetTokens != 16000 {
+				if g.Listen != "127.0.0.1:8080" || g.Defaults.History.BudgetTokens != 0 {
 					t.Errorf("got listen %q budget %d, want defaults", g.Listen, g.Defaults.History.BudgetTokens)
 				}
 			},
@@ -237,7 +237,7 @@ func TestLoadGlobalErrors(t *testing.T) {
 				{"recall.yaml: log_format: must be"},
 				{"recall.yaml: max_body_bytes: must be > 0"},
 				{"recall.yaml: cache_mb: must be >= 0"},
-				{"recall.yaml: defaults.history.budget_tokens: must be >= 256"},
+				{"recall.yaml: defaults.history.budget_tokens: must be 0 (half the model's window) or >= 256"},
 				{"recall.yaml: defaults.history.low_water: must be in (0, 1]"},
 				{"recall.yaml: defaults.summary.keep_turns: must be >= 0 and < trigger_turns"},
 			},

@@ -239,8 +239,8 @@ func validatePolicy(ps *problems, prefix string, p Policy) {
 	if _, err := history.ParseMode(h.Mode); err != nil {
 		ps.addf(k("history.mode"), "must be one of auto, append, sync, off, got %q", h.Mode)
 	}
-	if h.BudgetTokens < 256 {
-		ps.addf(k("history.budget_tokens"), "must be >= 256, got %d", h.BudgetTokens)
+	if h.BudgetTokens != 0 && h.BudgetTokens < 256 {
+		ps.addf(k("history.budget_tokens"), "must be 0 (half the model's window) or >= 256, got %d", h.BudgetTokens)
 	}
 	if !(h.LowWater > 0 && h.LowWater <= 1) {
 		ps.addf(k("history.low_water"), "must be in (0, 1], got %g", h.LowWater)

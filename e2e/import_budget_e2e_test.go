@@ -14,7 +14,9 @@ import (
 
 // TestImportedTokenCountsCannotBypassTheBudget imports a 100 KB message
 // that claims to be 1 token: Recall counts it itself, so the budget
-// drops its turn and X-Recall-Context-Tokens counts what was sent.
+// drops its turn (gpt-4's 8k window cannot hold it beside the request
+// either, see plan's floor) and X-Recall-Context-Tokens counts what was
+// sent.
 func TestImportedTokenCountsCannotBypassTheBudget(t *testing.T) {
 	const budget = 2000
 	h := e2etest.New(t, e2etest.Options{Global: func(g *config.Global) { g.Defaults.History.BudgetTokens = budget }})
@@ -27,7 +29,7 @@ func TestImportedTokenCountsCannotBypassTheBudget(t *testing.T) {
 	if a := h.API(key, "", "POST", convBase+"big-1/import", file, "application/x-ndjson"); a.Status != 201 {
 		t.Fatalf("import: %d %s", a.Status, a.Body)
 	}
-	r := h.Post("/v1/chat/completions", key, "big-1", `{"model":"gpt-4o","messages":[{"role":"user","content":"and now?"}]}`)
+	r := h.Post("/v1/chat/completions", key, "big-1", `{"model":"gpt-4","messages":[{"role":"user","content":"and now?"}]}`)
 	if r.Status != 200 {
 		t.Fatalf("chat: %d %s", r.Status, r.Body)
 	}

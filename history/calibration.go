@@ -9,11 +9,14 @@ import (
 // Calibration is what Recall learned of one model's token counting for
 // one tenant: the ratio of the input tokens the upstream reported to
 // Recall's estimate of the same prompt, averaged over Samples answered
-// exchanges (package calibrate learns and applies it).
+// exchanges, and the model's input window as the upstream stated it when
+// it refused a prompt as too long (0: none; package calibrate learns and
+// applies both).
 type Calibration struct {
 	Model   string  `json:"model"`
 	Ratio   float64 `json:"ratio"`
 	Samples int     `json:"samples"`
+	Window  int     `json:"window,omitempty"`
 	// UpdatedAt is when the last sample came, in Unix nanoseconds.
 	UpdatedAt int64 `json:"updated_at"`
 }

@@ -124,6 +124,13 @@ type Window struct {
 	// request reserves for the answer (0: unknown, no limit): a current turn
 	// over the budget is still sent if it fits Window-Completion.
 	Window, Completion int
+	// Floor, if > 0, is the most tokens the window may hold when the
+	// budget alone would send no earlier turn: the newest earlier turn is
+	// kept while Fixed, it and the current turn stay within Floor (the
+	// model's window less the answer's reserve), so that a client whose
+	// own request fills the budget does not lose its memory (DESIGN.md
+	// section 5).
+	Floor int
 	// Fixed counts the tokens sent besides these turns: instructions,
 	// summary, tool definitions and the reply priming.
 	Fixed int
@@ -243,7 +250,8 @@ func Curate(w *Window, s Strategy) ([]Message, error) {
 		return nil, err
 	}
 	if w.Budget > 0 && w.Tokens() > w.Budget {
-		// Only the current turn is left: send it if the model takes it.
+		// Only the current turn is left (and the newest earlier one, within
+		// the Floor): send it if the model takes it.
 		if w.Window > 0 && w.Tokens() > w.Window-w.Completion {
 			return nil, &ContextLengthError{Window: w.Window, Messages: w.Tokens(), Completion: w.Completion}
 		}
@@ -288,6 +296,11 @@ func (w *Window) fit(lowWater float64) error {
 			total -= w.Turns[n].Tokens
 			n++
 		}
+	}
+	// The newest earlier turn stays when the model's window holds it.
+	if last := len(w.Turns) - 1; n == last && n > 0 && w.Floor > 0 &&
+		w.Fixed+w.Turns[n-1].Tokens+w.Turns[last].Tokens <= w.Floor {
+		n--
 	}
 	w.Drop(n, DroppedBudget)
 	return nil

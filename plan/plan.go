@@ -70,7 +70,8 @@ var _ Counter = (*tokens.Counter)(nil)
 type Policy struct {
 	// Mode is the merge mode.
 	Mode history.Mode
-	// Budget is the most prompt tokens sent (history.budget_tokens).
+	// Budget is the most prompt tokens sent (history.budget_tokens); 0:
+	// half the model's input window (Plan.Budget says what it came to).
 	Budget int
 	// MaxTurns caps the turns read (0: no cap).
 	MaxTurns int
@@ -127,6 +128,10 @@ type Input struct {
 	// not only the estimate, stays within the budget; below 1 the budget
 	// is kept (Recall never plans past what the tenant configured).
 	Ratio float64
+	// Window is the model's input window as the upstream told it (a
+	// context_length_exceeded answer, learned by package calibrate; 0:
+	// none): it stands before Policy.ModelWindows and the built-in table.
+	Window int
 }
 
 // Message is one message of the plan.
@@ -207,21 +212,29 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 	p := &Plan{Encoding: tokens.For(in.Model, string(pol.Encoding))}
 	enc := p.Encoding
 	// The budget bounds what Recall adds; the model's window bounds what
-	// may be sent at all.
+	// may be sent at all. The floor is the window less the answer's
+	// reserve: the summary and the newest earlier turn are sent within it
+	// when the client's own request leaves them no room under the budget.
+	window, known := modelWindow(in.Model, pol.ModelWindows, in.Window)
+	assumed := window
+	if !known {
+		assumed, window = tokens.UnknownWindow, 0
+	}
 	budget := pol.Budget
-	window, known := tokens.Window(in.Model, pol.ModelWindows)
+	if budget <= 0 {
+		budget = assumed / 2
+	}
 	if known && window-in.MaxTokens < budget {
 		budget = max(1, window-in.MaxTokens)
 	}
-	if !known {
-		window = 0
-	}
+	floor := max(0, assumed-in.MaxTokens)
 	p.Ratio = 1
 	if in.Ratio > 0 {
 		p.Ratio = in.Ratio
 	}
 	if p.Ratio > 1 {
 		budget = max(1, int(float64(budget)/p.Ratio))
+		floor = int(float64(floor) / p.Ratio)
 	}
 	p.Budget = budget
 	fixed := tokens.ReplyPriming + fixedCount.Tools(enc, in.Tools)
@@ -327,16 +340,16 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		}
 		raw := Inject(role, p.Summary.Text)
 		summaryMsg = Message{Kind: SummaryMessage, Role: role, Raw: raw, Tokens: fixedCount.Message(enc, raw)}
-		// The summary must fit the budget beside the instructions and the
-		// current turn (which is never dropped): one that does not (stored
-		// before summaries were bounded, imported, or a budget lowered
-		// since) is sent cut, or left out, never allowed to make the
-		// conversation unusable.
+		// The summary must fit beside the instructions and the current
+		// turn (which is never dropped), under the budget or, when they
+		// fill it, the floor: one that does not (stored before summaries
+		// were bounded, imported, or a budget lowered since) is sent cut,
+		// or left out, never allowed to make the conversation unusable.
 		current := 0
 		if n := len(w.Turns); n > 0 && len(sendNew) > 0 { // the context call has no current turn
 			current = w.Turns[n-1].Tokens
 		}
-		if room := budget - fixed - current; budget > 0 && summaryMsg.Tokens > room {
+		if room := max(budget, floor) - fixed - current; budget > 0 && summaryMsg.Tokens > room {
 			limit := room
 			if pol.SummaryMaxTokens > 0 {
 				limit = min(limit, pol.SummaryMaxTokens)
@@ -355,7 +368,7 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 			fixed += summaryMsg.Tokens
 		}
 	}
-	w.Budget, w.Fixed = budget, fixed
+	w.Budget, w.Fixed, w.Floor = budget, fixed, floor
 	w.Window, w.Completion = window, in.MaxTokens
 	w.Count = func(m *history.Message) int { return Count(count, enc, m.Protocol, m.Raw) }
 	sent, err := history.Curate(w, pol.Strategy)
@@ -393,6 +406,26 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		p.Messages = append(p.Messages, Message{Kind: k, Role: m.Role, Protocol: m.Protocol, Raw: raw, Tokens: m.Tokens, Seq: m.Seq})
 	}
 	return p, nil
+}
+
+// modelWindow is model's input window: the one the upstream stated
+// (learned, > 0), else the tenant's or the table's (tokens.Window).
+func modelWindow(model string, windows map[string]int, learned int) (int, bool) {
+	if learned > 0 {
+		return learned, true
+	}
+	return tokens.Window(model, windows)
+}
+
+// DefaultBudget is the budget that budget_tokens 0 stands for with
+// model: half its input window (modelWindow; tokens.UnknownWindow for a
+// model nothing knows), before calibration and the answer's reserve.
+func DefaultBudget(model string, windows map[string]int, learned int) int {
+	w, known := modelWindow(model, windows, learned)
+	if !known {
+		w = tokens.UnknownWindow
+	}
+	return w / 2
 }
 
 // Count counts a message of any protocol: a chat-completions one as the

@@ -90,11 +90,13 @@ func summaryStore(t *testing.T, turns, covered int, text string) history.Store {
 	return st
 }
 
-// A stored summary that does not fit the budget beside the instructions
-// and the current turn is sent cut (within summary.max_tokens), or left
-// out when no useful part of it fits; one that fits is sent whole: an
-// oversized summary never makes its conversation's requests a 400
-// context_length_exceeded.
+// A stored summary that does not fit beside the instructions and the
+// current turn is sent cut (within summary.max_tokens), or left out when
+// no useful part of it fits; one that fits is sent whole: an oversized
+// summary never makes its conversation's requests a 400
+// context_length_exceeded. When the client's own request fills the
+// budget, the room is the model's window less the answer's reserve
+// (DESIGN.md section 5): the client's request is never why memory goes.
 func TestOversizedSummaryIsCutOrLeftOut(t *testing.T) {
 	huge := strings.Repeat("The user likes green tea in the morning. ", 100000) // about 900,000 tokens
 	small := "The user likes green tea."
@@ -103,14 +105,18 @@ func TestOversizedSummaryIsCutOrLeftOut(t *testing.T) {
 		text          string
 		budget, max   int
 		newText       string
+		model         string // "": gpt-4o
+		leave         int    // > 0: the answer's reserve leaves this room under the window
 		cut, omitted  bool
-		summaryTokens int // at most (0: whole)
+		summaryTokens int  // at most (0: whole)
+		over          bool // the prompt may pass the budget (within the window)
 	}{
 		{name: "fits", text: small, budget: 16000, max: 1000, newText: "hi"},
 		{name: "huge cut to max_tokens", text: huge, budget: 16000, max: 1000, newText: "hi", cut: true, summaryTokens: 1000},
-		{name: "huge cut to the room", text: huge, budget: 600, max: 1000, newText: strings.Repeat("word ", 400), cut: true, summaryTokens: 200},
-		{name: "no room: left out", text: huge, budget: 420, max: 1000, newText: strings.Repeat("word ", 400), omitted: true},
-		{name: "current turn over budget: left out", text: small, budget: 300, max: 1000, newText: strings.Repeat("word ", 400), omitted: true},
+		{name: "the client fills the budget: cut to max_tokens", text: huge, budget: 600, max: 1000, newText: strings.Repeat("word ", 400), cut: true, summaryTokens: 1000, over: true},
+		{name: "the client fills the budget: sent whole", text: small, budget: 300, max: 1000, newText: strings.Repeat("word ", 400), over: true},
+		{name: "the window leaves room: cut to it", text: huge, budget: 420, max: 1000, newText: strings.Repeat("word ", 400), model: "gpt-4", leave: 200, cut: true, summaryTokens: 200, over: true},
+		{name: "the window leaves no room: left out", text: small, budget: 300, max: 1000, newText: strings.Repeat("word ", 400), model: "gpt-4", leave: 10, omitted: true, over: true},
 		{name: "context call: cut to max_tokens", text: huge, budget: 16000, max: 1000, cut: true, summaryTokens: 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,8 +125,17 @@ func TestOversizedSummaryIsCutOrLeftOut(t *testing.T) {
 			if tc.newText != "" {
 				news = append(news, msg(`{"role":"user","content":"`+tc.newText+`"}`))
 			}
+			model, reserve := "gpt-4o", 0
+			if tc.model != "" {
+				model = tc.model
+			}
+			if tc.leave > 0 {
+				window, _ := tokens.Window(model, nil)
+				current := (&tokens.Counter{}).Message(tokens.For(model, ""), news[0].Raw)
+				reserve = window - tokens.ReplyPriming - current - tc.leave
+			}
 			p, err := plan.Make(context.Background(), plan.Input{
-				Store: st, Key: history.Key{Tenant: "t", Conversation: "c"}, Model: "gpt-4o", Now: time.Now(),
+				Store: st, Key: history.Key{Tenant: "t", Conversation: "c"}, Model: model, MaxTokens: reserve, Now: time.Now(),
 				Policy: plan.Policy{Mode: history.Auto, Budget: tc.budget, SummaryMaxTokens: tc.max},
 				New:    news,
 			})
@@ -148,7 +163,7 @@ func TestOversizedSummaryIsCutOrLeftOut(t *testing.T) {
 			case !tc.cut && !strings.Contains(string(sm.Raw), tc.text):
 				t.Errorf("got summary %s, want it whole", sm.Raw)
 			}
-			if !tc.omitted && p.Report.Tokens > tc.budget {
+			if !tc.over && p.Report.Tokens > tc.budget {
 				t.Errorf("got a prompt of %d tokens, want it within the budget %d", p.Report.Tokens, tc.budget)
 			}
 		})

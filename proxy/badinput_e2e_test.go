@@ -107,8 +107,9 @@ func TestHistoryModeOffNeitherInjectsNorRecords(t *testing.T) {
 }
 
 // The budget bounds what Recall adds, never what the client sends: a
-// current turn over the budget that the model takes is sent alone (no
-// history), said in X-Recall-Curation, and recorded; only one over the
+// current turn over the budget that the model takes is sent with the
+// newest earlier turn while the model's window holds both, alone past
+// that, said in X-Recall-Curation, and recorded; only one over the
 // model's window is a 400, in OpenAI's words.
 func TestCurrentTurnOverBudget(t *testing.T) {
 	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) { g.Defaults.History.BudgetTokens = 300 }})
@@ -121,11 +122,11 @@ func TestCurrentTurnOverBudget(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("got %d %s, want 200", r.Status, r.Body)
 	}
-	if got := r.Header.Get("X-Recall-Curation"); !strings.Contains(got, "over_budget=current_turn_only") {
-		t.Errorf("X-Recall-Curation %q, want it to say the turn was sent alone", got)
+	if got := r.Header.Get("X-Recall-Curation"); !strings.Contains(got, "over_budget=newest_turn_kept") {
+		t.Errorf("X-Recall-Curation %q, want it to say the newest earlier turn was kept", got)
 	}
-	if got := e2etest.RenderAll(h.Up.Last().Messages); len(got) != 1 || !strings.HasPrefix(got[0], "user:word") {
-		t.Errorf("upstream got %q, want the current turn alone", got)
+	if got := e2etest.RenderAll(h.Up.Last().Messages); len(got) != 3 || got[0] != "user:a short first turn" || !strings.HasPrefix(got[2], "user:word") {
+		t.Errorf("upstream got %q, want the first turn and the current one", got)
 	}
 	h.WaitDone("big-1")
 	if n := len(h.Stored(h.PassNamespace(key), "big-1")); n != 4 {

@@ -245,9 +245,11 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 }
 
 // readAnswer reads a non-streamed answer whole, bounded by
-// MaxResponseBytes, and releases resp. On a failure it answers and
+// MaxResponseBytes, and releases resp; an error answer may teach the
+// calibration the model's window (learnWindow). On a failure it answers and
 // reports false.
 func (x *exchange) readAnswer(rc *fasthttp.RequestCtx, resp *fasthttp.Response) (raw []byte, enc string, ok bool) {
+	status := resp.StatusCode()
 	enc = string(resp.Header.ContentEncoding())
 	raw, err := readLimited(responseBody(resp), x.s.cfg.MaxResponseBytes)
 	closeResponse(resp)
@@ -259,6 +261,9 @@ func (x *exchange) readAnswer(rc *fasthttp.RequestCtx, resp *fasthttp.Response) 
 	if err != nil {
 		x.fail(rc, upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err)))
 		return nil, "", false
+	}
+	if status >= 400 {
+		x.learnWindow(status, enc, raw)
 	}
 	return raw, enc, true
 }
@@ -303,7 +308,10 @@ func (x *exchange) curated(rc *fasthttp.RequestCtx) {
 	rc.Response.Header.Set(headerHistory, strconv.Itoa(x.report.IncludedTurns)+"/"+strconv.Itoa(x.report.StoredTurns))
 	curation := fmt.Sprintf("dropped_turns=%d truncated_tool_results=%d repaired_calls=%d",
 		x.report.DroppedTurns, x.report.TruncatedToolResults, x.report.RepairedCalls)
-	if x.report.OverBudget {
+	switch {
+	case x.report.OverBudget && x.report.IncludedTurns > 1:
+		curation += " over_budget=newest_turn_kept"
+	case x.report.OverBudget:
 		curation += " over_budget=current_turn_only"
 	}
 	switch {
@@ -406,6 +414,7 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 		}
 	}
 	var p *plan.Plan
+	ratio, window := x.learned(model)
 	for {
 		loadStart := s.cfg.Now()
 		p, err = plan.Make(ctx, plan.Input{
@@ -421,7 +430,8 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 			Counter:      s.counter,
 			Fixed:        fixedCounter{s},
 			Now:          loadStart,
-			Ratio:        x.ratio(model),
+			Ratio:        ratio,
+			Window:       window,
 		})
 		s.metrics.storeOp("load", s.cfg.Now().Sub(loadStart))
 		if err != nil || !p.Contended || x.leased || s.cfg.Leaser == nil {

@@ -65,9 +65,10 @@ func (s *Server) countTokens(rc *fasthttp.RequestCtx, conv string) {
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
 		defer cancel()
+		ratio, window := x.learned(req.Model)
 		pl, err := plan.Make(ctx, plan.Input{Store: s.cfg.Store, Key: history.Key{Tenant: c.Namespace, Conversation: conv},
 			Policy: c.policy(c.mode), Model: req.Model, Instructions: instructions, Tools: req.ToolsRaw, New: in,
-			Counter: s.counter, Fixed: fixedCounter{s}, Now: x.start, Ratio: x.ratio(req.Model)})
+			Counter: s.counter, Fixed: fixedCounter{s}, Now: x.start, Ratio: ratio, Window: window})
 		var oe *history.OrphanResultError
 		switch {
 		case errors.Is(err, plan.ErrStore):

@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/recallproxy/recall/calibrate"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/inspect"
 	"github.com/recallproxy/recall/wire"
@@ -101,13 +102,32 @@ func recordStatus(status int, err error, commitFailed bool) string {
 	return recordFailed
 }
 
-// ratio is the calibration ratio of the exchange's tenant and model (1:
-// none configured).
-func (x *exchange) ratio(model string) float64 {
+// learned is the calibration ratio of the exchange's tenant and model (1:
+// none configured) and the model's window the upstream stated (0: none).
+func (x *exchange) learned(model string) (ratio float64, window int) {
 	if x.s.cfg.Calibration == nil {
-		return 1
+		return 1, 0
 	}
-	return x.s.cfg.Calibration.Ratio(x.c.cfg.ID, model)
+	return x.s.cfg.Calibration.Learned(x.c.cfg.ID, model)
+}
+
+// learnWindow teaches the calibration the model's input window when the
+// upstream refused the exchange's prompt as longer than the model takes
+// (a 400 or 413 whose body states the window: calibrate.WindowFromError),
+// so that the conversation's next requests are planned within it. raw is
+// the error body as read, enc its content encoding.
+func (x *exchange) learnWindow(status int, enc string, raw []byte) {
+	cal := x.s.cfg.Calibration
+	if cal == nil || status != 400 && status != 413 || x.model == "" {
+		return
+	}
+	body, err := decode(enc, raw, 1<<20)
+	if err != nil {
+		return
+	}
+	if w, ok := calibrate.WindowFromError(body); ok && cal.LearnWindow(x.c.cfg.ID, x.model, w) {
+		x.s.log.Info("learned the model's window from the upstream", "tenant", x.c.cfg.ID, "model", x.model, "window", w)
+	}
 }
 
 // calibrate teaches the calibration what the upstream counted of the

@@ -186,6 +186,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 	if !ok && !same && upProto != p.proto {
 		// The upstream's error in the client's protocol's shape.
 		raw, _ := readLimited(responseBody(resp), 1<<20)
+		x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
 		closeResponse(resp)
 		x.upstreamDone = x.now()
 		x.fail(rc, upstreamStatus(status, raw))

@@ -133,11 +133,13 @@ type Summarizer interface {
 }
 
 // Calibrator serves and learns the ratio of an upstream's input token
-// count to Recall's estimate; *calibrate.Calibrator implements it. Both
-// calls run on every recorded exchange: they must be cheap.
+// count to Recall's estimate, and the model's input window as the
+// upstream stated it; *calibrate.Calibrator implements it. Learned and
+// Observe run on every recorded exchange: they must be cheap.
 type Calibrator interface {
-	Ratio(tenant, model string) float64
+	Learned(tenant, model string) (ratio float64, window int)
 	Observe(tenant, model string, estimated, reported int) bool
+	LearnWindow(tenant, model string, window int) bool
 }
 
 // ExchangeDone describes a finished chat-completions exchange.

@@ -393,6 +393,7 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 	case err != nil:
 		return wire.Answer{}, upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err))
 	case status < 200 || status >= 300:
+		x.learnWindow(status, enc, raw)
 		return wire.Answer{}, upstreamStatus(status, raw)
 	}
 	a, err := parseAnswer(up, enc, raw, s.cfg.MaxResponseBytes)

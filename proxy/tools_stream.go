@@ -101,6 +101,7 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 	x.rounds = append(x.rounds, round)
 	if status := resp.StatusCode(); status < 200 || status >= 300 {
 		raw, _ := readLimited(responseBody(resp), 1<<20)
+		x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
 		closeResponse(resp)
 		x.upstreamDone = s.cfg.Now()
 		x.rounds[len(x.rounds)-1].done = x.upstreamDone

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -67,6 +68,34 @@ func parseInto(rq *request, root gjson.Result) bool {
 	return true
 }
 
+// countPrompt is a request's prompt tokens as its usage reports them:
+// about a quarter of its messages' bytes, or WithPromptTokens's count.
+func (s *Server) countPrompt(rq *request) int {
+	if s.promptTokens == nil {
+		return max(1, len(rq.messages.Raw)/4)
+	}
+	msgs := make([]json.RawMessage, len(rq.msgs))
+	for i, m := range rq.msgs {
+		msgs[i] = json.RawMessage(m.Raw)
+	}
+	return s.promptTokens(rq.model, msgs)
+}
+
+// checkWindow refuses a request whose prompt is over its model's window
+// (WithWindow), counted as its usage would be.
+func (s *Server) checkWindow(rq *request) *APIError {
+	w, ok := s.windows[rq.model]
+	if !ok {
+		return nil
+	}
+	n := s.countPrompt(rq)
+	if n <= w {
+		return nil
+	}
+	return &APIError{Message: fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", w, n),
+		Type: invalidRequest, Param: "messages", Code: "context_length_exceeded"}
+}
+
 // serveChat answers POST /v1/chat/completions.
 func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte) {
 	rec := s.receivedFor(r, body)
@@ -83,6 +112,9 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte) 
 		apiErr = validateArray(rq.messages) // missing or of the wrong type
 	default:
 		apiErr = validate(rq.msgs)
+		if apiErr == nil {
+			apiErr = s.checkWindow(&rq)
+		}
 	}
 	summary := apiErr == nil && isSummaryCall(&rq, root)
 	if rec != nil {
@@ -198,14 +230,7 @@ func (s *Server) newCompletion(rq *request, reply Reply) *completion {
 	if !hasText {
 		c.content = nil
 	}
-	c.promptTokens = max(1, len(rq.messages.Raw)/4)
-	if s.promptTokens != nil {
-		msgs := make([]json.RawMessage, len(rq.msgs))
-		for i, m := range rq.msgs {
-			msgs[i] = json.RawMessage(m.Raw)
-		}
-		c.promptTokens = s.promptTokens(rq.model, msgs)
-	}
+	c.promptTokens = s.countPrompt(rq)
 	return c
 }
 

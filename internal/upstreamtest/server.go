@@ -112,6 +112,19 @@ func WithIdleTimeout(d time.Duration) Option {
 	return func(s *Server) { s.idle = d }
 }
 
+// WithWindow gives model an input window of tokens: a chat-completions
+// request whose prompt counts more (as its usage's prompt_tokens would)
+// is refused with 400 context_length_exceeded in OpenAI's words, as
+// OpenAI, vLLM and LiteLLM refuse it.
+func WithWindow(model string, tokens int) Option {
+	return func(s *Server) {
+		if s.windows == nil {
+			s.windows = map[string]int{}
+		}
+		s.windows[model] = tokens
+	}
+}
+
 // Server is a fake OpenAI-compatible upstream on a loopback port. It is safe
 // for concurrent use.
 type Server struct {
@@ -122,6 +135,7 @@ type Server struct {
 	unbounded    bool // summary answers ignore their limit
 	created      int64
 	idle         time.Duration // the server's idle timeout (0: none)
+	windows      map[string]int // models' input windows (WithWindow)
 
 	ln  net.Listener
 	srv *http.Server

@@ -18,8 +18,8 @@ func (s *Store) PutCalibrations(ctx context.Context, tenant string, cals []histo
 			b := &pgx.Batch{}
 			b.Queue(`DELETE FROM recall_calibrations WHERE tenant = $1`, tenant)
 			for _, c := range cals {
-				b.Queue(`INSERT INTO recall_calibrations (tenant, model, ratio, samples, updated_at) VALUES ($1, $2, $3, $4, $5)`,
-					tenant, c.Model, c.Ratio, int64(c.Samples), c.UpdatedAt)
+				b.Queue(`INSERT INTO recall_calibrations (tenant, model, ratio, samples, window_tokens, updated_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+					tenant, c.Model, c.Ratio, int64(c.Samples), int64(c.Window), c.UpdatedAt)
 			}
 			return tx.SendBatch(ctx, b).Close()
 		}))
@@ -32,7 +32,7 @@ func (s *Store) Calibrations(ctx context.Context) (map[string][]history.Calibrat
 	out := map[string][]history.Calibration{}
 	err := s.again(ctx, func() error {
 		clear(out)
-		rows, err := s.pool.Query(ctx, `SELECT tenant, model, ratio, samples, updated_at FROM recall_calibrations ORDER BY tenant, model`)
+		rows, err := s.pool.Query(ctx, `SELECT tenant, model, ratio, samples, window_tokens, updated_at FROM recall_calibrations ORDER BY tenant, model`)
 		if err != nil {
 			return wrap("read calibrations", err)
 		}
@@ -40,11 +40,11 @@ func (s *Store) Calibrations(ctx context.Context) (map[string][]history.Calibrat
 		for rows.Next() {
 			var tenant string
 			var c history.Calibration
-			var samples int64
-			if err := rows.Scan(&tenant, &c.Model, &c.Ratio, &samples, &c.UpdatedAt); err != nil {
+			var samples, window int64
+			if err := rows.Scan(&tenant, &c.Model, &c.Ratio, &samples, &window, &c.UpdatedAt); err != nil {
 				return wrap("read calibrations", err)
 			}
-			c.Samples = int(samples)
+			c.Samples, c.Window = int(samples), int(window)
 			out[tenant] = append(out[tenant], c)
 		}
 		return wrap("read calibrations", rows.Err())

@@ -51,8 +51,10 @@ func mustPut(t *testing.T, cs history.CalibrationStore, tenant string, cals ...h
 
 var (
 	calA = history.Calibration{Model: "gpt-4o", Ratio: 1.25, Samples: 7, UpdatedAt: 1700000000123456789}
-	calB = history.Calibration{Model: "claude-x", Ratio: 0.75, Samples: 3, UpdatedAt: 1700000000000000001}
+	calB = history.Calibration{Model: "claude-x", Ratio: 0.75, Samples: 3, Window: 190000, UpdatedAt: 1700000000000000001}
 	calC = history.Calibration{Model: "gpt-4o-mini", Ratio: 2, Samples: 40, UpdatedAt: 1700000000000000002}
+	// calD is a window learned before any sample.
+	calD = history.Calibration{Model: "my-llama", Ratio: 1, Window: 4096, UpdatedAt: 1700000000000000003}
 )
 
 // A put replaces its tenant's calibrations, and only its tenant's (one
@@ -82,8 +84,8 @@ func testCalibrationsReplaced(t *testing.T, s history.Store, _ func(*testing.T, 
 
 // Calibrations are kept across a restart, exactly.
 func testCalibrationsReopen(t *testing.T, s history.Store, reopen func(*testing.T, history.Store) history.Store) {
-	mustPut(t, calibrationStore(t, s), "t", calB, calA)
-	want := fmt.Sprint(map[string][]history.Calibration{"t": {calB, calA}})
+	mustPut(t, calibrationStore(t, s), "t", calB, calA, calD)
+	want := fmt.Sprint(map[string][]history.Calibration{"t": {calB, calA, calD}})
 	s = reopen(t, s)
 	if got := mustCalibrations(t, calibrationStore(t, s)); got != want {
 		t.Errorf("after reopening: got %s, want %s", got, want)
