@@ -8,8 +8,9 @@ import (
 	"github.com/recallproxy/recall/internal/e2etest"
 )
 
-// A WebSocket upgrade is refused with 501 in OpenAI's error shape, never
-// forwarded as a plain GET; another upgrade (h2c) is ignored, as a server
+// A WebSocket upgrade is refused with 426 in OpenAI's error shape (the
+// status on which a client that tries WebSocket first falls back to HTTP
+// at once), never forwarded as a plain GET; another upgrade (h2c) is ignored, as a server
 // may, and the request served over HTTP/1.1.
 func TestWebSocketUpgradeIsNotForwarded(t *testing.T) {
 	h := newHarness(t, e2etest.Options{})
@@ -17,8 +18,8 @@ func TestWebSocketUpgradeIsNotForwarded(t *testing.T) {
 		name, upgrade string
 		want          int
 	}{
-		{"websocket", "websocket", 501},
-		{"websocket, any case", "WebSocket", 501},
+		{"websocket", "websocket", 426},
+		{"websocket, any case", "WebSocket", 426},
 		{"h2c", "h2c", 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,7 +40,7 @@ func TestWebSocketUpgradeIsNotForwarded(t *testing.T) {
 			if resp.StatusCode != tc.want {
 				t.Fatalf("got status %d, want %d: %s", resp.StatusCode, tc.want, body)
 			}
-			if tc.want != 501 {
+			if tc.want != 426 {
 				return
 			}
 			checkErrorShape(t, body, "invalid_request_error", "websocket_not_supported")

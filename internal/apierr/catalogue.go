@@ -40,10 +40,13 @@ var (
 	// a server reject it, and says the connection must close either way.
 	BadFraming = &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_framing",
 		Message: "A request must not carry both Transfer-Encoding and Content-Length."}
-	// WebSocket is a WebSocket upgrade, which Recall does not serve: it is
-	// refused, not forwarded as a plain request.
-	WebSocket = &Error{Status: 501, Type: "invalid_request_error", Code: "websocket_not_supported",
-		Message: "WebSocket upgrades are not supported: Recall serves the HTTP API only."}
+	// WebSocket is a WebSocket upgrade Recall does not serve: it is
+	// refused with 426, which clients that try WebSocket first (Codex on
+	// /v1/responses) take as "fall back to HTTP" at once, where any other
+	// status makes them retry for seconds (DESIGN.md section 15); never
+	// forwarded as a plain request.
+	WebSocket = &Error{Status: 426, Type: "invalid_request_error", Code: "websocket_not_supported",
+		Message: "WebSocket upgrades are not supported here: send the request over HTTP."}
 	// BadPath is a path that cannot be forwarded as sent.
 	BadPath = &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_path",
 		Message: "The request path cannot be forwarded: it must be a valid URI path, without dot segments, escaped control characters or a fragment."}
