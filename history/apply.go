@@ -125,6 +125,9 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 	if c.Model != "" {
 		m.Model = c.Model
 	}
+	if c.Tools {
+		m.Tools = true
+	}
 	if c.ResponseID != "" {
 		m.ResponseID = c.ResponseID
 	}

@@ -29,9 +29,15 @@ type ExchangeRecord struct {
 	Object string `json:"object"`
 	// CreatedAt is when the exchange began, in Unix seconds.
 	CreatedAt int64 `json:"created_at"`
-	// Kind is "chat", "tool_round" (the new messages answer tool calls) or
-	// "summary" (a summariser call).
+	// Kind is "chat", "tool_round" (the new messages answer tool calls),
+	// "summary" (a summariser call) or "side" (a side call of an agent's,
+	// sent as it came and not recorded as a turn: package thread).
 	Kind string `json:"kind"`
+	// Thread is the thread the exchange belongs to ("" or "main": the
+	// conversation's main thread; "side"), and ThreadReason why it was
+	// classified so (thread.Reason*), for a side call.
+	Thread       string `json:"thread,omitempty"`
+	ThreadReason string `json:"thread_reason,omitempty"`
 	// Ingress and Upstream are the client's and the upstream's protocols.
 	Ingress  string `json:"ingress"`
 	Upstream string `json:"upstream"`

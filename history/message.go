@@ -193,6 +193,10 @@ type Meta struct {
 	// Conversations API set it: a JSON object of string values, kept as
 	// its text ("" when none was set). Recall reads nothing in it.
 	Metadata string `json:"metadata,omitempty"`
+	// Tools reports that the conversation's main thread sends tool
+	// definitions (an agent's does): a later request that sends none is a
+	// side call (package thread). Once set it stays.
+	Tools bool `json:"tools,omitempty"`
 }
 
 // FlagsAt returns the flags the metadata gives message seq: those of the

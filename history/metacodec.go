@@ -21,13 +21,16 @@ import (
 //	summaries summary_prompt_tokens summary_completion_tokens
 //	incarnation(8) epoch                                          (version 2)
 //	metadata                                                      (version 3)
+//	flags(uvarint: 1 tools)                                       (version 4)
 //
 // Unsigned fields are uvarints, signed ones varints, strings a uvarint
 // length and their bytes. A field added to Meta must be added here (at the
 // end, under a new version); TestMetaCodecCoversEveryField fails until it
-// is. Records of version 1 still decode (Incarnation and Epoch 0), and of
-// version 2 (Metadata "").
-const metaVersion = 3
+// is. Records of version 1 still decode (Incarnation and Epoch 0), of
+// version 2 (Metadata ""), and of version 3 (Tools false).
+const metaVersion = 4
+
+const metaFlagTools = 1
 
 const (
 	metaHasLast    = 1
@@ -36,7 +39,7 @@ const (
 
 // MarshalMeta encodes a metadata record.
 func MarshalMeta(m *Meta) ([]byte, error) {
-	n := 170 + len(m.Status) + len(m.Model) + len(m.ResponseID) + len(m.Title) + len(m.Metadata) + 24*len(m.Gaps)
+	n := 172 + len(m.Status) + len(m.Model) + len(m.ResponseID) + len(m.Title) + len(m.Metadata) + 24*len(m.Gaps)
 	for _, e := range m.Episodes {
 		n += 40 + len(e.Title)
 	}
@@ -106,7 +109,12 @@ func AppendMeta(dst []byte, m *Meta) []byte {
 	dst = binary.AppendVarint(dst, m.SummaryCompletionTokens)
 	dst = binary.LittleEndian.AppendUint64(dst, m.Incarnation)
 	dst = binary.AppendUvarint(dst, m.Epoch)
-	return appendString(dst, m.Metadata)
+	dst = appendString(dst, m.Metadata)
+	var flags uint64
+	if m.Tools {
+		flags |= metaFlagTools
+	}
+	return binary.AppendUvarint(dst, flags)
 }
 
 func appendSummaryFields(dst []byte, s *Summary) []byte {
@@ -226,6 +234,9 @@ func UnmarshalMeta(b []byte) (Meta, error) {
 	}
 	if b[0] >= 3 {
 		m.Metadata = r.string()
+	}
+	if b[0] >= 4 {
+		m.Tools = r.uvarint()&metaFlagTools != 0
 	}
 	if r.bad || r.off != len(b) {
 		return Meta{}, errorf("decode meta: malformed record")

@@ -72,6 +72,8 @@ func fill(v reflect.Value, n *int) {
 		fill(v.Index(1), n)
 	case reflect.String:
 		v.SetString("field " + strconv.Itoa(*n))
+	case reflect.Bool:
+		v.SetBool(true)
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		v.SetInt(int64(*n) * -1_000_003)
 	case reflect.Uint, reflect.Uint64, reflect.Uint32, reflect.Uint16, reflect.Uint8:
@@ -168,7 +170,7 @@ func TestMetaCodecReadsVersion1(t *testing.T) {
 	m := sampleMeta()
 	m.Incarnation, m.Epoch = 0, 0
 	b := AppendMeta(nil, &m)
-	v1 := bytes.Clone(b[:len(b)-10]) // incarnation(8), epoch 0 and metadata "" (one byte each)
+	v1 := bytes.Clone(b[:len(b)-11]) // incarnation(8), epoch 0, metadata "" and flags 0 (one byte each)
 	v1[0] = 1
 	got, err := UnmarshalMeta(v1)
 	if err != nil || !reflect.DeepEqual(got, m) {
@@ -182,11 +184,25 @@ func TestMetaCodecReadsVersion2(t *testing.T) {
 	m := sampleMeta()
 	m.Incarnation, m.Epoch = 0x1234, 7
 	b := AppendMeta(nil, &m)
-	v2 := bytes.Clone(b[:len(b)-1]) // metadata "" (one byte)
+	v2 := bytes.Clone(b[:len(b)-2]) // metadata "" and flags 0 (one byte each)
 	v2[0] = 2
 	got, err := UnmarshalMeta(v2)
 	if err != nil || !reflect.DeepEqual(got, m) {
 		t.Errorf("version 2 record decoded as %+v, %v; want %+v", got, err, m)
+	}
+}
+
+// Records of version 3, written before Tools, still decode, with it
+// false.
+func TestMetaCodecReadsVersion3(t *testing.T) {
+	m := sampleMeta()
+	m.Metadata = `{"topic":"build"}`
+	b := AppendMeta(nil, &m)
+	v3 := bytes.Clone(b[:len(b)-1]) // flags 0 (one byte)
+	v3[0] = 3
+	got, err := UnmarshalMeta(v3)
+	if err != nil || !reflect.DeepEqual(got, m) {
+		t.Errorf("version 3 record decoded as %+v, %v; want %+v", got, err, m)
 	}
 }
 

@@ -253,6 +253,9 @@ type Change struct {
 	Append []Message
 	// Cut, if > 0, becomes the metadata's cache-stable cut point.
 	Cut uint64
+	// Tools reports that the exchange's request carried tool definitions:
+	// it sets Meta.Tools.
+	Tools bool
 	// Model, ResponseID and usage describe the upstream's answer.
 	Model            string
 	ResponseID       string

@@ -28,12 +28,20 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/thread"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/wire"
 )
 
 // ErrStore wraps a failure to read the conversation.
 var ErrStore = errors.New("plan: read conversation")
+
+// SideError is returned when the request is a side call of the
+// conversation (package thread): nothing of the conversation goes with it
+// and nothing of it is recorded.
+type SideError struct{ Reason string }
+
+func (e *SideError) Error() string { return "plan: a side call (" + e.Reason + ")" }
 
 // ErrNothingToSend is returned when neither instructions nor messages are
 // left to send (an upstream refuses an empty messages array).
@@ -128,6 +136,11 @@ type Input struct {
 	// not only the estimate, stays within the budget; below 1 the budget
 	// is kept (Recall never plans past what the tenant configured).
 	Ratio float64
+	// Thread, if set, is the request as package thread reads it: Make
+	// fails with a *SideError when the conversation makes it a side call
+	// (thread.After). Nil for the context call, which plans the main
+	// thread.
+	Thread *thread.Request
 	// Window is the model's input window as the upstream told it (a
 	// context_length_exceeded answer, learned by package calibrate; 0:
 	// none): it stands before Policy.ModelWindows and the built-in table.
@@ -262,6 +275,11 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrStore, err)
+		}
+		if in.Thread != nil {
+			if why := thread.After(in.Thread, snap.Meta.Tools); why != "" {
+				return nil, &SideError{Reason: why}
+			}
 		}
 		q = q.Resolve(&snap.Meta)
 		merged, replaced, err = merge(pol.Mode, news, snap, q.After, head, in.Retry)

@@ -1,12 +1,14 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/thread"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/wire"
 )
@@ -43,6 +46,15 @@ type exchange struct {
 	cut     uint64
 	report  history.Report
 	record  bool
+	// thread is the request as package thread reads it (nil: not a
+	// recorded request); side, why it is a side call ("": the main
+	// thread): it goes upstream as sent and nothing of it is stored.
+	thread *thread.Request
+	side   string
+	// th and instr hold what thread points to: no allocation for a
+	// request of up to four instruction messages.
+	th    thread.Request
+	instr [4][]byte
 	// committed is set once the turn is recorded.
 	committed bool
 	// conn is a streamed exchange's client connection, looked at before
@@ -138,26 +150,24 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	if conv == "" || mode == history.Off {
 		// Nothing recorded: the body goes upstream as it came, validated
 		// as the recorded path validates it (the same error for the same
-		// body), and the exchange and the body's buffer serve the next
-		// request unless a stream's relay still holds the exchange.
+		// body).
 		stream, err := chat.CheckRequest(body)
 		if err != nil {
 			x.fail(rc, err)
 			return
 		}
-		owned := rc.RequestBodyStream() != nil // readBody read it into a buffer of bodyPool
-		if !s.forward(rc, x, body, path, stream) {
-			*x = exchange{}
-			exchanges.Put(x)
-		}
-		if owned {
-			putBodyBuf(body)
-		}
+		s.forwardAsSent(rc, x, body, path, stream)
 		return
 	}
 	req, err := chat.ParseRequest(body)
 	if err != nil {
 		x.fail(rc, err)
+		return
+	}
+	x.thread = chatThread(x, rc, &req)
+	if x.side = thread.Before(x.thread); x.side != "" {
+		x.key.Tenant, x.model = c.Namespace, strings.Clone(req.Model)
+		s.forwardAsSent(rc, x, body, path, req.Stream)
 		return
 	}
 	x.record = true
@@ -177,6 +187,12 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		x.retry = retryOf(rc)
 		instructions, in := chatTurn(req)
 		if res.release, err = x.prepare(ctx, instructions, in, req.Model, req.MaxTokens, req.Tools, mode); err != nil {
+			var se *plan.SideError
+			if errors.As(err, &se) {
+				x.record, x.side, x.model = false, se.Reason, strings.Clone(req.Model)
+				s.forwardAsSent(rc, x, body, path, req.Stream)
+				return
+			}
 			x.fail(rc, err)
 			return
 		}
@@ -349,6 +365,59 @@ func (s *Server) logExchange(x *exchange, level slog.Level, tenant string, statu
 	s.log.Log(context.Background(), level, "request", attrs...)
 }
 
+// forwardAsSent sends a request that records nothing (no conversation,
+// X-Recall-History: off, a side call) upstream as it came; the exchange
+// and the body's buffer serve the next request unless a stream's relay
+// still holds the exchange.
+func (s *Server) forwardAsSent(rc *fasthttp.RequestCtx, x *exchange, body, path []byte, stream bool) {
+	owned := rc.RequestBodyStream() != nil // readBody read it into a buffer of bodyPool
+	if !s.forward(rc, x, body, path, stream) {
+		*x = exchange{}
+		exchanges.Put(x)
+	}
+	if owned {
+		putBodyBuf(body)
+	}
+}
+
+// chatThread is a chat-completions request as package thread reads it:
+// its tools, its leading system and developer messages, its newest
+// message.
+func chatThread(x *exchange, rc *fasthttp.RequestCtx, req *chat.Request) *thread.Request {
+	t := &x.th
+	*t = thread.Request{Header: threadHeader(rc), Tools: hasTools(req.Tools), Instructions: x.instr[:0]}
+	for _, m := range req.Messages {
+		if m.Role != chat.RoleSystem && m.Role != chat.RoleDeveloper {
+			break
+		}
+		t.Instructions = append(t.Instructions, m.Raw)
+	}
+	if n := len(req.Messages); n > 0 {
+		t.Last = req.Messages[n-1].Raw
+	}
+	return t
+}
+
+// threadHeader is the request's X-Recall-Thread header ("" when absent).
+func threadHeader(rc *fasthttp.RequestCtx) string {
+	switch h := rc.Request.Header.Peek(thread.Header); string(h) {
+	case "":
+		return ""
+	case thread.Side:
+		return thread.Side
+	case thread.Main:
+		return thread.Main
+	default:
+		return string(h)
+	}
+}
+
+// hasTools reports whether a raw "tools" value defines any tool (nil,
+// null and [] do not).
+func hasTools(raw []byte) bool {
+	return len(bytes.TrimSpace(raw)) > 2
+}
+
 // chatTurn splits a chat-completions request into its instructions (the
 // leading system and developer messages: sent first every time, never
 // stored) and the messages merged with the history.
@@ -432,6 +501,7 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 			Now:          loadStart,
 			Ratio:        ratio,
 			Window:       window,
+			Thread:       x.thread,
 		})
 		s.metrics.storeOp("load", s.cfg.Now().Sub(loadStart))
 		if err != nil || !p.Contended || x.leased || s.cfg.Leaser == nil {
@@ -445,7 +515,10 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 	}
 	if err != nil {
 		var oe *history.OrphanResultError
+		var se *plan.SideError
 		switch {
+		case errors.As(err, &se):
+			return nil, err // the caller sends the request as a side call
 		case errors.Is(err, plan.ErrStore):
 			s.log.Error("load failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
 			if errors.Is(err, history.ErrUnavailable) {
@@ -550,6 +623,7 @@ func (x *exchange) record1(r recorded) error {
 		Now:              s.cfg.Now().UnixNano(),
 		Exchange:         &history.ExchangeID{Key: x.retry.Key, Hash: x.exchangeHash},
 		Seal:             x.plan != nil && x.plan.Seal,
+		Tools:            x.thread != nil && x.thread.Tools,
 		Incarnation:      x.incarnation,
 	}
 	start := s.cfg.Now()
@@ -789,7 +863,7 @@ func (x *exchange) done(status int, err error) {
 		s.logExchange(x, level, tenant, status, upstream, total, err)
 	}
 	x.calibrate(err)
-	if s.cfg.OnExchange != nil && x.record && x.plan != nil && !x.sent.IsZero() {
+	if s.cfg.OnExchange != nil && (x.record && x.plan != nil || x.side != "") && !x.sent.IsZero() {
 		r := x.exchangeRecord(status, err, end, upstream)
 		rounds := x.roundRecords(&r)
 		s.cfg.OnExchange(x.key, r)

@@ -9,6 +9,7 @@ import (
 	"github.com/recallproxy/recall/calibrate"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/inspect"
+	"github.com/recallproxy/recall/thread"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -65,6 +66,9 @@ func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream
 	if len(x.fresh) > 0 && x.fresh[0].Role == wire.RoleTool {
 		r.Kind = "tool_round"
 	}
+	if x.side != "" {
+		r.Kind, r.Thread, r.ThreadReason = "side", thread.Side, x.side
+	}
 	r.Status = recordStatus(status, err, x.commitFailed)
 	if err != nil {
 		r.Error = classify(err).Code
@@ -75,9 +79,13 @@ func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream
 	if !x.firstByte.IsZero() {
 		r.LatencyMS.FirstByte = x.firstByte.Sub(x.sent).Milliseconds()
 	}
-	inspect.Fill(&r, x.plan)
+	if x.plan != nil {
+		inspect.Fill(&r, x.plan)
+		r.Incarnation = x.plan.Meta.Incarnation
+	} else { // a side call: nothing planned
+		r.Calibration, r.Included, r.Cut, r.Dropped = 1, []history.Span{}, []history.CutResult{}, []history.Dropped{}
+	}
 	r.Tokens.ReportedInput, r.Tokens.Output, r.Tokens.Cached = x.usage.input, x.usage.output, x.usage.cached
-	r.Incarnation = x.plan.Meta.Incarnation
 	if x.committed && x.committedTo > 0 {
 		r.Committed = append(r.Committed, history.Span{From: x.committedFrom, To: x.committedTo})
 		r.Incarnation = x.committedIncarnation

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -18,6 +19,7 @@ import (
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/protocol/responses"
+	"github.com/recallproxy/recall/thread"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -75,6 +77,12 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 	x.record = conv != "" && mode != history.Off
 	res := owned{cancel: cancel}
 	defer res.end() // unless a stream's relay took it
+	if x.record {
+		x.thread = seamThread(x, rc, req)
+		if x.side = thread.Before(x.thread); x.side != "" {
+			x.record, x.key.Tenant, x.model = false, c.Namespace, strings.Clone(req.Model)
+		}
+	}
 
 	var instr, msgs [][]byte
 	lastHistory := -1 // the last stored message sent, when sent as stored
@@ -95,10 +103,16 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		// An answer whose id names where it is stored cannot be rebased:
 		// prepare takes the conversation's lease for it (see nameResponse).
 		x.pinned = p.answers != nil
-		if res.release, err = x.prepare(ctx, instructions, in, req.Model, req.MaxTokens, req.ToolsRaw, mode); err != nil {
+		res.release, err = x.prepare(ctx, instructions, in, req.Model, req.MaxTokens, req.ToolsRaw, mode)
+		var se *plan.SideError
+		if errors.As(err, &se) {
+			x.record, x.side, x.model = false, se.Reason, strings.Clone(req.Model)
+		} else if err != nil {
 			x.fail(rc, err)
 			return
 		}
+	}
+	if x.record {
 		x.oneChoice = req.Choices <= 1
 		planned := inPlace(x.plan.Messages, p.proto, req)
 		var asStored bool
@@ -343,6 +357,17 @@ func inPlace(planned []plan.Message, p wire.Protocol, req *wire.Request) []plan.
 		lastPrev, lastAt = prev, at
 	}
 	return out
+}
+
+// seamThread is a request of any protocol as package thread reads it:
+// its tools, its instructions, its newest message.
+func seamThread(x *exchange, rc *fasthttp.RequestCtx, req *wire.Request) *thread.Request {
+	t := &x.th
+	*t = thread.Request{Header: threadHeader(rc), Tools: hasTools(req.ToolsRaw), Instructions: append(x.instr[:0], req.Instructions...)}
+	if n := len(req.Messages); n > 0 {
+		t.Last = req.Messages[n-1]
+	}
+	return t
 }
 
 // turnOf reads a decoded request's instructions and conversation messages

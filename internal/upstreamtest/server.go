@@ -134,7 +134,7 @@ type Server struct {
 	describe     bool // answers say what they received
 	unbounded    bool // summary answers ignore their limit
 	created      int64
-	idle         time.Duration // the server's idle timeout (0: none)
+	idle         time.Duration  // the server's idle timeout (0: none)
 	windows      map[string]int // models' input windows (WithWindow)
 
 	ln  net.Listener

@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/recallproxy/recall/internal/e2etest"
+	"github.com/recallproxy/recall/thread"
+)
+
+// claudeTitleCall is Claude Code's session-title call as it sends one in
+// each process before its first turn: no tools, its own system prompt,
+// one user message.
+func claudeTitleCall(prompt string) string {
+	system := "Generate a concise, sentence-case title (3-7 words) that captures the main topic or goal of this coding session. The title should be clear enough that the user recognizes the session in a list."
+	user := "<session>\n" + prompt + "\n</session>\n\nWrite the title in the language the user wrote in, regardless of the language of the examples above."
+	return `{"model":"claude-haiku-4-5","max_tokens":512,"stream":true,"system":[{"type":"text","text":` + strconv.Quote(system) +
+		`}],"messages":[{"role":"user","content":` + strconv.Quote(user) + `}]}`
+}
+
+// TestSideCallsPassThroughUntouched: Claude Code on Recall's defaults,
+// two processes on one /c/{id}, each making its title call first and
+// then its turn (with its tools). The title calls reach the upstream with
+// exactly what the agent sent, nothing of the conversation; they are
+// never stored nor injected into a turn; the second process's turn
+// carries the first's turn and no title call; each title call on a
+// stored conversation is an exchange of kind side that says why.
+func TestSideCallsPassThroughUntouched(t *testing.T) {
+	h := e2etest.New(t, e2etest.Options{Tenants: map[string]string{"an.yaml": "id: an\napi_keys: [\"rk-an\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n  api_key: \"sk-up-an\"\n  protocol: anthropic\n"}})
+	headers := map[string]string{"x-api-key": "rk-an", "anthropic-version": "2023-06-01", "Content-Type": "application/json"}
+	post := func(body string) {
+		t.Helper()
+		if r := h.PostHeaders("/c/day/v1/messages", headers, body); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		h.WaitDone("day")
+	}
+	sentTexts := func() []string {
+		var out []string
+		for _, m := range h.Up.Last().Messages {
+			out = append(out, texts([]json.RawMessage{m})[0])
+		}
+		return out
+	}
+	for i, prompt := range []string{"The code word is KIWI.", "What is the code word?"} {
+		post(claudeTitleCall(prompt))
+		if got := sentTexts(); len(got) != 1 || !strings.Contains(got[0], "Write the title") {
+			t.Errorf("process %d's title call: the upstream got %q, want the agent's one message alone", i+1, got)
+		}
+		post(agentRequest(prompt))
+		got := strings.Join(sentTexts(), "\n")
+		if strings.Contains(got, "Write the title") || strings.Contains(got, "<session>") {
+			t.Errorf("process %d's turn carries a title call: %q", i+1, got)
+		}
+		if i == 1 && !strings.Contains(got, "KIWI") {
+			t.Errorf("process 2's turn: the upstream got %q, want the first process's turn", got)
+		}
+	}
+	stored := h.Stored("an", "day")
+	if len(stored) != 4 {
+		t.Errorf("stored %d messages, want the two turns' 4", len(stored))
+	}
+	for _, m := range stored {
+		if strings.Contains(string(m.Raw), "Write the title") {
+			t.Errorf("a title call was stored: %s", m.Raw)
+		}
+	}
+	flush(t, h)
+	a := h.API("rk-an", "", "GET", "/recall/v1/conversations/day/exchanges?limit=200", "")
+	if a.Status != 200 {
+		t.Fatalf("exchanges: %d %s", a.Status, a.Body)
+	}
+	var l exchangeList
+	a.JSON(t, &l)
+	var kinds []string
+	for _, r := range l.Data {
+		kinds = append(kinds, r.Kind+"/"+r.ThreadReason)
+	}
+	// The first title call came before anything was stored: records
+	// belong to a stored conversation, and its record is kept only when
+	// the writer's batch comes after the first turn's commit.
+	want := []string{"chat/", "side/marker", "chat/"}
+	if len(kinds) == 4 {
+		want = append(want, "side/marker")
+	}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("exchange records, newest first: got %q, want %q", kinds, want)
+	}
+}
+
+// TestToolLessCallsOfAnAgentsConversationAreSideCalls: once a
+// conversation's turns carry tools (an agent's), a request without tools
+// is a side call whatever its prompt (opencode's title call, a
+// classifier's question); X-Recall-Thread names either kind outright;
+// and a client that never sends tools keeps its memory.
+func TestToolLessCallsOfAnAgentsConversationAreSideCalls(t *testing.T) {
+	h := e2etest.New(t, e2etest.Options{})
+	tools := `,"tools":[{"type":"function","function":{"name":"read","parameters":{"type":"object","properties":{}}}}]`
+	chatBody := func(system, user, extra string) string {
+		return `{"model":"gpt-4o-mini","messages":[{"role":"system","content":` + strconv.Quote(system) + `},{"role":"user","content":` + strconv.Quote(user) + `}]` + extra + `}`
+	}
+	post := func(conv, body string, header map[string]string) e2etest.Result {
+		t.Helper()
+		hs := map[string]string{"Authorization": "Bearer " + key, "Content-Type": "application/json"}
+		for k, v := range header {
+			hs[k] = v
+		}
+		r := h.PostHeaders("/c/"+conv+"/v1/chat/completions", hs, body)
+		if r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		h.WaitDone(conv)
+		return r
+	}
+	post("oc", chatBody("You are opencode.", "the code word is KIWI", tools), nil)
+	post("oc", chatBody("Decide whether the user's message starts a new topic.", "is this a new topic?", ""), nil)
+	if got := e2etest.RenderAll(h.Up.Last().Messages); len(got) != 2 {
+		t.Errorf("a tool-less call of an agent's conversation: the upstream got %q, want its own two messages", got)
+	}
+	post("oc", chatBody("You are opencode.", "what is the code word?", tools), map[string]string{thread.Header: "side"})
+	if got := e2etest.RenderAll(h.Up.Last().Messages); len(got) != 2 {
+		t.Errorf("X-Recall-Thread: side: the upstream got %q, want the request's own two messages", got)
+	}
+	post("oc", chatBody("You are opencode.", "a tool-less turn", ""), map[string]string{thread.Header: "main"})
+	post("oc", chatBody("You are opencode.", "what is the code word?", tools), nil)
+	got := strings.Join(e2etest.RenderAll(h.Up.Last().Messages), "\n")
+	if !strings.Contains(got, "KIWI") || !strings.Contains(got, "a tool-less turn") || strings.Contains(got, "new topic") {
+		t.Errorf("the agent's next turn: the upstream got %q, want its turns (the one named main too) and no side call", got)
+	}
+	if n := len(h.Stored(h.PassNamespace(key), "oc")); n != 6 {
+		t.Errorf("stored %d messages, want the three main turns' 6", n)
+	}
+	var reasons []string
+	for _, r := range exchanges(t, h, "oc") {
+		reasons = append(reasons, r.ThreadReason)
+	}
+	if want := []string{"", "", thread.ReasonHeader, thread.ReasonNoTools, ""}; !slices.Equal(reasons, want) {
+		t.Errorf("exchange records' thread reasons, newest first: got %q, want %q", reasons, want)
+	}
+
+	// A plain chat client: no tools, ever; its memory stays.
+	post("plain", chatBody("Be brief.", "my name is Ada", ""), nil)
+	post("plain", chatBody("Be brief.", "what is my name?", ""), nil)
+	if got := e2etest.RenderAll(h.Up.Last().Messages); len(got) != 4 {
+		t.Errorf("a plain client's second turn: the upstream got %q, want the first turn injected", got)
+	}
+}

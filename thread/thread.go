@@ -1,0 +1,100 @@
+// Package thread tells which thread of a conversation a request belongs
+// to (DESIGN.md section 15). A coding agent on one base URL sends more
+// than its conversation: a title for the session, a classifier's
+// question, its own compaction. Those side calls reach the upstream as
+// the agent sent them, and are never injected into or recorded as turns
+// of the conversation.
+//
+// The rules, in order (the first that holds decides):
+//
+//  1. X-Recall-Thread: side names a side call, and X-Recall-Thread: main
+//     the main thread, whatever the rules below say.
+//  2. A request that sends no tool definitions and whose instructions or
+//     newest message carry a known marker of an agent's side call (Claude
+//     Code's and opencode's title prompts, see markers) is a side call,
+//     on a conversation's first request too.
+//  3. A request that sends no tool definitions on a conversation whose
+//     main thread sends them (history.Meta.Tools: an agent's conversation)
+//     is a side call: an agent's own turns always carry its tools.
+//
+// Everything else is the main thread. A request with tools is never a
+// side call, so an agent's turns cost nothing to classify, and neither
+// does a plain chat client's (no tools, no marker, a conversation without
+// tools).
+package thread
+
+import "bytes"
+
+// Header is the request header a client names a request's thread with.
+const Header = "X-Recall-Thread"
+
+// Values of Header: a side call, the main thread.
+const (
+	Side = "side"
+	Main = "main"
+)
+
+// Reasons a request is a side call, as exchange records give them.
+const (
+	ReasonHeader  = "header"   // X-Recall-Thread: side
+	ReasonMarker  = "marker"   // a known side-call prompt (rule 2)
+	ReasonNoTools = "no_tools" // no tools where the main thread has them (rule 3)
+)
+
+// markers are phrases that only agents' side calls carry, in their
+// instructions or their one user message, as they appear in the request's
+// JSON (no character in them is escaped there).
+var markers = [][]byte{
+	// Claude Code's session title (system prompt, then user prompt).
+	[]byte("Generate a concise, sentence-case title"),
+	[]byte("Write the title in the language the user wrote in"),
+	[]byte("Please generate a title and branch name for this session"),
+	// opencode's (and its forks') title generator.
+	[]byte("You are a title generator. You output ONLY a thread title"),
+	[]byte("Generate a title for this conversation:"),
+}
+
+// Request is what the rules read of a request.
+type Request struct {
+	// Header is the X-Recall-Thread header's value ("" when absent).
+	Header string
+	// Tools reports that the request sends tool definitions.
+	Tools bool
+	// Instructions and Last are the raw JSON of the request's
+	// instructions and of its newest message, searched for markers.
+	Instructions [][]byte
+	Last         []byte
+}
+
+// Before returns why r is a side call by the rules that need nothing
+// stored (1 and 2), or "" when those leave it to the conversation (rule
+// 3, After).
+func Before(r *Request) string {
+	if r.Header == Side {
+		return ReasonHeader
+	}
+	if r.Tools || r.Header == Main {
+		return ""
+	}
+	for _, m := range markers {
+		if bytes.Contains(r.Last, m) {
+			return ReasonMarker
+		}
+		for _, in := range r.Instructions {
+			if bytes.Contains(in, m) {
+				return ReasonMarker
+			}
+		}
+	}
+	return ""
+}
+
+// After returns why r is a side call of a conversation whose main thread
+// sends tools (threadTools, history.Meta.Tools), or "" when it belongs to
+// the main thread.
+func After(r *Request, threadTools bool) string {
+	if !r.Tools && threadTools && r.Header != Main {
+		return ReasonNoTools
+	}
+	return ""
+}

@@ -1,0 +1,38 @@
+package thread_test
+
+import (
+	"testing"
+
+	"github.com/recallproxy/recall/thread"
+)
+
+func TestRules(t *testing.T) {
+	title := []byte(`{"role":"system","content":"You are a title generator. You output ONLY a thread title. Nothing else."}`)
+	plain := []byte(`{"role":"system","content":"Be brief."}`)
+	last := []byte(`{"role":"user","content":"hi"}`)
+	for _, tc := range []struct {
+		name        string
+		r           thread.Request
+		threadTools bool
+		want        string
+	}{
+		{"an agent's turn", thread.Request{Tools: true, Instructions: [][]byte{plain}, Last: last}, true, ""},
+		{"a title marker, first request", thread.Request{Instructions: [][]byte{title}, Last: last}, false, thread.ReasonMarker},
+		{"a title marker in the user message", thread.Request{Last: []byte(`{"role":"user","content":"<session>x</session>\n\nWrite the title in the language the user wrote in, regardless"}`)}, false, thread.ReasonMarker},
+		{"a marker with tools is a turn", thread.Request{Tools: true, Instructions: [][]byte{title}, Last: last}, true, ""},
+		{"no tools where the thread has them", thread.Request{Instructions: [][]byte{plain}, Last: last}, true, thread.ReasonNoTools},
+		{"a plain client", thread.Request{Instructions: [][]byte{plain}, Last: last}, false, ""},
+		{"named side", thread.Request{Header: thread.Side, Tools: true, Last: last}, true, thread.ReasonHeader},
+		{"named main over a marker", thread.Request{Header: thread.Main, Instructions: [][]byte{title}, Last: last}, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := thread.Before(&tc.r)
+			if got == "" {
+				got = thread.After(&tc.r, tc.threadTools)
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
