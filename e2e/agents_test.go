@@ -61,13 +61,11 @@ func TestAgents(t *testing.T) {
 	fake := goBuild(t, ctx, root, bin, "./bench/fakeupstream")
 
 	fakeAddr := freeAddr(t)
-	fakeProc := start(t, ctx, fake, nil, "-listen", fakeAddr, "-control", "-keep", "1000")
+	// The agents run on their defaults: their side calls (titles) come
+	// through Recall to the one fake, between the calls that take the
+	// scripted tool calls.
+	fakeProc := start(t, ctx, fake, nil, "-listen", fakeAddr, "-control", "-keep", "1000", "-tool-calls-for-tools")
 	waitHTTP(t, ctx, "http://"+fakeAddr+"/v1/models", fakeProc)
-	// opencode's title calls go to a fake of their own, outside Recall and
-	// away from the scripted replies.
-	titleAddr := freeAddr(t)
-	titleProc := start(t, ctx, fake, nil, "-listen", titleAddr)
-	waitHTTP(t, ctx, "http://"+titleAddr+"/v1/models", titleProc)
 
 	startRecall := func(protocol string) string {
 		addr := freeAddr(t)
@@ -109,7 +107,6 @@ func TestAgents(t *testing.T) {
 			cmd.Env = e.env(
 				"ANTHROPIC_BASE_URL="+base+"/c/"+e.conv,
 				"ANTHROPIC_API_KEY="+e.key,
-				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 				"DISABLE_TELEMETRY=1",
 				"DISABLE_AUTOUPDATER=1",
 				"DISABLE_ERROR_REPORTING=1",
@@ -154,7 +151,7 @@ func TestAgents(t *testing.T) {
 			},
 			run: func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
 				config := filepath.Join(e.home, "opencode.json")
-				writeFile(t, config, opencodeConfig(openaiRecall+"/c/"+e.conv+"/v1", "http://"+titleAddr+"/v1", e.key))
+				writeFile(t, config, opencodeConfig(openaiRecall+"/c/"+e.conv+"/v1", e.key))
 				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "opencode"), append([]string{"run"}, strings.Fields(prompt)...)...)
 				cmd.Env = e.env(
 					"OPENCODE_CONFIG="+config,
@@ -322,7 +319,8 @@ func roleOf(msgs []gjson.Result, i int) string {
 }
 
 // runProcess runs one agent process with prompt and returns the calls the
-// fake received on the agent's route meanwhile. The process must exit 0,
+// fake received on the agent's route meanwhile that offer tools (its
+// turns; its side calls, which offer none, are checked here). The process must exit 0,
 // print the fake's echo of prompt, and no call may have been refused.
 func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, e agentEnv, prompt string) []fakeRequest {
 	t.Helper()
@@ -336,7 +334,7 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 	start := time.Now()
 	err := cmd.Run()
 	all := f.requests(t)[before:]
-	var calls []fakeRequest
+	var calls, side []fakeRequest
 	for _, r := range all {
 		target := r.Path
 		if r.Query != "" {
@@ -346,8 +344,11 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 		if r.Rejected != "" {
 			t.Errorf("the fake refused %s: %s", r.Path, r.Rejected)
 		}
-		if r.Path == a.route {
+		if r.Path == a.route && gjson.GetBytes(r.Body, "tools.0").Exists() {
 			calls = append(calls, r)
+		}
+		if r.Path == a.route && !gjson.GetBytes(r.Body, "tools.0").Exists() {
+			side = append(side, r)
 		}
 	}
 	if err != nil {
@@ -358,7 +359,14 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 	if i < 0 || !strings.Contains(out[i:], prompt) {
 		t.Errorf("%s %q: got stdout\n%s\nwant the fake's echo of the prompt", a.name, prompt, out)
 	}
-	t.Logf("%s: process done in %v", a.name, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s: process done in %v, %d side calls", a.name, time.Since(start).Round(time.Millisecond), len(side))
+	// A side call (a title: no tools) reaches the upstream as the agent
+	// sent it: nothing of an earlier process's turns in it.
+	for _, r := range side {
+		if prompt != agentPrompt1 && bytes.Contains(r.Body, []byte(agentPrompt1)) {
+			t.Errorf("%s: a side call carries the first process's prompt: %.300s", a.name, r.Body)
+		}
+	}
 	return calls
 }
 
@@ -651,9 +659,10 @@ apps = false
 memories = false
 `
 
-// opencodeConfig is opencode's config: the model on Recall's conversation
-// URL, the small (title) model on a URL that names no conversation.
-func opencodeConfig(base, titles, key string) string {
+// opencodeConfig is opencode's config on its defaults: the model on
+// Recall's conversation URL, and no small model, so its title calls go
+// there too.
+func opencodeConfig(base, key string) string {
 	provider := func(name, url, model string) map[string]any {
 		return map[string]any{
 			"npm": "@ai-sdk/openai-compatible", "name": name,
@@ -662,14 +671,12 @@ func opencodeConfig(base, titles, key string) string {
 		}
 	}
 	b, _ := json.MarshalIndent(map[string]any{
-		"$schema":     "https://opencode.ai/config.json",
-		"autoupdate":  false,
-		"share":       "disabled",
-		"model":       "recall/gpt-4o",
-		"small_model": "titles/gpt-4o-mini",
+		"$schema":    "https://opencode.ai/config.json",
+		"autoupdate": false,
+		"share":      "disabled",
+		"model":      "recall/gpt-4o",
 		"provider": map[string]any{
 			"recall": provider("Recall", base, "gpt-4o"),
-			"titles": provider("Titles", titles, "gpt-4o-mini"),
 		},
 	}, "", "  ")
 	return string(b)

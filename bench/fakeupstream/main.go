@@ -46,6 +46,7 @@ func main() {
 	keep := flag.Int("keep", 0, "requests to keep in the in-memory log (0: none; keep it 0 under load)")
 	control := flag.Bool("control", false, "serve /_fake/reply and /_fake/last for tests (keeps the last 64 requests unless -keep says otherwise)")
 	describe := flag.Bool("describe", false, "say in each answer how many messages of which roles the request carried")
+	toolsOnly := flag.Bool("tool-calls-for-tools", false, "give a scripted reply that calls tools only to a request that offers tools (an agent's side calls come between)")
 	fast := flag.Bool("fast", false, "answer chat completions at once without validating them (the load script's rows: see fast.go); other paths stay strict")
 	flag.Parse()
 
@@ -55,6 +56,9 @@ func main() {
 	opts := []upstreamtest.Option{upstreamtest.WithKeepRequests(*keep)}
 	if *describe {
 		opts = append(opts, upstreamtest.WithDescribe())
+	}
+	if *toolsOnly {
+		opts = append(opts, upstreamtest.WithToolCallsForTools())
 	}
 	if *fast && !*control {
 		s, err := upstreamtest.Listen("127.0.0.1:0", opts...) // the strict fake, for every other path

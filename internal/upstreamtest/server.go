@@ -32,6 +32,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tidwall/gjson"
 	"net"
 	"net/http"
 	"strconv"
@@ -112,6 +113,14 @@ func WithIdleTimeout(d time.Duration) Option {
 	return func(s *Server) { s.idle = d }
 }
 
+// WithToolCallsForTools gives a scripted reply that calls tools only to
+// a request that offers tools, as a model calls tools only then: the
+// next request with tools takes it, and requests without (an agent's
+// title call) are answered as if none were queued.
+func WithToolCallsForTools() Option {
+	return func(s *Server) { s.toolsOnly = true }
+}
+
 // WithWindow gives model an input window of tokens: a chat-completions
 // request whose prompt counts more (as its usage's prompt_tokens would)
 // is refused with 400 context_length_exceeded in OpenAI's words, as
@@ -136,6 +145,7 @@ type Server struct {
 	created      int64
 	idle         time.Duration  // the server's idle timeout (0: none)
 	windows      map[string]int // models' input windows (WithWindow)
+	toolsOnly    bool           // scripted tool calls for requests with tools only
 
 	ln  net.Listener
 	srv *http.Server
@@ -369,12 +379,22 @@ func (s *Server) recordFrom(rec *Received, take bool, queue *[]Reply) (r Reply, 
 		}
 		s.reqs = append(s.reqs, *rec)
 	}
-	if q := *queue; take && len(q) > 0 {
+	// With WithToolCallsForTools, a scripted tool call waits for a
+	// request that offers tools (an agent's side call, which offers none,
+	// may come between).
+	if q := *queue; take && len(q) > 0 && (!s.toolsOnly || len(q[0].ToolCalls) == 0 || rec == nil || offersTools(rec.Body)) {
 		r, ok = q[0], true
 		q[0] = Reply{}
 		*queue = q[1:]
 	}
 	return r, ok, s.gate
+}
+
+// offersTools reports whether a request body of any protocol defines
+// tools (a non-empty top-level "tools" array).
+func offersTools(body []byte) bool {
+	t := gjson.GetBytes(body, "tools")
+	return t.IsArray() && len(t.Array()) > 0
 }
 
 // keeping reports whether requests are recorded at all.
