@@ -270,6 +270,15 @@ func runAgent(t *testing.T, ctx context.Context, f *fakeControl, a agentCase) {
 		}
 	}
 
+	// Codex opens each process with the same <environment_context> item:
+	// kept once, not a turn of every process.
+	if n := stored.users("<environment_context>"); n > 1 {
+		dup("stored: the agent's environment preamble %d times, want once", n)
+	}
+	if n := up.users("<environment_context>"); n > 1 {
+		dup("second process: the upstream got the agent's environment preamble %d times, want once", n)
+	}
+
 	var misplaced []string
 	if a.native {
 		misplaced = checkNative(t, append(first, calls...), stored)

@@ -74,6 +74,7 @@ func Merge(mode Mode, in []Message, snap Snapshot, head HeadFunc) (Merged, error
 	if j := overlap(in, visible(tail)); j > 0 {
 		return Merged{History: tail, New: in[j:]}, nil
 	}
+	head = memoHead(head)
 	// A resend from the first message that diverges is an edit or a
 	// regeneration only with evidence that the client resends: a stored
 	// assistant message it shares after the first message. An agent
@@ -91,10 +92,61 @@ func Merge(mode Mode, in []Message, snap Snapshot, head HeadFunc) (Merged, error
 			return supersede(in, snap, stored, p), nil
 		}
 	}
+	if ok, err := repeatsPreamble(in, snap, head); err != nil {
+		return Merged{}, err
+	} else if ok {
+		in = in[1:]
+	}
 	return Merged{History: tail, New: in}, nil
 }
 
+// repeatsPreamble reports whether in opens with the conversation's first
+// stored message as a preamble: a user message that another user message
+// follows unanswered, as Codex opens every process with its
+// <environment_context> item. A restarted agent's preamble identical to
+// the stored one is kept once (the stored one stays first in every
+// context), not stored again as a turn of its own in every process. Only
+// while the stored one was a preamble too (a user message follows it),
+// and is still sent as it is (no summary covers it, the cache-stable cut
+// has not passed it): otherwise the agent's own copy goes, as new, so
+// that its environment is never missing. It reads the conversation's
+// first two messages (head) only when in could be such a resend.
+func repeatsPreamble(in []Message, snap Snapshot, head HeadFunc) (bool, error) {
+	if len(in) < 2 || snap.Meta.Messages < 2 || in[0].Hash != snap.Meta.FirstHash ||
+		in[0].Role != wire.RoleUser || in[1].Role != wire.RoleUser ||
+		snap.Meta.Summary != nil && snap.Meta.Summary.Through > 0 {
+		return false, nil
+	}
+	first := snap.Tail
+	if !snap.Complete || len(first) < 2 {
+		var err error
+		if first, err = head(2); err != nil {
+			return false, err
+		}
+	}
+	return len(first) >= 2 && first[0].Hash == in[0].Hash && first[1].Role == wire.RoleUser &&
+		snap.Meta.Cut <= first[0].Seq, nil
+}
+
 func isAssistant(m Message) bool { return m.Role == wire.RoleAssistant }
+
+// memoHead returns head answering a read of no more messages than its
+// last one read (or than the conversation holds) from that read.
+func memoHead(head HeadFunc) HeadFunc {
+	var last []Message
+	asked := -1
+	return func(n int) ([]Message, error) {
+		if asked >= 0 && (n <= len(last) || len(last) < asked) {
+			return last[:min(n, len(last))], nil
+		}
+		got, err := head(n)
+		if err != nil {
+			return nil, err
+		}
+		last, asked = got, n
+		return got, nil
+	}
+}
 
 // resync keeps the common prefix of in and the stored history and
 // supersedes the stored rest.

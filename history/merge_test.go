@@ -55,7 +55,12 @@ func TestMerge(t *testing.T) {
 		// call, shares no assistant message: nothing is superseded.
 		{"auto, restart with the same opening message", Auto, conv, []Message{u1, u3}, conv.Tail, []Message{u1, u3}, nil},
 		{"auto, title call", Auto, conv, []Message{u1, User("generate a title for this conversation")}, conv.Tail, []Message{u1, User("generate a title for this conversation")}, nil},
-		{"auto, restart sharing only user messages", Auto, stored(u1, u2, a2), []Message{u1, u2, a1, u3}, stored(u1, u2, a2).Tail, []Message{u1, u2, a1, u3}, nil},
+		// The stored opening message was a preamble (a user message
+		// follows it): a restart's identical one is kept once.
+		{"auto, restart sharing only user messages", Auto, stored(u1, u2, a2), []Message{u1, u2, a1, u3}, stored(u1, u2, a2).Tail, []Message{u2, a1, u3}, nil},
+		{"auto, a restarted agent's preamble is kept once", Auto, stored(u1, u2, a2), []Message{u1, u3}, stored(u1, u2, a2).Tail, []Message{u3}, nil},
+		{"auto, a preamble a summary covers goes again", Auto, summarized(stored(u1, u2, a2), 1), []Message{u1, u3}, stored(u1, u2, a2).Tail, []Message{u1, u3}, nil},
+		{"auto, a preamble behind the cut goes again", Auto, cutAt(stored(u1, u2, a2), 2), []Message{u1, u3}, stored(u1, u2, a2).Tail, []Message{u1, u3}, nil},
 		{"auto, opening assistant message is no evidence", Auto, stored(a1, u1, a2), []Message{a1, u2, a2}, stored(a1, u1, a2).Tail, []Message{a1, u2, a2}, nil},
 		{"auto, restarted agent resends its own turns", Auto, stored(u1, a1, u2, a2, u1, u3, a1), []Message{u1, u3, a1, u2e}, stored(u1, a1, u2, a2, u1, u3, a1).Tail, []Message{u2e}, nil},
 		{"auto, edit after the restart's first turn", Auto, stored(u1, a1, u2, a2, u1, u3, a1), []Message{u1, a1, u2e}, stored(u1, a1, u2, a2, u1, u3, a1).Tail[:2], []Message{u2e}, &Boundary{Seq: 2, Turn: 1}},
@@ -114,14 +119,15 @@ func TestMergeHead(t *testing.T) {
 	}
 
 	// An agent restart has no assistant message to share: the head is
-	// never read.
+	// read for its first two messages only, to see whether the opening
+	// message was a preamble (it was answered: it was not).
 	asked = nil
 	restart := []Message{all[0], User("new question")}
 	if got, err = Merge(Auto, restart, snap, head); err != nil {
 		t.Fatal(err)
 	}
-	if len(asked) != 0 || got.Supersede != nil || len(got.New) != 2 {
-		t.Errorf("restart: got head calls %v, %d new, supersede %+v; want none, 2, nil", asked, len(got.New), got.Supersede)
+	if !slices.Equal(asked, []int{2}) || got.Supersede != nil || len(got.New) != 2 {
+		t.Errorf("restart: got head calls %v, %d new, supersede %+v; want [2], 2, nil", asked, len(got.New), got.Supersede)
 	}
 	// A resend that shares only the opening message with the head reads
 	// it, finds no evidence, and keeps the loaded tail as history.
@@ -150,6 +156,18 @@ func TestParseMode(t *testing.T) {
 	if _, err := ParseMode("AUTO"); err == nil {
 		t.Error("ParseMode(AUTO): got no error, want one")
 	}
+}
+
+// summarized is snap with a summary through seq.
+func summarized(snap Snapshot, through uint64) Snapshot {
+	snap.Meta.Summary = &Summary{Text: "s", Through: through, Turns: 1}
+	return snap
+}
+
+// cutAt is snap with its cache-stable cut at seq.
+func cutAt(snap Snapshot, seq uint64) Snapshot {
+	snap.Meta.Cut = seq
+	return snap
 }
 
 // seqOf makes test messages whose hashes are hs.
@@ -227,8 +245,16 @@ func FuzzMerge(f *testing.F) {
 			t.Fatalf("got new %v, want a suffix of %v", hashes(got.New), hashes(in))
 		}
 		sent := append(hashes(got.History), hashes(got.New)...)
-		if len(sent) < len(in) || !slices.Equal(sent[len(sent)-len(in):], hashes(in)) {
-			t.Fatalf("got history+new %v, want it to end with %v", sent, hashes(in))
+		tailWant := in
+		if preamble, _ := repeatsPreamble(in, snap, head); m == Auto && preamble {
+			// A restarted agent's preamble is the stored one, first.
+			if snap.Complete && (len(got.History) == 0 || got.History[0].Hash != in[0].Hash) {
+				t.Fatalf("a repeated preamble: got history %v, want it to open with %d", hashes(got.History), in[0].Hash)
+			}
+			tailWant = in[1:]
+		}
+		if len(sent) < len(tailWant) || !slices.Equal(sent[len(sent)-len(tailWant):], hashes(tailWant)) {
+			t.Fatalf("got history+new %v, want it to end with %v", sent, hashes(tailWant))
 		}
 		if m == Sync && !slices.Equal(sent, hashes(in)) {
 			t.Fatalf("sync: got history+new %v, want %v", sent, hashes(in))
