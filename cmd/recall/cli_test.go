@@ -53,12 +53,12 @@ func TestCLI(t *testing.T) {
 	}{
 		{name: "no command", args: nil, code: 2, stderr: []string{"usage: recall <command>"}, quietOut: true},
 		{name: "unknown command", args: []string{"serv"}, code: 2, stderr: []string{`unknown command "serv"`}, quietOut: true},
-		{name: "help", args: []string{"--help"}, code: 0, stdout: []string{"serve", "check-config", "health", "version"}, quietErr: true},
+		{name: "help", args: []string{"--help"}, code: 0, stdout: []string{"serve", "check-config", "health", "conversations", "exchanges", "version"}, quietErr: true},
 		{
 			name: "serve --help", args: []string{"serve", "--help"}, code: 0, quietErr: true,
 			stdout: []string{"usage: recall serve [--config FILE]", "-config file",
-				"RECALL_CONFIG", "RECALL_LISTEN        127.0.0.1:8080", "RECALL_UPSTREAM_URL  https://api.openai.com/v1",
-				"RECALL_DATA_DIR      ./recall-data", "RECALL_STORE_URL", "RECALL_ADMIN_KEY"},
+				"RECALL_CONFIG", "RECALL_LISTEN             127.0.0.1:8080", "RECALL_UPSTREAM_URL       https://api.openai.com/v1",
+				"RECALL_UPSTREAM_PROTOCOL  openai", "RECALL_DATA_DIR           ./recall-data", "RECALL_STORE_URL", "RECALL_ADMIN_KEY"},
 		},
 		{
 			name: "serve -h", args: []string{"serve", "-h"}, code: 0, quietErr: true,
@@ -67,8 +67,8 @@ func TestCLI(t *testing.T) {
 		{
 			name: "check-config --help", args: []string{"check-config", "--help"}, code: 0, quietErr: true,
 			stdout: []string{"usage: recall check-config [--config FILE]", "-config file",
-				"RECALL_CONFIG", "RECALL_LISTEN        127.0.0.1:8080", "RECALL_UPSTREAM_URL  https://api.openai.com/v1",
-				"RECALL_DATA_DIR      ./recall-data", "RECALL_STORE_URL", "RECALL_ADMIN_KEY"},
+				"RECALL_CONFIG", "RECALL_LISTEN             127.0.0.1:8080", "RECALL_UPSTREAM_URL       https://api.openai.com/v1",
+				"RECALL_UPSTREAM_PROTOCOL  openai", "RECALL_DATA_DIR           ./recall-data", "RECALL_STORE_URL", "RECALL_ADMIN_KEY"},
 		},
 		{
 			name: "health --help", args: []string{"health", "--help"}, code: 0, quietErr: true,

@@ -1,10 +1,10 @@
-// Command recall runs Recall, a conversation-memory proxy for
-// OpenAI-compatible chat-completions APIs.
+// Command recall runs Recall, a conversation-memory proxy for LLM APIs:
+// OpenAI chat completions, the Responses API and Anthropic Messages.
 //
 //	recall serve [--config recall.yaml]        serve (zero config: 127.0.0.1:8080 → api.openai.com)
 //	recall check-config [--config recall.yaml] validate and print the resolved tenants, secrets masked
 //	recall health [--addr http://127.0.0.1:8080] exit 0 if a running Recall is ready (for HEALTHCHECK)
-//	recall conversations VERB [flags]          list|show|messages|context|search|export|import|forget|delete
+//	recall conversations VERB [flags]          list|show|messages|context|search|export|import|forget|exchanges|delete
 //	recall version                             print the version
 //
 // Every command's --help lists its flags and the environment variables it
@@ -41,6 +41,7 @@ import (
 	"github.com/recallproxy/recall/store/pgstore"
 	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/wire"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -56,7 +57,8 @@ commands:
   serve          serve the proxy
   check-config   validate a configuration and print it, secrets masked
   health         exit 0 if a running Recall answers /readyz with 200
-  conversations  list, show, search, export, import, forget or delete stored conversations
+  conversations  read and change stored conversations: list, show, messages, context,
+                 search, export, import, forget, exchanges (their upstream calls), delete
   version        print the version
 
 "recall <command> --help" lists a command's flags and environment variables.
@@ -111,6 +113,7 @@ func configEnv() []envVar {
 		{"RECALL_CONFIG", "(none)", "global configuration file, as --config; none: built-in defaults"},
 		{config.EnvListen, d.Listen, "address to listen on; overrides listen"},
 		{config.EnvUpstreamURL, d.Defaults.Upstream.BaseURL, "upstream API base URL; overrides defaults.upstream.base_url"},
+		{config.EnvUpstreamProtocol, d.Defaults.Upstream.Protocol, "what the upstream speaks (" + strings.Join(wire.UpstreamKinds, ", ") + "); overrides defaults.upstream.protocol"},
 		{config.EnvDataDir, d.DataDir, "Badger data directory; overrides data_dir"},
 		{config.EnvStoreURL, "(empty)", "postgres://user:password@host:port/db: PostgreSQL, shared by replicas; empty: Badger in the data directory"},
 		{"RECALL_ADMIN_KEY", "(none)", `the admin key, where a file says admin_key: "${RECALL_ADMIN_KEY}"`},
