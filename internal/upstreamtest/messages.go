@@ -25,13 +25,14 @@ import (
 // that is not user; roles that do not alternate user/assistant; a tool_use
 // not answered by a tool_result in the next message, or a tool_result
 // that answers no tool_use of the previous one; more than four
-// cache_control breakpoints; a system-role message inside messages unless
-// anthropic-beta names SystemMessagesBeta; and an assistant thinking block
-// whose signature is not ThinkingSignature of its text. A request with
-// "thinking":{"type":"enabled"} or {"type":"adaptive"} (Claude Code's
-// setting, under which the model thinks when it sees fit) is answered with
-// a thinking block first, signed so, so that tests can check that thinking
-// is stored and sent back.
+// cache_control breakpoints (a top-level cache_control, Anthropic's
+// automatic caching, takes one); a system-role message inside messages
+// unless anthropic-beta names SystemMessagesBeta; and an assistant
+// thinking block whose signature is not ThinkingSignature of its text.
+// A request with "thinking":{"type":"enabled"} or {"type":"adaptive"}
+// (Claude Code's setting, under which the model thinks when it sees fit)
+// is answered with a thinking block first, signed so, so that tests can
+// check that thinking is stored and sent back.
 
 // SystemMessagesBeta is the anthropic-beta value under which the fake
 // accepts system-role messages inside messages: Anthropic's name for
@@ -53,7 +54,8 @@ func ThinkingSignature(thinking string) string {
 	return "sig_" + hex.EncodeToString(sum[:12])
 }
 
-// maxBreakpoints is how many cache_control blocks one request may carry.
+// maxBreakpoints is how many cache_control breakpoints one request may
+// carry, its top-level cache_control counted as one.
 const maxBreakpoints = 4
 
 // anthropicError is an error answered in Anthropic's shape.
@@ -189,7 +191,11 @@ func validateMessagesRequest(root gjson.Result, msgs []gjson.Result, systemBeta 
 	case len(msgs) == 0:
 		return badRequest("messages: at least one message is required")
 	}
-	if n := countBreakpoints(root.Get("system")) + countBreakpoints(root.Get("tools")) + countBreakpoints(root.Get("messages")); n > maxBreakpoints {
+	n := countBreakpoints(root.Get("system")) + countBreakpoints(root.Get("tools")) + countBreakpoints(root.Get("messages"))
+	if cc := root.Get("cache_control"); cc.Exists() && cc.Type != gjson.Null {
+		n++
+	}
+	if n > maxBreakpoints {
 		return badRequest("A maximum of 4 blocks with cache_control may be provided. Found " + strconv.Itoa(n) + ".")
 	}
 	prevRole := ""

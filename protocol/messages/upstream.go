@@ -231,7 +231,8 @@ func appendArray(dst []byte, vals [][]byte) []byte {
 }
 
 // MaxBreakpoints is how many cache_control breakpoints a Messages request
-// may carry.
+// may carry. A top-level cache_control (Anthropic's automatic caching)
+// takes one of them.
 const MaxBreakpoints = 4
 
 // ephemeral is the cache hint Recall places.
@@ -242,17 +243,19 @@ const ephemeral = `"cache_control":{"type":"ephemeral"}`
 // message last (the last message of the curated history), so that the
 // provider caches the stable prefix of the conversation. It leaves body as
 // it is when last is out of range, when the request already uses all
-// MaxBreakpoints (counted across system, tools and messages), or when the
-// message has no block that can carry one (thinking blocks cannot, nor
-// empty text) or already carries one there. A string content becomes one
-// text block carrying the hint. The proxy calls it after AppendBody, for
-// an anthropic upstream, with the index in the sent messages of the last
-// history message.
+// MaxBreakpoints (as Breakpoints counts them, the top-level cache_control
+// included), or when the message has no block that can carry one
+// (thinking blocks cannot, nor empty text) or already carries one there.
+// A string content becomes one text block carrying the hint. The proxy
+// calls it after AppendBody, for an anthropic upstream, with the index in
+// the sent messages of the last history message.
 func MarkHistoryEnd(body []byte, last int) []byte {
 	if last < 0 {
 		return body
 	}
 	root := parse(body)
+	// Every slot names cache_control: fewer mentions than slots, and the
+	// body need not be walked.
 	if bytes.Count(body, []byte("cache_control")) >= MaxBreakpoints && Breakpoints(root) >= MaxBreakpoints {
 		return body
 	}
@@ -292,10 +295,24 @@ func MarkHistoryEnd(body []byte, last int) []byte {
 }
 
 // Breakpoints counts the cache_control breakpoints of a Messages API
-// request: the non-null cache_control members in system, tools and
-// messages, at any depth.
+// request, the slots of MaxBreakpoints it uses: a non-null top-level
+// cache_control, and the non-null cache_control members in system, tools
+// and messages, at any depth. A member repeated at the top level counts
+// each time, so that a doubt leaves a slot unused rather than overfills.
 func Breakpoints(root gjson.Result) int {
-	return countHints(root.Get("system")) + countHints(root.Get("tools")) + countHints(root.Get("messages"))
+	n := 0
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "cache_control":
+			if v.Type != gjson.Null {
+				n++
+			}
+		case "system", "tools", "messages":
+			n += countHints(v)
+		}
+		return true
+	})
+	return n
 }
 
 func countHints(v gjson.Result) int {

@@ -1,0 +1,84 @@
+package messages
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// hinted is a body whose top-level cache_control (Anthropic's automatic
+// caching) takes one of the MaxBreakpoints slots, and whose system, tools
+// and last message take three more: no slot is left for Recall's.
+const hinted = `{"model":"claude","max_tokens":100,"cache_control":{"type":"ephemeral"},` +
+	`"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}],` +
+	`"tools":[{"name":"f","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}],` +
+	`"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},` +
+	`{"role":"user","content":[{"type":"text","text":"c","cache_control":{"type":"ephemeral"}}]}]}`
+
+// TestBreakpointsCountTopLevelCacheControl: the slots a request uses are
+// its top-level cache_control and every block's in system, tools and
+// messages; a null hint takes none, nor does the name in a string or in
+// another member.
+func TestBreakpointsCountTopLevelCacheControl(t *testing.T) {
+	const cc = `"cache_control":{"type":"ephemeral"}`
+	tests := []struct {
+		name, body string
+		want       int
+	}{
+		{"none", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, 0},
+		{"top level only", `{"model":"m",` + cc + `,"messages":[{"role":"user","content":"hi"}]}`, 1},
+		{"top level last", `{"model":"m","messages":[{"role":"user","content":"hi"}],` + cc + `}`, 1},
+		{"top level null", `{"model":"m","cache_control":null,"messages":[{"role":"user","content":"hi"}]}`, 0},
+		{"top level and three blocks", hinted, 4},
+		{"blocks at depth", `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"r",` + cc + `}]}]}],"system":[{"type":"text","text":"s",` + cc + `}]}`, 2},
+		{"named, not used", `{"metadata":{"user_id":"cache_control"},"x":{` + cc + `},"messages":[{"role":"user","content":"\"cache_control\":{}"}]}`, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Breakpoints(gjson.Parse(tt.body)); got != tt.want {
+				t.Errorf("got %d slots, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestMarkHistoryEndLeavesTheLastSlot: with the top-level cache_control
+// and three block hints the request uses all MaxBreakpoints slots and
+// goes unmarked, counted without an allocation; with one block hint
+// fewer, Recall's takes the last slot.
+func TestMarkHistoryEndLeavesTheLastSlot(t *testing.T) {
+	full := []byte(hinted)
+	if got := MarkHistoryEnd(full, 1); string(got) != hinted {
+		t.Errorf("got %s, want the body unchanged", got)
+	}
+	if n := testing.AllocsPerRun(20, func() { MarkHistoryEnd(full, 1) }); n != 0 {
+		t.Errorf("got %.0f allocations for a request with no slot left, want 0", n)
+	}
+	three := strings.Replace(hinted, `"text":"c","cache_control":{"type":"ephemeral"}`, `"text":"c"`, 1)
+	got := MarkHistoryEnd([]byte(three), 1)
+	if n := Breakpoints(gjson.ParseBytes(got)); n != MaxBreakpoints {
+		t.Errorf("got %d slots, want %d", n, MaxBreakpoints)
+	}
+	if !gjson.GetBytes(got, "messages.1.content.0.cache_control").Exists() {
+		t.Errorf("got %s, want the history's last message marked", gjson.GetBytes(got, "messages.1").Raw)
+	}
+}
+
+// BenchmarkMarkHistoryEnd marks a request of 40 messages with no hint of
+// the client's (the common case: the name never occurs, and one pass of
+// bytes.Count decides), and a request whose slots are all taken (the
+// body is parsed to count them).
+func BenchmarkMarkHistoryEnd(b *testing.B) {
+	bodies := map[string][]byte{"no-hints": agentBody(40), "slots-taken": []byte(hinted)}
+	for _, name := range []string{"no-hints", "slots-taken"} {
+		body := bodies[name]
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				MarkHistoryEnd(body, 1)
+			}
+		})
+	}
+}
