@@ -191,6 +191,7 @@ var routes = []route{
 	{method: "POST", name: "import", conv: true, verb: "import", serve: (*call).importConv, heavy: true},
 	{method: "GET", name: "exchanges", conv: true, verb: "exchanges", serve: (*call).exchanges},
 	{method: "GET", name: "exchange", conv: true, verb: "exchanges/{xid}", serve: (*call).exchange},
+	{method: "GET", name: "threads", conv: true, verb: "threads", serve: (*call).threads},
 }
 
 // Handle serves one request whose path starts with Prefix.
@@ -258,11 +259,11 @@ func (c *call) serve() (int, error) {
 			return 0, apierr.NotFound
 		}
 		switch verb {
-		case "", "messages", "context", "search", "forget", "end", "summarize", "export", "import", "exchanges", "exchanges/{xid}":
+		case "", "messages", "context", "search", "forget", "end", "summarize", "export", "import", "exchanges", "exchanges/{xid}", "threads":
 		default:
 			return 0, apierr.NotFound
 		}
-		if !history.ValidID(id) {
+		if !history.ValidStoredID(id) { // a conversation, or one of its threads
 			return 0, apierr.BadConversationID
 		}
 		c.key.Conversation, conv = id, true

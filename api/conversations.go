@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 
 	"github.com/recallproxy/recall/history"
@@ -113,17 +114,80 @@ type Deleted struct {
 // delete serves DELETE /conversations/{id}: every trace of it, in the
 // store's one atomic erase, under the conversation's lock so that no chat
 // exchange commits into it halfway.
+//
+// A conversation's threads (its agents' subagents, see package thread)
+// go with it, each under its own lock, before it: a delete cut short
+// leaves the conversation, and repeating it finishes the work.
 func (c *call) delete() error {
 	release, err := c.lock()
 	if err != nil {
 		return err
 	}
 	defer release()
-	if _, err := c.meta(); err != nil {
+	_, err = c.meta()
+	stored := err == nil
+	if err != nil && !errors.Is(err, apierr.ConversationNotFound) {
 		return err
 	}
-	if err := c.h.cfg.Store.Delete(c.ctx, c.key); err != nil {
+	threads, err := c.threadIDs()
+	if err != nil {
 		return err
+	}
+	if !stored && len(threads) == 0 {
+		return apierr.ConversationNotFound
+	}
+	for _, id := range threads {
+		k := history.Key{Tenant: c.key.Tenant, Conversation: id}
+		release, err := c.h.cfg.Lock(c.ctx, k)
+		if err != nil {
+			return apierr.Busy
+		}
+		err = c.h.cfg.Store.Delete(c.ctx, k)
+		release()
+		if err != nil {
+			return err
+		}
+	}
+	if stored {
+		if err := c.h.cfg.Store.Delete(c.ctx, c.key); err != nil {
+			return err
+		}
 	}
 	return c.reply(200, Deleted{ID: c.key.Conversation, Object: "conversation.deleted", Deleted: true})
+}
+
+// threadIDs returns the ids of the conversation's threads (none for a
+// thread's own id, or a store that keeps none apart).
+func (c *call) threadIDs() ([]string, error) {
+	tl, ok := c.h.cfg.Store.(history.ThreadLister)
+	if _, _, thread := history.SplitThread(c.key.Conversation); !ok || thread {
+		return nil, nil
+	}
+	ids, err := tl.Threads(c.ctx, c.key)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil, nil
+	}
+	return ids, err
+}
+
+// threads serves GET /conversations/{id}/threads: the conversation's
+// threads, each as a conversation (its id is the thread's), oldest name
+// first, in one page.
+func (c *call) threads() error {
+	ids, err := c.threadIDs()
+	if err != nil {
+		return err
+	}
+	data := make([]Conversation, 0, len(ids))
+	for _, id := range ids {
+		snap, err := c.h.cfg.Store.Load(c.ctx, history.Key{Tenant: c.key.Tenant, Conversation: id}, history.Query{MinMessages: 1, MaxTurns: 1})
+		if err != nil {
+			return err
+		}
+		if snap.Meta.Version == 0 {
+			continue // deleted since it was listed
+		}
+		data = append(data, conversationOf(id, &snap.Meta))
+	}
+	return c.reply(200, listOf(data, false, func(v *Conversation) string { return v.ID }))
 }

@@ -148,3 +148,75 @@ func TestToolLessCallsOfAnAgentsConversationAreSideCalls(t *testing.T) {
 		t.Errorf("a plain client's second turn: the upstream got %q, want the first turn injected", got)
 	}
 }
+
+// TestASubagentWorksInAThreadOfItsOwn: Claude Code's Agent tool runs a
+// subagent through the same base URL, its calls marked with
+// x-claude-code-agent-id. Its first call carries none of the main
+// thread's turns; its turns are stored in a thread of the conversation
+// (proj~<agent id>), never in the main thread, whose next call carries
+// none of them; the API lists the thread, reads it by its id, and a
+// delete of the conversation erases the thread too.
+func TestASubagentWorksInAThreadOfItsOwn(t *testing.T) {
+	h := e2etest.New(t, e2etest.Options{Tenants: map[string]string{"an.yaml": "id: an\napi_keys: [\"rk-an\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n  api_key: \"sk-up-an\"\n  protocol: anthropic\n"}})
+	main := map[string]string{"x-api-key": "rk-an", "anthropic-version": "2023-06-01", "Content-Type": "application/json"}
+	sub := map[string]string{"x-api-key": "rk-an", "anthropic-version": "2023-06-01", "Content-Type": "application/json",
+		"x-claude-code-agent-id": "a1b2c3d4e5"}
+	post := func(headers map[string]string, conv, body string) {
+		t.Helper()
+		if r := h.PostHeaders("/c/proj/v1/messages", headers, body); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		h.WaitDone(conv)
+	}
+	sentAll := func() string {
+		var out []string
+		for _, m := range h.Up.Last().Messages {
+			out = append(out, texts([]json.RawMessage{m})[0])
+		}
+		return strings.Join(out, "\n")
+	}
+	const thread = "proj~a1b2c3d4e5"
+	post(main, "proj", agentRequest("The code word is KIWI."))
+	post(sub, thread, agentRequest("Subagent: list the files under src/."))
+	if got := sentAll(); strings.Contains(got, "KIWI") || !strings.Contains(got, "list the files") {
+		t.Errorf("the subagent's first call: the upstream got %q, want its own prompt and nothing of the main thread", got)
+	}
+	post(sub, thread, agentRequest("Subagent: and the tests?"))
+	if got := sentAll(); !strings.Contains(got, "list the files") || strings.Contains(got, "KIWI") {
+		t.Errorf("the subagent's second call: the upstream got %q, want its own first turn, and nothing of the main thread", got)
+	}
+	post(main, "proj", agentRequest("What is the code word?"))
+	if got := sentAll(); !strings.Contains(got, "KIWI") || strings.Contains(got, "Subagent") {
+		t.Errorf("the main thread's next call: the upstream got %q, want its own turn and none of the subagent's", got)
+	}
+	if n := len(h.Stored("an", "proj")); n != 4 {
+		t.Errorf("the main thread holds %d messages, want its two turns' 4", n)
+	}
+	if n := len(h.Stored("an", thread)); n != 4 {
+		t.Errorf("the thread holds %d messages, want the subagent's two turns' 4", n)
+	}
+
+	a := h.API("rk-an", "", "GET", "/recall/v1/conversations/proj/threads", "")
+	var l struct {
+		Data []struct {
+			ID    string `json:"id"`
+			Turns int    `json:"turns"`
+		} `json:"data"`
+	}
+	a.JSON(t, &l)
+	if a.Status != 200 || len(l.Data) != 1 || l.Data[0].ID != thread || l.Data[0].Turns != 2 {
+		t.Errorf("threads: got %d %s, want the one thread with its 2 turns", a.Status, a.Body)
+	}
+	if a := h.API("rk-an", "", "GET", "/recall/v1/conversations/"+thread+"/messages", ""); a.Status != 200 || !strings.Contains(string(a.Body), "list the files") {
+		t.Errorf("the thread's messages: got %d %s", a.Status, a.Body)
+	}
+	if a := h.API("rk-an", "", "DELETE", "/recall/v1/conversations/proj", ""); a.Status != 200 {
+		t.Fatalf("delete: %d %s", a.Status, a.Body)
+	}
+	if n := len(h.Stored("an", thread)); n != 0 {
+		t.Errorf("after the conversation's delete its thread holds %d messages, want none", n)
+	}
+	if a := h.API("rk-an", "", "GET", "/recall/v1/conversations/"+thread, ""); a.Status != 404 {
+		t.Errorf("the deleted thread: got %d %s, want 404", a.Status, a.Body)
+	}
+}

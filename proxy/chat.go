@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/history"
@@ -304,17 +305,53 @@ func (s *Server) admit(rc *fasthttp.RequestCtx, x *exchange) ([]byte, bool) {
 // conversation returns the conversation the request names: by the path
 // prefix (conv) or the tenant's header, which may both name it but not
 // two different ones.
+//
+// A subagent's request names a thread of the conversation (threadName):
+// the id returned is then the thread's (history.ThreadID), a conversation
+// of its own whose history is the subagent's, never the main thread's.
 func (x *exchange) conversation(rc *fasthttp.RequestCtx, conv string) (string, error) {
 	h, err := conversationID(rc, x.c.convHeader)
 	switch {
 	case err != nil:
 		return "", err
 	case conv == "":
-		return h, nil
+		conv = h
 	case h != "" && h != conv:
 		return "", apierr.TwoConversationIDs
 	}
-	return conv, nil
+	if conv == "" {
+		return "", nil
+	}
+	name, err := threadName(rc)
+	if err != nil || name == "" {
+		return conv, err
+	}
+	return history.ThreadID(conv, name), nil
+}
+
+// headerAgentID is the header Claude Code's subagents send (its main
+// thread's calls do not).
+const headerAgentID = "X-Claude-Code-Agent-Id"
+
+// threadName is the thread a request names: X-Recall-Thread (but its
+// side and main, see package thread), else Claude Code's subagent id;
+// "" for the main thread. A name that cannot name a thread is refused,
+// from X-Recall-Thread, or hashed, from an agent's header.
+func threadName(rc *fasthttp.RequestCtx) (string, error) {
+	if v := rc.Request.Header.Peek(thread.Header); len(v) > 0 && string(v) != thread.Side && string(v) != thread.Main {
+		if !history.ValidThreadName(string(v)) {
+			return "", apierr.InvalidValue(thread.Header, "X-Recall-Thread must be side, main, or a thread's name: 1-64 characters of [A-Za-z0-9._:@-].")
+		}
+		return string(v), nil
+	}
+	v := rc.Request.Header.Peek(headerAgentID)
+	switch {
+	case len(v) == 0:
+		return "", nil
+	case history.ValidThreadName(string(v)):
+		return string(v), nil
+	}
+	return "agent-" + strconv.FormatUint(xxhash.Sum64(v), 16), nil
 }
 
 // curated sets the headers that say what curation did, and counts it.

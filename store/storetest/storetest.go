@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) history.Store) {
 		{"ExchangesCap", testExchangesCap},
 		{"ExchangesCapBetweenTrims", testExchangesCapBetweenTrims},
 		{"ExchangesErased", testExchangesErased},
+		{"Threads", testThreads},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
