@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
@@ -575,5 +576,54 @@ func TestEditInsideTheSummaryDropsIt(t *testing.T) {
 	}
 	if s := h.Meta(h.PassNamespace(key), "edit-1").Summary; s != nil {
 		t.Errorf("the summary of the rewritten turns survived: %+v", s)
+	}
+}
+
+// TestSummariesOverAMessagesOnlyUpstream: a tenant whose upstream speaks
+// only Anthropic Messages gets its summaries from that upstream, in its
+// protocol (POST /messages with x-api-key and anthropic-version, the
+// instructions as system): the job lands, and the next request carries
+// the summary in its system prompt and none of the turns it covers.
+// Before, every summary went to /chat/completions with a bearer key: a
+// 404 each time, and no summary ever landed.
+func TestSummariesOverAMessagesOnlyUpstream(t *testing.T) {
+	h := e2etest.New(t, e2etest.Options{Global: summaryOn(4, 2), Summary: func(*summary.Config) {},
+		Tenants: map[string]string{"an.yaml": "id: an\napi_keys: [\"rk-an\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n  api_key: \"sk-up-an\"\n  protocol: anthropic\n"}})
+	headers := map[string]string{"x-api-key": "rk-an", "anthropic-version": "2023-06-01", "Content-Type": "application/json"}
+	say := func(text string) {
+		t.Helper()
+		body := `{"model":"claude-sonnet-4-5","max_tokens":256,"system":"be brief","messages":[{"role":"user","content":"` + text + `"}]}`
+		if r := h.PostHeaders("/v1/messages", map[string]string{"x-api-key": headers["x-api-key"], "anthropic-version": headers["anthropic-version"],
+			"Content-Type": headers["Content-Type"], "X-Conversation-ID": "sum-an"}, body); r.Status != 200 {
+			t.Fatalf("%s: %d %s", text, r.Status, r.Body)
+		}
+		h.WaitDone("sum-an")
+	}
+	for i := 1; i <= 5; i++ {
+		say(fmt.Sprintf("turn %d", i))
+	}
+	if d := h.WaitJob("sum-an"); d.Outcome != summary.Landed || d.Calls != 1 {
+		t.Fatalf("the job: %+v, want one call that landed", d)
+	}
+	calls := h.Up.SummaryCalls()
+	if len(calls) != 1 {
+		t.Fatalf("got %d summariser calls, want 1", len(calls))
+	}
+	c := calls[0]
+	if c.Path != "/v1/messages" || c.Header.Get("X-Api-Key") != "sk-up-an" || c.Header.Get("Authorization") != "" || c.Header.Get("Anthropic-Version") == "" {
+		t.Errorf("the summariser call: %s with x-api-key %q, authorization %q, anthropic-version %q; want /v1/messages with the tenant's key as x-api-key",
+			c.Path, c.Header.Get("X-Api-Key"), c.Header.Get("Authorization"), c.Header.Get("Anthropic-Version"))
+	}
+	say("turn 6")
+	last := h.Up.Last()
+	var system string
+	for _, b := range gjson.GetBytes(last.Body, "system").Array() {
+		system += b.Get("text").Str + "\n"
+	}
+	if !strings.Contains(system, plan.SummaryPrefix+"turn 1; turn 2; turn 3") {
+		t.Errorf("after the summary: system %q, want the summary in it", system)
+	}
+	if got := strings.Join(e2etest.RenderAll(last.Messages), "\n"); strings.Contains(got, "turn 1") || !strings.Contains(got, "turn 6") {
+		t.Errorf("after the summary: the upstream got %q, want none of the summarised turns", got)
 	}
 }

@@ -93,7 +93,7 @@ func anthropicErrorEvent(e *apierr.Error) []byte {
 
 // anthropicVersion is the API version asked for when the client named none
 // (a chat or Responses client's request translated).
-const anthropicVersion = "2023-06-01"
+const anthropicVersion = messages.APIVersion
 
 // anthropicCredential sends the upstream key as Anthropic reads it.
 func anthropicCredential(req *fasthttp.Request, _ caller) {

@@ -113,8 +113,9 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, body []by
 	default:
 		apiErr = validateMessagesRequest(root, msgs, hasBeta(r.Header, SystemMessagesBeta))
 	}
+	summary := apiErr == nil && isMessagesSummaryCall(root, msgs)
 	if rec != nil {
-		rec.Model, rec.Stream = root.Get("model").Str, root.Get("stream").Type == gjson.True
+		rec.Model, rec.Stream, rec.Summary = root.Get("model").Str, root.Get("stream").Type == gjson.True, summary
 		for _, m := range msgs {
 			rec.Messages = append(rec.Messages, json.RawMessage(m.Raw))
 		}
@@ -122,10 +123,20 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, body []by
 			rec.Rejected = &APIError{Message: apiErr.message, Type: apiErr.typ}
 		}
 	}
-	reply, _, gate := s.record(rec, apiErr == nil)
+	queue := &s.queue
+	if summary {
+		queue = &s.summaryQueue
+	}
+	reply, _, gate := s.recordFrom(rec, apiErr == nil, queue)
 	if apiErr != nil {
 		s.writeAnthropicError(w, apiErr, "")
 		return
+	}
+	if summary && reply.Content == "" && len(reply.ToolCalls) == 0 {
+		reply.Content = SummaryAnswer(systemText(root.Get("system")), msgs[0].Get("content").Str)
+		if !s.unbounded {
+			reply.Content = CapSummary(reply.Content, int(root.Get("max_tokens").Int()))
+		}
 	}
 	ctx := r.Context()
 	if reply.Hold && !s.stall(ctx, gate) {
@@ -161,6 +172,31 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, body []by
 		return
 	}
 	s.writeMessage(ctx, w, m, gate)
+}
+
+// isMessagesSummaryCall reports whether a Messages request is shaped as
+// a summariser call (see isSummaryCall): no tools, a system prompt that
+// asks for a summary, one user message with the transcript.
+func isMessagesSummaryCall(root gjson.Result, msgs []gjson.Result) bool {
+	if len(msgs) != 1 || root.Get("tools").Exists() || msgs[0].Get("role").Str != "user" || msgs[0].Get("content").Type != gjson.String {
+		return false
+	}
+	text := systemText(root.Get("system"))
+	// Recall's injected summary joins the client's instructions there.
+	return strings.Contains(strings.ToLower(text), "summary") && !strings.Contains(text, injectedSummary)
+}
+
+// systemText is a Messages request's system prompt as text: the string,
+// or its text blocks joined.
+func systemText(sys gjson.Result) string {
+	if sys.Type == gjson.String {
+		return sys.Str
+	}
+	var b strings.Builder
+	for _, blk := range sys.Array() {
+		b.WriteString(blk.Get("text").Str)
+	}
+	return b.String()
 }
 
 // hasBeta reports whether an anthropic-beta header names beta (the header

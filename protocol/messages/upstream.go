@@ -21,6 +21,10 @@ var ErrUpstream = errors.New("messages: upstream error")
 // ErrBadAnswer is returned (wrapped) for an answer that is not a Message.
 var ErrBadAnswer = errors.New("messages: not a message answer")
 
+// APIVersion is the anthropic-version Recall sends with a request it
+// makes itself (a translated client's, a summary's).
+const APIVersion = "2023-06-01"
+
 // DefaultMaxTokens is the max_tokens sent for a request from another
 // protocol that set no cap: Anthropic requires one.
 const DefaultMaxTokens = 4096
