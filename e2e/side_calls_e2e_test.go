@@ -220,3 +220,60 @@ func TestASubagentWorksInAThreadOfItsOwn(t *testing.T) {
 		t.Errorf("the deleted thread: got %d %s, want 404", a.Status, a.Body)
 	}
 }
+
+// agentRequestOf is agentRequest with the messages given (JSON).
+func agentRequestOf(msgs ...string) string {
+	body := agentRequest("x")
+	i := strings.LastIndex(body, `,"messages":[`)
+	return body[:i] + `,"messages":[` + strings.Join(msgs, ",") + `]}`
+}
+
+// TestAnAgentsOwnCompaction: Claude Code compacts its own context when it
+// fills: a call that asks the model for a summary of the conversation (a
+// side call, tools and all: sent as it came, not stored), then calls that
+// restart from that summary. Those are not fed the verbatim turns the
+// summary replaced: the stored turns are superseded, the restart's own
+// messages stored; the next process gets the restart's turn as memory.
+func TestAnAgentsOwnCompaction(t *testing.T) {
+	h := e2etest.New(t, e2etest.Options{Tenants: map[string]string{"an.yaml": "id: an\napi_keys: [\"rk-an\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n  api_key: \"sk-up-an\"\n  protocol: anthropic\n"}})
+	headers := map[string]string{"x-api-key": "rk-an", "anthropic-version": "2023-06-01", "Content-Type": "application/json"}
+	post := func(body string) {
+		t.Helper()
+		if r := h.PostHeaders("/c/compact/v1/messages", headers, body); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		h.WaitDone("compact")
+	}
+	sentAll := func() string {
+		var out []string
+		for _, m := range h.Up.Last().Messages {
+			out = append(out, texts([]json.RawMessage{m})[0])
+		}
+		return strings.Join(out, "\n")
+	}
+	user := func(s string) string { return `{"role":"user","content":` + strconv.Quote(s) + `}` }
+	asst := func(s string) string { return `{"role":"assistant","content":[{"type":"text","text":` + strconv.Quote(s) + `}]}` }
+	post(agentRequestOf(user("old turn one: the code word is KIWI")))
+	post(agentRequestOf(user("old turn one: the code word is KIWI"), asst("echo: old turn one: the code word is KIWI"), user("old turn two")))
+
+	compaction := agentRequestOf(user("old turn one: the code word is KIWI"), asst("echo: old turn one: the code word is KIWI"),
+		user("old turn two"), asst("echo: old turn two"),
+		user("Your task is to create a detailed summary of the conversation so far, paying close attention to the user's explicit requests."))
+	post(compaction)
+	if got := sentAll(); strings.Count(got, "old turn one") != 2 {
+		t.Errorf("the compaction call: the upstream got %q, want the agent's messages as it sent them", got)
+	}
+	restart := user("This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\nSummary: the code word is KIWI.")
+	post(agentRequestOf(restart))
+	if got := sentAll(); strings.Contains(got, "old turn") || !strings.Contains(got, "continued from a previous conversation") {
+		t.Errorf("the restart from the agent's summary: the upstream got %q, want its own messages and none of the turns the summary replaced", got)
+	}
+	active := e2etest.Active(h.Stored("an", "compact"))
+	if got := strings.Join(active, "\n"); strings.Contains(got, "old turn") || strings.Contains(got, "Your task is to create") || len(active) != 2 {
+		t.Errorf("stored after the restart: %q, want the restart's turn alone active", active)
+	}
+	post(agentRequest("What is the code word?"))
+	if got := sentAll(); !strings.Contains(got, "Summary: the code word is KIWI") || strings.Contains(got, "old turn") {
+		t.Errorf("the next process: the upstream got %q, want the restart's turn as memory, not the old turns", got)
+	}
+}

@@ -256,6 +256,12 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 	}
 	news := in.New
 	head := headFunc(ctx, in.Store, in.Key)
+	mode := pol.Mode
+	if in.Thread != nil && mode == history.Auto && len(news) > 0 && thread.Restarted(news[0].Raw) {
+		// An agent restarted its context from its own summary: what is
+		// stored is what that summary replaced (thread.Restarted).
+		mode = history.Sync
+	}
 
 	// Summarised turns are never read again: the store stops at the
 	// summary's covered-through, which it reads with the metadata, in the
@@ -282,7 +288,7 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 			}
 		}
 		q = q.Resolve(&snap.Meta)
-		merged, replaced, err = merge(pol.Mode, news, snap, q.After, head, in.Retry)
+		merged, replaced, err = merge(mode, news, snap, q.After, head, in.Retry)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrStore, err)
 		}

@@ -9,10 +9,13 @@
 //
 //  1. X-Recall-Thread: side names a side call, and X-Recall-Thread: main
 //     the main thread, whatever the rules below say.
-//  2. A request that sends no tool definitions and whose instructions or
-//     newest message carry a known marker of an agent's side call (Claude
-//     Code's and opencode's title prompts, see markers) is a side call,
-//     on a conversation's first request too.
+//  2. A request whose newest message asks for the agent's own compaction
+//     (Claude Code's "create a detailed summary of the conversation so
+//     far", see compactions) is a side call, tools or not; so is one that
+//     sends no tool definitions and whose instructions or newest message
+//     carry a known marker of an agent's side call (Claude Code's and
+//     opencode's title prompts, see markers), on a conversation's first
+//     request too.
 //  3. A request that sends no tool definitions on a conversation whose
 //     main thread sends them (history.Meta.Tools: an agent's conversation)
 //     is a side call: an agent's own turns always carry its tools.
@@ -39,6 +42,8 @@ const (
 	ReasonHeader  = "header"   // X-Recall-Thread: side
 	ReasonMarker  = "marker"   // a known side-call prompt (rule 2)
 	ReasonNoTools = "no_tools" // no tools where the main thread has them (rule 3)
+	// ReasonCompaction is the agent's own compaction request (rule 2).
+	ReasonCompaction = "compaction"
 )
 
 // markers are phrases that only agents' side calls carry, in their
@@ -52,6 +57,35 @@ var markers = [][]byte{
 	// opencode's (and its forks') title generator.
 	[]byte("You are a title generator. You output ONLY a thread title"),
 	[]byte("Generate a title for this conversation:"),
+}
+
+// compactions are phrases of the requests agents make to compact their
+// own context: a side call whether it sends tools or not (the agent
+// sends its whole context; the answer is its summary, not a turn).
+var compactions = [][]byte{
+	// Claude Code's compaction prompt.
+	[]byte("Your task is to create a detailed summary of the conversation so far"),
+}
+
+// restarts are phrases an agent opens its context with when it restarts
+// it from its own summary (see Restarted).
+var restarts = [][]byte{
+	// Claude Code, after compacting.
+	[]byte("This session is being continued from a previous conversation that ran out of context"),
+}
+
+// Restarted reports whether first, a request's first message, opens an
+// agent's context restarted from its own summary: the conversation's
+// stored turns are what that summary replaced, and must not be sent
+// again (plan.Make merges such a request as X-Recall-History: sync, the
+// agent's messages the truth).
+func Restarted(first []byte) bool {
+	for _, m := range restarts {
+		if bytes.Contains(first, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // Request is what the rules read of a request.
@@ -73,7 +107,15 @@ func Before(r *Request) string {
 	if r.Header == Side {
 		return ReasonHeader
 	}
-	if r.Tools || r.Header == Main {
+	if r.Header == Main {
+		return ""
+	}
+	for _, m := range compactions {
+		if bytes.Contains(r.Last, m) {
+			return ReasonCompaction
+		}
+	}
+	if r.Tools {
 		return ""
 	}
 	for _, m := range markers {

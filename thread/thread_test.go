@@ -24,6 +24,7 @@ func TestRules(t *testing.T) {
 		{"a plain client", thread.Request{Instructions: [][]byte{plain}, Last: last}, false, ""},
 		{"named side", thread.Request{Header: thread.Side, Tools: true, Last: last}, true, thread.ReasonHeader},
 		{"named main over a marker", thread.Request{Header: thread.Main, Instructions: [][]byte{title}, Last: last}, true, ""},
+		{"the agent's own compaction, tools and all", thread.Request{Tools: true, Last: []byte(`{"role":"user","content":"Your task is to create a detailed summary of the conversation so far, paying close attention"}`)}, true, thread.ReasonCompaction},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := thread.Before(&tc.r)
@@ -34,5 +35,14 @@ func TestRules(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestRestarted(t *testing.T) {
+	if !thread.Restarted([]byte(`{"role":"user","content":"This session is being continued from a previous conversation that ran out of context. The summary below"}`)) {
+		t.Error("Claude Code's restart from its summary not recognised")
+	}
+	if thread.Restarted([]byte(`{"role":"user","content":"continue the previous conversation"}`)) {
+		t.Error("a user's own words taken for a restart")
 	}
 }
