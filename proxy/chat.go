@@ -21,6 +21,7 @@ import (
 	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/thread"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/tracing"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -112,6 +113,8 @@ type exchange struct {
 	// rounds are the upstream calls of an exchange with history tools
 	// offered (tools.go), each with its own exchange record.
 	rounds []toolRound
+	// span is the exchange's span (nil: tracing is off; trace.go).
+	span *tracing.Exchange
 }
 
 // exchanges recycles the exchanges of the path without history, which
@@ -198,9 +201,10 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 			return
 		}
 		x.oneChoice = req.N <= 1
-		msgs := make([][]byte, len(x.plan.Messages))
-		for i, m := range x.plan.Messages {
-			msgs[i] = m.Raw
+		msgs, err := chatMessages(x.plan.Messages)
+		if err != nil {
+			x.fail(rc, err)
+			return
 		}
 		out = req.AppendBody(getBodyBuf(len(req.Body)+x.report.Tokens*4), msgs)
 		x.curated(rc)
@@ -294,6 +298,9 @@ func (s *Server) admit(rc *fasthttp.RequestCtx, x *exchange) ([]byte, bool) {
 		rc.SetConnectionClose()
 		x.fail(rc, err)
 		return nil, false
+	}
+	if s.cfg.Tracer != nil && x.route != "count_tokens" {
+		x.beginSpan(rc)
 	}
 	if x.c, err = s.authenticate(rc); err != nil {
 		x.fail(rc, err)
@@ -491,6 +498,10 @@ func chatTurn(req chat.Request) (instructions, in []history.Message) {
 // cannot rebase) takes the lease before its first plan.
 func (x *exchange) prepare(ctx context.Context, instructions, in []history.Message, model string, maxTokens int, tools []byte, mode history.Mode) (release func(), err error) {
 	s, c := x.s, x.c
+	if x.span != nil {
+		x.span.PlanStart = x.now()
+		defer func() { x.span.PlanEnd = x.now() }()
+	}
 	unlock, err := s.cfg.Locks.Acquire(ctx, x.key)
 	if err != nil {
 		return nil, apierr.Busy
@@ -714,6 +725,9 @@ func (x *exchange) record1(r recorded) error {
 		err = fmt.Errorf("%w: %w", errCommitTimeout, ctx.Err())
 	}
 	s.metrics.storeOp("commit", s.cfg.Now().Sub(start))
+	if x.span != nil {
+		x.span.CommitStart, x.span.CommitEnd, x.span.ResponseModel = start, s.cfg.Now(), r.model
+	}
 	if err != nil {
 		x.commitFailed = true
 		reason := "error"
@@ -900,12 +914,17 @@ func (x *exchange) done(status int, err error) {
 		s.logExchange(x, level, tenant, status, upstream, total, err)
 	}
 	x.calibrate(err)
-	if s.cfg.OnExchange != nil && (x.record && x.plan != nil || x.side != "") && !x.sent.IsZero() {
-		r := x.exchangeRecord(status, err, end, upstream)
-		rounds := x.roundRecords(&r)
-		s.cfg.OnExchange(x.key, r)
-		for _, rr := range rounds {
-			s.cfg.OnExchange(x.key, rr)
+	recorded := s.cfg.OnExchange != nil && (x.record && x.plan != nil || x.side != "") && !x.sent.IsZero()
+	if recorded || x.span != nil {
+		r, rounds := x.records(status, err, end, upstream)
+		if x.span != nil {
+			x.endSpan(&r, tenant, end)
+		}
+		if recorded {
+			s.cfg.OnExchange(x.key, r)
+			for _, rr := range rounds {
+				s.cfg.OnExchange(x.key, rr)
+			}
 		}
 	}
 	if s.cfg.OnExchangeDone != nil {

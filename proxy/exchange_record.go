@@ -148,3 +148,17 @@ func (x *exchange) calibrate(err error) {
 	}
 	cal.Observe(x.c.cfg.ID, x.model, x.plan.Report.Tokens, x.usage.input)
 }
+
+// records are x's exchange record and its tool rounds' (roundRecords);
+// for an exchange refused before its caller was known, what is known.
+func (x *exchange) records(status int, err error, end time.Time, upstream time.Duration) (history.ExchangeRecord, []history.ExchangeRecord) {
+	if x.c.tenant == nil {
+		r := history.ExchangeRecord{Kind: "chat", HTTPStatus: status, Status: recordStatus(status, err, false)}
+		if err != nil {
+			r.Error = classify(err).Code
+		}
+		return r, nil
+	}
+	r := x.exchangeRecord(status, err, end, upstream)
+	return r, x.roundRecords(&r)
+}

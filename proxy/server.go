@@ -17,6 +17,7 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/tracing"
 )
 
 // Tenants supplies the current tenant set; config.Watcher implements it.
@@ -116,6 +117,11 @@ type Config struct {
 	// exchange that reported usage (package calibrate). Default: no
 	// correction.
 	Calibration Calibrator
+	// Tracer, if set, makes a span of every exchange (package tracing):
+	// it continues the client's traceparent, and the exchange's upstream
+	// requests carry one naming the exchange's span. Default nil: no
+	// spans, and no tracer work on the request path.
+	Tracer *tracing.Tracer
 	// Locks serialises the work on each conversation. Default: the
 	// server's own. Give the same Locks to whatever else changes
 	// conversations in this process (the API, retention) so that it waits

@@ -1,0 +1,174 @@
+package tracing_test
+
+import (
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/tracing"
+)
+
+// clientTraceparent is a client's span: the exchange's parent.
+const clientTraceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+func newTracer(t *testing.T) (*tracing.Tracer, *tracetest.InMemoryExporter) {
+	t.Helper()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { tp.Shutdown(t.Context()) })
+	return tracing.New(tp), exp
+}
+
+func attrs(s tracetest.SpanStub) map[string]attribute.Value {
+	m := map[string]attribute.Value{}
+	for _, kv := range s.Attributes {
+		m[string(kv.Key)] = kv.Value
+	}
+	return m
+}
+
+func TestExchangeSpan(t *testing.T) {
+	tr, exp := newTracer(t)
+	t0 := time.Unix(1_800_000_000, 0)
+	x := tr.Begin([]byte(clientTraceparent), nil, t0)
+	tp := x.Traceparent()
+	if len(tp) != 55 || tp[3:35] != "0af7651916cd43dd8448eb211c80319c" {
+		t.Fatalf("got traceparent %q, want one in the client's trace", tp)
+	}
+	x.PlanStart, x.PlanEnd = t0.Add(time.Millisecond), t0.Add(3*time.Millisecond)
+	x.CommitStart, x.CommitEnd = t0.Add(50*time.Millisecond), t0.Add(52*time.Millisecond)
+	x.ResponseModel = "gpt-4o-2024-08-06"
+	r := &history.ExchangeRecord{ID: "xch_1", Kind: "chat", Ingress: "chat.completions", Upstream: "chat.completions",
+		Model: "gpt-4o", Status: "answered", HTTPStatus: 200, Budget: 1000, Calibration: 1,
+		Tokens:   history.ExchangeTokens{EstimatedInput: 120, CalibratedInput: 120, ReportedInput: 118, Output: 9, Cached: 64},
+		Summary:  &history.SummaryUse{Through: 7, Tokens: 40},
+		Included: []history.Span{{From: 8, To: 11}}, NewMessages: 1,
+		Dropped:   []history.Dropped{{From: 0, To: 3, Reason: "summarised", Turns: 2}},
+		Cut:       []history.CutResult{{Seq: 9, CharsBefore: 900, CharsAfter: 100}},
+		Committed: []history.Span{{From: 12, To: 13}},
+	}
+	x.End(tracing.Ended{Record: r, Conversation: "c1", Tenant: "acme", End: t0.Add(60 * time.Millisecond),
+		Calls: []tracing.Call{{Sent: t0.Add(4 * time.Millisecond), FirstByte: t0.Add(20 * time.Millisecond), Done: t0.Add(49 * time.Millisecond)}}})
+
+	spans := exp.GetSpans()
+	if len(spans) != 4 {
+		t.Fatalf("got %d spans, want 4 (load, upstream, commit, exchange)", len(spans))
+	}
+	byName := map[string]tracetest.SpanStub{}
+	for _, s := range spans {
+		byName[s.Name] = s
+	}
+	ex, ok := byName["chat gpt-4o"]
+	if !ok {
+		t.Fatalf("no span named %q among %v", "chat gpt-4o", spans)
+	}
+	if got := ex.Parent.SpanID().String(); got != "b7ad6b7169203331" {
+		t.Errorf("got parent %s, want the client's span b7ad6b7169203331", got)
+	}
+	if !ex.Parent.IsRemote() || ex.SpanKind != trace.SpanKindClient {
+		t.Errorf("got parent remote %v kind %v, want a remote parent and a client span", ex.Parent.IsRemote(), ex.SpanKind)
+	}
+	if got := ex.SpanContext.SpanID().String(); tp[36:52] != got {
+		t.Errorf("got traceparent %q, want it to name the exchange's span %s", tp, got)
+	}
+	if !ex.StartTime.Equal(t0) || !ex.EndTime.Equal(t0.Add(60*time.Millisecond)) {
+		t.Errorf("got span %v to %v, want the exchange's times", ex.StartTime, ex.EndTime)
+	}
+	a := attrs(ex)
+	for k, want := range map[string]any{
+		"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4o",
+		"gen_ai.response.model": "gpt-4o-2024-08-06", "gen_ai.conversation.id": "c1",
+		"gen_ai.usage.input_tokens": int64(118), "gen_ai.usage.output_tokens": int64(9),
+		"gen_ai.usage.cache_read.input_tokens": int64(64), "gen_ai.conversation.compacted": true,
+		"http.response.status_code": int64(200), "recall.budget": int64(1000),
+		"recall.tokens.estimated_input": int64(120), "recall.messages.included": int64(4),
+		"recall.turns.dropped": int64(2), "recall.tool_results.cut": int64(1), "recall.exchange.kind": "chat",
+		"recall.messages.committed": int64(2), "recall.summary.through": int64(7), "recall.tenant": "acme",
+	} {
+		if got := a[k].AsInterface(); got != want {
+			t.Errorf("%s: got %v, want %v", k, got, want)
+		}
+	}
+	if ex.Status.Code != codes.Unset {
+		t.Errorf("got status %v, want unset for an answered exchange", ex.Status)
+	}
+	for _, name := range []string{tracing.SpanLoad, tracing.SpanUpstream, tracing.SpanCommit} {
+		c, ok := byName[name]
+		if !ok {
+			t.Errorf("no child span %s", name)
+			continue
+		}
+		if c.Parent.SpanID() != ex.SpanContext.SpanID() {
+			t.Errorf("%s: got parent %s, want the exchange's span %s", name, c.Parent.SpanID(), ex.SpanContext.SpanID())
+		}
+	}
+	if up := byName[tracing.SpanUpstream]; !up.StartTime.Equal(t0.Add(4*time.Millisecond)) || attrs(up)["recall.upstream.first_byte_ms"].AsInt64() != 16 {
+		t.Errorf("upstream call: got start %v first byte %v, want its times", up.StartTime, attrs(up)["recall.upstream.first_byte_ms"])
+	}
+}
+
+func TestExchangeSpanFailed(t *testing.T) {
+	tr, exp := newTracer(t)
+	t0 := time.Now()
+	x := tr.Begin(nil, nil, t0)
+	x.End(tracing.Ended{Record: &history.ExchangeRecord{Kind: "chat", Upstream: "messages", Status: "upstream_error",
+		HTTPStatus: 502, Error: "upstream_unavailable"}, End: t0.Add(time.Second)})
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("got %d spans, want the exchange's alone", len(spans))
+	}
+	s := spans[0]
+	if s.Name != "chat" || s.Parent.IsValid() {
+		t.Errorf("got %q with parent %v, want \"chat\", a root", s.Name, s.Parent.SpanID())
+	}
+	if s.Status.Code != codes.Error || attrs(s)["error.type"].AsString() != "upstream_unavailable" {
+		t.Errorf("got status %v error.type %v, want an error upstream_unavailable", s.Status, attrs(s)["error.type"])
+	}
+	if got := attrs(s)["gen_ai.provider.name"].AsString(); got != "anthropic" {
+		t.Errorf("got provider %q, want anthropic for a Messages upstream", got)
+	}
+}
+
+func TestNilTracer(t *testing.T) {
+	var tr *tracing.Tracer
+	if x := tr.Begin([]byte(clientTraceparent), nil, time.Now()); x != nil {
+		t.Errorf("got %v, want no span from a nil Tracer", x)
+	}
+	tr.Memory(tracing.Memory{Operation: tracing.OperationUpdateMemory})
+	if err := tr.Shutdown(t.Context()); err != nil {
+		t.Errorf("got %v, want nil", err)
+	}
+}
+
+func TestEnabled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want bool
+	}{
+		{"nothing set", nil, false},
+		{"endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, true},
+		{"traces endpoint", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}, true},
+		{"exporter none", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_TRACES_EXPORTER": "none"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tracing.Enabled(func(k string) string { return tc.env[k] }); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStartRefusesUnknownProtocol(t *testing.T) {
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}
+	tr, err := tracing.Start(t.Context(), func(k string) string { return env[k] }, "")
+	if err == nil || tr != nil {
+		t.Errorf("got %v, %v, want an error for http/json", tr, err)
+	}
+}

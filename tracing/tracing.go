@@ -1,0 +1,120 @@
+// Package tracing makes Recall's OpenTelemetry traces: one span per
+// exchange on the GenAI semantic conventions, with child spans for the
+// plan, each upstream call and the commit, and memory-operation spans
+// for summary jobs and the conversation API's forgets and deletes.
+//
+// Tracing is off unless an OTLP endpoint is set (Start returns nil): a
+// nil *Tracer is what the proxy checks, so an untraced exchange does no
+// tracer work at all. Spans are made with the official Go SDK and sent
+// by its OTLP exporters, which read the standard OTEL_EXPORTER_OTLP_*
+// variables themselves (endpoint, headers, timeout, certificates,
+// compression); the SDK reads OTEL_TRACES_SAMPLER and OTEL_BSP_* too.
+//
+// Message content is never an attribute: spans carry counts, sequence
+// numbers, models and ids only (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
+// is not read).
+package tracing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// scope is the instrumentation scope of Recall's spans.
+const scope = "github.com/recallproxy/recall/tracing"
+
+// Tracer makes Recall's spans. A nil *Tracer traces nothing; its methods
+// are safe for concurrent use.
+type Tracer struct {
+	tracer   trace.Tracer
+	provider *sdktrace.TracerProvider // nil: the caller's (New), not ours to shut down
+	prop     propagation.TraceContext
+}
+
+// New returns a Tracer making its spans with tp (a test's, with an
+// in-memory exporter). Shutdown leaves tp to its owner.
+func New(tp trace.TracerProvider) *Tracer {
+	return &Tracer{tracer: tp.Tracer(scope)}
+}
+
+// Start returns a Tracer exporting over OTLP as the environment says
+// (getenv is os.Getenv but in tests), or nil when it sets no endpoint
+// (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT) or
+// sets OTEL_TRACES_EXPORTER=none. The protocol is
+// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or OTEL_EXPORTER_OTLP_PROTOCOL:
+// http/protobuf (the default) or grpc. The service is named by
+// OTEL_SERVICE_NAME (or OTEL_RESOURCE_ATTRIBUTES), "recall" by default.
+// The exporters read the rest of their settings from the process's
+// environment. Shutdown flushes what is queued.
+func Start(ctx context.Context, getenv func(string) string, version string) (*Tracer, error) {
+	if !Enabled(getenv) {
+		return nil, nil
+	}
+	var exp sdktrace.SpanExporter
+	var err error
+	switch p := protocol(getenv); p {
+	case "http/protobuf":
+		exp, err = otlptracehttp.New(ctx)
+	case "grpc":
+		exp, err = otlptracegrpc.New(ctx)
+	default:
+		return nil, fmt.Errorf("tracing: OTLP protocol %q: want http/protobuf or grpc", p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
+	}
+	attrs := []attribute.KeyValue{attribute.String("service.name", "recall")}
+	if version != "" {
+		attrs = append(attrs, attribute.String("service.version", version))
+	}
+	// Later options win: the environment's names over the default.
+	res, err := resource.New(ctx, resource.WithAttributes(attrs...), resource.WithTelemetrySDK(), resource.WithFromEnv())
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+		return nil, fmt.Errorf("tracing: resource: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	return &Tracer{tracer: tp.Tracer(scope), provider: tp}, nil
+}
+
+// Enabled reports whether the environment asks for traces: an OTLP
+// endpoint is set and OTEL_TRACES_EXPORTER is not "none".
+func Enabled(getenv func(string) string) bool {
+	if strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")) == "none" {
+		return false
+	}
+	return getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
+}
+
+// protocol is the OTLP protocol the environment names for traces.
+func protocol(getenv func(string) string) string {
+	p := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	if p == "" {
+		p = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	if p = strings.TrimSpace(p); p == "" {
+		return "http/protobuf"
+	}
+	return p
+}
+
+// Shutdown ends t's spans' export, sending what is queued first, bounded
+// by ctx. It does nothing for a nil Tracer or one made by New.
+func (t *Tracer) Shutdown(ctx context.Context) error {
+	if t == nil || t.provider == nil {
+		return nil
+	}
+	if err := t.provider.Shutdown(ctx); err != nil {
+		return fmt.Errorf("tracing: shutdown: %w", err)
+	}
+	return nil
+}
