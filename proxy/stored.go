@@ -30,10 +30,10 @@ func (sc *stateCall) responses(segs []string) error {
 // it (responses.AppendResponse of the stored answer items, under the same
 // id, so the output items' ids are the same too). What is not stored
 // per turn is rendered from what is: model is the conversation's latest
-// answer's, usage is 0, created_at is when the answer was committed,
-// status is completed (an incomplete answer's reason is not kept), the
-// request's settings (instructions, tools, temperature, ...) and
-// previous_response_id are OpenAI's defaults.
+// answer's, usage is 0, created_at and completed_at are when the answer
+// was committed, status is completed (an incomplete answer's reason is
+// not kept), the request's settings (instructions, tools, temperature,
+// ...) and previous_response_id are OpenAI's defaults.
 func (sc *stateCall) getResponse(id string) error {
 	r, err := sc.s.loadResponse(sc.ctx, sc.c.Namespace, id)
 	if err != nil {
@@ -44,6 +44,7 @@ func (sc *stateCall) getResponse(id string) error {
 	}
 	a := answerOf(r.answer)
 	a.Model, a.ResponseID, a.Created = r.meta.Model, id, r.answer[0].CreatedAt.Unix()
+	a.Completed = a.Created
 	req := &wire.Request{Protocol: wire.Responses, Model: a.Model, Store: true, Conversation: r.ref.Conversation}
 	return sc.replyRaw(200, responses.AppendResponse(nil, req, &a))
 }

@@ -99,9 +99,16 @@ type Answer struct {
 	Usage Usage
 	// ResponseID is Recall's id for the answer, set by the proxy before an
 	// ingress renders it ("resp_…" for the Responses API; empty: the
-	// ingress uses ID). Created is its Unix time in seconds.
+	// ingress uses ID). Created is its Unix time in seconds, Completed
+	// the Unix time in seconds it was finished (0: not known).
 	ResponseID string
 	Created    int64
+	Completed  int64
+	// Settings are how the upstream says it ran the request (a Responses
+	// upstream's service_tier, temperature, ...), a JSON object in
+	// Protocol's shape for an ingress of the same protocol to echo; nil
+	// when the upstream said nothing or the answer was translated.
+	Settings []byte
 }
 
 // Upstream is the upstream side of a protocol.

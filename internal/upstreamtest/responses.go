@@ -328,19 +328,45 @@ func (a *answerResponse) appendCall(b []byte, i int, done bool) []byte {
 	return append(b, '}')
 }
 
-// appendResponse appends the Response object; withOutput false gives the
+// appendResponse appends the Response object, with the members OpenAI
+// renders: the request's settings, OpenAI's defaults for those it left
+// out, and completed_at once completed. withOutput false gives the
 // in-progress object of response.created.
 func (a *answerResponse) appendResponse(b []byte, status string, withOutput bool) []byte {
 	b = append(b, `{"id":`...)
 	b = gjson.AppendJSONString(b, a.id)
 	b = append(b, `,"object":"response","created_at":`...)
 	b = strconv.AppendInt(b, a.created, 10)
-	b = append(b, `,"status":"`+status+`","background":false,"error":null,"incomplete_details":null,"instructions":`...)
-	if v := a.requestBody.Get("instructions"); v.Exists() {
-		b = append(b, v.Raw...)
+	b = append(b, `,"status":"`+status+`","background":false,"completed_at":`...)
+	if status == "completed" {
+		b = strconv.AppendInt(b, a.created+1, 10)
 	} else {
 		b = append(b, "null"...)
 	}
+	b = append(b, `,"error":null,"incomplete_details":null`...)
+	for _, s := range [...]struct{ key, def string }{
+		{"instructions", "null"}, {"max_output_tokens", "null"}, {"max_tool_calls", "null"},
+		{"presence_penalty", "0.0"}, {"frequency_penalty", "0.0"}, {"prompt_cache_key", "null"},
+		{"safety_identifier", "null"}, {"temperature", "1.0"}, {"top_logprobs", "0"}, {"top_p", "1.0"}, {"user", "null"},
+	} {
+		b = append(b, `,"`+s.key+`":`...)
+		if v := a.requestBody.Get(s.key); v.Exists() && v.Type != gjson.Null {
+			b = append(b, v.Raw...)
+		} else {
+			b = append(b, s.def...)
+		}
+	}
+	// OpenAI names the tier it used once the response is done: "auto"
+	// (or none) asked is "default".
+	tier := a.requestBody.Get("service_tier").Str
+	switch {
+	case status == "in_progress" && tier == "":
+		tier = "auto"
+	case status != "in_progress" && (tier == "" || tier == "auto"):
+		tier = "default"
+	}
+	b = append(b, `,"service_tier":`...)
+	b = gjson.AppendJSONString(b, tier)
 	b = append(b, `,"model":`...)
 	b = gjson.AppendJSONString(b, a.model)
 	b = append(b, `,"output":[`...)
@@ -365,7 +391,7 @@ func (a *answerResponse) appendResponse(b []byte, status string, withOutput bool
 			b = a.appendCall(b, i, true)
 		}
 	}
-	b = append(b, `],"parallel_tool_calls":true,"previous_response_id":null,"store":false,"temperature":1,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1,"truncation":"disabled","usage":`...)
+	b = append(b, `],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"store":false,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"truncation":"disabled","usage":`...)
 	if !withOutput {
 		b = append(b, "null"...)
 	} else {

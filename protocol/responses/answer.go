@@ -21,8 +21,9 @@ func (Upstream) ParseAnswer(body []byte) (wire.Answer, error) {
 	return parseResponse(parse(body), nil)
 }
 
-// parseResponse reads a Response object into an Answer. When its output
-// is missing or empty, done (the items of the stream's
+// parseResponse reads a Response object into an Answer, with the
+// settings it reports running with in Settings (see upstreamSettings).
+// When its output is missing or empty, done (the items of the stream's
 // response.output_item.done events, in output order) stands in for it.
 // Everything returned is a copy.
 func parseResponse(r gjson.Result, done []gjson.Result) (wire.Answer, error) {
@@ -50,6 +51,7 @@ func parseResponse(r gjson.Result, done []gjson.Result) (wire.Answer, error) {
 		Message:  wire.Message{Role: wire.RoleAssistant},
 		Protocol: wire.Responses,
 		Stop:     wire.StopEnd,
+		Settings: upstreamSettings(r),
 	}
 	calls := false
 	for _, item := range items {

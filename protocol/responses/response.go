@@ -21,7 +21,7 @@ func (Ingress) AppendAnswer(dst []byte, req *wire.Request, a *wire.Answer) []byt
 // later: the proxy rebuilds req (ParseRequest of the stored request body,
 // with Conversation, PreviousResponseID and Store as resolved) and a (the
 // stored answer items with their Protocol, Stop, Usage, Model,
-// ResponseID and Created) and gets the same bytes.
+// ResponseID, Created and Completed) and gets the same bytes.
 //
 // The id is a.ResponseID (else a.ID) and item ids are derived from it and
 // the item's position (msg_…, fc_…), so every rendering of one answer,
@@ -32,7 +32,10 @@ func (Ingress) AppendAnswer(dst []byte, req *wire.Request, a *wire.Answer) []byt
 // built from a.Message. The request's settings (instructions, tools,
 // tool_choice, text, reasoning, metadata, ...) are echoed from its body,
 // with OpenAI's defaults for those it left out, so that SDK helpers
-// (output_text, finalResponse) find every field they read.
+// (output_text, finalResponse) find every field they read and the object
+// carries every member the Open Responses schema requires; a Responses
+// upstream's own account of the settings it ran with (a.Settings) stands
+// over the request's (see settings.go).
 func AppendResponse(dst []byte, req *wire.Request, a *wire.Answer) []byte {
 	id := responseID(req, a)
 	return appendResponse(dst, req, a, id, outputItems(a, id), false)
@@ -151,20 +154,20 @@ func appendCallItem(b []byte, id, status, callID, name, args string) []byte {
 }
 
 // appendResponse appends the Response object: in progress (no output, no
-// usage) or finished with items.
+// usage) or finished with items. Every member the Open Responses schema
+// requires is rendered, settings echoed as settings.go describes.
+// completed_at is a completed answer's a.Completed (created_at when
+// earlier or unknown), null while in progress or when incomplete.
 func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, items [][]byte, inProgress bool) []byte {
-	var body gjson.Result
+	var body, upstream gjson.Result
 	if req.Protocol == wire.Responses && len(req.Body) > 0 {
 		body = parse(req.Body)
 	}
-	echo := func(key, def string) {
-		dst = append(dst, `,"`+key+`":`...)
-		if v := body.Get(key); v.Exists() && v.Type != gjson.Null {
-			dst = append(dst, v.Raw...)
-		} else {
-			dst = append(dst, def...)
-		}
+	if a != nil && len(a.Settings) > 0 {
+		upstream = parse(a.Settings)
 	}
+	var s settings
+	s.read(upstream, body)
 	created := req.Created
 	if a != nil && a.Created != 0 {
 		created = a.Created
@@ -188,14 +191,21 @@ func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, it
 	dst = append(dst, `,"object":"response","created_at":`...)
 	dst = strconv.AppendInt(dst, created, 10)
 	dst = append(append(dst, `,"status":`...), quote(status)...)
-	dst = append(dst, `,"background":false,"error":null,"incomplete_details":`...)
+	dst = append(dst, `,"background":false,"completed_at":`...)
+	if status == "completed" {
+		dst = strconv.AppendInt(dst, max(a.Completed, created), 10)
+	} else {
+		dst = append(dst, "null"...)
+	}
+	dst = append(dst, `,"error":null,"incomplete_details":`...)
 	if reason != "" {
 		dst = append(append(append(dst, `{"reason":`...), quote(reason)...), '}')
 	} else {
 		dst = append(dst, "null"...)
 	}
-	echo("instructions", "null")
-	echo("max_output_tokens", "null")
+	dst = s.append(dst, eInstructions)
+	dst = s.append(dst, eMaxOutputTokens)
+	dst = s.append(dst, eMaxToolCalls)
 	dst = append(append(dst, `,"model":`...), quote(model)...)
 	dst = append(dst, `,"output":[`...)
 	for i, it := range items {
@@ -205,17 +215,23 @@ func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, it
 		dst = append(dst, it...)
 	}
 	dst = append(dst, ']')
-	echo("parallel_tool_calls", "true")
+	dst = s.append(dst, eParallelToolCalls)
+	dst = s.append(dst, ePresencePenalty)
+	dst = s.append(dst, eFrequencyPenalty)
 	dst = append(dst, `,"previous_response_id":`...)
 	dst = appendNullable(dst, req.PreviousResponseID)
-	echo("reasoning", `{"effort":null,"summary":null}`)
+	dst = s.append(dst, ePromptCacheKey)
+	dst = s.append(dst, eReasoning)
+	dst = s.append(dst, eSafetyIdentifier)
+	dst = s.append(dst, eServiceTier)
 	dst = strconv.AppendBool(append(dst, `,"store":`...), req.Store)
-	echo("temperature", "1")
-	echo("text", `{"format":{"type":"text"}}`)
-	echo("tool_choice", `"auto"`)
-	echo("tools", "[]")
-	echo("top_p", "1")
-	echo("truncation", `"disabled"`)
+	dst = s.append(dst, eTemperature)
+	dst = s.append(dst, eText)
+	dst = s.append(dst, eToolChoice)
+	dst = s.append(dst, eTools)
+	dst = s.append(dst, eTopLogprobs)
+	dst = s.append(dst, eTopP)
+	dst = s.append(dst, eTruncation)
 	dst = append(dst, `,"usage":`...)
 	if inProgress {
 		dst = append(dst, "null"...)
@@ -228,8 +244,8 @@ func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, it
 		dst = strconv.AppendInt(append(dst, `},"total_tokens":`...), int64(u.InputTokens+u.OutputTokens), 10)
 		dst = append(dst, '}')
 	}
-	echo("user", "null")
-	echo("metadata", "{}")
+	dst = s.append(dst, eUser)
+	dst = s.append(dst, eMetadata)
 	dst = append(dst, `,"conversation":`...)
 	if req.Conversation != "" {
 		dst = append(append(append(dst, `{"id":`...), quote(req.Conversation)...), '}')
