@@ -252,7 +252,9 @@ func TestAnAgentsOwnCompaction(t *testing.T) {
 		return strings.Join(out, "\n")
 	}
 	user := func(s string) string { return `{"role":"user","content":` + strconv.Quote(s) + `}` }
-	asst := func(s string) string { return `{"role":"assistant","content":[{"type":"text","text":` + strconv.Quote(s) + `}]}` }
+	asst := func(s string) string {
+		return `{"role":"assistant","content":[{"type":"text","text":` + strconv.Quote(s) + `}]}`
+	}
 	post(agentRequestOf(user("old turn one: the code word is KIWI")))
 	post(agentRequestOf(user("old turn one: the code word is KIWI"), asst("echo: old turn one: the code word is KIWI"), user("old turn two")))
 
