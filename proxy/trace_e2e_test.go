@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,13 +13,17 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tracing"
 )
 
@@ -240,5 +245,48 @@ func TestTraceOfResponsesTurn(t *testing.T) {
 		if got := attrValue(ex.Attributes, k); got != want {
 			t.Errorf("%s: got %v, want %v", k, got, want)
 		}
+	}
+}
+
+// A summary job's attempt is an update_memory span of the conversation
+// it summarised, with its outcome.
+func TestTraceOfSummaryJob(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	h := newHarness(t, e2etest.Options{
+		Global: func(g *config.Global) {
+			g.Defaults.Summary.Enabled, g.Defaults.Summary.TriggerTurns, g.Defaults.Summary.KeepTurns = true, 2, 1
+		},
+		Summary: func(*summary.Config) {},
+		Proxy:   func(c *proxy.Config) { c.Tracer = tracing.New(tp) },
+	})
+	for i := 1; i <= 3; i++ {
+		h.Say(key, "traced-sum", fmt.Sprintf("turn %d", i))
+	}
+	if d := h.WaitJob("traced-sum"); d.Outcome != summary.Landed {
+		t.Fatalf("got job %+v, want one that landed", d)
+	}
+	var job *tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		if s.Name == "update_memory summary" {
+			job = &s
+		}
+	}
+	if job == nil {
+		t.Fatal("no span \"update_memory summary\"")
+	}
+	got := map[string]any{}
+	for _, kv := range job.Attributes {
+		got[string(kv.Key)] = kv.Value.AsInterface()
+	}
+	for k, want := range map[string]any{"gen_ai.operation.name": "update_memory", "gen_ai.conversation.id": "traced-sum",
+		"recall.summary.outcome": "landed", "recall.summary.attempt": int64(1), "recall.summary.calls": int64(1)} {
+		if got[k] != want {
+			t.Errorf("%s: got %v, want %v", k, got[k], want)
+		}
+	}
+	if !job.StartTime.Before(job.EndTime) {
+		t.Errorf("got span %v to %v, want the attempt's time", job.StartTime, job.EndTime)
 	}
 }

@@ -124,6 +124,8 @@ type JobDone struct {
 	Err     error
 	// Calls is the number of summariser calls the attempt made.
 	Calls int
+	// Start is when the attempt began.
+	Start time.Time
 }
 
 // Manager runs summary jobs. Its methods are safe for concurrent use.
@@ -304,6 +306,7 @@ func (m *Manager) worker() {
 // runQueued runs one attempt of a queued job and decides what follows: a
 // retry after a backoff, a rerun, or the end.
 func (m *Manager) runQueued(j *job, md mode) {
+	start := m.cfg.Now()
 	_, out, calls, err := m.run(m.ctx, j, md)
 	var wait time.Duration
 	m.mu.Lock()
@@ -326,7 +329,7 @@ func (m *Manager) runQueued(j *job, md mode) {
 			"attempt", attempt, "retry_in", wait.String(), "error", err)
 	}
 	if m.cfg.OnJobDone != nil {
-		m.cfg.OnJobDone(JobDone{Key: j.key, Outcome: out, Attempt: attempt, Retry: wait, Err: err, Calls: calls})
+		m.cfg.OnJobDone(JobDone{Key: j.key, Outcome: out, Attempt: attempt, Retry: wait, Err: err, Calls: calls, Start: start})
 	}
 	if wait > 0 {
 		m.wg.Add(1)

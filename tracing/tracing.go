@@ -62,7 +62,7 @@ func Start(ctx context.Context, getenv func(string) string, version string) (*Tr
 	}
 	var exp sdktrace.SpanExporter
 	var err error
-	switch p := protocol(getenv); p {
+	switch p := Protocol(getenv); p {
 	case "http/protobuf":
 		exp, err = otlptracehttp.New(ctx)
 	case "grpc":
@@ -95,8 +95,9 @@ func Enabled(getenv func(string) string) bool {
 	return getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
 }
 
-// protocol is the OTLP protocol the environment names for traces.
-func protocol(getenv func(string) string) string {
+// Protocol is the OTLP protocol the environment names for traces
+// (http/protobuf unless it names one).
+func Protocol(getenv func(string) string) string {
 	p := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
 	if p == "" {
 		p = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")

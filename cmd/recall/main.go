@@ -41,6 +41,7 @@ import (
 	"github.com/recallproxy/recall/store/pgstore"
 	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/tracing"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -387,6 +388,14 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 				return 0
 			}))
 	}
+	// Traces, when the environment names an OTLP endpoint (OTEL_*).
+	tracer, err := tracing.Start(ctx, os.Getenv, versionString())
+	if err != nil {
+		return err
+	}
+	if tracer != nil {
+		log.Info("traces exported over OTLP", "protocol", tracing.Protocol(os.Getenv))
+	}
 	a, err := app.New(app.Config{
 		Proxy: proxy.Config{
 			Counter:      counter,
@@ -398,6 +407,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 			Metrics:      metrics,
 			MaxBodyBytes: g.MaxBodyBytes,
 			CanCommit:    st.canCommit,
+			Tracer:       tracer,
 		},
 		Summary: &summary.Config{},
 		API: func(c *api.Config) {
@@ -416,6 +426,9 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		defer cancel()
 		a.Exchanges.Close(fctx)
 		a.Calibration.Close(fctx) // what it learned since its last write
+		if err := tracer.Shutdown(fctx); err != nil {
+			log.Warn("spans not exported at shutdown", "error", err.Error())
+		}
 	}()
 	if err := summaries.Start(ctx); err != nil {
 		// Jobs of conversations not listed start again with their next

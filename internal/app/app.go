@@ -34,6 +34,7 @@ type Config struct {
 	Proxy proxy.Config
 	// Summary, if set, configures the summaries manager; its Store,
 	// Tenants, Counter, Logger and Registerer default to the proxy's.
+	// With Proxy.Tracer set, each job attempt is a span too.
 	// Default nil: no manager, and the API's end and summarize answer
 	// 501 (unless Proxy.Summaries is an api.Summarizer).
 	Summary *summary.Config
@@ -108,6 +109,13 @@ func New(cfg Config) (*App, error) {
 			sc.OnExchange = func(k history.Key, r history.ExchangeRecord) { w.Record(k, r); on(k, r) }
 		} else {
 			sc.OnExchange = w.Record
+		}
+		if p.Tracer != nil {
+			now := sc.Now
+			if now == nil {
+				now = time.Now
+			}
+			sc.OnJobDone = tracedJobs(p.Tracer, now, sc.OnJobDone)
 		}
 		m, err := summary.New(sc)
 		if err != nil {
