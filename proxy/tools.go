@@ -192,7 +192,7 @@ func (l *toolLoop) finish(a wire.Answer, relayed string) ([]history.Message, wir
 	}
 	for i := 0; i < len(l.rounds); i += 2 {
 		from := len(turn)
-		raws, err := codec.Encode(nil, l.rounds[i:i+2])
+		raws, err := codec.Encode(nil, storedRound(l.rounds[i:i+2]))
 		if err != nil {
 			return nil, wire.Answer{}, fmt.Errorf("%w: %w", apierr.Internal, err)
 		}
@@ -264,6 +264,37 @@ func (l *toolLoop) finish(a wire.Answer, relayed string) ([]history.Message, wir
 	}
 	counted(len(x.rounds)-1, from)
 	return turn, client, nil
+}
+
+// storedRound is a round of Recall's own tool calls (the call, then its
+// results) as the turn stores it: the results of the tools that read
+// other conversations (get_conversation, search_conversations) are kept
+// as a note of what was read, never the text, so that deleting or
+// forgetting what they read erases it from every copy (DESIGN.md section
+// 9: erasure is final). The round's own later calls got the text whole.
+func storedRound(round []wire.Message) []wire.Message {
+	names := map[string]string{}
+	for _, m := range round {
+		for _, p := range m.Parts {
+			if p.Kind == wire.ToolCall {
+				names[p.CallID] = p.Name
+			}
+		}
+	}
+	out := slices.Clone(round)
+	for i, m := range out {
+		cloned := false
+		for j, p := range m.Parts {
+			if p.Kind != wire.ToolResult || names[p.CallID] != tools.GetConversation && names[p.CallID] != tools.SearchConversations {
+				continue
+			}
+			if !cloned { // never write into the round the upstream calls use
+				out[i].Parts, cloned = slices.Clone(m.Parts), true
+			}
+			out[i].Parts[j].Text = "[" + names[p.CallID] + " read other conversations here; what it read is not kept with this one. Call the tool again to read it now.]"
+		}
+	}
+	return out
 }
 
 // withLeadingText returns m with text before its first text part (a new
