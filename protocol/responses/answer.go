@@ -55,8 +55,15 @@ func parseResponse(r gjson.Result, done []gjson.Result) (wire.Answer, error) {
 	}
 	calls := false
 	for _, item := range items {
-		if role(item) == "" {
+		switch role(item) {
+		case "":
 			return wire.Answer{}, fmt.Errorf("responses: parse answer: output item of type %q is not an item", itemType(item))
+		case wire.RoleAssistant:
+		default:
+			// An answer's items are the model's: a system, developer or
+			// user message (or a tool's output) from a hostile upstream
+			// would be stored and replayed as such on every later turn.
+			return wire.Answer{}, fmt.Errorf("responses: parse answer: output item of type %q with role %q is not the model's", itemType(item), role(item))
 		}
 		raw := []byte(item.Raw)
 		a.Stored = append(a.Stored, raw)
