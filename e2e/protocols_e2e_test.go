@@ -306,6 +306,27 @@ func TestMessagesCountTokens(t *testing.T) {
 	if n := len(h.Stored("an", "k1")); n != 2 {
 		t.Errorf("stored %d messages, want the 2 of the first turn", n)
 	}
+
+	// X-Recall-History: off counts the request without the conversation.
+	off, err := client.Messages.CountTokens(ctx, params, aoption.WithHeader("X-Recall-History", "off"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.WaitDone("k1")
+	if off.InputTokens != without.InputTokens {
+		t.Errorf("X-Recall-History: off: got %d tokens, want the %d of the request alone", off.InputTokens, without.InputTokens)
+	}
+	// A request over the model's window is counted, not refused.
+	huge := anthropic.MessageCountTokensParams{Model: "claude-sonnet-4-5",
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(strings.Repeat("word ", 210000)))}}
+	over, err := client.Messages.CountTokens(ctx, huge)
+	if err != nil {
+		t.Fatalf("counting a request over the window: %v", err)
+	}
+	h.WaitDone("k1")
+	if over.InputTokens <= 200000 {
+		t.Errorf("counting a request over the window: got %d tokens, want over 200,000", over.InputTokens)
+	}
 }
 
 // TestMessagesToolLoopAndThinking: over an Anthropic upstream, an answer

@@ -55,19 +55,31 @@ func (s *Server) countTokens(rc *fasthttp.RequestCtx, conv string) {
 		x.fail(rc, err)
 		return
 	}
-	total := 0
-	if conv == "" || c.mode == history.Off {
+	mode := c.mode
+	if h := rc.Request.Header.PeekCanonical(keyHistory); len(h) > 0 {
+		if mode, err = history.ParseMode(string(h)); err != nil {
+			x.fail(rc, apierr.BadHistoryMode)
+			return
+		}
+	}
+	// alone counts the request as it is, without history.
+	alone := func() int {
+		n := 0
 		enc := tokens.For(req.Model, string(c.plan.Encoding))
 		for _, m := range append(instructions, in...) {
-			total += plan.Count(s.counter, enc, m.Protocol, m.Raw)
+			n += plan.Count(s.counter, enc, m.Protocol, m.Raw)
 		}
-		total += s.counter.Tools(enc, req.ToolsRaw)
+		return n + s.counter.Tools(enc, req.ToolsRaw)
+	}
+	total := 0
+	if conv == "" || mode == history.Off {
+		total = alone()
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
 		defer cancel()
 		ratio, window := x.learned(req.Model)
 		pl, err := plan.Make(ctx, plan.Input{Store: s.cfg.Store, Key: history.Key{Tenant: c.Namespace, Conversation: conv},
-			Policy: c.policy(c.mode), Model: req.Model, Instructions: instructions, Tools: req.ToolsRaw, New: in,
+			Policy: c.policy(mode), Model: req.Model, Instructions: instructions, Tools: req.ToolsRaw, New: in,
 			Counter: s.counter, Fixed: fixedCounter{s}, Now: x.start, Ratio: ratio, Window: window})
 		var oe *history.OrphanResultError
 		switch {
@@ -81,11 +93,16 @@ func (s *Server) countTokens(rc *fasthttp.RequestCtx, conv string) {
 		case errors.As(err, &oe):
 			x.fail(rc, apierr.OrphanToolResult(len(instructions)+oe.Index))
 			return
+		case errors.Is(err, history.ErrContextLength):
+			// Counting is not sending: a request over the model's window
+			// is counted as it is, as Anthropic's count_tokens counts it.
+			total = alone()
 		case err != nil:
 			x.fail(rc, err)
 			return
+		default:
+			total = pl.Report.Tokens
 		}
-		total = pl.Report.Tokens
 		rc.Response.Header.Set("X-Recall-Conversation", conv)
 	}
 	rc.SetContentType("application/json")
