@@ -582,3 +582,18 @@ func TestStateRoutesNeverPassThrough(t *testing.T) {
 		t.Errorf("upstream calls: got %d, want none", n)
 	}
 }
+
+// TestConversationMetadataLimitsCountCharacters: the Conversations API's
+// metadata limits (keys of 64 characters, values of 512) count
+// characters as OpenAI does, not bytes: 512 two-byte characters are a
+// valid value, 513 are not.
+func TestConversationMetadataLimitsCountCharacters(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	value := strings.Repeat("é", 512)
+	if st, body := call(t, h, "rk-oa", "POST", "/v1/conversations", `{"metadata":{"`+strings.Repeat("ü", 64)+`":"`+value+`"}}`); st != 200 {
+		t.Errorf("512 two-byte characters: got %d %s, want 200", st, body.Raw)
+	}
+	if st, _ := call(t, h, "rk-oa", "POST", "/v1/conversations", `{"metadata":{"k":"`+value+`é"}}`); st != 400 {
+		t.Errorf("513 characters: got %d, want 400", st)
+	}
+}

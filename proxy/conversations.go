@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -122,7 +123,8 @@ func metadataOf(v gjson.Result) (*string, error) {
 	m := map[string]string{}
 	ok := true
 	v.ForEach(func(k, val gjson.Result) bool {
-		ok = val.Type == gjson.String && len(k.Str) <= 64 && len(val.Str) <= 512
+		// Characters, not bytes: "é" is one of the 512.
+		ok = val.Type == gjson.String && utf8.RuneCountInString(k.Str) <= 64 && utf8.RuneCountInString(val.Str) <= 512
 		m[k.Str] = val.Str
 		return ok
 	})
