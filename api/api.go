@@ -87,11 +87,28 @@ type Config struct {
 	// Observe, if set, is told of every answered call: the tenant id (""
 	// before authentication), the route name and the status.
 	Observe func(tenant, route string, status int)
+	// OnServed, if set, is told of every answered call once it is
+	// answered, with the conversation it named and when it began (a
+	// trace's memory operations). It must not block.
+	OnServed func(Served)
 	// Calibration, if set, serves the calibration a conversation shows
 	// (of its latest model) and corrects the context call's budget as
 	// the chat path's (*calibrate.Calibrator). Default: none shown, no
 	// correction.
 	Calibration Calibration
+}
+
+// Served describes an answered call of the API.
+type Served struct {
+	// Tenant is the caller's tenant id ("" before authentication),
+	// Route the route's name ("delete", "forget", ...), Status the
+	// status answered.
+	Tenant, Route string
+	Status        int
+	// Key is the conversation the call named (Conversation "": none).
+	Key history.Key
+	// Start is when the call began.
+	Start time.Time
 }
 
 // Calibration serves what was learned of how an upstream counts a
@@ -197,6 +214,10 @@ var routes = []route{
 // Handle serves one request whose path starts with Prefix.
 func (h *Handler) Handle(rc *fasthttp.RequestCtx) {
 	c := &call{h: h, rc: rc, route: "other"}
+	var start time.Time
+	if h.cfg.OnServed != nil {
+		start = h.cfg.Now()
+	}
 	status, err := c.serve()
 	if err != nil {
 		e := c.classify(err)
@@ -215,6 +236,13 @@ func (h *Handler) Handle(rc *fasthttp.RequestCtx) {
 			tenant = c.caller.Tenant.ID
 		}
 		h.cfg.Observe(tenant, c.route, status)
+	}
+	if h.cfg.OnServed != nil {
+		tenant := ""
+		if c.caller.Tenant != nil {
+			tenant = c.caller.Tenant.ID
+		}
+		h.cfg.OnServed(Served{Tenant: tenant, Route: c.route, Status: status, Key: c.key, Start: start})
 	}
 }
 

@@ -290,3 +290,41 @@ func TestTraceOfSummaryJob(t *testing.T) {
 		t.Errorf("got span %v to %v, want the attempt's time", job.StartTime, job.EndTime)
 	}
 }
+
+// The conversation API's forget and delete are delete_memory spans of the
+// conversation they changed.
+func TestTraceOfForgetAndDelete(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.Tracer = tracing.New(tp) }})
+	h.Say(key, "traced-del", "one")
+	h.Say(key, "traced-del", "two")
+	if a := h.API(key, "", "POST", "/recall/v1/conversations/traced-del/forget", `{"instruction":"oldest","mode":"hard"}`); a.Status != 200 {
+		t.Fatalf("forget: got %d %s", a.Status, a.Body)
+	}
+	if a := h.API(key, "", "DELETE", "/recall/v1/conversations/traced-del", ""); a.Status != 200 {
+		t.Fatalf("delete: got %d %s", a.Status, a.Body)
+	}
+	got := map[string]map[string]any{}
+	for _, s := range exp.GetSpans() {
+		if len(s.Name) < len("delete_memory") || s.Name[:len("delete_memory")] != "delete_memory" {
+			continue
+		}
+		a := map[string]any{}
+		for _, kv := range s.Attributes {
+			a[string(kv.Key)] = kv.Value.AsInterface()
+		}
+		got[s.Name] = a
+	}
+	for _, name := range []string{"delete_memory forget", "delete_memory delete"} {
+		a, ok := got[name]
+		if !ok {
+			t.Errorf("no span %q among %v", name, got)
+			continue
+		}
+		if a["gen_ai.operation.name"] != "delete_memory" || a["gen_ai.conversation.id"] != "traced-del" || a["http.response.status_code"] != int64(200) {
+			t.Errorf("%s: got %v, want delete_memory of traced-del, 200", name, a)
+		}
+	}
+}

@@ -181,7 +181,10 @@ var (
 		about: "Serve the proxy until SIGINT or SIGTERM (in-flight requests and streams get up\n" +
 			"to 30s to finish); SIGHUP reloads the tenant files. Without a configuration it\n" +
 			"listens on 127.0.0.1:8080, forwards to https://api.openai.com/v1 with each\n" +
-			"client's own key and stores in ./recall-data. The environment overrides the file.",
+			"client's own key and stores in ./recall-data. The environment overrides the file.\n" +
+			"Traces go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is\n" +
+			"set: OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf (default) or grpc, OTEL_SERVICE_NAME\n" +
+			"(default recall), and the other OTEL_* variables as the OpenTelemetry SDK reads them.",
 		env: configEnv(),
 	}
 	checkConfigCmd = command{

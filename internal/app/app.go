@@ -176,6 +176,13 @@ func New(cfg Config) (*App, error) {
 	if cfg.API != nil {
 		cfg.API(&ac)
 	}
+	if p.Tracer != nil {
+		now := p.Now
+		if now == nil {
+			now = time.Now
+		}
+		ac.OnServed = tracedAPI(p.Tracer, now, ac.OnServed)
+	}
 	if a.API, err = api.New(ac); err != nil {
 		return nil, err
 	}

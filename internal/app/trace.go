@@ -1,10 +1,12 @@
 package app
 
 import (
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tracing"
 )
@@ -29,6 +31,25 @@ func tracedJobs(t *tracing.Tracer, now func() time.Time, next func(summary.JobDo
 		t.Memory(m)
 		if next != nil {
 			next(j)
+		}
+	}
+}
+
+// tracedAPI is a conversation API's OnServed that makes each forget and
+// delete a delete_memory span with t, then calls next (if set).
+func tracedAPI(t *tracing.Tracer, now func() time.Time, next func(api.Served)) func(api.Served) {
+	return func(c api.Served) {
+		if c.Route == "forget" || c.Route == "delete" {
+			m := tracing.Memory{Operation: tracing.OperationDeleteMemory, Kind: c.Route,
+				Tenant: c.Tenant, Conversation: c.Key.Conversation, Start: c.Start, End: now(),
+				Attrs: []attribute.KeyValue{attribute.Int(tracing.AttrHTTPStatus, c.Status)}}
+			if c.Status >= 400 {
+				m.ErrorType = strconv.Itoa(c.Status)
+			}
+			t.Memory(m)
+		}
+		if next != nil {
+			next(c)
 		}
 	}
 }
