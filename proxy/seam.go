@@ -201,9 +201,11 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		// The upstream's error in the client's protocol's shape.
 		raw, _ := readLimited(responseBody(resp), 1<<20)
 		x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
+		e := upstreamStatus(status, raw)
+		e.RetryAfter = string(resp.Header.Peek(fasthttp.HeaderRetryAfter)) // when to try again holds in any protocol
 		closeResponse(resp)
 		x.upstreamDone = x.now()
-		x.fail(rc, upstreamStatus(status, raw))
+		x.fail(rc, e)
 		return
 	}
 	copyResponseHeader(rc, resp)

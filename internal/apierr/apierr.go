@@ -27,6 +27,9 @@ type Error struct {
 	Param string
 	// Message is shown to the client: it never holds a secret.
 	Message string
+	// RetryAfter, if set, is sent as the Retry-After header (an
+	// upstream's rate limit relayed in another protocol's shape).
+	RetryAfter string
 }
 
 func (e *Error) Error() string { return "apierr: " + e.Message }
@@ -103,5 +106,8 @@ func Write(rc *fasthttp.RequestCtx, e *Error, render func(*Error) []byte) {
 	}
 	rc.SetStatusCode(e.Status)
 	rc.SetContentType("application/json")
+	if e.RetryAfter != "" {
+		rc.Response.Header.Set(fasthttp.HeaderRetryAfter, e.RetryAfter)
+	}
 	rc.SetBody(render(e))
 }
