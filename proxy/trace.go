@@ -22,7 +22,7 @@ const (
 func (x *exchange) beginSpan(rc *fasthttp.RequestCtx) {
 	h := &rc.Request.Header
 	x.span = x.s.cfg.Tracer.Begin(h.Peek(headerTraceparent), h.Peek(headerTracestate), x.start)
-	h.SetCanonical([]byte(headerTraceparent), []byte(x.span.Traceparent()))
+	h.SetCanonical([]byte(headerTraceparent), x.span.Traceparent())
 }
 
 // endSpan ends x's span with its record r, at end.

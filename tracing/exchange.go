@@ -2,11 +2,11 @@ package tracing
 
 import (
 	"context"
+	"encoding/hex"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/recallproxy/recall/history"
@@ -20,7 +20,8 @@ import (
 type Exchange struct {
 	ctx         context.Context // carries span
 	span        trace.Span
-	traceparent string
+	tracer      trace.Tracer
+	traceparent [55]byte
 	// PlanStart and PlanEnd bound the exchange's load and curation;
 	// CommitStart and CommitEnd its commit (zero: not done). The proxy
 	// sets them as they happen.
@@ -40,21 +41,41 @@ func (t *Tracer) Begin(traceparent, tracestate []byte, start time.Time) *Exchang
 	}
 	ctx := context.Background()
 	if len(traceparent) > 0 {
-		c := propagation.MapCarrier{"traceparent": string(traceparent)}
-		if len(tracestate) > 0 {
-			c["tracestate"] = string(tracestate)
-		}
-		ctx = t.prop.Extract(ctx, c)
+		ctx = t.prop.Extract(ctx, headers{traceparent, tracestate})
 	}
-	ctx, span := t.tracer.Start(ctx, OperationChat, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
-	c := propagation.MapCarrier{}
-	t.prop.Inject(ctx, c)
-	return &Exchange{ctx: ctx, span: span, traceparent: c["traceparent"]}
+	e := &Exchange{tracer: t.tracer}
+	e.ctx, e.span = t.tracer.Start(ctx, OperationChat, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
+	sc := e.span.SpanContext()
+	tid, sid := sc.TraceID(), sc.SpanID()
+	b := append(e.traceparent[:0], "00-"...)
+	b = hex.AppendEncode(b, tid[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, sid[:])
+	b = append(b, '-')
+	hex.AppendEncode(b, []byte{byte(sc.TraceFlags() & trace.FlagsSampled)})
+	return e
 }
 
-// Traceparent is the W3C traceparent header naming e's span: the
-// upstream requests' parent.
-func (e *Exchange) Traceparent() string { return e.traceparent }
+// headers are a request's trace context headers, as the propagator reads
+// them.
+type headers struct{ traceparent, tracestate []byte }
+
+func (h headers) Get(key string) string {
+	switch key {
+	case "traceparent":
+		return string(h.traceparent)
+	case "tracestate":
+		return string(h.tracestate)
+	}
+	return ""
+}
+
+func (h headers) Set(string, string) {}
+func (h headers) Keys() []string     { return []string{"traceparent", "tracestate"} }
+
+// Traceparent is the W3C traceparent header naming e's span, the
+// upstream requests' parent. It points into e.
+func (e *Exchange) Traceparent() []byte { return e.traceparent[:] }
 
 // Call is one upstream call of an exchange: sent at Sent, its answer's
 // headers read at FirstByte (zero: none came), its answer read at Done.
@@ -96,7 +117,12 @@ func (e *Exchange) End(x Ended) {
 		e.span.End(trace.WithTimestamp(x.End))
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 40)
+	planned := r.Budget > 0 || len(r.Included) > 0 || r.Tokens.EstimatedInput > 0
+	n := 19 // the attributes any exchange may have
+	if planned {
+		n += 12
+	}
+	attrs := make([]attribute.KeyValue, 0, n)
 	attrs = append(attrs,
 		attribute.String(AttrOperationName, OperationChat),
 		attribute.String(AttrProviderName, provider(r.Upstream)),
@@ -135,7 +161,6 @@ func (e *Exchange) End(x Ended) {
 			attribute.Int(AttrOutputTokens, r.Tokens.Output),
 			attribute.Int(AttrCacheReadTokens, r.Tokens.Cached))
 	}
-	planned := r.Budget > 0 || len(r.Included) > 0 || r.Tokens.EstimatedInput > 0
 	if planned {
 		attrs = append(attrs,
 			attribute.Bool(AttrCompacted, r.Summary != nil),
@@ -164,7 +189,7 @@ func (e *Exchange) End(x Ended) {
 	}
 	e.span.SetAttributes(attrs...)
 
-	tracer := e.span.TracerProvider().Tracer(scope)
+	tracer := e.tracer
 	child := func(name string, kind trace.SpanKind, start, end time.Time, attrs ...attribute.KeyValue) {
 		if start.IsZero() || end.IsZero() {
 			return

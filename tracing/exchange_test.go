@@ -37,7 +37,7 @@ func TestExchangeSpan(t *testing.T) {
 	tr, exp := newTracer(t)
 	t0 := time.Unix(1_800_000_000, 0)
 	x := tr.Begin([]byte(clientTraceparent), nil, t0)
-	tp := x.Traceparent()
+	tp := string(x.Traceparent())
 	if len(tp) != 55 || tp[3:35] != "0af7651916cd43dd8448eb211c80319c" {
 		t.Fatalf("got traceparent %q, want one in the client's trace", tp)
 	}
