@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -28,13 +30,18 @@ type scriptedUpstream struct {
 	conns  int
 }
 
-func newScriptedUpstream(t *testing.T, script func(conn, req int) string) *scriptedUpstream {
+// newScriptedUpstream starts a scriptedUpstream; set, if given, sets its
+// other fields before it serves.
+func newScriptedUpstream(t *testing.T, script func(conn, req int) string, set ...func(*scriptedUpstream)) *scriptedUpstream {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	u := &scriptedUpstream{ln: ln, script: script, closed: make(chan int, 16)}
+	for _, f := range set {
+		f(u)
+	}
 	t.Cleanup(func() { ln.Close() })
 	go u.serve()
 	return u
@@ -189,18 +196,30 @@ func TestNoSecondAttemptAfterAByteOrOnANewConnection(t *testing.T) {
 // closed before a request is written on them: the next request goes on
 // a new connection, and no request reaches a closed one.
 func TestIdleConnectionsClosedByTheUpstreamAreNotWrittenTo(t *testing.T) {
-	u := newScriptedUpstream(t, func(conn, req int) string { return "answer" })
-	u.idle = 150 * time.Millisecond
 	// Three connections, by three requests held until all three arrived.
 	var arrived sync.WaitGroup
 	arrived.Add(3)
-	u.before = func(conn, req int) {
-		if req == 0 && conn < 3 {
-			arrived.Done()
-			arrived.Wait()
+	u := newScriptedUpstream(t, func(conn, req int) string { return "answer" }, func(u *scriptedUpstream) {
+		u.idle = 150 * time.Millisecond
+		u.before = func(conn, req int) {
+			if req == 0 && conn < 3 {
+				arrived.Done()
+				arrived.Wait()
+			}
 		}
-	}
+	})
 	client := BufferingClient(1 << 20)
+	var dialedMu sync.Mutex
+	var dialed []*trackedConn
+	client.Dial = func(addr string) (net.Conn, error) {
+		c, err := dialUpstream(addr)
+		if err == nil {
+			dialedMu.Lock()
+			dialed = append(dialed, c.(*trackedConn))
+			dialedMu.Unlock()
+		}
+		return c, err
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 3)
 	for range 3 {
@@ -221,6 +240,20 @@ func TestIdleConnectionsClosedByTheUpstreamAreNotWrittenTo(t *testing.T) {
 		case <-u.closed:
 		case <-time.After(10 * time.Second):
 			t.Fatal("the upstream did not close its idle connections")
+		}
+	}
+	// The upstream's closes reach this side's sockets (a loaded kernel
+	// may take a moment): each pooled connection can see it.
+	dialedMu.Lock()
+	conns := slices.Clone(dialed)
+	dialedMu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, c := range conns {
+		for !idleConnDead(c.Conn) {
+			if time.Now().After(deadline) {
+				t.Fatal("a connection the upstream closed does not show it")
+			}
+			runtime.Gosched()
 		}
 	}
 	if err := u.post(t, client); err != nil {
