@@ -636,7 +636,7 @@ func (x *exchange) commit(reply chat.Reply) error {
 	} else {
 		answer.Tokens = x.s.counter.Message(x.enc, reply.Message)
 	}
-	return x.record1(recorded{answer: []history.Message{answer}, model: reply.Model, id: reply.ID,
+	return x.record1(recorded{answer: []history.Message{answer}, model: reply.Model, id: reply.ID, stop: reply.FinishReason,
 		prompt: reply.Usage.PromptTokens, completion: reply.Usage.CompletionTokens, cached: reply.Usage.CachedTokens,
 		upstream: wire.ChatCompletions})
 }
@@ -652,6 +652,9 @@ type recorded struct {
 	// upstream the protocol the upstream spoke.
 	cached   int
 	upstream wire.Protocol
+	// stop is why the answer ended: chat's finish_reason, the canonical
+	// stop reason of another protocol's ("": not said).
+	stop string
 }
 
 // record1 writes the new messages and the answer as one atomic change (see
@@ -726,7 +729,7 @@ func (x *exchange) record1(r recorded) error {
 	}
 	s.metrics.storeOp("commit", s.cfg.Now().Sub(start))
 	if x.span != nil {
-		x.span.CommitStart, x.span.CommitEnd, x.span.ResponseModel = start, s.cfg.Now(), r.model
+		x.span.CommitStart, x.span.CommitEnd, x.span.ResponseModel, x.span.FinishReason = start, s.cfg.Now(), r.model, r.stop
 	}
 	if err != nil {
 		x.commitFailed = true

@@ -111,6 +111,12 @@ func attrValue(kvs []*commonpb.KeyValue, key string) any {
 			return v.BoolValue
 		case *commonpb.AnyValue_DoubleValue:
 			return v.DoubleValue
+		case *commonpb.AnyValue_ArrayValue:
+			var vs []string
+			for _, e := range v.ArrayValue.Values {
+				vs = append(vs, e.GetStringValue())
+			}
+			return fmt.Sprint(vs)
 		}
 	}
 	return nil
@@ -189,7 +195,7 @@ func TestTraceOfChatTurn(t *testing.T) {
 		"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4o-mini",
 		"gen_ai.conversation.id": "traced-1", "gen_ai.conversation.compacted": false,
 		"http.response.status_code": int64(200), "recall.exchange.kind": "chat", "recall.messages.new": int64(1),
-		"recall.messages.committed": int64(2),
+		"recall.messages.committed": int64(2), "gen_ai.response.finish_reasons": "[stop]",
 	} {
 		if got := attrValue(ex.Attributes, k); got != want {
 			t.Errorf("%s: got %v, want %v", k, got, want)

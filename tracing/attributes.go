@@ -25,6 +25,7 @@ const (
 	AttrProviderName    = "gen_ai.provider.name"
 	AttrRequestModel    = "gen_ai.request.model"
 	AttrResponseModel   = "gen_ai.response.model"
+	AttrFinishReasons   = "gen_ai.response.finish_reasons"
 	AttrConversationID  = "gen_ai.conversation.id"
 	AttrInputTokens     = "gen_ai.usage.input_tokens"
 	AttrOutputTokens    = "gen_ai.usage.output_tokens"

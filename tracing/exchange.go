@@ -27,9 +27,9 @@ type Exchange struct {
 	// sets them as they happen.
 	PlanStart, PlanEnd     time.Time
 	CommitStart, CommitEnd time.Time
-	// ResponseModel is the model the upstream's answer names ("": not
-	// known).
-	ResponseModel string
+	// ResponseModel is the model the upstream's answer names, and
+	// FinishReason why it ended ("": not known).
+	ResponseModel, FinishReason string
 }
 
 // Begin starts the span of an exchange begun at start, as a child of the
@@ -118,7 +118,7 @@ func (e *Exchange) End(x Ended) {
 		return
 	}
 	planned := r.Budget > 0 || len(r.Included) > 0 || r.Tokens.EstimatedInput > 0
-	n := 19 // the attributes any exchange may have
+	n := 20 // the attributes any exchange may have
 	if planned {
 		n += 12
 	}
@@ -136,6 +136,9 @@ func (e *Exchange) End(x Ended) {
 	}
 	if e.ResponseModel != "" {
 		attrs = append(attrs, attribute.String(AttrResponseModel, e.ResponseModel))
+	}
+	if e.FinishReason != "" {
+		attrs = append(attrs, attribute.StringSlice(AttrFinishReasons, []string{e.FinishReason}))
 	}
 	if x.Conversation != "" {
 		attrs = append(attrs, attribute.String(AttrConversationID, x.Conversation))

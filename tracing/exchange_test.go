@@ -43,7 +43,7 @@ func TestExchangeSpan(t *testing.T) {
 	}
 	x.PlanStart, x.PlanEnd = t0.Add(time.Millisecond), t0.Add(3*time.Millisecond)
 	x.CommitStart, x.CommitEnd = t0.Add(50*time.Millisecond), t0.Add(52*time.Millisecond)
-	x.ResponseModel = "gpt-4o-2024-08-06"
+	x.ResponseModel, x.FinishReason = "gpt-4o-2024-08-06", "stop"
 	r := &history.ExchangeRecord{ID: "xch_1", Kind: "chat", Ingress: "chat.completions", Upstream: "chat.completions",
 		Model: "gpt-4o", Status: "answered", HTTPStatus: 200, Budget: 1000, Calibration: 1,
 		Tokens:   history.ExchangeTokens{EstimatedInput: 120, CalibratedInput: 120, ReportedInput: 118, Output: 9, Cached: 64},
@@ -94,6 +94,9 @@ func TestExchangeSpan(t *testing.T) {
 		if got := a[k].AsInterface(); got != want {
 			t.Errorf("%s: got %v, want %v", k, got, want)
 		}
+	}
+	if got := a["gen_ai.response.finish_reasons"].AsStringSlice(); len(got) != 1 || got[0] != "stop" {
+		t.Errorf("finish reasons: got %q, want [stop]", got)
 	}
 	if ex.Status.Code != codes.Unset {
 		t.Errorf("got status %v, want unset for an answered exchange", ex.Status)
