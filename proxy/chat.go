@@ -300,7 +300,7 @@ func (s *Server) admit(rc *fasthttp.RequestCtx, x *exchange) ([]byte, bool) {
 		return nil, false
 	}
 	if s.cfg.Tracer != nil && x.route != "count_tokens" {
-		x.beginSpan(rc)
+		x.beginSpan(rc, body)
 	}
 	if x.c, err = s.authenticate(rc); err != nil {
 		x.fail(rc, err)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/history"
@@ -18,11 +19,13 @@ const (
 // beginSpan starts x's span (Config.Tracer is set) under the client's
 // traceparent, and makes the request's traceparent name it: every
 // upstream request of the exchange forwards the client's headers, and
-// so names the exchange's span as its parent.
-func (x *exchange) beginSpan(rc *fasthttp.RequestCtx) {
+// so names the exchange's span as its parent. The body's model names
+// the span of an exchange that plans nothing.
+func (x *exchange) beginSpan(rc *fasthttp.RequestCtx, body []byte) {
 	h := &rc.Request.Header
 	x.span = x.s.cfg.Tracer.Begin(h.Peek(headerTraceparent), h.Peek(headerTracestate), x.start)
 	h.SetCanonical([]byte(headerTraceparent), x.span.Traceparent())
+	x.span.RequestModel = gjson.GetBytes(body, "model").String()
 }
 
 // endSpan ends x's span with its record r, at end.

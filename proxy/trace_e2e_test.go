@@ -334,3 +334,31 @@ func TestTraceOfForgetAndDelete(t *testing.T) {
 		}
 	}
 }
+
+// A request that records nothing (no conversation named) is traced too,
+// named by the model its body asks for, with no curation figures.
+func TestTraceOfPlainRequest(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.Tracer = tracing.New(tp) }})
+	r := h.Post("/v1/chat/completions", key, "", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}]}`)
+	if r.Status != 200 {
+		t.Fatalf("got %d %s, want 200", r.Status, r.Body)
+	}
+	h.WaitDone("")
+	var names []string
+	for _, s := range exp.GetSpans() {
+		names = append(names, s.Name)
+		if s.Name != "chat gpt-4o-mini" {
+			continue
+		}
+		for _, kv := range s.Attributes {
+			if kv.Key == "recall.budget" || kv.Key == "gen_ai.conversation.id" {
+				t.Errorf("got %s = %v, want none for a request that records nothing", kv.Key, kv.Value.AsInterface())
+			}
+		}
+		return
+	}
+	t.Errorf("got spans %q, want one named \"chat gpt-4o-mini\"", names)
+}

@@ -27,6 +27,9 @@ type Exchange struct {
 	// sets them as they happen.
 	PlanStart, PlanEnd     time.Time
 	CommitStart, CommitEnd time.Time
+	// RequestModel is the request's model as the client sent it, for an
+	// exchange whose record names none ("": not known).
+	RequestModel string
 	// ResponseModel is the model the upstream's answer names, and
 	// FinishReason why it ended ("": not known).
 	ResponseModel, FinishReason string
@@ -108,6 +111,9 @@ func (e *Exchange) End(x Ended) {
 	}
 	r := x.Record
 	model := r.Model
+	if model == "" {
+		model = e.RequestModel
+	}
 	name := OperationChat
 	if model != "" {
 		name += " " + model
