@@ -10,10 +10,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/history"
@@ -655,52 +658,84 @@ func percent(n, of int) int {
 }
 
 // role and content read a message's role and a one-line view of its
-// content (or its tool calls) for a table.
+// content (or its tool calls) for a table, in any protocol's shape: a
+// chat-completions message, a Responses item (a message, a function call
+// or its output, reasoning), an Anthropic message (text, tool_use and
+// tool_result blocks, thinking). An agent's <system-reminder> blocks are
+// left out of the view: the user's own words are what a table shows.
 func role(raw json.RawMessage) string {
-	var m struct {
-		Role       string `json:"role"`
-		ToolCallID string `json:"tool_call_id"`
+	m := gjson.ParseBytes(raw)
+	switch t := m.Get("type").Str; {
+	case m.Get("role").Exists():
+		if id := m.Get("tool_call_id").Str; id != "" {
+			return m.Get("role").Str + "(" + id + ")"
+		}
+		return m.Get("role").Str
+	case strings.HasSuffix(t, "_output"):
+		return "tool(" + m.Get("call_id").Str + ")"
+	case t != "":
+		return "assistant"
 	}
-	json.Unmarshal(raw, &m)
-	if m.ToolCallID != "" {
-		return m.Role + "(" + m.ToolCallID + ")"
-	}
-	return m.Role
+	return ""
 }
 
 func content(raw json.RawMessage) string {
-	var m struct {
-		Content   json.RawMessage `json:"content"`
-		ToolCalls []struct {
-			ID       string `json:"id"`
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		} `json:"tool_calls"`
-	}
-	json.Unmarshal(raw, &m)
-	var text string
-	if json.Unmarshal(m.Content, &text) != nil {
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
+	m := gjson.ParseBytes(raw)
+	var ts []string
+	add := func(s string) {
+		if s = strings.TrimSpace(systemReminders.ReplaceAllString(s, "")); s != "" {
+			ts = append(ts, s)
 		}
-		json.Unmarshal(m.Content, &parts)
-		var ts []string
-		for _, p := range parts {
-			if p.Type == "text" {
-				ts = append(ts, p.Text)
+	}
+	part := func(p gjson.Result) {
+		switch t := p.Get("type").Str; t {
+		case "text", "input_text", "output_text":
+			add(p.Get("text").Str)
+		case "tool_use":
+			ts = append(ts, "→ "+p.Get("name").Str+"() "+p.Get("id").Str)
+		case "tool_result":
+			var inner []string
+			if c := p.Get("content"); c.Type == gjson.String {
+				inner = append(inner, c.Str)
 			} else {
-				ts = append(ts, "["+p.Type+"]")
+				for _, b := range c.Array() {
+					inner = append(inner, b.Get("text").Str)
+				}
 			}
+			ts = append(ts, "← "+strings.Join(inner, " "))
+		case "thinking", "redacted_thinking", "reasoning":
+		case "":
+		default:
+			ts = append(ts, "["+t+"]")
 		}
-		text = strings.Join(ts, " ")
 	}
-	for _, c := range m.ToolCalls {
-		text = strings.TrimSpace(text + " → " + c.Function.Name + "() " + c.ID)
+	switch t := m.Get("type").Str; {
+	case t == "function_call" || t == "custom_tool_call":
+		ts = append(ts, "→ "+m.Get("name").Str+"() "+m.Get("call_id").Str)
+	case strings.HasSuffix(t, "_output"):
+		if o := m.Get("output"); o.Type == gjson.String {
+			add("← " + o.Str)
+		} else {
+			o.ForEach(func(_, p gjson.Result) bool { part(p); return true })
+		}
+	case t == "reasoning":
+		ts = append(ts, "[reasoning]")
 	}
-	return oneLine(text, 60)
+	if c := m.Get("content"); c.Type == gjson.String {
+		add(c.Str)
+	} else {
+		c.ForEach(func(_, p gjson.Result) bool { part(p); return true })
+	}
+	m.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
+		ts = append(ts, "→ "+c.Get("function.name").Str+"() "+c.Get("id").Str)
+		return true
+	})
+	return oneLine(strings.Join(ts, " "), 60)
 }
+
+// systemReminders are the <system-reminder> blocks agents put in user
+// messages.
+var systemReminders = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
 
 // oneLine collapses s's whitespace and cuts it to n runes.
 func oneLine(s string, n int) string {
