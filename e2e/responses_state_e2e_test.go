@@ -597,3 +597,29 @@ func TestConversationMetadataLimitsCountCharacters(t *testing.T) {
 		t.Errorf("513 characters: got %d, want 400", st)
 	}
 }
+
+// TestStoreIsToldTruthfully: a Response says store true when Recall
+// stored it, whatever the request asked: store false with a
+// previous_response_id continues a stored conversation and is stored
+// (GET finds it); store false with neither is stored nowhere (GET: 404).
+func TestStoreIsToldTruthfully(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	st, first := call(t, h, "rk-oa", "POST", "/v1/responses", `{"model":"gpt-4.1","input":"my name is Ada"}`)
+	if st != 200 || first.Get("store").Type != gjson.True {
+		t.Fatalf("a stored response: %d store %s", st, first.Get("store").Raw)
+	}
+	st, next := call(t, h, "rk-oa", "POST", "/v1/responses", `{"model":"gpt-4.1","store":false,"previous_response_id":"`+first.Get("id").Str+`","input":"and now?"}`)
+	if st != 200 || next.Get("store").Type != gjson.True {
+		t.Errorf("store false continuing a stored response: %d store %s, want true (it is stored)", st, next.Get("store").Raw)
+	}
+	if st, _ := call(t, h, "rk-oa", "GET", "/v1/responses/"+next.Get("id").Str, ""); st != 200 {
+		t.Errorf("GET of it: %d, want 200", st)
+	}
+	st, alone := call(t, h, "rk-oa", "POST", "/v1/responses", `{"model":"gpt-4.1","store":false,"input":"a one-off"}`)
+	if st != 200 || alone.Get("store").Type != gjson.False {
+		t.Errorf("store false alone: %d store %s, want false", st, alone.Get("store").Raw)
+	}
+	if st, _ := call(t, h, "rk-oa", "GET", "/v1/responses/"+alone.Get("id").Str, ""); st != 404 {
+		t.Errorf("GET of it: %d, want 404", st)
+	}
+}

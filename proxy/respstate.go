@@ -66,9 +66,14 @@ func resolveResponses(x *exchange, req *wire.Request, conv string) (string, erro
 // the sequence number its first message gets, after the request's new
 // messages. The exchange is pinned to them: a commit that would land
 // elsewhere fails rather than leave the id naming other messages.
+//
+// The answer's "store" says whether Recall stores it, whatever the request
+// asked: a store:false request that continues a stored response is stored
+// with its conversation, and says so.
 func nameResponse(x *exchange, req *wire.Request) {
 	req.Created = x.start.Unix()
-	if !x.record || x.plan == nil {
+	req.Store = x.record && x.plan != nil
+	if !req.Store {
 		// Stored nowhere: an id that names nothing.
 		req.ResponseID = "resp_" + newConversationID()[len("conv_"):]
 		return
