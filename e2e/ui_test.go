@@ -154,6 +154,12 @@ func TestInspectorInABrowser(t *testing.T) {
 	})
 
 	xid, reason := exchangeWithDrop(t, h)
+	// A side call on ui-long: listed among its exchanges with its rule.
+	if r := h.PostHeaders("/v1/chat/completions", map[string]string{"Authorization": "Bearer " + acmeKey, "X-Conversation-ID": "ui-long",
+		"X-Recall-Thread": "side", "Content-Type": "application/json"},
+		`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"a title for this, please"}]}`); r.Status != 200 {
+		t.Fatalf("a side call: %d %s", r.Status, r.Body)
+	}
 
 	t.Run("exchanges are drawn against the budget", func(t *testing.T) {
 		b := browser.in(t)
@@ -179,6 +185,13 @@ func TestInspectorInABrowser(t *testing.T) {
 		}
 		// The summariser's calls are in the timeline, labelled and coloured
 		// apart from the chat calls, and their detail names their kind.
+		// A side call is labelled with the rule that made it one.
+		if xid != "" {
+			b.do("find the side call", chromedp.WaitVisible(chromedp.CSS(`a.xrow.kind-side .kind`)))
+			if got := b.text(`a.xrow.kind-side .kind`); got != "side: header" {
+				t.Errorf("the side call's label: %q, want side: header", got)
+			}
+		}
 		b.do("find a summary record", chromedp.WaitVisible(chromedp.CSS(`a.xrow.kind-summary .kind`)))
 		if got := b.text(`a.xrow.kind-summary .kind`); got != "summary" {
 			t.Errorf("a summary record's label: %q, want summary", got)

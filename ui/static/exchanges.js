@@ -158,9 +158,20 @@ function row(id, x, scale, on) {
 
 // kind labels a record by its kind: a chat call, a tool round, or a
 // summariser call (Recall's own, coloured apart).
+// THREAD_REASONS say why an exchange was classified into its thread
+// (package thread's rules).
+const THREAD_REASONS = {
+  header: 'named so by X-Recall-Thread',
+  marker: 'a known side-call prompt (a title)',
+  no_tools: 'no tools where the conversation\'s turns send them',
+  compaction: 'the agent\'s own compaction',
+};
+
 function kind(x) {
   const k = x.kind || 'chat';
-  return h('span', {class: `kind kind-${k}`}, k);
+  if (!x.thread_reason) return h('span', {class: `kind kind-${k}`}, k);
+  return h('span', {class: `kind kind-${k}`, title: THREAD_REASONS[x.thread_reason] || x.thread_reason},
+    `${k}: ${x.thread_reason}`);
 }
 
 function closeButton(id) {
