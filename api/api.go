@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/url"
 	"runtime"
 	"strings"
 	"time"
@@ -290,6 +291,12 @@ func (c *call) serve() (int, error) {
 		case "", "messages", "context", "search", "forget", "end", "summarize", "export", "import", "exchanges", "exchanges/{xid}", "threads":
 		default:
 			return 0, apierr.NotFound
+		}
+		// The id as a client escapes it (the page's encodeURIComponent
+		// writes run:7 as run%3A7); an escaped '/' decodes to what no id
+		// holds.
+		if u, err := url.PathUnescape(id); err == nil {
+			id = u
 		}
 		if !history.ValidStoredID(id) { // a conversation, or one of its threads
 			return 0, apierr.BadConversationID
