@@ -81,8 +81,8 @@ type Global struct {
 	SyncWrites *bool `yaml:"sync_writes"`
 	// AIOFsync, with durable writes on Linux, fsyncs Badger's logs through
 	// Linux AIO, waiting without holding a thread, instead of Badger's
-	// msync: durable writes near relaxed ones on a one-core proxy
-	// (docs/performance.md). Default true.
+	// msync: durable writes near relaxed ones on a one-core proxy.
+	// Default true.
 	AIOFsync bool `yaml:"aio_fsync"`
 	// MinFreeMB is the free space, in MiB, the data directory's file system
 	// must keep: below it recorded requests are refused with 507 before the

@@ -7,8 +7,8 @@ import (
 
 // A metadata record is read and written on every request (a load reads it,
 // a commit reads and rewrites it), so it is encoded in binary, decoded
-// with one string all its strings share (BenchmarkMetaCodec against the
-// JSON it was before; figures in docs/performance.md).
+// with one string all its strings share (BenchmarkMetaCodec compares it with
+// the JSON it was before).
 // Records written as JSON (a '{' first) still decode.
 //
 //	version(1)=1 present(1: 1 last, 2 summary)

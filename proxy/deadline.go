@@ -14,7 +14,7 @@ import (
 // same duration from now, a few microseconds past the last one. Every one
 // the runtime's poller takes costs two clock reads and a move of its
 // timer; on the plain path, where a request costs Recall about 19 µs of
-// CPU, the deadlines were about 1 µs of it (docs/performance.md, stop 40).
+// CPU, the deadlines were about 1 µs of it.
 // A coarseDeadline passes a deadline on only when the one the connection
 // has is not within a small slack after it.
 

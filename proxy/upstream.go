@@ -19,9 +19,9 @@ import (
 // built in a pooled fasthttp.Request with no per-header allocation, and
 // a connection is read and written by the goroutine that asked, where
 // net/http's transport hands each exchange to two goroutines of its own
-// (the proxy-ceiling rows of bench/run.sh compare the two: see
-// docs/performance.md). What fasthttp's client lacks is HTTP/2 (OpenAI's
-// API and the compatible servers speak HTTP/1.1).
+// (the proxy-ceiling rows of bench/run.sh compare the two). What
+// fasthttp's client lacks is HTTP/2 (OpenAI's API and the compatible
+// servers speak HTTP/1.1).
 
 // hopHeaders are not forwarded in either direction (RFC 9110 section
 // 7.6.1), with the framing headers each side sets itself.
@@ -91,7 +91,7 @@ func DefaultClient() *fasthttp.Client {
 // BufferingClient is DefaultClient reading each answer whole, failing one
 // past maxBody bytes (fasthttp.ErrBodyTooLarge): for answers relayed as
 // they are once complete. Streaming an answer costs fasthttp a body
-// stream and its closures a request (docs/performance.md, stop 41).
+// stream and its closures a request.
 func BufferingClient(maxBody int) *fasthttp.Client {
 	c := newClient()
 	c.MaxResponseBodySize = maxBody

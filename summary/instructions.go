@@ -12,9 +12,8 @@ const maxInstructionCounts = 64
 // instructionCounts counts the instructions jobs send (their system
 // prompts) once per text and encoding. A tenant has a few (with an
 // episode title and without, and the compaction's), and counting them
-// for every call and again for its exchange record took 3.6% of the
-// proxy's core in a streamed open-loop row (docs/performance.md, "The
-// search fold's bursts"). At most maxInstructionCounts are kept: a
+// for every call and again for its exchange record was a
+// visible share of the proxy's core in a streamed open-loop row. At most maxInstructionCounts are kept: a
 // reload that changes prompts adds texts, and past the bound the counts
 // start over.
 type instructionCounts struct {

@@ -28,7 +28,7 @@ var (
 )
 
 // vocabFor returns the shared vocabulary of enc, loading it on first use
-// from the files embedded in tiktoken-go-loader (measured on 2026-11-23:
+// from the files embedded in tiktoken-go-loader (about
 // 80 ms for cl100k, 150 for o200k and its 200k tokens, then 20 and 30 to
 // build the rank table). Unknown encodings get O200k. It returns nil
 // only if the embedded vocabulary cannot be loaded, which the callers

@@ -62,8 +62,7 @@ const fastStream = `data: {"id":"chatcmpl-fast","object":"chat.completion.chunk"
 // bodies carry no nested "stream" key (no tools). Validating each ~60 KB
 // body as JSON and finding the key past the messages with gjson were a
 // third of the fake's CPU, on the core it shares with the load generator
-// and, in the recall-pg rows, PostgreSQL (docs/performance.md, "The
-// measuring core").
+// and, in the recall-pg rows, PostgreSQL.
 func streamed(b []byte) bool {
 	key := []byte(`"stream"`)
 	for {

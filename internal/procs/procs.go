@@ -11,8 +11,7 @@
 // them, and the requests' waits fall to a few milliseconds; but two Ps
 // all the time cost the busiest path (a proxy that only forwards) a
 // twentieth of its requests a second and its tail, the kernel switching
-// between the two threads in the middle of requests (docs/performance.md,
-// "One processor, two while it is held").
+// between the two threads in the middle of requests.
 //
 // So a Controller watches the runtime's scheduling latencies
 // (/sched/latencies:seconds, the time runnable goroutines waited for a

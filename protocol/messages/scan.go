@@ -29,7 +29,7 @@ import (
 //
 // ParseRequest's gjson passes (a validation, then a parse of every
 // message and block for each member it looks up) were most of the
-// Messages API's plain path (docs/performance.md).
+// Messages API's plain path.
 func quickParse(body []byte) (*wire.Request, bool) {
 	s := reqScan{Scanner: jsonscan.Scanner{B: body}}
 	s.req = &wire.Request{Protocol: wire.Messages, Body: body, Choices: 1}

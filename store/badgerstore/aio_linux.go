@@ -58,7 +58,7 @@ const (
 	// completion) only when it runs out of work or every 10 ms, so a
 	// committer that parked at once made durable commits slower at an open
 	// rate; a few yields catch most completions, and many more cost
-	// closed-loop throughput (docs/performance.md, durable writes).
+	// closed-loop throughput.
 	aioSpins = 8
 )
 

@@ -41,9 +41,8 @@ import (
 // every dirty entry (Fold), which covers what a run left or a failed fold
 // dropped. And the folder is paced: yielding alone left a fold of a few
 // thousand messages a quarter second with the core 90% busy, in which an
-// open-loop request waited 20 ms for it (docs/performance.md, "The
-// search fold's bursts"). Its time on the core is counted between its
-// yields, and past foldBurst of it, it pauses for as long as keeps it to
+// open-loop request waited 20 ms for it. Its time on the core is counted
+// between its yields, and past foldBurst of it, it pauses for as long as keeps it to
 // foldShare of the machine's processors (a pacer measuring a job's wall-clock time
 // instead, which a saturated core inflates, starved summaries: same
 // document, "Pacing background work").
@@ -266,8 +265,7 @@ func (s *Store) writeSegments(entries []kv) error {
 	if s.noSync {
 		// Relaxed: syncLoop syncs the side database before the main one,
 		// so a watermark it syncs never goes ahead of its postings. A
-		// sync here each round cost the relaxed rows (docs/performance.md,
-		// "Derived data in a database of its own").
+		// sync here each round cost the relaxed rows.
 		return nil
 	}
 	return s.side.Sync()

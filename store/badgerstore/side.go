@@ -22,8 +22,8 @@ import (
 // (about 700 bytes a request, written between commits) made a commit's
 // fsync take 2-8 ms instead of under 1 at the load script's open rate,
 // and a fold's segments (a round every ~2 s at that rate) queued the
-// commits behind its write and its sync, the open rows' periodic tail
-// (docs/performance.md, "Derived data in a database of its own"). The
+// commits behind its write and its sync, the open rows' periodic tail.
+// The
 // side database is never synced by a commit: every sideSyncEvery, by a
 // fold round before its watermark moves (with relaxed writes, by the main
 // database's background sync, just before the main one), and by an

@@ -187,8 +187,8 @@ var _ history.Store = (*Store)(nil)
 // 1. At 1 KiB, a request at the load script's open rate put about 2.7 KB
 // into the tree: a 16 MiB memtable flushed every 6 seconds and the fourth
 // flush started a level-0 compaction whose table builders held the
-// proxy's one core for over a second, the open rows' 1-3 s tails
-// (docs/performance.md, "The open rows' seconds: compactions"). The first
+// proxy's one core for over a second, the open rows' 1-3 s tails.
+// The first
 // threshold, 1 KiB, took the summary out of the metadata record that
 // every commit rewrites.
 //
@@ -215,8 +215,8 @@ const compressedBlockCache = 16 << 20
 // read again, and Badger charges the cache for it the capacity of that
 // slice, the rest of the table: every block it admitted evicted all the
 // others (a hit ratio of 0.14 in the load script's recall-sync row), and
-// the cache's bookkeeping was 4% of the proxy's CPU for nothing
-// (docs/performance.md, "A block cache that cached nothing"). Badger's
+// the cache's bookkeeping was 4% of the proxy's CPU for nothing.
+// Badger's
 // own documentation advises no cache without compression or encryption.
 func blockCacheSize(dir string, inMemory bool) int64 {
 	if tableCompression != options.None {
@@ -255,8 +255,8 @@ func Open(dir string, o Options) (*Store, error) {
 	// compressed. Snappy halved them on disk and in the mapped pages loads
 	// touch, but a compaction's table builder then holds each block twice,
 	// plain and compressed, and at a high write rate that heap kept the Go
-	// runtime collecting at its memory limit, on the proxy's core
-	// (docs/performance.md, the memory row). Each table records its
+	// runtime collecting at its memory limit, on the proxy's core.
+	// Each table records its
 	// compression, so directories written compressed stay readable,
 	// through the block cache blockCacheSize gives them.
 	bo := badger.DefaultOptions(dir).

@@ -15,8 +15,8 @@ import (
 // postings values, which the store's connections encode straight from
 // the analysis: in PostgreSQL's binary format, so that the server reads
 // them without parsing text (the tsvector text input cost the server
-// 13-16 µs a message, 0.05 ms of its CPU a turn against the binary input:
-// docs/performance.md), and as a literal where a connection asks for
+// 13-16 µs a message, 0.05 ms of its CPU a turn against the binary input),
+// and as a literal where a connection asks for
 // text (the simple protocol).
 
 // postings is one message's search terms, as a tsvector parameter.
