@@ -57,7 +57,8 @@ type openresponsesReport struct {
 // Messages, each with no conversation named and with one named by the
 // base URL's /c/{id} prefix. The fake answers the suite's tool-calling
 // request with a scripted function call. Every test not pending must
-// pass; the suite's summary is logged per configuration.
+// pass, and a named conversation must hold the suite's turns; the
+// suite's summary is logged per configuration.
 func TestOpenResponsesCompliance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short runs no Node.js suite")
@@ -82,17 +83,17 @@ func TestOpenResponsesCompliance(t *testing.T) {
 	o := threeUpstreams()
 	o.Upstream = []upstreamtest.Option{upstreamtest.WithToolCallsForTools()}
 	h := e2etest.New(t, o)
-	kinds := []struct{ name, key string }{
-		{"openai", "rk-oa"},
-		{"chat", "rk-ch"},
-		{"anthropic", "rk-an"},
+	kinds := []struct{ name, key, tenant string }{
+		{"openai", "rk-oa", "oa"},
+		{"chat", "rk-ch", "ch"},
+		{"anthropic", "rk-an", "an"},
 	}
 	for _, k := range kinds {
 		for _, named := range []bool{false, true} {
-			name, base := k.name, h.URL+"/v1"
+			name, base, conv := k.name, h.URL+"/v1", "compliance-"+k.name
 			if named {
 				name += "_conversation"
-				base = h.URL + "/c/compliance-" + k.name + "/v1"
+				base = h.URL + "/c/" + conv + "/v1"
 			}
 			t.Run(name, func(t *testing.T) {
 				h.Up.Reset()
@@ -101,6 +102,9 @@ func TestOpenResponsesCompliance(t *testing.T) {
 				}})
 				rep := runOpenResponses(t, ctx, node, suite, base, k.key)
 				checkOpenResponses(t, rep)
+				if named && len(h.Stored(k.tenant, conv)) == 0 {
+					t.Errorf("conversation %s: got nothing stored, want the suite's turns", conv)
+				}
 			})
 		}
 	}
