@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,6 +25,11 @@ var ErrBadAnswer = errors.New("messages: not a message answer")
 // APIVersion is the anthropic-version Recall sends with a request it
 // makes itself (a translated client's, a summary's).
 const APIVersion = "2023-06-01"
+
+// openingUser is the user message sent before messages that open with
+// the assistant's: the shortest text Anthropic takes (it refuses empty
+// ones), saying nothing the model could answer.
+var openingUser = []byte(`{"role":"user","content":[{"type":"text","text":"."}]}`)
 
 // DefaultMaxTokens is the max_tokens sent for a request from another
 // protocol that set no cap: Anthropic requires one.
@@ -52,19 +58,25 @@ func (Upstream) Path() string { return "/messages" }
 // blocks, then any system message found among msgs, which Encode writes
 // for a canonical system message and which Anthropic does not take in
 // place), messages, tools (input_schema from the canonical parameters),
-// tool_choice, temperature, top_p, stop_sequences and stream.
+// tool_choice, temperature, top_p, stop_sequences and stream. Messages
+// that open with the assistant's (a Responses or chat client may send
+// its own history so) are preceded by openingUser, since Anthropic
+// refuses a first message that is not the user's.
 func (Upstream) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][]byte) ([]byte, error) {
 	if req.Protocol == wire.Messages {
 		return appendSameBody(dst, req, instructions, msgs)
 	}
 	var system [][]byte
-	kept := make([][]byte, 0, len(msgs))
+	kept := make([][]byte, 0, len(msgs)+1)
 	for _, m := range msgs {
 		if parse(m).Get("role").Str == roleSystem {
 			system = append(system, m)
 		} else {
 			kept = append(kept, m)
 		}
+	}
+	if len(kept) > 0 && parse(kept[0]).Get("role").Str == roleAssistant {
+		kept = slices.Insert(kept, 0, openingUser)
 	}
 	dst = append(dst, `{"model":`...)
 	dst = gjson.AppendJSONString(dst, req.Model)
