@@ -35,7 +35,7 @@ func (x *exchange) endSpan(r *history.ExchangeRecord, tenant string, end time.Ti
 	case len(x.rounds) > 0:
 		calls = make([]tracing.Call, len(x.rounds))
 		for i, rd := range x.rounds {
-			calls[i] = tracing.Call{Sent: rd.sent, FirstByte: rd.firstByte, Done: rd.done, Model: rd.model}
+			calls[i] = tracing.Call{Sent: rd.sent, FirstByte: rd.firstByte, Done: rd.done, Model: rd.model, Tools: rd.runs, Round: true}
 		}
 	case !x.sent.IsZero():
 		calls = []tracing.Call{{Sent: x.sent, FirstByte: x.firstByte, Done: x.upstreamDone}}

@@ -341,12 +341,17 @@ func TestTraceOfPlainRequest(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.Tracer = tracing.New(tp) }})
+	tr := tracing.New(tp)
+	t.Cleanup(func() { tr.Shutdown(context.Background()) })
+	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.Tracer = tr }})
 	r := h.Post("/v1/chat/completions", key, "", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}]}`)
 	if r.Status != 200 {
 		t.Fatalf("got %d %s, want 200", r.Status, r.Body)
 	}
 	h.WaitDone("")
+	if err := tr.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	var names []string
 	for _, s := range exp.GetSpans() {
 		names = append(names, s.Name)

@@ -1,6 +1,7 @@
 package tracing_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -21,8 +22,22 @@ func newTracer(t *testing.T) (*tracing.Tracer, *tracetest.InMemoryExporter) {
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { tp.Shutdown(t.Context()) })
-	return tracing.New(tp), exp
+	tr := tracing.New(tp)
+	t.Cleanup(func() {
+		tr.Shutdown(context.Background())
+		tp.Shutdown(context.Background())
+	})
+	return tr, exp
+}
+
+// spans makes the spans of the exchanges ended so far and returns every
+// span exp holds.
+func spans(t *testing.T, tr *tracing.Tracer, exp *tracetest.InMemoryExporter) tracetest.SpanStubs {
+	t.Helper()
+	if err := tr.Flush(t.Context()); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	return exp.GetSpans()
 }
 
 func attrs(s tracetest.SpanStub) map[string]attribute.Value {
@@ -56,17 +71,17 @@ func TestExchangeSpan(t *testing.T) {
 	x.End(tracing.Ended{Record: r, Conversation: "c1", Tenant: "acme", End: t0.Add(60 * time.Millisecond),
 		Calls: []tracing.Call{{Sent: t0.Add(4 * time.Millisecond), FirstByte: t0.Add(20 * time.Millisecond), Done: t0.Add(49 * time.Millisecond)}}})
 
-	spans := exp.GetSpans()
-	if len(spans) != 4 {
-		t.Fatalf("got %d spans, want 4 (load, upstream, commit, exchange)", len(spans))
+	got := spans(t, tr, exp)
+	if len(got) != 4 {
+		t.Fatalf("got %d spans, want 4 (load, upstream, commit, exchange)", len(got))
 	}
 	byName := map[string]tracetest.SpanStub{}
-	for _, s := range spans {
+	for _, s := range got {
 		byName[s.Name] = s
 	}
 	ex, ok := byName["chat gpt-4o"]
 	if !ok {
-		t.Fatalf("no span named %q among %v", "chat gpt-4o", spans)
+		t.Fatalf("no span named %q among %v", "chat gpt-4o", got)
 	}
 	if got := ex.Parent.SpanID().String(); got != "b7ad6b7169203331" {
 		t.Errorf("got parent %s, want the client's span b7ad6b7169203331", got)
@@ -122,11 +137,11 @@ func TestExchangeSpanFailed(t *testing.T) {
 	x := tr.Begin(nil, nil, t0)
 	x.End(tracing.Ended{Record: &history.ExchangeRecord{Kind: "chat", Upstream: "messages", Status: "upstream_error",
 		HTTPStatus: 502, Error: "upstream_unavailable"}, End: t0.Add(time.Second)})
-	spans := exp.GetSpans()
-	if len(spans) != 1 {
-		t.Fatalf("got %d spans, want the exchange's alone", len(spans))
+	got := spans(t, tr, exp)
+	if len(got) != 1 {
+		t.Fatalf("got %d spans, want the exchange's alone", len(got))
 	}
-	s := spans[0]
+	s := got[0]
 	if s.Name != "chat" || s.Parent.IsValid() {
 		t.Errorf("got %q with parent %v, want \"chat\", a root", s.Name, s.Parent.SpanID())
 	}

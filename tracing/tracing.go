@@ -24,7 +24,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -38,13 +37,21 @@ const scope = "github.com/recallproxy/recall/tracing"
 type Tracer struct {
 	tracer   trace.Tracer
 	provider *sdktrace.TracerProvider // nil: the caller's (New), not ours to shut down
-	prop     propagation.TraceContext
+	q        *queue                   // the exchanges whose spans are still to make
 }
 
 // New returns a Tracer making its spans with tp (a test's, with an
-// in-memory exporter). Shutdown leaves tp to its owner.
+// in-memory exporter). Its spans reach tp's processors after a Flush,
+// or within a fraction of a second. Shutdown stops the Tracer's
+// goroutine and leaves tp to its owner.
 func New(tp trace.TracerProvider) *Tracer {
-	return &Tracer{tracer: tp.Tracer(scope)}
+	return newTracer(tp.Tracer(scope), nil)
+}
+
+func newTracer(tr trace.Tracer, tp *sdktrace.TracerProvider) *Tracer {
+	t := &Tracer{tracer: tr, provider: tp, q: newQueue()}
+	go t.q.run()
+	return t
 }
 
 // Start returns a Tracer exporting over OTLP as the environment says
@@ -83,7 +90,7 @@ func Start(ctx context.Context, getenv func(string) string, version string) (*Tr
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &Tracer{tracer: tp.Tracer(scope), provider: tp}, nil
+	return newTracer(tp.Tracer(scope), tp), nil
 }
 
 // Enabled reports whether the environment asks for traces: an OTLP
@@ -108,10 +115,18 @@ func Protocol(getenv func(string) string) string {
 	return p
 }
 
-// Shutdown ends t's spans' export, sending what is queued first, bounded
-// by ctx. It does nothing for a nil Tracer or one made by New.
+// Shutdown makes the spans of the exchanges ended so far and ends their
+// export, sending what is queued first, bounded by ctx. It does nothing
+// for a nil Tracer, and leaves the provider of one made by New to its
+// owner.
 func (t *Tracer) Shutdown(ctx context.Context) error {
-	if t == nil || t.provider == nil {
+	if t == nil {
+		return nil
+	}
+	if err := t.q.close(ctx); err != nil {
+		return fmt.Errorf("tracing: shutdown: %w", err)
+	}
+	if t.provider == nil {
 		return nil
 	}
 	if err := t.provider.Shutdown(ctx); err != nil {
