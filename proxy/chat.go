@@ -738,6 +738,9 @@ func (x *exchange) record1(r recorded) error {
 	s.metrics.storeOp("commit", s.cfg.Now().Sub(start))
 	if x.span != nil {
 		x.span.CommitStart, x.span.CommitEnd, x.span.ResponseModel, x.span.FinishReason = start, s.cfg.Now(), r.model, r.stop
+		if err == nil && s.cfg.Tracer.CaptureContent() {
+			x.spanContent(r.answer, r.stop)
+		}
 	}
 	if err != nil {
 		x.commitFailed = true

@@ -6,11 +6,14 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -134,12 +137,7 @@ func tracedHarness(t *testing.T, o e2etest.Options) (h *harness, flush func() []
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 	t.Setenv("OTEL_SERVICE_NAME", "")
-	tr, err := tracing.Start(context.Background(), func(k string) string {
-		if k == "OTEL_EXPORTER_OTLP_ENDPOINT" {
-			return rcv.URL
-		}
-		return ""
-	}, "test")
+	tr, err := tracing.Start(context.Background(), os.Getenv, "test")
 	if err != nil || tr == nil {
 		t.Fatalf("tracing.Start: %v, %v", tr, err)
 	}
@@ -212,6 +210,7 @@ func TestTraceOfChatTurn(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", k, got, want)
 		}
 	}
+	noContent(t, spans, "hello")
 	for _, k := range []string{"gen_ai.response.model", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "recall.budget", "recall.tokens.estimated_input"} {
 		if attrValue(ex.Attributes, k) == nil {
 			t.Errorf("no attribute %s", k)
@@ -616,4 +615,82 @@ func TestTraceOfThreads(t *testing.T) {
 		t.Fatalf("no exchange of traced-th on a subagent's thread among %d spans", len(st.all))
 	}
 	wantAttrs(t, sub, map[string]any{"recall.thread.name": "helper-1"})
+}
+
+// noContent fails if any span carries text (a message's words) in any
+// attribute.
+func noContent(t *testing.T, spans []*tracepb.Span, text string) {
+	t.Helper()
+	for _, s := range spans {
+		for _, kv := range s.Attributes {
+			if v := fmt.Sprint(attrValue(s.Attributes, kv.Key)); strings.Contains(v, text) {
+				t.Errorf("%s: %s = %q carries the message's text %q", s.Name, kv.Key, v, text)
+			}
+		}
+	}
+}
+
+// With the operator's opt-in (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT),
+// a committed exchange's span carries what went upstream and the answer
+// as the conventions' gen_ai.input.messages and gen_ai.output.messages,
+// and nothing else carries them.
+func TestTraceOfMessageContent(t *testing.T) {
+	t.Setenv(tracing.ContentVariable, "true")
+	h, flush := tracedHarness(t, e2etest.Options{})
+	h.Say(key, "traced-content", "the first secret")
+	h.Say(key, "traced-content", "the second secret")
+	st := newSpanTree(flush())
+	ex := st.exchange("traced-content", "recall.messages.new", int64(1))
+	var last *tracepb.Span
+	for _, s := range st.all {
+		if attrValue(s.Attributes, "gen_ai.conversation.id") == "traced-content" && attrValue(s.Attributes, "gen_ai.operation.name") == "chat" &&
+			(last == nil || s.StartTimeUnixNano > last.StartTimeUnixNano) {
+			last = s
+		}
+	}
+	if ex == nil || last == nil {
+		t.Fatalf("no exchange span of traced-content among %d spans", len(st.all))
+	}
+	var in []struct {
+		Role  string `json:"role"`
+		Parts []struct {
+			Type    string `json:"type"`
+			Content string `json:"content"`
+		} `json:"parts"`
+	}
+	raw, _ := attrValue(last.Attributes, "gen_ai.input.messages").(string)
+	if err := json.Unmarshal([]byte(raw), &in); err != nil {
+		t.Fatalf("gen_ai.input.messages %q: %v", raw, err)
+	}
+	var texts []string
+	for _, m := range in {
+		for _, p := range m.Parts {
+			texts = append(texts, m.Role+":"+p.Type+":"+p.Content)
+		}
+	}
+	if len(texts) < 3 || texts[0] != "user:text:the first secret" || texts[len(texts)-1] != "user:text:the second secret" {
+		t.Errorf("got input messages %q, want the stored turn then the new one", texts)
+	}
+	var out []struct {
+		Role         string `json:"role"`
+		FinishReason string `json:"finish_reason"`
+		Parts        []struct {
+			Type    string `json:"type"`
+			Content string `json:"content"`
+		} `json:"parts"`
+	}
+	raw, _ = attrValue(last.Attributes, "gen_ai.output.messages").(string)
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		t.Fatalf("gen_ai.output.messages %q: %v", raw, err)
+	}
+	if len(out) != 1 || out[0].Role != "assistant" || out[0].FinishReason != "stop" || len(out[0].Parts) != 1 || out[0].Parts[0].Type != "text" || out[0].Parts[0].Content == "" {
+		t.Errorf("got output messages %s, want the assistant's answer with its finish reason", raw)
+	}
+	var others []*tracepb.Span
+	for _, s := range st.all {
+		if s.Name != last.Name && s != ex {
+			others = append(others, s)
+		}
+	}
+	noContent(t, others, "secret")
 }

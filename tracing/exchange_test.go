@@ -2,6 +2,7 @@ package tracing_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,5 +189,75 @@ func TestStartRefusesUnknownProtocol(t *testing.T) {
 	tr, err := tracing.Start(t.Context(), func(k string) string { return env[k] }, "")
 	if err == nil || tr != nil {
 		t.Errorf("got %v, %v, want an error for http/json", tr, err)
+	}
+}
+
+// A traceparent the W3C format does not allow starts a new trace, as
+// the propagator would; a valid one is continued with its tracestate.
+func TestBeginReadsOnlyAValidTraceparent(t *testing.T) {
+	const tid = "0af7651916cd43dd8448eb211c80319c"
+	for _, tc := range []struct {
+		name, header string
+		continued    bool
+	}{
+		{"valid", "00-" + tid + "-b7ad6b7169203331-01", true},
+		{"not sampled", "00-" + tid + "-b7ad6b7169203331-00", true},
+		{"future version, longer", "01-" + tid + "-b7ad6b7169203331-01-more", true},
+		{"version 00, longer", "00-" + tid + "-b7ad6b7169203331-01-more", false},
+		{"version ff", "ff-" + tid + "-b7ad6b7169203331-01", false},
+		{"uppercase", "00-" + strings.ToUpper(tid) + "-b7ad6b7169203331-01", false},
+		{"zero trace id", "00-00000000000000000000000000000000-b7ad6b7169203331-01", false},
+		{"zero span id", "00-" + tid + "-0000000000000000-01", false},
+		{"short", "00-" + tid + "-b7ad6b71692033-01", false},
+		{"bad separator", "00_" + tid + "-b7ad6b7169203331-01", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, exp := newTracer(t)
+			x := tr.Begin([]byte(tc.header), []byte("vendor=v1"), time.Now())
+			x.End(tracing.Ended{Record: &history.ExchangeRecord{Kind: "chat", Status: "answered", HTTPStatus: 200}, End: time.Now()})
+			got := spans(t, tr, exp)
+			if len(got) != 1 && !(tc.name == "not sampled" && len(got) == 0) {
+				t.Fatalf("got %d spans, want 1", len(got))
+			}
+			tp := string(x.Traceparent())
+			if continued := tp[3:35] == tid; continued != tc.continued {
+				t.Errorf("got traceparent %q, continued %v, want %v", tp, continued, tc.continued)
+			}
+			if tc.name == "valid" && got[0].Parent.TraceState().Get("vendor") != "v1" {
+				t.Errorf("got tracestate %q, want the client's", got[0].Parent.TraceState())
+			}
+		})
+	}
+}
+
+// With the plan's load and curation timed apart, the exchange has a
+// recall.curate child with the budget and the turns kept, dropped and
+// cut, after a recall.load child that ends where it starts.
+func TestCurateSpan(t *testing.T) {
+	tr, exp := newTracer(t)
+	t0 := time.Unix(1_800_000_000, 0)
+	x := tr.Begin(nil, nil, t0)
+	x.PlanStart, x.Loaded, x.PlanEnd = t0.Add(time.Millisecond), t0.Add(2*time.Millisecond), t0.Add(3*time.Millisecond)
+	x.KeptTurns = 3
+	x.End(tracing.Ended{Record: &history.ExchangeRecord{Kind: "chat", Status: "answered", HTTPStatus: 200, Budget: 900,
+		Included: []history.Span{{From: 4, To: 9}}, Summary: &history.SummaryUse{Through: 3, Tokens: 20},
+		Dropped: []history.Dropped{{From: 0, To: 3, Reason: "summarised", Turns: 2}, {From: 4, To: 5, Reason: "budget"}},
+		Cut:     []history.CutResult{{Seq: 7}, {Seq: 8}}}, Conversation: "c1", End: t0.Add(10 * time.Millisecond)})
+	byName := map[string]tracetest.SpanStub{}
+	for _, s := range spans(t, tr, exp) {
+		byName[s.Name] = s
+	}
+	c, ok := byName[tracing.SpanCurate]
+	if !ok {
+		t.Fatalf("no %s span among %v", tracing.SpanCurate, byName)
+	}
+	for k, want := range map[string]any{"recall.budget": int64(900), "recall.turns.kept": int64(3), "recall.turns.dropped": int64(3),
+		"recall.tool_results.cut": int64(2), "recall.messages.included": int64(6), "gen_ai.conversation.compacted": true} {
+		if got := attrs(c)[k].AsInterface(); got != want {
+			t.Errorf("%s: got %v, want %v", k, got, want)
+		}
+	}
+	if !c.StartTime.Equal(x.Loaded) || !c.EndTime.Equal(x.PlanEnd) || !byName[tracing.SpanLoad].EndTime.Equal(x.Loaded) {
+		t.Errorf("got curate %v..%v, load ending %v, want them split at %v", c.StartTime, c.EndTime, byName[tracing.SpanLoad].EndTime, x.Loaded)
 	}
 }

@@ -10,9 +10,11 @@
 // variables themselves (endpoint, headers, timeout, certificates,
 // compression); the SDK reads OTEL_TRACES_SAMPLER and OTEL_BSP_* too.
 //
-// Message content is never an attribute: spans carry counts, sequence
-// numbers, models and ids only (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
-// is not read).
+// Message content is never an attribute unless the operator opts in with
+// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT (ContentVariable):
+// spans carry counts, sequence numbers, models and ids only, and with the
+// opt-in the conventions' gen_ai.input.messages and
+// gen_ai.output.messages on a committed exchange's span.
 package tracing
 
 import (
@@ -38,6 +40,7 @@ type Tracer struct {
 	tracer   trace.Tracer
 	provider *sdktrace.TracerProvider // nil: the caller's (New), not ours to shut down
 	q        *queue                   // the exchanges whose spans are still to make
+	content  bool                     // record message content (ContentEnabled)
 }
 
 // New returns a Tracer making its spans with tp (a test's, with an
@@ -62,7 +65,8 @@ func newTracer(tr trace.Tracer, tp *sdktrace.TracerProvider) *Tracer {
 // http/protobuf (the default) or grpc. The service is named by
 // OTEL_SERVICE_NAME (or OTEL_RESOURCE_ATTRIBUTES), "recall" by default.
 // The exporters read the rest of their settings from the process's
-// environment. Shutdown flushes what is queued.
+// environment; ContentVariable opts in to message content. Shutdown
+// flushes what is queued.
 func Start(ctx context.Context, getenv func(string) string, version string) (*Tracer, error) {
 	if !Enabled(getenv) {
 		return nil, nil
@@ -90,7 +94,9 @@ func Start(ctx context.Context, getenv func(string) string, version string) (*Tr
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return newTracer(tp.Tracer(scope), tp), nil
+	t := newTracer(tp.Tracer(scope), tp)
+	t.content = ContentEnabled(getenv)
+	return t, nil
 }
 
 // Enabled reports whether the environment asks for traces: an OTLP
