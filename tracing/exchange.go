@@ -206,18 +206,11 @@ func (e *Exchange) finish(attrs []attribute.KeyValue) []attribute.KeyValue {
 			attribute.Int(AttrOutputTokens, r.Tokens.Output),
 			attribute.Int(AttrCacheReadTokens, r.Tokens.Cached))
 	}
-	if planned {
+	if planned { // curation's own figures are the curate span's
 		attrs = append(attrs,
 			attribute.Bool(AttrCompacted, r.Summary != nil),
-			attribute.Int(AttrBudget, r.Budget),
-			attribute.Float64(AttrCalibration, r.Calibration),
 			attribute.Int(AttrEstimatedInput, r.Tokens.EstimatedInput),
-			attribute.Int(AttrCalibratedInput, r.Tokens.CalibratedInput),
-			attribute.Int(AttrIncludedMessages, messages(r.Included)),
-			attribute.Int(AttrNewMessages, r.NewMessages),
-			attribute.Int(AttrDroppedTurns, droppedTurns(r.Dropped)),
-			attribute.Int(AttrCutResults, len(r.Cut)),
-			attribute.Int(AttrRepairedCalls, r.RepairedCalls))
+			attribute.Int(AttrNewMessages, r.NewMessages))
 		if r.Summary != nil {
 			attrs = append(attrs, attribute.Int64(AttrSummaryThrough, int64(r.Summary.Through)),
 				attribute.Int(AttrSummaryTokens, r.Summary.Tokens))
@@ -255,12 +248,13 @@ func (e *Exchange) finish(attrs []attribute.KeyValue) []attribute.KeyValue {
 		if loaded.IsZero() {
 			loaded = e.PlanEnd
 		}
-		attrs = append(attrs[:0],
-			attribute.Bool(AttrCompacted, r.Summary != nil))
+		attrs = append(attrs[:0], attribute.Bool(AttrCompacted, r.Summary != nil))
 		child(e.ctx, SpanLoad, kindInternal, e.PlanStart, loaded, attrs)
 		if !e.Loaded.IsZero() {
 			attrs = append(attrs[:0],
 				attribute.Int(AttrBudget, r.Budget),
+				attribute.Float64(AttrCalibration, r.Calibration),
+				attribute.Int(AttrCalibratedInput, r.Tokens.CalibratedInput),
 				attribute.Int(AttrKeptTurns, e.KeptTurns),
 				attribute.Int(AttrIncludedMessages, messages(r.Included)),
 				attribute.Int(AttrDroppedTurns, droppedTurns(r.Dropped)),

@@ -57,7 +57,7 @@ func TestExchangeSpan(t *testing.T) {
 	if len(tp) != 55 || tp[3:35] != "0af7651916cd43dd8448eb211c80319c" {
 		t.Fatalf("got traceparent %q, want one in the client's trace", tp)
 	}
-	x.PlanStart, x.PlanEnd = t0.Add(time.Millisecond), t0.Add(3*time.Millisecond)
+	x.PlanStart, x.Loaded, x.PlanEnd = t0.Add(time.Millisecond), t0.Add(2*time.Millisecond), t0.Add(3*time.Millisecond)
 	x.CommitStart, x.CommitEnd = t0.Add(50*time.Millisecond), t0.Add(52*time.Millisecond)
 	x.ResponseModel, x.FinishReason = "gpt-4o-2024-08-06", "stop"
 	r := &history.ExchangeRecord{ID: "xch_1", Kind: "chat", Ingress: "chat.completions", Upstream: "chat.completions",
@@ -73,8 +73,8 @@ func TestExchangeSpan(t *testing.T) {
 		Calls: []tracing.Call{{Sent: t0.Add(4 * time.Millisecond), FirstByte: t0.Add(20 * time.Millisecond), Done: t0.Add(49 * time.Millisecond)}}})
 
 	got := spans(t, tr, exp)
-	if len(got) != 4 {
-		t.Fatalf("got %d spans, want 4 (load, upstream, commit, exchange)", len(got))
+	if len(got) != 5 {
+		t.Fatalf("got %d spans, want 5 (load, curate, upstream, commit, exchange)", len(got))
 	}
 	byName := map[string]tracetest.SpanStub{}
 	for _, s := range got {
@@ -102,13 +102,22 @@ func TestExchangeSpan(t *testing.T) {
 		"gen_ai.response.model": "gpt-4o-2024-08-06", "gen_ai.conversation.id": "c1",
 		"gen_ai.usage.input_tokens": int64(118), "gen_ai.usage.output_tokens": int64(9),
 		"gen_ai.usage.cache_read.input_tokens": int64(64), "gen_ai.conversation.compacted": true,
-		"http.response.status_code": int64(200), "recall.budget": int64(1000),
-		"recall.tokens.estimated_input": int64(120), "recall.messages.included": int64(4),
-		"recall.turns.dropped": int64(2), "recall.tool_results.cut": int64(1), "recall.exchange.kind": "chat",
+		"http.response.status_code": int64(200), "recall.tokens.estimated_input": int64(120), "recall.exchange.kind": "chat",
 		"recall.messages.committed": int64(2), "recall.summary.through": int64(7), "recall.tenant": "acme",
+		"recall.thread": "main",
 	} {
 		if got := a[k].AsInterface(); got != want {
 			t.Errorf("%s: got %v, want %v", k, got, want)
+		}
+	}
+	c := attrs(byName[tracing.SpanCurate])
+	for k, want := range map[string]any{"recall.budget": int64(1000), "recall.messages.included": int64(4),
+		"recall.turns.dropped": int64(2), "recall.tool_results.cut": int64(1), "recall.tokens.calibrated_input": int64(120)} {
+		if got := c[k].AsInterface(); got != want {
+			t.Errorf("curate: %s: got %v, want %v", k, got, want)
+		}
+		if _, on := a[k]; on {
+			t.Errorf("%s is on the exchange's span too, want it on the curate span alone", k)
 		}
 	}
 	if got := a["gen_ai.response.finish_reasons"].AsStringSlice(); len(got) != 1 || got[0] != "stop" {
@@ -117,7 +126,7 @@ func TestExchangeSpan(t *testing.T) {
 	if ex.Status.Code != codes.Unset {
 		t.Errorf("got status %v, want unset for an answered exchange", ex.Status)
 	}
-	for _, name := range []string{tracing.SpanLoad, tracing.SpanUpstream, tracing.SpanCommit} {
+	for _, name := range []string{tracing.SpanLoad, tracing.SpanCurate, tracing.SpanUpstream, tracing.SpanCommit} {
 		c, ok := byName[name]
 		if !ok {
 			t.Errorf("no child span %s", name)
