@@ -270,3 +270,30 @@ func TestCurateSpan(t *testing.T) {
 		t.Errorf("got curate %v..%v, load ending %v, want them split at %v", c.StartTime, c.EndTime, byName[tracing.SpanLoad].EndTime, x.Loaded)
 	}
 }
+
+// Spans are made off the caller's goroutine: Shutdown makes those of
+// every exchange ended before it, without a Flush, and a Tracer shut
+// down makes no more.
+func TestShutdownMakesQueuedSpans(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	tr := tracing.New(tp)
+	const n = 100 // past the batch that wakes the goroutine, and a rest
+	for range n {
+		x := tr.Begin(nil, nil, time.Now())
+		x.End(tracing.Ended{Record: &history.ExchangeRecord{Kind: "chat", Status: "answered", HTTPStatus: 200}, End: time.Now()})
+	}
+	if err := tr.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(exp.GetSpans()); got != n {
+		t.Errorf("got %d spans after Shutdown, want %d", got, n)
+	}
+	if err := tr.Flush(t.Context()); err != nil {
+		t.Errorf("Flush after Shutdown: got %v, want nil", err)
+	}
+	if d := tr.Dropped(); d != 0 {
+		t.Errorf("got %d dropped, want none", d)
+	}
+}
