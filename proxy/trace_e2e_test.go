@@ -445,12 +445,18 @@ func wantAttrs(t *testing.T, s *tracepb.Span, want map[string]any) {
 // search_conversations, whose search is a search_memory span under it;
 // the second round has its upstream call alone.
 func TestTraceOfResponsesToolLoop(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) { testTraceOfResponsesToolLoop(t, stream) })
+	}
+}
+
+func testTraceOfResponsesToolLoop(t *testing.T, stream bool) {
 	h, flush := tracedHarness(t, e2etest.Options{Global: func(g *config.Global) {
 		g.Defaults.History.Tools = []string{"search_conversations"}
 	}})
 	h.Up.Enqueue(upstreamtest.Reply{Content: "Let me look. ", ToolCalls: []upstreamtest.ToolCall{{Name: "search_conversations", Arguments: `{"query":"friday"}`}}},
 		upstreamtest.Reply{Content: "Found it."})
-	r := h.Post("/v1/responses", key, "traced-tools", `{"model":"gpt-4o-mini","input":"when do we fly on friday?"}`)
+	r := h.Post("/v1/responses", key, "traced-tools", fmt.Sprintf(`{"model":"gpt-4o-mini","input":"when do we fly on friday?","stream":%v}`, stream))
 	if r.Status != 200 {
 		t.Fatalf("got %d %s, want 200", r.Status, r.Body)
 	}
@@ -460,7 +466,8 @@ func TestTraceOfResponsesToolLoop(t *testing.T) {
 	if ex == nil {
 		t.Fatalf("no exchange span of traced-tools among %d spans", len(st.all))
 	}
-	wantAttrs(t, ex, map[string]any{"gen_ai.operation.name": "chat", "recall.thread": "main", "recall.exchange.status": "answered"})
+	wantAttrs(t, ex, map[string]any{"gen_ai.operation.name": "chat", "recall.thread": "main", "recall.exchange.status": "answered",
+		"recall.stream": stream})
 	var rounds []*tracepb.Span
 	for _, c := range st.children[string(ex.SpanId)] {
 		if c.Name == tracing.SpanToolRound {
