@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -133,7 +134,9 @@ func (l *toolLoop) step(ctx context.Context, a *wire.Answer) (more bool, err err
 		l.s.metrics.toolCall(x.c.cfg.ID, part.Name, r.Outcome)
 		if x.span != nil && len(x.rounds) > 0 {
 			rd := &x.rounds[len(x.rounds)-1]
-			rd.runs = append(rd.runs, tracing.ToolRun{Name: part.Name, CallID: part.CallID, Start: start, End: x.now(),
+			// The span is made after the exchange, from copies: a codec
+			// may point a part's strings into the answer's bytes.
+			rd.runs = append(rd.runs, tracing.ToolRun{Name: strings.Clone(part.Name), CallID: strings.Clone(part.CallID), Start: start, End: x.now(),
 				Outcome: r.Outcome, Failed: r.IsError, Found: r.Found})
 		}
 		x.endEpisode = x.endEpisode || r.End
