@@ -1,7 +1,10 @@
 // Package tracing makes Recall's OpenTelemetry traces: one span per
 // exchange on the GenAI semantic conventions, with child spans for the
-// plan, each upstream call and the commit, and memory-operation spans
-// for summary jobs and the conversation API's forgets and deletes.
+// conversation's load, its curation, each upstream call (a history-tool
+// round's, with the tools Recall ran) and the commit, and
+// memory-operation spans for summary jobs and the conversation API's
+// searches, forgets and deletes. An exchange's spans are made off the
+// request path (queue.go). docs/tracing.md lists them.
 //
 // Tracing is off unless an OTLP endpoint is set (Start returns nil): a
 // nil *Tracer is what the proxy checks, so an untraced exchange does no
