@@ -110,6 +110,8 @@ type Served struct {
 	Key history.Key
 	// Start is when the call began.
 	Start time.Time
+	// Found is how many hits a search answered.
+	Found int
 }
 
 // Calibration serves what was learned of how an upstream counts a
@@ -174,6 +176,7 @@ type call struct {
 	xid    string      // the exchange record's id, on its route
 	route  string
 	allow  string // the path's methods, for the Allow header of a 405
+	found  int    // a search's hits (Served.Found)
 	// leave, for a heavy call, gives its slot back: serve calls it after
 	// the handler unless the handler took it over (export's stream).
 	leave func()
@@ -243,7 +246,7 @@ func (h *Handler) Handle(rc *fasthttp.RequestCtx) {
 		if c.caller.Tenant != nil {
 			tenant = c.caller.Tenant.ID
 		}
-		h.cfg.OnServed(Served{Tenant: tenant, Route: c.route, Status: status, Key: c.key, Start: start})
+		h.cfg.OnServed(Served{Tenant: tenant, Route: c.route, Status: status, Key: c.key, Start: start, Found: c.found})
 	}
 }
 

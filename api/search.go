@@ -49,6 +49,7 @@ func (c *call) find(conv string) error {
 	if err != nil {
 		return err
 	}
+	c.found = len(hits)
 	out := SearchResult{Object: "list", Query: q, Data: make([]Hit, len(hits))}
 	for i := range hits {
 		out.Data[i] = Hit{Conversation: hits[i].Conversation, Score: hits[i].Score, Message: messageOf(&hits[i].Message)}

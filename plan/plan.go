@@ -130,6 +130,10 @@ type Input struct {
 	Fixed   Counter
 	// Now is the request's time (idle timeout).
 	Now time.Time
+	// Loaded, if set, is called once the conversation is read and merged
+	// with the new messages, before the summary and curation (a trace
+	// times the two apart).
+	Loaded func()
 	// Ratio is how the upstream counts this model's prompts against
 	// Recall's estimate (package calibrate; 0: as 1). Above 1 the plan
 	// works to the budget divided by it, so that the upstream's count,
@@ -299,6 +303,9 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		// of a summarised exchange): the summary no longer holds, and the
 		// context is built from the stored turns, read again without it.
 		q.After, q.Summarized = 0, false
+	}
+	if in.Loaded != nil {
+		in.Loaded()
 	}
 	if err := history.CheckNew(merged.History, merged.New); err != nil {
 		var oe *history.OrphanResultError

@@ -70,7 +70,9 @@ func BenchmarkChatPath(b *testing.B) {
 		b.Run(fmt.Sprintf("turns=%d", tc.turns), func(b *testing.B) {
 			srv, store := benchServer(b, 1100)
 			prefill(b, store, tc.convs, tc.turns)
+			cpu0 := cpuTime()
 			runChat(b, srv, tc.convs)
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

@@ -498,9 +498,16 @@ func chatTurn(req chat.Request) (instructions, in []history.Message) {
 // cannot rebase) takes the lease before its first plan.
 func (x *exchange) prepare(ctx context.Context, instructions, in []history.Message, model string, maxTokens int, tools []byte, mode history.Mode) (release func(), err error) {
 	s, c := x.s, x.c
+	var loaded func()
 	if x.span != nil {
 		x.span.PlanStart = x.now()
-		defer func() { x.span.PlanEnd = x.now() }()
+		loaded = func() { x.span.Loaded = x.now() }
+		defer func() {
+			x.span.PlanEnd = x.now()
+			if x.plan != nil {
+				x.span.KeptTurns = x.plan.Report.IncludedTurns
+			}
+		}()
 	}
 	unlock, err := s.cfg.Locks.Acquire(ctx, x.key)
 	if err != nil {
@@ -550,6 +557,7 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 			Ratio:        ratio,
 			Window:       window,
 			Thread:       x.thread,
+			Loaded:       loaded,
 		})
 		s.metrics.storeOp("load", s.cfg.Now().Sub(loadStart))
 		if err != nil || !p.Contended || x.leased || s.cfg.Leaser == nil {
@@ -730,6 +738,9 @@ func (x *exchange) record1(r recorded) error {
 	s.metrics.storeOp("commit", s.cfg.Now().Sub(start))
 	if x.span != nil {
 		x.span.CommitStart, x.span.CommitEnd, x.span.ResponseModel, x.span.FinishReason = start, s.cfg.Now(), r.model, r.stop
+		if err == nil && s.cfg.Tracer.CaptureContent() {
+			x.spanContent(r.answer, r.stop)
+		}
 	}
 	if err != nil {
 		x.commitFailed = true

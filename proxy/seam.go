@@ -103,7 +103,9 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		// An answer whose id names where it is stored cannot be rebased:
 		// prepare takes the conversation's lease for it (see nameResponse).
 		x.pinned = p.answers != nil
-		res.release, err = x.prepare(ctx, instructions, in, req.Model, req.MaxTokens, req.ToolsRaw, mode)
+		// The model outlives the request (the exchange's record, its span,
+		// a summary job): a protocol's parser may point it into the body.
+		res.release, err = x.prepare(ctx, instructions, in, strings.Clone(req.Model), req.MaxTokens, req.ToolsRaw, mode)
 		var se *plan.SideError
 		if errors.As(err, &se) {
 			x.record, x.side, x.model = false, se.Reason, strings.Clone(req.Model)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -14,6 +15,7 @@ import (
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/tools"
+	"github.com/recallproxy/recall/tracing"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -57,6 +59,9 @@ type toolRound struct {
 	stored                int
 	// tokens are the stored tokens of those messages.
 	tokens int
+	// runs are the history tools run on the round's answer, for its
+	// span (kept only when the exchange is traced).
+	runs []tracing.ToolRun
 }
 
 // toolLoop is a tool exchange's state across its upstream calls.
@@ -124,8 +129,16 @@ func (l *toolLoop) step(ctx context.Context, a *wire.Answer) (more bool, err err
 			continue
 		}
 		l.mine[part.CallID] = true
+		start := x.now()
 		r := l.runner.Run(ctx, part.Name, part.Arguments)
 		l.s.metrics.toolCall(x.c.cfg.ID, part.Name, r.Outcome)
+		if x.span != nil && len(x.rounds) > 0 {
+			rd := &x.rounds[len(x.rounds)-1]
+			// The span is made after the exchange, from copies: a codec
+			// may point a part's strings into the answer's bytes.
+			rd.runs = append(rd.runs, tracing.ToolRun{Name: strings.Clone(part.Name), CallID: strings.Clone(part.CallID), Start: start, End: x.now(),
+				Outcome: r.Outcome, Failed: r.IsError, Found: r.Found})
+		}
 		x.endEpisode = x.endEpisode || r.End
 		results.Parts = append(results.Parts, wire.Part{Kind: wire.ToolResult, CallID: part.CallID, Text: r.Text, IsError: r.IsError})
 	}

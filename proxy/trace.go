@@ -8,6 +8,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/tracing"
+	"github.com/recallproxy/recall/wire"
 )
 
 // The W3C trace context headers (as fasthttp normalizes them).
@@ -35,10 +36,33 @@ func (x *exchange) endSpan(r *history.ExchangeRecord, tenant string, end time.Ti
 	case len(x.rounds) > 0:
 		calls = make([]tracing.Call, len(x.rounds))
 		for i, rd := range x.rounds {
-			calls[i] = tracing.Call{Sent: rd.sent, FirstByte: rd.firstByte, Done: rd.done, Model: rd.model}
+			calls[i] = tracing.Call{Sent: rd.sent, FirstByte: rd.firstByte, Done: rd.done, Model: rd.model, Tools: rd.runs, Round: true}
 		}
 	case !x.sent.IsZero():
 		calls = []tracing.Call{{Sent: x.sent, FirstByte: x.firstByte, Done: x.upstreamDone}}
 	}
 	x.span.End(tracing.Ended{Record: r, Conversation: x.key.Conversation, Tenant: tenant, Calls: calls, End: end})
+}
+
+// spanContent puts on x's span, for an operator who opted in
+// (tracing.ContentVariable), the messages x sent upstream and its
+// answer as the GenAI conventions write them. It runs at the commit,
+// while the request's bytes are still the exchange's.
+func (x *exchange) spanContent(answer []history.Message, stop string) {
+	if x.plan != nil {
+		in := make([]wire.Message, 0, len(x.plan.Messages))
+		for _, m := range x.plan.Messages {
+			if d, err := wire.For(m.Protocol).Decode(m.Raw); err == nil {
+				in = append(in, d)
+			}
+		}
+		x.span.Input = tracing.Messages(in, "")
+	}
+	out := make([]wire.Message, 0, len(answer))
+	for _, m := range answer {
+		if d, err := wire.For(m.Protocol).Decode(m.Raw); err == nil {
+			out = append(out, d)
+		}
+	}
+	x.span.Output = tracing.Messages(out, stop)
 }

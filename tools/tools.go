@@ -126,6 +126,8 @@ type Result struct {
 	// End is set by end_conversation: the exchange's commit seals the
 	// open episode.
 	End bool
+	// Found is how many hits search_conversations returned.
+	Found int
 }
 
 // Runner runs the history tools for one exchange: Key is the caller's
@@ -338,7 +340,9 @@ func (r *Runner) search(ctx context.Context, arguments string) (Result, error) {
 		out.Hits = append(out.Hits, Hit{Conversation: h.Conversation, Seq: h.Message.Seq, Role: h.Message.Role,
 			Snippet: Cut(search.Text(h.Message.Raw), MaxSnippetChars)})
 	}
-	return ok(out), nil
+	res := ok(out)
+	res.Found = len(out.Hits)
+	return res, nil
 }
 
 // Cut returns s cut to max characters (runes), with "…" marking a cut.

@@ -8,10 +8,19 @@ const (
 	OperationChat         = "chat"
 	OperationUpdateMemory = "update_memory"
 	OperationDeleteMemory = "delete_memory"
+	OperationSearchMemory = "search_memory"
+	OperationExecuteTool  = "execute_tool"
 
-	// SpanLoad is the exchange's plan: the conversation loaded and
-	// curated to its budget.
+	// SpanLoad is the conversation's load for the exchange's plan (the
+	// whole plan when it failed before the conversation was read).
 	SpanLoad = "recall.load"
+	// SpanCurate is the plan's curation: the merge, the summary, what
+	// fitted the budget.
+	SpanCurate = "recall.curate"
+	// SpanToolRound is one round of an exchange with history tools
+	// offered: its upstream call, then the tools Recall ran on its
+	// answer (execute_tool spans, a search's search_memory span).
+	SpanToolRound = "recall.tool_round"
 	// SpanUpstream is one upstream call of the exchange.
 	SpanUpstream = "recall.upstream"
 	// SpanCommit is the commit of the exchange's turn.
@@ -33,6 +42,33 @@ const (
 	AttrCompacted       = "gen_ai.conversation.compacted"
 	AttrHTTPStatus      = "http.response.status_code"
 	AttrErrorType       = "error.type"
+
+	AttrToolName   = "gen_ai.tool.name"
+	AttrToolType   = "gen_ai.tool.type"
+	AttrToolCallID = "gen_ai.tool.call.id"
+
+	AttrMemoryNamespace     = "gen_ai.memory.namespace"
+	AttrMemoryScope         = "gen_ai.memory.scope"
+	AttrMemorySearchResults = "gen_ai.memory.search.result.count"
+
+	// The opt-in content attributes (CaptureContent): the messages sent
+	// upstream and the answer, as JSON in the conventions' shape.
+	AttrInputMessages  = "gen_ai.input.messages"
+	AttrOutputMessages = "gen_ai.output.messages"
+)
+
+// MemoryProvider is the gen_ai.provider.name of Recall's memory
+// operations: Recall is the memory's provider.
+const MemoryProvider = "recall"
+
+// An exchange's thread (recall.thread, DESIGN.md section 15): the
+// conversation's main thread, an agent's side call (recall.thread.reason
+// says which rule made it one) or a subagent's thread
+// (recall.thread.name names it).
+const (
+	ThreadMain     = "main"
+	ThreadSide     = "side"
+	ThreadSubagent = "subagent"
 )
 
 // Recall's own attributes (history.ExchangeRecord's figures).
@@ -45,6 +81,11 @@ const (
 	AttrStream            = "recall.stream"
 	AttrThread            = "recall.thread"
 	AttrThreadReason      = "recall.thread.reason"
+	AttrThreadName        = "recall.thread.name"
+	AttrKeptTurns         = "recall.turns.kept"
+	AttrToolRound         = "recall.tool_round.index"
+	AttrToolRuns          = "recall.tool_round.runs"
+	AttrToolOutcome       = "recall.tool.outcome"
 	AttrBudget            = "recall.budget"
 	AttrCalibration       = "recall.calibration"
 	AttrEstimatedInput    = "recall.tokens.estimated_input"

@@ -1,6 +1,8 @@
 package tracing_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,8 +23,22 @@ func newTracer(t *testing.T) (*tracing.Tracer, *tracetest.InMemoryExporter) {
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { tp.Shutdown(t.Context()) })
-	return tracing.New(tp), exp
+	tr := tracing.New(tp)
+	t.Cleanup(func() {
+		tr.Shutdown(context.Background())
+		tp.Shutdown(context.Background())
+	})
+	return tr, exp
+}
+
+// spans makes the spans of the exchanges ended so far and returns every
+// span exp holds.
+func spans(t *testing.T, tr *tracing.Tracer, exp *tracetest.InMemoryExporter) tracetest.SpanStubs {
+	t.Helper()
+	if err := tr.Flush(t.Context()); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	return exp.GetSpans()
 }
 
 func attrs(s tracetest.SpanStub) map[string]attribute.Value {
@@ -41,7 +57,7 @@ func TestExchangeSpan(t *testing.T) {
 	if len(tp) != 55 || tp[3:35] != "0af7651916cd43dd8448eb211c80319c" {
 		t.Fatalf("got traceparent %q, want one in the client's trace", tp)
 	}
-	x.PlanStart, x.PlanEnd = t0.Add(time.Millisecond), t0.Add(3*time.Millisecond)
+	x.PlanStart, x.Loaded, x.PlanEnd = t0.Add(time.Millisecond), t0.Add(2*time.Millisecond), t0.Add(3*time.Millisecond)
 	x.CommitStart, x.CommitEnd = t0.Add(50*time.Millisecond), t0.Add(52*time.Millisecond)
 	x.ResponseModel, x.FinishReason = "gpt-4o-2024-08-06", "stop"
 	r := &history.ExchangeRecord{ID: "xch_1", Kind: "chat", Ingress: "chat.completions", Upstream: "chat.completions",
@@ -56,17 +72,17 @@ func TestExchangeSpan(t *testing.T) {
 	x.End(tracing.Ended{Record: r, Conversation: "c1", Tenant: "acme", End: t0.Add(60 * time.Millisecond),
 		Calls: []tracing.Call{{Sent: t0.Add(4 * time.Millisecond), FirstByte: t0.Add(20 * time.Millisecond), Done: t0.Add(49 * time.Millisecond)}}})
 
-	spans := exp.GetSpans()
-	if len(spans) != 4 {
-		t.Fatalf("got %d spans, want 4 (load, upstream, commit, exchange)", len(spans))
+	got := spans(t, tr, exp)
+	if len(got) != 5 {
+		t.Fatalf("got %d spans, want 5 (load, curate, upstream, commit, exchange)", len(got))
 	}
 	byName := map[string]tracetest.SpanStub{}
-	for _, s := range spans {
+	for _, s := range got {
 		byName[s.Name] = s
 	}
 	ex, ok := byName["chat gpt-4o"]
 	if !ok {
-		t.Fatalf("no span named %q among %v", "chat gpt-4o", spans)
+		t.Fatalf("no span named %q among %v", "chat gpt-4o", got)
 	}
 	if got := ex.Parent.SpanID().String(); got != "b7ad6b7169203331" {
 		t.Errorf("got parent %s, want the client's span b7ad6b7169203331", got)
@@ -86,13 +102,22 @@ func TestExchangeSpan(t *testing.T) {
 		"gen_ai.response.model": "gpt-4o-2024-08-06", "gen_ai.conversation.id": "c1",
 		"gen_ai.usage.input_tokens": int64(118), "gen_ai.usage.output_tokens": int64(9),
 		"gen_ai.usage.cache_read.input_tokens": int64(64), "gen_ai.conversation.compacted": true,
-		"http.response.status_code": int64(200), "recall.budget": int64(1000),
-		"recall.tokens.estimated_input": int64(120), "recall.messages.included": int64(4),
-		"recall.turns.dropped": int64(2), "recall.tool_results.cut": int64(1), "recall.exchange.kind": "chat",
+		"http.response.status_code": int64(200), "recall.tokens.estimated_input": int64(120), "recall.exchange.kind": "chat",
 		"recall.messages.committed": int64(2), "recall.summary.through": int64(7), "recall.tenant": "acme",
+		"recall.thread": "main",
 	} {
 		if got := a[k].AsInterface(); got != want {
 			t.Errorf("%s: got %v, want %v", k, got, want)
+		}
+	}
+	c := attrs(byName[tracing.SpanCurate])
+	for k, want := range map[string]any{"recall.budget": int64(1000), "recall.messages.included": int64(4),
+		"recall.turns.dropped": int64(2), "recall.tool_results.cut": int64(1), "recall.tokens.calibrated_input": int64(120)} {
+		if got := c[k].AsInterface(); got != want {
+			t.Errorf("curate: %s: got %v, want %v", k, got, want)
+		}
+		if _, on := a[k]; on {
+			t.Errorf("%s is on the exchange's span too, want it on the curate span alone", k)
 		}
 	}
 	if got := a["gen_ai.response.finish_reasons"].AsStringSlice(); len(got) != 1 || got[0] != "stop" {
@@ -101,7 +126,7 @@ func TestExchangeSpan(t *testing.T) {
 	if ex.Status.Code != codes.Unset {
 		t.Errorf("got status %v, want unset for an answered exchange", ex.Status)
 	}
-	for _, name := range []string{tracing.SpanLoad, tracing.SpanUpstream, tracing.SpanCommit} {
+	for _, name := range []string{tracing.SpanLoad, tracing.SpanCurate, tracing.SpanUpstream, tracing.SpanCommit} {
 		c, ok := byName[name]
 		if !ok {
 			t.Errorf("no child span %s", name)
@@ -122,11 +147,11 @@ func TestExchangeSpanFailed(t *testing.T) {
 	x := tr.Begin(nil, nil, t0)
 	x.End(tracing.Ended{Record: &history.ExchangeRecord{Kind: "chat", Upstream: "messages", Status: "upstream_error",
 		HTTPStatus: 502, Error: "upstream_unavailable"}, End: t0.Add(time.Second)})
-	spans := exp.GetSpans()
-	if len(spans) != 1 {
-		t.Fatalf("got %d spans, want the exchange's alone", len(spans))
+	got := spans(t, tr, exp)
+	if len(got) != 1 {
+		t.Fatalf("got %d spans, want the exchange's alone", len(got))
 	}
-	s := spans[0]
+	s := got[0]
 	if s.Name != "chat" || s.Parent.IsValid() {
 		t.Errorf("got %q with parent %v, want \"chat\", a root", s.Name, s.Parent.SpanID())
 	}
@@ -173,5 +198,102 @@ func TestStartRefusesUnknownProtocol(t *testing.T) {
 	tr, err := tracing.Start(t.Context(), func(k string) string { return env[k] }, "")
 	if err == nil || tr != nil {
 		t.Errorf("got %v, %v, want an error for http/json", tr, err)
+	}
+}
+
+// A traceparent the W3C format does not allow starts a new trace, as
+// the propagator would; a valid one is continued with its tracestate.
+func TestBeginReadsOnlyAValidTraceparent(t *testing.T) {
+	const tid = "0af7651916cd43dd8448eb211c80319c"
+	for _, tc := range []struct {
+		name, header string
+		continued    bool
+	}{
+		{"valid", "00-" + tid + "-b7ad6b7169203331-01", true},
+		{"not sampled", "00-" + tid + "-b7ad6b7169203331-00", true},
+		{"future version, longer", "01-" + tid + "-b7ad6b7169203331-01-more", true},
+		{"version 00, longer", "00-" + tid + "-b7ad6b7169203331-01-more", false},
+		{"version ff", "ff-" + tid + "-b7ad6b7169203331-01", false},
+		{"uppercase", "00-" + strings.ToUpper(tid) + "-b7ad6b7169203331-01", false},
+		{"zero trace id", "00-00000000000000000000000000000000-b7ad6b7169203331-01", false},
+		{"zero span id", "00-" + tid + "-0000000000000000-01", false},
+		{"short", "00-" + tid + "-b7ad6b71692033-01", false},
+		{"bad separator", "00_" + tid + "-b7ad6b7169203331-01", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, exp := newTracer(t)
+			x := tr.Begin([]byte(tc.header), []byte("vendor=v1"), time.Now())
+			x.End(tracing.Ended{Record: &history.ExchangeRecord{Kind: "chat", Status: "answered", HTTPStatus: 200}, End: time.Now()})
+			got := spans(t, tr, exp)
+			if len(got) != 1 && !(tc.name == "not sampled" && len(got) == 0) {
+				t.Fatalf("got %d spans, want 1", len(got))
+			}
+			tp := string(x.Traceparent())
+			if continued := tp[3:35] == tid; continued != tc.continued {
+				t.Errorf("got traceparent %q, continued %v, want %v", tp, continued, tc.continued)
+			}
+			if tc.name == "valid" && got[0].Parent.TraceState().Get("vendor") != "v1" {
+				t.Errorf("got tracestate %q, want the client's", got[0].Parent.TraceState())
+			}
+		})
+	}
+}
+
+// With the plan's load and curation timed apart, the exchange has a
+// recall.curate child with the budget and the turns kept, dropped and
+// cut, after a recall.load child that ends where it starts.
+func TestCurateSpan(t *testing.T) {
+	tr, exp := newTracer(t)
+	t0 := time.Unix(1_800_000_000, 0)
+	x := tr.Begin(nil, nil, t0)
+	x.PlanStart, x.Loaded, x.PlanEnd = t0.Add(time.Millisecond), t0.Add(2*time.Millisecond), t0.Add(3*time.Millisecond)
+	x.KeptTurns = 3
+	x.End(tracing.Ended{Record: &history.ExchangeRecord{Kind: "chat", Status: "answered", HTTPStatus: 200, Budget: 900,
+		Included: []history.Span{{From: 4, To: 9}}, Summary: &history.SummaryUse{Through: 3, Tokens: 20},
+		Dropped: []history.Dropped{{From: 0, To: 3, Reason: "summarised", Turns: 2}, {From: 4, To: 5, Reason: "budget"}},
+		Cut:     []history.CutResult{{Seq: 7}, {Seq: 8}}}, Conversation: "c1", End: t0.Add(10 * time.Millisecond)})
+	byName := map[string]tracetest.SpanStub{}
+	for _, s := range spans(t, tr, exp) {
+		byName[s.Name] = s
+	}
+	c, ok := byName[tracing.SpanCurate]
+	if !ok {
+		t.Fatalf("no %s span among %v", tracing.SpanCurate, byName)
+	}
+	for k, want := range map[string]any{"recall.budget": int64(900), "recall.turns.kept": int64(3), "recall.turns.dropped": int64(3),
+		"recall.tool_results.cut": int64(2), "recall.messages.included": int64(6), "gen_ai.conversation.compacted": true} {
+		if got := attrs(c)[k].AsInterface(); got != want {
+			t.Errorf("%s: got %v, want %v", k, got, want)
+		}
+	}
+	if !c.StartTime.Equal(x.Loaded) || !c.EndTime.Equal(x.PlanEnd) || !byName[tracing.SpanLoad].EndTime.Equal(x.Loaded) {
+		t.Errorf("got curate %v..%v, load ending %v, want them split at %v", c.StartTime, c.EndTime, byName[tracing.SpanLoad].EndTime, x.Loaded)
+	}
+}
+
+// Spans are made off the caller's goroutine: Shutdown makes those of
+// every exchange ended before it, without a Flush, and a Tracer shut
+// down makes no more.
+func TestShutdownMakesQueuedSpans(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	tr := tracing.New(tp)
+	const n = 100 // past the batch that wakes the goroutine, and a rest
+	for range n {
+		x := tr.Begin(nil, nil, time.Now())
+		x.End(tracing.Ended{Record: &history.ExchangeRecord{Kind: "chat", Status: "answered", HTTPStatus: 200}, End: time.Now()})
+	}
+	if err := tr.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(exp.GetSpans()); got != n {
+		t.Errorf("got %d spans after Shutdown, want %d", got, n)
+	}
+	if err := tr.Flush(t.Context()); err != nil {
+		t.Errorf("Flush after Shutdown: got %v, want nil", err)
+	}
+	if d := tr.Dropped(); d != 0 {
+		t.Errorf("got %d dropped, want none", d)
 	}
 }

@@ -11,7 +11,8 @@ import (
 
 // Memory is one operation on a conversation's memory outside an
 // exchange: a summary job's attempt (OperationUpdateMemory), a forget or
-// a delete through the conversation API (OperationDeleteMemory).
+// a delete through the conversation API (OperationDeleteMemory), a search
+// through it (OperationSearchMemory).
 type Memory struct {
 	// Operation is gen_ai.operation.name; Kind names what was done
 	// ("summary", "forget", "delete").
@@ -36,14 +37,15 @@ func (t *Tracer) Memory(m Memory) {
 	_, s := t.tracer.Start(context.Background(), m.Operation+" "+m.Kind,
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(m.Start))
 	if s.IsRecording() {
-		attrs := append(make([]attribute.KeyValue, 0, 4+len(m.Attrs)),
+		attrs := append(make([]attribute.KeyValue, 0, 6+len(m.Attrs)),
 			attribute.String(AttrOperationName, m.Operation),
+			attribute.String(AttrProviderName, MemoryProvider),
 			attribute.String(AttrMemoryKind, m.Kind))
 		if m.Conversation != "" {
-			attrs = append(attrs, attribute.String(AttrConversationID, m.Conversation))
+			attrs = append(attrs, attribute.String(AttrConversationID, m.Conversation), attribute.String(AttrMemoryScope, "session"))
 		}
 		if m.Tenant != "" {
-			attrs = append(attrs, attribute.String(AttrTenant, m.Tenant))
+			attrs = append(attrs, attribute.String(AttrTenant, m.Tenant), attribute.String(AttrMemoryNamespace, m.Tenant))
 		}
 		if m.ErrorType != "" {
 			attrs = append(attrs, attribute.String(AttrErrorType, m.ErrorType))

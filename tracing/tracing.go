@@ -1,7 +1,10 @@
 // Package tracing makes Recall's OpenTelemetry traces: one span per
 // exchange on the GenAI semantic conventions, with child spans for the
-// plan, each upstream call and the commit, and memory-operation spans
-// for summary jobs and the conversation API's forgets and deletes.
+// conversation's load, its curation, each upstream call (a history-tool
+// round's, with the tools Recall ran) and the commit, and
+// memory-operation spans for summary jobs and the conversation API's
+// searches, forgets and deletes. An exchange's spans are made off the
+// request path (queue.go). docs/tracing.md lists them.
 //
 // Tracing is off unless an OTLP endpoint is set (Start returns nil): a
 // nil *Tracer is what the proxy checks, so an untraced exchange does no
@@ -10,9 +13,11 @@
 // variables themselves (endpoint, headers, timeout, certificates,
 // compression); the SDK reads OTEL_TRACES_SAMPLER and OTEL_BSP_* too.
 //
-// Message content is never an attribute: spans carry counts, sequence
-// numbers, models and ids only (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
-// is not read).
+// Message content is never an attribute unless the operator opts in with
+// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT (ContentVariable):
+// spans carry counts, sequence numbers, models and ids only, and with the
+// opt-in the conventions' gen_ai.input.messages and
+// gen_ai.output.messages on a committed exchange's span.
 package tracing
 
 import (
@@ -24,7 +29,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -38,13 +42,22 @@ const scope = "github.com/recallproxy/recall/tracing"
 type Tracer struct {
 	tracer   trace.Tracer
 	provider *sdktrace.TracerProvider // nil: the caller's (New), not ours to shut down
-	prop     propagation.TraceContext
+	q        *queue                   // the exchanges whose spans are still to make
+	content  bool                     // record message content (ContentEnabled)
 }
 
 // New returns a Tracer making its spans with tp (a test's, with an
-// in-memory exporter). Shutdown leaves tp to its owner.
+// in-memory exporter). Its spans reach tp's processors after a Flush,
+// or within a fraction of a second. Shutdown stops the Tracer's
+// goroutine and leaves tp to its owner.
 func New(tp trace.TracerProvider) *Tracer {
-	return &Tracer{tracer: tp.Tracer(scope)}
+	return newTracer(tp.Tracer(scope), nil)
+}
+
+func newTracer(tr trace.Tracer, tp *sdktrace.TracerProvider) *Tracer {
+	t := &Tracer{tracer: tr, provider: tp, q: newQueue()}
+	go t.q.run()
+	return t
 }
 
 // Start returns a Tracer exporting over OTLP as the environment says
@@ -55,7 +68,8 @@ func New(tp trace.TracerProvider) *Tracer {
 // http/protobuf (the default) or grpc. The service is named by
 // OTEL_SERVICE_NAME (or OTEL_RESOURCE_ATTRIBUTES), "recall" by default.
 // The exporters read the rest of their settings from the process's
-// environment. Shutdown flushes what is queued.
+// environment; ContentVariable opts in to message content. Shutdown
+// flushes what is queued.
 func Start(ctx context.Context, getenv func(string) string, version string) (*Tracer, error) {
 	if !Enabled(getenv) {
 		return nil, nil
@@ -83,7 +97,9 @@ func Start(ctx context.Context, getenv func(string) string, version string) (*Tr
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &Tracer{tracer: tp.Tracer(scope), provider: tp}, nil
+	t := newTracer(tp.Tracer(scope), tp)
+	t.content = ContentEnabled(getenv)
+	return t, nil
 }
 
 // Enabled reports whether the environment asks for traces: an OTLP
@@ -108,10 +124,18 @@ func Protocol(getenv func(string) string) string {
 	return p
 }
 
-// Shutdown ends t's spans' export, sending what is queued first, bounded
-// by ctx. It does nothing for a nil Tracer or one made by New.
+// Shutdown makes the spans of the exchanges ended so far and ends their
+// export, sending what is queued first, bounded by ctx. It does nothing
+// for a nil Tracer, and leaves the provider of one made by New to its
+// owner.
 func (t *Tracer) Shutdown(ctx context.Context) error {
-	if t == nil || t.provider == nil {
+	if t == nil {
+		return nil
+	}
+	if err := t.q.close(ctx); err != nil {
+		return fmt.Errorf("tracing: shutdown: %w", err)
+	}
+	if t.provider == nil {
 		return nil
 	}
 	if err := t.provider.Shutdown(ctx); err != nil {

@@ -397,7 +397,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		return err
 	}
 	if tracer != nil {
-		log.Info("traces exported over OTLP", "protocol", tracing.Protocol(os.Getenv))
+		log.Info("traces exported over OTLP", "protocol", tracing.Protocol(os.Getenv), "message_content", tracer.CaptureContent())
 	}
 	a, err := app.New(app.Config{
 		Proxy: proxy.Config{

@@ -36,9 +36,21 @@ func tracedJobs(t *tracing.Tracer, now func() time.Time, next func(summary.JobDo
 }
 
 // tracedAPI is a conversation API's OnServed that makes each forget and
-// delete a delete_memory span with t, then calls next (if set).
+// delete a delete_memory span with t, and each search (of a conversation
+// or of the tenant's) a search_memory span, then calls next (if set).
 func tracedAPI(t *tracing.Tracer, now func() time.Time, next func(api.Served)) func(api.Served) {
 	return func(c api.Served) {
+		if c.Route == "search" || c.Route == "search_tenant" {
+			m := tracing.Memory{Operation: tracing.OperationSearchMemory, Kind: "search",
+				Tenant: c.Tenant, Conversation: c.Key.Conversation, Start: c.Start, End: now(),
+				Attrs: []attribute.KeyValue{attribute.Int(tracing.AttrHTTPStatus, c.Status)}}
+			if c.Status >= 400 {
+				m.ErrorType = strconv.Itoa(c.Status)
+			} else {
+				m.Attrs = append(m.Attrs, attribute.Int(tracing.AttrMemorySearchResults, c.Found))
+			}
+			t.Memory(m)
+		}
 		if c.Route == "forget" || c.Route == "delete" {
 			m := tracing.Memory{Operation: tracing.OperationDeleteMemory, Kind: c.Route,
 				Tenant: c.Tenant, Conversation: c.Key.Conversation, Start: c.Start, End: now(),
