@@ -231,6 +231,8 @@ func TestWebSocketPreviousResponse(t *testing.T) {
 				t.Errorf("the refused turn reached the upstream")
 			}
 			checkTurn(t, sendWS(t, other, map[string]any{"store": false, "input": "recovered"}), "echo: recovered")
+			checkWSError(t, sendWS(t, other, map[string]any{"store": false, "previous_response_id": "resp_openresponses_missing_1", "input": "x"}),
+				400, "previous_response_not_found")
 
 			stored := sendWS(t, c, map[string]any{"input": "kept"})
 			checkTurn(t, stored, "echo: kept")

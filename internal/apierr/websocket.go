@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 // The Responses API's WebSocket mode: the events a socket refuses, and
@@ -32,6 +33,8 @@ var (
 
 // WebSocketEvent renders e as the Responses API's WebSocket error event,
 // {"type":"error","status","error":{"type","code","message","param"}}.
+// The event always has a code (Open Responses requires one): e's type
+// when e has none.
 func WebSocketEvent(e *Error) []byte {
 	var ev struct {
 		Type   string `json:"type"`
@@ -48,9 +51,11 @@ func WebSocketEvent(e *Error) []byte {
 	if e.Param != "" {
 		ev.Error.Param = &e.Param
 	}
-	if e.Code != "" {
-		ev.Error.Code = &e.Code
+	code := e.Code
+	if code == "" {
+		code = e.Type
 	}
+	ev.Error.Code = &code
 	b, _ := json.Marshal(ev) // cannot fail: strings and an int
 	return b
 }
@@ -58,13 +63,22 @@ func WebSocketEvent(e *Error) []byte {
 // WebSocketEventOf renders an error answer, status and body as a POST
 // would have it ({"error":{...}} in OpenAI's shape, Recall's or an
 // upstream's), as the WebSocket error event: the body's error object
-// as it is, or, for a body without one, the status's.
+// as it is (its type as its code when it has none), or, for a body
+// without one, the status's.
 func WebSocketEventOf(status int, body []byte) []byte {
 	e := gjson.GetBytes(body, "error")
 	if !gjson.ValidBytes(body) || !e.IsObject() {
 		return WebSocketEvent(&Error{Status: status, Type: "server_error", Message: "The request failed with status " + strconv.Itoa(status) + "."})
 	}
+	raw := []byte(e.Raw)
+	if e.Get("code").Type != gjson.String {
+		code := e.Get("type").Str
+		if code == "" {
+			code = "server_error"
+		}
+		raw, _ = sjson.SetBytes(raw, "code", code) // cannot fail: an object
+	}
 	b := append([]byte(`{"type":"error","status":`), strconv.Itoa(status)...)
-	b = append(append(b, `,"error":`...), e.Raw...)
+	b = append(append(b, `,"error":`...), raw...)
 	return append(b, '}')
 }
