@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -204,24 +205,38 @@ func (k *socket) turn(msg []byte) {
 		return
 	}
 	continues := previous != "" && k.last != nil && previous == k.last.ID
-	if continues && !k.last.Stored {
-		if body, err = responses.Continue(body, k.last.Items); err != nil {
-			k.write(apierr.WebSocketEvent(apierr.BadJSON))
-			return
-		}
+	switch {
+	case continues && !k.last.Stored:
+		body, err = responses.Continue(body, k.last)
+	case continues:
+		body, err = responses.Reinstruct(body, k.last)
+	}
+	if err != nil {
+		k.write(apierr.WebSocketEvent(apierr.BadJSON))
+		return
 	}
 	if len(body) > s.cfg.MaxBodyBytes {
 		k.write(apierr.WebSocketEvent(apierr.TooLarge))
 		return
 	}
 	rc := k.request(body)
-	s.busy.Add(1)
-	s.serveSeam(rc, k.conv, protocols[wire.Responses])
-	s.busy.Add(-1)
-	failed := false
-	if stream, ok := rc.Response.BodyStream().(*streamBody); ok {
-		failed = k.relay(stream, body)
-	} else {
+	var failed bool
+	switch {
+	case responses.Warmup(body):
+		failed = k.warmup(rc, body)
+	default:
+		s.busy.Add(1)
+		s.serveSeam(rc, k.conv, protocols[wire.Responses])
+		s.busy.Add(-1)
+		if stream, ok := rc.Response.BodyStream().(*streamBody); ok {
+			var werr error
+			failed, werr = k.relay(stream, body)
+			if werr != nil {
+				werr = fmt.Errorf("proxy: websocket write: %w", werr)
+			}
+			_ = stream.CloseWithError(werr) // nil: every event went out
+			break
+		}
 		// Refused or failed before any event: the answer a POST would
 		// have had, as an error event.
 		failed = true
@@ -232,16 +247,35 @@ func (k *socket) turn(msg []byte) {
 	}
 }
 
-// relay sends a turn's streamed events, one message each, and ends the
-// stream with the first failed write (the relay then sees the client
-// gone). A response that finished becomes k.last; failed reports one
-// that ended in an error.
-func (k *socket) relay(stream *streamBody, body []byte) (failed bool) {
+// warmup answers a response.create with generate: false (OpenAI's
+// warmup of a turn): the caller authenticated and the body checked as a
+// turn's are, no upstream call, nothing stored, and the events of a
+// response with no output, whose id a later turn continues from the
+// socket's memory (its input items ahead of that turn's).
+func (k *socket) warmup(rc *fasthttp.RequestCtx, body []byte) (failed bool) {
+	if _, err := k.s.authenticate(rc); err != nil {
+		k.write(apierr.WebSocketEvent(classify(err)))
+		return true
+	}
+	req, err := responses.Ingress{}.ParseRequest(body)
+	if err != nil {
+		k.write(apierr.WebSocketEvent(classify(err)))
+		return true
+	}
+	now := k.s.cfg.Now()
+	req.ResponseID, req.Created, req.Store = "resp_"+newConversationID()[len("conv_"):], now.Unix(), false
+	failed, _ = k.relay(bytes.NewReader(responses.AppendWarmup(nil, req, now.Unix())), body)
+	return failed
+}
+
+// relay sends a turn's streamed events, one message each, until the
+// stream ends or a write fails (werr). A response that finished becomes
+// k.last; failed reports one that ended in an error.
+func (k *socket) relay(stream io.Reader, body []byte) (failed bool, werr error) {
 	er := chat.NewEventReader(stream, k.s.cfg.MaxResponseBytes)
-	var werr error
 	for {
 		ev, err := er.Next()
-		if len(ev.Data) > 0 && werr == nil {
+		if len(ev.Data) > 0 {
 			if d, f, r := responses.Terminal(ev.Data); d {
 				t := responses.NewTurn(body, r)
 				k.last = &t
@@ -249,19 +283,13 @@ func (k *socket) relay(stream *streamBody, body []byte) (failed bool) {
 				failed = true
 			}
 			if werr = k.write(ev.Data); werr != nil {
-				break
+				return failed, werr
 			}
 		}
 		if err != nil {
-			break
+			return failed, nil
 		}
 	}
-	if werr != nil {
-		_ = stream.CloseWithError(fmt.Errorf("proxy: websocket write: %w", werr))
-	} else {
-		_ = stream.CloseWithError(nil)
-	}
-	return failed
 }
 
 // request is the POST /v1/responses a turn's body stands for, from the

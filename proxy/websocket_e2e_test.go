@@ -478,3 +478,82 @@ func TestWebSocketShutdownFinishesTheTurn(t *testing.T) {
 		t.Errorf("the turn in flight at shutdown was not committed: %+v", d)
 	}
 }
+
+// A warmup (generate: false, as Codex sends first on a socket) calls no
+// model and stores nothing: it answers a completed response with no
+// output, whose id the next turn continues, its input ahead of that
+// turn's; that turn is recorded in the conversation as any other.
+func TestWebSocketWarmup(t *testing.T) {
+	h := newHarness(t, wsKinds())
+	for _, u := range wsUpstreams {
+		t.Run(u.name, func(t *testing.T) {
+			conv := "ws-warmup-" + u.name
+			c := dialWS(t, h, "/c/"+conv+"/v1/responses", u.key)
+			n := h.Up.Count()
+			warm := sendWS(t, c, map[string]any{"generate": false, "input": []any{
+				map[string]any{"type": "message", "role": "user", "content": "context first"}}})
+			if got := strings.Join(warm.types(), " "); got != "response.created response.in_progress response.completed" {
+				t.Fatalf("warmup events: got %q", got)
+			}
+			r := warm.response()
+			if r.Get("status").Str != "completed" || len(r.Get("output").Array()) != 0 || r.Get("store").Bool() {
+				t.Errorf("warmup response: got %s, want completed, no output, not stored", r.Raw)
+			}
+			if h.Up.Count() != n {
+				t.Errorf("the warmup reached the upstream")
+			}
+			if got := len(h.Stored(u.tenant, conv)); got != 0 {
+				t.Errorf("the warmup stored %d messages", got)
+			}
+			turn := sendWS(t, c, map[string]any{"previous_response_id": r.Get("id").Str, "input": "hello"})
+			want := "echo: hello"
+			if u.name == "anthropic" {
+				want = "echo: context first\nhello" // two user messages in a row are one for Messages
+			}
+			checkTurn(t, turn, want)
+			if d := h.WaitDone(conv); !d.Committed {
+				t.Fatalf("the turn after the warmup was not committed: %+v", d)
+			}
+			if got := strings.Join(upstreamTexts(h.Up.Last()), "|"); got != "context first|hello" {
+				t.Errorf("upstream messages: got %q, want the warmup's input, then the turn's", got)
+			}
+			if got := len(e2etest.Active(h.Stored(u.tenant, conv))); got != 3 {
+				t.Errorf("stored %d messages, want 3 (the warmup's input, the prompt, the answer)", got)
+			}
+		})
+	}
+}
+
+// A turn that continues the socket's last response by
+// previous_response_id, sending only its new items (as Codex does on a
+// socket), gets that response's leading developer and system items back:
+// OpenAI's previous_response_id carries them, and Recall stores no
+// instructions. Items of its own in their place win.
+func TestWebSocketContinuationKeepsInstructions(t *testing.T) {
+	h := newHarness(t, wsKinds())
+	for _, u := range wsUpstreams {
+		t.Run(u.name, func(t *testing.T) {
+			conv := "ws-instr-" + u.name
+			c := dialWS(t, h, "/c/"+conv+"/v1/responses", u.key)
+			first := sendWS(t, c, map[string]any{"input": []any{
+				map[string]any{"type": "message", "role": "developer", "content": "answer tersely"},
+				map[string]any{"type": "message", "role": "user", "content": "one"}}})
+			checkTurn(t, first, "echo: one")
+			h.WaitDone(conv)
+			second := sendWS(t, c, map[string]any{"previous_response_id": first.response().Get("id").Str, "input": "two"})
+			checkTurn(t, second, "echo: two")
+			h.WaitDone(conv)
+			if body := h.Up.Last().Body; !strings.Contains(string(body), "answer tersely") {
+				t.Errorf("the continuation's upstream request lost the developer item: %s", body)
+			}
+			third := sendWS(t, c, map[string]any{"previous_response_id": second.response().Get("id").Str, "input": []any{
+				map[string]any{"type": "message", "role": "developer", "content": "answer at length"},
+				map[string]any{"type": "message", "role": "user", "content": "three"}}})
+			checkTurn(t, third, "echo: three")
+			h.WaitDone(conv)
+			if body := string(h.Up.Last().Body); strings.Contains(body, "answer tersely") || !strings.Contains(body, "answer at length") {
+				t.Errorf("a continuation with developer items of its own: got %s", body)
+			}
+		})
+	}
+}

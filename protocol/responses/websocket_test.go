@@ -67,7 +67,7 @@ func TestContinue(t *testing.T) {
 			`[{"type":"message","role":"user","content":"one"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"echo: one"}]},{"type":"function_call_output","call_id":"c","output":"o"}]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := responses.Continue([]byte(tc.body), turn.Items)
+			out, err := responses.Continue([]byte(tc.body), &turn)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +81,7 @@ func TestContinue(t *testing.T) {
 	if string(empty.Items) != "[]" {
 		t.Errorf("an empty turn's items: got %s", empty.Items)
 	}
-	if out, err := responses.Continue([]byte(`{"input":"x"}`), empty.Items); err != nil || gjson.GetBytes(out, "input").Raw != `[{"type":"message","role":"user","content":"x"}]` {
+	if out, err := responses.Continue([]byte(`{"input":"x"}`), &empty); err != nil || gjson.GetBytes(out, "input").Raw != `[{"type":"message","role":"user","content":"x"}]` {
 		t.Errorf("continuing an empty turn: got %s, %v", out, err)
 	}
 }
