@@ -557,3 +557,24 @@ func TestWebSocketContinuationKeepsInstructions(t *testing.T) {
 		})
 	}
 }
+
+// The conversation is named as over HTTP: by the upgrade request's
+// X-Conversation-ID header, or by a message's conversation.
+func TestWebSocketConversationHeader(t *testing.T) {
+	h := newHarness(t, wsKinds())
+	c := dialWS(t, h, "/v1/responses", "rk-oa", "X-Conversation-ID", "ws-header")
+	w := sendWS(t, c, map[string]any{"input": "one"})
+	checkTurn(t, w, "echo: one")
+	if d := h.WaitDone("ws-header"); !d.Committed {
+		t.Fatalf("not committed: %+v", d)
+	}
+	if got := w.response().Get("conversation.id").Str; got != "ws-header" {
+		t.Errorf("response's conversation: got %q, want ws-header", got)
+	}
+	other := dialWS(t, h, "/v1/responses", "rk-oa")
+	checkTurn(t, sendWS(t, other, map[string]any{"conversation": "ws-header", "input": "two"}), "echo: two")
+	h.WaitDone("ws-header")
+	if got := strings.Join(upstreamTexts(h.Up.Last()), "|"); got != "one|echo: one|two" {
+		t.Errorf("upstream messages: got %q", got)
+	}
+}
