@@ -144,6 +144,32 @@ func TestAgents(t *testing.T) {
 			},
 		},
 		{
+			// Codex on a provider that supports_websockets: each process
+			// opens a WebSocket on /v1/responses and sends its turns as
+			// response.create messages, which Recall serves with memory
+			// as it serves the streamed POSTs (the fake sees the same).
+			name: "codex-websocket", recall: openaiRecall, route: "/v1/responses", key: "sk-codex-ws-agents",
+			keyHeader: "Authorization", callID: "call_agents_4",
+			tool: func(agentEnv) string {
+				return toolReply("call_agents_4", "exec_command", map[string]string{"cmd": "cat notes.txt"})
+			},
+			run: func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
+				codexHome := filepath.Join(e.home, "codex")
+				writeFile(t, filepath.Join(codexHome, "config.toml"), strings.Replace(codexConfig,
+					"wire_api = \"responses\"\n", "wire_api = \"responses\"\nsupports_websockets = true\n", 1))
+				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "codex"), "exec", "--skip-git-repo-check",
+					"-c", `model_providers.recall.base_url="`+openaiRecall+"/c/"+e.conv+`/v1"`, prompt)
+				cmd.Env = e.env("CODEX_HOME="+codexHome, "RECALL_API_KEY="+e.key)
+				return cmd
+			},
+			check: func(t *testing.T) {
+				// Both processes' turns came over a socket each.
+				if n := metricSum(t, openaiRecall, `recall_requests_total{`, `route="responses",status="101"`); n < 2 {
+					t.Errorf("Recall upgraded %v WebSockets, want one per process (2)", n)
+				}
+			},
+		},
+		{
 			name: "opencode", recall: openaiRecall, route: "/v1/chat/completions", key: "sk-opencode-agents",
 			keyHeader: "Authorization", callID: "call_agents_3",
 			tool: func(e agentEnv) string {
@@ -191,6 +217,8 @@ type agentCase struct {
 	// native: Claude Code over an anthropic upstream, where cache_control
 	// and thinking blocks reach the upstream.
 	native bool
+	// check, if set, checks more once both processes ran.
+	check func(t *testing.T)
 }
 
 // agentEnv is where an agent's processes run.
@@ -282,6 +310,9 @@ func runAgent(t *testing.T, ctx context.Context, f *fakeControl, a agentCase) {
 	var misplaced []string
 	if a.native {
 		misplaced = checkNative(t, append(first, calls...), stored)
+	}
+	if a.check != nil {
+		a.check(t)
 	}
 	if len(dups) > 0 {
 		t.Errorf("duplicates:\n%s", strings.Join(dups, "\n"))
@@ -689,4 +720,27 @@ func opencodeConfig(base, key string) string {
 		},
 	}, "", "  ")
 	return string(b)
+}
+
+// metricSum sums the series of Recall's /metrics at base that start with
+// prefix and hold labels.
+func metricSum(t *testing.T, base, prefix, labels string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, prefix) || !strings.Contains(line, labels) {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscanf(line[strings.LastIndexByte(line, ' ')+1:], "%g", &v); err == nil {
+			sum += v
+		}
+	}
+	return sum
 }

@@ -5,10 +5,17 @@ package proxy
 import "net"
 
 // clientGone cannot look into a connection on this platform: a client is
-// never known to be gone before its answer is written.
-func clientGone(net.Conn) bool { return false }
+// never known to be gone before its answer is written, unless its
+// connection knows (a WebSocket's, see socketConn).
+func clientGone(c net.Conn) bool {
+	g, ok := c.(goner)
+	return ok && g.Gone()
+}
 
 // idleConnDead cannot look into a connection on this platform: an idle
 // upstream connection is taken as alive (a request that finds it closed
 // is sent again, see doUpstream).
 func idleConnDead(net.Conn) bool { return false }
+
+// peerClosed cannot look into a connection on this platform.
+func peerClosed(net.Conn) bool { return false }

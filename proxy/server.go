@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fasthttp/websocket"
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/config"
@@ -122,6 +123,11 @@ type Config struct {
 	// requests carry one naming the exchange's span. Default nil: no
 	// spans, and no tracer work on the request path.
 	Tracer *tracing.Tracer
+	// WebSocketLifetime is how long a Responses WebSocket lives: past it
+	// the socket ends, once its turn in flight is answered, with the
+	// error websocket_connection_limit_reached, and the client opens
+	// another. Default 60m, as OpenAI's.
+	WebSocketLifetime time.Duration
 	// Locks serialises the work on each conversation. Default: the
 	// server's own. Give the same Locks to whatever else changes
 	// conversations in this process (the API, retention) so that it waits
@@ -180,6 +186,8 @@ type Server struct {
 	cached   atomic.Int64
 	// memoryWarned is when memoryNone last logged (Unix nanoseconds).
 	memoryWarned atomic.Int64
+	upgrader     *websocket.FastHTTPUpgrader
+	sockets      *socketSet // the Responses WebSockets open
 	// realClock: cfg.Now is time.Now, and a request's start can be
 	// fasthttp's reading of it (startOf).
 	realClock bool
@@ -233,6 +241,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Locks == nil {
 		cfg.Locks = &Locks{}
 	}
+	if cfg.WebSocketLifetime <= 0 {
+		cfg.WebSocketLifetime = defaultWebSocketLifetime
+	}
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Logger,
@@ -240,6 +251,8 @@ func New(cfg Config) (*Server, error) {
 		counter:  cfg.Counter,
 		client:   cfg.Client, // Do follows no redirect: they are the client's business
 		buffered: cfg.BufferingClient,
+		upgrader: newUpgrader(),
+		sockets:  newSocketSet(),
 
 		realClock: realClock,
 	}
@@ -282,9 +295,12 @@ func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(coarseListene
 
 // Shutdown stops accepting connections, closes idle ones, and waits for
 // in-flight requests and streams to finish until ctx ends; then it closes
-// whatever is left and returns ctx's error. It does not close the store.
+// whatever is left and returns ctx's error. A Responses WebSocket closes
+// (with an error event server_shutting_down) once its turn in flight, if
+// any, is answered. It does not close the store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
+	s.sockets.drain() // each closes once its turn in flight is answered
 	stopped := make(chan error, 1)
 	go func() { stopped <- s.srv.ShutdownWithContext(ctx) }()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -305,6 +321,7 @@ wait:
 		case <-tick.C:
 		case <-ctx.Done():
 			s.conns.closeAll()
+			s.sockets.closeAll()
 			<-stopped
 			return ctx.Err()
 		}
@@ -315,6 +332,13 @@ wait:
 	case <-relays:
 	case <-ctx.Done():
 		s.conns.closeAll()
+		s.sockets.closeAll()
+		return ctx.Err()
+	}
+	select {
+	case <-s.sockets.wait():
+	case <-ctx.Done():
+		s.sockets.closeAll()
 		return ctx.Err()
 	}
 	s.client.CloseIdleConnections() // the upstream's side of them ends too
@@ -347,7 +371,7 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		s.reject(rc, "other", apierr.BadFraming)
 		return
 	case isWebSocket(&rc.Request.Header):
-		s.reject(rc, "other", apierr.WebSocket)
+		s.upgrade(rc)
 		return
 	}
 	raw := rc.Request.URI().PathOriginal()

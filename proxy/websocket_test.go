@@ -8,10 +8,12 @@ import (
 	"github.com/recallproxy/recall/internal/e2etest"
 )
 
-// A WebSocket upgrade is refused with 426 in OpenAI's error shape (the
-// status on which a client that tries WebSocket first falls back to HTTP
-// at once), never forwarded as a plain GET; another upgrade (h2c) is ignored, as a server
-// may, and the request served over HTTP/1.1.
+// A WebSocket upgrade of a path Recall does not serve as one (any but
+// /v1/responses, see websocket_e2e_test.go) is refused with 426 in
+// OpenAI's error shape (the status on which a client that tries WebSocket
+// first falls back to HTTP at once), never forwarded as a plain GET;
+// another upgrade (h2c) is ignored, as a server may, and the request
+// served over HTTP/1.1.
 func TestWebSocketUpgradeIsNotForwarded(t *testing.T) {
 	h := newHarness(t, e2etest.Options{})
 	for _, tc := range []struct {
