@@ -19,6 +19,7 @@ const (
 	ChatCompletions Protocol = 0
 	Responses       Protocol = 1
 	Messages        Protocol = 2
+	Gemini          Protocol = 3
 )
 
 func (p Protocol) String() string {
