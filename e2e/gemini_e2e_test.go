@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -8,7 +9,9 @@ import (
 
 	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
+	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/protocol/gemini"
+	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -284,5 +287,54 @@ func TestGeminiBadRequestIsRefusedInItsShape(t *testing.T) {
 	}
 	if h.Up.Count() != 0 {
 		t.Errorf("the upstream got %d calls, want none", h.Up.Count())
+	}
+}
+
+// TestSummariesOverAGeminiUpstream: a tenant whose upstream speaks
+// Gemini gets its summaries from that upstream, in its protocol (the
+// model's :generateContent with x-goog-api-key, the instructions as
+// systemInstruction): the job lands, and the next request carries the
+// summary in its systemInstruction and none of the turns it covers.
+func TestSummariesOverAGeminiUpstream(t *testing.T) {
+	o := fourUpstreams()
+	o.Global, o.Summary = summaryOn(4, 2), func(*summary.Config) {}
+	h := e2etest.New(t, o)
+	say := func(text string) {
+		t.Helper()
+		r := geminiPost(h, "/v1beta/models/gemini-2.5-flash:generateContent", "rk-ge", "sum-ge",
+			`{"systemInstruction":{"parts":[{"text":"be brief"}]},"contents":[{"role":"user","parts":[{"text":"`+text+`"}]}]}`)
+		if r.Status != 200 {
+			t.Fatalf("%s: %d %s", text, r.Status, r.Body)
+		}
+		h.WaitDone("sum-ge")
+	}
+	for i := 1; i <= 5; i++ {
+		say(fmt.Sprintf("turn %d", i))
+	}
+	if d := h.WaitJob("sum-ge"); d.Outcome != summary.Landed || d.Calls != 1 {
+		t.Fatalf("the job: %+v, want one call that landed", d)
+	}
+	calls := h.Up.SummaryCalls()
+	if len(calls) != 1 {
+		t.Fatalf("got %d summariser calls, want 1", len(calls))
+	}
+	if c := calls[0]; c.Path != "/v1/models/gemini-2.5-flash:generateContent" || c.Header.Get("X-Goog-Api-Key") != "sk-up-ge" || c.Header.Get("Authorization") != "" {
+		t.Errorf("the summariser call: %s with x-goog-api-key %q, authorization %q", c.Path, c.Header.Get("X-Goog-Api-Key"), c.Header.Get("Authorization"))
+	}
+	say("turn 6")
+	last := h.Up.Last()
+	var system string
+	for _, p := range gjson.GetBytes(last.Body, "systemInstruction.parts").Array() {
+		system += p.Get("text").Str + "\n"
+	}
+	if !strings.Contains(system, plan.SummaryPrefix+"turn 1; turn 2; turn 3") {
+		t.Errorf("after the summary: systemInstruction %q, want the summary in it", system)
+	}
+	var sent [][]byte
+	for _, m := range last.Messages {
+		sent = append(sent, m)
+	}
+	if got := strings.Join(geminiRoles(sent), " | "); strings.Contains(got, "turn 1") || !strings.Contains(got, "turn 6") {
+		t.Errorf("after the summary: the upstream got %q, want none of the summarised turns", got)
 	}
 }

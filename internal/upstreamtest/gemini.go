@@ -113,8 +113,9 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte
 	default:
 		apiErr = validateGeminiRequest(root, contents, model)
 	}
+	summary := apiErr == nil && isGeminiSummaryCall(root, contents)
 	if rec != nil {
-		rec.Model, rec.Stream = model, stream
+		rec.Model, rec.Stream, rec.Summary = model, stream, summary
 		for _, c := range contents {
 			rec.Messages = append(rec.Messages, json.RawMessage(c.Raw))
 		}
@@ -122,10 +123,20 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte
 			rec.Rejected = &APIError{Message: apiErr.message, Type: apiErr.status}
 		}
 	}
-	reply, _, gate := s.record(rec, apiErr == nil)
+	queue := &s.queue
+	if summary {
+		queue = &s.summaryQueue
+	}
+	reply, _, gate := s.recordFrom(rec, apiErr == nil, queue)
 	if apiErr != nil {
 		s.writeJSON(w, apiErr.code, apiErr.json())
 		return
+	}
+	if summary && reply.Content == "" && len(reply.ToolCalls) == 0 {
+		reply.Content = SummaryAnswer(geminiSystemText(root), contents[0].Get("parts.0.text").Str)
+		if !s.unbounded {
+			reply.Content = CapSummary(reply.Content, int(camelGet(camelGet(root, "generationConfig"), "maxOutputTokens").Int()))
+		}
 	}
 	ctx := r.Context()
 	if reply.Hold && !s.stall(ctx, gate) {
@@ -160,6 +171,26 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte
 		return
 	}
 	s.writeGemini(ctx, w, s.newGeminiAnswer(model, contents, reply), stream)
+}
+
+// isGeminiSummaryCall reports whether a Gemini request is shaped as a
+// summariser call (see isSummaryCall): no tools, a systemInstruction that
+// asks for a summary, one user content with the transcript.
+func isGeminiSummaryCall(root gjson.Result, contents []gjson.Result) bool {
+	if len(contents) != 1 || root.Get("tools").Exists() || contents[0].Get("role").Str != "user" {
+		return false
+	}
+	text := geminiSystemText(root)
+	return strings.Contains(strings.ToLower(text), "summary") && !strings.Contains(text, injectedSummary)
+}
+
+// geminiSystemText is a request's systemInstruction as text.
+func geminiSystemText(root gjson.Result) string {
+	var b strings.Builder
+	for _, p := range camelGet(root, "systemInstruction").Get("parts").Array() {
+		b.WriteString(p.Get("text").Str)
+	}
+	return b.String()
 }
 
 // validateGeminiRequest checks a request body as the Gemini API does on
