@@ -22,15 +22,18 @@ var (
 	_ wire.PathIngress = Ingress{}
 )
 
-// The routes the Ingress serves: POST {prefix}{model}:{method}.
+// The routes the Ingress serves: POST {prefix}{model}:{method}, under
+// v1beta (the REST documentation's) or v1 (the Gen AI SDKs' default).
 const (
-	routePrefix    = "/v1beta/models/"
 	methodGenerate = ":generateContent"
 	methodStream   = ":streamGenerateContent"
 )
 
+var routePrefixes = [][]byte{[]byte("/v1beta/models/"), []byte("/v1/models/")}
+
 // Serves reports whether path is /v1beta/models/{model}:generateContent
-// or :streamGenerateContent (model one segment, not empty).
+// or :streamGenerateContent, or the same under /v1 (model one segment,
+// not empty). No other API has a POST there.
 func (Ingress) Serves(path []byte) bool {
 	_, _, ok := route(path)
 	return ok
@@ -38,7 +41,12 @@ func (Ingress) Serves(path []byte) bool {
 
 // route reads a request path into its model and whether it streams.
 func route(path []byte) (model []byte, stream, ok bool) {
-	rest, ok := bytes.CutPrefix(path, []byte(routePrefix))
+	var rest []byte
+	for _, p := range routePrefixes {
+		if rest, ok = bytes.CutPrefix(path, p); ok {
+			break
+		}
+	}
 	if !ok {
 		return nil, false, false
 	}

@@ -65,7 +65,8 @@ func TestServes(t *testing.T) {
 		"/v1beta/models/gemini-2.5-flash:countTokens":           false,
 		"/v1beta/models/:generateContent":                       false,
 		"/v1beta/models/a/b:generateContent":                    false,
-		"/v1/models/gemini-2.5-flash:generateContent":           false,
+		"/v1/models/gemini-2.5-flash:generateContent":           true,
+		"/v1/models/gpt-4o":                                     false,
 	} {
 		if got := (Ingress{}).Serves([]byte(path)); got != want {
 			t.Errorf("Serves(%s): got %v, want %v", path, got, want)
