@@ -111,6 +111,13 @@ func TestGeminiClientHasMemory(t *testing.T) {
 			t.Errorf("stored message %s in %v, want gemini", m.Raw, m.Protocol)
 		}
 	}
+	flush(t, h)
+	a := h.API("rk-ge", "", "GET", "/recall/v1/conversations/gem-1/exchanges", "")
+	var l exchangeList
+	a.JSON(t, &l)
+	if len(l.Data) != 2 || l.Data[0].Ingress != "gemini" || l.Data[0].Upstream != "gemini" {
+		t.Errorf("exchange records: %d %s, want two of ingress and upstream gemini", a.Status, a.Body)
+	}
 }
 
 // TestGeminiToolLoopStreamed: a streamed Gemini tool loop on a gemini-3
