@@ -4,7 +4,8 @@
 // the conversation API alike, resolves its callers here.
 //
 // A client presents its key as OpenAI's SDKs send it, "Authorization:
-// Bearer <key>", or as Anthropic's do, "x-api-key: <key>". The admin key
+// Bearer <key>", as Anthropic's do, "x-api-key: <key>", or as Google's
+// Gemini SDKs do, "x-goog-api-key: <key>". The admin key
 // is accepted by the conversation API only, and acts on the tenant the
 // X-Recall-Tenant header names.
 package auth
@@ -24,14 +25,19 @@ import (
 // HeaderTenant names the tenant the admin key acts on.
 const HeaderTenant = "X-Recall-Tenant"
 
-// headerAPIKey is the header Anthropic's SDKs send their key in.
-const headerAPIKey = "X-Api-Key"
+// headerAPIKey is the header Anthropic's SDKs send their key in,
+// headerGoogAPIKey the one Google's Gemini SDKs do.
+const (
+	headerAPIKey     = "X-Api-Key"
+	headerGoogAPIKey = "X-Goog-Api-Key"
+)
 
 // The names Key reads, as fasthttp's server normalizes a request's header
 // names: read as they are (PeekCanonical), not normalized again a request.
 var (
 	keyAuthorization = []byte(fasthttp.HeaderAuthorization)
 	keyAPIKey        = []byte(headerAPIKey)
+	keyGoogAPIKey    = []byte(headerGoogAPIKey)
 )
 
 // Caller is an authenticated request's tenant, namespace and key.
@@ -64,7 +70,8 @@ func (c Caller) PassedKey() string {
 var bearerPrefix = []byte("Bearer ")
 
 // Key returns the key a request presents: the Authorization header's
-// bearer token, or else the x-api-key header's value, trimmed of spaces;
+// bearer token, or else the x-api-key header's value, or else the
+// x-goog-api-key header's, trimmed of spaces;
 // nil for none. It points into h and must not outlive it. h's names are
 // as fasthttp's server normalizes them.
 func Key(h *fasthttp.RequestHeader) []byte {
@@ -74,7 +81,10 @@ func Key(h *fasthttp.RequestHeader) []byte {
 			return k
 		}
 	}
-	return bytes.TrimSpace(h.PeekCanonical(keyAPIKey))
+	if k := bytes.TrimSpace(h.PeekCanonical(keyAPIKey)); len(k) > 0 {
+		return k
+	}
+	return bytes.TrimSpace(h.PeekCanonical(keyGoogAPIKey))
 }
 
 // Tenant resolves a tenant's key. In pass-through mode the namespace is a

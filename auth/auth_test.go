@@ -24,6 +24,8 @@ func TestKeyReadsBearerThenXAPIKey(t *testing.T) {
 		{"x-api-key", [][2]string{{"x-api-key", "k2"}}, "k2"},
 		{"bearer wins over x-api-key", [][2]string{{"Authorization", "Bearer k1"}, {"X-Api-Key", "k2"}}, "k1"},
 		{"empty bearer falls back", [][2]string{{"Authorization", "Bearer  "}, {"X-Api-Key", "k2"}}, "k2"},
+		{"x-goog-api-key", [][2]string{{"x-goog-api-key", "k3"}}, "k3"},
+		{"x-api-key wins over x-goog-api-key", [][2]string{{"X-Goog-Api-Key", "k3"}, {"X-Api-Key", "k2"}}, "k2"},
 		{"basic is no key", [][2]string{{"Authorization", "Basic a2V5"}}, ""},
 		{"none", nil, ""},
 	}

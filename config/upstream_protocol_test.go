@@ -16,9 +16,13 @@ func TestUpstreamProtocol(t *testing.T) {
 		t.Errorf("RECALL_UPSTREAM_PROTOCOL=anthropic: got %q, %v; want anthropic, nil", g.Defaults.Upstream.Protocol, err)
 	}
 	g = DefaultGlobal()
-	err := g.ApplyEnv(env(map[string]string{"RECALL_UPSTREAM_PROTOCOL": "gemini"}))
-	if err == nil || !strings.Contains(err.Error(), "RECALL_UPSTREAM_PROTOCOL") || !strings.Contains(err.Error(), "openai, chat, anthropic") {
-		t.Errorf("RECALL_UPSTREAM_PROTOCOL=gemini: got %v, want an error naming the variable and the choices", err)
+	if err := g.ApplyEnv(env(map[string]string{"RECALL_UPSTREAM_PROTOCOL": "gemini"})); err != nil || g.Defaults.Upstream.Protocol != "gemini" {
+		t.Errorf("RECALL_UPSTREAM_PROTOCOL=gemini: got %q, %v; want gemini, nil", g.Defaults.Upstream.Protocol, err)
+	}
+	g = DefaultGlobal()
+	err := g.ApplyEnv(env(map[string]string{"RECALL_UPSTREAM_PROTOCOL": "bedrock"}))
+	if err == nil || !strings.Contains(err.Error(), "RECALL_UPSTREAM_PROTOCOL") || !strings.Contains(err.Error(), "openai, chat, anthropic, gemini") {
+		t.Errorf("RECALL_UPSTREAM_PROTOCOL=bedrock: got %v, want an error naming the variable and the choices", err)
 	}
 	var ps problems
 	p := g.Defaults

@@ -23,16 +23,17 @@ import (
 const nodeHelp = "the e2e suite runs the official OpenAI and Anthropic JS SDKs and needs Node.js 20 or later with npm on PATH: " +
 	"install them with your package manager (Debian: apt-get install nodejs npm) or from nodejs.org"
 
-// TestNodeSDK builds recall and the fake upstream, starts the fake and three
-// recalls (upstream protocol openai, anthropic and chat) on free loopback ports
+// TestNodeSDK builds recall and the fake upstream, starts the fake and four
+// recalls (upstream protocol openai, anthropic, chat and gemini) on free loopback ports
 // with fresh data directories, installs the pinned Node packages if
 // node_modules lacks one, and runs the Node suite against them: the
 // OpenAI SDK's chat completions (by header and by path prefix, streamed
 // and not, a tool round trip with parallel calls, the other endpoints)
 // and Responses (with the state Recall serves: chaining by
 // previous_response_id, stored responses, the Conversations API), the
-// Anthropic SDK's Messages, the Vercel AI SDK over all three, and OpenAI
-// Agents SDK runs with a function tool, continued by previousResponseId.
+// Anthropic SDK's Messages, Google's Gen AI SDK on Gemini, the Vercel AI
+// SDK over all three, and OpenAI Agents SDK runs with a function tool,
+// continued by previousResponseId.
 func TestNodeSDK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short runs no Node.js suite")
@@ -78,6 +79,7 @@ func TestNodeSDK(t *testing.T) {
 	recallAddr, recallProc := serve("openai")
 	anthropicAddr, anthropicProc := serve("anthropic")
 	chatAddr, chatProc := serve("chat")
+	geminiAddr, geminiProc := serve("gemini")
 
 	if missing := missingPackages(t, suite); len(missing) > 0 {
 		out, err := command(ctx, suite, nil, npm, "ci", "--no-audit", "--no-fund").CombinedOutput()
@@ -89,12 +91,13 @@ func TestNodeSDK(t *testing.T) {
 		"RECALL_BASE_URL=http://" + recallAddr,
 		"RECALL_ANTHROPIC_BASE_URL=http://" + anthropicAddr,
 		"RECALL_CHAT_BASE_URL=http://" + chatAddr,
+		"RECALL_GEMINI_BASE_URL=http://" + geminiAddr,
 		"FAKE_UPSTREAM_URL=http://" + fakeAddr,
 	}, node, "--test", "--test-concurrency=1", "--test-reporter=spec")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("node --test failed: %v\n%s\nrecall's log:\n%s\nthe anthropic-upstream recall's log:\n%s\nthe chat-upstream recall's log:\n%s",
-			err, out, recallProc.log.String(), anthropicProc.log.String(), chatProc.log.String())
+		t.Fatalf("node --test failed: %v\n%s\nrecall's log:\n%s\nthe anthropic-upstream recall's log:\n%s\nthe chat-upstream recall's log:\n%s\nthe gemini-upstream recall's log:\n%s",
+			err, out, recallProc.log.String(), anthropicProc.log.String(), chatProc.log.String(), geminiProc.log.String())
 	}
 	if testing.Verbose() {
 		t.Logf("node --test:\n%s", out)

@@ -44,11 +44,10 @@ func nextExchangeID(now time.Time) string { return history.NextExchangeID(now) }
 // the time from sending the request upstream to the answer's end.
 func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream time.Duration) history.ExchangeRecord {
 	ingress := wire.ChatCompletions
-	switch x.route {
-	case "responses":
-		ingress = wire.Responses
-	case "messages":
-		ingress = wire.Messages
+	for _, p := range protocols {
+		if p.route == x.route {
+			ingress = p.proto
+		}
 	}
 	up, _ := wire.UpstreamFor(x.c.cfg.Upstream.Protocol, ingress)
 	r := history.ExchangeRecord{

@@ -7,6 +7,7 @@ import (
 
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/protocol/gemini"
 	"github.com/recallproxy/recall/protocol/messages"
 	"github.com/recallproxy/recall/protocol/responses"
 	"github.com/recallproxy/recall/wire"
@@ -56,6 +57,62 @@ var protocols = map[wire.Protocol]*protocol{
 		render: apierr.OpenAI, errorEvent: responsesErrorEvent, renders: true, resolve: resolveResponses, answers: nameResponse},
 	wire.Messages: {proto: wire.Messages, route: "messages", ingress: messages.Ingress{}, upstream: messages.Upstream{},
 		render: apierr.Anthropic, errorEvent: anthropicErrorEvent, credential: anthropicCredential, mark: messages.MarkHistoryEnd, join: messages.JoinResults},
+	wire.Gemini: {proto: wire.Gemini, route: "gemini", ingress: gemini.Ingress{}, upstream: gemini.Upstream{}},
+}
+
+// errorShaper is an Ingress that shapes Recall's errors for its clients
+// itself, as a body and as a stream's closing event.
+type errorShaper interface {
+	ErrorBody(*apierr.Error) []byte
+	ErrorEvent(*apierr.Error) []byte
+}
+
+// init completes each protocol from what its package brings (the
+// optional interfaces of wire, and errorShaper), where its entry above
+// says nothing.
+func init() {
+	for _, p := range protocols {
+		if es, ok := p.ingress.(errorShaper); ok && p.render == nil {
+			p.render, p.errorEvent = es.ErrorBody, es.ErrorEvent
+		}
+		if kh, ok := p.upstream.(wire.KeyHeader); ok && p.credential == nil {
+			p.credential = keyHeader([]byte(kh.KeyHeader()))
+		}
+	}
+}
+
+// keyHeader returns a credential hook that moves the key upstreamRequest
+// set as Authorization: Bearer into the header name.
+func keyHeader(name []byte) func(*fasthttp.Request, caller) {
+	return func(req *fasthttp.Request, _ caller) {
+		if auth := req.Header.Peek(fasthttp.HeaderAuthorization); len(auth) > len("Bearer ") {
+			req.Header.SetBytesKV(name, auth[len("Bearer "):])
+			req.Header.Del(fasthttp.HeaderAuthorization)
+		}
+	}
+}
+
+// request sets dst's method, URI and headers for a call of this
+// (upstream) protocol made for rc's request req, which came in protocol
+// in: the path under the tenant's base URL is the protocol's (PathFor's,
+// with its query, for a model in the path), the key where the protocol
+// reads it. A translated request, or one to a model path, does not carry
+// the client's query (Claude Code's ?beta=true, a Gemini client's ?key=).
+func (up *protocol) request(dst *fasthttp.Request, rc *fasthttp.RequestCtx, c caller, req *wire.Request, in wire.Protocol) {
+	mp, modelPath := up.upstream.(wire.ModelPath)
+	if !modelPath {
+		upstreamRequest(dst, rc, c, []byte("/v1"+up.upstream.Path()), false)
+	} else {
+		path, query := mp.PathFor(req.Model, req.Stream)
+		upstreamRequest(dst, rc, c, []byte("/v1"+path), false)
+		dst.URI().SetQueryString(query)
+	}
+	if up.credential != nil {
+		up.credential(dst, c)
+	}
+	if up.proto != in && !modelPath {
+		dst.URI().SetQueryStringBytes(nil)
+	}
 }
 
 // routes map the ingress paths served through the seam to their protocol.
@@ -67,11 +124,18 @@ var routes = []struct {
 	{[]byte("/v1/messages"), wire.Messages},
 }
 
-// seamRoute returns the protocol served at path, if any.
+// seamRoute returns the protocol served at path, if any: an exact route,
+// or a protocol whose ingress reads fields from its path
+// (wire.PathIngress).
 func seamRoute(path []byte) *protocol {
 	for _, r := range routes {
 		if bytes.Equal(path, r.path) {
 			return protocols[r.proto]
+		}
+	}
+	for _, p := range protocols {
+		if pi, ok := p.ingress.(wire.PathIngress); ok && pi.Serves(path) {
+			return p
 		}
 	}
 	return nil

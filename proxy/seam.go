@@ -56,7 +56,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 			return
 		}
 	}
-	req, err := p.ingress.ParseRequest(body)
+	req, err := parseRequest(rc, p, body)
 	if err != nil {
 		x.fail(rc, err)
 		return
@@ -171,15 +171,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 	}
 
 	upReq := fasthttp.AcquireRequest()
-	upstreamRequest(upReq, rc, c, []byte("/v1"+up.upstream.Path()), false)
-	if up.credential != nil {
-		up.credential(upReq, c)
-	}
-	if upProto != p.proto {
-		// A translated request: the client's query (Claude Code's
-		// ?beta=true) means nothing to another API.
-		upReq.URI().SetQueryStringBytes(nil)
-	}
+	up.request(upReq, rc, c, req, p.proto)
 	upReq.SetBodyRaw(out)
 	resp := fasthttp.AcquireResponse()
 	resp.Header.SetNoDefaultContentType(true)
@@ -267,6 +259,16 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		rc.Response.SetBodyRaw(p.ingress.AppendAnswer(nil, req, &a))
 	}
 	x.done(status, nil)
+}
+
+// parseRequest decodes body with p's ingress, and the path it came to
+// for an ingress that reads fields from it (wire.PathIngress).
+func parseRequest(rc *fasthttp.RequestCtx, p *protocol, body []byte) (*wire.Request, error) {
+	if pi, ok := p.ingress.(wire.PathIngress); ok {
+		_, path, _ := routePath(rc.Request.URI().PathOriginal())
+		return pi.ParseRequestAt(path, body)
+	}
+	return p.ingress.ParseRequest(body)
 }
 
 // sameRaw reports whether a and b are the same values in the same

@@ -472,13 +472,7 @@ func parseAnswer(up *protocol, enc string, raw []byte, max int) (wire.Answer, er
 // request sets req's method, URI and headers for a round (its body is
 // the caller's).
 func (l *toolLoop) request(req *fasthttp.Request, rc *fasthttp.RequestCtx) {
-	upstreamRequest(req, rc, l.x.c, []byte("/v1"+l.up.upstream.Path()), false)
-	if l.up.credential != nil {
-		l.up.credential(req, l.x.c)
-	}
-	if l.up.proto != l.p.proto {
-		req.URI().SetQueryStringBytes(nil)
-	}
+	l.up.request(req, rc, l.x.c, l.req, l.p.proto)
 }
 
 // roundRecords are the exchange records of a tool exchange's rounds

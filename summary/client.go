@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/protocol/gemini"
 	"github.com/recallproxy/recall/protocol/messages"
 	"github.com/recallproxy/recall/wire"
 )
@@ -40,11 +41,15 @@ type answer struct {
 // no upstream key (pass-through); it is never logged.
 //
 // The request is in the upstream's own protocol (DESIGN.md section 6):
-// chat completions, or Anthropic Messages for an upstream that speaks
-// only those (protocol: anthropic), with its credential header.
+// chat completions, Anthropic Messages for an upstream that speaks only
+// those (protocol: anthropic), or Gemini's generateContent (protocol:
+// gemini), with its credential header.
 func (m *Manager) call(ctx context.Context, t *config.Tenant, cred, model, system, user string, maxTokens int) (answer, error) {
-	if up, _ := wire.UpstreamFor(t.Upstream.Protocol, wire.ChatCompletions); up == wire.Messages {
+	switch up, _ := wire.UpstreamFor(t.Upstream.Protocol, wire.ChatCompletions); up {
+	case wire.Messages:
 		return m.callMessages(ctx, t, cred, model, system, user, maxTokens)
+	case wire.Gemini:
+		return m.callGemini(ctx, t, cred, model, system, user, maxTokens)
 	}
 	body := make([]byte, 0, len(system)+len(user)+128)
 	body = append(body, `{"model":`...)
@@ -106,18 +111,58 @@ func (m *Manager) callMessages(ctx context.Context, t *config.Tenant, cred, mode
 	if err != nil {
 		return a, fmt.Errorf("%w: %w", errUpstream, err)
 	}
-	var text strings.Builder
-	for _, p := range ans.Message.Parts {
-		if p.Kind == wire.Text {
-			text.WriteString(p.Text)
-		}
-	}
-	a.text = text.String()
+	a.text = answerText(ans)
 	a.promptTokens, a.complTok = ans.Usage.InputTokens, ans.Usage.OutputTokens
 	if strings.TrimSpace(a.text) == "" {
 		return a, fmt.Errorf("%w: answer without text", errUpstream)
 	}
 	return a, nil
+}
+
+// callGemini is call to a Gemini upstream: the body its protocol package
+// builds for a translated request (the instructions as
+// systemInstruction, the transcript as the one user content,
+// maxOutputTokens), sent to the model's path with the key as
+// x-goog-api-key, the answer read by its parser.
+func (m *Manager) callGemini(ctx context.Context, t *config.Tenant, cred, model, system, user string, maxTokens int) (answer, error) {
+	sys := append(append([]byte(`{"role":"system","parts":[{"text":`), mustQuote(system)...), "}]}"...)
+	msg := append(append([]byte(`{"role":"user","parts":[{"text":`), mustQuote(user)...), "}]}"...)
+	up := gemini.Upstream{}
+	body, err := up.AppendBody(nil, &wire.Request{Protocol: wire.ChatCompletions, Model: model, MaxTokens: maxTokens},
+		[][]byte{sys}, [][]byte{msg})
+	if err != nil {
+		return answer{}, err
+	}
+	path, _ := up.PathFor(model, false)
+	a, raw, err := m.post(ctx, t, path, body, func(h http.Header) {
+		if key := t.Upstream.Credential(cred); key != "" {
+			h.Set(up.KeyHeader(), key)
+		}
+	})
+	if err != nil {
+		return a, err
+	}
+	ans, err := up.ParseAnswer(raw)
+	if err != nil {
+		return a, fmt.Errorf("%w: %w", errUpstream, err)
+	}
+	a.text = answerText(ans)
+	a.promptTokens, a.complTok = ans.Usage.InputTokens, ans.Usage.OutputTokens
+	if strings.TrimSpace(a.text) == "" {
+		return a, fmt.Errorf("%w: answer without text", errUpstream)
+	}
+	return a, nil
+}
+
+// answerText is the text parts of an answer, joined.
+func answerText(a wire.Answer) string {
+	var text strings.Builder
+	for _, p := range a.Message.Parts {
+		if p.Kind == wire.Text {
+			text.WriteString(p.Text)
+		}
+	}
+	return text.String()
 }
 
 func mustQuote(s string) []byte { return gjson.AppendJSONString(nil, s) }

@@ -194,3 +194,37 @@ type Renderer interface {
 	// (the event a client acknowledges the turn by).
 	End(dst []byte, a *Answer) []byte
 }
+
+// The optional parts of a protocol: interfaces an Ingress or an Upstream
+// implements when its API does not fit the defaults the proxy assumes
+// (a fixed path under the API root, "Authorization: Bearer").
+
+// ModelPath is an Upstream whose request path names the model and
+// whether the answer streams (Gemini's /models/{model}:generateContent
+// and :streamGenerateContent?alt=sse), which Path cannot express. The
+// proxy sends to PathFor's path and query, not Path's, and never the
+// client's own query.
+type ModelPath interface {
+	// PathFor returns the path appended to the tenant's base_url and the
+	// query string (without '?', "" for none) of a request for model.
+	PathFor(model string, stream bool) (path, query string)
+}
+
+// KeyHeader is an Upstream that reads the tenant's key from a header of
+// its own ("x-goog-api-key") instead of "Authorization: Bearer".
+type KeyHeader interface {
+	// KeyHeader is the header's name.
+	KeyHeader() string
+}
+
+// PathIngress is an Ingress whose routes carry request fields in their
+// path (Gemini's POST /v1beta/models/{model}:generateContent), which
+// the proxy cannot list as exact paths.
+type PathIngress interface {
+	// Serves reports whether the ingress serves a POST to path, the raw
+	// path as the client sent it below any /c/{conversation} prefix.
+	Serves(path []byte) bool
+	// ParseRequestAt is ParseRequest for a request to path (one Serves
+	// accepted).
+	ParseRequestAt(path, body []byte) (*Request, error)
+}

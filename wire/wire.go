@@ -19,6 +19,7 @@ const (
 	ChatCompletions Protocol = 0
 	Responses       Protocol = 1
 	Messages        Protocol = 2
+	Gemini          Protocol = 3
 )
 
 func (p Protocol) String() string {
@@ -152,7 +153,8 @@ func For(p Protocol) Codec {
 // Kinds of upstream a tenant names (upstream.protocol).
 const (
 	// UpstreamOpenAI is OpenAI's API: chat completions and Responses
-	// requests go as they came, Messages requests as chat completions.
+	// requests go as they came, Messages and Gemini requests as chat
+	// completions.
 	UpstreamOpenAI = "openai"
 	// UpstreamChat speaks only chat completions (most self-hosted and
 	// third-party servers): every request goes as chat completions.
@@ -160,10 +162,13 @@ const (
 	// UpstreamAnthropic is Anthropic's Messages API: every request goes
 	// as Messages.
 	UpstreamAnthropic = "anthropic"
+	// UpstreamGemini is Google's Gemini API (generativelanguage v1beta):
+	// every request goes as Gemini generateContent.
+	UpstreamGemini = "gemini"
 )
 
 // UpstreamKinds are the values of upstream.protocol.
-var UpstreamKinds = []string{UpstreamOpenAI, UpstreamChat, UpstreamAnthropic}
+var UpstreamKinds = []string{UpstreamOpenAI, UpstreamChat, UpstreamAnthropic, UpstreamGemini}
 
 // UpstreamFor returns the protocol a request that came in ingress is sent
 // upstream in, for an upstream of kind ("": UpstreamOpenAI). It reports
@@ -171,7 +176,7 @@ var UpstreamKinds = []string{UpstreamOpenAI, UpstreamChat, UpstreamAnthropic}
 func UpstreamFor(kind string, ingress Protocol) (Protocol, bool) {
 	switch kind {
 	case "", UpstreamOpenAI:
-		if ingress == Messages {
+		if ingress == Messages || ingress == Gemini {
 			return ChatCompletions, true
 		}
 		return ingress, true
@@ -179,6 +184,8 @@ func UpstreamFor(kind string, ingress Protocol) (Protocol, bool) {
 		return ChatCompletions, true
 	case UpstreamAnthropic:
 		return Messages, true
+	case UpstreamGemini:
+		return Gemini, true
 	}
 	return 0, false
 }

@@ -22,6 +22,9 @@ func TestContentReadsEveryProtocol(t *testing.T) {
 		{"responses reasoning", `{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA"}`, "assistant", "[reasoning]"},
 		{"anthropic blocks", `{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"Reading."},{"type":"tool_use","id":"toolu_1","name":"Read","input":{}}]}`, "assistant", "Reading. → Read() toolu_1"},
 		{"anthropic result", `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"the secret is 42"}]}`, "user", "← the secret is 42"},
+		{"gemini text", `{"role":"model","parts":[{"text":"plan","thought":true},{"text":"It is 42."}]}`, "model", "It is 42."},
+		{"gemini call", `{"role":"model","parts":[{"functionCall":{"name":"weather","args":{}},"thoughtSignature":"c2ln"}]}`, "model", "→ weather()"},
+		{"gemini response", `{"role":"user","parts":[{"functionResponse":{"name":"weather","response":{"output":"sunny"}}}]}`, "user", "← weather {\"output\":\"sunny\"}"},
 		{"system reminders", `{"role":"user","content":[{"type":"text","text":"<system-reminder>\nAs you answer, use the context.\n</system-reminder>"},{"type":"text","text":"fix the test"}]}`, "user", "fix the test"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

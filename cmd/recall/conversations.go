@@ -661,7 +661,8 @@ func percent(n, of int) int {
 // content (or its tool calls) for a table, in any protocol's shape: a
 // chat-completions message, a Responses item (a message, a function call
 // or its output, reasoning), an Anthropic message (text, tool_use and
-// tool_result blocks, thinking). An agent's <system-reminder> blocks are
+// tool_result blocks, thinking), a Gemini content (text, functionCall and
+// functionResponse parts, thoughts). An agent's <system-reminder> blocks are
 // left out of the view: the user's own words are what a table shows.
 func role(raw json.RawMessage) string {
 	m := gjson.ParseBytes(raw)
@@ -728,6 +729,18 @@ func content(raw json.RawMessage) string {
 	}
 	m.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
 		ts = append(ts, "→ "+c.Get("function.name").Str+"() "+c.Get("id").Str)
+		return true
+	})
+	m.Get("parts").ForEach(func(_, p gjson.Result) bool { // a Gemini content
+		switch {
+		case p.Get("thought").Bool():
+		case p.Get("functionCall").Exists():
+			ts = append(ts, strings.TrimSpace("→ "+p.Get("functionCall.name").Str+"() "+p.Get("functionCall.id").Str))
+		case p.Get("functionResponse").Exists():
+			ts = append(ts, "← "+p.Get("functionResponse.name").Str+" "+p.Get("functionResponse.response").Raw)
+		case p.Get("text").Exists():
+			add(p.Get("text").Str)
+		}
 		return true
 	})
 	return oneLine(strings.Join(ts, " "), 60)

@@ -12,6 +12,9 @@ export const recallAnthropicURL = mustEnv('RECALL_ANTHROPIC_BASE_URL');
 // The Recall whose upstream speaks only chat completions: Responses are
 // translated to chat, their state served by Recall all the same.
 export const recallChatURL = mustEnv('RECALL_CHAT_BASE_URL');
+// The Recall whose upstream speaks Gemini: every protocol is translated
+// to generateContent on the way out.
+export const recallGeminiURL = mustEnv('RECALL_GEMINI_BASE_URL');
 export const fakeURL = mustEnv('FAKE_UPSTREAM_URL'); // http://127.0.0.1:port, with /_fake/ control
 
 function mustEnv(name) {

@@ -32,6 +32,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveMessages(w, r, body)
 		return
 	}
+	if model, stream, ok := geminiRoute(path); ok && r.Method == http.MethodPost {
+		s.serveGemini(w, r, body, model, stream)
+		return
+	}
 	s.record(s.receivedFor(r, body), false)
 	model, isModel := strings.CutPrefix(path, "/v1/models/")
 	files, isFiles := strings.CutPrefix(path, "/v1/files")

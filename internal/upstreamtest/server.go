@@ -13,6 +13,10 @@
 //     the same Reply queue as a Response object or its event stream, with
 //     a leading reasoning item carrying encrypted_content when the request
 //     includes "reasoning.encrypted_content" for an o-series or gpt-5 model;
+//   - POST /v1/models/{model}:generateContent and :streamGenerateContent
+//     (and the same under /v1beta): Google's Gemini API, as strict as
+//     the real one on roles, function call pairing and thought signatures
+//     (see gemini.go), answered from the same Reply queue;
 //   - GET (or HEAD) /v1/models and /v1/models/{model}: a small model list;
 //   - POST /v1/embeddings: a vector per input derived from a hash of the
 //     input (see Embed);

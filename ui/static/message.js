@@ -1,5 +1,6 @@
-// A stored message as the exact JSON it arrived as, in any of the three
-// protocols (chat completions, Responses items, Anthropic Messages):
+// A stored message as the exact JSON it arrived as, in any of the four
+// protocols (chat completions, Responses items, Anthropic Messages,
+// Gemini contents):
 // its text, and its tool calls and results shown compactly.
 
 import {h} from './dom.js';
@@ -47,6 +48,7 @@ export function parts(m) {
     out.push({call: {name: f.name, args: f.arguments ?? f.input, id: c.id}});
   }
   if (m.function_call) out.push({call: {name: m.function_call.name, args: m.function_call.arguments}});
+  for (const p of Array.isArray(m.parts) ? m.parts : []) out.push(...geminiPart(p)); // a Gemini content
   return out;
 }
 
@@ -67,6 +69,18 @@ function part(p) {
     default:
       return [{other: p.type || 'part'}];
   }
+}
+
+// geminiPart reads one part of a Gemini content.
+function geminiPart(p) {
+  if (!p || typeof p !== 'object') return [];
+  const fc = p.functionCall || p.function_call;
+  const fr = p.functionResponse || p.function_response;
+  if (p.thought) return [{other: 'thinking'}];
+  if (fc) return [{call: {name: fc.name, args: fc.args, id: fc.id}}];
+  if (fr) return [{result: {id: fr.id || fr.name, text: textOf(fr.response)}}];
+  if (typeof p.text === 'string') return [{text: p.text}];
+  return [{other: Object.keys(p)[0] || 'part'}];
 }
 
 function textOf(c) {

@@ -1,0 +1,62 @@
+package gemini
+
+import (
+	"testing"
+
+	"github.com/recallproxy/recall/protocol/chat"
+)
+
+// TestHashSame checks the contents a client would call the same hash the
+// same, and those it would not do not.
+func TestHashSame(t *testing.T) {
+	same := [][2]string{
+		{`{"role":"user","parts":[{"text":"hi"}]}`, `{ "parts" : [ {"text":"hi"} ] , "role":"user" }`},
+		{`{"role":"user","parts":[{"text":"hi"}]}`, `{"parts":[{"text":"h\u0069"}]}`},
+		{`{"role":"model","parts":[{"text":"a","thought":true,"thoughtSignature":"s"}]}`, `{"role":"model","parts":[{"thought_signature":"s","thought":true,"text":"a"}]}`},
+		{`{"role":"model","parts":[{"functionCall":{"name":"f","args":{"a":1,"b":[2]}},"thoughtSignature":"s"}]}`,
+			`{"role":"model","parts":[{"thoughtSignature":"s","function_call":{"args":{"b":[2],"a":1.0},"name":"f"}}]}`},
+		{`{"role":"model","parts":[{"text":"x","thought":false}]}`, `{"role":"model","parts":[{"text":"x"}]}`},
+	}
+	for _, p := range same {
+		if a, b := (Codec{}).Hash([]byte(p[0])), (Codec{}).Hash([]byte(p[1])); a != b {
+			t.Errorf("Hash(%s) = %#x, Hash(%s) = %#x: want equal", p[0], a, p[1], b)
+		}
+	}
+	differ := [][2]string{
+		{`{"role":"user","parts":[{"text":"hi"}]}`, `{"role":"model","parts":[{"text":"hi"}]}`},
+		{`{"role":"model","parts":[{"text":"a","thought":true,"thoughtSignature":"s"}]}`, `{"role":"model","parts":[{"text":"a","thought":true,"thoughtSignature":"t"}]}`},
+		{`{"role":"model","parts":[{"functionCall":{"name":"f","args":{"a":1}}}]}`, `{"role":"model","parts":[{"functionCall":{"name":"f","args":{"a":2}}}]}`},
+		{`{"role":"model","parts":[{"text":"a"},{"text":"b"}]}`, `{"role":"model","parts":[{"text":"b"},{"text":"a"}]}`},
+	}
+	for _, p := range differ {
+		if a, b := (Codec{}).Hash([]byte(p[0])), (Codec{}).Hash([]byte(p[1])); a == b {
+			t.Errorf("Hash(%s) = Hash(%s): want different", p[0], p[1])
+		}
+	}
+}
+
+// stableContents are contents whose hashes are pinned: stored messages
+// keep the hash they were written with, so neither Gemini's canonical
+// form nor the chat rendering a plain content hashes as may change.
+var stableContents = []struct {
+	msg  string
+	want uint64
+}{
+	{`{"role":"user","parts":[{"text":"What is the weather in Paris?"}]}`, 0x98ce2e92d206e5e5},
+	{`{"role":"model","parts":[{"text":"Let me think.","thought":true},{"functionCall":{"name":"weather","args":{"city":"Paris"}},"thoughtSignature":"c2lnbmF0dXJl"}]}`, 0x8658906934c34900},
+	{`{"role":"user","parts":[{"functionResponse":{"name":"weather","response":{"output":"sunny"}}}]}`, 0xee33125db8fc6fe7},
+	{`{"role":"user","parts":[{"inlineData":{"mimeType":"application/pdf","data":"JVBERi0="}},{"text":"summarise"}]}`, 0x3084448e5c595578},
+	{`["not", "a", "content"]`, 0xfdf5b590050b0175},
+}
+
+func TestHashStable(t *testing.T) {
+	chatForm := []byte(`{"role":"user","content":"What is the weather in Paris?"}`)
+	if got, want := (Codec{}).Hash([]byte(stableContents[0].msg)), chat.Hash(chatForm); got != want {
+		t.Errorf("a plain content: got %#x, want %#x, the hash of the chat message %s", got, want, chatForm)
+	}
+	for _, tt := range stableContents {
+		if got := (Codec{}).Hash([]byte(tt.msg)); got != tt.want {
+			t.Errorf("Hash(%s): got %#x, want %#x", tt.msg, got, tt.want)
+		}
+	}
+}

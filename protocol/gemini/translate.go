@@ -1,0 +1,292 @@
+package gemini
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/wire"
+)
+
+// ErrNotContent is returned (wrapped) by Decode for JSON that is not a
+// Gemini content.
+var ErrNotContent = errors.New("gemini: not a content")
+
+// Decode reads a stored content into the canonical model: text, an image
+// (inlineData as a data: URL, fileData by its URI) as Image, functionCall
+// as a ToolCall (its args as the Arguments text), functionResponse as a
+// ToolResult (see resultText), with ids as the package doc says. A
+// thoughtSignature becomes an Opaque part of origin wire.Gemini,
+// {"thoughtSignature":…}, right before the part that carried it; thought
+// parts, other media and code execution parts are Opaque as they are.
+// Only a gemini upstream reads them.
+func (c Codec) Decode(raw []byte) (wire.Message, error) {
+	role := c.Role(raw)
+	if role == "" {
+		return wire.Message{}, fmt.Errorf("gemini: decode: %w", ErrNotContent)
+	}
+	msg := wire.Message{Role: role}
+	var calls, responses counter
+	parse(raw).Get("parts").ForEach(func(_, p gjson.Result) bool {
+		msg.Parts = appendPart(msg.Parts, p, &calls, &responses)
+		return true
+	})
+	return msg, nil
+}
+
+// appendPart appends the canonical parts of part p.
+func appendPart(parts []wire.Part, p gjson.Result, calls, responses *counter) []wire.Part {
+	if sig := get(p, keySignature); sig.Type == gjson.String && sig.Str != "" && !get(p, keyThought).Bool() {
+		raw := append([]byte(`{"thoughtSignature":`), sig.Raw...)
+		parts = append(parts, wire.Part{Kind: wire.Opaque, Origin: wire.Gemini, Raw: append(raw, '}')})
+	}
+	if get(p, keyThought).Bool() {
+		return append(parts, wire.Part{Kind: wire.Opaque, Origin: wire.Gemini, Raw: []byte(p.Raw)})
+	}
+	if t := p.Get(keyText); t.Type == gjson.String {
+		if t.Str == "" {
+			return parts
+		}
+		return append(parts, wire.Part{Kind: wire.Text, Text: t.Str})
+	}
+	if fn := get(p, keyFunctionCall); fn.IsObject() {
+		args := strings.TrimSpace(fn.Get("args").Raw)
+		if args == "" || args == "null" {
+			args = "{}"
+		}
+		return append(parts, wire.Part{Kind: wire.ToolCall, CallID: partID(fn, calls), Name: fn.Get("name").Str, Arguments: args})
+	}
+	if fn := get(p, keyFunctionResponse); fn.IsObject() {
+		_, text, isError := resultText(fn.Get("response"))
+		return append(parts, wire.Part{Kind: wire.ToolResult, CallID: partID(fn, responses), Name: fn.Get("name").Str,
+			Text: text, IsError: isError})
+	}
+	if d := get(p, keyInlineData); d.IsObject() {
+		if mt := get(d, "mimeType").Str; strings.HasPrefix(mt, "image/") {
+			return append(parts, wire.Part{Kind: wire.Image, URL: "data:" + mt + ";base64," + d.Get("data").Str})
+		}
+	}
+	if d := get(p, keyFileData); d.IsObject() {
+		if mt := get(d, "mimeType").Str; strings.HasPrefix(mt, "image/") {
+			return append(parts, wire.Part{Kind: wire.Image, URL: get(d, "fileUri").Str})
+		}
+	}
+	return append(parts, wire.Part{Kind: wire.Opaque, Origin: wire.Gemini, Raw: []byte(p.Raw)})
+}
+
+// Encode writes canonical messages as Gemini contents, shaped as the API
+// requires turns: consecutive messages of one API role are one content
+// (so a run of canonical tool messages becomes one user content of
+// functionResponse parts, right after the model's calls), functionResponse
+// parts come first in a user content, and a content left with no part is
+// not written. A system or developer message is written as an
+// instruction, {"role":"system","parts":[{"text":…}]}, which AppendBody
+// moves into systemInstruction.
+//
+// A ToolResult's functionResponse is named after the call with its id
+// among msgs (Gemini requires a name), and carries {"output": text}, or
+// {"error": text} for a failed tool. Ids are written unless they are the
+// synthetic id of their place. Refusals are sent as text; empty texts and
+// Opaque parts of other protocols are left out; a thoughtSignature part
+// is set on the part that follows it.
+func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
+	names := map[string]string{} // call id: function name
+	var (
+		role            string   // API role of the content being built
+		responses, rest []string // its parts: responses first
+		calls, results  counter
+		sig             []byte // a signature for the next part
+	)
+	flush := func() {
+		if role != "" && len(responses)+len(rest) > 0 {
+			dst = append(dst, appendContent(nil, role, append(responses, rest...)))
+		}
+		role, responses, rest, sig = "", nil, nil, nil
+		calls, results = counter{}, counter{}
+	}
+	for _, m := range msgs {
+		switch m.Role {
+		case wire.RoleSystem, wire.RoleDeveloper:
+			flush()
+			dst = append(dst, appendInstruction(nil, m))
+			continue
+		case wire.RoleUser, wire.RoleTool, wire.RoleAssistant:
+		default:
+			return dst, fmt.Errorf("gemini: encode: unknown role %q", m.Role)
+		}
+		r := roleUser
+		if m.Role == wire.RoleAssistant {
+			r = roleModel
+		}
+		if r != role {
+			flush()
+			role = r
+		}
+		for _, p := range m.Parts {
+			if p.Kind == wire.Opaque && p.Origin == wire.Gemini {
+				if s, ok := signature(p.Raw); ok {
+					sig = s
+					continue
+				}
+			}
+			if p.Kind == wire.ToolCall {
+				names[p.CallID] = p.Name
+			}
+			b := encodePart(nil, r, p, names, &calls, &results)
+			if b == nil {
+				continue
+			}
+			if sig != nil {
+				b = append(b[:len(b)-1], `,"thoughtSignature":`...)
+				b = append(append(b, sig...), '}')
+				sig = nil
+			}
+			if p.Kind == wire.ToolResult {
+				responses = append(responses, string(b))
+			} else {
+				rest = append(rest, string(b))
+			}
+		}
+	}
+	flush()
+	return dst, nil
+}
+
+// signature returns the signature of an Opaque part that is only a
+// thoughtSignature (as Decode writes one).
+func signature(raw []byte) ([]byte, bool) {
+	v := parse(raw)
+	s := v.Get(keySignature)
+	if s.Type != gjson.String {
+		return nil, false
+	}
+	n := 0
+	v.ForEach(func(_, _ gjson.Result) bool { n++; return true })
+	return []byte(s.Raw), n == 1
+}
+
+// encodePart appends part p as a part of a content of API role r, or
+// returns nil when it has none. names maps call ids to function names;
+// calls and results count the parts of each name in the content.
+func encodePart(b []byte, r string, p wire.Part, names map[string]string, calls, results *counter) []byte {
+	switch p.Kind {
+	case wire.Text, wire.Refusal:
+		if p.Text == "" {
+			return nil
+		}
+		b = append(b, `{"text":`...)
+		b = gjson.AppendJSONString(b, p.Text)
+		return append(b, '}')
+	case wire.Image:
+		if p.URL == "" {
+			return nil
+		}
+		return appendImage(b, p.URL)
+	case wire.ToolCall:
+		if r != roleModel {
+			return nil
+		}
+		b = append(b, `{"functionCall":{"name":`...)
+		b = gjson.AppendJSONString(b, p.Name)
+		b = append(b, `,"args":`...)
+		b = append(b, callArgs(p.Arguments)...)
+		b = appendID(b, p.CallID, p.Name, calls.next(p.Name))
+		return append(b, "}}"...)
+	case wire.ToolResult:
+		if r != roleUser {
+			return nil
+		}
+		name := p.Name
+		if n, ok := names[p.CallID]; ok && n != "" {
+			name = n
+		}
+		b = append(b, `{"functionResponse":{"name":`...)
+		b = gjson.AppendJSONString(b, name)
+		if p.IsError {
+			b = append(b, `,"response":{"error":`...)
+		} else {
+			b = append(b, `,"response":{"output":`...)
+		}
+		b = gjson.AppendJSONString(b, p.Text)
+		b = append(b, '}')
+		b = appendID(b, p.CallID, name, results.next(name))
+		return append(b, "}}"...)
+	case wire.Opaque:
+		if p.Origin != wire.Gemini || !gjson.ValidBytes(p.Raw) || !parse(p.Raw).IsObject() {
+			return nil
+		}
+		return append(b, p.Raw...)
+	}
+	return nil
+}
+
+// appendID appends the "id" member of the k-th call or response named
+// name, unless id is empty or the synthetic id of its place.
+func appendID(b []byte, id, name string, k int) []byte {
+	if id == "" || id == SyntheticID(name, k) {
+		return b
+	}
+	b = append(b, `,"id":`...)
+	return gjson.AppendJSONString(b, id)
+}
+
+// callArgs is a functionCall's args for call arguments: the arguments
+// when they are a JSON object, {} otherwise (Gemini takes only an object).
+func callArgs(args string) string {
+	args = strings.TrimSpace(args)
+	if gjson.Valid(args) && gjson.Parse(args).IsObject() {
+		return args
+	}
+	return "{}"
+}
+
+// appendImage appends an image part: a data: URL as inlineData, any
+// other URL as fileData.
+func appendImage(b []byte, url string) []byte {
+	if rest, ok := strings.CutPrefix(url, "data:"); ok {
+		if mediaType, data, ok := strings.Cut(rest, ";base64,"); ok {
+			b = append(b, `{"inlineData":{"mimeType":`...)
+			b = gjson.AppendJSONString(b, mediaType)
+			b = append(b, `,"data":`...)
+			b = gjson.AppendJSONString(b, data)
+			return append(b, "}}"...)
+		}
+	}
+	mt := "image/jpeg"
+	switch {
+	case strings.HasSuffix(url, ".png"):
+		mt = "image/png"
+	case strings.HasSuffix(url, ".webp"):
+		mt = "image/webp"
+	case strings.HasSuffix(url, ".gif"):
+		mt = "image/gif"
+	}
+	b = append(b, `{"fileData":{"mimeType":"`+mt+`","fileUri":`...)
+	b = gjson.AppendJSONString(b, url)
+	return append(b, "}}"...)
+}
+
+// appendContent appends {"role":r,"parts":[parts]}.
+func appendContent(b []byte, r string, parts []string) []byte {
+	b = append(b, `{"role":`...)
+	b = gjson.AppendJSONString(b, r)
+	b = append(b, `,"parts":`...)
+	b = append(b, joinArray(parts)...)
+	return append(b, '}')
+}
+
+// appendInstruction appends m as an instruction: its text parts joined by
+// newlines, as one text part.
+func appendInstruction(b []byte, m wire.Message) []byte {
+	var texts []string
+	for _, p := range m.Parts {
+		if p.Kind == wire.Text && p.Text != "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	b = append(b, `{"role":"system","parts":[{"text":`...)
+	b = gjson.AppendJSONString(b, strings.Join(texts, "\n"))
+	return append(b, "}]}"...)
+}
