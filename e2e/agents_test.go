@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,20 +27,24 @@ const (
 	agentNotes   = "the secret is 42"
 )
 
-// TestAgents runs three real coding agents (Claude Code, Codex CLI,
-// opencode; the npm packages pinned in e2e/agents) offline against
-// Recall in zero-config mode over the fake upstream, each twice in one
-// conversation named in the base URL's path prefix: two processes, the
-// first with a tool round. Claude Code runs against a Recall whose
-// upstream speaks Anthropic Messages (native) and against the default
-// openai kind (translated to chat completions). It checks that each
-// process exits 0 printing the fake's echo, that the second process's
-// upstream request carries the first process's turn, that the upstream
-// and the stored conversation hold every prompt, answer and tool result
-// once although the agents resend everything with fresh ids and moving
-// cache hints, and for Claude Code native that no upstream request holds
-// more than four cache_control blocks and that signed thinking blocks are
-// stored and sent back.
+// TestAgents runs real coding agents (Claude Code, Codex CLI, opencode,
+// GitHub Copilot CLI, Qwen Code, Pi, Kilo; the npm packages pinned in
+// e2e/agents) offline against Recall in zero-config mode over the fake
+// upstream, each twice in one conversation named in the base URL's path
+// prefix: two processes, the first with a tool round. Claude Code runs
+// against a Recall whose upstream speaks Anthropic Messages (native) and
+// against the default openai kind (translated to chat completions). It
+// checks that each process exits 0 printing the fake's echo, that the
+// second process's upstream request carries the first process's turn,
+// that the upstream and the stored conversation hold every prompt, answer
+// and tool result once although the agents resend everything with fresh
+// ids and moving cache hints, that every side call reached the upstream
+// without the conversation's turns and is recorded as an exchange of kind
+// side, and for Claude Code native that no upstream request holds more
+// than four cache_control blocks and that signed thinking blocks are
+// stored and sent back. The agents added after the first three run under
+// strace, when it works here, and must contact nothing but Recall. An
+// agent whose command is missing after npm install is skipped.
 func TestAgents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short runs no agents")
@@ -85,7 +90,7 @@ func TestAgents(t *testing.T) {
 
 	binDir := filepath.Join(suite, "node_modules", ".bin")
 	installed := true
-	for _, name := range []string{"claude", "codex", "opencode"} {
+	for _, name := range []string{"claude", "codex", "opencode", "copilot", "qwen", "pi", "kilo"} {
 		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
 			installed = false
 		}
@@ -117,6 +122,27 @@ func TestAgents(t *testing.T) {
 	}
 	claudeTool := func(e agentEnv) string {
 		return toolReply("toolu_agents_1", "Read", map[string]string{"file_path": filepath.Join(e.work, "notes.txt")})
+	}
+	// Copilot CLI in BYOK mode, its provider of kind (openai or
+	// anthropic) at base (%s: the conversation).
+	copilot := func(kind, base, model string) agentRun {
+		return func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
+			cmd := exec.CommandContext(ctx, filepath.Join(binDir, "copilot"), "-p", prompt, "--allow-all-tools")
+			cmd.Env = e.env(
+				"COPILOT_PROVIDER_BASE_URL="+fmt.Sprintf(base, e.conv),
+				"COPILOT_PROVIDER_TYPE="+kind,
+				"COPILOT_PROVIDER_API_KEY="+e.key,
+				"COPILOT_MODEL="+model,
+				"COPILOT_OFFLINE=true",
+				"COPILOT_AUTO_UPDATE=false",
+			)
+			return cmd
+		}
+	}
+	copilotTool := func(id string) func(agentEnv) string {
+		return func(e agentEnv) string {
+			return toolReply(id, "view", map[string]string{"path": filepath.Join(e.work, "notes.txt")})
+		}
 	}
 	agents := []agentCase{
 		{
@@ -195,9 +221,97 @@ func TestAgents(t *testing.T) {
 				return cmd
 			},
 		},
+		{
+			name: "copilot", bin: "copilot", recall: openaiRecall, route: "/v1/chat/completions", key: "sk-copilot-agents",
+			keyHeader: "Authorization", callID: "call_agents_4", traced: true,
+			tool: copilotTool("call_agents_4"),
+			run:  copilot("openai", openaiRecall+"/c/%s/v1", "gpt-4o"),
+		},
+		{
+			name: "copilot-anthropic", bin: "copilot", recall: anthropicRecall, route: "/v1/messages", key: "sk-ant-copilot-agents",
+			keyHeader: "X-Api-Key", callID: "toolu_agents_8", traced: true,
+			tool: copilotTool("toolu_agents_8"),
+			run:  copilot("anthropic", anthropicRecall+"/c/%s", "claude-sonnet-4-5"),
+		},
+		{
+			name: "qwen-code", bin: "qwen", recall: openaiRecall, route: "/v1/chat/completions", key: "sk-qwen-agents",
+			keyHeader: "Authorization", callID: "call_agents_5", traced: true,
+			// Its managed-memory extraction after each answer sends
+			// tools of its own: a side call by its system prompt.
+			side: func(body gjson.Result) bool {
+				return strings.HasPrefix(body.Get("messages.0.content").Str, "You are now acting as the managed memory extraction subagent")
+			},
+			tool: func(e agentEnv) string {
+				return toolReply("call_agents_5", "read_file", map[string]string{"file_path": filepath.Join(e.work, "notes.txt")})
+			},
+			run: func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
+				writeFile(t, filepath.Join(e.home, ".qwen", "settings.json"), qwenSettings)
+				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "qwen"), "--auth-type", "openai", "--approval-mode", "yolo", prompt)
+				cmd.Env = e.env(
+					"OPENAI_BASE_URL="+openaiRecall+"/c/"+e.conv+"/v1",
+					"OPENAI_API_KEY="+e.key,
+					"OPENAI_MODEL=gpt-4o",
+					"QWEN_CODE_SUPPRESS_YOLO_WARNING=1",
+				)
+				return cmd
+			},
+		},
+		{
+			name: "pi", bin: "pi", recall: openaiRecall, route: "/v1/chat/completions", key: "sk-pi-agents",
+			keyHeader: "Authorization", callID: "call_agents_6", traced: true,
+			tool: func(e agentEnv) string {
+				return toolReply("call_agents_6", "read", map[string]string{"path": filepath.Join(e.work, "notes.txt")})
+			},
+			run: func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
+				writeFile(t, filepath.Join(e.home, ".pi", "agent", "models.json"), piModels(openaiRecall+"/c/"+e.conv+"/v1", e.key))
+				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "pi"), "-p", "--provider", "recall", "--model", "gpt-4o", prompt)
+				cmd.Env = e.env("PI_OFFLINE=1")
+				return cmd
+			},
+		},
+		{
+			name: "kilo", bin: "kilo", recall: openaiRecall, route: "/v1/chat/completions", key: "sk-kilo-agents",
+			keyHeader: "Authorization", callID: "call_agents_7", traced: true,
+			tool: func(e agentEnv) string {
+				return toolReply("call_agents_7", "read", map[string]string{"filePath": filepath.Join(e.work, "notes.txt")})
+			},
+			run: func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
+				config := filepath.Join(e.home, "kilo.json")
+				writeFile(t, config, kiloConfig(openaiRecall+"/c/"+e.conv+"/v1", e.key))
+				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kilo"), append([]string{"run"}, strings.Fields(prompt)...)...)
+				cmd.Env = e.env(
+					"KILO_CONFIG="+config,
+					"XDG_CONFIG_HOME="+filepath.Join(e.home, ".config"),
+					"XDG_DATA_HOME="+filepath.Join(e.home, ".local", "share"),
+					"XDG_CACHE_HOME="+filepath.Join(e.home, ".cache"),
+					"XDG_STATE_HOME="+filepath.Join(e.home, ".local", "state"),
+					"KILO_DISABLE_AUTOUPDATE=1",
+					"KILO_DISABLE_MODELS_FETCH=1",
+					"KILO_DISABLE_DEFAULT_PLUGINS=1",
+					"KILO_DISABLE_LSP_DOWNLOAD=1",
+					"KILO_DISABLE_SHARE=1",
+					"KILO_DISABLE_SESSION_INGEST=1",
+					"KILO_DISABLE_PRESENCE=1",
+					"KILO_TELEMETRY_LEVEL=off",
+					"npm_config_offline=true",
+				)
+				return cmd
+			},
+		},
 	}
+	tracer := straceUsable(ctx)
 	for _, a := range agents {
-		t.Run(a.name, func(t *testing.T) { runAgent(t, ctx, f, a) })
+		t.Run(a.name, func(t *testing.T) {
+			if a.bin != "" {
+				if _, err := os.Stat(filepath.Join(binDir, a.bin)); err != nil {
+					t.Skipf("%s is not installed in %s: %v", a.bin, binDir, err)
+				}
+			}
+			if a.traced {
+				a.strace = tracer
+			}
+			runAgent(t, ctx, f, a)
+		})
 	}
 }
 
@@ -219,6 +333,16 @@ type agentCase struct {
 	native bool
 	// check, if set, checks more once both processes ran.
 	check func(t *testing.T)
+	// bin is the agent's command in node_modules/.bin: the case skips
+	// when it is missing.
+	bin string
+	// side reports that an upstream request offering tools is one of
+	// the agent's side calls (one offering none always is).
+	side func(body gjson.Result) bool
+	// traced: the agent's processes run under strace (when it works
+	// here), which proves they contacted nothing but Recall (strace).
+	traced bool
+	strace string
 }
 
 // agentEnv is where an agent's processes run.
@@ -252,7 +376,7 @@ func runAgent(t *testing.T, ctx context.Context, f *fakeControl, a agentCase) {
 
 	// First process: one tool round, then the echo.
 	f.reply(t, a.tool(e))
-	first := runProcess(t, ctx, f, a, e, agentPrompt1)
+	first, side1, early := runProcess(t, ctx, f, a, e, agentPrompt1)
 	if len(first) != 2 {
 		t.Fatalf("first process: got %d upstream calls on %s, want 2 (the tool call, then the answer)", len(first), a.route)
 	}
@@ -266,7 +390,7 @@ func runAgent(t *testing.T, ctx context.Context, f *fakeControl, a agentCase) {
 
 	// Second process, same conversation: it sends only its own prompt;
 	// Recall adds the first process's turn.
-	calls := runProcess(t, ctx, f, a, e, agentPrompt2)
+	calls, side2, _ := runProcess(t, ctx, f, a, e, agentPrompt2)
 	if len(calls) != 1 {
 		t.Fatalf("second process: got %d upstream calls on %s, want 1", len(calls), a.route)
 	}
@@ -305,6 +429,15 @@ func runAgent(t *testing.T, ctx context.Context, f *fakeControl, a agentCase) {
 	}
 	if n := up.users("<environment_context>"); n > 1 {
 		dup("second process: the upstream got the agent's environment preamble %d times, want once", n)
+	}
+
+	// Every side call is recorded as an exchange of kind side, and
+	// nothing else is; those before the conversation's first turn was
+	// answered (Claude Code's first title call, opencode's, sent beside
+	// the first turn) may not be: there is no conversation to record them
+	// in yet.
+	if got, most := f.sideExchanges(t, a, e.conv), side1+side2; got < most-early || got > most {
+		t.Errorf("exchanges: got %d of kind side, want %d (the agent's side calls upstream, %d of them before the first turn was answered)", got, most, early)
 	}
 
 	var misplaced []string
@@ -359,22 +492,32 @@ func roleOf(msgs []gjson.Result, i int) string {
 }
 
 // runProcess runs one agent process with prompt and returns the calls the
-// fake received on the agent's route meanwhile that offer tools (its
-// turns; its side calls, which offer none, are checked here). The process must exit 0,
-// print the fake's echo of prompt, and no call may have been refused.
-func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, e agentEnv, prompt string) []fakeRequest {
+// fake received on the agent's route meanwhile that are its turns, and how
+// many were its side calls (those offering no tools, and those a.side
+// names; checked here), and how many of those came before its second turn
+// (while its first may not have been answered yet).
+// The process must exit 0, print the fake's echo of prompt, and no call
+// may have been refused. Under strace, it must have contacted nothing but
+// Recall.
+func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, e agentEnv, prompt string) (calls []fakeRequest, sides, early int) {
 	t.Helper()
 	before := len(f.requests(t))
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	cmd := a.run(t, pctx, e, prompt)
 	cmd.Dir = e.work
+	trace := ""
+	if a.strace != "" {
+		trace = filepath.Join(e.home, "strace.out")
+		cmd.Args = append([]string{a.strace, "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", trace}, cmd.Args...)
+		cmd.Path = a.strace
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
 	all := f.requests(t)[before:]
-	var calls, side []fakeRequest
+	var side []fakeRequest
 	for _, r := range all {
 		target := r.Path
 		if r.Query != "" {
@@ -384,11 +527,17 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 		if r.Rejected != "" {
 			t.Errorf("the fake refused %s: %s", r.Path, r.Rejected)
 		}
-		if r.Path == a.route && gjson.GetBytes(r.Body, "tools.0").Exists() {
-			calls = append(calls, r)
+		if r.Path != a.route {
+			continue
 		}
-		if r.Path == a.route && !gjson.GetBytes(r.Body, "tools.0").Exists() {
+		body := gjson.ParseBytes(r.Body)
+		if !body.Get("tools.0").Exists() || a.side != nil && a.side(body) {
 			side = append(side, r)
+			if len(calls) < 2 {
+				early++
+			}
+		} else {
+			calls = append(calls, r)
 		}
 	}
 	if err != nil {
@@ -400,6 +549,15 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 		t.Errorf("%s %q: got stdout\n%s\nwant the fake's echo of the prompt", a.name, prompt, out)
 	}
 	t.Logf("%s: process done in %v, %d side calls", a.name, time.Since(start).Round(time.Millisecond), len(side))
+	if trace != "" {
+		b, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if elsewhere := contacted(b, a.recall); len(elsewhere) > 0 {
+			t.Errorf("%s %q contacted more than Recall (%s):\n%s", a.name, prompt, a.recall, strings.Join(elsewhere, "\n"))
+		}
+	}
 	// A side call (a title: no tools) reaches the upstream as the agent
 	// sent it: nothing of an earlier process's turns in it.
 	for _, r := range side {
@@ -407,7 +565,70 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 			t.Errorf("%s: a side call carries the first process's prompt: %.300s", a.name, r.Body)
 		}
 	}
-	return calls
+	return calls, len(side), early
+}
+
+// straceUsable returns strace's path when it can trace a process here
+// (installed, and ptrace allowed), else "": the agents then run untraced.
+func straceUsable(ctx context.Context) string {
+	path, err := exec.LookPath("strace")
+	if err != nil {
+		return ""
+	}
+	if err := exec.CommandContext(ctx, path, "-f", "-qq", "-e", "trace=connect", "-o", os.DevNull, "true").Run(); err != nil {
+		return ""
+	}
+	return path
+}
+
+// inetAddr matches an IPv4 or IPv6 socket address in strace's output.
+var inetAddr = regexp.MustCompile(`sin6?_port=htons\((\d+)\)[^}]*?(?:inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)")`)
+
+// contacted returns the lines of an strace log (connect and send calls)
+// that address any IP endpoint but recall's (its root URL): a DNS
+// query, a telemetry host, an update check.
+func contacted(log []byte, recall string) []string {
+	host, port, _ := strings.Cut(strings.TrimPrefix(recall, "http://"), ":")
+	var out []string
+	for _, line := range strings.Split(string(log), "\n") {
+		for _, m := range inetAddr.FindAllStringSubmatch(line, -1) {
+			addr := m[2] + m[3]
+			if m[1] == port && (addr == host || addr == "::ffff:"+host) {
+				continue
+			}
+			out = append(out, line)
+			break
+		}
+	}
+	return out
+}
+
+// sideExchanges counts the conversation's exchange records of kind side.
+func (f *fakeControl) sideExchanges(t *testing.T, a agentCase, conv string) int {
+	t.Helper()
+	h := http.Header{}
+	if a.keyHeader == "Authorization" {
+		h.Set("Authorization", "Bearer "+a.key)
+	} else {
+		h.Set(a.keyHeader, a.key)
+	}
+	var page struct {
+		Data []struct {
+			Kind string `json:"kind"`
+		} `json:"data"`
+		HasMore bool `json:"has_more"`
+	}
+	getJSON(t, a.recall+"/recall/v1/conversations/"+conv+"/exchanges?limit=100", h, &page)
+	if page.HasMore {
+		t.Fatalf("exchanges: more than 100")
+	}
+	n := 0
+	for _, d := range page.Data {
+		if d.Kind == "side" {
+			n++
+		}
+	}
+	return n
 }
 
 // fakeControl reads the fake upstream's control paths (bench/fakeupstream
@@ -698,6 +919,44 @@ remote_models = false
 apps = false
 memories = false
 `
+
+// qwenSettings is Qwen Code's ~/.qwen/settings.json: its usage
+// statistics (sent to Alibaba Cloud's RUM service), telemetry and update
+// check off.
+const qwenSettings = `{
+  "privacy": {"usageStatisticsEnabled": false},
+  "telemetry": {"enabled": false},
+  "general": {"enableAutoUpdate": false}
+}
+`
+
+// piModels is Pi's ~/.pi/agent/models.json: one chat-completions
+// provider on Recall's conversation URL.
+func piModels(base, key string) string {
+	b, _ := json.MarshalIndent(map[string]any{
+		"providers": map[string]any{
+			"recall": map[string]any{
+				"baseUrl": base, "api": "openai-completions", "apiKey": key,
+				"models": []map[string]string{{"id": "gpt-4o"}},
+			},
+		},
+	}, "", "  ")
+	return string(b)
+}
+
+// kiloConfig is Kilo's config: opencode's, with only the recall provider
+// enabled (Kilo's built-in Kilo Gateway provider otherwise looks up
+// api.kilo.ai at start, whatever KILO_DISABLE_MODELS_FETCH says).
+func kiloConfig(base, key string) string {
+	var c map[string]any
+	if err := json.Unmarshal([]byte(opencodeConfig(base, key)), &c); err != nil {
+		panic(err)
+	}
+	c["$schema"] = "https://app.kilo.ai/config.json"
+	c["enabled_providers"] = []string{"recall"}
+	b, _ := json.MarshalIndent(c, "", "  ")
+	return string(b)
+}
 
 // opencodeConfig is opencode's config on its defaults: the model on
 // Recall's conversation URL, and no small model, so its title calls go

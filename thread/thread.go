@@ -11,8 +11,10 @@
 //     the main thread, whatever the rules below say.
 //  2. A request whose newest message asks for the agent's own compaction
 //     (Claude Code's "create a detailed summary of the conversation so
-//     far", see compactions) is a side call, tools or not; so is one that
-//     sends no tool definitions and whose instructions or newest message
+//     far", see compactions) is a side call, tools or not; so is one whose
+//     instructions open as an agent's background helper's do (Qwen Code's
+//     memory extraction, see helpers), and one that sends no tool
+//     definitions and whose instructions or newest message
 //     carry a known marker of an agent's side call (Claude Code's and
 //     opencode's title prompts, see markers), on a conversation's first
 //     request too.
@@ -20,10 +22,10 @@
 //     main thread sends them (history.Meta.Tools: an agent's conversation)
 //     is a side call: an agent's own turns always carry its tools.
 //
-// Everything else is the main thread. A request with tools is never a
-// side call, so an agent's turns cost nothing to classify, and neither
-// does a plain chat client's (no tools, no marker, a conversation without
-// tools).
+// Everything else is the main thread. A request with tools is a side call
+// only by its newest message or its instructions' opening, so an agent's
+// turns cost little to classify, and neither does a plain chat client's
+// (no tools, no marker, a conversation without tools).
 package thread
 
 import "bytes"
@@ -66,6 +68,19 @@ var compactions = [][]byte{
 	// Claude Code's compaction prompt.
 	[]byte("Your task is to create a detailed summary of the conversation so far"),
 }
+
+// helpers are the openings of the instructions of agents' background
+// helpers: calls that send tools of their own (a narrower set than the
+// agent's turns) and the conversation so far, plus a task of the helper's.
+// Their answers are not turns of the conversation. Only the first
+// helperWindow bytes of each instruction are searched: the phrases open
+// the helper's system prompt.
+var helpers = [][]byte{
+	// Qwen Code's managed-memory extraction, after each answer.
+	[]byte("You are now acting as the managed memory extraction subagent"),
+}
+
+const helperWindow = 256
 
 // restarts are phrases an agent opens its context with when it restarts
 // it from its own summary (see Restarted).
@@ -113,6 +128,14 @@ func Before(r *Request) string {
 	for _, m := range compactions {
 		if bytes.Contains(r.Last, m) {
 			return ReasonCompaction
+		}
+	}
+	for _, in := range r.Instructions {
+		in = in[:min(len(in), helperWindow)]
+		for _, m := range helpers {
+			if bytes.Contains(in, m) {
+				return ReasonMarker
+			}
 		}
 	}
 	if r.Tools {
