@@ -17,13 +17,6 @@ import (
 // rest but does not count their results. Each goes when its feature
 // lands.
 var openresponsesPending = map[string]string{
-	// The Responses API's WebSocket mode (GET /v1/responses upgraded).
-	"websocket-response":                         "WebSocket mode",
-	"websocket-sequential-responses":             "WebSocket mode",
-	"websocket-continuation":                     "WebSocket mode",
-	"websocket-reconnect-store-false-recovery":   "WebSocket mode",
-	"websocket-previous-response-not-found":      "WebSocket mode",
-	"websocket-failed-continuation-evicts-cache": "WebSocket mode",
 	// WebSocket mode and POST /v1/responses/compact both.
 	"websocket-compact-new-chain": "WebSocket mode and /v1/responses/compact",
 	// POST /v1/responses/compact.
