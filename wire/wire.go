@@ -76,6 +76,11 @@ type Codec interface {
 	// Decode reads the message into the canonical model, for translation to
 	// another protocol and for counting.
 	Decode(raw []byte) (Message, error)
+	// Text appends to dst the message's readable text, as AppendText
+	// writes it: what search indexes and what the history tools, the
+	// summariser and the API's views show. Every reader of a stored
+	// message's words goes through it, never through the JSON.
+	Text(dst, raw []byte) []byte
 	// Encode writes canonical messages in the protocol, as the messages of a
 	// request to an upstream of it. Parts it cannot carry (another
 	// provider's opaque items) are left out. It may merge or split
@@ -121,6 +126,33 @@ type Part struct {
 	IsError   bool
 	Origin    Protocol
 	Raw       []byte
+}
+
+// AppendText appends to dst the readable text of m, one piece a line: its
+// texts and refusals, each tool call's name and arguments, each tool
+// result's text. Images and opaque pieces (reasoning, thinking, items only
+// their provider reads) add nothing: they are not words a reader searches
+// for or a summary keeps.
+func AppendText(dst []byte, m Message) []byte {
+	add := func(s string) {
+		if s == "" {
+			return
+		}
+		if len(dst) > 0 {
+			dst = append(dst, '\n')
+		}
+		dst = append(dst, s...)
+	}
+	for _, p := range m.Parts {
+		switch p.Kind {
+		case Text, Refusal, ToolResult:
+			add(p.Text)
+		case ToolCall:
+			add(p.Name)
+			add(p.Arguments)
+		}
+	}
+	return dst
 }
 
 // codecs is written only by Register, from init functions, which run
