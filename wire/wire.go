@@ -88,6 +88,20 @@ type Codec interface {
 	Encode(dst [][]byte, msgs []Message) ([][]byte, error)
 }
 
+// Thinking is implemented by the codec of a protocol whose answers carry
+// the model's thinking or reasoning, which a client may leave out when it
+// resends them: Anthropic lets a client drop earlier turns' thinking and
+// redacted_thinking blocks, and a Responses client may leave reasoning
+// items out. Merge compares such a resend with the stored answer through
+// it; the stored hash stays that of the message as it arrived.
+type Thinking interface {
+	// WithoutThinking reports whether raw holds thinking or reasoning a
+	// client may leave out (ok). If it does, hash is the codec's Hash of
+	// the message without it, and empty reports that nothing is left: a
+	// client leaves the whole message out.
+	WithoutThinking(raw []byte) (hash uint64, empty, ok bool)
+}
+
 // Message is a message in the canonical model.
 type Message struct {
 	// Role is the canonical role.

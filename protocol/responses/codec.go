@@ -365,3 +365,15 @@ func (c Codec) Text(dst, raw []byte) []byte {
 	}
 	return wire.AppendText(dst, m)
 }
+
+var _ wire.Thinking = Codec{}
+
+// WithoutThinking implements wire.Thinking: a reasoning item is what a
+// client may leave out of the items it resends (one that keeps no state
+// may drop them); every other item is resent as it is.
+func (Codec) WithoutThinking(raw []byte) (hash uint64, empty, ok bool) {
+	if itemType(parse(raw)) != typeReasoning {
+		return 0, false, false
+	}
+	return 0, true, true
+}
