@@ -72,3 +72,39 @@ func TestThinkingLeftOutIsNotStoredTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestReasoningLeftOutIsNotStoredTwice: a Responses client that keeps no
+// state resends its whole conversation each turn without the reasoning
+// items (as it may): after 4 turns it holds 8 items, and Recall has
+// stored those and the 4 reasoning items once each, and sends each
+// reasoning item back upstream once.
+func TestReasoningLeftOutIsNotStoredTwice(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	var held []string
+	headers := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer rk-oa", "X-Conversation-ID": "reason"}
+	for turn := 1; turn <= 4; turn++ {
+		held = append(held, `{"type":"message","role":"user","content":[{"type":"input_text","text":"question `+strconv.Itoa(turn)+`"}]}`)
+		res := h.PostHeaders("/v1/responses", headers, `{"model":"gpt-5","store":false,"include":["reasoning.encrypted_content"],"input":[`+strings.Join(held, ",")+`]}`)
+		if d := h.WaitDone("reason"); res.Status != 200 || !d.Committed {
+			t.Fatalf("turn %d: got %d %s", turn, res.Status, res.Body)
+		}
+		reasoning := 0
+		gjson.Get(res.Body, "output").ForEach(func(_, item gjson.Result) bool {
+			if item.Get("type").Str == "reasoning" {
+				reasoning++
+			} else {
+				held = append(held, item.Raw)
+			}
+			return true
+		})
+		if reasoning != 1 {
+			t.Fatalf("turn %d: got %d reasoning items in %s, want one", turn, reasoning, res.Body)
+		}
+		if n := strings.Count(string(h.Up.Last().Body), `"type":"reasoning"`); n != turn-1 {
+			t.Errorf("turn %d: the upstream got %d reasoning items, want %d", turn, n, turn-1)
+		}
+	}
+	if stored := h.Stored("oa", "reason"); len(held) != 8 || len(stored) != 12 {
+		t.Fatalf("the client holds %d items, Recall stored %d; want 8, and 12 with the reasoning", len(held), len(stored))
+	}
+}
