@@ -78,3 +78,55 @@ func TestSearchFindsEveryProtocol(t *testing.T) {
 		}
 	}
 }
+
+// TestExportImportEveryProtocol: a Responses tool loop and an Anthropic one
+// export with each message's protocol, role and text, and import into new
+// conversations as the same messages in the same protocols (before, every
+// line was read as chat completions and the import refused them); the
+// copies go upstream as the originals do.
+func TestExportImportEveryProtocol(t *testing.T) {
+	h := e2etest.New(t, toolTenants())
+	for _, cv := range []struct {
+		c        *toolClient
+		conv     string
+		protocol string
+	}{{&responsesClient, "r1", "responses"}, {&messagesClient, "m1", "messages"}} {
+		r := &toolRun{t: t, h: h, c: cv.c, tenant: "oa", conv: cv.conv}
+		h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "call_" + cv.conv, Name: "get_weather", Arguments: `{"city":"Oslo"}`}}},
+			upstreamtest.Reply{Content: "Bring an umbrella."})
+		msgs := []string{cv.c.user("weather in Oslo?")}
+		got := r.send(msgs)
+		msgs = append(append(msgs, got.resend...), cv.c.result(got.calls[0], "drizzle all day"))
+		r.send(msgs)
+
+		exp := h.API("rk-oa", "", "GET", convBase+cv.conv+"/export", "")
+		lines := strings.Split(strings.TrimSpace(string(exp.Body)), "\n")
+		if exp.Status != 200 || len(lines) != 5 {
+			t.Fatalf("%s: export got %d with %d lines: %s", cv.conv, exp.Status, len(lines), exp.Body)
+		}
+		var texts []string
+		for _, ln := range lines[1:] {
+			if p := gjson.Get(ln, "protocol").Str; p != cv.protocol {
+				t.Errorf("%s: exported line has protocol %q, want %q: %s", cv.conv, p, cv.protocol, ln)
+			}
+			texts = append(texts, gjson.Get(ln, "role").Str+": "+gjson.Get(ln, "text").Str)
+		}
+		want := []string{"user: weather in Oslo?", "assistant: get_weather\n{\"city\":\"Oslo\"}", "tool: drizzle all day", "assistant: Bring an umbrella."}
+		if strings.Join(texts, "|") != strings.Join(want, "|") {
+			t.Errorf("%s: exported roles and texts %q, want %q", cv.conv, texts, want)
+		}
+		copyID := cv.conv + "-copy"
+		if a := h.API("rk-oa", "", "POST", convBase+copyID+"/import", string(exp.Body), "application/x-ndjson"); a.Status != 201 {
+			t.Fatalf("%s: import got %d %s", cv.conv, a.Status, a.Body)
+		}
+		orig, cp := h.Stored("oa", cv.conv), h.Stored("oa", copyID)
+		if len(orig) != len(cp) {
+			t.Fatalf("%s: the copy holds %d messages, want %d", cv.conv, len(cp), len(orig))
+		}
+		for i := range orig {
+			if orig[i].Protocol != cp[i].Protocol || orig[i].Hash != cp[i].Hash || orig[i].Role != cp[i].Role || string(orig[i].Raw) != string(cp[i].Raw) {
+				t.Errorf("%s: message %d: copy %v %s %q, want %v %s %q", cv.conv, i+1, cp[i].Protocol, cp[i].Role, cp[i].Raw, orig[i].Protocol, orig[i].Role, orig[i].Raw)
+			}
+		}
+	}
+}

@@ -195,6 +195,17 @@ func For(p Protocol) Codec {
 	panic(fmt.Sprintf("wire: no codec for protocol %d (is its package imported?)", p))
 }
 
+// Named returns the registered protocol whose codec is called name
+// ("chat.completions", "responses", "messages"), as an export names it.
+func Named(name string) (Protocol, bool) {
+	for i, c := range codecs {
+		if c != nil && c.Name() == name {
+			return Protocol(i), true
+		}
+	}
+	return 0, false
+}
+
 // Kinds of upstream a tenant names (upstream.protocol).
 const (
 	// UpstreamOpenAI is OpenAI's API: chat completions and Responses
