@@ -160,6 +160,7 @@ type importLine struct {
 	CreatedAt int64           `json:"created_at"`
 	Tokens    int             `json:"tokens"`
 	Flags     []string        `json:"flags"`
+	Protocol  string          `json:"protocol"`
 	Message   json.RawMessage `json:"message"`
 }
 
@@ -275,23 +276,40 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 				return nil, nil, bad("flags are superseded and forgotten.")
 			}
 		}
-		// The message, validated exactly as a chat request's.
-		req, err := chat.ParseRequest(append(append([]byte(`{"messages":[`), l.Message...), ']', '}'))
-		if err != nil {
-			var re *chat.Error
-			if errors.As(err, &re) {
-				return nil, nil, bad(strings.ReplaceAll(re.Message, "messages[0]", "message"))
+		if l.Protocol != "" {
+			p, ok := wire.Named(l.Protocol)
+			if !ok {
+				return nil, nil, bad(`protocol is "chat.completions", "responses" or "messages".`)
 			}
-			return nil, nil, err
+			m.Protocol = p
 		}
-		switch m.Role = req.Messages[0].Role; m.Role {
+		if m.Protocol == wire.ChatCompletions {
+			// The message, validated exactly as a chat request's.
+			req, err := chat.ParseRequest(append(append([]byte(`{"messages":[`), l.Message...), ']', '}'))
+			if err != nil {
+				var re *chat.Error
+				if errors.As(err, &re) {
+					return nil, nil, bad(strings.ReplaceAll(re.Message, "messages[0]", "message"))
+				}
+				return nil, nil, err
+			}
+			m.Role, m.Raw = req.Messages[0].Role, bytes.Clone(req.Messages[0].Raw)
+		} else {
+			// Another protocol's message (as export writes it): a JSON
+			// object its codec reads.
+			codec := wire.For(m.Protocol)
+			if _, err := codec.Decode(l.Message); err != nil || l.Message[0] != '{' {
+				return nil, nil, bad("message is not a " + l.Protocol + " message.")
+			}
+			m.Role, m.Raw = codec.Role(l.Message), bytes.Clone(l.Message)
+		}
+		switch m.Role {
 		case wire.RoleUser, wire.RoleAssistant, wire.RoleTool:
 		default:
 			return nil, nil, bad("stored messages are user, assistant or tool messages.")
 		}
-		m.Raw = bytes.Clone(req.Messages[0].Raw)
-		m.Hash = chat.Hash(m.Raw)
-		m.Tokens = c.h.cfg.Counter.Message(enc, m.Raw)
+		m.Hash = m.Codec().Hash(m.Raw)
+		m.Tokens = plan.Count(c.h.cfg.Counter, enc, m.Protocol, m.Raw)
 		msgs = append(msgs, m)
 		lines = append(lines, n)
 	}

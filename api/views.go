@@ -5,6 +5,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/recallproxy/recall/history"
+	// Stored messages of every protocol are read through their codecs.
+	_ "github.com/recallproxy/recall/protocol/messages"
+	_ "github.com/recallproxy/recall/protocol/responses"
 )
 
 // shortSummary is how much of a summary a list shows, in bytes (cut on a
@@ -86,14 +89,19 @@ type Episode struct {
 // Message is a stored message: its place, its count, its flags and the
 // exact JSON it arrived as.
 type Message struct {
-	Object    string          `json:"object"`
-	Seq       uint64          `json:"seq"`
-	Turn      uint32          `json:"turn"`
-	Episode   uint32          `json:"episode"`
-	CreatedAt int64           `json:"created_at"`
-	Tokens    int             `json:"tokens"`
-	Flags     []string        `json:"flags"`
-	Message   json.RawMessage `json:"message"`
+	Object    string   `json:"object"`
+	Seq       uint64   `json:"seq"`
+	Turn      uint32   `json:"turn"`
+	Episode   uint32   `json:"episode"`
+	CreatedAt int64    `json:"created_at"`
+	Tokens    int      `json:"tokens"`
+	Flags     []string `json:"flags"`
+	// Protocol names the protocol Message is in; Role and Text are what
+	// its codec reads of it, so that a reader needs no protocol's JSON.
+	Protocol string          `json:"protocol"`
+	Role     string          `json:"role"`
+	Text     string          `json:"text"`
+	Message  json.RawMessage `json:"message"`
 }
 
 // flag names, as the API spells them.
@@ -141,7 +149,8 @@ func detailOf(id string, m *history.Meta, budget int) Detail {
 
 func messageOf(m *history.Message) Message {
 	v := Message{Object: "conversation.message", Seq: m.Seq, Turn: m.Turn, Episode: max(m.Episode, 1),
-		CreatedAt: m.CreatedAt.Unix(), Tokens: m.Tokens, Flags: flagNames(m.Flags), Message: m.Raw}
+		CreatedAt: m.CreatedAt.Unix(), Tokens: m.Tokens, Flags: flagNames(m.Flags),
+		Protocol: m.Protocol.String(), Role: m.Role, Text: string(m.Text()), Message: m.Raw}
 	return v
 }
 

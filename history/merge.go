@@ -64,17 +64,33 @@ type HeadFunc func(n int) ([]Message, error)
 // diverge are an edit or a regeneration: the stored rest is superseded.
 // Anything else is new.
 func Merge(mode Mode, in []Message, snap Snapshot, head HeadFunc) (Merged, error) {
-	tail := snap.Tail
 	switch mode {
 	case Append, Off:
-		return Merged{History: tail, New: in}, nil
+		return Merged{History: snap.Tail, New: in}, nil
 	case Sync:
 		return resync(in, snap, head)
 	}
+	head = memoHead(head)
+	m, err := mergeAuto(in, snap, head)
+	if err != nil || !slices.ContainsFunc(m.New, isAssistant) {
+		return m, err
+	}
+	// The client sent something the model said as new: perhaps a stored
+	// answer resent without its thinking or reasoning (merge_thinking.go).
+	if t, ok, err := mergeThinking(in, snap, head); err != nil {
+		return Merged{}, err
+	} else if ok && len(t.New) < len(m.New) {
+		return t, nil
+	}
+	return m, nil
+}
+
+// mergeAuto is Merge in Auto, comparing messages as they were sent.
+func mergeAuto(in []Message, snap Snapshot, head HeadFunc) (Merged, error) {
+	tail := snap.Tail
 	if j := overlap(in, visible(tail)); j > 0 {
 		return Merged{History: tail, New: in[j:]}, nil
 	}
-	head = memoHead(head)
 	// A resend from the first message that diverges is an edit or a
 	// regeneration only with evidence that the client resends: a stored
 	// assistant message it shares after the first message. An agent
@@ -89,7 +105,7 @@ func Merge(mode Mode, in []Message, snap Snapshot, head HeadFunc) (Merged, error
 			return Merged{}, err
 		}
 		if p > 1 && slices.ContainsFunc(visible(stored)[1:p], isAssistant) {
-			return supersede(in, snap, stored, p), nil
+			return supersede(in[p:], snap, stored, p), nil
 		}
 	}
 	if ok, err := repeatsPreamble(in, snap, head); err != nil {
@@ -155,7 +171,7 @@ func resync(in []Message, snap Snapshot, head HeadFunc) (Merged, error) {
 	if err != nil {
 		return Merged{}, err
 	}
-	return supersede(in, snap, stored, p), nil
+	return supersede(in[p:], snap, stored, p), nil
 }
 
 // commonPrefix returns the first active messages of the conversation (at
@@ -186,9 +202,10 @@ func commonPrefix(in []Message, snap Snapshot, head HeadFunc) (stored []Message,
 }
 
 // supersede keeps the stored messages up to the p-th the client saw (the
-// common prefix with in) and the internal ones right after it (the
-// results of its Recall tool calls), and supersedes the stored rest.
-func supersede(in []Message, snap Snapshot, stored []Message, p int) Merged {
+// common prefix with what it sent) and the internal ones right after it
+// (the results of its Recall tool calls), and supersedes the stored rest;
+// news are the client's messages after the common prefix.
+func supersede(news []Message, snap Snapshot, stored []Message, p int) Merged {
 	kept := 0
 	for seen := 0; seen < p; kept++ {
 		if stored[kept].Flags&Internal == 0 {
@@ -198,7 +215,7 @@ func supersede(in []Message, snap Snapshot, stored []Message, p int) Merged {
 	for p > 0 && kept < len(stored) && stored[kept].Flags&Internal != 0 {
 		kept++
 	}
-	m := Merged{History: stored[:kept], New: in[p:]}
+	m := Merged{History: stored[:kept], New: news}
 	if kept < snap.Meta.Messages {
 		b := &Boundary{}
 		if kept > 0 {

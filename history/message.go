@@ -69,6 +69,11 @@ type Message struct {
 // Codec returns the codec of the message's protocol.
 func (m *Message) Codec() wire.Codec { return wire.For(m.Protocol) }
 
+// Text returns the message's readable text, read by its protocol's codec
+// (wire.Codec.Text) into a buffer of its own: what search indexes and
+// what the history tools and the summariser show.
+func (m *Message) Text() []byte { return m.Codec().Text(make([]byte, 0, len(m.Raw)), m.Raw) }
+
 // Active reports whether the message may be sent upstream.
 func (m *Message) Active() bool { return m.Flags&Inactive == 0 }
 

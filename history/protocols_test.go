@@ -36,6 +36,9 @@ func (c fakeCodec) read(raw []byte) fakeMsg {
 	return m
 }
 func (c fakeCodec) Role(raw []byte) string { return c.read(raw).R }
+func (c fakeCodec) Text(dst, raw []byte) []byte {
+	return wire.AppendText(dst, wire.Message{Parts: []wire.Part{{Kind: wire.Text, Text: c.read(raw).T}}})
+}
 func (c fakeCodec) Calls(dst []string, raw []byte) []string {
 	return append(dst, c.read(raw).Calls...)
 }

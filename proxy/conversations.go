@@ -168,9 +168,12 @@ func (sc *stateCall) freshItems(items gjson.Result, param string) ([]history.Mes
 	fresh := make([]history.Message, len(req.Messages))
 	for i, raw := range req.Messages {
 		role := codec.Role(raw)
+		p := param + "[" + strconv.Itoa(i) + "]"
 		if role == wire.RoleSystem || role == wire.RoleDeveloper {
-			p := param + "[" + strconv.Itoa(i) + "]"
 			return nil, apierr.InvalidValue(p, "Invalid '"+p+"': conversations store user, assistant and tool items; instructions (system, developer) are sent with each request and never stored.")
+		}
+		if err := responses.CheckStorable(p, raw); err != nil {
+			return nil, err
 		}
 		raw = bytes.Clone(raw) // the body does not outlive the handler
 		if most := t.StoredToolResultChars; most > 0 && role == wire.RoleTool {

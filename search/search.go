@@ -1,5 +1,7 @@
 // Package search is the full-text ranking every history.Store shares: how
-// a message's JSON becomes terms, and how BM25 scores them. Stores keep
+// a message's text becomes terms, and how BM25 scores them. The text is
+// read from the message by its protocol's codec (history.Message.Text),
+// so that every protocol's words are found. Stores keep
 // the postings (which messages hold a term, how often, and how long each
 // message is) and the corpus statistics; this package owns the arithmetic,
 // so that every store ranks the same messages in the same order.
@@ -14,8 +16,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 	"unsafe"
-
-	"github.com/tidwall/gjson"
 )
 
 // MaxTermBytes bounds a term: longer runs of letters and digits (base64
@@ -104,61 +104,6 @@ func QueryTerms(text string) []string {
 	return out
 }
 
-// Text returns the searchable text of a stored message's JSON: its content
-// (a string, or the text and refusal of its parts), its refusal, and the
-// name and arguments of each tool call, separated by newlines. A tool
-// result is a message whose content is the result, so it is searched like
-// any other. Images, audio and files contribute nothing.
-func Text(raw []byte) string {
-	b := textBytes(raw)
-	return unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
-}
-
-// textBuf collects a message's searchable text.
-type textBuf []byte
-
-func (b *textBuf) add(s string) {
-	if s == "" {
-		return
-	}
-	if len(*b) > 0 {
-		*b = append(*b, '\n')
-	}
-	*b = append(*b, s...)
-}
-
-// textBytes returns the searchable text of raw (see Text) in a buffer of
-// its own: one allocation of len(raw), as the text of a JSON message is
-// never longer than the message.
-func textBytes(raw []byte) []byte {
-	b := make(textBuf, 0, len(raw))
-	add := b.add
-	// A view of raw, not a copy: every string kept is copied into b.
-	msg := gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw)))
-	content := msg.Get("content")
-	switch {
-	case content.Type == gjson.String:
-		add(content.String())
-	case content.IsArray():
-		content.ForEach(func(_, part gjson.Result) bool {
-			switch part.Get("type").String() {
-			case "text":
-				add(part.Get("text").String())
-			case "refusal":
-				add(part.Get("refusal").String())
-			}
-			return true
-		})
-	}
-	add(msg.Get("refusal").String())
-	msg.Get("tool_calls").ForEach(func(_, call gjson.Result) bool {
-		add(call.Get("function.name").String())
-		add(call.Get("function.arguments").String())
-		return true
-	})
-	return b
-}
-
 // Posting is one term of a document and how often it occurs there.
 type Posting struct {
 	Term string
@@ -172,14 +117,16 @@ type Posting struct {
 // past it are not found, but still count in the message's length.
 const MaxPostings = 512
 
-// Analyze returns the postings of a stored message, sorted by term, and its
-// length in terms (what BM25 calls the document length).
-func Analyze(raw []byte) (postings []Posting, length int) {
+// Analyze returns the postings of a stored message whose readable text is
+// b (history.Message.Text), sorted by term, and its length in terms (what
+// BM25 calls the document length). It lower-cases b in place and its
+// postings' terms are views of b: the caller hands b over and never
+// writes it again.
+func Analyze(b []byte) (postings []Posting, length int) {
 	// A few allocations a message, not one a capitalised word: the text
-	// in one buffer, lower-cased in place where it is ASCII (the rest of
-	// a run with other capitals is lowered by appendTerms as before), and
-	// the terms, views of it, in a slice sized for prose.
-	b := textBytes(raw)
+	// lower-cased in place where it is ASCII (the rest of a run with
+	// other capitals is lowered by appendTerms as before), and the terms,
+	// views of it, in a slice sized for prose.
 	for i, c := range b {
 		if c >= 'A' && c <= 'Z' {
 			b[i] = c + 'a' - 'A'

@@ -1,7 +1,6 @@
 package search_test
 
 import (
-	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/search"
 )
 
@@ -38,24 +38,9 @@ func TestTerms(t *testing.T) {
 	}
 }
 
-func TestText(t *testing.T) {
-	tests := []struct {
-		name, raw, want string
-	}{
-		{"string content", `{"role":"user","content":"what is \"BM25\"?"}`, `what is "BM25"?`},
-		{"text parts, not images", `{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"https://x/cat.png"}},{"type":"text","text":"here"}]}`, "look\nhere"},
-		{"tool calls: name and arguments", `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]}`, "get_weather\n{\"city\":\"Oslo\"}"},
-		{"tool result", `{"role":"tool","tool_call_id":"c1","content":"rain in Oslo"}`, "rain in Oslo"},
-		{"refusal", `{"role":"assistant","content":null,"refusal":"I cannot"}`, "I cannot"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := search.Text([]byte(tt.raw)); got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
-	}
-	p, n := search.Analyze([]byte(`{"role":"user","content":"The cat saw the other cat"}`))
+// Analyze counts each term of a message's text once a posting.
+func TestAnalyze(t *testing.T) {
+	p, n := search.Analyze([]byte("The cat saw the other cat"))
 	want := []search.Posting{{"cat", 2}, {"other", 1}, {"saw", 1}, {"the", 2}}
 	if !slices.Equal(p, want) || n != 6 {
 		t.Errorf("Analyze: got %v length %d, want %v length 6", p, n, want)
@@ -75,13 +60,12 @@ func TestAnalyzeAgreesWithTerms(t *testing.T) {
 		"\u0041BC \\ \n Tab\tBed",
 		strings.Repeat("Word ", 80) + strings.Repeat("x", search.MaxTermBytes+1),
 	} {
-		raw := []byte(`{"role":"user","content":"` + content + `"}`)
 		want := map[string]int{}
-		terms := search.Terms(search.Text(raw))
+		terms := search.Terms(content)
 		for _, term := range terms {
 			want[term]++
 		}
-		got, n := search.Analyze(raw)
+		got, n := search.Analyze([]byte(content))
 		if n != len(terms) || len(got) != len(want) {
 			t.Errorf("%q: got %d postings, length %d; want %d, %d", content, len(got), n, len(want), len(terms))
 			continue
@@ -97,8 +81,9 @@ func TestAnalyzeAgreesWithTerms(t *testing.T) {
 // Analyze runs on every stored message: it allocates the text, the terms
 // and the postings, not once per capitalised word.
 func TestAnalyzeAllocations(t *testing.T) {
-	raw := []byte(`{"role":"user","content":"Could you look at the Figures from last week again and tell me whether the Trend holds? I would also like a short note on What changed since the previous Report."}`)
-	if n := testing.AllocsPerRun(100, func() { search.Analyze(raw) }); n > 3 {
+	text := "Could you look at the Figures from last week again and tell me whether the Trend holds? I would also like a short note on What changed since the previous Report."
+	raw := []byte(`{"role":"user","content":"` + text + `"}`)
+	if n := testing.AllocsPerRun(100, func() { search.Analyze(chat.Codec{}.Text(make([]byte, 0, len(raw)), raw)) }); n > 3 {
 		t.Errorf("Analyze allocates %.0f times a message, want at most 3", n)
 	}
 }
@@ -110,7 +95,7 @@ func TestAnalyzeBoundsPostings(t *testing.T) {
 	for i := range search.MaxPostings + 100 {
 		words = append(words, "w"+strconv.Itoa(i), "common")
 	}
-	p, n := search.Analyze([]byte(`{"role":"tool","content":"` + strings.Join(words, " ") + `"}`))
+	p, n := search.Analyze([]byte(strings.Join(words, " ")))
 	if len(p) != search.MaxPostings || n != len(words) {
 		t.Fatalf("got %d postings, length %d; want %d, %d", len(p), n, search.MaxPostings, len(words))
 	}
@@ -204,10 +189,10 @@ func TestTopOfMany(t *testing.T) {
 }
 
 func BenchmarkAnalyze(b *testing.B) {
-	raw := []byte(`{"role":"user","content":"Could you summarise the quarterly report for the board meeting on Thursday, focusing on revenue, churn and the new pricing?"}`)
+	text := "Could you summarise the quarterly report for the board meeting on Thursday, focusing on revenue, churn and the new pricing?"
 	b.ReportAllocs()
 	for b.Loop() {
-		if p, _ := search.Analyze(raw); len(p) == 0 {
+		if p, _ := search.Analyze([]byte(text)); len(p) == 0 {
 			b.Fatal("no postings")
 		}
 	}
@@ -240,16 +225,12 @@ func FuzzTerms(f *testing.F) {
 		}
 		// Analyze lowers ASCII before it splits; Terms lowers run by run:
 		// the same terms either way.
-		raw, err := json.Marshal(map[string]string{"role": "user", "content": text})
-		if err != nil {
-			return
-		}
 		want := map[string]int{}
-		terms := search.Terms(search.Text(raw))
+		terms := search.Terms(text)
 		for _, term := range terms {
 			want[term]++
 		}
-		if p, n := search.Analyze(raw); len(want) <= search.MaxPostings {
+		if p, n := search.Analyze([]byte(text)); len(want) <= search.MaxPostings {
 			if n != len(terms) || len(p) != len(want) {
 				t.Fatalf("Analyze: %d postings, length %d; Terms: %d distinct of %d", len(p), n, len(want), len(terms))
 			}

@@ -5,10 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -99,86 +96,69 @@ func userContent(previous string, ts []turn) string {
 	return b.String()
 }
 
-// writeLine renders one message of the transcript as "role: text", tool
-// calls as "assistant called name(arguments)" and tool results, cut to
-// toolResultChars, as "tool result (id): text".
 // writeMessage writes a stored message of any protocol as transcript
-// lines: another protocol's through its chat-completions rendition, so
-// the summariser reads function calls, tool_use blocks and their results
-// alike (only a provider's opaque pieces are left out).
+// lines, read through its codec into the canonical model: "role: text"
+// (images as [image], refusals marked), tool calls as "role called
+// name(arguments) [id]" and tool results, cut to toolResultChars, as
+// "tool result (id): text". A chat-completions tool call, a Responses
+// function call and an Anthropic tool_use read alike; a provider's opaque
+// pieces (reasoning, thinking) are left out.
 func writeMessage(b *strings.Builder, m *history.Message) {
-	if m.Protocol == wire.ChatCompletions {
-		writeLine(b, m.Raw)
-		return
-	}
 	cm, err := m.Codec().Decode(m.Raw)
 	if err != nil {
 		return
 	}
-	msgs, _ := chat.Codec{}.Encode(nil, []wire.Message{cm})
-	for _, raw := range msgs {
-		writeLine(b, raw)
-	}
-}
-
-func writeLine(b *strings.Builder, raw []byte) {
-	m := gjson.ParseBytes(raw)
-	role := m.Get("role").Str
-	text := contentText(m.Get("content"))
+	role := cm.Role
 	switch role {
 	case wire.RoleTool:
-		b.WriteString("tool result")
-		if id := m.Get("tool_call_id").Str; id != "" {
-			b.WriteString(" (" + id + ")")
-		}
-		b.WriteString(": ")
-		b.WriteString(cut(text, toolResultChars))
-		b.WriteByte('\n')
-		return
+		role = wire.RoleUser // text beside tool results is the user's
 	case "":
 		role = "message"
 	}
-	if text != "" || m.Get("refusal").Str != "" {
-		if text == "" {
-			text = "(refused) " + m.Get("refusal").Str
+	var texts []string
+	flush := func() {
+		if len(texts) > 0 {
+			b.WriteString(role)
+			b.WriteString(": ")
+			b.WriteString(cut(strings.Join(texts, "\n"), messageChars))
+			b.WriteByte('\n')
+			texts = texts[:0]
 		}
-		b.WriteString(role)
-		b.WriteString(": ")
-		b.WriteString(cut(text, messageChars))
-		b.WriteByte('\n')
 	}
-	m.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
-		b.WriteString(role)
-		b.WriteString(" called ")
-		b.WriteString(c.Get("function.name").Str)
-		b.WriteByte('(')
-		b.WriteString(cut(c.Get("function.arguments").Str, toolResultChars))
-		b.WriteString(")")
-		if id := c.Get("id").Str; id != "" {
-			b.WriteString(" [" + id + "]")
+	for _, p := range cm.Parts {
+		switch p.Kind {
+		case wire.Text:
+			if p.Text != "" {
+				texts = append(texts, p.Text)
+			}
+		case wire.Image:
+			texts = append(texts, "[image]")
+		case wire.Refusal:
+			texts = append(texts, "(refused) "+p.Text)
+		case wire.ToolCall:
+			flush()
+			b.WriteString(role)
+			b.WriteString(" called ")
+			b.WriteString(p.Name)
+			b.WriteByte('(')
+			b.WriteString(cut(p.Arguments, toolResultChars))
+			b.WriteString(")")
+			if p.CallID != "" {
+				b.WriteString(" [" + p.CallID + "]")
+			}
+			b.WriteByte('\n')
+		case wire.ToolResult:
+			flush()
+			b.WriteString("tool result")
+			if p.CallID != "" {
+				b.WriteString(" (" + p.CallID + ")")
+			}
+			b.WriteString(": ")
+			b.WriteString(cut(p.Text, toolResultChars))
+			b.WriteByte('\n')
 		}
-		b.WriteByte('\n')
-		return true
-	})
-}
-
-// contentText returns a message content's text: the string, or the text
-// parts joined, other parts named.
-func contentText(c gjson.Result) string {
-	if c.Type == gjson.String {
-		return c.Str
 	}
-	var parts []string
-	c.ForEach(func(_, p gjson.Result) bool {
-		switch typ := p.Get("type").Str; typ {
-		case "text":
-			parts = append(parts, p.Get("text").Str)
-		default:
-			parts = append(parts, "["+typ+"]")
-		}
-		return true
-	})
-	return strings.Join(parts, "\n")
+	flush()
 }
 
 // cut shortens s to about n characters (on a rune boundary) with a marker
@@ -224,7 +204,7 @@ func fallbackTitle(ts []turn) string {
 	for _, t := range ts {
 		for _, m := range t.msgs {
 			if m.Role == wire.RoleUser {
-				if s := cleanTitle(contentText(gjson.GetBytes(m.Raw, "content"))); s != "" {
+				if s := cleanTitle(string(m.Text())); s != "" {
 					return s
 				}
 			}

@@ -9,7 +9,7 @@ import (
 )
 
 // fitsByBytes bounds a message's transcript line by its JSON's length
-// plus 16: it must hold for every shape writeLine renders.
+// plus 16: it must hold for every shape writeMessage renders.
 func TestTranscriptLineNoLongerThanItsJSON(t *testing.T) {
 	for _, raw := range []string{
 		`{"role":"user","content":"hi"}`,
@@ -22,7 +22,7 @@ func TestTranscriptLineNoLongerThanItsJSON(t *testing.T) {
 		`{"role":"assistant","content":"` + strings.Repeat("long ", 2000) + `"}`,
 	} {
 		var b strings.Builder
-		writeLine(&b, []byte(raw))
+		writeMessage(&b, &history.Message{Raw: []byte(raw)})
 		if b.Len() > len(raw)+16 {
 			t.Errorf("%.60s: the line has %d bytes, the JSON %d: fitsByBytes would undercount", raw, b.Len(), len(raw))
 		}
@@ -39,15 +39,24 @@ func TestTranscriptReadsEveryProtocol(t *testing.T) {
 		{Protocol: wire.Responses, Raw: []byte(`{"type":"function_call_output","call_id":"c1","output":"forty-two"}`)},
 		{Protocol: wire.Messages, Raw: []byte(`{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"tool_use","id":"t1","name":"fetch","input":{"u":1}}]}`)},
 		{Protocol: wire.Messages, Raw: []byte(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"page text"}]}`)},
+		{Protocol: wire.Responses, Raw: []byte(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"It is forty-two.","annotations":[]}]}`)},
+		{Protocol: wire.Responses, Raw: []byte(`{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAAsecret"}`)},
+		{Protocol: wire.Messages, Raw: []byte(`{"role":"assistant","content":[{"type":"redacted_thinking","data":"opaque"},{"type":"text","text":"The page says hello."}]}`)},
 	}
 	var b strings.Builder
 	for i := range msgs {
 		writeMessage(&b, &msgs[i])
 	}
 	for _, want := range []string{`assistant called lookup({"q":"x"}) [c1]`, "tool result (c1): forty-two",
-		`assistant called fetch({"u":1}) [t1]`, "tool result (t1): page text"} {
+		`assistant called fetch({"u":1}) [t1]`, "tool result (t1): page text",
+		"assistant: It is forty-two.\n", "assistant: The page says hello.\n"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("transcript %q lacks %q", b.String(), want)
+		}
+	}
+	for _, secret := range []string{"gAAAsecret", "opaque", "hm"} {
+		if strings.Contains(b.String(), secret) {
+			t.Errorf("transcript %q shows the opaque %q", b.String(), secret)
 		}
 	}
 }

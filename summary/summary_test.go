@@ -218,7 +218,7 @@ func TestTranscriptAbbreviatesToolResultsAndShowsCalls(t *testing.T) {
 	got := userContent("earlier", turns(msgs))
 	for _, want := range []string{
 		"Previous summary:\nearlier\n\n",
-		"user: weather?\n[image_url]\n",
+		"user: weather?\n[image]\n",
 		`assistant called get_weather({"city":"Oslo"}) [c1]`,
 		"tool result (c1): xxx",
 		"[…1400 more characters]",

@@ -16,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/search"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -242,7 +241,7 @@ func (r *Runner) get(ctx context.Context, arguments string) (Result, error) {
 			return true
 		}
 		total++
-		ring = append(ring, Message{Seq: m.Seq, Role: m.Role, Text: Cut(search.Text(m.Raw), MaxMessageChars)})
+		ring = append(ring, Message{Seq: m.Seq, Role: m.Role, Text: Cut(string(m.Text()), MaxMessageChars)})
 		if len(ring) > MaxMessages {
 			ring = ring[1:]
 		}
@@ -338,7 +337,7 @@ func (r *Runner) search(ctx context.Context, arguments string) (Result, error) {
 			continue
 		}
 		out.Hits = append(out.Hits, Hit{Conversation: h.Conversation, Seq: h.Message.Seq, Role: h.Message.Role,
-			Snippet: Cut(search.Text(h.Message.Raw), MaxSnippetChars)})
+			Snippet: Cut(string(h.Message.Text()), MaxSnippetChars)})
 	}
 	res := ok(out)
 	res.Found = len(out.Hits)

@@ -77,11 +77,30 @@ type Codec interface {
 	// Decode reads the message into the canonical model, for translation to
 	// another protocol and for counting.
 	Decode(raw []byte) (Message, error)
+	// Text appends to dst the message's readable text, as AppendText
+	// writes it: what search indexes and what the history tools, the
+	// summariser and the API's views show. Every reader of a stored
+	// message's words goes through it, never through the JSON.
+	Text(dst, raw []byte) []byte
 	// Encode writes canonical messages in the protocol, as the messages of a
 	// request to an upstream of it. Parts it cannot carry (another
 	// provider's opaque items) are left out. It may merge or split
 	// messages where the protocol shapes turns differently.
 	Encode(dst [][]byte, msgs []Message) ([][]byte, error)
+}
+
+// Thinking is implemented by the codec of a protocol whose answers carry
+// the model's thinking or reasoning, which a client may leave out when it
+// resends them: Anthropic lets a client drop earlier turns' thinking and
+// redacted_thinking blocks, and a Responses client may leave reasoning
+// items out. Merge compares such a resend with the stored answer through
+// it; the stored hash stays that of the message as it arrived.
+type Thinking interface {
+	// WithoutThinking reports whether raw holds thinking or reasoning a
+	// client may leave out (ok). If it does, hash is the codec's Hash of
+	// the message without it, and empty reports that nothing is left: a
+	// client leaves the whole message out.
+	WithoutThinking(raw []byte) (hash uint64, empty, ok bool)
 }
 
 // Message is a message in the canonical model.
@@ -124,6 +143,33 @@ type Part struct {
 	Raw       []byte
 }
 
+// AppendText appends to dst the readable text of m, one piece a line: its
+// texts and refusals, each tool call's name and arguments, each tool
+// result's text. Images and opaque pieces (reasoning, thinking, items only
+// their provider reads) add nothing: they are not words a reader searches
+// for or a summary keeps.
+func AppendText(dst []byte, m Message) []byte {
+	add := func(s string) {
+		if s == "" {
+			return
+		}
+		if len(dst) > 0 {
+			dst = append(dst, '\n')
+		}
+		dst = append(dst, s...)
+	}
+	for _, p := range m.Parts {
+		switch p.Kind {
+		case Text, Refusal, ToolResult:
+			add(p.Text)
+		case ToolCall:
+			add(p.Name)
+			add(p.Arguments)
+		}
+	}
+	return dst
+}
+
 // codecs is written only by Register, from init functions, which run
 // before anything reads it: no lock on the hot path.
 var codecs [256]Codec
@@ -148,6 +194,17 @@ func For(p Protocol) Codec {
 		return c
 	}
 	panic(fmt.Sprintf("wire: no codec for protocol %d (is its package imported?)", p))
+}
+
+// Named returns the registered protocol whose codec is called name
+// ("chat.completions", "responses", "messages"), as an export names it.
+func Named(name string) (Protocol, bool) {
+	for i, c := range codecs {
+		if c != nil && c.Name() == name {
+			return Protocol(i), true
+		}
+	}
+	return 0, false
 }
 
 // Kinds of upstream a tenant names (upstream.protocol).

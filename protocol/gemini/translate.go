@@ -290,3 +290,15 @@ func appendInstruction(b []byte, m wire.Message) []byte {
 	b = gjson.AppendJSONString(b, strings.Join(texts, "\n"))
 	return append(b, "}]}"...)
 }
+
+// Text implements wire.Codec: the content's words as readers of stored
+// messages see them (each text part, each function call's name and
+// arguments, each function response's result), one piece a line. Thought
+// parts and signatures add nothing.
+func (c Codec) Text(dst, raw []byte) []byte {
+	m, err := c.Decode(raw)
+	if err != nil {
+		return dst
+	}
+	return wire.AppendText(dst, m)
+}

@@ -242,3 +242,15 @@ func appendInstruction(b []byte, m wire.Message) []byte {
 	b = gjson.AppendJSONString(b, strings.Join(texts, "\n"))
 	return append(b, '}')
 }
+
+// Text implements wire.Codec: the message's text as Decode reads it (text
+// blocks, each tool_use's name and input, each tool_result's text), one
+// piece a line. Thinking, redacted thinking and other opaque blocks add
+// nothing.
+func (c Codec) Text(dst, raw []byte) []byte {
+	m, err := c.Decode(raw)
+	if err != nil {
+		return dst
+	}
+	return wire.AppendText(dst, m)
+}

@@ -353,3 +353,27 @@ func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
 // quote returns s as a JSON string literal.
 func quote(s string) []byte { return gjson.AppendJSONString(nil, s) }
+
+// Text implements wire.Codec: the item's text as Decode reads it (a
+// message's input_text, output_text and refusal parts, a function call's
+// name and arguments, a function call output's text), one piece a line.
+// Reasoning and other items only the Responses API reads add nothing.
+func (c Codec) Text(dst, raw []byte) []byte {
+	m, err := c.Decode(raw)
+	if err != nil {
+		return dst
+	}
+	return wire.AppendText(dst, m)
+}
+
+var _ wire.Thinking = Codec{}
+
+// WithoutThinking implements wire.Thinking: a reasoning item is what a
+// client may leave out of the items it resends (one that keeps no state
+// may drop them); every other item is resent as it is.
+func (Codec) WithoutThinking(raw []byte) (hash uint64, empty, ok bool) {
+	if itemType(parse(raw)) != typeReasoning {
+		return 0, false, false
+	}
+	return 0, true, true
+}

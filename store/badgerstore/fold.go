@@ -530,7 +530,7 @@ func backlog(txn *badger.Txn, prefix []byte, m *history.Meta, t totals) ([]backl
 	}
 	var docs []backlogDoc
 	err := iterate(txn, prefix, m, t.from()-1, func(msg history.Message) bool {
-		p, dl := search.Analyze(msg.Raw)
+		p, dl := search.Analyze(msg.Text())
 		docs = append(docs, backlogDoc{seq: msg.Seq, created: msg.CreatedAt.UnixNano(), active: msg.Active(), postings: p, dl: dl})
 		return true
 	})

@@ -164,7 +164,7 @@ func setRecord(txn setter, prefix []byte, m *history.Message, buf []byte) ([]byt
 // already, see purge), and uncounts it from t if it was indexed.
 func deleteRecord(txn *badger.Txn, prefix []byte, msg *history.Message, t *totals) error {
 	if msg.Seq < t.from() { // indexed: counted
-		_, dl := search.Analyze(msg.Raw)
+		_, dl := search.Analyze(msg.Text())
 		t.docs--
 		t.terms -= dl
 	}

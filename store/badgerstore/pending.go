@@ -388,7 +388,7 @@ func countRanges(txn *badger.Txn, prefix []byte, ranges []history.Range, indexed
 			err := item.Value(func(v []byte) error {
 				msg, err := history.DecodeMessage(v, seq)
 				if err == nil {
-					_, dl := search.Analyze(msg.Raw)
+					_, dl := search.Analyze(msg.Text())
 					t.docs++
 					t.terms += dl
 				}

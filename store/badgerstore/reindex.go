@@ -13,9 +13,11 @@ import (
 // database holds; a database written before them has none.
 var indexKey = []byte("v\x00index")
 
-// indexVersion 2: postings in segments (segment.go); version 1 kept
-// one key per posting.
-const indexVersion = 2
+// indexVersion 3: postings of every protocol's text, as its codec reads
+// it (history.Message.Text); version 2 indexed the fields of chat
+// completions only, and Responses and Anthropic messages went unfound;
+// version 1 kept one key per posting.
+const indexVersion = 3
 
 // buildIndexes builds the listing and search indexes of a database
 // written before them (or before their current version), once, at Open

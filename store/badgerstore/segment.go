@@ -81,7 +81,7 @@ func (b *segBuilder) add(conv string, m *history.Message) int {
 		i++
 	}
 	b.ranges[i][1] = m.Seq
-	postings, dl := search.Analyze(m.Raw)
+	postings, dl := search.Analyze(m.Text())
 	created := m.CreatedAt.UnixNano()
 	for _, p := range postings {
 		at := int32(len(b.postings))
@@ -293,7 +293,7 @@ func unpost(txn *badger.Txn, k history.Key, segs []segment, m *history.Message) 
 	if i < 0 {
 		return nil // not indexed
 	}
-	postings, _ := search.Analyze(m.Raw)
+	postings, _ := search.Analyze(m.Text())
 	for _, p := range postings {
 		key := segTermKey(k.Tenant, p.Term, segs[i].id)
 		item, err := txn.Get(key)

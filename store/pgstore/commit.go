@@ -356,7 +356,7 @@ func newWriteSet(n int) *writeSet {
 }
 
 func (w *writeSet) add(m *history.Message) {
-	terms, dl := search.Analyze(m.Raw)
+	terms, dl := search.Analyze(m.Text())
 	w.seqs = append(w.seqs, int64(m.Seq))
 	w.dls = append(w.dls, int32(dl))
 	w.created = append(w.created, m.CreatedAt.UnixNano())

@@ -54,7 +54,7 @@ func TestMigrationCarriesPostingsIntoTheIndex(t *testing.T) {
 	var docs, terms int
 	for i := range writes {
 		m := &writes[i]
-		postings, dl := search.Analyze(m.Raw)
+		postings, dl := search.Analyze(m.Text())
 		exec(`INSERT INTO recall_messages (tenant, conversation, seq, dl, body) VALUES ($1, $2, $3, $4, $5)`,
 			k.Tenant, k.Conversation, int64(m.Seq), dl, history.AppendMessage(nil, m))
 		for _, p := range postings {

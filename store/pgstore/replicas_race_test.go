@@ -16,7 +16,6 @@ import (
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/proxy"
-	"github.com/recallproxy/recall/search"
 	"github.com/recallproxy/recall/store/pgstore"
 	"github.com/recallproxy/recall/wire"
 )
@@ -165,7 +164,7 @@ func raceReplicas(t *testing.T, path string, body func(string) string, raced boo
 			t.Fatalf("message %d: got role %s, want %s (each turn a question and its answer)", m.Seq, m.Role, wantRole)
 		}
 		if m.Role == wire.RoleUser {
-			seen[search.Text(m.Raw)]++
+			seen[string(m.Text())]++
 		}
 	}
 	for text := range asked {

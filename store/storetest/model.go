@@ -100,7 +100,7 @@ func checkSearch(t *testing.T, s history.Store, convs []string, q string, step i
 	for _, c := range convs {
 		var stored []doc
 		for _, m := range All(t, s, history.Key{Tenant: "t", Conversation: c}, true) {
-			p, dl := search.Analyze(m.Raw)
+			p, dl := search.Analyze(m.Text())
 			stored = append(stored, doc{c, m, p, dl})
 		}
 		tenant = append(tenant, stored...)

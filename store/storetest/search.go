@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/history"
+	// The codecs of the messages testSearchEveryProtocol stores.
+	_ "github.com/recallproxy/recall/protocol/messages"
+	_ "github.com/recallproxy/recall/protocol/responses"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -176,6 +179,57 @@ func testSearchTies(t *testing.T, s history.Store) {
 	for i := 1; i < len(hits); i++ {
 		if hits[i].Score != hits[0].Score {
 			t.Errorf("got scores %v and %v, want a tie", hits[0].Score, hits[i].Score)
+		}
+	}
+}
+
+// Every protocol's messages are indexed by the words their codec reads:
+// a Responses answer's output_text, a function call's arguments and its
+// function_call_output, an Anthropic answer's text and tool_use input and
+// its tool_result; a hard forget takes them out of the index again.
+func testSearchEveryProtocol(t *testing.T, s history.Store) {
+	msg := func(p wire.Protocol, raw string) history.Message {
+		m := Msg(wire.For(p).Role([]byte(raw)), raw, 5)
+		m.Protocol = p
+		return m
+	}
+	r := history.Key{Tenant: "t", Conversation: "responses"}
+	MustCommit(t, s, r, history.Change{Append: []history.Message{
+		msg(wire.Responses, `{"type":"message","role":"user","content":[{"type":"input_text","text":"where do capybaras live"}]}`),
+		msg(wire.Responses, `{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAAAhidden"}`),
+		msg(wire.Responses, `{"type":"function_call","id":"fc_1","call_id":"call_1","name":"lookup","arguments":"{\"animal\":\"quokka\"}"}`),
+		msg(wire.Responses, `{"type":"function_call_output","call_id":"call_1","output":"habitat wetlands"}`),
+		msg(wire.Responses, `{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"They live near marshes.","annotations":[]}]}`),
+	}})
+	a := history.Key{Tenant: "t", Conversation: "messages"}
+	MustCommit(t, s, a, history.Change{Append: []history.Message{
+		msg(wire.Messages, `{"role":"user","content":"what does the zebu eat"}`),
+		msg(wire.Messages, `{"role":"assistant","content":[{"type":"thinking","thinking":"pondering","signature":"sig"},{"type":"tool_use","id":"toolu_1","name":"fodder","input":{"breed":"gyr"}}]}`),
+		msg(wire.Messages, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"grass and hay"}]}]}`),
+		msg(wire.Messages, `{"role":"assistant","content":[{"type":"text","text":"A zebu grazes on pasture."}]}`),
+	}})
+	for _, tt := range []struct {
+		query string
+		want  []hit
+	}{
+		{"capybaras", []hit{{"responses", 1}}},
+		{"marshes", []hit{{"responses", 5}}},  // output_text
+		{"quokka", []hit{{"responses", 3}}},   // a function call's arguments
+		{"wetlands", []hit{{"responses", 4}}}, // function_call_output
+		{"pasture", []hit{{"messages", 4}}},   // text block
+		{"gyr", []hit{{"messages", 2}}},       // tool_use input
+		{"hay", []hit{{"messages", 3}}},       // tool_result
+		{"pondering gAAAAhidden", nil},        // thinking and reasoning are not words
+	} {
+		if got := find(t, s, "t", history.SearchQuery{Text: tt.query}); !sameHits(got, tt.want...) {
+			t.Errorf("%q: got %v, want %v", tt.query, hitsOf(got), tt.want)
+		}
+	}
+	MustCommit(t, s, a, history.Change{Forget: history.PlanForget(All(t, s, a, false), []uint64{3}, true)})
+	MustCommit(t, s, r, history.Change{Forget: history.PlanForget(All(t, s, r, false), []uint64{4}, true)})
+	for _, q := range []string{"hay", "wetlands"} {
+		if got := find(t, s, "t", history.SearchQuery{Text: q}); len(got) != 0 {
+			t.Errorf("%q after a hard forget: got %v, want nothing", q, hitsOf(got))
 		}
 	}
 }

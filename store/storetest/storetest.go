@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) history.Store) {
 		{"SearchScope", testSearchScope},
 		{"SearchOnlyActive", testSearchOnlyActive},
 		{"SearchTiesNewestFirst", testSearchTies},
+		{"SearchEveryProtocol", testSearchEveryProtocol},
 		{"IndexesMatchTheRecords", testIndexesMatchTheRecords},
 		{"ExchangesOrderAndPaging", testExchangesOrderAndPaging},
 		{"ExchangesCap", testExchangesCap},

@@ -1,0 +1,50 @@
+package chat
+
+import (
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// Text implements wire.Codec: the message's content (a string, or the
+// text and refusal of its parts), its refusal, and the name and arguments
+// of each tool call, one a line, as wire.AppendText writes a decoded
+// message. A tool result is a message whose content is the result. It
+// reads raw in place: the only allocation is dst's growth, and none when
+// dst has room for len(raw) bytes (the text of a JSON message is never
+// longer than the message).
+func (Codec) Text(dst, raw []byte) []byte {
+	add := func(s string) {
+		if s == "" {
+			return
+		}
+		if len(dst) > 0 {
+			dst = append(dst, '\n')
+		}
+		dst = append(dst, s...)
+	}
+	// A view of raw, not a copy: every string kept is copied into dst.
+	msg := gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw)))
+	content := msg.Get("content")
+	switch {
+	case content.Type == gjson.String:
+		add(content.String())
+	case content.IsArray():
+		content.ForEach(func(_, part gjson.Result) bool {
+			switch part.Get("type").String() {
+			case "text":
+				add(part.Get("text").String())
+			case "refusal":
+				add(part.Get("refusal").String())
+			}
+			return true
+		})
+	}
+	add(msg.Get("refusal").String())
+	msg.Get("tool_calls").ForEach(func(_, call gjson.Result) bool {
+		add(call.Get("function.name").String())
+		add(call.Get("function.arguments").String())
+		return true
+	})
+	return dst
+}
