@@ -88,6 +88,12 @@ type exchange struct {
 	// leased is set when prepare took the conversation's lease (see
 	// prepare), held until the exchange ends.
 	leased bool
+	// held, if set, releases the conversation's lock (and its lease, when
+	// leased is set) that resolve took to decide under it which
+	// conversation a request continues (see resolveResponses): prepare
+	// takes it over instead of taking the lock again, and an exchange
+	// that does not prepare drops it (dropHeld).
+	held func()
 	// render renders an error in the client's protocol (nil: OpenAI's);
 	// route names the exchange's route in metrics and logs ("": chat).
 	render       func(*apierr.Error) []byte
@@ -502,9 +508,12 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 		x.span.PlanStart = x.now()
 		defer func() { x.span.PlanEnd = x.now() }()
 	}
-	unlock, err := s.cfg.Locks.Acquire(ctx, x.key)
-	if err != nil {
-		return nil, apierr.Busy
+	unlock := x.held
+	x.held = nil
+	if unlock == nil {
+		if unlock, err = s.cfg.Locks.Acquire(ctx, x.key); err != nil {
+			return nil, apierr.Busy
+		}
 	}
 	held := unlock
 	defer func() {
@@ -525,7 +534,7 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 		x.leased, held = true, func() { release(); unlock() }
 		return nil
 	}
-	if x.pinned && s.cfg.Leaser != nil {
+	if x.pinned && s.cfg.Leaser != nil && !x.leased {
 		if err := lease(); err != nil {
 			return nil, err
 		}

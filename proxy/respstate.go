@@ -36,27 +36,84 @@ func resolveResponses(x *exchange, req *wire.Request, conv string) (string, erro
 		named = req.Conversation
 	}
 	if req.PreviousResponseID != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), x.c.timeout())
-		defer cancel()
-		r, err := x.s.loadResponse(ctx, x.c.Namespace, req.PreviousResponseID)
-		if err != nil {
-			return "", err
-		}
-		if r == nil {
-			return "", apierr.PreviousResponseNotFound
-		}
-		if named != "" && named != r.ref.Conversation {
-			return "", apierr.ConversationConflict("previous_response_id")
-		}
-		if !r.latest {
-			return x.s.fork(ctx, x.c.Namespace, r)
-		}
-		return r.ref.Conversation, nil
+		return x.chained(req.PreviousResponseID, named)
 	}
 	if named == "" && req.Store {
 		return newConversationID(), nil
 	}
 	return named, nil
+}
+
+// chained resolves a request chained by previous_response_id id (named:
+// the conversation the request names otherwise, if any). Whether it
+// continues the response's conversation or a fork is decided under the
+// conversation's lock, and its lease where replicas share the store:
+// of requests chained on one response at once, the first continues and
+// the others, finding the response no longer the latest once the first
+// committed, fork. A request that continues keeps both for its exchange
+// (x.held, which prepare takes over).
+func (x *exchange) chained(id, named string) (string, error) {
+	ref, ok := parseResponseID(id)
+	if !ok {
+		return "", apierr.PreviousResponseNotFound
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), x.c.timeout())
+	defer cancel()
+	release, leased, err := x.s.hold(ctx, history.Key{Tenant: x.c.Namespace, Conversation: ref.Conversation})
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
+	r, err := x.s.loadResponse(ctx, x.c.Namespace, id)
+	if err != nil {
+		return "", err
+	}
+	if r == nil {
+		return "", apierr.PreviousResponseNotFound
+	}
+	if named != "" && named != r.ref.Conversation {
+		return "", apierr.ConversationConflict("previous_response_id")
+	}
+	if !r.latest {
+		return x.s.fork(ctx, x.c.Namespace, r)
+	}
+	x.held, x.leased, release = release, leased, nil
+	return r.ref.Conversation, nil
+}
+
+// hold takes k's lock in this process and, where replicas share the
+// store (Config.Leaser), its lease, as a pinned exchange's prepare does;
+// release frees both.
+func (s *Server) hold(ctx context.Context, k history.Key) (release func(), leased bool, err error) {
+	unlock, err := s.cfg.Locks.Acquire(ctx, k)
+	if err != nil {
+		return nil, false, apierr.Busy
+	}
+	if s.cfg.Leaser == nil {
+		return unlock, false, nil
+	}
+	lease, err := s.cfg.Leaser.Acquire(ctx, history.LeaseName(history.LeaseConversation, k))
+	if err != nil {
+		unlock()
+		if errors.Is(err, history.ErrUnavailable) {
+			return nil, false, apierr.StoreUnavailable
+		}
+		return nil, false, apierr.Busy
+	}
+	return func() { lease(); unlock() }, true, nil
+}
+
+// dropHeld releases the lock resolve held for an exchange that does not
+// prepare (a side call, history off, a request refused before its plan).
+func (x *exchange) dropHeld() {
+	if x.held != nil {
+		x.held()
+		x.held, x.leased = nil, false
+	}
 }
 
 // nameResponse gives a Responses answer Recall's id before it is made

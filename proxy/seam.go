@@ -62,7 +62,9 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		return
 	}
 	if p.resolve != nil {
-		if conv, err = p.resolve(x, req, conv); err != nil {
+		conv, err = p.resolve(x, req, conv)
+		defer x.dropHeld() // unless prepare took it over
+		if err != nil {
 			x.fail(rc, err)
 			return
 		}
@@ -112,6 +114,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 			return
 		}
 	}
+	x.dropHeld() // not taken over: nothing is recorded
 	if x.record {
 		x.oneChoice = req.Choices <= 1
 		planned := inPlace(x.plan.Messages, p.proto, req)
