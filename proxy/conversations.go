@@ -290,15 +290,16 @@ func (sc *stateCall) deleteConversation(k history.Key) error {
 }
 
 // allItems returns the conversation's active messages as items, oldest
-// first.
+// first, as the client holds them (see visible: the rounds of Recall's
+// history tools are not among them).
 func (sc *stateCall) allItems(k history.Key) ([][]byte, error) {
 	msgs, err := sc.messages(k, 1, ^uint64(0))
 	if err != nil {
 		return nil, err
 	}
 	var items [][]byte
-	for i := range msgs {
-		items = append(items, itemsOf(&msgs[i])...)
+	for _, m := range visible(msgs) {
+		items = append(items, itemsOf(&m)...)
 	}
 	return items, nil
 }
@@ -372,11 +373,21 @@ func (sc *stateCall) findItem(k history.Key, id string) ([]byte, uint64, error) 
 	if !ok {
 		return nil, 0, apierr.ItemNotFound
 	}
-	msgs, err := sc.messages(k, seq, seq)
+	// The message, and the results of Recall's history tools after it:
+	// they say which of its calls were Recall's (see visible).
+	var msgs []history.Message
+	err := sc.s.cfg.Store.Messages(sc.ctx, k, seq-1, false, func(m history.Message) bool {
+		if len(msgs) > 0 && m.Flags&history.Internal == 0 || len(msgs) == 0 && m.Seq != seq {
+			return false
+		}
+		m.Raw = bytes.Clone(m.Raw)
+		msgs = append(msgs, m)
+		return true
+	})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, storeReadErr(err)
 	}
-	if len(msgs) == 1 && msgs[0].Seq == seq {
+	if msgs = visible(msgs); len(msgs) == 1 && msgs[0].Seq == seq {
 		for _, it := range itemsOf(&msgs[0]) {
 			if gjson.GetBytes(it, "id").Str == id {
 				return it, seq, nil

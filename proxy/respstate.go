@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
@@ -151,18 +152,27 @@ type storedResponse struct {
 	ref  responseRef
 	key  history.Key
 	meta history.Meta
-	// answer are the answer's messages: from ref.Seq up to the next
-	// message that is not the model's.
+	// answer are the answer's messages as the client got them (see
+	// visible): from ref.Seq up to the next message that is neither the
+	// model's nor Recall's own.
 	answer []history.Message
-	// latest reports that no active message follows the answer: a
-	// request naming it continues its conversation rather than a fork.
+	// end is the sequence number of the turn's last message: the answer,
+	// or a result of Recall's history tools after it.
+	end uint64
+	// latest reports that no active message follows the turn: a request
+	// naming it continues its conversation rather than a fork.
 	latest bool
 }
 
 // loadResponse returns the stored response id names in namespace ns, or
 // nil when there is none: an id Recall did not mint, a conversation that
 // does not exist in ns, another incarnation of it, or an answer no
-// longer active (forgotten, erased, superseded). Errors are the store's.
+// longer active (forgotten, erased, superseded).
+//
+// The rounds of Recall's history tools (messages flagged
+// history.Internal: its calls, and their results) are part of the turn
+// but not of the answer: they are skipped wherever they stand, before
+// the answer or after it. Errors are the store's.
 func (s *Server) loadResponse(ctx context.Context, ns, id string) (*storedResponse, error) {
 	ref, ok := parseResponseID(id)
 	if !ok {
@@ -178,25 +188,72 @@ func (s *Server) loadResponse(ctx context.Context, ns, id string) (*storedRespon
 		return nil, nil
 	}
 	r.latest = true
+	var turn []history.Message
+	answered := false // a result of Recall's followed the answer
 	err = s.cfg.Store.Messages(ctx, r.key, ref.Seq-1, false, func(m history.Message) bool {
-		if m.Role != wire.RoleAssistant || (len(r.answer) == 0 && m.Seq != ref.Seq) {
+		internal := m.Flags&history.Internal != 0
+		if len(turn) == 0 && (m.Seq != ref.Seq || m.Role != wire.RoleAssistant) ||
+			!internal && (m.Role != wire.RoleAssistant || answered) {
 			r.latest = false
 			return false
 		}
+		if internal && m.Role != wire.RoleAssistant && slices.ContainsFunc(turn, isAnswer) {
+			answered = true
+		}
 		m.Raw = bytes.Clone(m.Raw)
-		r.answer = append(r.answer, m)
+		turn = append(turn, m)
+		r.end = m.Seq
 		return true
 	})
 	if err != nil {
 		return nil, storeReadErr(err)
 	}
-	if len(r.answer) == 0 {
+	if r.answer = visible(turn); len(r.answer) == 0 {
 		return nil, nil
 	}
 	return r, nil
 }
 
-// fork copies r's conversation up to and including r's answer into a new
+// isAnswer reports whether m is a message of the model's the client got.
+func isAnswer(m history.Message) bool {
+	return m.Role == wire.RoleAssistant && m.Flags&history.Internal == 0
+}
+
+// visible returns msgs (consecutive messages of one conversation) as the
+// client holds them: without the calls and results of Recall's history
+// tools (history.Internal), and an answer that called Recall's tools and
+// the client's (history.Mixed) with the client's calls only. Recall's
+// calls are those its own results among msgs answer.
+func visible(msgs []history.Message) []history.Message {
+	var mine map[string]bool
+	var ids []string
+	for _, m := range msgs {
+		if m.Flags&history.Internal == 0 {
+			continue
+		}
+		for _, id := range m.Codec().Results(ids[:0], m.Raw) {
+			if mine == nil {
+				mine = map[string]bool{}
+			}
+			mine[id] = true
+		}
+	}
+	out := make([]history.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if m.Flags&history.Internal != 0 {
+			continue
+		}
+		if m.Flags&history.Mixed != 0 && len(mine) > 0 {
+			if kept, ok := m.Codec().KeepCalls(m.Raw, func(id string) bool { return !mine[id] }); ok {
+				m.Raw = kept
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// fork copies r's conversation up to and including r's turn into a new
 // conversation, whose id it returns: a request naming an older response
 // than the latest continues there, and the original, untouched, is still
 // continued by its own latest response. The copy is the active messages,
@@ -204,14 +261,13 @@ func (s *Server) loadResponse(ctx context.Context, ns, id string) (*storedRespon
 // fork's own compaction makes one when its history calls for it). If the
 // request then fails, the fork stays, holding the history up to r.
 func (s *Server) fork(ctx context.Context, ns string, r *storedResponse) (string, error) {
-	end := r.answer[len(r.answer)-1].Seq
 	var copies []history.Message
 	err := s.cfg.Store.Messages(ctx, r.key, 0, false, func(m history.Message) bool {
-		if m.Seq > end {
+		if m.Seq > r.end {
 			return false
 		}
 		copies = append(copies, history.Message{Role: m.Role, Protocol: m.Protocol, Raw: bytes.Clone(m.Raw),
-			Hash: m.Hash, Tokens: m.Tokens})
+			Hash: m.Hash, Tokens: m.Tokens, Flags: m.Flags & history.Recorded})
 		return true
 	})
 	if err != nil {

@@ -116,8 +116,8 @@ func (sc *stateCall) paging() (order string, limit int, after string, err error)
 }
 
 // deleteResponse serves DELETE /v1/responses/{id}: it hard-forgets the
-// response's turn, its input items and its answer (with any tool call or
-// result tied to them), as the conversation API's hard forget does: the
+// response's turn, its input items and its answer (with Recall's history
+// tool rounds, and any tool call or result tied to them), as the conversation API's hard forget does: the
 // records and their search entries are erased, a summary covering them
 // is dropped until rebuilt. The response is then not found, and its
 // conversation continues from what is left.
@@ -140,11 +140,8 @@ func (sc *stateCall) deleteResponse(id string) error {
 		return apierr.ResponseNotFound
 	}
 	var seqs []uint64
-	for s := ref.Seq - uint64(ref.Input); s < ref.Seq; s++ {
+	for s := ref.Seq - uint64(ref.Input); s <= r.end; s++ {
 		seqs = append(seqs, s)
-	}
-	for _, m := range r.answer {
-		seqs = append(seqs, m.Seq)
 	}
 	if err := sc.hardForget(k, r.meta, seqs); err != nil {
 		return err
