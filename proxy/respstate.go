@@ -3,9 +3,12 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
@@ -76,7 +79,7 @@ func (x *exchange) chained(id, named string) (string, error) {
 	if r == nil {
 		return "", apierr.PreviousResponseNotFound
 	}
-	if named != "" && named != r.ref.Conversation {
+	if named != "" && named != r.ref.Conversation && forkRoot(r.ref.Conversation) != named {
 		return "", apierr.ConversationConflict("previous_response_id")
 	}
 	if !r.latest {
@@ -273,12 +276,50 @@ func (s *Server) fork(ctx context.Context, ns string, r *storedResponse) (string
 	if err != nil {
 		return "", storeReadErr(err)
 	}
-	id := newConversationID()
+	id := forkID(forkRoot(r.ref.Conversation))
 	if _, err := s.cfg.Store.Commit(ctx, history.Key{Tenant: ns, Conversation: id},
 		history.Change{Append: copies, Now: s.cfg.Now().UnixNano()}); err != nil {
 		return "", storeWriteErr(fmt.Errorf("proxy: fork %s: %w", r.ref.Conversation, err))
 	}
 	return id, nil
+}
+
+// forkSep joins a conversation's name and a fork's own part in the
+// fork's id: <name>:fork-<16 hex digits>.
+const forkSep = ":fork-"
+
+// forkID is the id of a new fork of the conversation named root: a fork
+// stays addressable by the name it was made under (see forkRoot), and
+// by its own id. A name too long to carry the suffix within
+// history.ValidID's 128 characters forks into a conv_ id of Recall's,
+// addressable by that id alone.
+func forkID(root string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	id := root + forkSep + hex.EncodeToString(b[:])
+	if !history.ValidID(id) {
+		return newConversationID()
+	}
+	return id
+}
+
+// forkRoot returns the name conversation id was forked under, or id
+// itself when it is not a fork's: a request naming the root (header,
+// path prefix or body) may chain by a response of any fork of it, and
+// continues that fork.
+func forkRoot(id string) string {
+	i := strings.LastIndex(id, forkSep)
+	if i <= 0 {
+		return id
+	}
+	root, suffix := id[:i], id[i+len(forkSep):]
+	if len(suffix) != 16 {
+		return id
+	}
+	if _, err := hex.DecodeString(suffix); err != nil || strings.ToLower(suffix) != suffix {
+		return id
+	}
+	return root
 }
 
 // storeReadErr is a failed store read as the client is told it.
