@@ -623,3 +623,47 @@ func TestStoreIsToldTruthfully(t *testing.T) {
 		t.Errorf("GET of it: %d, want 404", st)
 	}
 }
+
+// TestResponseIDsAreCheckedAgainstTheTurn: a response id's input count
+// is checked against the stored turn, never trusted. The id with the
+// count changed (smaller, larger, the whole conversation) names nothing:
+// GET, input_items, chaining and DELETE find no response, and a DELETE
+// of a forged id erases nothing.
+func TestResponseIDsAreCheckedAgainstTheTurn(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	_, r1 := call(t, h, "rk-oa", "POST", "/v1/responses", `{"model":"gpt-4.1","input":"one"}`)
+	st, r2 := call(t, h, "rk-oa", "POST", "/v1/responses", `{"model":"gpt-4.1","previous_response_id":"`+r1.Get("id").Str+
+		`","input":[{"role":"user","content":"a"},{"role":"user","content":"b"}]}`)
+	if st != 200 {
+		t.Fatalf("second response: %d %s", st, r2.Raw)
+	}
+	id := r2.Get("id").Str
+	conv := r2.Get("conversation.id").Str
+	cut := strings.LastIndexByte(id, '_')
+	if id[cut+1:] != "2" {
+		t.Fatalf("id %s: want an input count of 2", id)
+	}
+	stored := len(h.Stored("oa", conv))
+	for _, n := range []string{"0", "1", "3", "4"} {
+		forged := id[:cut+1] + n
+		if st, _ := call(t, h, "rk-oa", "GET", "/v1/responses/"+forged, ""); st != 404 {
+			t.Errorf("GET with input count %s: got %d, want 404", n, st)
+		}
+		if st, _ := call(t, h, "rk-oa", "GET", "/v1/responses/"+forged+"/input_items", ""); st != 404 {
+			t.Errorf("input_items with input count %s: got %d, want 404", n, st)
+		}
+		if st, body := call(t, h, "rk-oa", "POST", "/v1/responses", `{"model":"gpt-4.1","previous_response_id":"`+forged+`","input":"x"}`); st != 400 ||
+			body.Get("error.code").Str != "previous_response_not_found" {
+			t.Errorf("chained with input count %s: got %d %s, want 400 previous_response_not_found", n, st, body.Raw)
+		}
+		if st, _ := call(t, h, "rk-oa", "DELETE", "/v1/responses/"+forged, ""); st != 404 {
+			t.Errorf("DELETE with input count %s: got %d, want 404", n, st)
+		}
+	}
+	if got := len(h.Stored("oa", conv)); got != stored {
+		t.Errorf("stored after forged DELETEs: %d messages, want %d", got, stored)
+	}
+	if st, got := call(t, h, "rk-oa", "GET", "/v1/responses/"+id, ""); st != 200 || got.Get("id").Str != id {
+		t.Errorf("GET of the real id: %d %s", st, got.Raw)
+	}
+}

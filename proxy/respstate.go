@@ -193,7 +193,19 @@ func (s *Server) loadResponse(ctx context.Context, ns, id string) (*storedRespon
 	r.latest = true
 	var turn []history.Message
 	answered := false // a result of Recall's followed the answer
-	err = s.cfg.Store.Messages(ctx, r.key, ref.Seq-1, false, func(m history.Message) bool {
+	// The turn's input, and the message right before it (seq from-1,
+	// when active): they must be the input the id counts (inputMatches).
+	from := ref.Seq - uint64(ref.Input)
+	var before, input []history.Message
+	err = s.cfg.Store.Messages(ctx, r.key, max(from, 2)-2, false, func(m history.Message) bool {
+		switch {
+		case m.Seq < from:
+			before = append(before[:0], history.Message{Seq: m.Seq, CreatedAt: m.CreatedAt})
+			return true
+		case m.Seq < ref.Seq:
+			input = append(input, history.Message{Seq: m.Seq, CreatedAt: m.CreatedAt})
+			return true
+		}
 		internal := m.Flags&history.Internal != 0
 		if len(turn) == 0 && (m.Seq != ref.Seq || m.Role != wire.RoleAssistant) ||
 			!internal && (m.Role != wire.RoleAssistant || answered) {
@@ -211,10 +223,27 @@ func (s *Server) loadResponse(ctx context.Context, ns, id string) (*storedRespon
 	if err != nil {
 		return nil, storeReadErr(err)
 	}
-	if r.answer = visible(turn); len(r.answer) == 0 {
+	if r.answer = visible(turn); len(r.answer) == 0 || !inputMatches(before, input, turn[0]) {
 		return nil, nil
 	}
 	return r, nil
+}
+
+// inputMatches reports whether input, the active messages an id counts
+// as its turn's input, and before, the message right before them (if
+// active), are what the turn stored: the input and the answer are one
+// commit (every message of it has the commit's CreatedAt) and the
+// message before is another's. One response then has one id: a count
+// too large takes in an earlier turn's messages, one too small leaves
+// out a message of the same commit (ids are checked against the store,
+// never trusted).
+func inputMatches(before, input []history.Message, answer history.Message) bool {
+	for _, m := range input {
+		if !m.CreatedAt.Equal(answer.CreatedAt) {
+			return false
+		}
+	}
+	return len(before) == 0 || !before[0].CreatedAt.Equal(answer.CreatedAt)
 }
 
 // isAnswer reports whether m is a message of the model's the client got.
