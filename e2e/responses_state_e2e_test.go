@@ -667,3 +667,53 @@ func TestResponseIDsAreCheckedAgainstTheTurn(t *testing.T) {
 		t.Errorf("GET of the real id: %d %s", st, got.Raw)
 	}
 }
+
+// TestStoredResponseIsWhatPostReturned: GET /v1/responses/{id} returns
+// the Response as POST returned it, member for member: model, usage,
+// previous_response_id, instructions, tools and settings, times and
+// status, on every upstream kind, streamed or not.
+func TestStoredResponseIsWhatPostReturned(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	for _, key := range []string{"rk-oa", "rk-ch", "rk-an"} {
+		for _, stream := range []bool{false, true} {
+			t.Run(key+map[bool]string{true: "_streamed"}[stream], func(t *testing.T) {
+				_, first := call(t, h, key, "POST", "/v1/responses", `{"model":"gpt-4.1","input":"one"}`)
+				body := `{"model":"gpt-4.1","previous_response_id":"` + first.Get("id").Str + `","input":"two","instructions":"Be brief.",` +
+					`"temperature":0.5,"top_p":0.9,"max_output_tokens":200,"metadata":{"k":"v"},` +
+					`"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],"tool_choice":"auto"`
+				var posted gjson.Result
+				if stream {
+					res := h.Post("/v1/responses", key, "", body+`,"stream":true}`)
+					names, data := sseEvents(res.Body)
+					for i := range names {
+						if names[i] == "response.completed" {
+							posted = gjson.Get(data[i], "response")
+						}
+					}
+					h.WaitDone(first.Get("conversation.id").Str)
+				} else {
+					var st int
+					if st, posted = call(t, h, key, "POST", "/v1/responses", body+"}"); st != 200 {
+						t.Fatalf("POST: %d %s", st, posted.Raw)
+					}
+				}
+				if !posted.Exists() {
+					t.Fatal("no response")
+				}
+				st, got := call(t, h, key, "GET", "/v1/responses/"+posted.Get("id").Str, "")
+				if st != 200 {
+					t.Fatalf("GET: %d %s", st, got.Raw)
+				}
+				posted.ForEach(func(k, v gjson.Result) bool {
+					if g := got.Get(k.Str); g.Raw != v.Raw {
+						t.Errorf("%s: got %s, want %s as POST returned it", k.Str, g.Raw, v.Raw)
+					}
+					return true
+				})
+				if n, m := len(got.Map()), len(posted.Map()); n != m {
+					t.Errorf("GET has %d members, POST %d", n, m)
+				}
+			})
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,6 +89,9 @@ type exchange struct {
 	// leased is set when prepare took the conversation's lease (see
 	// prepare), held until the exchange ends.
 	leased bool
+	// respReq is a stored Responses request (see nameResponse): its
+	// answer's commit keeps the Response object returned (responseOf).
+	respReq *wire.Request
 	// held, if set, releases the conversation's lock (and its lease, when
 	// leased is set) that resolve took to decide under it which
 	// conversation a request continues (see resolveResponses): prepare
@@ -664,12 +668,20 @@ type recorded struct {
 	// stop is why the answer ended: chat's finish_reason, the canonical
 	// stop reason of another protocol's ("": not said).
 	stop string
+	// response is the Response object returned, kept with the answer's
+	// first message (history.Message.Response); nil but for the
+	// Responses API.
+	response []byte
 }
 
 // record1 writes the new messages and the answer as one atomic change (see
 // commit).
 func (x *exchange) record1(r recorded) error {
 	s := x.s
+	if r.response != nil && len(r.answer) > 0 {
+		r.answer = slices.Clone(r.answer)
+		r.answer[0].Response = r.response
+	}
 	ch := history.Change{
 		Version:          x.version,
 		Base:             x.base(),

@@ -10,8 +10,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tidwall/sjson"
+
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/protocol/responses"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -145,9 +148,24 @@ func nameResponse(x *exchange, req *wire.Request) {
 		inc = newIncarnation()
 		x.incarnation = inc
 	}
-	x.pinned = true
+	x.pinned, x.respReq = true, req
 	req.ResponseID = responseRef{Conversation: x.key.Conversation, Incarnation: inc,
 		Seq: max(m.NextSeq, 1) + uint64(len(x.fresh)), Input: len(x.fresh)}.ID()
+}
+
+// responseOf is the Response object a, the answer of a stored Responses
+// request, is returned as, its output an empty array: its turn keeps it
+// (history.Message.Response) for GET /v1/responses/{id}. nil for any
+// other exchange.
+func (x *exchange) responseOf(a *wire.Answer) []byte {
+	if x.respReq == nil {
+		return nil
+	}
+	b, err := sjson.SetRawBytes(responses.AppendResponse(nil, x.respReq, a), "output", []byte("[]"))
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // storedResponse is a response as the store holds it.
@@ -159,6 +177,9 @@ type storedResponse struct {
 	// visible): from ref.Seq up to the next message that is neither the
 	// model's nor Recall's own.
 	answer []history.Message
+	// response is the Response object POST returned, output left empty
+	// (history.Message.Response); nil for a turn stored without it.
+	response []byte
 	// end is the sequence number of the turn's last message: the answer,
 	// or a result of Recall's history tools after it.
 	end uint64
@@ -216,6 +237,10 @@ func (s *Server) loadResponse(ctx context.Context, ns, id string) (*storedRespon
 			answered = true
 		}
 		m.Raw = bytes.Clone(m.Raw)
+		if len(turn) == 0 {
+			r.response = bytes.Clone(m.Response)
+		}
+		m.Response = nil
 		turn = append(turn, m)
 		r.end = m.Seq
 		return true

@@ -476,7 +476,7 @@ func (x *exchange) commitAnswer(a *wire.Answer) error {
 	if a.ResponseID != "" {
 		id = a.ResponseID
 	}
-	return x.record1(recorded{answer: msgs, model: a.Model, id: id, stop: a.Stop,
+	return x.record1(recorded{answer: msgs, model: a.Model, id: id, stop: a.Stop, response: x.responseOf(a),
 		prompt: a.Usage.InputTokens, completion: a.Usage.OutputTokens, cached: a.Usage.CachedTokens, upstream: x.upstream})
 }
 
