@@ -292,11 +292,18 @@ func (sc *stateCall) deleteConversation(k history.Key) error {
 // listItems serves GET /v1/conversations/{id}/items: its active messages
 // as items, newest first unless order=asc, paged by limit and after. A
 // page reads about its own size from the store (pageItems), not the
-// conversation.
+// conversation, and runs under the heavy-call limiter (Config.Heavy).
 func (sc *stateCall) listItems(k history.Key) error {
 	order, limit, after, err := sc.paging()
 	if err != nil {
 		return err
+	}
+	if heavy := sc.s.cfg.Heavy; heavy != nil {
+		leave, err := heavy(sc.ctx, k.Tenant)
+		if err != nil {
+			return err
+		}
+		defer leave()
 	}
 	if _, err := sc.meta(k); err != nil {
 		return err

@@ -122,6 +122,10 @@ type Config struct {
 	// requests carry one naming the exchange's span. Default nil: no
 	// spans, and no tracer work on the request path.
 	Tracer *tracing.Tracer
+	// Heavy, if set, admits a heavy call of a namespace (the
+	// conversation API's limiter, api.Handler.EnterHeavy): a page of the
+	// Conversations API's items runs under it. Default: none.
+	Heavy func(ctx context.Context, ns string) (leave func(), err error)
 	// Locks serialises the work on each conversation. Default: the
 	// server's own. Give the same Locks to whatever else changes
 	// conversations in this process (the API, retention) so that it waits
