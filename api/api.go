@@ -128,6 +128,15 @@ type Handler struct {
 	heavy *gate
 }
 
+// EnterHeavy admits a heavy call of namespace ns made outside the API
+// (the proxy's Conversations API item lists) under the same bounds as
+// the API's own (MaxHeavy, MaxHeavyPerTenant): apierr.HeavyBusy when ns
+// has its share in flight, or when no slot frees before ctx ends. The
+// returned leave must be called exactly once.
+func (h *Handler) EnterHeavy(ctx context.Context, ns string) (leave func(), err error) {
+	return h.heavy.enter(ctx, ns)
+}
+
 // New returns a Handler for cfg.
 func New(cfg Config) (*Handler, error) {
 	if cfg.Store == nil || cfg.Authenticate == nil {

@@ -623,3 +623,97 @@ func TestStoreIsToldTruthfully(t *testing.T) {
 		t.Errorf("GET of it: %d, want 404", st)
 	}
 }
+
+// TestResponseIDsAreCheckedAgainstTheTurn: a response id's input count
+// is checked against the stored turn, never trusted. The id with the
+// count changed (smaller, larger, the whole conversation) names nothing:
+// GET, input_items, chaining and DELETE find no response, and a DELETE
+// of a forged id erases nothing.
+func TestResponseIDsAreCheckedAgainstTheTurn(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	_, r1 := call(t, h, "rk-oa", "POST", "/v1/responses", `{"model":"gpt-4.1","input":"one"}`)
+	st, r2 := call(t, h, "rk-oa", "POST", "/v1/responses", `{"model":"gpt-4.1","previous_response_id":"`+r1.Get("id").Str+
+		`","input":[{"role":"user","content":"a"},{"role":"user","content":"b"}]}`)
+	if st != 200 {
+		t.Fatalf("second response: %d %s", st, r2.Raw)
+	}
+	id := r2.Get("id").Str
+	conv := r2.Get("conversation.id").Str
+	cut := strings.LastIndexByte(id, '_')
+	if id[cut+1:] != "2" {
+		t.Fatalf("id %s: want an input count of 2", id)
+	}
+	stored := len(h.Stored("oa", conv))
+	for _, n := range []string{"0", "1", "3", "4"} {
+		forged := id[:cut+1] + n
+		if st, _ := call(t, h, "rk-oa", "GET", "/v1/responses/"+forged, ""); st != 404 {
+			t.Errorf("GET with input count %s: got %d, want 404", n, st)
+		}
+		if st, _ := call(t, h, "rk-oa", "GET", "/v1/responses/"+forged+"/input_items", ""); st != 404 {
+			t.Errorf("input_items with input count %s: got %d, want 404", n, st)
+		}
+		if st, body := call(t, h, "rk-oa", "POST", "/v1/responses", `{"model":"gpt-4.1","previous_response_id":"`+forged+`","input":"x"}`); st != 400 ||
+			body.Get("error.code").Str != "previous_response_not_found" {
+			t.Errorf("chained with input count %s: got %d %s, want 400 previous_response_not_found", n, st, body.Raw)
+		}
+		if st, _ := call(t, h, "rk-oa", "DELETE", "/v1/responses/"+forged, ""); st != 404 {
+			t.Errorf("DELETE with input count %s: got %d, want 404", n, st)
+		}
+	}
+	if got := len(h.Stored("oa", conv)); got != stored {
+		t.Errorf("stored after forged DELETEs: %d messages, want %d", got, stored)
+	}
+	if st, got := call(t, h, "rk-oa", "GET", "/v1/responses/"+id, ""); st != 200 || got.Get("id").Str != id {
+		t.Errorf("GET of the real id: %d %s", st, got.Raw)
+	}
+}
+
+// TestStoredResponseIsWhatPostReturned: GET /v1/responses/{id} returns
+// the Response as POST returned it, member for member: model, usage,
+// previous_response_id, instructions, tools and settings, times and
+// status, on every upstream kind, streamed or not.
+func TestStoredResponseIsWhatPostReturned(t *testing.T) {
+	h := e2etest.New(t, threeUpstreams())
+	for _, key := range []string{"rk-oa", "rk-ch", "rk-an"} {
+		for _, stream := range []bool{false, true} {
+			t.Run(key+map[bool]string{true: "_streamed"}[stream], func(t *testing.T) {
+				_, first := call(t, h, key, "POST", "/v1/responses", `{"model":"gpt-4.1","input":"one"}`)
+				body := `{"model":"gpt-4.1","previous_response_id":"` + first.Get("id").Str + `","input":"two","instructions":"Be brief.",` +
+					`"temperature":0.5,"top_p":0.9,"max_output_tokens":200,"metadata":{"k":"v"},` +
+					`"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],"tool_choice":"auto"`
+				var posted gjson.Result
+				if stream {
+					res := h.Post("/v1/responses", key, "", body+`,"stream":true}`)
+					names, data := sseEvents(res.Body)
+					for i := range names {
+						if names[i] == "response.completed" {
+							posted = gjson.Get(data[i], "response")
+						}
+					}
+					h.WaitDone(first.Get("conversation.id").Str)
+				} else {
+					var st int
+					if st, posted = call(t, h, key, "POST", "/v1/responses", body+"}"); st != 200 {
+						t.Fatalf("POST: %d %s", st, posted.Raw)
+					}
+				}
+				if !posted.Exists() {
+					t.Fatal("no response")
+				}
+				st, got := call(t, h, key, "GET", "/v1/responses/"+posted.Get("id").Str, "")
+				if st != 200 {
+					t.Fatalf("GET: %d %s", st, got.Raw)
+				}
+				posted.ForEach(func(k, v gjson.Result) bool {
+					if g := got.Get(k.Str); g.Raw != v.Raw {
+						t.Errorf("%s: got %s, want %s as POST returned it", k.Str, g.Raw, v.Raw)
+					}
+					return true
+				})
+				if n, m := len(got.Map()), len(posted.Map()); n != m {
+					t.Errorf("GET has %d members, POST %d", n, m)
+				}
+			})
+		}
+	}
+}

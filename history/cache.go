@@ -602,7 +602,7 @@ func metaCost(m Meta) int {
 }
 
 // messageCost is what a cached message counts against the cache's bounds.
-func messageCost(m Message) int { return len(m.Raw) + messageOverhead }
+func messageCost(m Message) int { return len(m.Raw) + len(m.Response) + messageOverhead }
 
 // messageBytes is the part of e.bytes its messages account for, which
 // maxEntry bounds.

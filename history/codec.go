@@ -13,10 +13,11 @@ import (
 // Stored messages are encoded as a small binary header followed by the raw
 // JSON, so loading a message copies its bytes once and parses nothing.
 //
+//	version 4: version(1) flags(1) role(1) protocol(1) turn(uvarint) episode(uvarint) tokens(uvarint) created(varint) hash(8) response_len(uvarint) response raw
 //	version 3: version(1) flags(1) role(1) protocol(1) turn(uvarint) episode(uvarint) tokens(uvarint) created(varint) hash(8) raw
 //	version 2: version(1) flags(1) role(1) turn(uvarint) episode(uvarint) tokens(uvarint) created(varint) hash(8) raw
 //	version 1: version(1) flags(1) role(1) turn(uvarint) tokens(uvarint) created(varint) hash(8) raw (episode 1)
-const codecVersion = 3
+const codecVersion = 4
 
 var roleCodes = [...]string{"", wire.RoleSystem, wire.RoleDeveloper, wire.RoleUser, wire.RoleAssistant, wire.RoleTool}
 
@@ -38,10 +39,12 @@ func AppendMessage(dst []byte, m *Message) []byte {
 	dst = binary.AppendUvarint(dst, uint64(m.Tokens))
 	dst = binary.AppendVarint(dst, m.CreatedAt.UnixNano())
 	dst = binary.LittleEndian.AppendUint64(dst, m.Hash)
+	dst = binary.AppendUvarint(dst, uint64(len(m.Response)))
+	dst = append(dst, m.Response...)
 	return append(dst, m.Raw...)
 }
 
-// DecodeMessage decodes a stored message. m.Raw aliases b: copy b first if
+// DecodeMessage decodes a stored message. m.Raw and m.Response alias b: copy b first if
 // it does not outlive the call that produced it (as with Badger values).
 func DecodeMessage(b []byte, seq uint64) (Message, error) {
 	if len(b) < 3 || b[0] < 1 || b[0] > codecVersion {
@@ -87,6 +90,17 @@ func DecodeMessage(b []byte, seq uint64) (Message, error) {
 	m.Tokens = int(tokens)
 	m.CreatedAt = time.Unix(0, created)
 	m.Hash = binary.LittleEndian.Uint64(b)
-	m.Raw = b[8:]
+	b = b[8:]
+	if version >= 4 {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b[k:])) {
+			return Message{}, errorf("decode message %d: bad response", seq)
+		}
+		if n > 0 {
+			m.Response = b[k : k+int(n) : k+int(n)]
+		}
+		b = b[k+int(n):]
+	}
+	m.Raw = b
 	return m, nil
 }

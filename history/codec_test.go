@@ -39,3 +39,47 @@ func TestMessageCodecKeepsTheProtocol(t *testing.T) {
 		t.Errorf("got %+v, want a chat-completions user message of 5 tokens", old)
 	}
 }
+
+// TestMessageCodecKeepsTheResponse: a message's Response reads back
+// apart from its Raw; a message without one, and a record written before
+// Responses were kept (version 3), read back with none.
+func TestMessageCodecKeepsTheResponse(t *testing.T) {
+	tests := []struct {
+		name     string
+		response string
+	}{
+		{"with a response", `{"id":"resp_1","output":[]}`},
+		{"without", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Message{Role: wire.RoleAssistant, Protocol: wire.Responses, Raw: []byte(`{"role":"assistant","content":"hi"}`), Hash: 1}
+			if tt.response != "" {
+				in.Response = []byte(tt.response)
+			}
+			got, err := DecodeMessage(AppendMessage(nil, &in), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got.Response) != tt.response || string(got.Raw) != string(in.Raw) || got.Hash != 1 {
+				t.Errorf("got response %q raw %q, want %q and %q", got.Response, got.Raw, tt.response, in.Raw)
+			}
+		})
+	}
+	v3 := []byte{3, 0, roleCode(wire.RoleUser), byte(wire.Responses)}
+	v3 = binary.AppendUvarint(v3, 1)
+	v3 = binary.AppendUvarint(v3, 1)
+	v3 = binary.AppendUvarint(v3, 5)
+	v3 = binary.AppendVarint(v3, 1)
+	v3 = binary.LittleEndian.AppendUint64(v3, 7)
+	v3 = append(v3, `{"role":"user","content":"x"}`...)
+	old, err := DecodeMessage(v3, 1)
+	if err != nil || old.Response != nil || string(old.Raw) != `{"role":"user","content":"x"}` {
+		t.Errorf("version 3: got %+v, %v; want the raw and no response", old, err)
+	}
+	bad := AppendMessage(nil, &Message{Role: wire.RoleUser, Raw: []byte("{}")})
+	bad = append(bad[:len(bad)-3], 9) // a response length past the record's end
+	if _, err := DecodeMessage(bad, 1); err == nil {
+		t.Error("a response length past the record: got no error")
+	}
+}

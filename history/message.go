@@ -64,6 +64,12 @@ type Message struct {
 	Flags Flags
 	// CreatedAt is when the message was committed.
 	CreatedAt time.Time
+	// Response, on the first stored message of a Responses API answer,
+	// is the Response object POST returned, its output an empty array
+	// (the output is the answer's stored items): GET /v1/responses/{id}
+	// returns it as returned. nil on every other message. It is never
+	// sent upstream, hashed or searched.
+	Response []byte
 }
 
 // Codec returns the codec of the message's protocol.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,6 +89,15 @@ type exchange struct {
 	// leased is set when prepare took the conversation's lease (see
 	// prepare), held until the exchange ends.
 	leased bool
+	// respReq is a stored Responses request (see nameResponse): its
+	// answer's commit keeps the Response object returned (responseOf).
+	respReq *wire.Request
+	// held, if set, releases the conversation's lock (and its lease, when
+	// leased is set) that resolve took to decide under it which
+	// conversation a request continues (see resolveResponses): prepare
+	// takes it over instead of taking the lock again, and an exchange
+	// that does not prepare drops it (dropHeld).
+	held func()
 	// render renders an error in the client's protocol (nil: OpenAI's);
 	// route names the exchange's route in metrics and logs ("": chat).
 	render       func(*apierr.Error) []byte
@@ -509,9 +519,12 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 			}
 		}()
 	}
-	unlock, err := s.cfg.Locks.Acquire(ctx, x.key)
-	if err != nil {
-		return nil, apierr.Busy
+	unlock := x.held
+	x.held = nil
+	if unlock == nil {
+		if unlock, err = s.cfg.Locks.Acquire(ctx, x.key); err != nil {
+			return nil, apierr.Busy
+		}
 	}
 	held := unlock
 	defer func() {
@@ -532,7 +545,7 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 		x.leased, held = true, func() { release(); unlock() }
 		return nil
 	}
-	if x.pinned && s.cfg.Leaser != nil {
+	if x.pinned && s.cfg.Leaser != nil && !x.leased {
 		if err := lease(); err != nil {
 			return nil, err
 		}
@@ -663,12 +676,20 @@ type recorded struct {
 	// stop is why the answer ended: chat's finish_reason, the canonical
 	// stop reason of another protocol's ("": not said).
 	stop string
+	// response is the Response object returned, kept with the answer's
+	// first message (history.Message.Response); nil but for the
+	// Responses API.
+	response []byte
 }
 
 // record1 writes the new messages and the answer as one atomic change (see
 // commit).
 func (x *exchange) record1(r recorded) error {
 	s := x.s
+	if r.response != nil && len(r.answer) > 0 {
+		r.answer = slices.Clone(r.answer)
+		r.answer[0].Response = r.response
+	}
 	ch := history.Change{
 		Version:          x.version,
 		Base:             x.base(),

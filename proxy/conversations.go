@@ -292,35 +292,115 @@ func (sc *stateCall) deleteConversation(k history.Key) error {
 	}{k.Conversation, "conversation.deleted", true})
 }
 
-// allItems returns the conversation's active messages as items, oldest
-// first.
-func (sc *stateCall) allItems(k history.Key) ([][]byte, error) {
-	msgs, err := sc.messages(k, 1, ^uint64(0))
-	if err != nil {
-		return nil, err
-	}
-	var items [][]byte
-	for i := range msgs {
-		items = append(items, itemsOf(&msgs[i])...)
-	}
-	return items, nil
-}
-
 // listItems serves GET /v1/conversations/{id}/items: its active messages
-// as items, newest first unless order=asc, paged by limit and after.
+// as items, newest first unless order=asc, paged by limit and after. A
+// page reads about its own size from the store (pageItems), not the
+// conversation, and runs under the heavy-call limiter (Config.Heavy).
 func (sc *stateCall) listItems(k history.Key) error {
 	order, limit, after, err := sc.paging()
 	if err != nil {
 		return err
 	}
+	if heavy := sc.s.cfg.Heavy; heavy != nil {
+		leave, err := heavy(sc.ctx, k.Tenant)
+		if err != nil {
+			return err
+		}
+		defer leave()
+	}
 	if _, err := sc.meta(k); err != nil {
 		return err
 	}
-	items, err := sc.allItems(k)
+	items, err := sc.pageItems(k, order, limit, after)
 	if err != nil {
 		return err
 	}
 	return sc.reply(200, page(items, order, limit, after))
+}
+
+// pageItems returns, oldest first, the items page needs for a page of
+// limit items in order after the item after ("" for the first page),
+// reading no more of the conversation than that page and the item after
+// it, give or take a message's items and the rounds of Recall's history
+// tools (read with the answer they belong to, see visible):
+//
+//   - ascending, the messages from the cursor's on, oldest first;
+//   - newest first without a cursor, the conversation's tail (Load,
+//     growing until it holds limit+1 items or the whole conversation);
+//   - newest first after a cursor, the messages up to the cursor's, as
+//     a store reads only forwards: cost follows the cursor's position.
+func (sc *stateCall) pageItems(k history.Key, order string, limit int, after string) ([][]byte, error) {
+	var msgs []history.Message
+	items := 0
+	switch {
+	case order == "asc":
+		var from uint64
+		if seq, ok := itemSeq(after); ok && after != "" {
+			from = seq - 1 // the cursor's message: its later items follow the cursor
+		}
+		err := sc.s.cfg.Store.Messages(sc.ctx, k, from, false, func(m history.Message) bool {
+			if items > limit+1 && m.Flags&history.Internal == 0 {
+				return false
+			}
+			if m.Flags&history.Internal == 0 {
+				items++
+			}
+			m.Raw = bytes.Clone(m.Raw)
+			msgs = append(msgs, m)
+			return true
+		})
+		if err != nil {
+			return nil, storeReadErr(err)
+		}
+	case after == "":
+		for n := limit + 2; ; n *= 2 {
+			snap, err := sc.s.cfg.Store.Load(sc.ctx, k, history.Query{MinMessages: n, MaxTurns: 1})
+			if err != nil {
+				return nil, storeReadErr(err)
+			}
+			msgs = msgs[:0]
+			for _, m := range snap.Tail {
+				m.Raw = bytes.Clone(m.Raw)
+				msgs = append(msgs, m)
+			}
+			if snap.Complete || len(visible(msgs)) > limit+1 {
+				break
+			}
+		}
+	default:
+		seq, ok := itemSeq(after)
+		if !ok {
+			seq = ^uint64(0)
+		}
+		var err error
+		// The cursor's message, and the results of Recall's after it.
+		if msgs, err = sc.messagesThrough(k, seq); err != nil {
+			return nil, err
+		}
+	}
+	var out [][]byte
+	for _, m := range visible(msgs) {
+		out = append(out, itemsOf(&m)...)
+	}
+	return out, nil
+}
+
+// messagesThrough returns k's active messages up to seq and the results
+// of Recall's history tools right after it, oldest first, copied.
+func (sc *stateCall) messagesThrough(k history.Key, seq uint64) ([]history.Message, error) {
+	var out []history.Message
+	err := sc.s.cfg.Store.Messages(sc.ctx, k, 0, false, func(m history.Message) bool {
+		if m.Seq > seq && m.Flags&history.Internal == 0 {
+			return false
+		}
+		m.Raw = bytes.Clone(m.Raw)
+		out = append(out, m)
+		return true
+	})
+	if err != nil {
+		return nil, storeReadErr(err)
+	}
+	return out, nil
 }
 
 // addItems serves POST /v1/conversations/{id}/items: the items appended
@@ -375,11 +455,21 @@ func (sc *stateCall) findItem(k history.Key, id string) ([]byte, uint64, error) 
 	if !ok {
 		return nil, 0, apierr.ItemNotFound
 	}
-	msgs, err := sc.messages(k, seq, seq)
+	// The message, and the results of Recall's history tools after it:
+	// they say which of its calls were Recall's (see visible).
+	var msgs []history.Message
+	err := sc.s.cfg.Store.Messages(sc.ctx, k, seq-1, false, func(m history.Message) bool {
+		if len(msgs) > 0 && m.Flags&history.Internal == 0 || len(msgs) == 0 && m.Seq != seq {
+			return false
+		}
+		m.Raw = bytes.Clone(m.Raw)
+		msgs = append(msgs, m)
+		return true
+	})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, storeReadErr(err)
 	}
-	if len(msgs) == 1 && msgs[0].Seq == seq {
+	if msgs = visible(msgs); len(msgs) == 1 && msgs[0].Seq == seq {
 		for _, it := range itemsOf(&msgs[0]) {
 			if gjson.GetBytes(it, "id").Str == id {
 				return it, seq, nil

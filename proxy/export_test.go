@@ -1,10 +1,38 @@
 package proxy
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"sync/atomic"
+	"time"
+
+	"github.com/recallproxy/recall/history"
 )
 
 // CountDeadlines wraps ln so that n counts the deadlines its connections
 // are given.
 func CountDeadlines(ln net.Listener, n *atomic.Int64) net.Listener { return countingListener{ln, n} }
+
+// LockRefs returns how many requests hold or wait for k's lock.
+func (s *Server) LockRefs(k history.Key) int {
+	s.cfg.Locks.mu.Lock()
+	defer s.cfg.Locks.mu.Unlock()
+	if cl := s.cfg.Locks.m[k]; cl != nil {
+		return cl.refs
+	}
+	return 0
+}
+
+// WaitLockRefs waits until n requests hold or wait for k's lock, or ctx
+// ends.
+func (s *Server) WaitLockRefs(ctx context.Context, k history.Key, n int) error {
+	for s.LockRefs(k) < n {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d on the lock of %s: %w", n, k, ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
+}

@@ -62,7 +62,9 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		return
 	}
 	if p.resolve != nil {
-		if conv, err = p.resolve(x, req, conv); err != nil {
+		conv, err = p.resolve(x, req, conv)
+		defer x.dropHeld() // unless prepare took it over
+		if err != nil {
 			x.fail(rc, err)
 			return
 		}
@@ -114,6 +116,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 			return
 		}
 	}
+	x.dropHeld() // not taken over: nothing is recorded
 	if x.record {
 		x.oneChoice = req.Choices <= 1
 		planned := inPlace(x.plan.Messages, p.proto, req)
@@ -477,7 +480,7 @@ func (x *exchange) commitAnswer(a *wire.Answer) error {
 	if a.ResponseID != "" {
 		id = a.ResponseID
 	}
-	return x.record1(recorded{answer: msgs, model: a.Model, id: id, stop: a.Stop,
+	return x.record1(recorded{answer: msgs, model: a.Model, id: id, stop: a.Stop, response: x.responseOf(a),
 		prompt: a.Usage.InputTokens, completion: a.Usage.OutputTokens, cached: a.Usage.CachedTokens, upstream: x.upstream})
 }
 

@@ -128,6 +128,10 @@ type Config struct {
 	// error websocket_connection_limit_reached, and the client opens
 	// another. Default 60m, as OpenAI's.
 	WebSocketLifetime time.Duration
+	// Heavy, if set, admits a heavy call of a namespace (the
+	// conversation API's limiter, api.Handler.EnterHeavy): a page of the
+	// Conversations API's items runs under it. Default: none.
+	Heavy func(ctx context.Context, ns string) (leave func(), err error)
 	// Locks serialises the work on each conversation. Default: the
 	// server's own. Give the same Locks to whatever else changes
 	// conversations in this process (the API, retention) so that it waits

@@ -3,6 +3,9 @@ package proxy
 import (
 	"strconv"
 
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/protocol/responses"
@@ -27,13 +30,14 @@ func (sc *stateCall) responses(segs []string) error {
 }
 
 // getResponse renders a stored response as POST /v1/responses returned
-// it (responses.AppendResponse of the stored answer items, under the same
-// id, so the output items' ids are the same too). What is not stored
-// per turn is rendered from what is: model is the conversation's latest
-// answer's, usage is 0, created_at and completed_at are when the answer
-// was committed, status is completed (an incomplete answer's reason is
-// not kept), the request's settings (instructions, tools, temperature,
-// ...) and previous_response_id are OpenAI's defaults.
+// it: the Response object its turn keeps (history.Message.Response:
+// model, usage, previous_response_id, instructions, tools and settings,
+// times, status), its output the stored answer items rendered under the
+// same id (responses.AppendResponse), so the output items' ids are the
+// same too. A turn stored without it (before Recall kept it) is
+// rendered from what is stored: model the conversation's latest
+// answer's, usage 0, created_at and completed_at the commit's time,
+// status completed, the request's settings OpenAI's defaults.
 func (sc *stateCall) getResponse(id string) error {
 	r, err := sc.s.loadResponse(sc.ctx, sc.c.Namespace, id)
 	if err != nil {
@@ -46,7 +50,14 @@ func (sc *stateCall) getResponse(id string) error {
 	a.Model, a.ResponseID, a.Created = r.meta.Model, id, r.answer[0].CreatedAt.Unix()
 	a.Completed = a.Created
 	req := &wire.Request{Protocol: wire.Responses, Model: a.Model, Store: true, Conversation: r.ref.Conversation}
-	return sc.replyRaw(200, responses.AppendResponse(nil, req, &a))
+	body := responses.AppendResponse(nil, req, &a)
+	if r.response != nil {
+		out, err := sjson.SetRawBytes(r.response, "output", []byte(gjson.GetBytes(body, "output").Raw))
+		if err == nil {
+			body = out
+		}
+	}
+	return sc.replyRaw(200, body)
 }
 
 // answerOf rebuilds the answer stored as msgs: its items as stored when
@@ -116,8 +127,8 @@ func (sc *stateCall) paging() (order string, limit int, after string, err error)
 }
 
 // deleteResponse serves DELETE /v1/responses/{id}: it hard-forgets the
-// response's turn, its input items and its answer (with any tool call or
-// result tied to them), as the conversation API's hard forget does: the
+// response's turn, its input items and its answer (with Recall's history
+// tool rounds, and any tool call or result tied to them), as the conversation API's hard forget does: the
 // records and their search entries are erased, a summary covering them
 // is dropped until rebuilt. The response is then not found, and its
 // conversation continues from what is left.
@@ -140,11 +151,8 @@ func (sc *stateCall) deleteResponse(id string) error {
 		return apierr.ResponseNotFound
 	}
 	var seqs []uint64
-	for s := ref.Seq - uint64(ref.Input); s < ref.Seq; s++ {
+	for s := ref.Seq - uint64(ref.Input); s <= r.end; s++ {
 		seqs = append(seqs, s)
-	}
-	for _, m := range r.answer {
-		seqs = append(seqs, m.Seq)
 	}
 	if err := sc.hardForget(k, r.meta, seqs); err != nil {
 		return err

@@ -335,7 +335,7 @@ func (l *toolLoop) commit(turn []history.Message, a *wire.Answer) error {
 	if a.ResponseID != "" {
 		id = a.ResponseID
 	}
-	return l.x.record1(recorded{answer: turn, model: a.Model, id: id, stop: a.Stop, prompt: l.usage.InputTokens,
+	return l.x.record1(recorded{answer: turn, model: a.Model, id: id, stop: a.Stop, response: l.x.responseOf(a), prompt: l.usage.InputTokens,
 		completion: l.usage.OutputTokens, cached: l.usage.CachedTokens, upstream: l.x.upstream})
 }
 

@@ -187,6 +187,9 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	p.API = a.API.Handle
+	if p.Heavy == nil {
+		p.Heavy = a.API.EnterHeavy
+	}
 	if a.UI, err = ui.New(); err != nil {
 		return nil, err
 	}

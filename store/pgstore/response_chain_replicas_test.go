@@ -1,0 +1,138 @@
+package pgstore_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/pgtest"
+	"github.com/recallproxy/recall/internal/upstreamtest"
+	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/store/pgstore"
+)
+
+// enteredLeaser is a Leaser that reports each Acquire of a conversation's
+// lease on entered, before it waits.
+type enteredLeaser struct {
+	history.Leaser
+	entered chan string
+}
+
+func (l enteredLeaser) Acquire(ctx context.Context, name string) (func(), error) {
+	if strings.HasPrefix(name, history.LeaseConversation) {
+		l.entered <- name
+	}
+	return l.Leaser.Acquire(ctx, name)
+}
+
+// TestConcurrentChainsOnOneResponseAcrossReplicas: two replicas on one
+// database get a request each chained on the same response at once. The
+// one that takes the conversation's lease first continues the
+// conversation; the other decides under the lease, once the first
+// committed, and forks from the response: the upstream request of each
+// carries the history up to the response and its own input only.
+func TestConcurrentChainsOnOneResponseAcrossReplicas(t *testing.T) {
+	url := pgtest.DB(t)
+	up := upstreamtest.NewTB(t)
+	g := config.DefaultGlobal()
+	g.Defaults.Upstream.BaseURL = up.URL()
+	tenants, err := config.LoadTenants(g, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered := make(chan string, 16)
+	var addrs []string
+	for i := range 2 {
+		s := open(t, url, pgstore.Options{})
+		cfg := proxy.Config{Tenants: proxy.StaticTenants{Set: tenants}, Store: history.NewCache(s, 0, 0)}
+		if i == 1 {
+			cfg.Leaser = enteredLeaser{s, entered}
+		}
+		srv, err := proxy.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Shutdown(context.Background()) })
+		addrs = append(addrs, ln.Addr().String())
+	}
+	post := func(addr, body string) (int, gjson.Result, error) {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/responses", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer sk-chain")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, gjson.Result{}, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, gjson.ParseBytes(b), err
+	}
+	st, r1, err := post(addrs[0], `{"model":"gpt-4.1","input":"one"}`)
+	if err != nil || st != 200 {
+		t.Fatalf("first response: %d %s %v", st, r1.Raw, err)
+	}
+	id, conv := r1.Get("id").Str, r1.Get("conversation.id").Str
+
+	up.Enqueue(upstreamtest.Reply{Hold: true})
+	type outcome struct {
+		text   string
+		status int
+		body   gjson.Result
+		err    error
+	}
+	results := make(chan outcome, 2)
+	ask := func(addr, text string) {
+		st, body, err := post(addr, `{"model":"gpt-4.1","previous_response_id":"`+id+`","input":"`+text+`"}`)
+		results <- outcome{text, st, body, err}
+	}
+	go ask(addrs[0], "first")
+	if err := up.WaitStalled(testCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	go ask(addrs[1], "other")
+	select {
+	case <-entered: // the other replica waits for the lease the first holds
+	case <-testCtx(t).Done():
+		t.Fatal("the other replica never asked for the conversation's lease")
+	}
+	up.Release()
+	for range 2 {
+		o := <-results
+		if o.err != nil || o.status != 200 {
+			t.Fatalf("%s: %d %s %v", o.text, o.status, o.body.Raw, o.err)
+		}
+		got := o.body.Get("conversation.id").Str
+		if (o.text == "first") != (got == conv) {
+			t.Errorf("%s: in %q, want the first in %q and the other in a fork", o.text, got, conv)
+		}
+	}
+	for _, r := range up.Requests()[1:] {
+		var in []string
+		for _, raw := range r.Messages {
+			m := gjson.ParseBytes(raw)
+			text := m.Get("content").Str
+			m.Get("content").ForEach(func(_, p gjson.Result) bool {
+				text += p.Get("text").Str
+				return true
+			})
+			in = append(in, m.Get("role").Str+": "+text)
+		}
+		got := strings.Join(in, " | ")
+		if want := "user: one | assistant: echo: one | " + in[len(in)-1]; got != want {
+			t.Errorf("upstream input: got %q, want %q", got, want)
+		}
+	}
+}
