@@ -21,6 +21,9 @@ type mode struct {
 	// explicit is a synchronous call (Summarize, End): it waits for a
 	// lease another process holds instead of skipping.
 	explicit bool
+	// all covers every turn, the newest keep_turns too (Compact: the
+	// client's compaction replaces its whole window).
+	all bool
 	// model and cred are the job's, read under the Manager's lock.
 	model, cred string
 }
@@ -197,11 +200,14 @@ func (m *Manager) plan(ctx context.Context, key history.Key, t *config.Tenant, m
 	if w.title {
 		w.cover = ts
 	} else {
-		pending := len(ts)
-		if pending <= t.Summary.KeepTurns || (!md.force && pending <= t.Summary.TriggerTurns) {
+		pending, keep := len(ts), t.Summary.KeepTurns
+		if md.all {
+			keep = 0
+		}
+		if pending <= keep || (!md.force && pending <= t.Summary.TriggerTurns) {
 			return w, nil
 		}
-		w.cover = ts[:pending-t.Summary.KeepTurns]
+		w.cover = ts[:pending-keep]
 	}
 	// A summary never ends on tool calls still waiting for their results:
 	// the results would follow it with their call summarised away.

@@ -379,6 +379,19 @@ func (m *Manager) Summarize(ctx context.Context, key history.Key) (history.Meta,
 	return m.now(ctx, key, mode{force: true, explicit: true})
 }
 
+// Compact compacts every turn of key now, the newest keep_turns too,
+// and waits for it, bounded by ctx: the Responses API's
+// POST /v1/responses/compact, whose answer stands in for the client's
+// whole window. model and cred are the request's (cred the client's key
+// when the tenant passes it upstream, held in memory only); they stand
+// for the job's, as Trigger's do. It answers the metadata afterwards:
+// Meta.Summary covers every turn but one ending on tool calls still
+// waiting for their results, or is nil when there was nothing to
+// summarise. Errors as Summarize's.
+func (m *Manager) Compact(ctx context.Context, key history.Key, model, cred string) (history.Meta, error) {
+	return m.now(ctx, key, mode{force: true, explicit: true, all: true, model: model, cred: cred})
+}
+
 // End seals key's open episode now, folds it into the summary with a title
 // and answers the resulting metadata (Status ended, the episode in
 // Meta.Episodes). ErrNotFound for a conversation never written. If the fold
@@ -445,7 +458,12 @@ func (m *Manager) now(ctx context.Context, key history.Key, md mode) (history.Me
 				j.cred = m.creds[key.Tenant]
 			}
 			m.jobs[key] = j
-			md.model, md.cred = j.model, j.cred
+			if md.model == "" {
+				md.model = j.model
+			}
+			if md.cred == "" {
+				md.cred = j.cred
+			}
 			m.mu.Unlock()
 			break
 		}
