@@ -11,6 +11,7 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/internal/e2etest"
+	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/summary"
@@ -274,5 +275,22 @@ func TestOpenAIsCompactionGoesOnlyToOpenAI(t *testing.T) {
 	}
 	if n := len(h.Up.Requests()); n != sent {
 		t.Errorf("upstream requests: %d, want %d", n, sent)
+	}
+}
+
+// A compaction whose summariser fails is answered as an upstream failure
+// and commits nothing: not the window's items, not a summary.
+func TestFailedCompactionCommitsNothing(t *testing.T) {
+	h := e2etest.New(t, compactUpstreams())
+	h.Up.EnqueueSummary(upstreamtest.Reply{Status: 500}, upstreamtest.Reply{Status: 500}, upstreamtest.Reply{Status: 500})
+	r := h.Post("/c/cmp-fail/v1/responses/compact", "rk-ch", "", compactBody(item("user", "one"), item("assistant", "echo: one")))
+	if e := gjson.Get(r.Body, "error"); r.Status != 502 || e.Get("code").Str != "upstream_unavailable" || strings.Contains(r.Body, "sk-up") {
+		t.Errorf("got %d %s, want 502 upstream_unavailable", r.Status, r.Body)
+	}
+	if d := h.WaitDone("cmp-fail"); d.Committed {
+		t.Errorf("exchange: %+v, want nothing committed", d)
+	}
+	if m := h.Meta("ch", "cmp-fail"); m.NextSeq != 0 || m.Summary != nil {
+		t.Errorf("stored: %+v, want nothing", m)
 	}
 }

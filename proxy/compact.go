@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -35,9 +36,11 @@ var pathCompact = []byte("/v1" + responses.CompactPath)
 // /v1/responses/compact when Config.Summaries implements it.
 type Compactor interface {
 	// Compact summarises every turn of key that its summary does not
-	// cover and returns the metadata afterwards. model and cred are the
+	// cover, the turn's too, and returns the metadata afterwards. model and cred are the
 	// request's (cred: the client's key for a pass-through upstream).
-	Compact(ctx context.Context, key history.Key, model, cred string) (history.Meta, error)
+	// turn is the request's change, committed with the summary in one
+	// change (nothing of it when the compaction fails).
+	Compact(ctx context.Context, key history.Key, model, cred string, turn history.Change) (history.Meta, error)
 }
 
 // keptUserTokens bounds the user messages a compaction keeps verbatim in
@@ -262,30 +265,36 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 		x.fail(rc, err)
 		return
 	}
+	defer release()
 	before := x.plan.Meta
 	if before.NextSeq == 0 && len(x.fresh) == 0 {
-		release()
 		x.fail(rc, apierr.NothingToCompact)
 		return
 	}
 	if before.NextSeq == 0 {
 		x.incarnation = newIncarnation()
 	}
-	if len(x.fresh) > 0 || x.super != nil {
-		if err := x.record1(recorded{model: x.model, upstream: upProto}); err != nil {
-			release()
-			x.fail(rc, err)
-			return
-		}
-		x.committed = true
+	// The request's items and the summary over them land in one change,
+	// under the conversation's lock: a failed compaction commits nothing.
+	turn := history.Change{
+		Version:     x.version,
+		Base:        x.base(),
+		Supersede:   x.super,
+		Append:      x.fresh,
+		Cut:         x.cut,
+		Model:       x.model,
+		Now:         s.cfg.Now().UnixNano(),
+		Exchange:    &history.ExchangeID{Key: x.retry.Key, Hash: x.exchangeHash},
+		Seal:        x.plan.Seal,
+		Incarnation: x.incarnation,
 	}
-	release() // the summary job takes the conversation's summary lease, not its lock
-	after, err := comp.Compact(ctx, x.key, x.model, c.PassedKey())
+	after, err := comp.Compact(ctx, x.key, x.model, c.PassedKey(), turn)
 	if err != nil {
 		s.log.Error("compaction failed", "tenant", c.cfg.ID, "conversation", conv, "error", err)
-		x.fail(rc, fmt.Errorf("%w: compact: %w", apierr.UpstreamUnavailable, err))
+		x.fail(rc, compactErr(err))
 		return
 	}
+	x.committed = len(x.fresh) > 0 || x.super != nil
 	ref := compactionRef{Conversation: conv, Incarnation: after.Incarnation}
 	if after.Summary != nil {
 		ref.Through = after.Summary.Through
@@ -300,6 +309,22 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 	rc.SetContentType("application/json")
 	rc.Response.SetBodyRaw(responses.AppendCompacted(nil, "resp_"+randomHex(), x.start.Unix(), out, u))
 	x.done(fasthttp.StatusOK, nil)
+}
+
+// compactErr is a failed compaction's error as the client is answered:
+// the store's and the summariser's failures as they are for a turn.
+func compactErr(err error) error {
+	switch {
+	case errors.Is(err, history.ErrConflict):
+		return apierr.Busy
+	case errors.Is(err, history.ErrNoSpace):
+		return fmt.Errorf("%w: %w", apierr.NoSpace, err)
+	case errors.Is(err, history.ErrUnavailable):
+		return fmt.Errorf("%w: %w", apierr.StoreUnavailable, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %w", apierr.UpstreamTimeout, err)
+	}
+	return fmt.Errorf("%w: compact: %w", apierr.UpstreamUnavailable, err)
 }
 
 // keptUsers are the user messages of a compacted window that its answer
