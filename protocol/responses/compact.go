@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -34,6 +35,9 @@ func ParseCompact(body []byte) (*wire.Request, error) {
 // Compaction reports whether raw is a compaction item, and returns its
 // encrypted_content ("" if it has none that is a string).
 func Compaction(raw []byte) (content string, ok bool) {
+	if !bytes.Contains(raw, []byte(typeCompaction)) {
+		return "", false // every item of every request is asked: no parse for the others
+	}
 	item := parse(raw)
 	if itemType(item) != typeCompaction {
 		return "", false

@@ -12,7 +12,7 @@ import (
 
 func TestParseCompact(t *testing.T) {
 	tests := []struct {
-		name, body string
+		name, body  string
 		code, param string // the error's ("": none)
 		msgs        int
 	}{
