@@ -294,3 +294,26 @@ func TestFailedCompactionCommitsNothing(t *testing.T) {
 		t.Errorf("stored: %+v, want nothing", m)
 	}
 }
+
+// A compaction may name its conversation by previous_response_id alone,
+// with no input: the conversation's stored turns are compacted. One
+// that names nothing that holds anything is a 400 on input.
+func TestCompactByPreviousResponseID(t *testing.T) {
+	h := e2etest.New(t, compactUpstreams())
+	client := h.Client("rk-an", "")
+	r1 := ask(t, client, "the code word is FIG", "")
+	waitAny(t, h)
+	out := compactedOutput(t, h.Post("/v1/responses/compact", "rk-an", "", `{"model":"claude-sonnet-4-5","previous_response_id":"`+r1.ID+`"}`))
+	h.WaitDone(r1.Conversation.ID)
+	if len(out) != 1 {
+		t.Errorf("output: got %s, want the compaction alone (the request held no user message)", raws(out))
+	}
+	if m := h.Meta("an", r1.Conversation.ID); m.Summary == nil || m.Summary.Through != 2 || !strings.Contains(m.Summary.Text, "FIG") {
+		t.Errorf("summary: got %+v, want the stored turn covered", m.Summary)
+	}
+	r := h.Post("/v1/responses/compact", "rk-an", "", `{"model":"claude-sonnet-4-5"}`)
+	if e := gjson.Get(r.Body, "error"); r.Status != 400 || e.Get("param").Str != "input" {
+		t.Errorf("nothing to compact: got %d %s, want 400 on input", r.Status, r.Body)
+	}
+	waitAny(t, h)
+}

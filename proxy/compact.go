@@ -261,6 +261,9 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
 	defer cancel()
 	release, err := x.prepare(ctx, instructions, in, req.Model, 0, nil, mode)
+	if errors.Is(err, apierr.NothingToSend) {
+		err = apierr.NothingToCompact // no input, and a conversation that holds nothing
+	}
 	if err != nil {
 		x.fail(rc, err)
 		return
