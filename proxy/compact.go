@@ -21,9 +21,10 @@ import (
 
 // POST /v1/responses/compact, served by Recall on every upstream
 // (DESIGN.md sections 11 and 15): the request's items are merged into
-// its conversation and stored, Recall's summary is brought up to cover
-// every turn (package summary, in the upstream's protocol, with the
-// tenant's credential), and the answer is the compacted window: the
+// its conversation, Recall's summary is made to cover every turn, theirs
+// too (package summary, in the upstream's protocol, with the tenant's
+// credential), both land in one commit, and the answer is the compacted
+// window: the
 // newest user messages, then a compaction item whose encrypted_content
 // names that summary. A later Responses request that carries the item
 // gets the summary in place of the window before it (see compacted).
@@ -36,10 +37,10 @@ var pathCompact = []byte("/v1" + responses.CompactPath)
 // /v1/responses/compact when Config.Summaries implements it.
 type Compactor interface {
 	// Compact summarises every turn of key that its summary does not
-	// cover, the turn's too, and returns the metadata afterwards. model and cred are the
+	// cover, turn's too, and returns the metadata afterwards. turn is
+	// the request's change, committed with the summary in one change
+	// (nothing of it when the compaction fails). model and cred are the
 	// request's (cred: the client's key for a pass-through upstream).
-	// turn is the request's change, committed with the summary in one
-	// change (nothing of it when the compaction fails).
 	Compact(ctx context.Context, key history.Key, model, cred string, turn history.Change) (history.Meta, error)
 }
 
