@@ -24,9 +24,8 @@ import (
 // its conversation, Recall's summary is made to cover every turn, theirs
 // too (package summary, in the upstream's protocol, with the tenant's
 // credential), both land in one commit, and the answer is the compacted
-// window: the
-// newest user messages, then a compaction item whose encrypted_content
-// names that summary. A later Responses request that carries the item
+// window: the newest user messages, then a compaction item whose
+// encrypted_content names that summary. A later Responses request that carries the item
 // gets the summary in place of the window before it (see compacted).
 
 // pathCompact is the compaction's path, below any /c/{id} prefix.
