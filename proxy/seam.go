@@ -61,6 +61,14 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		x.fail(rc, err)
 		return
 	}
+	upProto, _ := wire.UpstreamFor(c.cfg.Upstream.Protocol, p.proto)
+	var exp *expansion // a compaction of Recall's the input carries (compact.go)
+	if p.proto == wire.Responses {
+		if exp, conv, err = x.expand(req, conv, upProto); err != nil {
+			x.fail(rc, err)
+			return
+		}
+	}
 	if p.resolve != nil {
 		conv, err = p.resolve(x, req, conv)
 		defer x.dropHeld() // unless prepare took it over
@@ -69,9 +77,12 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 			return
 		}
 	}
+	if exp != nil && conv != exp.ref.Conversation {
+		x.fail(rc, apierr.ConversationConflict("input"))
+		return
+	}
 	x.key.Conversation = conv
 	req.Conversation = conv
-	upProto, _ := wire.UpstreamFor(c.cfg.Upstream.Protocol, p.proto)
 	x.upstream = upProto
 	up := protocols[upProto]
 
@@ -138,6 +149,9 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		planned := make([]plan.Message, 0, len(req.Instructions)+len(req.Messages))
 		for _, m := range req.Instructions {
 			planned = append(planned, plan.Message{Kind: plan.Instruction, Protocol: p.proto, Raw: m})
+		}
+		if m, ok := summaryOf(exp, req.Instructions, p.proto); ok {
+			planned = append(planned, m)
 		}
 		for _, m := range req.Messages {
 			planned = append(planned, plan.Message{Kind: plan.New, Protocol: p.proto, Raw: m})

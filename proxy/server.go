@@ -442,6 +442,8 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		rc.Response.Header.Set(fasthttp.HeaderAllow, fasthttp.MethodPost)
 	case rc.IsPost() && bytes.Equal(path, pathCountTokens):
 		s.countTokens(rc, conv)
+	case rc.IsPost() && bytes.Equal(path, pathCompact):
+		s.compact(rc, conv)
 	case rc.IsPost() && seamRoute(path) != nil:
 		s.serveSeam(rc, conv, seamRoute(path))
 	case stateRoute(rc.Method(), path):

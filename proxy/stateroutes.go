@@ -31,8 +31,8 @@ var (
 // prefix) with method itself: GET and DELETE /v1/responses/{id}, GET
 // /v1/responses/{id}/input_items, and every method on /v1/conversations
 // and below (a method a path does not take is 405, not a pass-through).
-// Other POSTs below /v1/responses/ (compact, input_tokens, cancel) pass
-// through.
+// POST /v1/responses/compact is Recall's too (compact.go); other POSTs
+// below /v1/responses/ (input_tokens, cancel) pass through.
 func stateRoute(method, path []byte) bool {
 	switch {
 	case bytes.Equal(path, pathConversations) || bytes.HasPrefix(path, prefixConversations):

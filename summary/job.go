@@ -21,6 +21,15 @@ type mode struct {
 	// explicit is a synchronous call (Summarize, End): it waits for a
 	// lease another process holds instead of skipping.
 	explicit bool
+	// all covers every turn, the newest keep_turns too (Compact: the
+	// client's compaction replaces its whole window).
+	all bool
+	// turn, if set, is a change of the conversation not committed yet
+	// (Compact's request: its new messages, Seq assigned): its messages
+	// are summarised with the stored ones and it is committed with the
+	// summary, in one change; nothing is committed when the attempt
+	// fails.
+	turn *history.Change
 	// model and cred are the job's, read under the Manager's lock.
 	model, cred string
 }
@@ -64,7 +73,11 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 		return history.Meta{}, Failed, 0, fmt.Errorf("summary: load: %w", err)
 	}
 	meta := snap.Meta
-	if meta.Version == 0 {
+	if md.turn != nil && md.turn.Version != meta.Version {
+		// Another commit since the request was planned: plan it again.
+		return meta, Failed, 0, fmt.Errorf("summary: %w", history.ErrConflict)
+	}
+	if meta.Version == 0 && md.turn == nil {
 		if md.explicit {
 			return meta, Nothing, 0, ErrNotFound
 		}
@@ -76,6 +89,13 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 		return meta, Failed, 0, err
 	}
 	if len(w.cover) == 0 {
+		if md.turn != nil { // nothing to summarise: the turn alone
+			after, err := m.cfg.Store.Commit(ctx, j.key, *md.turn)
+			if err != nil {
+				return meta, Failed, 0, fmt.Errorf("summary: commit: %w", err)
+			}
+			return after, Nothing, 0, nil
+		}
 		return meta, Nothing, 0, nil
 	}
 
@@ -130,6 +150,19 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 		}
 	}
 	var after history.Meta
+	if md.turn != nil {
+		// The turn and its summary land together, or neither does (a
+		// conflict is the caller's to plan again).
+		ch := *md.turn
+		ch.Summary = sc
+		if after, err = m.cfg.Store.Commit(ctx, j.key, ch); err != nil {
+			m.metrics.failed.WithLabelValues(t.ID).Inc()
+			return meta, Failed, res.calls, fmt.Errorf("summary: commit: %w", err)
+		}
+		m.metrics.made.WithLabelValues(t.ID).Inc()
+		m.metrics.latency.WithLabelValues(t.ID).Observe(m.cfg.Now().Sub(start).Seconds())
+		return after, Landed, res.calls, nil
+	}
 	for range 4 {
 		// ErrConflict here is the store's own write conflict with a
 		// concurrent commit (the summary's check is ErrStale): try again.
@@ -173,11 +206,14 @@ type work struct {
 // md.force).
 func (m *Manager) plan(ctx context.Context, key history.Key, t *config.Tenant, meta *history.Meta, md mode) (work, error) {
 	var w work
-	if s := meta.Summary; s != nil {
+	turn := md.turn
+	if s := meta.Summary; s != nil && (turn == nil || turn.Supersede == nil || turn.Supersede.Seq >= s.Through) {
+		// (A turn that rewrites messages the summary covers drops it:
+		// history.Apply. The new one is made from the messages.)
 		w.base, w.baseText, w.baseTurns = s.Through, s.Text, s.Turns
 	}
 	limit := ^uint64(0)
-	if n := len(meta.Episodes); n > 0 {
+	if n := len(meta.Episodes); n > 0 && turn == nil {
 		if ep := meta.Episodes[n-1]; ep.Title == "" && ep.To > w.base {
 			w.title, w.episode, limit = true, ep.N, ep.To
 		}
@@ -193,15 +229,30 @@ func (m *Manager) plan(ctx context.Context, key history.Key, t *config.Tenant, m
 	if err != nil {
 		return w, fmt.Errorf("summary: read messages: %w", err)
 	}
+	if turn != nil {
+		if b := turn.Supersede; b != nil {
+			for len(msgs) > 0 && msgs[len(msgs)-1].Seq > b.Seq {
+				msgs = msgs[:len(msgs)-1]
+			}
+		}
+		for _, msg := range turn.Append {
+			if msg.Active() {
+				msgs = append(msgs, msg)
+			}
+		}
+	}
 	ts := turns(msgs)
 	if w.title {
 		w.cover = ts
 	} else {
-		pending := len(ts)
-		if pending <= t.Summary.KeepTurns || (!md.force && pending <= t.Summary.TriggerTurns) {
+		pending, keep := len(ts), t.Summary.KeepTurns
+		if md.all {
+			keep = 0
+		}
+		if pending <= keep || (!md.force && pending <= t.Summary.TriggerTurns) {
 			return w, nil
 		}
-		w.cover = ts[:pending-t.Summary.KeepTurns]
+		w.cover = ts[:pending-keep]
 	}
 	// A summary never ends on tool calls still waiting for their results:
 	// the results would follow it with their call summarised away.

@@ -379,6 +379,28 @@ func (m *Manager) Summarize(ctx context.Context, key history.Key) (history.Meta,
 	return m.now(ctx, key, mode{force: true, explicit: true})
 }
 
+// Compact compacts every turn of key now, the newest keep_turns too, and
+// waits for it, bounded by ctx: the Responses API's
+// POST /v1/responses/compact, whose answer stands in for the client's
+// whole window. turn is the request's change, planned but not committed
+// (its new messages with their Seq, its Version; zero: none): its
+// messages are summarised with the stored ones, and it is committed with
+// the summary in one change, so that a failed compaction commits
+// nothing. model and cred are the request's (cred the client's key when
+// the tenant passes it upstream, held in memory only); they stand for
+// the job's, as Trigger's do. It answers the metadata afterwards:
+// Meta.Summary covers every turn but one ending on tool calls still
+// waiting for their results, or is nil when there was nothing to
+// summarise. A turn planned from another version than the stored one
+// fails with history.ErrConflict (wrapped); other errors as Summarize's.
+func (m *Manager) Compact(ctx context.Context, key history.Key, model, cred string, turn history.Change) (history.Meta, error) {
+	md := mode{force: true, explicit: true, all: true, model: model, cred: cred}
+	if len(turn.Append) > 0 || turn.Supersede != nil {
+		md.turn = &turn
+	}
+	return m.now(ctx, key, md)
+}
+
 // End seals key's open episode now, folds it into the summary with a title
 // and answers the resulting metadata (Status ended, the episode in
 // Meta.Episodes). ErrNotFound for a conversation never written. If the fold
@@ -445,7 +467,12 @@ func (m *Manager) now(ctx context.Context, key history.Key, md mode) (history.Me
 				j.cred = m.creds[key.Tenant]
 			}
 			m.jobs[key] = j
-			md.model, md.cred = j.model, j.cred
+			if md.model == "" {
+				md.model = j.model
+			}
+			if md.cred == "" {
+				md.cred = j.cred
+			}
 			m.mu.Unlock()
 			break
 		}

@@ -17,7 +17,7 @@ import (
 // whatever their value, since Recall must never forward them.
 
 // responsesItemTypes are the input item types the fake accepts.
-var responsesItemTypes = []string{"message", "function_call", "function_call_output", "reasoning"}
+var responsesItemTypes = []string{"message", "function_call", "function_call_output", "reasoning", "compaction"}
 
 // answerResponse is one Responses answer being produced.
 type answerResponse struct {
@@ -174,6 +174,13 @@ func validateResponses(root gjson.Result, items *[]gjson.Result) (*APIError, int
 			}
 			if o := it.Get("output"); o.Type != gjson.String && !o.IsArray() {
 				return invalidType(at+".output", "a string or array", o), http.StatusBadRequest
+			}
+		case "compaction":
+			// OpenAI reads only its own compactions: one Recall made
+			// (recall_cmp_…) must have been expanded before it came here.
+			if c := it.Get("encrypted_content"); c.Type != gjson.String || strings.HasPrefix(c.Str, "recall_cmp_") {
+				return &APIError{Message: "The encrypted content for item " + at + " could not be verified.",
+					Type: invalidRequest, Param: "input", Code: "invalid_encrypted_content"}, http.StatusBadRequest
 			}
 		case "reasoning":
 			if !store && it.Get("encrypted_content").Type != gjson.String {

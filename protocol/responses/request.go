@@ -30,6 +30,12 @@ type Ingress struct{}
 // Body, Messages and Instructions alias body, except the items Recall
 // makes (from a string input, and from instructions).
 func (Ingress) ParseRequest(body []byte) (*wire.Request, error) {
+	return parseRequest(body, false)
+}
+
+// parseRequest is ParseRequest; compact reads a compaction's body (see
+// ParseCompact): model required, input optional.
+func parseRequest(body []byte, compact bool) (*wire.Request, error) {
 	if chat.CheckDepth(body) != nil {
 		return nil, apierr.Invalid("invalid_json", "", "The JSON body is nested too deeply (more than "+strconv.Itoa(chat.MaxDepth)+" levels).")
 	}
@@ -121,6 +127,14 @@ func (Ingress) ParseRequest(body []byte) (*wire.Request, error) {
 		}
 	default:
 		return nil, invalidType("instructions", "a string", instructions)
+	}
+	if compact {
+		if req.Model == "" {
+			return nil, missing("model")
+		}
+		if !input.Exists() || input.Type == gjson.Null {
+			return req, nil
+		}
 	}
 	if err := parseInput(req, input); err != nil {
 		return nil, err

@@ -1,0 +1,361 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/plan"
+	"github.com/recallproxy/recall/protocol/responses"
+	"github.com/recallproxy/recall/wire"
+)
+
+// POST /v1/responses/compact, served by Recall on every upstream
+// (DESIGN.md sections 11 and 15): the request's items are merged into
+// its conversation, Recall's summary is made to cover every turn, theirs
+// too (package summary, in the upstream's protocol, with the tenant's
+// credential), both land in one commit, and the answer is the compacted
+// window: the newest user messages, then a compaction item whose
+// encrypted_content names that summary. A later Responses request that carries the item
+// gets the summary in place of the window before it (see compacted).
+
+// pathCompact is the compaction's path, below any /c/{id} prefix.
+var pathCompact = []byte("/v1" + responses.CompactPath)
+
+// Compactor makes a conversation's summary cover every turn now;
+// summary.Manager implements it. The proxy serves POST
+// /v1/responses/compact when Config.Summaries implements it.
+type Compactor interface {
+	// Compact summarises every turn of key that its summary does not
+	// cover, turn's too, and returns the metadata afterwards. turn is
+	// the request's change, committed with the summary in one change
+	// (nothing of it when the compaction fails). model and cred are the
+	// request's (cred: the client's key for a pass-through upstream).
+	Compact(ctx context.Context, key history.Key, model, cred string, turn history.Change) (history.Meta, error)
+}
+
+// keptUserTokens bounds the user messages a compaction keeps verbatim in
+// its window, newest first (what Codex keeps of its own compactions).
+const keptUserTokens = 20_000
+
+// A compaction's encrypted_content names the summary it stands for:
+//
+//	recall_cmp_<conversation>_<incarnation>_<through>
+//
+// conversation is the conversation id in unpadded base64url, incarnation
+// its history.Meta.Incarnation in lowercase hex (a deleted and recreated
+// conversation has another), through the summary's covered-through. It
+// holds no secret and no text: it is read only in the namespace of the
+// key that sends it, where another tenant's names nothing. One that does
+// not parse back to itself names nothing.
+type compactionRef struct {
+	Conversation string
+	Incarnation  uint64
+	Through      uint64
+}
+
+// compactionPrefix starts every compaction content Recall makes.
+const compactionPrefix = "recall_cmp_"
+
+// Content is r's encrypted_content.
+func (r compactionRef) Content() string {
+	b := make([]byte, 0, 48+base64.RawURLEncoding.EncodedLen(len(r.Conversation)))
+	b = append(b, compactionPrefix...)
+	b = base64.RawURLEncoding.AppendEncode(b, []byte(r.Conversation))
+	b = append(b, '_')
+	b = strconv.AppendUint(b, r.Incarnation, 16)
+	b = append(b, '_')
+	b = strconv.AppendUint(b, r.Through, 10)
+	return string(b)
+}
+
+// parseCompaction reads a compaction content Recall made; ok is false
+// for any other string.
+func parseCompaction(s string) (r compactionRef, ok bool) {
+	rest, found := strings.CutPrefix(s, compactionPrefix)
+	if !found || len(s) > 512 {
+		return r, false
+	}
+	var fields [2]string
+	for i := 1; i >= 0; i-- {
+		j := strings.LastIndexByte(rest, '_')
+		if j < 0 {
+			return r, false
+		}
+		rest, fields[i] = rest[:j], rest[j+1:]
+	}
+	conv, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil || len(conv) == 0 {
+		return r, false
+	}
+	r.Conversation = string(conv)
+	if r.Incarnation, err = strconv.ParseUint(fields[0], 16, 64); err != nil {
+		return r, false
+	}
+	if r.Through, err = strconv.ParseUint(fields[1], 10, 64); err != nil {
+		return r, false
+	}
+	return r, r.Content() == s
+}
+
+// expansion is what a request's compaction items came to: the last of
+// Recall's, and its conversation's summary as it stands.
+type expansion struct {
+	ref     compactionRef
+	summary *history.Summary
+}
+
+// compacted reads the compaction items of a Responses request's input.
+// The window up to and including the last of Recall's is removed from
+// req.Messages: the client's copy of turns its conversation holds, which
+// the conversation's summary stands in for (plan injects it, and the
+// stored turns after it follow). Recall's compaction must name a
+// conversation of the caller's namespace, in the incarnation it was made
+// in, else apierr.CompactionNotFound (unknown, forged and other tenants'
+// alike); another server's (the real OpenAI's) is left in place for a
+// Responses upstream, which can read it, and is
+// apierr.CompactionUnreadable for any other.
+func (x *exchange) compacted(ctx context.Context, req *wire.Request, up wire.Protocol) (*expansion, error) {
+	last := -1
+	var ref compactionRef
+	for i, raw := range req.Messages {
+		content, ok := responses.Compaction(raw)
+		if !ok {
+			continue
+		}
+		r, mine := parseCompaction(content)
+		switch {
+		case mine:
+			last, ref = i, r
+		case strings.HasPrefix(content, compactionPrefix):
+			return nil, apierr.CompactionNotFound
+		case up != wire.Responses:
+			return nil, apierr.CompactionUnreadable
+		}
+	}
+	if last < 0 {
+		return nil, nil
+	}
+	if !history.ValidID(ref.Conversation) {
+		return nil, apierr.CompactionNotFound
+	}
+	snap, err := x.s.cfg.Store.Load(ctx, history.Key{Tenant: x.c.Namespace, Conversation: ref.Conversation}, history.Query{After: ^uint64(0)})
+	if err != nil {
+		return nil, storeReadErr(err)
+	}
+	m := &snap.Meta
+	if m.NextSeq == 0 || m.Incarnation != ref.Incarnation || ref.Through >= m.NextSeq {
+		return nil, apierr.CompactionNotFound
+	}
+	req.Messages = req.Messages[last+1:]
+	req.InPlace = nil // indices into the window removed; compaction requests carry none
+	return &expansion{ref: ref, summary: m.Summary}, nil
+}
+
+// expand resolves a Responses request's compaction (see compacted) and
+// the conversation it continues: the compaction's, when the request
+// names none; a request that names another is a 400.
+func (x *exchange) expand(req *wire.Request, conv string, up wire.Protocol) (*expansion, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), x.c.timeout())
+	defer cancel()
+	exp, err := x.compacted(ctx, req, up)
+	if err != nil || exp == nil {
+		return exp, conv, err
+	}
+	if conv == "" && req.Conversation == "" && req.PreviousResponseID == "" {
+		conv = exp.ref.Conversation
+	}
+	return exp, conv, nil
+}
+
+// summaryOf is the planned message that stands for exp's summary in a
+// request that plans nothing (memory off, a side call): after the
+// instructions, in the role of the first.
+func summaryOf(exp *expansion, instructions [][]byte, p wire.Protocol) (plan.Message, bool) {
+	if exp == nil || exp.summary == nil {
+		return plan.Message{}, false
+	}
+	role := wire.RoleSystem
+	if len(instructions) > 0 {
+		if r := wire.For(p).Role(instructions[0]); r != "" {
+			role = r
+		}
+	}
+	return plan.Message{Kind: plan.SummaryMessage, Role: role, Raw: plan.Inject(role, exp.summary.Text)}, true
+}
+
+// compact serves POST /v1/responses/compact (conv: the /c/{id} prefix's).
+//
+// Every call ends in exactly one x.done or x.fail.
+func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
+	p := protocols[wire.Responses]
+	x := &exchange{s: s, start: s.startOf(rc), render: p.render, route: p.route}
+	x.key.Conversation = conv
+	body, ok := s.admit(rc, x)
+	if !ok {
+		return
+	}
+	c := x.c
+	conv, err := x.conversation(rc, conv)
+	if err != nil {
+		x.fail(rc, err)
+		return
+	}
+	mode := c.mode
+	if h := rc.Request.Header.PeekCanonical(keyHistory); len(h) > 0 {
+		if mode, err = history.ParseMode(string(h)); err != nil {
+			x.fail(rc, apierr.BadHistoryMode)
+			return
+		}
+	}
+	req, err := responses.ParseCompact(body)
+	if err != nil {
+		x.fail(rc, err)
+		return
+	}
+	comp, ok := s.cfg.Summaries.(Compactor)
+	if !ok || !c.cfg.Summary.Enabled || mode == history.Off {
+		// The compaction is Recall's summary of what it records.
+		x.fail(rc, apierr.SummariesDisabled)
+		return
+	}
+	upProto, _ := wire.UpstreamFor(c.cfg.Upstream.Protocol, wire.Responses)
+	x.upstream = upProto
+	exp, conv, err := x.expand(req, conv, upProto)
+	if err != nil {
+		x.fail(rc, err)
+		return
+	}
+	req.Store = true // a compaction is made of what is stored: a conversation of Recall's when none is named
+	if conv, err = resolveResponses(x, req, conv); err != nil {
+		x.fail(rc, err)
+		return
+	}
+	if exp != nil && conv != exp.ref.Conversation {
+		x.fail(rc, apierr.ConversationConflict("input"))
+		return
+	}
+	x.key = history.Key{Tenant: c.Namespace, Conversation: conv}
+	x.record, x.model = true, strings.Clone(req.Model)
+	if s.cfg.CanCommit != nil {
+		if err := s.cfg.CanCommit(); err != nil {
+			x.fail(rc, fmt.Errorf("%w: %w", apierr.NoSpace, err))
+			return
+		}
+	}
+	instructions, in, err := turnOf(wire.Responses, req)
+	if err != nil {
+		x.fail(rc, err)
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
+	defer cancel()
+	release, err := x.prepare(ctx, instructions, in, req.Model, 0, nil, mode)
+	if errors.Is(err, apierr.NothingToSend) {
+		err = apierr.NothingToCompact // no input, and a conversation that holds nothing
+	}
+	if err != nil {
+		x.fail(rc, err)
+		return
+	}
+	defer release()
+	before := x.plan.Meta
+	if before.NextSeq == 0 && len(x.fresh) == 0 {
+		x.fail(rc, apierr.NothingToCompact)
+		return
+	}
+	if before.NextSeq == 0 {
+		x.incarnation = newIncarnation()
+	}
+	// The request's items and the summary over them land in one change,
+	// under the conversation's lock: a failed compaction commits nothing.
+	turn := history.Change{
+		Version:     x.version,
+		Base:        x.base(),
+		Supersede:   x.super,
+		Append:      x.fresh,
+		Cut:         x.cut,
+		Model:       x.model,
+		Now:         s.cfg.Now().UnixNano(),
+		Exchange:    &history.ExchangeID{Key: x.retry.Key, Hash: x.exchangeHash},
+		Seal:        x.plan.Seal,
+		Incarnation: x.incarnation,
+	}
+	after, err := comp.Compact(ctx, x.key, x.model, c.PassedKey(), turn)
+	if err != nil {
+		s.log.Error("compaction failed", "tenant", c.cfg.ID, "conversation", conv, "error", err)
+		x.fail(rc, compactErr(err))
+		return
+	}
+	x.committed = len(x.fresh) > 0 || x.super != nil
+	ref := compactionRef{Conversation: conv, Incarnation: after.Incarnation}
+	if after.Summary != nil {
+		ref.Through = after.Summary.Through
+	}
+	out := keptUsers(x, req.Messages)
+	out = append(out, responses.AppendCompactionItem(nil, "cmp_"+randomHex(), ref.Content()))
+	u := wire.Usage{
+		InputTokens:  int(after.SummaryPromptTokens - before.SummaryPromptTokens),
+		OutputTokens: int(after.SummaryCompletionTokens - before.SummaryCompletionTokens),
+	}
+	rc.SetStatusCode(fasthttp.StatusOK)
+	rc.SetContentType("application/json")
+	rc.Response.SetBodyRaw(responses.AppendCompacted(nil, "resp_"+randomHex(), x.start.Unix(), out, u))
+	x.done(fasthttp.StatusOK, nil)
+}
+
+// compactErr is a failed compaction's error as the client is answered:
+// the store's and the summariser's failures as they are for a turn.
+func compactErr(err error) error {
+	switch {
+	case errors.Is(err, history.ErrConflict):
+		return apierr.Busy
+	case errors.Is(err, history.ErrNoSpace):
+		return fmt.Errorf("%w: %w", apierr.NoSpace, err)
+	case errors.Is(err, history.ErrUnavailable):
+		return fmt.Errorf("%w: %w", apierr.StoreUnavailable, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %w", apierr.UpstreamTimeout, err)
+	}
+	return fmt.Errorf("%w: compact: %w", apierr.UpstreamUnavailable, err)
+}
+
+// keptUsers are the user messages of a compacted window that its answer
+// keeps verbatim, as OpenAI's compaction keeps them: the newest, within
+// keptUserTokens, in their order, as output items.
+func keptUsers(x *exchange, msgs [][]byte) [][]byte {
+	var out [][]byte
+	left := keptUserTokens
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if !responses.UserText(msgs[i]) {
+			continue
+		}
+		n := plan.Count(x.s.counter, x.enc, wire.Responses, msgs[i])
+		if n > left {
+			break
+		}
+		left -= n
+		out = append(out, responses.AppendUserItem(nil, "msg_"+randomHex(), msgs[i]))
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+// randomHex is 24 random hex digits, the tail of an id Recall makes.
+func randomHex() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
