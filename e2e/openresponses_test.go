@@ -8,21 +8,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
+	"github.com/recallproxy/recall/summary"
 )
 
 // openresponsesPending are the compliance suite's tests of what Recall
 // does not serve yet; TestOpenResponsesCompliance runs them with the
 // rest but does not count their results. Each goes when its feature
 // lands.
-var openresponsesPending = map[string]string{
-	// WebSocket mode and POST /v1/responses/compact both.
-	"websocket-compact-new-chain": "WebSocket mode and /v1/responses/compact",
-	// POST /v1/responses/compact.
-	"compact-response":      "/v1/responses/compact",
-	"compact-missing-model": "/v1/responses/compact",
-}
+var openresponsesPending = map[string]string{}
 
 // openresponsesResult is one test's result in the suite's --json output.
 type openresponsesResult struct {
@@ -73,7 +69,11 @@ func TestOpenResponsesCompliance(t *testing.T) {
 		}
 	}
 
+	// Summaries on, as Recall serves by default: the compact tests are
+	// answered from Recall's summary.
 	o := threeUpstreams()
+	o.Global = func(g *config.Global) { g.Defaults.Summary.Enabled = true }
+	o.Summary = func(*summary.Config) {}
 	o.Upstream = []upstreamtest.Option{upstreamtest.WithToolCallsForTools()}
 	h := e2etest.New(t, o)
 	kinds := []struct{ name, key, tenant string }{
