@@ -327,8 +327,9 @@ func (sc *stateCall) listItems(k history.Key) error {
 //   - ascending, the messages from the cursor's on, oldest first;
 //   - newest first without a cursor, the conversation's tail (Load,
 //     growing until it holds limit+1 items or the whole conversation);
-//   - newest first after a cursor, the messages up to the cursor's, as
-//     a store reads only forwards: cost follows the cursor's position.
+//   - newest first after a cursor, the messages just before the
+//     cursor's, read forwards from a window that grows until it holds
+//     the page.
 func (sc *stateCall) pageItems(k history.Key, order string, limit int, after string) ([][]byte, error) {
 	var msgs []history.Message
 	items := 0
@@ -372,10 +373,22 @@ func (sc *stateCall) pageItems(k history.Key, order string, limit int, after str
 		if !ok {
 			seq = ^uint64(0)
 		}
-		var err error
-		// The cursor's message, and the results of Recall's after it.
-		if msgs, err = sc.messagesThrough(k, seq); err != nil {
-			return nil, err
+		// The messages before the cursor's, and the cursor's with the
+		// results of Recall's after it: read from a window before the
+		// cursor that doubles until it holds the page (sequence numbers
+		// only grow, so the window holds at most its width of messages).
+		for n := uint64(limit) + 2; ; n *= 2 {
+			var from uint64
+			if ok && seq > n {
+				from = seq - n
+			}
+			var err error
+			if msgs, err = sc.messagesThrough(k, from, seq); err != nil {
+				return nil, err
+			}
+			if from == 0 || len(visible(msgs)) > limit+1 {
+				break
+			}
 		}
 	}
 	var out [][]byte
@@ -385,11 +398,12 @@ func (sc *stateCall) pageItems(k history.Key, order string, limit int, after str
 	return out, nil
 }
 
-// messagesThrough returns k's active messages up to seq and the results
-// of Recall's history tools right after it, oldest first, copied.
-func (sc *stateCall) messagesThrough(k history.Key, seq uint64) ([]history.Message, error) {
+// messagesThrough returns k's active messages after from up to seq and
+// the results of Recall's history tools right after it, oldest first,
+// copied.
+func (sc *stateCall) messagesThrough(k history.Key, from, seq uint64) ([]history.Message, error) {
 	var out []history.Message
-	err := sc.s.cfg.Store.Messages(sc.ctx, k, 0, false, func(m history.Message) bool {
+	err := sc.s.cfg.Store.Messages(sc.ctx, k, from, false, func(m history.Message) bool {
 		if m.Seq > seq && m.Flags&history.Internal == 0 {
 			return false
 		}

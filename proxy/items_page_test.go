@@ -62,6 +62,8 @@ func TestItemPagesCostTheirSize(t *testing.T) {
 		{"?limit=2", "item 400|item 399", true},
 		{"?limit=2&order=asc", "item 1|item 2", true},
 		{"?limit=2&order=asc&after=msg_200", "item 201|item 202", true},
+		{"?limit=2&after=msg_300", "item 299|item 298", true},
+		{"?limit=3&after=msg_3", "item 2|item 1", false},
 		{"?limit=5&order=asc&after=msg_399", "item 400", false},
 	}
 	for _, tt := range tests {
