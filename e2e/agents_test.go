@@ -305,6 +305,9 @@ func TestAgents(t *testing.T) {
 		{
 			name: "gemini-cli", bin: "gemini", recall: geminiRecall, key: "sk-gemini-agents",
 			route: "/v1beta/models/", keyHeader: "X-Goog-Api-Key", callID: "call_agents_9", traced: true,
+			// The router call is told by its prompt, not only by
+			// coming without tools in a conversation with them.
+			sideReason: "marker",
 			// Its model router (a side call on a flash model, before
 			// every prompt) sends the prompt as a second user content
 			// after its session context: the strict fake refuses roles
@@ -381,6 +384,9 @@ type agentCase struct {
 	// ownRefusal reports that the fake's refusal of a request is of the
 	// agent's own request's shape, which Recall passed on as it came.
 	ownRefusal func(r fakeRequest) bool
+	// sideReason, if set, is the thread_reason every side call's
+	// exchange record must give.
+	sideReason string
 }
 
 // agentEnv is where an agent's processes run.
@@ -474,8 +480,16 @@ func runAgent(t *testing.T, ctx context.Context, f *fakeControl, a agentCase) {
 	// answered (Claude Code's first title call, opencode's, sent beside
 	// the first turn) may not be: there is no conversation to record them
 	// in yet.
-	if got, most := f.sideExchanges(t, a, e.conv), side1+side2; got < most-early || got > most {
+	got, reasons := f.sideExchanges(t, a, e.conv)
+	if most := side1 + side2; got < most-early || got > most {
 		t.Errorf("exchanges: got %d of kind side, want %d (the agent's side calls upstream, %d of them before the first turn was answered)", got, most, early)
+	}
+	if a.sideReason != "" {
+		for _, r := range reasons {
+			if r != a.sideReason {
+				t.Errorf("exchanges: a side call's thread_reason is %q, want %q", r, a.sideReason)
+			}
+		}
 	}
 
 	var misplaced []string
@@ -641,8 +655,9 @@ func contacted(log []byte, recall string) []string {
 	return out
 }
 
-// sideExchanges counts the conversation's exchange records of kind side.
-func (f *fakeControl) sideExchanges(t *testing.T, a agentCase, conv string) int {
+// sideExchanges counts the conversation's exchange records of kind side,
+// and returns their thread_reason.
+func (f *fakeControl) sideExchanges(t *testing.T, a agentCase, conv string) (n int, reasons []string) {
 	t.Helper()
 	h := http.Header{}
 	if a.keyHeader == "Authorization" {
@@ -652,7 +667,8 @@ func (f *fakeControl) sideExchanges(t *testing.T, a agentCase, conv string) int 
 	}
 	var page struct {
 		Data []struct {
-			Kind string `json:"kind"`
+			Kind         string `json:"kind"`
+			ThreadReason string `json:"thread_reason"`
 		} `json:"data"`
 		HasMore bool `json:"has_more"`
 	}
@@ -660,13 +676,13 @@ func (f *fakeControl) sideExchanges(t *testing.T, a agentCase, conv string) int 
 	if page.HasMore {
 		t.Fatalf("exchanges: more than 100")
 	}
-	n := 0
 	for _, d := range page.Data {
 		if d.Kind == "side" {
 			n++
+			reasons = append(reasons, d.ThreadReason)
 		}
 	}
-	return n
+	return n, reasons
 }
 
 // fakeControl reads the fake upstream's control paths (bench/fakeupstream
