@@ -28,12 +28,13 @@ const (
 )
 
 // TestAgents runs real coding agents (Claude Code, Codex CLI, opencode,
-// GitHub Copilot CLI, Qwen Code, Pi, Kilo; the npm packages pinned in
-// e2e/agents) offline against Recall in zero-config mode over the fake
-// upstream, each twice in one conversation named in the base URL's path
-// prefix: two processes, the first with a tool round. Claude Code runs
+// GitHub Copilot CLI, Qwen Code, Pi, Kilo, Gemini CLI; the npm packages
+// pinned in e2e/agents) offline against Recall in zero-config mode over
+// the fake upstream, each twice in one conversation named in the base
+// URL's path prefix: two processes, the first with a tool round. Claude Code runs
 // against a Recall whose upstream speaks Anthropic Messages (native) and
-// against the default openai kind (translated to chat completions). It
+// against the default openai kind (translated to chat completions);
+// Gemini CLI against a Recall whose upstream speaks Gemini. It
 // checks that each process exits 0 printing the fake's echo, that the
 // second process's upstream request carries the first process's turn,
 // that the upstream and the stored conversation hold every prompt, answer
@@ -72,12 +73,12 @@ func TestAgents(t *testing.T) {
 	fakeProc := start(t, ctx, fake, nil, "-listen", fakeAddr, "-control", "-keep", "1000", "-tool-calls-for-tools")
 	waitHTTP(t, ctx, "http://"+fakeAddr+"/v1/models", fakeProc)
 
-	startRecall := func(protocol string) string {
+	startRecall := func(protocol, root string) string {
 		addr := freeAddr(t)
 		p := start(t, ctx, recall, []string{
 			"RECALL_CONFIG=",
 			"RECALL_LISTEN=" + addr,
-			"RECALL_UPSTREAM_URL=http://" + fakeAddr + "/v1",
+			"RECALL_UPSTREAM_URL=http://" + fakeAddr + root,
 			"RECALL_UPSTREAM_PROTOCOL=" + protocol,
 			"RECALL_DATA_DIR=" + filepath.Join(t.TempDir(), "data"),
 			"RECALL_STORE_URL=",
@@ -85,12 +86,15 @@ func TestAgents(t *testing.T) {
 		waitHTTP(t, ctx, "http://"+addr+"/readyz", p)
 		return "http://" + addr
 	}
-	openaiRecall := startRecall("openai")
-	anthropicRecall := startRecall("anthropic")
+	openaiRecall := startRecall("openai", "/v1")
+	anthropicRecall := startRecall("anthropic", "/v1")
+	// A Gemini upstream's base URL is Google's API root: Recall appends
+	// /models/{model}:generateContent.
+	geminiRecall := startRecall("gemini", "/v1beta")
 
 	binDir := filepath.Join(suite, "node_modules", ".bin")
 	installed := true
-	for _, name := range []string{"claude", "codex", "opencode", "copilot", "qwen", "pi", "kilo"} {
+	for _, name := range []string{"claude", "codex", "opencode", "copilot", "qwen", "pi", "kilo", "gemini"} {
 		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
 			installed = false
 		}
@@ -298,6 +302,38 @@ func TestAgents(t *testing.T) {
 				return cmd
 			},
 		},
+		{
+			name: "gemini-cli", bin: "gemini", recall: geminiRecall, key: "sk-gemini-agents",
+			route: "/v1beta/models/", keyHeader: "X-Goog-Api-Key", callID: "call_agents_9", traced: true,
+			// The router call is told by its prompt, not only by
+			// coming without tools in a conversation with them.
+			sideReason: "marker",
+			// Its model router (a side call on a flash model, before
+			// every prompt) sends the prompt as a second user content
+			// after its session context: the strict fake refuses roles
+			// that do not alternate, and Gemini CLI then routes to its
+			// default model. Recall sent it as it came: the contents
+			// are the router's own, nothing of the conversation's.
+			ownRefusal: func(r fakeRequest) bool {
+				body := gjson.ParseBytes(r.Body)
+				return strings.Contains(r.Rejected, "alternate between user and model") && !body.Get("tools").Exists() &&
+					strings.Contains(body.Get("systemInstruction.parts.0.text").Str, "You are a specialized Task Routing AI") &&
+					len(body.Get("contents").Array()) == 2 && !bytes.Contains(r.Body, []byte("echo: "))
+			},
+			tool: func(e agentEnv) string {
+				return toolReply("call_agents_9", "read_file", map[string]string{"file_path": filepath.Join(e.work, "notes.txt")})
+			},
+			run: func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
+				writeFile(t, filepath.Join(e.home, ".gemini", "settings.json"), geminiSettings)
+				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "gemini"), "-p", prompt, "--yolo")
+				cmd.Env = e.env(
+					"GOOGLE_GEMINI_BASE_URL="+geminiRecall+"/c/"+e.conv,
+					"GEMINI_API_KEY="+e.key,
+					"GEMINI_CLI_TRUST_WORKSPACE=true",
+				)
+				return cmd
+			},
+		},
 	}
 	tracer := straceUsable(ctx)
 	for _, a := range agents {
@@ -320,9 +356,11 @@ type agentRun func(t *testing.T, ctx context.Context, e agentEnv, prompt string)
 
 // agentCase is one agent against one Recall.
 type agentCase struct {
-	name      string
-	recall    string // Recall's root URL
-	route     string // the path the fake upstream receives the agent's calls on
+	name   string
+	recall string // Recall's root URL
+	// route is the path the fake upstream receives the agent's calls on;
+	// one ending in "/" is a prefix (Gemini's paths name the model).
+	route     string
 	key       string
 	keyHeader string // how the agent sends key: X-Api-Key or Authorization (Bearer)
 	callID    string // the id of the scripted tool call
@@ -343,6 +381,12 @@ type agentCase struct {
 	// here), which proves they contacted nothing but Recall (strace).
 	traced bool
 	strace string
+	// ownRefusal reports that the fake's refusal of a request is of the
+	// agent's own request's shape, which Recall passed on as it came.
+	ownRefusal func(r fakeRequest) bool
+	// sideReason, if set, is the thread_reason every side call's
+	// exchange record must give.
+	sideReason string
 }
 
 // agentEnv is where an agent's processes run.
@@ -436,8 +480,16 @@ func runAgent(t *testing.T, ctx context.Context, f *fakeControl, a agentCase) {
 	// answered (Claude Code's first title call, opencode's, sent beside
 	// the first turn) may not be: there is no conversation to record them
 	// in yet.
-	if got, most := f.sideExchanges(t, a, e.conv), side1+side2; got < most-early || got > most {
+	got, reasons := f.sideExchanges(t, a, e.conv)
+	if most := side1 + side2; got < most-early || got > most {
 		t.Errorf("exchanges: got %d of kind side, want %d (the agent's side calls upstream, %d of them before the first turn was answered)", got, most, early)
+	}
+	if a.sideReason != "" {
+		for _, r := range reasons {
+			if r != a.sideReason {
+				t.Errorf("exchanges: a side call's thread_reason is %q, want %q", r, a.sideReason)
+			}
+		}
 	}
 
 	var misplaced []string
@@ -524,10 +576,10 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 			target += "?" + r.Query
 		}
 		t.Logf("%s: %s %s %d bytes%s", a.name, r.Method, target, len(r.Body), r.rejection())
-		if r.Rejected != "" {
+		if r.Rejected != "" && (a.ownRefusal == nil || !a.ownRefusal(r)) {
 			t.Errorf("the fake refused %s: %s", r.Path, r.Rejected)
 		}
-		if r.Path != a.route {
+		if r.Path != a.route && !(strings.HasSuffix(a.route, "/") && strings.HasPrefix(r.Path, a.route)) {
 			continue
 		}
 		body := gjson.ParseBytes(r.Body)
@@ -603,8 +655,9 @@ func contacted(log []byte, recall string) []string {
 	return out
 }
 
-// sideExchanges counts the conversation's exchange records of kind side.
-func (f *fakeControl) sideExchanges(t *testing.T, a agentCase, conv string) int {
+// sideExchanges counts the conversation's exchange records of kind side,
+// and returns their thread_reason.
+func (f *fakeControl) sideExchanges(t *testing.T, a agentCase, conv string) (n int, reasons []string) {
 	t.Helper()
 	h := http.Header{}
 	if a.keyHeader == "Authorization" {
@@ -614,7 +667,8 @@ func (f *fakeControl) sideExchanges(t *testing.T, a agentCase, conv string) int 
 	}
 	var page struct {
 		Data []struct {
-			Kind string `json:"kind"`
+			Kind         string `json:"kind"`
+			ThreadReason string `json:"thread_reason"`
 		} `json:"data"`
 		HasMore bool `json:"has_more"`
 	}
@@ -622,13 +676,13 @@ func (f *fakeControl) sideExchanges(t *testing.T, a agentCase, conv string) int 
 	if page.HasMore {
 		t.Fatalf("exchanges: more than 100")
 	}
-	n := 0
 	for _, d := range page.Data {
 		if d.Kind == "side" {
 			n++
+			reasons = append(reasons, d.ThreadReason)
 		}
 	}
-	return n
+	return n, reasons
 }
 
 // fakeControl reads the fake upstream's control paths (bench/fakeupstream
@@ -738,6 +792,9 @@ func conversation(body []byte) agentMessages {
 	if !list.Exists() {
 		list = root.Get("input")
 	}
+	if !list.Exists() {
+		list = root.Get("contents")
+	}
 	var msgs agentMessages
 	for _, m := range list.Array() {
 		msgs = append(msgs, flatten(m))
@@ -747,6 +804,9 @@ func conversation(body []byte) agentMessages {
 
 // flatten reduces m to an agentMessage.
 func flatten(m gjson.Result) agentMessage {
+	if parts := m.Get("parts"); parts.IsArray() {
+		return flattenGemini(m.Get("role").Str, parts.Array())
+	}
 	var am agentMessage
 	am.role = m.Get("role").Str
 	var text []string
@@ -787,6 +847,34 @@ func flatten(m gjson.Result) agentMessage {
 			am.thinking++
 		}
 		onlyResults = false
+	}
+	if am.role == "user" && onlyResults {
+		am.role = "tool"
+	}
+	am.text = strings.Join(text, "\n")
+	return am
+}
+
+// flattenGemini reduces a Gemini content (role user or model, parts) to
+// an agentMessage: a user content of function responses only is a tool
+// message, the responses' output its text.
+func flattenGemini(role string, parts []gjson.Result) agentMessage {
+	am := agentMessage{role: role}
+	if role == "model" {
+		am.role = "assistant"
+	}
+	var text []string
+	onlyResults := len(parts) > 0
+	for _, p := range parts {
+		if r := p.Get("functionResponse"); r.Exists() {
+			am.results = append(am.results, r.Get("id").Str)
+			text = append(text, r.Get("response").Raw)
+			continue
+		}
+		onlyResults = false
+		if t := p.Get("text"); t.Type == gjson.String && !p.Get("thought").Bool() {
+			text = append(text, t.Str)
+		}
 	}
 	if am.role == "user" && onlyResults {
 		am.role = "tool"
@@ -927,6 +1015,19 @@ const qwenSettings = `{
   "privacy": {"usageStatisticsEnabled": false},
   "telemetry": {"enabled": false},
   "general": {"enableAutoUpdate": false}
+}
+`
+
+// geminiSettings is Gemini CLI's ~/.gemini/settings.json: an API key
+// (GOOGLE_GEMINI_BASE_URL alone selects its "gateway" auth, which -p
+// refuses), usage statistics, telemetry, update checks and IDE
+// integration off.
+const geminiSettings = `{
+  "security": {"auth": {"selectedType": "gemini-api-key"}},
+  "privacy": {"usageStatisticsEnabled": false},
+  "telemetry": {"enabled": false},
+  "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+  "ide": {"enabled": false}
 }
 `
 

@@ -14,10 +14,10 @@
 //     far", see compactions) is a side call, tools or not; so is one whose
 //     instructions open as an agent's background helper's do (Qwen Code's
 //     memory extraction, see helpers), and one that sends no tool
-//     definitions and whose instructions or newest message
-//     carry a known marker of an agent's side call (Claude Code's and
-//     opencode's title prompts, see markers), on a conversation's first
-//     request too.
+//     definitions and whose instructions or newest message carry a known
+//     marker of an agent's side call (Claude Code's and opencode's title
+//     prompts, Gemini CLI's model router, see markers), on a
+//     conversation's first request too.
 //  3. A request that sends no tool definitions on a conversation whose
 //     main thread sends them (history.Meta.Tools: an agent's conversation)
 //     is a side call: an agent's own turns always carry its tools.
@@ -59,6 +59,9 @@ var markers = [][]byte{
 	// opencode's (and its forks') title generator.
 	[]byte("You are a title generator. You output ONLY a thread title"),
 	[]byte("Generate a title for this conversation:"),
+	// Gemini CLI's model router, before every prompt: its classifier
+	// scores the prompt's complexity on a flash model (no tools).
+	[]byte("You are a specialized Task Routing AI"),
 }
 
 // compactions are phrases of the requests agents make to compact their
