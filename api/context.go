@@ -9,6 +9,7 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/wire"
 )
 
 // PlanContext is the context call over store: plan.Make with no new
@@ -56,7 +57,8 @@ func planContext(ctx context.Context, store history.Store, counter *tokens.Count
 		StoredTurns: p.Report.StoredTurns, IncludedTurns: p.Report.IncludedTurns}
 	var first *plan.Message // the oldest stored message sent
 	for i, m := range p.Messages {
-		out.Messages = append(out.Messages, ContextMessage{Seq: m.Seq, Tokens: m.Tokens, Message: m.Raw})
+		out.Messages = append(out.Messages, ContextMessage{Seq: m.Seq, Tokens: m.Tokens,
+			Protocol: m.Protocol.String(), Role: m.Role, Text: string(wire.For(m.Protocol).Text(nil, m.Raw)), Message: m.Raw})
 		if m.Kind == plan.History && first == nil {
 			first = &p.Messages[i]
 		}

@@ -29,10 +29,13 @@ type Exchange struct {
 // instructions, never stored; new messages of an exchange that stored
 // nothing) or no longer shown (Forgotten: forgotten or erased since).
 type ExchangeMessage struct {
-	Seq       *uint64         `json:"seq"`
-	Kind      string          `json:"kind"`
-	Role      *string         `json:"role"`
-	Protocol  *string         `json:"protocol"`
+	Seq      *uint64 `json:"seq"`
+	Kind     string  `json:"kind"`
+	Role     *string `json:"role"`
+	Protocol *string `json:"protocol"`
+	// Text is what Protocol's codec reads of Content, "" where Content
+	// is null.
+	Text      string          `json:"text"`
 	Content   json.RawMessage `json:"content"`
 	Forgotten bool            `json:"forgotten"`
 	// Tokens is the instructions' token count (the only thing kept of
@@ -118,6 +121,7 @@ func (c *call) renderExchange(r *history.ExchangeRecord, meta *history.Meta) ([]
 		m := ExchangeMessage{Kind: "summary", Role: ptr(wire.RoleSystem), Protocol: ptr(wire.ChatCompletions.String()), Forgotten: true}
 		if s := meta.Summary; s != nil && s.Through == r.Summary.Through {
 			m.Content, m.Forgotten = plan.Inject(wire.RoleSystem, s.Text), false
+			m.Text = string(wire.For(wire.ChatCompletions).Text(nil, m.Content))
 		}
 		out = append(out, m)
 	}
@@ -141,7 +145,7 @@ func (c *call) renderExchange(r *history.ExchangeRecord, meta *history.Meta) ([]
 		if msg, ok := stored[seq]; ok {
 			m.Role, m.Protocol = ptr(msg.Role), ptr(msg.Protocol.String())
 			if msg.Flags&(history.Forgotten|history.Erased) == 0 {
-				m.Content, m.Forgotten = json.RawMessage(msg.Raw), false
+				m.Content, m.Text, m.Forgotten = json.RawMessage(msg.Raw), string(msg.Text()), false
 			}
 		}
 		out = append(out, m)

@@ -75,9 +75,14 @@ type Context struct {
 // ContextMessage is one message of a context: its seq (0 for one Recall
 // made, such as the summary), its tokens and its JSON as sent.
 type ContextMessage struct {
-	Seq     uint64          `json:"seq"`
-	Tokens  int             `json:"tokens"`
-	Message json.RawMessage `json:"message"`
+	Seq    uint64 `json:"seq"`
+	Tokens int    `json:"tokens"`
+	// Protocol names the protocol Message is in; Role and Text are what
+	// its codec reads of it, as in a stored message's view.
+	Protocol string          `json:"protocol"`
+	Role     string          `json:"role"`
+	Text     string          `json:"text"`
+	Message  json.RawMessage `json:"message"`
 }
 
 // ContextSummary is the summary a context injects.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	// Stored messages of every protocol are read through their codecs.
+	_ "github.com/recallproxy/recall/protocol/gemini"
 	_ "github.com/recallproxy/recall/protocol/messages"
 	_ "github.com/recallproxy/recall/protocol/responses"
 )

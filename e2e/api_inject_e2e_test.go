@@ -42,7 +42,7 @@ func TestAPIEndSummarizeAndContextGoThroughWhatIsInjected(t *testing.T) {
 		ac.Context = func(ctx context.Context, _ auth.Caller, k history.Key, q api.ContextQuery) (*api.Context, error) {
 			asked = append(asked, q)
 			return &api.Context{Model: q.Model, Tokens: 7, Budget: q.Budget,
-				Messages: []api.ContextMessage{{Seq: 1, Tokens: 7, Message: []byte(`{"role":"user","content":"hi"}`)}}}, nil
+				Messages: []api.ContextMessage{{Seq: 1, Tokens: 7, Protocol: "chat.completions", Role: "user", Text: "hi", Message: []byte(`{"role":"user","content":"hi"}`)}}}, nil
 		}
 	}})
 	for _, conv := range []string{"s-1", "fails"} {

@@ -144,13 +144,69 @@ func TestInspectorInABrowser(t *testing.T) {
 
 		b.do("open the tool conversation", chromedp.Navigate(base+"#/c/ui-tools"))
 		b.waitView("conversation")
-		if got := b.text(".msg.role-assistant .tool"); !strings.Contains(got, `read_file({"path":"notes.txt"})`) {
-			t.Errorf("tool call shown as %q, want read_file({\"path\":\"notes.txt\"})", got)
+		if got := b.text(".msg.role-assistant .content"); !strings.Contains(got, "read_file") || !strings.Contains(got, `{"path":"notes.txt"}`) {
+			t.Errorf("tool call shown as %q, want read_file and its arguments", got)
 		}
-		if got := b.text(".msg.role-tool .tool"); !strings.Contains(got, "call_1") || !strings.Contains(got, "buy milk") {
-			t.Errorf("tool result shown as %q, want its call id and text", got)
+		if got := b.text(".msg.role-tool .tool"); !strings.Contains(got, "buy milk") {
+			t.Errorf("tool result shown as %q, want its text", got)
 		}
 		b.keep("2-conversation-tools")
+	})
+
+	// Each protocol's messages are shown by the role and text the API
+	// read through their codec, never by the page reading their JSON: a
+	// Gemini "model" content is an assistant's, an Anthropic tool_result
+	// is a tool's, and a Gemini functionResponse shows its output, not
+	// its JSON.
+	t.Run("Responses, Messages and Gemini conversations show their texts", func(t *testing.T) {
+		b := browser.in(t)
+		for _, tc := range []struct {
+			id   string
+			want []string // "role: text" of each message, in order
+		}{
+			{"ui-responses", []string{
+				"user: what is the weather in Lisbon?",
+				"assistant: (no text)",
+				"assistant: weather {\"city\":\"Lisbon\"}",
+				"tool: result 5 characters: sunny",
+				"assistant: It is sunny in Lisbon.",
+			}},
+			{"ui-messages", []string{
+				"user: <system-reminder>use the context</system-reminder> read a.go",
+				"assistant: Reading. Read {\"path\":\"a.go\"}",
+				"tool: result 15 characters: package main 42",
+				"assistant: It says 42.",
+			}},
+			{"ui-gemini", []string{
+				"user: and in Oslo?",
+				"assistant: weather {\"city\":\"Oslo\"}",
+				"tool: result 4 characters: rain",
+				"assistant: Rain in Oslo.",
+			}},
+		} {
+			b.do("open "+tc.id, chromedp.Navigate(base+"#/c/"+tc.id))
+			b.waitView("conversation")
+			got := eval[[]string](b, `[...document.querySelectorAll('li.msg')].map((m) => m.querySelector('.role').innerText + ': ' + `+
+				`m.querySelector('.content, .meta + .muted').innerText.replace(/\s+/g, ' ').trim())`)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("%s shows\n%q\nwant\n%q", tc.id, got, tc.want)
+			}
+		}
+		b.keep("2-conversation-protocols")
+
+		// A search hit's one-line preview leaves the agent's reminder out.
+		b.do("back to the list", chromedp.Navigate(base+"#/"))
+		b.waitView("list")
+		b.fill("searchbox", "Search messages", "a.go")
+		b.key(kb.Enter)
+		b.do("wait for the hits", chromedp.WaitVisible(chromedp.CSS(".hits")))
+		b.waitView("list")
+		got := eval[[]string](b, `[...document.querySelectorAll('.hit')].map((h) => h.innerText.replace(/\s+/g, ' ').trim())`)
+		if !slices.ContainsFunc(got, func(s string) bool {
+			return strings.Contains(s, "ui-messages") && strings.HasSuffix(s, "user read a.go")
+		}) {
+			t.Errorf("hits for a.go: %q, want ui-messages's user message without its reminder", got)
+		}
 	})
 
 	xid, reason := exchangeWithDrop(t, h)
@@ -330,9 +386,38 @@ func inspectorServer(t *testing.T) *e2etest.Harness {
 		}
 		h.WaitDone("ui-tools")
 	}
+	importConv(t, h, "ui-responses",
+		`{"protocol":"responses","message":{"type":"message","role":"user","content":[{"type":"input_text","text":"what is the weather in Lisbon?"}]}}`,
+		`{"protocol":"responses","message":{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA"}}`,
+		`{"protocol":"responses","message":{"type":"function_call","call_id":"call_2","name":"weather","arguments":"{\"city\":\"Lisbon\"}"}}`,
+		`{"protocol":"responses","message":{"type":"function_call_output","call_id":"call_2","output":"sunny"}}`,
+		`{"protocol":"responses","message":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"It is sunny in Lisbon.","annotations":[]}]}}`)
+	importConv(t, h, "ui-messages",
+		`{"protocol":"messages","message":{"role":"user","content":[{"type":"text","text":"<system-reminder>use the context</system-reminder>"},{"type":"text","text":"read a.go"}]}}`,
+		`{"protocol":"messages","message":{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"Reading."},{"type":"tool_use","id":"toolu_1","name":"Read","input":{"path":"a.go"}}]}}`,
+		`{"protocol":"messages","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"package main 42"}]}}`,
+		`{"protocol":"messages","message":{"role":"assistant","content":[{"type":"text","text":"It says 42."}]}}`)
+	importConv(t, h, "ui-gemini",
+		`{"protocol":"gemini","message":{"role":"user","parts":[{"text":"and in Oslo?"}]}}`,
+		`{"protocol":"gemini","message":{"role":"model","parts":[{"text":"plan","thought":true},{"functionCall":{"name":"weather","args":{"city":"Oslo"}},"thoughtSignature":"c2ln"}]}}`,
+		`{"protocol":"gemini","message":{"role":"user","parts":[{"functionResponse":{"name":"weather","response":{"output":"rain"}}}]}}`,
+		`{"protocol":"gemini","message":{"role":"model","parts":[{"text":"Rain in Oslo."}]}}`)
 	h.Say("rk-globex-1", "ui-globex", "hello from globex")
 	flush(t, h) // the exchange records are written off the request path
 	return h
+}
+
+// importConv imports messages (each a line of an export without its
+// place) into conversation id of acme, through the API's import.
+func importConv(t *testing.T, h *e2etest.Harness, id string, msgs ...string) {
+	t.Helper()
+	lines := []string{`{"object":"conversation.export","version":1,"id":"` + id + `"}`}
+	for i, m := range msgs {
+		lines = append(lines, fmt.Sprintf(`{"object":"conversation.message","seq":%d,"turn":1,"episode":1,"created_at":1772355660,"tokens":0,"flags":[],%s`, i+1, m[1:]))
+	}
+	if a := h.API(acmeKey, "", "POST", "/recall/v1/conversations/"+id+"/import", strings.Join(lines, "\n")+"\n", "application/x-ndjson"); a.Status != 201 {
+		t.Fatalf("import %s: %d %s", id, a.Status, a.Body)
+	}
 }
 
 // exchangeWithDrop returns an exchange of ui-long that dropped turns, and

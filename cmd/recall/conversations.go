@@ -16,10 +16,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/wire"
 )
 
 // conversationsUsage is the help of "recall conversations".
@@ -304,7 +303,7 @@ var verbs = []verb{
 				}
 				tw := table(out, "SEQ", "TURN", "ROLE", "TOKENS", "FLAGS", "CONTENT")
 				for _, m := range l.Data {
-					row(tw, m.Seq, m.Turn, role(m.Message), m.Tokens, strings.Join(m.Flags, ","), content(m.Message))
+					row(tw, m.Seq, m.Turn, m.Role, m.Tokens, strings.Join(m.Flags, ","), content(m.Role, m.Text))
 				}
 				tw.Flush()
 				if l.HasMore {
@@ -339,7 +338,7 @@ var verbs = []verb{
 				}
 				tw := table(out, "SEQ", "ROLE", "TOKENS", "CONTENT")
 				for _, m := range x.Messages {
-					row(tw, m.Seq, role(m.Message), m.Tokens, content(m.Message))
+					row(tw, m.Seq, m.Role, m.Tokens, content(m.Role, m.Text))
 				}
 				tw.Flush()
 				fmt.Fprintf(out, "\n%d tokens of a %d budget, %d of %d turns", x.Tokens, x.Budget, x.IncludedTurns, x.StoredTurns)
@@ -374,7 +373,7 @@ var verbs = []verb{
 				}
 				tw := table(out, "CONVERSATION", "SEQ", "SCORE", "ROLE", "CONTENT")
 				for _, h := range r.Data {
-					row(tw, h.Conversation, h.Seq, strconv.FormatFloat(h.Score, 'f', 2, 64), role(h.Message.Message), content(h.Message.Message))
+					row(tw, h.Conversation, h.Seq, strconv.FormatFloat(h.Score, 'f', 2, 64), h.Role, content(h.Role, h.Text))
 				}
 				return tw.Flush()
 			}
@@ -628,7 +627,7 @@ func printExchange(out io.Writer, x *api.Exchange) {
 		case len(m.Content) == 0 || string(m.Content) == "null":
 			text = "(not stored)"
 		default:
-			text = content(m.Content)
+			text = content(role, m.Text)
 		}
 		row(tw, seq, m.Kind, role, text)
 	}
@@ -657,93 +656,20 @@ func percent(n, of int) int {
 	return n * 100 / of
 }
 
-// role and content read a message's role and a one-line view of its
-// content (or its tool calls) for a table, in any protocol's shape: a
-// chat-completions message, a Responses item (a message, a function call
-// or its output, reasoning), an Anthropic message (text, tool_use and
-// tool_result blocks, thinking), a Gemini content (text, functionCall and
-// functionResponse parts, thoughts). An agent's <system-reminder> blocks are
-// left out of the view: the user's own words are what a table shows.
-func role(raw json.RawMessage) string {
-	m := gjson.ParseBytes(raw)
-	switch t := m.Get("type").Str; {
-	case m.Get("role").Exists():
-		if id := m.Get("tool_call_id").Str; id != "" {
-			return m.Get("role").Str + "(" + id + ")"
-		}
-		return m.Get("role").Str
-	case strings.HasSuffix(t, "_output"):
-		return "tool(" + m.Get("call_id").Str + ")"
-	case t != "":
-		return "assistant"
+// content is a one-line view of a message for a table, from the text and
+// the canonical role its protocol's codec read (the API's view): a tool
+// result is marked "← ", an agent's <system-reminder> blocks are left out
+// (the user's own words are what a table shows), and a message with no
+// words (reasoning, thinking, an image) reads "-".
+func content(role, text string) string {
+	text = strings.TrimSpace(systemReminders.ReplaceAllString(text, ""))
+	if text == "" {
+		return "-"
 	}
-	return ""
-}
-
-func content(raw json.RawMessage) string {
-	m := gjson.ParseBytes(raw)
-	var ts []string
-	add := func(s string) {
-		if s = strings.TrimSpace(systemReminders.ReplaceAllString(s, "")); s != "" {
-			ts = append(ts, s)
-		}
+	if role == wire.RoleTool {
+		text = "← " + text
 	}
-	part := func(p gjson.Result) {
-		switch t := p.Get("type").Str; t {
-		case "text", "input_text", "output_text":
-			add(p.Get("text").Str)
-		case "tool_use":
-			ts = append(ts, "→ "+p.Get("name").Str+"() "+p.Get("id").Str)
-		case "tool_result":
-			var inner []string
-			if c := p.Get("content"); c.Type == gjson.String {
-				inner = append(inner, c.Str)
-			} else {
-				for _, b := range c.Array() {
-					inner = append(inner, b.Get("text").Str)
-				}
-			}
-			ts = append(ts, "← "+strings.Join(inner, " "))
-		case "thinking", "redacted_thinking", "reasoning":
-		case "":
-		default:
-			ts = append(ts, "["+t+"]")
-		}
-	}
-	switch t := m.Get("type").Str; {
-	case t == "function_call" || t == "custom_tool_call":
-		ts = append(ts, "→ "+m.Get("name").Str+"() "+m.Get("call_id").Str)
-	case strings.HasSuffix(t, "_output"):
-		if o := m.Get("output"); o.Type == gjson.String {
-			add("← " + o.Str)
-		} else {
-			o.ForEach(func(_, p gjson.Result) bool { part(p); return true })
-		}
-	case t == "reasoning":
-		ts = append(ts, "[reasoning]")
-	}
-	if c := m.Get("content"); c.Type == gjson.String {
-		add(c.Str)
-	} else {
-		c.ForEach(func(_, p gjson.Result) bool { part(p); return true })
-	}
-	m.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
-		ts = append(ts, "→ "+c.Get("function.name").Str+"() "+c.Get("id").Str)
-		return true
-	})
-	m.Get("parts").ForEach(func(_, p gjson.Result) bool { // a Gemini content
-		switch {
-		case p.Get("thought").Bool():
-		case p.Get("functionCall").Exists():
-			ts = append(ts, strings.TrimSpace("→ "+p.Get("functionCall.name").Str+"() "+p.Get("functionCall.id").Str))
-		case p.Get("functionResponse").Exists():
-			ts = append(ts, "← "+p.Get("functionResponse.name").Str+" "+p.Get("functionResponse.response").Raw)
-		case p.Get("text").Exists():
-			add(p.Get("text").Str)
-		}
-		return true
-	})
-	return oneLine(strings.Join(ts, " "), 60)
+	return oneLine(text, 60)
 }
 
 // systemReminders are the <system-reminder> blocks agents put in user

@@ -110,12 +110,12 @@ function episodes(d) {
 
 function message(m) {
   const flags = m.flags || [];
-  const r = role(m.message);
+  const r = role(m);
   return h('li', {id: 'm-' + m.seq, class: ['msg', 'role-' + r.replace(/[^a-z_]/g, ''), ...flags.map((f) => 'is-' + f)].join(' ')},
     h('div', {class: 'meta'},
       h('span', {class: 'role'}, r),
       flags.map((f) => h('span', {class: `flag flag-${f}`}, f)),
       h('span', {class: 'muted small'}, `seq ${m.seq} \u00b7 turn ${m.turn} \u00b7 episode ${m.episode} \u00b7 ${num(m.tokens)} tokens \u00b7 `),
       when(m.created_at)),
-    body(m.message));
+    body(m));
 }

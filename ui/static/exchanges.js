@@ -255,5 +255,5 @@ function sent(list) {
       m.forgotten ? h('span', {class: 'flag flag-forgotten'}, 'forgotten') : null),
     h('p', {class: 'snippet'}, m.content == null ?
       (m.kind === 'instruction' ? '(instructions are not stored)' : '(content forgotten)') :
-      preview(typeof m.content === 'object' && !Array.isArray(m.content) ? m.content : {role: m.role, content: m.content}, 400)))));
+      preview(m, 400)))));
 }

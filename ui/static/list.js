@@ -3,7 +3,7 @@
 
 import {call} from './api.js';
 import {h, num, when, convHash, notice} from './dom.js';
-import {preview} from './message.js';
+import {preview, role} from './message.js';
 
 const PAGE = 50;
 
@@ -79,11 +79,7 @@ function hits(q, data) {
     h('ol', {class: 'hits'}, data.map((m) => h('li', {class: 'hit'},
       h('div', {class: 'meta'},
         h('a', {href: convHash(m.conversation) + '?seq=' + m.seq, class: 'id'}, m.conversation),
-        h('span', {class: 'muted'}, ` seq ${m.seq} \u00b7 turn ${m.turn} \u00b7 ${roleOf(m.message)}`),
+        h('span', {class: 'muted'}, ` seq ${m.seq} \u00b7 turn ${m.turn} \u00b7 ${role(m)}`),
         (m.flags || []).map((f) => h('span', {class: `flag flag-${f}`}, f))),
-      h('p', {class: 'snippet'}, preview(m.message, 280))))));
-}
-
-function roleOf(msg) {
-  return (msg && (msg.role || msg.type)) || 'message';
+      h('p', {class: 'snippet'}, preview(m, 280))))));
 }
