@@ -27,8 +27,10 @@ import (
 // body that is not an object, or has a member generateContent does not
 // know ("model", "messages", "stream"); contents missing or empty; a
 // content whose role is not user or model, or whose parts are empty or
-// hold not exactly one kind of data; roles that do not alternate, or a
-// first content that is not user; a functionResponse that answers no
+// hold not exactly one kind of data; two model contents in a row, or a
+// first content that is not user (two user contents in a row are taken,
+// as the API takes Gemini CLI's router call, which sends its context and
+// the prompt so); a functionResponse that answers no
 // functionCall of the model content right before it (by id when the call
 // has one, by name otherwise), and a model's calls left without as many
 // responses in the next content; and a thoughtSignature that is neither
@@ -226,7 +228,7 @@ func validateGeminiRequest(root gjson.Result, contents []gjson.Result, model str
 			return geminiInvalid(at + ".parts: contents.parts must not be empty.")
 		case prevRole == "" && role != "user":
 			return geminiInvalid("Please ensure that multiturn requests start with a user turn.")
-		case role == prevRole:
+		case role == "model" && prevRole == "model":
 			return geminiInvalid("Please ensure that multiturn requests alternate between user and model.")
 		}
 		var calls []gjson.Result

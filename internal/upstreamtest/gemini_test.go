@@ -23,7 +23,7 @@ func TestGeminiIsStrict(t *testing.T) {
 		{"no key", ":generateContent", "", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, 403, "PERMISSION_DENIED"},
 		{"unknown member", ":generateContent", "k", `{"model":"m","contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, 400, "Unknown name"},
 		{"no contents", ":generateContent", "k", `{}`, 400, "contents is not specified"},
-		{"not alternating", ":generateContent", "k", `{"contents":[{"role":"user","parts":[{"text":"a"}]},{"role":"user","parts":[{"text":"b"}]}]}`, 400, "alternate"},
+		{"two model contents in a row", ":generateContent", "k", `{"contents":[{"role":"user","parts":[{"text":"a"}]},{"role":"model","parts":[{"text":"b"}]},{"role":"model","parts":[{"text":"c"}]}]}`, 400, "alternate"},
 		{"empty parts", ":generateContent", "k", `{"contents":[{"role":"user","parts":[]}]}`, 400, "must not be empty"},
 		{"answered by name", ":generateContent", "k", `{"contents":[{"role":"user","parts":[{"text":"a"}]},` + call + `,{"role":"user","parts":[{"functionResponse":{"name":"f","response":{}}}]}]}`, 200, "candidates"},
 		{"answered by the wrong name", ":generateContent", "k", `{"contents":[{"role":"user","parts":[{"text":"a"}]},` + call + `,{"role":"user","parts":[{"functionResponse":{"name":"g","response":{}}}]}]}`, 400, "answers no function call"},
