@@ -84,8 +84,10 @@ type Codec interface {
 	Text(dst, raw []byte) []byte
 	// Encode writes canonical messages in the protocol, as the messages of a
 	// request to an upstream of it. Parts it cannot carry (another
-	// provider's opaque items) are left out. It may merge or split
-	// messages where the protocol shapes turns differently.
+	// provider's opaque items) are left out, but a File it cannot carry
+	// is a *FileError: a user's file is refused, never dropped. It may
+	// merge or split messages where the protocol shapes turns
+	// differently.
 	Encode(dst [][]byte, msgs []Message) ([][]byte, error)
 }
 

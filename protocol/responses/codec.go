@@ -139,8 +139,9 @@ var errNotItem = errors.New("responses: not an input or output item")
 
 // Decode reads an item into the canonical model: a message's text, images
 // and refusals; a function_call as a ToolCall; a function_call_output as
-// a ToolResult; anything else (reasoning, files, hosted tool calls) as one
-// Opaque part holding the item, which only a Responses upstream reads.
+// a ToolResult; an input_file part as a File; anything else (reasoning,
+// hosted tool calls) as one Opaque part holding the item, which only a
+// Responses upstream reads.
 func (Codec) Decode(raw []byte) (wire.Message, error) {
 	item := parse(raw)
 	r := role(item)
