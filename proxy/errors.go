@@ -9,6 +9,7 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/wire"
 )
 
 // errCommitTimeout is a commit that did not return within the commit
@@ -48,11 +49,14 @@ func classify(err error) *apierr.Error {
 	var re *chat.Error
 	var cle *history.ContextLengthError
 	var ue *upstreamError
+	var fe *wire.FileError
 	switch {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &re):
 		return apierr.Invalid(re.Code, re.Param, re.Message)
+	case errors.As(err, &fe):
+		return apierr.UnsupportedFile(fe.Reason)
 	case errors.As(err, &cle):
 		return apierr.ContextLength(cle.Message())
 	case errors.As(err, &ue):

@@ -133,6 +133,8 @@ func writeMessage(b *strings.Builder, m *history.Message) {
 			}
 		case wire.Image:
 			texts = append(texts, "[image]")
+		case wire.File:
+			texts = append(texts, "[file "+p.Name+"]")
 		case wire.Refusal:
 			texts = append(texts, "(refused) "+p.Text)
 		case wire.ToolCall:

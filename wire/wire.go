@@ -84,8 +84,10 @@ type Codec interface {
 	Text(dst, raw []byte) []byte
 	// Encode writes canonical messages in the protocol, as the messages of a
 	// request to an upstream of it. Parts it cannot carry (another
-	// provider's opaque items) are left out. It may merge or split
-	// messages where the protocol shapes turns differently.
+	// provider's opaque items) are left out, but a File it cannot carry
+	// is a *FileError: a user's file is refused, never dropped. It may
+	// merge or split messages where the protocol shapes turns
+	// differently.
 	Encode(dst [][]byte, msgs []Message) ([][]byte, error)
 }
 
@@ -128,6 +130,14 @@ const (
 	// Opaque is a piece only its own protocol's upstream can read
 	// (encrypted reasoning, signed thinking): Raw in Origin's JSON.
 	Opaque
+	// File is a document the user attached (a PDF, a text file): Name is
+	// its filename ("" if none was given), and it is carried by one of
+	// URL (a data: URL holding it in base64, or a URL it is fetched
+	// from, whose media type MediaType gives when known) or FileID (a
+	// file the provider of Origin holds). A codec whose protocol cannot
+	// carry a file refuses it (Encode's error, a 400): a user's file is
+	// never left out unsaid.
+	File
 )
 
 // Part is one piece of a canonical message.
@@ -141,6 +151,9 @@ type Part struct {
 	IsError   bool
 	Origin    Protocol
 	Raw       []byte
+	// MediaType and FileID are a File's (see File).
+	MediaType string
+	FileID    string
 }
 
 // AppendText appends to dst the readable text of m, one piece a line: its

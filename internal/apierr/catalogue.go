@@ -138,6 +138,13 @@ func Invalid(code, param, message string) *Error {
 	return &Error{Status: 400, Type: "invalid_request_error", Code: code, Param: param, Message: message}
 }
 
+// UnsupportedFile is a file the request carries that its upstream's API
+// cannot take (an OpenAI file id sent to Anthropic, a media type a
+// provider's documents do not take): refused, never left out.
+func UnsupportedFile(message string) *Error {
+	return &Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_file", Message: message}
+}
+
 // OrphanToolResult is a tool message that answers no call, in OpenAI's
 // words; i is its index in the request's messages.
 func OrphanToolResult(i int) *Error {

@@ -246,6 +246,12 @@ func validateGeminiRequest(root gjson.Result, contents []gjson.Result, model str
 			if n != 1 {
 				return geminiInvalid(pat + ".data: required oneof field 'data' must have one initialized field")
 			}
+			if d := camelGet(p, "inlineData"); d.Exists() && (camelGet(d, "mimeType").Str == "" || d.Get("data").Str == "") {
+				return geminiInvalid(pat + ".inline_data: mime_type and data are required.")
+			}
+			if d := camelGet(p, "fileData"); d.Exists() && camelGet(d, "fileUri").Str == "" {
+				return geminiInvalid(pat + ".file_data.file_uri: file_uri is required.")
+			}
 			fc, fr := camelGet(p, "functionCall"), camelGet(p, "functionResponse")
 			sig := camelGet(p, "thoughtSignature")
 			switch {

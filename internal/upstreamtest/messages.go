@@ -280,7 +280,9 @@ func validateMessagesRequest(root gjson.Result, msgs []gjson.Result, systemBeta 
 				if b.Get("signature").Str != ThinkingSignature(b.Get("thinking").Str) {
 					err = badRequest(bat + ": Invalid `signature` in `thinking` block")
 				}
-			case typ == "tool_use" || typ == "tool_result" || typ == "thinking":
+			case typ == "document" && role == "user":
+				err = validateDocument(bat, b.Get("source"))
+			case typ == "tool_use" || typ == "tool_result" || typ == "thinking" || typ == "document":
 				err = badRequest(bat + ": `" + typ + "` blocks are not allowed in " + role + " messages")
 			}
 			return err == nil
@@ -628,4 +630,37 @@ func (s *Server) promptCache(root gjson.Result) int {
 		}
 	}
 	return read
+}
+
+// validateDocument checks a document block's source as Anthropic does: a
+// base64 PDF, plain text, a URL or a file id.
+func validateDocument(at string, src gjson.Result) *anthropicError {
+	switch src.Get("type").Str {
+	case "base64":
+		if mt := src.Get("media_type").Str; mt != "application/pdf" {
+			return badRequest(at + ".source.base64.media_type: Input should be 'application/pdf'")
+		}
+		if src.Get("data").Str == "" {
+			return badRequest(at + ".source.base64.data: Field required")
+		}
+	case "text":
+		if src.Get("media_type").Str != "text/plain" {
+			return badRequest(at + ".source.text.media_type: Input should be 'text/plain'")
+		}
+		if src.Get("data").Type != gjson.String {
+			return badRequest(at + ".source.text.data: Field required")
+		}
+	case "url":
+		if src.Get("url").Str == "" {
+			return badRequest(at + ".source.url.url: Field required")
+		}
+	case "file":
+		if src.Get("file_id").Str == "" {
+			return badRequest(at + ".source.file.file_id: Field required")
+		}
+	case "content":
+	default:
+		return badRequest(at + ".source: Input tag '" + src.Get("type").Str + "' found using 'type' does not match any of the expected tags: 'base64', 'content', 'file', 'text', 'url'")
+	}
+	return nil
 }

@@ -158,6 +158,20 @@ func validateResponses(root gjson.Result, items *[]gjson.Result) (*APIError, int
 			if c := it.Get("content"); c.Type != gjson.String && !c.IsArray() {
 				return invalidType(at+".content", "a string or array", c), http.StatusBadRequest
 			}
+			for j, p := range it.Get("content").Array() {
+				if p.Get("type").Str != "input_file" {
+					continue
+				}
+				pat := at + ".content[" + strconv.Itoa(j) + "]"
+				switch d := p.Get("file_data"); {
+				case p.Get("file_id").Type == gjson.String, p.Get("file_url").Type == gjson.String:
+				case d.Type != gjson.String:
+					return &APIError{Message: "Invalid '" + pat + "': an input_file must have one of file_id, file_data or file_url.",
+						Type: invalidRequest, Param: pat, Code: "invalid_value"}, http.StatusBadRequest
+				case p.Get("filename").Str == "":
+					return missing(pat + ".filename"), http.StatusBadRequest
+				}
+			}
 		case "function_call":
 			if e := requireStrings(func() string { return at }, "", it, "call_id", "name", "arguments"); e != nil {
 				return e, http.StatusBadRequest

@@ -276,6 +276,9 @@ func validatePart(i, j int, role string, p gjson.Result) *APIError {
 	if types := partTypes(role); !contains(types, t.Str) {
 		return invalidValue(path()+".type", t.Str, types)
 	}
+	if t.Str == "file" {
+		return validateFilePart(path(), p.Get("file"))
+	}
 	if t.Str == "text" || t.Str == "refusal" {
 		f := p.Get(t.Str)
 		switch {
@@ -284,6 +287,27 @@ func validatePart(i, j int, role string, p gjson.Result) *APIError {
 		case f.Type != gjson.String:
 			return invalidType(path()+"."+t.Str, "a string", f)
 		}
+	}
+	return nil
+}
+
+// validateFilePart checks a file part's file: a file_id, or file_data (a
+// base64 data: URL) with its filename.
+func validateFilePart(path string, f gjson.Result) *APIError {
+	switch {
+	case !f.Exists():
+		return missing(path + ".file")
+	case !f.IsObject():
+		return invalidType(path+".file", "an object", f)
+	case f.Get("file_id").Type == gjson.String:
+		return nil
+	case !f.Get("file_data").Exists():
+		return missing(path + ".file.file_data")
+	case !strings.HasPrefix(f.Get("file_data").Str, "data:") || !strings.Contains(f.Get("file_data").Str, ";base64,"):
+		return &APIError{Message: "Invalid '" + path + ".file.file_data': expected a base64 data: URL.",
+			Type: invalidRequest, Param: path + ".file.file_data", Code: "invalid_value"}
+	case f.Get("filename").Str == "":
+		return missing(path + ".file.filename")
 	}
 	return nil
 }

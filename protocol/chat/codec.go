@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -154,8 +155,9 @@ func (Codec) WithoutCacheHints(raw []byte) []byte { return WithoutCacheHints(raw
 // errNotMessage is Decode's answer to JSON that is not a chat message.
 var errNotMessage = errors.New("chat: not a chat message")
 
-// Decode implements wire.Codec. Content parts other than text, image and
-// refusal (audio, files) are carried as Opaque parts of chat completions.
+// Decode implements wire.Codec. A file part is a File; content parts other
+// than text, image, file and refusal (audio) are carried as Opaque parts
+// of chat completions.
 func (c Codec) Decode(raw []byte) (wire.Message, error) {
 	m := gjson.ParseBytes(raw)
 	if !m.IsObject() {
@@ -185,6 +187,16 @@ func (c Codec) Decode(raw []byte) (wire.Message, error) {
 				out.Parts = append(out.Parts, wire.Part{Kind: wire.Image, URL: p.Get("image_url.url").String()})
 			case "refusal":
 				out.Parts = append(out.Parts, wire.Part{Kind: wire.Refusal, Text: p.Get("refusal").String()})
+			case "file":
+				f := p.Get("file")
+				part := wire.Part{Kind: wire.File, Name: f.Get("filename").Str, FileID: f.Get("file_id").Str, Origin: wire.ChatCompletions}
+				if part.FileID == "" {
+					part.URL = f.Get("file_data").Str
+					if !strings.HasPrefix(part.URL, "data:") {
+						part.URL = wire.DataURL(wire.MediaTypeOf(part.Name), part.URL)
+					}
+				}
+				out.Parts = append(out.Parts, part)
 			default:
 				out.Parts = append(out.Parts, wire.Part{Kind: wire.Opaque, Origin: wire.ChatCompletions, Raw: []byte(p.Raw)})
 			}
@@ -200,6 +212,34 @@ func (c Codec) Decode(raw []byte) (wire.Message, error) {
 		return true
 	})
 	return out, nil
+}
+
+// appendFile appends a file content part: {"type":"file","file":{...}}
+// with the file_id, or the filename and file_data (a data: URL). Chat
+// completions takes no file by URL: such a file is a *wire.FileError.
+func appendFile(b []byte, p wire.Part) ([]byte, error) {
+	b = append(b, `{"type":"file","file":{`...)
+	switch {
+	case p.FileID != "" && !wire.OpenAIFile(p):
+		return nil, &wire.FileError{Target: wire.ChatCompletions,
+			Reason: "The upstream speaks chat completions, which cannot read file " + strconv.Quote(p.FileID) + ": it names a file another provider holds. Send the file's data instead."}
+	case p.FileID != "":
+		b = append(b, `"file_id":`...)
+		b = gjson.AppendJSONString(b, p.FileID)
+	case strings.HasPrefix(p.URL, "data:"):
+		name := p.Name
+		if name == "" {
+			name = "file"
+		}
+		b = append(b, `"filename":`...)
+		b = gjson.AppendJSONString(b, name)
+		b = append(b, `,"file_data":`...)
+		b = gjson.AppendJSONString(b, p.URL)
+	default:
+		return nil, &wire.FileError{Target: wire.ChatCompletions,
+			Reason: "The upstream speaks chat completions, which takes a file as data or by file id, not by URL: send the file's data instead."}
+	}
+	return append(b, "}}"...), nil
 }
 
 // contentString is the text of a content value: the string, or its text
@@ -248,6 +288,13 @@ func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 				onlyText = false
 			case wire.Refusal:
 				refusal += p.Text
+			case wire.File:
+				part, err := appendFile(nil, p)
+				if err != nil {
+					return nil, err
+				}
+				parts = append(parts, part)
+				onlyText = false
 			case wire.ToolCall:
 				calls = append(calls, p)
 			case wire.ToolResult:
@@ -329,7 +376,8 @@ func appendObj(dst []byte, kv ...string) []byte {
 func CanonicalHash(m wire.Message) (uint64, bool) {
 	for i, p := range m.Parts {
 		switch {
-		case p.Kind == wire.Opaque, p.Kind == wire.ToolResult && p.IsError:
+		case p.Kind == wire.Opaque, p.Kind == wire.ToolResult && p.IsError,
+			p.Kind == wire.File: // files were Opaque when hashes were fixed: stored hashes stay
 			return 0, false
 		case p.Kind == wire.ToolCall:
 			if i == 0 || m.Parts[i-1].Kind != wire.ToolCall { // copy once, never the caller's parts

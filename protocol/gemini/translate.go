@@ -3,6 +3,7 @@ package gemini
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -64,13 +65,21 @@ func appendPart(parts []wire.Part, p gjson.Result, calls, responses *counter) []
 			Text: text, IsError: isError})
 	}
 	if d := get(p, keyInlineData); d.IsObject() {
-		if mt := get(d, "mimeType").Str; strings.HasPrefix(mt, "image/") {
+		mt := get(d, "mimeType").Str
+		if strings.HasPrefix(mt, "image/") {
 			return append(parts, wire.Part{Kind: wire.Image, URL: "data:" + mt + ";base64," + d.Get("data").Str})
+		}
+		if mt != "" && !strings.HasPrefix(mt, "audio/") && !strings.HasPrefix(mt, "video/") {
+			return append(parts, wire.Part{Kind: wire.File, URL: wire.DataURL(mt, d.Get("data").Str), Origin: wire.Gemini})
 		}
 	}
 	if d := get(p, keyFileData); d.IsObject() {
-		if mt := get(d, "mimeType").Str; strings.HasPrefix(mt, "image/") {
+		mt := get(d, "mimeType").Str
+		if strings.HasPrefix(mt, "image/") {
 			return append(parts, wire.Part{Kind: wire.Image, URL: get(d, "fileUri").Str})
+		}
+		if mt != "" && !strings.HasPrefix(mt, "audio/") && !strings.HasPrefix(mt, "video/") {
+			return append(parts, wire.Part{Kind: wire.File, URL: get(d, "fileUri").Str, MediaType: mt, Origin: wire.Gemini})
 		}
 	}
 	return append(parts, wire.Part{Kind: wire.Opaque, Origin: wire.Gemini, Raw: []byte(p.Raw)})
@@ -134,7 +143,15 @@ func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 			if p.Kind == wire.ToolCall {
 				names[p.CallID] = p.Name
 			}
-			b := encodePart(nil, r, p, names, &calls, &results)
+			var b []byte
+			if p.Kind == wire.File {
+				var err error
+				if b, err = appendFile(nil, p); err != nil {
+					return dst, err
+				}
+			} else {
+				b = encodePart(nil, r, p, names, &calls, &results)
+			}
 			if b == nil {
 				continue
 			}
@@ -240,6 +257,41 @@ func callArgs(args string) string {
 		return args
 	}
 	return "{}"
+}
+
+// appendFile appends a File as a part: its data as inlineData, a URL of
+// known media type as fileData. Gemini reads no other provider's file id,
+// nor a file of unknown media type: those are a *wire.FileError.
+func appendFile(b []byte, p wire.Part) ([]byte, error) {
+	refuse := func(reason string) ([]byte, error) {
+		return nil, &wire.FileError{Target: wire.Gemini, Reason: reason}
+	}
+	if p.FileID != "" {
+		return refuse("The upstream speaks Gemini, which cannot read file " + strconv.Quote(p.FileID) + ": it names a file another provider holds. Send the file's data instead.")
+	}
+	mt, data, ok := p.FileData()
+	if ok {
+		if mt == "" {
+			return refuse("The file " + strconv.Quote(p.Name) + " has no media type Gemini reads: name it (data:<type>;base64,...).")
+		}
+		b = append(b, `{"inlineData":{"mimeType":`...)
+		b = gjson.AppendJSONString(b, mt)
+		b = append(b, `,"data":`...)
+		b = gjson.AppendJSONString(b, data)
+		return append(b, "}}"...), nil
+	}
+	mt = p.MediaType
+	if mt == "" {
+		mt = wire.MediaTypeOf(p.Name)
+	}
+	if mt == "" {
+		return refuse("The file at " + strconv.Quote(p.URL) + " has no media type Gemini reads: send its data instead.")
+	}
+	b = append(b, `{"fileData":{"mimeType":`...)
+	b = gjson.AppendJSONString(b, mt)
+	b = append(b, `,"fileUri":`...)
+	b = gjson.AppendJSONString(b, p.URL)
+	return append(b, "}}"...), nil
 }
 
 // appendImage appends an image part: a data: URL as inlineData, any

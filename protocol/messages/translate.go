@@ -1,9 +1,12 @@
 package messages
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -58,6 +61,10 @@ func appendPart(parts []wire.Part, b gjson.Result) []wire.Part {
 			return append(parts, wire.Part{Kind: wire.Image, URL: url})
 		case "url":
 			return append(parts, wire.Part{Kind: wire.Image, URL: src.Get("url").Str})
+		}
+	case typeDocument:
+		if f, ok := decodeDocument(b); ok {
+			return append(parts, f)
 		}
 	case typeToolUse:
 		args := b.Get("input").Raw
@@ -129,7 +136,15 @@ func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 			role = r
 		}
 		for _, p := range m.Parts {
-			b := appendBlock(nil, r, p)
+			var b []byte
+			if p.Kind == wire.File {
+				var err error
+				if b, err = appendDocument(nil, r, p); err != nil {
+					return dst, err
+				}
+			} else {
+				b = appendBlock(nil, r, p)
+			}
 			if b == nil {
 				continue
 			}
@@ -201,6 +216,92 @@ func toolInput(args string) string {
 		return args
 	}
 	return "{}"
+}
+
+// decodeDocument reads a document block whose source is base64 data,
+// plain text (carried as a text/plain data: URL), a URL or a file id; its
+// title is the File's name. ok is false for any other source (content
+// blocks), which stays Opaque.
+func decodeDocument(b gjson.Result) (wire.Part, bool) {
+	f := wire.Part{Kind: wire.File, Name: b.Get("title").Str, Origin: wire.Messages}
+	src := b.Get("source")
+	switch src.Get("type").Str {
+	case "base64":
+		f.URL = wire.DataURL(src.Get("media_type").Str, src.Get("data").Str)
+	case "text":
+		mt := src.Get("media_type").Str
+		if mt == "" {
+			mt = mediaText
+		}
+		f.URL = wire.DataURL(mt, base64.StdEncoding.EncodeToString([]byte(src.Get("data").Str)))
+	case "url":
+		f.URL, f.MediaType = src.Get("url").Str, mediaPDF
+	case "file":
+		f.FileID = src.Get("file_id").Str
+	default:
+		return wire.Part{}, false
+	}
+	return f, true
+}
+
+// The media types of the documents Anthropic reads.
+const (
+	mediaPDF  = "application/pdf"
+	mediaText = "text/plain"
+)
+
+// appendDocument appends a File as a document block of a user message: a
+// PDF as a base64 source, plain text as a text source, a URL as a url
+// source (Anthropic fetches PDFs by URL), a file id Anthropic holds as a
+// file source. What Anthropic cannot take (another provider's file id,
+// another media type, a file in an assistant message) is a
+// *wire.FileError.
+func appendDocument(b []byte, r string, p wire.Part) ([]byte, error) {
+	refuse := func(reason string) ([]byte, error) {
+		return nil, &wire.FileError{Target: wire.Messages, Reason: reason}
+	}
+	if r != roleUser {
+		return refuse("The upstream speaks Anthropic's Messages API, which takes files only in user messages.")
+	}
+	title := func(b []byte) []byte {
+		if p.Name == "" {
+			return b
+		}
+		b = append(b, `,"title":`...)
+		return gjson.AppendJSONString(b, p.Name)
+	}
+	if p.FileID != "" {
+		if p.Origin != wire.Messages {
+			return refuse("The upstream speaks Anthropic's Messages API, which cannot read file " + strconv.Quote(p.FileID) + ": it names a file another provider holds. Send the file's data instead.")
+		}
+		b = append(b, `{"type":"document","source":{"type":"file","file_id":`...)
+		b = gjson.AppendJSONString(b, p.FileID)
+		return append(title(append(b, '}')), '}'), nil
+	}
+	mt, data, ok := p.FileData()
+	if !ok {
+		b = append(b, `{"type":"document","source":{"type":"url","url":`...)
+		b = gjson.AppendJSONString(b, p.URL)
+		return append(title(append(b, '}')), '}'), nil
+	}
+	switch mt {
+	case mediaPDF:
+		b = append(b, `{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":`...)
+		b = gjson.AppendJSONString(b, data)
+	case mediaText:
+		text, err := base64.StdEncoding.DecodeString(data)
+		if err != nil || !utf8.Valid(text) {
+			return refuse("The file " + strconv.Quote(p.Name) + " is not valid base64 of UTF-8 text.")
+		}
+		b = append(b, `{"type":"document","source":{"type":"text","media_type":"text/plain","data":`...)
+		b = gjson.AppendJSONString(b, string(text))
+	default:
+		if mt == "" {
+			mt = "an unknown media type"
+		}
+		return refuse("The upstream speaks Anthropic's Messages API, whose documents are PDF or plain text; the file " + strconv.Quote(p.Name) + " is " + mt + ".")
+	}
+	return append(title(append(b, '}')), '}'), nil
 }
 
 // appendImage appends an image block: a data: URL as a base64 source,

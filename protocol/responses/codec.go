@@ -2,6 +2,7 @@ package responses
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -138,8 +139,9 @@ var errNotItem = errors.New("responses: not an input or output item")
 
 // Decode reads an item into the canonical model: a message's text, images
 // and refusals; a function_call as a ToolCall; a function_call_output as
-// a ToolResult; anything else (reasoning, files, hosted tool calls) as one
-// Opaque part holding the item, which only a Responses upstream reads.
+// a ToolResult; an input_file part as a File; anything else (reasoning,
+// hosted tool calls) as one Opaque part holding the item, which only a
+// Responses upstream reads.
 func (Codec) Decode(raw []byte) (wire.Message, error) {
 	item := parse(raw)
 	r := role(item)
@@ -165,7 +167,9 @@ func (Codec) Decode(raw []byte) (wire.Message, error) {
 					m.Parts = append(m.Parts, wire.Part{Kind: wire.Image, URL: u.Str})
 					break
 				}
-				fallthrough
+				m.Parts = append(m.Parts, wire.Part{Kind: wire.Opaque, Origin: wire.Responses, Raw: clone([]byte(p.Raw))})
+			case partInputFile:
+				m.Parts = append(m.Parts, decodeFile(p))
 			default:
 				m.Parts = append(m.Parts, wire.Part{Kind: wire.Opaque, Origin: wire.Responses, Raw: clone([]byte(p.Raw))})
 			}
@@ -180,6 +184,25 @@ func (Codec) Decode(raw []byte) (wire.Message, error) {
 		m.Parts = append(m.Parts, wire.Part{Kind: wire.Opaque, Origin: wire.Responses, Raw: clone(raw)})
 	}
 	return m, nil
+}
+
+// decodeFile reads an input_file part: file_data (a data: URL, or bare
+// base64 whose media type the filename gives), file_url or file_id.
+func decodeFile(p gjson.Result) wire.Part {
+	f := wire.Part{Kind: wire.File, Name: p.Get("filename").Str, Origin: wire.Responses}
+	switch {
+	case p.Get("file_data").Str != "":
+		f.URL = p.Get("file_data").Str
+		if !strings.HasPrefix(f.URL, "data:") {
+			f.URL = wire.DataURL(wire.MediaTypeOf(f.Name), f.URL)
+		}
+	case p.Get("file_url").Str != "":
+		f.URL = p.Get("file_url").Str
+		f.MediaType = wire.MediaTypeOf(f.Name)
+	default:
+		f.FileID = p.Get("file_id").Str
+	}
+	return f
 }
 
 // outputText is a function_call_output's output as text: the string, or
@@ -221,7 +244,11 @@ func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 		}
 		for _, p := range m.Parts {
 			switch p.Kind {
-			case wire.Text, wire.Image, wire.Refusal:
+			case wire.Text, wire.Image, wire.Refusal, wire.File:
+				if p.Kind == wire.File && p.FileID != "" && !wire.OpenAIFile(p) {
+					return nil, &wire.FileError{Target: wire.Responses,
+						Reason: "The upstream speaks the Responses API, which cannot read file " + strconv.Quote(p.FileID) + ": it names a file another provider holds. Send the file's data instead."}
+				}
 				if content == nil {
 					content = []byte{'['}
 				} else {
@@ -270,6 +297,8 @@ func appendMessageItem(b []byte, role string, parts []byte) []byte {
 // appendPart appends a text, image or refusal part for role.
 func appendPart(b []byte, role string, p wire.Part) []byte {
 	switch {
+	case p.Kind == wire.File:
+		return appendFile(b, p)
 	case p.Kind == wire.Image:
 		b = append(b, `{"type":"input_image","image_url":`...)
 		b = append(b, quote(p.URL)...)
@@ -283,6 +312,30 @@ func appendPart(b []byte, role string, p wire.Part) []byte {
 	}
 	b = append(b, `{"type":"input_text","text":`...)
 	return append(append(b, quote(p.Text)...), '}')
+}
+
+// appendFile appends an input_file part: file_id, file_data (a data:
+// URL, with the filename the API asks for beside it) or file_url.
+func appendFile(b []byte, p wire.Part) []byte {
+	b = append(b, `{"type":"input_file"`...)
+	switch {
+	case p.FileID != "":
+		b = append(append(b, `,"file_id":`...), quote(p.FileID)...)
+	case strings.HasPrefix(p.URL, "data:"):
+		name := p.Name
+		if name == "" {
+			name = "file"
+		}
+		b = append(append(b, `,"filename":`...), quote(name)...)
+		b = append(append(b, `,"file_data":`...), quote(p.URL)...)
+		return append(b, '}')
+	default:
+		b = append(append(b, `,"file_url":`...), quote(p.URL)...)
+	}
+	if p.Name != "" {
+		b = append(append(b, `,"filename":`...), quote(p.Name)...)
+	}
+	return append(b, '}')
 }
 
 // appendFunctionCall appends a function_call item (id left out when "").

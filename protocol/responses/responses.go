@@ -40,5 +40,6 @@ const (
 	partInputText  = "input_text"
 	partOutputText = "output_text"
 	partInputImage = "input_image"
+	partInputFile  = "input_file"
 	partRefusal    = "refusal"
 )

@@ -22,7 +22,7 @@ var inputItemTypes = []string{
 }
 
 // messagePartTypes are the content part types a message item may carry.
-var messagePartTypes = []string{partInputText, partOutputText, partInputImage, "input_file", partRefusal}
+var messagePartTypes = []string{partInputText, partOutputText, partInputImage, partInputFile, partRefusal}
 
 // CheckStorable refuses an item (already checked as a request's input
 // item, at param) that no later request could send, so that storing it
