@@ -14,7 +14,7 @@ import (
 // cliEnv lists every variable the commands read; each test starts with all
 // of them empty (which the commands treat as unset), whatever the
 // environment the tests run in.
-var cliEnv = []string{"RECALL_CONFIG", "RECALL_LISTEN", "RECALL_UPSTREAM_URL", "RECALL_DATA_DIR",
+var cliEnv = []string{"RECALL_CONFIG", "RECALL_LISTEN", "RECALL_UPSTREAM_URL", "RECALL_UPSTREAM_PROTOCOL", "RECALL_DATA_DIR",
 	"RECALL_STORE_URL", "RECALL_ADMIN_KEY", "RECALL_ADDR", "RECALL_API_KEY"}
 
 func TestCLI(t *testing.T) {

@@ -1,5 +1,6 @@
 // Command recall runs Recall, a conversation-memory proxy for LLM APIs:
-// OpenAI chat completions, the Responses API and Anthropic Messages.
+// OpenAI chat completions, the Responses API, Anthropic Messages and
+// Google's Gemini generateContent.
 //
 //	recall serve [--config recall.yaml]        serve (zero config: 127.0.0.1:8080 → api.openai.com)
 //	recall check-config [--config recall.yaml] validate and print the resolved tenants, secrets masked
@@ -23,6 +24,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -122,6 +124,20 @@ func configEnv() []envVar {
 	}
 }
 
+// serveEnv lists what serve reads from the environment: the
+// configuration's variables, and those of the process around it.
+// TestHelpListsEveryVariableTheCodeReads fails when the code reads a
+// RECALL_* variable that this list leaves out.
+func serveEnv() []envVar {
+	env := configEnv()
+	last := len(env) - 1 // ${VAR} stays last
+	return slices.Insert(env, last,
+		envVar{"RECALL_PPROF", "(none)", "a binary built with -tags pprof serves net/http/pprof on this address (release builds ignore it)"},
+		envVar{"GOMEMLIMIT", "(unset)", "the Go heap's soft limit; set, it wins over memory_limit_mb"},
+		envVar{"GOMAXPROCS", "(unset)", "set, Recall keeps it; unset on one CPU, Recall runs two Go processors while a computation holds one"},
+	)
+}
+
 // command describes a subcommand for its --help.
 type command struct {
 	name     string
@@ -185,7 +201,7 @@ var (
 			"Traces go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is\n" +
 			"set: OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf (default) or grpc, OTEL_SERVICE_NAME\n" +
 			"(default recall), and the other OTEL_* variables as the OpenTelemetry SDK reads them.",
-		env: configEnv(),
+		env: serveEnv(),
 	}
 	checkConfigCmd = command{
 		name:     "check-config",
