@@ -4,10 +4,13 @@ package docs_test
 
 import (
 	"bufio"
+	"errors"
+	"go/build"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -21,7 +24,7 @@ const packagesHeading = "## Packages and what each owns"
 // module that architecture.md's package table leaves out, and each row
 // that names no directory of the repository.
 func TestArchitectureListsEveryPackage(t *testing.T) {
-	rows := packageTable(t, "architecture.md")
+	rows := rowNames(packageTable(t, "architecture.md"))
 	for _, pkg := range modulePackages(t, "..") {
 		if !slices.ContainsFunc(rows, func(row string) bool { return covers(row, pkg) }) {
 			t.Errorf("architecture.md: package %s is missing from the table under %q", pkg, packagesHeading)
@@ -35,6 +38,100 @@ func TestArchitectureListsEveryPackage(t *testing.T) {
 	}
 }
 
+// TestArchitectureImportsAreTheCode fails naming each row of the package
+// table whose last column, what the package imports from this module,
+// is not what its non-test Go files import. The column lists the
+// packages in backticks (`protocol/*` stands for every package one level
+// under protocol/), or says "nothing"; a remark in parentheses is not
+// read, and a list with "..." in it names some of the imports, not all.
+// A row of a pattern (`bench/...`) is the union of its packages; a
+// package with no non-test Go file (a suite of tests) is not checked.
+func TestArchitectureImportsAreTheCode(t *testing.T) {
+	mod := modulePath(t, "..")
+	pkgs := modulePackages(t, "..")
+	for _, row := range packageTable(t, "architecture.md") {
+		var got []string
+		code := false
+		for _, pkg := range pkgs {
+			if !covers(row.pkg, pkg) {
+				continue
+			}
+			bp, err := build.ImportDir(filepath.Join("..", filepath.FromSlash(pkg)), 0)
+			var none *build.NoGoError
+			if errors.As(err, &none) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", pkg, err)
+			}
+			code = true
+			for _, imp := range bp.Imports {
+				if sub, ok := strings.CutPrefix(imp, mod+"/"); ok && !slices.Contains(got, sub) && !covers(row.pkg, sub) {
+					got = append(got, sub)
+				}
+			}
+		}
+		if !code {
+			continue
+		}
+		cell := remark.ReplaceAllString(row.imports, "")
+		var listed []string
+		for _, m := range quoted.FindAllStringSubmatch(cell, -1) {
+			listed = append(listed, m[1])
+		}
+		if len(listed) == 0 && strings.TrimSpace(cell) != "nothing" {
+			t.Errorf("architecture.md: %s imports %q: want packages in backticks, or nothing", row.pkg, row.imports)
+			continue
+		}
+		for _, l := range listed {
+			if !slices.ContainsFunc(got, func(imp string) bool { return matches(l, imp) }) {
+				t.Errorf("architecture.md: the table says %s imports %s; it does not (it imports %v)", row.pkg, l, got)
+			}
+		}
+		if strings.Contains(cell, "...") {
+			continue
+		}
+		for _, imp := range got {
+			if !slices.ContainsFunc(listed, func(l string) bool { return matches(l, imp) }) {
+				t.Errorf("architecture.md: %s imports %s, which its row leaves out", row.pkg, imp)
+			}
+		}
+	}
+}
+
+var (
+	// remark is a parenthesised remark in a table cell.
+	remark = regexp.MustCompile(`\([^)]*\)`)
+	// quoted is a name in backticks.
+	quoted = regexp.MustCompile("`([^`]+)`")
+)
+
+// matches reports whether a name of the imports column stands for pkg:
+// the same path, or "dir/*" for a package one level under dir.
+func matches(name, pkg string) bool {
+	if dir, ok := strings.CutSuffix(name, "/*"); ok {
+		rest, ok := strings.CutPrefix(pkg, dir+"/")
+		return ok && !strings.Contains(rest, "/")
+	}
+	return name == pkg
+}
+
+// modulePath reads the module path from root's go.mod.
+func modulePath(t *testing.T, root string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.TrimSpace(p)
+		}
+	}
+	t.Fatal("go.mod names no module")
+	return ""
+}
+
 // covers reports whether the table row names pkg: the same path, or a
 // pattern such as "bench/..." that covers a directory and all below it.
 func covers(row, pkg string) bool {
@@ -44,16 +141,31 @@ func covers(row, pkg string) bool {
 	return row == pkg
 }
 
-// packageTable returns the first column of the table under
-// packagesHeading in the file name, backticks removed.
-func packageTable(t *testing.T, name string) []string {
+// tableRow is a row of the package table: the package (backticks
+// removed) and its last column, what it imports from the module.
+type tableRow struct {
+	pkg, imports string
+}
+
+// rowNames returns the rows' packages.
+func rowNames(rows []tableRow) []string {
+	names := make([]string, len(rows))
+	for i, r := range rows {
+		names[i] = r.pkg
+	}
+	return names
+}
+
+// packageTable returns the rows of the table under packagesHeading in
+// the file name.
+func packageTable(t *testing.T, name string) []tableRow {
 	t.Helper()
 	f, err := os.Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var rows []string
+	var rows []tableRow
 	inSection, inTable := false, false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -64,10 +176,10 @@ func packageTable(t *testing.T, name string) []string {
 		case !inSection:
 		case strings.HasPrefix(line, "|"):
 			inTable = true
-			cell, _, _ := strings.Cut(strings.TrimPrefix(line, "|"), "|")
-			cell = strings.TrimSpace(cell)
+			cells := strings.Split(strings.TrimSuffix(strings.TrimPrefix(line, "|"), "|"), "|")
+			cell := strings.TrimSpace(cells[0])
 			if name, ok := strings.CutPrefix(cell, "`"); ok {
-				rows = append(rows, strings.TrimSuffix(name, "`"))
+				rows = append(rows, tableRow{pkg: strings.TrimSuffix(name, "`"), imports: strings.TrimSpace(cells[len(cells)-1])})
 			}
 		case inTable || strings.HasPrefix(line, "## "):
 			inSection = false

@@ -10,7 +10,9 @@
 // the metadata record that describes them is updated in the same atomic
 // write.
 //
-// The package imports nothing else from this module: callers hash and
-// count messages (see package tokens and the protocol packages) and hand the
-// results in.
+// Of this module the package imports only wire, whose Codec reads a
+// message's calls, results and text for it (history parses no protocol's
+// JSON), and links protocol/chat for the codec of records stored before
+// messages carried their protocol. Callers hash and count messages (see
+// package tokens and the protocol packages) and hand the results in.
 package history

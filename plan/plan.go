@@ -1,14 +1,14 @@
-// Package plan works out what the next chat-completions request of a
-// conversation sends upstream: it loads the stored conversation, merges the
+// Package plan works out what the next request of a conversation, in any
+// protocol, sends upstream: it loads the stored conversation, merges the
 // client's new messages with it, injects the running summary and curates
 // the result to the tenant's budget. It is a pure function of the store's
 // state and its input: it writes nothing.
 //
 // Two callers share it, so that they can never disagree:
 //
-//   - the chat path (proxy), which sends the plan's messages upstream and
-//     then commits what Plan says a commit needs (Version, Supersede, Cut,
-//     Fresh, Seal);
+//   - the request path of every protocol (proxy), which sends the plan's
+//     messages upstream and then commits what Plan says a commit needs
+//     (Version, Supersede, Cut, Fresh, Seal);
 //   - the conversation API's context call
 //     (GET /recall/v1/conversations/{id}/context?model=&budget=), which calls
 //     Make with no new messages (Input.New empty) and answers Plan.Messages
