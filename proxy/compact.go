@@ -16,6 +16,7 @@ import (
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/protocol/responses"
+	"github.com/recallproxy/recall/respstate"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -150,7 +151,7 @@ func (x *exchange) compacted(ctx context.Context, req *wire.Request, up wire.Pro
 	}
 	snap, err := x.s.cfg.Store.Load(ctx, history.Key{Tenant: x.c.Namespace, Conversation: ref.Conversation}, history.Query{After: ^uint64(0)})
 	if err != nil {
-		return nil, storeReadErr(err)
+		return nil, respstate.StoreReadErr(err)
 	}
 	m := &snap.Meta
 	if m.NextSeq == 0 || m.Incarnation != ref.Incarnation || ref.Through >= m.NextSeq {
@@ -275,7 +276,7 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 		return
 	}
 	if before.NextSeq == 0 {
-		x.incarnation = newIncarnation()
+		x.incarnation = respstate.NewIncarnation()
 	}
 	// The request's items and the summary over them land in one change,
 	// under the conversation's lock: a failed compaction commits nothing.

@@ -17,6 +17,7 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/respstate"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/tracing"
 )
@@ -128,10 +129,15 @@ type Config struct {
 	// error websocket_connection_limit_reached, and the client opens
 	// another. Default 60m, as OpenAI's.
 	WebSocketLifetime time.Duration
-	// Heavy, if set, admits a heavy call of a namespace (the
-	// conversation API's limiter, api.Handler.EnterHeavy): a page of the
-	// Conversations API's items runs under it. Default: none.
-	Heavy func(ctx context.Context, ns string) (leave func(), err error)
+	// State serves the state Recall keeps for the Responses and
+	// Conversations APIs (package respstate): GET and DELETE
+	// /v1/responses/{id}, GET /v1/responses/{id}/input_items, and
+	// /v1/conversations and below, after the server read the body and
+	// authenticated the caller; and the stored responses that Responses
+	// requests chain on. Built by the wiring over the same Store, Locks
+	// and Leaser. Default: one over this Config's Store, Locks, Leaser,
+	// Now, Counter and Logger, with no heavy-call limiter.
+	State *respstate.State
 	// Locks serialises the work on each conversation. Default: the
 	// server's own. Give the same Locks to whatever else changes
 	// conversations in this process (the API, retention) so that it waits
@@ -192,6 +198,7 @@ type Server struct {
 	memoryWarned atomic.Int64
 	upgrader     *websocket.FastHTTPUpgrader
 	sockets      *socketSet // the Responses WebSockets open
+	state        *respstate.State
 	// realClock: cfg.Now is time.Now, and a request's start can be
 	// fasthttp's reading of it (startOf).
 	realClock bool
@@ -248,6 +255,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.WebSocketLifetime <= 0 {
 		cfg.WebSocketLifetime = defaultWebSocketLifetime
 	}
+	if cfg.State == nil {
+		st, err := respstate.New(respstate.Config{Store: cfg.Store, Lock: cfg.Locks.Acquire, Leaser: cfg.Leaser,
+			Now: cfg.Now, Counter: cfg.Counter, Logger: cfg.Logger})
+		if err != nil {
+			return nil, err
+		}
+		cfg.State = st
+	}
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Logger,
@@ -257,6 +272,7 @@ func New(cfg Config) (*Server, error) {
 		buffered: cfg.BufferingClient,
 		upgrader: newUpgrader(),
 		sockets:  newSocketSet(),
+		state:    cfg.State,
 
 		realClock: realClock,
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/protocol/responses"
+	"github.com/recallproxy/recall/respstate"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -263,7 +264,7 @@ func (k *socket) warmup(rc *fasthttp.RequestCtx, body []byte) (failed bool) {
 		return true
 	}
 	now := k.s.cfg.Now()
-	req.ResponseID, req.Created, req.Store = "resp_"+newConversationID()[len("conv_"):], now.Unix(), false
+	req.ResponseID, req.Created, req.Store = "resp_"+respstate.NewConversationID()[len("conv_"):], now.Unix(), false
 	failed, _ = k.relay(bytes.NewReader(responses.AppendWarmup(nil, req, now.Unix())), body)
 	return failed
 }

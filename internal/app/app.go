@@ -1,8 +1,9 @@
-// Package app assembles Recall: the chat proxy, the conversation API and
-// the inspector's web page mounted on it, and the summaries manager the
-// proxy triggers and the API calls, over one store, one tenant set, one
-// lock table, one token counter and one metrics registry. cmd/recall
-// serves what New returns, and tests assemble the very same thing.
+// Package app assembles Recall: the chat proxy, the conversation API, the
+// Responses and Conversations state (package respstate) and the
+// inspector's web page mounted on it, and the summaries manager the proxy
+// triggers and the API calls, over one store, one tenant set, one lock
+// table, one token counter and one metrics registry. cmd/recall serves
+// what New returns, and tests assemble the very same thing.
 package app
 
 import (
@@ -19,6 +20,7 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/inspect"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/respstate"
 	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/ui"
@@ -29,8 +31,8 @@ type Config struct {
 	// Proxy configures the chat path (Tenants and Store required). Its
 	// Tenants, Store, Counter, Metrics, Locks, Logger, Now and
 	// MaxBodyBytes serve the API too; New creates the shared Counter,
-	// Metrics and Locks when they are nil, and sets API (and, with
-	// Summary, Summaries).
+	// Metrics and Locks when they are nil, and sets API, State (unless
+	// set) and, with Summary, Summaries.
 	Proxy proxy.Config
 	// Summary, if set, configures the summaries manager; its Store,
 	// Tenants, Counter, Logger and Registerer default to the proxy's.
@@ -187,8 +189,13 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	p.API = a.API.Handle
-	if p.Heavy == nil {
-		p.Heavy = a.API.EnterHeavy
+	if p.State == nil {
+		// The Responses and Conversations state: pages of items run
+		// under the API's heavy-call limiter.
+		if p.State, err = respstate.New(respstate.Config{Store: p.Store, Lock: p.Locks.Acquire, Leaser: p.Leaser,
+			Now: p.Now, Counter: p.Counter, Heavy: a.API.EnterHeavy, Logger: p.Logger}); err != nil {
+			return nil, err
+		}
 	}
 	if a.UI, err = ui.New(); err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package proxy
+package respstate
 
 import (
 	"crypto/rand"
@@ -11,7 +11,8 @@ import (
 	"github.com/recallproxy/recall/history"
 )
 
-// A Recall response id names the stored state it answers for, so that
+// Ref is what a Recall response id names. The id names the stored state
+// it answers for, so that
 // previous_response_id, GET /v1/responses/{id} and DELETE find it with no
 // index of their own:
 //
@@ -29,15 +30,20 @@ import (
 //
 // An id that does not parse back to itself (padding, leading zeros,
 // upper-case hex) names nothing: one response has one id.
-type responseRef struct {
+type Ref struct {
+	// Conversation is the conversation's id.
 	Conversation string
-	Incarnation  uint64
-	Seq          uint64
-	Input        int
+	// Incarnation is the conversation's history.Meta.Incarnation.
+	Incarnation uint64
+	// Seq is the sequence number of the answer's first stored message.
+	Seq uint64
+	// Input is the number of the request's new messages stored right
+	// before the answer.
+	Input int
 }
 
 // ID is the response id of r.
-func (r responseRef) ID() string {
+func (r Ref) ID() string {
 	b := make([]byte, 0, 48+base64.RawURLEncoding.EncodedLen(len(r.Conversation)))
 	b = append(b, "resp_"...)
 	b = base64.RawURLEncoding.AppendEncode(b, []byte(r.Conversation))
@@ -50,9 +56,9 @@ func (r responseRef) ID() string {
 	return string(b)
 }
 
-// parseResponseID reads a response id Recall minted; ok is false for any
+// ParseID reads a response id Recall minted; ok is false for any
 // other string (another server's id, a random one, a damaged one).
-func parseResponseID(id string) (r responseRef, ok bool) {
+func ParseID(id string) (r Ref, ok bool) {
 	rest, found := strings.CutPrefix(id, "resp_")
 	if !found || len(id) > 256 {
 		return r, false
@@ -84,18 +90,18 @@ func parseResponseID(id string) (r responseRef, ok bool) {
 	return r, r.ID() == id
 }
 
-// newConversationID is the id of a conversation Recall creates for a
+// NewConversationID is the id of a conversation Recall creates for a
 // Responses client that named none (or for a fork), or for POST
 // /v1/conversations: conv_ and 24 random hex digits, as OpenAI's look.
-func newConversationID() string {
+func NewConversationID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return "conv_" + hex.EncodeToString(b[:])
 }
 
-// newIncarnation draws the incarnation of a conversation an exchange
+// NewIncarnation draws the incarnation of a conversation an exchange
 // creates (never 0, the value of records older than incarnations).
-func newIncarnation() uint64 {
+func NewIncarnation() uint64 {
 	for {
 		var b [8]byte
 		_, _ = rand.Read(b[:])

@@ -1,4 +1,4 @@
-package proxy_test
+package respstate_test
 
 import (
 	"context"
@@ -16,6 +16,9 @@ import (
 	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/proxy"
 )
+
+// key is a client's key: the harness's tenant passes any key through.
+const key = "sk-client-1"
 
 // countingStore counts the messages the store hands its readers.
 type countingStore struct {
@@ -42,7 +45,7 @@ func (s countingStore) Messages(ctx context.Context, k history.Key, after uint64
 // Pages still hold the right items.
 func TestItemPagesCostTheirSize(t *testing.T) {
 	var read atomic.Int64
-	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.Store = countingStore{c.Store, &read} }})
+	h := e2etest.New(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.Store = countingStore{c.Store, &read} }})
 	const n = 400
 	var items []string
 	for i := range n {
@@ -125,7 +128,7 @@ func TestItemPagesRunUnderTheHeavyLimiter(t *testing.T) {
 	var conv atomic.Value
 	conv.Store("")
 	bs := blockingStore{conv: &conv, entered: make(chan struct{}, 1), release: make(chan struct{})}
-	h := newHarness(t, e2etest.Options{
+	h := e2etest.New(t, e2etest.Options{
 		Proxy: func(c *proxy.Config) { bs.Store = c.Store; c.Store = bs },
 		API:   func(c *api.Config) { c.MaxHeavyPerTenant = 1 },
 	})

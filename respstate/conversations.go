@@ -1,4 +1,4 @@
-package proxy
+package respstate
 
 import (
 	"bytes"
@@ -44,7 +44,7 @@ func conversationOf(id string, m *history.Meta) conversationObject {
 
 // conversations routes the Conversations API; segs are the path's
 // segments after "conversations" (none for /v1/conversations).
-func (sc *stateCall) conversations(segs []string) error {
+func (sc *call) conversations(segs []string) error {
 	method := sc.method()
 	switch {
 	case len(segs) == 0:
@@ -91,7 +91,7 @@ func (sc *stateCall) conversations(segs []string) error {
 }
 
 // object reads the body as a JSON object ({} when empty).
-func (sc *stateCall) object() (gjson.Result, error) {
+func (sc *call) object() (gjson.Result, error) {
 	body := sc.body
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
@@ -144,7 +144,7 @@ func metadataOf(v gjson.Result) (*string, error) {
 // Responses input items, tool results cut to the tenant's storage limit,
 // counted. Instructions (system, developer) are refused: Recall sends
 // them with each request and never stores them.
-func (sc *stateCall) freshItems(items gjson.Result, param string) ([]history.Message, error) {
+func (sc *call) freshItems(items gjson.Result, param string) ([]history.Message, error) {
 	if !items.IsArray() {
 		return nil, apierr.InvalidValue(param, "Invalid '"+param+"': expected an array of items.")
 	}
@@ -163,8 +163,7 @@ func (sc *stateCall) freshItems(items gjson.Result, param string) ([]history.Mes
 	if len(req.Instructions) > 0 {
 		return nil, apierr.InvalidValue(param+"[0]", "Invalid '"+param+"[0]': conversations store user, assistant and tool items; instructions (system, developer) are sent with each request and never stored.")
 	}
-	t := sc.c.cfg.History
-	enc := tokens.For("", t.Encoding)
+	enc := tokens.For("", sc.c.Encoding)
 	fresh := make([]history.Message, len(req.Messages))
 	for i, raw := range req.Messages {
 		role := codec.Role(raw)
@@ -176,13 +175,13 @@ func (sc *stateCall) freshItems(items gjson.Result, param string) ([]history.Mes
 			return nil, err
 		}
 		raw = bytes.Clone(raw) // the body does not outlive the handler
-		if most := t.StoredToolResultChars; most > 0 && role == wire.RoleTool {
+		if most := sc.c.StoredToolResultChars; most > 0 && role == wire.RoleTool {
 			if cut, ok := codec.CutResults(raw, most, history.StorageMarker); ok {
 				raw = cut
 			}
 		}
 		fresh[i] = history.Message{Role: role, Protocol: wire.Responses, Raw: raw, Hash: codec.Hash(raw),
-			Tokens: plan.Count(sc.s.counter, enc, wire.Responses, raw)}
+			Tokens: plan.Count(sc.st.cfg.Counter, enc, wire.Responses, raw)}
 	}
 	return fresh, nil
 }
@@ -202,7 +201,7 @@ func checkFresh(tail, fresh []history.Message, param string) error {
 
 // createConversation serves POST /v1/conversations: a new conversation
 // (conv_…) holding items, if any, with metadata.
-func (sc *stateCall) createConversation() error {
+func (sc *call) createConversation() error {
 	body, err := sc.object()
 	if err != nil {
 		return err
@@ -224,17 +223,17 @@ func (sc *stateCall) createConversation() error {
 		empty := ""
 		md = &empty
 	}
-	id := newConversationID()
-	m, err := sc.s.cfg.Store.Commit(sc.ctx, history.Key{Tenant: sc.c.Namespace, Conversation: id},
-		history.Change{Append: fresh, Metadata: md, Now: sc.s.cfg.Now().UnixNano()})
+	id := NewConversationID()
+	m, err := sc.st.cfg.Store.Commit(sc.ctx, history.Key{Tenant: sc.c.Namespace, Conversation: id},
+		history.Change{Append: fresh, Metadata: md, Now: sc.st.cfg.Now().UnixNano()})
 	if err != nil {
-		return storeWriteErr(err)
+		return StoreWriteErr(err)
 	}
 	return sc.reply(200, conversationOf(id, &m))
 }
 
 // getConversation serves GET /v1/conversations/{id}.
-func (sc *stateCall) getConversation(k history.Key) error {
+func (sc *call) getConversation(k history.Key) error {
 	m, err := sc.meta(k)
 	if err != nil {
 		return err
@@ -244,7 +243,7 @@ func (sc *stateCall) getConversation(k history.Key) error {
 
 // updateConversation serves POST /v1/conversations/{id}: its metadata
 // replaced.
-func (sc *stateCall) updateConversation(k history.Key) error {
+func (sc *call) updateConversation(k history.Key) error {
 	body, err := sc.object()
 	if err != nil {
 		return err
@@ -265,15 +264,15 @@ func (sc *stateCall) updateConversation(k history.Key) error {
 	if err != nil {
 		return err
 	}
-	if m, err = sc.s.cfg.Store.Commit(sc.ctx, k, history.Change{Version: m.Version, Metadata: md, Now: sc.s.cfg.Now().UnixNano()}); err != nil {
-		return storeWriteErr(err)
+	if m, err = sc.st.cfg.Store.Commit(sc.ctx, k, history.Change{Version: m.Version, Metadata: md, Now: sc.st.cfg.Now().UnixNano()}); err != nil {
+		return StoreWriteErr(err)
 	}
 	return sc.reply(200, conversationOf(k.Conversation, &m))
 }
 
 // deleteConversation serves DELETE /v1/conversations/{id}: the
 // conversation and its items are erased (history.Store.Delete).
-func (sc *stateCall) deleteConversation(k history.Key) error {
+func (sc *call) deleteConversation(k history.Key) error {
 	release, err := sc.lock(k)
 	if err != nil {
 		return err
@@ -282,8 +281,8 @@ func (sc *stateCall) deleteConversation(k history.Key) error {
 	if _, err := sc.meta(k); err != nil {
 		return err
 	}
-	if err := sc.s.cfg.Store.Delete(sc.ctx, k); err != nil {
-		return storeWriteErr(err)
+	if err := sc.st.cfg.Store.Delete(sc.ctx, k); err != nil {
+		return StoreWriteErr(err)
 	}
 	return sc.reply(200, struct {
 		ID      string `json:"id"`
@@ -296,12 +295,12 @@ func (sc *stateCall) deleteConversation(k history.Key) error {
 // as items, newest first unless order=asc, paged by limit and after. A
 // page reads about its own size from the store (pageItems), not the
 // conversation, and runs under the heavy-call limiter (Config.Heavy).
-func (sc *stateCall) listItems(k history.Key) error {
+func (sc *call) listItems(k history.Key) error {
 	order, limit, after, err := sc.paging()
 	if err != nil {
 		return err
 	}
-	if heavy := sc.s.cfg.Heavy; heavy != nil {
+	if heavy := sc.st.cfg.Heavy; heavy != nil {
 		leave, err := heavy(sc.ctx, k.Tenant)
 		if err != nil {
 			return err
@@ -330,7 +329,7 @@ func (sc *stateCall) listItems(k history.Key) error {
 //   - newest first after a cursor, the messages just before the
 //     cursor's, read forwards from a window that grows until it holds
 //     the page.
-func (sc *stateCall) pageItems(k history.Key, order string, limit int, after string) ([][]byte, error) {
+func (sc *call) pageItems(k history.Key, order string, limit int, after string) ([][]byte, error) {
 	var msgs []history.Message
 	items := 0
 	switch {
@@ -339,7 +338,7 @@ func (sc *stateCall) pageItems(k history.Key, order string, limit int, after str
 		if seq, ok := itemSeq(after); ok && after != "" {
 			from = seq - 1 // the cursor's message: its later items follow the cursor
 		}
-		err := sc.s.cfg.Store.Messages(sc.ctx, k, from, false, func(m history.Message) bool {
+		err := sc.st.cfg.Store.Messages(sc.ctx, k, from, false, func(m history.Message) bool {
 			if items > limit+1 && m.Flags&history.Internal == 0 {
 				return false
 			}
@@ -351,13 +350,13 @@ func (sc *stateCall) pageItems(k history.Key, order string, limit int, after str
 			return true
 		})
 		if err != nil {
-			return nil, storeReadErr(err)
+			return nil, StoreReadErr(err)
 		}
 	case after == "":
 		for n := limit + 2; ; n *= 2 {
-			snap, err := sc.s.cfg.Store.Load(sc.ctx, k, history.Query{MinMessages: n, MaxTurns: 1})
+			snap, err := sc.st.cfg.Store.Load(sc.ctx, k, history.Query{MinMessages: n, MaxTurns: 1})
 			if err != nil {
-				return nil, storeReadErr(err)
+				return nil, StoreReadErr(err)
 			}
 			msgs = msgs[:0]
 			for _, m := range snap.Tail {
@@ -401,9 +400,9 @@ func (sc *stateCall) pageItems(k history.Key, order string, limit int, after str
 // messagesThrough returns k's active messages after from up to seq and
 // the results of Recall's history tools right after it, oldest first,
 // copied.
-func (sc *stateCall) messagesThrough(k history.Key, from, seq uint64) ([]history.Message, error) {
+func (sc *call) messagesThrough(k history.Key, from, seq uint64) ([]history.Message, error) {
 	var out []history.Message
-	err := sc.s.cfg.Store.Messages(sc.ctx, k, from, false, func(m history.Message) bool {
+	err := sc.st.cfg.Store.Messages(sc.ctx, k, from, false, func(m history.Message) bool {
 		if m.Seq > seq && m.Flags&history.Internal == 0 {
 			return false
 		}
@@ -412,7 +411,7 @@ func (sc *stateCall) messagesThrough(k history.Key, from, seq uint64) ([]history
 		return true
 	})
 	if err != nil {
-		return nil, storeReadErr(err)
+		return nil, StoreReadErr(err)
 	}
 	return out, nil
 }
@@ -420,7 +419,7 @@ func (sc *stateCall) messagesThrough(k history.Key, from, seq uint64) ([]history
 // addItems serves POST /v1/conversations/{id}/items: the items appended
 // as turns without calling the model (as the conversation API's
 // memorize), answered with the items added, oldest first.
-func (sc *stateCall) addItems(k history.Key) error {
+func (sc *call) addItems(k history.Key) error {
 	body, err := sc.object()
 	if err != nil {
 		return err
@@ -440,9 +439,9 @@ func (sc *stateCall) addItems(k history.Key) error {
 	defer release()
 	// The last stored turn, whole: the function_call_output items among
 	// the new ones may answer its calls.
-	snap, err := sc.s.cfg.Store.Load(sc.ctx, k, history.Query{MinMessages: 1, MaxTurns: 1})
+	snap, err := sc.st.cfg.Store.Load(sc.ctx, k, history.Query{MinMessages: 1, MaxTurns: 1})
 	if err != nil {
-		return storeReadErr(err)
+		return StoreReadErr(err)
 	}
 	if snap.Meta.NextSeq == 0 {
 		return apierr.ConversationNotFound
@@ -450,9 +449,9 @@ func (sc *stateCall) addItems(k history.Key) error {
 	if err := checkFresh(snap.Tail, fresh, "items"); err != nil {
 		return err
 	}
-	m, err := sc.s.cfg.Store.Commit(sc.ctx, k, history.Change{Version: snap.Meta.Version, Append: fresh, Now: sc.s.cfg.Now().UnixNano()})
+	m, err := sc.st.cfg.Store.Commit(sc.ctx, k, history.Change{Version: snap.Meta.Version, Append: fresh, Now: sc.st.cfg.Now().UnixNano()})
 	if err != nil {
-		return storeWriteErr(err)
+		return StoreWriteErr(err)
 	}
 	var added [][]byte
 	for i := range fresh {
@@ -464,7 +463,7 @@ func (sc *stateCall) addItems(k history.Key) error {
 
 // findItem returns the item id names in k and its message's sequence
 // number.
-func (sc *stateCall) findItem(k history.Key, id string) ([]byte, uint64, error) {
+func (sc *call) findItem(k history.Key, id string) ([]byte, uint64, error) {
 	seq, ok := itemSeq(id)
 	if !ok {
 		return nil, 0, apierr.ItemNotFound
@@ -472,7 +471,7 @@ func (sc *stateCall) findItem(k history.Key, id string) ([]byte, uint64, error) 
 	// The message, and the results of Recall's history tools after it:
 	// they say which of its calls were Recall's (see visible).
 	var msgs []history.Message
-	err := sc.s.cfg.Store.Messages(sc.ctx, k, seq-1, false, func(m history.Message) bool {
+	err := sc.st.cfg.Store.Messages(sc.ctx, k, seq-1, false, func(m history.Message) bool {
 		if len(msgs) > 0 && m.Flags&history.Internal == 0 || len(msgs) == 0 && m.Seq != seq {
 			return false
 		}
@@ -481,7 +480,7 @@ func (sc *stateCall) findItem(k history.Key, id string) ([]byte, uint64, error) 
 		return true
 	})
 	if err != nil {
-		return nil, 0, storeReadErr(err)
+		return nil, 0, StoreReadErr(err)
 	}
 	if msgs = visible(msgs); len(msgs) == 1 && msgs[0].Seq == seq {
 		for _, it := range itemsOf(&msgs[0]) {
@@ -494,7 +493,7 @@ func (sc *stateCall) findItem(k history.Key, id string) ([]byte, uint64, error) 
 }
 
 // getItem serves GET /v1/conversations/{id}/items/{item_id}.
-func (sc *stateCall) getItem(k history.Key, id string) error {
+func (sc *call) getItem(k history.Key, id string) error {
 	if _, err := sc.meta(k); err != nil {
 		return err
 	}
@@ -509,7 +508,7 @@ func (sc *stateCall) getItem(k history.Key, id string) error {
 // item's stored message is hard-forgotten, with the calls or results its
 // tool group ties to it (so what is left stays a valid context), and
 // the conversation is answered.
-func (sc *stateCall) deleteItem(k history.Key, id string) error {
+func (sc *call) deleteItem(k history.Key, id string) error {
 	release, err := sc.lock(k)
 	if err != nil {
 		return err

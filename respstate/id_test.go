@@ -1,4 +1,4 @@
-package proxy
+package respstate
 
 import (
 	"regexp"
@@ -11,7 +11,7 @@ import (
 var openAIIDChars = regexp.MustCompile(`^resp_[A-Za-z0-9_-]+$`)
 
 func TestResponseIDRoundTrip(t *testing.T) {
-	tests := []responseRef{
+	tests := []Ref{
 		{Conversation: "c1", Incarnation: 1, Seq: 1},
 		{Conversation: "conv_0123456789abcdef01234567", Incarnation: ^uint64(0), Seq: 42, Input: 3},
 		{Conversation: "a_b-c.d:e@f", Incarnation: 0x9e3779b97f4a7c15, Seq: 7, Input: 6},
@@ -23,7 +23,7 @@ func TestResponseIDRoundTrip(t *testing.T) {
 		if !openAIIDChars.MatchString(id) {
 			t.Errorf("%+v: id %q has characters OpenAI's ids do not", r, id)
 		}
-		got, ok := parseResponseID(id)
+		got, ok := ParseID(id)
 		if !ok || got != r {
 			t.Errorf("parse %q: got %+v, %v; want %+v", id, got, ok, r)
 		}
@@ -31,7 +31,7 @@ func TestResponseIDRoundTrip(t *testing.T) {
 }
 
 func TestResponseIDRefusesOthers(t *testing.T) {
-	good := responseRef{Conversation: "c1", Incarnation: 0xab, Seq: 5, Input: 1}.ID()
+	good := Ref{Conversation: "c1", Incarnation: 0xab, Seq: 5, Input: 1}.ID()
 	for _, id := range []string{
 		"",
 		"resp_",
@@ -49,21 +49,21 @@ func TestResponseIDRefusesOthers(t *testing.T) {
 		strings.Replace(good, "resp_", "resp_x", 1),
 		good + "0",
 	} {
-		if r, ok := parseResponseID(id); ok {
+		if r, ok := ParseID(id); ok {
 			t.Errorf("parse %q: got %+v, want no response", id, r)
 		}
 	}
-	if _, ok := parseResponseID(good); !ok {
+	if _, ok := ParseID(good); !ok {
 		t.Errorf("parse %q: refused a minted id", good)
 	}
 }
 
 func FuzzParseResponseID(f *testing.F) {
-	f.Add(responseRef{Conversation: "c1", Incarnation: 0xab, Seq: 5, Input: 1}.ID())
+	f.Add(Ref{Conversation: "c1", Incarnation: 0xab, Seq: 5, Input: 1}.ID())
 	f.Add("resp_0123456789abcdef")
 	f.Add("resp_X19f_0_1_0")
 	f.Fuzz(func(t *testing.T, id string) {
-		r, ok := parseResponseID(id)
+		r, ok := ParseID(id)
 		if ok && r.ID() != id {
 			t.Errorf("parse %q: got %+v, which is %q", id, r, r.ID())
 		}

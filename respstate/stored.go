@@ -1,4 +1,4 @@
-package proxy
+package respstate
 
 import (
 	"strconv"
@@ -15,7 +15,7 @@ import (
 // responses serves the stored responses: GET /v1/responses/{id}, GET
 // /v1/responses/{id}/input_items and DELETE /v1/responses/{id}. segs are
 // the path's segments after "responses".
-func (sc *stateCall) responses(segs []string) error {
+func (sc *call) responses(segs []string) error {
 	switch {
 	case len(segs) == 1 && segs[0] != "" && sc.method() == "GET":
 		return sc.getResponse(segs[0])
@@ -38,8 +38,8 @@ func (sc *stateCall) responses(segs []string) error {
 // rendered from what is stored: model the conversation's latest
 // answer's, usage 0, created_at and completed_at the commit's time,
 // status completed, the request's settings OpenAI's defaults.
-func (sc *stateCall) getResponse(id string) error {
-	r, err := sc.s.loadResponse(sc.ctx, sc.c.Namespace, id)
+func (sc *call) getResponse(id string) error {
+	r, err := sc.st.Load(sc.ctx, sc.c.Namespace, id)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (sc *stateCall) getResponse(id string) error {
 	a := answerOf(r.answer)
 	a.Model, a.ResponseID, a.Created = r.meta.Model, id, r.answer[0].CreatedAt.Unix()
 	a.Completed = a.Created
-	req := &wire.Request{Protocol: wire.Responses, Model: a.Model, Store: true, Conversation: r.ref.Conversation}
+	req := &wire.Request{Protocol: wire.Responses, Model: a.Model, Store: true, Conversation: r.Ref.Conversation}
 	body := responses.AppendResponse(nil, req, &a)
 	if r.response != nil {
 		out, err := sjson.SetRawBytes(r.response, "output", []byte(gjson.GetBytes(body, "output").Raw))
@@ -82,12 +82,12 @@ func answerOf(msgs []history.Message) wire.Answer {
 // by limit (1-100, default 20) and after (an item id). Items the client
 // resent and Recall already held, and instructions (never stored), are
 // not among them.
-func (sc *stateCall) inputItems(id string) error {
+func (sc *call) inputItems(id string) error {
 	order, limit, after, err := sc.paging()
 	if err != nil {
 		return err
 	}
-	r, err := sc.s.loadResponse(sc.ctx, sc.c.Namespace, id)
+	r, err := sc.st.Load(sc.ctx, sc.c.Namespace, id)
 	if err != nil {
 		return err
 	}
@@ -95,8 +95,8 @@ func (sc *stateCall) inputItems(id string) error {
 		return apierr.ResponseNotFound
 	}
 	var items [][]byte
-	if r.ref.Input > 0 {
-		msgs, err := sc.messages(r.key, r.ref.Seq-uint64(r.ref.Input), r.ref.Seq-1)
+	if r.Ref.Input > 0 {
+		msgs, err := sc.messages(r.key, r.Ref.Seq-uint64(r.Ref.Input), r.Ref.Seq-1)
 		if err != nil {
 			return err
 		}
@@ -108,7 +108,7 @@ func (sc *stateCall) inputItems(id string) error {
 }
 
 // paging reads the list parameters order, limit and after.
-func (sc *stateCall) paging() (order string, limit int, after string, err error) {
+func (sc *call) paging() (order string, limit int, after string, err error) {
 	args := sc.rc.QueryArgs()
 	order, limit, after = string(args.Peek("order")), 20, string(args.Peek("after"))
 	switch order {
@@ -132,8 +132,8 @@ func (sc *stateCall) paging() (order string, limit int, after string, err error)
 // records and their search entries are erased, a summary covering them
 // is dropped until rebuilt. The response is then not found, and its
 // conversation continues from what is left.
-func (sc *stateCall) deleteResponse(id string) error {
-	ref, ok := parseResponseID(id)
+func (sc *call) deleteResponse(id string) error {
+	ref, ok := ParseID(id)
 	if !ok {
 		return apierr.ResponseNotFound
 	}
@@ -143,7 +143,7 @@ func (sc *stateCall) deleteResponse(id string) error {
 		return err
 	}
 	defer release()
-	r, err := sc.s.loadResponse(sc.ctx, sc.c.Namespace, id)
+	r, err := sc.st.Load(sc.ctx, sc.c.Namespace, id)
 	if err != nil {
 		return err
 	}

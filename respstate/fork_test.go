@@ -1,4 +1,4 @@
-package proxy
+package respstate
 
 import (
 	"strings"
@@ -23,14 +23,14 @@ func TestForkRoot(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := forkRoot(tt.id); got != tt.want {
+			if got := ForkRoot(tt.id); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
 	}
 	id := forkID("named")
-	if forkRoot(id) != "named" || !history.ValidID(id) {
-		t.Errorf("forkID(named) = %q: root %q", id, forkRoot(id))
+	if ForkRoot(id) != "named" || !history.ValidID(id) {
+		t.Errorf("forkID(named) = %q: root %q", id, ForkRoot(id))
 	}
 	if long := forkID(strings.Repeat("n", 120)); !strings.HasPrefix(long, "conv_") {
 		t.Errorf("forkID of a 120-character name = %q, want a conv_ id", long)
