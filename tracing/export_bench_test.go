@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -26,8 +27,9 @@ func BenchmarkExport(b *testing.B) {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 	}))
 	b.Cleanup(srv.Close)
-	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL}
-	tr, err := tracing.Start(context.Background(), func(k string) string { return env[k] }, "bench")
+	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	b.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	tr, err := tracing.Start(context.Background(), os.Getenv, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
