@@ -29,7 +29,7 @@ func BenchmarkExport(b *testing.B) {
 	b.Cleanup(srv.Close)
 	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
 	b.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-	tr, err := tracing.Start(context.Background(), os.Getenv, "bench")
+	tr, err := tracing.Start(context.Background(), os.Getenv, "bench", nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -392,7 +392,9 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 			}))
 	}
 	// Traces, when the environment names an OTLP endpoint (OTEL_*).
-	tracer, err := tracing.Start(ctx, os.Getenv, versionString())
+	tracer, err := tracing.Start(ctx, os.Getenv, versionString(), func(err error) {
+		log.Warn("traces: a batch of spans was not sent", "err", err)
+	})
 	if err != nil {
 		return err
 	}
