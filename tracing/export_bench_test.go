@@ -33,6 +33,18 @@ func BenchmarkExport(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	feed(b, tr)
+}
+
+// BenchmarkExportEncode is BenchmarkExport with each request dropped
+// where it would be sent: the spans' writing alone.
+func BenchmarkExportEncode(b *testing.B) {
+	feed(b, tracing.New(func(context.Context, []byte) error { return nil }))
+}
+
+// feed ends b.N exchanges of a chat turn (five spans each) with tr, then
+// shuts tr down.
+func feed(b *testing.B, tr *tracing.Tracer) {
 	t0 := time.Unix(1_800_000_000, 0)
 	r := &history.ExchangeRecord{ID: "xch_18ed51aeb9d2087e", Kind: "chat", Ingress: "chat.completions", Upstream: "chat.completions",
 		Model: "gpt-4o-mini", Status: "answered", HTTPStatus: 200, Budget: 64000, Calibration: 1,
