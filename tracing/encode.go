@@ -89,49 +89,72 @@ func (e *encoder) reset() { e.spans, e.n = e.spans[:0], 0 }
 // begin starts a span with h's fields.
 func (e *encoder) begin(h *spanHead) {
 	b := e.span[:0]
-	b = protowire.AppendTag(b, fieldSpanTraceID, protowire.BytesType)
-	b = protowire.AppendBytes(b, h.trace[:])
-	b = protowire.AppendTag(b, fieldSpanID, protowire.BytesType)
-	b = protowire.AppendBytes(b, h.id[:])
+	b = appendTag(b, fieldSpanTraceID, protowire.BytesType)
+	b = appendBytesOf(b, h.trace[:])
+	b = appendTag(b, fieldSpanID, protowire.BytesType)
+	b = appendBytesOf(b, h.id[:])
 	if h.state != "" {
-		b = protowire.AppendTag(b, fieldSpanTraceState, protowire.BytesType)
-		b = protowire.AppendString(b, h.state)
+		b = appendTag(b, fieldSpanTraceState, protowire.BytesType)
+		b = appendBytesOf(b, h.state)
 	}
 	flags := uint32(flagSampled | flagHasIsRemote)
 	if h.parent != ([8]byte{}) {
-		b = protowire.AppendTag(b, fieldSpanParentID, protowire.BytesType)
-		b = protowire.AppendBytes(b, h.parent[:])
+		b = appendTag(b, fieldSpanParentID, protowire.BytesType)
+		b = appendBytesOf(b, h.parent[:])
 		if h.parentRemote {
 			flags |= flagParentRemote
 		}
 	}
-	b = protowire.AppendTag(b, fieldSpanFlags, protowire.Fixed32Type)
+	b = appendTag(b, fieldSpanFlags, protowire.Fixed32Type)
 	b = protowire.AppendFixed32(b, flags)
-	b = protowire.AppendTag(b, fieldSpanName, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(len(h.name)+len(h.name2)))
+	b = appendTag(b, fieldSpanName, protowire.BytesType)
+	b = appendVarint(b, uint64(len(h.name)+len(h.name2)))
 	b = append(append(b, h.name...), h.name2...)
-	b = protowire.AppendTag(b, fieldSpanKind, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(h.kind))
-	b = protowire.AppendTag(b, fieldSpanStart, protowire.Fixed64Type)
+	b = appendTag(b, fieldSpanKind, protowire.VarintType)
+	b = appendVarint(b, uint64(h.kind))
+	b = appendTag(b, fieldSpanStart, protowire.Fixed64Type)
 	b = protowire.AppendFixed64(b, unixNano(h.start))
-	b = protowire.AppendTag(b, fieldSpanEnd, protowire.Fixed64Type)
+	b = appendTag(b, fieldSpanEnd, protowire.Fixed64Type)
 	b = protowire.AppendFixed64(b, unixNano(h.end))
 	if h.statusIsError {
-		b = protowire.AppendTag(b, fieldSpanStatus, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(1+protowire.SizeBytes(len(h.status))+1+1))
-		b = protowire.AppendTag(b, fieldStatusMessage, protowire.BytesType)
-		b = protowire.AppendString(b, h.status)
-		b = protowire.AppendTag(b, fieldStatusCode, protowire.VarintType)
-		b = protowire.AppendVarint(b, statusCodeError)
+		b = appendTag(b, fieldSpanStatus, protowire.BytesType)
+		b = appendVarint(b, uint64(1+protowire.SizeBytes(len(h.status))+1+1))
+		b = appendTag(b, fieldStatusMessage, protowire.BytesType)
+		b = appendBytesOf(b, h.status)
+		b = appendTag(b, fieldStatusCode, protowire.VarintType)
+		b = appendVarint(b, statusCodeError)
 	}
 	e.span = b
 }
 
 // end appends the span begun to spans.
 func (e *encoder) end() {
-	e.spans = protowire.AppendTag(e.spans, fieldScopeSpansSpans, protowire.BytesType)
-	e.spans = protowire.AppendBytes(e.spans, e.span)
+	e.spans = appendTag(e.spans, fieldScopeSpansSpans, protowire.BytesType)
+	e.spans = appendBytesOf(e.spans, e.span)
 	e.n++
+}
+
+// appendTag appends a field's tag: one byte for the fields below 16,
+// every one but Span.flags.
+func appendTag(b []byte, field protowire.Number, typ protowire.Type) []byte {
+	if field < 16 {
+		return append(b, byte(field)<<3|byte(typ))
+	}
+	return protowire.AppendTag(b, field, typ)
+}
+
+// appendVarint appends v, one byte inline for the small values that
+// most are (lengths, kinds, counts).
+func appendVarint(b []byte, v uint64) []byte {
+	if v < 0x80 {
+		return append(b, byte(v))
+	}
+	return protowire.AppendVarint(b, v)
+}
+
+// appendBytesOf appends a length-delimited value (a string or bytes).
+func appendBytesOf[T string | []byte](b []byte, v T) []byte {
+	return append(appendVarint(b, uint64(len(v))), v...)
 }
 
 // unixNano is t as OTLP's nanoseconds since the epoch (0 for a zero t).
@@ -146,35 +169,35 @@ func unixNano(t time.Time) uint64 {
 // AnyValue's is one tag and its value.
 
 func appendKey(b []byte, field protowire.Number, key string, valueLen int) []byte {
-	b = protowire.AppendTag(b, field, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(1+protowire.SizeBytes(len(key))+1+protowire.SizeBytes(valueLen)))
-	b = protowire.AppendTag(b, fieldKeyValueKey, protowire.BytesType)
-	b = protowire.AppendString(b, key)
-	b = protowire.AppendTag(b, fieldKeyValueValue, protowire.BytesType)
-	return protowire.AppendVarint(b, uint64(valueLen))
+	b = appendTag(b, field, protowire.BytesType)
+	b = appendVarint(b, uint64(1+protowire.SizeBytes(len(key))+1+protowire.SizeBytes(valueLen)))
+	b = appendTag(b, fieldKeyValueKey, protowire.BytesType)
+	b = appendBytesOf(b, key)
+	b = appendTag(b, fieldKeyValueValue, protowire.BytesType)
+	return appendVarint(b, uint64(valueLen))
 }
 
 func appendString(b []byte, field protowire.Number, key, v string) []byte {
 	b = appendKey(b, field, key, 1+protowire.SizeBytes(len(v)))
-	b = protowire.AppendTag(b, fieldAnyString, protowire.BytesType)
-	return protowire.AppendString(b, v)
+	b = appendTag(b, fieldAnyString, protowire.BytesType)
+	return appendBytesOf(b, v)
 }
 
 func appendInt(b []byte, field protowire.Number, key string, v int64) []byte {
 	b = appendKey(b, field, key, 1+protowire.SizeVarint(uint64(v)))
-	b = protowire.AppendTag(b, fieldAnyInt, protowire.VarintType)
-	return protowire.AppendVarint(b, uint64(v))
+	b = appendTag(b, fieldAnyInt, protowire.VarintType)
+	return appendVarint(b, uint64(v))
 }
 
 func appendBool(b []byte, field protowire.Number, key string, v bool) []byte {
 	b = appendKey(b, field, key, 2)
-	b = protowire.AppendTag(b, fieldAnyBool, protowire.VarintType)
-	return protowire.AppendVarint(b, protowire.EncodeBool(v))
+	b = appendTag(b, fieldAnyBool, protowire.VarintType)
+	return appendVarint(b, protowire.EncodeBool(v))
 }
 
 func appendFloat(b []byte, field protowire.Number, key string, v float64) []byte {
 	b = appendKey(b, field, key, 9)
-	b = protowire.AppendTag(b, fieldAnyDouble, protowire.Fixed64Type)
+	b = appendTag(b, fieldAnyDouble, protowire.Fixed64Type)
 	return protowire.AppendFixed64(b, math.Float64bits(v))
 }
 
@@ -183,12 +206,12 @@ func appendStrings1(b []byte, field protowire.Number, key, v string) []byte {
 	elem := 1 + protowire.SizeBytes(len(v)) // AnyValue{string_value}
 	array := 1 + protowire.SizeBytes(elem)  // ArrayValue{values}
 	b = appendKey(b, field, key, 1+protowire.SizeBytes(array))
-	b = protowire.AppendTag(b, fieldAnyArray, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(array))
-	b = protowire.AppendTag(b, fieldArrayValues, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(elem))
-	b = protowire.AppendTag(b, fieldAnyString, protowire.BytesType)
-	return protowire.AppendString(b, v)
+	b = appendTag(b, fieldAnyArray, protowire.BytesType)
+	b = appendVarint(b, uint64(array))
+	b = appendTag(b, fieldArrayValues, protowire.BytesType)
+	b = appendVarint(b, uint64(elem))
+	b = appendTag(b, fieldAnyString, protowire.BytesType)
+	return appendBytesOf(b, v)
 }
 
 // The span's attributes.
@@ -214,16 +237,16 @@ func (e *encoder) request(b, resource []byte) []byte {
 	scope := 1 + protowire.SizeBytes(len(scopeName))
 	scopeSpans := 1 + protowire.SizeBytes(scope) + len(e.spans)
 	rs := 1 + protowire.SizeBytes(len(resource)) + 1 + protowire.SizeBytes(scopeSpans)
-	b = protowire.AppendTag(b, fieldRequestResourceSpans, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(rs))
-	b = protowire.AppendTag(b, fieldResourceSpansResource, protowire.BytesType)
-	b = protowire.AppendBytes(b, resource)
-	b = protowire.AppendTag(b, fieldResourceSpansScope, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(scopeSpans))
-	b = protowire.AppendTag(b, fieldScopeSpansScope, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(scope))
-	b = protowire.AppendTag(b, fieldScopeName, protowire.BytesType)
-	b = protowire.AppendString(b, scopeName)
+	b = appendTag(b, fieldRequestResourceSpans, protowire.BytesType)
+	b = appendVarint(b, uint64(rs))
+	b = appendTag(b, fieldResourceSpansResource, protowire.BytesType)
+	b = appendBytesOf(b, resource)
+	b = appendTag(b, fieldResourceSpansScope, protowire.BytesType)
+	b = appendVarint(b, uint64(scopeSpans))
+	b = appendTag(b, fieldScopeSpansScope, protowire.BytesType)
+	b = appendVarint(b, uint64(scope))
+	b = appendTag(b, fieldScopeName, protowire.BytesType)
+	b = appendBytesOf(b, scopeName)
 	return append(b, e.spans...)
 }
 
