@@ -293,6 +293,31 @@ func TestExportBatches(t *testing.T) {
 	}
 }
 
+// A batch whose spans pass a mebibyte (exchanges with their messages'
+// content) is sent in more than one request.
+func TestExportSplitsLargeBatches(t *testing.T) {
+	rcv := newReceiver(t)
+	tr := startTracer(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL})
+	for range 3 {
+		t0 := time.Now()
+		x := tr.Begin(nil, nil, t0)
+		x.Input = strings.Repeat("x", 600<<10)
+		x.End(tracing.Ended{Record: &history.ExchangeRecord{Kind: "chat", Status: "answered", HTTPStatus: 200}, End: t0})
+	}
+	if err := tr.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	spans := rcv.spans()
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if n := len(rcv.reqs); n < 2 {
+		t.Errorf("got %d requests, want the 1.8 MiB of spans in 2 or more", n)
+	}
+	if got := len(spans); got != 3 {
+		t.Errorf("got %d spans, want 3", got)
+	}
+}
+
 // Without a Flush, what is queued is sent every OTEL_BSP_SCHEDULE_DELAY.
 func TestExportEveryScheduleDelay(t *testing.T) {
 	rcv := newReceiver(t)

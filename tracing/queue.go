@@ -14,6 +14,12 @@ import (
 // takes what is queued every `every` besides. The request path pays
 // for the queueing only.
 
+// maxRequest is the size past which a request is sent before its batch
+// is full: a collector's gRPC receiver refuses messages past 4 MiB by
+// default, and exchanges with message content (ContentVariable) can be
+// large. A buffer grown past it is let go after its request.
+const maxRequest = 1 << 20
+
 // queue is the records ended and not yet exported.
 type queue struct {
 	t         *Tracer
@@ -113,14 +119,14 @@ func (q *queue) drain() {
 	for i, e := range batch {
 		e.finish(&q.enc)
 		batch[i] = nil
-		if records++; records == q.batch {
+		if records++; records == q.batch || len(q.enc.spans) >= maxRequest {
 			q.send(records)
 			records = 0
 		}
 	}
 	for i := range mems {
 		q.t.memorySpan(&q.enc, &mems[i])
-		if records++; records == q.batch {
+		if records++; records == q.batch || len(q.enc.spans) >= maxRequest {
 			q.send(records)
 			records = 0
 		}
@@ -144,6 +150,9 @@ func (q *queue) send(records int) {
 		if q.t.onError != nil {
 			q.t.onError(err)
 		}
+	}
+	if cap(q.request) > 2*maxRequest {
+		q.request, q.enc.spans, q.enc.span = nil, nil, nil
 	}
 }
 
