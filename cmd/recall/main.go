@@ -184,7 +184,8 @@ var (
 			"client's own key and stores in ./recall-data. The environment overrides the file.\n" +
 			"Traces go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is\n" +
 			"set: OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf (default) or grpc, OTEL_SERVICE_NAME\n" +
-			"(default recall), and the other OTEL_* variables as the OpenTelemetry SDK reads them.",
+			"(default recall), and the exporter's, sampler's and batching's OTEL_* variables\n" +
+			"(headers, timeout, compression, certificates; docs/tracing.md lists them).",
 		env: configEnv(),
 	}
 	checkConfigCmd = command{
