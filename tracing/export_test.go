@@ -383,6 +383,35 @@ func TestFailedExportReported(t *testing.T) {
 	}
 }
 
+// A collector that refuses every request is told of at the 1st, 2nd,
+// 4th… failure in a row, not at each.
+func TestFailuresReportedSparingly(t *testing.T) {
+	rcv := newReceiver(t)
+	rcv.status = http.StatusServiceUnavailable
+	var mu sync.Mutex
+	var errs []string
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "1"}
+	tr, err := tracing.Start(t.Context(), func(k string) string { return env[k] }, "", func(err error) {
+		mu.Lock()
+		errs = append(errs, err.Error())
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		endOne(tr, "")
+	}
+	if err := tr.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) != 3 || !strings.Contains(errs[2], "4 requests failed in a row") || tr.Failed() != 5 {
+		t.Errorf("got errors %q, %d failed, want 3 told (the 1st, 2nd and 4th) of 5", errs, tr.Failed())
+	}
+}
+
 // A setting Start cannot honour is an error at start, naming it.
 func TestStartRefusesBadSettings(t *testing.T) {
 	for _, tc := range []struct{ name, key, value, want string }{

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,7 @@ type queue struct {
 	// The goroutine's buffers, reused batch after batch.
 	enc     encoder
 	request []byte
+	failing int // requests failed since the last that landed
 }
 
 func newQueue(t *Tracer, batch, maxQueued int, every time.Duration) *queue {
@@ -145,10 +147,15 @@ func (q *queue) send(records int) {
 	}
 	q.request = q.enc.request(q.request[:0], q.t.resource)
 	q.enc.reset()
-	if err := q.t.export(context.Background(), q.request); err != nil {
+	err := q.t.export(context.Background(), q.request)
+	if err == nil {
+		q.failing = 0
+	} else {
 		q.t.failed.Add(uint64(records))
-		if q.t.onError != nil {
-			q.t.onError(err)
+		// A collector down fails every batch: the 1st, 2nd, 4th, 8th…
+		// failure in a row is told, not each.
+		if q.failing++; q.t.onError != nil && q.failing&(q.failing-1) == 0 {
+			q.t.onError(fmt.Errorf("%w (%d requests failed in a row)", err, q.failing))
 		}
 	}
 	if cap(q.request) > 2*maxRequest {
