@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -137,7 +135,7 @@ func tracedHarness(t *testing.T, o e2etest.Options) (h *harness, flush func() []
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 	t.Setenv("OTEL_SERVICE_NAME", "")
-	tr, err := tracing.Start(context.Background(), os.Getenv, "test")
+	tr, err := tracing.Start(context.Background(), os.Getenv, "test", func(err error) { t.Errorf("export: %v", err) })
 	if err != nil || tr == nil {
 		t.Fatalf("tracing.Start: %v, %v", tr, err)
 	}
@@ -270,15 +268,11 @@ func TestTraceOfResponsesTurn(t *testing.T) {
 // A summary job's attempt is an update_memory span of the conversation
 // it summarised, with its outcome.
 func TestTraceOfSummaryJob(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	h := newHarness(t, e2etest.Options{
+	h, flush := tracedHarness(t, e2etest.Options{
 		Global: func(g *config.Global) {
 			g.Defaults.Summary.Enabled, g.Defaults.Summary.TriggerTurns, g.Defaults.Summary.KeepTurns = true, 2, 1
 		},
 		Summary: func(*summary.Config) {},
-		Proxy:   func(c *proxy.Config) { c.Tracer = tracing.New(tp) },
 	})
 	for i := 1; i <= 3; i++ {
 		h.Say(key, "traced-sum", fmt.Sprintf("turn %d", i))
@@ -286,37 +280,30 @@ func TestTraceOfSummaryJob(t *testing.T) {
 	if d := h.WaitJob("traced-sum"); d.Outcome != summary.Landed {
 		t.Fatalf("got job %+v, want one that landed", d)
 	}
-	var job *tracetest.SpanStub
-	for _, s := range exp.GetSpans() {
+	var job *tracepb.Span
+	for _, s := range flush() {
 		if s.Name == "update_memory summary" {
-			job = &s
+			job = s
 		}
 	}
 	if job == nil {
 		t.Fatal("no span \"update_memory summary\"")
 	}
-	got := map[string]any{}
-	for _, kv := range job.Attributes {
-		got[string(kv.Key)] = kv.Value.AsInterface()
-	}
 	for k, want := range map[string]any{"gen_ai.operation.name": "update_memory", "gen_ai.conversation.id": "traced-sum",
 		"recall.summary.outcome": "landed", "recall.summary.attempt": int64(1), "recall.summary.calls": int64(1)} {
-		if got[k] != want {
-			t.Errorf("%s: got %v, want %v", k, got[k], want)
+		if got := attrValue(job.Attributes, k); got != want {
+			t.Errorf("%s: got %v, want %v", k, got, want)
 		}
 	}
-	if !job.StartTime.Before(job.EndTime) {
-		t.Errorf("got span %v to %v, want the attempt's time", job.StartTime, job.EndTime)
+	if job.StartTimeUnixNano >= job.EndTimeUnixNano || len(job.ParentSpanId) != 0 {
+		t.Errorf("got span %d to %d, parent %x, want the attempt's time, a root", job.StartTimeUnixNano, job.EndTimeUnixNano, job.ParentSpanId)
 	}
 }
 
 // The conversation API's forget and delete are delete_memory spans of the
 // conversation they changed.
 func TestTraceOfForgetAndDelete(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.Tracer = tracing.New(tp) }})
+	h, flush := tracedHarness(t, e2etest.Options{})
 	h.Say(key, "traced-del", "one")
 	h.Say(key, "traced-del", "two")
 	if a := h.API(key, "", "POST", "/recall/v1/conversations/traced-del/forget", `{"instruction":"oldest","mode":"hard"}`); a.Status != 200 {
@@ -326,13 +313,13 @@ func TestTraceOfForgetAndDelete(t *testing.T) {
 		t.Fatalf("delete: got %d %s", a.Status, a.Body)
 	}
 	got := map[string]map[string]any{}
-	for _, s := range exp.GetSpans() {
-		if len(s.Name) < len("delete_memory") || s.Name[:len("delete_memory")] != "delete_memory" {
+	for _, s := range flush() {
+		if !strings.HasPrefix(s.Name, "delete_memory") {
 			continue
 		}
 		a := map[string]any{}
 		for _, kv := range s.Attributes {
-			a[string(kv.Key)] = kv.Value.AsInterface()
+			a[kv.Key] = attrValue(s.Attributes, kv.Key)
 		}
 		got[s.Name] = a
 	}
@@ -351,29 +338,21 @@ func TestTraceOfForgetAndDelete(t *testing.T) {
 // A request that records nothing (no conversation named) is traced too,
 // named by the model its body asks for, with no curation figures.
 func TestTraceOfPlainRequest(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	tr := tracing.New(tp)
-	t.Cleanup(func() { tr.Shutdown(context.Background()) })
-	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.Tracer = tr }})
+	h, flush := tracedHarness(t, e2etest.Options{})
 	r := h.Post("/v1/chat/completions", key, "", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}]}`)
 	if r.Status != 200 {
 		t.Fatalf("got %d %s, want 200", r.Status, r.Body)
 	}
 	h.WaitDone("")
-	if err := tr.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	var names []string
-	for _, s := range exp.GetSpans() {
+	for _, s := range flush() {
 		names = append(names, s.Name)
 		if s.Name != "chat gpt-4o-mini" {
 			continue
 		}
 		for _, kv := range s.Attributes {
 			if kv.Key == "recall.tokens.estimated_input" || kv.Key == "gen_ai.conversation.id" {
-				t.Errorf("got %s = %v, want none for a request that records nothing", kv.Key, kv.Value.AsInterface())
+				t.Errorf("got %s = %v, want none for a request that records nothing", kv.Key, attrValue(s.Attributes, kv.Key))
 			}
 		}
 		return

@@ -1,13 +1,8 @@
 package tracing
 
 import (
-	"context"
 	"encoding/hex"
 	"time"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/recallproxy/recall/history"
 )
@@ -19,10 +14,14 @@ import (
 // methods are not safe for concurrent use, and it must not be used after
 // End.
 type Exchange struct {
-	ctx         context.Context // carries span
-	span        trace.Span
-	t           *Tracer
-	traceparent [55]byte
+	t            *Tracer
+	trace        [16]byte
+	id, parent   [8]byte // parent zero: a root span
+	parentRemote bool
+	sampled      bool
+	state        string // the client's tracestate, carried
+	start        time.Time
+	traceparent  [55]byte
 	// PlanStart and PlanEnd bound the exchange's plan, Loaded splits it
 	// into the conversation's load and its curation (zero: the plan
 	// failed before it read the conversation); CommitStart and CommitEnd
@@ -49,33 +48,34 @@ type Exchange struct {
 
 // Begin starts the span of an exchange begun at start, as a child of the
 // client's traceparent and tracestate headers' span if they name one
-// (a new trace otherwise). It returns nil for a nil Tracer.
+// (a new trace otherwise), sampled as the Tracer's sampler decides. It
+// returns nil for a nil Tracer.
 func (t *Tracer) Begin(traceparent, tracestate []byte, start time.Time) *Exchange {
 	if t == nil {
 		return nil
 	}
-	ctx := context.Background()
-	if sc, ok := parseTraceparent(traceparent, tracestate); ok {
-		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	e := &Exchange{t: t, start: start, id: newSpanID()}
+	parentSampled := false
+	if p, ok := parseTraceparent(traceparent); ok {
+		e.trace, e.parent, e.parentRemote, parentSampled = p.trace, p.span, true, p.sampled
+		if validTracestate(tracestate) {
+			e.state = string(tracestate)
+		}
+	} else {
+		e.trace = newTraceID()
 	}
-	e := &Exchange{t: t}
-	e.ctx, e.span = t.tracer.Start(ctx, OperationChat, kindClient, trace.WithTimestamp(start))
-	sc := e.span.SpanContext()
-	tid, sid := sc.TraceID(), sc.SpanID()
+	e.sampled = t.sample.sampled(e.parentRemote, parentSampled, &e.trace)
 	b := append(e.traceparent[:0], "00-"...)
-	b = hex.AppendEncode(b, tid[:])
+	b = hex.AppendEncode(b, e.trace[:])
 	b = append(b, '-')
-	b = hex.AppendEncode(b, sid[:])
-	b = append(b, '-')
-	hex.AppendEncode(b, []byte{byte(sc.TraceFlags() & trace.FlagsSampled)})
+	b = hex.AppendEncode(b, e.id[:])
+	if e.sampled {
+		b = append(b, "-01"...)
+	} else {
+		b = append(b, "-00"...)
+	}
 	return e
 }
-
-// The span kinds' start options, made once.
-var (
-	kindClient   = trace.WithSpanKind(trace.SpanKindClient)
-	kindInternal = trace.WithSpanKind(trace.SpanKindInternal)
-)
 
 // Traceparent is the W3C traceparent header naming e's span, the
 // upstream requests' parent. It points into e.
@@ -129,139 +129,140 @@ type Ended struct {
 // End ends e's span at x.End with x's attributes, and its child spans:
 // load and curate (the plan), one per upstream call (a round per call
 // with its tools' runs, when history tools were offered), and commit,
-// for those that happened. The spans are made off the caller's
-// goroutine, soon after (Tracer.Flush waits for them); x and what it
-// points to must not change after. It does nothing for a nil Exchange.
+// for those that happened. The spans are written and sent off the
+// caller's goroutine, soon after (Tracer.Flush waits for them); x and
+// what it points to must not change after. It does nothing for a nil
+// Exchange, and for an unsampled one (its context went upstream, that is
+// all).
 func (e *Exchange) End(x Ended) {
-	if e == nil {
+	if e == nil || !e.sampled {
 		return
 	}
 	e.ended = x
 	e.t.q.put(e)
 }
 
-// finish makes e's spans, building their attributes in attrs (returned
-// for the next exchange's).
-func (e *Exchange) finish(attrs []attribute.KeyValue) []attribute.KeyValue {
+// finish writes e's spans with enc.
+func (e *Exchange) finish(enc *encoder) {
 	x := e.ended
 	r := x.Record
 	model := r.Model
 	if model == "" {
 		model = e.RequestModel
 	}
-	name := OperationChat
+	h := spanHead{trace: &e.trace, id: e.id, parent: e.parent, parentRemote: e.parentRemote, state: e.state,
+		name: OperationChat, kind: kindClient, start: e.start, end: x.End}
 	if model != "" {
-		name += " " + model
+		h.name, h.name2 = OperationChat+" ", model
 	}
-	e.span.SetName(name)
-	if !e.span.IsRecording() { // not sampled: its context went upstream, nothing more
-		e.span.End(trace.WithTimestamp(x.End))
-		return attrs
+	if r.Error != "" {
+		h.status, h.statusIsError = r.Error, true
+	} else if r.HTTPStatus >= 500 || r.Status != "answered" {
+		h.status, h.statusIsError = r.Status, true
 	}
 	planned := r.Budget > 0 || len(r.Included) > 0 || r.Tokens.EstimatedInput > 0
 	conversation, threadName, subagent := history.SplitThread(x.Conversation)
 	if !subagent {
 		conversation = x.Conversation
 	}
-	attrs = append(attrs,
-		attribute.String(AttrOperationName, OperationChat),
-		attribute.String(AttrProviderName, provider(r.Upstream)),
-		attribute.Int(AttrHTTPStatus, r.HTTPStatus),
-		attribute.String(AttrExchangeKind, r.Kind),
-		attribute.String(AttrExchangeStatus, r.Status),
-		attribute.Bool(AttrStream, r.Stream),
-	)
+	enc.begin(&h)
+	enc.str(AttrOperationName, OperationChat)
+	enc.str(AttrProviderName, provider(r.Upstream))
+	enc.int(AttrHTTPStatus, r.HTTPStatus)
+	enc.str(AttrExchangeKind, r.Kind)
+	enc.str(AttrExchangeStatus, r.Status)
+	enc.bool(AttrStream, r.Stream)
 	if model != "" {
-		attrs = append(attrs, attribute.String(AttrRequestModel, model))
+		enc.str(AttrRequestModel, model)
 	}
 	if e.ResponseModel != "" {
-		attrs = append(attrs, attribute.String(AttrResponseModel, e.ResponseModel))
+		enc.str(AttrResponseModel, e.ResponseModel)
 	}
 	if e.FinishReason != "" {
-		attrs = append(attrs, attribute.StringSlice(AttrFinishReasons, []string{e.FinishReason}))
+		enc.strs1(AttrFinishReasons, e.FinishReason)
 	}
 	if conversation != "" {
-		attrs = append(attrs, attribute.String(AttrConversationID, conversation))
+		enc.str(AttrConversationID, conversation)
 	}
 	if x.Tenant != "" {
-		attrs = append(attrs, attribute.String(AttrTenant, x.Tenant))
+		enc.str(AttrTenant, x.Tenant)
 	}
 	if r.ID != "" {
-		attrs = append(attrs, attribute.String(AttrExchangeID, r.ID))
+		enc.str(AttrExchangeID, r.ID)
 	}
 	if r.Ingress != "" {
-		attrs = append(attrs, attribute.String(AttrIngress, r.Ingress))
+		enc.str(AttrIngress, r.Ingress)
 	}
 	switch {
 	case r.Thread == ThreadSide:
-		attrs = append(attrs, attribute.String(AttrThread, ThreadSide), attribute.String(AttrThreadReason, r.ThreadReason))
+		enc.str(AttrThread, ThreadSide)
+		enc.str(AttrThreadReason, r.ThreadReason)
 	case subagent:
-		attrs = append(attrs, attribute.String(AttrThread, ThreadSubagent), attribute.String(AttrThreadName, threadName))
+		enc.str(AttrThread, ThreadSubagent)
+		enc.str(AttrThreadName, threadName)
 	case x.Conversation != "":
-		attrs = append(attrs, attribute.String(AttrThread, ThreadMain))
+		enc.str(AttrThread, ThreadMain)
 	}
 	if r.Tokens.ReportedInput > 0 || r.Tokens.Output > 0 {
-		attrs = append(attrs,
-			attribute.Int(AttrInputTokens, r.Tokens.ReportedInput),
-			attribute.Int(AttrOutputTokens, r.Tokens.Output),
-			attribute.Int(AttrCacheReadTokens, r.Tokens.Cached))
+		enc.int(AttrInputTokens, r.Tokens.ReportedInput)
+		enc.int(AttrOutputTokens, r.Tokens.Output)
+		enc.int(AttrCacheReadTokens, r.Tokens.Cached)
 	}
 	if planned { // curation's own figures are the curate span's
-		attrs = append(attrs,
-			attribute.Bool(AttrCompacted, r.Summary != nil),
-			attribute.Int(AttrEstimatedInput, r.Tokens.EstimatedInput),
-			attribute.Int(AttrNewMessages, r.NewMessages))
+		enc.bool(AttrCompacted, r.Summary != nil)
+		enc.int(AttrEstimatedInput, r.Tokens.EstimatedInput)
+		enc.int(AttrNewMessages, r.NewMessages)
 		if r.Summary != nil {
-			attrs = append(attrs, attribute.Int64(AttrSummaryThrough, int64(r.Summary.Through)),
-				attribute.Int(AttrSummaryTokens, r.Summary.Tokens))
+			enc.int64(AttrSummaryThrough, int64(r.Summary.Through))
+			enc.int(AttrSummaryTokens, r.Summary.Tokens)
 		}
 	}
 	if len(r.Committed) > 0 {
-		attrs = append(attrs, attribute.Int(AttrCommittedMessages, messages(r.Committed)))
+		enc.int(AttrCommittedMessages, messages(r.Committed))
 	}
 	if e.Input != "" {
-		attrs = append(attrs, attribute.String(AttrInputMessages, e.Input))
+		enc.str(AttrInputMessages, e.Input)
 	}
 	if e.Output != "" {
-		attrs = append(attrs, attribute.String(AttrOutputMessages, e.Output))
+		enc.str(AttrOutputMessages, e.Output)
 	}
 	if r.Error != "" {
-		attrs = append(attrs, attribute.String(AttrErrorType, r.Error))
-		e.span.SetStatus(codes.Error, r.Error)
-	} else if r.HTTPStatus >= 500 || r.Status != "answered" {
-		e.span.SetStatus(codes.Error, r.Status)
+		enc.str(AttrErrorType, r.Error)
 	}
-	e.span.SetAttributes(attrs...)
+	enc.end()
 
-	tracer := e.t.tracer
-	child := func(ctx context.Context, name string, kind trace.SpanStartOption, start, end time.Time, attrs []attribute.KeyValue) context.Context {
+	// child begins a child span of parent's from start to end, or
+	// reports false when either is not known.
+	child := func(parent [8]byte, name string, kind int, start, end time.Time) (id [8]byte, ok bool) {
 		if start.IsZero() || end.IsZero() {
-			return nil
+			return id, false
 		}
-		ctx, s := tracer.Start(ctx, name, kind, trace.WithTimestamp(start))
-		s.SetAttributes(attrs...)
-		s.End(trace.WithTimestamp(end))
-		return ctx
+		id = newSpanID()
+		enc.begin(&spanHead{trace: &e.trace, id: id, parent: parent, state: e.state, name: name, kind: kind, start: start, end: end})
+		return id, true
 	}
 	if planned {
 		loaded := e.Loaded
 		if loaded.IsZero() {
 			loaded = e.PlanEnd
 		}
-		attrs = append(attrs[:0], attribute.Bool(AttrCompacted, r.Summary != nil))
-		child(e.ctx, SpanLoad, kindInternal, e.PlanStart, loaded, attrs)
+		if _, ok := child(e.id, SpanLoad, kindInternal, e.PlanStart, loaded); ok {
+			enc.bool(AttrCompacted, r.Summary != nil)
+			enc.end()
+		}
 		if !e.Loaded.IsZero() {
-			attrs = append(attrs[:0],
-				attribute.Int(AttrBudget, r.Budget),
-				attribute.Float64(AttrCalibration, r.Calibration),
-				attribute.Int(AttrCalibratedInput, r.Tokens.CalibratedInput),
-				attribute.Int(AttrKeptTurns, e.KeptTurns),
-				attribute.Int(AttrIncludedMessages, messages(r.Included)),
-				attribute.Int(AttrDroppedTurns, droppedTurns(r.Dropped)),
-				attribute.Int(AttrCutResults, len(r.Cut)),
-				attribute.Int(AttrRepairedCalls, r.RepairedCalls),
-				attribute.Bool(AttrCompacted, r.Summary != nil))
-			child(e.ctx, SpanCurate, kindInternal, e.Loaded, e.PlanEnd, attrs)
+			if _, ok := child(e.id, SpanCurate, kindInternal, e.Loaded, e.PlanEnd); ok {
+				enc.int(AttrBudget, r.Budget)
+				enc.float(AttrCalibration, r.Calibration)
+				enc.int(AttrCalibratedInput, r.Tokens.CalibratedInput)
+				enc.int(AttrKeptTurns, e.KeptTurns)
+				enc.int(AttrIncludedMessages, messages(r.Included))
+				enc.int(AttrDroppedTurns, droppedTurns(r.Dropped))
+				enc.int(AttrCutResults, len(r.Cut))
+				enc.int(AttrRepairedCalls, r.RepairedCalls)
+				enc.bool(AttrCompacted, r.Summary != nil)
+				enc.end()
+			}
 		}
 	}
 	for i, c := range x.Calls {
@@ -269,7 +270,7 @@ func (e *Exchange) finish(attrs []attribute.KeyValue) []attribute.KeyValue {
 		if m == "" {
 			m = model
 		}
-		parent := e.ctx
+		parent := e.id
 		if c.Round {
 			end := c.Done
 			for _, run := range c.Tools {
@@ -277,80 +278,85 @@ func (e *Exchange) finish(attrs []attribute.KeyValue) []attribute.KeyValue {
 					end = run.End
 				}
 			}
-			attrs = append(attrs[:0], attribute.Int(AttrToolRound, i+1), attribute.Int(AttrToolRuns, len(c.Tools)))
-			if parent = child(e.ctx, SpanToolRound, kindInternal, c.Sent, end, attrs); parent == nil {
+			round, ok := child(e.id, SpanToolRound, kindInternal, c.Sent, end)
+			if !ok {
 				continue
 			}
+			enc.int(AttrToolRound, i+1)
+			enc.int(AttrToolRuns, len(c.Tools))
+			enc.end()
+			parent = round
 		}
-		attrs = append(attrs[:0], attribute.String(AttrProviderName, provider(r.Upstream)))
-		if m != "" {
-			attrs = append(attrs, attribute.String(AttrRequestModel, m))
+		if _, ok := child(parent, SpanUpstream, kindClient, c.Sent, c.Done); ok {
+			enc.str(AttrProviderName, provider(r.Upstream))
+			if m != "" {
+				enc.str(AttrRequestModel, m)
+			}
+			if !c.FirstByte.IsZero() {
+				enc.int64(AttrFirstByteMS, c.FirstByte.Sub(c.Sent).Milliseconds())
+			}
+			enc.end()
 		}
-		if !c.FirstByte.IsZero() {
-			attrs = append(attrs, attribute.Int64(AttrFirstByteMS, c.FirstByte.Sub(c.Sent).Milliseconds()))
-		}
-		child(parent, SpanUpstream, kindClient, c.Sent, c.Done, attrs)
 		for _, run := range c.Tools {
-			attrs = e.toolSpans(parent, run, conversation, x.Tenant, attrs[:0])
+			e.toolSpans(enc, parent, run, conversation, x.Tenant)
 		}
 	}
-	attrs = append(attrs[:0],
-		attribute.Int(AttrCommittedMessages, messages(r.Committed)),
-		attribute.Bool(AttrCommitFailed, r.Status == "commit_failed"))
-	child(e.ctx, SpanCommit, kindInternal, e.CommitStart, e.CommitEnd, attrs)
-	e.span.End(trace.WithTimestamp(x.End))
-	return attrs
+	if _, ok := child(e.id, SpanCommit, kindInternal, e.CommitStart, e.CommitEnd); ok {
+		enc.int(AttrCommittedMessages, messages(r.Committed))
+		enc.bool(AttrCommitFailed, r.Status == "commit_failed")
+		enc.end()
+	}
 }
 
-// toolSpans makes run's execute_tool span under parent (a round's), and
+// toolSpans writes run's execute_tool span under parent (a round's), and
 // for a search its search_memory span under that.
-func (e *Exchange) toolSpans(parent context.Context, run ToolRun, conversation, tenant string, attrs []attribute.KeyValue) []attribute.KeyValue {
+func (e *Exchange) toolSpans(enc *encoder, parent [8]byte, run ToolRun, conversation, tenant string) {
 	if run.Start.IsZero() || run.End.IsZero() {
-		return attrs
+		return
 	}
-	ctx, s := e.t.tracer.Start(parent, OperationExecuteTool+" "+run.Name, kindInternal, trace.WithTimestamp(run.Start))
-	attrs = append(attrs,
-		attribute.String(AttrOperationName, OperationExecuteTool),
-		attribute.String(AttrToolName, run.Name),
-		attribute.String(AttrToolType, "datastore"),
-		attribute.String(AttrToolOutcome, run.Outcome))
+	h := spanHead{trace: &e.trace, id: newSpanID(), parent: parent, state: e.state,
+		name: OperationExecuteTool + " ", name2: run.Name, kind: kindInternal, start: run.Start, end: run.End}
+	if run.Failed {
+		h.status, h.statusIsError = run.Outcome, true
+	}
+	enc.begin(&h)
+	enc.str(AttrOperationName, OperationExecuteTool)
+	enc.str(AttrToolName, run.Name)
+	enc.str(AttrToolType, "datastore")
+	enc.str(AttrToolOutcome, run.Outcome)
 	if run.CallID != "" {
-		attrs = append(attrs, attribute.String(AttrToolCallID, run.CallID))
+		enc.str(AttrToolCallID, run.CallID)
 	}
 	if run.Failed {
-		attrs = append(attrs, attribute.String(AttrErrorType, run.Outcome))
-		s.SetStatus(codes.Error, run.Outcome)
+		enc.str(AttrErrorType, run.Outcome)
 	}
-	s.SetAttributes(attrs...)
+	enc.end()
 	if run.Name == "search_conversations" {
-		_, ss := e.t.tracer.Start(ctx, OperationSearchMemory+" "+run.Name, kindClient, trace.WithTimestamp(run.Start))
-		attrs = searchAttrs(append(attrs[:0], attribute.Int(AttrMemorySearchResults, run.Found),
-			attribute.String(AttrMemoryKind, run.Name)), tenant, conversation)
+		h.parent, h.id = h.id, newSpanID()
+		h.name, h.kind = OperationSearchMemory+" ", kindClient
+		enc.begin(&h)
+		enc.int(AttrMemorySearchResults, run.Found)
+		enc.str(AttrMemoryKind, run.Name)
+		searchAttrs(enc, tenant, conversation)
 		if run.Failed {
-			attrs = append(attrs, attribute.String(AttrErrorType, run.Outcome))
-			ss.SetStatus(codes.Error, run.Outcome)
+			enc.str(AttrErrorType, run.Outcome)
 		}
-		ss.SetAttributes(attrs...)
-		ss.End(trace.WithTimestamp(run.End))
+		enc.end()
 	}
-	s.End(trace.WithTimestamp(run.End))
-	return attrs
 }
 
-// searchAttrs appends a search_memory span's attributes besides its
+// searchAttrs writes a search_memory span's attributes besides its
 // results: the conventions' required ones and the searcher's
 // conversation (a search reads every conversation of the tenant).
-func searchAttrs(attrs []attribute.KeyValue, tenant, conversation string) []attribute.KeyValue {
-	attrs = append(attrs,
-		attribute.String(AttrOperationName, OperationSearchMemory),
-		attribute.String(AttrProviderName, MemoryProvider))
+func searchAttrs(enc *encoder, tenant, conversation string) {
+	enc.str(AttrOperationName, OperationSearchMemory)
+	enc.str(AttrProviderName, MemoryProvider)
 	if tenant != "" {
-		attrs = append(attrs, attribute.String(AttrMemoryNamespace, tenant))
+		enc.str(AttrMemoryNamespace, tenant)
 	}
 	if conversation != "" {
-		attrs = append(attrs, attribute.String(AttrConversationID, conversation))
+		enc.str(AttrConversationID, conversation)
 	}
-	return attrs
 }
 
 // provider is the gen_ai.provider.name of an upstream speaking the

@@ -1,12 +1,7 @@
 package tracing
 
 import (
-	"context"
 	"time"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Memory is one operation on a conversation's memory outside an
@@ -25,33 +20,49 @@ type Memory struct {
 	// error's words, which may quote an upstream that quoted messages.
 	ErrorType string
 	// Attrs are the operation's own attributes (recall.*).
-	Attrs []attribute.KeyValue
+	Attrs []Attr
+
+	trace [16]byte
 }
 
-// Memory makes the span of m, a root span of its own (memory operations
-// run off the request path). It does nothing for a nil Tracer.
+// Memory queues the span of m, a root span of its own (memory operations
+// run off the request path), sampled as the Tracer's sampler decides a
+// root. m.Attrs must not change after. It does nothing for a nil Tracer.
 func (t *Tracer) Memory(m Memory) {
 	if t == nil {
 		return
 	}
-	_, s := t.tracer.Start(context.Background(), m.Operation+" "+m.Kind,
-		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(m.Start))
-	if s.IsRecording() {
-		attrs := append(make([]attribute.KeyValue, 0, 6+len(m.Attrs)),
-			attribute.String(AttrOperationName, m.Operation),
-			attribute.String(AttrProviderName, MemoryProvider),
-			attribute.String(AttrMemoryKind, m.Kind))
-		if m.Conversation != "" {
-			attrs = append(attrs, attribute.String(AttrConversationID, m.Conversation), attribute.String(AttrMemoryScope, "session"))
-		}
-		if m.Tenant != "" {
-			attrs = append(attrs, attribute.String(AttrTenant, m.Tenant), attribute.String(AttrMemoryNamespace, m.Tenant))
-		}
-		if m.ErrorType != "" {
-			attrs = append(attrs, attribute.String(AttrErrorType, m.ErrorType))
-			s.SetStatus(codes.Error, m.ErrorType)
-		}
-		s.SetAttributes(append(attrs, m.Attrs...)...)
+	m.trace = newTraceID()
+	if !t.sample.sampled(false, false, &m.trace) {
+		return
 	}
-	s.End(trace.WithTimestamp(m.End))
+	t.q.putMemory(m)
+}
+
+// memorySpan writes m's span with enc.
+func (t *Tracer) memorySpan(enc *encoder, m *Memory) {
+	h := spanHead{trace: &m.trace, id: newSpanID(), name: m.Operation + " ", name2: m.Kind,
+		kind: kindInternal, start: m.Start, end: m.End}
+	if m.ErrorType != "" {
+		h.status, h.statusIsError = m.ErrorType, true
+	}
+	enc.begin(&h)
+	enc.str(AttrOperationName, m.Operation)
+	enc.str(AttrProviderName, MemoryProvider)
+	enc.str(AttrMemoryKind, m.Kind)
+	if m.Conversation != "" {
+		enc.str(AttrConversationID, m.Conversation)
+		enc.str(AttrMemoryScope, "session")
+	}
+	if m.Tenant != "" {
+		enc.str(AttrTenant, m.Tenant)
+		enc.str(AttrMemoryNamespace, m.Tenant)
+	}
+	if m.ErrorType != "" {
+		enc.str(AttrErrorType, m.ErrorType)
+	}
+	for _, a := range m.Attrs {
+		enc.attr(a)
+	}
+	enc.end()
 }

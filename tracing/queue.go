@@ -2,73 +2,98 @@ package tracing
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"go.opentelemetry.io/otel/attribute"
 )
 
 // The exchanges' spans are made off the request path: End queues the
-// exchange, and one goroutine per Tracer makes its spans (attributes,
-// children, the SDK's span processing), in batches. The request path
-// pays for the queueing only; a batch wakes the goroutine once where the
-// spans of every exchange would each wake the SDK's batcher.
-const (
-	// wakeAt is the queue's length that wakes the goroutine at once;
-	// below it, the goroutine takes the queue every flushEvery.
-	wakeAt     = 64
-	flushEvery = 100 * time.Millisecond
-	// maxQueued bounds the exchanges waiting: past it End drops the
-	// exchange's spans (Dropped counts them) rather than hold memory
-	// without bound while the goroutine is behind.
-	maxQueued = 8192
-)
+// exchange (Memory its operation), and one goroutine per Tracer writes
+// the queued records' spans into a request and exports it, up to batch
+// records per request. It is woken when batch records are queued, and
+// takes what is queued every `every` besides. The request path pays
+// for the queueing only.
 
-// queue is the exchanges ended and not yet made into spans.
+// maxRequest is the size past which a request is sent before its batch
+// is full: a collector's gRPC receiver refuses messages past 4 MiB by
+// default, and exchanges with message content (ContentVariable) can be
+// large. A buffer grown past it is let go after its request.
+const maxRequest = 1 << 20
+
+// queue is the records ended and not yet exported.
 type queue struct {
+	t         *Tracer
+	batch     int
+	maxQueued int
+	every     time.Duration
+
 	mu      sync.Mutex
 	ended   []*Exchange
+	mems    []Memory
 	spare   []*Exchange
-	wake    chan struct{}      // cap 1: the queue reached wakeAt
-	flush   chan chan struct{} // make what is queued, then close the channel
+	wake    chan struct{}      // cap 1: the queue reached batch
+	flush   chan chan struct{} // export what is queued, then close the channel
 	stop    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
 	dropped atomic.Uint64
-	// attrs is the goroutine's attribute buffer, reused span after span
-	// (the SDK copies what a span is given).
-	attrs []attribute.KeyValue
+
+	// The goroutine's buffers, reused batch after batch.
+	enc     encoder
+	request []byte
+	failing int // requests failed since the last that landed
 }
 
-func newQueue() *queue {
-	return &queue{wake: make(chan struct{}, 1), flush: make(chan chan struct{}),
+func newQueue(t *Tracer, batch, maxQueued int, every time.Duration) *queue {
+	return &queue{t: t, batch: batch, maxQueued: maxQueued, every: every,
+		wake: make(chan struct{}, 1), flush: make(chan chan struct{}),
 		stop: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 // put queues e, or drops it when the queue is full.
 func (q *queue) put(e *Exchange) {
 	q.mu.Lock()
-	if len(q.ended) >= maxQueued {
+	if len(q.ended)+len(q.mems) >= q.maxQueued {
 		q.mu.Unlock()
 		q.dropped.Add(1)
 		return
 	}
 	q.ended = append(q.ended, e)
-	n := len(q.ended)
+	n := len(q.ended) + len(q.mems)
 	q.mu.Unlock()
-	if n == wakeAt {
-		select {
-		case q.wake <- struct{}{}:
-		default:
-		}
+	if n == q.batch {
+		q.poke()
 	}
 }
 
-// run makes the queued exchanges' spans until stop closes, then the rest.
+// putMemory queues m, or drops it when the queue is full.
+func (q *queue) putMemory(m Memory) {
+	q.mu.Lock()
+	if len(q.ended)+len(q.mems) >= q.maxQueued {
+		q.mu.Unlock()
+		q.dropped.Add(1)
+		return
+	}
+	q.mems = append(q.mems, m)
+	n := len(q.ended) + len(q.mems)
+	q.mu.Unlock()
+	if n == q.batch {
+		q.poke()
+	}
+}
+
+func (q *queue) poke() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run exports the queued records until stop closes, then the rest.
 func (q *queue) run() {
 	defer close(q.stopped)
-	tick := time.NewTicker(flushEvery)
+	tick := time.NewTicker(q.every)
 	defer tick.Stop()
 	for {
 		select {
@@ -86,26 +111,60 @@ func (q *queue) run() {
 	}
 }
 
-// drain makes the spans of every exchange queued.
+// drain exports every record queued, batch records per request.
 func (q *queue) drain() {
 	q.mu.Lock()
-	batch := q.ended
-	q.ended, q.spare = q.spare[:0], nil
+	batch, mems := q.ended, q.mems
+	q.ended, q.spare, q.mems = q.spare[:0], nil, nil
 	q.mu.Unlock()
+	records := 0
 	for i, e := range batch {
-		q.attrs = e.finish(q.attrs[:0])
+		e.finish(&q.enc)
 		batch[i] = nil
+		if records++; records == q.batch || len(q.enc.spans) >= maxRequest {
+			q.send(records)
+			records = 0
+		}
 	}
-	clear(q.attrs) // let the values go
+	for i := range mems {
+		q.t.memorySpan(&q.enc, &mems[i])
+		if records++; records == q.batch || len(q.enc.spans) >= maxRequest {
+			q.send(records)
+			records = 0
+		}
+	}
+	q.send(records)
 	q.mu.Lock()
 	q.spare = batch[:0]
 	q.mu.Unlock()
 }
 
-// Flush makes the spans of every exchange ended so far and hands them to
-// the span processors (an exporting Tracer's batcher then sends them on
-// its own schedule: Shutdown sends what is left), bounded by ctx. It does
-// nothing for a nil Tracer.
+// send exports the spans written (records' worth) as one request.
+func (q *queue) send(records int) {
+	if q.enc.n == 0 {
+		q.enc.reset()
+		return
+	}
+	q.request = q.enc.request(q.request[:0], q.t.resource)
+	q.enc.reset()
+	err := q.t.export(context.Background(), q.request)
+	if err == nil {
+		q.failing = 0
+	} else {
+		q.t.failed.Add(uint64(records))
+		// A collector down fails every batch: the 1st, 2nd, 4th, 8th…
+		// failure in a row is told, not each.
+		if q.failing++; q.t.onError != nil && q.failing&(q.failing-1) == 0 {
+			q.t.onError(fmt.Errorf("%w (%d requests failed in a row)", err, q.failing))
+		}
+	}
+	if cap(q.request) > 2*maxRequest {
+		q.request, q.enc.spans, q.enc.span = nil, nil, nil
+	}
+}
+
+// Flush exports the spans of every exchange and memory operation ended
+// so far, bounded by ctx. It does nothing for a nil Tracer.
 func (t *Tracer) Flush(ctx context.Context) error {
 	if t == nil {
 		return nil
@@ -126,8 +185,8 @@ func (t *Tracer) Flush(ctx context.Context) error {
 	}
 }
 
-// Dropped is how many exchanges' spans were dropped because the queue
-// was full.
+// Dropped is how many exchanges' and memory operations' spans were
+// dropped because the queue was full.
 func (t *Tracer) Dropped() uint64 {
 	if t == nil {
 		return 0
@@ -135,7 +194,7 @@ func (t *Tracer) Dropped() uint64 {
 	return t.q.dropped.Load()
 }
 
-// close makes what is queued and stops the goroutine, bounded by ctx.
+// close exports what is queued and stops the goroutine, bounded by ctx.
 func (q *queue) close(ctx context.Context) error {
 	q.once.Do(func() { close(q.stop) })
 	select {

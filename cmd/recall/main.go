@@ -200,7 +200,8 @@ var (
 			"client's own key and stores in ./recall-data. The environment overrides the file.\n" +
 			"Traces go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is\n" +
 			"set: OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf (default) or grpc, OTEL_SERVICE_NAME\n" +
-			"(default recall), and the other OTEL_* variables as the OpenTelemetry SDK reads them.",
+			"(default recall), and the exporter's, sampler's and batching's OTEL_* variables\n" +
+			"(headers, timeout, compression, certificates; docs/tracing.md lists them).",
 		env: serveEnv(),
 	}
 	checkConfigCmd = command{
@@ -408,7 +409,9 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 			}))
 	}
 	// Traces, when the environment names an OTLP endpoint (OTEL_*).
-	tracer, err := tracing.Start(ctx, os.Getenv, versionString())
+	tracer, err := tracing.Start(ctx, os.Getenv, versionString(), func(err error) {
+		log.Warn("traces: a batch of spans was not sent", "err", err)
+	})
 	if err != nil {
 		return err
 	}

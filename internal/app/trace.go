@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tracing"
@@ -17,10 +15,10 @@ func tracedJobs(t *tracing.Tracer, now func() time.Time, next func(summary.JobDo
 	return func(j summary.JobDone) {
 		m := tracing.Memory{Operation: tracing.OperationUpdateMemory, Kind: "summary",
 			Tenant: j.Key.Tenant, Conversation: j.Key.Conversation, Start: j.Start, End: now(),
-			Attrs: []attribute.KeyValue{
-				attribute.String(tracing.AttrJobOutcome, string(j.Outcome)),
-				attribute.Int(tracing.AttrJobAttempt, j.Attempt),
-				attribute.Int(tracing.AttrJobCalls, j.Calls),
+			Attrs: []tracing.Attr{
+				tracing.String(tracing.AttrJobOutcome, string(j.Outcome)),
+				tracing.Int(tracing.AttrJobAttempt, j.Attempt),
+				tracing.Int(tracing.AttrJobCalls, j.Calls),
 			}}
 		if j.Outcome == summary.Failed {
 			m.ErrorType = "summary_failed"
@@ -43,18 +41,18 @@ func tracedAPI(t *tracing.Tracer, now func() time.Time, next func(api.Served)) f
 		if c.Route == "search" || c.Route == "search_tenant" {
 			m := tracing.Memory{Operation: tracing.OperationSearchMemory, Kind: "search",
 				Tenant: c.Tenant, Conversation: c.Key.Conversation, Start: c.Start, End: now(),
-				Attrs: []attribute.KeyValue{attribute.Int(tracing.AttrHTTPStatus, c.Status)}}
+				Attrs: []tracing.Attr{tracing.Int(tracing.AttrHTTPStatus, c.Status)}}
 			if c.Status >= 400 {
 				m.ErrorType = strconv.Itoa(c.Status)
 			} else {
-				m.Attrs = append(m.Attrs, attribute.Int(tracing.AttrMemorySearchResults, c.Found))
+				m.Attrs = append(m.Attrs, tracing.Int(tracing.AttrMemorySearchResults, c.Found))
 			}
 			t.Memory(m)
 		}
 		if c.Route == "forget" || c.Route == "delete" {
 			m := tracing.Memory{Operation: tracing.OperationDeleteMemory, Kind: c.Route,
 				Tenant: c.Tenant, Conversation: c.Key.Conversation, Start: c.Start, End: now(),
-				Attrs: []attribute.KeyValue{attribute.Int(tracing.AttrHTTPStatus, c.Status)}}
+				Attrs: []tracing.Attr{tracing.Int(tracing.AttrHTTPStatus, c.Status)}}
 			if c.Status >= 400 {
 				m.ErrorType = strconv.Itoa(c.Status)
 			}
