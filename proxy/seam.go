@@ -17,9 +17,9 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/protocol/responses"
 	"github.com/recallproxy/recall/thread"
+	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -43,19 +43,33 @@ func (s *Server) serveSeam(rc *fasthttp.RequestCtx, conv string, p *protocol) {
 // route hands it a chat request whose tenant's upstream speaks another
 // protocol.
 func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte, conv string, p *protocol) {
-	c := x.c
-	conv, err := x.conversation(rc, conv)
+	conv, mode, err := x.target(rc, conv)
 	if err != nil {
 		x.fail(rc, err)
 		return
 	}
-	mode := c.mode
+	s.serveExchange(rc, x, body, conv, mode, p)
+}
+
+// target is the conversation the request names (see conversation) and
+// the history mode it asks for (X-Recall-History, else the tenant's).
+func (x *exchange) target(rc *fasthttp.RequestCtx, conv string) (string, history.Mode, error) {
+	conv, err := x.conversation(rc, conv)
+	if err != nil {
+		return "", "", err
+	}
+	mode := x.c.mode
 	if h := rc.Request.Header.PeekCanonical(keyHistory); len(h) > 0 {
 		if mode, err = history.ParseMode(string(h)); err != nil {
-			x.fail(rc, apierr.BadHistoryMode)
-			return
+			return "", "", apierr.BadHistoryMode
 		}
 	}
+	return conv, mode, nil
+}
+
+// serveExchange serves a request once its conversation and mode are known.
+func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte, conv string, mode history.Mode, p *protocol) {
+	c := x.c
 	req, err := parseRequest(rc, p, body)
 	if err != nil {
 		x.fail(rc, err)
@@ -119,9 +133,8 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		// The model outlives the request (the exchange's record, its span,
 		// a summary job): a protocol's parser may point it into the body.
 		res.release, err = x.prepare(ctx, instructions, in, strings.Clone(req.Model), req.MaxTokens, req.ToolsRaw, mode)
-		var se *plan.SideError
-		if errors.As(err, &se) {
-			x.record, x.side, x.model = false, se.Reason, strings.Clone(req.Model)
+		if reason, ok := sideOf(err); ok {
+			x.record, x.side, x.model = false, reason, strings.Clone(req.Model)
 		} else if err != nil {
 			x.fail(rc, err)
 			return
@@ -240,9 +253,9 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 	if err == nil && len(decoded) > 0 && !gjson.ValidBytes(decoded) {
 		err = errors.New("proxy: upstream answer is not JSON")
 	}
-	var a wire.Answer
+	a := &x.answer
 	if err == nil {
-		a, err = up.upstream.ParseAnswer(decoded)
+		*a, err = parseAnswerFor(up.upstream, decoded, same)
 	}
 	if errors.Is(err, errTooLarge) {
 		x.fail(rc, fmt.Errorf("%w: decode upstream answer: %w", apierr.UpstreamTooLarge, err))
@@ -252,7 +265,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		x.fail(rc, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err))
 		return
 	}
-	if err := x.stamp(&a, req, upProto, p.proto); err != nil {
+	if err := x.stamp(a, req, upProto, p.proto); err != nil {
 		x.fail(rc, err)
 		return
 	}
@@ -261,7 +274,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 			x.done(499, errClientLeft)
 			return
 		}
-		if err := x.commitAnswer(&a); err != nil {
+		if err := x.commitAnswer(a); err != nil {
 			x.fail(rc, err)
 			return
 		}
@@ -273,7 +286,7 @@ func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte,
 		rc.Response.Header.Del("Content-Encoding")
 		rc.Response.Header.Del("Content-Length")
 		rc.SetContentType("application/json")
-		rc.Response.SetBodyRaw(p.ingress.AppendAnswer(nil, req, &a))
+		rc.Response.SetBodyRaw(p.ingress.AppendAnswer(nil, req, a))
 	}
 	x.done(status, nil)
 }
@@ -286,6 +299,27 @@ func parseRequest(rc *fasthttp.RequestCtx, p *protocol, body []byte) (*wire.Requ
 		return pi.ParseRequestAt(path, body)
 	}
 	return p.ingress.ParseRequest(body)
+}
+
+// sideOf reports whether err is the plan's finding that the request is a
+// side call, and why.
+func sideOf(err error) (string, bool) {
+	var se *plan.SideError
+	if err != nil && errors.As(err, &se) {
+		return se.Reason, true
+	}
+	return "", false
+}
+
+// parseAnswerFor reads an upstream's non-streamed answer; for a client of
+// the upstream's own protocol (same), which gets the answer's bytes and
+// whose stored form they are, without its canonical message when the
+// upstream can leave it out (wire.StoredParser).
+func parseAnswerFor(up wire.Upstream, body []byte, same bool) (wire.Answer, error) {
+	if sp, ok := up.(wire.StoredParser); ok && same {
+		return sp.ParseStored(body)
+	}
+	return up.ParseAnswer(body)
 }
 
 // sameRaw reports whether a and b are the same values in the same
@@ -399,11 +433,12 @@ func seamThread(x *exchange, rc *fasthttp.RequestCtx, req *wire.Request) *thread
 // into their stored form, through the ingress protocol's codec.
 func turnOf(p wire.Protocol, req *wire.Request) (instructions, in []history.Message, err error) {
 	codec := wire.For(p)
-	instructions = make([]history.Message, len(req.Instructions))
+	ni := len(req.Instructions)
+	all := make([]history.Message, ni, ni+len(req.Messages)) // one array for both
 	for i, raw := range req.Instructions {
-		instructions[i] = history.Message{Role: codec.Role(raw), Protocol: p, Raw: raw}
+		all[i] = history.Message{Role: codec.Role(raw), Protocol: p, Raw: raw}
 	}
-	in = make([]history.Message, 0, len(req.Messages))
+	instructions, in = all[:ni:ni], all[ni:]
 	for i, raw := range req.Messages {
 		if slices.Contains(req.InPlace, i) {
 			continue // sent where it stands, never stored
@@ -433,16 +468,11 @@ func encodePlan(up wire.Protocol, msgs []plan.Message) (instr, conv [][]byte, as
 		same = same && m.Protocol == up
 	}
 	if same {
-		instr = make([][]byte, n)
-		conv = make([][]byte, len(msgs)-n)
+		all := make([][]byte, len(msgs)) // one array for both
 		for i, m := range msgs {
-			if i < n {
-				instr[i] = m.Raw
-			} else {
-				conv[i-n] = m.Raw
-			}
+			all[i] = m.Raw
 		}
-		return instr, conv, true, nil
+		return all[:n:n], all[n:], true, nil
 	}
 	codec := wire.For(up)
 	canon := func(ms []plan.Message) ([]wire.Message, error) {
@@ -484,8 +514,17 @@ func (x *exchange) commitAnswer(a *wire.Answer) error {
 		if role == "" {
 			role = wire.RoleAssistant
 		}
-		msgs = append(msgs, history.Message{Role: role, Protocol: proto, Raw: raw, Hash: codec.Hash(raw),
-			Tokens: plan.Count(x.s.counter, x.enc, proto, raw)})
+		msgs = append(msgs, history.Message{Role: role, Protocol: proto, Raw: raw, Hash: codec.Hash(raw)})
+	}
+	// The upstream already counted a one-message answer to a request for
+	// one choice: its output tokens plus the message overhead are the
+	// count, exactly and for free. Otherwise count it.
+	if len(msgs) == 1 && x.oneChoice && a.Usage.OutputTokens > 0 && proto == x.upstream {
+		msgs[0].Tokens = a.Usage.OutputTokens + tokens.MessageOverhead
+	} else {
+		for i := range msgs {
+			msgs[i].Tokens = plan.Count(x.s.counter, x.enc, proto, msgs[i].Raw)
+		}
 	}
 	if len(msgs) == 0 {
 		return fmt.Errorf("%w: the answer has nothing to record", apierr.UpstreamBadResponse)
@@ -570,93 +609,48 @@ func (s *Server) relaySeam(ctx context.Context, res owned, rc *fasthttp.RequestC
 	})
 }
 
-// relaySeamEvents is relaySeam's reading, relaying and commit.
+// relaySeamEvents is relaySeam's reading, relaying and commit: the
+// pump's events relayed as they came (same), the one that finishes the
+// answer and every later one held until the commit, or rendered in the
+// client's protocol, the closing events once committed.
 func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, up *protocol, req *wire.Request, same, record bool) error {
-	max := s.cfg.MaxResponseBytes
-	er := chat.NewEventReader(r, max)
-	asm := up.upstream.NewAssembler()
 	var ren wire.Renderer
 	if !same {
 		ren = newRenderer(x, p, req)
 	}
-	write := func(b []byte) error {
-		if len(b) == 0 {
+	var held, out []byte
+	holding := false
+	a, err := pump(r, up.upstream.NewAssembler(), s.cfg.MaxResponseBytes, func(raw []byte, deltas []wire.Delta, last bool) error {
+		if !same {
+			out = out[:0]
+			for _, d := range deltas {
+				out = ren.Delta(out, d)
+			}
+			return writeFlush(w, out)
+		}
+		holding = holding || record && last
+		for _, d := range deltas {
+			holding = holding || record && d.Kind == wire.Finish
+		}
+		if holding {
+			held = append(held, raw...)
 			return nil
 		}
-		if _, err := w.Write(b); err != nil {
-			return fmt.Errorf("%w: %w", errClientGone, err)
-		}
-		if err := w.Flush(); err != nil {
-			return fmt.Errorf("%w: %w", errClientGone, err)
-		}
-		return nil
-	}
-	var held, out []byte
-	var deltas []wire.Delta
-	total := 0
-	holding, done := false, false
-	for !done {
-		ev, rerr := er.Next()
-		if len(ev.Raw) > 0 && len(ev.Data) > 0 {
-			if total += len(ev.Data); total > max {
-				return fmt.Errorf("%w: the streamed answer is larger than %d bytes", apierr.UpstreamTooLarge, max)
-			}
-			var aerr error
-			deltas, done, aerr = asm.Event(deltas[:0], ev.Name, ev.Data)
-			if aerr != nil {
-				if same && !holding {
-					// The upstream's own error event reaches the client.
-					if werr := write(ev.Raw); werr != nil {
-						return werr
-					}
-					return fmt.Errorf("%w: %w: %w", apierr.UpstreamBadResponse, errErrorEventRelayed, aerr)
-				}
-				return s.endSeam(w, x, p, ren, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, aerr))
-			}
-			if same {
-				for _, d := range deltas {
-					holding = holding || (record && d.Kind == wire.Finish)
-				}
-				if holding {
-					held = append(held, ev.Raw...)
-				} else if err := write(ev.Raw); err != nil {
-					return err
-				}
-			} else {
-				out = out[:0]
-				for _, d := range deltas {
-					out = ren.Delta(out, d)
-				}
-				if err := write(out); err != nil {
-					return err
-				}
-			}
-		} else if same && len(ev.Raw) > 0 { // comments, pings
-			if holding {
-				held = append(held, ev.Raw...)
-			} else if err := write(ev.Raw); err != nil {
-				return err
-			}
-		}
-		switch {
-		case done:
-		case rerr == io.EOF:
-			if !done {
-				return s.endSeam(w, x, p, ren, fmt.Errorf("%w: the stream ended before the answer did", apierr.UpstreamStreamCut))
-			}
-		case errors.Is(rerr, chat.ErrEventTooLarge):
-			return fmt.Errorf("%w: %w", apierr.UpstreamTooLarge, rerr)
-		case rerr != nil:
-			return s.endSeam(w, x, p, ren, fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, rerr))
-		}
-		if rerr == io.EOF {
-			break
-		}
-	}
+		return writeFlush(w, raw)
+	})
 	x.upstreamDone = x.now()
-	a, err := asm.Answer()
-	if err != nil {
-		return s.endSeam(w, x, p, ren, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err))
+	var ue *upstreamEvent
+	switch {
+	case errors.As(err, &ue) && same && !holding:
+		// The upstream's own error event reaches the client as it came.
+		if werr := writeFlush(w, ue.raw); werr != nil {
+			return werr
+		}
+		return fmt.Errorf("%w: %w", errErrorEventRelayed, err)
+	case errors.Is(err, errClientGone):
+		return err
+	case err != nil:
+		return s.endSeam(w, x, p, ren, err)
 	}
 	if err := x.stamp(&a, req, up.proto, p.proto); err != nil {
 		return s.endSeam(w, x, p, ren, err)
@@ -671,9 +665,9 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 		x.committed = true
 	}
 	if same {
-		return write(held)
+		return writeFlush(w, held)
 	}
-	return write(ren.End(nil, &a))
+	return writeFlush(w, ren.End(nil, &a))
 }
 
 // newRenderer returns the renderer of req's streamed answer, its time

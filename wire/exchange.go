@@ -7,6 +7,8 @@ package wire
 // the upstream's Upstream, and renders the answer with the ingress. When
 // both are the same protocol the upstream's bytes are relayed as they came.
 
+import "errors"
+
 // Request is a client's request, decoded by its ingress protocol.
 type Request struct {
 	// Protocol is the ingress protocol; Body the request body as it came.
@@ -128,6 +130,29 @@ type Upstream interface {
 	ParseAnswer(body []byte) (Answer, error)
 	// NewAssembler reads a streamed answer, one server-sent event at a time.
 	NewAssembler() Assembler
+}
+
+// StoredParser is an optional interface of an Upstream that reads a
+// non-streamed answer without its canonical Message: for a client of the
+// upstream's own protocol, which gets the answer's bytes as they came and
+// whose stored form (Stored) they are.
+type StoredParser interface {
+	ParseStored(body []byte) (Answer, error)
+}
+
+// ErrUpstream is wrapped by an Assembler's and ParseAnswer's errors when
+// the upstream reported an error in its own words (an error event or
+// object): a client of the upstream's protocol may be handed that event
+// as it came.
+var ErrUpstream = errors.New("upstream error")
+
+// Completer is an optional interface of an Assembler whose answer may be
+// whole though the stream ended cleanly before the event that completes
+// it (chat completions: some compatible servers send no [DONE], and the
+// SDKs accept the stream).
+type Completer interface {
+	// Complete reports whether the events read so far are a whole answer.
+	Complete() bool
 }
 
 // Assembler builds an answer from a stream's events.
