@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -107,7 +106,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 	if x.record {
 		x.thread = seamThread(x, rc, req)
 		if x.side = thread.Before(x.thread); x.side != "" {
-			x.record, x.key.Tenant, x.model = false, c.Namespace, strings.Clone(req.Model)
+			x.record, x.key.Tenant, x.model = false, c.Namespace, req.Model
 		}
 	}
 
@@ -130,11 +129,9 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 		// An answer whose id names where it is stored cannot be rebased:
 		// prepare takes the conversation's lease for it (see nameResponse).
 		x.pinned = p.answers != nil
-		// The model outlives the request (the exchange's record, its span,
-		// a summary job): a protocol's parser may point it into the body.
-		res.release, err = x.prepare(ctx, instructions, in, strings.Clone(req.Model), req.MaxTokens, req.ToolsRaw, mode)
+		res.release, err = x.prepare(ctx, instructions, in, req.Model, req.MaxTokens, req.ToolsRaw, mode)
 		if reason, ok := sideOf(err); ok {
-			x.record, x.side, x.model = false, reason, strings.Clone(req.Model)
+			x.record, x.side, x.model = false, reason, req.Model
 		} else if err != nil {
 			x.fail(rc, err)
 			return
@@ -304,9 +301,11 @@ func parseRequest(rc *fasthttp.RequestCtx, p *protocol, body []byte) (*wire.Requ
 // sideOf reports whether err is the plan's finding that the request is a
 // side call, and why.
 func sideOf(err error) (string, bool) {
-	var se *plan.SideError
-	if err != nil && errors.As(err, &se) {
-		return se.Reason, true
+	if err != nil {
+		var se *plan.SideError // allocated only here
+		if errors.As(err, &se) {
+			return se.Reason, true
+		}
 	}
 	return "", false
 }

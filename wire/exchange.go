@@ -14,8 +14,16 @@ type Request struct {
 	// Protocol is the ingress protocol; Body the request body as it came.
 	Protocol Protocol
 	Body     []byte
-	Model    string
-	Stream   bool
+	// MessagesAt is where the ingress found the conversation's messages in
+	// Body (its messages array: start and end offsets; both 0 when it did
+	// not say): the upstream half of the same protocol splices the curated
+	// context there instead of parsing Body again.
+	MessagesAt [2]int
+	// Model is the request's model: a copy of its own, never pointing
+	// into Body (it outlives the request: the exchange's record, a
+	// summary job).
+	Model  string
+	Stream bool
 	// MaxTokens is the answer's token cap (0: the request set none).
 	MaxTokens int
 	// Choices is the number of answers asked for (chat completions' n;

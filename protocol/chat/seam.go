@@ -33,8 +33,8 @@ func (Protocol) ParseRequest(body []byte) (*wire.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &wire.Request{Protocol: wire.ChatCompletions, Body: body, Model: r.Model, Stream: r.Stream,
-		MaxTokens: r.MaxTokens, Choices: max(r.N, 1), ToolsRaw: r.Tools, Store: true}
+	out := &wire.Request{Protocol: wire.ChatCompletions, Body: body, MessagesAt: [2]int{r.msgStart, r.msgEnd},
+		Model: r.Model, Stream: r.Stream, MaxTokens: r.MaxTokens, Choices: max(r.N, 1), ToolsRaw: r.Tools, Store: true}
 	n := 0
 	for n < len(r.Messages) && (r.Messages[n].Role == RoleSystem || r.Messages[n].Role == RoleDeveloper) {
 		n++
@@ -60,7 +60,7 @@ func (Protocol) ParseRequest(body []byte) (*wire.Request, error) {
 		})
 	}
 	// The sampling fields, in one pass over the body's members.
-	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
+	gjson.Parse(bytesString(body)).ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "tool_choice":
 			switch {
@@ -99,15 +99,19 @@ func (Protocol) Path() string { return "/chat/completions" }
 // every other byte it came with; another protocol's is built afresh,
 // asking a stream for its usage.
 func (Protocol) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][]byte) ([]byte, error) {
+	if req.Protocol == wire.ChatCompletions {
+		start, end := req.MessagesAt[0], req.MessagesAt[1]
+		if end == 0 {
+			r, err := ParseRequest(req.Body)
+			if err != nil {
+				return nil, err
+			}
+			start, end = r.msgStart, r.msgEnd
+		}
+		return spliceMessages(dst, req.Body, start, end, instructions, msgs), nil
+	}
 	all := make([][]byte, 0, len(instructions)+len(msgs))
 	all = append(append(all, instructions...), msgs...)
-	if req.Protocol == wire.ChatCompletions {
-		r, err := ParseRequest(req.Body)
-		if err != nil {
-			return nil, err
-		}
-		return r.AppendBody(dst, all), nil
-	}
 	dst = append(dst, `{"model":`...)
 	dst = appendQuoted(dst, req.Model)
 	dst = append(dst, `,"messages":[`...)
