@@ -24,9 +24,17 @@ import (
 // for the client (apierr); the upstream's own error event is an
 // *upstreamEvent, so that a relay in the upstream's protocol can hand it
 // on as it came.
-func pump(r io.Reader, asm wire.Assembler, max int, onEvent func(raw []byte, deltas []wire.Delta, last bool) error) (wire.Answer, error) {
+//
+// With relay set the deltas are not wanted but for the answer's Finish:
+// an assembler that can (wire.Relayer) reads the events without them.
+func pump(r io.Reader, asm wire.Assembler, max int, relay bool, onEvent func(raw []byte, deltas []wire.Delta, last bool) error) (wire.Answer, error) {
 	er := chat.NewEventReader(r, max)
 	var deltas []wire.Delta
+	rl, _ := asm.(wire.Relayer)
+	if !relay {
+		rl = nil
+	}
+	finished := false
 	total := 0
 	for done := false; !done; {
 		ev, rerr := er.Next()
@@ -36,7 +44,18 @@ func pump(r io.Reader, asm wire.Assembler, max int, onEvent func(raw []byte, del
 					return wire.Answer{}, fmt.Errorf("%w: the streamed answer is larger than %d bytes", apierr.UpstreamTooLarge, max)
 				}
 				var err error
-				if deltas, done, err = asm.Event(deltas[:0], ev.Name, ev.Data); err != nil {
+				if rl != nil {
+					var fin bool
+					fin, done, err = rl.Relay(ev.Name, ev.Data)
+					deltas = deltas[:0]
+					if fin && !finished {
+						finished = true
+						deltas = append(deltas, wire.Delta{Kind: wire.Finish})
+					}
+				} else {
+					deltas, done, err = asm.Event(deltas[:0], ev.Name, ev.Data)
+				}
+				if err != nil {
 					err = fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
 					if errors.Is(err, wire.ErrUpstream) {
 						return wire.Answer{}, &upstreamEvent{raw: slices.Clone(ev.Raw), err: err}

@@ -619,7 +619,7 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 	}
 	var held, out []byte
 	holding := false
-	a, err := pump(r, up.upstream.NewAssembler(), s.cfg.MaxResponseBytes, func(raw []byte, deltas []wire.Delta, last bool) error {
+	a, err := pump(r, up.upstream.NewAssembler(), s.cfg.MaxResponseBytes, same, func(raw []byte, deltas []wire.Delta, last bool) error {
 		if !same {
 			out = out[:0]
 			for _, d := range deltas {

@@ -232,7 +232,7 @@ func (s *Server) readRound(w *bufio.Writer, body io.Reader, enc string, stream b
 		}
 		return a, writeFlush(w, out)
 	}
-	return pump(body, l.up.upstream.NewAssembler(), max, func(_ []byte, deltas []wire.Delta, _ bool) error {
+	return pump(body, l.up.upstream.NewAssembler(), max, false, func(_ []byte, deltas []wire.Delta, _ bool) error {
 		out = out[:0]
 		for _, d := range deltas {
 			out = f.render(out, ren, d)

@@ -163,6 +163,15 @@ type Completer interface {
 	Complete() bool
 }
 
+// Relayer is an optional interface of an Assembler that can read an
+// event without its deltas, for a relay that hands the client the
+// upstream's own events and needs only to know where the answer ends.
+type Relayer interface {
+	// Relay reads one event as Event does; finished is set from the
+	// first event that carries the stop reason on.
+	Relay(name, data []byte) (finished, done bool, err error)
+}
+
 // Assembler builds an answer from a stream's events.
 type Assembler interface {
 	// Event reads one event (its SSE event name, possibly empty, and data)

@@ -24,6 +24,7 @@ var (
 	_ wire.Ingress      = Protocol{}
 	_ wire.Upstream     = Protocol{}
 	_ wire.StoredParser = Protocol{}
+	_ wire.Relayer      = (*seamAssembler)(nil)
 )
 
 // ParseRequest implements wire.Ingress: the leading system and developer
@@ -292,6 +293,14 @@ func (a *seamAssembler) Event(dst []wire.Delta, _, data []byte) ([]wire.Delta, b
 		return true
 	})
 	return dst, false, nil
+}
+
+// Relay implements wire.Relayer.
+func (a *seamAssembler) Relay(_, data []byte) (finished, done bool, err error) {
+	if err := a.asm.Add(data); err != nil {
+		return false, false, err
+	}
+	return a.asm.Finished() || a.asm.Done(), a.asm.Done(), nil
 }
 
 // Complete implements wire.Completer: a stream that ends cleanly after
