@@ -80,18 +80,13 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 	upReq := fasthttp.AcquireRequest()
 	tmpl.CopyTo(upReq)
 	upReq.SetBodyRaw(out)
-	resp := fasthttp.AcquireResponse()
-	resp.Header.SetNoDefaultContentType(true)
 	round := toolRound{sent: s.cfg.Now()}
 	if x.sent.IsZero() {
 		x.sent = round.sent
 	}
-	deadline, _ := ctx.Deadline()
-	err = doUpstream(s.client, upReq, resp, time.Until(deadline))
-	fasthttp.ReleaseRequest(upReq)
+	resp, err := s.send(ctx, upReq)
 	if err != nil {
-		fasthttp.ReleaseResponse(resp)
-		return nil, upstreamErr(err)
+		return nil, err
 	}
 	round.firstByte, round.stream = s.cfg.Now(), isEventStream(resp)
 	if len(x.rounds) == 0 {
@@ -223,7 +218,7 @@ func (s *Server) readRound(w *bufio.Writer, body io.Reader, enc string, stream b
 		case err != nil:
 			return wire.Answer{}, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamStreamCut, err)
 		}
-		a, err := parseAnswer(l.up, "", raw, max)
+		a, err := parseAnswer(l.up, "", raw, max, false)
 		if err != nil {
 			return wire.Answer{}, err
 		}
