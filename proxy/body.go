@@ -17,23 +17,37 @@ import (
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // bodyPool recycles the buffers upstream request bodies are built in: with
-// history injected they run to tens of kilobytes per request.
-var bodyPool sync.Pool
+// history injected they run to tens of kilobytes per request. holders
+// recycles the pointers bodyPool holds them by, so that giving a buffer
+// back allocates nothing.
+var bodyPool, holders sync.Pool
 
 // getBodyBuf returns an empty buffer with at least size capacity.
 func getBodyBuf(size int) []byte {
-	if b, ok := bodyPool.Get().(*[]byte); ok && cap(*b) >= size {
-		return (*b)[:0]
+	h, ok := bodyPool.Get().(*[]byte)
+	if !ok {
+		return make([]byte, 0, size)
 	}
-	return make([]byte, 0, size)
+	b := *h
+	*h = nil
+	holders.Put(h)
+	if cap(b) < size {
+		return make([]byte, 0, size)
+	}
+	return b[:0]
 }
 
 // putBodyBuf gives a buffer of getBodyBuf back once it is sent.
 func putBodyBuf(b []byte) {
-	if cap(b) <= 4<<20 {
-		b = b[:0]
-		bodyPool.Put(&b)
+	if cap(b) > 4<<20 {
+		return
 	}
+	h, ok := holders.Get().(*[]byte)
+	if !ok {
+		h = new([]byte)
+	}
+	*h = b[:0]
+	bodyPool.Put(h)
 }
 
 // readBody reads a chat-completions body, bounded by MaxBodyBytes.

@@ -9,7 +9,6 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -123,6 +122,9 @@ type exchange struct {
 	// rounds are the upstream calls of an exchange with history tools
 	// offered (tools.go), each with its own exchange record.
 	rounds []toolRound
+	// answer is a non-streamed answer, parsed (kept here: no allocation
+	// of its own).
+	answer wire.Answer
 	// span is the exchange's span (nil: tracing is off; trace.go).
 	span *tracing.Exchange
 }
@@ -143,23 +145,16 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		return
 	}
 	c := x.c
+	p := protocols[wire.ChatCompletions]
 	// Another protocol's upstream, or history tools to run: the seam.
 	if up, _ := wire.UpstreamFor(c.cfg.Upstream.Protocol, wire.ChatCompletions); up != wire.ChatCompletions || len(c.cfg.History.Tools) > 0 {
-		s.seamExchange(rc, x, body, conv, protocols[wire.ChatCompletions])
+		s.seamExchange(rc, x, body, conv, p)
 		return
 	}
-	conv, err := x.conversation(rc, conv)
+	conv, mode, err := x.target(rc, conv)
 	if err != nil {
 		x.fail(rc, err)
 		return
-	}
-	x.key.Conversation = conv
-	mode := c.mode
-	if h := rc.Request.Header.PeekCanonical(keyHistory); len(h) > 0 {
-		if mode, err = history.ParseMode(string(h)); err != nil {
-			x.fail(rc, apierr.BadHistoryMode)
-			return
-		}
 	}
 	if conv == "" || mode == history.Off {
 		// Nothing recorded: the body goes upstream as it came, validated
@@ -173,106 +168,7 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		s.forwardAsSent(rc, x, body, path, stream)
 		return
 	}
-	req, err := chat.ParseRequest(body)
-	if err != nil {
-		x.fail(rc, err)
-		return
-	}
-	x.thread = chatThread(x, rc, &req)
-	if x.side = thread.Before(x.thread); x.side != "" {
-		x.key.Tenant, x.model = c.Namespace, strings.Clone(req.Model)
-		s.forwardAsSent(rc, x, body, path, req.Stream)
-		return
-	}
-	x.record = true
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
-	res := owned{cancel: cancel}
-	defer res.end() // unless a stream's relay took it
-
-	out := body
-	if x.record {
-		x.key.Tenant = c.Namespace
-		if s.cfg.CanCommit != nil {
-			if err := s.cfg.CanCommit(); err != nil {
-				x.fail(rc, fmt.Errorf("%w: %w", apierr.NoSpace, err))
-				return
-			}
-		}
-		x.retry = retryOf(rc)
-		instructions, in := chatTurn(req)
-		if res.release, err = x.prepare(ctx, instructions, in, req.Model, req.MaxTokens, req.Tools, mode); err != nil {
-			var se *plan.SideError
-			if errors.As(err, &se) {
-				x.record, x.side, x.model = false, se.Reason, strings.Clone(req.Model)
-				s.forwardAsSent(rc, x, body, path, req.Stream)
-				return
-			}
-			x.fail(rc, err)
-			return
-		}
-		x.oneChoice = req.N <= 1
-		msgs, err := chatMessages(x.plan.Messages)
-		if err != nil {
-			x.fail(rc, err)
-			return
-		}
-		out = req.AppendBody(getBodyBuf(len(req.Body)+x.report.Tokens*4), msgs)
-		x.curated(rc)
-	}
-
-	upReq := fasthttp.AcquireRequest()
-	upstreamRequest(upReq, rc, c, path, false)
-	upReq.SetBodyRaw(out)
-	resp := fasthttp.AcquireResponse()
-	resp.Header.SetNoDefaultContentType(true)
-	x.sent = x.now()
-	deadline, _ := ctx.Deadline()
-	err = doUpstream(s.client, upReq, resp, time.Until(deadline))
-	fasthttp.ReleaseRequest(upReq)
-	if x.record {
-		putBodyBuf(out) // built by prepare from the pool, and sent
-	}
-	if err != nil {
-		fasthttp.ReleaseResponse(resp)
-		x.fail(rc, upstreamErr(err))
-		return
-	}
-	x.answered(resp)
-	copyResponseHeader(rc, resp)
-	status := resp.StatusCode()
-	ok := status >= 200 && status < 300
-	if isEventStream(resp) {
-		s.relayStream(ctx, res.take(), rc, x, resp, ok && x.record)
-		return
-	}
-	raw, enc, read := x.readAnswer(rc, resp)
-	if !read {
-		return
-	}
-	if ok && x.record {
-		reply, err := parseBody(enc, raw, s.cfg.MaxResponseBytes)
-		if errors.Is(err, errTooLarge) {
-			x.fail(rc, fmt.Errorf("%w: decode upstream answer: %w", apierr.UpstreamTooLarge, err))
-			return
-		}
-		if err != nil {
-			x.fail(rc, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err))
-			return
-		}
-		// A client that already left (it timed out) would retry: storing
-		// the answer it never saw would leave the retry a duplicate turn.
-		if clientGone(rc.Conn()) {
-			x.done(499, errClientLeft)
-			return
-		}
-		if err := x.commit(reply); err != nil {
-			x.fail(rc, err)
-			return
-		}
-		x.committed = true
-	}
-	rc.Response.SetBodyRaw(raw)
-	x.done(status, nil)
+	s.serveExchange(rc, x, body, conv, mode, p)
 }
 
 // readAnswer reads a non-streamed answer whole, bounded by
@@ -434,24 +330,6 @@ func (s *Server) forwardAsSent(rc *fasthttp.RequestCtx, x *exchange, body, path 
 	}
 }
 
-// chatThread is a chat-completions request as package thread reads it:
-// its tools, its leading system and developer messages, its newest
-// message.
-func chatThread(x *exchange, rc *fasthttp.RequestCtx, req *chat.Request) *thread.Request {
-	t := &x.th
-	*t = thread.Request{Header: threadHeader(rc), Tools: hasTools(req.Tools), Instructions: x.instr[:0]}
-	for _, m := range req.Messages {
-		if m.Role != chat.RoleSystem && m.Role != chat.RoleDeveloper {
-			break
-		}
-		t.Instructions = append(t.Instructions, m.Raw)
-	}
-	if n := len(req.Messages); n > 0 {
-		t.Last = req.Messages[n-1].Raw
-	}
-	return t
-}
-
 // threadHeader is the request's X-Recall-Thread header ("" when absent).
 func threadHeader(rc *fasthttp.RequestCtx) string {
 	switch h := rc.Request.Header.Peek(thread.Header); string(h) {
@@ -470,25 +348,6 @@ func threadHeader(rc *fasthttp.RequestCtx) string {
 // null and [] do not).
 func hasTools(raw []byte) bool {
 	return len(bytes.TrimSpace(raw)) > 2
-}
-
-// chatTurn splits a chat-completions request into its instructions (the
-// leading system and developer messages: sent first every time, never
-// stored) and the messages merged with the history.
-func chatTurn(req chat.Request) (instructions, in []history.Message) {
-	n := 0
-	for n < len(req.Messages) && (req.Messages[n].Role == chat.RoleSystem || req.Messages[n].Role == chat.RoleDeveloper) {
-		n++
-	}
-	instructions = make([]history.Message, n)
-	for i, m := range req.Messages[:n] {
-		instructions[i] = history.Message{Role: m.Role, Raw: m.Raw}
-	}
-	in = make([]history.Message, len(req.Messages)-n)
-	for i, m := range req.Messages[n:] {
-		in[i] = history.Message{Role: m.Role, Raw: m.Raw, Hash: chat.Hash(m.Raw)}
-	}
-	return instructions, in
 }
 
 // prepare plans the request (plan.Make: load, merge, summary, curate) into
@@ -626,40 +485,6 @@ func (f fixedCounter) Message(enc tokens.Encoding, raw []byte) int {
 
 func (f fixedCounter) Tools(enc tokens.Encoding, raw []byte) int {
 	return f.s.cachedTokens(enc, raw, true)
-}
-
-// parseBody reads the answer to record from a non-streamed body, decoding
-// a copy if the upstream compressed it (the client gets the bytes as sent).
-func parseBody(encoding string, raw []byte, limit int) (chat.Reply, error) {
-	body, err := decode(encoding, raw, limit)
-	if err != nil {
-		return chat.Reply{}, err
-	}
-	return chat.ParseReply(body)
-}
-
-// commit writes the new messages and the answer as one atomic change,
-// bounded by the commit timeout: a store that hangs must not hold the
-// conversation's lock. A commit abandoned at its deadline may still land
-// later; the client, told it failed, retries, and the retry replaces it
-// (see history.MergeRetry).
-func (x *exchange) commit(reply chat.Reply) error {
-	answer := history.Message{
-		Role: wire.RoleAssistant,
-		Raw:  reply.Message,
-		Hash: chat.Hash(reply.Message),
-	}
-	// The upstream already counted the answer: with one choice, its
-	// completion tokens plus the message overhead are the count, exactly
-	// and for free. Otherwise count it.
-	if x.oneChoice && reply.Usage.CompletionTokens > 0 {
-		answer.Tokens = reply.Usage.CompletionTokens + tokens.MessageOverhead
-	} else {
-		answer.Tokens = x.s.counter.Message(x.enc, reply.Message)
-	}
-	return x.record1(recorded{answer: []history.Message{answer}, model: reply.Model, id: reply.ID, stop: reply.FinishReason,
-		prompt: reply.Usage.PromptTokens, completion: reply.Usage.CompletionTokens, cached: reply.Usage.CachedTokens,
-		upstream: wire.ChatCompletions})
 }
 
 // recorded is an answer as the commit records it.

@@ -246,7 +246,7 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 		return
 	}
 	x.key = history.Key{Tenant: c.Namespace, Conversation: conv}
-	x.record, x.model = true, strings.Clone(req.Model)
+	x.record, x.model = true, req.Model
 	if s.cfg.CanCommit != nil {
 		if err := s.cfg.CanCommit(); err != nil {
 			x.fail(rc, fmt.Errorf("%w: %w", apierr.NoSpace, err))

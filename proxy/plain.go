@@ -51,7 +51,7 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 	status := resp.StatusCode()
 	if isEventStream(resp) {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		s.relayStream(ctx, owned{cancel: cancel}, rc, x, resp, false)
+		s.relayStream(ctx, owned{cancel: cancel}, rc, x, resp)
 		return true
 	}
 	if resp.BodyStream() == nil { // read whole (the buffering client)

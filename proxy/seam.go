@@ -8,8 +8,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
@@ -17,9 +15,9 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/protocol/responses"
 	"github.com/recallproxy/recall/thread"
+	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -43,239 +41,28 @@ func (s *Server) serveSeam(rc *fasthttp.RequestCtx, conv string, p *protocol) {
 // route hands it a chat request whose tenant's upstream speaks another
 // protocol.
 func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte, conv string, p *protocol) {
-	c := x.c
+	conv, mode, err := x.target(rc, conv)
+	if err != nil {
+		x.fail(rc, err)
+		return
+	}
+	s.serveExchange(rc, x, body, conv, mode, p)
+}
+
+// target is the conversation the request names (see conversation) and
+// the history mode it asks for (X-Recall-History, else the tenant's).
+func (x *exchange) target(rc *fasthttp.RequestCtx, conv string) (string, history.Mode, error) {
 	conv, err := x.conversation(rc, conv)
 	if err != nil {
-		x.fail(rc, err)
-		return
+		return "", "", err
 	}
-	mode := c.mode
+	mode := x.c.mode
 	if h := rc.Request.Header.PeekCanonical(keyHistory); len(h) > 0 {
 		if mode, err = history.ParseMode(string(h)); err != nil {
-			x.fail(rc, apierr.BadHistoryMode)
-			return
+			return "", "", apierr.BadHistoryMode
 		}
 	}
-	req, err := parseRequest(rc, p, body)
-	if err != nil {
-		x.fail(rc, err)
-		return
-	}
-	upProto, _ := wire.UpstreamFor(c.cfg.Upstream.Protocol, p.proto)
-	var exp *expansion // a compaction of Recall's the input carries (compact.go)
-	if p.proto == wire.Responses {
-		if exp, conv, err = x.expand(req, conv, upProto); err != nil {
-			x.fail(rc, err)
-			return
-		}
-	}
-	if p.resolve != nil {
-		conv, err = p.resolve(x, req, conv)
-		defer x.dropHeld() // unless prepare took it over
-		if err != nil {
-			x.fail(rc, err)
-			return
-		}
-	}
-	if exp != nil && conv != exp.ref.Conversation {
-		x.fail(rc, apierr.ConversationConflict("input"))
-		return
-	}
-	x.key.Conversation = conv
-	req.Conversation = conv
-	x.upstream = upProto
-	up := protocols[upProto]
-
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
-	x.record = conv != "" && mode != history.Off
-	res := owned{cancel: cancel}
-	defer res.end() // unless a stream's relay took it
-	if x.record {
-		x.thread = seamThread(x, rc, req)
-		if x.side = thread.Before(x.thread); x.side != "" {
-			x.record, x.key.Tenant, x.model = false, c.Namespace, strings.Clone(req.Model)
-		}
-	}
-
-	var instr, msgs [][]byte
-	lastHistory := -1 // the last stored message sent, when sent as stored
-	if x.record {
-		x.key.Tenant = c.Namespace
-		if s.cfg.CanCommit != nil {
-			if err := s.cfg.CanCommit(); err != nil {
-				x.fail(rc, fmt.Errorf("%w: %w", apierr.NoSpace, err))
-				return
-			}
-		}
-		x.retry = retryOf(rc)
-		instructions, in, err := turnOf(p.proto, req)
-		if err != nil {
-			x.fail(rc, err)
-			return
-		}
-		// An answer whose id names where it is stored cannot be rebased:
-		// prepare takes the conversation's lease for it (see nameResponse).
-		x.pinned = p.answers != nil
-		// The model outlives the request (the exchange's record, its span,
-		// a summary job): a protocol's parser may point it into the body.
-		res.release, err = x.prepare(ctx, instructions, in, strings.Clone(req.Model), req.MaxTokens, req.ToolsRaw, mode)
-		var se *plan.SideError
-		if errors.As(err, &se) {
-			x.record, x.side, x.model = false, se.Reason, strings.Clone(req.Model)
-		} else if err != nil {
-			x.fail(rc, err)
-			return
-		}
-	}
-	x.dropHeld() // not taken over: nothing is recorded
-	if x.record {
-		x.oneChoice = req.Choices <= 1
-		planned := inPlace(x.plan.Messages, p.proto, req)
-		var asStored bool
-		if instr, msgs, asStored, err = encodePlan(upProto, planned); err != nil {
-			x.fail(rc, err)
-			return
-		}
-		if asStored {
-			lastHistory = -1
-			for i, m := range planned[len(instr):] {
-				if m.Kind == plan.History {
-					lastHistory = i
-				}
-			}
-		}
-		x.curated(rc)
-	} else {
-		planned := make([]plan.Message, 0, len(req.Instructions)+len(req.Messages))
-		for _, m := range req.Instructions {
-			planned = append(planned, plan.Message{Kind: plan.Instruction, Protocol: p.proto, Raw: m})
-		}
-		if m, ok := summaryOf(exp, req.Instructions, p.proto); ok {
-			planned = append(planned, m)
-		}
-		for _, m := range req.Messages {
-			planned = append(planned, plan.Message{Kind: plan.New, Protocol: p.proto, Raw: m})
-		}
-		if instr, msgs, _, err = encodePlan(upProto, planned); err != nil {
-			x.fail(rc, err)
-			return
-		}
-	}
-	if up.join != nil {
-		msgs, lastHistory = up.join(msgs, lastHistory)
-	}
-	if p.answers != nil {
-		p.answers(x, req)
-	}
-	if offered := x.offeredTools(req); len(offered) > 0 {
-		s.toolExchange(ctx, &res, rc, x, p, up, req, instr, msgs, lastHistory, offered)
-		return
-	}
-	// A request that records nothing, to an upstream of its own protocol,
-	// whose messages go as they came, goes as it came: the body the
-	// codec would build is the same up to white space.
-	asCame := !x.record && upProto == p.proto && p.answers == nil &&
-		sameRaw(instr, req.Instructions) && sameRaw(msgs, req.Messages)
-	out := body
-	if !asCame {
-		if out, err = up.upstream.AppendBody(getBodyBuf(len(body)+x.report.Tokens*4), req, instr, msgs); err != nil {
-			x.fail(rc, err)
-			return
-		}
-		if up.mark != nil && lastHistory >= 0 {
-			out = up.mark(out, lastHistory)
-		}
-	}
-
-	upReq := fasthttp.AcquireRequest()
-	up.request(upReq, rc, c, req, p.proto)
-	upReq.SetBodyRaw(out)
-	resp := fasthttp.AcquireResponse()
-	resp.Header.SetNoDefaultContentType(true)
-	x.sent = x.now()
-	deadline, _ := ctx.Deadline()
-	err = doUpstream(s.client, upReq, resp, time.Until(deadline))
-	fasthttp.ReleaseRequest(upReq)
-	if !asCame {
-		putBodyBuf(out)
-	}
-	if err != nil {
-		fasthttp.ReleaseResponse(resp)
-		x.fail(rc, upstreamErr(err))
-		return
-	}
-	x.answered(resp)
-	status := resp.StatusCode()
-	ok := status >= 200 && status < 300
-	same := upProto == p.proto && !p.renders
-	if !ok && !same && upProto != p.proto {
-		// The upstream's error in the client's protocol's shape.
-		raw, _ := readLimited(responseBody(resp), 1<<20)
-		x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
-		e := upstreamStatus(status, raw)
-		e.RetryAfter = string(resp.Header.Peek(fasthttp.HeaderRetryAfter)) // when to try again holds in any protocol
-		closeResponse(resp)
-		x.upstreamDone = x.now()
-		x.fail(rc, e)
-		return
-	}
-	copyResponseHeader(rc, resp)
-	if isEventStream(resp) {
-		if !same {
-			rc.Response.Header.Del("Content-Encoding")
-		}
-		s.relaySeam(ctx, res.take(), rc, x, resp, p, up, req, same, ok)
-		return
-	}
-	raw, enc, read := x.readAnswer(rc, resp)
-	if !read {
-		return
-	}
-	if !ok { // the upstream's error, in the client's protocol already
-		rc.Response.SetBodyRaw(raw)
-		x.done(status, nil)
-		return
-	}
-	decoded, err := decode(enc, raw, s.cfg.MaxResponseBytes)
-	if err == nil && len(decoded) > 0 && !gjson.ValidBytes(decoded) {
-		err = errors.New("proxy: upstream answer is not JSON")
-	}
-	var a wire.Answer
-	if err == nil {
-		a, err = up.upstream.ParseAnswer(decoded)
-	}
-	if errors.Is(err, errTooLarge) {
-		x.fail(rc, fmt.Errorf("%w: decode upstream answer: %w", apierr.UpstreamTooLarge, err))
-		return
-	}
-	if err != nil {
-		x.fail(rc, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err))
-		return
-	}
-	if err := x.stamp(&a, req, upProto, p.proto); err != nil {
-		x.fail(rc, err)
-		return
-	}
-	if x.record {
-		if clientGone(rc.Conn()) {
-			x.done(499, errClientLeft)
-			return
-		}
-		if err := x.commitAnswer(&a); err != nil {
-			x.fail(rc, err)
-			return
-		}
-		x.committed = true
-	}
-	if same {
-		rc.Response.SetBodyRaw(raw)
-	} else {
-		rc.Response.Header.Del("Content-Encoding")
-		rc.Response.Header.Del("Content-Length")
-		rc.SetContentType("application/json")
-		rc.Response.SetBodyRaw(p.ingress.AppendAnswer(nil, req, &a))
-	}
-	x.done(status, nil)
+	return conv, mode, nil
 }
 
 // parseRequest decodes body with p's ingress, and the path it came to
@@ -286,6 +73,18 @@ func parseRequest(rc *fasthttp.RequestCtx, p *protocol, body []byte) (*wire.Requ
 		return pi.ParseRequestAt(path, body)
 	}
 	return p.ingress.ParseRequest(body)
+}
+
+// sideOf reports whether err is the plan's finding that the request is a
+// side call, and why.
+func sideOf(err error) (string, bool) {
+	if err != nil {
+		var se *plan.SideError // allocated only here
+		if errors.As(err, &se) {
+			return se.Reason, true
+		}
+	}
+	return "", false
 }
 
 // sameRaw reports whether a and b are the same values in the same
@@ -399,11 +198,12 @@ func seamThread(x *exchange, rc *fasthttp.RequestCtx, req *wire.Request) *thread
 // into their stored form, through the ingress protocol's codec.
 func turnOf(p wire.Protocol, req *wire.Request) (instructions, in []history.Message, err error) {
 	codec := wire.For(p)
-	instructions = make([]history.Message, len(req.Instructions))
+	ni := len(req.Instructions)
+	all := make([]history.Message, ni, ni+len(req.Messages)) // one array for both
 	for i, raw := range req.Instructions {
-		instructions[i] = history.Message{Role: codec.Role(raw), Protocol: p, Raw: raw}
+		all[i] = history.Message{Role: codec.Role(raw), Protocol: p, Raw: raw}
 	}
-	in = make([]history.Message, 0, len(req.Messages))
+	instructions, in = all[:ni:ni], all[ni:]
 	for i, raw := range req.Messages {
 		if slices.Contains(req.InPlace, i) {
 			continue // sent where it stands, never stored
@@ -433,16 +233,11 @@ func encodePlan(up wire.Protocol, msgs []plan.Message) (instr, conv [][]byte, as
 		same = same && m.Protocol == up
 	}
 	if same {
-		instr = make([][]byte, n)
-		conv = make([][]byte, len(msgs)-n)
+		all := make([][]byte, len(msgs)) // one array for both
 		for i, m := range msgs {
-			if i < n {
-				instr[i] = m.Raw
-			} else {
-				conv[i-n] = m.Raw
-			}
+			all[i] = m.Raw
 		}
-		return instr, conv, true, nil
+		return all[:n:n], all[n:], true, nil
 	}
 	codec := wire.For(up)
 	canon := func(ms []plan.Message) ([]wire.Message, error) {
@@ -484,8 +279,17 @@ func (x *exchange) commitAnswer(a *wire.Answer) error {
 		if role == "" {
 			role = wire.RoleAssistant
 		}
-		msgs = append(msgs, history.Message{Role: role, Protocol: proto, Raw: raw, Hash: codec.Hash(raw),
-			Tokens: plan.Count(x.s.counter, x.enc, proto, raw)})
+		msgs = append(msgs, history.Message{Role: role, Protocol: proto, Raw: raw, Hash: codec.Hash(raw)})
+	}
+	// The upstream already counted a one-message answer to a request for
+	// one choice: its output tokens plus the message overhead are the
+	// count, exactly and for free. Otherwise count it.
+	if len(msgs) == 1 && x.oneChoice && a.Usage.OutputTokens > 0 && proto == x.upstream {
+		msgs[0].Tokens = a.Usage.OutputTokens + tokens.MessageOverhead
+	} else {
+		for i := range msgs {
+			msgs[i].Tokens = plan.Count(x.s.counter, x.enc, proto, msgs[i].Raw)
+		}
 	}
 	if len(msgs) == 0 {
 		return fmt.Errorf("%w: the answer has nothing to record", apierr.UpstreamBadResponse)
@@ -570,93 +374,48 @@ func (s *Server) relaySeam(ctx context.Context, res owned, rc *fasthttp.RequestC
 	})
 }
 
-// relaySeamEvents is relaySeam's reading, relaying and commit.
+// relaySeamEvents is relaySeam's reading, relaying and commit: the
+// pump's events relayed as they came (same), the one that finishes the
+// answer and every later one held until the commit, or rendered in the
+// client's protocol, the closing events once committed.
 func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, up *protocol, req *wire.Request, same, record bool) error {
-	max := s.cfg.MaxResponseBytes
-	er := chat.NewEventReader(r, max)
-	asm := up.upstream.NewAssembler()
 	var ren wire.Renderer
 	if !same {
 		ren = newRenderer(x, p, req)
 	}
-	write := func(b []byte) error {
-		if len(b) == 0 {
+	var held, out []byte
+	holding := false
+	a, err := pump(r, up.upstream.NewAssembler(), s.cfg.MaxResponseBytes, same, func(raw []byte, deltas []wire.Delta, last bool) error {
+		if !same {
+			out = out[:0]
+			for _, d := range deltas {
+				out = ren.Delta(out, d)
+			}
+			return writeFlush(w, out)
+		}
+		holding = holding || record && last
+		for _, d := range deltas {
+			holding = holding || record && d.Kind == wire.Finish
+		}
+		if holding {
+			held = append(held, raw...)
 			return nil
 		}
-		if _, err := w.Write(b); err != nil {
-			return fmt.Errorf("%w: %w", errClientGone, err)
-		}
-		if err := w.Flush(); err != nil {
-			return fmt.Errorf("%w: %w", errClientGone, err)
-		}
-		return nil
-	}
-	var held, out []byte
-	var deltas []wire.Delta
-	total := 0
-	holding, done := false, false
-	for !done {
-		ev, rerr := er.Next()
-		if len(ev.Raw) > 0 && len(ev.Data) > 0 {
-			if total += len(ev.Data); total > max {
-				return fmt.Errorf("%w: the streamed answer is larger than %d bytes", apierr.UpstreamTooLarge, max)
-			}
-			var aerr error
-			deltas, done, aerr = asm.Event(deltas[:0], ev.Name, ev.Data)
-			if aerr != nil {
-				if same && !holding {
-					// The upstream's own error event reaches the client.
-					if werr := write(ev.Raw); werr != nil {
-						return werr
-					}
-					return fmt.Errorf("%w: %w: %w", apierr.UpstreamBadResponse, errErrorEventRelayed, aerr)
-				}
-				return s.endSeam(w, x, p, ren, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, aerr))
-			}
-			if same {
-				for _, d := range deltas {
-					holding = holding || (record && d.Kind == wire.Finish)
-				}
-				if holding {
-					held = append(held, ev.Raw...)
-				} else if err := write(ev.Raw); err != nil {
-					return err
-				}
-			} else {
-				out = out[:0]
-				for _, d := range deltas {
-					out = ren.Delta(out, d)
-				}
-				if err := write(out); err != nil {
-					return err
-				}
-			}
-		} else if same && len(ev.Raw) > 0 { // comments, pings
-			if holding {
-				held = append(held, ev.Raw...)
-			} else if err := write(ev.Raw); err != nil {
-				return err
-			}
-		}
-		switch {
-		case done:
-		case rerr == io.EOF:
-			if !done {
-				return s.endSeam(w, x, p, ren, fmt.Errorf("%w: the stream ended before the answer did", apierr.UpstreamStreamCut))
-			}
-		case errors.Is(rerr, chat.ErrEventTooLarge):
-			return fmt.Errorf("%w: %w", apierr.UpstreamTooLarge, rerr)
-		case rerr != nil:
-			return s.endSeam(w, x, p, ren, fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, rerr))
-		}
-		if rerr == io.EOF {
-			break
-		}
-	}
+		return writeFlush(w, raw)
+	})
 	x.upstreamDone = x.now()
-	a, err := asm.Answer()
-	if err != nil {
-		return s.endSeam(w, x, p, ren, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err))
+	var ue *upstreamEvent
+	switch {
+	case errors.As(err, &ue) && same && !holding:
+		// The upstream's own error event reaches the client as it came.
+		if werr := writeFlush(w, ue.raw); werr != nil {
+			return werr
+		}
+		return fmt.Errorf("%w: %w", errErrorEventRelayed, err)
+	case errors.Is(err, errClientGone):
+		return err
+	case err != nil:
+		return s.endSeam(w, x, p, ren, err)
 	}
 	if err := x.stamp(&a, req, up.proto, p.proto); err != nil {
 		return s.endSeam(w, x, p, ren, err)
@@ -671,9 +430,9 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 		x.committed = true
 	}
 	if same {
-		return write(held)
+		return writeFlush(w, held)
 	}
-	return write(ren.End(nil, &a))
+	return writeFlush(w, ren.End(nil, &a))
 }
 
 // newRenderer returns the renderer of req's streamed answer, its time

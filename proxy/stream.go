@@ -14,36 +14,19 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/internal/apierr"
-	"github.com/recallproxy/recall/protocol/chat"
 )
 
 // errClientGone is a write or flush failure: the client left mid-stream.
 var errClientGone = errors.New("proxy: client gone mid-stream")
 
-// relayStream relays an upstream event stream to the client as it
-// arrives. If record is set it rebuilds the answer from a parsed copy and
-// holds back the event that carries the first finish_reason and every
-// event after it (usage, [DONE]) until the turn is committed: a client that
-// has read finish_reason holds a durable turn. If the turn cannot be
-// committed, the held events are dropped and the stream ends with an
-// OpenAI-shaped error event instead. A compressed stream that is recorded
-// is decoded and relayed uncompressed, so the rule holds for it too.
+// relayStream relays an unrecorded upstream event stream to the client
+// as it arrives, byte for byte (the recorded ones go through relaySeam).
 //
 // It owns resp and res (the exchange's deadline and lock) from here on:
 // the relay goroutine touches nothing of rc, and ends both.
-func (s *Server) relayStream(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response, record bool) {
+func (s *Server) relayStream(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response) {
 	rc.Response.Header.Del("Content-Length")
-	enc := string(resp.Header.ContentEncoding())
-	if enc == "identity" {
-		enc = ""
-	}
-	if record && enc != "" {
-		rc.Response.Header.Del("Content-Encoding")
-	}
 	s.relay(ctx, res, rc, x, resp, func(w *bufio.Writer, upstream io.Reader) error {
-		if record {
-			return s.relayRecorded(w, upstream, enc, x) // sets upstreamDone
-		}
 		r := &readErrs{r: upstream}
 		_, err := relayRaw(w, r)
 		x.upstreamDone = x.now()
@@ -172,60 +155,6 @@ func holdHeaders(rc *fasthttp.RequestCtx, out *streamBody, hold time.Duration) {
 	}
 }
 
-// relayRecorded relays a recorded stream (decoding it first if enc names a
-// compression), assembles the answer, commits it before the held events
-// are relayed, and ends the stream with an error event if it cannot (one:
-// none when the upstream's own error event was relayed). It returns nil
-// only if the turn was committed and every byte was handed to the
-// client's connection.
-//
-// A stream is complete at its first [DONE], or at a clean end after the
-// recorded choice's finish_reason: some compatible servers send no
-// [DONE], and the SDKs end such a stream without error, so Recall relays
-// it as it came and adds no [DONE] of its own.
-func (s *Server) relayRecorded(w *bufio.Writer, upstream io.Reader, enc string, x *exchange) error {
-	var asm chat.Assembler
-	var held []byte
-	err := error(nil)
-	body := upstream
-	if enc != "" {
-		if body, err = decoder(enc, upstream); err != nil {
-			err = fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
-		}
-	}
-	if err == nil {
-		held, err = s.relayEvents(w, body, &asm)
-	}
-	x.upstreamDone = x.now() // the commit below is Recall's time
-	var reply chat.Reply
-	if err == nil {
-		if reply = asm.Reply(); !asm.Done() && reply.FinishReason == "" {
-			err = fmt.Errorf("%w: no [DONE] and no finish_reason", apierr.UpstreamStreamCut)
-		}
-	}
-	if err == nil {
-		err = x.leftBeforeCommit()
-	}
-	if err == nil {
-		err = x.commit(reply)
-	}
-	if errors.Is(err, errClientGone) || errors.Is(err, errErrorEventRelayed) {
-		return err
-	}
-	if err != nil {
-		// Nothing is committed: the client must not see finish_reason.
-		if _, werr := w.Write(errorEvent(classify(err))); werr != nil {
-			return fmt.Errorf("%w (%w: %w)", err, errClientGone, werr)
-		}
-		return err
-	}
-	x.committed = true
-	if _, werr := w.Write(held); werr != nil {
-		return fmt.Errorf("%w: %w", errClientGone, werr)
-	}
-	return nil
-}
-
 // leftBeforeCommit fails with errClientGone if the client of a streamed
 // exchange has closed its connection: a client that left would retry, and
 // storing the answer it never saw would leave the retry a duplicate turn.
@@ -241,69 +170,6 @@ func (x *exchange) leftBeforeCommit() error {
 // errErrorEventRelayed marks a stream that failed with the upstream's own
 // error event, which the client got: Recall adds no second one.
 var errErrorEventRelayed = errors.New("proxy: the upstream's error event was relayed")
-
-// relayEvents relays a stream event by event, flushing each, feeding every
-// event's data to asm, until the first event that finishes a choice (or
-// [DONE]): that event and every later one up to the first [DONE] are
-// returned, not relayed. Nothing after the first [DONE] is read: the SDKs
-// stop there, so the record stops there too. It returns an error, and
-// reads no further, at the first bad event (an upstream error event is
-// relayed if nothing is held yet; nothing else after it is), past
-// MaxResponseBytes, if the stream did not end cleanly, or if the client
-// could not be written to.
-func (s *Server) relayEvents(w *bufio.Writer, r io.Reader, asm *chat.Assembler) (held []byte, err error) {
-	max := s.cfg.MaxResponseBytes
-	er := chat.NewEventReader(r, max)
-	total := 0
-	holding := false
-	relay := func(raw []byte) error {
-		if _, werr := w.Write(raw); werr != nil {
-			return fmt.Errorf("%w: %w", errClientGone, werr)
-		}
-		if werr := w.Flush(); werr != nil {
-			return fmt.Errorf("%w: %w", errClientGone, werr)
-		}
-		return nil
-	}
-	for {
-		ev, err := er.Next()
-		if len(ev.Raw) > 0 {
-			if len(ev.Data) > 0 {
-				// The answer is bounded as a whole, not only per event.
-				if total += len(ev.Data); total > max {
-					return nil, fmt.Errorf("%w: the streamed answer is larger than %d bytes", apierr.UpstreamTooLarge, max)
-				}
-				if aerr := asm.Add(ev.Data); aerr != nil {
-					if holding || !errors.Is(aerr, chat.ErrUpstream) {
-						return nil, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, aerr)
-					}
-					// The upstream's own error event reaches the client.
-					if werr := relay(ev.Raw); werr != nil {
-						return nil, werr
-					}
-					return nil, fmt.Errorf("%w: %w: %w", apierr.UpstreamBadResponse, errErrorEventRelayed, aerr)
-				}
-			}
-			holding = holding || asm.Finished() || asm.Done()
-			if holding {
-				held = append(held, ev.Raw...)
-			} else if werr := relay(ev.Raw); werr != nil {
-				return nil, werr
-			}
-			if asm.Done() {
-				return held, nil
-			}
-		}
-		switch {
-		case err == io.EOF:
-			return held, nil
-		case errors.Is(err, chat.ErrEventTooLarge):
-			return nil, fmt.Errorf("%w: %w", apierr.UpstreamTooLarge, err)
-		case err != nil:
-			return nil, fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, err)
-		}
-	}
-}
 
 // errorEvent is e as an SSE data event, the way OpenAI reports an error
 // in a stream.

@@ -408,18 +408,13 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 	upReq := fasthttp.AcquireRequest()
 	l.request(upReq, rc)
 	upReq.SetBodyRaw(out)
-	resp := fasthttp.AcquireResponse()
-	resp.Header.SetNoDefaultContentType(true)
 	round := toolRound{sent: s.cfg.Now()}
 	if x.sent.IsZero() {
 		x.sent = round.sent
 	}
-	deadline, _ := ctx.Deadline()
-	err = doUpstream(s.client, upReq, resp, time.Until(deadline))
-	fasthttp.ReleaseRequest(upReq)
+	resp, err := s.send(ctx, upReq)
 	if err != nil {
-		fasthttp.ReleaseResponse(resp)
-		return wire.Answer{}, upstreamErr(err)
+		return wire.Answer{}, err
 	}
 	round.firstByte = s.cfg.Now()
 	if len(x.rounds) == 0 {
@@ -440,7 +435,7 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 		x.learnWindow(status, enc, raw)
 		return wire.Answer{}, upstreamStatus(status, raw)
 	}
-	a, err := parseAnswer(up, enc, raw, s.cfg.MaxResponseBytes)
+	a, err := parseAnswer(up, enc, raw, s.cfg.MaxResponseBytes, false)
 	if err != nil {
 		return wire.Answer{}, err
 	}
@@ -450,15 +445,22 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 }
 
 // parseAnswer reads an upstream's whole answer (enc: its content
-// encoding).
-func parseAnswer(up *protocol, enc string, raw []byte, max int) (wire.Answer, error) {
+// encoding); for a client of the upstream's own protocol (same), which
+// gets the answer's bytes and whose stored form they are, without its
+// canonical message when the upstream can leave it out
+// (wire.StoredParser).
+func parseAnswer(up *protocol, enc string, raw []byte, max int, same bool) (wire.Answer, error) {
 	decoded, err := decode(enc, raw, max)
 	if err == nil && !gjson.ValidBytes(decoded) {
 		err = errors.New("proxy: upstream answer is not JSON")
 	}
 	var a wire.Answer
 	if err == nil {
-		a, err = up.upstream.ParseAnswer(decoded)
+		if sp, ok := up.upstream.(wire.StoredParser); ok && same {
+			a, err = sp.ParseStored(decoded)
+		} else {
+			a, err = up.upstream.ParseAnswer(decoded)
+		}
 	}
 	if errors.Is(err, errTooLarge) {
 		return wire.Answer{}, fmt.Errorf("%w: decode upstream answer: %w", apierr.UpstreamTooLarge, err)

@@ -13,7 +13,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/internal/apierr"
-	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/tools"
 	"github.com/recallproxy/recall/wire"
 )
@@ -81,18 +80,13 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 	upReq := fasthttp.AcquireRequest()
 	tmpl.CopyTo(upReq)
 	upReq.SetBodyRaw(out)
-	resp := fasthttp.AcquireResponse()
-	resp.Header.SetNoDefaultContentType(true)
 	round := toolRound{sent: s.cfg.Now()}
 	if x.sent.IsZero() {
 		x.sent = round.sent
 	}
-	deadline, _ := ctx.Deadline()
-	err = doUpstream(s.client, upReq, resp, time.Until(deadline))
-	fasthttp.ReleaseRequest(upReq)
+	resp, err := s.send(ctx, upReq)
 	if err != nil {
-		fasthttp.ReleaseResponse(resp)
-		return nil, upstreamErr(err)
+		return nil, err
 	}
 	round.firstByte, round.stream = s.cfg.Now(), isEventStream(resp)
 	if len(x.rounds) == 0 {
@@ -224,7 +218,7 @@ func (s *Server) readRound(w *bufio.Writer, body io.Reader, enc string, stream b
 		case err != nil:
 			return wire.Answer{}, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamStreamCut, err)
 		}
-		a, err := parseAnswer(l.up, "", raw, max)
+		a, err := parseAnswer(l.up, "", raw, max, false)
 		if err != nil {
 			return wire.Answer{}, err
 		}
@@ -233,45 +227,13 @@ func (s *Server) readRound(w *bufio.Writer, body io.Reader, enc string, stream b
 		}
 		return a, writeFlush(w, out)
 	}
-	er := chat.NewEventReader(body, max)
-	asm := l.up.upstream.NewAssembler()
-	var deltas []wire.Delta
-	total := 0
-	for {
-		ev, rerr := er.Next()
-		if len(ev.Raw) > 0 && len(ev.Data) > 0 {
-			if total += len(ev.Data); total > max {
-				return wire.Answer{}, fmt.Errorf("%w: the streamed answer is larger than %d bytes", apierr.UpstreamTooLarge, max)
-			}
-			var done bool
-			var err error
-			if deltas, done, err = asm.Event(deltas[:0], ev.Name, ev.Data); err != nil {
-				return wire.Answer{}, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
-			}
-			out = out[:0]
-			for _, d := range deltas {
-				out = f.render(out, ren, d)
-			}
-			if err := writeFlush(w, out); err != nil {
-				return wire.Answer{}, err
-			}
-			if done {
-				a, err := asm.Answer()
-				if err != nil {
-					return wire.Answer{}, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
-				}
-				return a, nil
-			}
+	return pump(body, l.up.upstream.NewAssembler(), max, false, func(_ []byte, deltas []wire.Delta, _ bool) error {
+		out = out[:0]
+		for _, d := range deltas {
+			out = f.render(out, ren, d)
 		}
-		switch {
-		case rerr == io.EOF:
-			return wire.Answer{}, fmt.Errorf("%w: the stream ended before the answer did", apierr.UpstreamStreamCut)
-		case errors.Is(rerr, chat.ErrEventTooLarge):
-			return wire.Answer{}, fmt.Errorf("%w: %w", apierr.UpstreamTooLarge, rerr)
-		case rerr != nil:
-			return wire.Answer{}, fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, rerr)
-		}
-	}
+		return writeFlush(w, out)
+	})
 }
 
 // writeFlush writes b to the client and flushes it.

@@ -7,13 +7,23 @@ package wire
 // the upstream's Upstream, and renders the answer with the ingress. When
 // both are the same protocol the upstream's bytes are relayed as they came.
 
+import "errors"
+
 // Request is a client's request, decoded by its ingress protocol.
 type Request struct {
 	// Protocol is the ingress protocol; Body the request body as it came.
 	Protocol Protocol
 	Body     []byte
-	Model    string
-	Stream   bool
+	// MessagesAt is where the ingress found the conversation's messages in
+	// Body (its messages array: start and end offsets; both 0 when it did
+	// not say): the upstream half of the same protocol splices the curated
+	// context there instead of parsing Body again.
+	MessagesAt [2]int
+	// Model is the request's model: a copy of its own, never pointing
+	// into Body (it outlives the request: the exchange's record, a
+	// summary job).
+	Model  string
+	Stream bool
 	// MaxTokens is the answer's token cap (0: the request set none).
 	MaxTokens int
 	// Choices is the number of answers asked for (chat completions' n;
@@ -128,6 +138,38 @@ type Upstream interface {
 	ParseAnswer(body []byte) (Answer, error)
 	// NewAssembler reads a streamed answer, one server-sent event at a time.
 	NewAssembler() Assembler
+}
+
+// StoredParser is an optional interface of an Upstream that reads a
+// non-streamed answer without its canonical Message: for a client of the
+// upstream's own protocol, which gets the answer's bytes as they came and
+// whose stored form (Stored) they are.
+type StoredParser interface {
+	ParseStored(body []byte) (Answer, error)
+}
+
+// ErrUpstream is wrapped by an Assembler's and ParseAnswer's errors when
+// the upstream reported an error in its own words (an error event or
+// object): a client of the upstream's protocol may be handed that event
+// as it came.
+var ErrUpstream = errors.New("upstream error")
+
+// Completer is an optional interface of an Assembler whose answer may be
+// whole though the stream ended cleanly before the event that completes
+// it (chat completions: some compatible servers send no [DONE], and the
+// SDKs accept the stream).
+type Completer interface {
+	// Complete reports whether the events read so far are a whole answer.
+	Complete() bool
+}
+
+// Relayer is an optional interface of an Assembler that can read an
+// event without its deltas, for a relay that hands the client the
+// upstream's own events and needs only to know where the answer ends.
+type Relayer interface {
+	// Relay reads one event as Event does; finished is set from the
+	// first event that carries the stop reason on.
+	Relay(name, data []byte) (finished, done bool, err error)
 }
 
 // Assembler builds an answer from a stream's events.

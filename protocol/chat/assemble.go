@@ -9,13 +9,14 @@ import (
 	"strings"
 
 	"github.com/recallproxy/recall/internal/canonjson"
+	"github.com/recallproxy/recall/wire"
 	"github.com/tidwall/gjson"
 )
 
 // ErrUpstream is returned (wrapped) by [Assembler.Add] and [ParseReply]
 // for a payload carrying an "error" object: the upstream reported an
 // error in its own words.
-var ErrUpstream = errors.New("chat: upstream error")
+var ErrUpstream = fmt.Errorf("chat: %w", wire.ErrUpstream)
 
 // Usage is the token usage an upstream reported.
 type Usage struct {

@@ -31,10 +31,16 @@ func (Codec) Name() string { return "chat.completions" }
 // Role implements wire.Codec: chat completions' roles are the canonical
 // ones (the legacy "function" role answers a call like "tool").
 func (Codec) Role(raw []byte) string {
-	switch r := gjson.Get(bytesString(raw), "role").String(); r {
-	case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant, RoleTool:
-		return strings.Clone(r)
-	case "function":
+	switch gjson.Get(bytesString(raw), "role").String() { // constants: nothing of raw kept
+	case RoleSystem:
+		return RoleSystem
+	case RoleDeveloper:
+		return RoleDeveloper
+	case RoleUser:
+		return RoleUser
+	case RoleAssistant:
+		return RoleAssistant
+	case RoleTool, "function":
 		return RoleTool
 	}
 	return ""

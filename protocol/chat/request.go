@@ -215,7 +215,16 @@ func parseRequest(body []byte, view bool) (Request, error) {
 // and returns the extended slice. Each element of msgs must be one JSON
 // value; AppendBody does not check them.
 func (r Request) AppendBody(dst []byte, msgs [][]byte) []byte {
-	n := len(r.Body) - (r.msgEnd - r.msgStart) + 2 + len(msgs)
+	return spliceMessages(dst, r.Body, r.msgStart, r.msgEnd, nil, msgs)
+}
+
+// spliceMessages appends body with its messages array, body[start:end],
+// replaced by the array of head's and msgs' messages.
+func spliceMessages(dst, body []byte, start, end int, head, msgs [][]byte) []byte {
+	n := len(body) - (end - start) + 2 + len(head) + len(msgs)
+	for _, m := range head {
+		n += len(m)
+	}
 	for _, m := range msgs {
 		n += len(m)
 	}
@@ -224,16 +233,20 @@ func (r Request) AppendBody(dst []byte, msgs [][]byte) []byte {
 		copy(grown, dst)
 		dst = grown
 	}
-	dst = append(dst, r.Body[:r.msgStart]...)
+	dst = append(dst, body[:start]...)
 	dst = append(dst, '[')
-	for i, m := range msgs {
-		if i > 0 {
-			dst = append(dst, ',')
+	i := 0
+	for _, part := range [2][][]byte{head, msgs} {
+		for _, m := range part {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, m...)
+			i++
 		}
-		dst = append(dst, m...)
 	}
 	dst = append(dst, ']')
-	return append(dst, r.Body[r.msgEnd:]...)
+	return append(dst, body[end:]...)
 }
 
 // checkMessage validates messages[i] and returns its role.

@@ -21,8 +21,10 @@ import (
 type Protocol struct{ Codec }
 
 var (
-	_ wire.Ingress  = Protocol{}
-	_ wire.Upstream = Protocol{}
+	_ wire.Ingress      = Protocol{}
+	_ wire.Upstream     = Protocol{}
+	_ wire.StoredParser = Protocol{}
+	_ wire.Relayer      = (*seamAssembler)(nil)
 )
 
 // ParseRequest implements wire.Ingress: the leading system and developer
@@ -32,45 +34,62 @@ func (Protocol) ParseRequest(body []byte) (*wire.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &wire.Request{Protocol: wire.ChatCompletions, Body: body, Model: r.Model, Stream: r.Stream,
-		MaxTokens: r.MaxTokens, Choices: max(r.N, 1), ToolsRaw: r.Tools, Store: true}
+	out := &wire.Request{Protocol: wire.ChatCompletions, Body: body, MessagesAt: [2]int{r.msgStart, r.msgEnd},
+		Model: r.Model, Stream: r.Stream, MaxTokens: r.MaxTokens, Choices: max(r.N, 1), ToolsRaw: r.Tools, Store: true}
 	n := 0
 	for n < len(r.Messages) && (r.Messages[n].Role == RoleSystem || r.Messages[n].Role == RoleDeveloper) {
-		out.Instructions = append(out.Instructions, r.Messages[n].Raw)
 		n++
 	}
-	for _, m := range r.Messages[n:] {
-		out.Messages = append(out.Messages, m.Raw)
+	all := make([][]byte, len(r.Messages)) // one array for both
+	for i, m := range r.Messages {
+		all[i] = m.Raw
 	}
-	root := gjson.ParseBytes(body)
-	gjson.GetBytes(r.Tools, "@this").ForEach(func(_, t gjson.Result) bool {
-		if t.Get("type").String() == "function" {
-			f := t.Get("function")
-			out.Tools = append(out.Tools, wire.Tool{Name: f.Get("name").String(),
-				Description: f.Get("description").String(), Parameters: []byte(f.Get("parameters").Raw)})
+	if n > 0 {
+		out.Instructions = all[:n:n]
+	}
+	if n < len(all) {
+		out.Messages = all[n:]
+	}
+	if len(r.Tools) > 0 {
+		gjson.GetBytes(r.Tools, "@this").ForEach(func(_, t gjson.Result) bool {
+			if t.Get("type").String() == "function" {
+				f := t.Get("function")
+				out.Tools = append(out.Tools, wire.Tool{Name: f.Get("name").String(),
+					Description: f.Get("description").String(), Parameters: []byte(f.Get("parameters").Raw)})
+			}
+			return true
+		})
+	}
+	// The sampling fields, in one pass over the body's members.
+	gjson.Parse(bytesString(body)).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "tool_choice":
+			switch {
+			case v.Type == gjson.String:
+				out.ToolChoice = v.Str
+			case v.IsObject():
+				out.ToolChoice = v.Get("function.name").String()
+			}
+		case "temperature":
+			if v.Type == gjson.Number {
+				f := v.Num
+				out.Temperature = &f
+			}
+		case "top_p":
+			if v.Type == gjson.Number {
+				f := v.Num
+				out.TopP = &f
+			}
+		case "stop":
+			switch {
+			case v.Type == gjson.String:
+				out.Stop = []string{v.Str}
+			case v.IsArray():
+				v.ForEach(func(_, s gjson.Result) bool { out.Stop = append(out.Stop, s.String()); return true })
+			}
 		}
 		return true
 	})
-	switch tc := root.Get("tool_choice"); {
-	case tc.Type == gjson.String:
-		out.ToolChoice = tc.Str
-	case tc.IsObject():
-		out.ToolChoice = tc.Get("function.name").String()
-	}
-	if v := root.Get("temperature"); v.Type == gjson.Number {
-		f := v.Num
-		out.Temperature = &f
-	}
-	if v := root.Get("top_p"); v.Type == gjson.Number {
-		f := v.Num
-		out.TopP = &f
-	}
-	switch v := root.Get("stop"); {
-	case v.Type == gjson.String:
-		out.Stop = []string{v.Str}
-	case v.IsArray():
-		v.ForEach(func(_, s gjson.Result) bool { out.Stop = append(out.Stop, s.String()); return true })
-	}
 	return out, nil
 }
 
@@ -81,15 +100,19 @@ func (Protocol) Path() string { return "/chat/completions" }
 // every other byte it came with; another protocol's is built afresh,
 // asking a stream for its usage.
 func (Protocol) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][]byte) ([]byte, error) {
+	if req.Protocol == wire.ChatCompletions {
+		start, end := req.MessagesAt[0], req.MessagesAt[1]
+		if end == 0 {
+			r, err := ParseRequest(req.Body)
+			if err != nil {
+				return nil, err
+			}
+			start, end = r.msgStart, r.msgEnd
+		}
+		return spliceMessages(dst, req.Body, start, end, instructions, msgs), nil
+	}
 	all := make([][]byte, 0, len(instructions)+len(msgs))
 	all = append(append(all, instructions...), msgs...)
-	if req.Protocol == wire.ChatCompletions {
-		r, err := ParseRequest(req.Body)
-		if err != nil {
-			return nil, err
-		}
-		return r.AppendBody(dst, all), nil
-	}
 	dst = append(dst, `{"model":`...)
 	dst = appendQuoted(dst, req.Model)
 	dst = append(dst, `,"messages":[`...)
@@ -184,14 +207,32 @@ func (p Protocol) ParseAnswer(body []byte) (wire.Answer, error) {
 	return p.answer(r)
 }
 
+// ParseStored implements wire.StoredParser.
+func (p Protocol) ParseStored(body []byte) (wire.Answer, error) {
+	r, err := ParseReply(body)
+	if err != nil {
+		return wire.Answer{}, err
+	}
+	a := p.stored(r)
+	a.Stored = [][]byte{r.Message}
+	return a, nil
+}
+
+// stored is r's answer without its canonical message.
+func (Protocol) stored(r Reply) wire.Answer {
+	return wire.Answer{ID: r.ID, Model: r.Model, Stop: stopOf(r.FinishReason),
+		Usage: wire.Usage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens,
+			CachedTokens: r.Usage.CachedTokens}}
+}
+
 func (p Protocol) answer(r Reply) (wire.Answer, error) {
 	m, err := p.Decode(r.Message)
 	if err != nil {
 		return wire.Answer{}, err
 	}
-	return wire.Answer{ID: r.ID, Model: r.Model, Stored: [][]byte{r.Message}, Message: m, Stop: stopOf(r.FinishReason),
-		Usage: wire.Usage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens,
-			CachedTokens: r.Usage.CachedTokens}}, nil
+	a := p.stored(r)
+	a.Stored, a.Message = [][]byte{r.Message}, m
+	return a, nil
 }
 
 // NewAssembler implements wire.Upstream.
@@ -253,6 +294,18 @@ func (a *seamAssembler) Event(dst []wire.Delta, _, data []byte) ([]wire.Delta, b
 	})
 	return dst, false, nil
 }
+
+// Relay implements wire.Relayer.
+func (a *seamAssembler) Relay(_, data []byte) (finished, done bool, err error) {
+	if err := a.asm.Add(data); err != nil {
+		return false, false, err
+	}
+	return a.asm.Finished() || a.asm.Done(), a.asm.Done(), nil
+}
+
+// Complete implements wire.Completer: a stream that ends cleanly after
+// the recorded choice's finish_reason is whole without [DONE].
+func (a *seamAssembler) Complete() bool { return a.asm.Done() || a.asm.Reply().FinishReason != "" }
 
 // Answer implements wire.Assembler.
 func (a *seamAssembler) Answer() (wire.Answer, error) { return Protocol{}.answer(a.asm.Reply()) }

@@ -16,7 +16,7 @@ import (
 
 // ErrUpstream is returned (wrapped) for an answer or stream event in
 // which the upstream reported an error in its own words.
-var ErrUpstream = errors.New("gemini: upstream error")
+var ErrUpstream = fmt.Errorf("gemini: %w", wire.ErrUpstream)
 
 // ErrBadAnswer is returned (wrapped) for an answer that is not a
 // GenerateContentResponse with a candidate.

@@ -2,6 +2,7 @@ package messages
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -99,7 +100,7 @@ func parseRequest(body []byte) (*wire.Request, error) {
 	case model.Type != gjson.String || model.Str == "":
 		return nil, apierr.InvalidField("model", "Input should be a valid string")
 	}
-	req.Model = model.Str
+	req.Model = strings.Clone(model.Str) // outlives the body
 	switch {
 	case !maxTokens.Exists():
 		return nil, apierr.MissingField("max_tokens")

@@ -70,7 +70,7 @@ func (s *reqScan) request() bool {
 			var escaped bool
 			start, end, escaped, ok = s.Str()
 			ok = ok && !escaped && end > start
-			s.req.Model = str(s.B[start:end])
+			s.req.Model = string(s.B[start:end]) // outlives the body
 		case "max_tokens":
 			seen[1]++
 			s.Space()

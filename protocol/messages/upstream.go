@@ -17,7 +17,7 @@ import (
 
 // ErrUpstream is returned (wrapped) for an answer or stream event in
 // which the upstream reported an error in its own words.
-var ErrUpstream = errors.New("messages: upstream error")
+var ErrUpstream = fmt.Errorf("messages: %w", wire.ErrUpstream)
 
 // ErrBadAnswer is returned (wrapped) for an answer that is not a Message.
 var ErrBadAnswer = errors.New("messages: not a message answer")

@@ -11,7 +11,7 @@ import (
 )
 
 // ErrFailed wraps the error of a response the upstream reports as failed.
-var ErrFailed = errors.New("responses: the upstream response failed")
+var ErrFailed = fmt.Errorf("responses: the upstream response failed: %w", wire.ErrUpstream)
 
 // ParseAnswer reads a non-streamed Response object.
 func (Upstream) ParseAnswer(body []byte) (wire.Answer, error) {

@@ -125,7 +125,7 @@ func (a *Assembler) Event(dst []wire.Delta, name, data []byte) ([]wire.Delta, bo
 		if msg == "" {
 			msg = ev.Get("error.message").Str
 		}
-		return dst, false, fmt.Errorf("responses: stream error event: %s", msg)
+		return dst, false, fmt.Errorf("responses: stream error event: %w: %s", wire.ErrUpstream, msg)
 	}
 	return dst, false, nil
 }

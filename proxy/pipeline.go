@@ -1,0 +1,317 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/plan"
+	"github.com/recallproxy/recall/thread"
+	"github.com/recallproxy/recall/wire"
+)
+
+// The exchange pipeline: every recorded exchange of every protocol pair,
+// and every request of a protocol other than chat completions, goes
+// through these stages, in this order:
+//
+//	admit    read the body, authenticate the caller      (admit)
+//	target   the conversation and the history mode       (target)
+//	decode   the body with the client's protocol          (parseRequest)
+//	resolve  the conversation the body names (Responses)  (resolve)
+//	thread   main thread, subagent or side call           (threadOf)
+//	plan     load, merge, summary, curate                 (planTurn)
+//	encode   the context in the upstream's protocol       (encode)
+//	send     one upstream call                            (send)
+//	pump     a stream's events, relayed or rendered       (relaySeam, pump)
+//	commit   the turn, before the client holds its end    (commitAnswer)
+//	render   the answer in the client's protocol          (answerWhole, relaySeamEvents)
+//
+// History tools' rounds (tools.go) take over after encode and use the
+// same send, pump and commit. Chat completions that record nothing skip
+// it: their body goes upstream as it came (forwardAsSent).
+
+// serveExchange serves a request once its conversation and mode are known.
+// Every call ends in exactly one x.done or x.fail.
+func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte, conv string, mode history.Mode, p *protocol) {
+	req, err := parseRequest(rc, p, body)
+	if err != nil {
+		x.fail(rc, err)
+		return
+	}
+	upProto, _ := wire.UpstreamFor(x.c.cfg.Upstream.Protocol, p.proto)
+	x.upstream = upProto
+	up := protocols[upProto]
+	defer x.dropHeld() // unless the plan took it over
+	exp, err := x.resolve(p, req, conv)
+	if err != nil {
+		x.fail(rc, err)
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), x.c.timeout())
+	res := owned{cancel: cancel}
+	defer res.end() // unless a stream's relay took it
+	x.record = x.key.Conversation != "" && mode != history.Off
+	x.threadOf(rc, req)
+	if x.record {
+		if res.release, err = x.planTurn(ctx, rc, p, req, mode); err != nil {
+			x.fail(rc, err)
+			return
+		}
+	}
+	x.dropHeld() // not taken over: nothing is recorded
+	ctxt, err := x.encode(p, up, req, exp)
+	if err != nil {
+		x.fail(rc, err)
+		return
+	}
+	if x.record {
+		x.curated(rc)
+	}
+	if p.answers != nil {
+		p.answers(x, req)
+	}
+	if offered := x.offeredTools(req); len(offered) > 0 {
+		s.toolExchange(ctx, &res, rc, x, p, up, req, ctxt.instr, ctxt.msgs, ctxt.lastHistory, offered)
+		return
+	}
+	// A request that records nothing, to an upstream of its own protocol,
+	// whose messages go as they came, goes as it came: the body the
+	// codec would build is the same up to white space.
+	asCame := !x.record && upProto == p.proto && p.answers == nil &&
+		sameRaw(ctxt.instr, req.Instructions) && sameRaw(ctxt.msgs, req.Messages)
+	out := body
+	if !asCame {
+		if out, err = up.upstream.AppendBody(getBodyBuf(len(body)+x.report.Tokens*4), req, ctxt.instr, ctxt.msgs); err != nil {
+			x.fail(rc, err)
+			return
+		}
+		if up.mark != nil && ctxt.lastHistory >= 0 {
+			out = up.mark(out, ctxt.lastHistory)
+		}
+	}
+	upReq := fasthttp.AcquireRequest()
+	up.request(upReq, rc, x.c, req, p.proto)
+	upReq.SetBodyRaw(out)
+	x.sent = x.now()
+	resp, err := s.send(ctx, upReq)
+	if !asCame {
+		putBodyBuf(out)
+	}
+	if err != nil {
+		x.fail(rc, err)
+		return
+	}
+	x.answered(resp)
+	status := resp.StatusCode()
+	ok := status >= 200 && status < 300
+	same := upProto == p.proto && !p.renders
+	if !ok && !same && upProto != p.proto {
+		x.translatedError(rc, resp)
+		return
+	}
+	copyResponseHeader(rc, resp)
+	if isEventStream(resp) {
+		if !same {
+			rc.Response.Header.Del("Content-Encoding")
+		}
+		s.relaySeam(ctx, res.take(), rc, x, resp, p, up, req, same, ok)
+		return
+	}
+	x.answerWhole(rc, resp, p, up, req, same)
+}
+
+// resolve is the stage that finds the conversation a Responses request
+// continues (its body's conversation or previous_response_id, a
+// compaction of Recall's in its input) when the header or path prefix
+// named none (conv), and sets it on x and req. It may take the
+// conversation's lock, which the plan takes over (x.held).
+func (x *exchange) resolve(p *protocol, req *wire.Request, conv string) (exp *expansion, err error) {
+	if p.proto == wire.Responses {
+		if exp, conv, err = x.expand(req, conv, x.upstream); err != nil {
+			return nil, err
+		}
+	}
+	if p.resolve != nil {
+		if conv, err = p.resolve(x, req, conv); err != nil {
+			return nil, err
+		}
+	}
+	if exp != nil && conv != exp.ref.Conversation {
+		return nil, apierr.ConversationConflict("input")
+	}
+	x.key.Conversation, req.Conversation = conv, conv
+	return exp, nil
+}
+
+// threadOf is the stage that reads which thread a recorded request
+// belongs to (package thread): a side call goes upstream as sent and
+// nothing of it is recorded.
+func (x *exchange) threadOf(rc *fasthttp.RequestCtx, req *wire.Request) {
+	if !x.record {
+		return
+	}
+	x.thread = seamThread(x, rc, req)
+	if x.side = thread.Before(x.thread); x.side != "" {
+		x.record, x.key.Tenant, x.model = false, x.c.Namespace, req.Model
+	}
+}
+
+// planTurn is the plan stage of a recorded request: its turn read through
+// the client's codec and planned against the stored conversation (see
+// prepare). It returns the conversation's release, which the caller owns;
+// a plan that finds a side call leaves x unrecorded and returns none.
+func (x *exchange) planTurn(ctx context.Context, rc *fasthttp.RequestCtx, p *protocol, req *wire.Request, mode history.Mode) (func(), error) {
+	s := x.s
+	x.key.Tenant = x.c.Namespace
+	if s.cfg.CanCommit != nil {
+		if err := s.cfg.CanCommit(); err != nil {
+			return nil, fmt.Errorf("%w: %w", apierr.NoSpace, err)
+		}
+	}
+	x.retry = retryOf(rc)
+	instructions, in, err := turnOf(p.proto, req)
+	if err != nil {
+		return nil, err
+	}
+	// An answer whose id names where it is stored cannot be rebased:
+	// prepare takes the conversation's lease for it (see nameResponse).
+	x.pinned = p.answers != nil
+	release, err := x.prepare(ctx, instructions, in, req.Model, req.MaxTokens, req.ToolsRaw, mode)
+	if reason, ok := sideOf(err); ok {
+		x.record, x.side, x.model = false, reason, req.Model
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	x.oneChoice = req.Choices <= 1
+	return release, nil
+}
+
+// encoded is the context as the upstream gets it: instructions (and the
+// summary) apart from the conversation's messages; lastHistory is the
+// index among msgs of the last stored message sent, when the context went
+// as stored (-1: none, or not as stored).
+type encoded struct {
+	instr, msgs [][]byte
+	lastHistory int
+}
+
+// encode is the stage that puts the planned context (or, for a request
+// that records nothing, the request's own messages) in the upstream's
+// protocol.
+func (x *exchange) encode(p, up *protocol, req *wire.Request, exp *expansion) (encoded, error) {
+	e := encoded{lastHistory: -1}
+	var planned []plan.Message
+	if x.record {
+		planned = inPlace(x.plan.Messages, p.proto, req)
+	} else {
+		planned = make([]plan.Message, 0, len(req.Instructions)+len(req.Messages)+1)
+		for _, m := range req.Instructions {
+			planned = append(planned, plan.Message{Kind: plan.Instruction, Protocol: p.proto, Raw: m})
+		}
+		if m, ok := summaryOf(exp, req.Instructions, p.proto); ok {
+			planned = append(planned, m)
+		}
+		for _, m := range req.Messages {
+			planned = append(planned, plan.Message{Kind: plan.New, Protocol: p.proto, Raw: m})
+		}
+	}
+	instr, msgs, asStored, err := encodePlan(up.proto, planned)
+	if err != nil {
+		return e, err
+	}
+	e.instr, e.msgs = instr, msgs
+	if x.record && asStored {
+		for i, m := range planned[len(instr):] {
+			if m.Kind == plan.History {
+				e.lastHistory = i
+			}
+		}
+	}
+	if up.join != nil {
+		e.msgs, e.lastHistory = up.join(e.msgs, e.lastHistory)
+	}
+	return e, nil
+}
+
+// send is the one upstream call of every exchange and round: req (which
+// it releases) sent within ctx's deadline. The response is the caller's.
+func (s *Server) send(ctx context.Context, req *fasthttp.Request) (*fasthttp.Response, error) {
+	resp := fasthttp.AcquireResponse()
+	resp.Header.SetNoDefaultContentType(true)
+	deadline, _ := ctx.Deadline()
+	err := doUpstream(s.client, req, resp, time.Until(deadline))
+	fasthttp.ReleaseRequest(req)
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		return nil, upstreamErr(err)
+	}
+	return resp, nil
+}
+
+// translatedError answers an upstream's error status to a client of
+// another protocol in that protocol's shape, and releases resp.
+func (x *exchange) translatedError(rc *fasthttp.RequestCtx, resp *fasthttp.Response) {
+	status := resp.StatusCode()
+	raw, _ := readLimited(responseBody(resp), 1<<20)
+	x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
+	e := upstreamStatus(status, raw)
+	e.RetryAfter = string(resp.Header.Peek(fasthttp.HeaderRetryAfter)) // when to try again holds in any protocol
+	closeResponse(resp)
+	x.upstreamDone = x.now()
+	x.fail(rc, e)
+}
+
+// answerWhole reads a non-streamed answer, commits a recorded turn before
+// the client gets it, and renders it: the upstream's bytes as they came
+// to a client of its protocol (same), else in the client's.
+func (x *exchange) answerWhole(rc *fasthttp.RequestCtx, resp *fasthttp.Response, p, up *protocol, req *wire.Request, same bool) {
+	status := resp.StatusCode()
+	raw, enc, read := x.readAnswer(rc, resp)
+	if !read {
+		return
+	}
+	if status < 200 || status >= 300 { // the upstream's error, in the client's protocol already
+		rc.Response.SetBodyRaw(raw)
+		x.done(status, nil)
+		return
+	}
+	a := &x.answer
+	var err error
+	if *a, err = parseAnswer(up, enc, raw, x.s.cfg.MaxResponseBytes, same); err != nil {
+		x.fail(rc, err)
+		return
+	}
+	if err := x.stamp(a, req, up.proto, p.proto); err != nil {
+		x.fail(rc, err)
+		return
+	}
+	if x.record {
+		// A client that already left (it timed out) would retry: storing
+		// the answer it never saw would leave the retry a duplicate turn.
+		if clientGone(rc.Conn()) {
+			x.done(499, errClientLeft)
+			return
+		}
+		if err := x.commitAnswer(a); err != nil {
+			x.fail(rc, err)
+			return
+		}
+		x.committed = true
+	}
+	if same {
+		rc.Response.SetBodyRaw(raw)
+	} else {
+		rc.Response.Header.Del("Content-Encoding")
+		rc.Response.Header.Del("Content-Length")
+		rc.SetContentType("application/json")
+		rc.Response.SetBodyRaw(p.ingress.AppendAnswer(nil, req, a))
+	}
+	x.done(status, nil)
+}
