@@ -144,6 +144,25 @@ type Contention interface {
 	MarkContended(ctx context.Context, k Key, until time.Time) error
 }
 
+// ContendedFor is how long a conversation stays contended after a commit
+// on it met another writer's: long enough to cover the exchanges already
+// under way on the other replicas (an upstream answer takes seconds),
+// and short enough that a conversation which went quiet soon takes no
+// lease again. Each conflict while it lasts extends it.
+const ContendedFor = 30 * time.Second
+
+// MarkContended marks k contended for ContendedFor from now, after a
+// commit on it met a commit of another writer, when st can (Contention):
+// a store of one process cannot, and needs not (its locks order its
+// writers). A failed mark costs only the lease it would have brought.
+func MarkContended(ctx context.Context, st Store, k Key, now time.Time) error {
+	ct, ok := st.(Contention)
+	if !ok {
+		return nil
+	}
+	return ct.MarkContended(ctx, k, now.Add(ContendedFor))
+}
+
 // Kinds of lease: what a lease serialises across processes.
 const (
 	// LeaseConversation is held by an exchange on a contended

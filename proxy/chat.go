@@ -359,7 +359,7 @@ func hasTools(raw []byte) bool {
 // another replica's commit is rebased (see record1). That suffices while
 // the conversation is quiet: it takes no lease. Once a commit met such a
 // race, the store marks the conversation contended for a while
-// (contendedFor), and an exchange whose plan says so takes the
+// (history.ContendedFor), and an exchange whose plan says so takes the
 // conversation's lease (Config.Leaser) and plans again under it, holding
 // it until the caller releases: replicas then take turns rather than
 // race (a commit that conflicts without the lease takes it before it
@@ -653,23 +653,11 @@ func (x *exchange) sealEpisode(ctx context.Context) error {
 // maxRebases bounds the rebases of one commit.
 const maxRebases = 3
 
-// contendedFor is how long a conversation stays contended after a commit
-// on it met another writer's: long enough to cover the exchanges already
-// under way on the other replicas (an upstream answer takes seconds), and
-// short enough that a conversation which went quiet soon takes no lease
-// again. Each conflict while it lasts extends it.
-const contendedFor = 30 * time.Second
-
-// markContended marks k contended (see prepare), after a commit on it met
-// a commit of another writer. A store that cannot mark it (one process:
-// its locks order its exchanges) is left alone; a failed mark costs only
-// the lease it would have brought.
+// markContended marks k contended (see prepare and
+// history.MarkContended), after a commit on it met a commit of another
+// writer.
 func (s *Server) markContended(ctx context.Context, k history.Key) {
-	ct, ok := s.cfg.Store.(history.Contention)
-	if !ok {
-		return
-	}
-	if err := ct.MarkContended(ctx, k, s.cfg.Now().Add(contendedFor)); err != nil {
+	if err := history.MarkContended(ctx, s.cfg.Store, k, s.cfg.Now()); err != nil {
 		s.log.Warn("mark contended failed", "namespace", k.Tenant, "conversation", k.Conversation, "error", err)
 	}
 }

@@ -282,22 +282,11 @@ func (sc *call) hardForget(k history.Key, m history.Meta, seqs []uint64) error {
 	}
 }
 
-// contendedFor is how long a conversation stays contended after a commit
-// on it met another writer's: the window proxy's exchanges open on a
-// conflict of theirs (long enough to cover the exchanges under way on
-// the other replicas).
-const contendedFor = 30 * time.Second
-
-// markContended marks k contended, after a commit on it met a commit of
-// another writer, so that the exchanges and changes on it take its lease
-// while the window lasts. A store that cannot mark it (one process) is
-// left alone; a failed mark costs only the lease it would have brought.
+// markContended marks k contended (history.MarkContended), after a
+// commit on it met a commit of another writer, so that the exchanges and
+// changes on it take its lease while the window lasts.
 func (st *State) markContended(ctx context.Context, k history.Key) {
-	ct, ok := st.cfg.Store.(history.Contention)
-	if !ok {
-		return
-	}
-	if err := ct.MarkContended(ctx, k, st.cfg.Now().Add(contendedFor)); err != nil {
+	if err := history.MarkContended(ctx, st.cfg.Store, k, st.cfg.Now()); err != nil {
 		st.cfg.Logger.Warn("mark contended failed", "namespace", k.Tenant, "conversation", k.Conversation, "error", err)
 	}
 }
