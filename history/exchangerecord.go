@@ -111,10 +111,14 @@ type ExchangeTokens struct {
 }
 
 // SummaryUse is the summary an exchange sent: through which sequence
-// number it covers, and its tokens as sent.
+// number it covers, its tokens as sent, the role it was sent with (the
+// client's first instruction's, "" in a record made before it was kept:
+// system), and whether it was sent cut to fit (Tokens is then the cut's).
 type SummaryUse struct {
 	Through uint64 `json:"through"`
 	Tokens  int    `json:"tokens"`
+	Role    string `json:"role,omitempty"`
+	Cut     bool   `json:"cut,omitempty"`
 }
 
 // Span is a range of sequence numbers, both ends included.

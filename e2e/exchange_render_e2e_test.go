@@ -1,0 +1,180 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/e2etest"
+	"github.com/recallproxy/recall/internal/upstreamtest"
+)
+
+// renderedExchange is an exchange rendered with ?render=messages.
+type renderedExchange struct {
+	history.ExchangeRecord
+	Messages []struct {
+		Seq       *uint64         `json:"seq"`
+		Kind      string          `json:"kind"`
+		Text      string          `json:"text"`
+		Content   json.RawMessage `json:"content"`
+		Forgotten bool            `json:"forgotten"`
+		Replaced  bool            `json:"replaced"`
+		Cut       bool            `json:"cut"`
+		Repaired  bool            `json:"repaired"`
+	} `json:"messages"`
+	Sent *struct {
+		Protocol     string            `json:"protocol"`
+		Instructions []json.RawMessage `json:"instructions"`
+		Messages     []json.RawMessage `json:"messages"`
+		Complete     bool              `json:"complete"`
+	} `json:"sent"`
+}
+
+func renderExchange(t *testing.T, h *e2etest.Harness, conv, xid string) renderedExchange {
+	t.Helper()
+	a := h.API(key, "", "GET", "/recall/v1/conversations/"+conv+"/exchanges/"+xid+"?render=messages", "")
+	if a.Status != 200 {
+		t.Fatalf("render %s: %d %s", xid, a.Status, a.Body)
+	}
+	var x renderedExchange
+	a.JSON(t, &x)
+	return x
+}
+
+// jsonEqual reports whether a and b hold the same JSON values.
+func jsonEqual(t *testing.T, a, b []json.RawMessage) bool {
+	t.Helper()
+	var va, vb []any
+	for _, m := range a {
+		var v any
+		if err := json.Unmarshal(m, &v); err != nil {
+			t.Fatalf("not JSON: %s", m)
+		}
+		va = append(va, v)
+	}
+	for _, m := range b {
+		var v any
+		if err := json.Unmarshal(m, &v); err != nil {
+			t.Fatalf("not JSON: %s", m)
+		}
+		vb = append(vb, v)
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+// TestTheRenderIsWhatTheUpstreamReceived: an exchange's render=messages
+// is the context the upstream received, not the stored messages: an
+// earlier tool result cut for the context shows cut, a tool call repair
+// left out is left out, the summary goes with the role the client's
+// instructions have, and its sent view, in the upstream's protocol,
+// equals as JSON the messages the strict fake upstream recorded (the
+// client's own instructions, never stored, aside). A Messages client on
+// a chat-completions upstream gets the same, translated.
+func TestTheRenderIsWhatTheUpstreamReceived(t *testing.T) {
+	h := e2etest.New(t, e2etest.Options{Global: func(g *config.Global) {
+		g.Defaults.History.OldToolResultChars = 100
+	}})
+	long := strings.Repeat("x", 3000)
+
+	t.Run("chat completions", func(t *testing.T) {
+		conv := "render-chat"
+		say := func(body string) {
+			t.Helper()
+			if r := h.Post("/v1/chat/completions", key, conv, body); r.Status != 200 {
+				t.Fatalf("%d %s", r.Status, r.Body)
+			}
+			h.WaitDone(conv)
+		}
+		say(`{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}]}`) // seqs 1-2
+		h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "call_1", Name: "read", Arguments: "{}"}}})
+		say(`{"model":"gpt-4o","messages":[{"role":"user","content":"read it"}]}`)                              // seqs 3-4
+		say(`{"model":"gpt-4o","messages":[{"role":"tool","tool_call_id":"call_1","content":"` + long + `"}]}`) // seqs 5-6
+		// A call the client never answers: the next request sends it
+		// repaired away.
+		h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "call_2", Name: "read", Arguments: "{}"}}})
+		say(`{"model":"gpt-4o","messages":[{"role":"user","content":"and again"}]}`) // seqs 7-8
+		ns := h.PassNamespace(key)
+		m := h.Meta(ns, conv)
+		if _, err := h.History.Commit(context.Background(), history.Key{Tenant: ns, Conversation: conv}, history.Change{Summary: &history.SummaryChange{
+			Incarnation: m.Incarnation, Epoch: m.Epoch, Summary: history.Summary{Text: "They said hello.", Through: 2, Turns: 1, Tokens: 8}}}); err != nil {
+			t.Fatal(err)
+		}
+		say(`{"model":"gpt-4o","messages":[{"role":"developer","content":"be brief"},{"role":"user","content":"never mind, what now"}]}`) // seqs 9-10
+		got := h.Up.Last().Messages
+
+		recs := exchanges(t, h, conv)
+		r := recs[0]
+		if len(r.Cut) != 1 || r.Cut[0].Seq != 5 || r.RepairedCalls == 0 || r.Summary == nil || r.Summary.Role != "developer" {
+			t.Fatalf("the record: cut %+v, %d repaired, summary %+v; want seq 5 cut, a call repaired, a developer summary", r.Cut, r.RepairedCalls, r.Summary)
+		}
+		x := renderExchange(t, h, conv, r.ID)
+		if x.Sent == nil || x.Sent.Protocol != "chat.completions" || !x.Sent.Complete {
+			t.Fatalf("sent: %+v, want a complete chat-completions context", x.Sent)
+		}
+		// The upstream got the client's instruction first, never stored.
+		want := got[1:]
+		if sent := append(append([]json.RawMessage{}, x.Sent.Instructions...), x.Sent.Messages...); !jsonEqual(t, sent, want) {
+			t.Errorf("the render's sent context is not what the upstream received:\ngot  %s\nwant %s", join(sent), join(want))
+		}
+		for _, msg := range x.Messages {
+			switch {
+			case msg.Seq != nil && *msg.Seq == 5:
+				if !msg.Cut || !strings.Contains(msg.Text, "[truncated for context: 100 of 3000 characters]") || len(msg.Text) > 200 {
+					t.Errorf("the cut tool result renders cut %v, %d characters ending %q; want it cut to 100 characters", msg.Cut, len(msg.Text), msg.Text[max(0, len(msg.Text)-60):])
+				}
+			case msg.Seq != nil && *msg.Seq == 8:
+				if !msg.Repaired || msg.Content != nil && string(msg.Content) != "null" {
+					t.Errorf("the unanswered call renders repaired %v, content %s; want it left out", msg.Repaired, msg.Content)
+				}
+			case msg.Kind == "summary":
+				if msg.Replaced || !strings.Contains(msg.Text, "They said hello.") {
+					t.Errorf("the summary renders %q (replaced %v), want the one sent", msg.Text, msg.Replaced)
+				}
+			}
+		}
+	})
+
+	t.Run("a Messages client on a chat-completions upstream", func(t *testing.T) {
+		conv := "render-messages"
+		say := func(msg string) {
+			t.Helper()
+			if r := h.Post("/v1/messages", key, conv, `{"model":"gpt-4o","max_tokens":256,"messages":[`+msg+`]}`); r.Status != 200 {
+				t.Fatalf("%d %s", r.Status, r.Body)
+			}
+			h.WaitDone(conv)
+		}
+		h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "call_9", Name: "read", Arguments: "{}"}}})
+		say(`{"role":"user","content":"read it"}`)
+		say(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_9","content":"` + long + `"}]}`)
+		say(`{"role":"user","content":"what did it say?"}`)
+		got := h.Up.Last().Messages
+
+		recs := exchanges(t, h, conv)
+		r := recs[0]
+		if len(r.Cut) != 1 {
+			t.Fatalf("cut %+v, want the tool result", r.Cut)
+		}
+		x := renderExchange(t, h, conv, r.ID)
+		if x.Sent == nil || x.Sent.Protocol != "chat.completions" || !x.Sent.Complete || len(x.Sent.Instructions) != 0 {
+			t.Fatalf("sent: %+v, want a complete chat-completions context", x.Sent)
+		}
+		if !jsonEqual(t, x.Sent.Messages, got) {
+			t.Errorf("the render's sent context is not what the upstream received:\ngot  %s\nwant %s", join(x.Sent.Messages), join(got))
+		}
+		if !strings.Contains(join(x.Sent.Messages), "[truncated for context: 100 of 3000 characters]") {
+			t.Errorf("the sent context lacks the cut: %s", join(x.Sent.Messages))
+		}
+	})
+}
+
+func join(msgs []json.RawMessage) string {
+	s := make([]string, len(msgs))
+	for i, m := range msgs {
+		s[i] = string(m)
+	}
+	return strings.Join(s, "\n     ")
+}
