@@ -98,8 +98,14 @@ type ExchangeLatency struct {
 // calibrated (EstimatedInput times the record's Calibration: what the
 // upstream was expected to count), and what the upstream reported (0 if
 // it reported nothing).
+//
+// Instructions, Tools, Summary, History and New are the parts of the
+// prompt: with tokens.ReplyPriming they add up to EstimatedInput. Tools
+// are the definitions of the tools the client offered, which an agent's
+// prompt may hold more of than of anything else.
 type ExchangeTokens struct {
 	Instructions    int `json:"instructions"`
+	Tools           int `json:"tools"`
 	Summary         int `json:"summary"`
 	History         int `json:"history"`
 	New             int `json:"new"`
