@@ -1,11 +1,39 @@
 package api
 
 import (
+	"context"
 	"strconv"
+	"time"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
 )
+
+// settleWait bounds how long the exchanges calls wait for the records of
+// the exchanges that answered before them (settle): past it they answer
+// what is stored.
+const settleWait = time.Second
+
+// settle waits, within settleWait, until the records of c's
+// conversation's exchanges that have answered are stored. An exchange
+// hands its record to the writer before it lets go of the
+// conversation's lock, and a streamed one lets its client read the last
+// event a moment before that: taking the lock (and letting go at once)
+// waits for it. Then the writer's queue, which gathers records for a
+// batch, is flushed.
+func (c *call) settle() {
+	if c.h.cfg.FlushExchanges == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, settleWait)
+	defer cancel()
+	if release, err := c.h.cfg.Lock(ctx, c.key); err == nil {
+		release()
+	}
+	if err := c.h.cfg.FlushExchanges(ctx); err != nil {
+		c.h.log.Warn("exchange records not flushed before a read", "component", "api", "error", err.Error())
+	}
+}
 
 // Page sizes of the exchanges call (a conversation keeps
 // history.MaxExchangeRecords).
@@ -37,6 +65,7 @@ func (c *call) exchanges() error {
 	if _, err := c.meta(); err != nil {
 		return err
 	}
+	c.settle()
 	recs, err := c.h.cfg.Store.Exchanges(c.ctx, c.key, after, limit+1)
 	if err != nil {
 		return err
@@ -68,6 +97,7 @@ func (c *call) exchange() error {
 	if err != nil {
 		return err
 	}
+	c.settle()
 	// Records are kept by id: the newest before the next id is this one,
 	// if the conversation keeps it.
 	n, _ := strconv.ParseUint(c.xid[4:], 16, 64)
