@@ -45,8 +45,10 @@ type ExchangeMessage struct {
 // in the upstream's protocol, else every one through the canonical
 // model), exactly as the proxy encodes a planned context. The client's
 // instructions are never stored: they are not among Instructions (the
-// record's tokens.instructions counts them), and Recall's cache
-// breakpoints are not placed. Complete reports that nothing else is
+// record's tokens.instructions counts them); Recall's cache breakpoints
+// are not placed, nor an Anthropic turn's two result messages joined
+// (where Recall's history tools answered some of its calls, the client
+// the others). Complete reports that nothing else is
 // missing: no message sent was forgotten, erased or replaced since, or
 // never stored.
 type Sent struct {
