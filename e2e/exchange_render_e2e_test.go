@@ -36,7 +36,13 @@ type renderedExchange struct {
 
 func renderExchange(t *testing.T, h *e2etest.Harness, conv, xid string) renderedExchange {
 	t.Helper()
-	a := h.API(key, "", "GET", "/recall/v1/conversations/"+conv+"/exchanges/"+xid+"?render=messages", "")
+	return renderExchangeAs(t, h, key, conv, xid)
+}
+
+// renderExchangeAs is renderExchange with the API key k.
+func renderExchangeAs(t *testing.T, h *e2etest.Harness, k, conv, xid string) renderedExchange {
+	t.Helper()
+	a := h.API(k, "", "GET", "/recall/v1/conversations/"+conv+"/exchanges/"+xid+"?render=messages", "")
 	if a.Status != 200 {
 		t.Fatalf("render %s: %d %s", xid, a.Status, a.Body)
 	}
@@ -177,4 +183,62 @@ func join(msgs []json.RawMessage) string {
 		s[i] = string(m)
 	}
 	return strings.Join(s, "\n     ")
+}
+
+// TestTheRenderOnAnAnthropicUpstream: a chat client's exchange on an
+// Anthropic upstream renders in the Messages API's shape, equal as JSON
+// to the messages the strict fake upstream received, the cut tool result
+// and the summary (in the request's system) included.
+func TestTheRenderOnAnAnthropicUpstream(t *testing.T) {
+	h := e2etest.New(t, e2etest.Options{Tenants: map[string]string{"an.yaml": "id: an\napi_keys: [\"rk-an\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n" +
+		"  api_key: \"sk-up-an\"\n  protocol: anthropic\nhistory:\n  old_tool_result_chars: 100\n"}})
+	conv := "render-anthropic"
+	say := func(body string) {
+		t.Helper()
+		if r := h.Post("/v1/chat/completions", "rk-an", conv, body); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		h.WaitDone(conv)
+	}
+	say(`{"model":"claude-sonnet-4-5","max_tokens":200,"messages":[{"role":"user","content":"hello"}]}`)
+	h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "toolu_1", Name: "read", Arguments: "{}"}}})
+	say(`{"model":"claude-sonnet-4-5","max_tokens":200,"messages":[{"role":"user","content":"read it"}]}`)
+	say(`{"model":"claude-sonnet-4-5","max_tokens":200,"messages":[{"role":"tool","tool_call_id":"toolu_1","content":"` + strings.Repeat("y", 3000) + `"}]}`)
+	m := h.Meta("an", conv)
+	if _, err := h.History.Commit(context.Background(), history.Key{Tenant: "an", Conversation: conv}, history.Change{Summary: &history.SummaryChange{
+		Incarnation: m.Incarnation, Epoch: m.Epoch, Summary: history.Summary{Text: "They said hello.", Through: 2, Turns: 1, Tokens: 8}}}); err != nil {
+		t.Fatal(err)
+	}
+	say(`{"model":"claude-sonnet-4-5","max_tokens":200,"messages":[{"role":"user","content":"what did it say?"}]}`)
+	var body struct {
+		System   json.RawMessage   `json:"system"`
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(h.Up.Last().Body, &body); err != nil {
+		t.Fatal(err)
+	}
+
+	flush(t, h)
+	var l exchangeList
+	h.API("rk-an", "", "GET", "/recall/v1/conversations/"+conv+"/exchanges", "").JSON(t, &l)
+	if len(l.Data) == 0 {
+		t.Fatal("no exchange recorded")
+	}
+	r := l.Data[0]
+	if r.Upstream != "messages" || len(r.Cut) != 1 || r.Summary == nil {
+		t.Fatalf("the record: upstream %s, cut %+v, summary %+v; want messages, a cut, a summary", r.Upstream, r.Cut, r.Summary)
+	}
+	x := renderExchangeAs(t, h, "rk-an", conv, r.ID)
+	if x.Sent == nil || x.Sent.Protocol != "messages" || !x.Sent.Complete {
+		t.Fatalf("sent: %+v, want a complete Messages context", x.Sent)
+	}
+	if !jsonEqual(t, x.Sent.Messages, body.Messages) {
+		t.Errorf("the render's messages are not what the upstream received:\ngot  %s\nwant %s", join(x.Sent.Messages), join(body.Messages))
+	}
+	if !strings.Contains(join(x.Sent.Messages), "[truncated for context: 100 of 3000 characters]") {
+		t.Errorf("the sent messages lack the cut: %s", join(x.Sent.Messages))
+	}
+	if len(x.Sent.Instructions) == 0 || !strings.Contains(string(body.System), "They said hello.") || !strings.Contains(join(x.Sent.Instructions), "They said hello.") {
+		t.Errorf("the summary: rendered %s, the upstream's system %s; want it in both", join(x.Sent.Instructions), body.System)
+	}
 }
