@@ -242,3 +242,47 @@ func TestTheRenderOnAnAnthropicUpstream(t *testing.T) {
 		t.Errorf("the summary: rendered %s, the upstream's system %s; want it in both", join(x.Sent.Instructions), body.System)
 	}
 }
+
+// TestTheRenderCutsTheSummaryAsItWasSent: a summary too long for a
+// small model's window beside the current turn is sent cut; the render
+// cuts the stored summary the same way, and equals what the upstream
+// received.
+func TestTheRenderCutsTheSummaryAsItWasSent(t *testing.T) {
+	h := e2etest.New(t, e2etest.Options{Global: func(g *config.Global) {
+		g.Defaults.History.ModelWindows = map[string]int{"tiny-model": 1200}
+	}})
+	conv := "render-summary-cut"
+	say := func(text string) {
+		t.Helper()
+		if r := h.Post("/v1/chat/completions", key, conv, `{"model":"tiny-model","max_tokens":100,"messages":[{"role":"user","content":"`+text+`"}]}`); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		h.WaitDone(conv)
+	}
+	say("hello")
+	say("how are you")
+	var long strings.Builder
+	for i := range 300 {
+		long.WriteString("In turn " + strings.Repeat("x", i%7+1) + " they spoke of the weather at length. ")
+	}
+	ns := h.PassNamespace(key)
+	m := h.Meta(ns, conv)
+	if _, err := h.History.Commit(context.Background(), history.Key{Tenant: ns, Conversation: conv}, history.Change{Summary: &history.SummaryChange{
+		Incarnation: m.Incarnation, Epoch: m.Epoch, Summary: history.Summary{Text: long.String(), Through: 2, Turns: 1, Tokens: 3000}}}); err != nil {
+		t.Fatal(err)
+	}
+	say("and now?")
+	got := h.Up.Last().Messages
+
+	r := exchanges(t, h, conv)[0]
+	if r.Summary == nil || !r.Summary.Cut {
+		t.Fatalf("the record's summary %+v, want one sent cut", r.Summary)
+	}
+	x := renderExchange(t, h, conv, r.ID)
+	if x.Sent == nil || !x.Sent.Complete || len(x.Sent.Instructions) != 1 {
+		t.Fatalf("sent: %+v, want a complete context with the summary", x.Sent)
+	}
+	if sent := append(append([]json.RawMessage{}, x.Sent.Instructions...), x.Sent.Messages...); !jsonEqual(t, sent, got) {
+		t.Errorf("the render's sent context is not what the upstream received:\ngot  %.300s\nwant %.300s", join(sent), join(got))
+	}
+}
