@@ -92,6 +92,12 @@ type Config struct {
 	// answered, with the conversation it named and when it began (a
 	// trace's memory operations). It must not block.
 	OnServed func(Served)
+	// FlushExchanges, if set, waits until the exchange records handed to
+	// the store's writer before it are stored, or ctx ends
+	// (inspect.Writer.Flush): the exchanges calls call it before they
+	// read, so that a record is listed as soon as its exchange answered.
+	// Default: records are read as the store has them.
+	FlushExchanges func(ctx context.Context) error
 	// Calibration, if set, serves the calibration a conversation shows
 	// (of its latest model) and corrects the context call's budget as
 	// the chat path's (*calibrate.Calibrator). Default: none shown, no

@@ -1,14 +1,39 @@
 package api
 
 import (
-	"encoding/json"
+	"context"
 	"strconv"
+	"time"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
-	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/wire"
 )
+
+// settleWait bounds how long the exchanges calls wait for the records of
+// the exchanges that answered before them (settle): past it they answer
+// what is stored.
+const settleWait = time.Second
+
+// settle waits, within settleWait, until the records of c's
+// conversation's exchanges that have answered are stored. An exchange
+// hands its record to the writer before it lets go of the
+// conversation's lock, and a streamed one lets its client read the last
+// event a moment before that: taking the lock (and letting go at once)
+// waits for it. Then the writer's queue, which gathers records for a
+// batch, is flushed.
+func (c *call) settle() {
+	if c.h.cfg.FlushExchanges == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, settleWait)
+	defer cancel()
+	if release, err := c.h.cfg.Lock(ctx, c.key); err == nil {
+		release()
+	}
+	if err := c.h.cfg.FlushExchanges(ctx); err != nil {
+		c.h.log.Warn("exchange records not flushed before a read", "component", "api", "error", err.Error())
+	}
+}
 
 // Page sizes of the exchanges call (a conversation keeps
 // history.MaxExchangeRecords).
@@ -18,29 +43,12 @@ const (
 )
 
 // Exchange is an exchange record as the API answers it: the stored record
-// and, with ?render=messages, the messages it sent rebuilt from the store.
+// and, with ?render=messages, the messages it sent rebuilt from the store
+// (see renderExchange).
 type Exchange struct {
 	history.ExchangeRecord
 	Messages []ExchangeMessage `json:"messages,omitempty"`
-}
-
-// ExchangeMessage is one message an exchange sent, as the store holds it
-// now: Content is its stored JSON, null where it is not stored (the
-// instructions, never stored; new messages of an exchange that stored
-// nothing) or no longer shown (Forgotten: forgotten or erased since).
-type ExchangeMessage struct {
-	Seq      *uint64 `json:"seq"`
-	Kind     string  `json:"kind"`
-	Role     *string `json:"role"`
-	Protocol *string `json:"protocol"`
-	// Text is what Protocol's codec reads of Content, "" where Content
-	// is null.
-	Text      string          `json:"text"`
-	Content   json.RawMessage `json:"content"`
-	Forgotten bool            `json:"forgotten"`
-	// Tokens is the instructions' token count (the only thing kept of
-	// them); 0 for the others.
-	Tokens int `json:"tokens,omitempty"`
+	Sent     *Sent             `json:"sent,omitempty"`
 }
 
 // exchanges serves GET /conversations/{id}/exchanges?limit=&after=:
@@ -57,6 +65,7 @@ func (c *call) exchanges() error {
 	if _, err := c.meta(); err != nil {
 		return err
 	}
+	c.settle()
 	recs, err := c.h.cfg.Store.Exchanges(c.ctx, c.key, after, limit+1)
 	if err != nil {
 		return err
@@ -88,6 +97,7 @@ func (c *call) exchange() error {
 	if err != nil {
 		return err
 	}
+	c.settle()
 	// Records are kept by id: the newest before the next id is this one,
 	// if the conversation keeps it.
 	n, _ := strconv.ParseUint(c.xid[4:], 16, 64)
@@ -101,90 +111,9 @@ func (c *call) exchange() error {
 	x := Exchange{ExchangeRecord: recs[0]}
 	x.Object = "conversation.exchange"
 	if render {
-		if x.Messages, err = c.renderExchange(&x.ExchangeRecord, &meta); err != nil {
+		if x.Messages, x.Sent, err = c.renderExchange(&x.ExchangeRecord, &meta); err != nil {
 			return err
 		}
 	}
 	return c.reply(200, x)
 }
-
-// renderExchange rebuilds the messages r sent from the store: the
-// instructions as one entry with their tokens (never stored), the
-// summary if the stored one is still the one sent, the stored messages
-// of r.Included, then the new messages (the first of r.Committed).
-func (c *call) renderExchange(r *history.ExchangeRecord, meta *history.Meta) ([]ExchangeMessage, error) {
-	out := []ExchangeMessage{}
-	if r.Tokens.Instructions > 0 {
-		out = append(out, ExchangeMessage{Kind: "instruction", Tokens: r.Tokens.Instructions})
-	}
-	if r.Summary != nil {
-		m := ExchangeMessage{Kind: "summary", Role: ptr(wire.RoleSystem), Protocol: ptr(wire.ChatCompletions.String()), Forgotten: true}
-		if s := meta.Summary; s != nil && s.Through == r.Summary.Through {
-			m.Content, m.Forgotten = plan.Inject(wire.RoleSystem, s.Text), false
-			m.Text = string(wire.For(wire.ChatCompletions).Text(nil, m.Content))
-		}
-		out = append(out, m)
-	}
-	var newSeqs []uint64
-	if len(r.Committed) > 0 {
-		for s := r.Committed[0].From; s <= r.Committed[0].To && len(newSeqs) < r.NewMessages; s++ {
-			newSeqs = append(newSeqs, s)
-		}
-	}
-	spans := append([]history.Span(nil), r.Included...)
-	if len(newSeqs) > 0 {
-		spans = append(spans, history.Span{From: newSeqs[0], To: newSeqs[len(newSeqs)-1]})
-	}
-	stored, err := c.storedIn(spans)
-	if err != nil {
-		return nil, err
-	}
-	add := func(kind string, seq uint64) {
-		seq2 := seq
-		m := ExchangeMessage{Seq: &seq2, Kind: kind, Forgotten: true}
-		if msg, ok := stored[seq]; ok {
-			m.Role, m.Protocol = ptr(msg.Role), ptr(msg.Protocol.String())
-			if msg.Flags&(history.Forgotten|history.Erased) == 0 {
-				m.Content, m.Text, m.Forgotten = json.RawMessage(msg.Raw), string(msg.Text()), false
-			}
-		}
-		out = append(out, m)
-	}
-	for _, sp := range r.Included {
-		for s := sp.From; s <= sp.To; s++ {
-			add("history", s)
-		}
-	}
-	for _, s := range newSeqs {
-		add("new", s)
-	}
-	for range r.NewMessages - len(newSeqs) { // sent, never stored
-		out = append(out, ExchangeMessage{Kind: "new"})
-	}
-	return out, nil
-}
-
-// storedIn reads the stored messages (inactive ones too) whose seqs fall
-// in spans (ascending), by seq. Erased messages are not stored.
-func (c *call) storedIn(spans []history.Span) (map[uint64]history.Message, error) {
-	out := map[uint64]history.Message{}
-	if len(spans) == 0 {
-		return out, nil
-	}
-	i := 0
-	err := c.h.cfg.Store.Messages(c.ctx, c.key, spans[0].From-1, true, func(m history.Message) bool {
-		for i < len(spans) && m.Seq > spans[i].To {
-			i++
-		}
-		if i == len(spans) {
-			return false
-		}
-		if m.Seq >= spans[i].From {
-			out[m.Seq] = copyMessage(m)
-		}
-		return true
-	})
-	return out, err
-}
-
-func ptr[T any](v T) *T { return &v }

@@ -127,7 +127,7 @@ func TestExchangeRecordsSaySentDroppedAndCut(t *testing.T) {
 	if want := []history.Span{{From: 5, To: 8}}; !slices.Equal(r.Included, want) {
 		t.Errorf("included: got %+v, want %+v", r.Included, want)
 	}
-	if want := []history.CutResult{{Seq: 7, CharsBefore: 5000, CharsAfter: 100}}; !slices.Equal(r.Cut, want) {
+	if want := []history.CutResult{{Seq: 7, CharsBefore: 5000, CharsAfter: 100, MaxChars: 100}}; !slices.Equal(r.Cut, want) {
 		t.Errorf("cut: got %+v, want %+v", r.Cut, want)
 	}
 	if want := []history.Span{{From: 9, To: 10}}; !slices.Equal(r.Committed, want) || r.NewMessages != 1 {

@@ -109,6 +109,32 @@ func TestInspectorInABrowser(t *testing.T) {
 		}
 	})
 
+	// Every id a conversation may have opens: ':' and '@' (the README's
+	// run:7), '.', '_' and '-', from the list's link and by its address.
+	t.Run("every valid conversation id opens", func(t *testing.T) {
+		b := browser.in(t)
+		for _, id := range oddIDs {
+			b.do("back to the list", chromedp.Navigate(base+"#/"))
+			b.waitView("list")
+			b.press(id, "link", nameContains(id))
+			b.waitView("conversation")
+			if got := b.text(".crumbs .id"); got != id {
+				t.Errorf("%s opened the conversation %q", id, got)
+			}
+			if got := b.text(".messages"); !strings.Contains(got, "hello from "+id) {
+				t.Errorf("%s shows messages %q, want its own", id, got)
+			}
+			b.press("the Exchanges tab", "link", named("Exchanges"))
+			b.waitView("exchanges")
+			b.do("find "+id+"'s exchange", chromedp.WaitVisible(chromedp.CSS("a.xrow")))
+			b.do("open "+id+" by its address", chromedp.Navigate(base+"#/c/"+id))
+			b.waitView("conversation")
+			if got := b.text(".crumbs .id"); got != id {
+				t.Errorf("#/c/%s opened the conversation %q", id, got)
+			}
+		}
+	})
+
 	t.Run("a conversation shows its summary, messages, roles and flags", func(t *testing.T) {
 		b := browser.in(t)
 		b.do("back to the list", chromedp.Navigate(base+"#/"))
@@ -298,6 +324,38 @@ func TestInspectorInABrowser(t *testing.T) {
 		}
 	})
 
+	// An exchange that sent the first summary, which the second replaced:
+	// the summary it sent is said to be replaced, in the page's neutral
+	// colours, not forgotten in its danger colour; the context as the
+	// upstream's protocol carried it is there to read, and the bar has a
+	// part for the tool definitions.
+	t.Run("a summary replaced since reads as replaced, not lost", func(t *testing.T) {
+		b := browser.in(t)
+		old := replacedSummaryExchange(t, h)
+		b.do("open the exchange", chromedp.Navigate(base+"#/c/ui-long/exchanges/"+old))
+		b.do("wait for its detail", chromedp.WaitVisible(chromedp.CSS("aside.detail .pairs")))
+		if got := b.text(".legend"); !strings.Contains(got, "Tools") {
+			t.Errorf("the legend %q has no Tools", got)
+		}
+		b.press("Show the messages sent", "button", named("Show the messages sent"))
+		b.do("wait for the summary sent", chromedp.WaitVisible(chromedp.CSS("aside.detail .sent-list .kind-summary")))
+		got := b.text("aside.detail .sent-list .kind-summary")
+		if !strings.Contains(got, "replaced by a later summary") || strings.Contains(got, "forgotten") {
+			t.Errorf("the replaced summary reads %q, want it replaced, not forgotten", got)
+		}
+		color := `(sel) => getComputedStyle(document.querySelector(sel)).color`
+		danger := eval[string](b, `(() => { const p = document.createElement('span'); p.className = 'flag flag-forgotten'; document.body.append(p);
+			const c = getComputedStyle(p).color; p.remove(); return c; })()`)
+		if c := eval[string](b, "("+color+")('aside.detail .sent-list .kind-summary .flag-replaced')"); c == danger {
+			t.Errorf("the replaced flag is in the danger colour %s", c)
+		}
+		if got := b.text("aside.detail .sent-json summary"); !strings.Contains(got, "chat.completions") {
+			t.Errorf("the context as sent is titled %q, want its protocol", got)
+		}
+		b.key(kb.Escape)
+		b.do("wait for the detail to close", chromedp.WaitNotVisible(chromedp.CSS("aside.detail")))
+	})
+
 	t.Run("the admin key acts on the tenant named", func(t *testing.T) {
 		b := browser.in(t)
 		b.press("Sign out", "button", named("Sign out"))
@@ -402,9 +460,51 @@ func inspectorServer(t *testing.T) *e2etest.Harness {
 		`{"protocol":"gemini","message":{"role":"model","parts":[{"text":"plan","thought":true},{"functionCall":{"name":"weather","args":{"city":"Oslo"}},"thoughtSignature":"c2ln"}]}}`,
 		`{"protocol":"gemini","message":{"role":"user","parts":[{"functionResponse":{"name":"weather","response":{"output":"rain"}}}]}}`,
 		`{"protocol":"gemini","message":{"role":"model","parts":[{"text":"Rain in Oslo."}]}}`)
+	for _, id := range oddIDs {
+		h.Say(acmeKey, id, "hello from "+id)
+	}
 	h.Say("rk-globex-1", "ui-globex", "hello from globex")
 	flush(t, h) // the exchange records are written off the request path
 	return h
+}
+
+// oddIDs are conversation ids of every character an id may hold besides
+// letters and digits.
+var oddIDs = []string{"run:7", "ada@work", "v1.2_x-y"}
+
+// replacedSummaryExchange returns a chat exchange of ui-long that sent a
+// summary a later one replaced.
+func replacedSummaryExchange(t *testing.T, h *e2etest.Harness) string {
+	t.Helper()
+	var list struct {
+		Data []struct {
+			ID      string `json:"id"`
+			Kind    string `json:"kind"`
+			Summary *struct {
+				Through uint64 `json:"through"`
+			} `json:"summary"`
+		} `json:"data"`
+	}
+	h.API(acmeKey, "", "GET", "/recall/v1/conversations/ui-long/exchanges?limit=100", "").JSON(t, &list)
+	for _, x := range list.Data {
+		if x.Kind != "chat" || x.Summary == nil {
+			continue
+		}
+		var r struct {
+			Messages []struct {
+				Kind     string `json:"kind"`
+				Replaced bool   `json:"replaced"`
+			} `json:"messages"`
+		}
+		h.API(acmeKey, "", "GET", "/recall/v1/conversations/ui-long/exchanges/"+x.ID+"?render=messages", "").JSON(t, &r)
+		for _, m := range r.Messages {
+			if m.Kind == "summary" && m.Replaced {
+				return x.ID
+			}
+		}
+	}
+	t.Fatalf("no chat exchange of ui-long sent a summary replaced since, among %d", len(list.Data))
+	return ""
 }
 
 // importConv imports messages (each a line of an export without its

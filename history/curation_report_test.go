@@ -56,7 +56,7 @@ func TestReportSaysWhichToolResultsWereCut(t *testing.T) {
 	if err := (ToolResultTruncator{MaxChars: 100}).Curate(w); err != nil {
 		t.Fatal(err)
 	}
-	want := []CutResult{{Seq: 3, CharsBefore: 1600, CharsAfter: 100}, {Seq: 7, CharsBefore: 1600, CharsAfter: 100}}
+	want := []CutResult{{Seq: 3, CharsBefore: 1600, CharsAfter: 100, MaxChars: 100}, {Seq: 7, CharsBefore: 1600, CharsAfter: 100, MaxChars: 100}}
 	if !reflect.DeepEqual(w.Report.Cut, want) {
 		t.Errorf("got cut %+v, want %+v", w.Report.Cut, want)
 	}

@@ -98,8 +98,14 @@ type ExchangeLatency struct {
 // calibrated (EstimatedInput times the record's Calibration: what the
 // upstream was expected to count), and what the upstream reported (0 if
 // it reported nothing).
+//
+// Instructions, Tools, Summary, History and New are the parts of the
+// prompt: with tokens.ReplyPriming they add up to EstimatedInput. Tools
+// are the definitions of the tools the client offered, which an agent's
+// prompt may hold more of than of anything else.
 type ExchangeTokens struct {
 	Instructions    int `json:"instructions"`
+	Tools           int `json:"tools"`
 	Summary         int `json:"summary"`
 	History         int `json:"history"`
 	New             int `json:"new"`
@@ -111,10 +117,14 @@ type ExchangeTokens struct {
 }
 
 // SummaryUse is the summary an exchange sent: through which sequence
-// number it covers, and its tokens as sent.
+// number it covers, its tokens as sent, the role it was sent with (the
+// client's first instruction's, "" in a record made before it was kept:
+// system), and whether it was sent cut to fit (Tokens is then the cut's).
 type SummaryUse struct {
 	Through uint64 `json:"through"`
 	Tokens  int    `json:"tokens"`
+	Role    string `json:"role,omitempty"`
+	Cut     bool   `json:"cut,omitempty"`
 }
 
 // Span is a range of sequence numbers, both ends included.

@@ -72,7 +72,7 @@ func (s ToolResultTruncator) Curate(w *Window) error {
 				continue
 			}
 			orig := m.Raw
-			raw, ok := m.Codec().CutResults(m.Raw, s.MaxChars, contextMarker)
+			raw, ok := m.Codec().CutResults(m.Raw, s.MaxChars, ContextMarker)
 			if !ok {
 				continue
 			}
@@ -103,7 +103,7 @@ func (s ToolResultTruncator) Curate(w *Window) error {
 // max characters did: it cuts orig again, counting, which costs a second
 // cut of the messages actually cut and nothing on the path that cuts none.
 func cutResult(m *Message, orig []byte, max int) CutResult {
-	c := CutResult{Seq: m.Seq}
+	c := CutResult{Seq: m.Seq, MaxChars: max}
 	m.Codec().CutResults(orig, max, func(kept, total int) string {
 		c.CharsBefore += total
 		c.CharsAfter += kept
@@ -112,7 +112,9 @@ func cutResult(m *Message, orig []byte, max int) CutResult {
 	return c
 }
 
-func contextMarker(kept, total int) string {
+// ContextMarker is the marker appended to tool results cut for the
+// context (ToolResultTruncator; wire.Codec.CutResults).
+func ContextMarker(kept, total int) string {
 	return fmt.Sprintf("[truncated for context: %d of %d characters]", kept, total)
 }
 

@@ -102,12 +102,16 @@ type Dropped struct {
 }
 
 // CutResult is one tool result cut for the context: its message's
-// sequence number and its text's characters before and after the cut
-// (the marker left out).
+// sequence number, its text's characters before and after the cut (the
+// marker left out), and the characters each of its results was cut to
+// (the strategy's MaxChars), with which the inspector cuts the stored
+// message again to show it as it was sent (0: not known, a record made
+// before it was kept).
 type CutResult struct {
 	Seq         uint64 `json:"seq"`
 	CharsBefore int    `json:"chars_before"`
 	CharsAfter  int    `json:"chars_after"`
+	MaxChars    int    `json:"max_chars,omitempty"`
 }
 
 // Window is one request's context while it is curated: older turns, then

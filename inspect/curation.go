@@ -10,11 +10,12 @@ import (
 
 // Fill sets what r records of p, the plan an exchange sent: the budget
 // and the calibration it was planned with, Recall's token estimates by
-// kind of message (and whole, as is and calibrated), the summary sent, the seqs
-// included and those dropped with the reason, the tool results cut and
-// the calls repaired. Included lists the stored messages sent; the new
-// ones are counted (NewMessages), and are the first of Committed if the
-// exchange stored them.
+// kind of message and of the tool definitions (and whole, as is and
+// calibrated), the summary sent (with its role, and whether it was cut),
+// the seqs included and those dropped with the reason, the tool results
+// cut and the calls repaired. Included lists the stored messages sent;
+// the new ones are counted (NewMessages), and are the first of Committed
+// if the exchange stored them.
 //
 // Dropped covers every stored seq before the exchange's new messages that
 // was not sent, whether curation dropped it (p.Report.Dropped) or the
@@ -36,13 +37,16 @@ func Fill(r *history.ExchangeRecord, p *plan.Plan) {
 	if r.Cut == nil {
 		r.Cut = []history.CutResult{} // [] in JSON, as every list of the record
 	}
+	r.Tokens.Tools = p.Tools
 	r.Included = []history.Span{}
+	role := ""
 	for _, m := range p.Messages {
 		switch m.Kind {
 		case plan.Instruction:
 			r.Tokens.Instructions += m.Tokens
 		case plan.SummaryMessage:
 			r.Tokens.Summary += m.Tokens
+			role = m.Role
 		case plan.History:
 			r.Tokens.History += m.Tokens
 		case plan.New:
@@ -56,7 +60,7 @@ func Fill(r *history.ExchangeRecord, p *plan.Plan) {
 		}
 	}
 	if p.Summary != nil {
-		r.Summary = &history.SummaryUse{Through: p.Summary.Through, Tokens: r.Tokens.Summary}
+		r.Summary = &history.SummaryUse{Through: p.Summary.Through, Tokens: r.Tokens.Summary, Role: role, Cut: p.SummaryCut}
 	}
 	r.Dropped = dropped(p, r.Included)
 }

@@ -177,6 +177,9 @@ type Plan struct {
 	Encoding tokens.Encoding
 	Budget   int
 	Ratio    float64
+	// Tools are the tokens of Input.Tools, the tool definitions sent: a
+	// part of Report.Tokens that no message holds.
+	Tools int
 	// Meta is the conversation's metadata as loaded (before a replaced
 	// retry, if Replaced).
 	Meta history.Meta
@@ -254,7 +257,8 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		floor = int(float64(floor) / p.Ratio)
 	}
 	p.Budget = budget
-	fixed := tokens.ReplyPriming + fixedCount.Tools(enc, in.Tools)
+	p.Tools = fixedCount.Tools(enc, in.Tools)
+	fixed := tokens.ReplyPriming + p.Tools
 	for _, m := range in.Instructions {
 		fixed += Count(fixedCount, enc, m.Protocol, m.Raw)
 	}

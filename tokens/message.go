@@ -143,8 +143,9 @@ func (c *Counter) call(enc Encoding, call gjson.Result) int {
 }
 
 // Tools returns an estimate of the tokens of a request's tools array given
-// as raw JSON: for each tool, the tokens of its function's name, description
-// and compact parameters JSON, plus a small per-tool overhead of 8. OpenAI
+// as raw JSON, in any protocol's shape: for each function, the tokens of
+// its name, description and compact schema JSON, plus a small per-tool
+// overhead of 8. OpenAI
 // renders tools into the prompt in an undocumented form, so this is an
 // estimate. It returns 0 for nil, empty or non-array input.
 func (c *Counter) Tools(enc Encoding, raw []byte) int {
@@ -157,6 +158,16 @@ func (c *Counter) Tools(enc Encoding, raw []byte) int {
 		if !t.IsObject() {
 			return true
 		}
+		if decls := t.Get("functionDeclarations"); decls.IsArray() {
+			// Gemini: one tool holds many functions.
+			decls.ForEach(func(_, d gjson.Result) bool {
+				if d.IsObject() {
+					n += c.tool(enc, d)
+				}
+				return true
+			})
+			return true
+		}
 		def := t.Get("function")
 		if !def.Exists() {
 			if typ := t.Get("type").Str; typ != "" {
@@ -166,13 +177,22 @@ func (c *Counter) Tools(enc Encoding, raw []byte) int {
 		if !def.IsObject() {
 			def = t
 		}
-		n += perTool + c.str(enc, def.Get("name")) + c.str(enc, def.Get("description"))
-		for _, key := range [...]string{"parameters", "format"} {
-			if p := def.Get(key); p.IsObject() {
-				n += c.Bytes(enc, pretty.Ugly([]byte(p.Raw)))
-			}
-		}
+		n += c.tool(enc, def)
 		return true
 	})
+	return n
+}
+
+// tool counts one function's definition: its name, its description and
+// its compact schema, in any protocol's key (chat's and the Responses
+// API's parameters, Anthropic's input_schema, Gemini's
+// parametersJsonSchema) or a custom tool's format.
+func (c *Counter) tool(enc Encoding, def gjson.Result) int {
+	n := perTool + c.str(enc, def.Get("name")) + c.str(enc, def.Get("description"))
+	for _, key := range [...]string{"parameters", "input_schema", "parametersJsonSchema", "format"} {
+		if p := def.Get(key); p.IsObject() {
+			n += c.Bytes(enc, pretty.Ugly([]byte(p.Raw)))
+		}
+	}
 	return n
 }

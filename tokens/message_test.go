@@ -118,6 +118,9 @@ func TestTools(t *testing.T) {
 		{"no parameters", `[{"type":"function","function":{"name":"now"}}]`, perTool + text("now")},
 		{"custom tool", `[{"type":"custom","custom":{"name":"sql","description":"Run SQL."}}]`, perTool + text("sql") + text("Run SQL.")},
 		{"junk element", `[1,"x",null]`, 0},
+		{"Anthropic's input_schema", `[{"name":"get_weather","description":"Get the weather.","input_schema":` + params + `}]`, oneTool},
+		{"Gemini's declarations", `[{"functionDeclarations":[{"name":"get_weather","description":"Get the weather.","parameters":` + params + `},` +
+			`{"name":"get_weather","description":"Get the weather.","parametersJsonSchema":` + params + `}]}]`, 2 * oneTool},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

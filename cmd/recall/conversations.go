@@ -588,7 +588,7 @@ func printExchange(out io.Writer, x *api.Exchange) {
 		{"protocols", x.Ingress + " -> " + x.Upstream}, {"model", x.Model}, {"stream", x.Stream},
 		{"status", fmt.Sprintf("%s (%d)", x.Status, x.HTTPStatus)},
 		{"latency", fmt.Sprintf("%d ms total, %d upstream (first byte %d), %d Recall", x.LatencyMS.Total, x.LatencyMS.Upstream, x.LatencyMS.FirstByte, x.LatencyMS.Recall)},
-		{"tokens", fmt.Sprintf("%d estimated of a %d budget: %d instructions, %d summary, %d history, %d new", t.EstimatedInput, x.Budget, t.Instructions, t.Summary, t.History, t.New)},
+		{"tokens", fmt.Sprintf("%d estimated of a %d budget: %d instructions, %d tools, %d summary, %d history, %d new", t.EstimatedInput, x.Budget, t.Instructions, t.Tools, t.Summary, t.History, t.New)},
 		{"reported", fmt.Sprintf("%d input (%d cached), %d output", t.ReportedInput, t.Cached, t.Output)},
 		{"summary", summary}, {"included", spanList(x.Included)}, {"committed", spanList(x.Committed)},
 		{"repaired", x.RepairedCalls},

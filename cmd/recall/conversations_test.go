@@ -128,7 +128,7 @@ func TestConversationsCLI(t *testing.T) {
 					Included:  []history.Span{}, Dropped: []history.Dropped{}, Cut: []history.CutResult{}, Committed: []history.Span{{From: 1, To: 2}}},
 				{ID: history.NewExchangeID(2), CreatedAt: 1772355660, Kind: "chat", Ingress: "responses", Upstream: "chat.completions",
 					Model: "gpt-4o", Stream: true, Status: "upstream_error", HTTPStatus: 502, Error: "upstream_unavailable", Budget: 16000, NewMessages: 1,
-					Tokens:   history.ExchangeTokens{Instructions: 12, History: 9, New: 14, EstimatedInput: 38},
+					Tokens:   history.ExchangeTokens{Instructions: 12, Tools: 100, History: 9, New: 14, EstimatedInput: 138},
 					Included: []history.Span{{From: 2, To: 2}}, Dropped: []history.Dropped{{From: 1, To: 1, Reason: "forgotten"}},
 					Cut: []history.CutResult{{Seq: 2, CharsBefore: 500, CharsAfter: 100}}, Committed: []history.Span{}},
 			}

@@ -43,6 +43,9 @@ type Config struct {
 	// API, if set, adjusts the conversation API's configuration before it
 	// is built (its heavy-call bounds; a test's fakes).
 	API func(*api.Config)
+	// Exchanges, if set, adjusts the exchange-record writer's options
+	// before it starts (a test's clock for its batching delay).
+	Exchanges func(*inspect.Options)
 }
 
 // App is Recall assembled.
@@ -86,7 +89,11 @@ func New(cfg Config) (*App, error) {
 	a := &App{}
 	// Exchange records (the chat path's and the summariser's) go to the
 	// store through one writer, off the request path.
-	w, err := inspect.NewWriter(p.Store, inspect.Options{Logger: p.Logger, Registerer: p.Metrics.Registry()})
+	wo := inspect.Options{Logger: p.Logger, Registerer: p.Metrics.Registry()}
+	if cfg.Exchanges != nil {
+		cfg.Exchanges(&wo)
+	}
+	w, err := inspect.NewWriter(p.Store, wo)
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +178,9 @@ func New(cfg Config) (*App, error) {
 			metrics.CountRequest(tenant, "api_"+route, status)
 		},
 		Calibration: a.Calibration,
+		// The exchanges calls list what answered before them: the
+		// records wait in the writer's queue for a batch.
+		FlushExchanges: w.Flush,
 	}
 	if s, ok := p.Summaries.(api.Summarizer); ok {
 		ac.Summarizer = s

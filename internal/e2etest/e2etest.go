@@ -83,6 +83,8 @@ type Options struct {
 	Summary func(*summary.Config)
 	// API, if set, adjusts the conversation API's configuration.
 	API func(*api.Config)
+	// Exchanges, if set, adjusts the exchange-record writer's options.
+	Exchanges func(*inspect.Options)
 	// Upstream are options of the fake upstream.
 	Upstream []upstreamtest.Option
 	// Listener, if set, wraps the server's listener (a test that watches
@@ -138,7 +140,7 @@ func New(t *testing.T, o Options) *Harness {
 			}
 		},
 	}
-	ac := app.Config{API: o.API}
+	ac := app.Config{API: o.API, Exchanges: o.Exchanges}
 	if o.Summary != nil {
 		h.Jobs = make(chan summary.JobDone, 1024)
 		sc := summary.Config{

@@ -1,11 +1,12 @@
-// The token bar of an exchange: what it sent (instructions, summary,
-// history, new messages) and what came back (output), stacked, against
-// the tenant's budget line.
+// The token bar of an exchange: what it sent (instructions, the tool
+// definitions, summary, history, new messages) and what came back
+// (output), stacked, against the tenant's budget line.
 
 import {s, num} from './dom.js';
 
 export const SEGMENTS = [
   ['instructions', 'Instructions'],
+  ['tools', 'Tools'],
   ['summary', 'Summary'],
   ['history', 'History'],
   ['new', 'New'],

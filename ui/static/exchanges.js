@@ -194,7 +194,7 @@ function detail(id, base, x, scale) {
     show.disabled = true;
     try {
       const r = await call(`${base}/${seg(x.id)}`, {params: {render: 'messages'}});
-      messages.replaceChildren(sent(r.messages || []));
+      messages.replaceChildren(sent(r.messages || []), sentJSON(r.sent));
       show.hidden = true;
     } catch (e) {
       messages.replaceChildren(notice(e.message, 'error'));
@@ -247,13 +247,36 @@ function pair(k, v) {
   return h('div', {}, h('dt', {}, k), h('dd', {}, v));
 }
 
+// sent lists the messages an exchange sent, as it sent them: a tool
+// result cut, a call repair left out, a summary since replaced by a
+// later one (not lost: summaries are remade, and only the newest is
+// kept), each said so.
 function sent(list) {
-  return h('ol', {class: 'sent-list'}, list.map((m) => h('li', {class: 'msg kind-' + m.kind},
+  return h('ol', {class: 'sent-list'}, list.map((m) => h('li', {class: 'msg kind-' + m.kind + (m.replaced ? ' is-replaced' : '')},
     h('div', {class: 'meta'},
       h('span', {class: 'role'}, m.role || m.kind),
       h('span', {class: 'muted small'}, [m.role ? m.kind : '', m.seq != null ? `seq ${m.seq}` : ''].filter(Boolean).join(' \u00b7 ')),
-      m.forgotten ? h('span', {class: 'flag flag-forgotten'}, 'forgotten') : null),
-    h('p', {class: 'snippet'}, m.content == null ?
-      (m.kind === 'instruction' ? '(instructions are not stored)' : '(content forgotten)') :
-      preview(m, 400)))));
+      m.forgotten ? h('span', {class: 'flag flag-forgotten'}, 'forgotten') : null,
+      m.replaced ? h('span', {class: 'flag flag-replaced'}, 'replaced') : null,
+      m.cut ? h('span', {class: 'flag flag-cut'}, 'cut') : null,
+      m.repaired ? h('span', {class: 'flag flag-repaired'}, 'repaired') : null),
+    h('p', {class: 'snippet'}, m.content == null ? missing(m) : preview(m, 400)))));
+}
+
+// missing says why a message sent shows no content.
+function missing(m) {
+  if (m.kind === 'instruction') return '(instructions are not stored)';
+  if (m.replaced) return '(replaced by a later summary)';
+  if (m.repaired) return '(left out by repair: its calls were never answered)';
+  if (m.forgotten) return '(content forgotten)';
+  return '(not stored)';
+}
+
+// sentJSON shows the context as the upstream's protocol carried it.
+function sentJSON(s) {
+  if (!s) return null;
+  const body = {instructions: s.instructions, messages: s.messages};
+  return h('details', {class: 'sent-json'},
+    h('summary', {}, `The context as sent, in ${s.protocol}` + (s.complete ? '' : ' (incomplete: some of it is no longer stored)')),
+    h('pre', {}, JSON.stringify(body, null, 2)));
 }
