@@ -11,9 +11,19 @@
 //     by keyboard and by accessible names (TestInspectorInABrowser, which
 //     -short skips).
 //
-// The Go suites need neither PostgreSQL, Node.js nor a browser and run
-// under -short.
+// The Go suites need neither Node.js nor a browser and run under -short;
+// the few that also run over PostgreSQL (TestErasureReachesEveryCopy)
+// start a private server (internal/pgtest), which -short skips.
 package e2e
+
+import (
+	"testing"
+
+	"github.com/recallproxy/recall/internal/pgtest"
+)
+
+// TestMain stops the PostgreSQL server a test started, if any.
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // key is the client key of the tests' pass-through conversations.
 const key = "sk-client-1"

@@ -1,7 +1,8 @@
 // Package e2etest runs the whole assembled Recall server for tests that
 // drive it over HTTP: the server app.New builds, on a loopback port, over
-// a real Badger store in t.TempDir(), in front of the strict fake upstream
-// of internal/upstreamtest.
+// a real Badger store in t.TempDir() (or a PostgreSQL database, with
+// Options.PostgreSQL), in front of the strict fake upstream of
+// internal/upstreamtest.
 //
 // New starts one; the Harness it returns gives the parts a test looks at
 // (the fake upstream, the store, the log) and signals to wait on instead
@@ -38,6 +39,7 @@ import (
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/pgstore"
 	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tokens"
 )
@@ -49,7 +51,8 @@ type Harness struct {
 	T         *testing.T
 	Up        *upstreamtest.Server // the fake upstream every tenant points at
 	Server    *proxy.Server
-	Store     *badgerstore.Store // the Badger store under History
+	Store     *badgerstore.Store // the Badger store under History (nil over PostgreSQL)
+	Backing   history.Store      // the store under History: Store, or Options.PostgreSQL's
 	Set       *config.Set        // the tenants the server was started with
 	History   history.Store      // the store the server uses: a cache over Store, as cmd/recall serves
 	Summaries *summary.Manager   // nil unless Options.Summary is set
@@ -90,6 +93,9 @@ type Options struct {
 	// Listener, if set, wraps the server's listener (a test that watches
 	// the connections' writes).
 	Listener func(net.Listener) net.Listener
+	// PostgreSQL, if set, is the URL of an empty database (pgtest.DB) the
+	// server stores in, in place of Badger.
+	PostgreSQL string
 }
 
 // New starts a Harness for the duration of t.
@@ -116,11 +122,21 @@ func New(t *testing.T, o Options) *Harness {
 		t.Fatalf("load tenants: %v", err)
 	}
 	h.Set = set
-	h.Store, err = badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
+	var closeStore func()
+	if o.PostgreSQL != "" {
+		pg, err := pgstore.Open(context.Background(), o.PostgreSQL, pgstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Backing, closeStore = pg, pg.Close
+	} else {
+		h.Store, err = badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Backing, closeStore = h.Store, func() { h.Store.Close() }
 	}
-	h.History = history.NewCache(h.Store, 0, 0)
+	h.History = history.NewCache(h.Backing, 0, 0)
 	client, buffering := proxy.DefaultClient(), proxy.BufferingClient(64<<20)
 	// Idle upstream connections, and fasthttp's goroutines that watch
 	// them, go within a second of the harness's end (leak checks).
@@ -206,7 +222,7 @@ func New(t *testing.T, o Options) *Harness {
 		if err := h.Calibration.Close(ctx); err != nil {
 			t.Errorf("calibrations not written at shutdown: %v", err)
 		}
-		h.Store.Close()
+		closeStore()
 	})
 	return h
 }
@@ -262,11 +278,11 @@ func (h *Harness) Client(key, conv string, opts ...option.RequestOption) openai.
 }
 
 // Stored returns a conversation's messages as stored, inactive ones too,
-// read from the Badger store under the cache.
+// read from the store under the cache.
 func (h *Harness) Stored(tenant, conv string) []history.Message {
 	h.T.Helper()
 	var out []history.Message
-	err := h.Store.Messages(context.Background(), history.Key{Tenant: tenant, Conversation: conv}, 0, true,
+	err := h.Backing.Messages(context.Background(), history.Key{Tenant: tenant, Conversation: conv}, 0, true,
 		func(m history.Message) bool { out = append(out, m); return true })
 	if err != nil {
 		h.T.Fatal(err)
