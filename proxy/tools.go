@@ -267,7 +267,9 @@ func (l *toolLoop) finish(a wire.Answer, relayed string) ([]history.Message, wir
 		client.Stored = held
 	}
 	if l.post != nil {
-		raws, err := codec.Encode(nil, []wire.Message{*l.post})
+		// The results of Recall's calls in a mixed answer are stored as
+		// its rounds' are: a note of what was read, never the text.
+		raws, err := codec.Encode(nil, storedRound([]wire.Message{a.Message, *l.post})[1:])
 		if err != nil {
 			return nil, wire.Answer{}, fmt.Errorf("%w: %w", apierr.Internal, err)
 		}
