@@ -264,10 +264,13 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 		{
 			name: "qwen-code", bin: "qwen", recall: openaiRecall, route: "/v1/chat/completions", key: "sk-qwen-agents",
 			keyHeader: "Authorization", callID: "call_agents_5", traced: true,
-			// Its managed-memory extraction after each answer sends
-			// tools of its own: a side call by its system prompt.
+			// Its managed-memory extraction after each answer, and its
+			// memory consolidation after some sessions, send tools of
+			// their own: side calls by their system prompts.
 			side: func(body gjson.Result) bool {
-				return strings.HasPrefix(body.Get("messages.0.content").Str, "You are now acting as the managed memory extraction subagent")
+				sys := body.Get("messages.0.content").Str
+				return strings.HasPrefix(sys, "You are now acting as the managed memory extraction subagent") ||
+					strings.HasPrefix(sys, "You are performing a managed memory dream")
 			},
 			tool: func(e agentEnv) string {
 				return toolReply("call_agents_5", "read_file", map[string]string{"file_path": filepath.Join(e.work, "notes.txt")})
