@@ -86,7 +86,7 @@ func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
 	writeFile(t, filepath.Join(e.work, "notes.txt"), agentNotes+"\n")
 	writeFile(t, filepath.Join(home, "tmp", ".keep"), "")
 	claude := strings.HasPrefix(a.name, "claude-code")
-	transcript := claude
+	transcript := claude || os.Getenv(dayEnv+"_TRANSCRIPT") != ""
 	var dups []string
 
 	from := len(s.f.requests(t))
@@ -127,6 +127,12 @@ func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
 	}
 	for i := 1; i <= n; i++ {
 		prompt := dayPrompt(i)
+		if a.name == "gemini-cli" {
+			// Its model router's call, first in each process, wants
+			// JSON: the fake's echo makes it retry with backoff for
+			// minutes.
+			s.f.reply(t, `{"content":"{\"complexity_reasoning\":\"a simple task\",\"complexity_score\":10}"}`)
+		}
 		switch {
 		case claude && i == 3:
 			// The subagent: Claude Code's Agent tool, then the
@@ -264,7 +270,9 @@ func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
 		if k := plain.users(p); k != want {
 			dup(firstOf(afterRestart(n, i), findingCodex), "stored: prompt %d %d times, want %d", i, k, want)
 		}
-		if k := plain.answers(p); k != want {
+		// The restarted context keeps the compacted session's last
+		// answer, as the agent sent it: stored as such.
+		if k := plain.answers(p); k != want && !(replaced(i) && k == 1) {
 			dup(firstOf(afterRestart(n, i), findingCodex), "stored: the answer to prompt %d %d times, want %d", i, k, want)
 		}
 	}
