@@ -365,9 +365,6 @@ func (s *Server) newMessage(root gjson.Result, msgs []gjson.Result, reply Reply)
 		stop:   "end_turn",
 		in:     max(1, len(root.Get("messages").Raw)/4),
 	}
-	if reply.InputTokens > 0 {
-		m.in = reply.InputTokens
-	}
 	m.cached = min(s.promptCache(root), m.in-1)
 	last := lastUserTextOf(msgs)
 	if reply.Content == "" && len(reply.ToolCalls) == 0 {

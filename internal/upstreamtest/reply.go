@@ -46,11 +46,6 @@ type Reply struct {
 	// "index" values, the last call first (index 0 is still the first
 	// call of ToolCalls).
 	DescendingToolIndexes bool
-	// InputTokens, when set, is the input token count the answer's usage
-	// reports on the Messages and Responses routes, in place of the
-	// fake's estimate: a context near its model's window, which makes an
-	// agent compact its own context before its next call.
-	InputTokens int
 }
 
 // ToolCall is one function call of a scripted Reply.

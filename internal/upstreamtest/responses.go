@@ -254,9 +254,6 @@ func (s *Server) newAnswerResponse(root gjson.Result, items []gjson.Result, repl
 		a.calls = append(a.calls, tc)
 	}
 	a.inTok = max(1, len(root.Get("input").Raw)/4)
-	if reply.InputTokens > 0 {
-		a.inTok = reply.InputTokens
-	}
 	a.out = max(1, (len(a.text)+len(reply.Refusal))/4)
 	for _, tc := range a.calls {
 		a.out += (len(tc.Name) + len(tc.Arguments)) / 4
