@@ -47,6 +47,30 @@ const (
 // strace, when it works here, and must contact nothing but Recall. An
 // agent whose command is missing after npm install is skipped.
 func TestAgents(t *testing.T) {
+	s := newAgentSuite(t, 10*time.Minute)
+	for _, a := range s.agents {
+		t.Run(a.name, func(t *testing.T) {
+			runAgent(t, s.ctx, s.f, s.prepare(t, a))
+		})
+	}
+}
+
+// agentSuite is the agents of TestAgents, each with the Recall it runs
+// against, all in front of one strict fake upstream.
+type agentSuite struct {
+	ctx    context.Context
+	f      *fakeControl
+	agents []agentCase
+	binDir string // the agents' commands
+	tracer string // strace's path, "" when it cannot run here
+}
+
+// newAgentSuite builds Recall and the fake, starts the fake and three
+// Recalls on their defaults (upstreams openai, anthropic and gemini),
+// installs the agents when any is missing, and returns them, with a
+// context that ends after max (or the test's deadline).
+func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short runs no agents")
 	}
@@ -59,8 +83,8 @@ func TestAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	suite := filepath.Join(root, "e2e", "agents")
-	ctx, cancel := context.WithTimeout(context.Background(), deadline(t, 10*time.Minute))
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline(t, max))
+	t.Cleanup(cancel)
 
 	bin := t.TempDir()
 	recall := goBuild(t, ctx, root, bin, "./cmd/recall")
@@ -70,7 +94,7 @@ func TestAgents(t *testing.T) {
 	// The agents run on their defaults: their side calls (titles) come
 	// through Recall to the one fake, between the calls that take the
 	// scripted tool calls.
-	fakeProc := start(t, ctx, fake, nil, "-listen", fakeAddr, "-control", "-keep", "1000", "-tool-calls-for-tools")
+	fakeProc := start(t, ctx, fake, nil, "-listen", fakeAddr, "-control", "-keep", "100000", "-tool-calls-for-tools")
 	waitHTTP(t, ctx, "http://"+fakeAddr+"/v1/models", fakeProc)
 
 	startRecall := func(protocol, root string) string {
@@ -240,10 +264,13 @@ func TestAgents(t *testing.T) {
 		{
 			name: "qwen-code", bin: "qwen", recall: openaiRecall, route: "/v1/chat/completions", key: "sk-qwen-agents",
 			keyHeader: "Authorization", callID: "call_agents_5", traced: true,
-			// Its managed-memory extraction after each answer sends
-			// tools of its own: a side call by its system prompt.
+			// Its managed-memory extraction after each answer, and its
+			// memory consolidation after some sessions, send tools of
+			// their own: side calls by their system prompts.
 			side: func(body gjson.Result) bool {
-				return strings.HasPrefix(body.Get("messages.0.content").Str, "You are now acting as the managed memory extraction subagent")
+				sys := body.Get("messages.0.content").Str
+				return strings.HasPrefix(sys, "You are now acting as the managed memory extraction subagent") ||
+					strings.HasPrefix(sys, "You are performing a managed memory dream")
 			},
 			tool: func(e agentEnv) string {
 				return toolReply("call_agents_5", "read_file", map[string]string{"file_path": filepath.Join(e.work, "notes.txt")})
@@ -326,20 +353,22 @@ func TestAgents(t *testing.T) {
 			},
 		},
 	}
-	tracer := straceUsable(ctx)
-	for _, a := range agents {
-		t.Run(a.name, func(t *testing.T) {
-			if a.bin != "" {
-				if _, err := os.Stat(filepath.Join(binDir, a.bin)); err != nil {
-					t.Skipf("%s is not installed in %s: %v", a.bin, binDir, err)
-				}
-			}
-			if a.traced {
-				a.strace = tracer
-			}
-			runAgent(t, ctx, f, a)
-		})
+	return &agentSuite{ctx: ctx, f: f, agents: agents, binDir: binDir, tracer: straceUsable(ctx)}
+}
+
+// prepare returns a ready to run in the subtest t: it skips t when a's
+// command is missing, and sets strace when a is traced.
+func (s *agentSuite) prepare(t *testing.T, a agentCase) agentCase {
+	t.Helper()
+	if a.bin != "" {
+		if _, err := os.Stat(filepath.Join(s.binDir, a.bin)); err != nil {
+			t.Skipf("%s is not installed in %s: %v", a.bin, s.binDir, err)
+		}
 	}
+	if a.traced {
+		a.strace = s.tracer
+	}
+	return a
 }
 
 // agentRun returns the command of one agent process in e's conversation.
@@ -682,6 +711,7 @@ type fakeRequest struct {
 	Method   string          `json:"method"`
 	Path     string          `json:"path"`
 	Query    string          `json:"query"`
+	Header   http.Header     `json:"header"`
 	Body     json.RawMessage `json:"body"`
 	Rejected string          `json:"rejected"`
 }
@@ -695,8 +725,14 @@ func (r fakeRequest) rejection() string {
 
 func (f *fakeControl) requests(t *testing.T) []fakeRequest {
 	t.Helper()
+	return f.requestsFrom(t, 0)
+}
+
+// requestsFrom returns the requests the fake recorded after its first n.
+func (f *fakeControl) requestsFrom(t *testing.T, n int) []fakeRequest {
+	t.Helper()
 	var reqs []fakeRequest
-	getJSON(t, f.url+"/_fake/requests", nil, &reqs)
+	getJSON(t, fmt.Sprintf("%s/_fake/requests?from=%d", f.url, n), nil, &reqs)
 	return reqs
 }
 

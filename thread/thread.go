@@ -81,6 +81,9 @@ var compactions = [][]byte{
 var helpers = [][]byte{
 	// Qwen Code's managed-memory extraction, after each answer.
 	[]byte("You are now acting as the managed memory extraction subagent"),
+	// Qwen Code's memory consolidation ("dream"), after some sessions:
+	// its own tools, the memory files, and a task of its own.
+	[]byte("You are performing a managed memory dream"),
 }
 
 const helperWindow = 256

@@ -27,6 +27,7 @@ func TestRules(t *testing.T) {
 		{"named side", thread.Request{Header: thread.Side, Tools: true, Last: last}, true, thread.ReasonHeader},
 		{"named main over a marker", thread.Request{Header: thread.Main, Instructions: [][]byte{title}, Last: last}, true, ""},
 		{"an agent's background helper, tools and all", thread.Request{Tools: true, Instructions: [][]byte{[]byte(`{"role":"system","content":"You are now acting as the managed memory extraction subagent for an AI coding assistant."}`)}, Last: last}, true, thread.ReasonMarker},
+		{"an agent's memory consolidation, tools and all", thread.Request{Tools: true, Instructions: [][]byte{[]byte(`{"role":"system","content":"You are performing a managed memory dream — a reflective pass over durable memory files."}`)}, Last: last}, true, thread.ReasonMarker},
 		{"a helper's phrase deep in a turn's instructions", thread.Request{Tools: true, Instructions: [][]byte{[]byte(`{"role":"system","content":"` + strings.Repeat("Be brief. ", 40) + `You are now acting as the managed memory extraction subagent"}`)}, Last: last}, true, ""},
 		{"the agent's own compaction, tools and all", thread.Request{Tools: true, Last: []byte(`{"role":"user","content":"Your task is to create a detailed summary of the conversation so far, paying close attention"}`)}, true, thread.ReasonCompaction},
 	} {

@@ -18,7 +18,8 @@
 // {"model","stream","messages","body","headers"} (with ?path=/v1/responses
 // or ?path=/v1/messages, the last request to that path), and GET
 // /_fake/requests answers every recorded request of any path, oldest
-// first, as [{"method","path","query","header","body","rejected"}] (body
+// first (with ?from=n, those after the first n kept), as
+// [{"method","path","query","header","body","rejected"}] (body
 // as the JSON it was when it is JSON, else a string; rejected is the
 // error message the fake answered 400 with, or absent).
 package main
@@ -34,6 +35,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -140,6 +142,9 @@ func withControl(s *upstreamtest.Server) http.Handler {
 	})
 	mux.HandleFunc("GET /_fake/requests", func(w http.ResponseWriter, r *http.Request) {
 		reqs := s.Requests()
+		if from, err := strconv.Atoi(r.URL.Query().Get("from")); err == nil && from > 0 {
+			reqs = reqs[min(from, len(reqs)):]
+		}
 		out := make([]recorded, 0, len(reqs))
 		for _, q := range reqs {
 			rec := recorded{Method: q.Method, Path: q.Path, Query: q.Query, Header: q.Header}

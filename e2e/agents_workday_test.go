@@ -1,0 +1,625 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// dayEnv names the variable that sets the working day's length: "long"
+// runs dayLongPrompts prompts per agent, anything else dayShortPrompts.
+const (
+	dayEnv          = "RECALL_AGENT_DAY"
+	dayShortPrompts = 6
+	dayLongPrompts  = 20
+)
+
+// summaryMarker opens the instructions of Recall's summariser calls
+// (summary.DefaultPrompt): they reach the fake on the agents' routes too.
+const summaryMarker = "You maintain the running summary of a conversation"
+
+// daySubagent is the prompt Claude Code's Agent tool gives its subagent.
+const daySubagent = "subagent errand: name the files in this directory"
+
+// TestAgentWorkingDay runs each agent of TestAgents through a working
+// day against Recall on its defaults (no configuration file, summaries
+// on) and the agent on its defaults (title calls, subagents): a session
+// of prompts across processes (each process a new one of the agent's
+// sessions, so that its memory is Recall's), every other prompt with a
+// tool loop, and for Claude Code a subagent (its Agent tool). Each
+// process's first turn must carry the earlier processes' prompts (kept
+// verbatim or in Recall's summary) and none twice; side calls reach the
+// upstream without the conversation's turns and are recorded as
+// exchanges of kind side, never as turns; the subagent's calls carry none
+// of the main thread's turns and its turns are a thread of their own,
+// listed by the conversation API and absent from the main thread; the
+// strict fake refuses nothing; and the stored conversation holds each
+// prompt, answer and tool result once: its size is what the prompts and
+// tool loops make. The day is dayShortPrompts prompts, dayLongPrompts
+// with RECALL_AGENT_DAY=long. For Claude Code it logs what each upstream
+// call received, by thread, and the exchange records' kinds and threads.
+//
+// It runs only with RECALL_AGENT_DAY set (short or long): the short day
+// of the eleven cases takes many minutes on two cores, past what CI's run
+// of every package can hold beside TestAgents.
+func TestAgentWorkingDay(t *testing.T) {
+	prompts := dayShortPrompts
+	switch os.Getenv(dayEnv) {
+	case "":
+		t.Skip("RECALL_AGENT_DAY=short or long runs the working day")
+	case "long":
+		prompts = dayLongPrompts
+	}
+	s := newAgentSuite(t, 28*time.Minute)
+	began := time.Now()
+	for _, a := range s.agents {
+		t.Run(a.name, func(t *testing.T) {
+			a := s.prepare(t, a)
+			start := time.Now()
+			runDay(t, s, a, prompts)
+			t.Logf("%s: a day of %d prompts in %v", a.name, prompts, time.Since(start).Round(time.Millisecond))
+		})
+	}
+	t.Logf("the working day of %d cases, %d prompts each, took %v", len(s.agents), prompts, time.Since(began).Round(time.Second))
+}
+
+// dayCall is one upstream call of a working day, and the thread it was
+// for: main, side, subagent or summary (Recall's own).
+type dayCall struct {
+	fakeRequest
+	thread string
+	msgs   agentMessages
+}
+
+// dayPrompt is the day's i-th prompt (from 1): no prompt contains another.
+func dayPrompt(i int) string {
+	return fmt.Sprintf("day task %02d: note the word w%02dx", i, i)
+}
+
+// runDay runs a's working day of n prompts, one process each.
+func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
+	home := t.TempDir()
+	e := agentEnv{conv: "day-" + a.name, key: a.key, home: home, work: filepath.Join(home, "work")}
+	writeFile(t, filepath.Join(e.work, "notes.txt"), agentNotes+"\n")
+	writeFile(t, filepath.Join(home, "tmp", ".keep"), "")
+	claude := strings.HasPrefix(a.name, "claude-code")
+	transcript := claude || os.Getenv(dayEnv+"_TRANSCRIPT") != ""
+	var dups []string
+
+	from := len(s.f.requests(t))
+	var (
+		callIDs      []string // the tool loops' call ids, the subagent's included
+		sides, early int
+		subCalls     []dayCall
+	)
+	// A check that fails by a known finding of this agent's (dayFindings)
+	// is logged, and the subtest skipped naming it, unless another check
+	// fails.
+	known := dayFindings[a.name]
+	hits := map[string]int{}
+	fail := func(finding, format string, args ...any) {
+		t.Helper()
+		if known[finding] == "" {
+			t.Errorf(format, args...)
+			return
+		}
+		hits[finding]++
+		t.Logf("finding %s: "+format, append([]any{finding}, args...)...)
+	}
+	dup := func(finding, format string, args ...any) {
+		if known[finding] != "" {
+			fail(finding, format, args...)
+			return
+		}
+		dups = append(dups, fmt.Sprintf(format, args...))
+	}
+	// afterRestart: prompt j is one Claude Code's summary never saw, in
+	// or after the context restarted from it at prompt i.
+	compacts := claude && n >= dayCompactAt
+	afterRestart := func(i, j int) string {
+		if compacts && i >= dayCompactAt && j < dayCompactAt-1 {
+			return findingRestart
+		}
+		return ""
+	}
+	for i := 1; i <= n; i++ {
+		prompt := dayPrompt(i)
+		if a.name == "gemini-cli" {
+			// Its model router's call, first in each process, wants
+			// JSON: the fake's echo makes it retry with backoff for
+			// minutes.
+			s.f.reply(t, `{"content":"{\"complexity_reasoning\":\"a simple task\",\"complexity_score\":10}"}`)
+		}
+		switch {
+		case claude && i == 3:
+			// The subagent: Claude Code's Agent tool, then the
+			// subagent's own calls (answered with the fake's echo).
+			id := fmt.Sprintf("toolu_day_sub_%02d", i)
+			s.f.reply(t, toolReply(id, "Agent", map[string]string{
+				"description": "name the files", "prompt": daySubagent, "subagent_type": "general-purpose",
+			}))
+			callIDs = append(callIDs, id)
+		case i%2 == 1:
+			id := fmt.Sprintf("%s_d%02d", a.callID, i)
+			s.f.reply(t, withCallID(t, a.tool(e), id))
+			callIDs = append(callIDs, id)
+		}
+		restart := claude && i == dayCompactAt
+		if restart {
+			// Claude Code's own compaction, in -p mode: /compact in
+			// the session of the previous process (its summary is the
+			// fake's scripted answer, of that session's prompt), then
+			// this prompt in the context restarted from that summary.
+			s.f.reply(t, fmt.Sprintf(`{"content":%q}`, daySummary(i-1, i-1)))
+			calls, next := runDayProcess(t, s, a, e, "/compact", from, true)
+			from = next
+			compactions := 0
+			for _, c := range calls {
+				if transcript {
+					t.Logf("transcript: process %d(/compact) %-8s %s %d messages, last user text %q", i, c.thread, c.Path, len(c.msgs), lastUser(c.msgs))
+				}
+				switch c.thread {
+				case "side":
+					sides++
+					if strings.Contains(c.msgs[len(c.msgs)-1].text, compactionMarker) {
+						compactions++
+					}
+				case "main", "subagent":
+					t.Errorf("/compact: a call of the %s thread: %s", c.thread, c.msgs)
+				}
+			}
+			if compactions != 1 {
+				t.Errorf("/compact: %d compaction calls upstream, want 1", compactions)
+			}
+		}
+		calls, next := runDayProcess(t, s, a, e, prompt, from, restart)
+		from = next
+		var main []dayCall
+		for _, c := range calls {
+			switch c.thread {
+			case "main":
+				main = append(main, c)
+			case "side":
+				sides++
+				if i == 1 && len(main) < 2 {
+					early++
+				}
+				// Nothing of an earlier process reaches a side call.
+				for j := 1; j < i; j++ {
+					if bytes.Contains(c.Body, []byte(dayPrompt(j))) {
+						t.Errorf("process %d: a side call carries prompt %d: %.300s", i, j, c.Body)
+					}
+				}
+			case "subagent":
+				subCalls = append(subCalls, c)
+			}
+			if transcript {
+				t.Logf("transcript: process %d %-8s %s %d messages, last user text %q", i, c.thread, c.Path, len(c.msgs), lastUser(c.msgs))
+			}
+		}
+		if len(main) == 0 {
+			t.Fatalf("process %d: no call of the main thread reached the upstream", i)
+		}
+		// Memory: the process's first turn carries every earlier prompt
+		// (verbatim, or in Recall's summary), none twice, and the
+		// previous one verbatim.
+		first := main[0]
+		for j := 1; j < i; j++ {
+			p := dayPrompt(j)
+			if !bytes.Contains(first.Body, []byte(p)) {
+				fail(afterRestart(i, j), "process %d: its first upstream call lacks prompt %d (memory across processes): %s", i, j, first.msgs)
+			}
+			if k := first.msgs.users(p); k > 1 {
+				dup(findingCodex, "process %d: its first upstream call holds prompt %d %d times", i, j, k)
+			}
+		}
+		if i > 1 && first.msgs.users(dayPrompt(i-1)) != 1 {
+			fail(findingCodex, "process %d: its first upstream call lacks the previous prompt, or holds it twice: %s", i, first.msgs)
+		}
+		if restart && first.msgs.users(restartMarker) != 1 {
+			t.Errorf("process %d: its first upstream call lacks the restart from the agent's summary: %s", i, first.msgs)
+		}
+		last := main[len(main)-1]
+		if k := last.msgs.users(prompt); k != 1 {
+			dup(findingCodex, "process %d: its last upstream call holds its prompt %d times, want once", i, k)
+		}
+	}
+
+	// The subagent's calls: its own prompt, nothing of the main thread.
+	if claude {
+		if len(subCalls) == 0 {
+			t.Errorf("no call of the subagent reached the upstream")
+		}
+		for _, c := range subCalls {
+			if c.msgs.users(daySubagent) == 0 {
+				t.Errorf("a subagent call lacks its prompt: %s", c.msgs)
+			}
+			for j := 1; j <= n; j++ {
+				if bytes.Contains(c.Body, []byte(dayPrompt(j))) {
+					t.Errorf("a subagent call carries the main thread's prompt %d: %s", j, c.msgs)
+				}
+			}
+		}
+	}
+
+	// The stored conversation: each prompt, answer and tool result once,
+	// and nothing else but what the agent itself sends before its turns.
+	// Claude Code's restart from its summary supersedes the turns that
+	// summary replaced (the compacted session's: the prompt before it,
+	// and its tool loop), and only those.
+	stored := storedActive(t, a, e.conv)
+	var restarts int
+	var plain agentMessages // stored but the restart's summary
+	for _, m := range stored {
+		if m.role == "user" && strings.Contains(m.text, restartMarker) {
+			restarts++
+			continue
+		}
+		plain = append(plain, m)
+	}
+	replaced := func(i int) bool { return claude && n >= dayCompactAt && i == dayCompactAt-1 }
+	for i := 1; i <= n; i++ {
+		p := dayPrompt(i)
+		want := 1
+		if replaced(i) {
+			want = 0
+		}
+		if k := plain.users(p); k != want {
+			dup(firstOf(afterRestart(n, i), findingCodex), "stored: prompt %d %d times, want %d", i, k, want)
+		}
+		// The restarted context keeps the compacted session's last
+		// answer, as the agent sent it: stored as such.
+		if k := plain.answers(p); k != want && !(replaced(i) && k == 1) {
+			dup(firstOf(afterRestart(n, i), findingCodex), "stored: the answer to prompt %d %d times, want %d", i, k, want)
+		}
+	}
+	loops := 0
+	for _, id := range callIDs {
+		want := 1
+		if replaced(dayCallIndex(id)) {
+			want = 0
+		}
+		loops += want
+		if k := stored.results(id); k != want {
+			dup(firstOf(afterRestart(n, dayCallIndex(id)), findingCodex), "stored: the result of %s %d times, want %d", id, k, want)
+		}
+	}
+	wantUsers, wantAssistants := n, n+loops
+	if claude && n >= dayCompactAt {
+		// The replaced prompt's turn gave way to the restart's.
+		wantUsers--
+		wantAssistants--
+		if restarts != 1 {
+			t.Errorf("stored: %d restarts from the agent's summary, want 1: %s", restarts, stored)
+		}
+	}
+	var users, tools, assistants, preambles int
+	for _, m := range plain {
+		switch {
+		case m.role == "user" && strings.Contains(m.text, "<environment_context>"):
+			preambles++
+		case m.role == "user":
+			users++
+		case m.role == "tool":
+			tools++
+		case m.role == "assistant":
+			assistants++
+		}
+	}
+	if users != wantUsers || tools != loops || assistants != wantAssistants || preambles > 1 {
+		fail(firstOf(afterRestart(n, 1), findingCodex), "stored: %d user messages, %d tool results, %d assistant messages, %d preambles; want %d, %d, %d and at most 1 (%d prompts, %d tool loops in force): %s",
+			users, tools, assistants, preambles, wantUsers, loops, wantAssistants, n, loops, stored)
+	}
+	if k := stored.users(daySubagent); k != 0 {
+		t.Errorf("stored: the main thread holds the subagent's prompt %d times, want none", k)
+	}
+
+	// Threads: the subagent's, for Claude Code; none for the others.
+	threads := dayThreads(t, a, e.conv)
+	switch {
+	case claude && len(threads) != 1:
+		t.Errorf("threads: got %v, want the subagent's one", threads)
+	case claude:
+		sub := storedActive(t, a, threads[0])
+		if sub.users(daySubagent) != 1 {
+			t.Errorf("thread %s: got %s, want the subagent's prompt once", threads[0], sub)
+		}
+	case len(threads) != 0:
+		t.Errorf("threads: got %v, want none (%s runs no subagent here)", threads, a.name)
+	}
+
+	// Exchanges: every side call recorded as one of kind side (the
+	// first process's, sent before the conversation's first turn was
+	// answered, may not be), nothing else.
+	recs := dayExchanges(t, a, e.conv)
+	kinds := map[string]int{}
+	var side int
+	for _, r := range recs {
+		kinds[r.Kind+"/"+r.Thread+"/"+r.ThreadReason]++
+		if r.Kind == "side" {
+			side++
+		}
+	}
+	if side < sides-early || side > sides {
+		t.Errorf("exchanges: got %d of kind side, want %d (the side calls upstream, %d of them before the first turn was answered)", side, sides, early)
+	}
+	if transcript {
+		for _, r := range recs {
+			t.Logf("exchange %s kind %s thread %q reason %q status %s", r.ID, r.Kind, r.Thread, r.ThreadReason, r.Status)
+		}
+		for _, th := range threads {
+			for _, r := range dayExchanges(t, a, th) {
+				t.Logf("exchange %s of %s kind %s thread %q status %s", r.ID, th, r.Kind, r.Thread, r.Status)
+			}
+		}
+	}
+	t.Logf("%s: %d stored messages, %d tool loops, %d side calls upstream, exchanges %v, threads %v", a.name, len(stored), len(callIDs), sides, kinds, threads)
+	if len(dups) > 0 {
+		t.Errorf("duplicates:\n%s", strings.Join(dups, "\n"))
+	}
+	if len(hits) > 0 && !t.Failed() {
+		var named []string
+		for f, k := range hits {
+			named = append(named, fmt.Sprintf("%s (%d checks): %s", f, k, known[f]))
+		}
+		slices.Sort(named)
+		t.Skipf("known findings, every other check passed:\n%s", strings.Join(named, "\n"))
+	}
+}
+
+// Findings of the working day not fixed yet: a check that fails by one
+// of an agent's is logged and the agent's subtest skipped, naming it.
+const (
+	findingRestart = "restart-supersedes-unseen-turns"
+	findingCodex   = "codex-http-tool-round-doubles-prompt"
+)
+
+var dayFindings = map[string]map[string]string{
+	"claude-code-anthropic": {findingRestart: restartFinding},
+	"claude-code-openai":    {findingRestart: restartFinding},
+	"codex":                 {findingCodex: codexFinding},
+}
+
+const (
+	restartFinding = "Claude Code's context restarted from its own summary (plan.Make: thread.Restarted, merged as history.Sync) " +
+		"supersedes every stored turn of the main thread, those of earlier processes too, which its summary never saw " +
+		"(the compacted session held its own turns only; Recall injected the rest): their memory is lost for the rest of the day"
+	codexFinding = "Codex over HTTP, from its third process on: the tool round's request (its own resend of the turn's prompt and call) " +
+		"is stored as a second copy of the turn's prompt and call, so each later process gets that prompt twice " +
+		"(over the WebSocket the same day stores it once)"
+)
+
+// firstOf returns the first of findings that is not "".
+func firstOf(findings ...string) string {
+	for _, f := range findings {
+		if f != "" {
+			return f
+		}
+	}
+	return ""
+}
+
+// runDayProcess runs one process of a's day with prompt and returns the
+// upstream calls the fake received on a's route from its from-th
+// recorded request on, classified by thread, and where the next process
+// starts reading. The process must exit 0 and print the fake's echo of
+// prompt; the fake must refuse nothing; under strace the process must
+// contact nothing but Recall.
+func runDayProcess(t *testing.T, s *agentSuite, a agentCase, e agentEnv, prompt string, from int, resume bool) ([]dayCall, int) {
+	t.Helper()
+	pctx, cancel := context.WithTimeout(s.ctx, 2*time.Minute)
+	defer cancel()
+	cmd := a.run(t, pctx, e, prompt)
+	if resume {
+		// Claude Code's -p, continuing its most recent session here.
+		cmd.Args = slices.Insert(cmd.Args, 2, "--continue")
+	}
+	cmd.Dir = e.work
+	trace := ""
+	if a.strace != "" {
+		trace = filepath.Join(e.home, "strace.out")
+		cmd.Args = append([]string{a.strace, "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", trace}, cmd.Args...)
+		cmd.Path = a.strace
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("%s %q: process done in %v", a.name, prompt, time.Since(start).Round(time.Millisecond))
+	reqs := s.f.requestsFrom(t, from)
+	var calls []dayCall
+	for _, r := range reqs {
+		if r.Rejected != "" {
+			t.Errorf("the fake refused %s: %s", r.Path, r.Rejected)
+		}
+		if r.Path != a.route && !(strings.HasSuffix(a.route, "/") && strings.HasPrefix(r.Path, a.route)) {
+			continue
+		}
+		c := dayCall{fakeRequest: r, msgs: conversation(r.Body)}
+		body := gjson.ParseBytes(r.Body)
+		switch {
+		case bytes.Contains(r.Body, []byte(summaryMarker)):
+			c.thread = "summary"
+		case len(c.msgs) > 0 && strings.Contains(c.msgs[len(c.msgs)-1].text, compactionMarker):
+			c.thread = "side"
+		case r.Header.Get(headerAgentIDUp) != "":
+			c.thread = "subagent"
+		case !body.Get("tools.0").Exists() || a.side != nil && a.side(body):
+			c.thread = "side"
+		default:
+			c.thread = "main"
+		}
+		calls = append(calls, c)
+	}
+	if err != nil {
+		t.Fatalf("%s %q: %v\nstdout:\n%s\nstderr:\n%s", a.name, prompt, err, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	if i := strings.LastIndex(out, "echo: "); prompt != "/compact" && (i < 0 || !strings.Contains(out[i:], prompt)) {
+		t.Errorf("%s %q: got stdout\n%s\nwant the fake's echo of the prompt", a.name, prompt, out)
+	}
+	if trace != "" {
+		b, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if elsewhere := contacted(b, a.recall); len(elsewhere) > 0 {
+			t.Errorf("%s %q contacted more than Recall (%s):\n%s", a.name, prompt, a.recall, strings.Join(elsewhere, "\n"))
+		}
+	}
+	return calls, from + len(reqs)
+}
+
+// headerAgentIDUp is Claude Code's subagent header as the fake records
+// it (Recall passes it upstream).
+const headerAgentIDUp = "X-Claude-Code-Agent-Id"
+
+// dayCompactAt is the prompt Claude Code sends in its context restarted
+// from its own summary: the process before it compacts.
+const dayCompactAt = 6
+
+// restartMarker opens Claude Code's context restarted from its summary.
+const restartMarker = "This session is being continued from a previous conversation"
+
+// dayCallIndex is the prompt a day's tool call id was made for.
+func dayCallIndex(id string) int {
+	var i int
+	fmt.Sscanf(id[len(id)-2:], "%d", &i)
+	return i
+}
+
+// compactionMarker is in Claude Code's compaction request, its last user
+// message.
+const compactionMarker = "create a detailed summary of the conversation so far"
+
+// daySummary is the summary the fake answers Claude Code's compaction
+// with: the prompts from the from-th to the to-th.
+func daySummary(from, to int) string {
+	var b strings.Builder
+	b.WriteString("Summary of the session: the user asked")
+	for j := from; j <= to; j++ {
+		fmt.Fprintf(&b, " %q;", dayPrompt(j))
+	}
+	return b.String()
+}
+
+// withCallID returns the scripted tool reply with its call's id set to id.
+func withCallID(t *testing.T, reply, id string) string {
+	t.Helper()
+	var r map[string][]map[string]string
+	if err := json.Unmarshal([]byte(reply), &r); err != nil || len(r["toolCalls"]) != 1 {
+		t.Fatalf("scripted reply %s: %v", reply, err)
+	}
+	r["toolCalls"][0]["id"] = id
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+// lastUser is the end of the text of the last user message of msgs
+// (where an agent puts the prompt, after its reminders).
+func lastUser(msgs agentMessages) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := msgs[i]; m.role == "user" || m.role == "tool" {
+			text := m.text
+			if len(text) > 80 {
+				text = "…" + text[len(text)-80:]
+			}
+			return m.role + ": " + text
+		}
+	}
+	return ""
+}
+
+// apiHeader is how a's key reaches Recall's API.
+func apiHeader(a agentCase) http.Header {
+	h := http.Header{}
+	if a.keyHeader == "Authorization" {
+		h.Set("Authorization", "Bearer "+a.key)
+	} else {
+		h.Set(a.keyHeader, a.key)
+	}
+	return h
+}
+
+// storedActive reads conv's stored messages that are still in force (not
+// superseded or forgotten).
+func storedActive(t *testing.T, a agentCase, conv string) agentMessages {
+	t.Helper()
+	var page struct {
+		Data []struct {
+			Flags   []string        `json:"flags"`
+			Message json.RawMessage `json:"message"`
+		} `json:"data"`
+		HasMore bool `json:"has_more"`
+	}
+	getJSON(t, a.recall+"/recall/v1/conversations/"+conv+"/messages?limit=1000", apiHeader(a), &page)
+	if page.HasMore {
+		t.Fatalf("stored: more than 1000 messages")
+	}
+	var msgs agentMessages
+	for _, d := range page.Data {
+		if slices.Contains(d.Flags, "superseded") || slices.Contains(d.Flags, "forgotten") {
+			continue
+		}
+		msgs = append(msgs, flatten(gjson.ParseBytes(d.Message)))
+	}
+	return msgs
+}
+
+// dayThreads lists conv's threads by id.
+func dayThreads(t *testing.T, a agentCase, conv string) []string {
+	t.Helper()
+	var l struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	getJSON(t, a.recall+"/recall/v1/conversations/"+conv+"/threads", apiHeader(a), &l)
+	var ids []string
+	for _, d := range l.Data {
+		ids = append(ids, d.ID)
+	}
+	return ids
+}
+
+// dayExchange is what the checks read of an exchange record.
+type dayExchange struct {
+	ID           string `json:"id"`
+	Kind         string `json:"kind"`
+	Thread       string `json:"thread"`
+	ThreadReason string `json:"thread_reason"`
+	Status       string `json:"status"`
+}
+
+// dayExchanges reads all of conv's exchange records, page by page.
+func dayExchanges(t *testing.T, a agentCase, conv string) []dayExchange {
+	t.Helper()
+	var all []dayExchange
+	after := ""
+	for {
+		var page struct {
+			Data    []dayExchange `json:"data"`
+			HasMore bool          `json:"has_more"`
+		}
+		url := a.recall + "/recall/v1/conversations/" + conv + "/exchanges?limit=100"
+		if after != "" {
+			url += "&after=" + after
+		}
+		getJSON(t, url, apiHeader(a), &page)
+		all = append(all, page.Data...)
+		if !page.HasMore || len(page.Data) == 0 {
+			return all
+		}
+		after = page.Data[len(page.Data)-1].ID
+	}
+}
