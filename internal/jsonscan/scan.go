@@ -64,17 +64,6 @@ func (s *Scanner) At(c byte) bool {
 	return s.I < len(s.B) && s.B[s.I] == c
 }
 
-// Key consumes an object member's name without escapes and its colon,
-// and returns the name's bounds.
-func (s *Scanner) Key() (start, end int, ok bool) {
-	s.Space()
-	start, end, escaped, ok := s.Str()
-	if !ok || escaped || !s.Next(':') {
-		return 0, 0, false
-	}
-	return start, end, true
-}
-
 // Str consumes a string and returns its contents' bounds, and whether it
 // holds an escape.
 func (s *Scanner) Str() (start, end int, escaped, ok bool) {

@@ -53,37 +53,29 @@ type reqScan struct {
 
 // request consumes the request object (depth 1).
 func (s *reqScan) request() bool {
-	if !s.Next('{') || s.Next('}') {
-		return false
-	}
 	var seen [11]int // model, max_tokens, messages, stream, then the spans' members
-	for {
-		start, end, ok := s.Key()
-		if !ok {
-			return false
-		}
+	ok := s.Object(func(name []byte) bool {
 		var span *[2]int
-		switch string(s.B[start:end]) {
+		var ok bool
+		switch string(name) {
 		case "model":
 			seen[0]++
-			s.Space()
-			var escaped bool
-			start, end, escaped, ok = s.Str()
-			ok = ok && !escaped && end > start
-			s.req.Model = str(s.B[start:end])
+			var model []byte
+			model, ok = s.Plain()
+			s.req.Model = str(model)
+			return ok && len(model) > 0
 		case "max_tokens":
 			seen[1]++
-			s.Space()
 			s.req.MaxTokens, ok = s.count()
+			return ok
 		case "messages":
 			seen[2]++
-			ok = s.messages()
+			return s.messages()
 		case "stream":
 			seen[3]++
-			var kind int
-			kind, ok = s.Value(chat.MaxDepth - 1)
-			ok = ok && (kind == jsonscan.KindTrue || kind == jsonscan.KindFalse)
+			kind, ok := s.Value(chat.MaxDepth - 1)
 			s.req.Stream = kind == jsonscan.KindTrue
+			return ok && (kind == jsonscan.KindTrue || kind == jsonscan.KindFalse)
 		case "system":
 			seen[4]++
 			span = &s.system
@@ -107,29 +99,19 @@ func (s *reqScan) request() bool {
 			span = &s.metadata
 		default:
 			_, ok = s.Value(chat.MaxDepth - 1)
+			return ok
 		}
-		if span != nil {
-			s.Space()
-			span[0] = s.I
-			_, ok = s.Value(chat.MaxDepth - 1)
-			span[1] = s.I
-		}
-		if !ok {
-			return false
-		}
-		if s.Next('}') {
-			break
-		}
-		if !s.Next(',') {
-			return false
-		}
-	}
+		span[0] = s.I
+		_, ok = s.Value(chat.MaxDepth - 1)
+		span[1] = s.I
+		return ok
+	})
 	for i, n := range seen {
 		if n > 1 || i < 3 && n == 0 {
 			return false
 		}
 	}
-	return true
+	return ok
 }
 
 // count consumes a positive integer of one to nine digits, without sign,
@@ -150,11 +132,7 @@ func (s *reqScan) count() (int, bool) {
 // messages consumes a non-empty array of messages (depth 2) into the
 // request's Messages and InPlace.
 func (s *reqScan) messages() bool {
-	if !s.Next('[') || s.Next(']') {
-		return false
-	}
-	for i := 0; ; i++ {
-		s.Space()
+	n, ok := s.Array(func(i int) bool {
 		start := s.I
 		role, ok := s.message()
 		if !ok {
@@ -164,114 +142,64 @@ func (s *reqScan) messages() bool {
 			s.req.InPlace = append(s.req.InPlace, i)
 		}
 		s.req.Messages = append(s.req.Messages, s.B[start:s.I:s.I])
-		if s.Next(']') {
-			return true
-		}
-		if !s.Next(',') {
-			return false
-		}
-	}
+		return true
+	})
+	return ok && n > 0
 }
 
 // message consumes a message (depth 3) as checkMessage accepts it and
 // returns its role.
 func (s *reqScan) message() (string, bool) {
-	if !s.Next('{') || s.Next('}') {
-		return "", false
-	}
 	var roles, contents int
-	var role string
-	for {
-		start, end, ok := s.Key()
-		if !ok {
-			return "", false
-		}
-		switch string(s.B[start:end]) {
+	var role []byte
+	ok := s.Object(func(name []byte) bool {
+		var ok bool
+		switch string(name) {
 		case "role":
 			roles++
-			s.Space()
-			var escaped bool
-			start, end, escaped, ok = s.Str()
-			ok = ok && !escaped
-			role = str(s.B[start:end])
+			role, ok = s.Plain()
 		case "content":
 			contents++
-			s.Space()
 			switch {
 			case s.At('"'):
 				_, _, _, ok = s.Str()
 			case s.At('['):
 				ok = s.blocks()
-			default:
-				ok = false
-			}
+			} // content of another kind: parseRequest names the error
 		default:
 			_, ok = s.Value(chat.MaxDepth - 3)
 		}
-		if !ok {
-			return "", false
-		}
-		if s.Next('}') {
-			break
-		}
-		if !s.Next(',') {
-			return "", false
-		}
-	}
-	if roles != 1 || contents != 1 {
+		return ok
+	})
+	if !ok || roles != 1 || contents != 1 {
 		return "", false
 	}
-	switch role {
+	switch r := str(role); r {
 	case roleUser, roleAssistant, roleSystem:
-		return role, true
+		return r, true
 	}
 	return "", false
 }
 
 // blocks consumes a message's array of content blocks (depth 4).
 func (s *reqScan) blocks() bool {
-	if !s.Next('[') {
-		return false
-	}
-	if s.Next(']') {
-		return true
-	}
-	for {
-		if !s.block() {
-			return false
-		}
-		if s.Next(']') {
-			return true
-		}
-		if !s.Next(',') {
-			return false
-		}
-	}
+	_, ok := s.Array(func(int) bool { return s.block() })
+	return ok
 }
 
 // block consumes a content block (depth 5): an object with one "type"
 // spelled without escapes, and for a tool_result one string
 // "tool_use_id", for a tool_use one string "id" and one string "name".
 func (s *reqScan) block() bool {
-	if !s.Next('{') || s.Next('}') {
-		return false
-	}
 	var types, useIDs, ids, names int
 	useID, id, name := -1, -1, -1 // the kinds of the values
-	var typ string
-	for {
-		start, end, ok := s.Key()
-		if !ok {
-			return false
-		}
-		switch string(s.B[start:end]) {
+	var typ []byte
+	ok := s.Object(func(key []byte) bool {
+		var ok bool
+		switch string(key) {
 		case "type":
 			types++
-			s.Space()
-			var escaped bool
-			start, end, escaped, ok = s.Str()
-			ok = ok && !escaped
-			typ = str(s.B[start:end])
+			typ, ok = s.Plain()
 		case "tool_use_id":
 			useIDs++
 			useID, ok = s.Value(chat.MaxDepth - 5)
@@ -284,20 +212,12 @@ func (s *reqScan) block() bool {
 		default:
 			_, ok = s.Value(chat.MaxDepth - 5)
 		}
-		if !ok {
-			return false
-		}
-		if s.Next('}') {
-			break
-		}
-		if !s.Next(',') {
-			return false
-		}
-	}
-	if types != 1 || useIDs > 1 || ids > 1 || names > 1 {
+		return ok
+	})
+	if !ok || types != 1 || useIDs > 1 || ids > 1 || names > 1 {
 		return false
 	}
-	switch typ {
+	switch string(typ) {
 	case typeToolResult:
 		return useID == jsonscan.KindString
 	case typeToolUse:
