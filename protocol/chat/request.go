@@ -85,7 +85,7 @@ func parseRequest(body []byte, view bool) (Request, error) {
 		return Request{}, invalidUTF8(doc, root)
 	}
 	if !root.IsObject() {
-		return Request{}, &Error{Message: "Invalid type for request body: expected an object, but got " + typeName(root) + " instead."}
+		return Request{}, &Error{Message: "Invalid type for request body: expected an object, but got " + jsonscan.TypeName(root.Raw) + " instead."}
 	}
 
 	r := Request{Body: body}
@@ -531,31 +531,10 @@ func missing(param string) *Error {
 
 func invalidType(param, want string, got gjson.Result) *Error {
 	return &Error{
-		Message: "Invalid type for '" + param + "': expected " + want + ", but got " + typeName(got) + " instead.",
+		Message: "Invalid type for '" + param + "': expected " + want + ", but got " + jsonscan.TypeName(got.Raw) + " instead.",
 		Param:   param,
 		Code:    "invalid_type",
 	}
-}
-
-// typeName names a JSON value's type the way OpenAI's errors do.
-func typeName(v gjson.Result) string {
-	switch v.Type {
-	case gjson.Null:
-		return "null"
-	case gjson.False, gjson.True:
-		return "a boolean"
-	case gjson.Number:
-		if strings.ContainsAny(v.Raw, ".eE") {
-			return "a decimal"
-		}
-		return "an integer"
-	case gjson.String:
-		return "a string"
-	}
-	if v.IsArray() {
-		return "an array"
-	}
-	return "an object"
 }
 
 // plainValid reports whether body is certainly a request ParseRequest
