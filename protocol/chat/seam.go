@@ -2,13 +2,13 @@ package chat
 
 import (
 	"bytes"
-	"crypto/rand"
 	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -329,22 +329,9 @@ func appendUsage(dst []byte, u wire.Usage) []byte {
 func (Protocol) NewRenderer(req *wire.Request) wire.Renderer {
 	id := req.ResponseID
 	if id == "" {
-		id = newCompletionID()
+		id = body.ID("chatcmpl-", 24)
 	}
 	return &renderer{req: req, id: id, usage: gjson.GetBytes(req.Body, "stream_options.include_usage").Bool()}
-}
-
-// newCompletionID mints a chat completion id ("chatcmpl-" and 24
-// random letters and digits).
-func newCompletionID() string {
-	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	var b [33]byte
-	copy(b[:], "chatcmpl-")
-	_, _ = rand.Read(b[9:]) // never fails (crypto/rand)
-	for i := 9; i < len(b); i++ {
-		b[i] = digits[int(b[i])%len(digits)]
-	}
-	return string(b[:])
 }
 
 type renderer struct {
@@ -433,29 +420,20 @@ func setRaw(dst []byte, path string, v []byte) []byte {
 }
 
 // WithTools implements wire.Upstream.
-func (Protocol) WithTools(body []byte, tools []wire.Tool, stream bool) ([]byte, error) {
-	var err error
-	for _, t := range tools {
-		item := []byte(`{"type":"function","function":{"name":`)
+func (Protocol) WithTools(raw []byte, tools []wire.Tool, stream bool) ([]byte, error) {
+	raw, err := body.WithTools(raw, tools, stream, func(item []byte, t wire.Tool) []byte {
+		item = append(item, `{"type":"function","function":{"name":`...)
 		item = appendQuoted(item, t.Name)
 		item = append(item, `,"description":`...)
 		item = appendQuoted(item, t.Description)
 		item = append(item, `,"parameters":`...)
 		item = append(item, t.Parameters...)
-		item = append(item, "}}"...)
-		if body, err = sjson.SetRawBytes(body, "tools.-1", item); err != nil {
-			return nil, err
-		}
-	}
-	if !stream {
-		for _, k := range []string{"stream", "stream_options"} {
-			if body, err = sjson.DeleteBytes(body, k); err != nil {
-				return nil, err
-			}
-		}
-		return body, nil
+		return append(item, "}}"...)
+	})
+	if err != nil || !stream {
+		return raw, err
 	}
 	// The stream is rendered for the client, with the usage chunk only
 	// if it asked: the rounds' usage is Recall's to record.
-	return sjson.SetBytes(body, "stream_options.include_usage", true)
+	return sjson.SetBytes(raw, "stream_options.include_usage", true)
 }

@@ -1,13 +1,13 @@
 package gemini
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"strconv"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -58,15 +58,7 @@ func responseID(a *wire.Answer) string {
 }
 
 // NewResponseID returns a new responseId, 22 random letters and digits.
-func NewResponseID() string {
-	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	var b [22]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	for i := range b {
-		b[i] = digits[int(b[i])%len(digits)]
-	}
-	return string(b[:])
-}
+func NewResponseID() string { return body.ID("", 22) }
 
 // appendTrailer appends ,"modelVersion":…,"responseId":….
 func appendTrailer(dst []byte, model, id string) []byte {

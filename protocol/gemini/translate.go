@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -325,7 +326,7 @@ func appendContent(b []byte, r string, parts []string) []byte {
 	b = append(b, `{"role":`...)
 	b = gjson.AppendJSONString(b, r)
 	b = append(b, `,"parts":`...)
-	b = append(b, joinArray(parts)...)
+	b = append(b, body.JoinArray(parts)...)
 	return append(b, '}')
 }
 

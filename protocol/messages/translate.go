@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -326,7 +327,7 @@ func appendMessage(b []byte, r string, blocks []string) []byte {
 	b = append(b, `{"role":`...)
 	b = gjson.AppendJSONString(b, r)
 	b = append(b, `,"content":`...)
-	b = append(b, joinArray(blocks)...)
+	b = append(b, body.JoinArray(blocks)...)
 	return append(b, '}')
 }
 

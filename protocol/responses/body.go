@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -216,26 +216,14 @@ func reasoningModel(model string) bool {
 }
 
 // WithTools implements wire.Upstream.
-func (Upstream) WithTools(body []byte, tools []wire.Tool, stream bool) ([]byte, error) {
-	var err error
-	for _, t := range tools {
-		item := []byte(`{"type":"function","name":`)
+func (Upstream) WithTools(raw []byte, tools []wire.Tool, stream bool) ([]byte, error) {
+	return body.WithTools(raw, tools, stream, func(item []byte, t wire.Tool) []byte {
+		item = append(item, `{"type":"function","name":`...)
 		item = gjson.AppendJSONString(item, t.Name)
 		item = append(item, `,"description":`...)
 		item = gjson.AppendJSONString(item, t.Description)
 		item = append(item, `,"parameters":`...)
 		item = append(item, t.Parameters...)
-		item = append(item, "}"...)
-		if body, err = sjson.SetRawBytes(body, "tools.-1", item); err != nil {
-			return nil, err
-		}
-	}
-	if !stream {
-		for _, k := range []string{"stream", "stream_options"} {
-			if body, err = sjson.DeleteBytes(body, k); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return body, nil
+		return append(item, '}')
+	})
 }
