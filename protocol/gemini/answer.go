@@ -153,15 +153,7 @@ func (r *Renderer) Delta(dst []byte, d wire.Delta) []byte {
 // (or, when nothing was streamed, the answer's content), finishReason and
 // usageMetadata.
 func (r *Renderer) End(dst []byte, a *wire.Answer) []byte {
-	stop, u := r.stop, r.usage
-	if a != nil {
-		if a.Stop != "" {
-			stop = a.Stop
-		}
-		if a.Usage != (wire.Usage{}) {
-			u = a.Usage
-		}
-	}
+	stop, u := body.Ending(a, r.stop, r.usage)
 	var parts []byte
 	if !r.rendered && a != nil {
 		parts = []byte(parse(answerContent(a)).Get("parts").Raw)

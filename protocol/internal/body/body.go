@@ -1,7 +1,8 @@
 // Package body holds what the protocol packages write the same way into
 // the bodies they send upstream and answer with: a request object
 // rewritten member by member (Splice), tools appended to a request
-// (WithTools), arrays of raw JSON values, and the random part of an id.
+// (WithTools), the stop reason and usage an answer ends with (Ending),
+// arrays of raw JSON values, and the random part of an id.
 // What a protocol names its members and how it shapes a tool stay in
 // its package.
 package body
@@ -91,6 +92,21 @@ func WithTools(body []byte, tools []wire.Tool, stream bool, tool func(dst []byte
 		}
 	}
 	return body, nil
+}
+
+// Ending returns the stop reason and usage an answer's closing event
+// carries: the answer's where it has them (a may be nil), else the ones
+// the stream brought (stop, u).
+func Ending(a *wire.Answer, stop string, u wire.Usage) (string, wire.Usage) {
+	if a != nil {
+		if a.Stop != "" {
+			stop = a.Stop
+		}
+		if a.Usage != (wire.Usage{}) {
+			u = a.Usage
+		}
+	}
+	return stop, u
 }
 
 // AppendArray appends vals, raw JSON values, as an array.

@@ -107,3 +107,24 @@ func TestID(t *testing.T) {
 		}
 	}
 }
+
+func TestEnding(t *testing.T) {
+	streamed := wire.Usage{InputTokens: 1, OutputTokens: 2}
+	own := wire.Usage{InputTokens: 3, OutputTokens: 4}
+	tests := []struct {
+		name  string
+		a     *wire.Answer
+		stop  string
+		usage wire.Usage
+	}{
+		{"no answer: the stream's", nil, wire.StopEnd, streamed},
+		{"an answer without either: the stream's", &wire.Answer{}, wire.StopEnd, streamed},
+		{"the answer's", &wire.Answer{Stop: wire.StopLength, Usage: own}, wire.StopLength, own},
+		{"the answer's stop, the stream's usage", &wire.Answer{Stop: wire.StopLength}, wire.StopLength, streamed},
+	}
+	for _, tt := range tests {
+		if stop, u := Ending(tt.a, wire.StopEnd, streamed); stop != tt.stop || u != tt.usage {
+			t.Errorf("%s: got %q, %+v, want %q, %+v", tt.name, stop, u, tt.stop, tt.usage)
+		}
+	}
+}
