@@ -1,26 +1,13 @@
 package messages
 
 import (
-	"encoding/json"
 	"errors"
 	"reflect"
 	"testing"
 
+	"github.com/recallproxy/recall/protocol/internal/jsontest"
 	"github.com/recallproxy/recall/wire"
 )
-
-// sameJSON reports whether a and b are the same JSON value.
-func sameJSON(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var x, y any
-	if err := json.Unmarshal(a, &x); err != nil {
-		t.Fatalf("%s: %v", a, err)
-	}
-	if err := json.Unmarshal(b, &y); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return reflect.DeepEqual(x, y)
-}
 
 func TestDocumentRoundTrip(t *testing.T) {
 	tests := []struct {
@@ -50,7 +37,7 @@ func TestDocumentRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(out) != 1 || !sameJSON(t, out[0], []byte(tc.raw)) {
+			if len(out) != 1 || !jsontest.Same(t, out[0], []byte(tc.raw)) {
 				t.Fatalf("got %s, want %s", out, tc.raw)
 			}
 		})
