@@ -1,11 +1,9 @@
 package gemini
 
 import (
-	"errors"
-	"reflect"
 	"testing"
 
-	"github.com/recallproxy/recall/protocol/internal/jsontest"
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -21,22 +19,7 @@ func TestFileRoundTrip(t *testing.T) {
 			wire.Part{Kind: wire.File, URL: "https://generativelanguage.googleapis.com/v1beta/files/abc", MediaType: "application/pdf", Origin: wire.Gemini}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			m, err := Codec{}.Decode([]byte(tc.raw))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(m.Parts) != 2 || !reflect.DeepEqual(m.Parts[1], tc.want) {
-				t.Fatalf("got %+v, want text then %+v", m.Parts, tc.want)
-			}
-			out, err := Codec{}.Encode(nil, []wire.Message{m})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(out) != 1 || !jsontest.Same(t, out[0], []byte(tc.raw)) {
-				t.Fatalf("got %s, want %s", out, tc.raw)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { prototest.FileRoundTrip(t, Codec{}, tc.raw, tc.want) })
 	}
 }
 
@@ -51,11 +34,7 @@ func TestFileRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Codec{}.Encode(nil, []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{tc.part}}})
-			var fe *wire.FileError
-			if !errors.As(err, &fe) || fe.Target != wire.Gemini {
-				t.Fatalf("got %v, want a *wire.FileError for gemini", err)
-			}
+			prototest.FileRefused(t, Codec{}, wire.Message{Role: wire.RoleUser, Parts: []wire.Part{tc.part}})
 		})
 	}
 }
