@@ -132,24 +132,7 @@ func (Protocol) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][
 			dst = append(dst, "}}"...)
 		}
 	}
-	if req.Temperature != nil {
-		dst = append(dst, `,"temperature":`...)
-		dst = strconv.AppendFloat(dst, *req.Temperature, 'g', -1, 64)
-	}
-	if req.TopP != nil {
-		dst = append(dst, `,"top_p":`...)
-		dst = strconv.AppendFloat(dst, *req.TopP, 'g', -1, 64)
-	}
-	if len(req.Stop) > 0 {
-		dst = append(dst, `,"stop":[`...)
-		for i, s := range req.Stop {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendQuoted(dst, s)
-		}
-		dst = append(dst, ']')
-	}
+	dst = body.AppendSampling(dst, req, "stop", appendQuoted)
 	return append(dst, '}'), nil
 }
 
@@ -344,17 +327,23 @@ type renderer struct {
 // chunk appends one chunk whose choice carries delta (a JSON object) and
 // finish (a JSON value).
 func (r *renderer) chunk(dst []byte, id, model string, created int64, delta []byte, finish string) []byte {
-	dst = append(dst, `data: {"id":`...)
-	dst = appendQuoted(dst, id)
-	dst = append(dst, `,"object":"chat.completion.chunk","created":`...)
-	dst = strconv.AppendInt(dst, created, 10)
-	dst = append(dst, `,"model":`...)
-	dst = appendQuoted(dst, model)
+	dst = chunkHead(dst, id, model, created)
 	dst = append(dst, `,"choices":[{"index":0,"delta":`...)
 	dst = append(dst, delta...)
 	dst = append(dst, `,"logprobs":null,"finish_reason":`...)
 	dst = append(dst, finish...)
 	return append(dst, "}]}\n\n"...)
+}
+
+// chunkHead appends a chunk's event up to its choices: its id, object,
+// created and model.
+func chunkHead(dst []byte, id, model string, created int64) []byte {
+	dst = append(dst, `data: {"id":`...)
+	dst = appendQuoted(dst, id)
+	dst = append(dst, `,"object":"chat.completion.chunk","created":`...)
+	dst = strconv.AppendInt(dst, created, 10)
+	dst = append(dst, `,"model":`...)
+	return appendQuoted(dst, model)
 }
 
 // Delta implements wire.Renderer.
@@ -397,12 +386,7 @@ func (r *renderer) End(dst []byte, a *wire.Answer) []byte {
 	finish := appendQuoted(nil, finishOf(a.Stop))
 	dst = r.chunk(dst, id, model, created, []byte("{}"), string(finish))
 	if r.usage {
-		dst = append(dst, `data: {"id":`...)
-		dst = appendQuoted(dst, id)
-		dst = append(dst, `,"object":"chat.completion.chunk","created":`...)
-		dst = strconv.AppendInt(dst, created, 10)
-		dst = append(dst, `,"model":`...)
-		dst = appendQuoted(dst, model)
+		dst = chunkHead(dst, id, model, created)
 		dst = append(dst, `,"choices":[],"usage":`...)
 		dst = appendUsage(dst, a.Usage)
 		dst = append(dst, "}\n\n"...)

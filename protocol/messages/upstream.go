@@ -125,24 +125,7 @@ func (Upstream) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][
 		dst = gjson.AppendJSONString(dst, req.ToolChoice)
 		dst = append(dst, '}')
 	}
-	if req.Temperature != nil {
-		dst = append(dst, `,"temperature":`...)
-		dst = strconv.AppendFloat(dst, *req.Temperature, 'g', -1, 64)
-	}
-	if req.TopP != nil {
-		dst = append(dst, `,"top_p":`...)
-		dst = strconv.AppendFloat(dst, *req.TopP, 'g', -1, 64)
-	}
-	if len(req.Stop) > 0 {
-		dst = append(dst, `,"stop_sequences":[`...)
-		for i, s := range req.Stop {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = gjson.AppendJSONString(dst, s)
-		}
-		dst = append(dst, ']')
-	}
+	dst = body.AppendSampling(dst, req, "stop_sequences", gjson.AppendJSONString)
 	if req.Stream {
 		dst = append(dst, `,"stream":true`...)
 	}

@@ -184,12 +184,7 @@ func appendFreshBody(dst []byte, req *wire.Request, instructions, msgs [][]byte)
 		dst = append(dst, `,"tool_choice":{"type":"function","name":`...)
 		dst = append(append(dst, quote(req.ToolChoice)...), '}')
 	}
-	if req.Temperature != nil {
-		dst = strconv.AppendFloat(append(dst, `,"temperature":`...), *req.Temperature, 'g', -1, 64)
-	}
-	if req.TopP != nil {
-		dst = strconv.AppendFloat(append(dst, `,"top_p":`...), *req.TopP, 'g', -1, 64)
-	}
+	dst = body.AppendSampling(dst, req, "", nil)
 	if req.MaxTokens > 0 {
 		dst = strconv.AppendInt(append(dst, `,"max_output_tokens":`...), int64(max(req.MaxTokens, minOutputTokens)), 10)
 	}

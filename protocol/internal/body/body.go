@@ -1,7 +1,7 @@
 // Package body holds what the protocol packages write the same way into
 // the bodies they send upstream and answer with: a request object
 // rewritten member by member (Splice), tools appended to a request
-// (WithTools), the stop reason and usage an answer ends with (Ending),
+// (WithTools), its sampling options (AppendSampling), the stop reason and usage an answer ends with (Ending),
 // arrays of raw JSON values, and the random part of an id.
 // What a protocol names its members and how it shapes a tool stay in
 // its package.
@@ -9,6 +9,7 @@ package body
 
 import (
 	"crypto/rand"
+	"strconv"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -107,6 +108,32 @@ func Ending(a *wire.Answer, stop string, u wire.Usage) (string, wire.Usage) {
 		}
 	}
 	return stop, u
+}
+
+// AppendSampling appends the members of req's sampling options that are
+// set: temperature, top_p, and its stop sequences as the member named
+// stop, each written by quote (none when stop is "": a protocol without
+// them).
+func AppendSampling(dst []byte, req *wire.Request, stop string, quote func(dst []byte, s string) []byte) []byte {
+	if req.Temperature != nil {
+		dst = append(dst, `,"temperature":`...)
+		dst = strconv.AppendFloat(dst, *req.Temperature, 'g', -1, 64)
+	}
+	if req.TopP != nil {
+		dst = append(dst, `,"top_p":`...)
+		dst = strconv.AppendFloat(dst, *req.TopP, 'g', -1, 64)
+	}
+	if stop != "" && len(req.Stop) > 0 {
+		dst = append(append(append(dst, `,"`...), stop...), `":[`...)
+		for i, s := range req.Stop {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = quote(dst, s)
+		}
+		dst = append(dst, ']')
+	}
+	return dst
 }
 
 // AppendArray appends vals, raw JSON values, as an array.

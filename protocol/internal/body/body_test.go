@@ -128,3 +128,24 @@ func TestEnding(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendSampling(t *testing.T) {
+	temp, topP := 0.5, 1e-3
+	quote := func(dst []byte, s string) []byte { return append(append(append(dst, '"'), s...), '"') }
+	tests := []struct {
+		name string
+		req  wire.Request
+		stop string
+		want string
+	}{
+		{"none set", wire.Request{}, "stop", `{}`},
+		{"each", wire.Request{Temperature: &temp, TopP: &topP, Stop: []string{"a", "b"}}, "stop_sequences",
+			`{,"temperature":0.5,"top_p":0.001,"stop_sequences":["a","b"]}`},
+		{"a protocol without stop sequences", wire.Request{TopP: &topP, Stop: []string{"a"}}, "", `{,"top_p":0.001}`},
+	}
+	for _, tt := range tests {
+		if got := string(AppendSampling([]byte("{"), &tt.req, tt.stop, quote)) + "}"; got != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
