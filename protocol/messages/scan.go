@@ -47,71 +47,73 @@ func quickParse(body []byte) (*wire.Request, bool) {
 type reqScan struct {
 	jsonscan.Scanner
 	req *wire.Request
-	// The bounds of the members read after the pass, by member (0, 0: absent).
-	system, tools, toolChoice, temperature, topP, stop, metadata [2]int
+	// The bounds of the spanNames members' values (0, 0: absent), and
+	// how many times each came.
+	spans [len(spanNames)][2]int
+	seen  [len(spanNames)]int
 }
+
+// spanNames are the members the pass finds and members reads after it
+// with ParseRequest's own functions, each at its index below in
+// reqScan.spans.
+var spanNames = [...]string{"system", "tools", "tool_choice", "temperature", "top_p", "stop_sequences", "metadata"}
+
+const (
+	spanSystem = iota
+	spanTools
+	spanToolChoice
+	spanTemperature
+	spanTopP
+	spanStop
+	spanMetadata
+)
 
 // request consumes the request object (depth 1).
 func (s *reqScan) request() bool {
-	var seen [11]int // model, max_tokens, messages, stream, then the spans' members
+	var model, maxTokens, messages, stream int
 	ok := s.Object(func(name []byte) bool {
-		var span *[2]int
 		var ok bool
 		switch string(name) {
 		case "model":
-			seen[0]++
-			var model []byte
-			model, ok = s.Plain()
-			s.req.Model = str(model)
-			return ok && len(model) > 0
+			model++
+			var v []byte
+			v, ok = s.Plain()
+			s.req.Model = str(v)
+			return ok && len(v) > 0
 		case "max_tokens":
-			seen[1]++
+			maxTokens++
 			s.req.MaxTokens, ok = s.count()
 			return ok
 		case "messages":
-			seen[2]++
+			messages++
 			return s.messages()
 		case "stream":
-			seen[3]++
+			stream++
 			kind, ok := s.Value(chat.MaxDepth - 1)
 			s.req.Stream = kind == jsonscan.KindTrue
 			return ok && (kind == jsonscan.KindTrue || kind == jsonscan.KindFalse)
-		case "system":
-			seen[4]++
-			span = &s.system
-		case "tools":
-			seen[5]++
-			span = &s.tools
-		case "tool_choice":
-			seen[6]++
-			span = &s.toolChoice
-		case "temperature":
-			seen[7]++
-			span = &s.temperature
-		case "top_p":
-			seen[8]++
-			span = &s.topP
-		case "stop_sequences":
-			seen[9]++
-			span = &s.stop
-		case "metadata":
-			seen[10]++
-			span = &s.metadata
-		default:
-			_, ok = s.Value(chat.MaxDepth - 1)
-			return ok
 		}
-		span[0] = s.I
+		for i, n := range spanNames {
+			if string(name) == n {
+				s.seen[i]++
+				s.spans[i][0] = s.I
+				_, ok = s.Value(chat.MaxDepth - 1)
+				s.spans[i][1] = s.I
+				return ok
+			}
+		}
 		_, ok = s.Value(chat.MaxDepth - 1)
-		span[1] = s.I
 		return ok
 	})
-	for i, n := range seen {
-		if n > 1 || i < 3 && n == 0 {
+	if !ok || model != 1 || maxTokens != 1 || messages != 1 || stream > 1 {
+		return false
+	}
+	for _, n := range s.seen {
+		if n > 1 {
 			return false
 		}
 	}
-	return ok
+	return true
 }
 
 // count consumes a positive integer of one to nine digits, without sign,
@@ -231,38 +233,38 @@ func (s *reqScan) block() bool {
 func (s *reqScan) members() bool {
 	var err error
 	val := func(span [2]int) ([]byte, bool) { return s.B[span[0]:span[1]], span[1] > 0 }
-	if v, ok := val(s.system); ok {
+	if v, ok := val(s.spans[spanSystem]); ok {
 		if s.req.Instructions, err = parseSystem(parse(v)); err != nil {
 			return false
 		}
 	}
-	if v, ok := val(s.tools); ok {
+	if v, ok := val(s.spans[spanTools]); ok {
 		s.req.ToolsRaw = bytes.Clone(v)
 		if s.req.Tools, err = parseTools(parse(v)); err != nil {
 			return false
 		}
 	}
-	if v, ok := val(s.toolChoice); ok {
+	if v, ok := val(s.spans[spanToolChoice]); ok {
 		if s.req.ToolChoice, err = parseToolChoice(parse(v)); err != nil {
 			return false
 		}
 	}
-	if v, ok := val(s.temperature); ok {
+	if v, ok := val(s.spans[spanTemperature]); ok {
 		if s.req.Temperature, err = number("temperature", parse(v)); err != nil {
 			return false
 		}
 	}
-	if v, ok := val(s.topP); ok {
+	if v, ok := val(s.spans[spanTopP]); ok {
 		if s.req.TopP, err = number("top_p", parse(v)); err != nil {
 			return false
 		}
 	}
-	if v, ok := val(s.stop); ok {
+	if v, ok := val(s.spans[spanStop]); ok {
 		if s.req.Stop, err = stringList("stop_sequences", parse(v)); err != nil {
 			return false
 		}
 	}
-	if v, ok := val(s.metadata); ok {
+	if v, ok := val(s.spans[spanMetadata]); ok {
 		if m := parse(v); !m.IsObject() && m.Type != gjson.Null {
 			return false
 		}
