@@ -167,7 +167,7 @@ func (r *Renderer) End(dst []byte, a *wire.Answer) []byte {
 			parts = append(parts, `{"functionCall":{"name":`...)
 			parts = gjson.AppendJSONString(parts, c.name)
 			parts = append(parts, `,"args":`...)
-			parts = append(parts, callArgs(string(c.args))...)
+			parts = append(parts, body.ObjectArgs(string(c.args))...)
 			parts = appendID(parts, c.id, c.name, names.next(c.name))
 			parts = append(parts, "}}"...)
 		}

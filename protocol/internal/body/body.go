@@ -1,15 +1,17 @@
 // Package body holds what the protocol packages write the same way into
 // the bodies they send upstream and answer with: a request object
 // rewritten member by member (Splice), tools appended to a request
-// (WithTools), its sampling options (AppendSampling), the stop reason and usage an answer ends with (Ending),
-// arrays of raw JSON values, and the random part of an id.
-// What a protocol names its members and how it shapes a tool stay in
-// its package.
+// (WithTools), its sampling options (AppendSampling), the stop reason
+// and usage an answer ends with (Ending), a call's arguments as an
+// object (ObjectArgs), an instruction's text (Texts), arrays of raw JSON
+// values, and the random part of an id. What a protocol names its
+// members and how it shapes a tool stay in its package.
 package body
 
 import (
 	"crypto/rand"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -134,6 +136,30 @@ func AppendSampling(dst []byte, req *wire.Request, stop string, quote func(dst [
 		dst = append(dst, ']')
 	}
 	return dst
+}
+
+// ObjectArgs is a call's arguments as a protocol that takes only an
+// object writes them (Gemini's args, Anthropic's input): the arguments
+// when they are a JSON object, {} otherwise (arguments a model left
+// unparsable carry nothing a tool read).
+func ObjectArgs(args string) string {
+	args = strings.TrimSpace(args)
+	if gjson.Valid(args) && gjson.Parse(args).IsObject() {
+		return args
+	}
+	return "{}"
+}
+
+// Texts is the text of m's text parts, joined by newlines: an
+// instruction as a protocol whose instructions are one text writes it.
+func Texts(m wire.Message) string {
+	var texts []string
+	for _, p := range m.Parts {
+		if p.Kind == wire.Text && p.Text != "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
 }
 
 // AppendArray appends vals, raw JSON values, as an array.

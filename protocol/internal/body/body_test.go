@@ -149,3 +149,30 @@ func TestAppendSampling(t *testing.T) {
 		}
 	}
 }
+
+func TestObjectArgs(t *testing.T) {
+	for args, want := range map[string]string{
+		`{"q":1}`:     `{"q":1}`,
+		" {} \n":      `{}`,
+		`[1]`:         `{}`,
+		`"s"`:         `{}`,
+		`{"q":`:       `{}`,
+		``:            `{}`,
+		` {"a":[]}  `: `{"a":[]}`,
+	} {
+		if got := ObjectArgs(args); got != want {
+			t.Errorf("ObjectArgs(%q): got %q, want %q", args, got, want)
+		}
+	}
+}
+
+func TestTexts(t *testing.T) {
+	m := wire.Message{Role: wire.RoleSystem, Parts: []wire.Part{
+		{Kind: wire.Text, Text: "a"}, {Kind: wire.Text}, {Kind: wire.Image, URL: "u"}, {Kind: wire.Text, Text: "b"}}}
+	if got := Texts(m); got != "a\nb" {
+		t.Errorf("got %q, want the text parts joined by newlines", got)
+	}
+	if got := Texts(wire.Message{}); got != "" {
+		t.Errorf("no parts: got %q", got)
+	}
+}
