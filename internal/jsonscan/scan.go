@@ -1,11 +1,12 @@
 // Package jsonscan walks a JSON document in one pass, without allocating
 // and without building a tree: the primitives the protocol packages'
 // one-pass request checks are made of (chat.CheckRequest, the Messages
-// API's ParseRequest). Each check walks the members it knows with these
-// and skips the others with Value; every method reports false, leaving I
-// anywhere, as soon as the document is not what the caller can decide
-// (invalid JSON among it), and the caller then falls back to its full
-// parser, which names the error.
+// API's ParseRequest). Each check walks its objects and arrays with
+// Object and Array, reads the members it knows and skips the others with
+// Value; every method reports false, leaving I anywhere, as soon as the
+// document is not what the caller can decide (invalid JSON among it),
+// and the caller then falls back to its full parser, which names the
+// error.
 //
 // What Scanner accepts is valid JSON (RFC 8259, UTF-8 strings), nested no
 // deeper than the depth its caller passes down.
@@ -61,17 +62,6 @@ func (s *Scanner) Next(c byte) bool {
 func (s *Scanner) At(c byte) bool {
 	s.Space()
 	return s.I < len(s.B) && s.B[s.I] == c
-}
-
-// Key consumes an object member's name without escapes and its colon,
-// and returns the name's bounds.
-func (s *Scanner) Key() (start, end int, ok bool) {
-	s.Space()
-	start, end, escaped, ok := s.Str()
-	if !ok || escaped || !s.Next(':') {
-		return 0, 0, false
-	}
-	return start, end, true
 }
 
 // Str consumes a string and returns its contents' bounds, and whether it
@@ -170,48 +160,19 @@ func (s *Scanner) Value(depth int) (int, bool) {
 	case c == '"':
 		_, _, _, ok := s.Str()
 		return KindString, ok
-	case c == '{':
+	case c == '{' || c == '[':
 		if depth <= 0 {
 			return 0, false
 		}
-		s.I++
-		if s.Next('}') {
-			return KindObject, true
+		skip := func() bool {
+			_, ok := s.Value(depth - 1)
+			return ok
 		}
-		for {
-			s.Space()
-			if _, _, _, ok := s.Str(); !ok || !s.Next(':') {
-				return 0, false
-			}
-			if _, ok := s.Value(depth - 1); !ok {
-				return 0, false
-			}
-			if s.Next('}') {
-				return KindObject, true
-			}
-			if !s.Next(',') {
-				return 0, false
-			}
+		if c == '{' {
+			return KindObject, s.object(true, func([]byte) bool { return skip() })
 		}
-	case c == '[':
-		if depth <= 0 {
-			return 0, false
-		}
-		s.I++
-		if s.Next(']') {
-			return KindArray, true
-		}
-		for {
-			if _, ok := s.Value(depth - 1); !ok {
-				return 0, false
-			}
-			if s.Next(']') {
-				return KindArray, true
-			}
-			if !s.Next(',') {
-				return 0, false
-			}
-		}
+		_, ok := s.Array(func(int) bool { return skip() })
+		return KindArray, ok
 	case c == 't':
 		return KindTrue, s.literal("true")
 	case c == 'f':

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/internal/jsonscan"
 )
 
 // APIError is an OpenAI-shaped error: the object under "error" in an error
@@ -516,7 +518,7 @@ func missing(param string) *APIError {
 
 func invalidType(param, want string, got gjson.Result) *APIError {
 	return &APIError{
-		Message: "Invalid type for '" + param + "': expected " + want + ", but got " + typeName(got) + " instead.",
+		Message: "Invalid type for '" + param + "': expected " + want + ", but got " + jsonscan.TypeName(got.Raw) + " instead.",
 		Type:    invalidRequest, Param: param, Code: "invalid_type",
 	}
 }
@@ -540,23 +542,6 @@ func invalidValue(param, got string, supported []string) *APIError {
 	}
 	b.WriteString(".")
 	return &APIError{Message: b.String(), Type: invalidRequest, Param: param, Code: "invalid_value"}
-}
-
-func typeName(v gjson.Result) string {
-	switch {
-	case v.Type == gjson.String:
-		return "a string"
-	case v.Type == gjson.Number:
-		return "a number"
-	case v.Type == gjson.True || v.Type == gjson.False:
-		return "a boolean"
-	case v.Type == gjson.Null:
-		return "null"
-	case v.IsArray():
-		return "an array"
-	default:
-		return "an object"
-	}
 }
 
 func contains(list []string, s string) bool { return index(list, s) >= 0 }

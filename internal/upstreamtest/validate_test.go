@@ -104,6 +104,14 @@ func TestValidateMessagesRejects(t *testing.T) {
 			want: APIError{"Invalid type for 'messages[0].content': expected one of a string or array of objects, but got null instead.", "invalid_request_error", "messages[0].content", "invalid_type"},
 		},
 		{
+			name: "user content a number", msgs: msgs(`{"role":"user","content":5}`),
+			want: APIError{"Invalid type for 'messages[0].content': expected one of a string or array of objects, but got an integer instead.", "invalid_request_error", "messages[0].content", "invalid_type"},
+		},
+		{
+			name: "user content a decimal", msgs: msgs(`{"role":"user","content":0.5}`),
+			want: APIError{"Invalid type for 'messages[0].content': expected one of a string or array of objects, but got a decimal instead.", "invalid_request_error", "messages[0].content", "invalid_type"},
+		},
+		{
 			name: "user content empty array", msgs: msgs(`{"role":"user","content":[]}`),
 			want: APIError{"Invalid 'messages[0].content': empty array. Expected an array with minimum length 1, but got an empty array instead.", "invalid_request_error", "messages[0].content", "empty_array"},
 		},

@@ -85,7 +85,7 @@ func parseRequest(body []byte, view bool) (Request, error) {
 		return Request{}, invalidUTF8(doc, root)
 	}
 	if !root.IsObject() {
-		return Request{}, &Error{Message: "Invalid type for request body: expected an object, but got " + typeName(root) + " instead."}
+		return Request{}, &Error{Message: "Invalid type for request body: expected an object, but got " + jsonscan.TypeName(root.Raw) + " instead."}
 	}
 
 	r := Request{Body: body}
@@ -544,31 +544,10 @@ func missing(param string) *Error {
 
 func invalidType(param, want string, got gjson.Result) *Error {
 	return &Error{
-		Message: "Invalid type for '" + param + "': expected " + want + ", but got " + typeName(got) + " instead.",
+		Message: "Invalid type for '" + param + "': expected " + want + ", but got " + jsonscan.TypeName(got.Raw) + " instead.",
 		Param:   param,
 		Code:    "invalid_type",
 	}
-}
-
-// typeName names a JSON value's type the way OpenAI's errors do.
-func typeName(v gjson.Result) string {
-	switch v.Type {
-	case gjson.Null:
-		return "null"
-	case gjson.False, gjson.True:
-		return "a boolean"
-	case gjson.Number:
-		if strings.ContainsAny(v.Raw, ".eE") {
-			return "a decimal"
-		}
-		return "an integer"
-	case gjson.String:
-		return "a string"
-	}
-	if v.IsArray() {
-		return "an array"
-	}
-	return "an object"
 }
 
 // plainValid reports whether body is certainly a request ParseRequest
@@ -599,81 +578,47 @@ type scanner struct {
 
 // request consumes the request object (depth 1).
 func (s *scanner) request() bool {
-	if !s.Next('{') {
-		return false
-	}
 	var messages, model, stream, tools, maxTokens, maxCompletion int
-	if s.Next('}') {
-		return false // no messages
-	}
-	for {
-		s.Space()
-		start, end, escaped, ok := s.Str()
-		if !ok || escaped || !s.Next(':') {
-			return false
-		}
+	ok := s.Object(func(name []byte) bool {
 		var kind int
-		switch string(s.B[start:end]) {
+		var ok bool
+		switch string(name) {
 		case "messages":
 			messages++
-			if !s.messages() {
-				return false
-			}
+			return s.messages()
 		case "model":
 			model++
 			kind, ok = s.Value(MaxDepth - 1)
-			ok = ok && (kind == jsonscan.KindString || kind == jsonscan.KindNull)
+			return ok && (kind == jsonscan.KindString || kind == jsonscan.KindNull)
 		case "stream":
 			stream++
 			kind, ok = s.Value(MaxDepth - 1)
-			ok = ok && (kind == jsonscan.KindTrue || kind == jsonscan.KindFalse || kind == jsonscan.KindNull)
 			s.stream = kind == jsonscan.KindTrue
+			return ok && (kind == jsonscan.KindTrue || kind == jsonscan.KindFalse || kind == jsonscan.KindNull)
 		case "max_tokens":
 			maxTokens++
-			kind, ok = s.Value(MaxDepth - 1)
-			ok = ok && (kind == jsonscan.KindNumber || kind == jsonscan.KindNull)
 		case "max_completion_tokens":
 			maxCompletion++
-			kind, ok = s.Value(MaxDepth - 1)
-			ok = ok && (kind == jsonscan.KindNumber || kind == jsonscan.KindNull)
 		case "n":
-			kind, ok = s.Value(MaxDepth - 1)
-			ok = ok && (kind == jsonscan.KindNumber || kind == jsonscan.KindNull)
 		case "tools":
 			tools++
 			_, ok = s.Value(MaxDepth - 1)
+			return ok
 		default:
 			_, ok = s.Value(MaxDepth - 1)
+			return ok
 		}
-		if !ok {
-			return false
-		}
-		if s.Next('}') {
-			break
-		}
-		if !s.Next(',') {
-			return false
-		}
-	}
-	return messages == 1 && model <= 1 && stream <= 1 && tools <= 1 && maxTokens <= 1 && maxCompletion <= 1
+		// max_tokens, max_completion_tokens, n: a number or null.
+		kind, ok = s.Value(MaxDepth - 1)
+		return ok && (kind == jsonscan.KindNumber || kind == jsonscan.KindNull)
+	})
+	return ok && messages == 1 && model <= 1 && stream <= 1 && tools <= 1 && maxTokens <= 1 && maxCompletion <= 1
 }
 
 // messages consumes a non-empty array of plain messages (depth 2).
 func (s *scanner) messages() bool {
-	if !s.Next('[') || s.Next(']') {
-		return false
-	}
-	for {
-		if !s.message() {
-			return false
-		}
-		if s.Next(']') {
-			return true
-		}
-		if !s.Next(',') {
-			return false
-		}
-	}
+	n, ok := s.Array(func(int) bool { return s.message() })
+	return ok && n > 0
 }
 
 // message consumes a message of a shape whose checks the one pass makes
@@ -683,28 +628,18 @@ func (s *scanner) messages() bool {
 // tool_call_id; none of these twice, no audio. It reports false for a
 // message ParseRequest would reject and for one it cannot decide.
 func (s *scanner) message() bool {
-	if !s.Next('{') || s.Next('}') {
-		return false
-	}
-	roleStart, roleEnd := 0, 0
+	var role []byte
 	var roles, contents, calls, callIDs, refusals, nCalls int
 	content, callID, refusal := -1, -1, -1 // the kinds of the values, -1 for none
-	for {
-		s.Space()
-		start, end, escaped, ok := s.Str()
-		if !ok || escaped || !s.Next(':') {
-			return false
-		}
-		switch string(s.B[start:end]) {
+	ok := s.Object(func(name []byte) bool {
+		var ok bool
+		switch string(name) {
 		case "role":
 			roles++
-			s.Space()
-			roleStart, roleEnd, escaped, ok = s.Str()
-			ok = ok && !escaped
+			role, ok = s.Plain()
 		case "content":
 			contents++
-			s.Space()
-			if s.I < len(s.B) && s.B[s.I] == '[' {
+			if s.At('[') {
 				content, ok = jsonscan.KindArray, s.parts()
 			} else {
 				content, ok = s.Value(MaxDepth - 3)
@@ -712,8 +647,7 @@ func (s *scanner) message() bool {
 			}
 		case "tool_calls":
 			calls++
-			s.Space()
-			if s.I < len(s.B) && s.B[s.I] == '[' {
+			if s.At('[') {
 				nCalls, ok = s.toolCalls()
 			} else {
 				var kind int
@@ -732,21 +666,13 @@ func (s *scanner) message() bool {
 		default:
 			_, ok = s.Value(MaxDepth - 3)
 		}
-		if !ok {
-			return false
-		}
-		if s.Next('}') {
-			break
-		}
-		if !s.Next(',') {
-			return false
-		}
-	}
-	if roles != 1 || contents > 1 || calls > 1 || callIDs > 1 || refusals > 1 {
+		return ok
+	})
+	if !ok || roles != 1 || contents > 1 || calls > 1 || callIDs > 1 || refusals > 1 {
 		return false
 	}
 	hasContent := content != -1 && content != jsonscan.KindNull
-	switch string(s.B[roleStart:roleEnd]) {
+	switch string(role) {
 	case RoleSystem, RoleDeveloper, RoleUser:
 		return hasContent
 	case RoleTool:
@@ -764,84 +690,50 @@ func (s *scanner) message() bool {
 // "input_audio" object; none of these twice. A part of a type checkPart
 // does not know passes, as there.
 func (s *scanner) parts() bool {
-	if !s.Next('[') {
-		return false
-	}
-	if s.Next(']') {
-		return true
-	}
-	for {
-		if !s.part() {
-			return false
-		}
-		if s.Next(']') {
-			return true
-		}
-		if !s.Next(',') {
-			return false
-		}
-	}
+	_, ok := s.Array(func(int) bool { return s.part() })
+	return ok
 }
 
 func (s *scanner) part() bool {
-	if !s.Next('{') {
-		return false
-	}
-	typStart, typEnd, types := 0, 0, 0
+	var typ []byte
+	types := 0
 	seen := [4]int{} // text, refusal, image_url, input_audio: how many
 	ok4 := [4]bool{} // whether each is as its type requires
-	if !s.Next('}') {
-		for {
-			s.Space()
-			start, end, escaped, ok := s.Str()
-			if !ok || escaped || !s.Next(':') {
-				return false
-			}
-			var kind int
-			switch string(s.B[start:end]) {
-			case "type":
-				types++
-				s.Space()
-				typStart, typEnd, escaped, ok = s.Str()
-				ok = ok && !escaped
-			case "text":
-				seen[0]++
-				kind, ok = s.Value(MaxDepth - 5)
-				ok4[0] = kind == jsonscan.KindString
-			case "refusal":
-				seen[1]++
-				kind, ok = s.Value(MaxDepth - 5)
-				ok4[1] = kind == jsonscan.KindString
-			case "image_url":
-				seen[2]++
-				s.Space()
-				if s.I < len(s.B) && s.B[s.I] == '{' {
-					ok4[2], ok = s.imageURL()
-				} else {
-					_, ok = s.Value(MaxDepth - 5)
-				}
-			case "input_audio":
-				seen[3]++
-				kind, ok = s.Value(MaxDepth - 5)
-				ok4[3] = kind == jsonscan.KindObject
-			default:
+	ok := s.Object(func(name []byte) bool {
+		var kind int
+		var ok bool
+		switch string(name) {
+		case "type":
+			types++
+			typ, ok = s.Plain()
+		case "text":
+			seen[0]++
+			kind, ok = s.Value(MaxDepth - 5)
+			ok4[0] = kind == jsonscan.KindString
+		case "refusal":
+			seen[1]++
+			kind, ok = s.Value(MaxDepth - 5)
+			ok4[1] = kind == jsonscan.KindString
+		case "image_url":
+			seen[2]++
+			if s.At('{') {
+				ok4[2], ok = s.imageURL()
+			} else {
 				_, ok = s.Value(MaxDepth - 5)
 			}
-			if !ok {
-				return false
-			}
-			if s.Next('}') {
-				break
-			}
-			if !s.Next(',') {
-				return false
-			}
+		case "input_audio":
+			seen[3]++
+			kind, ok = s.Value(MaxDepth - 5)
+			ok4[3] = kind == jsonscan.KindObject
+		default:
+			_, ok = s.Value(MaxDepth - 5)
 		}
-	}
-	if types != 1 || seen[0] > 1 || seen[1] > 1 || seen[2] > 1 || seen[3] > 1 {
+		return ok
+	})
+	if !ok || types != 1 || seen[0] > 1 || seen[1] > 1 || seen[2] > 1 || seen[3] > 1 {
 		return false
 	}
-	switch string(s.B[typStart:typEnd]) {
+	switch string(typ) {
 	case "text":
 		return ok4[0]
 	case "refusal":
@@ -857,35 +749,15 @@ func (s *scanner) part() bool {
 // imageURL consumes an image_url object (depth 6) and reports whether it
 // has one "url", a string (ok: the object was consumed).
 func (s *scanner) imageURL() (valid, ok bool) {
-	if !s.Next('{') {
-		return false, false
-	}
-	if s.Next('}') {
-		return false, true
-	}
 	urls, url := 0, -1
-	for {
-		s.Space()
-		start, end, escaped, ok := s.Str()
-		if !ok || escaped || !s.Next(':') {
-			return false, false
+	ok = s.Object(func(name []byte) bool {
+		kind, ok := s.Value(MaxDepth - 6)
+		if string(name) == "url" {
+			urls, url = urls+1, kind
 		}
-		if string(s.B[start:end]) == "url" {
-			urls++
-			url, ok = s.Value(MaxDepth - 6)
-		} else {
-			_, ok = s.Value(MaxDepth - 6)
-		}
-		if !ok {
-			return false, false
-		}
-		if s.Next('}') {
-			return urls == 1 && url == jsonscan.KindString, true
-		}
-		if !s.Next(',') {
-			return false, false
-		}
-	}
+		return ok
+	})
+	return ok && urls == 1 && url == jsonscan.KindString, ok
 }
 
 // toolCalls consumes an assistant's array of tool calls (depth 4) and
@@ -893,45 +765,20 @@ func (s *scanner) imageURL() (valid, ok bool) {
 // with a string "id" and a "function" object (depth 6) with a string
 // "name" and "arguments", none of these twice.
 func (s *scanner) toolCalls() (n int, ok bool) {
-	if !s.Next('[') {
-		return 0, false
-	}
-	if s.Next(']') {
-		return 0, true
-	}
-	for {
-		if !s.toolCall() {
-			return 0, false
-		}
-		n++
-		if s.Next(']') {
-			return n, true
-		}
-		if !s.Next(',') {
-			return 0, false
-		}
-	}
+	return s.Array(func(int) bool { return s.toolCall() })
 }
 
 func (s *scanner) toolCall() bool {
-	if !s.Next('{') || s.Next('}') {
-		return false
-	}
 	ids, fns, id, fnOK := 0, 0, -1, false
-	for {
-		s.Space()
-		start, end, escaped, ok := s.Str()
-		if !ok || escaped || !s.Next(':') {
-			return false
-		}
-		switch string(s.B[start:end]) {
+	ok := s.Object(func(name []byte) bool {
+		var ok bool
+		switch string(name) {
 		case "id":
 			ids++
 			id, ok = s.Value(MaxDepth - 5)
 		case "function":
 			fns++
-			s.Space()
-			if s.I < len(s.B) && s.B[s.I] == '{' {
+			if s.At('{') {
 				fnOK, ok = s.function()
 			} else {
 				_, ok = s.Value(MaxDepth - 5)
@@ -939,54 +786,25 @@ func (s *scanner) toolCall() bool {
 		default:
 			_, ok = s.Value(MaxDepth - 5)
 		}
-		if !ok {
-			return false
-		}
-		if s.Next('}') {
-			break
-		}
-		if !s.Next(',') {
-			return false
-		}
-	}
-	return ids == 1 && id == jsonscan.KindString && fns == 1 && fnOK
+		return ok
+	})
+	return ok && ids == 1 && id == jsonscan.KindString && fns == 1 && fnOK
 }
 
 // function consumes a tool call's function object (depth 6) and reports
 // whether it has one string "name" and one string "arguments" (ok: the
 // object was consumed).
 func (s *scanner) function() (valid, ok bool) {
-	if !s.Next('{') {
-		return false, false
-	}
-	if s.Next('}') {
-		return false, true
-	}
 	names, args, name, arg := 0, 0, -1, -1
-	for {
-		s.Space()
-		start, end, escaped, ok := s.Str()
-		if !ok || escaped || !s.Next(':') {
-			return false, false
-		}
-		switch string(s.B[start:end]) {
+	ok = s.Object(func(key []byte) bool {
+		kind, ok := s.Value(MaxDepth - 6)
+		switch string(key) {
 		case "name":
-			names++
-			name, ok = s.Value(MaxDepth - 6)
+			names, name = names+1, kind
 		case "arguments":
-			args++
-			arg, ok = s.Value(MaxDepth - 6)
-		default:
-			_, ok = s.Value(MaxDepth - 6)
+			args, arg = args+1, kind
 		}
-		if !ok {
-			return false, false
-		}
-		if s.Next('}') {
-			return names == 1 && args == 1 && name == jsonscan.KindString && arg == jsonscan.KindString, true
-		}
-		if !s.Next(',') {
-			return false, false
-		}
-	}
+		return ok
+	})
+	return ok && names == 1 && args == 1 && name == jsonscan.KindString && arg == jsonscan.KindString, ok
 }

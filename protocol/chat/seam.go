@@ -2,13 +2,13 @@ package chat
 
 import (
 	"bytes"
-	"crypto/rand"
 	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -155,24 +155,7 @@ func (Protocol) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][
 			dst = append(dst, "}}"...)
 		}
 	}
-	if req.Temperature != nil {
-		dst = append(dst, `,"temperature":`...)
-		dst = strconv.AppendFloat(dst, *req.Temperature, 'g', -1, 64)
-	}
-	if req.TopP != nil {
-		dst = append(dst, `,"top_p":`...)
-		dst = strconv.AppendFloat(dst, *req.TopP, 'g', -1, 64)
-	}
-	if len(req.Stop) > 0 {
-		dst = append(dst, `,"stop":[`...)
-		for i, s := range req.Stop {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendQuoted(dst, s)
-		}
-		dst = append(dst, ']')
-	}
+	dst = body.AppendSampling(dst, req, "stop", appendQuoted)
 	return append(dst, '}'), nil
 }
 
@@ -382,22 +365,9 @@ func appendUsage(dst []byte, u wire.Usage) []byte {
 func (Protocol) NewRenderer(req *wire.Request) wire.Renderer {
 	id := req.ResponseID
 	if id == "" {
-		id = newCompletionID()
+		id = body.ID("chatcmpl-", 24)
 	}
 	return &renderer{req: req, id: id, usage: gjson.GetBytes(req.Body, "stream_options.include_usage").Bool()}
-}
-
-// newCompletionID mints a chat completion id ("chatcmpl-" and 24
-// random letters and digits).
-func newCompletionID() string {
-	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	var b [33]byte
-	copy(b[:], "chatcmpl-")
-	_, _ = rand.Read(b[9:]) // never fails (crypto/rand)
-	for i := 9; i < len(b); i++ {
-		b[i] = digits[int(b[i])%len(digits)]
-	}
-	return string(b[:])
 }
 
 type renderer struct {
@@ -410,17 +380,23 @@ type renderer struct {
 // chunk appends one chunk whose choice carries delta (a JSON object) and
 // finish (a JSON value).
 func (r *renderer) chunk(dst []byte, id, model string, created int64, delta []byte, finish string) []byte {
-	dst = append(dst, `data: {"id":`...)
-	dst = appendQuoted(dst, id)
-	dst = append(dst, `,"object":"chat.completion.chunk","created":`...)
-	dst = strconv.AppendInt(dst, created, 10)
-	dst = append(dst, `,"model":`...)
-	dst = appendQuoted(dst, model)
+	dst = chunkHead(dst, id, model, created)
 	dst = append(dst, `,"choices":[{"index":0,"delta":`...)
 	dst = append(dst, delta...)
 	dst = append(dst, `,"logprobs":null,"finish_reason":`...)
 	dst = append(dst, finish...)
 	return append(dst, "}]}\n\n"...)
+}
+
+// chunkHead appends a chunk's event up to its choices: its id, object,
+// created and model.
+func chunkHead(dst []byte, id, model string, created int64) []byte {
+	dst = append(dst, `data: {"id":`...)
+	dst = appendQuoted(dst, id)
+	dst = append(dst, `,"object":"chat.completion.chunk","created":`...)
+	dst = strconv.AppendInt(dst, created, 10)
+	dst = append(dst, `,"model":`...)
+	return appendQuoted(dst, model)
 }
 
 // Delta implements wire.Renderer.
@@ -463,12 +439,7 @@ func (r *renderer) End(dst []byte, a *wire.Answer) []byte {
 	finish := appendQuoted(nil, finishOf(a.Stop))
 	dst = r.chunk(dst, id, model, created, []byte("{}"), string(finish))
 	if r.usage {
-		dst = append(dst, `data: {"id":`...)
-		dst = appendQuoted(dst, id)
-		dst = append(dst, `,"object":"chat.completion.chunk","created":`...)
-		dst = strconv.AppendInt(dst, created, 10)
-		dst = append(dst, `,"model":`...)
-		dst = appendQuoted(dst, model)
+		dst = chunkHead(dst, id, model, created)
 		dst = append(dst, `,"choices":[],"usage":`...)
 		dst = appendUsage(dst, a.Usage)
 		dst = append(dst, "}\n\n"...)
@@ -486,29 +457,20 @@ func setRaw(dst []byte, path string, v []byte) []byte {
 }
 
 // WithTools implements wire.Upstream.
-func (Protocol) WithTools(body []byte, tools []wire.Tool, stream bool) ([]byte, error) {
-	var err error
-	for _, t := range tools {
-		item := []byte(`{"type":"function","function":{"name":`)
+func (Protocol) WithTools(raw []byte, tools []wire.Tool, stream bool) ([]byte, error) {
+	raw, err := body.WithTools(raw, tools, stream, func(item []byte, t wire.Tool) []byte {
+		item = append(item, `{"type":"function","function":{"name":`...)
 		item = appendQuoted(item, t.Name)
 		item = append(item, `,"description":`...)
 		item = appendQuoted(item, t.Description)
 		item = append(item, `,"parameters":`...)
 		item = append(item, t.Parameters...)
-		item = append(item, "}}"...)
-		if body, err = sjson.SetRawBytes(body, "tools.-1", item); err != nil {
-			return nil, err
-		}
-	}
-	if !stream {
-		for _, k := range []string{"stream", "stream_options"} {
-			if body, err = sjson.DeleteBytes(body, k); err != nil {
-				return nil, err
-			}
-		}
-		return body, nil
+		return append(item, "}}"...)
+	})
+	if err != nil || !stream {
+		return raw, err
 	}
 	// The stream is rendered for the client, with the usage chunk only
 	// if it asked: the rounds' usage is Recall's to record.
-	return sjson.SetBytes(body, "stream_options.include_usage", true)
+	return sjson.SetBytes(raw, "stream_options.include_usage", true)
 }

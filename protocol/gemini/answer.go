@@ -1,13 +1,13 @@
 package gemini
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"strconv"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -58,15 +58,7 @@ func responseID(a *wire.Answer) string {
 }
 
 // NewResponseID returns a new responseId, 22 random letters and digits.
-func NewResponseID() string {
-	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	var b [22]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	for i := range b {
-		b[i] = digits[int(b[i])%len(digits)]
-	}
-	return string(b[:])
-}
+func NewResponseID() string { return body.ID("", 22) }
 
 // appendTrailer appends ,"modelVersion":…,"responseId":….
 func appendTrailer(dst []byte, model, id string) []byte {
@@ -161,15 +153,7 @@ func (r *Renderer) Delta(dst []byte, d wire.Delta) []byte {
 // (or, when nothing was streamed, the answer's content), finishReason and
 // usageMetadata.
 func (r *Renderer) End(dst []byte, a *wire.Answer) []byte {
-	stop, u := r.stop, r.usage
-	if a != nil {
-		if a.Stop != "" {
-			stop = a.Stop
-		}
-		if a.Usage != (wire.Usage{}) {
-			u = a.Usage
-		}
-	}
+	stop, u := body.Ending(a, r.stop, r.usage)
 	var parts []byte
 	if !r.rendered && a != nil {
 		parts = []byte(parse(answerContent(a)).Get("parts").Raw)
@@ -183,7 +167,7 @@ func (r *Renderer) End(dst []byte, a *wire.Answer) []byte {
 			parts = append(parts, `{"functionCall":{"name":`...)
 			parts = gjson.AppendJSONString(parts, c.name)
 			parts = append(parts, `,"args":`...)
-			parts = append(parts, callArgs(string(c.args))...)
+			parts = append(parts, body.ObjectArgs(string(c.args))...)
 			parts = appendID(parts, c.id, c.name, names.next(c.name))
 			parts = append(parts, "}}"...)
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -121,7 +122,7 @@ func (Codec) KeepCalls(raw []byte, keep func(id string) bool) ([]byte, bool) {
 	if !dropped {
 		return raw, substance
 	}
-	return splice(raw, parts, joinArray(kept)), substance
+	return splice(raw, parts, body.JoinArray(kept)), substance
 }
 
 // emptyText reports whether p is a text part with no text (one that only
@@ -174,7 +175,7 @@ func (Codec) CutResults(raw []byte, max int, marker func(kept, total int) string
 	if !cut {
 		return raw, false
 	}
-	return splice(raw, parts, joinArray(out)), true
+	return splice(raw, parts, body.JoinArray(out)), true
 }
 
 // resultText is a functionResponse's response as text: the value of its
@@ -234,21 +235,4 @@ func spliceStr(s string, base int, v gjson.Result, repl string) string {
 		panic("gemini: splice of a value outside its document")
 	}
 	return s[:at] + repl + s[at+len(v.Raw):]
-}
-
-// joinArray writes raw JSON values as an array.
-func joinArray(vals []string) string {
-	n := 2
-	for _, v := range vals {
-		n += len(v) + 1
-	}
-	b := make([]byte, 0, n)
-	b = append(b, '[')
-	for i, v := range vals {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, v...)
-	}
-	return string(append(b, ']'))
 }

@@ -1,26 +1,11 @@
 package gemini
 
 import (
-	"encoding/json"
-	"errors"
-	"reflect"
 	"testing"
 
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 	"github.com/recallproxy/recall/wire"
 )
-
-// sameJSON reports whether a and b are the same JSON value.
-func sameJSON(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var x, y any
-	if err := json.Unmarshal(a, &x); err != nil {
-		t.Fatalf("%s: %v", a, err)
-	}
-	if err := json.Unmarshal(b, &y); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return reflect.DeepEqual(x, y)
-}
 
 func TestFileRoundTrip(t *testing.T) {
 	tests := []struct {
@@ -34,22 +19,7 @@ func TestFileRoundTrip(t *testing.T) {
 			wire.Part{Kind: wire.File, URL: "https://generativelanguage.googleapis.com/v1beta/files/abc", MediaType: "application/pdf", Origin: wire.Gemini}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			m, err := Codec{}.Decode([]byte(tc.raw))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(m.Parts) != 2 || !reflect.DeepEqual(m.Parts[1], tc.want) {
-				t.Fatalf("got %+v, want text then %+v", m.Parts, tc.want)
-			}
-			out, err := Codec{}.Encode(nil, []wire.Message{m})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(out) != 1 || !sameJSON(t, out[0], []byte(tc.raw)) {
-				t.Fatalf("got %s, want %s", out, tc.raw)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { prototest.FileRoundTrip(t, Codec{}, tc.raw, tc.want) })
 	}
 }
 
@@ -64,11 +34,7 @@ func TestFileRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Codec{}.Encode(nil, []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{tc.part}}})
-			var fe *wire.FileError
-			if !errors.As(err, &fe) || fe.Target != wire.Gemini {
-				t.Fatalf("got %v, want a *wire.FileError for gemini", err)
-			}
+			prototest.FileRefused(t, Codec{}, wire.Message{Role: wire.RoleUser, Parts: []wire.Part{tc.part}})
 		})
 	}
 }

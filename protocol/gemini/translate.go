@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -208,7 +209,7 @@ func encodePart(b []byte, r string, p wire.Part, names map[string]string, calls,
 		b = append(b, `{"functionCall":{"name":`...)
 		b = gjson.AppendJSONString(b, p.Name)
 		b = append(b, `,"args":`...)
-		b = append(b, callArgs(p.Arguments)...)
+		b = append(b, body.ObjectArgs(p.Arguments)...)
 		b = appendID(b, p.CallID, p.Name, calls.next(p.Name))
 		return append(b, "}}"...)
 	case wire.ToolResult:
@@ -247,16 +248,6 @@ func appendID(b []byte, id, name string, k int) []byte {
 	}
 	b = append(b, `,"id":`...)
 	return gjson.AppendJSONString(b, id)
-}
-
-// callArgs is a functionCall's args for call arguments: the arguments
-// when they are a JSON object, {} otherwise (Gemini takes only an object).
-func callArgs(args string) string {
-	args = strings.TrimSpace(args)
-	if gjson.Valid(args) && gjson.Parse(args).IsObject() {
-		return args
-	}
-	return "{}"
 }
 
 // appendFile appends a File as a part: its data as inlineData, a URL of
@@ -325,21 +316,15 @@ func appendContent(b []byte, r string, parts []string) []byte {
 	b = append(b, `{"role":`...)
 	b = gjson.AppendJSONString(b, r)
 	b = append(b, `,"parts":`...)
-	b = append(b, joinArray(parts)...)
+	b = append(b, body.JoinArray(parts)...)
 	return append(b, '}')
 }
 
 // appendInstruction appends m as an instruction: its text parts joined by
 // newlines, as one text part.
 func appendInstruction(b []byte, m wire.Message) []byte {
-	var texts []string
-	for _, p := range m.Parts {
-		if p.Kind == wire.Text && p.Text != "" {
-			texts = append(texts, p.Text)
-		}
-	}
 	b = append(b, `{"role":"system","parts":[{"text":`...)
-	b = gjson.AppendJSONString(b, strings.Join(texts, "\n"))
+	b = gjson.AppendJSONString(b, body.Texts(m))
 	return append(b, "}]}"...)
 }
 

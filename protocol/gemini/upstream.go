@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -83,7 +85,7 @@ func (Upstream) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][
 		return appendSameBody(dst, req, instructions, system, kept)
 	}
 	dst = append(dst, `{"contents":`...)
-	dst = appendArray(dst, kept)
+	dst = body.AppendArray(dst, kept)
 	if sys := appendSystem(nil, append(append([][]byte(nil), instructions...), system...)); sys != nil {
 		dst = append(dst, `,"systemInstruction":`...)
 		dst = append(dst, sys...)
@@ -206,66 +208,24 @@ func appendDeclarations(dst []byte, tools []wire.Tool) []byte {
 	return append(dst, "]}"...)
 }
 
-// appendSameBody is AppendBody for a request that came in as Gemini.
+// appendSameBody is AppendBody for a request that came in as Gemini:
+// every member as it came but contents, and systemInstruction unless
+// instructions are the request's own and no system message came among
+// msgs.
 func appendSameBody(dst []byte, req *wire.Request, instructions, system, msgs [][]byte) ([]byte, error) {
 	root := parse(req.Body)
 	if !root.IsObject() {
 		return dst, fmt.Errorf("gemini: append body: request body is not an object")
 	}
-	own := len(system) == 0 && sameRaw(instructions, req.Instructions)
-	instructions = append(append([][]byte(nil), instructions...), system...)
-	dst = append(dst, '{')
-	n := 0
-	member := func(key string) {
-		if n > 0 {
-			dst = append(dst, ',')
-		}
-		n++
-		dst = append(dst, key...)
-		dst = append(dst, ':')
+	own := len(system) == 0 && slices.EqualFunc(instructions, req.Instructions, bytes.Equal)
+	var sys []byte
+	if !own {
+		sys = appendSystem(nil, append(append([][]byte(nil), instructions...), system...))
 	}
-	wroteSystem := false
-	root.ForEach(func(k, v gjson.Result) bool {
-		switch camel(k.Str) {
-		case "contents":
-			member(k.Raw)
-			dst = appendArray(dst, msgs)
-		case "systemInstruction":
-			wroteSystem = true
-			if own {
-				member(k.Raw)
-				dst = append(dst, v.Raw...)
-			} else if sys := appendSystem(nil, instructions); sys != nil {
-				member(k.Raw)
-				dst = append(dst, sys...)
-			}
-		default:
-			member(k.Raw)
-			dst = append(dst, v.Raw...)
-		}
-		return true
-	})
-	if !wroteSystem && !own {
-		if sys := appendSystem(nil, instructions); sys != nil {
-			member(`"systemInstruction"`)
-			dst = append(dst, sys...)
-		}
-	}
-	return append(dst, '}'), nil
+	return sameBody.Append(dst, root, msgs, sys, own), nil
 }
 
-// sameRaw reports whether a and b hold the same messages.
-func sameRaw(a, b [][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !bytes.Equal(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
-}
+var sameBody = body.Splice{Messages: "contents", System: "systemInstruction", Name: camel}
 
 // appendSystem appends systemInstruction, {"parts":[…]}, the text parts
 // of instructions (seam instruction messages of this protocol), or
@@ -284,20 +244,8 @@ func appendSystem(dst []byte, instructions [][]byte) []byte {
 		return nil
 	}
 	dst = append(dst, `{"parts":`...)
-	dst = append(dst, joinArray(parts)...)
+	dst = append(dst, body.JoinArray(parts)...)
 	return append(dst, '}')
-}
-
-// appendArray appends raw JSON values as an array.
-func appendArray(dst []byte, vals [][]byte) []byte {
-	dst = append(dst, '[')
-	for i, v := range vals {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, v...)
-	}
-	return append(dst, ']')
 }
 
 // WithTools implements wire.Upstream: tools are one more tools element of

@@ -1,12 +1,12 @@
 package messages
 
 import (
-	"crypto/rand"
 	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -53,16 +53,7 @@ func answerModel(req *wire.Request, a *wire.Answer) string {
 
 // NewMessageID returns a fresh Message id: "msg_" and 24 random
 // characters of base 62, as Anthropic's look.
-func NewMessageID() string {
-	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	var b [28]byte
-	copy(b[:], "msg_")
-	_, _ = rand.Read(b[4:]) // never fails (crypto/rand)
-	for i := 4; i < len(b); i++ {
-		b[i] = digits[int(b[i])%len(digits)]
-	}
-	return string(b[:])
-}
+func NewMessageID() string { return body.ID("msg_", 24) }
 
 // storedContent returns the content blocks of a.Stored when it is one
 // Messages assistant message: only "role" and an array "content" whose

@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -179,7 +180,7 @@ func (a *Assembler) Answer() (wire.Answer, error) {
 		}
 		blocks = append(blocks, b)
 	}
-	stored := appendMessageRaw(nil, joinArray(blocks))
+	stored := appendMessageRaw(nil, body.JoinArray(blocks))
 	msg, err := Codec{}.Decode(stored)
 	if err != nil {
 		return wire.Answer{}, fmt.Errorf("messages: assemble: %w", err)

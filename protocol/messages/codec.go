@@ -6,6 +6,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -177,7 +178,7 @@ func cutResult(b gjson.Result, max int, marker func(kept, total int) string) (st
 		if !cut {
 			return b.Raw, false
 		}
-		return splice(b.Raw, b.Index, c, joinArray(inner)), true
+		return splice(b.Raw, b.Index, c, body.JoinArray(inner)), true
 	}
 	return b.Raw, false
 }
@@ -206,7 +207,7 @@ func (Codec) WithoutCacheHints(raw []byte) []byte { return chat.WithoutCacheHint
 // replaceContent returns a copy of raw with the value content (a result
 // of parsing raw) replaced by the array of blocks.
 func replaceContent(raw []byte, content gjson.Result, blocks []string) []byte {
-	return []byte(splice(str(raw), 0, content, joinArray(blocks)))
+	return []byte(splice(str(raw), 0, content, body.JoinArray(blocks)))
 }
 
 // splice returns s, the raw JSON of a value that starts at offset base of
@@ -218,21 +219,4 @@ func splice(s string, base int, v gjson.Result, repl string) string {
 		panic("messages: splice of a value outside its document")
 	}
 	return s[:at] + repl + s[at+len(v.Raw):]
-}
-
-// joinArray writes raw JSON values as an array.
-func joinArray(vals []string) string {
-	n := 2
-	for _, v := range vals {
-		n += len(v) + 1
-	}
-	b := make([]byte, 0, n)
-	b = append(b, '[')
-	for i, v := range vals {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, v...)
-	}
-	return string(append(b, ']'))
 }

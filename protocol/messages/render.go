@@ -5,6 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -93,15 +94,7 @@ func (r *Renderer) End(dst []byte, a *wire.Answer) []byte {
 	}
 	dst = r.start(dst)
 	dst = r.closeOpen(dst)
-	stop, u := r.stop, r.usage
-	if a != nil {
-		if a.Stop != "" {
-			stop = a.Stop
-		}
-		if a.Usage != (wire.Usage{}) {
-			u = a.Usage
-		}
-	}
+	stop, u := body.Ending(a, r.stop, r.usage)
 	dst = append(dst, "event: message_delta\ndata: "...)
 	dst = append(dst, `{"type":"message_delta","delta":{"stop_reason":`...)
 	dst = gjson.AppendJSONString(dst, stopReason(stop))

@@ -47,85 +47,69 @@ func quickParse(body []byte) (*wire.Request, bool) {
 type reqScan struct {
 	jsonscan.Scanner
 	req *wire.Request
-	// The bounds of the members read after the pass, by member (0, 0: absent).
-	system, tools, toolChoice, temperature, topP, stop, metadata [2]int
+	// The bounds of the spanNames members' values (0, 0: absent), and
+	// how many times each came.
+	spans [len(spanNames)][2]int
+	seen  [len(spanNames)]int
 }
+
+// spanNames are the members the pass finds and members reads after it
+// with ParseRequest's own functions, each at its index below in
+// reqScan.spans.
+var spanNames = [...]string{"system", "tools", "tool_choice", "temperature", "top_p", "stop_sequences", "metadata"}
+
+const (
+	spanSystem = iota
+	spanTools
+	spanToolChoice
+	spanTemperature
+	spanTopP
+	spanStop
+	spanMetadata
+)
 
 // request consumes the request object (depth 1).
 func (s *reqScan) request() bool {
-	if !s.Next('{') || s.Next('}') {
+	var model, maxTokens, messages, stream int
+	ok := s.Object(func(name []byte) bool {
+		var ok bool
+		switch string(name) {
+		case "model":
+			model++
+			var v []byte
+			v, ok = s.Plain()
+			s.req.Model = string(v) // outlives the body
+			return ok && len(v) > 0
+		case "max_tokens":
+			maxTokens++
+			s.req.MaxTokens, ok = s.count()
+			return ok
+		case "messages":
+			messages++
+			return s.messages()
+		case "stream":
+			stream++
+			kind, ok := s.Value(chat.MaxDepth - 1)
+			s.req.Stream = kind == jsonscan.KindTrue
+			return ok && (kind == jsonscan.KindTrue || kind == jsonscan.KindFalse)
+		}
+		for i, n := range spanNames {
+			if string(name) == n {
+				s.seen[i]++
+				s.spans[i][0] = s.I
+				_, ok = s.Value(chat.MaxDepth - 1)
+				s.spans[i][1] = s.I
+				return ok
+			}
+		}
+		_, ok = s.Value(chat.MaxDepth - 1)
+		return ok
+	})
+	if !ok || model != 1 || maxTokens != 1 || messages != 1 || stream > 1 {
 		return false
 	}
-	var seen [11]int // model, max_tokens, messages, stream, then the spans' members
-	for {
-		start, end, ok := s.Key()
-		if !ok {
-			return false
-		}
-		var span *[2]int
-		switch string(s.B[start:end]) {
-		case "model":
-			seen[0]++
-			s.Space()
-			var escaped bool
-			start, end, escaped, ok = s.Str()
-			ok = ok && !escaped && end > start
-			s.req.Model = string(s.B[start:end]) // outlives the body
-		case "max_tokens":
-			seen[1]++
-			s.Space()
-			s.req.MaxTokens, ok = s.count()
-		case "messages":
-			seen[2]++
-			ok = s.messages()
-		case "stream":
-			seen[3]++
-			var kind int
-			kind, ok = s.Value(chat.MaxDepth - 1)
-			ok = ok && (kind == jsonscan.KindTrue || kind == jsonscan.KindFalse)
-			s.req.Stream = kind == jsonscan.KindTrue
-		case "system":
-			seen[4]++
-			span = &s.system
-		case "tools":
-			seen[5]++
-			span = &s.tools
-		case "tool_choice":
-			seen[6]++
-			span = &s.toolChoice
-		case "temperature":
-			seen[7]++
-			span = &s.temperature
-		case "top_p":
-			seen[8]++
-			span = &s.topP
-		case "stop_sequences":
-			seen[9]++
-			span = &s.stop
-		case "metadata":
-			seen[10]++
-			span = &s.metadata
-		default:
-			_, ok = s.Value(chat.MaxDepth - 1)
-		}
-		if span != nil {
-			s.Space()
-			span[0] = s.I
-			_, ok = s.Value(chat.MaxDepth - 1)
-			span[1] = s.I
-		}
-		if !ok {
-			return false
-		}
-		if s.Next('}') {
-			break
-		}
-		if !s.Next(',') {
-			return false
-		}
-	}
-	for i, n := range seen {
-		if n > 1 || i < 3 && n == 0 {
+	for _, n := range s.seen {
+		if n > 1 {
 			return false
 		}
 	}
@@ -150,11 +134,7 @@ func (s *reqScan) count() (int, bool) {
 // messages consumes a non-empty array of messages (depth 2) into the
 // request's Messages and InPlace.
 func (s *reqScan) messages() bool {
-	if !s.Next('[') || s.Next(']') {
-		return false
-	}
-	for i := 0; ; i++ {
-		s.Space()
+	n, ok := s.Array(func(i int) bool {
 		start := s.I
 		role, ok := s.message()
 		if !ok {
@@ -164,114 +144,64 @@ func (s *reqScan) messages() bool {
 			s.req.InPlace = append(s.req.InPlace, i)
 		}
 		s.req.Messages = append(s.req.Messages, s.B[start:s.I:s.I])
-		if s.Next(']') {
-			return true
-		}
-		if !s.Next(',') {
-			return false
-		}
-	}
+		return true
+	})
+	return ok && n > 0
 }
 
 // message consumes a message (depth 3) as checkMessage accepts it and
 // returns its role.
 func (s *reqScan) message() (string, bool) {
-	if !s.Next('{') || s.Next('}') {
-		return "", false
-	}
 	var roles, contents int
-	var role string
-	for {
-		start, end, ok := s.Key()
-		if !ok {
-			return "", false
-		}
-		switch string(s.B[start:end]) {
+	var role []byte
+	ok := s.Object(func(name []byte) bool {
+		var ok bool
+		switch string(name) {
 		case "role":
 			roles++
-			s.Space()
-			var escaped bool
-			start, end, escaped, ok = s.Str()
-			ok = ok && !escaped
-			role = str(s.B[start:end])
+			role, ok = s.Plain()
 		case "content":
 			contents++
-			s.Space()
 			switch {
 			case s.At('"'):
 				_, _, _, ok = s.Str()
 			case s.At('['):
 				ok = s.blocks()
-			default:
-				ok = false
-			}
+			} // content of another kind: parseRequest names the error
 		default:
 			_, ok = s.Value(chat.MaxDepth - 3)
 		}
-		if !ok {
-			return "", false
-		}
-		if s.Next('}') {
-			break
-		}
-		if !s.Next(',') {
-			return "", false
-		}
-	}
-	if roles != 1 || contents != 1 {
+		return ok
+	})
+	if !ok || roles != 1 || contents != 1 {
 		return "", false
 	}
-	switch role {
+	switch r := str(role); r {
 	case roleUser, roleAssistant, roleSystem:
-		return role, true
+		return r, true
 	}
 	return "", false
 }
 
 // blocks consumes a message's array of content blocks (depth 4).
 func (s *reqScan) blocks() bool {
-	if !s.Next('[') {
-		return false
-	}
-	if s.Next(']') {
-		return true
-	}
-	for {
-		if !s.block() {
-			return false
-		}
-		if s.Next(']') {
-			return true
-		}
-		if !s.Next(',') {
-			return false
-		}
-	}
+	_, ok := s.Array(func(int) bool { return s.block() })
+	return ok
 }
 
 // block consumes a content block (depth 5): an object with one "type"
 // spelled without escapes, and for a tool_result one string
 // "tool_use_id", for a tool_use one string "id" and one string "name".
 func (s *reqScan) block() bool {
-	if !s.Next('{') || s.Next('}') {
-		return false
-	}
 	var types, useIDs, ids, names int
 	useID, id, name := -1, -1, -1 // the kinds of the values
-	var typ string
-	for {
-		start, end, ok := s.Key()
-		if !ok {
-			return false
-		}
-		switch string(s.B[start:end]) {
+	var typ []byte
+	ok := s.Object(func(key []byte) bool {
+		var ok bool
+		switch string(key) {
 		case "type":
 			types++
-			s.Space()
-			var escaped bool
-			start, end, escaped, ok = s.Str()
-			ok = ok && !escaped
-			typ = str(s.B[start:end])
+			typ, ok = s.Plain()
 		case "tool_use_id":
 			useIDs++
 			useID, ok = s.Value(chat.MaxDepth - 5)
@@ -284,20 +214,12 @@ func (s *reqScan) block() bool {
 		default:
 			_, ok = s.Value(chat.MaxDepth - 5)
 		}
-		if !ok {
-			return false
-		}
-		if s.Next('}') {
-			break
-		}
-		if !s.Next(',') {
-			return false
-		}
-	}
-	if types != 1 || useIDs > 1 || ids > 1 || names > 1 {
+		return ok
+	})
+	if !ok || types != 1 || useIDs > 1 || ids > 1 || names > 1 {
 		return false
 	}
-	switch typ {
+	switch string(typ) {
 	case typeToolResult:
 		return useID == jsonscan.KindString
 	case typeToolUse:
@@ -311,38 +233,38 @@ func (s *reqScan) block() bool {
 func (s *reqScan) members() bool {
 	var err error
 	val := func(span [2]int) ([]byte, bool) { return s.B[span[0]:span[1]], span[1] > 0 }
-	if v, ok := val(s.system); ok {
+	if v, ok := val(s.spans[spanSystem]); ok {
 		if s.req.Instructions, err = parseSystem(parse(v)); err != nil {
 			return false
 		}
 	}
-	if v, ok := val(s.tools); ok {
+	if v, ok := val(s.spans[spanTools]); ok {
 		s.req.ToolsRaw = bytes.Clone(v)
 		if s.req.Tools, err = parseTools(parse(v)); err != nil {
 			return false
 		}
 	}
-	if v, ok := val(s.toolChoice); ok {
+	if v, ok := val(s.spans[spanToolChoice]); ok {
 		if s.req.ToolChoice, err = parseToolChoice(parse(v)); err != nil {
 			return false
 		}
 	}
-	if v, ok := val(s.temperature); ok {
+	if v, ok := val(s.spans[spanTemperature]); ok {
 		if s.req.Temperature, err = number("temperature", parse(v)); err != nil {
 			return false
 		}
 	}
-	if v, ok := val(s.topP); ok {
+	if v, ok := val(s.spans[spanTopP]); ok {
 		if s.req.TopP, err = number("top_p", parse(v)); err != nil {
 			return false
 		}
 	}
-	if v, ok := val(s.stop); ok {
+	if v, ok := val(s.spans[spanStop]); ok {
 		if s.req.Stop, err = stringList("stop_sequences", parse(v)); err != nil {
 			return false
 		}
 	}
-	if v, ok := val(s.metadata); ok {
+	if v, ok := val(s.spans[spanMetadata]); ok {
 		if m := parse(v); !m.IsObject() && m.Type != gjson.Null {
 			return false
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -184,7 +185,7 @@ func appendBlock(b []byte, r string, p wire.Part) []byte {
 		b = append(b, `,"name":`...)
 		b = gjson.AppendJSONString(b, p.Name)
 		b = append(b, `,"input":`...)
-		b = append(b, toolInput(p.Arguments)...)
+		b = append(b, body.ObjectArgs(p.Arguments)...)
 		return append(b, '}')
 	case wire.ToolResult:
 		if r != roleUser {
@@ -205,17 +206,6 @@ func appendBlock(b []byte, r string, p wire.Part) []byte {
 		return append(b, p.Raw...)
 	}
 	return nil
-}
-
-// toolInput is a tool_use's input for call arguments: the arguments when
-// they are a JSON object, {} otherwise (Anthropic takes only an object;
-// arguments a model left unparsable carry nothing a tool read).
-func toolInput(args string) string {
-	args = strings.TrimSpace(args)
-	if gjson.Valid(args) && gjson.Parse(args).IsObject() {
-		return args
-	}
-	return "{}"
 }
 
 // decodeDocument reads a document block whose source is base64 data,
@@ -326,21 +316,15 @@ func appendMessage(b []byte, r string, blocks []string) []byte {
 	b = append(b, `{"role":`...)
 	b = gjson.AppendJSONString(b, r)
 	b = append(b, `,"content":`...)
-	b = append(b, joinArray(blocks)...)
+	b = append(b, body.JoinArray(blocks)...)
 	return append(b, '}')
 }
 
 // appendInstruction appends m as an instruction: its text parts joined by
 // newlines.
 func appendInstruction(b []byte, m wire.Message) []byte {
-	var texts []string
-	for _, p := range m.Parts {
-		if p.Kind == wire.Text && p.Text != "" {
-			texts = append(texts, p.Text)
-		}
-	}
 	b = append(b, `{"role":"system","content":`...)
-	b = gjson.AppendJSONString(b, strings.Join(texts, "\n"))
+	b = gjson.AppendJSONString(b, body.Texts(m))
 	return append(b, '}')
 }
 

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
 	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -91,7 +91,7 @@ func (Upstream) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][
 		dst = append(dst, sys...)
 	}
 	dst = append(dst, `,"messages":`...)
-	dst = appendArray(dst, kept)
+	dst = body.AppendArray(dst, kept)
 	if len(req.Tools) > 0 {
 		dst = append(dst, `,"tools":[`...)
 		for i, t := range req.Tools {
@@ -125,89 +125,30 @@ func (Upstream) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][
 		dst = gjson.AppendJSONString(dst, req.ToolChoice)
 		dst = append(dst, '}')
 	}
-	if req.Temperature != nil {
-		dst = append(dst, `,"temperature":`...)
-		dst = strconv.AppendFloat(dst, *req.Temperature, 'g', -1, 64)
-	}
-	if req.TopP != nil {
-		dst = append(dst, `,"top_p":`...)
-		dst = strconv.AppendFloat(dst, *req.TopP, 'g', -1, 64)
-	}
-	if len(req.Stop) > 0 {
-		dst = append(dst, `,"stop_sequences":[`...)
-		for i, s := range req.Stop {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = gjson.AppendJSONString(dst, s)
-		}
-		dst = append(dst, ']')
-	}
+	dst = body.AppendSampling(dst, req, "stop_sequences", gjson.AppendJSONString)
 	if req.Stream {
 		dst = append(dst, `,"stream":true`...)
 	}
 	return append(dst, '}'), nil
 }
 
-// appendSameBody is AppendBody for a request that came in as Messages.
+// appendSameBody is AppendBody for a request that came in as Messages:
+// every member as it came but messages, and system unless instructions
+// are the request's own.
 func appendSameBody(dst []byte, req *wire.Request, instructions, msgs [][]byte) ([]byte, error) {
 	root := parse(req.Body)
 	if !root.IsObject() {
 		return dst, fmt.Errorf("messages: append body: request body is not an object")
 	}
-	own := sameInstructions(instructions, req.Instructions)
-	dst = append(dst, '{')
-	n := 0
-	member := func(key string) {
-		if n > 0 {
-			dst = append(dst, ',')
-		}
-		n++
-		dst = append(dst, key...)
-		dst = append(dst, ':')
+	own := slices.EqualFunc(instructions, req.Instructions, bytes.Equal)
+	var system []byte
+	if !own {
+		system = appendSystem(nil, instructions)
 	}
-	wroteSystem := false
-	root.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "messages":
-			member(k.Raw)
-			dst = appendArray(dst, msgs)
-		case "system":
-			wroteSystem = true
-			if own {
-				member(k.Raw)
-				dst = append(dst, v.Raw...)
-			} else if sys := appendSystem(nil, instructions); sys != nil {
-				member(k.Raw)
-				dst = append(dst, sys...)
-			}
-		default:
-			member(k.Raw)
-			dst = append(dst, v.Raw...)
-		}
-		return true
-	})
-	if !wroteSystem && !own {
-		if sys := appendSystem(nil, instructions); sys != nil {
-			member(`"system"`)
-			dst = append(dst, sys...)
-		}
-	}
-	return append(dst, '}'), nil
+	return sameBody.Append(dst, root, msgs, system, own), nil
 }
 
-// sameInstructions reports whether a and b hold the same instructions.
-func sameInstructions(a, b [][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !bytes.Equal(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
-}
+var sameBody = body.Splice{Messages: "messages", System: "system"}
 
 // appendSystem appends "system" as the text blocks of instructions (their
 // string content as one block, their blocks as they are), or returns nil
@@ -231,19 +172,7 @@ func appendSystem(dst []byte, instructions [][]byte) []byte {
 	if len(blocks) == 0 {
 		return nil
 	}
-	return append(dst, joinArray(blocks)...)
-}
-
-// appendArray appends raw JSON values as an array.
-func appendArray(dst []byte, vals [][]byte) []byte {
-	dst = append(dst, '[')
-	for i, v := range vals {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, v...)
-	}
-	return append(dst, ']')
+	return append(dst, body.JoinArray(blocks)...)
 }
 
 // MaxBreakpoints is how many cache_control breakpoints a Messages request
@@ -452,26 +381,14 @@ func stopReason(stop string) string {
 }
 
 // WithTools implements wire.Upstream.
-func (Upstream) WithTools(body []byte, tools []wire.Tool, stream bool) ([]byte, error) {
-	var err error
-	for _, t := range tools {
-		item := []byte(`{"name":`)
+func (Upstream) WithTools(raw []byte, tools []wire.Tool, stream bool) ([]byte, error) {
+	return body.WithTools(raw, tools, stream, func(item []byte, t wire.Tool) []byte {
+		item = append(item, `{"name":`...)
 		item = gjson.AppendJSONString(item, t.Name)
 		item = append(item, `,"description":`...)
 		item = gjson.AppendJSONString(item, t.Description)
 		item = append(item, `,"input_schema":`...)
 		item = append(item, t.Parameters...)
-		item = append(item, "}"...)
-		if body, err = sjson.SetRawBytes(body, "tools.-1", item); err != nil {
-			return nil, err
-		}
-	}
-	if !stream {
-		for _, k := range []string{"stream", "stream_options"} {
-			if body, err = sjson.DeleteBytes(body, k); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return body, nil
+		return append(item, '}')
+	})
 }

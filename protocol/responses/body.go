@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -184,12 +184,7 @@ func appendFreshBody(dst []byte, req *wire.Request, instructions, msgs [][]byte)
 		dst = append(dst, `,"tool_choice":{"type":"function","name":`...)
 		dst = append(append(dst, quote(req.ToolChoice)...), '}')
 	}
-	if req.Temperature != nil {
-		dst = strconv.AppendFloat(append(dst, `,"temperature":`...), *req.Temperature, 'g', -1, 64)
-	}
-	if req.TopP != nil {
-		dst = strconv.AppendFloat(append(dst, `,"top_p":`...), *req.TopP, 'g', -1, 64)
-	}
+	dst = body.AppendSampling(dst, req, "", nil)
 	if req.MaxTokens > 0 {
 		dst = strconv.AppendInt(append(dst, `,"max_output_tokens":`...), int64(max(req.MaxTokens, minOutputTokens)), 10)
 	}
@@ -216,26 +211,14 @@ func reasoningModel(model string) bool {
 }
 
 // WithTools implements wire.Upstream.
-func (Upstream) WithTools(body []byte, tools []wire.Tool, stream bool) ([]byte, error) {
-	var err error
-	for _, t := range tools {
-		item := []byte(`{"type":"function","name":`)
+func (Upstream) WithTools(raw []byte, tools []wire.Tool, stream bool) ([]byte, error) {
+	return body.WithTools(raw, tools, stream, func(item []byte, t wire.Tool) []byte {
+		item = append(item, `{"type":"function","name":`...)
 		item = gjson.AppendJSONString(item, t.Name)
 		item = append(item, `,"description":`...)
 		item = gjson.AppendJSONString(item, t.Description)
 		item = append(item, `,"parameters":`...)
 		item = append(item, t.Parameters...)
-		item = append(item, "}"...)
-		if body, err = sjson.SetRawBytes(body, "tools.-1", item); err != nil {
-			return nil, err
-		}
-	}
-	if !stream {
-		for _, k := range []string{"stream", "stream_options"} {
-			if body, err = sjson.DeleteBytes(body, k); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return body, nil
+		return append(item, '}')
+	})
 }

@@ -1,26 +1,11 @@
 package responses
 
 import (
-	"encoding/json"
-	"errors"
-	"reflect"
 	"testing"
 
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 	"github.com/recallproxy/recall/wire"
 )
-
-// sameJSON reports whether a and b are the same JSON value.
-func sameJSON(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var x, y any
-	if err := json.Unmarshal(a, &x); err != nil {
-		t.Fatalf("%s: %v", a, err)
-	}
-	if err := json.Unmarshal(b, &y); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return reflect.DeepEqual(x, y)
-}
 
 func TestFileRoundTrip(t *testing.T) {
 	tests := []struct {
@@ -36,22 +21,7 @@ func TestFileRoundTrip(t *testing.T) {
 			wire.Part{Kind: wire.File, Name: "x.pdf", URL: "https://example.com/x.pdf", MediaType: "application/pdf", Origin: wire.Responses}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			m, err := Codec{}.Decode([]byte(tc.raw))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(m.Parts) != 2 || !reflect.DeepEqual(m.Parts[1], tc.want) {
-				t.Fatalf("got %+v, want text then %+v", m.Parts, tc.want)
-			}
-			out, err := Codec{}.Encode(nil, []wire.Message{m})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(out) != 1 || !sameJSON(t, out[0], []byte(tc.raw)) {
-				t.Fatalf("got %s, want %s", out, tc.raw)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { prototest.FileRoundTrip(t, Codec{}, tc.raw, tc.want) })
 	}
 }
 
@@ -67,9 +37,5 @@ func TestFileBareBase64(t *testing.T) {
 
 func TestFileOfAnotherProviderRefused(t *testing.T) {
 	m := wire.Message{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.File, FileID: "file_011", Origin: wire.Messages}}}
-	_, err := Codec{}.Encode(nil, []wire.Message{m})
-	var fe *wire.FileError
-	if !errors.As(err, &fe) || fe.Target != wire.Responses {
-		t.Fatalf("got %v, want a *wire.FileError for responses", err)
-	}
+	prototest.FileRefused(t, Codec{}, m)
 }

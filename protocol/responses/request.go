@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/internal/jsonscan"
 	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/wire"
 )
@@ -409,26 +410,5 @@ func invalidType(param, want string, got gjson.Result) error {
 	if param != "" {
 		what = "'" + param + "'"
 	}
-	return apierr.Invalid("invalid_type", param, "Invalid type for "+what+": expected "+want+", but got "+typeName(got)+" instead.")
-}
-
-// typeName names a JSON value's type the way OpenAI's errors do.
-func typeName(v gjson.Result) string {
-	switch v.Type {
-	case gjson.Null:
-		return "null"
-	case gjson.False, gjson.True:
-		return "a boolean"
-	case gjson.Number:
-		if strings.ContainsAny(v.Raw, ".eE") {
-			return "a decimal"
-		}
-		return "an integer"
-	case gjson.String:
-		return "a string"
-	}
-	if v.IsArray() {
-		return "an array"
-	}
-	return "an object"
+	return apierr.Invalid("invalid_type", param, "Invalid type for "+what+": expected "+want+", but got "+jsonscan.TypeName(got.Raw)+" instead.")
 }

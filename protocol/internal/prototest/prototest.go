@@ -1,0 +1,60 @@
+// Package prototest holds the checks the protocol packages' tests share:
+// two JSON values compared whatever their spelling, and a codec's file
+// parts carried through a round trip or refused.
+package prototest
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/recallproxy/recall/wire"
+)
+
+// Same reports whether a and b are the same JSON value, whatever their
+// key order, white space and escapes; it fails t for a or b that is
+// not JSON.
+func Same(t testing.TB, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatalf("%s: %v", a, err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// FileRoundTrip checks that c decodes raw, a user message of a text part
+// and a file, into text then want, and encodes it back into the same
+// JSON.
+func FileRoundTrip(t testing.TB, c wire.Codec, raw string, want wire.Part) {
+	t.Helper()
+	m, err := c.Decode([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Parts) != 2 || !reflect.DeepEqual(m.Parts[1], want) {
+		t.Fatalf("got %+v, want text then %+v", m.Parts, want)
+	}
+	out, err := c.Encode(nil, []wire.Message{m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || !Same(t, out[0], []byte(raw)) {
+		t.Fatalf("got %s, want %s", out, raw)
+	}
+}
+
+// FileRefused checks that c refuses to encode m with a *wire.FileError
+// for its own protocol.
+func FileRefused(t testing.TB, c wire.Codec, m wire.Message) {
+	t.Helper()
+	_, err := c.Encode(nil, []wire.Message{m})
+	var fe *wire.FileError
+	if !errors.As(err, &fe) || fe.Target != c.Protocol() {
+		t.Fatalf("got %v, want a *wire.FileError for %s", err, c.Name())
+	}
+}

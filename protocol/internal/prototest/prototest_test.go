@@ -1,0 +1,78 @@
+package prototest_test
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/protocol/internal/prototest"
+	"github.com/recallproxy/recall/wire"
+)
+
+func TestSame(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want bool
+	}{
+		{`{"a":1,"b":[true,null]}`, ` { "b" : [ true , null ] , "a" : 1.0 } `, true},
+		{`"\u00e9"`, `"é"`, true},
+		{`{"a":1}`, `{"a":2}`, false},
+		{`[1,2]`, `[2,1]`, false},
+		{`{"a":1}`, `{"a":1,"b":null}`, false},
+	}
+	for _, tt := range tests {
+		if got := prototest.Same(t, []byte(tt.a), []byte(tt.b)); got != tt.want {
+			t.Errorf("Same(%s, %s): got %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+// recorder is a testing.TB whose failures are recorded instead of
+// reported.
+type recorder struct {
+	testing.TB
+	failed bool
+}
+
+func (r *recorder) Helper()               {}
+func (r *recorder) Fatal(...any)          { r.failed = true; runtime.Goexit() }
+func (r *recorder) Fatalf(string, ...any) { r.failed = true; runtime.Goexit() }
+
+// fails reports whether check fails the TB it is given.
+func fails(t *testing.T, check func(testing.TB)) bool {
+	r := &recorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		check(r)
+	}()
+	<-done
+	return r.failed
+}
+
+func TestFileChecks(t *testing.T) {
+	const raw = `{"role":"user","content":[{"type":"text","text":"what is in it?"},{"type":"file","file":{"file_id":"file-abc"}}]}`
+	file := wire.Part{Kind: wire.File, FileID: "file-abc", Origin: wire.ChatCompletions}
+	byURL := wire.Message{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.File, URL: "https://example.com/x.pdf", Origin: wire.Responses}}}
+	text := wire.Message{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.Text, Text: "hi"}}}
+	tests := []struct {
+		name  string
+		check func(testing.TB)
+		fails bool
+	}{
+		{"a round trip", func(tb testing.TB) { prototest.FileRoundTrip(tb, chat.Codec{}, raw, file) }, false},
+		{"another part than the one wanted", func(tb testing.TB) {
+			prototest.FileRoundTrip(tb, chat.Codec{}, raw, wire.Part{Kind: wire.File, FileID: "file-other", Origin: wire.ChatCompletions})
+		}, true},
+		{"no file", func(tb testing.TB) {
+			prototest.FileRoundTrip(tb, chat.Codec{}, `{"role":"user","content":"hi"}`, file)
+		}, true},
+		{"a refusal", func(tb testing.TB) { prototest.FileRefused(tb, chat.Codec{}, byURL) }, false},
+		{"no refusal", func(tb testing.TB) { prototest.FileRefused(tb, chat.Codec{}, text) }, true},
+	}
+	for _, tt := range tests {
+		if got := fails(t, tt.check); got != tt.fails {
+			t.Errorf("%s: got failed %v, want %v", tt.name, got, tt.fails)
+		}
+	}
+}
