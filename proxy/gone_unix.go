@@ -11,7 +11,8 @@ import (
 var errNotSocket = errors.New("proxy: not a socket")
 
 // clientGone reports whether the client closed (or reset) its connection
-// (a connection that knows, a WebSocket turn's, is asked):
+// (a connection that knows, a WebSocket turn's (package wsmode), is
+// asked):
 // a peek that neither waits nor consumes what the client may have sent,
 // or a connection already closed on this side. A client still connected,
 // or a connection this cannot look into (not a socket), is not gone.
@@ -65,33 +66,4 @@ func peek(c net.Conn) (pending, closed bool, err error) {
 		return true // done: never wait for readability
 	})
 	return pending, closed, err
-}
-
-// peerClosed reports whether c's peer closed or reset it, without
-// waiting, consuming, or taking the connection's read lock: another
-// goroutine may be blocked reading c (a WebSocket's reader), which a
-// peek through RawConn.Read would wait for. Bytes pending are not a
-// close; a connection this cannot look into is not closed.
-func peerClosed(c net.Conn) bool {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return false
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return true
-	}
-	closed := false
-	err = raw.Control(func(fd uintptr) {
-		var b [1]byte
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		switch {
-		case err == nil:
-			closed = n == 0
-		case err == syscall.EAGAIN || err == syscall.EINTR:
-		default:
-			closed = true // reset
-		}
-	})
-	return closed || err != nil
 }

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fasthttp/websocket"
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/config"
@@ -20,6 +19,7 @@ import (
 	"github.com/recallproxy/recall/respstate"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/tracing"
+	"github.com/recallproxy/recall/wsmode"
 )
 
 // Tenants supplies the current tenant set; config.Watcher implements it.
@@ -196,8 +196,7 @@ type Server struct {
 	cached   atomic.Int64
 	// memoryWarned is when memoryNone last logged (Unix nanoseconds).
 	memoryWarned atomic.Int64
-	upgrader     *websocket.FastHTTPUpgrader
-	sockets      *socketSet // the Responses WebSockets open
+	sockets      *wsmode.Server // the Responses WebSockets, and those open
 	state        *respstate.State
 	// realClock: cfg.Now is time.Now, and a request's start can be
 	// fasthttp's reading of it (startOf).
@@ -253,7 +252,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Locks = &Locks{}
 	}
 	if cfg.WebSocketLifetime <= 0 {
-		cfg.WebSocketLifetime = defaultWebSocketLifetime
+		cfg.WebSocketLifetime = wsmode.DefaultLifetime
 	}
 	if cfg.State == nil {
 		st, err := respstate.New(respstate.Config{Store: cfg.Store, Lock: cfg.Locks.Acquire, Leaser: cfg.Leaser,
@@ -270,12 +269,15 @@ func New(cfg Config) (*Server, error) {
 		counter:  cfg.Counter,
 		client:   cfg.Client, // Do follows no redirect: they are the client's business
 		buffered: cfg.BufferingClient,
-		upgrader: newUpgrader(),
-		sockets:  newSocketSet(),
 		state:    cfg.State,
 
 		realClock: realClock,
 	}
+	sockets, err := s.newSockets()
+	if err != nil {
+		return nil, err
+	}
+	s.sockets = sockets
 	s.metrics.activeConversations(cfg.Locks.active)
 	s.srv = &fasthttp.Server{
 		Handler:                       s.Handle,
@@ -320,7 +322,7 @@ func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(coarseListene
 // any, is answered. It does not close the store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
-	s.sockets.drain() // each closes once its turn in flight is answered
+	s.sockets.Drain() // each closes once its turn in flight is answered
 	stopped := make(chan error, 1)
 	go func() { stopped <- s.srv.ShutdownWithContext(ctx) }()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -341,7 +343,7 @@ wait:
 		case <-tick.C:
 		case <-ctx.Done():
 			s.conns.closeAll()
-			s.sockets.closeAll()
+			s.sockets.CloseAll()
 			<-stopped
 			return ctx.Err()
 		}
@@ -352,13 +354,13 @@ wait:
 	case <-relays:
 	case <-ctx.Done():
 		s.conns.closeAll()
-		s.sockets.closeAll()
+		s.sockets.CloseAll()
 		return ctx.Err()
 	}
 	select {
-	case <-s.sockets.wait():
+	case <-s.sockets.Wait():
 	case <-ctx.Done():
-		s.sockets.closeAll()
+		s.sockets.CloseAll()
 		return ctx.Err()
 	}
 	s.client.CloseIdleConnections() // the upstream's side of them ends too
