@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
+	"slices"
 
 	"github.com/valyala/fasthttp"
 
@@ -13,18 +15,27 @@ import (
 	"github.com/recallproxy/recall/wire"
 )
 
+// protocols are the wire protocols Recall speaks, by their wire value:
+// a new protocol is its package and one entry here. What a protocol's
+// API asks beyond the defaults (its paths, where the key goes, its error
+// shape, how its turns are shaped) its package brings through the
+// optional interfaces of wire, which init reads into the entry.
+var protocols = map[wire.Protocol]*protocol{
+	wire.ChatCompletions: {proto: wire.ChatCompletions, route: "chat", ingress: chat.Protocol{}, upstream: chat.Protocol{}},
+	wire.Responses:       {proto: wire.Responses, route: "responses", ingress: responses.Ingress{}, upstream: responses.Upstream{}, renders: true, resolve: resolveResponses, answers: nameResponse},
+	wire.Messages:        {proto: wire.Messages, route: "messages", ingress: messages.Ingress{}, upstream: messages.Upstream{}},
+	wire.Gemini:          {proto: wire.Gemini, route: "gemini", ingress: gemini.Ingress{}, upstream: gemini.Upstream{}},
+}
+
 // protocol is what the proxy knows of a wire protocol: its package's two
-// sides, how its clients see errors, and the hooks of its state.
+// sides, the hooks of the Responses state, which are the proxy's, and
+// what init read from the package.
 type protocol struct {
 	proto wire.Protocol
 	// route names it in metrics and logs.
 	route    string
 	ingress  wire.Ingress
 	upstream wire.Upstream
-	// render and errorEvent shape an error for its clients, as a body and
-	// as a stream's event.
-	render     func(*apierr.Error) []byte
-	errorEvent func(*apierr.Error) []byte
 	// renders is set when its answers are always rendered by Recall, even
 	// from an upstream of the same protocol (the Responses API: its
 	// answers carry Recall's ids).
@@ -35,9 +46,26 @@ type protocol struct {
 	// answers, if set, names the answer before it is made (req.ResponseID),
 	// once the request is planned (x.plan, for a recorded exchange).
 	answers func(x *exchange, req *wire.Request)
-	// credential, if set, puts the upstream key where its API reads it
-	// (upstreamRequest set Authorization: Bearer).
-	credential func(req *fasthttp.Request, c caller)
+
+	// The rest is set by init from the package.
+
+	// path is "/v1" and the upstream's Path: where a call of the protocol
+	// goes under the tenant's base URL and, unless the ingress reads its
+	// path (pathIngress), the route its clients POST to.
+	path []byte
+	// pathIngress is the ingress when it reads fields from its path.
+	pathIngress wire.PathIngress
+	// modelPath is the upstream when its path names the model.
+	modelPath wire.ModelPath
+	// render and errorEvent shape an error for its clients, as a body and
+	// as a stream's event (OpenAI's shape unless wire.ErrorShaper).
+	render     func(*apierr.Error) []byte
+	errorEvent func(*apierr.Error) []byte
+	// keyHeader, if set, is the header the upstream key goes in instead
+	// of Authorization: Bearer; defaultHeader and defaultValue, if set, a
+	// header sent when the request has none of its own.
+	keyHeader                   []byte
+	defaultHeader, defaultValue string
 	// mark, if set, marks the end of the curated history in a body for
 	// its upstream (last: the index of the last history message among the
 	// sent messages), when the context went as stored.
@@ -48,48 +76,40 @@ type protocol struct {
 	join func(msgs [][]byte, last int) ([][]byte, int)
 }
 
-// protocols are the wire protocols Recall speaks, by their wire value: a
-// new protocol is its package and one entry here.
-var protocols = map[wire.Protocol]*protocol{
-	wire.ChatCompletions: {proto: wire.ChatCompletions, route: "chat", ingress: chat.Protocol{}, upstream: chat.Protocol{},
-		render: apierr.OpenAI, errorEvent: errorEvent},
-	wire.Responses: {proto: wire.Responses, route: "responses", ingress: responses.Ingress{}, upstream: responses.Upstream{},
-		render: apierr.OpenAI, errorEvent: responsesErrorEvent, renders: true, resolve: resolveResponses, answers: nameResponse},
-	wire.Messages: {proto: wire.Messages, route: "messages", ingress: messages.Ingress{}, upstream: messages.Upstream{},
-		render: apierr.Anthropic, errorEvent: anthropicErrorEvent, credential: anthropicCredential, mark: messages.MarkHistoryEnd, join: messages.JoinResults},
-	wire.Gemini: {proto: wire.Gemini, route: "gemini", ingress: gemini.Ingress{}, upstream: gemini.Upstream{}},
-}
+// served are the protocols in their wire order, for seamRoute.
+var served []*protocol
 
-// errorShaper is an Ingress that shapes Recall's errors for its clients
-// itself, as a body and as a stream's closing event.
-type errorShaper interface {
-	ErrorBody(*apierr.Error) []byte
-	ErrorEvent(*apierr.Error) []byte
-}
-
-// init completes each protocol from what its package brings (the
-// optional interfaces of wire, and errorShaper), where its entry above
-// says nothing.
+// init completes each protocol from the optional interfaces of wire its
+// package implements, so that no request asserts one.
 func init() {
 	for _, p := range protocols {
-		if es, ok := p.ingress.(errorShaper); ok && p.render == nil {
-			p.render, p.errorEvent = es.ErrorBody, es.ErrorEvent
+		p.path = []byte("/v1" + p.upstream.Path())
+		p.pathIngress, _ = p.ingress.(wire.PathIngress)
+		p.modelPath, _ = p.upstream.(wire.ModelPath)
+		p.render, p.errorEvent = errorBody, errorEvent
+		if es, ok := p.ingress.(wire.ErrorShaper); ok {
+			p.render = func(e *apierr.Error) []byte {
+				return es.AppendError(nil, e.Status, e.Type, e.Code, e.Param, e.Message)
+			}
+			p.errorEvent = func(e *apierr.Error) []byte {
+				return es.AppendErrorEvent(nil, e.Status, e.Type, e.Code, e.Param, e.Message)
+			}
 		}
-		if kh, ok := p.upstream.(wire.KeyHeader); ok && p.credential == nil {
-			p.credential = keyHeader([]byte(kh.KeyHeader()))
+		if kh, ok := p.upstream.(wire.KeyHeader); ok {
+			p.keyHeader = []byte(kh.KeyHeader())
 		}
+		if dh, ok := p.upstream.(wire.DefaultHeader); ok {
+			p.defaultHeader, p.defaultValue = dh.DefaultHeader()
+		}
+		if cm, ok := p.upstream.(wire.CacheMarker); ok {
+			p.mark = cm.MarkHistoryEnd
+		}
+		if tj, ok := p.upstream.(wire.TurnJoiner); ok {
+			p.join = tj.JoinTurns
+		}
+		served = append(served, p)
 	}
-}
-
-// keyHeader returns a credential hook that moves the key upstreamRequest
-// set as Authorization: Bearer into the header name.
-func keyHeader(name []byte) func(*fasthttp.Request, caller) {
-	return func(req *fasthttp.Request, _ caller) {
-		if auth := req.Header.Peek(fasthttp.HeaderAuthorization); len(auth) > len("Bearer ") {
-			req.Header.SetBytesKV(name, auth[len("Bearer "):])
-			req.Header.Del(fasthttp.HeaderAuthorization)
-		}
-	}
+	slices.SortFunc(served, func(a, b *protocol) int { return cmp.Compare(a.proto, b.proto) })
 }
 
 // request sets dst's method, URI and headers for a call of this
@@ -99,73 +119,41 @@ func keyHeader(name []byte) func(*fasthttp.Request, caller) {
 // reads it. A translated request, or one to a model path, does not carry
 // the client's query (Claude Code's ?beta=true, a Gemini client's ?key=).
 func (up *protocol) request(dst *fasthttp.Request, rc *fasthttp.RequestCtx, c caller, req *wire.Request, in wire.Protocol) {
-	mp, modelPath := up.upstream.(wire.ModelPath)
-	if !modelPath {
-		upstreamRequest(dst, rc, c, []byte("/v1"+up.upstream.Path()), false)
+	if up.modelPath == nil {
+		upstreamRequest(dst, rc, c, up.path, false)
 	} else {
-		path, query := mp.PathFor(req.Model, req.Stream)
+		path, query := up.modelPath.PathFor(req.Model, req.Stream)
 		upstreamRequest(dst, rc, c, []byte("/v1"+path), false)
 		dst.URI().SetQueryString(query)
 	}
-	if up.credential != nil {
-		up.credential(dst, c)
+	if up.keyHeader != nil {
+		if auth := dst.Header.Peek(fasthttp.HeaderAuthorization); len(auth) > len("Bearer ") {
+			dst.Header.SetBytesKV(up.keyHeader, auth[len("Bearer "):])
+			dst.Header.Del(fasthttp.HeaderAuthorization)
+		}
 	}
-	if up.proto != in && !modelPath {
+	if up.defaultHeader != "" && len(dst.Header.Peek(up.defaultHeader)) == 0 {
+		dst.Header.Set(up.defaultHeader, up.defaultValue)
+	}
+	if up.proto != in && up.modelPath == nil {
 		dst.URI().SetQueryStringBytes(nil)
 	}
 }
 
-// routes map the ingress paths served through the seam to their protocol.
-var routes = []struct {
-	path  []byte
-	proto wire.Protocol
-}{
-	{[]byte("/v1/responses"), wire.Responses},
-	{[]byte("/v1/messages"), wire.Messages},
-}
-
-// seamRoute returns the protocol served at path, if any: an exact route,
-// or a protocol whose ingress reads fields from its path
-// (wire.PathIngress).
+// seamRoute returns the protocol served at path, if any: one whose
+// ingress is served at its upstream's path, or one whose ingress reads
+// fields from its path (wire.PathIngress). Chat completions' path is
+// routed before (Server.chat).
 func seamRoute(path []byte) *protocol {
-	for _, r := range routes {
-		if bytes.Equal(path, r.path) {
-			return protocols[r.proto]
+	for _, p := range served {
+		if p.pathIngress == nil && bytes.Equal(path, p.path) {
+			return p
 		}
 	}
-	for _, p := range protocols {
-		if pi, ok := p.ingress.(wire.PathIngress); ok && pi.Serves(path) {
+	for _, p := range served {
+		if p.pathIngress != nil && p.pathIngress.Serves(path) {
 			return p
 		}
 	}
 	return nil
-}
-
-// responsesErrorEvent is e as a Responses stream's error event, for a
-// stream with no events before it; a stream Recall rendered ends with its
-// renderer's (errorRenderer), numbered after the events it rendered.
-func responsesErrorEvent(e *apierr.Error) []byte {
-	return responses.AppendErrorEvent(nil, 0, e.Code, e.Message)
-}
-
-// anthropicErrorEvent is e as an Anthropic stream's error event.
-func anthropicErrorEvent(e *apierr.Error) []byte {
-	b := []byte("event: error\ndata: ")
-	b = append(b, apierr.Anthropic(e)...)
-	return append(b, "\n\n"...)
-}
-
-// anthropicVersion is the API version asked for when the client named none
-// (a chat or Responses client's request translated).
-const anthropicVersion = messages.APIVersion
-
-// anthropicCredential sends the upstream key as Anthropic reads it.
-func anthropicCredential(req *fasthttp.Request, _ caller) {
-	if auth := req.Header.Peek(fasthttp.HeaderAuthorization); len(auth) > len("Bearer ") {
-		req.Header.Set("x-api-key", string(auth[len("Bearer "):]))
-		req.Header.Del(fasthttp.HeaderAuthorization)
-	}
-	if len(req.Header.Peek("anthropic-version")) == 0 {
-		req.Header.Set("anthropic-version", anthropicVersion)
-	}
 }

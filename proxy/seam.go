@@ -15,7 +15,6 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/protocol/responses"
 	"github.com/recallproxy/recall/thread"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/wire"
@@ -68,9 +67,9 @@ func (x *exchange) target(rc *fasthttp.RequestCtx, conv string) (string, history
 // parseRequest decodes body with p's ingress, and the path it came to
 // for an ingress that reads fields from it (wire.PathIngress).
 func parseRequest(rc *fasthttp.RequestCtx, p *protocol, body []byte) (*wire.Request, error) {
-	if pi, ok := p.ingress.(wire.PathIngress); ok {
+	if p.pathIngress != nil {
 		_, path, _ := routePath(rc.Request.URI().PathOriginal())
-		return pi.ParseRequestAt(path, body)
+		return p.pathIngress.ParseRequestAt(path, body)
 	}
 	return p.ingress.ParseRequest(body)
 }
@@ -444,22 +443,13 @@ func newRenderer(x *exchange, p *protocol, req *wire.Request) wire.Renderer {
 	return p.ingress.NewRenderer(req)
 }
 
-// errorRenderer is a Renderer that renders the error event a failed stream
-// ends with itself, to number it after the events it rendered (the
-// Responses API's sequence_number).
-type errorRenderer interface {
-	Error(dst []byte, code, message string) []byte
-}
-
-var _ errorRenderer = (*responses.Renderer)(nil)
-
 // endSeam ends a stream that failed with an error event in the client's
 // protocol, ren's when it renders one (ren is nil when the upstream's
 // events are relayed as they came); the closing events never go out.
 func (s *Server) endSeam(w *bufio.Writer, x *exchange, p *protocol, ren wire.Renderer, err error) error {
 	e := classify(err)
 	var ev []byte
-	if er, ok := ren.(errorRenderer); ok {
+	if er, ok := ren.(wire.ErrorRenderer); ok {
 		ev = er.Error(nil, e.Code, e.Message)
 	} else {
 		ev = p.errorEvent(e)

@@ -237,9 +237,12 @@ type Renderer interface {
 	End(dst []byte, a *Answer) []byte
 }
 
-// The optional parts of a protocol: interfaces an Ingress or an Upstream
-// implements when its API does not fit the defaults the proxy assumes
-// (a fixed path under the API root, "Authorization: Bearer").
+// The optional parts of a protocol: interfaces an Ingress, an Upstream
+// or a Renderer implements when its API does not fit the defaults the
+// proxy assumes: an Ingress served at its Upstream's Path under the API
+// root (POST /v1/messages), a fixed path upstream, "Authorization:
+// Bearer", OpenAI's error shape, the turns sent as they were stored. The
+// proxy reads which of them a protocol implements once, when it starts.
 
 // ModelPath is an Upstream whose request path names the model and
 // whether the answer streams (Gemini's /models/{model}:generateContent
@@ -269,4 +272,54 @@ type PathIngress interface {
 	// ParseRequestAt is ParseRequest for a request to path (one Serves
 	// accepted).
 	ParseRequestAt(path, body []byte) (*Request, error)
+}
+
+// DefaultHeader is an Upstream whose API wants a header on every request
+// (Anthropic's anthropic-version): the proxy sends it with the value when
+// the request carries none of its own (a client of another protocol).
+type DefaultHeader interface {
+	// DefaultHeader returns the header's name and the value sent.
+	DefaultHeader() (name, value string)
+}
+
+// ErrorShaper is an Ingress whose clients read Recall's errors in a
+// shape of its own, instead of OpenAI's {"error":{"message","type",
+// "param","code"}} and, in a stream, "data: " and that body. An error is
+// its HTTP status, OpenAI's error type (invalid_request_error, …), its
+// code and param ("" for none) and the message shown to the client.
+type ErrorShaper interface {
+	// AppendError appends the error's body.
+	AppendError(dst []byte, status int, typ, code, param, message string) []byte
+	// AppendErrorEvent appends the event a stream that failed ends with,
+	// for a stream whose events were not rendered by Recall (its own
+	// renderer's ErrorRenderer, when it has one, numbers it).
+	AppendErrorEvent(dst []byte, status int, typ, code, param, message string) []byte
+}
+
+// ErrorRenderer is a Renderer that renders the error event a failed
+// stream ends with itself, to number it after the events it rendered
+// (the Responses API's sequence_number).
+type ErrorRenderer interface {
+	// Error appends the error event with its code and message.
+	Error(dst []byte, code, message string) []byte
+}
+
+// CacheMarker is an Upstream whose API caches a prompt's prefix where
+// the request marks it (Anthropic's cache_control breakpoints): the
+// proxy asks it to mark the end of the curated history in a body
+// AppendBody wrote, when the context went as stored.
+type CacheMarker interface {
+	// MarkHistoryEnd returns body with the end of message last (the
+	// index among the sent messages of the last history message) marked.
+	MarkHistoryEnd(body []byte, last int) []byte
+}
+
+// TurnJoiner is an Upstream whose API wants turns shaped otherwise than
+// they were stored (Anthropic: every tool result of a call in the one
+// user message after it), for messages sent as stored.
+type TurnJoiner interface {
+	// JoinTurns returns msgs (this protocol's JSON) reshaped, and last
+	// (the index of a message in msgs, or -1) as its index in the result.
+	// msgs is not modified.
+	JoinTurns(msgs [][]byte, last int) ([][]byte, int)
 }

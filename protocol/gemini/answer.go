@@ -205,18 +205,22 @@ func (r *Renderer) chunk(dst, parts []byte, finish string, usage []byte) []byte 
 	return append(dst, "}\r\n\r\n"...)
 }
 
-// ErrorBody renders e in the Gemini API's shape,
+// AppendError appends the Gemini API's error body,
 // {"error":{"code","message","status"}}, status the google.rpc code name
-// of e's HTTP status.
-func (Ingress) ErrorBody(e *apierr.Error) []byte { return ErrorBody(e) }
-
-// ErrorEvent renders e as a stream's closing event, data: and the body.
-func (Ingress) ErrorEvent(e *apierr.Error) []byte {
-	b := append([]byte("data: "), ErrorBody(e)...)
-	return append(b, "\r\n\r\n"...)
+// of the HTTP status (Status).
+func (Ingress) AppendError(dst []byte, status int, typ, code, param, message string) []byte {
+	return append(dst, ErrorBody(&apierr.Error{Status: status, Message: message})...)
 }
 
-// ErrorBody renders e in the Gemini API's shape (see Ingress.ErrorBody).
+// AppendErrorEvent appends a stream's closing error event, data: and the
+// body.
+func (in Ingress) AppendErrorEvent(dst []byte, status int, typ, code, param, message string) []byte {
+	dst = append(dst, "data: "...)
+	dst = in.AppendError(dst, status, typ, code, param, message)
+	return append(dst, "\r\n\r\n"...)
+}
+
+// ErrorBody renders e in the Gemini API's shape (see Ingress.AppendError).
 func ErrorBody(e *apierr.Error) []byte {
 	var body struct {
 		Error struct {

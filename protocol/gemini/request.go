@@ -20,6 +20,7 @@ type Ingress struct{}
 var (
 	_ wire.Ingress     = Ingress{}
 	_ wire.PathIngress = Ingress{}
+	_ wire.ErrorShaper = Ingress{}
 )
 
 // The routes the Ingress serves: POST {prefix}{model}:{method}, under

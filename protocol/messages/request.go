@@ -16,7 +16,25 @@ import (
 // stream. The zero value is ready to use.
 type Ingress struct{}
 
-var _ wire.Ingress = Ingress{}
+var (
+	_ wire.Ingress     = Ingress{}
+	_ wire.ErrorShaper = Ingress{}
+)
+
+// AppendError appends Anthropic's error body,
+// {"type":"error","error":{"type","message"}}, its type the one
+// Anthropic answers status with (apierr.AnthropicType).
+func (Ingress) AppendError(dst []byte, status int, typ, code, param, message string) []byte {
+	return append(dst, apierr.Anthropic(&apierr.Error{Status: status, Type: typ, Code: code, Param: param, Message: message})...)
+}
+
+// AppendErrorEvent appends Anthropic's stream error event: "event:
+// error" and the error body.
+func (in Ingress) AppendErrorEvent(dst []byte, status int, typ, code, param, message string) []byte {
+	dst = append(dst, "event: error\ndata: "...)
+	dst = in.AppendError(dst, status, typ, code, param, message)
+	return append(dst, "\n\n"...)
+}
 
 // ParseRequest decodes a Messages API request body
 // (https://docs.anthropic.com/en/api/messages). It checks what the API

@@ -39,11 +39,34 @@ const DefaultMaxTokens = 4096
 // upstream. The zero value is ready to use.
 type Upstream struct{}
 
-var _ wire.Upstream = Upstream{}
+var (
+	_ wire.Upstream      = Upstream{}
+	_ wire.KeyHeader     = Upstream{}
+	_ wire.DefaultHeader = Upstream{}
+	_ wire.CacheMarker   = Upstream{}
+	_ wire.TurnJoiner    = Upstream{}
+)
+
+// KeyHeaderName is the header the Messages API reads its key from.
+const KeyHeaderName = "x-api-key"
 
 // Path returns "/messages", appended to the tenant's base_url
 // (https://api.anthropic.com/v1).
 func (Upstream) Path() string { return "/messages" }
+
+// KeyHeader returns KeyHeaderName.
+func (Upstream) KeyHeader() string { return KeyHeaderName }
+
+// DefaultHeader returns anthropic-version and APIVersion: the API
+// refuses a request without a version, and a client of another protocol
+// names none (a Messages client's own is sent as it came).
+func (Upstream) DefaultHeader() (name, value string) { return "anthropic-version", APIVersion }
+
+// MarkHistoryEnd is the package's MarkHistoryEnd.
+func (Upstream) MarkHistoryEnd(body []byte, last int) []byte { return MarkHistoryEnd(body, last) }
+
+// JoinTurns is JoinResults.
+func (Upstream) JoinTurns(msgs [][]byte, last int) ([][]byte, int) { return JoinResults(msgs, last) }
 
 // AppendBody appends the body of a Messages API request.
 //

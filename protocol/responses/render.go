@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -60,7 +61,10 @@ type rPart struct {
 	text    strings.Builder
 }
 
-var _ wire.Renderer = (*Renderer)(nil)
+var (
+	_ wire.Renderer      = (*Renderer)(nil)
+	_ wire.ErrorRenderer = (*Renderer)(nil)
+)
 
 // Delta appends the events for d.
 func (r *Renderer) Delta(dst []byte, d wire.Delta) []byte {
@@ -162,6 +166,20 @@ func (r *Renderer) Error(dst []byte, code, message string) []byte {
 func AppendErrorEvent(dst []byte, seq int, code, message string) []byte {
 	r := Renderer{seq: seq}
 	return r.Error(dst, code, message)
+}
+
+// AppendError appends OpenAI's error body,
+// {"error":{"message","type","param","code"}}.
+func (Ingress) AppendError(dst []byte, status int, typ, code, param, message string) []byte {
+	return append(dst, apierr.OpenAI(&apierr.Error{Status: status, Type: typ, Code: code, Param: param, Message: message})...)
+}
+
+// AppendErrorEvent appends the error event of a stream whose events
+// Recall did not render (the upstream's, relayed): AppendErrorEvent's,
+// numbered 0. A stream Recall rendered ends with its renderer's
+// (Renderer.Error), numbered after the events before it.
+func (Ingress) AppendErrorEvent(dst []byte, status int, typ, code, param, message string) []byte {
+	return AppendErrorEvent(dst, 0, code, message)
 }
 
 // End closes the open item, renders the items no delta announced, and

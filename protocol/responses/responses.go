@@ -21,9 +21,10 @@ func init() { wire.Register(Codec{}) }
 
 // The interfaces of the seam this package implements.
 var (
-	_ wire.Codec    = Codec{}
-	_ wire.Upstream = Upstream{}
-	_ wire.Ingress  = Ingress{}
+	_ wire.Codec       = Codec{}
+	_ wire.Upstream    = Upstream{}
+	_ wire.Ingress     = Ingress{}
+	_ wire.ErrorShaper = Ingress{}
 )
 
 // Item types the package reads.
