@@ -28,8 +28,11 @@ import (
 // of it, so every request loads its tail. (It went unnoticed: the
 // race detector skips this test, and CI ran only under it; .ci/run now
 // runs the allocation tests without it too.) Raise it only with a reason
-// in the commit; lower it when the path gets cheaper.
-const maxChatAllocs = 330
+// in the commit; lower it when the path gets cheaper. 330 once the chat
+// path became the exchange pipeline's same-protocol branch (the decoded
+// wire.Request and the answer's stored slice; 328 before with the pooled
+// buffers' holders recycled), 331 on a loaded machine: bound 332.
+const maxChatAllocs = 332
 
 // maxRecordAllocs bounds what building the inspector's exchange record
 // adds to a chat request (Config.OnExchange set, as the server runs): the
