@@ -25,8 +25,9 @@ import (
 // *upstreamEvent, so that a relay in the upstream's protocol can hand it
 // on as it came.
 //
-// With relay set the deltas are not wanted but for the answer's Finish:
-// an assembler that can (wire.Relayer) reads the events without them.
+// With relay set the deltas are not wanted but for the answer's Finish,
+// nor the answer's canonical message: an assembler that can
+// (wire.Relayer) reads the events and the answer without them.
 func pump(r io.Reader, asm wire.Assembler, max int, relay bool, onEvent func(raw []byte, deltas []wire.Delta, last bool) error) (wire.Answer, error) {
 	er := chat.NewEventReader(r, max)
 	var deltas []wire.Delta
@@ -82,7 +83,13 @@ func pump(r io.Reader, asm wire.Assembler, max int, relay bool, onEvent func(raw
 			return wire.Answer{}, fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, rerr)
 		}
 	}
-	a, err := asm.Answer()
+	var a wire.Answer
+	var err error
+	if rl != nil {
+		a, err = rl.StoredAnswer()
+	} else {
+		a, err = asm.Answer()
+	}
 	if err != nil {
 		return wire.Answer{}, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
 	}

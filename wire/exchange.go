@@ -170,6 +170,10 @@ type Relayer interface {
 	// Relay reads one event as Event does; finished is set from the
 	// first event that carries the stop reason on.
 	Relay(name, data []byte) (finished, done bool, err error)
+	// StoredAnswer returns the whole answer without its canonical
+	// Message (see StoredParser): the relay's client got the events, and
+	// their answer is stored as the upstream's protocol has it.
+	StoredAnswer() (Answer, error)
 }
 
 // Assembler builds an answer from a stream's events.

@@ -196,14 +196,12 @@ func (p Protocol) ParseStored(body []byte) (wire.Answer, error) {
 	if err != nil {
 		return wire.Answer{}, err
 	}
-	a := p.stored(r)
-	a.Stored = [][]byte{r.Message}
-	return a, nil
+	return p.stored(r), nil
 }
 
 // stored is r's answer without its canonical message.
 func (Protocol) stored(r Reply) wire.Answer {
-	return wire.Answer{ID: r.ID, Model: r.Model, Stop: stopOf(r.FinishReason),
+	return wire.Answer{ID: r.ID, Model: r.Model, Stored: [][]byte{r.Message}, Stop: stopOf(r.FinishReason),
 		Usage: wire.Usage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens,
 			CachedTokens: r.Usage.CachedTokens}}
 }
@@ -214,7 +212,7 @@ func (p Protocol) answer(r Reply) (wire.Answer, error) {
 		return wire.Answer{}, err
 	}
 	a := p.stored(r)
-	a.Stored, a.Message = [][]byte{r.Message}, m
+	a.Message = m
 	return a, nil
 }
 
@@ -284,6 +282,11 @@ func (a *seamAssembler) Relay(_, data []byte) (finished, done bool, err error) {
 		return false, false, err
 	}
 	return a.asm.Finished() || a.asm.Done(), a.asm.Done(), nil
+}
+
+// StoredAnswer implements wire.Relayer.
+func (a *seamAssembler) StoredAnswer() (wire.Answer, error) {
+	return Protocol{}.stored(a.asm.Reply()), nil
 }
 
 // Complete implements wire.Completer: a stream that ends cleanly after
