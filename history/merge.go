@@ -111,7 +111,13 @@ func mergeAuto(in []Message, snap Snapshot, head HeadFunc) (Merged, error) {
 	if ok, err := repeatsPreamble(in, snap, head); err != nil {
 		return Merged{}, err
 	} else if ok {
+		// What follows the preamble may be what the stored end already
+		// holds: an agent's next request in its turn (a tool round) resends
+		// the turn's prompt and call after its preamble.
 		in = in[1:]
+		if j := overlap(in, visible(tail)); j > 0 {
+			return Merged{History: tail, New: in[j:]}, nil
+		}
 	}
 	return Merged{History: tail, New: in}, nil
 }

@@ -59,6 +59,9 @@ func TestMerge(t *testing.T) {
 		// follows it): a restart's identical one is kept once.
 		{"auto, restart sharing only user messages", Auto, stored(u1, u2, a2), []Message{u1, u2, a1, u3}, stored(u1, u2, a2).Tail, []Message{u2, a1, u3}, nil},
 		{"auto, a restarted agent's preamble is kept once", Auto, stored(u1, u2, a2), []Message{u1, u3}, stored(u1, u2, a2).Tail, []Message{u3}, nil},
+		// Codex's tool round in a later process: its preamble, then what
+		// the stored end already holds (the turn's prompt and call).
+		{"auto, a restarted agent's tool round after its preamble", Auto, stored(u1, u2, a2, u3, a1), []Message{u1, u3, a1, Tool("c1", "r1")}, stored(u1, u2, a2, u3, a1).Tail, []Message{Tool("c1", "r1")}, nil},
 		{"auto, a preamble a summary covers goes again", Auto, summarized(stored(u1, u2, a2), 1), []Message{u1, u3}, stored(u1, u2, a2).Tail, []Message{u1, u3}, nil},
 		{"auto, a preamble behind the cut goes again", Auto, cutAt(stored(u1, u2, a2), 2), []Message{u1, u3}, stored(u1, u2, a2).Tail, []Message{u1, u3}, nil},
 		{"auto, opening assistant message is no evidence", Auto, stored(a1, u1, a2), []Message{a1, u2, a2}, stored(a1, u1, a2).Tail, []Message{a1, u2, a2}, nil},
