@@ -34,20 +34,21 @@ var keyHistory = []byte(headerHistory)
 // conversation on a path that keeps no memory.
 const headerMemory = "X-Recall-Memory"
 
-// exchange is one chat-completions call on a conversation: everything the
-// commit needs, copied out of the RequestCtx so that it may outlive the
+// exchange is one recorded (or forwarded) call of any protocol: everything
+// the commit needs, copied out of the RequestCtx so that it may outlive the
 // handler (a stream is relayed and committed after the handler returns).
+// Its state is in three parts (see decision.go): what the request is,
+// what the plan decided (dec), and what the exchange owns until it ends;
+// facts are what its record reports.
 type exchange struct {
-	s       *Server
-	c       caller
-	key     history.Key
-	enc     tokens.Encoding
-	version uint64
-	fresh   []history.Message // new messages, in their stored form
-	super   *history.Boundary
-	cut     uint64
-	report  history.Report
-	record  bool
+	// What the request is, set while it is admitted and decoded.
+	s   *Server
+	c   caller
+	key history.Key
+	// record: the exchange records a turn; model is the request's model
+	// (a summary job's default).
+	record bool
+	model  string
 	// thread is the request as package thread reads it (nil: not a
 	// recorded request); side, why it is a side call ("": the main
 	// thread): it goes upstream as sent and nothing of it is stored.
@@ -57,76 +58,52 @@ type exchange struct {
 	// request of up to four instruction messages.
 	th    thread.Request
 	instr [4][]byte
-	// committed is set once the turn is recorded.
-	committed bool
-	// conn is a streamed exchange's client connection, looked at before
-	// its commit (leftBeforeCommit).
-	conn net.Conn
 	// oneChoice is set when the request asks for one choice, so the
 	// upstream's completion tokens count the recorded answer alone.
 	oneChoice bool
 	// retry says how the request may repeat the last exchange.
 	retry history.Retry
-	// replaced is set when the request repeats the last exchange, whose
-	// turn it then replaces.
-	replaced bool
-	// mode and in (roles and hashes) are what a rebase merges again.
-	mode history.Mode
-	in   []history.Message
-	// exchangeHash is history.HashMessages of the client's new messages.
-	exchangeHash uint64
-	// plan is what prepare planned (nil for an unrecorded request).
-	plan *plan.Plan
-	// model is the request's model (a summary job's default).
-	model string
-	// incarnation, if not 0, is the one a conversation this exchange
-	// creates gets (Recall's response ids name it).
-	incarnation uint64
 	// pinned is set when the answer's id names where it is stored (the
 	// Responses API's): a rebase that would move it fails instead.
 	pinned bool
-	// leased is set when prepare took the conversation's lease (see
-	// prepare), held until the exchange ends.
-	leased bool
 	// respReq is a stored Responses request (see nameResponse): its
 	// answer's commit keeps the Response object returned (responseOf).
 	respReq *wire.Request
-	// held, if set, releases the conversation's lock (and its lease, when
-	// leased is set) that resolve took to decide under it which
-	// conversation a request continues (see resolveResponses): prepare
-	// takes it over instead of taking the lock again, and an exchange
-	// that does not prepare drops it (dropHeld).
-	held func()
 	// render renders an error in the client's protocol (nil: OpenAI's);
 	// route names the exchange's route in metrics and logs ("": chat).
-	render       func(*apierr.Error) []byte
-	route        string
-	upstream     wire.Protocol // the protocol the upstream speaks
-	start        time.Time
-	sent         time.Time // request sent upstream
-	upstreamDone time.Time // upstream answer read (or stream ended)
-	// What the exchange record says besides the plan (see
-	// exchange_record.go): the upstream's answer's headers came at
-	// firstByte, as a stream or not; the commit stored the seqs
-	// committedFrom..committedTo of the conversation's incarnation, with
-	// the upstream's reported usage, or failed.
-	firstByte                  time.Time
-	stream                     bool
-	usage                      recordedUsage
-	committedFrom, committedTo uint64
-	committedIncarnation       uint64
-	commitFailed               bool
-	// endEpisode is set when the model called end_conversation: the
-	// commit then seals the open episode, this turn included.
-	endEpisode bool
+	render   func(*apierr.Error) []byte
+	route    string
+	upstream wire.Protocol // the protocol the upstream speaks
+
+	// dec is what prepare decided (nil for an unrecorded request).
+	dec *decision
+
+	// What the exchange owns until it ends.
+	// held, if set, releases the conversation's lock (and its lease, when
+	// leased is set): resolve takes it to decide under it which
+	// conversation a request continues (see resolveResponses), prepare
+	// takes it over (or takes it itself), and an exchange that does not
+	// prepare drops it (dropHeld).
+	held   func()
+	leased bool
+	// conn is a streamed exchange's client connection, looked at before
+	// its commit (leftBeforeCommit).
+	conn net.Conn
+	// committed is set once the turn is recorded; endEpisode when the
+	// model called end_conversation: the commit then seals the open
+	// episode, this turn included.
+	committed, endEpisode bool
 	// rounds are the upstream calls of an exchange with history tools
 	// offered (tools.go), each with its own exchange record.
 	rounds []toolRound
 	// answer is a non-streamed answer, parsed (kept here: no allocation
 	// of its own).
 	answer wire.Answer
-	// span is the exchange's span (nil: tracing is off; trace.go).
-	span *tracing.Exchange
+
+	// facts are what the exchange's record and log line report; span is
+	// its trace span (nil: tracing is off; trace.go).
+	facts exchangeFacts
+	span  *tracing.Exchange
 }
 
 // exchanges recycles the exchanges of the path without history, which
@@ -138,7 +115,7 @@ var exchanges = sync.Pool{New: func() any { return new(exchange) }}
 // exchange is logged, counted and reported once, whatever its end.
 func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	x := exchanges.Get().(*exchange)
-	x.s, x.start = s, s.startOf(rc)
+	x.s, x.facts.start = s, s.startOf(rc)
 	x.key.Conversation = conv
 	body, admitted := s.admit(rc, x)
 	if !admitted {
@@ -180,7 +157,7 @@ func (x *exchange) readAnswer(rc *fasthttp.RequestCtx, resp *fasthttp.Response) 
 	enc = string(resp.Header.ContentEncoding())
 	raw, err := readLimited(responseBody(resp), x.s.cfg.MaxResponseBytes)
 	closeResponse(resp)
-	x.upstreamDone = x.now()
+	x.facts.upstreamDone = x.now()
 	if errors.Is(err, errTooLarge) {
 		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err))
 		return nil, "", false
@@ -270,24 +247,24 @@ func threadName(rc *fasthttp.RequestCtx) (string, error) {
 // curated sets the headers that say what curation did, and counts it.
 func (x *exchange) curated(rc *fasthttp.RequestCtx) {
 	rc.Response.Header.Set("X-Recall-Conversation", x.key.Conversation)
-	rc.Response.Header.Set("X-Recall-Context-Tokens", strconv.Itoa(x.report.Tokens))
-	rc.Response.Header.Set(headerHistory, strconv.Itoa(x.report.IncludedTurns)+"/"+strconv.Itoa(x.report.StoredTurns))
+	rc.Response.Header.Set("X-Recall-Context-Tokens", strconv.Itoa(x.dec.Report.Tokens))
+	rc.Response.Header.Set(headerHistory, strconv.Itoa(x.dec.Report.IncludedTurns)+"/"+strconv.Itoa(x.dec.Report.StoredTurns))
 	curation := fmt.Sprintf("dropped_turns=%d truncated_tool_results=%d repaired_calls=%d",
-		x.report.DroppedTurns, x.report.TruncatedToolResults, x.report.RepairedCalls)
+		x.dec.Report.DroppedTurns, x.dec.Report.TruncatedToolResults, x.dec.Report.RepairedCalls)
 	switch {
-	case x.report.OverBudget && x.report.IncludedTurns > 1:
+	case x.dec.Report.OverBudget && x.dec.Report.IncludedTurns > 1:
 		curation += " over_budget=newest_turn_kept"
-	case x.report.OverBudget:
+	case x.dec.Report.OverBudget:
 		curation += " over_budget=current_turn_only"
 	}
 	switch {
-	case x.plan.SummaryOmitted:
+	case x.dec.SummaryOmitted:
 		curation += " summary=omitted"
-	case x.plan.SummaryCut:
+	case x.dec.SummaryCut:
 		curation += " summary=cut"
 	}
 	rc.Response.Header.Set("X-Recall-Curation", curation)
-	x.s.metrics.curated(x.c.cfg.ID, x.report)
+	x.s.metrics.curated(x.c.cfg.ID, x.dec.Report)
 }
 
 // logExchange writes the exchange's request line.
@@ -297,12 +274,12 @@ func (s *Server) logExchange(x *exchange, level slog.Level, tenant string, statu
 	if x.key.Conversation != "" {
 		attrs = append(attrs, "conversation", x.key.Conversation)
 	}
-	if x.record && !x.sent.IsZero() {
-		attrs = append(attrs, "context_tokens", x.report.Tokens,
-			"turns", strconv.Itoa(x.report.IncludedTurns)+"/"+strconv.Itoa(x.report.StoredTurns),
-			"dropped_turns", x.report.DroppedTurns, "truncated_tool_results", x.report.TruncatedToolResults,
-			"repaired_calls", x.report.RepairedCalls, "committed", x.committed)
-		if x.replaced {
+	if x.record && x.dec != nil && !x.facts.sent.IsZero() {
+		attrs = append(attrs, "context_tokens", x.dec.Report.Tokens,
+			"turns", strconv.Itoa(x.dec.Report.IncludedTurns)+"/"+strconv.Itoa(x.dec.Report.StoredTurns),
+			"dropped_turns", x.dec.Report.DroppedTurns, "truncated_tool_results", x.dec.Report.TruncatedToolResults,
+			"repaired_calls", x.dec.Report.RepairedCalls, "committed", x.committed)
+		if x.dec.Replaced {
 			attrs = append(attrs, "replaced_retry", true)
 		}
 	}
@@ -351,7 +328,7 @@ func hasTools(raw []byte) bool {
 }
 
 // prepare plans the request (plan.Make: load, merge, summary, curate) into
-// x.plan. It takes the conversation's lock in this process and returns its
+// x.dec. It takes the conversation's lock in this process and returns its
 // release, which the caller owns.
 //
 // Across replicas sharing a store, the commit is checked against the
@@ -373,8 +350,8 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 		loaded = func() { x.span.Loaded = x.now() }
 		defer func() {
 			x.span.PlanEnd = x.now()
-			if x.plan != nil {
-				x.span.KeptTurns = x.plan.Report.IncludedTurns
+			if x.dec != nil {
+				x.span.KeptTurns = x.dec.Report.IncludedTurns
 			}
 		}()
 	}
@@ -462,16 +439,7 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 		}
 		return nil, err
 	}
-	x.plan, x.model = p, model
-	x.enc = p.Encoding
-	x.version, x.super, x.replaced, x.mode = p.Version, p.Supersede, p.Replaced, mode
-	x.fresh, x.exchangeHash, x.report, x.cut = p.Fresh, p.ExchangeHash, p.Report, p.Cut
-	// What a rebase after a conflict merges again: roles and hashes only
-	// (the body does not outlive the handler).
-	x.in = make([]history.Message, len(in))
-	for i, m := range in {
-		x.in[i] = history.Message{Role: m.Role, Hash: m.Hash}
-	}
+	x.dec, x.model = x.decide(p, mode, in), model
 	return held, nil
 }
 
@@ -515,42 +483,28 @@ func (x *exchange) record1(r recorded) error {
 		r.answer = slices.Clone(r.answer)
 		r.answer[0].Response = r.response
 	}
-	ch := history.Change{
-		Version:          x.version,
-		Base:             x.base(),
-		Supersede:        x.super,
-		Append:           append(x.fresh, r.answer...),
-		Cut:              x.cut,
-		Model:            r.model,
-		ResponseID:       r.id,
-		PromptTokens:     r.prompt,
-		CompletionTokens: r.completion,
-		Now:              s.cfg.Now().UnixNano(),
-		Exchange:         &history.ExchangeID{Key: x.retry.Key, Hash: x.exchangeHash},
-		Seal:             x.plan != nil && x.plan.Seal,
-		Tools:            x.thread != nil && x.thread.Tools,
-		Incarnation:      x.incarnation,
-	}
+	ch := x.dec.change(r.answer, s.cfg.Now().UnixNano())
+	ch.Model, ch.ResponseID, ch.PromptTokens, ch.CompletionTokens = r.model, r.id, r.prompt, r.completion
 	start := s.cfg.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
 	defer cancel()
-	x.usage = recordedUsage{input: r.prompt, output: r.completion, cached: r.cached}
+	x.facts.usage = recordedUsage{input: r.prompt, output: r.completion, cached: r.cached}
 	type outcome struct {
 		meta history.Meta
 		err  error
 	}
 	result := make(chan outcome, 1)
+	d, leased := x.dec, x.leased
 	go func() {
 		// Past the deadline this goroutine may outlive the exchange: it
-		// touches only ch and what prepare left immutable.
+		// reads only the decision and writes only ch.
 		var m history.Meta
 		var err error
-		leased := x.leased
 		for attempt := 0; ; attempt++ {
-			m, err = s.cfg.Store.Commit(ctx, x.key, ch)
+			m, err = s.cfg.Store.Commit(ctx, d.key, ch)
 			if errors.Is(err, history.ErrConflict) {
 				// Another writer committed since the plan.
-				s.markContended(ctx, x.key)
+				s.markContended(ctx, d.key)
 			}
 			if !errors.Is(err, history.ErrConflict) || attempt == maxRebases {
 				break
@@ -558,13 +512,13 @@ func (x *exchange) record1(r recorded) error {
 			if !leased && s.cfg.Leaser != nil {
 				// The replicas' next exchanges take the lease: rebase
 				// under it too, or they would keep committing first.
-				release, lerr := s.cfg.Leaser.Acquire(ctx, history.LeaseName(history.LeaseConversation, x.key))
+				release, lerr := s.cfg.Leaser.Acquire(ctx, history.LeaseName(history.LeaseConversation, d.key))
 				if lerr == nil {
 					leased = true
 					defer release()
 				}
 			}
-			if ch, err = x.rebase(ctx, ch); err != nil {
+			if ch, err = d.rebase(ctx, ch); err != nil {
 				break
 			}
 		}
@@ -575,8 +529,8 @@ func (x *exchange) record1(r recorded) error {
 	case o := <-result:
 		err = o.err
 		if err == nil && len(ch.Append) > 0 {
-			x.committedFrom, x.committedTo = o.meta.NextSeq-uint64(len(ch.Append)), o.meta.NextSeq-1
-			x.committedIncarnation = o.meta.Incarnation
+			x.facts.committedFrom, x.facts.committedTo = o.meta.NextSeq-uint64(len(ch.Append)), o.meta.NextSeq-1
+			x.facts.committedIncarnation = o.meta.Incarnation
 		}
 	case <-ctx.Done():
 		err = fmt.Errorf("%w: %w", errCommitTimeout, ctx.Err())
@@ -589,7 +543,7 @@ func (x *exchange) record1(r recorded) error {
 		}
 	}
 	if err != nil {
-		x.commitFailed = true
+		x.facts.commitFailed = true
 		reason := "error"
 		if errors.Is(err, errCommitTimeout) {
 			reason = "timeout"
@@ -620,7 +574,7 @@ func (x *exchange) record1(r recorded) error {
 // unsummarised turns than the tenant's trigger, that the budget could not
 // send whole, or that sealed an episode (the fold). It never waits.
 func (x *exchange) triggerSummary() {
-	s, c, p := x.s, x.c, x.plan
+	s, c, p := x.s, x.c, x.dec
 	sum := c.cfg.Summary
 	if s.cfg.Summaries == nil || p == nil || !sum.Enabled {
 		return
@@ -662,57 +616,6 @@ func (s *Server) markContended(ctx context.Context, k history.Key) {
 	}
 }
 
-// rebase recomputes ch against the conversation as it is now, after a
-// commit met ErrConflict (another writer changed it since the load: a
-// summary landing, a late commit abandoned at its deadline, an API call).
-// It keeps the answer and the new messages, and fails with ErrConflict if
-// the merge no longer finds the same new messages.
-func (x *exchange) rebase(ctx context.Context, ch history.Change) (history.Change, error) {
-	s := x.s
-	q := history.Query{MinMessages: len(x.in)}
-	snap, err := s.cfg.Store.Load(ctx, x.key, q)
-	if err == nil && snap.Meta.Last != nil && x.retry.Possible() {
-		q.MinMessages += snap.Meta.Last.Messages
-		snap, err = s.cfg.Store.Load(ctx, x.key, q)
-	}
-	if err != nil {
-		return ch, err
-	}
-	if x.pinned && (snap.Meta.NextSeq != x.plan.Meta.NextSeq || snap.Meta.Incarnation != x.plan.Meta.Incarnation) {
-		return ch, history.ErrConflict // the answer's id names the sequence numbers it was to get
-	}
-	merged, _, err := history.MergeRetry(x.mode, x.in, snap, x.head(ctx), x.retry)
-	if err != nil {
-		return ch, err
-	}
-	if len(merged.New) != len(x.fresh) || history.HashMessages(merged.New) != x.exchangeHash {
-		return ch, history.ErrConflict
-	}
-	ch.Version, ch.Base, ch.Supersede, ch.Cut = snap.Meta.Version, &snap.Meta, merged.Supersede, 0
-	return ch, nil
-}
-
-// base is the metadata the exchange's plan was computed from, for the
-// commit's Change.Base; nil without a plan.
-func (x *exchange) base() *history.Meta {
-	if x.plan == nil || x.plan.Meta.Version != x.version {
-		return nil
-	}
-	return &x.plan.Meta
-}
-
-// head returns the merge's reader of a conversation's first messages.
-func (x *exchange) head(ctx context.Context) history.HeadFunc {
-	return func(n int) ([]history.Message, error) {
-		var head []history.Message
-		err := x.s.cfg.Store.Messages(ctx, x.key, 0, false, func(m history.Message) bool {
-			head = append(head, m)
-			return len(head) < n
-		})
-		return head, err
-	}
-}
-
 // fail answers err in the client's protocol's shape (OpenAI's unless
 // x.render says otherwise) and ends the exchange with it.
 func (x *exchange) fail(rc *fasthttp.RequestCtx, err error) {
@@ -735,19 +638,19 @@ func (x *exchange) done(status int, err error) {
 		tenant = x.c.cfg.ID
 	}
 	upstream := time.Duration(0)
-	if !x.sent.IsZero() {
-		if x.upstreamDone.IsZero() {
-			x.upstreamDone = end
+	if !x.facts.sent.IsZero() {
+		if x.facts.upstreamDone.IsZero() {
+			x.facts.upstreamDone = end
 		}
-		upstream = x.upstreamDone.Sub(x.sent)
+		upstream = x.facts.upstreamDone.Sub(x.facts.sent)
 	}
-	total := end.Sub(x.start)
+	total := end.Sub(x.facts.start)
 	if x.c.tenant != nil {
 		s.metrics.countTenantRequest(&x.c.series, tenant, x.routeName(), status)
 	} else {
 		s.metrics.CountRequest(tenant, x.routeName(), status)
 	}
-	if !x.sent.IsZero() {
+	if !x.facts.sent.IsZero() {
 		if x.c.tenant != nil {
 			s.metrics.tenantLatency(&x.c.series, tenant, total, upstream)
 		} else {
@@ -762,7 +665,7 @@ func (x *exchange) done(status int, err error) {
 		s.logExchange(x, level, tenant, status, upstream, total, err)
 	}
 	x.calibrate(err)
-	recorded := s.cfg.OnExchange != nil && (x.record && x.plan != nil || x.side != "") && !x.sent.IsZero()
+	recorded := s.cfg.OnExchange != nil && (x.record && x.dec != nil || x.side != "") && !x.facts.sent.IsZero()
 	if recorded || x.span != nil {
 		r, rounds := x.records(status, err, end, upstream)
 		if x.span != nil {

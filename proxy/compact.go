@@ -199,7 +199,7 @@ func summaryOf(exp *expansion, instructions [][]byte, p wire.Protocol) (plan.Mes
 // Every call ends in exactly one x.done or x.fail.
 func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 	p := protocols[wire.Responses]
-	x := &exchange{s: s, start: s.startOf(rc), render: p.render, route: p.route}
+	x := &exchange{s: s, facts: exchangeFacts{start: s.startOf(rc)}, render: p.render, route: p.route}
 	x.key.Conversation = conv
 	body, ok := s.admit(rc, x)
 	if !ok {
@@ -270,35 +270,25 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 		return
 	}
 	defer release()
-	before := x.plan.Meta
-	if before.NextSeq == 0 && len(x.fresh) == 0 {
+	before := x.dec.Meta
+	if before.NextSeq == 0 && len(x.dec.Fresh) == 0 {
 		x.fail(rc, apierr.NothingToCompact)
 		return
 	}
 	if before.NextSeq == 0 {
-		x.incarnation = respstate.NewIncarnation()
+		x.dec.incarnation = respstate.NewIncarnation()
 	}
 	// The request's items and the summary over them land in one change,
 	// under the conversation's lock: a failed compaction commits nothing.
-	turn := history.Change{
-		Version:     x.version,
-		Base:        x.base(),
-		Supersede:   x.super,
-		Append:      x.fresh,
-		Cut:         x.cut,
-		Model:       x.model,
-		Now:         s.cfg.Now().UnixNano(),
-		Exchange:    &history.ExchangeID{Key: x.retry.Key, Hash: x.exchangeHash},
-		Seal:        x.plan.Seal,
-		Incarnation: x.incarnation,
-	}
+	turn := x.dec.change(nil, s.cfg.Now().UnixNano())
+	turn.Model = x.model
 	after, err := comp.Compact(ctx, x.key, x.model, c.PassedKey(), turn)
 	if err != nil {
 		s.log.Error("compaction failed", "tenant", c.cfg.ID, "conversation", conv, "error", err)
 		x.fail(rc, compactErr(err))
 		return
 	}
-	x.committed = len(x.fresh) > 0 || x.super != nil
+	x.committed = len(x.dec.Fresh) > 0 || x.dec.Supersede != nil
 	ref := compactionRef{Conversation: conv, Incarnation: after.Incarnation}
 	if after.Summary != nil {
 		ref.Through = after.Summary.Through
@@ -311,7 +301,7 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 	}
 	rc.SetStatusCode(fasthttp.StatusOK)
 	rc.SetContentType("application/json")
-	rc.Response.SetBodyRaw(responses.AppendCompacted(nil, "resp_"+randomHex(), x.start.Unix(), out, u))
+	rc.Response.SetBodyRaw(responses.AppendCompacted(nil, "resp_"+randomHex(), x.facts.start.Unix(), out, u))
 	x.done(fasthttp.StatusOK, nil)
 }
 
@@ -341,7 +331,7 @@ func keptUsers(x *exchange, msgs [][]byte) [][]byte {
 		if !responses.UserText(msgs[i]) {
 			continue
 		}
-		n := plan.Count(x.s.counter, x.enc, wire.Responses, msgs[i])
+		n := plan.Count(x.s.counter, x.dec.Encoding, wire.Responses, msgs[i])
 		if n > left {
 			break
 		}

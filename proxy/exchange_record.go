@@ -22,6 +22,21 @@ const (
 	recordFailed        = "failed"
 )
 
+// exchangeFacts are what an exchange's record and log line report besides
+// its decision: it started at start, was sent upstream at sent, the
+// upstream's answer's headers came at firstByte (as a stream or not) and
+// its end at upstreamDone; the commit stored the seqs
+// committedFrom..committedTo of the conversation's incarnation, with the
+// upstream's reported usage, or failed.
+type exchangeFacts struct {
+	start, sent, firstByte, upstreamDone time.Time
+	stream                               bool
+	usage                                recordedUsage
+	committedFrom, committedTo           uint64
+	committedIncarnation                 uint64
+	commitFailed                         bool
+}
+
 // recordedUsage is the upstream's reported usage of an answer committed.
 type recordedUsage struct {
 	input, output, cached int
@@ -31,8 +46,8 @@ type recordedUsage struct {
 // byte (as the client library reports it: the headers read) and whether
 // it streams.
 func (x *exchange) answered(resp *fasthttp.Response) {
-	x.firstByte = x.now()
-	x.stream = isEventStream(resp)
+	x.facts.firstByte = x.now()
+	x.facts.stream = isEventStream(resp)
 }
 
 // nextExchangeID is the id of a record made at now (see
@@ -51,43 +66,43 @@ func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream
 	}
 	up, _ := wire.UpstreamFor(x.c.cfg.Upstream.Protocol, ingress)
 	r := history.ExchangeRecord{
-		ID:         nextExchangeID(x.start),
+		ID:         nextExchangeID(x.facts.start),
 		Object:     "conversation.exchange",
-		CreatedAt:  x.start.Unix(),
+		CreatedAt:  x.facts.start.Unix(),
 		Kind:       "chat",
 		Ingress:    ingress.String(),
 		Upstream:   up.String(),
 		Model:      x.model,
-		Stream:     x.stream,
+		Stream:     x.facts.stream,
 		HTTPStatus: status,
 		Committed:  []history.Span{},
 	}
-	if len(x.fresh) > 0 && x.fresh[0].Role == wire.RoleTool {
+	if x.dec != nil && len(x.dec.Fresh) > 0 && x.dec.Fresh[0].Role == wire.RoleTool {
 		r.Kind = "tool_round"
 	}
 	if x.side != "" {
 		r.Kind, r.Thread, r.ThreadReason = "side", thread.Side, x.side
 	}
-	r.Status = recordStatus(status, err, x.commitFailed)
+	r.Status = recordStatus(status, err, x.facts.commitFailed)
 	if err != nil {
 		r.Error = classify(err).Code
 	}
-	total := end.Sub(x.start)
+	total := end.Sub(x.facts.start)
 	r.LatencyMS = history.ExchangeLatency{Upstream: upstream.Milliseconds(), Total: total.Milliseconds(),
 		Recall: (total - upstream).Milliseconds()}
-	if !x.firstByte.IsZero() {
-		r.LatencyMS.FirstByte = x.firstByte.Sub(x.sent).Milliseconds()
+	if !x.facts.firstByte.IsZero() {
+		r.LatencyMS.FirstByte = x.facts.firstByte.Sub(x.facts.sent).Milliseconds()
 	}
-	if x.plan != nil {
-		inspect.Fill(&r, x.plan)
-		r.Incarnation = x.plan.Meta.Incarnation
+	if x.dec != nil {
+		inspect.Fill(&r, x.dec.Plan)
+		r.Incarnation = x.dec.Meta.Incarnation
 	} else { // a side call: nothing planned
 		r.Calibration, r.Included, r.Cut, r.Dropped = 1, []history.Span{}, []history.CutResult{}, []history.Dropped{}
 	}
-	r.Tokens.ReportedInput, r.Tokens.Output, r.Tokens.Cached = x.usage.input, x.usage.output, x.usage.cached
-	if x.committed && x.committedTo > 0 {
-		r.Committed = append(r.Committed, history.Span{From: x.committedFrom, To: x.committedTo})
-		r.Incarnation = x.committedIncarnation
+	r.Tokens.ReportedInput, r.Tokens.Output, r.Tokens.Cached = x.facts.usage.input, x.facts.usage.output, x.facts.usage.cached
+	if x.committed && x.facts.committedTo > 0 {
+		r.Committed = append(r.Committed, history.Span{From: x.facts.committedFrom, To: x.facts.committedTo})
+		r.Incarnation = x.facts.committedIncarnation
 	}
 	return r
 }
@@ -142,10 +157,10 @@ func (x *exchange) learnWindow(status int, enc string, raw []byte) {
 // upstream call.
 func (x *exchange) calibrate(err error) {
 	cal := x.s.cfg.Calibration
-	if cal == nil || err != nil || !x.record || x.plan == nil || len(x.rounds) > 1 || x.usage.input <= 0 {
+	if cal == nil || err != nil || !x.record || x.dec == nil || len(x.rounds) > 1 || x.facts.usage.input <= 0 {
 		return
 	}
-	cal.Observe(x.c.cfg.ID, x.model, x.plan.Report.Tokens, x.usage.input)
+	cal.Observe(x.c.cfg.ID, x.model, x.dec.Report.Tokens, x.facts.usage.input)
 }
 
 // records are x's exchange record and its tool rounds' (roundRecords);

@@ -86,7 +86,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 		sameRaw(ctxt.instr, req.Instructions) && sameRaw(ctxt.msgs, req.Messages)
 	out := body
 	if !asCame {
-		if out, err = up.upstream.AppendBody(getBodyBuf(len(body)+x.report.Tokens*4), req, ctxt.instr, ctxt.msgs); err != nil {
+		if out, err = up.upstream.AppendBody(getBodyBuf(len(body)+x.contextTokens()*4), req, ctxt.instr, ctxt.msgs); err != nil {
 			x.fail(rc, err)
 			return
 		}
@@ -97,7 +97,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 	upReq := fasthttp.AcquireRequest()
 	up.request(upReq, rc, x.c, req, p.proto)
 	upReq.SetBodyRaw(out)
-	x.sent = x.now()
+	x.facts.sent = x.now()
 	resp, err := s.send(ctx, upReq)
 	if !asCame {
 		putBodyBuf(out)
@@ -209,7 +209,7 @@ func (x *exchange) encode(p, up *protocol, req *wire.Request, exp *expansion) (e
 	e := encoded{lastHistory: -1}
 	var planned []plan.Message
 	if x.record {
-		planned = inPlace(x.plan.Messages, p.proto, req)
+		planned = inPlace(x.dec.Messages, p.proto, req)
 	} else {
 		planned = make([]plan.Message, 0, len(req.Instructions)+len(req.Messages)+1)
 		for _, m := range req.Instructions {
@@ -264,7 +264,7 @@ func (x *exchange) translatedError(rc *fasthttp.RequestCtx, resp *fasthttp.Respo
 	e := upstreamStatus(status, raw)
 	e.RetryAfter = string(resp.Header.Peek(fasthttp.HeaderRetryAfter)) // when to try again holds in any protocol
 	closeResponse(resp)
-	x.upstreamDone = x.now()
+	x.facts.upstreamDone = x.now()
 	x.fail(rc, e)
 }
 

@@ -29,8 +29,8 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 	upReq.SetBodyRaw(body)
 	resp := fasthttp.AcquireResponse()
 	resp.Header.SetNoDefaultContentType(true)
-	x.sent = x.now()
-	deadline := x.sent.Add(c.timeout())
+	x.facts.sent = x.now()
+	deadline := x.facts.sent.Add(c.timeout())
 	client := s.client
 	if !stream {
 		client = s.buffered

@@ -44,7 +44,7 @@ type protocol struct {
 	// (conv: the one the header or path prefix named).
 	resolve func(x *exchange, req *wire.Request, conv string) (string, error)
 	// answers, if set, names the answer before it is made (req.ResponseID),
-	// once the request is planned (x.plan, for a recorded exchange).
+	// once the request is planned (x.dec, for a recorded exchange).
 	answers func(x *exchange, req *wire.Request)
 
 	// The rest is set by init from the package.

@@ -130,22 +130,22 @@ func (x *exchange) dropHeld() {
 // asked: a store:false request that continues a stored response is stored
 // with its conversation, and says so.
 func nameResponse(x *exchange, req *wire.Request) {
-	req.Created = x.start.Unix()
-	req.Store = x.record && x.plan != nil
+	req.Created = x.facts.start.Unix()
+	req.Store = x.record && x.dec != nil
 	if !req.Store {
 		// Stored nowhere: an id that names nothing.
 		req.ResponseID = "resp_" + respstate.NewConversationID()[len("conv_"):]
 		return
 	}
-	m := &x.plan.Meta
+	m := &x.dec.Meta
 	inc := m.Incarnation
 	if m.NextSeq == 0 {
 		inc = respstate.NewIncarnation()
-		x.incarnation = inc
+		x.dec.incarnation = inc
 	}
 	x.pinned, x.respReq = true, req
 	req.ResponseID = respstate.Ref{Conversation: x.key.Conversation, Incarnation: inc,
-		Seq: max(m.NextSeq, 1) + uint64(len(x.fresh)), Input: len(x.fresh)}.ID()
+		Seq: max(m.NextSeq, 1) + uint64(len(x.dec.Fresh)), Input: len(x.dec.Fresh)}.ID()
 }
 
 // responseOf is the Response object a, the answer of a stored Responses

@@ -29,7 +29,7 @@ import (
 //
 // Every call ends in exactly one x.done or x.fail.
 func (s *Server) serveSeam(rc *fasthttp.RequestCtx, conv string, p *protocol) {
-	x := &exchange{s: s, start: s.startOf(rc), render: p.render, route: p.route}
+	x := &exchange{s: s, facts: exchangeFacts{start: s.startOf(rc)}, render: p.render, route: p.route}
 	x.key.Conversation = conv
 	if body, ok := s.admit(rc, x); ok {
 		s.seamExchange(rc, x, body, conv, p)
@@ -116,7 +116,7 @@ func (x *exchange) stamp(a *wire.Answer, req *wire.Request, up, in wire.Protocol
 		a.ResponseID, a.Created = req.ResponseID, req.Created
 	}
 	if a.Created == 0 {
-		a.Created = x.start.Unix()
+		a.Created = x.facts.start.Unix()
 	}
 	a.Completed = x.now().Unix()
 	if in != up {
@@ -287,7 +287,7 @@ func (x *exchange) commitAnswer(a *wire.Answer) error {
 		msgs[0].Tokens = a.Usage.OutputTokens + tokens.MessageOverhead
 	} else {
 		for i := range msgs {
-			msgs[i].Tokens = plan.Count(x.s.counter, x.enc, proto, msgs[i].Raw)
+			msgs[i].Tokens = plan.Count(x.s.counter, x.dec.Encoding, proto, msgs[i].Raw)
 		}
 	}
 	if len(msgs) == 0 {
@@ -357,7 +357,7 @@ func (s *Server) relaySeam(ctx context.Context, res owned, rc *fasthttp.RequestC
 	s.relay(ctx, res, rc, x, resp, func(w *bufio.Writer, upstream io.Reader) error {
 		if !ok && same { // the upstream's error, in the client's protocol already
 			_, err := relayRaw(w, upstream)
-			x.upstreamDone = x.now()
+			x.facts.upstreamDone = x.now()
 			if err != nil {
 				return fmt.Errorf("%w: %w", errClientGone, err)
 			}
@@ -402,7 +402,7 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 		}
 		return writeFlush(w, raw)
 	})
-	x.upstreamDone = x.now()
+	x.facts.upstreamDone = x.now()
 	var ue *upstreamEvent
 	switch {
 	case errors.As(err, &ue) && same && !holding:
@@ -438,7 +438,7 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 // the exchange's start unless the ingress named it already.
 func newRenderer(x *exchange, p *protocol, req *wire.Request) wire.Renderer {
 	if req.Created == 0 {
-		req.Created = x.start.Unix()
+		req.Created = x.facts.start.Unix()
 	}
 	return p.ingress.NewRenderer(req)
 }

@@ -29,7 +29,7 @@ func (s *Server) relayStream(ctx context.Context, res owned, rc *fasthttp.Reques
 	s.relay(ctx, res, rc, x, resp, func(w *bufio.Writer, upstream io.Reader) error {
 		r := &readErrs{r: upstream}
 		_, err := relayRaw(w, r)
-		x.upstreamDone = x.now()
+		x.facts.upstreamDone = x.now()
 		if err != nil && r.err != nil {
 			return fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, err)
 		}

@@ -192,7 +192,7 @@ func (l *toolLoop) finish(a wire.Answer, relayed string) ([]history.Message, wir
 			role = wire.RoleAssistant
 		}
 		turn = append(turn, history.Message{Role: role, Protocol: a.Protocol, Raw: raw, Hash: codec.Hash(hashOf),
-			Flags: flags, Tokens: plan.Count(s.counter, x.enc, a.Protocol, raw)})
+			Flags: flags, Tokens: plan.Count(s.counter, x.dec.Encoding, a.Protocol, raw)})
 	}
 	// counted notes the messages added since from as round i's.
 	counted := func(i, from int) {
@@ -411,8 +411,8 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 	l.request(upReq, rc)
 	upReq.SetBodyRaw(out)
 	round := toolRound{sent: s.cfg.Now()}
-	if x.sent.IsZero() {
-		x.sent = round.sent
+	if x.facts.sent.IsZero() {
+		x.facts.sent = round.sent
 	}
 	resp, err := s.send(ctx, upReq)
 	if err != nil {
@@ -426,8 +426,8 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 	enc := string(resp.Header.ContentEncoding())
 	raw, err := readLimited(responseBody(resp), s.cfg.MaxResponseBytes)
 	closeResponse(resp)
-	x.upstreamDone = s.cfg.Now()
-	round.done = x.upstreamDone
+	x.facts.upstreamDone = s.cfg.Now()
+	round.done = x.facts.upstreamDone
 	switch {
 	case errors.Is(err, errTooLarge):
 		return wire.Answer{}, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err)
@@ -496,7 +496,7 @@ func (x *exchange) roundRecords(first *history.ExchangeRecord) []history.Exchang
 	committed := len(first.Committed) == 1
 	next := uint64(0) // the first seq a round's answer got
 	if committed {
-		next = first.Committed[0].From + uint64(len(x.fresh))
+		next = first.Committed[0].From + uint64(len(x.dec.Fresh))
 		first.Committed[0].To = next + uint64(r0.stored) - 1
 		next += uint64(r0.stored)
 	}

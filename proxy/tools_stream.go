@@ -81,8 +81,8 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 	tmpl.CopyTo(upReq)
 	upReq.SetBodyRaw(out)
 	round := toolRound{sent: s.cfg.Now()}
-	if x.sent.IsZero() {
-		x.sent = round.sent
+	if x.facts.sent.IsZero() {
+		x.facts.sent = round.sent
 	}
 	resp, err := s.send(ctx, upReq)
 	if err != nil {
@@ -97,8 +97,8 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 		raw, _ := readLimited(responseBody(resp), 1<<20)
 		x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
 		closeResponse(resp)
-		x.upstreamDone = s.cfg.Now()
-		x.rounds[len(x.rounds)-1].done = x.upstreamDone
+		x.facts.upstreamDone = s.cfg.Now()
+		x.rounds[len(x.rounds)-1].done = x.facts.upstreamDone
 		return nil, upstreamStatus(status, raw)
 	}
 	return resp, nil
@@ -125,9 +125,9 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 		a, err := s.readRound(w, body, enc, stream, l, ren, f)
 		release()
 		release = func() {}
-		x.upstreamDone = s.cfg.Now()
+		x.facts.upstreamDone = s.cfg.Now()
 		rd := &x.rounds[len(x.rounds)-1]
-		rd.done, rd.model, rd.usage = x.upstreamDone, a.Model, a.Usage
+		rd.done, rd.model, rd.usage = x.facts.upstreamDone, a.Model, a.Usage
 		if err != nil {
 			return fail(err)
 		}

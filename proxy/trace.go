@@ -24,7 +24,7 @@ const (
 // the span of an exchange that plans nothing.
 func (x *exchange) beginSpan(rc *fasthttp.RequestCtx, body []byte) {
 	h := &rc.Request.Header
-	x.span = x.s.cfg.Tracer.Begin(h.Peek(headerTraceparent), h.Peek(headerTracestate), x.start)
+	x.span = x.s.cfg.Tracer.Begin(h.Peek(headerTraceparent), h.Peek(headerTracestate), x.facts.start)
 	h.SetCanonical([]byte(headerTraceparent), x.span.Traceparent())
 	x.span.RequestModel = gjson.GetBytes(body, "model").String()
 }
@@ -38,8 +38,8 @@ func (x *exchange) endSpan(r *history.ExchangeRecord, tenant string, end time.Ti
 		for i, rd := range x.rounds {
 			calls[i] = tracing.Call{Sent: rd.sent, FirstByte: rd.firstByte, Done: rd.done, Model: rd.model, Tools: rd.runs, Round: true}
 		}
-	case !x.sent.IsZero():
-		calls = []tracing.Call{{Sent: x.sent, FirstByte: x.firstByte, Done: x.upstreamDone}}
+	case !x.facts.sent.IsZero():
+		calls = []tracing.Call{{Sent: x.facts.sent, FirstByte: x.facts.firstByte, Done: x.facts.upstreamDone}}
 	}
 	x.span.End(tracing.Ended{Record: r, Conversation: x.key.Conversation, Tenant: tenant, Calls: calls, End: end})
 }
@@ -49,9 +49,9 @@ func (x *exchange) endSpan(r *history.ExchangeRecord, tenant string, end time.Ti
 // answer as the GenAI conventions write them. It runs at the commit,
 // while the request's bytes are still the exchange's.
 func (x *exchange) spanContent(answer []history.Message, stop string) {
-	if x.plan != nil {
-		in := make([]wire.Message, 0, len(x.plan.Messages))
-		for _, m := range x.plan.Messages {
+	if x.dec != nil {
+		in := make([]wire.Message, 0, len(x.dec.Messages))
+		for _, m := range x.dec.Messages {
 			if d, err := wire.For(m.Protocol).Decode(m.Raw); err == nil {
 				in = append(in, d)
 			}
