@@ -8,6 +8,7 @@ import (
 	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/uplink"
 )
 
 // TestPausesBeforeAnUpstreamThatClosesIdleConnections: an upstream that
@@ -38,7 +39,7 @@ func TestPausesBeforeAnUpstreamThatClosesIdleConnections(t *testing.T) {
 				Tenants: map[string]string{"idle.yaml": "id: idle\napi_keys: [\"rk-idle\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n  api_key: \"sk-up\"\n  protocol: " +
 					tc.protocol + "\n"},
 				Proxy: func(c *proxy.Config) {
-					c.Client, c.BufferingClient = proxy.DefaultClient(), proxy.BufferingClient(64<<20)
+					c.Client, c.BufferingClient = uplink.DefaultClient(), uplink.BufferingClient(64<<20)
 				},
 			})
 			for i, pause := range pauses {

@@ -22,6 +22,7 @@ import (
 	"github.com/recallproxy/recall/thread"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/tracing"
+	"github.com/recallproxy/recall/uplink"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -155,8 +156,8 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 func (x *exchange) readAnswer(rc *fasthttp.RequestCtx, resp *fasthttp.Response) (raw []byte, enc string, ok bool) {
 	status := resp.StatusCode()
 	enc = string(resp.Header.ContentEncoding())
-	raw, err := readLimited(responseBody(resp), x.s.cfg.MaxResponseBytes)
-	closeResponse(resp)
+	raw, err := readLimited(uplink.Body(resp), x.s.cfg.MaxResponseBytes)
+	uplink.Release(resp)
 	x.facts.upstreamDone = x.now()
 	if errors.Is(err, errTooLarge) {
 		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err))

@@ -11,7 +11,7 @@ import (
 )
 
 // The server Recall serves on gives its clients' sockets a deadline about
-// once a second, not one or two a request (deadline.go).
+// once a second, not one or two a request (package sock).
 func TestServerDeadlinesAreCoarse(t *testing.T) {
 	var deadlines atomic.Int64
 	h := newHarness(t, e2etest.Options{

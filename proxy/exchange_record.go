@@ -10,6 +10,7 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/inspect"
 	"github.com/recallproxy/recall/thread"
+	"github.com/recallproxy/recall/uplink"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -47,7 +48,7 @@ type recordedUsage struct {
 // it streams.
 func (x *exchange) answered(resp *fasthttp.Response) {
 	x.facts.firstByte = x.now()
-	x.facts.stream = isEventStream(resp)
+	x.facts.stream = uplink.IsEventStream(resp)
 }
 
 // nextExchangeID is the id of a record made at now (see

@@ -123,7 +123,7 @@ func TestUpstreamFaultsStoreNothing(t *testing.T) {
 			h.Up.Enqueue(tt.reply)
 			if tt.reply.Fault == upstreamtest.FaultResetBeforeHeaders {
 				// A reused connection reset before a byte of the answer
-				// is tried once more (doUpstream): the fault holds for both.
+				// is tried once more (uplink.Do): the fault holds for both.
 				h.Up.Enqueue(tt.reply)
 			}
 			resp := h.send(faultKey, conv, e2etest.ChatBody("this one fails", tt.stream))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/uplink"
 )
 
 // hopTransport adds to every upstream answer a header that the answer's
@@ -39,7 +40,7 @@ func (hopTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, re
 // and those an upstream's names do not reach the client.
 func TestHeadersNamedInConnectionAreDropped(t *testing.T) {
 	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) {
-		c.Client = proxy.DefaultClient()
+		c.Client = uplink.DefaultClient()
 		c.Client.Transport = hopTransport{}
 	}})
 	chat := `{"messages":[{"role":"user","content":"hi"}]}`

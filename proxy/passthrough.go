@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/uplink"
 )
 
 // passthrough forwards any other /v1/ call untouched, with the same
@@ -24,7 +25,7 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, conv string, path []byte) 
 	}
 	named := conv != "" || len(rc.Request.Header.PeekCanonical(c.convKey)) > 0
 	req := fasthttp.AcquireRequest()
-	upstreamRequest(req, rc, c, path, bodyless(rc))
+	upstreamRequest(req, rc, c, path, uplink.Bodyless(rc))
 	st, size, b, err := requestBody(rc)
 	if err != nil {
 		fasthttp.ReleaseRequest(req)
@@ -36,13 +37,13 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, conv string, path []byte) 
 	case st != nil:
 		req.SetBodyStream(st, int(size)) // -1: sent chunked
 	case b != nil:
-		req.SetBodyRaw(b) // whole: sent again if a closed connection takes it (doUpstream)
+		req.SetBodyRaw(b) // whole: sent again if a closed connection takes it (uplink.Do)
 	}
 	resp := fasthttp.AcquireResponse()
 	resp.Header.SetNoDefaultContentType(true)
 	// Do returns once the upload is sent and the answer's headers are
 	// read: nothing reads the handler's body after it.
-	err = doUpstream(s.client, req, resp, c.timeout())
+	err = uplink.Do(s.client, req, resp, c.timeout())
 	fasthttp.ReleaseRequest(req)
 	if b != nil && st == nil && rc.RequestBodyStream() != nil {
 		putBodyBuf(b) // read from the stream into a buffer of bodyPool
@@ -52,12 +53,12 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, conv string, path []byte) 
 		s.fail(rc, "passthrough", c.cfg.ID, upstreamErr(err), start)
 		return
 	}
-	copyResponseHeader(rc, resp)
+	uplink.CopyResponseHeader(rc, resp)
 	if named {
 		s.memoryNone(rc, c.cfg.ID, path)
 	}
 	upstreamAt := s.cfg.Now()
-	status, length, body := resp.StatusCode(), resp.Header.ContentLength(), responseBody(resp)
+	status, length, body := resp.StatusCode(), resp.Header.ContentLength(), uplink.Body(resp)
 	s.metrics.CountRequest(c.cfg.ID, "passthrough", status)
 	s.inflight.Add(1)
 	s.busy.Add(1)
@@ -66,7 +67,7 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, conv string, path []byte) 
 	rc.SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer s.inflight.Done()
 		defer s.busy.Add(-1)
-		defer closeResponse(resp)
+		defer uplink.Release(resp)
 		defer recoverStream(s.log)
 		n, err := relayRaw(w, body)
 		attrs := []any{"route", "passthrough", "tenant", c.cfg.ID, "status", status,
@@ -88,7 +89,7 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, conv string, path []byte) 
 // length, -1 when it is chunked, or the whole body: the one the server
 // read, or one of a declared length up to resendableBody read from the
 // stream into a buffer of bodyPool (a body in hand can be sent again, see
-// doUpstream). A request that declares neither a length nor chunked
+// uplink.Do). A request that declares neither a length nor chunked
 // framing has no body (RFC 9112 section 6.3): like httputil, it is
 // forwarded without one.
 func requestBody(rc *fasthttp.RequestCtx) (io.Reader, int64, []byte, error) {

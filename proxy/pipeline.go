@@ -11,6 +11,7 @@ import (
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/thread"
+	"github.com/recallproxy/recall/uplink"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -114,8 +115,8 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 		x.translatedError(rc, resp)
 		return
 	}
-	copyResponseHeader(rc, resp)
-	if isEventStream(resp) {
+	uplink.CopyResponseHeader(rc, resp)
+	if uplink.IsEventStream(resp) {
 		if !same {
 			rc.Response.Header.Del("Content-Encoding")
 		}
@@ -246,7 +247,7 @@ func (s *Server) send(ctx context.Context, req *fasthttp.Request) (*fasthttp.Res
 	resp := fasthttp.AcquireResponse()
 	resp.Header.SetNoDefaultContentType(true)
 	deadline, _ := ctx.Deadline()
-	err := doUpstream(s.client, req, resp, time.Until(deadline))
+	err := uplink.Do(s.client, req, resp, time.Until(deadline))
 	fasthttp.ReleaseRequest(req)
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
@@ -259,11 +260,11 @@ func (s *Server) send(ctx context.Context, req *fasthttp.Request) (*fasthttp.Res
 // another protocol in that protocol's shape, and releases resp.
 func (x *exchange) translatedError(rc *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	status := resp.StatusCode()
-	raw, _ := readLimited(responseBody(resp), 1<<20)
+	raw, _ := readLimited(uplink.Body(resp), 1<<20)
 	x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
 	e := upstreamStatus(status, raw)
 	e.RetryAfter = string(resp.Header.Peek(fasthttp.HeaderRetryAfter)) // when to try again holds in any protocol
-	closeResponse(resp)
+	uplink.Release(resp)
 	x.facts.upstreamDone = x.now()
 	x.fail(rc, e)
 }

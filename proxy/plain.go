@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/uplink"
 )
 
 // forward serves a chat-completions call that records nothing (no
@@ -35,7 +36,7 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 	if !stream {
 		client = s.buffered
 	}
-	err := doUpstream(client, upReq, resp, c.timeout())
+	err := uplink.Do(client, upReq, resp, c.timeout())
 	fasthttp.ReleaseRequest(upReq)
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
@@ -47,9 +48,9 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 		x.fail(rc, err)
 		return false
 	}
-	copyResponseHeader(rc, resp)
+	uplink.CopyResponseHeader(rc, resp)
 	status := resp.StatusCode()
-	if isEventStream(resp) {
+	if uplink.IsEventStream(resp) {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		s.relayStream(ctx, owned{cancel: cancel}, rc, x, resp)
 		return true
@@ -61,9 +62,9 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 			rc.Response.AppendBody(resp.Body())
 		}
 	} else {
-		err = appendBody(&rc.Response, responseBody(resp), s.cfg.MaxResponseBytes)
+		err = appendBody(&rc.Response, uplink.Body(resp), s.cfg.MaxResponseBytes)
 	}
-	closeResponse(resp)
+	uplink.Release(resp)
 	if err != nil {
 		if errors.Is(err, errTooLarge) {
 			err = fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err)

@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"net"
 	"testing"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/recallproxy/recall/auth"
+	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/wire"
 )
@@ -97,4 +100,26 @@ func TestProtocolErrorShapes(t *testing.T) {
 			t.Errorf("%s event: got %q, want %q", tt.proto, got, tt.event)
 		}
 	}
+}
+
+// sdkRequest is a chat request as an SDK sends it through Recall.
+func sdkRequest() *fasthttp.RequestCtx {
+	var req fasthttp.Request
+	req.Header.SetMethod("POST")
+	req.SetRequestURI("/v1/chat/completions")
+	req.Header.Set("Authorization", "Bearer sk-bench")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Conversation-Id", "conv-1")
+	req.SetBodyString(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
+	rc := &fasthttp.RequestCtx{}
+	rc.Init(&req, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, nil)
+	return rc
+}
+
+// benchCaller is a pass-through caller whose key is sk-bench, to an
+// upstream at 127.0.0.1:9.
+func benchCaller() caller {
+	t := &config.Tenant{}
+	return caller{tenant: &tenant{cfg: t, baseURL: "http://127.0.0.1:9/v1", convHeader: "X-Conversation-ID"},
+		Caller: auth.Caller{Tenant: t, Key: "sk-bench"}}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/recallproxy/recall/respstate"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/tracing"
+	"github.com/recallproxy/recall/uplink"
 	"github.com/recallproxy/recall/wsmode"
 )
 
@@ -60,13 +61,13 @@ type Config struct {
 	// its first event, to go to the client in one write with it; past it
 	// they go alone. Default 2ms.
 	StreamHeaderHold time.Duration
-	// Client sends requests upstream. Default: DefaultClient(). A client
+	// Client sends requests upstream. Default: uplink.DefaultClient(). A client
 	// given here must stream response bodies (StreamResponseBody).
 	Client *fasthttp.Client
 	// BufferingClient sends the requests that record nothing and ask for
 	// no stream: it reads an answer whole, which costs less than
 	// streaming it (its own connections to the upstream). Default:
-	// BufferingClient(MaxResponseBytes) if Client is defaulted too,
+	// uplink.BufferingClient(MaxResponseBytes) if Client is defaulted too,
 	// Client otherwise.
 	BufferingClient *fasthttp.Client
 	// CommitTimeout bounds one commit of a turn: past it the commit counts
@@ -235,11 +236,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.BufferingClient == nil {
 		cfg.BufferingClient = cfg.Client
 		if cfg.Client == nil {
-			cfg.BufferingClient = BufferingClient(cfg.MaxResponseBytes)
+			cfg.BufferingClient = uplink.BufferingClient(cfg.MaxResponseBytes)
 		}
 	}
 	if cfg.Client == nil {
-		cfg.Client = DefaultClient()
+		cfg.Client = uplink.DefaultClient()
 	}
 	if cfg.CommitTimeout <= 0 {
 		cfg.CommitTimeout = 10 * time.Second
@@ -294,7 +295,7 @@ func New(cfg Config) (*Server, error) {
 		// One timeout for reading a request and for the silence before
 		// the next (no IdleTimeout): a connection busy with requests
 		// then asks for one deadline, which coarseListener's connections
-		// pass on about once a second (deadline.go).
+		// pass on about once a second (sock.Coarse).
 		ReadTimeout:     5 * time.Minute,
 		ReadBufferSize:  16 << 10,
 		CloseOnShutdown: true,

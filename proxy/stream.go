@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/uplink"
 )
 
 // errClientGone is a write or flush failure: the client left mid-stream.
@@ -54,7 +55,7 @@ const streamBodyMax = 64 << 10
 func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
 	work func(w *bufio.Writer, upstream io.Reader) error) {
 	status := resp.StatusCode()
-	body := responseBody(resp)
+	body := uplink.Body(resp)
 	stream := resp.BodyStream() // interrupted from other goroutines: closeResponse clears the field
 	s.inflight.Add(1)
 	s.busy.Add(1)
@@ -74,9 +75,9 @@ func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, 
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				out.Abort(ctx.Err())
 			}
-			interruptBody(stream)
+			uplink.Interrupt(stream)
 		})()
-		defer closeResponse(resp)
+		defer uplink.Release(resp)
 		defer recoverStream(s.log)
 
 		// A stream that sends nothing for StreamIdleTimeout is ended.
@@ -127,7 +128,7 @@ func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, 
 // for at most drainWait: an upstream that keeps its body open past the
 // answer loses its connection, as before.
 func drainAfterEnd(body io.Reader, stream io.Reader) {
-	t := time.AfterFunc(drainWait, func() { interruptBody(stream) })
+	t := time.AfterFunc(drainWait, func() { uplink.Interrupt(stream) })
 	defer t.Stop()
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, drainMax))
 }

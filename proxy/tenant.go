@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/plan"
+	"github.com/recallproxy/recall/uplink"
 )
 
 // tenant is what the pipeline needs of a config.Tenant, built once per
@@ -146,4 +148,16 @@ func (t *tenant) policy(mode history.Mode) plan.Policy {
 	p := t.plan
 	p.Mode = mode
 	return p
+}
+
+// timeout returns the tenant's bound on a whole upstream exchange.
+func (c caller) timeout() time.Duration { return time.Duration(c.cfg.Upstream.Timeout) }
+
+// upstreamRequest fills req with the upstream request for the client's
+// request rc (see uplink.SetRequest): to the tenant's upstream, with the
+// one credential config.Upstream.Credential picks for c. path is the raw
+// path routePath returned, starting with "/v1/".
+func upstreamRequest(req *fasthttp.Request, rc *fasthttp.RequestCtx, c caller, path []byte, bodyless bool) {
+	t := uplink.Target{BaseURL: c.baseURL, ConvHeader: c.convHeader, Key: c.UpstreamKey(), Headers: c.cfg.Upstream.Headers}
+	uplink.SetRequest(req, rc, &t, path, bodyless)
 }

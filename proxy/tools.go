@@ -16,6 +16,7 @@ import (
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/tools"
 	"github.com/recallproxy/recall/tracing"
+	"github.com/recallproxy/recall/uplink"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -424,8 +425,8 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 	}
 	status := resp.StatusCode()
 	enc := string(resp.Header.ContentEncoding())
-	raw, err := readLimited(responseBody(resp), s.cfg.MaxResponseBytes)
-	closeResponse(resp)
+	raw, err := readLimited(uplink.Body(resp), s.cfg.MaxResponseBytes)
+	uplink.Release(resp)
 	x.facts.upstreamDone = s.cfg.Now()
 	round.done = x.facts.upstreamDone
 	switch {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/tools"
+	"github.com/recallproxy/recall/uplink"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -46,11 +47,11 @@ func (s *Server) toolStream(ctx context.Context, res *owned, rc *fasthttp.Reques
 		x.fail(rc, err)
 		return
 	}
-	copyResponseHeader(rc, resp)
+	uplink.CopyResponseHeader(rc, resp)
 	rc.Response.Header.Del("Content-Encoding")
 	rc.Response.Header.Del("Content-Length")
 	rc.SetContentType("text/event-stream")
-	enc, stream := encodingOf(resp), isEventStream(resp)
+	enc, stream := encodingOf(resp), uplink.IsEventStream(resp)
 	s.relay(ctx, res.take(), rc, x, resp, func(w *bufio.Writer, body io.Reader) error {
 		defer fasthttp.ReleaseRequest(tmpl)
 		err := s.toolRelay(ctx, w, body, enc, stream, l, tmpl)
@@ -88,15 +89,15 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 	if err != nil {
 		return nil, err
 	}
-	round.firstByte, round.stream = s.cfg.Now(), isEventStream(resp)
+	round.firstByte, round.stream = s.cfg.Now(), uplink.IsEventStream(resp)
 	if len(x.rounds) == 0 {
 		x.answered(resp)
 	}
 	x.rounds = append(x.rounds, round)
 	if status := resp.StatusCode(); status < 200 || status >= 300 {
-		raw, _ := readLimited(responseBody(resp), 1<<20)
+		raw, _ := readLimited(uplink.Body(resp), 1<<20)
 		x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
-		closeResponse(resp)
+		uplink.Release(resp)
 		x.facts.upstreamDone = s.cfg.Now()
 		x.rounds[len(x.rounds)-1].done = x.facts.upstreamDone
 		return nil, upstreamStatus(status, raw)
@@ -147,7 +148,7 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 		if err != nil {
 			return fail(err)
 		}
-		enc, stream = encodingOf(resp), isEventStream(resp)
+		enc, stream = encodingOf(resp), uplink.IsEventStream(resp)
 		body, release = s.roundBody(ctx, resp)
 	}
 }
@@ -187,13 +188,13 @@ func (s *Server) endTools(w *bufio.Writer, l *toolLoop, ren wire.Renderer, f *ro
 func (s *Server) roundBody(ctx context.Context, resp *fasthttp.Response) (body io.Reader, release func()) {
 	stream := resp.BodyStream()
 	d := s.cfg.StreamIdleTimeout
-	idle := time.AfterFunc(d, func() { interruptBody(stream) })
+	idle := time.AfterFunc(d, func() { uplink.Interrupt(stream) })
 	idle.Stop() // armed by each read
-	stopCtx := context.AfterFunc(ctx, func() { interruptBody(stream) })
-	return &idleReader{r: responseBody(resp), t: idle, d: d}, func() {
+	stopCtx := context.AfterFunc(ctx, func() { uplink.Interrupt(stream) })
+	return &idleReader{r: uplink.Body(resp), t: idle, d: d}, func() {
 		stopCtx()
 		idle.Stop()
-		closeResponse(resp)
+		uplink.Release(resp)
 	}
 }
 

@@ -42,6 +42,7 @@ import (
 	"github.com/recallproxy/recall/store/pgstore"
 	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/uplink"
 )
 
 // Harness is a real Recall server on a loopback port, in front of the
@@ -137,7 +138,7 @@ func New(t *testing.T, o Options) *Harness {
 		h.Backing, closeStore = h.Store, func() { h.Store.Close() }
 	}
 	h.History = history.NewCache(h.Backing, 0, 0)
-	client, buffering := proxy.DefaultClient(), proxy.BufferingClient(64<<20)
+	client, buffering := uplink.DefaultClient(), uplink.BufferingClient(64<<20)
 	// Idle upstream connections, and fasthttp's goroutines that watch
 	// them, go within a second of the harness's end (leak checks).
 	client.MaxIdleConnDuration = time.Second

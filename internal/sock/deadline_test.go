@@ -1,14 +1,11 @@
-package proxy
+package sock
 
 import (
 	"errors"
 	"net"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
 // A coarse deadline passes a deadline on only when the one set does not
@@ -105,7 +102,7 @@ func TestCoarseDeadlineEndsARead(t *testing.T) {
 	if p := <-peer; p != nil {
 		defer p.Close() // open and silent: the read can only end by its deadline
 	}
-	c := &coarseConn{Conn: raw}
+	c := &Coarse{Conn: raw}
 	defer c.Close()
 	if err := c.SetReadDeadline(time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
@@ -125,98 +122,5 @@ func TestCoarseDeadlineEndsARead(t *testing.T) {
 	}
 	if took := time.Since(start); took < wait {
 		t.Errorf("read ended after %v, before its deadline of %v", took, wait)
-	}
-}
-
-// countingConn counts the deadlines that reach a socket.
-type countingConn struct {
-	*net.TCPConn
-	deadlines *atomic.Int64
-}
-
-func (c countingConn) SetReadDeadline(t time.Time) error {
-	c.deadlines.Add(1)
-	return c.TCPConn.SetReadDeadline(t)
-}
-
-func (c countingConn) SetWriteDeadline(t time.Time) error {
-	c.deadlines.Add(1)
-	return c.TCPConn.SetWriteDeadline(t)
-}
-
-func (c countingConn) SetDeadline(t time.Time) error {
-	c.deadlines.Add(2)
-	return c.TCPConn.SetDeadline(t)
-}
-
-type countingListener struct {
-	net.Listener
-	deadlines *atomic.Int64
-}
-
-func (l countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return countingConn{c.(*net.TCPConn), l.deadlines}, nil
-}
-
-// Two hundred requests on one connection, through the upstream client
-// and the server Recall makes, reach the sockets with a handful of
-// deadlines, not a few a request.
-func TestDeadlinesReachTheSocketCoarsely(t *testing.T) {
-	var upstreamSide, serverSide atomic.Int64
-	dial := proxyDial
-	proxyDial = func(addr string) (net.Conn, error) {
-		c, err := dial(addr)
-		if err != nil {
-			return nil, err
-		}
-		return countingConn{c.(*net.TCPConn), &upstreamSide}, nil
-	}
-	defer func() { proxyDial = dial }()
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// fasthttp's server, as Recall's own sets it up: a read timeout for
-	// requests and the silence between them.
-	srv := &fasthttp.Server{
-		Handler:     func(rc *fasthttp.RequestCtx) { rc.SetBodyString("ok") },
-		ReadTimeout: 5 * time.Minute,
-	}
-	go srv.Serve(coarseListener{countingListener{ln, &serverSide}})
-	defer srv.Shutdown()
-
-	client := DefaultClient()
-	client.StreamResponseBody = false
-	const requests = 200
-	start := time.Now()
-	for range requests {
-		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-		req.SetRequestURI("http://" + ln.Addr().String() + "/v1/x")
-		req.Header.SetMethod(fasthttp.MethodPost)
-		req.SetBodyString("{}")
-		if err := client.DoTimeout(req, resp, 10*time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		fasthttp.ReleaseRequest(req)
-		fasthttp.ReleaseResponse(resp)
-	}
-	client.CloseIdleConnections()
-	// A direction's deadline reaches the socket once, then at most once
-	// a second (its slack): the client's two directions, the server's
-	// read, on one connection each. Without coarse deadlines: one or two
-	// a request.
-	most := 2 * (int64(time.Since(start)/time.Second) + 2)
-	for _, side := range []struct {
-		name string
-		n    int64
-	}{{"upstream client", upstreamSide.Load()}, {"server", serverSide.Load()}} {
-		if side.n > most {
-			t.Errorf("%s: %d deadlines reached the socket for %d requests, want at most %d", side.name, side.n, requests, most)
-		}
 	}
 }

@@ -1,4 +1,10 @@
-package proxy
+// Package uplink is Recall's link to its upstreams: the client that sends
+// its requests (connection pools, idle connections the upstream closed
+// found before a request is written on them, one more attempt for a
+// request a reused connection lost before any byte of its answer), the
+// headers that go upstream and those that come back, and the answer's
+// body, a cut one read as an error.
+package uplink
 
 import (
 	"bytes"
@@ -10,9 +16,11 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpproxy"
+
+	"github.com/recallproxy/recall/internal/sock"
 )
 
-// This file is the translation between the client's exchange and the
+// The link is the translation between the client's exchange and the
 // upstream's, as httputil.ReverseProxy keeps it in one place: the request
 // Recall sends, the response headers it relays, and the client that sends
 // them. The client is fasthttp's, the server's own stack: a request is
@@ -102,7 +110,7 @@ func BufferingClient(maxBody int) *fasthttp.Client {
 // the 5 s after which Node's and uvicorn's servers (so vLLM's and most
 // self-hosted gateways') close one. An upstream that closes sooner is
 // covered by the check of an idle connection before its next request
-// (trackedConn.Write) and by doUpstream's second attempt.
+// (trackedConn.Write) and by Do's second attempt.
 const idleUpstream = 4 * time.Second
 
 // idleCheckAfter is how long a connection must have been idle before a
@@ -123,7 +131,7 @@ func newClient() *fasthttp.Client {
 		Dial:                          dialUpstream,
 		// A POST is sent again only when no byte of it left: its
 		// connection was found closed before the request was written.
-		// (doUpstream sends once more when a reused connection closes
+		// (Do sends once more when a reused connection closes
 		// before any byte of the answer came back.)
 		RetryIfErr: func(_ *fasthttp.Request, _ int, err error) (bool, bool) {
 			return false, errors.Is(err, errIdleConnDead)
@@ -134,15 +142,15 @@ func newClient() *fasthttp.Client {
 
 // errIdleConnDead is a pooled connection found closed (or holding bytes
 // nobody asked for) before a request was written on it.
-var errIdleConnDead = errors.New("proxy: the upstream closed an idle connection")
+var errIdleConnDead = errors.New("uplink: the upstream closed an idle connection")
 
-// doUpstream sends req and reads resp's head within timeout. A request
+// Do sends req and reads resp's head within timeout. A request
 // whose reused connection the upstream closed before any byte of the
 // answer came back (the upstream's idle timeout crossing the request on
 // the wire) is sent once more; never after a byte came back, and never
 // twice on a connection it opened for this request. A body streamed from
 // the client (a large upload passed through) cannot be sent again.
-func doUpstream(client *fasthttp.Client, req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error {
+func Do(client *fasthttp.Client, req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error {
 	streamed := req.IsBodyStream() // fasthttp drops the stream once sent
 	err := client.DoTimeout(req, resp, timeout)
 	if err != nil && !streamed && closedUnanswered(resp, err) {
@@ -179,7 +187,7 @@ func dialUpstream(addr string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc := &trackedConn{coarseConn: coarseConn{Conn: c}}
+	tc := &trackedConn{Coarse: sock.Coarse{Conn: c}}
 	tc.local = &connAddr{c.LocalAddr(), tc}
 	return tc, nil
 }
@@ -190,7 +198,7 @@ func dialUpstream(addr string) (net.Conn, error) {
 // connection to one exchange at a time: a write after a read starts the
 // next request.
 type trackedConn struct {
-	coarseConn   // deadlines: see deadline.go
+	sock.Coarse  // deadlines: see package sock
 	closedByPeer atomic.Bool
 	local        *connAddr // made once: fasthttp asks for it on every response
 	// requests counts the requests begun on it; read says an answer
@@ -254,7 +262,7 @@ type chunkedBody struct {
 	conn *trackedConn
 }
 
-var errCutAtChunk = errors.New("proxy: the upstream closed the connection before the body's last chunk")
+var errCutAtChunk = errors.New("uplink: the upstream closed the connection before the body's last chunk")
 
 func (b *chunkedBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
@@ -264,16 +272,28 @@ func (b *chunkedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// upstreamRequest fills req with the upstream request for a client
-// request: same method, path below the API version and query, byte for
-// byte as the client sent them, the client's headers minus hop-by-hop,
-// Recall's own and every credential header, then the one credential
-// config.Upstream.Credential picks (the tenant's key, or in pass-through
-// the bearer key the client authenticated with) and the tenant's extra
-// headers. Chat and passed-through calls both build theirs here. path is
-// the raw path routePath returned, starting with "/v1/". The body is the
-// caller's to set; bodyless says there is none.
-func upstreamRequest(req *fasthttp.Request, rc *fasthttp.RequestCtx, c caller, path []byte, bodyless bool) {
+// Target is where a request goes upstream and what it carries there.
+type Target struct {
+	// BaseURL is the upstream's, ending in its API version ("/v1").
+	BaseURL string
+	// ConvHeader is the client's header naming the conversation: it
+	// does not go upstream.
+	ConvHeader string
+	// Key is the one credential that goes upstream, as a bearer key
+	// ("": none); Headers are added as they are.
+	Key     string
+	Headers map[string]string
+}
+
+// SetRequest fills req with the upstream request for a client request to
+// t: same method, path below the API version and query, byte for byte as
+// the client sent them, the client's headers minus hop-by-hop, Recall's
+// own and every credential header, then t's one credential (the tenant's
+// key, or in pass-through the bearer key the client authenticated with)
+// and t's extra headers. Recorded and passed-through calls both build
+// theirs here. path is the raw path, starting with "/v1/". The body is
+// the caller's to set; bodyless says there is none.
+func SetRequest(req *fasthttp.Request, rc *fasthttp.RequestCtx, t *Target, path []byte, bodyless bool) {
 	// fasthttp frames every request but a GET or a HEAD with a length,
 	// 0 for none: one that came without a body (a DELETE, an OPTIONS) is
 	// sent without, its headers written as they are, Host among them.
@@ -285,10 +305,10 @@ func upstreamRequest(req *fasthttp.Request, rc *fasthttp.RequestCtx, c caller, p
 	// The client's header names are as fasthttp's server normalized
 	// them: adding them does not normalize them again.
 	req.Header.DisableNormalizing()
-	addForwarded(&req.Header, &rc.Request.Header, c.convHeader)
+	addForwarded(&req.Header, &rc.Request.Header, t.ConvHeader)
 	req.Header.EnableNormalizing()
 	var buf [512]byte
-	u := append(buf[:0], c.baseURL...)
+	u := append(buf[:0], t.BaseURL...)
 	u = append(u, path[len("/v1"):]...)
 	if q := rc.URI().QueryString(); len(q) > 0 {
 		u = append(u, '?')
@@ -299,11 +319,11 @@ func upstreamRequest(req *fasthttp.Request, rc *fasthttp.RequestCtx, c caller, p
 	if bodyless {
 		req.Header.SetBytesKV([]byte(fasthttp.HeaderHost), req.URI().Host())
 	}
-	if key := c.UpstreamKey(); key != "" {
+	if key := t.Key; key != "" {
 		var v [128]byte // no allocation for a key of up to 121 bytes
 		req.Header.SetCanonical(keyAuthorization, append(append(v[:0], "Bearer "...), key...))
 	}
-	for k, v := range c.cfg.Upstream.Headers {
+	for k, v := range t.Headers {
 		req.Header.Set(k, v)
 	}
 }
@@ -348,11 +368,11 @@ func namesHeaders(v []byte) bool {
 	return false
 }
 
-// copyResponseHeader copies the upstream's status and headers (request ids,
+// CopyResponseHeader copies the upstream's status and headers (request ids,
 // rate limits, content type and encoding) to the client response, but for
 // hop-by-hop headers: those of hopHeaders and those the upstream's
 // Connection header names.
-func copyResponseHeader(rc *fasthttp.RequestCtx, resp *fasthttp.Response) {
+func CopyResponseHeader(rc *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	rc.SetStatusCode(resp.StatusCode())
 	var namedBuf [4][]byte
 	named := namedBuf[:0]
@@ -381,9 +401,9 @@ func isConnection(name []byte) bool {
 	return len(name) == len(headerConnection) && bytes.EqualFold(name, headerConnection)
 }
 
-// bodyless reports whether a client's request came without a body: no
+// Bodyless reports whether a client's request came without a body: no
 // length (fasthttp reports 0 for none) and not chunked.
-func bodyless(rc *fasthttp.RequestCtx) bool {
+func Bodyless(rc *fasthttp.RequestCtx) bool {
 	size := rc.Request.Header.ContentLength() // -2: neither a length nor chunked
 	return size < -1 || size == 0 && !declaresLength(rc.Request.Header.RawHeaders())
 }
@@ -403,7 +423,7 @@ func declaresLength(raw []byte) bool {
 }
 
 // forwardRequestHeader reports whether a client's request header goes
-// upstream: not a hop-by-hop one, not a credential (upstreamRequest sets
+// upstream: not a hop-by-hop one, not a credential (SetRequest sets
 // the one that goes), not the conversation header nor Recall's own
 // X-Recall-* headers. It reads the name in place, allocation free.
 func forwardRequestHeader(name []byte, convHeader string) bool {
@@ -445,15 +465,15 @@ func connectionNames(values [][]byte, name []byte) bool {
 	return false
 }
 
-// isEventStream reports whether the upstream answers with an event stream.
-func isEventStream(resp *fasthttp.Response) bool {
+// IsEventStream reports whether the upstream answers with an event stream.
+func IsEventStream(resp *fasthttp.Response) bool {
 	return bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream"))
 }
 
-// responseBody is the upstream's answer body as it streams in (an empty
+// Body is the upstream's answer body as it streams in (an empty
 // reader for an answer without one). A body cut short reads as an error,
 // not as its end.
-func responseBody(resp *fasthttp.Response) io.Reader {
+func Body(resp *fasthttp.Response) io.Reader {
 	st := resp.BodyStream()
 	if st == nil {
 		return bytes.NewReader(resp.Body())
@@ -469,11 +489,11 @@ func responseBody(resp *fasthttp.Response) io.Reader {
 	return st
 }
 
-// closeResponse ends the body stream of an answer read or abandoned and
+// Release ends the body stream of an answer read or abandoned and
 // returns resp to its pool. A body not read to its end closes the
 // connection rather than drain it, and so does one whose connection the
 // upstream closed.
-func closeResponse(resp *fasthttp.Response) {
+func Release(resp *fasthttp.Response) {
 	if c := connOf(resp); c != nil && c.closedByPeer.Load() {
 		if st, ok := resp.BodyStream().(fasthttp.ReadCloserWithError); ok {
 			_ = st.CloseWithError(errCutAtChunk)
@@ -483,13 +503,24 @@ func closeResponse(resp *fasthttp.Response) {
 	fasthttp.ReleaseResponse(resp)
 }
 
-// interruptBody ends the body stream of resp from another goroutine than
+// Interrupt ends the body stream of resp from another goroutine than
 // its reader's: a read blocked on the upstream returns at once.
-func interruptBody(body io.Reader) {
+func Interrupt(body io.Reader) {
 	if c, ok := body.(fasthttp.ReadCloserWithError); ok {
-		_ = c.CloseWithError(errInterrupted)
+		_ = c.CloseWithError(ErrInterrupted)
 	}
 }
 
-// timeout returns the tenant's bound on a whole upstream exchange.
-func (c caller) timeout() time.Duration { return time.Duration(c.cfg.Upstream.Timeout) }
+// ErrInterrupted ends a body Interrupt interrupted.
+var ErrInterrupted = errors.New("uplink: upstream stream interrupted")
+
+// idleConnDead reports whether an idle upstream connection can no longer
+// carry a request: the upstream closed or reset it, or sent bytes nobody
+// asked for (a late error page, a TLS alert before its close), which the
+// next request would read as its answer. A connection this cannot look
+// into is taken as alive (a request that finds it closed is sent again,
+// see Do).
+func idleConnDead(c net.Conn) bool {
+	pending, closed, err := sock.Peek(c)
+	return err == nil && (pending || closed)
+}

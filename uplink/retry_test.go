@@ -1,4 +1,4 @@
-package proxy
+package uplink
 
 import (
 	"bufio"
@@ -116,7 +116,7 @@ func (u *scriptedUpstream) post(t *testing.T, client *fasthttp.Client) error {
 	req.Header.SetMethod("POST")
 	req.SetRequestURI("http://" + u.ln.Addr().String() + "/v1/chat/completions")
 	req.SetBodyString(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
-	err := doUpstream(client, req, resp, 5*time.Second)
+	err := Do(client, req, resp, 5*time.Second)
 	if err == nil && resp.StatusCode() != 200 {
 		t.Fatalf("status %d", resp.StatusCode())
 	}

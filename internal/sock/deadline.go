@@ -1,10 +1,12 @@
-package proxy
+// Package sock holds what Recall does with its sockets, on both sides of
+// the proxy: coarse deadlines (Coarse) and a look at whether the peer
+// left (Peek).
+package sock
 
 import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -78,51 +80,23 @@ func (h *heldDeadline) standsFor(t time.Time) bool {
 	return !t.After(h.set) && h.set.Sub(t) <= h.slack
 }
 
-// coarseConn is a connection whose deadlines are coarseDeadlines.
-type coarseConn struct {
+// Coarse is a connection whose deadlines are coarse (coarseDeadline).
+type Coarse struct {
 	net.Conn
 	read, write coarseDeadline
 }
 
-func (c *coarseConn) SetReadDeadline(t time.Time) error {
+func (c *Coarse) SetReadDeadline(t time.Time) error {
 	return c.read.apply(t, time.Now, c.Conn.SetReadDeadline)
 }
 
-func (c *coarseConn) SetWriteDeadline(t time.Time) error {
+func (c *Coarse) SetWriteDeadline(t time.Time) error {
 	return c.write.apply(t, time.Now, c.Conn.SetWriteDeadline)
 }
 
-func (c *coarseConn) SetDeadline(t time.Time) error {
+func (c *Coarse) SetDeadline(t time.Time) error {
 	if err := c.SetReadDeadline(t); err != nil {
 		return err
 	}
 	return c.SetWriteDeadline(t)
-}
-
-// clientConn is a client's connection to Recall's server: coarse
-// deadlines, the socket still reachable (clientGone peeks at it), and its
-// state for Shutdown.
-type clientConn struct {
-	coarseConn
-	sc    syscall.Conn
-	state atomic.Int32 // its last fasthttp.ConnState (connTracker)
-}
-
-func (c *clientConn) SyscallConn() (syscall.RawConn, error) { return c.sc.SyscallConn() }
-
-// coarseListener hands the server its connections with coarse deadlines.
-// A connection that is not a socket (an in-memory one) is handed on as
-// it is.
-type coarseListener struct{ net.Listener }
-
-func (l coarseListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return c, nil
-	}
-	return &clientConn{coarseConn: coarseConn{Conn: c}, sc: sc}, nil
 }

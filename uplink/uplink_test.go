@@ -1,4 +1,4 @@
-package proxy
+package uplink
 
 import (
 	"bufio"
@@ -9,9 +9,6 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/recallproxy/recall/auth"
-	"github.com/recallproxy/recall/config"
 )
 
 // sdkRequest is a chat request as the official OpenAI Python SDK sends it
@@ -35,10 +32,8 @@ func sdkRequest() *fasthttp.RequestCtx {
 	return rc
 }
 
-func benchCaller() caller {
-	t := &config.Tenant{}
-	return caller{tenant: &tenant{cfg: t, baseURL: "http://127.0.0.1:9/v1", convHeader: "X-Conversation-ID"},
-		Caller: auth.Caller{Tenant: t, Key: "sk-bench"}}
+func benchTarget() *Target {
+	return &Target{BaseURL: "http://127.0.0.1:9/v1", ConvHeader: "X-Conversation-ID", Key: "sk-bench"}
 }
 
 // The upstream request carries the client's headers but for the
@@ -47,7 +42,7 @@ func TestUpstreamRequestHeaders(t *testing.T) {
 	rc := sdkRequest()
 	rc.Request.Header.Add("X-Stainless-Lang", "python-again")
 	var req fasthttp.Request
-	upstreamRequest(&req, rc, benchCaller(), []byte("/v1/chat/completions"), false)
+	SetRequest(&req, rc, benchTarget(), []byte("/v1/chat/completions"), false)
 	var got []string
 	for _, v := range req.Header.PeekAll("X-Stainless-Lang") {
 		got = append(got, string(v))
@@ -79,26 +74,25 @@ func TestUpstreamRequestHeaders(t *testing.T) {
 // chat request (12 headers): 61 allocations with net/http's client, 22
 // once names were read in place, none in a pooled fasthttp.Request.
 func BenchmarkUpstreamRequest(b *testing.B) {
-	rc, c, path := sdkRequest(), benchCaller(), []byte("/v1/chat/completions")
+	rc, c, path := sdkRequest(), benchTarget(), []byte("/v1/chat/completions")
 	b.ReportAllocs()
 	for b.Loop() {
 		req := fasthttp.AcquireRequest()
-		upstreamRequest(req, rc, c, path, false)
+		SetRequest(req, rc, c, path, false)
 		fasthttp.ReleaseRequest(req)
 	}
 }
 
-// No client credential goes upstream but the one the tenant's
-// configuration picks: the tenant's key, or in pass-through the bearer
-// key the client authenticated with.
+// No client credential goes upstream but the target's one: the tenant's
+// key, or in pass-through the bearer key the client authenticated with.
 func TestUpstreamRequestSendsOneCredential(t *testing.T) {
 	tests := []struct {
 		name     string
-		tenant   config.Tenant
+		key      string
 		wantAuth string
 	}{
-		{"tenant key", config.Tenant{Policy: config.Policy{Upstream: config.Upstream{APIKey: "sk-tenant"}}}, "Bearer sk-tenant"},
-		{"pass-through", config.Tenant{}, "Bearer rk-client"},
+		{"tenant key", "sk-tenant", "Bearer sk-tenant"},
+		{"pass-through", "rk-client", "Bearer rk-client"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,10 +103,10 @@ func TestUpstreamRequestSendsOneCredential(t *testing.T) {
 			} {
 				rc.Request.Header.Set(h[0], h[1])
 			}
-			c := benchCaller()
-			c.cfg, c.Caller = &tt.tenant, auth.Caller{Tenant: &tt.tenant, Key: "rk-client"}
+			c := benchTarget()
+			c.Key = tt.key
 			var req fasthttp.Request
-			upstreamRequest(&req, rc, c, []byte("/v1/chat/completions"), false)
+			SetRequest(&req, rc, c, []byte("/v1/chat/completions"), false)
 			var creds []string
 			for _, name := range []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "Proxy-Authorization"} {
 				for _, v := range req.Header.PeekAll(name) {
@@ -126,7 +120,7 @@ func TestUpstreamRequestSendsOneCredential(t *testing.T) {
 	}
 }
 
-// upstreamRequest adds the client's headers without normalizing their
+// SetRequest adds the client's headers without normalizing their
 // names again: the headers that go upstream, their names and their order
 // are those a normalizing add gives, for requests as fasthttp's server
 // reads them (names in any case, every kind of header that does not go:
@@ -170,7 +164,7 @@ func TestUpstreamHeadersAsNormalized(t *testing.T) {
 			}
 		}
 		var up fasthttp.Request
-		upstreamRequest(&up, rc, benchCaller(), []byte("/v1/chat/completions"), false)
+		SetRequest(&up, rc, benchTarget(), []byte("/v1/chat/completions"), false)
 		up.Header.Del("Authorization") // the tenant's credential, set after
 		if got, want := headerLines(&up.Header), headerLines(&want); !slices.Equal(got, want) {
 			t.Fatalf("request %q:\nsent upstream %q\nwant %q", raw, got, want)
@@ -209,11 +203,11 @@ func BenchmarkCopyResponseHeader(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		rc.Response.Header.Reset()
-		copyResponseHeader(rc, resp)
+		CopyResponseHeader(rc, resp)
 	}
 }
 
-// copyResponseHeader relays what a normalizing add of every header but
+// CopyResponseHeader relays what a normalizing add of every header but
 // the hop-by-hop ones and those a Connection header names gives, in the
 // same order, for answers as fasthttp's client reads them.
 func TestRelayedHeadersAsNormalized(t *testing.T) {
@@ -249,7 +243,7 @@ func TestRelayedHeadersAsNormalized(t *testing.T) {
 			}
 		}
 		rc := &fasthttp.RequestCtx{}
-		copyResponseHeader(rc, &resp)
+		CopyResponseHeader(rc, &resp)
 		if got, want := responseLines(&rc.Response.Header), responseLines(&want); !slices.Equal(got, want) {
 			t.Fatalf("answer %q:\nrelayed %q\nwant %q", raw, got, want)
 		}
