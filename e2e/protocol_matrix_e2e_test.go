@@ -40,11 +40,13 @@ import (
 //     answers it covers;
 //   - render: every exchange's render=messages sent view equals what the
 //     fake received for it;
-//   - export/import: the export imported into a new conversation sends the
-//     same context as the original on the next turn;
+//   - export/import: the export imported into a new conversation stores
+//     the same messages (protocol, role, hash, bytes) and sends the same
+//     context as the original on the next turn;
 //   - forget: the first turn hard-forgotten is in no API view, no search
 //     hit, no summary, no exchange render, no log line and not in the next
-//     upstream request, which still carries the rest.
+//     upstream request, which carries the turns the dropped summary
+//     covered again; nor in the summary then made again.
 //
 // The test logs the table of cells and aspects (pass, FAIL, or skip with
 // the finding that skips it).
@@ -445,21 +447,30 @@ func (c *matrixCell) exportImport(t *testing.T) {
 	if a := c.h.API(k, "", "POST", convBase+matrixCopyConv+"/import", string(exp.Body), "application/x-ndjson"); a.Status != 201 {
 		t.Fatalf("import: %d %s", a.Status, a.Body)
 	}
+	orig, cp := c.h.Stored(c.tenant, c.conv), c.h.Stored(c.tenant, matrixCopyConv)
+	if len(orig) != len(cp) {
+		t.Errorf("the copy holds %d messages, the original %d", len(cp), len(orig))
+	}
+	for i := range min(len(orig), len(cp)) {
+		o, m := orig[i], cp[i]
+		if o.Protocol != m.Protocol || o.Hash != m.Hash || o.Role != m.Role || o.Flags != m.Flags || string(o.Raw) != string(m.Raw) {
+			t.Errorf("message %d: the copy's is %v %s %q, the original's %v %s %q", i+1, m.Protocol, m.Role, m.Raw, o.Protocol, o.Role, o.Raw)
+		}
+	}
 	var ups []upstreamtest.Received
 	for _, conv := range []string{c.conv, matrixCopyConv} {
 		_, up := c.send(t, c.in, conv, c.in.c.user("Anything else?"))
 		ups = append(ups, up)
 	}
-	orig, cp := ups[0], ups[1]
-	if !reflect.DeepEqual(withoutCacheControl(orig.Messages), withoutCacheControl(cp.Messages)) {
-		t.Errorf("the copy's next request sends another context:\ncopy     %s\noriginal %s", join(cp.Messages), join(orig.Messages))
+	if !reflect.DeepEqual(withoutCacheControl(ups[0].Messages), withoutCacheControl(ups[1].Messages)) {
+		t.Errorf("the copy's next request sends another context:\ncopy     %s\noriginal %s", join(ups[1].Messages), join(ups[0].Messages))
 	}
 	for _, p := range []string{"system", "systemInstruction", "instructions"} {
-		if o, c := gjson.GetBytes(orig.Body, p).Raw, gjson.GetBytes(cp.Body, p).Raw; o != c {
+		if o, c := gjson.GetBytes(ups[0].Body, p).Raw, gjson.GetBytes(ups[1].Body, p).Raw; o != c {
 			t.Errorf("the copy's next request has %s %s, the original's %s", p, c, o)
 		}
 	}
-	contains(t, "the copy's next request", cp, []string{strings.TrimSuffix(plan.SummaryPrefix, "\n"), matrixAnswer4})
+	contains(t, "the copy's next request", ups[1], []string{strings.TrimSuffix(plan.SummaryPrefix, "\n"), matrixAnswer4})
 }
 
 func (c *matrixCell) forget(t *testing.T) {
@@ -511,6 +522,18 @@ func (c *matrixCell) forget(t *testing.T) {
 	// The summary that held the turn is dropped: the turns it covered
 	// go whole again, but the first.
 	contains(t, "the next upstream request", up, []string{matrixAnswer2, matrixAnswer3, matrixAnswer4, "Last question."}, matrixAnswer1)
+	// That turn leaves more unsummarised turns than trigger_turns: the
+	// summary made again is made without the forgotten turn.
+	if d := c.h.WaitJob(c.conv); d.Outcome != summary.Landed {
+		t.Fatalf("the summary job after the forget: %+v, want landed", d)
+	}
+	calls := c.h.Up.SummaryCalls()
+	leaks("the summariser's request", calls[len(calls)-1].Body)
+	if s := c.h.Meta(c.tenant, c.conv).Summary; s == nil || !strings.Contains(s.Text, "My name is Ada.") {
+		t.Errorf("the summary made again: %+v, want one of the turns left", s)
+	} else {
+		leaks("the summary made again", []byte(s.Text))
+	}
 }
 
 // geminiClient is a Gemini client as the Gemini SDKs send and read:
