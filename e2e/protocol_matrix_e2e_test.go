@@ -200,9 +200,9 @@ func (c *matrixCell) send(t *testing.T, in *matrixIngress, conv string, msgs ...
 	return in.c.read(t, r.Body, c.stream), up
 }
 
-// contains fails the test unless the upstream request holds every one of
+// sentHolds fails the test unless the upstream request holds every one of
 // words, and holds none of absent.
-func contains(t *testing.T, what string, up upstreamtest.Received, words []string, absent ...string) {
+func sentHolds(t *testing.T, what string, up upstreamtest.Received, words []string, absent ...string) {
 	t.Helper()
 	body := unescaped(up.Body)
 	for _, w := range words {
@@ -233,7 +233,7 @@ func (c *matrixCell) memory(t *testing.T) {
 	if got.text != matrixAnswer2 {
 		t.Errorf("turn 2: got %q, want %q", got.text, matrixAnswer2)
 	}
-	contains(t, "turn 2", up, []string{matrixUser1, matrixAnswer1, "My name is Ada."})
+	sentHolds(t, "turn 2", up, []string{matrixUser1, matrixAnswer1, "My name is Ada."})
 }
 
 // loop makes one tool loop: ask over c.in, the fake calls get_weather,
@@ -245,12 +245,12 @@ func (c *matrixCell) loop(t *testing.T, res *matrixIngress, ask, result, answer 
 	if len(got.calls) != 1 {
 		t.Fatalf("%s: got calls %q (text %q), want the get_weather call", ask, got.calls, got.text)
 	}
-	contains(t, ask, up, earlier)
+	sentHolds(t, ask, up, earlier)
 	got, up = c.send(t, res, c.conv, res.c.result(got.calls[0], result))
 	if got.text != answer || len(got.calls) != 0 {
 		t.Errorf("the result over %s: got %q and calls %q, want %q", res.name, got.text, got.calls, answer)
 	}
-	contains(t, "the result over "+res.name, up, append(earlier, ask, result))
+	sentHolds(t, "the result over "+res.name, up, append(earlier, ask, result))
 }
 
 func (c *matrixCell) toolLoop(t *testing.T) {
@@ -299,12 +299,12 @@ func (c *matrixCell) summary(t *testing.T) {
 	}
 	// Its transcript reads every message of turns 1 to 3 through its
 	// codec: the answers and the tool's result too.
-	contains(t, "the summariser's request", calls[0], []string{matrixUser1, matrixAnswer1, matrixAnswer2, matrixResult3, matrixAnswer3},
+	sentHolds(t, "the summariser's request", calls[0], []string{matrixUser1, matrixAnswer1, matrixAnswer2, matrixResult3, matrixAnswer3},
 		matrixAnswer4)
 	_, up := c.send(t, c.in, c.conv, c.in.c.user("What do you remember?"))
 	// The fake's summary keeps the user lines of the turns it covers
 	// (1 to 3; 4 and 5 are kept whole): their answers go no more.
-	contains(t, "after the summary", up, []string{strings.TrimSuffix(plan.SummaryPrefix, "\n"), matrixUser1, matrixAnswer4, "Who am I?"},
+	sentHolds(t, "after the summary", up, []string{strings.TrimSuffix(plan.SummaryPrefix, "\n"), matrixUser1, matrixAnswer4, "Who am I?"},
 		matrixAnswer1, matrixAnswer2, matrixAnswer3)
 }
 
@@ -470,7 +470,7 @@ func (c *matrixCell) exportImport(t *testing.T) {
 			t.Errorf("the copy's next request has %s %s, the original's %s", p, c, o)
 		}
 	}
-	contains(t, "the copy's next request", ups[1], []string{strings.TrimSuffix(plan.SummaryPrefix, "\n"), matrixAnswer4})
+	sentHolds(t, "the copy's next request", ups[1], []string{strings.TrimSuffix(plan.SummaryPrefix, "\n"), matrixAnswer4})
 }
 
 func (c *matrixCell) forget(t *testing.T) {
@@ -521,7 +521,7 @@ func (c *matrixCell) forget(t *testing.T) {
 	leaks("the next upstream request", up.Body)
 	// The summary that held the turn is dropped: the turns it covered
 	// go whole again, but the first.
-	contains(t, "the next upstream request", up, []string{matrixAnswer2, matrixAnswer3, matrixAnswer4, "Last question."}, matrixAnswer1)
+	sentHolds(t, "the next upstream request", up, []string{matrixAnswer2, matrixAnswer3, matrixAnswer4, "Last question."}, matrixAnswer1)
 	// That turn leaves more unsummarised turns than trigger_turns: the
 	// summary made again is made without the forgotten turn.
 	if d := c.h.WaitJob(c.conv); d.Outcome != summary.Landed {
