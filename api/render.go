@@ -43,7 +43,9 @@ type ExchangeMessage struct {
 // message, Anthropic's system, ...), Messages the conversation, each as
 // the upstream's codec wrote it (the stored JSON where every message was
 // in the upstream's protocol, else every one through the canonical
-// model), exactly as the proxy encodes a planned context. The client's
+// model) and its body carries it (wire.Signer: a Gemini call that lost
+// its signature signed with Google's stand-in), exactly as the proxy
+// encodes a planned context. The client's
 // instructions are never stored: they are not among Instructions (the
 // record's tokens.instructions counts them); Recall's cache breakpoints
 // are not placed, nor an Anthropic turn's two result messages joined
@@ -205,16 +207,17 @@ func (c *call) sentAs(r *history.ExchangeRecord, summary []byte, conv []history.
 	for _, m := range conv {
 		same = same && m.Protocol == up
 	}
+	codec := wire.For(up)
+	signer, _ := codec.(wire.Signer)
 	if same {
 		if summary != nil {
 			s.Instructions = append(s.Instructions, summary)
 		}
 		for _, m := range conv {
-			s.Messages = append(s.Messages, m.Raw)
+			s.Messages = append(s.Messages, signed(signer, m.Raw))
 		}
 		return s
 	}
-	codec := wire.For(up)
 	if summary != nil {
 		cm, err := wire.For(wire.ChatCompletions).Decode(summary)
 		if err != nil {
@@ -241,9 +244,18 @@ func (c *call) sentAs(r *history.ExchangeRecord, summary []byte, conv []history.
 		return nil
 	}
 	for _, e := range enc {
-		s.Messages = append(s.Messages, e)
+		s.Messages = append(s.Messages, signed(signer, e))
 	}
 	return s
+}
+
+// signed is raw as the upstream's body carries it (wire.Signer), raw
+// itself for a protocol that sends its messages as encoded.
+func signed(s wire.Signer, raw []byte) json.RawMessage {
+	if s == nil {
+		return raw
+	}
+	return s.Signed(raw)
 }
 
 // fitSummary cuts text as plan.Make cut the summary r sent: to the

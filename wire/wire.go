@@ -105,6 +105,18 @@ type Thinking interface {
 	WithoutThinking(raw []byte) (hash uint64, empty, ok bool)
 }
 
+// Signer is implemented by the codec of a protocol whose upstream
+// request carries a conversation message otherwise than Encode (or the
+// store) has it: Gemini 3 refuses a model content whose first function
+// call lost its thoughtSignature, so the body gets Google's documented
+// stand-in there. The upstream body applies it to every message it
+// sends, and the inspector's render of a request (api) does the same.
+type Signer interface {
+	// Signed returns raw as the upstream request carries it (raw itself
+	// when nothing changes).
+	Signed(raw []byte) []byte
+}
+
 // Message is a message in the canonical model.
 type Message struct {
 	// Role is the canonical role.

@@ -156,6 +156,12 @@ func (Upstream) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][
 // first call carries no signature.
 const SkipSignature = "skip_thought_signature_validator"
 
+var _ wire.Signer = Codec{}
+
+// Signed is signCalls (wire.Signer): AppendBody sends every content so,
+// and the inspector's render shows it so.
+func (Codec) Signed(raw []byte) []byte { return signCalls(raw) }
+
 // signCalls returns a model content whose first functionCall carries no
 // thoughtSignature with SkipSignature on it, and any other content as it
 // is. Gemini signs the first call of a step; only it is checked.
