@@ -22,7 +22,8 @@ import (
 // a provider with supports_websockets, two processes in one conversation,
 // the first with a tool round: through Recall on its defaults (in front
 // of the strict fake, to which Recall speaks HTTP), and directly against
-// the fake's own WebSocket route, the baseline. Through Recall the second
+// the fake's own WebSocket route, the baseline (and, for reference,
+// through Recall over HTTP). Through Recall the second
 // process remembers the first and runAgent's checks hold (a tool loop
 // the fake accepts, nothing doubled, side calls untouched); direct, every
 // turn is a response.create message the fake validated. Both ways Codex
@@ -75,11 +76,14 @@ func TestCodexWebSocket(t *testing.T) {
 	// codex is one Codex process in e's conversation on base (%s: the
 	// conversation), on its defaults but for WebSocket on and nothing
 	// contacted but the base URL (codexConfig).
-	codex := func(base string) agentRun {
+	codex := func(base string, websocket bool) agentRun {
+		config := codexConfig
+		if websocket {
+			config = strings.Replace(config, "wire_api = \"responses\"\n", "wire_api = \"responses\"\nsupports_websockets = true\n", 1)
+		}
 		return func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
 			codexHome := filepath.Join(e.home, "codex")
-			writeFile(t, filepath.Join(codexHome, "config.toml"), strings.Replace(codexConfig,
-				"wire_api = \"responses\"\n", "wire_api = \"responses\"\nsupports_websockets = true\n", 1))
+			writeFile(t, filepath.Join(codexHome, "config.toml"), config)
 			cmd := exec.CommandContext(ctx, filepath.Join(binDir, "codex"), "exec", "--skip-git-repo-check",
 				"-c", `model_providers.recall.base_url="`+strings.ReplaceAll(base, "%s", e.conv)+`"`, prompt)
 			cmd.Env = e.env("CODEX_HOME="+codexHome, "RECALL_API_KEY="+e.key)
@@ -96,7 +100,7 @@ func TestCodexWebSocket(t *testing.T) {
 	var recallRuns []codexRun
 	a := agentCase{
 		name: "codex-websocket-recall", recall: recallURL, route: "/v1/responses", key: "sk-codex-ws-recall",
-		keyHeader: "Authorization", callID: "call_codex_ws_1", tool: tool, run: codex(viaRecall.url + "/c/%s/v1"),
+		keyHeader: "Authorization", callID: "call_codex_ws_1", tool: tool, run: codex(viaRecall.url+"/c/%s/v1", true),
 		timed: func(start time.Time, took time.Duration, reqs []fakeRequest) {
 			recallRuns = append(recallRuns, newCodexRun(start, took, reqs, viaRecall.upgradeAfter(start)))
 		},
@@ -116,12 +120,21 @@ func TestCodexWebSocket(t *testing.T) {
 		}
 	}
 
+	// Through Recall over HTTP, for reference: Codex's POSTs.
+	var httpRuns []codexRun
+	h := a
+	h.name, h.key, h.run = "codex-http-recall", "sk-codex-http-recall", codex(recallURL+"/c/%s/v1", false)
+	h.timed = func(start time.Time, took time.Duration, reqs []fakeRequest) {
+		httpRuns = append(httpRuns, newCodexRun(start, took, reqs, start))
+	}
+	runAgent(t, ctx, f, h)
+
 	// Direct: the same two processes against the fake's WebSocket route.
 	direct := newUpgradeCounter(t, f.url)
 	var directRuns []codexRun
 	d := agentCase{
 		name: "codex-websocket-direct", recall: f.url, route: "/v1/responses", key: "sk-codex-ws-direct",
-		keyHeader: "Authorization", callID: "call_codex_ws_1", tool: tool, run: codex(direct.url + "/v1"),
+		keyHeader: "Authorization", callID: "call_codex_ws_1", tool: tool, run: codex(direct.url+"/v1", true),
 		timed: func(start time.Time, took time.Duration, reqs []fakeRequest) {
 			directRuns = append(directRuns, newCodexRun(start, took, reqs, direct.upgradeAfter(start)))
 		},
@@ -148,6 +161,9 @@ func TestCodexWebSocket(t *testing.T) {
 		t.Logf("Codex over WebSocket, two processes: through Recall %v (%v from the sockets), direct %v (%v from the sockets)",
 			recallRuns[0].took+recallRuns[1].took, recallRuns[0].took-recallRuns[0].socket+recallRuns[1].took-recallRuns[1].socket,
 			directRuns[0].took+directRuns[1].took, directRuns[0].took-directRuns[0].socket+directRuns[1].took-directRuns[1].socket)
+		if len(httpRuns) == 2 {
+			t.Logf("Codex over HTTP through Recall, for reference: %v", httpRuns[0].took+httpRuns[1].took)
+		}
 		for i := range 2 {
 			t.Logf("process %d through Recall %v", i+1, recallRuns[i])
 			t.Logf("process %d direct %v", i+1, directRuns[i])
