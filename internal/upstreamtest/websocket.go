@@ -140,7 +140,8 @@ func (k *respSocket) serve(ctx context.Context, msg []byte) bool {
 	if rec != nil {
 		rec.WebSocket, rec.Stream = true, true
 	}
-	body, items, apiErr, status := k.body(msg)
+	var items []gjson.Result
+	body, apiErr, status := k.body(msg)
 	if apiErr == nil {
 		root := gjson.ParseBytes(body)
 		apiErr, status = validateResponses(root, &items)
@@ -194,36 +195,36 @@ func (k *respSocket) serve(ctx context.Context, msg []byte) bool {
 // body returns the create-response body a message stands for: the
 // message without its type, its input preceded by the socket's last
 // response's items when previous_response_id names it, without
-// previous_response_id; and its input items (once validated). A message
-// that is not a response.create, or names another response, is refused.
-func (k *respSocket) body(msg []byte) (body []byte, items []gjson.Result, e *APIError, status int) {
+// previous_response_id. A message that is not a response.create, or
+// names another response, is refused.
+func (k *respSocket) body(msg []byte) (body []byte, e *APIError, status int) {
 	if msg == nil {
-		return nil, nil, &APIError{Message: "Invalid message: expected a text message.", Type: invalidRequest, Code: "invalid_value"}, http.StatusBadRequest
+		return nil, &APIError{Message: "Invalid message: expected a text message.", Type: invalidRequest, Code: "invalid_value"}, http.StatusBadRequest
 	}
 	if !gjson.ValidBytes(msg) || !gjson.ParseBytes(msg).IsObject() {
-		return nil, nil, &APIError{Message: msgParseBody, Type: invalidRequest}, http.StatusBadRequest
+		return nil, &APIError{Message: msgParseBody, Type: invalidRequest}, http.StatusBadRequest
 	}
 	root := gjson.ParseBytes(msg)
 	if t := root.Get("type"); t.Str != "response.create" {
-		return nil, nil, invalidValue("type", t.Str, []string{"response.create"}), http.StatusBadRequest
+		return nil, invalidValue("type", t.Str, []string{"response.create"}), http.StatusBadRequest
 	}
 	if root.Get("background").Type == gjson.True {
-		return nil, nil, &APIError{Message: "background is not supported in WebSocket mode.", Type: invalidRequest,
+		return nil, &APIError{Message: "background is not supported in WebSocket mode.", Type: invalidRequest,
 			Param: "background", Code: "unsupported_parameter"}, http.StatusBadRequest
 	}
 	body, _ = sjson.DeleteBytes(append([]byte(nil), msg...), "type")
 	p := root.Get("previous_response_id")
 	if !p.Exists() {
-		return body, nil, nil, 0
+		return body, nil, 0
 	}
 	if p.Type != gjson.String || k.last == nil || p.Str != k.last.id {
-		return nil, nil, &APIError{Message: "Previous response with id '" + p.String() + "' not found.", Type: invalidRequest,
+		return nil, &APIError{Message: "Previous response with id '" + p.String() + "' not found.", Type: invalidRequest,
 			Param: "previous_response_id", Code: "previous_response_not_found"}, http.StatusBadRequest
 	}
 	all := appendItems(appendItems([]byte{'['}, gjson.ParseBytes(k.last.items)), root.Get("input"))
 	body, _ = sjson.SetRawBytes(body, "input", append(all, ']')) // cannot fail: an object
 	body, _ = sjson.DeleteBytes(body, "previous_response_id")
-	return body, nil, nil, 0
+	return body, nil, 0
 }
 
 // writeError sends e as OpenAI's WebSocket error event, with status.
