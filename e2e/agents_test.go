@@ -404,6 +404,9 @@ type agentCase struct {
 	// sideReason, if set, is the thread_reason every side call's
 	// exchange record must give.
 	sideReason string
+	// timed, if set, is told each process's start, how long it ran, and
+	// the requests the fake received meanwhile.
+	timed func(start time.Time, took time.Duration, reqs []fakeRequest)
 }
 
 // agentEnv is where an agent's processes run.
@@ -585,7 +588,11 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
+	took := time.Since(start)
 	all := f.requests(t)[before:]
+	if a.timed != nil {
+		a.timed(start, took, all)
+	}
 	var side []fakeRequest
 	for _, r := range all {
 		target := r.Path
@@ -617,7 +624,7 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 	if i < 0 || !strings.Contains(out[i:], prompt) {
 		t.Errorf("%s %q: got stdout\n%s\nwant the fake's echo of the prompt", a.name, prompt, out)
 	}
-	t.Logf("%s: process done in %v, %d side calls", a.name, time.Since(start).Round(time.Millisecond), len(side))
+	t.Logf("%s: process done in %v, %d side calls", a.name, took.Round(time.Millisecond), len(side))
 	if trace != "" {
 		b, err := os.ReadFile(trace)
 		if err != nil {
@@ -714,6 +721,10 @@ type fakeRequest struct {
 	Header   http.Header     `json:"header"`
 	Body     json.RawMessage `json:"body"`
 	Rejected string          `json:"rejected"`
+	// WebSocket: a response.create message on a WebSocket of
+	// /v1/responses; At: when it arrived.
+	WebSocket bool      `json:"websocket"`
+	At        time.Time `json:"at"`
 }
 
 func (r fakeRequest) rejection() string {

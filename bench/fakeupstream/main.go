@@ -19,9 +19,11 @@
 // or ?path=/v1/messages, the last request to that path), and GET
 // /_fake/requests answers every recorded request of any path, oldest
 // first (with ?from=n, those after the first n kept), as
-// [{"method","path","query","header","body","rejected"}] (body
-// as the JSON it was when it is JSON, else a string; rejected is the
-// error message the fake answered 400 with, or absent).
+// [{"method","path","query","header","body","rejected","websocket","at"}]
+// (body as the JSON it was when it is JSON, else a string; rejected is
+// the error message the fake answered 400 with, or absent; websocket is
+// true for a response.create message on a WebSocket of /v1/responses;
+// at is when it arrived).
 package main
 
 import (
@@ -147,7 +149,7 @@ func withControl(s *upstreamtest.Server) http.Handler {
 		}
 		out := make([]recorded, 0, len(reqs))
 		for _, q := range reqs {
-			rec := recorded{Method: q.Method, Path: q.Path, Query: q.Query, Header: q.Header}
+			rec := recorded{Method: q.Method, Path: q.Path, Query: q.Query, Header: q.Header, WebSocket: q.WebSocket, At: q.At}
 			if json.Valid(q.Body) {
 				rec.Body = json.RawMessage(q.Body)
 			} else {
@@ -174,6 +176,10 @@ type recorded struct {
 	Header   http.Header     `json:"header"`
 	Body     json.RawMessage `json:"body"`
 	Rejected string          `json:"rejected,omitempty"`
+	// WebSocket: a response.create message on a WebSocket of
+	// /v1/responses (method, path and header are the upgrade's).
+	WebSocket bool      `json:"websocket,omitempty"`
+	At        time.Time `json:"at"`
 }
 
 // lastRequest is what GET /_fake/last answers about a request: its model,

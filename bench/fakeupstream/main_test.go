@@ -7,6 +7,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/fasthttp/websocket"
 
 	"github.com/recallproxy/recall/internal/upstreamtest"
 )
@@ -129,5 +132,60 @@ func TestControlRequests(t *testing.T) {
 	}
 	if got[0].Header.Get("X-Api-Key") != "k" {
 		t.Errorf("header: got %v, want the X-Api-Key sent", got[0].Header)
+	}
+}
+
+// TestControlRequestsWebSocket checks that GET /_fake/requests tells a
+// response.create message on a WebSocket from a POST, and when each came:
+// through the control paths, the fake's WebSocket route is served as is.
+func TestControlRequestsWebSocket(t *testing.T) {
+	fake := upstreamtest.NewTB(t)
+	srv := httptest.NewServer(withControl(fake))
+	defer srv.Close()
+	before := time.Now()
+	resp, err := http.Post(srv.URL+"/v1/responses", "application/json", strings.NewReader(`{"model":"gpt-4o","input":"yo"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/v1/responses", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if err := ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"response.create","model":"gpt-4o","input":"yo"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, msg, err := ws.ReadMessage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(msg), `"type":"response.completed"`) {
+			break
+		}
+	}
+
+	resp, err = http.Get(srv.URL + "/_fake/requests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got []recorded
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("got %d requests, want 2: %+v", len(got), got)
+	}
+	if g := got[0]; g.Method != "POST" || g.WebSocket {
+		t.Errorf("request 0: got %s websocket %v, want a POST", g.Method, g.WebSocket)
+	}
+	if g := got[1]; g.Method != "GET" || g.Path != "/v1/responses" || !g.WebSocket || !strings.Contains(string(g.Body), `"response.create"`) {
+		t.Errorf("request 1: got %s %s websocket %v body %s, want the message on the socket", g.Method, g.Path, g.WebSocket, g.Body)
+	}
+	if got[0].At.Before(before) || got[1].At.Before(got[0].At) {
+		t.Errorf("at: got %v then %v, want both after %v, in order", got[0].At, got[1].At, before)
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/fasthttp/websocket"
 	"github.com/tidwall/gjson"
 )
 
@@ -26,6 +28,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodPost && path == "/v1/responses" {
 		s.serveResponses(w, r, body)
+		return
+	}
+	if r.Method == http.MethodGet && path == "/v1/responses" && websocket.IsWebSocketUpgrade(r) {
+		s.serveResponsesSocket(w, r)
 		return
 	}
 	if r.Method == http.MethodPost && path == "/v1/messages" {
@@ -75,6 +81,7 @@ func (s *Server) receivedFor(r *http.Request, body []byte) *Received {
 		Header:           r.Header.Clone(),
 		TransferEncoding: r.TransferEncoding,
 		Body:             body,
+		At:               time.Now(),
 	}
 }
 

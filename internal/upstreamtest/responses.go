@@ -14,7 +14,8 @@ import (
 // and answered from the same Reply queue as chat completions, as a
 // Response object or its event stream. It serves Recall's stateless use
 // of an upstream: previous_response_id and conversation are refused
-// whatever their value, since Recall must never forward them.
+// whatever their value, since Recall must never forward them. The same
+// route upgraded to a WebSocket is websocket.go's.
 
 // responsesItemTypes are the input item types the fake accepts.
 var responsesItemTypes = []string{"message", "function_call", "function_call_output", "reasoning", "compaction"}
@@ -32,6 +33,7 @@ type answerResponse struct {
 	seq         uint64
 	inTok, out  int
 	requestBody gjson.Result
+	previous    string // the previous_response_id it continues ("": none; WebSocket mode only)
 }
 
 // serveResponses answers POST /v1/responses.
@@ -412,7 +414,13 @@ func (a *answerResponse) appendResponse(b []byte, status string, withOutput bool
 			b = a.appendCall(b, i, true)
 		}
 	}
-	b = append(b, `],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"store":false,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"truncation":"disabled","usage":`...)
+	b = append(b, `],"parallel_tool_calls":true,"previous_response_id":`...)
+	if a.previous != "" {
+		b = gjson.AppendJSONString(b, a.previous)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"reasoning":{"effort":null,"summary":null},"store":false,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"truncation":"disabled","usage":`...)
 	if !withOutput {
 		b = append(b, "null"...)
 	} else {
@@ -470,10 +478,8 @@ func (s *Server) writeResponsesStream(ctx context.Context, w http.ResponseWriter
 				return
 			}
 		}
-		buf = append(buf[:0], "event: "+ev.typ+"\ndata: {\"type\":\""+ev.typ+"\",\"sequence_number\":"...)
-		buf = strconv.AppendInt(buf, int64(i), 10)
-		buf = append(buf, ev.fields...)
-		buf = append(buf, "}\n\n"...)
+		buf = append(buf[:0], "event: "+ev.typ+"\ndata: "...)
+		buf = append(ev.appendData(buf, i), "\n\n"...)
 		if _, err := w.Write(buf); err != nil {
 			return
 		}
@@ -488,6 +494,15 @@ func (s *Server) writeResponsesStream(ctx context.Context, w http.ResponseWriter
 type rEvent struct {
 	typ    string
 	fields []byte
+}
+
+// appendData appends the event's data, the i-th of its stream: the JSON
+// object an SSE data line or a WebSocket message carries.
+func (ev rEvent) appendData(b []byte, i int) []byte {
+	b = append(b, `{"type":"`+ev.typ+`","sequence_number":`...)
+	b = strconv.AppendInt(b, int64(i), 10)
+	b = append(b, ev.fields...)
+	return append(b, '}')
 }
 
 // events lists the answer's stream.

@@ -13,6 +13,9 @@
 //     the same Reply queue as a Response object or its event stream, with
 //     a leading reasoning item carrying encrypted_content when the request
 //     includes "reasoning.encrypted_content" for an o-series or gpt-5 model;
+//   - GET /v1/responses upgraded to a WebSocket: the Responses API's
+//     WebSocket mode, each response.create message validated and answered
+//     as that POST, its events one message each (see websocket.go);
 //   - POST /v1/models/{model}:generateContent and :streamGenerateContent
 //     (and the same under /v1beta): Google's Gemini API, as strict as
 //     the real one on roles, function call pairing and thought signatures
@@ -36,7 +39,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/tidwall/gjson"
 	"net"
 	"net/http"
 	"strconv"
@@ -44,6 +46,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/tidwall/gjson"
 )
 
 // Received is one request as the fake saw it. Header, Body and Messages are
@@ -73,6 +78,13 @@ type Received struct {
 	// Summary reports that the request was shaped as a summariser call
 	// (see EnqueueSummary).
 	Summary bool
+	// WebSocket reports a response.create message on a WebSocket of
+	// /v1/responses: Method, RequestURI and Header are the upgrade's, Body
+	// the message as it came, Messages its input items after those of the
+	// response its previous_response_id named.
+	WebSocket bool
+	// At is when the request (or the message) arrived.
+	At time.Time
 }
 
 // Option configures a Server.
@@ -171,6 +183,11 @@ type Server struct {
 	// cached are the prompt prefixes Anthropic's cache would hold (see
 	// promptCache).
 	cached map[string]bool
+	// sockets are the open WebSockets, which Close closes; upgrades
+	// counts those accepted; closed refuses more.
+	sockets  map[*websocket.Conn]struct{}
+	upgrades int
+	closed   bool
 }
 
 // New starts a Server listening on 127.0.0.1:0. It panics if it cannot
@@ -231,6 +248,7 @@ func (s *Server) Close() {
 	if s.srv != nil {
 		_ = s.srv.Close()
 	}
+	s.closeSockets()
 	s.Release()
 }
 
