@@ -61,10 +61,10 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 			// says of them no longer holds. Rebuilt by the next compaction.
 			m.Summary = nil
 		}
-		if m.Session != nil && b.Seq < m.Session.Before.Seq {
+		if m.Session.Known() && b.Seq < m.Session.Before.Seq {
 			// The client rewrote messages from before its context began:
 			// where that context began is no longer known.
-			m.Session = nil
+			m.Session = Session{}
 		}
 		if m.Messages == 0 {
 			m.FirstHash = 0
@@ -94,7 +94,7 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 	}
 	m.Last = last
 	if !c.Import && len(c.Append) > 0 && c.Append[0].Flags&Opening != 0 {
-		m.Session = &Session{From: m.NextSeq, Before: m.head(), Messages: m.Messages, Tokens: m.Tokens}
+		m.Session = Session{From: m.NextSeq, Before: m.head(), Messages: m.Messages, Tokens: m.Tokens}
 	}
 	if c.Import {
 		writes = importMessages(&m, c.Append, writes)

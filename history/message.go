@@ -215,9 +215,10 @@ type Meta struct {
 	// side call (package thread). Once set it stays.
 	Tools bool `json:"tools,omitempty"`
 	// Session is where the client's newest context began (see Session);
-	// nil when no commit said so since the conversation was made, or a
-	// supersede reached back past it.
-	Session *Session `json:"session,omitempty"`
+	// zero (not Known) when no commit said so since the conversation was
+	// made, or a supersede reached back past it. A value, not a pointer:
+	// a delta client's every commit sets it, and would allocate.
+	Session Session `json:"session,omitzero"`
 }
 
 // Session is where a client's newest context began in a conversation: at
@@ -236,6 +237,10 @@ type Session struct {
 	Messages int `json:"messages"`
 	Tokens   int `json:"tokens"`
 }
+
+// Known reports whether s names where a context began (From 0: not
+// known; sequence numbers start at 1).
+func (s Session) Known() bool { return s.From != 0 }
 
 // FlagsAt returns the flags the metadata gives message seq: those of the
 // gap holding it, or 0. Stores add them to the flags of the record.

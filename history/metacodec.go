@@ -29,7 +29,7 @@ import (
 // end, under a new version); TestMetaCodecCoversEveryField fails until it
 // is. Records of version 1 still decode (Incarnation and Epoch 0), of
 // version 2 (Metadata ""), of version 3 (Tools false), and of version 4
-// (Session nil).
+// (no Session).
 const metaVersion = 5
 
 const metaFlagTools = 1
@@ -49,7 +49,7 @@ func MarshalMeta(m *Meta) ([]byte, error) {
 	if s := m.Summary; s != nil {
 		n += 48 + len(s.Text) + len(s.Model)
 	}
-	if m.Session != nil {
+	if m.Session.Known() {
 		n += 40
 	}
 	return AppendMeta(make([]byte, 0, n), m), nil
@@ -64,7 +64,7 @@ func AppendMeta(dst []byte, m *Meta) []byte {
 	if m.Summary != nil {
 		present |= metaHasSummary
 	}
-	if m.Session != nil {
+	if m.Session.Known() {
 		present |= metaHasSession
 	}
 	dst = append(dst, metaVersion, present)
@@ -124,7 +124,7 @@ func AppendMeta(dst []byte, m *Meta) []byte {
 		flags |= metaFlagTools
 	}
 	dst = binary.AppendUvarint(dst, flags)
-	if s := m.Session; s != nil {
+	if s := &m.Session; s.Known() {
 		dst = binary.AppendUvarint(dst, s.From)
 		dst = binary.AppendVarint(dst, int64(s.Messages))
 		dst = binary.AppendUvarint(dst, s.Before.Seq)
@@ -256,13 +256,12 @@ func UnmarshalMeta(b []byte) (Meta, error) {
 		m.Tools = r.uvarint()&metaFlagTools != 0
 	}
 	if b[0] >= 5 && present&metaHasSession != 0 {
-		s := &Session{}
+		s := &m.Session
 		s.From = r.uvarint()
 		s.Messages = int(r.varint())
 		s.Before.Seq = r.uvarint()
 		s.Before.Turn = uint32(r.uvarint())
 		s.Tokens = int(r.varint())
-		m.Session = s
 	}
 	if r.bad || r.off != len(b) {
 		return Meta{}, errorf("decode meta: malformed record")

@@ -19,10 +19,10 @@ import (
 // X-Recall-History: sync takes it.
 func restart(ctx context.Context, in Input, news []history.Message, snap history.Snapshot, after uint64, head history.HeadFunc) (history.Merged, bool, error) {
 	s := snap.Meta.Session
-	if s == nil {
+	if !s.Known() {
 		return merge(history.Sync, news, snap, after, head, in.Retry)
 	}
-	m, err := history.MergeRestart(news, snap, *s, headFunc(ctx, in.Store, in.Key, s.Before.Seq))
+	m, err := history.MergeRestart(news, snap, s, headFunc(ctx, in.Store, in.Key, s.Before.Seq))
 	return m, false, err
 }
 
@@ -34,7 +34,7 @@ func restart(ctx context.Context, in Input, news []history.Message, snap history
 // everything before the context needs no more.
 func readPastSession(ctx context.Context, st history.Store, k history.Key, q history.Query, snap history.Snapshot) (history.Snapshot, error) {
 	s := snap.Meta.Session
-	if s == nil || snap.Complete || q.Resolve(&snap.Meta).After >= s.Before.Seq {
+	if !s.Known() || snap.Complete || q.Resolve(&snap.Meta).After >= s.Before.Seq {
 		return snap, nil
 	}
 	tokens := 0
