@@ -101,6 +101,10 @@ func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
 		callIDs      []string // the tool loops' call ids, the subagent's included
 		sides, early int
 		subCalls     []dayCall
+		// carried counts the user and assistant messages of the agent's
+		// own that its restarted context holds between its summary and
+		// the prompt (stored once each).
+		carried struct{ users, assistants int }
 	)
 	// A check that fails by a known finding of this agent's (dayFindings)
 	// is logged, and the subtest skipped naming it, unless another check
@@ -122,15 +126,6 @@ func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
 			return
 		}
 		dups = append(dups, fmt.Sprintf(format, args...))
-	}
-	// afterRestart: prompt j is one Claude Code's summary never saw, in
-	// or after the context restarted from it at prompt i.
-	compacts := claude && n >= dayCompactAt
-	afterRestart := func(i, j int) string {
-		if compacts && i >= dayCompactAt && j < dayCompactAt-1 {
-			return findingRestart
-		}
-		return ""
 	}
 	for i := 1; i <= n; i++ {
 		prompt := dayPrompt(i)
@@ -204,7 +199,7 @@ func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
 				subCalls = append(subCalls, c)
 			}
 			if transcript {
-				t.Logf("transcript: process %d %-8s %s %d messages, last user text %q", i, c.thread, c.Path, len(c.msgs), lastUser(c.msgs))
+				t.Logf("transcript: process %d %-8s %s %d messages, prompts %v, last user text %q", i, c.thread, c.Path, len(c.msgs), dayPrompts(c.Body, n), lastUser(c.msgs))
 			}
 		}
 		if len(main) == 0 {
@@ -217,7 +212,7 @@ func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
 		for j := 1; j < i; j++ {
 			p := dayPrompt(j)
 			if !bytes.Contains(first.Body, []byte(p)) {
-				fail(afterRestart(i, j), "process %d: its first upstream call lacks prompt %d (memory across processes): %s", i, j, first.msgs)
+				t.Errorf("process %d: its first upstream call lacks prompt %d (memory across processes): %s", i, j, first.msgs)
 			}
 			if k := first.msgs.users(p); k > 1 {
 				dup(findingDoubled, "process %d: its first upstream call holds prompt %d %d times", i, j, k)
@@ -228,6 +223,25 @@ func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
 		}
 		if restart && first.msgs.users(restartMarker) != 1 {
 			t.Errorf("process %d: its first upstream call lacks the restart from the agent's summary: %s", i, first.msgs)
+		}
+		if restart {
+			// Claude Code's restarted context: its summary, the
+			// compacted session's last answer, the /compact command's
+			// output and its own "No response requested.", the prompt.
+			k := slices.IndexFunc(first.msgs, func(m agentMessage) bool {
+				return m.role == "user" && strings.Contains(m.text, restartMarker)
+			})
+			for _, m := range first.msgs[k+1:] {
+				if m.role == "user" && strings.Contains(m.text, prompt) {
+					break
+				}
+				switch m.role {
+				case "user":
+					carried.users++
+				case "assistant":
+					carried.assistants++
+				}
+			}
 		}
 		last := main[len(main)-1]
 		if k := last.msgs.users(prompt); k != 1 {
@@ -256,7 +270,8 @@ func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
 	// and nothing else but what the agent itself sends before its turns.
 	// Claude Code's restart from its summary supersedes the turns that
 	// summary replaced (the compacted session's: the prompt before it,
-	// and its tool loop), and only those.
+	// and its tool loop), and only those: the earlier processes' turns,
+	// which its session never held, stay.
 	stored := storedActive(t, a, e.conv)
 	var restarts int
 	var plain agentMessages // stored but the restart's summary
@@ -275,12 +290,12 @@ func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
 			want = 0
 		}
 		if k := plain.users(p); k != want {
-			dup(firstOf(afterRestart(n, i), findingDoubled), "stored: prompt %d %d times, want %d", i, k, want)
+			dup(findingDoubled, "stored: prompt %d %d times, want %d", i, k, want)
 		}
 		// The restarted context keeps the compacted session's last
 		// answer, as the agent sent it: stored as such.
 		if k := plain.answers(p); k != want && !(replaced(i) && k == 1) {
-			dup(firstOf(afterRestart(n, i), findingDoubled), "stored: the answer to prompt %d %d times, want %d", i, k, want)
+			dup(findingDoubled, "stored: the answer to prompt %d %d times, want %d", i, k, want)
 		}
 	}
 	loops := 0
@@ -291,14 +306,15 @@ func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
 		}
 		loops += want
 		if k := stored.results(id); k != want {
-			dup(firstOf(afterRestart(n, dayCallIndex(id)), findingDoubled), "stored: the result of %s %d times, want %d", id, k, want)
+			dup(findingDoubled, "stored: the result of %s %d times, want %d", id, k, want)
 		}
 	}
 	wantUsers, wantAssistants := n, n+loops
 	if claude && n >= dayCompactAt {
-		// The replaced prompt's turn gave way to the restart's.
-		wantUsers--
-		wantAssistants--
+		// The replaced prompt's turn gave way to the restart's, which
+		// carries messages of the agent's own before its prompt.
+		wantUsers += carried.users - 1
+		wantAssistants += carried.assistants - 1
 		if restarts != 1 {
 			t.Errorf("stored: %d restarts from the agent's summary, want 1: %s", restarts, stored)
 		}
@@ -317,7 +333,7 @@ func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
 		}
 	}
 	if users != wantUsers || tools != loops || assistants != wantAssistants || preambles > 1 {
-		fail(firstOf(afterRestart(n, 1), findingDoubled), "stored: %d user messages, %d tool results, %d assistant messages, %d preambles; want %d, %d, %d and at most 1 (%d prompts, %d tool loops in force): %s",
+		fail(findingDoubled, "stored: %d user messages, %d tool results, %d assistant messages, %d preambles; want %d, %d, %d and at most 1 (%d prompts, %d tool loops in force): %s",
 			users, tools, assistants, preambles, wantUsers, loops, wantAssistants, n, loops, stored)
 	}
 	if k := stored.users(daySubagent); k != 0 {
@@ -381,32 +397,12 @@ func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
 // not fixed yet (dayFindings) is logged and the agent's subtest skipped,
 // naming it; by any other, it fails. findingDoubled was Codex's over
 // HTTP (a tool round after its preamble stored the turn's prompt and call
-// again), fixed in history's merge.
-const (
-	findingRestart = "restart-supersedes-unseen-turns"
-	findingDoubled = "turn-stored-twice"
-)
+// again), fixed in history's merge. Claude Code's restart from its own
+// summary superseded the earlier processes' turns too, which its summary
+// never saw: fixed in plan (history.MergeRestart).
+const findingDoubled = "turn-stored-twice"
 
-var dayFindings = map[string]map[string]string{
-	"claude-code-anthropic": {findingRestart: restartFinding},
-	"claude-code-openai":    {findingRestart: restartFinding},
-}
-
-const (
-	restartFinding = "Claude Code's context restarted from its own summary (plan.Make: thread.Restarted, merged as history.Sync) " +
-		"supersedes every stored turn of the main thread, those of earlier processes too, which its summary never saw " +
-		"(the compacted session held its own turns only; Recall injected the rest): their memory is lost for the rest of the day"
-)
-
-// firstOf returns the first of findings that is not "".
-func firstOf(findings ...string) string {
-	for _, f := range findings {
-		if f != "" {
-			return f
-		}
-	}
-	return ""
-}
+var dayFindings = map[string]map[string]string{}
 
 // runDayProcess runs one process of a's day with prompt and returns the
 // upstream calls the fake received on a's route from its from-th
@@ -522,6 +518,17 @@ func withCallID(t *testing.T, reply, id string) string {
 	r["toolCalls"][0]["id"] = id
 	b, _ := json.Marshal(r)
 	return string(b)
+}
+
+// dayPrompts lists which of the day's n prompts body holds.
+func dayPrompts(body []byte, n int) []int {
+	var in []int
+	for j := 1; j <= n; j++ {
+		if bytes.Contains(body, []byte(dayPrompt(j))) {
+			in = append(in, j)
+		}
+	}
+	return in
 }
 
 // lastUser is the end of the text of the last user message of msgs

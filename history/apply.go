@@ -61,6 +61,11 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 			// says of them no longer holds. Rebuilt by the next compaction.
 			m.Summary = nil
 		}
+		if m.Session.Known() && b.Seq < m.Session.Before.Seq {
+			// The client rewrote messages from before its context began:
+			// where that context began is no longer known.
+			m.Session = Session{}
+		}
 		if m.Messages == 0 {
 			m.FirstHash = 0
 		}
@@ -88,6 +93,9 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 			Before: m.head(), Turns: m.Turns, Tokens: m.Tokens}
 	}
 	m.Last = last
+	if !c.Import && len(c.Append) > 0 && c.Append[0].Flags&Opening != 0 {
+		m.Session = Session{From: m.NextSeq, Before: m.head(), Messages: m.Messages, Tokens: m.Tokens}
+	}
 	if c.Import {
 		writes = importMessages(&m, c.Append, writes)
 	}

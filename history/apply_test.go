@@ -50,3 +50,35 @@ func TestCheckImportOnlyIntoEmpty(t *testing.T) {
 		t.Errorf("into a conversation at its version: got %v, want ErrConflict", err)
 	}
 }
+
+// A commit whose first new message carries Opening remembers where the
+// client's context began (Meta.Session), and no record keeps the flag; a
+// later commit without it leaves the session as it was; a supersede that
+// reaches back past its start forgets it.
+func TestApplyRemembersWhereTheContextBegan(t *testing.T) {
+	opening := func(m Message) Message { m.Flags |= Opening; return m }
+	m, writes := Apply(Meta{}, Change{Append: []Message{opening(User("q1")), Asst("a1")}, Now: 1}, nil)
+	if s := m.Session; s.From != 1 || s.Before != (Boundary{}) || s.Messages != 0 {
+		t.Fatalf("first context: got session %+v, want from 1, nothing before", s)
+	}
+	if writes[0].Flags != 0 {
+		t.Errorf("the opening message is written with flags %d, want 0", writes[0].Flags)
+	}
+	m, _ = Apply(m, Change{Append: []Message{opening(User("q2")), Asst("a2")}, Now: 2}, nil)
+	want := Session{From: 3, Before: Boundary{Seq: 2, Turn: 1}, Messages: 2, Tokens: m.Session.Tokens}
+	if s := m.Session; s != want {
+		t.Fatalf("second context: got session %+v, want %+v", s, want)
+	}
+	m, _ = Apply(m, Change{Append: []Message{User("q3"), Asst("a3")}, Now: 3}, nil)
+	if s := m.Session; s != want {
+		t.Errorf("a commit that resent stored messages: got session %+v, want %+v", s, want)
+	}
+	m, _ = Apply(m, Change{Supersede: &Boundary{Seq: 4, Turn: 2}}, nil)
+	if s := m.Session; s != want {
+		t.Errorf("a supersede inside the context: got session %+v, want %+v", s, want)
+	}
+	m, _ = Apply(m, Change{Supersede: &Boundary{Seq: 1, Turn: 1}, Append: []Message{Asst("a1 again")}}, nil)
+	if m.Session.Known() {
+		t.Errorf("a supersede from before the context: got session %+v, want none", m.Session)
+	}
+}

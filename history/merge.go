@@ -212,15 +212,7 @@ func commonPrefix(in []Message, snap Snapshot, head HeadFunc) (stored []Message,
 // (the results of its Recall tool calls), and supersedes the stored rest;
 // news are the client's messages after the common prefix.
 func supersede(news []Message, snap Snapshot, stored []Message, p int) Merged {
-	kept := 0
-	for seen := 0; seen < p; kept++ {
-		if stored[kept].Flags&Internal == 0 {
-			seen++
-		}
-	}
-	for p > 0 && kept < len(stored) && stored[kept].Flags&Internal != 0 {
-		kept++
-	}
+	kept := keep(stored, p)
 	m := Merged{History: stored[:kept], New: news}
 	if kept < snap.Meta.Messages {
 		b := &Boundary{}
@@ -230,6 +222,21 @@ func supersede(news []Message, snap Snapshot, stored []Message, p int) Merged {
 		m.Supersede = b
 	}
 	return m
+}
+
+// keep returns how many of stored a supersede keeps: up to the p-th the
+// client saw, and the internal ones right after it.
+func keep(stored []Message, p int) int {
+	kept := 0
+	for seen := 0; seen < p; kept++ {
+		if stored[kept].Flags&Internal == 0 {
+			seen++
+		}
+	}
+	for p > 0 && kept < len(stored) && stored[kept].Flags&Internal != 0 {
+		kept++
+	}
+	return kept
 }
 
 // visible returns msgs without Recall's internal messages, which the

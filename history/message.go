@@ -28,6 +28,12 @@ const (
 	// client's: its Hash is that of the form the client got (its own calls
 	// only), so that a client resending it matches.
 	Mixed
+	// Opening marks, in a Change, the first of the new messages of a
+	// request that resent nothing stored: the client began a context of
+	// its own there (an agent's new process or session, or its context
+	// restarted from its own summary). The commit remembers where
+	// (Meta.Session); no record keeps the flag.
+	Opening
 )
 
 // Recorded are the flags a message's record keeps (the others live in the
@@ -208,7 +214,33 @@ type Meta struct {
 	// definitions (an agent's does): a later request that sends none is a
 	// side call (package thread). Once set it stays.
 	Tools bool `json:"tools,omitempty"`
+	// Session is where the client's newest context began (see Session);
+	// zero (not Known) when no commit said so since the conversation was
+	// made, or a supersede reached back past it. A value, not a pointer:
+	// a delta client's every commit sets it, and would allocate.
+	Session Session `json:"session,omitzero"`
 }
+
+// Session is where a client's newest context began in a conversation: at
+// the first message of the newest exchange whose request resent nothing
+// stored (its first new message carried Opening). An agent holds only its
+// own context: what Recall injected from before it (earlier processes'
+// turns) is history the agent never kept, and a summary the agent makes
+// of its context covers From on, never what came before (MergeRestart).
+type Session struct {
+	// From is the first sequence number the opening exchange appended.
+	From uint64 `json:"from"`
+	// Before is the newest active message before From (Seq 0: none).
+	Before Boundary `json:"before"`
+	// Messages and Tokens counted the active history before From: what
+	// a read past the session's messages has to reach back for.
+	Messages int `json:"messages"`
+	Tokens   int `json:"tokens"`
+}
+
+// Known reports whether s names where a context began (From 0: not
+// known; sequence numbers start at 1).
+func (s Session) Known() bool { return s.From != 0 }
 
 // FlagsAt returns the flags the metadata gives message seq: those of the
 // gap holding it, or 0. Stores add them to the flags of the record.

@@ -22,19 +22,22 @@ import (
 //	incarnation(8) epoch                                          (version 2)
 //	metadata                                                      (version 3)
 //	flags(uvarint: 1 tools)                                       (version 4)
+//	[session: from messages before_seq before_turn tokens]        (version 5)
 //
 // Unsigned fields are uvarints, signed ones varints, strings a uvarint
 // length and their bytes. A field added to Meta must be added here (at the
 // end, under a new version); TestMetaCodecCoversEveryField fails until it
 // is. Records of version 1 still decode (Incarnation and Epoch 0), of
-// version 2 (Metadata ""), and of version 3 (Tools false).
-const metaVersion = 4
+// version 2 (Metadata ""), of version 3 (Tools false), and of version 4
+// (no Session).
+const metaVersion = 5
 
 const metaFlagTools = 1
 
 const (
 	metaHasLast    = 1
 	metaHasSummary = 2
+	metaHasSession = 4
 )
 
 // MarshalMeta encodes a metadata record.
@@ -45,6 +48,9 @@ func MarshalMeta(m *Meta) ([]byte, error) {
 	}
 	if s := m.Summary; s != nil {
 		n += 48 + len(s.Text) + len(s.Model)
+	}
+	if m.Session.Known() {
+		n += 40
 	}
 	return AppendMeta(make([]byte, 0, n), m), nil
 }
@@ -57,6 +63,9 @@ func AppendMeta(dst []byte, m *Meta) []byte {
 	}
 	if m.Summary != nil {
 		present |= metaHasSummary
+	}
+	if m.Session.Known() {
+		present |= metaHasSession
 	}
 	dst = append(dst, metaVersion, present)
 	dst = binary.AppendUvarint(dst, m.NextSeq)
@@ -114,7 +123,15 @@ func AppendMeta(dst []byte, m *Meta) []byte {
 	if m.Tools {
 		flags |= metaFlagTools
 	}
-	return binary.AppendUvarint(dst, flags)
+	dst = binary.AppendUvarint(dst, flags)
+	if s := &m.Session; s.Known() {
+		dst = binary.AppendUvarint(dst, s.From)
+		dst = binary.AppendVarint(dst, int64(s.Messages))
+		dst = binary.AppendUvarint(dst, s.Before.Seq)
+		dst = binary.AppendUvarint(dst, uint64(s.Before.Turn))
+		dst = binary.AppendVarint(dst, int64(s.Tokens))
+	}
+	return dst
 }
 
 func appendSummaryFields(dst []byte, s *Summary) []byte {
@@ -237,6 +254,14 @@ func UnmarshalMeta(b []byte) (Meta, error) {
 	}
 	if b[0] >= 4 {
 		m.Tools = r.uvarint()&metaFlagTools != 0
+	}
+	if b[0] >= 5 && present&metaHasSession != 0 {
+		s := &m.Session
+		s.From = r.uvarint()
+		s.Messages = int(r.varint())
+		s.Before.Seq = r.uvarint()
+		s.Before.Turn = uint32(r.uvarint())
+		s.Tokens = int(r.varint())
 	}
 	if r.bad || r.off != len(b) {
 		return Meta{}, errorf("decode meta: malformed record")

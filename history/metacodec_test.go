@@ -206,6 +206,19 @@ func TestMetaCodecReadsVersion3(t *testing.T) {
 	}
 }
 
+// Records of version 4, written before Session, still decode, with it
+// nil.
+func TestMetaCodecReadsVersion4(t *testing.T) {
+	m := sampleMeta()
+	m.Tools = true
+	v4 := AppendMeta(nil, &m) // no session: no bytes of its own
+	v4[0] = 4
+	got, err := UnmarshalMeta(v4)
+	if err != nil || !reflect.DeepEqual(got, m) {
+		t.Errorf("version 4 record decoded as %+v, %v; want %+v", got, err, m)
+	}
+}
+
 // A summary record round-trips every field, fails on any damage, and
 // keeps its strings when the buffer is reused.
 func TestSummaryCodec(t *testing.T) {

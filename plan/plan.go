@@ -205,7 +205,9 @@ type Plan struct {
 	// commit seals the open episode (Change.Seal).
 	Seal bool
 	// Fresh are the new messages in their stored form (Seq assigned, long
-	// tool results cut, Raw copied).
+	// tool results cut, Raw copied). When none of the request's messages
+	// was stored before, the first carries history.Opening: the commit
+	// remembers where the client's context began (history.Meta.Session).
 	Fresh []history.Message
 	// ExchangeHash is history.HashMessages of the new messages.
 	ExchangeHash uint64
@@ -263,13 +265,11 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		fixed += Count(fixedCount, enc, m.Protocol, m.Raw)
 	}
 	news := in.New
-	head := headFunc(ctx, in.Store, in.Key)
+	head := headFunc(ctx, in.Store, in.Key, 0)
 	mode := pol.Mode
-	if in.Thread != nil && mode == history.Auto && len(news) > 0 && thread.Restarted(news[0].Raw) {
-		// An agent restarted its context from its own summary: what is
-		// stored is what that summary replaced (thread.Restarted).
-		mode = history.Sync
-	}
+	// An agent restarted its context from its own summary
+	// (thread.Restarted): merged by restart.
+	restarted := in.Thread != nil && mode == history.Auto && len(news) > 0 && thread.Restarted(news[0].Raw)
 
 	// Summarised turns are never read again: the store stops at the
 	// summary's covered-through, which it reads with the metadata, in the
@@ -287,6 +287,9 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 			q.MinMessages = len(news) + snap.Meta.Last.Messages
 			snap, err = in.Store.Load(ctx, in.Key, q)
 		}
+		if err == nil && restarted {
+			snap, err = readPastSession(ctx, in.Store, in.Key, q, snap)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrStore, err)
 		}
@@ -296,7 +299,11 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 			}
 		}
 		q = q.Resolve(&snap.Meta)
-		merged, replaced, err = merge(mode, news, snap, q.After, head, in.Retry)
+		if restarted {
+			merged, replaced, err = restart(ctx, in, news, snap, q.After, head)
+		} else {
+			merged, replaced, err = merge(mode, news, snap, q.After, head, in.Retry)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrStore, err)
 		}
@@ -344,11 +351,18 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 
 	// New messages: counted once here, stored with their counts. The
 	// current turn is sent whole; storage keeps long tool results cut.
+	// None of them stored before: the client began a context of its own
+	// (a new process or session of an agent's, or its context restarted
+	// from its summary), which the commit remembers (Meta.Session).
+	opens := len(news) > 0 && len(merged.New) == len(news)
 	next := max(snap.Meta.NextSeq, 1)
 	sendNew := make([]history.Message, len(merged.New))
 	p.Fresh = make([]history.Message, len(merged.New))
 	for i, m := range merged.New {
 		m.Seq = next + uint64(i)
+		if i == 0 && opens {
+			m.Flags |= history.Opening
+		}
 		m.Tokens = Count(count, enc, m.Protocol, m.Raw)
 		sendNew[i] = m
 		if lim := pol.StoredToolResultChars; lim > 0 && m.Role == wire.RoleTool {
@@ -590,11 +604,12 @@ func onceHead(head history.HeadFunc) history.HeadFunc {
 	}
 }
 
-// headFunc returns the merge's reader of a conversation's first messages.
-func headFunc(ctx context.Context, st history.Store, k history.Key) history.HeadFunc {
+// headFunc returns the merge's reader of a conversation's first active
+// messages after seq after.
+func headFunc(ctx context.Context, st history.Store, k history.Key, after uint64) history.HeadFunc {
 	return func(n int) ([]history.Message, error) {
 		var head []history.Message
-		err := st.Messages(ctx, k, 0, false, func(m history.Message) bool {
+		err := st.Messages(ctx, k, after, false, func(m history.Message) bool {
 			head = append(head, m)
 			return len(head) < n
 		})

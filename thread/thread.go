@@ -96,10 +96,11 @@ var restarts = [][]byte{
 }
 
 // Restarted reports whether first, a request's first message, opens an
-// agent's context restarted from its own summary: the conversation's
-// stored turns are what that summary replaced, and must not be sent
-// again (plan.Make merges such a request as X-Recall-History: sync, the
-// agent's messages the truth).
+// agent's context restarted from its own summary: the stored messages of
+// the context it summarised, from where that context began, are what the
+// summary replaced, and must not be sent again (plan.Make merges such a
+// request with history.MergeRestart, the agent's messages the truth for
+// its own context; the turns before it, which Recall injected, stay).
 func Restarted(first []byte) bool {
 	for _, m := range restarts {
 		if bytes.Contains(first, m) {

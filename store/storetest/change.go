@@ -49,6 +49,37 @@ func testEpisodes(t *testing.T, s history.Store) {
 	}
 }
 
+// A commit whose first message carries history.Opening remembers where
+// the client's context began: the metadata read back holds it, the
+// message's record keeps no flag, and a supersede from before it forgets
+// it.
+func testSession(t *testing.T, s history.Store) {
+	k := history.Key{Tenant: "t", Conversation: "session"}
+	MustCommit(t, s, k, history.Change{Append: Turns(1, 2)}) // seqs 1-4
+	open := Turns(3, 1)
+	open[0].Flags |= history.Opening
+	MustCommit(t, s, k, history.Change{Append: open}) // seqs 5-6
+	snap, err := s.Load(ctx, k, history.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := history.Session{From: 5, Before: history.Boundary{Seq: 4, Turn: 2}, Messages: 4, Tokens: 40}
+	if snap.Meta.Session != want {
+		t.Errorf("got session %+v, want %+v", snap.Meta.Session, want)
+	}
+	if all := All(t, s, k, true); len(all) != 6 || all[4].Flags != 0 {
+		t.Errorf("got %d messages, the opening one with flags %v; want 6 and none", len(all), all[4].Flags)
+	}
+	MustCommit(t, s, k, history.Change{Append: Turns(4, 1)})
+	if snap, err = s.Load(ctx, k, history.Query{}); err != nil || snap.Meta.Session != want {
+		t.Errorf("after a commit that opens nothing: got session %+v, %v; want %+v", snap.Meta.Session, err, want)
+	}
+	MustCommit(t, s, k, history.Change{Supersede: &history.Boundary{Seq: 2, Turn: 1}, Append: Turns(5, 1)})
+	if snap, err = s.Load(ctx, k, history.Query{}); err != nil || snap.Meta.Session.Known() {
+		t.Errorf("after a supersede from before it: got session %+v, %v; want none", snap.Meta.Session, err)
+	}
+}
+
 // A forget through Commit: soft keeps the records (listed with all, never
 // active), hard erases them (not even listed); both fix the counters and
 // take the messages out of search.

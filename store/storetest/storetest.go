@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) history.Store) {
 		{"DeleteAndIsolation", testDeleteAndIsolation},
 		{"SummaryLanding", testSummaryLanding},
 		{"Episodes", testEpisodes},
+		{"Session", testSession},
 		{"ForgetSoftAndHard", testForget},
 		{"Import", testImport},
 		{"Delete", testDelete},
