@@ -59,6 +59,9 @@ func TestInspectorShowsThreads(t *testing.T) {
 	b.fill("textbox", "API key", clientKey)
 	b.press("Sign in", "button", named("Sign in"))
 	b.waitView("list")
+	if got := eval[string](b, `document.querySelector('a[href="#/c/proj~`+agentID+`"]').closest('td').innerText`); !strings.Contains(got, "thread of proj") {
+		t.Errorf("the list's row of the subagent's thread: %q, want it said a thread of proj", got)
+	}
 
 	b.do("open the conversation", chromedp.Navigate(base+"#/c/proj"))
 	b.waitView("conversation")
