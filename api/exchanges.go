@@ -76,8 +76,19 @@ func (c *call) exchanges() error {
 	for i := range recs {
 		data[i] = Exchange{ExchangeRecord: recs[i]}
 		data[i].Object = "conversation.exchange"
+		threadOfRecord(&data[i].ExchangeRecord, c.key.Conversation)
 	}
 	return c.reply(200, listOf(data, more, func(v *Exchange) string { return v.ID }))
+}
+
+// threadOfRecord names the thread of r, a record of conversation conv,
+// where r names none: a record of a subagent's thread (conv is its id)
+// written before records named their thread, or a summariser's, belongs
+// to that thread. Its reason stays unknown.
+func threadOfRecord(r *history.ExchangeRecord, conv string) {
+	if _, name, ok := history.SplitThread(conv); ok && r.Thread == "" {
+		r.Thread = name
+	}
 }
 
 // exchange serves GET /conversations/{id}/exchanges/{xid}?render=messages.
@@ -110,6 +121,7 @@ func (c *call) exchange() error {
 	}
 	x := Exchange{ExchangeRecord: recs[0]}
 	x.Object = "conversation.exchange"
+	threadOfRecord(&x.ExchangeRecord, c.key.Conversation)
 	if render {
 		if x.Messages, x.Sent, err = c.renderExchange(&x.ExchangeRecord, &meta); err != nil {
 			return err

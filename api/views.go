@@ -18,7 +18,12 @@ const shortSummary = 280
 // Conversation is a conversation as a list shows it (times in Unix
 // seconds).
 type Conversation struct {
-	ID        string `json:"id"`
+	ID string `json:"id"`
+	// Parent and Thread are, for a subagent's thread (ID is
+	// history.ThreadID(Parent, Thread)), the conversation it is a thread
+	// of and its name; empty for a conversation.
+	Parent    string `json:"parent,omitempty"`
+	Thread    string `json:"thread,omitempty"`
 	Object    string `json:"object"`
 	Title     string `json:"title"`
 	Status    string `json:"status"`
@@ -120,6 +125,10 @@ func conversationOf(id string, m *history.Meta) Conversation {
 	}
 	if c.Status == "" {
 		c.Status = string(history.StatusActive)
+	}
+	c.Parent, c.Thread, _ = history.SplitThread(id)
+	if c.Thread == "" {
+		c.Parent = ""
 	}
 	if m.Summary != nil {
 		c.Summary = cut(m.Summary.Text, shortSummary)

@@ -137,7 +137,7 @@ func TestToolLessCallsOfAnAgentsConversationAreSideCalls(t *testing.T) {
 	for _, r := range exchanges(t, h, "oc") {
 		reasons = append(reasons, r.ThreadReason)
 	}
-	if want := []string{"", "", thread.ReasonHeader, thread.ReasonNoTools, ""}; !slices.Equal(reasons, want) {
+	if want := []string{"", thread.ReasonHeader, thread.ReasonHeader, thread.ReasonNoTools, ""}; !slices.Equal(reasons, want) {
 		t.Errorf("exchange records' thread reasons, newest first: got %q, want %q", reasons, want)
 	}
 

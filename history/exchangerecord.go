@@ -33,9 +33,17 @@ type ExchangeRecord struct {
 	// "summary" (a summariser call) or "side" (a side call of an agent's,
 	// sent as it came and not recorded as a turn: package thread).
 	Kind string `json:"kind"`
-	// Thread is the thread the exchange belongs to ("" or "main": the
-	// conversation's main thread; "side"), and ThreadReason why it was
-	// classified so (thread.Reason*), for a side call.
+	// Thread is the thread the exchange belongs to: "" or "main" the
+	// conversation's main thread ("main" when X-Recall-Thread named it),
+	// "side" a side call, else the name of the subagent's thread whose
+	// record it is (the record of conversation c's thread t is kept with
+	// c~t's, ThreadID). ThreadReason is why it was classified so
+	// (thread.Reason*): for a side call the rule that made it one, for a
+	// subagent's thread the header that named it ("agent_id" or
+	// "header"), "header" for X-Recall-Thread: main, and "" for a turn of
+	// the main thread no rule made a side call. A record written before
+	// subagents' records named their thread has neither: the API names
+	// the thread by the conversation's id (see api.threadOfRecord).
 	Thread       string `json:"thread,omitempty"`
 	ThreadReason string `json:"thread_reason,omitempty"`
 	// Ingress and Upstream are the client's and the upstream's protocols.

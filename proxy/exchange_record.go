@@ -83,6 +83,8 @@ func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream
 	}
 	if x.side != "" {
 		r.Kind, r.Thread, r.ThreadReason = "side", thread.Side, x.side
+	} else {
+		r.Thread, r.ThreadReason = threadOfRecord(x.key.Conversation, x.th.Header)
 	}
 	r.Status = recordStatus(status, err, x.facts.commitFailed)
 	if err != nil {
@@ -106,6 +108,24 @@ func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream
 		r.Incarnation = x.facts.committedIncarnation
 	}
 	return r
+}
+
+// threadOfRecord is the thread and reason a record of a turn gives (see
+// history.ExchangeRecord.Thread): a subagent's thread by its name, named
+// by X-Recall-Thread (header, the header's value) or by the agent's own
+// header (see threadName); the main thread as "" but when X-Recall-Thread:
+// main made the request a turn.
+func threadOfRecord(conv, header string) (name, reason string) {
+	_, name, ok := history.SplitThread(conv)
+	switch {
+	case ok && header == name:
+		return name, thread.ReasonHeader
+	case ok:
+		return name, thread.ReasonAgentID
+	case header == thread.Main:
+		return thread.Main, thread.ReasonHeader
+	}
+	return "", ""
 }
 
 // recordStatus is an exchange record's status: how the exchange ended.

@@ -39,13 +39,19 @@ const (
 	Main = "main"
 )
 
-// Reasons a request is a side call, as exchange records give them.
+// Reasons a request is a side call, or is in the thread it is in, as
+// exchange records give them.
 const (
 	ReasonHeader  = "header"   // X-Recall-Thread: side
 	ReasonMarker  = "marker"   // a known side-call prompt (rule 2)
 	ReasonNoTools = "no_tools" // no tools where the main thread has them (rule 3)
 	// ReasonCompaction is the agent's own compaction request (rule 2).
 	ReasonCompaction = "compaction"
+	// ReasonAgentID is a subagent's thread named by the agent's own
+	// header (Claude Code's x-claude-code-agent-id); a thread named by
+	// X-Recall-Thread has ReasonHeader, as has a turn X-Recall-Thread:
+	// main made one.
+	ReasonAgentID = "agent_id"
 )
 
 // markers are phrases that only agents' side calls carry, in their

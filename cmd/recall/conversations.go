@@ -18,6 +18,7 @@ import (
 
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/thread"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -30,14 +31,16 @@ Read and change what a running Recall stores, through its conversation API
 verbs:
   list                          conversations, newest activity first
   show ID                       one conversation with its capacity
-  messages ID                   its stored messages
+  messages ID [--thread NAME]   its stored messages (a subagent's thread's with --thread)
   context ID                    what the next chat request would send upstream
   search [--conversation ID] QUERY
                                 messages matching QUERY, best first
   export ID                     JSON Lines of every message (to stdout, or --output FILE)
   import ID [FILE]              an export into an empty conversation (FILE or stdin)
   forget ID INSTRUCTION         oldest | before:turn_N | speaker:ROLE | position:N (--hard erases)
-  exchanges ID [XID]            its upstream calls, newest first; with XID one of them and what it sent
+  exchanges ID [XID]            its upstream calls, newest first, each with its thread and why;
+                                with XID one of them and what it sent
+  threads ID                    its threads: the main thread, each subagent's, the side calls
   delete ID                     erase every trace of it
 
 "recall conversations <verb> --help" lists a verb's flags.
@@ -278,14 +281,19 @@ var verbs = []verb{
 				return nil
 			}
 		}},
-	{name: "messages", args: "ID [--limit N] [--after SEQ] [--order asc|desc] [--include superseded,forgotten]", nargs: 1,
-		about: "List a conversation's stored messages.",
+	{name: "messages", args: "ID [--thread NAME] [--limit N] [--after SEQ] [--order asc|desc] [--include superseded,forgotten]", nargs: 1,
+		about: "List a conversation's stored messages, or those of one of its subagents' threads.",
 		flags: func(fs *flag.FlagSet) func(*apiClient, []string, io.Writer, bool) error {
 			limit := fs.Int("limit", 100, "page size, 1-1000")
 			after := fs.Uint64("after", 0, "the last `SEQ` of the previous page")
 			order := fs.String("order", "asc", "asc or desc")
 			include := fs.String("include", "", "inactive messages to list too: superseded, forgotten")
+			threadName := fs.String("thread", "", "the subagent's thread `NAME` (see threads ID); main: the conversation's own")
 			return func(c *apiClient, args []string, out io.Writer, asJSON bool) error {
+				id, err := threadID(args[0], *threadName)
+				if err != nil {
+					return err
+				}
 				q := url.Values{"limit": {strconv.Itoa(*limit)}, "order": {*order}}
 				if *after > 0 {
 					q.Set("after", strconv.FormatUint(*after, 10))
@@ -293,7 +301,7 @@ var verbs = []verb{
 				if *include != "" {
 					q.Set("include", *include)
 				}
-				b, err := c.do("GET", convPath(args[0], "messages")+"?"+q.Encode(), nil, "")
+				b, err := c.do("GET", convPath(id, "messages")+"?"+q.Encode(), nil, "")
 				if err != nil || asJSON {
 					return printRaw(out, b, err)
 				}
@@ -452,15 +460,21 @@ var verbs = []verb{
 				return nil
 			}
 		}},
-	{name: "exchanges", args: "ID [XID] [--limit N] [--after XID]", nargs: 1, optional: 1,
+	{name: "exchanges", args: "ID [XID] [--thread NAME] [--limit N] [--after XID]", nargs: 1, optional: 1,
 		about: "List the conversation's exchange records (its last 200 upstream calls), newest first: what each\n" +
-			"sent, dropped (and why) and cut. With XID, one record and the messages it sent, from the store.",
+			"sent, dropped (and why) and cut, its thread and why it is in it. With XID, one record and the\n" +
+			"messages it sent, from the store. A subagent's thread keeps its own (--thread).",
 		flags: func(fs *flag.FlagSet) func(*apiClient, []string, io.Writer, bool) error {
 			limit := fs.Int("limit", 20, "page size, 1-200")
 			after := fs.String("after", "", "the last `XID` of the previous page")
+			threadName := fs.String("thread", "", "the subagent's thread `NAME` (see threads ID); main: the conversation's own")
 			return func(c *apiClient, args []string, out io.Writer, asJSON bool) error {
+				id, err := threadID(args[0], *threadName)
+				if err != nil {
+					return err
+				}
 				if len(args) > 1 {
-					b, err := c.do("GET", convPath(args[0], "exchanges/"+url.PathEscape(args[1]))+"?render=messages", nil, "")
+					b, err := c.do("GET", convPath(id, "exchanges/"+url.PathEscape(args[1]))+"?render=messages", nil, "")
 					if err != nil || asJSON {
 						return printRaw(out, b, err)
 					}
@@ -475,7 +489,7 @@ var verbs = []verb{
 				if *after != "" {
 					q.Set("after", *after)
 				}
-				b, err := c.do("GET", convPath(args[0], "exchanges")+"?"+q.Encode(), nil, "")
+				b, err := c.do("GET", convPath(id, "exchanges")+"?"+q.Encode(), nil, "")
 				if err != nil || asJSON {
 					return printRaw(out, b, err)
 				}
@@ -483,15 +497,70 @@ var verbs = []verb{
 				if err := json.Unmarshal(b, &l); err != nil {
 					return err
 				}
-				tw := table(out, "XID", "CREATED", "KIND", "STATUS", "MODEL", "TOKENS", "REPORTED", "INCLUDED", "DROPPED")
+				tw := table(out, "XID", "CREATED", "KIND", "THREAD", "WHY", "STATUS", "MODEL", "TOKENS", "REPORTED", "INCLUDED", "DROPPED")
 				for _, x := range l.Data {
-					row(tw, x.ID, when(x.CreatedAt), x.Kind, x.Status, x.Model, x.Tokens.EstimatedInput, x.Tokens.ReportedInput,
+					th, why := exchangeThread(&x.ExchangeRecord)
+					row(tw, x.ID, when(x.CreatedAt), x.Kind, th, why, x.Status, x.Model, x.Tokens.EstimatedInput, x.Tokens.ReportedInput,
 						spanList(x.Included), len(x.Dropped))
 				}
 				tw.Flush()
 				if l.HasMore {
 					fmt.Fprintf(out, "more: --after %s\n", *l.LastID)
 				}
+				return nil
+			}
+		}},
+	{name: "threads", args: "ID", nargs: 1,
+		about: "List the conversation's threads: the main thread (the conversation), each subagent's thread (a\n" +
+			"conversation of its own, ID~NAME: its messages with messages ID --thread NAME), and how many of\n" +
+			"its last 200 exchanges were side calls (sent as the agent sent them, never stored as turns).",
+		flags: func(fs *flag.FlagSet) func(*apiClient, []string, io.Writer, bool) error {
+			return func(c *apiClient, args []string, out io.Writer, asJSON bool) error {
+				b, err := c.do("GET", convPath(args[0], "threads"), nil, "")
+				if err != nil || asJSON {
+					return printRaw(out, b, err)
+				}
+				var l api.List[api.Conversation, string]
+				if err := json.Unmarshal(b, &l); err != nil {
+					return err
+				}
+				var main api.Detail
+				switch b, err := c.do("GET", convPath(args[0], ""), nil, ""); {
+				case err == nil:
+					if err := json.Unmarshal(b, &main); err != nil {
+						return err
+					}
+				case !notFound(err): // a subagent's thread may be stored before its main thread
+					return err
+				}
+				tw := table(out, "THREAD", "KIND", "ID", "TURNS", "MESSAGES", "TOKENS", "UPDATED")
+				row(tw, thread.Main, "main", args[0], main.Turns, main.Messages, main.Tokens, when(main.UpdatedAt))
+				for _, t := range l.Data {
+					row(tw, t.Thread, "subagent", t.ID, t.Turns, t.Messages, t.Tokens, when(t.UpdatedAt))
+				}
+				tw.Flush()
+				b, err = c.do("GET", convPath(args[0], "exchanges")+"?limit=200", nil, "")
+				if notFound(err) {
+					return nil // no exchange recorded: no side call to count
+				}
+				if err != nil {
+					return err
+				}
+				var x api.List[api.Exchange, string]
+				if err := json.Unmarshal(b, &x); err != nil {
+					return err
+				}
+				side := 0
+				for _, r := range x.Data {
+					if r.Kind == thread.Side {
+						side++
+					}
+				}
+				more := ""
+				if x.HasMore {
+					more = " (of its last 200)"
+				}
+				fmt.Fprintf(out, "side calls: %d recorded%s\n", side, more)
 				return nil
 			}
 		}},
@@ -506,6 +575,43 @@ var verbs = []verb{
 				return nil
 			}
 		}},
+}
+
+// threadID is the id of conversation id's thread name (history.ThreadID):
+// the conversation's own for "" and main. Side calls have no thread of
+// their own, and a name must be a thread's.
+func threadID(id, name string) (string, error) {
+	switch {
+	case name == "" || name == thread.Main:
+		return id, nil
+	case name == thread.Side:
+		return "", usageError("--thread side: side calls are stored in no thread; they are the exchanges of kind side")
+	case !history.ValidThreadName(name):
+		return "", usageError("--thread: a thread's name is 1-64 characters of [A-Za-z0-9._:@-] (see threads ID)")
+	}
+	return history.ThreadID(id, name), nil
+}
+
+// exchangeThread is the thread an exchange record is in and why, for a
+// table: main for the main thread's turns, "-" for a summariser's call.
+func exchangeThread(x *history.ExchangeRecord) (name, why string) {
+	name, why = x.Thread, x.ThreadReason
+	if name == "" {
+		name = thread.Main
+	}
+	if x.Kind == "summary" {
+		name = "-"
+	}
+	if why == "" {
+		why = "-"
+	}
+	return name, why
+}
+
+// notFound reports whether err is the API's 404.
+func notFound(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.status == http.StatusNotFound
 }
 
 func convPath(id, verb string) string {
@@ -584,7 +690,7 @@ func printExchange(out io.Writer, x *api.Exchange) {
 	}
 	t := x.Tokens
 	for _, kv := range [][2]any{
-		{"id", x.ID}, {"created", when(x.CreatedAt)}, {"kind", x.Kind},
+		{"id", x.ID}, {"created", when(x.CreatedAt)}, {"kind", x.Kind}, {"thread", threadLine(&x.ExchangeRecord)},
 		{"protocols", x.Ingress + " -> " + x.Upstream}, {"model", x.Model}, {"stream", x.Stream},
 		{"status", fmt.Sprintf("%s (%d)", x.Status, x.HTTPStatus)},
 		{"latency", fmt.Sprintf("%d ms total, %d upstream (first byte %d), %d Recall", x.LatencyMS.Total, x.LatencyMS.Upstream, x.LatencyMS.FirstByte, x.LatencyMS.Recall)},
@@ -632,6 +738,15 @@ func printExchange(out io.Writer, x *api.Exchange) {
 		row(tw, seq, m.Kind, role, text)
 	}
 	tw.Flush()
+}
+
+// threadLine is an exchange's thread and why, for printExchange.
+func threadLine(x *history.ExchangeRecord) string {
+	name, why := exchangeThread(x)
+	if why == "-" {
+		return name
+	}
+	return name + " (" + why + ")"
 }
 
 // spanList prints ranges of seqs ("1-4, 7"), "-" for none.

@@ -138,6 +138,34 @@ func TestConversationsCLI(t *testing.T) {
 		}},
 		{name: "exchanges-one", args: append([]string{"conversations", "exchanges", "notes", history.NewExchangeID(2)}, conn...)},
 		{name: "exchanges-other", args: append([]string{"conversations", "exchanges", "notes", history.NewExchangeID(3)}, conn...)},
+		{name: "threads-none", args: append([]string{"conversations", "threads", "trip"}, conn...)},
+		{name: "threads", args: append([]string{"conversations", "threads", "notes"}, conn...), do: func() {
+			// A subagent's thread and another named by X-Recall-Thread,
+			// and a side call, with records as the proxy writes them.
+			seed("notes~a1b2", `{"messages":[{"role":"user","content":"Subagent: list the files"},{"role":"assistant","content":"a.go, b.go"}]}`)
+			seed("notes~helper", `{"messages":[{"role":"user","content":"Helper: check the spelling"},{"role":"assistant","content":"All fine."}]}`)
+			rec := func(n uint64, kind, thread, reason string) history.ExchangeRecord {
+				return history.ExchangeRecord{ID: history.NewExchangeID(n), CreatedAt: 1772355720, Kind: kind, Thread: thread, ThreadReason: reason,
+					Ingress: "messages", Upstream: "messages", Model: "claude-haiku-4-5", Status: "answered", HTTPStatus: 200, Budget: 16000,
+					Included: []history.Span{}, Dropped: []history.Dropped{}, Cut: []history.CutResult{}, Committed: []history.Span{}}
+			}
+			ns := auth.Namespace("default", "sk-cli")
+			for conv, recs := range map[string][]history.ExchangeRecord{
+				"notes":      {rec(10, "side", "side", "marker")},
+				"notes~a1b2": {rec(11, "chat", "a1b2", "agent_id"), rec(12, "side", "side", "no_tools")},
+			} {
+				if err := store.AppendExchanges(context.Background(), history.Key{Tenant: ns, Conversation: conv}, recs); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{name: "threads-json", args: append([]string{"conversations", "threads", "notes", "--json"}, conn...)},
+		{name: "messages-thread", args: append([]string{"conversations", "messages", "notes", "--thread", "a1b2"}, conn...)},
+		{name: "messages-thread-main", args: append([]string{"conversations", "messages", "notes", "--thread", "main"}, conn...)},
+		{name: "messages-thread-side", args: append([]string{"conversations", "messages", "notes", "--thread", "side"}, conn...)},
+		{name: "messages-thread-bad", args: append([]string{"conversations", "messages", "notes", "--thread", "a/b"}, conn...)},
+		{name: "exchanges-thread", args: append([]string{"conversations", "exchanges", "notes", "--thread", "a1b2"}, conn...)},
+		{name: "exchanges-thread-one", args: append([]string{"conversations", "exchanges", "notes", history.NewExchangeID(11), "--thread", "a1b2"}, conn...)},
 		{name: "delete", args: append([]string{"conversations", "delete", "trip"}, conn...)},
 		{name: "show-deleted", args: append([]string{"conversations", "show", "trip"}, conn...)},
 		{name: "import", args: append([]string{"conversations", "import", "trip", exported}, conn...)},

@@ -1,7 +1,8 @@
 // The inspector's router: the address's hash names the view, so every
 // view is linkable (#/, #/?q=words, #/c/<id>, #/c/<id>/exchanges,
-// #/c/<id>/exchanges/<xid>). Each view renders into <main>, which says
-// which view it shows (data-view) and whether it is still loading
+// #/c/<id>/exchanges/<xid>, #/c/<id>/exchanges?thread=side; a subagent's
+// thread by its id, <id>~<name>). Each view renders into <main>, which
+// says which view it shows (data-view) and whether it is still loading
 // (aria-busy).
 
 import {session, clearSession} from './api.js';
@@ -39,7 +40,7 @@ export function parse(hash) {
     return {view: 'conversation', id: parts[1], seq: params.get('seq') || ''};
   }
   if (parts[0] === 'c' && parts[2] === 'exchanges' && parts.length <= 4) {
-    return {view: 'exchanges', id: parts[1], xid: parts[3] || ''};
+    return {view: 'exchanges', id: parts[1], xid: parts[3] || '', thread: params.get('thread') || ''};
   }
   return {view: 'missing'};
 }

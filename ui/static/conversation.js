@@ -5,20 +5,25 @@ import {call, seg} from './api.js';
 import {h, num, when, convHash, notice} from './dom.js';
 import {status} from './list.js';
 import {role, body} from './message.js';
+import {threadsNav} from './threads.js';
 
 const PAGE = 200;
 
-// head is the top of both views of a conversation: where it sits, its
-// name and the two tabs.
-export function head(d, active) {
+// head is the top of both views of a conversation: where it sits (a
+// subagent's thread under its conversation), its name, its threads
+// (threads, a threadsNav, or null) and the two tabs.
+export function head(d, active, threads) {
   const tab = (name, sub) => h('a', {href: convHash(d.id, sub), class: 'tab',
     'aria-current': active === name ? 'page' : null}, name);
   return [
     h('nav', {'aria-label': 'Breadcrumb', class: 'crumbs'}, h('a', {href: '#/'}, 'Conversations'), ' / ',
+      d.parent ? [h('a', {href: convHash(d.parent), class: 'parent'}, d.parent), ' / '] : null,
       h('span', {class: 'id'}, d.id)),
-    h('h1', {tabindex: -1}, d.title || d.id, ' ', status(d.status)),
+    h('h1', {tabindex: -1}, d.title || (d.thread ? `Subagent ${d.thread}` : d.id), ' ', status(d.status)),
+    d.parent ? h('p', {class: 'muted small'}, `A subagent\u2019s thread of ${d.parent}: its own history, never sent with the main thread\u2019s.`) : null,
+    threads,
     h('nav', {'aria-label': 'Conversation views', class: 'tabs'}, tab('Messages', ''), tab('Exchanges', 'exchanges')),
-  ];
+  ].filter(Boolean); // append would write a null as text
 }
 
 export async function conversationView(ctx, route) {
@@ -28,6 +33,7 @@ export async function conversationView(ctx, route) {
     call(base, {signal: ctx.signal}),
     call(base + '/messages', {params, signal: ctx.signal}),
   ]);
+  const threads = await threadsNav(d, d.id, ctx.signal);
   const list = h('ol', {class: 'messages'});
   const add = (data) => list.append(...data.map(message));
   add(page.data || []);
@@ -49,7 +55,7 @@ export async function conversationView(ctx, route) {
   const cap = d.capacity || {};
   const use = d.usage || {};
   ctx.main.append(
-    ...head(d, 'Messages'),
+    ...head(d, 'Messages', threads),
     h('dl', {class: 'stats'},
       stat('Turns stored', num(cap.turns_stored ?? d.turns)),
       stat('Turns summarised', num(cap.turns_summarized)),

@@ -1,13 +1,15 @@
 // A conversation's exchanges as a timeline, newest first: one token bar
-// per upstream call, and a panel with the curation decisions of the
-// selected one. The selection is in the address (#/c/<id>/exchanges/<xid>);
-// Escape or Close clears it.
+// per upstream call, with its thread and why it is in it, and a panel
+// with the curation decisions of the selected one. The selection is in
+// the address (#/c/<id>/exchanges/<xid>); Escape or Close clears it.
+// ?thread=side shows the side calls only, ?thread=main the rest.
 
 import {call, seg} from './api.js';
 import {h, num, when, ms, range, convHash, notice} from './dom.js';
 import {head} from './conversation.js';
 import {bar, total, SEGMENTS} from './chart.js';
 import {preview} from './message.js';
+import {threadsNav, threadLabel, SIDE_REASONS} from './threads.js';
 
 const PAGE = 100;
 
@@ -22,6 +24,8 @@ const REASONS = {
 export async function exchangesView(ctx, route) {
   const id = route.id;
   const base = `conversations/${seg(id)}/exchanges`;
+  const only = route.thread === 'side' || route.thread === 'main' ? route.thread : '';
+  const q = only ? '?thread=' + only : ''; // kept in the rows' addresses
   const d = await call(`conversations/${seg(id)}`, {signal: ctx.signal});
   let page;
   try {
@@ -32,6 +36,7 @@ export async function exchangesView(ctx, route) {
       notice('This server keeps no exchange records (its API has no exchanges route).'));
     return null;
   }
+  const threads = await threadsNav(d, only === 'side' ? 'side' : d.id, ctx.signal);
   const byID = new Map();
   const records = [];
   const rows = h('ol', {class: 'timeline'});
@@ -39,13 +44,14 @@ export async function exchangesView(ctx, route) {
   let scale = 1;
   let selected = '';
 
+  const shown = (x) => !only || (only === 'side') === (x.kind === 'side');
   const add = (data) => {
     for (const x of data) {
       byID.set(x.id, x);
       records.push(x);
     }
     scale = scaleOf(records);
-    rows.replaceChildren(...records.map((x) => row(id, x, scale, x.id === selected)));
+    rows.replaceChildren(...records.filter(shown).map((x) => row(id, x, scale, x.id === selected, q)));
   };
   add(page.data || []);
 
@@ -68,7 +74,12 @@ export async function exchangesView(ctx, route) {
     SEGMENTS.map(([k, name]) => h('li', {}, h('span', {class: `swatch seg-${k}`}), name)),
     h('li', {}, h('span', {class: 'swatch budget'}), 'Budget'));
 
-  ctx.main.append(...head(d, 'Exchanges'));
+  ctx.main.append(...head(d, 'Exchanges', threads));
+  if (only) {
+    ctx.main.append(h('p', {class: 'filter muted'},
+      only === 'side' ? 'Side calls only: sent as the agent sent them, never stored as turns. ' : 'The thread\u2019s turns only. ',
+      h('a', {href: convHash(id, 'exchanges')}, 'Show every exchange')));
+  }
   if (!records.length) {
     ctx.main.append(notice('No exchanges recorded yet: each upstream call for this conversation leaves one.'));
     return null;
@@ -99,13 +110,13 @@ export async function exchangesView(ctx, route) {
         x = await call(`${base}/${seg(xid)}`);
       } catch (e) {
         if (my !== loading) return;
-        panel.replaceChildren(h('h2', {id: 'detail-title', tabindex: -1}, 'Exchange'), notice(e.message, 'error'), closeButton(id));
+        panel.replaceChildren(h('h2', {id: 'detail-title', tabindex: -1}, 'Exchange'), notice(e.message, 'error'), closeButton(id, q));
         panel.hidden = false;
         return;
       }
     }
     if (my !== loading) return;
-    panel.replaceChildren(...detail(id, base, x, scale));
+    panel.replaceChildren(...detail(id, base, x, scale, q));
     panel.hidden = false;
     if (focus) panel.querySelector('h2').focus();
   };
@@ -113,7 +124,7 @@ export async function exchangesView(ctx, route) {
   const onKey = (ev) => {
     if (ev.key === 'Escape' && selected) {
       ev.preventDefault();
-      location.hash = convHash(id, 'exchanges');
+      location.hash = convHash(id, 'exchanges') + q;
     }
   };
   document.addEventListener('keydown', onKey);
@@ -121,7 +132,7 @@ export async function exchangesView(ctx, route) {
 
   return {
     update(r) {
-      if (r.view !== 'exchanges' || r.id !== id) return false;
+      if (r.view !== 'exchanges' || r.id !== id || (r.thread || '') !== (route.thread || '')) return false;
       if (r.xid !== selected) select(r.xid, true);
       return true;
     },
@@ -142,44 +153,36 @@ function scaleOf(records) {
   return Math.max(1, ...of.map((x) => Math.max(total(x), x.budget || 0)));
 }
 
-function row(id, x, scale, on) {
-  const t = x.tokens || {};
+function row(id, x, scale, on, q) {
   return h('li', {},
-    h('a', {href: convHash(id, 'exchanges/' + encodeURIComponent(x.id)), class: `xrow kind-${x.kind || 'chat'}`, 'data-xid': x.id,
+    h('a', {href: convHash(id, 'exchanges/' + encodeURIComponent(x.id)) + q, class: `xrow kind-${x.kind || 'chat'}`, 'data-xid': x.id,
       'aria-current': on ? 'true' : null},
       h('span', {class: 'xmeta'},
         when(x.created_at),
         kind(x),
+        threadLabel(x),
         h('span', {class: `badge status-${x.status}`}, (x.status || '').replace(/_/g, ' ')),
         h('span', {class: 'muted small'}, `${x.model || ''} \u00b7 ${num(total(x))} tokens` +
           (x.dropped && x.dropped.length ? ` \u00b7 ${x.dropped.length} dropped` : ''))),
       bar(x, scale)));
 }
 
-// kind labels a record by its kind: a chat call, a tool round, or a
-// summariser call (Recall's own, coloured apart).
-// THREAD_REASONS say why an exchange was classified into its thread
-// (package thread's rules).
-const THREAD_REASONS = {
-  header: 'named so by X-Recall-Thread',
-  marker: 'a known side-call prompt (a title)',
-  no_tools: 'no tools where the conversation\'s turns send them',
-  compaction: 'the agent\'s own compaction',
-};
-
+// kind labels a record by its kind: a chat call, a tool round, a side
+// call (with the rule that made it one), or a summariser call (Recall's
+// own, coloured apart).
 function kind(x) {
   const k = x.kind || 'chat';
-  if (!x.thread_reason) return h('span', {class: `kind kind-${k}`}, k);
-  return h('span', {class: `kind kind-${k}`, title: THREAD_REASONS[x.thread_reason] || x.thread_reason},
+  if (k !== 'side' || !x.thread_reason) return h('span', {class: `kind kind-${k}`}, k);
+  return h('span', {class: `kind kind-${k}`, title: SIDE_REASONS[x.thread_reason] || x.thread_reason},
     `${k}: ${x.thread_reason}`);
 }
 
-function closeButton(id) {
+function closeButton(id, q) {
   return h('button', {type: 'button', class: 'quiet close', 'aria-label': 'Close the detail',
-    onclick: () => { location.hash = convHash(id, 'exchanges'); }}, 'Close');
+    onclick: () => { location.hash = convHash(id, 'exchanges') + q; }}, 'Close');
 }
 
-function detail(id, base, x, scale) {
+function detail(id, base, x, scale, q) {
   const t = x.tokens || {};
   const lat = x.latency_ms || {};
   const est = t.estimated_input;
@@ -204,7 +207,7 @@ function detail(id, base, x, scale) {
   return [
     h('div', {class: 'detail-head'},
       h('h2', {id: 'detail-title', tabindex: -1}, 'Exchange ', h('span', {class: 'id'}, x.id)),
-      closeButton(id)),
+      closeButton(id, q)),
     h('p', {class: 'xmeta'},
       when(x.created_at),
       kind(x),
@@ -212,6 +215,7 @@ function detail(id, base, x, scale) {
         `${(x.status || '').replace(/_/g, ' ')}${x.http_status ? ` (HTTP ${x.http_status})` : ''}`),
       h('span', {}, x.model || '')),
     h('p', {class: 'muted small'}, `${x.ingress || '—'} \u2192 ${x.upstream || '—'}${x.stream ? ', streamed' : ''}`),
+    threadLabel(x) ? h('p', {class: 'xmeta'}, threadLabel(x)) : null,
     bar(x, scale, 28),
     h('h3', {}, 'Context'),
     h('ul', {class: 'decisions'},

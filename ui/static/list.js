@@ -60,6 +60,7 @@ function row(c) {
   return h('tr', {},
     h('td', {},
       h('a', {href: convHash(c.id), class: 'id'}, c.id),
+      c.parent ? h('div', {class: 'muted small thread-of'}, `a subagent\u2019s thread of ${c.parent}`) : null,
       c.title ? h('div', {class: 'muted small'}, c.title) : null),
     h('td', {}, status(c.status)),
     h('td', {class: 'n'}, num(c.turns)),
