@@ -5,6 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/internal/jsonscan"
 	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
@@ -64,13 +65,26 @@ func onlyToolResults(content gjson.Result) bool {
 
 // Calls appends the ids of the message's tool_use blocks.
 func (Codec) Calls(dst []string, raw []byte) []string {
+	if jsonscan.Lacks(raw, quotedToolUse) { // most messages: skip the parse
+		return dst
+	}
 	return appendIDs(dst, parse(raw), roleAssistant, typeToolUse, "id")
 }
 
 // Results appends the tool_use_id of the message's tool_result blocks.
 func (Codec) Results(dst []string, raw []byte) []string {
+	if jsonscan.Lacks(raw, quotedToolResult) { // most messages: skip the parse
+		return dst
+	}
 	return appendIDs(dst, parse(raw), roleUser, typeToolResult, "tool_use_id")
 }
+
+// quotedToolUse and quotedToolResult are the block types Calls and
+// Results look for, as a message spells them unescaped.
+var (
+	quotedToolUse    = []byte(`"` + typeToolUse + `"`)
+	quotedToolResult = []byte(`"` + typeToolResult + `"`)
+)
 
 func appendIDs(dst []string, m gjson.Result, role, typ, key string) []string {
 	if m.Get("role").Str != role {

@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/recallproxy/recall/internal/jsonscan"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -39,6 +40,9 @@ func (Codec) Role(raw []byte) string { return role(parse(raw)) }
 
 // Calls appends the call_id the item asks a result for, if any.
 func (Codec) Calls(dst []string, raw []byte) []string {
+	if jsonscan.Lacks(raw, quotedCallID) { // most items: skip the parse
+		return dst
+	}
 	item := parse(raw)
 	if isCall(itemType(item)) {
 		if id := item.Get("call_id"); id.Type == gjson.String && id.Str != "" {
@@ -50,6 +54,9 @@ func (Codec) Calls(dst []string, raw []byte) []string {
 
 // Results appends the call_id the item answers, if any.
 func (Codec) Results(dst []string, raw []byte) []string {
+	if jsonscan.Lacks(raw, quotedCallID) { // most items: skip the parse
+		return dst
+	}
 	item := parse(raw)
 	if isOutput(itemType(item)) {
 		if id := item.Get("call_id"); id.Type == gjson.String && id.Str != "" {
@@ -58,6 +65,10 @@ func (Codec) Results(dst []string, raw []byte) []string {
 	}
 	return dst
 }
+
+// quotedCallID is the key every call and call output names its call by,
+// as an item spells it unescaped.
+var quotedCallID = []byte(`"call_id"`)
 
 // KeepCalls returns raw when it is neither a call nor a call's output, or
 // keep accepts its call_id; one keep refuses leaves nothing to send (an
