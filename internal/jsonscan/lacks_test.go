@@ -2,9 +2,9 @@ package jsonscan
 
 import "testing"
 
-// TestLacks: a document lacks a string only when it cannot hold it
-// spelled any way; text that mentions it quoted inside another string
-// is not it.
+// TestLacks: a document lacks a string's tail only when no string can
+// end in it, spelled any way; text that mentions it inside another
+// string is not it.
 func TestLacks(t *testing.T) {
 	for _, tt := range []struct {
 		name, doc string
@@ -18,10 +18,11 @@ func TestLacks(t *testing.T) {
 		{"quoted inside text", `{"content":"a \"tool_use\" block"}`, true},
 		{"unquoted inside text", `{"content":"the tool_use block"}`, true},
 		{"another type", `{"type":"tool_use_extra"}`, true},
+		{"another string with the tail", `{"type":"server_tool_use"}`, false},
 		{"empty", ``, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Lacks([]byte(tt.doc), []byte(`"tool_use"`)); got != tt.want {
+			if got := Lacks([]byte(tt.doc), []byte(`_use"`)); got != tt.want {
 				t.Errorf("Lacks(%s): got %v, want %v", tt.doc, got, tt.want)
 			}
 		})

@@ -65,7 +65,7 @@ func onlyToolResults(content gjson.Result) bool {
 
 // Calls appends the ids of the message's tool_use blocks.
 func (Codec) Calls(dst []string, raw []byte) []string {
-	if jsonscan.Lacks(raw, quotedToolUse) { // most messages: skip the parse
+	if jsonscan.Lacks(raw, toolUseTail) { // most messages: skip the parse
 		return dst
 	}
 	return appendIDs(dst, parse(raw), roleAssistant, typeToolUse, "id")
@@ -73,17 +73,17 @@ func (Codec) Calls(dst []string, raw []byte) []string {
 
 // Results appends the tool_use_id of the message's tool_result blocks.
 func (Codec) Results(dst []string, raw []byte) []string {
-	if jsonscan.Lacks(raw, quotedToolResult) { // most messages: skip the parse
+	if jsonscan.Lacks(raw, toolResultTail) { // most messages: skip the parse
 		return dst
 	}
 	return appendIDs(dst, parse(raw), roleUser, typeToolResult, "tool_use_id")
 }
 
-// quotedToolUse and quotedToolResult are the block types Calls and
-// Results look for, as a message spells them unescaped.
+// toolUseTail and toolResultTail end the block types Calls and Results
+// look for, as a message spells them unescaped (see jsonscan.Lacks).
 var (
-	quotedToolUse    = []byte(`"` + typeToolUse + `"`)
-	quotedToolResult = []byte(`"` + typeToolResult + `"`)
+	toolUseTail    = []byte(`_use"`)
+	toolResultTail = []byte(`_result"`)
 )
 
 func appendIDs(dst []string, m gjson.Result, role, typ, key string) []string {

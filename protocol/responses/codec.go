@@ -40,7 +40,7 @@ func (Codec) Role(raw []byte) string { return role(parse(raw)) }
 
 // Calls appends the call_id the item asks a result for, if any.
 func (Codec) Calls(dst []string, raw []byte) []string {
-	if jsonscan.Lacks(raw, quotedCallID) { // most items: skip the parse
+	if jsonscan.Lacks(raw, callIDTail) { // most items: skip the parse
 		return dst
 	}
 	item := parse(raw)
@@ -54,7 +54,7 @@ func (Codec) Calls(dst []string, raw []byte) []string {
 
 // Results appends the call_id the item answers, if any.
 func (Codec) Results(dst []string, raw []byte) []string {
-	if jsonscan.Lacks(raw, quotedCallID) { // most items: skip the parse
+	if jsonscan.Lacks(raw, callIDTail) { // most items: skip the parse
 		return dst
 	}
 	item := parse(raw)
@@ -66,9 +66,9 @@ func (Codec) Results(dst []string, raw []byte) []string {
 	return dst
 }
 
-// quotedCallID is the key every call and call output names its call by,
-// as an item spells it unescaped.
-var quotedCallID = []byte(`"call_id"`)
+// callIDTail ends the key every call and call output names its call by,
+// as an item spells it unescaped (see jsonscan.Lacks).
+var callIDTail = []byte(`_id"`)
 
 // KeepCalls returns raw when it is neither a call nor a call's output, or
 // keep accepts its call_id; one keep refuses leaves nothing to send (an
