@@ -271,8 +271,8 @@ func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 				dst = append(dst, appendFunctionCall(nil, "", p.CallID, p.Name, p.Arguments))
 			case wire.ToolResult:
 				flush()
-				b := append([]byte(`{"type":"function_call_output","call_id":`), quote(p.CallID)...)
-				b = append(append(b, `,"output":`...), quote(p.Text)...)
+				b := gjson.AppendJSONString([]byte(`{"type":"function_call_output","call_id":`), p.CallID)
+				b = gjson.AppendJSONString(append(b, `,"output":`...), p.Text)
 				dst = append(dst, append(b, '}'))
 			case wire.Opaque:
 				if p.Origin == wire.Responses && gjson.ValidBytes(p.Raw) {
@@ -299,7 +299,7 @@ func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 // (without its closing bracket).
 func appendMessageItem(b []byte, role string, parts []byte) []byte {
 	b = append(b, `{"type":"message","role":`...)
-	b = append(b, quote(role)...)
+	b = gjson.AppendJSONString(b, role)
 	b = append(b, `,"content":`...)
 	b = append(b, parts...)
 	return append(b, "]}"...)
@@ -312,17 +312,17 @@ func appendPart(b []byte, role string, p wire.Part) []byte {
 		return appendFile(b, p)
 	case p.Kind == wire.Image:
 		b = append(b, `{"type":"input_image","image_url":`...)
-		b = append(b, quote(p.URL)...)
+		b = gjson.AppendJSONString(b, p.URL)
 		return append(b, `,"detail":"auto"}`...)
 	case p.Kind == wire.Refusal && role == wire.RoleAssistant:
 		b = append(b, `{"type":"refusal","refusal":`...)
-		return append(append(b, quote(p.Text)...), '}')
+		return append(gjson.AppendJSONString(b, p.Text), '}')
 	case role == wire.RoleAssistant:
 		b = append(b, `{"type":"output_text","text":`...)
-		return append(append(b, quote(p.Text)...), `,"annotations":[]}`...)
+		return append(gjson.AppendJSONString(b, p.Text), `,"annotations":[]}`...)
 	}
 	b = append(b, `{"type":"input_text","text":`...)
-	return append(append(b, quote(p.Text)...), '}')
+	return append(gjson.AppendJSONString(b, p.Text), '}')
 }
 
 // appendFile appends an input_file part: file_id, file_data (a data:
@@ -331,20 +331,20 @@ func appendFile(b []byte, p wire.Part) []byte {
 	b = append(b, `{"type":"input_file"`...)
 	switch {
 	case p.FileID != "":
-		b = append(append(b, `,"file_id":`...), quote(p.FileID)...)
+		b = gjson.AppendJSONString(append(b, `,"file_id":`...), p.FileID)
 	case strings.HasPrefix(p.URL, "data:"):
 		name := p.Name
 		if name == "" {
 			name = "file"
 		}
-		b = append(append(b, `,"filename":`...), quote(name)...)
-		b = append(append(b, `,"file_data":`...), quote(p.URL)...)
+		b = gjson.AppendJSONString(append(b, `,"filename":`...), name)
+		b = gjson.AppendJSONString(append(b, `,"file_data":`...), p.URL)
 		return append(b, '}')
 	default:
-		b = append(append(b, `,"file_url":`...), quote(p.URL)...)
+		b = gjson.AppendJSONString(append(b, `,"file_url":`...), p.URL)
 	}
 	if p.Name != "" {
-		b = append(append(b, `,"filename":`...), quote(p.Name)...)
+		b = gjson.AppendJSONString(append(b, `,"filename":`...), p.Name)
 	}
 	return append(b, '}')
 }
@@ -353,11 +353,11 @@ func appendFile(b []byte, p wire.Part) []byte {
 func appendFunctionCall(b []byte, id, callID, name, args string) []byte {
 	b = append(b, `{"type":"function_call"`...)
 	if id != "" {
-		b = append(append(b, `,"id":`...), quote(id)...)
+		b = gjson.AppendJSONString(append(b, `,"id":`...), id)
 	}
-	b = append(append(b, `,"call_id":`...), quote(callID)...)
-	b = append(append(b, `,"name":`...), quote(name)...)
-	b = append(append(b, `,"arguments":`...), quote(args)...)
+	b = gjson.AppendJSONString(append(b, `,"call_id":`...), callID)
+	b = gjson.AppendJSONString(append(b, `,"name":`...), name)
+	b = gjson.AppendJSONString(append(b, `,"arguments":`...), args)
 	return append(b, '}')
 }
 
