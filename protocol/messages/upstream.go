@@ -232,14 +232,18 @@ func MarkHistoryEnd(body []byte, last int) []byte {
 		return body
 	}
 	var msg gjson.Result
-	n := 0
-	root.Get("messages").ForEach(func(_, m gjson.Result) bool {
-		if n == last {
-			msg = m
-		}
-		n++
-		return n <= last
-	})
+	if msgs := root.Get("messages"); msgs.IsArray() { // as AppendBody writes it: no path to build
+		n := 0
+		msgs.ForEach(func(_, m gjson.Result) bool {
+			if n == last {
+				msg = m
+			}
+			n++
+			return n <= last
+		})
+	} else {
+		msg = root.Get("messages." + strconv.Itoa(last))
+	}
 	if !msg.IsObject() {
 		return body
 	}
