@@ -34,9 +34,20 @@ func (Codec) Role(raw []byte) string {
 	if !m.IsObject() {
 		return ""
 	}
-	switch role := m.Get("role").Str; role {
+	role := m.Get("role").Str
+	var content gjson.Result
+	if role == roleUser {
+		content = m.Get("content")
+	}
+	return canonicalRole(role, content)
+}
+
+// canonicalRole is Role's answer for a message of API role role whose
+// content is content (read for a user message only).
+func canonicalRole(role string, content gjson.Result) string {
+	switch role {
 	case roleUser:
-		if onlyToolResults(m.Get("content")) {
+		if onlyToolResults(content) {
 			return wire.RoleTool
 		}
 		return wire.RoleUser
