@@ -155,12 +155,13 @@ var errNotItem = errors.New("responses: not an input or output item")
 // Responses upstream reads.
 func (Codec) Decode(raw []byte) (wire.Message, error) {
 	item := parse(raw)
-	r := role(item)
+	t := itemType(item)
+	r := roleOf(item, t)
 	if r == "" {
 		return wire.Message{}, errNotItem
 	}
 	m := wire.Message{Role: r}
-	switch itemType(item) {
+	switch t {
 	case typeMessage:
 		c := item.Get("content")
 		if c.Type == gjson.String {
@@ -385,8 +386,11 @@ func isCall(t string) bool { return strings.HasSuffix(t, "_call") && t != "local
 func isOutput(t string) bool { return strings.HasSuffix(t, "_call_output") }
 
 // role is the canonical role of item ("" if it is not an item).
-func role(item gjson.Result) string {
-	switch t := itemType(item); {
+func role(item gjson.Result) string { return roleOf(item, itemType(item)) }
+
+// roleOf is role for an item of type t (itemType's answer).
+func roleOf(item gjson.Result, t string) string {
+	switch {
 	case t == "" || t == typeItemReference:
 		return ""
 	case t == typeMessage:
