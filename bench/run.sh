@@ -72,8 +72,8 @@
 # series (cost against history length), rss, ceiling. Example:
 # ONLY=sync,pg bench/run.sh -quick.
 #
-# Environment: FAKE_FLAGS (default -fast: chat completions answered without
-# validation; FAKE_FLAGS= for the strict fake). PG_CONF adds server settings to the recall-pg rows' PostgreSQL
+# Environment: FAKE_FLAGS (default -fast: chat completions, Messages and
+# Responses answered without validation; FAKE_FLAGS= for the strict fake). PG_CONF adds server settings to the recall-pg rows' PostgreSQL
 # (e.g. PG_CONF="-c commit_delay=200 -c commit_siblings=5"); PG_CPU=proxy
 # pins it to the proxy's core instead of the load generator's. PG_STATS=1 (with
 # PG_CONF="-c shared_preload_libraries=pg_stat_statements") writes the
@@ -300,9 +300,10 @@ seed() {
 }
 
 URL=/v1/chat/completions
-# FAKE_FLAGS (default -fast): the fake answers chat completions without
-# validating them, so that checking ~60 KB prompts does not saturate the
-# core it shares with the load generator (FAKE_FLAGS= for the strict fake).
+# FAKE_FLAGS (default -fast): the fake answers chat completions, Messages
+# and Responses without validating them, so that checking ~60 KB prompts
+# does not saturate the core it shares with the load generator
+# (FAKE_FLAGS= for the strict fake).
 # shellcheck disable=SC2086
 "${LOAD_CPU[@]}" "$BIN/fakeupstream" -listen "127.0.0.1:$UP_PORT" ${FAKE_FLAGS--fast} 2>>"$WORK/upstream.log" &
 PIDS+=("$!")

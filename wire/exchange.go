@@ -315,6 +315,8 @@ type ErrorRenderer interface {
 type CacheMarker interface {
 	// MarkHistoryEnd returns body with the end of message last (the
 	// index among the sent messages of the last history message) marked.
+	// Like append, it may write into body's capacity: the caller uses
+	// the result only.
 	MarkHistoryEnd(body []byte, last int) []byte
 }
 

@@ -2,19 +2,26 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/protocol/messages"
+	"github.com/recallproxy/recall/protocol/responses"
+	"github.com/recallproxy/recall/wire"
 )
 
-// TestFastChat: the load script's fake answers a chat completion of any
-// size with one fixed message, streamed or not, refuses a body that is not
-// JSON, and sends every other path to the strict fake behind it.
-func TestFastChat(t *testing.T) {
+// TestFastAnswers: the load script's fake answers a chat completion, a
+// Messages request and a Responses request of any size with one fixed
+// message in the path's protocol, streamed or not, refuses a body that
+// is not JSON, and sends every other path to the strict fake behind it.
+func TestFastAnswers(t *testing.T) {
 	strict := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
-	srv := httptest.NewServer(fastChat(strict))
+	srv := httptest.NewServer(fastAnswers(strict))
 	defer srv.Close()
 	post := func(path, body string) (int, string, string) {
 		t.Helper()
@@ -58,8 +65,73 @@ func TestFastChat(t *testing.T) {
 	if status, _, _ := post("/v1/chat/completions", `{"model":`); status != http.StatusBadRequest {
 		t.Errorf("a body that is not JSON: %d, want 400", status)
 	}
-	if status, _, _ := post("/v1/responses", `{}`); status != http.StatusTeapot {
-		t.Errorf("/v1/responses: %d, want the strict fake's answer", status)
+	if status, _, _ := post("/v1/messages", `{"model":`); status != http.StatusBadRequest {
+		t.Errorf("a Messages body that is not JSON: %d, want 400", status)
+	}
+	for _, path := range []string{"/v1/embeddings", "/v1/messages/count_tokens", "/v1/responses/compact", "/v1/models"} {
+		if status, _, _ := post(path, `{}`); status != http.StatusTeapot {
+			t.Errorf("%s: %d, want the strict fake's answer", path, status)
+		}
+	}
+}
+
+// The fake's Messages and Responses answers are ones Recall reads as a
+// whole answer of "Hello there.", streamed or not, through the protocol
+// packages it reads its upstreams with.
+func TestFastAnswersReadAsRecallReadsThem(t *testing.T) {
+	srv := httptest.NewServer(fastAnswers(http.NotFoundHandler()))
+	defer srv.Close()
+	for _, tt := range []struct {
+		path string
+		up   wire.Upstream
+	}{
+		{"/v1/chat/completions", chat.Protocol{}},
+		{"/v1/messages", messages.Upstream{}},
+		{"/v1/responses", responses.Upstream{}},
+	} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s stream=%v", tt.path, stream), func(t *testing.T) {
+				body := `{"model":"m","max_tokens":16,"input":[],"messages":[{"role":"user","content":"hi"}]}`
+				if stream {
+					body = `{"model":"m","stream":true,"max_tokens":16,"input":[],"messages":[{"role":"user","content":"hi"}]}`
+				}
+				resp, err := http.Post(srv.URL+tt.path, "application/json", strings.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				var a wire.Answer
+				if !stream {
+					raw, err := io.ReadAll(resp.Body)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if a, err = tt.up.ParseAnswer(raw); err != nil {
+						t.Fatalf("ParseAnswer: %v", err)
+					}
+				} else {
+					asm, er, done := tt.up.NewAssembler(), chat.NewEventReader(resp.Body, 0), false
+					for !done {
+						ev, err := er.Next()
+						if err != nil {
+							t.Fatalf("the stream ended before its answer did: %v", err)
+						}
+						if len(ev.Data) == 0 {
+							continue
+						}
+						if _, done, err = asm.Event(nil, ev.Name, ev.Data); err != nil {
+							t.Fatalf("event %s: %v", ev.Data, err)
+						}
+					}
+					if a, err = asm.Answer(); err != nil {
+						t.Fatalf("Answer: %v", err)
+					}
+				}
+				if text := string(wire.AppendText(nil, a.Message)); text != "Hello there." || a.Stop != wire.StopEnd || len(a.Stored) != 1 {
+					t.Errorf("got %q, stop %q, %d stored; want \"Hello there.\", stop, 1", text, a.Stop, len(a.Stored))
+				}
+			})
+		}
 	}
 }
 

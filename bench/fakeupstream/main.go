@@ -51,7 +51,7 @@ func main() {
 	control := flag.Bool("control", false, "serve /_fake/reply and /_fake/last for tests (keeps the last 64 requests unless -keep says otherwise)")
 	describe := flag.Bool("describe", false, "say in each answer how many messages of which roles the request carried")
 	toolsOnly := flag.Bool("tool-calls-for-tools", false, "give a scripted reply that calls tools only to a request that offers tools (an agent's side calls come between)")
-	fast := flag.Bool("fast", false, "answer chat completions at once without validating them (the load script's rows: see fast.go); other paths stay strict")
+	fast := flag.Bool("fast", false, "answer chat completions, Messages and Responses at once without validating them (the load script's rows: see fast.go); other paths stay strict")
 	flag.Parse()
 
 	if *control && *keep == 0 {
@@ -70,7 +70,7 @@ func main() {
 			fail(err)
 		}
 		defer s.Close()
-		serve(*listen, fastChat(s.Handler()))
+		serve(*listen, fastAnswers(s.Handler()))
 		return
 	}
 	if !*control {

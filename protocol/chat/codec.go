@@ -278,78 +278,122 @@ func contentString(c gjson.Result) string {
 func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 	msgs = joinAssistant(msgs)
 	for _, m := range msgs {
-		var results, calls []wire.Part
-		var parts [][]byte
-		var text strings.Builder
-		onlyText, refusal := true, ""
+		// One pass to size the message and see its shape, one to write it.
+		size, parts, calls, onlyText := 32, 0, 0, true
+		var text, refusal string
 		for _, p := range m.Parts {
 			switch p.Kind {
 			case wire.Text:
-				parts = append(parts, appendObj(nil, "type", "text", "text", p.Text))
-				text.WriteString(p.Text)
+				parts++
+				text = p.Text
+				size += 32 + len(p.Text)
 			case wire.Image:
-				part := []byte(`{"type":"image_url","image_url":{}}`)
-				part, _ = sjson.SetBytes(part, "image_url.url", p.URL)
-				parts = append(parts, part)
+				parts++
 				onlyText = false
+				size += 48 + len(p.URL)
 			case wire.Refusal:
 				refusal += p.Text
+				size += 16 + len(p.Text)
 			case wire.File:
-				part, err := appendFile(nil, p)
-				if err != nil {
-					return nil, err
-				}
-				parts = append(parts, part)
+				parts++
 				onlyText = false
+				size += 48 + len(p.Name) + len(p.URL) + len(p.FileID)
 			case wire.ToolCall:
-				calls = append(calls, p)
+				calls++
+				size += 80 + len(p.CallID) + len(p.Name) + len(p.Arguments)
 			case wire.ToolResult:
-				results = append(results, p)
+				dst = append(dst, appendObj(make([]byte, 0, 48+len(p.CallID)+len(p.Text)), "role", RoleTool, "tool_call_id", p.CallID, "content", p.Text))
 			case wire.Opaque:
 				if p.Origin == wire.ChatCompletions {
-					parts = append(parts, p.Raw)
+					parts++
 					onlyText = false
+					size += len(p.Raw) + 1
 				}
 			}
 		}
-		for _, r := range results {
-			dst = append(dst, appendObj(nil, "role", RoleTool, "tool_call_id", r.CallID, "content", r.Text))
-		}
-		if len(parts) == 0 && len(calls) == 0 && refusal == "" {
+		if parts == 0 && calls == 0 && refusal == "" {
 			continue
 		}
 		role := m.Role
 		if role == RoleTool { // results already written; any text is the user's
 			role = RoleUser
 		}
-		out := appendObj(nil, "role", role)
+		// The members in the order, and with the escapes, that the sjson
+		// edits this replaces wrote them: a string member as sjson
+		// writes it (appendStringified), the function of a call as
+		// encoding/json marshals a map (appendMarshaled).
+		out := make([]byte, 0, size+len(role))
+		out = append(out, `{"role":`...)
+		out = appendQuoted(out, role)
+		out = append(out, `,"content":`...)
 		switch {
-		case len(parts) == 0 && role == RoleAssistant:
-			out, _ = sjson.SetRawBytes(out, "content", []byte("null"))
-		case len(parts) == 0:
-			out, _ = sjson.SetBytes(out, "content", "")
-		case onlyText && len(parts) == 1:
-			out, _ = sjson.SetBytes(out, "content", text.String())
+		case parts == 0 && role == RoleAssistant:
+			out = append(out, "null"...)
+		case parts == 0:
+			out = append(out, `""`...)
+		case onlyText && parts == 1:
+			out = appendStringified(out, text)
 		default:
-			out, _ = sjson.SetRawBytes(out, "content", append(append([]byte("["), bytes.Join(parts, []byte(","))...), ']'))
+			out = append(out, '[')
+			n := 0
+			for _, p := range m.Parts {
+				switch {
+				case p.Kind == wire.Text, p.Kind == wire.Image, p.Kind == wire.File,
+					p.Kind == wire.Opaque && p.Origin == wire.ChatCompletions:
+				default:
+					continue
+				}
+				if n > 0 {
+					out = append(out, ',')
+				}
+				n++
+				switch p.Kind {
+				case wire.Text:
+					out = appendObj(out, "type", "text", "text", p.Text)
+				case wire.Image:
+					out = append(out, `{"type":"image_url","image_url":{"url":`...)
+					out = append(appendStringified(out, p.URL), "}}"...)
+				case wire.File:
+					var err error
+					if out, err = appendFile(out, p); err != nil {
+						return nil, err
+					}
+				default:
+					out = append(out, p.Raw...)
+				}
+			}
+			out = append(out, ']')
 		}
 		if refusal != "" {
-			out, _ = sjson.SetBytes(out, "refusal", refusal)
+			out = append(out, `,"refusal":`...)
+			out = appendStringified(out, refusal)
 		}
-		if len(calls) > 0 {
-			tcs := make([][]byte, len(calls))
-			for i, c := range calls {
-				tc := appendObj(nil, "id", c.CallID, "type", "function")
+		if calls > 0 {
+			out = append(out, `,"tool_calls":[`...)
+			n := 0
+			for _, c := range m.Parts {
+				if c.Kind != wire.ToolCall {
+					continue
+				}
+				if n > 0 {
+					out = append(out, ',')
+				}
+				n++
 				args := c.Arguments
 				if args == "" {
 					args = "{}"
 				}
-				tc, _ = sjson.SetBytes(tc, "function", map[string]string{"name": c.Name, "arguments": args})
-				tcs[i] = tc
+				out = append(out, `{"id":`...)
+				out = appendQuoted(out, c.CallID)
+				out = append(out, `,"type":"function","function":{"arguments":`...)
+				out = appendMarshaled(out, args)
+				out = append(out, `,"name":`...)
+				out = appendMarshaled(out, c.Name)
+				out = append(out, "}}"...)
 			}
-			out, _ = sjson.SetRawBytes(out, "tool_calls", append(append([]byte("["), bytes.Join(tcs, []byte(","))...), ']'))
+			out = append(out, ']')
 		}
-		dst = append(dst, out)
+		dst = append(dst, append(out, '}'))
 	}
 	return dst, nil
 }

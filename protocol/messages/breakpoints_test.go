@@ -77,8 +77,38 @@ func BenchmarkMarkHistoryEnd(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				MarkHistoryEnd(body, 1)
+				MarkHistoryEnd(body[:len(body):len(body)], 1) // no room: never in place
 			}
 		})
+	}
+}
+
+// A body with room for the hint is marked in place, without an
+// allocation, to the bytes a copy gets: the messages after the mark
+// moved, not lost.
+func TestMarkHistoryEndInPlace(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}],"stream":true}`,
+		`{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"text","text":"b"},{"type":"tool_use","id":"t","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r"}]}]}`,
+	} {
+		want := MarkHistoryEnd([]byte(body)[:len(body):len(body)], 1)
+		if string(want) == body {
+			t.Fatalf("%s: not marked", body)
+		}
+		buf := make([]byte, len(body), len(body)+128)
+		copy(buf, body)
+		got := MarkHistoryEnd(buf, 1)
+		if string(got) != string(want) {
+			t.Errorf("in place: got %s, want %s", got, want)
+		}
+		if &got[0] != &buf[0] {
+			t.Errorf("%s: a body with room was copied", body)
+		}
+		if n := testing.AllocsPerRun(20, func() {
+			copy(buf[:len(body)], body)
+			MarkHistoryEnd(buf[:len(body)], 1)
+		}); n != 0 {
+			t.Errorf("in place: got %.0f allocations, want 0", n)
+		}
 	}
 }

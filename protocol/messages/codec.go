@@ -5,6 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/internal/jsonscan"
 	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
@@ -33,9 +34,20 @@ func (Codec) Role(raw []byte) string {
 	if !m.IsObject() {
 		return ""
 	}
-	switch role := m.Get("role").Str; role {
+	role := m.Get("role").Str
+	var content gjson.Result
+	if role == roleUser {
+		content = m.Get("content")
+	}
+	return canonicalRole(role, content)
+}
+
+// canonicalRole is Role's answer for a message of API role role whose
+// content is content (read for a user message only).
+func canonicalRole(role string, content gjson.Result) string {
+	switch role {
 	case roleUser:
-		if onlyToolResults(m.Get("content")) {
+		if onlyToolResults(content) {
 			return wire.RoleTool
 		}
 		return wire.RoleUser
@@ -64,13 +76,26 @@ func onlyToolResults(content gjson.Result) bool {
 
 // Calls appends the ids of the message's tool_use blocks.
 func (Codec) Calls(dst []string, raw []byte) []string {
+	if jsonscan.Lacks(raw, toolUseTail) { // most messages: skip the parse
+		return dst
+	}
 	return appendIDs(dst, parse(raw), roleAssistant, typeToolUse, "id")
 }
 
 // Results appends the tool_use_id of the message's tool_result blocks.
 func (Codec) Results(dst []string, raw []byte) []string {
+	if jsonscan.Lacks(raw, toolResultTail) { // most messages: skip the parse
+		return dst
+	}
 	return appendIDs(dst, parse(raw), roleUser, typeToolResult, "tool_use_id")
 }
+
+// toolUseTail and toolResultTail end the block types Calls and Results
+// look for, as a message spells them unescaped (see jsonscan.Lacks).
+var (
+	toolUseTail    = []byte(`_use"`)
+	toolResultTail = []byte(`_result"`)
+)
 
 func appendIDs(dst []string, m gjson.Result, role, typ, key string) []string {
 	if m.Get("role").Str != role {

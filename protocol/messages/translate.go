@@ -27,12 +27,16 @@ var ErrNotMessage = errors.New("messages: not a message")
 // them.
 func (c Codec) Decode(raw []byte) (wire.Message, error) {
 	m := parse(raw)
-	role := c.Role(raw)
+	var role string
+	var content gjson.Result
+	if m.IsObject() { // Role's answer, the content read once
+		content = m.Get("content")
+		role = canonicalRole(m.Get("role").Str, content)
+	}
 	if role == "" {
 		return wire.Message{}, fmt.Errorf("messages: decode: %w", ErrNotMessage)
 	}
 	msg := wire.Message{Role: role}
-	content := m.Get("content")
 	switch {
 	case content.Type == gjson.String:
 		if content.Str != "" {

@@ -217,6 +217,10 @@ const ephemeral = `"cache_control":{"type":"ephemeral"}`
 // A string content becomes one text block carrying the hint. The proxy
 // calls it after AppendBody, for an anthropic upstream, with the index in
 // the sent messages of the last history message.
+//
+// As append does, it marks body in place when body has the capacity for
+// the hint, and the caller uses the result only: a request's ~60 KB body
+// is not copied for the few bytes after the mark.
 func MarkHistoryEnd(body []byte, last int) []byte {
 	if last < 0 {
 		return body
@@ -227,19 +231,33 @@ func MarkHistoryEnd(body []byte, last int) []byte {
 	if bytes.Count(body, []byte("cache_control")) >= MaxBreakpoints && Breakpoints(root) >= MaxBreakpoints {
 		return body
 	}
-	msg := root.Get("messages." + strconv.Itoa(last))
+	var msg gjson.Result
+	if msgs := root.Get("messages"); msgs.IsArray() { // as AppendBody writes it: no path to build
+		n := 0
+		msgs.ForEach(func(_, m gjson.Result) bool {
+			if n == last {
+				msg = m
+			}
+			n++
+			return n <= last
+		})
+	} else {
+		msg = root.Get("messages." + strconv.Itoa(last))
+	}
 	if !msg.IsObject() {
 		return body
 	}
 	content := msg.Get("content")
-	var repl string
 	var at gjson.Result
 	switch {
 	case content.Type == gjson.String:
 		if content.Str == "" {
 			return body
 		}
-		at, repl = content, `[{"type":"text","text":`+content.Raw+`,`+ephemeral+`}]`
+		// The string becomes one text block with the hint.
+		at = content
+		i, j := at.Index, at.Index+len(at.Raw)
+		return spliceHint(spliceHint(body, j, j, hintedClose, len(textOpen)), i, i, textOpen, 0)
 	case content.IsArray():
 		content.ForEach(func(_, b gjson.Result) bool {
 			typ := b.Get("type").Str
@@ -251,15 +269,36 @@ func MarkHistoryEnd(body []byte, last int) []byte {
 		if !at.Exists() || at.Get("cache_control").Exists() {
 			return body
 		}
-		raw := strings.TrimRight(at.Raw, " \t\r\n")
-		repl = raw[:len(raw)-1] + "," + ephemeral + "}"
-	default:
-		return body
+		// The block's closing brace becomes the hint and the brace.
+		k := at.Index + len(strings.TrimRight(at.Raw, " \t\r\n")) - 1
+		return spliceHint(body, k, at.Index+len(at.Raw), hintedBrace, 0)
 	}
-	out := make([]byte, 0, len(body)+len(ephemeral)+32)
-	out = append(out, body[:at.Index]...)
-	out = append(out, repl...)
-	return append(out, body[at.Index+len(at.Raw):]...)
+	return body
+}
+
+// textOpen, hintedClose and hintedBrace are what MarkHistoryEnd writes
+// around a string content, and at a block's end.
+const (
+	textOpen    = `[{"type":"text","text":`
+	hintedClose = `,` + ephemeral + `}]`
+	hintedBrace = `,` + ephemeral + `}`
+)
+
+// spliceHint returns body with body[i:j] replaced by s, in place (as append
+// does) when body has room for s and reserve bytes more, else in a copy
+// with that room.
+func spliceHint(body []byte, i, j int, s string, reserve int) []byte {
+	grow := len(s) - (j - i)
+	if cap(body)-len(body) < grow+reserve {
+		out := make([]byte, 0, len(body)+grow+reserve)
+		out = append(out, body[:i]...)
+		out = append(out, s...)
+		return append(out, body[j:]...)
+	}
+	body = body[:len(body)+grow]
+	copy(body[j+grow:], body[j:len(body)-grow])
+	copy(body[i:], s)
+	return body
 }
 
 // Breakpoints counts the cache_control breakpoints of a Messages API

@@ -133,7 +133,7 @@ const minOutputTokens = 16
 // protocol.
 func appendFreshBody(dst []byte, req *wire.Request, instructions, msgs [][]byte) ([]byte, error) {
 	dst = append(dst, `{"model":`...)
-	dst = append(dst, quote(req.Model)...)
+	dst = gjson.AppendJSONString(dst, req.Model)
 	var text strings.Builder
 	for _, raw := range instructions {
 		m, err := Codec{}.Decode(raw)
@@ -150,7 +150,7 @@ func appendFreshBody(dst []byte, req *wire.Request, instructions, msgs [][]byte)
 		}
 	}
 	if text.Len() > 0 {
-		dst = append(append(dst, `,"instructions":`...), quote(text.String())...)
+		dst = gjson.AppendJSONString(append(dst, `,"instructions":`...), text.String())
 	}
 	dst = appendInput(append(dst, `,"input":`...), nil, msgs)
 	if len(req.Tools) > 0 {
@@ -160,9 +160,9 @@ func appendFreshBody(dst []byte, req *wire.Request, instructions, msgs [][]byte)
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"type":"function","name":`...)
-			dst = append(dst, quote(t.Name)...)
+			dst = gjson.AppendJSONString(dst, t.Name)
 			if t.Description != "" {
-				dst = append(append(dst, `,"description":`...), quote(t.Description)...)
+				dst = gjson.AppendJSONString(append(dst, `,"description":`...), t.Description)
 			}
 			params := t.Parameters
 			if len(params) == 0 {
@@ -179,10 +179,10 @@ func appendFreshBody(dst []byte, req *wire.Request, instructions, msgs [][]byte)
 	switch req.ToolChoice {
 	case "":
 	case "auto", "none", "required":
-		dst = append(append(dst, `,"tool_choice":`...), quote(req.ToolChoice)...)
+		dst = gjson.AppendJSONString(append(dst, `,"tool_choice":`...), req.ToolChoice)
 	default:
 		dst = append(dst, `,"tool_choice":{"type":"function","name":`...)
-		dst = append(append(dst, quote(req.ToolChoice)...), '}')
+		dst = append(gjson.AppendJSONString(dst, req.ToolChoice), '}')
 	}
 	dst = body.AppendSampling(dst, req, "", nil)
 	if req.MaxTokens > 0 {

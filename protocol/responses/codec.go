@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/recallproxy/recall/internal/jsonscan"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -39,6 +40,9 @@ func (Codec) Role(raw []byte) string { return role(parse(raw)) }
 
 // Calls appends the call_id the item asks a result for, if any.
 func (Codec) Calls(dst []string, raw []byte) []string {
+	if jsonscan.Lacks(raw, callIDTail) { // most items: skip the parse
+		return dst
+	}
 	item := parse(raw)
 	if isCall(itemType(item)) {
 		if id := item.Get("call_id"); id.Type == gjson.String && id.Str != "" {
@@ -50,6 +54,9 @@ func (Codec) Calls(dst []string, raw []byte) []string {
 
 // Results appends the call_id the item answers, if any.
 func (Codec) Results(dst []string, raw []byte) []string {
+	if jsonscan.Lacks(raw, callIDTail) { // most items: skip the parse
+		return dst
+	}
 	item := parse(raw)
 	if isOutput(itemType(item)) {
 		if id := item.Get("call_id"); id.Type == gjson.String && id.Str != "" {
@@ -58,6 +65,10 @@ func (Codec) Results(dst []string, raw []byte) []string {
 	}
 	return dst
 }
+
+// callIDTail ends the key every call and call output names its call by,
+// as an item spells it unescaped (see jsonscan.Lacks).
+var callIDTail = []byte(`_id"`)
 
 // KeepCalls returns raw when it is neither a call nor a call's output, or
 // keep accepts its call_id; one keep refuses leaves nothing to send (an
@@ -144,12 +155,13 @@ var errNotItem = errors.New("responses: not an input or output item")
 // Responses upstream reads.
 func (Codec) Decode(raw []byte) (wire.Message, error) {
 	item := parse(raw)
-	r := role(item)
+	t := itemType(item)
+	r := roleOf(item, t)
 	if r == "" {
 		return wire.Message{}, errNotItem
 	}
 	m := wire.Message{Role: r}
-	switch itemType(item) {
+	switch t {
 	case typeMessage:
 		c := item.Get("content")
 		if c.Type == gjson.String {
@@ -260,8 +272,8 @@ func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 				dst = append(dst, appendFunctionCall(nil, "", p.CallID, p.Name, p.Arguments))
 			case wire.ToolResult:
 				flush()
-				b := append([]byte(`{"type":"function_call_output","call_id":`), quote(p.CallID)...)
-				b = append(append(b, `,"output":`...), quote(p.Text)...)
+				b := gjson.AppendJSONString([]byte(`{"type":"function_call_output","call_id":`), p.CallID)
+				b = gjson.AppendJSONString(append(b, `,"output":`...), p.Text)
 				dst = append(dst, append(b, '}'))
 			case wire.Opaque:
 				if p.Origin == wire.Responses && gjson.ValidBytes(p.Raw) {
@@ -288,7 +300,7 @@ func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 // (without its closing bracket).
 func appendMessageItem(b []byte, role string, parts []byte) []byte {
 	b = append(b, `{"type":"message","role":`...)
-	b = append(b, quote(role)...)
+	b = gjson.AppendJSONString(b, role)
 	b = append(b, `,"content":`...)
 	b = append(b, parts...)
 	return append(b, "]}"...)
@@ -301,17 +313,17 @@ func appendPart(b []byte, role string, p wire.Part) []byte {
 		return appendFile(b, p)
 	case p.Kind == wire.Image:
 		b = append(b, `{"type":"input_image","image_url":`...)
-		b = append(b, quote(p.URL)...)
+		b = gjson.AppendJSONString(b, p.URL)
 		return append(b, `,"detail":"auto"}`...)
 	case p.Kind == wire.Refusal && role == wire.RoleAssistant:
 		b = append(b, `{"type":"refusal","refusal":`...)
-		return append(append(b, quote(p.Text)...), '}')
+		return append(gjson.AppendJSONString(b, p.Text), '}')
 	case role == wire.RoleAssistant:
 		b = append(b, `{"type":"output_text","text":`...)
-		return append(append(b, quote(p.Text)...), `,"annotations":[]}`...)
+		return append(gjson.AppendJSONString(b, p.Text), `,"annotations":[]}`...)
 	}
 	b = append(b, `{"type":"input_text","text":`...)
-	return append(append(b, quote(p.Text)...), '}')
+	return append(gjson.AppendJSONString(b, p.Text), '}')
 }
 
 // appendFile appends an input_file part: file_id, file_data (a data:
@@ -320,20 +332,20 @@ func appendFile(b []byte, p wire.Part) []byte {
 	b = append(b, `{"type":"input_file"`...)
 	switch {
 	case p.FileID != "":
-		b = append(append(b, `,"file_id":`...), quote(p.FileID)...)
+		b = gjson.AppendJSONString(append(b, `,"file_id":`...), p.FileID)
 	case strings.HasPrefix(p.URL, "data:"):
 		name := p.Name
 		if name == "" {
 			name = "file"
 		}
-		b = append(append(b, `,"filename":`...), quote(name)...)
-		b = append(append(b, `,"file_data":`...), quote(p.URL)...)
+		b = gjson.AppendJSONString(append(b, `,"filename":`...), name)
+		b = gjson.AppendJSONString(append(b, `,"file_data":`...), p.URL)
 		return append(b, '}')
 	default:
-		b = append(append(b, `,"file_url":`...), quote(p.URL)...)
+		b = gjson.AppendJSONString(append(b, `,"file_url":`...), p.URL)
 	}
 	if p.Name != "" {
-		b = append(append(b, `,"filename":`...), quote(p.Name)...)
+		b = gjson.AppendJSONString(append(b, `,"filename":`...), p.Name)
 	}
 	return append(b, '}')
 }
@@ -342,11 +354,11 @@ func appendFile(b []byte, p wire.Part) []byte {
 func appendFunctionCall(b []byte, id, callID, name, args string) []byte {
 	b = append(b, `{"type":"function_call"`...)
 	if id != "" {
-		b = append(append(b, `,"id":`...), quote(id)...)
+		b = gjson.AppendJSONString(append(b, `,"id":`...), id)
 	}
-	b = append(append(b, `,"call_id":`...), quote(callID)...)
-	b = append(append(b, `,"name":`...), quote(name)...)
-	b = append(append(b, `,"arguments":`...), quote(args)...)
+	b = gjson.AppendJSONString(append(b, `,"call_id":`...), callID)
+	b = gjson.AppendJSONString(append(b, `,"name":`...), name)
+	b = gjson.AppendJSONString(append(b, `,"arguments":`...), args)
 	return append(b, '}')
 }
 
@@ -374,8 +386,11 @@ func isCall(t string) bool { return strings.HasSuffix(t, "_call") && t != "local
 func isOutput(t string) bool { return strings.HasSuffix(t, "_call_output") }
 
 // role is the canonical role of item ("" if it is not an item).
-func role(item gjson.Result) string {
-	switch t := itemType(item); {
+func role(item gjson.Result) string { return roleOf(item, itemType(item)) }
+
+// roleOf is role for an item of type t (itemType's answer).
+func roleOf(item gjson.Result, t string) string {
+	switch {
 	case t == "" || t == typeItemReference:
 		return ""
 	case t == typeMessage:

@@ -48,9 +48,9 @@ func Compaction(raw []byte) (content string, ok bool) {
 // AppendCompactionItem appends a compaction item with id and content.
 func AppendCompactionItem(dst []byte, id, content string) []byte {
 	dst = append(dst, `{"id":`...)
-	dst = append(dst, quote(id)...)
+	dst = gjson.AppendJSONString(dst, id)
 	dst = append(dst, `,"type":"compaction","encrypted_content":`...)
-	dst = append(dst, quote(content)...)
+	dst = gjson.AppendJSONString(dst, content)
 	return append(dst, '}')
 }
 
@@ -61,12 +61,12 @@ func AppendCompactionItem(dst []byte, id, content string) []byte {
 func AppendUserItem(dst []byte, id string, raw []byte) []byte {
 	item := parse(raw)
 	dst = append(dst, `{"id":`...)
-	dst = append(dst, quote(id)...)
+	dst = gjson.AppendJSONString(dst, id)
 	dst = append(dst, `,"type":"message","status":"completed","role":"user","content":`...)
 	switch c := item.Get("content"); {
 	case c.Type == gjson.String:
 		dst = append(dst, `[{"type":"input_text","text":`...)
-		dst = append(append(dst, quote(c.Str)...), "}]"...)
+		dst = append(gjson.AppendJSONString(dst, c.Str), "}]"...)
 	case c.IsArray():
 		dst = append(dst, c.Raw...)
 	default:
@@ -86,7 +86,7 @@ func UserText(raw []byte) bool {
 // output items and the usage the compaction cost.
 func AppendCompacted(dst []byte, id string, created int64, output [][]byte, u wire.Usage) []byte {
 	dst = append(dst, `{"id":`...)
-	dst = append(dst, quote(id)...)
+	dst = gjson.AppendJSONString(dst, id)
 	dst = append(dst, `,"object":"response.compaction","created_at":`...)
 	dst = strconv.AppendInt(dst, created, 10)
 	dst = append(dst, `,"output":[`...)

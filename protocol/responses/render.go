@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/wire"
 )
@@ -104,7 +106,7 @@ func (r *Renderer) Delta(dst []byte, d wire.Delta) []byte {
 		}
 		dst = r.event(dst, typ, func(b []byte) []byte {
 			b = r.itemRef(b, it, ci)
-			b = append(append(b, `,"delta":`...), quote(d.Text)...)
+			b = gjson.AppendJSONString(append(b, `,"delta":`...), d.Text)
 			if !refusal {
 				b = append(b, `,"logprobs":[]`...)
 			}
@@ -126,7 +128,7 @@ func (r *Renderer) Delta(dst []byte, d wire.Delta) []byte {
 		it.args.WriteString(d.Text)
 		dst = r.event(dst, "response.function_call_arguments.delta", func(b []byte) []byte {
 			b = r.itemRef(b, it, -1)
-			return append(append(b, `,"delta":`...), quote(d.Text)...)
+			return gjson.AppendJSONString(append(b, `,"delta":`...), d.Text)
 		})
 	case wire.ReasoningDelta:
 		if d.CallID == "" {
@@ -154,8 +156,8 @@ func (r *Renderer) Delta(dst []byte, d wire.Delta) []byte {
 // of a stream, its error event too.
 func (r *Renderer) Error(dst []byte, code, message string) []byte {
 	return r.event(dst, "error", func(b []byte) []byte {
-		b = append(append(b, `,"code":`...), quote(code)...)
-		b = append(append(b, `,"message":`...), quote(message)...)
+		b = gjson.AppendJSONString(append(b, `,"code":`...), code)
+		b = gjson.AppendJSONString(append(b, `,"message":`...), message)
 		return append(b, `,"param":null`...)
 	})
 }
@@ -248,7 +250,7 @@ func (r *Renderer) progressItem(it *rItem) []byte {
 	case typeFunctionCall:
 		return appendCallItem(nil, it.id, "in_progress", it.callID, it.name, "")
 	}
-	b := append([]byte(`{"id":`), quote(it.id)...)
+	b := gjson.AppendJSONString([]byte(`{"id":`), it.id)
 	return append(b, `,"type":"reasoning","summary":[]}`...)
 }
 
@@ -268,7 +270,7 @@ func (r *Renderer) closeItem(dst []byte, final [][]byte) []byte {
 	case typeFunctionCall:
 		dst = r.event(dst, "response.function_call_arguments.done", func(b []byte) []byte {
 			b = r.itemRef(b, it, -1)
-			return append(append(b, `,"arguments":`...), quote(it.args.String())...)
+			return gjson.AppendJSONString(append(b, `,"arguments":`...), it.args.String())
 		})
 	}
 	var item []byte
@@ -323,7 +325,8 @@ func (r *Renderer) closePart(dst []byte, it *rItem) []byte {
 	}
 	dst = r.event(dst, typ, func(b []byte) []byte {
 		b = r.itemRef(b, it, ci)
-		b = append(append(b, `,"`+field+`":`...), quote(text)...)
+		b = append(append(append(b, `,"`...), field...), `":`...)
+		b = gjson.AppendJSONString(b, text)
 		if !p.refusal {
 			b = append(b, `,"logprobs":[]`...)
 		}
@@ -371,7 +374,7 @@ func (r *Renderer) replay(dst []byte, item []byte) []byte {
 			if text != "" {
 				dst = r.event(dst, typ, func(b []byte) []byte {
 					b = r.itemRef(b, it, ci)
-					b = append(append(b, `,"delta":`...), quote(text)...)
+					b = gjson.AppendJSONString(append(b, `,"delta":`...), text)
 					if !refusal {
 						b = append(b, `,"logprobs":[]`...)
 					}
@@ -390,12 +393,12 @@ func (r *Renderer) replay(dst []byte, item []byte) []byte {
 			it.args.WriteString(args)
 			dst = r.event(dst, "response.function_call_arguments.delta", func(b []byte) []byte {
 				b = r.itemRef(b, it, -1)
-				return append(append(b, `,"delta":`...), quote(args)...)
+				return gjson.AppendJSONString(append(b, `,"delta":`...), args)
 			})
 		}
 		dst = r.event(dst, "response.function_call_arguments.done", func(b []byte) []byte {
 			b = r.itemRef(b, it, -1)
-			return append(append(b, `,"arguments":`...), quote(it.args.String())...)
+			return gjson.AppendJSONString(append(b, `,"arguments":`...), it.args.String())
 		})
 	default:
 		dst = r.event(dst, "response.output_item.added", func(b []byte) []byte {
@@ -411,7 +414,7 @@ func (r *Renderer) replay(dst []byte, item []byte) []byte {
 
 // itemRef appends item_id, output_index and (ci >= 0) content_index.
 func (r *Renderer) itemRef(b []byte, it *rItem, ci int) []byte {
-	b = append(append(b, `,"item_id":`...), quote(it.id)...)
+	b = gjson.AppendJSONString(append(b, `,"item_id":`...), it.id)
 	b = strconv.AppendInt(append(b, `,"output_index":`...), int64(r.indexOf(it)), 10)
 	if ci >= 0 {
 		b = strconv.AppendInt(append(b, `,"content_index":`...), int64(ci), 10)
@@ -431,8 +434,11 @@ func (r *Renderer) indexOf(it *rItem) int {
 // event appends one SSE event of type typ; fields appends the members
 // after type and sequence_number, each with its leading comma.
 func (r *Renderer) event(dst []byte, typ string, fields func([]byte) []byte) []byte {
-	dst = append(dst, "event: "+typ+"\ndata: "...)
-	dst = append(dst, `{"type":"`+typ+`","sequence_number":`...)
+	dst = append(dst, "event: "...)
+	dst = append(dst, typ...)
+	dst = append(dst, "\ndata: {\"type\":\""...)
+	dst = append(dst, typ...)
+	dst = append(dst, `","sequence_number":`...)
 	dst = strconv.AppendInt(dst, int64(r.seq), 10)
 	r.seq++
 	dst = fields(dst)

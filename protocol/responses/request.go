@@ -146,7 +146,7 @@ func parseRequest(body []byte, compact bool) (*wire.Request, error) {
 // InstructionsItem is the item the request's instructions string stands
 // for: a system message holding it.
 func InstructionsItem(text string) []byte {
-	b := append([]byte(`{"type":"message","role":"system","content":`), quote(text)...)
+	b := gjson.AppendJSONString([]byte(`{"type":"message","role":"system","content":`), text)
 	return append(b, '}')
 }
 
@@ -156,7 +156,7 @@ func parseInput(req *wire.Request, input gjson.Result) error {
 	case !input.Exists() || input.Type == gjson.Null:
 		return missing("input")
 	case input.Type == gjson.String:
-		b := append([]byte(`{"type":"message","role":"user","content":`), quote(input.Str)...)
+		b := gjson.AppendJSONString([]byte(`{"type":"message","role":"user","content":`), input.Str)
 		req.Messages = append(req.Messages, append(b, '}'))
 		return nil
 	case !input.IsArray():

@@ -123,9 +123,9 @@ func outputItems(a *wire.Answer, id string) [][]byte {
 // content array.
 func appendOutputMessage(b []byte, id, status string, content []byte) []byte {
 	b = append(b, `{"id":`...)
-	b = append(b, quote(id)...)
+	b = gjson.AppendJSONString(b, id)
 	b = append(b, `,"type":"message","status":`...)
-	b = append(b, quote(status)...)
+	b = gjson.AppendJSONString(b, status)
 	b = append(b, `,"content":`...)
 	b = append(b, content...)
 	return append(b, `,"role":"assistant"}`...)
@@ -135,21 +135,21 @@ func appendOutputMessage(b []byte, id, status string, content []byte) []byte {
 func appendOutputPart(b []byte, kind wire.Kind, text string) []byte {
 	if kind == wire.Refusal {
 		b = append(b, `{"type":"refusal","refusal":`...)
-		return append(append(b, quote(text)...), '}')
+		return append(gjson.AppendJSONString(b, text), '}')
 	}
 	b = append(b, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
-	return append(append(b, quote(text)...), '}')
+	return append(gjson.AppendJSONString(b, text), '}')
 }
 
 // appendCallItem appends a function_call output item.
 func appendCallItem(b []byte, id, status, callID, name, args string) []byte {
 	b = append(b, `{"id":`...)
-	b = append(b, quote(id)...)
+	b = gjson.AppendJSONString(b, id)
 	b = append(b, `,"type":"function_call","status":`...)
-	b = append(b, quote(status)...)
-	b = append(append(b, `,"arguments":`...), quote(args)...)
-	b = append(append(b, `,"call_id":`...), quote(callID)...)
-	b = append(append(b, `,"name":`...), quote(name)...)
+	b = gjson.AppendJSONString(b, status)
+	b = gjson.AppendJSONString(append(b, `,"arguments":`...), args)
+	b = gjson.AppendJSONString(append(b, `,"call_id":`...), callID)
+	b = gjson.AppendJSONString(append(b, `,"name":`...), name)
 	return append(b, '}')
 }
 
@@ -187,10 +187,10 @@ func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, it
 		model = a.Model
 	}
 	dst = append(dst, `{"id":`...)
-	dst = append(dst, quote(id)...)
+	dst = gjson.AppendJSONString(dst, id)
 	dst = append(dst, `,"object":"response","created_at":`...)
 	dst = strconv.AppendInt(dst, created, 10)
-	dst = append(append(dst, `,"status":`...), quote(status)...)
+	dst = gjson.AppendJSONString(append(dst, `,"status":`...), status)
 	dst = append(dst, `,"background":false,"completed_at":`...)
 	if status == "completed" {
 		dst = strconv.AppendInt(dst, max(a.Completed, created), 10)
@@ -199,14 +199,14 @@ func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, it
 	}
 	dst = append(dst, `,"error":null,"incomplete_details":`...)
 	if reason != "" {
-		dst = append(append(append(dst, `{"reason":`...), quote(reason)...), '}')
+		dst = append(gjson.AppendJSONString(append(dst, `{"reason":`...), reason), '}')
 	} else {
 		dst = append(dst, "null"...)
 	}
 	dst = s.append(dst, eInstructions)
 	dst = s.append(dst, eMaxOutputTokens)
 	dst = s.append(dst, eMaxToolCalls)
-	dst = append(append(dst, `,"model":`...), quote(model)...)
+	dst = gjson.AppendJSONString(append(dst, `,"model":`...), model)
 	dst = append(dst, `,"output":[`...)
 	for i, it := range items {
 		if i > 0 {
@@ -248,7 +248,7 @@ func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, it
 	dst = s.append(dst, eMetadata)
 	dst = append(dst, `,"conversation":`...)
 	if req.Conversation != "" {
-		dst = append(append(append(dst, `{"id":`...), quote(req.Conversation)...), '}')
+		dst = append(gjson.AppendJSONString(append(dst, `{"id":`...), req.Conversation), '}')
 	} else {
 		dst = append(dst, "null"...)
 	}
@@ -259,5 +259,5 @@ func appendNullable(b []byte, s string) []byte {
 	if s == "" {
 		return append(b, "null"...)
 	}
-	return append(b, quote(s)...)
+	return gjson.AppendJSONString(b, s)
 }

@@ -163,7 +163,7 @@ const benchUpstream = `{"id":"resp_up1","object":"response","created_at":1741476
 	`"top_logprobs":0,"top_p":1.0,"presence_penalty":0.0,"frequency_penalty":0.0,"truncation":"disabled",` +
 	`"usage":{"input_tokens":328,"input_tokens_details":{"cached_tokens":0},"output_tokens":52,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":380},"user":null,"metadata":{}}`
 
-func benchRequestOf(b *testing.B) *wire.Request {
+func benchRequestOf(b testing.TB) *wire.Request {
 	req, err := Ingress{}.ParseRequest([]byte(benchRequest))
 	if err != nil {
 		b.Fatal(err)
@@ -218,4 +218,31 @@ func BenchmarkRendererStream(b *testing.B) {
 		dst = r.End(dst, &a)
 	}
 	b.SetBytes(int64(len(dst)))
+}
+
+// maxRenderAllocs bounds rendering BenchmarkRendererStream's stream of
+// three deltas and its end: the renderer, its item and parts, the text
+// gathered and the completed Response; an event's framing and a quoted
+// string are written where they go, not built apart.
+const maxRenderAllocs = 24
+
+func TestRendererStreamAllocations(t *testing.T) {
+	req := benchRequestOf(t)
+	a := wire.Answer{Model: "gpt-4.1", Stop: wire.StopEnd, ResponseID: req.ResponseID, Created: req.Created,
+		Message: wire.Message{Role: wire.RoleAssistant, Parts: []wire.Part{{Kind: wire.Text, Text: "It is sunny in Paris."}}},
+		Usage:   wire.Usage{InputTokens: 328, OutputTokens: 52}}
+	deltas := []wire.Delta{{Kind: wire.TextDelta, Text: "It is "}, {Kind: wire.TextDelta, Text: "sunny in "}, {Kind: wire.TextDelta, Text: "Paris."}}
+	dst := make([]byte, 0, 16<<10)
+	n := testing.AllocsPerRun(100, func() {
+		r := Ingress{}.NewRenderer(req)
+		out := dst[:0]
+		for _, d := range deltas {
+			out = r.Delta(out, d)
+		}
+		r.End(out, &a)
+	})
+	t.Logf("%.0f allocations", n)
+	if n > maxRenderAllocs {
+		t.Errorf("rendering a stream of three deltas: got %.0f allocations, want at most %d", n, maxRenderAllocs)
+	}
 }
