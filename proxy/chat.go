@@ -85,17 +85,18 @@ type exchange struct {
 	// pinned is set when the answer's id names where it is stored (the
 	// Responses API's): a rebase that would move it fails instead.
 	pinned bool
-	// leased is set when prepare took the conversation's lease (see
-	// prepare), held until the exchange ends.
-	leased bool
+	// lease is the exchange's lease on its conversation across replicas
+	// (see prepare): taken by the plan's read, dropped by the commit, and
+	// released with the lock on every other end.
+	lease history.ExchangeLease
 	// respReq is a stored Responses request (see nameResponse): its
 	// answer's commit keeps the Response object returned (responseOf).
 	respReq *wire.Request
-	// held, if set, releases the conversation's lock (and its lease, when
-	// leased is set) that resolve took to decide under it which
-	// conversation a request continues (see resolveResponses): prepare
-	// takes it over instead of taking the lock again, and an exchange
-	// that does not prepare drops it (dropHeld).
+	// held, if set, releases the conversation's lock (and its lease)
+	// that resolve took to decide under it which conversation a request
+	// continues (see resolveResponses): prepare takes it over instead of
+	// taking the lock again, and an exchange that does not prepare drops
+	// it (dropHeld).
 	held func()
 	// render renders an error in the client's protocol (nil: OpenAI's);
 	// route names the exchange's route in metrics and logs ("": chat).
@@ -354,17 +355,16 @@ func hasTools(raw []byte) bool {
 // x.plan. It takes the conversation's lock in this process and returns its
 // release, which the caller owns.
 //
-// Across replicas sharing a store, the commit is checked against the
-// version the plan was computed from, and one that lost a race with
-// another replica's commit is rebased (see record1). That suffices while
-// the conversation is quiet: it takes no lease. Once a commit met such a
-// race, the store marks the conversation contended for a while
-// (history.ContendedFor), and an exchange whose plan says so takes the
-// conversation's lease (Config.Leaser) and plans again under it, holding
-// it until the caller releases: replicas then take turns rather than
-// race (a commit that conflicts without the lease takes it before it
-// rebases, see record1). A pinned exchange (the Responses API's: it
-// cannot rebase) takes the lease before its first plan.
+// Across replicas sharing a store, the plan's read takes the
+// conversation's lease (x.lease, history.ExchangeLease) in its own round
+// trip, waiting while another replica holds it, and the commit drops it
+// in its own transaction (see record1): replicas take turns on a
+// conversation, the first exchange on it included, and no plan is made
+// from a head another replica is about to move. The release returned
+// lets the lease go too, if the exchange ends without a commit. The
+// commit is still checked against the version the plan was computed
+// from, and rebased if another writer (the conversation API, a replica
+// whose lease expired) committed since.
 func (x *exchange) prepare(ctx context.Context, instructions, in []history.Message, model string, maxTokens int, tools []byte, mode history.Mode) (release func(), err error) {
 	s, c := x.s, x.c
 	var loaded func()
@@ -385,68 +385,43 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 			return nil, apierr.Busy
 		}
 	}
-	held := unlock
+	held := func() { x.lease.Release(); unlock() }
 	defer func() {
 		if err != nil { // the caller owns it only on success
 			held()
 		}
 	}()
 
-	lease := func() error {
-		release, err := s.cfg.Leaser.Acquire(ctx, history.LeaseName(history.LeaseConversation, x.key))
-		if err != nil {
-			s.log.Error("lease failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
-			if errors.Is(err, history.ErrUnavailable) {
-				return apierr.StoreUnavailable
-			}
-			return apierr.Busy
-		}
-		x.leased, held = true, func() { release(); unlock() }
-		return nil
-	}
-	if x.pinned && s.cfg.Leaser != nil && !x.leased {
-		if err := lease(); err != nil {
-			return nil, err
-		}
-	}
-	var p *plan.Plan
 	ratio, window := x.learned(model)
-	for {
-		loadStart := s.cfg.Now()
-		p, err = plan.Make(ctx, plan.Input{
-			Store:        s.cfg.Store,
-			Key:          x.key,
-			Policy:       c.policy(mode),
-			Model:        model,
-			MaxTokens:    maxTokens,
-			Instructions: instructions,
-			Tools:        tools,
-			New:          in,
-			Retry:        x.retry,
-			Counter:      s.counter,
-			Fixed:        fixedCounter{s},
-			Now:          loadStart,
-			Ratio:        ratio,
-			Window:       window,
-			Thread:       x.thread,
-			Loaded:       loaded,
-		})
-		s.metrics.storeOp("load", s.cfg.Now().Sub(loadStart))
-		if err != nil || !p.Contended || x.leased || s.cfg.Leaser == nil {
-			break
-		}
-		// Another replica wrote the conversation lately: wait for its
-		// turn, then plan from the head as it is then.
-		if err := lease(); err != nil {
-			return nil, err
-		}
-	}
+	loadStart := s.cfg.Now()
+	p, err := plan.Make(ctx, plan.Input{
+		Store:        s.cfg.Store,
+		Key:          x.key,
+		Policy:       c.policy(mode),
+		Model:        model,
+		MaxTokens:    maxTokens,
+		Instructions: instructions,
+		Tools:        tools,
+		New:          in,
+		Retry:        x.retry,
+		Counter:      s.counter,
+		Fixed:        fixedCounter{s},
+		Now:          loadStart,
+		Ratio:        ratio,
+		Window:       window,
+		Thread:       x.thread,
+		Loaded:       loaded,
+		Lease:        &x.lease,
+	})
+	s.metrics.storeOp("load", s.cfg.Now().Sub(loadStart))
 	if err != nil {
 		var oe *history.OrphanResultError
 		var se *plan.SideError
 		switch {
 		case errors.As(err, &se):
 			return nil, err // the caller sends the request as a side call
+		case errors.Is(err, plan.ErrStore) && ctx.Err() != nil && !x.lease.Held():
+			return nil, apierr.Busy // another replica held the lease throughout
 		case errors.Is(err, plan.ErrStore):
 			s.log.Error("load failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
 			if errors.Is(err, history.ErrUnavailable) {
@@ -530,6 +505,7 @@ func (x *exchange) record1(r recorded) error {
 		Seal:             x.plan != nil && x.plan.Seal,
 		Tools:            x.thread != nil && x.thread.Tools,
 		Incarnation:      x.incarnation,
+		Lease:            &x.lease,
 	}
 	start := s.cfg.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
@@ -545,25 +521,14 @@ func (x *exchange) record1(r recorded) error {
 		// touches only ch and what prepare left immutable.
 		var m history.Meta
 		var err error
-		leased := x.leased
 		for attempt := 0; ; attempt++ {
+			// The commit drops the lease; one that fails keeps it.
 			m, err = s.cfg.Store.Commit(ctx, x.key, ch)
-			if errors.Is(err, history.ErrConflict) {
-				// Another writer committed since the plan.
-				s.markContended(ctx, x.key)
-			}
 			if !errors.Is(err, history.ErrConflict) || attempt == maxRebases {
 				break
 			}
-			if !leased && s.cfg.Leaser != nil {
-				// The replicas' next exchanges take the lease: rebase
-				// under it too, or they would keep committing first.
-				release, lerr := s.cfg.Leaser.Acquire(ctx, history.LeaseName(history.LeaseConversation, x.key))
-				if lerr == nil {
-					leased = true
-					defer release()
-				}
-			}
+			// Another writer committed since the plan (not an exchange:
+			// those hold the lease).
 			if ch, err = x.rebase(ctx, ch); err != nil {
 				break
 			}
@@ -652,15 +617,6 @@ func (x *exchange) sealEpisode(ctx context.Context) error {
 
 // maxRebases bounds the rebases of one commit.
 const maxRebases = 3
-
-// markContended marks k contended (see prepare and
-// history.MarkContended), after a commit on it met a commit of another
-// writer.
-func (s *Server) markContended(ctx context.Context, k history.Key) {
-	if err := history.MarkContended(ctx, s.cfg.Store, k, s.cfg.Now()); err != nil {
-		s.log.Warn("mark contended failed", "namespace", k.Tenant, "conversation", k.Conversation, "error", err)
-	}
-}
 
 // rebase recomputes ch against the conversation as it is now, after a
 // commit met ErrConflict (another writer changed it since the load: a
