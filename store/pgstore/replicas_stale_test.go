@@ -188,4 +188,15 @@ func TestReplicasNoStaleHistory(t *testing.T) {
 	if stale != 0 {
 		t.Errorf("got %d stale histories in %d requests, want 0", stale, len(order))
 	}
+	// How the replicas took turns: the turns stored in a row by one.
+	switches := 0
+	for k := 1; k < len(order); k++ {
+		var a, b int
+		fmt.Sscanf(order[k-1], "q%d-", &a)
+		fmt.Sscanf(order[k], "q%d-", &b)
+		if a%2 != b%2 {
+			switches++
+		}
+	}
+	t.Logf("%d turns, the replica changing %d times", len(order), switches)
 }
