@@ -385,10 +385,10 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 			return nil, apierr.Busy
 		}
 	}
-	held := func() { x.lease.Release(); unlock() }
 	defer func() {
-		if err != nil { // the caller owns it only on success
-			held()
+		if err != nil { // the caller owns them only on success
+			x.lease.Release()
+			unlock()
 		}
 	}()
 
@@ -447,7 +447,10 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 	for i, m := range in {
 		x.in[i] = history.Message{Role: m.Role, Hash: m.Hash}
 	}
-	return held, nil
+	if x.lease.Held() {
+		return func() { x.lease.Release(); unlock() }, nil
+	}
+	return unlock, nil
 }
 
 // fixedCounter counts instructions, tools and the summary through the
