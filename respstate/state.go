@@ -52,8 +52,8 @@ type Config struct {
 	// conversation API's limiter, api.Handler.EnterHeavy): a page of the
 	// Conversations API's items runs under it. Default: none.
 	Heavy func(ctx context.Context, ns string) (leave func(), err error)
-	// Logger receives the failures that are not the request's (a
-	// contention mark the store refused). Default: discarded.
+	// Logger receives the failures that are not the request's.
+	// Default: discarded.
 	Logger *slog.Logger
 }
 

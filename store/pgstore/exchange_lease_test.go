@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -87,8 +88,9 @@ func (l *leaseLog) leaseStatements() (takes, drops, releases int) {
 // drops it in its commit's statement: two round trips a request, as
 // without a lease, and no lease left behind. While another replica holds
 // the lease, the exchange waits, and then plans from the turn that
-// replica committed meanwhile. An exchange that ends without a commit
-// (an upstream error) releases the lease.
+// replica committed meanwhile, and so does a change through the
+// Conversations API. An exchange that ends without a commit (an upstream
+// error) releases the lease.
 func TestExchangeLeaseWithTheRead(t *testing.T) {
 	log := &leaseLog{released: make(chan struct{}, 4)}
 	url := pgtest.DB(t)
@@ -214,6 +216,40 @@ func TestExchangeLeaseWithTheRead(t *testing.T) {
 	}
 	if got := strings.Join(texts, " | "); !strings.Contains(got, "the other replica's turn | noted | after the other replica's turn") {
 		t.Errorf("upstream request: got %q, want it to end with the other replica's turn and the new question", got)
+	}
+
+	// A change through the Conversations API waits for the lease too.
+	for len(waits) > 0 { // the exchange's waits
+		<-waits
+	}
+	if release, err = other.Acquire(testCtx(t), name); err != nil {
+		t.Fatal(err)
+	}
+	updated := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/v1/conversations/lease", strings.NewReader(`{"metadata":{"topic":"leases"}}`))
+		req.Header.Set("Authorization", "Bearer sk-lease")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			updated <- 0
+			return
+		}
+		resp.Body.Close()
+		updated <- resp.StatusCode
+	}()
+	select {
+	case got := <-waits:
+		if got != name {
+			t.Fatalf("the API change waited for lease %q, want %q", got, name)
+		}
+	case <-testCtx(t).Done():
+		t.Fatal("the API change never found the lease held")
+	}
+	release()
+	if st := <-updated; st != http.StatusOK {
+		t.Fatalf("the API change: got %d, want 200", st)
 	}
 
 	// No commit: the lease is released by a statement of its own.

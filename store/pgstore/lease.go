@@ -38,6 +38,9 @@ func (s *Store) Acquire(ctx context.Context, name string) (release func(), err e
 		if err != nil || ok {
 			return release, err
 		}
+		if s.onWait != nil {
+			s.onWait(name)
+		}
 		if err := p.wait(ctx); err != nil {
 			return nil, err
 		}

@@ -73,9 +73,9 @@ type Options struct {
 	// OnMerge, if set, is called after each merge with the pages it
 	// merged and its error: for metrics and tests. Default none.
 	OnMerge func(pages int64, err error)
-	// OnLeaseWait, if set, is called each time a read finds the
-	// conversation lease it is to take (history.Query.Lease) held by
-	// another holder, before it waits: for tests. Default none.
+	// OnLeaseWait, if set, is called with a lease's name each time a
+	// read that is to take it (history.Query.Lease) or Acquire finds it
+	// held by another holder, before it waits: for tests. Default none.
 	OnLeaseWait func(name string)
 	// JoinTimeout bounds how long Open waits for a Store that holds the
 	// database alone (see sole.go) to make way, and (up to 5s) how long
