@@ -273,3 +273,74 @@ func TestExchangeLeaseWithTheRead(t *testing.T) {
 		t.Errorf("after the upstream error: %d leases held, want 0", n)
 	}
 }
+
+// TestExchangeLeaseOfTheSoleWriterJoined: the sole writer holds an
+// exchange's lease in memory (no statement); a second Store joining the
+// database finds it held (the sole writer wrote it into the table before
+// letting the newcomer in), and the newcomer's read that takes the lease
+// waits until the holder's commit dropped it, then returns that commit.
+func TestExchangeLeaseOfTheSoleWriterJoined(t *testing.T) {
+	log := &leaseLog{released: make(chan struct{}, 4)}
+	url := pgtest.DB(t)
+	soles := make(chan bool, 4)
+	s := open(t, url, pgstore.Options{Tracer: log, OnSole: func(sole bool) { soles <- sole }})
+	if !<-soles {
+		t.Fatal("alone on the database: not the sole writer")
+	}
+	ctx := testCtx(t)
+	k := history.Key{Tenant: "acme", Conversation: "joined"}
+	commit(t, s, k, history.Change{Append: turns(0, 1)})
+	log.leaseStatements()
+	var mine history.ExchangeLease
+	if !s.HoldLease(k, &mine) {
+		t.Fatal("the sole writer: HoldLease did not hold the lease")
+	}
+	snap, err := s.Load(ctx, k, history.Query{Lease: &mine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if takes, _, _ := log.leaseStatements(); takes != 0 {
+		t.Errorf("the sole writer took the lease with %d statements, want 0", takes)
+	}
+
+	waits := make(chan string, 64)
+	other := open(t, url, pgstore.Options{OnLeaseWait: func(name string) {
+		select {
+		case waits <- name:
+		default:
+		}
+	}})
+	if <-soles {
+		t.Fatal("a second Store joined: still the sole writer")
+	}
+	var theirs history.ExchangeLease
+	read := make(chan history.Snapshot, 1)
+	go func() {
+		snap, err := other.Load(ctx, k, history.Query{Lease: &theirs})
+		if err != nil {
+			t.Error(err)
+		}
+		read <- snap
+	}()
+	select {
+	case <-waits:
+	case <-ctx.Done():
+		t.Fatal("the newcomer's read never found the lease held")
+	}
+	m, err := s.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Base: &snap.Meta, Now: time.Now().UnixNano(),
+		Append: turns(1, 1), Lease: &mine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mine.Held() {
+		t.Error("the commit did not drop the lease")
+	}
+	if _, drops, releases := log.leaseStatements(); drops != 1 || releases != 0 {
+		t.Errorf("the lease written into the table at the join: dropped by the commit %d, released alone %d times; want 1, 0", drops, releases)
+	}
+	got := <-read
+	if got.Meta.Version != m.Version || !theirs.Held() {
+		t.Errorf("the newcomer read version %d holding the lease %v, want version %d and the lease", got.Meta.Version, theirs.Held(), m.Version)
+	}
+	theirs.Release()
+}
