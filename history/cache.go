@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"sync"
-	"time"
 	"unsafe"
 
 	"github.com/recallproxy/recall/wire"
@@ -40,6 +39,7 @@ type Cache struct {
 	heads    HeadReader // nil: this process is the store's only writer
 	follower Follower   // nil: a head moved on is followed by a Load
 	sole     SoleWriter // nil: heads are read before every hit
+	leaser   ExchangeLeaser
 	maxBytes int
 	maxEntry int
 
@@ -54,9 +54,8 @@ type Cache struct {
 }
 
 var (
-	_ Store      = (*Cache)(nil)
-	_ Leaser     = (*Cache)(nil)
-	_ Contention = (*Cache)(nil)
+	_ Store  = (*Cache)(nil)
+	_ Leaser = (*Cache)(nil)
 )
 
 // HeadReader is implemented by stores that several processes write: it
@@ -88,35 +87,28 @@ type Follower interface {
 	// Load would with Query{After: after, Tokens: math.MaxInt}: the
 	// metadata and the active messages past after, oldest first, though
 	// possibly not all of them (the caller counts). A conversation not
-	// stored has the zero Head and a Snapshot with zero Meta.
-	Follow(ctx context.Context, k Key, h Head, after uint64) (Head, *Snapshot, error)
+	// stored has the zero Head and a Snapshot with zero Meta. lease, if
+	// set, is taken by the read as Load takes Query.Lease.
+	Follow(ctx context.Context, k Key, h Head, after uint64, lease *ExchangeLease) (Head, *Snapshot, error)
 }
 
 // Head identifies the state of a conversation's metadata: every commit
 // bumps Version except a summary landing, which bumps Summaries, and a
 // conversation deleted and made again has another Incarnation (its
 // Version and Summaries may come back to the same values).
-//
-// Contended is not part of that state: it reports that the store marks
-// the conversation contended now (see Contention), and a head read
-// carries it to the plan. Compare heads with Same.
 type Head struct {
 	Version     uint64
 	Summaries   int
 	Incarnation uint64
-	Contended   bool
 }
 
-// HeadOf returns m's head (Contended false: the metadata does not hold it).
+// HeadOf returns m's head.
 func HeadOf(m *Meta) Head {
 	return Head{Version: m.Version, Summaries: m.Summaries, Incarnation: m.Incarnation}
 }
 
-// Same reports whether h and o are the same state of the metadata,
-// whatever their Contended.
-func (h Head) Same(o Head) bool {
-	return h.Version == o.Version && h.Summaries == o.Summaries && h.Incarnation == o.Incarnation
-}
+// Same reports whether h and o are the same state of the metadata.
+func (h Head) Same(o Head) bool { return h == o }
 
 // cacheEntry is a conversation's metadata and the newest active messages,
 // contiguous in the active sequence, oldest first.
@@ -147,6 +139,11 @@ func NewCache(s Store, maxBytes, maxEntryBytes int) *Cache {
 		c.sole, _ = s.(SoleWriter)
 		c.follower, _ = s.(Follower)
 	}
+	if c.follower != nil {
+		// A store's reads take an exchange's lease through Load and
+		// Follow: without Follow, a head read would not.
+		c.leaser, _ = s.(ExchangeLeaser)
+	}
 	return c
 }
 
@@ -171,21 +168,34 @@ func (c *Cache) epoch() uint64 {
 // only the messages after its newest one, when that process only
 // appended (appendedTo), and is dropped otherwise. The returned Tail must
 // not be modified (appending to it is safe).
+//
+// q.Lease, over a store that takes it (ExchangeLeaser), is taken first:
+// in memory while the store is its only writer, else by the store's read
+// (the head read, or the Load of a conversation not cached), never from
+// memory alone. Over any other store it is left alone.
 func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
+	lease := q.Lease
+	if lease == nil || c.leaser == nil || lease.Held() {
+		lease = nil // nothing to take
+	} else if c.leaser.HoldLease(k, lease) {
+		lease = nil // held in memory: before the epoch is read, so that
+		// the epoch being the entry's means nobody wrote since.
+	}
 	// The epoch is read before the store: what is read after it is
 	// current for as long as the epoch lasts.
 	epoch := c.epoch()
+	if lease != nil {
+		epoch = 0 // the lease comes with a read of the store
+	}
 	c.mu.Lock()
-	contended := false
 	if el, ok := c.byKey[k]; ok && c.heads != nil && (epoch == 0 || el.Value.(*cacheEntry).epoch != epoch) {
 		cachedMeta := el.Value.(*cacheEntry).meta
 		cached := HeadOf(&cachedMeta)
 		c.mu.Unlock()
-		head, added, err := c.since(ctx, k, cached, cachedMeta.NextSeq-1)
+		head, added, err := c.since(ctx, k, cached, cachedMeta.NextSeq-1, lease)
 		if err != nil {
 			return Snapshot{}, err
 		}
-		contended = head.Contended
 		c.mu.Lock()
 		if el, ok := c.byKey[k]; ok {
 			e := el.Value.(*cacheEntry)
@@ -201,11 +211,10 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 			}
 		}
 	}
-	if el, ok := c.byKey[k]; ok {
+	if el, ok := c.byKey[k]; ok && (lease == nil || lease.Held()) {
 		c.lru.MoveToFront(el)
 		if snap, ok := el.Value.(*cacheEntry).serve(q); ok {
 			c.mu.Unlock()
-			snap.Contended = contended
 			return snap, nil
 		}
 	}
@@ -233,12 +242,12 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 
 // since reads k's head and, if another process (a replica) moved it on
 // from cached, what it added after the entry's newest message (after):
-// in one read from a Follower, else a head read, then a Load of the
-// messages past after when the head moved under the same incarnation.
-// added is nil when the head did not move.
-func (c *Cache) since(ctx context.Context, k Key, cached Head, after uint64) (head Head, added *Snapshot, err error) {
+// in one read from a Follower, which takes lease too, else a head read,
+// then a Load of the messages past after when the head moved under the
+// same incarnation. added is nil when the head did not move.
+func (c *Cache) since(ctx context.Context, k Key, cached Head, after uint64, lease *ExchangeLease) (head Head, added *Snapshot, err error) {
 	if c.follower != nil {
-		return c.follower.Follow(ctx, k, cached, after)
+		return c.follower.Follow(ctx, k, cached, after, lease)
 	}
 	if head, err = c.heads.Head(ctx, k); err != nil || head.Same(cached) || head.Incarnation != cached.Incarnation || head.Version < cached.Version {
 		return head, nil, err
@@ -401,16 +410,6 @@ func (c *Cache) TryAcquire(ctx context.Context, name string) (release func(), ok
 }
 
 func noRelease() {}
-
-// MarkContended marks k contended in the store if the store is a
-// Contention (a store replicas share); otherwise it does nothing: one
-// process's own locks order its exchanges.
-func (c *Cache) MarkContended(ctx context.Context, k Key, until time.Time) error {
-	if ct, ok := c.store.(Contention); ok {
-		return ct.MarkContended(ctx, k, until)
-	}
-	return nil
-}
 
 // Messages reads the active messages after after from the cached entry
 // when Load would serve it (see Load: a store of one process, or the

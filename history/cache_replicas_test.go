@@ -55,7 +55,7 @@ func TestCacheFollowsAnotherWriter(t *testing.T) {
 // followingStore is a sharedStore that is a Follower too.
 type followingStore struct{ *sharedStore }
 
-func (s followingStore) Follow(ctx context.Context, k history.Key, h history.Head, after uint64) (history.Head, *history.Snapshot, error) {
+func (s followingStore) Follow(ctx context.Context, k history.Key, h history.Head, after uint64, _ *history.ExchangeLease) (history.Head, *history.Snapshot, error) {
 	head := history.HeadOf(&s.meta)
 	if head.Same(h) {
 		return head, nil, nil

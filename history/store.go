@@ -3,7 +3,6 @@ package history
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/recallproxy/recall/wire"
 )
@@ -118,10 +117,11 @@ type Hit struct {
 }
 
 // Leaser is implemented by stores that several processes share: it
-// serialises work on one name (a summary job, a retention pass, the
-// exchanges on a contended conversation) across them. A lease expires if
-// its holder dies, so a killed process blocks nobody for longer than the
-// lease.
+// serialises work on one name (a summary job, a retention pass, a change
+// of the conversation API) across them. A lease expires if its holder
+// dies, so a killed process blocks nobody for longer than the lease. An
+// exchange takes its conversation's lease with its plan's read instead
+// (Query.Lease, ExchangeLease).
 type Leaser interface {
 	// Acquire waits until it holds the lease on name or ctx ends. The
 	// holder keeps it alive until release.
@@ -131,43 +131,12 @@ type Leaser interface {
 	TryAcquire(ctx context.Context, name string) (release func(), ok bool, err error)
 }
 
-// Contention is implemented by stores that several processes write: a
-// writer whose commit met ErrConflict (another process committed on the
-// conversation since it planned) marks the conversation contended, and
-// until then every Load and head read reports it (Snapshot.Contended,
-// Head.Contended), so that writers take the conversation's lease
-// (LeaseConversation) while the window lasts, and no lease otherwise.
-type Contention interface {
-	// MarkContended marks k contended until until (a later mark that
-	// ends sooner does not shorten it). A conversation not stored is
-	// left alone.
-	MarkContended(ctx context.Context, k Key, until time.Time) error
-}
-
-// ContendedFor is how long a conversation stays contended after a commit
-// on it met another writer's: long enough to cover the exchanges already
-// under way on the other replicas (an upstream answer takes seconds),
-// and short enough that a conversation which went quiet soon takes no
-// lease again. Each conflict while it lasts extends it.
-const ContendedFor = 30 * time.Second
-
-// MarkContended marks k contended for ContendedFor from now, after a
-// commit on it met a commit of another writer, when st can (Contention):
-// a store of one process cannot, and needs not (its locks order its
-// writers). A failed mark costs only the lease it would have brought.
-func MarkContended(ctx context.Context, st Store, k Key, now time.Time) error {
-	ct, ok := st.(Contention)
-	if !ok {
-		return nil
-	}
-	return ct.MarkContended(ctx, k, now.Add(ContendedFor))
-}
-
 // Kinds of lease: what a lease serialises across processes.
 const (
-	// LeaseConversation is held by an exchange on a contended
-	// conversation (see Contention), from before its plan until its
-	// commit; the commit's version check still fences it.
+	// LeaseConversation is held by an exchange on a conversation, from
+	// its plan's read until its commit (ExchangeLease), and by a change
+	// of the conversation API; the commit's version check still fences
+	// it.
 	LeaseConversation = "conv"
 	// LeaseSummary is held by a summary job on one conversation.
 	LeaseSummary = "summary"
@@ -210,6 +179,11 @@ type Query struct {
 	// learns where they end from the metadata it reads anyway, in the same
 	// read.
 	Summarized bool
+	// Lease, if set and not held yet, is taken by the read, in its round
+	// trip, by a store several processes share (ExchangeLease): the read
+	// waits while another process holds it, and what it returns is read
+	// under it. Other stores leave it alone.
+	Lease *ExchangeLease
 }
 
 // Resolve returns q as it applies to a conversation whose metadata is m:
@@ -249,10 +223,6 @@ type Snapshot struct {
 	Tail []Message
 	// Complete reports whether Tail reaches back to the first active message.
 	Complete bool
-	// Contended reports that the store marks the conversation contended
-	// now (see Contention): another writer committed on it lately. It is
-	// read with the head and never stored in Meta.
-	Contended bool
 }
 
 // Change is one atomic write to a conversation.
@@ -311,6 +281,10 @@ type Change struct {
 	// Seq (ascending), Turn, Episode, Flags and CreatedAt. Only into an
 	// empty conversation (Version 0).
 	Import bool
+	// Lease, if held by the store (a read took it: Query.Lease), is
+	// dropped by the commit in its own transaction when it commits; a
+	// commit that fails leaves it held.
+	Lease *ExchangeLease
 }
 
 // Boundary is the last message kept by a supersede: Seq 0 supersedes the

@@ -149,6 +149,11 @@ type Input struct {
 	// context_length_exceeded answer, learned by package calibrate; 0:
 	// none): it stands before Policy.ModelWindows and the built-in table.
 	Window int
+	// Lease, if set, is the exchange's lease on the conversation: the
+	// load takes it, on a store several processes share, in the same
+	// round trip (history.Query.Lease), so that the plan is read under
+	// it. The caller releases it, or its commit drops it.
+	Lease *history.ExchangeLease
 }
 
 // Message is one message of the plan.
@@ -183,10 +188,6 @@ type Plan struct {
 	// Meta is the conversation's metadata as loaded (before a replaced
 	// retry, if Replaced).
 	Meta history.Meta
-	// Contended reports that the store marks the conversation contended
-	// (history.Snapshot.Contended): the caller plans again under the
-	// conversation's lease.
-	Contended bool
 	// Summary is the injected summary, nil if none.
 	Summary *history.Summary
 	// SummaryCut reports that the stored summary did not fit the budget
@@ -274,7 +275,8 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 	// Summarised turns are never read again: the store stops at the
 	// summary's covered-through, which it reads with the metadata, in the
 	// same load.
-	q := history.Query{MinMessages: len(news), Tokens: budget, MaxTurns: pol.MaxTurns, FromCut: true, Summarized: !pol.NoSummary}
+	q := history.Query{MinMessages: len(news), Tokens: budget, MaxTurns: pol.MaxTurns, FromCut: true, Summarized: !pol.NoSummary,
+		Lease: in.Lease}
 	var snap history.Snapshot
 	var err error
 	var merged history.Merged
@@ -326,7 +328,6 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		return nil, err
 	}
 	p.Meta, p.Version, p.Supersede, p.Replaced = snap.Meta, snap.Meta.Version, merged.Supersede, replaced
-	p.Contended = snap.Contended
 	p.ExchangeHash = history.HashMessages(merged.New)
 	stored := snap
 	if replaced {

@@ -80,13 +80,16 @@ type exchange struct {
 	dec *decision
 
 	// What the exchange owns until it ends.
-	// held, if set, releases the conversation's lock (and its lease, when
-	// leased is set): resolve takes it to decide under it which
-	// conversation a request continues (see resolveResponses), prepare
-	// takes it over (or takes it itself), and an exchange that does not
-	// prepare drops it (dropHeld).
-	held   func()
-	leased bool
+	// held, if set, releases the conversation's lock (and its lease)
+	// that resolve took to decide under it which conversation a request
+	// continues (see resolveResponses): prepare takes it over instead of
+	// taking the lock again, and an exchange that does not prepare drops
+	// it (dropHeld).
+	held func()
+	// lease is the exchange's lease on its conversation across replicas
+	// (see prepare): taken by the plan's read, dropped by the commit (its
+	// Change points to it), and released with the lock on every other end.
+	lease history.ExchangeLease
 	// conn is a streamed exchange's client connection, looked at before
 	// its commit (leftBeforeCommit).
 	conn net.Conn
@@ -332,17 +335,16 @@ func hasTools(raw []byte) bool {
 // x.dec. It takes the conversation's lock in this process and returns its
 // release, which the caller owns.
 //
-// Across replicas sharing a store, the commit is checked against the
-// version the plan was computed from, and one that lost a race with
-// another replica's commit is rebased (see record1). That suffices while
-// the conversation is quiet: it takes no lease. Once a commit met such a
-// race, the store marks the conversation contended for a while
-// (history.ContendedFor), and an exchange whose plan says so takes the
-// conversation's lease (Config.Leaser) and plans again under it, holding
-// it until the caller releases: replicas then take turns rather than
-// race (a commit that conflicts without the lease takes it before it
-// rebases, see record1). A pinned exchange (the Responses API's: it
-// cannot rebase) takes the lease before its first plan.
+// Across replicas sharing a store, the plan's read takes the
+// conversation's lease (x.lease, history.ExchangeLease) in its own round
+// trip, waiting while another replica holds it, and the commit drops it
+// in its own transaction (see record1): replicas take turns on a
+// conversation, the first exchange on it included, and no plan is made
+// from a head another replica is about to move. The release returned
+// lets the lease go too, if the exchange ends without a commit. The
+// commit is still checked against the version the plan was computed
+// from, and rebased if another writer (the conversation API, a replica
+// whose lease expired) committed since.
 func (x *exchange) prepare(ctx context.Context, instructions, in []history.Message, model string, maxTokens int, tools []byte, mode history.Mode) (release func(), err error) {
 	s, c := x.s, x.c
 	var loaded func()
@@ -363,68 +365,43 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 			return nil, apierr.Busy
 		}
 	}
-	held := unlock
 	defer func() {
-		if err != nil { // the caller owns it only on success
-			held()
+		if err != nil { // the caller owns them only on success
+			x.lease.Release()
+			unlock()
 		}
 	}()
 
-	lease := func() error {
-		release, err := s.cfg.Leaser.Acquire(ctx, history.LeaseName(history.LeaseConversation, x.key))
-		if err != nil {
-			s.log.Error("lease failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
-			if errors.Is(err, history.ErrUnavailable) {
-				return apierr.StoreUnavailable
-			}
-			return apierr.Busy
-		}
-		x.leased, held = true, func() { release(); unlock() }
-		return nil
-	}
-	if x.pinned && s.cfg.Leaser != nil && !x.leased {
-		if err := lease(); err != nil {
-			return nil, err
-		}
-	}
-	var p *plan.Plan
 	ratio, window := x.learned(model)
-	for {
-		loadStart := s.cfg.Now()
-		p, err = plan.Make(ctx, plan.Input{
-			Store:        s.cfg.Store,
-			Key:          x.key,
-			Policy:       c.policy(mode),
-			Model:        model,
-			MaxTokens:    maxTokens,
-			Instructions: instructions,
-			Tools:        tools,
-			New:          in,
-			Retry:        x.retry,
-			Counter:      s.counter,
-			Fixed:        fixedCounter{s},
-			Now:          loadStart,
-			Ratio:        ratio,
-			Window:       window,
-			Thread:       x.thread,
-			Loaded:       loaded,
-		})
-		s.metrics.storeOp("load", s.cfg.Now().Sub(loadStart))
-		if err != nil || !p.Contended || x.leased || s.cfg.Leaser == nil {
-			break
-		}
-		// Another replica wrote the conversation lately: wait for its
-		// turn, then plan from the head as it is then.
-		if err := lease(); err != nil {
-			return nil, err
-		}
-	}
+	loadStart := s.cfg.Now()
+	p, err := plan.Make(ctx, plan.Input{
+		Store:        s.cfg.Store,
+		Key:          x.key,
+		Policy:       c.policy(mode),
+		Model:        model,
+		MaxTokens:    maxTokens,
+		Instructions: instructions,
+		Tools:        tools,
+		New:          in,
+		Retry:        x.retry,
+		Counter:      s.counter,
+		Fixed:        fixedCounter{s},
+		Now:          loadStart,
+		Ratio:        ratio,
+		Window:       window,
+		Thread:       x.thread,
+		Loaded:       loaded,
+		Lease:        &x.lease,
+	})
+	s.metrics.storeOp("load", s.cfg.Now().Sub(loadStart))
 	if err != nil {
 		var oe *history.OrphanResultError
 		var se *plan.SideError
 		switch {
 		case errors.As(err, &se):
 			return nil, err // the caller sends the request as a side call
+		case errors.Is(err, plan.ErrStore) && ctx.Err() != nil && !x.lease.Held():
+			return nil, apierr.Busy // another replica held the lease throughout
 		case errors.Is(err, plan.ErrStore):
 			s.log.Error("load failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
 			if errors.Is(err, history.ErrUnavailable) {
@@ -441,7 +418,10 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 		return nil, err
 	}
 	x.dec, x.model = x.decide(p, mode, in), model
-	return held, nil
+	if x.lease.Held() {
+		return func() { x.lease.Release(); unlock() }, nil
+	}
+	return unlock, nil
 }
 
 // fixedCounter counts instructions, tools and the summary through the
@@ -486,6 +466,9 @@ func (x *exchange) record1(r recorded) error {
 	}
 	ch := x.dec.change(r.answer, s.cfg.Now().UnixNano())
 	ch.Model, ch.ResponseID, ch.PromptTokens, ch.CompletionTokens = r.model, r.id, r.prompt, r.completion
+	// The commit drops the lease (one that fails keeps it, and the
+	// exchange's end releases it).
+	ch.Lease = &x.lease
 	start := s.cfg.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
 	defer cancel()
@@ -495,7 +478,7 @@ func (x *exchange) record1(r recorded) error {
 		err  error
 	}
 	result := make(chan outcome, 1)
-	d, leased := x.dec, x.leased
+	d := x.dec
 	go func() {
 		// Past the deadline this goroutine may outlive the exchange: it
 		// reads only the decision and writes only ch.
@@ -503,22 +486,11 @@ func (x *exchange) record1(r recorded) error {
 		var err error
 		for attempt := 0; ; attempt++ {
 			m, err = s.cfg.Store.Commit(ctx, d.key, ch)
-			if errors.Is(err, history.ErrConflict) {
-				// Another writer committed since the plan.
-				s.markContended(ctx, d.key)
-			}
 			if !errors.Is(err, history.ErrConflict) || attempt == maxRebases {
 				break
 			}
-			if !leased && s.cfg.Leaser != nil {
-				// The replicas' next exchanges take the lease: rebase
-				// under it too, or they would keep committing first.
-				release, lerr := s.cfg.Leaser.Acquire(ctx, history.LeaseName(history.LeaseConversation, d.key))
-				if lerr == nil {
-					leased = true
-					defer release()
-				}
-			}
+			// Another writer committed since the plan (not an exchange:
+			// those hold the lease).
 			if ch, err = d.rebase(ctx, ch); err != nil {
 				break
 			}
@@ -607,15 +579,6 @@ func (x *exchange) sealEpisode(ctx context.Context) error {
 
 // maxRebases bounds the rebases of one commit.
 const maxRebases = 3
-
-// markContended marks k contended (see prepare and
-// history.MarkContended), after a commit on it met a commit of another
-// writer.
-func (s *Server) markContended(ctx context.Context, k history.Key) {
-	if err := history.MarkContended(ctx, s.cfg.Store, k, s.cfg.Now()); err != nil {
-		s.log.Warn("mark contended failed", "namespace", k.Tenant, "conversation", k.Conversation, "error", err)
-	}
-}
 
 // fail answers err in the client's protocol's shape (OpenAI's unless
 // x.render says otherwise) and ends the exchange with it.

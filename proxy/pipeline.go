@@ -179,8 +179,8 @@ func (x *exchange) planTurn(ctx context.Context, rc *fasthttp.RequestCtx, p *pro
 	if err != nil {
 		return nil, err
 	}
-	// An answer whose id names where it is stored cannot be rebased:
-	// prepare takes the conversation's lease for it (see nameResponse).
+	// An answer whose id names where it is stored cannot be rebased
+	// (see nameResponse): a commit that would move it fails instead.
 	x.pinned = p.answers != nil
 	release, err := x.prepare(ctx, instructions, in, req.Model, req.MaxTokens, req.ToolsRaw, mode)
 	if reason, ok := sideOf(err); ok {

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"errors"
 
 	"github.com/tidwall/sjson"
 
@@ -49,11 +48,12 @@ func resolveResponses(x *exchange, req *wire.Request, conv string) (string, erro
 // chained resolves a request chained by previous_response_id id (named:
 // the conversation the request names otherwise, if any). Whether it
 // continues the response's conversation or a fork is decided under the
-// conversation's lock, and its lease where replicas share the store:
-// of requests chained on one response at once, the first continues and
-// the others, finding the response no longer the latest once the first
-// committed, fork. A request that continues keeps both for its exchange
-// (x.held, which prepare takes over).
+// conversation's lock, and its lease where replicas share the store
+// (x.lease, taken by the read of the response's conversation in that
+// read's round trip): of requests chained on one response at once, the
+// first continues and the others, finding the response no longer the
+// latest once the first committed, fork. A request that continues keeps
+// both for its exchange (x.held, which prepare takes over).
 func (x *exchange) chained(id, named string) (string, error) {
 	ref, ok := respstate.ParseID(id)
 	if !ok {
@@ -61,17 +61,21 @@ func (x *exchange) chained(id, named string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), x.c.timeout())
 	defer cancel()
-	release, leased, err := x.s.hold(ctx, history.Key{Tenant: x.c.Namespace, Conversation: ref.Conversation})
+	unlock, err := x.s.cfg.Locks.Acquire(ctx, history.Key{Tenant: x.c.Namespace, Conversation: ref.Conversation})
 	if err != nil {
-		return "", err
+		return "", apierr.Busy
 	}
+	release := func() { x.lease.Release(); unlock() }
 	defer func() {
 		if release != nil {
 			release()
 		}
 	}()
-	r, err := x.s.state.Load(ctx, x.c.Namespace, id)
+	r, err := x.s.state.LoadLeased(ctx, x.c.Namespace, id, &x.lease)
 	if err != nil {
+		if ctx.Err() != nil {
+			return "", apierr.Busy // another replica held the lease throughout
+		}
 		return "", err
 	}
 	if r == nil {
@@ -83,38 +87,17 @@ func (x *exchange) chained(id, named string) (string, error) {
 	if !r.Latest {
 		return x.s.state.Fork(ctx, x.c.Namespace, r)
 	}
-	x.held, x.leased, release = release, leased, nil
+	x.held, release = release, nil
 	return r.Ref.Conversation, nil
 }
 
-// hold takes k's lock in this process and, where replicas share the
-// store (Config.Leaser), its lease, as a pinned exchange's prepare does;
-// release frees both.
-func (s *Server) hold(ctx context.Context, k history.Key) (release func(), leased bool, err error) {
-	unlock, err := s.cfg.Locks.Acquire(ctx, k)
-	if err != nil {
-		return nil, false, apierr.Busy
-	}
-	if s.cfg.Leaser == nil {
-		return unlock, false, nil
-	}
-	lease, err := s.cfg.Leaser.Acquire(ctx, history.LeaseName(history.LeaseConversation, k))
-	if err != nil {
-		unlock()
-		if errors.Is(err, history.ErrUnavailable) {
-			return nil, false, apierr.StoreUnavailable
-		}
-		return nil, false, apierr.Busy
-	}
-	return func() { lease(); unlock() }, true, nil
-}
-
-// dropHeld releases the lock resolve held for an exchange that does not
-// prepare (a side call, history off, a request refused before its plan).
+// dropHeld releases the lock (and lease) resolve held for an exchange
+// that does not prepare (a side call, history off, a request refused
+// before its plan).
 func (x *exchange) dropHeld() {
 	if x.held != nil {
 		x.held()
-		x.held, x.leased = nil, false
+		x.held = nil
 	}
 }
 

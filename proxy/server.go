@@ -79,14 +79,12 @@ type Config struct {
 	// insufficient_storage (the store is out of room, or read-only) and
 	// makes /readyz report not ready.
 	CanCommit func() error
-	// Leaser, if set, serialises the exchanges on a contended
-	// conversation across processes sharing the store (replicas): while
-	// the store marks a conversation contended (history.Contention), an
-	// exchange on it holds the conversation's lease, besides this
-	// process's own lock, from its plan until its commit, and so does
-	// every Responses API exchange (its answer's id names where the
-	// commit stores it: it cannot rebase). Default: the Store, if it is
-	// a history.Leaser.
+	// Leaser, if set, serialises the Responses and Conversations state's
+	// changes on a conversation across processes sharing the store
+	// (replicas) with the exchanges on it, which hold its lease from
+	// their plan's read to their commit through the Store itself
+	// (history.ExchangeLease). Default: the Store, if it is a
+	// history.Leaser.
 	Leaser history.Leaser
 	// Ping, if set, checks that the store answers: /readyz reports not
 	// ready (503) while it fails.

@@ -41,12 +41,21 @@ type Response struct {
 // the answer or after it. Errors are the store's, as the client is told
 // them (StoreReadErr).
 func (st *State) Load(ctx context.Context, ns, id string) (*Response, error) {
+	return st.LoadLeased(ctx, ns, id, nil)
+}
+
+// LoadLeased is Load with the read of the conversation's metadata taking
+// lease (history.Query.Lease) on a store replicas share, in the same
+// round trip: an exchange that continues the response holds it from
+// there to its commit. It takes no lease for an id that names no
+// conversation; the caller releases it otherwise.
+func (st *State) LoadLeased(ctx context.Context, ns, id string, lease *history.ExchangeLease) (*Response, error) {
 	ref, ok := ParseID(id)
 	if !ok {
 		return nil, nil
 	}
 	r := &Response{Ref: ref, key: history.Key{Tenant: ns, Conversation: ref.Conversation}}
-	snap, err := st.cfg.Store.Load(ctx, r.key, history.Query{After: ^uint64(0)}) // the metadata alone
+	snap, err := st.cfg.Store.Load(ctx, r.key, history.Query{After: ^uint64(0), Lease: lease}) // the metadata alone
 	if err != nil {
 		return nil, StoreReadErr(err)
 	}

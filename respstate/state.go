@@ -39,9 +39,9 @@ type Config struct {
 	// through these routes and the exchanges wait for one another
 	// (required).
 	Lock func(ctx context.Context, k history.Key) (release func(), err error)
-	// Leaser, if set, is taken besides Lock while the store marks a
-	// conversation contended (history.Contention), as the exchanges on
-	// it take it. Default: the Store, if it is a history.Leaser.
+	// Leaser, if set, is taken besides Lock: the conversation's lease,
+	// which the exchanges on it hold across replicas (see lock). Default:
+	// the Store, if it is a history.Leaser.
 	Leaser history.Leaser
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
@@ -52,8 +52,8 @@ type Config struct {
 	// conversation API's limiter, api.Handler.EnterHeavy): a page of the
 	// Conversations API's items runs under it. Default: none.
 	Heavy func(ctx context.Context, ns string) (leave func(), err error)
-	// Logger receives the failures that are not the request's (a
-	// contention mark the store refused). Default: discarded.
+	// Logger receives the failures that are not the request's.
+	// Default: discarded.
 	Logger *slog.Logger
 }
 
@@ -198,9 +198,10 @@ func (sc *call) meta(k history.Key) (history.Meta, error) {
 
 // lock takes k's lock in this process, as an exchange does, so that a
 // change through these routes and the exchanges on the conversation wait
-// for one another. Across replicas, the commits' version checks order
-// them; while the store marks k contended, the change also holds k's
-// lease, as the exchanges on it do.
+// for one another; and, across replicas, k's lease, which every exchange
+// on it holds from its plan's read to its commit (history.ExchangeLease).
+// A store of one process holds it at once, and so does the only process
+// writing a shared one.
 func (sc *call) lock(k history.Key) (release func(), err error) {
 	cfg := &sc.st.cfg
 	unlock, err := cfg.Lock(sc.ctx, k)
@@ -208,17 +209,6 @@ func (sc *call) lock(k history.Key) (release func(), err error) {
 		return nil, apierr.Busy
 	}
 	if cfg.Leaser == nil {
-		return unlock, nil
-	}
-	if _, ok := cfg.Store.(history.Contention); !ok {
-		return unlock, nil
-	}
-	snap, err := cfg.Store.Load(sc.ctx, k, history.Query{After: ^uint64(0)}) // the head alone
-	if err != nil {
-		unlock()
-		return nil, StoreReadErr(err)
-	}
-	if !snap.Contended {
 		return unlock, nil
 	}
 	lease, err := cfg.Leaser.Acquire(sc.ctx, history.LeaseName(history.LeaseConversation, k))
@@ -266,9 +256,6 @@ func (sc *call) hardForget(k history.Key, m history.Meta, seqs []uint64) error {
 			return nil
 		}
 		_, err = sc.st.cfg.Store.Commit(sc.ctx, k, history.Change{Version: m.Version, Forget: plan, Now: sc.st.cfg.Now().UnixNano()})
-		if errors.Is(err, history.ErrConflict) {
-			sc.st.markContended(sc.ctx, k)
-		}
 		if errors.Is(err, history.ErrConflict) && attempt < 2 {
 			if m, err = sc.meta(k); err != nil {
 				return err
@@ -279,15 +266,6 @@ func (sc *call) hardForget(k history.Key, m history.Meta, seqs []uint64) error {
 			return StoreWriteErr(err)
 		}
 		return nil
-	}
-}
-
-// markContended marks k contended (history.MarkContended), after a
-// commit on it met a commit of another writer, so that the exchanges and
-// changes on it take its lease while the window lasts.
-func (st *State) markContended(ctx context.Context, k history.Key) {
-	if err := history.MarkContended(ctx, st.cfg.Store, k, st.cfg.Now()); err != nil {
-		st.cfg.Logger.Warn("mark contended failed", "namespace", k.Tenant, "conversation", k.Conversation, "error", err)
 	}
 }
 

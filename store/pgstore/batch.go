@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -73,8 +74,20 @@ msgs AS (
   SELECT $1, r.conversation, r.seq, r.dl, r.created_at, r.body, r.tsv
   FROM unnest($13::text[], $14::bigint[], $15::int[], $16::bigint[], $17::bytea[], $18::tsvector[])
     AS r(conversation, seq, dl, created_at, body, tsv)
-  JOIN head h ON h.conversation = r.conversation)
+  JOIN head h ON h.conversation = r.conversation)%s
 SELECT conversation FROM head`
+
+// batchPlainSQL and batchLeasedSQL are batchSQL as sent: the leased one
+// also deletes the lease rows the batch's commits carry ($19 and $20,
+// each commit's lease's name and holder, "" for none) of the commits
+// that committed.
+var (
+	batchPlainSQL  = fmt.Sprintf(batchSQL, "")
+	batchLeasedSQL = fmt.Sprintf(batchSQL, `,
+rel AS (
+  DELETE FROM recall_leases l USING unnest($2::text[], $19::text[], $20::text[]) AS r(conversation, name, holder)
+  WHERE l.name = r.name AND l.holder = r.holder AND r.conversation IN (SELECT conversation FROM head))`)
+)
 
 // batched is a plain commit waiting for, or in, a batch.
 type batched struct {
@@ -288,6 +301,7 @@ func (s *Store) sendBatch(ctx context.Context, batch []*batched) (map[history.Ke
 		mDls                    []int32
 		mBodies                 [][]byte
 		mTsvs                   []postings
+		relNames, relHolders    []string // nil: no lease
 	)
 	for i, c := range batch {
 		f := c.f
@@ -300,11 +314,23 @@ func (s *Store) sendBatch(ctx context.Context, batch []*batched) (map[history.Ke
 		}
 		mSeqs, mDls, mCreated = append(mSeqs, f.w.seqs...), append(mDls, f.w.dls...), append(mCreated, f.w.created...)
 		mBodies, mTsvs = append(mBodies, f.w.bodies...), append(mTsvs, f.w.tsvs...)
+		if f.rel != nil {
+			if relNames == nil {
+				relNames, relHolders = make([]string, n), make([]string, n)
+			}
+			relNames[i], relHolders[i] = f.rel.name, f.rel.holder
+		}
 	}
 	committed := make(map[history.Key]bool, n)
 	tenant := batch[0].k.Tenant
-	rows, err := s.pool.Query(ctx, batchSQL, tenant, convs, versions, summaries, updated, incs, metas, docs, terms,
-		baseVersions, baseSummaries, baseIncs, mConvs, mSeqs, mDls, mCreated, mBodies, mTsvs)
+	args := []any{tenant, convs, versions, summaries, updated, incs, metas, docs, terms,
+		baseVersions, baseSummaries, baseIncs, mConvs, mSeqs, mDls, mCreated, mBodies, mTsvs}
+	sql := batchPlainSQL
+	if relNames != nil {
+		sql = batchLeasedSQL
+		args = append(args, relNames, relHolders)
+	}
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}

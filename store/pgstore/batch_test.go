@@ -319,11 +319,24 @@ func TestBatchStatementReadsOnlyItsRows(t *testing.T) {
 	}
 	args := []any{"t", convs, ones, zeros32, ones, ones, metas, zeros, zeros, ones, zeros32, ones,
 		[]string{}, []int64{}, []int32{}, []int64{}, [][]byte{}, []string{}}
-	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+	names, holders := make([]string, n), make([]string, n)
+	for i := range n {
+		names[i], holders[i] = "conv/t/"+convs[i], "holder"
+	}
+	for _, tc := range []struct {
+		mode, sql string
+		args      []any
+	}{
+		{"force_custom_plan", pgstore.BatchSQL, args},
+		{"force_generic_plan", pgstore.BatchSQL, args},
+		{"force_custom_plan, leased", pgstore.BatchLeasedSQL, append(args, names, holders)},
+		{"force_generic_plan, leased", pgstore.BatchLeasedSQL, append(args, names, holders)},
+	} {
+		mode, _, _ := strings.Cut(tc.mode, ",")
 		if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
 			t.Fatal(err)
 		}
-		rows, err := conn.Query(ctx, "EXPLAIN "+pgstore.BatchSQL, args...)
+		rows, err := conn.Query(ctx, "EXPLAIN "+tc.sql, tc.args...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,11 +354,11 @@ func TestBatchStatementReadsOnlyItsRows(t *testing.T) {
 		text := strings.Join(plan, "\n")
 		for _, bad := range []string{"Seq Scan on recall_conversations", "Bitmap Heap Scan on recall_conversations", "recall_conversations_activity"} {
 			if strings.Contains(text, bad) {
-				t.Errorf("%s: the plan has %q:\n%s", mode, bad, text)
+				t.Errorf("%s: the plan has %q:\n%s", tc.mode, bad, text)
 			}
 		}
 		if !strings.Contains(text, "Tid Scan on recall_conversations") {
-			t.Errorf("%s: the plan updates no row by its id:\n%s", mode, text)
+			t.Errorf("%s: the plan updates no row by its id:\n%s", tc.mode, text)
 		}
 	}
 }

@@ -181,7 +181,7 @@ func TestFollow(t *testing.T) {
 	follow := func(what string, h history.Head, after uint64) (history.Head, *history.Snapshot) {
 		t.Helper()
 		rt.take()
-		head, snap, err := s.Follow(ctx, k, h, after)
+		head, snap, err := s.Follow(ctx, k, h, after, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,6 +47,10 @@ ON CONFLICT (tenant, conversation) DO UPDATE SET version = excluded.version, sum
 // new conversation, only if there is none; the messages only if it was.
 // It answers 1 if it committed, 0 if not (nothing written). It leaves the
 // summary column alone: a plain commit does not change the summary.
+//
+// The leased variants also delete the lease row the change carries
+// (Change.Lease) if it committed, in the same statement: $18 and $19 (in
+// the creating one, $16 and $17) are the lease's name and holder.
 const (
 	fastMessages = `,
 msgs AS (
@@ -55,16 +59,22 @@ msgs AS (
   FROM unnest($10::bigint[], $11::int[], $12::bigint[], $13::bytea[], $14::tsvector[]) AS r(seq, dl, created_at, body, tsv)
   WHERE EXISTS (SELECT FROM head))
 SELECT count(*) FROM head`
-	fastUpdateSQL = `WITH head AS (
+	fastUpdateHead = `WITH head AS (
   UPDATE recall_conversations SET version = $3, summaries = $4, updated_at = $5, incarnation = $6, meta = $7,
     docs = docs + $8, terms = terms + $9
   WHERE tenant = $1 AND conversation = $2 AND version = $15 AND summaries = $16 AND incarnation = $17 AND ` + splitSQL + `
-  RETURNING 1)` + fastMessages
-	fastCreateSQL = `WITH head AS (
+  RETURNING 1)`
+	fastCreateHead = `WITH head AS (
   INSERT INTO recall_conversations (tenant, conversation, version, summaries, updated_at, incarnation, meta, docs, terms, summary)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $15)
   ON CONFLICT (tenant, conversation) DO NOTHING
-  RETURNING 1)` + fastMessages
+  RETURNING 1)`
+	fastUpdateSQL       = fastUpdateHead + fastMessages
+	fastCreateSQL       = fastCreateHead + fastMessages
+	fastUpdateLeasedSQL = fastUpdateHead + `,
+rel AS (DELETE FROM recall_leases WHERE name = $18 AND holder = $19 AND EXISTS (SELECT FROM head))` + fastMessages
+	fastCreateLeasedSQL = fastCreateHead + `,
+rel AS (DELETE FROM recall_leases WHERE name = $16 AND holder = $17 AND EXISTS (SELECT FROM head))` + fastMessages
 )
 
 // summarySQL lands a summary computed against the metadata whose head is
@@ -92,6 +102,11 @@ WHERE tenant = $1 AND conversation = $2 AND version = $6 AND summaries = $7 AND 
 // server's synchronous_commit makes it. An error leaves nothing, except
 // when the connection broke during COMMIT (history.ErrUnavailable): then
 // the commit may have landed.
+//
+// c.Lease, held by this Store, is dropped when the change commits: its
+// row, if it is in the table, is deleted in the commit's own statement
+// or transaction, which therefore costs no round trip more; a lease held
+// in memory is let go. A commit that fails leaves it held.
 func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (history.Meta, error) {
 	if err := ctx.Err(); err != nil {
 		return history.Meta{}, err
@@ -99,15 +114,28 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 	if err := s.sole.ready(ctx); err != nil {
 		return history.Meta{}, wrap("commit "+k.String(), err)
 	}
-	m, wrote, err := s.commitOn(ctx, k, c)
+	lease, inTable := s.heldInTable(c.Lease)
+	var rel *leaseTake // the row the commit deletes
+	if inTable {
+		rel = &leaseTake{name: lease.name, holder: lease.h.holder}
+	}
+	m, wrote, err := s.commitOn(ctx, k, c, rel)
 	if err != nil && !wrote && Unavailable(err) && ctx.Err() == nil {
 		// Nothing was written: after a database restart the pool's idle
 		// connections are dead, and only their first use tells.
 		s.pool.Reset()
-		m, _, err = s.commitOn(ctx, k, c)
+		m, _, err = s.commitOn(ctx, k, c, rel)
 	}
 	if err == nil {
 		s.merger.committed(len(c.Append))
+		if lease != nil {
+			if rel != nil {
+				lease.dropped()
+			} else {
+				lease.Release() // in memory, unless published since
+			}
+			c.Lease.Dropped()
+		}
 	}
 	if err != nil {
 		if conflict(err) {
@@ -124,7 +152,8 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 // commitOn runs commit on a connection of the pool; wrote reports
 // whether the writes were sent (the commit's fate is then unknown if the
 // connection broke).
-func (s *Store) commitOn(ctx context.Context, k history.Key, c history.Change) (m history.Meta, wrote bool, err error) {
+// rel, if set, is a lease row the commit deletes.
+func (s *Store) commitOn(ctx context.Context, k history.Key, c history.Change, rel *leaseTake) (m history.Meta, wrote bool, err error) {
 	if landsSummary(&c) {
 		if m, ok, err := s.commitSummary(ctx, k, &c, &wrote); err != nil || ok {
 			return m, wrote, err
@@ -135,6 +164,9 @@ func (s *Store) commitOn(ctx context.Context, k history.Key, c history.Change) (
 	moved := false // the head moved since c.Base
 	if fast(&c) {
 		f, _ = prepareFast(&c)
+	}
+	if f != nil {
+		f.rel = rel
 	}
 	if f != nil && f.base.Version != 0 {
 		r := s.batcher.commit(ctx, k, f)
@@ -161,7 +193,7 @@ func (s *Store) commitOn(ctx context.Context, k history.Key, c history.Change) (
 		}
 		// The head moved since c.Base: decide against the stored one.
 	}
-	m, err = s.commit(ctx, conn.Conn(), k, c, &wrote)
+	m, err = s.commit(ctx, conn.Conn(), k, c, rel, &wrote)
 	if err != nil {
 		rollback(conn.Conn())
 	}
@@ -211,6 +243,7 @@ type fastCommit struct {
 	next       history.Meta
 	meta, summ []byte // next's row (metaRow)
 	w          *writeSet
+	rel        *leaseTake // a lease row the commit deletes, if set
 }
 
 // prepareFast computes c (fast) against c.Base; ok is false if the one
@@ -244,6 +277,13 @@ func (s *Store) commitFast(ctx context.Context, conn *pgx.Conn, k history.Key, f
 	} else {
 		args = append(args, f.summ)
 	}
+	if f.rel != nil {
+		sql = fastCreateLeasedSQL
+		if f.base.Version != 0 {
+			sql = fastUpdateLeasedSQL
+		}
+		args = append(args, f.rel.name, f.rel.holder)
+	}
 	*wrote = true
 	var n int
 	if err := conn.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
@@ -252,7 +292,7 @@ func (s *Store) commitFast(ctx context.Context, conn *pgx.Conn, k history.Key, f
 	return f.next, n == 1, nil
 }
 
-func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c history.Change, wrote *bool) (history.Meta, error) {
+func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c history.Change, rel *leaseTake, wrote *bool) (history.Meta, error) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(lockSQL, k.Tenant, k.Conversation)
@@ -305,6 +345,9 @@ func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c his
 		docs, terms = int64(len(writes)), w.terms
 	}
 	b.Queue(upsertSQL, k.Tenant, k.Conversation, int64(next.Version), next.UpdatedAt, mv, docs, terms, int32(next.Summaries), int64(next.Incarnation), sv)
+	if rel != nil {
+		b.Queue(releaseSQL, rel.name, rel.holder)
+	}
 	b.Queue("COMMIT")
 	*wrote = true
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {

@@ -9,5 +9,6 @@ func BatchHooks(s *Store, queued, sent func(n int)) {
 	s.batcher.queued, s.batcher.sent = queued, sent
 }
 
-// BatchSQL is the batched commit's statement.
-const BatchSQL = batchSQL
+// BatchSQL and BatchLeasedSQL are the batched commit's statements,
+// without and with the lease rows it deletes.
+var BatchSQL, BatchLeasedSQL = batchPlainSQL, batchLeasedSQL

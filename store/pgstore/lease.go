@@ -6,6 +6,10 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/recallproxy/recall/history"
 )
 
 // takeSQL takes the lease on $1 for holder $2 if nobody holds it or its
@@ -28,21 +32,38 @@ const releaseSQL = `DELETE FROM recall_leases WHERE name = $1 AND holder = $2`
 // Options.Lease until release; a holder that dies stops renewing, and the
 // lease is free once it expires.
 func (s *Store) Acquire(ctx context.Context, name string) (release func(), err error) {
-	wait := 2 * time.Millisecond
+	var p pause
 	for {
 		release, ok, err := s.TryAcquire(ctx, name)
 		if err != nil || ok {
 			return release, err
 		}
-		t := time.NewTimer(wait/2 + rand.N(wait))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if s.onWait != nil {
+			s.onWait(name)
 		}
-		wait = min(2*wait, 50*time.Millisecond)
+		if err := p.wait(ctx); err != nil {
+			return nil, err
+		}
 	}
+}
+
+// pause is the wait between two tries of a lease another holder holds:
+// 2 ms, growing to 50 ms, jittered.
+type pause struct{ d time.Duration }
+
+func (p *pause) wait(ctx context.Context) error {
+	if p.d == 0 {
+		p.d = 2 * time.Millisecond
+	}
+	t := time.NewTimer(p.d/2 + rand.N(p.d))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	p.d = min(2*p.d, 50*time.Millisecond)
+	return nil
 }
 
 // While this Store is the sole writer (sole.go) no other process takes a
@@ -69,31 +90,54 @@ func (s *Store) TryAcquire(ctx context.Context, name string) (release func(), ok
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
-	h := &heldLease{holder: fmt.Sprintf("%s/%d", s.holder, s.leases.Add(1))}
-	s.heldMu.Lock()
-	if _, held := s.held[name]; held {
-		s.heldMu.Unlock()
+	h := s.newHeld()
+	reserved, inTable := s.reserve(name, h)
+	if !reserved {
 		return nil, false, nil
 	}
-	_, sole := s.sole.sole()
-	// Reserved while the row is taken: the Store may become sole meanwhile.
-	h.inTable = !sole
-	s.held[name] = h
-	s.heldMu.Unlock()
-	if sole {
+	if !inTable {
 		return s.releaser(name, h), true, nil
 	}
 	ok, err = s.take(ctx, name, h.holder)
 	if err != nil || !ok {
-		s.heldMu.Lock()
-		delete(s.held, name)
-		s.heldMu.Unlock()
+		s.unreserve(name, h)
 		return nil, false, err
 	}
 	s.heldMu.Lock()
 	s.renewing(name, h)
 	s.heldMu.Unlock()
 	return s.releaser(name, h), true, nil
+}
+
+// newHeld returns a lease to take, under a holder of its own.
+func (s *Store) newHeld() *heldLease {
+	return &heldLease{holder: fmt.Sprintf("%s/%d", s.holder, s.leases.Add(1))}
+}
+
+// reserve enters h in s.held under name, unless this Store holds name
+// already (reserved false): in memory while this Store is the sole
+// writer (it then holds the lease), otherwise as a row to take in the
+// table (inTable), reserved while it is taken, as the Store may become
+// sole meanwhile. A reservation whose take fails is undone (unreserve).
+func (s *Store) reserve(name string, h *heldLease) (reserved, inTable bool) {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	if _, held := s.held[name]; held {
+		return false, false
+	}
+	_, sole := s.sole.sole()
+	h.inTable = !sole
+	s.held[name] = h
+	return true, h.inTable
+}
+
+// unreserve undoes reserve.
+func (s *Store) unreserve(name string, h *heldLease) {
+	s.heldMu.Lock()
+	if s.held[name] == h {
+		delete(s.held, name)
+	}
+	s.heldMu.Unlock()
 }
 
 // take takes the lease on name in the table for holder: one round trip.
@@ -126,22 +170,189 @@ func (s *Store) renewing(name string, h *heldLease) {
 // it has one (if the database is away, the row expires on its own).
 func (s *Store) releaser(name string, h *heldLease) func() {
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.heldMu.Lock()
-			delete(s.held, name)
-			stop, done := h.stop, h.done
-			s.heldMu.Unlock()
-			if stop == nil {
-				return // in memory only
-			}
-			close(stop)
-			<-done
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_, _ = s.pool.Exec(ctx, releaseSQL, name, h.holder)
-		})
+	return func() { once.Do(func() { s.let(name, h, true) }) }
+}
+
+// let forgets h, stops renewing its row, and deletes the row if it is
+// in the table and del is set (a commit that deleted it in its own
+// transaction leaves del unset).
+func (s *Store) let(name string, h *heldLease, del bool) {
+	s.heldMu.Lock()
+	if s.held[name] == h {
+		delete(s.held, name)
 	}
+	stop, done, inTable := h.stop, h.done, h.inTable
+	s.heldMu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+	if !inTable || !del {
+		return // in memory only, or gone
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = s.pool.Exec(ctx, releaseSQL, name, h.holder)
+}
+
+// An exchange's lease on its conversation (history.ExchangeLease) is one
+// of the Store's leases, held in memory or in the table as any other, but
+// taken without a round trip of its own: in memory while the Store is the
+// sole writer (HoldLease, or the read), otherwise by the plan's read, in
+// one batch with it (leased); and dropped by the commit that carries it
+// (Change.Lease), in the commit's own transaction (see Commit).
+
+// convLease is this Store's hold on an exchange's lease.
+type convLease struct {
+	s    *Store
+	name string
+	h    *heldLease
+	once sync.Once
+}
+
+var _ history.LeaseHold = (*convLease)(nil)
+
+// Release lets the lease go: a round trip if it is in the table.
+func (c *convLease) Release() { c.once.Do(func() { c.s.let(c.name, c.h, true) }) }
+
+// dropped forgets the lease after a commit deleted its row.
+func (c *convLease) dropped() { c.once.Do(func() { c.s.let(c.name, c.h, false) }) }
+
+func (s *Store) newConvLease(k history.Key) *convLease {
+	return &convLease{s: s, name: history.LeaseName(history.LeaseConversation, k), h: s.newHeld()}
+}
+
+// HoldLease takes l on k in memory, if this Store is the sole writer and
+// nobody in it holds k's lease (history.ExchangeLeaser).
+func (s *Store) HoldLease(k history.Key, l *history.ExchangeLease) bool {
+	if l.Held() {
+		return true
+	}
+	if _, sole := s.sole.sole(); !sole {
+		return false
+	}
+	c := s.newConvLease(k)
+	reserved, inTable := s.reserve(c.name, c.h)
+	if !reserved {
+		return false
+	}
+	if inTable { // no longer sole: the read takes it
+		s.unreserve(c.name, c.h)
+		return false
+	}
+	l.Take(c)
+	return true
+}
+
+// leaseTake is an exchange's lease a read takes in its round trip: the
+// read sends takeSQL before its own statement, in one batch (one round
+// trip, one implicit transaction), and reads nothing unless the take
+// took the lease (ok).
+type leaseTake struct {
+	name, holder string
+	ok           bool
+}
+
+// leased runs read under l, an exchange's lease on k. With l nil or held,
+// read runs alone. Otherwise read takes l: in memory while this Store is
+// the sole writer (read then runs alone), else in read's own round trip
+// (read gets the take). While another holder holds the lease, leased
+// waits a short, growing, jittered pause (as Acquire) and reads again:
+// nothing read while another holds it is returned.
+func (s *Store) leased(ctx context.Context, k history.Key, l *history.ExchangeLease, read func(*leaseTake) error) error {
+	if l == nil || l.Held() {
+		return read(nil)
+	}
+	c := s.newConvLease(k)
+	var p pause
+	for {
+		reserved, inTable := s.reserve(c.name, c.h)
+		switch {
+		case reserved && !inTable:
+			l.Take(c)
+			return read(nil)
+		case reserved:
+			take := &leaseTake{name: c.name, holder: c.h.holder}
+			err := read(take)
+			if take.ok {
+				s.heldMu.Lock()
+				s.renewing(c.name, c.h)
+				s.heldMu.Unlock()
+				if err != nil {
+					c.Release() // the batch may have been rolled back, or not
+					return err
+				}
+				l.Take(c)
+				return nil
+			}
+			s.unreserve(c.name, c.h)
+			if err != nil {
+				return err
+			}
+		}
+		if s.onWait != nil {
+			s.onWait(c.name)
+		}
+		if err := p.wait(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// query sends sql with args alone, or with take after take's statement
+// in one batch, its lease's name and holder appended to args (the
+// leased variants of the reads), and calls read with sql's rows, unless
+// take did not take the lease. read closes the rows.
+func (s *Store) query(ctx context.Context, take *leaseTake, sql string, args []any, read func(pgx.Rows) error) error {
+	if take == nil {
+		rows, err := s.pool.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		return read(rows)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	b := &pgx.Batch{}
+	b.Queue(takeSQL, take.name, take.holder, s.lease.Microseconds())
+	b.Queue(sql, append(args, take.name, take.holder)...)
+	br := conn.SendBatch(ctx, b)
+	rows, err := br.Query()
+	if err == nil {
+		take.ok = rows.Next()
+		rows.Close()
+		err = rows.Err()
+	}
+	if err == nil {
+		if rows, err = br.Query(); err == nil {
+			if take.ok {
+				err = read(rows)
+			} else {
+				rows.Close()
+				err = rows.Err()
+			}
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// heldInTable returns the exchange's lease l as this Store holds it, and
+// whether it is in the table (a commit then deletes its row); nil if
+// this Store does not hold it.
+func (s *Store) heldInTable(l *history.ExchangeLease) (c *convLease, inTable bool) {
+	c, _ = l.Hold().(*convLease)
+	if c == nil || c.s != s {
+		return nil, false
+	}
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	return c, s.held[c.name] == c.h && c.h.inTable
 }
 
 // publishLeases writes the leases held in memory into the table, and

@@ -22,37 +22,32 @@ import (
 
 // TestReplicasRaceOneConversation: two proxy.Servers, each on its own
 // Store and window cache over one database (two replicas), take requests
-// on one conversation at once. A chat commit that finds another replica
-// committed since its plan marks the conversation contended, and the
-// exchanges then take the conversation's lease; a Responses API exchange
-// (its answer's id pins its sequence numbers: it cannot rebase) takes it
-// from the start. Every request is acknowledged, and stored exactly once,
-// as a user message followed by its answer.
+// on one conversation at once, through chat completions and through the
+// Responses API (whose answer's id pins its sequence numbers: it cannot
+// rebase). Each exchange holds the conversation's lease from its plan's
+// read to its commit, so the replicas take turns: every request is
+// acknowledged, and stored exactly once, as a user message followed by
+// its answer, and no lease is left behind.
 func TestReplicasRaceOneConversation(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		path string
 		body func(text string) string
-		// raced: the first exchange of each replica is held upstream
-		// until both are, so that one commit meets the other's (they
-		// take no lease) and marks the conversation contended;
-		// otherwise every exchange is leased and none does.
-		raced bool
 	}{
 		{"chat completions", "/v1/chat/completions", func(text string) string {
 			return `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"` + text + `"}]}`
-		}, true},
+		}},
 		{"responses", "/v1/responses", func(text string) string {
 			return `{"model":"gpt-4o-mini","conversation":"race","input":"` + text + `"}`
-		}, false},
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			raceReplicas(t, tc.path, tc.body, tc.raced)
+			raceReplicas(t, tc.path, tc.body)
 		})
 	}
 }
 
-func raceReplicas(t *testing.T, path string, body func(string) string, raced bool) {
+func raceReplicas(t *testing.T, path string, body func(string) string) {
 	url := pgtest.DB(t)
 	up := upstreamtest.NewTB(t)
 	g := config.DefaultGlobal()
@@ -77,9 +72,6 @@ func raceReplicas(t *testing.T, path string, body func(string) string, raced boo
 		addrs = append(addrs, ln.Addr().String())
 	}
 
-	if raced {
-		up.Enqueue(upstreamtest.Reply{Hold: true}, upstreamtest.Reply{Hold: true})
-	}
 	const clients, each = 6, 8 // three clients a replica
 	type outcome struct {
 		text   string
@@ -109,14 +101,6 @@ func raceReplicas(t *testing.T, path string, body func(string) string, raced boo
 			}
 		}()
 	}
-	if raced {
-		// Each replica's own lock lets one exchange through at a time:
-		// two held are one on each.
-		if err := up.WaitStalled(testCtx(t), 2); err != nil {
-			t.Fatalf("waiting for an exchange on each replica: %v", err)
-		}
-		up.Release()
-	}
 	wg.Wait()
 	close(results)
 
@@ -131,12 +115,12 @@ func raceReplicas(t *testing.T, path string, body func(string) string, raced boo
 		t.Fatalf("got %d answers, want %d", len(asked), clients*each)
 	}
 	s := open(t, url, pgstore.Options{})
-	var until int64
-	if err := s.Pool().QueryRow(testCtx(t), `SELECT contended_until FROM recall_conversations WHERE conversation = 'race'`).Scan(&until); err != nil {
+	var leases int
+	if err := s.Pool().QueryRow(testCtx(t), `SELECT count(*) FROM recall_leases`).Scan(&leases); err != nil {
 		t.Fatal(err)
 	}
-	if got := until > 0; got != raced {
-		t.Errorf("conversation marked contended: got %v, want %v", got, raced)
+	if leases != 0 {
+		t.Errorf("got %d leases held once every request was answered, want 0", leases)
 	}
 
 	ns, err := s.Namespaces(testCtx(t), "", "", 10)

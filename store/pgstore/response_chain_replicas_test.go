@@ -19,20 +19,6 @@ import (
 	"github.com/recallproxy/recall/store/pgstore"
 )
 
-// enteredLeaser is a Leaser that reports each Acquire of a conversation's
-// lease on entered, before it waits.
-type enteredLeaser struct {
-	history.Leaser
-	entered chan string
-}
-
-func (l enteredLeaser) Acquire(ctx context.Context, name string) (func(), error) {
-	if strings.HasPrefix(name, history.LeaseConversation) {
-		l.entered <- name
-	}
-	return l.Leaser.Acquire(ctx, name)
-}
-
 // TestConcurrentChainsOnOneResponseAcrossReplicas: two replicas on one
 // database get a request each chained on the same response at once. The
 // one that takes the conversation's lease first continues the
@@ -48,14 +34,20 @@ func TestConcurrentChainsOnOneResponseAcrossReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entered := make(chan string, 16)
+	entered := make(chan string, 64)
 	var addrs []string
 	for i := range 2 {
-		s := open(t, url, pgstore.Options{})
-		cfg := proxy.Config{Tenants: proxy.StaticTenants{Set: tenants}, Store: history.NewCache(s, 0, 0)}
-		if i == 1 {
-			cfg.Leaser = enteredLeaser{s, entered}
+		o := pgstore.Options{}
+		if i == 1 { // reports each time it finds the lease held
+			o.OnLeaseWait = func(name string) {
+				select {
+				case entered <- name:
+				default:
+				}
+			}
 		}
+		s := open(t, url, o)
+		cfg := proxy.Config{Tenants: proxy.StaticTenants{Set: tenants}, Store: history.NewCache(s, 0, 0)}
 		srv, err := proxy.New(cfg)
 		if err != nil {
 			t.Fatal(err)

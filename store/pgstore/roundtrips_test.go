@@ -2,7 +2,9 @@ package pgstore_test
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
@@ -296,5 +299,88 @@ func TestRoundTripsPerSummaryJob(t *testing.T) {
 	snap, err := s.Load(ctx, k, history.Query{})
 	if err != nil || snap.Meta.Summary == nil || snap.Meta.Summaries != 1 {
 		t.Fatalf("stored: %+v, %v; want the summary landed", snap.Meta.Summary, err)
+	}
+}
+
+// TestRoundTripsPerExchangeShared counts the database round trips of
+// each kind of exchange on one replica while a second shares the
+// database, through a proxy.Server with the window cache: the
+// conversation's lease costs none of its own (taken in the plan's read,
+// dropped in the commit). A chat or Responses request with its window
+// cached reads the head and commits (two); one chained by
+// previous_response_id reads the response's conversation (taking the
+// lease) and its turn, then plans from the window and commits (four).
+func TestRoundTripsPerExchangeShared(t *testing.T) {
+	rt := &roundTrips{}
+	url := pgtest.DB(t)
+	s := open(t, url, pgstore.Options{Tracer: rt})
+	open(t, url, pgstore.Options{}) // the second replica
+	up := upstreamtest.NewTB(t)
+	g := config.DefaultGlobal()
+	g.Defaults.Upstream.BaseURL = up.URL()
+	tenants, err := config.LoadTenants(g, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan proxy.ExchangeDone, 16)
+	srv, err := proxy.New(proxy.Config{Tenants: proxy.StaticTenants{Set: tenants}, Store: history.NewCache(s, 0, 0),
+		OnExchangeDone: func(d proxy.ExchangeDone) { done <- d }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Shutdown(context.Background())
+	post := func(path, conv, body string) gjson.Result {
+		t.Helper()
+		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer sk-rt")
+		req.Header.Set("Content-Type", "application/json")
+		if conv != "" {
+			req.Header.Set("X-Conversation-ID", conv)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: got %d %s", path, resp.StatusCode, b)
+		}
+		return gjson.ParseBytes(b)
+	}
+	const chat = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`
+	const resp = `{"model":"gpt-4o-mini","conversation":"rt-resp","input":"hi"}`
+	var last string // the last Responses answer's id
+	for _, tc := range []struct {
+		name, path, conv string
+		body             func() string
+		want             int
+	}{
+		{"chat, first (a load)", "/v1/chat/completions", "rt-chat", func() string { return chat }, 2},
+		{"chat", "/v1/chat/completions", "rt-chat", func() string { return chat }, 2},
+		{"responses, first (a load)", "/v1/responses", "", func() string { return resp }, 2},
+		{"responses", "/v1/responses", "", func() string { return resp }, 2},
+		{"responses, chained", "/v1/responses", "", func() string {
+			return `{"model":"gpt-4o-mini","previous_response_id":"` + last + `","input":"hi"}`
+		}, 4},
+	} {
+		rt.take()
+		r := post(tc.path, tc.conv, tc.body())
+		if d := <-done; !d.Committed {
+			t.Fatalf("%s: not committed: %v", tc.name, d.Err)
+		}
+		if id := r.Get("id").Str; strings.HasPrefix(id, "resp_") {
+			last = id
+		}
+		got := rt.take()
+		t.Logf("%s: %d round trips", tc.name, got)
+		if got != tc.want {
+			t.Errorf("%s: %d round trips, want %d", tc.name, got, tc.want)
+		}
 	}
 }

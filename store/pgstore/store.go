@@ -12,11 +12,13 @@
 // A read of a conversation is one statement (one snapshot, one round
 // trip) unless the tail it needs is longer than the first batch. The
 // store also implements history.Leaser with lease rows, so that a
-// background job (a summary, a retention pass) runs once across replicas
-// and the exchanges on a contended conversation (history.Contention: a
-// column of its row, read with its head) take turns. And it implements
-// history.SoleWriter with an advisory lock (sole.go): a replica alone on
-// the database serves its window cache without reading heads.
+// background job (a summary, a retention pass) runs once across replicas,
+// and takes an exchange's lease on its conversation with the plan's read
+// and drops it with the commit (history.ExchangeLease, lease.go), so
+// that the exchanges on one conversation take turns across replicas at no
+// round trip of their own. And it implements history.SoleWriter with an
+// advisory lock (sole.go): a replica alone on the database serves its
+// window cache without reading heads, and holds its leases in memory.
 //
 // Errors that mean the database cannot be reached wrap
 // history.ErrUnavailable.
@@ -71,11 +73,10 @@ type Options struct {
 	// OnMerge, if set, is called after each merge with the pages it
 	// merged and its error: for metrics and tests. Default none.
 	OnMerge func(pages int64, err error)
-	// Now is the clock a head read compares a conversation's contended
-	// window with (see MarkContended): the replicas' clocks, which mark
-	// it, not the database's, so that tests can inject one. Default
-	// time.Now.
-	Now func() time.Time
+	// OnLeaseWait, if set, is called with a lease's name each time a
+	// read that is to take it (history.Query.Lease) or Acquire finds it
+	// held by another holder, before it waits: for tests. Default none.
+	OnLeaseWait func(name string)
 	// JoinTimeout bounds how long Open waits for a Store that holds the
 	// database alone (see sole.go) to make way, and (up to 5s) how long
 	// a write waits for a broken lock connection to be replaced. Default
@@ -105,17 +106,17 @@ type Store struct {
 	version    int                   // the schema version
 	merger     *merger
 	batcher    *batcher
-	now        func() time.Time
+	onWait     func(name string)
 	sole       *soleLock
 }
 
 var (
-	_ history.Store      = (*Store)(nil)
-	_ history.Leaser     = (*Store)(nil)
-	_ history.HeadReader = (*Store)(nil)
-	_ history.Follower   = (*Store)(nil)
-	_ history.Contention = (*Store)(nil)
-	_ history.SoleWriter = (*Store)(nil)
+	_ history.Store          = (*Store)(nil)
+	_ history.Leaser         = (*Store)(nil)
+	_ history.ExchangeLeaser = (*Store)(nil)
+	_ history.HeadReader     = (*Store)(nil)
+	_ history.Follower       = (*Store)(nil)
+	_ history.SoleWriter     = (*Store)(nil)
 )
 
 // Open connects to the database at url (postgres://user:pass@host/db),
@@ -152,9 +153,6 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	if o.Committers <= 0 {
 		o.Committers = 2
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	if o.JoinTimeout <= 0 {
 		o.JoinTimeout = 30 * time.Second
 	}
@@ -176,7 +174,7 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	host, _ := os.Hostname()
-	s := &Store{pool: pool, lease: o.Lease, firstBatch: o.FirstBatch, now: o.Now,
+	s := &Store{pool: pool, lease: o.Lease, firstBatch: o.FirstBatch, onWait: o.OnLeaseWait,
 		holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:])), held: map[string]*heldLease{}}
 	s.sole = sole
 	sole.yielding = s.publishLeases
@@ -291,60 +289,66 @@ func conflict(err error) bool {
 }
 
 // Head reads the conversation's head (Version, Summaries, Incarnation): what a
-// replica's window cache checks before serving from memory. Contended is
-// whether the conversation's contended window (MarkContended) is open now.
+// replica's window cache checks before serving from memory.
 func (s *Store) Head(ctx context.Context, k history.Key) (h history.Head, err error) {
 	err = s.again(ctx, func() error { h, err = s.head(ctx, k); return err })
 	return h, err
 }
 
 func (s *Store) head(ctx context.Context, k history.Key) (history.Head, error) {
-	var version, incarnation, contended int64
+	var version, incarnation int64
 	var summaries int32
-	err := s.pool.QueryRow(ctx, `SELECT version, summaries, incarnation, contended_until FROM recall_conversations WHERE tenant = $1 AND conversation = $2`,
-		k.Tenant, k.Conversation).Scan(&version, &summaries, &incarnation, &contended)
+	err := s.pool.QueryRow(ctx, `SELECT version, summaries, incarnation FROM recall_conversations WHERE tenant = $1 AND conversation = $2`,
+		k.Tenant, k.Conversation).Scan(&version, &summaries, &incarnation)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return history.Head{}, nil
 	}
 	if err != nil {
 		return history.Head{}, wrap("head "+k.String(), err)
 	}
-	return history.Head{Version: uint64(version), Summaries: int(summaries), Incarnation: uint64(incarnation),
-		Contended: contended > s.now().UnixNano()}, nil
-}
-
-// MarkContended opens (or extends) k's contended window until until: one
-// UPDATE, which touches neither the version nor the metadata, so no
-// replica's cached window goes stale by it. A conversation not stored
-// has no row, and is left alone.
-func (s *Store) MarkContended(ctx context.Context, k history.Key, until time.Time) error {
-	return s.again(ctx, func() error {
-		_, err := s.pool.Exec(ctx, `UPDATE recall_conversations SET contended_until = $3
-WHERE tenant = $1 AND conversation = $2 AND contended_until < $3`, k.Tenant, k.Conversation, until.UnixNano())
-		return wrap("mark contended "+k.String(), err)
-	})
+	return history.Head{Version: uint64(version), Summaries: int(summaries), Incarnation: uint64(incarnation)}, nil
 }
 
 // loadSQL reads the metadata and the newest messages in one statement,
 // one snapshot: the metadata row is the one with seq 0 (messages count
-// from 1), and carries the contended window's end.
-const loadSQL = `SELECT 0::bigint, meta, contended_until, summary FROM recall_conversations WHERE tenant = $1 AND conversation = $2
+// from 1). %s is a condition on both reads (leasedSQL).
+const loadSQL = `SELECT 0::bigint, meta, summary FROM recall_conversations WHERE tenant = $1 AND conversation = $2%[1]s
 UNION ALL
-(SELECT seq, body, 0::bigint, NULL::bytea FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3
+(SELECT seq, body, NULL::bytea FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3%[1]s
  ORDER BY seq DESC LIMIT $4)`
 
 // followSQL reads a conversation's head and, if it is not the one given
 // ($5-$7), its metadata and its newest messages after $3, in one
 // statement, one snapshot; the metadata and the summary are not read
-// when the head is the one given.
-const followSQL = `WITH h AS (SELECT version, summaries, incarnation, contended_until, meta, summary,
+// when the head is the one given. %s is a condition on the head's read
+// (leasedSQL).
+const followSQL = `WITH h AS (SELECT version, summaries, incarnation, meta, summary,
     (version, summaries, incarnation) IS DISTINCT FROM ($5::bigint, $6::int, $7::bigint) AS moved
-  FROM recall_conversations WHERE tenant = $1 AND conversation = $2)
-SELECT 0::bigint, CASE WHEN moved THEN meta END, contended_until, CASE WHEN moved THEN summary END, version, summaries, incarnation FROM h
+  FROM recall_conversations WHERE tenant = $1 AND conversation = $2%s)
+SELECT 0::bigint, CASE WHEN moved THEN meta END, CASE WHEN moved THEN summary END, version, summaries, incarnation FROM h
 UNION ALL
-(SELECT seq, body, 0::bigint, NULL::bytea, 0::bigint, 0::int, 0::bigint FROM recall_messages
+(SELECT seq, body, NULL::bytea, 0::bigint, 0::int, 0::bigint FROM recall_messages
  WHERE tenant = $1 AND conversation = $2 AND seq > $3 AND EXISTS (SELECT FROM h WHERE moved)
  ORDER BY seq DESC LIMIT $4)`
+
+// The reads as they are sent: alone, and after the lease's take in a
+// batch, reading nothing unless the take took it ($8 and $9 in
+// follow's, $5 and $6 in load's: the lease's name and holder). The take
+// is a statement of its own, before the read, so that the read's
+// snapshot, taken once the take returned, holds every commit of the
+// lease's last holder: a commit drops the lease in its own transaction,
+// and the take waits for that transaction to end.
+var (
+	loadPlainSQL    = fmt.Sprintf(loadSQL, "")
+	loadLeasedSQL   = fmt.Sprintf(loadSQL, leasedSQL(5))
+	followPlainSQL  = fmt.Sprintf(followSQL, "")
+	followLeasedSQL = fmt.Sprintf(followSQL, leasedSQL(8))
+)
+
+// leasedSQL is the condition that the lease named $n is held by $n+1.
+func leasedSQL(n int) string {
+	return fmt.Sprintf(" AND EXISTS (SELECT FROM recall_leases WHERE name = $%d AND holder = $%d)", n, n+1)
+}
 
 // rangeSQL reads messages lo < seq <= hi, newest first.
 const rangeSQL = `SELECT seq, body FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3 AND seq <= $4
@@ -356,48 +360,51 @@ const metaSQL = `SELECT meta, summary FROM recall_conversations WHERE tenant = $
 // inactive ranges, and returns the tail oldest first. The first statement
 // reads the metadata with the newest FirstBatch messages; a tail longer
 // than that is read on in a repeatable-read transaction, in batches twice
-// the size of the one before.
+// the size of the one before. q.Lease, if not held, is taken first, in
+// the same round trip as the first statement (see leased).
 func (s *Store) Load(ctx context.Context, k history.Key, q history.Query) (snap history.Snapshot, err error) {
-	err = s.again(ctx, func() error { snap, err = s.load(ctx, k, q); return err })
+	err = s.leased(ctx, k, q.Lease, func(take *leaseTake) error {
+		return s.again(ctx, func() error { snap, err = s.load(ctx, k, q, take); return err })
+	})
 	return snap, err
 }
 
-func (s *Store) load(ctx context.Context, k history.Key, q history.Query) (history.Snapshot, error) {
+func (s *Store) load(ctx context.Context, k history.Key, q history.Query, take *leaseTake) (history.Snapshot, error) {
 	limit := max(s.firstBatch, 2*q.MinMessages)
-	rows, err := s.pool.Query(ctx, loadSQL, k.Tenant, k.Conversation, int64(q.After), limit)
-	if err != nil {
-		return history.Snapshot{}, wrap("load "+k.String(), err)
-	}
 	var (
-		w         walker
-		found     bool
-		contended int64
-		batch     []history.Message
+		w     walker
+		found bool
+		batch []history.Message
 	)
-	for rows.Next() {
-		var seq, until int64
-		var b, sb []byte
-		if err := rows.Scan(&seq, &b, &until, &sb); err != nil {
-			rows.Close()
-			return history.Snapshot{}, wrap("load "+k.String(), err)
-		}
-		if seq == 0 {
-			if w.meta, err = readMeta(b, sb); err != nil {
-				rows.Close()
-				return history.Snapshot{}, fmt.Errorf("pgstore: load %s: %w", k, err)
-			}
-			found, contended = true, until
-			continue
-		}
-		msg, err := history.DecodeMessage(b, uint64(seq))
-		if err != nil {
-			rows.Close()
-			return history.Snapshot{}, fmt.Errorf("pgstore: load %s: %w", k, err)
-		}
-		batch = append(batch, msg)
+	sql := loadPlainSQL
+	if take != nil {
+		sql = loadLeasedSQL
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	err := s.query(ctx, take, sql, []any{k.Tenant, k.Conversation, int64(q.After), limit}, func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var seq int64
+			var b, sb []byte
+			if err := rows.Scan(&seq, &b, &sb); err != nil {
+				return err
+			}
+			if seq == 0 {
+				m, err := readMeta(b, sb)
+				if err != nil {
+					return err
+				}
+				w.meta, found = m, true
+				continue
+			}
+			msg, err := history.DecodeMessage(b, uint64(seq))
+			if err != nil {
+				return err
+			}
+			batch = append(batch, msg)
+		}
+		return rows.Err()
+	})
+	if err != nil || (take != nil && !take.ok) {
 		return history.Snapshot{}, wrap("load "+k.String(), err)
 	}
 	if !found {
@@ -412,61 +419,63 @@ func (s *Store) load(ctx context.Context, k history.Key, q history.Query) (histo
 			return history.Snapshot{}, err
 		}
 	}
-	snap := w.snapshot()
-	snap.Contended = contended > s.now().UnixNano()
-	return snap, nil
+	return w.snapshot(), nil
 }
 
 // Follow implements history.Follower in one statement: the head, and if
 // it is not h, the metadata with the newest messages after after (at
 // most the first batch's size: a cache that finds fewer than the head
-// says were appended reads the window again).
-func (s *Store) Follow(ctx context.Context, k history.Key, h history.Head, after uint64) (head history.Head, snap *history.Snapshot, err error) {
-	err = s.again(ctx, func() error { head, snap, err = s.follow(ctx, k, h, after); return err })
+// says were appended reads the window again). lease, if not held, is
+// taken in the same round trip (see leased).
+func (s *Store) Follow(ctx context.Context, k history.Key, h history.Head, after uint64, lease *history.ExchangeLease) (head history.Head, snap *history.Snapshot, err error) {
+	err = s.leased(ctx, k, lease, func(take *leaseTake) error {
+		return s.again(ctx, func() error { head, snap, err = s.follow(ctx, k, h, after, take); return err })
+	})
 	return head, snap, err
 }
 
-func (s *Store) follow(ctx context.Context, k history.Key, h history.Head, after uint64) (history.Head, *history.Snapshot, error) {
-	rows, err := s.pool.Query(ctx, followSQL, k.Tenant, k.Conversation, int64(after), s.firstBatch,
-		int64(h.Version), int32(h.Summaries), int64(h.Incarnation))
-	if err != nil {
-		return history.Head{}, nil, wrap("follow "+k.String(), err)
-	}
+func (s *Store) follow(ctx context.Context, k history.Key, h history.Head, after uint64, take *leaseTake) (history.Head, *history.Snapshot, error) {
 	var (
 		head         history.Head
 		w            walker
 		found, moved bool
 		batch        []history.Message
 	)
-	for rows.Next() {
-		var seq, until, version, incarnation int64
-		var summaries int32
-		var b, sb []byte
-		if err := rows.Scan(&seq, &b, &until, &sb, &version, &summaries, &incarnation); err != nil {
-			rows.Close()
-			return history.Head{}, nil, wrap("follow "+k.String(), err)
-		}
-		if seq == 0 {
-			found, moved = true, b != nil
-			head = history.Head{Version: uint64(version), Summaries: int(summaries), Incarnation: uint64(incarnation),
-				Contended: until > s.now().UnixNano()}
-			if moved {
-				if w.meta, err = readMeta(b, sb); err != nil {
-					rows.Close()
-					return history.Head{}, nil, fmt.Errorf("pgstore: follow %s: %w", k, err)
-				}
-			}
-			continue
-		}
-		msg, err := history.DecodeMessage(b, uint64(seq))
-		if err != nil {
-			rows.Close()
-			return history.Head{}, nil, fmt.Errorf("pgstore: follow %s: %w", k, err)
-		}
-		batch = append(batch, msg)
+	sql := followPlainSQL
+	if take != nil {
+		sql = followLeasedSQL
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	args := []any{k.Tenant, k.Conversation, int64(after), s.firstBatch, int64(h.Version), int32(h.Summaries), int64(h.Incarnation)}
+	err := s.query(ctx, take, sql, args, func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var seq, version, incarnation int64
+			var summaries int32
+			var b, sb []byte
+			if err := rows.Scan(&seq, &b, &sb, &version, &summaries, &incarnation); err != nil {
+				return err
+			}
+			if seq == 0 {
+				found, moved = true, b != nil
+				head = history.Head{Version: uint64(version), Summaries: int(summaries), Incarnation: uint64(incarnation)}
+				if moved {
+					m, err := readMeta(b, sb)
+					if err != nil {
+						return err
+					}
+					w.meta = m
+				}
+				continue
+			}
+			msg, err := history.DecodeMessage(b, uint64(seq))
+			if err != nil {
+				return err
+			}
+			batch = append(batch, msg)
+		}
+		return rows.Err()
+	})
+	if err != nil || (take != nil && !take.ok) {
 		return history.Head{}, nil, wrap("follow "+k.String(), err)
 	}
 	if !found {
@@ -480,7 +489,6 @@ func (s *Store) follow(ctx context.Context, k history.Key, h history.Head, after
 	sortDesc(batch)
 	w.take(batch)
 	snap := w.snapshot()
-	snap.Contended = head.Contended
 	return head, &snap, nil
 }
 
