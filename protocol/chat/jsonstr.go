@@ -6,52 +6,7 @@ const hexDigits = "0123456789abcdef"
 
 // appendQuoted appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as
 // with encoding/json; HTML characters are left alone.
-func appendQuoted(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+func appendQuoted(dst []byte, s string) []byte { return appendEscaped(dst, s, false) }
 
 // appendStringified appends s as a JSON string the way sjson writes a
 // string value: as it is when every byte is printable ASCII but the
@@ -70,29 +25,35 @@ func appendStringified(dst []byte, s string) []byte {
 // appendMarshaled appends s as encoding/json marshals it: HTML characters
 // and control characters escaped (\b, \f, \n, \r and \t by name), invalid
 // UTF-8 as U+FFFD, the line and paragraph separators escaped.
-func appendMarshaled(dst []byte, s string) []byte {
+func appendMarshaled(dst []byte, s string) []byte { return appendEscaped(dst, s, true) }
+
+// appendEscaped appends s as a JSON string: quote, backslash and control
+// characters escaped (\n, \r and \t by name; also \b and \f, and the HTML
+// characters <, > and &, when marshal is set, as encoding/json does),
+// invalid UTF-8 as U+FFFD, the line and paragraph separators escaped.
+func appendEscaped(dst []byte, s string, marshal bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+			if b >= 0x20 && b != '"' && b != '\\' && (!marshal || b != '<' && b != '>' && b != '&') {
 				i++
 				continue
 			}
 			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
+			switch {
+			case b == '"' || b == '\\':
 				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
+			case b == '\n':
 				dst = append(dst, '\\', 'n')
-			case '\r':
+			case b == '\r':
 				dst = append(dst, '\\', 'r')
-			case '\t':
+			case b == '\t':
 				dst = append(dst, '\\', 't')
+			case marshal && b == '\b':
+				dst = append(dst, '\\', 'b')
+			case marshal && b == '\f':
+				dst = append(dst, '\\', 'f')
 			default:
 				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
 			}
