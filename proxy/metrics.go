@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/tracing"
 )
 
 // Metrics are Recall's Prometheus metrics. Labels are bounded: tenant ids
@@ -110,6 +111,19 @@ func (m *Metrics) serve(rc *fasthttp.RequestCtx) { m.handler(rc) }
 func (m *Metrics) activeConversations(f func() int) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "recall_active_conversations",
 		Help: "Conversations with a request in flight."}, func() float64 { return float64(f()) }))
+}
+
+// traceSpans counts the spans t lost, dropped from its full queue or in
+// an export that failed (tracing.Tracer.Dropped, Failed): a collector
+// slow or down shows here, not only in the log.
+func (m *Metrics) traceSpans(t *tracing.Tracer) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "recall_trace_spans_dropped_total",
+			Help: "Exchanges and memory operations whose spans were dropped because the trace queue was full."},
+			func() float64 { return float64(t.Dropped()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "recall_trace_spans_failed_total",
+			Help: "Exchanges and memory operations whose spans were lost to an export that failed after its retries."},
+			func() float64 { return float64(t.Failed()) }))
 }
 
 // CountRequest counts one answered request of route for tenant ("" before

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/tracing"
 )
 
 func TestMetricsExposeRequestsAndCuration(t *testing.T) {
@@ -93,6 +95,32 @@ func TestOverheadCountsTheCommit(t *testing.T) {
 		overhead, upstream := h.Metric(`recall_overhead_seconds_sum{tenant="default"}`), h.Metric(`recall_upstream_duration_seconds_sum{tenant="default"}`)
 		if want := 3 * float64(i+1); overhead != want || upstream != 0 {
 			t.Errorf("after request %d: overhead %v s, upstream %v s; want %v and 0 (the commits' time is Recall's)", i, overhead, upstream, want)
+		}
+	}
+}
+
+// Spans lost to a collector that refuses them show in the metrics: an
+// operator sees a trace pipeline down without reading the log.
+func TestMetricsCountTraceSpansLost(t *testing.T) {
+	tr := tracing.New(func(context.Context, []byte) error { return errors.New("collector down") })
+	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.Tracer = tr }})
+	for i := range 2 {
+		if r := h.Post("/v1/chat/completions", key, "spans", e2etest.ChatBody("hello", i == 1)); r.Status != 200 {
+			t.Fatalf("turn %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	if err := tr.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(h.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"recall_trace_spans_failed_total 2", "recall_trace_spans_dropped_total 0"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %q", want)
 		}
 	}
 }

@@ -278,6 +278,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.sockets = sockets
 	s.metrics.activeConversations(cfg.Locks.active)
+	if cfg.Tracer != nil {
+		s.metrics.traceSpans(cfg.Tracer)
+	}
 	s.srv = &fasthttp.Server{
 		Handler:                       s.Handle,
 		Name:                          "recall",

@@ -12,14 +12,17 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	_ "google.golang.org/grpc/encoding/gzip" // the gzip compressor, by name
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // exporter sends one encoded ExportTraceServiceRequest; the Tracer's
@@ -105,12 +108,17 @@ func (h *httpExporter) export(ctx context.Context, request []byte) error {
 	req.Header = h.header // read, never written, by the client
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("tracing: export: %w", err)
+		return &retryableError{err: fmt.Errorf("tracing: export: %w", err)} // the collector unreachable
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("tracing: export: the collector answered %s", resp.Status)
+		err := fmt.Errorf("tracing: export: the collector answered %s", resp.Status)
+		switch resp.StatusCode {
+		case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return &retryableError{err: err, after: retryAfter(resp.Header.Get("Retry-After"))}
+		}
+		return err
 	}
 	return nil
 }
@@ -205,9 +213,72 @@ func newGRPCExporter(getenv func(string) string, version string) (exporter, erro
 		defer cancel()
 		var discard []byte
 		if err := conn.Invoke(ctx, grpcMethod, &request, &discard, opts...); err != nil {
-			return fmt.Errorf("tracing: export: %w", err)
+			err = fmt.Errorf("tracing: export: %w", err)
+			switch status.Code(err) {
+			case codes.Canceled, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted,
+				codes.OutOfRange, codes.Unavailable, codes.DataLoss:
+				return &retryableError{err: err}
+			}
+			return err
 		}
 		return nil
 	}
 	return exporter{export: export, close: func() { conn.Close() }}, nil
+}
+
+// retryableError is an export the collector may take on a later attempt
+// (OTLP's retryable answers: HTTP 429, 502, 503 and 504, gRPC's
+// Unavailable and kin, a collector unreachable); after is how long it
+// asked to be left alone (Retry-After), 0 when it did not say.
+type retryableError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryableError) Error() string { return e.err.Error() }
+func (e *retryableError) Unwrap() error { return e.err }
+
+// retryAfter reads a Retry-After header given in seconds (0 for none, or
+// for a date, which collectors do not send).
+func retryAfter(v string) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
+}
+
+// exportAttempts bounds the attempts at one request, and
+// maxRetryDelay a pause between two: a collector restarting or shedding
+// load is given two more chances, then the request counts as failed (the
+// queue fills meanwhile and drops what comes, never the proxy's time).
+const (
+	exportAttempts = 3
+	maxRetryDelay  = 10 * time.Second
+)
+
+// firstRetryDelay is the pause before the second attempt, doubled before
+// the third (a test shortens it).
+var firstRetryDelay = time.Second
+
+// exportRetrying exports request, again after a pause when the collector
+// answers that it may take it later, until exportAttempts or until stop
+// is closed (Shutdown: what is left is not waited for).
+func exportRetrying(export func(context.Context, []byte) error, request []byte, stop <-chan struct{}) error {
+	delay := firstRetryDelay
+	for attempt := 1; ; attempt++ {
+		err := export(context.Background(), request)
+		var re *retryableError
+		if err == nil || attempt == exportAttempts || !errors.As(err, &re) {
+			return err
+		}
+		t := time.NewTimer(min(max(delay, re.after), maxRetryDelay))
+		select {
+		case <-t.C:
+		case <-stop:
+			t.Stop()
+			return err
+		}
+		delay *= 2
+	}
 }

@@ -28,8 +28,10 @@ import (
 // request, keeps it with its path and headers, and answers status.
 type receiver struct {
 	*httptest.Server
-	mu      sync.Mutex
-	status  int
+	mu     sync.Mutex
+	status int
+	// answers, if any, are answered first, one a request, before status.
+	answers []int
 	reqs    []*collectortrace.ExportTraceServiceRequest
 	paths   []string
 	headers []http.Header
@@ -62,6 +64,9 @@ func newReceiver(t *testing.T) *receiver {
 		r.mu.Lock()
 		r.reqs, r.paths, r.headers = append(r.reqs, &ex), append(r.paths, req.URL.Path), append(r.headers, req.Header.Clone())
 		status, release := r.status, r.release
+		if len(r.answers) > 0 {
+			status, r.answers = r.answers[0], r.answers[1:]
+		}
 		r.mu.Unlock()
 		r.got <- struct{}{}
 		if release != nil {
@@ -358,6 +363,7 @@ func TestQueueFullDrops(t *testing.T) {
 // An export the collector refuses is reported and its exchanges counted
 // as failed.
 func TestFailedExportReported(t *testing.T) {
+	defer tracing.SetRetryDelay(0)()
 	rcv := newReceiver(t)
 	rcv.status = http.StatusServiceUnavailable
 	var mu sync.Mutex
@@ -383,9 +389,52 @@ func TestFailedExportReported(t *testing.T) {
 	}
 }
 
+// A collector that answers it may take the request later (OTLP's
+// retryable answers) is sent it again: once shedding load (503), the
+// spans arrive on the second attempt and nothing counts as failed; a
+// request it refuses for good (400) is not sent again.
+func TestExportRetriedWhenTheCollectorSaysLater(t *testing.T) {
+	defer tracing.SetRetryDelay(0)()
+	for _, tc := range []struct {
+		name     string
+		answers  []int
+		requests int
+		failed   uint64
+	}{
+		{"unavailable once", []int{http.StatusServiceUnavailable}, 2, 0},
+		{"too many requests twice", []int{http.StatusTooManyRequests, http.StatusTooManyRequests}, 3, 0},
+		{"unavailable throughout", []int{503, 503, 503, 503}, 3, 1},
+		{"bad request", []int{http.StatusBadRequest}, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rcv := newReceiver(t)
+			rcv.answers = tc.answers
+			env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL}
+			tr, err := tracing.Start(t.Context(), func(k string) string { return env[k] }, "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			endOne(tr, "")
+			if err := tr.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			rcv.mu.Lock()
+			requests := len(rcv.reqs)
+			rcv.mu.Unlock()
+			if requests != tc.requests || tr.Failed() != tc.failed {
+				t.Errorf("%d requests, %d exchanges failed; want %d and %d", requests, tr.Failed(), tc.requests, tc.failed)
+			}
+			if err := tr.Shutdown(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 // A collector that refuses every request is told of at the 1st, 2nd,
 // 4th… failure in a row, not at each.
 func TestFailuresReportedSparingly(t *testing.T) {
+	defer tracing.SetRetryDelay(0)()
 	rcv := newReceiver(t)
 	rcv.status = http.StatusServiceUnavailable
 	var mu sync.Mutex

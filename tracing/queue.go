@@ -147,7 +147,7 @@ func (q *queue) send(records int) {
 	}
 	q.request = q.enc.request(q.request[:0], q.t.resource)
 	q.enc.reset()
-	err := q.t.export(context.Background(), q.request)
+	err := exportRetrying(q.t.export, q.request, q.stop)
 	if err == nil {
 		q.failing = 0
 	} else {
