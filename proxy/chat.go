@@ -481,7 +481,8 @@ func (x *exchange) record1(r recorded) error {
 	d := x.dec
 	go func() {
 		// Past the deadline this goroutine may outlive the exchange: it
-		// reads only the decision and writes only ch.
+		// reads only the decision and writes only ch (and, through
+		// ch.Lease, the lease its commit drops).
 		var m history.Meta
 		var err error
 		for attempt := 0; ; attempt++ {

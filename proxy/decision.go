@@ -12,7 +12,8 @@ import (
 // decoded. What the plan decided is a decision: prepare makes it once and
 // nothing writes it after, so it is the one part of an exchange another
 // goroutine may read (the commit's, which may outlive the handler past
-// its deadline, reads the decision and the change, nothing else). What
+// its deadline, reads the decision and the change, nothing else; the
+// change points to the exchange's lease, which guards itself). What
 // the exchange's record and log line report (exchangeFacts) is written by
 // whichever goroutine owns the exchange at the time: the handler, then
 // the stream's writer it hands the exchange to.
