@@ -350,19 +350,23 @@ wait:
 			return ctx.Err()
 		}
 	}
+	// The sockets first: a WebSocket turn still in flight starts its
+	// relay (inflight.Add) after the listener has stopped, and a
+	// WaitGroup's Add must not race its Wait. Once every socket is closed
+	// no relay can start.
+	select {
+	case <-s.sockets.Wait():
+	case <-ctx.Done():
+		s.conns.closeAll()
+		s.sockets.CloseAll()
+		return ctx.Err()
+	}
 	relays := make(chan struct{})
 	go func() { s.inflight.Wait(); close(relays) }()
 	select {
 	case <-relays:
 	case <-ctx.Done():
 		s.conns.closeAll()
-		s.sockets.CloseAll()
-		return ctx.Err()
-	}
-	select {
-	case <-s.sockets.Wait():
-	case <-ctx.Done():
-		s.sockets.CloseAll()
 		return ctx.Err()
 	}
 	s.client.CloseIdleConnections() // the upstream's side of them ends too
