@@ -109,12 +109,18 @@ func (x *exchange) dropHeld() {
 // messages. The exchange is pinned to them: a commit that would land
 // elsewhere fails rather than leave the id naming other messages.
 //
-// The answer's "store" says whether Recall stores it, whatever the request
-// asked: a store:false request that continues a stored response is stored
-// with its conversation, and says so.
+// The answer's "store" says whether Recall stores it as a response, whatever
+// the request asked: a store:false request that continues a stored
+// response is stored with its conversation, and says so. A store:false
+// request that continues none gets an id that names nothing even where a
+// named conversation records its turn (the memory keeps the turn, no
+// previous_response_id reaches it): as OpenAI's, its chain goes on only on
+// the socket that holds it (Open Responses'
+// websocket-reconnect-store-false-recovery), whatever else the
+// conversation holds.
 func nameResponse(x *exchange, req *wire.Request) {
 	req.Created = x.facts.start.Unix()
-	req.Store = x.record && x.dec != nil
+	req.Store = x.record && x.dec != nil && (req.Store || req.PreviousResponseID != "")
 	if !req.Store {
 		// Stored nowhere: an id that names nothing.
 		req.ResponseID = "resp_" + respstate.NewConversationID()[len("conv_"):]

@@ -258,6 +258,42 @@ func checkWSError(t *testing.T, w wsTurn, status int, code string) {
 	}
 }
 
+// In a named conversation a store:false turn is remembered, but its
+// response is not stored: its chain goes on on its socket only, and a
+// new socket naming it gets previous_response_not_found (Open Responses'
+// websocket-reconnect-store-false-recovery), on every upstream.
+func TestWebSocketStoreFalseNamedConversation(t *testing.T) {
+	h := newHarness(t, wsKinds())
+	for _, u := range wsUpstreams {
+		t.Run(u.name, func(t *testing.T) {
+			path := "/c/ws-sf-" + u.name + "/v1/responses"
+			c := dialWS(t, h, path, u.key)
+			first := sendWS(t, c, map[string]any{"store": false, "input": "remember copper"})
+			checkTurn(t, first, "echo: remember copper")
+			id := first.response().Get("id").Str
+			if first.response().Get("store").Bool() {
+				t.Errorf("a store:false response says it is stored: %s", first.response().Raw)
+			}
+			checkTurn(t, sendWS(t, c, map[string]any{"store": false, "previous_response_id": id, "input": "which word"}), "echo: which word")
+			if got := strings.Join(upstreamTexts(h.Up.Last()), "|"); got != "remember copper|echo: remember copper|which word" {
+				t.Errorf("continuation's upstream messages: got %q", got)
+			}
+			h.WaitDone("ws-sf-" + u.name)
+			if n := len(h.Stored(u.tenant, "ws-sf-"+u.name)); n != 4 {
+				t.Errorf("stored %d messages, want the two turns' 4", n)
+			}
+
+			other := dialWS(t, h, path, u.key)
+			n := h.Up.Count()
+			checkWSError(t, sendWS(t, other, map[string]any{"store": false, "previous_response_id": id, "input": "again"}),
+				400, "previous_response_not_found")
+			if h.Up.Count() != n {
+				t.Errorf("the refused turn reached the upstream")
+			}
+		})
+	}
+}
+
 // A continuation that fails forgets the response it continued: the next
 // turn naming it is previous_response_not_found (Open Responses'
 // websocket-failed-continuation-evicts-cache).
