@@ -105,7 +105,9 @@ type ExchangeLatency struct {
 // what it sent (by kind of message, and whole), the whole estimate
 // calibrated (EstimatedInput times the record's Calibration: what the
 // upstream was expected to count), and what the upstream reported (0 if
-// it reported nothing).
+// it reported nothing): ReportedInput counts every input token, Cached
+// the part read from the provider's prompt cache, CacheCreation the part
+// written to it (only Anthropic reports it).
 //
 // Instructions, Tools, Summary, History and New are the parts of the
 // prompt: with tokens.ReplyPriming they add up to EstimatedInput. Tools
@@ -122,6 +124,7 @@ type ExchangeTokens struct {
 	CalibratedInput int `json:"calibrated_input"`
 	ReportedInput   int `json:"reported_input"`
 	Cached          int `json:"cached"`
+	CacheCreation   int `json:"cache_creation"`
 }
 
 // SummaryUse is the summary an exchange sent: through which sequence

@@ -443,10 +443,11 @@ type recorded struct {
 	answer             []history.Message
 	model, id          string
 	prompt, completion int
-	// cached is the part of prompt the provider read from its cache;
-	// upstream the protocol the upstream spoke.
-	cached   int
-	upstream wire.Protocol
+	// cached is the part of prompt the provider read from its cache,
+	// created the part it wrote to it; upstream the protocol the upstream
+	// spoke.
+	cached, created int
+	upstream        wire.Protocol
 	// stop is why the answer ended: chat's finish_reason, the canonical
 	// stop reason of another protocol's ("": not said).
 	stop string
@@ -472,7 +473,7 @@ func (x *exchange) record1(r recorded) error {
 	start := s.cfg.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
 	defer cancel()
-	x.facts.usage = recordedUsage{input: r.prompt, output: r.completion, cached: r.cached}
+	x.facts.usage = recordedUsage{input: r.prompt, output: r.completion, cached: r.cached, created: r.created}
 	type outcome struct {
 		meta history.Meta
 		err  error

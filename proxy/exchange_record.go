@@ -40,7 +40,7 @@ type exchangeFacts struct {
 
 // recordedUsage is the upstream's reported usage of an answer committed.
 type recordedUsage struct {
-	input, output, cached int
+	input, output, cached, created int
 }
 
 // answered notes the upstream's answer's headers: the time of its first
@@ -103,6 +103,7 @@ func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream
 		r.Calibration, r.Included, r.Cut, r.Dropped = 1, []history.Span{}, []history.CutResult{}, []history.Dropped{}
 	}
 	r.Tokens.ReportedInput, r.Tokens.Output, r.Tokens.Cached = x.facts.usage.input, x.facts.usage.output, x.facts.usage.cached
+	r.Tokens.CacheCreation = x.facts.usage.created
 	if x.committed && x.facts.committedTo > 0 {
 		r.Committed = append(r.Committed, history.Span{From: x.facts.committedFrom, To: x.facts.committedTo})
 		r.Incarnation = x.facts.committedIncarnation

@@ -298,7 +298,8 @@ func (x *exchange) commitAnswer(a *wire.Answer) error {
 		id = a.ResponseID
 	}
 	return x.record1(recorded{answer: msgs, model: a.Model, id: id, stop: a.Stop, response: x.responseOf(a),
-		prompt: a.Usage.InputTokens, completion: a.Usage.OutputTokens, cached: a.Usage.CachedTokens, upstream: x.upstream})
+		prompt: a.Usage.InputTokens, completion: a.Usage.OutputTokens, cached: a.Usage.CachedTokens,
+		created: a.Usage.CacheCreationTokens, upstream: x.upstream})
 }
 
 // upstreamStatus is an upstream's error answer as the catalogue entry the

@@ -119,6 +119,7 @@ func (l *toolLoop) step(ctx context.Context, a *wire.Answer) (more bool, err err
 	l.usage.InputTokens += a.Usage.InputTokens
 	l.usage.OutputTokens += a.Usage.OutputTokens
 	l.usage.CachedTokens += a.Usage.CachedTokens
+	l.usage.CacheCreationTokens += a.Usage.CacheCreationTokens
 	results := wire.Message{Role: wire.RoleTool}
 	theirs := 0
 	for _, part := range a.Message.Parts {
@@ -339,7 +340,7 @@ func (l *toolLoop) commit(turn []history.Message, a *wire.Answer) error {
 		id = a.ResponseID
 	}
 	return l.x.record1(recorded{answer: turn, model: a.Model, id: id, stop: a.Stop, response: l.x.responseOf(a), prompt: l.usage.InputTokens,
-		completion: l.usage.OutputTokens, cached: l.usage.CachedTokens, upstream: l.x.upstream})
+		completion: l.usage.OutputTokens, cached: l.usage.CachedTokens, created: l.usage.CacheCreationTokens, upstream: l.x.upstream})
 }
 
 // toolExchange is seamExchange's upstream part for a request with history
@@ -494,6 +495,7 @@ func (x *exchange) roundRecords(first *history.ExchangeRecord) []history.Exchang
 	}
 	r0 := x.rounds[0]
 	first.Tokens.ReportedInput, first.Tokens.Output, first.Tokens.Cached = r0.usage.InputTokens, r0.usage.OutputTokens, r0.usage.CachedTokens
+	first.Tokens.CacheCreation = r0.usage.CacheCreationTokens
 	committed := len(first.Committed) == 1
 	next := uint64(0) // the first seq a round's answer got
 	if committed {
@@ -530,6 +532,7 @@ func (x *exchange) roundRecords(first *history.ExchangeRecord) []history.Exchang
 		r.Tokens.New = 0
 		r.Tokens.EstimatedInput = first.Tokens.EstimatedInput + extra
 		r.Tokens.ReportedInput, r.Tokens.Output, r.Tokens.Cached = rd.usage.InputTokens, rd.usage.OutputTokens, rd.usage.CachedTokens
+		r.Tokens.CacheCreation = rd.usage.CacheCreationTokens
 		// A round's time is its upstream call's: running Recall's tools
 		// before it is the exchange's (first) record's.
 		up := rd.done.Sub(rd.sent)

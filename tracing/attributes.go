@@ -39,9 +39,13 @@ const (
 	AttrInputTokens     = "gen_ai.usage.input_tokens"
 	AttrOutputTokens    = "gen_ai.usage.output_tokens"
 	AttrCacheReadTokens = "gen_ai.usage.cache_read.input_tokens"
-	AttrCompacted       = "gen_ai.conversation.compacted"
-	AttrHTTPStatus      = "http.response.status_code"
-	AttrErrorType       = "error.type"
+	// AttrCacheCreationTokens are the input tokens written to the
+	// provider's prompt cache (AttrInputTokens counts them, as it counts
+	// the cache reads).
+	AttrCacheCreationTokens = "gen_ai.usage.cache_creation.input_tokens"
+	AttrCompacted           = "gen_ai.conversation.compacted"
+	AttrHTTPStatus          = "http.response.status_code"
+	AttrErrorType           = "error.type"
 
 	AttrToolName   = "gen_ai.tool.name"
 	AttrToolType   = "gen_ai.tool.type"

@@ -207,6 +207,9 @@ func (e *Exchange) finish(enc *encoder) {
 		enc.int(AttrInputTokens, r.Tokens.ReportedInput)
 		enc.int(AttrOutputTokens, r.Tokens.Output)
 		enc.int(AttrCacheReadTokens, r.Tokens.Cached)
+		if r.Upstream == "messages" || r.Tokens.CacheCreation > 0 { // the only protocol that reports it
+			enc.int(AttrCacheCreationTokens, r.Tokens.CacheCreation)
+		}
 	}
 	if planned { // curation's own figures are the curate span's
 		enc.bool(AttrCompacted, r.Summary != nil)

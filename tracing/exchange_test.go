@@ -108,6 +108,42 @@ func TestExchangeSpan(t *testing.T) {
 	}
 }
 
+// The cache creation tokens an Anthropic upstream reports are on the
+// exchange's span, counted in gen_ai.usage.input_tokens as the
+// conventions ask; an upstream of a protocol that reports none has no such
+// attribute, where 0 would claim it wrote nothing.
+func TestExchangeSpanCacheCreation(t *testing.T) {
+	tr, exp := newTracer(t)
+	t0 := time.Unix(1_800_000_000, 0)
+	tokens := history.ExchangeTokens{ReportedInput: 1100, Output: 7, Cached: 1000, CacheCreation: 40}
+	for _, upstream := range []string{"messages", "chat.completions"} {
+		x := tr.Begin(nil, nil, t0)
+		tk := tokens
+		if upstream != "messages" {
+			tk.CacheCreation = 0
+		}
+		x.End(tracing.Ended{Record: &history.ExchangeRecord{Kind: "chat", Upstream: upstream, Model: upstream, Status: "answered",
+			HTTPStatus: 200, Tokens: tk}, End: t0.Add(time.Second)})
+	}
+	byModel := map[string]map[string]any{}
+	for _, s := range spans(t, tr, exp) {
+		byModel[strings.TrimPrefix(s.Name, "chat ")] = attrs(s)
+	}
+	if len(byModel["messages"]) == 0 || len(byModel["chat.completions"]) == 0 {
+		t.Fatalf("got spans of %v, want one per upstream", byModel)
+	}
+	a := byModel["messages"]
+	for k, want := range map[string]any{"gen_ai.provider.name": "anthropic", "gen_ai.usage.input_tokens": int64(1100),
+		"gen_ai.usage.cache_read.input_tokens": int64(1000), "gen_ai.usage.cache_creation.input_tokens": int64(40)} {
+		if got := a[k]; got != want {
+			t.Errorf("Messages upstream: %s: got %v, want %v", k, got, want)
+		}
+	}
+	if got, on := byModel["chat.completions"]["gen_ai.usage.cache_creation.input_tokens"]; on {
+		t.Errorf("chat upstream: got gen_ai.usage.cache_creation.input_tokens %v, want none", got)
+	}
+}
+
 func TestExchangeSpanFailed(t *testing.T) {
 	tr, exp := newTracer(t)
 	t0 := time.Now()

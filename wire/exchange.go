@@ -82,12 +82,17 @@ const (
 	StopFilter    = "content_filter"
 )
 
-// Usage is what the upstream reports it spent.
+// Usage is what the upstream reports it spent. InputTokens counts every
+// input token, those read from the provider's prompt cache and those
+// written to it included: CachedTokens are the part read from the cache,
+// CacheCreationTokens the part written to it (Anthropic's
+// cache_creation_input_tokens; the other protocols report none).
 type Usage struct {
-	InputTokens     int
-	OutputTokens    int
-	CachedTokens    int
-	ReasoningTokens int
+	InputTokens         int
+	OutputTokens        int
+	CachedTokens        int
+	CacheCreationTokens int
+	ReasoningTokens     int
 }
 
 // Answer is an upstream's whole answer.

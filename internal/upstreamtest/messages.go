@@ -89,6 +89,7 @@ type anthMessage struct {
 	stop     string
 	in, out  int
 	cached   int // of in, read from the prompt cache
+	created  int // of in, written to the prompt cache
 }
 
 // serveMessages answers POST /v1/messages.
@@ -366,6 +367,10 @@ func (s *Server) newMessage(root gjson.Result, msgs []gjson.Result, reply Reply)
 		in:     max(1, len(root.Get("messages").Raw)/4),
 	}
 	m.cached = min(s.promptCache(root), m.in-1)
+	if reply.CacheCreation > 0 {
+		m.created = reply.CacheCreation
+		m.in = max(m.in, m.cached+m.created+1)
+	}
 	last := lastUserTextOf(msgs)
 	if reply.Content == "" && len(reply.ToolCalls) == 0 {
 		m.text = "echo: " + last
@@ -423,8 +428,10 @@ func (m *anthMessage) appendMessage(b []byte, withContent bool) []byte {
 		b = append(b, "null"...)
 	}
 	b = append(b, `,"stop_sequence":null,"usage":{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(m.in-m.cached), 10)
-	b = append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(m.in-m.cached-m.created), 10)
+	b = append(b, `,"cache_creation_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(m.created), 10)
+	b = append(b, `,"cache_read_input_tokens":`...)
 	b = strconv.AppendInt(b, int64(m.cached), 10)
 	b = append(b, `,"output_tokens":`...)
 	out := m.out

@@ -46,6 +46,12 @@ type Reply struct {
 	// "index" values, the last call first (index 0 is still the first
 	// call of ToolCalls).
 	DescendingToolIndexes bool
+	// CacheCreation is how many of the prompt's input tokens a Messages
+	// answer says were written to the prompt cache
+	// (cache_creation_input_tokens; the prompt then counts at least so
+	// many more than it read from the cache). The other protocols report
+	// no such count.
+	CacheCreation int
 }
 
 // ToolCall is one function call of a scripted Reply.

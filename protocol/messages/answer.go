@@ -109,16 +109,19 @@ func appendContentOf(dst []byte, a *wire.Answer) []byte {
 	return append(dst, ']')
 }
 
-// appendUsage appends a usage object: the uncached input as input_tokens
-// and the cached as cache_read_input_tokens (the canonical usage does not
-// say which input tokens wrote the cache), and output_tokens. Without
-// withInput only output_tokens is written.
+// appendUsage appends a usage object as Anthropic splits it: the input
+// neither read from the prompt cache nor written to it as input_tokens,
+// the written as cache_creation_input_tokens, the read as
+// cache_read_input_tokens, and output_tokens. Without withInput only
+// output_tokens is written.
 func appendUsage(dst []byte, u wire.Usage, withInput bool) []byte {
 	dst = append(dst, '{')
 	if withInput {
 		dst = append(dst, `"input_tokens":`...)
-		dst = strconv.AppendInt(dst, int64(max(0, u.InputTokens-u.CachedTokens)), 10)
-		dst = append(dst, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(max(0, u.InputTokens-u.CachedTokens-u.CacheCreationTokens)), 10)
+		dst = append(dst, `,"cache_creation_input_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(u.CacheCreationTokens), 10)
+		dst = append(dst, `,"cache_read_input_tokens":`...)
 		dst = strconv.AppendInt(dst, int64(u.CachedTokens), 10)
 		dst = append(dst, ',')
 	}

@@ -187,7 +187,7 @@ func TestParseAnswerFixture(t *testing.T) {
 	if ans.ID != "msg_01Aq9w938a90dw8q" || ans.Stop != wire.StopToolCalls {
 		t.Errorf("got id %q stop %q", ans.ID, ans.Stop)
 	}
-	if want := (wire.Usage{InputTokens: 3105, CachedTokens: 1000, OutputTokens: 503}); ans.Usage != want {
+	if want := (wire.Usage{InputTokens: 3105, CachedTokens: 1000, CacheCreationTokens: 10, OutputTokens: 503}); ans.Usage != want {
 		t.Errorf("usage: got %+v, want %+v", ans.Usage, want)
 	}
 	if !strings.HasPrefix(string(ans.Stored[0]), `{"role":"assistant","content":[`+"\n"+`    {"type": "thinking"`) {

@@ -409,9 +409,10 @@ func (u *usage) read(v gjson.Result) {
 }
 
 // canonical returns u in the canonical model: every input token counts as
-// input, the cache reads as cached.
+// input, the cache reads as cached, the cache writes as cache creation.
 func (u usage) canonical() wire.Usage {
-	return wire.Usage{InputTokens: int(u.in + u.cacheRead + u.cacheWrite), CachedTokens: int(u.cacheRead), OutputTokens: int(u.out)}
+	return wire.Usage{InputTokens: int(u.in + u.cacheRead + u.cacheWrite), CachedTokens: int(u.cacheRead),
+		CacheCreationTokens: int(u.cacheWrite), OutputTokens: int(u.out)}
 }
 
 // canonicalStop maps a stop_reason to the canonical stop reason.

@@ -235,7 +235,9 @@ function detail(id, base, x, scale, q) {
       pair('Calibrated input', [num(t.calibrated_input ?? est),
         h('span', {class: 'muted'}, ` (ratio ${Number(x.calibration || 1).toFixed(2)})`)]),
       pair('Reported input', [num(rep), diff]),
-      pair('Cached', num(t.cached))),
+      pair('Cached', num(t.cached)),
+      // Only Anthropic reports the tokens written to its prompt cache.
+      x.upstream === 'messages' || t.cache_creation ? pair('Written to cache', num(t.cache_creation || 0)) : null),
     h('h3', {}, 'Latency'),
     h('dl', {class: 'pairs'},
       pair('First byte', ms(lat.first_byte)),
