@@ -45,9 +45,12 @@ type openresponsesReport struct {
 // a Responses upstream and bridged over chat completions and Anthropic
 // Messages, each with no conversation named and with one named by the
 // base URL's /c/{id} prefix. The fake answers the suite's tool-calling
-// request with a scripted function call. Every test not pending must
-// pass, and a named conversation must hold the suite's turns; the
-// suite's summary is logged per configuration.
+// request with a scripted function call. The branch tests Recall keeps
+// in e2e/openresponses/recall (previous-response-id,
+// function-call-roundtrip, file-input) run after the suite, checked by
+// the same schema. Every test not pending must pass, and a named
+// conversation must hold the suite's turns; each summary is logged per
+// configuration.
 func TestOpenResponsesCompliance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short runs no Node.js suite")
@@ -93,8 +96,20 @@ func TestOpenResponsesCompliance(t *testing.T) {
 				h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{
 					{Name: "get_weather", Arguments: `{"location":"San Francisco, CA"}`},
 				}})
-				rep := runOpenResponses(t, ctx, node, suite, base, k.key)
+				rep := runOpenResponses(t, ctx, node, suite, "bin/compliance-test.ts", base, k.key)
 				checkOpenResponses(t, rep)
+				// The branch tests after the suite, one call scripted again
+				// for function-call-roundtrip's forced call.
+				h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{
+					{Name: "get_weather", Arguments: `{"location":"San Francisco, CA"}`},
+				}})
+				branch := runOpenResponses(t, ctx, node, suite, "recall/branch-test.ts", base, k.key)
+				checkOpenResponses(t, branch)
+				for _, id := range openresponsesBranchTests {
+					if !branch.ran(id) {
+						t.Errorf("branch test %s did not run", id)
+					}
+				}
 				if named && len(h.Stored(k.tenant, conv)) == 0 {
 					t.Errorf("conversation %s: got nothing stored, want the suite's turns", conv)
 				}
@@ -103,15 +118,30 @@ func TestOpenResponsesCompliance(t *testing.T) {
 	}
 }
 
-// runOpenResponses runs the suite against base with key and returns its
-// report.
-func runOpenResponses(t *testing.T, ctx context.Context, node, suite, base, key string) openresponsesReport {
+// openresponsesBranchTests are the Open Responses tests kept on the
+// project's open branches that e2e/openresponses/recall holds, run by
+// its recall/branch-test.ts.
+var openresponsesBranchTests = []string{"previous-response-id", "function-call-roundtrip", "file-input"}
+
+// ran reports whether the report holds a result of the test id.
+func (r openresponsesReport) ran(id string) bool {
+	for _, res := range r.Results {
+		if res.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// runOpenResponses runs script (the suite's CLI, or Recall's runner of
+// the branch tests) against base with key and returns its report.
+func runOpenResponses(t *testing.T, ctx context.Context, node, suite, script, base, key string) openresponsesReport {
 	t.Helper()
 	// --experimental-websocket: Node 20's WebSocket client (Bun's, which
 	// the suite was written for, has one built in), with the request
 	// headers the suite sets.
 	cmd := command(ctx, suite, nil, node, "--experimental-websocket", "--no-warnings", "--import", "tsx",
-		"bin/compliance-test.ts", "--json", "--base-url", base, "--api-key", key)
+		script, "--json", "--base-url", base, "--api-key", key)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output() // exits 1 when a test failed: the report says which

@@ -10,6 +10,7 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/plan"
+	"github.com/recallproxy/recall/respstate"
 	"github.com/recallproxy/recall/thread"
 	"github.com/recallproxy/recall/uplink"
 	"github.com/recallproxy/recall/wire"
@@ -183,6 +184,9 @@ func (x *exchange) planTurn(ctx context.Context, rc *fasthttp.RequestCtx, p *pro
 	// (see nameResponse): a commit that would move it fails instead.
 	x.pinned = p.answers != nil
 	release, err := x.prepare(ctx, instructions, in, req.Model, req.MaxTokens, req.ToolsRaw, mode)
+	if reason, ok := sideOf(err); ok && ownFork(x, p, req, reason) {
+		release, err = x.prepare(ctx, instructions, in, req.Model, req.MaxTokens, req.ToolsRaw, mode)
+	}
 	if reason, ok := sideOf(err); ok {
 		x.record, x.side, x.model = false, reason, req.Model
 		return nil, nil
@@ -192,6 +196,23 @@ func (x *exchange) planTurn(ctx context.Context, rc *fasthttp.RequestCtx, p *pro
 	}
 	x.oneChoice = req.Choices <= 1
 	return release, nil
+}
+
+// ownFork moves a Responses request that a named conversation makes a
+// side call for sending no tools where its main thread does (package
+// thread's rule 3) to a new fork of the name of its own
+// (<name>:fork-<hex>, empty), and reports whether it did: a request that
+// did not ask store:false is stored as OpenAI stores it, its id chainable
+// under the name, while the agent's thread neither gets nor keeps any of
+// it. A side call by any other rule, one chained by
+// previous_response_id, and store:false stay plain side calls.
+func ownFork(x *exchange, p *protocol, req *wire.Request, reason string) bool {
+	if p.answers == nil || reason != thread.ReasonNoTools || !req.Store || req.PreviousResponseID != "" || x.key.Conversation == "" {
+		return false
+	}
+	x.key.Conversation = respstate.NewForkID(x.key.Conversation)
+	req.Conversation = x.key.Conversation
+	return true
 }
 
 // encoded is the context as the upstream gets it: instructions (and the

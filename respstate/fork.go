@@ -43,6 +43,12 @@ func (st *State) Fork(ctx context.Context, ns string, r *Response) (string, erro
 // fork's id: <name>:fork-<16 hex digits>.
 const forkSep = ":fork-"
 
+// NewForkID is the id of a new, empty fork of the conversation id, named
+// after the name id was forked under (see forkID): a request that is no
+// turn of its named conversation but is stored as a response of its own
+// (package proxy's ownFork).
+func NewForkID(id string) string { return forkID(ForkRoot(id)) }
+
 // forkID is the id of a new fork of the conversation named root: a fork
 // stays addressable by the name it was made under (see ForkRoot), and
 // by its own id. A name too long to carry the suffix within

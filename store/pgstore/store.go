@@ -624,8 +624,8 @@ func (w *walker) snapshot() history.Snapshot {
 }
 
 // Messages calls fn for each message after the given sequence number,
-// oldest first, with the flags the metadata gives it, in one
-// repeatable-read transaction (one snapshot), streaming the rows.
+// oldest first, with the flags the metadata gives it, in chunks that each
+// read one snapshot (see messages), streaming the rows.
 func (s *Store) Messages(ctx context.Context, k history.Key, after uint64, all bool, fn func(history.Message) bool) error {
 	called := false // once fn saw a message, a retry would repeat it
 	f := func(m history.Message) bool { called = true; return fn(m) }
@@ -637,42 +637,78 @@ func (s *Store) Messages(ctx context.Context, k history.Key, after uint64, all b
 	return err
 }
 
-// messagesSQL reads a conversation's messages after $3, oldest first.
-const messagesSQL = `SELECT seq, body FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3 ORDER BY seq`
+// messagesSQL reads up to $4 of a conversation's messages after $3,
+// oldest first.
+const messagesSQL = `SELECT seq, body FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3 ORDER BY seq LIMIT $4`
 
-// messages sends the transaction whole, in one round trip: BEGIN
-// (repeatable read: the metadata and the messages are of one snapshot),
-// the metadata, the messages, COMMIT. The messages are those the metadata
-// counts (a commit writes both at once), so their read needs no bound
-// from it.
+// messagesChunk is how many messages a read asks for in its first
+// statement; each later statement asks for twice as many as the one
+// before. A reader that stops after a few (a page of items, an item
+// found by its id) costs the database about a chunk, never the rest of
+// the conversation (a result's rows are all sent, and read, however
+// early its reader stops); a whole read of n messages takes about
+// log2(n/messagesChunk) more round trips.
+const messagesChunk = 64
+
+// messages reads the conversation in chunks (messagesChunk). Each chunk
+// is one round trip, one transaction: BEGIN (repeatable read: the
+// metadata and the messages are of one snapshot), the metadata, the
+// messages, COMMIT. The first chunk's metadata bounds the read: later
+// chunks read no message it does not count, and stop where the
+// conversation has since been deleted or made again (another
+// incarnation); a message erased in between is not read.
 func (s *Store) messages(ctx context.Context, k history.Key, after uint64, all bool, fn func(history.Message) bool) error {
+	var first *history.Meta
+	for limit := int64(messagesChunk); ; limit = min(2*limit, 1<<20) {
+		r, err := s.messagesChunk(ctx, k, after, limit, all, first, fn)
+		if err != nil {
+			return wrap("messages "+k.String(), err)
+		}
+		if r.done || r.rows < limit {
+			return ctx.Err()
+		}
+		first, after = &r.meta, r.last
+	}
+}
+
+// chunkRead is what a chunk of a messages read found.
+type chunkRead struct {
+	meta history.Meta // the first chunk's metadata (the bound of the later ones)
+	rows int64        // rows the chunk read
+	last uint64       // the last row's seq
+	done bool         // the reader stopped, or nothing later is to be read
+}
+
+// messagesChunk reads up to limit messages after after in one round trip
+// (see messages); first is the first chunk's metadata, nil for the first.
+func (s *Store) messagesChunk(ctx context.Context, k history.Key, after uint64, limit int64, all bool, first *history.Meta, fn func(history.Message) bool) (chunkRead, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return wrap("messages "+k.String(), err)
+		return chunkRead{}, err
 	}
 	defer conn.Release()
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 	b.Queue(metaSQL, k.Tenant, k.Conversation)
-	b.Queue(messagesSQL, k.Tenant, k.Conversation, int64(after))
+	b.Queue(messagesSQL, k.Tenant, k.Conversation, int64(after), limit)
 	b.Queue("COMMIT")
 	br := conn.SendBatch(ctx, b)
-	err = readMessages(ctx, br, all, fn)
+	r, err := readMessages(ctx, br, all, first, fn)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		rollback(conn.Conn())
-		return wrap("messages "+k.String(), err)
 	}
-	return ctx.Err()
+	return r, err
 }
 
-// readMessages reads messages' results up to its messages, calling fn
+// readMessages reads a chunk's results up to its messages, calling fn
 // for each until it answers false.
-func readMessages(ctx context.Context, br pgx.BatchResults, all bool, fn func(history.Message) bool) error {
+func readMessages(ctx context.Context, br pgx.BatchResults, all bool, first *history.Meta, fn func(history.Message) bool) (chunkRead, error) {
+	var r chunkRead
 	if _, err := br.Exec(); err != nil {
-		return err
+		return r, err
 	}
 	var b, sb []byte
 	err := br.QueryRow().Scan(&b, &sb)
@@ -681,41 +717,57 @@ func readMessages(ctx context.Context, br pgx.BatchResults, all bool, fn func(hi
 		err = nil // gone: its messages are too
 	}
 	if err != nil {
-		return err
+		return r, err
 	}
-	var m history.Meta
 	if found {
-		if m, err = readMeta(b, sb); err != nil {
-			return err
+		if r.meta, err = readMeta(b, sb); err != nil {
+			return r, err
 		}
 	}
+	bound := r.meta.NextSeq
+	if first != nil {
+		if found && r.meta.Incarnation != first.Incarnation {
+			found = false // deleted and made again since the first chunk
+		}
+		bound = first.NextSeq
+	}
+	r.done = !found
 	rows, err := br.Query()
 	if err != nil {
-		return err
+		return r, err
 	}
 	defer rows.Close()
 	for rows.Next() {
+		r.rows++
+		if r.done {
+			continue // the rest of the result is drained by Close
+		}
 		var seq int64
 		var b []byte
 		if err := rows.Scan(&seq, &b); err != nil {
-			return err
+			return r, err
 		}
-		if !found || uint64(seq) >= m.NextSeq {
-			return nil
+		r.last = uint64(seq)
+		if uint64(seq) >= bound {
+			r.done = true
+			continue
 		}
 		msg, err := history.DecodeMessage(b, uint64(seq))
 		if err != nil {
-			return err
+			return r, err
 		}
-		msg.Flags |= m.FlagsAt(msg.Seq)
+		msg.Flags |= r.meta.FlagsAt(msg.Seq)
 		if !all && !msg.Active() {
 			continue
 		}
 		if ctx.Err() != nil || !fn(msg) {
-			return nil
+			r.done = true
 		}
 	}
-	return rows.Err()
+	if first != nil {
+		r.meta = *first
+	}
+	return r, rows.Err()
 }
 
 // Delete erases the conversation's rows (metadata, messages with their
