@@ -16,6 +16,7 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/metrics"
 	"github.com/recallproxy/recall/respstate"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/tracing"
@@ -44,7 +45,7 @@ type Config struct {
 	// Logger receives one line per request and every failure. Default: discarded.
 	Logger *slog.Logger
 	// Metrics records Prometheus metrics. Default: a private registry.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// Counter counts tokens. Default: a new Counter.
 	Counter *tokens.Counter
 	// MaxBodyBytes bounds a chat-completions request body. Default 32 MiB.
@@ -181,7 +182,7 @@ const readyzPingTimeout = 2 * time.Second
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
-	metrics  *Metrics
+	metrics  *metrics.Metrics
 	counter  *tokens.Counter
 	client   *fasthttp.Client
 	buffered *fasthttp.Client // cfg.BufferingClient
@@ -211,7 +212,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Metrics == nil {
-		cfg.Metrics = NewMetrics(nil)
+		cfg.Metrics = metrics.New(nil)
 	}
 	if cfg.Counter == nil {
 		cfg.Counter = &tokens.Counter{}
@@ -277,9 +278,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.sockets = sockets
-	s.metrics.activeConversations(cfg.Locks.active)
+	s.metrics.ActiveConversations(cfg.Locks.active)
 	if cfg.Tracer != nil {
-		s.metrics.traceSpans(cfg.Tracer)
+		s.metrics.TraceSpans(cfg.Tracer)
 	}
 	s.srv = &fasthttp.Server{
 		Handler:                       s.Handle,
@@ -435,7 +436,7 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		rc.SetBodyString(`{"status":"ready"}`)
 		return
 	case bytes.Equal(raw, pathMetrics):
-		s.metrics.serve(rc)
+		s.metrics.Serve(rc)
 		return
 	case bytes.HasPrefix(raw, prefixAPI) && s.cfg.API != nil:
 		s.cfg.API(rc)

@@ -101,7 +101,7 @@ func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, 
 			drainAfterEnd(body, stream)
 		}
 		if err != nil && !x.committed {
-			s.metrics.streamAborted(x.c.cfg.ID)
+			s.metrics.StreamAborted(x.c.cfg.ID)
 			switch {
 			case errors.Is(err, errClientGone):
 				status = 499
