@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/convlock"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/metrics"
@@ -142,7 +143,7 @@ type Config struct {
 	// server's own. Give the same Locks to whatever else changes
 	// conversations in this process (the API, retention) so that it waits
 	// for chat requests, and they for it.
-	Locks *Locks
+	Locks *convlock.Table
 }
 
 // Summarizer queues summary jobs; summary.Manager implements it.
@@ -249,7 +250,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Locks == nil {
-		cfg.Locks = &Locks{}
+		cfg.Locks = &convlock.Table{}
 	}
 	if cfg.WebSocketLifetime <= 0 {
 		cfg.WebSocketLifetime = wsmode.DefaultLifetime
@@ -278,7 +279,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.sockets = sockets
-	s.metrics.ActiveConversations(cfg.Locks.active)
+	s.metrics.ActiveConversations(cfg.Locks.Active)
 	if cfg.Tracer != nil {
 		s.metrics.TraceSpans(cfg.Tracer)
 	}

@@ -36,7 +36,7 @@ import (
 type Config struct {
 	// Store keeps the conversations (required).
 	Store history.Store
-	// Lock takes a conversation's lock in this process (proxy.Locks'
+	// Lock takes a conversation's lock in this process (convlock.Table's
 	// Acquire), the lock the exchanges on it take, so that a change
 	// through these routes and the exchanges wait for one another
 	// (required).

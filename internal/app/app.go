@@ -17,6 +17,7 @@ import (
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/calibrate"
+	"github.com/recallproxy/recall/convlock"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/inspect"
 	"github.com/recallproxy/recall/metrics"
@@ -85,7 +86,7 @@ func New(cfg Config) (*App, error) {
 		p.Metrics = metrics.New(nil)
 	}
 	if p.Locks == nil {
-		p.Locks = &proxy.Locks{}
+		p.Locks = &convlock.Table{}
 	}
 	a := &App{}
 	// Exchange records (the chat path's and the summariser's) go to the
