@@ -268,7 +268,7 @@ func (x *exchange) curated(rc *fasthttp.RequestCtx) {
 		curation += " summary=cut"
 	}
 	rc.Response.Header.Set("X-Recall-Curation", curation)
-	x.s.metrics.curated(x.c.cfg.ID, x.dec.Report)
+	x.s.metrics.Curated(x.c.cfg.ID, x.dec.Report)
 }
 
 // logExchange writes the exchange's request line.
@@ -393,7 +393,7 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 		Loaded:       loaded,
 		Lease:        &x.lease,
 	})
-	s.metrics.storeOp("load", s.cfg.Now().Sub(loadStart))
+	s.metrics.StoreOp("load", s.cfg.Now().Sub(loadStart))
 	if err != nil {
 		var oe *history.OrphanResultError
 		var se *plan.SideError
@@ -510,7 +510,7 @@ func (x *exchange) record1(r recorded) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("%w: %w", errCommitTimeout, ctx.Err())
 	}
-	s.metrics.storeOp("commit", s.cfg.Now().Sub(start))
+	s.metrics.StoreOp("commit", s.cfg.Now().Sub(start))
 	if x.span != nil {
 		x.span.CommitStart, x.span.CommitEnd, x.span.ResponseModel, x.span.FinishReason = start, s.cfg.Now(), r.model, r.stop
 		if err == nil && s.cfg.Tracer.CaptureContent() {
@@ -523,7 +523,7 @@ func (x *exchange) record1(r recorded) error {
 		if errors.Is(err, errCommitTimeout) {
 			reason = "timeout"
 		}
-		s.metrics.commitFailed(x.c.cfg.ID, reason)
+		s.metrics.CommitFailed(x.c.cfg.ID, reason)
 		if errors.Is(err, history.ErrNoSpace) {
 			return fmt.Errorf("%w: %w", apierr.NoSpace, err)
 		}
@@ -532,7 +532,7 @@ func (x *exchange) record1(r recorded) error {
 		}
 		return fmt.Errorf("%w: %w", apierr.CommitFailed, err)
 	}
-	s.metrics.usage(x.c.cfg.ID, r.upstream.String(), r.prompt, r.cached, r.completion)
+	s.metrics.Usage(x.c.cfg.ID, r.upstream.String(), r.prompt, r.cached, r.completion)
 	if x.endEpisode {
 		if err := x.sealEpisode(ctx); err != nil {
 			// The turn is recorded; the episode stays open (an idle
@@ -612,15 +612,15 @@ func (x *exchange) done(status int, err error) {
 	}
 	total := end.Sub(x.facts.start)
 	if x.c.tenant != nil {
-		s.metrics.countTenantRequest(&x.c.series, tenant, x.routeName(), status)
+		s.metrics.CountTenantRequest(&x.c.series, tenant, x.routeName(), status)
 	} else {
 		s.metrics.CountRequest(tenant, x.routeName(), status)
 	}
 	if !x.facts.sent.IsZero() {
 		if x.c.tenant != nil {
-			s.metrics.tenantLatency(&x.c.series, tenant, total, upstream)
+			s.metrics.TenantLatency(&x.c.series, tenant, total, upstream)
 		} else {
-			s.metrics.latency(tenant, total, upstream)
+			s.metrics.Latency(tenant, total, upstream)
 		}
 	}
 	level := slog.LevelInfo

@@ -3,11 +3,9 @@ package proxy
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -48,70 +46,10 @@ type Compactor interface {
 // its window, newest first (what Codex keeps of its own compactions).
 const keptUserTokens = 20_000
 
-// A compaction's encrypted_content names the summary it stands for:
-//
-//	recall_cmp_<conversation>_<incarnation>_<through>
-//
-// conversation is the conversation id in unpadded base64url, incarnation
-// its history.Meta.Incarnation in lowercase hex (a deleted and recreated
-// conversation has another), through the summary's covered-through. It
-// holds no secret and no text: it is read only in the namespace of the
-// key that sends it, where another tenant's names nothing. One that does
-// not parse back to itself names nothing.
-type compactionRef struct {
-	Conversation string
-	Incarnation  uint64
-	Through      uint64
-}
-
-// compactionPrefix starts every compaction content Recall makes.
-const compactionPrefix = "recall_cmp_"
-
-// Content is r's encrypted_content.
-func (r compactionRef) Content() string {
-	b := make([]byte, 0, 48+base64.RawURLEncoding.EncodedLen(len(r.Conversation)))
-	b = append(b, compactionPrefix...)
-	b = base64.RawURLEncoding.AppendEncode(b, []byte(r.Conversation))
-	b = append(b, '_')
-	b = strconv.AppendUint(b, r.Incarnation, 16)
-	b = append(b, '_')
-	b = strconv.AppendUint(b, r.Through, 10)
-	return string(b)
-}
-
-// parseCompaction reads a compaction content Recall made; ok is false
-// for any other string.
-func parseCompaction(s string) (r compactionRef, ok bool) {
-	rest, found := strings.CutPrefix(s, compactionPrefix)
-	if !found || len(s) > 512 {
-		return r, false
-	}
-	var fields [2]string
-	for i := 1; i >= 0; i-- {
-		j := strings.LastIndexByte(rest, '_')
-		if j < 0 {
-			return r, false
-		}
-		rest, fields[i] = rest[:j], rest[j+1:]
-	}
-	conv, err := base64.RawURLEncoding.DecodeString(rest)
-	if err != nil || len(conv) == 0 {
-		return r, false
-	}
-	r.Conversation = string(conv)
-	if r.Incarnation, err = strconv.ParseUint(fields[0], 16, 64); err != nil {
-		return r, false
-	}
-	if r.Through, err = strconv.ParseUint(fields[1], 10, 64); err != nil {
-		return r, false
-	}
-	return r, r.Content() == s
-}
-
 // expansion is what a request's compaction items came to: the last of
 // Recall's, and its conversation's summary as it stands.
 type expansion struct {
-	ref     compactionRef
+	ref     respstate.CompactionRef
 	summary *history.Summary
 }
 
@@ -127,17 +65,17 @@ type expansion struct {
 // apierr.CompactionUnreadable for any other.
 func (x *exchange) compacted(ctx context.Context, req *wire.Request, up wire.Protocol) (*expansion, error) {
 	last := -1
-	var ref compactionRef
+	var ref respstate.CompactionRef
 	for i, raw := range req.Messages {
 		content, ok := responses.Compaction(raw)
 		if !ok {
 			continue
 		}
-		r, mine := parseCompaction(content)
+		r, mine := respstate.ParseCompaction(content)
 		switch {
 		case mine:
 			last, ref = i, r
-		case strings.HasPrefix(content, compactionPrefix):
+		case strings.HasPrefix(content, respstate.CompactionPrefix):
 			return nil, apierr.CompactionNotFound
 		case up != wire.Responses:
 			return nil, apierr.CompactionUnreadable
@@ -289,7 +227,7 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 		return
 	}
 	x.committed = len(x.dec.Fresh) > 0 || x.dec.Supersede != nil
-	ref := compactionRef{Conversation: conv, Incarnation: after.Incarnation}
+	ref := respstate.CompactionRef{Conversation: conv, Incarnation: after.Incarnation}
 	if after.Summary != nil {
 		ref.Through = after.Summary.Through
 	}

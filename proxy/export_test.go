@@ -49,14 +49,7 @@ func (l countingListener) Accept() (net.Conn, error) {
 }
 
 // LockRefs returns how many requests hold or wait for k's lock.
-func (s *Server) LockRefs(k history.Key) int {
-	s.cfg.Locks.mu.Lock()
-	defer s.cfg.Locks.mu.Unlock()
-	if cl := s.cfg.Locks.m[k]; cl != nil {
-		return cl.refs
-	}
-	return 0
-}
+func (s *Server) LockRefs(k history.Key) int { return s.cfg.Locks.Refs(k) }
 
 // WaitLockRefs waits until n requests hold or wait for k's lock, or ctx
 // ends.

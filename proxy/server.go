@@ -14,8 +14,10 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/convlock"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/metrics"
 	"github.com/recallproxy/recall/respstate"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/tracing"
@@ -44,7 +46,7 @@ type Config struct {
 	// Logger receives one line per request and every failure. Default: discarded.
 	Logger *slog.Logger
 	// Metrics records Prometheus metrics. Default: a private registry.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// Counter counts tokens. Default: a new Counter.
 	Counter *tokens.Counter
 	// MaxBodyBytes bounds a chat-completions request body. Default 32 MiB.
@@ -141,7 +143,7 @@ type Config struct {
 	// server's own. Give the same Locks to whatever else changes
 	// conversations in this process (the API, retention) so that it waits
 	// for chat requests, and they for it.
-	Locks *Locks
+	Locks *convlock.Table
 }
 
 // Summarizer queues summary jobs; summary.Manager implements it.
@@ -181,7 +183,7 @@ const readyzPingTimeout = 2 * time.Second
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
-	metrics  *Metrics
+	metrics  *metrics.Metrics
 	counter  *tokens.Counter
 	client   *fasthttp.Client
 	buffered *fasthttp.Client // cfg.BufferingClient
@@ -211,7 +213,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Metrics == nil {
-		cfg.Metrics = NewMetrics(nil)
+		cfg.Metrics = metrics.New(nil)
 	}
 	if cfg.Counter == nil {
 		cfg.Counter = &tokens.Counter{}
@@ -248,7 +250,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Locks == nil {
-		cfg.Locks = &Locks{}
+		cfg.Locks = &convlock.Table{}
 	}
 	if cfg.WebSocketLifetime <= 0 {
 		cfg.WebSocketLifetime = wsmode.DefaultLifetime
@@ -277,9 +279,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.sockets = sockets
-	s.metrics.activeConversations(cfg.Locks.active)
+	s.metrics.ActiveConversations(cfg.Locks.Active)
 	if cfg.Tracer != nil {
-		s.metrics.traceSpans(cfg.Tracer)
+		s.metrics.TraceSpans(cfg.Tracer)
 	}
 	s.srv = &fasthttp.Server{
 		Handler:                       s.Handle,
@@ -435,7 +437,7 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		rc.SetBodyString(`{"status":"ready"}`)
 		return
 	case bytes.Equal(raw, pathMetrics):
-		s.metrics.serve(rc)
+		s.metrics.Serve(rc)
 		return
 	case bytes.HasPrefix(raw, prefixAPI) && s.cfg.API != nil:
 		s.cfg.API(rc)

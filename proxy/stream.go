@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/internal/streambody"
 	"github.com/recallproxy/recall/uplink"
 )
 
@@ -50,7 +51,7 @@ const streamBodyMax = 64 << 10
 // touches nothing of rc: work reads the upstream's body (bounded by the
 // stream idle timeout) and writes to w, and returns nil only if it wrote
 // everything it meant to. relay flushes w, waits until fasthttp has
-// written every byte to the connection (see streamBody), and ends the
+// written every byte to the connection (see streambody.Body), and ends the
 // exchange (x.done) with the status its end deserves.
 func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
 	work func(w *bufio.Writer, upstream io.Reader) error) {
@@ -59,7 +60,7 @@ func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, 
 	stream := resp.BodyStream() // interrupted from other goroutines: closeResponse clears the field
 	s.inflight.Add(1)
 	s.busy.Add(1)
-	out := newStreamBody(streamBodyMax)
+	out := streambody.New(streamBodyMax)
 	rc.SetBodyStream(out, -1)
 	x.conn = rc.Conn()
 	go func() {
@@ -100,7 +101,7 @@ func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, 
 			drainAfterEnd(body, stream)
 		}
 		if err != nil && !x.committed {
-			s.metrics.streamAborted(x.c.cfg.ID)
+			s.metrics.StreamAborted(x.c.cfg.ID)
 			switch {
 			case errors.Is(err, errClientGone):
 				status = 499
@@ -146,7 +147,7 @@ const (
 // (ImmediateHeaderFlush), so that a client whose upstream is slow to
 // begin sees the answer begin. The handler waits here, not the relay:
 // fasthttp writes the headers when the handler returns.
-func holdHeaders(rc *fasthttp.RequestCtx, out *streamBody, hold time.Duration) {
+func holdHeaders(rc *fasthttp.RequestCtx, out *streambody.Body, hold time.Duration) {
 	t := time.NewTimer(hold)
 	defer t.Stop()
 	select {
@@ -159,7 +160,7 @@ func holdHeaders(rc *fasthttp.RequestCtx, out *streamBody, hold time.Duration) {
 // leftBeforeCommit fails with errClientGone if the client of a streamed
 // exchange has closed its connection: a client that left would retry, and
 // storing the answer it never saw would leave the retry a duplicate turn.
-// The relay's writes do not tell in time: they are buffered (streamBody),
+// The relay's writes do not tell in time: they are buffered (streambody.Body),
 // and fasthttp may not have tried the connection since the client left.
 func (x *exchange) leftBeforeCommit() error {
 	if x.conn != nil && clientGone(x.conn) {

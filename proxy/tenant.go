@@ -11,6 +11,7 @@ import (
 	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/metrics"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/uplink"
 )
@@ -28,7 +29,7 @@ type tenant struct {
 	strategy   history.Strategy
 	lowWater   float64
 	plan       plan.Policy
-	series     tenantSeries // its exchanges' metrics
+	series     metrics.TenantSeries // its exchanges' metrics
 }
 
 // tenantCache maps the configuration's tenants to their runtime form. A new

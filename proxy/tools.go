@@ -133,7 +133,7 @@ func (l *toolLoop) step(ctx context.Context, a *wire.Answer) (more bool, err err
 		l.mine[part.CallID] = true
 		start := x.now()
 		r := l.runner.Run(ctx, part.Name, part.Arguments)
-		l.s.metrics.toolCall(x.c.cfg.ID, part.Name, r.Outcome)
+		l.s.metrics.ToolCall(x.c.cfg.ID, part.Name, r.Outcome)
 		if x.span != nil && len(x.rounds) > 0 {
 			rd := &x.rounds[len(x.rounds)-1]
 			// The span is made after the exchange, from copies: a codec
@@ -363,12 +363,12 @@ func (s *Server) toolExchange(ctx context.Context, res *owned, rc *fasthttp.Requ
 			}
 		}
 		if err != nil {
-			s.metrics.toolRounds(x.c.cfg.ID, len(x.rounds))
+			s.metrics.ToolRounds(x.c.cfg.ID, len(x.rounds))
 			x.fail(rc, err)
 			return
 		}
 	}
-	s.metrics.toolRounds(x.c.cfg.ID, len(x.rounds))
+	s.metrics.ToolRounds(x.c.cfg.ID, len(x.rounds))
 	turn, client, err := l.finish(a, "")
 	if err != nil {
 		x.fail(rc, err)

@@ -43,7 +43,7 @@ func (s *Server) toolStream(ctx context.Context, res *owned, rc *fasthttp.Reques
 	resp, err := s.streamRound(ctx, l, tmpl)
 	if err != nil {
 		fasthttp.ReleaseRequest(tmpl)
-		s.metrics.toolRounds(x.c.cfg.ID, len(x.rounds))
+		s.metrics.ToolRounds(x.c.cfg.ID, len(x.rounds))
 		x.fail(rc, err)
 		return
 	}
@@ -55,7 +55,7 @@ func (s *Server) toolStream(ctx context.Context, res *owned, rc *fasthttp.Reques
 	s.relay(ctx, res.take(), rc, x, resp, func(w *bufio.Writer, body io.Reader) error {
 		defer fasthttp.ReleaseRequest(tmpl)
 		err := s.toolRelay(ctx, w, body, enc, stream, l, tmpl)
-		s.metrics.toolRounds(x.c.cfg.ID, len(x.rounds))
+		s.metrics.ToolRounds(x.c.cfg.ID, len(x.rounds))
 		return err
 	})
 }

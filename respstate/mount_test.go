@@ -9,8 +9,8 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
+	"github.com/recallproxy/recall/convlock"
 	"github.com/recallproxy/recall/internal/apierr"
-	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/respstate"
 	"github.com/recallproxy/recall/store/badgerstore"
 )
@@ -24,7 +24,7 @@ func newState(t *testing.T, now time.Time) *respstate.State {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	s, err := respstate.New(respstate.Config{Store: st, Lock: (&proxy.Locks{}).Acquire, Now: func() time.Time { return now }})
+	s, err := respstate.New(respstate.Config{Store: st, Lock: (&convlock.Table{}).Acquire, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestNewNeedsStoreAndLock(t *testing.T) {
 	}
 	defer st.Close()
 	for name, c := range map[string]respstate.Config{
-		"no store": {Lock: (&proxy.Locks{}).Acquire},
+		"no store": {Lock: (&convlock.Table{}).Acquire},
 		"no lock":  {Store: st},
 	} {
 		if _, err := respstate.New(c); err == nil {

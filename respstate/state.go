@@ -3,12 +3,14 @@
 // responses (GET and DELETE /v1/responses/{id}, GET
 // /v1/responses/{id}/input_items), the Conversations API
 // (/v1/conversations and below), the items a stored message is shown as,
-// and Recall's response ids, which name where a response is stored.
+// Recall's response ids, which name where a response is stored, and its
+// compactions' contents, which name the summary they stand for.
 //
 // proxy mounts it: it routes a request here, reads its body,
 // authenticates the caller and renders an error in OpenAI's shape;
 // State.Serve does the rest. The Responses exchanges in proxy chain on
-// what it stores through State.Load and State.Fork and mint ids with Ref.
+// what it stores through State.Load and State.Fork, mint ids with Ref and
+// read compactions with ParseCompaction.
 package respstate
 
 import (
@@ -34,7 +36,7 @@ import (
 type Config struct {
 	// Store keeps the conversations (required).
 	Store history.Store
-	// Lock takes a conversation's lock in this process (proxy.Locks'
+	// Lock takes a conversation's lock in this process (convlock.Table's
 	// Acquire), the lock the exchanges on it take, so that a change
 	// through these routes and the exchanges wait for one another
 	// (required).

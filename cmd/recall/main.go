@@ -37,6 +37,7 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/app"
 	"github.com/recallproxy/recall/internal/procs"
+	"github.com/recallproxy/recall/metrics"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/retention"
 	"github.com/recallproxy/recall/store/badgerstore"
@@ -397,9 +398,9 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	// One assembly serves chat, the conversation API and summaries over
 	// the same store (and cache), tenants, locks, counter and metrics;
 	// summaries go to the tenants' upstreams, off the request path.
-	metrics := proxy.NewMetrics(nil)
+	met := metrics.New(nil)
 	if st.sole != nil {
-		metrics.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "recall_store_sole_writer",
+		met.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "recall_store_sole_writer",
 			Help: "1 while this replica is the only one on the PostgreSQL store (its window cache is then served without head reads)."},
 			func() float64 {
 				if st.sole() {
@@ -426,7 +427,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 			Leaser:       st.leaser,
 			Ping:         st.ping,
 			Logger:       log,
-			Metrics:      metrics,
+			Metrics:      met,
 			MaxBodyBytes: g.MaxBodyBytes,
 			CanCommit:    st.canCommit,
 			Tracer:       tracer,
@@ -464,7 +465,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		Policies:   func() []retention.Policy { return policies(watcher.Current()) },
 		Lock:       srv.Lock,
 		Logger:     log,
-		Registerer: metrics.Registry(),
+		Registerer: met.Registry(),
 	})
 	if err != nil {
 		return err

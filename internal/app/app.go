@@ -17,8 +17,10 @@ import (
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/calibrate"
+	"github.com/recallproxy/recall/convlock"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/inspect"
+	"github.com/recallproxy/recall/metrics"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/respstate"
 	"github.com/recallproxy/recall/summary"
@@ -81,10 +83,10 @@ func New(cfg Config) (*App, error) {
 		p.Counter = &tokens.Counter{}
 	}
 	if p.Metrics == nil {
-		p.Metrics = proxy.NewMetrics(nil)
+		p.Metrics = metrics.New(nil)
 	}
 	if p.Locks == nil {
-		p.Locks = &proxy.Locks{}
+		p.Locks = &convlock.Table{}
 	}
 	a := &App{}
 	// Exchange records (the chat path's and the summariser's) go to the
@@ -163,7 +165,7 @@ func New(cfg Config) (*App, error) {
 		p.Calibration = a.Calibration
 	}
 
-	tenants, metrics := p.Tenants, p.Metrics
+	tenants, met := p.Tenants, p.Metrics
 	ac := api.Config{
 		Store: p.Store,
 		Authenticate: func(rc *fasthttp.RequestCtx) (auth.Caller, error) {
@@ -175,7 +177,7 @@ func New(cfg Config) (*App, error) {
 		Now:          p.Now,
 		Logger:       p.Logger,
 		Observe: func(tenant, route string, status int) {
-			metrics.CountRequest(tenant, "api_"+route, status)
+			met.CountRequest(tenant, "api_"+route, status)
 		},
 		Calibration: a.Calibration,
 		// The exchanges calls list what answered before them: the

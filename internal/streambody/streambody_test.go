@@ -1,4 +1,4 @@
-package proxy
+package streambody
 
 import (
 	"errors"
@@ -27,7 +27,7 @@ func within(t *testing.T, what string, f func()) {
 // buffered, and one read takes all of them (one chunk, one write to the
 // connection), which an unbuffered pipe would not allow.
 func TestStreamBodyWritesDoNotWaitForTheReader(t *testing.T) {
-	b := newStreamBody(1 << 10)
+	b := New(1 << 10)
 	events := []string{"data: 1\n\n", "data: 2\n\n", "data: 3\n\n"}
 	within(t, "three writes without a reader", func() {
 		for _, ev := range events {
@@ -50,7 +50,7 @@ func TestStreamBodyWritesDoNotWaitForTheReader(t *testing.T) {
 // A read waits for the next write, and a read into a short buffer leaves
 // the rest for the next.
 func TestStreamBodyReadWaitsAndSplits(t *testing.T) {
-	b := newStreamBody(1 << 10)
+	b := New(1 << 10)
 	got := make(chan string, 1)
 	go func() {
 		p := make([]byte, 4)
@@ -72,7 +72,7 @@ func TestStreamBodyReadWaitsAndSplits(t *testing.T) {
 // Past max bytes waiting, a write waits for the reader: a client that
 // takes nothing holds its relay back.
 func TestStreamBodyWriteWaitsPastMax(t *testing.T) {
-	b := newStreamBody(8)
+	b := New(8)
 	if _, err := b.Write([]byte("12345678")); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestStreamBodyWriteWaitsPastMax(t *testing.T) {
 // is success.
 func TestStreamBodyCloseWithError(t *testing.T) {
 	gone := errors.New("broken pipe")
-	b := newStreamBody(1 << 10)
+	b := New(1 << 10)
 	if _, err := b.Write([]byte("data: 1\n\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestStreamBodyCloseWithError(t *testing.T) {
 		t.Fatalf("Wait: %v, want %v", err, gone)
 	}
 
-	ok := newStreamBody(1 << 10)
+	ok := New(1 << 10)
 	ok.Write([]byte("x"))
 	ok.End()
 	p := make([]byte, 8)
@@ -128,12 +128,12 @@ func TestStreamBodyCloseWithError(t *testing.T) {
 // A response reset before its body was read to the end (fasthttp closes
 // the stream with no error) is not a stream the client got whole.
 func TestStreamBodyResetUnread(t *testing.T) {
-	b := newStreamBody(1 << 10)
+	b := New(1 << 10)
 	b.Write([]byte("data: 1\n\n"))
 	b.End()
 	b.CloseWithError(nil)
-	if err := b.Wait(); !errors.Is(err, errStreamClosed) {
-		t.Fatalf("Wait: %v, want %v", err, errStreamClosed)
+	if err := b.Wait(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Wait: %v, want %v", err, ErrClosed)
 	}
 	if _, err := b.Write([]byte("more")); err == nil {
 		t.Fatal("a write after the stream was closed succeeded")
@@ -144,7 +144,7 @@ func TestStreamBodyResetUnread(t *testing.T) {
 // waiting for data, and Wait.
 func TestStreamBodyAbort(t *testing.T) {
 	deadline := errors.New("deadline")
-	b := newStreamBody(1)
+	b := New(1)
 	b.Write([]byte("x"))
 	wrote := make(chan error, 1)
 	go func() {

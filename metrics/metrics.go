@@ -1,4 +1,14 @@
-package proxy
+// Package metrics is Recall's Prometheus metrics, served on /metrics:
+// requests by tenant, route and status, their latency (end to end,
+// upstream, Recall's own), curation, store operations, commits that
+// failed, streams aborted, the tokens upstreams reported, the history
+// tools' calls and rounds, and the spans a tracer lost. Labels are
+// bounded: tenant ids come from configuration, routes from the code,
+// never conversation ids or credentials.
+//
+// proxy counts its exchanges here; internal/app registers the other
+// components' collectors on the same registry (Registry).
+package metrics
 
 import (
 	"strconv"
@@ -13,11 +23,10 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/tracing"
 )
 
-// Metrics are Recall's Prometheus metrics. Labels are bounded: tenant ids
-// come from configuration, never conversation ids or credentials.
+// Metrics are Recall's Prometheus metrics. The methods are safe for
+// concurrent use.
 type Metrics struct {
 	reg      *prometheus.Registry
 	handler  fasthttp.RequestHandler
@@ -53,9 +62,9 @@ type requestSeries struct {
 // latencySeries are a tenant's series of the request latency histograms.
 type latencySeries struct{ total, upstream, overhead *durationSeries }
 
-// NewMetrics registers Recall's metrics, plus the Go and process
+// New registers Recall's metrics, plus the Go and process
 // collectors, on reg (a new registry if nil).
-func NewMetrics(reg *prometheus.Registry) *Metrics {
+func New(reg *prometheus.Registry) *Metrics {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -106,17 +115,29 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 // Registry returns the registry the metrics are registered on.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-func (m *Metrics) serve(rc *fasthttp.RequestCtx) { m.handler(rc) }
+// Serve answers a scrape of the registry in Prometheus's text format.
+func (m *Metrics) Serve(rc *fasthttp.RequestCtx) { m.handler(rc) }
 
-func (m *Metrics) activeConversations(f func() int) {
+// ActiveConversations exports f, the number of conversations with a
+// request in flight, as a gauge. Call it once.
+func (m *Metrics) ActiveConversations(f func() int) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "recall_active_conversations",
 		Help: "Conversations with a request in flight."}, func() float64 { return float64(f()) }))
 }
 
-// traceSpans counts the spans t lost, dropped from its full queue or in
-// an export that failed (tracing.Tracer.Dropped, Failed): a collector
-// slow or down shows here, not only in the log.
-func (m *Metrics) traceSpans(t *tracing.Tracer) {
+// SpanLosses is what a tracer tells of the spans it lost;
+// tracing.Tracer implements it.
+type SpanLosses interface {
+	// Dropped is the number of spans dropped from a full queue.
+	Dropped() uint64
+	// Failed is the number of spans lost in an export that failed.
+	Failed() uint64
+}
+
+// TraceSpans counts the spans t lost, dropped from its full queue or in
+// an export that failed: a collector slow or down shows here, not only
+// in the log. Call it once.
+func (m *Metrics) TraceSpans(t SpanLosses) {
 	m.reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "recall_trace_spans_dropped_total",
 			Help: "Exchanges and memory operations whose spans were dropped because the trace queue was full."},
@@ -152,7 +173,9 @@ func (m *Metrics) requestCounter(tenant, route string, status int) prometheus.Co
 	return c
 }
 
-func (m *Metrics) latency(tenant string, total, upstream time.Duration) {
+// Latency observes a request of tenant that took total end to end, of
+// which upstream waiting for the upstream.
+func (m *Metrics) Latency(tenant string, total, upstream time.Duration) {
 	m.latencySeries(tenant).observe(total, upstream)
 }
 
@@ -178,9 +201,10 @@ func (l *latencySeries) observe(total, upstream time.Duration) {
 	l.overhead.observe(total - upstream)
 }
 
-// tenantSeries keeps, on a tenant, its series of the metrics each of its
-// exchanges touches: found there without the Metrics' lock and maps.
-type tenantSeries struct {
+// TenantSeries keeps, on a tenant, its series of the metrics each of its
+// exchanges touches: found there without the Metrics' lock and maps. The
+// zero value is ready to use; it must be used with one tenant only.
+type TenantSeries struct {
 	latency atomic.Pointer[latencySeries]
 	count   atomic.Pointer[countSeries] // the (route, status) last counted
 }
@@ -192,8 +216,9 @@ type countSeries struct {
 	c      prometheus.Counter
 }
 
-// countTenantRequest is CountRequest for a tenant's exchange.
-func (m *Metrics) countTenantRequest(ts *tenantSeries, tenant, route string, status int) {
+// CountTenantRequest is CountRequest for a tenant's exchange, its series
+// kept in ts.
+func (m *Metrics) CountTenantRequest(ts *TenantSeries, tenant, route string, status int) {
 	if cs := ts.count.Load(); cs != nil && cs.status == status && cs.route == route {
 		cs.c.Inc()
 		return
@@ -203,8 +228,9 @@ func (m *Metrics) countTenantRequest(ts *tenantSeries, tenant, route string, sta
 	c.Inc()
 }
 
-// tenantLatency is latency for a tenant's exchange.
-func (m *Metrics) tenantLatency(ts *tenantSeries, tenant string, total, upstream time.Duration) {
+// TenantLatency is Latency for a tenant's exchange, its series kept in
+// ts.
+func (m *Metrics) TenantLatency(ts *TenantSeries, tenant string, total, upstream time.Duration) {
 	l := ts.latency.Load()
 	if l == nil {
 		l = m.latencySeries(tenant)
@@ -213,7 +239,9 @@ func (m *Metrics) tenantLatency(ts *tenantSeries, tenant string, total, upstream
 	l.observe(total, upstream)
 }
 
-func (m *Metrics) curated(tenant string, r history.Report) {
+// Curated counts what curation made of one request's context (the
+// tokens sent, and what it left out, cut and repaired).
+func (m *Metrics) Curated(tenant string, r history.Report) {
 	m.context.WithLabelValues(tenant).Observe(float64(r.Tokens))
 	m.saved.WithLabelValues(tenant).Add(float64(r.SavedTokens))
 	m.dropped.WithLabelValues(tenant).Add(float64(r.DroppedTurns))
@@ -221,30 +249,36 @@ func (m *Metrics) curated(tenant string, r history.Report) {
 	m.repaired.WithLabelValues(tenant).Add(float64(r.RepairedCalls))
 }
 
-func (m *Metrics) storeOp(op string, d time.Duration) {
+// StoreOp observes one store operation (op: load, commit) that took d.
+func (m *Metrics) StoreOp(op string, d time.Duration) {
 	m.store.WithLabelValues(op).Observe(d.Seconds())
 }
 
-func (m *Metrics) commitFailed(tenant, reason string) {
+// CommitFailed counts an answer that could not be recorded, by reason
+// (error, timeout).
+func (m *Metrics) CommitFailed(tenant, reason string) {
 	m.commits.WithLabelValues(tenant, reason).Inc()
 }
 
-func (m *Metrics) streamAborted(tenant string) { m.aborted.WithLabelValues(tenant).Inc() }
+// StreamAborted counts a stream that ended without a whole answer.
+func (m *Metrics) StreamAborted(tenant string) { m.aborted.WithLabelValues(tenant).Inc() }
 
-// usage counts the tokens an upstream reported for a recorded answer.
-func (m *Metrics) usage(tenant, upstream string, input, cached, output int) {
+// Usage counts the tokens an upstream (its protocol's name) reported for
+// a recorded answer.
+func (m *Metrics) Usage(tenant, upstream string, input, cached, output int) {
 	m.tokens.WithLabelValues(tenant, upstream, "input").Add(float64(input))
 	m.tokens.WithLabelValues(tenant, upstream, "cached").Add(float64(cached))
 	m.tokens.WithLabelValues(tenant, upstream, "output").Add(float64(output))
 }
 
-// toolCall counts one call of a history tool.
-func (m *Metrics) toolCall(tenant, tool, outcome string) {
+// ToolCall counts one call of a history tool, by outcome (ok, invalid,
+// unknown, error).
+func (m *Metrics) ToolCall(tenant, tool, outcome string) {
 	m.toolRuns.WithLabelValues(tenant, tool, outcome).Inc()
 }
 
-// toolRounds observes the upstream calls of one request with history
+// ToolRounds observes n, the upstream calls of one request with history
 // tools offered.
-func (m *Metrics) toolRounds(tenant string, n int) {
+func (m *Metrics) ToolRounds(tenant string, n int) {
 	m.rounds.WithLabelValues(tenant).Observe(float64(n))
 }

@@ -1,4 +1,8 @@
-package proxy
+// Package streambody carries a streamed answer from the goroutine that
+// relays it to fasthttp, which reads it as the response's body stream
+// (fasthttp.RequestCtx.SetBodyStream) and writes each read as one chunk
+// to the connection.
+package streambody
 
 import (
 	"errors"
@@ -6,9 +10,8 @@ import (
 	"sync"
 )
 
-// streamBody carries a streamed answer from its relay goroutine to
-// fasthttp, which reads it as the response's body stream and writes each
-// read as one chunk to the connection.
+// Body is the body stream of one streamed response: the relay writes it,
+// fasthttp reads and closes it.
 //
 // It replaces an unbuffered io.Pipe, with which every flush of every
 // event waited until fasthttp's connection goroutine had taken it: on the
@@ -19,7 +22,7 @@ import (
 // waits only while max bytes or more wait to be taken (a client that reads
 // nothing holds back its relay, as before), and the relay waits once, at
 // the end, for fasthttp to have written the last byte (Wait).
-type streamBody struct {
+type Body struct {
 	mu      sync.Mutex
 	cond    sync.Cond     // on mu: every change below
 	buf     []byte        // written, not yet read
@@ -35,17 +38,20 @@ type streamBody struct {
 	started chan struct{} // closed at the first write, or at the end of the writer's side
 }
 
-// errStreamClosed is a write after fasthttp closed the body stream
-// without an error: a response reset before its body was written.
-var errStreamClosed = errors.New("proxy: response stream closed")
+// ErrClosed is a write after fasthttp closed the body stream without an
+// error, and what Wait returns for a response reset before its body was
+// read to the end.
+var ErrClosed = errors.New("streambody: response stream closed")
 
-// streamBufs recycles streamBody buffers: a stream's events are
+// streamBufs recycles Body buffers: a stream's events are
 // appended while fasthttp's goroutine waits for the core, and a fresh
 // buffer would grow by doubling every time.
 var streamBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
-func newStreamBody(max int) *streamBody {
-	b := &streamBody{max: max, pooled: [2]*[]byte{streamBufs.Get().(*[]byte), streamBufs.Get().(*[]byte)}, started: make(chan struct{})}
+// New returns a Body whose writes wait while max bytes or more wait to be
+// read.
+func New(max int) *Body {
+	b := &Body{max: max, pooled: [2]*[]byte{streamBufs.Get().(*[]byte), streamBufs.Get().(*[]byte)}, started: make(chan struct{})}
 	b.buf, b.spare = *b.pooled[0], *b.pooled[1]
 	b.cond.L = &b.mu
 	return b
@@ -53,7 +59,7 @@ func newStreamBody(max int) *streamBody {
 
 // release returns b's buffers to the pool: nothing reads or writes them
 // once fasthttp has closed the stream.
-func (b *streamBody) release() {
+func (b *Body) release() {
 	for i, p := range [2][]byte{b.buf, b.spare} {
 		if cap(p) <= 2*b.max {
 			*b.pooled[i] = p[:0]
@@ -65,7 +71,7 @@ func (b *streamBody) release() {
 
 // Write appends p for the reader. It fails once the reader's side has
 // ended (the client is gone, or the stream was aborted).
-func (b *streamBody) Write(p []byte) (int, error) {
+func (b *Body) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for b.err == nil && len(b.buf) >= b.max && len(p) > 0 {
@@ -84,7 +90,7 @@ func (b *streamBody) Write(p []byte) (int, error) {
 
 // start closes started once (under mu): the first bytes are there, or
 // there will be none.
-func (b *streamBody) start() {
+func (b *Body) start() {
 	select {
 	case <-b.started:
 	default:
@@ -94,12 +100,12 @@ func (b *streamBody) start() {
 
 // Started is closed once the first bytes are written, or the writer's
 // side has ended without any.
-func (b *streamBody) Started() <-chan struct{} { return b.started }
+func (b *Body) Started() <-chan struct{} { return b.started }
 
 // End ends the writer's side: the reader gets io.EOF once it has taken
 // everything written. (Not Close: fasthttp calls an io.Closer's Close
 // when it is done with the stream.)
-func (b *streamBody) End() {
+func (b *Body) End() {
 	b.mu.Lock()
 	b.ended = true
 	b.start()
@@ -110,7 +116,7 @@ func (b *streamBody) End() {
 // Abort ends both sides with err: the reader's next read fails with it
 // (fasthttp then drops the connection), so does every later write, and
 // Wait returns it.
-func (b *streamBody) Abort(err error) {
+func (b *Body) Abort(err error) {
 	b.mu.Lock()
 	if b.err == nil {
 		b.err = err
@@ -123,7 +129,7 @@ func (b *streamBody) Abort(err error) {
 
 // Read takes everything written so far (as much as p holds), waiting
 // until there is something or the writer is done.
-func (b *streamBody) Read(p []byte) (int, error) {
+func (b *Body) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for {
@@ -152,18 +158,18 @@ func (b *streamBody) Read(p []byte) (int, error) {
 // the connection), or when the response is reset before that (nil too:
 // then the stream did not reach its end, and Wait says so). Writes fail
 // from then on.
-func (b *streamBody) CloseWithError(err error) error {
+func (b *Body) CloseWithError(err error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return nil
 	}
 	if err == nil && !b.eof {
-		err = errStreamClosed
+		err = ErrClosed
 	}
 	b.closed, b.result = true, err
 	if b.err == nil {
-		b.err = errStreamClosed
+		b.err = ErrClosed
 		if err != nil {
 			b.err = err
 		}
@@ -176,7 +182,7 @@ func (b *streamBody) CloseWithError(err error) error {
 // Wait waits until fasthttp has closed the stream and returns what its
 // write ended with (nil when every byte reached the connection), or until
 // the stream is aborted, and returns the abort's error.
-func (b *streamBody) Wait() error {
+func (b *Body) Wait() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for !b.closed && !b.aborted {
