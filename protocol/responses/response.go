@@ -2,6 +2,7 @@ package responses
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -250,6 +251,15 @@ func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, it
 	if a != nil && a.Model != "" {
 		model = a.Model
 	}
+	// Grown once: the members' names and defaults, then what varies.
+	need := responseSize + len(id) + len(model) + len(req.PreviousResponseID) + len(req.Conversation)
+	for _, it := range items {
+		need += len(it) + 1
+	}
+	for _, v := range s {
+		need += len(v.Raw)
+	}
+	dst = slices.Grow(dst, need)
 	dst = append(dst, `{"id":`...)
 	dst = gjson.AppendJSONString(dst, id)
 	dst = append(dst, `,"object":"response","created_at":`...)
@@ -318,6 +328,10 @@ func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, it
 	}
 	return append(dst, '}')
 }
+
+// responseSize is about what appendResponse writes besides the id, the
+// model, the items and the settings' values.
+const responseSize = 1024
 
 func appendNullable(b []byte, s string) []byte {
 	if s == "" {
