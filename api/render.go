@@ -191,11 +191,11 @@ func (c *call) renderExchange(r *history.ExchangeRecord, meta *history.Meta) ([]
 }
 
 // sentAs encodes the rebuilt context for r's upstream as the proxy's
-// encodePlan does: as stored when every message is in the upstream's
-// protocol (the instructions in the ingress's, the summary in chat
-// completions'), else each through the canonical model and the
-// upstream's codec. nil if the protocols are unknown or the messages no
-// longer encode.
+// encodePlan does: the instructions (the ingress's, and the summary in
+// chat completions') and the conversation each as stored when every
+// message of it is in the upstream's protocol, else through the canonical
+// model and the upstream's codec. nil if the protocols are unknown or the
+// messages no longer encode.
 func (c *call) sentAs(r *history.ExchangeRecord, summary []byte, conv []history.Message, complete bool) *Sent {
 	up, ok := wire.Named(r.Upstream)
 	in, ok2 := wire.Named(r.Ingress)
@@ -203,22 +203,18 @@ func (c *call) sentAs(r *history.ExchangeRecord, summary []byte, conv []history.
 		return nil
 	}
 	s := &Sent{Protocol: r.Upstream, Instructions: []json.RawMessage{}, Messages: []json.RawMessage{}, Complete: complete}
-	same := (r.Tokens.Instructions == 0 || in == up) && (summary == nil || up == wire.ChatCompletions)
+	instrSame := (r.Tokens.Instructions == 0 || in == up) && (summary == nil || up == wire.ChatCompletions)
+	convSame := true
 	for _, m := range conv {
-		same = same && m.Protocol == up
+		convSame = convSame && m.Protocol == up
 	}
 	codec := wire.For(up)
 	signer, _ := codec.(wire.Signer)
-	if same {
-		if summary != nil {
-			s.Instructions = append(s.Instructions, summary)
-		}
-		for _, m := range conv {
-			s.Messages = append(s.Messages, signed(signer, m.Raw))
-		}
-		return s
-	}
-	if summary != nil {
+	switch {
+	case summary == nil:
+	case instrSame:
+		s.Instructions = append(s.Instructions, summary)
+	default:
 		cm, err := wire.For(wire.ChatCompletions).Decode(summary)
 		if err != nil {
 			return nil
@@ -230,6 +226,12 @@ func (c *call) sentAs(r *history.ExchangeRecord, summary []byte, conv []history.
 		for _, e := range enc {
 			s.Instructions = append(s.Instructions, e)
 		}
+	}
+	if convSame {
+		for _, m := range conv {
+			s.Messages = append(s.Messages, signed(signer, m.Raw))
+		}
+		return s
 	}
 	canon := make([]wire.Message, 0, len(conv))
 	for _, m := range conv {

@@ -47,3 +47,33 @@ func TestEncodePlanForAnotherProtocol(t *testing.T) {
 		t.Errorf("same protocol: got %q as stored %v (%v), want the stored bytes", conv, asStored, err)
 	}
 }
+
+// TestEncodePlanKeepsTheConversationBesideASummary: a summary (a chat
+// message) beside a conversation stored in the upstream's protocol goes
+// through the canonical model alone; the conversation goes as stored, the
+// same bytes with or without a summary, neither decoded nor encoded again.
+func TestEncodePlanKeepsTheConversationBesideASummary(t *testing.T) {
+	msgs := []plan.Message{
+		{Kind: plan.Instruction, Protocol: wire.Responses, Raw: []byte(`{"type":"message","role":"developer","content":"be brief"}`)},
+		{Kind: plan.SummaryMessage, Protocol: wire.ChatCompletions, Raw: plan.Inject("developer", "They said hello.")},
+		{Kind: plan.History, Protocol: wire.Responses, Raw: []byte(`{"role":"user","content":"look it up"}`)},
+		{Kind: plan.History, Protocol: wire.Responses, Raw: []byte(`{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"text":"42"}]}`)},
+		{Kind: plan.New, Protocol: wire.Responses, Raw: []byte(`{"role":"user","content":"thanks"}`)},
+	}
+	instr, conv, asStored, err := encodePlan(wire.Responses, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !asStored || len(conv) != 3 {
+		t.Fatalf("got %d messages (as stored: %v), want 3 as stored", len(conv), asStored)
+	}
+	for i, raw := range conv {
+		if want := msgs[2+i].Raw; &raw[0] != &want[0] || len(raw) != len(want) {
+			t.Errorf("message %d: got %s, want the stored bytes %s", i, raw, want)
+		}
+	}
+	if len(instr) != 2 || gjson.GetBytes(instr[1], "role").String() != "developer" ||
+		!strings.Contains(gjson.GetBytes(instr[1], "content").Raw, "They said hello.") {
+		t.Fatalf("instructions: got %q, want the instruction and the summary as Responses items", instr)
+	}
+}

@@ -249,8 +249,8 @@ func (x *exchange) encode(p, up *protocol, req *wire.Request, exp *expansion) (e
 		return e, err
 	}
 	e.instr, e.msgs = instr, msgs
-	if x.record && asStored {
-		for i, m := range planned[len(instr):] {
+	if x.record && asStored { // msgs are the last len(msgs) planned, one for one
+		for i, m := range planned[len(planned)-len(msgs):] {
 			if m.Kind == plan.History {
 				e.lastHistory = i
 			}

@@ -163,6 +163,8 @@ func BenchmarkChatBridgedPathStream50(b *testing.B) {
 	runPath(b, pathBench{client: wire.ChatCompletions, path: "/v1/chat/completions", upstream: wire.UpstreamAnthropic, answer: messagesSSE, stream: true})
 }
 
+// runPath serves pb's request round-robin over 64 conversations, and
+// reports CPU time a request as runChat does.
 func runPath(b *testing.B, pb pathBench) {
 	srv, store := pathServer(b, pb)
 	const convs = 64
@@ -173,6 +175,8 @@ func runPath(b *testing.B, pb pathBench) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuTime()
+	defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op") }()
 	for i := 0; i < b.N; i++ {
 		serveOK(b, srv, reqs[i%len(reqs)])
 	}

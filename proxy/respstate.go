@@ -3,8 +3,6 @@ package proxy
 import (
 	"context"
 
-	"github.com/tidwall/sjson"
-
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/protocol/responses"
@@ -145,9 +143,5 @@ func (x *exchange) responseOf(a *wire.Answer) []byte {
 	if x.respReq == nil {
 		return nil
 	}
-	b, err := sjson.SetRawBytes(responses.AppendResponse(nil, x.respReq, a), "output", []byte("[]"))
-	if err != nil {
-		return nil
-	}
-	return b
+	return responses.AppendStoredResponse(nil, x.respReq, a)
 }

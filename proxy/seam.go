@@ -217,54 +217,55 @@ func turnOf(p wire.Protocol, req *wire.Request) (instructions, in []history.Mess
 }
 
 // encodePlan returns the planned messages in the upstream's protocol,
-// instructions (and the summary) apart from the conversation. Messages
-// already in it are sent as they are; when any is not, the whole context
-// goes through the canonical model, so the upstream's codec shapes every
-// turn by its rules (Anthropic's alternation, chat's tool messages).
-// asStored reports that every message went as it was stored.
+// instructions (and the summary) apart from the conversation. Each of the
+// two goes as stored when every message of it is in the upstream's
+// protocol; when any is not, that part goes through the canonical model,
+// so the upstream's codec shapes every turn by its rules (Anthropic's
+// alternation, chat's tool messages). The summary, a chat message, thus
+// leaves a conversation in the upstream's protocol as stored: its bytes
+// do not change when a summary appears (the upstream's prompt cache keeps
+// them), and a long context is not decoded and encoded again on every
+// request. asStored reports that the conversation's messages went as
+// they were stored.
 func encodePlan(up wire.Protocol, msgs []plan.Message) (instr, conv [][]byte, asStored bool, err error) {
 	n := 0
 	for n < len(msgs) && (msgs[n].Kind == plan.Instruction || msgs[n].Kind == plan.SummaryMessage) {
 		n++
 	}
+	all := make([][]byte, len(msgs)) // one array for both, when they go as stored
+	if instr, _, err = appendEncoded(all[:0:n], up, msgs[:n]); err != nil {
+		return nil, nil, false, err
+	}
+	if conv, asStored, err = appendEncoded(all[n:n], up, msgs[n:]); err != nil {
+		return nil, nil, false, err
+	}
+	return instr, conv, asStored, nil
+}
+
+// appendEncoded appends msgs in protocol up to dst: as stored (reporting
+// so) when every one is in it, else all of them through the canonical
+// model and up's codec.
+func appendEncoded(dst [][]byte, up wire.Protocol, msgs []plan.Message) ([][]byte, bool, error) {
 	same := true
 	for _, m := range msgs {
 		same = same && m.Protocol == up
 	}
 	if same {
-		all := make([][]byte, len(msgs)) // one array for both
-		for i, m := range msgs {
-			all[i] = m.Raw
+		for _, m := range msgs {
+			dst = append(dst, m.Raw)
 		}
-		return all[:n:n], all[n:], true, nil
+		return dst, true, nil
 	}
-	codec := wire.For(up)
-	canon := func(ms []plan.Message) ([]wire.Message, error) {
-		out := make([]wire.Message, 0, len(ms))
-		for _, m := range ms {
-			cm, err := wire.For(m.Protocol).Decode(m.Raw)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", apierr.Internal, err)
-			}
-			out = append(out, cm)
+	canon := make([]wire.Message, 0, len(msgs))
+	for _, m := range msgs {
+		cm, err := wire.For(m.Protocol).Decode(m.Raw)
+		if err != nil {
+			return nil, false, fmt.Errorf("%w: %w", apierr.Internal, err)
 		}
-		return out, nil
+		canon = append(canon, cm)
 	}
-	ci, err := canon(msgs[:n])
-	if err != nil {
-		return nil, nil, false, err
-	}
-	cc, err := canon(msgs[n:])
-	if err != nil {
-		return nil, nil, false, err
-	}
-	if instr, err = codec.Encode(nil, ci); err != nil {
-		return nil, nil, false, err
-	}
-	if conv, err = codec.Encode(nil, cc); err != nil {
-		return nil, nil, false, err
-	}
-	return instr, conv, false, nil
+	dst, err := wire.For(up).Encode(dst, canon)
+	return dst, false, err
 }
 
 // commitAnswer records the new messages and the answer (its stored form,

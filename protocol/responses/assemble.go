@@ -25,6 +25,8 @@ type Assembler struct {
 	reasoning map[int64]int    // output_index to reasoning item
 	itemDone  map[int64][]byte // items of response.output_item.done
 	final     []byte           // the Response of the terminal event
+	answer    wire.Answer      // final's, once read (read)
+	read      bool
 	done      bool
 }
 
@@ -131,10 +133,15 @@ func (a *Assembler) Event(dst []wire.Delta, name, data []byte) ([]wire.Delta, bo
 }
 
 // Answer returns the answer of the terminal event's Response; an output
-// left empty there is made of the output_item.done items.
+// left empty there is made of the output_item.done items. The terminal
+// event read it already (for the Finish delta): it is read once, and
+// every call returns it.
 func (a *Assembler) Answer() (wire.Answer, error) {
 	if a.final == nil {
 		return wire.Answer{}, errors.New("responses: answer: the stream has not completed")
+	}
+	if a.read {
+		return a.answer, nil
 	}
 	var done []gjson.Result
 	for i := int64(0); i < int64(len(a.itemDone)); i++ {
@@ -142,5 +149,10 @@ func (a *Assembler) Answer() (wire.Answer, error) {
 			done = append(done, parse(raw))
 		}
 	}
-	return parseResponse(parse(a.final), done)
+	ans, err := parseResponse(parse(a.final), done)
+	if err != nil {
+		return wire.Answer{}, err
+	}
+	a.answer, a.read = ans, true
+	return ans, nil
 }

@@ -1,11 +1,12 @@
 package responses
 
 import (
+	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
 	"github.com/recallproxy/recall/wire"
 )
@@ -41,6 +42,14 @@ func AppendResponse(dst []byte, req *wire.Request, a *wire.Answer) []byte {
 	return appendResponse(dst, req, a, id, outputItems(a, id), false)
 }
 
+// AppendStoredResponse appends AppendResponse's Response object with an
+// empty output: what a stored response's turn keeps
+// (history.Message.Response) and GET /v1/responses/{id} fills with the
+// stored items.
+func AppendStoredResponse(dst []byte, req *wire.Request, a *wire.Answer) []byte {
+	return appendResponse(dst, req, a, responseID(req, a), nil, false)
+}
+
 // responseID is the id the answer is rendered under.
 func responseID(req *wire.Request, a *wire.Answer) string {
 	switch {
@@ -69,19 +78,9 @@ func itemID(prefix, id string, i int) string {
 func outputItems(a *wire.Answer, id string) [][]byte {
 	var items [][]byte
 	if a.Protocol == wire.Responses && len(a.Stored) > 0 {
+		items = make([][]byte, 0, len(a.Stored))
 		for i, raw := range a.Stored {
-			item := parse(raw)
-			b := clone(raw)
-			switch itemType(item) {
-			case typeMessage:
-				b, _ = sjson.SetBytes(b, "id", itemID("msg", id, i))
-			case typeFunctionCall:
-				b, _ = sjson.SetBytes(b, "id", itemID("fc", id, i))
-			}
-			if !item.Get("status").Exists() && itemType(item) != typeReasoning {
-				b, _ = sjson.SetBytes(b, "status", "completed")
-			}
-			items = append(items, b)
+			items = append(items, withRecallID(raw, id, i))
 		}
 		return items
 	}
@@ -117,6 +116,72 @@ func outputItems(a *wire.Answer, id string) [][]byte {
 			append(appendOutputPart([]byte{'['}, wire.Text, ""), ']')))
 	}
 	return items
+}
+
+// withRecallID returns a copy of stored output item raw, at index i of
+// response id, with Recall's id on a message or a function call and
+// "status":"completed" where it has none (a reasoning item aside): the
+// item's other bytes as stored, the id's value replaced where it stands,
+// a missing member added last (as sjson would set them).
+func withRecallID(raw []byte, id string, i int) []byte {
+	item := parse(raw)
+	var idv, status, typ, role gjson.Result // each key's first value, as Get reads it
+	item.ForEach(func(k, v gjson.Result) bool {
+		switch {
+		case k.Str == "id" && !idv.Exists():
+			idv = v
+		case k.Str == "status" && !status.Exists():
+			status = v
+		case k.Str == "type" && !typ.Exists():
+			typ = v
+		case k.Str == "role" && !role.Exists():
+			role = v
+		}
+		return true
+	})
+	t := "" // itemType's answer
+	switch {
+	case typ.Type == gjson.String:
+		t = typ.Str
+	case !typ.Exists() && role.Type == gjson.String:
+		t = typeMessage // an easy input message
+	}
+	var newID string
+	switch t {
+	case typeMessage:
+		newID = itemID("msg", id, i)
+	case typeFunctionCall:
+		newID = itemID("fc", id, i)
+	}
+	addStatus := !status.Exists() && t != typeReasoning
+	if !item.IsObject() || newID == "" && !addStatus {
+		return clone(raw)
+	}
+	b := make([]byte, 0, len(raw)+len(newID)+32)
+	rest := raw
+	if newID != "" && idv.Exists() && idv.Index > 0 {
+		b = append(b, raw[:idv.Index]...)
+		b = gjson.AppendJSONString(b, newID)
+		rest = raw[idv.Index+len(idv.Raw):]
+		newID = ""
+	}
+	end := bytes.LastIndexByte(rest, '}')
+	b = append(b, rest[:end]...)
+	empty := len(bytes.TrimSpace(b)) == 1 // "{": no member before
+	if newID != "" {
+		if !empty {
+			b = append(b, ',')
+		}
+		b = gjson.AppendJSONString(append(b, `"id":`...), newID)
+		empty = false
+	}
+	if addStatus {
+		if !empty {
+			b = append(b, ',')
+		}
+		b = append(b, `"status":"completed"`...)
+	}
+	return append(b, rest[end:]...)
 }
 
 // appendOutputMessage appends an assistant output message with the given
@@ -186,6 +251,15 @@ func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, it
 	if a != nil && a.Model != "" {
 		model = a.Model
 	}
+	// Grown once: the members' names and defaults, then what varies.
+	need := responseSize + len(id) + len(model) + len(req.PreviousResponseID) + len(req.Conversation)
+	for _, it := range items {
+		need += len(it) + 1
+	}
+	for _, v := range s {
+		need += len(v.Raw)
+	}
+	dst = slices.Grow(dst, need)
 	dst = append(dst, `{"id":`...)
 	dst = gjson.AppendJSONString(dst, id)
 	dst = append(dst, `,"object":"response","created_at":`...)
@@ -254,6 +328,10 @@ func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, it
 	}
 	return append(dst, '}')
 }
+
+// responseSize is about what appendResponse writes besides the id, the
+// model, the items and the settings' values.
+const responseSize = 1024
 
 func appendNullable(b []byte, s string) []byte {
 	if s == "" {
