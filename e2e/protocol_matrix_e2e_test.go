@@ -365,8 +365,8 @@ func (c *matrixCell) render(t *testing.T) {
 // conversation (messages, input items, contents) as JSON, where the
 // instructions (the summary) lead them when the protocol carries
 // instructions among them, and are read in its system field otherwise.
-// Anthropic's cache breakpoints, which the render does not place, are
-// left out of both.
+// Anthropic's cache breakpoints are compared too: the render places
+// Recall's where the request carried it.
 func sameAsSent(x renderedExchange, up upstreamtest.Received) error {
 	got := append([]json.RawMessage{}, x.Sent.Messages...)
 	want := up.Messages
@@ -398,8 +398,7 @@ func sameAsSent(x renderedExchange, up upstreamtest.Received) error {
 			return fmt.Errorf("the render's instructions read %q, the request's system %q", got, want)
 		}
 	}
-	g, w := withoutCacheControl(got), withoutCacheControl(want)
-	if !reflect.DeepEqual(g, w) {
+	if !reflect.DeepEqual(decoded(got), decoded(want)) {
 		return fmt.Errorf("the render's sent messages are not what the upstream received:\ngot  %s\nwant %s", join(got), join(want))
 	}
 	return nil
@@ -424,24 +423,9 @@ func jsonStrings(v []byte) []string {
 	return out
 }
 
-// withoutCacheControl decodes msgs with every "cache_control" member
-// left out.
-func withoutCacheControl(msgs []json.RawMessage) []any {
-	var strip func(v any) any
-	strip = func(v any) any {
-		switch v := v.(type) {
-		case map[string]any:
-			delete(v, "cache_control")
-			for k, e := range v {
-				v[k] = strip(e)
-			}
-		case []any:
-			for i, e := range v {
-				v[i] = strip(e)
-			}
-		}
-		return v
-	}
+// decoded are msgs decoded, to compare as JSON values (a message that
+// does not decode as its text).
+func decoded(msgs []json.RawMessage) []any {
 	out := make([]any, len(msgs))
 	for i, m := range msgs {
 		var v any
@@ -449,7 +433,7 @@ func withoutCacheControl(msgs []json.RawMessage) []any {
 			out[i] = string(m)
 			continue
 		}
-		out[i] = strip(v)
+		out[i] = v
 	}
 	return out
 }
@@ -478,7 +462,7 @@ func (c *matrixCell) exportImport(t *testing.T) {
 		_, up := c.send(t, c.in, conv, c.in.c.user("Anything else?"))
 		ups = append(ups, up)
 	}
-	if !reflect.DeepEqual(withoutCacheControl(ups[0].Messages), withoutCacheControl(ups[1].Messages)) {
+	if !reflect.DeepEqual(decoded(ups[0].Messages), decoded(ups[1].Messages)) {
 		t.Errorf("the copy's next request sends another context:\ncopy     %s\noriginal %s", join(ups[1].Messages), join(ups[0].Messages))
 	}
 	for _, p := range []string{"system", "systemInstruction", "instructions"} {

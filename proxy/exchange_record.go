@@ -36,6 +36,9 @@ type exchangeFacts struct {
 	committedFrom, committedTo           uint64
 	committedIncarnation                 uint64
 	commitFailed                         bool
+	// cacheBreakpoint is the seq of the message whose end the request
+	// marked for the upstream's prompt cache (0: none).
+	cacheBreakpoint uint64
 }
 
 // recordedUsage is the upstream's reported usage of an answer committed.
@@ -103,6 +106,7 @@ func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream
 		r.Calibration, r.Included, r.Cut, r.Dropped = 1, []history.Span{}, []history.CutResult{}, []history.Dropped{}
 	}
 	r.Tokens.ReportedInput, r.Tokens.Output, r.Tokens.Cached = x.facts.usage.input, x.facts.usage.output, x.facts.usage.cached
+	r.CacheBreakpoint = x.facts.cacheBreakpoint
 	if x.committed && x.facts.committedTo > 0 {
 		r.Committed = append(r.Committed, history.Span{From: x.facts.committedFrom, To: x.facts.committedTo})
 		r.Incarnation = x.facts.committedIncarnation
