@@ -93,6 +93,7 @@ func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream
 	if err != nil {
 		r.Error = classify(err).Code
 	}
+	r.CacheBreakpoint = x.facts.cacheBreakpoint
 	total := end.Sub(x.facts.start)
 	r.LatencyMS = history.ExchangeLatency{Upstream: upstream.Milliseconds(), Total: total.Milliseconds(),
 		Recall: (total - upstream).Milliseconds()}
@@ -106,7 +107,6 @@ func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream
 		r.Calibration, r.Included, r.Cut, r.Dropped = 1, []history.Span{}, []history.CutResult{}, []history.Dropped{}
 	}
 	r.Tokens.ReportedInput, r.Tokens.Output, r.Tokens.Cached = x.facts.usage.input, x.facts.usage.output, x.facts.usage.cached
-	r.CacheBreakpoint = x.facts.cacheBreakpoint
 	if x.committed && x.facts.committedTo > 0 {
 		r.Committed = append(r.Committed, history.Span{From: x.facts.committedFrom, To: x.facts.committedTo})
 		r.Incarnation = x.facts.committedIncarnation
