@@ -45,14 +45,14 @@ type ExchangeMessage struct {
 // in the upstream's protocol, else every one through the canonical
 // model) and its body carries it (wire.Signer: a Gemini call that lost
 // its signature signed with Google's stand-in), exactly as the proxy
-// encodes a planned context. The client's
-// instructions are never stored: they are not among Instructions (the
-// record's tokens.instructions counts them); Recall's cache breakpoints
-// are not placed, nor an Anthropic turn's two result messages joined
-// (where Recall's history tools answered some of its calls, the client
-// the others). Complete reports that nothing else is
-// missing: no message sent was forgotten, erased or replaced since, or
-// never stored.
+// encodes a planned context, with Recall's cache breakpoint where the
+// request carried it (the record's cache_breakpoint, wire.EndMarker).
+// The client's instructions are never stored: they are not among
+// Instructions (the record's tokens.instructions counts them); an
+// Anthropic turn's two result messages are not joined (where Recall's
+// history tools answered some of its calls, the client the others).
+// Complete reports that nothing else is missing: no message sent was
+// forgotten, erased or replaced since, or never stored.
 type Sent struct {
 	Protocol     string            `json:"protocol"`
 	Instructions []json.RawMessage `json:"instructions"`
@@ -228,8 +228,13 @@ func (c *call) sentAs(r *history.ExchangeRecord, summary []byte, conv []history.
 		}
 	}
 	if convSame {
+		marker, _ := codec.(wire.EndMarker)
 		for _, m := range conv {
-			s.Messages = append(s.Messages, signed(signer, m.Raw))
+			raw := m.Raw
+			if marker != nil && r.CacheBreakpoint != 0 && m.Seq == r.CacheBreakpoint {
+				raw = marker.MarkedEnd(raw) // the breakpoint the request carried
+			}
+			s.Messages = append(s.Messages, signed(signer, raw))
 		}
 		return s
 	}

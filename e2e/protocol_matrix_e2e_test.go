@@ -24,7 +24,7 @@ import (
 // Messages, Gemini) over every kind of upstream (openai, which takes the
 // Responses API; chat, chat completions only; anthropic, Messages only;
 // gemini), streamed and not, each cell one conversation on a harness of
-// its own, through eight aspects in order:
+// its own, through nine aspects in order:
 //
 //   - memory: the second turn's upstream request carries the first turn;
 //   - tool loop: the fake calls the client's tool, the client's result
@@ -46,7 +46,11 @@ import (
 //   - forget: the first turn hard-forgotten is in no API view, no search
 //     hit, no summary, no exchange render, no log line and not in the next
 //     upstream request, which carries the turns the dropped summary
-//     covered again; nor in the summary then made again.
+//     covered again; nor in the summary then made again;
+//   - resend: on a conversation of its own, a client that resends its
+//     whole history on every request, over another protocol at every
+//     turn (protocol_matrix_resend_test.go): what goes upstream and
+//     what is stored hold each message once, in order.
 //
 // The test logs the table of cells and aspects (pass, FAIL, or skip with
 // the finding that skips it).
@@ -86,6 +90,9 @@ func TestProtocolMatrix(t *testing.T) {
 					o.Global, o.Summary = summaryOn(4, 2), func(*summary.Config) {}
 					c := &matrixCell{h: e2etest.New(t, o), in: in, sw: ingresses[(i+1)%len(ingresses)],
 						tenant: up.tenant, stream: stream, conv: "matrix", row: row, table: table}
+					for k := range ingresses {
+						c.order = append(c.order, ingresses[(i+k)%len(ingresses)])
+					}
 					c.run(t)
 				})
 			}
@@ -94,7 +101,7 @@ func TestProtocolMatrix(t *testing.T) {
 }
 
 // matrixAspects are the table's columns, in the order a cell runs them.
-var matrixAspects = []string{"memory", "tool loop", "switch", "search", "summary", "render", "export/import", "forget"}
+var matrixAspects = []string{"memory", "tool loop", "switch", "search", "summary", "render", "export/import", "forget", "resend"}
 
 // matrixFindings are the cells' aspects known to fail, each skipped
 // naming what is wrong: key "row/aspect".
@@ -117,6 +124,9 @@ type matrixIngress struct {
 type matrixCell struct {
 	h      *e2etest.Harness
 	in, sw *matrixIngress // the cell's ingress, and the one the switched result goes over
+	// order are the ingresses in the switch's order, from in: the
+	// resend aspect's turns go over each.
+	order  []*matrixIngress
 	tenant string
 	stream bool
 	conv   string
@@ -143,7 +153,7 @@ const (
 // run runs the aspects in order, each as a subtest whose outcome goes in
 // the table.
 func (c *matrixCell) run(t *testing.T) {
-	for i, a := range []func(t *testing.T){c.memory, c.toolLoop, c.switched, c.search, c.summary, c.render, c.exportImport, c.forget} {
+	for i, a := range []func(t *testing.T){c.memory, c.toolLoop, c.switched, c.search, c.summary, c.render, c.exportImport, c.forget, c.resend} {
 		name := matrixAspects[i]
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
 			// The harness's helpers fail the aspect, not the cell.
@@ -173,13 +183,19 @@ func (c *matrixCell) run(t *testing.T) {
 // one that is not a summariser's), which the fake must have accepted.
 func (c *matrixCell) send(t *testing.T, in *matrixIngress, conv string, msgs ...string) (heard, upstreamtest.Received) {
 	t.Helper()
+	return c.sendBody(t, in, conv, in.c.body(msgs, c.stream))
+}
+
+// sendBody is send with the request's body given whole.
+func (c *matrixCell) sendBody(t *testing.T, in *matrixIngress, conv, body string) (heard, upstreamtest.Received) {
+	t.Helper()
 	headers := in.auth("rk-" + c.tenant)
 	headers["Content-Type"], headers["X-Conversation-ID"] = "application/json", conv
 	before := len(c.h.Up.Requests())
-	r := c.h.PostHeaders(in.path(c.stream), headers, in.c.body(msgs, c.stream))
+	r := c.h.PostHeaders(in.path(c.stream), headers, body)
 	d := c.h.WaitDone(conv)
 	if r.Status != 200 || !d.Committed {
-		t.Fatalf("%s over %s: %d %s (committed %v)", msgs, in.name, r.Status, r.Body, d.Committed)
+		t.Fatalf("%s over %s: %d %s (committed %v)", body, in.name, r.Status, r.Body, d.Committed)
 	}
 	var up upstreamtest.Received
 	reqs := c.h.Up.Requests()
@@ -192,7 +208,7 @@ func (c *matrixCell) send(t *testing.T, in *matrixIngress, conv string, msgs ...
 		}
 	}
 	if up.Body == nil {
-		t.Fatalf("%s over %s: no upstream request", msgs, in.name)
+		t.Fatalf("%s over %s: no upstream request", body, in.name)
 	}
 	if conv == c.conv {
 		c.sent = append(c.sent, up)
@@ -349,8 +365,8 @@ func (c *matrixCell) render(t *testing.T) {
 // conversation (messages, input items, contents) as JSON, where the
 // instructions (the summary) lead them when the protocol carries
 // instructions among them, and are read in its system field otherwise.
-// Anthropic's cache breakpoints, which the render does not place, are
-// left out of both.
+// Anthropic's cache breakpoints are compared too: the render places
+// Recall's where the request carried it.
 func sameAsSent(x renderedExchange, up upstreamtest.Received) error {
 	got := append([]json.RawMessage{}, x.Sent.Messages...)
 	want := up.Messages
@@ -382,8 +398,7 @@ func sameAsSent(x renderedExchange, up upstreamtest.Received) error {
 			return fmt.Errorf("the render's instructions read %q, the request's system %q", got, want)
 		}
 	}
-	g, w := withoutCacheControl(got), withoutCacheControl(want)
-	if !reflect.DeepEqual(g, w) {
+	if !reflect.DeepEqual(decoded(got), decoded(want)) {
 		return fmt.Errorf("the render's sent messages are not what the upstream received:\ngot  %s\nwant %s", join(got), join(want))
 	}
 	return nil
@@ -408,24 +423,9 @@ func jsonStrings(v []byte) []string {
 	return out
 }
 
-// withoutCacheControl decodes msgs with every "cache_control" member
-// left out.
-func withoutCacheControl(msgs []json.RawMessage) []any {
-	var strip func(v any) any
-	strip = func(v any) any {
-		switch v := v.(type) {
-		case map[string]any:
-			delete(v, "cache_control")
-			for k, e := range v {
-				v[k] = strip(e)
-			}
-		case []any:
-			for i, e := range v {
-				v[i] = strip(e)
-			}
-		}
-		return v
-	}
+// decoded are msgs decoded, to compare as JSON values (a message that
+// does not decode as its text).
+func decoded(msgs []json.RawMessage) []any {
 	out := make([]any, len(msgs))
 	for i, m := range msgs {
 		var v any
@@ -433,7 +433,7 @@ func withoutCacheControl(msgs []json.RawMessage) []any {
 			out[i] = string(m)
 			continue
 		}
-		out[i] = strip(v)
+		out[i] = v
 	}
 	return out
 }
@@ -462,7 +462,7 @@ func (c *matrixCell) exportImport(t *testing.T) {
 		_, up := c.send(t, c.in, conv, c.in.c.user("Anything else?"))
 		ups = append(ups, up)
 	}
-	if !reflect.DeepEqual(withoutCacheControl(ups[0].Messages), withoutCacheControl(ups[1].Messages)) {
+	if !reflect.DeepEqual(decoded(ups[0].Messages), decoded(ups[1].Messages)) {
 		t.Errorf("the copy's next request sends another context:\ncopy     %s\noriginal %s", join(ups[1].Messages), join(ups[0].Messages))
 	}
 	for _, p := range []string{"system", "systemInstruction", "instructions"} {

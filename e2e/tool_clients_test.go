@@ -149,7 +149,7 @@ var messagesClient = toolClient{
 			h.stop = gjson.Get(body, "stop_reason").String()
 		} else {
 			type block struct {
-				typ, id, name, text, input string
+				typ, id, name, text, input, thinking, signature string
 			}
 			var blocks []*block
 			starts, stops := 0, 0
@@ -180,6 +180,8 @@ var messagesClient = toolClient{
 					}
 					blocks[idx].text += ev.Get("delta.text").String()
 					blocks[idx].input += ev.Get("delta.partial_json").String()
+					blocks[idx].thinking += ev.Get("delta.thinking").String()
+					blocks[idx].signature += ev.Get("delta.signature").String()
 				case "message_delta":
 					if h.stop != "" {
 						t.Errorf("messages stream: a second stop_reason")
@@ -202,6 +204,8 @@ var messagesClient = toolClient{
 						input = "{}"
 					}
 					cs = append(cs, `{"type":"tool_use","id":`+quoteJSON(b.id)+`,"name":`+quoteJSON(b.name)+`,"input":`+input+`}`)
+				case "thinking":
+					cs = append(cs, `{"type":"thinking","thinking":`+quoteJSON(b.thinking)+`,"signature":`+quoteJSON(b.signature)+`}`)
 				default:
 					t.Errorf("messages stream: got a %s block", b.typ)
 				}

@@ -85,6 +85,11 @@ type ExchangeRecord struct {
 	// Committed are the sequence numbers the exchange stored (none if it
 	// stored nothing).
 	Committed []Span `json:"committed"`
+	// CacheBreakpoint is the sequence number of the stored message whose
+	// end carried the prompt-cache breakpoint Recall places (Anthropic's
+	// cache_control, on the last history message sent); absent if it
+	// placed none.
+	CacheBreakpoint uint64 `json:"cache_breakpoint,omitempty"`
 	// Incarnation is the conversation's Meta.Incarnation the exchange
 	// worked on (0: not known). A store drops a record whose conversation
 	// is gone or was made again since: a record never outlives a delete.

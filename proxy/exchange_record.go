@@ -36,6 +36,9 @@ type exchangeFacts struct {
 	committedFrom, committedTo           uint64
 	committedIncarnation                 uint64
 	commitFailed                         bool
+	// cacheBreakpoint is the seq of the message whose end the request
+	// marked for the upstream's prompt cache (0: none).
+	cacheBreakpoint uint64
 }
 
 // recordedUsage is the upstream's reported usage of an answer committed.
@@ -90,6 +93,7 @@ func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream
 	if err != nil {
 		r.Error = classify(err).Code
 	}
+	r.CacheBreakpoint = x.facts.cacheBreakpoint
 	total := end.Sub(x.facts.start)
 	r.LatencyMS = history.ExchangeLatency{Upstream: upstream.Milliseconds(), Total: total.Milliseconds(),
 		Recall: (total - upstream).Milliseconds()}

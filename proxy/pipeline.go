@@ -78,7 +78,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 		p.answers(x, req)
 	}
 	if offered := x.offeredTools(req); len(offered) > 0 {
-		s.toolExchange(ctx, &res, rc, x, p, up, req, ctxt.instr, ctxt.msgs, ctxt.lastHistory, offered)
+		s.toolExchange(ctx, &res, rc, x, p, up, req, ctxt.instr, ctxt.msgs, ctxt.lastHistory, ctxt.lastSeq, offered)
 		return
 	}
 	// A request that records nothing, to an upstream of its own protocol,
@@ -92,9 +92,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 			x.fail(rc, err)
 			return
 		}
-		if up.mark != nil && ctxt.lastHistory >= 0 {
-			out = up.mark(out, ctxt.lastHistory)
-		}
+		out = x.markHistoryEnd(up, out, ctxt.lastHistory, ctxt.lastSeq)
 	}
 	upReq := fasthttp.AcquireRequest()
 	up.request(upReq, rc, x.c, req, p.proto)
@@ -222,6 +220,8 @@ func ownFork(x *exchange, p *protocol, req *wire.Request, reason string) bool {
 type encoded struct {
 	instr, msgs [][]byte
 	lastHistory int
+	// lastSeq is the stored seq of the last history message (0: none).
+	lastSeq uint64
 }
 
 // encode is the stage that puts the planned context (or, for a request
@@ -252,7 +252,7 @@ func (x *exchange) encode(p, up *protocol, req *wire.Request, exp *expansion) (e
 	if x.record && asStored { // msgs are the last len(msgs) planned, one for one
 		for i, m := range planned[len(planned)-len(msgs):] {
 			if m.Kind == plan.History {
-				e.lastHistory = i
+				e.lastHistory, e.lastSeq = i, m.Seq
 			}
 		}
 	}
@@ -260,6 +260,22 @@ func (x *exchange) encode(p, up *protocol, req *wire.Request, exp *expansion) (e
 		e.msgs, e.lastHistory = up.join(e.msgs, e.lastHistory)
 	}
 	return e, nil
+}
+
+// markHistoryEnd returns body with the end of the history it sends (the
+// message at index last, stored as seq) marked for the upstream's prompt
+// cache, where the upstream has one (up.mark) and the mark fits; the
+// record names the message marked, for the inspector's render.
+func (x *exchange) markHistoryEnd(up *protocol, body []byte, last int, seq uint64) []byte {
+	if up.mark == nil || last < 0 {
+		return body
+	}
+	n := len(body)
+	body = up.mark(body, last)
+	if len(body) != n {
+		x.facts.cacheBreakpoint = seq
+	}
+	return body
 }
 
 // send is the one upstream call of every exchange and round: req (which

@@ -73,6 +73,7 @@ type toolLoop struct {
 	req         *wire.Request
 	instr, msgs [][]byte // msgs grows by each round's calls and results
 	lastHistory int
+	lastSeq     uint64 // the stored seq of the message at lastHistory
 	offered     []wire.Tool
 	limit       int
 	runner      tools.Runner
@@ -87,12 +88,12 @@ type toolLoop struct {
 	limited bool
 }
 
-func (s *Server) newToolLoop(x *exchange, p, up *protocol, req *wire.Request, instr, msgs [][]byte, lastHistory int, offered []wire.Tool) *toolLoop {
+func (s *Server) newToolLoop(x *exchange, p, up *protocol, req *wire.Request, instr, msgs [][]byte, lastHistory int, lastSeq uint64, offered []wire.Tool) *toolLoop {
 	limit := x.c.cfg.History.ToolRounds
 	if limit <= 0 {
 		limit = tools.DefaultRounds
 	}
-	return &toolLoop{s: s, x: x, p: p, up: up, req: req, instr: instr, msgs: msgs, lastHistory: lastHistory,
+	return &toolLoop{s: s, x: x, p: p, up: up, req: req, instr: instr, msgs: msgs, lastHistory: lastHistory, lastSeq: lastSeq,
 		offered: offered, limit: limit, runner: tools.Runner{Store: s.cfg.Store, Key: x.key}, mine: map[string]bool{}}
 }
 
@@ -102,9 +103,7 @@ func (l *toolLoop) body(stream bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l.up.mark != nil && l.lastHistory >= 0 {
-		out = l.up.mark(out, l.lastHistory)
-	}
+	out = l.x.markHistoryEnd(l.up, out, l.lastHistory, l.lastSeq)
 	if out, err = l.up.upstream.WithTools(out, l.offered, stream); err != nil {
 		return nil, fmt.Errorf("%w: %w", apierr.Internal, err)
 	}
@@ -346,8 +345,8 @@ func (l *toolLoop) commit(turn []history.Message, a *wire.Answer) error {
 // toolExchange is seamExchange's upstream part for a request with history
 // tools offered. It owns res (see relaySeam) when it streams.
 func (s *Server) toolExchange(ctx context.Context, res *owned, rc *fasthttp.RequestCtx, x *exchange, p, up *protocol,
-	req *wire.Request, instr, msgs [][]byte, lastHistory int, offered []wire.Tool) {
-	l := s.newToolLoop(x, p, up, req, instr, msgs, lastHistory, offered)
+	req *wire.Request, instr, msgs [][]byte, lastHistory int, lastSeq uint64, offered []wire.Tool) {
+	l := s.newToolLoop(x, p, up, req, instr, msgs, lastHistory, lastSeq, offered)
 	if req.Stream {
 		s.toolStream(ctx, res, rc, l)
 		return

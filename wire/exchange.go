@@ -325,6 +325,17 @@ type CacheMarker interface {
 	MarkHistoryEnd(body []byte, last int) []byte
 }
 
+// EndMarker is implemented by the codec of a protocol whose Upstream is
+// a CacheMarker: the inspector's render of a request (api) places the
+// breakpoint the proxy placed on the message the exchange's record
+// names, as the request carried it.
+type EndMarker interface {
+	// MarkedEnd returns raw, one stored message, marked as
+	// CacheMarker.MarkHistoryEnd marks the last history message (raw
+	// itself where it takes no mark). raw is not modified.
+	MarkedEnd(raw []byte) []byte
+}
+
 // TurnJoiner is an Upstream whose API wants turns shaped otherwise than
 // they were stored (Anthropic: every tool result of a call in the one
 // user message after it), for messages sent as stored.

@@ -112,3 +112,34 @@ func TestMarkHistoryEndInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkedEndIsTheMarkInTheBody: MarkedEnd marks one message as
+// MarkHistoryEnd marks it in a body (a string content becomes a hinted
+// text block, the last block that can carry a hint gets it, thinking
+// and empty text never), leaves a message that takes none or has one
+// as it is, and never writes into its argument.
+func TestMarkedEndIsTheMarkInTheBody(t *testing.T) {
+	for _, raw := range []string{
+		`{"role":"user","content":"hi"}`,
+		`{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"tool_use","id":"t","name":"f","input":{}}]}`,
+		`{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"thinking","thinking":"x","signature":"s"}]}`,
+		`{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"text","text":""}]}`,
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r"}]}`,
+		`{"role":"user","content":[{"type":"text","text":"c","cache_control":{"type":"ephemeral"}}]}`,
+		`{"role":"user","content":""}`,
+	} {
+		body := `{"model":"m","messages":[` + raw + `]}`
+		want := gjson.Get(string(MarkHistoryEnd([]byte(body), 0)), "messages.0").Raw
+		in := make([]byte, len(raw), len(raw)+200) // room a careless splice would write into
+		copy(in, raw)
+		if got := string(Codec{}.MarkedEnd(in)); got != want {
+			t.Errorf("MarkedEnd(%s) = %s, want %s", raw, got, want)
+		}
+		if string(in[:cap(in)][:len(raw)]) != raw || strings.Contains(string(in[len(raw):cap(in)]), "cache") {
+			t.Errorf("MarkedEnd(%s) wrote into its argument", raw)
+		}
+	}
+	if got := string(Codec{}.MarkedEnd([]byte(`{"role":"user","content":"hi"}`))); !strings.Contains(got, `"cache_control":{"type":"ephemeral"}`) {
+		t.Errorf("a user's string: got %s, want it hinted", got)
+	}
+}

@@ -244,6 +244,22 @@ func MarkHistoryEnd(body []byte, last int) []byte {
 	} else {
 		msg = root.Get("messages." + strconv.Itoa(last))
 	}
+	return markEnd(body, msg)
+}
+
+// MarkedEnd implements wire.EndMarker: raw, one stored message, with the
+// breakpoint MarkHistoryEnd places at the end of the last history
+// message, raw itself where that message takes none. raw is not
+// modified.
+func (Codec) MarkedEnd(raw []byte) []byte {
+	return markEnd(slices.Clip(raw), parse(raw))
+}
+
+var _ wire.EndMarker = Codec{}
+
+// markEnd returns body with the breakpoint at the end of msg, a message
+// parsed from body (see MarkHistoryEnd).
+func markEnd(body []byte, msg gjson.Result) []byte {
 	if !msg.IsObject() {
 		return body
 	}
