@@ -92,7 +92,8 @@ func CapSummary(answer string, maxTokens int) string {
 // (transcriptEntry); its item is its text on one line, without its
 // <system-reminder> blocks: the context a coding agent (Claude Code) puts
 // before the user's request is not what a model's summary keeps, and a
-// message of reminders only adds no item. A message's later lines stay:
+// message of reminders only, or of one tagged block of context (Codex's
+// <environment_context> item), adds no item. A message's later lines stay:
 // Claude Code's context restarted from its own summary is one user
 // message whose first line only announces that summary. When the system
 // message asks for a title ("Title:"), the answer starts with
@@ -111,7 +112,7 @@ func SummaryAnswer(system, user string) string {
 	var msg []string // the user message being read, its lines
 	add := func() {
 		text := systemReminders.ReplaceAllString(strings.Join(msg, "\n"), "")
-		if text = strings.Join(strings.Fields(text), " "); text != "" {
+		if text = strings.Join(strings.Fields(text), " "); text != "" && !contextBlock(text) {
 			items = append(items, text)
 			if first == "" {
 				first = text
@@ -158,3 +159,11 @@ var transcriptEntry = regexp.MustCompile(`^(?:(?:user|assistant|system|developer
 // systemReminders are the <system-reminder> blocks a coding agent puts in
 // its user messages.
 var systemReminders = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
+
+// contextBlock reports whether text is one tagged block, <name>…</name>:
+// an agent's context (Codex's <environment_context>), not a request.
+func contextBlock(text string) bool {
+	name, _, ok := strings.Cut(strings.TrimPrefix(text, "<"), ">")
+	return ok && strings.HasPrefix(text, "<") && name != "" && !strings.ContainsAny(name, " /") &&
+		strings.HasSuffix(text, "</"+name+">")
+}

@@ -69,7 +69,8 @@ func TestSummaryCallsAreRecognisedAndAnsweredFromTheirInput(t *testing.T) {
 
 // The fake's summary keeps a user message's request, not the
 // <system-reminder> blocks a coding agent (Claude Code) puts before it, as
-// a model's summary would; a message of reminders only adds nothing; a
+// a model's summary would; a message of reminders only, or of one block of
+// context (Codex's <environment_context>), adds nothing; a
 // message's later lines (Claude Code's restart from its own summary
 // announces it on the first) stay, on one line.
 func TestSummaryAnswerLeavesOutSystemReminders(t *testing.T) {
@@ -79,6 +80,7 @@ func TestSummaryAnswerLeavesOutSystemReminders(t *testing.T) {
 		"assistant called Read({\"file_path\":\"notes.txt\"}) [toolu_1]\n" +
 		"tool result (toolu_1): the secret is 42\n" +
 		"user: <system-reminder>\nonly a reminder\n</system-reminder>\n" +
+		"user: <environment_context>\n  <cwd>/work</cwd>\n</environment_context>\n" +
 		"assistant: echo: day task 07\n" +
 		"user: This session is being continued from a previous conversation.\n\nSummary: the user asked \"day task 05\".\n" +
 		"user: plain request\n"
