@@ -199,7 +199,7 @@ func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
 				subCalls = append(subCalls, c)
 			}
 			if transcript {
-				t.Logf("transcript: process %d %-8s %s %d messages, prompts %v, last user text %q", i, c.thread, c.Path, len(c.msgs), dayPrompts(c.Body, n), lastUser(c.msgs))
+				t.Logf("transcript: process %d %-8s %s %d bytes, %d messages, prompts %v, last user text %q", i, c.thread, c.Path, len(c.Body), len(c.msgs), dayPrompts(c.Body, n), lastUser(c.msgs))
 			}
 		}
 		if len(main) == 0 {

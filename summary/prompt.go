@@ -1,6 +1,7 @@
 package summary
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -201,12 +202,13 @@ func cleanTitle(s string) string {
 }
 
 // fallbackTitle makes a title from the first user message of ts when the
-// summariser gave none: its first 8 words.
+// summariser gave none: its first 8 words, past the <system-reminder>
+// blocks a coding agent puts before the user's words.
 func fallbackTitle(ts []turn) string {
 	for _, t := range ts {
 		for _, m := range t.msgs {
 			if m.Role == wire.RoleUser {
-				if s := cleanTitle(string(m.Text())); s != "" {
+				if s := cleanTitle(systemReminders.ReplaceAllString(string(m.Text()), " ")); s != "" {
 					return s
 				}
 			}
@@ -214,3 +216,8 @@ func fallbackTitle(ts []turn) string {
 	}
 	return "Conversation"
 }
+
+// systemReminders are the <system-reminder> blocks coding agents (Claude
+// Code, Qwen Code) put in a user message: their context, not the user's
+// words.
+var systemReminders = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)

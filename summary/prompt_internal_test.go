@@ -60,3 +60,14 @@ func TestTranscriptReadsEveryProtocol(t *testing.T) {
 		}
 	}
 }
+
+// An episode's fallback title is the user's words, not the
+// <system-reminder> blocks Claude Code puts before them.
+func TestFallbackTitleLeavesOutSystemReminders(t *testing.T) {
+	ts := []turn{{msgs: []history.Message{{Role: wire.RoleUser, Protocol: wire.Messages, Raw: []byte(
+		`{"role":"user","content":[{"type":"text","text":"<system-reminder>\nAs you answer the user's questions, you can use the following context:\n</system-reminder>"},` +
+			`{"type":"text","text":"<system-reminder>The skills are listed.</system-reminder>\n\n\nfix the login bug in auth.go please"}]}`)}}}}
+	if got, want := fallbackTitle(ts), "fix the login bug in auth.go please"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package upstreamtest
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -83,11 +84,21 @@ func CapSummary(answer string, maxTokens int) string {
 
 // SummaryAnswer is the fake's deterministic answer to a summariser call
 // with the given system and user contents. The summary is the previous
-// summary's items followed by the text of each "user: " line of the
+// summary's items followed by the text of each user message of the
 // transcript, joined by "; " (so the previous summary and the new turns
-// it was given show in it). When the system message asks for a title
-// ("Title:"), the answer starts with "Title: Talk about " and the first
-// words of the first new user line, 5 to 8 words in all.
+// it was given show in it), as a model's summary keeps the user's
+// requests and the facts they state. A user message runs from its
+// "user: " line to the next line that opens a transcript entry
+// (transcriptEntry); its item is its text on one line, without its
+// <system-reminder> blocks: the context a coding agent (Claude Code) puts
+// before the user's request is not what a model's summary keeps, and a
+// message of reminders only, or of one tagged block of context (Codex's
+// <environment_context> item), adds no item. A message's later lines stay:
+// Claude Code's context restarted from its own summary is one user
+// message whose first line only announces that summary. When the system
+// message asks for a title ("Title:"), the answer starts with
+// "Title: Talk about " and the first words of the first new user item,
+// 5 to 8 words in all.
 func SummaryAnswer(system, user string) string {
 	prev, transcript := "", user
 	if rest, ok := strings.CutPrefix(user, "Previous summary:\n"); ok {
@@ -98,13 +109,33 @@ func SummaryAnswer(system, user string) string {
 		items = append(items, strings.Split(prev, "; ")...)
 	}
 	var first string
-	for line := range strings.Lines(transcript) {
-		if text, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "user: "); ok {
+	var msg []string // the user message being read, its lines
+	add := func() {
+		text := systemReminders.ReplaceAllString(strings.Join(msg, "\n"), "")
+		if text = strings.Join(strings.Fields(text), " "); text != "" && !contextBlock(text) {
 			items = append(items, text)
 			if first == "" {
 				first = text
 			}
 		}
+		msg = nil
+	}
+	for line := range strings.Lines(transcript) {
+		line = strings.TrimRight(line, "\n")
+		switch text, ok := strings.CutPrefix(line, "user: "); {
+		case ok:
+			if msg != nil {
+				add()
+			}
+			msg = []string{text}
+		case msg != nil && transcriptEntry.MatchString(line):
+			add()
+		case msg != nil:
+			msg = append(msg, line)
+		}
+	}
+	if msg != nil {
+		add()
 	}
 	summary := strings.Join(items, "; ")
 	if !strings.Contains(system, "Title:") {
@@ -118,4 +149,21 @@ func SummaryAnswer(system, user string) string {
 		words = append(words, "things")
 	}
 	return "Title: Talk about " + strings.Join(words, " ") + "\n\n" + summary
+}
+
+// transcriptEntry matches the line that opens an entry of the
+// summariser's transcript (summary.writeMessage): "role: text",
+// "role called name(…)" or "tool result…".
+var transcriptEntry = regexp.MustCompile(`^(?:(?:user|assistant|system|developer|message)(?:: | called )|tool result)`)
+
+// systemReminders are the <system-reminder> blocks a coding agent puts in
+// its user messages.
+var systemReminders = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
+
+// contextBlock reports whether text is one tagged block, <name>…</name>:
+// an agent's context (Codex's <environment_context>), not a request.
+func contextBlock(text string) bool {
+	name, _, ok := strings.Cut(strings.TrimPrefix(text, "<"), ">")
+	return ok && strings.HasPrefix(text, "<") && name != "" && !strings.ContainsAny(name, " /") &&
+		strings.HasSuffix(text, "</"+name+">")
 }

@@ -66,3 +66,30 @@ func TestSummaryCallsAreRecognisedAndAnsweredFromTheirInput(t *testing.T) {
 		t.Errorf("held call got %d after Release, want 200", status)
 	}
 }
+
+// The fake's summary keeps a user message's request, not the
+// <system-reminder> blocks a coding agent (Claude Code) puts before it, as
+// a model's summary would; a message of reminders only, or of one block of
+// context (Codex's <environment_context>), adds nothing; a
+// message's later lines (Claude Code's restart from its own summary
+// announces it on the first) stay, on one line.
+func TestSummaryAnswerLeavesOutSystemReminders(t *testing.T) {
+	transcript := "Transcript of the turns to add:\n" +
+		"user: <system-reminder>\nAs you answer the user's questions, you can use the following context:\n# claudeMd\n</system-reminder>\n" +
+		"<system-reminder>The skills are listed.</system-reminder>\n\n\nday task 07: note the word w07x\n" +
+		"assistant called Read({\"file_path\":\"notes.txt\"}) [toolu_1]\n" +
+		"tool result (toolu_1): the secret is 42\n" +
+		"user: <system-reminder>\nonly a reminder\n</system-reminder>\n" +
+		"user: <environment_context>\n  <cwd>/work</cwd>\n</environment_context>\n" +
+		"assistant: echo: day task 07\n" +
+		"user: This session is being continued from a previous conversation.\n\nSummary: the user asked \"day task 05\".\n" +
+		"user: plain request\n"
+	want := "day task 07: note the word w07x; " +
+		"This session is being continued from a previous conversation. Summary: the user asked \"day task 05\".; plain request"
+	if got := SummaryAnswer("Write the running summary.", transcript); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := SummaryAnswer("Begin with Title: then", transcript), "Title: Talk about day task 07: note\n\n"+want; got != want {
+		t.Errorf("with a title: got %q, want %q", got, want)
+	}
+}
