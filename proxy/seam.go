@@ -186,7 +186,7 @@ func inPlace(planned []plan.Message, p wire.Protocol, req *wire.Request) []plan.
 // its tools, its instructions, its newest message.
 func seamThread(x *exchange, rc *fasthttp.RequestCtx, req *wire.Request) *thread.Request {
 	t := &x.th
-	*t = thread.Request{Header: threadHeader(rc), Tools: hasTools(req.ToolsRaw), Instructions: append(x.instr[:0], req.Instructions...)}
+	*t = thread.Request{Header: threadHeader(rc), Tools: hasTools(req.ToolsRaw), Chained: req.PreviousResponseID != "", Instructions: append(x.instr[:0], req.Instructions...)}
 	if n := len(req.Messages); n > 0 {
 		t.Last = req.Messages[n-1]
 	}

@@ -20,7 +20,8 @@
 //     conversation's first request too.
 //  3. A request that sends no tool definitions on a conversation whose
 //     main thread sends them (history.Meta.Tools: an agent's conversation)
-//     is a side call: an agent's own turns always carry its tools.
+//     is a side call: an agent's own turns always carry its tools. One
+//     that names the answer it continues (previous_response_id) is not.
 //
 // Everything else is the main thread. A request with tools is a side call
 // only by its newest message or its instructions' opening, so an agent's
@@ -122,6 +123,10 @@ type Request struct {
 	Header string
 	// Tools reports that the request sends tool definitions.
 	Tools bool
+	// Chained reports that the request names the answer it continues
+	// (the Responses API's previous_response_id): it is in that answer's
+	// thread, tools or not.
+	Chained bool
 	// Instructions and Last are the raw JSON of the request's
 	// instructions and of its newest message, searched for markers.
 	Instructions [][]byte
@@ -169,9 +174,11 @@ func Before(r *Request) string {
 
 // After returns why r is a side call of a conversation whose main thread
 // sends tools (threadTools, history.Meta.Tools), or "" when it belongs to
-// the main thread.
+// the main thread. A request chained to an answer of the thread is in it:
+// a function's output sent by previous_response_id alone carries no tools
+// (Open Responses' function-call-roundtrip).
 func After(r *Request, threadTools bool) string {
-	if !r.Tools && threadTools && r.Header != Main {
+	if !r.Tools && !r.Chained && threadTools && r.Header != Main {
 		return ReasonNoTools
 	}
 	return ""

@@ -22,6 +22,7 @@ func TestRules(t *testing.T) {
 		{"a title marker in the user message", thread.Request{Last: []byte(`{"role":"user","content":"<session>x</session>\n\nWrite the title in the language the user wrote in, regardless"}`)}, false, thread.ReasonMarker},
 		{"a marker with tools is a turn", thread.Request{Tools: true, Instructions: [][]byte{title}, Last: last}, true, ""},
 		{"no tools where the thread has them", thread.Request{Instructions: [][]byte{plain}, Last: last}, true, thread.ReasonNoTools},
+		{"no tools, chained to the thread's answer", thread.Request{Chained: true, Last: []byte(`{"type":"function_call_output","call_id":"call_1","output":"64 degrees"}`)}, true, ""},
 		{"Gemini CLI's model router, first request", thread.Request{Instructions: [][]byte{[]byte(`{"parts":[{"text":"\nYou are a specialized Task Routing AI. Your sole function is to analyze the user's request"}],"role":"user"}`)}, Last: []byte(`{"parts":[{"text":"say hi"}],"role":"user"}`)}, false, thread.ReasonMarker},
 		{"a plain client", thread.Request{Instructions: [][]byte{plain}, Last: last}, false, ""},
 		{"named side", thread.Request{Header: thread.Side, Tools: true, Last: last}, true, thread.ReasonHeader},

@@ -1,7 +1,8 @@
 // Recall's copies of the compliance tests the Open Responses project keeps
 // on open branches (previous-response-id, function-call-roundtrip,
-// file-input), written from their descriptions: their text is in no copy
-// of the project that can be fetched here (see ../README.md). Each checks
+// file-input), written from their descriptions and checked against a
+// version of the project's text seen in a code index (see ../README.md):
+// the same requests. Each checks
 // every Response it gets as the suite does: against the project's own
 // ResponseResource schema (the vendored zod), status completed, an
 // output; and what the branch test is about.
@@ -166,12 +167,11 @@ export const branchTemplates: TestTemplate[] = [
           return {
             model: config.model,
             previous_response_id: first.id,
-            tools: [weatherTool],
             input: [
               {
                 type: "function_call_output",
                 call_id: call.call_id,
-                output: JSON.stringify({ temperature: "18C" }),
+                output: "64 degrees and clear",
               },
             ],
           };
