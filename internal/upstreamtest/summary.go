@@ -92,8 +92,9 @@ func CapSummary(answer string, maxTokens int) string {
 // (transcriptEntry); its item is its text on one line, without its
 // <system-reminder> blocks: the context a coding agent (Claude Code) puts
 // before the user's request is not what a model's summary keeps, and a
-// message of reminders only, or of one tagged block of context (Codex's
-// <environment_context> item), adds no item. A message's later lines stay:
+// message of reminders only, or of tagged blocks of context only (Codex's
+// <environment_context> item), adds no item, and the blocks of context a
+// message opens with (Gemini CLI's <session_context>) are left out. A message's later lines stay:
 // Claude Code's context restarted from its own summary is one user
 // message whose first line only announces that summary. When the system
 // message asks for a title ("Title:"), the answer starts with
@@ -112,7 +113,7 @@ func SummaryAnswer(system, user string) string {
 	var msg []string // the user message being read, its lines
 	add := func() {
 		text := systemReminders.ReplaceAllString(strings.Join(msg, "\n"), "")
-		if text = strings.Join(strings.Fields(text), " "); text != "" && !contextBlock(text) {
+		if text = withoutContext(strings.Join(strings.Fields(text), " ")); text != "" {
 			items = append(items, text)
 			if first == "" {
 				first = text
@@ -160,10 +161,20 @@ var transcriptEntry = regexp.MustCompile(`^(?:(?:user|assistant|system|developer
 // its user messages.
 var systemReminders = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
 
-// contextBlock reports whether text is one tagged block, <name>…</name>:
-// an agent's context (Codex's <environment_context>), not a request.
-func contextBlock(text string) bool {
-	name, _, ok := strings.Cut(strings.TrimPrefix(text, "<"), ">")
-	return ok && strings.HasPrefix(text, "<") && name != "" && !strings.ContainsAny(name, " /") &&
-		strings.HasSuffix(text, "</"+name+">")
+// withoutContext returns text without the tagged blocks, <name>…</name>,
+// it opens with: an agent's context (Codex's <environment_context> item,
+// Gemini CLI's <session_context> before the prompt), not a request.
+func withoutContext(text string) string {
+	for strings.HasPrefix(text, "<") {
+		name, _, ok := strings.Cut(text[1:], ">")
+		if !ok || name == "" || strings.ContainsAny(name, " /") {
+			return text
+		}
+		_, rest, ok := strings.Cut(text, "</"+name+">")
+		if !ok {
+			return text
+		}
+		text = strings.TrimSpace(rest)
+	}
+	return text
 }

@@ -70,7 +70,8 @@ func TestSummaryCallsAreRecognisedAndAnsweredFromTheirInput(t *testing.T) {
 // The fake's summary keeps a user message's request, not the
 // <system-reminder> blocks a coding agent (Claude Code) puts before it, as
 // a model's summary would; a message of reminders only, or of one block of
-// context (Codex's <environment_context>), adds nothing; a
+// context (Codex's <environment_context>), adds nothing, and the block of
+// context a message opens with (Gemini CLI's <session_context>) goes; a
 // message's later lines (Claude Code's restart from its own summary
 // announces it on the first) stay, on one line.
 func TestSummaryAnswerLeavesOutSystemReminders(t *testing.T) {
@@ -83,9 +84,11 @@ func TestSummaryAnswerLeavesOutSystemReminders(t *testing.T) {
 		"user: <environment_context>\n  <cwd>/work</cwd>\n</environment_context>\n" +
 		"assistant: echo: day task 07\n" +
 		"user: This session is being continued from a previous conversation.\n\nSummary: the user asked \"day task 05\".\n" +
-		"user: plain request\n"
+		"user: plain request\n" +
+		"user: <session_context>\nThis is the Gemini CLI.\n<folder>/work</folder>\n</session_context>\nday task 08: note the word w08x\n"
 	want := "day task 07: note the word w07x; " +
-		"This session is being continued from a previous conversation. Summary: the user asked \"day task 05\".; plain request"
+		"This session is being continued from a previous conversation. Summary: the user asked \"day task 05\".; plain request; " +
+		"day task 08: note the word w08x"
 	if got := SummaryAnswer("Write the running summary.", transcript); got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
