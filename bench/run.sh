@@ -20,13 +20,17 @@
 #                   each that grow during the run, default budget, durable writes
 #   recall-relaxed  the same with sync_writes: false
 #   recall-sync-responses, recall-sync-responses-bridged,
-#   recall-sync-messages, recall-sync-messages-bridged
-#                   recall-sync through the Responses API and Anthropic Messages
-#                   (bench/load -protocol), closed loop only: native (the default
-#                   upstream for Responses, RECALL_UPSTREAM_PROTOCOL=anthropic for
-#                   Messages) and bridged to chat completions
-#                   (RECALL_UPSTREAM_PROTOCOL=chat for Responses, the default for
-#                   Messages), the conversations seeded in the row's protocol
+#   recall-sync-messages, recall-sync-messages-bridged,
+#   recall-sync-gemini, recall-sync-gemini-bridged
+#                   recall-sync through the Responses API, Anthropic Messages
+#                   and Gemini (bench/load -protocol), closed loop only: native
+#                   (the default upstream for Responses, RECALL_UPSTREAM_PROTOCOL
+#                   anthropic for Messages, gemini for Gemini) and bridged to
+#                   chat completions (RECALL_UPSTREAM_PROTOCOL=chat for
+#                   Responses, the default for the others), the conversations
+#                   seeded in the row's protocol; with recall-sync they make
+#                   the protocol matrix, with each native row's peak RSS and
+#                   cold start (process start to the first answered request)
 #   recall-pg       recall-sync on PostgreSQL (store_url): a private server
 #                   started in the work directory if PostgreSQL's server
 #                   binaries are installed (the rows are skipped otherwise),
@@ -68,7 +72,7 @@
 #
 # ONLY, a comma list of row groups, runs just those (default: all): direct
 # (direct, direct-ctx50), nginx (nginx, nginx-ctx50), nohist, sync, relaxed,
-# protocols (the Responses and Messages rows), pg (recall-pg, recall-pg-2),
+# protocols (the Responses, Messages and Gemini rows), pg (recall-pg, recall-pg-2),
 # series (cost against history length), rss, ceiling. Example:
 # ONLY=sync,pg bench/run.sh -quick.
 #
@@ -269,7 +273,7 @@ RECALL_PID=
 # RECALL_AT), durable writes if SYNC is true, on PostgreSQL if STORE_URL is
 # set; RECALL_CONF adds lines to its configuration, UPSTREAM replaces the
 # fake upstream, UPSTREAM_PROTOCOL sets its upstream.protocol (default
-# openai).
+# openai). NOWAIT=1 returns without waiting for it to listen.
 start_recall() {
 	local port=${RECALL_AT:-$RECALL_PORT}
 	cat >"$WORK/recall-$2.yaml" <<EOF
@@ -283,7 +287,27 @@ EOF
 		"${PROXY_CPU[@]}" "$BIN/recall" serve 2>>"$WORK/recall.log" &
 	RECALL_PID=$!
 	PIDS+=("$RECALL_PID")
-	wait_http "http://127.0.0.1:$port/healthz"
+	[ -n "${NOWAIT:-}" ] || wait_http "http://127.0.0.1:$port/healthz"
+}
+
+# cold_start TARGET PROTOCOL DATADIR SYNC: start Recall as start_recall
+# does and record, as coldstart/TARGET, the time from its start to the
+# first answered request in one of the seeded conversations (PROTOCOL's
+# API): what a restarted replica costs before it serves.
+cold_start() {
+	local target=$1 proto=$2 path
+	shift 2
+	path=/v1/$proto
+	case $proto in
+	chat) path=$URL ;;
+	gemini) path=/v1beta/models ;;
+	esac
+	local t0
+	t0=$(date +%s%N)
+	NOWAIT=1 start_recall "$@"
+	"${LOAD_CPU[@]}" "$BIN/load" -cold-start "$t0" -label "coldstart/$target" -protocol "$proto" \
+		-url "http://127.0.0.1:${RECALL_AT:-$RECALL_PORT}$path" -conversations 1000 -seeded "$SEED_TURNS" >>"$RESULTS"
+	wait_http "http://127.0.0.1:${RECALL_AT:-$RECALL_PORT}/healthz"
 }
 
 stop_recall() {
@@ -358,28 +382,32 @@ for mode in sync relaxed; do
 	sync=true
 	[ "$mode" = relaxed ] && sync=false
 	seed "$WORK/data-$mode" 1000 "$SEED_TURNS"
-	start_recall "$WORK/data-$mode" "$sync"
-	matrix "recall-$mode" "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" -metrics "$RECALL_METRICS"
+	cold_start "recall-$mode" chat "$WORK/data-$mode" "$sync"
+	matrix "recall-$mode" "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" -metrics "$RECALL_METRICS" -pid "$RECALL_PID"
 	stop_recall
 done
 
-# recall-sync through the Responses API and Messages, each native and
-# bridged to chat completions, closed loop, non-streamed and streamed:
-# what the seam (translation, rendering) costs over the chat row above.
+# recall-sync through the Responses API, Messages and Gemini, each native
+# and bridged to chat completions, closed loop, non-streamed and streamed:
+# what the seam (translation, rendering) costs over the chat row above,
+# with the native rows' peak RSS and cold start (the protocol matrix).
 # The conversations are seeded in the row's protocol, once per protocol
 # and copied for its second row.
 for row in "responses openai responses" "responses chat responses-bridged" \
-	"messages anthropic messages" "messages openai messages-bridged"; do
+	"messages anthropic messages" "messages openai messages-bridged" \
+	"gemini gemini gemini" "gemini openai gemini-bridged"; do
 	want protocols || break
 	read -r proto upstream name <<<"$row"
+	path=/v1/$proto
+	[ "$proto" = gemini ] && path=/v1beta/models # bench/load adds /{model}:generateContent
 	[ -d "$WORK/seed-$proto" ] || seed "$WORK/seed-$proto" 1000 "$SEED_TURNS" "$proto"
 	cp -a "$WORK/seed-$proto" "$WORK/data-$name"
-	UPSTREAM_PROTOCOL=$upstream start_recall "$WORK/data-$name" true
+	UPSTREAM_PROTOCOL=$upstream cold_start "recall-sync-$name" "$proto" "$WORK/data-$name" true
 	for kind in plain stream; do
 		stream=()
 		[ "$kind" = stream ] && stream=(-stream)
-		load "recall-sync-$name/$kind/closed" -protocol "$proto" -url "http://127.0.0.1:$RECALL_PORT/v1/$proto" \
-			-concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS" "${stream[@]}"
+		load "recall-sync-$name/$kind/closed" -protocol "$proto" -url "http://127.0.0.1:$RECALL_PORT$path" \
+			-concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS" -pid "$RECALL_PID" "${stream[@]}"
 	done
 	stop_recall
 	rm -rf "$WORK/data-$name"

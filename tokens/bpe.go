@@ -1,11 +1,15 @@
 package tokens
 
 import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
 	"hash/maphash"
 	"math/bits"
+	"strconv"
 	"sync"
 
-	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
+	"github.com/pkoukk/tiktoken-go-loader/assets"
 )
 
 // vocab is one lazily built, process-wide byte-pair vocabulary.
@@ -28,9 +32,8 @@ var (
 )
 
 // vocabFor returns the shared vocabulary of enc, loading it on first use
-// from the files embedded in tiktoken-go-loader (about
-// 80 ms for cl100k, 150 for o200k and its 200k tokens, then 20 and 30 to
-// build the rank table). Unknown encodings get O200k. It returns nil
+// from the files embedded in tiktoken-go-loader (BenchmarkVocabularyLoad
+// times it). Unknown encodings get O200k. It returns nil
 // only if the embedded vocabulary cannot be loaded, which the callers
 // answer with an estimate.
 func vocabFor(enc Encoding) *vocab {
@@ -39,18 +42,17 @@ func vocabFor(enc Encoding) *vocab {
 		v, name = &cl100kVocab, string(CL100k)
 	}
 	v.once.Do(func() {
-		// The loader looks files up by base name: this is the URL
-		// tiktoken-go would download, never fetched.
-		url := "https://openaipublic.blob.core.windows.net/encodings/" + name + ".tiktoken"
-		ranks, err := tiktokenloader.NewOfflineLoader().LoadTiktokenBpe(url)
-		if err != nil || len(ranks) == 0 {
+		file, err := assets.Assets.ReadFile(name + ".tiktoken")
+		if err != nil {
 			return
 		}
-		for tok := range ranks {
-			v.maxLen = max(v.maxLen, len(tok))
+		ranks, maxLen, err := readRankTable(file)
+		if err != nil || len(ranks.ranks) == 0 {
+			return
 		}
+		v.maxLen = maxLen
 		v.classes = classes()
-		v.ranks = newRankTable(ranks)
+		v.ranks = ranks
 	})
 	if v.ranks == nil {
 		return nil
@@ -85,35 +87,66 @@ type rankTable struct {
 	seed    maphash.Seed
 }
 
-// newRankTable builds the table of m.
-func newRankTable(m map[string]int) *rankTable {
+// readRankTable builds the table of a .tiktoken file (a line a token: its
+// bytes in base64, a space, its rank) and returns it with the length of
+// the longest token. It decodes the tokens straight into the table, in
+// two passes over the lines (one to size the arrays): the loader's
+// map[string]int of the same file cost a string and a map entry a token,
+// most of the process's start.
+func readRankTable(file []byte) (*rankTable, int, error) {
+	tokens, size := 0, 0
+	for rest := file; len(rest) > 0; {
+		line, next, _ := bytes.Cut(rest, newline)
+		rest = next
+		tok, _, ok := bytes.Cut(line, space)
+		if !ok {
+			continue
+		}
+		tokens++
+		size += base64.StdEncoding.DecodedLen(len(tok))
+	}
 	t := &rankTable{
-		offs:  make([]uint32, 1, len(m)+1),
-		ranks: make([]uint32, 0, len(m)),
+		bytes: make([]byte, 0, size),
+		offs:  make([]uint32, 1, tokens+1),
+		ranks: make([]uint32, 0, tokens),
 		// A power of two at least twice the tokens: probes stay short.
-		slots:   make([]uint32, 1<<bits.Len(uint(2*len(m)))),
-		idxBits: uint(bits.Len(uint(len(m)))),
+		slots:   make([]uint32, 1<<bits.Len(uint(2*tokens))),
+		idxBits: uint(bits.Len(uint(tokens))),
 		seed:    maphash.MakeSeed(),
 	}
-	n := 0
-	for tok := range m {
-		n += len(tok)
-	}
-	t.bytes = make([]byte, 0, n)
 	mask := uint64(len(t.slots) - 1)
-	for tok, r := range m {
-		t.bytes = append(t.bytes, tok...)
+	maxLen := 0
+	for rest := file; len(rest) > 0; {
+		line, next, _ := bytes.Cut(rest, newline)
+		rest = next
+		enc, num, ok := bytes.Cut(line, space)
+		if !ok {
+			continue
+		}
+		start := len(t.bytes)
+		n, err := base64.StdEncoding.Decode(t.bytes[start:start+base64.StdEncoding.DecodedLen(len(enc))], enc)
+		if err != nil {
+			return nil, 0, fmt.Errorf("tokens: vocabulary line %q: %w", line, err)
+		}
+		r, err := strconv.ParseUint(string(num), 10, 32)
+		if err != nil {
+			return nil, 0, fmt.Errorf("tokens: vocabulary line %q: %w", line, err)
+		}
+		t.bytes = t.bytes[:start+n]
 		t.offs = append(t.offs, uint32(len(t.bytes)))
 		t.ranks = append(t.ranks, uint32(r))
-		h := maphash.String(t.seed, tok)
+		maxLen = max(maxLen, n)
+		h := maphash.Bytes(t.seed, t.bytes[start:])
 		i := h & mask
 		for t.slots[i] != 0 {
 			i = (i + 1) & mask
 		}
 		t.slots[i] = t.tag(h) | uint32(len(t.ranks))
 	}
-	return t
+	return t, maxLen, nil
 }
+
+var newline, space = []byte("\n"), []byte(" ")
 
 // tag is the part of a slot that holds the top bits of hash h.
 func (t *rankTable) tag(h uint64) uint32 { return uint32(h>>32) &^ (1<<t.idxBits - 1) }

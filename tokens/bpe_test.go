@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
+	"github.com/pkoukk/tiktoken-go-loader/assets"
 )
 
 // The rank table answers exactly what the vocabulary file says: every
@@ -41,9 +42,17 @@ func TestVocabularyMemory(t *testing.T) {
 		t.Skip("the race detector's allocations blur the count")
 	}
 	var before, after runtime.MemStats
+	oFile, cFile := vocabularyFile(t, O200k), vocabularyFile(t, CL100k)
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	o, c := newRankTable(loadRanks(t, O200k)), newRankTable(loadRanks(t, CL100k))
+	o, _, err := readRankTable(oFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := readRankTable(cFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(o)
@@ -63,4 +72,43 @@ func loadRanks(t *testing.T, enc Encoding) map[string]int {
 		t.Fatal(err)
 	}
 	return ranks
+}
+
+func vocabularyFile(tb testing.TB, enc Encoding) []byte {
+	tb.Helper()
+	b, err := assets.Assets.ReadFile(string(enc) + ".tiktoken")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// A vocabulary file with a line that is not base64 and a rank, or whose
+// rank is not a number, is an error, not a table missing tokens.
+func TestReadRankTableRefusesABadLine(t *testing.T) {
+	for _, file := range []string{"IQ== 0\n!!! 1\n", "IQ== 0\nIg== x\n"} {
+		if _, _, err := readRankTable([]byte(file)); err == nil {
+			t.Errorf("%q: no error", file)
+		}
+	}
+	tab, maxLen, err := readRankTable([]byte("IQ== 0\nIiM= 7\n\n"))
+	if err != nil || tab.rank("!") != 0 || tab.rank(`"#`) != 7 || tab.rank("#") != -1 || maxLen != 2 {
+		t.Errorf("got err %v, ranks %d %d %d, longest %d; want 0, 7, -1 and 2", err, tab.rank("!"), tab.rank(`"#`), tab.rank("#"), maxLen)
+	}
+}
+
+// BenchmarkVocabularyLoad times what the first count of each encoding
+// costs (the process's start warms both): the embedded file read and its
+// rank table built.
+func BenchmarkVocabularyLoad(b *testing.B) {
+	for _, enc := range []Encoding{O200k, CL100k} {
+		b.Run(string(enc), func(b *testing.B) {
+			for b.Loop() {
+				file := vocabularyFile(b, enc)
+				if _, _, err := readRankTable(file); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

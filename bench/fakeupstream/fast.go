@@ -33,6 +33,8 @@ func fastAnswers(next http.Handler) http.Handler {
 			answer, stream = fastMessage, fastMessageStream
 		case strings.HasSuffix(r.URL.Path, "/responses"):
 			answer, stream = fastResponse, fastResponseStream
+		case strings.HasSuffix(r.URL.Path, ":generateContent"), strings.HasSuffix(r.URL.Path, ":streamGenerateContent"):
+			answer, stream = fastGemini, fastGeminiStream
 		}
 		if answer == "" {
 			next.ServeHTTP(w, r)
@@ -49,7 +51,7 @@ func fastAnswers(next http.Handler) http.Handler {
 			http.Error(w, `{"error":{"message":"invalid JSON","type":"invalid_request_error"}}`, http.StatusBadRequest)
 			return
 		}
-		if !streamed(b.Bytes()) {
+		if !streamed(b.Bytes()) && !strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
 			io.WriteString(w, answer)
@@ -128,3 +130,13 @@ func streamed(b []byte) bool {
 		}
 	}
 }
+
+// fastGemini is fastAnswer as a GenerateContentResponse, fastGeminiStream
+// as :streamGenerateContent?alt=sse's chunks (Gemini names the stream in
+// the path, not the body; its last chunk carries the finishReason).
+const fastGemini = `{"candidates":[{"content":{"role":"model","parts":[{"text":"Hello there."}]},"finishReason":"STOP","index":0}],` +
+	`"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":3,"totalTokenCount":15},"modelVersion":"gemini-2.5-flash","responseId":"fast"}`
+
+const fastGeminiStream = `data: {"candidates":[{"content":{"role":"model","parts":[{"text":"Hello "}]},"index":0}],"modelVersion":"gemini-2.5-flash","responseId":"fast"}` + "\r\n\r\n" +
+	`data: {"candidates":[{"content":{"role":"model","parts":[{"text":"there."}]},"finishReason":"STOP","index":0}],` +
+	`"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":3,"totalTokenCount":15},"modelVersion":"gemini-2.5-flash","responseId":"fast"}` + "\r\n\r\n"

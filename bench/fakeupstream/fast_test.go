@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/protocol/gemini"
 	"github.com/recallproxy/recall/protocol/messages"
 	"github.com/recallproxy/recall/protocol/responses"
 	"github.com/recallproxy/recall/wire"
@@ -75,19 +76,20 @@ func TestFastAnswers(t *testing.T) {
 	}
 }
 
-// The fake's Messages and Responses answers are ones Recall reads as a
+// The fake's Messages, Responses and Gemini answers are ones Recall reads as a
 // whole answer of "Hello there.", streamed or not, through the protocol
 // packages it reads its upstreams with.
 func TestFastAnswersReadAsRecallReadsThem(t *testing.T) {
 	srv := httptest.NewServer(fastAnswers(http.NotFoundHandler()))
 	defer srv.Close()
 	for _, tt := range []struct {
-		path string
-		up   wire.Upstream
+		path, streamPath string // streamPath: Gemini names the stream in the path
+		up               wire.Upstream
 	}{
-		{"/v1/chat/completions", chat.Protocol{}},
-		{"/v1/messages", messages.Upstream{}},
-		{"/v1/responses", responses.Upstream{}},
+		{"/v1/chat/completions", "", chat.Protocol{}},
+		{"/v1/messages", "", messages.Upstream{}},
+		{"/v1/responses", "", responses.Upstream{}},
+		{"/v1beta/models/m:generateContent", "/v1beta/models/m:streamGenerateContent?alt=sse", gemini.Upstream{}},
 	} {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s stream=%v", tt.path, stream), func(t *testing.T) {
@@ -95,7 +97,11 @@ func TestFastAnswersReadAsRecallReadsThem(t *testing.T) {
 				if stream {
 					body = `{"model":"m","stream":true,"max_tokens":16,"input":[],"messages":[{"role":"user","content":"hi"}]}`
 				}
-				resp, err := http.Post(srv.URL+tt.path, "application/json", strings.NewReader(body))
+				path := tt.path
+				if stream && tt.streamPath != "" {
+					path = tt.streamPath
+				}
+				resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -15,8 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/recallproxy/recall/wire"
 )
 
 // driver sends requests in its protocol and records their latencies.
@@ -43,8 +41,11 @@ func newDriver(o options) *driver {
 	if d.proto.name == "" {
 		d.proto = protocols["chat"]
 	}
+	for i, u := range d.urls {
+		d.urls[i] = u + d.proto.pathFor(o.model, o.stream)
+	}
 	if o.contextTurns > 0 {
-		pool := newMessagePool(wire.ChatCompletions, o.model, o.words)
+		pool := newMessagePool(d.proto.wire, o.model, o.words)
 		for t := range o.contextTurns {
 			u, a := pool.turn(t)
 			d.prefix = append(append(d.prefix, u.Raw...), ',')

@@ -60,6 +60,7 @@ type options struct {
 	pid           int
 	cpu           int
 	cpuNow        int
+	coldStart     int64
 	samples       string
 	metrics       string
 }
@@ -93,6 +94,7 @@ func main() {
 	flag.IntVar(&o.pid, "pid", 0, "report this process's peak RSS (VmHWM) with the result")
 	flag.IntVar(&o.cpu, "cpu", 0, "report the CPU time this process and its children (a server: PostgreSQL's postmaster and its backends) used over the measured part, in ms a measured request")
 	flag.IntVar(&o.cpuNow, "cpu-now", 0, "print the CPU time this process and its children have used so far, in ms, and exit")
+	flag.Int64Var(&o.coldStart, "cold-start", 0, "a process start time (Unix ns, e.g. date +%s%N just before starting Recall): send one request in a seeded conversation (-conversations) until it is answered, print the time from the start to that answer as a result line and exit")
 	flag.Parse()
 
 	if err := run(o); err != nil {
@@ -117,6 +119,12 @@ func run(o options) error {
 		}
 		fmt.Println(d.Milliseconds())
 		return nil
+	case o.coldStart > 0:
+		res, err := coldStart(o, time.Unix(0, o.coldStart))
+		if err != nil {
+			return err
+		}
+		return printResult(res)
 	case o.report != "":
 		return report(os.Stdout, o.report)
 	case o.wrk != "":
@@ -157,6 +165,12 @@ func run(o options) error {
 	if o.pid > 0 {
 		res.PeakRSSMiB, res.RSSMiB, res.AnonMiB, res.FileMiB = procMemory(o.pid)
 	}
+	return printResult(res)
+}
+
+// printResult prints res as a JSON line on stdout (the load script's
+// record) and for people on stderr.
+func printResult(res result) error {
 	line, err := json.Marshal(res)
 	if err != nil {
 		return err

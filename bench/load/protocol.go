@@ -25,6 +25,9 @@ var protocols = map[string]protocol{
 	"chat":      {name: "chat", wire: wire.ChatCompletions, path: "/v1/chat/completions", done: []byte("[DONE]")},
 	"responses": {name: "responses", wire: wire.Responses, path: "/v1/responses", done: []byte(`"type":"response.completed"`)},
 	"messages":  {name: "messages", wire: wire.Messages, path: "/v1/messages", done: []byte(`"type":"message_stop"`)},
+	// Gemini names the model and whether the answer streams in the path
+	// (pathFor); a stream has no end event, its last chunk a finishReason.
+	"gemini": {name: "gemini", wire: wire.Gemini, path: "/v1beta/models", done: []byte(`"finishReason"`)},
 }
 
 // protocolNamed returns the protocol called name ("": chat).
@@ -34,7 +37,7 @@ func protocolNamed(name string) (protocol, error) {
 	}
 	p, ok := protocols[name]
 	if !ok {
-		return protocol{}, fmt.Errorf("-protocol %q: want chat, responses or messages", name)
+		return protocol{}, fmt.Errorf("-protocol %q: want chat, responses, messages or gemini", name)
 	}
 	return p, nil
 }
@@ -49,6 +52,10 @@ const messagesMaxTokens = 1024
 // setHeaders sets the credential and version headers of p's requests.
 func (p protocol) setHeaders(h http.Header, key string) {
 	h.Set("Content-Type", "application/json")
+	if p.wire == wire.Gemini {
+		h.Set("X-Goog-Api-Key", key)
+		return
+	}
 	if p.wire == wire.Messages {
 		h.Set("X-Api-Key", key)
 		h.Set("Anthropic-Version", anthropicVersion)
@@ -61,6 +68,14 @@ func (p protocol) setHeaders(h http.Header, key string) {
 // (each message followed by a comma; {"role","content"} messages are valid
 // in every protocol) and one new user message whose text is text.
 func (p protocol) appendBody(b []byte, model string, prefix []byte, text []byte, stream bool) []byte {
+	if p.wire == wire.Gemini {
+		// The model and the stream flag are in the path (pathFor).
+		b = append(b, `{"contents":[`...)
+		b = append(b, prefix...)
+		b = append(b, `{"role":"user","parts":[{"text":"`...)
+		b = append(b, text...)
+		return append(b, `"}]}]}`...)
+	}
 	b = append(b, `{"model":"`...)
 	b = append(b, model...)
 	switch p.wire {
@@ -119,4 +134,18 @@ func (s *doneScanner) write(p []byte) {
 	if len(s.carry) > keep {
 		s.carry = s.carry[len(s.carry)-keep:]
 	}
+}
+
+// pathFor returns what follows the URL of a request for model: Gemini's
+// /{model}:generateContent or :streamGenerateContent?alt=sse (the model and
+// the stream flag are the path's there), nothing for the others, whose
+// URL is the whole path.
+func (p protocol) pathFor(model string, stream bool) string {
+	if p.wire != wire.Gemini {
+		return ""
+	}
+	if stream {
+		return "/" + model + ":streamGenerateContent?alt=sse"
+	}
+	return "/" + model + ":generateContent"
 }

@@ -44,6 +44,8 @@ type result struct {
 	// CPU time of -cpu's process and its children over the measured
 	// part, a measured request.
 	CPUMsPerRequest float64 `json:"cpu_ms_per_req,omitempty"`
+	// From a process's start to its first answered request (-cold-start).
+	ColdStartMs float64 `json:"cold_start_ms,omitempty"`
 }
 
 func summarise(o options, samples []sample, elapsed time.Duration) result {
@@ -91,6 +93,9 @@ func pct(d []time.Duration, q float64) float64 {
 }
 
 func (r result) human() string {
+	if r.Mode == "cold" {
+		return fmt.Sprintf("%-28s cold start %.1f ms (%d attempts)", r.Label, r.ColdStartMs, r.Requests)
+	}
 	s := fmt.Sprintf("%-28s %-6s stream=%-5t %8.0f req/s  p50 %6.2f ms  p90 %6.2f ms  p99 %6.2f ms  max %7.2f ms  errors %d/%d",
 		r.Label, r.Mode, r.Stream, r.RPS, r.P50, r.P90, r.P99, r.Max, r.Errors, r.Requests)
 	if r.Stream {
@@ -264,6 +269,7 @@ func report(w io.Writer, path string) error {
 			fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
 		}
 	}
+	protocolMatrix(w, by)
 	if series := labelled(rs, "turns-"); len(series) > 0 {
 		fmt.Fprintln(w, "\n**Cost against stored history length** (open loop, default budget, non-streaming)")
 		fmt.Fprintln(w, "\n| stored turns | conversations | rate | p50 ms | p90 ms | p99 ms | max ms | errors | history (sent/stored) |")
@@ -306,3 +312,56 @@ func labelled(rs []result, prefix string) []result {
 }
 
 func ms(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+// matrixRows are the protocol matrix's client APIs and the targets that
+// measured them: recall-sync's conversations, each in its API, with the
+// API's own upstream (native) and bridged to chat completions.
+var matrixRows = []struct{ api, native, bridged string }{
+	{"chat completions", "recall-sync", ""},
+	{"Responses", "recall-sync-responses", "recall-sync-responses-bridged"},
+	{"Anthropic Messages", "recall-sync-messages", "recall-sync-messages-bridged"},
+	{"Gemini", "recall-sync-gemini", "recall-sync-gemini-bridged"},
+}
+
+// protocolMatrix writes the protocol matrix: each client API's closed-loop
+// req/s against recall-sync's, native and bridged, with Recall's peak RSS
+// over the native rows and its cold start (process start to the first
+// answered request in a seeded conversation). Nothing when the run has no
+// protocol rows.
+func protocolMatrix(w io.Writer, by map[string]result) {
+	base := by["recall-sync/plain/closed"]
+	baseStream := by["recall-sync/stream/closed"]
+	if _, ok := by["recall-sync-responses/plain/closed"]; !ok {
+		return
+	}
+	rps := func(target string) (string, string) {
+		p, hasP := by[target+"/plain/closed"]
+		s, hasS := by[target+"/stream/closed"]
+		if !hasP || !hasS {
+			return "–", "–"
+		}
+		ratio := "–"
+		if base.RPS > 0 && baseStream.RPS > 0 {
+			ratio = fmt.Sprintf("%.2f / %.2f", p.RPS/base.RPS, s.RPS/baseStream.RPS)
+		}
+		return fmt.Sprintf("%.0f / %.0f", p.RPS, s.RPS), ratio
+	}
+	fmt.Fprintln(w, "\n**Protocol matrix** (closed loop req/s non-streamed / streamed, recall-sync's 1,000 conversations of 50 turns in each API; × recall-sync: over the chat row; peak RSS: VmHWM after the native rows; cold start: process start to the first answered request in a seeded conversation)")
+	fmt.Fprintln(w, "\n| client API | native upstream | × recall-sync | bridged to chat completions | × recall-sync | peak RSS MiB | cold start ms |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, row := range matrixRows {
+		native, nativeRatio := rps(row.native)
+		bridged, bridgedRatio := "–", "–"
+		if row.bridged != "" {
+			bridged, bridgedRatio = rps(row.bridged)
+		}
+		rss, cold := "–", "–"
+		if r, ok := by[row.native+"/stream/closed"]; ok && r.PeakRSSMiB > 0 {
+			rss = fmt.Sprintf("%.0f", r.PeakRSSMiB)
+		}
+		if r, ok := by["coldstart/"+row.native]; ok {
+			cold = fmt.Sprintf("%.0f", r.ColdStartMs)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", row.api, native, nativeRatio, bridged, bridgedRatio, rss, cold)
+	}
+}

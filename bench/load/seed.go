@@ -11,7 +11,9 @@ import (
 
 	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/plan"
 	_ "github.com/recallproxy/recall/protocol/chat" // the codecs seeded turns are hashed with
+	_ "github.com/recallproxy/recall/protocol/gemini"
 	_ "github.com/recallproxy/recall/protocol/messages"
 	_ "github.com/recallproxy/recall/protocol/responses"
 	"github.com/recallproxy/recall/store/badgerstore"
@@ -203,7 +205,15 @@ func newMessagePool(proto wire.Protocol, model string, words int) *messagePool {
 	enc := tokens.ForModel(model)
 	msg := func(role, text string) history.Message {
 		raw, _ := json.Marshal(map[string]string{"role": role, "content": text})
-		return history.Message{Role: role, Protocol: proto, Raw: raw, Hash: wire.For(proto).Hash(raw), Tokens: counter.Message(enc, raw)}
+		if proto == wire.Gemini {
+			// A Gemini Content: parts, and "model" for the assistant.
+			gr := role
+			if role == wire.RoleAssistant {
+				gr = "model"
+			}
+			raw, _ = json.Marshal(map[string]any{"role": gr, "parts": []map[string]string{{"text": text}}})
+		}
+		return history.Message{Role: role, Protocol: proto, Raw: raw, Hash: wire.For(proto).Hash(raw), Tokens: plan.Count(&counter, enc, proto, raw)}
 	}
 	p := &messagePool{}
 	for i := range size {

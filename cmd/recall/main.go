@@ -26,6 +26,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -376,17 +377,19 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		go (&procs.Controller{}).Run(ctx, nil)
 	}
 
+	// Build the tokenizers now rather than in the first request, each on a
+	// core of its own while the store opens.
+	counter := &tokens.Counter{}
+	var warm sync.WaitGroup
+	for _, enc := range []tokens.Encoding{tokens.O200k, tokens.CL100k} {
+		warm.Go(func() { counter.Text(enc, "warm") })
+	}
 	st, err := openStore(ctx, g, log)
+	warm.Wait()
 	if err != nil {
 		return err
 	}
 	defer st.close()
-
-	// Build the tokenizers now (tens of milliseconds each) rather than in
-	// the first request.
-	counter := &tokens.Counter{}
-	counter.Text(tokens.O200k, "warm")
-	counter.Text(tokens.CL100k, "warm")
 
 	// The newest messages of hot conversations are served from memory:
 	// this process is Badger's only writer, and a shared store's head is
