@@ -17,6 +17,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/thread"
@@ -77,7 +78,7 @@ type exchange struct {
 	upstream wire.Protocol // the protocol the upstream speaks
 
 	// dec is what prepare decided (nil for an unrecorded request).
-	dec *decision
+	dec *pipeline.Decision
 
 	// What the exchange owns until it ends.
 	// held, if set, releases the conversation's lock (and its lease)
@@ -465,7 +466,7 @@ func (x *exchange) record1(r recorded) error {
 		r.answer = slices.Clone(r.answer)
 		r.answer[0].Response = r.response
 	}
-	ch := x.dec.change(r.answer, s.cfg.Now().UnixNano())
+	ch := x.dec.Change(r.answer, s.cfg.Now().UnixNano())
 	ch.Model, ch.ResponseID, ch.PromptTokens, ch.CompletionTokens = r.model, r.id, r.prompt, r.completion
 	// The commit drops the lease (one that fails keeps it, and the
 	// exchange's end releases it).
@@ -486,17 +487,7 @@ func (x *exchange) record1(r recorded) error {
 		// ch.Lease, the lease its commit drops).
 		var m history.Meta
 		var err error
-		for attempt := 0; ; attempt++ {
-			m, err = s.cfg.Store.Commit(ctx, d.key, ch)
-			if !errors.Is(err, history.ErrConflict) || attempt == maxRebases {
-				break
-			}
-			// Another writer committed since the plan (not an exchange:
-			// those hold the lease).
-			if ch, err = d.rebase(ctx, ch); err != nil {
-				break
-			}
-		}
+		m, ch, err = d.Commit(ctx, ch)
 		result <- outcome{m, err}
 	}()
 	var err error
@@ -566,7 +557,7 @@ func (x *exchange) triggerSummary() {
 // exchange still holds the conversation's lock.
 func (x *exchange) sealEpisode(ctx context.Context) error {
 	st := x.s.cfg.Store
-	for range maxRebases + 1 {
+	for range pipeline.MaxRebases + 1 {
 		snap, err := st.Load(ctx, x.key, history.Query{})
 		if err != nil {
 			return err
@@ -578,9 +569,6 @@ func (x *exchange) sealEpisode(ctx context.Context) error {
 	}
 	return history.ErrConflict
 }
-
-// maxRebases bounds the rebases of one commit.
-const maxRebases = 3
 
 // fail answers err in the client's protocol's shape (OpenAI's unless
 // x.render says otherwise) and ends the exchange with it.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/protocol/responses"
 	"github.com/recallproxy/recall/respstate"
@@ -191,7 +192,7 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 			return
 		}
 	}
-	instructions, in, err := turnOf(wire.Responses, req)
+	instructions, in, err := pipeline.TurnOf(wire.Responses, req)
 	if err != nil {
 		x.fail(rc, err)
 		return
@@ -214,11 +215,11 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 		return
 	}
 	if before.NextSeq == 0 {
-		x.dec.incarnation = respstate.NewIncarnation()
+		x.dec.Incarnation = respstate.NewIncarnation()
 	}
 	// The request's items and the summary over them land in one change,
 	// under the conversation's lock: a failed compaction commits nothing.
-	turn := x.dec.change(nil, s.cfg.Now().UnixNano())
+	turn := x.dec.Change(nil, s.cfg.Now().UnixNano())
 	turn.Model = x.model
 	after, err := comp.Compact(ctx, x.key, x.model, c.PassedKey(), turn)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/wire"
@@ -50,7 +51,7 @@ func (s *Server) countTokens(rc *fasthttp.RequestCtx, conv string) {
 		x.fail(rc, err)
 		return
 	}
-	instructions, in, err := turnOf(wire.Messages, req)
+	instructions, in, err := pipeline.TurnOf(wire.Messages, req)
 	if err != nil {
 		x.fail(rc, err)
 		return

@@ -1,7 +1,10 @@
 // Package proxy is Recall's HTTP side: the fasthttp server, routing, tenant
 // authentication, the upstream client, the streaming relay and the
-// chat-completions pipeline that wires package history (what to send,
-// what to record) to the protocol packages (how to read and rewrite bodies).
+// exchange of every protocol that wires package plan (what to send, what
+// to record) to the protocol packages (how to read and rewrite bodies).
+// The exchange's stages that need neither HTTP nor the server (decode's
+// turn, encode, the event pump, the commit's decision and write) are
+// package pipeline's; proxy calls them in order (pipeline.go).
 //
 // Per chat-completions request with a conversation id: authenticate,
 // validate, load the conversation's tail, merge, curate, forward with only

@@ -9,6 +9,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/respstate"
 	"github.com/recallproxy/recall/thread"
@@ -85,7 +86,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 	// whose messages go as they came, goes as it came: the body the
 	// codec would build is the same up to white space.
 	asCame := !x.record && upProto == p.proto && p.answers == nil &&
-		sameRaw(ctxt.instr, req.Instructions) && sameRaw(ctxt.msgs, req.Messages)
+		pipeline.SameRaw(ctxt.instr, req.Instructions) && pipeline.SameRaw(ctxt.msgs, req.Messages)
 	out := body
 	if !asCame {
 		if out, err = up.upstream.AppendBody(getBodyBuf(len(body)+x.contextTokens()*4), req, ctxt.instr, ctxt.msgs); err != nil {
@@ -174,7 +175,7 @@ func (x *exchange) planTurn(ctx context.Context, rc *fasthttp.RequestCtx, p *pro
 		}
 	}
 	x.retry = retryOf(rc)
-	instructions, in, err := turnOf(p.proto, req)
+	instructions, in, err := pipeline.TurnOf(p.proto, req)
 	if err != nil {
 		return nil, err
 	}
@@ -182,10 +183,10 @@ func (x *exchange) planTurn(ctx context.Context, rc *fasthttp.RequestCtx, p *pro
 	// (see nameResponse): a commit that would move it fails instead.
 	x.pinned = p.answers != nil
 	release, err := x.prepare(ctx, instructions, in, req.Model, req.MaxTokens, req.ToolsRaw, mode)
-	if reason, ok := sideOf(err); ok && ownFork(x, p, req, reason) {
+	if reason, ok := pipeline.SideOf(err); ok && ownFork(x, p, req, reason) {
 		release, err = x.prepare(ctx, instructions, in, req.Model, req.MaxTokens, req.ToolsRaw, mode)
 	}
-	if reason, ok := sideOf(err); ok {
+	if reason, ok := pipeline.SideOf(err); ok {
 		x.record, x.side, x.model = false, reason, req.Model
 		return nil, nil
 	}
@@ -231,7 +232,7 @@ func (x *exchange) encode(p, up *protocol, req *wire.Request, exp *expansion) (e
 	e := encoded{lastHistory: -1}
 	var planned []plan.Message
 	if x.record {
-		planned = inPlace(x.dec.Messages, p.proto, req)
+		planned = pipeline.InPlace(x.dec.Messages, p.proto, req)
 	} else {
 		planned = make([]plan.Message, 0, len(req.Instructions)+len(req.Messages)+1)
 		for _, m := range req.Instructions {
@@ -244,7 +245,7 @@ func (x *exchange) encode(p, up *protocol, req *wire.Request, exp *expansion) (e
 			planned = append(planned, plan.Message{Kind: plan.New, Protocol: p.proto, Raw: m})
 		}
 	}
-	instr, msgs, asStored, err := encodePlan(up.proto, planned)
+	instr, msgs, asStored, err := pipeline.EncodePlan(up.proto, planned)
 	if err != nil {
 		return e, err
 	}
@@ -299,7 +300,7 @@ func (x *exchange) translatedError(rc *fasthttp.RequestCtx, resp *fasthttp.Respo
 	status := resp.StatusCode()
 	raw, _ := readLimited(uplink.Body(resp), 1<<20)
 	x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
-	e := upstreamStatus(status, raw)
+	e := pipeline.UpstreamStatus(status, raw)
 	e.RetryAfter = string(resp.Header.Peek(fasthttp.HeaderRetryAfter)) // when to try again holds in any protocol
 	uplink.Release(resp)
 	x.facts.upstreamDone = x.now()

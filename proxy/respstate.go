@@ -128,7 +128,7 @@ func nameResponse(x *exchange, req *wire.Request) {
 	inc := m.Incarnation
 	if m.NextSeq == 0 {
 		inc = respstate.NewIncarnation()
-		x.dec.incarnation = inc
+		x.dec.Incarnation = inc
 	}
 	x.pinned, x.respReq = true, req
 	req.ResponseID = respstate.Ref{Conversation: x.key.Conversation, Incarnation: inc,

@@ -6,17 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strconv"
 
-	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
-	"github.com/recallproxy/recall/plan"
+	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/thread"
-	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -74,32 +70,6 @@ func parseRequest(rc *fasthttp.RequestCtx, p *protocol, body []byte) (*wire.Requ
 	return p.ingress.ParseRequest(body)
 }
 
-// sideOf reports whether err is the plan's finding that the request is a
-// side call, and why.
-func sideOf(err error) (string, bool) {
-	if err != nil {
-		var se *plan.SideError // allocated only here
-		if errors.As(err, &se) {
-			return se.Reason, true
-		}
-	}
-	return "", false
-}
-
-// sameRaw reports whether a and b are the same values in the same
-// memory: messages sent as the request holds them.
-func sameRaw(a, b [][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if len(a[i]) != len(b[i]) || len(a[i]) > 0 && &a[i][0] != &b[i][0] {
-			return false
-		}
-	}
-	return true
-}
-
 // stamp gives the answer Recall's id and times (Completed is now), and
 // puts its stored form in the protocol the client received it in: the
 // upstream's when the client speaks it, else the client's (the canonical
@@ -129,59 +99,6 @@ func (x *exchange) stamp(a *wire.Answer, req *wire.Request, up, in wire.Protocol
 	return nil
 }
 
-// inPlace returns the planned messages with the request's in-place
-// instructions (wire.Request.InPlace: never stored, never merged) put back
-// where the client placed them: right after the planned copy of the
-// message the client sent before each (found by hash, from the end), at
-// the start of the conversation for one the client sent first, or before
-// the first new message when that message was not sent (curated out).
-func inPlace(planned []plan.Message, p wire.Protocol, req *wire.Request) []plan.Message {
-	if len(req.InPlace) == 0 {
-		return planned
-	}
-	codec := wire.For(p)
-	out := append([]plan.Message(nil), planned...)
-	lastPrev, lastAt := -2, 0
-	for _, idx := range req.InPlace {
-		prev := idx - 1
-		for prev >= 0 && slices.Contains(req.InPlace, prev) {
-			prev--
-		}
-		at := -1
-		switch {
-		case prev == lastPrev: // after the one placed before it
-			at = lastAt + 1
-		case prev < 0:
-			at = 0
-			for at < len(out) && (out[at].Kind == plan.Instruction || out[at].Kind == plan.SummaryMessage) {
-				at++
-			}
-		default:
-			want := codec.Hash(req.Messages[prev])
-			for i := len(out) - 1; i >= 0 && at < 0; i-- {
-				if out[i].Kind == plan.History || out[i].Kind == plan.New {
-					if wire.For(out[i].Protocol).Hash(out[i].Raw) == want {
-						at = i + 1
-					}
-				}
-			}
-		}
-		if at < 0 {
-			at = len(out)
-			for i, m := range out {
-				if m.Kind == plan.New {
-					at = i
-					break
-				}
-			}
-		}
-		m := plan.Message{Kind: plan.New, Role: wire.RoleSystem, Protocol: p, Raw: req.Messages[idx]}
-		out = slices.Insert(out, at, m)
-		lastPrev, lastAt = prev, at
-	}
-	return out
-}
-
 // seamThread is a request of any protocol as package thread reads it:
 // its tools, its instructions, its newest message.
 func seamThread(x *exchange, rc *fasthttp.RequestCtx, req *wire.Request) *thread.Request {
@@ -193,106 +110,12 @@ func seamThread(x *exchange, rc *fasthttp.RequestCtx, req *wire.Request) *thread
 	return t
 }
 
-// turnOf reads a decoded request's instructions and conversation messages
-// into their stored form, through the ingress protocol's codec.
-func turnOf(p wire.Protocol, req *wire.Request) (instructions, in []history.Message, err error) {
-	codec := wire.For(p)
-	ni := len(req.Instructions)
-	all := make([]history.Message, ni, ni+len(req.Messages)) // one array for both
-	for i, raw := range req.Instructions {
-		all[i] = history.Message{Role: codec.Role(raw), Protocol: p, Raw: raw}
-	}
-	instructions, in = all[:ni:ni], all[ni:]
-	for i, raw := range req.Messages {
-		if slices.Contains(req.InPlace, i) {
-			continue // sent where it stands, never stored
-		}
-		role := codec.Role(raw)
-		if role == "" {
-			return nil, nil, apierr.InvalidValue("messages["+strconv.Itoa(i)+"]", "Message "+strconv.Itoa(i)+" is not a message Recall can read.")
-		}
-		in = append(in, history.Message{Role: role, Protocol: p, Raw: raw, Hash: codec.Hash(raw)})
-	}
-	return instructions, in, nil
-}
-
-// encodePlan returns the planned messages in the upstream's protocol,
-// instructions (and the summary) apart from the conversation. Each of the
-// two goes as stored when every message of it is in the upstream's
-// protocol; when any is not, that part goes through the canonical model,
-// so the upstream's codec shapes every turn by its rules (Anthropic's
-// alternation, chat's tool messages). The summary, a chat message, thus
-// leaves a conversation in the upstream's protocol as stored: its bytes
-// do not change when a summary appears (the upstream's prompt cache keeps
-// them), and a long context is not decoded and encoded again on every
-// request. asStored reports that the conversation's messages went as
-// they were stored.
-func encodePlan(up wire.Protocol, msgs []plan.Message) (instr, conv [][]byte, asStored bool, err error) {
-	n := 0
-	for n < len(msgs) && (msgs[n].Kind == plan.Instruction || msgs[n].Kind == plan.SummaryMessage) {
-		n++
-	}
-	all := make([][]byte, len(msgs)) // one array for both, when they go as stored
-	if instr, _, err = appendEncoded(all[:0:n], up, msgs[:n]); err != nil {
-		return nil, nil, false, err
-	}
-	if conv, asStored, err = appendEncoded(all[n:n], up, msgs[n:]); err != nil {
-		return nil, nil, false, err
-	}
-	return instr, conv, asStored, nil
-}
-
-// appendEncoded appends msgs in protocol up to dst: as stored (reporting
-// so) when every one is in it, else all of them through the canonical
-// model and up's codec.
-func appendEncoded(dst [][]byte, up wire.Protocol, msgs []plan.Message) ([][]byte, bool, error) {
-	same := true
-	for _, m := range msgs {
-		same = same && m.Protocol == up
-	}
-	if same {
-		for _, m := range msgs {
-			dst = append(dst, m.Raw)
-		}
-		return dst, true, nil
-	}
-	canon := make([]wire.Message, 0, len(msgs))
-	for _, m := range msgs {
-		cm, err := wire.For(m.Protocol).Decode(m.Raw)
-		if err != nil {
-			return nil, false, fmt.Errorf("%w: %w", apierr.Internal, err)
-		}
-		canon = append(canon, cm)
-	}
-	dst, err := wire.For(up).Encode(dst, canon)
-	return dst, false, err
-}
-
 // commitAnswer records the new messages and the answer (its stored form,
 // see stamp).
 func (x *exchange) commitAnswer(a *wire.Answer) error {
-	stored, proto := a.Stored, a.Protocol
-	codec := wire.For(proto)
-	msgs := make([]history.Message, 0, len(stored))
-	for _, raw := range stored {
-		role := codec.Role(raw)
-		if role == "" {
-			role = wire.RoleAssistant
-		}
-		msgs = append(msgs, history.Message{Role: role, Protocol: proto, Raw: raw, Hash: codec.Hash(raw)})
-	}
-	// The upstream already counted a one-message answer to a request for
-	// one choice: its output tokens plus the message overhead are the
-	// count, exactly and for free. Otherwise count it.
-	if len(msgs) == 1 && x.oneChoice && a.Usage.OutputTokens > 0 && proto == x.upstream {
-		msgs[0].Tokens = a.Usage.OutputTokens + tokens.MessageOverhead
-	} else {
-		for i := range msgs {
-			msgs[i].Tokens = plan.Count(x.s.counter, x.dec.Encoding, proto, msgs[i].Raw)
-		}
-	}
-	if len(msgs) == 0 {
-		return fmt.Errorf("%w: the answer has nothing to record", apierr.UpstreamBadResponse)
+	msgs, err := pipeline.AnswerMessages(a, x.s.counter, x.dec.Encoding, x.oneChoice, x.upstream)
+	if err != nil {
+		return err
 	}
 	id := a.ID
 	if a.ResponseID != "" {
@@ -301,36 +124,6 @@ func (x *exchange) commitAnswer(a *wire.Answer) error {
 	return x.record1(recorded{answer: msgs, model: a.Model, id: id, stop: a.Stop, response: x.responseOf(a),
 		prompt: a.Usage.InputTokens, completion: a.Usage.OutputTokens, cached: a.Usage.CachedTokens,
 		created: a.Usage.CacheCreationTokens, upstream: x.upstream})
-}
-
-// upstreamStatus is an upstream's error answer as the catalogue entry the
-// client gets, with the upstream's own message when it gave one.
-func upstreamStatus(status int, body []byte) *apierr.Error {
-	msg := gjson.GetBytes(body, "error.message").String()
-	if msg == "" {
-		msg = "The upstream answered " + strconv.Itoa(status) + "."
-	}
-	code := ""
-	switch {
-	case status == 401 || status == 403:
-		code = "invalid_api_key"
-	case status == 429:
-		code = "rate_limit_exceeded"
-	}
-	return &apierr.Error{Status: status, Type: apierrType(status), Code: code, Message: msg}
-}
-
-// apierrType is OpenAI's error type for a status.
-func apierrType(status int) string {
-	switch {
-	case status == 401 || status == 403:
-		return "authentication_error"
-	case status == 429:
-		return "rate_limit_error"
-	case status >= 500:
-		return "server_error"
-	}
-	return "invalid_request_error"
 }
 
 // relaySeam relays a streamed answer through the seam. With same set the
@@ -386,7 +179,7 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 	}
 	var held, out []byte
 	holding := false
-	a, err := pump(r, up.upstream.NewAssembler(), s.cfg.MaxResponseBytes, same, func(raw []byte, deltas []wire.Delta, last bool) error {
+	a, err := pipeline.Pump(r, up.upstream.NewAssembler(), s.cfg.MaxResponseBytes, same, func(raw []byte, deltas []wire.Delta, last bool) error {
 		if !same {
 			out = out[:0]
 			for _, d := range deltas {
@@ -405,11 +198,11 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 		return writeFlush(w, raw)
 	})
 	x.facts.upstreamDone = x.now()
-	var ue *upstreamEvent
+	var ue *pipeline.UpstreamEvent
 	switch {
 	case errors.As(err, &ue) && same && !holding:
 		// The upstream's own error event reaches the client as it came.
-		if werr := writeFlush(w, ue.raw); werr != nil {
+		if werr := writeFlush(w, ue.Raw); werr != nil {
 			return werr
 		}
 		return fmt.Errorf("%w: %w", errErrorEventRelayed, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/tools"
 	"github.com/recallproxy/recall/tracing"
@@ -206,7 +207,7 @@ func (l *toolLoop) finish(a wire.Answer, relayed string) ([]history.Message, wir
 	}
 	for i := 0; i < len(l.rounds); i += 2 {
 		from := len(turn)
-		raws, err := codec.Encode(nil, storedRound(l.rounds[i:i+2]))
+		raws, err := codec.Encode(nil, pipeline.StoredRound(l.rounds[i:i+2]))
 		if err != nil {
 			return nil, wire.Answer{}, fmt.Errorf("%w: %w", apierr.Internal, err)
 		}
@@ -225,7 +226,7 @@ func (l *toolLoop) finish(a wire.Answer, relayed string) ([]history.Message, wir
 	// answer: each visible stored message is hashed as that.
 	var held [][]byte
 	if relayed != "" {
-		client.Message = withLeadingText(client.Message, relayed)
+		client.Message = pipeline.WithLeadingText(client.Message, relayed)
 		held, _ = codec.Encode(nil, []wire.Message{client.Message})
 	}
 	notMine := func(id string) bool { return !l.mine[id] }
@@ -244,7 +245,7 @@ func (l *toolLoop) finish(a wire.Answer, relayed string) ([]history.Message, wir
 			case n == 0:
 				add(raw, 0, raw)
 				client.Stored = append(client.Stored, raw)
-			case n == len(ids) && !hasContent(codec, raw):
+			case n == len(ids) && !pipeline.HasContent(codec, raw):
 				add(raw, history.Internal, raw)
 				continue
 			default:
@@ -270,7 +271,7 @@ func (l *toolLoop) finish(a wire.Answer, relayed string) ([]history.Message, wir
 	if l.post != nil {
 		// The results of Recall's calls in a mixed answer are stored as
 		// its rounds' are: a note of what was read, never the text.
-		raws, err := codec.Encode(nil, storedRound([]wire.Message{a.Message, *l.post})[1:])
+		raws, err := codec.Encode(nil, pipeline.StoredRound([]wire.Message{a.Message, *l.post})[1:])
 		if err != nil {
 			return nil, wire.Answer{}, fmt.Errorf("%w: %w", apierr.Internal, err)
 		}
@@ -280,56 +281,6 @@ func (l *toolLoop) finish(a wire.Answer, relayed string) ([]history.Message, wir
 	}
 	counted(len(x.rounds)-1, from)
 	return turn, client, nil
-}
-
-// storedRound is a round of Recall's own tool calls (the call, then its
-// results) as the turn stores it: the results of the tools that read
-// other conversations (get_conversation, search_conversations) are kept
-// as a note of what was read, never the text, so that deleting or
-// forgetting what they read erases it from every copy (DESIGN.md section
-// 9: erasure is final). The round's own later calls got the text whole.
-func storedRound(round []wire.Message) []wire.Message {
-	names := map[string]string{}
-	for _, m := range round {
-		for _, p := range m.Parts {
-			if p.Kind == wire.ToolCall {
-				names[p.CallID] = p.Name
-			}
-		}
-	}
-	out := slices.Clone(round)
-	for i, m := range out {
-		cloned := false
-		for j, p := range m.Parts {
-			if p.Kind != wire.ToolResult || names[p.CallID] != tools.GetConversation && names[p.CallID] != tools.SearchConversations {
-				continue
-			}
-			if !cloned { // never write into the round the upstream calls use
-				out[i].Parts, cloned = slices.Clone(m.Parts), true
-			}
-			out[i].Parts[j].Text = "[" + names[p.CallID] + " read other conversations here; what it read is not kept with this one. Call the tool again to read it now.]"
-		}
-	}
-	return out
-}
-
-// withLeadingText returns m with text before its first text part (a new
-// first part if it has none): a stream renders the text of every round
-// into the same text part.
-func withLeadingText(m wire.Message, text string) wire.Message {
-	parts := make([]wire.Part, 0, len(m.Parts)+1)
-	parts = append(parts, wire.Part{Kind: wire.Text, Text: text})
-	merged := false
-	for _, p := range m.Parts {
-		if !merged && p.Kind == wire.Text {
-			parts[0].Text += p.Text
-			merged = true
-			continue
-		}
-		parts = append(parts, p)
-	}
-	m.Parts = parts
-	return m
 }
 
 // commit records the turn.
@@ -389,16 +340,6 @@ func (s *Server) toolExchange(ctx context.Context, res *owned, rc *fasthttp.Requ
 	x.done(fasthttp.StatusOK, nil)
 }
 
-// hasContent reports whether a stored message carries anything besides
-// tool calls (text the client must see).
-func hasContent(codec wire.Codec, raw []byte) bool {
-	m, err := codec.Decode(raw)
-	if err != nil {
-		return true
-	}
-	return slices.ContainsFunc(m.Parts, func(p wire.Part) bool { return p.Kind != wire.ToolCall })
-}
-
 // toolCall makes one unstreamed upstream call of a tool exchange and
 // reads its answer. An upstream's error is answered in the client's
 // protocol's shape.
@@ -436,7 +377,7 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 		return wire.Answer{}, upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err))
 	case status < 200 || status >= 300:
 		x.learnWindow(status, enc, raw)
-		return wire.Answer{}, upstreamStatus(status, raw)
+		return wire.Answer{}, pipeline.UpstreamStatus(status, raw)
 	}
 	a, err := parseAnswer(up, enc, raw, s.cfg.MaxResponseBytes, false)
 	if err != nil {

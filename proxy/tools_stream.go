@@ -13,7 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/internal/apierr"
-	"github.com/recallproxy/recall/tools"
+	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/uplink"
 	"github.com/recallproxy/recall/wire"
 )
@@ -100,7 +100,7 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 		uplink.Release(resp)
 		x.facts.upstreamDone = s.cfg.Now()
 		x.rounds[len(x.rounds)-1].done = x.facts.upstreamDone
-		return nil, upstreamStatus(status, raw)
+		return nil, pipeline.UpstreamStatus(status, raw)
 	}
 	return resp, nil
 }
@@ -112,7 +112,7 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 	l *toolLoop, tmpl *fasthttp.Request) error {
 	x := l.x
 	ren := newRenderer(x, l.p, l.req)
-	f := &roundFilter{offered: l.offered}
+	f := &pipeline.RoundFilter{Offered: l.offered}
 	fail := func(err error) error {
 		if errors.Is(err, errClientGone) {
 			return err
@@ -138,12 +138,12 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 		}
 		if !more {
 			if l.limited {
-				relayed.WriteString(f.text.String())
+				relayed.WriteString(f.Text.String())
 			}
 			return s.endTools(w, l, ren, f, a, relayed.String(), fail)
 		}
-		relayed.WriteString(f.text.String())
-		f.nextRound()
+		relayed.WriteString(f.Text.String())
+		f.NextRound()
 		resp, err := s.streamRound(ctx, l, tmpl)
 		if err != nil {
 			return fail(err)
@@ -158,12 +158,12 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 // it (relayed: the text it got in earlier rounds). The final answer of
 // a round-bounded exchange was never streamed: its text is rendered
 // first.
-func (s *Server) endTools(w *bufio.Writer, l *toolLoop, ren wire.Renderer, f *roundFilter, a wire.Answer, relayed string,
+func (s *Server) endTools(w *bufio.Writer, l *toolLoop, ren wire.Renderer, f *pipeline.RoundFilter, a wire.Answer, relayed string,
 	fail func(error) error) error {
 	x := l.x
 	var out []byte
 	if l.limited {
-		out = f.render(out, ren, wire.Delta{Kind: wire.TextDelta, Text: roundsLimitText})
+		out = f.Render(out, ren, wire.Delta{Kind: wire.TextDelta, Text: roundsLimitText})
 	}
 	turn, client, err := l.finish(a, relayed)
 	if err != nil {
@@ -202,7 +202,7 @@ func (s *Server) roundBody(ctx context.Context, resp *fasthttp.Response) (body i
 // whole answer when the upstream did not stream; enc its content
 // encoding), rendering what the client may see of it as it comes.
 func (s *Server) readRound(w *bufio.Writer, body io.Reader, enc string, stream bool, l *toolLoop,
-	ren wire.Renderer, f *roundFilter) (wire.Answer, error) {
+	ren wire.Renderer, f *pipeline.RoundFilter) (wire.Answer, error) {
 	max := s.cfg.MaxResponseBytes
 	if enc != "" {
 		var err error
@@ -223,15 +223,15 @@ func (s *Server) readRound(w *bufio.Writer, body io.Reader, enc string, stream b
 		if err != nil {
 			return wire.Answer{}, err
 		}
-		for _, d := range answerDeltas(&a) {
-			out = f.render(out, ren, d)
+		for _, d := range pipeline.AnswerDeltas(&a) {
+			out = f.Render(out, ren, d)
 		}
 		return a, writeFlush(w, out)
 	}
-	return pump(body, l.up.upstream.NewAssembler(), max, false, func(_ []byte, deltas []wire.Delta, _ bool) error {
+	return pipeline.Pump(body, l.up.upstream.NewAssembler(), max, false, func(_ []byte, deltas []wire.Delta, _ bool) error {
 		out = out[:0]
 		for _, d := range deltas {
-			out = f.render(out, ren, d)
+			out = f.Render(out, ren, d)
 		}
 		return writeFlush(w, out)
 	})
@@ -249,79 +249,4 @@ func writeFlush(w *bufio.Writer, b []byte) error {
 		return fmt.Errorf("%w: %w", errClientGone, err)
 	}
 	return nil
-}
-
-// answerDeltas are the deltas that stream a whole answer's text and tool
-// calls.
-func answerDeltas(a *wire.Answer) []wire.Delta {
-	var ds []wire.Delta
-	calls := 0
-	for _, p := range a.Message.Parts {
-		switch p.Kind {
-		case wire.Text:
-			ds = append(ds, wire.Delta{Kind: wire.TextDelta, Text: p.Text})
-		case wire.Refusal:
-			ds = append(ds, wire.Delta{Kind: wire.RefusalDelta, Text: p.Text})
-		case wire.ToolCall:
-			ds = append(ds, wire.Delta{Kind: wire.ToolCallStart, Index: calls, CallID: p.CallID, Name: p.Name},
-				wire.Delta{Kind: wire.ArgumentsDelta, Index: calls, Text: p.Arguments})
-			calls++
-		}
-	}
-	return ds
-}
-
-// roundFilter decides which of a round's deltas the client sees, and
-// renders those.
-type roundFilter struct {
-	offered []wire.Tool
-	// mine are the round's calls of Recall's tools, calls the round's
-	// calls of the client's tools (their index in the client's stream),
-	// by their index in the round.
-	mine  map[int]bool
-	calls map[int]int
-	// n counts the client's calls rendered, across rounds.
-	n int
-	// text is the text rendered in the round.
-	text strings.Builder
-}
-
-// nextRound readies f for the next round.
-func (f *roundFilter) nextRound() {
-	clear(f.mine)
-	clear(f.calls)
-	f.text.Reset()
-}
-
-// render appends d's events when the client may see d: not a call of
-// Recall's tools, not a finish (the closing events are rendered from the
-// final answer once committed), not reasoning.
-func (f *roundFilter) render(dst []byte, ren wire.Renderer, d wire.Delta) []byte {
-	switch d.Kind {
-	case wire.Finish, wire.ReasoningDelta:
-		return dst
-	case wire.ToolCallStart:
-		if tools.Offered(f.offered, d.Name) {
-			if f.mine == nil {
-				f.mine = map[int]bool{}
-			}
-			f.mine[d.Index] = true
-			return dst
-		}
-		if f.calls == nil {
-			f.calls = map[int]int{}
-		}
-		f.calls[d.Index] = f.n
-		d.Index = f.n
-		f.n++
-	case wire.ArgumentsDelta:
-		i, ok := f.calls[d.Index]
-		if !ok { // Recall's, or a call not started (none to render)
-			return dst
-		}
-		d.Index = i
-	case wire.TextDelta:
-		f.text.WriteString(d.Text)
-	}
-	return ren.Delta(dst, d)
 }

@@ -1,4 +1,4 @@
-package proxy
+package pipeline
 
 import (
 	"strings"
@@ -24,7 +24,7 @@ func TestEncodePlanForAnotherProtocol(t *testing.T) {
 		{Kind: plan.History, Protocol: wire.Messages, Raw: []byte(`{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"sig"},{"type":"tool_use","id":"toolu_1","name":"lookup","input":{"q":"x"}}]}`)},
 		{Kind: plan.New, Protocol: wire.Messages, Raw: []byte(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"42"}]}`)},
 	}
-	instr, conv, asStored, err := encodePlan(wire.ChatCompletions, msgs)
+	instr, conv, asStored, err := EncodePlan(wire.ChatCompletions, msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestEncodePlanForAnotherProtocol(t *testing.T) {
 	}
 
 	same := []plan.Message{msgs[2], msgs[3]}
-	_, conv, asStored, err = encodePlan(wire.Messages, same)
+	_, conv, asStored, err = EncodePlan(wire.Messages, same)
 	if err != nil || !asStored || string(conv[0]) != string(msgs[2].Raw) {
 		t.Errorf("same protocol: got %q as stored %v (%v), want the stored bytes", conv, asStored, err)
 	}
@@ -60,7 +60,7 @@ func TestEncodePlanKeepsTheConversationBesideASummary(t *testing.T) {
 		{Kind: plan.History, Protocol: wire.Responses, Raw: []byte(`{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"text":"42"}]}`)},
 		{Kind: plan.New, Protocol: wire.Responses, Raw: []byte(`{"role":"user","content":"thanks"}`)},
 	}
-	instr, conv, asStored, err := encodePlan(wire.Responses, msgs)
+	instr, conv, asStored, err := EncodePlan(wire.Responses, msgs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package pipeline
 
 import (
 	"strings"
@@ -44,7 +44,7 @@ func TestInPlaceInstructionsStayWhereTheClientPutThem(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := inPlace(planned, wire.Messages, &wire.Request{Messages: tt.msgs, InPlace: tt.in})
+			got := InPlace(planned, wire.Messages, &wire.Request{Messages: tt.msgs, InPlace: tt.in})
 			want := append([]plan.Message{planned[0]}, nil...)
 			for _, w := range tt.want {
 				want = append(want, plan.Message{Raw: w})

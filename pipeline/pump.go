@@ -1,4 +1,4 @@
-package proxy
+package pipeline
 
 import (
 	"errors"
@@ -11,10 +11,11 @@ import (
 	"github.com/recallproxy/recall/wire"
 )
 
-// pump reads an upstream's event stream r into asm until the answer is
-// whole, and hands every event to onEvent as it comes: its bytes as they
-// came, the deltas asm read from it (none for a comment or a ping), and
-// whether it is the event that completes the answer.
+// Pump is the pump stage: it reads an upstream's event stream r into asm
+// until the answer is whole, and hands every event to onEvent as it
+// comes: its bytes as they came, the deltas asm read from it (none for a
+// comment or a ping), and whether it is the event that completes the
+// answer.
 // onEvent must not keep deltas; an error it returns ends the pump and is
 // returned as it is (a client gone).
 //
@@ -22,13 +23,13 @@ import (
 // is whole at the event asm says completes it, or at a clean end that
 // asm, a wire.Completer, accepts. Every error but onEvent's is classified
 // for the client (apierr); the upstream's own error event is an
-// *upstreamEvent, so that a relay in the upstream's protocol can hand it
+// *UpstreamEvent, so that a relay in the upstream's protocol can hand it
 // on as it came.
 //
 // With relay set the deltas are not wanted but for the answer's Finish,
 // nor the answer's canonical message: an assembler that can
 // (wire.Relayer) reads the events and the answer without them.
-func pump(r io.Reader, asm wire.Assembler, max int, relay bool, onEvent func(raw []byte, deltas []wire.Delta, last bool) error) (wire.Answer, error) {
+func Pump(r io.Reader, asm wire.Assembler, max int, relay bool, onEvent func(raw []byte, deltas []wire.Delta, last bool) error) (wire.Answer, error) {
 	er := chat.NewEventReader(r, max)
 	var deltas []wire.Delta
 	rl, _ := asm.(wire.Relayer)
@@ -59,7 +60,7 @@ func pump(r io.Reader, asm wire.Assembler, max int, relay bool, onEvent func(raw
 				if err != nil {
 					err = fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
 					if errors.Is(err, wire.ErrUpstream) {
-						return wire.Answer{}, &upstreamEvent{raw: slices.Clone(ev.Raw), err: err}
+						return wire.Answer{}, &UpstreamEvent{Raw: slices.Clone(ev.Raw), err: err}
 					}
 					return wire.Answer{}, err
 				}
@@ -96,12 +97,12 @@ func pump(r io.Reader, asm wire.Assembler, max int, relay bool, onEvent func(raw
 	return a, nil
 }
 
-// upstreamEvent is a stream that ended with the upstream's own error
-// event (raw, as it came).
-type upstreamEvent struct {
-	raw []byte
+// UpstreamEvent is a stream that ended with the upstream's own error
+// event (Raw, as it came).
+type UpstreamEvent struct {
+	Raw []byte
 	err error
 }
 
-func (e *upstreamEvent) Error() string { return e.err.Error() }
-func (e *upstreamEvent) Unwrap() error { return e.err }
+func (e *UpstreamEvent) Error() string { return e.err.Error() }
+func (e *UpstreamEvent) Unwrap() error { return e.err }
