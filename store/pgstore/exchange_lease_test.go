@@ -68,7 +68,7 @@ func (l *leaseLog) leaseStatements() (takes, drops, releases int) {
 	defer l.mu.Unlock()
 	for _, q := range l.sqls {
 		switch {
-		case strings.HasPrefix(q, "INSERT INTO recall_leases"):
+		case q == pgstore.TakeSQL:
 			takes++
 		case strings.HasPrefix(q, "DELETE FROM recall_leases"):
 			releases++

@@ -12,3 +12,6 @@ func BatchHooks(s *Store, queued, sent func(n int)) {
 // BatchSQL and BatchLeasedSQL are the batched commit's statements,
 // without and with the lease rows it deletes.
 var BatchSQL, BatchLeasedSQL = batchPlainSQL, batchLeasedSQL
+
+// TakeSQL is the statement that takes a lease (and queues for it).
+const TakeSQL = takeSQL

@@ -1,0 +1,143 @@
+package pgstore_test
+
+import (
+	"testing"
+
+	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/internal/pgtest"
+	"github.com/recallproxy/recall/store/pgstore"
+)
+
+// TestLeaseWaiterIsNext (issue 48): a replica waiting for a lease is not
+// starved by the holder's replica taking it again and again. Store b
+// waits for a lease store a holds (its OnLeaseWait says it found it
+// held); a then lets it go and tries again at once, five times, before b
+// tries again: every one of a's tries fails, b takes the lease on its
+// next try, and a takes it once b let it go. No place in the queue is
+// left behind.
+func TestLeaseWaiterIsNext(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.DB(t)
+	waiting := make(chan string, 64)
+	a := open(t, url, pgstore.Options{})
+	b := open(t, url, pgstore.Options{OnLeaseWait: func(name string) { waiting <- name }})
+	const name = "conv:t/c"
+	release, ok, err := a.TryAcquire(ctx, name)
+	if err != nil || !ok {
+		t.Fatalf("a's first TryAcquire: ok %v, %v", ok, err)
+	}
+	got := make(chan func(), 1)
+	go func() {
+		r, err := b.Acquire(ctx, name)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- r
+	}()
+	select {
+	case <-waiting: // b found it held, and queued
+	case <-ctx.Done():
+		t.Fatal("b never waited")
+	}
+	for i := range 5 {
+		release()
+		r, ok, err := a.TryAcquire(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			// Without the queue a takes it back every time: b would
+			// wait for as long as a keeps taking it.
+			r()
+			t.Fatalf("a's try %d after letting the lease go took it again while b waited for it", i+1)
+		}
+		release = func() {}
+	}
+	var releaseB func()
+	select {
+	case releaseB = <-got:
+	case <-ctx.Done():
+		t.Fatal("b never took the lease a let go")
+	}
+	if _, ok, err := a.TryAcquire(ctx, name); err != nil || ok {
+		t.Fatalf("a's try while b holds the lease: ok %v, %v; want not ok", ok, err)
+	}
+	releaseB()
+	r, ok, err := a.TryAcquire(ctx, name)
+	if err != nil || !ok {
+		t.Fatalf("a's try once b let the lease go: ok %v, %v; want the lease", ok, err)
+	}
+	r()
+	var rows int
+	if err := a.Pool().QueryRow(ctx, `SELECT count(*) FROM recall_leases`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 {
+		t.Errorf("got %d rows in recall_leases once every lease was let go, want 0", rows)
+	}
+}
+
+// TestExchangeLeaseWaiterIsNext: the same through the exchanges' lease,
+// taken with the plan's read (Query.Lease): while b's read waits for the
+// conversation's lease a holds, a's next exchange, started after a let
+// it go, waits behind b's, and goes once b's exchange let it go.
+func TestExchangeLeaseWaiterIsNext(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.DB(t)
+	waitsA := make(chan string, 64)
+	waitsB := make(chan string, 64)
+	a := open(t, url, pgstore.Options{OnLeaseWait: func(name string) { waitsA <- name }})
+	b := open(t, url, pgstore.Options{OnLeaseWait: func(name string) { waitsB <- name }})
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	if _, err := a.Commit(ctx, k, history.Change{Append: []history.Message{msg("user", `{"role":"user","content":"hi"}`, 3)}}); err != nil {
+		t.Fatal(err)
+	}
+	var first history.ExchangeLease
+	if _, err := a.Load(ctx, k, history.Query{Tokens: 100, Lease: &first}); err != nil || !first.Held() {
+		t.Fatalf("a's first exchange: held %v, %v", first.Held(), err)
+	}
+	type loaded struct {
+		who string
+		err error
+	}
+	done := make(chan loaded, 2)
+	var leaseB, leaseA history.ExchangeLease
+	go func() {
+		_, err := b.Load(ctx, k, history.Query{Tokens: 100, Lease: &leaseB})
+		done <- loaded{"b", err}
+	}()
+	select {
+	case <-waitsB:
+	case <-ctx.Done():
+		t.Fatal("b's exchange never waited")
+	}
+	first.Release()
+	go func() {
+		_, err := a.Load(ctx, k, history.Query{Tokens: 100, Lease: &leaseA})
+		done <- loaded{"a", err}
+	}()
+	var d loaded
+	select {
+	case d = <-done:
+	case <-ctx.Done():
+		t.Fatal("neither exchange took the lease")
+	}
+	if d.err != nil || d.who != "b" {
+		t.Fatalf("first to take the lease a let go: %s (%v), want b, which was waiting for it", d.who, d.err)
+	}
+	select {
+	case <-waitsA: // a's exchange waits behind b's
+	case <-ctx.Done():
+		t.Fatal("a's exchange never waited")
+	}
+	leaseB.Release()
+	select {
+	case d = <-done:
+	case <-ctx.Done():
+		t.Fatal("a's exchange never took the lease b let go")
+	}
+	if d.err != nil || !leaseA.Held() {
+		t.Fatalf("a's exchange: held %v, %v", leaseA.Held(), d.err)
+	}
+	leaseA.Release()
+}
