@@ -337,6 +337,10 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 			// The router call is told by its prompt, not only by
 			// coming without tools in a conversation with them.
 			sideReason: "marker",
+			// Its model router's call, first in each process, wants
+			// JSON: the fake's echo makes it retry with backoff (five
+			// calls, a minute and a half per process).
+			first: `{"content":"{\"complexity_reasoning\":\"a simple task\",\"complexity_score\":10}"}`,
 			// Its model router (a side call on a flash model, before
 			// every prompt) sends the prompt as a second user content
 			// after its session context, as it came.
@@ -406,6 +410,9 @@ type agentCase struct {
 	// sideReason, if set, is the thread_reason every side call's
 	// exchange record must give.
 	sideReason string
+	// first, if set, is a scripted reply of the fake's queued before
+	// each process, for the side call the agent makes first in each.
+	first string
 	// timed, if set, is told each process's start, how long it ran, and
 	// the requests the fake received meanwhile.
 	timed func(start time.Time, took time.Duration, reqs []fakeRequest)
@@ -441,6 +448,9 @@ func runAgent(t *testing.T, ctx context.Context, f *fakeControl, a agentCase) {
 	dup := func(format string, args ...any) { dups = append(dups, fmt.Sprintf(format, args...)) }
 
 	// First process: one tool round, then the echo.
+	if a.first != "" {
+		f.reply(t, a.first)
+	}
 	f.reply(t, a.tool(e))
 	first, side1, early := runProcess(t, ctx, f, a, e, agentPrompt1)
 	if len(first) != 2 {
@@ -456,6 +466,9 @@ func runAgent(t *testing.T, ctx context.Context, f *fakeControl, a agentCase) {
 
 	// Second process, same conversation: it sends only its own prompt;
 	// Recall adds the first process's turn.
+	if a.first != "" {
+		f.reply(t, a.first)
+	}
 	calls, side2, _ := runProcess(t, ctx, f, a, e, agentPrompt2)
 	if len(calls) != 1 {
 		t.Fatalf("second process: got %d upstream calls on %s, want 1", len(calls), a.route)

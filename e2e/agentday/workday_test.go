@@ -157,11 +157,8 @@ func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
 	}
 	for i := 1; i <= n; i++ {
 		prompt := dayPrompt(i)
-		if a.name == "gemini-cli" {
-			// Its model router's call, first in each process, wants
-			// JSON: the fake's echo makes it retry with backoff for
-			// minutes.
-			s.f.reply(t, `{"content":"{\"complexity_reasoning\":\"a simple task\",\"complexity_score\":10}"}`)
+		if a.first != "" {
+			s.f.reply(t, a.first)
 		}
 		switch {
 		case claude && i == 3:
