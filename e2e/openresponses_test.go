@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/recallproxy/recall/internal/proctest"
+
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -55,20 +57,20 @@ func TestOpenResponsesCompliance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short runs no Node.js suite")
 	}
-	node := lookTool(t, "node")
-	npm := lookTool(t, "npm")
-	checkNodeVersion(t, node)
+	node := proctest.LookTool(t, "node")
+	npm := proctest.LookTool(t, "npm")
+	proctest.CheckNodeVersion(t, node)
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	suite := filepath.Join(root, "e2e", "openresponses")
-	ctx, cancel := context.WithTimeout(context.Background(), deadline(t, 10*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), proctest.Deadline(t, 10*time.Minute))
 	defer cancel()
 	if missing := missingPackages(t, suite); len(missing) > 0 {
-		out, err := command(ctx, suite, nil, npm, "ci", "--no-audit", "--no-fund").CombinedOutput()
+		out, err := proctest.Command(ctx, suite, nil, npm, "ci", "--no-audit", "--no-fund").CombinedOutput()
 		if err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s\n(%s; the npm registry must be reachable)", suite, err, out, nodeHelp)
+			t.Fatalf("npm ci in %s: %v\n%s\n(%s; the npm registry must be reachable)", suite, err, out, proctest.NodeHelp)
 		}
 	}
 
@@ -140,7 +142,7 @@ func runOpenResponses(t *testing.T, ctx context.Context, node, suite, script, ba
 	// --experimental-websocket: Node 20's WebSocket client (Bun's, which
 	// the suite was written for, has one built in), with the request
 	// headers the suite sets.
-	cmd := command(ctx, suite, nil, node, "--experimental-websocket", "--no-warnings", "--import", "tsx",
+	cmd := proctest.Command(ctx, suite, nil, node, "--experimental-websocket", "--no-warnings", "--import", "tsx",
 		script, "--json", "--base-url", base, "--api-key", key)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

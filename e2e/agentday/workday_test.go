@@ -1,4 +1,4 @@
-package e2e
+package agentday
 
 import (
 	"bytes"
@@ -16,13 +16,22 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// dayEnv names the variable that sets the working day's length: "long"
-// runs dayLongPrompts prompts per agent, anything else dayShortPrompts.
+// dayEnv names the variable that sets the working day: unset, the
+// short day (dayShortPrompts prompts) of the agents in dayDefault;
+// "short", of every agent; "long", dayLongPrompts prompts of every agent.
 const (
 	dayEnv          = "RECALL_AGENT_DAY"
 	dayShortPrompts = 6
 	dayLongPrompts  = 20
 )
+
+// dayDefault are the agents whose short day runs by default (in CI): one
+// per protocol Recall serves an agent on (Anthropic Messages natively,
+// Responses over HTTP, chat completions, Gemini), with Claude Code's
+// subagent and its own compaction. The short day of all eleven cases took
+// about 18 minutes on two loaded cores, past what this package's share of
+// CI's 20-minute timeout holds beside TestAgents.
+var dayDefault = []string{"claude-code-anthropic", "codex", "opencode", "gemini-cli"}
 
 // summaryMarker opens the instructions of Recall's summariser calls
 // (summary.DefaultPrompt): they reach the fake on the agents' routes too.
@@ -31,7 +40,7 @@ const summaryMarker = "You maintain the running summary of a conversation"
 // daySubagent is the prompt Claude Code's Agent tool gives its subagent.
 const daySubagent = "subagent errand: name the files in this directory"
 
-// TestAgentWorkingDay runs each agent of TestAgents through a working
+// TestAgentWorkingDay runs agents of TestAgents through a working
 // day against Recall on its defaults (no configuration file, summaries
 // on) and the agent on its defaults (title calls, subagents): a session
 // of prompts across processes (each process a new one of the agent's
@@ -45,32 +54,51 @@ const daySubagent = "subagent errand: name the files in this directory"
 // listed by the conversation API and absent from the main thread; the
 // strict fake refuses nothing; and the stored conversation holds each
 // prompt, answer and tool result once: its size is what the prompts and
-// tool loops make. The day is dayShortPrompts prompts, dayLongPrompts
-// with RECALL_AGENT_DAY=long. For Claude Code it logs what each upstream
-// call received, by thread, and the exchange records' kinds and threads.
+// tool loops make. For Claude Code it logs what each upstream call
+// received, by thread, and the exchange records' kinds and threads.
 //
-// It runs only with RECALL_AGENT_DAY set (short or long): the short day
-// of the eleven cases takes many minutes on two cores, past what CI's run
-// of every package can hold beside TestAgents.
+// By default it runs the short day of the agents in dayDefault, and only
+// when the agents are installed (.ci/run installs them): it skips,
+// saying so, when e2e/agents/node_modules is missing, and under -short.
+// RECALL_AGENT_DAY=short runs every agent's short day, =long every
+// agent's long day (with -timeout 60m or more).
 func TestAgentWorkingDay(t *testing.T) {
-	prompts := dayShortPrompts
-	switch os.Getenv(dayEnv) {
+	if testing.Short() {
+		t.Skip("-short runs no agents")
+	}
+	modules, err := filepath.Abs(filepath.Join("..", "agents", "node_modules"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(modules); err != nil {
+		t.Skipf("the agents are not installed (%v): run npm install --no-save in e2e/agents, as .ci/run does", err)
+	}
+	prompts, only := dayShortPrompts, dayDefault
+	switch day := os.Getenv(dayEnv); day {
 	case "":
-		t.Skip("RECALL_AGENT_DAY=short or long runs the working day")
+	case "short":
+		only = nil
 	case "long":
-		prompts = dayLongPrompts
+		prompts, only = dayLongPrompts, nil
+	default:
+		t.Fatalf("%s=%q: want short or long (or unset, the short day of %v)", dayEnv, day, dayDefault)
 	}
 	s := newAgentSuite(t, 28*time.Minute)
 	began := time.Now()
+	ran := 0
 	for _, a := range s.agents {
 		t.Run(a.name, func(t *testing.T) {
+			if only != nil && !slices.Contains(only, a.name) {
+				t.Skipf("not in the default day %v: %s=short or long runs it", only, dayEnv)
+			}
 			a := s.prepare(t, a)
+			ran++
 			start := time.Now()
 			runDay(t, s, a, prompts)
 			t.Logf("%s: a day of %d prompts in %v", a.name, prompts, time.Since(start).Round(time.Millisecond))
 		})
 	}
-	t.Logf("the working day of %d cases, %d prompts each, took %v", len(s.agents), prompts, time.Since(began).Round(time.Second))
+	t.Logf("the working day of %d cases, %d prompts each, took %v", ran, prompts, time.Since(began).Round(time.Second))
 }
 
 // dayCall is one upstream call of a working day, and the thread it was
@@ -129,11 +157,8 @@ func runDay(t *testing.T, s *agentSuite, a agentCase, n int) {
 	}
 	for i := 1; i <= n; i++ {
 		prompt := dayPrompt(i)
-		if a.name == "gemini-cli" {
-			// Its model router's call, first in each process, wants
-			// JSON: the fake's echo makes it retry with backoff for
-			// minutes.
-			s.f.reply(t, `{"content":"{\"complexity_reasoning\":\"a simple task\",\"complexity_score\":10}"}`)
+		if a.first != "" {
+			s.f.reply(t, a.first)
 		}
 		switch {
 		case claude && i == 3:

@@ -1,6 +1,8 @@
-package e2e
+package agentday
 
 import (
+	"github.com/recallproxy/recall/internal/proctest"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -74,32 +76,32 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 	if testing.Short() {
 		t.Skip("-short runs no agents")
 	}
-	node := lookTool(t, "node")
-	npm := lookTool(t, "npm")
-	checkNodeVersion(t, node)
+	node := proctest.LookTool(t, "node")
+	npm := proctest.LookTool(t, "npm")
+	proctest.CheckNodeVersion(t, node)
 
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	suite := filepath.Join(root, "e2e", "agents")
-	ctx, cancel := context.WithTimeout(context.Background(), deadline(t, max))
+	ctx, cancel := context.WithTimeout(context.Background(), proctest.Deadline(t, max))
 	t.Cleanup(cancel)
 
 	bin := t.TempDir()
-	recall := goBuild(t, ctx, root, bin, "./cmd/recall")
-	fake := goBuild(t, ctx, root, bin, "./bench/fakeupstream")
+	recall := proctest.GoBuild(t, ctx, root, bin, "./cmd/recall")
+	fake := proctest.GoBuild(t, ctx, root, bin, "./bench/fakeupstream")
 
-	fakeAddr := freeAddr(t)
+	fakeAddr := proctest.FreeAddr(t)
 	// The agents run on their defaults: their side calls (titles) come
 	// through Recall to the one fake, between the calls that take the
 	// scripted tool calls.
-	fakeProc := start(t, ctx, fake, nil, "-listen", fakeAddr, "-control", "-keep", "100000", "-tool-calls-for-tools")
-	waitHTTP(t, ctx, "http://"+fakeAddr+"/v1/models", fakeProc)
+	fakeProc := proctest.Start(t, ctx, fake, nil, "-listen", fakeAddr, "-control", "-keep", "100000", "-tool-calls-for-tools")
+	proctest.WaitHTTP(t, ctx, "http://"+fakeAddr+"/v1/models", fakeProc)
 
 	startRecall := func(protocol, root string) string {
-		addr := freeAddr(t)
-		p := start(t, ctx, recall, []string{
+		addr := proctest.FreeAddr(t)
+		p := proctest.Start(t, ctx, recall, []string{
 			"RECALL_CONFIG=",
 			"RECALL_LISTEN=" + addr,
 			"RECALL_UPSTREAM_URL=http://" + fakeAddr + root,
@@ -107,7 +109,7 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 			"RECALL_DATA_DIR=" + filepath.Join(t.TempDir(), "data"),
 			"RECALL_STORE_URL=",
 		}, "serve")
-		waitHTTP(t, ctx, "http://"+addr+"/readyz", p)
+		proctest.WaitHTTP(t, ctx, "http://"+addr+"/readyz", p)
 		return "http://" + addr
 	}
 	openaiRecall := startRecall("openai", "/v1")
@@ -127,9 +129,9 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 		// npm install with the lock, not npm ci: opencode's platform
 		// binaries are optional dependencies the registry's lock leaves
 		// out, which npm ci refuses ("Missing: opencode-darwin-arm64").
-		out, err := command(ctx, suite, nil, npm, "install", "--no-save", "--no-audit", "--no-fund").CombinedOutput()
+		out, err := proctest.Command(ctx, suite, nil, npm, "install", "--no-save", "--no-audit", "--no-fund").CombinedOutput()
 		if err != nil {
-			t.Fatalf("npm install in %s: %v\n%s\n(%s; the npm registry must be reachable)", suite, err, out, nodeHelp)
+			t.Fatalf("npm install in %s: %v\n%s\n(%s; the npm registry must be reachable)", suite, err, out, proctest.NodeHelp)
 		}
 	}
 
@@ -335,6 +337,10 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 			// The router call is told by its prompt, not only by
 			// coming without tools in a conversation with them.
 			sideReason: "marker",
+			// Its model router's call, first in each process, wants
+			// JSON: the fake's echo makes it retry with backoff (five
+			// calls, a minute and a half per process).
+			first: `{"content":"{\"complexity_reasoning\":\"a simple task\",\"complexity_score\":10}"}`,
 			// Its model router (a side call on a flash model, before
 			// every prompt) sends the prompt as a second user content
 			// after its session context, as it came.
@@ -404,6 +410,9 @@ type agentCase struct {
 	// sideReason, if set, is the thread_reason every side call's
 	// exchange record must give.
 	sideReason string
+	// first, if set, is a scripted reply of the fake's queued before
+	// each process, for the side call the agent makes first in each.
+	first string
 	// timed, if set, is told each process's start, how long it ran, and
 	// the requests the fake received meanwhile.
 	timed func(start time.Time, took time.Duration, reqs []fakeRequest)
@@ -439,6 +448,9 @@ func runAgent(t *testing.T, ctx context.Context, f *fakeControl, a agentCase) {
 	dup := func(format string, args ...any) { dups = append(dups, fmt.Sprintf(format, args...)) }
 
 	// First process: one tool round, then the echo.
+	if a.first != "" {
+		f.reply(t, a.first)
+	}
 	f.reply(t, a.tool(e))
 	first, side1, early := runProcess(t, ctx, f, a, e, agentPrompt1)
 	if len(first) != 2 {
@@ -454,6 +466,9 @@ func runAgent(t *testing.T, ctx context.Context, f *fakeControl, a agentCase) {
 
 	// Second process, same conversation: it sends only its own prompt;
 	// Recall adds the first process's turn.
+	if a.first != "" {
+		f.reply(t, a.first)
+	}
 	calls, side2, _ := runProcess(t, ctx, f, a, e, agentPrompt2)
 	if len(calls) != 1 {
 		t.Fatalf("second process: got %d upstream calls on %s, want 1", len(calls), a.route)

@@ -1,6 +1,8 @@
-package e2e
+package agentday
 
 import (
+	"github.com/recallproxy/recall/internal/proctest"
+
 	"context"
 	"fmt"
 	"net/http"
@@ -36,32 +38,32 @@ func TestCodexWebSocket(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short runs no agents")
 	}
-	node := lookTool(t, "node")
-	npm := lookTool(t, "npm")
-	checkNodeVersion(t, node)
-	root, err := filepath.Abs("..")
+	node := proctest.LookTool(t, "node")
+	npm := proctest.LookTool(t, "npm")
+	proctest.CheckNodeVersion(t, node)
+	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), deadline(t, 10*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), proctest.Deadline(t, 10*time.Minute))
 	defer cancel()
 
 	suite := filepath.Join(root, "e2e", "agents")
 	binDir := filepath.Join(suite, "node_modules", ".bin")
 	if _, err := os.Stat(filepath.Join(binDir, "codex")); err != nil {
-		out, err := command(ctx, suite, nil, npm, "install", "--no-save", "--no-audit", "--no-fund").CombinedOutput()
+		out, err := proctest.Command(ctx, suite, nil, npm, "install", "--no-save", "--no-audit", "--no-fund").CombinedOutput()
 		if err != nil {
-			t.Fatalf("npm install in %s: %v\n%s\n(%s; the npm registry must be reachable)", suite, err, out, nodeHelp)
+			t.Fatalf("npm install in %s: %v\n%s\n(%s; the npm registry must be reachable)", suite, err, out, proctest.NodeHelp)
 		}
 	}
 	bin := t.TempDir()
-	recall := goBuild(t, ctx, root, bin, "./cmd/recall")
-	fake := goBuild(t, ctx, root, bin, "./bench/fakeupstream")
-	fakeAddr := freeAddr(t)
-	fakeProc := start(t, ctx, fake, nil, "-listen", fakeAddr, "-control", "-keep", "100000", "-tool-calls-for-tools")
-	waitHTTP(t, ctx, "http://"+fakeAddr+"/v1/models", fakeProc)
-	addr := freeAddr(t)
-	p := start(t, ctx, recall, []string{
+	recall := proctest.GoBuild(t, ctx, root, bin, "./cmd/recall")
+	fake := proctest.GoBuild(t, ctx, root, bin, "./bench/fakeupstream")
+	fakeAddr := proctest.FreeAddr(t)
+	fakeProc := proctest.Start(t, ctx, fake, nil, "-listen", fakeAddr, "-control", "-keep", "100000", "-tool-calls-for-tools")
+	proctest.WaitHTTP(t, ctx, "http://"+fakeAddr+"/v1/models", fakeProc)
+	addr := proctest.FreeAddr(t)
+	p := proctest.Start(t, ctx, recall, []string{
 		"RECALL_CONFIG=",
 		"RECALL_LISTEN=" + addr,
 		"RECALL_UPSTREAM_URL=http://" + fakeAddr + "/v1",
@@ -70,7 +72,7 @@ func TestCodexWebSocket(t *testing.T) {
 		"RECALL_STORE_URL=",
 	}, "serve")
 	recallURL := "http://" + addr
-	waitHTTP(t, ctx, recallURL+"/readyz", p)
+	proctest.WaitHTTP(t, ctx, recallURL+"/readyz", p)
 	f := &fakeControl{url: "http://" + fakeAddr}
 
 	// codex is one Codex process in e's conversation on base (%s: the
