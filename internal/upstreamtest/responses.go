@@ -57,25 +57,10 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	ctx := r.Context()
-	if reply.Hold && !s.stall(ctx, gate) {
-		return
+	writeStatus := func(status int) {
+		s.writeError(w, status, statusError(status, reply.Content), reply.RetryAfter)
 	}
-	if reply.Delay > 0 && !sleep(ctx, reply.Delay) {
-		return
-	}
-	if reply.Fault == FaultNone && reply.Status != 0 && reply.Status != http.StatusOK {
-		reply.Fault = FaultStatus
-	}
-	switch reply.Fault {
-	case FaultStatus:
-		st := reply.Status
-		if st == 0 {
-			st = http.StatusInternalServerError
-		}
-		s.writeError(w, st, statusError(st, reply.Content), reply.RetryAfter)
-		return
-	case FaultResetBeforeHeaders:
-		reset(w, true)
+	if !s.beforeAnswer(ctx, reply, gate, writeStatus, resetBeforeHeaders(w)) {
 		return
 	}
 	a := s.newAnswerResponse(root, items, reply)
@@ -88,27 +73,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []b
 		s.writeResponsesStream(ctx, w, a, gate)
 		return
 	}
-	b := a.appendResponse(make([]byte, 0, 1024), "completed", true)
-	if reply.Fault == FaultMalformedJSON {
-		b = b[:len(b)/2]
-	}
-	h["Content-Type"] = []string{"application/json"}
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
-	w.WriteHeader(http.StatusOK)
-	switch reply.Fault {
-	case FaultCutMidStream:
-		_, _ = w.Write(b[:len(b)/2])
-		flush(w)
-		reset(w, false)
-	case FaultStallMidStream:
-		_, _ = w.Write(b[:len(b)/2])
-		flush(w)
-		if s.stall(ctx, gate) {
-			_, _ = w.Write(b[len(b)/2:])
-		}
-	default:
-		_, _ = w.Write(b)
-	}
+	s.writeBody(ctx, w, a.appendResponse(make([]byte, 0, 1024), "completed", true), reply.Fault, false, gate)
 }
 
 // validateResponses checks a Responses body as OpenAI does, and the rule
@@ -451,11 +416,7 @@ func (s *Server) writeResponsesStream(ctx context.Context, w http.ResponseWriter
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	events := a.events()
-	faultAt := -1
-	switch a.reply.Fault {
-	case FaultCutMidStream, FaultStallMidStream, FaultMalformedJSON, FaultErrorEvent:
-		faultAt = min(max(2, len(events)/2), len(events)-1)
-	}
+	faultAt := faultIndex(a.reply.Fault, len(events), 2)
 	buf := make([]byte, 0, 512)
 	for i, ev := range events {
 		if i == faultAt {

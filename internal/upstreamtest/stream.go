@@ -53,11 +53,7 @@ func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, c *comp
 		end = "\n"
 	}
 	events := c.deltas()
-	faultAt := -1
-	switch c.reply.Fault {
-	case FaultCutMidStream, FaultStallMidStream, FaultMalformedJSON, FaultErrorEvent:
-		faultAt = min(max(2, len(events)/2), len(events)-1)
-	}
+	faultAt := faultIndex(c.reply.Fault, len(events), 2)
 	buf := make([]byte, 0, 512)
 	for i, ev := range events {
 		if i == faultAt {

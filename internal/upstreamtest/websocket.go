@@ -162,26 +162,15 @@ func (k *respSocket) serve(ctx context.Context, msg []byte) bool {
 		k.last = nil
 		return k.writeError(status, apiErr)
 	}
-	if reply.Hold && !s.stall(ctx, gate) {
-		return false
-	}
-	if reply.Delay > 0 && !sleep(ctx, reply.Delay) {
-		return false
-	}
-	if reply.Fault == FaultNone && reply.Status != 0 && reply.Status != http.StatusOK {
-		reply.Fault = FaultStatus
-	}
-	switch reply.Fault {
-	case FaultStatus:
-		st := reply.Status
-		if st == 0 {
-			st = http.StatusInternalServerError
-		}
+	// keep is what a scripted status's error event says of the socket.
+	keep := false
+	writeStatus := func(status int) {
 		k.last = nil
-		return k.writeError(st, statusError(st, reply.Content))
-	case FaultResetBeforeHeaders:
-		_ = k.ws.NetConn().Close()
-		return false
+		keep = k.writeError(status, statusError(status, reply.Content))
+	}
+	drop := func() { _ = k.ws.NetConn().Close() }
+	if !s.beforeAnswer(ctx, reply, gate, writeStatus, drop) {
+		return keep
 	}
 	root := gjson.ParseBytes(body)
 	a := s.newAnswerResponse(root, items, reply)
@@ -240,11 +229,7 @@ func (k *respSocket) writeError(status int, e *APIError) bool {
 // and keeps a completed response as the socket's last.
 func (k *respSocket) stream(ctx context.Context, a *answerResponse, gate <-chan struct{}) bool {
 	events := a.events()
-	faultAt := -1
-	switch a.reply.Fault {
-	case FaultCutMidStream, FaultStallMidStream, FaultMalformedJSON, FaultErrorEvent:
-		faultAt = min(max(2, len(events)/2), len(events)-1)
-	}
+	faultAt := faultIndex(a.reply.Fault, len(events), 2)
 	k.last = nil
 	buf := make([]byte, 0, 512)
 	for i, ev := range events {
