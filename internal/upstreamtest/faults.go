@@ -85,3 +85,50 @@ func faultIndex(fault Fault, n, first int) int {
 	}
 	return -1
 }
+
+// streamFaults is how one protocol's stream plays the mid-stream
+// faults: cut drops the connection; malformed sends event i cut short
+// (an object never closed) and reports whether the stream goes on;
+// errorEvent sends the error event that ends the stream at event i.
+type streamFaults struct {
+	cut        func()
+	malformed  func(i int) bool
+	errorEvent func(i int)
+}
+
+// sendEvents sends a stream's n events in order with send, which
+// reports whether the stream goes on, and plays the reply's mid-stream
+// fault at event faultIndex(fault, n, first) with f, or a stall there
+// until the gate opens. It reports whether every event was sent.
+func (s *Server) sendEvents(ctx context.Context, fault Fault, n, first int, gate <-chan struct{}, f streamFaults, send func(i int) bool) bool {
+	faultAt := faultIndex(fault, n, first)
+	for i := range n {
+		if i == faultAt {
+			switch fault {
+			case FaultCutMidStream:
+				f.cut()
+				return false
+			case FaultStallMidStream:
+				if !s.stall(ctx, gate) {
+					return false
+				}
+			case FaultMalformedJSON:
+				if !f.malformed(i) {
+					return false
+				}
+			case FaultErrorEvent:
+				f.errorEvent(i)
+				return false
+			}
+		}
+		if !send(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// cutConnection is streamFaults.cut for an HTTP stream.
+func cutConnection(w http.ResponseWriter) func() {
+	return func() { reset(w, false) }
+}

@@ -523,30 +523,16 @@ func (s *Server) writeMessageStream(ctx context.Context, w http.ResponseWriter, 
 		return rc.Flush() == nil
 	}
 	evs := m.events()
-	faultAt := faultIndex(m.reply.Fault, len(evs), 3)
-	for i, ev := range evs {
-		if i == faultAt {
-			switch m.reply.Fault {
-			case FaultCutMidStream:
-				reset(w, false)
-				return
-			case FaultStallMidStream:
-				if !s.stall(ctx, gate) {
-					return
-				}
-			case FaultMalformedJSON:
-				if !send("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_`) {
-					return
-				}
-			case FaultErrorEvent:
-				send("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
-				return
-			}
-		}
-		if !send(ev[0], ev[1]) {
-			return
-		}
+	faults := streamFaults{
+		cut: cutConnection(w),
+		malformed: func(int) bool {
+			return send("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_`)
+		},
+		errorEvent: func(int) {
+			send("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+		},
 	}
+	s.sendEvents(ctx, m.reply.Fault, len(evs), 3, gate, faults, func(i int) bool { return send(evs[i][0], evs[i][1]) })
 }
 
 // cacheHint matches a cache_control member, to compare prompts without

@@ -416,38 +416,29 @@ func (s *Server) writeResponsesStream(ctx context.Context, w http.ResponseWriter
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	events := a.events()
-	faultAt := faultIndex(a.reply.Fault, len(events), 2)
 	buf := make([]byte, 0, 512)
-	for i, ev := range events {
-		if i == faultAt {
-			switch a.reply.Fault {
-			case FaultCutMidStream:
-				reset(w, false)
-				return
-			case FaultStallMidStream:
-				if !s.stall(ctx, gate) {
-					return
-				}
-			case FaultMalformedJSON:
-				if _, err := w.Write([]byte("event: " + ev.typ + "\ndata: {\"type\":\"" + ev.typ + "\",\n\n")); err != nil {
-					return
-				}
-			case FaultErrorEvent:
-				_, _ = w.Write([]byte(`event: error` + "\n" + `data: {"type":"error","sequence_number":` + strconv.Itoa(i) +
-					`,"code":"` + ErrorEventCode + `","message":"The server had an error while processing your request.","param":null}` + "\n\n"))
-				_ = rc.Flush()
-				return
-			}
-		}
+	faults := streamFaults{
+		cut: cutConnection(w),
+		malformed: func(i int) bool {
+			typ := events[i].typ
+			_, err := w.Write([]byte("event: " + typ + "\ndata: {\"type\":\"" + typ + "\",\n\n"))
+			return err == nil
+		},
+		errorEvent: func(i int) {
+			_, _ = w.Write([]byte(`event: error` + "\n" + `data: {"type":"error","sequence_number":` + strconv.Itoa(i) +
+				`,"code":"` + ErrorEventCode + `","message":"The server had an error while processing your request.","param":null}` + "\n\n"))
+			_ = rc.Flush()
+		},
+	}
+	s.sendEvents(ctx, a.reply.Fault, len(events), 2, gate, faults, func(i int) bool {
+		ev := events[i]
 		buf = append(buf[:0], "event: "+ev.typ+"\ndata: "...)
 		buf = append(ev.appendData(buf, i), "\n\n"...)
 		if _, err := w.Write(buf); err != nil {
-			return
+			return false
 		}
-		if rc.Flush() != nil {
-			return
-		}
-	}
+		return rc.Flush() == nil
+	})
 }
 
 // rEvent is one streamed event: its type and the members after
