@@ -333,27 +333,23 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, err
 	}
 	if !s.readOnly {
-		if err := s.moveToSide(); err != nil {
-			s.closeDBs()
-			return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
-		}
-		if err := s.readSegmentCounter(); err != nil {
-			s.closeDBs()
-			return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
-		}
-		if err := s.dropOrphanSegments(); err != nil {
-			s.closeDBs()
-			return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
-		}
-		// Work a crash interrupted (a delete, a staged commit, a big
-		// erasure) is finished before anything else writes.
-		if err := s.recoverPending(); err != nil {
-			s.closeDBs()
-			return nil, fmt.Errorf("badgerstore: open %s: finish pending work: %w", dir, err)
-		}
-		if err := s.buildIndexes(); err != nil {
-			s.closeDBs()
-			return nil, fmt.Errorf("badgerstore: open %s: build indexes: %w", dir, err)
+		// The steps of a writable Open, in order; work a crash
+		// interrupted (a delete, a staged commit, a big erasure) is
+		// finished before anything else writes.
+		for _, step := range []struct {
+			what string // what the error says it was doing, "" for the store's own words
+			run  func() error
+		}{
+			{"", s.moveToSide},
+			{"", s.readSegmentCounter},
+			{"", s.dropOrphanSegments},
+			{"finish pending work: ", s.recoverPending},
+			{"build indexes: ", s.buildIndexes},
+		} {
+			if err := step.run(); err != nil {
+				s.closeDBs()
+				return nil, fmt.Errorf("badgerstore: open %s: %s%w", dir, step.what, err)
+			}
 		}
 	}
 	s.commits, s.closing, s.stopped = make(chan *commitReq, 1024), make(chan struct{}), make(chan struct{})
