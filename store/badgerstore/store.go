@@ -399,7 +399,26 @@ const defaultSyncEvery = 200 * time.Millisecond
 // syncLoop syncs Badger's logs every interval until Close (relaxed writes
 // only: durable ones are synced by their commits).
 func (s *Store) syncLoop(every time.Duration) {
-	defer close(s.synced)
+	s.tickUntilClose(every, s.synced, func() {
+		// The side database first: a fold's watermark synced here never
+		// goes ahead of its postings (see writeSegments).
+		err := s.side.Sync()
+		if err == nil {
+			err = s.db.Sync()
+		}
+		if err != nil && s.logger != nil {
+			s.logger.Warn("background sync of relaxed writes failed", "component", "badgerstore", "error", err.Error())
+		}
+		if afterSync != nil {
+			afterSync()
+		}
+	})
+}
+
+// tickUntilClose runs f every interval until Close, then closes done:
+// the loop of each of the store's background chores.
+func (s *Store) tickUntilClose(every time.Duration, done chan struct{}, f func()) {
+	defer close(done)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -407,18 +426,7 @@ func (s *Store) syncLoop(every time.Duration) {
 		case <-s.stop:
 			return
 		case <-t.C:
-			// The side database first: a fold's watermark synced here
-			// never goes ahead of its postings (see writeSegments).
-			err := s.side.Sync()
-			if err == nil {
-				err = s.db.Sync()
-			}
-			if err != nil && s.logger != nil {
-				s.logger.Warn("background sync of relaxed writes failed", "component", "badgerstore", "error", err.Error())
-			}
-			if afterSync != nil {
-				afterSync()
-			}
+			f()
 		}
 	}
 }
@@ -429,21 +437,13 @@ var afterSync func()
 // gcLoop reclaims value-log space left by rewritten (flagged) and deleted
 // records until Close.
 func (s *Store) gcLoop(every time.Duration) {
-	defer close(s.done)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			for _, db := range []*badger.DB{s.db, s.side} {
-				for db.RunValueLogGC(0.5) == nil {
-					// Each successful run rewrote one file; go on while it pays.
-				}
+	s.tickUntilClose(every, s.done, func() {
+		for _, db := range []*badger.DB{s.db, s.side} {
+			for db.RunValueLogGC(0.5) == nil {
+				// Each successful run rewrote one file; go on while it pays.
 			}
 		}
-	}
+	})
 }
 
 // CanCommit reports whether the store takes commits: nil, or an error
