@@ -74,16 +74,40 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 	if testing.Short() {
 		t.Skip("-short runs no agents")
 	}
-	r := newNodeRun(t, "agents", max)
-	ctx := r.ctx
-	recall, fake := r.buildServers(t)
+	node := lookTool(t, "node")
+	npm := lookTool(t, "npm")
+	checkNodeVersion(t, node)
+
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	suite := filepath.Join(root, "e2e", "agents")
+	ctx, cancel := context.WithTimeout(context.Background(), deadline(t, max))
+	t.Cleanup(cancel)
+
+	bin := t.TempDir()
+	recall := goBuild(t, ctx, root, bin, "./cmd/recall")
+	fake := goBuild(t, ctx, root, bin, "./bench/fakeupstream")
+
+	fakeAddr := freeAddr(t)
 	// The agents run on their defaults: their side calls (titles) come
 	// through Recall to the one fake, between the calls that take the
 	// scripted tool calls.
-	fakeAddr := startFake(t, ctx, fake, "-control", "-keep", "100000", "-tool-calls-for-tools")
+	fakeProc := start(t, ctx, fake, nil, "-listen", fakeAddr, "-control", "-keep", "100000", "-tool-calls-for-tools")
+	waitHTTP(t, ctx, "http://"+fakeAddr+"/v1/models", fakeProc)
 
 	startRecall := func(protocol, root string) string {
-		addr, _ := serveRecall(t, ctx, recall, "http://"+fakeAddr+root, protocol)
+		addr := freeAddr(t)
+		p := start(t, ctx, recall, []string{
+			"RECALL_CONFIG=",
+			"RECALL_LISTEN=" + addr,
+			"RECALL_UPSTREAM_URL=http://" + fakeAddr + root,
+			"RECALL_UPSTREAM_PROTOCOL=" + protocol,
+			"RECALL_DATA_DIR=" + filepath.Join(t.TempDir(), "data"),
+			"RECALL_STORE_URL=",
+		}, "serve")
+		waitHTTP(t, ctx, "http://"+addr+"/readyz", p)
 		return "http://" + addr
 	}
 	openaiRecall := startRecall("openai", "/v1")
@@ -92,7 +116,7 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 	// /models/{model}:generateContent.
 	geminiRecall := startRecall("gemini", "/v1beta")
 
-	binDir := filepath.Join(r.suite, "node_modules", ".bin")
+	binDir := filepath.Join(suite, "node_modules", ".bin")
 	installed := true
 	for _, name := range []string{"claude", "codex", "opencode", "copilot", "qwen", "pi", "kilo", "gemini"} {
 		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
@@ -103,7 +127,10 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 		// npm install with the lock, not npm ci: opencode's platform
 		// binaries are optional dependencies the registry's lock leaves
 		// out, which npm ci refuses ("Missing: opencode-darwin-arm64").
-		r.npmRun(t, "install", "--no-save", "--no-audit", "--no-fund")
+		out, err := command(ctx, suite, nil, npm, "install", "--no-save", "--no-audit", "--no-fund").CombinedOutput()
+		if err != nil {
+			t.Fatalf("npm install in %s: %v\n%s\n(%s; the npm registry must be reachable)", suite, err, out, nodeHelp)
+		}
 	}
 
 	f := &fakeControl{url: "http://" + fakeAddr}
@@ -206,15 +233,19 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 				config := filepath.Join(e.home, "opencode.json")
 				writeFile(t, config, opencodeConfig(openaiRecall+"/c/"+e.conv+"/v1", e.key))
 				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "opencode"), append([]string{"run"}, strings.Fields(prompt)...)...)
-				cmd.Env = append(e.env(
+				cmd.Env = e.env(
 					"OPENCODE_CONFIG="+config,
+					"XDG_CONFIG_HOME="+filepath.Join(e.home, ".config"),
+					"XDG_DATA_HOME="+filepath.Join(e.home, ".local", "share"),
+					"XDG_CACHE_HOME="+filepath.Join(e.home, ".cache"),
+					"XDG_STATE_HOME="+filepath.Join(e.home, ".local", "state"),
 					"OPENCODE_DISABLE_AUTOUPDATE=1",
 					"OPENCODE_DISABLE_MODELS_FETCH=1",
 					"OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
 					"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
 					"OPENCODE_DISABLE_SHARE=1",
 					"npm_config_offline=true",
-				), e.xdg()...)
+				)
 				return cmd
 			},
 		},
@@ -279,8 +310,12 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 				config := filepath.Join(e.home, "kilo.json")
 				writeFile(t, config, kiloConfig(openaiRecall+"/c/"+e.conv+"/v1", e.key))
 				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kilo"), append([]string{"run"}, strings.Fields(prompt)...)...)
-				cmd.Env = append(e.env(
+				cmd.Env = e.env(
 					"KILO_CONFIG="+config,
+					"XDG_CONFIG_HOME="+filepath.Join(e.home, ".config"),
+					"XDG_DATA_HOME="+filepath.Join(e.home, ".local", "share"),
+					"XDG_CACHE_HOME="+filepath.Join(e.home, ".cache"),
+					"XDG_STATE_HOME="+filepath.Join(e.home, ".local", "state"),
 					"KILO_DISABLE_AUTOUPDATE=1",
 					"KILO_DISABLE_MODELS_FETCH=1",
 					"KILO_DISABLE_DEFAULT_PLUGINS=1",
@@ -290,7 +325,7 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 					"KILO_DISABLE_PRESENCE=1",
 					"KILO_TELEMETRY_LEVEL=off",
 					"npm_config_offline=true",
-				), e.xdg()...)
+				)
 				return cmd
 			},
 		},
@@ -391,18 +426,6 @@ func (e agentEnv) env(vars ...string) []string {
 		"CI=1",
 	}
 	return append(env, vars...)
-}
-
-// xdg is the XDG base directories under the agent's home, for the agents
-// (opencode and its fork kilo) that keep their config, data, cache and
-// state where XDG says.
-func (e agentEnv) xdg() []string {
-	return []string{
-		"XDG_CONFIG_HOME=" + filepath.Join(e.home, ".config"),
-		"XDG_DATA_HOME=" + filepath.Join(e.home, ".local", "share"),
-		"XDG_CACHE_HOME=" + filepath.Join(e.home, ".cache"),
-		"XDG_STATE_HOME=" + filepath.Join(e.home, ".local", "state"),
-	}
 }
 
 // runAgent runs the agent's two processes and checks the traffic.

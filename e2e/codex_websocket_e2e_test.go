@@ -36,16 +36,41 @@ func TestCodexWebSocket(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short runs no agents")
 	}
-	r := newNodeRun(t, "agents", 10*time.Minute)
-	ctx := r.ctx
-	binDir := filepath.Join(r.suite, "node_modules", ".bin")
-	if _, err := os.Stat(filepath.Join(binDir, "codex")); err != nil {
-		r.npmRun(t, "install", "--no-save", "--no-audit", "--no-fund")
+	node := lookTool(t, "node")
+	npm := lookTool(t, "npm")
+	checkNodeVersion(t, node)
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
 	}
-	recall, fake := r.buildServers(t)
-	fakeAddr := startFake(t, ctx, fake, "-control", "-keep", "100000", "-tool-calls-for-tools")
-	addr, _ := serveRecall(t, ctx, recall, "http://"+fakeAddr+"/v1", "openai")
+	ctx, cancel := context.WithTimeout(context.Background(), deadline(t, 10*time.Minute))
+	defer cancel()
+
+	suite := filepath.Join(root, "e2e", "agents")
+	binDir := filepath.Join(suite, "node_modules", ".bin")
+	if _, err := os.Stat(filepath.Join(binDir, "codex")); err != nil {
+		out, err := command(ctx, suite, nil, npm, "install", "--no-save", "--no-audit", "--no-fund").CombinedOutput()
+		if err != nil {
+			t.Fatalf("npm install in %s: %v\n%s\n(%s; the npm registry must be reachable)", suite, err, out, nodeHelp)
+		}
+	}
+	bin := t.TempDir()
+	recall := goBuild(t, ctx, root, bin, "./cmd/recall")
+	fake := goBuild(t, ctx, root, bin, "./bench/fakeupstream")
+	fakeAddr := freeAddr(t)
+	fakeProc := start(t, ctx, fake, nil, "-listen", fakeAddr, "-control", "-keep", "100000", "-tool-calls-for-tools")
+	waitHTTP(t, ctx, "http://"+fakeAddr+"/v1/models", fakeProc)
+	addr := freeAddr(t)
+	p := start(t, ctx, recall, []string{
+		"RECALL_CONFIG=",
+		"RECALL_LISTEN=" + addr,
+		"RECALL_UPSTREAM_URL=http://" + fakeAddr + "/v1",
+		"RECALL_UPSTREAM_PROTOCOL=openai",
+		"RECALL_DATA_DIR=" + filepath.Join(t.TempDir(), "data"),
+		"RECALL_STORE_URL=",
+	}, "serve")
 	recallURL := "http://" + addr
+	waitHTTP(t, ctx, recallURL+"/readyz", p)
 	f := &fakeControl{url: "http://" + fakeAddr}
 
 	// codex is one Codex process in e's conversation on base (%s: the

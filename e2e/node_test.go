@@ -38,32 +38,62 @@ func TestNodeSDK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short runs no Node.js suite")
 	}
-	r := newNodeRun(t, "node", 10*time.Minute)
-	recall, fake := r.buildServers(t)
-	fakeAddr := startFake(t, r.ctx, fake, "-control")
+	node := lookTool(t, "node")
+	npm := lookTool(t, "npm")
+	checkNodeVersion(t, node)
 
-	// Four Recalls over the one fake: the default (upstream protocol
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	suite := filepath.Join(root, "e2e", "node")
+	ctx, cancel := context.WithTimeout(context.Background(), deadline(t, 10*time.Minute))
+	defer cancel()
+
+	bin := t.TempDir()
+	recall := goBuild(t, ctx, root, bin, "./cmd/recall")
+	fake := goBuild(t, ctx, root, bin, "./bench/fakeupstream")
+
+	fakeAddr := freeAddr(t)
+	fakeProc := start(t, ctx, fake, nil, "-listen", fakeAddr, "-control")
+	waitHTTP(t, ctx, "http://"+fakeAddr+"/v1/models", fakeProc)
+
+	// Three Recalls over the one fake: the default (upstream protocol
 	// openai), one whose upstream speaks Anthropic's Messages, so that
-	// every protocol is translated to Messages, one whose upstream
+	// every protocol is translated to Messages, and one whose upstream
 	// speaks only chat completions, so that Responses are translated to
-	// chat while Recall serves their state, and one whose upstream is
-	// Gemini.
+	// chat while Recall serves their state.
 	serve := func(protocol string) (string, *proc) {
-		return serveRecall(t, r.ctx, recall, "http://"+fakeAddr+"/v1", protocol)
+		addr := freeAddr(t)
+		p := start(t, ctx, recall, []string{
+			"RECALL_CONFIG=",
+			"RECALL_LISTEN=" + addr,
+			"RECALL_UPSTREAM_URL=http://" + fakeAddr + "/v1",
+			"RECALL_UPSTREAM_PROTOCOL=" + protocol,
+			"RECALL_DATA_DIR=" + filepath.Join(t.TempDir(), "data"),
+			"RECALL_STORE_URL=",
+		}, "serve")
+		waitHTTP(t, ctx, "http://"+addr+"/readyz", p)
+		return addr, p
 	}
 	recallAddr, recallProc := serve("openai")
 	anthropicAddr, anthropicProc := serve("anthropic")
 	chatAddr, chatProc := serve("chat")
 	geminiAddr, geminiProc := serve("gemini")
 
-	r.ciIfMissing(t)
-	cmd := command(r.ctx, r.suite, []string{
+	if missing := missingPackages(t, suite); len(missing) > 0 {
+		out, err := command(ctx, suite, nil, npm, "ci", "--no-audit", "--no-fund").CombinedOutput()
+		if err != nil {
+			t.Fatalf("npm ci in %s: %v\n%s\n(%s; the npm registry must be reachable)", suite, err, out, nodeHelp)
+		}
+	}
+	cmd := command(ctx, suite, []string{
 		"RECALL_BASE_URL=http://" + recallAddr,
 		"RECALL_ANTHROPIC_BASE_URL=http://" + anthropicAddr,
 		"RECALL_CHAT_BASE_URL=http://" + chatAddr,
 		"RECALL_GEMINI_BASE_URL=http://" + geminiAddr,
 		"FAKE_UPSTREAM_URL=http://" + fakeAddr,
-	}, r.node, "--test", "--test-concurrency=1", "--test-reporter=spec")
+	}, node, "--test", "--test-concurrency=1", "--test-reporter=spec")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node --test failed: %v\n%s\nrecall's log:\n%s\nthe anthropic-upstream recall's log:\n%s\nthe chat-upstream recall's log:\n%s\nthe gemini-upstream recall's log:\n%s",
@@ -77,89 +107,6 @@ func TestNodeSDK(t *testing.T) {
 	if !bytes.Contains(out, []byte("ℹ fail 0")) {
 		t.Errorf("node --test: got\n%s\nwant \"ℹ fail 0\"", out)
 	}
-}
-
-// nodeRun is where a test that runs a Node.js suite starts: node and
-// npm (Node.js 20 or later, on PATH), the module's root, the suite's
-// folder under e2e and a context that ends after max, or sooner at the
-// test's deadline.
-type nodeRun struct {
-	ctx       context.Context
-	node, npm string
-	root      string
-	suite     string
-}
-
-// newNodeRun checks node and npm and returns the run of suite e2e/name.
-func newNodeRun(t *testing.T, name string, max time.Duration) nodeRun {
-	t.Helper()
-	r := nodeRun{node: lookTool(t, "node"), npm: lookTool(t, "npm")}
-	checkNodeVersion(t, r.node)
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.root, r.suite = root, filepath.Join(root, "e2e", name)
-	ctx, cancel := context.WithTimeout(context.Background(), deadline(t, max))
-	t.Cleanup(cancel)
-	r.ctx = ctx
-	return r
-}
-
-// npm runs npm with args in the suite (an install), failing the test
-// with what it printed.
-func (r nodeRun) npmRun(t *testing.T, args ...string) {
-	t.Helper()
-	out, err := command(r.ctx, r.suite, nil, r.npm, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("npm %s in %s: %v\n%s\n(%s; the npm registry must be reachable)", args[0], r.suite, err, out, nodeHelp)
-	}
-}
-
-// ciIfMissing runs npm ci when node_modules lacks a dependency of the
-// suite's package.json.
-func (r nodeRun) ciIfMissing(t *testing.T) {
-	t.Helper()
-	if missing := missingPackages(t, r.suite); len(missing) > 0 {
-		r.npmRun(t, "ci", "--no-audit", "--no-fund")
-	}
-}
-
-// buildServers builds recall and the fake upstream into a temporary
-// folder and returns the two binaries.
-func (r nodeRun) buildServers(t *testing.T) (recall, fake string) {
-	t.Helper()
-	bin := t.TempDir()
-	return goBuild(t, r.ctx, r.root, bin, "./cmd/recall"), goBuild(t, r.ctx, r.root, bin, "./bench/fakeupstream")
-}
-
-// startFake starts the fake upstream binary on a free loopback port with
-// args and returns its address once it answers.
-func startFake(t *testing.T, ctx context.Context, fake string, args ...string) string {
-	t.Helper()
-	addr := freeAddr(t)
-	p := start(t, ctx, fake, nil, append([]string{"-listen", addr}, args...)...)
-	waitHTTP(t, ctx, "http://"+addr+"/v1/models", p)
-	return addr
-}
-
-// serveRecall starts the recall binary on its defaults on a free
-// loopback port, with a fresh data directory and no store URL, in front
-// of the upstream at upstreamURL speaking protocol; it returns the
-// address once Recall is ready.
-func serveRecall(t *testing.T, ctx context.Context, recall, upstreamURL, protocol string) (string, *proc) {
-	t.Helper()
-	addr := freeAddr(t)
-	p := start(t, ctx, recall, []string{
-		"RECALL_CONFIG=",
-		"RECALL_LISTEN=" + addr,
-		"RECALL_UPSTREAM_URL=" + upstreamURL,
-		"RECALL_UPSTREAM_PROTOCOL=" + protocol,
-		"RECALL_DATA_DIR=" + filepath.Join(t.TempDir(), "data"),
-		"RECALL_STORE_URL=",
-	}, "serve")
-	waitHTTP(t, ctx, "http://"+addr+"/readyz", p)
-	return addr, p
 }
 
 // missingPackages returns the dependencies of the suite's package.json

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -54,8 +55,22 @@ func TestOpenResponsesCompliance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short runs no Node.js suite")
 	}
-	r := newNodeRun(t, "openresponses", 10*time.Minute)
-	r.ciIfMissing(t)
+	node := lookTool(t, "node")
+	npm := lookTool(t, "npm")
+	checkNodeVersion(t, node)
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	suite := filepath.Join(root, "e2e", "openresponses")
+	ctx, cancel := context.WithTimeout(context.Background(), deadline(t, 10*time.Minute))
+	defer cancel()
+	if missing := missingPackages(t, suite); len(missing) > 0 {
+		out, err := command(ctx, suite, nil, npm, "ci", "--no-audit", "--no-fund").CombinedOutput()
+		if err != nil {
+			t.Fatalf("npm ci in %s: %v\n%s\n(%s; the npm registry must be reachable)", suite, err, out, nodeHelp)
+		}
+	}
 
 	// Summaries on, as Recall serves by default: the compact tests are
 	// answered from Recall's summary.
@@ -81,14 +96,14 @@ func TestOpenResponsesCompliance(t *testing.T) {
 				h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{
 					{Name: "get_weather", Arguments: `{"location":"San Francisco, CA"}`},
 				}})
-				rep := runOpenResponses(t, r.ctx, r.node, r.suite, "bin/compliance-test.ts", base, k.key)
+				rep := runOpenResponses(t, ctx, node, suite, "bin/compliance-test.ts", base, k.key)
 				checkOpenResponses(t, rep)
 				// The branch tests after the suite, one call scripted again
 				// for function-call-roundtrip's forced call.
 				h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{
 					{Name: "get_weather", Arguments: `{"location":"San Francisco, CA"}`},
 				}})
-				branch := runOpenResponses(t, r.ctx, r.node, r.suite, "recall/branch-test.ts", base, k.key)
+				branch := runOpenResponses(t, ctx, node, suite, "recall/branch-test.ts", base, k.key)
 				checkOpenResponses(t, branch)
 				for _, id := range openresponsesBranchTests {
 					if !branch.ran(id) {
