@@ -76,17 +76,25 @@ func TestExamples(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, err := LoadGlobalEnv(tt.path, env(exampleEnv))
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := LoadTenants(g, env(exampleEnv))
-			if err != nil {
-				t.Fatal(err)
-			}
+			g, s := loadExample(t, tt.path)
 			tt.check(t, g, s)
 		})
 	}
+}
+
+// loadExample loads the example configuration at path and its tenants,
+// with the variables the examples name set.
+func loadExample(t *testing.T, path string) (Global, *Set) {
+	t.Helper()
+	g, err := LoadGlobalEnv(path, env(exampleEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadTenants(g, env(exampleEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, s
 }
 
 func TestExamplesNeedTheirVariables(t *testing.T) {
@@ -111,14 +119,7 @@ func TestDescribe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, err := LoadGlobalEnv(tt.path, env(exampleEnv))
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := LoadTenants(g, env(exampleEnv))
-			if err != nil {
-				t.Fatal(err)
-			}
+			g, s := loadExample(t, tt.path)
 			var buf bytes.Buffer
 			if err := Describe(&buf, g, s); err != nil {
 				t.Fatal(err)

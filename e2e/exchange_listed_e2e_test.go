@@ -55,6 +55,26 @@ func TestAnExchangeIsListedAsSoonAsItAnswered(t *testing.T) {
 	}
 }
 
+// holdStream answers the one request it reads from c with a whole chat
+// stream (the answer "held", its usage, [DONE]) in one chunk of a chunked
+// body, without the last chunk that would end the body, and then waits
+// until Recall closes the connection. It reports whether it answered.
+func holdStream(c net.Conn) bool {
+	r := bufio.NewReader(c)
+	req, err := http.ReadRequest(r)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, req.Body)
+	events := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"held"},"finish_reason":null}]}` + "\n\n" +
+		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}` + "\n\n" +
+		"data: [DONE]\n\n"
+	_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+	_, _ = io.WriteString(c, strconv.FormatInt(int64(len(events)), 16)+"\r\n"+events+"\r\n")
+	_, _ = r.ReadByte() // until Recall closes the connection
+	return true
+}
+
 // holdingUpstream serves chat completions as an upstream that sends a
 // streamed answer's last event and then keeps its body open until
 // Recall closes the connection; it returns its address.
@@ -73,18 +93,7 @@ func holdingUpstream(t *testing.T) string {
 			}
 			go func() {
 				defer c.Close()
-				r := bufio.NewReader(c)
-				req, err := http.ReadRequest(r)
-				if err != nil {
-					return
-				}
-				_, _ = io.Copy(io.Discard, req.Body)
-				events := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"held"},"finish_reason":null}]}` + "\n\n" +
-					`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}` + "\n\n" +
-					"data: [DONE]\n\n"
-				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
-				_, _ = io.WriteString(c, strconv.FormatInt(int64(len(events)), 16)+"\r\n"+events+"\r\n")
-				_, _ = r.ReadByte() // until Recall closes the connection
+				holdStream(c)
 			}()
 		}
 	}()

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -47,7 +48,7 @@ func events(body string) []gjson.Result {
 
 // geminiRoles renders contents as role:text or role:call=name or
 // role:response=name, one per part.
-func geminiRoles(msgs [][]byte) []string {
+func geminiRoles(msgs []json.RawMessage) []string {
 	var out []string
 	for _, raw := range msgs {
 		m := gjson.ParseBytes(raw)
@@ -92,10 +93,7 @@ func TestGeminiClientHasMemory(t *testing.T) {
 	}
 	h.WaitDone("gem-1")
 	up = h.Up.Last()
-	var sent [][]byte
-	for _, m := range up.Messages {
-		sent = append(sent, m)
-	}
+	sent := up.Messages
 	if got, want := strings.Join(geminiRoles(sent), " | "), "user:I am Ada. | model:echo: I am Ada. | user:Who am I?"; got != want {
 		t.Errorf("second turn's contents: got %q, want %q", got, want)
 	}
@@ -155,10 +153,7 @@ func TestGeminiToolLoopStreamed(t *testing.T) {
 	if up.Rejected != nil {
 		t.Fatalf("the fake refused the second call: %s", up.Rejected.Message)
 	}
-	var sent [][]byte
-	for _, m := range up.Messages {
-		sent = append(sent, m)
-	}
+	sent := up.Messages
 	if got, want := strings.Join(geminiRoles(sent), " | "), "user:weather in Oslo? | model:call=weather | user:response=weather"; got != want {
 		t.Errorf("contents sent: got %q, want %q", got, want)
 	}
@@ -205,10 +200,7 @@ func TestGeminiUpstreamForChat(t *testing.T) {
 			if up.Rejected != nil {
 				t.Fatalf("the fake refused: %s", up.Rejected.Message)
 			}
-			var sent [][]byte
-			for _, m := range up.Messages {
-				sent = append(sent, m)
-			}
+			sent := up.Messages
 			if got, want := strings.Join(geminiRoles(sent), " | "), "user:weather in Oslo? | model:call=weather | user:response=weather"; got != want {
 				t.Errorf("contents sent: got %q, want %q", got, want)
 			}
@@ -235,10 +227,7 @@ func TestGeminiUpstreamForMessages(t *testing.T) {
 	}
 	h.WaitDone("msg-ge")
 	up := h.Up.Last()
-	var sent [][]byte
-	for _, m := range up.Messages {
-		sent = append(sent, m)
-	}
+	sent := up.Messages
 	if got, want := strings.Join(geminiRoles(sent), " | "), "user:I am Ada. | model:echo: I am Ada. | user:Who am I?"; got != want {
 		t.Errorf("contents sent: got %q, want %q", got, want)
 	}
@@ -337,10 +326,7 @@ func TestSummariesOverAGeminiUpstream(t *testing.T) {
 	if !strings.Contains(system, plan.SummaryPrefix+"turn 1; turn 2; turn 3") {
 		t.Errorf("after the summary: systemInstruction %q, want the summary in it", system)
 	}
-	var sent [][]byte
-	for _, m := range last.Messages {
-		sent = append(sent, m)
-	}
+	sent := last.Messages
 	if got := strings.Join(geminiRoles(sent), " | "); strings.Contains(got, "turn 1") || !strings.Contains(got, "turn 6") {
 		t.Errorf("after the summary: the upstream got %q, want none of the summarised turns", got)
 	}

@@ -1,11 +1,7 @@
 package e2e
 
 import (
-	"bufio"
-	"io"
 	"net"
-	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,21 +26,9 @@ func TestUpstreamHoldingItsBodyOpenLosesItsConnection(t *testing.T) {
 			return
 		}
 		defer c.Close()
-		r := bufio.NewReader(c)
-		req, err := http.ReadRequest(r)
-		if err != nil {
-			return
+		if holdStream(c) {
+			close(closed)
 		}
-		_, _ = io.Copy(io.Discard, req.Body)
-		events := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"held"},"finish_reason":null}]}` + "\n\n" +
-			`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}` + "\n\n" +
-			"data: [DONE]\n\n"
-		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
-		// One chunk of events and no last chunk; then wait until Recall
-		// closes the connection.
-		_, _ = io.WriteString(c, strconv.FormatInt(int64(len(events)), 16)+"\r\n"+events+"\r\n")
-		_, _ = r.ReadByte()
-		close(closed)
 	}()
 	t.Cleanup(func() { ln.Close() })
 

@@ -107,16 +107,7 @@ func (m *Manager) callMessages(ctx context.Context, t *config.Tenant, cred, mode
 	if err != nil {
 		return a, err
 	}
-	ans, err := up.ParseAnswer(raw)
-	if err != nil {
-		return a, fmt.Errorf("%w: %w", errUpstream, err)
-	}
-	a.text = answerText(ans)
-	a.promptTokens, a.complTok = ans.Usage.InputTokens, ans.Usage.OutputTokens
-	if strings.TrimSpace(a.text) == "" {
-		return a, fmt.Errorf("%w: answer without text", errUpstream)
-	}
-	return a, nil
+	return readAnswer(a, raw, up.ParseAnswer)
 }
 
 // callGemini is call to a Gemini upstream: the body its protocol package
@@ -142,7 +133,14 @@ func (m *Manager) callGemini(ctx context.Context, t *config.Tenant, cred, model,
 	if err != nil {
 		return a, err
 	}
-	ans, err := up.ParseAnswer(raw)
+	return readAnswer(a, raw, up.ParseAnswer)
+}
+
+// readAnswer reads raw, a whole answer, with parse (its upstream
+// protocol's parser) into a: the text and the token counts. An answer
+// parse rejects, or one without text, is an upstream error.
+func readAnswer(a answer, raw []byte, parse func([]byte) (wire.Answer, error)) (answer, error) {
+	ans, err := parse(raw)
 	if err != nil {
 		return a, fmt.Errorf("%w: %w", errUpstream, err)
 	}

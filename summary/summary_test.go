@@ -130,6 +130,28 @@ func (f *fixture) meta(conv string) history.Meta {
 	return snap.Meta
 }
 
+// jobOn starts a Manager for the fixture's tenants on st (the fixture's
+// store, wrapped), runs the summary job of conversation c and returns how
+// it ended. The Manager closes when the test ends.
+func (f *fixture) jobOn(st history.Store) JobDone {
+	f.t.Helper()
+	done := make(chan JobDone, 4) // Start's re-derivation may trigger the job too: a rerun
+	m, err := New(Config{Store: st, Tenants: staticTenants{f.set}, OnJobDone: func(d JobDone) { done <- d }})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { m.Close() })
+	_ = m.Start(context.Background()) // the wrapped store cannot list: nothing re-derived
+	m.Trigger("acme", history.Key{Tenant: "acme", Conversation: "c"}, "gpt-4o", "", false)
+	select {
+	case d := <-done:
+		return d
+	case <-time.After(10 * time.Second):
+		f.t.Fatal("job did not run")
+	}
+	return JobDone{}
+}
+
 func TestStartRederivesJobsFromTheStore(t *testing.T) {
 	f := newFixture(t, nil)
 	word := func(i int) string { return fmt.Sprintf("fact %d", i) }
@@ -275,21 +297,8 @@ func TestJobSkipsWhenAnotherProcessHoldsTheLease(t *testing.T) {
 	f := newFixture(t, nil)
 	f.write("c", 1, 6, func(i int) string { return fmt.Sprint("t", i) })
 	st := &leaser{Store: f.store}
-	done := make(chan JobDone, 4) // Start's re-derivation may trigger the job too: a rerun
-	m, err := New(Config{Store: st, Tenants: staticTenants{f.set}, OnJobDone: func(d JobDone) { done <- d }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	_ = m.Start(context.Background()) // the wrapped store cannot list: nothing re-derived
-	m.Trigger("acme", history.Key{Tenant: "acme", Conversation: "c"}, "gpt-4o", "", false)
-	select {
-	case d := <-done:
-		if d.Outcome != Skipped {
-			t.Fatalf("job %+v, want skipped", d)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("job did not run")
+	if d := f.jobOn(st); d.Outcome != Skipped {
+		t.Fatalf("job %+v, want skipped", d)
 	}
 	if len(f.up.SummaryCalls()) != 0 || f.meta("c").Summary != nil {
 		t.Error("a job ran without the lease")
@@ -368,21 +377,8 @@ func TestJobLandsOnTheMetadataItRead(t *testing.T) {
 	f.write("c", 1, 6, func(i int) string { return fmt.Sprint("t", i) })
 	before := f.meta("c")
 	st := &commits{Store: f.store}
-	done := make(chan JobDone, 4)
-	m, err := New(Config{Store: st, Tenants: staticTenants{f.set}, OnJobDone: func(d JobDone) { done <- d }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	_ = m.Start(context.Background()) // the wrapped store cannot list: nothing re-derived
-	m.Trigger("acme", history.Key{Tenant: "acme", Conversation: "c"}, "gpt-4o", "", false)
-	select {
-	case d := <-done:
-		if d.Outcome != Landed {
-			t.Fatalf("job %+v, want landed", d)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("job did not run")
+	if d := f.jobOn(st); d.Outcome != Landed {
+		t.Fatalf("job %+v, want landed", d)
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,27 +48,11 @@ func exchangeAPI(client *http.Client, url, api, conv string, msgs []msg, stream 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "POST", url+path, strings.NewReader(body))
-	if err != nil {
-		return msg{}, err
-	}
-	if api == apiMessages {
-		req.Header.Set("X-Api-Key", crashKey)
-		req.Header.Set("Anthropic-Version", "2023-06-01")
-	} else {
-		req.Header.Set("Authorization", "Bearer "+crashKey)
-	}
-	req.Header.Set("X-Conversation-ID", conv)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
+	resp, err := postOK(ctx, client, url+path, conv, body, api == apiMessages)
 	if err != nil {
 		return msg{}, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		b, _ := io.ReadAll(resp.Body)
-		return msg{}, fmt.Errorf("status %d: %s", resp.StatusCode, b)
-	}
 	if !stream {
 		b, err := io.ReadAll(resp.Body)
 		if err != nil {
@@ -81,19 +64,14 @@ func exchangeAPI(client *http.Client, url, api, conv string, msgs []msg, stream 
 		return messagesAnswer(gjson.ParseBytes(b))
 	}
 	a := msg{role: "assistant"}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
+	return readEvents(resp.Body, "stream ended before its answer did", func(data string) (msg, bool, error) {
 		ev := gjson.Parse(data)
 		switch typ := ev.Get("type").Str; {
 		case typ == "error" || typ == "response.failed":
-			return msg{}, fmt.Errorf("error event: %s", data)
+			return msg{}, true, fmt.Errorf("error event: %s", data)
 		case api == apiResponses && (typ == "response.completed" || typ == "response.incomplete"):
-			return responsesAnswer(ev.Get("response")) // acknowledged
+			a, err := responsesAnswer(ev.Get("response")) // acknowledged
+			return a, true, err
 		case api == apiMessages && typ == "content_block_start":
 			if b := ev.Get("content_block"); b.Get("type").Str == "tool_use" {
 				a.calls = append(a.calls, b.Get("id").Str)
@@ -103,15 +81,12 @@ func exchangeAPI(client *http.Client, url, api, conv string, msgs []msg, stream 
 		case api == apiMessages && typ == "content_block_delta":
 			a.content += ev.Get("delta.text").Str
 		case api == apiMessages && typ == "message_delta" && ev.Get("delta.stop_reason").Type == gjson.String:
-			return a, nil // acknowledged
+			return a, true, nil // acknowledged
 		case api == apiMessages && typ == "message_stop":
-			return msg{}, errors.New("message_stop without a stop_reason before it")
+			return msg{}, true, errors.New("message_stop without a stop_reason before it")
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return msg{}, err
-	}
-	return msg{}, errors.New("stream ended before its answer did")
+		return msg{}, false, nil
+	})
 }
 
 // responsesBody is a Responses request that sends msgs as input items.

@@ -392,22 +392,11 @@ func exchange(client *http.Client, url, conv string, msgs []msg, stream bool) (m
 	body := fmt.Sprintf(`{"model":"gpt-4o","stream":%v,"messages":[%s]}`, stream, strings.Join(raws, ","))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "POST", url+"/v1/chat/completions", strings.NewReader(body))
-	if err != nil {
-		return msg{}, err
-	}
-	req.Header.Set("Authorization", "Bearer "+crashKey)
-	req.Header.Set("X-Conversation-ID", conv)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
+	resp, err := postOK(ctx, client, url+"/v1/chat/completions", conv, body, false)
 	if err != nil {
 		return msg{}, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		b, _ := io.ReadAll(resp.Body)
-		return msg{}, fmt.Errorf("status %d: %s", resp.StatusCode, b)
-	}
 	if !stream {
 		b, err := io.ReadAll(resp.Body)
 		if err != nil {
@@ -424,15 +413,9 @@ func exchange(client *http.Client, url, conv string, msgs []msg, stream bool) (m
 		return a, nil
 	}
 	a := msg{role: "assistant"}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
+	return readEvents(resp.Body, "stream ended without finish_reason", func(data string) (msg, bool, error) {
 		if gjson.Get(data, "error").Exists() {
-			return msg{}, fmt.Errorf("error event: %s", data)
+			return msg{}, true, fmt.Errorf("error event: %s", data)
 		}
 		delta := gjson.Get(data, "choices.0.delta")
 		a.content += delta.Get("content").Str
@@ -442,13 +425,59 @@ func exchange(client *http.Client, url, conv string, msgs []msg, stream bool) (m
 			}
 		}
 		if gjson.Get(data, "choices.0.finish_reason").Type == gjson.String {
-			return a, nil // acknowledged: the turn must be durable now
+			return a, true, nil // acknowledged: the turn must be durable now
+		}
+		return msg{}, false, nil
+	})
+}
+
+// postOK posts the JSON body to url on conv as crashKey's client, the key
+// in the header the API wants (anthropic: X-Api-Key with a version), and
+// returns the answer once it is a 200, its body the caller's to close.
+func postOK(ctx context.Context, client *http.Client, url, conv, body string, anthropic bool) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if anthropic {
+		req.Header.Set("X-Api-Key", crashKey)
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+	} else {
+		req.Header.Set("Authorization", "Bearer "+crashKey)
+	}
+	req.Header.Set("X-Conversation-ID", conv)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return nil, fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	return resp, nil
+}
+
+// readEvents hands each data line of a stream to on until on reports
+// the answer's end (done, with the answer or an error); a stream that
+// ends first is the error end.
+func readEvents(r io.Reader, end string, on func(data string) (a msg, done bool, err error)) (msg, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if a, done, err := on(data); done {
+			return a, err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return msg{}, err
 	}
-	return msg{}, errors.New("stream ended without finish_reason")
+	return msg{}, errors.New(end)
 }
 
 // checkConversation checks cv as stored, compared as atoms (so that any

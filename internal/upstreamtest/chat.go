@@ -144,25 +144,10 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 
 	ctx := r.Context()
-	if reply.Hold && !s.stall(ctx, gate) {
-		return
-	}
-	if reply.Delay > 0 && !sleep(ctx, reply.Delay) {
-		return
-	}
-	if reply.Fault == FaultNone && reply.Status != 0 && reply.Status != http.StatusOK {
-		reply.Fault = FaultStatus
-	}
-	switch reply.Fault {
-	case FaultStatus:
-		status := reply.Status
-		if status == 0 {
-			status = http.StatusInternalServerError
-		}
+	writeStatus := func(status int) {
 		s.writeError(w, status, statusError(status, reply.Content), reply.RetryAfter)
-		return
-	case FaultResetBeforeHeaders:
-		reset(w, true)
+	}
+	if !s.beforeAnswer(ctx, reply, gate, writeStatus, resetBeforeHeaders(w)) {
 		return
 	}
 
@@ -261,33 +246,7 @@ func lastUserText(msgs []gjson.Result) string {
 // writeCompletion writes a non-streamed chat.completion, applying the
 // reply's mid-body faults.
 func (s *Server) writeCompletion(ctx context.Context, w http.ResponseWriter, c *completion, gate <-chan struct{}) {
-	body := c.appendCompletion(make([]byte, 0, 512))
-	if c.reply.Fault == FaultMalformedJSON {
-		body = body[:len(body)/2]
-	}
-	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	if c.reply.Gzip {
-		h["Content-Encoding"] = []string{"gzip"}
-		body = gzipBytes(body)
-	}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(http.StatusOK)
-	switch c.reply.Fault {
-	case FaultCutMidStream:
-		_, _ = w.Write(body[:len(body)/2])
-		flush(w)
-		reset(w, false)
-	case FaultStallMidStream:
-		_, _ = w.Write(body[:len(body)/2])
-		flush(w)
-		if !s.stall(ctx, gate) {
-			return
-		}
-		_, _ = w.Write(body[len(body)/2:])
-	default:
-		_, _ = w.Write(body)
-	}
+	s.writeBody(ctx, w, c.appendCompletion(make([]byte, 0, 512)), c.reply.Fault, c.reply.Gzip, gate)
 }
 
 // appendCompletion appends the chat.completion object.

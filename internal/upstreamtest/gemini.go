@@ -141,21 +141,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte
 		}
 	}
 	ctx := r.Context()
-	if reply.Hold && !s.stall(ctx, gate) {
-		return
-	}
-	if reply.Delay > 0 && !sleep(ctx, reply.Delay) {
-		return
-	}
-	if reply.Fault == FaultNone && reply.Status != 0 && reply.Status != http.StatusOK {
-		reply.Fault = FaultStatus
-	}
-	switch reply.Fault {
-	case FaultStatus:
-		status := reply.Status
-		if status == 0 {
-			status = http.StatusInternalServerError
-		}
+	writeStatus := func(status int) {
 		e := &geminiError{code: status, status: "INTERNAL", message: "upstreamtest: scripted status " + strconv.Itoa(status)}
 		if status == http.StatusTooManyRequests {
 			e.status = "RESOURCE_EXHAUSTED"
@@ -167,9 +153,8 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte
 			w.Header()["Retry-After"] = []string{reply.RetryAfter}
 		}
 		s.writeJSON(w, status, e.json())
-		return
-	case FaultResetBeforeHeaders:
-		reset(w, true)
+	}
+	if !s.beforeAnswer(ctx, reply, gate, writeStatus, resetBeforeHeaders(w)) {
 		return
 	}
 	s.writeGemini(ctx, w, s.newGeminiAnswer(model, contents, reply), stream)

@@ -140,29 +140,14 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, body []by
 		}
 	}
 	ctx := r.Context()
-	if reply.Hold && !s.stall(ctx, gate) {
-		return
-	}
-	if reply.Delay > 0 && !sleep(ctx, reply.Delay) {
-		return
-	}
-	if reply.Fault == FaultNone && reply.Status != 0 && reply.Status != http.StatusOK {
-		reply.Fault = FaultStatus
-	}
-	switch reply.Fault {
-	case FaultStatus:
-		status := reply.Status
-		if status == 0 {
-			status = http.StatusInternalServerError
-		}
+	writeStatus := func(status int) {
 		e := &anthropicError{status: status, typ: anthropicType(status), message: "upstreamtest: scripted status " + strconv.Itoa(status)}
 		if reply.Content != "" {
 			e.message = reply.Content
 		}
 		s.writeAnthropicError(w, e, reply.RetryAfter)
-		return
-	case FaultResetBeforeHeaders:
-		reset(w, true)
+	}
+	if !s.beforeAnswer(ctx, reply, gate, writeStatus, resetBeforeHeaders(w)) {
 		return
 	}
 	m := s.newMessage(root, msgs, reply)
@@ -466,29 +451,7 @@ func (m *anthMessage) blocks() [][]byte {
 // writeMessage writes a non-streamed Message, applying the reply's
 // mid-body faults.
 func (s *Server) writeMessage(ctx context.Context, w http.ResponseWriter, m *anthMessage, gate <-chan struct{}) {
-	body := append(m.appendMessage(make([]byte, 0, 512), true), '\n')
-	if m.reply.Fault == FaultMalformedJSON {
-		body = body[:len(body)/2]
-	}
-	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(http.StatusOK)
-	switch m.reply.Fault {
-	case FaultCutMidStream:
-		_, _ = w.Write(body[:len(body)/2])
-		flush(w)
-		reset(w, false)
-	case FaultStallMidStream:
-		_, _ = w.Write(body[:len(body)/2])
-		flush(w)
-		if !s.stall(ctx, gate) {
-			return
-		}
-		_, _ = w.Write(body[len(body)/2:])
-	default:
-		_, _ = w.Write(body)
-	}
+	s.writeBody(ctx, w, append(m.appendMessage(make([]byte, 0, 512), true), '\n'), m.reply.Fault, false, gate)
 }
 
 // events lists the stream's events, name and data, in sending order.
@@ -560,34 +523,16 @@ func (s *Server) writeMessageStream(ctx context.Context, w http.ResponseWriter, 
 		return rc.Flush() == nil
 	}
 	evs := m.events()
-	faultAt := -1
-	switch m.reply.Fault {
-	case FaultCutMidStream, FaultStallMidStream, FaultMalformedJSON, FaultErrorEvent:
-		faultAt = min(max(3, len(evs)/2), len(evs)-1)
+	faults := streamFaults{
+		cut: cutConnection(w),
+		malformed: func(int) bool {
+			return send("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_`)
+		},
+		errorEvent: func(int) {
+			send("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+		},
 	}
-	for i, ev := range evs {
-		if i == faultAt {
-			switch m.reply.Fault {
-			case FaultCutMidStream:
-				reset(w, false)
-				return
-			case FaultStallMidStream:
-				if !s.stall(ctx, gate) {
-					return
-				}
-			case FaultMalformedJSON:
-				if !send("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_`) {
-					return
-				}
-			case FaultErrorEvent:
-				send("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
-				return
-			}
-		}
-		if !send(ev[0], ev[1]) {
-			return
-		}
-	}
+	s.sendEvents(ctx, m.reply.Fault, len(evs), 3, gate, faults, func(i int) bool { return send(evs[i][0], evs[i][1]) })
 }
 
 // cacheHint matches a cache_control member, to compare prompts without

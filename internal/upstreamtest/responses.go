@@ -57,25 +57,10 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	ctx := r.Context()
-	if reply.Hold && !s.stall(ctx, gate) {
-		return
+	writeStatus := func(status int) {
+		s.writeError(w, status, statusError(status, reply.Content), reply.RetryAfter)
 	}
-	if reply.Delay > 0 && !sleep(ctx, reply.Delay) {
-		return
-	}
-	if reply.Fault == FaultNone && reply.Status != 0 && reply.Status != http.StatusOK {
-		reply.Fault = FaultStatus
-	}
-	switch reply.Fault {
-	case FaultStatus:
-		st := reply.Status
-		if st == 0 {
-			st = http.StatusInternalServerError
-		}
-		s.writeError(w, st, statusError(st, reply.Content), reply.RetryAfter)
-		return
-	case FaultResetBeforeHeaders:
-		reset(w, true)
+	if !s.beforeAnswer(ctx, reply, gate, writeStatus, resetBeforeHeaders(w)) {
 		return
 	}
 	a := s.newAnswerResponse(root, items, reply)
@@ -88,27 +73,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []b
 		s.writeResponsesStream(ctx, w, a, gate)
 		return
 	}
-	b := a.appendResponse(make([]byte, 0, 1024), "completed", true)
-	if reply.Fault == FaultMalformedJSON {
-		b = b[:len(b)/2]
-	}
-	h["Content-Type"] = []string{"application/json"}
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
-	w.WriteHeader(http.StatusOK)
-	switch reply.Fault {
-	case FaultCutMidStream:
-		_, _ = w.Write(b[:len(b)/2])
-		flush(w)
-		reset(w, false)
-	case FaultStallMidStream:
-		_, _ = w.Write(b[:len(b)/2])
-		flush(w)
-		if s.stall(ctx, gate) {
-			_, _ = w.Write(b[len(b)/2:])
-		}
-	default:
-		_, _ = w.Write(b)
-	}
+	s.writeBody(ctx, w, a.appendResponse(make([]byte, 0, 1024), "completed", true), reply.Fault, false, gate)
 }
 
 // validateResponses checks a Responses body as OpenAI does, and the rule
@@ -451,42 +416,29 @@ func (s *Server) writeResponsesStream(ctx context.Context, w http.ResponseWriter
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	events := a.events()
-	faultAt := -1
-	switch a.reply.Fault {
-	case FaultCutMidStream, FaultStallMidStream, FaultMalformedJSON, FaultErrorEvent:
-		faultAt = min(max(2, len(events)/2), len(events)-1)
-	}
 	buf := make([]byte, 0, 512)
-	for i, ev := range events {
-		if i == faultAt {
-			switch a.reply.Fault {
-			case FaultCutMidStream:
-				reset(w, false)
-				return
-			case FaultStallMidStream:
-				if !s.stall(ctx, gate) {
-					return
-				}
-			case FaultMalformedJSON:
-				if _, err := w.Write([]byte("event: " + ev.typ + "\ndata: {\"type\":\"" + ev.typ + "\",\n\n")); err != nil {
-					return
-				}
-			case FaultErrorEvent:
-				_, _ = w.Write([]byte(`event: error` + "\n" + `data: {"type":"error","sequence_number":` + strconv.Itoa(i) +
-					`,"code":"` + ErrorEventCode + `","message":"The server had an error while processing your request.","param":null}` + "\n\n"))
-				_ = rc.Flush()
-				return
-			}
-		}
+	faults := streamFaults{
+		cut: cutConnection(w),
+		malformed: func(i int) bool {
+			typ := events[i].typ
+			_, err := w.Write([]byte("event: " + typ + "\ndata: {\"type\":\"" + typ + "\",\n\n"))
+			return err == nil
+		},
+		errorEvent: func(i int) {
+			_, _ = w.Write([]byte(`event: error` + "\n" + `data: {"type":"error","sequence_number":` + strconv.Itoa(i) +
+				`,"code":"` + ErrorEventCode + `","message":"The server had an error while processing your request.","param":null}` + "\n\n"))
+			_ = rc.Flush()
+		},
+	}
+	s.sendEvents(ctx, a.reply.Fault, len(events), 2, gate, faults, func(i int) bool {
+		ev := events[i]
 		buf = append(buf[:0], "event: "+ev.typ+"\ndata: "...)
 		buf = append(ev.appendData(buf, i), "\n\n"...)
 		if _, err := w.Write(buf); err != nil {
-			return
+			return false
 		}
-		if rc.Flush() != nil {
-			return
-		}
-	}
+		return rc.Flush() == nil
+	})
 }
 
 // rEvent is one streamed event: its type and the members after

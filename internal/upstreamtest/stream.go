@@ -53,45 +53,31 @@ func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, c *comp
 		end = "\n"
 	}
 	events := c.deltas()
-	faultAt := -1
-	switch c.reply.Fault {
-	case FaultCutMidStream, FaultStallMidStream, FaultMalformedJSON, FaultErrorEvent:
-		faultAt = min(max(2, len(events)/2), len(events)-1)
-	}
 	buf := make([]byte, 0, 512)
-	for i, ev := range events {
-		if i == faultAt {
-			switch c.reply.Fault {
-			case FaultCutMidStream:
-				reset(w, false)
-				return
-			case FaultStallMidStream:
-				if !s.stall(ctx, gate) {
-					return
-				}
-			case FaultMalformedJSON:
-				buf = append(buf[:0], "data: "...)
-				buf = c.appendHead(buf, "chat.completion.chunk")
-				buf = append(append(buf[:len(buf)/2], end...), end...) // an object never closed
-				if !send(buf) {
-					return
-				}
-			case FaultErrorEvent:
-				buf = append(buf[:0], "data: "...)
-				buf = append(buf, `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":"`+ErrorEventCode+`"}}`...)
-				buf = append(append(buf, end...), end...)
-				if send(buf) && zw != nil {
-					_ = zw.Close()
-				}
-				return
+	faults := streamFaults{
+		cut: cutConnection(w),
+		malformed: func(int) bool {
+			buf = append(buf[:0], "data: "...)
+			buf = c.appendHead(buf, "chat.completion.chunk")
+			buf = append(append(buf[:len(buf)/2], end...), end...) // an object never closed
+			return send(buf)
+		},
+		errorEvent: func(int) {
+			buf = append(buf[:0], "data: "...)
+			buf = append(buf, `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":"`+ErrorEventCode+`"}}`...)
+			buf = append(append(buf, end...), end...)
+			if send(buf) && zw != nil {
+				_ = zw.Close()
 			}
-		}
+		},
+	}
+	if !s.sendEvents(ctx, c.reply.Fault, len(events), 2, gate, faults, func(i int) bool {
 		buf = append(buf[:0], "data: "...)
-		buf = c.appendChunk(buf, ev)
+		buf = c.appendChunk(buf, events[i])
 		buf = append(append(buf, end...), end...)
-		if !send(buf) {
-			return
-		}
+		return send(buf)
+	}) {
+		return
 	}
 	if c.usage {
 		buf = append(buf[:0], "data: "...)

@@ -162,26 +162,15 @@ func (k *respSocket) serve(ctx context.Context, msg []byte) bool {
 		k.last = nil
 		return k.writeError(status, apiErr)
 	}
-	if reply.Hold && !s.stall(ctx, gate) {
-		return false
-	}
-	if reply.Delay > 0 && !sleep(ctx, reply.Delay) {
-		return false
-	}
-	if reply.Fault == FaultNone && reply.Status != 0 && reply.Status != http.StatusOK {
-		reply.Fault = FaultStatus
-	}
-	switch reply.Fault {
-	case FaultStatus:
-		st := reply.Status
-		if st == 0 {
-			st = http.StatusInternalServerError
-		}
+	// keep is what a scripted status's error event says of the socket.
+	keep := false
+	writeStatus := func(status int) {
 		k.last = nil
-		return k.writeError(st, statusError(st, reply.Content))
-	case FaultResetBeforeHeaders:
-		_ = k.ws.NetConn().Close()
-		return false
+		keep = k.writeError(status, statusError(status, reply.Content))
+	}
+	drop := func() { _ = k.ws.NetConn().Close() }
+	if !s.beforeAnswer(ctx, reply, gate, writeStatus, drop) {
+		return keep
 	}
 	root := gjson.ParseBytes(body)
 	a := s.newAnswerResponse(root, items, reply)
@@ -240,35 +229,24 @@ func (k *respSocket) writeError(status int, e *APIError) bool {
 // and keeps a completed response as the socket's last.
 func (k *respSocket) stream(ctx context.Context, a *answerResponse, gate <-chan struct{}) bool {
 	events := a.events()
-	faultAt := -1
-	switch a.reply.Fault {
-	case FaultCutMidStream, FaultStallMidStream, FaultMalformedJSON, FaultErrorEvent:
-		faultAt = min(max(2, len(events)/2), len(events)-1)
-	}
 	k.last = nil
 	buf := make([]byte, 0, 512)
-	for i, ev := range events {
-		if i == faultAt {
-			switch a.reply.Fault {
-			case FaultCutMidStream:
-				_ = k.ws.NetConn().Close()
-				return false
-			case FaultStallMidStream:
-				if !k.s.stall(ctx, gate) {
-					return false
-				}
-			case FaultMalformedJSON:
-				if k.ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"`+ev.typ+`",`)) != nil {
-					return false
-				}
-			case FaultErrorEvent:
-				return k.ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"error","sequence_number":`+strconv.Itoa(i)+
-					`,"code":"`+ErrorEventCode+`","message":"The server had an error while processing your request.","param":null}`)) == nil
-			}
-		}
-		if k.ws.WriteMessage(websocket.TextMessage, ev.appendData(buf[:0], i)) != nil {
-			return false
-		}
+	// ok is what an error event's write says of the socket.
+	ok := false
+	faults := streamFaults{
+		cut: func() { _ = k.ws.NetConn().Close() },
+		malformed: func(i int) bool {
+			return k.ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"`+events[i].typ+`",`)) == nil
+		},
+		errorEvent: func(i int) {
+			ok = k.ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"error","sequence_number":`+strconv.Itoa(i)+
+				`,"code":"`+ErrorEventCode+`","message":"The server had an error while processing your request.","param":null}`)) == nil
+		},
+	}
+	if !k.s.sendEvents(ctx, a.reply.Fault, len(events), 2, gate, faults, func(i int) bool {
+		return k.ws.WriteMessage(websocket.TextMessage, events[i].appendData(buf[:0], i)) == nil
+	}) {
+		return ok
 	}
 	items := appendItems([]byte{'['}, a.requestBody.Get("input"))
 	items = appendItems(items, gjson.GetBytes(a.appendResponse(nil, "completed", true), "output"))

@@ -203,20 +203,28 @@ var badRequests = []struct {
 	{"duplicate model", `{"model":"a","model":"b","messages":[` + requestUser + `]}`, "model", "invalid_value"},
 }
 
+// requestError parses body, which must fail with an *Error of param and
+// code, and returns that *Error and the error ParseRequest returned.
+func requestError(t *testing.T, body, param, code string) (*Error, error) {
+	t.Helper()
+	_, err := ParseRequest([]byte(body))
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got error %v, want *Error", err)
+	}
+	if e.Param != param {
+		t.Errorf("Param: got %q, want %q", e.Param, param)
+	}
+	if e.Code != code {
+		t.Errorf("Code: got %q, want %q", e.Code, code)
+	}
+	return e, err
+}
+
 func TestParseRequestErrors(t *testing.T) {
 	for _, tt := range badRequests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseRequest([]byte(tt.body))
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("got error %v, want *Error", err)
-			}
-			if e.Param != tt.param {
-				t.Errorf("Param: got %q, want %q", e.Param, tt.param)
-			}
-			if e.Code != tt.code {
-				t.Errorf("Code: got %q, want %q", e.Code, tt.code)
-			}
+			e, err := requestError(t, tt.body, tt.param, tt.code)
 			if tt.param != "" && !strings.Contains(e.Message, tt.param) {
 				t.Errorf("Message: got %q, want it to name %q", e.Message, tt.param)
 			}

@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -29,17 +28,7 @@ func TestParseRequestInvalidUTF8(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseRequest([]byte(tt.body))
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("got error %v, want *Error", err)
-			}
-			if e.Param != tt.param {
-				t.Errorf("Param: got %q, want %q", e.Param, tt.param)
-			}
-			if e.Code != tt.code {
-				t.Errorf("Code: got %q, want %q", e.Code, tt.code)
-			}
+			e, _ := requestError(t, tt.body, tt.param, tt.code)
 			if !strings.Contains(e.Message, "UTF-8") || !strings.Contains(e.Message, tt.param) {
 				t.Errorf("Message: got %q, want it to say UTF-8 and name %q", e.Message, tt.param)
 			}

@@ -106,13 +106,7 @@ func TestAssembleUpstreamStream(t *testing.T) {
 	out = rd.End(out, &streamed)
 	addedIDs := map[int64]string{}
 	var final gjson.Result
-	er = chat.NewEventReader(bytes.NewReader(out), 0)
-	for {
-		ev, err := er.Next()
-		if err != nil {
-			break
-		}
-		e := gjson.ParseBytes(ev.Data)
+	for _, e := range renderedEvents(out) {
 		switch e.Get("type").Str {
 		case "response.output_item.added":
 			addedIDs[e.Get("output_index").Int()] = e.Get("item.id").Str
@@ -158,5 +152,18 @@ func TestParseAnswerIncomplete(t *testing.T) {
 	out := AppendResponse(nil, &wire.Request{Protocol: wire.Responses, Store: true}, &a)
 	if got := gjson.GetBytes(out, "incomplete_details.reason").Str; got != "max_output_tokens" || gjson.GetBytes(out, "status").Str != "incomplete" {
 		t.Errorf("rendered: got %s", out)
+	}
+}
+
+// renderedEvents reads a rendered Responses stream into its events.
+func renderedEvents(out []byte) []gjson.Result {
+	var evs []gjson.Result
+	er := chat.NewEventReader(bytes.NewReader(out), 0)
+	for {
+		ev, err := er.Next()
+		if err != nil {
+			return evs
+		}
+		evs = append(evs, gjson.ParseBytes(ev.Data))
 	}
 }

@@ -8,21 +8,14 @@ import (
 )
 
 func TestFileRoundTrip(t *testing.T) {
-	tests := []struct {
-		name string
-		raw  string
-		want wire.Part
-	}{
-		{"file_data", `{"type":"message","role":"user","content":[{"type":"input_text","text":"what is in it?"},{"type":"input_file","filename":"x.pdf","file_data":"data:application/pdf;base64,JVBERi0="}]}`,
-			wire.Part{Kind: wire.File, Name: "x.pdf", URL: "data:application/pdf;base64,JVBERi0=", Origin: wire.Responses}},
-		{"file_id", `{"type":"message","role":"user","content":[{"type":"input_text","text":"what is in it?"},{"type":"input_file","file_id":"file-abc"}]}`,
-			wire.Part{Kind: wire.File, FileID: "file-abc", Origin: wire.Responses}},
-		{"file_url", `{"type":"message","role":"user","content":[{"type":"input_text","text":"what is in it?"},{"type":"input_file","file_url":"https://example.com/x.pdf","filename":"x.pdf"}]}`,
-			wire.Part{Kind: wire.File, Name: "x.pdf", URL: "https://example.com/x.pdf", MediaType: "application/pdf", Origin: wire.Responses}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { prototest.FileRoundTrip(t, Codec{}, tc.raw, tc.want) })
-	}
+	prototest.FileRoundTrips(t, Codec{}, []prototest.FileCase{
+		{Name: "file_data", Raw: `{"type":"message","role":"user","content":[{"type":"input_text","text":"what is in it?"},{"type":"input_file","filename":"x.pdf","file_data":"data:application/pdf;base64,JVBERi0="}]}`,
+			Want: wire.Part{Kind: wire.File, Name: "x.pdf", URL: "data:application/pdf;base64,JVBERi0=", Origin: wire.Responses}},
+		{Name: "file_id", Raw: `{"type":"message","role":"user","content":[{"type":"input_text","text":"what is in it?"},{"type":"input_file","file_id":"file-abc"}]}`,
+			Want: wire.Part{Kind: wire.File, FileID: "file-abc", Origin: wire.Responses}},
+		{Name: "file_url", Raw: `{"type":"message","role":"user","content":[{"type":"input_text","text":"what is in it?"},{"type":"input_file","file_url":"https://example.com/x.pdf","filename":"x.pdf"}]}`,
+			Want: wire.Part{Kind: wire.File, Name: "x.pdf", URL: "https://example.com/x.pdf", MediaType: "application/pdf", Origin: wire.Responses}},
+	})
 }
 
 func TestFileBareBase64(t *testing.T) {

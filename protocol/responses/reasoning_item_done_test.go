@@ -61,13 +61,7 @@ func TestStreamedReasoningItemDoneCarriesEncryptedContent(t *testing.T) {
 
 	done := map[int64]gjson.Result{}
 	var final []gjson.Result
-	er = chat.NewEventReader(bytes.NewReader(out), 0)
-	for {
-		ev, err := er.Next()
-		if err != nil {
-			break
-		}
-		e := gjson.ParseBytes(ev.Data)
+	for _, e := range renderedEvents(out) {
 		switch e.Get("type").Str {
 		case "response.output_item.done":
 			done[e.Get("output_index").Int()] = e.Get("item")

@@ -13,6 +13,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/store/storetest"
 )
 
 // keysOf returns every key of the database that belongs to conversation k:
@@ -91,21 +92,11 @@ func openT(t *testing.T, dir string, o Options) *Store {
 	return s
 }
 
+// commitT is storetest.MustCommit: c on top of the conversation's
+// current version.
 func commitT(t *testing.T, s *Store, k history.Key, c history.Change) history.Meta {
 	t.Helper()
-	snap, err := s.Load(context.Background(), k, history.Query{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Version = snap.Meta.Version
-	if c.Now == 0 {
-		c.Now = int64(snap.Meta.Version+1) * 1e9
-	}
-	m, err := s.Commit(context.Background(), k, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return storetest.MustCommit(t, s, k, c)
 }
 
 func textMsg(role, text string) history.Message {

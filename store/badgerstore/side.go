@@ -280,17 +280,9 @@ func (s *Store) dropOrphanSegments() error {
 
 // sideSyncLoop syncs the side database every interval until Close.
 func (s *Store) sideSyncLoop(every time.Duration) {
-	defer close(s.sideSynced)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			if err := s.side.Sync(); err != nil && s.logger != nil {
-				s.logger.Warn("background sync of the side database failed", "component", "badgerstore", "error", err.Error())
-			}
+	s.tickUntilClose(every, s.sideSynced, func() {
+		if err := s.side.Sync(); err != nil && s.logger != nil {
+			s.logger.Warn("background sync of the side database failed", "component", "badgerstore", "error", err.Error())
 		}
-	}
+	})
 }

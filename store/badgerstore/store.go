@@ -333,27 +333,23 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, err
 	}
 	if !s.readOnly {
-		if err := s.moveToSide(); err != nil {
-			s.closeDBs()
-			return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
-		}
-		if err := s.readSegmentCounter(); err != nil {
-			s.closeDBs()
-			return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
-		}
-		if err := s.dropOrphanSegments(); err != nil {
-			s.closeDBs()
-			return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
-		}
-		// Work a crash interrupted (a delete, a staged commit, a big
-		// erasure) is finished before anything else writes.
-		if err := s.recoverPending(); err != nil {
-			s.closeDBs()
-			return nil, fmt.Errorf("badgerstore: open %s: finish pending work: %w", dir, err)
-		}
-		if err := s.buildIndexes(); err != nil {
-			s.closeDBs()
-			return nil, fmt.Errorf("badgerstore: open %s: build indexes: %w", dir, err)
+		// The steps of a writable Open, in order; work a crash
+		// interrupted (a delete, a staged commit, a big erasure) is
+		// finished before anything else writes.
+		for _, step := range []struct {
+			what string // what the error says it was doing, "" for the store's own words
+			run  func() error
+		}{
+			{"", s.moveToSide},
+			{"", s.readSegmentCounter},
+			{"", s.dropOrphanSegments},
+			{"finish pending work: ", s.recoverPending},
+			{"build indexes: ", s.buildIndexes},
+		} {
+			if err := step.run(); err != nil {
+				s.closeDBs()
+				return nil, fmt.Errorf("badgerstore: open %s: %s%w", dir, step.what, err)
+			}
 		}
 	}
 	s.commits, s.closing, s.stopped = make(chan *commitReq, 1024), make(chan struct{}), make(chan struct{})
@@ -403,7 +399,26 @@ const defaultSyncEvery = 200 * time.Millisecond
 // syncLoop syncs Badger's logs every interval until Close (relaxed writes
 // only: durable ones are synced by their commits).
 func (s *Store) syncLoop(every time.Duration) {
-	defer close(s.synced)
+	s.tickUntilClose(every, s.synced, func() {
+		// The side database first: a fold's watermark synced here never
+		// goes ahead of its postings (see writeSegments).
+		err := s.side.Sync()
+		if err == nil {
+			err = s.db.Sync()
+		}
+		if err != nil && s.logger != nil {
+			s.logger.Warn("background sync of relaxed writes failed", "component", "badgerstore", "error", err.Error())
+		}
+		if afterSync != nil {
+			afterSync()
+		}
+	})
+}
+
+// tickUntilClose runs f every interval until Close, then closes done:
+// the loop of each of the store's background chores.
+func (s *Store) tickUntilClose(every time.Duration, done chan struct{}, f func()) {
+	defer close(done)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -411,18 +426,7 @@ func (s *Store) syncLoop(every time.Duration) {
 		case <-s.stop:
 			return
 		case <-t.C:
-			// The side database first: a fold's watermark synced here
-			// never goes ahead of its postings (see writeSegments).
-			err := s.side.Sync()
-			if err == nil {
-				err = s.db.Sync()
-			}
-			if err != nil && s.logger != nil {
-				s.logger.Warn("background sync of relaxed writes failed", "component", "badgerstore", "error", err.Error())
-			}
-			if afterSync != nil {
-				afterSync()
-			}
+			f()
 		}
 	}
 }
@@ -433,21 +437,13 @@ var afterSync func()
 // gcLoop reclaims value-log space left by rewritten (flagged) and deleted
 // records until Close.
 func (s *Store) gcLoop(every time.Duration) {
-	defer close(s.done)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			for _, db := range []*badger.DB{s.db, s.side} {
-				for db.RunValueLogGC(0.5) == nil {
-					// Each successful run rewrote one file; go on while it pays.
-				}
+	s.tickUntilClose(every, s.done, func() {
+		for _, db := range []*badger.DB{s.db, s.side} {
+			for db.RunValueLogGC(0.5) == nil {
+				// Each successful run rewrote one file; go on while it pays.
 			}
 		}
-	}
+	})
 }
 
 // CanCommit reports whether the store takes commits: nil, or an error

@@ -2,9 +2,7 @@ package pgstore_test
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +13,6 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/tidwall/gjson"
 
-	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
@@ -106,26 +103,10 @@ func TestExchangeLeaseWithTheRead(t *testing.T) {
 	if !<-soles {
 		t.Fatal("alone on the database: not the sole writer")
 	}
-	up := upstreamtest.NewTB(t)
-	g := config.DefaultGlobal()
-	g.Defaults.Upstream.BaseURL = up.URL()
-	tenants, err := config.LoadTenants(g, os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	up, tenants := defaultTenants(t)
 	done := make(chan proxy.ExchangeDone, 16)
-	srv, err := proxy.New(proxy.Config{Tenants: proxy.StaticTenants{Set: tenants}, Store: history.NewCache(s, 0, 0),
-		OnExchangeDone: func(d proxy.ExchangeDone) { done <- d }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Shutdown(context.Background())
-	client := openai.NewClient(option.WithBaseURL("http://"+ln.Addr().String()+"/v1"), option.WithAPIKey("sk-lease"),
+	addr, _ := serve(t, tenants, s, done)
+	client := openai.NewClient(option.WithBaseURL("http://"+addr+"/v1"), option.WithAPIKey("sk-lease"),
 		option.WithHeader("X-Conversation-ID", "lease"), option.WithMaxRetries(0))
 	ask := func(text string) error {
 		_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
@@ -227,17 +208,11 @@ func TestExchangeLeaseWithTheRead(t *testing.T) {
 	}
 	updated := make(chan int, 1)
 	go func() {
-		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/v1/conversations/lease", strings.NewReader(`{"metadata":{"topic":"leases"}}`))
-		req.Header.Set("Authorization", "Bearer sk-lease")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		status, _, err := post(addr, "/v1/conversations/lease", "sk-lease", "", `{"metadata":{"topic":"leases"}}`)
 		if err != nil {
 			t.Error(err)
-			updated <- 0
-			return
 		}
-		resp.Body.Close()
-		updated <- resp.StatusCode
+		updated <- status
 	}()
 	select {
 	case got := <-waits:

@@ -1,23 +1,12 @@
 package pgstore_test
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"os"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
-	"github.com/recallproxy/recall/config"
-	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
-	"github.com/recallproxy/recall/internal/upstreamtest"
-	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/store/pgstore"
 	"github.com/recallproxy/recall/wire"
 )
@@ -34,70 +23,17 @@ import (
 func TestReplicasNoStaleHistory(t *testing.T) {
 	const clients, each = 8, 125
 	url := pgtest.DB(t)
-	up := upstreamtest.NewTB(t)
-	g := config.DefaultGlobal()
-	g.Defaults.Upstream.BaseURL = up.URL()
-	tenants, err := config.LoadTenants(g, os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	up, tenants := defaultTenants(t)
 	var addrs []string
 	for range 2 {
-		s := open(t, url, pgstore.Options{})
-		srv, err := proxy.New(proxy.Config{Tenants: proxy.StaticTenants{Set: tenants}, Store: history.NewCache(s, 0, 0)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Shutdown(context.Background()) })
-		addrs = append(addrs, ln.Addr().String())
+		addr, _ := serve(t, tenants, open(t, url, pgstore.Options{}), nil)
+		addrs = append(addrs, addr)
 	}
-
-	type outcome struct {
-		text   string
-		status int
-		body   string
-	}
-	results := make(chan outcome, clients*each)
-	var wg sync.WaitGroup
-	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				text := fmt.Sprintf("q%d-%d", c, i)
-				body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"` + text + `"}]}`
-				req, _ := http.NewRequest("POST", "http://"+addrs[c%2]+"/v1/chat/completions", strings.NewReader(body))
-				req.Header.Set("Authorization", "Bearer sk-stale")
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("X-Conversation-ID", "race")
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				results <- outcome{text, resp.StatusCode, string(b)}
-			}
-		}()
-	}
-	wg.Wait()
-	close(results)
-	asked := map[string]bool{}
-	for r := range results {
-		asked[r.text] = true
-		if r.status != http.StatusOK {
-			t.Errorf("%q: got %d %s, want 200", r.text, r.status, r.body)
-		}
-	}
-	if len(asked) != clients*each {
-		t.Fatalf("got %d answers, want %d", len(asked), clients*each)
-	}
+	asked := askedOnce(t, addrs, "/v1/chat/completions", "sk-stale", clients, each, func(c, i int) string {
+		return fmt.Sprintf("q%d-%d", c, i)
+	}, func(text string) string {
+		return `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"` + text + `"}]}`
+	})
 
 	// What each question's upstream request carried: the user texts
 	// before its own (the last).
@@ -122,47 +58,7 @@ func TestReplicasNoStaleHistory(t *testing.T) {
 		}
 	}
 
-	s := open(t, url, pgstore.Options{})
-	ns, err := s.Namespaces(testCtx(t), "", "", 10)
-	if err != nil || len(ns) != 1 {
-		t.Fatalf("got namespaces %v (%v), want one", ns, err)
-	}
-	var stored []history.Message
-	err = s.Messages(testCtx(t), history.Key{Tenant: ns[0], Conversation: "race"}, 0, true, func(m history.Message) bool {
-		stored = append(stored, m)
-		return true
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var order []string // the questions, as stored
-	for i, m := range stored {
-		if !m.Active() {
-			t.Errorf("message %d: got flags %v, want active (nothing superseded)", m.Seq, m.Flags)
-		}
-		wantRole := wire.RoleUser
-		if i%2 == 1 {
-			wantRole = wire.RoleAssistant
-		}
-		if m.Role != wantRole {
-			t.Fatalf("message %d: got role %s, want %s (each turn a question and its answer)", m.Seq, m.Role, wantRole)
-		}
-		if m.Role == wire.RoleUser {
-			order = append(order, string(m.Text()))
-		}
-	}
-	seen := map[string]int{}
-	for _, q := range order {
-		seen[q]++
-	}
-	for text := range asked {
-		if seen[text] != 1 {
-			t.Errorf("%q: stored %d times, want 1", text, seen[text])
-		}
-	}
-	if len(stored) != 2*clients*each {
-		t.Errorf("got %d messages stored, want %d (two a turn)", len(stored), 2*clients*each)
-	}
+	order := storedOnce(t, url, asked) // the questions, as stored
 
 	stale := 0
 	for k, q := range order {

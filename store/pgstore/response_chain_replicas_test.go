@@ -1,21 +1,13 @@
 package pgstore_test
 
 import (
-	"context"
-	"io"
-	"net"
-	"net/http"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
-	"github.com/recallproxy/recall/config"
-	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
-	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/store/pgstore"
 )
 
@@ -27,13 +19,7 @@ import (
 // carries the history up to the response and its own input only.
 func TestConcurrentChainsOnOneResponseAcrossReplicas(t *testing.T) {
 	url := pgtest.DB(t)
-	up := upstreamtest.NewTB(t)
-	g := config.DefaultGlobal()
-	g.Defaults.Upstream.BaseURL = up.URL()
-	tenants, err := config.LoadTenants(g, os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	up, tenants := defaultTenants(t)
 	entered := make(chan string, 64)
 	var addrs []string
 	for i := range 2 {
@@ -46,33 +32,14 @@ func TestConcurrentChainsOnOneResponseAcrossReplicas(t *testing.T) {
 				}
 			}
 		}
-		s := open(t, url, o)
-		cfg := proxy.Config{Tenants: proxy.StaticTenants{Set: tenants}, Store: history.NewCache(s, 0, 0)}
-		srv, err := proxy.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Shutdown(context.Background()) })
-		addrs = append(addrs, ln.Addr().String())
+		addr, _ := serve(t, tenants, open(t, url, o), nil)
+		addrs = append(addrs, addr)
 	}
-	post := func(addr, body string) (int, gjson.Result, error) {
-		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/responses", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer sk-chain")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, gjson.Result{}, err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		return resp.StatusCode, gjson.ParseBytes(b), err
+	postResponses := func(addr, body string) (int, gjson.Result, error) {
+		st, b, err := post(addr, "/v1/responses", "sk-chain", "", body)
+		return st, gjson.ParseBytes(b), err
 	}
-	st, r1, err := post(addrs[0], `{"model":"gpt-4.1","input":"one"}`)
+	st, r1, err := postResponses(addrs[0], `{"model":"gpt-4.1","input":"one"}`)
 	if err != nil || st != 200 {
 		t.Fatalf("first response: %d %s %v", st, r1.Raw, err)
 	}
@@ -87,7 +54,7 @@ func TestConcurrentChainsOnOneResponseAcrossReplicas(t *testing.T) {
 	}
 	results := make(chan outcome, 2)
 	ask := func(addr, text string) {
-		st, body, err := post(addr, `{"model":"gpt-4.1","previous_response_id":"`+id+`","input":"`+text+`"}`)
+		st, body, err := postResponses(addr, `{"model":"gpt-4.1","previous_response_id":"`+id+`","input":"`+text+`"}`)
 		results <- outcome{text, st, body, err}
 	}
 	go ask(addrs[0], "first")

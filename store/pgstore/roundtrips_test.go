@@ -2,8 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -101,26 +99,10 @@ func TestRoundTripsPerChatRequest(t *testing.T) {
 	if got := <-soles; !got {
 		t.Fatal("alone on the database: not the sole writer")
 	}
-	up := upstreamtest.NewTB(t)
-	g := config.DefaultGlobal()
-	g.Defaults.Upstream.BaseURL = up.URL()
-	tenants, err := config.LoadTenants(g, os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tenants := defaultTenants(t)
 	done := make(chan proxy.ExchangeDone, 16)
-	srv, err := proxy.New(proxy.Config{Tenants: proxy.StaticTenants{Set: tenants}, Store: history.NewCache(s, 0, 0),
-		OnExchangeDone: func(d proxy.ExchangeDone) { done <- d }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Shutdown(context.Background())
-	client := openai.NewClient(option.WithBaseURL("http://"+ln.Addr().String()+"/v1"), option.WithAPIKey("sk-rt"),
+	addr, _ := serve(t, tenants, s, done)
+	client := openai.NewClient(option.WithBaseURL("http://"+addr+"/v1"), option.WithAPIKey("sk-rt"),
 		option.WithHeader("X-Conversation-ID", "rt"), option.WithMaxRetries(0))
 	requests := func(phase string, want ...int) {
 		t.Helper()
@@ -154,17 +136,8 @@ func TestRoundTripsPerChatRequest(t *testing.T) {
 	// The second replica takes a turn of the conversation (a balancer
 	// without sticky sessions): the first replica's next request reads
 	// the head and the turn it added in one statement, then commits.
-	srv2, err := proxy.New(proxy.Config{Tenants: proxy.StaticTenants{Set: tenants}, Store: history.NewCache(other, 0, 0),
-		OnExchangeDone: func(d proxy.ExchangeDone) { done <- d }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln2, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv2.Serve(ln2)
-	client2 := openai.NewClient(option.WithBaseURL("http://"+ln2.Addr().String()+"/v1"), option.WithAPIKey("sk-rt"),
+	addr2, stop2 := serve(t, tenants, other, done)
+	client2 := openai.NewClient(option.WithBaseURL("http://"+addr2+"/v1"), option.WithAPIKey("sk-rt"),
 		option.WithHeader("X-Conversation-ID", "rt"), option.WithMaxRetries(0))
 	for i := range 2 {
 		if _, err := client2.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
@@ -176,7 +149,7 @@ func TestRoundTripsPerChatRequest(t *testing.T) {
 		}
 		requests("after a turn through the second replica", 2)
 	}
-	srv2.Shutdown(context.Background())
+	stop2()
 
 	other.Close()
 	ticks <- time.Now() // the first tick after it closed: the upgrade
@@ -315,41 +288,17 @@ func TestRoundTripsPerExchangeShared(t *testing.T) {
 	url := pgtest.DB(t)
 	s := open(t, url, pgstore.Options{Tracer: rt})
 	open(t, url, pgstore.Options{}) // the second replica
-	up := upstreamtest.NewTB(t)
-	g := config.DefaultGlobal()
-	g.Defaults.Upstream.BaseURL = up.URL()
-	tenants, err := config.LoadTenants(g, os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tenants := defaultTenants(t)
 	done := make(chan proxy.ExchangeDone, 16)
-	srv, err := proxy.New(proxy.Config{Tenants: proxy.StaticTenants{Set: tenants}, Store: history.NewCache(s, 0, 0),
-		OnExchangeDone: func(d proxy.ExchangeDone) { done <- d }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Shutdown(context.Background())
-	post := func(path, conv, body string) gjson.Result {
+	addr, _ := serve(t, tenants, s, done)
+	send := func(path, conv, body string) gjson.Result {
 		t.Helper()
-		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer sk-rt")
-		req.Header.Set("Content-Type", "application/json")
-		if conv != "" {
-			req.Header.Set("X-Conversation-ID", conv)
-		}
-		resp, err := http.DefaultClient.Do(req)
+		status, b, err := post(addr, path, "sk-rt", conv, body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s: got %d %s", path, resp.StatusCode, b)
+		if status != http.StatusOK {
+			t.Fatalf("%s: got %d %s", path, status, b)
 		}
 		return gjson.ParseBytes(b)
 	}
@@ -370,7 +319,7 @@ func TestRoundTripsPerExchangeShared(t *testing.T) {
 		}, 4},
 	} {
 		rt.take()
-		r := post(tc.path, tc.conv, tc.body())
+		r := send(tc.path, tc.conv, tc.body())
 		if d := <-done; !d.Committed {
 			t.Fatalf("%s: not committed: %v", tc.name, d.Err)
 		}

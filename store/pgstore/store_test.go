@@ -17,6 +17,7 @@ import (
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/store/pgstore"
+	"github.com/recallproxy/recall/store/storetest"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -58,22 +59,11 @@ func turns(from, n int) []history.Message {
 	return out
 }
 
+// commit is storetest.MustCommit: c on top of the conversation's
+// current version.
 func commit(t testing.TB, s history.Store, k history.Key, c history.Change) history.Meta {
 	t.Helper()
-	ctx := testCtx(t)
-	snap, err := s.Load(ctx, k, history.Query{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Version = snap.Meta.Version
-	if c.Now == 0 {
-		c.Now = int64(snap.Meta.Version+1) * 1e9
-	}
-	m, err := s.Commit(ctx, k, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return storetest.MustCommit(t, s, k, c)
 }
 
 // TestSameAsBadger runs the same random changes (appends, supersedes,

@@ -58,3 +58,40 @@ func FileRefused(t testing.TB, c wire.Codec, m wire.Message) {
 		t.Fatalf("got %v, want a *wire.FileError for %s", err, c.Name())
 	}
 }
+
+// FileCase is a user message of a text part then a file, as the codec
+// writes it (Raw), and the file's canonical part (Want).
+type FileCase struct {
+	Name string
+	Raw  string
+	Want wire.Part
+}
+
+// FileRoundTrips runs FileRoundTrip on each case, a subtest each.
+func FileRoundTrips(t *testing.T, c wire.Codec, cases []FileCase) {
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) { FileRoundTrip(t, c, tc.Raw, tc.Want) })
+	}
+}
+
+// RefusedCase is a file part the codec must refuse to encode, in a
+// message of Role (a user's when empty).
+type RefusedCase struct {
+	Name string
+	Part wire.Part
+	Role string
+}
+
+// FilesRefused runs FileRefused on each case's one-part message, a
+// subtest each.
+func FilesRefused(t *testing.T, c wire.Codec, cases []RefusedCase) {
+	for _, tc := range cases {
+		role := tc.Role
+		if role == "" {
+			role = wire.RoleUser
+		}
+		t.Run(tc.Name, func(t *testing.T) {
+			FileRefused(t, c, wire.Message{Role: role, Parts: []wire.Part{tc.Part}})
+		})
+	}
+}
