@@ -17,7 +17,9 @@ import (
 // conversation, over a conversation whose summary covers the earlier
 // processes: a later process's resend begins with the conversation's
 // first message but holds only its own turns. Nothing is superseded, and
-// only the newest message of each request is stored.
+// only the newest message of each request is stored: the opening message,
+// a preamble (a user message follows it), is stored once and sent first
+// in every context, once, though the summary covers it.
 func TestRestartedAgentWithSummary(t *testing.T) {
 	ctx := context.Background()
 	st, err := badgerstore.Open("", badgerstore.Options{InMemory: true})
@@ -58,9 +60,10 @@ func TestRestartedAgentWithSummary(t *testing.T) {
 	// Process B starts with the same opening message: new, not an edit.
 	qb1, ab1 := user("B: what did A do?"), asst("B: A did two tasks")
 	p := send([]history.Message{opening, qb1}, ab1)
-	if p.Supersede != nil || len(p.Fresh) != 2 {
-		t.Fatalf("restart: got supersede %+v and %d new, want none and 2", p.Supersede, len(p.Fresh))
+	if p.Supersede != nil || len(p.Fresh) != 1 || p.Fresh[0].Hash != qb1.Hash {
+		t.Fatalf("restart: got supersede %+v and %d new, want none and 1 (the preamble is stored)", p.Supersede, len(p.Fresh))
 	}
+	sentOnce(t, "restart", p, opening)
 	if !land(t, st, k, 1) {
 		t.Fatal("no summary landed after the restart")
 	}
@@ -78,13 +81,35 @@ func TestRestartedAgentWithSummary(t *testing.T) {
 	if p.Summary == nil {
 		t.Error("resend: got no summary, want the one landed")
 	}
+	sentOnce(t, "resend", p, opening)
 
 	var active []string
 	err = st.Messages(ctx, k, 0, false, func(m history.Message) bool { active = append(active, string(m.Raw)); return true })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(active) != 10 {
-		t.Errorf("got %d active messages, want 10 (5 of each process): %q", len(active), active)
+	if len(active) != 9 {
+		t.Errorf("got %d active messages, want 9 (the preamble, 4 of process A's, 4 of B's): %q", len(active), active)
+	}
+}
+
+// sentOnce checks that p sends pre once, first after the instructions
+// and the summary.
+func sentOnce(t *testing.T, what string, p *plan.Plan, pre history.Message) {
+	t.Helper()
+	at, n := -1, 0
+	for i, m := range p.Messages {
+		if m.Kind != plan.Instruction && m.Kind != plan.SummaryMessage && at < 0 {
+			at = i
+		}
+		if string(m.Raw) == string(pre.Raw) {
+			n++
+			if i != at {
+				t.Errorf("%s: the preamble is message %d of the plan, want %d (first after the summary)", what, i, at)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%s: the preamble is sent %d times, want once", what, n)
 	}
 }
