@@ -46,6 +46,14 @@ type Merged struct {
 	// Supersede, if set, is the boundary after which stored messages are
 	// superseded when the turn commits.
 	Supersede *Boundary
+	// Preamble, if set, is the conversation's stored preamble (its first
+	// message, as read), which the request repeats as its first message:
+	// that copy is not in New, it is stored once. Curation may leave the
+	// stored one out of History (a summary covers it, the cache-stable
+	// cut passed it, the budget dropped it); the caller then sends it
+	// first all the same, as the agent meant it to be sent with every
+	// request.
+	Preamble *Message
 }
 
 // HeadFunc reads the first n active messages of the conversation, oldest
@@ -80,6 +88,9 @@ func Merge(mode Mode, in []Message, snap Snapshot, head HeadFunc) (Merged, error
 	if t, ok, err := mergeThinking(in, snap, head); err != nil {
 		return Merged{}, err
 	} else if ok && len(t.New) < len(m.New) {
+		if len(t.New) < len(in) {
+			t.Preamble = m.Preamble
+		}
 		return t, nil
 	}
 	return m, nil
@@ -108,46 +119,49 @@ func mergeAuto(in []Message, snap Snapshot, head HeadFunc) (Merged, error) {
 			return supersede(in[p:], snap, stored, p), nil
 		}
 	}
-	if ok, err := repeatsPreamble(in, snap, head); err != nil {
+	if pre, err := RepeatedPreamble(in, snap, head); err != nil {
 		return Merged{}, err
-	} else if ok {
+	} else if pre != nil {
 		// What follows the preamble may be what the stored end already
 		// holds: an agent's next request in its turn (a tool round) resends
 		// the turn's prompt and call after its preamble.
 		in = in[1:]
 		if j := overlap(in, visible(tail)); j > 0 {
-			return Merged{History: tail, New: in[j:]}, nil
+			return Merged{History: tail, New: in[j:], Preamble: pre}, nil
 		}
+		return Merged{History: tail, New: in, Preamble: pre}, nil
 	}
 	return Merged{History: tail, New: in}, nil
 }
 
-// repeatsPreamble reports whether in opens with the conversation's first
-// stored message as a preamble: a user message that another user message
+// RepeatedPreamble returns the conversation's first stored message if in
+// opens with it as a preamble: a user message that another user message
 // follows unanswered, as Codex opens every process with its
-// <environment_context> item. A restarted agent's preamble identical to
-// the stored one is kept once (the stored one stays first in every
-// context), not stored again as a turn of its own in every process. Only
-// while the stored one was a preamble too (a user message follows it),
-// and is still sent as it is (no summary covers it, the cache-stable cut
-// has not passed it): otherwise the agent's own copy goes, as new, so
-// that its environment is never missing. It reads the conversation's
-// first two messages (head) only when in could be such a resend.
-func repeatsPreamble(in []Message, snap Snapshot, head HeadFunc) (bool, error) {
+// <environment_context> item, while the stored one was a preamble too (a
+// user message follows it). nil otherwise. A restarted agent's preamble
+// identical to the stored one is kept once, not stored again as a turn
+// of its own in every process: whether or not a summary covers the stored
+// one or the cache-stable cut passed it, the caller sends it first in the
+// context (Merged.Preamble), as the agent sends it with every request. It
+// reads the conversation's first two messages (head) only when in could
+// be such a resend and snap does not hold them.
+func RepeatedPreamble(in []Message, snap Snapshot, head HeadFunc) (*Message, error) {
 	if len(in) < 2 || snap.Meta.Messages < 2 || in[0].Hash != snap.Meta.FirstHash ||
-		in[0].Role != wire.RoleUser || in[1].Role != wire.RoleUser ||
-		snap.Meta.Summary != nil && snap.Meta.Summary.Through > 0 {
-		return false, nil
+		in[0].Role != wire.RoleUser || in[1].Role != wire.RoleUser {
+		return nil, nil
 	}
 	first := snap.Tail
 	if !snap.Complete || len(first) < 2 {
 		var err error
 		if first, err = head(2); err != nil {
-			return false, err
+			return nil, err
 		}
 	}
-	return len(first) >= 2 && first[0].Hash == in[0].Hash && first[1].Role == wire.RoleUser &&
-		snap.Meta.Cut <= first[0].Seq, nil
+	if len(first) < 2 || first[0].Hash != in[0].Hash || first[1].Role != wire.RoleUser {
+		return nil, nil
+	}
+	pre := first[0]
+	return &pre, nil
 }
 
 func isAssistant(m Message) bool { return m.Role == wire.RoleAssistant }

@@ -62,8 +62,11 @@ func TestMerge(t *testing.T) {
 		// Codex's tool round in a later process: its preamble, then what
 		// the stored end already holds (the turn's prompt and call).
 		{"auto, a restarted agent's tool round after its preamble", Auto, stored(u1, u2, a2, u3, a1), []Message{u1, u3, a1, Tool("c1", "r1")}, stored(u1, u2, a2, u3, a1).Tail, []Message{Tool("c1", "r1")}, nil},
-		{"auto, a preamble a summary covers goes again", Auto, summarized(stored(u1, u2, a2), 1), []Message{u1, u3}, stored(u1, u2, a2).Tail, []Message{u1, u3}, nil},
-		{"auto, a preamble behind the cut goes again", Auto, cutAt(stored(u1, u2, a2), 2), []Message{u1, u3}, stored(u1, u2, a2).Tail, []Message{u1, u3}, nil},
+		// Kept once too when a summary covers the stored one or the cut
+		// passed it: the caller sends it (Merged.Preamble), never stores
+		// it again.
+		{"auto, a preamble a summary covers is kept once", Auto, summarized(stored(u1, u2, a2), 1), []Message{u1, u3}, stored(u1, u2, a2).Tail, []Message{u3}, nil},
+		{"auto, a preamble behind the cut is kept once", Auto, cutAt(stored(u1, u2, a2), 2), []Message{u1, u3}, stored(u1, u2, a2).Tail, []Message{u3}, nil},
 		{"auto, opening assistant message is no evidence", Auto, stored(a1, u1, a2), []Message{a1, u2, a2}, stored(a1, u1, a2).Tail, []Message{a1, u2, a2}, nil},
 		{"auto, restarted agent resends its own turns", Auto, stored(u1, a1, u2, a2, u1, u3, a1), []Message{u1, u3, a1, u2e}, stored(u1, a1, u2, a2, u1, u3, a1).Tail, []Message{u2e}, nil},
 		{"auto, edit after the restart's first turn", Auto, stored(u1, a1, u2, a2, u1, u3, a1), []Message{u1, a1, u2e}, stored(u1, a1, u2, a2, u1, u3, a1).Tail[:2], []Message{u2e}, &Boundary{Seq: 2, Turn: 1}},
@@ -161,6 +164,40 @@ func TestParseMode(t *testing.T) {
 	}
 }
 
+// A Codex day: every process opens with the same environment preamble.
+// Once a summary covers the stored one (and the tail is read from where
+// the summary ends), a later process's copy is still recognised: it is
+// not stored again, and the merge hands the stored one back so that the
+// context carries it once.
+func TestMergePreambleSummarized(t *testing.T) {
+	env, q1, a1, q2, a2, q3 := User("<environment_context>"), User("q1"), Asst("a1"), User("q2"), Asst("a2"), User("q3")
+	all := stored(env, q1, a1, q2, a2)
+	snap := summarized(all, 3) // env, q1 and a1 folded into the summary
+	snap.Tail, snap.Complete = all.Tail[3:], false
+	head := func(n int) ([]Message, error) { return all.Tail[:min(n, len(all.Tail))], nil }
+	for _, tt := range []struct {
+		name    string
+		in      []Message
+		wantNew []Message
+	}{
+		{"a later process", []Message{env, q3}, []Message{q3}},
+		{"its tool round", []Message{env, q2, a2, Tool("c1", "r1")}, []Message{Tool("c1", "r1")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Merge(Auto, tt.in, snap, head)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(hashes(got.New), hashes(tt.wantNew)) {
+				t.Errorf("got new %v, want %v (the preamble is stored already)", describe(got.New), describe(tt.wantNew))
+			}
+			if got.Preamble == nil || got.Preamble.Seq != 1 || got.Preamble.Hash != env.Hash {
+				t.Errorf("got preamble %+v, want the stored one (seq 1), for the caller to send", got.Preamble)
+			}
+		})
+	}
+}
+
 // summarized is snap with a summary through seq.
 func summarized(snap Snapshot, through uint64) Snapshot {
 	snap.Meta.Summary = &Summary{Text: "s", Through: through, Turns: 1}
@@ -249,7 +286,10 @@ func FuzzMerge(f *testing.F) {
 		}
 		sent := append(hashes(got.History), hashes(got.New)...)
 		tailWant := in
-		if preamble, _ := repeatsPreamble(in, snap, head); m == Auto && preamble {
+		if got.Preamble != nil && (len(in) == 0 || got.Preamble.Hash != in[0].Hash || got.Preamble.Seq != full.Tail[0].Seq) {
+			t.Fatalf("got preamble %+v, want none or the stored first message, which in opens with", got.Preamble)
+		}
+		if pre, _ := RepeatedPreamble(in, snap, head); m == Auto && pre != nil {
 			// A restarted agent's preamble is the stored one, first.
 			if snap.Complete && (len(got.History) == 0 || got.History[0].Hash != in[0].Hash) {
 				t.Fatalf("a repeated preamble: got history %v, want it to open with %d", hashes(got.History), in[0].Hash)

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -355,7 +356,12 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 	// None of them stored before: the client began a context of its own
 	// (a new process or session of an agent's, or its context restarted
 	// from its summary), which the commit remembers (Meta.Session).
+	// The conversation's preamble the request repeats (kept once, see
+	// history.Merged.Preamble) does not make it a resend.
 	opens := len(news) > 0 && len(merged.New) == len(news)
+	if pre := merged.Preamble; pre != nil && len(merged.New) == len(news)-1 {
+		opens = true
+	}
 	next := max(snap.Meta.NextSeq, 1)
 	sendNew := make([]history.Message, len(merged.New))
 	p.Fresh = make([]history.Message, len(merged.New))
@@ -381,6 +387,20 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		cut = 0
 	}
 	w := history.NewWindow(hist, sendNew, cut, stored.Meta.Turns)
+
+	// The conversation's preamble, which the request repeats and which is
+	// stored once, goes first in every context (after the summary), as
+	// the agent sends it with every request: it is counted with the fixed
+	// part when the summary covers it or the cut passed it, and put back
+	// if curation drops it (the budget bounds what Recall adds, never
+	// what the client sends).
+	pre := merged.Preamble
+	if pre != nil && p.Supersede != nil && p.Supersede.Seq < pre.Seq {
+		pre = nil // the request rewrites it
+	}
+	if pre != nil && !opensWith(w, pre.Seq) {
+		fixed += pre.Tokens
+	}
 
 	var summaryMsg Message
 	if p.Summary != nil {
@@ -421,9 +441,16 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 	w.Budget, w.Fixed, w.Floor = budget, fixed, floor
 	w.Window, w.Completion = window, in.MaxTokens
 	w.Count = func(m *history.Message) int { return Count(count, enc, m.Protocol, m.Raw) }
+	inWindow := pre != nil && opensWith(w, pre.Seq)
 	sent, err := history.Curate(w, pol.Strategy)
 	if err != nil {
 		return nil, err
+	}
+	if pre != nil && (len(sent) == 0 || sent[0].Seq != pre.Seq) {
+		sent = slices.Insert(sent, 0, *pre)
+		if inWindow {
+			w.Report.Tokens += pre.Tokens
+		}
 	}
 	p.Report = w.Report
 	if w.Cut != stored.Meta.Cut {
@@ -456,6 +483,12 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 		p.Messages = append(p.Messages, Message{Kind: k, Role: m.Role, Protocol: m.Protocol, Raw: raw, Tokens: m.Tokens, Seq: m.Seq})
 	}
 	return p, nil
+}
+
+// opensWith reports whether w's oldest turn begins with the stored
+// message seq.
+func opensWith(w *history.Window, seq uint64) bool {
+	return len(w.Turns) > 0 && len(w.Turns[0].Messages) > 0 && w.Turns[0].Messages[0].Seq == seq
 }
 
 // modelWindow is model's input window: the one the upstream stated
@@ -558,13 +591,27 @@ func merge(mode history.Mode, in []history.Message, snap history.Snapshot, after
 	if len(tail) > 0 && (snap.Meta.Last == nil || !r.Possible()) {
 		// The tail reaches back to Through (the read stopped there): the
 		// active messages before it are the summarised ones.
+		at := -1
 		if k := snap.Meta.Messages - len(tail); k >= 0 && k+len(tail) <= len(in) && holds(in, k, tail) {
-			return history.Merged{History: tail, New: in[k+len(tail):]}, false, nil
+			at = k
 		}
-		for j := len(in) - len(tail); j >= 0; j-- {
+		for j := len(in) - len(tail); at < 0 && j >= 0; j-- {
 			if holds(in, j, tail) {
-				return history.Merged{History: tail, New: in[j+len(tail):]}, false, nil
+				at = j
 			}
+		}
+		if at >= 0 {
+			m := history.Merged{History: tail, New: in[at+len(tail):]}
+			if at > 0 {
+				// The request opens with the summarised messages: its
+				// first may be the conversation's preamble, sent anyway.
+				pre, err := history.RepeatedPreamble(in, snap, head)
+				if err != nil {
+					return history.Merged{}, false, err
+				}
+				m.Preamble = pre
+			}
+			return m, false, nil
 		}
 	}
 	head = onceHead(head)

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/internal/e2etest"
+	"github.com/recallproxy/recall/summary"
 )
 
 // Agents pointed at /c/{id}/v1 start every process with the same opening
@@ -85,6 +87,66 @@ func TestRestartedAgentKeepsMemory(t *testing.T) {
 	if got := len(e2etest.Active(h.Stored(h.PassNamespace(key), conv))); got != 7 {
 		t.Errorf("got %d active messages, want 7", got)
 	}
+}
+
+// Once a summary covers the stored environment preamble, a later
+// process's identical one is still kept once: not stored again, and sent
+// upstream once, first after the summary, with every request (the agent
+// means it to go with every request).
+func TestRestartedAgentPreambleAfterSummary(t *testing.T) {
+	h := newHarness(t, e2etest.Options{
+		Global: func(g *config.Global) {
+			g.Defaults.Summary.Enabled, g.Defaults.Summary.TriggerTurns, g.Defaults.Summary.KeepTurns = true, 2, 1
+		},
+		Summary: func(*summary.Config) {},
+	})
+	const conv = "agent-preamble-summary"
+	// First process: its preamble is a turn of its own (a user message
+	// follows it); its third turn makes the summary fold the first two.
+	a1 := h.agentPost(conv, agentPreamble, agentEnv, userMsg("fix the failing test"))
+	h.agentPost(conv, agentPreamble, agentEnv, userMsg("fix the failing test"), a1, userMsg("now run the linter"))
+	if d := h.WaitJob(conv); d.Outcome != summary.Landed {
+		t.Fatalf("got job %+v, want one that landed", d)
+	}
+
+	// Second process: the same preamble, a new question, then a resend.
+	upstreamOnce := func(what, prompt string) {
+		t.Helper()
+		var got []string // the request that asked prompt (a summary job may call after it)
+		for _, r := range h.Up.Requests() {
+			if m := e2etest.RenderAll(r.Messages); len(m) > 0 && m[len(m)-1] == "user:"+prompt {
+				got = m
+			}
+		}
+		env := slices.Index(got, "user:<env>cwd: /work/repo, os: linux</env>")
+		if n := countOf(got, "user:<env>cwd: /work/repo, os: linux</env>"); n != 1 || env < 1 || !strings.HasPrefix(got[env-1], "system:Summary of the earlier conversation:") {
+			t.Errorf("%s: upstream got %q, want the preamble once, right after the summary", what, got)
+		}
+	}
+	a3 := h.agentPost(conv, agentPreamble, agentEnv, userMsg("what did you change earlier?"))
+	upstreamOnce("second process", "what did you change earlier?")
+	h.agentPost(conv, agentPreamble, agentEnv, userMsg("what did you change earlier?"), a3, userMsg("and why?"))
+	upstreamOnce("second process, resend", "and why?")
+
+	var envs int
+	for _, m := range e2etest.Active(h.Stored(h.PassNamespace(key), conv)) {
+		if strings.Contains(m, "<env>") {
+			envs++
+		}
+	}
+	if envs != 1 {
+		t.Errorf("stored the preamble %d times, want once", envs)
+	}
+}
+
+func countOf(s []string, v string) int {
+	n := 0
+	for _, x := range s {
+		if x == v {
+			n++
+		}
+	}
+	return n
 }
 
 // An edit or a regeneration through the agent path still supersedes:
