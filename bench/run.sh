@@ -645,7 +645,7 @@ else
 	echo "Pinning: none (every process floats over all cores; nginx worker_processes auto)."
 fi
 echo "Command: ${ONLY:+ONLY=$ONLY }bench/run.sh $*; $DUR per row after $WARM warm-up; closed loop $CONC in flight; open loop $RATE req/s."
-echo "History rows: 1,000 conversations seeded with $SEED_TURNS turns (~40-word questions, ~120-word answers), summarised as Recall's defaults leave them (summaries seeded: $SUMMARIZED), growing during the run; default budget 16,000 tokens; the client sends only the new message. Recall log level warn, nginx access_log off."
+echo "History rows: 1,000 conversations seeded with $SEED_TURNS turns (~40-word questions, ~120-word answers), summarised as Recall's defaults leave them (summaries seeded: $SUMMARIZED), growing during the run; default budget (half the model's input window); the client sends only the new message. Recall log level warn, nginx access_log off."
 "$BIN/load" -report "$RESULTS"
 if [ -s "$WORK/pg-floor.txt" ]; then
 	echo
