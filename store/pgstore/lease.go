@@ -21,8 +21,9 @@ import (
 // name, holding the Store ($4) that waits for the lease next: a take
 // that fails queues its Store there ($5 set: it will try again), unless
 // another Store is queued and has not let its place expire ($6
-// microseconds after its last try), and a take finds the lease free but
-// not its own while another Store is queued. The queued Store's take
+// microseconds after its last try: an expired place is taken over, not
+// renewed for a Store that may have died), and a take finds the lease
+// free but not its own while another Store is queued. The queued Store's take
 // drops the row. So a replica that waits for a lease is next once the
 // holder lets it go, however often the holder's replica would take it
 // again (issue 48), and a lease nobody waits for costs the same one
@@ -40,7 +41,7 @@ served AS (
 queued AS (
   INSERT INTO recall_leases (name, holder, expires_at)
   SELECT 'next ' || $1, $4, clock_timestamp() + $6 * interval '1 microsecond' WHERE $5 AND NOT EXISTS (SELECT FROM took)
-  ON CONFLICT (name) DO UPDATE SET expires_at = excluded.expires_at
+  ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
   WHERE recall_leases.expires_at < clock_timestamp() OR recall_leases.holder = excluded.holder)
 SELECT ok FROM took`
 

@@ -141,3 +141,51 @@ func TestExchangeLeaseWaiterIsNext(t *testing.T) {
 	}
 	leaseA.Release()
 }
+
+// A place in a lease's queue that its Store let expire (the Store died
+// while it waited) is taken by the next Store that waits, not renewed
+// for the dead one: otherwise the dead Store's place would hold the
+// lease from every replica once its holder let it go.
+func TestLeaseQueueTakesAnExpiredPlace(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.DB(t)
+	waiting := make(chan string, 64)
+	a := open(t, url, pgstore.Options{})
+	b := open(t, url, pgstore.Options{OnLeaseWait: func(name string) { waiting <- name }})
+	const name = "conv:t/dead"
+	release, ok, err := a.TryAcquire(ctx, name)
+	if err != nil || !ok {
+		t.Fatalf("a's TryAcquire: ok %v, %v", ok, err)
+	}
+	if _, err := a.Pool().Exec(ctx, `INSERT INTO recall_leases (name, holder, expires_at)
+		VALUES ('next ' || $1, 'a store that died', clock_timestamp() - interval '1 second')`, name); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan func(), 1)
+	go func() {
+		r, err := b.Acquire(ctx, name)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- r
+	}()
+	select {
+	case <-waiting: // b found the lease held, and queued
+	case <-ctx.Done():
+		t.Fatal("b never waited")
+	}
+	var holder string
+	if err := a.Pool().QueryRow(ctx, `SELECT holder FROM recall_leases WHERE name = 'next ' || $1`, name).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	if holder == "a store that died" {
+		t.Errorf("the queue's place is still the dead store's, renewed: b, which waits, should hold it")
+	}
+	release()
+	select {
+	case r := <-got:
+		r()
+	case <-ctx.Done():
+		t.Fatal("b never took the lease a let go")
+	}
+}
