@@ -98,7 +98,7 @@ func TestOpenResponsesCompliance(t *testing.T) {
 				h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{
 					{Name: "get_weather", Arguments: `{"location":"San Francisco, CA"}`},
 				}})
-				rep := runOpenResponses(t, ctx, node, suite, "bin/compliance-test.ts", base, k.key)
+				rep := runOpenResponses(t, ctx, node, suite, "third_party/bin/compliance-test.ts", base, k.key)
 				checkOpenResponses(t, rep)
 				// The branch tests after the suite, one call scripted again
 				// for function-call-roundtrip's forced call.
