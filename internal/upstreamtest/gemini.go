@@ -116,20 +116,11 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte
 		apiErr = validateGeminiRequest(root, contents, model)
 	}
 	summary := apiErr == nil && isGeminiSummaryCall(root, contents)
-	if rec != nil {
-		rec.Model, rec.Stream, rec.Summary = model, stream, summary
-		for _, c := range contents {
-			rec.Messages = append(rec.Messages, json.RawMessage(c.Raw))
-		}
-		if apiErr != nil {
-			rec.Rejected = &APIError{Message: apiErr.message, Type: apiErr.status}
-		}
+	var rejected *APIError
+	if apiErr != nil {
+		rejected = &APIError{Message: apiErr.message, Type: apiErr.status}
 	}
-	queue := &s.queue
-	if summary {
-		queue = &s.summaryQueue
-	}
-	reply, _, gate := s.recordFrom(rec, apiErr == nil, queue)
+	reply, gate := s.takeReply(rec, model, stream, summary, contents, rejected)
 	if apiErr != nil {
 		s.writeJSON(w, apiErr.code, apiErr.json())
 		return
