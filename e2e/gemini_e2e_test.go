@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -304,12 +303,7 @@ func TestSummariesOverAGeminiUpstream(t *testing.T) {
 		}
 		h.WaitDone("sum-ge")
 	}
-	for i := 1; i <= 5; i++ {
-		say(fmt.Sprintf("turn %d", i))
-	}
-	if d := h.WaitJob("sum-ge"); d.Outcome != summary.Landed || d.Calls != 1 {
-		t.Fatalf("the job: %+v, want one call that landed", d)
-	}
+	summariseFive(t, h, "sum-ge", say)
 	calls := h.Up.SummaryCalls()
 	if len(calls) != 1 {
 		t.Fatalf("got %d summariser calls, want 1", len(calls))

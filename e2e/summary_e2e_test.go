@@ -53,6 +53,19 @@ func (r *resender) say(text string) {
 	r.msgs = append(r.msgs, resp.Choices[0].Message.ToParam())
 }
 
+// summariseFive says turns 1 to 5 in conv (with summaryOn(4, 2): past
+// the trigger) and waits for the summary job they start, which must land
+// after one summariser call.
+func summariseFive(t *testing.T, h *e2etest.Harness, conv string, say func(string)) {
+	t.Helper()
+	for i := 1; i <= 5; i++ {
+		say(fmt.Sprintf("turn %d", i))
+	}
+	if d := h.WaitJob(conv); d.Outcome != summary.Landed || d.Calls != 1 {
+		t.Fatalf("the first job: %+v, want one call that landed", d)
+	}
+}
+
 func turnsText(from, to int) []string {
 	var out []string
 	for i := from; i <= to; i++ {
@@ -64,13 +77,8 @@ func turnsText(from, to int) []string {
 func TestSummaryIsIncrementalAndReplacesTheTurnsItCovers(t *testing.T) {
 	h := e2etest.New(t, e2etest.Options{Global: summaryOn(4, 2), Summary: func(*summary.Config) {}})
 	r := &resender{t: t, c: h.Client(key, "sum-1"), msgs: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief")}}
-	for i := 1; i <= 5; i++ {
-		r.say(fmt.Sprintf("turn %d", i))
-	}
 	// Five turns, trigger 4: one compaction of all but the newest two.
-	if d := h.WaitJob("sum-1"); d.Outcome != summary.Landed || d.Calls != 1 {
-		t.Fatalf("first job: %+v, want one call that landed", d)
-	}
+	summariseFive(t, h, "sum-1", r.say)
 	calls := h.Up.SummaryCalls()
 	if len(calls) != 1 {
 		t.Fatalf("got %d summariser calls, want 1", len(calls))
@@ -599,12 +607,7 @@ func TestSummariesOverAMessagesOnlyUpstream(t *testing.T) {
 		}
 		h.WaitDone("sum-an")
 	}
-	for i := 1; i <= 5; i++ {
-		say(fmt.Sprintf("turn %d", i))
-	}
-	if d := h.WaitJob("sum-an"); d.Outcome != summary.Landed || d.Calls != 1 {
-		t.Fatalf("the job: %+v, want one call that landed", d)
-	}
+	summariseFive(t, h, "sum-an", say)
 	calls := h.Up.SummaryCalls()
 	if len(calls) != 1 {
 		t.Fatalf("got %d summariser calls, want 1", len(calls))
