@@ -38,6 +38,18 @@ func ids(s *Set) string {
 	return strings.Join(out, ",")
 }
 
+// runWatcher runs w until the cancel it returns is called; done closes
+// when Run has returned.
+func runWatcher(w *Watcher) (cancel context.CancelFunc, done <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		w.Run(ctx)
+	}()
+	return cancel, stopped
+}
+
 // startWatcher runs a Watcher over dir and waits until its watch is in place.
 func startWatcher(t *testing.T, dir string, log *proctest.SyncBuffer) *Watcher {
 	t.Helper()
@@ -46,12 +58,7 @@ func startWatcher(t *testing.T, dir string, log *proctest.SyncBuffer) *Watcher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Run(ctx)
-	}()
+	cancel, done := runWatcher(w)
 	t.Cleanup(func() {
 		cancel()
 		<-done
@@ -176,12 +183,7 @@ func TestWatcherRunWithoutDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Run(ctx)
-	}()
+	cancel, done := runWatcher(w)
 	cancel()
 	select {
 	case <-done:
