@@ -61,10 +61,7 @@ func erasureEverywhere(t *testing.T, h *e2etest.Harness) {
 		upstreamtest.Reply{Content: "Found them."},
 	)
 	before := len(h.Up.Requests())
-	if r := h.Post("/v1/chat/completions", k, "caller", `{"model":"gpt-4o","messages":[{"role":"user","content":"what are my numbers?"}]}`); r.Status != 200 {
-		t.Fatalf("turn 1: %d %s", r.Status, r.Body)
-	}
-	h.WaitDone("caller")
+	h.PostDone("/v1/chat/completions", k, "caller", `{"model":"gpt-4o","messages":[{"role":"user","content":"what are my numbers?"}]}`)
 	if reqs := h.Up.Requests()[before:]; len(reqs) != 3 || !carries(reqs[1].Body, passport, vault) || !carries(reqs[2].Body, passport, vault) {
 		t.Fatalf("turn 1: %d upstream requests; want 3, the later two given both secrets by the tools", len(reqs))
 	}

@@ -94,10 +94,7 @@ func TestHistoryToolsSearchAndEnd(t *testing.T) {
 
 	// A full-resend client that never saw the rounds: not doubled.
 	resend := `{"model":"gpt-4o","messages":[{"role":"user","content":"when do we fly?"},{"role":"assistant","content":"You fly to Lisbon on the ninth."},{"role":"user","content":"thanks"}]}`
-	if r := h.Post("/v1/chat/completions", "rk-acme-1", "now", resend); r.Status != 200 {
-		t.Fatalf("got %d %s", r.Status, r.Body)
-	}
-	h.WaitDone("now")
+	h.PostDone("/v1/chat/completions", "rk-acme-1", "now", resend)
 	if n := len(h.Stored("acme", "now")); n != 8 {
 		t.Errorf("got %d stored messages after the resend, want 8 (6 + thanks + answer)", n)
 	}
