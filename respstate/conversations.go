@@ -401,19 +401,7 @@ func (sc *call) pageItems(k history.Key, order string, limit int, after string) 
 // the results of Recall's history tools right after it, oldest first,
 // copied.
 func (sc *call) messagesThrough(k history.Key, from, seq uint64) ([]history.Message, error) {
-	var out []history.Message
-	err := sc.st.cfg.Store.Messages(sc.ctx, k, from, false, func(m history.Message) bool {
-		if m.Seq > seq && m.Flags&history.Internal == 0 {
-			return false
-		}
-		m.Raw = bytes.Clone(m.Raw)
-		out = append(out, m)
-		return true
-	})
-	if err != nil {
-		return nil, StoreReadErr(err)
-	}
-	return out, nil
+	return sc.collect(k, from, func(m *history.Message) bool { return m.Seq <= seq || m.Flags&history.Internal != 0 })
 }
 
 // addItems serves POST /v1/conversations/{id}/items: the items appended

@@ -227,9 +227,15 @@ func (sc *call) lock(k history.Key) (release func(), err error) {
 // messages returns k's active messages with from <= Seq <= to, oldest
 // first, copied.
 func (sc *call) messages(k history.Key, from, to uint64) ([]history.Message, error) {
+	return sc.collect(k, from-min(from, 1), func(m *history.Message) bool { return m.Seq <= to })
+}
+
+// collect returns k's active messages after seq after, oldest first,
+// copied, up to the first one keep refuses.
+func (sc *call) collect(k history.Key, after uint64, keep func(m *history.Message) bool) ([]history.Message, error) {
 	var out []history.Message
-	err := sc.st.cfg.Store.Messages(sc.ctx, k, from-min(from, 1), false, func(m history.Message) bool {
-		if m.Seq > to {
+	err := sc.st.cfg.Store.Messages(sc.ctx, k, after, false, func(m history.Message) bool {
+		if !keep(&m) {
 			return false
 		}
 		m.Raw = bytes.Clone(m.Raw)
