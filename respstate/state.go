@@ -198,6 +198,22 @@ func (sc *call) meta(k history.Key) (history.Meta, error) {
 	return snap.Meta, nil
 }
 
+// lockedMeta takes k's lock and reads its metadata, as meta does; the
+// caller releases the lock, which is released already when it returns an
+// error.
+func (sc *call) lockedMeta(k history.Key) (history.Meta, func(), error) {
+	release, err := sc.lock(k)
+	if err != nil {
+		return history.Meta{}, nil, err
+	}
+	m, err := sc.meta(k)
+	if err != nil {
+		release()
+		return history.Meta{}, nil, err
+	}
+	return m, release, nil
+}
+
 // lock takes k's lock in this process, as an exchange does, so that a
 // change through these routes and the exchanges on the conversation wait
 // for one another; and, across replicas, k's lease, which every exchange
