@@ -101,10 +101,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte) 
 	rec := s.receivedFor(r, body)
 	var rq request
 	var apiErr *APIError
-	var root gjson.Result
-	if gjson.ValidBytes(body) {
-		root = gjson.ParseBytes(body)
-	}
+	root := parseBody(body)
 	switch {
 	case !root.IsObject():
 		apiErr = &APIError{Message: msgParseBody, Type: invalidRequest}

@@ -92,10 +92,7 @@ var geminiMembers = []string{"contents", "systemInstruction", "system_instructio
 // serveGemini answers a Gemini generateContent call.
 func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte, model string, stream bool) {
 	rec := s.receivedFor(r, body)
-	var root gjson.Result
-	if gjson.ValidBytes(body) {
-		root = gjson.ParseBytes(body)
-	}
+	root := parseBody(body)
 	var contents []gjson.Result
 	if c := root.Get("contents"); c.IsArray() {
 		contents = c.Array()

@@ -94,10 +94,7 @@ type anthMessage struct {
 // serveMessages answers POST /v1/messages.
 func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, body []byte) {
 	rec := s.receivedFor(r, body)
-	var root gjson.Result
-	if gjson.ValidBytes(body) {
-		root = gjson.ParseBytes(body)
-	}
+	root := parseBody(body)
 	var msgs []gjson.Result
 	if m := root.Get("messages"); m.IsArray() {
 		msgs = m.Array()
