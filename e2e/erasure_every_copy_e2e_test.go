@@ -26,15 +26,7 @@ import (
 func TestErasureReachesEveryCopy(t *testing.T) {
 	for _, store := range []string{"badger", "postgresql"} {
 		t.Run(store, func(t *testing.T) {
-			o := e2etest.Options{Tenants: map[string]string{"acme.yaml": `id: acme
-api_keys: ["rk-acme-1"]
-upstream:
-  base_url: "{{UPSTREAM}}"
-  api_key: "sk-up"
-history:
-  tools: [end_conversation, get_conversation, search_conversations]
-  tool_rounds: 4
-`}, Global: summaryOn(100, 1), Summary: func(*summary.Config) {}}
+			o := e2etest.Options{Tenants: toolsTenant("4"), Global: summaryOn(100, 1), Summary: func(*summary.Config) {}}
 			if store == "postgresql" {
 				o.PostgreSQL = pgtest.DB(t)
 			}

@@ -15,7 +15,13 @@ import (
 // and rounds tool_rounds, over the fake upstream (OpenAI's kind: chat and
 // Responses go as they came, Messages as chat completions).
 func toolsHarness(t *testing.T, rounds string) *e2etest.Harness {
-	return e2etest.New(t, e2etest.Options{Tenants: map[string]string{"acme.yaml": `id: acme
+	return e2etest.New(t, e2etest.Options{Tenants: toolsTenant(rounds)})
+}
+
+// toolsTenant is tenant acme (key rk-acme-1) with every history tool and
+// rounds tool_rounds, over the fake upstream.
+func toolsTenant(rounds string) map[string]string {
+	return map[string]string{"acme.yaml": `id: acme
 api_keys: ["rk-acme-1"]
 upstream:
   base_url: "{{UPSTREAM}}"
@@ -23,7 +29,7 @@ upstream:
 history:
   tools: [end_conversation, get_conversation, search_conversations]
   tool_rounds: ` + rounds + `
-`}})
+`}
 }
 
 func toolCall(name, args string) upstreamtest.ToolCall {
