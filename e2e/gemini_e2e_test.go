@@ -34,6 +34,21 @@ func geminiPost(h *e2etest.Harness, path, key, conv, body string) e2etest.Result
 	return h.PostHeaders(path, headers, body)
 }
 
+// sentWeatherRound returns the contents of the fake's last request,
+// failing the test when the fake refused it, and checks they are the
+// weather round: the question, the model's call and its response.
+func sentWeatherRound(t *testing.T, h *e2etest.Harness) []json.RawMessage {
+	t.Helper()
+	up := h.Up.Last()
+	if up.Rejected != nil {
+		t.Fatalf("the fake refused the last call: %s", up.Rejected.Message)
+	}
+	if got, want := strings.Join(geminiRoles(up.Messages), " | "), "user:weather in Oslo? | model:call=weather | user:response=weather"; got != want {
+		t.Errorf("contents sent: got %q, want %q", got, want)
+	}
+	return up.Messages
+}
+
 // events returns the data of a server-sent event stream's events.
 func events(body string) []gjson.Result {
 	var out []gjson.Result
@@ -148,14 +163,7 @@ func TestGeminiToolLoopStreamed(t *testing.T) {
 		t.Fatalf("the result: %d %s, want the model's answer streamed", r.Status, r.Body)
 	}
 	h.WaitDone("gem-tools")
-	up := h.Up.Last()
-	if up.Rejected != nil {
-		t.Fatalf("the fake refused the second call: %s", up.Rejected.Message)
-	}
-	sent := up.Messages
-	if got, want := strings.Join(geminiRoles(sent), " | "), "user:weather in Oslo? | model:call=weather | user:response=weather"; got != want {
-		t.Errorf("contents sent: got %q, want %q", got, want)
-	}
+	sent := sentWeatherRound(t, h)
 	if got := gjson.GetBytes(sent[1], "parts.0.thoughtSignature").Str; got != upstreamtest.GeminiSignature("weather") {
 		t.Errorf("the stored call went without its signature: %s", sent[1])
 	}
@@ -195,14 +203,7 @@ func TestGeminiUpstreamForChat(t *testing.T) {
 				t.Fatalf("the result: %d %s", r.Status, r.Body)
 			}
 			h.WaitDone(conv)
-			up := h.Up.Last()
-			if up.Rejected != nil {
-				t.Fatalf("the fake refused: %s", up.Rejected.Message)
-			}
-			sent := up.Messages
-			if got, want := strings.Join(geminiRoles(sent), " | "), "user:weather in Oslo? | model:call=weather | user:response=weather"; got != want {
-				t.Errorf("contents sent: got %q, want %q", got, want)
-			}
+			sentWeatherRound(t, h)
 		})
 	}
 }
