@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/recallproxy/recall/internal/proctest"
 )
 
 // logRecords parses JSON log lines.
@@ -42,7 +44,7 @@ func messages(recs []map[string]any) []string {
 func TestWatcherLogsLoadThenReload(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "acme.yaml", "id: acme\napi_keys: [rk-acme-1]\nupstream:\n  base_url: http://up.example\n")
-	var buf syncBuffer
+	var buf proctest.SyncBuffer
 	g := globalWithTenants(dir)
 	w, err := NewWatcher(g, env(nil), slog.New(slog.NewJSONHandler(&buf, nil)))
 	if err != nil {

@@ -1,34 +1,16 @@
 package config
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/recallproxy/recall/internal/proctest"
 )
-
-// syncBuffer is a log sink safe to read while the watcher writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // waitDeadline bounds every wait on the watcher; it is a failure bound, not
 // a timing assertion.
@@ -56,20 +38,27 @@ func ids(s *Set) string {
 	return strings.Join(out, ",")
 }
 
+// runWatcher runs w until the cancel it returns is called; done closes
+// when Run has returned.
+func runWatcher(w *Watcher) (cancel context.CancelFunc, done <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		w.Run(ctx)
+	}()
+	return cancel, stopped
+}
+
 // startWatcher runs a Watcher over dir and waits until its watch is in place.
-func startWatcher(t *testing.T, dir string, log *syncBuffer) *Watcher {
+func startWatcher(t *testing.T, dir string, log *proctest.SyncBuffer) *Watcher {
 	t.Helper()
 	w, err := NewWatcher(globalWithTenants(dir), env(map[string]string{"SECRET_UP": "sk-TOPSECRET-up"}),
 		slog.New(slog.NewTextHandler(log, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Run(ctx)
-	}()
+	cancel, done := runWatcher(w)
 	t.Cleanup(func() {
 		cancel()
 		<-done
@@ -94,7 +83,7 @@ func addFile(t *testing.T, dir, name, content string) {
 func TestWatcherPicksUpNewTenant(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "acme.yaml", "id: acme\napi_keys: [rk-acme-1]\n")
-	var log syncBuffer
+	var log proctest.SyncBuffer
 	w := startWatcher(t, dir, &log)
 
 	addFile(t, dir, "globex.yaml", "id: globex\napi_keys: [rk-globex-1]\nupstream:\n  api_key: ${SECRET_UP}\n")
@@ -112,7 +101,7 @@ func TestWatcherPicksUpNewTenant(t *testing.T) {
 func TestWatcherKeepsLastGoodSet(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "acme.yaml", "id: acme\napi_keys: [rk-acme-1]\n")
-	var log syncBuffer
+	var log proctest.SyncBuffer
 	w := startWatcher(t, dir, &log)
 	before := w.Current()
 
@@ -194,12 +183,7 @@ func TestWatcherRunWithoutDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Run(ctx)
-	}()
+	cancel, done := runWatcher(w)
 	cancel()
 	select {
 	case <-done:

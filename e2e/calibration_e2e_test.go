@@ -55,10 +55,7 @@ func TestCalibrationLearnedShownAndApplied(t *testing.T) {
 				t.Helper()
 				h.Up.Enqueue(upstreamtest.Reply{Content: "ok"})
 				text := fmt.Sprintf("turn %d: %s", i, strings.Repeat("lorem ipsum ", 40))
-				if r := h.Post("/v1/chat/completions", key, conv, `{"model":"gpt-4o","messages":[{"role":"user","content":"`+text+`"}]}`); r.Status != 200 {
-					t.Fatalf("%d %s", r.Status, r.Body)
-				}
-				h.WaitDone(conv)
+				h.PostDone("/v1/chat/completions", key, conv, `{"model":"gpt-4o","messages":[{"role":"user","content":"`+text+`"}]}`)
 			}
 			for i := 1; i <= 3; i++ {
 				say(i)

@@ -26,15 +26,7 @@ import (
 func TestErasureReachesEveryCopy(t *testing.T) {
 	for _, store := range []string{"badger", "postgresql"} {
 		t.Run(store, func(t *testing.T) {
-			o := e2etest.Options{Tenants: map[string]string{"acme.yaml": `id: acme
-api_keys: ["rk-acme-1"]
-upstream:
-  base_url: "{{UPSTREAM}}"
-  api_key: "sk-up"
-history:
-  tools: [end_conversation, get_conversation, search_conversations]
-  tool_rounds: 4
-`}, Global: summaryOn(100, 1), Summary: func(*summary.Config) {}}
+			o := e2etest.Options{Tenants: toolsTenant("4"), Global: summaryOn(100, 1), Summary: func(*summary.Config) {}}
 			if store == "postgresql" {
 				o.PostgreSQL = pgtest.DB(t)
 			}
@@ -61,10 +53,7 @@ func erasureEverywhere(t *testing.T, h *e2etest.Harness) {
 		upstreamtest.Reply{Content: "Found them."},
 	)
 	before := len(h.Up.Requests())
-	if r := h.Post("/v1/chat/completions", k, "caller", `{"model":"gpt-4o","messages":[{"role":"user","content":"what are my numbers?"}]}`); r.Status != 200 {
-		t.Fatalf("turn 1: %d %s", r.Status, r.Body)
-	}
-	h.WaitDone("caller")
+	h.PostDone("/v1/chat/completions", k, "caller", `{"model":"gpt-4o","messages":[{"role":"user","content":"what are my numbers?"}]}`)
 	if reqs := h.Up.Requests()[before:]; len(reqs) != 3 || !carries(reqs[1].Body, passport, vault) || !carries(reqs[2].Body, passport, vault) {
 		t.Fatalf("turn 1: %d upstream requests; want 3, the later two given both secrets by the tools", len(reqs))
 	}

@@ -90,10 +90,7 @@ func TestTheRenderIsWhatTheUpstreamReceived(t *testing.T) {
 		conv := "render-chat"
 		say := func(body string) {
 			t.Helper()
-			if r := h.Post("/v1/chat/completions", key, conv, body); r.Status != 200 {
-				t.Fatalf("%d %s", r.Status, r.Body)
-			}
-			h.WaitDone(conv)
+			h.PostDone("/v1/chat/completions", key, conv, body)
 		}
 		say(`{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}]}`) // seqs 1-2
 		h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "call_1", Name: "read", Arguments: "{}"}}})
@@ -148,10 +145,7 @@ func TestTheRenderIsWhatTheUpstreamReceived(t *testing.T) {
 		conv := "render-messages"
 		say := func(msg string) {
 			t.Helper()
-			if r := h.Post("/v1/messages", key, conv, `{"model":"gpt-4o","max_tokens":256,"messages":[`+msg+`]}`); r.Status != 200 {
-				t.Fatalf("%d %s", r.Status, r.Body)
-			}
-			h.WaitDone(conv)
+			h.PostDone("/v1/messages", key, conv, `{"model":"gpt-4o","max_tokens":256,"messages":[`+msg+`]}`)
 		}
 		h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "call_9", Name: "read", Arguments: "{}"}}})
 		say(`{"role":"user","content":"read it"}`)
@@ -195,10 +189,7 @@ func TestTheRenderOnAnAnthropicUpstream(t *testing.T) {
 	conv := "render-anthropic"
 	say := func(body string) {
 		t.Helper()
-		if r := h.Post("/v1/chat/completions", "rk-an", conv, body); r.Status != 200 {
-			t.Fatalf("%d %s", r.Status, r.Body)
-		}
-		h.WaitDone(conv)
+		h.PostDone("/v1/chat/completions", "rk-an", conv, body)
 	}
 	say(`{"model":"claude-sonnet-4-5","max_tokens":200,"messages":[{"role":"user","content":"hello"}]}`)
 	h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{{ID: "toolu_1", Name: "read", Arguments: "{}"}}})
@@ -254,10 +245,7 @@ func TestTheRenderCutsTheSummaryAsItWasSent(t *testing.T) {
 	conv := "render-summary-cut"
 	say := func(text string) {
 		t.Helper()
-		if r := h.Post("/v1/chat/completions", key, conv, `{"model":"tiny-model","max_tokens":100,"messages":[{"role":"user","content":"`+text+`"}]}`); r.Status != 200 {
-			t.Fatalf("%d %s", r.Status, r.Body)
-		}
-		h.WaitDone(conv)
+		h.PostDone("/v1/chat/completions", key, conv, `{"model":"tiny-model","max_tokens":100,"messages":[{"role":"user","content":"`+text+`"}]}`)
 	}
 	say("hello")
 	say("how are you")

@@ -21,10 +21,7 @@ func TestTheRecordCountsEveryPartOfThePrompt(t *testing.T) {
 	toolsRaw := `[{"name":"Read","description":"Reads a file.","input_schema":` + schema + `},{"name":"Write","description":"Writes a file.","input_schema":` + schema + `}]`
 	for _, text := range []string{"hello", "what is in a.go?"} {
 		body := `{"model":"gpt-4o","max_tokens":256,"system":"You are a coding agent.","tools":` + toolsRaw + `,"messages":[{"role":"user","content":"` + text + `"}]}`
-		if r := h.Post("/v1/messages", key, conv, body); r.Status != 200 {
-			t.Fatalf("%d %s", r.Status, r.Body)
-		}
-		h.WaitDone(conv)
+		h.PostDone("/v1/messages", key, conv, body)
 	}
 	r := exchanges(t, h, conv)[0]
 	tk := r.Tokens

@@ -81,10 +81,7 @@ func TestExchangeRecordsSaySentDroppedAndCut(t *testing.T) {
 	conv := "inspect-1"
 	say := func(body string) {
 		t.Helper()
-		if r := h.Post("/v1/chat/completions", key, conv, body); r.Status != 200 {
-			t.Fatalf("%d %s", r.Status, r.Body)
-		}
-		h.WaitDone(conv)
+		h.PostDone("/v1/chat/completions", key, conv, body)
 	}
 	say(`{"model":"gpt-4o","messages":[{"role":"user","content":"hello ` + marker + `"}]}`)                        // seqs 1-2
 	say(`{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum ", 400) + `"}]}`) // seqs 3-4

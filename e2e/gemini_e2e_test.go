@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -33,6 +32,21 @@ func geminiPost(h *e2etest.Harness, path, key, conv, body string) e2etest.Result
 		headers["X-Conversation-ID"] = conv
 	}
 	return h.PostHeaders(path, headers, body)
+}
+
+// sentWeatherRound returns the contents of the fake's last request,
+// failing the test when the fake refused it, and checks they are the
+// weather round: the question, the model's call and its response.
+func sentWeatherRound(t *testing.T, h *e2etest.Harness) []json.RawMessage {
+	t.Helper()
+	up := h.Up.Last()
+	if up.Rejected != nil {
+		t.Fatalf("the fake refused the last call: %s", up.Rejected.Message)
+	}
+	if got, want := strings.Join(geminiRoles(up.Messages), " | "), "user:weather in Oslo? | model:call=weather | user:response=weather"; got != want {
+		t.Errorf("contents sent: got %q, want %q", got, want)
+	}
+	return up.Messages
 }
 
 // events returns the data of a server-sent event stream's events.
@@ -149,14 +163,7 @@ func TestGeminiToolLoopStreamed(t *testing.T) {
 		t.Fatalf("the result: %d %s, want the model's answer streamed", r.Status, r.Body)
 	}
 	h.WaitDone("gem-tools")
-	up := h.Up.Last()
-	if up.Rejected != nil {
-		t.Fatalf("the fake refused the second call: %s", up.Rejected.Message)
-	}
-	sent := up.Messages
-	if got, want := strings.Join(geminiRoles(sent), " | "), "user:weather in Oslo? | model:call=weather | user:response=weather"; got != want {
-		t.Errorf("contents sent: got %q, want %q", got, want)
-	}
+	sent := sentWeatherRound(t, h)
 	if got := gjson.GetBytes(sent[1], "parts.0.thoughtSignature").Str; got != upstreamtest.GeminiSignature("weather") {
 		t.Errorf("the stored call went without its signature: %s", sent[1])
 	}
@@ -196,14 +203,7 @@ func TestGeminiUpstreamForChat(t *testing.T) {
 				t.Fatalf("the result: %d %s", r.Status, r.Body)
 			}
 			h.WaitDone(conv)
-			up := h.Up.Last()
-			if up.Rejected != nil {
-				t.Fatalf("the fake refused: %s", up.Rejected.Message)
-			}
-			sent := up.Messages
-			if got, want := strings.Join(geminiRoles(sent), " | "), "user:weather in Oslo? | model:call=weather | user:response=weather"; got != want {
-				t.Errorf("contents sent: got %q, want %q", got, want)
-			}
+			sentWeatherRound(t, h)
 		})
 	}
 }
@@ -304,17 +304,7 @@ func TestSummariesOverAGeminiUpstream(t *testing.T) {
 		}
 		h.WaitDone("sum-ge")
 	}
-	for i := 1; i <= 5; i++ {
-		say(fmt.Sprintf("turn %d", i))
-	}
-	if d := h.WaitJob("sum-ge"); d.Outcome != summary.Landed || d.Calls != 1 {
-		t.Fatalf("the job: %+v, want one call that landed", d)
-	}
-	calls := h.Up.SummaryCalls()
-	if len(calls) != 1 {
-		t.Fatalf("got %d summariser calls, want 1", len(calls))
-	}
-	if c := calls[0]; c.Path != "/v1/models/gemini-2.5-flash:generateContent" || c.Header.Get("X-Goog-Api-Key") != "sk-up-ge" || c.Header.Get("Authorization") != "" {
+	if c := summariseFive(t, h, "sum-ge", say); c.Path != "/v1/models/gemini-2.5-flash:generateContent" || c.Header.Get("X-Goog-Api-Key") != "sk-up-ge" || c.Header.Get("Authorization") != "" {
 		t.Errorf("the summariser call: %s with x-goog-api-key %q, authorization %q", c.Path, c.Header.Get("X-Goog-Api-Key"), c.Header.Get("Authorization"))
 	}
 	say("turn 6")

@@ -15,7 +15,13 @@ import (
 // and rounds tool_rounds, over the fake upstream (OpenAI's kind: chat and
 // Responses go as they came, Messages as chat completions).
 func toolsHarness(t *testing.T, rounds string) *e2etest.Harness {
-	return e2etest.New(t, e2etest.Options{Tenants: map[string]string{"acme.yaml": `id: acme
+	return e2etest.New(t, e2etest.Options{Tenants: toolsTenant(rounds)})
+}
+
+// toolsTenant is tenant acme (key rk-acme-1) with every history tool and
+// rounds tool_rounds, over the fake upstream.
+func toolsTenant(rounds string) map[string]string {
+	return map[string]string{"acme.yaml": `id: acme
 api_keys: ["rk-acme-1"]
 upstream:
   base_url: "{{UPSTREAM}}"
@@ -23,7 +29,7 @@ upstream:
 history:
   tools: [end_conversation, get_conversation, search_conversations]
   tool_rounds: ` + rounds + `
-`}})
+`}
 }
 
 func toolCall(name, args string) upstreamtest.ToolCall {
@@ -94,10 +100,7 @@ func TestHistoryToolsSearchAndEnd(t *testing.T) {
 
 	// A full-resend client that never saw the rounds: not doubled.
 	resend := `{"model":"gpt-4o","messages":[{"role":"user","content":"when do we fly?"},{"role":"assistant","content":"You fly to Lisbon on the ninth."},{"role":"user","content":"thanks"}]}`
-	if r := h.Post("/v1/chat/completions", "rk-acme-1", "now", resend); r.Status != 200 {
-		t.Fatalf("got %d %s", r.Status, r.Body)
-	}
-	h.WaitDone("now")
+	h.PostDone("/v1/chat/completions", "rk-acme-1", "now", resend)
 	if n := len(h.Stored("acme", "now")); n != 8 {
 		t.Errorf("got %d stored messages after the resend, want 8 (6 + thanks + answer)", n)
 	}

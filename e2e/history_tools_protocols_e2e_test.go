@@ -88,6 +88,20 @@ func (r *toolRun) wantCalls(n int) {
 	r.t.Errorf("got %d upstream calls, want %d:%s", len(reqs), n, b.String())
 }
 
+// resend sends msgs, the whole conversation as the client holds it and
+// one new message, and checks the answer is want and that two messages
+// more are stored: the new one and the answer.
+func (r *toolRun) resend(msgs []string, want string) {
+	r.t.Helper()
+	n := r.stored()
+	if got := r.send(msgs); got.text != want {
+		r.t.Errorf("after the resend: got %q, want %q", got.text, want)
+	}
+	if m := r.stored(); m != n+2 {
+		r.t.Errorf("after the resend: stored %d messages, want %d (%d, the new message and the answer)", m, n+2, n)
+	}
+}
+
 // stored is how many messages the conversation has stored.
 func (r *toolRun) stored() int { return len(r.h.Stored(r.tenant, r.conv)) }
 
@@ -133,14 +147,7 @@ func TestHistoryToolsSearchEveryProtocol(t *testing.T) {
 			r.t.Errorf("got text %q, stop %q, calls %v; want %q, a finished answer, no calls", got.text, got.stop, got.calls, want)
 		}
 		r.wantCalls(2)
-		n := r.stored()
-		msgs = append(append(msgs, got.resend...), r.c.user("thanks"))
-		if got := r.send(msgs); got.text != "echo: thanks" {
-			r.t.Errorf("after the resend: got %q, want the echo of thanks", got.text)
-		}
-		if m := r.stored(); m != n+2 {
-			r.t.Errorf("after the full resend: stored %d messages, want %d (%d + thanks + answer)", m, n+2, n)
-		}
+		r.resend(append(append(msgs, got.resend...), r.c.user("thanks")), "echo: thanks")
 		if c := strings.Count(string(r.h.Up.Last().Body), "when do we fly?"); c != 1 {
 			r.t.Errorf("the first question went upstream %d times, want once: %s", c, r.h.Up.Last().Body)
 		}
@@ -162,14 +169,7 @@ func TestHistoryToolsRoundBoundEveryProtocol(t *testing.T) {
 			r.t.Errorf("got text %q, stop %q, calls %v; want a finished answer about the round limit", got.text, got.stop, got.calls)
 		}
 		r.wantCalls(2)
-		n := r.stored()
-		msgs = append(append(msgs, got.resend...), r.c.user("again"))
-		if got := r.send(msgs); got.text != "echo: again" {
-			r.t.Errorf("after the resend: got %q", got.text)
-		}
-		if m := r.stored(); m != n+2 {
-			r.t.Errorf("after the full resend: stored %d messages, want %d", m, n+2)
-		}
+		r.resend(append(append(msgs, got.resend...), r.c.user("again")), "echo: again")
 	})
 }
 
@@ -189,14 +189,7 @@ func TestHistoryToolsMixedEveryProtocol(t *testing.T) {
 		if !slices.Equal(got.calls, []string{"call_w"}) || !slices.Contains(calling, got.stop) {
 			r.t.Fatalf("got calls %v, stop %q; want the client's call only", got.calls, got.stop)
 		}
-		n := r.stored()
-		msgs = append(append(msgs, got.resend...), r.c.result("call_w", "sunny"))
-		if got := r.send(msgs); got.text != "Sunny." {
-			r.t.Errorf("after the client's result: got %q, want Sunny.", got.text)
-		}
-		if m := r.stored(); m != n+2 {
-			r.t.Errorf("after the client's result: stored %d messages, want %d (%d + result + answer)", m, n+2, n)
-		}
+		r.resend(append(append(msgs, got.resend...), r.c.result("call_w", "sunny")), "Sunny.")
 		last := r.h.Up.Last()
 		if r.tenant == "an" {
 			msgs := gjson.GetBytes(last.Body, "messages").Array()

@@ -152,17 +152,8 @@ func TestHistoryToolsAnthropicSDKNeverSeesThem(t *testing.T) {
 	h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{toolCall("search_conversations", `{"query":"pelican"}`)}},
 		upstreamtest.Reply{Content: "It was pelican."})
 	client := anthropicClient(h, "rk-an", "asdk")
-	stream := client.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100,
+	acc := streamMessage(t, client, anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100,
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("what was the code word?"))}})
-	var acc anthropic.Message
-	for stream.Next() {
-		if err := acc.Accumulate(stream.Current()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatal(err)
-	}
 	h.WaitDone("asdk")
 	if len(acc.Content) != 1 || acc.Content[0].Type != "text" || acc.Content[0].Text != "It was pelican." || acc.StopReason != "end_turn" {
 		t.Errorf("accumulated %+v (stop %q), want the final round's text alone, end_turn", acc.Content, acc.StopReason)

@@ -4,10 +4,6 @@ import (
 	"github.com/recallproxy/recall/internal/proctest"
 
 	"bytes"
-	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -27,62 +23,32 @@ func TestNodeSDK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short runs no Node.js suite")
 	}
-	node := proctest.LookTool(t, "node")
-	npm := proctest.LookTool(t, "npm")
-	proctest.CheckNodeVersion(t, node)
+	r := proctest.NewNodeRun(t, "e2e/node", 10*time.Minute)
+	recall, fake := r.BuildServers(t)
+	fakeAddr := proctest.StartFake(t, r.Ctx, fake, "-control")
 
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	suite := filepath.Join(root, "e2e", "node")
-	ctx, cancel := context.WithTimeout(context.Background(), proctest.Deadline(t, 10*time.Minute))
-	defer cancel()
-
-	bin := t.TempDir()
-	recall := proctest.GoBuild(t, ctx, root, bin, "./cmd/recall")
-	fake := proctest.GoBuild(t, ctx, root, bin, "./bench/fakeupstream")
-
-	fakeAddr := proctest.FreeAddr(t)
-	fakeProc := proctest.Start(t, ctx, fake, nil, "-listen", fakeAddr, "-control")
-	proctest.WaitHTTP(t, ctx, "http://"+fakeAddr+"/v1/models", fakeProc)
-
-	// Three Recalls over the one fake: the default (upstream protocol
+	// Four Recalls over the one fake: the default (upstream protocol
 	// openai), one whose upstream speaks Anthropic's Messages, so that
-	// every protocol is translated to Messages, and one whose upstream
+	// every protocol is translated to Messages, one whose upstream
 	// speaks only chat completions, so that Responses are translated to
-	// chat while Recall serves their state.
+	// chat while Recall serves their state, and one whose upstream is
+	// Gemini.
 	serve := func(protocol string) (string, *proctest.Proc) {
-		addr := proctest.FreeAddr(t)
-		p := proctest.Start(t, ctx, recall, []string{
-			"RECALL_CONFIG=",
-			"RECALL_LISTEN=" + addr,
-			"RECALL_UPSTREAM_URL=http://" + fakeAddr + "/v1",
-			"RECALL_UPSTREAM_PROTOCOL=" + protocol,
-			"RECALL_DATA_DIR=" + filepath.Join(t.TempDir(), "data"),
-			"RECALL_STORE_URL=",
-		}, "serve")
-		proctest.WaitHTTP(t, ctx, "http://"+addr+"/readyz", p)
-		return addr, p
+		return proctest.ServeRecall(t, r.Ctx, recall, "http://"+fakeAddr+"/v1", protocol)
 	}
 	recallAddr, recallProc := serve("openai")
 	anthropicAddr, anthropicProc := serve("anthropic")
 	chatAddr, chatProc := serve("chat")
 	geminiAddr, geminiProc := serve("gemini")
 
-	if missing := missingPackages(t, suite); len(missing) > 0 {
-		out, err := proctest.Command(ctx, suite, nil, npm, "ci", "--no-audit", "--no-fund").CombinedOutput()
-		if err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s\n(%s; the npm registry must be reachable)", suite, err, out, proctest.NodeHelp)
-		}
-	}
-	cmd := proctest.Command(ctx, suite, []string{
+	r.CIIfMissing(t)
+	cmd := proctest.Command(r.Ctx, r.Suite, []string{
 		"RECALL_BASE_URL=http://" + recallAddr,
 		"RECALL_ANTHROPIC_BASE_URL=http://" + anthropicAddr,
 		"RECALL_CHAT_BASE_URL=http://" + chatAddr,
 		"RECALL_GEMINI_BASE_URL=http://" + geminiAddr,
 		"FAKE_UPSTREAM_URL=http://" + fakeAddr,
-	}, node, "--test", "--test-concurrency=1", "--test-reporter=spec")
+	}, r.Node, "--test", "--test-concurrency=1", "--test-reporter=spec")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node --test failed: %v\n%s\nrecall's log:\n%s\nthe anthropic-upstream recall's log:\n%s\nthe chat-upstream recall's log:\n%s\nthe gemini-upstream recall's log:\n%s",
@@ -96,28 +62,4 @@ func TestNodeSDK(t *testing.T) {
 	if !bytes.Contains(out, []byte("ℹ fail 0")) {
 		t.Errorf("node --test: got\n%s\nwant \"ℹ fail 0\"", out)
 	}
-}
-
-// missingPackages returns the dependencies of the suite's package.json
-// that node_modules lacks, so that a node_modules installed before a
-// package was added is brought up to date.
-func missingPackages(t *testing.T, suite string) []string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(suite, "package.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pkg struct {
-		Dependencies map[string]string `json:"dependencies"`
-	}
-	if err := json.Unmarshal(b, &pkg); err != nil {
-		t.Fatalf("e2e/node/package.json: %v", err)
-	}
-	var missing []string
-	for name := range pkg.Dependencies {
-		if _, err := os.Stat(filepath.Join(suite, "node_modules", name, "package.json")); err != nil {
-			missing = append(missing, name)
-		}
-	}
-	return missing
 }

@@ -28,18 +28,8 @@ func TestOpenResponsesPreviousResponseID(t *testing.T) {
 		for _, prefix := range []string{"", "/c/chain-" + strings.ReplaceAll(k.name, " ", "-")} {
 			t.Run(k.name+prefix, func(t *testing.T) {
 				h.Up.Reset()
-				first := h.Post(prefix+"/v1/responses", k.key, "", `{"model":"gpt-4o","input":"Remember this code word: papaya. Reply with only OK."}`)
-				if first.Status != 200 {
-					t.Fatalf("first: %d %s", first.Status, first.Body)
-				}
-				r1 := gjson.Parse(first.Body)
-				checkRequired(t, "first", r1)
-				second := h.Post(prefix+"/v1/responses", k.key, "", `{"model":"gpt-4o","previous_response_id":"`+r1.Get("id").Str+`","input":"What code word did I ask you to remember?"}`)
-				if second.Status != 200 {
-					t.Fatalf("second: %d %s", second.Status, second.Body)
-				}
-				r2 := gjson.Parse(second.Body)
-				checkRequired(t, "second", r2)
+				r1 := respond(t, h, "first", prefix+"/v1/responses", k.key, "", `{"model":"gpt-4o","input":"Remember this code word: papaya. Reply with only OK."}`)
+				r2 := respond(t, h, "second", prefix+"/v1/responses", k.key, "", `{"model":"gpt-4o","previous_response_id":"`+r1.Get("id").Str+`","input":"What code word did I ask you to remember?"}`)
 				if r2.Get("status").Str != "completed" || len(r2.Get("output").Array()) == 0 {
 					t.Errorf("second: status %s, output %s: want completed with an output", r2.Get("status").Str, r2.Get("output").Raw)
 				}
@@ -69,22 +59,12 @@ func TestOpenResponsesFunctionCallRoundTrip(t *testing.T) {
 			h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{
 				{Name: "get_weather", Arguments: `{"location":"San Francisco, CA"}`},
 			}})
-			first := h.Post("/v1/responses", k.key, "", `{"model":"gpt-4o","input":"Use the weather tool to get the temperature in San Francisco.",`+tools+`,"tool_choice":{"type":"function","name":"get_weather"}}`)
-			if first.Status != 200 {
-				t.Fatalf("first: %d %s", first.Status, first.Body)
-			}
-			r1 := gjson.Parse(first.Body)
-			checkRequired(t, "first", r1)
+			r1 := respond(t, h, "first", "/v1/responses", k.key, "", `{"model":"gpt-4o","input":"Use the weather tool to get the temperature in San Francisco.",`+tools+`,"tool_choice":{"type":"function","name":"get_weather"}}`)
 			call := r1.Get(`output.#(type=="function_call")`)
 			if !call.Exists() {
 				t.Fatalf("first: no function_call in %s", r1.Get("output").Raw)
 			}
-			second := h.Post("/v1/responses", k.key, "", `{"model":"gpt-4o","previous_response_id":"`+r1.Get("id").Str+`","input":[{"type":"function_call_output","call_id":"`+call.Get("call_id").Str+`","output":"{\"temperature\":\"18C\"}"}],`+tools+`}`)
-			if second.Status != 200 {
-				t.Fatalf("second: %d %s", second.Status, second.Body)
-			}
-			r2 := gjson.Parse(second.Body)
-			checkRequired(t, "second", r2)
+			r2 := respond(t, h, "second", "/v1/responses", k.key, "", `{"model":"gpt-4o","previous_response_id":"`+r1.Get("id").Str+`","input":[{"type":"function_call_output","call_id":"`+call.Get("call_id").Str+`","output":"{\"temperature\":\"18C\"}"}],`+tools+`}`)
 			if r2.Get("status").Str != "completed" || len(r2.Get("output").Array()) == 0 {
 				t.Errorf("second: status %s, output %s: want completed with an output", r2.Get("status").Str, r2.Get("output").Raw)
 			}
@@ -94,4 +74,18 @@ func TestOpenResponsesFunctionCallRoundTrip(t *testing.T) {
 			}
 		})
 	}
+}
+
+// respond posts a Responses request (path, key, conv and body as h.Post
+// takes them), fails the test unless it is answered 200, and returns the
+// Response, its required members checked; what names it in failures.
+func respond(t *testing.T, h *e2etest.Harness, what, path, key, conv, body string) gjson.Result {
+	t.Helper()
+	res := h.Post(path, key, conv, body)
+	if res.Status != 200 {
+		t.Fatalf("%s: %d %s", what, res.Status, res.Body)
+	}
+	r := gjson.Parse(res.Body)
+	checkRequired(t, what, r)
+	return r
 }

@@ -3,9 +3,7 @@ package e2e
 import (
 	"github.com/recallproxy/recall/internal/proctest"
 
-	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -57,22 +55,8 @@ func TestOpenResponsesCompliance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short runs no Node.js suite")
 	}
-	node := proctest.LookTool(t, "node")
-	npm := proctest.LookTool(t, "npm")
-	proctest.CheckNodeVersion(t, node)
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	suite := filepath.Join(root, "e2e", "openresponses")
-	ctx, cancel := context.WithTimeout(context.Background(), proctest.Deadline(t, 10*time.Minute))
-	defer cancel()
-	if missing := missingPackages(t, suite); len(missing) > 0 {
-		out, err := proctest.Command(ctx, suite, nil, npm, "ci", "--no-audit", "--no-fund").CombinedOutput()
-		if err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s\n(%s; the npm registry must be reachable)", suite, err, out, proctest.NodeHelp)
-		}
-	}
+	r := proctest.NewNodeRun(t, "e2e/openresponses", 10*time.Minute)
+	r.CIIfMissing(t)
 
 	// Summaries on, as Recall serves by default: the compact tests are
 	// answered from Recall's summary.
@@ -98,14 +82,14 @@ func TestOpenResponsesCompliance(t *testing.T) {
 				h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{
 					{Name: "get_weather", Arguments: `{"location":"San Francisco, CA"}`},
 				}})
-				rep := runOpenResponses(t, ctx, node, suite, "bin/compliance-test.ts", base, k.key)
+				rep := runOpenResponses(t, r, "third_party/bin/compliance-test.ts", base, k.key)
 				checkOpenResponses(t, rep)
 				// The branch tests after the suite, one call scripted again
 				// for function-call-roundtrip's forced call.
 				h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{
 					{Name: "get_weather", Arguments: `{"location":"San Francisco, CA"}`},
 				}})
-				branch := runOpenResponses(t, ctx, node, suite, "recall/branch-test.ts", base, k.key)
+				branch := runOpenResponses(t, r, "recall/branch-test.ts", base, k.key)
 				checkOpenResponses(t, branch)
 				for _, id := range openresponsesBranchTests {
 					if !branch.ran(id) {
@@ -137,12 +121,12 @@ func (r openresponsesReport) ran(id string) bool {
 
 // runOpenResponses runs script (the suite's CLI, or Recall's runner of
 // the branch tests) against base with key and returns its report.
-func runOpenResponses(t *testing.T, ctx context.Context, node, suite, script, base, key string) openresponsesReport {
+func runOpenResponses(t *testing.T, r proctest.NodeRun, script, base, key string) openresponsesReport {
 	t.Helper()
 	// --experimental-websocket: Node 20's WebSocket client (Bun's, which
 	// the suite was written for, has one built in), with the request
 	// headers the suite sets.
-	cmd := proctest.Command(ctx, suite, nil, node, "--experimental-websocket", "--no-warnings", "--import", "tsx",
+	cmd := proctest.Command(r.Ctx, r.Suite, nil, r.Node, "--experimental-websocket", "--no-warnings", "--import", "tsx",
 		script, "--json", "--base-url", base, "--api-key", key)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

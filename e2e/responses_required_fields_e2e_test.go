@@ -118,6 +118,18 @@ func isType(v gjson.Result, types string) bool {
 // checkRequired reports each required member r lacks, or has with a type
 // the schema does not allow, and a completed_at that does not match the
 // status (the completion time when completed, null otherwise).
+// checkMembers is checkRequired, and each member of want (a gjson path)
+// holding the JSON want gives it.
+func checkMembers(t *testing.T, where string, r gjson.Result, want map[string]string) {
+	t.Helper()
+	checkRequired(t, where, r)
+	for path, w := range want {
+		if got := r.Get(path); !sameJSON(got, w) {
+			t.Errorf("%s: %s: got %s, want %s", where, path, got.Raw, w)
+		}
+	}
+}
+
 func checkRequired(t *testing.T, where string, r gjson.Result) {
 	t.Helper()
 	if !r.IsObject() {
@@ -224,12 +236,7 @@ func TestResponsesCarryRequiredFields(t *testing.T) {
 			for _, stream := range []bool{false, true} {
 				names, objs := postResponses(t, h, tn.key, body, stream)
 				for i, r := range objs {
-					checkRequired(t, names[i], r)
-					for path, want := range defaults {
-						if got := r.Get(path); !sameJSON(got, want) {
-							t.Errorf("%s: %s: got %s, want %s", names[i], path, got.Raw, want)
-						}
-					}
+					checkMembers(t, names[i], r, defaults)
 					if r.Get("status").Str == "completed" {
 						ids = append(ids, r.Get("id").Str)
 					}
@@ -267,12 +274,7 @@ func TestResponsesEchoSettings(t *testing.T) {
 			for _, stream := range []bool{false, true} {
 				names, objs := postResponses(t, h, tn.key, body, stream)
 				for i, r := range objs {
-					checkRequired(t, names[i], r)
-					for path, w := range want {
-						if got := r.Get(path); !sameJSON(got, w) {
-							t.Errorf("%s: %s: got %s, want %s", names[i], path, got.Raw, w)
-						}
-					}
+					checkMembers(t, names[i], r, want)
 					tier := `"auto"` // as asked: what the request said
 					if tn.key == "rk-oa" && r.Get("status").Str == "completed" {
 						tier = `"default"` // the tier the upstream says it used

@@ -53,6 +53,24 @@ func (r *resender) say(text string) {
 	r.msgs = append(r.msgs, resp.Choices[0].Message.ToParam())
 }
 
+// summariseFive says turns 1 to 5 in conv (with summaryOn(4, 2): past
+// the trigger) and waits for the summary job they start, which must land
+// after one summariser call, and returns that call.
+func summariseFive(t *testing.T, h *e2etest.Harness, conv string, say func(string)) upstreamtest.Received {
+	t.Helper()
+	for i := 1; i <= 5; i++ {
+		say(fmt.Sprintf("turn %d", i))
+	}
+	if d := h.WaitJob(conv); d.Outcome != summary.Landed || d.Calls != 1 {
+		t.Fatalf("the first job: %+v, want one call that landed", d)
+	}
+	calls := h.Up.SummaryCalls()
+	if len(calls) != 1 {
+		t.Fatalf("got %d summariser calls, want 1", len(calls))
+	}
+	return calls[0]
+}
+
 func turnsText(from, to int) []string {
 	var out []string
 	for i := from; i <= to; i++ {
@@ -64,18 +82,8 @@ func turnsText(from, to int) []string {
 func TestSummaryIsIncrementalAndReplacesTheTurnsItCovers(t *testing.T) {
 	h := e2etest.New(t, e2etest.Options{Global: summaryOn(4, 2), Summary: func(*summary.Config) {}})
 	r := &resender{t: t, c: h.Client(key, "sum-1"), msgs: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief")}}
-	for i := 1; i <= 5; i++ {
-		r.say(fmt.Sprintf("turn %d", i))
-	}
 	// Five turns, trigger 4: one compaction of all but the newest two.
-	if d := h.WaitJob("sum-1"); d.Outcome != summary.Landed || d.Calls != 1 {
-		t.Fatalf("first job: %+v, want one call that landed", d)
-	}
-	calls := h.Up.SummaryCalls()
-	if len(calls) != 1 {
-		t.Fatalf("got %d summariser calls, want 1", len(calls))
-	}
-	in := string(calls[0].Messages[1])
+	in := string(summariseFive(t, h, "sum-1", r.say).Messages[1])
 	for _, want := range []string{"user: turn 1", "user: turn 3", "assistant: echo: turn 3"} {
 		if !strings.Contains(in, want) {
 			t.Errorf("first summariser input lacks %q:\n%s", want, in)
@@ -98,7 +106,7 @@ func TestSummaryIsIncrementalAndReplacesTheTurnsItCovers(t *testing.T) {
 	if d := h.WaitJob("sum-1"); d.Outcome != summary.Landed || d.Calls != 1 {
 		t.Fatalf("second job: %+v, want one call that landed", d)
 	}
-	calls = h.Up.SummaryCalls()
+	calls := h.Up.SummaryCalls()
 	if len(calls) != 2 {
 		t.Fatalf("got %d summariser calls, want 2", len(calls))
 	}
@@ -599,17 +607,7 @@ func TestSummariesOverAMessagesOnlyUpstream(t *testing.T) {
 		}
 		h.WaitDone("sum-an")
 	}
-	for i := 1; i <= 5; i++ {
-		say(fmt.Sprintf("turn %d", i))
-	}
-	if d := h.WaitJob("sum-an"); d.Outcome != summary.Landed || d.Calls != 1 {
-		t.Fatalf("the job: %+v, want one call that landed", d)
-	}
-	calls := h.Up.SummaryCalls()
-	if len(calls) != 1 {
-		t.Fatalf("got %d summariser calls, want 1", len(calls))
-	}
-	c := calls[0]
+	c := summariseFive(t, h, "sum-an", say)
 	if c.Path != "/v1/messages" || c.Header.Get("X-Api-Key") != "sk-up-an" || c.Header.Get("Authorization") != "" || c.Header.Get("Anthropic-Version") == "" {
 		t.Errorf("the summariser call: %s with x-api-key %q, authorization %q, anthropic-version %q; want /v1/messages with the tenant's key as x-api-key",
 			c.Path, c.Header.Get("X-Api-Key"), c.Header.Get("Authorization"), c.Header.Get("Anthropic-Version"))

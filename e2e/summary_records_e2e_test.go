@@ -33,12 +33,7 @@ func TestSummaryCallsLeaveExchangeRecords(t *testing.T) {
 	h := e2etest.New(t, e2etest.Options{Global: summaryOn(4, 2), Summary: func(*summary.Config) {}})
 	conv := "sum-rec"
 	r := &resender{t: t, c: h.Client(key, conv), msgs: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief")}}
-	for i := 1; i <= 5; i++ {
-		r.say(fmt.Sprintf("turn %d", i))
-	}
-	if d := h.WaitJob(conv); d.Outcome != summary.Landed || d.Calls != 1 {
-		t.Fatalf("first job: %+v, want one call that landed", d)
-	}
+	summariseFive(t, h, conv, r.say)
 	sums := ofKind(exchanges(t, h, conv), "summary")
 	if len(sums) != 1 {
 		t.Fatalf("got %d summary records, want 1", len(sums))

@@ -1,7 +1,6 @@
 package history
 
 import (
-	"reflect"
 	"slices"
 	"testing"
 
@@ -52,15 +51,7 @@ func TestMergeSkipsInternal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(hashes(got.History), hashes(tt.wantHist)) {
-				t.Errorf("got history %v, want %v", describe(got.History), describe(tt.wantHist))
-			}
-			if !slices.Equal(hashes(got.New), hashes(tt.wantNew)) {
-				t.Errorf("got new %v, want %v", describe(got.New), describe(tt.wantNew))
-			}
-			if !reflect.DeepEqual(got.Supersede, tt.supersede) {
-				t.Errorf("got supersede %+v, want %+v", got.Supersede, tt.supersede)
-			}
+			checkMerged(t, got, tt.wantHist, tt.wantNew, tt.supersede)
 		})
 	}
 }

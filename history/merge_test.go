@@ -84,15 +84,7 @@ func TestMerge(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(hashes(got.History), hashes(tt.wantHist)) {
-				t.Errorf("got history %v, want %v", describe(got.History), describe(tt.wantHist))
-			}
-			if !slices.Equal(hashes(got.New), hashes(tt.wantNew)) {
-				t.Errorf("got new %v, want %v", describe(got.New), describe(tt.wantNew))
-			}
-			if !reflect.DeepEqual(got.Supersede, tt.supersede) {
-				t.Errorf("got supersede %+v, want %+v", got.Supersede, tt.supersede)
-			}
+			checkMerged(t, got, tt.wantHist, tt.wantNew, tt.supersede)
 		})
 	}
 }
@@ -339,5 +331,20 @@ func BenchmarkMergeFullResend(b *testing.B) {
 		if len(m.New) != 1 {
 			b.Fatalf("got %d new, want 1", len(m.New))
 		}
+	}
+}
+
+// checkMerged fails t unless Merge's result holds wantHist as its
+// history, wantNew as what is new and supersede as its boundary.
+func checkMerged(t *testing.T, got Merged, wantHist, wantNew []Message, supersede *Boundary) {
+	t.Helper()
+	if !slices.Equal(hashes(got.History), hashes(wantHist)) {
+		t.Errorf("got history %v, want %v", describe(got.History), describe(wantHist))
+	}
+	if !slices.Equal(hashes(got.New), hashes(wantNew)) {
+		t.Errorf("got new %v, want %v", describe(got.New), describe(wantNew))
+	}
+	if !reflect.DeepEqual(got.Supersede, supersede) {
+		t.Errorf("got supersede %+v, want %+v", got.Supersede, supersede)
 	}
 }

@@ -255,15 +255,11 @@ func (sc *call) updateConversation(k history.Key) error {
 	if md == nil {
 		return apierr.InvalidValue("metadata", "Missing required parameter: 'metadata'.")
 	}
-	release, err := sc.lock(k)
+	m, release, err := sc.lockedMeta(k)
 	if err != nil {
 		return err
 	}
 	defer release()
-	m, err := sc.meta(k)
-	if err != nil {
-		return err
-	}
 	if m, err = sc.st.cfg.Store.Commit(sc.ctx, k, history.Change{Version: m.Version, Metadata: md, Now: sc.st.cfg.Now().UnixNano()}); err != nil {
 		return StoreWriteErr(err)
 	}
@@ -273,14 +269,11 @@ func (sc *call) updateConversation(k history.Key) error {
 // deleteConversation serves DELETE /v1/conversations/{id}: the
 // conversation and its items are erased (history.Store.Delete).
 func (sc *call) deleteConversation(k history.Key) error {
-	release, err := sc.lock(k)
+	_, release, err := sc.lockedMeta(k)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if _, err := sc.meta(k); err != nil {
-		return err
-	}
 	if err := sc.st.cfg.Store.Delete(sc.ctx, k); err != nil {
 		return StoreWriteErr(err)
 	}
@@ -401,19 +394,7 @@ func (sc *call) pageItems(k history.Key, order string, limit int, after string) 
 // the results of Recall's history tools right after it, oldest first,
 // copied.
 func (sc *call) messagesThrough(k history.Key, from, seq uint64) ([]history.Message, error) {
-	var out []history.Message
-	err := sc.st.cfg.Store.Messages(sc.ctx, k, from, false, func(m history.Message) bool {
-		if m.Seq > seq && m.Flags&history.Internal == 0 {
-			return false
-		}
-		m.Raw = bytes.Clone(m.Raw)
-		out = append(out, m)
-		return true
-	})
-	if err != nil {
-		return nil, StoreReadErr(err)
-	}
-	return out, nil
+	return sc.collect(k, from, func(m *history.Message) bool { return m.Seq <= seq || m.Flags&history.Internal != 0 })
 }
 
 // addItems serves POST /v1/conversations/{id}/items: the items appended
@@ -509,15 +490,11 @@ func (sc *call) getItem(k history.Key, id string) error {
 // tool group ties to it (so what is left stays a valid context), and
 // the conversation is answered.
 func (sc *call) deleteItem(k history.Key, id string) error {
-	release, err := sc.lock(k)
+	m, release, err := sc.lockedMeta(k)
 	if err != nil {
 		return err
 	}
 	defer release()
-	m, err := sc.meta(k)
-	if err != nil {
-		return err
-	}
 	_, seq, err := sc.findItem(k, id)
 	if err != nil {
 		return err

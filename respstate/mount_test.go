@@ -61,6 +61,8 @@ func TestStateServesWithoutTheProxy(t *testing.T) {
 	if got := gjson.GetBytes(rc.Response.Body(), "data.0.content.0.text").Str; err != nil || got != "hi" {
 		t.Errorf("items: got %v %s, want the item hi", err, rc.Response.Body())
 	}
+	item := gjson.GetBytes(rc.Response.Body(), "data.0.id").Str
+	bob := respstate.Caller{Namespace: "bob"}
 
 	tests := []struct {
 		name              string
@@ -69,7 +71,10 @@ func TestStateServesWithoutTheProxy(t *testing.T) {
 		want              *apierr.Error // nil: any 400
 		allow             string        // Allow's header for a 405
 	}{
-		{"another namespace", respstate.Caller{Namespace: "bob"}, "GET", "/v1/conversations/" + conv, "", apierr.ConversationNotFound, ""},
+		{"another namespace", bob, "GET", "/v1/conversations/" + conv, "", apierr.ConversationNotFound, ""},
+		{"another namespace's metadata update", bob, "POST", "/v1/conversations/" + conv, `{"metadata":{"k":"w"}}`, apierr.ConversationNotFound, ""},
+		{"another namespace's delete of an item", bob, "DELETE", "/v1/conversations/" + conv + "/items/" + item, "", apierr.ConversationNotFound, ""},
+		{"another namespace's delete", bob, "DELETE", "/v1/conversations/" + conv, "", apierr.ConversationNotFound, ""},
 		{"a method the items do not take", alice, "PUT", "/v1/conversations/" + conv + "/items", "", apierr.MethodNotAllowed, "GET, POST"},
 		{"a method input items do not take", alice, "POST", "/v1/responses/resp_x/input_items", "", apierr.MethodNotAllowed, "GET"},
 		{"a response Recall did not mint", alice, "GET", "/v1/responses/resp_x", "", apierr.ResponseNotFound, ""},
@@ -100,6 +105,10 @@ func TestStateServesWithoutTheProxy(t *testing.T) {
 	rc, _ = serve(s, alice, "GET", "/v1/conversations/"+conv, "")
 	if got := gjson.GetBytes(rc.Response.Body(), "metadata.k").Str; got != "v" {
 		t.Errorf("metadata after a refused update: got %s, want k: v", rc.Response.Body())
+	}
+	rc, _ = serve(s, alice, "GET", "/v1/conversations/"+conv+"/items", "")
+	if got := gjson.GetBytes(rc.Response.Body(), "data.#").Int(); got != 1 {
+		t.Errorf("items after refused deletes: got %s, want the one item", rc.Response.Body())
 	}
 }
 

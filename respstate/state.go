@@ -198,6 +198,22 @@ func (sc *call) meta(k history.Key) (history.Meta, error) {
 	return snap.Meta, nil
 }
 
+// lockedMeta takes k's lock and reads its metadata, as meta does; the
+// caller releases the lock, which is released already when it returns an
+// error.
+func (sc *call) lockedMeta(k history.Key) (history.Meta, func(), error) {
+	release, err := sc.lock(k)
+	if err != nil {
+		return history.Meta{}, nil, err
+	}
+	m, err := sc.meta(k)
+	if err != nil {
+		release()
+		return history.Meta{}, nil, err
+	}
+	return m, release, nil
+}
+
 // lock takes k's lock in this process, as an exchange does, so that a
 // change through these routes and the exchanges on the conversation wait
 // for one another; and, across replicas, k's lease, which every exchange
@@ -227,9 +243,15 @@ func (sc *call) lock(k history.Key) (release func(), err error) {
 // messages returns k's active messages with from <= Seq <= to, oldest
 // first, copied.
 func (sc *call) messages(k history.Key, from, to uint64) ([]history.Message, error) {
+	return sc.collect(k, from-min(from, 1), func(m *history.Message) bool { return m.Seq <= to })
+}
+
+// collect returns k's active messages after seq after, oldest first,
+// copied, up to the first one keep refuses.
+func (sc *call) collect(k history.Key, after uint64, keep func(m *history.Message) bool) ([]history.Message, error) {
 	var out []history.Message
-	err := sc.st.cfg.Store.Messages(sc.ctx, k, from-min(from, 1), false, func(m history.Message) bool {
-		if m.Seq > to {
+	err := sc.st.cfg.Store.Messages(sc.ctx, k, after, false, func(m history.Message) bool {
+		if !keep(&m) {
 			return false
 		}
 		m.Raw = bytes.Clone(m.Raw)

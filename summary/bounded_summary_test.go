@@ -23,11 +23,7 @@ func TestSummaryAnswerOverMaxTokensIsCut(t *testing.T) {
 	f.write("c", 1, 6, func(i int) string { return fmt.Sprint("fact ", i) })
 	huge := strings.Repeat("The user likes green tea in the morning. ", 20000) // about 180,000 tokens
 	f.up.EnqueueSummary(upstreamtest.Reply{Content: huge})
-	m, err := New(Config{Store: f.store, Tenants: staticTenants{f.set}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := f.manager()
 	meta, err := m.Summarize(context.Background(), history.Key{Tenant: "acme", Conversation: "c"})
 	if err != nil {
 		t.Fatal(err)
@@ -71,11 +67,7 @@ func TestOversizedStoredSummaryIsCompactedFirst(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Config{Store: f.store, Tenants: staticTenants{f.set}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := f.manager()
 	meta, err := m.Summarize(context.Background(), k)
 	if err != nil {
 		t.Fatal(err)

@@ -31,11 +31,7 @@ func compactTurn(meta history.Meta, text string) history.Change {
 func TestCompactCoversEveryTurn(t *testing.T) {
 	f := newFixture(t, nil) // trigger 4, keep 1
 	f.write("c", 1, 2, func(i int) string { return fmt.Sprint("fact ", i) })
-	m, err := New(Config{Store: f.store, Tenants: staticTenants{f.set}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := f.manager()
 	k := history.Key{Tenant: "acme", Conversation: "c"}
 	snap, err := f.store.Load(context.Background(), k, metaOnly)
 	if err != nil {
@@ -71,11 +67,7 @@ func TestCompactCoversEveryTurn(t *testing.T) {
 func TestFailedCompactCommitsNothing(t *testing.T) {
 	f := newFixture(t, nil)
 	f.write("c", 1, 1, func(i int) string { return fmt.Sprint("fact ", i) })
-	m, err := New(Config{Store: f.store, Tenants: staticTenants{f.set}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := f.manager()
 	k := history.Key{Tenant: "acme", Conversation: "c"}
 	snap, err := f.store.Load(context.Background(), k, metaOnly)
 	if err != nil {

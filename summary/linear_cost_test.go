@@ -94,11 +94,7 @@ func TestSummaryCallsAreLinearInTheTranscript(t *testing.T) {
 			const turnsN, window, maxTokens = 3000, 4000, 200
 			f := newFixture(t, smallWindow(1000), tc.opts...)
 			f.importTurns("big", turnsN)
-			m, err := New(Config{Store: f.store, Tenants: staticTenants{f.set}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := f.manager()
 			counter := &tokens.Counter{}
 			total := transcriptTokens(t, f, m, "big", 1)
 			system := counter.Text(tokens.O200k, DefaultPrompt)
@@ -201,11 +197,7 @@ func TestJobStopsAtMaxCallsAndTheNextGoesOn(t *testing.T) {
 func TestCappedFoldTitlesTheEpisodeWhenItEnds(t *testing.T) {
 	f := newFixture(t, smallWindow(2), upstreamtest.WithUnboundedSummaries())
 	f.importTurns("ep", 600)
-	m, err := New(Config{Store: f.store, Tenants: staticTenants{f.set}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := f.manager()
 	k := history.Key{Tenant: "acme", Conversation: "ep"}
 	meta, err := m.End(context.Background(), k)
 	if err != nil {

@@ -122,6 +122,18 @@ func (f *fixture) write(conv string, from, n int, text func(i int) string) {
 	}
 }
 
+// manager starts a Manager for the fixture's tenants on its store; it
+// closes when the test ends.
+func (f *fixture) manager() *Manager {
+	f.t.Helper()
+	m, err := New(Config{Store: f.store, Tenants: staticTenants{f.set}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { m.Close() })
+	return m
+}
+
 func (f *fixture) meta(conv string) history.Meta {
 	snap, err := f.store.Load(context.Background(), history.Key{Tenant: "acme", Conversation: conv}, metaOnly)
 	if err != nil {
@@ -199,11 +211,7 @@ func TestLargeMaterialIsSummarisedInChunks(t *testing.T) {
 	long := strings.Repeat("lorem ipsum dolor sit amet ", 40) // ~200 tokens a turn
 	f.answer = func(i int) string { return long }
 	f.write("big", 1, 9, func(i int) string { return fmt.Sprintf("item %d", i) })
-	m, err := New(Config{Store: f.store, Tenants: staticTenants{f.set}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := f.manager()
 	meta, err := m.Summarize(context.Background(), history.Key{Tenant: "acme", Conversation: "big"})
 	if err != nil {
 		t.Fatal(err)

@@ -76,40 +76,16 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 	if testing.Short() {
 		t.Skip("-short runs no agents")
 	}
-	node := proctest.LookTool(t, "node")
-	npm := proctest.LookTool(t, "npm")
-	proctest.CheckNodeVersion(t, node)
-
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	suite := filepath.Join(root, "e2e", "agents")
-	ctx, cancel := context.WithTimeout(context.Background(), proctest.Deadline(t, max))
-	t.Cleanup(cancel)
-
-	bin := t.TempDir()
-	recall := proctest.GoBuild(t, ctx, root, bin, "./cmd/recall")
-	fake := proctest.GoBuild(t, ctx, root, bin, "./bench/fakeupstream")
-
-	fakeAddr := proctest.FreeAddr(t)
+	r := proctest.NewNodeRun(t, "e2e/agents", max)
+	ctx := r.Ctx
+	recall, fake := r.BuildServers(t)
 	// The agents run on their defaults: their side calls (titles) come
 	// through Recall to the one fake, between the calls that take the
 	// scripted tool calls.
-	fakeProc := proctest.Start(t, ctx, fake, nil, "-listen", fakeAddr, "-control", "-keep", "100000", "-tool-calls-for-tools")
-	proctest.WaitHTTP(t, ctx, "http://"+fakeAddr+"/v1/models", fakeProc)
+	fakeAddr := proctest.StartFake(t, ctx, fake, "-control", "-keep", "100000", "-tool-calls-for-tools")
 
 	startRecall := func(protocol, root string) string {
-		addr := proctest.FreeAddr(t)
-		p := proctest.Start(t, ctx, recall, []string{
-			"RECALL_CONFIG=",
-			"RECALL_LISTEN=" + addr,
-			"RECALL_UPSTREAM_URL=http://" + fakeAddr + root,
-			"RECALL_UPSTREAM_PROTOCOL=" + protocol,
-			"RECALL_DATA_DIR=" + filepath.Join(t.TempDir(), "data"),
-			"RECALL_STORE_URL=",
-		}, "serve")
-		proctest.WaitHTTP(t, ctx, "http://"+addr+"/readyz", p)
+		addr, _ := proctest.ServeRecall(t, ctx, recall, "http://"+fakeAddr+root, protocol)
 		return "http://" + addr
 	}
 	openaiRecall := startRecall("openai", "/v1")
@@ -118,7 +94,7 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 	// /models/{model}:generateContent.
 	geminiRecall := startRecall("gemini", "/v1beta")
 
-	binDir := filepath.Join(suite, "node_modules", ".bin")
+	binDir := filepath.Join(r.Suite, "node_modules", ".bin")
 	installed := true
 	for _, name := range []string{"claude", "codex", "opencode", "copilot", "qwen", "pi", "kilo", "gemini"} {
 		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
@@ -129,10 +105,7 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 		// npm install with the lock, not npm ci: opencode's platform
 		// binaries are optional dependencies the registry's lock leaves
 		// out, which npm ci refuses ("Missing: opencode-darwin-arm64").
-		out, err := proctest.Command(ctx, suite, nil, npm, "install", "--no-save", "--no-audit", "--no-fund").CombinedOutput()
-		if err != nil {
-			t.Fatalf("npm install in %s: %v\n%s\n(%s; the npm registry must be reachable)", suite, err, out, proctest.NodeHelp)
-		}
+		r.Install(t, "install", "--no-save", "--no-audit", "--no-fund")
 	}
 
 	f := &fakeControl{url: "http://" + fakeAddr}
@@ -235,19 +208,15 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 				config := filepath.Join(e.home, "opencode.json")
 				writeFile(t, config, opencodeConfig(openaiRecall+"/c/"+e.conv+"/v1", e.key))
 				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "opencode"), append([]string{"run"}, strings.Fields(prompt)...)...)
-				cmd.Env = e.env(
+				cmd.Env = e.env(append(e.xdg(),
 					"OPENCODE_CONFIG="+config,
-					"XDG_CONFIG_HOME="+filepath.Join(e.home, ".config"),
-					"XDG_DATA_HOME="+filepath.Join(e.home, ".local", "share"),
-					"XDG_CACHE_HOME="+filepath.Join(e.home, ".cache"),
-					"XDG_STATE_HOME="+filepath.Join(e.home, ".local", "state"),
 					"OPENCODE_DISABLE_AUTOUPDATE=1",
 					"OPENCODE_DISABLE_MODELS_FETCH=1",
 					"OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
 					"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
 					"OPENCODE_DISABLE_SHARE=1",
 					"npm_config_offline=true",
-				)
+				)...)
 				return cmd
 			},
 		},
@@ -312,12 +281,8 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 				config := filepath.Join(e.home, "kilo.json")
 				writeFile(t, config, kiloConfig(openaiRecall+"/c/"+e.conv+"/v1", e.key))
 				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kilo"), append([]string{"run"}, strings.Fields(prompt)...)...)
-				cmd.Env = e.env(
+				cmd.Env = e.env(append(e.xdg(),
 					"KILO_CONFIG="+config,
-					"XDG_CONFIG_HOME="+filepath.Join(e.home, ".config"),
-					"XDG_DATA_HOME="+filepath.Join(e.home, ".local", "share"),
-					"XDG_CACHE_HOME="+filepath.Join(e.home, ".cache"),
-					"XDG_STATE_HOME="+filepath.Join(e.home, ".local", "state"),
 					"KILO_DISABLE_AUTOUPDATE=1",
 					"KILO_DISABLE_MODELS_FETCH=1",
 					"KILO_DISABLE_DEFAULT_PLUGINS=1",
@@ -327,7 +292,7 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 					"KILO_DISABLE_PRESENCE=1",
 					"KILO_TELEMETRY_LEVEL=off",
 					"npm_config_offline=true",
-				)
+				)...)
 				return cmd
 			},
 		},
@@ -435,6 +400,17 @@ func (e agentEnv) env(vars ...string) []string {
 		"CI=1",
 	}
 	return append(env, vars...)
+}
+
+// xdg is the XDG base directories under the temporary HOME, for the
+// agents (opencode, kilo) that keep their state there.
+func (e agentEnv) xdg() []string {
+	return []string{
+		"XDG_CONFIG_HOME=" + filepath.Join(e.home, ".config"),
+		"XDG_DATA_HOME=" + filepath.Join(e.home, ".local", "share"),
+		"XDG_CACHE_HOME=" + filepath.Join(e.home, ".cache"),
+		"XDG_STATE_HOME=" + filepath.Join(e.home, ".local", "state"),
+	}
 }
 
 // runAgent runs the agent's two processes and checks the traffic.

@@ -38,41 +38,16 @@ func TestCodexWebSocket(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short runs no agents")
 	}
-	node := proctest.LookTool(t, "node")
-	npm := proctest.LookTool(t, "npm")
-	proctest.CheckNodeVersion(t, node)
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), proctest.Deadline(t, 10*time.Minute))
-	defer cancel()
-
-	suite := filepath.Join(root, "e2e", "agents")
-	binDir := filepath.Join(suite, "node_modules", ".bin")
+	r := proctest.NewNodeRun(t, "e2e/agents", 10*time.Minute)
+	ctx := r.Ctx
+	binDir := filepath.Join(r.Suite, "node_modules", ".bin")
 	if _, err := os.Stat(filepath.Join(binDir, "codex")); err != nil {
-		out, err := proctest.Command(ctx, suite, nil, npm, "install", "--no-save", "--no-audit", "--no-fund").CombinedOutput()
-		if err != nil {
-			t.Fatalf("npm install in %s: %v\n%s\n(%s; the npm registry must be reachable)", suite, err, out, proctest.NodeHelp)
-		}
+		r.Install(t, "install", "--no-save", "--no-audit", "--no-fund")
 	}
-	bin := t.TempDir()
-	recall := proctest.GoBuild(t, ctx, root, bin, "./cmd/recall")
-	fake := proctest.GoBuild(t, ctx, root, bin, "./bench/fakeupstream")
-	fakeAddr := proctest.FreeAddr(t)
-	fakeProc := proctest.Start(t, ctx, fake, nil, "-listen", fakeAddr, "-control", "-keep", "100000", "-tool-calls-for-tools")
-	proctest.WaitHTTP(t, ctx, "http://"+fakeAddr+"/v1/models", fakeProc)
-	addr := proctest.FreeAddr(t)
-	p := proctest.Start(t, ctx, recall, []string{
-		"RECALL_CONFIG=",
-		"RECALL_LISTEN=" + addr,
-		"RECALL_UPSTREAM_URL=http://" + fakeAddr + "/v1",
-		"RECALL_UPSTREAM_PROTOCOL=openai",
-		"RECALL_DATA_DIR=" + filepath.Join(t.TempDir(), "data"),
-		"RECALL_STORE_URL=",
-	}, "serve")
+	recall, fake := r.BuildServers(t)
+	fakeAddr := proctest.StartFake(t, ctx, fake, "-control", "-keep", "100000", "-tool-calls-for-tools")
+	addr, _ := proctest.ServeRecall(t, ctx, recall, "http://"+fakeAddr+"/v1", "openai")
 	recallURL := "http://" + addr
-	proctest.WaitHTTP(t, ctx, recallURL+"/readyz", p)
 	f := &fakeControl{url: "http://" + fakeAddr}
 
 	// codex is one Codex process in e's conversation on base (%s: the

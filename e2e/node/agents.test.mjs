@@ -20,6 +20,24 @@ const setups = [
   { name: 'Responses model over an anthropic upstream', base: recallAnthropicURL, path: '/v1/messages', useResponses: true },
 ];
 
+// weatherAgent is an agent with one tool, get_weather, and the cities
+// its calls asked about, in order.
+function weatherAgent() {
+  const cities = [];
+  const agent = new Agent({
+    name: 'Weather',
+    instructions: 'Answer with the weather.',
+    model: 'gpt-4.1',
+    tools: [tool({
+      name: 'get_weather',
+      description: 'The weather in a city.',
+      parameters: z.object({ city: z.string() }),
+      execute: async ({ city }) => { cities.push(city); return `18°C, clear in ${city}`; },
+    })],
+  });
+  return { agent, cities };
+}
+
 for (const { name, base, path, useResponses, todo } of setups) {
   test(`an agent with a function tool (${name})`, { todo }, async () => {
     const conv = newConv('agents');
@@ -28,18 +46,7 @@ for (const { name, base, path, useResponses, todo } of setups) {
     // through the runner's provider.
     setDefaultOpenAIClient(openAIClient);
     const runner = new Runner({ modelProvider: new OpenAIProvider({ openAIClient, useResponses }), tracingDisabled: true });
-    const cities = [];
-    const agent = new Agent({
-      name: 'Weather',
-      instructions: 'Answer with the weather.',
-      model: 'gpt-4.1',
-      tools: [tool({
-        name: 'get_weather',
-        description: 'The weather in a city.',
-        parameters: z.object({ city: z.string() }),
-        execute: async ({ city }) => { cities.push(city); return `18°C, clear in ${city}`; },
-      })],
-    });
+    const { agent, cities } = weatherAgent();
 
     await scriptReply({ toolCalls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] });
     const result = await runner.run(agent, 'Weather in Paris?');
@@ -80,18 +87,7 @@ for (const { name, base, path } of chained) {
   test(`an agent run continued by previousResponseId (${name})`, async () => {
     const openAIClient = client(undefined, `${base}/v1`);
     const runner = new Runner({ modelProvider: new OpenAIProvider({ openAIClient, useResponses: true }), tracingDisabled: true });
-    const cities = [];
-    const agent = new Agent({
-      name: 'Weather',
-      instructions: 'Answer with the weather.',
-      model: 'gpt-4.1',
-      tools: [tool({
-        name: 'get_weather',
-        description: 'The weather in a city.',
-        parameters: z.object({ city: z.string() }),
-        execute: async ({ city }) => { cities.push(city); return `18°C, clear in ${city}`; },
-      })],
-    });
+    const { agent, cities } = weatherAgent();
 
     await scriptReply({ toolCalls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] });
     const first = await runner.run(agent, 'Weather in Paris?');

@@ -36,6 +36,16 @@ func (h *Harness) Post(path, key, conv, body string) Result {
 	return h.PostHeaders(path, headers, body)
 }
 
+// PostDone is Post of an exchange that must be answered 200; it waits
+// for the exchange's commit on conv, and fails the test otherwise.
+func (h *Harness) PostDone(path, key, conv, body string) {
+	h.T.Helper()
+	if r := h.Post(path, key, conv, body); r.Status != 200 {
+		h.T.Fatalf("POST %s on %s: got %d %s, want 200", path, conv, r.Status, r.Body)
+	}
+	h.WaitDone(conv)
+}
+
 // PostHeaders sends a raw request with the given headers.
 func (h *Harness) PostHeaders(path string, headers map[string]string, body string) Result {
 	h.T.Helper()

@@ -80,7 +80,7 @@ func Command(ctx context.Context, dir string, env []string, name string, args ..
 
 // Proc is a started binary: its log, and whether it exited.
 type Proc struct {
-	log    *syncBuffer
+	log    *SyncBuffer
 	exited chan struct{}
 	cmd    *exec.Cmd
 }
@@ -92,7 +92,7 @@ func (p *Proc) Log() string { return p.log.String() }
 // (and SIGKILL if it is still there after 10s).
 func Start(t *testing.T, ctx context.Context, bin string, env []string, args ...string) *Proc {
 	t.Helper()
-	p := &Proc{log: &syncBuffer{}, exited: make(chan struct{})}
+	p := &Proc{log: &SyncBuffer{}, exited: make(chan struct{})}
 	p.cmd = Command(ctx, "", env, bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
@@ -153,19 +153,22 @@ func WaitHTTP(t *testing.T, ctx context.Context, url string, p *Proc) {
 	}
 }
 
-// syncBuffer is a log sink safe to read while a process writes to it.
-type syncBuffer struct {
+// SyncBuffer is a log sink safe to read while a process (or a goroutine:
+// config's watcher) writes to it.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+// String returns what was written so far.
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

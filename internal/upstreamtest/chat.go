@@ -101,10 +101,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte) 
 	rec := s.receivedFor(r, body)
 	var rq request
 	var apiErr *APIError
-	var root gjson.Result
-	if gjson.ValidBytes(body) {
-		root = gjson.ParseBytes(body)
-	}
+	root := parseBody(body)
 	switch {
 	case !root.IsObject():
 		apiErr = &APIError{Message: msgParseBody, Type: invalidRequest}
@@ -117,17 +114,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte) 
 		}
 	}
 	summary := apiErr == nil && isSummaryCall(&rq, root)
-	if rec != nil {
-		rec.Model, rec.Stream, rec.Rejected, rec.Summary = rq.model, rq.stream, apiErr, summary
-		for _, m := range rq.msgs {
-			rec.Messages = append(rec.Messages, json.RawMessage(m.Raw))
-		}
-	}
-	queue := &s.queue
-	if summary {
-		queue = &s.summaryQueue
-	}
-	reply, _, gate := s.recordFrom(rec, apiErr == nil, queue)
+	reply, gate := s.takeReply(rec, rq.model, rq.stream, summary, rq.msgs, apiErr)
 	if apiErr != nil {
 		s.writeError(w, http.StatusBadRequest, apiErr, "")
 		return

@@ -92,10 +92,7 @@ var geminiMembers = []string{"contents", "systemInstruction", "system_instructio
 // serveGemini answers a Gemini generateContent call.
 func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte, model string, stream bool) {
 	rec := s.receivedFor(r, body)
-	var root gjson.Result
-	if gjson.ValidBytes(body) {
-		root = gjson.ParseBytes(body)
-	}
+	root := parseBody(body)
 	var contents []gjson.Result
 	if c := root.Get("contents"); c.IsArray() {
 		contents = c.Array()
@@ -116,20 +113,11 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte
 		apiErr = validateGeminiRequest(root, contents, model)
 	}
 	summary := apiErr == nil && isGeminiSummaryCall(root, contents)
-	if rec != nil {
-		rec.Model, rec.Stream, rec.Summary = model, stream, summary
-		for _, c := range contents {
-			rec.Messages = append(rec.Messages, json.RawMessage(c.Raw))
-		}
-		if apiErr != nil {
-			rec.Rejected = &APIError{Message: apiErr.message, Type: apiErr.status}
-		}
+	var rejected *APIError
+	if apiErr != nil {
+		rejected = &APIError{Message: apiErr.message, Type: apiErr.status}
 	}
-	queue := &s.queue
-	if summary {
-		queue = &s.summaryQueue
-	}
-	reply, _, gate := s.recordFrom(rec, apiErr == nil, queue)
+	reply, gate := s.takeReply(rec, model, stream, summary, contents, rejected)
 	if apiErr != nil {
 		s.writeJSON(w, apiErr.code, apiErr.json())
 		return

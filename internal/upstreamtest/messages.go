@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -95,10 +94,7 @@ type anthMessage struct {
 // serveMessages answers POST /v1/messages.
 func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, body []byte) {
 	rec := s.receivedFor(r, body)
-	var root gjson.Result
-	if gjson.ValidBytes(body) {
-		root = gjson.ParseBytes(body)
-	}
+	root := parseBody(body)
 	var msgs []gjson.Result
 	if m := root.Get("messages"); m.IsArray() {
 		msgs = m.Array()
@@ -115,20 +111,11 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, body []by
 		apiErr = validateMessagesRequest(root, msgs, hasBeta(r.Header, SystemMessagesBeta))
 	}
 	summary := apiErr == nil && isMessagesSummaryCall(root, msgs)
-	if rec != nil {
-		rec.Model, rec.Stream, rec.Summary = root.Get("model").Str, root.Get("stream").Type == gjson.True, summary
-		for _, m := range msgs {
-			rec.Messages = append(rec.Messages, json.RawMessage(m.Raw))
-		}
-		if apiErr != nil {
-			rec.Rejected = &APIError{Message: apiErr.message, Type: apiErr.typ}
-		}
+	var rejected *APIError
+	if apiErr != nil {
+		rejected = &APIError{Message: apiErr.message, Type: apiErr.typ}
 	}
-	queue := &s.queue
-	if summary {
-		queue = &s.summaryQueue
-	}
-	reply, _, gate := s.recordFrom(rec, apiErr == nil, queue)
+	reply, gate := s.takeReply(rec, root.Get("model").Str, root.Get("stream").Type == gjson.True, summary, msgs, rejected)
 	if apiErr != nil {
 		s.writeAnthropicError(w, apiErr, "")
 		return

@@ -2,7 +2,6 @@ package upstreamtest
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -39,19 +38,10 @@ type answerResponse struct {
 // serveResponses answers POST /v1/responses.
 func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []byte) {
 	rec := s.receivedFor(r, body)
-	var root gjson.Result
-	if gjson.ValidBytes(body) {
-		root = gjson.ParseBytes(body)
-	}
+	root := parseBody(body)
 	var items []gjson.Result
 	apiErr, status := validateResponses(root, &items)
-	if rec != nil {
-		rec.Model, rec.Stream, rec.Rejected = root.Get("model").Str, root.Get("stream").Type == gjson.True, apiErr
-		for _, it := range items {
-			rec.Messages = append(rec.Messages, json.RawMessage(it.Raw))
-		}
-	}
-	reply, _, gate := s.record(rec, apiErr == nil)
+	reply, gate := s.takeReply(rec, root.Get("model").Str, root.Get("stream").Type == gjson.True, false, items, apiErr)
 	if apiErr != nil {
 		s.writeError(w, status, apiErr, "")
 		return

@@ -387,6 +387,34 @@ func (s *Server) record(rec *Received, take bool) (r Reply, ok bool, gate chan s
 	return s.recordFrom(rec, take, &s.queue)
 }
 
+// parseBody is a request body's JSON: the zero Result, which is not an
+// object, for a body that is not valid JSON.
+func parseBody(body []byte) gjson.Result {
+	if !gjson.ValidBytes(body) {
+		return gjson.Result{}
+	}
+	return gjson.ParseBytes(body)
+}
+
+// takeReply records a request of an exchange (its model, stream flag,
+// messages or input items, rejection and whether it is a summariser call)
+// and takes the next scripted reply for it: from the summary queue for a
+// summariser call, none for a rejected request.
+func (s *Server) takeReply(rec *Received, model string, stream, summary bool, msgs []gjson.Result, rejected *APIError) (Reply, chan struct{}) {
+	if rec != nil {
+		rec.Model, rec.Stream, rec.Rejected, rec.Summary = model, stream, rejected, summary
+		for _, m := range msgs {
+			rec.Messages = append(rec.Messages, json.RawMessage(m.Raw))
+		}
+	}
+	queue := &s.queue
+	if summary {
+		queue = &s.summaryQueue
+	}
+	reply, _, gate := s.recordFrom(rec, rejected == nil, queue)
+	return reply, gate
+}
+
 // recordFrom is record taking the reply from queue.
 func (s *Server) recordFrom(rec *Received, take bool, queue *[]Reply) (r Reply, ok bool, gate chan struct{}) {
 	s.mu.Lock()

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 )
 
 // Calls and Results skip the parse of a message that cannot hold a
@@ -26,12 +28,7 @@ func TestCallsAndResultsHoweverSpelled(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			raw := []byte(tt.raw)
-			if got := (Codec{}).Calls(nil, raw); !slices.Equal(got, tt.calls) {
-				t.Errorf("Calls: got %q, want %q", got, tt.calls)
-			}
-			if got := (Codec{}).Results(nil, raw); !slices.Equal(got, tt.results) {
-				t.Errorf("Results: got %q, want %q", got, tt.results)
-			}
+			prototest.IDs(t, Codec{}, raw, tt.calls, tt.results)
 			// The parse alone reads the same.
 			if got := appendIDs(nil, parse(raw), roleAssistant, typeToolUse, "id"); !slices.Equal(got, tt.calls) {
 				t.Errorf("the parse's calls: got %q, want %q", got, tt.calls)

@@ -1,8 +1,9 @@
 package responses
 
 import (
-	"slices"
 	"testing"
+
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 )
 
 // Calls and Results skip the parse of an item that cannot name a
@@ -24,12 +25,7 @@ func TestCallsAndResultsHoweverSpelled(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			raw := []byte(tt.raw)
-			if got := (Codec{}).Calls(nil, raw); !slices.Equal(got, tt.calls) {
-				t.Errorf("Calls: got %q, want %q", got, tt.calls)
-			}
-			if got := (Codec{}).Results(nil, raw); !slices.Equal(got, tt.results) {
-				t.Errorf("Results: got %q, want %q", got, tt.results)
-			}
+			prototest.IDs(t, Codec{}, raw, tt.calls, tt.results)
 		})
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/store/badgerstore"
 )
@@ -125,28 +123,11 @@ func TestHardForgetTooBigForOneTransaction(t *testing.T) {
 			if err != nil || len(hits) != 1 || hits[0].Message.Seq != 15001 {
 				t.Errorf("after: search got %d hits, %v; want seq 15001 only", len(hits), err)
 			}
-			count := func(db *badger.DB) (n int) {
-				t.Helper()
-				err := db.View(func(txn *badger.Txn) error {
-					opts := badger.DefaultIteratorOptions
-					opts.PrefetchValues = false
-					it := txn.NewIterator(opts)
-					defer it.Close()
-					for it.Rewind(); it.Valid(); it.Next() {
-						n++
-					}
-					return nil
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return n
-			}
 			// The metadata, the listing entry, seq 15001, the totals, the
 			// index version, the segment counter and the side mark; in
 			// the side database seq 15001's two postings, the span of its
 			// segment and the side's segment counter.
-			if left, side := count(s.DB()), count(s.SideDB()); left != 7 || side != 4 {
+			if left, side := badgerstore.CountKeys(t, s.DB(), nil), badgerstore.CountKeys(t, s.SideDB(), nil); left != 7 || side != 4 {
 				t.Errorf("got %d keys in the database and %d in the side one; want 7 and 4", left, side)
 			}
 		})

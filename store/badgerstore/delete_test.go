@@ -82,6 +82,21 @@ func keysIn(t *testing.T, db *badger.DB, k history.Key) []string {
 	return out
 }
 
+// ownStore opens a store in a fresh directory with conversation t/c
+// holding msgs. No cleanup closes it: the test does, to reopen dir or to
+// cut a Delete short.
+func ownStore(t *testing.T, msgs ...history.Message) (s *Store, dir string, k history.Key, m history.Meta) {
+	t.Helper()
+	dir = t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k = history.Key{Tenant: "t", Conversation: "c"}
+	return s, dir, k, commitT(t, s, k, history.Change{Append: msgs})
+}
+
+// openT opens a store in dir that a cleanup closes.
 func openT(t *testing.T, dir string, o Options) *Store {
 	t.Helper()
 	s, err := Open(dir, o)
@@ -154,14 +169,8 @@ func storedMessages(t *testing.T, s *Store, k history.Key, all bool) []history.M
 // conversation gone, refuses commits on the id, and is finished by the
 // next Open.
 func TestDeleteFinishedAtOpen(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, dir, k, m := ownStore(t, textMsg("user", "remember the walrus"), textMsg("assistant", "noted"))
 	ctx := context.Background()
-	k := history.Key{Tenant: "t", Conversation: "c"}
-	m := commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "remember the walrus"), textMsg("assistant", "noted")}})
 	// The first transaction of a Delete, and then the crash.
 	if err := s.db.Update(func(txn *badger.Txn) error { return deleteMeta(txn, k, &m) }); err != nil {
 		t.Fatal(err)
@@ -199,17 +208,11 @@ func TestDeleteFinishedAtOpen(t *testing.T) {
 // metadata landed) are never found, block commits on the conversation
 // until Open clears them, and are gone after it with their postings.
 func TestStagedLeftoversClearedAtOpen(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, dir, k, m := ownStore(t, textMsg("user", "landed"))
 	ctx := context.Background()
-	k := history.Key{Tenant: "t", Conversation: "c"}
-	m := commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "landed")}})
 	// What commitStaged does before landing: the mark, then records.
 	var b segBuilder
-	err = s.db.Update(func(txn *badger.Txn) error {
+	err := s.db.Update(func(txn *badger.Txn) error {
 		if err := txn.Set(pendingKey(k), pending{kind: pendingStaged, ranges: []history.Range{{From: m.NextSeq, To: maxSeq}}}.append(nil)); err != nil {
 			return err
 		}

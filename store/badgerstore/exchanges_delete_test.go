@@ -45,6 +45,7 @@ func countRecordKeys(t *testing.T, s *Store, prefix []byte) int {
 	return countIn(t, s.side, prefix)
 }
 
+// countIn counts the keys with prefix in db (every key for nil).
 func countIn(t *testing.T, db *badger.DB, prefix []byte) int {
 	t.Helper()
 	n := 0

@@ -29,23 +29,7 @@ func TestFoldIndexesWhatCommitsLeft(t *testing.T) {
 				textMsg("assistant", words[i%4]+" "+words[c%4]+" answer")}, Now: int64(c*10+i+1) * 1e9})
 		}
 	}
-	postings := func() int {
-		n := 0
-		err := s.side.View(func(txn *badger.Txn) error {
-			opts := badger.DefaultIteratorOptions
-			opts.Prefix = []byte{'i', 0}
-			it := txn.NewIterator(opts)
-			defer it.Close()
-			for it.Rewind(); it.Valid(); it.Next() {
-				n++
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	postings := func() int { return countIn(t, s.side, []byte{'i', 0}) }
 	queries := []history.SearchQuery{{Text: "alpha answer", Limit: 50}, {Text: "gamma", Conversation: "c1", Limit: 50}, {Text: "question 3", Limit: 50}}
 	var before [][]history.Hit
 	for _, q := range queries {

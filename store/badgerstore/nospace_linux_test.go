@@ -3,7 +3,6 @@ package badgerstore_test
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,17 +17,7 @@ import (
 // commits stop with ErrNoSpace, every committed turn survives, and the
 // store reopens read-only. It needs root to mount a tmpfs.
 func TestFullTmpfsStopsCommitsAndReopens(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root; TestFreeSpaceFloor covers the rule with an injected free-space function")
-	}
-	dir := filepath.Join(t.TempDir(), "small")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=100m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here (%v: %s); TestFreeSpaceFloor covers the rule", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	dir := mountTmpfs(t, "size=100m", "; TestFreeSpaceFloor covers the rule with an injected free-space function")
 	// The floor must cover what Badger writes between two commits: a
 	// memtable's write-ahead log filling up and its flush to a table (16
 	// MiB each here), plus one commit.

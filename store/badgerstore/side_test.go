@@ -22,14 +22,8 @@ import (
 // (whose logs a durable commit syncs), and are read back from it after a
 // reopen.
 func TestExchangeRecordsLiveInTheirOwnDatabase(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, dir, k, m := ownStore(t, textMsg("user", "hello"), textMsg("assistant", "hi"))
 	ctx := context.Background()
-	k := history.Key{Tenant: "t", Conversation: "c"}
-	m := commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "hello"), textMsg("assistant", "hi")}})
 	recs := []history.ExchangeRecord{{ID: history.NewExchangeID(1), Incarnation: m.Incarnation}, {ID: history.NewExchangeID(2), Incarnation: m.Incarnation}}
 	if err := s.AppendExchanges(ctx, k, recs); err != nil {
 		t.Fatal(err)
@@ -57,17 +51,11 @@ func TestExchangeRecordsLiveInTheirOwnDatabase(t *testing.T) {
 // database, has them moved on Open: listed as before, none left in the
 // main database, moved once.
 func TestRecordsMovedOutOfTheMainDatabase(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, dir, k, m := ownStore(t, textMsg("user", "hello"), textMsg("assistant", "hi"))
 	ctx := context.Background()
-	k := history.Key{Tenant: "t", Conversation: "c"}
-	m := commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "hello"), textMsg("assistant", "hi")}})
 	// The earlier layout: records beside the metadata, no mark.
 	var ids []string
-	err = s.db.Update(func(txn *badger.Txn) error {
+	err := s.db.Update(func(txn *badger.Txn) error {
 		for n := range uint64(300) {
 			r := history.ExchangeRecord{ID: history.NewExchangeID(n + 1), Incarnation: m.Incarnation}
 			key, err := exchangeKey(convPrefix(k), r.ID)
@@ -163,21 +151,15 @@ func TestAppendRacingADeleteLeavesNoRecord(t *testing.T) {
 // database is gone opens and lists no records; on an earlier version's
 // directory, not moved yet, it reads them where they are.
 func TestReadOnlyWithoutASideDatabase(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, dir, k, m := ownStore(t, textMsg("user", "walrus"), textMsg("assistant", "hi"))
 	ctx := context.Background()
-	k := history.Key{Tenant: "t", Conversation: "c"}
-	m := commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "walrus"), textMsg("assistant", "hi")}})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.RemoveAll(filepath.Join(dir, sideDir)); err != nil {
 		t.Fatal(err)
 	}
-	s, err = Open(dir, Options{ReadOnly: true})
+	s, err := Open(dir, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

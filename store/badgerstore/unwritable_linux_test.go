@@ -15,17 +15,7 @@ import (
 // with an error that says so and names the directory, not with Badger's
 // bare "LOCK: permission denied".
 func TestUnwritableDirectoryIsNamed(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a read-only tmpfs needs root")
-	}
-	dir := filepath.Join(t.TempDir(), "ro")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here (%v: %s)", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	dir := mountTmpfs(t, "ro,size=1m", "")
 	s, err := badgerstore.Open(dir, badgerstore.Options{})
 	if err == nil {
 		s.Close()
@@ -34,4 +24,23 @@ func TestUnwritableDirectoryIsNamed(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, "data directory is not writable") || !strings.Contains(msg, dir) {
 		t.Errorf("got error %q, want it to say the data directory %s is not writable", msg, dir)
 	}
+}
+
+// mountTmpfs mounts a tmpfs with opts (mount -o) on a new directory and
+// unmounts it when the test ends. It skips the test where it cannot (not
+// root, or no mount here), adding instead to the reason.
+func mountTmpfs(t *testing.T, opts, instead string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root" + instead)
+	}
+	dir := filepath.Join(t.TempDir(), "tmpfs")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v: %s)%s", err, out, instead)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	return dir
 }

@@ -12,14 +12,20 @@ import (
 	"github.com/recallproxy/recall/store/pgstore"
 )
 
+// twoReplicaCaches opens two stores on one new database, each behind its
+// own window cache, as two replicas run.
+func twoReplicaCaches(t *testing.T) (a, b *history.Cache) {
+	t.Helper()
+	url := pgtest.DB(t)
+	return history.NewCache(open(t, url, pgstore.Options{}), 0, 0), history.NewCache(open(t, url, pgstore.Options{}), 0, 0)
+}
+
 // TestReplicaCachesStayCoherent: two replicas, each with its own window
 // cache over one database. What one writes (a turn, a summary, a delete)
 // the other's next load sees, though its cache held the conversation.
 func TestReplicaCachesStayCoherent(t *testing.T) {
 	ctx := testCtx(t)
-	url := pgtest.DB(t)
-	a := history.NewCache(open(t, url, pgstore.Options{}), 0, 0)
-	b := history.NewCache(open(t, url, pgstore.Options{}), 0, 0)
+	a, b := twoReplicaCaches(t)
 	k := history.Key{Tenant: "t", Conversation: "c"}
 	q := history.Query{MinMessages: 100}
 	load := func(c *history.Cache) history.Snapshot {
@@ -143,9 +149,7 @@ func TestCacheLeasesThroughToTheStore(t *testing.T) {
 // cached copy (the deleted text) must not be served for it.
 func TestReplicaCacheDropsADeletedAndRemadeConversation(t *testing.T) {
 	ctx := testCtx(t)
-	url := pgtest.DB(t)
-	a := history.NewCache(open(t, url, pgstore.Options{}), 0, 0)
-	b := history.NewCache(open(t, url, pgstore.Options{}), 0, 0)
+	a, b := twoReplicaCaches(t)
 	k := history.Key{Tenant: "t", Conversation: "c"}
 	q := history.Query{MinMessages: 100}
 	commit(t, a, k, history.Change{Append: turns(0, 1)}) // a caches it

@@ -11,14 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/store/pgstore"
 	"github.com/recallproxy/recall/store/storetest"
-	"github.com/recallproxy/recall/wire"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -39,17 +36,12 @@ func open(t testing.TB, url string, o pgstore.Options) *pgstore.Store {
 	return s
 }
 
-func msg(role, raw string, tokens int) history.Message {
-	return history.Message{Role: role, Raw: []byte(raw), Tokens: tokens, Hash: xxhash.Sum64String(raw)}
-}
-
-func user(s string, tokens int) history.Message {
-	return msg(wire.RoleUser, `{"role":"user","content":"`+s+`"}`, tokens)
-}
-
-func asst(s string, tokens int) history.Message {
-	return msg(wire.RoleAssistant, `{"role":"assistant","content":"`+s+`"}`, tokens)
-}
+// msg, user and asst are the conformance suite's message makers.
+var (
+	msg  = storetest.Msg
+	user = storetest.User
+	asst = storetest.Asst
+)
 
 func turns(from, n int) []history.Message {
 	var out []history.Message

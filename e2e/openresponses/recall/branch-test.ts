@@ -1,5 +1,5 @@
 // Runs branchTemplates (branch-tests.ts) with the suite's runAllTests and
-// prints the report bin/compliance-test.ts --json prints:
+// prints the report third_party/bin/compliance-test.ts --json prints:
 //
 //	node --import tsx recall/branch-test.ts --base-url URL --api-key KEY
 //
@@ -9,7 +9,7 @@ import {
   runAllTests,
   type TestConfig,
   type TestResult,
-} from "../src/lib/compliance-tests";
+} from "../third_party/src/lib/compliance-tests";
 import { branchTemplates } from "./branch-tests";
 
 function arg(name: string): string {

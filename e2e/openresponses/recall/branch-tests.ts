@@ -8,12 +8,12 @@
 // output; and what the branch test is about.
 
 import type { z } from "zod";
-import { responseResourceSchema } from "../src/generated/kubb/zod/responseResourceSchema";
+import { responseResourceSchema } from "../third_party/src/generated/kubb/zod/responseResourceSchema";
 import type {
   TestConfig,
   TestResult,
   TestTemplate,
-} from "../src/lib/compliance-tests";
+} from "../third_party/src/lib/compliance-tests";
 
 type ResponseResource = z.infer<typeof responseResourceSchema>;
 

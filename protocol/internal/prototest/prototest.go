@@ -1,12 +1,14 @@
 // Package prototest holds the checks the protocol packages' tests share:
-// two JSON values compared whatever their spelling, and a codec's file
-// parts carried through a round trip or refused.
+// two JSON values compared whatever their spelling, a codec's call and
+// result ids, and a codec's file parts carried through a round trip or
+// refused.
 package prototest
 
 import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/recallproxy/recall/wire"
@@ -25,6 +27,18 @@ func Same(t testing.TB, a, b []byte) bool {
 		t.Fatalf("%s: %v", b, err)
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// IDs checks that c reads calls as the ids of the tool calls raw makes
+// and results as the ids of the calls it answers.
+func IDs(t testing.TB, c wire.Codec, raw []byte, calls, results []string) {
+	t.Helper()
+	if got := c.Calls(nil, raw); !slices.Equal(got, calls) {
+		t.Errorf("Calls: got %q, want %q", got, calls)
+	}
+	if got := c.Results(nil, raw); !slices.Equal(got, results) {
+		t.Errorf("Results: got %q, want %q", got, results)
+	}
 }
 
 // FileRoundTrip checks that c decodes raw, a user message of a text part

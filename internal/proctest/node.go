@@ -1,0 +1,128 @@
+package proctest
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// NodeRun is where a test that runs a Node.js suite of the module
+// starts: node and npm (Node.js 20 or later, on PATH), the module's
+// root, the suite's folder and a context that ends after the test's
+// budget, or sooner at its deadline.
+type NodeRun struct {
+	Ctx       context.Context
+	Node, NPM string
+	Root      string // the module's root: the folder of go.mod
+	Suite     string // the suite's folder, with its package.json
+}
+
+// NewNodeRun finds node and npm, checks node's version and returns the
+// run of the suite at dir (relative to the module's root, "e2e/node"),
+// its context ending after max.
+func NewNodeRun(t *testing.T, dir string, max time.Duration) NodeRun {
+	t.Helper()
+	r := NodeRun{Node: LookTool(t, "node"), NPM: LookTool(t, "npm")}
+	CheckNodeVersion(t, r.Node)
+	r.Root = moduleRoot(t)
+	r.Suite = filepath.Join(r.Root, filepath.FromSlash(dir))
+	ctx, cancel := context.WithTimeout(context.Background(), Deadline(t, max))
+	t.Cleanup(cancel)
+	r.Ctx = ctx
+	return r
+}
+
+// Install runs npm with args in the suite (ci or install), failing the
+// test with what it printed.
+func (r NodeRun) Install(t *testing.T, args ...string) {
+	t.Helper()
+	out, err := Command(r.Ctx, r.Suite, nil, r.NPM, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("npm %s in %s: %v\n%s\n(%s; the npm registry must be reachable)", args[0], r.Suite, err, out, NodeHelp)
+	}
+}
+
+// CIIfMissing runs npm ci when node_modules lacks a dependency of the
+// suite's package.json, so that a node_modules installed before a
+// package was added is brought up to date.
+func (r NodeRun) CIIfMissing(t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(r.Suite, "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		t.Fatalf("%s: %v", filepath.Join(r.Suite, "package.json"), err)
+	}
+	for name := range pkg.Dependencies {
+		if _, err := os.Stat(filepath.Join(r.Suite, "node_modules", name, "package.json")); err != nil {
+			r.Install(t, "ci", "--no-audit", "--no-fund")
+			return
+		}
+	}
+}
+
+// BuildServers builds recall and the fake upstream (bench/fakeupstream)
+// into a temporary folder and returns the two binaries.
+func (r NodeRun) BuildServers(t *testing.T) (recall, fake string) {
+	t.Helper()
+	bin := t.TempDir()
+	return GoBuild(t, r.Ctx, r.Root, bin, "./cmd/recall"), GoBuild(t, r.Ctx, r.Root, bin, "./bench/fakeupstream")
+}
+
+// StartFake starts the fake upstream binary on a free loopback port
+// with args added to -listen, waits until it answers and returns its
+// address.
+func StartFake(t *testing.T, ctx context.Context, fake string, args ...string) string {
+	t.Helper()
+	addr := FreeAddr(t)
+	p := Start(t, ctx, fake, nil, append([]string{"-listen", addr}, args...)...)
+	WaitHTTP(t, ctx, "http://"+addr+"/v1/models", p)
+	return addr
+}
+
+// ServeRecall starts the recall binary's serve on a free loopback port,
+// on its defaults but for no configuration file, a fresh data directory
+// and no store URL, in front of upstream (a base URL) speaking protocol;
+// it waits until /readyz answers and returns the address and the
+// process.
+func ServeRecall(t *testing.T, ctx context.Context, recall, upstream, protocol string) (string, *Proc) {
+	t.Helper()
+	addr := FreeAddr(t)
+	p := Start(t, ctx, recall, []string{
+		"RECALL_CONFIG=",
+		"RECALL_LISTEN=" + addr,
+		"RECALL_UPSTREAM_URL=" + upstream,
+		"RECALL_UPSTREAM_PROTOCOL=" + protocol,
+		"RECALL_DATA_DIR=" + filepath.Join(t.TempDir(), "data"),
+		"RECALL_STORE_URL=",
+	}, "serve")
+	WaitHTTP(t, ctx, "http://"+addr+"/readyz", p)
+	return addr, p
+}
+
+// moduleRoot is the folder of the go.mod above the test's working
+// directory.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
