@@ -66,3 +66,36 @@ func TestTextDeltaEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestEventsReadForTheirValidity: the events the Assembler takes nothing
+// from (the in-progress Response, the done events of a part) are
+// checked all the same: valid, they add nothing and change no state;
+// invalid anywhere, even deep in the Response, they are an error.
+func TestEventsReadForTheirValidity(t *testing.T) {
+	created := `{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[],` +
+		`"tools":[{"type":"function","name":"f","parameters":{"type":"object","properties":{"a":{"type":"array","items":{"type":"string"}}}}}],"metadata":{"k":"v\"w"}}}`
+	tests := []struct {
+		name, data string
+		err        bool
+	}{
+		{"created", created, false},
+		{"type last", `{"sequence_number":1,"response":{"status":"in_progress","output":[]},"type":"response.in_progress"}`, false},
+		{"part done", `{"type":"response.content_part.done","item_id":"m","output_index":0,"content_index":0,"part":{"type":"output_text","annotations":[],"text":"a\nb"}}`, false},
+		{"text done", `{"type":"response.output_text.done","output_index":0,"content_index":0,"text":"x","logprobs":[]}`, false},
+		{"created cut", created[:len(created)-2], true},
+		{"deep bad literal", `{"type":"response.created","response":{"tools":[{"parameters":{"x":[tru]}}]}}`, true},
+		{"bad number", `{"type":"response.in_progress","sequence_number":01}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			asm := &Assembler{}
+			deltas, done, err := asm.Event(nil, nil, []byte(tt.data))
+			if tt.err != (err != nil) || done || len(deltas) != 0 {
+				t.Fatalf("got %+v, done %v, error %v; want no deltas, error %v", deltas, done, err, tt.err)
+			}
+			if asm.texts != nil || asm.calls != nil || asm.itemDone != nil || asm.final != nil {
+				t.Errorf("the event changed the assembler: %+v", asm)
+			}
+		})
+	}
+}
