@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/internal/jsonscan"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -41,6 +42,9 @@ func (a *Assembler) Event(dst []wire.Delta, name, data []byte) ([]wire.Delta, bo
 	if len(data) == 0 {
 		return dst, false, nil // a comment or keepalive
 	}
+	if out, ok := a.textDelta(dst, data); ok {
+		return out, false, nil
+	}
 	if !gjson.ValidBytes(data) {
 		return dst, false, errors.New("responses: stream event: invalid JSON")
 	}
@@ -74,16 +78,7 @@ func (a *Assembler) Event(dst []wire.Delta, name, data []byte) ([]wire.Delta, bo
 			dst = append(dst, wire.Delta{Kind: wire.ReasoningDelta, Index: n, CallID: strings.Clone(item.Get("id").Str)})
 		}
 	case "response.output_text.delta":
-		key := [2]int64{ev.Get("output_index").Int(), ev.Get("content_index").Int()}
-		if a.texts == nil {
-			a.texts = map[[2]int64]int{}
-		}
-		n, ok := a.texts[key]
-		if !ok {
-			n = len(a.texts)
-			a.texts[key] = n
-		}
-		dst = append(dst, wire.Delta{Kind: wire.TextDelta, Index: n, Text: strings.Clone(ev.Get("delta").Str)})
+		dst = a.appendText(dst, ev.Get("output_index").Int(), ev.Get("content_index").Int(), ev.Get("delta").Str)
 	case "response.refusal.delta":
 		dst = append(dst, wire.Delta{Kind: wire.RefusalDelta, Text: strings.Clone(ev.Get("delta").Str)})
 	case "response.function_call_arguments.delta":
@@ -155,4 +150,115 @@ func (a *Assembler) Answer() (wire.Answer, error) {
 	}
 	a.answer, a.read = ans, true
 	return ans, nil
+}
+
+// appendText appends the TextDelta of an output_text delta of text part
+// (output, content).
+func (a *Assembler) appendText(dst []wire.Delta, output, content int64, text string) []wire.Delta {
+	key := [2]int64{output, content}
+	if a.texts == nil {
+		a.texts = map[[2]int64]int{}
+	}
+	n, ok := a.texts[key]
+	if !ok {
+		n = len(a.texts)
+		a.texts[key] = n
+	}
+	return append(dst, wire.Delta{Kind: wire.TextDelta, Index: n, Text: strings.Clone(text)})
+}
+
+// textDelta reads a response.output_text.delta event, the one a token of
+// a stream, in one pass that validates it as it reads its members
+// (jsonscan), where Event's own reading validates the whole event, then
+// looks each member up from its start. ok is false for any other event,
+// and for one it cannot decide on (a member it does not expect in the
+// shape it expects, invalid JSON): Event then reads it as it reads every
+// other, and says what is wrong with it. The first of duplicate members
+// counts, as gjson's lookup finds it.
+func (a *Assembler) textDelta(dst []wire.Delta, data []byte) (out []wire.Delta, ok bool) {
+	s := jsonscan.Scanner{B: data}
+	var output, content int64
+	var text []byte
+	var escaped bool
+	seen := 0 // of the bits below
+	const (
+		sType = 1 << iota
+		sOutput
+		sContent
+		sDelta
+	)
+	walked := s.Object(func(name []byte) bool {
+		bit := 0
+		switch string(name) {
+		case "type":
+			bit = sType
+		case "output_index":
+			bit = sOutput
+		case "content_index":
+			bit = sContent
+		case "delta":
+			bit = sDelta
+		}
+		if bit == 0 || seen&bit != 0 {
+			_, ok := s.Value(maxEventDepth)
+			return ok
+		}
+		seen |= bit
+		switch bit {
+		case sType:
+			typ, ok := s.Plain()
+			return ok && string(typ) == "response.output_text.delta"
+		case sDelta:
+			start, end, esc, ok := s.Str()
+			if ok {
+				text, escaped = data[start-1:end+1], esc
+			}
+			return ok
+		case sOutput:
+			n, ok := scanIndex(&s)
+			output = n
+			return ok
+		default:
+			n, ok := scanIndex(&s)
+			content = n
+			return ok
+		}
+	})
+	if s.Space(); !walked || s.I != len(data) || seen&sType == 0 {
+		return dst, false
+	}
+	delta := ""
+	if seen&sDelta != 0 {
+		delta = bytesString(text[1 : len(text)-1])
+		if escaped {
+			delta = gjson.ParseBytes(text).Str
+		}
+	}
+	return a.appendText(dst, output, content, delta), true
+}
+
+// maxEventDepth is how deeply textDelta follows a member it skips: a
+// deeper event is Event's to read.
+const maxEventDepth = 32
+
+// scanIndex consumes an index, a number of at most nine digits without
+// sign, fraction or exponent (any other number is Event's to read).
+func scanIndex(s *jsonscan.Scanner) (int64, bool) {
+	start := s.I
+	var n int64
+	for s.I < len(s.B) && '0' <= s.B[s.I] && s.B[s.I] <= '9' {
+		n = n*10 + int64(s.B[s.I]-'0')
+		s.I++
+	}
+	digits := s.I - start
+	if digits == 0 || digits > 9 || digits > 1 && s.B[start] == '0' {
+		return 0, false
+	}
+	if s.I < len(s.B) {
+		switch s.B[s.I] {
+		case '.', 'e', 'E':
+			return 0, false
+		}
+	}
+	return n, true
 }

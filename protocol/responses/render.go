@@ -211,12 +211,17 @@ func (r *Renderer) start(dst []byte) []byte {
 	}
 	r.started = true
 	r.id = responseID(r.req, nil)
-	for _, typ := range [2]string{"response.created", "response.in_progress"} {
-		dst = r.event(dst, typ, func(b []byte) []byte {
-			return appendResponse(append(b, `,"response":`...), r.req, nil, r.id, nil, true)
-		})
-	}
-	return dst
+	// The two events carry the same in-progress Response: rendered once,
+	// into the first, and copied into the second.
+	var at int
+	dst = r.event(dst, "response.created", func(b []byte) []byte {
+		at = len(b)
+		return appendResponse(append(b, `,"response":`...), r.req, nil, r.id, nil, true)
+	})
+	object := dst[at : len(dst)-len("}\n\n")]
+	return r.event(dst, "response.in_progress", func(b []byte) []byte {
+		return append(b, object...)
+	})
 }
 
 // open closes the open item and opens one of type typ.
