@@ -83,10 +83,16 @@
 # PG_CONF="-c shared_preload_libraries=pg_stat_statements") writes the
 # recall-pg rows' statements by total time to pg-statements.txt in the work
 # directory.
-# BASE_PORT (19801; eight ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
+# BASE_PORT (19801; nine ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
 # 2s/0.5s), KEEP=1 keeps the work directory, SAMPLES=1 writes each row's requests
 # (due and send times, latency: load -samples) to samples-ROW.csv in it, SEED_SUMMARIES=0 seeds no
 # summaries (see SUMMARIZED below).
+# TRACE=1 builds Recall with -tags pprof and, in every Recall row's open
+# loop, records a runtime/trace of the measured part (trace-ROW.out in the
+# work directory, which is then kept) and what the request goroutines
+# waited on in it, by stack (trace-ROW-sync.txt: go tool trace -pprof=sync;
+# -net.txt for the poller, where the durable commit's fsync waits); Recall
+# runs with GODEBUG=gctrace=1 (its GC lines in recall.log).
 set -euo pipefail
 
 QUICK=0
@@ -139,7 +145,8 @@ STATIC_PORT=$((BASE_PORT + 4))
 NGINX_WRK_PORT=$((BASE_PORT + 5))
 BARE_PORT=$((BASE_PORT + 6))
 RECALL2_PORT=$((BASE_PORT + 7))
-for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT" "$PG_PORT" "$STATIC_PORT" "$NGINX_WRK_PORT" "$BARE_PORT" "$RECALL2_PORT"; do
+PPROF_PORT=$((BASE_PORT + 8)) # TRACE=1: the first Recall's net/http/pprof
+for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT" "$PG_PORT" "$STATIC_PORT" "$NGINX_WRK_PORT" "$BARE_PORT" "$RECALL2_PORT" "$PPROF_PORT"; do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 		echo "run.sh: port $p is already in use: set BASE_PORT to a free range" >&2
 		exit 1
@@ -163,7 +170,7 @@ cleanup() {
 		[ -n "$p" ] && kill "$p" 2>/dev/null || true
 	done
 	wait 2>/dev/null || true
-	if [ "${KEEP:-0}" = 1 ]; then
+	if [ "${KEEP:-0}" = 1 ] || [ "${TRACE:-0}" = 1 ]; then
 		echo "work directory kept: $WORK" >&2
 	else
 		rm -rf "$WORK"
@@ -183,7 +190,9 @@ else
 fi
 
 echo "building into $BIN" >&2
-(cd "$ROOT" && GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/recall" ./cmd/recall &&
+RECALL_TAGS=()
+[ "${TRACE:-0}" = 1 ] && RECALL_TAGS=(-tags pprof)
+(cd "$ROOT" && GOFLAGS=${GOFLAGS:--mod=mod} go build "${RECALL_TAGS[@]}" -o "$BIN/recall" ./cmd/recall &&
 	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/fakeupstream" ./bench/fakeupstream &&
 	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/load" ./bench/load &&
 	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/bareproxy" ./bench/bareproxy)
@@ -255,7 +264,23 @@ load() {
 	shift
 	local samples=()
 	[ "${SAMPLES:-0}" = 1 ] && samples=(-samples "$WORK/samples-${label//\//-}.csv")
+	local tracer=
+	if [ "${TRACE:-0}" = 1 ] && [[ "$label" == recall-*/open ]]; then
+		# the measured part: from the end of the warm-up, for DUR
+		local warm=${WARM%s}
+		[[ "$WARM" == *ms ]] && warm=$(awk -v ms="${WARM%ms}" 'BEGIN { print ms / 1000 }')
+		(sleep "$warm" && curl -fsS -o "$WORK/trace-${label//\//-}.out" "http://127.0.0.1:$PPROF_PORT/debug/pprof/trace?seconds=${DUR%s}") &
+		tracer=$!
+	fi
 	"${LOAD_CPU[@]}" "$BIN/load" -label "$label" -duration "$DUR" -warmup "$WARM" "${samples[@]}" "$@" >>"$RESULTS"
+	if [ -n "$tracer" ] && wait "$tracer"; then
+		local t=$WORK/trace-${label//\//-}
+		for kind in sync net; do
+			go tool trace -pprof=$kind "$t.out" >"$t-$kind.pb" 2>/dev/null &&
+				go tool pprof -top -cum -nodecount=40 "$t-$kind.pb" >"$t-$kind.txt" 2>/dev/null || true
+		done
+		echo "run.sh: $label traced: $t.out, $t-sync.txt, $t-net.txt" >&2
+	fi
 }
 
 # matrix TARGET URL ARGS...: closed and open loop, non-streaming and streaming.
@@ -281,7 +306,9 @@ log_level: warn
 sync_writes: $2
 ${RECALL_CONF:-}
 EOF
-	RECALL_LISTEN=127.0.0.1:$port RECALL_UPSTREAM_URL=${UPSTREAM:-http://127.0.0.1:$UP_PORT/v1} \
+	local debug=()
+	[ "${TRACE:-0}" = 1 ] && [ -z "${RECALL_AT:-}" ] && debug=(GODEBUG=gctrace=1 RECALL_PPROF=127.0.0.1:$PPROF_PORT)
+	env "${debug[@]}" RECALL_LISTEN=127.0.0.1:$port RECALL_UPSTREAM_URL=${UPSTREAM:-http://127.0.0.1:$UP_PORT/v1} \
 		RECALL_DATA_DIR=$1 RECALL_CONFIG=$WORK/recall-$2.yaml RECALL_STORE_URL=${3:-} \
 		RECALL_UPSTREAM_PROTOCOL=${UPSTREAM_PROTOCOL:-openai} \
 		"${PROXY_CPU[@]}" "$BIN/recall" serve 2>>"$WORK/recall.log" &

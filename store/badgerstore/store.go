@@ -129,7 +129,9 @@ type Store struct {
 	free     func(dir string) (int64, error)
 	readOnly bool
 	noSync   bool
-	logs     *logSync // fsyncs Badger's logs after each group (durable, Linux): the committer's alone
+	logs     *logSync // fsyncs Badger's logs after each group (durable, Linux): logsMu guards it
+	logsMu   sync.Mutex
+	toSync   chan syncJob // written groups, to the log syncer (commit.go): with logs only
 	stop     chan struct{}
 	done     chan struct{}
 	commits  chan *commitReq // to the committer (see commit.go)
@@ -170,6 +172,8 @@ type Store struct {
 	synced            chan struct{}                        // closed when the background syncer has stopped
 	sideSynced        chan struct{}                        // closed when the side database's syncer has stopped
 	beforeRecordWrite func()                               // tests: runs between an append's metadata read and its write
+	afterGroupWrite   func()                               // tests: runs after a group's transaction committed, before its sync
+	beforeLogSync     func()                               // tests: runs before the log syncer syncs
 	beforeRecordPurge func()                               // tests: runs before a Delete's purge of records takes recMu
 }
 

@@ -1,0 +1,81 @@
+package badgerstore
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/recallproxy/recall/history"
+)
+
+// A durable group is written while the group before it waits for its
+// fsync, and is answered only after a sync that began after its write:
+// the committer no longer waits for the disk between two groups.
+func TestGroupWrittenWhileTheLastSyncs(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{IndexBacklog: 1 << 30, AIOSync: true})
+	if s.logs == nil {
+		t.Fatal("durable store without a logSync: AIO unavailable?")
+	}
+	written := make(chan struct{}, 4)
+	syncing, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) }) // before the store's Close
+	var syncs atomic.Int32
+	s.afterGroupWrite = func() { written <- struct{}{} }
+	s.beforeLogSync = func() {
+		if syncs.Add(1) == 1 {
+			close(syncing)
+			<-release
+		}
+	}
+	type answer struct {
+		err   error
+		syncs int32 // syncs begun when it was answered
+	}
+	commit := func(conv string) <-chan answer {
+		out := make(chan answer, 1)
+		go func() {
+			k := history.Key{Tenant: "t", Conversation: conv}
+			_, err := s.Commit(context.Background(), k, history.Change{Append: []history.Message{textMsg("user", "hello "+conv)}, Now: 1})
+			out <- answer{err, syncs.Load()}
+		}()
+		return out
+	}
+	wait := func(c <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-c:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s within 10s", what)
+		}
+	}
+
+	a := commit("a")
+	wait(written, "write of the first group")
+	wait(syncing, "sync of the first group")
+	b := commit("b")
+	wait(written, "write of the second group while the first one's sync is held")
+	select {
+	case got := <-a:
+		t.Fatalf("first commit answered before its sync ended: %+v", got)
+	case got := <-b:
+		t.Fatalf("second commit answered before its sync ended: %+v", got)
+	default:
+	}
+	releaseOnce.Do(func() { close(release) })
+	for name, c := range map[string]<-chan answer{"a": a, "b": b} {
+		select {
+		case got := <-c:
+			if got.err != nil {
+				t.Fatalf("commit %s: %v", name, got.err)
+			}
+			if name == "b" && got.syncs < 2 {
+				t.Fatalf("commit b answered after %d sync(s): the one that began before its write covered it", got.syncs)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("commit %s not answered within 10s of the sync's release", name)
+		}
+	}
+}
