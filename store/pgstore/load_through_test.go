@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
@@ -119,5 +120,38 @@ func TestLoadStartsAtTheSummary(t *testing.T) {
 	snap, err := s.Load(ctx, k, history.Query{MinMessages: 1, Tokens: 1 << 20})
 	if err != nil || len(snap.Tail) != 100 {
 		t.Fatalf("not summarised: %d messages (%v), want 100", len(snap.Tail), err)
+	}
+}
+
+// TestLoadScansFromTheSummary: the summarised load's index scan of the
+// messages starts after the summary (its bound is an index condition),
+// rather than walking the whole conversation newest first and filtering
+// the rows out: the scan returns the 6 messages after the summary of 100.
+func TestLoadScansFromTheSummary(t *testing.T) {
+	ctx := testCtx(t)
+	s := open(t, pgtest.DB(t), pgstore.Options{})
+	k := history.Key{Tenant: "t", Conversation: "scan"}
+	m := commit(t, s, k, history.Change{Append: turns(0, 50)})
+	if _, err := s.Commit(ctx, k, history.Change{Version: m.Version, Base: &m, Now: 9e9,
+		Summary: &history.SummaryChange{Incarnation: m.Incarnation, Summary: history.Summary{Text: "s", Through: 94, Turns: 47}}}); err != nil {
+		t.Fatal(err)
+	}
+	var plan []byte
+	if err := s.Pool().QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+pgstore.LoadSQL, k.Tenant, k.Conversation, int64(0), 128, true).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	var scanned []float64 // the rows each scan of recall_messages returned
+	var walk func(n gjson.Result)
+	walk = func(n gjson.Result) {
+		if n.Get("Relation Name").Str == "recall_messages" {
+			scanned = append(scanned, n.Get("Actual Rows").Float())
+		}
+		for _, c := range n.Get("Plans").Array() {
+			walk(c)
+		}
+	}
+	walk(gjson.GetBytes(plan, "0.Plan"))
+	if len(scanned) != 1 || scanned[0] != 6 {
+		t.Errorf("the scans of recall_messages returned %v rows, want one of 6 (the messages after the summary)\n%s", scanned, plan)
 	}
 }

@@ -316,12 +316,14 @@ func (s *Store) head(ctx context.Context, k history.Key) (history.Head, error) {
 // summary's covered-through if it is later (the through column), so
 // that a context's read takes the turns after the summary, not the
 // newest first batch of the whole conversation. %s is a condition on
-// the metadata's read (leasedSQL), which the messages' read joins.
+// the metadata's read (leasedSQL): without it (a NULL bound) no
+// message is read. The bound is a subquery, not a join, so that the
+// index scan starts at it.
 const loadSQL = `WITH c AS (SELECT meta, summary, CASE WHEN $5 THEN greatest($3, through) ELSE $3 END AS lo
   FROM recall_conversations WHERE tenant = $1 AND conversation = $2%s)
 SELECT 0::bigint, meta, summary, lo FROM c
 UNION ALL
-(SELECT seq, body, NULL::bytea, 0::bigint FROM recall_messages, c WHERE tenant = $1 AND conversation = $2 AND seq > c.lo
+(SELECT seq, body, NULL::bytea, 0::bigint FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > (SELECT lo FROM c)
  ORDER BY seq DESC LIMIT $4)`
 
 // followSQL reads a conversation's head and, if it is not the one given
