@@ -67,8 +67,9 @@ type Options struct {
 	// request path (see merge.go). Default 512.
 	MergeEvery int
 	// Committers is how many batched commit statements may be under way
-	// at once (see batch.go); each holds a connection while its statement
-	// runs. Default 2.
+	// at once while the Store is the database's only writer, one while
+	// it shares it (see batch.go); each holds a connection while its
+	// statement runs. Default 2.
 	Committers int
 	// OnMerge, if set, is called after each merge with the pages it
 	// merged and its error: for metrics and tests. Default none.
@@ -183,10 +184,11 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 		sole.close()
 		return nil, wrap("migrate", err)
 	}
+	s.batcher = newBatcher(s, o.Committers)
+	sole.changed = s.batcher.wake
 	sole.start()
 	s.merger = newMerger(o.MergeEvery, o.OnMerge)
 	go s.merger.run(s)
-	s.batcher = newBatcher(s, o.Committers)
 	return s, nil
 }
 
