@@ -81,8 +81,8 @@
 # (e.g. PG_CONF="-c commit_delay=200 -c commit_siblings=5"); PG_CPU=proxy
 # pins it to the proxy's core instead of the load generator's. PG_STATS=1 (with
 # PG_CONF="-c shared_preload_libraries=pg_stat_statements") writes the
-# recall-pg rows' statements by total time to pg-statements.txt in the work
-# directory.
+# recall-pg row's statements by total time to pg-statements.txt in the work
+# directory, recall-pg-2's to pg-2-statements.txt.
 # BASE_PORT (19801; nine ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
 # 2s/0.5s), KEEP=1 keeps the work directory, SAMPLES=1 writes each row's requests
 # (due and send times, latency: load -samples) to samples-ROW.csv in it, SEED_SUMMARIES=0 seeds no
@@ -530,6 +530,7 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 	matrix recall-pg "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" -metrics "$RECALL_METRICS" -cpu "$PG_PID"
 	stop_recall
 	pg_stats_dump "$WORK/pg-statements.txt"
+	pg_stats_reset
 	# Two replicas on the same database (the conversations as recall-pg
 	# left them), both on the proxy's core.
 	start_recall "$WORK/data-pg" true "$PG_URL"
@@ -540,6 +541,7 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 	stop_recall
 	RECALL_PID=$first
 	stop_recall
+	pg_stats_dump "$WORK/pg-2-statements.txt"
 	# The statements alone: PostgreSQL (Recall stopped) running, from
 	# the proxy's core, the commit's one statement and less, with pgbench
 	# in a closed loop, DUR each, on the database the rows left, with as

@@ -189,26 +189,9 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 	}
 	c.mu.Lock()
 	if el, ok := c.byKey[k]; ok && c.heads != nil && (epoch == 0 || el.Value.(*cacheEntry).epoch != epoch) {
-		cachedMeta := el.Value.(*cacheEntry).meta
-		cached := HeadOf(&cachedMeta)
-		c.mu.Unlock()
-		head, added, err := c.since(ctx, k, cached, cachedMeta.NextSeq-1, lease)
-		if err != nil {
+		if err := c.check(ctx, k, el, lease, epoch); err != nil {
+			c.mu.Unlock()
 			return Snapshot{}, err
-		}
-		c.mu.Lock()
-		if el, ok := c.byKey[k]; ok {
-			e := el.Value.(*cacheEntry)
-			switch {
-			case !HeadOf(&e.meta).Same(cached):
-				c.remove(el)
-			case head.Same(cached):
-				e.epoch = epoch
-			case added != nil && appendedTo(&cachedMeta, added):
-				c.advance(el, added.Meta, added.Tail, epoch)
-			default:
-				c.remove(el)
-			}
 		}
 	}
 	if el, ok := c.byKey[k]; ok && (lease == nil || lease.Held()) {
@@ -238,6 +221,35 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 	}
 	c.mu.Unlock()
 	return snap, nil
+}
+
+// check brings el, k's entry, up to k's stored head: unchanged, caught up
+// with what another process appended (appendedTo), or dropped. lease, if
+// set, is taken by the read (see since). c.mu is held on entry and on
+// return, and let go while the store is read.
+func (c *Cache) check(ctx context.Context, k Key, el *list.Element, lease *ExchangeLease, epoch uint64) error {
+	cachedMeta := el.Value.(*cacheEntry).meta
+	cached := HeadOf(&cachedMeta)
+	c.mu.Unlock()
+	head, added, err := c.since(ctx, k, cached, cachedMeta.NextSeq-1, lease)
+	c.mu.Lock()
+	if err != nil {
+		return err
+	}
+	if el, ok := c.byKey[k]; ok {
+		e := el.Value.(*cacheEntry)
+		switch {
+		case !HeadOf(&e.meta).Same(cached):
+			c.remove(el)
+		case head.Same(cached):
+			e.epoch = epoch
+		case added != nil && appendedTo(&cachedMeta, added):
+			c.advance(el, added.Meta, added.Tail, epoch)
+		default:
+			c.remove(el)
+		}
+	}
+	return nil
 }
 
 // since reads k's head and, if another process (a replica) moved it on
@@ -412,15 +424,22 @@ func (c *Cache) TryAcquire(ctx context.Context, name string) (release func(), ok
 func noRelease() {}
 
 // Messages reads the active messages after after from the cached entry
-// when Load would serve it (see Load: a store of one process, or the
-// store's sole writer and the entry current in this epoch) and it holds
-// every one of them; otherwise, and for every message (all: the inactive
-// ones are not cached), from the store. A summary job reads its turns
-// here, moments after the request that triggered it left them in the
-// entry.
+// when it holds every one of them and is current: over a store of one
+// process, or the store's sole writer with the entry current in this
+// epoch (as Load serves it), at no read; over a store other processes
+// write that follows their writes (Follower), once the entry was brought
+// up to the stored head in one read (as Load does), which costs a read
+// of the head where the messages' read would read them all. Otherwise,
+// and for every message (all: the inactive ones are not cached), it
+// reads the store. A summary job reads its turns here, moments after the
+// request that triggered it left them in the entry.
 func (c *Cache) Messages(ctx context.Context, k Key, after uint64, all bool, fn func(Message) bool) error {
 	if !all {
-		if tail, ok := c.cachedAfter(k, after); ok {
+		tail, ok, err := c.cachedAfter(ctx, k, after)
+		if err != nil {
+			return err
+		}
+		if ok {
 			for i := range tail {
 				if ctx.Err() != nil || !fn(tail[i]) {
 					break
@@ -433,26 +452,35 @@ func (c *Cache) Messages(ctx context.Context, k Key, after uint64, all bool, fn 
 }
 
 // cachedAfter returns k's cached active messages after after, if the entry
-// is current and holds them all.
-func (c *Cache) cachedAfter(k Key, after uint64) ([]Message, bool) {
+// is current (or, over a Follower, brought up to the stored head) and
+// holds them all.
+func (c *Cache) cachedAfter(ctx context.Context, k Key, after uint64) ([]Message, bool, error) {
 	epoch := c.epoch()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.byKey[k]
 	if !ok {
-		return nil, false
+		return nil, false, nil
+	}
+	if c.heads != nil && (epoch == 0 || el.Value.(*cacheEntry).epoch != epoch) {
+		if c.follower == nil {
+			return nil, false, nil
+		}
+		if err := c.check(ctx, k, el, nil, epoch); err != nil {
+			return nil, false, err
+		}
+		if el, ok = c.byKey[k]; !ok {
+			return nil, false, nil // dropped: the store's read
+		}
 	}
 	e := el.Value.(*cacheEntry)
-	if c.heads != nil && (epoch == 0 || e.epoch != epoch) {
-		return nil, false
-	}
 	tail := e.tail
 	if !e.complete && (len(tail) == 0 || tail[0].Seq > after+1) {
-		return nil, false // older active messages may not be cached
+		return nil, false, nil // older active messages may not be cached
 	}
 	i, _ := slices.BinarySearchFunc(tail, after+1, func(m Message, seq uint64) int { return cmp.Compare(m.Seq, seq) })
 	// Clipped: the entry appends in place.
-	return tail[i:len(tail):len(tail)], true
+	return tail[i:len(tail):len(tail)], true, nil
 }
 
 // List reads from the store.

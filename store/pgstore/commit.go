@@ -33,12 +33,13 @@ const eraseSQL = `WITH gone AS (
 UPDATE recall_conversations SET docs = docs - (SELECT count(*) FROM gone), terms = terms - (SELECT coalesce(sum(dl), 0) FROM gone)
 WHERE tenant = $1 AND conversation = $2`
 
-// upsertSQL writes the metadata row, its summary too; docs and terms
-// add to the stored statistics.
-const upsertSQL = `INSERT INTO recall_conversations (tenant, conversation, version, updated_at, meta, docs, terms, summaries, incarnation, summary)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+// upsertSQL writes the metadata row, its summary too (and the summary's
+// covered-through, through: see load); docs and terms add to the stored
+// statistics.
+const upsertSQL = `INSERT INTO recall_conversations (tenant, conversation, version, updated_at, meta, docs, terms, summaries, incarnation, summary, through)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 ON CONFLICT (tenant, conversation) DO UPDATE SET version = excluded.version, summaries = excluded.summaries, updated_at = excluded.updated_at,
-  incarnation = excluded.incarnation, meta = excluded.meta, summary = excluded.summary,
+  incarnation = excluded.incarnation, meta = excluded.meta, summary = excluded.summary, through = excluded.through,
   docs = recall_conversations.docs + excluded.docs, terms = recall_conversations.terms + excluded.terms`
 
 // The one-statement commit (see Commit): the metadata row is written only
@@ -80,8 +81,9 @@ rel AS (DELETE FROM recall_leases WHERE name = $16 AND holder = $17 AND EXISTS (
 // summarySQL lands a summary computed against the metadata whose head is
 // $6-$8: the row's head and both its columns are written only if that is
 // still its head (the metadata is then the base itself: every other
-// change moves the head), in one statement.
-const summarySQL = `UPDATE recall_conversations SET summaries = $3, meta = $4, summary = $5
+// change moves the head), in one statement, with the summary's
+// covered-through ($9).
+const summarySQL = `UPDATE recall_conversations SET summaries = $3, meta = $4, summary = $5, through = $9
 WHERE tenant = $1 AND conversation = $2 AND version = $6 AND summaries = $7 AND incarnation = $8`
 
 // Commit applies c in one transaction. With c.Base (the metadata the
@@ -225,7 +227,7 @@ func (s *Store) commitSummary(ctx context.Context, k history.Key, c *history.Cha
 	mv, sv := metaRow(&next)
 	*wrote = true
 	tag, err := s.pool.Exec(ctx, summarySQL, k.Tenant, k.Conversation, int32(next.Summaries), mv, sv,
-		int64(base.Version), int32(base.Summaries), int64(base.Incarnation))
+		int64(base.Version), int32(base.Summaries), int64(base.Incarnation), summaryThrough(&next))
 	if err != nil {
 		return history.Meta{}, false, err
 	}
@@ -344,7 +346,7 @@ func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c his
 		b.Queue(insertSQL, k.Tenant, k.Conversation, w.seqs, w.dls, w.created, w.bodies, w.tsvs)
 		docs, terms = int64(len(writes)), w.terms
 	}
-	b.Queue(upsertSQL, k.Tenant, k.Conversation, int64(next.Version), next.UpdatedAt, mv, docs, terms, int32(next.Summaries), int64(next.Incarnation), sv)
+	b.Queue(upsertSQL, k.Tenant, k.Conversation, int64(next.Version), next.UpdatedAt, mv, docs, terms, int32(next.Summaries), int64(next.Incarnation), sv, summaryThrough(&next))
 	if rel != nil {
 		b.Queue(releaseSQL, rel.name, rel.holder)
 	}

@@ -15,3 +15,8 @@ var BatchSQL, BatchLeasedSQL = batchPlainSQL, batchLeasedSQL
 
 // TakeSQL is the statement that takes a lease (and queues for it).
 const TakeSQL = takeSQL
+
+// LoadSQL is a load's first statement, without the lease: its arguments
+// are the tenant, the conversation, the bound after which messages are
+// read, the limit and whether the read stops at the summary.
+var LoadSQL = loadPlainSQL

@@ -54,3 +54,12 @@ func readMeta(meta, summary []byte) (history.Meta, error) {
 	}
 	return m, nil
 }
+
+// summaryThrough is m's through column: its summary's covered-through,
+// 0 without one.
+func summaryThrough(m *history.Meta) int64 {
+	if m.Summary == nil {
+		return 0
+	}
+	return int64(m.Summary.Through)
+}

@@ -75,6 +75,9 @@ type soleLock struct {
 	// yielding, if set, runs when this Store stops being the sole writer
 	// for a joining Store, before the newcomer may go on.
 	yielding func()
+	// changed, if set, runs after the Store starts or stops being the
+	// sole writer (set).
+	changed func()
 
 	// unjoined is nil while the lock is held (shared or exclusive), and
 	// otherwise a channel closed when it is held again: writes wait for
@@ -164,6 +167,9 @@ func (l *soleLock) set(sole bool) {
 		l.mu.Lock()
 		l.onSole(sole)
 		l.mu.Unlock()
+	}
+	if l.changed != nil {
+		l.changed()
 	}
 }
 

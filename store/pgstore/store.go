@@ -67,8 +67,9 @@ type Options struct {
 	// request path (see merge.go). Default 512.
 	MergeEvery int
 	// Committers is how many batched commit statements may be under way
-	// at once (see batch.go); each holds a connection while its statement
-	// runs. Default 2.
+	// at once while the Store is the database's only writer, one while
+	// it shares it (see batch.go); each holds a connection while its
+	// statement runs. Default 2.
 	Committers int
 	// OnMerge, if set, is called after each merge with the pages it
 	// merged and its error: for metrics and tests. Default none.
@@ -183,10 +184,11 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 		sole.close()
 		return nil, wrap("migrate", err)
 	}
+	s.batcher = newBatcher(s, o.Committers)
+	sole.changed = s.batcher.wake
 	sole.start()
 	s.merger = newMerger(o.MergeEvery, o.OnMerge)
 	go s.merger.run(s)
-	s.batcher = newBatcher(s, o.Committers)
 	return s, nil
 }
 
@@ -311,10 +313,19 @@ func (s *Store) head(ctx context.Context, k history.Key) (history.Head, error) {
 
 // loadSQL reads the metadata and the newest messages in one statement,
 // one snapshot: the metadata row is the one with seq 0 (messages count
-// from 1). %s is a condition on both reads (leasedSQL).
-const loadSQL = `SELECT 0::bigint, meta, summary FROM recall_conversations WHERE tenant = $1 AND conversation = $2%[1]s
+// from 1), with the bound the messages were read after: $3 or, for a
+// read that stops at the summary ($5, history.Query.Summarized), the
+// summary's covered-through if it is later (the through column), so
+// that a context's read takes the turns after the summary, not the
+// newest first batch of the whole conversation. %s is a condition on
+// the metadata's read (leasedSQL): without it (a NULL bound) no
+// message is read. The bound is a subquery, not a join, so that the
+// index scan starts at it.
+const loadSQL = `WITH c AS (SELECT meta, summary, CASE WHEN $5 THEN greatest($3, through) ELSE $3 END AS lo
+  FROM recall_conversations WHERE tenant = $1 AND conversation = $2%s)
+SELECT 0::bigint, meta, summary, lo FROM c
 UNION ALL
-(SELECT seq, body, NULL::bytea FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > $3%[1]s
+(SELECT seq, body, NULL::bytea, 0::bigint FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > (SELECT lo FROM c)
  ORDER BY seq DESC LIMIT $4)`
 
 // followSQL reads a conversation's head and, if it is not the one given
@@ -333,14 +344,14 @@ UNION ALL
 
 // The reads as they are sent: alone, and after the lease's take in a
 // batch, reading nothing unless the take took it ($8 and $9 in
-// follow's, $5 and $6 in load's: the lease's name and holder). The take
+// follow's, $6 and $7 in load's: the lease's name and holder). The take
 // is a statement of its own, before the read, so that the read's
 // snapshot, taken once the take returned, holds every commit of the
 // lease's last holder: a commit drops the lease in its own transaction,
 // and the take waits for that transaction to end.
 var (
 	loadPlainSQL    = fmt.Sprintf(loadSQL, "")
-	loadLeasedSQL   = fmt.Sprintf(loadSQL, leasedSQL(5))
+	loadLeasedSQL   = fmt.Sprintf(loadSQL, leasedSQL(6))
 	followPlainSQL  = fmt.Sprintf(followSQL, "")
 	followLeasedSQL = fmt.Sprintf(followSQL, leasedSQL(8))
 )
@@ -375,17 +386,18 @@ func (s *Store) load(ctx context.Context, k history.Key, q history.Query, take *
 		w     walker
 		found bool
 		batch []history.Message
+		lo    int64 // the messages were read after lo (loadSQL)
 	)
 	sql := loadPlainSQL
 	if take != nil {
 		sql = loadLeasedSQL
 	}
-	err := s.query(ctx, take, sql, []any{k.Tenant, k.Conversation, int64(q.After), limit}, func(rows pgx.Rows) error {
+	err := s.query(ctx, take, sql, []any{k.Tenant, k.Conversation, int64(q.After), limit, q.Summarized}, func(rows pgx.Rows) error {
 		defer rows.Close()
 		for rows.Next() {
-			var seq int64
+			var seq, after int64
 			var b, sb []byte
-			if err := rows.Scan(&seq, &b, &sb); err != nil {
+			if err := rows.Scan(&seq, &b, &sb, &after); err != nil {
 				return err
 			}
 			if seq == 0 {
@@ -393,7 +405,7 @@ func (s *Store) load(ctx context.Context, k history.Key, q history.Query, take *
 				if err != nil {
 					return err
 				}
-				w.meta, found = m, true
+				w.meta, found, lo = m, true, after
 				continue
 			}
 			msg, err := history.DecodeMessage(b, uint64(seq))
@@ -414,8 +426,19 @@ func (s *Store) load(ctx context.Context, k history.Key, q history.Query, take *
 	// UNION ALL keeps each branch's order in practice, not by contract.
 	sortDesc(batch)
 	w.take(batch)
-	if !w.done && len(batch) == limit {
-		if err := s.loadMore(ctx, k, &w, batch[len(batch)-1].Seq-1, limit); err != nil {
+	hi := uint64(0) // where the read goes on, if it must
+	switch {
+	case w.done:
+	case len(batch) == limit:
+		hi = batch[len(batch)-1].Seq - 1
+	case uint64(lo) > w.q.After:
+		// The through column is past the summary the metadata holds (a
+		// replica of an earlier build changed the summary without
+		// writing it): the messages up to it are read too.
+		hi = uint64(lo)
+	}
+	if hi > 0 {
+		if err := s.loadMore(ctx, k, &w, hi, limit); err != nil {
 			return history.Snapshot{}, err
 		}
 	}

@@ -1,0 +1,13 @@
+-- Version 9: the summary's covered-through sequence number in a column of
+-- its own (0: no summary), written with the summary column. A load of a
+-- conversation's context stops at the summary (history.Query.Summarized),
+-- which it learns only once it decoded the metadata: reading the tail in
+-- the same statement, it read the newest 128 messages (every turn of the
+-- load script's 50-turn conversations) where the three turns after the
+-- summary were needed. With the column the statement starts its read of
+-- messages there. A row of an earlier build reads 0 (the whole tail, as
+-- before); one whose summary an earlier build's replica changed since may
+-- hold a stale value, which the read checks against the decoded summary
+-- (store/pgstore/store.go, load). Adding a column with a constant default
+-- rewrites no rows.
+ALTER TABLE recall_conversations ADD COLUMN through bigint NOT NULL DEFAULT 0;
