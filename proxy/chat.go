@@ -107,7 +107,7 @@ type exchange struct {
 
 	// facts are what the exchange's record and log line report; span is
 	// its trace span (nil: tracing is off; trace.go).
-	facts exchangeFacts
+	facts pipeline.Record
 	span  *tracing.Exchange
 }
 
@@ -120,7 +120,7 @@ var exchanges = sync.Pool{New: func() any { return new(exchange) }}
 // exchange is logged, counted and reported once, whatever its end.
 func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 	x := exchanges.Get().(*exchange)
-	x.s, x.facts.start = s, s.startOf(rc)
+	x.s, x.facts.Start = s, s.startOf(rc)
 	x.key.Conversation = conv
 	body, admitted := s.admit(rc, x)
 	if !admitted {
@@ -162,7 +162,7 @@ func (x *exchange) readAnswer(rc *fasthttp.RequestCtx, resp *fasthttp.Response) 
 	enc = string(resp.Header.ContentEncoding())
 	raw, err := readLimited(uplink.Body(resp), x.s.cfg.MaxResponseBytes)
 	uplink.Release(resp)
-	x.facts.upstreamDone = x.now()
+	x.facts.UpstreamDone = x.now()
 	if errors.Is(err, errTooLarge) {
 		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err))
 		return nil, "", false
@@ -279,7 +279,7 @@ func (s *Server) logExchange(x *exchange, level slog.Level, tenant string, statu
 	if x.key.Conversation != "" {
 		attrs = append(attrs, "conversation", x.key.Conversation)
 	}
-	if x.record && x.dec != nil && !x.facts.sent.IsZero() {
+	if x.record && x.dec != nil && !x.facts.Sent.IsZero() {
 		attrs = append(attrs, "context_tokens", x.dec.Report.Tokens,
 			"turns", strconv.Itoa(x.dec.Report.IncludedTurns)+"/"+strconv.Itoa(x.dec.Report.StoredTurns),
 			"dropped_turns", x.dec.Report.DroppedTurns, "truncated_tool_results", x.dec.Report.TruncatedToolResults,
@@ -474,7 +474,7 @@ func (x *exchange) record1(r recorded) error {
 	start := s.cfg.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
 	defer cancel()
-	x.facts.usage = recordedUsage{input: r.prompt, output: r.completion, cached: r.cached, created: r.created}
+	x.facts.Usage = wire.Usage{InputTokens: r.prompt, OutputTokens: r.completion, CachedTokens: r.cached, CacheCreationTokens: r.created}
 	type outcome struct {
 		meta history.Meta
 		err  error
@@ -495,8 +495,8 @@ func (x *exchange) record1(r recorded) error {
 	case o := <-result:
 		err = o.err
 		if err == nil && len(ch.Append) > 0 {
-			x.facts.committedFrom, x.facts.committedTo = o.meta.NextSeq-uint64(len(ch.Append)), o.meta.NextSeq-1
-			x.facts.committedIncarnation = o.meta.Incarnation
+			x.facts.CommittedFrom, x.facts.CommittedTo = o.meta.NextSeq-uint64(len(ch.Append)), o.meta.NextSeq-1
+			x.facts.CommittedIncarnation = o.meta.Incarnation
 		}
 	case <-ctx.Done():
 		err = fmt.Errorf("%w: %w", errCommitTimeout, ctx.Err())
@@ -509,7 +509,7 @@ func (x *exchange) record1(r recorded) error {
 		}
 	}
 	if err != nil {
-		x.facts.commitFailed = true
+		x.facts.CommitFailed = true
 		reason := "error"
 		if errors.Is(err, errCommitTimeout) {
 			reason = "timeout"
@@ -592,19 +592,19 @@ func (x *exchange) done(status int, err error) {
 		tenant = x.c.cfg.ID
 	}
 	upstream := time.Duration(0)
-	if !x.facts.sent.IsZero() {
-		if x.facts.upstreamDone.IsZero() {
-			x.facts.upstreamDone = end
+	if !x.facts.Sent.IsZero() {
+		if x.facts.UpstreamDone.IsZero() {
+			x.facts.UpstreamDone = end
 		}
-		upstream = x.facts.upstreamDone.Sub(x.facts.sent)
+		upstream = x.facts.UpstreamDone.Sub(x.facts.Sent)
 	}
-	total := end.Sub(x.facts.start)
+	total := end.Sub(x.facts.Start)
 	if x.c.tenant != nil {
 		s.metrics.CountTenantRequest(&x.c.series, tenant, x.routeName(), status)
 	} else {
 		s.metrics.CountRequest(tenant, x.routeName(), status)
 	}
-	if !x.facts.sent.IsZero() {
+	if !x.facts.Sent.IsZero() {
 		if x.c.tenant != nil {
 			s.metrics.TenantLatency(&x.c.series, tenant, total, upstream)
 		} else {
@@ -619,7 +619,7 @@ func (x *exchange) done(status int, err error) {
 		s.logExchange(x, level, tenant, status, upstream, total, err)
 	}
 	x.calibrate(err)
-	recorded := s.cfg.OnExchange != nil && (x.record && x.dec != nil || x.side != "") && !x.facts.sent.IsZero()
+	recorded := s.cfg.OnExchange != nil && (x.record && x.dec != nil || x.side != "") && !x.facts.Sent.IsZero()
 	if recorded || x.span != nil {
 		r, rounds := x.records(status, err, end, upstream)
 		if x.span != nil {
@@ -636,34 +636,6 @@ func (x *exchange) done(status int, err error) {
 		s.cfg.OnExchangeDone(ExchangeDone{Tenant: tenant, Conversation: x.key.Conversation,
 			Status: status, Committed: x.committed, Err: err})
 	}
-}
-
-// owned is what an exchange holds until it ends: its deadline's cancel and
-// the conversation's lock. One party owns it at a time: the handler, and
-// for a stream the relay goroutine, to which the handler moves it with
-// take. Its end runs exactly once, wherever it was moved.
-type owned struct {
-	cancel  context.CancelFunc
-	release func()
-}
-
-// take moves what o holds to the returned value: o then holds nothing,
-// and its end does nothing.
-func (o *owned) take() owned {
-	t := *o
-	*o = owned{}
-	return t
-}
-
-// end releases the lock, then cancels the deadline.
-func (o *owned) end() {
-	if o.release != nil {
-		o.release()
-	}
-	if o.cancel != nil {
-		o.cancel()
-	}
-	*o = owned{}
 }
 
 // routeName is the exchange's route in metrics and logs.

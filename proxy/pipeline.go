@@ -56,12 +56,12 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), x.c.timeout())
-	res := owned{cancel: cancel}
-	defer res.end() // unless a stream's relay took it
+	res := pipeline.Owned{Cancel: cancel}
+	defer res.End() // unless a stream's relay took it
 	x.record = x.key.Conversation != "" && mode != history.Off
 	x.threadOf(rc, req)
 	if x.record {
-		if res.release, err = x.planTurn(ctx, rc, p, req, mode); err != nil {
+		if res.Release, err = x.planTurn(ctx, rc, p, req, mode); err != nil {
 			x.fail(rc, err)
 			return
 		}
@@ -98,7 +98,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 	upReq := fasthttp.AcquireRequest()
 	up.request(upReq, rc, x.c, req, p.proto)
 	upReq.SetBodyRaw(out)
-	x.facts.sent = x.now()
+	x.facts.Sent = x.now()
 	resp, err := s.send(ctx, upReq)
 	if !asCame {
 		putBodyBuf(out)
@@ -120,7 +120,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 		if !same {
 			rc.Response.Header.Del("Content-Encoding")
 		}
-		s.relaySeam(ctx, res.take(), rc, x, resp, p, up, req, same, ok)
+		s.relaySeam(ctx, res.Take(), rc, x, resp, p, up, req, same, ok)
 		return
 	}
 	x.answerWhole(rc, resp, p, up, req, same)
@@ -274,7 +274,7 @@ func (x *exchange) markHistoryEnd(up *protocol, body []byte, last int, seq uint6
 	n := len(body)
 	body = up.mark(body, last)
 	if len(body) != n {
-		x.facts.cacheBreakpoint = seq
+		x.facts.CacheBreakpoint = seq
 	}
 	return body
 }
@@ -303,7 +303,7 @@ func (x *exchange) translatedError(rc *fasthttp.RequestCtx, resp *fasthttp.Respo
 	e := pipeline.UpstreamStatus(status, raw)
 	e.RetryAfter = string(resp.Header.Peek(fasthttp.HeaderRetryAfter)) // when to try again holds in any protocol
 	uplink.Release(resp)
-	x.facts.upstreamDone = x.now()
+	x.facts.UpstreamDone = x.now()
 	x.fail(rc, e)
 }
 

@@ -25,7 +25,7 @@ import (
 //
 // Every call ends in exactly one x.done or x.fail.
 func (s *Server) serveSeam(rc *fasthttp.RequestCtx, conv string, p *protocol) {
-	x := &exchange{s: s, facts: exchangeFacts{start: s.startOf(rc)}, render: p.render, route: p.route}
+	x := &exchange{s: s, facts: pipeline.Record{Start: s.startOf(rc)}, render: p.render, route: p.route}
 	x.key.Conversation = conv
 	if body, ok := s.admit(rc, x); ok {
 		s.seamExchange(rc, x, body, conv, p)
@@ -86,7 +86,7 @@ func (x *exchange) stamp(a *wire.Answer, req *wire.Request, up, in wire.Protocol
 		a.ResponseID, a.Created = req.ResponseID, req.Created
 	}
 	if a.Created == 0 {
-		a.Created = x.facts.start.Unix()
+		a.Created = x.facts.Start.Unix()
 	}
 	a.Completed = x.now().Unix()
 	if in != up {
@@ -135,7 +135,7 @@ func (x *exchange) commitAnswer(a *wire.Answer) error {
 // gets the closing events: the stream ends with an error event instead.
 //
 // It owns resp and res from here on, like relayStream.
-func (s *Server) relaySeam(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
+func (s *Server) relaySeam(ctx context.Context, res pipeline.Owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
 	p *protocol, up *protocol, req *wire.Request, same, ok bool) {
 	rc.Response.Header.Del("Content-Length")
 	if !same {
@@ -152,7 +152,7 @@ func (s *Server) relaySeam(ctx context.Context, res owned, rc *fasthttp.RequestC
 	s.relay(ctx, res, rc, x, resp, func(w *bufio.Writer, upstream io.Reader) error {
 		if !ok && same { // the upstream's error, in the client's protocol already
 			_, err := relayRaw(w, upstream)
-			x.facts.upstreamDone = x.now()
+			x.facts.UpstreamDone = x.now()
 			if err != nil {
 				return fmt.Errorf("%w: %w", errClientGone, err)
 			}
@@ -197,7 +197,7 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 		}
 		return writeFlush(w, raw)
 	})
-	x.facts.upstreamDone = x.now()
+	x.facts.UpstreamDone = x.now()
 	var ue *pipeline.UpstreamEvent
 	switch {
 	case errors.As(err, &ue) && same && !holding:
@@ -233,7 +233,7 @@ func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, u
 // the exchange's start unless the ingress named it already.
 func newRenderer(x *exchange, p *protocol, req *wire.Request) wire.Renderer {
 	if req.Created == 0 {
-		req.Created = x.facts.start.Unix()
+		req.Created = x.facts.Start.Unix()
 	}
 	return p.ingress.NewRenderer(req)
 }

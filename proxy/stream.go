@@ -15,6 +15,7 @@ import (
 
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/internal/streambody"
+	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/uplink"
 )
 
@@ -26,12 +27,12 @@ var errClientGone = errors.New("proxy: client gone mid-stream")
 //
 // It owns resp and res (the exchange's deadline and lock) from here on:
 // the relay goroutine touches nothing of rc, and ends both.
-func (s *Server) relayStream(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response) {
+func (s *Server) relayStream(ctx context.Context, res pipeline.Owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response) {
 	rc.Response.Header.Del("Content-Length")
 	s.relay(ctx, res, rc, x, resp, func(w *bufio.Writer, upstream io.Reader) error {
 		r := &readErrs{r: upstream}
 		_, err := relayRaw(w, r)
-		x.facts.upstreamDone = x.now()
+		x.facts.UpstreamDone = x.now()
 		if err != nil && r.err != nil {
 			return fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, err)
 		}
@@ -53,7 +54,7 @@ const streamBodyMax = 64 << 10
 // everything it meant to. relay flushes w, waits until fasthttp has
 // written every byte to the connection (see streambody.Body), and ends the
 // exchange (x.done) with the status its end deserves.
-func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
+func (s *Server) relay(ctx context.Context, res pipeline.Owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
 	work func(w *bufio.Writer, upstream io.Reader) error) {
 	status := resp.StatusCode()
 	body := uplink.Body(resp)
@@ -67,7 +68,7 @@ func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, 
 		defer s.inflight.Done()
 		defer s.busy.Add(-1)
 		defer out.End()
-		defer res.end() // after the commit: the lock, then the deadline
+		defer res.End() // after the commit: the lock, then the deadline
 		// A client that takes nothing must not hold the conversation past
 		// the exchange's deadline: the deadline ends the body stream.
 		// (The idle timer's cancel does not: the relay then ends the body
@@ -82,7 +83,7 @@ func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, 
 		defer recoverStream(s.log)
 
 		// A stream that sends nothing for StreamIdleTimeout is ended.
-		idle := time.AfterFunc(s.cfg.StreamIdleTimeout, res.cancel)
+		idle := time.AfterFunc(s.cfg.StreamIdleTimeout, res.Cancel)
 		defer idle.Stop()
 		w := bufio.NewWriter(out)
 		err := work(w, &idleReader{r: body, t: idle, d: s.cfg.StreamIdleTimeout})

@@ -295,7 +295,7 @@ func (l *toolLoop) commit(turn []history.Message, a *wire.Answer) error {
 
 // toolExchange is seamExchange's upstream part for a request with history
 // tools offered. It owns res (see relaySeam) when it streams.
-func (s *Server) toolExchange(ctx context.Context, res *owned, rc *fasthttp.RequestCtx, x *exchange, p, up *protocol,
+func (s *Server) toolExchange(ctx context.Context, res *pipeline.Owned, rc *fasthttp.RequestCtx, x *exchange, p, up *protocol,
 	req *wire.Request, instr, msgs [][]byte, lastHistory int, lastSeq uint64, offered []wire.Tool) {
 	l := s.newToolLoop(x, p, up, req, instr, msgs, lastHistory, lastSeq, offered)
 	if req.Stream {
@@ -353,8 +353,8 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 	l.request(upReq, rc)
 	upReq.SetBodyRaw(out)
 	round := toolRound{sent: s.cfg.Now()}
-	if x.facts.sent.IsZero() {
-		x.facts.sent = round.sent
+	if x.facts.Sent.IsZero() {
+		x.facts.Sent = round.sent
 	}
 	resp, err := s.send(ctx, upReq)
 	if err != nil {
@@ -368,8 +368,8 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 	enc := string(resp.Header.ContentEncoding())
 	raw, err := readLimited(uplink.Body(resp), s.cfg.MaxResponseBytes)
 	uplink.Release(resp)
-	x.facts.upstreamDone = s.cfg.Now()
-	round.done = x.facts.upstreamDone
+	x.facts.UpstreamDone = s.cfg.Now()
+	round.done = x.facts.UpstreamDone
 	switch {
 	case errors.Is(err, errTooLarge):
 		return wire.Answer{}, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err)

@@ -36,7 +36,7 @@ import (
 // error answer with the upstream's status; later rounds are made by the
 // relay goroutine, which owns res from then on, from a copy of the
 // request's headers (it never touches rc).
-func (s *Server) toolStream(ctx context.Context, res *owned, rc *fasthttp.RequestCtx, l *toolLoop) {
+func (s *Server) toolStream(ctx context.Context, res *pipeline.Owned, rc *fasthttp.RequestCtx, l *toolLoop) {
 	x := l.x
 	tmpl := fasthttp.AcquireRequest()
 	l.request(tmpl, rc)
@@ -52,7 +52,7 @@ func (s *Server) toolStream(ctx context.Context, res *owned, rc *fasthttp.Reques
 	rc.Response.Header.Del("Content-Length")
 	rc.SetContentType("text/event-stream")
 	enc, stream := encodingOf(resp), uplink.IsEventStream(resp)
-	s.relay(ctx, res.take(), rc, x, resp, func(w *bufio.Writer, body io.Reader) error {
+	s.relay(ctx, res.Take(), rc, x, resp, func(w *bufio.Writer, body io.Reader) error {
 		defer fasthttp.ReleaseRequest(tmpl)
 		err := s.toolRelay(ctx, w, body, enc, stream, l, tmpl)
 		s.metrics.ToolRounds(x.c.cfg.ID, len(x.rounds))
@@ -82,8 +82,8 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 	tmpl.CopyTo(upReq)
 	upReq.SetBodyRaw(out)
 	round := toolRound{sent: s.cfg.Now()}
-	if x.facts.sent.IsZero() {
-		x.facts.sent = round.sent
+	if x.facts.Sent.IsZero() {
+		x.facts.Sent = round.sent
 	}
 	resp, err := s.send(ctx, upReq)
 	if err != nil {
@@ -98,8 +98,8 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 		raw, _ := readLimited(uplink.Body(resp), 1<<20)
 		x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
 		uplink.Release(resp)
-		x.facts.upstreamDone = s.cfg.Now()
-		x.rounds[len(x.rounds)-1].done = x.facts.upstreamDone
+		x.facts.UpstreamDone = s.cfg.Now()
+		x.rounds[len(x.rounds)-1].done = x.facts.UpstreamDone
 		return nil, pipeline.UpstreamStatus(status, raw)
 	}
 	return resp, nil
@@ -126,9 +126,9 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 		a, err := s.readRound(w, body, enc, stream, l, ren, f)
 		release()
 		release = func() {}
-		x.facts.upstreamDone = s.cfg.Now()
+		x.facts.UpstreamDone = s.cfg.Now()
 		rd := &x.rounds[len(x.rounds)-1]
-		rd.done, rd.model, rd.usage = x.facts.upstreamDone, a.Model, a.Usage
+		rd.done, rd.model, rd.usage = x.facts.UpstreamDone, a.Model, a.Usage
 		if err != nil {
 			return fail(err)
 		}
