@@ -76,6 +76,10 @@ type exchange struct {
 	render   func(*apierr.Error) []byte
 	route    string
 	upstream wire.Protocol // the protocol the upstream speaks
+	// in and up are the client's protocol and the upstream's, req the
+	// decoded request: what the render stage's Stamp needs.
+	in, up *protocol
+	req    *wire.Request
 
 	// dec is what prepare decided (nil for an unrecorded request).
 	dec *pipeline.Decision

@@ -13,10 +13,9 @@ import (
 )
 
 // errCommitTimeout is a commit that did not return within the commit
-// timeout; errClientLeft an answer whose client left before its commit.
+// timeout.
 var (
 	errCommitTimeout = errors.New("proxy: commit timed out")
-	errClientLeft    = errors.New("proxy: client left before the answer was recorded")
 	errInterrupted   = errors.New("proxy: upstream stream interrupted")
 )
 

@@ -9,6 +9,7 @@ import (
 	"github.com/recallproxy/recall/calibrate"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/inspect"
+	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/thread"
 	"github.com/recallproxy/recall/uplink"
 	"github.com/recallproxy/recall/wire"
@@ -113,7 +114,7 @@ func threadOfRecord(conv, header string) (name, reason string) {
 // recordStatus is an exchange record's status: how the exchange ended.
 func recordStatus(status int, err error, commitFailed bool) string {
 	switch {
-	case status == 499 || errors.Is(err, errClientGone) || errors.Is(err, errClientLeft):
+	case status == 499 || errors.Is(err, pipeline.ErrClientGone) || errors.Is(err, pipeline.ErrClientLeft):
 		return recordClientGone
 	case commitFailed:
 		return recordCommitFailed

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -48,6 +49,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 	upProto, _ := wire.UpstreamFor(x.c.cfg.Upstream.Protocol, p.proto)
 	x.upstream = upProto
 	up := protocols[upProto]
+	x.in, x.up, x.req = p, up, req
 	defer x.dropHeld() // unless the plan took it over
 	exp, err := x.resolve(p, req, conv)
 	if err != nil {
@@ -323,34 +325,16 @@ func (x *exchange) answerWhole(rc *fasthttp.RequestCtx, resp *fasthttp.Response,
 	}
 	a := &x.answer
 	var err error
-	if *a, err = parseAnswer(up, enc, raw, x.s.cfg.MaxResponseBytes, same); err != nil {
+	if *a, err = parseAnswer(up, enc, raw, x.s.cfg.MaxResponseBytes, same); err == nil {
+		err = pipeline.Whole(client{rc}, x, a, raw, p.ingress, req, same, x.record)
+	}
+	switch {
+	case errors.Is(err, pipeline.ErrClientLeft):
+		x.done(499, err)
+		return
+	case err != nil:
 		x.fail(rc, err)
 		return
-	}
-	if err := x.stamp(a, req, up.proto, p.proto); err != nil {
-		x.fail(rc, err)
-		return
-	}
-	if x.record {
-		// A client that already left (it timed out) would retry: storing
-		// the answer it never saw would leave the retry a duplicate turn.
-		if clientGone(rc.Conn()) {
-			x.done(499, errClientLeft)
-			return
-		}
-		if err := x.commitAnswer(a); err != nil {
-			x.fail(rc, err)
-			return
-		}
-		x.committed = true
-	}
-	if same {
-		rc.Response.SetBodyRaw(raw)
-	} else {
-		rc.Response.Header.Del("Content-Encoding")
-		rc.Response.Header.Del("Content-Length")
-		rc.SetContentType("application/json")
-		rc.Response.SetBodyRaw(p.ingress.AppendAnswer(nil, req, a))
 	}
 	x.done(status, nil)
 }

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -154,7 +153,7 @@ func (s *Server) relaySeam(ctx context.Context, res pipeline.Owned, rc *fasthttp
 			_, err := relayRaw(w, upstream)
 			x.facts.UpstreamDone = x.now()
 			if err != nil {
-				return fmt.Errorf("%w: %w", errClientGone, err)
+				return fmt.Errorf("%w: %w", pipeline.ErrClientGone, err)
 			}
 			return nil
 		}
@@ -164,69 +163,12 @@ func (s *Server) relaySeam(ctx context.Context, res pipeline.Owned, rc *fasthttp
 				return fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
 			}
 		}
-		return s.relaySeamEvents(w, upstream, x, p, up, req, same, record)
-	})
-}
-
-// relaySeamEvents is relaySeam's reading, relaying and commit: the
-// pump's events relayed as they came (same), the one that finishes the
-// answer and every later one held until the commit, or rendered in the
-// client's protocol, the closing events once committed.
-func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, up *protocol, req *wire.Request, same, record bool) error {
-	var ren wire.Renderer
-	if !same {
-		ren = newRenderer(x, p, req)
-	}
-	var held, out []byte
-	holding := false
-	a, err := pipeline.Pump(r, up.upstream.NewAssembler(), s.cfg.MaxResponseBytes, same, func(raw []byte, deltas []wire.Delta, last bool) error {
+		var ren wire.Renderer
 		if !same {
-			out = out[:0]
-			for _, d := range deltas {
-				out = ren.Delta(out, d)
-			}
-			return writeFlush(w, out)
+			ren = newRenderer(x, p, req)
 		}
-		holding = holding || record && last
-		for _, d := range deltas {
-			holding = holding || record && d.Kind == wire.Finish
-		}
-		if holding {
-			held = append(held, raw...)
-			return nil
-		}
-		return writeFlush(w, raw)
+		return pipeline.Stream(w, upstream, x, up.upstream.NewAssembler(), s.cfg.MaxResponseBytes, ren, same, record)
 	})
-	x.facts.UpstreamDone = x.now()
-	var ue *pipeline.UpstreamEvent
-	switch {
-	case errors.As(err, &ue) && same && !holding:
-		// The upstream's own error event reaches the client as it came.
-		if werr := writeFlush(w, ue.Raw); werr != nil {
-			return werr
-		}
-		return fmt.Errorf("%w: %w", errErrorEventRelayed, err)
-	case errors.Is(err, errClientGone):
-		return err
-	case err != nil:
-		return s.endSeam(w, x, p, ren, err)
-	}
-	if err := x.stamp(&a, req, up.proto, p.proto); err != nil {
-		return s.endSeam(w, x, p, ren, err)
-	}
-	if record {
-		if err := x.leftBeforeCommit(); err != nil {
-			return err
-		}
-		if err := x.commitAnswer(&a); err != nil {
-			return s.endSeam(w, x, p, ren, err)
-		}
-		x.committed = true
-	}
-	if same {
-		return writeFlush(w, held)
-	}
-	return writeFlush(w, ren.End(nil, &a))
 }
 
 // newRenderer returns the renderer of req's streamed answer, its time
@@ -238,19 +180,54 @@ func newRenderer(x *exchange, p *protocol, req *wire.Request) wire.Renderer {
 	return p.ingress.NewRenderer(req)
 }
 
-// endSeam ends a stream that failed with an error event in the client's
-// protocol, ren's when it renders one (ren is nil when the upstream's
-// events are relayed as they came); the closing events never go out.
-func (s *Server) endSeam(w *bufio.Writer, x *exchange, p *protocol, ren wire.Renderer, err error) error {
-	e := classify(err)
-	var ev []byte
-	if er, ok := ren.(wire.ErrorRenderer); ok {
-		ev = er.Error(nil, e.Code, e.Message)
-	} else {
-		ev = p.errorEvent(e)
+// The exchange as the pipeline's render stage sees it (pipeline.Exchange):
+// x.in, x.up and x.req are set once the request is decoded.
+
+// Stamp gives a its id, times and stored form (stamp).
+func (x *exchange) Stamp(a *wire.Answer) error { return x.stamp(a, x.req, x.up.proto, x.in.proto) }
+
+// Commit records the turn with the answer a (commitAnswer).
+func (x *exchange) Commit(a *wire.Answer) error {
+	if err := x.commitAnswer(a); err != nil {
+		return err
 	}
-	if _, werr := w.Write(ev); werr != nil {
-		return fmt.Errorf("%w (%w: %w)", err, errClientGone, werr)
-	}
-	return err
+	x.committed = true
+	return nil
 }
+
+// UpstreamDone notes the time the upstream's answer ended.
+func (x *exchange) UpstreamDone() { x.facts.UpstreamDone = x.now() }
+
+// Left fails if a stream's client left before the commit
+// (leftBeforeCommit).
+func (x *exchange) Left() error { return x.leftBeforeCommit() }
+
+// ErrorEvent is err as an error event in the client's protocol, ren's
+// when it renders one (ren is nil when the upstream's events are relayed
+// as they came).
+func (x *exchange) ErrorEvent(ren wire.Renderer, err error) []byte {
+	e := classify(err)
+	if er, ok := ren.(wire.ErrorRenderer); ok {
+		return er.Error(nil, e.Code, e.Message)
+	}
+	return x.in.errorEvent(e)
+}
+
+// client is a request's connection as the render stage writes a whole
+// answer to it (pipeline.Client).
+type client struct{ rc *fasthttp.RequestCtx }
+
+// Relayed answers the upstream's body as it came.
+func (c client) Relayed(body []byte) { c.rc.Response.SetBodyRaw(body) }
+
+// Rendered answers a JSON body Recall rendered, without the upstream's
+// encoding and length.
+func (c client) Rendered(body []byte) {
+	c.rc.Response.Header.Del("Content-Encoding")
+	c.rc.Response.Header.Del("Content-Length")
+	c.rc.SetContentType("application/json")
+	c.rc.Response.SetBodyRaw(body)
+}
+
+// Gone reports whether the client has closed its connection.
+func (c client) Gone() bool { return clientGone(c.rc.Conn()) }

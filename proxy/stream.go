@@ -19,9 +19,6 @@ import (
 	"github.com/recallproxy/recall/uplink"
 )
 
-// errClientGone is a write or flush failure: the client left mid-stream.
-var errClientGone = errors.New("proxy: client gone mid-stream")
-
 // relayStream relays an unrecorded upstream event stream to the client
 // as it arrives, byte for byte (the recorded ones go through relaySeam).
 //
@@ -37,7 +34,7 @@ func (s *Server) relayStream(ctx context.Context, res pipeline.Owned, rc *fastht
 			return fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, err)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: %w", errClientGone, err)
+			return fmt.Errorf("%w: %w", pipeline.ErrClientGone, err)
 		}
 		return nil
 	})
@@ -88,14 +85,14 @@ func (s *Server) relay(ctx context.Context, res pipeline.Owned, rc *fasthttp.Req
 		w := bufio.NewWriter(out)
 		err := work(w, &idleReader{r: body, t: idle, d: s.cfg.StreamIdleTimeout})
 		if ferr := w.Flush(); err == nil && ferr != nil {
-			err = fmt.Errorf("%w: %w", errClientGone, ferr)
+			err = fmt.Errorf("%w: %w", pipeline.ErrClientGone, ferr)
 		}
 		if err == nil {
 			// Every event is written: wait until fasthttp has written
 			// them to the connection, or could not.
 			out.End()
 			if werr := out.Wait(); werr != nil {
-				err = fmt.Errorf("%w: %w", errClientGone, werr)
+				err = fmt.Errorf("%w: %w", pipeline.ErrClientGone, werr)
 			}
 		}
 		if err == nil {
@@ -104,7 +101,7 @@ func (s *Server) relay(ctx context.Context, res pipeline.Owned, rc *fasthttp.Req
 		if err != nil && !x.committed {
 			s.metrics.StreamAborted(x.c.cfg.ID)
 			switch {
-			case errors.Is(err, errClientGone):
+			case errors.Is(err, pipeline.ErrClientGone):
 				status = 499
 			case errors.Is(err, apierr.CommitFailed):
 				// What the client was told: a commit that timed out is
@@ -158,21 +155,17 @@ func holdHeaders(rc *fasthttp.RequestCtx, out *streambody.Body, hold time.Durati
 	}
 }
 
-// leftBeforeCommit fails with errClientGone if the client of a streamed
+// leftBeforeCommit fails with pipeline.ErrClientGone if the client of a streamed
 // exchange has closed its connection: a client that left would retry, and
 // storing the answer it never saw would leave the retry a duplicate turn.
 // The relay's writes do not tell in time: they are buffered (streambody.Body),
 // and fasthttp may not have tried the connection since the client left.
 func (x *exchange) leftBeforeCommit() error {
 	if x.conn != nil && clientGone(x.conn) {
-		return fmt.Errorf("%w: the connection closed before the commit", errClientGone)
+		return fmt.Errorf("%w: the connection closed before the commit", pipeline.ErrClientGone)
 	}
 	return nil
 }
-
-// errErrorEventRelayed marks a stream that failed with the upstream's own
-// error event, which the client got: Recall adds no second one.
-var errErrorEventRelayed = errors.New("proxy: the upstream's error event was relayed")
 
 // errorEvent is e as an SSE data event, the way OpenAI reports an error
 // in a stream.

@@ -325,7 +325,7 @@ func (s *Server) toolExchange(ctx context.Context, res *pipeline.Owned, rc *fast
 		return
 	}
 	if clientGone(rc.Conn()) {
-		x.done(499, errClientLeft)
+		x.done(499, pipeline.ErrClientLeft)
 		return
 	}
 	if err := l.commit(turn, &client); err != nil {

@@ -114,10 +114,10 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 	ren := newRenderer(x, l.p, l.req)
 	f := &pipeline.RoundFilter{Offered: l.offered}
 	fail := func(err error) error {
-		if errors.Is(err, errClientGone) {
+		if errors.Is(err, pipeline.ErrClientGone) {
 			return err
 		}
-		return s.endSeam(w, x, l.p, ren, err)
+		return pipeline.EndStream(w, x, ren, err)
 	}
 	var relayed strings.Builder // text the client got in rounds before the final
 	release := func() {}        // the first round's body is relay's
@@ -178,7 +178,7 @@ func (s *Server) endTools(w *bufio.Writer, l *toolLoop, ren wire.Renderer, f *pi
 	x.committed = true
 	// Reasoning was not relayed: the closing events do not show it.
 	client.Message.Parts = slices.DeleteFunc(client.Message.Parts, func(p wire.Part) bool { return p.Kind == wire.Opaque })
-	return writeFlush(w, ren.End(out, &client))
+	return pipeline.WriteFlush(w, ren.End(out, &client))
 }
 
 // roundBody returns the body of a later round's answer, bounded as
@@ -226,27 +226,13 @@ func (s *Server) readRound(w *bufio.Writer, body io.Reader, enc string, stream b
 		for _, d := range pipeline.AnswerDeltas(&a) {
 			out = f.Render(out, ren, d)
 		}
-		return a, writeFlush(w, out)
+		return a, pipeline.WriteFlush(w, out)
 	}
 	return pipeline.Pump(body, l.up.upstream.NewAssembler(), max, false, func(_ []byte, deltas []wire.Delta, _ bool) error {
 		out = out[:0]
 		for _, d := range deltas {
 			out = f.Render(out, ren, d)
 		}
-		return writeFlush(w, out)
+		return pipeline.WriteFlush(w, out)
 	})
-}
-
-// writeFlush writes b to the client and flushes it.
-func writeFlush(w *bufio.Writer, b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	if _, err := w.Write(b); err != nil {
-		return fmt.Errorf("%w: %w", errClientGone, err)
-	}
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("%w: %w", errClientGone, err)
-	}
-	return nil
 }
