@@ -19,7 +19,6 @@ import (
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/thread"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/tracing"
@@ -119,22 +118,19 @@ type exchange struct {
 // end with their handler (see chat).
 var exchanges = sync.Pool{New: func() any { return new(exchange) }}
 
-// chat serves POST /v1/chat/completions. conv is the id from the path
-// prefix, if any. Every call ends in exactly one x.done or x.fail, so every
-// exchange is logged, counted and reported once, whatever its end.
-func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
+// serve serves POST to a protocol's route (p's; conv is the id from
+// the path prefix, if any, path the route's path): admit, target, then
+// the pipeline, whose same-protocol branch (pipeline.AsSent) sends a body
+// that records nothing to an upstream of its own protocol as it came,
+// validated but not decoded (forwardAsSent). Every call ends in exactly
+// one x.done or x.fail, so every exchange is logged, counted and
+// reported once, whatever its end.
+func (s *Server) serve(rc *fasthttp.RequestCtx, conv string, p *protocol, path []byte) {
 	x := exchanges.Get().(*exchange)
-	x.s, x.facts.Start = s, s.startOf(rc)
+	x.s, x.facts.Start, x.render, x.route = s, s.startOf(rc), p.render, p.route
 	x.key.Conversation = conv
 	body, admitted := s.admit(rc, x)
 	if !admitted {
-		return
-	}
-	c := x.c
-	p := protocols[wire.ChatCompletions]
-	// Another protocol's upstream, or history tools to run: the seam.
-	if up, _ := wire.UpstreamFor(c.cfg.Upstream.Protocol, wire.ChatCompletions); up != wire.ChatCompletions || len(c.cfg.History.Tools) > 0 {
-		s.seamExchange(rc, x, body, conv, p)
 		return
 	}
 	conv, mode, err := x.target(rc, conv)
@@ -142,11 +138,11 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		x.fail(rc, err)
 		return
 	}
-	if conv == "" || mode == history.Off {
-		// Nothing recorded: the body goes upstream as it came, validated
-		// as the recorded path validates it (the same error for the same
-		// body).
-		stream, err := chat.CheckRequest(body)
+	up, _ := wire.UpstreamFor(x.c.cfg.Upstream.Protocol, p.proto)
+	if p.check != nil && pipeline.AsSent(p.proto, up, conv != "" && mode != history.Off, len(x.c.cfg.History.Tools) > 0) {
+		// Validated as the recorded path validates it (the same error
+		// for the same body).
+		stream, err := p.check(body)
 		if err != nil {
 			x.fail(rc, err)
 			return
@@ -479,33 +475,7 @@ func (x *exchange) record1(r recorded) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
 	defer cancel()
 	x.facts.Usage = wire.Usage{InputTokens: r.prompt, OutputTokens: r.completion, CachedTokens: r.cached, CacheCreationTokens: r.created}
-	type outcome struct {
-		meta history.Meta
-		err  error
-	}
-	result := make(chan outcome, 1)
-	d := x.dec
-	go func() {
-		// Past the deadline this goroutine may outlive the exchange: it
-		// reads only the decision and writes only ch (and, through
-		// ch.Lease, the lease its commit drops).
-		var m history.Meta
-		var err error
-		m, ch, err = d.Commit(ctx, ch)
-		result <- outcome{m, err}
-	}()
-	var err error
-	select {
-	case o := <-result:
-		err = o.err
-		if err == nil && len(ch.Append) > 0 {
-			x.facts.CommittedFrom, x.facts.CommittedTo = o.meta.NextSeq-uint64(len(ch.Append)), o.meta.NextSeq-1
-			x.facts.CommittedIncarnation = o.meta.Incarnation
-		}
-	case <-ctx.Done():
-		err = fmt.Errorf("%w: %w", errCommitTimeout, ctx.Err())
-	}
-	s.metrics.StoreOp("commit", s.cfg.Now().Sub(start))
+	err := s.deps.Commit(ctx, start, x.dec, ch, x.c.cfg.ID, r.upstream.String(), &x.facts)
 	if x.span != nil {
 		x.span.CommitStart, x.span.CommitEnd, x.span.ResponseModel, x.span.FinishReason = start, s.cfg.Now(), r.model, r.stop
 		if err == nil && s.cfg.Tracer.CaptureContent() {
@@ -513,21 +483,8 @@ func (x *exchange) record1(r recorded) error {
 		}
 	}
 	if err != nil {
-		x.facts.CommitFailed = true
-		reason := "error"
-		if errors.Is(err, errCommitTimeout) {
-			reason = "timeout"
-		}
-		s.metrics.CommitFailed(x.c.cfg.ID, reason)
-		if errors.Is(err, history.ErrNoSpace) {
-			return fmt.Errorf("%w: %w", apierr.NoSpace, err)
-		}
-		if errors.Is(err, history.ErrUnavailable) {
-			return fmt.Errorf("%w: %w", apierr.StoreUnavailable, err)
-		}
-		return fmt.Errorf("%w: %w", apierr.CommitFailed, err)
+		return err
 	}
-	s.metrics.Usage(x.c.cfg.ID, r.upstream.String(), r.prompt, r.cached, r.completion)
 	if x.endEpisode {
 		if err := x.sealEpisode(ctx); err != nil {
 			// The turn is recorded; the episode stays open (an idle

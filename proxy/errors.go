@@ -12,11 +12,8 @@ import (
 	"github.com/recallproxy/recall/wire"
 )
 
-// errCommitTimeout is a commit that did not return within the commit
-// timeout.
 var (
-	errCommitTimeout = errors.New("proxy: commit timed out")
-	errInterrupted   = errors.New("proxy: upstream stream interrupted")
+	errInterrupted = errors.New("proxy: upstream stream interrupted")
 )
 
 // upstreamError marks an error that came from talking to the upstream:

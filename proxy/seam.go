@@ -15,34 +15,6 @@ import (
 	"github.com/recallproxy/recall/wire"
 )
 
-// serveSeam serves a request of ingress protocol in (its route's) through
-// the protocol seam: decode with the ingress, plan as every protocol does,
-// encode the context for the tenant's upstream protocol, and render the
-// answer back in the client's protocol. When the upstream speaks the
-// client's protocol, its bytes are relayed as they came (the Responses API
-// aside: its answers carry Recall's ids, which hold its state).
-//
-// Every call ends in exactly one x.done or x.fail.
-func (s *Server) serveSeam(rc *fasthttp.RequestCtx, conv string, p *protocol) {
-	x := &exchange{s: s, facts: pipeline.Record{Start: s.startOf(rc)}, render: p.render, route: p.route}
-	x.key.Conversation = conv
-	if body, ok := s.admit(rc, x); ok {
-		s.seamExchange(rc, x, body, conv, p)
-	}
-}
-
-// seamExchange is serveSeam once the caller is known (x.c): the chat
-// route hands it a chat request whose tenant's upstream speaks another
-// protocol.
-func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte, conv string, p *protocol) {
-	conv, mode, err := x.target(rc, conv)
-	if err != nil {
-		x.fail(rc, err)
-		return
-	}
-	s.serveExchange(rc, x, body, conv, mode, p)
-}
-
 // target is the conversation the request names (see conversation) and
 // the history mode it asks for (X-Recall-History, else the tenant's).
 func (x *exchange) target(rc *fasthttp.RequestCtx, conv string) (string, history.Mode, error) {

@@ -293,7 +293,7 @@ func (l *toolLoop) commit(turn []history.Message, a *wire.Answer) error {
 		completion: l.usage.OutputTokens, cached: l.usage.CachedTokens, created: l.usage.CacheCreationTokens, upstream: l.x.upstream})
 }
 
-// toolExchange is seamExchange's upstream part for a request with history
+// toolExchange is serveExchange's upstream part for a request with history
 // tools offered. It owns res (see relaySeam) when it streams.
 func (s *Server) toolExchange(ctx context.Context, res *pipeline.Owned, rc *fasthttp.RequestCtx, x *exchange, p, up *protocol,
 	req *wire.Request, instr, msgs [][]byte, lastHistory int, lastSeq uint64, offered []wire.Tool) {
