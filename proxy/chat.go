@@ -359,24 +359,10 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 			}
 		}()
 	}
-	unlock := x.held
+	held := x.held
 	x.held = nil
-	if unlock == nil {
-		if unlock, err = s.cfg.Locks.Acquire(ctx, x.key); err != nil {
-			return nil, apierr.Busy
-		}
-	}
-	defer func() {
-		if err != nil { // the caller owns them only on success
-			x.lease.Release()
-			unlock()
-		}
-	}()
-
 	ratio, window := x.learned(model)
-	loadStart := s.cfg.Now()
-	p, err := plan.Make(ctx, plan.Input{
-		Store:        s.cfg.Store,
+	d, release, err := s.deps.Plan(ctx, c.cfg.ID, plan.Input{
 		Key:          x.key,
 		Policy:       c.policy(mode),
 		Model:        model,
@@ -387,42 +373,17 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 		Retry:        x.retry,
 		Counter:      s.counter,
 		Fixed:        fixedCounter{s},
-		Now:          loadStart,
 		Ratio:        ratio,
 		Window:       window,
 		Thread:       x.thread,
 		Loaded:       loaded,
 		Lease:        &x.lease,
-	})
-	s.metrics.StoreOp("load", s.cfg.Now().Sub(loadStart))
+	}, held, mode, x.pinned)
 	if err != nil {
-		var oe *history.OrphanResultError
-		var se *plan.SideError
-		switch {
-		case errors.As(err, &se):
-			return nil, err // the caller sends the request as a side call
-		case errors.Is(err, plan.ErrStore) && ctx.Err() != nil && !x.lease.Held():
-			return nil, apierr.Busy // another replica held the lease throughout
-		case errors.Is(err, plan.ErrStore):
-			s.log.Error("load failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
-			if errors.Is(err, history.ErrUnavailable) {
-				return nil, apierr.StoreUnavailable
-			}
-			return nil, apierr.StoreReadFailed
-		case errors.As(err, &oe):
-			// Its position in the client's messages: after the
-			// instructions.
-			return nil, apierr.OrphanToolResult(len(instructions) + oe.Index)
-		case errors.Is(err, plan.ErrNothingToSend):
-			return nil, apierr.NothingToSend // never an empty messages array upstream
-		}
 		return nil, err
 	}
-	x.dec, x.model = x.decide(p, mode, in), model
-	if x.lease.Held() {
-		return func() { x.lease.Release(); unlock() }, nil
-	}
-	return unlock, nil
+	x.dec, x.model = d, model
+	return release, nil
 }
 
 // fixedCounter counts instructions, tools and the summary through the
@@ -486,7 +447,7 @@ func (x *exchange) record1(r recorded) error {
 		return err
 	}
 	if x.endEpisode {
-		if err := x.sealEpisode(ctx); err != nil {
+		if err := s.deps.Seal(ctx, x.dec); err != nil {
 			// The turn is recorded; the episode stays open (an idle
 			// timeout or the API can still end it).
 			s.log.Error("end_conversation: seal failed", "tenant", x.c.cfg.ID, "conversation", x.key.Conversation, "error", err)
@@ -511,24 +472,6 @@ func (x *exchange) triggerSummary() {
 	}
 	// In pass-through, the client's key, held in memory by the job only.
 	s.cfg.Summaries.Trigger(c.cfg.ID, x.key, x.model, c.PassedKey(), !p.Fits)
-}
-
-// sealEpisode seals the open episode after the turn's commit (the model
-// called end_conversation): the turn belongs to the episode it ends. The
-// exchange still holds the conversation's lock.
-func (x *exchange) sealEpisode(ctx context.Context) error {
-	st := x.s.cfg.Store
-	for range pipeline.MaxRebases + 1 {
-		snap, err := st.Load(ctx, x.key, history.Query{})
-		if err != nil {
-			return err
-		}
-		_, err = st.Commit(ctx, x.key, history.Change{Version: snap.Meta.Version, Seal: true, Now: x.s.cfg.Now().UnixNano()})
-		if !errors.Is(err, history.ErrConflict) {
-			return err
-		}
-	}
-	return history.ErrConflict
 }
 
 // fail answers err in the client's protocol's shape (OpenAI's unless

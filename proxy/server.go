@@ -277,7 +277,7 @@ func New(cfg Config) (*Server, error) {
 
 		realClock: realClock,
 	}
-	s.deps = pipeline.Deps{Now: cfg.Now, CommitTimeout: cfg.CommitTimeout, Metrics: cfg.Metrics}
+	s.deps = pipeline.Deps{Store: cfg.Store, Lock: cfg.Locks.Acquire, Log: cfg.Logger, Now: cfg.Now, CommitTimeout: cfg.CommitTimeout, Metrics: cfg.Metrics}
 	sockets, err := s.newSockets()
 	if err != nil {
 		return nil, err
