@@ -7,12 +7,21 @@ import (
 	"github.com/recallproxy/recall/wire"
 )
 
-// An exchange's state is in three parts:
+// An exchange's state is in three parts, besides what the request is
+// (its caller, key, thread, retry key, protocols: set while it is read
+// and decoded):
 //
-//	Decision  what the plan decided: made once, read by the commit,
-//	          the only part another goroutine reads (decision.go)
+//	Decision  what the plan decided: the plan stage makes it once and
+//	          nothing writes it after, so it is the one part another
+//	          goroutine reads (the commit's, which may outlive the
+//	          handler past its deadline, reads the decision and the
+//	          change, nothing else; the change points to the exchange's
+//	          lease, which guards itself)
 //	Record    what the exchange's record and log line report: its
-//	          times, the upstream's usage, what the commit stored
+//	          times, the upstream's usage, what the commit stored;
+//	          written by whichever goroutine owns the exchange at the
+//	          time: the handler, then the stream's relay it hands the
+//	          exchange to
 //	Owned     what the exchange holds until it ends: its deadline and
 //	          the conversation's lock, one owner at a time
 

@@ -18,25 +18,26 @@ import (
 	"github.com/recallproxy/recall/wire"
 )
 
-// The exchange pipeline: every recorded exchange of every protocol pair,
-// and every request of a protocol other than chat completions, goes
-// through these stages, in this order:
+// The exchange pipeline: every request to a protocol's route goes
+// through these stages, in this order (in proxy: the stage that needs
+// HTTP or the server; in pipeline: the stage it calls):
 //
-//	admit    read the body, authenticate the caller      (admit)
+//	admit    read the body, authenticate the caller      (serve, admit)
 //	target   the conversation and the history mode       (target)
-//	decode   the body with the client's protocol          (parseRequest)
+//	branch   records nothing, to its own protocol: sent  (pipeline.AsSent, forwardAsSent)
+//	         as it came, validated, not decoded
+//	decode   the body with the client's protocol          (parseRequest; pipeline.TurnOf)
 //	resolve  the conversation the body names (Responses)  (resolve)
 //	thread   main thread, subagent or side call           (threadOf)
-//	plan     load, merge, summary, curate                 (planTurn)
-//	encode   the context in the upstream's protocol       (encode)
+//	plan     lock, load, merge, summary, curate           (planTurn, prepare; pipeline.Deps.Plan)
+//	encode   the context in the upstream's protocol       (encode; pipeline.EncodePlan)
 //	send     one upstream call                            (send)
-//	pump     a stream's events, relayed or rendered       (relaySeam, pump)
-//	commit   the turn, before the client holds its end    (commitAnswer)
-//	render   the answer in the client's protocol          (answerWhole, relaySeamEvents)
+//	pump     a stream's events, relayed or rendered       (relaySeam; pipeline.Pump)
+//	commit   the turn, before the client holds its end    (commitAnswer, record1; pipeline.Deps.Commit)
+//	render   the answer in the client's protocol          (answerWhole, relaySeam; pipeline.Whole, pipeline.Stream)
 //
 // History tools' rounds (tools.go) take over after encode and use the
-// same send, pump and commit. Chat completions that record nothing skip
-// it: their body goes upstream as it came (forwardAsSent).
+// same send, pump and commit.
 
 // serveExchange serves a request once its conversation and mode are known.
 // Every call ends in exactly one x.done or x.fail.
