@@ -137,7 +137,7 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 			return fail(err)
 		}
 		if !more {
-			if l.limited {
+			if l.Limited {
 				relayed.WriteString(f.Text.String())
 			}
 			return s.endTools(w, l, ren, f, a, relayed.String(), fail)
@@ -162,8 +162,8 @@ func (s *Server) endTools(w *bufio.Writer, l *toolLoop, ren wire.Renderer, f *pi
 	fail func(error) error) error {
 	x := l.x
 	var out []byte
-	if l.limited {
-		out = f.Render(out, ren, wire.Delta{Kind: wire.TextDelta, Text: roundsLimitText})
+	if l.Limited {
+		out = f.Render(out, ren, wire.Delta{Kind: wire.TextDelta, Text: pipeline.RoundsLimitText})
 	}
 	turn, client, err := l.finish(a, relayed)
 	if err != nil {
