@@ -12,7 +12,8 @@
 //	pump    an upstream's event stream, event by event     (Pump, UpstreamEvent)
 //	commit  the answer's messages, the store's write       (AnswerMessages, Deps.Commit,
 //	        within the commit timeout, rebased              Decision.Commit, Deps.Seal)
-//	render  the answer to the client, the finishing event  (Whole, Stream, EndStream)
+//	render  the answer stamped (its id, times, stored form) (Stamp)
+//	        and written to the client, the finishing event (Whole, Stream, EndStream)
 //	        held until the commit
 //	        an upstream's error status as the client's     (UpstreamStatus)
 //	rounds  the history tools' rounds: what is stored,     (StoredRound, WithLeadingText, HasContent)

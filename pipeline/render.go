@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -75,6 +77,36 @@ func WriteFlush(w Writer, b []byte) error {
 	}
 	if err := w.Flush(); err != nil {
 		return fmt.Errorf("%w: %w", ErrClientGone, err)
+	}
+	return nil
+}
+
+// Stamp gives the answer Recall's id and times (Created: the request's
+// when it named one, else start; Completed: now), and
+// puts its stored form in the protocol the client received it in: the
+// upstream's when the client speaks it, else the client's (the canonical
+// answer encoded by its codec; the upstream's Settings, in its protocol,
+// are dropped). What is stored, what the client is answered and what a
+// stored response renders later are then the same items, and a client
+// that resends its history resends what is stored, which the merge
+// recognises. A provider's opaque pieces (signed thinking, encrypted
+// reasoning) are then not kept: only a client of that provider's
+// protocol could send them back.
+func Stamp(a *wire.Answer, req *wire.Request, up, in wire.Protocol, start, now time.Time) error {
+	a.Protocol = up
+	if req.ResponseID != "" {
+		a.ResponseID, a.Created = req.ResponseID, req.Created
+	}
+	if a.Created == 0 {
+		a.Created = start.Unix()
+	}
+	a.Completed = now.Unix()
+	if in != up {
+		stored, err := wire.For(in).Encode(nil, []wire.Message{a.Message})
+		if err != nil {
+			return fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
+		}
+		a.Stored, a.Protocol, a.Settings = stored, in, nil
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/wire"
@@ -118,3 +119,33 @@ type fakeClient struct {
 func (c *fakeClient) Relayed(b []byte)  { c.body = string(b) }
 func (c *fakeClient) Rendered(b []byte) { c.body = "rendered:" + string(b) }
 func (c *fakeClient) Gone() bool        { return c.gone }
+
+// TestStampStoresWhatTheClientGot: an answer from an upstream of another
+// protocol is stored in the client's (its Settings, the upstream's, let
+// go), an answer from the client's own protocol as it came; it is timed
+// by the exchange unless the request named its response.
+func TestStampStoresWhatTheClientGot(t *testing.T) {
+	start, now := time.Unix(1000, 0), time.Unix(1002, 0)
+	msg := wire.Message{Role: wire.RoleAssistant, Parts: []wire.Part{{Kind: wire.Text, Text: "forty-two"}}}
+	raw := []byte(`{"role":"assistant","content":[{"type":"text","text":"forty-two"}]}`)
+
+	a := wire.Answer{Message: msg, Stored: [][]byte{raw}, Settings: []byte(`{"service_tier":"default"}`)}
+	if err := Stamp(&a, &wire.Request{}, wire.Messages, wire.ChatCompletions, start, now); err != nil {
+		t.Fatal(err)
+	}
+	if a.Protocol != wire.ChatCompletions || a.Settings != nil || len(a.Stored) != 1 ||
+		!strings.Contains(string(a.Stored[0]), `"content":"forty-two"`) {
+		t.Errorf("translated: got protocol %v, settings %q, stored %q; want chat's message, no settings", a.Protocol, a.Settings, a.Stored)
+	}
+	if a.Created != 1000 || a.Completed != 1002 {
+		t.Errorf("got created %d, completed %d; want the exchange's 1000, 1002", a.Created, a.Completed)
+	}
+
+	a = wire.Answer{Message: msg, Stored: [][]byte{raw}}
+	if err := Stamp(&a, &wire.Request{ResponseID: "resp_1", Created: 900}, wire.Messages, wire.Messages, start, now); err != nil {
+		t.Fatal(err)
+	}
+	if a.Protocol != wire.Messages || string(a.Stored[0]) != string(raw) || a.ResponseID != "resp_1" || a.Created != 900 {
+		t.Errorf("same protocol: got %v %q %q created %d; want the upstream's bytes under resp_1, created 900", a.Protocol, a.Stored, a.ResponseID, a.Created)
+	}
+}

@@ -41,33 +41,10 @@ func parseRequest(rc *fasthttp.RequestCtx, p *protocol, body []byte) (*wire.Requ
 	return p.ingress.ParseRequest(body)
 }
 
-// stamp gives the answer Recall's id and times (Completed is now), and
-// puts its stored form in the protocol the client received it in: the
-// upstream's when the client speaks it, else the client's (the canonical
-// answer encoded by its codec; the upstream's Settings, in its protocol,
-// are dropped). What is stored, what the client is answered and what a
-// stored response renders later are then the same items, and a client
-// that resends its history resends what is stored, which the merge
-// recognises. A provider's opaque pieces (signed thinking, encrypted
-// reasoning) are then not kept: only a client of that provider's
-// protocol could send them back.
+// stamp stamps a (pipeline.Stamp): the exchange's start is its time
+// unless the request named one, now its completion.
 func (x *exchange) stamp(a *wire.Answer, req *wire.Request, up, in wire.Protocol) error {
-	a.Protocol = up
-	if req.ResponseID != "" {
-		a.ResponseID, a.Created = req.ResponseID, req.Created
-	}
-	if a.Created == 0 {
-		a.Created = x.facts.Start.Unix()
-	}
-	a.Completed = x.now().Unix()
-	if in != up {
-		stored, err := wire.For(in).Encode(nil, []wire.Message{a.Message})
-		if err != nil {
-			return fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
-		}
-		a.Stored, a.Protocol, a.Settings = stored, in, nil
-	}
-	return nil
+	return pipeline.Stamp(a, req, up, in, x.facts.Start, x.now())
 }
 
 // seamThread is a request of any protocol as package thread reads it:
