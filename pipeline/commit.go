@@ -12,17 +12,6 @@ import (
 	"github.com/recallproxy/recall/wire"
 )
 
-// An exchange's state is in three parts. What the request is (its
-// caller, key, thread, retry key, protocols) is set while it is read and
-// decoded. What the plan decided is a Decision: the plan stage makes it
-// once and nothing writes it after, so it is the one part of an exchange
-// another goroutine may read (the commit's, which may outlive the handler
-// past its deadline, reads the decision and the change, nothing else; the
-// change points to the exchange's lease, which guards itself). What the
-// exchange's record and log line report is written by whichever goroutine
-// owns the exchange at the time: the handler, then the stream's writer it
-// hands the exchange to.
-
 // Decision is what an exchange's plan decided: the plan (what goes
 // upstream, what the commit stores: its Fresh messages, the boundary it
 // supersedes, the turns it cuts) and what a rebase after a conflict

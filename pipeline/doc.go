@@ -1,26 +1,36 @@
 // Package pipeline holds the stages of Recall's exchange that need
 // neither HTTP nor the server: what every recorded exchange of every
 // protocol pair, and every round of the history tools, does between the
-// decoded request and the committed turn.
+// admitted request and the answer written.
 //
-//	decode  a decoded request's turn in its stored form  (TurnOf)
-//	plan    whether the plan found a side call            (SideOf)
-//	        and what it decided, read by the commit        (Decision)
+//	branch  a request that records nothing, to an upstream of (AsSent)
+//	        its own protocol, goes as it came
+//	decode  a decoded request's turn in its stored form    (TurnOf)
+//	plan    the lock, plan.Make, the decision              (Deps.Plan, Decision)
+//	        whether the plan found a side call             (SideOf)
 //	encode  the planned context in the upstream's protocol (EncodePlan, InPlace)
 //	pump    an upstream's event stream, event by event     (Pump, UpstreamEvent)
-//	commit  the answer's messages and the store's write    (AnswerMessages, Decision.Commit)
+//	commit  the answer's messages, the store's write       (AnswerMessages, Deps.Commit,
+//	        within the commit timeout, rebased              Decision.Commit, Deps.Seal)
+//	render  the answer stamped (its id, times, stored form) (Stamp)
+//	        and written to the client, the finishing event (Whole, Stream, EndStream)
+//	        held until the commit
 //	        an upstream's error status as the client's     (UpstreamStatus)
-//	rounds  the history tools' rounds: what is stored,    (StoredRound, WithLeadingText, HasContent)
-//	        what the client sees                          (RoundFilter, AnswerDeltas)
+//	rounds  the history tools' rounds: what is stored,     (StoredRound, WithLeadingText, HasContent)
+//	        what the client sees                           (RoundFilter, AnswerDeltas)
+//
+// An exchange's state is in three parts (state.go): what the plan
+// decided (Decision: made once, the one part another goroutine reads;
+// the commit, which may outlive its handler past its deadline, reads the
+// decision and writes only the change it was given), what its record
+// reports (Record) and what it owns until it ends (Owned).
 //
 // Package proxy admits the request (reads the body, authenticates the
-// caller), decodes it with the client's protocol, runs the plan, sends
-// the upstream call and writes the client's answer; it calls these stages
-// in that order (proxy/pipeline.go names each). A Decision is the one
-// part of an exchange another goroutine reads: the commit, which may
-// outlive its handler past its deadline, reads the decision and writes
-// only the change it was given.
-//
-// It knows nothing of fasthttp, tenants, metrics or logs: what a stage
-// needs of them (the store, the token counter) comes in as arguments.
+// caller, finds the conversation), decodes it with the client's
+// protocol, sends the upstream call and calls these stages in order
+// (proxy/pipeline.go names each); it implements what the render stage
+// writes to (Client, Writer) over fasthttp, and the Exchange the stage
+// stamps and commits through. What the stages need of the server (store,
+// lock, clock, commit timeout, metrics, log) comes in Deps, which proxy
+// fills once; it knows nothing of fasthttp or tenants.
 package pipeline

@@ -19,7 +19,6 @@ import (
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/thread"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/tracing"
@@ -76,6 +75,10 @@ type exchange struct {
 	render   func(*apierr.Error) []byte
 	route    string
 	upstream wire.Protocol // the protocol the upstream speaks
+	// in and up are the client's protocol and the upstream's, req the
+	// decoded request: what the render stage's Stamp needs.
+	in, up *protocol
+	req    *wire.Request
 
 	// dec is what prepare decided (nil for an unrecorded request).
 	dec *pipeline.Decision
@@ -107,7 +110,7 @@ type exchange struct {
 
 	// facts are what the exchange's record and log line report; span is
 	// its trace span (nil: tracing is off; trace.go).
-	facts exchangeFacts
+	facts pipeline.Record
 	span  *tracing.Exchange
 }
 
@@ -115,22 +118,19 @@ type exchange struct {
 // end with their handler (see chat).
 var exchanges = sync.Pool{New: func() any { return new(exchange) }}
 
-// chat serves POST /v1/chat/completions. conv is the id from the path
-// prefix, if any. Every call ends in exactly one x.done or x.fail, so every
-// exchange is logged, counted and reported once, whatever its end.
-func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
+// serve serves POST to a protocol's route (p's; conv is the id from
+// the path prefix, if any, path the route's path): admit, target, then
+// the pipeline, whose same-protocol branch (pipeline.AsSent) sends a body
+// that records nothing to an upstream of its own protocol as it came,
+// validated but not decoded (forwardAsSent). Every call ends in exactly
+// one x.done or x.fail, so every exchange is logged, counted and
+// reported once, whatever its end.
+func (s *Server) serve(rc *fasthttp.RequestCtx, conv string, p *protocol, path []byte) {
 	x := exchanges.Get().(*exchange)
-	x.s, x.facts.start = s, s.startOf(rc)
+	x.s, x.facts.Start, x.render, x.route = s, s.startOf(rc), p.render, p.route
 	x.key.Conversation = conv
 	body, admitted := s.admit(rc, x)
 	if !admitted {
-		return
-	}
-	c := x.c
-	p := protocols[wire.ChatCompletions]
-	// Another protocol's upstream, or history tools to run: the seam.
-	if up, _ := wire.UpstreamFor(c.cfg.Upstream.Protocol, wire.ChatCompletions); up != wire.ChatCompletions || len(c.cfg.History.Tools) > 0 {
-		s.seamExchange(rc, x, body, conv, p)
 		return
 	}
 	conv, mode, err := x.target(rc, conv)
@@ -138,11 +138,11 @@ func (s *Server) chat(rc *fasthttp.RequestCtx, conv string, path []byte) {
 		x.fail(rc, err)
 		return
 	}
-	if conv == "" || mode == history.Off {
-		// Nothing recorded: the body goes upstream as it came, validated
-		// as the recorded path validates it (the same error for the same
-		// body).
-		stream, err := chat.CheckRequest(body)
+	up, _ := wire.UpstreamFor(x.c.cfg.Upstream.Protocol, p.proto)
+	if p.check != nil && pipeline.AsSent(p.proto, up, conv != "" && mode != history.Off, len(x.c.cfg.History.Tools) > 0) {
+		// Validated as the recorded path validates it (the same error
+		// for the same body).
+		stream, err := p.check(body)
 		if err != nil {
 			x.fail(rc, err)
 			return
@@ -162,7 +162,7 @@ func (x *exchange) readAnswer(rc *fasthttp.RequestCtx, resp *fasthttp.Response) 
 	enc = string(resp.Header.ContentEncoding())
 	raw, err := readLimited(uplink.Body(resp), x.s.cfg.MaxResponseBytes)
 	uplink.Release(resp)
-	x.facts.upstreamDone = x.now()
+	x.facts.UpstreamDone = x.now()
 	if errors.Is(err, errTooLarge) {
 		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err))
 		return nil, "", false
@@ -279,7 +279,7 @@ func (s *Server) logExchange(x *exchange, level slog.Level, tenant string, statu
 	if x.key.Conversation != "" {
 		attrs = append(attrs, "conversation", x.key.Conversation)
 	}
-	if x.record && x.dec != nil && !x.facts.sent.IsZero() {
+	if x.record && x.dec != nil && !x.facts.Sent.IsZero() {
 		attrs = append(attrs, "context_tokens", x.dec.Report.Tokens,
 			"turns", strconv.Itoa(x.dec.Report.IncludedTurns)+"/"+strconv.Itoa(x.dec.Report.StoredTurns),
 			"dropped_turns", x.dec.Report.DroppedTurns, "truncated_tool_results", x.dec.Report.TruncatedToolResults,
@@ -359,24 +359,10 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 			}
 		}()
 	}
-	unlock := x.held
+	held := x.held
 	x.held = nil
-	if unlock == nil {
-		if unlock, err = s.cfg.Locks.Acquire(ctx, x.key); err != nil {
-			return nil, apierr.Busy
-		}
-	}
-	defer func() {
-		if err != nil { // the caller owns them only on success
-			x.lease.Release()
-			unlock()
-		}
-	}()
-
 	ratio, window := x.learned(model)
-	loadStart := s.cfg.Now()
-	p, err := plan.Make(ctx, plan.Input{
-		Store:        s.cfg.Store,
+	d, release, err := s.deps.Plan(ctx, c.cfg.ID, plan.Input{
 		Key:          x.key,
 		Policy:       c.policy(mode),
 		Model:        model,
@@ -387,42 +373,17 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 		Retry:        x.retry,
 		Counter:      s.counter,
 		Fixed:        fixedCounter{s},
-		Now:          loadStart,
 		Ratio:        ratio,
 		Window:       window,
 		Thread:       x.thread,
 		Loaded:       loaded,
 		Lease:        &x.lease,
-	})
-	s.metrics.StoreOp("load", s.cfg.Now().Sub(loadStart))
+	}, held, mode, x.pinned)
 	if err != nil {
-		var oe *history.OrphanResultError
-		var se *plan.SideError
-		switch {
-		case errors.As(err, &se):
-			return nil, err // the caller sends the request as a side call
-		case errors.Is(err, plan.ErrStore) && ctx.Err() != nil && !x.lease.Held():
-			return nil, apierr.Busy // another replica held the lease throughout
-		case errors.Is(err, plan.ErrStore):
-			s.log.Error("load failed", "tenant", c.cfg.ID, "conversation", x.key.Conversation, "error", err)
-			if errors.Is(err, history.ErrUnavailable) {
-				return nil, apierr.StoreUnavailable
-			}
-			return nil, apierr.StoreReadFailed
-		case errors.As(err, &oe):
-			// Its position in the client's messages: after the
-			// instructions.
-			return nil, apierr.OrphanToolResult(len(instructions) + oe.Index)
-		case errors.Is(err, plan.ErrNothingToSend):
-			return nil, apierr.NothingToSend // never an empty messages array upstream
-		}
 		return nil, err
 	}
-	x.dec, x.model = x.decide(p, mode, in), model
-	if x.lease.Held() {
-		return func() { x.lease.Release(); unlock() }, nil
-	}
-	return unlock, nil
+	x.dec, x.model = d, model
+	return release, nil
 }
 
 // fixedCounter counts instructions, tools and the summary through the
@@ -474,34 +435,8 @@ func (x *exchange) record1(r recorded) error {
 	start := s.cfg.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
 	defer cancel()
-	x.facts.usage = recordedUsage{input: r.prompt, output: r.completion, cached: r.cached, created: r.created}
-	type outcome struct {
-		meta history.Meta
-		err  error
-	}
-	result := make(chan outcome, 1)
-	d := x.dec
-	go func() {
-		// Past the deadline this goroutine may outlive the exchange: it
-		// reads only the decision and writes only ch (and, through
-		// ch.Lease, the lease its commit drops).
-		var m history.Meta
-		var err error
-		m, ch, err = d.Commit(ctx, ch)
-		result <- outcome{m, err}
-	}()
-	var err error
-	select {
-	case o := <-result:
-		err = o.err
-		if err == nil && len(ch.Append) > 0 {
-			x.facts.committedFrom, x.facts.committedTo = o.meta.NextSeq-uint64(len(ch.Append)), o.meta.NextSeq-1
-			x.facts.committedIncarnation = o.meta.Incarnation
-		}
-	case <-ctx.Done():
-		err = fmt.Errorf("%w: %w", errCommitTimeout, ctx.Err())
-	}
-	s.metrics.StoreOp("commit", s.cfg.Now().Sub(start))
+	x.facts.Usage = wire.Usage{InputTokens: r.prompt, OutputTokens: r.completion, CachedTokens: r.cached, CacheCreationTokens: r.created}
+	err := s.deps.Commit(ctx, start, x.dec, ch, x.c.cfg.ID, r.upstream.String(), &x.facts)
 	if x.span != nil {
 		x.span.CommitStart, x.span.CommitEnd, x.span.ResponseModel, x.span.FinishReason = start, s.cfg.Now(), r.model, r.stop
 		if err == nil && s.cfg.Tracer.CaptureContent() {
@@ -509,23 +444,10 @@ func (x *exchange) record1(r recorded) error {
 		}
 	}
 	if err != nil {
-		x.facts.commitFailed = true
-		reason := "error"
-		if errors.Is(err, errCommitTimeout) {
-			reason = "timeout"
-		}
-		s.metrics.CommitFailed(x.c.cfg.ID, reason)
-		if errors.Is(err, history.ErrNoSpace) {
-			return fmt.Errorf("%w: %w", apierr.NoSpace, err)
-		}
-		if errors.Is(err, history.ErrUnavailable) {
-			return fmt.Errorf("%w: %w", apierr.StoreUnavailable, err)
-		}
-		return fmt.Errorf("%w: %w", apierr.CommitFailed, err)
+		return err
 	}
-	s.metrics.Usage(x.c.cfg.ID, r.upstream.String(), r.prompt, r.cached, r.completion)
 	if x.endEpisode {
-		if err := x.sealEpisode(ctx); err != nil {
+		if err := s.deps.Seal(ctx, x.dec); err != nil {
 			// The turn is recorded; the episode stays open (an idle
 			// timeout or the API can still end it).
 			s.log.Error("end_conversation: seal failed", "tenant", x.c.cfg.ID, "conversation", x.key.Conversation, "error", err)
@@ -552,24 +474,6 @@ func (x *exchange) triggerSummary() {
 	s.cfg.Summaries.Trigger(c.cfg.ID, x.key, x.model, c.PassedKey(), !p.Fits)
 }
 
-// sealEpisode seals the open episode after the turn's commit (the model
-// called end_conversation): the turn belongs to the episode it ends. The
-// exchange still holds the conversation's lock.
-func (x *exchange) sealEpisode(ctx context.Context) error {
-	st := x.s.cfg.Store
-	for range pipeline.MaxRebases + 1 {
-		snap, err := st.Load(ctx, x.key, history.Query{})
-		if err != nil {
-			return err
-		}
-		_, err = st.Commit(ctx, x.key, history.Change{Version: snap.Meta.Version, Seal: true, Now: x.s.cfg.Now().UnixNano()})
-		if !errors.Is(err, history.ErrConflict) {
-			return err
-		}
-	}
-	return history.ErrConflict
-}
-
 // fail answers err in the client's protocol's shape (OpenAI's unless
 // x.render says otherwise) and ends the exchange with it.
 func (x *exchange) fail(rc *fasthttp.RequestCtx, err error) {
@@ -592,19 +496,19 @@ func (x *exchange) done(status int, err error) {
 		tenant = x.c.cfg.ID
 	}
 	upstream := time.Duration(0)
-	if !x.facts.sent.IsZero() {
-		if x.facts.upstreamDone.IsZero() {
-			x.facts.upstreamDone = end
+	if !x.facts.Sent.IsZero() {
+		if x.facts.UpstreamDone.IsZero() {
+			x.facts.UpstreamDone = end
 		}
-		upstream = x.facts.upstreamDone.Sub(x.facts.sent)
+		upstream = x.facts.UpstreamDone.Sub(x.facts.Sent)
 	}
-	total := end.Sub(x.facts.start)
+	total := end.Sub(x.facts.Start)
 	if x.c.tenant != nil {
 		s.metrics.CountTenantRequest(&x.c.series, tenant, x.routeName(), status)
 	} else {
 		s.metrics.CountRequest(tenant, x.routeName(), status)
 	}
-	if !x.facts.sent.IsZero() {
+	if !x.facts.Sent.IsZero() {
 		if x.c.tenant != nil {
 			s.metrics.TenantLatency(&x.c.series, tenant, total, upstream)
 		} else {
@@ -619,7 +523,7 @@ func (x *exchange) done(status int, err error) {
 		s.logExchange(x, level, tenant, status, upstream, total, err)
 	}
 	x.calibrate(err)
-	recorded := s.cfg.OnExchange != nil && (x.record && x.dec != nil || x.side != "") && !x.facts.sent.IsZero()
+	recorded := s.cfg.OnExchange != nil && (x.record && x.dec != nil || x.side != "") && !x.facts.Sent.IsZero()
 	if recorded || x.span != nil {
 		r, rounds := x.records(status, err, end, upstream)
 		if x.span != nil {
@@ -636,34 +540,6 @@ func (x *exchange) done(status int, err error) {
 		s.cfg.OnExchangeDone(ExchangeDone{Tenant: tenant, Conversation: x.key.Conversation,
 			Status: status, Committed: x.committed, Err: err})
 	}
-}
-
-// owned is what an exchange holds until it ends: its deadline's cancel and
-// the conversation's lock. One party owns it at a time: the handler, and
-// for a stream the relay goroutine, to which the handler moves it with
-// take. Its end runs exactly once, wherever it was moved.
-type owned struct {
-	cancel  context.CancelFunc
-	release func()
-}
-
-// take moves what o holds to the returned value: o then holds nothing,
-// and its end does nothing.
-func (o *owned) take() owned {
-	t := *o
-	*o = owned{}
-	return t
-}
-
-// end releases the lock, then cancels the deadline.
-func (o *owned) end() {
-	if o.release != nil {
-		o.release()
-	}
-	if o.cancel != nil {
-		o.cancel()
-	}
-	*o = owned{}
 }
 
 // routeName is the exchange's route in metrics and logs.

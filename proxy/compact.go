@@ -138,7 +138,7 @@ func summaryOf(exp *expansion, instructions [][]byte, p wire.Protocol) (plan.Mes
 // Every call ends in exactly one x.done or x.fail.
 func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 	p := protocols[wire.Responses]
-	x := &exchange{s: s, facts: exchangeFacts{start: s.startOf(rc)}, render: p.render, route: p.route}
+	x := &exchange{s: s, facts: pipeline.Record{Start: s.startOf(rc)}, render: p.render, route: p.route}
 	x.key.Conversation = conv
 	body, ok := s.admit(rc, x)
 	if !ok {
@@ -240,7 +240,7 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 	}
 	rc.SetStatusCode(fasthttp.StatusOK)
 	rc.SetContentType("application/json")
-	rc.Response.SetBodyRaw(responses.AppendCompacted(nil, "resp_"+randomHex(), x.facts.start.Unix(), out, u))
+	rc.Response.SetBodyRaw(responses.AppendCompacted(nil, "resp_"+randomHex(), x.facts.Start.Unix(), out, u))
 	x.done(fasthttp.StatusOK, nil)
 }
 

@@ -3,8 +3,10 @@
 // exchange of every protocol that wires package plan (what to send, what
 // to record) to the protocol packages (how to read and rewrite bodies).
 // The exchange's stages that need neither HTTP nor the server (decode's
-// turn, encode, the event pump, the commit's decision and write) are
-// package pipeline's; proxy calls them in order (pipeline.go).
+// turn, the plan's lock and decision, encode, the event pump, the
+// commit's write, the render to a Client or Writer) are package
+// pipeline's; proxy calls them in order (pipeline.go) and fills what
+// they need of the server (pipeline.Deps).
 //
 // Per chat-completions request with a conversation id: authenticate,
 // validate, load the conversation's tail, merge, curate, forward with only

@@ -12,12 +12,8 @@ import (
 	"github.com/recallproxy/recall/wire"
 )
 
-// errCommitTimeout is a commit that did not return within the commit
-// timeout; errClientLeft an answer whose client left before its commit.
 var (
-	errCommitTimeout = errors.New("proxy: commit timed out")
-	errClientLeft    = errors.New("proxy: client left before the answer was recorded")
-	errInterrupted   = errors.New("proxy: upstream stream interrupted")
+	errInterrupted = errors.New("proxy: upstream stream interrupted")
 )
 
 // upstreamError marks an error that came from talking to the upstream:

@@ -9,6 +9,7 @@ import (
 	"github.com/recallproxy/recall/calibrate"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/inspect"
+	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/thread"
 	"github.com/recallproxy/recall/uplink"
 	"github.com/recallproxy/recall/wire"
@@ -23,35 +24,12 @@ const (
 	recordFailed        = "failed"
 )
 
-// exchangeFacts are what an exchange's record and log line report besides
-// its decision: it started at start, was sent upstream at sent, the
-// upstream's answer's headers came at firstByte (as a stream or not) and
-// its end at upstreamDone; the commit stored the seqs
-// committedFrom..committedTo of the conversation's incarnation, with the
-// upstream's reported usage, or failed.
-type exchangeFacts struct {
-	start, sent, firstByte, upstreamDone time.Time
-	stream                               bool
-	usage                                recordedUsage
-	committedFrom, committedTo           uint64
-	committedIncarnation                 uint64
-	commitFailed                         bool
-	// cacheBreakpoint is the seq of the message whose end the request
-	// marked for the upstream's prompt cache (0: none).
-	cacheBreakpoint uint64
-}
-
-// recordedUsage is the upstream's reported usage of an answer committed.
-type recordedUsage struct {
-	input, output, cached, created int
-}
-
 // answered notes the upstream's answer's headers: the time of its first
 // byte (as the client library reports it: the headers read) and whether
 // it streams.
 func (x *exchange) answered(resp *fasthttp.Response) {
-	x.facts.firstByte = x.now()
-	x.facts.stream = uplink.IsEventStream(resp)
+	x.facts.FirstByte = x.now()
+	x.facts.Stream = uplink.IsEventStream(resp)
 }
 
 // nextExchangeID is the id of a record made at now (see
@@ -70,14 +48,14 @@ func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream
 	}
 	up, _ := wire.UpstreamFor(x.c.cfg.Upstream.Protocol, ingress)
 	r := history.ExchangeRecord{
-		ID:         nextExchangeID(x.facts.start),
+		ID:         nextExchangeID(x.facts.Start),
 		Object:     "conversation.exchange",
-		CreatedAt:  x.facts.start.Unix(),
+		CreatedAt:  x.facts.Start.Unix(),
 		Kind:       "chat",
 		Ingress:    ingress.String(),
 		Upstream:   up.String(),
 		Model:      x.model,
-		Stream:     x.facts.stream,
+		Stream:     x.facts.Stream,
 		HTTPStatus: status,
 		Committed:  []history.Span{},
 	}
@@ -89,16 +67,16 @@ func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream
 	} else {
 		r.Thread, r.ThreadReason = threadOfRecord(x.key.Conversation, x.th.Header)
 	}
-	r.Status = recordStatus(status, err, x.facts.commitFailed)
+	r.Status = recordStatus(status, err, x.facts.CommitFailed)
 	if err != nil {
 		r.Error = classify(err).Code
 	}
-	r.CacheBreakpoint = x.facts.cacheBreakpoint
-	total := end.Sub(x.facts.start)
+	r.CacheBreakpoint = x.facts.CacheBreakpoint
+	total := end.Sub(x.facts.Start)
 	r.LatencyMS = history.ExchangeLatency{Upstream: upstream.Milliseconds(), Total: total.Milliseconds(),
 		Recall: (total - upstream).Milliseconds()}
-	if !x.facts.firstByte.IsZero() {
-		r.LatencyMS.FirstByte = x.facts.firstByte.Sub(x.facts.sent).Milliseconds()
+	if !x.facts.FirstByte.IsZero() {
+		r.LatencyMS.FirstByte = x.facts.FirstByte.Sub(x.facts.Sent).Milliseconds()
 	}
 	if x.dec != nil {
 		inspect.Fill(&r, x.dec.Plan)
@@ -106,11 +84,11 @@ func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream
 	} else { // a side call: nothing planned
 		r.Calibration, r.Included, r.Cut, r.Dropped = 1, []history.Span{}, []history.CutResult{}, []history.Dropped{}
 	}
-	r.Tokens.ReportedInput, r.Tokens.Output, r.Tokens.Cached = x.facts.usage.input, x.facts.usage.output, x.facts.usage.cached
-	r.Tokens.CacheCreation = x.facts.usage.created
-	if x.committed && x.facts.committedTo > 0 {
-		r.Committed = append(r.Committed, history.Span{From: x.facts.committedFrom, To: x.facts.committedTo})
-		r.Incarnation = x.facts.committedIncarnation
+	r.Tokens.ReportedInput, r.Tokens.Output, r.Tokens.Cached = x.facts.Usage.InputTokens, x.facts.Usage.OutputTokens, x.facts.Usage.CachedTokens
+	r.Tokens.CacheCreation = x.facts.Usage.CacheCreationTokens
+	if x.committed && x.facts.CommittedTo > 0 {
+		r.Committed = append(r.Committed, history.Span{From: x.facts.CommittedFrom, To: x.facts.CommittedTo})
+		r.Incarnation = x.facts.CommittedIncarnation
 	}
 	return r
 }
@@ -136,7 +114,7 @@ func threadOfRecord(conv, header string) (name, reason string) {
 // recordStatus is an exchange record's status: how the exchange ended.
 func recordStatus(status int, err error, commitFailed bool) string {
 	switch {
-	case status == 499 || errors.Is(err, errClientGone) || errors.Is(err, errClientLeft):
+	case status == 499 || errors.Is(err, pipeline.ErrClientGone) || errors.Is(err, pipeline.ErrClientLeft):
 		return recordClientGone
 	case commitFailed:
 		return recordCommitFailed
@@ -183,10 +161,10 @@ func (x *exchange) learnWindow(status int, enc string, raw []byte) {
 // upstream call.
 func (x *exchange) calibrate(err error) {
 	cal := x.s.cfg.Calibration
-	if cal == nil || err != nil || !x.record || x.dec == nil || len(x.rounds) > 1 || x.facts.usage.input <= 0 {
+	if cal == nil || err != nil || !x.record || x.dec == nil || len(x.rounds) > 1 || x.facts.Usage.InputTokens <= 0 {
 		return
 	}
-	cal.Observe(x.c.cfg.ID, x.model, x.dec.Report.Tokens, x.facts.usage.input)
+	cal.Observe(x.c.cfg.ID, x.model, x.dec.Report.Tokens, x.facts.Usage.InputTokens)
 }
 
 // records are x's exchange record and its tool rounds' (roundRecords);

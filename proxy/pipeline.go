@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,25 +18,26 @@ import (
 	"github.com/recallproxy/recall/wire"
 )
 
-// The exchange pipeline: every recorded exchange of every protocol pair,
-// and every request of a protocol other than chat completions, goes
-// through these stages, in this order:
+// The exchange pipeline: every request to a protocol's route goes
+// through these stages, in this order (in proxy: the stage that needs
+// HTTP or the server; in pipeline: the stage it calls):
 //
-//	admit    read the body, authenticate the caller      (admit)
+//	admit    read the body, authenticate the caller      (serve, admit)
 //	target   the conversation and the history mode       (target)
-//	decode   the body with the client's protocol          (parseRequest)
+//	branch   records nothing, to its own protocol: sent  (pipeline.AsSent, forwardAsSent)
+//	         as it came, validated, not decoded
+//	decode   the body with the client's protocol          (parseRequest; pipeline.TurnOf)
 //	resolve  the conversation the body names (Responses)  (resolve)
 //	thread   main thread, subagent or side call           (threadOf)
-//	plan     load, merge, summary, curate                 (planTurn)
-//	encode   the context in the upstream's protocol       (encode)
+//	plan     lock, load, merge, summary, curate           (planTurn, prepare; pipeline.Deps.Plan)
+//	encode   the context in the upstream's protocol       (encode; pipeline.EncodePlan)
 //	send     one upstream call                            (send)
-//	pump     a stream's events, relayed or rendered       (relaySeam, pump)
-//	commit   the turn, before the client holds its end    (commitAnswer)
-//	render   the answer in the client's protocol          (answerWhole, relaySeamEvents)
+//	pump     a stream's events, relayed or rendered       (relaySeam; pipeline.Pump)
+//	commit   the turn, before the client holds its end    (commitAnswer, record1; pipeline.Deps.Commit)
+//	render   the answer in the client's protocol          (answerWhole, relaySeam; pipeline.Whole, pipeline.Stream)
 //
 // History tools' rounds (tools.go) take over after encode and use the
-// same send, pump and commit. Chat completions that record nothing skip
-// it: their body goes upstream as it came (forwardAsSent).
+// same send, pump and commit.
 
 // serveExchange serves a request once its conversation and mode are known.
 // Every call ends in exactly one x.done or x.fail.
@@ -48,6 +50,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 	upProto, _ := wire.UpstreamFor(x.c.cfg.Upstream.Protocol, p.proto)
 	x.upstream = upProto
 	up := protocols[upProto]
+	x.in, x.up, x.req = p, up, req
 	defer x.dropHeld() // unless the plan took it over
 	exp, err := x.resolve(p, req, conv)
 	if err != nil {
@@ -56,12 +59,12 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), x.c.timeout())
-	res := owned{cancel: cancel}
-	defer res.end() // unless a stream's relay took it
+	res := pipeline.Owned{Cancel: cancel}
+	defer res.End() // unless a stream's relay took it
 	x.record = x.key.Conversation != "" && mode != history.Off
 	x.threadOf(rc, req)
 	if x.record {
-		if res.release, err = x.planTurn(ctx, rc, p, req, mode); err != nil {
+		if res.Release, err = x.planTurn(ctx, rc, p, req, mode); err != nil {
 			x.fail(rc, err)
 			return
 		}
@@ -98,7 +101,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 	upReq := fasthttp.AcquireRequest()
 	up.request(upReq, rc, x.c, req, p.proto)
 	upReq.SetBodyRaw(out)
-	x.facts.sent = x.now()
+	x.facts.Sent = x.now()
 	resp, err := s.send(ctx, upReq)
 	if !asCame {
 		putBodyBuf(out)
@@ -120,7 +123,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 		if !same {
 			rc.Response.Header.Del("Content-Encoding")
 		}
-		s.relaySeam(ctx, res.take(), rc, x, resp, p, up, req, same, ok)
+		s.relaySeam(ctx, res.Take(), rc, x, resp, p, up, req, same, ok)
 		return
 	}
 	x.answerWhole(rc, resp, p, up, req, same)
@@ -274,7 +277,7 @@ func (x *exchange) markHistoryEnd(up *protocol, body []byte, last int, seq uint6
 	n := len(body)
 	body = up.mark(body, last)
 	if len(body) != n {
-		x.facts.cacheBreakpoint = seq
+		x.facts.CacheBreakpoint = seq
 	}
 	return body
 }
@@ -303,7 +306,7 @@ func (x *exchange) translatedError(rc *fasthttp.RequestCtx, resp *fasthttp.Respo
 	e := pipeline.UpstreamStatus(status, raw)
 	e.RetryAfter = string(resp.Header.Peek(fasthttp.HeaderRetryAfter)) // when to try again holds in any protocol
 	uplink.Release(resp)
-	x.facts.upstreamDone = x.now()
+	x.facts.UpstreamDone = x.now()
 	x.fail(rc, e)
 }
 
@@ -323,34 +326,16 @@ func (x *exchange) answerWhole(rc *fasthttp.RequestCtx, resp *fasthttp.Response,
 	}
 	a := &x.answer
 	var err error
-	if *a, err = parseAnswer(up, enc, raw, x.s.cfg.MaxResponseBytes, same); err != nil {
+	if *a, err = parseAnswer(up, enc, raw, x.s.cfg.MaxResponseBytes, same); err == nil {
+		err = pipeline.Whole(client{rc}, x, a, raw, p.ingress, req, same, x.record)
+	}
+	switch {
+	case errors.Is(err, pipeline.ErrClientLeft):
+		x.done(499, err)
+		return
+	case err != nil:
 		x.fail(rc, err)
 		return
-	}
-	if err := x.stamp(a, req, up.proto, p.proto); err != nil {
-		x.fail(rc, err)
-		return
-	}
-	if x.record {
-		// A client that already left (it timed out) would retry: storing
-		// the answer it never saw would leave the retry a duplicate turn.
-		if clientGone(rc.Conn()) {
-			x.done(499, errClientLeft)
-			return
-		}
-		if err := x.commitAnswer(a); err != nil {
-			x.fail(rc, err)
-			return
-		}
-		x.committed = true
-	}
-	if same {
-		rc.Response.SetBodyRaw(raw)
-	} else {
-		rc.Response.Header.Del("Content-Encoding")
-		rc.Response.Header.Del("Content-Length")
-		rc.SetContentType("application/json")
-		rc.Response.SetBodyRaw(p.ingress.AppendAnswer(nil, req, a))
 	}
 	x.done(status, nil)
 }

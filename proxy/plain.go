@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/uplink"
 )
 
@@ -30,8 +31,8 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 	upReq.SetBodyRaw(body)
 	resp := fasthttp.AcquireResponse()
 	resp.Header.SetNoDefaultContentType(true)
-	x.facts.sent = x.now()
-	deadline := x.facts.sent.Add(c.timeout())
+	x.facts.Sent = x.now()
+	deadline := x.facts.Sent.Add(c.timeout())
 	client := s.client
 	if !stream {
 		client = s.buffered
@@ -52,7 +53,7 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 	status := resp.StatusCode()
 	if uplink.IsEventStream(resp) {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		s.relayStream(ctx, owned{cancel: cancel}, rc, x, resp)
+		s.relayStream(ctx, pipeline.Owned{Cancel: cancel}, rc, x, resp)
 		return true
 	}
 	if resp.BodyStream() == nil { // read whole (the buffering client)

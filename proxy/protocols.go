@@ -21,7 +21,7 @@ import (
 // shape, how its turns are shaped) its package brings through the
 // optional interfaces of wire, which init reads into the entry.
 var protocols = map[wire.Protocol]*protocol{
-	wire.ChatCompletions: {proto: wire.ChatCompletions, route: "chat", ingress: chat.Protocol{}, upstream: chat.Protocol{}},
+	wire.ChatCompletions: {proto: wire.ChatCompletions, route: "chat", ingress: chat.Protocol{}, upstream: chat.Protocol{}, check: chat.CheckRequest},
 	wire.Responses:       {proto: wire.Responses, route: "responses", ingress: responses.Ingress{}, upstream: responses.Upstream{}, renders: true, resolve: resolveResponses, answers: nameResponse},
 	wire.Messages:        {proto: wire.Messages, route: "messages", ingress: messages.Ingress{}, upstream: messages.Upstream{}},
 	wire.Gemini:          {proto: wire.Gemini, route: "gemini", ingress: gemini.Ingress{}, upstream: gemini.Upstream{}},
@@ -46,6 +46,11 @@ type protocol struct {
 	// answers, if set, names the answer before it is made (req.ResponseID),
 	// once the request is planned (x.dec, for a recorded exchange).
 	answers func(x *exchange, req *wire.Request)
+	// check, if set, validates a body that takes the pipeline's
+	// same-protocol branch (pipeline.AsSent) without decoding it, and
+	// reports whether it asks for a stream; without it every request is
+	// decoded.
+	check func(body []byte) (stream bool, err error)
 
 	// The rest is set by init from the package.
 

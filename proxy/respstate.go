@@ -117,7 +117,7 @@ func (x *exchange) dropHeld() {
 // websocket-reconnect-store-false-recovery), whatever else the
 // conversation holds.
 func nameResponse(x *exchange, req *wire.Request) {
-	req.Created = x.facts.start.Unix()
+	req.Created = x.facts.Start.Unix()
 	req.Store = x.record && x.dec != nil && (req.Store || req.PreviousResponseID != "")
 	if !req.Store {
 		// Stored nowhere: an id that names nothing.

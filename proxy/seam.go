@@ -3,7 +3,6 @@ package proxy
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -15,34 +14,6 @@ import (
 	"github.com/recallproxy/recall/thread"
 	"github.com/recallproxy/recall/wire"
 )
-
-// serveSeam serves a request of ingress protocol in (its route's) through
-// the protocol seam: decode with the ingress, plan as every protocol does,
-// encode the context for the tenant's upstream protocol, and render the
-// answer back in the client's protocol. When the upstream speaks the
-// client's protocol, its bytes are relayed as they came (the Responses API
-// aside: its answers carry Recall's ids, which hold its state).
-//
-// Every call ends in exactly one x.done or x.fail.
-func (s *Server) serveSeam(rc *fasthttp.RequestCtx, conv string, p *protocol) {
-	x := &exchange{s: s, facts: exchangeFacts{start: s.startOf(rc)}, render: p.render, route: p.route}
-	x.key.Conversation = conv
-	if body, ok := s.admit(rc, x); ok {
-		s.seamExchange(rc, x, body, conv, p)
-	}
-}
-
-// seamExchange is serveSeam once the caller is known (x.c): the chat
-// route hands it a chat request whose tenant's upstream speaks another
-// protocol.
-func (s *Server) seamExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte, conv string, p *protocol) {
-	conv, mode, err := x.target(rc, conv)
-	if err != nil {
-		x.fail(rc, err)
-		return
-	}
-	s.serveExchange(rc, x, body, conv, mode, p)
-}
 
 // target is the conversation the request names (see conversation) and
 // the history mode it asks for (X-Recall-History, else the tenant's).
@@ -70,33 +41,10 @@ func parseRequest(rc *fasthttp.RequestCtx, p *protocol, body []byte) (*wire.Requ
 	return p.ingress.ParseRequest(body)
 }
 
-// stamp gives the answer Recall's id and times (Completed is now), and
-// puts its stored form in the protocol the client received it in: the
-// upstream's when the client speaks it, else the client's (the canonical
-// answer encoded by its codec; the upstream's Settings, in its protocol,
-// are dropped). What is stored, what the client is answered and what a
-// stored response renders later are then the same items, and a client
-// that resends its history resends what is stored, which the merge
-// recognises. A provider's opaque pieces (signed thinking, encrypted
-// reasoning) are then not kept: only a client of that provider's
-// protocol could send them back.
+// stamp stamps a (pipeline.Stamp): the exchange's start is its time
+// unless the request named one, now its completion.
 func (x *exchange) stamp(a *wire.Answer, req *wire.Request, up, in wire.Protocol) error {
-	a.Protocol = up
-	if req.ResponseID != "" {
-		a.ResponseID, a.Created = req.ResponseID, req.Created
-	}
-	if a.Created == 0 {
-		a.Created = x.facts.start.Unix()
-	}
-	a.Completed = x.now().Unix()
-	if in != up {
-		stored, err := wire.For(in).Encode(nil, []wire.Message{a.Message})
-		if err != nil {
-			return fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
-		}
-		a.Stored, a.Protocol, a.Settings = stored, in, nil
-	}
-	return nil
+	return pipeline.Stamp(a, req, up, in, x.facts.Start, x.now())
 }
 
 // seamThread is a request of any protocol as package thread reads it:
@@ -135,7 +83,7 @@ func (x *exchange) commitAnswer(a *wire.Answer) error {
 // gets the closing events: the stream ends with an error event instead.
 //
 // It owns resp and res from here on, like relayStream.
-func (s *Server) relaySeam(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
+func (s *Server) relaySeam(ctx context.Context, res pipeline.Owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
 	p *protocol, up *protocol, req *wire.Request, same, ok bool) {
 	rc.Response.Header.Del("Content-Length")
 	if !same {
@@ -152,9 +100,9 @@ func (s *Server) relaySeam(ctx context.Context, res owned, rc *fasthttp.RequestC
 	s.relay(ctx, res, rc, x, resp, func(w *bufio.Writer, upstream io.Reader) error {
 		if !ok && same { // the upstream's error, in the client's protocol already
 			_, err := relayRaw(w, upstream)
-			x.facts.upstreamDone = x.now()
+			x.facts.UpstreamDone = x.now()
 			if err != nil {
-				return fmt.Errorf("%w: %w", errClientGone, err)
+				return fmt.Errorf("%w: %w", pipeline.ErrClientGone, err)
 			}
 			return nil
 		}
@@ -164,93 +112,71 @@ func (s *Server) relaySeam(ctx context.Context, res owned, rc *fasthttp.RequestC
 				return fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
 			}
 		}
-		return s.relaySeamEvents(w, upstream, x, p, up, req, same, record)
-	})
-}
-
-// relaySeamEvents is relaySeam's reading, relaying and commit: the
-// pump's events relayed as they came (same), the one that finishes the
-// answer and every later one held until the commit, or rendered in the
-// client's protocol, the closing events once committed.
-func (s *Server) relaySeamEvents(w *bufio.Writer, r io.Reader, x *exchange, p, up *protocol, req *wire.Request, same, record bool) error {
-	var ren wire.Renderer
-	if !same {
-		ren = newRenderer(x, p, req)
-	}
-	var held, out []byte
-	holding := false
-	a, err := pipeline.Pump(r, up.upstream.NewAssembler(), s.cfg.MaxResponseBytes, same, func(raw []byte, deltas []wire.Delta, last bool) error {
+		var ren wire.Renderer
 		if !same {
-			out = out[:0]
-			for _, d := range deltas {
-				out = ren.Delta(out, d)
-			}
-			return writeFlush(w, out)
+			ren = newRenderer(x, p, req)
 		}
-		holding = holding || record && last
-		for _, d := range deltas {
-			holding = holding || record && d.Kind == wire.Finish
-		}
-		if holding {
-			held = append(held, raw...)
-			return nil
-		}
-		return writeFlush(w, raw)
+		return pipeline.Stream(w, upstream, x, up.upstream.NewAssembler(), s.cfg.MaxResponseBytes, ren, same, record)
 	})
-	x.facts.upstreamDone = x.now()
-	var ue *pipeline.UpstreamEvent
-	switch {
-	case errors.As(err, &ue) && same && !holding:
-		// The upstream's own error event reaches the client as it came.
-		if werr := writeFlush(w, ue.Raw); werr != nil {
-			return werr
-		}
-		return fmt.Errorf("%w: %w", errErrorEventRelayed, err)
-	case errors.Is(err, errClientGone):
-		return err
-	case err != nil:
-		return s.endSeam(w, x, p, ren, err)
-	}
-	if err := x.stamp(&a, req, up.proto, p.proto); err != nil {
-		return s.endSeam(w, x, p, ren, err)
-	}
-	if record {
-		if err := x.leftBeforeCommit(); err != nil {
-			return err
-		}
-		if err := x.commitAnswer(&a); err != nil {
-			return s.endSeam(w, x, p, ren, err)
-		}
-		x.committed = true
-	}
-	if same {
-		return writeFlush(w, held)
-	}
-	return writeFlush(w, ren.End(nil, &a))
 }
 
 // newRenderer returns the renderer of req's streamed answer, its time
 // the exchange's start unless the ingress named it already.
 func newRenderer(x *exchange, p *protocol, req *wire.Request) wire.Renderer {
 	if req.Created == 0 {
-		req.Created = x.facts.start.Unix()
+		req.Created = x.facts.Start.Unix()
 	}
 	return p.ingress.NewRenderer(req)
 }
 
-// endSeam ends a stream that failed with an error event in the client's
-// protocol, ren's when it renders one (ren is nil when the upstream's
-// events are relayed as they came); the closing events never go out.
-func (s *Server) endSeam(w *bufio.Writer, x *exchange, p *protocol, ren wire.Renderer, err error) error {
-	e := classify(err)
-	var ev []byte
-	if er, ok := ren.(wire.ErrorRenderer); ok {
-		ev = er.Error(nil, e.Code, e.Message)
-	} else {
-		ev = p.errorEvent(e)
+// The exchange as the pipeline's render stage sees it (pipeline.Exchange):
+// x.in, x.up and x.req are set once the request is decoded.
+
+// Stamp gives a its id, times and stored form (stamp).
+func (x *exchange) Stamp(a *wire.Answer) error { return x.stamp(a, x.req, x.up.proto, x.in.proto) }
+
+// Commit records the turn with the answer a (commitAnswer).
+func (x *exchange) Commit(a *wire.Answer) error {
+	if err := x.commitAnswer(a); err != nil {
+		return err
 	}
-	if _, werr := w.Write(ev); werr != nil {
-		return fmt.Errorf("%w (%w: %w)", err, errClientGone, werr)
-	}
-	return err
+	x.committed = true
+	return nil
 }
+
+// UpstreamDone notes the time the upstream's answer ended.
+func (x *exchange) UpstreamDone() { x.facts.UpstreamDone = x.now() }
+
+// Left fails if a stream's client left before the commit
+// (leftBeforeCommit).
+func (x *exchange) Left() error { return x.leftBeforeCommit() }
+
+// ErrorEvent is err as an error event in the client's protocol, ren's
+// when it renders one (ren is nil when the upstream's events are relayed
+// as they came).
+func (x *exchange) ErrorEvent(ren wire.Renderer, err error) []byte {
+	e := classify(err)
+	if er, ok := ren.(wire.ErrorRenderer); ok {
+		return er.Error(nil, e.Code, e.Message)
+	}
+	return x.in.errorEvent(e)
+}
+
+// client is a request's connection as the render stage writes a whole
+// answer to it (pipeline.Client).
+type client struct{ rc *fasthttp.RequestCtx }
+
+// Relayed answers the upstream's body as it came.
+func (c client) Relayed(body []byte) { c.rc.Response.SetBodyRaw(body) }
+
+// Rendered answers a JSON body Recall rendered, without the upstream's
+// encoding and length.
+func (c client) Rendered(body []byte) {
+	c.rc.Response.Header.Del("Content-Encoding")
+	c.rc.Response.Header.Del("Content-Length")
+	c.rc.SetContentType("application/json")
+	c.rc.Response.SetBodyRaw(body)
+}
+
+// Gone reports whether the client has closed its connection.
+func (c client) Gone() bool { return clientGone(c.rc.Conn()) }

@@ -18,10 +18,12 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/metrics"
+	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/respstate"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/tracing"
 	"github.com/recallproxy/recall/uplink"
+	"github.com/recallproxy/recall/wire"
 	"github.com/recallproxy/recall/wsmode"
 )
 
@@ -182,6 +184,7 @@ const readyzPingTimeout = 2 * time.Second
 // Server is the Recall HTTP server.
 type Server struct {
 	cfg      Config
+	deps     pipeline.Deps // what the pipeline's stages need of the server
 	log      *slog.Logger
 	metrics  *metrics.Metrics
 	counter  *tokens.Counter
@@ -274,6 +277,7 @@ func New(cfg Config) (*Server, error) {
 
 		realClock: realClock,
 	}
+	s.deps = pipeline.Deps{Store: cfg.Store, Lock: cfg.Locks.Acquire, Log: cfg.Logger, Now: cfg.Now, CommitTimeout: cfg.CommitTimeout, Metrics: cfg.Metrics}
 	sockets, err := s.newSockets()
 	if err != nil {
 		return nil, err
@@ -459,7 +463,7 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 	case e != nil:
 		s.reject(rc, "other", e)
 	case bytes.Equal(path, pathChat) && rc.IsPost():
-		s.chat(rc, conv, path)
+		s.serve(rc, conv, protocols[wire.ChatCompletions], path)
 	case bytes.Equal(path, pathChat) && conv != "":
 		// Stored chat completions (GET /v1/chat/completions) have no
 		// conversation memory to apply: they pass through, but not under a
@@ -471,7 +475,7 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 	case rc.IsPost() && bytes.Equal(path, pathCompact):
 		s.compact(rc, conv)
 	case rc.IsPost() && seamRoute(path) != nil:
-		s.serveSeam(rc, conv, seamRoute(path))
+		s.serve(rc, conv, seamRoute(path), path)
 	case stateRoute(rc.Method(), path):
 		// The Responses and Conversations APIs' state is Recall's: never
 		// passed through (the /c/{id} prefix names nothing here).
@@ -538,8 +542,8 @@ func (s *Server) startOf(rc *fasthttp.RequestCtx) time.Time {
 // about ten times, fasthttp's readings included, at about 25 ns a read on
 // the benchmark machine).
 func (x *exchange) now() time.Time {
-	if x.s.realClock && !x.facts.start.IsZero() {
-		return x.facts.start.Add(time.Since(x.facts.start)) // Since reads only the monotonic clock when start has it
+	if x.s.realClock && !x.facts.Start.IsZero() {
+		return x.facts.Start.Add(time.Since(x.facts.Start)) // Since reads only the monotonic clock when start has it
 	}
 	return x.s.cfg.Now()
 }

@@ -15,28 +15,26 @@ import (
 
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/internal/streambody"
+	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/uplink"
 )
-
-// errClientGone is a write or flush failure: the client left mid-stream.
-var errClientGone = errors.New("proxy: client gone mid-stream")
 
 // relayStream relays an unrecorded upstream event stream to the client
 // as it arrives, byte for byte (the recorded ones go through relaySeam).
 //
 // It owns resp and res (the exchange's deadline and lock) from here on:
 // the relay goroutine touches nothing of rc, and ends both.
-func (s *Server) relayStream(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response) {
+func (s *Server) relayStream(ctx context.Context, res pipeline.Owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response) {
 	rc.Response.Header.Del("Content-Length")
 	s.relay(ctx, res, rc, x, resp, func(w *bufio.Writer, upstream io.Reader) error {
 		r := &readErrs{r: upstream}
 		_, err := relayRaw(w, r)
-		x.facts.upstreamDone = x.now()
+		x.facts.UpstreamDone = x.now()
 		if err != nil && r.err != nil {
 			return fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, err)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: %w", errClientGone, err)
+			return fmt.Errorf("%w: %w", pipeline.ErrClientGone, err)
 		}
 		return nil
 	})
@@ -53,7 +51,7 @@ const streamBodyMax = 64 << 10
 // everything it meant to. relay flushes w, waits until fasthttp has
 // written every byte to the connection (see streambody.Body), and ends the
 // exchange (x.done) with the status its end deserves.
-func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
+func (s *Server) relay(ctx context.Context, res pipeline.Owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
 	work func(w *bufio.Writer, upstream io.Reader) error) {
 	status := resp.StatusCode()
 	body := uplink.Body(resp)
@@ -67,7 +65,7 @@ func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, 
 		defer s.inflight.Done()
 		defer s.busy.Add(-1)
 		defer out.End()
-		defer res.end() // after the commit: the lock, then the deadline
+		defer res.End() // after the commit: the lock, then the deadline
 		// A client that takes nothing must not hold the conversation past
 		// the exchange's deadline: the deadline ends the body stream.
 		// (The idle timer's cancel does not: the relay then ends the body
@@ -82,19 +80,19 @@ func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, 
 		defer recoverStream(s.log)
 
 		// A stream that sends nothing for StreamIdleTimeout is ended.
-		idle := time.AfterFunc(s.cfg.StreamIdleTimeout, res.cancel)
+		idle := time.AfterFunc(s.cfg.StreamIdleTimeout, res.Cancel)
 		defer idle.Stop()
 		w := bufio.NewWriter(out)
 		err := work(w, &idleReader{r: body, t: idle, d: s.cfg.StreamIdleTimeout})
 		if ferr := w.Flush(); err == nil && ferr != nil {
-			err = fmt.Errorf("%w: %w", errClientGone, ferr)
+			err = fmt.Errorf("%w: %w", pipeline.ErrClientGone, ferr)
 		}
 		if err == nil {
 			// Every event is written: wait until fasthttp has written
 			// them to the connection, or could not.
 			out.End()
 			if werr := out.Wait(); werr != nil {
-				err = fmt.Errorf("%w: %w", errClientGone, werr)
+				err = fmt.Errorf("%w: %w", pipeline.ErrClientGone, werr)
 			}
 		}
 		if err == nil {
@@ -103,7 +101,7 @@ func (s *Server) relay(ctx context.Context, res owned, rc *fasthttp.RequestCtx, 
 		if err != nil && !x.committed {
 			s.metrics.StreamAborted(x.c.cfg.ID)
 			switch {
-			case errors.Is(err, errClientGone):
+			case errors.Is(err, pipeline.ErrClientGone):
 				status = 499
 			case errors.Is(err, apierr.CommitFailed):
 				// What the client was told: a commit that timed out is
@@ -157,21 +155,17 @@ func holdHeaders(rc *fasthttp.RequestCtx, out *streambody.Body, hold time.Durati
 	}
 }
 
-// leftBeforeCommit fails with errClientGone if the client of a streamed
+// leftBeforeCommit fails with pipeline.ErrClientGone if the client of a streamed
 // exchange has closed its connection: a client that left would retry, and
 // storing the answer it never saw would leave the retry a duplicate turn.
 // The relay's writes do not tell in time: they are buffered (streambody.Body),
 // and fasthttp may not have tried the connection since the client left.
 func (x *exchange) leftBeforeCommit() error {
 	if x.conn != nil && clientGone(x.conn) {
-		return fmt.Errorf("%w: the connection closed before the commit", errClientGone)
+		return fmt.Errorf("%w: the connection closed before the commit", pipeline.ErrClientGone)
 	}
 	return nil
 }
-
-// errErrorEventRelayed marks a stream that failed with the upstream's own
-// error event, which the client got: Recall adds no second one.
-var errErrorEventRelayed = errors.New("proxy: the upstream's error event was relayed")
 
 // errorEvent is e as an SSE data event, the way OpenAI reports an error
 // in a stream.

@@ -34,10 +34,6 @@ import (
 // for an answer that also called the client's tools), so every later
 // request is valid and merge skips them.
 
-// roundsLimitText is the final answer when the last allowed round still
-// called only Recall's tools.
-const roundsLimitText = "I could not finish looking through the conversation history within the allowed number of tool rounds."
-
 // offeredTools returns the history tools offered on req: the tenant's,
 // less those a client tool of the same name shadows. None when the
 // exchange is not recorded (the tools act on the conversation).
@@ -79,14 +75,9 @@ type toolLoop struct {
 	limit       int
 	runner      tools.Runner
 
-	// rounds are Recall's rounds: its calls, then their results.
-	rounds []wire.Message
-	// post are the results of Recall's calls in a mixed answer.
-	post *wire.Message
-	// mine are the ids of Recall's calls.
-	mine    map[string]bool
-	usage   wire.Usage
-	limited bool
+	// ToolTurn is what the rounds leave for the commit.
+	pipeline.ToolTurn
+	usage wire.Usage
 }
 
 func (s *Server) newToolLoop(x *exchange, p, up *protocol, req *wire.Request, instr, msgs [][]byte, lastHistory int, lastSeq uint64, offered []wire.Tool) *toolLoop {
@@ -95,7 +86,7 @@ func (s *Server) newToolLoop(x *exchange, p, up *protocol, req *wire.Request, in
 		limit = tools.DefaultRounds
 	}
 	return &toolLoop{s: s, x: x, p: p, up: up, req: req, instr: instr, msgs: msgs, lastHistory: lastHistory, lastSeq: lastSeq,
-		offered: offered, limit: limit, runner: tools.Runner{Store: s.cfg.Store, Key: x.key}, mine: map[string]bool{}}
+		offered: offered, limit: limit, runner: tools.Runner{Store: s.cfg.Store, Key: x.key}, ToolTurn: pipeline.ToolTurn{Mine: map[string]bool{}}}
 }
 
 // body returns the next round's request body, streamed or not.
@@ -130,7 +121,7 @@ func (l *toolLoop) step(ctx context.Context, a *wire.Answer) (more bool, err err
 			theirs++
 			continue
 		}
-		l.mine[part.CallID] = true
+		l.Mine[part.CallID] = true
 		start := x.now()
 		r := l.runner.Run(ctx, part.Name, part.Arguments)
 		l.s.metrics.ToolCall(x.c.cfg.ID, part.Name, r.Outcome)
@@ -148,12 +139,12 @@ func (l *toolLoop) step(ctx context.Context, a *wire.Answer) (more bool, err err
 		return false, nil // the final answer
 	}
 	if theirs > 0 {
-		l.post = &results // the client's calls go to the client
+		l.Post = &results // the client's calls go to the client
 		return false, nil
 	}
-	l.rounds = append(l.rounds, a.Message, results)
+	l.Rounds = append(l.Rounds, a.Message, results)
 	if len(x.rounds) == l.limit {
-		l.limited = true
+		l.Limited = true
 		return false, nil
 	}
 	enc, err := wire.For(l.up.proto).Encode(nil, []wire.Message{a.Message, results})
@@ -164,123 +155,25 @@ func (l *toolLoop) step(ctx context.Context, a *wire.Answer) (more bool, err err
 	return true, nil
 }
 
-// finish stamps the final answer a and returns the stored turn (Recall's
-// rounds, the answer, the results of Recall's calls in it) and the
-// answer as the client gets it, Recall's calls left out. relayed is the
-// text a stream already gave the client in earlier rounds: the client
-// holds it as the start of the answer's text, so the answer it gets
-// starts with it, and the stored answer is hashed as the client holds it
-// (a client that resends its history resends it so).
+// finish stamps the final answer a and returns the stored turn and the
+// answer as the client gets it (pipeline.ToolTurn.Finish), each round's
+// part of the turn noted in its record.
 func (l *toolLoop) finish(a wire.Answer, relayed string) ([]history.Message, wire.Answer, error) {
 	x, s := l.x, l.s
 	a.Usage = l.usage
 	if err := x.stamp(&a, l.req, l.up.proto, l.p.proto); err != nil {
 		return nil, wire.Answer{}, err
 	}
-	codec := wire.For(a.Protocol) // the stored form's protocol
-	if l.limited {
-		a.Message = wire.Message{Role: wire.RoleAssistant, Parts: []wire.Part{{Kind: wire.Text, Text: roundsLimitText}}}
-		a.Stop = wire.StopEnd
-		stored, err := codec.Encode(nil, []wire.Message{a.Message})
-		if err != nil {
-			return nil, wire.Answer{}, fmt.Errorf("%w: %w", apierr.Internal, err)
-		}
-		a.Stored = stored
-	}
-	var turn []history.Message
-	add := func(raw []byte, flags history.Flags, hashOf []byte) {
-		role := codec.Role(raw)
-		if role == "" {
-			role = wire.RoleAssistant
-		}
-		turn = append(turn, history.Message{Role: role, Protocol: a.Protocol, Raw: raw, Hash: codec.Hash(hashOf),
-			Flags: flags, Tokens: plan.Count(s.counter, x.dec.Encoding, a.Protocol, raw)})
-	}
-	// counted notes the messages added since from as round i's.
-	counted := func(i, from int) {
+	count := func(p wire.Protocol, raw []byte) int { return plan.Count(s.counter, x.dec.Encoding, p, raw) }
+	stored := func(i int, msgs []history.Message) {
 		if i < len(x.rounds) {
-			x.rounds[i].stored += len(turn) - from
-			for _, m := range turn[from:] {
+			x.rounds[i].stored += len(msgs)
+			for _, m := range msgs {
 				x.rounds[i].tokens += m.Tokens
 			}
 		}
 	}
-	for i := 0; i < len(l.rounds); i += 2 {
-		from := len(turn)
-		raws, err := codec.Encode(nil, pipeline.StoredRound(l.rounds[i:i+2]))
-		if err != nil {
-			return nil, wire.Answer{}, fmt.Errorf("%w: %w", apierr.Internal, err)
-		}
-		for _, raw := range raws {
-			add(raw, history.Internal, raw)
-		}
-		counted(i/2, from)
-	}
-	from := len(turn)
-	client := a
-	client.Stored = nil
-	client.Message.Parts = slices.DeleteFunc(slices.Clone(a.Message.Parts), func(p wire.Part) bool {
-		return p.Kind == wire.ToolCall && l.mine[p.CallID]
-	})
-	// What the client holds, when a stream relayed text before this
-	// answer: each visible stored message is hashed as that.
-	var held [][]byte
-	if relayed != "" {
-		client.Message = pipeline.WithLeadingText(client.Message, relayed)
-		held, _ = codec.Encode(nil, []wire.Message{client.Message})
-	}
-	notMine := func(id string) bool { return !l.mine[id] }
-	var ids []string
-	var visible []int
-	if !l.limited {
-		for _, raw := range a.Stored {
-			ids = codec.Calls(ids[:0], raw)
-			n := 0
-			for _, id := range ids {
-				if l.mine[id] {
-					n++
-				}
-			}
-			switch {
-			case n == 0:
-				add(raw, 0, raw)
-				client.Stored = append(client.Stored, raw)
-			case n == len(ids) && !pipeline.HasContent(codec, raw):
-				add(raw, history.Internal, raw)
-				continue
-			default:
-				seen, _ := codec.KeepCalls(raw, notMine)
-				add(raw, history.Mixed, seen)
-				client.Stored = append(client.Stored, seen)
-			}
-			visible = append(visible, len(turn)-1)
-		}
-	} else {
-		for _, raw := range a.Stored {
-			add(raw, 0, raw)
-			visible = append(visible, len(turn)-1)
-		}
-		client.Stored = a.Stored
-	}
-	if len(held) > 0 && len(held) == len(visible) {
-		for i, at := range visible {
-			turn[at].Hash = codec.Hash(held[i])
-		}
-		client.Stored = held
-	}
-	if l.post != nil {
-		// The results of Recall's calls in a mixed answer are stored as
-		// its rounds' are: a note of what was read, never the text.
-		raws, err := codec.Encode(nil, pipeline.StoredRound([]wire.Message{a.Message, *l.post})[1:])
-		if err != nil {
-			return nil, wire.Answer{}, fmt.Errorf("%w: %w", apierr.Internal, err)
-		}
-		for _, raw := range raws {
-			add(raw, history.Internal, raw)
-		}
-	}
-	counted(len(x.rounds)-1, from)
-	return turn, client, nil
+	return l.Finish(a, relayed, count, stored, len(x.rounds)-1)
 }
 
 // commit records the turn.
@@ -293,9 +186,9 @@ func (l *toolLoop) commit(turn []history.Message, a *wire.Answer) error {
 		completion: l.usage.OutputTokens, cached: l.usage.CachedTokens, created: l.usage.CacheCreationTokens, upstream: l.x.upstream})
 }
 
-// toolExchange is seamExchange's upstream part for a request with history
+// toolExchange is serveExchange's upstream part for a request with history
 // tools offered. It owns res (see relaySeam) when it streams.
-func (s *Server) toolExchange(ctx context.Context, res *owned, rc *fasthttp.RequestCtx, x *exchange, p, up *protocol,
+func (s *Server) toolExchange(ctx context.Context, res *pipeline.Owned, rc *fasthttp.RequestCtx, x *exchange, p, up *protocol,
 	req *wire.Request, instr, msgs [][]byte, lastHistory int, lastSeq uint64, offered []wire.Tool) {
 	l := s.newToolLoop(x, p, up, req, instr, msgs, lastHistory, lastSeq, offered)
 	if req.Stream {
@@ -325,7 +218,7 @@ func (s *Server) toolExchange(ctx context.Context, res *owned, rc *fasthttp.Requ
 		return
 	}
 	if clientGone(rc.Conn()) {
-		x.done(499, errClientLeft)
+		x.done(499, pipeline.ErrClientLeft)
 		return
 	}
 	if err := l.commit(turn, &client); err != nil {
@@ -353,8 +246,8 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 	l.request(upReq, rc)
 	upReq.SetBodyRaw(out)
 	round := toolRound{sent: s.cfg.Now()}
-	if x.facts.sent.IsZero() {
-		x.facts.sent = round.sent
+	if x.facts.Sent.IsZero() {
+		x.facts.Sent = round.sent
 	}
 	resp, err := s.send(ctx, upReq)
 	if err != nil {
@@ -368,8 +261,8 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 	enc := string(resp.Header.ContentEncoding())
 	raw, err := readLimited(uplink.Body(resp), s.cfg.MaxResponseBytes)
 	uplink.Release(resp)
-	x.facts.upstreamDone = s.cfg.Now()
-	round.done = x.facts.upstreamDone
+	x.facts.UpstreamDone = s.cfg.Now()
+	round.done = x.facts.UpstreamDone
 	switch {
 	case errors.Is(err, errTooLarge):
 		return wire.Answer{}, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err)

@@ -36,7 +36,7 @@ import (
 // error answer with the upstream's status; later rounds are made by the
 // relay goroutine, which owns res from then on, from a copy of the
 // request's headers (it never touches rc).
-func (s *Server) toolStream(ctx context.Context, res *owned, rc *fasthttp.RequestCtx, l *toolLoop) {
+func (s *Server) toolStream(ctx context.Context, res *pipeline.Owned, rc *fasthttp.RequestCtx, l *toolLoop) {
 	x := l.x
 	tmpl := fasthttp.AcquireRequest()
 	l.request(tmpl, rc)
@@ -52,7 +52,7 @@ func (s *Server) toolStream(ctx context.Context, res *owned, rc *fasthttp.Reques
 	rc.Response.Header.Del("Content-Length")
 	rc.SetContentType("text/event-stream")
 	enc, stream := encodingOf(resp), uplink.IsEventStream(resp)
-	s.relay(ctx, res.take(), rc, x, resp, func(w *bufio.Writer, body io.Reader) error {
+	s.relay(ctx, res.Take(), rc, x, resp, func(w *bufio.Writer, body io.Reader) error {
 		defer fasthttp.ReleaseRequest(tmpl)
 		err := s.toolRelay(ctx, w, body, enc, stream, l, tmpl)
 		s.metrics.ToolRounds(x.c.cfg.ID, len(x.rounds))
@@ -82,8 +82,8 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 	tmpl.CopyTo(upReq)
 	upReq.SetBodyRaw(out)
 	round := toolRound{sent: s.cfg.Now()}
-	if x.facts.sent.IsZero() {
-		x.facts.sent = round.sent
+	if x.facts.Sent.IsZero() {
+		x.facts.Sent = round.sent
 	}
 	resp, err := s.send(ctx, upReq)
 	if err != nil {
@@ -98,8 +98,8 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 		raw, _ := readLimited(uplink.Body(resp), 1<<20)
 		x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
 		uplink.Release(resp)
-		x.facts.upstreamDone = s.cfg.Now()
-		x.rounds[len(x.rounds)-1].done = x.facts.upstreamDone
+		x.facts.UpstreamDone = s.cfg.Now()
+		x.rounds[len(x.rounds)-1].done = x.facts.UpstreamDone
 		return nil, pipeline.UpstreamStatus(status, raw)
 	}
 	return resp, nil
@@ -114,10 +114,10 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 	ren := newRenderer(x, l.p, l.req)
 	f := &pipeline.RoundFilter{Offered: l.offered}
 	fail := func(err error) error {
-		if errors.Is(err, errClientGone) {
+		if errors.Is(err, pipeline.ErrClientGone) {
 			return err
 		}
-		return s.endSeam(w, x, l.p, ren, err)
+		return pipeline.EndStream(w, x, ren, err)
 	}
 	var relayed strings.Builder // text the client got in rounds before the final
 	release := func() {}        // the first round's body is relay's
@@ -126,9 +126,9 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 		a, err := s.readRound(w, body, enc, stream, l, ren, f)
 		release()
 		release = func() {}
-		x.facts.upstreamDone = s.cfg.Now()
+		x.facts.UpstreamDone = s.cfg.Now()
 		rd := &x.rounds[len(x.rounds)-1]
-		rd.done, rd.model, rd.usage = x.facts.upstreamDone, a.Model, a.Usage
+		rd.done, rd.model, rd.usage = x.facts.UpstreamDone, a.Model, a.Usage
 		if err != nil {
 			return fail(err)
 		}
@@ -137,7 +137,7 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 			return fail(err)
 		}
 		if !more {
-			if l.limited {
+			if l.Limited {
 				relayed.WriteString(f.Text.String())
 			}
 			return s.endTools(w, l, ren, f, a, relayed.String(), fail)
@@ -162,8 +162,8 @@ func (s *Server) endTools(w *bufio.Writer, l *toolLoop, ren wire.Renderer, f *pi
 	fail func(error) error) error {
 	x := l.x
 	var out []byte
-	if l.limited {
-		out = f.Render(out, ren, wire.Delta{Kind: wire.TextDelta, Text: roundsLimitText})
+	if l.Limited {
+		out = f.Render(out, ren, wire.Delta{Kind: wire.TextDelta, Text: pipeline.RoundsLimitText})
 	}
 	turn, client, err := l.finish(a, relayed)
 	if err != nil {
@@ -178,7 +178,7 @@ func (s *Server) endTools(w *bufio.Writer, l *toolLoop, ren wire.Renderer, f *pi
 	x.committed = true
 	// Reasoning was not relayed: the closing events do not show it.
 	client.Message.Parts = slices.DeleteFunc(client.Message.Parts, func(p wire.Part) bool { return p.Kind == wire.Opaque })
-	return writeFlush(w, ren.End(out, &client))
+	return pipeline.WriteFlush(w, ren.End(out, &client))
 }
 
 // roundBody returns the body of a later round's answer, bounded as
@@ -226,27 +226,13 @@ func (s *Server) readRound(w *bufio.Writer, body io.Reader, enc string, stream b
 		for _, d := range pipeline.AnswerDeltas(&a) {
 			out = f.Render(out, ren, d)
 		}
-		return a, writeFlush(w, out)
+		return a, pipeline.WriteFlush(w, out)
 	}
 	return pipeline.Pump(body, l.up.upstream.NewAssembler(), max, false, func(_ []byte, deltas []wire.Delta, _ bool) error {
 		out = out[:0]
 		for _, d := range deltas {
 			out = f.Render(out, ren, d)
 		}
-		return writeFlush(w, out)
+		return pipeline.WriteFlush(w, out)
 	})
-}
-
-// writeFlush writes b to the client and flushes it.
-func writeFlush(w *bufio.Writer, b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	if _, err := w.Write(b); err != nil {
-		return fmt.Errorf("%w: %w", errClientGone, err)
-	}
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("%w: %w", errClientGone, err)
-	}
-	return nil
 }

@@ -24,7 +24,7 @@ const (
 // the span of an exchange that plans nothing.
 func (x *exchange) beginSpan(rc *fasthttp.RequestCtx, body []byte) {
 	h := &rc.Request.Header
-	x.span = x.s.cfg.Tracer.Begin(h.Peek(headerTraceparent), h.Peek(headerTracestate), x.facts.start)
+	x.span = x.s.cfg.Tracer.Begin(h.Peek(headerTraceparent), h.Peek(headerTracestate), x.facts.Start)
 	h.SetCanonical([]byte(headerTraceparent), x.span.Traceparent())
 	x.span.RequestModel = gjson.GetBytes(body, "model").String()
 }
@@ -38,8 +38,8 @@ func (x *exchange) endSpan(r *history.ExchangeRecord, tenant string, end time.Ti
 		for i, rd := range x.rounds {
 			calls[i] = tracing.Call{Sent: rd.sent, FirstByte: rd.firstByte, Done: rd.done, Model: rd.model, Tools: rd.runs, Round: true}
 		}
-	case !x.facts.sent.IsZero():
-		calls = []tracing.Call{{Sent: x.facts.sent, FirstByte: x.facts.firstByte, Done: x.facts.upstreamDone}}
+	case !x.facts.Sent.IsZero():
+		calls = []tracing.Call{{Sent: x.facts.Sent, FirstByte: x.facts.FirstByte, Done: x.facts.UpstreamDone}}
 	}
 	x.span.End(tracing.Ended{Record: r, Conversation: x.key.Conversation, Tenant: tenant, Calls: calls, End: end})
 }

@@ -13,7 +13,7 @@ import (
 // The Responses API's WebSocket mode is package wsmode's (DESIGN.md
 // section 15); the server decides which upgrade is one, admits its
 // caller, and serves each of its turns as the streamed POST
-// /v1/responses it stands for, with serveSeam.
+// /v1/responses it stands for, with serve.
 
 var pathResponses = []byte("/v1/responses")
 
@@ -44,13 +44,13 @@ func (s *Server) upgrade(rc *fasthttp.RequestCtx) {
 }
 
 // newSockets is the server's WebSocket mode: each turn served by
-// serveSeam as a POST /v1/responses, counted busy as a handler is.
+// serve as a POST /v1/responses, counted busy as a handler is.
 func (s *Server) newSockets() (*wsmode.Server, error) {
 	return wsmode.New(wsmode.Config{
 		Turn: func(rc *fasthttp.RequestCtx, conv string) {
 			s.busy.Add(1)
 			defer s.busy.Add(-1)
-			s.serveSeam(rc, conv, protocols[wire.Responses])
+			s.serve(rc, conv, protocols[wire.Responses], nil)
 		},
 		Authenticate: func(rc *fasthttp.RequestCtx) error {
 			_, err := s.authenticate(rc)

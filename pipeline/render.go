@@ -1,0 +1,206 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/wire"
+)
+
+// The render stage writes the answer to the client: a whole answer to a
+// Client, a stream's events to a Writer. Package proxy implements both
+// over fasthttp; the stage knows nothing of HTTP.
+
+var (
+	// ErrClientGone is a write or flush failure: the client left
+	// mid-stream.
+	ErrClientGone = errors.New("proxy: client gone mid-stream")
+	// ErrClientLeft is a client that closed its connection before its
+	// answer was recorded: it would retry, and storing the answer it
+	// never saw would leave the retry a duplicate turn.
+	ErrClientLeft = errors.New("proxy: client left before the answer was recorded")
+	// ErrErrorEventRelayed marks a stream that failed with the upstream's
+	// own error event, which the client got: Recall adds no second one.
+	ErrErrorEventRelayed = errors.New("proxy: the upstream's error event was relayed")
+)
+
+// Writer is where a stream's events go, each flushed once written (see
+// WriteFlush).
+type Writer interface {
+	io.Writer
+	Flush() error
+}
+
+// Client is where a whole answer goes.
+type Client interface {
+	// Relayed answers the upstream's body as it came, under the headers
+	// the upstream sent.
+	Relayed(body []byte)
+	// Rendered answers a JSON body Recall rendered: the upstream's
+	// Content-Encoding and Content-Length do not hold for it.
+	Rendered(body []byte)
+	// Gone reports whether the client has closed its connection.
+	Gone() bool
+}
+
+// Exchange is what the render stage asks of the exchange whose answer it
+// renders.
+type Exchange interface {
+	// Stamp gives the answer Recall's id and times, and its stored form
+	// in the protocol the client receives it in.
+	Stamp(a *wire.Answer) error
+	// Commit records the turn with the answer a; the render calls it
+	// before the client has the answer's end.
+	Commit(a *wire.Answer) error
+	// UpstreamDone notes that the upstream's answer was read to its end.
+	UpstreamDone()
+	// Left fails with ErrClientGone if a stream's client has closed its
+	// connection (a stream's writes, buffered, do not tell in time).
+	Left() error
+	// ErrorEvent is err as the client's protocol's error event: ren's
+	// when it renders one (ren is nil when the upstream's events are
+	// relayed as they came).
+	ErrorEvent(ren wire.Renderer, err error) []byte
+}
+
+// WriteFlush writes b to w and flushes it; a failure is the client's
+// (ErrClientGone).
+func WriteFlush(w Writer, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("%w: %w", ErrClientGone, err)
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("%w: %w", ErrClientGone, err)
+	}
+	return nil
+}
+
+// Stamp gives the answer Recall's id and times (Created: the request's
+// when it named one, else start; Completed: now), and
+// puts its stored form in the protocol the client received it in: the
+// upstream's when the client speaks it, else the client's (the canonical
+// answer encoded by its codec; the upstream's Settings, in its protocol,
+// are dropped). What is stored, what the client is answered and what a
+// stored response renders later are then the same items, and a client
+// that resends its history resends what is stored, which the merge
+// recognises. A provider's opaque pieces (signed thinking, encrypted
+// reasoning) are then not kept: only a client of that provider's
+// protocol could send them back.
+func Stamp(a *wire.Answer, req *wire.Request, up, in wire.Protocol, start, now time.Time) error {
+	a.Protocol = up
+	if req.ResponseID != "" {
+		a.ResponseID, a.Created = req.ResponseID, req.Created
+	}
+	if a.Created == 0 {
+		a.Created = start.Unix()
+	}
+	a.Completed = now.Unix()
+	if in != up {
+		stored, err := wire.For(in).Encode(nil, []wire.Message{a.Message})
+		if err != nil {
+			return fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
+		}
+		a.Stored, a.Protocol, a.Settings = stored, in, nil
+	}
+	return nil
+}
+
+// Whole is the render stage of a non-streamed answer a, read from the
+// upstream as raw: stamped, committed when record is set (not when the
+// client already left: it would retry, ErrClientLeft), then answered as
+// it came to a client of the upstream's protocol (same), else rendered
+// by ingress for req.
+func Whole(c Client, x Exchange, a *wire.Answer, raw []byte, ingress wire.Ingress, req *wire.Request, same, record bool) error {
+	if err := x.Stamp(a); err != nil {
+		return err
+	}
+	if record {
+		if c.Gone() {
+			return ErrClientLeft
+		}
+		if err := x.Commit(a); err != nil {
+			return err
+		}
+	}
+	if same {
+		c.Relayed(raw)
+	} else {
+		c.Rendered(ingress.AppendAnswer(nil, req, a))
+	}
+	return nil
+}
+
+// Stream is the render stage of a streamed answer, with the pump and the
+// commit: the upstream's events read from r by asm (bounded by max bytes)
+// and relayed to w as they came (same: ren is nil), the one that
+// finishes the answer and every later one held until the commit; or
+// rendered by ren in the client's protocol, its closing events written
+// once the turn is committed. A recorded turn (record) that cannot be
+// committed never gets its closing events: the stream ends with an error
+// event instead.
+func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren wire.Renderer, same, record bool) error {
+	var held, out []byte
+	holding := false
+	a, err := Pump(r, asm, max, same, func(raw []byte, deltas []wire.Delta, last bool) error {
+		if !same {
+			out = out[:0]
+			for _, d := range deltas {
+				out = ren.Delta(out, d)
+			}
+			return WriteFlush(w, out)
+		}
+		holding = holding || record && last
+		for _, d := range deltas {
+			holding = holding || record && d.Kind == wire.Finish
+		}
+		if holding {
+			held = append(held, raw...)
+			return nil
+		}
+		return WriteFlush(w, raw)
+	})
+	x.UpstreamDone()
+	var ue *UpstreamEvent
+	switch {
+	case errors.As(err, &ue) && same && !holding:
+		// The upstream's own error event reaches the client as it came.
+		if werr := WriteFlush(w, ue.Raw); werr != nil {
+			return werr
+		}
+		return fmt.Errorf("%w: %w", ErrErrorEventRelayed, err)
+	case errors.Is(err, ErrClientGone):
+		return err
+	case err != nil:
+		return EndStream(w, x, ren, err)
+	}
+	if err := x.Stamp(&a); err != nil {
+		return EndStream(w, x, ren, err)
+	}
+	if record {
+		if err := x.Left(); err != nil {
+			return err
+		}
+		if err := x.Commit(&a); err != nil {
+			return EndStream(w, x, ren, err)
+		}
+	}
+	if same {
+		return WriteFlush(w, held)
+	}
+	return WriteFlush(w, ren.End(nil, &a))
+}
+
+// EndStream ends a stream that failed with err with the client's
+// protocol's error event; the closing events never go out.
+func EndStream(w Writer, x Exchange, ren wire.Renderer, err error) error {
+	if _, werr := w.Write(x.ErrorEvent(ren, err)); werr != nil {
+		return fmt.Errorf("%w (%w: %w)", err, ErrClientGone, werr)
+	}
+	return err
+}

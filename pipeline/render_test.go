@@ -1,0 +1,151 @@
+package pipeline
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/wire"
+)
+
+// fakeExchange records what the render stage asked of it; commitErr is
+// what its Commit returns. written is what the client had when Commit
+// was called.
+type fakeExchange struct {
+	w         *flushWriter
+	commitErr error
+	commits   int
+	written   string
+}
+
+func (x *fakeExchange) Stamp(*wire.Answer) error { return nil }
+func (x *fakeExchange) Commit(*wire.Answer) error {
+	x.commits++
+	x.written = x.w.flushed.String()
+	return x.commitErr
+}
+func (x *fakeExchange) UpstreamDone() {}
+func (x *fakeExchange) Left() error   { return nil }
+func (x *fakeExchange) ErrorEvent(_ wire.Renderer, err error) []byte {
+	return []byte("event: error\n\n")
+}
+
+// flushWriter is a client's connection: what was flushed reached it.
+type flushWriter struct{ buf, flushed bytes.Buffer }
+
+func (w *flushWriter) Write(b []byte) (int, error) { return w.buf.Write(b) }
+func (w *flushWriter) Flush() error {
+	w.flushed.Write(w.buf.Bytes())
+	w.buf.Reset()
+	return nil
+}
+
+// TestStreamHoldsTheFinishUntilTheCommit: a recorded stream relayed as it
+// came reaches the client up to the event that finishes the answer; that
+// event and every later one wait for the commit, and never go out when
+// the commit fails: the client gets the error event instead, and keeps
+// no answer that was not stored.
+func TestStreamHoldsTheFinishUntilTheCommit(t *testing.T) {
+	const (
+		role = `data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}` + "\n\n"
+		text = `data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"forty-two"}}]}` + "\n\n"
+		stop = `data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n"
+		done = "data: [DONE]\n\n"
+	)
+	for _, tt := range []struct {
+		name      string
+		commitErr error
+		want      string
+	}{
+		{name: "committed", want: role + text + stop + done},
+		{name: "commit failed", commitErr: errors.New("store down"), want: role + text + "event: error\n\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &flushWriter{}
+			x := &fakeExchange{w: w, commitErr: tt.commitErr}
+			err := Stream(w, strings.NewReader(role+text+stop+done), x, chat.Protocol{}.NewAssembler(), 1<<20, nil, true, true)
+			if !errors.Is(err, tt.commitErr) || (tt.commitErr == nil) != (err == nil) {
+				t.Fatalf("got %v, want %v", err, tt.commitErr)
+			}
+			if x.commits != 1 || x.written != role+text {
+				t.Errorf("committed %d times with %q at the client, want once with %q", x.commits, x.written, role+text)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if got := w.flushed.String(); got != tt.want {
+				t.Errorf("the client got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestWholeCommitsBeforeTheClientHasIt: a recorded whole answer is
+// committed before it is answered, not at all when the client already
+// left, and answered as it came to a client of the upstream's protocol.
+func TestWholeCommitsBeforeTheClientHasIt(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		gone   bool
+		want   error
+		commit int
+		body   string
+	}{
+		{name: "client waits", commit: 1, body: "raw"},
+		{name: "client left", gone: true, want: ErrClientLeft},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &fakeClient{gone: tt.gone}
+			x := &fakeExchange{w: &flushWriter{}}
+			err := Whole(c, x, &wire.Answer{}, []byte("raw"), chat.Protocol{}, &wire.Request{}, true, true)
+			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			if x.commits != tt.commit || c.body != tt.body {
+				t.Errorf("committed %d times, answered %q; want %d, %q", x.commits, c.body, tt.commit, tt.body)
+			}
+		})
+	}
+}
+
+type fakeClient struct {
+	gone bool
+	body string
+}
+
+func (c *fakeClient) Relayed(b []byte)  { c.body = string(b) }
+func (c *fakeClient) Rendered(b []byte) { c.body = "rendered:" + string(b) }
+func (c *fakeClient) Gone() bool        { return c.gone }
+
+// TestStampStoresWhatTheClientGot: an answer from an upstream of another
+// protocol is stored in the client's (its Settings, the upstream's, let
+// go), an answer from the client's own protocol as it came; it is timed
+// by the exchange unless the request named its response.
+func TestStampStoresWhatTheClientGot(t *testing.T) {
+	start, now := time.Unix(1000, 0), time.Unix(1002, 0)
+	msg := wire.Message{Role: wire.RoleAssistant, Parts: []wire.Part{{Kind: wire.Text, Text: "forty-two"}}}
+	raw := []byte(`{"role":"assistant","content":[{"type":"text","text":"forty-two"}]}`)
+
+	a := wire.Answer{Message: msg, Stored: [][]byte{raw}, Settings: []byte(`{"service_tier":"default"}`)}
+	if err := Stamp(&a, &wire.Request{}, wire.Messages, wire.ChatCompletions, start, now); err != nil {
+		t.Fatal(err)
+	}
+	if a.Protocol != wire.ChatCompletions || a.Settings != nil || len(a.Stored) != 1 ||
+		!strings.Contains(string(a.Stored[0]), `"content":"forty-two"`) {
+		t.Errorf("translated: got protocol %v, settings %q, stored %q; want chat's message, no settings", a.Protocol, a.Settings, a.Stored)
+	}
+	if a.Created != 1000 || a.Completed != 1002 {
+		t.Errorf("got created %d, completed %d; want the exchange's 1000, 1002", a.Created, a.Completed)
+	}
+
+	a = wire.Answer{Message: msg, Stored: [][]byte{raw}}
+	if err := Stamp(&a, &wire.Request{ResponseID: "resp_1", Created: 900}, wire.Messages, wire.Messages, start, now); err != nil {
+		t.Fatal(err)
+	}
+	if a.Protocol != wire.Messages || string(a.Stored[0]) != string(raw) || a.ResponseID != "resp_1" || a.Created != 900 {
+		t.Errorf("same protocol: got %v %q %q created %d; want the upstream's bytes under resp_1, created 900", a.Protocol, a.Stored, a.ResponseID, a.Created)
+	}
+}
