@@ -150,6 +150,32 @@ func (e *Exchange) finish(enc *encoder) {
 	if model == "" {
 		model = e.RequestModel
 	}
+	planned := r.Budget > 0 || len(r.Included) > 0 || r.Tokens.EstimatedInput > 0
+	conversation, threadName, subagent := history.SplitThread(x.Conversation)
+	if !subagent {
+		conversation = x.Conversation
+	}
+	e.exchangeSpan(enc, model, conversation, threadName, subagent, planned)
+	if planned {
+		e.planSpans(enc)
+	}
+	for i, c := range x.Calls {
+		e.callSpans(enc, i, c, model, conversation)
+	}
+	if e.child(enc, e.id, SpanCommit, kindInternal, e.CommitStart, e.CommitEnd) {
+		enc.int(AttrCommittedMessages, messages(r.Committed))
+		enc.bool(AttrCommitFailed, r.Status == "commit_failed")
+		enc.end()
+	}
+}
+
+// exchangeSpan writes e's own span: the exchange, from its start to its
+// end, with the record's attributes. conversation is the conversation's
+// id, threadName a subagent thread's name; planned says the plan's
+// figures are known.
+func (e *Exchange) exchangeSpan(enc *encoder, model, conversation, threadName string, subagent, planned bool) {
+	x := e.ended
+	r := x.Record
 	h := spanHead{trace: &e.trace, id: e.id, parent: e.parent, parentRemote: e.parentRemote, state: e.state,
 		name: OperationChat, kind: kindClient, start: e.start, end: x.End}
 	if model != "" {
@@ -159,11 +185,6 @@ func (e *Exchange) finish(enc *encoder) {
 		h.status, h.statusIsError = r.Error, true
 	} else if r.HTTPStatus >= 500 || r.Status != "answered" {
 		h.status, h.statusIsError = r.Status, true
-	}
-	planned := r.Budget > 0 || len(r.Included) > 0 || r.Tokens.EstimatedInput > 0
-	conversation, threadName, subagent := history.SplitThread(x.Conversation)
-	if !subagent {
-		conversation = x.Conversation
 	}
 	enc.begin(&h)
 	enc.str(AttrOperationName, OperationChat)
@@ -203,6 +224,17 @@ func (e *Exchange) finish(enc *encoder) {
 	case x.Conversation != "":
 		enc.str(AttrThread, ThreadMain)
 	}
+	e.usageAttrs(enc, planned)
+	if r.Error != "" {
+		enc.str(AttrErrorType, r.Error)
+	}
+	enc.end()
+}
+
+// usageAttrs writes the exchange span's token, curation and message
+// attributes.
+func (e *Exchange) usageAttrs(enc *encoder, planned bool) {
+	r := e.ended.Record
 	if r.Tokens.ReportedInput > 0 || r.Tokens.Output > 0 {
 		enc.int(AttrInputTokens, r.Tokens.ReportedInput)
 		enc.int(AttrOutputTokens, r.Tokens.Output)
@@ -229,85 +261,91 @@ func (e *Exchange) finish(enc *encoder) {
 	if e.Output != "" {
 		enc.str(AttrOutputMessages, e.Output)
 	}
-	if r.Error != "" {
-		enc.str(AttrErrorType, r.Error)
-	}
-	enc.end()
+}
 
-	// child begins a child span of parent's from start to end, or
-	// reports false when either is not known.
-	child := func(parent [8]byte, name string, kind int, start, end time.Time) (id [8]byte, ok bool) {
-		if start.IsZero() || end.IsZero() {
-			return id, false
-		}
-		id = newSpanID()
-		enc.begin(&spanHead{trace: &e.trace, id: id, parent: parent, state: e.state, name: name, kind: kind, start: start, end: end})
-		return id, true
+// child begins a child span of parent's from start to end, with a new
+// id, or reports false when either time is not known.
+func (e *Exchange) child(enc *encoder, parent [8]byte, name string, kind int, start, end time.Time) bool {
+	_, ok := e.childID(enc, parent, name, kind, start, end)
+	return ok
+}
+
+// childID is child that returns the new span's id too.
+func (e *Exchange) childID(enc *encoder, parent [8]byte, name string, kind int, start, end time.Time) (id [8]byte, ok bool) {
+	if start.IsZero() || end.IsZero() {
+		return id, false
 	}
-	if planned {
-		loaded := e.Loaded
-		if loaded.IsZero() {
-			loaded = e.PlanEnd
-		}
-		if _, ok := child(e.id, SpanLoad, kindInternal, e.PlanStart, loaded); ok {
-			enc.bool(AttrCompacted, r.Summary != nil)
-			enc.end()
-		}
-		if !e.Loaded.IsZero() {
-			if _, ok := child(e.id, SpanCurate, kindInternal, e.Loaded, e.PlanEnd); ok {
-				enc.int(AttrBudget, r.Budget)
-				enc.float(AttrCalibration, r.Calibration)
-				enc.int(AttrCalibratedInput, r.Tokens.CalibratedInput)
-				enc.int(AttrKeptTurns, e.KeptTurns)
-				enc.int(AttrIncludedMessages, messages(r.Included))
-				enc.int(AttrDroppedTurns, droppedTurns(r.Dropped))
-				enc.int(AttrCutResults, len(r.Cut))
-				enc.int(AttrRepairedCalls, r.RepairedCalls)
-				enc.bool(AttrCompacted, r.Summary != nil)
-				enc.end()
-			}
-		}
+	id = newSpanID()
+	enc.begin(&spanHead{trace: &e.trace, id: id, parent: parent, state: e.state, name: name, kind: kind, start: start, end: end})
+	return id, true
+}
+
+// planSpans writes the plan's spans: load (from the plan's start until
+// the history was loaded, or the plan's end) and curate (from then to
+// the plan's end).
+func (e *Exchange) planSpans(enc *encoder) {
+	r := e.ended.Record
+	loaded := e.Loaded
+	if loaded.IsZero() {
+		loaded = e.PlanEnd
 	}
-	for i, c := range x.Calls {
-		m := c.Model
-		if m == "" {
-			m = model
-		}
-		parent := e.id
-		if c.Round {
-			end := c.Done
-			for _, run := range c.Tools {
-				if run.End.After(end) {
-					end = run.End
-				}
-			}
-			round, ok := child(e.id, SpanToolRound, kindInternal, c.Sent, end)
-			if !ok {
-				continue
-			}
-			enc.int(AttrToolRound, i+1)
-			enc.int(AttrToolRuns, len(c.Tools))
-			enc.end()
-			parent = round
-		}
-		if _, ok := child(parent, SpanUpstream, kindClient, c.Sent, c.Done); ok {
-			enc.str(AttrProviderName, provider(r.Upstream))
-			if m != "" {
-				enc.str(AttrRequestModel, m)
-			}
-			if !c.FirstByte.IsZero() {
-				enc.int64(AttrFirstByteMS, c.FirstByte.Sub(c.Sent).Milliseconds())
-			}
-			enc.end()
-		}
-		for _, run := range c.Tools {
-			e.toolSpans(enc, parent, run, conversation, x.Tenant)
-		}
-	}
-	if _, ok := child(e.id, SpanCommit, kindInternal, e.CommitStart, e.CommitEnd); ok {
-		enc.int(AttrCommittedMessages, messages(r.Committed))
-		enc.bool(AttrCommitFailed, r.Status == "commit_failed")
+	if e.child(enc, e.id, SpanLoad, kindInternal, e.PlanStart, loaded) {
+		enc.bool(AttrCompacted, r.Summary != nil)
 		enc.end()
+	}
+	if e.Loaded.IsZero() || !e.child(enc, e.id, SpanCurate, kindInternal, e.Loaded, e.PlanEnd) {
+		return
+	}
+	enc.int(AttrBudget, r.Budget)
+	enc.float(AttrCalibration, r.Calibration)
+	enc.int(AttrCalibratedInput, r.Tokens.CalibratedInput)
+	enc.int(AttrKeptTurns, e.KeptTurns)
+	enc.int(AttrIncludedMessages, messages(r.Included))
+	enc.int(AttrDroppedTurns, droppedTurns(r.Dropped))
+	enc.int(AttrCutResults, len(r.Cut))
+	enc.int(AttrRepairedCalls, r.RepairedCalls)
+	enc.bool(AttrCompacted, r.Summary != nil)
+	enc.end()
+}
+
+// callSpans writes the spans of the exchange's i-th upstream call c: a
+// tool round's span when c is one (left out, with all under it, when
+// its times are not known), the upstream call's under it, and the
+// round's tool runs'. model is the exchange's.
+func (e *Exchange) callSpans(enc *encoder, i int, c Call, model, conversation string) {
+	m := c.Model
+	if m == "" {
+		m = model
+	}
+	parent := e.id
+	if c.Round {
+		end := c.Done
+		for _, run := range c.Tools {
+			if run.End.After(end) {
+				end = run.End
+			}
+		}
+		round, ok := e.childID(enc, e.id, SpanToolRound, kindInternal, c.Sent, end)
+		if !ok {
+			return
+		}
+		enc.int(AttrToolRound, i+1)
+		enc.int(AttrToolRuns, len(c.Tools))
+		enc.end()
+		parent = round
+	}
+	if e.child(enc, parent, SpanUpstream, kindClient, c.Sent, c.Done) {
+		enc.str(AttrProviderName, provider(e.ended.Record.Upstream))
+		if m != "" {
+			enc.str(AttrRequestModel, m)
+		}
+		if !c.FirstByte.IsZero() {
+			enc.int64(AttrFirstByteMS, c.FirstByte.Sub(c.Sent).Milliseconds())
+		}
+		enc.end()
+	}
+	for _, run := range c.Tools {
+		e.toolSpans(enc, parent, run, conversation, e.ended.Tenant)
 	}
 }
 
