@@ -45,227 +45,298 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 	err := s.db.View(func(txn *badger.Txn) error {
 		// The segments, in the side database, from a snapshot taken after
 		// the main one: postings at or past a watermark read here are
-		// left out (the backlog's analysis below covers those records).
+		// left out (the backlog's analysis covers those records).
 		stxn := s.side.NewTransaction(false)
 		defer stxn.Discard()
-		// Each conversation met, once: its id (shared by its hits) and
-		// metadata (nil: none).
-		type conv struct {
-			id   string
-			meta *history.Meta
-			t    totals
-		}
-		convs := map[string]*conv{}
-		lookup := func(id []byte) (*conv, error) {
-			if c, ok := convs[string(id)]; ok { // no allocation
-				return c, nil
-			}
-			c := &conv{id: string(id)}
-			k := history.Key{Tenant: tenant, Conversation: c.id}
-			m, ok, err := readMetaHead(txn, convPrefix(k))
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				if c.t, err = readTotals(txn, k); err != nil {
-					return nil, err
-				}
-				c.meta = &m
-			}
-			convs[c.id] = c
-			return c, nil
-		}
-		var st search.Stats
-		var dirtyConvs []*conv // conversations with records not indexed yet
-		var segs []segment     // with q.Conversation: the segments holding its records
+		r := &searchRun{ctx: ctx, txn: txn, stxn: stxn, tenant: tenant, q: q, convs: map[string]*searchConv{}}
+		var dirty []*searchConv
+		var ok bool
+		var err error
 		if q.Conversation != "" {
-			c, err := lookup([]byte(q.Conversation))
-			if err != nil || c.meta == nil {
-				return err
-			}
-			if segs, err = segmentsOf(stxn, history.Key{Tenant: tenant, Conversation: q.Conversation}); err != nil {
-				return err
-			}
-			st = search.Stats{Docs: c.t.docs, Terms: c.t.terms}
-			dirtyConvs = append(dirtyConvs, c)
+			ok, dirty, err = r.conversationScope()
 		} else {
-			var err error
-			if st, err = s.tenantStats(txn, tenant, post, s.genPre.Load()); err != nil {
-				return err
-			}
-			// The conversations whose listing entry says they may have
-			// records not indexed: a scan of the tenant's entries.
-			opts := badger.DefaultIteratorOptions
-			opts.Prefix = listPrefix(tenant)
-			it := txn.NewIterator(opts)
-			for it.Rewind(); it.Valid(); it.Next() {
-				item := it.Item()
-				isDirty := false
-				if err := item.Value(func(v []byte) error { isDirty = dirty(v); return nil }); err != nil {
-					it.Close()
-					return err
-				}
-				if !isDirty {
-					continue
-				}
-				_, id := parseListKey(opts.Prefix, item.Key())
-				c, err := lookup(id)
-				if err != nil {
-					it.Close()
-					return err
-				}
-				dirtyConvs = append(dirtyConvs, c)
-			}
-			it.Close()
+			ok = true
+			dirty, err = r.tenantScope(s, post)
 		}
-		// The records past each watermark, analysed here: they count in
-		// the statistics and are matched as postings would be.
-		type unindexed struct {
-			conv *conv
-			backlogDoc
+		if err != nil || !ok {
+			return err
 		}
-		var pending []unindexed
-		for _, c := range dirtyConvs {
-			if c.meta == nil {
-				continue
-			}
-			docs, err := backlog(txn, convPrefix(history.Key{Tenant: tenant, Conversation: c.id}), c.meta, c.t)
-			if err != nil {
-				return err
-			}
-			for _, d := range docs {
-				pending = append(pending, unindexed{c, d})
-				st.Docs++
-				st.Terms += d.dl
-			}
+		pending, err := r.unindexed(dirty)
+		if err != nil {
+			return err
 		}
-		avg := st.AvgLen()
-
-		type doc struct {
-			conv *conv
-			seq  uint64
+		ranked, err := r.rank(terms, pending)
+		if err != nil {
+			return err
 		}
-		type found struct {
-			doc
-			p      posting
-			active bool
-		}
-		index := map[doc]int{} // into ranked
-		var ranked []search.Hit
-		var list []found
-		var buf []byte
-		opts := badger.DefaultIteratorOptions
-		opts.PrefetchValues = false
-		for _, term := range terms {
-			list = list[:0]
-			// Each value holding the term's postings in scope: every
-			// segment of the tenant, or, for one conversation, the
-			// segments its span keys name (a Get each: the cost follows
-			// the conversation, not the tenant).
-			values := func(fn func(v []byte) error) error {
-				if q.Conversation != "" {
-					for _, sg := range segs {
-						item, err := stxn.Get(segTermKey(tenant, term, sg.id))
-						if errors.Is(err, badger.ErrKeyNotFound) {
-							continue
-						}
-						if err != nil {
-							return err
-						}
-						if buf, err = item.ValueCopy(buf[:0]); err != nil {
-							return err
-						}
-						if err := fn(buf); err != nil {
-							return err
-						}
-					}
-					return nil
-				}
-				opts.Prefix = segTermPrefix(tenant, term)
-				it := stxn.NewIterator(opts)
-				defer it.Close()
-				for it.Rewind(); it.Valid(); it.Next() {
-					var err error
-					if buf, err = it.Item().ValueCopy(buf[:0]); err != nil {
-						return err
-					}
-					if err := fn(buf); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-			err := func() error {
-				return values(func(v []byte) error {
-					err := eachGroup(v, func(g segGroup) error {
-						if q.Conversation != "" && string(g.conv) != q.Conversation {
-							return nil
-						}
-						c, err := lookup(g.conv)
-						if err != nil || c.meta == nil {
-							return err // deleted: its purge is under way
-						}
-						from := c.t.from()
-						g.each(func(p posting, seq uint64) {
-							if seq >= c.meta.NextSeq || seq >= from {
-								return // staged, or past the watermark (the backlog's)
-							}
-							flags := c.meta.FlagsAt(seq)
-							if flags&history.Erased == 0 {
-								list = append(list, found{doc{c, seq}, p, flags == 0})
-							}
-						})
-						return nil
-					})
-					if err != nil {
-						return fmt.Errorf("postings of %q: %w", term, err)
-					}
-					return ctx.Err()
-				})
-			}()
-			if err != nil {
-				return err
-			}
-			for _, u := range pending {
-				i, ok := slices.BinarySearchFunc(u.postings, term, func(p search.Posting, t string) int { return strings.Compare(p.Term, t) })
-				if ok {
-					list = append(list, found{doc{u.conv, u.seq}, posting{tf: u.postings[i].TF, dl: u.dl, created: u.created}, u.active})
-				}
-			}
-			idf := search.IDF(st.Docs, len(list))
-			for _, f := range list {
-				if !f.active {
-					continue
-				}
-				i, ok := index[f.doc]
-				if !ok {
-					i = len(ranked)
-					index[f.doc] = i
-					ranked = append(ranked, search.Hit{CreatedAt: f.p.created, Conversation: f.conv.id, Seq: f.seq})
-				}
-				ranked[i].Score += search.Score(idf, f.p.tf, f.p.dl, avg)
-			}
-		}
-		for _, h := range search.Top(ranked, q.Limit) {
-			k := history.Key{Tenant: tenant, Conversation: h.Conversation}
-			item, err := txn.Get(msgKey(convPrefix(k), h.Seq))
-			if err != nil {
-				return err
-			}
-			v, err := item.ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			msg, err := history.DecodeMessage(v, h.Seq)
-			if err != nil {
-				return err
-			}
-			hits = append(hits, history.Hit{Conversation: h.Conversation, Message: msg, Score: h.Score})
-		}
-		return nil
+		hits, err = r.read(search.Top(ranked, q.Limit))
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("badgerstore: search %s: %w", tenant, err)
+	}
+	return hits, nil
+}
+
+// searchRun is one Search inside its transactions: txn on the main
+// database, stxn on the side database's segments.
+type searchRun struct {
+	ctx    context.Context
+	txn    *badger.Txn
+	stxn   *badger.Txn
+	tenant string
+	q      history.SearchQuery
+	convs  map[string]*searchConv // each conversation met, once
+	st     search.Stats
+	segs   []segment // with q.Conversation: the segments holding its records
+	buf    []byte
+}
+
+// searchConv is a conversation met by a search: its id (shared by its
+// hits), metadata (nil: none) and totals.
+type searchConv struct {
+	id   string
+	meta *history.Meta
+	t    totals
+}
+
+// searchDoc is one message in a search's scope.
+type searchDoc struct {
+	conv *searchConv
+	seq  uint64
+}
+
+// searchFound is one posting of a query term that counts.
+type searchFound struct {
+	searchDoc
+	p      posting
+	active bool
+}
+
+// pendingDoc is a record past its conversation's watermark, analysed
+// by the search itself.
+type pendingDoc struct {
+	conv *searchConv
+	backlogDoc
+}
+
+// lookup returns the conversation named id, reading its metadata and
+// totals the first time.
+func (r *searchRun) lookup(id []byte) (*searchConv, error) {
+	if c, ok := r.convs[string(id)]; ok { // no allocation
+		return c, nil
+	}
+	c := &searchConv{id: string(id)}
+	k := history.Key{Tenant: r.tenant, Conversation: c.id}
+	m, ok, err := readMetaHead(r.txn, convPrefix(k))
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		if c.t, err = readTotals(r.txn, k); err != nil {
+			return nil, err
+		}
+		c.meta = &m
+	}
+	r.convs[c.id] = c
+	return c, nil
+}
+
+// conversationScope scopes the search to q.Conversation: its segments,
+// its statistics, and itself as the conversation that may have records
+// not indexed. ok is false when the conversation does not exist.
+func (r *searchRun) conversationScope() (ok bool, dirty []*searchConv, err error) {
+	c, err := r.lookup([]byte(r.q.Conversation))
+	if err != nil || c.meta == nil {
+		return false, nil, err
+	}
+	if r.segs, err = segmentsOf(r.stxn, history.Key{Tenant: r.tenant, Conversation: r.q.Conversation}); err != nil {
+		return false, nil, err
+	}
+	r.st = search.Stats{Docs: c.t.docs, Terms: c.t.terms}
+	return true, []*searchConv{c}, nil
+}
+
+// tenantScope scopes the search to the whole tenant: its statistics,
+// and the conversations whose listing entry says they may have records
+// not indexed (a scan of the tenant's entries).
+func (r *searchRun) tenantScope(s *Store, post uint64) ([]*searchConv, error) {
+	var err error
+	if r.st, err = s.tenantStats(r.txn, r.tenant, post, s.genPre.Load()); err != nil {
+		return nil, err
+	}
+	var out []*searchConv
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = listPrefix(r.tenant)
+	it := r.txn.NewIterator(opts)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		isDirty := false
+		if err := item.Value(func(v []byte) error { isDirty = dirty(v); return nil }); err != nil {
+			return nil, err
+		}
+		if !isDirty {
+			continue
+		}
+		_, id := parseListKey(opts.Prefix, item.Key())
+		c, err := r.lookup(id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// unindexed analyses the records past each watermark of the dirty
+// conversations: they count in the statistics and are matched as
+// postings would be.
+func (r *searchRun) unindexed(dirty []*searchConv) ([]pendingDoc, error) {
+	var pending []pendingDoc
+	for _, c := range dirty {
+		if c.meta == nil {
+			continue
+		}
+		docs, err := backlog(r.txn, convPrefix(history.Key{Tenant: r.tenant, Conversation: c.id}), c.meta, c.t)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range docs {
+			pending = append(pending, pendingDoc{c, d})
+			r.st.Docs++
+			r.st.Terms += d.dl
+		}
+	}
+	return pending, nil
+}
+
+// rank scores every active message in scope that holds a query term,
+// summing each term's BM25 score per message.
+func (r *searchRun) rank(terms []string, pending []pendingDoc) ([]search.Hit, error) {
+	avg := r.st.AvgLen()
+	index := map[searchDoc]int{} // into ranked
+	var ranked []search.Hit
+	var list []searchFound
+	for _, term := range terms {
+		var err error
+		if list, err = r.postings(term, list[:0]); err != nil {
+			return nil, err
+		}
+		for _, u := range pending {
+			i, ok := slices.BinarySearchFunc(u.postings, term, func(p search.Posting, t string) int { return strings.Compare(p.Term, t) })
+			if ok {
+				list = append(list, searchFound{searchDoc{u.conv, u.seq}, posting{tf: u.postings[i].TF, dl: u.dl, created: u.created}, u.active})
+			}
+		}
+		idf := search.IDF(r.st.Docs, len(list))
+		for _, f := range list {
+			if !f.active {
+				continue
+			}
+			i, ok := index[f.searchDoc]
+			if !ok {
+				i = len(ranked)
+				index[f.searchDoc] = i
+				ranked = append(ranked, search.Hit{CreatedAt: f.p.created, Conversation: f.conv.id, Seq: f.seq})
+			}
+			ranked[i].Score += search.Score(idf, f.p.tf, f.p.dl, avg)
+		}
+	}
+	return ranked, nil
+}
+
+// postings appends to list the indexed postings of term that count:
+// those of a conversation that exists, landed, below its watermark (the
+// backlog's records are matched apart) and not erased.
+func (r *searchRun) postings(term string, list []searchFound) ([]searchFound, error) {
+	err := r.termValues(term, func(v []byte) error {
+		err := eachGroup(v, func(g segGroup) error {
+			if r.q.Conversation != "" && string(g.conv) != r.q.Conversation {
+				return nil
+			}
+			c, err := r.lookup(g.conv)
+			if err != nil || c.meta == nil {
+				return err // deleted: its purge is under way
+			}
+			from := c.t.from()
+			g.each(func(p posting, seq uint64) {
+				if seq >= c.meta.NextSeq || seq >= from {
+					return // staged, or past the watermark (the backlog's)
+				}
+				flags := c.meta.FlagsAt(seq)
+				if flags&history.Erased == 0 {
+					list = append(list, searchFound{searchDoc{c, seq}, p, flags == 0})
+				}
+			})
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("postings of %q: %w", term, err)
+		}
+		return r.ctx.Err()
+	})
+	return list, err
+}
+
+// termValues calls fn with each value holding term's postings in scope:
+// every segment of the tenant, or, for one conversation, the segments
+// its span keys name (a Get each: the cost follows the conversation,
+// not the tenant). v is valid until fn returns.
+func (r *searchRun) termValues(term string, fn func(v []byte) error) error {
+	if r.q.Conversation != "" {
+		for _, sg := range r.segs {
+			item, err := r.stxn.Get(segTermKey(r.tenant, term, sg.id))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if r.buf, err = item.ValueCopy(r.buf[:0]); err != nil {
+				return err
+			}
+			if err := fn(r.buf); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = false
+	opts.Prefix = segTermPrefix(r.tenant, term)
+	it := r.stxn.NewIterator(opts)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		var err error
+		if r.buf, err = it.Item().ValueCopy(r.buf[:0]); err != nil {
+			return err
+		}
+		if err := fn(r.buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read reads the records of the top hits.
+func (r *searchRun) read(top []search.Hit) ([]history.Hit, error) {
+	var hits []history.Hit
+	for _, h := range top {
+		k := history.Key{Tenant: r.tenant, Conversation: h.Conversation}
+		item, err := r.txn.Get(msgKey(convPrefix(k), h.Seq))
+		if err != nil {
+			return nil, err
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return nil, err
+		}
+		msg, err := history.DecodeMessage(v, h.Seq)
+		if err != nil {
+			return nil, err
+		}
+		hits = append(hits, history.Hit{Conversation: h.Conversation, Message: msg, Score: h.Score})
 	}
 	return hits, nil
 }
