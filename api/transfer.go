@@ -199,13 +199,8 @@ const maxImportSkew = 24 * time.Hour
 // checks a landing summary: Through < NextSeq). Any problem is a 400
 // naming the file's 1-based line.
 func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error) {
-	var head *ExportHeader
-	headLine := 0
-	var msgs []history.Message
-	var lines []int     // the file line of each message
-	var episodes uint32 // the file's episode of the previous message
-	lo, hi := minImportTime, c.h.cfg.Now().Add(maxImportSkew)
-	enc := tokens.For("", c.caller.Tenant.History.Encoding) // no model: O200k, as for unknown models
+	p := importParse{c: c, lo: minImportTime, hi: c.h.cfg.Now().Add(maxImportSkew),
+		enc: tokens.For("", c.caller.Tenant.History.Encoding)} // no model: O200k, as for unknown models
 	n := 0
 	for len(body) > 0 {
 		var ln []byte
@@ -215,108 +210,173 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 		if len(ln) == 0 {
 			continue
 		}
-		param := "line " + strconv.Itoa(n)
-		bad := func(what string) error { return apierr.InvalidValue(param, "Invalid "+param+": "+what) }
-		if chat.CheckDepth(ln) != nil {
-			return nil, nil, bad("not a JSON object nested at most 256 levels.")
+		if err := p.line(n, ln); err != nil {
+			return nil, nil, err
 		}
-		var l importLine
-		if err := json.Unmarshal(ln, &l); err != nil {
-			return nil, nil, bad("expected one JSON object per line, as export writes them.")
-		}
-		switch l.Object {
-		case "conversation.export":
-			if head != nil || len(msgs) > 0 {
-				return nil, nil, bad("the export header may only be the first line.")
-			}
-			if l.ExportHeader.Version != exportVersion {
-				return nil, nil, bad("unknown export version (expected 1).")
-			}
-			h := l.ExportHeader
-			if s := h.Summary; s != nil {
-				if s.Text == "" || s.Through == 0 || s.Turns < 0 || s.Tokens < 0 {
-					return nil, nil, bad("a summary has text, covers through a seq of at least 1, and its turns and tokens are not negative.")
-				}
-				if s.At != 0 && !inRange(time.Unix(0, s.At), lo, hi) {
-					return nil, nil, bad("the summary's at (Unix nanoseconds) must lie between 2000 and a day from now.")
-				}
-			}
-			head, headLine = &h, n
-			continue
-		case "conversation.message":
-		default:
-			return nil, nil, bad(`expected "object": "conversation.export" or "conversation.message".`)
-		}
-		if len(msgs) > 0 {
-			if l.Seq <= msgs[len(msgs)-1].Seq || l.Episode < episodes {
-				return nil, nil, bad("seq must ascend, and episode never goes back.")
-			}
-		}
-		if l.Seq == 0 || l.Seq > maxSeq || l.Turn == 0 || l.Episode == 0 || l.Tokens < 0 || len(l.Message) == 0 {
-			return nil, nil, bad("seq (at most 2^40), turn and episode start at 1, tokens is not negative, message is required.")
-		}
-		if l.CreatedAt < lo.Unix() || l.CreatedAt > hi.Unix() {
-			return nil, nil, bad("created_at (Unix seconds) must lie between 2000 and a day from now.")
-		}
-		m := history.Message{Seq: l.Seq, Episode: 1, CreatedAt: time.Unix(l.CreatedAt, 0)}
-		if len(msgs) > 0 {
-			m.Episode = msgs[len(msgs)-1].Episode
-			if l.Episode > episodes {
-				m.Episode++
-			}
-		}
-		episodes = l.Episode
-		for _, f := range l.Flags {
-			switch f {
-			case flagSuperseded:
-				m.Flags |= history.Superseded
-			case flagForgotten:
-				m.Flags |= history.Forgotten
-			default:
-				return nil, nil, bad("flags are superseded and forgotten.")
-			}
-		}
-		if l.Protocol != "" {
-			p, ok := wire.Named(l.Protocol)
-			if !ok {
-				return nil, nil, bad(`protocol is "chat.completions", "responses" or "messages".`)
-			}
-			m.Protocol = p
-		}
-		if m.Protocol == wire.ChatCompletions {
-			// The message, validated exactly as a chat request's.
-			req, err := chat.ParseRequest(append(append([]byte(`{"messages":[`), l.Message...), ']', '}'))
-			if err != nil {
-				var re *chat.Error
-				if errors.As(err, &re) {
-					return nil, nil, bad(strings.ReplaceAll(re.Message, "messages[0]", "message"))
-				}
-				return nil, nil, err
-			}
-			m.Role, m.Raw = req.Messages[0].Role, bytes.Clone(req.Messages[0].Raw)
-		} else {
-			// Another protocol's message (as export writes it): a JSON
-			// object its codec reads.
-			codec := wire.For(m.Protocol)
-			if _, err := codec.Decode(l.Message); err != nil || l.Message[0] != '{' {
-				return nil, nil, bad("message is not a " + l.Protocol + " message.")
-			}
-			m.Role, m.Raw = codec.Role(l.Message), bytes.Clone(l.Message)
-		}
-		switch m.Role {
-		case wire.RoleUser, wire.RoleAssistant, wire.RoleTool:
-		default:
-			return nil, nil, bad("stored messages are user, assistant or tool messages.")
-		}
-		m.Hash = m.Codec().Hash(m.Raw)
-		m.Tokens = plan.Count(c.h.cfg.Counter, enc, m.Protocol, m.Raw)
-		msgs = append(msgs, m)
-		lines = append(lines, n)
 	}
-	if len(msgs) == 0 {
+	if len(p.msgs) == 0 {
 		return nil, nil, apierr.InvalidValue("", "Invalid import: no message line.")
 	}
-	// Turns, from roles, as history.Apply numbers appended messages.
+	numberTurns(p.msgs)
+	active, err := checkImportedActive(p.msgs, p.lines)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.head != nil && p.head.Summary != nil {
+		if err := p.completeSummary(active); err != nil {
+			return nil, nil, err
+		}
+	}
+	return p.head, p.msgs, nil
+}
+
+// importParse is parseImport's state while it reads the lines.
+type importParse struct {
+	c        *call
+	lo, hi   time.Time // the range a time in the file must lie in
+	enc      tokens.Encoding
+	head     *ExportHeader
+	headLine int
+	msgs     []history.Message
+	lines    []int  // the file line of each message
+	episodes uint32 // the file's episode of the previous message
+}
+
+// badLine is the 400 for a problem on the file's n-th line.
+func badLine(n int, what string) error {
+	param := "line " + strconv.Itoa(n)
+	return apierr.InvalidValue(param, "Invalid "+param+": "+what)
+}
+
+// line reads the file's n-th line, ln, not blank: the header or a
+// message.
+func (p *importParse) line(n int, ln []byte) error {
+	if chat.CheckDepth(ln) != nil {
+		return badLine(n, "not a JSON object nested at most 256 levels.")
+	}
+	var l importLine
+	if err := json.Unmarshal(ln, &l); err != nil {
+		return badLine(n, "expected one JSON object per line, as export writes them.")
+	}
+	switch l.Object {
+	case "conversation.export":
+		return p.header(n, &l)
+	case "conversation.message":
+		m, err := p.message(n, &l)
+		if err != nil {
+			return err
+		}
+		p.msgs = append(p.msgs, m)
+		p.lines = append(p.lines, n)
+		return nil
+	default:
+		return badLine(n, `expected "object": "conversation.export" or "conversation.message".`)
+	}
+}
+
+// header reads the export header on line n: only the first line, of a
+// known version, with a well-formed summary if any.
+func (p *importParse) header(n int, l *importLine) error {
+	if p.head != nil || len(p.msgs) > 0 {
+		return badLine(n, "the export header may only be the first line.")
+	}
+	if l.ExportHeader.Version != exportVersion {
+		return badLine(n, "unknown export version (expected 1).")
+	}
+	h := l.ExportHeader
+	if s := h.Summary; s != nil {
+		if s.Text == "" || s.Through == 0 || s.Turns < 0 || s.Tokens < 0 {
+			return badLine(n, "a summary has text, covers through a seq of at least 1, and its turns and tokens are not negative.")
+		}
+		if s.At != 0 && !inRange(time.Unix(0, s.At), p.lo, p.hi) {
+			return badLine(n, "the summary's at (Unix nanoseconds) must lie between 2000 and a day from now.")
+		}
+	}
+	p.head, p.headLine = &h, n
+	return nil
+}
+
+// message reads the message on line n: its numbers checked against the
+// previous message's, its episode renumbered, its flags, and its JSON
+// validated by its protocol's codec; its hash and tokens computed.
+func (p *importParse) message(n int, l *importLine) (history.Message, error) {
+	if len(p.msgs) > 0 {
+		if l.Seq <= p.msgs[len(p.msgs)-1].Seq || l.Episode < p.episodes {
+			return history.Message{}, badLine(n, "seq must ascend, and episode never goes back.")
+		}
+	}
+	if l.Seq == 0 || l.Seq > maxSeq || l.Turn == 0 || l.Episode == 0 || l.Tokens < 0 || len(l.Message) == 0 {
+		return history.Message{}, badLine(n, "seq (at most 2^40), turn and episode start at 1, tokens is not negative, message is required.")
+	}
+	if l.CreatedAt < p.lo.Unix() || l.CreatedAt > p.hi.Unix() {
+		return history.Message{}, badLine(n, "created_at (Unix seconds) must lie between 2000 and a day from now.")
+	}
+	m := history.Message{Seq: l.Seq, Episode: 1, CreatedAt: time.Unix(l.CreatedAt, 0)}
+	if len(p.msgs) > 0 {
+		m.Episode = p.msgs[len(p.msgs)-1].Episode
+		if l.Episode > p.episodes {
+			m.Episode++
+		}
+	}
+	p.episodes = l.Episode
+	for _, f := range l.Flags {
+		switch f {
+		case flagSuperseded:
+			m.Flags |= history.Superseded
+		case flagForgotten:
+			m.Flags |= history.Forgotten
+		default:
+			return history.Message{}, badLine(n, "flags are superseded and forgotten.")
+		}
+	}
+	if l.Protocol != "" {
+		proto, ok := wire.Named(l.Protocol)
+		if !ok {
+			return history.Message{}, badLine(n, `protocol is "chat.completions", "responses" or "messages".`)
+		}
+		m.Protocol = proto
+	}
+	if err := importedBody(n, l, &m); err != nil {
+		return history.Message{}, err
+	}
+	switch m.Role {
+	case wire.RoleUser, wire.RoleAssistant, wire.RoleTool:
+	default:
+		return history.Message{}, badLine(n, "stored messages are user, assistant or tool messages.")
+	}
+	m.Hash = m.Codec().Hash(m.Raw)
+	m.Tokens = plan.Count(p.c.h.cfg.Counter, p.enc, m.Protocol, m.Raw)
+	return m, nil
+}
+
+// importedBody sets m's role and JSON from line n's message, validated
+// as m's protocol reads it: a chat message exactly as a chat request's,
+// another protocol's as a JSON object its codec reads (as export writes
+// it).
+func importedBody(n int, l *importLine, m *history.Message) error {
+	if m.Protocol == wire.ChatCompletions {
+		req, err := chat.ParseRequest(append(append([]byte(`{"messages":[`), l.Message...), ']', '}'))
+		if err != nil {
+			var re *chat.Error
+			if errors.As(err, &re) {
+				return badLine(n, strings.ReplaceAll(re.Message, "messages[0]", "message"))
+			}
+			return err
+		}
+		m.Role, m.Raw = req.Messages[0].Role, bytes.Clone(req.Messages[0].Raw)
+		return nil
+	}
+	codec := wire.For(m.Protocol)
+	if _, err := codec.Decode(l.Message); err != nil || l.Message[0] != '{' {
+		return badLine(n, "message is not a "+l.Protocol+" message.")
+	}
+	m.Role, m.Raw = codec.Role(l.Message), bytes.Clone(l.Message)
+	return nil
+}
+
+// numberTurns numbers msgs' turns from their roles, as history.Apply
+// numbers appended messages.
+func numberTurns(msgs []history.Message) {
 	var turn uint32
 	for i := range msgs {
 		if msgs[i].Role == wire.RoleUser || turn == 0 {
@@ -324,6 +384,12 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 		}
 		msgs[i].Turn = turn
 	}
+}
+
+// checkImportedActive returns the active messages of msgs, checked as a
+// new conversation's (a tool message answers a call before it); lines
+// are msgs' file lines, for the error.
+func checkImportedActive(msgs []history.Message, lines []int) ([]history.Message, error) {
 	var active []history.Message
 	var activeLines []int
 	for i := range msgs {
@@ -335,26 +401,29 @@ func (c *call) parseImport(body []byte) (*ExportHeader, []history.Message, error
 	if err := history.CheckNew(nil, active); err != nil {
 		var orphan *history.OrphanResultError
 		if errors.As(err, &orphan) {
-			param := "line " + strconv.Itoa(activeLines[orphan.Index])
-			return nil, nil, apierr.InvalidValue(param, "Invalid "+param+": a tool message must answer a tool call of an assistant message before it.")
+			return nil, badLine(activeLines[orphan.Index], "a tool message must answer a tool call of an assistant message before it.")
 		}
-		return nil, nil, err
+		return nil, err
 	}
-	if head != nil && head.Summary != nil {
-		s := *head.Summary
-		if last := msgs[len(msgs)-1].Seq; s.Through > last {
-			param := "line " + strconv.Itoa(headLine)
-			return nil, nil, apierr.InvalidValue(param, "Invalid "+param+": the summary covers through seq "+
-				strconv.FormatUint(s.Through, 10)+", past the last message's ("+strconv.FormatUint(last, 10)+").")
-		}
-		s.Turns = coveredTurns(active, s.Through)
-		s.Tokens = c.h.cfg.Counter.Message(enc, plan.Inject(chat.RoleSystem, s.Text))
-		if s.At == 0 {
-			s.At = c.now()
-		}
-		head.Summary = &s
+	return active, nil
+}
+
+// completeSummary checks the header's summary against the messages and
+// computes what is Recall's: its turns (over active), tokens and, when
+// the file has none, its time.
+func (p *importParse) completeSummary(active []history.Message) error {
+	s := *p.head.Summary
+	if last := p.msgs[len(p.msgs)-1].Seq; s.Through > last {
+		return badLine(p.headLine, "the summary covers through seq "+
+			strconv.FormatUint(s.Through, 10)+", past the last message's ("+strconv.FormatUint(last, 10)+").")
 	}
-	return head, msgs, nil
+	s.Turns = coveredTurns(active, s.Through)
+	s.Tokens = p.c.h.cfg.Counter.Message(p.enc, plan.Inject(chat.RoleSystem, s.Text))
+	if s.At == 0 {
+		s.At = p.c.now()
+	}
+	p.head.Summary = &s
+	return nil
 }
 
 // coveredTurns counts the turns of the active messages up to through.
