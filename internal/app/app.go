@@ -79,15 +79,7 @@ func New(cfg Config) (*App, error) {
 	if p.Tenants == nil || p.Store == nil {
 		return nil, errors.New("app: config needs Proxy.Tenants and Proxy.Store")
 	}
-	if p.Counter == nil {
-		p.Counter = &tokens.Counter{}
-	}
-	if p.Metrics == nil {
-		p.Metrics = metrics.New(nil)
-	}
-	if p.Locks == nil {
-		p.Locks = &convlock.Table{}
-	}
+	sharedDefaults(&p)
 	a := &App{}
 	// Exchange records (the chat path's and the summariser's) go to the
 	// store through one writer, off the request path.
@@ -100,35 +92,7 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	if cfg.Summary != nil {
-		sc := *cfg.Summary
-		if sc.Store == nil {
-			sc.Store = p.Store
-		}
-		if sc.Tenants == nil {
-			sc.Tenants = p.Tenants
-		}
-		if sc.Counter == nil {
-			sc.Counter = p.Counter
-		}
-		if sc.Logger == nil {
-			sc.Logger = p.Logger
-		}
-		if sc.Registerer == nil {
-			sc.Registerer = p.Metrics.Registry()
-		}
-		if on := sc.OnExchange; on != nil {
-			sc.OnExchange = func(k history.Key, r history.ExchangeRecord) { w.Record(k, r); on(k, r) }
-		} else {
-			sc.OnExchange = w.Record
-		}
-		if p.Tracer != nil {
-			now := sc.Now
-			if now == nil {
-				now = time.Now
-			}
-			sc.OnJobDone = tracedJobs(p.Tracer, now, sc.OnJobDone)
-		}
-		m, err := summary.New(sc)
+		m, err := summary.New(summaryConfig(*cfg.Summary, &p, w))
 		if err != nil {
 			w.Close(context.Background())
 			return nil, err
@@ -136,13 +100,7 @@ func New(cfg Config) (*App, error) {
 		a.Summaries, p.Summaries = m, m
 	}
 
-	// Calibration is read back from the store, and kept there, when the
-	// store can keep it; without, it is learned afresh at every start.
-	co := calibrate.Options{Logger: p.Logger, Now: p.Now}
-	if cs, ok := p.Store.(history.CalibrationStore); ok {
-		co.Store = cs
-	}
-	a.Calibration = calibrate.New(co)
+	a.Calibration = loadCalibration(&p)
 	built := false
 	defer func() {
 		if !built {
@@ -150,14 +108,6 @@ func New(cfg Config) (*App, error) {
 			w.Close(context.Background())
 		}
 	}()
-	lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err = a.Calibration.Load(lctx)
-	cancel()
-	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		if p.Logger != nil {
-			p.Logger.Warn("calibrations not read from the store: learned afresh", "component", "calibrate", "error", err.Error())
-		}
-	}
 	if err := p.Metrics.Registry().Register(a.Calibration); err != nil {
 		return nil, fmt.Errorf("app: register calibration metrics: %w", err)
 	}
@@ -165,6 +115,108 @@ func New(cfg Config) (*App, error) {
 		p.Calibration = a.Calibration
 	}
 
+	if a.API, err = api.New(apiConfig(&cfg, &p, a.Calibration, w)); err != nil {
+		return nil, err
+	}
+	p.API = a.API.Handle
+	if p.State == nil {
+		// The Responses and Conversations state: pages of items run
+		// under the API's heavy-call limiter.
+		if p.State, err = respstate.New(respstate.Config{Store: p.Store, Lock: p.Locks.Acquire, Leaser: p.Leaser,
+			Now: p.Now, Counter: p.Counter, Heavy: a.API.EnterHeavy, Logger: p.Logger}); err != nil {
+			return nil, err
+		}
+	}
+	if a.UI, err = ui.New(); err != nil {
+		return nil, err
+	}
+	p.UI = a.UI.Handle
+	p.OnExchange = recordThen(w, p.OnExchange)
+	if a.Server, err = proxy.New(p); err != nil {
+		return nil, err
+	}
+	a.Exchanges = w
+	built = true
+	return a, nil
+}
+
+// sharedDefaults creates what the proxy shares with the rest when p
+// leaves it nil: the token counter, the metrics, the lock table.
+func sharedDefaults(p *proxy.Config) {
+	if p.Counter == nil {
+		p.Counter = &tokens.Counter{}
+	}
+	if p.Metrics == nil {
+		p.Metrics = metrics.New(nil)
+	}
+	if p.Locks == nil {
+		p.Locks = &convlock.Table{}
+	}
+}
+
+// recordThen is an exchange hook that hands the record to w, then to on
+// when set.
+func recordThen(w *inspect.Writer, on func(history.Key, history.ExchangeRecord)) func(history.Key, history.ExchangeRecord) {
+	if on == nil {
+		return w.Record
+	}
+	return func(k history.Key, r history.ExchangeRecord) { w.Record(k, r); on(k, r) }
+}
+
+// summaryConfig completes sc from the proxy's configuration p: its
+// store, tenants, counter, logger and registry where sc has none; its
+// exchange records go to w; each job attempt is a span with p's tracer.
+func summaryConfig(sc summary.Config, p *proxy.Config, w *inspect.Writer) summary.Config {
+	if sc.Store == nil {
+		sc.Store = p.Store
+	}
+	if sc.Tenants == nil {
+		sc.Tenants = p.Tenants
+	}
+	if sc.Counter == nil {
+		sc.Counter = p.Counter
+	}
+	if sc.Logger == nil {
+		sc.Logger = p.Logger
+	}
+	if sc.Registerer == nil {
+		sc.Registerer = p.Metrics.Registry()
+	}
+	sc.OnExchange = recordThen(w, sc.OnExchange)
+	if p.Tracer != nil {
+		now := sc.Now
+		if now == nil {
+			now = time.Now
+		}
+		sc.OnJobDone = tracedJobs(p.Tracer, now, sc.OnJobDone)
+	}
+	return sc
+}
+
+// loadCalibration makes the calibrator, read back from the store, and
+// kept there, when the store can keep it; without, it is learned afresh
+// at every start (a failed read is logged, not fatal).
+func loadCalibration(p *proxy.Config) *calibrate.Calibrator {
+	co := calibrate.Options{Logger: p.Logger, Now: p.Now}
+	if cs, ok := p.Store.(history.CalibrationStore); ok {
+		co.Store = cs
+	}
+	c := calibrate.New(co)
+	lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err := c.Load(lctx)
+	cancel()
+	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		if p.Logger != nil {
+			p.Logger.Warn("calibrations not read from the store: learned afresh", "component", "calibrate", "error", err.Error())
+		}
+	}
+	return c
+}
+
+// apiConfig is the conversation API's configuration over the proxy's
+// (p) store, tenants, locks, counter and metrics, adjusted by cfg.API,
+// with each call a span when p has a tracer.
+func apiConfig(cfg *Config, p *proxy.Config, cal *calibrate.Calibrator, w *inspect.Writer) api.Config {
 	tenants, met := p.Tenants, p.Metrics
 	ac := api.Config{
 		Store: p.Store,
@@ -179,7 +231,7 @@ func New(cfg Config) (*App, error) {
 		Observe: func(tenant, route string, status int) {
 			met.CountRequest(tenant, "api_"+route, status)
 		},
-		Calibration: a.Calibration,
+		Calibration: cal,
 		// The exchanges calls list what answered before them: the
 		// records wait in the writer's queue for a batch.
 		FlushExchanges: w.Flush,
@@ -197,31 +249,5 @@ func New(cfg Config) (*App, error) {
 		}
 		ac.OnServed = tracedAPI(p.Tracer, now, ac.OnServed)
 	}
-	if a.API, err = api.New(ac); err != nil {
-		return nil, err
-	}
-	p.API = a.API.Handle
-	if p.State == nil {
-		// The Responses and Conversations state: pages of items run
-		// under the API's heavy-call limiter.
-		if p.State, err = respstate.New(respstate.Config{Store: p.Store, Lock: p.Locks.Acquire, Leaser: p.Leaser,
-			Now: p.Now, Counter: p.Counter, Heavy: a.API.EnterHeavy, Logger: p.Logger}); err != nil {
-			return nil, err
-		}
-	}
-	if a.UI, err = ui.New(); err != nil {
-		return nil, err
-	}
-	p.UI = a.UI.Handle
-	if on := p.OnExchange; on != nil {
-		p.OnExchange = func(k history.Key, r history.ExchangeRecord) { w.Record(k, r); on(k, r) }
-	} else {
-		p.OnExchange = w.Record
-	}
-	if a.Server, err = proxy.New(p); err != nil {
-		return nil, err
-	}
-	a.Exchanges = w
-	built = true
-	return a, nil
+	return ac
 }
