@@ -350,24 +350,11 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	watcher, err := config.NewWatcher(g, os.LookupEnv, log) // logs "configuration loaded"
+	watcher, stopHup, err := watchConfig(ctx, g, log)
 	if err != nil {
 		return err
 	}
-	go watcher.Run(ctx)
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-hup:
-				_ = watcher.Reload() // logged by the watcher, success or not
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	defer stopHup()
 
 	memLimit, memSource := applyMemoryLimit(g, os.LookupEnv)
 	// On one CPU, two Go processors while a computation holds the one
@@ -377,15 +364,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		go (&procs.Controller{}).Run(ctx, nil)
 	}
 
-	// Build the tokenizers now rather than in the first request, each on a
-	// core of its own while the store opens.
-	counter := &tokens.Counter{}
-	var warm sync.WaitGroup
-	for _, enc := range []tokens.Encoding{tokens.O200k, tokens.CL100k} {
-		warm.Go(func() { counter.Text(enc, "warm") })
-	}
-	st, err := openStore(ctx, g, log)
-	warm.Wait()
+	counter, st, err := openStoreWarm(ctx, g, log)
 	if err != nil {
 		return err
 	}
@@ -398,30 +377,14 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	if g.CacheMB > 0 {
 		hist = history.NewCache(st.store, g.CacheMB<<20, 2<<20)
 	}
-	// One assembly serves chat, the conversation API and summaries over
-	// the same store (and cache), tenants, locks, counter and metrics;
-	// summaries go to the tenants' upstreams, off the request path.
-	met := metrics.New(nil)
-	if st.sole != nil {
-		met.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "recall_store_sole_writer",
-			Help: "1 while this replica is the only one on the PostgreSQL store (its window cache is then served without head reads)."},
-			func() float64 {
-				if st.sole() {
-					return 1
-				}
-				return 0
-			}))
-	}
-	// Traces, when the environment names an OTLP endpoint (OTEL_*).
-	tracer, err := tracing.Start(ctx, os.Getenv, versionString(), func(err error) {
-		log.Warn("traces: a batch of spans was not sent", "err", err)
-	})
+	met := storeMetrics(st)
+	tracer, err := startTracer(ctx, log)
 	if err != nil {
 		return err
 	}
-	if tracer != nil {
-		log.Info("traces exported over OTLP", "protocol", tracing.Protocol(os.Getenv), "message_content", tracer.CaptureContent())
-	}
+	// One assembly serves chat, the conversation API and summaries over
+	// the same store (and cache), tenants, locks, counter and metrics;
+	// summaries go to the tenants' upstreams, off the request path.
 	a, err := app.New(app.Config{
 		Proxy: proxy.Config{
 			Counter:      counter,
@@ -445,17 +408,8 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		return err
 	}
 	srv, summaries := a.Server, a.Summaries
-	defer func() {
-		// After the server's shutdown (deferred calls run after it):
-		// the exchange records still queued are written.
-		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		a.Exchanges.Close(fctx)
-		a.Calibration.Close(fctx) // what it learned since its last write
-		if err := tracer.Shutdown(fctx); err != nil {
-			log.Warn("spans not exported at shutdown", "error", err.Error())
-		}
-	}()
+	// After the server's shutdown (deferred calls run after it).
+	defer flushRecords(a, tracer, log)
 	if err := summaries.Start(ctx); err != nil {
 		// Jobs of conversations not listed start again with their next
 		// request: nothing is lost, a summary only comes later.
@@ -484,7 +438,98 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		"upstream", config.RedactURL(g.Defaults.Upstream.BaseURL), "store", st.name,
 		"tenants", len(watcher.Current().Tenants()), "memory_limit_mib", memLimit, "memory_limit_from", memSource,
 		"procs", runtime.GOMAXPROCS(0), "procs_adaptive", adaptive, "version", versionString())
+	return serveUntilDone(ctx, srv, ln, log)
+}
 
+// watchConfig starts watching the configuration (logging "configuration
+// loaded") and reloads it on SIGHUP until ctx is done; stopHup stops
+// the SIGHUP notifications.
+func watchConfig(ctx context.Context, g config.Global, log *slog.Logger) (w *config.Watcher, stopHup func(), err error) {
+	watcher, err := config.NewWatcher(g, os.LookupEnv, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	go watcher.Run(ctx)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				_ = watcher.Reload() // logged by the watcher, success or not
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return watcher, func() { signal.Stop(hup) }, nil
+}
+
+// openStoreWarm opens the store while it builds the tokenizers (rather
+// than in the first request), each on a core of its own.
+func openStoreWarm(ctx context.Context, g config.Global, log *slog.Logger) (*tokens.Counter, *openedStore, error) {
+	counter := &tokens.Counter{}
+	var warm sync.WaitGroup
+	for _, enc := range []tokens.Encoding{tokens.O200k, tokens.CL100k} {
+		warm.Go(func() { counter.Text(enc, "warm") })
+	}
+	st, err := openStore(ctx, g, log)
+	warm.Wait()
+	if err != nil {
+		return nil, nil, err
+	}
+	return counter, st, nil
+}
+
+// storeMetrics is the process's metrics, with whether this replica is
+// the PostgreSQL store's sole writer when it can tell.
+func storeMetrics(st *openedStore) *metrics.Metrics {
+	met := metrics.New(nil)
+	if st.sole != nil {
+		met.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "recall_store_sole_writer",
+			Help: "1 while this replica is the only one on the PostgreSQL store (its window cache is then served without head reads)."},
+			func() float64 {
+				if st.sole() {
+					return 1
+				}
+				return 0
+			}))
+	}
+	return met
+}
+
+// startTracer starts exporting traces when the environment names an
+// OTLP endpoint (OTEL_*); the tracer is nil otherwise.
+func startTracer(ctx context.Context, log *slog.Logger) (*tracing.Tracer, error) {
+	tracer, err := tracing.Start(ctx, os.Getenv, versionString(), func(err error) {
+		log.Warn("traces: a batch of spans was not sent", "err", err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if tracer != nil {
+		log.Info("traces exported over OTLP", "protocol", tracing.Protocol(os.Getenv), "message_content", tracer.CaptureContent())
+	}
+	return tracer, nil
+}
+
+// flushRecords writes, after the server's shutdown, what is still
+// queued: the exchange records, what the calibration learned since its
+// last write, and the spans (10s for all).
+func flushRecords(a *app.App, tracer *tracing.Tracer, log *slog.Logger) {
+	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a.Exchanges.Close(fctx)
+	a.Calibration.Close(fctx)
+	if err := tracer.Shutdown(fctx); err != nil {
+		log.Warn("spans not exported at shutdown", "error", err.Error())
+	}
+}
+
+// serveUntilDone serves on ln until the server fails or ctx is done,
+// then shuts it down gracefully: no new connections, in-flight requests
+// and streams finish (up to 30s).
+func serveUntilDone(ctx context.Context, srv *proxy.Server, ln net.Listener, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
