@@ -211,8 +211,13 @@ func decodeDigest(s string) ([32]byte, error) {
 // global file, "" in a tenant file).
 func validatePolicy(ps *problems, prefix string, p Policy) {
 	k := func(key string) string { return prefix + key }
+	validateUpstream(ps, k, p.Upstream)
+	validateHistory(ps, k, p.History)
+	validateSummary(ps, k, p.Summary)
+}
 
-	u := p.Upstream
+// validateUpstream checks a policy's upstream; k names its keys.
+func validateUpstream(ps *problems, k func(string) string, u Upstream) {
 	if err := validateBaseURL(u.BaseURL); err != nil {
 		ps.addf(k("upstream.base_url"), "%v", err)
 	}
@@ -231,8 +236,10 @@ func validatePolicy(ps *problems, prefix string, p Policy) {
 	if u.Timeout <= 0 {
 		ps.addf(k("upstream.timeout"), "must be > 0, got %s", u.Timeout)
 	}
+}
 
-	h := p.History
+// validateHistory checks a policy's history settings; k names its keys.
+func validateHistory(ps *problems, k func(string) string, h History) {
 	if !isToken(h.ConversationHeader) {
 		ps.addf(k("history.conversation_header"), "%q is not a valid header name", h.ConversationHeader)
 	}
@@ -257,17 +264,7 @@ func validatePolicy(ps *problems, prefix string, p Policy) {
 	if len(h.Strategies) == 0 {
 		ps.addf(k("history.strategies"), "must name at least one strategy (passthrough sends everything)")
 	}
-	seen := make(map[string]bool, len(h.Strategies))
-	for i, s := range h.Strategies {
-		key := k("history.strategies[" + strconv.Itoa(i) + "]")
-		switch {
-		case !slices.Contains(history.StrategyNames, s):
-			ps.addf(key, "unknown strategy %q (known: %s)", s, strings.Join(history.StrategyNames, ", "))
-		case seen[s]:
-			ps.addf(key, "strategy %q listed twice", s)
-		}
-		seen[s] = true
-	}
+	validateStrategies(ps, k, h.Strategies)
 	switch h.Encoding {
 	case "", "o200k_base", "cl100k_base":
 	default:
@@ -297,8 +294,25 @@ func validatePolicy(ps *problems, prefix string, p Policy) {
 	if h.MaxConversations < 0 {
 		ps.addf(k("history.max_conversations"), "must be >= 0, got %d", h.MaxConversations)
 	}
+}
 
-	s := p.Summary
+// validateStrategies checks history.strategies: known names, each once.
+func validateStrategies(ps *problems, k func(string) string, strategies []string) {
+	seen := make(map[string]bool, len(strategies))
+	for i, s := range strategies {
+		key := k("history.strategies[" + strconv.Itoa(i) + "]")
+		switch {
+		case !slices.Contains(history.StrategyNames, s):
+			ps.addf(key, "unknown strategy %q (known: %s)", s, strings.Join(history.StrategyNames, ", "))
+		case seen[s]:
+			ps.addf(key, "strategy %q listed twice", s)
+		}
+		seen[s] = true
+	}
+}
+
+// validateSummary checks a policy's summary settings; k names its keys.
+func validateSummary(ps *problems, k func(string) string, s Summary) {
 	if s.TriggerTurns < 1 {
 		ps.addf(k("summary.trigger_turns"), "must be >= 1, got %d", s.TriggerTurns)
 	}
