@@ -279,123 +279,173 @@ func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 	msgs = joinAssistant(msgs)
 	for _, m := range msgs {
 		// One pass to size the message and see its shape, one to write it.
-		size, parts, calls, onlyText := 32, 0, 0, true
-		var text, refusal string
-		for _, p := range m.Parts {
-			switch p.Kind {
-			case wire.Text:
-				parts++
-				text = p.Text
-				size += 32 + len(p.Text)
-			case wire.Image:
-				parts++
-				onlyText = false
-				size += 48 + len(p.URL)
-			case wire.Refusal:
-				refusal += p.Text
-				size += 16 + len(p.Text)
-			case wire.File:
-				parts++
-				onlyText = false
-				size += 48 + len(p.Name) + len(p.URL) + len(p.FileID)
-			case wire.ToolCall:
-				calls++
-				size += 80 + len(p.CallID) + len(p.Name) + len(p.Arguments)
-			case wire.ToolResult:
-				dst = append(dst, appendObj(make([]byte, 0, 48+len(p.CallID)+len(p.Text)), "role", RoleTool, "tool_call_id", p.CallID, "content", p.Text))
-			case wire.Opaque:
-				if p.Origin == wire.ChatCompletions {
-					parts++
-					onlyText = false
-					size += len(p.Raw) + 1
-				}
-			}
-		}
-		if parts == 0 && calls == 0 && refusal == "" {
+		dst = appendToolResults(dst, &m)
+		sh := shapeOf(&m)
+		if sh.parts == 0 && sh.calls == 0 && sh.refusal == "" {
 			continue
 		}
-		role := m.Role
-		if role == RoleTool { // results already written; any text is the user's
-			role = RoleUser
+		out, err := encodeMessage(&m, &sh)
+		if err != nil {
+			return nil, err
 		}
-		// The members in the order, and with the escapes, that the sjson
-		// edits this replaces wrote them: a string member as sjson
-		// writes it (appendStringified), the function of a call as
-		// encoding/json marshals a map (appendMarshaled).
-		out := make([]byte, 0, size+len(role))
-		out = append(out, `{"role":`...)
-		out = appendQuoted(out, role)
-		out = append(out, `,"content":`...)
-		switch {
-		case parts == 0 && role == RoleAssistant:
-			out = append(out, "null"...)
-		case parts == 0:
-			out = append(out, `""`...)
-		case onlyText && parts == 1:
-			out = appendStringified(out, text)
-		default:
-			out = append(out, '[')
-			n := 0
-			for _, p := range m.Parts {
-				switch {
-				case p.Kind == wire.Text, p.Kind == wire.Image, p.Kind == wire.File,
-					p.Kind == wire.Opaque && p.Origin == wire.ChatCompletions:
-				default:
-					continue
-				}
-				if n > 0 {
-					out = append(out, ',')
-				}
-				n++
-				switch p.Kind {
-				case wire.Text:
-					out = appendObj(out, "type", "text", "text", p.Text)
-				case wire.Image:
-					out = append(out, `{"type":"image_url","image_url":{"url":`...)
-					out = append(appendStringified(out, p.URL), "}}"...)
-				case wire.File:
-					var err error
-					if out, err = appendFile(out, p); err != nil {
-						return nil, err
-					}
-				default:
-					out = append(out, p.Raw...)
-				}
-			}
-			out = append(out, ']')
-		}
-		if refusal != "" {
-			out = append(out, `,"refusal":`...)
-			out = appendStringified(out, refusal)
-		}
-		if calls > 0 {
-			out = append(out, `,"tool_calls":[`...)
-			n := 0
-			for _, c := range m.Parts {
-				if c.Kind != wire.ToolCall {
-					continue
-				}
-				if n > 0 {
-					out = append(out, ',')
-				}
-				n++
-				args := c.Arguments
-				if args == "" {
-					args = "{}"
-				}
-				out = append(out, `{"id":`...)
-				out = appendQuoted(out, c.CallID)
-				out = append(out, `,"type":"function","function":{"arguments":`...)
-				out = appendMarshaled(out, args)
-				out = append(out, `,"name":`...)
-				out = appendMarshaled(out, c.Name)
-				out = append(out, "}}"...)
-			}
-			out = append(out, ']')
-		}
-		dst = append(dst, append(out, '}'))
+		dst = append(dst, out)
 	}
 	return dst, nil
+}
+
+// appendToolResults appends one tool message per tool result of m.
+func appendToolResults(dst [][]byte, m *wire.Message) [][]byte {
+	for _, p := range m.Parts {
+		if p.Kind == wire.ToolResult {
+			dst = append(dst, appendObj(make([]byte, 0, 48+len(p.CallID)+len(p.Text)), "role", RoleTool, "tool_call_id", p.CallID, "content", p.Text))
+		}
+	}
+	return dst
+}
+
+// shape is what Encode needs to know of a message before writing it.
+type shape struct {
+	size     int    // an estimate of its encoded size
+	parts    int    // its content parts
+	calls    int    // its tool calls
+	onlyText bool   // no content part but text
+	text     string // its last text part
+	refusal  string // its refusals, joined
+}
+
+// shapeOf measures m.
+func shapeOf(m *wire.Message) shape {
+	sh := shape{size: 32, onlyText: true}
+	for _, p := range m.Parts {
+		switch p.Kind {
+		case wire.Text:
+			sh.parts++
+			sh.text = p.Text
+			sh.size += 32 + len(p.Text)
+		case wire.Image:
+			sh.parts++
+			sh.onlyText = false
+			sh.size += 48 + len(p.URL)
+		case wire.Refusal:
+			sh.refusal += p.Text
+			sh.size += 16 + len(p.Text)
+		case wire.File:
+			sh.parts++
+			sh.onlyText = false
+			sh.size += 48 + len(p.Name) + len(p.URL) + len(p.FileID)
+		case wire.ToolCall:
+			sh.calls++
+			sh.size += 80 + len(p.CallID) + len(p.Name) + len(p.Arguments)
+		case wire.Opaque:
+			if p.Origin == wire.ChatCompletions {
+				sh.parts++
+				sh.onlyText = false
+				sh.size += len(p.Raw) + 1
+			}
+		}
+	}
+	return sh
+}
+
+// encodeMessage writes m, of shape sh, as one chat message: its role
+// (a tool message's text is the user's), content, refusal and tool
+// calls.
+//
+// The members in the order, and with the escapes, that the sjson edits
+// this replaces wrote them: a string member as sjson writes it
+// (appendStringified), the function of a call as encoding/json
+// marshals a map (appendMarshaled).
+func encodeMessage(m *wire.Message, sh *shape) ([]byte, error) {
+	role := m.Role
+	if role == RoleTool { // results already written; any text is the user's
+		role = RoleUser
+	}
+	out := make([]byte, 0, sh.size+len(role))
+	out = append(out, `{"role":`...)
+	out = appendQuoted(out, role)
+	out = append(out, `,"content":`...)
+	switch {
+	case sh.parts == 0 && role == RoleAssistant:
+		out = append(out, "null"...)
+	case sh.parts == 0:
+		out = append(out, `""`...)
+	case sh.onlyText && sh.parts == 1:
+		out = appendStringified(out, sh.text)
+	default:
+		var err error
+		if out, err = appendContentParts(out, m); err != nil {
+			return nil, err
+		}
+	}
+	if sh.refusal != "" {
+		out = append(out, `,"refusal":`...)
+		out = appendStringified(out, sh.refusal)
+	}
+	if sh.calls > 0 {
+		out = appendCallsMember(out, m)
+	}
+	return append(out, '}'), nil
+}
+
+// appendContentParts appends m's content as an array of parts: text,
+// image, file, and chat's own opaque parts.
+func appendContentParts(out []byte, m *wire.Message) ([]byte, error) {
+	out = append(out, '[')
+	n := 0
+	for _, p := range m.Parts {
+		switch {
+		case p.Kind == wire.Text, p.Kind == wire.Image, p.Kind == wire.File,
+			p.Kind == wire.Opaque && p.Origin == wire.ChatCompletions:
+		default:
+			continue
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		switch p.Kind {
+		case wire.Text:
+			out = appendObj(out, "type", "text", "text", p.Text)
+		case wire.Image:
+			out = append(out, `{"type":"image_url","image_url":{"url":`...)
+			out = append(appendStringified(out, p.URL), "}}"...)
+		case wire.File:
+			var err error
+			if out, err = appendFile(out, p); err != nil {
+				return nil, err
+			}
+		default:
+			out = append(out, p.Raw...)
+		}
+	}
+	return append(out, ']'), nil
+}
+
+// appendCallsMember appends m's tool calls as a "tool_calls" member.
+func appendCallsMember(out []byte, m *wire.Message) []byte {
+	out = append(out, `,"tool_calls":[`...)
+	n := 0
+	for _, c := range m.Parts {
+		if c.Kind != wire.ToolCall {
+			continue
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		args := c.Arguments
+		if args == "" {
+			args = "{}"
+		}
+		out = append(out, `{"id":`...)
+		out = appendQuoted(out, c.CallID)
+		out = append(out, `,"type":"function","function":{"arguments":`...)
+		out = appendMarshaled(out, args)
+		out = append(out, `,"name":`...)
+		out = appendMarshaled(out, c.Name)
+		out = append(out, "}}"...)
+	}
+	return append(out, ']')
 }
 
 // appendObj appends a JSON object of string fields, given as key, value

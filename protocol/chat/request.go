@@ -73,35 +73,76 @@ func CheckRequest(body []byte) (stream bool, err error) {
 // parseRequest is ParseRequest, and CheckRequest when view is false: then
 // it validates the same way but keeps neither the messages nor the model.
 func parseRequest(body []byte, view bool) (Request, error) {
+	doc, root, err := checkBody(body)
+	if err != nil {
+		return Request{}, err
+	}
+	r := Request{Body: body}
+	var f topFields
+	if err := f.read(&r, doc, root, view); err != nil {
+		return Request{}, err
+	}
+	if err := f.checkDuplicates(); err != nil {
+		return Request{}, err
+	}
+	if n, err := tokenLimit("max_tokens", f.maxTokens); err != nil {
+		return Request{}, err
+	} else if n != 0 {
+		r.MaxTokens = n
+	}
+	if n, err := tokenLimit("max_completion_tokens", f.maxCompletion); err != nil {
+		return Request{}, err
+	} else if f.maxCompletion.Exists() && f.maxCompletion.Type != gjson.Null {
+		r.MaxTokens = n
+	}
+	if err := readMessages(&r, doc, &f, view); err != nil {
+		return Request{}, err
+	}
+	return r, nil
+}
+
+// checkBody checks that body is a JSON object, nested at most MaxDepth
+// levels, in valid UTF-8, and returns it as a string (sharing body's
+// bytes) and parsed.
+func checkBody(body []byte) (string, gjson.Result, error) {
 	if CheckDepth(body) != nil {
-		return Request{}, &Error{Message: "The JSON body is nested too deeply (more than " + strconv.Itoa(MaxDepth) + " levels).", Code: "invalid_json"}
+		return "", gjson.Result{}, &Error{Message: "The JSON body is nested too deeply (more than " + strconv.Itoa(MaxDepth) + " levels).", Code: "invalid_json"}
 	}
 	if !gjson.ValidBytes(body) {
-		return Request{}, &Error{Message: "We could not parse the JSON body of your request. The API expects a JSON payload, but what was sent was not valid JSON."}
+		return "", gjson.Result{}, &Error{Message: "We could not parse the JSON body of your request. The API expects a JSON payload, but what was sent was not valid JSON."}
 	}
 	doc := bytesString(body)
 	root := gjson.Parse(doc)
 	if !utf8.Valid(body) {
-		return Request{}, invalidUTF8(doc, root)
+		return "", gjson.Result{}, invalidUTF8(doc, root)
 	}
 	if !root.IsObject() {
-		return Request{}, &Error{Message: "Invalid type for request body: expected an object, but got " + jsonscan.TypeName(root.Raw) + " instead."}
+		return "", gjson.Result{}, &Error{Message: "Invalid type for request body: expected an object, but got " + jsonscan.TypeName(root.Raw) + " instead."}
 	}
+	return doc, root, nil
+}
 
-	r := Request{Body: body}
-	var (
-		messages       gjson.Result
-		haveMessages   bool
-		maxTokens      gjson.Result
-		maxCompletion  gjson.Result
-		err            error
-		seenMessages   int
-		seenModel      int
-		seenStream     int
-		seenTools      int
-		seenMaxTokens  int
-		seenMaxCompTok int
-	)
+// topFields are the request's top-level fields parseRequest checks
+// after reading them all, and how often each of those it rejects
+// duplicates of appeared.
+type topFields struct {
+	messages       gjson.Result
+	haveMessages   bool
+	maxTokens      gjson.Result
+	maxCompletion  gjson.Result
+	seenMessages   int
+	seenModel      int
+	seenStream     int
+	seenTools      int
+	seenMaxTokens  int
+	seenMaxCompTok int
+}
+
+// read reads root's top-level fields (doc's): into r those it can check
+// alone (model, kept only with view; stream, n, tools), into f the rest
+// and the counts.
+func (f *topFields) read(r *Request, doc string, root gjson.Result, view bool) error {
+	var err error
 	root.ForEach(func(key, value gjson.Result) bool {
 		// Duplicate keys of the fields the proxy reads are rejected: a
 		// JSON decoder upstream may keep a different one than gjson does,
@@ -109,10 +150,10 @@ func parseRequest(body []byte, view bool) (Request, error) {
 		// used.
 		switch key.Str {
 		case "messages":
-			seenMessages++
-			messages, haveMessages = value, value.Type != gjson.Null
+			f.seenMessages++
+			f.messages, f.haveMessages = value, value.Type != gjson.Null
 		case "model":
-			seenModel++
+			f.seenModel++
 			switch value.Type {
 			case gjson.String:
 				if view {
@@ -123,7 +164,7 @@ func parseRequest(body []byte, view bool) (Request, error) {
 				err = invalidType("model", "a string", value)
 			}
 		case "stream":
-			seenStream++
+			f.seenStream++
 			switch value.Type {
 			case gjson.True:
 				r.Stream = true
@@ -132,11 +173,11 @@ func parseRequest(body []byte, view bool) (Request, error) {
 				err = invalidType("stream", "a boolean", value)
 			}
 		case "max_tokens":
-			seenMaxTokens++
-			maxTokens = value
+			f.seenMaxTokens++
+			f.maxTokens = value
 		case "max_completion_tokens":
-			seenMaxCompTok++
-			maxCompletion = value
+			f.seenMaxCompTok++
+			f.maxCompletion = value
 		case "n":
 			switch value.Type {
 			case gjson.Number:
@@ -146,41 +187,41 @@ func parseRequest(body []byte, view bool) (Request, error) {
 				err = invalidType("n", "an integer", value)
 			}
 		case "tools":
-			seenTools++
+			f.seenTools++
 			if value.Type != gjson.Null {
 				off := offsetIn(doc, value.Raw)
-				r.Tools = body[off : off+len(value.Raw) : off+len(value.Raw)]
+				r.Tools = r.Body[off : off+len(value.Raw) : off+len(value.Raw)]
 			}
 		}
 		return err == nil
 	})
-	if err != nil {
-		return Request{}, err
-	}
+	return err
+}
+
+// checkDuplicates rejects a field the proxy reads that appeared more
+// than once.
+func (f *topFields) checkDuplicates() error {
 	for _, d := range [...]struct {
 		name string
 		n    int
-	}{{"messages", seenMessages}, {"model", seenModel}, {"stream", seenStream}, {"tools", seenTools}, {"max_tokens", seenMaxTokens}, {"max_completion_tokens", seenMaxCompTok}} {
+	}{{"messages", f.seenMessages}, {"model", f.seenModel}, {"stream", f.seenStream}, {"tools", f.seenTools}, {"max_tokens", f.seenMaxTokens}, {"max_completion_tokens", f.seenMaxCompTok}} {
 		if d.n > 1 {
-			return Request{}, &Error{Message: "Duplicate parameter: '" + d.name + "' appears more than once.", Param: d.name, Code: "invalid_value"}
+			return &Error{Message: "Duplicate parameter: '" + d.name + "' appears more than once.", Param: d.name, Code: "invalid_value"}
 		}
 	}
-	if n, err := tokenLimit("max_tokens", maxTokens); err != nil {
-		return Request{}, err
-	} else if n != 0 {
-		r.MaxTokens = n
-	}
-	if n, err := tokenLimit("max_completion_tokens", maxCompletion); err != nil {
-		return Request{}, err
-	} else if maxCompletion.Exists() && maxCompletion.Type != gjson.Null {
-		r.MaxTokens = n
-	}
+	return nil
+}
 
-	if !haveMessages {
-		return Request{}, &Error{Message: "Missing required parameter: 'messages'.", Param: "messages", Code: "missing_required_parameter"}
+// readMessages checks r's messages (f.messages: a non-empty
+// array of valid messages), notes where they lie in doc, and with view
+// keeps each one's role and bytes.
+func readMessages(r *Request, doc string, f *topFields, view bool) error {
+	if !f.haveMessages {
+		return &Error{Message: "Missing required parameter: 'messages'.", Param: "messages", Code: "missing_required_parameter"}
 	}
+	messages := f.messages
 	if !messages.IsArray() {
-		return Request{}, invalidType("messages", "an array", messages)
+		return invalidType("messages", "an array", messages)
 	}
 	r.msgStart = offsetIn(doc, messages.Raw)
 	r.msgEnd = r.msgStart + len(messages.Raw)
@@ -188,6 +229,7 @@ func parseRequest(body []byte, view bool) (Request, error) {
 		r.Messages = make([]Message, 0, 16)
 	}
 	n := 0
+	var err error
 	messages.ForEach(func(_, m gjson.Result) bool {
 		var role string
 		role, err = checkMessage(n, m)
@@ -197,17 +239,17 @@ func parseRequest(body []byte, view bool) (Request, error) {
 		n++
 		if view {
 			off := offsetIn(doc, m.Raw)
-			r.Messages = append(r.Messages, Message{Role: role, Raw: body[off : off+len(m.Raw) : off+len(m.Raw)]})
+			r.Messages = append(r.Messages, Message{Role: role, Raw: r.Body[off : off+len(m.Raw) : off+len(m.Raw)]})
 		}
 		return true
 	})
 	if err != nil {
-		return Request{}, err
+		return err
 	}
 	if n == 0 {
-		return Request{}, &Error{Message: "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", Param: "messages", Code: "empty_array"}
+		return &Error{Message: "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", Param: "messages", Code: "empty_array"}
 	}
-	return r, nil
+	return nil
 }
 
 // AppendBody appends to dst the request body with its "messages" value
