@@ -48,25 +48,15 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 	if !ok || !t.Summary.Enabled {
 		return history.Meta{}, Nothing, 0, nil
 	}
-	if l, ok := m.cfg.Store.(history.Leaser); ok {
-		name := history.LeaseName(history.LeaseSummary, j.key)
-		var release func()
-		var err error
-		if md.explicit {
-			release, err = l.Acquire(ctx, name)
-		} else {
-			var held bool
-			release, held, err = l.TryAcquire(ctx, name)
-			if err == nil && !held {
-				return history.Meta{}, Skipped, 0, nil
-			}
-		}
-		if err != nil {
-			m.metrics.failed.WithLabelValues(t.ID).Inc()
-			return history.Meta{}, Failed, 0, fmt.Errorf("summary: lease: %w", err)
-		}
-		defer release()
+	release, held, err := m.lease(ctx, j.key, md.explicit)
+	if err != nil {
+		m.metrics.failed.WithLabelValues(t.ID).Inc()
+		return history.Meta{}, Failed, 0, fmt.Errorf("summary: lease: %w", err)
 	}
+	if !held {
+		return history.Meta{}, Skipped, 0, nil
+	}
+	defer release()
 	snap, err := m.cfg.Store.Load(ctx, j.key, metaOnly)
 	if err != nil {
 		m.metrics.failed.WithLabelValues(t.ID).Inc()
@@ -99,13 +89,7 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 		return meta, Nothing, 0, nil
 	}
 
-	model := t.Summary.Model
-	if model == "" {
-		model = md.model
-	}
-	if model == "" {
-		model = meta.Model
-	}
+	model := summaryModel(t, md, &meta)
 	if model == "" { // nothing was ever answered (an import): no model to ask
 		if md.explicit {
 			return meta, Nothing, 0, ErrNoModel
@@ -123,12 +107,53 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 	}
 	m.metrics.promptTokens.WithLabelValues(t.ID).Add(float64(res.promptTokens))
 	m.metrics.completionTokens.WithLabelValues(t.ID).Add(float64(res.completionTokens))
-	enc := tokens.For(model, t.History.Encoding)
 	now := m.cfg.Now()
+	sc := m.summaryChange(t, model, &meta, &w, &res, now.UnixNano())
+	after, outcome, err := m.land(ctx, j.key, t, md, &meta, sc, now.UnixNano())
+	if outcome == Landed {
+		m.metrics.made.WithLabelValues(t.ID).Inc()
+		m.metrics.latency.WithLabelValues(t.ID).Observe(m.cfg.Now().Sub(start).Seconds())
+	}
+	return after, outcome, res.calls, err
+}
+
+// lease takes the conversation's summary lease when the store has
+// leases: waiting for it on an explicit call, else only if it is free
+// (held false: another process holds it). release is a no-op without
+// leases.
+func (m *Manager) lease(ctx context.Context, key history.Key, explicit bool) (release func(), held bool, err error) {
+	l, ok := m.cfg.Store.(history.Leaser)
+	if !ok {
+		return func() {}, true, nil
+	}
+	name := history.LeaseName(history.LeaseSummary, key)
+	if explicit {
+		release, err = l.Acquire(ctx, name)
+		return release, err == nil, err
+	}
+	return l.TryAcquire(ctx, name)
+}
+
+// summaryModel is the model that summarises: the tenant's summary
+// model, else the job's, else the conversation's last ("": none).
+func summaryModel(t *config.Tenant, md mode, meta *history.Meta) string {
+	if t.Summary.Model != "" {
+		return t.Summary.Model
+	}
+	if md.model != "" {
+		return md.model
+	}
+	return meta.Model
+}
+
+// summaryChange is the summary res makes of w, to land on the
+// conversation as the job read it (meta): a delete, forget or supersede
+// since then makes the result stale (erased text never lands in a
+// summary). A folded episode gets res's title, or one made from its
+// turns.
+func (m *Manager) summaryChange(t *config.Tenant, model string, meta *history.Meta, w *work, res *result, now int64) *history.SummaryChange {
+	enc := tokens.For(model, t.History.Encoding)
 	sc := &history.SummaryChange{
-		// The conversation as the job read it: a delete, forget or
-		// supersede since then makes the result stale (erased text
-		// never lands in a summary).
 		Incarnation: meta.Incarnation,
 		Epoch:       meta.Epoch,
 		Base:        w.base,
@@ -138,7 +163,7 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 			Turns:   w.baseTurns + len(w.cover),
 			Tokens:  m.cfg.Counter.Message(enc, plan.Inject(chat.RoleSystem, res.text)),
 			Model:   model,
-			At:      now.UnixNano(),
+			At:      now,
 		},
 		PromptTokens:     res.promptTokens,
 		CompletionTokens: res.completionTokens,
@@ -149,42 +174,46 @@ func (m *Manager) run(ctx context.Context, j *job, md mode) (history.Meta, Outco
 			sc.Title = fallbackTitle(w.cover)
 		}
 	}
+	return sc
+}
+
+// land commits the summary sc: with md's turn, the two land together or
+// neither does (a conflict is the caller's to plan again); alone, it is
+// tried again on the store's own write conflicts, and a stale one (another
+// landed first) is discarded. It returns the metadata after it (meta's
+// when nothing landed) and the outcome: Landed, Stale or Failed.
+func (m *Manager) land(ctx context.Context, key history.Key, t *config.Tenant, md mode, meta *history.Meta, sc *history.SummaryChange, now int64) (history.Meta, Outcome, error) {
 	var after history.Meta
+	var err error
 	if md.turn != nil {
-		// The turn and its summary land together, or neither does (a
-		// conflict is the caller's to plan again).
 		ch := *md.turn
 		ch.Summary = sc
-		if after, err = m.cfg.Store.Commit(ctx, j.key, ch); err != nil {
+		if after, err = m.cfg.Store.Commit(ctx, key, ch); err != nil {
 			m.metrics.failed.WithLabelValues(t.ID).Inc()
-			return meta, Failed, res.calls, fmt.Errorf("summary: commit: %w", err)
+			return *meta, Failed, fmt.Errorf("summary: commit: %w", err)
 		}
-		m.metrics.made.WithLabelValues(t.ID).Inc()
-		m.metrics.latency.WithLabelValues(t.ID).Observe(m.cfg.Now().Sub(start).Seconds())
-		return after, Landed, res.calls, nil
+		return after, Landed, nil
 	}
 	for range 4 {
 		// ErrConflict here is the store's own write conflict with a
 		// concurrent commit (the summary's check is ErrStale): try again.
 		// Base: a store may land it in one write if the conversation's
 		// head is still the one the job read.
-		after, err = m.cfg.Store.Commit(ctx, j.key, history.Change{Summary: sc, Now: now.UnixNano(), Version: meta.Version, Base: &meta})
+		after, err = m.cfg.Store.Commit(ctx, key, history.Change{Summary: sc, Now: now, Version: meta.Version, Base: meta})
 		if !errors.Is(err, history.ErrConflict) {
 			break
 		}
 	}
 	if errors.Is(err, history.ErrStale) {
 		m.metrics.stale.WithLabelValues(t.ID).Inc()
-		m.log.Info("summary discarded: another landed first", "tenant", t.ID, "conversation", j.key.Conversation)
-		return meta, Stale, res.calls, nil
+		m.log.Info("summary discarded: another landed first", "tenant", t.ID, "conversation", key.Conversation)
+		return *meta, Stale, nil
 	}
 	if err != nil {
 		m.metrics.failed.WithLabelValues(t.ID).Inc()
-		return meta, Failed, res.calls, fmt.Errorf("summary: commit: %w", err)
+		return *meta, Failed, fmt.Errorf("summary: commit: %w", err)
 	}
-	m.metrics.made.WithLabelValues(t.ID).Inc()
-	m.metrics.latency.WithLabelValues(t.ID).Observe(m.cfg.Now().Sub(start).Seconds())
-	return after, Landed, res.calls, nil
+	return after, Landed, nil
 }
 
 // work is what one job summarises.
