@@ -252,36 +252,7 @@ func blockCacheSize(dir string, inMemory bool) int64 {
 // Open opens (creating if needed) the store in dir. A directory already
 // open in another process fails with Badger's lock error.
 func Open(dir string, o Options) (*Store, error) {
-	// Memory is bounded by these, not by the data: two 16 MiB memtables
-	// and no cache of decoded blocks unless a table is compressed
-	// (Badger's defaults, 5 x 64 MiB memtables and a 256 MiB block cache,
-	// are sized for a database server, not a proxy). Tables are not
-	// compressed. Snappy halved them on disk and in the mapped pages loads
-	// touch, but a compaction's table builder then holds each block twice,
-	// plain and compressed, and at a high write rate that heap kept the Go
-	// runtime collecting at its memory limit, on the proxy's core.
-	// Each table records its
-	// compression, so directories written compressed stay readable,
-	// through the block cache blockCacheSize gives them.
-	bo := badger.DefaultOptions(dir).
-		WithMemTableSize(16 << 20).
-		WithNumMemtables(2).
-		WithCompression(tableCompression).
-		WithBlockCacheSize(blockCacheSize(dir, o.InMemory)).
-		WithValueLogFileSize(256 << 20).
-		WithNumCompactors(2).
-		WithLogger(slogAdapter{o.Logger}).
-		WithInMemory(o.InMemory).
-		WithNumVersionsToKeep(1).
-		WithMetricsEnabled(false)
-	if o.InMemory {
-		bo = bo.WithDir("").WithValueDir("")
-	} else {
-		// Values past valueThreshold go to the value log, appended once
-		// and never rewritten by a compaction; the LSM tree keeps their
-		// keys and pointers. See valueThreshold.
-		bo = bo.WithValueThreshold(valueThreshold)
-	}
+	bo := badgerOptions(dir, o)
 	if o.FreeBytes == nil {
 		o.FreeBytes = freeBytes
 	}
@@ -297,63 +268,20 @@ func Open(dir string, o Options) (*Store, error) {
 		foldNow: make(chan struct{}, 1), folded: make(chan struct{}), hurry: make(chan struct{})}
 	s.pause = s.pauseFold
 	if !o.InMemory && !s.readOnly && s.minFree > 0 {
-		// Opening replays the write-ahead log and may flush it: on a full
-		// file system that is the crash a floor exists to avoid.
-		if err := s.CanCommit(); errors.Is(err, history.ErrNoSpace) {
-			if _, statErr := os.Stat(dir); statErr == nil {
-				s.readOnly = true
-				if o.Logger != nil {
-					o.Logger.Warn("store opened read-only: too little free space", "dir", dir, "error", err.Error())
-				}
-			}
-		}
+		s.readOnlyIfFull(dir)
 	}
 	if !s.noSync && !s.readOnly && o.AIOSync {
-		if ls, err := newLogSync(bo.Dir, bo.ValueDir); err == nil {
-			s.logs = ls
-		} else if o.Logger != nil {
-			o.Logger.Warn("durable writes: fsync through AIO unavailable, Badger syncs them itself", "component", "badgerstore", "error", err.Error())
-		}
+		s.syncLogsThroughAIO(bo)
 	}
 	bo = bo.WithSyncWrites(!s.noSync && s.logs == nil)
 	bo = bo.WithReadOnly(s.readOnly)
-	if !o.InMemory && !s.readOnly {
-		if err := checkWritable(dir); err != nil {
-			s.closeLogs()
-			return nil, err
-		}
-	}
-	db, err := badger.Open(bo)
-	if err != nil {
-		s.closeLogs()
-		return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
-	}
-	s.db = db
-	if s.readOnly && !s.sideMarked() {
-		s.side = db // an earlier version's directory, not moved yet: its side keys are here
-	} else if s.side, err = openSide(dir, o, s.readOnly); err != nil {
-		db.Close()
-		s.closeLogs()
+	if err := s.openDBs(dir, bo, o); err != nil {
 		return nil, err
 	}
 	if !s.readOnly {
-		// The steps of a writable Open, in order; work a crash
-		// interrupted (a delete, a staged commit, a big erasure) is
-		// finished before anything else writes.
-		for _, step := range []struct {
-			what string // what the error says it was doing, "" for the store's own words
-			run  func() error
-		}{
-			{"", s.moveToSide},
-			{"", s.readSegmentCounter},
-			{"", s.dropOrphanSegments},
-			{"finish pending work: ", s.recoverPending},
-			{"build indexes: ", s.buildIndexes},
-		} {
-			if err := step.run(); err != nil {
-				s.closeDBs()
-				return nil, fmt.Errorf("badgerstore: open %s: %s%w", dir, step.what, err)
-			}
+		if err := s.recoverOnOpen(dir); err != nil {
+			s.closeDBs()
+			return nil, err
 		}
 	}
 	s.commits, s.closing, s.stopped = make(chan *commitReq, 1024), make(chan struct{}), make(chan struct{})
@@ -371,6 +299,121 @@ func Open(dir string, o Options) (*Store, error) {
 		}
 		go s.folder()
 	}
+	s.startLoops(o)
+	return s, nil
+}
+
+// badgerOptions are the main database's options for dir and o.
+//
+// Memory is bounded by these, not by the data: two 16 MiB memtables
+// and no cache of decoded blocks unless a table is compressed
+// (Badger's defaults, 5 x 64 MiB memtables and a 256 MiB block cache,
+// are sized for a database server, not a proxy). Tables are not
+// compressed. Snappy halved them on disk and in the mapped pages loads
+// touch, but a compaction's table builder then holds each block twice,
+// plain and compressed, and at a high write rate that heap kept the Go
+// runtime collecting at its memory limit, on the proxy's core.
+// Each table records its
+// compression, so directories written compressed stay readable,
+// through the block cache blockCacheSize gives them.
+func badgerOptions(dir string, o Options) badger.Options {
+	bo := badger.DefaultOptions(dir).
+		WithMemTableSize(16 << 20).
+		WithNumMemtables(2).
+		WithCompression(tableCompression).
+		WithBlockCacheSize(blockCacheSize(dir, o.InMemory)).
+		WithValueLogFileSize(256 << 20).
+		WithNumCompactors(2).
+		WithLogger(slogAdapter{o.Logger}).
+		WithInMemory(o.InMemory).
+		WithNumVersionsToKeep(1).
+		WithMetricsEnabled(false)
+	if o.InMemory {
+		return bo.WithDir("").WithValueDir("")
+	}
+	// Values past valueThreshold go to the value log, appended once
+	// and never rewritten by a compaction; the LSM tree keeps their
+	// keys and pointers. See valueThreshold.
+	return bo.WithValueThreshold(valueThreshold)
+}
+
+// readOnlyIfFull opens the store read-only when its file system has
+// less free space than the floor: opening replays the write-ahead log
+// and may flush it, and on a full file system that is the crash a floor
+// exists to avoid.
+func (s *Store) readOnlyIfFull(dir string) {
+	if err := s.CanCommit(); errors.Is(err, history.ErrNoSpace) {
+		if _, statErr := os.Stat(dir); statErr == nil {
+			s.readOnly = true
+			if s.logger != nil {
+				s.logger.Warn("store opened read-only: too little free space", "dir", dir, "error", err.Error())
+			}
+		}
+	}
+}
+
+// syncLogsThroughAIO syncs durable writes' logs through AIO (s.logs)
+// when the platform can; otherwise Badger syncs them itself.
+func (s *Store) syncLogsThroughAIO(bo badger.Options) {
+	ls, err := newLogSync(bo.Dir, bo.ValueDir)
+	if err == nil {
+		s.logs = ls
+	} else if s.logger != nil {
+		s.logger.Warn("durable writes: fsync through AIO unavailable, Badger syncs them itself", "component", "badgerstore", "error", err.Error())
+	}
+}
+
+// openDBs opens the main database with bo (once a writable dir is known
+// to be writable) and the side database; on failure nothing stays open.
+func (s *Store) openDBs(dir string, bo badger.Options, o Options) error {
+	if !o.InMemory && !s.readOnly {
+		if err := checkWritable(dir); err != nil {
+			s.closeLogs()
+			return err
+		}
+	}
+	db, err := badger.Open(bo)
+	if err != nil {
+		s.closeLogs()
+		return fmt.Errorf("badgerstore: open %s: %w", dir, err)
+	}
+	s.db = db
+	if s.readOnly && !s.sideMarked() {
+		s.side = db // an earlier version's directory, not moved yet: its side keys are here
+	} else if s.side, err = openSide(dir, o, s.readOnly); err != nil {
+		db.Close()
+		s.closeLogs()
+		return err
+	}
+	return nil
+}
+
+// recoverOnOpen runs the steps of a writable Open, in order; work a
+// crash interrupted (a delete, a staged commit, a big erasure) is
+// finished before anything else writes.
+func (s *Store) recoverOnOpen(dir string) error {
+	for _, step := range []struct {
+		what string // what the error says it was doing, "" for the store's own words
+		run  func() error
+	}{
+		{"", s.moveToSide},
+		{"", s.readSegmentCounter},
+		{"", s.dropOrphanSegments},
+		{"finish pending work: ", s.recoverPending},
+		{"build indexes: ", s.buildIndexes},
+	} {
+		if err := step.run(); err != nil {
+			return fmt.Errorf("badgerstore: open %s: %s%w", dir, step.what, err)
+		}
+	}
+	return nil
+}
+
+// startLoops starts the background loops a writable store on disk
+// runs: relaxed writes' log syncs (every o.SyncEvery), the side
+// database's syncs, and value-log garbage collection (every
+// o.GCInterval); each one not started has its channel closed.
+func (s *Store) startLoops(o Options) {
 	if o.GCInterval == 0 {
 		o.GCInterval = 10 * time.Minute
 	}
@@ -394,7 +437,6 @@ func Open(dir string, o Options) (*Store, error) {
 	} else {
 		close(s.done)
 	}
-	return s, nil
 }
 
 // defaultSyncEvery is Options.SyncEvery's default.
