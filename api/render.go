@@ -69,125 +69,160 @@ type Sent struct {
 // the upstream's codec encoded it (Sent, nil for a summariser's call or a
 // side call, whose messages are not the conversation's).
 func (c *call) renderExchange(r *history.ExchangeRecord, meta *history.Meta) ([]ExchangeMessage, *Sent, error) {
-	out := []ExchangeMessage{}
-	complete := true
+	rb := rebuild{out: []ExchangeMessage{}, complete: true}
 	if r.Tokens.Instructions > 0 {
-		out = append(out, ExchangeMessage{Kind: "instruction", Tokens: r.Tokens.Instructions})
+		rb.out = append(rb.out, ExchangeMessage{Kind: "instruction", Tokens: r.Tokens.Instructions})
 	}
 	var summary []byte // as sent, in chat completions' JSON
 	if r.Summary != nil {
-		role := r.Summary.Role
-		if role == "" {
-			role = wire.RoleSystem
+		var m ExchangeMessage
+		m, summary = c.summaryEntry(r, meta)
+		if m.Replaced {
+			rb.complete = false
 		}
-		m := ExchangeMessage{Kind: "summary", Role: ptr(role), Protocol: ptr(wire.ChatCompletions.String())}
-		if s := meta.Summary; s != nil && s.Through == r.Summary.Through {
-			text := s.Text
-			if r.Summary.Cut {
-				text = c.fitSummary(r, role, text)
-			}
-			summary = plan.Inject(role, text)
-			m.Content, m.Text = summary, string(wire.For(wire.ChatCompletions).Text(nil, summary))
-		} else {
-			m.Replaced, complete = true, false
-		}
-		out = append(out, m)
+		rb.out = append(rb.out, m)
 	}
+	newSeqs := newSeqsOf(r)
+	spans := append([]history.Span(nil), r.Included...)
+	if len(newSeqs) > 0 {
+		spans = append(spans, history.Span{From: newSeqs[0], To: newSeqs[len(newSeqs)-1]})
+	}
+	var err error
+	if rb.stored, err = c.storedIn(spans); err != nil {
+		return nil, nil, err
+	}
+	rb.cuts = make(map[uint64]history.CutResult, len(r.Cut))
+	for _, cr := range r.Cut {
+		rb.cuts[cr.Seq] = cr
+	}
+	for _, sp := range r.Included {
+		for s := sp.From; s <= sp.To; s++ {
+			rb.add("history", s)
+		}
+	}
+	for _, s := range newSeqs {
+		rb.add("new", s)
+	}
+	for range r.NewMessages - len(newSeqs) { // sent, never stored
+		rb.complete = false
+		rb.out = append(rb.out, ExchangeMessage{Kind: "new"})
+	}
+	if r.RepairedCalls > 0 {
+		rb.repair()
+	}
+	for i, m := range rb.conv {
+		e := &rb.out[rb.at[i]]
+		e.Content, e.Text = json.RawMessage(m.Raw), string(m.Text())
+	}
+	if r.Kind == "summary" || r.Kind == "side" {
+		return rb.out, nil, nil
+	}
+	return rb.out, c.sentAs(r, summary, rb.conv, rb.complete), nil
+}
+
+// summaryEntry is the entry of the summary r sent: its text as sent
+// (in chat completions' JSON, cut again as it was cut) when the stored
+// summary (meta's) is still the one sent, else marked replaced.
+func (c *call) summaryEntry(r *history.ExchangeRecord, meta *history.Meta) (ExchangeMessage, []byte) {
+	role := r.Summary.Role
+	if role == "" {
+		role = wire.RoleSystem
+	}
+	m := ExchangeMessage{Kind: "summary", Role: ptr(role), Protocol: ptr(wire.ChatCompletions.String())}
+	s := meta.Summary
+	if s == nil || s.Through != r.Summary.Through {
+		m.Replaced = true
+		return m, nil
+	}
+	text := s.Text
+	if r.Summary.Cut {
+		text = c.fitSummary(r, role, text)
+	}
+	summary := plan.Inject(role, text)
+	m.Content, m.Text = summary, string(wire.For(wire.ChatCompletions).Text(nil, summary))
+	return m, summary
+}
+
+// newSeqsOf returns the seqs of r's new messages that were stored: the
+// first of r.Committed, at most r.NewMessages.
+func newSeqsOf(r *history.ExchangeRecord) []uint64 {
 	var newSeqs []uint64
 	if len(r.Committed) > 0 {
 		for s := r.Committed[0].From; s <= r.Committed[0].To && len(newSeqs) < r.NewMessages; s++ {
 			newSeqs = append(newSeqs, s)
 		}
 	}
-	spans := append([]history.Span(nil), r.Included...)
-	if len(newSeqs) > 0 {
-		spans = append(spans, history.Span{From: newSeqs[0], To: newSeqs[len(newSeqs)-1]})
-	}
-	stored, err := c.storedIn(spans)
-	if err != nil {
-		return nil, nil, err
-	}
-	cuts := make(map[uint64]history.CutResult, len(r.Cut))
-	for _, cr := range r.Cut {
-		cuts[cr.Seq] = cr
-	}
+	return newSeqs
+}
+
+// rebuild is renderExchange's work in progress.
+type rebuild struct {
+	out      []ExchangeMessage
+	complete bool // every message sent is rebuilt as sent
+	stored   map[uint64]history.Message
+	cuts     map[uint64]history.CutResult // by seq
 	// conv are the conversation's messages as sent, at[i] the entry of
 	// conv[i] in out.
-	var conv []history.Message
-	var at []int
-	add := func(kind string, seq uint64) {
-		m := ExchangeMessage{Seq: ptr(seq), Kind: kind, Forgotten: true}
-		msg, ok := stored[seq]
-		if ok {
-			m.Role, m.Protocol = ptr(msg.Role), ptr(msg.Protocol.String())
-		}
-		if !ok || msg.Flags&(history.Forgotten|history.Erased) != 0 {
-			complete = false
-			out = append(out, m)
-			return
-		}
-		m.Forgotten = false
-		if kind == "history" {
-			// As plan.Make sends history: cut by the strategy, then
-			// without the client's old cache hints.
-			codec := msg.Codec()
-			if cr, ok := cuts[seq]; ok {
-				limit := cr.MaxChars
-				if limit == 0 {
-					limit = cr.CharsAfter // a record made before the limit was kept: exact for one result
-				}
-				if raw, ok := codec.CutResults(msg.Raw, limit, history.ContextMarker); ok {
-					msg.Raw, m.Cut = raw, true
-				}
+	conv []history.Message
+	at   []int
+}
+
+// add adds the entry of the message at seq, of kind "history" or "new":
+// forgotten when it is not stored or no longer active; a history message
+// as plan.Make sends it, cut by the strategy, then without the client's
+// old cache hints.
+func (rb *rebuild) add(kind string, seq uint64) {
+	m := ExchangeMessage{Seq: ptr(seq), Kind: kind, Forgotten: true}
+	msg, ok := rb.stored[seq]
+	if ok {
+		m.Role, m.Protocol = ptr(msg.Role), ptr(msg.Protocol.String())
+	}
+	if !ok || msg.Flags&(history.Forgotten|history.Erased) != 0 {
+		rb.complete = false
+		rb.out = append(rb.out, m)
+		return
+	}
+	m.Forgotten = false
+	if kind == "history" {
+		codec := msg.Codec()
+		if cr, ok := rb.cuts[seq]; ok {
+			limit := cr.MaxChars
+			if limit == 0 {
+				limit = cr.CharsAfter // a record made before the limit was kept: exact for one result
 			}
-			msg.Raw = codec.WithoutCacheHints(msg.Raw)
-		}
-		conv, at = append(conv, msg), append(at, len(out))
-		out = append(out, m)
-	}
-	for _, sp := range r.Included {
-		for s := sp.From; s <= sp.To; s++ {
-			add("history", s)
-		}
-	}
-	for _, s := range newSeqs {
-		add("new", s)
-	}
-	for range r.NewMessages - len(newSeqs) { // sent, never stored
-		complete = false
-		out = append(out, ExchangeMessage{Kind: "new"})
-	}
-	if r.RepairedCalls > 0 {
-		// Repair is a function of the messages: run on them as sent, it
-		// leaves out what it left out then.
-		repaired, _ := history.Repair(conv, nil)
-		bySeq := make(map[uint64][]byte, len(repaired))
-		for _, m := range repaired {
-			bySeq[m.Seq] = m.Raw
-		}
-		kept := conv[:0:0]
-		keptAt := at[:0:0]
-		for i, m := range conv {
-			raw, ok := bySeq[m.Seq]
-			if !ok {
-				out[at[i]].Repaired = true // left out whole
-				continue
+			if raw, ok := codec.CutResults(msg.Raw, limit, history.ContextMarker); ok {
+				msg.Raw, m.Cut = raw, true
 			}
-			if !bytes.Equal(raw, m.Raw) {
-				m.Raw, out[at[i]].Repaired = raw, true
-			}
-			kept, keptAt = append(kept, m), append(keptAt, at[i])
 		}
-		conv, at = kept, keptAt
+		msg.Raw = codec.WithoutCacheHints(msg.Raw)
 	}
-	for i, m := range conv {
-		e := &out[at[i]]
-		e.Content, e.Text = json.RawMessage(m.Raw), string(m.Text())
+	rb.conv, rb.at = append(rb.conv, msg), append(rb.at, len(rb.out))
+	rb.out = append(rb.out, m)
+}
+
+// repair repairs the conversation as curation did. Repair is a function
+// of the messages: run on them as sent, it leaves out what it left out
+// then; each entry it changed or left out is marked repaired.
+func (rb *rebuild) repair() {
+	repaired, _ := history.Repair(rb.conv, nil)
+	bySeq := make(map[uint64][]byte, len(repaired))
+	for _, m := range repaired {
+		bySeq[m.Seq] = m.Raw
 	}
-	if r.Kind == "summary" || r.Kind == "side" {
-		return out, nil, nil
+	kept := rb.conv[:0:0]
+	keptAt := rb.at[:0:0]
+	for i, m := range rb.conv {
+		raw, ok := bySeq[m.Seq]
+		if !ok {
+			rb.out[rb.at[i]].Repaired = true // left out whole
+			continue
+		}
+		if !bytes.Equal(raw, m.Raw) {
+			m.Raw, rb.out[rb.at[i]].Repaired = raw, true
+		}
+		kept, keptAt = append(kept, m), append(keptAt, rb.at[i])
 	}
-	return out, c.sentAs(r, summary, conv, complete), nil
+	rb.conv, rb.at = kept, keptAt
 }
 
 // sentAs encodes the rebuilt context for r's upstream as the proxy's
