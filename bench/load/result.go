@@ -178,126 +178,164 @@ func report(w io.Writer, path string) error {
 			targets = append(targets, t)
 		}
 	}
-	// Rows that carry history (Recall with conversations, or a client
-	// resending earlier turns: "-ctx" labels) are compared with the direct
-	// call of the same context size when the run has one.
-	ctxTarget := func(prefix string) string {
-		for _, t := range targets {
-			if strings.HasPrefix(t, prefix+"-ctx") {
-				return t
-			}
-		}
-		return prefix
+	mainMatrix(w, by, targets)
+	cpuTable(w, rs, by)
+	protocolMatrix(w, by)
+	historySeries(w, rs)
+	if r, ok := by["rss"]; ok {
+		fmt.Fprintf(w, "\n**Memory**: Recall peak RSS (VmHWM) %.0f MiB, RSS at the end %.0f MiB (%.0f MiB private, %.0f MiB pages of Badger's mapped files), after %d requests over %d conversations (%.0f req/s, closed loop, each prefilled with %d turns); errors %d.\n",
+			r.PeakRSSMiB, r.RSSMiB, r.AnonMiB, r.FileMiB, r.Requests, r.Conversations, r.RPS, r.Prefill, r.Errors)
 	}
-	directCtx, nginxCtx := ctxTarget("direct"), ctxTarget("nginx")
+	ceilingTable(w, rs, by)
+	return nil
+}
+
+// ctxTarget returns the first of targets named prefix-ctx…, the target
+// of the same kind that sends history, else prefix.
+func ctxTarget(targets []string, prefix string) string {
+	for _, t := range targets {
+		if strings.HasPrefix(t, prefix+"-ctx") {
+			return t
+		}
+	}
+	return prefix
+}
+
+// mainMatrix writes the main matrix, a table per kind (plain, stream)
+// with a row per target. Rows that carry history (Recall with
+// conversations, or a client resending earlier turns: "-ctx" labels)
+// are compared with the direct call of the same context size when the
+// run has one.
+func mainMatrix(w io.Writer, by map[string]result, targets []string) {
+	directCtx, nginxCtx := ctxTarget(targets, "direct"), ctxTarget(targets, "nginx")
 	fmt.Fprintf(w, "\nRatios: × nginx is closed-loop req/s over nginx's; × %s over the same-context nginx row. Added latency is open-loop p50/p99 minus the direct call's: `direct` for rows without history, `%s` for rows with it. Recall adds is Recall's own added time over the same requests (its `recall_overhead_seconds` histogram, linear within buckets), free of the load generator's queueing on its shared core.\n", nginxCtx, directCtx)
 	for _, kind := range []string{"plain", "stream"} {
 		fmt.Fprintf(w, "\n**%s** (closed loop: max throughput; open loop: fixed rate, latency from the scheduled send time)\n\n", map[string]string{"plain": "Non-streaming", "stream": "Streaming"}[kind])
 		fmt.Fprintf(w, "| target | closed req/s | × nginx | × %s | open rate | p50 ms | p90 ms | p99 ms | max ms | added p50 | added p99 | Recall adds p50 / p99 | TTFB p50 / p99 ms | added TTFB p50 / p99 | errors | history |\n", nginxCtx)
 		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-		nginxClosed, hasNginx := by["nginx/"+kind+"/closed"]
-		nginxCtxClosed, hasNginxCtx := by[nginxCtx+"/"+kind+"/closed"]
 		for _, t := range targets {
-			c, hasC := by[t+"/"+kind+"/closed"]
-			op, hasO := by[t+"/"+kind+"/open"]
-			if !hasC && !hasO {
-				continue
+			if cells, ok := matrixRow(by, kind, t, directCtx, nginxCtx); ok {
+				fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
 			}
-			base := "direct"
-			if strings.Contains(t, "-ctx") || c.Conversations > 0 || op.Conversations > 0 {
-				base = directCtx
-			}
-			direct, hasDirect := by[base+"/"+kind+"/open"]
-			hasDirect = hasDirect && t != base
-			cells := []string{t, "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "", ""}
-			errs := 0
-			if hasC {
-				cells[1] = fmt.Sprintf("%.0f", c.RPS)
-				if hasNginx && nginxClosed.RPS > 0 {
-					cells[2] = fmt.Sprintf("%.2f", c.RPS/nginxClosed.RPS)
-				}
-				if hasNginxCtx && nginxCtxClosed.RPS > 0 && nginxCtx != "nginx" {
-					cells[3] = fmt.Sprintf("%.2f", c.RPS/nginxCtxClosed.RPS)
-				}
-				errs += c.Errors
-				cells[15] = c.History
-			}
-			if hasO {
-				cells[4] = fmt.Sprintf("%.0f", op.RPS)
-				cells[5], cells[6], cells[7], cells[8] = ms(op.P50), ms(op.P90), ms(op.P99), ms(op.Max)
-				if hasDirect {
-					cells[9], cells[10] = ms(op.P50-direct.P50), ms(op.P99-direct.P99)
-				}
-				if op.RecallP99 > 0 {
-					cells[11] = ms(op.RecallP50) + " / " + ms(op.RecallP99)
-				}
-				if op.Stream {
-					cells[12] = ms(op.TTFB50) + " / " + ms(op.TTFB99)
-					if hasDirect {
-						cells[13] = ms(op.TTFB50-direct.TTFB50) + " / " + ms(op.TTFB99-direct.TTFB99)
-					}
-				}
-				errs += op.Errors
-				if op.History != "" {
-					cells[15] = op.History
-				}
-			}
-			cells[14] = strconv.Itoa(errs)
-			fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
 		}
 	}
+}
 
+// matrixRow returns the cells of target t's row in kind's table, or
+// false when the run has neither of its rows (closed, open).
+func matrixRow(by map[string]result, kind, t, directCtx, nginxCtx string) ([]string, bool) {
+	c, hasC := by[t+"/"+kind+"/closed"]
+	op, hasO := by[t+"/"+kind+"/open"]
+	if !hasC && !hasO {
+		return nil, false
+	}
+	base := "direct"
+	if strings.Contains(t, "-ctx") || c.Conversations > 0 || op.Conversations > 0 {
+		base = directCtx
+	}
+	direct, hasDirect := by[base+"/"+kind+"/open"]
+	hasDirect = hasDirect && t != base
+	cells := []string{t, "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "", ""}
+	errs := 0
+	if hasC {
+		nginxClosed, hasNginx := by["nginx/"+kind+"/closed"]
+		nginxCtxClosed, hasNginxCtx := by[nginxCtx+"/"+kind+"/closed"]
+		cells[1] = fmt.Sprintf("%.0f", c.RPS)
+		if hasNginx && nginxClosed.RPS > 0 {
+			cells[2] = fmt.Sprintf("%.2f", c.RPS/nginxClosed.RPS)
+		}
+		if hasNginxCtx && nginxCtxClosed.RPS > 0 && nginxCtx != "nginx" {
+			cells[3] = fmt.Sprintf("%.2f", c.RPS/nginxCtxClosed.RPS)
+		}
+		errs += c.Errors
+		cells[15] = c.History
+	}
+	if hasO {
+		cells[4] = fmt.Sprintf("%.0f", op.RPS)
+		cells[5], cells[6], cells[7], cells[8] = ms(op.P50), ms(op.P90), ms(op.P99), ms(op.Max)
+		if hasDirect {
+			cells[9], cells[10] = ms(op.P50-direct.P50), ms(op.P99-direct.P99)
+		}
+		if op.RecallP99 > 0 {
+			cells[11] = ms(op.RecallP50) + " / " + ms(op.RecallP99)
+		}
+		if op.Stream {
+			cells[12] = ms(op.TTFB50) + " / " + ms(op.TTFB99)
+			if hasDirect {
+				cells[13] = ms(op.TTFB50-direct.TTFB50) + " / " + ms(op.TTFB99-direct.TTFB99)
+			}
+		}
+		errs += op.Errors
+		if op.History != "" {
+			cells[15] = op.History
+		}
+	}
+	cells[14] = strconv.Itoa(errs)
+	return cells, true
+}
+
+// cpuTable writes the database server's CPU a request, for the targets
+// whose rows measured it.
+func cpuTable(w io.Writer, rs []result, by map[string]result) {
 	var cpuTargets []string
 	for _, r := range rs {
 		if t, _, _ := strings.Cut(r.Label, "/"); r.CPUMsPerRequest > 0 && !slices.Contains(cpuTargets, t) {
 			cpuTargets = append(cpuTargets, t)
 		}
 	}
-	if len(cpuTargets) > 0 {
-		fmt.Fprintln(w, "\n**The database server's CPU a request** (ms: its processes' CPU time over each row's measured part, over the row's requests)")
-		fmt.Fprintln(w, "\n| target | closed | open | closed streamed | open streamed |")
-		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: |")
-		for _, t := range cpuTargets {
-			cells := []string{t}
-			for _, row := range []string{"plain/closed", "plain/open", "stream/closed", "stream/open"} {
-				c := "–"
-				if r, ok := by[t+"/"+row]; ok && r.CPUMsPerRequest > 0 {
-					c = fmt.Sprintf("%.3f", r.CPUMsPerRequest)
-				}
-				cells = append(cells, c)
+	if len(cpuTargets) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n**The database server's CPU a request** (ms: its processes' CPU time over each row's measured part, over the row's requests)")
+	fmt.Fprintln(w, "\n| target | closed | open | closed streamed | open streamed |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: |")
+	for _, t := range cpuTargets {
+		cells := []string{t}
+		for _, row := range []string{"plain/closed", "plain/open", "stream/closed", "stream/open"} {
+			c := "–"
+			if r, ok := by[t+"/"+row]; ok && r.CPUMsPerRequest > 0 {
+				c = fmt.Sprintf("%.3f", r.CPUMsPerRequest)
 			}
-			fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
+			cells = append(cells, c)
 		}
+		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
 	}
-	protocolMatrix(w, by)
-	if series := labelled(rs, "turns-"); len(series) > 0 {
-		fmt.Fprintln(w, "\n**Cost against stored history length** (open loop, default budget, non-streaming)")
-		fmt.Fprintln(w, "\n| stored turns | conversations | rate | p50 ms | p90 ms | p99 ms | max ms | errors | history (sent/stored) |")
-		fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-		for _, r := range series {
-			fmt.Fprintf(w, "| %d | %d | %.0f | %s | %s | %s | %s | %d | %s |\n", r.Prefill, r.Conversations, r.RPS,
-				ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), r.Errors, r.History)
+}
+
+// historySeries writes the "turns-N" series: the cost against stored
+// history length.
+func historySeries(w io.Writer, rs []result) {
+	series := labelled(rs, "turns-")
+	if len(series) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n**Cost against stored history length** (open loop, default budget, non-streaming)")
+	fmt.Fprintln(w, "\n| stored turns | conversations | rate | p50 ms | p90 ms | p99 ms | max ms | errors | history (sent/stored) |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+	for _, r := range series {
+		fmt.Fprintf(w, "| %d | %d | %.0f | %s | %s | %s | %s | %d | %s |\n", r.Prefill, r.Conversations, r.RPS,
+			ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), r.Errors, r.History)
+	}
+}
+
+// ceilingTable writes the "wrk/" rows: the proxy's ceiling.
+func ceilingTable(w io.Writer, rs []result, by map[string]result) {
+	ceiling := labelled(rs, "wrk/")
+	if len(ceiling) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n**Proxy ceiling** (wrk, closed loop, no history, an upstream answering from memory: nginx `return 200`)")
+	fmt.Fprintln(w, "\n| target | req/s | × nginx | p50 ms | p90 ms | p99 ms | max ms | errors |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	nginx := by["wrk/nginx"]
+	for _, r := range ceiling {
+		ratio := "–"
+		if nginx.RPS > 0 {
+			ratio = fmt.Sprintf("%.2f", r.RPS/nginx.RPS)
 		}
+		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s | %s | %s | %d |\n", strings.TrimPrefix(r.Label, "wrk/"), r.RPS, ratio,
+			ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), r.Errors)
 	}
-	if r, ok := by["rss"]; ok {
-		fmt.Fprintf(w, "\n**Memory**: Recall peak RSS (VmHWM) %.0f MiB, RSS at the end %.0f MiB (%.0f MiB private, %.0f MiB pages of Badger's mapped files), after %d requests over %d conversations (%.0f req/s, closed loop, each prefilled with %d turns); errors %d.\n",
-			r.PeakRSSMiB, r.RSSMiB, r.AnonMiB, r.FileMiB, r.Requests, r.Conversations, r.RPS, r.Prefill, r.Errors)
-	}
-	if ceiling := labelled(rs, "wrk/"); len(ceiling) > 0 {
-		fmt.Fprintln(w, "\n**Proxy ceiling** (wrk, closed loop, no history, an upstream answering from memory: nginx `return 200`)")
-		fmt.Fprintln(w, "\n| target | req/s | × nginx | p50 ms | p90 ms | p99 ms | max ms | errors |")
-		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-		nginx := by["wrk/nginx"]
-		for _, r := range ceiling {
-			ratio := "–"
-			if nginx.RPS > 0 {
-				ratio = fmt.Sprintf("%.2f", r.RPS/nginx.RPS)
-			}
-			fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s | %s | %s | %d |\n", strings.TrimPrefix(r.Label, "wrk/"), r.RPS, ratio,
-				ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), r.Errors)
-		}
-	}
-	return nil
 }
 
 // labelled returns the results whose label starts with prefix, in order.
