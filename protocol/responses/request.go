@@ -37,24 +37,14 @@ func (Ingress) ParseRequest(body []byte) (*wire.Request, error) {
 // parseRequest is ParseRequest; compact reads a compaction's body (see
 // ParseCompact): model required, input optional.
 func parseRequest(body []byte, compact bool) (*wire.Request, error) {
-	if chat.CheckDepth(body) != nil {
-		return nil, apierr.Invalid("invalid_json", "", "The JSON body is nested too deeply (more than "+strconv.Itoa(chat.MaxDepth)+" levels).")
-	}
-	if !gjson.ValidBytes(body) {
-		return nil, apierr.BadJSON
-	}
-	if !utf8.Valid(body) {
-		return nil, apierr.Invalid("invalid_json", "", "The JSON body is not valid UTF-8.")
-	}
-	root := parse(body)
-	if !root.IsObject() {
-		return nil, invalidType("", "an object", root)
+	root, err := checkBody(body)
+	if err != nil {
+		return nil, err
 	}
 	req := &wire.Request{Protocol: wire.Responses, Body: body, Choices: 1, Store: true}
 	var (
 		input, instructions gjson.Result
 		seen                = map[string]int{}
-		err                 error
 	)
 	root.ForEach(func(k, v gjson.Result) bool {
 		key := k.String()
@@ -68,52 +58,8 @@ func parseRequest(body []byte, compact bool) (*wire.Request, error) {
 			input = v
 		case "instructions":
 			instructions = v
-		case "model":
-			req.Model, err = optString(key, v)
-		case "stream":
-			req.Stream, err = optBool(key, v, false)
-		case "store":
-			req.Store, err = optBool(key, v, true)
-		case "background":
-			var bg bool
-			if bg, err = optBool(key, v, false); err == nil && bg {
-				err = apierr.Background
-			}
-		case "max_output_tokens":
-			switch v.Type {
-			case gjson.Null:
-			case gjson.Number:
-				if v.Int() < 1 || strings.ContainsAny(v.Raw, ".eE") {
-					err = apierr.InvalidValue(key, "Invalid 'max_output_tokens': expected a positive integer, but got "+v.Raw+" instead.")
-				}
-				req.MaxTokens = int(v.Int())
-			default:
-				err = invalidType(key, "an integer", v)
-			}
-		case "temperature", "top_p":
-			switch v.Type {
-			case gjson.Null:
-			case gjson.Number:
-				f := v.Num
-				if key == "temperature" {
-					req.Temperature = &f
-				} else {
-					req.TopP = &f
-				}
-			default:
-				err = invalidType(key, "a number", v)
-			}
-		case "tools":
-			if v.Type != gjson.Null {
-				req.Tools, err = parseTools(v)
-				req.ToolsRaw = sub(body, v)
-			}
-		case "tool_choice":
-			req.ToolChoice, err = parseToolChoice(v)
-		case "previous_response_id":
-			req.PreviousResponseID, err = optString(key, v)
-		case "conversation":
-			req.Conversation, err = parseConversation(v)
+		default:
+			err = readField(req, key, v)
 		}
 		return err == nil
 	})
@@ -141,6 +87,82 @@ func parseRequest(body []byte, compact bool) (*wire.Request, error) {
 		return nil, err
 	}
 	return req, nil
+}
+
+// checkBody checks that body is a JSON object, nested at most
+// chat.MaxDepth levels, in valid UTF-8, and returns it parsed.
+func checkBody(body []byte) (gjson.Result, error) {
+	if chat.CheckDepth(body) != nil {
+		return gjson.Result{}, apierr.Invalid("invalid_json", "", "The JSON body is nested too deeply (more than "+strconv.Itoa(chat.MaxDepth)+" levels).")
+	}
+	if !gjson.ValidBytes(body) {
+		return gjson.Result{}, apierr.BadJSON
+	}
+	if !utf8.Valid(body) {
+		return gjson.Result{}, apierr.Invalid("invalid_json", "", "The JSON body is not valid UTF-8.")
+	}
+	root := parse(body)
+	if !root.IsObject() {
+		return gjson.Result{}, invalidType("", "an object", root)
+	}
+	return root, nil
+}
+
+// readField reads the top-level field key, of value v, into req: every
+// field Recall reads but input and instructions, which the request's
+// other fields decide how to read. Other fields are left to the
+// upstream.
+func readField(req *wire.Request, key string, v gjson.Result) error {
+	var err error
+	switch key {
+	case "model":
+		req.Model, err = optString(key, v)
+	case "stream":
+		req.Stream, err = optBool(key, v, false)
+	case "store":
+		req.Store, err = optBool(key, v, true)
+	case "background":
+		var bg bool
+		if bg, err = optBool(key, v, false); err == nil && bg {
+			err = apierr.Background
+		}
+	case "max_output_tokens":
+		switch v.Type {
+		case gjson.Null:
+		case gjson.Number:
+			if v.Int() < 1 || strings.ContainsAny(v.Raw, ".eE") {
+				err = apierr.InvalidValue(key, "Invalid 'max_output_tokens': expected a positive integer, but got "+v.Raw+" instead.")
+			}
+			req.MaxTokens = int(v.Int())
+		default:
+			err = invalidType(key, "an integer", v)
+		}
+	case "temperature", "top_p":
+		switch v.Type {
+		case gjson.Null:
+		case gjson.Number:
+			f := v.Num
+			if key == "temperature" {
+				req.Temperature = &f
+			} else {
+				req.TopP = &f
+			}
+		default:
+			err = invalidType(key, "a number", v)
+		}
+	case "tools":
+		if v.Type != gjson.Null {
+			req.Tools, err = parseTools(v)
+			req.ToolsRaw = sub(req.Body, v)
+		}
+	case "tool_choice":
+		req.ToolChoice, err = parseToolChoice(v)
+	case "previous_response_id":
+		req.PreviousResponseID, err = optString(key, v)
+	case "conversation":
+		req.Conversation, err = parseConversation(v)
+	}
+	return err
 }
 
 // InstructionsItem is the item the request's instructions string stands

@@ -237,16 +237,7 @@ func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, it
 	if a != nil && a.Created != 0 {
 		created = a.Created
 	}
-	status, reason := "in_progress", ""
-	if !inProgress {
-		status = "completed"
-		switch a.Stop {
-		case wire.StopLength:
-			status, reason = "incomplete", "max_output_tokens"
-		case wire.StopFilter:
-			status, reason = "incomplete", "content_filter"
-		}
-	}
+	status, reason := responseStatus(a, inProgress)
 	model := req.Model
 	if a != nil && a.Model != "" {
 		model = a.Model
@@ -281,14 +272,7 @@ func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, it
 	dst = s.append(dst, eMaxOutputTokens)
 	dst = s.append(dst, eMaxToolCalls)
 	dst = gjson.AppendJSONString(append(dst, `,"model":`...), model)
-	dst = append(dst, `,"output":[`...)
-	for i, it := range items {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, it...)
-	}
-	dst = append(dst, ']')
+	dst = appendOutput(dst, items)
 	dst = s.append(dst, eParallelToolCalls)
 	dst = s.append(dst, ePresencePenalty)
 	dst = s.append(dst, eFrequencyPenalty)
@@ -310,13 +294,7 @@ func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, it
 	if inProgress {
 		dst = append(dst, "null"...)
 	} else {
-		u := a.Usage
-		dst = strconv.AppendInt(append(dst, `{"input_tokens":`...), int64(u.InputTokens), 10)
-		dst = strconv.AppendInt(append(dst, `,"input_tokens_details":{"cached_tokens":`...), int64(u.CachedTokens), 10)
-		dst = strconv.AppendInt(append(dst, `},"output_tokens":`...), int64(u.OutputTokens), 10)
-		dst = strconv.AppendInt(append(dst, `,"output_tokens_details":{"reasoning_tokens":`...), int64(u.ReasoningTokens), 10)
-		dst = strconv.AppendInt(append(dst, `},"total_tokens":`...), int64(u.InputTokens+u.OutputTokens), 10)
-		dst = append(dst, '}')
+		dst = appendUsage(dst, a.Usage)
 	}
 	dst = s.append(dst, eUser)
 	dst = s.append(dst, eMetadata)
@@ -326,6 +304,43 @@ func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, it
 	} else {
 		dst = append(dst, "null"...)
 	}
+	return append(dst, '}')
+}
+
+// responseStatus is a response's status, and the reason when it is
+// incomplete (a's stop: the output limit or the content filter).
+func responseStatus(a *wire.Answer, inProgress bool) (status, reason string) {
+	if inProgress {
+		return "in_progress", ""
+	}
+	switch a.Stop {
+	case wire.StopLength:
+		return "incomplete", "max_output_tokens"
+	case wire.StopFilter:
+		return "incomplete", "content_filter"
+	}
+	return "completed", ""
+}
+
+// appendOutput appends the "output" member: the items, in order.
+func appendOutput(dst []byte, items [][]byte) []byte {
+	dst = append(dst, `,"output":[`...)
+	for i, it := range items {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, it...)
+	}
+	return append(dst, ']')
+}
+
+// appendUsage appends u as a Response's usage object.
+func appendUsage(dst []byte, u wire.Usage) []byte {
+	dst = strconv.AppendInt(append(dst, `{"input_tokens":`...), int64(u.InputTokens), 10)
+	dst = strconv.AppendInt(append(dst, `,"input_tokens_details":{"cached_tokens":`...), int64(u.CachedTokens), 10)
+	dst = strconv.AppendInt(append(dst, `},"output_tokens":`...), int64(u.OutputTokens), 10)
+	dst = strconv.AppendInt(append(dst, `,"output_tokens_details":{"reasoning_tokens":`...), int64(u.ReasoningTokens), 10)
+	dst = strconv.AppendInt(append(dst, `},"total_tokens":`...), int64(u.InputTokens+u.OutputTokens), 10)
 	return append(dst, '}')
 }
 
