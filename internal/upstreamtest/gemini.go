@@ -188,90 +188,123 @@ func validateGeminiRequest(root gjson.Result, contents []gjson.Result, model str
 	prevRole := ""
 	var prevCalls []gjson.Result // the functionCall objects of the previous content
 	for i, c := range contents {
-		at := "* GenerateContentRequest.contents[" + strconv.Itoa(i) + "]"
-		role := c.Get("role").Str
-		if role == "" {
-			role = "user"
-		}
-		parts := c.Get("parts").Array()
-		switch {
-		case role != "user" && role != "model":
-			return geminiInvalid("Please use a valid role: user, model.")
-		case len(parts) == 0:
-			return geminiInvalid(at + ".parts: contents.parts must not be empty.")
-		case prevRole == "" && role != "user":
-			return geminiInvalid("Please ensure that multiturn requests start with a user turn.")
-		case role == "model" && prevRole == "model":
-			return geminiInvalid("Please ensure that multiturn requests alternate between user and model.")
-		}
-		var calls []gjson.Result
-		answered := make([]bool, len(prevCalls))
-		responses := 0
-		for j, p := range parts {
-			pat := at + ".parts[" + strconv.Itoa(j) + "]"
-			n := 0
-			for _, k := range []string{"text", "inlineData", "inline_data", "fileData", "file_data", "functionCall", "function_call",
-				"functionResponse", "function_response", "executableCode", "codeExecutionResult"} {
-				if p.Get(k).Exists() {
-					n++
-				}
-			}
-			if n != 1 {
-				return geminiInvalid(pat + ".data: required oneof field 'data' must have one initialized field")
-			}
-			if d := camelGet(p, "inlineData"); d.Exists() && (camelGet(d, "mimeType").Str == "" || d.Get("data").Str == "") {
-				return geminiInvalid(pat + ".inline_data: mime_type and data are required.")
-			}
-			if d := camelGet(p, "fileData"); d.Exists() && camelGet(d, "fileUri").Str == "" {
-				return geminiInvalid(pat + ".file_data.file_uri: file_uri is required.")
-			}
-			fc, fr := camelGet(p, "functionCall"), camelGet(p, "functionResponse")
-			sig := camelGet(p, "thoughtSignature")
-			switch {
-			case fc.Exists() && role != "model", fr.Exists() && role != "user":
-				return geminiInvalid(pat + ": function parts are not allowed in " + role + " contents")
-			case fc.Exists():
-				if fc.Get("name").Str == "" {
-					return geminiInvalid(pat + ".function_call.name: Name cannot be empty.")
-				}
-				if sig.Exists() && sig.Str != GeminiSignature(fc.Get("name").Str) && sig.Str != geminiSkipSignature {
-					return geminiInvalid("Corrupted thought signature.")
-				}
-				if !sig.Exists() && len(calls) == 0 && strings.HasPrefix(model, "gemini-3") {
-					return geminiInvalid("Function call is missing a thought_signature in functionCall parts. Additional data, function call `" +
-						fc.Get("name").Str + "` , position " + strconv.Itoa(j) + ".")
-				}
-				calls = append(calls, fc)
-			case fr.Exists():
-				responses++
-				name, id := fr.Get("name").Str, fr.Get("id").Str
-				k := -1
-				for ci, call := range prevCalls {
-					if answered[ci] {
-						continue
-					}
-					if cid := call.Get("id").Str; cid != "" || id != "" {
-						if cid == id {
-							k = ci
-							break
-						}
-					} else if call.Get("name").Str == name {
-						k = ci
-						break
-					}
-				}
-				if k < 0 {
-					return geminiInvalid(pat + ": function response " + name + " answers no function call of the previous turn.")
-				}
-				answered[k] = true
-			}
-		}
-		if len(prevCalls) > 0 && responses != len(prevCalls) {
-			return geminiInvalid("Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.")
+		role, calls, err := validateGeminiContent(i, c, prevRole, prevCalls, model)
+		if err != nil {
+			return err
 		}
 		prevRole, prevCalls = role, calls
 	}
 	return nil
+}
+
+// validateGeminiContent checks contents[i], c, after a content of
+// prevRole with the function calls prevCalls, and returns its role and
+// its function calls.
+func validateGeminiContent(i int, c gjson.Result, prevRole string, prevCalls []gjson.Result, model string) (string, []gjson.Result, *geminiError) {
+	at := "* GenerateContentRequest.contents[" + strconv.Itoa(i) + "]"
+	role := c.Get("role").Str
+	if role == "" {
+		role = "user"
+	}
+	parts := c.Get("parts").Array()
+	switch {
+	case role != "user" && role != "model":
+		return "", nil, geminiInvalid("Please use a valid role: user, model.")
+	case len(parts) == 0:
+		return "", nil, geminiInvalid(at + ".parts: contents.parts must not be empty.")
+	case prevRole == "" && role != "user":
+		return "", nil, geminiInvalid("Please ensure that multiturn requests start with a user turn.")
+	case role == "model" && prevRole == "model":
+		return "", nil, geminiInvalid("Please ensure that multiturn requests alternate between user and model.")
+	}
+	t := geminiTurn{role: role, model: model, prevCalls: prevCalls, answered: make([]bool, len(prevCalls))}
+	for j, p := range parts {
+		if err := t.part(at+".parts["+strconv.Itoa(j)+"]", j, p); err != nil {
+			return "", nil, err
+		}
+	}
+	if len(prevCalls) > 0 && t.responses != len(prevCalls) {
+		return "", nil, geminiInvalid("Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.")
+	}
+	return role, t.calls, nil
+}
+
+// geminiTurn is one content's parts being checked.
+type geminiTurn struct {
+	role, model string
+	prevCalls   []gjson.Result // the previous content's function calls
+	answered    []bool         // by prevCalls
+	calls       []gjson.Result // this content's function calls
+	responses   int            // this content's function responses
+}
+
+// part checks the content's j-th part p, named pat: one data member,
+// complete inline and file data, function calls in model contents
+// (named, signed) and function responses in user contents, each
+// answering a call of the previous content.
+func (t *geminiTurn) part(pat string, j int, p gjson.Result) *geminiError {
+	n := 0
+	for _, k := range []string{"text", "inlineData", "inline_data", "fileData", "file_data", "functionCall", "function_call",
+		"functionResponse", "function_response", "executableCode", "codeExecutionResult"} {
+		if p.Get(k).Exists() {
+			n++
+		}
+	}
+	if n != 1 {
+		return geminiInvalid(pat + ".data: required oneof field 'data' must have one initialized field")
+	}
+	if d := camelGet(p, "inlineData"); d.Exists() && (camelGet(d, "mimeType").Str == "" || d.Get("data").Str == "") {
+		return geminiInvalid(pat + ".inline_data: mime_type and data are required.")
+	}
+	if d := camelGet(p, "fileData"); d.Exists() && camelGet(d, "fileUri").Str == "" {
+		return geminiInvalid(pat + ".file_data.file_uri: file_uri is required.")
+	}
+	fc, fr := camelGet(p, "functionCall"), camelGet(p, "functionResponse")
+	sig := camelGet(p, "thoughtSignature")
+	switch {
+	case fc.Exists() && t.role != "model", fr.Exists() && t.role != "user":
+		return geminiInvalid(pat + ": function parts are not allowed in " + t.role + " contents")
+	case fc.Exists():
+		if fc.Get("name").Str == "" {
+			return geminiInvalid(pat + ".function_call.name: Name cannot be empty.")
+		}
+		if sig.Exists() && sig.Str != GeminiSignature(fc.Get("name").Str) && sig.Str != geminiSkipSignature {
+			return geminiInvalid("Corrupted thought signature.")
+		}
+		if !sig.Exists() && len(t.calls) == 0 && strings.HasPrefix(t.model, "gemini-3") {
+			return geminiInvalid("Function call is missing a thought_signature in functionCall parts. Additional data, function call `" +
+				fc.Get("name").Str + "` , position " + strconv.Itoa(j) + ".")
+		}
+		t.calls = append(t.calls, fc)
+	case fr.Exists():
+		t.responses++
+		name, id := fr.Get("name").Str, fr.Get("id").Str
+		k := t.answers(name, id)
+		if k < 0 {
+			return geminiInvalid(pat + ": function response " + name + " answers no function call of the previous turn.")
+		}
+		t.answered[k] = true
+	}
+	return nil
+}
+
+// answers returns the index of the previous content's first call not
+// answered yet that a response of name and id answers (by id when
+// either has one, else by name), or -1.
+func (t *geminiTurn) answers(name, id string) int {
+	for ci, call := range t.prevCalls {
+		if t.answered[ci] {
+			continue
+		}
+		if cid := call.Get("id").Str; cid != "" || id != "" {
+			if cid == id {
+				return ci
+			}
+		} else if call.Get("name").Str == name {
+			return ci
+		}
+	}
+	return -1
 }
 
 // camelGet returns member key of obj, or its snake_case spelling.

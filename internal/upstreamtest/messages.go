@@ -188,24 +188,8 @@ func hasBeta(h http.Header, beta string) bool {
 // validateMessagesRequest checks a request body as the Messages API does
 // on the points listed in the file comment.
 func validateMessagesRequest(root gjson.Result, msgs []gjson.Result, systemBeta bool) *anthropicError {
-	switch mt := root.Get("max_tokens"); {
-	case root.Get("model").Type != gjson.String || root.Get("model").Str == "":
-		return badRequest("model: Field required")
-	case !mt.Exists():
-		return badRequest("max_tokens: Field required")
-	case mt.Type != gjson.Number || mt.Int() < 1:
-		return badRequest("max_tokens: Input should be a valid integer greater than 0")
-	case !root.Get("messages").IsArray():
-		return badRequest("messages: Field required")
-	case len(msgs) == 0:
-		return badRequest("messages: at least one message is required")
-	}
-	n := countBreakpoints(root.Get("system")) + countBreakpoints(root.Get("tools")) + countBreakpoints(root.Get("messages"))
-	if cc := root.Get("cache_control"); cc.Exists() && cc.Type != gjson.Null {
-		n++
-	}
-	if n > maxBreakpoints {
-		return badRequest("A maximum of 4 blocks with cache_control may be provided. Found " + strconv.Itoa(n) + ".")
+	if err := validateMessagesTop(root, msgs); err != nil {
+		return err
 	}
 	prevRole := ""
 	var prevCalls []string // tool_use ids of the previous (non-system) message
@@ -227,39 +211,7 @@ func validateMessagesRequest(root gjson.Result, msgs []gjson.Result, systemBeta 
 		case role == prevRole:
 			return badRequest("messages: roles must alternate between \"user\" and \"assistant\", but found multiple \"" + role + "\" roles in a row")
 		}
-		var calls, results []string
-		var err *anthropicError
-		j := 0
-		blocks := content
-		if !blocks.IsArray() {
-			blocks = gjson.Result{} // a string: no blocks
-		}
-		blocks.ForEach(func(_, b gjson.Result) bool {
-			bat := at + ".content." + strconv.Itoa(j)
-			j++
-			switch typ := b.Get("type").Str; {
-			case typ == "":
-				err = badRequest(bat + ".type: Field required")
-			case typ == "tool_use" && role == "assistant":
-				calls = append(calls, b.Get("id").Str)
-			case typ == "tool_result" && role == "user":
-				id := b.Get("tool_use_id").Str
-				if !contains(prevCalls, id) {
-					err = badRequest(bat + ": unexpected `tool_use_id` found in `tool_result` blocks: " + id +
-						". Each `tool_result` block must have a corresponding `tool_use` block in the previous message.")
-				}
-				results = append(results, id)
-			case typ == "thinking" && role == "assistant":
-				if b.Get("signature").Str != ThinkingSignature(b.Get("thinking").Str) {
-					err = badRequest(bat + ": Invalid `signature` in `thinking` block")
-				}
-			case typ == "document" && role == "user":
-				err = validateDocument(bat, b.Get("source"))
-			case typ == "tool_use" || typ == "tool_result" || typ == "thinking" || typ == "document":
-				err = badRequest(bat + ": `" + typ + "` blocks are not allowed in " + role + " messages")
-			}
-			return err == nil
-		})
+		calls, results, err := validateBlocks(at, role, content, prevCalls)
 		if err != nil {
 			return err
 		}
@@ -280,6 +232,71 @@ func validateMessagesRequest(root gjson.Result, msgs []gjson.Result, systemBeta 
 			strings.Join(prevCalls, ", ") + ". Each `tool_use` block must have a corresponding `tool_result` block in the next message.")
 	}
 	return nil
+}
+
+// validateMessagesTop checks the request's top-level members: model,
+// max_tokens, a non-empty messages array, and at most maxBreakpoints
+// cache_control breakpoints in all.
+func validateMessagesTop(root gjson.Result, msgs []gjson.Result) *anthropicError {
+	switch mt := root.Get("max_tokens"); {
+	case root.Get("model").Type != gjson.String || root.Get("model").Str == "":
+		return badRequest("model: Field required")
+	case !mt.Exists():
+		return badRequest("max_tokens: Field required")
+	case mt.Type != gjson.Number || mt.Int() < 1:
+		return badRequest("max_tokens: Input should be a valid integer greater than 0")
+	case !root.Get("messages").IsArray():
+		return badRequest("messages: Field required")
+	case len(msgs) == 0:
+		return badRequest("messages: at least one message is required")
+	}
+	n := countBreakpoints(root.Get("system")) + countBreakpoints(root.Get("tools")) + countBreakpoints(root.Get("messages"))
+	if cc := root.Get("cache_control"); cc.Exists() && cc.Type != gjson.Null {
+		n++
+	}
+	if n > maxBreakpoints {
+		return badRequest("A maximum of 4 blocks with cache_control may be provided. Found " + strconv.Itoa(n) + ".")
+	}
+	return nil
+}
+
+// validateBlocks checks the content blocks of the message at (of role,
+// after a message whose tool_use ids are prevCalls) and returns its
+// tool_use ids and the tool_use ids its tool_result blocks answer. A
+// string content has no blocks.
+func validateBlocks(at, role string, content gjson.Result, prevCalls []string) (calls, results []string, err *anthropicError) {
+	j := 0
+	blocks := content
+	if !blocks.IsArray() {
+		blocks = gjson.Result{} // a string: no blocks
+	}
+	blocks.ForEach(func(_, b gjson.Result) bool {
+		bat := at + ".content." + strconv.Itoa(j)
+		j++
+		switch typ := b.Get("type").Str; {
+		case typ == "":
+			err = badRequest(bat + ".type: Field required")
+		case typ == "tool_use" && role == "assistant":
+			calls = append(calls, b.Get("id").Str)
+		case typ == "tool_result" && role == "user":
+			id := b.Get("tool_use_id").Str
+			if !contains(prevCalls, id) {
+				err = badRequest(bat + ": unexpected `tool_use_id` found in `tool_result` blocks: " + id +
+					". Each `tool_result` block must have a corresponding `tool_use` block in the previous message.")
+			}
+			results = append(results, id)
+		case typ == "thinking" && role == "assistant":
+			if b.Get("signature").Str != ThinkingSignature(b.Get("thinking").Str) {
+				err = badRequest(bat + ": Invalid `signature` in `thinking` block")
+			}
+		case typ == "document" && role == "user":
+			err = validateDocument(bat, b.Get("source"))
+		case typ == "tool_use" || typ == "tool_result" || typ == "thinking" || typ == "document":
+			err = badRequest(bat + ": `" + typ + "` blocks are not allowed in " + role + " messages")
+		}
+		return err == nil
+	})
+	return calls, results, err
 }
 
 // countBreakpoints counts non-null cache_control members in v.

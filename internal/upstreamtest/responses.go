@@ -96,83 +96,111 @@ func validateResponses(root gjson.Result, items *[]gjson.Result) (*APIError, int
 	store := root.Get("store").Type != gjson.False
 	var calls []string
 	for i, it := range *items {
-		at := "input[" + strconv.Itoa(i) + "]"
-		if !it.IsObject() {
-			return invalidType(at, "an object", it), http.StatusBadRequest
-		}
-		typ := it.Get("type").Str
-		if !it.Get("type").Exists() && it.Get("role").Exists() {
-			typ = "message"
-		}
-		if !contains(responsesItemTypes, typ) {
-			return invalidValue(at+".type", typ, responsesItemTypes), http.StatusBadRequest
-		}
-		switch typ {
-		case "message":
-			if e := invalidRole(at, it.Get("role")); e != nil {
-				return e, http.StatusBadRequest
-			}
-			if c := it.Get("content"); c.Type != gjson.String && !c.IsArray() {
-				return invalidType(at+".content", "a string or array", c), http.StatusBadRequest
-			}
-			for j, p := range it.Get("content").Array() {
-				if p.Get("type").Str != "input_file" {
-					continue
-				}
-				pat := at + ".content[" + strconv.Itoa(j) + "]"
-				switch d := p.Get("file_data"); {
-				case p.Get("file_id").Type == gjson.String, p.Get("file_url").Type == gjson.String:
-				case d.Type != gjson.String:
-					return &APIError{Message: "Invalid '" + pat + "': an input_file must have one of file_id, file_data or file_url.",
-						Type: invalidRequest, Param: pat, Code: "invalid_value"}, http.StatusBadRequest
-				case p.Get("filename").Str == "":
-					return missing(pat + ".filename"), http.StatusBadRequest
-				}
-			}
-		case "function_call":
-			if e := requireStrings(func() string { return at }, "", it, "call_id", "name", "arguments"); e != nil {
-				return e, http.StatusBadRequest
-			}
-			calls = append(calls, it.Get("call_id").Str)
-		case "function_call_output":
-			id := it.Get("call_id")
-			if id.Type != gjson.String {
-				return missing(at + ".call_id"), http.StatusBadRequest
-			}
-			if !contains(calls, id.Str) {
-				return &APIError{Message: "No tool call found for function call output with call_id " + id.Str + ".",
-					Type: invalidRequest, Param: "input"}, http.StatusBadRequest
-			}
-			if o := it.Get("output"); o.Type != gjson.String && !o.IsArray() {
-				return invalidType(at+".output", "a string or array", o), http.StatusBadRequest
-			}
-		case "compaction":
-			// OpenAI reads only its own compactions: one Recall made
-			// (recall_cmp_…) must have been expanded before it came here.
-			if c := it.Get("encrypted_content"); c.Type != gjson.String || strings.HasPrefix(c.Str, "recall_cmp_") {
-				return &APIError{Message: "The encrypted content for item " + at + " could not be verified.",
-					Type: invalidRequest, Param: "input", Code: "invalid_encrypted_content"}, http.StatusBadRequest
-			}
-		case "reasoning":
-			if !store && it.Get("encrypted_content").Type != gjson.String {
-				return &APIError{Message: "Item with id '" + it.Get("id").Str + "' not found. Items are not persisted when `store` is set to false. " +
-					"Try again with `store` set to true, or remove this item from your input.", Type: invalidRequest, Param: "input"}, http.StatusNotFound
-			}
+		if e, status := validateResponsesItem("input["+strconv.Itoa(i)+"]", it, store, &calls); e != nil {
+			return e, status
 		}
 	}
-	for i, t := range root.Get("tools").Array() {
+	if e := validateResponsesTools(root.Get("tools")); e != nil {
+		return e, http.StatusBadRequest
+	}
+	return nil, 0
+}
+
+// validateResponsesItem checks the input item it, named at; store is
+// the request's, calls the call ids of the function calls before it
+// (a function call's is appended).
+func validateResponsesItem(at string, it gjson.Result, store bool, calls *[]string) (*APIError, int) {
+	if !it.IsObject() {
+		return invalidType(at, "an object", it), http.StatusBadRequest
+	}
+	typ := it.Get("type").Str
+	if !it.Get("type").Exists() && it.Get("role").Exists() {
+		typ = "message"
+	}
+	if !contains(responsesItemTypes, typ) {
+		return invalidValue(at+".type", typ, responsesItemTypes), http.StatusBadRequest
+	}
+	switch typ {
+	case "message":
+		if e := invalidRole(at, it.Get("role")); e != nil {
+			return e, http.StatusBadRequest
+		}
+		if c := it.Get("content"); c.Type != gjson.String && !c.IsArray() {
+			return invalidType(at+".content", "a string or array", c), http.StatusBadRequest
+		}
+		if e := validateInputFiles(at, it.Get("content")); e != nil {
+			return e, http.StatusBadRequest
+		}
+	case "function_call":
+		if e := requireStrings(func() string { return at }, "", it, "call_id", "name", "arguments"); e != nil {
+			return e, http.StatusBadRequest
+		}
+		*calls = append(*calls, it.Get("call_id").Str)
+	case "function_call_output":
+		id := it.Get("call_id")
+		if id.Type != gjson.String {
+			return missing(at + ".call_id"), http.StatusBadRequest
+		}
+		if !contains(*calls, id.Str) {
+			return &APIError{Message: "No tool call found for function call output with call_id " + id.Str + ".",
+				Type: invalidRequest, Param: "input"}, http.StatusBadRequest
+		}
+		if o := it.Get("output"); o.Type != gjson.String && !o.IsArray() {
+			return invalidType(at+".output", "a string or array", o), http.StatusBadRequest
+		}
+	case "compaction":
+		// OpenAI reads only its own compactions: one Recall made
+		// (recall_cmp_…) must have been expanded before it came here.
+		if c := it.Get("encrypted_content"); c.Type != gjson.String || strings.HasPrefix(c.Str, "recall_cmp_") {
+			return &APIError{Message: "The encrypted content for item " + at + " could not be verified.",
+				Type: invalidRequest, Param: "input", Code: "invalid_encrypted_content"}, http.StatusBadRequest
+		}
+	case "reasoning":
+		if !store && it.Get("encrypted_content").Type != gjson.String {
+			return &APIError{Message: "Item with id '" + it.Get("id").Str + "' not found. Items are not persisted when `store` is set to false. " +
+				"Try again with `store` set to true, or remove this item from your input.", Type: invalidRequest, Param: "input"}, http.StatusNotFound
+		}
+	}
+	return nil, 0
+}
+
+// validateInputFiles checks the input_file parts of the content of the
+// message item at: each has a file_id, a file_url, or file_data with a
+// filename.
+func validateInputFiles(at string, content gjson.Result) *APIError {
+	for j, p := range content.Array() {
+		if p.Get("type").Str != "input_file" {
+			continue
+		}
+		pat := at + ".content[" + strconv.Itoa(j) + "]"
+		switch d := p.Get("file_data"); {
+		case p.Get("file_id").Type == gjson.String, p.Get("file_url").Type == gjson.String:
+		case d.Type != gjson.String:
+			return &APIError{Message: "Invalid '" + pat + "': an input_file must have one of file_id, file_data or file_url.",
+				Type: invalidRequest, Param: pat, Code: "invalid_value"}
+		case p.Get("filename").Str == "":
+			return missing(pat + ".filename")
+		}
+	}
+	return nil
+}
+
+// validateResponsesTools checks the function tools: each has a name
+// and parameters.
+func validateResponsesTools(tools gjson.Result) *APIError {
+	for i, t := range tools.Array() {
 		at := "tools[" + strconv.Itoa(i) + "]"
 		if t.Get("type").Str != "function" {
 			continue
 		}
 		if t.Get("name").Type != gjson.String {
-			return missing(at + ".name"), http.StatusBadRequest
+			return missing(at + ".name")
 		}
 		if !t.Get("parameters").IsObject() {
-			return missing(at + ".parameters"), http.StatusBadRequest
+			return missing(at + ".parameters")
 		}
 	}
-	return nil, 0
+	return nil
 }
 
 // invalidRole checks a message item's role.
