@@ -28,6 +28,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/auth"
@@ -103,87 +104,20 @@ type Options struct {
 func New(t *testing.T, o Options) *Harness {
 	t.Helper()
 	h := &Harness{T: t, Up: upstreamtest.NewTB(t, o.Upstream...), Logs: &LogBuffer{}, Done: make(chan proxy.ExchangeDone, 4096)}
-	g := config.DefaultGlobal()
-	g.Defaults.Upstream.BaseURL = h.Up.URL()
-	if len(o.Tenants) > 0 {
-		dir := t.TempDir()
-		for name, body := range o.Tenants {
-			body = strings.ReplaceAll(body, "{{UPSTREAM}}", h.Up.URL())
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-		g.TenantsDir = dir
-	}
-	if o.Global != nil {
-		o.Global(&g)
-	}
+	g := h.global(o)
 	set, err := config.LoadTenants(g, func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatalf("load tenants: %v", err)
 	}
 	h.Set = set
-	var closeStore func()
-	if o.PostgreSQL != "" {
-		pg, err := pgstore.Open(context.Background(), o.PostgreSQL, pgstore.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Backing, closeStore = pg, pg.Close
-	} else {
-		h.Store, err = badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Backing, closeStore = h.Store, func() { h.Store.Close() }
-	}
+	closeStore := h.openStore(o)
 	h.History = history.NewCache(h.Backing, 0, 0)
-	client, buffering := uplink.DefaultClient(), uplink.BufferingClient(64<<20)
-	// Idle upstream connections, and fasthttp's goroutines that watch
-	// them, go within a second of the harness's end (leak checks).
-	client.MaxIdleConnDuration = time.Second
-	buffering.MaxIdleConnDuration = time.Second
-	cfg := proxy.Config{
-		Client:          client,
-		BufferingClient: buffering,
-		Tenants:         proxy.StaticTenants{Set: set},
-		Store:           h.History, // the cache over Badger, as cmd/recall serves
-		Logger:          slog.New(slog.NewJSONHandler(h.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		OnExchangeDone: func(d proxy.ExchangeDone) {
-			select {
-			case h.Done <- d:
-			default:
-				t.Errorf("exchange-done buffer full: a test forgot to drain it")
-			}
-		},
-	}
+	cfg, client, buffering := h.proxyConfig(set)
 	ac := app.Config{API: o.API, Exchanges: o.Exchanges}
 	if o.Summary != nil {
-		h.Jobs = make(chan summary.JobDone, 1024)
-		sc := summary.Config{
-			Store:   cfg.Store,
-			Tenants: cfg.Tenants,
-			Logger:  cfg.Logger,
-			OnJobDone: func(d summary.JobDone) {
-				select {
-				case h.Jobs <- d:
-				default:
-					t.Errorf("summary job buffer full")
-				}
-			},
-		}
-		o.Summary(&sc)
-		ac.Summary = &sc
+		ac.Summary = h.summaryConfig(o, &cfg)
 	}
-	if o.Proxy != nil {
-		o.Proxy(&cfg)
-		if cfg.Client != client && cfg.BufferingClient == buffering {
-			cfg.BufferingClient = cfg.Client // a test's client sees every request
-		}
-	}
-	if cfg.BufferingClient == buffering && cfg.MaxResponseBytes > 0 {
-		buffering.MaxResponseBodySize = cfg.MaxResponseBytes // as proxy.New's own
-	}
+	adjustProxy(o, &cfg, client, buffering)
 	ac.Proxy = cfg
 	a, err := app.New(ac)
 	if err != nil {
@@ -204,28 +138,138 @@ func New(t *testing.T, o Options) *Harness {
 		ln = o.Listener(ln)
 	}
 	go h.Server.Serve(ln)
-	t.Cleanup(func() {
-		// Closing the client's idle connections first lets the server's
-		// shutdown finish at once instead of waiting out keep-alives.
-		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := h.Server.Shutdown(ctx); err != nil {
-			buf := make([]byte, 1<<20)
-			t.Errorf("shutdown: %v; goroutines:\n%s", err, buf[:runtime.Stack(buf, true)])
-		}
-		if h.Summaries != nil {
-			h.Summaries.Close()
-		}
-		if err := h.Exchanges.Close(ctx); err != nil {
-			t.Errorf("exchange records not written at shutdown: %v", err)
-		}
-		if err := h.Calibration.Close(ctx); err != nil {
-			t.Errorf("calibrations not written at shutdown: %v", err)
-		}
-		closeStore()
-	})
+	t.Cleanup(func() { h.shutdown(closeStore) })
 	return h
+}
+
+// global is the global configuration: the defaults, upstream at the
+// fake, o.Tenants' files written to a directory of their own, adjusted
+// by o.Global.
+func (h *Harness) global(o Options) config.Global {
+	g := config.DefaultGlobal()
+	g.Defaults.Upstream.BaseURL = h.Up.URL()
+	if len(o.Tenants) > 0 {
+		dir := h.T.TempDir()
+		for name, body := range o.Tenants {
+			body = strings.ReplaceAll(body, "{{UPSTREAM}}", h.Up.URL())
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+				h.T.Fatal(err)
+			}
+		}
+		g.TenantsDir = dir
+	}
+	if o.Global != nil {
+		o.Global(&g)
+	}
+	return g
+}
+
+// openStore opens the store, PostgreSQL's when o names one, else
+// Badger in a temporary directory, and returns what closes it.
+func (h *Harness) openStore(o Options) (closeStore func()) {
+	if o.PostgreSQL != "" {
+		pg, err := pgstore.Open(context.Background(), o.PostgreSQL, pgstore.Options{})
+		if err != nil {
+			h.T.Fatal(err)
+		}
+		h.Backing = pg
+		return pg.Close
+	}
+	var err error
+	h.Store, err = badgerstore.Open(h.T.TempDir(), badgerstore.Options{NoSync: true})
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	h.Backing = h.Store
+	return func() { h.Store.Close() }
+}
+
+// proxyConfig is the proxy's configuration over set and the harness's
+// store, logs and exchange-done channel, with the upstream clients it
+// made (adjustProxy adjusts it).
+func (h *Harness) proxyConfig(set *config.Set) (cfg proxy.Config, client, buffering *fasthttp.Client) {
+	t := h.T
+	client, buffering = uplink.DefaultClient(), uplink.BufferingClient(64<<20)
+	// Idle upstream connections, and fasthttp's goroutines that watch
+	// them, go within a second of the harness's end (leak checks).
+	client.MaxIdleConnDuration = time.Second
+	buffering.MaxIdleConnDuration = time.Second
+	cfg = proxy.Config{
+		Client:          client,
+		BufferingClient: buffering,
+		Tenants:         proxy.StaticTenants{Set: set},
+		Store:           h.History, // the cache over Badger, as cmd/recall serves
+		Logger:          slog.New(slog.NewJSONHandler(h.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnExchangeDone: func(d proxy.ExchangeDone) {
+			select {
+			case h.Done <- d:
+			default:
+				t.Errorf("exchange-done buffer full: a test forgot to drain it")
+			}
+		},
+	}
+	return cfg, client, buffering
+}
+
+// adjustProxy adjusts cfg by o.Proxy: a test's client sees every
+// request, and the buffering client keeps to its response limit.
+func adjustProxy(o Options, cfg *proxy.Config, client, buffering *fasthttp.Client) {
+	if o.Proxy != nil {
+		o.Proxy(cfg)
+		if cfg.Client != client && cfg.BufferingClient == buffering {
+			cfg.BufferingClient = cfg.Client // a test's client sees every request
+		}
+	}
+	if cfg.BufferingClient == buffering && cfg.MaxResponseBytes > 0 {
+		buffering.MaxResponseBodySize = cfg.MaxResponseBytes // as proxy.New's own
+	}
+}
+
+// summaryConfig is the summaries' configuration over the proxy's
+// store, tenants and logger (as cfg had them before o.Proxy adjusted
+// it), its finished jobs sent to h.Jobs, adjusted by o.Summary.
+func (h *Harness) summaryConfig(o Options, cfg *proxy.Config) *summary.Config {
+	t := h.T
+	h.Jobs = make(chan summary.JobDone, 1024)
+	sc := summary.Config{
+		Store:   cfg.Store,
+		Tenants: cfg.Tenants,
+		Logger:  cfg.Logger,
+		OnJobDone: func(d summary.JobDone) {
+			select {
+			case h.Jobs <- d:
+			default:
+				t.Errorf("summary job buffer full")
+			}
+		},
+	}
+	o.Summary(&sc)
+	return &sc
+}
+
+// shutdown stops the server, then the summaries, the exchange records'
+// and calibrations' writers, and the store (closeStore).
+func (h *Harness) shutdown(closeStore func()) {
+	t := h.T
+	// Closing the client's idle connections first lets the server's
+	// shutdown finish at once instead of waiting out keep-alives.
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.Server.Shutdown(ctx); err != nil {
+		buf := make([]byte, 1<<20)
+		t.Errorf("shutdown: %v; goroutines:\n%s", err, buf[:runtime.Stack(buf, true)])
+	}
+	if h.Summaries != nil {
+		h.Summaries.Close()
+	}
+	if err := h.Exchanges.Close(ctx); err != nil {
+		t.Errorf("exchange records not written at shutdown: %v", err)
+	}
+	if err := h.Calibration.Close(ctx); err != nil {
+		t.Errorf("calibrations not written at shutdown: %v", err)
+	}
+	closeStore()
 }
 
 // WaitDone waits for the next finished exchange on conv (a stream's
