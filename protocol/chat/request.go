@@ -320,26 +320,62 @@ func index(param string, i int) string { return param + "[" + strconv.Itoa(i) + 
 // name parameters relative to the message (".role"), for the caller to
 // prefix.
 func messageRole(m gjson.Result) (string, *Error) {
-	var role, content, toolCalls, toolCallID, refusal, audio gjson.Result
+	var f messageFields
 	m.ForEach(func(key, value gjson.Result) bool {
 		switch key.Str {
 		case "audio":
-			audio = value
+			f.audio = value
 		case "role":
-			role = value
+			f.role = value
 		case "content":
-			content = value
+			f.content = value
 		case "tool_calls":
-			toolCalls = value
+			f.toolCalls = value
 		case "tool_call_id":
-			toolCallID = value
+			f.toolCallID = value
 		case "refusal":
-			refusal = value
+			f.refusal = value
 		}
 		return true
 	})
+	r, err := knownRole(f.role)
+	if err != nil {
+		return "", err
+	}
+	if err := checkContent(".content", f.content); err != nil {
+		return "", err
+	}
+	hasContent := f.content.Exists() && f.content.Type != gjson.Null
+	switch r {
+	case RoleSystem, RoleDeveloper, RoleUser:
+		if !hasContent {
+			return "", missing(".content")
+		}
+	case RoleTool:
+		switch {
+		case !f.toolCallID.Exists() || f.toolCallID.Type == gjson.Null:
+			return "", missing(".tool_call_id")
+		case f.toolCallID.Type != gjson.String:
+			return "", invalidType(".tool_call_id", "a string", f.toolCallID)
+		case !hasContent:
+			return "", missing(".content")
+		}
+	case RoleAssistant:
+		if err := checkAssistant(&f, hasContent); err != nil {
+			return "", err
+		}
+	}
+	return r, nil
+}
 
-	var r string
+// messageFields are the members of a message messageRole checks.
+type messageFields struct {
+	role, content, toolCalls, toolCallID, refusal, audio gjson.Result
+}
+
+// knownRole returns the role constant role names, or the error for a
+// missing, mistyped or unknown role.
+func knownRole(role gjson.Result) (string, *Error) {
 	switch {
 	case !role.Exists() || role.Type == gjson.Null:
 		return "", missing(".role")
@@ -348,70 +384,53 @@ func messageRole(m gjson.Result) (string, *Error) {
 	}
 	switch role.Str {
 	case RoleSystem:
-		r = RoleSystem
+		return RoleSystem, nil
 	case RoleDeveloper:
-		r = RoleDeveloper
+		return RoleDeveloper, nil
 	case RoleUser:
-		r = RoleUser
+		return RoleUser, nil
 	case RoleAssistant:
-		r = RoleAssistant
+		return RoleAssistant, nil
 	case RoleTool:
-		r = RoleTool
-	default:
-		return "", &Error{
-			Message: "Invalid value for '.role': " + strconv.Quote(role.Str) + ". Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.",
-			Param:   ".role",
-			Code:    "invalid_value",
-		}
+		return RoleTool, nil
 	}
+	return "", &Error{
+		Message: "Invalid value for '.role': " + strconv.Quote(role.Str) + ". Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.",
+		Param:   ".role",
+		Code:    "invalid_value",
+	}
+}
 
-	if err := checkContent(".content", content); err != nil {
-		return "", err
+// checkAssistant checks an assistant message's refusal, tool calls and
+// audio, and that it has one of them or content.
+func checkAssistant(f *messageFields, hasContent bool) *Error {
+	if f.refusal.Exists() && f.refusal.Type != gjson.Null && f.refusal.Type != gjson.String {
+		return invalidType(".refusal", "a string", f.refusal)
 	}
-	hasContent := content.Exists() && content.Type != gjson.Null
-	switch r {
-	case RoleSystem, RoleDeveloper, RoleUser:
-		if !hasContent {
-			return "", missing(".content")
+	n, err := checkToolCalls(".tool_calls", f.toolCalls)
+	if err != nil {
+		return err
+	}
+	// An earlier audio answer is referred to by its id alone.
+	hasAudio := f.audio.Exists() && f.audio.Type != gjson.Null
+	if hasAudio {
+		if err := requireObject(f.audio); err != nil {
+			err.at(".audio")
+			return err
 		}
-	case RoleTool:
-		switch {
-		case !toolCallID.Exists() || toolCallID.Type == gjson.Null:
-			return "", missing(".tool_call_id")
-		case toolCallID.Type != gjson.String:
-			return "", invalidType(".tool_call_id", "a string", toolCallID)
-		case !hasContent:
-			return "", missing(".content")
-		}
-	case RoleAssistant:
-		if refusal.Exists() && refusal.Type != gjson.Null && refusal.Type != gjson.String {
-			return "", invalidType(".refusal", "a string", refusal)
-		}
-		n, err := checkToolCalls(".tool_calls", toolCalls)
-		if err != nil {
-			return "", err
-		}
-		// An earlier audio answer is referred to by its id alone.
-		hasAudio := audio.Exists() && audio.Type != gjson.Null
-		if hasAudio {
-			if err := requireObject(audio); err != nil {
-				err.at(".audio")
-				return "", err
-			}
-			if err := requireString(audio.Get("id")); err != nil {
-				err.at(".audio.id")
-				return "", err
-			}
-		}
-		if !hasContent && n == 0 && refusal.Type != gjson.String && !hasAudio {
-			return "", &Error{
-				Message: "Missing required parameter: '.content'. An assistant message needs content, tool_calls, refusal or audio.",
-				Param:   ".content",
-				Code:    "missing_required_parameter",
-			}
+		if err := requireString(f.audio.Get("id")); err != nil {
+			err.at(".audio.id")
+			return err
 		}
 	}
-	return r, nil
+	if !hasContent && n == 0 && f.refusal.Type != gjson.String && !hasAudio {
+		return &Error{
+			Message: "Missing required parameter: '.content'. An assistant message needs content, tool_calls, refusal or audio.",
+			Param:   ".content",
+			Code:    "missing_required_parameter",
+		}
+	}
+	return nil
 }
 
 // checkContent validates a message's content: absent, null, a string, or an
