@@ -97,6 +97,13 @@ func dropped(p *plan.Plan, included []history.Span) []history.Dropped {
 		len(included) == 1 && included[0].From == 1 && included[0].To == last {
 		return out // everything stored was sent: the common case costs nothing
 	}
+	return partition(out, dropLabels(p, included, last), last)
+}
+
+// dropLabels labels the stored seqs up to last with why they were not
+// sent: superseded, forgotten, summarized or the strategies' reasons;
+// the included spans are labelled "" (sent).
+func dropLabels(p *plan.Plan, included []history.Span, last uint64) []label {
 	var labels []label
 	if p.Supersede != nil && p.Supersede.Seq < last {
 		labels = append(labels, label{p.Supersede.Seq + 1, last, history.DroppedSuperseded, 0})
@@ -117,6 +124,15 @@ func dropped(p *plan.Plan, included []history.Span) []history.Dropped {
 	for _, d := range p.Report.Dropped {
 		labels = append(labels, label{d.From, d.To, d.Reason, d.Turns})
 	}
+	return labels
+}
+
+// partition appends to out the seqs 1 to last split at every label's
+// bounds, each range with the reason of the first label covering it
+// (budget when none does; none for a sent one), adjacent ranges of one
+// reason merged; a range keeps a label's turns when it is that whole
+// label.
+func partition(out []history.Dropped, labels []label, last uint64) []history.Dropped {
 	points := []uint64{1, last + 1}
 	for _, l := range labels {
 		points = append(points, l.from, l.to+1)
