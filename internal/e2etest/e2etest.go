@@ -146,6 +146,7 @@ func New(t *testing.T, o Options) *Harness {
 // fake, o.Tenants' files written to a directory of their own, adjusted
 // by o.Global.
 func (h *Harness) global(o Options) config.Global {
+	h.T.Helper()
 	g := config.DefaultGlobal()
 	g.Defaults.Upstream.BaseURL = h.Up.URL()
 	if len(o.Tenants) > 0 {
@@ -167,6 +168,7 @@ func (h *Harness) global(o Options) config.Global {
 // openStore opens the store, PostgreSQL's when o names one, else
 // Badger in a temporary directory, and returns what closes it.
 func (h *Harness) openStore(o Options) (closeStore func()) {
+	h.T.Helper()
 	if o.PostgreSQL != "" {
 		pg, err := pgstore.Open(context.Background(), o.PostgreSQL, pgstore.Options{})
 		if err != nil {
