@@ -2,6 +2,7 @@ package agentday
 
 import (
 	"github.com/recallproxy/recall/internal/proctest"
+	"github.com/recallproxy/recall/internal/upstreamtest"
 
 	"bytes"
 	"context"
@@ -526,7 +527,7 @@ func runAgent(t *testing.T, ctx context.Context, f *fakeControl, a agentCase) {
 func checkNative(t *testing.T, calls []fakeRequest, stored agentMessages) (misplaced []string) {
 	t.Helper()
 	for i, c := range calls {
-		if n := countCacheControl(gjson.ParseBytes(c.Body)); n > 4 {
+		if n := upstreamtest.Breakpoints(gjson.ParseBytes(c.Body)); n > 4 {
 			t.Errorf("call %d: got %d cache_control blocks upstream, want at most 4", i, n)
 		}
 	}
@@ -963,25 +964,6 @@ func (ms agentMessages) String() string {
 		fmt.Fprintf(&b, "\n  %s %q results %v thinking %d", m.role, text, m.results, m.thinking)
 	}
 	return b.String()
-}
-
-// countCacheControl counts non-null cache_control members at any depth.
-func countCacheControl(v gjson.Result) int {
-	n := 0
-	obj := v.IsObject()
-	v.ForEach(func(k, val gjson.Result) bool {
-		if obj && k.Str == "cache_control" {
-			if val.Type != gjson.Null {
-				n++
-			}
-			return true
-		}
-		if val.IsObject() || val.IsArray() {
-			n += countCacheControl(val)
-		}
-		return true
-	})
-	return n
 }
 
 // toolReply is a scripted reply of the fake: one call of name with args.
