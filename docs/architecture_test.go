@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/recallproxy/recall/internal/proctest"
 )
 
 // packagesHeading is the section of architecture.md whose table lists
@@ -47,7 +49,7 @@ func TestArchitectureListsEveryPackage(t *testing.T) {
 // A row of a pattern (`bench/...`) is the union of its packages; a
 // package with no non-test Go file (a suite of tests) is not checked.
 func TestArchitectureImportsAreTheCode(t *testing.T) {
-	mod := modulePath(t, "..")
+	mod := proctest.ModulePath(t, "..")
 	pkgs := modulePackages(t, "..")
 	for _, row := range packageTable(t, "architecture.md") {
 		var got []string
@@ -114,22 +116,6 @@ func matches(name, pkg string) bool {
 		return ok && !strings.Contains(rest, "/")
 	}
 	return name == pkg
-}
-
-// modulePath reads the module path from root's go.mod.
-func modulePath(t *testing.T, root string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
-			return strings.TrimSpace(p)
-		}
-	}
-	t.Fatal("go.mod names no module")
-	return ""
 }
 
 // covers reports whether the table row names pkg: the same path, or a

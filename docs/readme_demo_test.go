@@ -4,15 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/recallproxy/recall/internal/proctest"
 )
 
 // demoHeading is the README section whose first sh block is the demo a
@@ -47,7 +47,7 @@ func TestReadmeDemoPrintsWhatItSays(t *testing.T) {
 	if !strings.Contains(block, demoRecall) || !strings.Contains(block, demoUpstream) {
 		t.Fatalf("the demo no longer uses %s and %s; update this test:\n%s", demoRecall, demoUpstream, block)
 	}
-	recall, upstream := freeAddr(t), freeAddr(t)
+	recall, upstream := proctest.FreeAddr(t), proctest.FreeAddr(t)
 	block = strings.ReplaceAll(block, demoRecall, recall)
 	block = strings.ReplaceAll(block, demoUpstream, upstream)
 
@@ -147,15 +147,4 @@ func repoView(t *testing.T) string {
 		}
 	}
 	return dir
-}
-
-// freeAddr returns a loopback address no one listened on a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }

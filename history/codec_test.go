@@ -24,13 +24,7 @@ func TestMessageCodecKeepsTheProtocol(t *testing.T) {
 	}
 
 	// Version 2: no protocol byte.
-	v2 := []byte{2, 0, roleCode(wire.RoleUser)}
-	v2 = binary.AppendUvarint(v2, 1)
-	v2 = binary.AppendUvarint(v2, 1)
-	v2 = binary.AppendUvarint(v2, 5)
-	v2 = binary.AppendVarint(v2, 1)
-	v2 = binary.LittleEndian.AppendUint64(v2, 7)
-	v2 = append(v2, `{"role":"user","content":"x"}`...)
+	v2 := oldRecord(2, 0, roleCode(wire.RoleUser))
 	old, err := DecodeMessage(v2, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -66,13 +60,7 @@ func TestMessageCodecKeepsTheResponse(t *testing.T) {
 			}
 		})
 	}
-	v3 := []byte{3, 0, roleCode(wire.RoleUser), byte(wire.Responses)}
-	v3 = binary.AppendUvarint(v3, 1)
-	v3 = binary.AppendUvarint(v3, 1)
-	v3 = binary.AppendUvarint(v3, 5)
-	v3 = binary.AppendVarint(v3, 1)
-	v3 = binary.LittleEndian.AppendUint64(v3, 7)
-	v3 = append(v3, `{"role":"user","content":"x"}`...)
+	v3 := oldRecord(3, 0, roleCode(wire.RoleUser), byte(wire.Responses))
 	old, err := DecodeMessage(v3, 1)
 	if err != nil || old.Response != nil || string(old.Raw) != `{"role":"user","content":"x"}` {
 		t.Errorf("version 3: got %+v, %v; want the raw and no response", old, err)
@@ -82,4 +70,17 @@ func TestMessageCodecKeepsTheResponse(t *testing.T) {
 	if _, err := DecodeMessage(bad, 1); err == nil {
 		t.Error("a response length past the record: got no error")
 	}
+}
+
+// oldRecord is a user message's record as versions before the Response
+// was kept wrote it: head (version, flags, role and, from version 3, the
+// protocol), turn 1, episode 1, 5 tokens, created at 1ns, hash 7 and the
+// message {"role":"user","content":"x"}.
+func oldRecord(head ...byte) []byte {
+	b := binary.AppendUvarint(head, 1)
+	b = binary.AppendUvarint(b, 1)
+	b = binary.AppendUvarint(b, 5)
+	b = binary.AppendVarint(b, 1)
+	b = binary.LittleEndian.AppendUint64(b, 7)
+	return append(b, `{"role":"user","content":"x"}`...)
 }

@@ -199,14 +199,21 @@ func checkFresh(tail, fresh []history.Message, param string) error {
 	return nil
 }
 
+// objectMetadata reads the request body, an object, and its metadata
+// (nil where the body has none).
+func (sc *call) objectMetadata() (gjson.Result, *string, error) {
+	body, err := sc.object()
+	if err != nil {
+		return gjson.Result{}, nil, err
+	}
+	md, err := metadataOf(body.Get("metadata"))
+	return body, md, err
+}
+
 // createConversation serves POST /v1/conversations: a new conversation
 // (conv_…) holding items, if any, with metadata.
 func (sc *call) createConversation() error {
-	body, err := sc.object()
-	if err != nil {
-		return err
-	}
-	md, err := metadataOf(body.Get("metadata"))
+	body, md, err := sc.objectMetadata()
 	if err != nil {
 		return err
 	}
@@ -244,11 +251,7 @@ func (sc *call) getConversation(k history.Key) error {
 // updateConversation serves POST /v1/conversations/{id}: its metadata
 // replaced.
 func (sc *call) updateConversation(k history.Key) error {
-	body, err := sc.object()
-	if err != nil {
-		return err
-	}
-	md, err := metadataOf(body.Get("metadata"))
+	_, md, err := sc.objectMetadata()
 	if err != nil {
 		return err
 	}

@@ -32,13 +32,7 @@ func TestImportedConversationSummaryCost(t *testing.T) {
 	if testing.Short() || err != nil || n <= 0 {
 		t.Skip("set RECALL_IMPORTED_TURNS=100000 to measure")
 	}
-	for _, tc := range []struct {
-		name string
-		opts []upstreamtest.Option
-	}{
-		{"within_limit", nil},
-		{"runs_on", []upstreamtest.Option{upstreamtest.WithUnboundedSummaries()}},
-	} {
+	for _, tc := range summariserModes {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := append([]upstreamtest.Option{upstreamtest.WithKeepRequests(0)}, tc.opts...)
 			calls, meta := importAndSummarise(t, n, opts...)

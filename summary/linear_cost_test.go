@@ -78,18 +78,23 @@ func transcriptTokens(t *testing.T, f *fixture, m *Manager, conv string, keep in
 	return n
 }
 
+// summariserModes are the fake summariser's two ways of answering: within
+// max_completion_tokens, and running on past it (every item it was ever
+// given).
+var summariserModes = []struct {
+	name string
+	opts []upstreamtest.Option
+}{
+	{"within_limit", nil},
+	{"runs_on", []upstreamtest.Option{upstreamtest.WithUnboundedSummaries()}},
+}
+
 // A job's calls are linear in its transcript, whatever the summariser
 // answers: a summariser that runs on past max_completion_tokens (every
 // item it was ever given) does not make the summary, and so every call,
 // grow with the conversation.
 func TestSummaryCallsAreLinearInTheTranscript(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts []upstreamtest.Option
-	}{
-		{"within_limit", nil},
-		{"runs_on", []upstreamtest.Option{upstreamtest.WithUnboundedSummaries()}},
-	} {
+	for _, tc := range summariserModes {
 		t.Run(tc.name, func(t *testing.T) {
 			const turnsN, window, maxTokens = 3000, 4000, 200
 			f := newFixture(t, smallWindow(1000), tc.opts...)

@@ -39,8 +39,13 @@ func (c *collector) export(_ context.Context, request []byte) error {
 func (c *collector) spans() []*tracepb.Span {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return spansOf(c.reqs)
+}
+
+// spansOf is every span of reqs, in order.
+func spansOf(reqs []*collectortrace.ExportTraceServiceRequest) []*tracepb.Span {
 	var out []*tracepb.Span
-	for _, r := range c.reqs {
+	for _, r := range reqs {
 		for _, rs := range r.ResourceSpans {
 			for _, ss := range rs.ScopeSpans {
 				out = append(out, ss.Spans...)

@@ -94,15 +94,7 @@ func (r *receiver) wait(t *testing.T, n int) {
 func (r *receiver) spans() []*tracepb.Span {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []*tracepb.Span
-	for _, req := range r.reqs {
-		for _, rs := range req.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				out = append(out, ss.Spans...)
-			}
-		}
-	}
-	return out
+	return spansOf(r.reqs)
 }
 
 func startTracer(t *testing.T, env map[string]string) *tracing.Tracer {

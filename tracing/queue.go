@@ -53,29 +53,35 @@ func newQueue(t *Tracer, batch, maxQueued int, every time.Duration) *queue {
 
 // put queues e, or drops it when the queue is full.
 func (q *queue) put(e *Exchange) {
-	q.mu.Lock()
-	if len(q.ended)+len(q.mems) >= q.maxQueued {
-		q.mu.Unlock()
-		q.dropped.Add(1)
-		return
-	}
-	q.ended = append(q.ended, e)
-	n := len(q.ended) + len(q.mems)
-	q.mu.Unlock()
-	if n == q.batch {
-		q.poke()
+	if q.lockRoom() {
+		q.ended = append(q.ended, e)
+		q.unlockQueued()
 	}
 }
 
 // putMemory queues m, or drops it when the queue is full.
 func (q *queue) putMemory(m Memory) {
+	if q.lockRoom() {
+		q.mems = append(q.mems, m)
+		q.unlockQueued()
+	}
+}
+
+// lockRoom locks q when it has room for one more span and reports
+// whether it did; a full queue counts the span as dropped.
+func (q *queue) lockRoom() bool {
 	q.mu.Lock()
 	if len(q.ended)+len(q.mems) >= q.maxQueued {
 		q.mu.Unlock()
 		q.dropped.Add(1)
-		return
+		return false
 	}
-	q.mems = append(q.mems, m)
+	return true
+}
+
+// unlockQueued unlocks q after a span was queued, and wakes the writer
+// when the queue just reached a batch.
+func (q *queue) unlockQueued() {
 	n := len(q.ended) + len(q.mems)
 	q.mu.Unlock()
 	if n == q.batch {

@@ -103,15 +103,7 @@ func TestControlRequests(t *testing.T) {
 	post("/v1/messages", `{"model":"c","max_tokens":5,"messages":[{"role":"assistant","content":"x"}]}`, anth)
 	post("/v1/responses", `{"model":"gpt-4o","input":"yo"}`, nil)
 
-	resp, err := http.Get(srv.URL + "/_fake/requests")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var got []recorded
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
-		t.Fatal(err)
-	}
+	got := fakeRequests(t, srv.URL)
 	want := []struct{ path, query, rejected, model string }{
 		{"/v1/messages", "beta=true", "", "c"},
 		{"/v1/messages", "", "first message", "c"},
@@ -167,15 +159,7 @@ func TestControlRequestsWebSocket(t *testing.T) {
 		}
 	}
 
-	resp, err = http.Get(srv.URL + "/_fake/requests")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var got []recorded
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
-		t.Fatal(err)
-	}
+	got := fakeRequests(t, srv.URL)
 	if len(got) != 2 {
 		t.Fatalf("got %d requests, want 2: %+v", len(got), got)
 	}
@@ -188,4 +172,19 @@ func TestControlRequestsWebSocket(t *testing.T) {
 	if got[0].At.Before(before) || got[1].At.Before(got[0].At) {
 		t.Errorf("at: got %v then %v, want both after %v, in order", got[0].At, got[1].At, before)
 	}
+}
+
+// fakeRequests reads what the fake at url recorded (GET /_fake/requests).
+func fakeRequests(t *testing.T, url string) []recorded {
+	t.Helper()
+	resp, err := http.Get(url + "/_fake/requests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got []recorded
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

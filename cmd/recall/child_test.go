@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/internal/pgtest"
+	"github.com/recallproxy/recall/internal/proctest"
 )
 
 // envTestMain makes the test binary act as the recall command, so that the
@@ -42,12 +42,7 @@ type child struct {
 // newChild reserves a loopback port for a child serving dir in front of upstream.
 func newChild(t *testing.T, dir, upstream string) *child {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := proctest.FreeAddr(t)
 	logs, err := os.Create(filepath.Join(t.TempDir(), "child.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/recallproxy/recall/internal/proctest"
 )
 
 // cliEnv lists every variable the commands read; each test starts with all
@@ -31,7 +33,7 @@ func TestCLI(t *testing.T) {
 		w.Write([]byte("{\"status\":\n\"shutting down\"}"))
 	}))
 	defer draining.Close()
-	closed := closedAddr(t)
+	closed := proctest.FreeAddr(t)
 
 	dir := t.TempDir()
 	bad := writeConfig(t, dir, "bad.yaml", "tenants_dir: tenants\nadmin_key: ${NOPE_ADMIN}\ncache_mb: lots\n")
@@ -234,18 +236,6 @@ func writeConfig(t *testing.T, dir, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // port returns the port of an http://host:port URL.

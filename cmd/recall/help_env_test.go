@@ -6,13 +6,14 @@ import (
 	"go/build"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/recallproxy/recall/internal/proctest"
 )
 
 // clientCommands names the files of this package that belong to a
@@ -74,7 +75,7 @@ var recallVariable = regexp.MustCompile(`^RECALL_[A-Z0-9_]+$`)
 func recallVariablesRead(t *testing.T) []envRead {
 	t.Helper()
 	root := filepath.Join("..", "..")
-	mod := modulePath(t, root)
+	mod := proctest.ModulePath(t, root)
 	var reads []envRead
 	seen := map[string]bool{}
 	queue := []string{"."}
@@ -135,20 +136,4 @@ func isEnvVarType(e ast.Expr) bool {
 	}
 	id, ok := e.(*ast.Ident)
 	return ok && id.Name == "envVar"
-}
-
-// modulePath reads the module path from root's go.mod.
-func modulePath(t *testing.T, root string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
-			return strings.TrimSpace(p)
-		}
-	}
-	t.Fatal("go.mod names no module")
-	return ""
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/recallproxy/recall/internal/proctest"
 )
 
 // TestServeStartupLog starts the binary and reads what it logged before it
@@ -13,7 +15,7 @@ import (
 // "recall serving" line that names the upstream with its password masked.
 // No line carries an empty "error".
 func TestServeStartupLog(t *testing.T) {
-	upstream := "http://user:s3cr3t-pw@" + closedAddr(t) // no /v1: warned about
+	upstream := "http://user:s3cr3t-pw@" + proctest.FreeAddr(t) // no /v1: warned about
 	c := newChild(t, t.TempDir(), upstream)
 	c.start()
 	c.kill()

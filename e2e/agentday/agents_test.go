@@ -2,6 +2,7 @@ package agentday
 
 import (
 	"github.com/recallproxy/recall/internal/proctest"
+	"github.com/recallproxy/recall/internal/upstreamtest"
 
 	"bytes"
 	"context"
@@ -526,7 +527,7 @@ func runAgent(t *testing.T, ctx context.Context, f *fakeControl, a agentCase) {
 func checkNative(t *testing.T, calls []fakeRequest, stored agentMessages) (misplaced []string) {
 	t.Helper()
 	for i, c := range calls {
-		if n := countCacheControl(gjson.ParseBytes(c.Body)); n > 4 {
+		if n := upstreamtest.Breakpoints(gjson.ParseBytes(c.Body)); n > 4 {
 			t.Errorf("call %d: got %d cache_control blocks upstream, want at most 4", i, n)
 		}
 	}
@@ -569,12 +570,7 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 	defer cancel()
 	cmd := a.run(t, pctx, e, prompt)
 	cmd.Dir = e.work
-	trace := ""
-	if a.strace != "" {
-		trace = filepath.Join(e.home, "strace.out")
-		cmd.Args = append([]string{a.strace, "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", trace}, cmd.Args...)
-		cmd.Path = a.strace
-	}
+	trace := traceNetwork(cmd, a, e)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -616,15 +612,7 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 		t.Errorf("%s %q: got stdout\n%s\nwant the fake's echo of the prompt", a.name, prompt, out)
 	}
 	t.Logf("%s: process done in %v, %d side calls", a.name, took.Round(time.Millisecond), len(side))
-	if trace != "" {
-		b, err := os.ReadFile(trace)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if elsewhere := contacted(b, a.recall); len(elsewhere) > 0 {
-			t.Errorf("%s %q contacted more than Recall (%s):\n%s", a.name, prompt, a.recall, strings.Join(elsewhere, "\n"))
-		}
-	}
+	checkContacted(t, trace, a, prompt)
 	// A side call (a title: no tools) reaches the upstream as the agent
 	// sent it: nothing of an earlier process's turns in it.
 	for _, r := range side {
@@ -633,6 +621,35 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 		}
 	}
 	return calls, len(side), early
+}
+
+// traceNetwork makes cmd run under a.strace, when a is traced, writing
+// the calls by which it reaches the network to a file in e.home, and
+// returns that file ("" when untraced).
+func traceNetwork(cmd *exec.Cmd, a agentCase, e agentEnv) string {
+	if a.strace == "" {
+		return ""
+	}
+	trace := filepath.Join(e.home, "strace.out")
+	cmd.Args = append([]string{a.strace, "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", trace}, cmd.Args...)
+	cmd.Path = a.strace
+	return trace
+}
+
+// checkContacted fails t when trace, if any, shows that the process
+// run with prompt contacted more than a's Recall.
+func checkContacted(t *testing.T, trace string, a agentCase, prompt string) {
+	t.Helper()
+	if trace == "" {
+		return
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if elsewhere := contacted(b, a.recall); len(elsewhere) > 0 {
+		t.Errorf("%s %q contacted more than Recall (%s):\n%s", a.name, prompt, a.recall, strings.Join(elsewhere, "\n"))
+	}
 }
 
 // straceUsable returns strace's path when it can trace a process here
@@ -963,25 +980,6 @@ func (ms agentMessages) String() string {
 		fmt.Fprintf(&b, "\n  %s %q results %v thinking %d", m.role, text, m.results, m.thinking)
 	}
 	return b.String()
-}
-
-// countCacheControl counts non-null cache_control members at any depth.
-func countCacheControl(v gjson.Result) int {
-	n := 0
-	obj := v.IsObject()
-	v.ForEach(func(k, val gjson.Result) bool {
-		if obj && k.Str == "cache_control" {
-			if val.Type != gjson.Null {
-				n++
-			}
-			return true
-		}
-		if val.IsObject() || val.IsArray() {
-			n += countCacheControl(val)
-		}
-		return true
-	})
-	return n
 }
 
 // toolReply is a scripted reply of the fake: one call of name with args.

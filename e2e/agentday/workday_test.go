@@ -445,12 +445,7 @@ func runDayProcess(t *testing.T, s *agentSuite, a agentCase, e agentEnv, prompt 
 		cmd.Args = slices.Insert(cmd.Args, 2, "--continue")
 	}
 	cmd.Dir = e.work
-	trace := ""
-	if a.strace != "" {
-		trace = filepath.Join(e.home, "strace.out")
-		cmd.Args = append([]string{a.strace, "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", trace}, cmd.Args...)
-		cmd.Path = a.strace
-	}
+	trace := traceNetwork(cmd, a, e)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -488,15 +483,7 @@ func runDayProcess(t *testing.T, s *agentSuite, a agentCase, e agentEnv, prompt 
 	if i := strings.LastIndex(out, "echo: "); prompt != "/compact" && (i < 0 || !strings.Contains(out[i:], prompt)) {
 		t.Errorf("%s %q: got stdout\n%s\nwant the fake's echo of the prompt", a.name, prompt, out)
 	}
-	if trace != "" {
-		b, err := os.ReadFile(trace)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if elsewhere := contacted(b, a.recall); len(elsewhere) > 0 {
-			t.Errorf("%s %q contacted more than Recall (%s):\n%s", a.name, prompt, a.recall, strings.Join(elsewhere, "\n"))
-		}
-	}
+	checkContacted(t, trace, a, prompt)
 	return calls, from + len(reqs)
 }
 

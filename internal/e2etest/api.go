@@ -65,15 +65,7 @@ func (h *Harness) API(key, tenant, method, path string, body string, contentType
 	case body != "":
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.T.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		h.T.Fatal(err)
-	}
+	resp, b := h.do(req)
 	if err := apitest.Check(method, path, resp.StatusCode, resp.Header, b); err != nil {
 		h.T.Errorf("%v", err)
 	}

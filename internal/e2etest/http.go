@@ -56,6 +56,13 @@ func (h *Harness) PostHeaders(path string, headers map[string]string, body strin
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
+	resp, b := h.do(req)
+	return Result{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
+}
+
+// do sends req and reads its answer's body whole.
+func (h *Harness) do(req *http.Request) (*http.Response, []byte) {
+	h.T.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		h.T.Fatal(err)
@@ -65,7 +72,7 @@ func (h *Harness) PostHeaders(path string, headers map[string]string, body strin
 	if err != nil {
 		h.T.Fatal(err)
 	}
-	return Result{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
+	return resp, b
 }
 
 // Raw sends request bytes exactly as given on a new connection to Recall

@@ -250,11 +250,7 @@ func validateMessagesTop(root gjson.Result, msgs []gjson.Result) *anthropicError
 	case len(msgs) == 0:
 		return badRequest("messages: at least one message is required")
 	}
-	n := countBreakpoints(root.Get("system")) + countBreakpoints(root.Get("tools")) + countBreakpoints(root.Get("messages"))
-	if cc := root.Get("cache_control"); cc.Exists() && cc.Type != gjson.Null {
-		n++
-	}
-	if n > maxBreakpoints {
+	if n := Breakpoints(root); n > maxBreakpoints {
 		return badRequest("A maximum of 4 blocks with cache_control may be provided. Found " + strconv.Itoa(n) + ".")
 	}
 	return nil
@@ -297,6 +293,17 @@ func validateBlocks(at, role string, content gjson.Result, prevCalls []string) (
 		return err == nil
 	})
 	return calls, results, err
+}
+
+// Breakpoints counts the prompt-cache breakpoints of a Messages request
+// body as Anthropic does: the non-null cache_control members of its
+// system, tools and messages, and its own top-level one.
+func Breakpoints(body gjson.Result) int {
+	n := countBreakpoints(body.Get("system")) + countBreakpoints(body.Get("tools")) + countBreakpoints(body.Get("messages"))
+	if cc := body.Get("cache_control"); cc.Exists() && cc.Type != gjson.Null {
+		n++
+	}
+	return n
 }
 
 // countBreakpoints counts non-null cache_control members in v.

@@ -8,35 +8,37 @@ import (
 	"github.com/recallproxy/recall/protocol/internal/prototest"
 )
 
+// idCases are messages spelled in the ways the skip must see through,
+// with the ids the parse reads of them.
+var idCases = []prototest.IDCase{
+	{Name: "text", Raw: `{"role":"assistant","content":"The trend holds."}`},
+	{Name: "a call", Raw: `{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]}`, Calls: []string{"t1"}},
+	{Name: "a call's type escaped", Raw: `{"role":"assistant","content":[{"type":"tool\u005fuse","id":"t1","name":"f","input":{}}]}`, Calls: []string{"t1"}},
+	{Name: "a call spaced", Raw: `{"role" : "assistant", "content" : [ { "type" : "tool_use" , "id" : "t1" } ]}`, Calls: []string{"t1"}},
+	{Name: "a result", Raw: `{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}`, Results: []string{"t1"}},
+	{Name: "a result's type escaped", Raw: `{"role":"user","content":[{"type":"\u0074ool_result","tool_use_id":"t1","content":"ok"}]}`, Results: []string{"t1"}},
+	{Name: "a result beside text", Raw: `{"role":"user","content":[{"type":"text","text":"and"},{"type":"tool_result","tool_use_id":"t2"}]}`, Results: []string{"t2"}},
+	{Name: "types named in text", Raw: `{"role":"assistant","content":"a \"tool_use\" block answers a \"tool_result\" one"}`},
+	{Name: "a call in a user message", Raw: `{"role":"user","content":[{"type":"tool_use","id":"t1"}]}`},
+}
+
 // Calls and Results skip the parse of a message that cannot hold a
 // tool_use or tool_result block (most of them): whatever the spelling,
 // they answer what the parse reads.
 func TestCallsAndResultsHoweverSpelled(t *testing.T) {
-	for _, tt := range []struct {
-		name, raw      string
-		calls, results []string
-	}{
-		{"text", `{"role":"assistant","content":"The trend holds."}`, nil, nil},
-		{"a call", `{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]}`, []string{"t1"}, nil},
-		{"a call's type escaped", `{"role":"assistant","content":[{"type":"tool\u005fuse","id":"t1","name":"f","input":{}}]}`, []string{"t1"}, nil},
-		{"a call spaced", `{"role" : "assistant", "content" : [ { "type" : "tool_use" , "id" : "t1" } ]}`, []string{"t1"}, nil},
-		{"a result", `{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}`, nil, []string{"t1"}},
-		{"a result's type escaped", `{"role":"user","content":[{"type":"\u0074ool_result","tool_use_id":"t1","content":"ok"}]}`, nil, []string{"t1"}},
-		{"a result beside text", `{"role":"user","content":[{"type":"text","text":"and"},{"type":"tool_result","tool_use_id":"t2"}]}`, nil, []string{"t2"}},
-		{"types named in text", `{"role":"assistant","content":"a \"tool_use\" block answers a \"tool_result\" one"}`, nil, nil},
-		{"a call in a user message", `{"role":"user","content":[{"type":"tool_use","id":"t1"}]}`, nil, nil},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			raw := []byte(tt.raw)
-			prototest.IDs(t, Codec{}, raw, tt.calls, tt.results)
-			// The parse alone reads the same.
-			if got := appendIDs(nil, parse(raw), roleAssistant, typeToolUse, "id"); !slices.Equal(got, tt.calls) {
-				t.Errorf("the parse's calls: got %q, want %q", got, tt.calls)
-			}
-			if got := appendIDs(nil, parse(raw), roleUser, typeToolResult, "tool_use_id"); !slices.Equal(got, tt.results) {
-				t.Errorf("the parse's results: got %q, want %q", got, tt.results)
-			}
-		})
+	prototest.IDTable(t, Codec{}, idCases)
+}
+
+// The parse alone reads the ids idCases name.
+func TestParseReadsTheIDsHoweverSpelled(t *testing.T) {
+	for _, tc := range idCases {
+		raw := parse([]byte(tc.Raw))
+		if got := appendIDs(nil, raw, roleAssistant, typeToolUse, "id"); !slices.Equal(got, tc.Calls) {
+			t.Errorf("%s: the parse's calls: got %q, want %q", tc.Name, got, tc.Calls)
+		}
+		if got := appendIDs(nil, raw, roleUser, typeToolResult, "tool_use_id"); !slices.Equal(got, tc.Results) {
+			t.Errorf("%s: the parse's results: got %q, want %q", tc.Name, got, tc.Results)
+		}
 	}
 }
 

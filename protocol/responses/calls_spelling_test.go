@@ -10,22 +10,14 @@ import (
 // call_id (most of them): whatever the spelling, they answer what the
 // parse reads.
 func TestCallsAndResultsHoweverSpelled(t *testing.T) {
-	for _, tt := range []struct {
-		name, raw      string
-		calls, results []string
-	}{
-		{"a message", `{"role":"user","content":"The trend holds."}`, nil, nil},
-		{"a call", `{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}`, []string{"c1"}, nil},
-		{"a call's key escaped", `{"type":"function_call","call\u005fid":"c1","name":"f","arguments":"{}"}`, []string{"c1"}, nil},
-		{"a call's type escaped", `{"type":"function\u005fcall","call_id":"c1","name":"f","arguments":"{}"}`, []string{"c1"}, nil},
-		{"an output", `{"type":"function_call_output","call_id":"c1","output":"ok"}`, nil, []string{"c1"}},
-		{"an output spaced", `{ "type" : "function_call_output" , "call_id" : "c1" }`, nil, []string{"c1"}},
-		{"the key named in text", `{"role":"user","content":"a \"call_id\" names the call"}`, nil, nil},
-		{"a shell call", `{"type":"local_shell_call","call_id":"c1"}`, nil, nil},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			raw := []byte(tt.raw)
-			prototest.IDs(t, Codec{}, raw, tt.calls, tt.results)
-		})
-	}
+	prototest.IDTable(t, Codec{}, []prototest.IDCase{
+		{Name: "a message", Raw: `{"role":"user","content":"The trend holds."}`},
+		{Name: "a call", Raw: `{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}`, Calls: []string{"c1"}},
+		{Name: "a call's key escaped", Raw: `{"type":"function_call","call\u005fid":"c1","name":"f","arguments":"{}"}`, Calls: []string{"c1"}},
+		{Name: "a call's type escaped", Raw: `{"type":"function\u005fcall","call_id":"c1","name":"f","arguments":"{}"}`, Calls: []string{"c1"}},
+		{Name: "an output", Raw: `{"type":"function_call_output","call_id":"c1","output":"ok"}`, Results: []string{"c1"}},
+		{Name: "an output spaced", Raw: `{ "type" : "function_call_output" , "call_id" : "c1" }`, Results: []string{"c1"}},
+		{Name: "the key named in text", Raw: `{"role":"user","content":"a \"call_id\" names the call"}`},
+		{Name: "a shell call", Raw: `{"type":"local_shell_call","call_id":"c1"}`},
+	})
 }

@@ -40,25 +40,22 @@ func (Codec) Role(raw []byte) string { return role(parse(raw)) }
 
 // Calls appends the call_id the item asks a result for, if any.
 func (Codec) Calls(dst []string, raw []byte) []string {
-	if jsonscan.Lacks(raw, callIDTail) { // most items: skip the parse
-		return dst
-	}
-	item := parse(raw)
-	if isCall(itemType(item)) {
-		if id := item.Get("call_id"); id.Type == gjson.String && id.Str != "" {
-			dst = append(dst, strings.Clone(id.Str))
-		}
-	}
-	return dst
+	return appendCallID(dst, raw, isCall)
 }
 
 // Results appends the call_id the item answers, if any.
 func (Codec) Results(dst []string, raw []byte) []string {
+	return appendCallID(dst, raw, isOutput)
+}
+
+// appendCallID appends the call_id of the item raw, if any, when is
+// takes its type.
+func appendCallID(dst []string, raw []byte, is func(typ string) bool) []string {
 	if jsonscan.Lacks(raw, callIDTail) { // most items: skip the parse
 		return dst
 	}
 	item := parse(raw)
-	if isOutput(itemType(item)) {
+	if is(itemType(item)) {
 		if id := item.Get("call_id"); id.Type == gjson.String && id.Str != "" {
 			dst = append(dst, strings.Clone(id.Str))
 		}

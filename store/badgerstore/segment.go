@@ -355,7 +355,13 @@ var segCounterKey = []byte("v\x00segment")
 
 // readSegmentCounter loads the last segment id given out.
 func (s *Store) readSegmentCounter() error {
-	return s.db.View(func(txn *badger.Txn) error {
+	return readCounter(s.db, &s.segment)
+}
+
+// readCounter loads db's segment counter into n, leaving n as it is
+// where db has none.
+func readCounter(db *badger.DB, n *uint64) error {
+	return db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(segCounterKey)
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return nil
@@ -367,7 +373,7 @@ func (s *Store) readSegmentCounter() error {
 			if len(v) != 8 {
 				return errBadSegment
 			}
-			s.segment = binary.BigEndian.Uint64(v)
+			*n = binary.BigEndian.Uint64(v)
 			return nil
 		})
 	})

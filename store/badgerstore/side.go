@@ -3,7 +3,6 @@ package badgerstore
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -162,13 +161,7 @@ func (s *Store) moveToSide() error {
 		err = s.readSegmentCounter()
 	}
 	if err == nil {
-		err = wb.Set(segCounterKey, binary.BigEndian.AppendUint64(nil, s.segment))
-	}
-	if err == nil {
-		err = wb.Flush()
-	}
-	if err == nil {
-		err = s.side.Sync()
+		err = s.commitSide(wb)
 	}
 	if err != nil {
 		return fmt.Errorf("badgerstore: move to the side database: %w", err)
@@ -207,26 +200,23 @@ func (s *Store) moveToSide() error {
 	return nil
 }
 
+// commitSide sets the side database's segment counter to s.segment in
+// wb, flushes wb and syncs the side database.
+func (s *Store) commitSide(wb *badger.WriteBatch) error {
+	if err := wb.Set(segCounterKey, binary.BigEndian.AppendUint64(nil, s.segment)); err != nil {
+		return err
+	}
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	return s.side.Sync()
+}
+
 // sideCounter reads the side database's segment counter: the last
 // segment a fold wrote there.
 func (s *Store) sideCounter() (uint64, error) {
 	var n uint64
-	err := s.side.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(segCounterKey)
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return item.Value(func(v []byte) error {
-			if len(v) != 8 {
-				return errBadSegment
-			}
-			n = binary.BigEndian.Uint64(v)
-			return nil
-		})
-	})
+	err := readCounter(s.side, &n)
 	return n, err
 }
 
@@ -261,13 +251,7 @@ func (s *Store) dropOrphanSegments() error {
 		return nil
 	})
 	if err == nil {
-		err = wb.Set(segCounterKey, binary.BigEndian.AppendUint64(nil, s.segment))
-	}
-	if err == nil {
-		err = wb.Flush()
-	}
-	if err == nil {
-		err = s.side.Sync()
+		err = s.commitSide(wb)
 	}
 	if err != nil {
 		return fmt.Errorf("badgerstore: drop the segments of an unfinished fold: %w", err)

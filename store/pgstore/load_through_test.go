@@ -15,39 +15,46 @@ import (
 	"github.com/recallproxy/recall/store/pgstore"
 )
 
-// loadRows counts the rows the database sent for Load's first statement
-// (its command tag), sent alone or in a batch.
-type loadRows struct {
-	mu sync.Mutex
-	n  int64
+// rowCounter counts the rows the database sent for the statements whose
+// SQL starts with one of prefixes, by their command tags (the rows a
+// result held, whether the reader took them or its close drained them),
+// sent alone or in a batch.
+type rowCounter struct {
+	prefixes []string
+	mu       sync.Mutex
+	n        int64
 }
 
-func (r *loadRows) add(sql string, tag int64) {
-	if strings.HasPrefix(sql, "WITH c AS") || strings.HasPrefix(sql, "SELECT 0::bigint, meta, summary") {
-		r.mu.Lock()
-		r.n += tag
-		r.mu.Unlock()
+func (r *rowCounter) add(sql string, tag int64) {
+	for _, p := range r.prefixes {
+		if strings.HasPrefix(sql, p) {
+			r.mu.Lock()
+			r.n += tag
+			r.mu.Unlock()
+			return
+		}
 	}
 }
 
 type sqlKey struct{}
 
-func (r *loadRows) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+func (r *rowCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	return context.WithValue(ctx, sqlKey{}, d.SQL)
 }
-func (r *loadRows) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+func (r *rowCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
 	sql, _ := ctx.Value(sqlKey{}).(string)
 	r.add(sql, d.CommandTag.RowsAffected())
 }
-func (r *loadRows) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+func (r *rowCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
 	return ctx
 }
-func (r *loadRows) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+func (r *rowCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
 	r.add(d.SQL, d.CommandTag.RowsAffected())
 }
-func (r *loadRows) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+func (r *rowCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
-func (r *loadRows) take() int64 {
+// take returns the rows counted since the last take.
+func (r *rowCounter) take() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := r.n
@@ -65,7 +72,7 @@ func (r *loadRows) take() int64 {
 // build), still gives the same tail.
 func TestLoadStartsAtTheSummary(t *testing.T) {
 	ctx := testCtx(t)
-	rows := &loadRows{}
+	rows := &rowCounter{prefixes: []string{"WITH c AS", "SELECT 0::bigint, meta, summary"}} // Load's first statement
 	url := pgtest.DB(t)
 	s := open(t, url, pgstore.Options{Tracer: rows})
 	k := history.Key{Tenant: "t", Conversation: "summarised"}

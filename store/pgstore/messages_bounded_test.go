@@ -1,49 +1,12 @@
 package pgstore_test
 
 import (
-	"context"
-	"strings"
-	"sync"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/store/pgstore"
 )
-
-// rowsSent counts the rows the database sent for reads of messages, by
-// their statements' command tags (the rows a result held, whether the
-// reader took them or its close drained them).
-type rowsSent struct {
-	mu sync.Mutex
-	n  int64
-}
-
-func (r *rowsSent) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	return ctx
-}
-func (r *rowsSent) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (r *rowsSent) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
-func (r *rowsSent) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	if strings.HasPrefix(d.SQL, "SELECT seq, body FROM recall_messages") {
-		r.mu.Lock()
-		r.n += d.CommandTag.RowsAffected()
-		r.mu.Unlock()
-	}
-}
-func (r *rowsSent) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
-func (r *rowsSent) take() int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := r.n
-	r.n = 0
-	return n
-}
 
 // TestMessagesReadAboutWhatTheReaderTakes: a read of a conversation's
 // messages that stops after a few (a page of the Conversations API's
@@ -51,7 +14,7 @@ func (r *rowsSent) take() int64 {
 // number of rows, not the rest of the conversation; a read of all of it
 // still gets every message, oldest first, once.
 func TestMessagesReadAboutWhatTheReaderTakes(t *testing.T) {
-	var sent rowsSent
+	sent := rowCounter{prefixes: []string{"SELECT seq, body FROM recall_messages"}} // reads of messages
 	s := open(t, pgtest.DB(t), pgstore.Options{Tracer: &sent})
 	ctx := testCtx(t)
 	k := history.Key{Tenant: "t", Conversation: "long"}

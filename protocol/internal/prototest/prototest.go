@@ -41,6 +41,21 @@ func IDs(t testing.TB, c wire.Codec, raw []byte, calls, results []string) {
 	}
 }
 
+// IDCase is a stored message (Raw) and the call ids it makes (Calls)
+// and answers (Results).
+type IDCase struct {
+	Name           string
+	Raw            string
+	Calls, Results []string
+}
+
+// IDTable runs IDs on each case, a subtest each.
+func IDTable(t *testing.T, c wire.Codec, cases []IDCase) {
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) { IDs(t, c, []byte(tc.Raw), tc.Calls, tc.Results) })
+	}
+}
+
 // FileRoundTrip checks that c decodes raw, a user message of a text part
 // and a file, into text then want, and encodes it back into the same
 // JSON.
