@@ -23,7 +23,8 @@ import (
 // the new messages' form, build the window with the preamble and the
 // summary, curate it to the budget, and lay out the messages to send.
 func Make(ctx context.Context, in Input) (*Plan, error) {
-	m := newMaker(in)
+	var m maker
+	m.start(in)
 	if err := m.read(ctx); err != nil {
 		return nil, err
 	}
@@ -75,10 +76,10 @@ type maker struct {
 	summary Message
 }
 
-// newMaker sets up the counters, the encoding, the budget and the fixed
+// start sets up the counters, the encoding, the budget and the fixed
 // part of the prompt.
-func newMaker(in Input) *maker {
-	m := &maker{in: in, count: in.Counter, fixedCount: in.Fixed}
+func (m *maker) start(in Input) {
+	m.in, m.count, m.fixedCount = in, in.Counter, in.Fixed
 	if m.count == nil {
 		m.count = &tokens.Counter{}
 	}
@@ -93,7 +94,6 @@ func newMaker(in Input) *maker {
 	for _, msg := range in.Instructions {
 		m.fixed += Count(m.fixedCount, m.enc, msg.Protocol, msg.Raw)
 	}
-	return m
 }
 
 // size works out the budget, the floor and the window. The budget bounds
@@ -194,6 +194,9 @@ func (m *maker) load(ctx context.Context, q history.Query, restarted bool) (hist
 // result must answer a call), an orphan's Index counted among in.New.
 func (m *maker) checkNew() error {
 	err := history.CheckNew(m.merged.History, m.merged.New)
+	if err == nil {
+		return nil
+	}
 	var oe *history.OrphanResultError
 	if errors.As(err, &oe) {
 		return &history.OrphanResultError{Index: len(m.in.New) - len(m.merged.New) + oe.Index}
