@@ -317,7 +317,7 @@ func (m *maker) injectSummary(current bool) {
 	if len(m.in.Instructions) > 0 {
 		role = m.in.Instructions[0].Role
 	}
-	raw := Inject(role, p.Summary.Text)
+	raw := injected(m.in.Key, &m.stored.Meta, role)
 	m.summary = Message{Kind: SummaryMessage, Role: role, Raw: raw, Tokens: m.fixedCount.Message(m.enc, raw)}
 	turn := 0
 	if n := len(m.w.Turns); n > 0 && current {

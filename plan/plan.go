@@ -21,8 +21,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/protocol/chat"
@@ -159,7 +157,9 @@ type Message struct {
 	Kind Kind
 	Role string
 	// Protocol is the wire protocol Raw is in (the summary's is chat
-	// completions).
+	// completions). Raw is read-only: it may be the request's, the
+	// store's, or the summary's message that plans of the conversation
+	// share.
 	Protocol wire.Protocol
 	Raw      []byte
 	Tokens   int
@@ -416,15 +416,4 @@ func PolicyFor(t *config.Tenant) (Policy, error) {
 		NoSummary:             !t.Summary.Enabled,
 		SummaryMaxTokens:      t.Summary.MaxTokens,
 	}, nil
-}
-
-// Inject returns the summary message: role (the client's first instruction
-// message's, "system" when there is none) and SummaryPrefix plus text.
-func Inject(role, text string) []byte {
-	b := make([]byte, 0, len(text)+len(SummaryPrefix)+40)
-	b = append(b, `{"role":`...)
-	b = gjson.AppendJSONString(b, role)
-	b = append(b, `,"content":`...)
-	b = gjson.AppendJSONString(b, SummaryPrefix+text)
-	return append(b, '}')
 }
