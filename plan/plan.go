@@ -17,14 +17,9 @@
 package plan
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"time"
-
-	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
@@ -162,7 +157,9 @@ type Message struct {
 	Kind Kind
 	Role string
 	// Protocol is the wire protocol Raw is in (the summary's is chat
-	// completions).
+	// completions). Raw is read-only: it may be the request's, the
+	// store's, or the summary's message that plans of the conversation
+	// share.
 	Protocol wire.Protocol
 	Raw      []byte
 	Tokens   int
@@ -220,271 +217,6 @@ type Plan struct {
 	Fits    bool
 }
 
-// Make plans one request. Errors: ErrStore (wrapped), a
-// *history.OrphanResultError whose Index is the position among in.New,
-// a *history.ContextLengthError, ErrNothingToSend, or a strategy's error.
-func Make(ctx context.Context, in Input) (*Plan, error) {
-	pol := in.Policy
-	count := in.Counter
-	if count == nil {
-		count = &tokens.Counter{}
-	}
-	fixedCount := in.Fixed
-	if fixedCount == nil {
-		fixedCount = count
-	}
-	p := &Plan{Encoding: tokens.For(in.Model, string(pol.Encoding))}
-	enc := p.Encoding
-	// The budget bounds what Recall adds; the model's window bounds what
-	// may be sent at all. The floor is the window less the answer's
-	// reserve: the summary and the newest earlier turn are sent within it
-	// when the client's own request leaves them no room under the budget.
-	window, known := modelWindow(in.Model, pol.ModelWindows, in.Window)
-	assumed := window
-	if !known {
-		assumed, window = tokens.UnknownWindow, 0
-	}
-	budget := pol.Budget
-	if budget <= 0 {
-		budget = assumed / 2
-	}
-	if known && window-in.MaxTokens < budget {
-		budget = max(1, window-in.MaxTokens)
-	}
-	floor := max(0, assumed-in.MaxTokens)
-	p.Ratio = 1
-	if in.Ratio > 0 {
-		p.Ratio = in.Ratio
-	}
-	if p.Ratio > 1 {
-		budget = max(1, int(float64(budget)/p.Ratio))
-		floor = int(float64(floor) / p.Ratio)
-	}
-	p.Budget = budget
-	p.Tools = fixedCount.Tools(enc, in.Tools)
-	fixed := tokens.ReplyPriming + p.Tools
-	for _, m := range in.Instructions {
-		fixed += Count(fixedCount, enc, m.Protocol, m.Raw)
-	}
-	news := in.New
-	head := headFunc(ctx, in.Store, in.Key, 0)
-	mode := pol.Mode
-	// An agent restarted its context from its own summary
-	// (thread.Restarted): merged by restart.
-	restarted := in.Thread != nil && mode == history.Auto && len(news) > 0 && thread.Restarted(news[0].Raw)
-
-	// Summarised turns are never read again: the store stops at the
-	// summary's covered-through, which it reads with the metadata, in the
-	// same load.
-	q := history.Query{MinMessages: len(news), Tokens: budget, MaxTurns: pol.MaxTurns, FromCut: true, Summarized: !pol.NoSummary,
-		Lease: in.Lease}
-	var snap history.Snapshot
-	var err error
-	var merged history.Merged
-	var replaced bool
-	for {
-		snap, err = in.Store.Load(ctx, in.Key, q)
-		if err == nil && snap.Meta.Last != nil && in.Retry.Possible() && len(snap.Tail) < len(news)+snap.Meta.Last.Messages && !snap.Complete {
-			// A retry is merged against the history before the last
-			// exchange: read far enough back to have it.
-			q.MinMessages = len(news) + snap.Meta.Last.Messages
-			snap, err = in.Store.Load(ctx, in.Key, q)
-		}
-		if err == nil && restarted {
-			snap, err = readPastSession(ctx, in.Store, in.Key, q, snap)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrStore, err)
-		}
-		if in.Thread != nil {
-			if why := thread.After(in.Thread, snap.Meta.Tools); why != "" {
-				return nil, &SideError{Reason: why}
-			}
-		}
-		q = q.Resolve(&snap.Meta)
-		if restarted {
-			merged, replaced, err = restart(ctx, in, news, snap, q.After, head)
-		} else {
-			merged, replaced, err = merge(mode, news, snap, q.After, head, in.Retry)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrStore, err)
-		}
-		if q.After == 0 || merged.Supersede == nil || merged.Supersede.Seq >= q.After {
-			break
-		}
-		// The request rewrites turns the summary covers (an edit, a retry
-		// of a summarised exchange): the summary no longer holds, and the
-		// context is built from the stored turns, read again without it.
-		q.After, q.Summarized = 0, false
-	}
-	if in.Loaded != nil {
-		in.Loaded()
-	}
-	if err := history.CheckNew(merged.History, merged.New); err != nil {
-		var oe *history.OrphanResultError
-		if errors.As(err, &oe) {
-			return nil, &history.OrphanResultError{Index: len(news) - len(merged.New) + oe.Index}
-		}
-		return nil, err
-	}
-	p.Meta, p.Version, p.Supersede, p.Replaced = snap.Meta, snap.Meta.Version, merged.Supersede, replaced
-	p.ExchangeHash = history.HashMessages(merged.New)
-	stored := snap
-	if replaced {
-		stored, _ = snap.WithoutLast()
-	}
-	p.Seal = pol.IdleTimeout > 0 && len(merged.New) > 0 && idle(&stored.Meta, pol.IdleTimeout, in.Now)
-
-	// The summary stands in for every message up to its Through, unless
-	// the request rewrites one of them (the summary is then dropped by the
-	// commit, see history.Apply).
-	hist := merged.History
-	summaryTurns := 0
-	if s := stored.Meta.Summary; s != nil && !pol.NoSummary && (p.Supersede == nil || p.Supersede.Seq >= s.Through) {
-		p.Summary = s
-		summaryTurns = s.Turns
-		i := 0
-		for i < len(hist) && hist[i].Seq <= s.Through {
-			i++
-		}
-		hist = hist[i:]
-	}
-
-	// New messages: counted once here, stored with their counts. The
-	// current turn is sent whole; storage keeps long tool results cut.
-	// None of them stored before: the client began a context of its own
-	// (a new process or session of an agent's, or its context restarted
-	// from its summary), which the commit remembers (Meta.Session).
-	// The conversation's preamble the request repeats (kept once, see
-	// history.Merged.Preamble) does not make it a resend.
-	opens := len(news) > 0 && len(merged.New) == len(news)
-	if pre := merged.Preamble; pre != nil && len(merged.New) == len(news)-1 {
-		opens = true
-	}
-	next := max(snap.Meta.NextSeq, 1)
-	sendNew := make([]history.Message, len(merged.New))
-	p.Fresh = make([]history.Message, len(merged.New))
-	for i, m := range merged.New {
-		m.Seq = next + uint64(i)
-		if i == 0 && opens {
-			m.Flags |= history.Opening
-		}
-		m.Tokens = Count(count, enc, m.Protocol, m.Raw)
-		sendNew[i] = m
-		if lim := pol.StoredToolResultChars; lim > 0 && m.Role == wire.RoleTool {
-			if cut, ok := m.Codec().CutResults(m.Raw, lim, history.StorageMarker); ok {
-				m.Raw = cut
-				m.Tokens = Count(count, enc, m.Protocol, cut)
-			}
-		}
-		m.Raw = bytes.Clone(m.Raw) // a request body does not outlive its handler
-		p.Fresh[i] = m
-	}
-
-	cut := stored.Meta.Cut
-	if p.Supersede != nil && cut > p.Supersede.Seq {
-		cut = 0
-	}
-	w := history.NewWindow(hist, sendNew, cut, stored.Meta.Turns)
-
-	// The conversation's preamble, which the request repeats and which is
-	// stored once, goes first in every context (after the summary), as
-	// the agent sends it with every request: it is counted with the fixed
-	// part when the summary covers it or the cut passed it, and put back
-	// if curation drops it (the budget bounds what Recall adds, never
-	// what the client sends).
-	pre := merged.Preamble
-	if pre != nil && p.Supersede != nil && p.Supersede.Seq < pre.Seq {
-		pre = nil // the request rewrites it
-	}
-	if pre != nil && !opensWith(w, pre.Seq) {
-		fixed += pre.Tokens
-	}
-
-	var summaryMsg Message
-	if p.Summary != nil {
-		role := chat.RoleSystem
-		if len(in.Instructions) > 0 {
-			role = in.Instructions[0].Role
-		}
-		raw := Inject(role, p.Summary.Text)
-		summaryMsg = Message{Kind: SummaryMessage, Role: role, Raw: raw, Tokens: fixedCount.Message(enc, raw)}
-		// The summary must fit beside the instructions and the current
-		// turn (which is never dropped), under the budget or, when they
-		// fill it, the floor: one that does not (stored before summaries
-		// were bounded, imported, or a budget lowered since) is sent cut,
-		// or left out, never allowed to make the conversation unusable.
-		current := 0
-		if n := len(w.Turns); n > 0 && len(sendNew) > 0 { // the context call has no current turn
-			current = w.Turns[n-1].Tokens
-		}
-		if room := max(budget, floor) - fixed - current; budget > 0 && summaryMsg.Tokens > room {
-			limit := room
-			if pol.SummaryMaxTokens > 0 {
-				limit = min(limit, pol.SummaryMaxTokens)
-			}
-			text, n := "", 0
-			if limit >= minSummaryTokens {
-				text, n = FitSummary(count, enc, role, p.Summary.Text, limit)
-			}
-			if text == "" {
-				p.Summary, p.SummaryOmitted = nil, true
-			} else {
-				summaryMsg.Raw, summaryMsg.Tokens, p.SummaryCut = Inject(role, text), n, true
-			}
-		}
-		if p.Summary != nil {
-			fixed += summaryMsg.Tokens
-		}
-	}
-	w.Budget, w.Fixed, w.Floor = budget, fixed, floor
-	w.Window, w.Completion = window, in.MaxTokens
-	w.Count = func(m *history.Message) int { return Count(count, enc, m.Protocol, m.Raw) }
-	inWindow := pre != nil && opensWith(w, pre.Seq)
-	sent, err := history.Curate(w, pol.Strategy)
-	if err != nil {
-		return nil, err
-	}
-	if pre != nil && (len(sent) == 0 || sent[0].Seq != pre.Seq) {
-		sent = slices.Insert(sent, 0, *pre)
-		if inWindow {
-			w.Report.Tokens += pre.Tokens
-		}
-	}
-	p.Report = w.Report
-	if w.Cut != stored.Meta.Cut {
-		p.Cut = w.Cut
-	}
-	p.Pending = max(0, w.Report.StoredTurns-summaryTurns)
-	p.Fits = w.Report.IncludedTurns >= p.Pending
-
-	if len(in.Instructions)+len(sent) == 0 {
-		return nil, ErrNothingToSend
-	}
-	p.Messages = make([]Message, 0, len(in.Instructions)+1+len(sent))
-	for _, m := range in.Instructions {
-		p.Messages = append(p.Messages, Message{Kind: Instruction, Role: m.Role, Protocol: m.Protocol, Raw: m.Raw,
-			Tokens: Count(fixedCount, enc, m.Protocol, m.Raw)})
-	}
-	if p.Summary != nil {
-		p.Messages = append(p.Messages, summaryMsg)
-	}
-	for _, m := range sent {
-		k, raw := History, m.Raw
-		if m.Seq >= next {
-			k = New
-		} else {
-			// The client's old cache hints are left out of replayed
-			// history: they marked its request then, and agents move them
-			// to their newest message on every call.
-			raw = m.Codec().WithoutCacheHints(raw)
-		}
-		p.Messages = append(p.Messages, Message{Kind: k, Role: m.Role, Protocol: m.Protocol, Raw: raw, Tokens: m.Tokens, Seq: m.Seq})
-	}
-	return p, nil
-}
-
 // opensWith reports whether w's oldest turn begins with the stored
 // message seq.
 func opensWith(w *history.Window, seq uint64) bool {
@@ -538,17 +270,6 @@ func Count(c Counter, enc tokens.Encoding, p wire.Protocol, raw []byte) int {
 		n = tokens.MessageOverhead
 	}
 	return n + opaque/4
-}
-
-// Inject returns the summary message: role (the client's first instruction
-// message's, "system" when there is none) and SummaryPrefix plus text.
-func Inject(role, text string) []byte {
-	b := make([]byte, 0, len(text)+len(SummaryPrefix)+40)
-	b = append(b, `{"role":`...)
-	b = gjson.AppendJSONString(b, role)
-	b = append(b, `,"content":`...)
-	b = gjson.AppendJSONString(b, SummaryPrefix+text)
-	return append(b, '}')
 }
 
 // idle reports whether m's open episode holds messages and was left

@@ -172,11 +172,31 @@ func storedCount(tb testing.TB, store *badgerstore.Store, conv string) int {
 }
 
 // BenchmarkChatPath50 is the request path the load script measures: 50
-// stored turns of realistic size, all within the default budget.
+// stored turns of realistic size, all within the default budget, with
+// the window cache recall serve runs by default (cache=serve) and
+// without one (cache=off: every load reads Badger).
 func BenchmarkChatPath50(b *testing.B) {
-	srv, store := benchServer(b, 16000)
-	prefill(b, store, 64, 50)
-	runChat(b, srv, 64)
+	for _, wc := range windowCaches {
+		b.Run(wc.name, func(b *testing.B) {
+			srv, store := benchServerWith(b, 16000, instantUpstream{"application/json", []byte(benchAnswer)}, wc.adjust...)
+			prefill(b, store, 64, 50)
+			runChat(b, srv, 64)
+		})
+	}
+}
+
+// windowCaches are the stores BenchmarkChatPath50 and
+// BenchmarkChatPathStream50 run with: the window cache of recall serve's
+// defaults (cache_mb, and 2 MB an entry) in front of Badger, and Badger
+// alone.
+var windowCaches = []struct {
+	name   string
+	adjust []func(*proxy.Config)
+}{
+	{"cache=serve", []func(*proxy.Config){func(cfg *proxy.Config) {
+		cfg.Store = history.NewCache(cfg.Store, config.DefaultGlobal().CacheMB<<20, 2<<20)
+	}}},
+	{"cache=off", nil},
 }
 
 // runChat sends b.N requests round-robin over convs conversations, each
@@ -224,7 +244,11 @@ func benchStream() []byte {
 // BenchmarkChatPathStream50 is BenchmarkChatPath50 with a streamed answer:
 // relay, reassembly and the commit after the last event.
 func BenchmarkChatPathStream50(b *testing.B) {
-	srv, store := benchServerWith(b, 16000, instantUpstream{"text/event-stream", benchStream()})
-	prefill(b, store, 64, 50)
-	runChat(b, srv, 64)
+	for _, wc := range windowCaches {
+		b.Run(wc.name, func(b *testing.B) {
+			srv, store := benchServerWith(b, 16000, instantUpstream{"text/event-stream", benchStream()}, wc.adjust...)
+			prefill(b, store, 64, 50)
+			runChat(b, srv, 64)
+		})
+	}
 }
