@@ -78,15 +78,15 @@ msgs AS (
 SELECT conversation FROM head`
 
 // batchPlainSQL and batchLeasedSQL are batchSQL as sent: the leased one
-// also deletes the lease rows the batch's commits carry ($19 and $20,
+// also frees the lease rows the batch's commits carry ($19 and $20,
 // each commit's lease's name and holder, "" for none) of the commits
 // that committed.
 var (
 	batchPlainSQL  = fmt.Sprintf(batchSQL, "")
 	batchLeasedSQL = fmt.Sprintf(batchSQL, `,
 rel AS (
-  DELETE FROM recall_leases l USING unnest($2::text[], $19::text[], $20::text[]) AS r(conversation, name, holder)
-  WHERE l.name = r.name AND l.holder = r.holder AND r.conversation IN (SELECT conversation FROM head))`)
+  UPDATE recall_leases l `+freeSQL+` FROM unnest($2::text[], $19::text[], $20::text[]) AS r(conversation, name, holder)
+  WHERE l.name = r.name AND l.holder = r.holder AND r.holder <> '' AND r.conversation IN (SELECT conversation FROM head))`)
 )
 
 // batched is a plain commit waiting for, or in, a batch.

@@ -49,7 +49,7 @@ ON CONFLICT (tenant, conversation) DO UPDATE SET version = excluded.version, sum
 // It answers 1 if it committed, 0 if not (nothing written). It leaves the
 // summary column alone: a plain commit does not change the summary.
 //
-// The leased variants also delete the lease row the change carries
+// The leased variants also free the lease row the change carries
 // (Change.Lease) if it committed, in the same statement: $18 and $19 (in
 // the creating one, $16 and $17) are the lease's name and holder.
 const (
@@ -73,9 +73,9 @@ SELECT count(*) FROM head`
 	fastUpdateSQL       = fastUpdateHead + fastMessages
 	fastCreateSQL       = fastCreateHead + fastMessages
 	fastUpdateLeasedSQL = fastUpdateHead + `,
-rel AS (DELETE FROM recall_leases WHERE name = $18 AND holder = $19 AND EXISTS (SELECT FROM head))` + fastMessages
+rel AS (UPDATE recall_leases ` + freeSQL + ` WHERE name = $18 AND holder = $19 AND EXISTS (SELECT FROM head))` + fastMessages
 	fastCreateLeasedSQL = fastCreateHead + `,
-rel AS (DELETE FROM recall_leases WHERE name = $16 AND holder = $17 AND EXISTS (SELECT FROM head))` + fastMessages
+rel AS (UPDATE recall_leases ` + freeSQL + ` WHERE name = $16 AND holder = $17 AND EXISTS (SELECT FROM head))` + fastMessages
 )
 
 // summarySQL lands a summary computed against the metadata whose head is
@@ -106,7 +106,7 @@ WHERE tenant = $1 AND conversation = $2 AND version = $6 AND summaries = $7 AND 
 // the commit may have landed.
 //
 // c.Lease, held by this Store, is dropped when the change commits: its
-// row, if it is in the table, is deleted in the commit's own statement
+// row, if it is in the table, is freed in the commit's own statement
 // or transaction, which therefore costs no round trip more; a lease held
 // in memory is let go. A commit that fails leaves it held.
 func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (history.Meta, error) {
@@ -117,7 +117,7 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 		return history.Meta{}, wrap("commit "+k.String(), err)
 	}
 	lease, inTable := s.heldInTable(c.Lease)
-	var rel *leaseTake // the row the commit deletes
+	var rel *leaseTake // the row the commit frees
 	if inTable {
 		rel = &leaseTake{name: lease.name, holder: lease.h.holder}
 	}
@@ -154,7 +154,7 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 // commitOn runs commit on a connection of the pool; wrote reports
 // whether the writes were sent (the commit's fate is then unknown if the
 // connection broke).
-// rel, if set, is a lease row the commit deletes.
+// rel, if set, is a lease row the commit frees.
 func (s *Store) commitOn(ctx context.Context, k history.Key, c history.Change, rel *leaseTake) (m history.Meta, wrote bool, err error) {
 	if landsSummary(&c) {
 		if m, ok, err := s.commitSummary(ctx, k, &c, &wrote); err != nil || ok {
@@ -245,7 +245,7 @@ type fastCommit struct {
 	next       history.Meta
 	meta, summ []byte // next's row (metaRow)
 	w          *writeSet
-	rel        *leaseTake // a lease row the commit deletes, if set
+	rel        *leaseTake // a lease row the commit frees, if set
 }
 
 // prepareFast computes c (fast) against c.Base; ok is false if the one

@@ -10,11 +10,14 @@ func BatchHooks(s *Store, queued, sent func(n int)) {
 }
 
 // BatchSQL and BatchLeasedSQL are the batched commit's statements,
-// without and with the lease rows it deletes.
+// without and with the lease rows it frees.
 var BatchSQL, BatchLeasedSQL = batchPlainSQL, batchLeasedSQL
 
 // TakeSQL is the statement that takes a lease (and queues for it).
 const TakeSQL = takeSQL
+
+// FreeSQL is the SET clause of every statement that frees a lease row.
+const FreeSQL = freeSQL
 
 // LoadSQL is a load's first statement, without the lease: its arguments
 // are the tenant, the conversation, the bound after which messages are

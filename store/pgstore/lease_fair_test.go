@@ -69,11 +69,11 @@ func TestLeaseWaiterIsNext(t *testing.T) {
 	}
 	r()
 	var rows int
-	if err := a.Pool().QueryRow(ctx, `SELECT count(*) FROM recall_leases`).Scan(&rows); err != nil {
+	if err := a.Pool().QueryRow(ctx, `SELECT count(*) FROM recall_leases WHERE holder <> ''`).Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
 	if rows != 0 {
-		t.Errorf("got %d rows in recall_leases once every lease was let go, want 0", rows)
+		t.Errorf("got %d held rows (leases or places in a queue) in recall_leases once every lease was let go, want 0", rows)
 	}
 }
 

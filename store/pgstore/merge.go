@@ -17,7 +17,10 @@ import (
 // MergeEvery messages were committed through this Store, runs
 // gin_clean_pending_list on a connection of the pool. With several
 // replicas each merges what is pending (the server lets one merge at a
-// time; a merge finding the list empty costs a page read).
+// time; a merge finding the list empty costs a page read). The same wake
+// sweeps the lease rows left free for idleLease (sweepSQL, lease.go):
+// the rows are made by the work the commits count, so the sweep keeps
+// pace with them, off the request path.
 
 // merger runs the pending-list merges of one Store.
 type merger struct {
@@ -47,7 +50,7 @@ func (m *merger) committed(n int) {
 	}
 }
 
-// run merges on each wake until close.
+// run merges and sweeps on each wake until close.
 func (m *merger) run(s *Store) {
 	defer close(m.done)
 	for {
@@ -59,6 +62,7 @@ func (m *merger) run(s *Store) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		var pages int64
 		err := s.pool.QueryRow(ctx, `SELECT gin_clean_pending_list('recall_messages_search')`).Scan(&pages)
+		_, _ = s.pool.Exec(ctx, sweepSQL, idleLease.Microseconds())
 		cancel()
 		if m.merged != nil {
 			m.merged(pages, err)

@@ -63,16 +63,18 @@ type Options struct {
 	// 128.
 	FirstBatch int
 	// MergeEvery is how many messages committed through the Store wake
-	// its merger, which merges the search index's pending list off the
-	// request path (see merge.go). Default 512.
+	// its merger, which merges the search index's pending list and
+	// sweeps idle lease rows off the request path (see merge.go).
+	// Default 512.
 	MergeEvery int
 	// Committers is how many batched commit statements may be under way
 	// at once while the Store is the database's only writer, one while
 	// it shares it (see batch.go); each holds a connection while its
 	// statement runs. Default 2.
 	Committers int
-	// OnMerge, if set, is called after each merge with the pages it
-	// merged and its error: for metrics and tests. Default none.
+	// OnMerge, if set, is called after each merge (and its sweep) with
+	// the pages it merged and its error: for metrics and tests. Default
+	// none.
 	OnMerge func(pages int64, err error)
 	// OnLeaseWait, if set, is called with a lease's name each time a
 	// read that is to take it (history.Query.Lease) or Acquire finds it
