@@ -212,25 +212,43 @@ func (s *Server) toolExchange(ctx context.Context, res *pipeline.Owned, rc *fast
 		}
 	}
 	s.metrics.ToolRounds(x.c.cfg.ID, len(x.rounds))
-	turn, client, err := l.finish(a, "")
+	turn, final, err := l.finish(a, "")
 	if err != nil {
 		x.fail(rc, err)
 		return
 	}
-	if clientGone(rc.Conn()) {
-		x.done(499, pipeline.ErrClientLeft)
+	switch err := pipeline.CommitWhole(client{rc}, toolCommit{l: l, turn: turn}, &final); {
+	case errors.Is(err, pipeline.ErrClientLeft):
+		x.done(499, err)
 		return
-	}
-	if err := l.commit(turn, &client); err != nil {
+	case err != nil:
 		x.fail(rc, err)
 		return
 	}
-	x.committed = true
-	rc.Response.Header.Del("Content-Encoding")
-	rc.Response.Header.Del("Content-Length")
-	rc.SetContentType("application/json")
-	rc.Response.SetBodyRaw(p.ingress.AppendAnswer(nil, req, &client))
+	client{rc}.Rendered(p.ingress.AppendAnswer(nil, req, &final))
 	x.done(fasthttp.StatusOK, nil)
+}
+
+// toolCommit is the turn a tool exchange's rounds built, committed with
+// the final answer as the client gets it (pipeline.Committer).
+type toolCommit struct {
+	l    *toolLoop
+	turn []history.Message
+	// streamed: the closing events of a stream do not show reasoning,
+	// which was not relayed; it is dropped from the answer once stored.
+	streamed bool
+}
+
+// Commit records the turn.
+func (c toolCommit) Commit(a *wire.Answer) error {
+	if err := c.l.commit(c.turn, a); err != nil {
+		return err
+	}
+	c.l.x.committed = true
+	if c.streamed {
+		a.Message.Parts = slices.DeleteFunc(a.Message.Parts, func(p wire.Part) bool { return p.Kind == wire.Opaque })
+	}
+	return nil
 }
 
 // toolCall makes one unstreamed upstream call of a tool exchange and

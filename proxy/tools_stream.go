@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -169,16 +168,7 @@ func (s *Server) endTools(w *bufio.Writer, l *toolLoop, ren wire.Renderer, f *pi
 	if err != nil {
 		return fail(err)
 	}
-	if err := x.leftBeforeCommit(); err != nil {
-		return err
-	}
-	if err := l.commit(turn, &client); err != nil {
-		return fail(err)
-	}
-	x.committed = true
-	// Reasoning was not relayed: the closing events do not show it.
-	client.Message.Parts = slices.DeleteFunc(client.Message.Parts, func(p wire.Part) bool { return p.Kind == wire.Opaque })
-	return pipeline.WriteFlush(w, ren.End(out, &client))
+	return pipeline.CommitStream(w, x, toolCommit{l: l, turn: turn, streamed: true}, ren, &client, out)
 }
 
 // roundBody returns the body of a later round's answer, bounded as
