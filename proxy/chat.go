@@ -160,10 +160,10 @@ func (s *Server) serve(rc *fasthttp.RequestCtx, conv string, p *protocol, path [
 func (x *exchange) readAnswer(rc *fasthttp.RequestCtx, resp *fasthttp.Response) (raw []byte, enc string, ok bool) {
 	status := resp.StatusCode()
 	enc = string(resp.Header.ContentEncoding())
-	raw, err := readLimited(uplink.Body(resp), x.s.cfg.MaxResponseBytes)
+	raw, err := pipeline.ReadLimited(uplink.Body(resp), x.s.cfg.MaxResponseBytes)
 	uplink.Release(resp)
 	x.facts.UpstreamDone = x.now()
-	if errors.Is(err, errTooLarge) {
+	if errors.Is(err, pipeline.ErrTooLarge) {
 		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err))
 		return nil, "", false
 	}

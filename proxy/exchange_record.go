@@ -147,7 +147,7 @@ func (x *exchange) learnWindow(status int, enc string, raw []byte) {
 	if cal == nil || status != 400 && status != 413 || x.model == "" {
 		return
 	}
-	body, err := decode(enc, raw, 1<<20)
+	body, err := pipeline.Decode(enc, raw, 1<<20)
 	if err != nil {
 		return
 	}

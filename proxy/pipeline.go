@@ -301,7 +301,7 @@ func (s *Server) send(ctx context.Context, req *fasthttp.Request) (*fasthttp.Res
 // another protocol in that protocol's shape, and releases resp.
 func (x *exchange) translatedError(rc *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	status := resp.StatusCode()
-	raw, _ := readLimited(uplink.Body(resp), 1<<20)
+	raw, _ := pipeline.ReadLimited(uplink.Body(resp), 1<<20)
 	x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
 	e := pipeline.UpstreamStatus(status, raw)
 	e.RetryAfter = string(resp.Header.Peek(fasthttp.HeaderRetryAfter)) // when to try again holds in any protocol
@@ -326,7 +326,7 @@ func (x *exchange) answerWhole(rc *fasthttp.RequestCtx, resp *fasthttp.Response,
 	}
 	a := &x.answer
 	var err error
-	if *a, err = parseAnswer(up, enc, raw, x.s.cfg.MaxResponseBytes, same); err == nil {
+	if *a, err = pipeline.ParseAnswer(up.upstream, enc, raw, x.s.cfg.MaxResponseBytes, same); err == nil {
 		err = pipeline.Whole(client{rc}, x, a, raw, p.ingress, req, same, x.record)
 	}
 	switch {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/history"
@@ -277,12 +276,12 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 	}
 	status := resp.StatusCode()
 	enc := string(resp.Header.ContentEncoding())
-	raw, err := readLimited(uplink.Body(resp), s.cfg.MaxResponseBytes)
+	raw, err := pipeline.ReadLimited(uplink.Body(resp), s.cfg.MaxResponseBytes)
 	uplink.Release(resp)
 	x.facts.UpstreamDone = s.cfg.Now()
 	round.done = x.facts.UpstreamDone
 	switch {
-	case errors.Is(err, errTooLarge):
+	case errors.Is(err, pipeline.ErrTooLarge):
 		return wire.Answer{}, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err)
 	case err != nil:
 		return wire.Answer{}, upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err))
@@ -290,39 +289,12 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 		x.learnWindow(status, enc, raw)
 		return wire.Answer{}, pipeline.UpstreamStatus(status, raw)
 	}
-	a, err := parseAnswer(up, enc, raw, s.cfg.MaxResponseBytes, false)
+	a, err := pipeline.ParseAnswer(up.upstream, enc, raw, s.cfg.MaxResponseBytes, false)
 	if err != nil {
 		return wire.Answer{}, err
 	}
 	round.model, round.usage = a.Model, a.Usage
 	x.rounds = append(x.rounds, round)
-	return a, nil
-}
-
-// parseAnswer reads an upstream's whole answer (enc: its content
-// encoding); for a client of the upstream's own protocol (same), which
-// gets the answer's bytes and whose stored form they are, without its
-// canonical message when the upstream can leave it out
-// (wire.StoredParser).
-func parseAnswer(up *protocol, enc string, raw []byte, max int, same bool) (wire.Answer, error) {
-	decoded, err := decode(enc, raw, max)
-	if err == nil && !gjson.ValidBytes(decoded) {
-		err = errors.New("proxy: upstream answer is not JSON")
-	}
-	var a wire.Answer
-	if err == nil {
-		if sp, ok := up.upstream.(wire.StoredParser); ok && same {
-			a, err = sp.ParseStored(decoded)
-		} else {
-			a, err = up.upstream.ParseAnswer(decoded)
-		}
-	}
-	if errors.Is(err, errTooLarge) {
-		return wire.Answer{}, fmt.Errorf("%w: decode upstream answer: %w", apierr.UpstreamTooLarge, err)
-	}
-	if err != nil {
-		return wire.Answer{}, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
-	}
 	return a, nil
 }
 

@@ -4,14 +4,12 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/uplink"
 	"github.com/recallproxy/recall/wire"
@@ -94,7 +92,7 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 	}
 	x.rounds = append(x.rounds, round)
 	if status := resp.StatusCode(); status < 200 || status >= 300 {
-		raw, _ := readLimited(uplink.Body(resp), 1<<20)
+		raw, _ := pipeline.ReadLimited(uplink.Body(resp), 1<<20)
 		x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
 		uplink.Release(resp)
 		x.facts.UpstreamDone = s.cfg.Now()
@@ -122,7 +120,7 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 	release := func() {}        // the first round's body is relay's
 	defer func() { release() }()
 	for {
-		a, err := s.readRound(w, body, enc, stream, l, ren, f)
+		a, err := pipeline.ReadRound(w, body, enc, stream, l.up.upstream, s.cfg.MaxResponseBytes, ren, f)
 		release()
 		release = func() {}
 		x.facts.UpstreamDone = s.cfg.Now()
@@ -186,43 +184,4 @@ func (s *Server) roundBody(ctx context.Context, resp *fasthttp.Response) (body i
 		idle.Stop()
 		uplink.Release(resp)
 	}
-}
-
-// readRound reads one round's answer from body (an event stream, or a
-// whole answer when the upstream did not stream; enc its content
-// encoding), rendering what the client may see of it as it comes.
-func (s *Server) readRound(w *bufio.Writer, body io.Reader, enc string, stream bool, l *toolLoop,
-	ren wire.Renderer, f *pipeline.RoundFilter) (wire.Answer, error) {
-	max := s.cfg.MaxResponseBytes
-	if enc != "" {
-		var err error
-		if body, err = decoder(enc, body); err != nil {
-			return wire.Answer{}, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
-		}
-	}
-	var out []byte
-	if !stream {
-		raw, err := readLimited(body, max)
-		switch {
-		case errors.Is(err, errTooLarge):
-			return wire.Answer{}, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err)
-		case err != nil:
-			return wire.Answer{}, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamStreamCut, err)
-		}
-		a, err := parseAnswer(l.up, "", raw, max, false)
-		if err != nil {
-			return wire.Answer{}, err
-		}
-		for _, d := range pipeline.AnswerDeltas(&a) {
-			out = f.Render(out, ren, d)
-		}
-		return a, pipeline.WriteFlush(w, out)
-	}
-	return pipeline.Pump(body, l.up.upstream.NewAssembler(), max, false, func(_ []byte, deltas []wire.Delta, _ bool) error {
-		out = out[:0]
-		for _, d := range deltas {
-			out = f.Render(out, ren, d)
-		}
-		return pipeline.WriteFlush(w, out)
-	})
 }
