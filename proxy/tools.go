@@ -61,22 +61,18 @@ type toolRound struct {
 	runs []tracing.ToolRun
 }
 
-// toolLoop is a tool exchange's state across its upstream calls.
+// toolLoop is a tool exchange's state across its upstream calls: the
+// rounds' (pipeline.Rounds), and what a round's request is built from.
 type toolLoop struct {
 	s           *Server
 	x           *exchange
 	p, up       *protocol
 	req         *wire.Request
-	instr, msgs [][]byte // msgs grows by each round's calls and results
+	instr       [][]byte
 	lastHistory int
 	lastSeq     uint64 // the stored seq of the message at lastHistory
-	offered     []wire.Tool
-	limit       int
-	runner      tools.Runner
 
-	// ToolTurn is what the rounds leave for the commit.
-	pipeline.ToolTurn
-	usage wire.Usage
+	pipeline.Rounds
 }
 
 func (s *Server) newToolLoop(x *exchange, p, up *protocol, req *wire.Request, instr, msgs [][]byte, lastHistory int, lastSeq uint64, offered []wire.Tool) *toolLoop {
@@ -84,74 +80,44 @@ func (s *Server) newToolLoop(x *exchange, p, up *protocol, req *wire.Request, in
 	if limit <= 0 {
 		limit = tools.DefaultRounds
 	}
-	return &toolLoop{s: s, x: x, p: p, up: up, req: req, instr: instr, msgs: msgs, lastHistory: lastHistory, lastSeq: lastSeq,
-		offered: offered, limit: limit, runner: tools.Runner{Store: s.cfg.Store, Key: x.key}, ToolTurn: pipeline.ToolTurn{Mine: map[string]bool{}}}
+	l := &toolLoop{s: s, x: x, p: p, up: up, req: req, instr: instr, lastHistory: lastHistory, lastSeq: lastSeq,
+		Rounds: pipeline.Rounds{Up: up.proto, Msgs: msgs, Offered: offered, Limit: limit, Runner: tools.Runner{Store: s.cfg.Store, Key: x.key},
+			Now: x.now, ToolTurn: pipeline.ToolTurn{Mine: map[string]bool{}}}}
+	l.Ran = l.ran
+	return l
+}
+
+// ran counts a history tool's run, and notes it for the span of the
+// round that called it when the exchange is traced.
+func (l *toolLoop) ran(part wire.Part, start time.Time, r tools.Result) {
+	x := l.x
+	l.s.metrics.ToolCall(x.c.cfg.ID, part.Name, r.Outcome)
+	if x.span != nil && len(x.rounds) > 0 {
+		rd := &x.rounds[len(x.rounds)-1]
+		// The span is made after the exchange, from copies: a codec
+		// may point a part's strings into the answer's bytes.
+		rd.runs = append(rd.runs, tracing.ToolRun{Name: strings.Clone(part.Name), CallID: strings.Clone(part.CallID), Start: start, End: x.now(),
+			Outcome: r.Outcome, Failed: r.IsError, Found: r.Found})
+	}
+	x.endEpisode = x.endEpisode || r.End
 }
 
 // body returns the next round's request body, streamed or not.
 func (l *toolLoop) body(stream bool) ([]byte, error) {
-	out, err := l.up.upstream.AppendBody(nil, l.req, l.instr, l.msgs)
+	out, err := l.up.upstream.AppendBody(nil, l.req, l.instr, l.Msgs)
 	if err != nil {
 		return nil, err
 	}
 	out = l.x.markHistoryEnd(l.up, out, l.lastHistory, l.lastSeq)
-	if out, err = l.up.upstream.WithTools(out, l.offered, stream); err != nil {
+	if out, err = l.up.upstream.WithTools(out, l.Offered, stream); err != nil {
 		return nil, fmt.Errorf("%w: %w", apierr.Internal, err)
 	}
 	return out, nil
 }
 
-// step takes a round's answer: it runs Recall's calls in it and reports
-// whether another round follows (its request then carries the calls and
-// their results).
+// step takes a round's answer (pipeline.Rounds.Step).
 func (l *toolLoop) step(ctx context.Context, a *wire.Answer) (more bool, err error) {
-	x := l.x
-	l.usage.InputTokens += a.Usage.InputTokens
-	l.usage.OutputTokens += a.Usage.OutputTokens
-	l.usage.CachedTokens += a.Usage.CachedTokens
-	l.usage.CacheCreationTokens += a.Usage.CacheCreationTokens
-	results := wire.Message{Role: wire.RoleTool}
-	theirs := 0
-	for _, part := range a.Message.Parts {
-		if part.Kind != wire.ToolCall {
-			continue
-		}
-		if !tools.Offered(l.offered, part.Name) {
-			theirs++
-			continue
-		}
-		l.Mine[part.CallID] = true
-		start := x.now()
-		r := l.runner.Run(ctx, part.Name, part.Arguments)
-		l.s.metrics.ToolCall(x.c.cfg.ID, part.Name, r.Outcome)
-		if x.span != nil && len(x.rounds) > 0 {
-			rd := &x.rounds[len(x.rounds)-1]
-			// The span is made after the exchange, from copies: a codec
-			// may point a part's strings into the answer's bytes.
-			rd.runs = append(rd.runs, tracing.ToolRun{Name: strings.Clone(part.Name), CallID: strings.Clone(part.CallID), Start: start, End: x.now(),
-				Outcome: r.Outcome, Failed: r.IsError, Found: r.Found})
-		}
-		x.endEpisode = x.endEpisode || r.End
-		results.Parts = append(results.Parts, wire.Part{Kind: wire.ToolResult, CallID: part.CallID, Text: r.Text, IsError: r.IsError})
-	}
-	if len(results.Parts) == 0 {
-		return false, nil // the final answer
-	}
-	if theirs > 0 {
-		l.Post = &results // the client's calls go to the client
-		return false, nil
-	}
-	l.Rounds = append(l.Rounds, a.Message, results)
-	if len(x.rounds) == l.limit {
-		l.Limited = true
-		return false, nil
-	}
-	enc, err := wire.For(l.up.proto).Encode(nil, []wire.Message{a.Message, results})
-	if err != nil {
-		return false, fmt.Errorf("%w: %w", apierr.Internal, err)
-	}
-	l.msgs = append(l.msgs[:len(l.msgs):len(l.msgs)], enc...)
-	return true, nil
+	return l.Step(ctx, a, len(l.x.rounds))
 }
 
 // finish stamps the final answer a and returns the stored turn and the
@@ -159,7 +125,7 @@ func (l *toolLoop) step(ctx context.Context, a *wire.Answer) (more bool, err err
 // part of the turn noted in its record.
 func (l *toolLoop) finish(a wire.Answer, relayed string) ([]history.Message, wire.Answer, error) {
 	x, s := l.x, l.s
-	a.Usage = l.usage
+	a.Usage = l.Usage
 	if err := x.stamp(&a, l.req, l.up.proto, l.p.proto); err != nil {
 		return nil, wire.Answer{}, err
 	}
@@ -181,8 +147,8 @@ func (l *toolLoop) commit(turn []history.Message, a *wire.Answer) error {
 	if a.ResponseID != "" {
 		id = a.ResponseID
 	}
-	return l.x.record1(recorded{answer: turn, model: a.Model, id: id, stop: a.Stop, response: l.x.responseOf(a), prompt: l.usage.InputTokens,
-		completion: l.usage.OutputTokens, cached: l.usage.CachedTokens, created: l.usage.CacheCreationTokens, upstream: l.x.upstream})
+	return l.x.record1(recorded{answer: turn, model: a.Model, id: id, stop: a.Stop, response: l.x.responseOf(a), prompt: l.Usage.InputTokens,
+		completion: l.Usage.OutputTokens, cached: l.Usage.CachedTokens, created: l.Usage.CacheCreationTokens, upstream: l.x.upstream})
 }
 
 // toolExchange is serveExchange's upstream part for a request with history

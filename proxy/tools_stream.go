@@ -109,7 +109,7 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 	l *toolLoop, tmpl *fasthttp.Request) error {
 	x := l.x
 	ren := newRenderer(x, l.p, l.req)
-	f := &pipeline.RoundFilter{Offered: l.offered}
+	f := &pipeline.RoundFilter{Offered: l.Offered}
 	fail := func(err error) error {
 		if errors.Is(err, pipeline.ErrClientGone) {
 			return err
