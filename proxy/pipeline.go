@@ -31,13 +31,16 @@ import (
 //	thread   main thread, subagent or side call           (threadOf)
 //	plan     lock, load, merge, summary, curate           (planTurn, prepare; pipeline.Deps.Plan)
 //	encode   the context in the upstream's protocol       (encode; pipeline.EncodePlan)
-//	send     one upstream call                            (send)
+//	send     one upstream call                            (call, send)
 //	pump     a stream's events, relayed or rendered       (relaySeam; pipeline.Pump)
-//	commit   the turn, before the client holds its end    (commitAnswer, record1; pipeline.Deps.Commit)
+//	         or a whole answer read                       (answerWhole; pipeline.ParseAnswer)
+//	commit   the turn, before the client holds its end    (commitAnswer, record1; pipeline.Deps.Commit,
+//	                                                       pipeline.CommitStream, pipeline.CommitWhole)
 //	render   the answer in the client's protocol          (answerWhole, relaySeam; pipeline.Whole, pipeline.Stream)
 //
 // History tools' rounds (tools.go) take over after encode and use the
-// same send, pump and commit.
+// same send (call), pump (pipeline.ReadRound), hold-until-commit rule
+// and commit; what a round's answer leads to is pipeline.Rounds.Step.
 
 // serveExchange serves a request once its conversation and mode are known.
 // Every call ends in exactly one x.done or x.fail.
@@ -101,8 +104,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 	upReq := fasthttp.AcquireRequest()
 	up.request(upReq, rc, x.c, req, p.proto)
 	upReq.SetBodyRaw(out)
-	x.facts.Sent = x.now()
-	resp, err := s.send(ctx, upReq)
+	resp, err := x.call(ctx, upReq, nil)
 	if !asCame {
 		putBodyBuf(out)
 	}
@@ -110,7 +112,6 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 		x.fail(rc, err)
 		return
 	}
-	x.answered(resp)
 	status := resp.StatusCode()
 	ok := status >= 200 && status < 300
 	same := upProto == p.proto && !p.renders
@@ -293,6 +294,31 @@ func (s *Server) send(ctx context.Context, req *fasthttp.Request) (*fasthttp.Res
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		return nil, upstreamErr(err)
+	}
+	return resp, nil
+}
+
+// call is the send stage of every exchange and of each of its history
+// tools' rounds: req (which it releases) sent (Server.send), the times
+// noted in the exchange's record (sent, and the first answer's headers:
+// answered) and in round's, if given. The response is the caller's.
+func (x *exchange) call(ctx context.Context, req *fasthttp.Request, round *toolRound) (*fasthttp.Response, error) {
+	sent := x.now()
+	if x.facts.Sent.IsZero() {
+		x.facts.Sent = sent
+	}
+	if round != nil {
+		round.sent = sent
+	}
+	resp, err := x.s.send(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if round != nil {
+		round.firstByte = x.now()
+	}
+	if x.facts.FirstByte.IsZero() {
+		x.answered(resp)
 	}
 	return resp, nil
 }

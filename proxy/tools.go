@@ -228,17 +228,10 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 	upReq := fasthttp.AcquireRequest()
 	l.request(upReq, rc)
 	upReq.SetBodyRaw(out)
-	round := toolRound{sent: s.cfg.Now()}
-	if x.facts.Sent.IsZero() {
-		x.facts.Sent = round.sent
-	}
-	resp, err := s.send(ctx, upReq)
+	var round toolRound
+	resp, err := x.call(ctx, upReq, &round)
 	if err != nil {
 		return wire.Answer{}, err
-	}
-	round.firstByte = s.cfg.Now()
-	if len(x.rounds) == 0 {
-		x.answered(resp)
 	}
 	status := resp.StatusCode()
 	enc := string(resp.Header.ContentEncoding())

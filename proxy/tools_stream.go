@@ -78,18 +78,12 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 	upReq := fasthttp.AcquireRequest()
 	tmpl.CopyTo(upReq)
 	upReq.SetBodyRaw(out)
-	round := toolRound{sent: s.cfg.Now()}
-	if x.facts.Sent.IsZero() {
-		x.facts.Sent = round.sent
-	}
-	resp, err := s.send(ctx, upReq)
+	var round toolRound
+	resp, err := x.call(ctx, upReq, &round)
 	if err != nil {
 		return nil, err
 	}
-	round.firstByte, round.stream = s.cfg.Now(), uplink.IsEventStream(resp)
-	if len(x.rounds) == 0 {
-		x.answered(resp)
-	}
+	round.stream = uplink.IsEventStream(resp)
 	x.rounds = append(x.rounds, round)
 	if status := resp.StatusCode(); status < 200 || status >= 300 {
 		raw, _ := pipeline.ReadLimited(uplink.Body(resp), 1<<20)
