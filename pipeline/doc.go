@@ -25,6 +25,7 @@
 //	        one round's answer read and shown              (ReadRound)
 //	        what is stored, what the client sees           (StoredRound, ToolTurn.Finish,
 //	                                                        RoundFilter, AnswerDeltas)
+//	        each round's times and record                  (Round, RoundRecords)
 //
 // An exchange's state is in three parts (state.go): what the plan
 // decided (Decision: made once, the one part another goroutine reads;

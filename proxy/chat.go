@@ -103,7 +103,7 @@ type exchange struct {
 	committed, endEpisode bool
 	// rounds are the upstream calls of an exchange with history tools
 	// offered (tools.go), each with its own exchange record.
-	rounds []toolRound
+	rounds []pipeline.Round
 	// answer is a non-streamed answer, parsed (kept here: no allocation
 	// of its own).
 	answer wire.Answer

@@ -302,20 +302,20 @@ func (s *Server) send(ctx context.Context, req *fasthttp.Request) (*fasthttp.Res
 // tools' rounds: req (which it releases) sent (Server.send), the times
 // noted in the exchange's record (sent, and the first answer's headers:
 // answered) and in round's, if given. The response is the caller's.
-func (x *exchange) call(ctx context.Context, req *fasthttp.Request, round *toolRound) (*fasthttp.Response, error) {
+func (x *exchange) call(ctx context.Context, req *fasthttp.Request, round *pipeline.Round) (*fasthttp.Response, error) {
 	sent := x.now()
 	if x.facts.Sent.IsZero() {
 		x.facts.Sent = sent
 	}
 	if round != nil {
-		round.sent = sent
+		round.Sent = sent
 	}
 	resp, err := x.s.send(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	if round != nil {
-		round.firstByte = x.now()
+		round.FirstByte = x.now()
 	}
 	if x.facts.FirstByte.IsZero() {
 		x.answered(resp)

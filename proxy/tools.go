@@ -44,23 +44,6 @@ func (x *exchange) offeredTools(req *wire.Request) []wire.Tool {
 	return tools.Definitions(names, req.Tools)
 }
 
-// toolRound is what one upstream call of a tool exchange was, for its
-// exchange record: its times, whether it streamed, the model and usage
-// the upstream reported, and how many messages of the stored turn it
-// produced (its answer, and the results of Recall's calls in it).
-type toolRound struct {
-	sent, firstByte, done time.Time
-	stream                bool
-	model                 string
-	usage                 wire.Usage
-	stored                int
-	// tokens are the stored tokens of those messages.
-	tokens int
-	// runs are the history tools run on the round's answer, for its
-	// span (kept only when the exchange is traced).
-	runs []tracing.ToolRun
-}
-
 // toolLoop is a tool exchange's state across its upstream calls: the
 // rounds' (pipeline.Rounds), and what a round's request is built from.
 type toolLoop struct {
@@ -96,7 +79,7 @@ func (l *toolLoop) ran(part wire.Part, start time.Time, r tools.Result) {
 		rd := &x.rounds[len(x.rounds)-1]
 		// The span is made after the exchange, from copies: a codec
 		// may point a part's strings into the answer's bytes.
-		rd.runs = append(rd.runs, tracing.ToolRun{Name: strings.Clone(part.Name), CallID: strings.Clone(part.CallID), Start: start, End: x.now(),
+		rd.Runs = append(rd.Runs, tracing.ToolRun{Name: strings.Clone(part.Name), CallID: strings.Clone(part.CallID), Start: start, End: x.now(),
 			Outcome: r.Outcome, Failed: r.IsError, Found: r.Found})
 	}
 	x.endEpisode = x.endEpisode || r.End
@@ -132,9 +115,9 @@ func (l *toolLoop) finish(a wire.Answer, relayed string) ([]history.Message, wir
 	count := func(p wire.Protocol, raw []byte) int { return plan.Count(s.counter, x.dec.Encoding, p, raw) }
 	stored := func(i int, msgs []history.Message) {
 		if i < len(x.rounds) {
-			x.rounds[i].stored += len(msgs)
+			x.rounds[i].Stored += len(msgs)
 			for _, m := range msgs {
-				x.rounds[i].tokens += m.Tokens
+				x.rounds[i].Tokens += m.Tokens
 			}
 		}
 	}
@@ -228,7 +211,7 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 	upReq := fasthttp.AcquireRequest()
 	l.request(upReq, rc)
 	upReq.SetBodyRaw(out)
-	var round toolRound
+	var round pipeline.Round
 	resp, err := x.call(ctx, upReq, &round)
 	if err != nil {
 		return wire.Answer{}, err
@@ -238,7 +221,7 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 	raw, err := pipeline.ReadLimited(uplink.Body(resp), s.cfg.MaxResponseBytes)
 	uplink.Release(resp)
 	x.facts.UpstreamDone = s.cfg.Now()
-	round.done = x.facts.UpstreamDone
+	round.Done = x.facts.UpstreamDone
 	switch {
 	case errors.Is(err, pipeline.ErrTooLarge):
 		return wire.Answer{}, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err)
@@ -252,7 +235,7 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 	if err != nil {
 		return wire.Answer{}, err
 	}
-	round.model, round.usage = a.Model, a.Usage
+	round.Model, round.Usage = a.Model, a.Usage
 	x.rounds = append(x.rounds, round)
 	return a, nil
 }
@@ -261,78 +244,4 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 // the caller's).
 func (l *toolLoop) request(req *fasthttp.Request, rc *fasthttp.RequestCtx) {
 	l.up.request(req, rc, l.x.c, l.req, l.p.proto)
-}
-
-// roundRecords are the exchange records of a tool exchange's rounds
-// beyond the first, of kind "tool_round", made from first, the
-// exchange's own record, which then describes the first round: what it
-// committed (the client's new messages, the first answer and the results
-// of Recall's calls in it) and the usage the upstream reported for it.
-// Each round's record includes what the turn stored before it (it was
-// sent as the conversation so far), commits what that round answered,
-// and reports its own upstream times and usage.
-func (x *exchange) roundRecords(first *history.ExchangeRecord) []history.ExchangeRecord {
-	if len(x.rounds) == 0 {
-		return nil
-	}
-	r0 := x.rounds[0]
-	first.Tokens.ReportedInput, first.Tokens.Output, first.Tokens.Cached = r0.usage.InputTokens, r0.usage.OutputTokens, r0.usage.CachedTokens
-	first.Tokens.CacheCreation = r0.usage.CacheCreationTokens
-	committed := len(first.Committed) == 1
-	next := uint64(0) // the first seq a round's answer got
-	if committed {
-		next = first.Committed[0].From + uint64(len(x.dec.Fresh))
-		first.Committed[0].To = next + uint64(r0.stored) - 1
-		next += uint64(r0.stored)
-	}
-	var out []history.ExchangeRecord
-	extra := r0.tokens // stored tokens of the rounds before the round
-	for _, rd := range x.rounds[1:] {
-		r := *first
-		r.ID = nextExchangeID(rd.sent)
-		r.CreatedAt = rd.sent.Unix()
-		r.Kind = "tool_round"
-		if rd.model != "" {
-			r.Model = rd.model
-		}
-		r.Stream = rd.stream
-		r.NewMessages = 0
-		r.Included = slices.Clone(first.Included)
-		r.Dropped = slices.Clone(first.Dropped)
-		r.Cut = slices.Clone(first.Cut)
-		r.Committed = []history.Span{}
-		if committed {
-			r.Included = addSpan(r.Included, history.Span{From: first.Committed[0].From, To: next - 1})
-			if rd.stored > 0 {
-				r.Committed = append(r.Committed, history.Span{From: next, To: next + uint64(rd.stored) - 1})
-			}
-			next += uint64(rd.stored)
-		}
-		// The client's new messages and the earlier rounds went as the
-		// conversation so far.
-		r.Tokens.History = first.Tokens.History + first.Tokens.New + extra
-		r.Tokens.New = 0
-		r.Tokens.EstimatedInput = first.Tokens.EstimatedInput + extra
-		r.Tokens.ReportedInput, r.Tokens.Output, r.Tokens.Cached = rd.usage.InputTokens, rd.usage.OutputTokens, rd.usage.CachedTokens
-		r.Tokens.CacheCreation = rd.usage.CacheCreationTokens
-		// A round's time is its upstream call's: running Recall's tools
-		// before it is the exchange's (first) record's.
-		up := rd.done.Sub(rd.sent)
-		r.LatencyMS = history.ExchangeLatency{Upstream: up.Milliseconds(), Total: up.Milliseconds()}
-		if !rd.firstByte.IsZero() {
-			r.LatencyMS.FirstByte = rd.firstByte.Sub(rd.sent).Milliseconds()
-		}
-		out = append(out, r)
-		extra += rd.tokens
-	}
-	return out
-}
-
-// addSpan adds sp, past every seq of spans, to spans.
-func addSpan(spans []history.Span, sp history.Span) []history.Span {
-	if n := len(spans); n > 0 && spans[n-1].To+1 == sp.From {
-		spans[n-1].To = sp.To
-		return spans
-	}
-	return append(spans, sp)
 }

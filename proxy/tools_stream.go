@@ -78,19 +78,19 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 	upReq := fasthttp.AcquireRequest()
 	tmpl.CopyTo(upReq)
 	upReq.SetBodyRaw(out)
-	var round toolRound
+	var round pipeline.Round
 	resp, err := x.call(ctx, upReq, &round)
 	if err != nil {
 		return nil, err
 	}
-	round.stream = uplink.IsEventStream(resp)
+	round.Stream = uplink.IsEventStream(resp)
 	x.rounds = append(x.rounds, round)
 	if status := resp.StatusCode(); status < 200 || status >= 300 {
 		raw, _ := pipeline.ReadLimited(uplink.Body(resp), 1<<20)
 		x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
 		uplink.Release(resp)
 		x.facts.UpstreamDone = s.cfg.Now()
-		x.rounds[len(x.rounds)-1].done = x.facts.UpstreamDone
+		x.rounds[len(x.rounds)-1].Done = x.facts.UpstreamDone
 		return nil, pipeline.UpstreamStatus(status, raw)
 	}
 	return resp, nil
@@ -119,7 +119,7 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 		release = func() {}
 		x.facts.UpstreamDone = s.cfg.Now()
 		rd := &x.rounds[len(x.rounds)-1]
-		rd.done, rd.model, rd.usage = x.facts.UpstreamDone, a.Model, a.Usage
+		rd.Done, rd.Model, rd.Usage = x.facts.UpstreamDone, a.Model, a.Usage
 		if err != nil {
 			return fail(err)
 		}
