@@ -10,14 +10,22 @@
 //	        whether the plan found a side call             (SideOf)
 //	encode  the planned context in the upstream's protocol (EncodePlan, InPlace)
 //	pump    an upstream's event stream, event by event     (Pump, UpstreamEvent)
+//	        or its whole answer, read and parsed           (ParseAnswer, Decode, ReadLimited)
 //	commit  the answer's messages, the store's write       (AnswerMessages, Deps.Commit,
 //	        within the commit timeout, rebased              Decision.Commit, Deps.Seal)
 //	render  the answer stamped (its id, times, stored form) (Stamp)
 //	        and written to the client, the finishing event (Whole, Stream, EndStream)
-//	        held until the commit
+//	        held until the commit: one rule for every      (CommitStream, CommitWhole,
+//	        stream and whole answer, the tools' rounds'     Committer)
+//	        too
 //	        an upstream's error status as the client's     (UpstreamStatus)
-//	rounds  the history tools' rounds: what is stored,     (StoredRound, WithLeadingText, HasContent)
-//	        what the client sees                           (RoundFilter, AnswerDeltas)
+//	rounds  the history tools' rounds: their state, what   (Rounds, Rounds.Step)
+//	        a round's answer leads to (Recall's calls run,
+//	        the next round, the client's calls, the limit)
+//	        one round's answer read and shown              (ReadRound)
+//	        what is stored, what the client sees           (StoredRound, ToolTurn.Finish,
+//	                                                        RoundFilter, AnswerDeltas)
+//	        each round's times and record                  (Round, RoundRecords)
 //
 // An exchange's state is in three parts (state.go): what the plan
 // decided (Decision: made once, the one part another goroutine reads;
@@ -27,8 +35,9 @@
 //
 // Package proxy admits the request (reads the body, authenticates the
 // caller, finds the conversation), decodes it with the client's
-// protocol, sends the upstream call and calls these stages in order
-// (proxy/pipeline.go names each); it implements what the render stage
+// protocol, makes the upstream calls (exchange.call, the one send of an
+// exchange and of each tool round; the stream's relay goroutine) and
+// calls these stages in order (proxy/pipeline.go names each); it implements what the render stage
 // writes to (Client, Writer) over fasthttp, and the Exchange the stage
 // stamps and commits through. What the stages need of the server (store,
 // lock, clock, commit timeout, metrics, log) comes in Deps, which proxy

@@ -121,10 +121,7 @@ func Whole(c Client, x Exchange, a *wire.Answer, raw []byte, ingress wire.Ingres
 		return err
 	}
 	if record {
-		if c.Gone() {
-			return ErrClientLeft
-		}
-		if err := x.Commit(a); err != nil {
+		if err := CommitWhole(c, x, a); err != nil {
 			return err
 		}
 	}
@@ -182,18 +179,52 @@ func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren 
 	if err := x.Stamp(&a); err != nil {
 		return EndStream(w, x, ren, err)
 	}
+	var c Committer
 	if record {
+		c = x
+	}
+	return CommitStream(w, x, c, ren, &a, held)
+}
+
+// Committer commits a turn whose answer is whole and stamped: an
+// Exchange commits its own turn; the history tools' rounds commit the
+// turn their rounds built.
+type Committer interface {
+	Commit(a *wire.Answer) error
+}
+
+// CommitWhole is the hold-until-commit rule of a whole answer a: the
+// turn is committed through c before the client gets a, and not at all
+// when the client already left (ErrClientLeft: it would retry, and the
+// answer it never saw stored would leave the retry a duplicate turn).
+func CommitWhole(cl Client, c Committer, a *wire.Answer) error {
+	if cl.Gone() {
+		return ErrClientLeft
+	}
+	return c.Commit(a)
+}
+
+// CommitStream is the hold-until-commit rule of a stream whose answer a
+// is whole and stamped, for every stream alike (the plain relay's and
+// the history tools' rounds'): the turn is committed through c (nil:
+// nothing is recorded), and only then does the client get the stream's
+// end: held, the events held back as they came when ren is nil, else
+// held and ren's closing events for a. A client that left before the
+// commit is not committed for (x.Left); a commit that fails ends the
+// stream with an error event instead, and the end never goes out.
+func CommitStream(w Writer, x Exchange, c Committer, ren wire.Renderer, a *wire.Answer, held []byte) error {
+	if c != nil {
 		if err := x.Left(); err != nil {
 			return err
 		}
-		if err := x.Commit(&a); err != nil {
+		if err := c.Commit(a); err != nil {
 			return EndStream(w, x, ren, err)
 		}
 	}
-	if same {
+	if ren == nil {
 		return WriteFlush(w, held)
 	}
-	return WriteFlush(w, ren.End(nil, &a))
+	return WriteFlush(w, ren.End(held, a))
 }
 
 // EndStream ends a stream that failed with err with the client's

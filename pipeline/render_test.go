@@ -149,3 +149,61 @@ func TestStampStoresWhatTheClientGot(t *testing.T) {
 		t.Errorf("same protocol: got %v %q %q created %d; want the upstream's bytes under resp_1, created 900", a.Protocol, a.Stored, a.ResponseID, a.Created)
 	}
 }
+
+// endRenderer renders a stream's closing events as "end:<text>".
+type endRenderer struct{}
+
+func (endRenderer) Delta(dst []byte, d wire.Delta) []byte { return append(dst, d.Text...) }
+func (endRenderer) End(dst []byte, a *wire.Answer) []byte {
+	return append(dst, "end:"+a.Message.Parts[0].Text...)
+}
+
+// leftExchange is a stream's exchange whose client left before the
+// commit.
+type leftExchange struct{ *fakeExchange }
+
+func (leftExchange) Left() error { return ErrClientGone }
+
+// TestCommitStreamEndsOnlyAfterTheCommit is the one hold-until-commit
+// rule that the plain relay and the history tools' rounds share: what
+// was held back and the closing events reach the client after the
+// commit, never when the commit fails (the error event instead) or the
+// client left before it (no commit at all).
+func TestCommitStreamEndsOnlyAfterTheCommit(t *testing.T) {
+	a := &wire.Answer{Message: wire.Message{Parts: []wire.Part{{Kind: wire.Text, Text: "forty-two"}}}}
+	for _, tt := range []struct {
+		name      string
+		left      bool
+		commitErr error
+		want      string
+		commits   int
+	}{
+		{name: "committed", want: "held|end:forty-two", commits: 1},
+		{name: "commit failed", commitErr: errors.New("store down"), want: "event: error\n\n", commits: 1},
+		{name: "client left", left: true, want: ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &flushWriter{}
+			fx := &fakeExchange{w: w, commitErr: tt.commitErr}
+			var x Exchange = fx
+			if tt.left {
+				x = leftExchange{fx}
+			}
+			err := CommitStream(w, x, fx, endRenderer{}, a, []byte("held|"))
+			want := tt.commitErr
+			if tt.left {
+				want = ErrClientGone
+			}
+			if !errors.Is(err, want) || (want == nil) != (err == nil) {
+				t.Fatalf("got %v, want %v", err, want)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if fx.commits != tt.commits || fx.written != "" || w.flushed.String() != tt.want {
+				t.Errorf("committed %d times with %q at the client, then it got %q; want %d times with nothing, then %q",
+					fx.commits, fx.written, w.flushed.String(), tt.commits, tt.want)
+			}
+		})
+	}
+}

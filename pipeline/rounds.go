@@ -1,9 +1,13 @@
 package pipeline
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/tools"
 	"github.com/recallproxy/recall/wire"
 )
@@ -145,4 +149,77 @@ func (f *RoundFilter) Render(dst []byte, ren wire.Renderer, d wire.Delta) []byte
 		f.Text.WriteString(d.Text)
 	}
 	return ren.Delta(dst, d)
+}
+
+// Rounds is the state of the history tools' rounds of one exchange
+// across its upstream calls: what the next round sends, what the rounds
+// reported, and what they leave for the commit (ToolTurn).
+type Rounds struct {
+	// Up is the upstream's protocol, Msgs the messages it is sent,
+	// grown by each round's calls and results.
+	Up   wire.Protocol
+	Msgs [][]byte
+	// Offered are the history tools offered; Limit bounds the upstream
+	// calls; Runner runs the tools.
+	Offered []wire.Tool
+	Limit   int
+	Runner  tools.Runner
+	// Now is the clock Ran is told the runs' times by; Ran, if set, is
+	// told of every history tool run.
+	Now func() time.Time
+	Ran func(call wire.Part, start time.Time, r tools.Result)
+	// Usage is the rounds' usage, summed.
+	Usage wire.Usage
+
+	// ToolTurn is what the rounds leave for the commit.
+	ToolTurn
+}
+
+// Step takes the answer a of round n (counted from 1): it runs Recall's
+// calls in it and reports whether another round follows (its request
+// then carries the calls and their results, in Msgs). None follows a
+// final answer (no call of Recall's), an answer that also calls the
+// client's tools (those go to the client: Post), nor round Limit
+// (Limited).
+func (r *Rounds) Step(ctx context.Context, a *wire.Answer, n int) (more bool, err error) {
+	r.Usage.InputTokens += a.Usage.InputTokens
+	r.Usage.OutputTokens += a.Usage.OutputTokens
+	r.Usage.CachedTokens += a.Usage.CachedTokens
+	r.Usage.CacheCreationTokens += a.Usage.CacheCreationTokens
+	results := wire.Message{Role: wire.RoleTool}
+	theirs := 0
+	for _, part := range a.Message.Parts {
+		if part.Kind != wire.ToolCall {
+			continue
+		}
+		if !tools.Offered(r.Offered, part.Name) {
+			theirs++
+			continue
+		}
+		r.Mine[part.CallID] = true
+		start := r.Now()
+		res := r.Runner.Run(ctx, part.Name, part.Arguments)
+		if r.Ran != nil {
+			r.Ran(part, start, res)
+		}
+		results.Parts = append(results.Parts, wire.Part{Kind: wire.ToolResult, CallID: part.CallID, Text: res.Text, IsError: res.IsError})
+	}
+	if len(results.Parts) == 0 {
+		return false, nil // the final answer
+	}
+	if theirs > 0 {
+		r.Post = &results // the client's calls go to the client
+		return false, nil
+	}
+	r.Rounds = append(r.Rounds, a.Message, results)
+	if n == r.Limit {
+		r.Limited = true
+		return false, nil
+	}
+	enc, err := wire.For(r.Up).Encode(nil, []wire.Message{a.Message, results})
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", apierr.Internal, err)
+	}
+	r.Msgs = append(r.Msgs[:len(r.Msgs):len(r.Msgs)], enc...)
+	return true, nil
 }

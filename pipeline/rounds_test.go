@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/recallproxy/recall/tools"
 	"github.com/recallproxy/recall/wire"
@@ -90,3 +92,46 @@ func (r *spyRenderer) Delta(dst []byte, d wire.Delta) []byte {
 }
 
 func (r *spyRenderer) End(dst []byte, _ *wire.Answer) []byte { return dst }
+
+// TestRoundsStepRunsRecallsCallsUntilAFinalAnswer: a round that calls
+// only Recall's tools is run and followed by another (its calls and
+// results sent), unless it is the last round allowed; a round that also
+// calls the client's tools goes to the client; a round without calls is
+// the final answer.
+func TestRoundsStepRunsRecallsCallsUntilAFinalAnswer(t *testing.T) {
+	mine := wire.Part{Kind: wire.ToolCall, CallID: "c1", Name: tools.EndConversation, Arguments: `{}`}
+	theirs := wire.Part{Kind: wire.ToolCall, CallID: "c2", Name: "weather", Arguments: `{}`}
+	text := wire.Part{Kind: wire.Text, Text: "done"}
+	for _, tt := range []struct {
+		name              string
+		parts             []wire.Part
+		n                 int
+		more, limited     bool
+		post              bool
+		sent, rounds, ran int
+	}{
+		{name: "Recall's call", parts: []wire.Part{mine}, n: 1, more: true, sent: 1 + 2, rounds: 2, ran: 1},
+		{name: "Recall's call, last round", parts: []wire.Part{mine}, n: 3, limited: true, sent: 1, rounds: 2, ran: 1},
+		{name: "the client's call too", parts: []wire.Part{mine, theirs}, n: 1, post: true, sent: 1, ran: 1},
+		{name: "final answer", parts: []wire.Part{text}, n: 1, sent: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ran := 0
+			r := &Rounds{Up: wire.ChatCompletions, Msgs: [][]byte{[]byte(`{"role":"user","content":"hi"}`)},
+				Offered: tools.Definitions([]string{tools.EndConversation}, nil), Limit: 3, Now: time.Now,
+				Ran:      func(wire.Part, time.Time, tools.Result) { ran++ },
+				ToolTurn: ToolTurn{Mine: map[string]bool{}}}
+			a := &wire.Answer{Message: wire.Message{Role: wire.RoleAssistant, Parts: tt.parts}, Usage: wire.Usage{InputTokens: 5}}
+			more, err := r.Step(context.Background(), a, tt.n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if more != tt.more || r.Limited != tt.limited || (r.Post != nil) != tt.post || len(r.Msgs) != tt.sent ||
+				len(r.Rounds) != tt.rounds || ran != tt.ran || r.Usage.InputTokens != 5 {
+				t.Errorf("got more %v, limited %v, post %v, %d sent, %d stored, %d run, input %d; want %v, %v, %v, %d, %d, %d, 5",
+					more, r.Limited, r.Post != nil, len(r.Msgs), len(r.Rounds), ran, r.Usage.InputTokens,
+					tt.more, tt.limited, tt.post, tt.sent, tt.rounds, tt.ran)
+			}
+		})
+	}
+}

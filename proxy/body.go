@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -12,9 +11,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/pipeline"
 )
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // bodyPool recycles the buffers upstream request bodies are built in: with
 // history injected they run to tens of kilobytes per request. holders
@@ -64,27 +62,13 @@ func (s *Server) readBody(rc *fasthttp.RequestCtx) ([]byte, error) {
 		b = getBodyBuf(n)[:n]
 		_, err = io.ReadFull(st, b)
 	} else {
-		b, err = readLimited(st, s.cfg.MaxBodyBytes)
+		b, err = pipeline.ReadLimited(st, s.cfg.MaxBodyBytes)
 	}
-	if errors.Is(err, errTooLarge) {
+	if errors.Is(err, pipeline.ErrTooLarge) {
 		return nil, apierr.TooLarge
 	}
 	if err != nil {
 		return nil, apierr.BadBody
-	}
-	return b, nil
-}
-
-var errTooLarge = errors.New("proxy: body too large")
-
-// readLimited reads r whole, failing with errTooLarge past limit bytes.
-func readLimited(r io.Reader, limit int) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > limit {
-		return nil, errTooLarge
 	}
 	return b, nil
 }

@@ -103,7 +103,7 @@ type exchange struct {
 	committed, endEpisode bool
 	// rounds are the upstream calls of an exchange with history tools
 	// offered (tools.go), each with its own exchange record.
-	rounds []toolRound
+	rounds []pipeline.Round
 	// answer is a non-streamed answer, parsed (kept here: no allocation
 	// of its own).
 	answer wire.Answer
@@ -160,10 +160,10 @@ func (s *Server) serve(rc *fasthttp.RequestCtx, conv string, p *protocol, path [
 func (x *exchange) readAnswer(rc *fasthttp.RequestCtx, resp *fasthttp.Response) (raw []byte, enc string, ok bool) {
 	status := resp.StatusCode()
 	enc = string(resp.Header.ContentEncoding())
-	raw, err := readLimited(uplink.Body(resp), x.s.cfg.MaxResponseBytes)
+	raw, err := pipeline.ReadLimited(uplink.Body(resp), x.s.cfg.MaxResponseBytes)
 	uplink.Release(resp)
 	x.facts.UpstreamDone = x.now()
-	if errors.Is(err, errTooLarge) {
+	if errors.Is(err, pipeline.ErrTooLarge) {
 		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err))
 		return nil, "", false
 	}

@@ -147,7 +147,7 @@ func (x *exchange) learnWindow(status int, enc string, raw []byte) {
 	if cal == nil || status != 400 && status != 413 || x.model == "" {
 		return
 	}
-	body, err := decode(enc, raw, 1<<20)
+	body, err := pipeline.Decode(enc, raw, 1<<20)
 	if err != nil {
 		return
 	}
@@ -178,5 +178,9 @@ func (x *exchange) records(status int, err error, end time.Time, upstream time.D
 		return r, nil
 	}
 	r := x.exchangeRecord(status, err, end, upstream)
-	return r, x.roundRecords(&r)
+	fresh := 0 // the client's new messages the turn stored
+	if x.dec != nil {
+		fresh = len(x.dec.Fresh)
+	}
+	return r, pipeline.RoundRecords(&r, x.rounds, fresh)
 }

@@ -31,13 +31,16 @@ import (
 //	thread   main thread, subagent or side call           (threadOf)
 //	plan     lock, load, merge, summary, curate           (planTurn, prepare; pipeline.Deps.Plan)
 //	encode   the context in the upstream's protocol       (encode; pipeline.EncodePlan)
-//	send     one upstream call                            (send)
+//	send     one upstream call                            (call, send)
 //	pump     a stream's events, relayed or rendered       (relaySeam; pipeline.Pump)
-//	commit   the turn, before the client holds its end    (commitAnswer, record1; pipeline.Deps.Commit)
+//	         or a whole answer read                       (answerWhole; pipeline.ParseAnswer)
+//	commit   the turn, before the client holds its end    (commitAnswer, record1; pipeline.Deps.Commit,
+//	                                                       pipeline.CommitStream, pipeline.CommitWhole)
 //	render   the answer in the client's protocol          (answerWhole, relaySeam; pipeline.Whole, pipeline.Stream)
 //
 // History tools' rounds (tools.go) take over after encode and use the
-// same send, pump and commit.
+// same send (call), pump (pipeline.ReadRound), hold-until-commit rule
+// and commit; what a round's answer leads to is pipeline.Rounds.Step.
 
 // serveExchange serves a request once its conversation and mode are known.
 // Every call ends in exactly one x.done or x.fail.
@@ -101,8 +104,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 	upReq := fasthttp.AcquireRequest()
 	up.request(upReq, rc, x.c, req, p.proto)
 	upReq.SetBodyRaw(out)
-	x.facts.Sent = x.now()
-	resp, err := s.send(ctx, upReq)
+	resp, err := x.call(ctx, upReq, nil)
 	if !asCame {
 		putBodyBuf(out)
 	}
@@ -110,7 +112,6 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 		x.fail(rc, err)
 		return
 	}
-	x.answered(resp)
 	status := resp.StatusCode()
 	ok := status >= 200 && status < 300
 	same := upProto == p.proto && !p.renders
@@ -297,11 +298,36 @@ func (s *Server) send(ctx context.Context, req *fasthttp.Request) (*fasthttp.Res
 	return resp, nil
 }
 
+// call is the send stage of every exchange and of each of its history
+// tools' rounds: req (which it releases) sent (Server.send), the times
+// noted in the exchange's record (sent, and the first answer's headers:
+// answered) and in round's, if given. The response is the caller's.
+func (x *exchange) call(ctx context.Context, req *fasthttp.Request, round *pipeline.Round) (*fasthttp.Response, error) {
+	sent := x.now()
+	if x.facts.Sent.IsZero() {
+		x.facts.Sent = sent
+	}
+	if round != nil {
+		round.Sent = sent
+	}
+	resp, err := x.s.send(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if round != nil {
+		round.FirstByte = x.now()
+	}
+	if x.facts.FirstByte.IsZero() {
+		x.answered(resp)
+	}
+	return resp, nil
+}
+
 // translatedError answers an upstream's error status to a client of
 // another protocol in that protocol's shape, and releases resp.
 func (x *exchange) translatedError(rc *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	status := resp.StatusCode()
-	raw, _ := readLimited(uplink.Body(resp), 1<<20)
+	raw, _ := pipeline.ReadLimited(uplink.Body(resp), 1<<20)
 	x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
 	e := pipeline.UpstreamStatus(status, raw)
 	e.RetryAfter = string(resp.Header.Peek(fasthttp.HeaderRetryAfter)) // when to try again holds in any protocol
@@ -326,7 +352,7 @@ func (x *exchange) answerWhole(rc *fasthttp.RequestCtx, resp *fasthttp.Response,
 	}
 	a := &x.answer
 	var err error
-	if *a, err = parseAnswer(up, enc, raw, x.s.cfg.MaxResponseBytes, same); err == nil {
+	if *a, err = pipeline.ParseAnswer(up.upstream, enc, raw, x.s.cfg.MaxResponseBytes, same); err == nil {
 		err = pipeline.Whole(client{rc}, x, a, raw, p.ingress, req, same, x.record)
 	}
 	switch {

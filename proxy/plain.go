@@ -58,7 +58,7 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 	}
 	if resp.BodyStream() == nil { // read whole (the buffering client)
 		if len(resp.Body()) > s.cfg.MaxResponseBytes {
-			err = errTooLarge
+			err = pipeline.ErrTooLarge
 		} else {
 			rc.Response.AppendBody(resp.Body())
 		}
@@ -67,7 +67,7 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 	}
 	uplink.Release(resp)
 	if err != nil {
-		if errors.Is(err, errTooLarge) {
+		if errors.Is(err, pipeline.ErrTooLarge) {
 			err = fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err)
 		} else {
 			err = upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err))
@@ -82,7 +82,7 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 // copyBufs recycles the buffers appendBody reads through.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
 
-// appendBody reads r to its end into dst's body, failing with errTooLarge
+// appendBody reads r to its end into dst's body, failing with pipeline.ErrTooLarge
 // past limit bytes. It does not allocate once dst's pooled body has grown
 // to the answers' size.
 func appendBody(dst *fasthttp.Response, r io.Reader, limit int) error {
@@ -93,7 +93,7 @@ func appendBody(dst *fasthttp.Response, r io.Reader, limit int) error {
 		k, err := r.Read(buf)
 		if k > 0 {
 			if n += k; n > limit {
-				return errTooLarge
+				return pipeline.ErrTooLarge
 			}
 			dst.AppendBody(buf[:k])
 		}

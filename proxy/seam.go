@@ -108,7 +108,7 @@ func (s *Server) relaySeam(ctx context.Context, res pipeline.Owned, rc *fasthttp
 		}
 		if enc != "" {
 			var err error
-			if upstream, err = decoder(enc, upstream); err != nil {
+			if upstream, err = pipeline.Decoder(enc, upstream); err != nil {
 				return fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
 			}
 		}

@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"compress/flate"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -174,29 +172,6 @@ func errorEvent(e *apierr.Error) []byte {
 	b = append(b, "data: "...)
 	b = append(b, errorBody(e)...)
 	return append(b, "\n\n"...)
-}
-
-// decoder returns a reader decoding enc.
-func decoder(enc string, r io.Reader) (io.Reader, error) {
-	switch enc {
-	case "gzip", "x-gzip":
-		return gzip.NewReader(r)
-	case "deflate":
-		return flate.NewReader(r), nil
-	}
-	return nil, fmt.Errorf("proxy: unsupported content encoding %q", enc)
-}
-
-// decode returns raw decoded per its content encoding, bounded by limit.
-func decode(enc string, raw []byte, limit int) ([]byte, error) {
-	if enc == "" || enc == "identity" {
-		return raw, nil
-	}
-	zr, err := decoder(enc, bytesReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	return readLimited(zr, limit)
 }
 
 // readErrs remembers a read error other than io.EOF, so that a relay can

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/history"
@@ -45,39 +44,18 @@ func (x *exchange) offeredTools(req *wire.Request) []wire.Tool {
 	return tools.Definitions(names, req.Tools)
 }
 
-// toolRound is what one upstream call of a tool exchange was, for its
-// exchange record: its times, whether it streamed, the model and usage
-// the upstream reported, and how many messages of the stored turn it
-// produced (its answer, and the results of Recall's calls in it).
-type toolRound struct {
-	sent, firstByte, done time.Time
-	stream                bool
-	model                 string
-	usage                 wire.Usage
-	stored                int
-	// tokens are the stored tokens of those messages.
-	tokens int
-	// runs are the history tools run on the round's answer, for its
-	// span (kept only when the exchange is traced).
-	runs []tracing.ToolRun
-}
-
-// toolLoop is a tool exchange's state across its upstream calls.
+// toolLoop is a tool exchange's state across its upstream calls: the
+// rounds' (pipeline.Rounds), and what a round's request is built from.
 type toolLoop struct {
 	s           *Server
 	x           *exchange
 	p, up       *protocol
 	req         *wire.Request
-	instr, msgs [][]byte // msgs grows by each round's calls and results
+	instr       [][]byte
 	lastHistory int
 	lastSeq     uint64 // the stored seq of the message at lastHistory
-	offered     []wire.Tool
-	limit       int
-	runner      tools.Runner
 
-	// ToolTurn is what the rounds leave for the commit.
-	pipeline.ToolTurn
-	usage wire.Usage
+	pipeline.Rounds
 }
 
 func (s *Server) newToolLoop(x *exchange, p, up *protocol, req *wire.Request, instr, msgs [][]byte, lastHistory int, lastSeq uint64, offered []wire.Tool) *toolLoop {
@@ -85,74 +63,44 @@ func (s *Server) newToolLoop(x *exchange, p, up *protocol, req *wire.Request, in
 	if limit <= 0 {
 		limit = tools.DefaultRounds
 	}
-	return &toolLoop{s: s, x: x, p: p, up: up, req: req, instr: instr, msgs: msgs, lastHistory: lastHistory, lastSeq: lastSeq,
-		offered: offered, limit: limit, runner: tools.Runner{Store: s.cfg.Store, Key: x.key}, ToolTurn: pipeline.ToolTurn{Mine: map[string]bool{}}}
+	l := &toolLoop{s: s, x: x, p: p, up: up, req: req, instr: instr, lastHistory: lastHistory, lastSeq: lastSeq,
+		Rounds: pipeline.Rounds{Up: up.proto, Msgs: msgs, Offered: offered, Limit: limit, Runner: tools.Runner{Store: s.cfg.Store, Key: x.key},
+			Now: x.now, ToolTurn: pipeline.ToolTurn{Mine: map[string]bool{}}}}
+	l.Ran = l.ran
+	return l
+}
+
+// ran counts a history tool's run, and notes it for the span of the
+// round that called it when the exchange is traced.
+func (l *toolLoop) ran(part wire.Part, start time.Time, r tools.Result) {
+	x := l.x
+	l.s.metrics.ToolCall(x.c.cfg.ID, part.Name, r.Outcome)
+	if x.span != nil && len(x.rounds) > 0 {
+		rd := &x.rounds[len(x.rounds)-1]
+		// The span is made after the exchange, from copies: a codec
+		// may point a part's strings into the answer's bytes.
+		rd.Runs = append(rd.Runs, tracing.ToolRun{Name: strings.Clone(part.Name), CallID: strings.Clone(part.CallID), Start: start, End: x.now(),
+			Outcome: r.Outcome, Failed: r.IsError, Found: r.Found})
+	}
+	x.endEpisode = x.endEpisode || r.End
 }
 
 // body returns the next round's request body, streamed or not.
 func (l *toolLoop) body(stream bool) ([]byte, error) {
-	out, err := l.up.upstream.AppendBody(nil, l.req, l.instr, l.msgs)
+	out, err := l.up.upstream.AppendBody(nil, l.req, l.instr, l.Msgs)
 	if err != nil {
 		return nil, err
 	}
 	out = l.x.markHistoryEnd(l.up, out, l.lastHistory, l.lastSeq)
-	if out, err = l.up.upstream.WithTools(out, l.offered, stream); err != nil {
+	if out, err = l.up.upstream.WithTools(out, l.Offered, stream); err != nil {
 		return nil, fmt.Errorf("%w: %w", apierr.Internal, err)
 	}
 	return out, nil
 }
 
-// step takes a round's answer: it runs Recall's calls in it and reports
-// whether another round follows (its request then carries the calls and
-// their results).
+// step takes a round's answer (pipeline.Rounds.Step).
 func (l *toolLoop) step(ctx context.Context, a *wire.Answer) (more bool, err error) {
-	x := l.x
-	l.usage.InputTokens += a.Usage.InputTokens
-	l.usage.OutputTokens += a.Usage.OutputTokens
-	l.usage.CachedTokens += a.Usage.CachedTokens
-	l.usage.CacheCreationTokens += a.Usage.CacheCreationTokens
-	results := wire.Message{Role: wire.RoleTool}
-	theirs := 0
-	for _, part := range a.Message.Parts {
-		if part.Kind != wire.ToolCall {
-			continue
-		}
-		if !tools.Offered(l.offered, part.Name) {
-			theirs++
-			continue
-		}
-		l.Mine[part.CallID] = true
-		start := x.now()
-		r := l.runner.Run(ctx, part.Name, part.Arguments)
-		l.s.metrics.ToolCall(x.c.cfg.ID, part.Name, r.Outcome)
-		if x.span != nil && len(x.rounds) > 0 {
-			rd := &x.rounds[len(x.rounds)-1]
-			// The span is made after the exchange, from copies: a codec
-			// may point a part's strings into the answer's bytes.
-			rd.runs = append(rd.runs, tracing.ToolRun{Name: strings.Clone(part.Name), CallID: strings.Clone(part.CallID), Start: start, End: x.now(),
-				Outcome: r.Outcome, Failed: r.IsError, Found: r.Found})
-		}
-		x.endEpisode = x.endEpisode || r.End
-		results.Parts = append(results.Parts, wire.Part{Kind: wire.ToolResult, CallID: part.CallID, Text: r.Text, IsError: r.IsError})
-	}
-	if len(results.Parts) == 0 {
-		return false, nil // the final answer
-	}
-	if theirs > 0 {
-		l.Post = &results // the client's calls go to the client
-		return false, nil
-	}
-	l.Rounds = append(l.Rounds, a.Message, results)
-	if len(x.rounds) == l.limit {
-		l.Limited = true
-		return false, nil
-	}
-	enc, err := wire.For(l.up.proto).Encode(nil, []wire.Message{a.Message, results})
-	if err != nil {
-		return false, fmt.Errorf("%w: %w", apierr.Internal, err)
-	}
-	l.msgs = append(l.msgs[:len(l.msgs):len(l.msgs)], enc...)
-	return true, nil
+	return l.Step(ctx, a, len(l.x.rounds))
 }
 
 // finish stamps the final answer a and returns the stored turn and the
@@ -160,16 +108,16 @@ func (l *toolLoop) step(ctx context.Context, a *wire.Answer) (more bool, err err
 // part of the turn noted in its record.
 func (l *toolLoop) finish(a wire.Answer, relayed string) ([]history.Message, wire.Answer, error) {
 	x, s := l.x, l.s
-	a.Usage = l.usage
+	a.Usage = l.Usage
 	if err := x.stamp(&a, l.req, l.up.proto, l.p.proto); err != nil {
 		return nil, wire.Answer{}, err
 	}
 	count := func(p wire.Protocol, raw []byte) int { return plan.Count(s.counter, x.dec.Encoding, p, raw) }
 	stored := func(i int, msgs []history.Message) {
 		if i < len(x.rounds) {
-			x.rounds[i].stored += len(msgs)
+			x.rounds[i].Stored += len(msgs)
 			for _, m := range msgs {
-				x.rounds[i].tokens += m.Tokens
+				x.rounds[i].Tokens += m.Tokens
 			}
 		}
 	}
@@ -182,8 +130,8 @@ func (l *toolLoop) commit(turn []history.Message, a *wire.Answer) error {
 	if a.ResponseID != "" {
 		id = a.ResponseID
 	}
-	return l.x.record1(recorded{answer: turn, model: a.Model, id: id, stop: a.Stop, response: l.x.responseOf(a), prompt: l.usage.InputTokens,
-		completion: l.usage.OutputTokens, cached: l.usage.CachedTokens, created: l.usage.CacheCreationTokens, upstream: l.x.upstream})
+	return l.x.record1(recorded{answer: turn, model: a.Model, id: id, stop: a.Stop, response: l.x.responseOf(a), prompt: l.Usage.InputTokens,
+		completion: l.Usage.OutputTokens, cached: l.Usage.CachedTokens, created: l.Usage.CacheCreationTokens, upstream: l.x.upstream})
 }
 
 // toolExchange is serveExchange's upstream part for a request with history
@@ -212,25 +160,43 @@ func (s *Server) toolExchange(ctx context.Context, res *pipeline.Owned, rc *fast
 		}
 	}
 	s.metrics.ToolRounds(x.c.cfg.ID, len(x.rounds))
-	turn, client, err := l.finish(a, "")
+	turn, final, err := l.finish(a, "")
 	if err != nil {
 		x.fail(rc, err)
 		return
 	}
-	if clientGone(rc.Conn()) {
-		x.done(499, pipeline.ErrClientLeft)
+	switch err := pipeline.CommitWhole(client{rc}, toolCommit{l: l, turn: turn}, &final); {
+	case errors.Is(err, pipeline.ErrClientLeft):
+		x.done(499, err)
 		return
-	}
-	if err := l.commit(turn, &client); err != nil {
+	case err != nil:
 		x.fail(rc, err)
 		return
 	}
-	x.committed = true
-	rc.Response.Header.Del("Content-Encoding")
-	rc.Response.Header.Del("Content-Length")
-	rc.SetContentType("application/json")
-	rc.Response.SetBodyRaw(p.ingress.AppendAnswer(nil, req, &client))
+	client{rc}.Rendered(p.ingress.AppendAnswer(nil, req, &final))
 	x.done(fasthttp.StatusOK, nil)
+}
+
+// toolCommit is the turn a tool exchange's rounds built, committed with
+// the final answer as the client gets it (pipeline.Committer).
+type toolCommit struct {
+	l    *toolLoop
+	turn []history.Message
+	// streamed: the closing events of a stream do not show reasoning,
+	// which was not relayed; it is dropped from the answer once stored.
+	streamed bool
+}
+
+// Commit records the turn.
+func (c toolCommit) Commit(a *wire.Answer) error {
+	if err := c.l.commit(c.turn, a); err != nil {
+		return err
+	}
+	c.l.x.committed = true
+	if c.streamed {
+		a.Message.Parts = slices.DeleteFunc(a.Message.Parts, func(p wire.Part) bool { return p.Kind == wire.Opaque })
+	}
+	return nil
 }
 
 // toolCall makes one unstreamed upstream call of a tool exchange and
@@ -245,26 +211,19 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 	upReq := fasthttp.AcquireRequest()
 	l.request(upReq, rc)
 	upReq.SetBodyRaw(out)
-	round := toolRound{sent: s.cfg.Now()}
-	if x.facts.Sent.IsZero() {
-		x.facts.Sent = round.sent
-	}
-	resp, err := s.send(ctx, upReq)
+	var round pipeline.Round
+	resp, err := x.call(ctx, upReq, &round)
 	if err != nil {
 		return wire.Answer{}, err
 	}
-	round.firstByte = s.cfg.Now()
-	if len(x.rounds) == 0 {
-		x.answered(resp)
-	}
 	status := resp.StatusCode()
 	enc := string(resp.Header.ContentEncoding())
-	raw, err := readLimited(uplink.Body(resp), s.cfg.MaxResponseBytes)
+	raw, err := pipeline.ReadLimited(uplink.Body(resp), s.cfg.MaxResponseBytes)
 	uplink.Release(resp)
 	x.facts.UpstreamDone = s.cfg.Now()
-	round.done = x.facts.UpstreamDone
+	round.Done = x.facts.UpstreamDone
 	switch {
-	case errors.Is(err, errTooLarge):
+	case errors.Is(err, pipeline.ErrTooLarge):
 		return wire.Answer{}, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err)
 	case err != nil:
 		return wire.Answer{}, upstreamErr(fmt.Errorf("proxy: read upstream answer: %w", err))
@@ -272,39 +231,12 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 		x.learnWindow(status, enc, raw)
 		return wire.Answer{}, pipeline.UpstreamStatus(status, raw)
 	}
-	a, err := parseAnswer(up, enc, raw, s.cfg.MaxResponseBytes, false)
+	a, err := pipeline.ParseAnswer(up.upstream, enc, raw, s.cfg.MaxResponseBytes, false)
 	if err != nil {
 		return wire.Answer{}, err
 	}
-	round.model, round.usage = a.Model, a.Usage
+	round.Model, round.Usage = a.Model, a.Usage
 	x.rounds = append(x.rounds, round)
-	return a, nil
-}
-
-// parseAnswer reads an upstream's whole answer (enc: its content
-// encoding); for a client of the upstream's own protocol (same), which
-// gets the answer's bytes and whose stored form they are, without its
-// canonical message when the upstream can leave it out
-// (wire.StoredParser).
-func parseAnswer(up *protocol, enc string, raw []byte, max int, same bool) (wire.Answer, error) {
-	decoded, err := decode(enc, raw, max)
-	if err == nil && !gjson.ValidBytes(decoded) {
-		err = errors.New("proxy: upstream answer is not JSON")
-	}
-	var a wire.Answer
-	if err == nil {
-		if sp, ok := up.upstream.(wire.StoredParser); ok && same {
-			a, err = sp.ParseStored(decoded)
-		} else {
-			a, err = up.upstream.ParseAnswer(decoded)
-		}
-	}
-	if errors.Is(err, errTooLarge) {
-		return wire.Answer{}, fmt.Errorf("%w: decode upstream answer: %w", apierr.UpstreamTooLarge, err)
-	}
-	if err != nil {
-		return wire.Answer{}, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
-	}
 	return a, nil
 }
 
@@ -312,78 +244,4 @@ func parseAnswer(up *protocol, enc string, raw []byte, max int, same bool) (wire
 // the caller's).
 func (l *toolLoop) request(req *fasthttp.Request, rc *fasthttp.RequestCtx) {
 	l.up.request(req, rc, l.x.c, l.req, l.p.proto)
-}
-
-// roundRecords are the exchange records of a tool exchange's rounds
-// beyond the first, of kind "tool_round", made from first, the
-// exchange's own record, which then describes the first round: what it
-// committed (the client's new messages, the first answer and the results
-// of Recall's calls in it) and the usage the upstream reported for it.
-// Each round's record includes what the turn stored before it (it was
-// sent as the conversation so far), commits what that round answered,
-// and reports its own upstream times and usage.
-func (x *exchange) roundRecords(first *history.ExchangeRecord) []history.ExchangeRecord {
-	if len(x.rounds) == 0 {
-		return nil
-	}
-	r0 := x.rounds[0]
-	first.Tokens.ReportedInput, first.Tokens.Output, first.Tokens.Cached = r0.usage.InputTokens, r0.usage.OutputTokens, r0.usage.CachedTokens
-	first.Tokens.CacheCreation = r0.usage.CacheCreationTokens
-	committed := len(first.Committed) == 1
-	next := uint64(0) // the first seq a round's answer got
-	if committed {
-		next = first.Committed[0].From + uint64(len(x.dec.Fresh))
-		first.Committed[0].To = next + uint64(r0.stored) - 1
-		next += uint64(r0.stored)
-	}
-	var out []history.ExchangeRecord
-	extra := r0.tokens // stored tokens of the rounds before the round
-	for _, rd := range x.rounds[1:] {
-		r := *first
-		r.ID = nextExchangeID(rd.sent)
-		r.CreatedAt = rd.sent.Unix()
-		r.Kind = "tool_round"
-		if rd.model != "" {
-			r.Model = rd.model
-		}
-		r.Stream = rd.stream
-		r.NewMessages = 0
-		r.Included = slices.Clone(first.Included)
-		r.Dropped = slices.Clone(first.Dropped)
-		r.Cut = slices.Clone(first.Cut)
-		r.Committed = []history.Span{}
-		if committed {
-			r.Included = addSpan(r.Included, history.Span{From: first.Committed[0].From, To: next - 1})
-			if rd.stored > 0 {
-				r.Committed = append(r.Committed, history.Span{From: next, To: next + uint64(rd.stored) - 1})
-			}
-			next += uint64(rd.stored)
-		}
-		// The client's new messages and the earlier rounds went as the
-		// conversation so far.
-		r.Tokens.History = first.Tokens.History + first.Tokens.New + extra
-		r.Tokens.New = 0
-		r.Tokens.EstimatedInput = first.Tokens.EstimatedInput + extra
-		r.Tokens.ReportedInput, r.Tokens.Output, r.Tokens.Cached = rd.usage.InputTokens, rd.usage.OutputTokens, rd.usage.CachedTokens
-		r.Tokens.CacheCreation = rd.usage.CacheCreationTokens
-		// A round's time is its upstream call's: running Recall's tools
-		// before it is the exchange's (first) record's.
-		up := rd.done.Sub(rd.sent)
-		r.LatencyMS = history.ExchangeLatency{Upstream: up.Milliseconds(), Total: up.Milliseconds()}
-		if !rd.firstByte.IsZero() {
-			r.LatencyMS.FirstByte = rd.firstByte.Sub(rd.sent).Milliseconds()
-		}
-		out = append(out, r)
-		extra += rd.tokens
-	}
-	return out
-}
-
-// addSpan adds sp, past every seq of spans, to spans.
-func addSpan(spans []history.Span, sp history.Span) []history.Span {
-	if n := len(spans); n > 0 && spans[n-1].To+1 == sp.From {
-		spans[n-1].To = sp.To
-		return spans
-	}
-	return append(spans, sp)
 }

@@ -4,15 +4,12 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/uplink"
 	"github.com/recallproxy/recall/wire"
@@ -81,25 +78,19 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 	upReq := fasthttp.AcquireRequest()
 	tmpl.CopyTo(upReq)
 	upReq.SetBodyRaw(out)
-	round := toolRound{sent: s.cfg.Now()}
-	if x.facts.Sent.IsZero() {
-		x.facts.Sent = round.sent
-	}
-	resp, err := s.send(ctx, upReq)
+	var round pipeline.Round
+	resp, err := x.call(ctx, upReq, &round)
 	if err != nil {
 		return nil, err
 	}
-	round.firstByte, round.stream = s.cfg.Now(), uplink.IsEventStream(resp)
-	if len(x.rounds) == 0 {
-		x.answered(resp)
-	}
+	round.Stream = uplink.IsEventStream(resp)
 	x.rounds = append(x.rounds, round)
 	if status := resp.StatusCode(); status < 200 || status >= 300 {
-		raw, _ := readLimited(uplink.Body(resp), 1<<20)
+		raw, _ := pipeline.ReadLimited(uplink.Body(resp), 1<<20)
 		x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
 		uplink.Release(resp)
 		x.facts.UpstreamDone = s.cfg.Now()
-		x.rounds[len(x.rounds)-1].done = x.facts.UpstreamDone
+		x.rounds[len(x.rounds)-1].Done = x.facts.UpstreamDone
 		return nil, pipeline.UpstreamStatus(status, raw)
 	}
 	return resp, nil
@@ -112,7 +103,7 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 	l *toolLoop, tmpl *fasthttp.Request) error {
 	x := l.x
 	ren := newRenderer(x, l.p, l.req)
-	f := &pipeline.RoundFilter{Offered: l.offered}
+	f := &pipeline.RoundFilter{Offered: l.Offered}
 	fail := func(err error) error {
 		if errors.Is(err, pipeline.ErrClientGone) {
 			return err
@@ -123,12 +114,12 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 	release := func() {}        // the first round's body is relay's
 	defer func() { release() }()
 	for {
-		a, err := s.readRound(w, body, enc, stream, l, ren, f)
+		a, err := pipeline.ReadRound(w, body, enc, stream, l.up.upstream, s.cfg.MaxResponseBytes, ren, f)
 		release()
 		release = func() {}
 		x.facts.UpstreamDone = s.cfg.Now()
 		rd := &x.rounds[len(x.rounds)-1]
-		rd.done, rd.model, rd.usage = x.facts.UpstreamDone, a.Model, a.Usage
+		rd.Done, rd.Model, rd.Usage = x.facts.UpstreamDone, a.Model, a.Usage
 		if err != nil {
 			return fail(err)
 		}
@@ -169,16 +160,7 @@ func (s *Server) endTools(w *bufio.Writer, l *toolLoop, ren wire.Renderer, f *pi
 	if err != nil {
 		return fail(err)
 	}
-	if err := x.leftBeforeCommit(); err != nil {
-		return err
-	}
-	if err := l.commit(turn, &client); err != nil {
-		return fail(err)
-	}
-	x.committed = true
-	// Reasoning was not relayed: the closing events do not show it.
-	client.Message.Parts = slices.DeleteFunc(client.Message.Parts, func(p wire.Part) bool { return p.Kind == wire.Opaque })
-	return pipeline.WriteFlush(w, ren.End(out, &client))
+	return pipeline.CommitStream(w, x, toolCommit{l: l, turn: turn, streamed: true}, ren, &client, out)
 }
 
 // roundBody returns the body of a later round's answer, bounded as
@@ -196,43 +178,4 @@ func (s *Server) roundBody(ctx context.Context, resp *fasthttp.Response) (body i
 		idle.Stop()
 		uplink.Release(resp)
 	}
-}
-
-// readRound reads one round's answer from body (an event stream, or a
-// whole answer when the upstream did not stream; enc its content
-// encoding), rendering what the client may see of it as it comes.
-func (s *Server) readRound(w *bufio.Writer, body io.Reader, enc string, stream bool, l *toolLoop,
-	ren wire.Renderer, f *pipeline.RoundFilter) (wire.Answer, error) {
-	max := s.cfg.MaxResponseBytes
-	if enc != "" {
-		var err error
-		if body, err = decoder(enc, body); err != nil {
-			return wire.Answer{}, fmt.Errorf("%w: %w", apierr.UpstreamBadResponse, err)
-		}
-	}
-	var out []byte
-	if !stream {
-		raw, err := readLimited(body, max)
-		switch {
-		case errors.Is(err, errTooLarge):
-			return wire.Answer{}, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err)
-		case err != nil:
-			return wire.Answer{}, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamStreamCut, err)
-		}
-		a, err := parseAnswer(l.up, "", raw, max, false)
-		if err != nil {
-			return wire.Answer{}, err
-		}
-		for _, d := range pipeline.AnswerDeltas(&a) {
-			out = f.Render(out, ren, d)
-		}
-		return a, pipeline.WriteFlush(w, out)
-	}
-	return pipeline.Pump(body, l.up.upstream.NewAssembler(), max, false, func(_ []byte, deltas []wire.Delta, _ bool) error {
-		out = out[:0]
-		for _, d := range deltas {
-			out = f.Render(out, ren, d)
-		}
-		return pipeline.WriteFlush(w, out)
-	})
 }

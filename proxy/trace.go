@@ -36,7 +36,7 @@ func (x *exchange) endSpan(r *history.ExchangeRecord, tenant string, end time.Ti
 	case len(x.rounds) > 0:
 		calls = make([]tracing.Call, len(x.rounds))
 		for i, rd := range x.rounds {
-			calls[i] = tracing.Call{Sent: rd.sent, FirstByte: rd.firstByte, Done: rd.done, Model: rd.model, Tools: rd.runs, Round: true}
+			calls[i] = tracing.Call{Sent: rd.Sent, FirstByte: rd.FirstByte, Done: rd.Done, Model: rd.Model, Tools: rd.Runs, Round: true}
 		}
 	case !x.facts.Sent.IsZero():
 		calls = []tracing.Call{{Sent: x.facts.Sent, FirstByte: x.facts.FirstByte, Done: x.facts.UpstreamDone}}

@@ -1,4 +1,4 @@
-package proxy
+package pipeline
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ func TestDecodeContentEncodings(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := decode(tc.enc, tc.body, 1<<20)
+			got, err := Decode(tc.enc, tc.body, 1<<20)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("got error %v, want error %v", err, tc.wantErr)
 			}
@@ -38,7 +38,7 @@ func TestDecodeContentEncodings(t *testing.T) {
 			}
 		})
 	}
-	if _, err := decode("gzip", gz.Bytes(), 10); err == nil {
+	if _, err := Decode("gzip", gz.Bytes(), 10); err == nil {
 		t.Error("decoding past the limit: got no error")
 	}
 }
