@@ -144,53 +144,10 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 	if !ok {
 		return
 	}
-	c := x.c
-	conv, err := x.conversation(rc, conv)
+	req, comp, mode, err := x.compactTarget(rc, body, conv)
 	if err != nil {
 		x.fail(rc, err)
 		return
-	}
-	mode := c.mode
-	if h := rc.Request.Header.PeekCanonical(keyHistory); len(h) > 0 {
-		if mode, err = history.ParseMode(string(h)); err != nil {
-			x.fail(rc, apierr.BadHistoryMode)
-			return
-		}
-	}
-	req, err := responses.ParseCompact(body)
-	if err != nil {
-		x.fail(rc, err)
-		return
-	}
-	comp, ok := s.cfg.Summaries.(Compactor)
-	if !ok || !c.cfg.Summary.Enabled || mode == history.Off {
-		// The compaction is Recall's summary of what it records.
-		x.fail(rc, apierr.SummariesDisabled)
-		return
-	}
-	upProto, _ := wire.UpstreamFor(c.cfg.Upstream.Protocol, wire.Responses)
-	x.upstream = upProto
-	exp, conv, err := x.expand(req, conv, upProto)
-	if err != nil {
-		x.fail(rc, err)
-		return
-	}
-	req.Store = true // a compaction is made of what is stored: a conversation of Recall's when none is named
-	if conv, err = resolveResponses(x, req, conv); err != nil {
-		x.fail(rc, err)
-		return
-	}
-	if exp != nil && conv != exp.ref.Conversation {
-		x.fail(rc, apierr.ConversationConflict("input"))
-		return
-	}
-	x.key = history.Key{Tenant: c.Namespace, Conversation: conv}
-	x.record, x.model = true, req.Model
-	if s.cfg.CanCommit != nil {
-		if err := s.cfg.CanCommit(); err != nil {
-			x.fail(rc, fmt.Errorf("%w: %w", apierr.NoSpace, err))
-			return
-		}
 	}
 	instructions, in, err := pipeline.TurnOf(wire.Responses, req)
 	if err != nil {
@@ -198,7 +155,7 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 		return
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout())
+	ctx, cancel := context.WithTimeout(context.Background(), x.c.timeout())
 	defer cancel()
 	release, err := x.prepare(ctx, instructions, in, req.Model, 0, nil, mode)
 	if errors.Is(err, apierr.NothingToSend) {
@@ -221,14 +178,64 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 	// under the conversation's lock: a failed compaction commits nothing.
 	turn := x.dec.Change(nil, s.cfg.Now().UnixNano())
 	turn.Model = x.model
-	after, err := comp.Compact(ctx, x.key, x.model, c.PassedKey(), turn)
+	after, err := comp.Compact(ctx, x.key, x.model, x.c.PassedKey(), turn)
 	if err != nil {
-		s.log.Error("compaction failed", "tenant", c.cfg.ID, "conversation", conv, "error", err)
+		s.log.Error("compaction failed", "tenant", x.c.cfg.ID, "conversation", x.key.Conversation, "error", err)
 		x.fail(rc, compactErr(err))
 		return
 	}
 	x.committed = len(x.dec.Fresh) > 0 || x.dec.Supersede != nil
-	ref := respstate.CompactionRef{Conversation: conv, Incarnation: after.Incarnation}
+	x.answerCompacted(rc, req, &before, &after)
+}
+
+// compactTarget decodes a compaction's body and settles what it
+// compacts: the conversation (the one its compaction items name, when the
+// request names none), the history mode, and the Compactor that makes the
+// summary. It sets x's key, upstream and model, and checks that the
+// store can take a commit.
+func (x *exchange) compactTarget(rc *fasthttp.RequestCtx, body []byte, conv string) (*wire.Request, Compactor, history.Mode, error) {
+	s, c := x.s, x.c
+	conv, mode, err := x.target(rc, conv)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	req, err := responses.ParseCompact(body)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	comp, ok := s.cfg.Summaries.(Compactor)
+	if !ok || !c.cfg.Summary.Enabled || mode == history.Off {
+		// The compaction is Recall's summary of what it records.
+		return nil, nil, "", apierr.SummariesDisabled
+	}
+	upProto, _ := wire.UpstreamFor(c.cfg.Upstream.Protocol, wire.Responses)
+	x.upstream = upProto
+	exp, conv, err := x.expand(req, conv, upProto)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	req.Store = true // a compaction is made of what is stored: a conversation of Recall's when none is named
+	if conv, err = resolveResponses(x, req, conv); err != nil {
+		return nil, nil, "", err
+	}
+	if exp != nil && conv != exp.ref.Conversation {
+		return nil, nil, "", apierr.ConversationConflict("input")
+	}
+	x.key = history.Key{Tenant: c.Namespace, Conversation: conv}
+	x.record, x.model = true, req.Model
+	if s.cfg.CanCommit != nil {
+		if err := s.cfg.CanCommit(); err != nil {
+			return nil, nil, "", fmt.Errorf("%w: %w", apierr.NoSpace, err)
+		}
+	}
+	return req, comp, mode, nil
+}
+
+// answerCompacted answers a committed compaction: the compacted window
+// (the user messages kept, then the compaction item naming the summary
+// as it stands after), and the summariser's usage in it.
+func (x *exchange) answerCompacted(rc *fasthttp.RequestCtx, req *wire.Request, before, after *history.Meta) {
+	ref := respstate.CompactionRef{Conversation: x.key.Conversation, Incarnation: after.Incarnation}
 	if after.Summary != nil {
 		ref.Through = after.Summary.Through
 	}

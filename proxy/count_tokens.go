@@ -56,12 +56,10 @@ func (s *Server) countTokens(rc *fasthttp.RequestCtx, conv string) {
 		x.fail(rc, err)
 		return
 	}
-	mode := c.mode
-	if h := rc.Request.Header.PeekCanonical(keyHistory); len(h) > 0 {
-		if mode, err = history.ParseMode(string(h)); err != nil {
-			x.fail(rc, apierr.BadHistoryMode)
-			return
-		}
+	mode, err := x.historyMode(rc)
+	if err != nil {
+		x.fail(rc, err)
+		return
 	}
 	// alone counts the request as it is, without history.
 	alone := func() int {

@@ -22,13 +22,25 @@ func (x *exchange) target(rc *fasthttp.RequestCtx, conv string) (string, history
 	if err != nil {
 		return "", "", err
 	}
-	mode := x.c.mode
-	if h := rc.Request.Header.PeekCanonical(keyHistory); len(h) > 0 {
-		if mode, err = history.ParseMode(string(h)); err != nil {
-			return "", "", apierr.BadHistoryMode
-		}
+	mode, err := x.historyMode(rc)
+	if err != nil {
+		return "", "", err
 	}
 	return conv, mode, nil
+}
+
+// historyMode is the history mode the request asks for: X-Recall-History,
+// else the tenant's; apierr.BadHistoryMode for a header that names none.
+func (x *exchange) historyMode(rc *fasthttp.RequestCtx) (history.Mode, error) {
+	h := rc.Request.Header.PeekCanonical(keyHistory)
+	if len(h) == 0 {
+		return x.c.mode, nil
+	}
+	mode, err := history.ParseMode(string(h))
+	if err != nil {
+		return "", apierr.BadHistoryMode
+	}
+	return mode, nil
 }
 
 // parseRequest decodes body with p's ingress, and the path it came to

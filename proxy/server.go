@@ -212,52 +212,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Tenants == nil || cfg.Store == nil {
 		return nil, errors.New("proxy: config needs Tenants and Store")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.New(nil)
-	}
-	if cfg.Counter == nil {
-		cfg.Counter = &tokens.Counter{}
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 32 << 20
-	}
-	if l, ok := cfg.Store.(history.Leaser); ok && cfg.Leaser == nil {
-		cfg.Leaser = l
-	}
-	if cfg.MaxResponseBytes <= 0 {
-		cfg.MaxResponseBytes = 64 << 20
-	}
-	if cfg.StreamIdleTimeout <= 0 {
-		cfg.StreamIdleTimeout = 2 * time.Minute
-	}
-	if cfg.StreamHeaderHold <= 0 {
-		cfg.StreamHeaderHold = 2 * time.Millisecond
-	}
-	if cfg.BufferingClient == nil {
-		cfg.BufferingClient = cfg.Client
-		if cfg.Client == nil {
-			cfg.BufferingClient = uplink.BufferingClient(cfg.MaxResponseBytes)
-		}
-	}
-	if cfg.Client == nil {
-		cfg.Client = uplink.DefaultClient()
-	}
-	if cfg.CommitTimeout <= 0 {
-		cfg.CommitTimeout = 10 * time.Second
-	}
 	realClock := cfg.Now == nil
-	if realClock {
-		cfg.Now = time.Now
-	}
-	if cfg.Locks == nil {
-		cfg.Locks = &convlock.Table{}
-	}
-	if cfg.WebSocketLifetime <= 0 {
-		cfg.WebSocketLifetime = wsmode.DefaultLifetime
-	}
+	cfg.setDefaults()
 	if cfg.State == nil {
 		st, err := respstate.New(respstate.Config{Store: cfg.Store, Lock: cfg.Locks.Acquire, Leaser: cfg.Leaser,
 			Now: cfg.Now, Counter: cfg.Counter, Logger: cfg.Logger})
@@ -287,7 +243,63 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Tracer != nil {
 		s.metrics.TraceSpans(cfg.Tracer)
 	}
-	s.srv = &fasthttp.Server{
+	s.srv = s.newHTTPServer()
+	return s, nil
+}
+
+// setDefaults fills in every field of c left zero that has a default
+// (each field's comment names it), State excepted: making one can fail.
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.New(nil)
+	}
+	if c.Counter == nil {
+		c.Counter = &tokens.Counter{}
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 32 << 20
+	}
+	if l, ok := c.Store.(history.Leaser); ok && c.Leaser == nil {
+		c.Leaser = l
+	}
+	if c.MaxResponseBytes <= 0 {
+		c.MaxResponseBytes = 64 << 20
+	}
+	if c.StreamIdleTimeout <= 0 {
+		c.StreamIdleTimeout = 2 * time.Minute
+	}
+	if c.StreamHeaderHold <= 0 {
+		c.StreamHeaderHold = 2 * time.Millisecond
+	}
+	if c.BufferingClient == nil {
+		c.BufferingClient = c.Client
+		if c.Client == nil {
+			c.BufferingClient = uplink.BufferingClient(c.MaxResponseBytes)
+		}
+	}
+	if c.Client == nil {
+		c.Client = uplink.DefaultClient()
+	}
+	if c.CommitTimeout <= 0 {
+		c.CommitTimeout = 10 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Locks == nil {
+		c.Locks = &convlock.Table{}
+	}
+	if c.WebSocketLifetime <= 0 {
+		c.WebSocketLifetime = wsmode.DefaultLifetime
+	}
+}
+
+// newHTTPServer is the fasthttp server that serves s.Handle.
+func (s *Server) newHTTPServer() *fasthttp.Server {
+	return &fasthttp.Server{
 		Handler:                       s.Handle,
 		Name:                          "recall",
 		NoDefaultServerHeader:         true,
@@ -298,7 +310,7 @@ func New(cfg Config) (*Server, error) {
 		// not parse a multipart body (and re-encode it, or spill it to
 		// temporary files) before the handler sees it.
 		DisablePreParseMultipartForm: true,
-		MaxRequestBodySize:           cfg.MaxBodyBytes,
+		MaxRequestBodySize:           s.cfg.MaxBodyBytes,
 		// One timeout for reading a request and for the silence before
 		// the next (no IdleTimeout): a connection busy with requests
 		// then asks for one deadline, which coarseListener's connections
@@ -308,7 +320,7 @@ func New(cfg Config) (*Server, error) {
 		CloseOnShutdown: true,
 		ExpectHandler:   s.expect,
 		ConnState:       s.conns.track,
-		Logger:          fasthttpLogger{cfg.Logger},
+		Logger:          fasthttpLogger{s.log},
 		ErrorHandler: func(rc *fasthttp.RequestCtx, err error) {
 			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 				writeError(rc, apierr.TooLarge)
@@ -317,7 +329,6 @@ func New(cfg Config) (*Server, error) {
 			writeError(rc, apierr.MalformedHTTP)
 		},
 	}
-	return s, nil
 }
 
 // Serve accepts connections on ln until Shutdown.
@@ -415,30 +426,7 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 		rc.SetBodyString(`{"status":"ok"}`)
 		return
 	case bytes.Equal(raw, pathReadyz):
-		rc.SetContentType("application/json")
-		if s.closing.Load() {
-			rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
-			rc.SetBodyString(`{"status":"shutting down"}`)
-			return
-		}
-		if s.cfg.CanCommit != nil {
-			if err := s.cfg.CanCommit(); err != nil {
-				rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
-				rc.SetBodyString(`{"status":"insufficient storage"}`)
-				return
-			}
-		}
-		if s.cfg.Ping != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), readyzPingTimeout)
-			err := s.cfg.Ping(ctx)
-			cancel()
-			if err != nil {
-				rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
-				rc.SetBodyString(`{"status":"store unavailable"}`)
-				return
-			}
-		}
-		rc.SetBodyString(`{"status":"ready"}`)
+		s.readyz(rc)
 		return
 	case bytes.Equal(raw, pathMetrics):
 		s.metrics.Serve(rc)
@@ -485,6 +473,36 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 	default:
 		s.reject(rc, "other", apierr.NotFound)
 	}
+}
+
+// readyz answers /readyz: 200 while the server takes requests and can
+// commit them, 503 saying why not (shutting down, no space, the store
+// does not answer within readyzPingTimeout).
+func (s *Server) readyz(rc *fasthttp.RequestCtx) {
+	rc.SetContentType("application/json")
+	if s.closing.Load() {
+		rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
+		rc.SetBodyString(`{"status":"shutting down"}`)
+		return
+	}
+	if s.cfg.CanCommit != nil {
+		if err := s.cfg.CanCommit(); err != nil {
+			rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
+			rc.SetBodyString(`{"status":"insufficient storage"}`)
+			return
+		}
+	}
+	if s.cfg.Ping != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), readyzPingTimeout)
+		err := s.cfg.Ping(ctx)
+		cancel()
+		if err != nil {
+			rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
+			rc.SetBodyString(`{"status":"store unavailable"}`)
+			return
+		}
+	}
+	rc.SetBodyString(`{"status":"ready"}`)
 }
 
 // reject answers e and counts it. The request's body was not read, so the
