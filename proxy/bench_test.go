@@ -9,17 +9,16 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/wire"
 )
 
 // instantUpstream answers every request at once with a fixed body (a
@@ -83,62 +82,31 @@ func benchServerWith(b testing.TB, budget int, upstream instantUpstream, adjust 
 	b.Helper()
 	g := config.DefaultGlobal()
 	g.Defaults.History.BudgetTokens = budget
-	set, err := config.LoadTenants(g, func(string) (string, bool) { return "", false })
-	if err != nil {
-		b.Fatal(err)
-	}
-	store, err := badgerstore.Open(b.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
-	var counter tokens.Counter
+	return benchServerOf(b, g, upstream, adjust...)
+}
+
+// benchServerOf is a server of g's tenants on a store of its own (see
+// newServer), sending to upstream, its counter's encoder built before
+// timing.
+func benchServerOf(tb testing.TB, g config.Global, upstream instantUpstream, adjust ...func(*proxy.Config)) (*proxy.Server, *badgerstore.Store) {
+	tb.Helper()
+	counter := &tokens.Counter{}
 	counter.Text(tokens.O200k, "build the encoder before timing")
-	cfg := proxy.Config{
-		Counter: &counter,
-		Tenants: proxy.StaticTenants{Set: set},
-		Store:   store,
-		Client:  upstream.client(),
-	}
-	for _, f := range adjust {
-		f(&cfg)
-	}
-	srv, err := proxy.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return srv, store
+	return newServer(tb, g, func(c *proxy.Config) {
+		c.Counter, c.Client = counter, upstream.client()
+		for _, f := range adjust {
+			f(c)
+		}
+	})
 }
 
 const benchUser = `Could you look at the figures from last week again and tell me whether the trend holds? I would also like a short note on what changed since the previous report, and whether we should adjust the forecast for the next quarter.`
 
 // prefill writes turns whole turns into each of convs conversations
-// directly through the store, as the proxy would have.
+// directly through the store, as the proxy would have (see prefillIn).
 func prefill(b testing.TB, store *badgerstore.Store, convs, turns int) {
 	b.Helper()
-	var counter tokens.Counter
-	user := []byte(`{"role":"user","content":"` + benchUser + `"}`)
-	answer := []byte(`{"role":"assistant","content":"` + strings.Repeat("The trend holds. ", 12) + `"}`)
-	ut, at := counter.Message(tokens.O200k, user), counter.Message(tokens.O200k, answer)
-	ns := auth.Namespace("default", "sk-bench")
-	for c := range convs {
-		k := history.Key{Tenant: ns, Conversation: fmt.Sprintf("conv-%d", c)}
-		var version uint64
-		for t := 0; t < turns; t += 50 {
-			var ch history.Change
-			for range min(50, turns-t) {
-				ch.Append = append(ch.Append,
-					history.Message{Role: "user", Raw: user, Tokens: ut, Hash: chat.Hash(user) + uint64(t)},
-					history.Message{Role: "assistant", Raw: answer, Tokens: at, Hash: chat.Hash(answer) + uint64(t)})
-			}
-			ch.Version, ch.Now = version, time.Now().UnixNano()
-			m, err := store.Commit(context.Background(), k, ch)
-			if err != nil {
-				b.Fatal(err)
-			}
-			version = m.Version
-		}
-	}
+	prefillIn(b, store, wire.ChatCompletions, convs, turns)
 }
 
 func benchRequest(conv string) *fasthttp.RequestCtx {

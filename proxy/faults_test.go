@@ -112,11 +112,7 @@ func TestUpstreamFaultsStoreNothing(t *testing.T) {
 			if tt.refused {
 				g := config.DefaultGlobal()
 				g.Defaults.Upstream.BaseURL = "http://" + closedAddr(t) + "/v1"
-				set, err := config.LoadTenants(g, func(string) (string, bool) { return "", false })
-				if err != nil {
-					t.Fatal(err)
-				}
-				tenants.set.Store(set)
+				tenants.set.Store(loadTenants(t, g).Set)
 			}
 			storedBefore := len(h.Stored(ns, conv))
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/proxy"
-	"github.com/recallproxy/recall/store/badgerstore"
 )
 
 // agentChat is a chat request as an agent sends it: a system prompt,
@@ -101,19 +100,8 @@ func BenchmarkPlainPathAgent(b *testing.B) {
 func BenchmarkMessagesPlainPath(b *testing.B) {
 	g := config.DefaultGlobal()
 	g.Defaults.Upstream.Protocol = "anthropic"
-	set, err := config.LoadTenants(g, func(string) (string, bool) { return "", false })
-	if err != nil {
-		b.Fatal(err)
-	}
-	store, err := badgerstore.Open(b.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
-	srv, err := proxy.New(proxy.Config{Tenants: proxy.StaticTenants{Set: set}, Store: store,
-		Client: instantUpstream{"application/json", []byte(messagesAnswer)}.client()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv, _ := newServer(b, g, func(c *proxy.Config) {
+		c.Client = instantUpstream{"application/json", []byte(messagesAnswer)}.client()
+	})
 	benchPlainRequest(b, srv, "/v1/messages", agentMessages(40), "anthropic-version", "2023-06-01")
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/proxy"
-	"github.com/recallproxy/recall/store/badgerstore"
 )
 
 // maxPlainAllocs bounds the allocations of one chat request that names no
@@ -64,19 +63,7 @@ func TestPlainPathAllocationsOverTheNetwork(t *testing.T) {
 	t.Cleanup(func() { up.Shutdown() })
 	g := config.DefaultGlobal()
 	g.Defaults.Upstream.BaseURL = "http://" + ln.Addr().String() + "/v1"
-	set, err := config.LoadTenants(g, func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	srv, err := proxy.New(proxy.Config{Tenants: proxy.StaticTenants{Set: set}, Store: store}) // the default clients
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _ := newServer(t, g, nil) // the default clients
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 	rc := plainRequest()
 	servePlain(t, srv, rc) // the connection, dialed once

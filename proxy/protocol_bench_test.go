@@ -201,22 +201,7 @@ func pathServer(tb testing.TB, pb pathBench) (*proxy.Server, *badgerstore.Store)
 	g := config.DefaultGlobal()
 	g.Defaults.History.BudgetTokens = 16000
 	g.Defaults.Upstream.Protocol = pb.upstream
-	set, err := config.LoadTenants(g, func(string) (string, bool) { return "", false })
-	if err != nil {
-		tb.Fatal(err)
-	}
-	store, err := badgerstore.Open(tb.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { store.Close() })
-	var counter tokens.Counter
-	counter.Text(tokens.O200k, "build the encoder before timing")
-	srv, err := proxy.New(proxy.Config{Counter: &counter, Tenants: proxy.StaticTenants{Set: set}, Store: store, Client: pb.answer.client()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return srv, store
+	return benchServerOf(tb, g, pb.answer)
 }
 
 // prefillIn is prefill for conversations stored in proto: the same turns,

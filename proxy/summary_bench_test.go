@@ -9,7 +9,6 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/proxy"
-	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tokens"
 )
@@ -33,19 +32,11 @@ func BenchmarkChatPathSummaries(b *testing.B) {
 			if mode == "compacting" {
 				g.Defaults.Summary.TriggerTurns, g.Defaults.Summary.KeepTurns = 1, 0
 			}
-			set, err := config.LoadTenants(g, func(string) (string, bool) { return "", false })
-			if err != nil {
-				b.Fatal(err)
-			}
-			store, err := badgerstore.Open(b.TempDir(), badgerstore.Options{NoSync: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { store.Close() })
+			store := openStore(b)
 			var counter tokens.Counter
 			counter.Text(tokens.O200k, "build the encoder before timing")
 			up := instantUpstream{"application/json", []byte(benchAnswer)}
-			tenants := proxy.StaticTenants{Set: set}
+			tenants := loadTenants(b, g)
 			mgr, err := summary.New(summary.Config{Store: store, Tenants: tenants, Transport: up, Counter: &counter})
 			if err != nil {
 				b.Fatal(err)
