@@ -30,10 +30,25 @@ func wsKinds() e2etest.Options {
 	}}
 }
 
-var wsUpstreams = []struct{ name, key, tenant string }{
+// wsUpstream is an upstream kind a socket's turns go to: its tenant's
+// name and key.
+type wsUpstream struct{ name, key, tenant string }
+
+var wsUpstreams = []wsUpstream{
 	{"openai", "rk-oa", "oa"},
 	{"chat", "rk-ch", "ch"},
 	{"anthropic", "rk-an", "an"},
+}
+
+// onEachWSUpstream runs f once for each of wsUpstreams, in a subtest of
+// its name, on a socket of its own to the conversation prefix+name.
+func onEachWSUpstream(t *testing.T, h *harness, prefix string, f func(t *testing.T, u wsUpstream, conv string, c *websocket.Conn)) {
+	for _, u := range wsUpstreams {
+		t.Run(u.name, func(t *testing.T) {
+			conv := prefix + u.name
+			f(t, u, conv, dialWS(t, h, "/c/"+conv+"/v1/responses", u.key))
+		})
+	}
 }
 
 // dialWS opens a Responses WebSocket on path with key (and extra
@@ -130,31 +145,27 @@ func readTurn(t *testing.T, c *websocket.Conn) wsTurn {
 // second is sent; both turns are stored.
 func TestWebSocketTurnsHaveMemory(t *testing.T) {
 	h := newHarness(t, wsKinds())
-	for _, u := range wsUpstreams {
-		t.Run(u.name, func(t *testing.T) {
-			conv := "ws-memory-" + u.name
-			c := dialWS(t, h, "/c/"+conv+"/v1/responses", u.key)
-			one := sendWS(t, c, map[string]any{"input": "one"})
-			checkTurn(t, one, "echo: one")
-			if d := h.WaitDone(conv); !d.Committed {
-				t.Fatalf("turn one not committed: %+v", d)
+	onEachWSUpstream(t, h, "ws-memory-", func(t *testing.T, u wsUpstream, conv string, c *websocket.Conn) {
+		one := sendWS(t, c, map[string]any{"input": "one"})
+		checkTurn(t, one, "echo: one")
+		if d := h.WaitDone(conv); !d.Committed {
+			t.Fatalf("turn one not committed: %+v", d)
+		}
+		two := sendWS(t, c, map[string]any{"input": "two"})
+		checkTurn(t, two, "echo: two")
+		if d := h.WaitDone(conv); !d.Committed {
+			t.Fatalf("turn two not committed: %+v", d)
+		}
+		got := strings.Join(upstreamTexts(h.Up.Last()), "|")
+		for _, want := range []string{"one", "echo: one", "two"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("turn two's upstream request: got %q, want it to hold %q", got, want)
 			}
-			two := sendWS(t, c, map[string]any{"input": "two"})
-			checkTurn(t, two, "echo: two")
-			if d := h.WaitDone(conv); !d.Committed {
-				t.Fatalf("turn two not committed: %+v", d)
-			}
-			got := strings.Join(upstreamTexts(h.Up.Last()), "|")
-			for _, want := range []string{"one", "echo: one", "two"} {
-				if !strings.Contains(got, want) {
-					t.Errorf("turn two's upstream request: got %q, want it to hold %q", got, want)
-				}
-			}
-			if n := len(e2etest.Active(h.Stored(u.tenant, conv))); n != 4 {
-				t.Errorf("stored: got %d messages, want 4 (two turns)", n)
-			}
-		})
-	}
+		}
+		if n := len(e2etest.Active(h.Stored(u.tenant, conv))); n != 4 {
+			t.Errorf("stored: got %d messages, want 4 (two turns)", n)
+		}
+	})
 }
 
 // checkTurn checks a turn's events: numbered 0, 1, ... in order,
@@ -358,16 +369,7 @@ func TestWebSocketClientLeavingMidStreamCommitsNothing(t *testing.T) {
 			h := newHarness(t, wsKinds())
 			conv := "ws-left-" + u.name
 			c := dialWS(t, h, "/c/"+conv+"/v1/responses", u.key)
-			h.Up.Enqueue(upstreamtest.Reply{Content: "half an answer", Fault: upstreamtest.FaultStallMidStream})
-			b, _ := json.Marshal(map[string]any{"type": "response.create", "model": "gpt-4.1", "input": "hello"})
-			if err := c.WriteMessage(websocket.TextMessage, b); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := h.Up.WaitStalled(ctx, 1); err != nil {
-				t.Fatal(err)
-			}
+			stallTurns(t, h, c, "half an answer", "hello")
 			c.Close()
 			h.Up.Release()
 			d := h.WaitDone(conv)
@@ -428,6 +430,25 @@ func TestWebSocketLifetime(t *testing.T) {
 	checkTurn(t, sendWS(t, dialWS(t, h, "/v1/responses", "rk-oa"), map[string]any{"input": "again"}), "echo: again")
 }
 
+// stallTurns sends a response.create on c for each of inputs, the first
+// answered by an upstream stream of content that stalls midway, and
+// returns once it has stalled (h.Up.Release ends the stall).
+func stallTurns(t *testing.T, h *harness, c *websocket.Conn, content string, inputs ...string) {
+	t.Helper()
+	h.Up.Enqueue(upstreamtest.Reply{Content: content, Fault: upstreamtest.FaultStallMidStream})
+	for _, in := range inputs {
+		b, _ := json.Marshal(map[string]any{"type": "response.create", "model": "gpt-4.1", "input": in})
+		if err := c.WriteMessage(websocket.TextMessage, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.Up.WaitStalled(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func asCloseError(err error, ce **websocket.CloseError) bool {
 	e, ok := err.(*websocket.CloseError)
 	*ce = e
@@ -440,18 +461,7 @@ func asCloseError(err error, ce **websocket.CloseError) bool {
 func TestWebSocketOneResponseInFlight(t *testing.T) {
 	h := newHarness(t, wsKinds())
 	c := dialWS(t, h, "/c/ws-flight/v1/responses", "rk-oa")
-	h.Up.Enqueue(upstreamtest.Reply{Content: "slow", Fault: upstreamtest.FaultStallMidStream})
-	for _, in := range []string{"first", "second", "third"} {
-		b, _ := json.Marshal(map[string]any{"type": "response.create", "model": "gpt-4.1", "input": in})
-		if err := c.WriteMessage(websocket.TextMessage, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := h.Up.WaitStalled(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	stallTurns(t, h, c, "slow", "first", "second", "third")
 	// The third message's refusal comes while the first streams, among
 	// its events: the stall ends once it came (the socket's reader may
 	// not have read the third message when the first stalls).
@@ -485,16 +495,9 @@ func TestWebSocketOneResponseInFlight(t *testing.T) {
 func TestWebSocketShutdownFinishesTheTurn(t *testing.T) {
 	h := newHarness(t, wsKinds())
 	c := dialWS(t, h, "/c/ws-shutdown/v1/responses", "rk-oa")
-	h.Up.Enqueue(upstreamtest.Reply{Content: "last words", Fault: upstreamtest.FaultStallMidStream})
-	b, _ := json.Marshal(map[string]any{"type": "response.create", "model": "gpt-4.1", "input": "hello"})
-	if err := c.WriteMessage(websocket.TextMessage, b); err != nil {
-		t.Fatal(err)
-	}
+	stallTurns(t, h, c, "last words", "hello")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := h.Up.WaitStalled(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
 	stopped := make(chan error, 1)
 	go func() { stopped <- h.Server.Shutdown(ctx) }()
 	h.Up.Release()
@@ -522,43 +525,39 @@ func TestWebSocketShutdownFinishesTheTurn(t *testing.T) {
 // turn's; that turn is recorded in the conversation as any other.
 func TestWebSocketWarmup(t *testing.T) {
 	h := newHarness(t, wsKinds())
-	for _, u := range wsUpstreams {
-		t.Run(u.name, func(t *testing.T) {
-			conv := "ws-warmup-" + u.name
-			c := dialWS(t, h, "/c/"+conv+"/v1/responses", u.key)
-			n := h.Up.Count()
-			warm := sendWS(t, c, map[string]any{"generate": false, "input": []any{
-				map[string]any{"type": "message", "role": "user", "content": "context first"}}})
-			if got := strings.Join(warm.types(), " "); got != "response.created response.in_progress response.completed" {
-				t.Fatalf("warmup events: got %q", got)
-			}
-			r := warm.response()
-			if r.Get("status").Str != "completed" || len(r.Get("output").Array()) != 0 || r.Get("store").Bool() {
-				t.Errorf("warmup response: got %s, want completed, no output, not stored", r.Raw)
-			}
-			if h.Up.Count() != n {
-				t.Errorf("the warmup reached the upstream")
-			}
-			if got := len(h.Stored(u.tenant, conv)); got != 0 {
-				t.Errorf("the warmup stored %d messages", got)
-			}
-			turn := sendWS(t, c, map[string]any{"previous_response_id": r.Get("id").Str, "input": "hello"})
-			want := "echo: hello"
-			if u.name == "anthropic" {
-				want = "echo: context first\nhello" // two user messages in a row are one for Messages
-			}
-			checkTurn(t, turn, want)
-			if d := h.WaitDone(conv); !d.Committed {
-				t.Fatalf("the turn after the warmup was not committed: %+v", d)
-			}
-			if got := strings.Join(upstreamTexts(h.Up.Last()), "|"); got != "context first|hello" {
-				t.Errorf("upstream messages: got %q, want the warmup's input, then the turn's", got)
-			}
-			if got := len(e2etest.Active(h.Stored(u.tenant, conv))); got != 3 {
-				t.Errorf("stored %d messages, want 3 (the warmup's input, the prompt, the answer)", got)
-			}
-		})
-	}
+	onEachWSUpstream(t, h, "ws-warmup-", func(t *testing.T, u wsUpstream, conv string, c *websocket.Conn) {
+		n := h.Up.Count()
+		warm := sendWS(t, c, map[string]any{"generate": false, "input": []any{
+			map[string]any{"type": "message", "role": "user", "content": "context first"}}})
+		if got := strings.Join(warm.types(), " "); got != "response.created response.in_progress response.completed" {
+			t.Fatalf("warmup events: got %q", got)
+		}
+		r := warm.response()
+		if r.Get("status").Str != "completed" || len(r.Get("output").Array()) != 0 || r.Get("store").Bool() {
+			t.Errorf("warmup response: got %s, want completed, no output, not stored", r.Raw)
+		}
+		if h.Up.Count() != n {
+			t.Errorf("the warmup reached the upstream")
+		}
+		if got := len(h.Stored(u.tenant, conv)); got != 0 {
+			t.Errorf("the warmup stored %d messages", got)
+		}
+		turn := sendWS(t, c, map[string]any{"previous_response_id": r.Get("id").Str, "input": "hello"})
+		want := "echo: hello"
+		if u.name == "anthropic" {
+			want = "echo: context first\nhello" // two user messages in a row are one for Messages
+		}
+		checkTurn(t, turn, want)
+		if d := h.WaitDone(conv); !d.Committed {
+			t.Fatalf("the turn after the warmup was not committed: %+v", d)
+		}
+		if got := strings.Join(upstreamTexts(h.Up.Last()), "|"); got != "context first|hello" {
+			t.Errorf("upstream messages: got %q, want the warmup's input, then the turn's", got)
+		}
+		if got := len(e2etest.Active(h.Stored(u.tenant, conv))); got != 3 {
+			t.Errorf("stored %d messages, want 3 (the warmup's input, the prompt, the answer)", got)
+		}
+	})
 }
 
 // A turn that continues the socket's last response by
@@ -568,31 +567,27 @@ func TestWebSocketWarmup(t *testing.T) {
 // instructions. Items of its own in their place win.
 func TestWebSocketContinuationKeepsInstructions(t *testing.T) {
 	h := newHarness(t, wsKinds())
-	for _, u := range wsUpstreams {
-		t.Run(u.name, func(t *testing.T) {
-			conv := "ws-instr-" + u.name
-			c := dialWS(t, h, "/c/"+conv+"/v1/responses", u.key)
-			first := sendWS(t, c, map[string]any{"input": []any{
-				map[string]any{"type": "message", "role": "developer", "content": "answer tersely"},
-				map[string]any{"type": "message", "role": "user", "content": "one"}}})
-			checkTurn(t, first, "echo: one")
-			h.WaitDone(conv)
-			second := sendWS(t, c, map[string]any{"previous_response_id": first.response().Get("id").Str, "input": "two"})
-			checkTurn(t, second, "echo: two")
-			h.WaitDone(conv)
-			if body := h.Up.Last().Body; !strings.Contains(string(body), "answer tersely") {
-				t.Errorf("the continuation's upstream request lost the developer item: %s", body)
-			}
-			third := sendWS(t, c, map[string]any{"previous_response_id": second.response().Get("id").Str, "input": []any{
-				map[string]any{"type": "message", "role": "developer", "content": "answer at length"},
-				map[string]any{"type": "message", "role": "user", "content": "three"}}})
-			checkTurn(t, third, "echo: three")
-			h.WaitDone(conv)
-			if body := string(h.Up.Last().Body); strings.Contains(body, "answer tersely") || !strings.Contains(body, "answer at length") {
-				t.Errorf("a continuation with developer items of its own: got %s", body)
-			}
-		})
-	}
+	onEachWSUpstream(t, h, "ws-instr-", func(t *testing.T, u wsUpstream, conv string, c *websocket.Conn) {
+		first := sendWS(t, c, map[string]any{"input": []any{
+			map[string]any{"type": "message", "role": "developer", "content": "answer tersely"},
+			map[string]any{"type": "message", "role": "user", "content": "one"}}})
+		checkTurn(t, first, "echo: one")
+		h.WaitDone(conv)
+		second := sendWS(t, c, map[string]any{"previous_response_id": first.response().Get("id").Str, "input": "two"})
+		checkTurn(t, second, "echo: two")
+		h.WaitDone(conv)
+		if body := h.Up.Last().Body; !strings.Contains(string(body), "answer tersely") {
+			t.Errorf("the continuation's upstream request lost the developer item: %s", body)
+		}
+		third := sendWS(t, c, map[string]any{"previous_response_id": second.response().Get("id").Str, "input": []any{
+			map[string]any{"type": "message", "role": "developer", "content": "answer at length"},
+			map[string]any{"type": "message", "role": "user", "content": "three"}}})
+		checkTurn(t, third, "echo: three")
+		h.WaitDone(conv)
+		if body := string(h.Up.Last().Body); strings.Contains(body, "answer tersely") || !strings.Contains(body, "answer at length") {
+			t.Errorf("a continuation with developer items of its own: got %s", body)
+		}
+	})
 }
 
 // The conversation is named as over HTTP: by the upgrade request's
