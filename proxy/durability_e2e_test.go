@@ -43,6 +43,28 @@ func withCommitHook(before func(ctx context.Context) error) func(*proxy.Config) 
 	return func(c *proxy.Config) { c.Store = &hookStore{Store: c.Store, before: before} }
 }
 
+// newHarnessWithOneRacingWriter is a harness whose first commit meets
+// another writer: just before it, a user message "elsewhere" lands in
+// conv (under key's namespace) straight in the store.
+func newHarnessWithOneRacingWriter(t *testing.T, conv string) *harness {
+	var h *harness
+	var once atomic.Bool
+	h = newHarness(t, e2etest.Options{Proxy: withCommitHook(func(ctx context.Context) error {
+		if !once.CompareAndSwap(false, true) {
+			return nil
+		}
+		k := history.Key{Tenant: h.PassNamespace(key), Conversation: conv}
+		snap, err := h.Store.Load(ctx, k, history.Query{})
+		if err != nil {
+			return err
+		}
+		_, err = h.Store.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Now: 1,
+			Append: []history.Message{{Role: "user", Raw: []byte(`{"role":"user","content":"elsewhere"}`)}}})
+		return err
+	})})
+	return h
+}
+
 // readEvents reads SSE events from r (data payloads), sending each on the
 // returned channel, closed at the end of the body.
 func readEvents(r *bufio.Reader) <-chan string {
@@ -371,22 +393,7 @@ func TestNoRoomRefusesRecordedRequests(t *testing.T) {
 // A commit that meets a concurrent change (another writer committed since
 // the load) is rebased and retried, not answered 500.
 func TestCommitConflictIsRebased(t *testing.T) {
-	var h *harness
-	var once atomic.Bool
-	h = newHarness(t, e2etest.Options{Proxy: withCommitHook(func(ctx context.Context) error {
-		if !once.CompareAndSwap(false, true) {
-			return nil
-		}
-		// Another writer lands first, straight in the store.
-		k := history.Key{Tenant: h.PassNamespace(key), Conversation: "rebase-1"}
-		snap, err := h.Store.Load(ctx, k, history.Query{})
-		if err != nil {
-			return err
-		}
-		_, err = h.Store.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Now: 1,
-			Append: []history.Message{{Role: "user", Raw: []byte(`{"role":"user","content":"elsewhere"}`)}}})
-		return err
-	})})
+	h := newHarnessWithOneRacingWriter(t, "rebase-1")
 	for _, text := range []string{"one", "two"} {
 		if r := h.Post("/v1/chat/completions", key, "rebase-1", e2etest.ChatBody(text, text == "two")); r.Status != 200 || strings.Contains(r.Body, "error") {
 			t.Fatalf("%s: got %d %s", text, r.Status, r.Body)

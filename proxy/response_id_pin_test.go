@@ -1,16 +1,11 @@
 package proxy_test
 
 import (
-	"context"
 	"io"
 	"net/http"
-	"sync/atomic"
 	"testing"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/internal/e2etest"
 )
 
 // A Responses answer's id names the sequence numbers its commit gives
@@ -19,21 +14,7 @@ import (
 // elsewhere and leave the id naming other messages; the retry's id
 // names its answer.
 func TestResponseIDPinsItsCommit(t *testing.T) {
-	var h *harness
-	var once atomic.Bool
-	h = newHarness(t, e2etest.Options{Proxy: withCommitHook(func(ctx context.Context) error {
-		if !once.CompareAndSwap(false, true) {
-			return nil
-		}
-		k := history.Key{Tenant: h.PassNamespace(key), Conversation: "pin-1"}
-		snap, err := h.Store.Load(ctx, k, history.Query{})
-		if err != nil {
-			return err
-		}
-		_, err = h.Store.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Now: 1,
-			Append: []history.Message{{Role: "user", Raw: []byte(`{"role":"user","content":"elsewhere"}`)}}})
-		return err
-	})})
+	h := newHarnessWithOneRacingWriter(t, "pin-1")
 	body := `{"model":"gpt-4.1","input":"one"}`
 	r := h.Post("/v1/responses", key, "pin-1", body)
 	if r.Status != 500 || gjson.Get(r.Body, "error.code").Str != "history_write_failed" {
