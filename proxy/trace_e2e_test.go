@@ -127,6 +127,27 @@ func attrValue(kvs []*commonpb.KeyValue, key string) any {
 	return nil
 }
 
+// summarisedHarness is a tracedHarness whose conversations are
+// summarised (trigger_turns 2, keep_turns 1), once conv holds three turns
+// ("turn 1" and so on, each followed by suffix) and its summary job has
+// landed.
+func summarisedHarness(t *testing.T, conv, suffix string) (h *harness, flush func() []*tracepb.Span) {
+	t.Helper()
+	h, flush = tracedHarness(t, e2etest.Options{
+		Global: func(g *config.Global) {
+			g.Defaults.Summary.Enabled, g.Defaults.Summary.TriggerTurns, g.Defaults.Summary.KeepTurns = true, 2, 1
+		},
+		Summary: func(*summary.Config) {},
+	})
+	for i := 1; i <= 3; i++ {
+		h.Say(key, conv, fmt.Sprintf("turn %d%s", i, suffix))
+	}
+	if d := h.WaitJob(conv); d.Outcome != summary.Landed {
+		t.Fatalf("got job %+v, want one that landed", d)
+	}
+	return h, flush
+}
+
 // tracedHarness is a harness whose server exports its spans over
 // OTLP/HTTP to a receiver, as the environment of cmd/recall configures
 // it; flush sends what is queued (the tracer's shutdown).
@@ -268,18 +289,7 @@ func TestTraceOfResponsesTurn(t *testing.T) {
 // A summary job's attempt is an update_memory span of the conversation
 // it summarised, with its outcome.
 func TestTraceOfSummaryJob(t *testing.T) {
-	h, flush := tracedHarness(t, e2etest.Options{
-		Global: func(g *config.Global) {
-			g.Defaults.Summary.Enabled, g.Defaults.Summary.TriggerTurns, g.Defaults.Summary.KeepTurns = true, 2, 1
-		},
-		Summary: func(*summary.Config) {},
-	})
-	for i := 1; i <= 3; i++ {
-		h.Say(key, "traced-sum", fmt.Sprintf("turn %d", i))
-	}
-	if d := h.WaitJob("traced-sum"); d.Outcome != summary.Landed {
-		t.Fatalf("got job %+v, want one that landed", d)
-	}
+	_, flush := summarisedHarness(t, "traced-sum", "")
 	var job *tracepb.Span
 	for _, s := range flush() {
 		if s.Name == "update_memory summary" {
@@ -498,18 +508,7 @@ func testTraceOfResponsesToolLoop(t *testing.T, stream bool) {
 // dropped and cut; the summary job, a search and a forget through the
 // API are memory spans, all as an OTLP receiver decodes them.
 func TestTraceOfSummaryCompactionSearchAndForget(t *testing.T) {
-	h, flush := tracedHarness(t, e2etest.Options{
-		Global: func(g *config.Global) {
-			g.Defaults.Summary.Enabled, g.Defaults.Summary.TriggerTurns, g.Defaults.Summary.KeepTurns = true, 2, 1
-		},
-		Summary: func(*summary.Config) {},
-	})
-	for i := 1; i <= 3; i++ {
-		h.Say(key, "traced-compact", fmt.Sprintf("turn %d about the harbour", i))
-	}
-	if d := h.WaitJob("traced-compact"); d.Outcome != summary.Landed {
-		t.Fatalf("got job %+v, want one that landed", d)
-	}
+	h, flush := summarisedHarness(t, "traced-compact", " about the harbour")
 	h.Say(key, "traced-compact", "turn 4")
 	if a := h.API(key, "", "GET", "/recall/v1/conversations/traced-compact/search?q=harbour", ""); a.Status != 200 {
 		t.Fatalf("search: got %d %s", a.Status, a.Body)
