@@ -17,6 +17,25 @@ var clientCredentials = map[string]string{
 	"Proxy-Authorization": "Basic Y2xpZW50OmtleQ==",
 }
 
+// postForUpstreamHeaders posts the JSON body to path with headers (and
+// X-Conversation-ID conv, unless ""), fails the test (naming the request
+// name) unless it is answered 200, waits for conv's exchange to finish,
+// and returns the headers the upstream got.
+func postForUpstreamHeaders(t *testing.T, h *harness, name, path, conv, body string, headers map[string]string) http.Header {
+	t.Helper()
+	headers["Content-Type"] = "application/json"
+	if conv != "" {
+		headers["X-Conversation-ID"] = conv
+	}
+	if r := h.PostHeaders(path, headers, body); r.Status != 200 {
+		t.Fatalf("%s: got %d %s, want 200", name, r.Status, r.Body)
+	}
+	if conv != "" {
+		h.WaitDone(conv)
+	}
+	return h.Up.Last().Header
+}
+
 // TestOnlyOneCredentialGoesUpstream sends a chat call and a passed-through
 // call with a bearer key and every other credential header: the upstream
 // sees only the tenant's key when the tenant has one, and only the bearer
@@ -39,20 +58,11 @@ func TestOnlyOneCredentialGoesUpstream(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, tt.opts)
 			for _, p := range paths {
-				headers := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + tt.key}
-				if p.conv != "" {
-					headers["X-Conversation-ID"] = p.conv
-				}
+				headers := map[string]string{"Authorization": "Bearer " + tt.key}
 				for k, v := range clientCredentials {
 					headers[k] = v
 				}
-				if r := h.PostHeaders(p.path, headers, p.body); r.Status != 200 {
-					t.Fatalf("%s: status %d: %s", p.name, r.Status, r.Body)
-				}
-				if p.conv != "" {
-					h.WaitDone(p.conv)
-				}
-				got := h.Up.Last().Header
+				got := postForUpstreamHeaders(t, h, p.name, p.path, p.conv, p.body, headers)
 				if auth := got.Values("Authorization"); len(auth) != 1 || auth[0] != tt.wantAuth {
 					t.Errorf("%s: upstream Authorization %q, want only %q", p.name, auth, tt.wantAuth)
 				}

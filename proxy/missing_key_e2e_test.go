@@ -16,14 +16,6 @@ const openAINoKey = "You didn't provide an API key. You need to provide your API
 // provided.", on the chat route and a pass-through route, with tenant
 // files and in pass-through mode. Nothing reaches the upstream.
 func TestMissingKeyIs401AsOpenAI(t *testing.T) {
-	type errBody struct {
-		Error struct {
-			Message string  `json:"message"`
-			Type    string  `json:"type"`
-			Param   *string `json:"param"`
-			Code    *string `json:"code"`
-		} `json:"error"`
-	}
 	invalidKey := "invalid_api_key"
 	modes := []struct {
 		name string
@@ -63,7 +55,7 @@ func TestMissingKeyIs401AsOpenAI(t *testing.T) {
 						if r.Status != 401 {
 							t.Fatalf("got status %d, want 401: %s", r.Status, r.Body)
 						}
-						var b errBody
+						var b openAIError
 						if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
 							t.Fatalf("got body %q: %v", r.Body, err)
 						}

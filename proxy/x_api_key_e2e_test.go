@@ -32,17 +32,7 @@ func TestXAPIKeyAuthenticates(t *testing.T) {
 				{"chat", "/v1/chat/completions", "xk-1", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`},
 				{"pass-through path", "/v1/embeddings", "", `{"input":"hi","model":"text-embedding-3-small"}`},
 			} {
-				headers := map[string]string{"Content-Type": "application/json", "X-Api-Key": tt.key}
-				if p.conv != "" {
-					headers["X-Conversation-ID"] = p.conv
-				}
-				if r := h.PostHeaders(p.path, headers, p.body); r.Status != 200 {
-					t.Fatalf("%s: got %d %s, want 200", p.name, r.Status, r.Body)
-				}
-				if p.conv != "" {
-					h.WaitDone(p.conv)
-				}
-				got := h.Up.Last().Header
+				got := postForUpstreamHeaders(t, h, p.name, p.path, p.conv, p.body, map[string]string{"X-Api-Key": tt.key})
 				if auth := got.Values("Authorization"); len(auth) != 1 || auth[0] != tt.wantAuth {
 					t.Errorf("%s: upstream Authorization %q, want only %q", p.name, auth, tt.wantAuth)
 				}
