@@ -1,10 +1,7 @@
 package proxy_test
 
 import (
-	"fmt"
 	"testing"
-
-	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/wire"
 )
@@ -45,16 +42,10 @@ func protocolPathAllocs(t *testing.T, pb pathBench) float64 {
 	if raceEnabled {
 		t.Skip("the race detector's sync.Pool drops items at random: counts mean nothing")
 	}
-	srv, store := pathServer(t, pb)
-	const convs = 16
-	prefillIn(t, store, pb.client, convs, 50)
-	reqs := make([]*fasthttp.RequestCtx, convs)
-	for i := range reqs {
-		reqs[i] = pathRequest(pb, fmt.Sprintf("conv-%d", i))
-	}
+	srv, reqs := pathRequests(t, pb, 16)
 	i := 0
 	return testing.AllocsPerRun(200, func() {
-		serveOK(t, srv, reqs[i%convs])
+		serveOK(t, srv, reqs[i%len(reqs)])
 		i++
 	})
 }

@@ -166,13 +166,7 @@ func BenchmarkChatBridgedPathStream50(b *testing.B) {
 // runPath serves pb's request round-robin over 64 conversations, and
 // reports CPU time a request as runChat does.
 func runPath(b *testing.B, pb pathBench) {
-	srv, store := pathServer(b, pb)
-	const convs = 64
-	prefillIn(b, store, pb.client, convs, 50)
-	reqs := make([]*fasthttp.RequestCtx, convs)
-	for i := range reqs {
-		reqs[i] = pathRequest(pb, fmt.Sprintf("conv-%d", i))
-	}
+	srv, reqs := pathRequests(b, pb, 64)
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuTime()
@@ -193,6 +187,19 @@ func serveOK(tb testing.TB, srv *proxy.Server, rc *fasthttp.RequestCtx) {
 	if rc.Response.StatusCode() != 200 {
 		tb.Fatalf("status %d: %s", rc.Response.StatusCode(), rc.Response.Body())
 	}
+}
+
+// pathRequests is pb's server (pathServer) with convs conversations of
+// 50 turns in pb's client protocol, and a request on each.
+func pathRequests(tb testing.TB, pb pathBench, convs int) (*proxy.Server, []*fasthttp.RequestCtx) {
+	tb.Helper()
+	srv, store := pathServer(tb, pb)
+	prefillIn(tb, store, pb.client, convs, 50)
+	reqs := make([]*fasthttp.RequestCtx, convs)
+	for i := range reqs {
+		reqs[i] = pathRequest(pb, fmt.Sprintf("conv-%d", i))
+	}
+	return srv, reqs
 }
 
 // pathServer is benchServerWith for pb's upstream protocol.

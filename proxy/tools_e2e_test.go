@@ -13,6 +13,21 @@ import (
 	"github.com/recallproxy/recall/internal/upstreamtest"
 )
 
+// checkUpstreamGot checks that the upstream's last request was valid to
+// it (a strict one rejects a call without its results) and held want
+// (e2etest.RenderAll's form), and returns that request.
+func checkUpstreamGot(t *testing.T, h *harness, want ...string) upstreamtest.Received {
+	t.Helper()
+	last := h.Up.Last()
+	if last.Rejected != nil {
+		t.Fatalf("upstream rejected the context: %v", last.Rejected)
+	}
+	if got := e2etest.RenderAll(last.Messages); !slices.Equal(got, want) {
+		t.Errorf("upstream got %q, want %q", got, want)
+	}
+	return last
+}
+
 func TestStreamedParallelToolCallsAreRecorded(t *testing.T) {
 	h := newHarness(t, e2etest.Options{})
 	c := h.Client(key, "tools-1")
@@ -44,15 +59,7 @@ func TestStreamedParallelToolCallsAreRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := h.Up.Last()
-	if last.Rejected != nil {
-		t.Fatalf("upstream rejected the context: %v", last.Rejected)
-	}
-	got := e2etest.RenderAll(last.Messages)
-	want := []string{"user:weather in Paris and Tokyo?", "assistant: calls=call_a,call_b", "tool(call_a):18C", "tool(call_b):9C"}
-	if !slices.Equal(got, want) {
-		t.Errorf("upstream got %q, want %q", got, want)
-	}
+	last := checkUpstreamGot(t, h, "user:weather in Paris and Tokyo?", "assistant: calls=call_a,call_b", "tool(call_a):18C", "tool(call_b):9C")
 	// The recorded call carries the arguments concatenated from the stream.
 	var msg struct {
 		ToolCalls []struct {
@@ -82,15 +89,7 @@ func TestUnansweredToolCallIsRepaired(t *testing.T) {
 	if resp.Status != 200 {
 		t.Fatalf("status %d: %s", resp.Status, resp.Body)
 	}
-	last := h.Up.Last()
-	if last.Rejected != nil {
-		t.Fatalf("upstream rejected: %v", last.Rejected)
-	}
-	got := e2etest.RenderAll(last.Messages)
-	want := []string{"user:look both up", "assistant: calls=call_1", "tool(call_1):one", "user:go on"}
-	if !slices.Equal(got, want) {
-		t.Errorf("upstream got %q, want %q", got, want)
-	}
+	checkUpstreamGot(t, h, "user:look both up", "assistant: calls=call_1", "tool(call_1):one", "user:go on")
 	if c := resp.Header.Get("X-Recall-Curation"); !strings.Contains(c, "repaired_calls=1") {
 		t.Errorf("X-Recall-Curation %q, want repaired_calls=1", c)
 	}
