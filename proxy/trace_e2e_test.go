@@ -263,15 +263,7 @@ func TestTraceOfResponsesTurn(t *testing.T) {
 	}
 	h.WaitDone("traced-2")
 	upstreamParent := h.Up.Last().Header.Get("Traceparent")
-	var ex *tracepb.Span
-	for _, s := range flush() {
-		if s.Name == "chat gpt-4o-mini" {
-			ex = s
-		}
-	}
-	if ex == nil {
-		t.Fatal("no span \"chat gpt-4o-mini\"")
-	}
+	ex := lastSpan(t, flush(), "chat gpt-4o-mini")
 	if len(ex.ParentSpanId) != 0 {
 		t.Errorf("got parent %x, want a root span", ex.ParentSpanId)
 	}
@@ -290,15 +282,7 @@ func TestTraceOfResponsesTurn(t *testing.T) {
 // it summarised, with its outcome.
 func TestTraceOfSummaryJob(t *testing.T) {
 	_, flush := summarisedHarness(t, "traced-sum", "")
-	var job *tracepb.Span
-	for _, s := range flush() {
-		if s.Name == "update_memory summary" {
-			job = s
-		}
-	}
-	if job == nil {
-		t.Fatal("no span \"update_memory summary\"")
-	}
+	job := lastSpan(t, flush(), "update_memory summary")
 	for k, want := range map[string]any{"gen_ai.operation.name": "update_memory", "gen_ai.conversation.id": "traced-sum",
 		"recall.summary.outcome": "landed", "recall.summary.attempt": int64(1), "recall.summary.calls": int64(1)} {
 		if got := attrValue(job.Attributes, k); got != want {
@@ -368,6 +352,22 @@ func TestTraceOfPlainRequest(t *testing.T) {
 		return
 	}
 	t.Errorf("got spans %q, want one named \"chat gpt-4o-mini\"", names)
+}
+
+// lastSpan is the last of spans named name; the test ends if there is
+// none.
+func lastSpan(t *testing.T, spans []*tracepb.Span, name string) *tracepb.Span {
+	t.Helper()
+	var last *tracepb.Span
+	for _, s := range spans {
+		if s.Name == name {
+			last = s
+		}
+	}
+	if last == nil {
+		t.Fatalf("no span %q", name)
+	}
+	return last
 }
 
 // spanTree indexes decoded spans by name and by parent.
