@@ -21,20 +21,21 @@ const (
 )
 
 func TestMessagesPathAllocations(t *testing.T) {
-	pb := pathBench{client: wire.Messages, path: "/v1/messages", upstream: wire.UpstreamAnthropic, answer: messagesJSON}
-	allocs := protocolPathAllocs(t, pb)
-	t.Logf("%.0f allocations per Messages request (bound %d)", allocs, maxMessagesAllocs)
-	if allocs > maxMessagesAllocs {
-		t.Errorf("a Messages request allocates %.0f times, past the recorded bound of %d", allocs, maxMessagesAllocs)
-	}
+	checkPathAllocs(t, "Messages", pathBench{client: wire.Messages, path: "/v1/messages", upstream: wire.UpstreamAnthropic, answer: messagesJSON}, maxMessagesAllocs)
 }
 
 func TestResponsesPathAllocations(t *testing.T) {
-	pb := pathBench{client: wire.Responses, path: "/v1/responses", upstream: wire.UpstreamOpenAI, answer: responsesJSON}
+	checkPathAllocs(t, "Responses", pathBench{client: wire.Responses, path: "/v1/responses", upstream: wire.UpstreamOpenAI, answer: responsesJSON}, maxResponsesAllocs)
+}
+
+// checkPathAllocs fails t if a request of pb (the API name) allocates
+// more than bound times.
+func checkPathAllocs(t *testing.T, name string, pb pathBench, bound int) {
+	t.Helper()
 	allocs := protocolPathAllocs(t, pb)
-	t.Logf("%.0f allocations per Responses request (bound %d)", allocs, maxResponsesAllocs)
-	if allocs > maxResponsesAllocs {
-		t.Errorf("a Responses request allocates %.0f times, past the recorded bound of %d", allocs, maxResponsesAllocs)
+	t.Logf("%.0f allocations per %s request (bound %d)", allocs, name, bound)
+	if allocs > float64(bound) {
+		t.Errorf("a %s request allocates %.0f times, past the recorded bound of %d", name, allocs, bound)
 	}
 }
 
