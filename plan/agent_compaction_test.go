@@ -12,7 +12,6 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/thread"
 )
 
@@ -32,11 +31,7 @@ type agentDay struct {
 
 func newAgentDay(t *testing.T, budget int) *agentDay {
 	t.Helper()
-	st, err := badgerstore.Open("", badgerstore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := memStore(t)
 	return &agentDay{t: t, st: st, k: history.Key{Tenant: "t", Conversation: "day"}, pol: plan.Policy{Mode: history.Auto, Budget: budget}}
 }
 

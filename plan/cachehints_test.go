@@ -9,18 +9,13 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/store/badgerstore"
 )
 
 // A stored message is replayed without the cache hint its request
 // carried; the request's own messages keep theirs.
 func TestReplayedHistoryDropsCacheHints(t *testing.T) {
 	ctx := context.Background()
-	st, err := badgerstore.Open("", badgerstore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := memStore(t)
 	k := history.Key{Tenant: "t", Conversation: "hints"}
 	pol := plan.Policy{Mode: history.Auto, Budget: 100000}
 	hinted := func(text string) history.Message {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/tokens"
 )
 
@@ -27,11 +26,7 @@ func BenchmarkMake(b *testing.B) {
 		for _, cached := range []bool{false, true} {
 			name := fmt.Sprintf("summary=%v/cache=%v", withSummary, cached)
 			b.Run(name, func(b *testing.B) {
-				st, err := badgerstore.Open(b.TempDir(), badgerstore.Options{NoSync: true})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { st.Close() })
+				st := diskStore(b)
 				ctx := context.Background()
 				k := history.Key{Tenant: "t", Conversation: "c"}
 				var counter tokens.Counter

@@ -12,7 +12,6 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/store/badgerstore"
 )
 
 // sized returns a message of role with about n tokens (lenCounter).
@@ -30,11 +29,7 @@ func sized(role, text string, n int) history.Message {
 func prefixStability(t *testing.T, trigger, keep int) (float64, int) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := badgerstore.Open("", badgerstore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := memStore(t)
 	k := history.Key{Tenant: "t", Conversation: "long"}
 	r := rand.New(rand.NewPCG(7, 7))
 	const turns, turnTokens = 300, 250

@@ -17,7 +17,6 @@ import (
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/protocol/chat"
-	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/wire"
 )
@@ -135,11 +134,7 @@ func TestPlanPropertiesWithSummaries(t *testing.T) {
 			t.Errorf("coverage %+v, want every count > 0", stats)
 		}
 	}()
-	st, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := diskStore(t)
 	for seed := range uint64(60) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 0x5eed))

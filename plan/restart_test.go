@@ -10,7 +10,6 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/store/pgstore"
 )
 
@@ -26,12 +25,7 @@ import (
 // the store's Messages when the tail stops at the summary.
 func TestRestartedAgentWithSummary(t *testing.T) {
 	t.Run("badger", func(t *testing.T) {
-		st, err := badgerstore.Open("", badgerstore.Options{InMemory: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		restartedAgentWithSummary(t, st)
+		restartedAgentWithSummary(t, memStore(t))
 	})
 	t.Run("postgres", func(t *testing.T) {
 		st, err := pgstore.Open(context.Background(), pgtest.DB(t), pgstore.Options{})
@@ -138,11 +132,7 @@ func sentOnce(t *testing.T, what string, p *plan.Plan, pre history.Message) {
 // stored one once, first, counted in the prompt's estimate.
 func TestPreambleOutlivesTheBudget(t *testing.T) {
 	ctx := context.Background()
-	st, err := badgerstore.Open("", badgerstore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := memStore(t)
 	k := history.Key{Tenant: "t", Conversation: "budget"}
 	pol := plan.Policy{Mode: history.Auto, Budget: 120}
 	opening := user("<environment_context>/work, linux</environment_context>")
@@ -178,7 +168,7 @@ func TestPreambleOutlivesTheBudget(t *testing.T) {
 		t.Fatal("the cut never passed the preamble: the budget is too large for the test")
 	}
 	n := 0
-	err = st.Messages(ctx, k, 0, false, func(m history.Message) bool {
+	err := st.Messages(ctx, k, 0, false, func(m history.Message) bool {
 		if m.Hash == opening.Hash {
 			n++
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/protocol/chat"
-	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/tokens"
 )
 
@@ -65,11 +64,7 @@ func TestFitSummaryCutsAtTheLastBoundaryThatFits(t *testing.T) {
 // imported one would be).
 func summaryStore(t *testing.T, turns, covered int, text string) history.Store {
 	t.Helper()
-	st, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := diskStore(t)
 	ctx := context.Background()
 	k := history.Key{Tenant: "t", Conversation: "c"}
 	var msgs []history.Message

@@ -10,7 +10,6 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/store/badgerstore"
 	"github.com/recallproxy/recall/tokens"
 )
 
@@ -67,11 +66,7 @@ func TestChangedOrErasedSummaryIsNeverServedStale(t *testing.T) {
 
 func openStore(t *testing.T, cached bool) history.Store {
 	t.Helper()
-	bs, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bs.Close() })
+	bs := diskStore(t)
 	if cached {
 		return history.NewCache(bs, 1<<20, 1<<20)
 	}
