@@ -10,6 +10,14 @@ import (
 	"github.com/recallproxy/recall/wire"
 )
 
+// A chat completions stream of one answer, "forty-two", event by event.
+const (
+	chatRole = `data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}` + "\n\n"
+	chatText = `data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"forty-two"}}]}` + "\n\n"
+	chatStop = `data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n"
+	chatDone = "data: [DONE]\n\n"
+)
+
 // TestPumpEndsEveryStreamAsItShould: the pump stage over a chat
 // completions stream, relayed and rendered: a whole stream is one answer
 // whose last event is the one that completes it; a stream that stops
@@ -18,11 +26,8 @@ import (
 // in the upstream's protocol to hand on.
 func TestPumpEndsEveryStreamAsItShould(t *testing.T) {
 	const (
-		role  = `data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}` + "\n\n"
-		text  = `data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"forty-two"}}]}` + "\n\n"
-		stop  = `data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n"
-		done  = "data: [DONE]\n\n"
-		fault = `data: {"error":{"message":"overloaded","type":"server_error"}}` + "\n\n"
+		role, text, stop, done = chatRole, chatText, chatStop, chatDone
+		fault                  = `data: {"error":{"message":"overloaded","type":"server_error"}}` + "\n\n"
 	)
 	tests := []struct {
 		name   string

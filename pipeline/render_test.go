@@ -49,12 +49,7 @@ func (w *flushWriter) Flush() error {
 // the commit fails: the client gets the error event instead, and keeps
 // no answer that was not stored.
 func TestStreamHoldsTheFinishUntilTheCommit(t *testing.T) {
-	const (
-		role = `data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}` + "\n\n"
-		text = `data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"forty-two"}}]}` + "\n\n"
-		stop = `data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n"
-		done = "data: [DONE]\n\n"
-	)
+	const role, text, stop, done = chatRole, chatText, chatStop, chatDone
 	for _, tt := range []struct {
 		name      string
 		commitErr error
