@@ -167,13 +167,7 @@ func BenchmarkChatBridgedPathStream50(b *testing.B) {
 // reports CPU time a request as runChat does.
 func runPath(b *testing.B, pb pathBench) {
 	srv, reqs := pathRequests(b, pb, 64)
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := cpuTime()
-	defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op") }()
-	for i := 0; i < b.N; i++ {
-		serveOK(b, srv, reqs[i%len(reqs)])
-	}
+	serveRoundRobin(b, srv, reqs)
 }
 
 // serveOK serves rc through srv, reads its answer to the end, and fails
