@@ -98,22 +98,31 @@ func (s *Server) relay(ctx context.Context, res pipeline.Owned, rc *fasthttp.Req
 		}
 		if err != nil && !x.committed {
 			s.metrics.StreamAborted(x.c.cfg.ID)
-			switch {
-			case errors.Is(err, pipeline.ErrClientGone):
-				status = 499
-			case errors.Is(err, apierr.CommitFailed):
-				// What the client was told: a commit that timed out is
-				// history_write_failed, though it wraps a deadline.
-				status = apierr.CommitFailed.Status
-			case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
-				status = apierr.UpstreamTimeout.Status
-			default:
-				status = classify(err).Status
-			}
+			status = abortStatus(err, ctx.Err())
 		}
 		x.done(status, err)
 	}()
 	holdHeaders(rc, out, s.cfg.StreamHeaderHold)
+}
+
+// abortStatus is the status a relayed exchange that err ended before its
+// commit is recorded with (the client already holds the upstream's):
+// 499 for a client that left, the commit's failure as the client was
+// told it, a timeout for a deadline (err's, or the exchange's: ctxErr),
+// else err's kind (classify).
+func abortStatus(err, ctxErr error) int {
+	switch {
+	case errors.Is(err, pipeline.ErrClientGone):
+		return 499
+	case errors.Is(err, apierr.CommitFailed):
+		// What the client was told: a commit that timed out is
+		// history_write_failed, though it wraps a deadline.
+		return apierr.CommitFailed.Status
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctxErr, context.DeadlineExceeded):
+		return apierr.UpstreamTimeout.Status
+	default:
+		return classify(err).Status
+	}
 }
 
 // drainAfterEnd reads what is left of an upstream stream whose answer
