@@ -35,6 +35,112 @@ type faultOutcome struct {
 	errEvent string
 }
 
+// faultCase is a row of the fault matrix: a request (streamed or not)
+// whose upstream answers reply, and what the client must see.
+type faultCase struct {
+	name   string
+	stream bool
+	reply  upstreamtest.Reply
+	global func(*config.Global)
+	// refused points the tenant at a closed port after the seed turn
+	// (a configuration reload).
+	refused bool
+	want    faultOutcome
+}
+
+// runFaultCase serves tt on a harness of its own, after a seed turn, and
+// checks the answer, the exchange's record and that the stored
+// conversation is unchanged.
+func runFaultCase(t *testing.T, tt faultCase) {
+	tenants := &swappableTenants{}
+	h := newHarness(t, e2etest.Options{
+		Global: tt.global,
+		Proxy: func(c *proxy.Config) {
+			c.StreamIdleTimeout = 200 * time.Millisecond
+			tenants.set.Store(c.Tenants.Current())
+			c.Tenants = tenants
+		},
+	})
+	conv := "fault-1"
+	ns := h.PassNamespace(faultKey)
+	h.seedTurn(conv)
+	if tt.refused {
+		g := config.DefaultGlobal()
+		g.Defaults.Upstream.BaseURL = "http://" + closedAddr(t) + "/v1"
+		tenants.set.Store(loadTenants(t, g).Set)
+	}
+	storedBefore := len(h.Stored(ns, conv))
+
+	h.Up.Enqueue(tt.reply)
+	if tt.reply.Fault == upstreamtest.FaultResetBeforeHeaders {
+		// A reused connection reset before a byte of the answer
+		// is tried once more (uplink.Do): the fault holds for both.
+		h.Up.Enqueue(tt.reply)
+	}
+	resp := h.send(faultKey, conv, e2etest.ChatBody("this one fails", tt.stream))
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("read answer: got error %v, want a cleanly ended body (%d bytes read)", err, len(body))
+	}
+	if resp.StatusCode != tt.want.status {
+		t.Fatalf("got status %d, want %d: %s", resp.StatusCode, tt.want.status, body)
+	}
+	for k, v := range tt.want.header {
+		if got := resp.Header.Get(k); got != v {
+			t.Errorf("header %s: got %q, want %q", k, got, v)
+		}
+	}
+	if tt.want.status != 200 {
+		checkErrorShape(t, body, tt.want.typ, tt.want.code)
+	} else {
+		checkAbortedStream(t, h, resp, body, tt.want)
+	}
+	// Every exchange, whatever its end, is accounted for once:
+	// wait for it (a relay finishes after the last byte).
+	d := h.WaitDone(conv)
+	if d.Committed || (d.Err == nil && d.Status < 400) {
+		t.Fatalf("got %+v, want an uncommitted exchange with its reason", d)
+	}
+	if tt.want.status != 200 && d.Status != tt.want.status {
+		t.Errorf("exchange reported status %d, want %d", d.Status, tt.want.status)
+	}
+	if got := len(h.Stored(ns, conv)); got != storedBefore {
+		t.Errorf("got %d stored messages, want %d (unchanged)", got, storedBefore)
+	}
+}
+
+// checkAbortedStream checks a streamed answer (body) that a fault cut
+// before its commit: the upstream's events relayed decoded, no finish
+// and, as want says, [DONE] and the error event it ends with.
+func checkAbortedStream(t *testing.T, h *harness, resp *http.Response, body []byte, want faultOutcome) {
+	t.Helper()
+	if got := resp.Header.Get("Content-Type"); !strings.HasPrefix(got, "text/event-stream") {
+		t.Errorf("got content type %q, want text/event-stream", got)
+	}
+	// A recorded stream is relayed decoded, compressed or not.
+	if got := resp.Header.Get("Content-Encoding"); got != "" {
+		t.Errorf("got Content-Encoding %q, want none", got)
+	}
+	if !strings.HasPrefix(string(body), "data: ") {
+		t.Errorf("got stream %q, want the relayed events", body)
+	}
+	if got := strings.Contains(string(body), "data: [DONE]"); got != want.done {
+		t.Errorf("stream has [DONE]: got %v, want %v: %q", got, want.done, body)
+	}
+	if strings.Contains(string(body), `"finish_reason":"`) {
+		t.Errorf("an uncommitted stream relayed a finish_reason: %q", body)
+	}
+	if want.errEvent != "" {
+		events := strings.Split(strings.TrimSpace(string(body)), "\n\n")
+		last := strings.TrimPrefix(events[len(events)-1], "data: ")
+		checkErrorShape(t, []byte(last), "upstream_error", want.errEvent)
+	}
+	if got := h.Metric(`recall_streams_aborted_total{tenant="default"}`); got != 1 {
+		t.Errorf("recall_streams_aborted_total %v, want 1", got)
+	}
+}
+
 // TestUpstreamFaultsStoreNothing is the fault matrix: every upstream fault
 // gets a clear answer (an OpenAI-shaped error, or a cleanly ended stream
 // that lacks [DONE]) and leaves the conversation's stored messages as they
@@ -47,16 +153,7 @@ func TestUpstreamFaultsStoreNothing(t *testing.T) {
 		return func(g *config.Global) { g.Defaults.Upstream.Timeout = config.Duration(d) }
 	}
 
-	tests := []struct {
-		name   string
-		stream bool
-		reply  upstreamtest.Reply
-		global func(*config.Global)
-		// refused points the tenant at a closed port after the seed turn
-		// (a configuration reload).
-		refused bool
-		want    faultOutcome
-	}{
+	tests := []faultCase{
 		{name: "500", reply: upstreamtest.Reply{Status: 500},
 			want: faultOutcome{status: 500, typ: "server_error"}},
 		{name: "500 stream", stream: true, reply: upstreamtest.Reply{Status: 500},
@@ -96,87 +193,7 @@ func TestUpstreamFaultsStoreNothing(t *testing.T) {
 			want: faultOutcome{status: 200, errEvent: "upstream_bad_response"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tenants := &swappableTenants{}
-			h := newHarness(t, e2etest.Options{
-				Global: tt.global,
-				Proxy: func(c *proxy.Config) {
-					c.StreamIdleTimeout = 200 * time.Millisecond
-					tenants.set.Store(c.Tenants.Current())
-					c.Tenants = tenants
-				},
-			})
-			conv := "fault-1"
-			ns := h.PassNamespace(faultKey)
-			h.seedTurn(conv)
-			if tt.refused {
-				g := config.DefaultGlobal()
-				g.Defaults.Upstream.BaseURL = "http://" + closedAddr(t) + "/v1"
-				tenants.set.Store(loadTenants(t, g).Set)
-			}
-			storedBefore := len(h.Stored(ns, conv))
-
-			h.Up.Enqueue(tt.reply)
-			if tt.reply.Fault == upstreamtest.FaultResetBeforeHeaders {
-				// A reused connection reset before a byte of the answer
-				// is tried once more (uplink.Do): the fault holds for both.
-				h.Up.Enqueue(tt.reply)
-			}
-			resp := h.send(faultKey, conv, e2etest.ChatBody("this one fails", tt.stream))
-			body, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil {
-				t.Fatalf("read answer: got error %v, want a cleanly ended body (%d bytes read)", err, len(body))
-			}
-			if resp.StatusCode != tt.want.status {
-				t.Fatalf("got status %d, want %d: %s", resp.StatusCode, tt.want.status, body)
-			}
-			for k, v := range tt.want.header {
-				if got := resp.Header.Get(k); got != v {
-					t.Errorf("header %s: got %q, want %q", k, got, v)
-				}
-			}
-			if tt.want.status != 200 {
-				checkErrorShape(t, body, tt.want.typ, tt.want.code)
-			} else {
-				if got := resp.Header.Get("Content-Type"); !strings.HasPrefix(got, "text/event-stream") {
-					t.Errorf("got content type %q, want text/event-stream", got)
-				}
-				// A recorded stream is relayed decoded, compressed or not.
-				if got := resp.Header.Get("Content-Encoding"); got != "" {
-					t.Errorf("got Content-Encoding %q, want none", got)
-				}
-				if !strings.HasPrefix(string(body), "data: ") {
-					t.Errorf("got stream %q, want the relayed events", body)
-				}
-				if got := strings.Contains(string(body), "data: [DONE]"); got != tt.want.done {
-					t.Errorf("stream has [DONE]: got %v, want %v: %q", got, tt.want.done, body)
-				}
-				if strings.Contains(string(body), `"finish_reason":"`) {
-					t.Errorf("an uncommitted stream relayed a finish_reason: %q", body)
-				}
-				if tt.want.errEvent != "" {
-					events := strings.Split(strings.TrimSpace(string(body)), "\n\n")
-					last := strings.TrimPrefix(events[len(events)-1], "data: ")
-					checkErrorShape(t, []byte(last), "upstream_error", tt.want.errEvent)
-				}
-				if got := h.Metric(`recall_streams_aborted_total{tenant="default"}`); got != 1 {
-					t.Errorf("recall_streams_aborted_total %v, want 1", got)
-				}
-			}
-			// Every exchange, whatever its end, is accounted for once:
-			// wait for it (a relay finishes after the last byte).
-			d := h.WaitDone(conv)
-			if d.Committed || (d.Err == nil && d.Status < 400) {
-				t.Fatalf("got %+v, want an uncommitted exchange with its reason", d)
-			}
-			if tt.want.status != 200 && d.Status != tt.want.status {
-				t.Errorf("exchange reported status %d, want %d", d.Status, tt.want.status)
-			}
-			if got := len(h.Stored(ns, conv)); got != storedBefore {
-				t.Errorf("got %d stored messages, want %d (unchanged)", got, storedBefore)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { runFaultCase(t, tt) })
 	}
 
 	t.Run("slow client", func(t *testing.T) {
