@@ -26,7 +26,9 @@ import (
 // 60 KB of context) in the client's protocol, a request that sends only
 // its new message, an instant upstream of the same protocol (native) or
 // of chat completions (bridged). The load script's recall-sync-messages
-// and recall-sync-responses rows run this path.
+// and recall-sync-responses rows run this path. Each runs with and
+// without the window cache, as BenchmarkChatPath50 (cache=serve,
+// cache=off).
 
 const benchText = "Sure: here is a short answer of a few words, as a model would give it."
 
@@ -163,10 +165,19 @@ func BenchmarkChatBridgedPathStream50(b *testing.B) {
 	runPath(b, pathBench{client: wire.ChatCompletions, path: "/v1/chat/completions", upstream: wire.UpstreamAnthropic, answer: messagesSSE, stream: true})
 }
 
-// runPath serves pb's request round-robin over 64 conversations, and
-// reports CPU time a request as runChat does.
+// runPath runs pb with each of windowCaches, as BenchmarkChatPath50
+// does, so that each protocol's row compares with chat's.
 func runPath(b *testing.B, pb pathBench) {
-	srv, store := pathServer(b, pb)
+	for _, wc := range windowCaches {
+		b.Run(wc.name, func(b *testing.B) { runPathWith(b, pb, wc.adjust...) })
+	}
+}
+
+// runPathWith serves pb's request round-robin over 64 conversations, on
+// a server that adjust changes, and reports CPU time a request as
+// runChat does.
+func runPathWith(b *testing.B, pb pathBench, adjust ...func(*proxy.Config)) {
+	srv, store := pathServer(b, pb, adjust...)
 	const convs = 64
 	prefillIn(b, store, pb.client, convs, 50)
 	reqs := make([]*fasthttp.RequestCtx, convs)
@@ -196,7 +207,7 @@ func serveOK(tb testing.TB, srv *proxy.Server, rc *fasthttp.RequestCtx) {
 }
 
 // pathServer is benchServerWith for pb's upstream protocol.
-func pathServer(tb testing.TB, pb pathBench) (*proxy.Server, *badgerstore.Store) {
+func pathServer(tb testing.TB, pb pathBench, adjust ...func(*proxy.Config)) (*proxy.Server, *badgerstore.Store) {
 	tb.Helper()
 	g := config.DefaultGlobal()
 	g.Defaults.History.BudgetTokens = 16000
@@ -212,7 +223,11 @@ func pathServer(tb testing.TB, pb pathBench) (*proxy.Server, *badgerstore.Store)
 	tb.Cleanup(func() { store.Close() })
 	var counter tokens.Counter
 	counter.Text(tokens.O200k, "build the encoder before timing")
-	srv, err := proxy.New(proxy.Config{Counter: &counter, Tenants: proxy.StaticTenants{Set: set}, Store: store, Client: pb.answer.client()})
+	cfg := proxy.Config{Counter: &counter, Tenants: proxy.StaticTenants{Set: set}, Store: store, Client: pb.answer.client()}
+	for _, f := range adjust {
+		f(&cfg)
+	}
+	srv, err := proxy.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
