@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/internal/jsonscan"
 	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
@@ -231,6 +232,46 @@ func MarkHistoryEnd(body []byte, last int) []byte {
 	if bytes.Count(body, []byte("cache_control")) >= MaxBreakpoints && Breakpoints(root) >= MaxBreakpoints {
 		return body
 	}
+	if i, j, ok := messageAt(body, last); ok {
+		msg := parse(body[i:j])
+		msg.Index = i // markEnd splices at offsets into body
+		return markEnd(body, msg)
+	}
+	return markEnd(body, messageOf(root, last))
+}
+
+// messageAt returns the bounds in body, a request body, of message last
+// of its "messages" array (the first member so named), found in one pass
+// of jsonscan up to the message's end, or false when the pass cannot
+// decide (messages not an array, fewer messages, a member name with an
+// escape, JSON it does not take): messageOf decides those. gjson's walk
+// (a parse of the whole array to find its end, then one of each message
+// up to last) was most of the Messages path's cost beyond chat's.
+func messageAt(body []byte, last int) (i, j int, ok bool) {
+	s := jsonscan.Scanner{B: body}
+	found := false
+	s.Object(func(name []byte) bool {
+		if string(name) != "messages" {
+			_, ok := s.Value(chat.MaxDepth)
+			return ok
+		}
+		s.Array(func(n int) bool {
+			if n == last {
+				i = s.I
+			}
+			_, ok := s.Value(chat.MaxDepth)
+			if ok && n == last {
+				j, found = s.I, true
+			}
+			return ok && n < last
+		})
+		return false // the first "messages" decides, as gjson's Get
+	})
+	return i, j, found
+}
+
+// messageOf is message last of root's "messages", as gjson finds it.
+func messageOf(root gjson.Result, last int) gjson.Result {
 	var msg gjson.Result
 	if msgs := root.Get("messages"); msgs.IsArray() { // as AppendBody writes it: no path to build
 		n := 0
@@ -244,7 +285,7 @@ func MarkHistoryEnd(body []byte, last int) []byte {
 	} else {
 		msg = root.Get("messages." + strconv.Itoa(last))
 	}
-	return markEnd(body, msg)
+	return msg
 }
 
 // MarkedEnd implements wire.EndMarker: raw, one stored message, with the
