@@ -38,6 +38,7 @@ func FuzzParseRequest(f *testing.F) {
 		for last := range len(req.Messages) {
 			checkMessageAt(t, out, last)
 			checkMessageAt(t, body, last)
+			checkMarkedBody(t, req, last)
 		}
 		MarkHistoryEnd(out, len(req.Messages)-1)
 		req.Protocol = wire.ChatCompletions
