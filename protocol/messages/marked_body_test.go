@@ -68,3 +68,28 @@ func checkMarkedBody(t *testing.T, req *wire.Request, last int) {
 		}
 	}
 }
+
+// BenchmarkAppendMarkedBody writes the body of a Messages request whose
+// context is 50 stored turns of prose (as the proxy's
+// BenchmarkMessagesPath50 sends) with the history's end marked.
+func BenchmarkAppendMarkedBody(b *testing.B) {
+	req, err := Ingress{}.ParseRequest([]byte(`{"model":"m","max_tokens":1024,"system":"You are a careful analyst.","messages":[{"role":"user","content":"` + proseUser + `"}]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := make([][]byte, 0, 101)
+	for range 50 {
+		msgs = append(msgs, []byte(`{"role":"user","content":"`+proseUser+`"}`),
+			[]byte(`{"role":"assistant","content":"`+strings.Repeat("The trend holds. ", 12)+`"}`))
+	}
+	msgs = append(msgs, req.Messages...)
+	dst := make([]byte, 0, 64<<10)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, marked, err := (Upstream{}).AppendMarkedBody(dst, req, req.Instructions, msgs, 99); !marked || err != nil {
+			b.Fatal(marked, err)
+		}
+	}
+}
+
+const proseUser = `Could you look at the figures from last week again and tell me whether the trend holds? I would also like a short note on what changed since the previous report, and whether we should adjust the forecast for the next quarter.`
