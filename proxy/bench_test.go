@@ -153,8 +153,9 @@ func BenchmarkChatPath50(b *testing.B) {
 	}
 }
 
-// windowCaches are the stores BenchmarkChatPath50 and
-// BenchmarkChatPathStream50 run with: the window cache of recall serve's
+// windowCaches are the stores BenchmarkChatPath50,
+// BenchmarkChatPathStream50 and the other protocols' path benchmarks
+// (runPath) run with: the window cache of recall serve's
 // defaults (cache_mb, and 2 MB an entry) in front of Badger, and Badger
 // alone.
 var windowCaches = []struct {

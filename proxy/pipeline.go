@@ -95,11 +95,10 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 		pipeline.SameRaw(ctxt.instr, req.Instructions) && pipeline.SameRaw(ctxt.msgs, req.Messages)
 	out := body
 	if !asCame {
-		if out, err = up.upstream.AppendBody(getBodyBuf(len(body)+x.contextTokens()*4), req, ctxt.instr, ctxt.msgs); err != nil {
+		if out, err = x.appendBody(up, getBodyBuf(len(body)+x.contextTokens()*4), req, ctxt.instr, ctxt.msgs, ctxt.lastHistory, ctxt.lastSeq); err != nil {
 			x.fail(rc, err)
 			return
 		}
-		out = x.markHistoryEnd(up, out, ctxt.lastHistory, ctxt.lastSeq)
 	}
 	upReq := fasthttp.AcquireRequest()
 	up.request(upReq, rc, x.c, req, p.proto)
@@ -267,20 +266,20 @@ func (x *exchange) encode(p, up *protocol, req *wire.Request, exp *expansion) (e
 	return e, nil
 }
 
-// markHistoryEnd returns body with the end of the history it sends (the
-// message at index last, stored as seq) marked for the upstream's prompt
-// cache, where the upstream has one (up.mark) and the mark fits; the
-// record names the message marked, for the inspector's render.
-func (x *exchange) markHistoryEnd(up *protocol, body []byte, last int, seq uint64) []byte {
+// appendBody appends the body of req's call to up with instr and msgs,
+// the end of the history it sends (the message at index last, stored as
+// seq) marked for the upstream's prompt cache, where the upstream has
+// one (up.mark) and the mark fits; the record names the message marked,
+// for the inspector's render.
+func (x *exchange) appendBody(up *protocol, dst []byte, req *wire.Request, instr, msgs [][]byte, last int, seq uint64) ([]byte, error) {
 	if up.mark == nil || last < 0 {
-		return body
+		return up.upstream.AppendBody(dst, req, instr, msgs)
 	}
-	n := len(body)
-	body = up.mark(body, last)
-	if len(body) != n {
+	body, marked, err := up.mark(dst, req, instr, msgs, last)
+	if marked {
 		x.facts.CacheBreakpoint = seq
 	}
-	return body
+	return body, err
 }
 
 // send is the one upstream call of every exchange and round: req (which

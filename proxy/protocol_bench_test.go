@@ -26,7 +26,9 @@ import (
 // 60 KB of context) in the client's protocol, a request that sends only
 // its new message, an instant upstream of the same protocol (native) or
 // of chat completions (bridged). The load script's recall-sync-messages
-// and recall-sync-responses rows run this path.
+// and recall-sync-responses rows run this path. Each runs with and
+// without the window cache, as BenchmarkChatPath50 (cache=serve,
+// cache=off).
 
 const benchText = "Sure: here is a short answer of a few words, as a model would give it."
 
@@ -163,11 +165,15 @@ func BenchmarkChatBridgedPathStream50(b *testing.B) {
 	runPath(b, pathBench{client: wire.ChatCompletions, path: "/v1/chat/completions", upstream: wire.UpstreamAnthropic, answer: messagesSSE, stream: true})
 }
 
-// runPath serves pb's request round-robin over 64 conversations, and
-// reports CPU time a request as runChat does.
+// runPath runs pb with each of windowCaches, as BenchmarkChatPath50
+// does, so that each protocol's row compares with chat's.
 func runPath(b *testing.B, pb pathBench) {
-	srv, reqs := pathRequests(b, pb, 64)
-	serveRoundRobin(b, srv, reqs)
+	for _, wc := range windowCaches {
+		b.Run(wc.name, func(b *testing.B) {
+			srv, reqs := pathRequests(b, pb, 64, wc.adjust...)
+			serveRoundRobin(b, srv, reqs)
+		})
+	}
 }
 
 // serveOK serves rc through srv, reads its answer to the end, and fails
@@ -183,11 +189,12 @@ func serveOK(tb testing.TB, srv *proxy.Server, rc *fasthttp.RequestCtx) {
 	}
 }
 
-// pathRequests is pb's server (pathServer) with convs conversations of
-// 50 turns in pb's client protocol, and a request on each.
-func pathRequests(tb testing.TB, pb pathBench, convs int) (*proxy.Server, []*fasthttp.RequestCtx) {
+// pathRequests is pb's server (pathServer, changed by adjust) with convs
+// conversations of 50 turns in pb's client protocol, and a request on
+// each.
+func pathRequests(tb testing.TB, pb pathBench, convs int, adjust ...func(*proxy.Config)) (*proxy.Server, []*fasthttp.RequestCtx) {
 	tb.Helper()
-	srv, store := pathServer(tb, pb)
+	srv, store := pathServer(tb, pb, adjust...)
 	prefillIn(tb, store, pb.client, convs, 50)
 	reqs := make([]*fasthttp.RequestCtx, convs)
 	for i := range reqs {
@@ -197,12 +204,12 @@ func pathRequests(tb testing.TB, pb pathBench, convs int) (*proxy.Server, []*fas
 }
 
 // pathServer is benchServerWith for pb's upstream protocol.
-func pathServer(tb testing.TB, pb pathBench) (*proxy.Server, *badgerstore.Store) {
+func pathServer(tb testing.TB, pb pathBench, adjust ...func(*proxy.Config)) (*proxy.Server, *badgerstore.Store) {
 	tb.Helper()
 	g := config.DefaultGlobal()
 	g.Defaults.History.BudgetTokens = 16000
 	g.Defaults.Upstream.Protocol = pb.upstream
-	return benchServerOf(tb, g, pb.answer)
+	return benchServerOf(tb, g, pb.answer, adjust...)
 }
 
 // prefillIn is prefill for conversations stored in proto: the same turns,

@@ -71,10 +71,10 @@ type protocol struct {
 	// header sent when the request has none of its own.
 	keyHeader                   []byte
 	defaultHeader, defaultValue string
-	// mark, if set, marks the end of the curated history in a body for
-	// its upstream (last: the index of the last history message among the
-	// sent messages), when the context went as stored.
-	mark func(body []byte, last int) []byte
+	// mark, if set, appends a body for its upstream with the end of the
+	// curated history marked (last: the index of the last history
+	// message among the sent messages), when the context went as stored.
+	mark func(dst []byte, req *wire.Request, instructions, msgs [][]byte, last int) ([]byte, bool, error)
 	// join, if set, reshapes the messages sent as stored where the
 	// protocol wants turns shaped otherwise than they were stored (last:
 	// the index of the last history message, or -1, as it is after).
@@ -107,7 +107,7 @@ func init() {
 			p.defaultHeader, p.defaultValue = dh.DefaultHeader()
 		}
 		if cm, ok := p.upstream.(wire.CacheMarker); ok {
-			p.mark = cm.MarkHistoryEnd
+			p.mark = cm.AppendMarkedBody
 		}
 		if tj, ok := p.upstream.(wire.TurnJoiner); ok {
 			p.join = tj.JoinTurns

@@ -87,11 +87,10 @@ func (l *toolLoop) ran(part wire.Part, start time.Time, r tools.Result) {
 
 // body returns the next round's request body, streamed or not.
 func (l *toolLoop) body(stream bool) ([]byte, error) {
-	out, err := l.up.upstream.AppendBody(nil, l.req, l.instr, l.Msgs)
+	out, err := l.x.appendBody(l.up, nil, l.req, l.instr, l.Msgs, l.lastHistory, l.lastSeq)
 	if err != nil {
 		return nil, err
 	}
-	out = l.x.markHistoryEnd(l.up, out, l.lastHistory, l.lastSeq)
 	if out, err = l.up.upstream.WithTools(out, l.Offered, stream); err != nil {
 		return nil, fmt.Errorf("%w: %w", apierr.Internal, err)
 	}

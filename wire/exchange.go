@@ -315,14 +315,15 @@ type ErrorRenderer interface {
 
 // CacheMarker is an Upstream whose API caches a prompt's prefix where
 // the request marks it (Anthropic's cache_control breakpoints): the
-// proxy asks it to mark the end of the curated history in a body
-// AppendBody wrote, when the context went as stored.
+// proxy asks it for a body with the end of the curated history marked,
+// when the context went as stored.
 type CacheMarker interface {
-	// MarkHistoryEnd returns body with the end of message last (the
-	// index among the sent messages of the last history message) marked.
-	// Like append, it may write into body's capacity: the caller uses
-	// the result only.
-	MarkHistoryEnd(body []byte, last int) []byte
+	// AppendMarkedBody is AppendBody with the end of message last of
+	// msgs (the index among the sent messages of the last history
+	// message) marked where the mark fits, and reports whether it was.
+	// msgs is as it was when it returns, but may change during the
+	// call: it is the caller's own, read by no one else meanwhile.
+	AppendMarkedBody(dst []byte, req *Request, instructions, msgs [][]byte, last int) (body []byte, marked bool, err error)
 }
 
 // EndMarker is implemented by the codec of a protocol whose Upstream is
@@ -331,7 +332,7 @@ type CacheMarker interface {
 // names, as the request carried it.
 type EndMarker interface {
 	// MarkedEnd returns raw, one stored message, marked as
-	// CacheMarker.MarkHistoryEnd marks the last history message (raw
+	// CacheMarker.AppendMarkedBody marks the last history message (raw
 	// itself where it takes no mark). raw is not modified.
 	MarkedEnd(raw []byte) []byte
 }

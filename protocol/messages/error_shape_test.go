@@ -52,10 +52,14 @@ func TestUpstreamQuirks(t *testing.T) {
 	if !ok {
 		t.Fatal("not a wire.CacheMarker")
 	}
-	body := `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}`
-	want := `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]},{"role":"assistant","content":"yo"}]}`
-	if got := string(cm.MarkHistoryEnd([]byte(body), 0)); got != want {
-		t.Errorf("MarkHistoryEnd: got %s, want %s", got, want)
+	body := `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}`
+	want := `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]},{"role":"assistant","content":"yo"}]}`
+	req, err := Ingress{}.ParseRequest([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, marked, err := cm.AppendMarkedBody(nil, req, req.Instructions, req.Messages, 0); string(got) != want || !marked || err != nil {
+		t.Errorf("AppendMarkedBody: got %s, %v, %v; want %s, true, nil", got, marked, err, want)
 	}
 	tj, ok := up.(wire.TurnJoiner)
 	if !ok {

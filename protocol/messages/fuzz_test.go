@@ -35,6 +35,11 @@ func FuzzParseRequest(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		for last := range len(req.Messages) {
+			checkMessageAt(t, out, last)
+			checkMessageAt(t, body, last)
+			checkMarkedBody(t, req, last)
+		}
 		MarkHistoryEnd(out, len(req.Messages)-1)
 		req.Protocol = wire.ChatCompletions
 		if _, err := (Upstream{}).AppendBody(nil, req, req.Instructions, req.Messages); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/internal/jsonscan"
 	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
@@ -62,8 +63,60 @@ func (Upstream) KeyHeader() string { return KeyHeaderName }
 // names none (a Messages client's own is sent as it came).
 func (Upstream) DefaultHeader() (name, value string) { return "anthropic-version", APIVersion }
 
-// MarkHistoryEnd is the package's MarkHistoryEnd.
-func (Upstream) MarkHistoryEnd(body []byte, last int) []byte { return MarkHistoryEnd(body, last) }
+// AppendMarkedBody is AppendBody followed by MarkHistoryEnd(body, last),
+// and reports whether the mark was placed. A request that came in as
+// Messages, with one "messages" member, holds msgs in its body as they
+// are: message last is marked before the body is written (as MarkedEnd
+// marks it), so the ~60 KB body is not walked to find it, and the slots
+// are counted on the body only when it names cache_control more than
+// MaxBreakpoints times (the mark's own included). msgs is as it was when
+// it returns; message last is replaced while the body is written, so
+// msgs must be the caller's own, read by no one else meanwhile.
+func (Upstream) AppendMarkedBody(dst []byte, req *wire.Request, instructions, msgs [][]byte, last int) ([]byte, bool, error) {
+	if req.Protocol != wire.Messages || last < 0 || last >= len(msgs) || !oneMessagesMember(req.Body) {
+		body, err := Upstream{}.AppendBody(dst, req, instructions, msgs)
+		if err != nil {
+			return body, false, err
+		}
+		m := len(body)
+		body = MarkHistoryEnd(body, last)
+		return body, len(body) != m, nil
+	}
+	marked := markEnd(slices.Clip(msgs[last]), parse(msgs[last]))
+	if len(marked) == len(msgs[last]) { // takes no mark
+		body, err := appendSameBody(dst, req, instructions, msgs)
+		return body, false, err
+	}
+	orig := msgs[last]
+	msgs[last] = marked // for the body's writing only
+	body, err := appendSameBody(dst, req, instructions, msgs)
+	msgs[last] = orig
+	if err != nil {
+		return body, false, err
+	}
+	// MarkHistoryEnd's rule on the body without the mark, which takes
+	// one mention and one slot: every slot taken, no mark.
+	if bytes.Count(body, []byte("cache_control")) > MaxBreakpoints && Breakpoints(parse(body)) > MaxBreakpoints {
+		body, err = appendSameBody(dst, req, instructions, msgs)
+		return body, false, err
+	}
+	return body, true, nil
+}
+
+// oneMessagesMember reports whether body, a request, has one member
+// named "messages" (as body.Splice compares names): where a second
+// one came, AppendBody writes msgs in each, and MarkHistoryEnd marks the
+// first only.
+func oneMessagesMember(body []byte) bool {
+	n := 0
+	parse(body).ForEach(func(k, _ gjson.Result) bool {
+		if k.Str == "messages" {
+			n++
+		}
+		return true
+	})
+	return n == 1
+}
 
 // JoinTurns is JoinResults.
 func (Upstream) JoinTurns(msgs [][]byte, last int) ([][]byte, int) { return JoinResults(msgs, last) }
@@ -215,8 +268,8 @@ const ephemeral = `"cache_control":{"type":"ephemeral"}`
 // included), or when the message has no block that can carry one
 // (thinking blocks cannot, nor empty text) or already carries one there.
 // A string content becomes one text block carrying the hint. The proxy
-// calls it after AppendBody, for an anthropic upstream, with the index in
-// the sent messages of the last history message.
+// asks for it through AppendMarkedBody, for an anthropic upstream, with
+// the index in the sent messages of the last history message.
 //
 // As append does, it marks body in place when body has the capacity for
 // the hint, and the caller uses the result only: a request's ~60 KB body
@@ -231,6 +284,46 @@ func MarkHistoryEnd(body []byte, last int) []byte {
 	if bytes.Count(body, []byte("cache_control")) >= MaxBreakpoints && Breakpoints(root) >= MaxBreakpoints {
 		return body
 	}
+	if i, j, ok := messageAt(body, last); ok {
+		msg := parse(body[i:j])
+		msg.Index = i // markEnd splices at offsets into body
+		return markEnd(body, msg)
+	}
+	return markEnd(body, messageOf(root, last))
+}
+
+// messageAt returns the bounds in body, a request body, of message last
+// of its "messages" array (the first member so named), found in one pass
+// of jsonscan up to the message's end, or false when the pass cannot
+// decide (messages not an array, fewer messages, a member name with an
+// escape, JSON it does not take): messageOf decides those. gjson's walk
+// (a parse of the whole array to find its end, then one of each message
+// up to last) was most of the Messages path's cost beyond chat's.
+func messageAt(body []byte, last int) (i, j int, ok bool) {
+	s := jsonscan.Scanner{B: body}
+	found := false
+	s.Object(func(name []byte) bool {
+		if string(name) != "messages" {
+			_, ok := s.Value(chat.MaxDepth)
+			return ok
+		}
+		s.Array(func(n int) bool {
+			if n == last {
+				i = s.I
+			}
+			_, ok := s.Value(chat.MaxDepth)
+			if ok && n == last {
+				j, found = s.I, true
+			}
+			return ok && n < last
+		})
+		return false // the first "messages" decides, as gjson's Get
+	})
+	return i, j, found
+}
+
+// messageOf is message last of root's "messages", as gjson finds it.
+func messageOf(root gjson.Result, last int) gjson.Result {
 	var msg gjson.Result
 	if msgs := root.Get("messages"); msgs.IsArray() { // as AppendBody writes it: no path to build
 		n := 0
@@ -244,7 +337,7 @@ func MarkHistoryEnd(body []byte, last int) []byte {
 	} else {
 		msg = root.Get("messages." + strconv.Itoa(last))
 	}
-	return markEnd(body, msg)
+	return msg
 }
 
 // MarkedEnd implements wire.EndMarker: raw, one stored message, with the
