@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 )
 
 // benchBody returns a request body of n messages of the usual kinds.
@@ -86,22 +88,12 @@ func BenchmarkAppendBody(b *testing.B) {
 }
 
 func BenchmarkHash(b *testing.B) {
-	msgs := map[string]string{
-		"text":      `{"role":"user","content":"Question 1: what is the weather like in Paris this afternoon, and should I bring an umbrella?"}`,
-		"toolcall":  `{"role":"assistant","content":null,"tool_calls":[{"id":"call_2","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]}`,
-		"parts":     `{"role":"user","content":[{"type":"text","text":"What is in this image?"},{"type":"image_url","image_url":{"url":"https://example.com/a.png","detail":"low"}}]}`,
-		"long-text": `{"role":"assistant","content":"` + strings.Repeat("All work and no play makes Jack a dull boy. ", 100) + `"}`,
-	}
-	for _, name := range []string{"text", "toolcall", "parts", "long-text"} {
-		raw := []byte(msgs[name])
-		b.Run(name, func(b *testing.B) {
-			b.SetBytes(int64(len(raw)))
-			b.ReportAllocs()
-			for b.Loop() {
-				Hash(raw)
-			}
-		})
-	}
+	prototest.BenchHash(b, Hash, []prototest.Sample{
+		{Name: "text", Raw: `{"role":"user","content":"Question 1: what is the weather like in Paris this afternoon, and should I bring an umbrella?"}`},
+		{Name: "toolcall", Raw: `{"role":"assistant","content":null,"tool_calls":[{"id":"call_2","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]}`},
+		{Name: "parts", Raw: `{"role":"user","content":[{"type":"text","text":"What is in this image?"},{"type":"image_url","image_url":{"url":"https://example.com/a.png","detail":"low"}}]}`},
+		{Name: "long-text", Raw: `{"role":"assistant","content":"` + strings.Repeat("All work and no play makes Jack a dull boy. ", 100) + `"}`},
+	})
 }
 
 // benchStream returns an SSE stream of n chunks: a role delta, content

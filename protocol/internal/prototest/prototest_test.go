@@ -37,6 +37,7 @@ type recorder struct {
 func (r *recorder) Helper()               {}
 func (r *recorder) Fatal(...any)          { r.failed = true; runtime.Goexit() }
 func (r *recorder) Fatalf(string, ...any) { r.failed = true; runtime.Goexit() }
+func (r *recorder) Errorf(string, ...any) { r.failed = true }
 
 // fails reports whether check fails the TB it is given.
 func fails(t *testing.T, check func(testing.TB)) bool {
@@ -74,5 +75,16 @@ func TestFileChecks(t *testing.T) {
 		if got := fails(t, tt.check); got != tt.fails {
 			t.Errorf("%s: got failed %v, want %v", tt.name, got, tt.fails)
 		}
+	}
+}
+
+func TestHashPinned(t *testing.T) {
+	const raw = `{"role":"user","content":"hi"}`
+	want := chat.Hash([]byte(raw))
+	if fails(t, func(tb testing.TB) { prototest.HashPinned(tb, chat.Hash, raw, want) }) {
+		t.Error("the hash pinned: got failed, want passed")
+	}
+	if !fails(t, func(tb testing.TB) { prototest.HashPinned(tb, chat.Hash, raw, want+1) }) {
+		t.Error("another hash: got passed, want failed")
 	}
 }
