@@ -98,12 +98,7 @@ func TestAssembleUpstreamStream(t *testing.T) {
 
 	// Rendered back to a Responses client.
 	req.ResponseID, streamed.ResponseID = "resp_r9", "resp_r9"
-	rd := Ingress{}.NewRenderer(req)
-	var out []byte
-	for _, d := range deltas {
-		out = rd.Delta(out, d)
-	}
-	out = rd.End(out, &streamed)
+	out := renderStream(nil, req, deltas, &streamed)
 	addedIDs := map[int64]string{}
 	var final gjson.Result
 	for _, e := range renderedEvents(out) {

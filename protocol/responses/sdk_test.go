@@ -61,13 +61,7 @@ func sdkServer(t *testing.T) *httptest.Server {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		rd := Ingress{}.NewRenderer(req)
-		var out []byte
-		for _, d := range sdkDeltas {
-			out = rd.Delta(out, d)
-		}
-		out = rd.End(out, a)
-		_, _ = w.Write(out)
+		_, _ = w.Write(renderStream(nil, req, sdkDeltas, a))
 	}))
 	t.Cleanup(srv.Close)
 	return srv
