@@ -2,7 +2,8 @@
 // two JSON values compared whatever their spelling, a codec's call and
 // result ids, a codec's file parts carried through a round trip or
 // refused, the hashes stored messages are pinned to, an ingress's 400
-// refusal of a request, and the benchmarks of a codec's Hash and Decode.
+// refusal of a request, an ingress served to an SDK, and the benchmarks
+// of a codec's Hash and Decode.
 package prototest
 
 import (
