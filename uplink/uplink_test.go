@@ -2,6 +2,7 @@ package uplink
 
 import (
 	"bufio"
+	"iter"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -139,12 +140,7 @@ func TestUpstreamHeadersAsNormalized(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(7, 28))
 	for i := range 2000 {
-		raw := "POST /v1/chat/completions HTTP/1.1\r\nHost: recall.local\r\n"
-		for range 1 + rng.IntN(12) {
-			h := pool[rng.IntN(len(pool))]
-			raw += h[0] + ": " + h[1] + "\r\n"
-		}
-		raw += "Content-Length: 2\r\n\r\n{}"
+		raw := "POST /v1/chat/completions HTTP/1.1\r\nHost: recall.local\r\n" + randomHeaders(rng, pool, 12) + "Content-Length: 2\r\n\r\n{}"
 		var in fasthttp.Request
 		if err := in.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
 			t.Fatalf("request %d %q: %v", i, raw, err)
@@ -152,12 +148,7 @@ func TestUpstreamHeadersAsNormalized(t *testing.T) {
 		rc := &fasthttp.RequestCtx{}
 		rc.Init(&in, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, nil)
 		var want fasthttp.RequestHeader
-		var named [][]byte
-		for k, v := range in.Header.All() {
-			if strings.EqualFold(string(k), "Connection") {
-				named = append(named, v)
-			}
-		}
+		named := connectionValues(in.Header.All())
 		for k, v := range in.Header.All() {
 			if forwardRequestHeader(k, "X-Conversation-ID") && !connectionNames(named, k) {
 				want.AddBytesKV(k, v)
@@ -166,15 +157,39 @@ func TestUpstreamHeadersAsNormalized(t *testing.T) {
 		var up fasthttp.Request
 		SetRequest(&up, rc, benchTarget(), []byte("/v1/chat/completions"), false)
 		up.Header.Del("Authorization") // the tenant's credential, set after
-		if got, want := headerLines(&up.Header), headerLines(&want); !slices.Equal(got, want) {
+		if got, want := headerLines(up.Header.All()), headerLines(want.All()); !slices.Equal(got, want) {
 			t.Fatalf("request %q:\nsent upstream %q\nwant %q", raw, got, want)
 		}
 	}
 }
 
-func headerLines(h *fasthttp.RequestHeader) []string {
+// randomHeaders returns 1 to most header lines drawn from pool, each
+// ended by CRLF.
+func randomHeaders(rng *rand.Rand, pool [][2]string, most int) string {
+	var lines string
+	for range 1 + rng.IntN(most) {
+		h := pool[rng.IntN(len(pool))]
+		lines += h[0] + ": " + h[1] + "\r\n"
+	}
+	return lines
+}
+
+// connectionValues returns the values of the Connection headers among
+// headers, whatever their names' case.
+func connectionValues(headers iter.Seq2[[]byte, []byte]) [][]byte {
+	var named [][]byte
+	for k, v := range headers {
+		if strings.EqualFold(string(k), "Connection") {
+			named = append(named, v)
+		}
+	}
+	return named
+}
+
+// headerLines returns headers as "name: value" lines, in order.
+func headerLines(headers iter.Seq2[[]byte, []byte]) []string {
 	var lines []string
-	for k, v := range h.All() {
+	for k, v := range headers {
 		lines = append(lines, string(k)+": "+string(v))
 	}
 	return lines
@@ -220,23 +235,13 @@ func TestRelayedHeadersAsNormalized(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(11, 28))
 	for i := range 2000 {
-		raw := "HTTP/1.1 200 OK\r\n"
-		for range 1 + rng.IntN(10) {
-			h := pool[rng.IntN(len(pool))]
-			raw += h[0] + ": " + h[1] + "\r\n"
-		}
-		raw += "Content-Length: 2\r\n\r\n{}"
+		raw := "HTTP/1.1 200 OK\r\n" + randomHeaders(rng, pool, 10) + "Content-Length: 2\r\n\r\n{}"
 		var resp fasthttp.Response
 		if err := resp.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
 			t.Fatalf("answer %d %q: %v", i, raw, err)
 		}
 		var want fasthttp.ResponseHeader
-		var named [][]byte
-		for k, v := range resp.Header.All() {
-			if strings.EqualFold(string(k), "Connection") {
-				named = append(named, v)
-			}
-		}
+		named := connectionValues(resp.Header.All())
 		for k, v := range resp.Header.All() {
 			if !isHop(k) && !connectionNames(named, k) {
 				want.AddBytesKV(k, v)
@@ -244,16 +249,8 @@ func TestRelayedHeadersAsNormalized(t *testing.T) {
 		}
 		rc := &fasthttp.RequestCtx{}
 		CopyResponseHeader(rc, &resp)
-		if got, want := responseLines(&rc.Response.Header), responseLines(&want); !slices.Equal(got, want) {
+		if got, want := headerLines(rc.Response.Header.All()), headerLines(want.All()); !slices.Equal(got, want) {
 			t.Fatalf("answer %q:\nrelayed %q\nwant %q", raw, got, want)
 		}
 	}
-}
-
-func responseLines(h *fasthttp.ResponseHeader) []string {
-	var lines []string
-	for k, v := range h.All() {
-		lines = append(lines, string(k)+": "+string(v))
-	}
-	return lines
 }

@@ -170,7 +170,7 @@ func (s *Server) newCompletion(rq *request, reply Reply) *completion {
 	text := reply.Content
 	hasText := text != "" || (reply.Content == "" && reply.Refusal == "" && len(reply.ToolCalls) == 0)
 	if reply.Content == "" && reply.Refusal == "" && len(reply.ToolCalls) == 0 {
-		text = "echo: " + lastUserText(rq.msgs)
+		text = "echo: " + lastUserText(rq.msgs, "text")
 		if s.describe {
 			text += describe(rq.msgs)
 		}
@@ -206,9 +206,10 @@ func (s *Server) newCompletion(rq *request, reply Reply) *completion {
 	return c
 }
 
-// lastUserText returns the text of the last user message: its string
-// content, or its text parts joined with newlines.
-func lastUserText(msgs []gjson.Result) string {
+// lastUserText returns the text of the last user message (or item) of
+// msgs: its string content, or its parts of type textType ("text",
+// "input_text") joined with newlines.
+func lastUserText(msgs []gjson.Result, textType string) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m := msgs[i]
 		if m.Get("role").Str != "user" {
@@ -220,7 +221,7 @@ func lastUserText(msgs []gjson.Result) string {
 		}
 		var parts []string
 		c.ForEach(func(_, p gjson.Result) bool {
-			if p.Get("type").Str == "text" {
+			if p.Get("type").Str == textType {
 				parts = append(parts, p.Get("text").Str)
 			}
 			return true

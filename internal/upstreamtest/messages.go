@@ -395,7 +395,7 @@ func (s *Server) newMessage(root gjson.Result, msgs []gjson.Result, reply Reply)
 // (in a tool loop the last user message holds only tool results).
 func lastUserTextOf(msgs []gjson.Result) string {
 	for i := len(msgs); i > 0; i-- {
-		if t := lastUserText(msgs[:i]); t != "" {
+		if t := lastUserText(msgs[:i], "text"); t != "" {
 			return t
 		}
 	}
@@ -522,11 +522,7 @@ func (m *anthMessage) events() [][2]string {
 // event flushed on its own, applying the reply's mid-stream faults after
 // about half of the events.
 func (s *Server) writeMessageStream(ctx context.Context, w http.ResponseWriter, m *anthMessage, gate <-chan struct{}) {
-	h := w.Header()
-	h["Content-Type"] = []string{"text/event-stream"}
-	h["Cache-Control"] = []string{"no-cache"}
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
+	rc := startEventStream(w)
 	send := func(name, data string) bool {
 		if _, err := w.Write([]byte("event: " + name + "\ndata: " + data + "\n\n")); err != nil {
 			return false

@@ -230,7 +230,7 @@ func (s *Server) newAnswerResponse(root gjson.Result, items []gjson.Result, repl
 	a.text = reply.Content
 	a.hasText = reply.Content != ""
 	if reply.Content == "" && reply.Refusal == "" && len(reply.ToolCalls) == 0 {
-		a.text, a.hasText = "echo: "+lastUserInput(items), true
+		a.text, a.hasText = "echo: "+lastUserText(items, "input_text"), true
 	}
 	for i, tc := range reply.ToolCalls {
 		if tc.ID == "" {
@@ -244,28 +244,6 @@ func (s *Server) newAnswerResponse(root gjson.Result, items []gjson.Result, repl
 		a.out += (len(tc.Name) + len(tc.Arguments)) / 4
 	}
 	return a
-}
-
-// lastUserInput is the text of the last user message item.
-func lastUserInput(items []gjson.Result) string {
-	for i := len(items) - 1; i >= 0; i-- {
-		it := items[i]
-		if it.Get("role").Str != "user" {
-			continue
-		}
-		c := it.Get("content")
-		if c.Type == gjson.String {
-			return c.Str
-		}
-		var parts []string
-		for _, p := range c.Array() {
-			if p.Get("type").Str == "input_text" {
-				parts = append(parts, p.Get("text").Str)
-			}
-		}
-		return strings.Join(parts, "\n")
-	}
-	return ""
 }
 
 func (a *answerResponse) msgID() string { return "msg_" + strconv.FormatUint(a.seq, 10) }
@@ -428,11 +406,7 @@ func (a *answerResponse) appendResponse(b []byte, status string, withOutput bool
 // with the reply's mid-stream faults: cut, stall, malformed JSON, or an
 // error event, about halfway.
 func (s *Server) writeResponsesStream(ctx context.Context, w http.ResponseWriter, a *answerResponse, gate <-chan struct{}) {
-	h := w.Header()
-	h["Content-Type"] = []string{"text/event-stream"}
-	h["Cache-Control"] = []string{"no-cache"}
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
+	rc := startEventStream(w)
 	events := a.events()
 	buf := make([]byte, 0, 512)
 	faults := streamFaults{

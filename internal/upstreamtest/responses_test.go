@@ -82,6 +82,20 @@ func TestResponsesStreamToolCalls(t *testing.T) {
 	}
 }
 
+// The echo answers the last user message item: its input_text parts
+// joined by newlines, other parts and earlier messages left out.
+func TestResponsesEchoesTheLastUserInputText(t *testing.T) {
+	s := NewTB(t)
+	body := `{"model":"gpt-4o-mini","input":[` +
+		`{"role":"user","content":"first"},` +
+		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"answer"}]},` +
+		`{"role":"user","content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"https://a/1.png"},{"type":"input_text","text":"here"}]}]}`
+	out := gjson.GetBytes(readAll(t, post(t, s, "/responses", body)), `output.#(type=="message").content.0.text`).Str
+	if want := "echo: look\nhere"; out != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+}
+
 func TestResponsesReasoning(t *testing.T) {
 	tests := []struct {
 		model   string

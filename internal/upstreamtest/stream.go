@@ -18,23 +18,30 @@ type delta struct {
 	finish string
 }
 
+// startEventStream answers 200 with the header of an event stream
+// (text/event-stream, no-cache) and returns the controller that flushes
+// its events.
+func startEventStream(w http.ResponseWriter) *http.ResponseController {
+	h := w.Header()
+	h["Content-Type"] = []string{"text/event-stream"}
+	h["Cache-Control"] = []string{"no-cache"}
+	w.WriteHeader(http.StatusOK)
+	return http.NewResponseController(w)
+}
+
 // writeStream writes the completion as OpenAI's SSE stream: per choice a
 // role delta, content (or refusal) deltas, tool-call fragments and a finish
 // chunk, the choices interleaved; then the usage chunk when asked for; then
 // [DONE]. Every event is flushed on its own.
 func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, c *completion, gate <-chan struct{}) {
-	h := w.Header()
-	h["Content-Type"] = []string{"text/event-stream"}
-	h["Cache-Control"] = []string{"no-cache"}
 	var out io.Writer = w
 	var zw *gzip.Writer
 	if c.reply.Gzip {
-		h["Content-Encoding"] = []string{"gzip"}
+		w.Header()["Content-Encoding"] = []string{"gzip"}
 		zw = gzip.NewWriter(w)
 		out = zw
 	}
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
+	rc := startEventStream(w)
 	send := func(b []byte) bool {
 		if _, err := out.Write(b); err != nil {
 			return false

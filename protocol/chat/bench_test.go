@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 )
 
 // benchBody returns a request body of n messages of the usual kinds.
@@ -29,15 +31,29 @@ func benchBody(n int) []byte {
 	return []byte(b.String())
 }
 
-func BenchmarkParseRequest(b *testing.B) {
-	body := benchBody(20)
+// benchAccepts measures check on body, which it must accept.
+func benchAccepts(b *testing.B, body []byte, check func([]byte) error) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ParseRequest(body); err != nil {
+		if err := check(body); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// checkRequest is CheckRequest's error.
+func checkRequest(body []byte) error {
+	_, err := CheckRequest(body)
+	return err
+}
+
+func BenchmarkParseRequest(b *testing.B) {
+	body := benchBody(20)
+	benchAccepts(b, body, func(body []byte) error {
+		_, err := ParseRequest(body)
+		return err
+	})
 }
 
 // BenchmarkCheckRequest is the plain path's validation of a body of 20
@@ -55,13 +71,7 @@ func BenchmarkCheckRequest(b *testing.B) {
 	}
 	sb.WriteString(`],"temperature":0.2}`)
 	body := []byte(sb.String())
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := CheckRequest(body); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchAccepts(b, body, checkRequest)
 }
 
 func BenchmarkAppendBody(b *testing.B) {
@@ -86,22 +96,12 @@ func BenchmarkAppendBody(b *testing.B) {
 }
 
 func BenchmarkHash(b *testing.B) {
-	msgs := map[string]string{
-		"text":      `{"role":"user","content":"Question 1: what is the weather like in Paris this afternoon, and should I bring an umbrella?"}`,
-		"toolcall":  `{"role":"assistant","content":null,"tool_calls":[{"id":"call_2","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]}`,
-		"parts":     `{"role":"user","content":[{"type":"text","text":"What is in this image?"},{"type":"image_url","image_url":{"url":"https://example.com/a.png","detail":"low"}}]}`,
-		"long-text": `{"role":"assistant","content":"` + strings.Repeat("All work and no play makes Jack a dull boy. ", 100) + `"}`,
-	}
-	for _, name := range []string{"text", "toolcall", "parts", "long-text"} {
-		raw := []byte(msgs[name])
-		b.Run(name, func(b *testing.B) {
-			b.SetBytes(int64(len(raw)))
-			b.ReportAllocs()
-			for b.Loop() {
-				Hash(raw)
-			}
-		})
-	}
+	prototest.BenchHash(b, Hash, []prototest.Sample{
+		{Name: "text", Raw: `{"role":"user","content":"Question 1: what is the weather like in Paris this afternoon, and should I bring an umbrella?"}`},
+		{Name: "toolcall", Raw: `{"role":"assistant","content":null,"tool_calls":[{"id":"call_2","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]}`},
+		{Name: "parts", Raw: `{"role":"user","content":[{"type":"text","text":"What is in this image?"},{"type":"image_url","image_url":{"url":"https://example.com/a.png","detail":"low"}}]}`},
+		{Name: "long-text", Raw: `{"role":"assistant","content":"` + strings.Repeat("All work and no play makes Jack a dull boy. ", 100) + `"}`},
+	})
 }
 
 // benchStream returns an SSE stream of n chunks: a role delta, content
@@ -193,11 +193,5 @@ func BenchmarkAssemblerToolCalls(b *testing.B) {
 // benchBody's 20 messages: tools, tool calls and their results.
 func BenchmarkCheckRequestTools(b *testing.B) {
 	body := benchBody(20)
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := CheckRequest(body); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchAccepts(b, body, checkRequest)
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/protocol/internal/body"
 )
 
 // cacheControl is the name of a cache hint's member.
@@ -68,17 +70,7 @@ func appendWithoutHints(dst []byte, v gjson.Result) []byte {
 		})
 		return append(dst, '}')
 	case v.IsArray():
-		dst = append(dst, '[')
-		n := 0
-		v.ForEach(func(_, value gjson.Result) bool {
-			if n > 0 {
-				dst = append(dst, ',')
-			}
-			n++
-			dst = appendWithoutHints(dst, value)
-			return true
-		})
-		return append(dst, ']')
+		return body.AppendEach(dst, v, appendWithoutHints)
 	}
 	return append(dst, v.Raw...)
 }

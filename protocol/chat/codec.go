@@ -6,11 +6,11 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -131,20 +131,13 @@ func (Codec) CutResults(raw []byte, max int, marker func(kept, total int) string
 // longer than max.
 func CutContent(raw []byte, max int, marker func(kept, total int) string) ([]byte, bool) {
 	c := gjson.Get(bytesString(raw), "content") // Str aliases raw: only copied from below
-	if c.Type != gjson.String || len(c.Str) <= max {
+	if c.Type != gjson.String {
 		return raw, false
 	}
-	total := utf8.RuneCountInString(c.Str)
-	if total <= max {
+	text, cut := body.CutText(c.Str, max, marker)
+	if !cut {
 		return raw, false
 	}
-	cut, n := 0, 0
-	for cut < len(c.Str) && n < max {
-		_, size := utf8.DecodeRuneInString(c.Str[cut:])
-		cut += size
-		n++
-	}
-	text := c.Str[:cut] + "\n" + marker(max, total)
 	out, err := sjson.SetBytes(raw, "content", text)
 	if err != nil {
 		return raw, false

@@ -217,14 +217,6 @@ var benchBodies = []struct {
 
 func BenchmarkCheckDepth(b *testing.B) {
 	for _, bb := range benchBodies {
-		b.Run(bb.name, func(b *testing.B) {
-			b.SetBytes(int64(len(bb.body)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := CheckDepth(bb.body); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		b.Run(bb.name, func(b *testing.B) { benchAccepts(b, bb.body, CheckDepth) })
 	}
 }

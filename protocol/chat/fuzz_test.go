@@ -119,13 +119,17 @@ func FuzzHash(f *testing.F) {
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return
 		}
-		again, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
+		// hashesAsRaw checks that v, encoded again, hashes as raw did.
+		hashesAsRaw := func(what string, v any) {
+			enc, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := Hash(enc); got != h {
+				t.Fatalf("Hash %s: got %x for %s, want %x as for %s", what, got, enc, h, raw)
+			}
 		}
-		if got := Hash(again); got != h {
-			t.Fatalf("Hash after re-encoding: got %x for %s, want %x as for %s", got, again, h, raw)
-		}
+		hashesAsRaw("after re-encoding", v)
 		// Replayed without its cache hints, it is still JSON and still
 		// the same message.
 		if bare := WithoutCacheHints(raw); !json.Valid(bare) || Hash(bare) != h {
@@ -135,13 +139,7 @@ func FuzzHash(f *testing.F) {
 		if !stripIgnored(v) {
 			return
 		}
-		bare, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := Hash(bare); got != h {
-			t.Fatalf("Hash without cache hints and ids: got %x for %s, want %x as for %s", got, bare, h, raw)
-		}
+		hashesAsRaw("without cache hints and ids", v)
 	})
 }
 

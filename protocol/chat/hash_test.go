@@ -1,6 +1,10 @@
 package chat
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/recallproxy/recall/protocol/internal/prototest"
+)
 
 func TestHashEqual(t *testing.T) {
 	tests := []struct {
@@ -128,21 +132,13 @@ func TestHashUnequal(t *testing.T) {
 // stored messages keep the hash they were written with, so the canonical
 // form of such messages must never change.
 func TestHashStable(t *testing.T) {
-	tests := []struct {
-		msg  string
-		want uint64
-	}{
-		{`{"role":"user","content":"hi"}`, 0x47517d7b7cb73301},
-		{`{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u","detail":"low"}}]}`, 0xecc801c8ef950766},
-		{`{"role":"user","content":[{"type":"text","text":"a"},{}]}`, 0x8184fa6050b5e3cf},
-		{`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}}]}`, 0x41b8a3410c1cbcbc},
-		{`{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"a","extra":{"k":[1,null,"x"]}}]}`, 0x47ab504e02c59947},
-	}
-	for _, tt := range tests {
-		if got := Hash([]byte(tt.msg)); got != tt.want {
-			t.Errorf("Hash(%s): got %#x, want %#x", tt.msg, got, tt.want)
-		}
-	}
+	prototest.HashesPinned(t, Hash, []prototest.HashCase{
+		{Name: "a string content", Raw: `{"role":"user","content":"hi"}`, Want: 0x47517d7b7cb73301},
+		{Name: "a text and an image part", Raw: `{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u","detail":"low"}}]}`, Want: 0xecc801c8ef950766},
+		{Name: "a text and an empty part", Raw: `{"role":"user","content":[{"type":"text","text":"a"},{}]}`, Want: 0x8184fa6050b5e3cf},
+		{Name: "a tool call", Raw: `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}}]}`, Want: 0x41b8a3410c1cbcbc},
+		{Name: "a tool result's part with an extra member", Raw: `{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"a","extra":{"k":[1,null,"x"]}}]}`, Want: 0x47ab504e02c59947},
+	})
 }
 
 // TestHashAllocations checks that Hash allocates nothing but what gjson

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -65,13 +66,12 @@ func TestParseRequestValidUTF8(t *testing.T) {
 func BenchmarkUTF8Valid(b *testing.B) {
 	for _, bb := range benchBodies {
 		b.Run(bb.name, func(b *testing.B) {
-			b.SetBytes(int64(len(bb.body)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if !utf8.Valid(bb.body) {
-					b.Fatal("invalid")
+			benchAccepts(b, bb.body, func(body []byte) error {
+				if !utf8.Valid(body) {
+					return errors.New("invalid UTF-8")
 				}
-			}
+				return nil
+			})
 		})
 	}
 }

@@ -1,8 +1,6 @@
 package gemini
 
 import (
-	"unicode/utf8"
-
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/protocol/internal/body"
@@ -154,7 +152,7 @@ func (Codec) CutResults(raw []byte, max int, marker func(kept, total int) string
 		}
 		resp := fn.Get("response")
 		key, text, _ := resultText(resp)
-		short, ok := cutText(text, max, marker)
+		short, ok := body.CutText(text, max, marker)
 		if !ok {
 			out = append(out, p.Raw)
 			return true
@@ -165,8 +163,8 @@ func (Codec) CutResults(raw []byte, max int, marker func(kept, total int) string
 		}
 		repl := `{` + string(gjson.AppendJSONString(nil, key)) + `:` + string(gjson.AppendJSONString(nil, short)) + `}`
 		if resp.Exists() {
-			fnRaw := spliceStr(fn.Raw, fn.Index, resp, repl)
-			out = append(out, spliceStr(p.Raw, p.Index, fn, fnRaw))
+			fnRaw := body.Replace(fn.Raw, fn.Index, resp, repl)
+			out = append(out, body.Replace(p.Raw, p.Index, fn, fnRaw))
 		} else {
 			out = append(out, p.Raw)
 		}
@@ -199,23 +197,6 @@ func resultText(resp gjson.Result) (key, text string, isError bool) {
 	return "", resp.Raw, n == 1 && k.Str == "error"
 }
 
-// cutText cuts s to max runes plus the marker line, if it is longer.
-func cutText(s string, max int, marker func(kept, total int) string) (string, bool) {
-	total := utf8.RuneCountInString(s)
-	if total <= max {
-		return s, false
-	}
-	at, n := 0, 0
-	for i := range s {
-		if n == max {
-			at = i
-			break
-		}
-		n++
-	}
-	return s[:at] + "\n" + marker(max, total), true
-}
-
 // WithoutCacheHints returns raw: Gemini's contents carry no cache hints
 // (its caching is cachedContents, named by the request).
 func (Codec) WithoutCacheHints(raw []byte) []byte { return raw }
@@ -223,16 +204,5 @@ func (Codec) WithoutCacheHints(raw []byte) []byte { return raw }
 // splice returns a copy of raw with v (a value parsed from raw) replaced
 // by repl.
 func splice(raw []byte, v gjson.Result, repl string) []byte {
-	return []byte(spliceStr(str(raw), 0, v, repl))
-}
-
-// spliceStr returns s, the raw JSON of a value that starts at offset base
-// of the document v was parsed from, with v (a value inside it) replaced
-// by repl.
-func spliceStr(s string, base int, v gjson.Result, repl string) string {
-	at := v.Index - base
-	if at < 0 || at+len(v.Raw) > len(s) || s[at:at+len(v.Raw)] != v.Raw {
-		panic("gemini: splice of a value outside its document")
-	}
-	return s[:at] + repl + s[at+len(v.Raw):]
+	return []byte(body.Replace(str(raw), 0, v, repl))
 }

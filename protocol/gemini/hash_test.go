@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 )
 
 // TestHashSame checks the contents a client would call the same hash the
@@ -38,25 +39,18 @@ func TestHashSame(t *testing.T) {
 // stableContents are contents whose hashes are pinned: stored messages
 // keep the hash they were written with, so neither Gemini's canonical
 // form nor the chat rendering a plain content hashes as may change.
-var stableContents = []struct {
-	msg  string
-	want uint64
-}{
-	{`{"role":"user","parts":[{"text":"What is the weather in Paris?"}]}`, 0x98ce2e92d206e5e5},
-	{`{"role":"model","parts":[{"text":"Let me think.","thought":true},{"functionCall":{"name":"weather","args":{"city":"Paris"}},"thoughtSignature":"c2lnbmF0dXJl"}]}`, 0x8658906934c34900},
-	{`{"role":"user","parts":[{"functionResponse":{"name":"weather","response":{"output":"sunny"}}}]}`, 0xee33125db8fc6fe7},
-	{`{"role":"user","parts":[{"inlineData":{"mimeType":"application/pdf","data":"JVBERi0="}},{"text":"summarise"}]}`, 0x3084448e5c595578},
-	{`["not", "a", "content"]`, 0xfdf5b590050b0175},
+var stableContents = []prototest.HashCase{
+	{Name: "a plain user text", Raw: `{"role":"user","parts":[{"text":"What is the weather in Paris?"}]}`, Want: 0x98ce2e92d206e5e5},
+	{Name: "a thought and a signed function call", Raw: `{"role":"model","parts":[{"text":"Let me think.","thought":true},{"functionCall":{"name":"weather","args":{"city":"Paris"}},"thoughtSignature":"c2lnbmF0dXJl"}]}`, Want: 0x8658906934c34900},
+	{Name: "a function response", Raw: `{"role":"user","parts":[{"functionResponse":{"name":"weather","response":{"output":"sunny"}}}]}`, Want: 0xee33125db8fc6fe7},
+	{Name: "inline data and a text", Raw: `{"role":"user","parts":[{"inlineData":{"mimeType":"application/pdf","data":"JVBERi0="}},{"text":"summarise"}]}`, Want: 0x3084448e5c595578},
+	{Name: "not a content", Raw: `["not", "a", "content"]`, Want: 0xfdf5b590050b0175},
 }
 
 func TestHashStable(t *testing.T) {
 	chatForm := []byte(`{"role":"user","content":"What is the weather in Paris?"}`)
-	if got, want := (Codec{}).Hash([]byte(stableContents[0].msg)), chat.Hash(chatForm); got != want {
+	if got, want := (Codec{}).Hash([]byte(stableContents[0].Raw)), chat.Hash(chatForm); got != want {
 		t.Errorf("a plain content: got %#x, want %#x, the hash of the chat message %s", got, want, chatForm)
 	}
-	for _, tt := range stableContents {
-		if got := (Codec{}).Hash([]byte(tt.msg)); got != tt.want {
-			t.Errorf("Hash(%s): got %#x, want %#x", tt.msg, got, tt.want)
-		}
-	}
+	prototest.HashesPinned(t, Codec{}.Hash, stableContents)
 }

@@ -1,11 +1,10 @@
 package gemini
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
-	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 )
 
 func TestParseRequestAt(t *testing.T) {
@@ -47,10 +46,7 @@ func TestParseRequestAtRefuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Ingress{}.ParseRequestAt([]byte("/v1beta/models/m:generateContent"), []byte(tt.body))
-			var e *apierr.Error
-			if !errors.As(err, &e) || e.Status != 400 || e.Param != tt.param {
-				t.Fatalf("got %v, want a 400 about %q", err, tt.param)
-			}
+			e := prototest.BadRequest(t, err, tt.param)
 			if got := string(ErrorBody(e)); !strings.Contains(got, `"status":"INVALID_ARGUMENT"`) || !strings.Contains(got, `"code":400`) {
 				t.Errorf("rendered: %s, want Gemini's shape", got)
 			}

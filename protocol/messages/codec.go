@@ -1,8 +1,6 @@
 package messages
 
 import (
-	"unicode/utf8"
-
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/internal/jsonscan"
@@ -180,20 +178,20 @@ func cutResult(b gjson.Result, max int, marker func(kept, total int) string) (st
 	c := b.Get("content")
 	switch {
 	case c.Type == gjson.String:
-		text, ok := cutText(c.Str, max, marker)
+		text, ok := body.CutText(c.Str, max, marker)
 		if !ok {
 			return b.Raw, false
 		}
-		return splice(b.Raw, b.Index, c, string(gjson.AppendJSONString(nil, text))), true
+		return body.Replace(b.Raw, b.Index, c, string(gjson.AppendJSONString(nil, text))), true
 	case c.IsArray():
 		var inner []string
 		cut := false
 		c.ForEach(func(_, ib gjson.Result) bool {
 			t := ib.Get("text")
 			if ib.Get("type").Str == typeText && t.Type == gjson.String {
-				if text, ok := cutText(t.Str, max, marker); ok {
+				if text, ok := body.CutText(t.Str, max, marker); ok {
 					cut = true
-					inner = append(inner, splice(ib.Raw, ib.Index, t, string(gjson.AppendJSONString(nil, text))))
+					inner = append(inner, body.Replace(ib.Raw, ib.Index, t, string(gjson.AppendJSONString(nil, text))))
 					return true
 				}
 			}
@@ -203,26 +201,9 @@ func cutResult(b gjson.Result, max int, marker func(kept, total int) string) (st
 		if !cut {
 			return b.Raw, false
 		}
-		return splice(b.Raw, b.Index, c, body.JoinArray(inner)), true
+		return body.Replace(b.Raw, b.Index, c, body.JoinArray(inner)), true
 	}
 	return b.Raw, false
-}
-
-// cutText cuts s to max runes plus the marker line, if it is longer.
-func cutText(s string, max int, marker func(kept, total int) string) (string, bool) {
-	total := utf8.RuneCountInString(s)
-	if total <= max {
-		return s, false
-	}
-	at, n := 0, 0
-	for i := range s {
-		if n == max {
-			at = i
-			break
-		}
-		n++
-	}
-	return s[:at] + "\n" + marker(max, total), true
 }
 
 // WithoutCacheHints returns the message without cache_control members at
@@ -232,16 +213,5 @@ func (Codec) WithoutCacheHints(raw []byte) []byte { return chat.WithoutCacheHint
 // replaceContent returns a copy of raw with the value content (a result
 // of parsing raw) replaced by the array of blocks.
 func replaceContent(raw []byte, content gjson.Result, blocks []string) []byte {
-	return []byte(splice(str(raw), 0, content, body.JoinArray(blocks)))
-}
-
-// splice returns s, the raw JSON of a value that starts at offset base of
-// the document v was parsed from, with v (a value inside it) replaced by
-// repl.
-func splice(s string, base int, v gjson.Result, repl string) string {
-	at := v.Index - base
-	if at < 0 || at+len(v.Raw) > len(s) || s[at:at+len(v.Raw)] != v.Raw {
-		panic("messages: splice of a value outside its document")
-	}
-	return s[:at] + repl + s[at+len(v.Raw):]
+	return []byte(body.Replace(str(raw), 0, content, body.JoinArray(blocks)))
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -94,12 +95,8 @@ func TestParseRequestErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Ingress{}.ParseRequest([]byte(tt.body))
-			var e *apierr.Error
-			if !errors.As(err, &e) {
-				t.Fatalf("got %v, want an apierr.Error", err)
-			}
-			if e.Status != 400 || e.Param != tt.param || apierr.AnthropicType(e.Status) != "invalid_request_error" {
-				t.Errorf("got %d %q (%s), want 400 param %q", e.Status, e.Param, e.Message, tt.param)
+			if e := prototest.BadRequest(t, err, tt.param); apierr.AnthropicType(e.Status) != "invalid_request_error" {
+				t.Errorf("got type %q, want invalid_request_error", apierr.AnthropicType(e.Status))
 			}
 		})
 	}

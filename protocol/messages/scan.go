@@ -119,16 +119,8 @@ func (s *reqScan) request() bool {
 // count consumes a positive integer of one to nine digits, without sign,
 // fraction or exponent, and returns it.
 func (s *reqScan) count() (int, bool) {
-	n, start := 0, s.I
-	for s.I < len(s.B) && '0' <= s.B[s.I] && s.B[s.I] <= '9' {
-		n = n*10 + int(s.B[s.I]-'0')
-		s.I++
-	}
-	// A fraction or an exponent after the digits fails the member's end.
-	if d := s.I - start; d == 0 || d > 9 || s.B[start] == '0' {
-		return 0, false
-	}
-	return n, true
+	n, ok := s.SmallUint()
+	return n, ok && n > 0
 }
 
 // messages consumes a non-empty array of messages (depth 2) into the

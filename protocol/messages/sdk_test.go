@@ -3,15 +3,13 @@ package messages
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -51,32 +49,7 @@ func chatDeltas() []wire.Delta {
 // Renderer driven by deltas (none: End renders the whole answer).
 func serveMessages(t *testing.T, answer *wire.Answer, deltas []wire.Delta) *anthropic.Client {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if r.URL.Path != "/v1/messages" {
-			http.NotFound(w, r)
-			return
-		}
-		req, err := Ingress{}.ParseRequest(body)
-		if err != nil {
-			t.Errorf("parse the SDK's request: %v\n%s", err, body)
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		if !req.Stream {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(Ingress{}.AppendAnswer(nil, req, answer))
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		rd := Ingress{}.NewRenderer(req)
-		for _, d := range deltas {
-			_, _ = w.Write(rd.Delta(nil, d))
-			w.(http.Flusher).Flush()
-		}
-		_, _ = w.Write(rd.End(nil, answer))
-	}))
-	t.Cleanup(srv.Close)
+	srv := prototest.IngressServer(t, Ingress{}, "/v1/messages", func(*wire.Request) *wire.Answer { return answer }, deltas)
 	c := anthropic.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("test"), option.WithMaxRetries(0))
 	return &c
 }

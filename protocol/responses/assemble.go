@@ -244,21 +244,6 @@ const maxEventDepth = 32
 // scanIndex consumes an index, a number of at most nine digits without
 // sign, fraction or exponent (any other number is Event's to read).
 func scanIndex(s *jsonscan.Scanner) (int64, bool) {
-	start := s.I
-	var n int64
-	for s.I < len(s.B) && '0' <= s.B[s.I] && s.B[s.I] <= '9' {
-		n = n*10 + int64(s.B[s.I]-'0')
-		s.I++
-	}
-	digits := s.I - start
-	if digits == 0 || digits > 9 || digits > 1 && s.B[start] == '0' {
-		return 0, false
-	}
-	if s.I < len(s.B) {
-		switch s.B[s.I] {
-		case '.', 'e', 'E':
-			return 0, false
-		}
-	}
-	return n, true
+	n, ok := s.SmallUint()
+	return int64(n), ok
 }

@@ -30,6 +30,43 @@ func post(t *testing.T, s *upstreamtest.Server, body string) []byte {
 	return b
 }
 
+// upstreamBody parses client, a Responses request, and returns it with the
+// body Recall sends a Responses upstream for it.
+func upstreamBody(t *testing.T, client string) (*wire.Request, []byte) {
+	t.Helper()
+	req, err := Ingress{}.ParseRequest([]byte(client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := Upstream{}.AppendBody(nil, req, req.Instructions, req.Messages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req, body
+}
+
+// feed reads stream's events into asm in order, handing each event's
+// deltas to each (they are valid until the next event), and reports
+// whether the last event was the stream's end.
+func feed(t *testing.T, asm wire.Assembler, stream []byte, each func([]wire.Delta)) (done bool) {
+	t.Helper()
+	er := chat.NewEventReader(bytes.NewReader(stream), 0)
+	var deltas []wire.Delta
+	for {
+		ev, err := er.Next()
+		if errors.Is(err, io.EOF) {
+			return done
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if deltas, done, err = asm.Event(deltas[:0], nil, ev.Data); err != nil {
+			t.Fatal(err)
+		}
+		each(deltas)
+	}
+}
+
 // The fake upstream's answer (the official event sequence, with a
 // reasoning item, text and a call), assembled from its stream, equals the
 // answer parsed from the same reply not streamed; its deltas drive the
@@ -38,33 +75,12 @@ func TestAssembleUpstreamStream(t *testing.T) {
 	s := upstreamtest.NewTB(t)
 	reply := upstreamtest.Reply{Content: "Checking.", ToolCalls: []upstreamtest.ToolCall{{ID: "call_w", Name: "weather", Arguments: `{"city":"Oslo"}`}}}
 	s.Enqueue(reply, reply)
-	req, err := Ingress{}.ParseRequest([]byte(`{"model":"o4-mini","input":"weather in Oslo?","stream":true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := Upstream{}.AppendBody(nil, req, req.Instructions, req.Messages)
-	if err != nil {
-		t.Fatal(err)
-	}
+	req, body := upstreamBody(t, `{"model":"o4-mini","input":"weather in Oslo?","stream":true}`)
 	stream := post(t, s, string(body))
 
 	asm := Upstream{}.NewAssembler()
 	var deltas []wire.Delta
-	done := false
-	er := chat.NewEventReader(bytes.NewReader(stream), 0)
-	for {
-		ev, err := er.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if deltas, done, err = asm.Event(deltas, nil, ev.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !done {
+	if done := feed(t, asm, stream, func(d []wire.Delta) { deltas = append(deltas, d...) }); !done {
 		t.Fatal("stream not done")
 	}
 	streamed, err := asm.Answer()
@@ -98,12 +114,7 @@ func TestAssembleUpstreamStream(t *testing.T) {
 
 	// Rendered back to a Responses client.
 	req.ResponseID, streamed.ResponseID = "resp_r9", "resp_r9"
-	rd := Ingress{}.NewRenderer(req)
-	var out []byte
-	for _, d := range deltas {
-		out = rd.Delta(out, d)
-	}
-	out = rd.End(out, &streamed)
+	out := renderStream(nil, req, deltas, &streamed)
 	addedIDs := map[int64]string{}
 	var final gjson.Result
 	for _, e := range renderedEvents(out) {

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/recallproxy/recall/internal/jsonscan"
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -95,7 +95,7 @@ func (Codec) CutResults(raw []byte, max int, marker func(kept, total int) string
 	}
 	out := item.Get("output")
 	if out.Type == gjson.String {
-		s, cut := cutText(out.Str, max, marker)
+		s, cut := body.CutText(out.Str, max, marker)
 		if !cut {
 			return raw, false
 		}
@@ -110,7 +110,7 @@ func (Codec) CutResults(raw []byte, max int, marker func(kept, total int) string
 		if p.Get("type").Str != partInputText {
 			continue
 		}
-		s, cut := cutText(p.Get("text").Str, max, marker)
+		s, cut := body.CutText(p.Get("text").Str, max, marker)
 		if !cut {
 			continue
 		}
@@ -121,21 +121,6 @@ func (Codec) CutResults(raw []byte, max int, marker func(kept, total int) string
 		b, cutAny = nb, true
 	}
 	return b, cutAny
-}
-
-// cutText cuts s to max runes and appends the marker on a line of its own.
-func cutText(s string, max int, marker func(kept, total int) string) (string, bool) {
-	total := utf8.RuneCountInString(s)
-	if total <= max {
-		return s, false
-	}
-	off, n := 0, 0
-	for off < len(s) && n < max {
-		_, size := utf8.DecodeRuneInString(s[off:])
-		off += size
-		n++
-	}
-	return s[:off] + "\n" + marker(max, total), true
 }
 
 // WithoutCacheHints returns raw: Responses items carry no cache hints

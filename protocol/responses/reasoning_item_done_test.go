@@ -1,15 +1,11 @@
 package responses
 
 import (
-	"bytes"
-	"errors"
-	"io"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/internal/upstreamtest"
-	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -23,35 +19,16 @@ import (
 func TestStreamedReasoningItemDoneCarriesEncryptedContent(t *testing.T) {
 	s := upstreamtest.NewTB(t)
 	s.Enqueue(upstreamtest.Reply{Content: "Reading.", ToolCalls: []upstreamtest.ToolCall{{ID: "call_r", Name: "read", Arguments: `{"path":"notes.txt"}`}}})
-	req, err := Ingress{}.ParseRequest([]byte(`{"model":"gpt-5.1-codex","input":"read notes.txt","stream":true,"store":false,"include":["reasoning.encrypted_content"]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := Upstream{}.AppendBody(nil, req, req.Instructions, req.Messages)
-	if err != nil {
-		t.Fatal(err)
-	}
+	req, body := upstreamBody(t, `{"model":"gpt-5.1-codex","input":"read notes.txt","stream":true,"store":false,"include":["reasoning.encrypted_content"]}`)
 	asm := Upstream{}.NewAssembler()
 	req.ResponseID = "resp_d1"
 	rd := Ingress{}.NewRenderer(req)
 	var out []byte
-	var deltas []wire.Delta
-	er := chat.NewEventReader(bytes.NewReader(post(t, s, string(body))), 0)
-	for {
-		ev, err := er.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if deltas, _, err = asm.Event(deltas[:0], nil, ev.Data); err != nil {
-			t.Fatal(err)
-		}
+	feed(t, asm, post(t, s, string(body)), func(deltas []wire.Delta) {
 		for _, d := range deltas { // as the proxy relays: event by event
 			out = rd.Delta(out, d)
 		}
-	}
+	})
 	a, err := asm.Answer()
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -84,13 +85,7 @@ func TestParseRequestRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Ingress{}.ParseRequest([]byte(tt.body))
-			var e *apierr.Error
-			if !errors.As(err, &e) {
-				t.Fatalf("got %v, want an *apierr.Error", err)
-			}
-			if e.Status != 400 || e.Param != tt.param || e.Message == "" {
-				t.Errorf("got %d param %q (%s), want 400 param %q", e.Status, e.Param, e.Message, tt.param)
-			}
+			prototest.BadRequest(t, err, tt.param)
 		})
 	}
 }

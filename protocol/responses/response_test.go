@@ -201,21 +201,33 @@ func BenchmarkAppendResponse(b *testing.B) {
 	}
 }
 
-func BenchmarkRendererStream(b *testing.B) {
-	req := benchRequestOf(b)
+// rendererStream is a stream of three text deltas and the answer that
+// ends it, for the request benchRequestOf makes.
+func rendererStream(tb testing.TB) (*wire.Request, wire.Answer, []wire.Delta) {
+	req := benchRequestOf(tb)
 	a := wire.Answer{Model: "gpt-4.1", Stop: wire.StopEnd, ResponseID: req.ResponseID, Created: req.Created,
 		Message: wire.Message{Role: wire.RoleAssistant, Parts: []wire.Part{{Kind: wire.Text, Text: "It is sunny in Paris."}}},
 		Usage:   wire.Usage{InputTokens: 328, OutputTokens: 52}}
 	deltas := []wire.Delta{{Kind: wire.TextDelta, Text: "It is "}, {Kind: wire.TextDelta, Text: "sunny in "}, {Kind: wire.TextDelta, Text: "Paris."}}
+	return req, a, deltas
+}
+
+// renderStream appends to dst what a new Renderer for req renders of
+// deltas, then of its end with a.
+func renderStream(dst []byte, req *wire.Request, deltas []wire.Delta, a *wire.Answer) []byte {
+	r := Ingress{}.NewRenderer(req)
+	for _, d := range deltas {
+		dst = r.Delta(dst, d)
+	}
+	return r.End(dst, a)
+}
+
+func BenchmarkRendererStream(b *testing.B) {
+	req, a, deltas := rendererStream(b)
 	var dst []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		r := Ingress{}.NewRenderer(req)
-		dst = dst[:0]
-		for _, d := range deltas {
-			dst = r.Delta(dst, d)
-		}
-		dst = r.End(dst, &a)
+		dst = renderStream(dst[:0], req, deltas, &a)
 	}
 	b.SetBytes(int64(len(dst)))
 }
@@ -227,20 +239,9 @@ func BenchmarkRendererStream(b *testing.B) {
 const maxRenderAllocs = 24
 
 func TestRendererStreamAllocations(t *testing.T) {
-	req := benchRequestOf(t)
-	a := wire.Answer{Model: "gpt-4.1", Stop: wire.StopEnd, ResponseID: req.ResponseID, Created: req.Created,
-		Message: wire.Message{Role: wire.RoleAssistant, Parts: []wire.Part{{Kind: wire.Text, Text: "It is sunny in Paris."}}},
-		Usage:   wire.Usage{InputTokens: 328, OutputTokens: 52}}
-	deltas := []wire.Delta{{Kind: wire.TextDelta, Text: "It is "}, {Kind: wire.TextDelta, Text: "sunny in "}, {Kind: wire.TextDelta, Text: "Paris."}}
+	req, a, deltas := rendererStream(t)
 	dst := make([]byte, 0, 16<<10)
-	n := testing.AllocsPerRun(100, func() {
-		r := Ingress{}.NewRenderer(req)
-		out := dst[:0]
-		for _, d := range deltas {
-			out = r.Delta(out, d)
-		}
-		r.End(out, &a)
-	})
+	n := testing.AllocsPerRun(100, func() { renderStream(dst[:0], req, deltas, &a) })
 	t.Logf("%.0f allocations", n)
 	if n > maxRenderAllocs {
 		t.Errorf("rendering a stream of three deltas: got %.0f allocations, want at most %d", n, maxRenderAllocs)

@@ -3,8 +3,6 @@ package responses
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -12,6 +10,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -46,31 +45,10 @@ var sdkDeltas = []wire.Delta{
 
 func sdkServer(t *testing.T) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		req, err := Ingress{}.ParseRequest(body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
+	return prototest.IngressServer(t, Ingress{}, "/responses", func(req *wire.Request) *wire.Answer {
 		req.ResponseID, req.Created = "resp_sdk1", 1700000000
-		a := sdkAnswer()
-		if !req.Stream {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(Ingress{}.AppendAnswer(nil, req, a))
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		rd := Ingress{}.NewRenderer(req)
-		var out []byte
-		for _, d := range sdkDeltas {
-			out = rd.Delta(out, d)
-		}
-		out = rd.End(out, a)
-		_, _ = w.Write(out)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+		return sdkAnswer()
+	}, sdkDeltas)
 }
 
 func sdkParams() responses.ResponseNewParams {

@@ -1,6 +1,10 @@
 package responses
 
-import "github.com/tidwall/gjson"
+import (
+	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/protocol/internal/body"
+)
 
 // The settings a Response object echoes. The Open Responses schema
 // requires every one of them on every Response (null where it allows
@@ -176,17 +180,7 @@ func upstreamSettings(r gjson.Result) []byte {
 // strict (true, the Responses API's default, when it left it out or sent
 // null); other tools as sent.
 func appendTools(dst []byte, tools gjson.Result) []byte {
-	dst = append(dst, '[')
-	n := 0
-	tools.ForEach(func(_, t gjson.Result) bool {
-		if n > 0 {
-			dst = append(dst, ',')
-		}
-		n++
-		dst = appendTool(dst, t)
-		return true
-	})
-	return append(dst, ']')
+	return body.AppendEach(dst, tools, appendTool)
 }
 
 // appendTool appends one tool of appendTools, as sent when it has what

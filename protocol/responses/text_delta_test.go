@@ -99,3 +99,38 @@ func TestEventsReadForTheirValidity(t *testing.T) {
 		})
 	}
 }
+
+// TestTextDeltaDecidesInOnePass: the one pass reads a
+// response.output_text.delta event whose indices are whole numbers, each
+// (output_index, content_index) pair a text of its own; an index written
+// otherwise (a fraction, an exponent, a leading zero) leaves the event to
+// Event, which reads every other.
+func TestTextDeltaDecidesInOnePass(t *testing.T) {
+	a := &Assembler{}
+	for _, tt := range []struct {
+		name, event string
+		ok          bool
+		index       int // of the text, when ok
+		text        string
+	}{
+		{"the first text", `{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hel","sequence_number":4}`, true, 0, "Hel"},
+		{"the same text", `{"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":"lo"}`, true, 0, "lo"},
+		{"another output's text", `{"type":"response.output_text.delta","output_index":12,"content_index":0,"delta":"x"}`, true, 1, "x"},
+		{"a fraction", `{"type":"response.output_text.delta","output_index":1.0,"content_index":0,"delta":"x"}`, false, 0, ""},
+		{"an exponent", `{"type":"response.output_text.delta","output_index":0,"content_index":1e0,"delta":"x"}`, false, 0, ""},
+		{"a leading zero", `{"type":"response.output_text.delta","output_index":01,"content_index":0,"delta":"x"}`, false, 0, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := a.textDelta(nil, []byte(tt.event))
+			if ok != tt.ok {
+				t.Fatalf("got decided %v, want %v", ok, tt.ok)
+			}
+			if !ok {
+				return
+			}
+			if len(got) != 1 || got[0].Kind != wire.TextDelta || got[0].Index != tt.index || got[0].Text != tt.text {
+				t.Errorf("got %+v, want one text delta %q of text %d", got, tt.text, tt.index)
+			}
+		})
+	}
+}

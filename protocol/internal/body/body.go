@@ -174,6 +174,21 @@ func AppendArray(dst []byte, vals [][]byte) []byte {
 	return append(dst, ']')
 }
 
+// AppendEach appends the array arr with each element as elem appends it.
+func AppendEach(dst []byte, arr gjson.Result, elem func(dst []byte, v gjson.Result) []byte) []byte {
+	dst = append(dst, '[')
+	n := 0
+	arr.ForEach(func(_, v gjson.Result) bool {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		dst = elem(dst, v)
+		return true
+	})
+	return append(dst, ']')
+}
+
 // JoinArray returns vals, raw JSON values, as an array.
 func JoinArray(vals []string) string {
 	n := 2

@@ -1,6 +1,7 @@
 package body
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -87,6 +88,13 @@ func TestArrays(t *testing.T) {
 	}
 	if got := JoinArray(nil); got != `[]` {
 		t.Errorf("JoinArray of none: got %s", got)
+	}
+	double := func(dst []byte, v gjson.Result) []byte { return strconv.AppendInt(dst, 2*v.Int(), 10) }
+	if got := string(AppendEach([]byte("x"), gjson.Parse(` [1, 2,3] `), double)); got != `x[2,4,6]` {
+		t.Errorf("AppendEach: got %s, want x[2,4,6]", got)
+	}
+	if got := string(AppendEach(nil, gjson.Parse(`[]`), double)); got != `[]` {
+		t.Errorf("AppendEach of none: got %s, want []", got)
 	}
 }
 

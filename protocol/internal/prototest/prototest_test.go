@@ -1,9 +1,12 @@
 package prototest_test
 
 import (
+	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/protocol/internal/prototest"
 	"github.com/recallproxy/recall/wire"
@@ -37,6 +40,7 @@ type recorder struct {
 func (r *recorder) Helper()               {}
 func (r *recorder) Fatal(...any)          { r.failed = true; runtime.Goexit() }
 func (r *recorder) Fatalf(string, ...any) { r.failed = true; runtime.Goexit() }
+func (r *recorder) Errorf(string, ...any) { r.failed = true }
 
 // fails reports whether check fails the TB it is given.
 func fails(t *testing.T, check func(testing.TB)) bool {
@@ -72,6 +76,38 @@ func TestFileChecks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		if got := fails(t, tt.check); got != tt.fails {
+			t.Errorf("%s: got failed %v, want %v", tt.name, got, tt.fails)
+		}
+	}
+}
+
+func TestHashPinned(t *testing.T) {
+	const raw = `{"role":"user","content":"hi"}`
+	want := chat.Hash([]byte(raw))
+	if fails(t, func(tb testing.TB) { prototest.HashPinned(tb, chat.Hash, raw, want) }) {
+		t.Error("the hash pinned: got failed, want passed")
+	}
+	if !fails(t, func(tb testing.TB) { prototest.HashPinned(tb, chat.Hash, raw, want+1) }) {
+		t.Error("another hash: got passed, want failed")
+	}
+}
+
+func TestBadRequest(t *testing.T) {
+	bad := &apierr.Error{Status: 400, Type: "invalid_request_error", Param: "model", Message: "Missing model."}
+	tests := []struct {
+		name  string
+		err   error
+		param string
+		fails bool
+	}{
+		{"the refusal", fmt.Errorf("wrapped: %w", bad), "model", false},
+		{"another param", bad, "messages", true},
+		{"another status", &apierr.Error{Status: 500, Param: "model", Message: "x"}, "model", true},
+		{"no message", &apierr.Error{Status: 400, Param: "model"}, "model", true},
+		{"not an apierr.Error", errors.New("model"), "model", true},
+	}
+	for _, tt := range tests {
+		if got := fails(t, func(tb testing.TB) { prototest.BadRequest(tb, tt.err, tt.param) }); got != tt.fails {
 			t.Errorf("%s: got failed %v, want %v", tt.name, got, tt.fails)
 		}
 	}
