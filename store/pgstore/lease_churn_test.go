@@ -44,30 +44,10 @@ func TestLeaseHandOversChurnNoRows(t *testing.T) {
 	k := history.Key{Tenant: "t", Conversation: "c"}
 	for i := range rounds {
 		// a holds the lease; b waits for it, queued; a lets it go.
-		release, ok, err := a.TryAcquire(ctx, name)
-		if err != nil || !ok {
-			t.Fatalf("round %d: a's TryAcquire: ok %v, %v", i, ok, err)
-		}
-		got := make(chan func(), 1)
-		go func() {
-			r, err := b.Acquire(ctx, name)
-			if err != nil {
-				t.Error(err)
-			}
-			got <- r
-		}()
-		select {
-		case <-waiting:
-		case <-ctx.Done():
-			t.Fatalf("round %d: b never waited", i)
-		}
+		release := mustTryAcquire(t, ctx, a, name, fmt.Sprintf("round %d: a", i))
+		got := queueBehind(t, ctx, b, name, waiting, fmt.Sprintf("round %d: b", i))
 		release()
-		select {
-		case r := <-got:
-			r()
-		case <-ctx.Done():
-			t.Fatalf("round %d: b never took the lease", i)
-		}
+		took(t, ctx, got, fmt.Sprintf("round %d: b", i))()
 		// An exchange on each replica in turn: the read takes the
 		// conversation's lease, the commit frees it.
 		for _, s := range []*pgstore.Store{a, b} {

@@ -1,0 +1,64 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/recallproxy/recall/store/pgstore"
+)
+
+// waiterPair opens two Stores on url: a, and b, whose OnLeaseWait sends
+// each name it finds held, and queues for, to waiting.
+func waiterPair(t *testing.T, url string) (a, b *pgstore.Store, waiting chan string) {
+	t.Helper()
+	waiting = make(chan string, 64)
+	a = open(t, url, pgstore.Options{})
+	b = open(t, url, pgstore.Options{OnLeaseWait: func(name string) { waiting <- name }})
+	return a, b, waiting
+}
+
+// mustTryAcquire takes name with s.TryAcquire and returns its release;
+// it fails the test, naming who, if the lease was not taken.
+func mustTryAcquire(t *testing.T, ctx context.Context, s *pgstore.Store, name, who string) func() {
+	t.Helper()
+	release, ok, err := s.TryAcquire(ctx, name)
+	if err != nil || !ok {
+		t.Fatalf("%s's TryAcquire: ok %v, %v", who, ok, err)
+	}
+	return release
+}
+
+// queueBehind starts s.Acquire(name) and returns once waiting says s
+// found the lease held and queued for it (the channel s's OnLeaseWait
+// sends to). The returned channel yields s's release once it takes the
+// lease.
+func queueBehind(t *testing.T, ctx context.Context, s *pgstore.Store, name string, waiting <-chan string, who string) <-chan func() {
+	t.Helper()
+	got := make(chan func(), 1)
+	go func() {
+		r, err := s.Acquire(ctx, name)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- r
+	}()
+	select {
+	case <-waiting:
+	case <-ctx.Done():
+		t.Fatalf("%s never waited", who)
+	}
+	return got
+}
+
+// took returns the release queueBehind's channel yields, failing the
+// test, naming who, if the context ends first.
+func took(t *testing.T, ctx context.Context, got <-chan func(), who string) func() {
+	t.Helper()
+	select {
+	case r := <-got:
+		return r
+	case <-ctx.Done():
+		t.Fatalf("%s never took the lease", who)
+		return nil
+	}
+}
