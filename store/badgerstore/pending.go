@@ -415,14 +415,13 @@ func (s *Store) recoverPending() error {
 		it := txn.NewIterator(opts)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
-			rest := it.Item().Key()[2:]
-			i := bytes.IndexByte(rest, 0)
-			if i < 0 {
+			tenant, conv, ok := splitTenant(it.Item().Key())
+			if !ok {
 				continue
 			}
 			err := it.Item().Value(func(v []byte) error {
 				if len(v) > 0 {
-					jobs = append(jobs, job{history.Key{Tenant: string(rest[:i]), Conversation: string(rest[i+1:])}, v[0]})
+					jobs = append(jobs, job{history.Key{Tenant: string(tenant), Conversation: string(conv)}, v[0]})
 				}
 				return nil
 			})
