@@ -12,7 +12,7 @@ import (
 	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore/badgertest"
 )
 
 // blockingStore holds the searches of the tenants block names until
@@ -63,16 +63,6 @@ func searchAs(h *api.Handler, tenant string) *fasthttp.RequestCtx {
 	return rc
 }
 
-func openStore(t *testing.T) *badgerstore.Store {
-	t.Helper()
-	s, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
 // waitEntered waits for n searches to reach the store.
 func waitEntered(t *testing.T, st *blockingStore, n int) {
 	t.Helper()
@@ -86,7 +76,7 @@ func waitEntered(t *testing.T, st *blockingStore, n int) {
 }
 
 func TestHeavyFloodGets429WhileOtherTenantsSearch(t *testing.T) {
-	st := &blockingStore{Store: openStore(t), block: map[string]bool{"a": true, "c": true},
+	st := &blockingStore{Store: badgertest.Open(t), block: map[string]bool{"a": true, "c": true},
 		entered: make(chan string, 16), release: make(chan struct{})}
 	h := heavyHandler(t, st, api.Config{MaxHeavy: 3, MaxHeavyPerTenant: 2, HeavyTimeout: time.Minute})
 
@@ -150,7 +140,7 @@ func TestHeavyFloodGets429WhileOtherTenantsSearch(t *testing.T) {
 }
 
 func TestHeavyCallIsCutOffAtItsTimeBudget(t *testing.T) {
-	st := &blockingStore{Store: openStore(t), block: map[string]bool{"a": true},
+	st := &blockingStore{Store: badgertest.Open(t), block: map[string]bool{"a": true},
 		entered: make(chan string, 1), release: make(chan struct{})}
 	// The store holds the search until its context ends: only the heavy
 	// budget, not the hour-long Timeout, can end it.

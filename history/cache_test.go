@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore/badgertest"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -107,11 +107,7 @@ func randomChange(rng *rand.Rand, s *memStore) history.Change {
 
 func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	ctx := context.Background()
-	store, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := badgertest.Open(t)
 	counting := &countingStore{Store: store}
 	cache := history.NewCache(counting, 2000, 0) // about 3 conversations of 2 short messages
 	q := history.Query{Tokens: 1 << 20}
