@@ -21,8 +21,7 @@ func TestConcurrentChainsOnOneResponseAcrossReplicas(t *testing.T) {
 	url := pgtest.DB(t)
 	up, tenants := defaultTenants(t)
 	entered := make(chan string, 64)
-	var addrs []string
-	for i := range 2 {
+	addrs := serveReplicas(t, url, tenants, func(i int) pgstore.Options {
 		o := pgstore.Options{}
 		if i == 1 { // reports each time it finds the lease held
 			o.OnLeaseWait = func(name string) {
@@ -32,9 +31,8 @@ func TestConcurrentChainsOnOneResponseAcrossReplicas(t *testing.T) {
 				}
 			}
 		}
-		addr, _ := serve(t, tenants, open(t, url, o), nil)
-		addrs = append(addrs, addr)
-	}
+		return o
+	})
 	postResponses := func(addr, body string) (int, gjson.Result, error) {
 		st, b, err := post(addr, "/v1/responses", "sk-chain", "", body)
 		return st, gjson.ParseBytes(b), err
