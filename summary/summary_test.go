@@ -102,18 +102,15 @@ func (f *fixture) write(conv string, from, n int, text func(i int) string) {
 	f.t.Helper()
 	k := history.Key{Tenant: "acme", Conversation: conv}
 	for i := from; i < from+n; i++ {
-		snap, err := f.store.Load(context.Background(), k, metaOnly)
-		if err != nil {
-			f.t.Fatal(err)
-		}
+		version := f.meta(conv).Version
 		u := fmt.Appendf(nil, `{"role":"user","content":%q}`, text(i))
 		answer := "ok " + text(i)
 		if f.answer != nil {
 			answer = f.answer(i)
 		}
 		a := fmt.Appendf(nil, `{"role":"assistant","content":%q}`, answer)
-		_, err = f.store.Commit(context.Background(), k, history.Change{
-			Version: snap.Meta.Version, Model: "gpt-4o", Now: time.Now().UnixNano(),
+		_, err := f.store.Commit(context.Background(), k, history.Change{
+			Version: version, Model: "gpt-4o", Now: time.Now().UnixNano(),
 			Append: []history.Message{
 				{Role: "user", Raw: u, Hash: chat.Hash(u), Tokens: 10},
 				{Role: "assistant", Raw: a, Hash: chat.Hash(a), Tokens: 10},
@@ -137,7 +134,9 @@ func (f *fixture) manager() *Manager {
 	return m
 }
 
+// meta is conv's metadata as stored.
 func (f *fixture) meta(conv string) history.Meta {
+	f.t.Helper()
 	snap, err := f.store.Load(context.Background(), history.Key{Tenant: "acme", Conversation: conv}, metaOnly)
 	if err != nil {
 		f.t.Fatal(err)
