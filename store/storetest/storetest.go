@@ -154,9 +154,14 @@ func All(t testing.TB, s history.Store, k history.Key, all bool) []history.Messa
 }
 
 func seqs(msgs []history.Message) []uint64 {
-	out := make([]uint64, len(msgs))
-	for i, m := range msgs {
-		out[i] = m.Seq
+	return each(msgs, func(m history.Message) uint64 { return m.Seq })
+}
+
+// each returns f of each of xs, in order.
+func each[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
 	}
 	return out
 }
