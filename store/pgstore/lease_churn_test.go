@@ -29,12 +29,7 @@ func TestLeaseHandOversChurnNoRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := pgstore.Open(ctx, url, pgstore.Options{OnLeaseWait: func(name string) {
-		select {
-		case waiting <- name:
-		default:
-		}
-	}})
+	b, err := pgstore.Open(ctx, url, pgstore.Options{OnLeaseWait: sendWaits(waiting)})
 	if err != nil {
 		a.Close()
 		t.Fatal(err)

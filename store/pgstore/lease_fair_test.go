@@ -83,11 +83,7 @@ func TestExchangeLeaseWaiterIsNext(t *testing.T) {
 		_, err := b.Load(ctx, k, history.Query{Tokens: 100, Lease: &leaseB})
 		done <- loaded{"b", err}
 	}()
-	select {
-	case <-waitsB:
-	case <-ctx.Done():
-		t.Fatal("b's exchange never waited")
-	}
+	waited(t, ctx, waitsB, "b's exchange")
 	first.Release()
 	go func() {
 		_, err := a.Load(ctx, k, history.Query{Tokens: 100, Lease: &leaseA})
@@ -102,11 +98,7 @@ func TestExchangeLeaseWaiterIsNext(t *testing.T) {
 	if d.err != nil || d.who != "b" {
 		t.Fatalf("first to take the lease a let go: %s (%v), want b, which was waiting for it", d.who, d.err)
 	}
-	select {
-	case <-waitsA: // a's exchange waits behind b's
-	case <-ctx.Done():
-		t.Fatal("a's exchange never waited")
-	}
+	waited(t, ctx, waitsA, "a's exchange") // a's exchange waits behind b's
 	leaseB.Release()
 	select {
 	case d = <-done:

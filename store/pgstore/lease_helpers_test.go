@@ -42,12 +42,33 @@ func queueBehind(t *testing.T, ctx context.Context, s *pgstore.Store, name strin
 		}
 		got <- r
 	}()
+	waited(t, ctx, waiting, who)
+	return got
+}
+
+// waited returns the name of the lease a Store found held, once its
+// OnLeaseWait sends it to waits; it fails the test, saying who never
+// waited, if ctx ends first.
+func waited(t *testing.T, ctx context.Context, waits <-chan string, who string) string {
+	t.Helper()
 	select {
-	case <-waiting:
+	case name := <-waits:
+		return name
 	case <-ctx.Done():
 		t.Fatalf("%s never waited", who)
+		return ""
 	}
-	return got
+}
+
+// sendWaits is an OnLeaseWait that sends each name to waits, or drops it
+// when waits is full.
+func sendWaits(waits chan<- string) func(name string) {
+	return func(name string) {
+		select {
+		case waits <- name:
+		default:
+		}
+	}
 }
 
 // took returns the release queueBehind's channel yields, failing the

@@ -24,12 +24,7 @@ func TestConcurrentChainsOnOneResponseAcrossReplicas(t *testing.T) {
 	addrs := serveReplicas(t, url, tenants, func(i int) pgstore.Options {
 		o := pgstore.Options{}
 		if i == 1 { // reports each time it finds the lease held
-			o.OnLeaseWait = func(name string) {
-				select {
-				case entered <- name:
-				default:
-				}
-			}
+			o.OnLeaseWait = sendWaits(entered)
 		}
 		return o
 	})
@@ -60,11 +55,7 @@ func TestConcurrentChainsOnOneResponseAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	go ask(addrs[1], "other")
-	select {
-	case <-entered: // the other replica waits for the lease the first holds
-	case <-testCtx(t).Done():
-		t.Fatal("the other replica never asked for the conversation's lease")
-	}
+	waited(t, testCtx(t), entered, "the other replica") // it waits for the lease the first holds
 	up.Release()
 	for range 2 {
 		o := <-results
