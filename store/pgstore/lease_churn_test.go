@@ -1,7 +1,6 @@
 package pgstore_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -62,11 +61,7 @@ func TestLeaseHandOversChurnNoRows(t *testing.T) {
 	a.Close()
 	b.Close()
 
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
+	c := connect(t, url)
 	for {
 		var others int
 		if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity

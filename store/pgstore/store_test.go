@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/store/badgerstore"
@@ -34,6 +36,18 @@ func open(t testing.TB, url string, o pgstore.Options) *pgstore.Store {
 	}
 	t.Cleanup(s.Close)
 	return s
+}
+
+// connect opens a connection of its own to the database at url, closed
+// when the test ends.
+func connect(t testing.TB, url string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(testCtx(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
 }
 
 // msg, user and asst are the conformance suite's message makers.
