@@ -18,8 +18,7 @@ import (
 // none, and each keeps its newest history.MaxExchangeRecords.
 func TestAppendExchangeBatch(t *testing.T) {
 	ctx := testCtx(t)
-	rt := &roundTrips{}
-	s := open(t, pgtest.DB(t), pgstore.Options{Tracer: rt})
+	s, rt := openCounted(t)
 	a := history.Key{Tenant: "t", Conversation: "a"}
 	b := history.Key{Tenant: "t", Conversation: "b"}
 	gone := history.Key{Tenant: "t", Conversation: "gone"}
