@@ -202,11 +202,7 @@ func (s *Store) unstick(k history.Key) error {
 func (s *Store) markDeleted(k history.Key) error {
 	for {
 		s.genPre.Add(statsRefresh) // before and after the changes can be seen (see tenantStats)
-		err := s.db.Update(func(txn *badger.Txn) error {
-			m, _, err := readMeta(txn, convPrefix(k))
-			if err != nil {
-				return err
-			}
+		err := s.updateMeta(convPrefix(k), func(txn *badger.Txn, m history.Meta) error {
 			return deleteMeta(txn, k, &m)
 		})
 		s.genPost.Add(statsRefresh)
