@@ -89,22 +89,13 @@ func TestExchangeLeaseWaiterIsNext(t *testing.T) {
 		_, err := a.Load(ctx, k, history.Query{Tokens: 100, Lease: &leaseA})
 		done <- loaded{"a", err}
 	}()
-	var d loaded
-	select {
-	case d = <-done:
-	case <-ctx.Done():
-		t.Fatal("neither exchange took the lease")
-	}
+	d := recv(t, ctx, done, "neither exchange took the lease")
 	if d.err != nil || d.who != "b" {
 		t.Fatalf("first to take the lease a let go: %s (%v), want b, which was waiting for it", d.who, d.err)
 	}
 	waited(t, ctx, waitsA, "a's exchange") // a's exchange waits behind b's
 	leaseB.Release()
-	select {
-	case d = <-done:
-	case <-ctx.Done():
-		t.Fatal("a's exchange never took the lease b let go")
-	}
+	d = recv(t, ctx, done, "a's exchange never took the lease b let go")
 	if d.err != nil || !leaseA.Held() {
 		t.Fatalf("a's exchange: held %v, %v", leaseA.Held(), d.err)
 	}

@@ -51,13 +51,7 @@ func queueBehind(t *testing.T, ctx context.Context, s *pgstore.Store, name strin
 // waited, if ctx ends first.
 func waited(t *testing.T, ctx context.Context, waits <-chan string, who string) string {
 	t.Helper()
-	select {
-	case name := <-waits:
-		return name
-	case <-ctx.Done():
-		t.Fatalf("%s never waited", who)
-		return ""
-	}
+	return recv(t, ctx, waits, who+" never waited")
 }
 
 // sendWaits is an OnLeaseWait that sends each name to waits, or drops it
@@ -75,11 +69,19 @@ func sendWaits(waits chan<- string) func(name string) {
 // test, naming who, if the context ends first.
 func took(t *testing.T, ctx context.Context, got <-chan func(), who string) func() {
 	t.Helper()
+	return recv(t, ctx, got, who+" never took the lease")
+}
+
+// recv returns the next value ch carries; if ctx ends first, it fails
+// the test, saying failure.
+func recv[T any](t *testing.T, ctx context.Context, ch <-chan T, failure string) T {
+	t.Helper()
 	select {
-	case r := <-got:
-		return r
+	case v := <-ch:
+		return v
 	case <-ctx.Done():
-		t.Fatalf("%s never took the lease", who)
-		return nil
+		t.Fatal(failure)
+		var zero T
+		return zero
 	}
 }
