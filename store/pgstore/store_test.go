@@ -57,12 +57,9 @@ var (
 	asst = storetest.Asst
 )
 
+// turns is storetest.Turns saying "question <i>" and "answer <i>".
 func turns(from, n int) []history.Message {
-	var out []history.Message
-	for i := from; i < from+n; i++ {
-		out = append(out, user("question "+strconv.Itoa(i), 10), asst("answer "+strconv.Itoa(i), 10))
-	}
-	return out
+	return storetest.TurnsSaying(from, n, "question ", "answer ")
 }
 
 // commit is storetest.MustCommit: c on top of the conversation's
