@@ -101,11 +101,7 @@ func TestIdleLeaseRowsAreSwept(t *testing.T) {
 	a := open(t, url, pgstore.Options{MergeEvery: 1, OnMerge: func(_ int64, err error) { merged <- err }})
 	open(t, url, pgstore.Options{}) // a second Store: a's leases are rows
 	for _, name := range []string{"summary/t/old", "summary/t/new"} {
-		release, ok, err := a.TryAcquire(ctx, name)
-		if err != nil || !ok {
-			t.Fatalf("TryAcquire %s: ok %v, %v", name, ok, err)
-		}
-		release()
+		mustTryAcquire(t, ctx, a, name, name)()
 	}
 	if _, err := a.Pool().Exec(ctx, `UPDATE recall_leases SET expires_at = clock_timestamp() - interval '61 seconds'
 		WHERE name = 'summary/t/old'`); err != nil {

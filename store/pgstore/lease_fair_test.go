@@ -36,15 +36,9 @@ func TestLeaseWaiterIsNext(t *testing.T) {
 		release = func() {}
 	}
 	releaseB := took(t, ctx, got, "b, once a let it go,")
-	if _, ok, err := a.TryAcquire(ctx, name); err != nil || ok {
-		t.Fatalf("a's try while b holds the lease: ok %v, %v; want not ok", ok, err)
-	}
+	cannotTake(t, ctx, a, name, "a, while b holds the lease,")
 	releaseB()
-	r, ok, err := a.TryAcquire(ctx, name)
-	if err != nil || !ok {
-		t.Fatalf("a's try once b let the lease go: ok %v, %v; want the lease", ok, err)
-	}
-	r()
+	mustTryAcquire(t, ctx, a, name, "a, once b let the lease go,")()
 	var rows int
 	if err := a.Pool().QueryRow(ctx, `SELECT count(*) FROM recall_leases WHERE holder <> ''`).Scan(&rows); err != nil {
 		t.Fatal(err)

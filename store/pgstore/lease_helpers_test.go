@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/store/pgstore"
 )
 
@@ -17,15 +18,27 @@ func waiterPair(t *testing.T, url string) (a, b *pgstore.Store, waiting chan str
 	return a, b, waiting
 }
 
-// mustTryAcquire takes name with s.TryAcquire and returns its release;
+// mustTryAcquire takes name with l.TryAcquire and returns its release;
 // it fails the test, naming who, if the lease was not taken.
-func mustTryAcquire(t *testing.T, ctx context.Context, s *pgstore.Store, name, who string) func() {
+func mustTryAcquire(t *testing.T, ctx context.Context, l history.Leaser, name, who string) func() {
 	t.Helper()
-	release, ok, err := s.TryAcquire(ctx, name)
+	release, ok, err := l.TryAcquire(ctx, name)
 	if err != nil || !ok {
-		t.Fatalf("%s's TryAcquire: ok %v, %v", who, ok, err)
+		t.Fatalf("%s's TryAcquire: ok %v, %v; want the lease", who, ok, err)
 	}
 	return release
+}
+
+// cannotTake fails the test, naming who, if l.TryAcquire takes name (or
+// fails): someone holds it.
+func cannotTake(t *testing.T, ctx context.Context, l history.Leaser, name, who string) {
+	t.Helper()
+	if release, ok, err := l.TryAcquire(ctx, name); err != nil || ok {
+		if ok {
+			release()
+		}
+		t.Fatalf("%s's TryAcquire of a held lease: ok %v, %v; want not ok", who, ok, err)
+	}
 }
 
 // queueBehind starts s.Acquire(name) and returns once waiting says s
