@@ -66,6 +66,21 @@ func benchHandler(b *testing.B, s history.Store) *api.Handler {
 }
 
 // serve runs one GET through the handler, in process, and checks it.
+// benchURI is a sub-benchmark: the call it serves.
+type benchURI struct{ name, uri string }
+
+// benchURIs runs a sub-benchmark for each of calls, serving its URI.
+func benchURIs(b *testing.B, h *api.Handler, calls []benchURI) {
+	for _, bc := range calls {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				serve(b, h, bc.uri)
+			}
+		})
+	}
+}
+
 func serve(b *testing.B, h *api.Handler, uri string) {
 	var rc fasthttp.RequestCtx
 	rc.Request.Header.SetMethod("GET")
@@ -80,35 +95,19 @@ func serve(b *testing.B, h *api.Handler, uri string) {
 // conversations: the first page, and one deep in the listing.
 func BenchmarkList(b *testing.B) {
 	s := benchStore(b, 100_000, 2)
-	h := benchHandler(b, s)
-	for _, bc := range []struct{ name, uri string }{
+	benchURIs(b, benchHandler(b, s), []benchURI{
 		{"first-page", "/recall/v1/conversations?limit=20"},
 		{"after-50000", "/recall/v1/conversations?limit=20&after=conv-050000"},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				serve(b, h, bc.uri)
-			}
-		})
-	}
+	})
 }
 
 // BenchmarkSearch ranks 10,000 messages (1,000 conversations of 10) for a
 // tenant-wide query and within one conversation.
 func BenchmarkSearch(b *testing.B) {
 	s := benchStore(b, 1_000, 10)
-	h := benchHandler(b, s)
-	for _, bc := range []struct{ name, uri string }{
+	benchURIs(b, benchHandler(b, s), []benchURI{
 		{"tenant-1-term", "/recall/v1/search?q=zebra&limit=20"},
 		{"tenant-2-terms", "/recall/v1/search?q=kiwi+deploy&limit=20"},
 		{"conversation", "/recall/v1/conversations/conv-000500/search?q=kiwi+deploy"},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				serve(b, h, bc.uri)
-			}
-		})
-	}
+	})
 }

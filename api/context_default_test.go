@@ -10,18 +10,14 @@ import (
 	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore/badgertest"
 )
 
 // A handler built without a Context function serves the context call
 // itself, as the chat path would plan the next request: no wiring is
 // needed for it.
 func TestContextCallNeedsNoWiring(t *testing.T) {
-	s, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := badgertest.Open(t)
 	tenant := &config.Tenant{ID: "t", Policy: config.DefaultGlobal().Defaults}
 	h, err := api.New(api.Config{Store: s, Authenticate: func(*fasthttp.RequestCtx) (auth.Caller, error) {
 		return auth.Caller{Tenant: tenant, Namespace: "t"}, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore/badgertest"
 )
 
 // FuzzImport feeds arbitrary bodies to the import parser, through the
@@ -90,11 +91,7 @@ func FuzzImport(f *testing.F) {
 }
 
 func TestImportRefusesASeqNearTheCounterLimit(t *testing.T) {
-	s, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := badgertest.Open(t)
 	tenant := &config.Tenant{ID: "t"}
 	h, _ := api.New(api.Config{Store: s, Authenticate: func(*fasthttp.RequestCtx) (auth.Caller, error) {
 		return auth.Caller{Tenant: tenant, Namespace: "t"}, nil

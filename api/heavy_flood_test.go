@@ -12,7 +12,7 @@ import (
 	"github.com/recallproxy/recall/auth"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore/badgertest"
 )
 
 // blockingStore holds the searches of the tenants block names until
@@ -63,16 +63,6 @@ func searchAs(h *api.Handler, tenant string) *fasthttp.RequestCtx {
 	return rc
 }
 
-func openStore(t *testing.T) *badgerstore.Store {
-	t.Helper()
-	s, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
 // waitEntered waits for n searches to reach the store.
 func waitEntered(t *testing.T, st *blockingStore, n int) {
 	t.Helper()
@@ -86,7 +76,7 @@ func waitEntered(t *testing.T, st *blockingStore, n int) {
 }
 
 func TestHeavyFloodGets429WhileOtherTenantsSearch(t *testing.T) {
-	st := &blockingStore{Store: openStore(t), block: map[string]bool{"a": true, "c": true},
+	st := &blockingStore{Store: badgertest.Open(t), block: map[string]bool{"a": true, "c": true},
 		entered: make(chan string, 16), release: make(chan struct{})}
 	h := heavyHandler(t, st, api.Config{MaxHeavy: 3, MaxHeavyPerTenant: 2, HeavyTimeout: time.Minute})
 
@@ -134,14 +124,7 @@ func TestHeavyFloodGets429WhileOtherTenantsSearch(t *testing.T) {
 			t.Errorf("a held search: got %d %s, want 200", rc.Response.StatusCode(), rc.Response.Body())
 		}
 	}
-	select {
-	case rc := <-dDone:
-		if rc.Response.StatusCode() != 200 {
-			t.Errorf("d: got %d %s, want 200", rc.Response.StatusCode(), rc.Response.Body())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("d did not get a slot within 10s of the others ending")
-	}
+	wantAnswer(t, dDone, 200, "d, once the others ended,")
 	// Every slot is free again: a's bound is whole.
 	st.block = nil
 	if rc := searchAs(h, "a"); rc.Response.StatusCode() != 200 {
@@ -150,19 +133,26 @@ func TestHeavyFloodGets429WhileOtherTenantsSearch(t *testing.T) {
 }
 
 func TestHeavyCallIsCutOffAtItsTimeBudget(t *testing.T) {
-	st := &blockingStore{Store: openStore(t), block: map[string]bool{"a": true},
+	st := &blockingStore{Store: badgertest.Open(t), block: map[string]bool{"a": true},
 		entered: make(chan string, 1), release: make(chan struct{})}
 	// The store holds the search until its context ends: only the heavy
 	// budget, not the hour-long Timeout, can end it.
 	h := heavyHandler(t, st, api.Config{Timeout: time.Hour, HeavyTimeout: 20 * time.Millisecond})
 	done := make(chan *fasthttp.RequestCtx, 1)
 	go func() { done <- searchAs(h, "a") }()
+	wantAnswer(t, done, 504, "the search past its budget")
+}
+
+// wantAnswer waits, 10s at most, for the call done hands over, and checks
+// its status; who names the call in failures.
+func wantAnswer(t *testing.T, done <-chan *fasthttp.RequestCtx, status int, who string) {
+	t.Helper()
 	select {
 	case rc := <-done:
-		if rc.Response.StatusCode() != 504 {
-			t.Errorf("got %d %s, want 504", rc.Response.StatusCode(), rc.Response.Body())
+		if rc.Response.StatusCode() != status {
+			t.Errorf("%s: got %d %s, want %d", who, rc.Response.StatusCode(), rc.Response.Body(), status)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the search was not cut off within 10s")
+		t.Fatalf("%s: no answer within 10s", who)
 	}
 }

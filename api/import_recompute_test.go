@@ -18,6 +18,7 @@ import (
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/protocol/chat"
 	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore/badgertest"
 	"github.com/recallproxy/recall/tokens"
 )
 
@@ -33,11 +34,7 @@ type importFixture struct {
 
 func newImportFixture(t *testing.T) *importFixture {
 	t.Helper()
-	s, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := badgertest.Open(t)
 	tenant := &config.Tenant{ID: "t"}
 	h, err := api.New(api.Config{Store: s, Now: func() time.Time { return importNow },
 		Authenticate: func(*fasthttp.RequestCtx) (auth.Caller, error) {

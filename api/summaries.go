@@ -1,9 +1,11 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 
+	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
 )
 
@@ -18,14 +20,7 @@ func (c *call) end() error {
 		return err
 	}
 	defer release()
-	if _, err := c.meta(); err != nil {
-		return err
-	}
-	m, err := c.h.cfg.Summarizer.End(c.ctx, c.key)
-	if err != nil {
-		return err
-	}
-	return c.reply(200, c.detail(&m))
+	return c.summaryCall(c.h.cfg.Summarizer.End)
 }
 
 // summarize serves POST /conversations/{id}/summarize: compact now. A
@@ -35,10 +30,16 @@ func (c *call) summarize() error {
 	if c.h.cfg.Summarizer == nil {
 		return apierr.SummariesNotServed
 	}
+	return c.summaryCall(c.h.cfg.Summarizer.Summarize)
+}
+
+// summaryCall runs a Summarizer's call on the conversation, once it is
+// known to exist, and answers with the conversation it leaves.
+func (c *call) summaryCall(run func(context.Context, history.Key) (history.Meta, error)) error {
 	if _, err := c.meta(); err != nil {
 		return err
 	}
-	m, err := c.h.cfg.Summarizer.Summarize(c.ctx, c.key)
+	m, err := run(c.ctx, c.key)
 	if err != nil {
 		return err
 	}

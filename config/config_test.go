@@ -345,14 +345,7 @@ func TestLoadGlobalErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("got nil error, want %d problems", len(tt.lines))
 			}
-			if got := len(unwrapAll(err)); got != len(tt.lines) {
-				t.Errorf("got %d problems, want %d:\n%v", got, len(tt.lines), err)
-			}
-			for _, parts := range tt.lines {
-				if !containsLine(err, parts...) {
-					t.Errorf("got\n%v\nwant a line containing %q", err, parts)
-				}
-			}
+			wantProblems(t, err, tt.lines)
 		})
 	}
 }

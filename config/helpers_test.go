@@ -51,6 +51,20 @@ func unwrapAll(err error) []error {
 	return []error{err}
 }
 
+// wantProblems checks that err joins one problem for each of lines, and
+// that for each, some line of err contains every part.
+func wantProblems(t *testing.T, err error, lines [][]string) {
+	t.Helper()
+	if got := len(unwrapAll(err)); got != len(lines) {
+		t.Errorf("got %d problems, want %d:\n%v", got, len(lines), err)
+	}
+	for _, parts := range lines {
+		if !containsLine(err, parts...) {
+			t.Errorf("got\n%v\nwant a line containing %q", err, parts)
+		}
+	}
+}
+
 // containsLine reports whether some line of err contains every part.
 func containsLine(err error, parts ...string) bool {
 	for _, l := range problemLines(err) {

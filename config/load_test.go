@@ -72,14 +72,7 @@ func TestLoadReportsEveryFile(t *testing.T) {
 			if err == nil {
 				t.Fatalf("got (%+v, %v, nil), want an error", g, s)
 			}
-			if got := len(unwrapAll(err)); got != len(tt.lines) {
-				t.Errorf("got %d problems, want %d:\n%v", got, len(tt.lines), err)
-			}
-			for _, parts := range tt.lines {
-				if !containsLine(err, parts...) {
-					t.Errorf("got\n%v\nwant a line containing %q", err, parts)
-				}
-			}
+			wantProblems(t, err, tt.lines)
 		})
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore/badgertest"
 )
 
 // pausingStore stops each Load after it read the store, until released.
@@ -27,11 +27,7 @@ func (p *pausingStore) Load(ctx context.Context, k history.Key, q history.Query)
 // it cached: the next Load sees it gone. List and Search pass through.
 func TestCacheDeleteRacingALoad(t *testing.T) {
 	ctx := context.Background()
-	store, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := badgertest.Open(t)
 	k := history.Key{Tenant: "t", Conversation: "c"}
 	if _, err := store.Commit(ctx, k, history.Change{Append: []history.Message{history.User("remember the walrus")}, Now: 1}); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/history"
-	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore/badgertest"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -107,11 +107,7 @@ func randomChange(rng *rand.Rand, s *memStore) history.Change {
 
 func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	ctx := context.Background()
-	store, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := badgertest.Open(t)
 	counting := &countingStore{Store: store}
 	cache := history.NewCache(counting, 2000, 0) // about 3 conversations of 2 short messages
 	q := history.Query{Tokens: 1 << 20}
@@ -220,12 +216,9 @@ func heapInUse() uint64 {
 // before it exists is not cached, and that the commit creating it caches
 // it whole, so the next request is served from memory.
 func TestCacheKeepsWhatACommitCreated(t *testing.T) {
-	ctx := context.Background()
-	under := &memStore{}
-	cache := history.NewCache(under, 0, 0)
+	ctx, under, cache := memCache()
 	k := history.Key{Tenant: "t", Conversation: "new"}
-	q := history.Query{Tokens: 1 << 20}
-	if _, err := cache.Load(ctx, k, q); err != nil {
+	if _, err := cache.Load(ctx, k, wholeWindow); err != nil {
 		t.Fatal(err)
 	}
 	if got := cache.Len(); got != 0 {
@@ -238,17 +231,35 @@ func TestCacheKeepsWhatACommitCreated(t *testing.T) {
 	if got := cache.Len(); got != 1 {
 		t.Fatalf("after the creating commit: got %d entries, want 1", got)
 	}
+	snap := loadFromMemory(t, cache, under, k, "the load after the commit")
+	if got, want := seqs(snap.Tail), []uint64{1, 2}; !reflect.DeepEqual(got, want) || !snap.Complete || !reflect.DeepEqual(snap.Meta, meta) {
+		t.Errorf("got tail %v complete %v meta %+v, want tail %v complete true meta %+v", got, snap.Complete, snap.Meta, want, meta)
+	}
+}
+
+// wholeWindow is a Query for every message.
+var wholeWindow = history.Query{Tokens: 1 << 20}
+
+// memCache is a cache with no bounds over an empty memStore.
+func memCache() (context.Context, *memStore, *history.Cache) {
+	under := &memStore{}
+	return context.Background(), under, history.NewCache(under, 0, 0)
+}
+
+// loadFromMemory loads all of k through cache and fails the test, saying
+// what load it was, if that read the store under: the cache should have
+// held it.
+func loadFromMemory(t *testing.T, cache *history.Cache, under *memStore, k history.Key, what string) history.Snapshot {
+	t.Helper()
 	loads := under.loads
-	snap, err := cache.Load(ctx, k, q)
+	snap, err := cache.Load(context.Background(), k, wholeWindow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if under.loads != loads {
-		t.Errorf("got %d store loads, want %d: the load after the commit should be served from memory", under.loads, loads)
+		t.Errorf("%s: got %d store loads, want none: it should be served from memory", what, under.loads-loads)
 	}
-	if got, want := seqs(snap.Tail), []uint64{1, 2}; !reflect.DeepEqual(got, want) || !snap.Complete || !reflect.DeepEqual(snap.Meta, meta) {
-		t.Errorf("got tail %v complete %v meta %+v, want tail %v complete true meta %+v", got, snap.Complete, snap.Meta, want, meta)
-	}
+	return snap
 }
 
 // metaStore holds, for every key, a conversation with metadata meta and
@@ -309,11 +320,8 @@ func randomSummary(rng *rand.Rand, s *memStore) *history.SummaryChange {
 // next request a load from the store. Landing on another state (a commit
 // the cache did not see) drops it.
 func TestCacheKeepsAConversationASummaryLandsOn(t *testing.T) {
-	ctx := context.Background()
-	under := &memStore{}
-	cache := history.NewCache(under, 0, 0)
+	ctx, under, cache := memCache()
 	k := history.Key{Tenant: "t", Conversation: "c"}
-	q := history.Query{Tokens: 1 << 20}
 	for i := range 3 {
 		if _, err := cache.Commit(ctx, k, history.Change{Version: under.meta.Version, Now: int64(i + 1),
 			Append: []history.Message{history.User(fmt.Sprint("q", i)), history.Asst(fmt.Sprint("a", i))}}); err != nil {
@@ -326,14 +334,7 @@ func TestCacheKeepsAConversationASummaryLandsOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loads := under.loads
-	snap, err := cache.Load(ctx, k, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if under.loads != loads {
-		t.Errorf("got %d store loads after the summary landed, want none: the entry should stay", under.loads-loads)
-	}
+	snap := loadFromMemory(t, cache, under, k, "the load after the summary landed")
 	if !reflect.DeepEqual(snap.Meta, meta) || snap.Meta.Summary == nil || snap.Meta.Summary.Text != "the first two turns" {
 		t.Errorf("got meta %+v, want the store's %+v", snap.Meta, meta)
 	}

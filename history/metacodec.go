@@ -290,20 +290,16 @@ func (r *metaReader) summary() *Summary {
 	return s
 }
 
-func (r *metaReader) uvarint() uint64 {
-	x, n := binary.Uvarint(r.b[r.off:])
-	if n <= 0 {
-		r.bad, r.off = true, len(r.b)
-		return 0
-	}
-	r.off += n
-	return x
-}
+func (r *metaReader) uvarint() uint64 { return readVarint(r, binary.Uvarint) }
 
-func (r *metaReader) varint() int64 {
-	x, n := binary.Varint(r.b[r.off:])
+func (r *metaReader) varint() int64 { return readVarint(r, binary.Varint) }
+
+// readVarint reads one varint with decode (binary.Uvarint or
+// binary.Varint).
+func readVarint[T int64 | uint64](r *metaReader, decode func([]byte) (T, int)) T {
+	x, n := decode(r.b[r.off:])
 	if n <= 0 {
-		r.bad, r.off = true, len(r.b)
+		r.fail()
 		return 0
 	}
 	r.off += n
@@ -311,8 +307,7 @@ func (r *metaReader) varint() int64 {
 }
 
 func (r *metaReader) uint64() uint64 {
-	if len(r.b)-r.off < 8 {
-		r.bad, r.off = true, len(r.b)
+	if !r.has(8) {
 		return 0
 	}
 	x := binary.LittleEndian.Uint64(r.b[r.off:])
@@ -321,8 +316,7 @@ func (r *metaReader) uint64() uint64 {
 }
 
 func (r *metaReader) byte() byte {
-	if r.off >= len(r.b) {
-		r.bad = true
+	if !r.has(1) {
 		return 0
 	}
 	r.off++
@@ -331,8 +325,7 @@ func (r *metaReader) byte() byte {
 
 func (r *metaReader) string() string {
 	n := r.uvarint()
-	if n > uint64(len(r.b)-r.off) {
-		r.bad, r.off = true, len(r.b)
+	if !r.has(n) {
 		return ""
 	}
 	s := r.s[r.off : r.off+int(n)]
@@ -340,12 +333,25 @@ func (r *metaReader) string() string {
 	return s
 }
 
+// has reports whether n more bytes are left to read; if not, the input is
+// bad and nothing more is read from it.
+func (r *metaReader) has(n uint64) bool {
+	if n > uint64(len(r.b)-r.off) {
+		r.fail()
+		return false
+	}
+	return true
+}
+
+// fail marks the input bad and reads nothing more from it.
+func (r *metaReader) fail() { r.bad, r.off = true, len(r.b) }
+
 // count reads the length of a list whose entries take at least least
 // bytes each.
 func (r *metaReader) count(least int) int {
 	n := r.uvarint()
 	if n > uint64(len(r.b)-r.off)/uint64(least) {
-		r.bad, r.off = true, len(r.b)
+		r.fail()
 		return 0
 	}
 	return int(n)

@@ -52,18 +52,12 @@ func ParseCompaction(s string) (r CompactionRef, ok bool) {
 		return r, false
 	}
 	var fields [2]string
-	for i := 1; i >= 0; i-- {
-		j := strings.LastIndexByte(rest, '_')
-		if j < 0 {
-			return r, false
-		}
-		rest, fields[i] = rest[:j], rest[j+1:]
-	}
-	conv, err := base64.RawURLEncoding.DecodeString(rest)
-	if err != nil || len(conv) == 0 {
+	conv, ok := splitRef(rest, fields[:])
+	if !ok || conv == "" {
 		return r, false
 	}
-	r.Conversation = string(conv)
+	r.Conversation = conv
+	var err error
 	if r.Incarnation, err = strconv.ParseUint(fields[0], 16, 64); err != nil {
 		return r, false
 	}

@@ -64,18 +64,12 @@ func ParseID(id string) (r Ref, ok bool) {
 		return r, false
 	}
 	var fields [3]string
-	for i := 2; i >= 0; i-- {
-		j := strings.LastIndexByte(rest, '_')
-		if j < 0 {
-			return r, false
-		}
-		rest, fields[i] = rest[:j], rest[j+1:]
-	}
-	conv, err := base64.RawURLEncoding.DecodeString(rest)
-	if err != nil || !history.ValidID(string(conv)) {
+	conv, ok := splitRef(rest, fields[:])
+	if !ok || !history.ValidID(conv) {
 		return r, false
 	}
-	r.Conversation = string(conv)
+	r.Conversation = conv
+	var err error
 	if r.Incarnation, err = strconv.ParseUint(fields[0], 16, 64); err != nil {
 		return r, false
 	}
@@ -88,6 +82,25 @@ func ParseID(id string) (r Ref, ok bool) {
 	}
 	r.Input = int(n)
 	return r, r.ID() == id
+}
+
+// splitRef cuts rest, a conversation id in base64url and then fields
+// each after a '_', into the id, decoded, and len(fields) fields, filled
+// from the right; ok is false if there are fewer fields or the id is not
+// base64url.
+func splitRef(rest string, fields []string) (conv string, ok bool) {
+	for i := len(fields) - 1; i >= 0; i-- {
+		j := strings.LastIndexByte(rest, '_')
+		if j < 0 {
+			return "", false
+		}
+		rest, fields[i] = rest[:j], rest[j+1:]
+	}
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
 }
 
 // NewConversationID is the id of a conversation Recall creates for a

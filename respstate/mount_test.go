@@ -12,18 +12,14 @@ import (
 	"github.com/recallproxy/recall/convlock"
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/respstate"
-	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore/badgertest"
 )
 
 // newState is a State on real Badger in t.TempDir(), on a fixed clock,
 // with nothing of a server around it.
 func newState(t *testing.T, now time.Time) *respstate.State {
 	t.Helper()
-	st, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.Open(t)
 	s, err := respstate.New(respstate.Config{Store: st, Lock: (&convlock.Table{}).Acquire, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
@@ -115,11 +111,7 @@ func TestStateServesWithoutTheProxy(t *testing.T) {
 // TestNewNeedsStoreAndLock: a State with no store, or no lock to share
 // with the exchanges, is refused rather than serving unlocked.
 func TestNewNeedsStoreAndLock(t *testing.T) {
-	st, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := badgertest.Open(t)
 	for name, c := range map[string]respstate.Config{
 		"no store": {Lock: (&convlock.Table{}).Acquire},
 		"no lock":  {Store: st},

@@ -33,19 +33,16 @@ func TestCompactCoversEveryTurn(t *testing.T) {
 	f.write("c", 1, 2, func(i int) string { return fmt.Sprint("fact ", i) })
 	m := f.manager()
 	k := history.Key{Tenant: "acme", Conversation: "c"}
-	snap, err := f.store.Load(context.Background(), k, metaOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta, err := m.Compact(context.Background(), k, "gpt-4.1-mini", "", compactTurn(snap.Meta, "fact 3"))
+	before := f.meta("c")
+	meta, err := m.Compact(context.Background(), k, "gpt-4.1-mini", "", compactTurn(before, "fact 3"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s := meta.Summary; s == nil || s.Through != 6 || s.Turns != 3 || s.Model != "gpt-4.1-mini" {
 		t.Fatalf("summary: got %+v, want the three turns (through 6) by the request's model", s)
 	}
-	if meta.NextSeq != 7 || meta.Version != snap.Meta.Version+1 {
-		t.Errorf("after: next %d version %d, want the turn committed once (7, %d)", meta.NextSeq, meta.Version, snap.Meta.Version+1)
+	if meta.NextSeq != 7 || meta.Version != before.Version+1 {
+		t.Errorf("after: next %d version %d, want the turn committed once (7, %d)", meta.NextSeq, meta.Version, before.Version+1)
 	}
 	calls := f.up.SummaryCalls()
 	if len(calls) != 1 || !strings.Contains(string(calls[0].Body), "ok fact 2") || !strings.Contains(string(calls[0].Body), "ok fact 3") {
@@ -69,24 +66,17 @@ func TestFailedCompactCommitsNothing(t *testing.T) {
 	f.write("c", 1, 1, func(i int) string { return fmt.Sprint("fact ", i) })
 	m := f.manager()
 	k := history.Key{Tenant: "acme", Conversation: "c"}
-	snap, err := f.store.Load(context.Background(), k, metaOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := f.meta("c")
 	f.up.EnqueueSummary(upstreamtest.Reply{Status: 500})
-	if _, err := m.Compact(context.Background(), k, "m", "", compactTurn(snap.Meta, "fact 2")); err == nil {
+	if _, err := m.Compact(context.Background(), k, "m", "", compactTurn(before, "fact 2")); err == nil {
 		t.Fatal("a failed summariser: got no error")
 	}
-	stale := snap.Meta
+	stale := before
 	stale.Version--
 	if _, err := m.Compact(context.Background(), k, "m", "", compactTurn(stale, "fact 2")); !errors.Is(err, history.ErrConflict) {
 		t.Errorf("a turn of another version: got %v, want ErrConflict", err)
 	}
-	after, err := f.store.Load(context.Background(), k, metaOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a := after.Meta; a.NextSeq != snap.Meta.NextSeq || a.Version != snap.Meta.Version || a.Summary != nil {
-		t.Errorf("after the failures: next %d version %d summary %v, want %d %d none", a.NextSeq, a.Version, a.Summary, snap.Meta.NextSeq, snap.Meta.Version)
+	if a := f.meta("c"); a.NextSeq != before.NextSeq || a.Version != before.Version || a.Summary != nil {
+		t.Errorf("after the failures: next %d version %d summary %v, want %d %d none", a.NextSeq, a.Version, a.Summary, before.NextSeq, before.Version)
 	}
 }

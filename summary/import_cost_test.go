@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -12,7 +11,7 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/protocol/chat"
-	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore/badgertest"
 )
 
 // TestImportedConversationSummaryCost reports what one summary job costs
@@ -52,22 +51,11 @@ func TestImportedConversationSummaryCost(t *testing.T) {
 func importAndSummarise(t *testing.T, n int, opts ...upstreamtest.Option) (int, history.Meta) {
 	t.Helper()
 	up := upstreamtest.NewTB(t, opts...)
-	st, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.Open(t)
 	g := config.DefaultGlobal()
 	g.Defaults.Upstream.BaseURL = up.URL()
 	g.Defaults.Upstream.APIKey = config.Secret("sk-upstream")
-	g.TenantsDir = t.TempDir()
-	if err := os.WriteFile(filepath.Join(g.TenantsDir, "acme.yaml"), []byte("id: acme\napi_keys: [sk-acme-client-0123456789]\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	set, err := config.LoadTenants(g, func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := acmeTenants(t, g)
 	ctx := context.Background()
 	k := history.Key{Tenant: "acme", Conversation: "imported"}
 	const batch = 1000

@@ -21,11 +21,7 @@ func (f *fixture) importTurns(conv string, n int) {
 	f.t.Helper()
 	k := history.Key{Tenant: "acme", Conversation: conv}
 	ctx := context.Background()
-	snap, err := f.store.Load(ctx, k, metaOnly)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	version := snap.Meta.Version
+	version := f.meta(conv).Version
 	for from := 1; from <= n; from += 500 {
 		var msgs []history.Message
 		for i := from; i < min(from+500, n+1); i++ {

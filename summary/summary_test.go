@@ -15,7 +15,7 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/protocol/chat"
-	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore/badgertest"
 	"github.com/recallproxy/recall/tokens"
 )
 
@@ -70,12 +70,7 @@ type fixture struct {
 func newFixture(t *testing.T, policy func(*config.Policy), opts ...upstreamtest.Option) *fixture {
 	t.Helper()
 	f := &fixture{t: t, up: upstreamtest.NewTB(t, opts...)}
-	st, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	f.store = st
+	f.store = badgertest.Open(t)
 	g := config.DefaultGlobal()
 	g.Defaults.Upstream.BaseURL = f.up.URL()
 	g.Defaults.Upstream.APIKey = config.Secret("sk-upstream")
@@ -83,15 +78,23 @@ func newFixture(t *testing.T, policy func(*config.Policy), opts ...upstreamtest.
 	if policy != nil {
 		policy(&g.Defaults)
 	}
+	f.set = acmeTenants(t, g)
+	return f
+}
+
+// acmeTenants loads the tenants of g with one, acme, from a file in a
+// fresh tenants directory.
+func acmeTenants(t *testing.T, g config.Global) *config.Set {
+	t.Helper()
 	g.TenantsDir = t.TempDir()
 	if err := os.WriteFile(filepath.Join(g.TenantsDir, "acme.yaml"), []byte("id: acme\napi_keys: [sk-acme-client-0123456789]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f.set, err = config.LoadTenants(g, func(string) (string, bool) { return "", false })
+	set, err := config.LoadTenants(g, func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}
-	return f
+	return set
 }
 
 // write commits n turns of user text and an answer to conv.
@@ -99,18 +102,15 @@ func (f *fixture) write(conv string, from, n int, text func(i int) string) {
 	f.t.Helper()
 	k := history.Key{Tenant: "acme", Conversation: conv}
 	for i := from; i < from+n; i++ {
-		snap, err := f.store.Load(context.Background(), k, metaOnly)
-		if err != nil {
-			f.t.Fatal(err)
-		}
+		version := f.meta(conv).Version
 		u := fmt.Appendf(nil, `{"role":"user","content":%q}`, text(i))
 		answer := "ok " + text(i)
 		if f.answer != nil {
 			answer = f.answer(i)
 		}
 		a := fmt.Appendf(nil, `{"role":"assistant","content":%q}`, answer)
-		_, err = f.store.Commit(context.Background(), k, history.Change{
-			Version: snap.Meta.Version, Model: "gpt-4o", Now: time.Now().UnixNano(),
+		_, err := f.store.Commit(context.Background(), k, history.Change{
+			Version: version, Model: "gpt-4o", Now: time.Now().UnixNano(),
 			Append: []history.Message{
 				{Role: "user", Raw: u, Hash: chat.Hash(u), Tokens: 10},
 				{Role: "assistant", Raw: a, Hash: chat.Hash(a), Tokens: 10},
@@ -134,7 +134,9 @@ func (f *fixture) manager() *Manager {
 	return m
 }
 
+// meta is conv's metadata as stored.
 func (f *fixture) meta(conv string) history.Meta {
+	f.t.Helper()
 	snap, err := f.store.Load(context.Background(), history.Key{Tenant: "acme", Conversation: conv}, metaOnly)
 	if err != nil {
 		f.t.Fatal(err)

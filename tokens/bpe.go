@@ -95,16 +95,11 @@ type rankTable struct {
 // most of the process's start.
 func readRankTable(file []byte) (*rankTable, int, error) {
 	tokens, size := 0, 0
-	for rest := file; len(rest) > 0; {
-		line, next, _ := bytes.Cut(rest, newline)
-		rest = next
-		tok, _, ok := bytes.Cut(line, space)
-		if !ok {
-			continue
-		}
+	_ = eachRank(file, func(_, tok, _ []byte) error {
 		tokens++
 		size += base64.StdEncoding.DecodedLen(len(tok))
-	}
+		return nil
+	})
 	t := &rankTable{
 		bytes: make([]byte, 0, size),
 		offs:  make([]uint32, 1, tokens+1),
@@ -116,21 +111,15 @@ func readRankTable(file []byte) (*rankTable, int, error) {
 	}
 	mask := uint64(len(t.slots) - 1)
 	maxLen := 0
-	for rest := file; len(rest) > 0; {
-		line, next, _ := bytes.Cut(rest, newline)
-		rest = next
-		enc, num, ok := bytes.Cut(line, space)
-		if !ok {
-			continue
-		}
+	err := eachRank(file, func(line, enc, num []byte) error {
 		start := len(t.bytes)
 		n, err := base64.StdEncoding.Decode(t.bytes[start:start+base64.StdEncoding.DecodedLen(len(enc))], enc)
 		if err != nil {
-			return nil, 0, fmt.Errorf("tokens: vocabulary line %q: %w", line, err)
+			return fmt.Errorf("tokens: vocabulary line %q: %w", line, err)
 		}
 		r, err := strconv.ParseUint(string(num), 10, 32)
 		if err != nil {
-			return nil, 0, fmt.Errorf("tokens: vocabulary line %q: %w", line, err)
+			return fmt.Errorf("tokens: vocabulary line %q: %w", line, err)
 		}
 		t.bytes = t.bytes[:start+n]
 		t.offs = append(t.offs, uint32(len(t.bytes)))
@@ -142,8 +131,29 @@ func readRankTable(file []byte) (*rankTable, int, error) {
 			i = (i + 1) & mask
 		}
 		t.slots[i] = t.tag(h) | uint32(len(t.ranks))
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	return t, maxLen, nil
+}
+
+// eachRank calls fn with each line of a .tiktoken file that has a space,
+// cut at it (the token in base64, its rank), until fn returns an error.
+func eachRank(file []byte, fn func(line, tok, rank []byte) error) error {
+	for rest := file; len(rest) > 0; {
+		line, next, _ := bytes.Cut(rest, newline)
+		rest = next
+		tok, rank, ok := bytes.Cut(line, space)
+		if !ok {
+			continue
+		}
+		if err := fn(line, tok, rank); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 var newline, space = []byte("\n"), []byte(" ")

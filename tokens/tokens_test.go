@@ -5,38 +5,47 @@ import (
 	"testing"
 )
 
+// ForModel maps a model to its encoding (unknown and empty models count
+// as O200k), and For gives the same unless the tenant's history.encoding
+// overrides it.
 func TestForModel(t *testing.T) {
 	tests := []struct {
-		name  string
-		model string
-		want  Encoding
+		name     string
+		model    string
+		override string // the tenant's history.encoding
+		want     Encoding
 	}{
-		{"gpt-4o", "gpt-4o", O200k},
-		{"gpt-4o dated", "gpt-4o-2024-08-06", O200k},
-		{"gpt-4o-mini", "gpt-4o-mini", O200k},
-		{"chatgpt-4o", "chatgpt-4o-latest", O200k},
-		{"gpt-4.1", "gpt-4.1-mini", O200k},
-		{"gpt-4.5", "gpt-4.5-preview", O200k},
-		{"gpt-5", "gpt-5", O200k},
-		{"gpt-5 mini", "gpt-5-mini-2025-08-07", O200k},
-		{"o1", "o1", O200k},
-		{"o3-mini", "o3-mini", O200k},
-		{"o4-mini", "o4-mini", O200k},
-		{"gpt-4", "gpt-4", CL100k},
-		{"gpt-4-0613", "gpt-4-0613", CL100k},
-		{"gpt-4-turbo", "gpt-4-turbo-2024-04-09", CL100k},
-		{"gpt-4-32k", "gpt-4-32k", CL100k},
-		{"gpt-3.5-turbo", "gpt-3.5-turbo-0125", CL100k},
-		{"azure gpt-35", "gpt-35-turbo", CL100k},
-		{"provider prefix o200k", "openai/gpt-4o", O200k},
-		{"provider prefix cl100k", "openai/gpt-4-0613", CL100k},
-		{"upper case", "GPT-4", CL100k},
-		{"unknown", "llama-3.1-70b", O200k},
-		{"empty", "", O200k},
+		{"gpt-4o", "gpt-4o", "", O200k},
+		{"gpt-4o dated", "gpt-4o-2024-08-06", "", O200k},
+		{"gpt-4o-mini", "gpt-4o-mini", "", O200k},
+		{"chatgpt-4o", "chatgpt-4o-latest", "", O200k},
+		{"gpt-4.1", "gpt-4.1-mini", "", O200k},
+		{"gpt-4.5", "gpt-4.5-preview", "", O200k},
+		{"gpt-5", "gpt-5", "", O200k},
+		{"gpt-5 mini", "gpt-5-mini-2025-08-07", "", O200k},
+		{"o1", "o1", "", O200k},
+		{"o3-mini", "o3-mini", "", O200k},
+		{"o4-mini", "o4-mini", "", O200k},
+		{"gpt-4", "gpt-4", "", CL100k},
+		{"gpt-4-0613", "gpt-4-0613", "", CL100k},
+		{"gpt-4-turbo", "gpt-4-turbo-2024-04-09", "", CL100k},
+		{"gpt-4-32k", "gpt-4-32k", "", CL100k},
+		{"gpt-3.5-turbo", "gpt-3.5-turbo-0125", "", CL100k},
+		{"azure gpt-35", "gpt-35-turbo", "", CL100k},
+		{"provider prefix o200k", "openai/gpt-4o", "", O200k},
+		{"provider prefix cl100k", "openai/gpt-4-0613", "", CL100k},
+		{"upper case", "GPT-4", "", CL100k},
+		{"unknown", "llama-3.1-70b", "", O200k},
+		{"empty", "", "", O200k},
+		{"tenant's cl100k over gpt-4o", "gpt-4o", "cl100k_base", CL100k},
+		{"tenant's o200k over gpt-4", "gpt-4", "o200k_base", O200k},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ForModel(tt.model); got != tt.want {
+			if got := For(tt.model, tt.override); got != tt.want {
+				t.Errorf("For(%q, %q): got %s, want %s", tt.model, tt.override, got, tt.want)
+			}
+			if got := ForModel(tt.model); tt.override == "" && got != tt.want {
 				t.Errorf("ForModel(%q): got %s, want %s", tt.model, got, tt.want)
 			}
 		})
@@ -93,24 +102,5 @@ func TestVocabShared(t *testing.T) {
 	}
 	if got := vocabFor(O200k).maxLen; got < 16 || got > 1024 {
 		t.Errorf("o200k longest token: got %d bytes, want 16..1024", got)
-	}
-}
-
-// A tenant's history.encoding overrides the model's encoding; without
-// one the model decides (unknown and empty models count as O200k).
-func TestForPrefersTheTenantsEncoding(t *testing.T) {
-	for _, tt := range []struct {
-		model, override string
-		want            Encoding
-	}{
-		{"gpt-4", "", CL100k},
-		{"gpt-4o", "", O200k},
-		{"", "", O200k},
-		{"gpt-4o", "cl100k_base", CL100k},
-		{"gpt-4", "o200k_base", O200k},
-	} {
-		if got := For(tt.model, tt.override); got != tt.want {
-			t.Errorf("For(%q, %q) = %s, want %s", tt.model, tt.override, got, tt.want)
-		}
 	}
 }

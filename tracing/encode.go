@@ -217,6 +217,14 @@ func appendStrings1(b []byte, field protowire.Number, key, v string) []byte {
 // The span's attributes.
 
 func (e *encoder) str(key, v string) { e.span = appendString(e.span, fieldSpanAttributes, key, v) }
+
+// optStr is str for an attribute that is left out when v is empty.
+func (e *encoder) optStr(key, v string) {
+	if v != "" {
+		e.str(key, v)
+	}
+}
+
 func (e *encoder) int(key string, v int) {
 	e.span = appendInt(e.span, fieldSpanAttributes, key, int64(v))
 }

@@ -193,27 +193,15 @@ func (e *Exchange) exchangeSpan(enc *encoder, model, conversation, threadName st
 	enc.str(AttrExchangeKind, r.Kind)
 	enc.str(AttrExchangeStatus, r.Status)
 	enc.bool(AttrStream, r.Stream)
-	if model != "" {
-		enc.str(AttrRequestModel, model)
-	}
-	if e.ResponseModel != "" {
-		enc.str(AttrResponseModel, e.ResponseModel)
-	}
+	enc.optStr(AttrRequestModel, model)
+	enc.optStr(AttrResponseModel, e.ResponseModel)
 	if e.FinishReason != "" {
 		enc.strs1(AttrFinishReasons, e.FinishReason)
 	}
-	if conversation != "" {
-		enc.str(AttrConversationID, conversation)
-	}
-	if x.Tenant != "" {
-		enc.str(AttrTenant, x.Tenant)
-	}
-	if r.ID != "" {
-		enc.str(AttrExchangeID, r.ID)
-	}
-	if r.Ingress != "" {
-		enc.str(AttrIngress, r.Ingress)
-	}
+	enc.optStr(AttrConversationID, conversation)
+	enc.optStr(AttrTenant, x.Tenant)
+	enc.optStr(AttrExchangeID, r.ID)
+	enc.optStr(AttrIngress, r.Ingress)
 	switch {
 	case r.Thread == ThreadSide:
 		enc.str(AttrThread, ThreadSide)
@@ -225,9 +213,7 @@ func (e *Exchange) exchangeSpan(enc *encoder, model, conversation, threadName st
 		enc.str(AttrThread, ThreadMain)
 	}
 	e.usageAttrs(enc, planned)
-	if r.Error != "" {
-		enc.str(AttrErrorType, r.Error)
-	}
+	enc.optStr(AttrErrorType, r.Error)
 	enc.end()
 }
 
@@ -255,12 +241,8 @@ func (e *Exchange) usageAttrs(enc *encoder, planned bool) {
 	if len(r.Committed) > 0 {
 		enc.int(AttrCommittedMessages, messages(r.Committed))
 	}
-	if e.Input != "" {
-		enc.str(AttrInputMessages, e.Input)
-	}
-	if e.Output != "" {
-		enc.str(AttrOutputMessages, e.Output)
-	}
+	enc.optStr(AttrInputMessages, e.Input)
+	enc.optStr(AttrOutputMessages, e.Output)
 }
 
 // child begins a child span of parent's from start to end, with a new
@@ -336,9 +318,7 @@ func (e *Exchange) callSpans(enc *encoder, i int, c Call, model, conversation st
 	}
 	if e.child(enc, parent, SpanUpstream, kindClient, c.Sent, c.Done) {
 		enc.str(AttrProviderName, provider(e.ended.Record.Upstream))
-		if m != "" {
-			enc.str(AttrRequestModel, m)
-		}
+		enc.optStr(AttrRequestModel, m)
 		if !c.FirstByte.IsZero() {
 			enc.int64(AttrFirstByteMS, c.FirstByte.Sub(c.Sent).Milliseconds())
 		}
@@ -365,9 +345,7 @@ func (e *Exchange) toolSpans(enc *encoder, parent [8]byte, run ToolRun, conversa
 	enc.str(AttrToolName, run.Name)
 	enc.str(AttrToolType, "datastore")
 	enc.str(AttrToolOutcome, run.Outcome)
-	if run.CallID != "" {
-		enc.str(AttrToolCallID, run.CallID)
-	}
+	enc.optStr(AttrToolCallID, run.CallID)
 	if run.Failed {
 		enc.str(AttrErrorType, run.Outcome)
 	}
@@ -392,12 +370,8 @@ func (e *Exchange) toolSpans(enc *encoder, parent [8]byte, run ToolRun, conversa
 func searchAttrs(enc *encoder, tenant, conversation string) {
 	enc.str(AttrOperationName, OperationSearchMemory)
 	enc.str(AttrProviderName, MemoryProvider)
-	if tenant != "" {
-		enc.str(AttrMemoryNamespace, tenant)
-	}
-	if conversation != "" {
-		enc.str(AttrConversationID, conversation)
-	}
+	enc.optStr(AttrMemoryNamespace, tenant)
+	enc.optStr(AttrConversationID, conversation)
 }
 
 // provider is the gen_ai.provider.name of an upstream speaking the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -352,32 +353,51 @@ func TestQueueFullDrops(t *testing.T) {
 	}
 }
 
-// An export the collector refuses is reported and its exchanges counted
-// as failed.
-func TestFailedExportReported(t *testing.T) {
+// A collector that refuses every export (503) is reported to the
+// error callback and the exchanges count as failed: one refused export
+// is told of with its status; a run of refused exports is told of at
+// the 1st, 2nd, 4th… failure in a row, not at each.
+func TestRefusedExportsReported(t *testing.T) {
 	defer tracing.SetRetryDelay(0)()
-	rcv := newReceiver(t)
-	rcv.status = http.StatusServiceUnavailable
-	var mu sync.Mutex
-	var errs []error
-	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL}
-	tr, err := tracing.Start(t.Context(), func(k string) string { return env[k] }, "", func(err error) {
-		mu.Lock()
-		errs = append(errs, err)
-		mu.Unlock()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	endOne(tr, "")
-	endOne(tr, "")
-	if err := tr.Shutdown(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "503") || tr.Failed() != 2 {
-		t.Errorf("got errors %v, %d failed, want one 503 for 2 exchanges", errs, tr.Failed())
+	for _, tc := range []struct {
+		name      string
+		env       map[string]string // beside the endpoint
+		exchanges int
+		told      int    // errors reported
+		lastHas   string // in the last error reported
+		failed    uint64
+	}{
+		{"one refused export is told with its status", nil, 2, 1, "503", 2},
+		{"refusals in a row are told at the 1st, 2nd and 4th",
+			map[string]string{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "1"}, 5, 3, "4 requests failed in a row", 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rcv := newReceiver(t)
+			rcv.status = http.StatusServiceUnavailable
+			var mu sync.Mutex
+			var errs []string
+			env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL}
+			maps.Copy(env, tc.env)
+			tr, err := tracing.Start(t.Context(), func(k string) string { return env[k] }, "", func(err error) {
+				mu.Lock()
+				errs = append(errs, err.Error())
+				mu.Unlock()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range tc.exchanges {
+				endOne(tr, "")
+			}
+			if err := tr.Shutdown(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(errs) != tc.told || !strings.Contains(errs[tc.told-1], tc.lastHas) || tr.Failed() != tc.failed {
+				t.Errorf("got errors %q, %d failed; want %d told, the last with %q, and %d failed", errs, tr.Failed(), tc.told, tc.lastHas, tc.failed)
+			}
+		})
 	}
 }
 
@@ -420,36 +440,6 @@ func TestExportRetriedWhenTheCollectorSaysLater(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-	}
-}
-
-// A collector that refuses every request is told of at the 1st, 2nd,
-// 4th… failure in a row, not at each.
-func TestFailuresReportedSparingly(t *testing.T) {
-	defer tracing.SetRetryDelay(0)()
-	rcv := newReceiver(t)
-	rcv.status = http.StatusServiceUnavailable
-	var mu sync.Mutex
-	var errs []string
-	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "1"}
-	tr, err := tracing.Start(t.Context(), func(k string) string { return env[k] }, "", func(err error) {
-		mu.Lock()
-		errs = append(errs, err.Error())
-		mu.Unlock()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 5 {
-		endOne(tr, "")
-	}
-	if err := tr.Shutdown(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(errs) != 3 || !strings.Contains(errs[2], "4 requests failed in a row") || tr.Failed() != 5 {
-		t.Errorf("got errors %q, %d failed, want 3 told (the 1st, 2nd and 4th) of 5", errs, tr.Failed())
 	}
 }
 

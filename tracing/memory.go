@@ -58,9 +58,7 @@ func (t *Tracer) memorySpan(enc *encoder, m *Memory) {
 		enc.str(AttrTenant, m.Tenant)
 		enc.str(AttrMemoryNamespace, m.Tenant)
 	}
-	if m.ErrorType != "" {
-		enc.str(AttrErrorType, m.ErrorType)
-	}
+	enc.optStr(AttrErrorType, m.ErrorType)
 	for _, a := range m.Attrs {
 		enc.attr(a)
 	}

@@ -184,11 +184,7 @@ func summaryConfig(sc summary.Config, p *proxy.Config, w *inspect.Writer) summar
 	}
 	sc.OnExchange = recordThen(w, sc.OnExchange)
 	if p.Tracer != nil {
-		now := sc.Now
-		if now == nil {
-			now = time.Now
-		}
-		sc.OnJobDone = tracedJobs(p.Tracer, now, sc.OnJobDone)
+		sc.OnJobDone = tracedJobs(p.Tracer, clock(sc.Now), sc.OnJobDone)
 	}
 	return sc
 }
@@ -243,11 +239,15 @@ func apiConfig(cfg *Config, p *proxy.Config, cal *calibrate.Calibrator, w *inspe
 		cfg.API(&ac)
 	}
 	if p.Tracer != nil {
-		now := p.Now
-		if now == nil {
-			now = time.Now
-		}
-		ac.OnServed = tracedAPI(p.Tracer, now, ac.OnServed)
+		ac.OnServed = tracedAPI(p.Tracer, clock(p.Now), ac.OnServed)
 	}
 	return ac
+}
+
+// clock is now, or time.Now if now is nil.
+func clock(now func() time.Time) func() time.Time {
+	if now == nil {
+		return time.Now
+	}
+	return now
 }

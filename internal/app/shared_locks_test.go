@@ -14,7 +14,7 @@ import (
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/app"
 	"github.com/recallproxy/recall/proxy"
-	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore/badgertest"
 )
 
 // newApp assembles Recall in pass-through mode over Badger, with the
@@ -25,11 +25,7 @@ func newApp(t *testing.T) *app.App {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := badgertest.Open(t)
 	a, err := app.New(app.Config{
 		Proxy: proxy.Config{Tenants: proxy.StaticTenants{Set: set}, Store: store},
 		API:   func(c *api.Config) { c.Timeout = 200 * time.Millisecond },

@@ -396,16 +396,24 @@ func (s *Store) commitDirectOnce(k history.Key, c history.Change) (history.Meta,
 	prefix := convPrefix(k)
 	var out history.Meta
 	s.genPre.Add(statsBump(c)) // before and after the changes can be seen (see tenantStats)
-	err := s.db.Update(func(txn *badger.Txn) error {
-		m, _, err := readMeta(txn, prefix)
-		if err != nil {
-			return err
-		}
+	err := s.updateMeta(prefix, func(txn *badger.Txn, m history.Meta) (err error) {
 		out, err = write(txn, k, prefix, m, c)
 		return err
 	})
 	s.genPost.Add(statsBump(c))
 	return out, err
+}
+
+// updateMeta runs fn in a read-write transaction with the metadata
+// stored under prefix (zero if there is none).
+func (s *Store) updateMeta(prefix []byte, fn func(txn *badger.Txn, m history.Meta) error) error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		m, _, err := readMeta(txn, prefix)
+		if err != nil {
+			return err
+		}
+		return fn(txn, m)
+	})
 }
 
 // groupMeta returns a conversation's metadata as the group has left it so
@@ -435,11 +443,8 @@ func (s *Store) commitStaged(k history.Key, c history.Change) (history.Meta, err
 	var writes []history.Message
 	var erased totals // what the erased ranges hold
 	var from uint64   // the first sequence number staged
-	err := s.db.Update(func(txn *badger.Txn) error {
-		m, _, err := readMeta(txn, prefix)
-		if err != nil {
-			return err
-		}
+	err := s.updateMeta(prefix, func(txn *badger.Txn, m history.Meta) error {
+		var err error
 		if _, writes, err = apply(txn, k, prefix, m, c, 0); err != nil {
 			return err
 		}
@@ -496,11 +501,7 @@ func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, write
 	// every other commit away meanwhile.
 	var out history.Meta
 	s.genPre.Add(statsBump(c)) // before and after the changes can be seen (see tenantStats)
-	err := s.db.Update(func(txn *badger.Txn) error {
-		m, _, err := readMeta(txn, prefix)
-		if err != nil {
-			return err
-		}
+	err := s.updateMeta(prefix, func(txn *badger.Txn, m history.Meta) error {
 		p, ok, err := readPending(txn, k)
 		if err != nil {
 			return err

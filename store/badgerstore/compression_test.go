@@ -58,10 +58,7 @@ func TestReadsTablesWrittenCompressed(t *testing.T) {
 
 	tableCompression = options.Snappy
 	t.Cleanup(func() { tableCompression = options.None })
-	s, err := Open(dir, Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, Options{NoSync: true})
 	raw := write(s, 0)
 	size, old := tableBytes(s, nil)
 	if size == 0 || size > int64(raw)/2 {
@@ -69,10 +66,7 @@ func TestReadsTablesWrittenCompressed(t *testing.T) {
 	}
 
 	tableCompression = options.None
-	s, err = Open(dir, Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = mustOpen(t, dir, Options{NoSync: true})
 	if s.db.BlockCacheMetrics() == nil {
 		t.Error("a directory with compressed tables opened without a block cache: every read would decode its block again")
 	}
@@ -99,10 +93,7 @@ func TestReadsTablesWrittenCompressed(t *testing.T) {
 func TestPlainTablesHaveNoBlockCache(t *testing.T) {
 	dir := t.TempDir()
 	k := history.Key{Tenant: "t", Conversation: "c"}
-	s, err := Open(dir, Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, Options{NoSync: true})
 	if s.db.BlockCacheMetrics() != nil || s.side.BlockCacheMetrics() != nil {
 		t.Fatal("a new directory opened with a block cache")
 	}

@@ -88,10 +88,7 @@ func keysIn(t *testing.T, db *badger.DB, k history.Key) []string {
 func ownStore(t *testing.T, msgs ...history.Message) (s *Store, dir string, k history.Key, m history.Meta) {
 	t.Helper()
 	dir = t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = mustOpen(t, dir, Options{})
 	k = history.Key{Tenant: "t", Conversation: "c"}
 	return s, dir, k, commitT(t, s, k, history.Change{Append: msgs})
 }
@@ -99,11 +96,18 @@ func ownStore(t *testing.T, msgs ...history.Message) (s *Store, dir string, k hi
 // openT opens a store in dir that a cleanup closes.
 func openT(t *testing.T, dir string, o Options) *Store {
 	t.Helper()
+	s := mustOpen(t, dir, o)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// mustOpen opens the store in dir for a test that closes it itself.
+func mustOpen(t *testing.T, dir string, o Options) *Store {
+	t.Helper()
 	s, err := Open(dir, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
 	return s
 }
 

@@ -96,17 +96,14 @@ func TestFoldIndexesWhatCommitsLeft(t *testing.T) {
 // returns.
 func TestOpenFoldsWhatTheLastRunLeft(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{IndexBacklog: 1 << 30})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, Options{IndexBacklog: 1 << 30})
 	k := history.Key{Tenant: "t", Conversation: "c"}
 	m := commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "left behind")}})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s = openT(t, dir, Options{IndexBacklog: 1 << 30})
-	err = s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *badger.Txn) error {
 		tot, err := readTotals(txn, k)
 		if err != nil {
 			return err
@@ -129,10 +126,7 @@ func TestOpenFoldsWhatTheLastRunLeft(t *testing.T) {
 // messages, then starts a server on them).
 func TestCloseFoldsWhatTheRunLeft(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{IndexBacklog: 1 << 30})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, Options{IndexBacklog: 1 << 30})
 	k := history.Key{Tenant: "t", Conversation: "c"}
 	m := commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "written before close")}})
 	if err := s.Close(); err != nil {

@@ -205,10 +205,7 @@ func TestFolderPausesOnOneProcessor(t *testing.T) {
 // once.
 func TestCloseCutsTheFolderPauseShort(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	s, err := Open(t.TempDir(), Options{IndexBacklog: 400})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, t.TempDir(), Options{IndexBacklog: 400})
 	// A microsecond's burst, as in TestFolderPausesOnOneProcessor: the
 	// fold of 400 messages takes under the 2 ms burst on a warm machine,
 	// and then never pauses.

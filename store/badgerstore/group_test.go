@@ -22,11 +22,7 @@ func userMsg(text string) history.Message {
 // conversation see each other, and a group too big for one transaction is
 // split (a single commit too big is staged).
 func TestCommitGroup(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openT(t, t.TempDir(), Options{})
 	ctx := context.Background()
 	key := func(i int) history.Key { return history.Key{Tenant: "t", Conversation: "c" + strconv.Itoa(i)} }
 	req := func(k history.Key, version uint64, msgs ...history.Message) *commitReq {

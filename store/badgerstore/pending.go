@@ -202,11 +202,7 @@ func (s *Store) unstick(k history.Key) error {
 func (s *Store) markDeleted(k history.Key) error {
 	for {
 		s.genPre.Add(statsRefresh) // before and after the changes can be seen (see tenantStats)
-		err := s.db.Update(func(txn *badger.Txn) error {
-			m, _, err := readMeta(txn, convPrefix(k))
-			if err != nil {
-				return err
-			}
+		err := s.updateMeta(convPrefix(k), func(txn *badger.Txn, m history.Meta) error {
 			return deleteMeta(txn, k, &m)
 		})
 		s.genPost.Add(statsRefresh)
@@ -415,14 +411,13 @@ func (s *Store) recoverPending() error {
 		it := txn.NewIterator(opts)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
-			rest := it.Item().Key()[2:]
-			i := bytes.IndexByte(rest, 0)
-			if i < 0 {
+			tenant, conv, ok := splitTenant(it.Item().Key())
+			if !ok {
 				continue
 			}
 			err := it.Item().Value(func(v []byte) error {
 				if len(v) > 0 {
-					jobs = append(jobs, job{history.Key{Tenant: string(rest[:i]), Conversation: string(rest[i+1:])}, v[0]})
+					jobs = append(jobs, job{history.Key{Tenant: string(tenant), Conversation: string(conv)}, v[0]})
 				}
 				return nil
 			})

@@ -65,17 +65,15 @@ func (s *Store) buildIndexes() error {
 		for it.Rewind(); it.Valid(); it.Next() {
 			// c \x00 tenant \x00 conversation \x00 'm' (ids hold no NUL;
 			// a record's key ends in 's' and 8 bytes, which may be "\x00m").
-			rest := it.Item().Key()[2:]
-			i := bytes.IndexByte(rest, 0)
-			if i < 0 {
+			tenant, rest, ok := splitTenant(it.Item().Key())
+			if !ok {
 				continue
 			}
-			conv := rest[i+1:]
-			j := bytes.IndexByte(conv, 0)
-			if j < 0 || !bytes.Equal(conv[j+1:], []byte{'m'}) {
+			conv, tail, ok := bytes.Cut(rest, []byte{0})
+			if !ok || !bytes.Equal(tail, []byte{'m'}) {
 				continue
 			}
-			keys = append(keys, history.Key{Tenant: string(rest[:i]), Conversation: string(conv[:j])})
+			keys = append(keys, history.Key{Tenant: string(tenant), Conversation: string(conv)})
 		}
 		return nil
 	})

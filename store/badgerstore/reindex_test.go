@@ -17,10 +17,7 @@ import (
 // listed and searched like new ones, and commits keep the index right.
 func TestOpenIndexesAnOlderDatabase(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, Options{})
 	// v0.1's commit: Apply, then records and metadata, no index; and no
 	// index version.
 	old := func(k history.Key, c history.Change) {
@@ -103,16 +100,13 @@ func TestOpenIndexesAnOlderDatabase(t *testing.T) {
 // inside the metadata moves to its own key.
 func TestOpenReindexesVersion1Postings(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{IndexBacklog: 1 << 30})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, Options{IndexBacklog: 1 << 30})
 	k := history.Key{Tenant: "t", Conversation: "c"}
 	commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "version one posting")}})
 	// Version 1's state: a posting key per term, totals saying all is
 	// indexed, a clean listing entry.
 	oldKey := []byte("i\x00t\x00posting\x00c\x00\x00\x00\x00\x00\x00\x00\x00\x01")
-	err = s.db.Update(func(txn *badger.Txn) error {
+	err := s.db.Update(func(txn *badger.Txn) error {
 		m, _, err := readMeta(txn, convPrefix(k))
 		if err != nil {
 			return err

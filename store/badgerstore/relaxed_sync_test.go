@@ -18,10 +18,7 @@ func TestRelaxedWritesAreSyncedInTheBackground(t *testing.T) {
 	}
 	t.Cleanup(func() { afterSync = nil })
 
-	s, err := Open(t.TempDir(), Options{NoSync: true, SyncEvery: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, t.TempDir(), Options{NoSync: true, SyncEvery: time.Millisecond})
 	for range 2 {
 		select {
 		case <-synced:
@@ -34,10 +31,7 @@ func TestRelaxedWritesAreSyncedInTheBackground(t *testing.T) {
 	}
 
 	for _, o := range []Options{{}, {NoSync: true, SyncEvery: -1}} {
-		s, err := Open(t.TempDir(), o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := mustOpen(t, t.TempDir(), o)
 		select {
 		case <-s.synced: // closed at Open: no syncer runs
 		default:

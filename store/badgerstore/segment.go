@@ -325,12 +325,7 @@ func unpost(txn *badger.Txn, k history.Key, segs []segment, m *history.Message) 
 
 // segTermPrefix is the prefix of a term's postings in a tenant.
 func segTermPrefix(tenant, term string) []byte {
-	b := make([]byte, 0, 4+len(tenant)+len(term)+8)
-	b = append(b, 'i', 0)
-	b = append(b, tenant...)
-	b = append(b, 0)
-	b = append(b, term...)
-	return append(b, 0)
+	return pairPrefix('i', tenant, term, 8)
 }
 
 func segTermKey(tenant, term string, seg uint64) []byte {
@@ -338,12 +333,7 @@ func segTermKey(tenant, term string, seg uint64) []byte {
 }
 
 func segConvPrefix(k history.Key) []byte {
-	b := make([]byte, 0, 4+len(k.Tenant)+len(k.Conversation)+8)
-	b = append(b, 'f', 0)
-	b = append(b, k.Tenant...)
-	b = append(b, 0)
-	b = append(b, k.Conversation...)
-	return append(b, 0)
+	return pairPrefix('f', k.Tenant, k.Conversation, 8)
 }
 
 func segConvKey(k history.Key, seg uint64) []byte {

@@ -80,10 +80,7 @@ func TestRecordsMovedOutOfTheMainDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s, err = Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = mustOpen(t, dir, Options{})
 	if n := countKeys(t, s, append(convPrefix(k), 'e')); n != 0 {
 		t.Errorf("after the move the main database holds %d record keys, want 0", n)
 	}
@@ -159,10 +156,7 @@ func TestReadOnlyWithoutASideDatabase(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, sideDir)); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(dir, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = mustOpen(t, dir, Options{ReadOnly: true})
 	got, err := s.Exchanges(ctx, k, "", 10)
 	if err != nil || len(got) != 0 {
 		t.Errorf("read-only without a side database: %d records, %v; want none, no error", len(got), err)
@@ -177,10 +171,7 @@ func TestReadOnlyWithoutASideDatabase(t *testing.T) {
 	// An earlier version's layout: a record and the segments in the main
 	// database, no mark.
 	dir = t.TempDir()
-	s, err = Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = mustOpen(t, dir, Options{})
 	m = commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "walrus"), textMsg("assistant", "hi")}})
 	r := history.ExchangeRecord{ID: history.NewExchangeID(7), Incarnation: m.Incarnation}
 	if err := s.AppendExchanges(ctx, k, []history.ExchangeRecord{r}); err != nil {
@@ -373,10 +364,7 @@ func TestFailedFoldRoundDropsItsSegments(t *testing.T) {
 // dropped by the next Open.
 func TestOrphanSegmentsDroppedAtOpen(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{IndexBacklog: 1 << 30})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, Options{IndexBacklog: 1 << 30})
 	k := history.Key{Tenant: "t", Conversation: "c"}
 	commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "walrus tusks")}})
 	if err := s.Fold(); err != nil {
@@ -387,7 +375,7 @@ func TestOrphanSegmentsDroppedAtOpen(t *testing.T) {
 	orphan := textMsg("user", "orphanword")
 	orphan.Seq = 2
 	b.add(k.Conversation, &orphan)
-	err = s.side.Update(func(txn *badger.Txn) error {
+	err := s.side.Update(func(txn *badger.Txn) error {
 		if err := b.write(txn, k.Tenant, committed+1); err != nil {
 			return err
 		}
@@ -416,10 +404,7 @@ func TestOrphanSegmentsDroppedAtOpen(t *testing.T) {
 // found, and the main database holds none.
 func TestSegmentsMovedOutOfTheMainDatabase(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{IndexBacklog: 1 << 30})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, Options{IndexBacklog: 1 << 30})
 	ctx := context.Background()
 	for c := range 3 {
 		k := history.Key{Tenant: "t", Conversation: "c" + strconv.Itoa(c)}

@@ -559,12 +559,26 @@ func (s *Store) closeLogs() error {
 func (s *Store) DB() *badger.DB { return s.db }
 
 func convPrefix(k history.Key) []byte {
-	b := make([]byte, 0, 4+len(k.Tenant)+len(k.Conversation)+9)
-	b = append(b, 'c', 0)
-	b = append(b, k.Tenant...)
+	return pairPrefix('c', k.Tenant, k.Conversation, 9)
+}
+
+// pairPrefix is tag \x00 first \x00 second \x00 (a conversation's keys
+// under tenant and conversation, a term's postings under tenant and
+// term), with room for spare more bytes.
+func pairPrefix(tag byte, first, second string, spare int) []byte {
+	b := make([]byte, 0, 4+len(first)+len(second)+spare)
+	b = append(b, tag, 0)
+	b = append(b, first...)
 	b = append(b, 0)
-	b = append(b, k.Conversation...)
+	b = append(b, second...)
 	return append(b, 0)
+}
+
+// splitTenant splits a key tag \x00 tenant \x00 rest at the NUL after
+// the tenant (ids hold no NUL); ok is false if there is none.
+func splitTenant(key []byte) (tenant, rest []byte, ok bool) {
+	tenant, rest, ok = bytes.Cut(key[2:], []byte{0})
+	return tenant, rest, ok
 }
 
 func metaKey(prefix []byte) []byte {

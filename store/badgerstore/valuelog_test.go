@@ -16,10 +16,7 @@ import (
 func TestValuesPastTheThresholdLiveInTheValueLog(t *testing.T) {
 	dir := t.TempDir()
 	k := history.Key{Tenant: "t", Conversation: "c"}
-	s, err := Open(dir, Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, Options{NoSync: true})
 	text := strings.Repeat("a sentence of about forty bytes, again. ", 8) // 320 bytes
 	raw := 0
 	for i := range 20 {

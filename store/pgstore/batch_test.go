@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/store/pgstore"
@@ -340,15 +342,8 @@ func TestBatchStatementReadsOnlyItsRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		if err := rows.Err(); err != nil {
+		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
 			t.Fatal(err)
 		}
 		text := strings.Join(plan, "\n")

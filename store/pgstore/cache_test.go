@@ -129,19 +129,10 @@ func TestCacheLeasesThroughToTheStore(t *testing.T) {
 	url := pgtest.DB(t)
 	a := history.NewCache(open(t, url, pgstore.Options{}), 0, 0)
 	b := open(t, url, pgstore.Options{})
-	release, ok, err := a.TryAcquire(ctx, "summary/t/c")
-	if err != nil || !ok {
-		t.Fatalf("through the cache: ok %v, %v", ok, err)
-	}
-	if _, ok, err := b.TryAcquire(ctx, "summary/t/c"); err != nil || ok {
-		t.Fatalf("another replica took a lease held through the cache: ok %v, %v", ok, err)
-	}
+	release := mustTryAcquire(t, ctx, a, "summary/t/c", "the cache")
+	cannotTake(t, ctx, b, "summary/t/c", "another replica, while the cache holds it,")
 	release()
-	r, ok, err := b.TryAcquire(ctx, "summary/t/c")
-	if err != nil || !ok {
-		t.Fatalf("after release: ok %v, %v", ok, err)
-	}
-	r()
+	mustTryAcquire(t, ctx, b, "summary/t/c", "the other replica, after release,")()
 }
 
 // A conversation deleted and written again by one replica, to the same

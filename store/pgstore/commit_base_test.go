@@ -17,8 +17,7 @@ import (
 // metadata the two-round-trip path makes.
 func TestCommitAgainstAStaleBase(t *testing.T) {
 	ctx := testCtx(t)
-	rt := &roundTrips{}
-	s := open(t, pgtest.DB(t), pgstore.Options{Tracer: rt})
+	s, rt := openCounted(t)
 	ref := open(t, pgtest.DB(t), pgstore.Options{}) // the same changes, without Base
 	k := history.Key{Tenant: "t", Conversation: "c"}
 	both := func(c history.Change, base *history.Meta) (history.Meta, error) {
@@ -84,8 +83,7 @@ func TestCommitAgainstAStaleBase(t *testing.T) {
 // same change makes without Base.
 func TestSummaryOnABase(t *testing.T) {
 	ctx := testCtx(t)
-	rt := &roundTrips{}
-	s := open(t, pgtest.DB(t), pgstore.Options{Tracer: rt})
+	s, rt := openCounted(t)
 	ref := open(t, pgtest.DB(t), pgstore.Options{})
 	k := history.Key{Tenant: "t", Conversation: "sum"}
 	both := func(c history.Change, base *history.Meta, trips int) (history.Meta, error) {

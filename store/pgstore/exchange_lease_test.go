@@ -94,12 +94,7 @@ func TestExchangeLeaseWithTheRead(t *testing.T) {
 	soles := make(chan bool, 4)
 	waits := make(chan string, 64)
 	s := open(t, url, pgstore.Options{Tracer: log, OnSole: func(sole bool) { soles <- sole },
-		OnLeaseWait: func(name string) {
-			select {
-			case waits <- name:
-			default:
-			}
-		}})
+		OnLeaseWait: sendWaits(waits)})
 	if !<-soles {
 		t.Fatal("alone on the database: not the sole writer")
 	}
@@ -167,13 +162,8 @@ func TestExchangeLeaseWithTheRead(t *testing.T) {
 	}
 	asked := make(chan error, 1)
 	go func() { asked <- ask("after the other replica's turn") }()
-	select {
-	case got := <-waits:
-		if got != name {
-			t.Fatalf("waited for lease %q, want %q", got, name)
-		}
-	case <-testCtx(t).Done():
-		t.Fatal("the exchange never found the lease held")
+	if got := waited(t, testCtx(t), waits, "the exchange"); got != name {
+		t.Fatalf("waited for lease %q, want %q", got, name)
 	}
 	snap, err := other.Load(testCtx(t), k, history.Query{})
 	if err != nil {
@@ -214,13 +204,8 @@ func TestExchangeLeaseWithTheRead(t *testing.T) {
 		}
 		updated <- status
 	}()
-	select {
-	case got := <-waits:
-		if got != name {
-			t.Fatalf("the API change waited for lease %q, want %q", got, name)
-		}
-	case <-testCtx(t).Done():
-		t.Fatal("the API change never found the lease held")
+	if got := waited(t, testCtx(t), waits, "the API change"); got != name {
+		t.Fatalf("the API change waited for lease %q, want %q", got, name)
 	}
 	release()
 	if st := <-updated; st != http.StatusOK {
@@ -279,12 +264,7 @@ func TestExchangeLeaseOfTheSoleWriterJoined(t *testing.T) {
 	}
 
 	waits := make(chan string, 64)
-	other := open(t, url, pgstore.Options{OnLeaseWait: func(name string) {
-		select {
-		case waits <- name:
-		default:
-		}
-	}})
+	other := open(t, url, pgstore.Options{OnLeaseWait: sendWaits(waits)})
 	if <-soles {
 		t.Fatal("a second Store joined: still the sole writer")
 	}
@@ -297,11 +277,7 @@ func TestExchangeLeaseOfTheSoleWriterJoined(t *testing.T) {
 		}
 		read <- snap
 	}()
-	select {
-	case <-waits:
-	case <-ctx.Done():
-		t.Fatal("the newcomer's read never found the lease held")
-	}
+	waited(t, ctx, waits, "the newcomer's read")
 	m, err := s.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Base: &snap.Meta, Now: time.Now().UnixNano(),
 		Append: turns(1, 1), Lease: &mine})
 	if err != nil {

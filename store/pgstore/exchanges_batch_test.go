@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/store/pgstore"
@@ -20,8 +18,7 @@ import (
 // none, and each keeps its newest history.MaxExchangeRecords.
 func TestAppendExchangeBatch(t *testing.T) {
 	ctx := testCtx(t)
-	rt := &roundTrips{}
-	s := open(t, pgtest.DB(t), pgstore.Options{Tracer: rt})
+	s, rt := openCounted(t)
 	a := history.Key{Tenant: "t", Conversation: "a"}
 	b := history.Key{Tenant: "t", Conversation: "b"}
 	gone := history.Key{Tenant: "t", Conversation: "gone"}
@@ -82,11 +79,7 @@ func TestSingleAppendsTrimNowAndThen(t *testing.T) {
 	s := open(t, url, pgstore.Options{})
 	k := history.Key{Tenant: "t", Conversation: "c"}
 	m := commit(t, s, k, history.Change{Append: turns(0, 1)})
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	rows := func() (n int) {
 		t.Helper()
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM recall_exchanges WHERE tenant = 't' AND conversation = 'c'`).Scan(&n); err != nil {
@@ -128,11 +121,7 @@ func TestExchangeRecordsDoNotWaitForACommit(t *testing.T) {
 	s := open(t, url, pgstore.Options{})
 	k := history.Key{Tenant: "t", Conversation: "busy"}
 	m := commit(t, s, k, history.Change{Append: turns(0, 1)})
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package pgstore_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -29,12 +28,7 @@ func TestLeaseHandOversChurnNoRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := pgstore.Open(ctx, url, pgstore.Options{OnLeaseWait: func(name string) {
-		select {
-		case waiting <- name:
-		default:
-		}
-	}})
+	b, err := pgstore.Open(ctx, url, pgstore.Options{OnLeaseWait: sendWaits(waiting)})
 	if err != nil {
 		a.Close()
 		t.Fatal(err)
@@ -44,30 +38,10 @@ func TestLeaseHandOversChurnNoRows(t *testing.T) {
 	k := history.Key{Tenant: "t", Conversation: "c"}
 	for i := range rounds {
 		// a holds the lease; b waits for it, queued; a lets it go.
-		release, ok, err := a.TryAcquire(ctx, name)
-		if err != nil || !ok {
-			t.Fatalf("round %d: a's TryAcquire: ok %v, %v", i, ok, err)
-		}
-		got := make(chan func(), 1)
-		go func() {
-			r, err := b.Acquire(ctx, name)
-			if err != nil {
-				t.Error(err)
-			}
-			got <- r
-		}()
-		select {
-		case <-waiting:
-		case <-ctx.Done():
-			t.Fatalf("round %d: b never waited", i)
-		}
+		release := mustTryAcquire(t, ctx, a, name, fmt.Sprintf("round %d: a", i))
+		got := queueBehind(t, ctx, b, name, waiting, fmt.Sprintf("round %d: b", i))
 		release()
-		select {
-		case r := <-got:
-			r()
-		case <-ctx.Done():
-			t.Fatalf("round %d: b never took the lease", i)
-		}
+		took(t, ctx, got, fmt.Sprintf("round %d: b", i))()
 		// An exchange on each replica in turn: the read takes the
 		// conversation's lease, the commit frees it.
 		for _, s := range []*pgstore.Store{a, b} {
@@ -87,11 +61,7 @@ func TestLeaseHandOversChurnNoRows(t *testing.T) {
 	a.Close()
 	b.Close()
 
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
+	c := connect(t, url)
 	for {
 		var others int
 		if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
@@ -131,11 +101,7 @@ func TestIdleLeaseRowsAreSwept(t *testing.T) {
 	a := open(t, url, pgstore.Options{MergeEvery: 1, OnMerge: func(_ int64, err error) { merged <- err }})
 	open(t, url, pgstore.Options{}) // a second Store: a's leases are rows
 	for _, name := range []string{"summary/t/old", "summary/t/new"} {
-		release, ok, err := a.TryAcquire(ctx, name)
-		if err != nil || !ok {
-			t.Fatalf("TryAcquire %s: ok %v, %v", name, ok, err)
-		}
-		release()
+		mustTryAcquire(t, ctx, a, name, name)()
 	}
 	if _, err := a.Pool().Exec(ctx, `UPDATE recall_leases SET expires_at = clock_timestamp() - interval '61 seconds'
 		WHERE name = 'summary/t/old'`); err != nil {

@@ -17,28 +17,10 @@ import (
 // left behind.
 func TestLeaseWaiterIsNext(t *testing.T) {
 	ctx := testCtx(t)
-	url := pgtest.DB(t)
-	waiting := make(chan string, 64)
-	a := open(t, url, pgstore.Options{})
-	b := open(t, url, pgstore.Options{OnLeaseWait: func(name string) { waiting <- name }})
+	a, b, waiting := waiterPair(t, pgtest.DB(t))
 	const name = "conv:t/c"
-	release, ok, err := a.TryAcquire(ctx, name)
-	if err != nil || !ok {
-		t.Fatalf("a's first TryAcquire: ok %v, %v", ok, err)
-	}
-	got := make(chan func(), 1)
-	go func() {
-		r, err := b.Acquire(ctx, name)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- r
-	}()
-	select {
-	case <-waiting: // b found it held, and queued
-	case <-ctx.Done():
-		t.Fatal("b never waited")
-	}
+	release := mustTryAcquire(t, ctx, a, name, "a")
+	got := queueBehind(t, ctx, b, name, waiting, "b") // b found it held, and queued
 	for i := range 5 {
 		release()
 		r, ok, err := a.TryAcquire(ctx, name)
@@ -53,21 +35,10 @@ func TestLeaseWaiterIsNext(t *testing.T) {
 		}
 		release = func() {}
 	}
-	var releaseB func()
-	select {
-	case releaseB = <-got:
-	case <-ctx.Done():
-		t.Fatal("b never took the lease a let go")
-	}
-	if _, ok, err := a.TryAcquire(ctx, name); err != nil || ok {
-		t.Fatalf("a's try while b holds the lease: ok %v, %v; want not ok", ok, err)
-	}
+	releaseB := took(t, ctx, got, "b, once a let it go,")
+	cannotTake(t, ctx, a, name, "a, while b holds the lease,")
 	releaseB()
-	r, ok, err := a.TryAcquire(ctx, name)
-	if err != nil || !ok {
-		t.Fatalf("a's try once b let the lease go: ok %v, %v; want the lease", ok, err)
-	}
-	r()
+	mustTryAcquire(t, ctx, a, name, "a, once b let the lease go,")()
 	var rows int
 	if err := a.Pool().QueryRow(ctx, `SELECT count(*) FROM recall_leases WHERE holder <> ''`).Scan(&rows); err != nil {
 		t.Fatal(err)
@@ -106,36 +77,19 @@ func TestExchangeLeaseWaiterIsNext(t *testing.T) {
 		_, err := b.Load(ctx, k, history.Query{Tokens: 100, Lease: &leaseB})
 		done <- loaded{"b", err}
 	}()
-	select {
-	case <-waitsB:
-	case <-ctx.Done():
-		t.Fatal("b's exchange never waited")
-	}
+	waited(t, ctx, waitsB, "b's exchange")
 	first.Release()
 	go func() {
 		_, err := a.Load(ctx, k, history.Query{Tokens: 100, Lease: &leaseA})
 		done <- loaded{"a", err}
 	}()
-	var d loaded
-	select {
-	case d = <-done:
-	case <-ctx.Done():
-		t.Fatal("neither exchange took the lease")
-	}
+	d := recv(t, ctx, done, "neither exchange took the lease")
 	if d.err != nil || d.who != "b" {
 		t.Fatalf("first to take the lease a let go: %s (%v), want b, which was waiting for it", d.who, d.err)
 	}
-	select {
-	case <-waitsA: // a's exchange waits behind b's
-	case <-ctx.Done():
-		t.Fatal("a's exchange never waited")
-	}
+	waited(t, ctx, waitsA, "a's exchange") // a's exchange waits behind b's
 	leaseB.Release()
-	select {
-	case d = <-done:
-	case <-ctx.Done():
-		t.Fatal("a's exchange never took the lease b let go")
-	}
+	d = recv(t, ctx, done, "a's exchange never took the lease b let go")
 	if d.err != nil || !leaseA.Held() {
 		t.Fatalf("a's exchange: held %v, %v", leaseA.Held(), d.err)
 	}
@@ -148,32 +102,14 @@ func TestExchangeLeaseWaiterIsNext(t *testing.T) {
 // lease from every replica once its holder let it go.
 func TestLeaseQueueTakesAnExpiredPlace(t *testing.T) {
 	ctx := testCtx(t)
-	url := pgtest.DB(t)
-	waiting := make(chan string, 64)
-	a := open(t, url, pgstore.Options{})
-	b := open(t, url, pgstore.Options{OnLeaseWait: func(name string) { waiting <- name }})
+	a, b, waiting := waiterPair(t, pgtest.DB(t))
 	const name = "conv:t/dead"
-	release, ok, err := a.TryAcquire(ctx, name)
-	if err != nil || !ok {
-		t.Fatalf("a's TryAcquire: ok %v, %v", ok, err)
-	}
+	release := mustTryAcquire(t, ctx, a, name, "a")
 	if _, err := a.Pool().Exec(ctx, `INSERT INTO recall_leases (name, holder, expires_at)
 		VALUES ('next ' || $1, 'a store that died', clock_timestamp() - interval '1 second')`, name); err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan func(), 1)
-	go func() {
-		r, err := b.Acquire(ctx, name)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- r
-	}()
-	select {
-	case <-waiting: // b found the lease held, and queued
-	case <-ctx.Done():
-		t.Fatal("b never waited")
-	}
+	got := queueBehind(t, ctx, b, name, waiting, "b") // b found the lease held, and queued
 	var holder string
 	if err := a.Pool().QueryRow(ctx, `SELECT holder FROM recall_leases WHERE name = 'next ' || $1`, name).Scan(&holder); err != nil {
 		t.Fatal(err)
@@ -182,10 +118,5 @@ func TestLeaseQueueTakesAnExpiredPlace(t *testing.T) {
 		t.Errorf("the queue's place is still the dead store's, renewed: b, which waits, should hold it")
 	}
 	release()
-	select {
-	case r := <-got:
-		r()
-	case <-ctx.Done():
-		t.Fatal("b never took the lease a let go")
-	}
+	took(t, ctx, got, "b, once a let it go,")()
 }

@@ -20,21 +20,10 @@ func TestLeaseExclusive(t *testing.T) {
 	ctx := testCtx(t)
 	url := pgtest.DB(t)
 	a, b := open(t, url, pgstore.Options{}), open(t, url, pgstore.Options{})
-	release, ok, err := a.TryAcquire(ctx, "conv:t/c")
-	if err != nil || !ok {
-		t.Fatalf("first TryAcquire: ok %v, %v", ok, err)
-	}
-	if _, ok, err := b.TryAcquire(ctx, "conv:t/c"); err != nil || ok {
-		t.Fatalf("TryAcquire of a held lease: ok %v, %v; want not ok", ok, err)
-	}
-	if _, ok, err := a.TryAcquire(ctx, "conv:t/c"); err != nil || ok {
-		t.Fatalf("TryAcquire by its own store while held: ok %v, %v; want not ok", ok, err)
-	}
-	if r, ok, err := b.TryAcquire(ctx, "conv:t/other"); err != nil || !ok {
-		t.Fatalf("another name: ok %v, %v", ok, err)
-	} else {
-		r()
-	}
+	release := mustTryAcquire(t, ctx, a, "conv:t/c", "the first")
+	cannotTake(t, ctx, b, "conv:t/c", "another store")
+	cannotTake(t, ctx, a, "conv:t/c", "its own store")
+	mustTryAcquire(t, ctx, b, "conv:t/other", "another name")()
 	got := make(chan error, 1)
 	go func() {
 		r, err := b.Acquire(ctx, "conv:t/c")
@@ -126,20 +115,11 @@ func TestLeasesOfTheSoleWriterTakeNoRoundTrip(t *testing.T) {
 		t.Fatal("alone on the database: not the sole writer")
 	}
 	rt.take()
-	release, ok, err := s.TryAcquire(ctx, "summary/t/c")
-	if err != nil || !ok {
-		t.Fatalf("TryAcquire: ok %v, %v", ok, err)
-	}
-	if _, ok, err := s.TryAcquire(ctx, "summary/t/c"); err != nil || ok {
-		t.Fatalf("TryAcquire of a held name: ok %v, %v; want not ok", ok, err)
-	}
+	release := mustTryAcquire(t, ctx, s, "summary/t/c", "the sole writer")
+	cannotTake(t, ctx, s, "summary/t/c", "the sole writer, again,")
 	release()
 	release() // a second release does nothing
-	r, ok, err := s.TryAcquire(ctx, "summary/t/c")
-	if err != nil || !ok {
-		t.Fatalf("TryAcquire after release: ok %v, %v", ok, err)
-	}
-	r()
+	mustTryAcquire(t, ctx, s, "summary/t/c", "the sole writer, after release,")()
 	if n := rt.take(); n != 0 {
 		t.Errorf("%d round trips, want none", n)
 	}
@@ -156,24 +136,13 @@ func TestAJoiningStoreSeesTheSoleWritersLeases(t *testing.T) {
 	if !<-soles {
 		t.Fatal("alone on the database: not the sole writer")
 	}
-	release, ok, err := a.TryAcquire(ctx, "summary/t/c")
-	if err != nil || !ok {
-		t.Fatalf("TryAcquire while sole: ok %v, %v", ok, err)
-	}
+	release := mustTryAcquire(t, ctx, a, "summary/t/c", "the sole writer")
 	b := open(t, url, pgstore.Options{})
 	if <-soles {
 		t.Fatal("a second Store opened: the first still sole")
 	}
-	if _, ok, err := b.TryAcquire(ctx, "summary/t/c"); err != nil || ok {
-		t.Fatalf("the newcomer took a lease the first holds: ok %v, %v", ok, err)
-	}
-	if _, ok, err := a.TryAcquire(ctx, "summary/t/c"); err != nil || ok {
-		t.Fatalf("the first took its own held lease again: ok %v, %v", ok, err)
-	}
+	cannotTake(t, ctx, b, "summary/t/c", "the newcomer")
+	cannotTake(t, ctx, a, "summary/t/c", "the first, again,")
 	release()
-	r, ok, err := b.TryAcquire(ctx, "summary/t/c")
-	if err != nil || !ok {
-		t.Fatalf("the newcomer, after the release: ok %v, %v", ok, err)
-	}
-	r()
+	mustTryAcquire(t, ctx, b, "summary/t/c", "the newcomer, after the release,")()
 }

@@ -4,8 +4,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/search"
@@ -23,11 +21,7 @@ func TestMigrationCarriesPostingsIntoTheIndex(t *testing.T) {
 
 	// The old layout, written as version 3's commit wrote it.
 	oldURL := pgtest.DB(t)
-	conn, err := pgx.Connect(ctx, oldURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, oldURL)
 	all, err := pgstore.Migrations()
 	if err != nil {
 		t.Fatal(err)

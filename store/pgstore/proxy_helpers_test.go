@@ -57,6 +57,22 @@ func serve(t *testing.T, tenants proxy.StaticTenants, s *pgstore.Store, done cha
 	return ln.Addr().String(), stop
 }
 
+// serveReplicas serves two replicas over the database at url, each a
+// proxy on its own Store (replica i's opened with options(i)), and
+// returns their addresses.
+func serveReplicas(t *testing.T, url string, tenants proxy.StaticTenants, options func(i int) pgstore.Options) []string {
+	t.Helper()
+	var addrs []string
+	for i := range 2 {
+		addr, _ := serve(t, tenants, open(t, url, options(i)), nil)
+		addrs = append(addrs, addr)
+	}
+	return addrs
+}
+
+// sameOptions is an options for serveReplicas: the defaults for both.
+func sameOptions(int) pgstore.Options { return pgstore.Options{} }
+
 // post sends a JSON body to path at addr with the API key key and, when
 // conv is set, conv as the conversation's id; it returns the answer's
 // status and body.

@@ -38,11 +38,7 @@ func TestReplicasRaceOneConversation(t *testing.T) {
 func raceReplicas(t *testing.T, path string, body func(string) string) {
 	url := pgtest.DB(t)
 	_, tenants := defaultTenants(t)
-	var addrs []string
-	for range 2 {
-		addr, _ := serve(t, tenants, open(t, url, pgstore.Options{}), nil)
-		addrs = append(addrs, addr)
-	}
+	addrs := serveReplicas(t, url, tenants, sameOptions)
 
 	const clients, each = 6, 8 // three clients a replica
 	asked := askedOnce(t, addrs, path, "sk-race", clients, each, func(c, i int) string {

@@ -7,7 +7,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/internal/pgtest"
-	"github.com/recallproxy/recall/store/pgstore"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -24,11 +23,7 @@ func TestReplicasNoStaleHistory(t *testing.T) {
 	const clients, each = 8, 125
 	url := pgtest.DB(t)
 	up, tenants := defaultTenants(t)
-	var addrs []string
-	for range 2 {
-		addr, _ := serve(t, tenants, open(t, url, pgstore.Options{}), nil)
-		addrs = append(addrs, addr)
-	}
+	addrs := serveReplicas(t, url, tenants, sameOptions)
 	asked := askedOnce(t, addrs, "/v1/chat/completions", "sk-stale", clients, each, func(c, i int) string {
 		return fmt.Sprintf("q%d-%d", c, i)
 	}, func(text string) string {

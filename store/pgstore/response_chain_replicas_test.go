@@ -21,20 +21,13 @@ func TestConcurrentChainsOnOneResponseAcrossReplicas(t *testing.T) {
 	url := pgtest.DB(t)
 	up, tenants := defaultTenants(t)
 	entered := make(chan string, 64)
-	var addrs []string
-	for i := range 2 {
+	addrs := serveReplicas(t, url, tenants, func(i int) pgstore.Options {
 		o := pgstore.Options{}
 		if i == 1 { // reports each time it finds the lease held
-			o.OnLeaseWait = func(name string) {
-				select {
-				case entered <- name:
-				default:
-				}
-			}
+			o.OnLeaseWait = sendWaits(entered)
 		}
-		addr, _ := serve(t, tenants, open(t, url, o), nil)
-		addrs = append(addrs, addr)
-	}
+		return o
+	})
 	postResponses := func(addr, body string) (int, gjson.Result, error) {
 		st, b, err := post(addr, "/v1/responses", "sk-chain", "", body)
 		return st, gjson.ParseBytes(b), err
@@ -62,11 +55,7 @@ func TestConcurrentChainsOnOneResponseAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	go ask(addrs[1], "other")
-	select {
-	case <-entered: // the other replica waits for the lease the first holds
-	case <-testCtx(t).Done():
-		t.Fatal("the other replica never asked for the conversation's lease")
-	}
+	waited(t, testCtx(t), entered, "the other replica") // it waits for the lease the first holds
 	up.Release()
 	for range 2 {
 		o := <-results

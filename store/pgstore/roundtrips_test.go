@@ -33,6 +33,14 @@ type roundTrips struct {
 	batched []string // the SQL of every statement sent in a batch
 }
 
+// openCounted opens a Store on a database of its own, with rt counting
+// its round trips.
+func openCounted(t *testing.T) (s *pgstore.Store, rt *roundTrips) {
+	t.Helper()
+	rt = &roundTrips{}
+	return open(t, pgtest.DB(t), pgstore.Options{Tracer: rt}), rt
+}
+
 func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
 	r.mu.Lock()
 	if r.inBatch == 0 {

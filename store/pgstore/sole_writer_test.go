@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/store/pgstore"
@@ -115,11 +113,7 @@ func TestWritesWaitForTheLock(t *testing.T) {
 	url := pgtest.DB(t)
 	s, soles := soleSignals(t, url, pgstore.Options{JoinTimeout: 2 * time.Second})
 	next(t, soles, true, "alone")
-	other, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close(ctx)
+	other := connect(t, url)
 	// In one statement: the Store's lock backend is told to exit, and this
 	// session waits for the lock in its place (ahead of the Store's next
 	// connection).

@@ -395,28 +395,17 @@ func (s *Store) load(ctx context.Context, k history.Key, q history.Query, take *
 		sql = loadLeasedSQL
 	}
 	err := s.query(ctx, take, sql, []any{k.Tenant, k.Conversation, int64(q.After), limit, q.Summarized}, func(rows pgx.Rows) error {
-		defer rows.Close()
-		for rows.Next() {
-			var seq, after int64
-			var b, sb []byte
-			if err := rows.Scan(&seq, &b, &sb, &after); err != nil {
-				return err
-			}
-			if seq == 0 {
-				m, err := readMeta(b, sb)
-				if err != nil {
-					return err
-				}
-				w.meta, found, lo = m, true, after
-				continue
-			}
-			msg, err := history.DecodeMessage(b, uint64(seq))
+		var after int64
+		var err error
+		batch, err = scanTail(rows, []any{&after}, func(b, sb []byte) error {
+			m, err := readMeta(b, sb)
 			if err != nil {
 				return err
 			}
-			batch = append(batch, msg)
-		}
-		return rows.Err()
+			w.meta, found, lo = m, true, after
+			return nil
+		})
+		return err
 	})
 	if err != nil || (take != nil && !take.ok) {
 		return history.Snapshot{}, wrap("load "+k.String(), err)
@@ -447,6 +436,36 @@ func (s *Store) load(ctx context.Context, k history.Key, q history.Query, take *
 	return w.snapshot(), nil
 }
 
+// scanTail reads the rows of a statement that returns a conversation's
+// row (seq 0) among its messages (seq, message, summary, then the
+// columns extra points to): it hands the conversation's row to conv,
+// with extra scanned, and returns the messages, decoded, in the order
+// read. It closes rows.
+func scanTail(rows pgx.Rows, extra []any, conv func(b, sb []byte) error) ([]history.Message, error) {
+	defer rows.Close()
+	var batch []history.Message
+	var seq int64
+	var b, sb []byte
+	dest := append([]any{&seq, &b, &sb}, extra...)
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		if seq == 0 {
+			if err := conv(b, sb); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		msg, err := history.DecodeMessage(b, uint64(seq))
+		if err != nil {
+			return nil, err
+		}
+		batch = append(batch, msg)
+	}
+	return batch, rows.Err()
+}
+
 // Follow implements history.Follower in one statement: the head, and if
 // it is not h, the metadata with the newest messages after after (at
 // most the first batch's size: a cache that finds fewer than the head
@@ -472,33 +491,23 @@ func (s *Store) follow(ctx context.Context, k history.Key, h history.Head, after
 	}
 	args := []any{k.Tenant, k.Conversation, int64(after), s.firstBatch, int64(h.Version), int32(h.Summaries), int64(h.Incarnation)}
 	err := s.query(ctx, take, sql, args, func(rows pgx.Rows) error {
-		defer rows.Close()
-		for rows.Next() {
-			var seq, version, incarnation int64
-			var summaries int32
-			var b, sb []byte
-			if err := rows.Scan(&seq, &b, &sb, &version, &summaries, &incarnation); err != nil {
-				return err
+		var version, incarnation int64
+		var summaries int32
+		var err error
+		batch, err = scanTail(rows, []any{&version, &summaries, &incarnation}, func(b, sb []byte) error {
+			found, moved = true, b != nil
+			head = history.Head{Version: uint64(version), Summaries: int(summaries), Incarnation: uint64(incarnation)}
+			if !moved {
+				return nil
 			}
-			if seq == 0 {
-				found, moved = true, b != nil
-				head = history.Head{Version: uint64(version), Summaries: int(summaries), Incarnation: uint64(incarnation)}
-				if moved {
-					m, err := readMeta(b, sb)
-					if err != nil {
-						return err
-					}
-					w.meta = m
-				}
-				continue
-			}
-			msg, err := history.DecodeMessage(b, uint64(seq))
+			m, err := readMeta(b, sb)
 			if err != nil {
 				return err
 			}
-			batch = append(batch, msg)
-		}
-		return rows.Err()
+			w.meta = m
+			return nil
+		})
+		return err
 	})
 	if err != nil || (take != nil && !take.ok) {
 		return history.Head{}, nil, wrap("follow "+k.String(), err)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/store/badgerstore"
@@ -36,6 +38,18 @@ func open(t testing.TB, url string, o pgstore.Options) *pgstore.Store {
 	return s
 }
 
+// connect opens a connection of its own to the database at url, closed
+// when the test ends.
+func connect(t testing.TB, url string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(testCtx(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
 // msg, user and asst are the conformance suite's message makers.
 var (
 	msg  = storetest.Msg
@@ -43,12 +57,9 @@ var (
 	asst = storetest.Asst
 )
 
+// turns is storetest.Turns saying "question <i>" and "answer <i>".
 func turns(from, n int) []history.Message {
-	var out []history.Message
-	for i := from; i < from+n; i++ {
-		out = append(out, user("question "+strconv.Itoa(i), 10), asst("answer "+strconv.Itoa(i), 10))
-	}
-	return out
+	return storetest.TurnsSaying(from, n, "question ", "answer ")
 }
 
 // commit is storetest.MustCommit: c on top of the conversation's

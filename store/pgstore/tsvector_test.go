@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/store/pgstore"
@@ -42,15 +44,8 @@ func TestSearchTermsStoredAsTheirTSVector(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for rows.Next() {
-				var v string
-				if err := rows.Scan(&v); err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, v)
-			}
-			if err := rows.Err(); err != nil {
+			got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
 				t.Fatal(err)
 			}
 			want := []string{`'42':1 'alpha':1 'beta':2 'gamma':1`, `'eta':1 'zeta':16383`, `'theta':2`, ``}

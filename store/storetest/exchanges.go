@@ -27,20 +27,10 @@ func records(from, to uint64, inc uint64) []history.ExchangeRecord {
 }
 
 func exchangeIDs(recs []history.ExchangeRecord) []string {
-	out := make([]string, len(recs))
-	for i, r := range recs {
-		out[i] = r.ID
-	}
-	return out
+	return each(recs, func(r history.ExchangeRecord) string { return r.ID })
 }
 
-func xids(ns ...uint64) []string {
-	out := make([]string, len(ns))
-	for i, n := range ns {
-		out[i] = history.NewExchangeID(n)
-	}
-	return out
-}
+func xids(ns ...uint64) []string { return each(ns, history.NewExchangeID) }
 
 func mustExchanges(t *testing.T, s history.Store, k history.Key, before string, limit int) []history.ExchangeRecord {
 	t.Helper()

@@ -9,11 +9,7 @@ import (
 )
 
 func ids(page []history.Entry) []string {
-	out := make([]string, len(page))
-	for i, e := range page {
-		out[i] = e.Conversation
-	}
-	return out
+	return each(page, func(e history.Entry) string { return e.Conversation })
 }
 
 // listAll pages through q.Limit at a time and returns every id, checking

@@ -32,11 +32,7 @@ func find(t *testing.T, s history.Store, tenant string, q history.SearchQuery) [
 }
 
 func hitsOf(hits []history.Hit) []hit {
-	out := make([]hit, len(hits))
-	for i, h := range hits {
-		out[i] = hit{h.Conversation, h.Message.Seq}
-	}
-	return out
+	return each(hits, func(h history.Hit) hit { return hit{h.Conversation, h.Message.Seq} })
 }
 
 func sameHits(got []history.Hit, want ...hit) bool {

@@ -105,10 +105,13 @@ func Result(id string, tokens int) history.Message {
 // Turns returns n turns of a user (10 tokens) and an assistant (10 tokens)
 // message, "q<i>" and "a<i>", for i from from: appended to an empty
 // conversation, turn i has seqs 2i-1 and 2i.
-func Turns(from, n int) []history.Message {
+func Turns(from, n int) []history.Message { return TurnsSaying(from, n, "q", "a") }
+
+// TurnsSaying is Turns with the texts question+"<i>" and answer+"<i>".
+func TurnsSaying(from, n int, question, answer string) []history.Message {
 	var out []history.Message
 	for i := from; i < from+n; i++ {
-		out = append(out, User("q"+strconv.Itoa(i), 10), Asst("a"+strconv.Itoa(i), 10))
+		out = append(out, User(question+strconv.Itoa(i), 10), Asst(answer+strconv.Itoa(i), 10))
 	}
 	return out
 }
@@ -154,9 +157,14 @@ func All(t testing.TB, s history.Store, k history.Key, all bool) []history.Messa
 }
 
 func seqs(msgs []history.Message) []uint64 {
-	out := make([]uint64, len(msgs))
-	for i, m := range msgs {
-		out[i] = m.Seq
+	return each(msgs, func(m history.Message) uint64 { return m.Seq })
+}
+
+// each returns f of each of xs, in order.
+func each[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
 	}
 	return out
 }
