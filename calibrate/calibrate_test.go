@@ -117,6 +117,26 @@ func (m *memStore) Calibrations(context.Context) (map[string][]history.Calibrati
 	return m.by, nil
 }
 
+// closeFlushed closes c, which writes what it learned to its store.
+func closeFlushed(t *testing.T, ctx context.Context, c *calibrate.Calibrator) {
+	t.Helper()
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// loaded is a new Calibrator on st, closed when the test ends, that has
+// loaded what st holds.
+func loaded(t *testing.T, ctx context.Context, st history.CalibrationStore) *calibrate.Calibrator {
+	t.Helper()
+	c := calibrate.New(calibrate.Options{Store: st, Interval: time.Hour})
+	t.Cleanup(func() { c.Close(ctx) })
+	if err := c.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // What a Calibrator learned comes back in a new one loading the store,
 // and only what changed is written.
 func TestFlushAndLoad(t *testing.T) {
@@ -126,17 +146,11 @@ func TestFlushAndLoad(t *testing.T) {
 	for range 4 {
 		c.Observe("t", "m", 1000, 1300)
 	}
-	if err := c.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	closeFlushed(t, ctx, c)
 	if err := c.Flush(ctx); err != nil || st.puts != 1 {
 		t.Errorf("got %d writes (%v) after a second flush with nothing new, want 1", st.puts, err)
 	}
-	d := calibrate.New(calibrate.Options{Store: st, Interval: time.Hour})
-	defer d.Close(ctx)
-	if err := d.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := loaded(t, ctx, st)
 	got, ok := d.Get("t", "m")
 	if !ok || math.Abs(got.Ratio-1.3) > 1e-9 || got.Samples != 4 {
 		t.Errorf("got %+v (%v) after loading, want ratio 1.3 over 4 samples", got, ok)

@@ -55,28 +55,16 @@ func TestLearnedWindowPersists(t *testing.T) {
 	for range 4 {
 		c.Observe("t", "m", 1000, 1300)
 	}
-	if err := c.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	d := calibrate.New(calibrate.Options{Store: st, Interval: time.Hour})
-	defer d.Close(ctx)
-	if err := d.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	closeFlushed(t, ctx, c)
+	d := loaded(t, ctx, st)
 	if r, w := d.Learned("t", "m"); w != 8192 || r < 1.29 || r > 1.31 {
 		t.Errorf("after loading: got ratio %v window %d, want 1.3 and 8192", r, w)
 	}
 	// A window learned before any sample comes back too.
 	e := calibrate.New(calibrate.Options{Store: st, Interval: time.Hour})
 	e.LearnWindow("t3", "llama", 4096)
-	if err := e.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	f := calibrate.New(calibrate.Options{Store: st, Interval: time.Hour})
-	defer f.Close(ctx)
-	if err := f.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	closeFlushed(t, ctx, e)
+	f := loaded(t, ctx, st)
 	if r, w := f.Learned("t3", "llama"); r != 1 || w != 4096 {
 		t.Errorf("a window alone after loading: got ratio %v window %d, want 1 and 4096", r, w)
 	}

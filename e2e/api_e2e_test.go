@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/recallproxy/recall/api"
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/tokens"
@@ -34,20 +35,8 @@ type convDetail struct {
 	} `json:"capacity"`
 }
 
-type msgList struct {
-	Data []struct {
-		Seq       uint64          `json:"seq"`
-		Turn      uint32          `json:"turn"`
-		Episode   uint32          `json:"episode"`
-		CreatedAt int64           `json:"created_at"`
-		Tokens    int             `json:"tokens"`
-		Flags     []string        `json:"flags"`
-		Message   json.RawMessage `json:"message"`
-	} `json:"data"`
-	FirstID *uint64 `json:"first_id"`
-	LastID  *uint64 `json:"last_id"`
-	HasMore bool    `json:"has_more"`
-}
+// msgList is a page of a conversation's messages.
+type msgList api.List[api.Message, uint64]
 
 func (l msgList) rendered() []string {
 	out := make([]string, len(l.Data))

@@ -257,6 +257,13 @@ func (b *browser) key(k string) {
 	b.do("press a key", chromedp.KeyEvent(k))
 }
 
+// closeDetail presses Escape and waits for the detail pane to close.
+func (b *browser) closeDetail() {
+	b.t.Helper()
+	b.key(kb.Escape)
+	b.do("wait for the detail to close", chromedp.WaitNotVisible(chromedp.CSS("aside.detail")))
+}
+
 // screenshot saves the viewport as a PNG in dir and returns its path.
 func (b *browser) screenshot(dir, name string) (string, error) {
 	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/tokens"
@@ -47,7 +46,7 @@ func TestCalibrationLearnedShownAndApplied(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := e2etest.New(t, e2etest.Options{
-				Global:   func(g *config.Global) { g.Defaults.History.BudgetTokens = budget },
+				Global:   withBudget(budget),
 				Upstream: []upstreamtest.Option{reportingTimes(tc.factor)},
 			})
 			conv := "calibrated"

@@ -56,6 +56,19 @@ func commitFailureHarness(t *testing.T, fault string) (*e2etest.Harness, *failin
 	return e2etest.New(t, o), fc
 }
 
+// runCommitFaults runs test over every commit fault and each of tenants,
+// each a subtest (fault/tenant) with its own commitFailureHarness.
+func runCommitFaults(t *testing.T, tenants []string, test func(t *testing.T, h *e2etest.Harness, fc *failingCommits, tenant string)) {
+	for _, fault := range commitFaults {
+		for _, tenant := range tenants {
+			t.Run(fault+"/"+tenant, func(t *testing.T) {
+				h, fc := commitFailureHarness(t, fault)
+				test(t, h, fc, tenant)
+			})
+		}
+	}
+}
+
 // checkNothingStored checks that the failed exchange on conv committed
 // nothing, and that the conversation takes the next turn once the store
 // works again.
@@ -87,54 +100,49 @@ func checkNothingStored(t *testing.T, h *e2etest.Harness, fc *failingCommits, te
 // before it. Over every upstream: native Responses (openai), and bridged
 // from chat completions (chat) and Messages (anthropic).
 func TestResponsesStreamCommitFailureIsNotAcknowledged(t *testing.T) {
-	for _, fault := range commitFaults {
-		for _, tenant := range []string{"oa", "ch", "an"} {
-			t.Run(fault+"/"+tenant, func(t *testing.T) {
-				h, fc := commitFailureHarness(t, fault)
-				conv := "rf-" + tenant
-				client := h.Client("rk-"+tenant, conv)
-				params := func(text string) responses.ResponseNewParams {
-					return responses.ResponseNewParams{Model: "gpt-4.1",
-						Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(text)}}
-				}
-				h.Up.Enqueue(upstreamtest.Reply{Content: "one two three", Chunks: 3})
-				fc.armed.Store(true)
-				stream := client.Responses.NewStreaming(context.Background(), params("remember this"))
-				var types []string
-				var last responses.ResponseStreamEventUnion
-				for stream.Next() {
-					last = stream.Current()
-					// Every event, the error event too, is numbered in
-					// order from 0.
-					if got, want := last.SequenceNumber, int64(len(types)); got != want || !last.JSON.SequenceNumber.Valid() {
-						t.Errorf("event %d (%s): sequence_number %d, want %d", len(types), last.Type, got, want)
-					}
-					types = append(types, last.Type)
-				}
-				if err := stream.Err(); err != nil {
-					t.Fatalf("stream: %v, want it read to its end", err)
-				}
-				for _, typ := range types {
-					if typ == "response.completed" || typ == "response.incomplete" {
-						t.Fatalf("got events %v, want no %s: the turn was not committed", types, typ)
-					}
-				}
-				if e := last.AsError(); last.Type != "error" || e.Code != "history_write_failed" || e.Message == "" {
-					t.Fatalf("got events %v ending with %s, want an error event with code history_write_failed", types, last.RawJSON())
-				}
-				if !strings.Contains(strings.Join(types, " "), "response.output_text.delta") {
-					t.Errorf("got events %v, want the deltas relayed before the commit", types)
-				}
-				checkNothingStored(t, h, fc, tenant, conv, func() error {
-					r, err := client.Responses.New(context.Background(), params("remember this"))
-					if err == nil && r.OutputText() != "echo: remember this" {
-						return errors.New("answer " + r.OutputText())
-					}
-					return err
-				})
-			})
+	runCommitFaults(t, []string{"oa", "ch", "an"}, func(t *testing.T, h *e2etest.Harness, fc *failingCommits, tenant string) {
+		conv := "rf-" + tenant
+		client := h.Client("rk-"+tenant, conv)
+		params := func(text string) responses.ResponseNewParams {
+			return responses.ResponseNewParams{Model: "gpt-4.1",
+				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(text)}}
 		}
-	}
+		h.Up.Enqueue(upstreamtest.Reply{Content: "one two three", Chunks: 3})
+		fc.armed.Store(true)
+		stream := client.Responses.NewStreaming(context.Background(), params("remember this"))
+		var types []string
+		var last responses.ResponseStreamEventUnion
+		for stream.Next() {
+			last = stream.Current()
+			// Every event, the error event too, is numbered in
+			// order from 0.
+			if got, want := last.SequenceNumber, int64(len(types)); got != want || !last.JSON.SequenceNumber.Valid() {
+				t.Errorf("event %d (%s): sequence_number %d, want %d", len(types), last.Type, got, want)
+			}
+			types = append(types, last.Type)
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatalf("stream: %v, want it read to its end", err)
+		}
+		for _, typ := range types {
+			if typ == "response.completed" || typ == "response.incomplete" {
+				t.Fatalf("got events %v, want no %s: the turn was not committed", types, typ)
+			}
+		}
+		if e := last.AsError(); last.Type != "error" || e.Code != "history_write_failed" || e.Message == "" {
+			t.Fatalf("got events %v ending with %s, want an error event with code history_write_failed", types, last.RawJSON())
+		}
+		if !strings.Contains(strings.Join(types, " "), "response.output_text.delta") {
+			t.Errorf("got events %v, want the deltas relayed before the commit", types)
+		}
+		checkNothingStored(t, h, fc, tenant, conv, func() error {
+			r, err := client.Responses.New(context.Background(), params("remember this"))
+			if err == nil && r.OutputText() != "echo: remember this" {
+				return errors.New("answer " + r.OutputText())
+			}
+			return err
+		})
+	})
 }
 
 // A streamed Messages answer whose turn cannot be committed ends with
@@ -143,40 +151,34 @@ func TestResponsesStreamCommitFailureIsNotAcknowledged(t *testing.T) {
 // message_stop, and nothing is stored. Over every upstream: native
 // (anthropic) and bridged from chat completions (openai, chat).
 func TestMessagesStreamCommitFailureIsNotAcknowledged(t *testing.T) {
-	for _, fault := range commitFaults {
-		for _, tenant := range []string{"an", "oa", "ch"} {
-			t.Run(fault+"/"+tenant, func(t *testing.T) {
-				h, fc := commitFailureHarness(t, fault)
-				conv := "mf-" + tenant
-				client := anthropicClient(h, "rk-"+tenant, conv)
-				params := anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100,
-					Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("remember this"))}}
-				h.Up.Enqueue(upstreamtest.Reply{Content: "one two three", Chunks: 3})
-				fc.armed.Store(true)
-				stream := client.Messages.NewStreaming(context.Background(), params)
-				var types []string
-				for stream.Next() {
-					ev := stream.Current()
-					types = append(types, ev.Type)
-					if ev.Type == "message_stop" || (ev.Type == "message_delta" && ev.Delta.StopReason != "") {
-						t.Fatalf("got events %v: the turn was acknowledged, but it was not committed", types)
-					}
-				}
-				var apiErr *anthropic.Error
-				if err := stream.Err(); !errors.As(err, &apiErr) || !strings.Contains(apiErr.RawJSON(), `"api_error"`) {
-					t.Fatalf("got events %v and stream error %v, want the stream to end with an api_error event", types, err)
-				}
-				if !strings.Contains(strings.Join(types, " "), "content_block_delta") {
-					t.Errorf("got events %v, want the deltas relayed before the commit", types)
-				}
-				checkNothingStored(t, h, fc, tenant, conv, func() error {
-					m, err := client.Messages.New(context.Background(), params)
-					if err == nil && (len(m.Content) != 1 || m.Content[0].Text != "echo: remember this") {
-						return errors.New("answer " + m.RawJSON())
-					}
-					return err
-				})
-			})
+	runCommitFaults(t, []string{"an", "oa", "ch"}, func(t *testing.T, h *e2etest.Harness, fc *failingCommits, tenant string) {
+		conv := "mf-" + tenant
+		client := anthropicClient(h, "rk-"+tenant, conv)
+		params := userMessage("claude-sonnet-4-5", "remember this")
+		h.Up.Enqueue(upstreamtest.Reply{Content: "one two three", Chunks: 3})
+		fc.armed.Store(true)
+		stream := client.Messages.NewStreaming(context.Background(), params)
+		var types []string
+		for stream.Next() {
+			ev := stream.Current()
+			types = append(types, ev.Type)
+			if ev.Type == "message_stop" || (ev.Type == "message_delta" && ev.Delta.StopReason != "") {
+				t.Fatalf("got events %v: the turn was acknowledged, but it was not committed", types)
+			}
 		}
-	}
+		var apiErr *anthropic.Error
+		if err := stream.Err(); !errors.As(err, &apiErr) || !strings.Contains(apiErr.RawJSON(), `"api_error"`) {
+			t.Fatalf("got events %v and stream error %v, want the stream to end with an api_error event", types, err)
+		}
+		if !strings.Contains(strings.Join(types, " "), "content_block_delta") {
+			t.Errorf("got events %v, want the deltas relayed before the commit", types)
+		}
+		checkNothingStored(t, h, fc, tenant, conv, func() error {
+			m, err := client.Messages.New(context.Background(), params)
+			if err == nil && (len(m.Content) != 1 || m.Content[0].Text != "echo: remember this") {
+				return errors.New("answer " + m.RawJSON())
+			}
+			return err
+		})
+	})
 }

@@ -13,9 +13,14 @@ import (
 	"github.com/recallproxy/recall/internal/upstreamtest"
 )
 
+// withBudget sets the default history budget to tokens.
+func withBudget(tokens int) func(*config.Global) {
+	return func(g *config.Global) { g.Defaults.History.BudgetTokens = tokens }
+}
+
 func TestLongConversationStaysInBudgetWithStablePrefix(t *testing.T) {
 	const budget = 600
-	h := e2etest.New(t, e2etest.Options{Global: func(g *config.Global) { g.Defaults.History.BudgetTokens = budget }})
+	h := e2etest.New(t, e2etest.Options{Global: withBudget(budget)})
 	var prev []string
 	shared, steps := 0, 0
 	for i := range 40 {

@@ -25,14 +25,35 @@ func agentRequest(prompt string) string {
 		`}],"tools":[` + strings.Join(tools, ",") + `],"messages":[{"role":"user","content":` + strconv.Quote(prompt) + `}]}`
 }
 
+// anHeaders are the headers of a Messages client of tenant an (see
+// anthropicTenant), with more as name, value pairs.
+func anHeaders(more ...string) map[string]string {
+	h := map[string]string{"x-api-key": "rk-an", "anthropic-version": "2023-06-01", "Content-Type": "application/json"}
+	for i := 0; i+1 < len(more); i += 2 {
+		h[more[i]] = more[i+1]
+	}
+	return h
+}
+
+// postAgentTurn posts body with headers to the Messages API under the
+// base URL /c/{proj}, fails the test unless it is answered with a 200,
+// and waits for conv's exchange (proj, or a subagent's thread of it).
+func postAgentTurn(h *e2etest.Harness, headers map[string]string, proj, conv, body string) {
+	h.T.Helper()
+	if r := h.PostHeaders("/c/"+proj+"/v1/messages", headers, body); r.Status != 200 {
+		h.T.Fatalf("%d %s", r.Status, r.Body)
+	}
+	h.WaitDone(conv)
+}
+
 // TestAnAgentsOwnPromptDoesNotEmptyItsMemory: Recall on its defaults (no
 // budget configured), an agent whose own request is over 16k tokens (the
 // old default budget) on one /c/{id} base URL, in two processes that each
 // send only their own prompt: the second process's request carries the
 // first's turn.
 func TestAnAgentsOwnPromptDoesNotEmptyItsMemory(t *testing.T) {
-	h := e2etest.New(t, e2etest.Options{Tenants: map[string]string{"an.yaml": "id: an\napi_keys: [\"rk-an\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n  api_key: \"sk-up-an\"\n  protocol: anthropic\n"}})
-	headers := map[string]string{"x-api-key": "rk-an", "anthropic-version": "2023-06-01", "Content-Type": "application/json"}
+	h := e2etest.New(t, anthropicTenant())
+	headers := anHeaders()
 	for i, prompt := range []string{"The code word is KIWI.", "What is the code word?", "And again: the code word?", "Once more?"} {
 		r := h.PostHeaders("/c/proj/v1/messages", headers, agentRequest(prompt))
 		if r.Status != 200 {

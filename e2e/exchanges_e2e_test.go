@@ -38,8 +38,14 @@ type exchangeView struct {
 // them, newest first.
 func exchanges(t *testing.T, h *e2etest.Harness, conv string) []exchangeView {
 	t.Helper()
+	return exchangesAs(t, h, key, conv)
+}
+
+// exchangesAs is exchanges as the client with key k.
+func exchangesAs(t *testing.T, h *e2etest.Harness, k, conv string) []exchangeView {
+	t.Helper()
 	flush(t, h)
-	a := h.API(key, "", "GET", "/recall/v1/conversations/"+conv+"/exchanges?limit=200", "")
+	a := h.API(k, "", "GET", "/recall/v1/conversations/"+conv+"/exchanges?limit=200", "")
 	if a.Status != 200 {
 		t.Fatalf("exchanges: %d %s", a.Status, a.Body)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
-	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/protocol/gemini"
 	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/wire"
@@ -19,7 +18,7 @@ import (
 // Gemini.
 func fourUpstreams() e2etest.Options {
 	o := threeUpstreams()
-	o.Tenants["ge.yaml"] = "id: ge\napi_keys: [\"rk-ge\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n  api_key: \"sk-up-ge\"\n  protocol: gemini\n"
+	o.Tenants["ge.yaml"] = tenantYAML("ge", "gemini")
 	return o
 }
 
@@ -309,13 +308,7 @@ func TestSummariesOverAGeminiUpstream(t *testing.T) {
 	}
 	say("turn 6")
 	last := h.Up.Last()
-	var system string
-	for _, p := range gjson.GetBytes(last.Body, "systemInstruction.parts").Array() {
-		system += p.Get("text").Str + "\n"
-	}
-	if !strings.Contains(system, plan.SummaryPrefix+"turn 1; turn 2; turn 3") {
-		t.Errorf("after the summary: systemInstruction %q, want the summary in it", system)
-	}
+	checkSummaryIn(t, last.Body, "systemInstruction.parts")
 	sent := last.Messages
 	if got := strings.Join(geminiRoles(sent), " | "); strings.Contains(got, "turn 1") || !strings.Contains(got, "turn 6") {
 		t.Errorf("after the summary: the upstream got %q, want none of the summarised turns", got)

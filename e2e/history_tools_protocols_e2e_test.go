@@ -17,8 +17,7 @@ import (
 // came, Messages as chat completions), an over an Anthropic one.
 func toolTenants() e2etest.Options {
 	tenant := func(id, protocol string) string {
-		return "id: " + id + "\napi_keys: [\"rk-" + id + "\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n  api_key: \"sk-up\"\n  protocol: " + protocol +
-			"\nhistory:\n  tools: [end_conversation, get_conversation, search_conversations]\n  tool_rounds: 2\n"
+		return tenantYAML(id, protocol) + "history:\n  tools: [end_conversation, get_conversation, search_conversations]\n  tool_rounds: 2\n"
 	}
 	return e2etest.Options{Tenants: map[string]string{"oa.yaml": tenant("oa", "openai"), "an.yaml": tenant("an", "anthropic")}}
 }

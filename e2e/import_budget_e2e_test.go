@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/internal/e2etest"
 )
 
@@ -19,7 +18,7 @@ import (
 // sent.
 func TestImportedTokenCountsCannotBypassTheBudget(t *testing.T) {
 	const budget = 2000
-	h := e2etest.New(t, e2etest.Options{Global: func(g *config.Global) { g.Defaults.History.BudgetTokens = budget }})
+	h := e2etest.New(t, e2etest.Options{Global: withBudget(budget)})
 	big := strings.Repeat("lorem ipsum dolor ", 100<<10/18)
 	at := time.Now().Add(-time.Hour).Unix()
 	line := func(seq int, msg string) string {

@@ -21,14 +21,23 @@ import (
 // threeUpstreams are three tenants, one per kind of upstream, over the one
 // fake upstream (it serves chat completions, Responses and Messages).
 func threeUpstreams() e2etest.Options {
-	tenant := func(id, protocol string) string {
-		return "id: " + id + "\napi_keys: [\"rk-" + id + "\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n  api_key: \"sk-up-" + id + "\"\n  protocol: " + protocol + "\n"
-	}
 	return e2etest.Options{Tenants: map[string]string{
-		"oa.yaml": tenant("oa", "openai"),
-		"ch.yaml": tenant("ch", "chat"),
-		"an.yaml": tenant("an", "anthropic"),
+		"oa.yaml": tenantYAML("oa", "openai"),
+		"ch.yaml": tenantYAML("ch", "chat"),
+		"an.yaml": tenantYAML("an", "anthropic"),
 	}}
+}
+
+// tenantYAML is the file of a tenant id whose clients' key is rk-<id>,
+// over the fake upstream with key sk-up-<id> in its protocol.
+func tenantYAML(id, protocol string) string {
+	return "id: " + id + "\napi_keys: [\"rk-" + id + "\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n  api_key: \"sk-up-" + id + "\"\n  protocol: " + protocol + "\n"
+}
+
+// anthropicTenant is the one tenant an of threeUpstreams, over an
+// Anthropic upstream.
+func anthropicTenant() e2etest.Options {
+	return e2etest.Options{Tenants: map[string]string{"an.yaml": tenantYAML("an", "anthropic")}}
 }
 
 // texts renders each message the upstream got as role: text, whatever its
@@ -55,6 +64,30 @@ func texts(msgs []json.RawMessage) []string {
 		out = append(out, role+": "+strings.Join(text, " "))
 	}
 	return out
+}
+
+// streamResponse streams a Responses request with the OpenAI SDK and
+// returns the response its response.completed event carries.
+func streamResponse(t *testing.T, client openai.Client, p responses.ResponseNewParams) responses.Response {
+	t.Helper()
+	stream := client.Responses.NewStreaming(context.Background(), p)
+	var final responses.Response
+	for stream.Next() {
+		if ev := stream.Current(); ev.Type == "response.completed" {
+			final = ev.Response
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return final
+}
+
+// userMessage is a Messages request of model (100 tokens at most) that
+// sends one user message, text.
+func userMessage(model, text string) anthropic.MessageNewParams {
+	return anthropic.MessageNewParams{Model: model, MaxTokens: 100,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(text))}}
 }
 
 func anthropicClient(h *e2etest.Harness, key, conv string) anthropic.Client {
@@ -100,17 +133,8 @@ func TestResponsesAPIRemembers(t *testing.T) {
 	}
 	h.WaitDone("r1")
 
-	stream := client.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "gpt-4.1",
+	final := streamResponse(t, client, responses.ResponseNewParams{Model: "gpt-4.1",
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("what is my name?")}})
-	var final responses.Response
-	for stream.Next() {
-		if ev := stream.Current(); ev.Type == "response.completed" {
-			final = ev.Response
-		}
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatal(err)
-	}
 	if got := final.OutputText(); got != "echo: what is my name?" {
 		t.Errorf("streamed answer: got %q, want %q", got, "echo: what is my name?")
 	}
@@ -146,8 +170,7 @@ func TestMessagesAPIRemembers(t *testing.T) {
 	h := e2etest.New(t, threeUpstreams())
 	ctx := context.Background()
 	client := anthropicClient(h, "rk-an", "m1")
-	msg, err := client.Messages.New(ctx, anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100,
-		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("my name is Ada"))}})
+	msg, err := client.Messages.New(ctx, userMessage("claude-sonnet-4-5", "my name is Ada"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,8 +179,7 @@ func TestMessagesAPIRemembers(t *testing.T) {
 	}
 	h.WaitDone("m1")
 
-	acc := streamMessage(t, client, anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100,
-		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("what is my name?"))}})
+	acc := streamMessage(t, client, userMessage("claude-sonnet-4-5", "what is my name?"))
 	if len(acc.Content) != 1 || acc.Content[0].Text != "echo: what is my name?" {
 		t.Errorf("streamed answer: got %+v, want echo: what is my name?", acc.Content)
 	}
@@ -187,8 +209,7 @@ func TestOneHistoryAcrossProtocols(t *testing.T) {
 	}
 	h.WaitDone("x1")
 	ac := anthropicClient(h, "rk-ch", "x1")
-	msg, err := ac.Messages.New(ctx, anthropic.MessageNewParams{Model: "gpt-4o", MaxTokens: 100,
-		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("two"))}})
+	msg, err := ac.Messages.New(ctx, userMessage("gpt-4o", "two"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,8 +306,7 @@ func TestMessagesCountTokens(t *testing.T) {
 	ctx := context.Background()
 	client := anthropicClient(h, "rk-an", "k1")
 	long := strings.Repeat("remember this sentence well. ", 40)
-	if _, err := client.Messages.New(ctx, anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100,
-		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(long))}}); err != nil {
+	if _, err := client.Messages.New(ctx, userMessage("claude-sonnet-4-5", long)); err != nil {
 		t.Fatal(err)
 	}
 	h.WaitDone("k1")
@@ -487,8 +507,7 @@ func TestAnthropicPromptCacheHits(t *testing.T) {
 	client := anthropicClient(h, "rk-an", "pc-1")
 	var cached []int64
 	for _, q := range []string{"first question " + strings.Repeat("x ", 200), "second", "third", "fourth"} {
-		msg, err := client.Messages.New(ctx, anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100,
-			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(q))}})
+		msg, err := client.Messages.New(ctx, userMessage("claude-sonnet-4-5", q))
 		if err != nil {
 			t.Fatal(err)
 		}

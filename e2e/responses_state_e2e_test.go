@@ -299,17 +299,8 @@ func TestStoredResponseIsAsReturned(t *testing.T) {
 		t.Run(key, func(t *testing.T) {
 			client := h.Client(key, "")
 			posted := ask(t, client, "one", "")
-			stream := client.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "gpt-4.1",
+			streamed := streamResponse(t, client, responses.ResponseNewParams{Model: "gpt-4.1",
 				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("two")}, PreviousResponseID: openai.String(posted.ID)})
-			var streamed responses.Response
-			for stream.Next() {
-				if ev := stream.Current(); ev.Type == "response.completed" {
-					streamed = ev.Response
-				}
-			}
-			if err := stream.Err(); err != nil {
-				t.Fatal(err)
-			}
 			h.WaitDone(posted.Conversation.ID)
 			for _, want := range []*responses.Response{posted, &streamed} {
 				got, err := client.Responses.Get(ctx, want.ID, responses.ResponseGetParams{})

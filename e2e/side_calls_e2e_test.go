@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,22 +28,9 @@ func claudeTitleCall(prompt string) string {
 // carries the first's turn and no title call; each title call on a
 // stored conversation is an exchange of kind side that says why.
 func TestSideCallsPassThroughUntouched(t *testing.T) {
-	h := e2etest.New(t, e2etest.Options{Tenants: map[string]string{"an.yaml": "id: an\napi_keys: [\"rk-an\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n  api_key: \"sk-up-an\"\n  protocol: anthropic\n"}})
-	headers := map[string]string{"x-api-key": "rk-an", "anthropic-version": "2023-06-01", "Content-Type": "application/json"}
-	post := func(body string) {
-		t.Helper()
-		if r := h.PostHeaders("/c/day/v1/messages", headers, body); r.Status != 200 {
-			t.Fatalf("%d %s", r.Status, r.Body)
-		}
-		h.WaitDone("day")
-	}
-	sentTexts := func() []string {
-		var out []string
-		for _, m := range h.Up.Last().Messages {
-			out = append(out, texts([]json.RawMessage{m})[0])
-		}
-		return out
-	}
+	h := e2etest.New(t, anthropicTenant())
+	post := func(body string) { postAgentTurn(h, anHeaders(), "day", "day", body) }
+	sentTexts := func() []string { return texts(h.Up.Last().Messages) }
 	for i, prompt := range []string{"The code word is KIWI.", "What is the code word?"} {
 		post(claudeTitleCall(prompt))
 		if got := sentTexts(); len(got) != 1 || !strings.Contains(got[0], "Write the title") {
@@ -68,15 +54,8 @@ func TestSideCallsPassThroughUntouched(t *testing.T) {
 			t.Errorf("a title call was stored: %s", m.Raw)
 		}
 	}
-	flush(t, h)
-	a := h.API("rk-an", "", "GET", "/recall/v1/conversations/day/exchanges?limit=200", "")
-	if a.Status != 200 {
-		t.Fatalf("exchanges: %d %s", a.Status, a.Body)
-	}
-	var l exchangeList
-	a.JSON(t, &l)
 	var kinds []string
-	for _, r := range l.Data {
+	for _, r := range exchangesAs(t, h, "rk-an", "day") {
 		kinds = append(kinds, r.Kind+"/"+r.ThreadReason)
 	}
 	// The first title call came before anything was stored: records
@@ -157,24 +136,10 @@ func TestToolLessCallsOfAnAgentsConversationAreSideCalls(t *testing.T) {
 // none of them; the API lists the thread, reads it by its id, and a
 // delete of the conversation erases the thread too.
 func TestASubagentWorksInAThreadOfItsOwn(t *testing.T) {
-	h := e2etest.New(t, e2etest.Options{Tenants: map[string]string{"an.yaml": "id: an\napi_keys: [\"rk-an\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n  api_key: \"sk-up-an\"\n  protocol: anthropic\n"}})
-	main := map[string]string{"x-api-key": "rk-an", "anthropic-version": "2023-06-01", "Content-Type": "application/json"}
-	sub := map[string]string{"x-api-key": "rk-an", "anthropic-version": "2023-06-01", "Content-Type": "application/json",
-		"x-claude-code-agent-id": "a1b2c3d4e5"}
-	post := func(headers map[string]string, conv, body string) {
-		t.Helper()
-		if r := h.PostHeaders("/c/proj/v1/messages", headers, body); r.Status != 200 {
-			t.Fatalf("%d %s", r.Status, r.Body)
-		}
-		h.WaitDone(conv)
-	}
-	sentAll := func() string {
-		var out []string
-		for _, m := range h.Up.Last().Messages {
-			out = append(out, texts([]json.RawMessage{m})[0])
-		}
-		return strings.Join(out, "\n")
-	}
+	h := e2etest.New(t, anthropicTenant())
+	main, sub := anHeaders(), anHeaders("x-claude-code-agent-id", "a1b2c3d4e5")
+	post := func(headers map[string]string, conv, body string) { postAgentTurn(h, headers, "proj", conv, body) }
+	sentAll := func() string { return strings.Join(texts(h.Up.Last().Messages), "\n") }
 	const thread = "proj~a1b2c3d4e5"
 	post(main, "proj", agentRequest("The code word is KIWI."))
 	post(sub, thread, agentRequest("Subagent: list the files under src/."))
@@ -235,22 +200,9 @@ func agentRequestOf(msgs ...string) string {
 // summary replaced: the stored turns are superseded, the restart's own
 // messages stored; the next process gets the restart's turn as memory.
 func TestAnAgentsOwnCompaction(t *testing.T) {
-	h := e2etest.New(t, e2etest.Options{Tenants: map[string]string{"an.yaml": "id: an\napi_keys: [\"rk-an\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n  api_key: \"sk-up-an\"\n  protocol: anthropic\n"}})
-	headers := map[string]string{"x-api-key": "rk-an", "anthropic-version": "2023-06-01", "Content-Type": "application/json"}
-	post := func(body string) {
-		t.Helper()
-		if r := h.PostHeaders("/c/compact/v1/messages", headers, body); r.Status != 200 {
-			t.Fatalf("%d %s", r.Status, r.Body)
-		}
-		h.WaitDone("compact")
-	}
-	sentAll := func() string {
-		var out []string
-		for _, m := range h.Up.Last().Messages {
-			out = append(out, texts([]json.RawMessage{m})[0])
-		}
-		return strings.Join(out, "\n")
-	}
+	h := e2etest.New(t, anthropicTenant())
+	post := func(body string) { postAgentTurn(h, anHeaders(), "compact", "compact", body) }
+	sentAll := func() string { return strings.Join(texts(h.Up.Last().Messages), "\n") }
 	user := func(s string) string { return `{"role":"user","content":` + strconv.Quote(s) + `}` }
 	asst := func(s string) string {
 		return `{"role":"assistant","content":[{"type":"text","text":` + strconv.Quote(s) + `}]}`

@@ -53,6 +53,29 @@ func (r *resender) say(text string) {
 	r.msgs = append(r.msgs, resp.Choices[0].Message.ToParam())
 }
 
+// chatTurns sends the chat turns "turn <from>" to "turn <to>" with c.
+func chatTurns(t *testing.T, ctx context.Context, c openai.Client, from, to int) {
+	t.Helper()
+	for i := from; i <= to; i++ {
+		if _, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage(fmt.Sprintf("turn %d", i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkSummaryIn checks that the texts at path in an upstream request's
+// body (its system instructions) carry summariseFive's summary.
+func checkSummaryIn(t *testing.T, body []byte, path string) {
+	t.Helper()
+	var system string
+	for _, p := range gjson.GetBytes(body, path).Array() {
+		system += p.Get("text").Str + "\n"
+	}
+	if !strings.Contains(system, plan.SummaryPrefix+"turn 1; turn 2; turn 3") {
+		t.Errorf("after the summary: %s %q, want the summary in it", path, system)
+	}
+}
+
 // summariseFive says turns 1 to 5 in conv (with summaryOn(4, 2): past
 // the trigger) and waits for the summary job they start, which must land
 // after one summariser call, and returns that call.
@@ -150,11 +173,7 @@ func TestRequestDuringASummaryIsServedAndKept(t *testing.T) {
 	c := h.Client(key, "sum-2")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for i := 1; i <= 4; i++ {
-		if _, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage(fmt.Sprintf("turn %d", i)))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	chatTurns(t, ctx, c, 1, 4)
 	if err := h.Up.WaitStalled(ctx, 1); err != nil {
 		t.Fatalf("the summariser call is not in flight: %v", err)
 	}
@@ -196,11 +215,7 @@ func TestFailingSummariserIsRetriedWhileTheBudgetServes(t *testing.T) {
 	h.Up.EnqueueSummary(upstreamtest.Reply{Status: 500}, upstreamtest.Reply{Status: 503})
 	c := h.Client(key, "sum-3")
 	ctx := context.Background()
-	for i := 1; i <= 3; i++ {
-		if _, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage(fmt.Sprintf("turn %d", i)))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	chatTurns(t, ctx, c, 1, 3)
 	for attempt, backoff := range []time.Duration{time.Second, 2 * time.Second} {
 		d := h.WaitJob("sum-3")
 		if d.Outcome != summary.Failed || d.Attempt != attempt+1 || d.Retry != backoff {
@@ -252,11 +267,7 @@ func TestStaleSummaryIsDiscarded(t *testing.T) {
 	c := h.Client(key, "sum-4")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for i := 1; i <= 4; i++ {
-		if _, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage(fmt.Sprintf("turn %d", i)))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	chatTurns(t, ctx, c, 1, 4)
 	// Two managers on one store, as two processes without a lease: the
 	// slow one's result was made from a summary that is no longer stored.
 	var mu sync.Mutex
@@ -376,11 +387,7 @@ func TestSummariesDisabledMakeNoCalls(t *testing.T) {
 		g.Defaults.Summary.Enabled = false
 	}, Summary: func(*summary.Config) {}})
 	c := h.Client(key, "off-1")
-	for i := range 5 {
-		if _, err := c.Chat.Completions.New(context.Background(), e2etest.ChatParams(openai.UserMessage(fmt.Sprintf("turn %d", i)))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	chatTurns(t, context.Background(), c, 0, 4)
 	if n := h.Summaries.Pending(); n != 0 {
 		t.Errorf("%d summary jobs queued with summaries off", n)
 	}
@@ -596,13 +603,11 @@ func TestEditInsideTheSummaryDropsIt(t *testing.T) {
 // 404 each time, and no summary ever landed.
 func TestSummariesOverAMessagesOnlyUpstream(t *testing.T) {
 	h := e2etest.New(t, e2etest.Options{Global: summaryOn(4, 2), Summary: func(*summary.Config) {},
-		Tenants: map[string]string{"an.yaml": "id: an\napi_keys: [\"rk-an\"]\nupstream:\n  base_url: \"{{UPSTREAM}}\"\n  api_key: \"sk-up-an\"\n  protocol: anthropic\n"}})
-	headers := map[string]string{"x-api-key": "rk-an", "anthropic-version": "2023-06-01", "Content-Type": "application/json"}
+		Tenants: anthropicTenant().Tenants})
 	say := func(text string) {
 		t.Helper()
 		body := `{"model":"claude-sonnet-4-5","max_tokens":256,"system":"be brief","messages":[{"role":"user","content":"` + text + `"}]}`
-		if r := h.PostHeaders("/v1/messages", map[string]string{"x-api-key": headers["x-api-key"], "anthropic-version": headers["anthropic-version"],
-			"Content-Type": headers["Content-Type"], "X-Conversation-ID": "sum-an"}, body); r.Status != 200 {
+		if r := h.PostHeaders("/v1/messages", anHeaders("X-Conversation-ID", "sum-an"), body); r.Status != 200 {
 			t.Fatalf("%s: %d %s", text, r.Status, r.Body)
 		}
 		h.WaitDone("sum-an")
@@ -614,13 +619,7 @@ func TestSummariesOverAMessagesOnlyUpstream(t *testing.T) {
 	}
 	say("turn 6")
 	last := h.Up.Last()
-	var system string
-	for _, b := range gjson.GetBytes(last.Body, "system").Array() {
-		system += b.Get("text").Str + "\n"
-	}
-	if !strings.Contains(system, plan.SummaryPrefix+"turn 1; turn 2; turn 3") {
-		t.Errorf("after the summary: system %q, want the summary in it", system)
-	}
+	checkSummaryIn(t, last.Body, "system")
 	if got := strings.Join(e2etest.RenderAll(last.Messages), "\n"); strings.Contains(got, "turn 1") || !strings.Contains(got, "turn 6") {
 		t.Errorf("after the summary: the upstream got %q, want none of the summarised turns", got)
 	}

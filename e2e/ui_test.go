@@ -288,8 +288,7 @@ func TestInspectorInABrowser(t *testing.T) {
 		if got := b.text("aside.detail .pairs"); !strings.Contains(got, "History") {
 			t.Errorf("summary record's tokens %q, want the history it folded", got)
 		}
-		b.key(kb.Escape)
-		b.do("wait for the detail to close", chromedp.WaitNotVisible(chromedp.CSS("aside.detail")))
+		b.closeDetail()
 	})
 
 	t.Run("an exchange's detail lists what was dropped and why", func(t *testing.T) {
@@ -317,8 +316,7 @@ func TestInspectorInABrowser(t *testing.T) {
 		eval[int](b, "window.scrollTo(0, 0), document.querySelector('aside.detail').scrollTop = 0") // the screenshot shows the decisions
 		b.keep("3-exchanges")
 		b.keepDark("4-exchanges-dark")
-		b.key(kb.Escape)
-		b.do("wait for the detail to close", chromedp.WaitNotVisible(chromedp.CSS("aside.detail")))
+		b.closeDetail()
 		if got := eval[string](b, "document.activeElement.dataset.xid || ''"); got != xid {
 			t.Errorf("after Escape the focus is on %q, want the row of %s", got, xid)
 		}
@@ -352,8 +350,7 @@ func TestInspectorInABrowser(t *testing.T) {
 		if got := b.text("aside.detail .sent-json summary"); !strings.Contains(got, "chat.completions") {
 			t.Errorf("the context as sent is titled %q, want its protocol", got)
 		}
-		b.key(kb.Escape)
-		b.do("wait for the detail to close", chromedp.WaitNotVisible(chromedp.CSS("aside.detail")))
+		b.closeDetail()
 	})
 
 	t.Run("the admin key acts on the tenant named", func(t *testing.T) {

@@ -3,8 +3,6 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -48,8 +46,7 @@ func TestColdStartWaitsForTheFirstAnswer(t *testing.T) {
 // The report's protocol matrix sets each API's rows beside recall-sync's,
 // with the native rows' peak RSS and cold start; a missing row is a dash.
 func TestReportProtocolMatrix(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "results.jsonl")
-	lines := `{"label":"coldstart/recall-sync","mode":"cold","cold_start_ms":212.4}
+	out := reportOf(t, `{"label":"coldstart/recall-sync","mode":"cold","cold_start_ms":212.4}
 {"label":"recall-sync/plain/closed","mode":"closed","conversations":1000,"rps":2000}
 {"label":"recall-sync/stream/closed","mode":"closed","conversations":1000,"stream":true,"rps":1000,"peak_rss_mib":180}
 {"label":"coldstart/recall-sync-responses","mode":"cold","cold_start_ms":150}
@@ -57,21 +54,14 @@ func TestReportProtocolMatrix(t *testing.T) {
 {"label":"recall-sync-responses/stream/closed","mode":"closed","conversations":1000,"stream":true,"rps":950,"peak_rss_mib":200.4}
 {"label":"recall-sync-responses-bridged/plain/closed","mode":"closed","conversations":1000,"rps":1000}
 {"label":"recall-sync-responses-bridged/stream/closed","mode":"closed","conversations":1000,"stream":true,"rps":500}
-`
-	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	if err := report(&out, path); err != nil {
-		t.Fatal(err)
-	}
+`)
 	for _, want := range []string{
 		"| chat completions | 2000 / 1000 | 1.00 / 1.00 | – | – | 180 | 212 |",
 		"| Responses | 1800 / 950 | 0.90 / 0.95 | 1000 / 500 | 0.50 / 0.50 | 200 | 150 |",
 		"| Gemini | – | – | – | – | – | – |",
 	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, out.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
 }

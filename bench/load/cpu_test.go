@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -121,22 +120,14 @@ func TestTreeCPUOfNoProcess(t *testing.T) {
 // The report puts each row's server CPU a request (-cpu) in a table of
 // its own, a target a line.
 func TestReportServerCPU(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "results.jsonl")
-	lines := `{"label":"recall-pg/plain/closed","mode":"closed","concurrency":32,"conversations":1000,"rps":1100,"cpu_ms_per_req":0.5123}
+	out := reportOf(t, `{"label":"recall-pg/plain/closed","mode":"closed","concurrency":32,"conversations":1000,"rps":1100,"cpu_ms_per_req":0.5123}
 {"label":"recall-pg/stream/open","mode":"open","rate":1000,"concurrency":32,"conversations":1000,"stream":true,"rps":990,"cpu_ms_per_req":0.61}
 {"label":"recall-sync/plain/closed","mode":"closed","concurrency":32,"conversations":1000,"rps":2000}
-`
-	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
-		t.Fatal(err)
+`)
+	if want := "| recall-pg | 0.512 | – | – | 0.610 |"; !strings.Contains(out, want) {
+		t.Errorf("report lacks %q:\n%s", want, out)
 	}
-	var out strings.Builder
-	if err := report(&out, path); err != nil {
-		t.Fatal(err)
-	}
-	if want := "| recall-pg | 0.512 | – | – | 0.610 |"; !strings.Contains(out.String(), want) {
-		t.Errorf("report lacks %q:\n%s", want, out.String())
-	}
-	if strings.Contains(out.String(), "| recall-sync | –") {
-		t.Errorf("a target without -cpu has a server CPU line:\n%s", out.String())
+	if strings.Contains(out, "| recall-sync | –") {
+		t.Errorf("a target without -cpu has a server CPU line:\n%s", out)
 	}
 }

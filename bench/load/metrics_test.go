@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -68,17 +66,9 @@ func TestOverheadQuantiles(t *testing.T) {
 
 // The report shows Recall's own added time of an open row.
 func TestReportRecallAdds(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "results.jsonl")
-	lines := `{"label":"recall-sync/plain/open","mode":"open","rate":1000,"concurrency":32,"conversations":1000,"rps":1000,"p50_ms":4,"p90_ms":30,"p99_ms":190,"max_ms":220,"recall_p50_ms":2.11,"recall_p99_ms":23.23}
-`
-	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	if err := report(&out, path); err != nil {
-		t.Fatal(err)
-	}
-	if want := "| 190.00 | 220.00 | – | – | 2.11 / 23.23 |"; !strings.Contains(out.String(), want) {
-		t.Errorf("report lacks %q:\n%s", want, out.String())
+	out := reportOf(t, `{"label":"recall-sync/plain/open","mode":"open","rate":1000,"concurrency":32,"conversations":1000,"rps":1000,"p50_ms":4,"p90_ms":30,"p99_ms":190,"max_ms":220,"recall_p50_ms":2.11,"recall_p99_ms":23.23}
+`)
+	if want := "| 190.00 | 220.00 | – | – | 2.11 / 23.23 |"; !strings.Contains(out, want) {
+		t.Errorf("report lacks %q:\n%s", want, out)
 	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -44,20 +42,12 @@ func TestParseWrk(t *testing.T) {
 
 // The report renders wrk's rows as the proxy-ceiling table, against nginx.
 func TestReportCeiling(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "results.jsonl")
-	lines := `{"label":"wrk/nginx","mode":"closed","concurrency":32,"rps":30000,"p50_ms":1,"p90_ms":1.5,"p99_ms":2,"max_ms":9}
+	out := reportOf(t, `{"label":"wrk/nginx","mode":"closed","concurrency":32,"rps":30000,"p50_ms":1,"p90_ms":1.5,"p99_ms":2,"max_ms":9}
 {"label":"wrk/recall-nohist","mode":"closed","concurrency":32,"rps":15000,"p50_ms":2,"p90_ms":3,"p99_ms":5,"max_ms":12,"errors":1}
-`
-	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	if err := report(&out, path); err != nil {
-		t.Fatal(err)
-	}
+`)
 	for _, want := range []string{"**Proxy ceiling**", "| nginx | 30000 | 1.00 |", "| recall-nohist | 15000 | 0.50 | 2.00 | 3.00 | 5.00 | 12.00 | 1 |"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, out.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
 }

@@ -243,12 +243,8 @@ var verbs = []verb{
 				if *status != "" {
 					q.Set("status", *status)
 				}
-				b, err := c.do("GET", "/recall/v1/conversations?"+q.Encode(), nil, "")
-				if err != nil || asJSON {
-					return printRaw(out, b, err)
-				}
 				var l api.List[api.Conversation, string]
-				if err := json.Unmarshal(b, &l); err != nil {
+				if done, err := c.call(out, asJSON, "GET", "/recall/v1/conversations?"+q.Encode(), nil, "", &l); done {
 					return err
 				}
 				tw := table(out, "ID", "STATUS", "TURNS", "MESSAGES", "TOKENS", "UPDATED", "TITLE")
@@ -269,12 +265,8 @@ var verbs = []verb{
 	{name: "show", args: "ID", nargs: 1, about: "Show one conversation with its capacity.",
 		flags: func(fs *flag.FlagSet) func(*apiClient, []string, io.Writer, bool) error {
 			return func(c *apiClient, args []string, out io.Writer, asJSON bool) error {
-				b, err := c.do("GET", convPath(args[0], ""), nil, "")
-				if err != nil || asJSON {
-					return printRaw(out, b, err)
-				}
 				var d api.Detail
-				if err := json.Unmarshal(b, &d); err != nil {
+				if done, err := c.call(out, asJSON, "GET", convPath(args[0], ""), nil, "", &d); done {
 					return err
 				}
 				printDetail(out, &d)
@@ -301,12 +293,8 @@ var verbs = []verb{
 				if *include != "" {
 					q.Set("include", *include)
 				}
-				b, err := c.do("GET", convPath(id, "messages")+"?"+q.Encode(), nil, "")
-				if err != nil || asJSON {
-					return printRaw(out, b, err)
-				}
 				var l api.List[api.Message, uint64]
-				if err := json.Unmarshal(b, &l); err != nil {
+				if done, err := c.call(out, asJSON, "GET", convPath(id, "messages")+"?"+q.Encode(), nil, "", &l); done {
 					return err
 				}
 				tw := table(out, "SEQ", "TURN", "ROLE", "TOKENS", "FLAGS", "CONTENT")
@@ -333,12 +321,8 @@ var verbs = []verb{
 				if *budget > 0 {
 					q.Set("budget", strconv.Itoa(*budget))
 				}
-				b, err := c.do("GET", convPath(args[0], "context")+"?"+q.Encode(), nil, "")
-				if err != nil || asJSON {
-					return printRaw(out, b, err)
-				}
 				var x api.Context
-				if err := json.Unmarshal(b, &x); err != nil {
+				if done, err := c.call(out, asJSON, "GET", convPath(args[0], "context")+"?"+q.Encode(), nil, "", &x); done {
 					return err
 				}
 				if x.Summary != nil {
@@ -371,12 +355,8 @@ var verbs = []verb{
 				if *conv != "" {
 					path = convPath(*conv, "search") + "?"
 				}
-				b, err := c.do("GET", path+q.Encode(), nil, "")
-				if err != nil || asJSON {
-					return printRaw(out, b, err)
-				}
 				var r api.SearchResult
-				if err := json.Unmarshal(b, &r); err != nil {
+				if done, err := c.call(out, asJSON, "GET", path+q.Encode(), nil, "", &r); done {
 					return err
 				}
 				tw := table(out, "CONVERSATION", "SEQ", "SCORE", "ROLE", "CONTENT")
@@ -416,12 +396,8 @@ var verbs = []verb{
 				if err != nil {
 					return err
 				}
-				b, err := c.do("POST", convPath(args[0], "import"), bytes.NewReader(body), "application/x-ndjson")
-				if err != nil || asJSON {
-					return printRaw(out, b, err)
-				}
 				var d api.Detail
-				if err := json.Unmarshal(b, &d); err != nil {
+				if done, err := c.call(out, asJSON, "POST", convPath(args[0], "import"), bytes.NewReader(body), "application/x-ndjson", &d); done {
 					return err
 				}
 				fmt.Fprintf(out, "imported %s: %d messages, %d turns, %d tokens\n", d.ID, d.Messages, d.Turns, d.Tokens)
@@ -439,12 +415,8 @@ var verbs = []verb{
 					mode = "hard"
 				}
 				req, _ := json.Marshal(api.ForgetRequest{Instruction: args[1], Mode: mode})
-				b, err := c.do("POST", convPath(args[0], "forget"), bytes.NewReader(req), "application/json")
-				if err != nil || asJSON {
-					return printRaw(out, b, err)
-				}
 				var f api.Forgotten
-				if err := json.Unmarshal(b, &f); err != nil {
+				if done, err := c.call(out, asJSON, "POST", convPath(args[0], "forget"), bytes.NewReader(req), "application/json", &f); done {
 					return err
 				}
 				seqs := make([]string, len(f.Forgotten))
@@ -474,12 +446,8 @@ var verbs = []verb{
 					return err
 				}
 				if len(args) > 1 {
-					b, err := c.do("GET", convPath(id, "exchanges/"+url.PathEscape(args[1]))+"?render=messages", nil, "")
-					if err != nil || asJSON {
-						return printRaw(out, b, err)
-					}
 					var x api.Exchange
-					if err := json.Unmarshal(b, &x); err != nil {
+					if done, err := c.call(out, asJSON, "GET", convPath(id, "exchanges/"+url.PathEscape(args[1]))+"?render=messages", nil, "", &x); done {
 						return err
 					}
 					printExchange(out, &x)
@@ -489,12 +457,8 @@ var verbs = []verb{
 				if *after != "" {
 					q.Set("after", *after)
 				}
-				b, err := c.do("GET", convPath(id, "exchanges")+"?"+q.Encode(), nil, "")
-				if err != nil || asJSON {
-					return printRaw(out, b, err)
-				}
 				var l api.List[api.Exchange, string]
-				if err := json.Unmarshal(b, &l); err != nil {
+				if done, err := c.call(out, asJSON, "GET", convPath(id, "exchanges")+"?"+q.Encode(), nil, "", &l); done {
 					return err
 				}
 				tw := table(out, "XID", "CREATED", "KIND", "THREAD", "WHY", "STATUS", "MODEL", "TOKENS", "REPORTED", "INCLUDED", "DROPPED")
@@ -516,12 +480,8 @@ var verbs = []verb{
 			"its last 200 exchanges were side calls (sent as the agent sent them, never stored as turns).",
 		flags: func(fs *flag.FlagSet) func(*apiClient, []string, io.Writer, bool) error {
 			return func(c *apiClient, args []string, out io.Writer, asJSON bool) error {
-				b, err := c.do("GET", convPath(args[0], "threads"), nil, "")
-				if err != nil || asJSON {
-					return printRaw(out, b, err)
-				}
 				var l api.List[api.Conversation, string]
-				if err := json.Unmarshal(b, &l); err != nil {
+				if done, err := c.call(out, asJSON, "GET", convPath(args[0], "threads"), nil, "", &l); done {
 					return err
 				}
 				var main api.Detail
@@ -539,7 +499,7 @@ var verbs = []verb{
 					row(tw, t.Thread, "subagent", t.ID, t.Turns, t.Messages, t.Tokens, when(t.UpdatedAt))
 				}
 				tw.Flush()
-				b, err = c.do("GET", convPath(args[0], "exchanges")+"?limit=200", nil, "")
+				b, err := c.do("GET", convPath(args[0], "exchanges")+"?limit=200", nil, "")
 				if notFound(err) {
 					return nil // no exchange recorded: no side call to count
 				}
@@ -620,6 +580,21 @@ func convPath(id, verb string) string {
 		p += "/" + verb
 	}
 	return p
+}
+
+// call calls method path with body (see do) and decodes the answer into
+// v, or, asJSON, prints the answer instead (see printRaw). done reports
+// that the command has nothing left to do but return err: the answer
+// was printed, or the call or the decoding failed.
+func (c *apiClient) call(out io.Writer, asJSON bool, method, path string, body io.Reader, contentType string, v any) (done bool, err error) {
+	b, err := c.do(method, path, body, contentType)
+	if err != nil || asJSON {
+		return true, printRaw(out, b, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return true, err
+	}
+	return false, nil
 }
 
 // printRaw prints an answer's JSON (with a final newline), or returns err.

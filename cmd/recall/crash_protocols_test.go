@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -46,25 +43,12 @@ func exchangeAPI(client *http.Client, url, api, conv string, msgs []msg, stream 
 	default:
 		return msg{}, fmt.Errorf("unknown api %q", api)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := postOK(ctx, client, url+path, conv, body, api == apiMessages)
-	if err != nil {
-		return msg{}, err
-	}
-	defer resp.Body.Close()
-	if !stream {
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return msg{}, err
-		}
-		if api == apiResponses {
-			return responsesAnswer(gjson.ParseBytes(b))
-		}
-		return messagesAnswer(gjson.ParseBytes(b))
+	answer := messagesAnswer
+	if api == apiResponses {
+		answer = responsesAnswer
 	}
 	a := msg{role: "assistant"}
-	return readEvents(resp.Body, "stream ended before its answer did", func(data string) (msg, bool, error) {
+	event := func(data string) (msg, bool, error) {
 		ev := gjson.Parse(data)
 		switch typ := ev.Get("type").Str; {
 		case typ == "error" || typ == "response.failed":
@@ -86,6 +70,11 @@ func exchangeAPI(client *http.Client, url, api, conv string, msgs []msg, stream 
 			return msg{}, true, errors.New("message_stop without a stop_reason before it")
 		}
 		return msg{}, false, nil
+	}
+	return postAnswer(client, url+path, conv, body, api == apiMessages, stream, answerReader{
+		whole: func(b []byte) (msg, error) { return answer(gjson.ParseBytes(b)) },
+		end:   "stream ended before its answer did",
+		event: event,
 	})
 }
 

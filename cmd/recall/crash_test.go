@@ -390,9 +390,55 @@ func exchange(client *http.Client, url, conv string, msgs []msg, stream bool) (m
 		raws[i] = m.raw
 	}
 	body := fmt.Sprintf(`{"model":"gpt-4o","stream":%v,"messages":[%s]}`, stream, strings.Join(raws, ","))
+	a := msg{role: "assistant"}
+	return postAnswer(client, url+"/v1/chat/completions", conv, body, false, stream, answerReader{
+		whole: func(b []byte) (msg, error) {
+			m := gjson.GetBytes(b, "choices.0.message")
+			if !m.Exists() {
+				return msg{}, fmt.Errorf("no message in %s", b)
+			}
+			a.content = m.Get("content").Str
+			for _, c := range m.Get("tool_calls").Array() {
+				a.calls = append(a.calls, c.Get("id").Str)
+			}
+			return a, nil
+		},
+		end: "stream ended without finish_reason",
+		event: func(data string) (msg, bool, error) {
+			if gjson.Get(data, "error").Exists() {
+				return msg{}, true, fmt.Errorf("error event: %s", data)
+			}
+			delta := gjson.Get(data, "choices.0.delta")
+			a.content += delta.Get("content").Str
+			for _, c := range delta.Get("tool_calls").Array() {
+				if id := c.Get("id").Str; id != "" {
+					a.calls = append(a.calls, id)
+				}
+			}
+			if gjson.Get(data, "choices.0.finish_reason").Type == gjson.String {
+				return a, true, nil // acknowledged: the turn must be durable now
+			}
+			return msg{}, false, nil
+		},
+	})
+}
+
+// answerReader reads an API's answer: whole from a complete body, event
+// from each data line of a stream until it reports the answer's end (see
+// readEvents; end is the error of a stream that ends first).
+type answerReader struct {
+	whole func(body []byte) (msg, error)
+	end   string
+	event func(data string) (a msg, done bool, err error)
+}
+
+// postAnswer posts body to url on conv (see postOK), within 30 seconds,
+// and reads the answer with r: whole when not streamed, event by event
+// when streamed.
+func postAnswer(client *http.Client, url, conv, body string, anthropic, stream bool, r answerReader) (msg, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := postOK(ctx, client, url+"/v1/chat/completions", conv, body, false)
+	resp, err := postOK(ctx, client, url, conv, body, anthropic)
 	if err != nil {
 		return msg{}, err
 	}
@@ -402,33 +448,9 @@ func exchange(client *http.Client, url, conv string, msgs []msg, stream bool) (m
 		if err != nil {
 			return msg{}, err
 		}
-		m := gjson.GetBytes(b, "choices.0.message")
-		if !m.Exists() {
-			return msg{}, fmt.Errorf("no message in %s", b)
-		}
-		a := msg{role: "assistant", content: m.Get("content").Str}
-		for _, c := range m.Get("tool_calls").Array() {
-			a.calls = append(a.calls, c.Get("id").Str)
-		}
-		return a, nil
+		return r.whole(b)
 	}
-	a := msg{role: "assistant"}
-	return readEvents(resp.Body, "stream ended without finish_reason", func(data string) (msg, bool, error) {
-		if gjson.Get(data, "error").Exists() {
-			return msg{}, true, fmt.Errorf("error event: %s", data)
-		}
-		delta := gjson.Get(data, "choices.0.delta")
-		a.content += delta.Get("content").Str
-		for _, c := range delta.Get("tool_calls").Array() {
-			if id := c.Get("id").Str; id != "" {
-				a.calls = append(a.calls, id)
-			}
-		}
-		if gjson.Get(data, "choices.0.finish_reason").Type == gjson.String {
-			return a, true, nil // acknowledged: the turn must be durable now
-		}
-		return msg{}, false, nil
-	})
+	return readEvents(resp.Body, r.end, r.event)
 }
 
 // postOK posts the JSON body to url on conv as crashKey's client, the key

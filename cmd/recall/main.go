@@ -274,12 +274,22 @@ func versionString() string {
 	return "dev-" + rev
 }
 
-// configFlags parses the --config flag (default $RECALL_CONFIG) of c.
-func configFlags(c command, args []string, stdout, stderr io.Writer) (path string, code int, done bool) {
+// loadConfig parses the --config flag (default $RECALL_CONFIG) of c and
+// loads that configuration. When done, the command ends with code: the
+// flags asked for help or were wrong, or the configuration's problems
+// were printed to stderr.
+func loadConfig(c command, args []string, stdout, stderr io.Writer) (g config.Global, set *config.Set, code int, done bool) {
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	p := fs.String("config", os.Getenv("RECALL_CONFIG"), "global configuration `file` (YAML); empty: built-in defaults")
-	code, done = c.parse(fs, args, stdout, stderr)
-	return *p, code, done
+	if code, done = c.parse(fs, args, stdout, stderr); done {
+		return g, nil, code, true
+	}
+	g, set, err := config.Load(*p, os.LookupEnv)
+	if err != nil {
+		printProblems(stderr, err)
+		return g, nil, exitFail, true
+	}
+	return g, set, exitOK, false
 }
 
 // printProblems writes the problems joined in err, one per line.
@@ -296,14 +306,9 @@ func printProblems(w io.Writer, err error) {
 }
 
 func checkConfig(args []string, stdout, stderr io.Writer) int {
-	path, code, done := configFlags(checkConfigCmd, args, stdout, stderr)
+	g, set, code, done := loadConfig(checkConfigCmd, args, stdout, stderr)
 	if done {
 		return code
-	}
-	g, set, err := config.Load(path, os.LookupEnv)
-	if err != nil {
-		printProblems(stderr, err)
-		return exitFail
 	}
 	for _, w := range config.Warnings(g, set) {
 		fmt.Fprintf(stderr, "recall: warning: %s\n", w)
@@ -326,14 +331,9 @@ func newLogger(g config.Global, w io.Writer) *slog.Logger {
 }
 
 func serve(args []string, stdout, stderr io.Writer) int {
-	path, code, done := configFlags(serveCmd, args, stdout, stderr)
+	g, _, code, done := loadConfig(serveCmd, args, stdout, stderr)
 	if done {
 		return code
-	}
-	g, _, err := config.Load(path, os.LookupEnv)
-	if err != nil {
-		printProblems(stderr, err)
-		return exitFail
 	}
 	log := newLogger(g, stderr)
 	if err := serveUntilSignal(g, log); err != nil {

@@ -110,15 +110,21 @@ func TestReplicasShareConversations(t *testing.T) {
 	}
 }
 
+// replicaLoad starts two replicas on the database at url, in front of a
+// fake upstream of their own, and the crash test's load over both.
+func replicaLoad(t *testing.T, url string) ([]*child, *load) {
+	up := upstreamtest.NewTB(t, upstreamtest.WithKeepRequests(0))
+	cs := replicas(t, 2, url, up.URL())
+	return cs, newLoad(up, cs[0].url(), cs[1].url())
+}
+
 // TestCrashReplicasPostgres is the crash test's PostgreSQL mode: two
 // replicas share the load on one database, and one of them at a time is
 // killed with SIGKILL and restarted. No acknowledged turn is lost, none is
 // partial.
 func TestCrashReplicasPostgres(t *testing.T) {
 	url := pgtest.DB(t)
-	up := upstreamtest.NewTB(t, upstreamtest.WithKeepRequests(0))
-	cs := replicas(t, 2, url, up.URL())
-	l := newLoad(up, cs[0].url(), cs[1].url())
+	cs, l := replicaLoad(t, url)
 	kills := 6
 	drivers := l.run(t, kills, 16, func(k int, rng *rand.Rand) {
 		c := cs[rng.IntN(2)]
@@ -140,9 +146,7 @@ func TestCrashReplicasPostgres(t *testing.T) {
 func TestDatabaseRestartUnderLoad(t *testing.T) {
 	srv := pgtest.Start(t)
 	url := srv.NewDB(t)
-	up := upstreamtest.NewTB(t, upstreamtest.WithKeepRequests(0))
-	cs := replicas(t, 2, url, up.URL())
-	l := newLoad(up, cs[0].url(), cs[1].url())
+	cs, l := replicaLoad(t, url)
 	restarts := 4
 	drivers := l.run(t, restarts, 16, func(k int, _ *rand.Rand) {
 		if k%2 == 0 {

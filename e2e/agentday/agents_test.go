@@ -124,9 +124,7 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 			return cmd
 		}
 	}
-	claudeTool := func(e agentEnv) string {
-		return toolReply("toolu_agents_1", "Read", map[string]string{"file_path": filepath.Join(e.work, "notes.txt")})
-	}
+	claudeTool := readNotes("toolu_agents_1", "Read", "file_path")
 	// Copilot CLI in BYOK mode, its provider of kind (openai or
 	// anthropic) at base (%s: the conversation).
 	copilot := func(kind, base, model string) agentRun {
@@ -143,11 +141,7 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 			return cmd
 		}
 	}
-	copilotTool := func(id string) func(agentEnv) string {
-		return func(e agentEnv) string {
-			return toolReply(id, "view", map[string]string{"path": filepath.Join(e.work, "notes.txt")})
-		}
-	}
+	copilotTool := func(id string) func(agentEnv) string { return readNotes(id, "view", "path") }
 	agents := []agentCase{
 		{
 			name: "claude-code-anthropic", recall: anthropicRecall, route: "/v1/messages", key: "sk-ant-agents",
@@ -161,17 +155,8 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 		{
 			name: "codex", recall: openaiRecall, route: "/v1/responses", key: "sk-codex-agents",
 			keyHeader: "Authorization", callID: "call_agents_2",
-			tool: func(agentEnv) string {
-				return toolReply("call_agents_2", "exec_command", map[string]string{"cmd": "cat notes.txt"})
-			},
-			run: func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
-				codexHome := filepath.Join(e.home, "codex")
-				writeFile(t, filepath.Join(codexHome, "config.toml"), codexConfig)
-				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "codex"), "exec", "--skip-git-repo-check",
-					"-c", `model_providers.recall.base_url="`+openaiRecall+"/c/"+e.conv+`/v1"`, prompt)
-				cmd.Env = e.env("CODEX_HOME="+codexHome, "RECALL_API_KEY="+e.key)
-				return cmd
-			},
+			tool: catNotes("call_agents_2"),
+			run:  codexAgent(binDir, openaiRecall+"/c/%s/v1", false),
 		},
 		{
 			// Codex on a provider that supports_websockets: each process
@@ -180,18 +165,8 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 			// as it serves the streamed POSTs (the fake sees the same).
 			name: "codex-websocket", recall: openaiRecall, route: "/v1/responses", key: "sk-codex-ws-agents",
 			keyHeader: "Authorization", callID: "call_agents_4",
-			tool: func(agentEnv) string {
-				return toolReply("call_agents_4", "exec_command", map[string]string{"cmd": "cat notes.txt"})
-			},
-			run: func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
-				codexHome := filepath.Join(e.home, "codex")
-				writeFile(t, filepath.Join(codexHome, "config.toml"), strings.Replace(codexConfig,
-					"wire_api = \"responses\"\n", "wire_api = \"responses\"\nsupports_websockets = true\n", 1))
-				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "codex"), "exec", "--skip-git-repo-check",
-					"-c", `model_providers.recall.base_url="`+openaiRecall+"/c/"+e.conv+`/v1"`, prompt)
-				cmd.Env = e.env("CODEX_HOME="+codexHome, "RECALL_API_KEY="+e.key)
-				return cmd
-			},
+			tool: catNotes("call_agents_4"),
+			run:  codexAgent(binDir, openaiRecall+"/c/%s/v1", true),
 			check: func(t *testing.T) {
 				// Both processes' turns came over a socket each.
 				if n := metricSum(t, openaiRecall, `recall_requests_total{`, `route="responses",status="101"`); n < 2 {
@@ -202,24 +177,8 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 		{
 			name: "opencode", recall: openaiRecall, route: "/v1/chat/completions", key: "sk-opencode-agents",
 			keyHeader: "Authorization", callID: "call_agents_3",
-			tool: func(e agentEnv) string {
-				return toolReply("call_agents_3", "read", map[string]string{"filePath": filepath.Join(e.work, "notes.txt")})
-			},
-			run: func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
-				config := filepath.Join(e.home, "opencode.json")
-				writeFile(t, config, opencodeConfig(openaiRecall+"/c/"+e.conv+"/v1", e.key))
-				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "opencode"), append([]string{"run"}, strings.Fields(prompt)...)...)
-				cmd.Env = e.env(append(e.xdg(),
-					"OPENCODE_CONFIG="+config,
-					"OPENCODE_DISABLE_AUTOUPDATE=1",
-					"OPENCODE_DISABLE_MODELS_FETCH=1",
-					"OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
-					"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
-					"OPENCODE_DISABLE_SHARE=1",
-					"npm_config_offline=true",
-				)...)
-				return cmd
-			},
+			tool: readNotes("call_agents_3", "read", "filePath"),
+			run:  opencodeAgent(binDir, "opencode", "OPENCODE_", opencodeConfig, openaiRecall+"/c/%s/v1"),
 		},
 		{
 			name: "copilot", bin: "copilot", recall: openaiRecall, route: "/v1/chat/completions", key: "sk-copilot-agents",
@@ -244,9 +203,7 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 				return strings.HasPrefix(sys, "You are now acting as the managed memory extraction subagent") ||
 					strings.HasPrefix(sys, "You are performing a managed memory dream")
 			},
-			tool: func(e agentEnv) string {
-				return toolReply("call_agents_5", "read_file", map[string]string{"file_path": filepath.Join(e.work, "notes.txt")})
-			},
+			tool: readNotes("call_agents_5", "read_file", "file_path"),
 			run: func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
 				writeFile(t, filepath.Join(e.home, ".qwen", "settings.json"), qwenSettings)
 				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "qwen"), "--auth-type", "openai", "--approval-mode", "yolo", prompt)
@@ -262,9 +219,7 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 		{
 			name: "pi", bin: "pi", recall: openaiRecall, route: "/v1/chat/completions", key: "sk-pi-agents",
 			keyHeader: "Authorization", callID: "call_agents_6", traced: true,
-			tool: func(e agentEnv) string {
-				return toolReply("call_agents_6", "read", map[string]string{"path": filepath.Join(e.work, "notes.txt")})
-			},
+			tool: readNotes("call_agents_6", "read", "path"),
 			run: func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
 				writeFile(t, filepath.Join(e.home, ".pi", "agent", "models.json"), piModels(openaiRecall+"/c/"+e.conv+"/v1", e.key))
 				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "pi"), "-p", "--provider", "recall", "--model", "gpt-4o", prompt)
@@ -275,27 +230,12 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 		{
 			name: "kilo", bin: "kilo", recall: openaiRecall, route: "/v1/chat/completions", key: "sk-kilo-agents",
 			keyHeader: "Authorization", callID: "call_agents_7", traced: true,
-			tool: func(e agentEnv) string {
-				return toolReply("call_agents_7", "read", map[string]string{"filePath": filepath.Join(e.work, "notes.txt")})
-			},
-			run: func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
-				config := filepath.Join(e.home, "kilo.json")
-				writeFile(t, config, kiloConfig(openaiRecall+"/c/"+e.conv+"/v1", e.key))
-				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kilo"), append([]string{"run"}, strings.Fields(prompt)...)...)
-				cmd.Env = e.env(append(e.xdg(),
-					"KILO_CONFIG="+config,
-					"KILO_DISABLE_AUTOUPDATE=1",
-					"KILO_DISABLE_MODELS_FETCH=1",
-					"KILO_DISABLE_DEFAULT_PLUGINS=1",
-					"KILO_DISABLE_LSP_DOWNLOAD=1",
-					"KILO_DISABLE_SHARE=1",
-					"KILO_DISABLE_SESSION_INGEST=1",
-					"KILO_DISABLE_PRESENCE=1",
-					"KILO_TELEMETRY_LEVEL=off",
-					"npm_config_offline=true",
-				)...)
-				return cmd
-			},
+			tool: readNotes("call_agents_7", "read", "filePath"),
+			run: opencodeAgent(binDir, "kilo", "KILO_", kiloConfig, openaiRecall+"/c/%s/v1",
+				"KILO_DISABLE_SESSION_INGEST=1",
+				"KILO_DISABLE_PRESENCE=1",
+				"KILO_TELEMETRY_LEVEL=off",
+			),
 		},
 		{
 			name: "gemini-cli", bin: "gemini", recall: geminiRecall, key: "sk-gemini-agents",
@@ -310,9 +250,7 @@ func newAgentSuite(t *testing.T, max time.Duration) *agentSuite {
 			// Its model router (a side call on a flash model, before
 			// every prompt) sends the prompt as a second user content
 			// after its session context, as it came.
-			tool: func(e agentEnv) string {
-				return toolReply("call_agents_9", "read_file", map[string]string{"file_path": filepath.Join(e.work, "notes.txt")})
-			},
+			tool: readNotes("call_agents_9", "read_file", "file_path"),
 			run: func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
 				writeFile(t, filepath.Join(e.home, ".gemini", "settings.json"), geminiSettings)
 				cmd := exec.CommandContext(ctx, filepath.Join(binDir, "gemini"), "-p", prompt, "--yolo")
@@ -568,17 +506,10 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 	before := len(f.requests(t))
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	cmd := a.run(t, pctx, e, prompt)
-	cmd.Dir = e.work
-	trace := traceNetwork(cmd, a, e)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	took := time.Since(start)
+	p := runAgentCmd(a.run(t, pctx, e, prompt), a, e)
 	all := f.requests(t)[before:]
 	if a.timed != nil {
-		a.timed(start, took, all)
+		a.timed(p.start, p.took, all)
 	}
 	var side []fakeRequest
 	for _, r := range all {
@@ -590,7 +521,7 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 		if r.Rejected != "" {
 			t.Errorf("the fake refused %s: %s", r.Path, r.Rejected)
 		}
-		if r.Path != a.route && !(strings.HasSuffix(a.route, "/") && strings.HasPrefix(r.Path, a.route)) {
+		if !a.onRoute(r.Path) {
 			continue
 		}
 		body := gjson.ParseBytes(r.Body)
@@ -603,16 +534,8 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 			calls = append(calls, r)
 		}
 	}
-	if err != nil {
-		t.Fatalf("%s %q: %v\nstdout:\n%s\nstderr:\n%s", a.name, prompt, err, stdout.String(), stderr.String())
-	}
-	out := stdout.String()
-	i := strings.LastIndex(out, "echo: ")
-	if i < 0 || !strings.Contains(out[i:], prompt) {
-		t.Errorf("%s %q: got stdout\n%s\nwant the fake's echo of the prompt", a.name, prompt, out)
-	}
-	t.Logf("%s: process done in %v, %d side calls", a.name, took.Round(time.Millisecond), len(side))
-	checkContacted(t, trace, a, prompt)
+	t.Logf("%s: process done in %v, %d side calls", a.name, p.took.Round(time.Millisecond), len(side))
+	p.check(t, a, prompt, true)
 	// A side call (a title: no tools) reaches the upstream as the agent
 	// sent it: nothing of an earlier process's turns in it.
 	for _, r := range side {
@@ -687,16 +610,55 @@ func contacted(log []byte, recall string) []string {
 	return out
 }
 
+// onRoute reports whether a call to path is on the agent's route (under
+// it, for a route ending in /).
+func (a agentCase) onRoute(path string) bool {
+	return path == a.route || strings.HasSuffix(a.route, "/") && strings.HasPrefix(path, a.route)
+}
+
+// agentProcess is an agent's process run to its end: what it printed,
+// when it started and how long it took, how it ended, and its trace (see
+// traceNetwork).
+type agentProcess struct {
+	stdout, stderr bytes.Buffer
+	start          time.Time
+	took           time.Duration
+	err            error
+	trace          string
+}
+
+// runAgentCmd runs cmd, a process of a, in e's work directory to its
+// end.
+func runAgentCmd(cmd *exec.Cmd, a agentCase, e agentEnv) *agentProcess {
+	cmd.Dir = e.work
+	p := &agentProcess{trace: traceNetwork(cmd, a, e)}
+	cmd.Stdout, cmd.Stderr = &p.stdout, &p.stderr
+	p.start = time.Now()
+	p.err = cmd.Run()
+	p.took = time.Since(p.start)
+	return p
+}
+
+// check fails the test unless the process exited 0, printed the fake's
+// echo of prompt last (when echo) and, under strace, contacted nothing
+// but Recall.
+func (p *agentProcess) check(t *testing.T, a agentCase, prompt string, echo bool) {
+	t.Helper()
+	if p.err != nil {
+		t.Fatalf("%s %q: %v\nstdout:\n%s\nstderr:\n%s", a.name, prompt, p.err, p.stdout.String(), p.stderr.String())
+	}
+	out := p.stdout.String()
+	if i := strings.LastIndex(out, "echo: "); echo && (i < 0 || !strings.Contains(out[i:], prompt)) {
+		t.Errorf("%s %q: got stdout\n%s\nwant the fake's echo of the prompt", a.name, prompt, out)
+	}
+	checkContacted(t, p.trace, a, prompt)
+}
+
 // sideExchanges counts the conversation's exchange records of kind side,
 // and returns their thread_reason.
 func (f *fakeControl) sideExchanges(t *testing.T, a agentCase, conv string) (n int, reasons []string) {
 	t.Helper()
-	h := http.Header{}
-	if a.keyHeader == "Authorization" {
-		h.Set("Authorization", "Bearer "+a.key)
-	} else {
-		h.Set(a.keyHeader, a.key)
-	}
+	h := apiHeader(a)
 	var page struct {
 		Data []struct {
 			Kind         string `json:"kind"`
@@ -771,12 +733,7 @@ func (f *fakeControl) reply(t *testing.T, reply string) {
 // stored reads the conversation's messages from Recall with the agent's key.
 func (f *fakeControl) stored(t *testing.T, a agentCase, conv string) agentMessages {
 	t.Helper()
-	h := http.Header{}
-	if a.keyHeader == "Authorization" {
-		h.Set("Authorization", "Bearer "+a.key)
-	} else {
-		h.Set(a.keyHeader, a.key)
-	}
+	h := apiHeader(a)
 	var page struct {
 		Data []struct {
 			Message json.RawMessage `json:"message"`
@@ -983,6 +940,64 @@ func (ms agentMessages) String() string {
 }
 
 // toolReply is a scripted reply of the fake: one call of name with args.
+// readNotes is the fake's answer that calls the agent's file-reading tool
+// name on notes.txt in the agent's work directory, the path in the
+// argument param.
+func readNotes(id, name, param string) func(agentEnv) string {
+	return func(e agentEnv) string {
+		return toolReply(id, name, map[string]string{param: filepath.Join(e.work, "notes.txt")})
+	}
+}
+
+// catNotes is the fake's answer that has Codex run cat notes.txt.
+func catNotes(id string) func(agentEnv) string {
+	return func(agentEnv) string {
+		return toolReply(id, "exec_command", map[string]string{"cmd": "cat notes.txt"})
+	}
+}
+
+// codexAgent is one Codex process (in binDir) in e's conversation on base
+// (%s: the conversation), on codexConfig, with WebSocket on when
+// websocket.
+func codexAgent(binDir, base string, websocket bool) agentRun {
+	config := codexConfig
+	if websocket {
+		config = strings.Replace(config, "wire_api = \"responses\"\n", "wire_api = \"responses\"\nsupports_websockets = true\n", 1)
+	}
+	return func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
+		codexHome := filepath.Join(e.home, "codex")
+		writeFile(t, filepath.Join(codexHome, "config.toml"), config)
+		cmd := exec.CommandContext(ctx, filepath.Join(binDir, "codex"), "exec", "--skip-git-repo-check",
+			"-c", `model_providers.recall.base_url="`+strings.ReplaceAll(base, "%s", e.conv)+`"`, prompt)
+		cmd.Env = e.env("CODEX_HOME="+codexHome, "RECALL_API_KEY="+e.key)
+		return cmd
+	}
+}
+
+// opencodeAgent is one process of opencode or its fork Kilo (bin in
+// binDir) in e's conversation on base (%s: the conversation): its run
+// command with the prompt's words, its config (config's, at base with
+// e's key) in <bin>.json, and its environment variables (prefix
+// OPENCODE_ or KILO_) turning off what would reach past Recall, plus
+// more.
+func opencodeAgent(binDir, bin, prefix string, config func(base, key string) string, base string, more ...string) agentRun {
+	return func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
+		path := filepath.Join(e.home, bin+".json")
+		writeFile(t, path, config(strings.ReplaceAll(base, "%s", e.conv), e.key))
+		cmd := exec.CommandContext(ctx, filepath.Join(binDir, bin), append([]string{"run"}, strings.Fields(prompt)...)...)
+		vars := append(e.xdg(),
+			prefix+"CONFIG="+path,
+			prefix+"DISABLE_AUTOUPDATE=1",
+			prefix+"DISABLE_MODELS_FETCH=1",
+			prefix+"DISABLE_DEFAULT_PLUGINS=1",
+			prefix+"DISABLE_LSP_DOWNLOAD=1",
+			prefix+"DISABLE_SHARE=1",
+		)
+		cmd.Env = e.env(append(append(vars, more...), "npm_config_offline=true")...)
+		return cmd
+	}
+}
+
 func toolReply(id, name string, args map[string]string) string {
 	a, _ := json.Marshal(args)
 	b, _ := json.Marshal(map[string]any{"toolCalls": []map[string]string{{"id": id, "name": name, "arguments": string(a)}}})

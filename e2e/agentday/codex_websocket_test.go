@@ -3,14 +3,12 @@ package agentday
 import (
 	"github.com/recallproxy/recall/internal/proctest"
 
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -50,26 +48,10 @@ func TestCodexWebSocket(t *testing.T) {
 	recallURL := "http://" + addr
 	f := &fakeControl{url: "http://" + fakeAddr}
 
-	// codex is one Codex process in e's conversation on base (%s: the
-	// conversation), on its defaults but for WebSocket on and nothing
-	// contacted but the base URL (codexConfig).
-	codex := func(base string, websocket bool) agentRun {
-		config := codexConfig
-		if websocket {
-			config = strings.Replace(config, "wire_api = \"responses\"\n", "wire_api = \"responses\"\nsupports_websockets = true\n", 1)
-		}
-		return func(t *testing.T, ctx context.Context, e agentEnv, prompt string) *exec.Cmd {
-			codexHome := filepath.Join(e.home, "codex")
-			writeFile(t, filepath.Join(codexHome, "config.toml"), config)
-			cmd := exec.CommandContext(ctx, filepath.Join(binDir, "codex"), "exec", "--skip-git-repo-check",
-				"-c", `model_providers.recall.base_url="`+strings.ReplaceAll(base, "%s", e.conv)+`"`, prompt)
-			cmd.Env = e.env("CODEX_HOME="+codexHome, "RECALL_API_KEY="+e.key)
-			return cmd
-		}
-	}
-	tool := func(agentEnv) string {
-		return toolReply("call_codex_ws_1", "exec_command", map[string]string{"cmd": "cat notes.txt"})
-	}
+	// codex is one Codex process on its defaults but for WebSocket on
+	// and nothing contacted but the base URL (codexConfig).
+	codex := func(base string, websocket bool) agentRun { return codexAgent(binDir, base, websocket) }
+	tool := catNotes("call_codex_ws_1")
 
 	// Through Recall: runAgent's checks of memory, the tool loop and side
 	// calls.

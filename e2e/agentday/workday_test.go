@@ -444,20 +444,15 @@ func runDayProcess(t *testing.T, s *agentSuite, a agentCase, e agentEnv, prompt 
 		// Claude Code's -p, continuing its most recent session here.
 		cmd.Args = slices.Insert(cmd.Args, 2, "--continue")
 	}
-	cmd.Dir = e.work
-	trace := traceNetwork(cmd, a, e)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("%s %q: process done in %v", a.name, prompt, time.Since(start).Round(time.Millisecond))
+	p := runAgentCmd(cmd, a, e)
+	t.Logf("%s %q: process done in %v", a.name, prompt, p.took.Round(time.Millisecond))
 	reqs := s.f.requestsFrom(t, from)
 	var calls []dayCall
 	for _, r := range reqs {
 		if r.Rejected != "" {
 			t.Errorf("the fake refused %s: %s", r.Path, r.Rejected)
 		}
-		if r.Path != a.route && !(strings.HasSuffix(a.route, "/") && strings.HasPrefix(r.Path, a.route)) {
+		if !a.onRoute(r.Path) {
 			continue
 		}
 		c := dayCall{fakeRequest: r, msgs: conversation(r.Body)}
@@ -476,14 +471,7 @@ func runDayProcess(t *testing.T, s *agentSuite, a agentCase, e agentEnv, prompt 
 		}
 		calls = append(calls, c)
 	}
-	if err != nil {
-		t.Fatalf("%s %q: %v\nstdout:\n%s\nstderr:\n%s", a.name, prompt, err, stdout.String(), stderr.String())
-	}
-	out := stdout.String()
-	if i := strings.LastIndex(out, "echo: "); prompt != "/compact" && (i < 0 || !strings.Contains(out[i:], prompt)) {
-		t.Errorf("%s %q: got stdout\n%s\nwant the fake's echo of the prompt", a.name, prompt, out)
-	}
-	checkContacted(t, trace, a, prompt)
+	p.check(t, a, prompt, prompt != "/compact")
 	return calls, from + len(reqs)
 }
 
