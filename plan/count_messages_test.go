@@ -121,3 +121,24 @@ func FuzzCountMessages(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCountMessages counts each message of the corpus in turn, from
+// its own bytes (own) and through its chat-completions rendition (chat).
+func BenchmarkCountMessages(b *testing.B) {
+	var raws [][]byte
+	for _, raw := range messagesCorpus(b) {
+		raws = append(raws, []byte(raw))
+	}
+	var c tokens.Counter
+	for _, tt := range []struct {
+		name  string
+		count func(Counter, tokens.Encoding, wire.Protocol, []byte) int
+	}{{"own", Count}, {"chat", countAsChat}} {
+		b.Run(tt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				tt.count(&c, tokens.O200k, wire.Messages, raws[i%len(raws)])
+			}
+		})
+	}
+}
