@@ -247,11 +247,33 @@ func DefaultBudget(model string, windows map[string]int, learned int) int {
 // counter does, another through its chat-completions rendition (its
 // canonical model translated), plus a quarter of the bytes of the parts
 // only its own provider reads (encrypted reasoning, signed thinking),
-// which the upstream bills as input too.
+// which the upstream bills as input too. A protocol whose codec is a
+// selfCounter counts the same from its own bytes when c is a
+// *tokens.Counter.
 func Count(c Counter, enc tokens.Encoding, p wire.Protocol, raw []byte) int {
 	if p == wire.ChatCompletions {
 		return c.Message(enc, raw)
 	}
+	if tc, ok := c.(*tokens.Counter); ok {
+		if sc, ok := wire.For(p).(selfCounter); ok {
+			if n, ok := sc.Tokens(tc, enc, raw); ok {
+				return n
+			}
+		}
+	}
+	return countAsChat(c, enc, p, raw)
+}
+
+// selfCounter is implemented by a codec that counts its messages as
+// countAsChat does, without decoding them and writing them as chat
+// completions. ok is false for a message it leaves to countAsChat.
+type selfCounter interface {
+	Tokens(c *tokens.Counter, enc tokens.Encoding, raw []byte) (n int, ok bool)
+}
+
+// countAsChat is Count for a message of protocol p (not chat
+// completions) through its chat-completions rendition.
+func countAsChat(c Counter, enc tokens.Encoding, p wire.Protocol, raw []byte) int {
 	m, err := wire.For(p).Decode(raw)
 	if err != nil {
 		return len(raw)/4 + tokens.MessageOverhead

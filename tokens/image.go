@@ -69,6 +69,14 @@ func imagePart(v gjson.Result) int {
 	return Image(detail, w, h)
 }
 
+// ImageURL returns the tokens of an image_url part of url at detail
+// "auto", as Message counts one: by the size a base64 data: URL gives,
+// else as an image of unknown size.
+func ImageURL(url string) int {
+	w, h := dataURLSize(url)
+	return Image("auto", w, h)
+}
+
 // dataURLSize returns the pixel size of a base64 data: URL image, decoding
 // only as much of the payload as image.DecodeConfig reads (PNG, JPEG and
 // GIF), and never more than maxImageHeader characters of it. It returns

@@ -118,3 +118,15 @@ func TestMessageImageParts(t *testing.T) {
 		})
 	}
 }
+
+// TestImageURL checks that ImageURL counts a URL as Message counts an
+// image_url part of it at detail auto.
+func TestImageURL(t *testing.T) {
+	var c Counter
+	for _, url := range []string{dataURL(t, "png", 2048, 4096), dataURL(t, "png", 300, 200), "https://example.com/a.png", "data:image/png;base64,bm90", ""} {
+		part := fmt.Sprintf(`{"role":"user","content":[{"type":"image_url","image_url":{"url":%q}}]}`, url)
+		if got, want := ImageURL(url), c.Message(O200k, []byte(part))-perMessage-1; got != want {
+			t.Errorf("ImageURL(%.40q) = %d, want %d", url, got, want)
+		}
+	}
+}

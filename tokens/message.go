@@ -27,9 +27,9 @@ const (
 	// audioPartTokens estimates an input_audio part without decoding it:
 	// about 50 seconds of speech at OpenAI's ten audio tokens a second.
 	audioPartTokens = 500
-	// filePartTokens estimates a file part (a PDF, say) without reading it:
+	// FilePart estimates a file part (a PDF, say) without reading it:
 	// about two pages of text and page images.
-	filePartTokens = 2000
+	FilePart = 2000
 )
 
 // Message returns the tokens of one chat message given as raw JSON, per
@@ -112,7 +112,7 @@ func (c *Counter) part(enc Encoding, p gjson.Result) int {
 	case "input_audio":
 		return audioPartTokens
 	case "file":
-		return filePartTokens
+		return FilePart
 	}
 	return c.str(enc, p.Get("text"))
 }
@@ -140,6 +140,13 @@ func (c *Counter) call(enc Encoding, call gjson.Result) int {
 		n += c.str(enc, f.Get("input"))
 	}
 	return n
+}
+
+// Call returns the tokens of one tool call of the given function name and
+// arguments (JSON text), as Message counts a call in tool_calls: for a
+// codec that counts its own messages without writing them as chat.
+func (c *Counter) Call(enc Encoding, name, arguments string) int {
+	return perToolCall + c.Text(enc, name) + c.Text(enc, arguments)
 }
 
 // Tools returns an estimate of the tokens of a request's tools array given

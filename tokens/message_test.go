@@ -1,6 +1,7 @@
 package tokens
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -68,7 +69,7 @@ func TestMessage(t *testing.T) {
 			3 + 1 + 3 + text("sql") + text("SELECT 1")},
 		{"legacy function_call", `{"role":"assistant","function_call":{"name":"f","arguments":"{}"}}`, 3 + 1 + 3 + text("f") + text("{}")},
 		{"audio part", `{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}}]}`, 3 + 1 + audioPartTokens},
-		{"file part", `{"role":"user","content":[{"type":"file","file":{"file_id":"file-1"}}]}`, 3 + 1 + filePartTokens},
+		{"file part", `{"role":"user","content":[{"type":"file","file":{"file_id":"file-1"}}]}`, 3 + 1 + FilePart},
 		{"unknown fields ignored", `{"role":"user","content":"hi","metadata":{"x":"a long string that is not counted"}}`, 3 + 1 + text("hi")},
 		{"unknown role", `{"role":"critic","content":"hi"}`, 3 + text("critic") + text("hi")},
 		{"wrong types", `{"role":1,"content":{"a":"b"},"name":2,"tool_calls":"x"}`, 3 + 0 + 0 + 1},
@@ -142,5 +143,24 @@ func BenchmarkMessage(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c.Message(O200k, msg)
+	}
+}
+
+// TestCall checks that Call counts a tool call as Message counts one in
+// tool_calls.
+func TestCall(t *testing.T) {
+	tests := []struct{ name, args string }{
+		{"get_weather", `{"city":"Paris"}`},
+		{"", ""},
+		{"search_the_web", `{"query":"日本語 <b>&</b>","n":3}`},
+	}
+	var c Counter
+	for _, enc := range []Encoding{O200k, CL100k} {
+		for _, tt := range tests {
+			msg := fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":%q,"arguments":%q}}]}`, tt.name, tt.args)
+			if got, want := c.Call(enc, tt.name, tt.args), c.Message(enc, []byte(msg))-perMessage-1; got != want {
+				t.Errorf("%s: Call(%q, %q) = %d, want %d", enc, tt.name, tt.args, got, want)
+			}
+		}
 	}
 }

@@ -23,12 +23,28 @@ import (
 func JoinResults(msgs [][]byte, last int) ([][]byte, int) {
 	var out [][]byte
 	newLast := last
-	prevMay := false // msgs[i-1] may hold a tool result
+	// A pair to join holds a tool result in both messages, one at an odd
+	// index: the odd ones are scanned first, and an even one only beside
+	// an odd one that may hold a result, which spares scanning about half
+	// the messages of a request that has none. seen keeps the last answer
+	// for each parity.
+	seen := [2]struct {
+		i   int
+		may bool
+	}{{i: -1}, {i: -1}}
+	may := func(i int) bool {
+		s := &seen[i&1]
+		if s.i != i {
+			s.i, s.may = i, mayHoldToolResult(msgs[i])
+		}
+		return s.may
+	}
 	for i, raw := range msgs {
-		may := mayHoldToolResult(raw)
-		pair := prevMay && may
-		prevMay = may
-		if pair && joinable(msgs[i-1], raw) {
+		odd, even := i, i-1
+		if i&1 == 0 {
+			odd, even = i-1, i
+		}
+		if i > 0 && may(odd) && may(even) && joinable(msgs[i-1], raw) {
 			if out == nil {
 				out = append(make([][]byte, 0, len(msgs)), msgs[:i]...)
 			}

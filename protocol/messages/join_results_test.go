@@ -1,6 +1,8 @@
 package messages
 
 import (
+	"bytes"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -50,5 +52,69 @@ func TestJoinResults(t *testing.T) {
 				t.Errorf("got %v (last %d), want %v (last %d)", gs, last, tt.want, tt.wantLast)
 			}
 		})
+	}
+}
+
+// TestJoinResultsAnySequence checks JoinResults, which scans only some
+// messages, against joining every pair of messages that both may hold a
+// tool result and are joinable, over random sequences of messages.
+func TestJoinResultsAnySequence(t *testing.T) {
+	pool := []string{
+		`{"role":"user","content":"hi"}`,
+		`{"role":"user","content":"caf\u00e9"}`,
+		`{"role":"assistant","content":[{"type":"tool_use","id":"r","name":"search","input":{}}]}`,
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"r","content":"x"}]}`,
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"w","content":"y"},{"type":"text","text":"note"}]}`,
+		`{"role":"user","content":[{"type":"text","text":"first"},{"type":"tool_result","tool_use_id":"v","content":"z"}]}`,
+		`{"role":"user","content":[{"type":"tool\u005fresult","tool_use_id":"e","content":"x"}]}`,
+	}
+	reference := func(msgs [][]byte, last int) ([][]byte, int) {
+		var out [][]byte
+		newLast := last
+		for i, raw := range msgs {
+			if i == 0 || !mayHoldToolResult(msgs[i-1]) || !mayHoldToolResult(raw) || !joinable(msgs[i-1], raw) {
+				out = append(out, raw)
+				continue
+			}
+			out[len(out)-1] = joined(out[len(out)-1], raw)
+			if i <= last {
+				newLast--
+			}
+		}
+		return out, newLast
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		msgs := make([][]byte, rng.IntN(9))
+		for i := range msgs {
+			msgs[i] = []byte(pool[rng.IntN(len(pool))])
+		}
+		last := rng.IntN(len(msgs)+1) - 1
+		got, gotLast := JoinResults(msgs, last)
+		want, wantLast := reference(msgs, last)
+		if gotLast != wantLast || len(got) != len(want) {
+			t.Fatalf("JoinResults(%q, %d): got %q, %d, want %q, %d", msgs, last, got, gotLast, want, wantLast)
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("JoinResults(%q, %d): got %q, want %q", msgs, last, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkJoinResults joins the 100 messages of a request of 50 turns
+// without tool calls: nothing to join, the path of most requests.
+func BenchmarkJoinResults(b *testing.B) {
+	msgs := make([][]byte, 100)
+	for i := range msgs {
+		msgs[i] = []byte(`{"role":"user","content":"could you look at the figures again and tell me whether the trend holds?"}`)
+		if i&1 == 1 {
+			msgs[i] = []byte(`{"role":"assistant","content":"` + strings.Repeat("The trend holds. ", 12) + `"}`)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		JoinResults(msgs, 99)
 	}
 }
