@@ -174,15 +174,7 @@ type Part struct {
 // their provider reads) add nothing: they are not words a reader searches
 // for or a summary keeps.
 func AppendText(dst []byte, m Message) []byte {
-	add := func(s string) {
-		if s == "" {
-			return
-		}
-		if len(dst) > 0 {
-			dst = append(dst, '\n')
-		}
-		dst = append(dst, s...)
-	}
+	add := func(s string) { dst = AppendLine(dst, s) }
 	for _, p := range m.Parts {
 		switch p.Kind {
 		case Text, Refusal, ToolResult:
@@ -193,6 +185,19 @@ func AppendText(dst []byte, m Message) []byte {
 		}
 	}
 	return dst
+}
+
+// AppendLine appends s to dst as a line of its own, after a newline when
+// dst is not empty; an empty s adds nothing. It is how AppendText, and
+// each codec's Text, join the pieces of a message's text.
+func AppendLine(dst []byte, s string) []byte {
+	if s == "" {
+		return dst
+	}
+	if len(dst) > 0 {
+		dst = append(dst, '\n')
+	}
+	return append(dst, s...)
 }
 
 // codecs is written only by Register, from init functions, which run
