@@ -60,6 +60,21 @@ func (h *Harness) PostHeaders(path string, headers map[string]string, body strin
 	return Result{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
 }
 
+// Get sends a GET of path to Recall as key (with no Authorization when
+// key is "") and reads the answer whole.
+func (h *Harness) Get(path, key string) Result {
+	h.T.Helper()
+	req, err := http.NewRequest("GET", h.URL+path, nil)
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, b := h.do(req)
+	return Result{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
+}
+
 // do sends req and reads its answer's body whole.
 func (h *Harness) do(req *http.Request) (*http.Response, []byte) {
 	h.T.Helper()
