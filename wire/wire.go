@@ -7,7 +7,10 @@
 // changes nothing here, in history or in the stores.
 package wire
 
-import "fmt"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
 // Protocol names a wire protocol. Its value is stored with every message:
 // values are never reused or renumbered.
@@ -185,6 +188,20 @@ func AppendText(dst []byte, m Message) []byte {
 		}
 	}
 	return dst
+}
+
+// RunePrefix returns the longest prefix of s of at most n bytes that
+// ends on a rune boundary: s itself when it is no longer than n. It is
+// where a shortened text (a list's preview, a summary prompt's tool
+// result) is cut.
+func RunePrefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // AppendLine appends s to dst as a line of its own, after a newline when
