@@ -65,6 +65,14 @@ func (h *Harness) PostHeaders(path string, headers map[string]string, body strin
 // reads the answer whole.
 func (h *Harness) Send(method, path, key, body string) Result {
 	h.T.Helper()
+	resp, b := h.do(h.request(method, path, key, body))
+	return Result{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
+}
+
+// request is a method request for path to Recall as key (with no
+// Authorization when key is ""), with body as JSON unless it is "".
+func (h *Harness) request(method, path, key, body string) *http.Request {
+	h.T.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -79,8 +87,7 @@ func (h *Harness) Send(method, path, key, body string) Result {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, b := h.do(req)
-	return Result{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
+	return req
 }
 
 // Get is Send of a GET, with no body.
