@@ -2,9 +2,9 @@ package api
 
 import (
 	"encoding/json"
-	"unicode/utf8"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/wire"
 	// Stored messages of every protocol are read through their codecs.
 	_ "github.com/recallproxy/recall/protocol/gemini"
 	_ "github.com/recallproxy/recall/protocol/messages"
@@ -184,11 +184,7 @@ func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
+	return wire.RunePrefix(s, n) + "…"
 }
 
 // List is OpenAI's list shape. FirstID and LastID are null on an empty

@@ -6,12 +6,12 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/recallproxy/recall/inspect"
 	"github.com/recallproxy/recall/internal/e2etest"
+	"github.com/recallproxy/recall/internal/upstreamtest"
 )
 
 // TestAnExchangeIsListedAsSoonAsItAnswered: the exchanges call lists the
@@ -80,22 +80,5 @@ func holdStream(c net.Conn) bool {
 // Recall closes the connection; it returns its address.
 func holdingUpstream(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				holdStream(c)
-			}()
-		}
-	}()
-	return strings.TrimPrefix(ln.Addr().String(), "http://")
+	return upstreamtest.ServeRaw(t, func(c net.Conn) { holdStream(c) })
 }

@@ -151,7 +151,7 @@ func TestHistoryToolsAnthropicSDKNeverSeesThem(t *testing.T) {
 	h.Up.Enqueue(upstreamtest.Reply{ToolCalls: []upstreamtest.ToolCall{toolCall("search_conversations", `{"query":"pelican"}`)}},
 		upstreamtest.Reply{Content: "It was pelican."})
 	client := anthropicClient(h, "rk-an", "asdk")
-	acc := streamMessage(t, client, userMessage("claude-sonnet-4-5", "what was the code word?"))
+	acc := e2etest.StreamMessage(t, client, userMessage("claude-sonnet-4-5", "what was the code word?"))
 	h.WaitDone("asdk")
 	if len(acc.Content) != 1 || acc.Content[0].Type != "text" || acc.Content[0].Text != "It was pelican." || acc.StopReason != "end_turn" {
 		t.Errorf("accumulated %+v (stop %q), want the final round's text alone, end_turn", acc.Content, acc.StopReason)

@@ -95,23 +95,6 @@ func anthropicClient(h *e2etest.Harness, key, conv string) anthropic.Client {
 		aoption.WithHeader("X-Conversation-ID", conv))
 }
 
-// streamMessage streams a Messages request with the Anthropic SDK and
-// returns the message its events accumulate into.
-func streamMessage(t *testing.T, client anthropic.Client, p anthropic.MessageNewParams) anthropic.Message {
-	t.Helper()
-	stream := client.Messages.NewStreaming(context.Background(), p)
-	var acc anthropic.Message
-	for stream.Next() {
-		if err := acc.Accumulate(stream.Current()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return acc
-}
-
 // TestResponsesAPIRemembers: the Responses API through the official SDK,
 // streamed and not, keeps a conversation over an OpenAI upstream that
 // keeps no state: the second request carries the first turn as input
@@ -179,7 +162,7 @@ func TestMessagesAPIRemembers(t *testing.T) {
 	}
 	h.WaitDone("m1")
 
-	acc := streamMessage(t, client, userMessage("claude-sonnet-4-5", "what is my name?"))
+	acc := e2etest.StreamMessage(t, client, userMessage("claude-sonnet-4-5", "what is my name?"))
 	if len(acc.Content) != 1 || acc.Content[0].Text != "echo: what is my name?" {
 		t.Errorf("streamed answer: got %+v, want echo: what is my name?", acc.Content)
 	}

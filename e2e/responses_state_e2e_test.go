@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -87,28 +85,8 @@ func TestResponsesChainWithoutHeader(t *testing.T) {
 // body.
 func call(t *testing.T, h *e2etest.Harness, key, method, path, body string) (int, gjson.Result) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, h.URL+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, gjson.ParseBytes(b)
+	r := h.Send(method, path, key, body)
+	return r.Status, gjson.Parse(r.Body)
 }
 
 // conversationIDs lists a tenant's conversation ids from the store.

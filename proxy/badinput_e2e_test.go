@@ -8,19 +8,10 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/proxy"
 )
-
-// openAIError is OpenAI's error body.
-type openAIError struct {
-	Error struct {
-		Message string  `json:"message"`
-		Type    string  `json:"type"`
-		Param   *string `json:"param"`
-		Code    *string `json:"code"`
-	} `json:"error"`
-}
 
 func TestBadRequestsAreRefusedAndStoreNothing(t *testing.T) {
 	h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) { c.MaxBodyBytes = 64 << 10 }})
@@ -59,7 +50,7 @@ func TestBadRequestsAreRefusedAndStoreNothing(t *testing.T) {
 			if r.Status != tc.status {
 				t.Fatalf("got status %d, want %d: %s", r.Status, tc.status, r.Body)
 			}
-			var e openAIError
+			var e apierr.OpenAIBody
 			if err := json.Unmarshal([]byte(r.Body), &e); err != nil || e.Error.Message == "" || e.Error.Type != "invalid_request_error" {
 				t.Fatalf("body is not an OpenAI error: %s", r.Body)
 			}

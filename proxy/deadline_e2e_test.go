@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/recallproxy/recall/internal/e2etest"
-	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/internal/sock/socktest"
 )
 
 // The server Recall serves on gives its clients' sockets a deadline about
@@ -15,7 +15,7 @@ import (
 func TestServerDeadlinesAreCoarse(t *testing.T) {
 	var deadlines atomic.Int64
 	h := newHarness(t, e2etest.Options{
-		Listener: func(ln net.Listener) net.Listener { return proxy.CountDeadlines(ln, &deadlines) },
+		Listener: func(ln net.Listener) net.Listener { return socktest.CountDeadlines(ln, &deadlines) },
 	})
 	const requests = 200
 	start := time.Now()

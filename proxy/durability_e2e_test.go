@@ -451,31 +451,16 @@ func TestUnrecordedStreamCutIsTheUpstreams(t *testing.T) {
 // chunked, and cut by the upstream where the next chunk's size should
 // come, it is the upstream's failure, not a shorter answer.
 func TestUnrecordedAnswerCutAtAChunkIsTheUpstreams(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				var req fasthttp.Request
-				if err := req.Read(br); err != nil {
-					return
-				}
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"+
-					"d\r\n{\"id\":\"cut\",\"\r\n")
-			}()
+	addr := upstreamtest.ServeRaw(t, func(c net.Conn) {
+		var req fasthttp.Request
+		if err := req.Read(bufio.NewReader(c)); err != nil {
+			return
 		}
-	}()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"+
+			"d\r\n{\"id\":\"cut\",\"\r\n")
+	})
 	h := newHarness(t, e2etest.Options{Global: func(g *config.Global) {
-		g.Defaults.Upstream.BaseURL = "http://" + ln.Addr().String() + "/v1"
+		g.Defaults.Upstream.BaseURL = "http://" + addr + "/v1"
 	}})
 	resp := h.send(key, "", e2etest.ChatBody("no memory", false))
 	body := readAll(t, resp)

@@ -6,6 +6,7 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/store/badgerstore"
+	"github.com/recallproxy/recall/store/badgerstore/badgertest"
 )
 
 // noEnv is an environment that holds nothing: the configs of these tests
@@ -22,23 +23,11 @@ func loadTenants(tb testing.TB, g config.Global) proxy.StaticTenants {
 	return proxy.StaticTenants{Set: set}
 }
 
-// openStore is a Badger store in tb's temporary directory, without
-// fsync, closed when tb ends.
-func openStore(tb testing.TB) *badgerstore.Store {
-	tb.Helper()
-	store, err := badgerstore.Open(tb.TempDir(), badgerstore.Options{NoSync: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { store.Close() })
-	return store
-}
-
 // newServer is a server of g's tenants on a store of its own (see
-// openStore), its Config changed by adjust (if not nil) before New.
+// badgertest.Open), its Config changed by adjust (if not nil) before New.
 func newServer(tb testing.TB, g config.Global, adjust func(*proxy.Config)) (*proxy.Server, *badgerstore.Store) {
 	tb.Helper()
-	store := openStore(tb)
+	store := badgertest.Open(tb)
 	cfg := proxy.Config{Tenants: loadTenants(tb, g), Store: store}
 	if adjust != nil {
 		adjust(&cfg)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/internal/apierr"
 )
 
 // FuzzHandle throws arbitrary paths, headers and bodies at the whole
@@ -50,7 +52,7 @@ func FuzzHandle(f *testing.F) {
 		srv.Handle(&rc)
 		status := rc.Response.StatusCode()
 		if status >= 400 {
-			var e openAIError
+			var e apierr.OpenAIBody
 			if err := json.Unmarshal(rc.Response.Body(), &e); err != nil || e.Error.Message == "" || e.Error.Type == "" {
 				t.Fatalf("status %d with a body that is not an OpenAI error: %q", status, rc.Response.Body())
 			}

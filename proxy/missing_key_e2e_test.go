@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/internal/e2etest"
 )
 
@@ -55,7 +56,7 @@ func TestMissingKeyIs401AsOpenAI(t *testing.T) {
 						if r.Status != 401 {
 							t.Fatalf("got status %d, want 401: %s", r.Status, r.Body)
 						}
-						var b openAIError
+						var b apierr.OpenAIBody
 						if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
 							t.Fatalf("got body %q: %v", r.Body, err)
 						}

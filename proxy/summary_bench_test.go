@@ -9,6 +9,7 @@ import (
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/proxy"
+	"github.com/recallproxy/recall/store/badgerstore/badgertest"
 	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tokens"
 )
@@ -32,7 +33,7 @@ func BenchmarkChatPathSummaries(b *testing.B) {
 			if mode == "compacting" {
 				g.Defaults.Summary.TriggerTurns, g.Defaults.Summary.KeepTurns = 1, 0
 			}
-			store := openStore(b)
+			store := badgertest.Open(b)
 			var counter tokens.Counter
 			counter.Text(tokens.O200k, "build the encoder before timing")
 			up := instantUpstream{"application/json", []byte(benchAnswer)}

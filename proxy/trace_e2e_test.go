@@ -3,25 +3,18 @@ package proxy_test
 import (
 	"bytes"
 	"cmp"
-	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
@@ -30,67 +23,24 @@ import (
 	"github.com/recallproxy/recall/proxy"
 	"github.com/recallproxy/recall/summary"
 	"github.com/recallproxy/recall/tracing"
+	"github.com/recallproxy/recall/tracing/tracingtest"
 )
 
-// otlpReceiver is an OTLP/HTTP trace receiver: it decodes every
-// ExportTraceServiceRequest posted to /v1/traces and keeps its spans.
-type otlpReceiver struct {
-	*httptest.Server
-	mu    sync.Mutex
-	spans []*tracepb.Span
-}
-
-func newOTLPReceiver(t *testing.T) *otlpReceiver {
+// receivedSpans are the spans rcv received, each request checked to be
+// protobuf posted to /v1/traces by the "recall" service.
+func receivedSpans(t *testing.T, rcv *tracingtest.Receiver) []*tracepb.Span {
 	t.Helper()
-	r := &otlpReceiver{}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.URL.Path != "/v1/traces" || req.Header.Get("Content-Type") != "application/x-protobuf" {
-			t.Errorf("OTLP receiver: got %s %s, want protobuf on /v1/traces", req.Header.Get("Content-Type"), req.URL.Path)
-			w.WriteHeader(http.StatusBadRequest)
-			return
+	for _, req := range rcv.Requests() {
+		if req.Path != "/v1/traces" || req.Header.Get("Content-Type") != "application/x-protobuf" {
+			t.Errorf("OTLP receiver: got %s %s, want protobuf on /v1/traces", req.Header.Get("Content-Type"), req.Path)
 		}
-		var body io.Reader = req.Body
-		if req.Header.Get("Content-Encoding") == "gzip" {
-			zr, err := gzip.NewReader(req.Body)
-			if err != nil {
-				t.Errorf("OTLP receiver: %v", err)
-				return
-			}
-			body = zr
-		}
-		raw, err := io.ReadAll(body)
-		if err != nil {
-			t.Errorf("OTLP receiver: %v", err)
-			return
-		}
-		var ex collectortrace.ExportTraceServiceRequest
-		if err := proto.Unmarshal(raw, &ex); err != nil {
-			t.Errorf("OTLP receiver: decode: %v", err)
-			return
-		}
-		r.mu.Lock()
-		for _, rs := range ex.ResourceSpans {
+		for _, rs := range req.Export.ResourceSpans {
 			if got := stringAttr(rs.GetResource().GetAttributes(), "service.name"); got != "recall" {
 				t.Errorf("OTLP receiver: got service.name %q, want recall", got)
 			}
-			for _, ss := range rs.ScopeSpans {
-				r.spans = append(r.spans, ss.Spans...)
-			}
 		}
-		r.mu.Unlock()
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
-		w.Write(out)
-	}))
-	t.Cleanup(r.Close)
-	return r
-}
-
-// take returns the spans received so far.
-func (r *otlpReceiver) take() []*tracepb.Span {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]*tracepb.Span(nil), r.spans...)
+	}
+	return rcv.Spans()
 }
 
 func stringAttr(kvs []*commonpb.KeyValue, key string) string {
@@ -152,7 +102,7 @@ func summarisedHarness(t *testing.T, conv, suffix string) (h *harness, flush fun
 // OTLP/HTTP to a receiver, as the environment of cmd/recall configures
 // it; flush sends what is queued (the tracer's shutdown).
 func tracedHarness(t *testing.T, o e2etest.Options) (h *harness, flush func() []*tracepb.Span) {
-	rcv := newOTLPReceiver(t)
+	rcv := tracingtest.NewReceiver(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 	t.Setenv("OTEL_SERVICE_NAME", "")
@@ -174,7 +124,7 @@ func tracedHarness(t *testing.T, o e2etest.Options) (h *harness, flush func() []
 		if err := tr.Shutdown(ctx); err != nil {
 			t.Fatalf("flush: %v", err)
 		}
-		return rcv.take()
+		return receivedSpans(t, rcv)
 	}
 	return h, flush
 }

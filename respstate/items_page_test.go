@@ -72,21 +72,14 @@ func TestItemPagesCostTheirSize(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
 			read.Store(0)
-			req, _ := http.NewRequest("GET", h.URL+"/v1/conversations/"+conv+"/items"+tt.query, nil)
-			req.Header.Set("Authorization", "Bearer "+key)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			r := h.Get("/v1/conversations/"+conv+"/items"+tt.query, key)
 			var got []string
-			gjson.GetBytes(body, "data").ForEach(func(_, it gjson.Result) bool {
+			gjson.Get(r.Body, "data").ForEach(func(_, it gjson.Result) bool {
 				got = append(got, it.Get("content.0.text").Str)
 				return true
 			})
-			if resp.StatusCode != 200 || strings.Join(got, "|") != tt.want || gjson.GetBytes(body, "has_more").Bool() != tt.more {
-				t.Errorf("got %d %s, want %q has_more %v", resp.StatusCode, body, tt.want, tt.more)
+			if r.Status != 200 || strings.Join(got, "|") != tt.want || gjson.Get(r.Body, "has_more").Bool() != tt.more {
+				t.Errorf("got %d %s, want %q has_more %v", r.Status, r.Body, tt.want, tt.more)
 			}
 			if r := read.Load(); r > 10 {
 				t.Errorf("read %d messages for the page, want at most 10 (of %d)", r, n)

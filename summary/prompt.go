@@ -4,7 +4,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/wire"
@@ -170,11 +169,8 @@ func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + " […" + strconv.Itoa(len(s)-i) + " more characters]"
+	kept := wire.RunePrefix(s, n)
+	return kept + " […" + strconv.Itoa(len(s)-len(kept)) + " more characters]"
 }
 
 // parseAnswer splits a summariser answer into its title (when asked for

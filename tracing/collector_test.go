@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/recallproxy/recall/tracing"
+	"github.com/recallproxy/recall/tracing/tracingtest"
 )
 
 // collector decodes each request a Tracer exports with the OTLP
@@ -39,18 +40,9 @@ func (c *collector) export(_ context.Context, request []byte) error {
 func (c *collector) spans() []*tracepb.Span {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return spansOf(c.reqs)
-}
-
-// spansOf is every span of reqs, in order.
-func spansOf(reqs []*collectortrace.ExportTraceServiceRequest) []*tracepb.Span {
 	var out []*tracepb.Span
-	for _, r := range reqs {
-		for _, rs := range r.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				out = append(out, ss.Spans...)
-			}
-		}
+	for _, req := range c.reqs {
+		out = append(out, tracingtest.SpansOf(req)...)
 	}
 	return out
 }

@@ -1,14 +1,11 @@
 package tracing_test
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/hex"
-	"io"
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -19,84 +16,11 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/tracing"
+	"github.com/recallproxy/recall/tracing/tracingtest"
 )
-
-// receiver is an OTLP/HTTP receiver on loopback: it decodes each
-// request, keeps it with its path and headers, and answers status.
-type receiver struct {
-	*httptest.Server
-	mu     sync.Mutex
-	status int
-	// answers, if any, are answered first, one a request, before status.
-	answers []int
-	reqs    []*collectortrace.ExportTraceServiceRequest
-	paths   []string
-	headers []http.Header
-	got     chan struct{} // a request was received (cap 64)
-	release chan struct{} // when set, each request waits for it
-}
-
-func newReceiver(t *testing.T) *receiver {
-	t.Helper()
-	r := &receiver{status: http.StatusOK, got: make(chan struct{}, 64)}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		var body io.Reader = req.Body
-		if req.Header.Get("Content-Encoding") == "gzip" {
-			zr, err := gzip.NewReader(req.Body)
-			if err != nil {
-				t.Errorf("receiver: %v", err)
-				return
-			}
-			body = zr
-		}
-		raw, err := io.ReadAll(body)
-		if err != nil {
-			t.Errorf("receiver: %v", err)
-			return
-		}
-		var ex collectortrace.ExportTraceServiceRequest
-		if err := proto.Unmarshal(raw, &ex); err != nil {
-			t.Errorf("receiver: decode: %v", err)
-		}
-		r.mu.Lock()
-		r.reqs, r.paths, r.headers = append(r.reqs, &ex), append(r.paths, req.URL.Path), append(r.headers, req.Header.Clone())
-		status, release := r.status, r.release
-		if len(r.answers) > 0 {
-			status, r.answers = r.answers[0], r.answers[1:]
-		}
-		r.mu.Unlock()
-		r.got <- struct{}{}
-		if release != nil {
-			<-release
-		}
-		w.WriteHeader(status)
-	}))
-	t.Cleanup(r.Close)
-	return r
-}
-
-// wait waits for n more requests, failing the test after a deadline.
-func (r *receiver) wait(t *testing.T, n int) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for range n {
-		select {
-		case <-r.got:
-		case <-deadline:
-			t.Fatalf("the receiver got too few requests, want %d more", n)
-		}
-	}
-}
-
-func (r *receiver) spans() []*tracepb.Span {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return spansOf(r.reqs)
-}
 
 func startTracer(t *testing.T, env map[string]string) *tracing.Tracer {
 	t.Helper()
@@ -129,7 +53,7 @@ func TestStartExportsOverHTTP(t *testing.T) {
 		{"gzip", "/v1/traces", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "", "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rcv := newReceiver(t)
+			rcv := tracingtest.NewReceiver(t)
 			env := map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20tok,x-scope=a",
 				"OTEL_SERVICE_NAME": "gateway", "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod,service.name=ignored"}
 			for k, v := range tc.env {
@@ -143,20 +67,19 @@ func TestStartExportsOverHTTP(t *testing.T) {
 			if err := tr.Shutdown(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			rcv.mu.Lock()
-			defer rcv.mu.Unlock()
-			if len(rcv.reqs) != 1 {
-				t.Fatalf("got %d requests, want 1", len(rcv.reqs))
+			reqs := rcv.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("got %d requests, want 1", len(reqs))
 			}
-			h := rcv.headers[0]
-			if rcv.paths[0] != tc.path || h.Get("Authorization") != "Bearer tok" || h.Get("X-Scope") != "a" ||
+			h := reqs[0].Header
+			if reqs[0].Path != tc.path || h.Get("Authorization") != "Bearer tok" || h.Get("X-Scope") != "a" ||
 				h.Get("Content-Type") != "application/x-protobuf" {
-				t.Errorf("got %s with headers %v, want %s with the environment's headers", rcv.paths[0], h, tc.path)
+				t.Errorf("got %s with headers %v, want %s with the environment's headers", reqs[0].Path, h, tc.path)
 			}
 			if gz := h.Get("Content-Encoding") == "gzip"; gz != (tc.name == "gzip") {
 				t.Errorf("got Content-Encoding %q", h.Get("Content-Encoding"))
 			}
-			rs := rcv.reqs[0].ResourceSpans[0]
+			rs := reqs[0].Export.ResourceSpans[0]
 			res := values(rs.Resource.Attributes)
 			if res["service.name"] != "gateway" || res["service.version"] != "v9" || res["deployment.environment"] != "prod" {
 				t.Errorf("got resource %v, want the environment's", res)
@@ -247,15 +170,15 @@ func TestSampler(t *testing.T) {
 		{"parentbased_always_off, no parent", "parentbased_always_off", "", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rcv := newReceiver(t)
+			rcv := tracingtest.NewReceiver(t)
 			tr := startTracer(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL, "OTEL_TRACES_SAMPLER": tc.sampler,
 				"OTEL_TRACES_SAMPLER_ARG": tc.arg})
 			x := endOne(tr, tc.traceparent)
 			if err := tr.Shutdown(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			if got := len(rcv.spans()) == 1; got != tc.want {
-				t.Errorf("got %d spans, want sampled %v", len(rcv.spans()), tc.want)
+			if got := len(rcv.Spans()) == 1; got != tc.want {
+				t.Errorf("got %d spans, want sampled %v", len(rcv.Spans()), tc.want)
 			}
 			wantFlags := map[bool]string{true: "-01", false: "-00"}[tc.want]
 			if got := string(x.Traceparent()); !strings.HasSuffix(got, wantFlags) {
@@ -268,7 +191,7 @@ func TestSampler(t *testing.T) {
 // Each request carries at most OTEL_BSP_MAX_EXPORT_BATCH_SIZE
 // exchanges' spans.
 func TestExportBatches(t *testing.T) {
-	rcv := newReceiver(t)
+	rcv := tracingtest.NewReceiver(t)
 	tr := startTracer(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "4"})
 	for range 10 {
 		endOne(tr, "")
@@ -276,25 +199,24 @@ func TestExportBatches(t *testing.T) {
 	if err := tr.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	rcv.mu.Lock()
-	defer rcv.mu.Unlock()
+	reqs := rcv.Requests()
 	total := 0
-	for _, req := range rcv.reqs {
-		n := len(req.ResourceSpans[0].ScopeSpans[0].Spans)
+	for _, req := range reqs {
+		n := len(req.Export.ResourceSpans[0].ScopeSpans[0].Spans)
 		if n > 4 {
 			t.Errorf("got a request of %d spans, want at most 4", n)
 		}
 		total += n
 	}
-	if total != 10 || len(rcv.reqs) < 3 {
-		t.Errorf("got %d spans in %d requests, want 10 in 3 or more", total, len(rcv.reqs))
+	if total != 10 || len(reqs) < 3 {
+		t.Errorf("got %d spans in %d requests, want 10 in 3 or more", total, len(reqs))
 	}
 }
 
 // A batch whose spans pass a mebibyte (exchanges with their messages'
 // content) is sent in more than one request.
 func TestExportSplitsLargeBatches(t *testing.T) {
-	rcv := newReceiver(t)
+	rcv := tracingtest.NewReceiver(t)
 	tr := startTracer(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL})
 	for range 3 {
 		t0 := time.Now()
@@ -305,10 +227,8 @@ func TestExportSplitsLargeBatches(t *testing.T) {
 	if err := tr.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	spans := rcv.spans()
-	rcv.mu.Lock()
-	defer rcv.mu.Unlock()
-	if n := len(rcv.reqs); n < 2 {
+	spans := rcv.Spans()
+	if n := len(rcv.Requests()); n < 2 {
 		t.Errorf("got %d requests, want the 1.8 MiB of spans in 2 or more", n)
 	}
 	if got := len(spans); got != 3 {
@@ -318,11 +238,11 @@ func TestExportSplitsLargeBatches(t *testing.T) {
 
 // Without a Flush, what is queued is sent every OTEL_BSP_SCHEDULE_DELAY.
 func TestExportEveryScheduleDelay(t *testing.T) {
-	rcv := newReceiver(t)
+	rcv := tracingtest.NewReceiver(t)
 	tr := startTracer(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL, "OTEL_BSP_SCHEDULE_DELAY": "10"})
 	endOne(tr, "")
-	rcv.wait(t, 1)
-	if got := len(rcv.spans()); got != 1 {
+	rcv.Wait(t, 1)
+	if got := len(rcv.Spans()); got != 1 {
 		t.Errorf("got %d spans, want 1", got)
 	}
 }
@@ -331,13 +251,13 @@ func TestExportEveryScheduleDelay(t *testing.T) {
 // behind), an exchange's spans are dropped and counted; the rest are
 // sent.
 func TestQueueFullDrops(t *testing.T) {
-	rcv := newReceiver(t)
+	rcv := tracingtest.NewReceiver(t)
 	release := make(chan struct{})
-	rcv.release = release
+	rcv.Hold(release)
 	tr := startTracer(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL,
 		"OTEL_BSP_MAX_QUEUE_SIZE": "2", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "1"})
 	endOne(tr, "")
-	rcv.wait(t, 1) // the goroutine is in its export, the queue empty
+	rcv.Wait(t, 1) // the goroutine is in its export, the queue empty
 	for range 3 {
 		endOne(tr, "")
 	}
@@ -348,7 +268,7 @@ func TestQueueFullDrops(t *testing.T) {
 	if err := tr.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := len(rcv.spans()); got != 3 {
+	if got := len(rcv.Spans()); got != 3 {
 		t.Errorf("got %d spans, want 3", got)
 	}
 }
@@ -372,8 +292,8 @@ func TestRefusedExportsReported(t *testing.T) {
 			map[string]string{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "1"}, 5, 3, "4 requests failed in a row", 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rcv := newReceiver(t)
-			rcv.status = http.StatusServiceUnavailable
+			rcv := tracingtest.NewReceiver(t)
+			rcv.SetStatus(http.StatusServiceUnavailable)
 			var mu sync.Mutex
 			var errs []string
 			env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL}
@@ -419,8 +339,8 @@ func TestExportRetriedWhenTheCollectorSaysLater(t *testing.T) {
 		{"bad request", []int{http.StatusBadRequest}, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rcv := newReceiver(t)
-			rcv.answers = tc.answers
+			rcv := tracingtest.NewReceiver(t)
+			rcv.SetAnswers(tc.answers)
 			env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL}
 			tr, err := tracing.Start(t.Context(), func(k string) string { return env[k] }, "", nil)
 			if err != nil {
@@ -430,9 +350,7 @@ func TestExportRetriedWhenTheCollectorSaysLater(t *testing.T) {
 			if err := tr.Flush(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			rcv.mu.Lock()
-			requests := len(rcv.reqs)
-			rcv.mu.Unlock()
+			requests := len(rcv.Requests())
 			if requests != tc.requests || tr.Failed() != tc.failed {
 				t.Errorf("%d requests, %d exchanges failed; want %d and %d", requests, tr.Failed(), tc.requests, tc.failed)
 			}

@@ -7,28 +7,9 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/internal/sock/socktest"
 )
-
-// countingConn counts the deadlines that reach a socket.
-type countingConn struct {
-	*net.TCPConn
-	deadlines *atomic.Int64
-}
-
-func (c countingConn) SetReadDeadline(t time.Time) error {
-	c.deadlines.Add(1)
-	return c.TCPConn.SetReadDeadline(t)
-}
-
-func (c countingConn) SetWriteDeadline(t time.Time) error {
-	c.deadlines.Add(1)
-	return c.TCPConn.SetWriteDeadline(t)
-}
-
-func (c countingConn) SetDeadline(t time.Time) error {
-	c.deadlines.Add(2)
-	return c.TCPConn.SetDeadline(t)
-}
 
 // Two hundred requests on one connection through the upstream client
 // reach its socket with a handful of deadlines, not a few a request (the
@@ -41,7 +22,7 @@ func TestDeadlinesReachTheSocketCoarsely(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return countingConn{c.(*net.TCPConn), &upstreamSide}, nil
+		return socktest.Conn{TCPConn: c.(*net.TCPConn), Deadlines: &upstreamSide}, nil
 	}
 	defer func() { proxyDial = dial }()
 

@@ -52,3 +52,27 @@ func TestTextReadsEveryProtocol(t *testing.T) {
 		})
 	}
 }
+
+// RunePrefix cuts on a rune boundary at or before n bytes, and keeps a
+// string no longer than n whole.
+func TestRunePrefix(t *testing.T) {
+	for _, tc := range []struct {
+		name, s string
+		n       int
+		want    string
+	}{
+		{"shorter", "abc", 5, "abc"},
+		{"exact", "abc", 3, "abc"},
+		{"ascii", "abcdef", 4, "abcd"},
+		{"inside a rune", "aé", 2, "a"},
+		{"after a rune", "aéb", 3, "aé"},
+		{"inside the first rune", "日本", 2, ""},
+		{"zero", "abc", 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := wire.RunePrefix(tc.s, tc.n); got != tc.want {
+				t.Errorf("RunePrefix(%q, %d): got %q, want %q", tc.s, tc.n, got, tc.want)
+			}
+		})
+	}
+}

@@ -7,7 +7,10 @@
 // changes nothing here, in history or in the stores.
 package wire
 
-import "fmt"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
 // Protocol names a wire protocol. Its value is stored with every message:
 // values are never reused or renumbered.
@@ -174,15 +177,7 @@ type Part struct {
 // their provider reads) add nothing: they are not words a reader searches
 // for or a summary keeps.
 func AppendText(dst []byte, m Message) []byte {
-	add := func(s string) {
-		if s == "" {
-			return
-		}
-		if len(dst) > 0 {
-			dst = append(dst, '\n')
-		}
-		dst = append(dst, s...)
-	}
+	add := func(s string) { dst = AppendLine(dst, s) }
 	for _, p := range m.Parts {
 		switch p.Kind {
 		case Text, Refusal, ToolResult:
@@ -193,6 +188,33 @@ func AppendText(dst []byte, m Message) []byte {
 		}
 	}
 	return dst
+}
+
+// RunePrefix returns the longest prefix of s of at most n bytes that
+// ends on a rune boundary: s itself when it is no longer than n. It is
+// where a shortened text (a list's preview, a summary prompt's tool
+// result) is cut.
+func RunePrefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// AppendLine appends s to dst as a line of its own, after a newline when
+// dst is not empty; an empty s adds nothing. It is how AppendText, and
+// each codec's Text, join the pieces of a message's text.
+func AppendLine(dst []byte, s string) []byte {
+	if s == "" {
+		return dst
+	}
+	if len(dst) > 0 {
+		dst = append(dst, '\n')
+	}
+	return append(dst, s...)
 }
 
 // codecs is written only by Register, from init functions, which run

@@ -34,17 +34,21 @@ type Error struct {
 
 func (e *Error) Error() string { return "apierr: " + e.Message }
 
-// OpenAI renders e in OpenAI's shape,
-// {"error":{"message","type","param","code"}}.
+// OpenAIBody is OpenAI's error body,
+// {"error":{"message","type","param","code"}}, as OpenAI renders it and
+// a client decodes it; Param and Code are null when nil.
+type OpenAIBody struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	} `json:"error"`
+}
+
+// OpenAI renders e in OpenAI's shape (OpenAIBody).
 func OpenAI(e *Error) []byte {
-	var body struct {
-		Error struct {
-			Message string  `json:"message"`
-			Type    string  `json:"type"`
-			Param   *string `json:"param"`
-			Code    *string `json:"code"`
-		} `json:"error"`
-	}
+	var body OpenAIBody
 	body.Error.Message, body.Error.Type = e.Message, e.Type
 	if e.Param != "" {
 		body.Error.Param = &e.Param

@@ -2,9 +2,7 @@ package e2etest
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/recallproxy/recall/internal/apitest"
@@ -45,25 +43,12 @@ func (a Answer) ErrCode() string {
 // document.
 func (h *Harness) API(key, tenant, method, path string, body string, contentType ...string) Answer {
 	h.T.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, h.URL+path, rd)
-	if err != nil {
-		h.T.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
+	req := h.request(method, path, key, body)
 	if tenant != "" {
 		req.Header.Set("X-Recall-Tenant", tenant)
 	}
-	switch {
-	case len(contentType) > 0:
+	if len(contentType) > 0 {
 		req.Header.Set("Content-Type", contentType[0])
-	case body != "":
-		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, b := h.do(req)
 	if err := apitest.Check(method, path, resp.StatusCode, resp.Header, b); err != nil {

@@ -60,6 +60,39 @@ func (h *Harness) PostHeaders(path string, headers map[string]string, body strin
 	return Result{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
 }
 
+// Send sends a method request for path to Recall as key (with no
+// Authorization when key is ""), with body as JSON unless it is "", and
+// reads the answer whole.
+func (h *Harness) Send(method, path, key, body string) Result {
+	h.T.Helper()
+	resp, b := h.do(h.request(method, path, key, body))
+	return Result{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
+}
+
+// request is a method request for path to Recall as key (with no
+// Authorization when key is ""), with body as JSON unless it is "".
+func (h *Harness) request(method, path, key, body string) *http.Request {
+	h.T.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, h.URL+path, rd)
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req
+}
+
+// Get is Send of a GET, with no body.
+func (h *Harness) Get(path, key string) Result { return h.Send("GET", path, key, "") }
+
 // do sends req and reads its answer's body whole.
 func (h *Harness) do(req *http.Request) (*http.Response, []byte) {
 	h.T.Helper()

@@ -13,6 +13,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/internal/upstreamtest"
 )
 
@@ -49,16 +50,7 @@ func TestMessagesEchoSDK(t *testing.T) {
 		t.Errorf("recorded %+v", rec)
 	}
 
-	stream := c.Messages.NewStreaming(context.Background(), userParams("stream me"))
-	var acc anthropic.Message
-	for stream.Next() {
-		if err := acc.Accumulate(stream.Current()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatal(err)
-	}
+	acc := e2etest.StreamMessage(t, c, userParams("stream me"))
 	if len(acc.Content) != 1 || acc.Content[0].Text != "echo: stream me" || acc.StopReason != anthropic.StopReasonEndTurn || !s.Last().Stream {
 		t.Errorf("streamed: got %+v", acc)
 	}

@@ -4,6 +4,8 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/wire"
 )
 
 // Text implements wire.Codec: the message's content (a string, or the
@@ -14,15 +16,7 @@ import (
 // dst has room for len(raw) bytes (the text of a JSON message is never
 // longer than the message).
 func (Codec) Text(dst, raw []byte) []byte {
-	add := func(s string) {
-		if s == "" {
-			return
-		}
-		if len(dst) > 0 {
-			dst = append(dst, '\n')
-		}
-		dst = append(dst, s...)
-	}
+	add := func(s string) { dst = wire.AppendLine(dst, s) }
 	// A view of raw, not a copy: every string kept is copied into dst.
 	msg := gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw)))
 	content := msg.Get("content")
