@@ -91,8 +91,10 @@
 # loop, records a runtime/trace of the measured part (trace-ROW.out in the
 # work directory, which is then kept) and what the request goroutines
 # waited on in it, by stack (trace-ROW-sync.txt: go tool trace -pprof=sync;
-# -net.txt for the poller, where the durable commit's fsync waits); Recall
-# runs with GODEBUG=gctrace=1 (its GC lines in recall.log).
+# -net.txt for the poller, where the durable commit's fsync waits) and
+# what held the processor while requests waited 8 ms or more for it
+# (trace-ROW-stalls.txt: bench/tracestall); Recall runs with
+# GODEBUG=gctrace=1 (its GC lines in recall.log).
 set -euo pipefail
 
 QUICK=0
@@ -195,7 +197,8 @@ RECALL_TAGS=()
 (cd "$ROOT" && GOFLAGS=${GOFLAGS:--mod=mod} go build "${RECALL_TAGS[@]}" -o "$BIN/recall" ./cmd/recall &&
 	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/fakeupstream" ./bench/fakeupstream &&
 	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/load" ./bench/load &&
-	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/bareproxy" ./bench/bareproxy)
+	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/bareproxy" ./bench/bareproxy &&
+	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/tracestall" ./bench/tracestall)
 
 # nginx: from the distribution's packages if missing.
 NGINX=$(command -v nginx || true)
@@ -279,7 +282,9 @@ load() {
 			go tool trace -pprof=$kind "$t.out" >"$t-$kind.pb" 2>/dev/null &&
 				go tool pprof -top -cum -nodecount=40 "$t-$kind.pb" >"$t-$kind.txt" 2>/dev/null || true
 		done
-		echo "run.sh: $label traced: $t.out, $t-sync.txt, $t-net.txt" >&2
+		# What held the processor while requests waited (bench/tracestall).
+		"$BIN/tracestall" -min 8ms "$t.out" >"$t-stalls.txt" 2>&1 || true
+		echo "run.sh: $label traced: $t.out, $t-sync.txt, $t-net.txt, $t-stalls.txt" >&2
 	fi
 }
 
