@@ -20,7 +20,6 @@ import (
 	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/thread"
-	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/tracing"
 	"github.com/recallproxy/recall/uplink"
 	"github.com/recallproxy/recall/wire"
@@ -372,7 +371,7 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 		New:          in,
 		Retry:        x.retry,
 		Counter:      s.counter,
-		Fixed:        fixedCounter{s},
+		Fixed:        s.fixed,
 		Ratio:        ratio,
 		Window:       window,
 		Thread:       x.thread,
@@ -384,18 +383,6 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 	}
 	x.dec, x.model = d, model
 	return release, nil
-}
-
-// fixedCounter counts instructions, tools and the summary through the
-// server's cache: they repeat on every request of a conversation.
-type fixedCounter struct{ s *Server }
-
-func (f fixedCounter) Message(enc tokens.Encoding, raw []byte) int {
-	return f.s.cachedTokens(enc, raw, false)
-}
-
-func (f fixedCounter) Tools(enc tokens.Encoding, raw []byte) int {
-	return f.s.cachedTokens(enc, raw, true)
 }
 
 // recorded is an answer as the commit records it.

@@ -79,7 +79,7 @@ func (s *Server) countTokens(rc *fasthttp.RequestCtx, conv string) {
 		ratio, window := x.learned(req.Model)
 		pl, err := plan.Make(ctx, plan.Input{Store: s.cfg.Store, Key: history.Key{Tenant: c.Namespace, Conversation: conv},
 			Policy: c.policy(mode), Model: req.Model, Instructions: instructions, Tools: req.ToolsRaw, New: in,
-			Counter: s.counter, Fixed: fixedCounter{s}, Now: x.facts.Start, Ratio: ratio, Window: window})
+			Counter: s.counter, Fixed: s.fixed, Now: x.facts.Start, Ratio: ratio, Window: window})
 		var oe *history.OrphanResultError
 		switch {
 		case errors.Is(err, plan.ErrStore):

@@ -196,8 +196,9 @@ type Server struct {
 	conns    connTracker
 	closing  atomic.Bool
 	tenants  tenantCache
-	counts   sync.Map // hash -> tokens, for instructions and tools (bounded, see cachedTokens)
-	cached   atomic.Int64
+	// fixed counts instructions, tools and the summary, which repeat on
+	// every request of a conversation, once per content.
+	fixed *tokens.Cache
 	// memoryWarned is when memoryNone last logged (Unix nanoseconds).
 	memoryWarned atomic.Int64
 	sockets      *wsmode.Server // the Responses WebSockets, and those open
@@ -227,6 +228,7 @@ func New(cfg Config) (*Server, error) {
 		log:      cfg.Logger,
 		metrics:  cfg.Metrics,
 		counter:  cfg.Counter,
+		fixed:    tokens.NewCache(cfg.Counter, 0),
 		client:   cfg.Client, // Do follows no redirect: they are the client's business
 		buffered: cfg.BufferingClient,
 		state:    cfg.State,
