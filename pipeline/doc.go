@@ -11,6 +11,10 @@
 //	encode  the planned context in the upstream's protocol (EncodePlan, InPlace)
 //	pump    an upstream's event stream, event by event     (Pump, UpstreamEvent)
 //	        or its whole answer, read and parsed           (ParseAnswer, Decode, ReadLimited)
+//	relay   a stream's goroutine: the pump's work under    (Relay, Bound)
+//	        the idle timer and the deadline, flushed,
+//	        written to the connection, the upstream's
+//	        body drained, how it ended reported
 //	commit  the answer's messages, the store's write       (AnswerMessages, Deps.Commit,
 //	        within the commit timeout, rebased              Decision.Commit, Deps.Seal)
 //	render  the answer stamped (its id, times, stored form) (Stamp)

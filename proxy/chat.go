@@ -96,6 +96,9 @@ type exchange struct {
 	// conn is a streamed exchange's client connection, looked at before
 	// its commit (leftBeforeCommit).
 	conn net.Conn
+	// stream is a streamed exchange's upstream answer, which its relay
+	// reads and releases (see relay).
+	stream upstreamStream
 	// committed is set once the turn is recorded; endEpisode when the
 	// model called end_conversation: the commit then seals the open
 	// episode, this turn included.

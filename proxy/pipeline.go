@@ -33,6 +33,7 @@ import (
 //	encode   the context in the upstream's protocol       (encode; pipeline.EncodePlan)
 //	send     one upstream call                            (call, send)
 //	pump     a stream's events, relayed or rendered       (relaySeam; pipeline.Pump)
+//	         in a goroutine of their own                  (relay; pipeline.Relay)
 //	         or a whole answer read                       (answerWhole; pipeline.ParseAnswer)
 //	commit   the turn, before the client holds its end    (commitAnswer, record1; pipeline.Deps.Commit,
 //	                                                       pipeline.CommitStream, pipeline.CommitWhole)

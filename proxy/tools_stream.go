@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -168,14 +167,6 @@ func (s *Server) endTools(w *bufio.Writer, l *toolLoop, ren wire.Renderer, f *pi
 // StreamIdleTimeout, or past the exchange's deadline, is interrupted.
 // release ends that and closes the response.
 func (s *Server) roundBody(ctx context.Context, resp *fasthttp.Response) (body io.Reader, release func()) {
-	stream := resp.BodyStream()
-	d := s.cfg.StreamIdleTimeout
-	idle := time.AfterFunc(d, func() { uplink.Interrupt(stream) })
-	idle.Stop() // armed by each read
-	stopCtx := context.AfterFunc(ctx, func() { uplink.Interrupt(stream) })
-	return &idleReader{r: uplink.Body(resp), t: idle, d: d}, func() {
-		stopCtx()
-		idle.Stop()
-		uplink.Release(resp)
-	}
+	up := newUpstreamStream(resp)
+	return pipeline.Bound(ctx, &up, s.cfg.StreamIdleTimeout)
 }
