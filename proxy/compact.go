@@ -138,7 +138,7 @@ func summaryOf(exp *expansion, instructions [][]byte, p wire.Protocol) (plan.Mes
 // Every call ends in exactly one x.done or x.fail.
 func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 	p := protocols[wire.Responses]
-	x := &exchange{s: s, facts: pipeline.Record{Start: s.startOf(rc)}, render: p.render, route: p.route}
+	x := &exchange{request: request{s: s, render: p.render, route: p.route}, rec: facts{Record: pipeline.Record{Start: s.startOf(rc)}}}
 	x.key.Conversation = conv
 	body, ok := s.admit(rc, x)
 	if !ok {
@@ -184,7 +184,7 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 		x.fail(rc, compactErr(err))
 		return
 	}
-	x.committed = len(x.dec.Fresh) > 0 || x.dec.Supersede != nil
+	x.life.committed = len(x.dec.Fresh) > 0 || x.dec.Supersede != nil
 	x.answerCompacted(rc, req, &before, &after)
 }
 
@@ -247,7 +247,7 @@ func (x *exchange) answerCompacted(rc *fasthttp.RequestCtx, req *wire.Request, b
 	}
 	rc.SetStatusCode(fasthttp.StatusOK)
 	rc.SetContentType("application/json")
-	rc.Response.SetBodyRaw(responses.AppendCompacted(nil, "resp_"+randomHex(), x.facts.Start.Unix(), out, u))
+	rc.Response.SetBodyRaw(responses.AppendCompacted(nil, "resp_"+randomHex(), x.rec.Start.Unix(), out, u))
 	x.done(fasthttp.StatusOK, nil)
 }
 

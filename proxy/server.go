@@ -562,8 +562,8 @@ func (s *Server) startOf(rc *fasthttp.RequestCtx) time.Time {
 // about ten times, fasthttp's readings included, at about 25 ns a read on
 // the benchmark machine).
 func (x *exchange) now() time.Time {
-	if x.s.realClock && !x.facts.Start.IsZero() {
-		return x.facts.Start.Add(time.Since(x.facts.Start)) // Since reads only the monotonic clock when start has it
+	if x.s.realClock && !x.rec.Start.IsZero() {
+		return x.rec.Start.Add(time.Since(x.rec.Start)) // Since reads only the monotonic clock when start has it
 	}
 	return x.s.cfg.Now()
 }

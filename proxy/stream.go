@@ -20,14 +20,13 @@ import (
 // relayStream relays an unrecorded upstream event stream to the client
 // as it arrives, byte for byte (the recorded ones go through relaySeam).
 //
-// It owns resp and res (the exchange's deadline and lock) from here on:
-// the relay goroutine touches nothing of rc, and ends both.
-func (s *Server) relayStream(ctx context.Context, res pipeline.Owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response) {
+// The relay goroutine owns x and resp from here on (see relay).
+func (s *Server) relayStream(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response) {
 	rc.Response.Header.Del("Content-Length")
-	s.relay(ctx, res, rc, x, resp, func(w *bufio.Writer, upstream io.Reader) error {
+	s.relay(ctx, rc, x, resp, func(w *bufio.Writer, upstream io.Reader) error {
 		r := &readErrs{r: upstream}
 		_, err := relayRaw(w, r)
-		x.facts.UpstreamDone = x.now()
+		x.rec.UpstreamDone = x.now()
 		if err != nil && r.err != nil {
 			return fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, err)
 		}
@@ -49,27 +48,29 @@ const streamBodyMax = 64 << 10
 // it wrote everything it meant to. The response's body stream is a
 // streambody.Body that fasthttp reads once the handler returns.
 //
-// The goroutine owns x, resp and res (the exchange's deadline and lock)
-// from here on: the handler touches none of them after the go statement
-// (it waits on the body stream alone, holdHeaders, then returns), and
-// the goroutine touches nothing of rc.
-func (s *Server) relay(ctx context.Context, res pipeline.Owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
+// The goroutine owns x and resp from here on, and takes x's deadline
+// and lock (x.life.own), which it ends after x.done: the handler touches
+// none of them after the go statement (it waits on the body stream
+// alone, holdHeaders, then returns), and the goroutine touches nothing
+// of rc.
+func (s *Server) relay(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
 	work func(w *bufio.Writer, upstream io.Reader) error) {
 	status := resp.StatusCode()
-	x.stream = newUpstreamStream(resp)
+	res := x.life.own.Take()
+	x.life.stream = newUpstreamStream(resp)
 	s.inflight.Add(1)
 	s.busy.Add(1)
 	out := streambody.New(streamBodyMax)
 	rc.SetBodyStream(out, -1)
-	x.conn = rc.Conn()
+	x.life.conn = rc.Conn()
 	// The hand-over: x is the relay's from here.
 	go func() {
 		defer s.inflight.Done()
 		defer s.busy.Add(-1)
 		defer recoverStream(s.log)
-		pipeline.Relay(ctx, res, out, &x.stream, s.cfg.StreamIdleTimeout, work, func(err error) {
+		pipeline.Relay(ctx, res, out, &x.life.stream, s.cfg.StreamIdleTimeout, work, func(err error) {
 			st := status
-			if err != nil && !x.committed {
+			if err != nil && !x.life.committed {
 				s.metrics.StreamAborted(x.c.cfg.ID)
 				st = abortStatus(err, ctx.Err())
 			}
@@ -151,7 +152,7 @@ func holdHeaders(rc *fasthttp.RequestCtx, out *streambody.Body, hold time.Durati
 // The relay's writes do not tell in time: they are buffered (streambody.Body),
 // and fasthttp may not have tried the connection since the client left.
 func (x *exchange) leftBeforeCommit() error {
-	if x.conn != nil && clientGone(x.conn) {
+	if x.life.conn != nil && clientGone(x.life.conn) {
 		return fmt.Errorf("%w: the connection closed before the commit", pipeline.ErrClientGone)
 	}
 	return nil
