@@ -135,7 +135,9 @@ func summaryOf(exp *expansion, instructions [][]byte, p wire.Protocol) (plan.Mes
 
 // compact serves POST /v1/responses/compact (conv: the /c/{id} prefix's).
 //
-// Every call ends in exactly one x.done or x.fail.
+// Every call ends in exactly one x.done or x.fail, and ends x's lifetime:
+// the lock and lease a chained compaction's resolve took are let go on
+// every end, a refusal before the plan included.
 func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 	p := protocols[wire.Responses]
 	x := &exchange{request: request{s: s, render: p.render, route: p.route}, rec: facts{Record: pipeline.Record{Start: s.startOf(rc)}}}
@@ -144,6 +146,7 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 	if !ok {
 		return
 	}
+	defer x.life.End()
 	req, comp, mode, err := x.compactTarget(rc, body, conv)
 	if err != nil {
 		x.fail(rc, err)
@@ -156,7 +159,7 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), x.c.timeout())
-	defer cancel()
+	x.life.own.Cancel = cancel
 	release, err := x.prepare(ctx, instructions, in, req.Model, 0, nil, mode)
 	if errors.Is(err, apierr.NothingToSend) {
 		err = apierr.NothingToCompact // no input, and a conversation that holds nothing
@@ -165,7 +168,7 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 		x.fail(rc, err)
 		return
 	}
-	defer release()
+	x.life.own.Release = release
 	before := x.dec.Meta
 	if before.NextSeq == 0 && len(x.dec.Fresh) == 0 {
 		x.fail(rc, apierr.NothingToCompact)
