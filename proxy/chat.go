@@ -68,7 +68,8 @@ type exchange struct {
 // (model, oneChoice, pinned). The handler sets it before any upstream
 // call (respReq, pinned: as the answer's id is named, right after the
 // plan); nothing writes it once the exchange is handed to a stream's
-// relay.
+// relay (but the stream's renderer, which stamps the decoded request's
+// Created in the relay: newRenderer).
 type request struct {
 	s   *Server
 	c   caller
