@@ -11,6 +11,10 @@
 //	encode  the planned context in the upstream's protocol (EncodePlan, InPlace)
 //	pump    an upstream's event stream, event by event     (Pump, UpstreamEvent)
 //	        or its whole answer, read and parsed           (ParseAnswer, Decode, ReadLimited)
+//	relay   a stream's goroutine: the pump's work under    (Relay, Bound)
+//	        the idle timer and the deadline, flushed,
+//	        written to the connection, the upstream's
+//	        body drained, how it ended reported
 //	commit  the answer's messages, the store's write       (AnswerMessages, Deps.Commit,
 //	        within the commit timeout, rebased              Decision.Commit, Deps.Seal)
 //	render  the answer stamped (its id, times, stored form) (Stamp)
@@ -36,10 +40,11 @@
 // Package proxy admits the request (reads the body, authenticates the
 // caller, finds the conversation), decodes it with the client's
 // protocol, makes the upstream calls (exchange.call, the one send of an
-// exchange and of each tool round; the stream's relay goroutine) and
-// calls these stages in order (proxy/pipeline.go names each); it implements what the render stage
-// writes to (Client, Writer) over fasthttp, and the Exchange the stage
-// stamps and commits through. What the stages need of the server (store,
+// exchange and of each tool round), starts a stream's relay goroutine
+// (which runs Relay) and calls these stages in order (proxy/pipeline.go
+// names each); it implements what the render stage writes to (Client,
+// Writer) and the relay writes and reads (Body, Upstream) over fasthttp,
+// and the Exchange the stage stamps and commits through. What the stages need of the server (store,
 // lock, clock, commit timeout, metrics, log) comes in Deps, which proxy
 // fills once; it knows nothing of fasthttp or tenants.
 package pipeline

@@ -20,7 +20,6 @@ import (
 	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/thread"
-	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/tracing"
 	"github.com/recallproxy/recall/uplink"
 	"github.com/recallproxy/recall/wire"
@@ -38,11 +37,40 @@ const headerMemory = "X-Recall-Memory"
 // exchange is one recorded (or forwarded) call of any protocol: everything
 // the commit needs, copied out of the RequestCtx so that it may outlive the
 // handler (a stream is relayed and committed after the handler returns).
-// Its state is in three parts (see decision.go): what the request is,
-// what the plan decided (dec), and what the exchange owns until it ends;
-// facts are what its record reports.
+// Its state is in four parts, each with its own rule:
+//
+//	request  what the request is (embedded: x.key, x.c, ...): set by
+//	         the handler while it admits, decodes, resolves and plans
+//	         the request; read-only once the exchange is handed over
+//	dec      what the plan decided (pipeline.Decision): made once by the
+//	         plan stage (the answer's id may draw its incarnation before
+//	         the call, nameResponse), read-only after; the one part the
+//	         commit's own goroutine reads (pipeline.Deps.Commit)
+//	rec      what its record and log line report (facts): written by
+//	         whichever goroutine owns the exchange
+//	life     what it owns until it ends (lifetime), and its End
+//
+// One goroutine owns an exchange at a time: the handler, and for a
+// streamed answer the relay goroutine the handler hands it to (relay).
+// From the hand-over on, the handler touches nothing of x, and the relay
+// nothing of the RequestCtx. The commit's goroutine, which may outlive
+// the exchange past its deadline, reads dec and the change it was given
+// alone (the change points to life.lease, which guards itself).
 type exchange struct {
-	// What the request is, set while it is admitted and decoded.
+	request
+	dec  *pipeline.Decision
+	rec  facts
+	life lifetime
+}
+
+// request is what an exchange's request is: its caller, conversation,
+// thread, protocols and decoded body, and what the plan settled of it
+// (model, oneChoice, pinned). The handler sets it before any upstream
+// call (respReq, pinned: as the answer's id is named, right after the
+// plan); nothing writes it once the exchange is handed to a stream's
+// relay (but the stream's renderer, which stamps the decoded request's
+// Created in the relay: newRenderer).
+type request struct {
 	s   *Server
 	c   caller
 	key history.Key
@@ -79,11 +107,28 @@ type exchange struct {
 	// decoded request: what the render stage's Stamp needs.
 	in, up *protocol
 	req    *wire.Request
+}
 
-	// dec is what prepare decided (nil for an unrecorded request).
-	dec *pipeline.Decision
+// facts are what an exchange's record and log line report: its times,
+// the upstream's usage and what the commit stored (pipeline.Record), its
+// history tools' rounds, and its trace span. The goroutine that owns the
+// exchange writes them: the handler, then a stream's relay.
+type facts struct {
+	pipeline.Record
+	// rounds are the upstream calls of an exchange with history tools
+	// offered (tools.go), each with its own exchange record.
+	rounds []pipeline.Round
+	// span is the exchange's trace span (nil: tracing is off; trace.go).
+	span *tracing.Exchange
+}
 
-	// What the exchange owns until it ends.
+// lifetime is what an exchange owns until it ends, and what decides how
+// its end goes. End releases what it holds; a stream's relay takes own
+// (relay) and ends it itself, after the exchange's done.
+type lifetime struct {
+	// own is the exchange's deadline and the lock its plan took
+	// (pipeline.Owned), until a stream's relay takes them.
+	own pipeline.Owned
 	// held, if set, releases the conversation's lock (and its lease)
 	// that resolve took to decide under it which conversation a request
 	// continues (see resolveResponses): prepare takes it over instead of
@@ -95,23 +140,24 @@ type exchange struct {
 	// Change points to it), and released with the lock on every other end.
 	lease history.ExchangeLease
 	// conn is a streamed exchange's client connection, looked at before
-	// its commit (leftBeforeCommit).
-	conn net.Conn
+	// its commit (leftBeforeCommit); stream its upstream answer, which
+	// its relay reads and releases (see relay).
+	conn   net.Conn
+	stream upstreamStream
 	// committed is set once the turn is recorded; endEpisode when the
 	// model called end_conversation: the commit then seals the open
 	// episode, this turn included.
 	committed, endEpisode bool
-	// rounds are the upstream calls of an exchange with history tools
-	// offered (tools.go), each with its own exchange record.
-	rounds []pipeline.Round
 	// answer is a non-streamed answer, parsed (kept here: no allocation
 	// of its own).
 	answer wire.Answer
+}
 
-	// facts are what the exchange's record and log line report; span is
-	// its trace span (nil: tracing is off; trace.go).
-	facts pipeline.Record
-	span  *tracing.Exchange
+// End releases what l holds: the plan's lock, then the deadline (own),
+// then a lock resolve held that no plan took over.
+func (l *lifetime) End() {
+	l.own.End()
+	l.dropHeld()
 }
 
 // exchanges recycles the exchanges of the path without history, which
@@ -127,7 +173,7 @@ var exchanges = sync.Pool{New: func() any { return new(exchange) }}
 // reported once, whatever its end.
 func (s *Server) serve(rc *fasthttp.RequestCtx, conv string, p *protocol, path []byte) {
 	x := exchanges.Get().(*exchange)
-	x.s, x.facts.Start, x.render, x.route = s, s.startOf(rc), p.render, p.route
+	x.s, x.rec.Start, x.render, x.route = s, s.startOf(rc), p.render, p.route
 	x.key.Conversation = conv
 	body, admitted := s.admit(rc, x)
 	if !admitted {
@@ -162,7 +208,7 @@ func (x *exchange) readAnswer(rc *fasthttp.RequestCtx, resp *fasthttp.Response) 
 	enc = string(resp.Header.ContentEncoding())
 	raw, err := pipeline.ReadLimited(uplink.Body(resp), x.s.cfg.MaxResponseBytes)
 	uplink.Release(resp)
-	x.facts.UpstreamDone = x.now()
+	x.rec.UpstreamDone = x.now()
 	if errors.Is(err, pipeline.ErrTooLarge) {
 		x.fail(rc, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err))
 		return nil, "", false
@@ -279,11 +325,11 @@ func (s *Server) logExchange(x *exchange, level slog.Level, tenant string, statu
 	if x.key.Conversation != "" {
 		attrs = append(attrs, "conversation", x.key.Conversation)
 	}
-	if x.record && x.dec != nil && !x.facts.Sent.IsZero() {
+	if x.record && x.dec != nil && !x.rec.Sent.IsZero() {
 		attrs = append(attrs, "context_tokens", x.dec.Report.Tokens,
 			"turns", strconv.Itoa(x.dec.Report.IncludedTurns)+"/"+strconv.Itoa(x.dec.Report.StoredTurns),
 			"dropped_turns", x.dec.Report.DroppedTurns, "truncated_tool_results", x.dec.Report.TruncatedToolResults,
-			"repaired_calls", x.dec.Report.RepairedCalls, "committed", x.committed)
+			"repaired_calls", x.dec.Report.RepairedCalls, "committed", x.life.committed)
 		if x.dec.Replaced {
 			attrs = append(attrs, "replaced_retry", true)
 		}
@@ -337,7 +383,7 @@ func hasTools(raw []byte) bool {
 // release, which the caller owns.
 //
 // Across replicas sharing a store, the plan's read takes the
-// conversation's lease (x.lease, history.ExchangeLease) in its own round
+// conversation's lease (x.life.lease, history.ExchangeLease) in its own round
 // trip, waiting while another replica holds it, and the commit drops it
 // in its own transaction (see record1): replicas take turns on a
 // conversation, the first exchange on it included, and no plan is made
@@ -349,18 +395,18 @@ func hasTools(raw []byte) bool {
 func (x *exchange) prepare(ctx context.Context, instructions, in []history.Message, model string, maxTokens int, tools []byte, mode history.Mode) (release func(), err error) {
 	s, c := x.s, x.c
 	var loaded func()
-	if x.span != nil {
-		x.span.PlanStart = x.now()
-		loaded = func() { x.span.Loaded = x.now() }
+	if x.rec.span != nil {
+		x.rec.span.PlanStart = x.now()
+		loaded = func() { x.rec.span.Loaded = x.now() }
 		defer func() {
-			x.span.PlanEnd = x.now()
+			x.rec.span.PlanEnd = x.now()
 			if x.dec != nil {
-				x.span.KeptTurns = x.dec.Report.IncludedTurns
+				x.rec.span.KeptTurns = x.dec.Report.IncludedTurns
 			}
 		}()
 	}
-	held := x.held
-	x.held = nil
+	held := x.life.held
+	x.life.held = nil
 	ratio, window := x.learned(model)
 	d, release, err := s.deps.Plan(ctx, c.cfg.ID, plan.Input{
 		Key:          x.key,
@@ -372,30 +418,18 @@ func (x *exchange) prepare(ctx context.Context, instructions, in []history.Messa
 		New:          in,
 		Retry:        x.retry,
 		Counter:      s.counter,
-		Fixed:        fixedCounter{s},
+		Fixed:        s.fixed,
 		Ratio:        ratio,
 		Window:       window,
 		Thread:       x.thread,
 		Loaded:       loaded,
-		Lease:        &x.lease,
+		Lease:        &x.life.lease,
 	}, held, mode, x.pinned)
 	if err != nil {
 		return nil, err
 	}
 	x.dec, x.model = d, model
 	return release, nil
-}
-
-// fixedCounter counts instructions, tools and the summary through the
-// server's cache: they repeat on every request of a conversation.
-type fixedCounter struct{ s *Server }
-
-func (f fixedCounter) Message(enc tokens.Encoding, raw []byte) int {
-	return f.s.cachedTokens(enc, raw, false)
-}
-
-func (f fixedCounter) Tools(enc tokens.Encoding, raw []byte) int {
-	return f.s.cachedTokens(enc, raw, true)
 }
 
 // recorded is an answer as the commit records it.
@@ -431,14 +465,14 @@ func (x *exchange) record1(r recorded) error {
 	ch.Model, ch.ResponseID, ch.PromptTokens, ch.CompletionTokens = r.model, r.id, r.prompt, r.completion
 	// The commit drops the lease (one that fails keeps it, and the
 	// exchange's end releases it).
-	ch.Lease = &x.lease
+	ch.Lease = &x.life.lease
 	start := s.cfg.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
 	defer cancel()
-	x.facts.Usage = wire.Usage{InputTokens: r.prompt, OutputTokens: r.completion, CachedTokens: r.cached, CacheCreationTokens: r.created}
-	err := s.deps.Commit(ctx, start, x.dec, ch, x.c.cfg.ID, r.upstream.String(), &x.facts)
-	if x.span != nil {
-		x.span.CommitStart, x.span.CommitEnd, x.span.ResponseModel, x.span.FinishReason = start, s.cfg.Now(), r.model, r.stop
+	x.rec.Usage = wire.Usage{InputTokens: r.prompt, OutputTokens: r.completion, CachedTokens: r.cached, CacheCreationTokens: r.created}
+	err := s.deps.Commit(ctx, start, x.dec, ch, x.c.cfg.ID, r.upstream.String(), &x.rec.Record)
+	if x.rec.span != nil {
+		x.rec.span.CommitStart, x.rec.span.CommitEnd, x.rec.span.ResponseModel, x.rec.span.FinishReason = start, s.cfg.Now(), r.model, r.stop
 		if err == nil && s.cfg.Tracer.CaptureContent() {
 			x.spanContent(r.answer, r.stop)
 		}
@@ -446,12 +480,12 @@ func (x *exchange) record1(r recorded) error {
 	if err != nil {
 		return err
 	}
-	if x.endEpisode {
+	if x.life.endEpisode {
 		if err := s.deps.Seal(ctx, x.dec); err != nil {
 			// The turn is recorded; the episode stays open (an idle
 			// timeout or the API can still end it).
 			s.log.Error("end_conversation: seal failed", "tenant", x.c.cfg.ID, "conversation", x.key.Conversation, "error", err)
-			x.endEpisode = false
+			x.life.endEpisode = false
 		}
 	}
 	x.triggerSummary()
@@ -467,7 +501,7 @@ func (x *exchange) triggerSummary() {
 	if s.cfg.Summaries == nil || p == nil || !sum.Enabled {
 		return
 	}
-	if p.Pending <= sum.TriggerTurns && p.Fits && !p.Seal && !x.endEpisode {
+	if p.Pending <= sum.TriggerTurns && p.Fits && !p.Seal && !x.life.endEpisode {
 		return
 	}
 	// In pass-through, the client's key, held in memory by the job only.
@@ -496,19 +530,19 @@ func (x *exchange) done(status int, err error) {
 		tenant = x.c.cfg.ID
 	}
 	upstream := time.Duration(0)
-	if !x.facts.Sent.IsZero() {
-		if x.facts.UpstreamDone.IsZero() {
-			x.facts.UpstreamDone = end
+	if !x.rec.Sent.IsZero() {
+		if x.rec.UpstreamDone.IsZero() {
+			x.rec.UpstreamDone = end
 		}
-		upstream = x.facts.UpstreamDone.Sub(x.facts.Sent)
+		upstream = x.rec.UpstreamDone.Sub(x.rec.Sent)
 	}
-	total := end.Sub(x.facts.Start)
+	total := end.Sub(x.rec.Start)
 	if x.c.tenant != nil {
 		s.metrics.CountTenantRequest(&x.c.series, tenant, x.routeName(), status)
 	} else {
 		s.metrics.CountRequest(tenant, x.routeName(), status)
 	}
-	if !x.facts.Sent.IsZero() {
+	if !x.rec.Sent.IsZero() {
 		if x.c.tenant != nil {
 			s.metrics.TenantLatency(&x.c.series, tenant, total, upstream)
 		} else {
@@ -523,10 +557,10 @@ func (x *exchange) done(status int, err error) {
 		s.logExchange(x, level, tenant, status, upstream, total, err)
 	}
 	x.calibrate(err)
-	recorded := s.cfg.OnExchange != nil && (x.record && x.dec != nil || x.side != "") && !x.facts.Sent.IsZero()
-	if recorded || x.span != nil {
+	recorded := s.cfg.OnExchange != nil && (x.record && x.dec != nil || x.side != "") && !x.rec.Sent.IsZero()
+	if recorded || x.rec.span != nil {
 		r, rounds := x.records(status, err, end, upstream)
-		if x.span != nil {
+		if x.rec.span != nil {
 			x.endSpan(&r, tenant, end)
 		}
 		if recorded {
@@ -538,7 +572,7 @@ func (x *exchange) done(status int, err error) {
 	}
 	if s.cfg.OnExchangeDone != nil {
 		s.cfg.OnExchangeDone(ExchangeDone{Tenant: tenant, Conversation: x.key.Conversation,
-			Status: status, Committed: x.committed, Err: err})
+			Status: status, Committed: x.life.committed, Err: err})
 	}
 }
 

@@ -135,15 +135,18 @@ func summaryOf(exp *expansion, instructions [][]byte, p wire.Protocol) (plan.Mes
 
 // compact serves POST /v1/responses/compact (conv: the /c/{id} prefix's).
 //
-// Every call ends in exactly one x.done or x.fail.
+// Every call ends in exactly one x.done or x.fail, and ends x's lifetime:
+// the lock and lease a chained compaction's resolve took are let go on
+// every end, a refusal before the plan included.
 func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 	p := protocols[wire.Responses]
-	x := &exchange{s: s, facts: pipeline.Record{Start: s.startOf(rc)}, render: p.render, route: p.route}
+	x := &exchange{request: request{s: s, render: p.render, route: p.route}, rec: facts{Record: pipeline.Record{Start: s.startOf(rc)}}}
 	x.key.Conversation = conv
 	body, ok := s.admit(rc, x)
 	if !ok {
 		return
 	}
+	defer x.life.End()
 	req, comp, mode, err := x.compactTarget(rc, body, conv)
 	if err != nil {
 		x.fail(rc, err)
@@ -156,7 +159,7 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), x.c.timeout())
-	defer cancel()
+	x.life.own.Cancel = cancel
 	release, err := x.prepare(ctx, instructions, in, req.Model, 0, nil, mode)
 	if errors.Is(err, apierr.NothingToSend) {
 		err = apierr.NothingToCompact // no input, and a conversation that holds nothing
@@ -165,7 +168,7 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 		x.fail(rc, err)
 		return
 	}
-	defer release()
+	x.life.own.Release = release
 	before := x.dec.Meta
 	if before.NextSeq == 0 && len(x.dec.Fresh) == 0 {
 		x.fail(rc, apierr.NothingToCompact)
@@ -184,7 +187,7 @@ func (s *Server) compact(rc *fasthttp.RequestCtx, conv string) {
 		x.fail(rc, compactErr(err))
 		return
 	}
-	x.committed = len(x.dec.Fresh) > 0 || x.dec.Supersede != nil
+	x.life.committed = len(x.dec.Fresh) > 0 || x.dec.Supersede != nil
 	x.answerCompacted(rc, req, &before, &after)
 }
 
@@ -247,7 +250,7 @@ func (x *exchange) answerCompacted(rc *fasthttp.RequestCtx, req *wire.Request, b
 	}
 	rc.SetStatusCode(fasthttp.StatusOK)
 	rc.SetContentType("application/json")
-	rc.Response.SetBodyRaw(responses.AppendCompacted(nil, "resp_"+randomHex(), x.facts.Start.Unix(), out, u))
+	rc.Response.SetBodyRaw(responses.AppendCompacted(nil, "resp_"+randomHex(), x.rec.Start.Unix(), out, u))
 	x.done(fasthttp.StatusOK, nil)
 }
 

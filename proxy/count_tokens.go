@@ -27,7 +27,7 @@ var pathCountTokens = []byte("/v1/messages/count_tokens")
 // estimate, the one its budget uses.
 func (s *Server) countTokens(rc *fasthttp.RequestCtx, conv string) {
 	p := protocols[wire.Messages]
-	x := &exchange{s: s, facts: pipeline.Record{Start: s.cfg.Now()}, render: p.render, route: "count_tokens"}
+	x := &exchange{request: request{s: s, render: p.render, route: "count_tokens"}, rec: facts{Record: pipeline.Record{Start: s.cfg.Now()}}}
 	body, ok := s.admit(rc, x)
 	if !ok {
 		return
@@ -79,7 +79,7 @@ func (s *Server) countTokens(rc *fasthttp.RequestCtx, conv string) {
 		ratio, window := x.learned(req.Model)
 		pl, err := plan.Make(ctx, plan.Input{Store: s.cfg.Store, Key: history.Key{Tenant: c.Namespace, Conversation: conv},
 			Policy: c.policy(mode), Model: req.Model, Instructions: instructions, Tools: req.ToolsRaw, New: in,
-			Counter: s.counter, Fixed: fixedCounter{s}, Now: x.facts.Start, Ratio: ratio, Window: window})
+			Counter: s.counter, Fixed: s.fixed, Now: x.rec.Start, Ratio: ratio, Window: window})
 		var oe *history.OrphanResultError
 		switch {
 		case errors.Is(err, plan.ErrStore):

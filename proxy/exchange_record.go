@@ -28,8 +28,8 @@ const (
 // byte (as the client library reports it: the headers read) and whether
 // it streams.
 func (x *exchange) answered(resp *fasthttp.Response) {
-	x.facts.FirstByte = x.now()
-	x.facts.Stream = uplink.IsEventStream(resp)
+	x.rec.FirstByte = x.now()
+	x.rec.Stream = uplink.IsEventStream(resp)
 }
 
 // nextExchangeID is the id of a record made at now (see
@@ -48,14 +48,14 @@ func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream
 	}
 	up, _ := wire.UpstreamFor(x.c.cfg.Upstream.Protocol, ingress)
 	r := history.ExchangeRecord{
-		ID:         nextExchangeID(x.facts.Start),
+		ID:         nextExchangeID(x.rec.Start),
 		Object:     "conversation.exchange",
-		CreatedAt:  x.facts.Start.Unix(),
+		CreatedAt:  x.rec.Start.Unix(),
 		Kind:       "chat",
 		Ingress:    ingress.String(),
 		Upstream:   up.String(),
 		Model:      x.model,
-		Stream:     x.facts.Stream,
+		Stream:     x.rec.Stream,
 		HTTPStatus: status,
 		Committed:  []history.Span{},
 	}
@@ -67,16 +67,16 @@ func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream
 	} else {
 		r.Thread, r.ThreadReason = threadOfRecord(x.key.Conversation, x.th.Header)
 	}
-	r.Status = recordStatus(status, err, x.facts.CommitFailed)
+	r.Status = recordStatus(status, err, x.rec.CommitFailed)
 	if err != nil {
 		r.Error = classify(err).Code
 	}
-	r.CacheBreakpoint = x.facts.CacheBreakpoint
-	total := end.Sub(x.facts.Start)
+	r.CacheBreakpoint = x.rec.CacheBreakpoint
+	total := end.Sub(x.rec.Start)
 	r.LatencyMS = history.ExchangeLatency{Upstream: upstream.Milliseconds(), Total: total.Milliseconds(),
 		Recall: (total - upstream).Milliseconds()}
-	if !x.facts.FirstByte.IsZero() {
-		r.LatencyMS.FirstByte = x.facts.FirstByte.Sub(x.facts.Sent).Milliseconds()
+	if !x.rec.FirstByte.IsZero() {
+		r.LatencyMS.FirstByte = x.rec.FirstByte.Sub(x.rec.Sent).Milliseconds()
 	}
 	if x.dec != nil {
 		inspect.Fill(&r, x.dec.Plan)
@@ -84,11 +84,11 @@ func (x *exchange) exchangeRecord(status int, err error, end time.Time, upstream
 	} else { // a side call: nothing planned
 		r.Calibration, r.Included, r.Cut, r.Dropped = 1, []history.Span{}, []history.CutResult{}, []history.Dropped{}
 	}
-	r.Tokens.ReportedInput, r.Tokens.Output, r.Tokens.Cached = x.facts.Usage.InputTokens, x.facts.Usage.OutputTokens, x.facts.Usage.CachedTokens
-	r.Tokens.CacheCreation = x.facts.Usage.CacheCreationTokens
-	if x.committed && x.facts.CommittedTo > 0 {
-		r.Committed = append(r.Committed, history.Span{From: x.facts.CommittedFrom, To: x.facts.CommittedTo})
-		r.Incarnation = x.facts.CommittedIncarnation
+	r.Tokens.ReportedInput, r.Tokens.Output, r.Tokens.Cached = x.rec.Usage.InputTokens, x.rec.Usage.OutputTokens, x.rec.Usage.CachedTokens
+	r.Tokens.CacheCreation = x.rec.Usage.CacheCreationTokens
+	if x.life.committed && x.rec.CommittedTo > 0 {
+		r.Committed = append(r.Committed, history.Span{From: x.rec.CommittedFrom, To: x.rec.CommittedTo})
+		r.Incarnation = x.rec.CommittedIncarnation
 	}
 	return r
 }
@@ -161,10 +161,10 @@ func (x *exchange) learnWindow(status int, enc string, raw []byte) {
 // upstream call.
 func (x *exchange) calibrate(err error) {
 	cal := x.s.cfg.Calibration
-	if cal == nil || err != nil || !x.record || x.dec == nil || len(x.rounds) > 1 || x.facts.Usage.InputTokens <= 0 {
+	if cal == nil || err != nil || !x.record || x.dec == nil || len(x.rec.rounds) > 1 || x.rec.Usage.InputTokens <= 0 {
 		return
 	}
-	cal.Observe(x.c.cfg.ID, x.model, x.dec.Report.Tokens, x.facts.Usage.InputTokens)
+	cal.Observe(x.c.cfg.ID, x.model, x.dec.Report.Tokens, x.rec.Usage.InputTokens)
 }
 
 // records are x's exchange record and its tool rounds' (roundRecords);
@@ -182,5 +182,5 @@ func (x *exchange) records(status int, err error, end time.Time, upstream time.D
 	if x.dec != nil {
 		fresh = len(x.dec.Fresh)
 	}
-	return r, pipeline.RoundRecords(&r, x.rounds, fresh)
+	return r, pipeline.RoundRecords(&r, x.rec.rounds, fresh)
 }

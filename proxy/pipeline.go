@@ -33,6 +33,7 @@ import (
 //	encode   the context in the upstream's protocol       (encode; pipeline.EncodePlan)
 //	send     one upstream call                            (call, send)
 //	pump     a stream's events, relayed or rendered       (relaySeam; pipeline.Pump)
+//	         in a goroutine of their own                  (relay; pipeline.Relay)
 //	         or a whole answer read                       (answerWhole; pipeline.ParseAnswer)
 //	commit   the turn, before the client holds its end    (commitAnswer, record1; pipeline.Deps.Commit,
 //	                                                       pipeline.CommitStream, pipeline.CommitWhole)
@@ -43,7 +44,8 @@ import (
 // and commit; what a round's answer leads to is pipeline.Rounds.Step.
 
 // serveExchange serves a request once its conversation and mode are known.
-// Every call ends in exactly one x.done or x.fail.
+// Every call ends in exactly one x.done or x.fail, and x's lifetime ends
+// here unless a stream's relay took the exchange over.
 func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte, conv string, mode history.Mode, p *protocol) {
 	req, err := parseRequest(rc, p, body)
 	if err != nil {
@@ -54,7 +56,12 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 	x.upstream = upProto
 	up := protocols[upProto]
 	x.in, x.up, x.req = p, up, req
-	defer x.dropHeld() // unless the plan took it over
+	relayed := false
+	defer func() {
+		if !relayed { // else x is the relay's, which ends it
+			x.life.End()
+		}
+	}()
 	exp, err := x.resolve(p, req, conv)
 	if err != nil {
 		x.fail(rc, err)
@@ -62,17 +69,16 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), x.c.timeout())
-	res := pipeline.Owned{Cancel: cancel}
-	defer res.End() // unless a stream's relay took it
+	x.life.own.Cancel = cancel
 	x.record = x.key.Conversation != "" && mode != history.Off
 	x.threadOf(rc, req)
 	if x.record {
-		if res.Release, err = x.planTurn(ctx, rc, p, req, mode); err != nil {
+		if x.life.own.Release, err = x.planTurn(ctx, rc, p, req, mode); err != nil {
 			x.fail(rc, err)
 			return
 		}
 	}
-	x.dropHeld() // not taken over: nothing is recorded
+	x.life.dropHeld() // not taken over: nothing is recorded
 	ctxt, err := x.encode(p, up, req, exp)
 	if err != nil {
 		x.fail(rc, err)
@@ -85,7 +91,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 		p.answers(x, req)
 	}
 	if offered := x.offeredTools(req); len(offered) > 0 {
-		s.toolExchange(ctx, &res, rc, x, p, up, req, ctxt.instr, ctxt.msgs, ctxt.lastHistory, ctxt.lastSeq, offered)
+		relayed = s.toolExchange(ctx, rc, x, p, up, req, ctxt.instr, ctxt.msgs, ctxt.lastHistory, ctxt.lastSeq, offered)
 		return
 	}
 	// A request that records nothing, to an upstream of its own protocol,
@@ -123,7 +129,8 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 		if !same {
 			rc.Response.Header.Del("Content-Encoding")
 		}
-		s.relaySeam(ctx, res.Take(), rc, x, resp, p, up, req, same, ok)
+		relayed = true
+		s.relaySeam(ctx, rc, x, resp, p, up, req, same, ok)
 		return
 	}
 	x.answerWhole(rc, resp, p, up, req, same)
@@ -133,7 +140,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 // continues (its body's conversation or previous_response_id, a
 // compaction of Recall's in its input) when the header or path prefix
 // named none (conv), and sets it on x and req. It may take the
-// conversation's lock, which the plan takes over (x.held).
+// conversation's lock, which the plan takes over (x.life.held).
 func (x *exchange) resolve(p *protocol, req *wire.Request, conv string) (exp *expansion, err error) {
 	if p.proto == wire.Responses {
 		if exp, conv, err = x.expand(req, conv, x.upstream); err != nil {
@@ -277,7 +284,7 @@ func (x *exchange) appendBody(up *protocol, dst []byte, req *wire.Request, instr
 	}
 	body, marked, err := up.mark(dst, req, instr, msgs, last)
 	if marked {
-		x.facts.CacheBreakpoint = seq
+		x.rec.CacheBreakpoint = seq
 	}
 	return body, err
 }
@@ -303,8 +310,8 @@ func (s *Server) send(ctx context.Context, req *fasthttp.Request) (*fasthttp.Res
 // answered) and in round's, if given. The response is the caller's.
 func (x *exchange) call(ctx context.Context, req *fasthttp.Request, round *pipeline.Round) (*fasthttp.Response, error) {
 	sent := x.now()
-	if x.facts.Sent.IsZero() {
-		x.facts.Sent = sent
+	if x.rec.Sent.IsZero() {
+		x.rec.Sent = sent
 	}
 	if round != nil {
 		round.Sent = sent
@@ -316,7 +323,7 @@ func (x *exchange) call(ctx context.Context, req *fasthttp.Request, round *pipel
 	if round != nil {
 		round.FirstByte = x.now()
 	}
-	if x.facts.FirstByte.IsZero() {
+	if x.rec.FirstByte.IsZero() {
 		x.answered(resp)
 	}
 	return resp, nil
@@ -331,7 +338,7 @@ func (x *exchange) translatedError(rc *fasthttp.RequestCtx, resp *fasthttp.Respo
 	e := pipeline.UpstreamStatus(status, raw)
 	e.RetryAfter = string(resp.Header.Peek(fasthttp.HeaderRetryAfter)) // when to try again holds in any protocol
 	uplink.Release(resp)
-	x.facts.UpstreamDone = x.now()
+	x.rec.UpstreamDone = x.now()
 	x.fail(rc, e)
 }
 
@@ -349,7 +356,7 @@ func (x *exchange) answerWhole(rc *fasthttp.RequestCtx, resp *fasthttp.Response,
 		x.done(status, nil)
 		return
 	}
-	a := &x.answer
+	a := &x.life.answer
 	var err error
 	if *a, err = pipeline.ParseAnswer(up.upstream, enc, raw, x.s.cfg.MaxResponseBytes, same); err == nil {
 		err = pipeline.Whole(client{rc}, x, a, raw, p.ingress, req, same, x.record)

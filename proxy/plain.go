@@ -31,8 +31,8 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 	upReq.SetBodyRaw(body)
 	resp := fasthttp.AcquireResponse()
 	resp.Header.SetNoDefaultContentType(true)
-	x.facts.Sent = x.now()
-	deadline := x.facts.Sent.Add(c.timeout())
+	x.rec.Sent = x.now()
+	deadline := x.rec.Sent.Add(c.timeout())
 	client := s.client
 	if !stream {
 		client = s.buffered
@@ -53,7 +53,8 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 	status := resp.StatusCode()
 	if uplink.IsEventStream(resp) {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		s.relayStream(ctx, pipeline.Owned{Cancel: cancel}, rc, x, resp)
+		x.life.own.Cancel = cancel
+		s.relayStream(ctx, rc, x, resp)
 		return true
 	}
 	if resp.BodyStream() == nil { // read whole (the buffering client)

@@ -47,11 +47,11 @@ func resolveResponses(x *exchange, req *wire.Request, conv string) (string, erro
 // the conversation the request names otherwise, if any). Whether it
 // continues the response's conversation or a fork is decided under the
 // conversation's lock, and its lease where replicas share the store
-// (x.lease, taken by the read of the response's conversation in that
+// (x.life.lease, taken by the read of the response's conversation in that
 // read's round trip): of requests chained on one response at once, the
 // first continues and the others, finding the response no longer the
 // latest once the first committed, fork. A request that continues keeps
-// both for its exchange (x.held, which prepare takes over).
+// both for its exchange (x.life.held, which prepare takes over).
 func (x *exchange) chained(id, named string) (string, error) {
 	ref, ok := respstate.ParseID(id)
 	if !ok {
@@ -63,13 +63,13 @@ func (x *exchange) chained(id, named string) (string, error) {
 	if err != nil {
 		return "", apierr.Busy
 	}
-	release := func() { x.lease.Release(); unlock() }
+	release := func() { x.life.lease.Release(); unlock() }
 	defer func() {
 		if release != nil {
 			release()
 		}
 	}()
-	r, err := x.s.state.LoadLeased(ctx, x.c.Namespace, id, &x.lease)
+	r, err := x.s.state.LoadLeased(ctx, x.c.Namespace, id, &x.life.lease)
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", apierr.Busy // another replica held the lease throughout
@@ -85,17 +85,17 @@ func (x *exchange) chained(id, named string) (string, error) {
 	if !r.Latest {
 		return x.s.state.Fork(ctx, x.c.Namespace, r)
 	}
-	x.held, release = release, nil
+	x.life.held, release = release, nil
 	return r.Ref.Conversation, nil
 }
 
 // dropHeld releases the lock (and lease) resolve held for an exchange
 // that does not prepare (a side call, history off, a request refused
 // before its plan).
-func (x *exchange) dropHeld() {
-	if x.held != nil {
-		x.held()
-		x.held = nil
+func (l *lifetime) dropHeld() {
+	if l.held != nil {
+		l.held()
+		l.held = nil
 	}
 }
 
@@ -117,7 +117,7 @@ func (x *exchange) dropHeld() {
 // websocket-reconnect-store-false-recovery), whatever else the
 // conversation holds.
 func nameResponse(x *exchange, req *wire.Request) {
-	req.Created = x.facts.Start.Unix()
+	req.Created = x.rec.Start.Unix()
 	req.Store = x.record && x.dec != nil && (req.Store || req.PreviousResponseID != "")
 	if !req.Store {
 		// Stored nowhere: an id that names nothing.

@@ -56,7 +56,7 @@ func parseRequest(rc *fasthttp.RequestCtx, p *protocol, body []byte) (*wire.Requ
 // stamp stamps a (pipeline.Stamp): the exchange's start is its time
 // unless the request named one, now its completion.
 func (x *exchange) stamp(a *wire.Answer, req *wire.Request, up, in wire.Protocol) error {
-	return pipeline.Stamp(a, req, up, in, x.facts.Start, x.now())
+	return pipeline.Stamp(a, req, up, in, x.rec.Start, x.now())
 }
 
 // seamThread is a request of any protocol as package thread reads it:
@@ -94,8 +94,8 @@ func (x *exchange) commitAnswer(a *wire.Answer) error {
 // the turn is committed. If the turn cannot be committed the client never
 // gets the closing events: the stream ends with an error event instead.
 //
-// It owns resp and res from here on, like relayStream.
-func (s *Server) relaySeam(ctx context.Context, res pipeline.Owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
+// The relay goroutine owns x and resp from here on (see relay).
+func (s *Server) relaySeam(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
 	p *protocol, up *protocol, req *wire.Request, same, ok bool) {
 	rc.Response.Header.Del("Content-Length")
 	if !same {
@@ -109,10 +109,10 @@ func (s *Server) relaySeam(ctx context.Context, res pipeline.Owned, rc *fasthttp
 	if record && enc != "" {
 		rc.Response.Header.Del("Content-Encoding")
 	}
-	s.relay(ctx, res, rc, x, resp, func(w *bufio.Writer, upstream io.Reader) error {
+	s.relay(ctx, rc, x, resp, func(w *bufio.Writer, upstream io.Reader) error {
 		if !ok && same { // the upstream's error, in the client's protocol already
 			_, err := relayRaw(w, upstream)
-			x.facts.UpstreamDone = x.now()
+			x.rec.UpstreamDone = x.now()
 			if err != nil {
 				return fmt.Errorf("%w: %w", pipeline.ErrClientGone, err)
 			}
@@ -136,7 +136,7 @@ func (s *Server) relaySeam(ctx context.Context, res pipeline.Owned, rc *fasthttp
 // the exchange's start unless the ingress named it already.
 func newRenderer(x *exchange, p *protocol, req *wire.Request) wire.Renderer {
 	if req.Created == 0 {
-		req.Created = x.facts.Start.Unix()
+		req.Created = x.rec.Start.Unix()
 	}
 	return p.ingress.NewRenderer(req)
 }
@@ -152,12 +152,12 @@ func (x *exchange) Commit(a *wire.Answer) error {
 	if err := x.commitAnswer(a); err != nil {
 		return err
 	}
-	x.committed = true
+	x.life.committed = true
 	return nil
 }
 
 // UpstreamDone notes the time the upstream's answer ended.
-func (x *exchange) UpstreamDone() { x.facts.UpstreamDone = x.now() }
+func (x *exchange) UpstreamDone() { x.rec.UpstreamDone = x.now() }
 
 // Left fails if a stream's client left before the commit
 // (leftBeforeCommit).

@@ -196,8 +196,9 @@ type Server struct {
 	conns    connTracker
 	closing  atomic.Bool
 	tenants  tenantCache
-	counts   sync.Map // hash -> tokens, for instructions and tools (bounded, see cachedTokens)
-	cached   atomic.Int64
+	// fixed counts instructions, tools and the summary, which repeat on
+	// every request of a conversation, once per content.
+	fixed *tokens.Cache
 	// memoryWarned is when memoryNone last logged (Unix nanoseconds).
 	memoryWarned atomic.Int64
 	sockets      *wsmode.Server // the Responses WebSockets, and those open
@@ -227,6 +228,7 @@ func New(cfg Config) (*Server, error) {
 		log:      cfg.Logger,
 		metrics:  cfg.Metrics,
 		counter:  cfg.Counter,
+		fixed:    tokens.NewCache(cfg.Counter, 0),
 		client:   cfg.Client, // Do follows no redirect: they are the client's business
 		buffered: cfg.BufferingClient,
 		state:    cfg.State,
@@ -560,8 +562,8 @@ func (s *Server) startOf(rc *fasthttp.RequestCtx) time.Time {
 // about ten times, fasthttp's readings included, at about 25 ns a read on
 // the benchmark machine).
 func (x *exchange) now() time.Time {
-	if x.s.realClock && !x.facts.Start.IsZero() {
-		return x.facts.Start.Add(time.Since(x.facts.Start)) // Since reads only the monotonic clock when start has it
+	if x.s.realClock && !x.rec.Start.IsZero() {
+		return x.rec.Start.Add(time.Since(x.rec.Start)) // Since reads only the monotonic clock when start has it
 	}
 	return x.s.cfg.Now()
 }

@@ -20,14 +20,13 @@ import (
 // relayStream relays an unrecorded upstream event stream to the client
 // as it arrives, byte for byte (the recorded ones go through relaySeam).
 //
-// It owns resp and res (the exchange's deadline and lock) from here on:
-// the relay goroutine touches nothing of rc, and ends both.
-func (s *Server) relayStream(ctx context.Context, res pipeline.Owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response) {
+// The relay goroutine owns x and resp from here on (see relay).
+func (s *Server) relayStream(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response) {
 	rc.Response.Header.Del("Content-Length")
-	s.relay(ctx, res, rc, x, resp, func(w *bufio.Writer, upstream io.Reader) error {
+	s.relay(ctx, rc, x, resp, func(w *bufio.Writer, upstream io.Reader) error {
 		r := &readErrs{r: upstream}
 		_, err := relayRaw(w, r)
-		x.facts.UpstreamDone = x.now()
+		x.rec.UpstreamDone = x.now()
 		if err != nil && r.err != nil {
 			return fmt.Errorf("%w: %w", apierr.UpstreamStreamCut, err)
 		}
@@ -42,68 +41,72 @@ func (s *Server) relayStream(ctx context.Context, res pipeline.Owned, rc *fastht
 // take them before the relay waits for the client.
 const streamBodyMax = 64 << 10
 
-// relay runs a streamed answer's relay in a goroutine of its own, which
-// owns resp and res (the exchange's deadline and lock) from here on and
-// touches nothing of rc: work reads the upstream's body (bounded by the
-// stream idle timeout) and writes to w, and returns nil only if it wrote
-// everything it meant to. relay flushes w, waits until fasthttp has
-// written every byte to the connection (see streambody.Body), and ends the
-// exchange (x.done) with the status its end deserves.
-func (s *Server) relay(ctx context.Context, res pipeline.Owned, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
+// relay hands a streamed answer to a goroutine of its own, which runs
+// the relay stage (pipeline.Relay) and ends the exchange (x.done) with
+// the status its end deserves: work reads the upstream's body (bounded
+// by the stream idle timeout) and writes to w, and returns nil only if
+// it wrote everything it meant to. The response's body stream is a
+// streambody.Body that fasthttp reads once the handler returns.
+//
+// The goroutine owns x and resp from here on, and takes x's deadline
+// and lock (x.life.own), which it ends after x.done: the handler touches
+// none of them after the go statement (it waits on the body stream
+// alone, holdHeaders, then returns), and the goroutine touches nothing
+// of rc.
+func (s *Server) relay(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response,
 	work func(w *bufio.Writer, upstream io.Reader) error) {
 	status := resp.StatusCode()
-	body := uplink.Body(resp)
-	stream := resp.BodyStream() // interrupted from other goroutines: closeResponse clears the field
+	res := x.life.own.Take()
+	x.life.stream = newUpstreamStream(resp)
 	s.inflight.Add(1)
 	s.busy.Add(1)
 	out := streambody.New(streamBodyMax)
 	rc.SetBodyStream(out, -1)
-	x.conn = rc.Conn()
+	x.life.conn = rc.Conn()
+	// The hand-over: x is the relay's from here.
 	go func() {
 		defer s.inflight.Done()
 		defer s.busy.Add(-1)
-		defer out.End()
-		defer res.End() // after the commit: the lock, then the deadline
-		// A client that takes nothing must not hold the conversation past
-		// the exchange's deadline: the deadline ends the body stream.
-		// (The idle timer's cancel does not: the relay then ends the body
-		// cleanly.) Either ends a read waiting on the upstream.
-		defer context.AfterFunc(ctx, func() {
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				out.Abort(ctx.Err())
-			}
-			uplink.Interrupt(stream)
-		})()
-		defer uplink.Release(resp)
 		defer recoverStream(s.log)
-
-		// A stream that sends nothing for StreamIdleTimeout is ended.
-		idle := time.AfterFunc(s.cfg.StreamIdleTimeout, res.Cancel)
-		defer idle.Stop()
-		w := bufio.NewWriter(out)
-		err := work(w, &idleReader{r: body, t: idle, d: s.cfg.StreamIdleTimeout})
-		if ferr := w.Flush(); err == nil && ferr != nil {
-			err = fmt.Errorf("%w: %w", pipeline.ErrClientGone, ferr)
-		}
-		if err == nil {
-			// Every event is written: wait until fasthttp has written
-			// them to the connection, or could not.
-			out.End()
-			if werr := out.Wait(); werr != nil {
-				err = fmt.Errorf("%w: %w", pipeline.ErrClientGone, werr)
+		pipeline.Relay(ctx, res, out, &x.life.stream, s.cfg.StreamIdleTimeout, work, func(err error) {
+			st := status
+			if err != nil && !x.life.committed {
+				s.metrics.StreamAborted(x.c.cfg.ID)
+				st = abortStatus(err, ctx.Err())
 			}
-		}
-		if err == nil {
-			drainAfterEnd(body, stream)
-		}
-		if err != nil && !x.committed {
-			s.metrics.StreamAborted(x.c.cfg.ID)
-			status = abortStatus(err, ctx.Err())
-		}
-		x.done(status, err)
+			x.done(st, err)
+		})
 	}()
 	holdHeaders(rc, out, s.cfg.StreamHeaderHold)
 }
+
+var (
+	_ pipeline.Body     = (*streambody.Body)(nil)
+	_ pipeline.Upstream = (*upstreamStream)(nil)
+)
+
+// upstreamStream is an upstream's streamed answer as a relay reads it
+// (pipeline.Upstream).
+type upstreamStream struct {
+	resp *fasthttp.Response
+	body io.Reader
+	// stream is resp's body stream, taken before the relay starts:
+	// Interrupt reads it from other goroutines, and releasing resp
+	// clears resp's field.
+	stream io.Reader
+}
+
+func newUpstreamStream(resp *fasthttp.Response) upstreamStream {
+	return upstreamStream{resp: resp, body: uplink.Body(resp), stream: resp.BodyStream()}
+}
+
+func (u *upstreamStream) Read(p []byte) (int, error) { return u.body.Read(p) }
+
+// Interrupt ends a read waiting on the upstream (uplink.Interrupt).
+func (u *upstreamStream) Interrupt() { uplink.Interrupt(u.stream) }
+
+// Release ends the answer (uplink.Release).
+func (u *upstreamStream) Release() { uplink.Release(u.resp) }
 
 // abortStatus is the status a relayed exchange that err ended before its
 // commit is recorded with (the client already holds the upstream's):
@@ -124,25 +127,6 @@ func abortStatus(err, ctxErr error) int {
 		return classify(err).Status
 	}
 }
-
-// drainAfterEnd reads what is left of an upstream stream whose answer
-// has ended (its last event read and relayed): the chunked body's last
-// chunk, which the relays that stop at the answer's end leave unread, so
-// that closing the response returns the connection to the client's pool
-// instead of closing it (every streamed answer cost a new upstream
-// connection). The client has everything by then. At most drainMax bytes
-// for at most drainWait: an upstream that keeps its body open past the
-// answer loses its connection, as before.
-func drainAfterEnd(body io.Reader, stream io.Reader) {
-	t := time.AfterFunc(drainWait, func() { uplink.Interrupt(stream) })
-	defer t.Stop()
-	_, _ = io.Copy(io.Discard, io.LimitReader(body, drainMax))
-}
-
-const (
-	drainMax  = 64 << 10
-	drainWait = 50 * time.Millisecond
-)
 
 // holdHeaders lets a stream's response headers wait for its first bytes
 // for up to hold, so that fasthttp writes them to the connection
@@ -168,7 +152,7 @@ func holdHeaders(rc *fasthttp.RequestCtx, out *streambody.Body, hold time.Durati
 // The relay's writes do not tell in time: they are buffered (streambody.Body),
 // and fasthttp may not have tried the connection since the client left.
 func (x *exchange) leftBeforeCommit() error {
-	if x.conn != nil && clientGone(x.conn) {
+	if x.life.conn != nil && clientGone(x.life.conn) {
 		return fmt.Errorf("%w: the connection closed before the commit", pipeline.ErrClientGone)
 	}
 	return nil
@@ -195,22 +179,6 @@ func (r *readErrs) Read(p []byte) (int, error) {
 	if err != nil && err != io.EOF {
 		r.err = err
 	}
-	return n, err
-}
-
-// idleReader arms the idle deadline only while a read waits on the
-// upstream: time spent writing to a slow client (the relay blocked on a
-// full socket) is not upstream silence.
-type idleReader struct {
-	r io.Reader
-	t *time.Timer
-	d time.Duration
-}
-
-func (ir *idleReader) Read(p []byte) (int, error) {
-	ir.t.Reset(ir.d)
-	n, err := ir.r.Read(p)
-	ir.t.Stop()
 	return n, err
 }
 

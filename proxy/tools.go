@@ -75,14 +75,14 @@ func (s *Server) newToolLoop(x *exchange, p, up *protocol, req *wire.Request, in
 func (l *toolLoop) ran(part wire.Part, start time.Time, r tools.Result) {
 	x := l.x
 	l.s.metrics.ToolCall(x.c.cfg.ID, part.Name, r.Outcome)
-	if x.span != nil && len(x.rounds) > 0 {
-		rd := &x.rounds[len(x.rounds)-1]
+	if x.rec.span != nil && len(x.rec.rounds) > 0 {
+		rd := &x.rec.rounds[len(x.rec.rounds)-1]
 		// The span is made after the exchange, from copies: a codec
 		// may point a part's strings into the answer's bytes.
 		rd.Runs = append(rd.Runs, tracing.ToolRun{Name: strings.Clone(part.Name), CallID: strings.Clone(part.CallID), Start: start, End: x.now(),
 			Outcome: r.Outcome, Failed: r.IsError, Found: r.Found})
 	}
-	x.endEpisode = x.endEpisode || r.End
+	x.life.endEpisode = x.life.endEpisode || r.End
 }
 
 // body returns the next round's request body, streamed or not.
@@ -99,7 +99,7 @@ func (l *toolLoop) body(stream bool) ([]byte, error) {
 
 // step takes a round's answer (pipeline.Rounds.Step).
 func (l *toolLoop) step(ctx context.Context, a *wire.Answer) (more bool, err error) {
-	return l.Step(ctx, a, len(l.x.rounds))
+	return l.Step(ctx, a, len(l.x.rec.rounds))
 }
 
 // finish stamps the final answer a and returns the stored turn and the
@@ -113,14 +113,14 @@ func (l *toolLoop) finish(a wire.Answer, relayed string) ([]history.Message, wir
 	}
 	count := func(p wire.Protocol, raw []byte) int { return plan.Count(s.counter, x.dec.Encoding, p, raw) }
 	stored := func(i int, msgs []history.Message) {
-		if i < len(x.rounds) {
-			x.rounds[i].Stored += len(msgs)
+		if i < len(x.rec.rounds) {
+			x.rec.rounds[i].Stored += len(msgs)
 			for _, m := range msgs {
-				x.rounds[i].Tokens += m.Tokens
+				x.rec.rounds[i].Tokens += m.Tokens
 			}
 		}
 	}
-	return l.Finish(a, relayed, count, stored, len(x.rounds)-1)
+	return l.Finish(a, relayed, count, stored, len(x.rec.rounds)-1)
 }
 
 // commit records the turn.
@@ -134,13 +134,13 @@ func (l *toolLoop) commit(turn []history.Message, a *wire.Answer) error {
 }
 
 // toolExchange is serveExchange's upstream part for a request with history
-// tools offered. It owns res (see relaySeam) when it streams.
-func (s *Server) toolExchange(ctx context.Context, res *pipeline.Owned, rc *fasthttp.RequestCtx, x *exchange, p, up *protocol,
-	req *wire.Request, instr, msgs [][]byte, lastHistory int, lastSeq uint64, offered []wire.Tool) {
+// tools offered. It reports whether it handed the exchange to a stream's
+// relay (see relay).
+func (s *Server) toolExchange(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange, p, up *protocol,
+	req *wire.Request, instr, msgs [][]byte, lastHistory int, lastSeq uint64, offered []wire.Tool) (relayed bool) {
 	l := s.newToolLoop(x, p, up, req, instr, msgs, lastHistory, lastSeq, offered)
 	if req.Stream {
-		s.toolStream(ctx, res, rc, l)
-		return
+		return s.toolStream(ctx, rc, l)
 	}
 	var a wire.Answer
 	for {
@@ -153,27 +153,28 @@ func (s *Server) toolExchange(ctx context.Context, res *pipeline.Owned, rc *fast
 			}
 		}
 		if err != nil {
-			s.metrics.ToolRounds(x.c.cfg.ID, len(x.rounds))
+			s.metrics.ToolRounds(x.c.cfg.ID, len(x.rec.rounds))
 			x.fail(rc, err)
-			return
+			return false
 		}
 	}
-	s.metrics.ToolRounds(x.c.cfg.ID, len(x.rounds))
+	s.metrics.ToolRounds(x.c.cfg.ID, len(x.rec.rounds))
 	turn, final, err := l.finish(a, "")
 	if err != nil {
 		x.fail(rc, err)
-		return
+		return false
 	}
 	switch err := pipeline.CommitWhole(client{rc}, toolCommit{l: l, turn: turn}, &final); {
 	case errors.Is(err, pipeline.ErrClientLeft):
 		x.done(499, err)
-		return
+		return false
 	case err != nil:
 		x.fail(rc, err)
-		return
+		return false
 	}
 	client{rc}.Rendered(p.ingress.AppendAnswer(nil, req, &final))
 	x.done(fasthttp.StatusOK, nil)
+	return false
 }
 
 // toolCommit is the turn a tool exchange's rounds built, committed with
@@ -191,7 +192,7 @@ func (c toolCommit) Commit(a *wire.Answer) error {
 	if err := c.l.commit(c.turn, a); err != nil {
 		return err
 	}
-	c.l.x.committed = true
+	c.l.x.life.committed = true
 	if c.streamed {
 		a.Message.Parts = slices.DeleteFunc(a.Message.Parts, func(p wire.Part) bool { return p.Kind == wire.Opaque })
 	}
@@ -219,8 +220,8 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 	enc := string(resp.Header.ContentEncoding())
 	raw, err := pipeline.ReadLimited(uplink.Body(resp), s.cfg.MaxResponseBytes)
 	uplink.Release(resp)
-	x.facts.UpstreamDone = s.cfg.Now()
-	round.Done = x.facts.UpstreamDone
+	x.rec.UpstreamDone = s.cfg.Now()
+	round.Done = x.rec.UpstreamDone
 	switch {
 	case errors.Is(err, pipeline.ErrTooLarge):
 		return wire.Answer{}, fmt.Errorf("%w: read upstream answer: %w", apierr.UpstreamTooLarge, err)
@@ -235,7 +236,7 @@ func (s *Server) toolCall(ctx context.Context, rc *fasthttp.RequestCtx, l *toolL
 		return wire.Answer{}, err
 	}
 	round.Model, round.Usage = a.Model, a.Usage
-	x.rounds = append(x.rounds, round)
+	x.rec.rounds = append(x.rec.rounds, round)
 	return a, nil
 }
 

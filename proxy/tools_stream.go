@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -31,30 +30,32 @@ import (
 //
 // The first round's request is made here, so that its failure is an
 // error answer with the upstream's status; later rounds are made by the
-// relay goroutine, which owns res from then on, from a copy of the
-// request's headers (it never touches rc).
-func (s *Server) toolStream(ctx context.Context, res *pipeline.Owned, rc *fasthttp.RequestCtx, l *toolLoop) {
+// relay goroutine, which owns the exchange from then on, from a copy of
+// the request's headers (it never touches rc). It reports whether it
+// handed the exchange to the relay.
+func (s *Server) toolStream(ctx context.Context, rc *fasthttp.RequestCtx, l *toolLoop) (relayed bool) {
 	x := l.x
 	tmpl := fasthttp.AcquireRequest()
 	l.request(tmpl, rc)
 	resp, err := s.streamRound(ctx, l, tmpl)
 	if err != nil {
 		fasthttp.ReleaseRequest(tmpl)
-		s.metrics.ToolRounds(x.c.cfg.ID, len(x.rounds))
+		s.metrics.ToolRounds(x.c.cfg.ID, len(x.rec.rounds))
 		x.fail(rc, err)
-		return
+		return false
 	}
 	uplink.CopyResponseHeader(rc, resp)
 	rc.Response.Header.Del("Content-Encoding")
 	rc.Response.Header.Del("Content-Length")
 	rc.SetContentType("text/event-stream")
 	enc, stream := encodingOf(resp), uplink.IsEventStream(resp)
-	s.relay(ctx, res.Take(), rc, x, resp, func(w *bufio.Writer, body io.Reader) error {
+	s.relay(ctx, rc, x, resp, func(w *bufio.Writer, body io.Reader) error {
 		defer fasthttp.ReleaseRequest(tmpl)
 		err := s.toolRelay(ctx, w, body, enc, stream, l, tmpl)
-		s.metrics.ToolRounds(x.c.cfg.ID, len(x.rounds))
+		s.metrics.ToolRounds(x.c.cfg.ID, len(x.rec.rounds))
 		return err
 	})
+	return true
 }
 
 // encodingOf is resp's content encoding ("" for none).
@@ -84,13 +85,13 @@ func (s *Server) streamRound(ctx context.Context, l *toolLoop, tmpl *fasthttp.Re
 		return nil, err
 	}
 	round.Stream = uplink.IsEventStream(resp)
-	x.rounds = append(x.rounds, round)
+	x.rec.rounds = append(x.rec.rounds, round)
 	if status := resp.StatusCode(); status < 200 || status >= 300 {
 		raw, _ := pipeline.ReadLimited(uplink.Body(resp), 1<<20)
 		x.learnWindow(status, string(resp.Header.ContentEncoding()), raw)
 		uplink.Release(resp)
-		x.facts.UpstreamDone = s.cfg.Now()
-		x.rounds[len(x.rounds)-1].Done = x.facts.UpstreamDone
+		x.rec.UpstreamDone = s.cfg.Now()
+		x.rec.rounds[len(x.rec.rounds)-1].Done = x.rec.UpstreamDone
 		return nil, pipeline.UpstreamStatus(status, raw)
 	}
 	return resp, nil
@@ -117,9 +118,9 @@ func (s *Server) toolRelay(ctx context.Context, w *bufio.Writer, body io.Reader,
 		a, err := pipeline.ReadRound(w, body, enc, stream, l.up.upstream, s.cfg.MaxResponseBytes, ren, f)
 		release()
 		release = func() {}
-		x.facts.UpstreamDone = s.cfg.Now()
-		rd := &x.rounds[len(x.rounds)-1]
-		rd.Done, rd.Model, rd.Usage = x.facts.UpstreamDone, a.Model, a.Usage
+		x.rec.UpstreamDone = s.cfg.Now()
+		rd := &x.rec.rounds[len(x.rec.rounds)-1]
+		rd.Done, rd.Model, rd.Usage = x.rec.UpstreamDone, a.Model, a.Usage
 		if err != nil {
 			return fail(err)
 		}
@@ -168,14 +169,6 @@ func (s *Server) endTools(w *bufio.Writer, l *toolLoop, ren wire.Renderer, f *pi
 // StreamIdleTimeout, or past the exchange's deadline, is interrupted.
 // release ends that and closes the response.
 func (s *Server) roundBody(ctx context.Context, resp *fasthttp.Response) (body io.Reader, release func()) {
-	stream := resp.BodyStream()
-	d := s.cfg.StreamIdleTimeout
-	idle := time.AfterFunc(d, func() { uplink.Interrupt(stream) })
-	idle.Stop() // armed by each read
-	stopCtx := context.AfterFunc(ctx, func() { uplink.Interrupt(stream) })
-	return &idleReader{r: uplink.Body(resp), t: idle, d: d}, func() {
-		stopCtx()
-		idle.Stop()
-		uplink.Release(resp)
-	}
+	up := newUpstreamStream(resp)
+	return pipeline.Bound(ctx, &up, s.cfg.StreamIdleTimeout)
 }

@@ -24,24 +24,24 @@ const (
 // the span of an exchange that plans nothing.
 func (x *exchange) beginSpan(rc *fasthttp.RequestCtx, body []byte) {
 	h := &rc.Request.Header
-	x.span = x.s.cfg.Tracer.Begin(h.Peek(headerTraceparent), h.Peek(headerTracestate), x.facts.Start)
-	h.SetCanonical([]byte(headerTraceparent), x.span.Traceparent())
-	x.span.RequestModel = gjson.GetBytes(body, "model").String()
+	x.rec.span = x.s.cfg.Tracer.Begin(h.Peek(headerTraceparent), h.Peek(headerTracestate), x.rec.Start)
+	h.SetCanonical([]byte(headerTraceparent), x.rec.span.Traceparent())
+	x.rec.span.RequestModel = gjson.GetBytes(body, "model").String()
 }
 
 // endSpan ends x's span with its record r, at end.
 func (x *exchange) endSpan(r *history.ExchangeRecord, tenant string, end time.Time) {
 	var calls []tracing.Call
 	switch {
-	case len(x.rounds) > 0:
-		calls = make([]tracing.Call, len(x.rounds))
-		for i, rd := range x.rounds {
+	case len(x.rec.rounds) > 0:
+		calls = make([]tracing.Call, len(x.rec.rounds))
+		for i, rd := range x.rec.rounds {
 			calls[i] = tracing.Call{Sent: rd.Sent, FirstByte: rd.FirstByte, Done: rd.Done, Model: rd.Model, Tools: rd.Runs, Round: true}
 		}
-	case !x.facts.Sent.IsZero():
-		calls = []tracing.Call{{Sent: x.facts.Sent, FirstByte: x.facts.FirstByte, Done: x.facts.UpstreamDone}}
+	case !x.rec.Sent.IsZero():
+		calls = []tracing.Call{{Sent: x.rec.Sent, FirstByte: x.rec.FirstByte, Done: x.rec.UpstreamDone}}
 	}
-	x.span.End(tracing.Ended{Record: r, Conversation: x.key.Conversation, Tenant: tenant, Calls: calls, End: end})
+	x.rec.span.End(tracing.Ended{Record: r, Conversation: x.key.Conversation, Tenant: tenant, Calls: calls, End: end})
 }
 
 // spanContent puts on x's span, for an operator who opted in
@@ -56,7 +56,7 @@ func (x *exchange) spanContent(answer []history.Message, stop string) {
 				in = append(in, d)
 			}
 		}
-		x.span.Input = tracing.Messages(in, "")
+		x.rec.span.Input = tracing.Messages(in, "")
 	}
 	out := make([]wire.Message, 0, len(answer))
 	for _, m := range answer {
@@ -64,5 +64,5 @@ func (x *exchange) spanContent(answer []history.Message, stop string) {
 			out = append(out, d)
 		}
 	}
-	x.span.Output = tracing.Messages(out, stop)
+	x.rec.span.Output = tracing.Messages(out, stop)
 }

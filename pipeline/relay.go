@@ -1,0 +1,144 @@
+package pipeline
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Body is the response's body stream a relay writes and the server's
+// connection reads (internal/streambody's Body).
+type Body interface {
+	io.Writer
+	// End ends the writer's side: the reader gets io.EOF once it has
+	// taken everything written.
+	End()
+	// Abort ends both sides with err.
+	Abort(err error)
+	// Wait waits until the reader's side is done and returns what
+	// writing it to the connection ended with (nil: every byte went).
+	Wait() error
+}
+
+// Upstream is an upstream's streamed answer as a relay reads it: its
+// body (Read), a read waiting on it ended from another goroutine
+// (Interrupt), and the answer ended once the relay is done with it
+// (Release).
+type Upstream interface {
+	io.Reader
+	// Interrupt makes a read blocked on the upstream return at once; it
+	// may be called from any goroutine, and after Release.
+	Interrupt()
+	// Release ends the answer: a body read to its end gives its
+	// connection back to the client's pool, any other closes it.
+	Release()
+}
+
+// Relay is the relay stage of a streamed answer, run by the goroutine
+// the handler hands the exchange to: from then on that goroutine owns
+// owned (the exchange's deadline and lock), up and the writer's side of
+// out (the response's body stream, which the server's connection reads),
+// and the handler touches none of them.
+//
+// work reads up, a read that waits on the upstream for idle ending the
+// exchange (owned's Cancel), writes the client's stream to w, and returns
+// nil only if it wrote everything it meant to. Relay then flushes w,
+// waits until the server has written every byte to the connection
+// (out.Wait), reads what is left of up (the last chunk of a
+// body whose answer has ended, so that its connection is reused), and
+// calls end with how the relay ended: nil, ErrClientGone when the client
+// could not take the stream, or work's error. After end it releases up,
+// then owned (the lock, then the deadline), then ends out.
+//
+// Past ctx's deadline (the exchange's) out is aborted, so that a client
+// that takes nothing does not hold the conversation; ctx's end, the idle
+// timer's included, interrupts a read waiting on the upstream.
+func Relay(ctx context.Context, owned Owned, out Body, up Upstream, idle time.Duration,
+	work func(w *bufio.Writer, upstream io.Reader) error, end func(err error)) {
+	defer out.End()
+	defer owned.End() // after the commit: the lock, then the deadline
+	// A client that takes nothing must not hold the conversation past
+	// the exchange's deadline: the deadline ends the body stream. (The
+	// idle timer's cancel does not: the relay then ends the body
+	// cleanly.) Either ends a read waiting on the upstream.
+	defer context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			out.Abort(ctx.Err())
+		}
+		up.Interrupt()
+	})()
+	defer up.Release()
+
+	// A stream that sends nothing for idle is ended.
+	t := time.AfterFunc(idle, owned.Cancel)
+	defer t.Stop()
+	w := bufio.NewWriter(out)
+	err := work(w, &idleReader{r: up, t: t, d: idle})
+	if ferr := w.Flush(); err == nil && ferr != nil {
+		err = fmt.Errorf("%w: %w", ErrClientGone, ferr)
+	}
+	if err == nil {
+		// Every event is written: wait until the server has written
+		// them to the connection, or could not.
+		out.End()
+		if werr := out.Wait(); werr != nil {
+			err = fmt.Errorf("%w: %w", ErrClientGone, werr)
+		}
+	}
+	if err == nil {
+		drainAfterEnd(up)
+	}
+	end(err)
+}
+
+// Bound returns up's body bounded as Relay bounds the first answer's: a
+// read that waits on the upstream for idle, or past ctx's end, is
+// interrupted. release ends that and releases up.
+func Bound(ctx context.Context, up Upstream, idle time.Duration) (body io.Reader, release func()) {
+	t := time.AfterFunc(idle, up.Interrupt)
+	t.Stop() // armed by each read
+	stopCtx := context.AfterFunc(ctx, up.Interrupt)
+	return &idleReader{r: up, t: t, d: idle}, func() {
+		stopCtx()
+		t.Stop()
+		up.Release()
+	}
+}
+
+// drainAfterEnd reads what is left of an upstream stream whose answer
+// has ended (its last event read and relayed): the chunked body's last
+// chunk, which the relays that stop at the answer's end leave unread, so
+// that closing the response returns the connection to the client's pool
+// instead of closing it (every streamed answer cost a new upstream
+// connection). The client has everything by then. At most drainMax bytes
+// for at most drainWait: an upstream that keeps its body open past the
+// answer loses its connection.
+func drainAfterEnd(up Upstream) {
+	t := time.AfterFunc(drainWait, up.Interrupt)
+	defer t.Stop()
+	_, _ = io.Copy(io.Discard, io.LimitReader(up, drainMax))
+}
+
+const (
+	drainMax  = 64 << 10
+	drainWait = 50 * time.Millisecond
+)
+
+// idleReader arms the idle deadline only while a read waits on the
+// upstream: time spent writing to a slow client (the relay blocked on a
+// full socket) is not upstream silence.
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	ir.t.Reset(ir.d)
+	n, err := ir.r.Read(p)
+	ir.t.Stop()
+	return n, err
+}
