@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -58,15 +59,18 @@ func (l *leaseLog) TraceBatchQuery(ctx context.Context, c *pgx.Conn, d pgx.Trace
 }
 
 // leaseStatements returns, since the last call, the statements that
-// take a lease, those that drop one inside another write (a commit), and
-// those that release one on their own.
-func (l *leaseLog) leaseStatements() (takes, drops, releases int) {
+// take a lease (takeSQL, on its own or in a read's batch), the reads
+// that take one in their own statement, those that drop one inside
+// another write (a commit), and those that release one on their own.
+func (l *leaseLog) leaseStatements() (takes, reads, drops, releases int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, q := range l.sqls {
 		switch {
 		case q == pgstore.TakeSQL:
 			takes++
+		case slices.Contains(pgstore.TakingSQL, q):
+			reads++
 		case strings.HasPrefix(q, "UPDATE recall_leases "+pgstore.FreeSQL):
 			releases++
 		case strings.Contains(q, pgstore.FreeSQL):
@@ -74,16 +78,16 @@ func (l *leaseLog) leaseStatements() (takes, drops, releases int) {
 		}
 	}
 	l.sqls = nil
-	return takes, drops, releases
+	return takes, reads, drops, releases
 }
 
 // TestExchangeLeaseWithTheRead: through a proxy.Server on PostgreSQL with
 // the window cache, as cmd/recall serves. Alone on the database, an
 // exchange's lease is held in memory: no statement on the lease table.
 // Once a second replica opened, each exchange takes the conversation's
-// lease in its plan's read (the take and the read in one batch) and
-// drops it in its commit's statement: two round trips a request, as
-// without a lease, and no lease left behind. While another replica holds
+// lease in its plan's read (in the read's own statement) and drops it
+// in its commit's statement: two round trips a request, as without a
+// lease, two statements, and no lease left behind. While another replica holds
 // the lease, the exchange waits, and then plans from the turn that
 // replica committed meanwhile, and so does a change through the
 // Conversations API. An exchange that ends without a commit (an upstream
@@ -116,7 +120,7 @@ func TestExchangeLeaseWithTheRead(t *testing.T) {
 		}
 		return n
 	}
-	request := func(phase string, wantTrips, wantTakes, wantDrops int) {
+	request := func(phase string, wantTrips, wantReads, wantDrops int) {
 		t.Helper()
 		log.take()
 		log.leaseStatements()
@@ -129,10 +133,10 @@ func TestExchangeLeaseWithTheRead(t *testing.T) {
 		if got := log.take(); got != wantTrips {
 			t.Errorf("%s: %d round trips, want %d", phase, got, wantTrips)
 		}
-		takes, drops, releases := log.leaseStatements()
-		if takes != wantTakes || drops != wantDrops || releases != 0 {
-			t.Errorf("%s: lease taken %d, dropped by the commit %d, released alone %d times; want %d, %d, 0",
-				phase, takes, drops, releases, wantTakes, wantDrops)
+		takes, reads, drops, releases := log.leaseStatements()
+		if takes != 0 || reads != wantReads || drops != wantDrops || releases != 0 {
+			t.Errorf("%s: lease taken by a statement of its own %d, by the read's statement %d, dropped by the commit %d, released alone %d times; want 0, %d, %d, 0",
+				phase, takes, reads, drops, releases, wantReads, wantDrops)
 		}
 		if n := leases(); n != 0 {
 			t.Errorf("%s: %d leases held after the exchange, want 0", phase, n)
@@ -226,7 +230,7 @@ func TestExchangeLeaseWithTheRead(t *testing.T) {
 	case <-testCtx(t).Done():
 		t.Fatal("an exchange that did not commit never released its lease")
 	}
-	if _, drops, releases := log.leaseStatements(); drops != 0 || releases != 1 {
+	if _, _, drops, releases := log.leaseStatements(); drops != 0 || releases != 1 {
 		t.Errorf("upstream error: lease dropped by a commit %d, released alone %d times; want 0, 1", drops, releases)
 	}
 	if n := leases(); n != 0 {
@@ -259,8 +263,8 @@ func TestExchangeLeaseOfTheSoleWriterJoined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if takes, _, _ := log.leaseStatements(); takes != 0 {
-		t.Errorf("the sole writer took the lease with %d statements, want 0", takes)
+	if takes, reads, _, _ := log.leaseStatements(); takes+reads != 0 {
+		t.Errorf("the sole writer took the lease with %d statements, want 0", takes+reads)
 	}
 
 	waits := make(chan string, 64)
@@ -286,7 +290,7 @@ func TestExchangeLeaseOfTheSoleWriterJoined(t *testing.T) {
 	if mine.Held() {
 		t.Error("the commit did not drop the lease")
 	}
-	if _, drops, releases := log.leaseStatements(); drops != 1 || releases != 0 {
+	if _, _, drops, releases := log.leaseStatements(); drops != 1 || releases != 0 {
 		t.Errorf("the lease written into the table at the join: dropped by the commit %d, released alone %d times; want 1, 0", drops, releases)
 	}
 	got := <-read
@@ -294,4 +298,80 @@ func TestExchangeLeaseOfTheSoleWriterJoined(t *testing.T) {
 		t.Errorf("the newcomer read version %d holding the lease %v, want version %d and the lease", got.Meta.Version, theirs.Held(), m.Version)
 	}
 	theirs.Release()
+}
+
+// TestExchangeLeaseTakenByTheReadIsFresh: a read that takes an
+// exchange's lease in its own statement takes it only as its snapshot
+// saw it. Another holder takes the free lease, commits a turn (the head
+// moves) and drops the lease, in one transaction the read's statement
+// began before and waits for: the read does not take the lease it now
+// finds free, which would plan from the head before that turn; it takes
+// it with a statement of its own (takeSQL), and reads the moved head.
+func TestExchangeLeaseTakenByTheReadIsFresh(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.DB(t)
+	s := open(t, url, pgstore.Options{})
+	open(t, url, pgstore.Options{}) // a second replica: the leases are in the table
+	k := history.Key{Tenant: "acme", Conversation: "fresh"}
+	m := commit(t, s, k, history.Change{Append: turns(0, 1)})
+	name := history.LeaseName(history.LeaseConversation, k)
+	release, err := s.Acquire(ctx, name) // the lease's row, then free
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`UPDATE recall_leases SET holder = 'other' WHERE name = $1`, []any{name}},
+		{`UPDATE recall_conversations SET version = version + 1 WHERE tenant = $1 AND conversation = $2`, []any{k.Tenant, k.Conversation}},
+		{`UPDATE recall_leases SET holder = '' WHERE name = $1`, []any{name}},
+	} {
+		if _, err := tx.Exec(ctx, q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	type followed struct {
+		head history.Head
+		err  error
+	}
+	var l history.ExchangeLease
+	got := make(chan followed, 1)
+	go func() {
+		h, _, err := s.Follow(ctx, k, history.Head{Version: m.Version, Summaries: m.Summaries, Incarnation: m.Incarnation}, m.NextSeq-1, &l)
+		got <- followed{h, err}
+	}()
+	// The read's statement waits for the transaction's lock.
+	for {
+		var n int
+		if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
+			strings.SplitN(pgstore.TakingSQL[1], "\n", 2)[0]+"%").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !l.Held() {
+		t.Fatal("the read returned without the lease")
+	}
+	l.Release()
+	if r.head.Version != m.Version+1 {
+		t.Errorf("the read returned version %d, want %d: the turn committed before the read took the lease", r.head.Version, m.Version+1)
+	}
 }

@@ -23,3 +23,7 @@ const FreeSQL = freeSQL
 // are the tenant, the conversation, the bound after which messages are
 // read, the limit and whether the read stops at the summary.
 var LoadSQL = loadPlainSQL
+
+// TakingSQL is the reads that take an exchange's lease in their own
+// statement (load's and follow's).
+var TakingSQL = []string{loadTakingSQL, followTakingSQL}

@@ -334,27 +334,32 @@ func (s *Store) HoldLease(k history.Key, l *history.ExchangeLease) bool {
 	return true
 }
 
-// leaseTake is an exchange's lease a read takes in its round trip: the
-// read sends takeSQL before its own statement, in one batch (one round
-// trip, one implicit transaction), and reads nothing unless the take
-// took the lease (ok).
+// leaseTake is an exchange's lease a read takes in its round trip:
+// either in the read's own statement (fast: fastTakeSQL), or with
+// takeSQL sent before the read's statement, in one batch (one round
+// trip, one implicit transaction); the read reads nothing unless it took
+// the lease (ok).
 type leaseTake struct {
 	name, holder string
-	ok           bool
+	fast, ok     bool
 }
 
 // leased runs read under l, an exchange's lease on k. With l nil or held,
 // read runs alone. Otherwise read takes l: in memory while this Store is
 // the sole writer (read then runs alone), else in read's own round trip
-// (read gets the take). While another holder holds the lease, leased
-// waits a short, growing, jittered pause (as Acquire) and reads again:
-// nothing read while another holds it is returned.
+// (read gets the take): first in read's own statement (fast), which
+// takes only a lease that is free and that nobody queued for, then, if
+// that did not take it, with takeSQL in read's batch. While another
+// holder holds the lease, leased waits a short, growing, jittered pause
+// (as Acquire) and reads again: nothing read while another holds it is
+// returned.
 func (s *Store) leased(ctx context.Context, k history.Key, l *history.ExchangeLease, read func(*leaseTake) error) error {
 	if l == nil || l.Held() {
 		return read(nil)
 	}
 	c := s.newConvLease(k)
 	var p pause
+	fast := true
 	for {
 		reserved, inTable := s.reserve(c.name, c.h)
 		switch {
@@ -362,7 +367,7 @@ func (s *Store) leased(ctx context.Context, k history.Key, l *history.ExchangeLe
 			l.Take(c)
 			return read(nil)
 		case reserved:
-			take := &leaseTake{name: c.name, holder: c.h.holder}
+			take := &leaseTake{name: c.name, holder: c.h.holder, fast: fast}
 			err := read(take)
 			if take.ok {
 				s.heldMu.Lock()
@@ -377,8 +382,14 @@ func (s *Store) leased(ctx context.Context, k history.Key, l *history.ExchangeLe
 			}
 			s.unreserve(c.name, c.h)
 			if err != nil {
-				s.unqueue(c.name)
+				if !take.fast {
+					s.unqueue(c.name)
+				}
 				return err
+			}
+			if take.fast {
+				fast = false // takeSQL, at once: it queues if it must
+				continue
 			}
 		}
 		if s.onWait != nil {
@@ -394,9 +405,14 @@ func (s *Store) leased(ctx context.Context, k history.Key, l *history.ExchangeLe
 // query sends sql with args alone, or with take after take's statement
 // in one batch, its lease's name and holder appended to args (the
 // leased variants of the reads), and calls read with sql's rows, unless
-// take did not take the lease. read closes the rows.
+// take did not take the lease. read closes the rows. A fast take is
+// sql's own (the taking variants): sql is sent alone, the lease's name,
+// holder and length appended to args, and read sets take.ok.
 func (s *Store) query(ctx context.Context, take *leaseTake, sql string, args []any, read func(pgx.Rows) error) error {
-	if take == nil {
+	if take != nil && take.fast {
+		args = append(args, take.name, take.holder, s.lease.Microseconds())
+	}
+	if take == nil || take.fast {
 		rows, err := s.pool.Query(ctx, sql, args...)
 		if err != nil {
 			return err
@@ -486,4 +502,55 @@ func (s *Store) renew(name, holder string, stop <-chan struct{}, done chan<- str
 			cancel()
 		}
 	}
+}
+
+// fastTakeSQL takes an exchange's lease in its read's own statement (the
+// read's CTEs before the read; $n the lease's name, $n+1 the holder, $n+2
+// the lease's length in microseconds): one statement instead of the
+// batch's two. It takes only a lease free in the statement's snapshot
+// and not taken since, so that the read, on that snapshot, holds every
+// commit of the lease's last holder (which freed the lease in its own
+// transaction): the row as the snapshot sees it (l), free, is updated
+// only if it is still that version (its ctid and xmin: a take or a free
+// since made another, which the update then finds, rechecks and skips;
+// either condition alone does it on PostgreSQL 15), and a row the
+// snapshot does not see is inserted only if nobody made it meanwhile.
+// Nobody may be queued for the lease (takeSQL's queue), this Store
+// included: a lease held, expired, made or taken meanwhile, or queued
+// for is left to takeSQL (see leased). got has a row if it took it.
+func fastTakeSQL(n int) string {
+	return fmt.Sprintf(`l AS (SELECT ctid AS rid, xmin AS x, holder FROM recall_leases WHERE name = $%[1]d),
+queued AS (SELECT FROM recall_leases WHERE name = 'next ' || $%[1]d AND holder <> '' AND expires_at > clock_timestamp()),
+took AS (
+  UPDATE recall_leases SET holder = $%[2]d, expires_at = clock_timestamp() + $%[3]d * interval '1 microsecond'
+  WHERE ctid = (SELECT rid FROM l) AND xmin = (SELECT x FROM l) AND holder = '' AND (SELECT holder FROM l) = ''
+    AND NOT EXISTS (SELECT FROM queued)
+  RETURNING 1),
+made AS (
+  INSERT INTO recall_leases (name, holder, expires_at)
+  SELECT $%[1]d, $%[2]d, clock_timestamp() + $%[3]d * interval '1 microsecond'
+  WHERE NOT EXISTS (SELECT FROM l) AND NOT EXISTS (SELECT FROM queued)
+  ON CONFLICT (name) DO NOTHING
+  RETURNING 1),
+got AS (SELECT FROM took UNION ALL SELECT FROM made),
+`, n, n+1, n+2)
+}
+
+// tookSQL is the condition on a taking read (fastTakeSQL) that it took
+// the lease: it reads nothing otherwise.
+const tookSQL = ` AND EXISTS (SELECT FROM got)`
+
+// tookRowSQL is the row a taking read answers if it took the lease: seq
+// -1 (see scanTail), cols the read's columns after the first three.
+func tookRowSQL(cols string) string {
+	return "\nUNION ALL\nSELECT -1::bigint, NULL::bytea, NULL::bytea" + cols + " FROM got"
+}
+
+// flag is what a read that takes t in its own statement (fast) sets
+// when it took it (see scanTail); nil for any other read.
+func (t *leaseTake) flag() *bool {
+	if t == nil || !t.fast {
+		return nil
+	}
+	return &t.ok
 }

@@ -72,7 +72,7 @@ func (r *rowCounter) take() int64 {
 // build), still gives the same tail.
 func TestLoadStartsAtTheSummary(t *testing.T) {
 	ctx := testCtx(t)
-	rows := &rowCounter{prefixes: []string{"WITH c AS", "SELECT 0::bigint, meta, summary"}} // Load's first statement
+	rows := &rowCounter{prefixes: []string{"WITH c AS", "WITH l AS", "SELECT 0::bigint, meta, summary"}} // Load's first statement
 	url := pgtest.DB(t)
 	s := open(t, url, pgstore.Options{Tracer: rows})
 	k := history.Key{Tenant: "t", Conversation: "summarised"}
@@ -107,9 +107,10 @@ func TestLoadStartsAtTheSummary(t *testing.T) {
 	}
 	load("summarised", 7, false)
 	// The exchange's lease taken with the read (a second replica is
-	// open: the lease is in the table): the same statement, leased.
+	// open: the lease is in the table): the same statement, leased, and
+	// a row more, the take's.
 	open(t, url, pgstore.Options{})
-	load("summarised, leased", 7, true)
+	load("summarised, leased", 8, true)
 
 	setThrough := func(v int) {
 		t.Helper()

@@ -319,43 +319,49 @@ func (s *Store) head(ctx context.Context, k history.Key) (history.Head, error) {
 // read that stops at the summary ($5, history.Query.Summarized), the
 // summary's covered-through if it is later (the through column), so
 // that a context's read takes the turns after the summary, not the
-// newest first batch of the whole conversation. %s is a condition on
-// the metadata's read (leasedSQL): without it (a NULL bound) no
-// message is read. The bound is a subquery, not a join, so that the
+// newest first batch of the whole conversation. The first %s is CTEs
+// before the read (fastTakeSQL), the second a condition on the
+// metadata's read (leasedSQL, tookSQL): without it (a NULL bound) no
+// message is read; the third a row more (tookRowSQL). The bound is a subquery, not a join, so that the
 // index scan starts at it.
-const loadSQL = `WITH c AS (SELECT meta, summary, CASE WHEN $5 THEN greatest($3, through) ELSE $3 END AS lo
-  FROM recall_conversations WHERE tenant = $1 AND conversation = $2%s)
+const loadSQL = `WITH %[1]sc AS (SELECT meta, summary, CASE WHEN $5 THEN greatest($3, through) ELSE $3 END AS lo
+  FROM recall_conversations WHERE tenant = $1 AND conversation = $2%[2]s)
 SELECT 0::bigint, meta, summary, lo FROM c
 UNION ALL
 (SELECT seq, body, NULL::bytea, 0::bigint FROM recall_messages WHERE tenant = $1 AND conversation = $2 AND seq > (SELECT lo FROM c)
- ORDER BY seq DESC LIMIT $4)`
+ ORDER BY seq DESC LIMIT $4)%[3]s`
 
 // followSQL reads a conversation's head and, if it is not the one given
 // ($5-$7), its metadata and its newest messages after $3, in one
 // statement, one snapshot; the metadata and the summary are not read
-// when the head is the one given. %s is a condition on the head's read
-// (leasedSQL).
-const followSQL = `WITH h AS (SELECT version, summaries, incarnation, meta, summary,
+// when the head is the one given. The first %s is CTEs before the read
+// (fastTakeSQL), the second a condition on the head's read (leasedSQL,
+// tookSQL), the third a row more (tookRowSQL).
+const followSQL = `WITH %[1]sh AS (SELECT version, summaries, incarnation, meta, summary,
     (version, summaries, incarnation) IS DISTINCT FROM ($5::bigint, $6::int, $7::bigint) AS moved
-  FROM recall_conversations WHERE tenant = $1 AND conversation = $2%s)
+  FROM recall_conversations WHERE tenant = $1 AND conversation = $2%[2]s)
 SELECT 0::bigint, CASE WHEN moved THEN meta END, CASE WHEN moved THEN summary END, version, summaries, incarnation FROM h
 UNION ALL
 (SELECT seq, body, NULL::bytea, 0::bigint, 0::int, 0::bigint FROM recall_messages
  WHERE tenant = $1 AND conversation = $2 AND seq > $3 AND EXISTS (SELECT FROM h WHERE moved)
- ORDER BY seq DESC LIMIT $4)`
+ ORDER BY seq DESC LIMIT $4)%[3]s`
 
-// The reads as they are sent: alone, and after the lease's take in a
-// batch, reading nothing unless the take took it ($8 and $9 in
-// follow's, $6 and $7 in load's: the lease's name and holder). The take
-// is a statement of its own, before the read, so that the read's
-// snapshot, taken once the take returned, holds every commit of the
-// lease's last holder: a commit drops the lease in its own transaction,
-// and the take waits for that transaction to end.
+// The reads as they are sent: alone; after the lease's take in a batch
+// (leased), reading nothing unless the take took it ($8 and $9 in
+// follow's, $6 and $7 in load's: the lease's name and holder); and
+// taking the lease themselves (taking, see fastTakeSQL: $8-$10 in
+// follow's, $6-$8 in load's). The batch's take is a statement of its
+// own, before the read, so that the read's snapshot, taken once the
+// take returned, holds every commit of the lease's last holder: a commit
+// drops the lease in its own transaction, and the take waits for that
+// transaction to end.
 var (
-	loadPlainSQL    = fmt.Sprintf(loadSQL, "")
-	loadLeasedSQL   = fmt.Sprintf(loadSQL, leasedSQL(6))
-	followPlainSQL  = fmt.Sprintf(followSQL, "")
-	followLeasedSQL = fmt.Sprintf(followSQL, leasedSQL(8))
+	loadPlainSQL    = fmt.Sprintf(loadSQL, "", "", "")
+	loadLeasedSQL   = fmt.Sprintf(loadSQL, "", leasedSQL(6), "")
+	loadTakingSQL   = fmt.Sprintf(loadSQL, fastTakeSQL(6), tookSQL, tookRowSQL(", 0::bigint"))
+	followPlainSQL  = fmt.Sprintf(followSQL, "", "", "")
+	followLeasedSQL = fmt.Sprintf(followSQL, "", leasedSQL(8), "")
+	followTakingSQL = fmt.Sprintf(followSQL, fastTakeSQL(8), tookSQL, tookRowSQL(", 0::bigint, 0::int, 0::bigint"))
 )
 
 // leasedSQL is the condition that the lease named $n is held by $n+1.
@@ -391,13 +397,16 @@ func (s *Store) load(ctx context.Context, k history.Key, q history.Query, take *
 		lo    int64 // the messages were read after lo (loadSQL)
 	)
 	sql := loadPlainSQL
-	if take != nil {
+	switch {
+	case take != nil && take.fast:
+		sql = loadTakingSQL
+	case take != nil:
 		sql = loadLeasedSQL
 	}
 	err := s.query(ctx, take, sql, []any{k.Tenant, k.Conversation, int64(q.After), limit, q.Summarized}, func(rows pgx.Rows) error {
 		var after int64
 		var err error
-		batch, err = scanTail(rows, []any{&after}, func(b, sb []byte) error {
+		batch, err = scanTail(rows, take.flag(), []any{&after}, func(b, sb []byte) error {
 			m, err := readMeta(b, sb)
 			if err != nil {
 				return err
@@ -440,8 +449,8 @@ func (s *Store) load(ctx context.Context, k history.Key, q history.Query, take *
 // row (seq 0) among its messages (seq, message, summary, then the
 // columns extra points to): it hands the conversation's row to conv,
 // with extra scanned, and returns the messages, decoded, in the order
-// read. It closes rows.
-func scanTail(rows pgx.Rows, extra []any, conv func(b, sb []byte) error) ([]history.Message, error) {
+// read. A row with seq -1 (tookRowSQL) sets *took. It closes rows.
+func scanTail(rows pgx.Rows, took *bool, extra []any, conv func(b, sb []byte) error) ([]history.Message, error) {
 	defer rows.Close()
 	var batch []history.Message
 	var seq int64
@@ -450,6 +459,10 @@ func scanTail(rows pgx.Rows, extra []any, conv func(b, sb []byte) error) ([]hist
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
+		}
+		if seq < 0 && took != nil {
+			*took = true
+			continue
 		}
 		if seq == 0 {
 			if err := conv(b, sb); err != nil {
@@ -486,7 +499,10 @@ func (s *Store) follow(ctx context.Context, k history.Key, h history.Head, after
 		batch        []history.Message
 	)
 	sql := followPlainSQL
-	if take != nil {
+	switch {
+	case take != nil && take.fast:
+		sql = followTakingSQL
+	case take != nil:
 		sql = followLeasedSQL
 	}
 	args := []any{k.Tenant, k.Conversation, int64(after), s.firstBatch, int64(h.Version), int32(h.Summaries), int64(h.Incarnation)}
@@ -494,7 +510,7 @@ func (s *Store) follow(ctx context.Context, k history.Key, h history.Head, after
 		var version, incarnation int64
 		var summaries int32
 		var err error
-		batch, err = scanTail(rows, []any{&version, &summaries, &incarnation}, func(b, sb []byte) error {
+		batch, err = scanTail(rows, take.flag(), []any{&version, &summaries, &incarnation}, func(b, sb []byte) error {
 			found, moved = true, b != nil
 			head = history.Head{Version: uint64(version), Summaries: int(summaries), Incarnation: uint64(incarnation)}
 			if !moved {
