@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,6 +67,15 @@ func texts(msgs []json.RawMessage) []string {
 	return out
 }
 
+// wantTexts fails t unless msgs read, through texts, as want; what names
+// the messages.
+func wantTexts(t *testing.T, what string, msgs []json.RawMessage, want []string) {
+	t.Helper()
+	if got := texts(msgs); !slices.Equal(got, want) {
+		t.Errorf("%s: got %q, want %q", what, got, want)
+	}
+}
+
 // streamResponse streams a Responses request with the OpenAI SDK and
 // returns the response its response.completed event carries.
 func streamResponse(t *testing.T, client openai.Client, p responses.ResponseNewParams) responses.Response {
@@ -125,9 +135,7 @@ func TestResponsesAPIRemembers(t *testing.T) {
 
 	last := h.Up.Last()
 	want := []string{"user: my name is Ada", "assistant: echo: my name is Ada", "user: what is my name?"}
-	if got := texts(last.Messages); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("second upstream input: got %q, want %q", got, want)
-	}
+	wantTexts(t, "second upstream input", last.Messages, want)
 	body := gjson.ParseBytes(last.Body)
 	if body.Get("store").Bool() || body.Get("previous_response_id").Exists() || body.Get("conversation").Exists() {
 		t.Errorf("upstream body keeps state: %s", last.Body)
@@ -170,9 +178,7 @@ func TestMessagesAPIRemembers(t *testing.T) {
 
 	last := h.Up.Last()
 	want := []string{"user: my name is Ada", "assistant: echo: my name is Ada", "user: what is my name?"}
-	if got := texts(gjsonArray(last.Body, "messages")); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("second upstream messages: got %q, want %q", got, want)
-	}
+	wantTexts(t, "second upstream messages", gjsonArray(last.Body, "messages"), want)
 	if last.Path != "/v1/messages" || last.Header.Get("X-Api-Key") != "sk-up-an" || last.Header.Get("Authorization") != "" {
 		t.Errorf("upstream call: got %s with x-api-key %q, authorization %q; want /v1/messages with the tenant's key as x-api-key only",
 			last.Path, last.Header.Get("X-Api-Key"), last.Header.Get("Authorization"))
@@ -216,9 +222,7 @@ func TestOneHistoryAcrossProtocols(t *testing.T) {
 	if last.Path != "/v1/chat/completions" {
 		t.Fatalf("upstream path: got %s, want /v1/chat/completions", last.Path)
 	}
-	if got := texts(last.Messages); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("third upstream messages: got %q, want %q", got, want)
-	}
+	wantTexts(t, "third upstream messages", last.Messages, want)
 	var protos []wire.Protocol
 	for _, m := range h.Stored("ch", "x1") {
 		protos = append(protos, m.Protocol)
@@ -264,9 +268,7 @@ func TestChatClientOverAnthropic(t *testing.T) {
 	h.WaitDone("c1")
 	last := h.Up.Last()
 	want := []string{"user: hello", "assistant: echo: hello", "user: again"}
-	if got := texts(gjsonArray(last.Body, "messages")); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("upstream messages: got %q, want %q", got, want)
-	}
+	wantTexts(t, "upstream messages", gjsonArray(last.Body, "messages"), want)
 	if gjson.GetBytes(last.Body, "max_tokens").Int() != 4096 {
 		t.Errorf("max_tokens: got %s, want 4096 filled in", gjson.GetBytes(last.Body, "max_tokens").Raw)
 	}
@@ -415,9 +417,7 @@ func TestResendAcrossProtocolsIsNotDoubled(t *testing.T) {
 	send(user("one"))
 	send(user("one"), asst("echo: one"), user("two"))
 	want := []string{"user: one", "assistant: echo: one", "user: two"}
-	if got := texts(h.Up.Last().Messages); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("Messages over chat, full resend: upstream got %q, want %q", got, want)
-	}
+	wantTexts(t, "Messages over chat, full resend: upstream", h.Up.Last().Messages, want)
 	if n := len(h.Stored("ch", "rs1")); n != 4 {
 		t.Errorf("Messages over chat, full resend: stored %d messages, want 4", n)
 	}
