@@ -100,6 +100,21 @@ func userMessage(model, text string) anthropic.MessageNewParams {
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(text))}}
 }
 
+// sayMessages sends text as one user message to model through client's
+// Messages API, checks that the answer is the fake's echo of it (what
+// names the answer), and waits for conv's exchange to finish.
+func sayMessages(t *testing.T, h *e2etest.Harness, client anthropic.Client, conv, model, text, what string) {
+	t.Helper()
+	msg, err := client.Messages.New(context.Background(), userMessage(model, text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msg.Content) != 1 || msg.Content[0].Text != "echo: "+text {
+		t.Errorf("%s: got %+v, want echo: %s", what, msg.Content, text)
+	}
+	h.WaitDone(conv)
+}
+
 func anthropicClient(h *e2etest.Harness, key, conv string) anthropic.Client {
 	return anthropic.NewClient(aoption.WithBaseURL(h.URL), aoption.WithAPIKey(key), aoption.WithMaxRetries(0),
 		aoption.WithHeader("X-Conversation-ID", conv))
@@ -111,16 +126,8 @@ func anthropicClient(h *e2etest.Harness, key, conv string) anthropic.Client {
 // items, with store false and no state of OpenAI's named.
 func TestResponsesAPIRemembers(t *testing.T) {
 	h := e2etest.New(t, threeUpstreams())
-	ctx := context.Background()
 	client := h.Client("rk-oa", "r1")
-	first, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-4.1",
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("my name is Ada")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := first.OutputText(); got != "echo: my name is Ada" {
-		t.Errorf("first answer: got %q, want %q", got, "echo: my name is Ada")
-	}
+	first := ask(t, client, "my name is Ada", "")
 	if !strings.HasPrefix(first.ID, "resp_") {
 		t.Errorf("response id: got %q, want Recall's resp_ id", first.ID)
 	}
@@ -159,16 +166,8 @@ func TestResponsesAPIRemembers(t *testing.T) {
 // key as x-api-key, and answers the SDK reads.
 func TestMessagesAPIRemembers(t *testing.T) {
 	h := e2etest.New(t, threeUpstreams())
-	ctx := context.Background()
 	client := anthropicClient(h, "rk-an", "m1")
-	msg, err := client.Messages.New(ctx, userMessage("claude-sonnet-4-5", "my name is Ada"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(msg.Content) != 1 || msg.Content[0].Text != "echo: my name is Ada" {
-		t.Errorf("first answer: got %+v, want echo: my name is Ada", msg.Content)
-	}
-	h.WaitDone("m1")
+	sayMessages(t, h, client, "m1", "claude-sonnet-4-5", "my name is Ada", "first answer")
 
 	acc := e2etest.StreamMessage(t, client, userMessage("claude-sonnet-4-5", "what is my name?"))
 	if len(acc.Content) != 1 || acc.Content[0].Text != "echo: what is my name?" {
@@ -198,23 +197,9 @@ func TestOneHistoryAcrossProtocols(t *testing.T) {
 	}
 	h.WaitDone("x1")
 	ac := anthropicClient(h, "rk-ch", "x1")
-	msg, err := ac.Messages.New(ctx, userMessage("gpt-4o", "two"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(msg.Content) != 1 || msg.Content[0].Text != "echo: two" {
-		t.Errorf("Messages answer: got %+v, want echo: two", msg.Content)
-	}
-	h.WaitDone("x1")
+	sayMessages(t, h, ac, "x1", "gpt-4o", "two", "Messages answer")
 	oc := h.Client("rk-ch", "x1")
-	resp, err := oc.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-4o",
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("three")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := resp.OutputText(); got != "echo: three" {
-		t.Errorf("Responses answer: got %q, want echo: three", got)
-	}
+	ask(t, oc, "three", "", func(p *responses.ResponseNewParams) { p.Model = "gpt-4o" })
 	h.WaitDone("x1")
 
 	last := h.Up.Last()
