@@ -28,6 +28,16 @@ func waitRefs(t *testing.T, tab *convlock.Table, k history.Key, n int) {
 	}
 }
 
+// mustAcquire takes k's lock, or fails the test.
+func mustAcquire(t *testing.T, tab *convlock.Table, k history.Key) (release func()) {
+	t.Helper()
+	release, err := tab.Acquire(t.Context(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return release
+}
+
 // acquire takes k's lock in a goroutine of its own and sends its release
 // once it has it.
 func acquire(tab *convlock.Table, k history.Key) <-chan func() {
@@ -41,12 +51,21 @@ func acquire(tab *convlock.Table, k history.Key) <-chan func() {
 	return got
 }
 
+// releaseWithin waits up to 5 s for the lock acquire sends, and releases
+// it; else it fails the test with fail.
+func releaseWithin(t *testing.T, got <-chan func(), fail string) {
+	t.Helper()
+	select {
+	case release := <-got:
+		release()
+	case <-time.After(5 * time.Second):
+		t.Fatal(fail)
+	}
+}
+
 func TestAcquireWaitsForTheHolder(t *testing.T) {
 	var tab convlock.Table
-	release, err := tab.Acquire(t.Context(), one)
-	if err != nil {
-		t.Fatal(err)
-	}
+	release := mustAcquire(t, &tab, one)
 	got := acquire(&tab, one)
 	waitRefs(t, &tab, one, 2)
 	select {
@@ -55,35 +74,19 @@ func TestAcquireWaitsForTheHolder(t *testing.T) {
 	default:
 	}
 	release()
-	select {
-	case r := <-got:
-		r()
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiting caller did not get the lock within 5 s of its release")
-	}
+	releaseWithin(t, got, "the waiting caller did not get the lock within 5 s of its release")
 }
 
 func TestConversationsDoNotWaitOnEachOther(t *testing.T) {
 	var tab convlock.Table
-	release, err := tab.Acquire(t.Context(), one)
-	if err != nil {
-		t.Fatal(err)
-	}
+	release := mustAcquire(t, &tab, one)
 	defer release()
-	select {
-	case r := <-acquire(&tab, other):
-		r()
-	case <-time.After(5 * time.Second):
-		t.Fatal("another conversation's lock waited for this one's")
-	}
+	releaseWithin(t, acquire(&tab, other), "another conversation's lock waited for this one's")
 }
 
 func TestAcquireGivesUpWithItsContext(t *testing.T) {
 	var tab convlock.Table
-	release, err := tab.Acquire(t.Context(), one)
-	if err != nil {
-		t.Fatal(err)
-	}
+	release := mustAcquire(t, &tab, one)
 	defer release()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -100,11 +103,7 @@ func TestEntriesGoWhenNobodyHoldsOrWaits(t *testing.T) {
 	var tab convlock.Table
 	var releases []func()
 	for _, k := range []history.Key{one, other} {
-		r, err := tab.Acquire(t.Context(), k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		releases = append(releases, r)
+		releases = append(releases, mustAcquire(t, &tab, k))
 	}
 	if n := tab.Active(); n != 2 {
 		t.Fatalf("got %d conversations active, want 2", n)

@@ -146,38 +146,56 @@ func rowNames(rows []tableRow) []string {
 // the file name.
 func packageTable(t *testing.T, name string) []tableRow {
 	t.Helper()
-	f, err := os.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var rows []tableRow
-	inSection, inTable := false, false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == packagesHeading:
-			inSection = true
-		case !inSection:
-		case strings.HasPrefix(line, "|"):
-			inTable = true
-			cells := strings.Split(strings.TrimSuffix(strings.TrimPrefix(line, "|"), "|"), "|")
-			cell := strings.TrimSpace(cells[0])
-			if name, ok := strings.CutPrefix(cell, "`"); ok {
-				rows = append(rows, tableRow{pkg: strings.TrimSuffix(name, "`"), imports: strings.TrimSpace(cells[len(cells)-1])})
+	inTable := false
+	for _, line := range sectionLines(t, name, packagesHeading) {
+		if !strings.HasPrefix(line, "|") {
+			if inTable {
+				break // the table's end
 			}
-		case inTable || strings.HasPrefix(line, "## "):
-			inSection = false
+			continue
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+		inTable = true
+		cells := strings.Split(strings.TrimSuffix(strings.TrimPrefix(line, "|"), "|"), "|")
+		cell := strings.TrimSpace(cells[0])
+		if name, ok := strings.CutPrefix(cell, "`"); ok {
+			rows = append(rows, tableRow{pkg: strings.TrimSuffix(name, "`"), imports: strings.TrimSpace(cells[len(cells)-1])})
+		}
 	}
 	if len(rows) == 0 {
 		t.Fatalf("%s: no table of packages under %q", name, packagesHeading)
 	}
 	return rows
+}
+
+// sectionLines returns the lines of the Markdown file name under the
+// line heading (a "## " heading), up to the next "## " heading.
+func sectionLines(t *testing.T, name, heading string) []string {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	inSection := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == heading:
+			inSection = true
+		case !inSection:
+		case strings.HasPrefix(line, "## "):
+			return lines
+		default:
+			lines = append(lines, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
 }
 
 // modulePackages returns the directories under root, slash-separated and

@@ -1,7 +1,6 @@
 package docs_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"os"
@@ -84,30 +83,17 @@ func TestReadmeDemoPrintsWhatItSays(t *testing.T) {
 // and the lines its closing comments say it prints ("# " removed).
 func readmeDemo(t *testing.T) (block string, prints []string) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var lines []string
-	inSection, inBlock := false, false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == demoHeading:
-			inSection = true
-		case !inSection:
-		case !inBlock && line == "```sh":
-			inBlock = true
-		case inBlock && line == "```":
-			inSection = false
-		case inBlock:
-			lines = append(lines, line)
+	inBlock := false
+	for _, line := range sectionLines(t, filepath.Join("..", "README.md"), demoHeading) {
+		if !inBlock {
+			inBlock = line == "```sh"
+			continue
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+		if line == "```" {
+			break
+		}
+		lines = append(lines, line)
 	}
 	n := len(lines)
 	for n > 0 && strings.HasPrefix(lines[n-1], "# ") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,6 +67,15 @@ func texts(msgs []json.RawMessage) []string {
 	return out
 }
 
+// wantTexts fails t unless msgs read, through texts, as want; what names
+// the messages.
+func wantTexts(t *testing.T, what string, msgs []json.RawMessage, want []string) {
+	t.Helper()
+	if got := texts(msgs); !slices.Equal(got, want) {
+		t.Errorf("%s: got %q, want %q", what, got, want)
+	}
+}
+
 // streamResponse streams a Responses request with the OpenAI SDK and
 // returns the response its response.completed event carries.
 func streamResponse(t *testing.T, client openai.Client, p responses.ResponseNewParams) responses.Response {
@@ -90,6 +100,21 @@ func userMessage(model, text string) anthropic.MessageNewParams {
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(text))}}
 }
 
+// sayMessages sends text as one user message to model through client's
+// Messages API, checks that the answer is the fake's echo of it (what
+// names the answer), and waits for conv's exchange to finish.
+func sayMessages(t *testing.T, h *e2etest.Harness, client anthropic.Client, conv, model, text, what string) {
+	t.Helper()
+	msg, err := client.Messages.New(context.Background(), userMessage(model, text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msg.Content) != 1 || msg.Content[0].Text != "echo: "+text {
+		t.Errorf("%s: got %+v, want echo: %s", what, msg.Content, text)
+	}
+	h.WaitDone(conv)
+}
+
 func anthropicClient(h *e2etest.Harness, key, conv string) anthropic.Client {
 	return anthropic.NewClient(aoption.WithBaseURL(h.URL), aoption.WithAPIKey(key), aoption.WithMaxRetries(0),
 		aoption.WithHeader("X-Conversation-ID", conv))
@@ -101,16 +126,8 @@ func anthropicClient(h *e2etest.Harness, key, conv string) anthropic.Client {
 // items, with store false and no state of OpenAI's named.
 func TestResponsesAPIRemembers(t *testing.T) {
 	h := e2etest.New(t, threeUpstreams())
-	ctx := context.Background()
 	client := h.Client("rk-oa", "r1")
-	first, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-4.1",
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("my name is Ada")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := first.OutputText(); got != "echo: my name is Ada" {
-		t.Errorf("first answer: got %q, want %q", got, "echo: my name is Ada")
-	}
+	first := ask(t, client, "my name is Ada", "")
 	if !strings.HasPrefix(first.ID, "resp_") {
 		t.Errorf("response id: got %q, want Recall's resp_ id", first.ID)
 	}
@@ -125,9 +142,7 @@ func TestResponsesAPIRemembers(t *testing.T) {
 
 	last := h.Up.Last()
 	want := []string{"user: my name is Ada", "assistant: echo: my name is Ada", "user: what is my name?"}
-	if got := texts(last.Messages); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("second upstream input: got %q, want %q", got, want)
-	}
+	wantTexts(t, "second upstream input", last.Messages, want)
 	body := gjson.ParseBytes(last.Body)
 	if body.Get("store").Bool() || body.Get("previous_response_id").Exists() || body.Get("conversation").Exists() {
 		t.Errorf("upstream body keeps state: %s", last.Body)
@@ -151,16 +166,8 @@ func TestResponsesAPIRemembers(t *testing.T) {
 // key as x-api-key, and answers the SDK reads.
 func TestMessagesAPIRemembers(t *testing.T) {
 	h := e2etest.New(t, threeUpstreams())
-	ctx := context.Background()
 	client := anthropicClient(h, "rk-an", "m1")
-	msg, err := client.Messages.New(ctx, userMessage("claude-sonnet-4-5", "my name is Ada"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(msg.Content) != 1 || msg.Content[0].Text != "echo: my name is Ada" {
-		t.Errorf("first answer: got %+v, want echo: my name is Ada", msg.Content)
-	}
-	h.WaitDone("m1")
+	sayMessages(t, h, client, "m1", "claude-sonnet-4-5", "my name is Ada", "first answer")
 
 	acc := e2etest.StreamMessage(t, client, userMessage("claude-sonnet-4-5", "what is my name?"))
 	if len(acc.Content) != 1 || acc.Content[0].Text != "echo: what is my name?" {
@@ -170,9 +177,7 @@ func TestMessagesAPIRemembers(t *testing.T) {
 
 	last := h.Up.Last()
 	want := []string{"user: my name is Ada", "assistant: echo: my name is Ada", "user: what is my name?"}
-	if got := texts(gjsonArray(last.Body, "messages")); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("second upstream messages: got %q, want %q", got, want)
-	}
+	wantTexts(t, "second upstream messages", gjsonArray(last.Body, "messages"), want)
 	if last.Path != "/v1/messages" || last.Header.Get("X-Api-Key") != "sk-up-an" || last.Header.Get("Authorization") != "" {
 		t.Errorf("upstream call: got %s with x-api-key %q, authorization %q; want /v1/messages with the tenant's key as x-api-key only",
 			last.Path, last.Header.Get("X-Api-Key"), last.Header.Get("Authorization"))
@@ -192,23 +197,9 @@ func TestOneHistoryAcrossProtocols(t *testing.T) {
 	}
 	h.WaitDone("x1")
 	ac := anthropicClient(h, "rk-ch", "x1")
-	msg, err := ac.Messages.New(ctx, userMessage("gpt-4o", "two"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(msg.Content) != 1 || msg.Content[0].Text != "echo: two" {
-		t.Errorf("Messages answer: got %+v, want echo: two", msg.Content)
-	}
-	h.WaitDone("x1")
+	sayMessages(t, h, ac, "x1", "gpt-4o", "two", "Messages answer")
 	oc := h.Client("rk-ch", "x1")
-	resp, err := oc.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-4o",
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("three")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := resp.OutputText(); got != "echo: three" {
-		t.Errorf("Responses answer: got %q, want echo: three", got)
-	}
+	ask(t, oc, "three", "", func(p *responses.ResponseNewParams) { p.Model = "gpt-4o" })
 	h.WaitDone("x1")
 
 	last := h.Up.Last()
@@ -216,9 +207,7 @@ func TestOneHistoryAcrossProtocols(t *testing.T) {
 	if last.Path != "/v1/chat/completions" {
 		t.Fatalf("upstream path: got %s, want /v1/chat/completions", last.Path)
 	}
-	if got := texts(last.Messages); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("third upstream messages: got %q, want %q", got, want)
-	}
+	wantTexts(t, "third upstream messages", last.Messages, want)
 	var protos []wire.Protocol
 	for _, m := range h.Stored("ch", "x1") {
 		protos = append(protos, m.Protocol)
@@ -264,9 +253,7 @@ func TestChatClientOverAnthropic(t *testing.T) {
 	h.WaitDone("c1")
 	last := h.Up.Last()
 	want := []string{"user: hello", "assistant: echo: hello", "user: again"}
-	if got := texts(gjsonArray(last.Body, "messages")); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("upstream messages: got %q, want %q", got, want)
-	}
+	wantTexts(t, "upstream messages", gjsonArray(last.Body, "messages"), want)
 	if gjson.GetBytes(last.Body, "max_tokens").Int() != 4096 {
 		t.Errorf("max_tokens: got %s, want 4096 filled in", gjson.GetBytes(last.Body, "max_tokens").Raw)
 	}
@@ -415,9 +402,7 @@ func TestResendAcrossProtocolsIsNotDoubled(t *testing.T) {
 	send(user("one"))
 	send(user("one"), asst("echo: one"), user("two"))
 	want := []string{"user: one", "assistant: echo: one", "user: two"}
-	if got := texts(h.Up.Last().Messages); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("Messages over chat, full resend: upstream got %q, want %q", got, want)
-	}
+	wantTexts(t, "Messages over chat, full resend: upstream", h.Up.Last().Messages, want)
 	if n := len(h.Stored("ch", "rs1")); n != 4 {
 		t.Errorf("Messages over chat, full resend: stored %d messages, want 4", n)
 	}

@@ -34,17 +34,13 @@ func TestForkUnderANameStaysAddressable(t *testing.T) {
 				t.Errorf("chained on the fork under its name: in %q, want the fork %q", f2.Conversation.ID, f.Conversation.ID)
 			}
 			want := []string{"user: one", "assistant: echo: one", "user: fork", "assistant: echo: fork", "user: fork two"}
-			if got := texts(h.Up.Last().Messages); strings.Join(got, "|") != strings.Join(want, "|") {
-				t.Errorf("fork's second upstream input: got %q, want %q", got, want)
-			}
+			wantTexts(t, "fork's second upstream input", h.Up.Last().Messages, want)
 			if r3 := ask(t, client, "three", r2.ID); r3.Conversation.ID != "named" {
 				t.Errorf("chained on the original's latest: in %q, want named", r3.Conversation.ID)
 			}
 			ask(t, h.Client("rk-oa", f.Conversation.ID), "fork three", "")
 			want = append(want, "assistant: echo: fork two", "user: fork three")
-			if got := texts(h.Up.Last().Messages); strings.Join(got, "|") != strings.Join(want, "|") {
-				t.Errorf("the fork by its own id: got %q, want %q", got, want)
-			}
+			wantTexts(t, "the fork by its own id", h.Up.Last().Messages, want)
 		})
 	}
 }

@@ -69,9 +69,7 @@ func TestResponsesChainWithoutHeader(t *testing.T) {
 	}
 	last := h.Up.Last()
 	want := []string{"user: one", "assistant: echo: one", "user: two", "assistant: echo: two", "user: three"}
-	if got := texts(last.Messages); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("third upstream input: got %q, want %q", got, want)
-	}
+	wantTexts(t, "third upstream input", last.Messages, want)
 	body := gjson.ParseBytes(last.Body)
 	if body.Get("store").Type != gjson.False || body.Get("previous_response_id").Exists() || body.Get("conversation").Exists() {
 		t.Errorf("upstream body keeps state: %s", last.Body)
@@ -139,9 +137,7 @@ func TestResponsesConversationParam(t *testing.T) {
 		p.Conversation = responses.ResponseNewParamsConversationUnion{OfConversationObject: &responses.ResponseConversationParam{ID: "cp1"}}
 	})
 	want := []string{"user: one", "assistant: echo: one", "user: two"}
-	if got := texts(h.Up.Last().Messages); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("second upstream input: got %q, want %q", got, want)
-	}
+	wantTexts(t, "second upstream input", h.Up.Last().Messages, want)
 	if n := len(h.Stored("oa", "cp1")); n != 4 {
 		t.Errorf("stored %d messages in cp1, want 4", n)
 	}
@@ -247,19 +243,13 @@ func TestResponsesForkFromFirstResponse(t *testing.T) {
 		t.Fatalf("fork's conversation: got %q, want a new conv_ id (original %q)", f.Conversation.ID, orig)
 	}
 	want := []string{"user: one", "assistant: echo: one", "user: fork"}
-	if got := texts(h.Up.Last().Messages); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("fork's upstream input: got %q, want %q", got, want)
-	}
+	wantTexts(t, "fork's upstream input", h.Up.Last().Messages, want)
 	ask(t, client, "three", r2.ID)
 	want = []string{"user: one", "assistant: echo: one", "user: two", "assistant: echo: two", "user: three"}
-	if got := texts(h.Up.Last().Messages); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("original's upstream input: got %q, want %q", got, want)
-	}
+	wantTexts(t, "original's upstream input", h.Up.Last().Messages, want)
 	ask(t, client, "fork two", f.ID)
 	want = []string{"user: one", "assistant: echo: one", "user: fork", "assistant: echo: fork", "user: fork two"}
-	if got := texts(h.Up.Last().Messages); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("fork's second upstream input: got %q, want %q", got, want)
-	}
+	wantTexts(t, "fork's second upstream input", h.Up.Last().Messages, want)
 	if n := len(h.Stored("oa", orig)); n != 6 {
 		t.Errorf("original holds %d messages, want 6", n)
 	}
@@ -402,9 +392,7 @@ func TestDeleteResponseErasesItsTurn(t *testing.T) {
 	}
 	ask(t, client, "three", r2.ID)
 	want := []string{"user: two", "assistant: echo: two", "user: three"}
-	if got := texts(h.Up.Last().Messages); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("next upstream input: got %q, want %q", got, want)
-	}
+	wantTexts(t, "next upstream input", h.Up.Last().Messages, want)
 }
 
 // background: true is refused with a clear 400, before anything is sent.
@@ -491,9 +479,7 @@ func TestConversationsAPIRoundTrip(t *testing.T) {
 		t.Errorf("response's conversation: got %q, want %q", r.Conversation.ID, conv.ID)
 	}
 	want := []string{"user: my name is Ada", "assistant: hello Ada", "user: I live in London", "user: what is my name?"}
-	if got := texts(h.Up.Last().Messages); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("upstream input: got %q, want %q", got, want)
-	}
+	wantTexts(t, "upstream input", h.Up.Last().Messages, want)
 
 	if _, err := client.Conversations.Items.Delete(ctx, conv.ID, "msg_3"); err != nil {
 		t.Fatal(err)

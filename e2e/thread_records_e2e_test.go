@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/e2etest"
@@ -35,11 +34,7 @@ func TestExchangeRecordsSayWhichThreadAndWhy(t *testing.T) {
 			h.WaitDone(conv)
 			return
 		}
-		select { // the thread of a hashed id: the next exchange's
-		case <-h.Done:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: no exchange finished within 10s", user)
-		}
+		waitAny(t, h) // the thread of a hashed id: the next exchange's
 	}
 	long := strings.Repeat("x", 70) // no thread name: hashed
 	post("rec", nil, "main turn", tools)

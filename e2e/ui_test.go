@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -559,4 +560,67 @@ func grouped(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// TestInspectorLoadsMorePages: each paged list of the inspector (the
+// conversations, a conversation's messages, its exchanges) shows its
+// first page, and its button loads the rest once pressed, then hides.
+// Each list holds one item more than its page.
+func TestInspectorLoadsMorePages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short drives no browser")
+	}
+	findChromium(t) // fail first, before building anything
+	h := e2etest.New(t, e2etest.TwoTenants())
+	const conversations, messages, exchanges = 51, 201, 101 // each one past its page
+	for i := range conversations - 2 {                      // and the two below
+		importConv(t, h, fmt.Sprintf("page-%02d", i), `{"protocol":"chat.completions","message":{"role":"user","content":"hi"}}`)
+	}
+	var msgs []string
+	for i := range messages {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		msgs = append(msgs, fmt.Sprintf(`{"protocol":"chat.completions","message":{"role":%q,"content":"message %d"}}`, role, i+1))
+	}
+	importConv(t, h, "long", msgs...)
+	for i := range exchanges {
+		h.Say(acmeKey, "busy", "exchange "+strconv.Itoa(i+1))
+	}
+	flush(t, h)
+
+	browser := newBrowser(t)
+	b := browser.in(t)
+	base := h.URL + "/recall/ui/"
+	b.do("open the page", chromedp.Navigate(base))
+	b.waitView("signin")
+	b.fill("textbox", "API key", acmeKey)
+	b.press("Sign in", "button", named("Sign in"))
+	b.waitView("list")
+
+	for _, tc := range []struct {
+		name, hash, view, button, items string
+		want                            int
+	}{
+		{"conversations", "#/", "list", "Load more", "table.conversations tbody tr", conversations},
+		{"messages", "#/c/long", "conversation", "Load more messages", "ol.messages > li", messages},
+		{"exchanges", "#/c/busy/exchanges", "exchanges", "Load older exchanges", "ol.timeline > li", exchanges},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := browser.in(t)
+			b.do("open "+tc.hash, chromedp.Navigate(base+tc.hash))
+			b.waitView(tc.view)
+			count := "document.querySelectorAll(" + strconv.Quote(tc.items) + ").length"
+			if got := eval[int](b, count); got != tc.want-1 {
+				t.Fatalf("first page: got %d items, want %d", got, tc.want-1)
+			}
+			b.press(tc.button, "button", named(tc.button))
+			b.do("wait for the next page", chromedp.WaitReady(chromedp.CSS(fmt.Sprintf("%s:nth-child(%d)", tc.items, tc.want))))
+			if got := eval[int](b, count); got != tc.want {
+				t.Errorf("after %s: got %d items, want %d", tc.button, got, tc.want)
+			}
+			b.do("wait for the button to hide", chromedp.WaitNotVisible(chromedp.CSS("div.actions button")))
+		})
+	}
 }

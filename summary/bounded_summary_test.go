@@ -85,11 +85,7 @@ func TestOversizedStoredSummaryIsCompactedFirst(t *testing.T) {
 	}
 	counter := &tokens.Counter{}
 	for i, c := range calls {
-		sent := 0
-		for _, msg := range c.Messages {
-			sent += counter.Message(tokens.O200k, msg)
-		}
-		if sent > window-maxTokens {
+		if sent := sentTokens(counter, c); sent > window-maxTokens {
 			t.Errorf("call %d sends %d tokens, want at most %d", i, sent, window-maxTokens)
 		}
 	}

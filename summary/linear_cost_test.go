@@ -109,11 +109,7 @@ func TestSummaryCallsAreLinearInTheTranscript(t *testing.T) {
 				t.Errorf("got %d summariser calls for %d transcript tokens, want at most %d (chunks of %d)", len(calls), total, limit, chunk)
 			}
 			for i, c := range calls {
-				sent := 0
-				for _, msg := range c.Messages {
-					sent += counter.Message(tokens.O200k, msg)
-				}
-				if sent > window-maxTokens {
+				if sent := sentTokens(counter, c); sent > window-maxTokens {
 					t.Fatalf("call %d sends %d tokens, want at most %d (the window less the answer)", i, sent, window-maxTokens)
 				}
 				if got := gjson.GetBytes(c.Body, "max_completion_tokens").Int(); got != maxTokens || gjson.GetBytes(c.Body, "max_tokens").Exists() {
@@ -127,6 +123,15 @@ func TestSummaryCallsAreLinearInTheTranscript(t *testing.T) {
 			t.Logf("%d turns, %d transcript tokens: %d calls", turnsN, total, len(calls))
 		})
 	}
+}
+
+// sentTokens is what a summariser call sends: its messages' tokens.
+func sentTokens(counter *tokens.Counter, c upstreamtest.Received) int {
+	n := 0
+	for _, msg := range c.Messages {
+		n += counter.Message(tokens.O200k, msg)
+	}
+	return n
 }
 
 // userLines returns the "item <i>" of every user line of the transcripts

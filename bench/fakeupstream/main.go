@@ -147,39 +147,15 @@ func withControl(s *upstreamtest.Server) http.Handler {
 		if from, err := strconv.Atoi(r.URL.Query().Get("from")); err == nil && from > 0 {
 			reqs = reqs[min(from, len(reqs)):]
 		}
-		out := make([]recorded, 0, len(reqs))
+		out := make([]upstreamtest.Recorded, 0, len(reqs))
 		for _, q := range reqs {
-			rec := recorded{Method: q.Method, Path: q.Path, Query: q.Query, Header: q.Header, WebSocket: q.WebSocket, At: q.At}
-			if json.Valid(q.Body) {
-				rec.Body = json.RawMessage(q.Body)
-			} else {
-				b, _ := json.Marshal(string(q.Body))
-				rec.Body = b
-			}
-			if q.Rejected != nil {
-				rec.Rejected = q.Rejected.Message
-			}
-			out = append(out, rec)
+			out = append(out, q.Record())
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(out)
 	})
 	mux.Handle("/", s.Handler())
 	return mux
-}
-
-// recorded is one request as GET /_fake/requests answers it.
-type recorded struct {
-	Method   string          `json:"method"`
-	Path     string          `json:"path"`
-	Query    string          `json:"query,omitempty"`
-	Header   http.Header     `json:"header"`
-	Body     json.RawMessage `json:"body"`
-	Rejected string          `json:"rejected,omitempty"`
-	// WebSocket: a response.create message on a WebSocket of
-	// /v1/responses (method, path and header are the upgrade's).
-	WebSocket bool      `json:"websocket,omitempty"`
-	At        time.Time `json:"at"`
 }
 
 // lastRequest is what GET /_fake/last answers about a request: its model,

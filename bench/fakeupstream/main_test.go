@@ -175,14 +175,14 @@ func TestControlRequestsWebSocket(t *testing.T) {
 }
 
 // fakeRequests reads what the fake at url recorded (GET /_fake/requests).
-func fakeRequests(t *testing.T, url string) []recorded {
+func fakeRequests(t *testing.T, url string) []upstreamtest.Recorded {
 	t.Helper()
 	resp, err := http.Get(url + "/_fake/requests")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var got []recorded
+	var got []upstreamtest.Recorded
 	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
 		t.Fatal(err)
 	}

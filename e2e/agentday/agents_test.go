@@ -319,7 +319,7 @@ type agentCase struct {
 	first string
 	// timed, if set, is told each process's start, how long it ran, and
 	// the requests the fake received meanwhile.
-	timed func(start time.Time, took time.Duration, reqs []fakeRequest)
+	timed func(start time.Time, took time.Duration, reqs []upstreamtest.Recorded)
 }
 
 // agentEnv is where an agent's processes run.
@@ -462,7 +462,7 @@ func runAgent(t *testing.T, ctx context.Context, f *fakeControl, a agentCase) {
 // (the fake refuses a bad signature, so an accepted call proves it). It
 // returns where an in-place system message is not where the client put it
 // (after a user message).
-func checkNative(t *testing.T, calls []fakeRequest, stored agentMessages) (misplaced []string) {
+func checkNative(t *testing.T, calls []upstreamtest.Recorded, stored agentMessages) (misplaced []string) {
 	t.Helper()
 	for i, c := range calls {
 		if n := upstreamtest.Breakpoints(gjson.ParseBytes(c.Body)); n > 4 {
@@ -501,7 +501,7 @@ func roleOf(msgs []gjson.Result, i int) string {
 // The process must exit 0, print the fake's echo of prompt, and no call
 // may have been refused. Under strace, it must have contacted nothing but
 // Recall.
-func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, e agentEnv, prompt string) (calls []fakeRequest, sides, early int) {
+func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, e agentEnv, prompt string) (calls []upstreamtest.Recorded, sides, early int) {
 	t.Helper()
 	before := len(f.requests(t))
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -511,13 +511,13 @@ func runProcess(t *testing.T, ctx context.Context, f *fakeControl, a agentCase, 
 	if a.timed != nil {
 		a.timed(p.start, p.took, all)
 	}
-	var side []fakeRequest
+	var side []upstreamtest.Recorded
 	for _, r := range all {
 		target := r.Path
 		if r.Query != "" {
 			target += "?" + r.Query
 		}
-		t.Logf("%s: %s %s %d bytes%s", a.name, r.Method, target, len(r.Body), r.rejection())
+		t.Logf("%s: %s %s %d bytes%s", a.name, r.Method, target, len(r.Body), rejection(r))
 		if r.Rejected != "" {
 			t.Errorf("the fake refused %s: %s", r.Path, r.Rejected)
 		}
@@ -683,36 +683,23 @@ func (f *fakeControl) sideExchanges(t *testing.T, a agentCase, conv string) (n i
 // -control).
 type fakeControl struct{ url string }
 
-// fakeRequest is one request the fake recorded (GET /_fake/requests).
-type fakeRequest struct {
-	Method   string          `json:"method"`
-	Path     string          `json:"path"`
-	Query    string          `json:"query"`
-	Header   http.Header     `json:"header"`
-	Body     json.RawMessage `json:"body"`
-	Rejected string          `json:"rejected"`
-	// WebSocket: a response.create message on a WebSocket of
-	// /v1/responses; At: when it arrived.
-	WebSocket bool      `json:"websocket"`
-	At        time.Time `json:"at"`
-}
-
-func (r fakeRequest) rejection() string {
+// rejection is what a log line says of r's rejection by the fake.
+func rejection(r upstreamtest.Recorded) string {
 	if r.Rejected == "" {
 		return ""
 	}
 	return " REFUSED: " + r.Rejected
 }
 
-func (f *fakeControl) requests(t *testing.T) []fakeRequest {
+func (f *fakeControl) requests(t *testing.T) []upstreamtest.Recorded {
 	t.Helper()
 	return f.requestsFrom(t, 0)
 }
 
 // requestsFrom returns the requests the fake recorded after its first n.
-func (f *fakeControl) requestsFrom(t *testing.T, n int) []fakeRequest {
+func (f *fakeControl) requestsFrom(t *testing.T, n int) []upstreamtest.Recorded {
 	t.Helper()
-	var reqs []fakeRequest
+	var reqs []upstreamtest.Recorded
 	getJSON(t, fmt.Sprintf("%s/_fake/requests?from=%d", f.url, n), nil, &reqs)
 	return reqs
 }

@@ -2,6 +2,7 @@ package agentday
 
 import (
 	"github.com/recallproxy/recall/internal/proctest"
+	"github.com/recallproxy/recall/internal/upstreamtest"
 
 	"fmt"
 	"net/http"
@@ -60,7 +61,7 @@ func TestCodexWebSocket(t *testing.T) {
 	a := agentCase{
 		name: "codex-websocket-recall", recall: recallURL, route: "/v1/responses", key: "sk-codex-ws-recall",
 		keyHeader: "Authorization", callID: "call_codex_ws_1", tool: tool, run: codex(viaRecall.url+"/c/%s/v1", true),
-		timed: func(start time.Time, took time.Duration, reqs []fakeRequest) {
+		timed: func(start time.Time, took time.Duration, reqs []upstreamtest.Recorded) {
 			recallRuns = append(recallRuns, newCodexRun(start, took, reqs, viaRecall.upgradeAfter(start)))
 		},
 	}
@@ -83,7 +84,7 @@ func TestCodexWebSocket(t *testing.T) {
 	var httpRuns []codexRun
 	h := a
 	h.name, h.key, h.run = "codex-http-recall", "sk-codex-http-recall", codex(recallURL+"/c/%s/v1", false)
-	h.timed = func(start time.Time, took time.Duration, reqs []fakeRequest) {
+	h.timed = func(start time.Time, took time.Duration, reqs []upstreamtest.Recorded) {
 		httpRuns = append(httpRuns, newCodexRun(start, took, reqs, start))
 	}
 	runAgent(t, ctx, f, h)
@@ -94,7 +95,7 @@ func TestCodexWebSocket(t *testing.T) {
 	d := agentCase{
 		name: "codex-websocket-direct", recall: f.url, route: "/v1/responses", key: "sk-codex-ws-direct",
 		keyHeader: "Authorization", callID: "call_codex_ws_1", tool: tool, run: codex(direct.url+"/v1", true),
-		timed: func(start time.Time, took time.Duration, reqs []fakeRequest) {
+		timed: func(start time.Time, took time.Duration, reqs []upstreamtest.Recorded) {
 			directRuns = append(directRuns, newCodexRun(start, took, reqs, direct.upgradeAfter(start)))
 		},
 	}
@@ -143,7 +144,7 @@ type codexRun struct {
 // newCodexRun is the codexRun of a process that started at start, ran
 // for took, during which the fake received reqs, and opened its socket
 // at upgraded.
-func newCodexRun(start time.Time, took time.Duration, reqs []fakeRequest, upgraded time.Time) codexRun {
+func newCodexRun(start time.Time, took time.Duration, reqs []upstreamtest.Recorded, upgraded time.Time) codexRun {
 	r := codexRun{took: took.Round(time.Millisecond), socket: upgraded.Sub(start).Round(time.Millisecond), first: -1}
 	for _, q := range reqs {
 		if q.Path != "/v1/responses" {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/internal/upstreamtest"
 )
 
 // dayEnv names the variable that sets the working day: unset, the
@@ -104,7 +106,7 @@ func TestAgentWorkingDay(t *testing.T) {
 // dayCall is one upstream call of a working day, and the thread it was
 // for: main, side, subagent or summary (Recall's own).
 type dayCall struct {
-	fakeRequest
+	upstreamtest.Recorded
 	thread string
 	msgs   agentMessages
 }
@@ -455,7 +457,7 @@ func runDayProcess(t *testing.T, s *agentSuite, a agentCase, e agentEnv, prompt 
 		if !a.onRoute(r.Path) {
 			continue
 		}
-		c := dayCall{fakeRequest: r, msgs: conversation(r.Body)}
+		c := dayCall{Recorded: r, msgs: conversation(r.Body)}
 		body := gjson.ParseBytes(r.Body)
 		switch {
 		case bytes.Contains(r.Body, []byte(summaryMarker)):

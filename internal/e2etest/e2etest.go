@@ -279,17 +279,8 @@ func (h *Harness) shutdown(closeStore func()) {
 // It fails the test after 10 seconds.
 func (h *Harness) WaitDone(conv string) proxy.ExchangeDone {
 	h.T.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case d := <-h.Done:
-			if d.Conversation == conv {
-				return d
-			}
-		case <-timeout:
-			h.T.Fatalf("no exchange on %s finished within 10s", conv)
-		}
-	}
+	return next(h.T, h.Done, func(d proxy.ExchangeDone) bool { return d.Conversation == conv },
+		"no exchange on "+conv+" finished within 10s")
 }
 
 // WaitJob waits for the next summary job attempt on conv whose outcome is
@@ -297,15 +288,23 @@ func (h *Harness) WaitDone(conv string) proxy.ExchangeDone {
 // test after 10 seconds.
 func (h *Harness) WaitJob(conv string) summary.JobDone {
 	h.T.Helper()
+	return next(h.T, h.Jobs, func(d summary.JobDone) bool { return d.Key.Conversation == conv && d.Outcome != summary.Nothing },
+		"no summary job on "+conv+" finished within 10s")
+}
+
+// next returns the next value from ch that keep accepts, skipping the
+// others; after 10 seconds it fails t with fail.
+func next[T any](t *testing.T, ch <-chan T, keep func(T) bool, fail string) T {
+	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
 		select {
-		case d := <-h.Jobs:
-			if d.Key.Conversation == conv && d.Outcome != summary.Nothing {
-				return d
+		case v := <-ch:
+			if keep(v) {
+				return v
 			}
 		case <-timeout:
-			h.T.Fatalf("no summary job on %s finished within 10s", conv)
+			t.Fatal(fail)
 		}
 	}
 }

@@ -131,19 +131,12 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 
 	ctx := r.Context()
-	writeStatus := func(status int) {
-		s.writeError(w, status, statusError(status, reply.Content), reply.RetryAfter)
-	}
-	if !s.beforeAnswer(ctx, reply, gate, writeStatus, resetBeforeHeaders(w)) {
+	if !s.beforeOpenAIAnswer(ctx, w, reply, gate) {
 		return
 	}
 
 	c := s.newCompletion(&rq, reply)
-	h := w.Header()
-	s.setRequestHeaders(h)
-	if reply.RetryAfter != "" {
-		h["Retry-After"] = []string{reply.RetryAfter}
-	}
+	s.setAnswerHeaders(w.Header(), reply)
 	if c.stream {
 		s.writeStream(ctx, w, c, gate)
 		return

@@ -36,6 +36,16 @@ func (s *Server) beforeAnswer(ctx context.Context, reply Reply, gate <-chan stru
 	return true
 }
 
+// beforeOpenAIAnswer is beforeAnswer for an OpenAI-shaped HTTP answer
+// (chat completions, Responses): a scripted status is written as OpenAI
+// writes it, with the reply's Retry-After.
+func (s *Server) beforeOpenAIAnswer(ctx context.Context, w http.ResponseWriter, reply Reply, gate <-chan struct{}) bool {
+	writeStatus := func(status int) {
+		s.writeError(w, status, statusError(status, reply.Content), reply.RetryAfter)
+	}
+	return s.beforeAnswer(ctx, reply, gate, writeStatus, resetBeforeHeaders(w))
+}
+
 // resetBeforeHeaders is beforeAnswer's drop for an HTTP answer.
 func resetBeforeHeaders(w http.ResponseWriter) func() {
 	return func() { reset(w, true) }

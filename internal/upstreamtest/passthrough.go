@@ -155,6 +155,15 @@ func (s *Server) writeError(w http.ResponseWriter, status int, e *APIError, retr
 	s.writeJSON(w, status, e.JSON())
 }
 
+// setAnswerHeaders sets the headers of an OpenAI-shaped answer that goes
+// on: setRequestHeaders', and the reply's Retry-After.
+func (s *Server) setAnswerHeaders(h http.Header, reply Reply) {
+	s.setRequestHeaders(h)
+	if reply.RetryAfter != "" {
+		h["Retry-After"] = []string{reply.RetryAfter}
+	}
+}
+
 func (s *Server) setRequestHeaders(h http.Header) {
 	h["X-Request-Id"] = []string{"req_" + strconv.FormatUint(s.nextSeq(), 10)}
 	h["X-Ratelimit-Remaining-Requests"] = []string{"99"}

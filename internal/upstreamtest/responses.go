@@ -47,18 +47,11 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	ctx := r.Context()
-	writeStatus := func(status int) {
-		s.writeError(w, status, statusError(status, reply.Content), reply.RetryAfter)
-	}
-	if !s.beforeAnswer(ctx, reply, gate, writeStatus, resetBeforeHeaders(w)) {
+	if !s.beforeOpenAIAnswer(ctx, w, reply, gate) {
 		return
 	}
 	a := s.newAnswerResponse(root, items, reply)
-	h := w.Header()
-	s.setRequestHeaders(h)
-	if reply.RetryAfter != "" {
-		h["Retry-After"] = []string{reply.RetryAfter}
-	}
+	s.setAnswerHeaders(w.Header(), reply)
 	if a.stream {
 		s.writeResponsesStream(ctx, w, a, gate)
 		return

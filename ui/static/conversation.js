@@ -2,7 +2,7 @@
 // including those superseded by an edit or forgotten, flagged.
 
 import {call, seg} from './api.js';
-import {h, num, when, convHash, notice} from './dom.js';
+import {h, num, when, convHash, notice, moreButton} from './dom.js';
 import {status} from './list.js';
 import {role, body} from './message.js';
 import {threadsNav} from './threads.js';
@@ -37,20 +37,7 @@ export async function conversationView(ctx, route) {
   const list = h('ol', {class: 'messages'});
   const add = (data) => list.append(...data.map(message));
   add(page.data || []);
-  const more = h('button', {type: 'button', class: 'quiet', hidden: !page.has_more}, 'Load more messages');
-  let last = page.last_id;
-  more.addEventListener('click', async () => {
-    more.disabled = true;
-    try {
-      const next = await call(base + '/messages', {params: {...params, after: last}});
-      add(next.data || []);
-      last = next.last_id;
-      more.hidden = !next.has_more;
-    } catch (e) {
-      more.after(notice(e.message, 'error'));
-    }
-    more.disabled = false;
-  });
+  const more = moreButton('Load more messages', page, (after) => call(base + '/messages', {params: {...params, after}}), add);
 
   const cap = d.capacity || {};
   const use = d.usage || {};

@@ -70,6 +70,28 @@ export function convHash(id, sub) {
   return '#/c/' + encodeURIComponent(id) + (sub ? '/' + sub : '');
 }
 
+// moreButton makes the button under a paged list that loads the page
+// after page, and the next after that on each press: next(after) fetches
+// the page after the id after, add shows its data. It hides once no page
+// is left and says a failed load beside itself.
+export function moreButton(label, page, next, add) {
+  const more = h('button', {type: 'button', class: 'quiet', hidden: !page.has_more}, label);
+  let last = page.last_id;
+  more.addEventListener('click', async () => {
+    more.disabled = true;
+    try {
+      const p = await next(last);
+      add(p.data || []);
+      last = p.last_id;
+      more.hidden = !p.has_more;
+    } catch (e) {
+      more.after(notice(e.message, 'error'));
+    }
+    more.disabled = false;
+  });
+  return more;
+}
+
 // notice makes a message box; an error is announced (role=alert).
 export function notice(text, kind = 'info') {
   return h('p', {class: `notice ${kind}`, role: kind === 'error' ? 'alert' : null}, text);

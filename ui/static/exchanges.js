@@ -5,7 +5,7 @@
 // ?thread=side shows the side calls only, ?thread=main the rest.
 
 import {call, seg} from './api.js';
-import {h, num, when, ms, range, convHash, notice} from './dom.js';
+import {h, num, when, ms, range, convHash, notice, moreButton} from './dom.js';
 import {head} from './conversation.js';
 import {bar, total, SEGMENTS} from './chart.js';
 import {preview} from './message.js';
@@ -55,20 +55,7 @@ export async function exchangesView(ctx, route) {
   };
   add(page.data || []);
 
-  const more = h('button', {type: 'button', class: 'quiet', hidden: !page.has_more}, 'Load older exchanges');
-  let last = page.last_id;
-  more.addEventListener('click', async () => {
-    more.disabled = true;
-    try {
-      const next = await call(base, {params: {limit: PAGE, after: last}});
-      add(next.data || []);
-      last = next.last_id;
-      more.hidden = !next.has_more;
-    } catch (e) {
-      more.after(notice(e.message, 'error'));
-    }
-    more.disabled = false;
-  });
+  const more = moreButton('Load older exchanges', page, (after) => call(base, {params: {limit: PAGE, after}}), add);
 
   const legend = h('ul', {class: 'legend', 'aria-label': 'Legend'},
     SEGMENTS.map(([k, name]) => h('li', {}, h('span', {class: `swatch seg-${k}`}), name)),

@@ -2,7 +2,7 @@
 // over their messages.
 
 import {call} from './api.js';
-import {h, num, when, convHash, notice} from './dom.js';
+import {h, num, when, convHash, notice, moreButton} from './dom.js';
 import {preview, role} from './message.js';
 
 const PAGE = 50;
@@ -26,22 +26,9 @@ export async function listView(ctx, route) {
   }
   const page = await call('conversations', {params: {limit: PAGE}, signal: ctx.signal});
   const body = h('tbody');
-  const more = h('button', {type: 'button', class: 'quiet', hidden: !page.has_more}, 'Load more');
-  let last = page.last_id;
   const addRows = (data) => body.append(...data.map(row));
   addRows(page.data || []);
-  more.addEventListener('click', async () => {
-    more.disabled = true;
-    try {
-      const next = await call('conversations', {params: {limit: PAGE, after: last}});
-      addRows(next.data || []);
-      last = next.last_id;
-      more.hidden = !next.has_more;
-    } catch (e) {
-      more.after(notice(e.message, 'error'));
-    }
-    more.disabled = false;
-  });
+  const more = moreButton('Load more', page, (after) => call('conversations', {params: {limit: PAGE, after}}), addRows);
   const empty = !(page.data || []).length;
   ctx.main.append(
     h('h1', {tabindex: -1}, 'Conversations'),
