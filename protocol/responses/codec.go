@@ -409,11 +409,36 @@ func quote(s string) []byte { return gjson.AppendJSONString(nil, s) }
 // name and arguments, a function call output's text), one piece a line.
 // Reasoning and other items only the Responses API reads add nothing.
 func (c Codec) Text(dst, raw []byte) []byte {
+	if item := parse(raw); itemType(item) == typeMessage {
+		return appendMessageText(dst, item)
+	}
 	m, err := c.Decode(raw)
 	if err != nil {
 		return dst
 	}
 	return wire.AppendText(dst, m)
+}
+
+// appendMessageText is Text of a message item, read as Decode reads it
+// without building its parts: the text of a string content, of each
+// input_text and output_text part, and of each refusal.
+func appendMessageText(dst []byte, item gjson.Result) []byte {
+	if roleOf(item, typeMessage) == "" {
+		return dst // not an item: Decode refuses it
+	}
+	c := item.Get("content")
+	if c.Type == gjson.String {
+		return wire.AppendLine(dst, c.Str)
+	}
+	for _, p := range c.Array() {
+		switch p.Get("type").Str {
+		case partInputText, partOutputText:
+			dst = wire.AppendLine(dst, p.Get("text").Str)
+		case partRefusal:
+			dst = wire.AppendLine(dst, p.Get("refusal").Str)
+		}
+	}
+	return dst
 }
 
 var _ wire.Thinking = Codec{}
