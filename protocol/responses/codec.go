@@ -136,6 +136,53 @@ var errNotItem = errors.New("responses: not an input or output item")
 // hosted tool calls) as one Opaque part holding the item, which only a
 // Responses upstream reads.
 func (Codec) Decode(raw []byte) (wire.Message, error) {
+	var stack [8]body.Member
+	if ms, ok := body.StringMembers(stack[:0], raw); ok {
+		if m, ok := decodeStrings(ms); ok {
+			return m, nil
+		}
+	}
+	return decodeTree(raw)
+}
+
+// decodeStrings is Decode of an item whose members are all strings (see
+// body.StringMembers), read in one pass: a message of text, a
+// function_call, a function_call_output. ok is false for any other item,
+// left to decodeTree.
+func decodeStrings(ms []body.Member) (m wire.Message, ok bool) {
+	get := func(name string) string { v, _ := body.Lookup(ms, name); return v }
+	t, typed := body.Lookup(ms, "type")
+	if !typed {
+		if _, ok := body.Lookup(ms, "role"); !ok {
+			return m, false
+		}
+		t = typeMessage // an easy input message
+	}
+	switch t {
+	case typeMessage:
+		switch r := get("role"); r {
+		case wire.RoleUser, wire.RoleSystem, wire.RoleDeveloper, wire.RoleAssistant:
+			m.Role = r
+		default:
+			return m, false
+		}
+		if text, ok := body.Lookup(ms, "content"); ok {
+			m.Parts = append(m.Parts, wire.Part{Kind: wire.Text, Text: text})
+		}
+	case typeFunctionCall:
+		m.Role = wire.RoleAssistant
+		m.Parts = append(m.Parts, wire.Part{Kind: wire.ToolCall, CallID: get("call_id"), Name: get("name"), Arguments: get("arguments")})
+	case typeFunctionCallOutput:
+		m.Role = wire.RoleTool
+		m.Parts = append(m.Parts, wire.Part{Kind: wire.ToolResult, CallID: get("call_id"), Text: get("output")})
+	default:
+		return m, false
+	}
+	return m, true
+}
+
+// decodeTree is Decode of any item, read with gjson.
+func decodeTree(raw []byte) (wire.Message, error) {
 	item := parse(raw)
 	t := itemType(item)
 	r := roleOf(item, t)

@@ -1,0 +1,53 @@
+package messages
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+// stringMessages are messages of string members, and some that are not.
+var stringMessages = []string{
+	`{"role":"user","content":"Hello, how are you today?"}`,
+	`{"role":"assistant","content":""}`,
+	`{"role":"system","content":"You are terse."}`,
+	`{"role":"user"}`,
+	`{"role":"robot","content":"hi"}`,
+	`{"content":"hi"}`,
+	`{"role":"user","content":"first","content":"second","role":"assistant"}`,
+	`{"role":"user","content":"caf\u00e9 \"quoted\" \\ tab\t \ud83d\ude00 \ud800"}`,
+	`{"role":"user","content":[{"type":"text","text":"blocks"}]}`,
+	`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}`,
+	`{"role":"user","content":null}`,
+	`{"role":"user","content":42}`,
+	`{"role":"user","content":"unterminated`,
+	`[1,2]`,
+	``,
+	"{\"role\":\"user\",\"content\":\"bad \xff utf-8\"}",
+}
+
+// TestDecodeStringMessages: a message of string members decodes in one
+// pass exactly as gjson's reading of it does (decodeTree), error and all.
+func TestDecodeStringMessages(t *testing.T) {
+	for _, raw := range stringMessages {
+		checkDecode(t, []byte(raw))
+	}
+}
+
+// FuzzDecode checks the same of any bytes.
+func FuzzDecode(f *testing.F) {
+	for _, raw := range stringMessages {
+		f.Add([]byte(raw))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) { checkDecode(t, raw) })
+}
+
+// checkDecode fails unless Decode(raw) is decodeTree(raw).
+func checkDecode(t *testing.T, raw []byte) {
+	t.Helper()
+	got, gerr := Codec{}.Decode(raw)
+	want, werr := decodeTree(raw)
+	if !reflect.DeepEqual(got, want) || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+		t.Fatalf("Decode(%q) = %+v, %v; want %+v, %v", raw, got, gerr, want, werr)
+	}
+}

@@ -1,0 +1,40 @@
+package responses
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+// TestDecodeStringItems: an item of string members decodes in one pass
+// exactly as gjson's reading of it does (decodeTree), error and all.
+func TestDecodeStringItems(t *testing.T) {
+	for _, raw := range append(countCorpus,
+		`{"type":"message","role":"assistant","content":"plain","id":"msg_1","status":"completed"}`,
+		`{"type":"function_call_output","call_id":"c","output":"o","call_id":"second"}`,
+		`{"type":"","role":"user","content":"x"}`,
+		`{"role":"user","content":"no type","type":"message"}`,
+		`{"type":"item_reference","id":"msg_1"}`,
+		`{"type":"custom_tool_call","call_id":"c","input":"x"}`,
+	) {
+		checkDecode(t, []byte(raw))
+	}
+}
+
+// FuzzDecode checks the same of any bytes.
+func FuzzDecode(f *testing.F) {
+	for _, raw := range countCorpus {
+		f.Add([]byte(raw))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) { checkDecode(t, raw) })
+}
+
+// checkDecode fails unless Decode(raw) is decodeTree(raw).
+func checkDecode(t *testing.T, raw []byte) {
+	t.Helper()
+	got, gerr := Codec{}.Decode(raw)
+	want, werr := decodeTree(raw)
+	if !reflect.DeepEqual(got, want) || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+		t.Fatalf("Decode(%q) = %+v, %v; want %+v, %v", raw, got, gerr, want, werr)
+	}
+}
