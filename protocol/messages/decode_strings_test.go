@@ -1,9 +1,9 @@
 package messages
 
 import (
-	"fmt"
-	"reflect"
 	"testing"
+
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 )
 
 // stringMessages are messages of string members, and some that are not.
@@ -42,12 +42,8 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) { checkDecode(t, raw) })
 }
 
-// checkDecode fails unless Decode(raw) is decodeTree(raw).
+// checkDecode fails unless Decode reads raw as decodeTree does.
 func checkDecode(t *testing.T, raw []byte) {
 	t.Helper()
-	got, gerr := Codec{}.Decode(raw)
-	want, werr := decodeTree(raw)
-	if !reflect.DeepEqual(got, want) || fmt.Sprint(gerr) != fmt.Sprint(werr) {
-		t.Fatalf("Decode(%q) = %+v, %v; want %+v, %v", raw, got, gerr, want, werr)
-	}
+	prototest.SameDecode(t, raw, Codec{}.Decode, decodeTree)
 }
