@@ -4,7 +4,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/wire"
 )
@@ -51,28 +51,14 @@ var countCorpus = []string{
 	"{\"role\":\"user\",\"content\":\"bad \xff\xfe utf-8\"}",
 }
 
-// countThroughChat is how the budget counts an item without Tokens:
-// its chat-completions rendition, each message counted by
-// tokens.Counter.Message, plus a token per four bytes of opaque parts.
+// throughChat is a plan.Counter that is not a *tokens.Counter: plan.Count
+// counts an item through its chat rendition with it, as it counted every
+// Responses item before Tokens.
+type throughChat struct{ *tokens.Counter }
+
+// countThroughChat is plan.Count of raw through its chat rendition.
 func countThroughChat(c *tokens.Counter, enc tokens.Encoding, raw []byte) int {
-	m, err := Codec{}.Decode(raw)
-	if err != nil {
-		return len(raw)/4 + tokens.MessageOverhead
-	}
-	n, opaque := 0, 0
-	for _, p := range m.Parts {
-		if p.Kind == wire.Opaque {
-			opaque += len(p.Raw)
-		}
-	}
-	msgs, _ := chat.Codec{}.Encode(nil, []wire.Message{m})
-	for _, r := range msgs {
-		n += c.Message(enc, r)
-	}
-	if len(msgs) == 0 {
-		n = tokens.MessageOverhead
-	}
-	return n + opaque/4
+	return plan.Count(throughChat{c}, enc, wire.Responses, raw)
 }
 
 // TestTokensCountsAsChat: an item Tokens counts counts exactly as its
@@ -88,6 +74,9 @@ func TestTokensCountsAsChat(t *testing.T) {
 			}
 			if want := countThroughChat(&c, enc, []byte(raw)); got != want {
 				t.Errorf("%s: Tokens(%s) = %d, want %d", enc, raw, got, want)
+			}
+			if n := plan.Count(&c, enc, wire.Responses, []byte(raw)); n != got {
+				t.Errorf("%s: plan.Count(%s) = %d, want Tokens' %d", enc, raw, n, got)
 			}
 		}
 	}
@@ -120,4 +109,20 @@ func FuzzTokens(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCountReadsTheItem: plan.Count counts a message item with Tokens,
+// from the item's bytes, not through a chat rendition it writes.
+func TestCountReadsTheItem(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts mean nothing under the race detector")
+	}
+	var c tokens.Counter
+	for _, s := range []string{countCorpus[0], countCorpus[5]} {
+		raw := []byte(s)
+		plan.Count(&c, tokens.O200k, wire.Responses, raw) // the counter's tables, once
+		if n := testing.AllocsPerRun(10, func() { plan.Count(&c, tokens.O200k, wire.Responses, raw) }); n != 0 {
+			t.Errorf("plan.Count(%s) allocates %.0f times, want 0: it wrote the chat rendition", raw, n)
+		}
+	}
 }
