@@ -29,21 +29,10 @@ var stringMessages = []string{
 // TestDecodeStringMessages: a message of string members decodes in one
 // pass exactly as gjson's reading of it does (decodeTree), error and all.
 func TestDecodeStringMessages(t *testing.T) {
-	for _, raw := range stringMessages {
-		checkDecode(t, []byte(raw))
-	}
+	prototest.SameDecodes(t, stringMessages, Codec{}.Decode, decodeTree)
 }
 
 // FuzzDecode checks the same of any bytes.
 func FuzzDecode(f *testing.F) {
-	for _, raw := range stringMessages {
-		f.Add([]byte(raw))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) { checkDecode(t, raw) })
-}
-
-// checkDecode fails unless Decode reads raw as decodeTree does.
-func checkDecode(t *testing.T, raw []byte) {
-	t.Helper()
-	prototest.SameDecode(t, raw, Codec{}.Decode, decodeTree)
+	prototest.FuzzSameDecode(f, stringMessages, Codec{}.Decode, decodeTree)
 }

@@ -9,28 +9,15 @@ import (
 // TestDecodeStringItems: an item of string members decodes in one pass
 // exactly as gjson's reading of it does (decodeTree), error and all.
 func TestDecodeStringItems(t *testing.T) {
-	for _, raw := range append(countCorpus,
+	prototest.SameDecodes(t, append(countCorpus,
 		`{"type":"message","role":"assistant","content":"plain","id":"msg_1","status":"completed"}`,
 		`{"type":"function_call_output","call_id":"c","output":"o","call_id":"second"}`,
 		`{"type":"","role":"user","content":"x"}`,
 		`{"role":"user","content":"no type","type":"message"}`,
 		`{"type":"item_reference","id":"msg_1"}`,
 		`{"type":"custom_tool_call","call_id":"c","input":"x"}`,
-	) {
-		checkDecode(t, []byte(raw))
-	}
+	), Codec{}.Decode, decodeTree)
 }
 
 // FuzzDecode checks the same of any bytes.
-func FuzzDecode(f *testing.F) {
-	for _, raw := range countCorpus {
-		f.Add([]byte(raw))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) { checkDecode(t, raw) })
-}
-
-// checkDecode fails unless Decode reads raw as decodeTree does.
-func checkDecode(t *testing.T, raw []byte) {
-	t.Helper()
-	prototest.SameDecode(t, raw, Codec{}.Decode, decodeTree)
-}
+func FuzzDecode(f *testing.F) { prototest.FuzzSameDecode(f, countCorpus, Codec{}.Decode, decodeTree) }

@@ -22,3 +22,19 @@ func SameDecode(t testing.TB, raw []byte, decode, tree Decoder) {
 		t.Fatalf("Decode(%q) = %+v, %v; want %+v, %v", raw, got, gerr, want, werr)
 	}
 }
+
+// SameDecodes is SameDecode of every document of corpus.
+func SameDecodes(t *testing.T, corpus []string, decode, tree Decoder) {
+	t.Helper()
+	for _, raw := range corpus {
+		SameDecode(t, []byte(raw), decode, tree)
+	}
+}
+
+// FuzzSameDecode fuzzes SameDecode from corpus.
+func FuzzSameDecode(f *testing.F, corpus []string, decode, tree Decoder) {
+	for _, raw := range corpus {
+		f.Add([]byte(raw))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) { SameDecode(t, raw, decode, tree) })
+}
