@@ -26,6 +26,30 @@ var ErrNotMessage = errors.New("messages: not a message")
 // Opaque parts of origin wire.Messages: only an anthropic upstream reads
 // them.
 func (c Codec) Decode(raw []byte) (wire.Message, error) {
+	var stack [4]body.Member
+	if ms, ok := body.StringMembers(stack[:0], raw); ok {
+		return decodeText(ms)
+	}
+	return decodeTree(raw)
+}
+
+// decodeText is Decode of a message whose members are all strings (see
+// body.StringMembers): its role and its text, read in one pass.
+func decodeText(ms []body.Member) (wire.Message, error) {
+	r, _ := body.Lookup(ms, "role")
+	role := canonicalRole(r, gjson.Result{Type: gjson.String}) // a string content holds no tool result
+	if role == "" {
+		return wire.Message{}, fmt.Errorf("messages: decode: %w", ErrNotMessage)
+	}
+	msg := wire.Message{Role: role}
+	if text, _ := body.Lookup(ms, "content"); text != "" {
+		msg.Parts = append(msg.Parts, wire.Part{Kind: wire.Text, Text: text})
+	}
+	return msg, nil
+}
+
+// decodeTree is Decode of any message, read with gjson.
+func decodeTree(raw []byte) (wire.Message, error) {
 	m := parse(raw)
 	var role string
 	var content gjson.Result

@@ -22,7 +22,7 @@ func (Upstream) ParseAnswer(body []byte) (wire.Answer, error) {
 }
 
 // parseResponse reads a Response object into an Answer, with the
-// settings it reports running with in Settings (see upstreamSettings).
+// settings it reports running with in Settings (see appendSetting).
 // When its output is missing or empty, done (the items of the stream's
 // response.output_item.done events, in output order) stands in for it.
 // Everything returned is a copy.
@@ -30,14 +30,42 @@ func parseResponse(r gjson.Result, done []gjson.Result) (wire.Answer, error) {
 	if !r.IsObject() {
 		return wire.Answer{}, errors.New("responses: parse answer: not an object")
 	}
-	if r.Get("status").Str == "failed" {
-		msg := r.Get("error.message").Str
+	// One pass over the object: each member as Get finds it (the first of
+	// duplicates), and the settings (appendSetting).
+	var status, errv, out, id, model, details, usage gjson.Result
+	var settings []byte
+	r.ForEach(func(k, v gjson.Result) bool {
+		var m *gjson.Result
+		switch k.Str {
+		case "status":
+			m = &status
+		case "error":
+			m = &errv
+		case "output":
+			m = &out
+		case "id":
+			m = &id
+		case "model":
+			m = &model
+		case "incomplete_details":
+			m = &details
+		case "usage":
+			m = &usage
+		default:
+			settings = appendSetting(settings, k, v)
+		}
+		if m != nil && !m.Exists() {
+			*m = v
+		}
+		return true
+	})
+	if status.Str == "failed" {
+		msg := errv.Get("message").Str
 		if msg == "" {
 			msg = "no error given"
 		}
 		return wire.Answer{}, fmt.Errorf("%w: %s", ErrFailed, msg)
 	}
-	out := r.Get("output")
 	if !out.IsArray() && out.Exists() && out.Type != gjson.Null {
 		return wire.Answer{}, errors.New("responses: parse answer: output is not an array")
 	}
@@ -45,13 +73,16 @@ func parseResponse(r gjson.Result, done []gjson.Result) (wire.Answer, error) {
 	if len(items) == 0 {
 		items = done
 	}
+	if settings != nil {
+		settings = append(settings, '}')
+	}
 	a := wire.Answer{
-		ID:       strings.Clone(r.Get("id").Str),
-		Model:    strings.Clone(r.Get("model").Str),
+		ID:       strings.Clone(id.Str),
+		Model:    strings.Clone(model.Str),
 		Message:  wire.Message{Role: wire.RoleAssistant},
 		Protocol: wire.Responses,
 		Stop:     wire.StopEnd,
-		Settings: upstreamSettings(r),
+		Settings: settings,
 	}
 	calls := false
 	for _, item := range items {
@@ -74,8 +105,8 @@ func parseResponse(r gjson.Result, done []gjson.Result) (wire.Answer, error) {
 		a.Message.Parts = append(a.Message.Parts, m.Parts...)
 	}
 	switch {
-	case r.Get("status").Str == "incomplete":
-		switch r.Get("incomplete_details.reason").Str {
+	case status.Str == "incomplete":
+		switch details.Get("reason").Str {
 		case "content_filter":
 			a.Stop = wire.StopFilter
 		default:
@@ -84,7 +115,7 @@ func parseResponse(r gjson.Result, done []gjson.Result) (wire.Answer, error) {
 	case calls:
 		a.Stop = wire.StopToolCalls
 	}
-	u := r.Get("usage")
+	u := usage
 	a.Usage = wire.Usage{
 		InputTokens:     int(u.Get("input_tokens").Int()),
 		OutputTokens:    int(u.Get("output_tokens").Int()),

@@ -136,6 +136,53 @@ var errNotItem = errors.New("responses: not an input or output item")
 // hosted tool calls) as one Opaque part holding the item, which only a
 // Responses upstream reads.
 func (Codec) Decode(raw []byte) (wire.Message, error) {
+	var stack [8]body.Member
+	if ms, ok := body.StringMembers(stack[:0], raw); ok {
+		if m, ok := decodeStrings(ms); ok {
+			return m, nil
+		}
+	}
+	return decodeTree(raw)
+}
+
+// decodeStrings is Decode of an item whose members are all strings (see
+// body.StringMembers), read in one pass: a message of text, a
+// function_call, a function_call_output. ok is false for any other item,
+// left to decodeTree.
+func decodeStrings(ms []body.Member) (m wire.Message, ok bool) {
+	get := func(name string) string { v, _ := body.Lookup(ms, name); return v }
+	t, typed := body.Lookup(ms, "type")
+	if !typed {
+		if _, ok := body.Lookup(ms, "role"); !ok {
+			return m, false
+		}
+		t = typeMessage // an easy input message
+	}
+	switch t {
+	case typeMessage:
+		switch r := get("role"); r {
+		case wire.RoleUser, wire.RoleSystem, wire.RoleDeveloper, wire.RoleAssistant:
+			m.Role = r
+		default:
+			return m, false
+		}
+		if text, ok := body.Lookup(ms, "content"); ok {
+			m.Parts = append(m.Parts, wire.Part{Kind: wire.Text, Text: text})
+		}
+	case typeFunctionCall:
+		m.Role = wire.RoleAssistant
+		m.Parts = append(m.Parts, wire.Part{Kind: wire.ToolCall, CallID: get("call_id"), Name: get("name"), Arguments: get("arguments")})
+	case typeFunctionCallOutput:
+		m.Role = wire.RoleTool
+		m.Parts = append(m.Parts, wire.Part{Kind: wire.ToolResult, CallID: get("call_id"), Text: get("output")})
+	default:
+		return m, false
+	}
+	return m, true
+}
+
+// decodeTree is Decode of any item, read with gjson.
+func decodeTree(raw []byte) (wire.Message, error) {
 	item := parse(raw)
 	t := itemType(item)
 	r := roleOf(item, t)
@@ -409,11 +456,36 @@ func quote(s string) []byte { return gjson.AppendJSONString(nil, s) }
 // name and arguments, a function call output's text), one piece a line.
 // Reasoning and other items only the Responses API reads add nothing.
 func (c Codec) Text(dst, raw []byte) []byte {
+	if item := parse(raw); itemType(item) == typeMessage {
+		return appendMessageText(dst, item)
+	}
 	m, err := c.Decode(raw)
 	if err != nil {
 		return dst
 	}
 	return wire.AppendText(dst, m)
+}
+
+// appendMessageText is Text of a message item, read as Decode reads it
+// without building its parts: the text of a string content, of each
+// input_text and output_text part, and of each refusal.
+func appendMessageText(dst []byte, item gjson.Result) []byte {
+	if roleOf(item, typeMessage) == "" {
+		return dst // not an item: Decode refuses it
+	}
+	c := item.Get("content")
+	if c.Type == gjson.String {
+		return wire.AppendLine(dst, c.Str)
+	}
+	for _, p := range c.Array() {
+		switch p.Get("type").Str {
+		case partInputText, partOutputText:
+			dst = wire.AppendLine(dst, p.Get("text").Str)
+		case partRefusal:
+			dst = wire.AppendLine(dst, p.Get("refusal").Str)
+		}
+	}
+	return dst
 }
 
 var _ wire.Thinking = Codec{}

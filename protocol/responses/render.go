@@ -57,6 +57,11 @@ type rItem struct {
 	closed bool
 }
 
+// partText is the room a streamed part's text is given when it opens,
+// enough for a short answer's in one allocation (the text then grows by
+// doubling).
+const partText = 256
+
 // rPart is one content part of a streamed message.
 type rPart struct {
 	refusal bool
@@ -87,13 +92,14 @@ func (r *Renderer) Delta(dst []byte, d wire.Delta) []byte {
 			it.parts = append(it.parts, rPart{refusal: refusal})
 			it.closed = false
 			ci = len(it.parts) - 1
-			part := appendOutputPart(nil, wire.Text, "")
+			it.parts[ci].text.Grow(partText)
+			kind := wire.Text
 			if refusal {
-				part = appendOutputPart(nil, wire.Refusal, "")
+				kind = wire.Refusal
 			}
 			dst = r.event(dst, "response.content_part.added", func(b []byte) []byte {
 				b = r.itemRef(b, it, ci)
-				return append(append(b, `,"part":`...), part...)
+				return appendOutputPart(append(b, `,"part":`...), kind, "")
 			})
 		}
 		if !refusal {
@@ -242,22 +248,25 @@ func (r *Renderer) open(dst []byte, typ string, set ...func(*rItem)) ([]byte, *r
 	r.cur = i
 	dst = r.event(dst, "response.output_item.added", func(b []byte) []byte {
 		b = strconv.AppendInt(append(b, `,"output_index":`...), int64(i), 10)
-		return append(append(b, `,"item":`...), r.progressItem(it)...)
+		return appendProgressItem(append(b, `,"item":`...), it)
 	})
 	return dst, it
 }
 
-// progressItem is an item as output_item.added shows it.
-func (r *Renderer) progressItem(it *rItem) []byte {
+// appendProgressItem appends an item as output_item.added shows it.
+func appendProgressItem(b []byte, it *rItem) []byte {
 	switch it.typ {
 	case typeMessage:
-		return appendOutputMessage(nil, it.id, "in_progress", []byte("[]"))
+		return appendOutputMessage(b, it.id, "in_progress", emptyContent)
 	case typeFunctionCall:
-		return appendCallItem(nil, it.id, "in_progress", it.callID, it.name, "")
+		return appendCallItem(b, it.id, "in_progress", it.callID, it.name, "")
 	}
-	b := gjson.AppendJSONString([]byte(`{"id":`), it.id)
+	b = gjson.AppendJSONString(append(b, `{"id":`...), it.id)
 	return append(b, `,"type":"reasoning","summary":[]}`...)
 }
+
+// emptyContent is the content of a message item no part was added to.
+var emptyContent = []byte("[]")
 
 // closeItem closes the open item; its done event carries final's item at
 // its index when final has one of its type (the answer's item), else the
@@ -313,7 +322,7 @@ func (r *Renderer) streamedItem(it *rItem) []byte {
 	if it.raw != nil {
 		return it.raw
 	}
-	return r.progressItem(it)
+	return appendProgressItem(nil, it)
 }
 
 // closePart closes the message's last content part, if open.
@@ -339,7 +348,7 @@ func (r *Renderer) closePart(dst []byte, it *rItem) []byte {
 	})
 	dst = r.event(dst, "response.content_part.done", func(b []byte) []byte {
 		b = r.itemRef(b, it, ci)
-		return append(append(b, `,"part":`...), appendOutputPart(nil, kind, text)...)
+		return appendOutputPart(append(b, `,"part":`...), kind, text)
 	})
 	it.closed = true // reopened by the next part
 	return dst
@@ -355,7 +364,7 @@ func (r *Renderer) replay(dst []byte, item []byte) []byte {
 	case typeMessage:
 		dst = r.event(dst, "response.output_item.added", func(b []byte) []byte {
 			b = strconv.AppendInt(append(b, `,"output_index":`...), int64(i), 10)
-			return append(append(b, `,"item":`...), appendOutputMessage(nil, it.id, "in_progress", []byte("[]"))...)
+			return appendOutputMessage(append(b, `,"item":`...), it.id, "in_progress", emptyContent)
 		})
 		for _, p := range v.Get("content").Array() {
 			refusal := p.Get("type").Str == partRefusal
@@ -370,7 +379,7 @@ func (r *Renderer) replay(dst []byte, item []byte) []byte {
 			it.closed = false
 			dst = r.event(dst, "response.content_part.added", func(b []byte) []byte {
 				b = r.itemRef(b, it, ci)
-				return append(append(b, `,"part":`...), appendOutputPart(nil, kind, "")...)
+				return appendOutputPart(append(b, `,"part":`...), kind, "")
 			})
 			typ := "response.output_text.delta"
 			if refusal {
@@ -392,7 +401,7 @@ func (r *Renderer) replay(dst []byte, item []byte) []byte {
 		it.callID, it.name = v.Get("call_id").Str, v.Get("name").Str
 		dst = r.event(dst, "response.output_item.added", func(b []byte) []byte {
 			b = strconv.AppendInt(append(b, `,"output_index":`...), int64(i), 10)
-			return append(append(b, `,"item":`...), appendCallItem(nil, it.id, "in_progress", it.callID, it.name, "")...)
+			return appendCallItem(append(b, `,"item":`...), it.id, "in_progress", it.callID, it.name, "")
 		})
 		if args := v.Get("arguments").Str; args != "" {
 			it.args.WriteString(args)

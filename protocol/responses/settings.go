@@ -152,26 +152,21 @@ func (s *settings) append(dst []byte, i int) []byte {
 	return append(dst, echoed[i].def...)
 }
 
-// upstreamSettings returns the echoed members a Responses upstream's
-// Response object r sets that stand for its own (see echoed), as a JSON
-// object, or nil when it sets none.
-func upstreamSettings(r gjson.Result) []byte {
-	var b []byte
-	r.ForEach(func(k, v gjson.Result) bool {
-		if i := echoIndex(k.Str); i >= 0 && echoed[i].upstream && v.Type != gjson.Null {
-			if b == nil {
-				b = append(make([]byte, 0, 256), '{')
-			} else {
-				b = append(b, ',')
-			}
-			b = append(append(append(b, k.Raw...), ':'), v.Raw...)
-		}
-		return true
-	})
-	if b == nil {
-		return nil
+// appendSetting appends member k of value v of a Responses upstream's
+// Response object to settings, the JSON object (without its closing
+// brace; nil until it has a member) of the echoed members that stand for
+// the upstream's own (see echoed): the Answer's Settings.
+func appendSetting(settings []byte, k, v gjson.Result) []byte {
+	i := echoIndex(k.Str)
+	if i < 0 || !echoed[i].upstream || v.Type == gjson.Null {
+		return settings
 	}
-	return append(b, '}')
+	if settings == nil {
+		settings = append(make([]byte, 0, 256), '{')
+	} else {
+		settings = append(settings, ',')
+	}
+	return append(append(append(settings, k.Raw...), ':'), v.Raw...)
 }
 
 // appendTools appends the request's tools as a Response echoes them:

@@ -112,3 +112,24 @@ func TestBadRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestSameDecode: SameDecode passes two readings that agree and fails
+// two that differ in the message or the error.
+func TestSameDecode(t *testing.T) {
+	text := func([]byte) (wire.Message, error) {
+		return wire.Message{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.Text, Text: "hi"}}}, nil
+	}
+	other := func([]byte) (wire.Message, error) {
+		return wire.Message{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.Text, Text: "ho"}}}, nil
+	}
+	refused := func([]byte) (wire.Message, error) { return wire.Message{}, errors.New("not a message") }
+	raw := []byte(`{"role":"user","content":"hi"}`)
+	if fails(t, func(tb testing.TB) { prototest.SameDecode(tb, raw, text, text) }) {
+		t.Error("SameDecode failed two readings that agree")
+	}
+	for name, tree := range map[string]prototest.Decoder{"message": other, "error": refused} {
+		if !fails(t, func(tb testing.TB) { prototest.SameDecode(tb, raw, text, tree) }) {
+			t.Errorf("SameDecode passed readings that differ in the %s", name)
+		}
+	}
+}

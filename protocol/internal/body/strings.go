@@ -1,0 +1,62 @@
+package body
+
+import (
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/recallproxy/recall/internal/jsonscan"
+)
+
+// Member is a member of a JSON object whose value is a string.
+type Member struct {
+	Name  string // as written: StringMembers reads no name with an escape
+	Value string // unescaped, as gjson reads the string
+}
+
+// StringMembers appends to dst the members of raw, in order, when raw is
+// a JSON object (white space around it allowed) whose every member has a
+// string value and a name without escapes: the shape most stored
+// messages have ({"role":"user","content":"…"}), read in one strict pass
+// (jsonscan) where gjson's lookups would walk the object and its long
+// text once per member looked up. ok is false for anything else, invalid
+// JSON included, which the caller reads as before. Names and values
+// without escapes alias raw; an escaped value is a copy. The first of
+// duplicate members is the one gjson's Get finds.
+func StringMembers(dst []Member, raw []byte) (members []Member, ok bool) {
+	s := jsonscan.Scanner{B: raw}
+	s.Space()
+	ok = s.Object(func(name []byte) bool {
+		start, end, escaped, ok := s.Str()
+		if !ok {
+			return false
+		}
+		v := bytesString(raw[start:end])
+		if escaped {
+			v = gjson.Parse(bytesString(raw[start-1 : end+1])).Str
+		}
+		dst = append(dst, Member{Name: bytesString(name), Value: v})
+		return true
+	})
+	s.Space()
+	return dst, ok && s.I == len(raw)
+}
+
+// Lookup returns the value of the first member called name, and whether
+// there is one.
+func Lookup(members []Member, name string) (string, bool) {
+	for _, m := range members {
+		if m.Name == name {
+			return m.Value, true
+		}
+	}
+	return "", false
+}
+
+// bytesString returns a string sharing b's memory.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
