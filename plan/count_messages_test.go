@@ -8,7 +8,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	_ "github.com/recallproxy/recall/protocol/gemini"
 	"github.com/recallproxy/recall/protocol/messages"
+	_ "github.com/recallproxy/recall/protocol/responses"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/wire"
 )
@@ -140,5 +142,33 @@ func BenchmarkCountMessages(b *testing.B) {
 				tt.count(&c, tokens.O200k, wire.Messages, raws[i%len(raws)])
 			}
 		})
+	}
+}
+
+// Through a tokens.Cache, an instruction of another protocol is counted
+// once per content: a repeat is a lookup, not a rendition as chat
+// completions (a decode and an encode, allocating for every part).
+func TestCountThroughACacheCountsOnce(t *testing.T) {
+	c := tokens.NewCache(&tokens.Counter{}, 0)
+	var ref tokens.Counter
+	for _, tt := range []struct {
+		p   wire.Protocol
+		raw string
+	}{
+		{wire.Messages, `{"role":"user","content":[{"type":"text","text":"You are terse."},{"type":"text","text":"Answer in French."}]}`},
+		{wire.Responses, `{"type":"message","role":"developer","content":[{"type":"input_text","text":"You are terse."}]}`},
+		{wire.Gemini, `{"role":"user","parts":[{"text":"You are terse."},{"text":"Answer in French."}]}`},
+	} {
+		raw := []byte(tt.raw)
+		want := Count(&ref, tokens.O200k, tt.p, raw)
+		if got := Count(c, tokens.O200k, tt.p, raw); got != want {
+			t.Errorf("%s: through the cache got %d, want %d", tt.p, got, want)
+		}
+		if got := Count(c, tokens.O200k, tt.p, raw); got != want {
+			t.Errorf("%s: cached got %d, want %d", tt.p, got, want)
+		}
+		if allocs := testing.AllocsPerRun(50, func() { Count(c, tokens.O200k, tt.p, raw) }); allocs > 1 {
+			t.Errorf("%s: a cached count allocates %.0f times, want at most 1 (the cache's key)", tt.p, allocs)
+		}
 	}
 }

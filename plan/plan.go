@@ -249,10 +249,15 @@ func DefaultBudget(model string, windows map[string]int, learned int) int {
 // only its own provider reads (encrypted reasoning, signed thinking),
 // which the upstream bills as input too. A protocol whose codec is a
 // selfCounter counts the same from its own bytes when c is a
-// *tokens.Counter.
+// *tokens.Counter. Through a *tokens.Cache, a message of another
+// protocol is counted so once per content (instructions repeat on every
+// request), not rendered as chat completions to look its count up.
 func Count(c Counter, enc tokens.Encoding, p wire.Protocol, raw []byte) int {
 	if p == wire.ChatCompletions {
 		return c.Message(enc, raw)
+	}
+	if cc, ok := c.(*tokens.Cache); ok {
+		return cc.Memo(enc, raw, tokens.KindOther+uint64(p), func(tc *tokens.Counter) int { return Count(tc, enc, p, raw) })
 	}
 	if tc, ok := c.(*tokens.Counter); ok {
 		if sc, ok := wire.For(p).(selfCounter); ok {

@@ -33,38 +33,54 @@ func NewCache(c *Counter, size int) *Cache {
 	return &Cache{c: c, max: int64(size)}
 }
 
+// The kinds of count a Cache keeps apart for the same bytes: Message's,
+// Tools', and from KindOther on, what a caller counts its own way (Memo).
+const (
+	kindMessage uint64 = iota
+	kindTools
+	KindOther
+)
+
 // Message is c's Counter.Message of raw, counted once per content.
-func (c *Cache) Message(enc Encoding, raw []byte) int { return c.count(enc, raw, false) }
-
-// Tools is c's Counter.Tools of raw, counted once per content.
-func (c *Cache) Tools(enc Encoding, raw []byte) int { return c.count(enc, raw, true) }
-
-// Clear forgets every count.
-func (c *Cache) Clear() {
-	c.counts.Clear()
-	c.n.Store(0)
+func (c *Cache) Message(enc Encoding, raw []byte) int {
+	return c.Memo(enc, raw, kindMessage, func(tc *Counter) int { return tc.Message(enc, raw) })
 }
 
-func (c *Cache) count(enc Encoding, raw []byte, tools bool) int {
+// Tools is c's Counter.Tools of raw, counted once per content.
+func (c *Cache) Tools(enc Encoding, raw []byte) int {
+	return c.Memo(enc, raw, kindTools, func(tc *Counter) int { return tc.Tools(enc, raw) })
+}
+
+// Memo is count's figure for raw through c's Counter, counted once per
+// content, encoding and kind (KindOther or past: a way of counting the
+// caller tells apart, such as a message of another protocol counted
+// through its own rendition). count must depend on nothing but raw, enc
+// and kind. A raw that is empty counts 0.
+func (c *Cache) Memo(enc Encoding, raw []byte, kind uint64, count func(*Counter) int) int {
 	if len(raw) == 0 {
 		return 0
 	}
 	key := xxhash.Sum64(raw) ^ xxhash.Sum64String(string(enc))
-	if tools {
+	switch kind {
+	case kindMessage:
+	case kindTools:
 		key = ^key
+	default:
+		key ^= kind * 0x9E3779B97F4A7C15 // spread over the key's bits
 	}
 	if n, ok := c.counts.Load(key); ok {
 		return n.(int)
 	}
-	var n int
-	if tools {
-		n = c.c.Tools(enc, raw)
-	} else {
-		n = c.c.Message(enc, raw)
-	}
+	n := count(c.c)
 	if c.n.Add(1) > c.max {
 		c.Clear()
 	}
 	c.counts.Store(key, n)
 	return n
+}
+
+// Clear forgets every count.
+func (c *Cache) Clear() {
+	c.counts.Clear()
+	c.n.Store(0)
 }

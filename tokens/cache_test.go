@@ -26,6 +26,9 @@ func TestCacheCountsOnce(t *testing.T) {
 		{"message", func(c *Cache) int { return c.Message(O200k, msg) }, func(c *Counter) int { return c.Message(O200k, msg) }},
 		{"tools", func(c *Cache) int { return c.Tools(O200k, tools) }, func(c *Counter) int { return c.Tools(O200k, tools) }},
 		{"message in another encoding", func(c *Cache) int { return c.Message(CL100k, msg) }, func(c *Counter) int { return c.Message(CL100k, msg) }},
+		{"a count of the caller's own", func(c *Cache) int {
+			return c.Memo(O200k, msg, KindOther, func(tc *Counter) int { return tc.Message(O200k, msg) + 7 })
+		}, func(c *Counter) int { return c.Message(O200k, msg) + 7 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,6 +66,11 @@ func TestCacheKeysByKindAndEncoding(t *testing.T) {
 	}
 	if got, want := c.Message(CL100k, []byte(`{"role":"user","content":"ünïcödé"}`)), ref.Message(CL100k, []byte(`{"role":"user","content":"ünïcödé"}`)); got != want {
 		t.Errorf("cl100k: got %d, want %d", got, want)
+	}
+	for kind := KindOther; kind < KindOther+3; kind++ {
+		if got, want := c.Memo(O200k, raw, kind, func(*Counter) int { return int(kind) * 1000 }), int(kind)*1000; got != want {
+			t.Errorf("the same bytes counted as kind %d: got %d, want %d", kind, got, want)
+		}
 	}
 	if got := c.Message(O200k, nil); got != 0 {
 		t.Errorf("empty: got %d, want 0", got)
