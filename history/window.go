@@ -146,6 +146,10 @@ type Window struct {
 	Count func(m *Message) int
 	// Report accumulates what curation did.
 	Report Report
+
+	// all is the array NewWindow laid the turns out in, back to back: while
+	// they still lie in it in order, Curate sends a slice of it.
+	all []Message
 }
 
 // NewWindow splits history and the new messages into turns. History
@@ -153,10 +157,10 @@ type Window struct {
 // be stored under, so a cut point can name them. storedTurns is the
 // conversation's stored turn count before this request.
 func NewWindow(hist, fresh []Message, cut uint64, storedTurns int) *Window {
-	w := &Window{Cut: cut}
 	all := make([]Message, 0, len(hist)+len(fresh))
 	all = append(all, hist...)
 	all = append(all, fresh...)
+	w := &Window{Cut: cut, all: all}
 	turns := 1
 	for i := 1; i < len(all); i++ {
 		if opensTurn(&all[i-1], &all[i]) {
@@ -261,15 +265,7 @@ func Curate(w *Window, s Strategy) ([]Message, error) {
 		}
 		w.Report.OverBudget = true
 	}
-	n := 0
-	for i := range w.Turns {
-		n += len(w.Turns[i].Messages)
-	}
-	out := make([]Message, 0, n)
-	for i := range w.Turns {
-		out = append(out, w.Turns[i].Messages...)
-	}
-	out, repaired := Repair(out, w.Count)
+	out, repaired := Repair(w.messages(), w.Count)
 	w.Report.RepairedCalls += repaired
 	w.Report.IncludedTurns = len(w.Turns)
 	w.Report.Tokens = w.Fixed
@@ -323,4 +319,40 @@ func (w *Window) noteDropped(turns []Turn, reason string) {
 		return
 	}
 	w.Report.Dropped = append(w.Report.Dropped, d)
+}
+
+// messages returns the turns' messages, oldest first. While the turns lie
+// back to back at the end of the array NewWindow laid them out in (only
+// whole turns were dropped from the front, and no strategy gave one a
+// copy of its own), that is a slice of it, capped so that an append
+// copies; otherwise a new slice.
+func (w *Window) messages() []Message {
+	n := 0
+	for i := range w.Turns {
+		n += len(w.Turns[i].Messages)
+	}
+	if start := len(w.all) - n; n > 0 && start >= 0 && w.inPlace(start) {
+		return w.all[start:len(w.all):len(w.all)]
+	}
+	out := make([]Message, 0, n)
+	for i := range w.Turns {
+		out = append(out, w.Turns[i].Messages...)
+	}
+	return out
+}
+
+// inPlace reports whether the turns' messages are w.all[start:], in order.
+func (w *Window) inPlace(start int) bool {
+	at := start
+	for i := range w.Turns {
+		msgs := w.Turns[i].Messages
+		if len(msgs) == 0 {
+			continue
+		}
+		if &msgs[0] != &w.all[at] {
+			return false
+		}
+		at += len(msgs)
+	}
+	return at == len(w.all)
 }

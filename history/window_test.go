@@ -3,6 +3,7 @@ package history
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/recallproxy/recall/wire"
@@ -288,6 +289,50 @@ func TestCurrentTurnOverTheWindow(t *testing.T) {
 			}
 			if got := cle.Message(); got != tt.wantMessage {
 				t.Errorf("got message %q, want %q", got, tt.wantMessage)
+			}
+		})
+	}
+}
+
+// Curate sends the window's own array while its turns still lie in it
+// back to back (whole turns dropped from the front at most), capped so
+// that a caller's append cannot write into it; a strategy that gives a
+// turn a copy of its own gets a new slice with that copy in it.
+func TestCurateSendsTheWindowsArrayInPlace(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		s         Strategy
+		inPlace   bool
+		wantTurns int
+	}{
+		{"nothing dropped", nil, true, 4},
+		{"oldest turns dropped", SlidingWindow{MaxTurns: 2}, true, 2},
+		{"a result cut into a turn's copy", ToolResultTruncator{MaxChars: 10}, false, 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w, msgs := toolWindow(4, strings.Repeat("x", 200))
+			out, err := Curate(w, tt.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out) != 4*tt.wantTurns {
+				t.Fatalf("got %d messages, want %d", len(out), 4*tt.wantTurns)
+			}
+			if cap(out) != len(out) {
+				t.Errorf("got cap %d, want %d (an append must copy)", cap(out), len(out))
+			}
+			if got := &out[0] == &w.all[len(w.all)-len(out)]; got != tt.inPlace {
+				t.Errorf("got in place %v, want %v", got, tt.inPlace)
+			}
+			sent := msgs[len(msgs)-len(out):]
+			for i := range out {
+				if out[i].Seq != sent[i].Seq {
+					t.Fatalf("message %d: got seq %d, want %d", i, out[i].Seq, sent[i].Seq)
+				}
+				cut := tt.s != nil && !tt.inPlace && out[i].Role == wire.RoleTool && i < len(out)-4
+				if same := string(out[i].Raw) == string(sent[i].Raw); same == cut {
+					t.Errorf("message %d: got %s, cut %v", i, out[i].Raw, cut)
+				}
 			}
 		})
 	}
