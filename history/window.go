@@ -3,6 +3,7 @@ package history
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/recallproxy/recall/wire"
 )
@@ -155,9 +156,10 @@ type Window struct {
 // NewWindow splits history and the new messages into turns. History
 // messages carry their stored Seq; new messages must carry the Seq they will
 // be stored under, so a cut point can name them. storedTurns is the
-// conversation's stored turn count before this request.
+// conversation's stored turn count before this request. The window lays
+// them out in an array of its own, which Release gives back.
 func NewWindow(hist, fresh []Message, cut uint64, storedTurns int) *Window {
-	all := make([]Message, 0, len(hist)+len(fresh))
+	all := windowArray(len(hist) + len(fresh))
 	all = append(all, hist...)
 	all = append(all, fresh...)
 	w := &Window{Cut: cut, all: all}
@@ -355,4 +357,36 @@ func (w *Window) inPlace(start int) bool {
 		at += len(msgs)
 	}
 	return at == len(w.all)
+}
+
+// windowArrays keeps the arrays released windows laid their messages out
+// in (*[]Message, emptied): a 50-turn window's is some 15 KB, allocated
+// and zeroed on every request otherwise.
+var windowArrays sync.Pool
+
+// maxPooledWindow bounds, in messages, the arrays windowArrays keeps: a
+// window over a long conversation's whole history does not stay behind.
+const maxPooledWindow = 1024
+
+// windowArray returns an empty array for n messages, a released one if
+// one is at hand and big enough.
+func windowArray(n int) []Message {
+	if p, _ := windowArrays.Get().(*[]Message); p != nil && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]Message, 0, n)
+}
+
+// Release gives back the array w's messages lie in, for the next window.
+// Neither w nor what Curate returned for it may be used after: copy what
+// must outlive it.
+func (w *Window) Release() {
+	all := w.all[:cap(w.all)]
+	w.all, w.Turns = nil, nil
+	if cap(all) == 0 || cap(all) > maxPooledWindow {
+		return
+	}
+	clear(all) // the pool keeps no message's bytes alive
+	all = all[:0]
+	windowArrays.Put(&all)
 }

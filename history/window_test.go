@@ -337,3 +337,44 @@ func TestCurateSendsTheWindowsArrayInPlace(t *testing.T) {
 		})
 	}
 }
+
+// Release empties the window's array (the pool keeps no message's bytes
+// alive) and gives it back: a later window lays its messages out in it.
+func TestReleasedWindowArrayIsReused(t *testing.T) {
+	_, msgs := toolWindow(3, "result")
+	hist, fresh := msgs[:len(msgs)-4], msgs[len(msgs)-4:]
+	reused := false
+	// sync.Pool may drop what it is given (it does at random under the
+	// race detector): a few tries.
+	for range 100 {
+		w := NewWindow(hist, fresh, 0, 2)
+		all := w.all[:cap(w.all)]
+		w.Release()
+		for i := range all {
+			if all[i].Raw != nil || all[i].Seq != 0 {
+				t.Fatalf("after Release: message %d still holds %s (seq %d)", i, all[i].Raw, all[i].Seq)
+			}
+		}
+		next := NewWindow(hist, fresh, 0, 2)
+		out, err := Curate(next, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != len(msgs) {
+			t.Fatalf("got %d messages, want %d", len(out), len(msgs))
+		}
+		for i := range out {
+			if out[i].Seq != msgs[i].Seq || string(out[i].Raw) != string(msgs[i].Raw) {
+				t.Fatalf("message %d: got seq %d %s, want seq %d %s", i, out[i].Seq, out[i].Raw, msgs[i].Seq, msgs[i].Raw)
+			}
+		}
+		if &next.all[0] == &all[0] {
+			reused = true
+			break
+		}
+		next.Release()
+	}
+	if !reused {
+		t.Error("no window reused a released array in 100 tries")
+	}
+}
