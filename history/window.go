@@ -149,8 +149,10 @@ type Window struct {
 	Report Report
 
 	// all is the array NewWindow laid the turns out in, back to back: while
-	// they still lie in it in order, Curate sends a slice of it.
+	// they still lie in it in order, Curate sends a slice of it. box holds
+	// it in windowArrays once Release gives it back.
 	all []Message
+	box *[]Message
 }
 
 // NewWindow splits history and the new messages into turns. History
@@ -159,10 +161,10 @@ type Window struct {
 // conversation's stored turn count before this request. The window lays
 // them out in an array of its own, which Release gives back.
 func NewWindow(hist, fresh []Message, cut uint64, storedTurns int) *Window {
-	all := windowArray(len(hist) + len(fresh))
-	all = append(all, hist...)
+	box := windowArray(len(hist) + len(fresh))
+	all := append(*box, hist...)
 	all = append(all, fresh...)
-	w := &Window{Cut: cut, all: all}
+	w := &Window{Cut: cut, all: all, box: box}
 	turns := 1
 	for i := 1; i < len(all); i++ {
 		if opensTurn(&all[i-1], &all[i]) {
@@ -368,25 +370,33 @@ var windowArrays sync.Pool
 // window over a long conversation's whole history does not stay behind.
 const maxPooledWindow = 1024
 
-// windowArray returns an empty array for n messages, a released one if
-// one is at hand and big enough.
-func windowArray(n int) []Message {
-	if p, _ := windowArrays.Get().(*[]Message); p != nil && cap(*p) >= n {
-		return (*p)[:0]
+// windowArray returns a box holding an empty array for n messages, a
+// released one if one is at hand and big enough.
+func windowArray(n int) *[]Message {
+	box, _ := windowArrays.Get().(*[]Message)
+	if box == nil {
+		box = new([]Message)
 	}
-	return make([]Message, 0, n)
+	if cap(*box) < n {
+		*box = make([]Message, 0, n)
+	}
+	return box
 }
 
 // Release gives back the array w's messages lie in, for the next window.
 // Neither w nor what Curate returned for it may be used after: copy what
 // must outlive it.
 func (w *Window) Release() {
-	all := w.all[:cap(w.all)]
-	w.all, w.Turns = nil, nil
-	if cap(all) == 0 || cap(all) > maxPooledWindow {
-		return
+	all, box := w.all[:cap(w.all)], w.box
+	w.all, w.box, w.Turns = nil, nil, nil
+	if box == nil {
+		return // released already
 	}
-	clear(all) // the pool keeps no message's bytes alive
-	all = all[:0]
-	windowArrays.Put(&all)
+	if cap(all) > maxPooledWindow {
+		*box = nil // a long conversation's window does not stay behind
+	} else {
+		clear(all) // the pool keeps no message's bytes alive
+		*box = all[:0]
+	}
+	windowArrays.Put(box)
 }

@@ -378,3 +378,16 @@ func TestReleasedWindowArrayIsReused(t *testing.T) {
 		t.Error("no window reused a released array in 100 tries")
 	}
 }
+
+// A second Release gives nothing back again: two later windows never
+// share an array.
+func TestWindowReleasedTwiceGivesBackOnce(t *testing.T) {
+	_, msgs := toolWindow(2, "result")
+	w := NewWindow(msgs[:4], msgs[4:], 0, 1)
+	w.Release()
+	w.Release()
+	a, b := NewWindow(msgs[:4], msgs[4:], 0, 1), NewWindow(msgs[:4], msgs[4:], 0, 1)
+	if &a.all[0] == &b.all[0] {
+		t.Error("two windows share one array")
+	}
+}
