@@ -299,17 +299,19 @@ func TestCurrentTurnOverTheWindow(t *testing.T) {
 // that a caller's append cannot write into it; a strategy that gives a
 // turn a copy of its own gets a new slice with that copy in it.
 func TestCurateSendsTheWindowsArrayInPlace(t *testing.T) {
-	for _, tt := range []struct {
-		name      string
+	// Each case: a strategy, whether the turns it leaves are in place,
+	// and how many it leaves of toolWindow's 4.
+	cases := map[string]struct {
 		s         Strategy
 		inPlace   bool
 		wantTurns int
 	}{
-		{"nothing dropped", nil, true, 4},
-		{"oldest turns dropped", SlidingWindow{MaxTurns: 2}, true, 2},
-		{"a result cut into a turn's copy", ToolResultTruncator{MaxChars: 10}, false, 4},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
+		"nothing dropped":                 {nil, true, 4},
+		"oldest turns dropped":            {SlidingWindow{MaxTurns: 2}, true, 2},
+		"a result cut into a turn's copy": {ToolResultTruncator{MaxChars: 10}, false, 4},
+	}
+	for name, tt := range cases {
+		t.Run(name, func(t *testing.T) {
 			w, msgs := toolWindow(4, strings.Repeat("x", 200))
 			out, err := Curate(w, tt.s)
 			if err != nil {
