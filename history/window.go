@@ -3,6 +3,7 @@ package history
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/recallproxy/recall/wire"
 )
@@ -146,17 +147,24 @@ type Window struct {
 	Count func(m *Message) int
 	// Report accumulates what curation did.
 	Report Report
+
+	// all is the array NewWindow laid the turns out in, back to back: while
+	// they still lie in it in order, Curate sends a slice of it. box holds
+	// it in windowArrays once Release gives it back.
+	all []Message
+	box *[]Message
 }
 
 // NewWindow splits history and the new messages into turns. History
 // messages carry their stored Seq; new messages must carry the Seq they will
 // be stored under, so a cut point can name them. storedTurns is the
-// conversation's stored turn count before this request.
+// conversation's stored turn count before this request. The window lays
+// them out in an array of its own, which Release gives back.
 func NewWindow(hist, fresh []Message, cut uint64, storedTurns int) *Window {
-	w := &Window{Cut: cut}
-	all := make([]Message, 0, len(hist)+len(fresh))
-	all = append(all, hist...)
+	box := windowArray(len(hist) + len(fresh))
+	all := append(*box, hist...)
 	all = append(all, fresh...)
+	w := &Window{Cut: cut, all: all, box: box}
 	turns := 1
 	for i := 1; i < len(all); i++ {
 		if opensTurn(&all[i-1], &all[i]) {
@@ -261,15 +269,7 @@ func Curate(w *Window, s Strategy) ([]Message, error) {
 		}
 		w.Report.OverBudget = true
 	}
-	n := 0
-	for i := range w.Turns {
-		n += len(w.Turns[i].Messages)
-	}
-	out := make([]Message, 0, n)
-	for i := range w.Turns {
-		out = append(out, w.Turns[i].Messages...)
-	}
-	out, repaired := Repair(out, w.Count)
+	out, repaired := Repair(w.messages(), w.Count)
 	w.Report.RepairedCalls += repaired
 	w.Report.IncludedTurns = len(w.Turns)
 	w.Report.Tokens = w.Fixed
@@ -323,4 +323,80 @@ func (w *Window) noteDropped(turns []Turn, reason string) {
 		return
 	}
 	w.Report.Dropped = append(w.Report.Dropped, d)
+}
+
+// messages returns the turns' messages, oldest first. While the turns lie
+// back to back at the end of the array NewWindow laid them out in (only
+// whole turns were dropped from the front, and no strategy gave one a
+// copy of its own), that is a slice of it, capped so that an append
+// copies; otherwise a new slice.
+func (w *Window) messages() []Message {
+	n := 0
+	for i := range w.Turns {
+		n += len(w.Turns[i].Messages)
+	}
+	if start := len(w.all) - n; n > 0 && start >= 0 && w.inPlace(start) {
+		return w.all[start:len(w.all):len(w.all)]
+	}
+	out := make([]Message, 0, n)
+	for i := range w.Turns {
+		out = append(out, w.Turns[i].Messages...)
+	}
+	return out
+}
+
+// inPlace reports whether the turns' messages are w.all[start:], in order.
+func (w *Window) inPlace(start int) bool {
+	at := start
+	for i := range w.Turns {
+		msgs := w.Turns[i].Messages
+		if len(msgs) == 0 {
+			continue
+		}
+		if &msgs[0] != &w.all[at] {
+			return false
+		}
+		at += len(msgs)
+	}
+	return at == len(w.all)
+}
+
+// windowArrays keeps the arrays released windows laid their messages out
+// in (*[]Message, emptied): a 50-turn window's is some 15 KB, allocated
+// and zeroed on every request otherwise.
+var windowArrays sync.Pool
+
+// maxPooledWindow bounds, in messages, the arrays windowArrays keeps: a
+// window over a long conversation's whole history does not stay behind.
+const maxPooledWindow = 1024
+
+// windowArray returns a box holding an empty array for n messages, a
+// released one if one is at hand and big enough.
+func windowArray(n int) *[]Message {
+	box, _ := windowArrays.Get().(*[]Message)
+	if box == nil {
+		box = new([]Message)
+	}
+	if cap(*box) < n {
+		*box = make([]Message, 0, n)
+	}
+	return box
+}
+
+// Release gives back the array w's messages lie in, for the next window.
+// Neither w nor what Curate returned for it may be used after: copy what
+// must outlive it.
+func (w *Window) Release() {
+	all, box := w.all[:cap(w.all)], w.box
+	w.all, w.box, w.Turns = nil, nil, nil
+	if box == nil {
+		return // released already
+	}
+	if cap(all) > maxPooledWindow {
+		*box = nil // a long conversation's window does not stay behind
+	} else {
+		clear(all) // the pool keeps no message's bytes alive
+		*box = all[:0]
+	}
+	windowArrays.Put(box)
 }

@@ -3,6 +3,7 @@ package history
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/recallproxy/recall/wire"
@@ -290,5 +291,105 @@ func TestCurrentTurnOverTheWindow(t *testing.T) {
 				t.Errorf("got message %q, want %q", got, tt.wantMessage)
 			}
 		})
+	}
+}
+
+// Curate sends the window's own array while its turns still lie in it
+// back to back (whole turns dropped from the front at most), capped so
+// that a caller's append cannot write into it; a strategy that gives a
+// turn a copy of its own gets a new slice with that copy in it.
+func TestCurateSendsTheWindowsArrayInPlace(t *testing.T) {
+	// Each case: a strategy, whether the turns it leaves are in place,
+	// and how many it leaves of toolWindow's 4.
+	cases := map[string]struct {
+		s         Strategy
+		inPlace   bool
+		wantTurns int
+	}{
+		"nothing dropped":                 {nil, true, 4},
+		"oldest turns dropped":            {SlidingWindow{MaxTurns: 2}, true, 2},
+		"a result cut into a turn's copy": {ToolResultTruncator{MaxChars: 10}, false, 4},
+	}
+	for name, tt := range cases {
+		t.Run(name, func(t *testing.T) {
+			w, msgs := toolWindow(4, strings.Repeat("x", 200))
+			out, err := Curate(w, tt.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out) != 4*tt.wantTurns {
+				t.Fatalf("got %d messages, want %d", len(out), 4*tt.wantTurns)
+			}
+			if cap(out) != len(out) {
+				t.Errorf("got cap %d, want %d (an append must copy)", cap(out), len(out))
+			}
+			if got := &out[0] == &w.all[len(w.all)-len(out)]; got != tt.inPlace {
+				t.Errorf("got in place %v, want %v", got, tt.inPlace)
+			}
+			sent := msgs[len(msgs)-len(out):]
+			for i := range out {
+				if out[i].Seq != sent[i].Seq {
+					t.Fatalf("message %d: got seq %d, want %d", i, out[i].Seq, sent[i].Seq)
+				}
+				cut := tt.s != nil && !tt.inPlace && out[i].Role == wire.RoleTool && i < len(out)-4
+				if same := string(out[i].Raw) == string(sent[i].Raw); same == cut {
+					t.Errorf("message %d: got %s, cut %v", i, out[i].Raw, cut)
+				}
+			}
+		})
+	}
+}
+
+// Release empties the window's array (the pool keeps no message's bytes
+// alive) and gives it back: a later window lays its messages out in it.
+func TestReleasedWindowArrayIsReused(t *testing.T) {
+	_, msgs := toolWindow(3, "result")
+	hist, fresh := msgs[:len(msgs)-4], msgs[len(msgs)-4:]
+	reused := false
+	// sync.Pool may drop what it is given (it does at random under the
+	// race detector): a few tries.
+	for range 100 {
+		w := NewWindow(hist, fresh, 0, 2)
+		all := w.all[:cap(w.all)]
+		w.Release()
+		for i := range all {
+			if all[i].Raw != nil || all[i].Seq != 0 {
+				t.Fatalf("after Release: message %d still holds %s (seq %d)", i, all[i].Raw, all[i].Seq)
+			}
+		}
+		next := NewWindow(hist, fresh, 0, 2)
+		out, err := Curate(next, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != len(msgs) {
+			t.Fatalf("got %d messages, want %d", len(out), len(msgs))
+		}
+		for i := range out {
+			if out[i].Seq != msgs[i].Seq || string(out[i].Raw) != string(msgs[i].Raw) {
+				t.Fatalf("message %d: got seq %d %s, want seq %d %s", i, out[i].Seq, out[i].Raw, msgs[i].Seq, msgs[i].Raw)
+			}
+		}
+		if &next.all[0] == &all[0] {
+			reused = true
+			break
+		}
+		next.Release()
+	}
+	if !reused {
+		t.Error("no window reused a released array in 100 tries")
+	}
+}
+
+// A second Release gives nothing back again: two later windows never
+// share an array.
+func TestWindowReleasedTwiceGivesBackOnce(t *testing.T) {
+	_, msgs := toolWindow(2, "result")
+	w := NewWindow(msgs[:4], msgs[4:], 0, 1)
+	w.Release()
+	w.Release()
+	a, b := NewWindow(msgs[:4], msgs[4:], 0, 1), NewWindow(msgs[:4], msgs[4:], 0, 1)
+	if &a.all[0] == &b.all[0] {
+		t.Error("two windows share one array")
 	}
 }

@@ -43,7 +43,9 @@ func Make(ctx context.Context, in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return m.lay(sent)
+	p, err := m.lay(sent)
+	m.w.Release() // the plan holds nothing of the window: lay copied what it sends
+	return p, err
 }
 
 // maker is one Make's state, filled in stage by stage.

@@ -127,11 +127,21 @@ func (s *Store) foldRound(keys []history.Key, budget int, p *pacer) ([]history.K
 }
 
 // foldRead reads and analyses, in a snapshot, the records a round indexes,
-// and encodes its segments; p (nil: none) paces it.
+// and encodes its segments; p (nil: none) paces it. The caller holds
+// foldMu: the round takes its builders from Store.foldBuilders and gives
+// them back emptied (a round's postings grow to hundreds of kilobytes,
+// allocated and zeroed again every round otherwise); what it returns
+// holds none of their memory (segBuilder.write encodes copies).
 func (s *Store) foldRead(keys []history.Key, budget int, p *pacer) (foldPlan, error) {
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
 	builders := map[string]*segBuilder{}
+	defer func() {
+		for _, b := range builders {
+			b.reset()
+			s.foldBuilders = append(s.foldBuilders, b)
+		}
+	}()
 	var tenants []string
 	var plan foldPlan
 	for i, k := range keys {
@@ -141,7 +151,7 @@ func (s *Store) foldRead(keys []history.Key, budget int, p *pacer) (foldPlan, er
 		}
 		b := builders[k.Tenant]
 		if b == nil {
-			b = &segBuilder{}
+			b = s.takeBuilder()
 			builders[k.Tenant] = b
 			tenants = append(tenants, k.Tenant)
 		}

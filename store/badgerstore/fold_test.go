@@ -321,3 +321,56 @@ func TestFoldIndexesNoRecordErasedMeanwhile(t *testing.T) {
 		t.Errorf("search of c0 after the fold: got %d hits, %v; want none", len(hits), err)
 	}
 }
+
+// A fold round gives its segment builders back emptied and the next round
+// takes them, room and all: the second segment holds only what the second
+// round read, none of the first's terms or conversations.
+func TestFoldRoundsReuseTheirBuilders(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{IndexBacklog: 1 << 30})
+	first := history.Key{Tenant: "t", Conversation: "c0"}
+	second := history.Key{Tenant: "t", Conversation: "c1"}
+	commitT(t, s, first, history.Change{Append: []history.Message{textMsg("user", "alpha question")}, Now: 1e9})
+	if err := s.Fold(); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.foldBuilders) != 1 {
+		t.Fatalf("after the first fold: got %d builders kept, want 1", len(s.foldBuilders))
+	}
+	kept := s.foldBuilders[0]
+	room := cap(kept.postings)
+	if room == 0 || len(kept.postings) != 0 || len(kept.terms) != 0 || len(kept.convs) != 0 || kept.docs != 0 {
+		t.Fatalf("kept builder: got %d postings (room %d), %d terms, %d convs, %d docs; want empty with room",
+			len(kept.postings), room, len(kept.terms), len(kept.convs), kept.docs)
+	}
+	commitT(t, s, second, history.Change{Append: []history.Message{textMsg("user", "beta question")}, Now: 2e9})
+	if err := s.Fold(); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.foldBuilders) != 1 || s.foldBuilders[0] != kept || cap(kept.postings) < room {
+		t.Errorf("after the second fold: got builders %p (room %d), want the first round's %p back (room >= %d)",
+			s.foldBuilders, cap(kept.postings), kept, room)
+	}
+	for _, tt := range []struct {
+		k    history.Key
+		term string
+		want []uint64
+	}{
+		{first, "alpha", []uint64{1}},
+		{first, "beta", nil},
+		{second, "beta", []uint64{1}},
+		{second, "alpha", nil},
+		{first, "question", []uint64{1}},
+		{second, "question", []uint64{1}},
+	} {
+		got, err := postingSeqs(s.side, tt.k, tt.term)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s %q: got postings at %v, want %v", tt.k.Conversation, tt.term, got, tt.want)
+		}
+	}
+	if n := countIn(t, s.side, segTermPrefix("t", "alpha")); n != 1 {
+		t.Errorf("got %d segments with alpha, want 1 (the second round's must not carry the first's terms)", n)
+	}
+}

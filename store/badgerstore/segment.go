@@ -68,6 +68,30 @@ type chainedPosting struct {
 	next int32
 }
 
+// takeBuilder returns an empty builder, one a fold round gave back if
+// there is one (the caller holds foldMu).
+func (s *Store) takeBuilder() *segBuilder {
+	n := len(s.foldBuilders)
+	if n == 0 {
+		return &segBuilder{}
+	}
+	b := s.foldBuilders[n-1]
+	s.foldBuilders[n-1] = nil
+	s.foldBuilders = s.foldBuilders[:n-1]
+	return b
+}
+
+// reset empties b for another round, keeping its room, and drops what
+// it held of the round's messages (the terms and conversations).
+func (b *segBuilder) reset() {
+	clear(b.convs)
+	b.convs = b.convs[:0]
+	b.ranges = b.ranges[:0]
+	clear(b.terms)
+	b.postings = b.postings[:0]
+	b.docs = 0
+}
+
 // add indexes message m of conversation conv (the last one added, or a
 // new one) and returns its length in terms.
 func (b *segBuilder) add(conv string, m *history.Message) int {
