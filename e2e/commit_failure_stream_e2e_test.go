@@ -51,7 +51,10 @@ func commitFailureHarness(t *testing.T, fault string) (*e2etest.Harness, *failin
 	o.Proxy = func(c *proxy.Config) {
 		fc.Store = c.Store
 		c.Store = fc
-		c.CommitTimeout = 200 * time.Millisecond
+		// Past the timeout a hung commit fails the exchange; a working one
+		// (the retry's) must come in well within it, even with -race on a
+		// machine busy with the other suites' fsyncs.
+		c.CommitTimeout = time.Second
 	}
 	return e2etest.New(t, o), fc
 }
@@ -84,6 +87,16 @@ func checkNothingStored(t *testing.T, h *e2etest.Harness, fc *failingCommits, te
 	}
 	fc.armed.Store(false)
 	if err := retry(); err != nil {
+		// The SDKs' messages leave the error's body out: its code says
+		// which error it was.
+		var oe *openai.Error
+		var ae *anthropic.Error
+		switch {
+		case errors.As(err, &oe):
+			t.Fatalf("the retry once the store works: %v %s", err, oe.RawJSON())
+		case errors.As(err, &ae):
+			t.Fatalf("the retry once the store works: %v %s", err, ae.RawJSON())
+		}
 		t.Fatalf("the retry once the store works: %v", err)
 	}
 	h.WaitDone(conv)
