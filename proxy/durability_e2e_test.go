@@ -216,7 +216,9 @@ func TestHungCommitReleasesTheConversation(t *testing.T) {
 			stop := make(chan struct{})
 			t.Cleanup(func() { close(stop) })
 			h := newHarness(t, e2etest.Options{Proxy: func(c *proxy.Config) {
-				c.CommitTimeout = 100 * time.Millisecond
+				// The hung commit fails at it; the next request's working one
+				// must come in well within it, even with -race on a busy machine.
+				c.CommitTimeout = time.Second
 				withCommitHook(func(context.Context) error {
 					if hang.CompareAndSwap(true, false) {
 						<-stop // ignores its context, as a stuck disk would
