@@ -118,7 +118,11 @@ SELECT count(*) FROM head`
 // c.Lease, held by this Store, is dropped when the change commits: its
 // row, if it is in the table, is freed in the commit's own statement
 // or transaction, which therefore costs no round trip more; a lease held
-// in memory is let go. A commit that fails leaves it held.
+// in memory is let go. A commit that fails leaves it held. Likewise a
+// summary that lands alone on its base frees the conversation's summary
+// lease row this Store holds (the landing job's: landing is the last
+// thing it does under the lease) in the landing's statement, so that the
+// job's release costs no round trip (see commitSummary).
 func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (history.Meta, error) {
 	if err := ctx.Err(); err != nil {
 		return history.Meta{}, err
