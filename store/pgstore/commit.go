@@ -86,6 +86,16 @@ rel AS (UPDATE recall_leases ` + freeSQL + ` WHERE name = $16 AND holder = $17 A
 const summarySQL = `UPDATE recall_conversations SET summaries = $3, meta = $4, summary = $5, through = $9
 WHERE tenant = $1 AND conversation = $2 AND version = $6 AND summaries = $7 AND incarnation = $8`
 
+// summaryLeasedSQL is summarySQL that, if the summary landed, also frees
+// the conversation's summary lease row ($10, held by $11) in the same
+// statement, and answers 1 (0 if nothing landed): landing is the last
+// thing a summary job does under its lease, so its release then costs
+// no round trip (see freedBy).
+const summaryLeasedSQL = `WITH head AS (` + summarySQL + `
+  RETURNING 1),
+rel AS (UPDATE recall_leases ` + freeSQL + ` WHERE name = $10 AND holder = $11 AND EXISTS (SELECT FROM head))
+SELECT count(*) FROM head`
+
 // Commit applies c in one transaction. With c.Base (the metadata the
 // change was computed from) and no supersede, forget, summary or import,
 // that is one statement, one round trip: the metadata row is updated only
@@ -108,7 +118,11 @@ WHERE tenant = $1 AND conversation = $2 AND version = $6 AND summaries = $7 AND 
 // c.Lease, held by this Store, is dropped when the change commits: its
 // row, if it is in the table, is freed in the commit's own statement
 // or transaction, which therefore costs no round trip more; a lease held
-// in memory is let go. A commit that fails leaves it held.
+// in memory is let go. A commit that fails leaves it held. Likewise a
+// summary that lands alone on its base frees the conversation's summary
+// lease row this Store holds (the landing job's: landing is the last
+// thing it does under the lease) in the landing's statement, so that the
+// job's release costs no round trip (see commitSummary).
 func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (history.Meta, error) {
 	if err := ctx.Err(); err != nil {
 		return history.Meta{}, err
@@ -217,7 +231,9 @@ func landsSummary(c *history.Change) bool {
 
 // commitSummary lands c (landsSummary) on c.Base in one statement; ok
 // reports whether it did: false if c is stale against c.Base, or the
-// stored head moved since (nothing written either way).
+// stored head moved since (nothing written either way). If this Store
+// holds the conversation's summary lease in the table (the job landing
+// c does), the statement frees its row when c lands (summaryLeasedSQL).
 func (s *Store) commitSummary(ctx context.Context, k history.Key, c *history.Change, wrote *bool) (history.Meta, bool, error) {
 	base := *c.Base
 	if c.Check(&base) != nil {
@@ -225,15 +241,27 @@ func (s *Store) commitSummary(ctx context.Context, k history.Key, c *history.Cha
 	}
 	next, _ := history.Apply(base, *c, nil)
 	mv, sv := metaRow(&next)
+	args := []any{k.Tenant, k.Conversation, int32(next.Summaries), mv, sv,
+		int64(base.Version), int32(base.Summaries), int64(base.Incarnation), summaryThrough(&next)}
+	name := history.LeaseName(history.LeaseSummary, k)
+	h := s.heldRow(name)
 	*wrote = true
-	tag, err := s.pool.Exec(ctx, summarySQL, k.Tenant, k.Conversation, int32(next.Summaries), mv, sv,
-		int64(base.Version), int32(base.Summaries), int64(base.Incarnation), summaryThrough(&next))
-	if err != nil {
+	var n int64
+	if h == nil {
+		tag, err := s.pool.Exec(ctx, summarySQL, args...)
+		if err != nil {
+			return history.Meta{}, false, err
+		}
+		n = tag.RowsAffected()
+	} else if err := s.pool.QueryRow(ctx, summaryLeasedSQL, append(args, name, h.holder)...).Scan(&n); err != nil {
 		return history.Meta{}, false, err
 	}
-	if tag.RowsAffected() != 1 {
+	if n != 1 {
 		*wrote = false
 		return history.Meta{}, false, nil
+	}
+	if h != nil {
+		s.freedBy(name, h)
 	}
 	return next, true, nil
 }

@@ -463,6 +463,29 @@ func (s *Store) heldInTable(l *history.ExchangeLease) (c *convLease, inTable boo
 	return c, s.held[c.name] == c.h && c.h.inTable
 }
 
+// heldRow returns the lease on name this Store holds in the table, nil
+// if it holds none there.
+func (s *Store) heldRow(name string) *heldLease {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	if h := s.held[name]; h != nil && h.inTable {
+		return h
+	}
+	return nil
+}
+
+// freedBy records that a commit freed h's row, the lease on name, in its
+// own statement: this Store no longer holds it, and h's release only
+// stops renewing it (its holder matches no row), with no round trip.
+func (s *Store) freedBy(name string, h *heldLease) {
+	s.heldMu.Lock()
+	if s.held[name] == h {
+		delete(s.held, name)
+	}
+	h.inTable = false
+	s.heldMu.Unlock()
+}
+
 // publishLeases writes the leases held in memory into the table, and
 // renews them from then on: the sole-writer lock calls it when this Store
 // stops being the sole writer, before a joining Store may go on. A lease

@@ -215,17 +215,47 @@ func TestRoundTripsOfMessages(t *testing.T) {
 }
 
 // TestRoundTripsPerSummaryJob counts the database round trips of a
-// summary job through the window cache, as cmd/recall runs one. Alone on
-// the database, with the conversation's window cached by the turns that
-// triggered it, the job costs the summary's statement alone: its lease
-// is held in memory, the metadata and the turns come from the entry, and
-// the summary lands on the head it was made from in one statement.
+// summary job through the window cache, as cmd/recall runs one, with
+// the conversation's window cached by the turns that triggered it.
+// Alone on the database, the job costs the summary's statement alone:
+// its lease is held in memory, the metadata and the turns come from the
+// entry, and the summary lands on the head it was made from in one
+// statement. While a second replica shares the database, it costs the
+// lease's take, two head reads (the job's two reads of the window) and
+// the landing, which frees the lease in its own statement (four).
 func TestRoundTripsPerSummaryJob(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		shared bool
+		want   int
+	}{
+		{"alone", false, 1},
+		{"shared", true, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if n := summaryJobRoundTrips(t, tc.shared); n != tc.want {
+				t.Errorf("the summary job took %d round trips, want %d", n, tc.want)
+			}
+		})
+	}
+}
+
+// summaryJobRoundTrips runs a summary job through the window cache
+// after six turns, with a second replica on the database if shared, and
+// returns the job's round trips.
+func summaryJobRoundTrips(t *testing.T, shared bool) int {
 	rt := &roundTrips{}
 	soles := make(chan bool, 4)
-	s := open(t, pgtest.DB(t), pgstore.Options{Tracer: rt, OnSole: func(sole bool) { soles <- sole }})
+	url := pgtest.DB(t)
+	s := open(t, url, pgstore.Options{Tracer: rt, OnSole: func(sole bool) { soles <- sole }})
 	if !<-soles {
 		t.Fatal("alone on the database: not the sole writer")
+	}
+	if shared {
+		open(t, url, pgstore.Options{})
+		if <-soles {
+			t.Fatal("a second replica opened: still the sole writer")
+		}
 	}
 	ctx := testCtx(t)
 	up := upstreamtest.NewTB(t)
@@ -274,13 +304,12 @@ func TestRoundTripsPerSummaryJob(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the job did not run")
 	}
-	if n := rt.take(); n != 1 {
-		t.Errorf("the summary job took %d round trips, want 1", n)
-	}
+	n := rt.take()
 	snap, err := s.Load(ctx, k, history.Query{})
 	if err != nil || snap.Meta.Summary == nil || snap.Meta.Summaries != 1 {
 		t.Fatalf("stored: %+v, %v; want the summary landed", snap.Meta.Summary, err)
 	}
+	return n
 }
 
 // TestRoundTripsPerExchangeShared counts the database round trips of
