@@ -47,6 +47,9 @@ func Apply(m Meta, c Change, superseded []Message) (Meta, []Message) {
 	} else {
 		writes = m.appendMessages(c.Append, time.Unix(0, c.Now), writes)
 	}
+	for i := range writes {
+		writes[i].learn() // once, for every request that replays it
+	}
 	m.settle(&c)
 	return m, writes
 }

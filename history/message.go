@@ -68,6 +68,11 @@ type Message struct {
 	Hash uint64
 	// Flags mark inactive messages.
 	Flags Flags
+	// absent and absentLen are what the message's codec found missing
+	// from Raw when it was committed (see learn), for a Raw of absentLen
+	// bytes.
+	absent    absent
+	absentLen uint32
 	// CreatedAt is when the message was committed.
 	CreatedAt time.Time
 	// Response, on the first stored message of a Responses API answer,

@@ -1,10 +1,8 @@
 package pipeline
 
 import (
-	"fmt"
 	"slices"
 
-	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/wire"
 )
@@ -37,7 +35,8 @@ func EncodePlan(up wire.Protocol, msgs []plan.Message) (instr, conv [][]byte, as
 
 // appendEncoded appends msgs in protocol up to dst: as stored (reporting
 // so) when every one is in it, else all of them through the canonical
-// model and up's codec.
+// model and up's codec (to chat completions, each message from the
+// memo of translations when it holds it).
 func appendEncoded(dst [][]byte, up wire.Protocol, msgs []plan.Message) ([][]byte, bool, error) {
 	same := true
 	for _, m := range msgs {
@@ -49,11 +48,15 @@ func appendEncoded(dst [][]byte, up wire.Protocol, msgs []plan.Message) ([][]byt
 		}
 		return dst, true, nil
 	}
+	if up == wire.ChatCompletions {
+		dst, err := appendChat(dst, msgs)
+		return dst, false, err
+	}
 	canon := make([]wire.Message, 0, len(msgs))
-	for _, m := range msgs {
-		cm, err := wire.For(m.Protocol).Decode(m.Raw)
+	for i := range msgs {
+		cm, err := decode(&msgs[i])
 		if err != nil {
-			return nil, false, fmt.Errorf("%w: %w", apierr.Internal, err)
+			return nil, false, err
 		}
 		canon = append(canon, cm)
 	}

@@ -404,7 +404,7 @@ func (m *maker) lay(sent []history.Message) (*Plan, error) {
 			// The client's old cache hints are left out of replayed
 			// history: they marked its request then, and agents move them
 			// to their newest message on every call.
-			raw = msg.Codec().WithoutCacheHints(raw)
+			raw = msg.WithoutCacheHints()
 		}
 		p.Messages = append(p.Messages, Message{Kind: k, Role: msg.Role, Protocol: msg.Protocol, Raw: raw, Tokens: msg.Tokens, Seq: msg.Seq})
 	}

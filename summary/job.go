@@ -161,7 +161,7 @@ func (m *Manager) summaryChange(t *config.Tenant, model string, meta *history.Me
 			Text:    res.text,
 			Through: w.cover[len(w.cover)-1].last(),
 			Turns:   w.baseTurns + len(w.cover),
-			Tokens:  m.cfg.Counter.Message(enc, plan.Inject(chat.RoleSystem, res.text)),
+			Tokens:  m.summaries.tokens(enc, res.text),
 			Model:   model,
 			At:      now,
 		},
@@ -353,7 +353,8 @@ func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model s
 		if text == "" {
 			return "", "", fmt.Errorf("%w: empty summary", errUpstream)
 		}
-		if cut, _ := plan.FitSummary(m.cfg.Counter, enc, chat.RoleSystem, text, maxOut); cut != text {
+		if m.summaries.tokens(enc, text) > maxOut { // FitSummary cuts it
+			cut, _ := plan.FitSummary(m.cfg.Counter, enc, chat.RoleSystem, text, maxOut)
 			m.log.Info("summary answer over summary.max_tokens, cut", "tenant", t.ID, "max_tokens", maxOut)
 			text = cut
 		}
@@ -364,7 +365,7 @@ func (m *Manager) summarise(ctx context.Context, t *config.Tenant, cred, model s
 	}
 
 	prev := w.baseText
-	if prev != "" && m.cfg.Counter.Message(enc, plan.Inject(chat.RoleSystem, prev)) > maxOut {
+	if prev != "" && m.summaries.tokens(enc, prev) > maxOut {
 		// What of it fits the window beside the instructions and the answer.
 		in, _ := plan.FitSummary(m.cfg.Counter, enc, chat.RoleSystem, prev, window-fixed-maxOut)
 		_, prev, err = ask(systemPrompt(t.Summary.Prompt, false)+compactInstruction, userContent(in, nil), false,

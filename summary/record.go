@@ -70,7 +70,7 @@ func (m *Manager) record(w *work, model string, enc tokens.Encoding, budget int,
 	// fitsByBytes saves).
 	t.Instructions = m.instr.tokens(enc, c.system) + tokens.MessageOverhead
 	if c.prev != "" {
-		t.Summary = m.cfg.Counter.Text(enc, c.prev)
+		t.Summary = m.prevs.tokens(enc, c.prev)
 		r.Summary = &history.SummaryUse{Through: c.prevThrough, Tokens: t.Summary}
 	}
 	for _, tn := range c.covers {

@@ -135,7 +135,10 @@ type Manager struct {
 	client  *http.Client
 	metrics *metrics
 	queue   chan *job
-	instr   *instructionCounts
+	// instr counts instructions (Counter.Text), summaries summary
+	// messages (summaryCount), prevs summaries as a transcript carries
+	// them (Counter.Text).
+	instr, summaries, prevs *textCounts
 
 	mu     sync.Mutex
 	jobs   map[history.Key]*job // waiting, queued or running
@@ -199,16 +202,18 @@ func New(cfg Config) (*Manager, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		client:  &http.Client{Transport: cfg.Transport},
-		metrics: met,
-		queue:   make(chan *job, cfg.Queue),
-		instr:   newInstructionCounts(cfg.Counter.Text),
-		jobs:    make(map[history.Key]*job),
-		creds:   make(map[string]string),
-		ctx:     ctx,
-		cancel:  cancel,
+		cfg:       cfg,
+		log:       cfg.Logger,
+		client:    &http.Client{Transport: cfg.Transport},
+		metrics:   met,
+		queue:     make(chan *job, cfg.Queue),
+		instr:     newTextCounts(cfg.Counter.Text, maxInstructionCounts),
+		summaries: newTextCounts(summaryCount(cfg.Counter), maxSummaryCounts),
+		prevs:     newTextCounts(cfg.Counter.Text, maxSummaryCounts),
+		jobs:      make(map[history.Key]*job),
+		creds:     make(map[string]string),
+		ctx:       ctx,
+		cancel:    cancel,
 	}, nil
 }
 

@@ -359,32 +359,85 @@ func ParseReply(body []byte) (Reply, error) {
 	if !gjson.ValidBytes(body) {
 		return Reply{}, errors.New("chat: reply is not valid JSON")
 	}
-	doc := gjson.Parse(bytesString(body))
-	if e := doc.Get("error"); e.Exists() && e.Type != gjson.Null {
-		return Reply{}, fmt.Errorf("%w in reply: %s", ErrUpstream, errorMessage(e))
+	// One pass over the reply's members, the first of each name counted
+	// (as a path's Get finds it).
+	var errV, choices, usage, model, id gjson.Result
+	gjson.Parse(bytesString(body)).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "error":
+			first(&errV, v)
+		case "choices":
+			first(&choices, v)
+		case "usage":
+			first(&usage, v)
+		case "model":
+			first(&model, v)
+		case "id":
+			first(&id, v)
+		}
+		return true
+	})
+	if errV.Exists() && errV.Type != gjson.Null {
+		return Reply{}, fmt.Errorf("%w in reply: %s", ErrUpstream, errorMessage(errV))
 	}
-	choice := doc.Get("choices.#(index==0)")
-	if !choice.Exists() {
-		choice = doc.Get("choices.0")
-	}
-	msg := choice.Get("message")
+	choice := firstChoice(choices)
+	var msg, finish gjson.Result
+	choice.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "message":
+			first(&msg, v)
+		case "finish_reason":
+			first(&finish, v)
+		}
+		return true
+	})
 	if !msg.IsObject() {
 		return Reply{}, errors.New("chat: reply has no choices[0].message object")
 	}
 	var a Assembler
 	a.addDelta(msg)
 	r := a.Reply()
-	r.Usage = parseUsage(doc.Get("usage"))
-	if f := choice.Get("finish_reason"); f.Type == gjson.String {
-		r.FinishReason = strings.Clone(f.Str)
+	r.Usage = parseUsage(usage)
+	if finish.Type == gjson.String {
+		r.FinishReason = strings.Clone(finish.Str)
 	}
-	if m := doc.Get("model"); m.Type == gjson.String {
-		r.Model = strings.Clone(m.Str)
+	if model.Type == gjson.String {
+		r.Model = strings.Clone(model.Str)
 	}
-	if id := doc.Get("id"); id.Type == gjson.String {
+	if id.Type == gjson.String {
 		r.ID = strings.Clone(id.Str)
 	}
 	return r, nil
+}
+
+// first sets *dst to v unless it holds a member already.
+func first(dst *gjson.Result, v gjson.Result) {
+	if !dst.Exists() {
+		*dst = v
+	}
+}
+
+// firstChoice returns the choice of index 0 among choices, else the
+// first one (choices.#(index==0), else choices.0).
+func firstChoice(choices gjson.Result) gjson.Result {
+	if !choices.IsArray() {
+		return choices.Get("0")
+	}
+	var zero, head gjson.Result
+	choices.ForEach(func(_, c gjson.Result) bool {
+		if !head.Exists() {
+			head = c
+		}
+		if i := c.Get("index"); i.Type == gjson.Number && i.Num == 0 || i.Type == gjson.String && i.Str == "0" {
+			zero = c
+			return false
+		}
+		return true
+	})
+	if zero.Exists() {
+		return zero
+	}
+	return head
 }
 
 // parseUsage reads a usage object.

@@ -295,6 +295,11 @@ func TestParseReply(t *testing.T) {
 			},
 		},
 		{
+			name: "first of a repeated member, index 0 as a string",
+			body: `{"id":"a","id":"b","choices":[{"index":"1","message":{"role":"assistant","content":"one"}},{"index":"0","message":{"role":"assistant","content":"zero"},"message":{"role":"assistant","content":"again"},"finish_reason":"stop","finish_reason":"length"}],"usage":{"prompt_tokens":3,"prompt_tokens":4}}`,
+			want: Reply{Message: []byte(`{"role":"assistant","content":"zero"}`), FinishReason: "stop", Usage: Usage{PromptTokens: 3}, ID: "a"},
+		},
+		{
 			name: "first choice without index",
 			body: `{"id":"x","choices":[{"message":{"role":"assistant","content":"hi"}}]}`,
 			want: Reply{Message: []byte(`{"role":"assistant","content":"hi"}`), ID: "x"},

@@ -195,3 +195,16 @@ func BenchmarkCheckRequestTools(b *testing.B) {
 	body := benchBody(20)
 	benchAccepts(b, body, checkRequest)
 }
+
+// BenchmarkParseReply measures reading a whole answer, as the recorded
+// path does with every upstream answer that is not streamed.
+func BenchmarkParseReply(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"Sure: here is a short answer of a few words, as a model would give it.","refusal":null},"finish_reason":"stop"}],"usage":{"prompt_tokens":900,"completion_tokens":18,"total_tokens":918}}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseReply(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package pipeline
+
+import (
+	"fmt"
+	"hash/maphash"
+	"sync/atomic"
+
+	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/plan"
+	"github.com/recallproxy/recall/wire"
+)
+
+// A bridged request (a client's protocol other than its upstream's)
+// sends its whole stored context translated, and that context is the
+// same on every request but for the newest turns. translations keeps
+// each message's chat-completions encoding by content, so that a request
+// decodes and encodes only what is new. Chat completions alone: its codec
+// writes each canonical message apart from its neighbours (but for a run
+// of assistant messages, which it joins), so one message's encoding is
+// its part of any sequence's.
+//
+// The memo is direct-mapped: a slot holds the last message hashed to it,
+// replaced by the next, which bounds its memory without the bookkeeping
+// of an eviction order. An entry is found by a 128-bit hash of the
+// message's protocol and bytes (two seeded hashes, drawn per process),
+// never by a message's identity: an edited message hashes elsewhere, and
+// an erased one is never asked for again (a request that sends its exact
+// bytes holds them already).
+const (
+	translationSlots = 1 << 15
+	// maxTranslationBytes bounds the encoding of a message the memo keeps:
+	// a huge one costs its memory and is rarely sent twice.
+	maxTranslationBytes = 64 << 10
+)
+
+// translation is one message's encoding as chat completions: role its
+// canonical role, which decides whether it joins its neighbours.
+type translation struct {
+	h1, h2 uint64
+	size   int
+	from   wire.Protocol
+	role   string
+	out    [][]byte
+}
+
+var (
+	translated       [translationSlots]atomic.Pointer[translation]
+	transA, transB   = maphash.MakeSeed(), maphash.MakeSeed()
+	translationCalls atomic.Uint64 // decodes on a miss; tests read it
+)
+
+// translationKey returns the slot and the hashes of a message.
+func translationKey(m *plan.Message) (*atomic.Pointer[translation], uint64, uint64) {
+	h1 := maphash.Bytes(transA, m.Raw) ^ uint64(m.Protocol)
+	h2 := maphash.Bytes(transB, m.Raw)
+	return &translated[h1&(translationSlots-1)], h1, h2
+}
+
+// appendChat appends msgs encoded as chat completions to dst, each from
+// translated when it holds it. It returns what Encode of all of them
+// would: a run of assistant messages is encoded together.
+func appendChat(dst [][]byte, msgs []plan.Message) ([][]byte, error) {
+	type item struct {
+		t   *translation
+		dec wire.Message
+		ok  bool // dec holds the decoded message
+	}
+	items := make([]item, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		slot, h1, h2 := translationKey(m)
+		if t := slot.Load(); t != nil && t.h1 == h1 && t.h2 == h2 && t.size == len(m.Raw) && t.from == m.Protocol {
+			items[i].t = t
+			continue
+		}
+		cm, err := decode(m)
+		if err != nil {
+			return nil, err
+		}
+		items[i] = item{dec: cm, ok: true}
+		translationCalls.Add(1)
+		out, err := wire.For(wire.ChatCompletions).Encode(nil, []wire.Message{cm})
+		if err != nil {
+			return nil, err
+		}
+		items[i].t = &translation{h1: h1, h2: h2, size: len(m.Raw), from: m.Protocol, role: cm.Role, out: capped(out)}
+		if n := encodedSize(out); n <= maxTranslationBytes {
+			slot.Store(items[i].t)
+		}
+	}
+	for i := 0; i < len(items); {
+		j := i + 1
+		for j < len(items) && items[j].t.role == wire.RoleAssistant && items[j-1].t.role == wire.RoleAssistant {
+			j++
+		}
+		if j == i+1 {
+			dst = append(dst, items[i].t.out...)
+			i = j
+			continue
+		}
+		// A run of assistant messages goes as one.
+		run := make([]wire.Message, 0, j-i)
+		for k := i; k < j; k++ {
+			if !items[k].ok {
+				cm, err := decode(&msgs[k])
+				if err != nil {
+					return nil, err
+				}
+				items[k].dec = cm
+			}
+			run = append(run, items[k].dec)
+		}
+		var err error
+		if dst, err = wire.For(wire.ChatCompletions).Encode(dst, run); err != nil {
+			return nil, err
+		}
+		i = j
+	}
+	return dst, nil
+}
+
+// decode reads m into the canonical model.
+func decode(m *plan.Message) (wire.Message, error) {
+	cm, err := wire.For(m.Protocol).Decode(m.Raw)
+	if err != nil {
+		return cm, fmt.Errorf("%w: %w", apierr.Internal, err)
+	}
+	return cm, nil
+}
+
+// capped returns out with each message's capacity cut to its length: an
+// append by a caller copies rather than writing into the memo's bytes.
+func capped(out [][]byte) [][]byte {
+	for i, b := range out {
+		out[i] = b[:len(b):len(b)]
+	}
+	return out[:len(out):len(out)]
+}
+
+// encodedSize is the bytes of out's messages.
+func encodedSize(out [][]byte) int {
+	n := 0
+	for _, b := range out {
+		n += len(b)
+	}
+	return n
+}
