@@ -156,7 +156,7 @@ func (s *Store) foldRead(keys []history.Key, budget int, p *pacer) (foldPlan, er
 			tenants = append(tenants, k.Tenant)
 		}
 		start := time.Now()
-		c, more, err := foldInto(txn, k, b, budget-plan.docs)
+		c, more, err := s.foldInto(txn, k, b, budget-plan.docs)
 		if err != nil {
 			return foldPlan{}, err
 		}
@@ -188,9 +188,10 @@ func (s *Store) foldRead(keys []history.Key, budget int, p *pacer) (foldPlan, er
 }
 
 // foldInto adds k's records past its watermark to b, up to budget of
-// them, yielding the core after each. It returns what it read and
-// whether some are left.
-func foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget int) (c foldedConv, more bool, err error) {
+// them. It returns what it read and whether some are left. The records
+// the committer handed over (Store.fresh) are taken from memory; others
+// are read from txn.
+func (s *Store) foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget int) (c foldedConv, more bool, err error) {
 	c.k = k
 	if _, busy, err := readPending(txn, k); err != nil || busy {
 		return c, false, err // its owner deletes or lands it; the next fold sees
@@ -205,7 +206,7 @@ func foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget int) (c fold
 		return c, false, err
 	}
 	last := c.t.from() - 1
-	err = iterate(txn, prefix, &m, c.t.from()-1, func(msg history.Message) bool {
+	add := func(msg history.Message) bool {
 		if c.docs == budget {
 			more = true
 			return false
@@ -214,7 +215,18 @@ func foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget int) (c fold
 		c.docs++
 		last = msg.Seq
 		return true
-	})
+	}
+	if msgs, ok := s.fresh.take(k, m.Incarnation, c.t.from(), m.NextSeq); ok {
+		for _, msg := range msgs {
+			// As iterate gives them.
+			if msg.Flags |= m.FlagsAt(msg.Seq); msg.Flags&history.Erased == 0 && !add(msg) {
+				break
+			}
+		}
+	} else {
+		s.foldReads.Add(1)
+		err = iterate(txn, prefix, &m, c.t.from()-1, add)
+	}
 	if err != nil {
 		return c, false, err
 	}
@@ -254,6 +266,9 @@ func (s *Store) foldWrite(plan foldPlan, epoch uint64) error {
 		return err
 	}
 	s.segment = plan.segment
+	for _, c := range plan.convs {
+		s.fresh.trim(c.k, c.indexed)
+	}
 	return nil
 }
 
