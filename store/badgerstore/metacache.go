@@ -14,7 +14,8 @@ import (
 // tables even for a key just written: a tenth of the proxy's CPU on a
 // durable chat row went to reading metadata).
 //
-// Only the committer uses it, and only with durable writes, where the
+// The committer uses it, and exchange records' appends read the
+// incarnation in it (exchanges.go); only with durable writes, where the
 // committer is the one writer of metadata while the store is open: its
 // groups, a Delete's first transaction and staged commits all run there.
 // (Relaxed commits write in parallel, outside it: the store then has no
@@ -62,6 +63,22 @@ func (c *metaCache) get(prefix []byte) (history.Meta, bool) {
 	}
 	c.order.MoveToFront(e)
 	return cloneMeta(e.Value.(*metaEntry).m), true
+}
+
+// incarnation returns the Incarnation of the metadata cached under
+// prefix, without copying it.
+func (c *metaCache) incarnation(prefix []byte) (uint64, bool) {
+	if c == nil {
+		return 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.byKey[string(prefix)]
+	if !ok {
+		return 0, false
+	}
+	c.order.MoveToFront(e)
+	return e.Value.(*metaEntry).m.Incarnation, true
 }
 
 // put caches m, as written, under prefix, evicting the least recently

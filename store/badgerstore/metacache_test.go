@@ -109,3 +109,24 @@ func TestMetaCacheEvictsLeastRecentlyUsed(t *testing.T) {
 		t.Errorf("got %d bytes cached, want at most %d", c.size, c.max)
 	}
 }
+
+// An exchange record's append takes the conversation's incarnation from
+// the cache: no Badger read of its metadata, and a record of another
+// incarnation is still left out.
+func TestExchangeAppendReadsNoMeta(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	ctx := context.Background()
+	k := history.Key{Tenant: "t", Conversation: "a"}
+	m := commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "one")}, Now: 1e9})
+	before := s.metaReads.Load()
+	recs := []history.ExchangeRecord{{ID: history.NewExchangeID(1), Incarnation: m.Incarnation}, {ID: history.NewExchangeID(2), Incarnation: m.Incarnation + 1}}
+	if err := s.AppendExchanges(ctx, k, recs); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.metaReads.Load() - before; got != 0 {
+		t.Errorf("got %d reads of metadata, want none", got)
+	}
+	if got := countIn(t, s.side, append(convPrefix(k), 'e')); got != 1 {
+		t.Errorf("got %d records stored, want 1 (the other incarnation's left out)", got)
+	}
+}

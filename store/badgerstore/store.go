@@ -146,7 +146,7 @@ type Store struct {
 
 	metas     *metaCache    // metadata the committer wrote (durable writes only; metacache.go)
 	fresh     *freshRecords // records committed, not yet indexed (durable writes only; fresh.go)
-	metaReads atomic.Int64  // the committer's Badger reads of metadata (tests)
+	metaReads atomic.Int64  // Badger reads of metadata by the committer and exchange appends (tests)
 	foldReads atomic.Int64  // conversations a fold read from Badger, not from fresh (tests)
 
 	workMu  sync.Mutex
