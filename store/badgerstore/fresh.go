@@ -132,8 +132,11 @@ func (f *freshRecords) trim(k history.Key, upto uint64) {
 		f.dropLocked(k)
 		return
 	}
-	clear(c.msgs[:i]) // no trimmed record's bytes stay reachable
-	c.msgs = c.msgs[i:]
+	// To the front: appends then reuse the array instead of growing a
+	// new one as the held window moves on.
+	n := copy(c.msgs, c.msgs[i:])
+	clear(c.msgs[n:]) // no trimmed record's bytes stay reachable
+	c.msgs = c.msgs[:n]
 }
 
 // drop forgets k's records.

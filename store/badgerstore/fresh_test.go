@@ -3,6 +3,7 @@ package badgerstore
 import (
 	"bytes"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -85,4 +86,67 @@ func dumpKeys(t *testing.T, db *badger.DB, prefix []byte) [][]byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// The fresh records answer a fold only with every record it asks for,
+// of the incarnation it reads, as last written; a record not next to
+// those held starts them again, and past the bound a conversation is
+// dropped.
+func TestFreshRecordsAnswerOnlyWhenAllHeld(t *testing.T) {
+	k := history.Key{Tenant: "t", Conversation: "a"}
+	msg := func(seq uint64, text string) history.Message {
+		m := textMsg("user", text)
+		m.Seq = seq
+		return m
+	}
+	f := newFreshRecords(1 << 20)
+	f.add(k, 7, []history.Message{msg(1, "one"), msg(2, "two"), msg(3, "three")})
+	f.add(k, 7, []history.Message{msg(2, "two again"), msg(4, "four")})
+	for _, tc := range []struct {
+		name      string
+		inc       uint64
+		from, to  uint64
+		want      []string // texts; nil: not answered
+		wantEmpty bool
+	}{
+		{name: "all held", inc: 7, from: 1, to: 5, want: []string{"one", "two again", "three", "four"}},
+		{name: "a tail", inc: 7, from: 3, to: 5, want: []string{"three", "four"}},
+		{name: "one past what is held", inc: 7, from: 2, to: 6},
+		{name: "before what is held", inc: 7, from: 0, to: 3},
+		{name: "another incarnation", inc: 8, from: 1, to: 5},
+		{name: "nothing asked", inc: 7, from: 5, to: 5, wantEmpty: true},
+	} {
+		got, ok := f.take(k, tc.inc, tc.from, tc.to)
+		if ok != (tc.want != nil || tc.wantEmpty) {
+			t.Errorf("%s: got answered %v", tc.name, ok)
+			continue
+		}
+		var texts []string
+		for i := range got {
+			texts = append(texts, string(got[i].Raw[len(`{"role":"user","content":"`):len(got[i].Raw)-2]))
+		}
+		if strings.Join(texts, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("%s: got %q, want %q", tc.name, texts, tc.want)
+		}
+	}
+	f.trim(k, 3)
+	if _, ok := f.take(k, 7, 2, 5); ok {
+		t.Error("after trim(3): got seq 2 answered")
+	}
+	if _, ok := f.take(k, 7, 3, 5); !ok {
+		t.Error("after trim(3): got seqs 3-4 unanswered")
+	}
+	f.add(k, 7, []history.Message{msg(9, "nine")})
+	if _, ok := f.take(k, 7, 3, 5); ok {
+		t.Error("after a record not next to them: got the old ones answered")
+	}
+	f.trim(k, 10)
+	if f.size != 0 || len(f.convs) != 0 {
+		t.Errorf("all trimmed: got %d bytes in %d conversations, want none", f.size, len(f.convs))
+	}
+	small := newFreshRecords(100)
+	small.add(k, 7, []history.Message{msg(1, strings.Repeat("x", 200))})
+	if _, ok := small.take(k, 7, 1, 2); ok || small.size != 0 {
+		t.Errorf("past the bound: got answered %v, %d bytes held; want dropped", ok, small.size)
+	}
 }

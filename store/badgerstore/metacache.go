@@ -89,13 +89,20 @@ func (c *metaCache) put(prefix string, m history.Meta) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.remove(prefix)
 	n := metaSize(prefix, &m)
 	if n > c.max {
+		c.remove(prefix)
 		return
 	}
-	c.byKey[prefix] = c.order.PushFront(&metaEntry{prefix: prefix, m: cloneMeta(m), size: n})
-	c.size += n
+	if el, ok := c.byKey[prefix]; ok {
+		e := el.Value.(*metaEntry)
+		c.size += n - e.size
+		e.m, e.size = cloneMeta(m), n
+		c.order.MoveToFront(el)
+	} else {
+		c.byKey[prefix] = c.order.PushFront(&metaEntry{prefix: prefix, m: cloneMeta(m), size: n})
+		c.size += n
+	}
 	for c.size > c.max {
 		c.remove(c.order.Back().Value.(*metaEntry).prefix)
 	}
