@@ -14,13 +14,12 @@ import (
 
 // After every kind of write of a conversation's metadata (appends, a
 // summary, a supersede, soft and hard forgets, a Delete, the conversation
-// made again, a staged commit), the committer's cache holds what Badger holds, or
-// nothing: a write path that forgot it leaves a stale entry.
+// made again, a staged commit), the committer's cache holds what Badger
+// holds, or nothing: a write path that forgot it leaves a stale entry.
 func TestMetaCacheFollowsEveryWrite(t *testing.T) {
-	s := openT(t, t.TempDir(), Options{})
-	ctx := context.Background()
 	k := history.Key{Tenant: "t", Conversation: "a"}
 	prefix := convPrefix(k)
+	s := openT(t, t.TempDir(), Options{})
 	check := func(step string, wantCached bool) {
 		t.Helper()
 		var stored history.Meta
@@ -51,7 +50,7 @@ func TestMetaCacheFollowsEveryWrite(t *testing.T) {
 	check("soft forget", true)
 	commitT(t, s, k, history.Change{Forget: history.PlanForget(storedMessages(t, s, k, false), []uint64{2}, true), Now: 5e9})
 	check("hard forget", true)
-	if err := s.Delete(ctx, k); err != nil {
+	if err := s.Delete(context.Background(), k); err != nil {
 		t.Fatal(err)
 	}
 	check("delete", false)
