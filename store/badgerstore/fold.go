@@ -32,7 +32,9 @@ import (
 // after every message (it is background work: on a one-core proxy it ran
 // in 10 ms slices that every request waited behind), and then writes in
 // a short transaction that checks nothing it indexed changed meanwhile
-// but by appending (see foldWrite). Folds are one at a time (foldMu): each
+// but by appending (see foldWrite). The records it analyses are those the
+// committer handed over (Store.fresh) when it holds them all, read from
+// the snapshot otherwise (a restart's backlog, a relaxed store). Folds are one at a time (foldMu): each
 // numbers its segments from Store.segment.
 //
 // The folder folds the conversations commits noted since it last woke
