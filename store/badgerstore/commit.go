@@ -214,6 +214,7 @@ func (s *Store) commitGroup(reqs []*commitReq, retries int) int {
 	defer txn.Discard()
 	res := make([]commitRes, len(reqs))
 	metas := make(map[string]history.Meta, len(reqs)) // metadata as this group leaves it
+	written := make([][]history.Message, len(reqs))   // the records each commit wrote
 	var bump uint64                                   // for Store.gen
 	n := 0
 	for ; n < len(reqs); n++ {
@@ -230,7 +231,7 @@ func (s *Store) commitGroup(reqs []*commitReq, retries int) int {
 			m = history.Meta{}
 			bump += statsRefresh
 		default:
-			m, err = write(txn, r.key, prefix, m, r.change)
+			m, written[n], err = write(txn, r.key, prefix, m, r.change)
 			bump += statsBump(r.change)
 		}
 		if errors.Is(err, badger.ErrTxnTooBig) {
@@ -259,6 +260,9 @@ func (s *Store) commitGroup(reqs []*commitReq, retries int) int {
 			return 1
 		}
 		m, err := s.commitStaged(r.key, r.change)
+		// Written outside the group, perhaps in part.
+		s.metas.drop(convPrefix(r.key))
+		s.fresh.drop(r.key)
 		r.done <- commitRes{meta: m, err: err}
 		return 1
 	}
@@ -271,6 +275,7 @@ func (s *Store) commitGroup(reqs []*commitReq, retries int) int {
 	s.genPre.Add(bump) // before and after the changes can be seen (see tenantStats)
 	err := txn.Commit()
 	s.genPost.Add(bump)
+	s.noteWritten(reqs[:n], res, written, err)
 	if err == nil && s.logs != nil {
 		// Acknowledged only once durable, by the log syncer: meanwhile
 		// the next group is written.
@@ -397,7 +402,7 @@ func (s *Store) commitDirectOnce(k history.Key, c history.Change) (history.Meta,
 	var out history.Meta
 	s.genPre.Add(statsBump(c)) // before and after the changes can be seen (see tenantStats)
 	err := s.updateMeta(prefix, func(txn *badger.Txn, m history.Meta) (err error) {
-		out, err = write(txn, k, prefix, m, c)
+		out, _, err = write(txn, k, prefix, m, c)
 		return err
 	})
 	s.genPost.Add(statsBump(c))
@@ -417,13 +422,44 @@ func (s *Store) updateMeta(prefix []byte, fn func(txn *badger.Txn, m history.Met
 }
 
 // groupMeta returns a conversation's metadata as the group has left it so
-// far, or as stored.
+// far, or as the committer last wrote it (metaCache), or as stored.
 func (s *Store) groupMeta(txn *badger.Txn, metas map[string]history.Meta, prefix []byte) (history.Meta, error) {
 	if m, ok := metas[string(prefix)]; ok {
 		return m, nil
 	}
+	if m, ok := s.metas.get(prefix); ok {
+		return m, nil
+	}
+	s.metaReads.Add(1)
 	m, _, err := readMeta(txn, prefix)
 	return m, err
+}
+
+// noteWritten updates the metadata cache and the fresh records with what
+// a group's transaction wrote (err nil), or drops what they hold of its
+// conversations (err: what Badger holds is not known).
+func (s *Store) noteWritten(reqs []*commitReq, res []commitRes, written [][]history.Message, err error) {
+	if s.metas == nil && s.fresh == nil {
+		return
+	}
+	for i, r := range reqs {
+		prefix := convPrefix(r.key)
+		switch {
+		case err != nil || r.del || res[i].err != nil:
+			// A Delete, or not written (a commit refused by its checks
+			// wrote nothing, but its ErrConflict may come of a write the
+			// cache missed: one left by a crash, say).
+			s.metas.drop(prefix)
+			s.fresh.drop(r.key)
+		default:
+			s.metas.put(string(prefix), res[i].meta)
+			if f := r.change.Forget; f != nil && f.Hard {
+				s.fresh.drop(r.key) // its records are erased next
+			} else {
+				s.fresh.add(r.key, res[i].meta.Incarnation, written[i])
+			}
+		}
+	}
 }
 
 // commitStaged commits a change too big for one transaction.
@@ -575,20 +611,21 @@ func apply(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c hist
 
 // write applies c to the conversation whose metadata is m in txn: the
 // records (their postings come later, see fold.go), erased records
-// deleted with their postings, the metadata and the listing entry. It may
-// fail with badger.ErrTxnTooBig, leaving part of the change in txn.
-func write(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c history.Change) (history.Meta, error) {
+// deleted with their postings, the metadata and the listing entry, and
+// returns the new metadata and the records written. It may fail with
+// badger.ErrTxnTooBig, leaving part of the change in txn.
+func write(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c history.Change) (history.Meta, []history.Message, error) {
 	next, writes, err := apply(txn, k, prefix, m, c, 0)
 	if err != nil {
-		return history.Meta{}, err
+		return history.Meta{}, nil, err
 	}
 	if next.Version == m.Version { // a summary landing: no activity, nothing indexed
-		return next, setMeta(txn, prefix, &m, &next)
+		return next, nil, setMeta(txn, prefix, &m, &next)
 	}
 	buf := make([]byte, 0, 512)
 	for i := range writes {
 		if buf, err = setRecord(txn, prefix, &writes[i], buf); err != nil {
-			return history.Meta{}, err
+			return history.Meta{}, nil, err
 		}
 	}
 	if f := c.Forget; f != nil && f.Hard {
@@ -600,25 +637,25 @@ func write(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c hist
 		// Erased gap hides them meanwhile.
 		t, err := readTotals(txn, k)
 		if err != nil {
-			return history.Meta{}, err
+			return history.Meta{}, nil, err
 		}
 		erased, err := countRanges(txn, prefix, f.Ranges, t.from())
 		if err != nil {
-			return history.Meta{}, err
+			return history.Meta{}, nil, err
 		}
 		t.docs -= erased.docs
 		t.terms -= erased.terms
 		if err := setTotals(txn, k, t); err != nil {
-			return history.Meta{}, err
+			return history.Meta{}, nil, err
 		}
 		if err := txn.Set(pendingKey(k), pending{kind: pendingErase, ranges: f.Ranges}.append(nil)); err != nil {
-			return history.Meta{}, err
+			return history.Meta{}, nil, err
 		}
 	}
 	if err := setMeta(txn, prefix, &m, &next); err != nil {
-		return history.Meta{}, err
+		return history.Meta{}, nil, err
 	}
-	return next, moveListing(txn, k, &m, &next)
+	return next, writes, moveListing(txn, k, &m, &next)
 }
 
 // setMeta writes m, the metadata that replaces old: the summary's text

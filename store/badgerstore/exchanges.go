@@ -77,12 +77,20 @@ func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedEx
 			if len(e.Records) == 0 {
 				continue
 			}
-			m, ok, err := readMetaHead(txn, encs[b].prefix)
-			if err != nil {
-				return err
-			}
+			// The incarnation as the committer last wrote it, or as
+			// stored: the cache lags Badger only by a group that just
+			// committed, as a snapshot taken a moment earlier would.
+			inc, ok := s.metas.incarnation(encs[b].prefix)
 			if !ok {
-				continue // gone
+				s.metaReads.Add(1)
+				m, stored, err := readMetaHead(txn, encs[b].prefix)
+				if err != nil {
+					return err
+				}
+				if !stored {
+					continue // gone
+				}
+				inc = m.Incarnation
 			}
 			if _, busy, err := readPending(txn, e.Key); err != nil || busy {
 				if err != nil {
@@ -90,7 +98,7 @@ func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedEx
 				}
 				continue // a delete under way: the records go with it
 			}
-			encs[b].live, encs[b].inc = true, m.Incarnation
+			encs[b].live, encs[b].inc = true, inc
 		}
 		return nil
 	})

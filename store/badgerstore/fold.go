@@ -32,7 +32,9 @@ import (
 // after every message (it is background work: on a one-core proxy it ran
 // in 10 ms slices that every request waited behind), and then writes in
 // a short transaction that checks nothing it indexed changed meanwhile
-// but by appending (see foldWrite). Folds are one at a time (foldMu): each
+// but by appending (see foldWrite). The records it analyses are those the
+// committer handed over (Store.fresh) when it holds them all, read from
+// the snapshot otherwise (a restart's backlog, a relaxed store). Folds are one at a time (foldMu): each
 // numbers its segments from Store.segment.
 //
 // The folder folds the conversations commits noted since it last woke
@@ -156,7 +158,7 @@ func (s *Store) foldRead(keys []history.Key, budget int, p *pacer) (foldPlan, er
 			tenants = append(tenants, k.Tenant)
 		}
 		start := time.Now()
-		c, more, err := foldInto(txn, k, b, budget-plan.docs)
+		c, more, err := s.foldInto(txn, k, b, budget-plan.docs)
 		if err != nil {
 			return foldPlan{}, err
 		}
@@ -188,9 +190,10 @@ func (s *Store) foldRead(keys []history.Key, budget int, p *pacer) (foldPlan, er
 }
 
 // foldInto adds k's records past its watermark to b, up to budget of
-// them, yielding the core after each. It returns what it read and
-// whether some are left.
-func foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget int) (c foldedConv, more bool, err error) {
+// them. It returns what it read and whether some are left. The records
+// the committer handed over (Store.fresh) are taken from memory; others
+// are read from txn.
+func (s *Store) foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget int) (c foldedConv, more bool, err error) {
 	c.k = k
 	if _, busy, err := readPending(txn, k); err != nil || busy {
 		return c, false, err // its owner deletes or lands it; the next fold sees
@@ -205,7 +208,7 @@ func foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget int) (c fold
 		return c, false, err
 	}
 	last := c.t.from() - 1
-	err = iterate(txn, prefix, &m, c.t.from()-1, func(msg history.Message) bool {
+	add := func(msg history.Message) bool {
 		if c.docs == budget {
 			more = true
 			return false
@@ -214,7 +217,18 @@ func foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget int) (c fold
 		c.docs++
 		last = msg.Seq
 		return true
-	})
+	}
+	if msgs, ok := s.fresh.take(k, m.Incarnation, c.t.from(), m.NextSeq); ok {
+		for _, msg := range msgs {
+			// As iterate gives them.
+			if msg.Flags |= m.FlagsAt(msg.Seq); msg.Flags&history.Erased == 0 && !add(msg) {
+				break
+			}
+		}
+	} else {
+		s.foldReads.Add(1)
+		err = iterate(txn, prefix, &m, c.t.from()-1, add)
+	}
 	if err != nil {
 		return c, false, err
 	}
@@ -254,6 +268,9 @@ func (s *Store) foldWrite(plan foldPlan, epoch uint64) error {
 		return err
 	}
 	s.segment = plan.segment
+	for _, c := range plan.convs {
+		s.fresh.trim(c.k, c.indexed)
+	}
 	return nil
 }
 

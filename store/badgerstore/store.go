@@ -144,6 +144,11 @@ type Store struct {
 	genPre, genPost atomic.Uint64
 	stats           statsCache // tenants' search statistics (see search.go)
 
+	metas     *metaCache    // metadata the committer wrote (durable writes only; metacache.go)
+	fresh     *freshRecords // records committed, not yet indexed (durable writes only; fresh.go)
+	metaReads atomic.Int64  // Badger reads of metadata by the committer and exchange appends (tests)
+	foldReads atomic.Int64  // conversations a fold read from Badger, not from fresh (tests)
+
 	workMu  sync.Mutex
 	working map[history.Key]int // conversations whose pending work is being done (see pending.go)
 
@@ -268,6 +273,10 @@ func Open(dir string, o Options) (*Store, error) {
 		groupWait: o.GroupWait, after: time.After, burst: foldBurst,
 		foldNow: make(chan struct{}, 1), folded: make(chan struct{}), hurry: make(chan struct{})}
 	s.pause = s.pauseFold
+	if !s.noSync && !s.readOnly {
+		// The committer writes all metadata and records (see metaCache).
+		s.metas, s.fresh = newMetaCache(metaCacheBytes), newFreshRecords(freshBytes)
+	}
 	if !o.InMemory && !s.readOnly && s.minFree > 0 {
 		s.readOnlyIfFull(dir)
 	}
