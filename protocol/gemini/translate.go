@@ -111,7 +111,7 @@ func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 		Package:     "gemini",
 		Assistant:   roleModel,
 		Instruction: appendInstruction,
-		Message:     appendContent,
+		Member:      "parts",
 		End:         func() { calls, results, sig = counter{}, counter{}, nil },
 		Part: func(r string, p wire.Part) ([]byte, bool, error) {
 			if p.Kind == wire.Opaque && p.Origin == wire.Gemini {
@@ -279,15 +279,6 @@ func appendImage(b []byte, url string) []byte {
 	b = append(b, `{"fileData":{"mimeType":"`+mt+`","fileUri":`...)
 	b = gjson.AppendJSONString(b, url)
 	return append(b, "}}"...)
-}
-
-// appendContent appends {"role":r,"parts":[parts]}.
-func appendContent(b []byte, r string, parts []string) []byte {
-	b = append(b, `{"role":`...)
-	b = gjson.AppendJSONString(b, r)
-	b = append(b, `,"parts":`...)
-	b = append(b, body.JoinArray(parts)...)
-	return append(b, '}')
 }
 
 // appendInstruction appends m as an instruction: its text parts joined by

@@ -140,7 +140,7 @@ func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 		Package:     "messages",
 		Assistant:   roleAssistant,
 		Instruction: appendInstruction,
-		Message:     appendMessage,
+		Member:      "content",
 		Part: func(r string, p wire.Part) ([]byte, bool, error) {
 			if p.Kind == wire.File {
 				b, err := appendDocument(nil, r, p)
@@ -300,15 +300,6 @@ func appendImage(b []byte, url string) []byte {
 	b = append(b, `{"type":"image","source":{"type":"url","url":`...)
 	b = gjson.AppendJSONString(b, url)
 	return append(b, "}}"...)
-}
-
-// appendMessage appends {"role":r,"content":[blocks]}.
-func appendMessage(b []byte, r string, blocks []string) []byte {
-	b = append(b, `{"role":`...)
-	b = gjson.AppendJSONString(b, r)
-	b = append(b, `,"content":`...)
-	b = append(b, body.JoinArray(blocks)...)
-	return append(b, '}')
 }
 
 // appendInstruction appends m as an instruction: its text parts joined by

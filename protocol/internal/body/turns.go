@@ -3,6 +3,8 @@ package body
 import (
 	"fmt"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -26,8 +28,9 @@ type Turns struct {
 	// Part returns part p of a message of API role role, nil for a part
 	// that is not written, and whether it is a tool result.
 	Part func(role string, p wire.Part) (b []byte, result bool, err error)
-	// Message appends the message of API role role made of parts.
-	Message func(dst []byte, role string, parts []string) []byte
+	// Member is the message's member that holds its parts ("content",
+	// "parts"): see AppendMessage.
+	Member string
 	// End, if set, is called whenever a message ends (written or not), to
 	// forget what Part kept for the message's parts.
 	End func()
@@ -41,7 +44,7 @@ func (t Turns) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 	)
 	flush := func() {
 		if role != "" && len(results)+len(rest) > 0 {
-			dst = append(dst, t.Message(nil, role, append(results, rest...)))
+			dst = append(dst, AppendMessage(nil, role, t.Member, append(results, rest...)))
 		}
 		role, results, rest = "", nil, nil
 		if t.End != nil {
@@ -81,4 +84,14 @@ func (t Turns) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 	}
 	flush()
 	return dst, nil
+}
+
+// AppendMessage appends {"role":role,<member>:[parts]}, a message of a
+// two-role API whose parts (raw JSON values) member holds.
+func AppendMessage(b []byte, role, member string, parts []string) []byte {
+	b = append(b, `{"role":`...)
+	b = gjson.AppendJSONString(b, role)
+	b = append(append(append(b, ',', '"'), member...), '"', ':')
+	b = append(b, JoinArray(parts)...)
+	return append(b, '}')
 }

@@ -1,7 +1,7 @@
 package body
 
 import (
-	"strings"
+	"strconv"
 	"testing"
 
 	"github.com/recallproxy/recall/wire"
@@ -19,12 +19,10 @@ func TestTurnsEncode(t *testing.T) {
 			if p.Text == "" && p.Kind == wire.Text {
 				return nil, false, nil
 			}
-			return []byte(role + "/" + p.Text), p.Kind == wire.ToolResult, nil
+			return strconv.AppendQuote(nil, role+"/"+p.Text), p.Kind == wire.ToolResult, nil
 		},
-		Message: func(dst []byte, role string, parts []string) []byte {
-			return append(dst, role+"["+strings.Join(parts, ",")+"]"...)
-		},
-		End: func() { ends++ },
+		Member: "parts",
+		End:    func() { ends++ },
 	}
 	text := func(s string) wire.Part { return wire.Part{Kind: wire.Text, Text: s} }
 	msgs := []wire.Message{
@@ -43,10 +41,10 @@ func TestTurnsEncode(t *testing.T) {
 	}
 	want := []string{
 		"instruction:be brief",
-		"user[user/hi]",
-		"model[model/calling,model/c1]",
-		"user[user/r1,user/r2,user/and?]", // one user message, results first
-		"instruction:now",                 // the empty assistant message is not written
+		`{"role":"user","parts":["user/hi"]}`,
+		`{"role":"model","parts":["model/calling","model/c1"]}`,
+		`{"role":"user","parts":["user/r1","user/r2","user/and?"]}`, // one user message, results first
+		"instruction:now",                                           // the empty assistant message is not written
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d messages %q, want %q", len(got), got, want)
