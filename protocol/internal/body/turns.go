@@ -89,9 +89,15 @@ func (t Turns) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 // AppendMessage appends {"role":role,<member>:[parts]}, a message of a
 // two-role API whose parts (raw JSON values) member holds.
 func AppendMessage(b []byte, role, member string, parts []string) []byte {
+	return AppendMessageRaw(b, role, member, JoinArray(parts))
+}
+
+// AppendMessageRaw appends {"role":role,<member>:parts}, parts a JSON
+// array as it came.
+func AppendMessageRaw(b []byte, role, member, parts string) []byte {
 	b = append(b, `{"role":`...)
 	b = gjson.AppendJSONString(b, role)
 	b = append(append(append(b, ',', '"'), member...), '"', ':')
-	b = append(b, JoinArray(parts)...)
+	b = append(b, parts...)
 	return append(b, '}')
 }
