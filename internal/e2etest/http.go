@@ -49,7 +49,18 @@ func (h *Harness) PostDone(path, key, conv, body string) {
 // PostHeaders sends a raw request with the given headers.
 func (h *Harness) PostHeaders(path string, headers map[string]string, body string) Result {
 	h.T.Helper()
-	req, err := http.NewRequest("POST", h.URL+path, strings.NewReader(body))
+	return h.SendHeaders("POST", path, headers, body)
+}
+
+// SendHeaders sends a method request for path to Recall with the given
+// headers only, and body unless it is "", and reads the answer whole.
+func (h *Harness) SendHeaders(method, path string, headers map[string]string, body string) Result {
+	h.T.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, h.URL+path, rd)
 	if err != nil {
 		h.T.Fatal(err)
 	}
