@@ -56,14 +56,7 @@ func (h *Harness) PostHeaders(path string, headers map[string]string, body strin
 // headers only, and body unless it is "", and reads the answer whole.
 func (h *Harness) SendHeaders(method, path string, headers map[string]string, body string) Result {
 	h.T.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, h.URL+path, rd)
-	if err != nil {
-		h.T.Fatal(err)
-	}
+	req := h.newRequest(method, path, body)
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
@@ -84,6 +77,20 @@ func (h *Harness) Send(method, path, key, body string) Result {
 // Authorization when key is ""), with body as JSON unless it is "".
 func (h *Harness) request(method, path, key, body string) *http.Request {
 	h.T.Helper()
+	req := h.newRequest(method, path, body)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req
+}
+
+// newRequest is a method request for path to Recall with body unless it
+// is "", and no header.
+func (h *Harness) newRequest(method, path, body string) *http.Request {
+	h.T.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -91,12 +98,6 @@ func (h *Harness) request(method, path, key, body string) *http.Request {
 	req, err := http.NewRequest(method, h.URL+path, rd)
 	if err != nil {
 		h.T.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
 	}
 	return req
 }
