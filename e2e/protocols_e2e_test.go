@@ -239,14 +239,7 @@ func TestChatClientOverAnthropic(t *testing.T) {
 		t.Errorf("answer: got %+v, want one choice echo: hello, stop", got.Choices)
 	}
 	h.WaitDone("c1")
-	stream := client.Chat.Completions.NewStreaming(ctx, e2etest.ChatParams(openai.UserMessage("again")))
-	var acc openai.ChatCompletionAccumulator
-	for stream.Next() {
-		acc.AddChunk(stream.Current())
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatal(err)
-	}
+	acc := e2etest.StreamChat(t, client, e2etest.ChatParams(openai.UserMessage("again")))
 	if len(acc.Choices) != 1 || acc.Choices[0].Message.Content != "echo: again" {
 		t.Errorf("streamed answer: got %+v, want echo: again", acc.Choices)
 	}

@@ -92,10 +92,7 @@ func AppendMeta(dst []byte, m *Meta) []byte {
 	if l := m.Last; l != nil {
 		dst = binary.LittleEndian.AppendUint64(dst, l.Key)
 		dst = binary.LittleEndian.AppendUint64(dst, l.Hash)
-		dst = binary.AppendUvarint(dst, l.From)
-		dst = binary.AppendVarint(dst, int64(l.Messages))
-		dst = binary.AppendUvarint(dst, l.Before.Seq)
-		dst = binary.AppendUvarint(dst, uint64(l.Before.Turn))
+		dst = appendSpan(dst, l.From, l.Messages, l.Before)
 		dst = binary.AppendVarint(dst, int64(l.Turns))
 		dst = binary.AppendVarint(dst, int64(l.Tokens))
 	}
@@ -125,13 +122,19 @@ func AppendMeta(dst []byte, m *Meta) []byte {
 	}
 	dst = binary.AppendUvarint(dst, flags)
 	if s := &m.Session; s.Known() {
-		dst = binary.AppendUvarint(dst, s.From)
-		dst = binary.AppendVarint(dst, int64(s.Messages))
-		dst = binary.AppendUvarint(dst, s.Before.Seq)
-		dst = binary.AppendUvarint(dst, uint64(s.Before.Turn))
+		dst = appendSpan(dst, s.From, s.Messages, s.Before)
 		dst = binary.AppendVarint(dst, int64(s.Tokens))
 	}
 	return dst
+}
+
+// appendSpan appends where the last exchange or the session begins, in
+// the layout both share: from, messages, before's seq and turn.
+func appendSpan(dst []byte, from uint64, messages int, before Boundary) []byte {
+	dst = binary.AppendUvarint(dst, from)
+	dst = binary.AppendVarint(dst, int64(messages))
+	dst = binary.AppendUvarint(dst, before.Seq)
+	return binary.AppendUvarint(dst, uint64(before.Turn))
 }
 
 func appendSummaryFields(dst []byte, s *Summary) []byte {
@@ -217,10 +220,7 @@ func UnmarshalMeta(b []byte) (Meta, error) {
 		l := &Exchange{}
 		l.Key = r.uint64()
 		l.Hash = r.uint64()
-		l.From = r.uvarint()
-		l.Messages = int(r.varint())
-		l.Before.Seq = r.uvarint()
-		l.Before.Turn = uint32(r.uvarint())
+		l.From, l.Messages, l.Before = r.span()
 		l.Turns = int(r.varint())
 		l.Tokens = int(r.varint())
 		m.Last = l
@@ -257,10 +257,7 @@ func UnmarshalMeta(b []byte) (Meta, error) {
 	}
 	if b[0] >= 5 && present&metaHasSession != 0 {
 		s := &m.Session
-		s.From = r.uvarint()
-		s.Messages = int(r.varint())
-		s.Before.Seq = r.uvarint()
-		s.Before.Turn = uint32(r.uvarint())
+		s.From, s.Messages, s.Before = r.span()
 		s.Tokens = int(r.varint())
 	}
 	if r.bad || r.off != len(b) {
@@ -277,6 +274,15 @@ type metaReader struct {
 	s   string
 	off int
 	bad bool
+}
+
+// span reads what appendSpan wrote.
+func (r *metaReader) span() (from uint64, messages int, before Boundary) {
+	from = r.uvarint()
+	messages = int(r.varint())
+	before.Seq = r.uvarint()
+	before.Turn = uint32(r.uvarint())
+	return from, messages, before
 }
 
 func (r *metaReader) summary() *Summary {

@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -51,18 +50,11 @@ func TestStreamWithoutDoneAfterFinishIsComplete(t *testing.T) {
 	conv := "no-done"
 	h.Up.Enqueue(upstreamtest.Reply{Content: "all of it", Fault: upstreamtest.FaultNoDone})
 	c := h.Client(key, conv)
-	stream := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+	acc := e2etest.StreamChat(t, c, openai.ChatCompletionNewParams{ // the SDK's stream must end without an error
 		Model:         "gpt-4o",
 		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("question")},
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
 	})
-	var acc openai.ChatCompletionAccumulator
-	for stream.Next() {
-		acc.AddChunk(stream.Current())
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatalf("the SDK's stream ended with %v, want no error", err)
-	}
 	if len(acc.Choices) != 1 || acc.Choices[0].Message.Content != "all of it" || acc.Choices[0].FinishReason != "stop" {
 		t.Errorf("the SDK assembled %+v, want the whole answer with finish_reason stop", acc.Choices)
 	}

@@ -21,14 +21,7 @@ func TestCompressedAnswersAreRecordedAndRelayedAsSent(t *testing.T) {
 			h.Up.Enqueue(upstreamtest.Reply{Content: "compressed hello", Gzip: true})
 			var got string
 			if stream {
-				s := c.Chat.Completions.NewStreaming(ctx, e2etest.ChatParams(openai.UserMessage("hi")))
-				var acc openai.ChatCompletionAccumulator
-				for s.Next() {
-					acc.AddChunk(s.Current())
-				}
-				if err := s.Err(); err != nil {
-					t.Fatal(err)
-				}
+				acc := e2etest.StreamChat(t, c, e2etest.ChatParams(openai.UserMessage("hi")))
 				got = acc.Choices[0].Message.Content
 			} else {
 				resp, err := c.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage("hi")))

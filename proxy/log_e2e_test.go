@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 
@@ -16,13 +15,7 @@ func TestLogLinesCarryNoEmptyError(t *testing.T) {
 		t.Fatalf("chat: got %d %s", r.Status, r.Body)
 	}
 	h.WaitDone("log-1")
-	req, _ := http.NewRequest("GET", h.URL+"/v1/models", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readAll(t, resp)
+	h.Get("/v1/models", key)
 	if r := h.Post("/v1/chat/completions", "", "log-1", e2etest.ChatBody("no key", false)); r.Status != 401 {
 		t.Fatalf("without a key: got %d %s", r.Status, r.Body)
 	}

@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 
@@ -28,24 +27,11 @@ func TestMemoryNoneOnPathsWithoutMemory(t *testing.T) {
 			if strings.HasSuffix(tt.path, "/chat/completions") {
 				body = `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
 			}
-			req, err := http.NewRequest("POST", h.URL+tt.path, strings.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
+			r := h.Post(tt.path, key, tt.header, body)
+			if r.Status != 200 {
+				t.Fatalf("status %d", r.Status)
 			}
-			req.Header.Set("Authorization", "Bearer "+key)
-			req.Header.Set("Content-Type", "application/json")
-			if tt.header != "" {
-				req.Header.Set("X-Conversation-ID", tt.header)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				t.Fatalf("status %d", resp.StatusCode)
-			}
-			if got := resp.Header.Get("X-Recall-Memory"); got != tt.want {
+			if got := r.Header.Get("X-Recall-Memory"); got != tt.want {
 				t.Errorf("X-Recall-Memory %q, want %q", got, tt.want)
 			}
 		})

@@ -1,8 +1,6 @@
 package proxy_test
 
 import (
-	"io"
-	"net/http"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -27,18 +25,7 @@ func TestResponseIDPinsItsCommit(t *testing.T) {
 	}
 	h.WaitDone("pin-1")
 	id := gjson.Get(r.Body, "id").Str
-	req, _ := http.NewRequest("GET", h.URL+"/v1/responses/"+id, nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	got, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 || gjson.GetBytes(got, "output.0.content.0.text").Str != "echo: one" {
-		t.Errorf("GET %s: got %d %s, want the answer echo: one", id, resp.StatusCode, got)
+	if g := h.Get("/v1/responses/"+id, key); g.Status != 200 || gjson.Get(g.Body, "output.0.content.0.text").Str != "echo: one" {
+		t.Errorf("GET %s: got %d %s, want the answer echo: one", id, g.Status, g.Body)
 	}
 }

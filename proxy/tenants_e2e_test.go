@@ -30,37 +30,43 @@ func TestKeySwapSendsTenantKey(t *testing.T) {
 	}
 }
 
-func TestTenantsNeverSeeEachOther(t *testing.T) {
-	h := newHarness(t, e2etest.TwoTenants())
-	ctx := context.Background()
-	acme, globex := h.Client("rk-acme-1", "shared-id"), h.Client("rk-globex-1", "shared-id")
-	if _, err := acme.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage("acme secret plan"))); err != nil {
-		t.Fatal(err)
+// Two callers who name the same conversation id each have their own: two
+// tenants, or two keys of the pass-through tenant (a namespace each).
+func TestNamespacesNeverSeeEachOther(t *testing.T) {
+	tests := []struct {
+		name             string
+		opts             e2etest.Options
+		keyA, keyB       string
+		textA, textB     string
+		wantUpstreamAuth string // of B's request; "" for no check
+	}{
+		{name: "two tenants", opts: e2etest.TwoTenants(), keyA: "rk-acme-1", keyB: "rk-globex-1",
+			textA: "acme secret plan", textB: "hello",
+			// The client key passes through for a tenant without an upstream key.
+			wantUpstreamAuth: "Bearer rk-globex-1"},
+		{name: "two pass-through keys", keyA: "sk-alice", keyB: "sk-bob", textA: "alice here", textB: "bob here"},
 	}
-	if _, err := globex.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage("hello"))); err != nil {
-		t.Fatal(err)
-	}
-	if got := e2etest.RenderAll(h.Up.Last().Messages); !slices.Equal(got, []string{"user:hello"}) {
-		t.Errorf("globex's request carried %q", got)
-	}
-	// The client key passes through for a tenant without an upstream key.
-	if got := h.Up.Last().Header.Get("Authorization"); got != "Bearer rk-globex-1" {
-		t.Errorf("pass-through Authorization %q", got)
-	}
-}
-
-func TestPassThroughKeysAreSeparateNamespaces(t *testing.T) {
-	h := newHarness(t, e2etest.Options{})
-	ctx := context.Background()
-	alice, bob := h.Client("sk-alice", "same"), h.Client("sk-bob", "same")
-	if _, err := alice.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage("alice here"))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bob.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage("bob here"))); err != nil {
-		t.Fatal(err)
-	}
-	if got := e2etest.RenderAll(h.Up.Last().Messages); !slices.Equal(got, []string{"user:bob here"}) {
-		t.Errorf("bob's request carried %q", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.opts)
+			ctx := context.Background()
+			a, b := h.Client(tt.keyA, "shared-id"), h.Client(tt.keyB, "shared-id")
+			if _, err := a.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage(tt.textA))); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Chat.Completions.New(ctx, e2etest.ChatParams(openai.UserMessage(tt.textB))); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := e2etest.RenderAll(h.Up.Last().Messages), []string{"user:" + tt.textB}; !slices.Equal(got, want) {
+				t.Errorf("%s's request carried %q, want %q", tt.keyB, got, want)
+			}
+			if tt.wantUpstreamAuth == "" {
+				return
+			}
+			if got := h.Up.Last().Header.Get("Authorization"); got != tt.wantUpstreamAuth {
+				t.Errorf("pass-through Authorization %q, want %q", got, tt.wantUpstreamAuth)
+			}
+		})
 	}
 }
 

@@ -38,14 +38,7 @@ func TestStreamedParallelToolCallsAreRecorded(t *testing.T) {
 	}})
 	p := e2etest.ChatParams(openai.UserMessage("weather in Paris and Tokyo?"))
 	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-	stream := c.Chat.Completions.NewStreaming(ctx, p)
-	var acc openai.ChatCompletionAccumulator
-	for stream.Next() {
-		acc.AddChunk(stream.Current())
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatal(err)
-	}
+	acc := e2etest.StreamChat(t, c, p)
 	calls := acc.Choices[0].Message.ToolCalls
 	if len(calls) != 2 || calls[1].Function.Arguments != `{"city":"Tokyo"}` {
 		t.Fatalf("client assembled calls %+v", calls)

@@ -60,15 +60,7 @@ func testTraceOfAnthropicCacheCreation(t *testing.T, stream, tools bool) {
 	ctx := context.Background()
 	var msg anthropic.Message
 	if stream {
-		s := client.Messages.NewStreaming(ctx, params)
-		for s.Next() {
-			if err := msg.Accumulate(s.Current()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := s.Err(); err != nil {
-			t.Fatal(err)
-		}
+		msg = e2etest.StreamMessage(t, client, params)
 	} else {
 		m, err := client.Messages.New(ctx, params)
 		if err != nil {

@@ -1,8 +1,6 @@
 package proxy_test
 
 import (
-	"io"
-	"net/http"
 	"testing"
 
 	"github.com/recallproxy/recall/internal/e2etest"
@@ -26,26 +24,15 @@ func TestWebSocketUpgradeIsNotForwarded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h.Up.Reset()
-			req, err := http.NewRequest("GET", h.URL+"/v1/models", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Authorization", "Bearer "+key)
-			req.Header.Set("Connection", "Upgrade")
-			req.Header.Set("Upgrade", tc.upgrade)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != tc.want {
-				t.Fatalf("got status %d, want %d: %s", resp.StatusCode, tc.want, body)
+			r := h.SendHeaders("GET", "/v1/models",
+				map[string]string{"Authorization": "Bearer " + key, "Connection": "Upgrade", "Upgrade": tc.upgrade}, "")
+			if r.Status != tc.want {
+				t.Fatalf("got status %d, want %d: %s", r.Status, tc.want, r.Body)
 			}
 			if tc.want != 426 {
 				return
 			}
-			checkErrorShape(t, body, "invalid_request_error", "websocket_not_supported")
+			checkErrorShape(t, []byte(r.Body), "invalid_request_error", "websocket_not_supported")
 			if n := h.Up.Count(); n != 0 {
 				t.Errorf("the upstream got %d requests, want none", n)
 			}

@@ -1,8 +1,6 @@
 package proxy_test
 
 import (
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -46,22 +44,12 @@ func TestXAPIKeyAuthenticates(t *testing.T) {
 
 			// The conversation API takes the same key the same way, and
 			// sees the conversation the chat call recorded.
-			req, err := http.NewRequest("GET", h.URL+"/recall/v1/conversations", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("X-Api-Key", tt.key)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err := apitest.Check("GET", "/recall/v1/conversations", resp.StatusCode, resp.Header, body); err != nil {
+			r := h.SendHeaders("GET", "/recall/v1/conversations", map[string]string{"X-Api-Key": tt.key}, "")
+			if err := apitest.Check("GET", "/recall/v1/conversations", r.Status, r.Header, []byte(r.Body)); err != nil {
 				t.Error(err)
 			}
-			if resp.StatusCode != 200 || !strings.Contains(string(body), `"xk-1"`) {
-				t.Errorf("API list: got %d %s, want 200 listing xk-1", resp.StatusCode, body)
+			if r.Status != 200 || !strings.Contains(r.Body, `"xk-1"`) {
+				t.Errorf("API list: got %d %s, want 200 listing xk-1", r.Status, r.Body)
 			}
 		})
 	}

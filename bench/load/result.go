@@ -210,9 +210,9 @@ func mainMatrix(w io.Writer, by map[string]result, targets []string) {
 	directCtx, nginxCtx := ctxTarget(targets, "direct"), ctxTarget(targets, "nginx")
 	fmt.Fprintf(w, "\nRatios: × nginx is closed-loop req/s over nginx's; × %s over the same-context nginx row. Added latency is open-loop p50/p99 minus the direct call's: `direct` for rows without history, `%s` for rows with it. Recall adds is Recall's own added time over the same requests (its `recall_overhead_seconds` histogram, linear within buckets), free of the load generator's queueing on its shared core.\n", nginxCtx, directCtx)
 	for _, kind := range []string{"plain", "stream"} {
-		fmt.Fprintf(w, "\n**%s** (closed loop: max throughput; open loop: fixed rate, latency from the scheduled send time)\n\n", map[string]string{"plain": "Non-streaming", "stream": "Streaming"}[kind])
-		fmt.Fprintf(w, "| target | closed req/s | × nginx | × %s | open rate | p50 ms | p90 ms | p99 ms | max ms | added p50 | added p99 | Recall adds p50 / p99 | TTFB p50 / p99 ms | added TTFB p50 / p99 | errors | history |\n", nginxCtx)
-		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+		tableHead(w, "**"+map[string]string{"plain": "Non-streaming", "stream": "Streaming"}[kind]+"** (closed loop: max throughput; open loop: fixed rate, latency from the scheduled send time)",
+			"lrrrrrrrrrrrrrrl", "target", "closed req/s", "× nginx", "× "+nginxCtx, "open rate", "p50 ms", "p90 ms", "p99 ms", "max ms",
+			"added p50", "added p99", "Recall adds p50 / p99", "TTFB p50 / p99 ms", "added TTFB p50 / p99", "errors", "history")
 		for _, t := range targets {
 			if cells, ok := matrixRow(by, kind, t, directCtx, nginxCtx); ok {
 				fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
@@ -286,9 +286,8 @@ func cpuTable(w io.Writer, rs []result, by map[string]result) {
 	if len(cpuTargets) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\n**The database server's CPU a request** (ms: its processes' CPU time over each row's measured part, over the row's requests)")
-	fmt.Fprintln(w, "\n| target | closed | open | closed streamed | open streamed |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: |")
+	tableHead(w, "**The database server's CPU a request** (ms: its processes' CPU time over each row's measured part, over the row's requests)",
+		"lrrrr", "target", "closed", "open", "closed streamed", "open streamed")
 	for _, t := range cpuTargets {
 		cells := []string{t}
 		for _, row := range []string{"plain/closed", "plain/open", "stream/closed", "stream/open"} {
@@ -309,9 +308,8 @@ func historySeries(w io.Writer, rs []result) {
 	if len(series) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\n**Cost against stored history length** (open loop, default budget, non-streaming)")
-	fmt.Fprintln(w, "\n| stored turns | conversations | rate | p50 ms | p90 ms | p99 ms | max ms | errors | history (sent/stored) |")
-	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+	tableHead(w, "**Cost against stored history length** (open loop, default budget, non-streaming)",
+		"rrrrrrrrl", "stored turns", "conversations", "rate", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors", "history (sent/stored)")
 	for _, r := range series {
 		fmt.Fprintf(w, "| %d | %d | %.0f | %s | %s | %s | %s | %d | %s |\n", r.Prefill, r.Conversations, r.RPS,
 			ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), r.Errors, r.History)
@@ -324,9 +322,8 @@ func ceilingTable(w io.Writer, rs []result, by map[string]result) {
 	if len(ceiling) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\n**Proxy ceiling** (wrk, closed loop, no history, an upstream answering from memory: nginx `return 200`)")
-	fmt.Fprintln(w, "\n| target | req/s | × nginx | p50 ms | p90 ms | p99 ms | max ms | errors |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	tableHead(w, "**Proxy ceiling** (wrk, closed loop, no history, an upstream answering from memory: nginx `return 200`)",
+		"lrrrrrrr", "target", "req/s", "× nginx", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors")
 	nginx := by["wrk/nginx"]
 	for _, r := range ceiling {
 		ratio := "–"
@@ -347,6 +344,25 @@ func labelled(rs []result, prefix string) []result {
 		}
 	}
 	return out
+}
+
+// tableHead writes a table's title, after a blank line, and its header
+// after another: the columns' names and the row that aligns them, which
+// align spells a letter a column, l for left (names), r for right
+// (numbers), so that the two rows cannot disagree on the columns.
+func tableHead(w io.Writer, title, align string, cols ...string) {
+	if len(align) != len(cols) {
+		panic(fmt.Sprintf("load: table %q: %d alignments for %d columns", title, len(align), len(cols)))
+	}
+	fmt.Fprintf(w, "\n%s\n\n| %s |\n|", title, strings.Join(cols, " | "))
+	for _, a := range align {
+		if a == 'r' {
+			fmt.Fprint(w, " ---: |")
+		} else {
+			fmt.Fprint(w, " --- |")
+		}
+	}
+	fmt.Fprintln(w)
 }
 
 func ms(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
@@ -384,9 +400,8 @@ func protocolMatrix(w io.Writer, by map[string]result) {
 		}
 		return fmt.Sprintf("%.0f / %.0f", p.RPS, s.RPS), ratio
 	}
-	fmt.Fprintln(w, "\n**Protocol matrix** (closed loop req/s non-streamed / streamed, recall-sync's 1,000 conversations of 50 turns in each API; × recall-sync: over the chat row; peak RSS: VmHWM after the native rows; cold start: process start to the first answered request in a seeded conversation)")
-	fmt.Fprintln(w, "\n| client API | native upstream | × recall-sync | bridged to chat completions | × recall-sync | peak RSS MiB | cold start ms |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+	tableHead(w, "**Protocol matrix** (closed loop req/s non-streamed / streamed, recall-sync's 1,000 conversations of 50 turns in each API; × recall-sync: over the chat row; peak RSS: VmHWM after the native rows; cold start: process start to the first answered request in a seeded conversation)",
+		"lrrrrrr", "client API", "native upstream", "× recall-sync", "bridged to chat completions", "× recall-sync", "peak RSS MiB", "cold start ms")
 	for _, row := range matrixRows {
 		native, nativeRatio := rps(row.native)
 		bridged, bridgedRatio := "–", "–"

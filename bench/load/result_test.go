@@ -21,3 +21,19 @@ func reportOf(t *testing.T, lines string) string {
 	}
 	return out.String()
 }
+
+// A table's header and its alignment row come from one list of columns.
+func TestTableHead(t *testing.T) {
+	var out strings.Builder
+	tableHead(&out, "**Title**", "lrl", "target", "req/s", "history")
+	want := "\n**Title**\n\n| target | req/s | history |\n| --- | ---: | --- |\n"
+	if got := out.String(); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("got no panic for two alignments of three columns, want one")
+		}
+	}()
+	tableHead(&out, "**Title**", "lr", "target", "req/s", "history")
+}

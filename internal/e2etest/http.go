@@ -49,10 +49,14 @@ func (h *Harness) PostDone(path, key, conv, body string) {
 // PostHeaders sends a raw request with the given headers.
 func (h *Harness) PostHeaders(path string, headers map[string]string, body string) Result {
 	h.T.Helper()
-	req, err := http.NewRequest("POST", h.URL+path, strings.NewReader(body))
-	if err != nil {
-		h.T.Fatal(err)
-	}
+	return h.SendHeaders("POST", path, headers, body)
+}
+
+// SendHeaders sends a method request for path to Recall with the given
+// headers only, and body unless it is "", and reads the answer whole.
+func (h *Harness) SendHeaders(method, path string, headers map[string]string, body string) Result {
+	h.T.Helper()
+	req := h.newRequest(method, path, body)
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
@@ -73,6 +77,20 @@ func (h *Harness) Send(method, path, key, body string) Result {
 // Authorization when key is ""), with body as JSON unless it is "".
 func (h *Harness) request(method, path, key, body string) *http.Request {
 	h.T.Helper()
+	req := h.newRequest(method, path, body)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req
+}
+
+// newRequest is a method request for path to Recall with body unless it
+// is "", and no header.
+func (h *Harness) newRequest(method, path, body string) *http.Request {
+	h.T.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -80,12 +98,6 @@ func (h *Harness) request(method, path, key, body string) *http.Request {
 	req, err := http.NewRequest(method, h.URL+path, rd)
 	if err != nil {
 		h.T.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
 	}
 	return req
 }

@@ -1,8 +1,10 @@
 package e2etest
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
+	"testing"
 
 	"github.com/openai/openai-go/v3"
 
@@ -94,4 +96,20 @@ func RenderAll(msgs []json.RawMessage) []string {
 		out[i] = Render(m)
 	}
 	return out
+}
+
+// StreamChat streams a chat completions request with the OpenAI SDK and
+// returns what its chunks accumulate into, failing the test on the
+// stream's error.
+func StreamChat(t testing.TB, client openai.Client, p openai.ChatCompletionNewParams) openai.ChatCompletionAccumulator {
+	t.Helper()
+	stream := client.Chat.Completions.NewStreaming(context.Background(), p)
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatalf("chat stream: %v", err)
+	}
+	return acc
 }

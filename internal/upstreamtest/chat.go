@@ -62,10 +62,16 @@ func parseInto(rq *request, root gjson.Result) bool {
 		}
 		return true
 	})
-	if rq.messages.IsArray() {
-		rq.msgs = rq.messages.Array()
-	}
+	rq.msgs = elements(rq.messages)
 	return true
+}
+
+// elements returns the elements of v when v is an array, else none.
+func elements(v gjson.Result) []gjson.Result {
+	if !v.IsArray() {
+		return nil
+	}
+	return v.Array()
 }
 
 // countPrompt is a request's prompt tokens as its usage reports them:

@@ -93,10 +93,7 @@ var geminiMembers = []string{"contents", "systemInstruction", "system_instructio
 func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte, model string, stream bool) {
 	rec := s.receivedFor(r, body)
 	root := parseBody(body)
-	var contents []gjson.Result
-	if c := root.Get("contents"); c.IsArray() {
-		contents = c.Array()
-	}
+	contents := elements(root.Get("contents"))
 	var apiErr *geminiError
 	switch {
 	case r.Header.Get("Authorization") != "":

@@ -95,10 +95,7 @@ type anthMessage struct {
 func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, body []byte) {
 	rec := s.receivedFor(r, body)
 	root := parseBody(body)
-	var msgs []gjson.Result
-	if m := root.Get("messages"); m.IsArray() {
-		msgs = m.Array()
-	}
+	msgs := elements(root.Get("messages"))
 	var apiErr *anthropicError
 	switch {
 	case r.Header.Get("X-Api-Key") == "":

@@ -2,6 +2,7 @@ package upstreamtest
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -95,32 +96,24 @@ type message struct {
 	role, content, toolCalls, toolCallID, name, functionCall, refusal, audio gjson.Result
 }
 
-// scan reads m's fields in one pass; a repeated key's last value wins, as
-// with OpenAI's parser.
+// scan reads m's fields in one pass (see members).
 func scan(m gjson.Result) message {
 	f := message{obj: m}
-	m.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "role":
-			f.role = v
-		case "content":
-			f.content = v
-		case "tool_calls":
-			f.toolCalls = v
-		case "tool_call_id":
-			f.toolCallID = v
-		case "name":
-			f.name = v
-		case "function_call":
-			f.functionCall = v
-		case "refusal":
-			f.refusal = v
-		case "audio":
-			f.audio = v
+	members(m, []string{"role", "content", "tool_calls", "tool_call_id", "name", "function_call", "refusal", "audio"},
+		&f.role, &f.content, &f.toolCalls, &f.toolCallID, &f.name, &f.functionCall, &f.refusal, &f.audio)
+	return f
+}
+
+// members reads the members of obj named in names, each into the
+// result in dst at the name's index, in one pass; a repeated key's last
+// value wins, as with OpenAI's parser.
+func members(obj gjson.Result, names []string, dst ...*gjson.Result) {
+	obj.ForEach(func(k, v gjson.Result) bool {
+		if i := slices.Index(names, k.Str); i >= 0 {
+			*dst[i] = v
 		}
 		return true
 	})
-	return f
 }
 
 // fields returns the keys a message of role may have. Strict
@@ -377,19 +370,7 @@ func validateToolCall(i, j int, seen []string, c gjson.Result) (string, *APIErro
 		return "", invalidType(path(), "an object", c)
 	}
 	var id, t, fn, custom gjson.Result
-	c.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "id":
-			id = v
-		case "type":
-			t = v
-		case "function":
-			fn = v
-		case "custom":
-			custom = v
-		}
-		return true
-	})
+	members(c, []string{"id", "type", "function", "custom"}, &id, &t, &fn, &custom)
 	switch {
 	case !id.Exists():
 		return "", missing(path() + ".id")

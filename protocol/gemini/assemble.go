@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -156,7 +157,7 @@ func (a *Assembler) stored() []byte {
 	if len(parts) == 0 {
 		parts = append(parts, `{"text":""}`)
 	}
-	return appendContent(nil, roleModel, parts)
+	return body.AppendMessage(nil, roleModel, "parts", parts)
 }
 
 // message is the answer so far in the canonical model.

@@ -104,41 +104,20 @@ func appendPart(parts []wire.Part, p gjson.Result, calls, responses *counter) []
 func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 	names := map[string]string{} // call id: function name
 	var (
-		role            string   // API role of the content being built
-		responses, rest []string // its parts: responses first
-		calls, results  counter
-		sig             []byte // a signature for the next part
+		calls, results counter // of the content being built
+		sig            []byte  // a signature for the next part
 	)
-	flush := func() {
-		if role != "" && len(responses)+len(rest) > 0 {
-			dst = append(dst, appendContent(nil, role, append(responses, rest...)))
-		}
-		role, responses, rest, sig = "", nil, nil, nil
-		calls, results = counter{}, counter{}
-	}
-	for _, m := range msgs {
-		switch m.Role {
-		case wire.RoleSystem, wire.RoleDeveloper:
-			flush()
-			dst = append(dst, appendInstruction(nil, m))
-			continue
-		case wire.RoleUser, wire.RoleTool, wire.RoleAssistant:
-		default:
-			return dst, fmt.Errorf("gemini: encode: unknown role %q", m.Role)
-		}
-		r := roleUser
-		if m.Role == wire.RoleAssistant {
-			r = roleModel
-		}
-		if r != role {
-			flush()
-			role = r
-		}
-		for _, p := range m.Parts {
+	return body.Turns{
+		Package:     "gemini",
+		Assistant:   roleModel,
+		Instruction: appendInstruction,
+		Member:      "parts",
+		End:         func() { calls, results, sig = counter{}, counter{}, nil },
+		Part: func(r string, p wire.Part) ([]byte, bool, error) {
 			if p.Kind == wire.Opaque && p.Origin == wire.Gemini {
 				if s, ok := signature(p.Raw); ok {
 					sig = s
-					continue
+					return nil, false, nil
 				}
 			}
 			if p.Kind == wire.ToolCall {
@@ -148,28 +127,19 @@ func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
 			if p.Kind == wire.File {
 				var err error
 				if b, err = appendFile(nil, p); err != nil {
-					return dst, err
+					return nil, false, err
 				}
 			} else {
 				b = encodePart(nil, r, p, names, &calls, &results)
 			}
-			if b == nil {
-				continue
-			}
-			if sig != nil {
+			if b != nil && sig != nil {
 				b = append(b[:len(b)-1], `,"thoughtSignature":`...)
 				b = append(append(b, sig...), '}')
 				sig = nil
 			}
-			if p.Kind == wire.ToolResult {
-				responses = append(responses, string(b))
-			} else {
-				rest = append(rest, string(b))
-			}
-		}
-	}
-	flush()
-	return dst, nil
+			return b, p.Kind == wire.ToolResult, nil
+		},
+	}.Encode(dst, msgs)
 }
 
 // signature returns the signature of an Opaque part that is only a
@@ -309,15 +279,6 @@ func appendImage(b []byte, url string) []byte {
 	b = append(b, `{"fileData":{"mimeType":"`+mt+`","fileUri":`...)
 	b = gjson.AppendJSONString(b, url)
 	return append(b, "}}"...)
-}
-
-// appendContent appends {"role":r,"parts":[parts]}.
-func appendContent(b []byte, r string, parts []string) []byte {
-	b = append(b, `{"role":`...)
-	b = gjson.AppendJSONString(b, r)
-	b = append(b, `,"parts":`...)
-	b = append(b, body.JoinArray(parts)...)
-	return append(b, '}')
 }
 
 // appendInstruction appends m as an instruction: its text parts joined by

@@ -313,10 +313,7 @@ func storedContent(c gjson.Result) []byte {
 	if len(parts.Array()) == 0 {
 		raw = `[{"text":""}]`
 	}
-	b := make([]byte, 0, len(raw)+32)
-	b = append(b, `{"role":"model","parts":`...)
-	b = append(b, raw...)
-	return append(b, '}')
+	return body.AppendMessageRaw(make([]byte, 0, len(raw)+32), roleModel, "parts", raw)
 }
 
 // usage is the counts of a usageMetadata object.

@@ -180,7 +180,7 @@ func (a *Assembler) Answer() (wire.Answer, error) {
 		}
 		blocks = append(blocks, b)
 	}
-	stored := appendMessageRaw(nil, body.JoinArray(blocks))
+	stored := body.AppendMessage(nil, roleAssistant, "content", blocks)
 	msg, err := Codec{}.Decode(stored)
 	if err != nil {
 		return wire.Answer{}, fmt.Errorf("messages: assemble: %w", err)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -94,5 +95,5 @@ func joined(a, b []byte) []byte {
 			return true
 		})
 	}
-	return appendMessage(nil, roleUser, blocks)
+	return body.AppendMessage(nil, roleUser, "content", blocks)
 }

@@ -136,56 +136,19 @@ func resultText(c gjson.Result) string {
 // parts of other protocols are left out (Anthropic refuses the first two,
 // and cannot read the last).
 func (Codec) Encode(dst [][]byte, msgs []wire.Message) ([][]byte, error) {
-	var (
-		role          string   // API role of the message being built
-		results, rest []string // its blocks: tool results first
-	)
-	flush := func() {
-		if role != "" && len(results)+len(rest) > 0 {
-			dst = append(dst, appendMessage(nil, role, append(results, rest...)))
-		}
-		role, results, rest = "", nil, nil
-	}
-	for _, m := range msgs {
-		switch m.Role {
-		case wire.RoleSystem, wire.RoleDeveloper:
-			flush()
-			dst = append(dst, appendInstruction(nil, m))
-			continue
-		case wire.RoleUser, wire.RoleTool, wire.RoleAssistant:
-		default:
-			return dst, fmt.Errorf("messages: encode: unknown role %q", m.Role)
-		}
-		r := roleUser
-		if m.Role == wire.RoleAssistant {
-			r = roleAssistant
-		}
-		if r != role {
-			flush()
-			role = r
-		}
-		for _, p := range m.Parts {
-			var b []byte
+	return body.Turns{
+		Package:     "messages",
+		Assistant:   roleAssistant,
+		Instruction: appendInstruction,
+		Member:      "content",
+		Part: func(r string, p wire.Part) ([]byte, bool, error) {
 			if p.Kind == wire.File {
-				var err error
-				if b, err = appendDocument(nil, r, p); err != nil {
-					return dst, err
-				}
-			} else {
-				b = appendBlock(nil, r, p)
+				b, err := appendDocument(nil, r, p)
+				return b, false, err
 			}
-			if b == nil {
-				continue
-			}
-			if p.Kind == wire.ToolResult {
-				results = append(results, string(b))
-			} else {
-				rest = append(rest, string(b))
-			}
-		}
-	}
-	flush()
-	return dst, nil
+			return appendBlock(nil, r, p), p.Kind == wire.ToolResult, nil
+		},
+	}.Encode(dst, msgs)
 }
 
 // appendBlock appends part p as a block of a message of API role r, or
@@ -337,15 +300,6 @@ func appendImage(b []byte, url string) []byte {
 	b = append(b, `{"type":"image","source":{"type":"url","url":`...)
 	b = gjson.AppendJSONString(b, url)
 	return append(b, "}}"...)
-}
-
-// appendMessage appends {"role":r,"content":[blocks]}.
-func appendMessage(b []byte, r string, blocks []string) []byte {
-	b = append(b, `{"role":`...)
-	b = gjson.AppendJSONString(b, r)
-	b = append(b, `,"content":`...)
-	b = append(b, body.JoinArray(blocks)...)
-	return append(b, '}')
 }
 
 // appendInstruction appends m as an instruction: its text parts joined by

@@ -457,12 +457,12 @@ func countHints(v gjson.Result) int {
 // canonical form, Stop and Usage mapped (input tokens are input_tokens
 // plus the cache reads and writes, which Anthropic counts apart). An
 // error object wraps ErrUpstream; anything else that is not a Message
-// wraps ErrBadAnswer. The Answer shares no memory with body.
-func (Upstream) ParseAnswer(body []byte) (wire.Answer, error) {
-	if chat.CheckDepth(body) != nil || !gjson.ValidBytes(body) {
+// wraps ErrBadAnswer. The Answer shares no memory with raw.
+func (Upstream) ParseAnswer(raw []byte) (wire.Answer, error) {
+	if chat.CheckDepth(raw) != nil || !gjson.ValidBytes(raw) {
 		return wire.Answer{}, fmt.Errorf("messages: parse answer: %w", ErrBadAnswer)
 	}
-	root := parse(body)
+	root := parse(raw)
 	if root.Get("type").Str == "error" {
 		return wire.Answer{}, fmt.Errorf("messages: parse answer: %w: %s", ErrUpstream, root.Get("error.message").Str)
 	}
@@ -470,7 +470,7 @@ func (Upstream) ParseAnswer(body []byte) (wire.Answer, error) {
 	if root.Get("type").Str != "message" || !content.IsArray() {
 		return wire.Answer{}, fmt.Errorf("messages: parse answer: %w", ErrBadAnswer)
 	}
-	stored := appendMessageRaw(nil, content.Raw)
+	stored := body.AppendMessageRaw(nil, roleAssistant, "content", content.Raw)
 	a := wire.Answer{
 		ID:     strings.Clone(root.Get("id").Str),
 		Model:  strings.Clone(root.Get("model").Str),
@@ -485,13 +485,6 @@ func (Upstream) ParseAnswer(body []byte) (wire.Answer, error) {
 		return wire.Answer{}, fmt.Errorf("messages: parse answer: %w", err)
 	}
 	return a, nil
-}
-
-// appendMessageRaw appends {"role":"assistant","content":content}.
-func appendMessageRaw(dst []byte, content string) []byte {
-	dst = append(dst, `{"role":"assistant","content":`...)
-	dst = append(dst, content...)
-	return append(dst, '}')
 }
 
 // usage is the counts of a usage object, which Anthropic splits: input

@@ -3,8 +3,9 @@
 // rewritten member by member (Splice), tools appended to a request
 // (WithTools), its sampling options (AppendSampling), the stop reason
 // and usage an answer ends with (Ending), a call's arguments as an
-// object (ObjectArgs), an instruction's text (Texts), arrays of raw JSON
-// values, and the random part of an id. What a protocol names its
+// object (ObjectArgs), an instruction's text (Texts), canonical messages
+// as an API with two roles takes them (Turns), arrays of raw JSON values,
+// and the random part of an id. What a protocol names its
 // members and how it shapes a tool stay in its package.
 package body
 
