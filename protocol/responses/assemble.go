@@ -29,9 +29,26 @@ type Assembler struct {
 	answer    wire.Answer      // final's, once read (read)
 	read      bool
 	done      bool
+	relay     bool // reading for Relay: no deltas
 }
 
-var _ wire.Assembler = (*Assembler)(nil)
+var (
+	_ wire.Assembler = (*Assembler)(nil)
+	_ wire.Relayer   = (*Assembler)(nil)
+)
+
+// Relay reads one event as Event does, without its deltas: the events of
+// a stream relayed to a Responses client (Renderer.Event), of which the
+// answer is all that is needed. finished and done are set at the
+// terminal event.
+func (a *Assembler) Relay(name, data []byte) (finished, done bool, err error) {
+	a.relay = true
+	_, done, err = a.Event(nil, name, data)
+	return done, done, err
+}
+
+// StoredAnswer returns the answer, as Answer does (wire.Relayer).
+func (a *Assembler) StoredAnswer() (wire.Answer, error) { return a.Answer() }
 
 // Event reads one event. name is the SSE event name; the event's type is
 // read from the data's "type", which OpenAI always sends.
@@ -52,6 +69,9 @@ func (a *Assembler) Event(dst []wire.Delta, name, data []byte) ([]wire.Delta, bo
 	typ := ev.Get("type").Str
 	if typ == "" {
 		typ = string(name)
+	}
+	if a.relay && !endsAnswer(typ) {
+		return dst, false, nil
 	}
 	switch typ {
 	case "response.output_item.added":
@@ -152,6 +172,17 @@ func (a *Assembler) Answer() (wire.Answer, error) {
 	return ans, nil
 }
 
+// endsAnswer reports whether events of type typ are ones a relay's
+// Assembler reads (Relay): the items as done, the answer's end, its
+// failure.
+func endsAnswer(typ string) bool {
+	switch typ {
+	case "response.output_item.done", "response.completed", "response.incomplete", "response.failed", "error":
+		return true
+	}
+	return false
+}
+
 // appendText appends the TextDelta of an output_text delta of text part
 // (output, content).
 func (a *Assembler) appendText(dst []wire.Delta, output, content int64, text string) []wire.Delta {
@@ -226,6 +257,9 @@ func (a *Assembler) textDelta(dst []wire.Delta, data []byte) (out []wire.Delta, 
 	})
 	if s.Space(); !walked || s.I != len(data) || seen&sType == 0 {
 		return dst, false
+	}
+	if a.relay {
+		return dst, true
 	}
 	delta := ""
 	if seen&sDelta != 0 {

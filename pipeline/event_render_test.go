@@ -1,0 +1,73 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/wire"
+)
+
+// eventRenderer renders each upstream event as "<" the event ">", its
+// first unflushed (EventRenderer), the end as "end"; reads says whether
+// it reads the assembler's events.
+type eventRenderer struct {
+	reads   bool
+	events  int
+	deltas  int
+	w       *flushWriter
+	flushed []string // what the client had at each event
+}
+
+func (r *eventRenderer) Reads(wire.Assembler) bool { return r.reads }
+func (r *eventRenderer) Event(dst, raw []byte) ([]byte, bool) {
+	r.events++
+	if r.w != nil {
+		r.flushed = append(r.flushed, r.w.flushed.String())
+	}
+	return append(append(append(dst, '<'), raw...), '>'), r.events > 1
+}
+func (r *eventRenderer) Delta(dst []byte, _ wire.Delta) []byte { r.deltas++; return append(dst, 'd') }
+func (r *eventRenderer) End(dst []byte, _ *wire.Answer) []byte { return append(dst, "end"...) }
+
+// TestStreamRendersFromEvents: a renderer that renders from the
+// upstream's events (EventRenderer) gets each event as it came, none of
+// its deltas; what it asks not to flush waits for the next event; its end
+// goes out after the commit. One that does not read the assembler's
+// events renders deltas.
+func TestStreamRendersFromEvents(t *testing.T) {
+	const role, text, stop, done = chatRole, chatText, chatStop, chatDone
+	t.Run("events", func(t *testing.T) {
+		w := &flushWriter{}
+		x := &fakeExchange{w: w}
+		ren := &eventRenderer{reads: true, w: w}
+		if err := Stream(w, strings.NewReader(role+text+stop+done), x, chat.Protocol{}.NewAssembler(), 1<<20, ren, false, true); err != nil {
+			t.Fatal(err)
+		}
+		if ren.deltas != 0 {
+			t.Errorf("rendered %d deltas, want none", ren.deltas)
+		}
+		first, second := "<"+role+">", "<"+text+">"
+		if want := []string{"", "", first + second, first + second + "<" + stop + ">"}; strings.Join(ren.flushed, "|") != strings.Join(want, "|") {
+			t.Errorf("the client had %q at each event, want %q", ren.flushed, want)
+		}
+		all := first + second + "<" + stop + "><" + done + ">"
+		if x.written != all {
+			t.Errorf("at the commit the client had %q, want %q", x.written, all)
+		}
+		if got, want := w.flushed.String(), all+"end"; got != want {
+			t.Errorf("the client got %q, want %q", got, want)
+		}
+	})
+	t.Run("deltas", func(t *testing.T) {
+		w := &flushWriter{}
+		x := &fakeExchange{w: w}
+		ren := &eventRenderer{}
+		if err := Stream(w, strings.NewReader(role+text+stop+done), x, chat.Protocol{}.NewAssembler(), 1<<20, ren, false, true); err != nil {
+			t.Fatal(err)
+		}
+		if ren.events != 0 || ren.deltas == 0 {
+			t.Errorf("rendered %d events and %d deltas, want deltas only", ren.events, ren.deltas)
+		}
+	})
+}
