@@ -29,7 +29,9 @@ type Assembler struct {
 	answer    wire.Answer      // final's, once read (read)
 	read      bool
 	done      bool
-	relay     bool // reading for Relay: no deltas
+	relay     bool    // reading for Relay: no deltas
+	last      members // the members of the event Relay read last
+	lastData  []byte  // that event's data, nil when it was not read so
 }
 
 var (
@@ -41,10 +43,29 @@ var (
 // a stream relayed to a Responses client (Renderer.Event), of which the
 // answer is all that is needed. finished and done are set at the
 // terminal event.
+//
+// An event the answer needs nothing of is read in one pass that
+// validates it and keeps the members a Renderer relaying it reads
+// (scanned).
 func (a *Assembler) Relay(name, data []byte) (finished, done bool, err error) {
-	a.relay = true
+	a.relay, a.lastData = true, nil
+	if len(data) > 0 && !a.done {
+		if m, ok := scanMembers(data, true); ok && !endsAnswer(m.typ) && m.typ != "" {
+			a.last, a.lastData = m, data
+			return false, false, nil
+		}
+	}
 	_, done, err = a.Event(nil, name, data)
 	return done, done, err
+}
+
+// scanned returns the members Relay read of the event of data, when
+// that is the event it read last in one pass.
+func (a *Assembler) scanned(data []byte) (members, bool) {
+	if a == nil || len(data) == 0 || len(a.lastData) != len(data) || &a.lastData[0] != &data[0] {
+		return members{}, false
+	}
+	return a.last, true
 }
 
 // StoredAnswer returns the answer, as Answer does (wire.Relayer).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/internal/jsonscan"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -22,8 +23,14 @@ import (
 // Reads reports whether r renders asm's stream from its events
 // (Renderer.Event) rather than from their deltas: asm is a Responses
 // upstream's.
+//
+// When it does, Event reads each event's members as asm's Relay read
+// them, where it can, instead of reading them again.
 func (r *Renderer) Reads(asm wire.Assembler) bool {
-	_, ok := asm.(*Assembler)
+	a, ok := asm.(*Assembler)
+	if ok {
+		r.from = a
+	}
 	return ok
 }
 
@@ -47,43 +54,30 @@ func (r *Renderer) Event(dst, raw []byte) (out []byte, flush bool) {
 		return dst, false
 	}
 	dst = r.start(dst)
-	var typ, seq, index, itemRef, item gjson.Result
-	parse(data).ForEach(func(k, v gjson.Result) bool {
-		var m *gjson.Result
-		switch k.Str {
-		case "type":
-			m = &typ
-		case "sequence_number":
-			m = &seq
-		case "output_index":
-			m = &index
-		case "item_id":
-			m = &itemRef
-		case "item":
-			m = &item
-		}
-		if m != nil && !m.Exists() {
-			*m = v
-		}
-		return true
-	})
-	name := typ.Str
-	switch name {
-	case "response.created", "response.in_progress", "response.completed", "response.incomplete":
+	m, ok := r.from.scanned(data)
+	if !ok {
+		m, ok = scanMembers(data, false)
+	}
+	if !ok {
+		m = readMembers(data)
+	}
+	name := m.typ
+	switch {
+	case ownEvent(name):
 		return dst, false
-	case "":
+	case name == "":
 		name = string(eventName(raw))
 	}
 	i := -1
-	if index.Type == gjson.Number && index.Int() >= 0 && index.Int() < 1<<20 {
-		i = int(index.Int())
+	if m.index.Type == gjson.Number && m.index.Int() >= 0 && m.index.Int() < 1<<20 {
+		i = int(m.index.Int())
 	}
+	typ, seq, itemRef, item := m.typEnd, m.seq, m.itemRef, m.item
 	edits := r.edits[:0]
 	if seq.Exists() {
 		edits = append(edits, edit{at: seq.Index, end: seq.Index + len(seq.Raw), seq: true})
-	} else if typ.Exists() { // after the type, where OpenAI has it
-		at := typ.Index + len(typ.Raw)
-		edits = append(edits, edit{at: at, end: at, seq: true, member: true})
+	} else if typ > 0 { // after the type, where OpenAI has it
+		edits = append(edits, edit{at: typ, end: typ, seq: true, member: true})
 	} else if at := bytes.IndexByte(data, '{'); at >= 0 {
 		edits = append(edits, edit{at: at + 1, end: at + 1, seq: true, member: true, first: true})
 	}
@@ -91,10 +85,12 @@ func (r *Renderer) Event(dst, raw []byte) (out []byte, flush bool) {
 	switch name {
 	case "response.output_item.added":
 		if item.IsObject() && i >= 0 {
+			item := parseAt(data, item) // the item's own, not the event's
 			t := itemType(item)
-			id := r.itemIDAt(t, i, item.Get("id").Str)
-			if idv := item.Get("id"); idv.Exists() && idv.Type == gjson.String && idv.Str != id {
-				edits = append(edits, edit{at: idv.Index, end: idv.Index + len(idv.Raw), with: gjson.AppendJSONString(nil, id)})
+			idv := item.Get("id")
+			id := r.itemIDAt(t, i, idv.Str)
+			if idv.Type == gjson.String && idv.Raw != string(id) {
+				edits = append(edits, edit{at: idv.Index, end: idv.Index + len(idv.Raw), with: id})
 			}
 			flush = t != typeMessage
 		}
@@ -104,8 +100,8 @@ func (r *Renderer) Event(dst, raw []byte) (out []byte, flush bool) {
 		}
 		flush = false
 	default:
-		if itemRef.Type == gjson.String && i >= 0 && i < len(r.relayed) && r.relayed[i] != "" && itemRef.Str != r.relayed[i] {
-			edits = append(edits, edit{at: itemRef.Index, end: itemRef.Index + len(itemRef.Raw), with: gjson.AppendJSONString(nil, r.relayed[i])})
+		if itemRef.Type == gjson.String && i >= 0 && i < len(r.relayed) && r.relayed[i] != nil && itemRef.Raw != string(r.relayed[i]) {
+			edits = append(edits, edit{at: itemRef.Index, end: itemRef.Index + len(itemRef.Raw), with: r.relayed[i]})
 		}
 		flush = name != "response.content_part.added" && !strings.HasSuffix(name, ".done")
 	}
@@ -137,6 +133,131 @@ func (r *Renderer) Event(dst, raw []byte) (out []byte, flush bool) {
 	return append(dst, "\n\n"...), flush
 }
 
+// members are the members of an upstream event that Event reads (the
+// first of duplicates, as gjson's lookup finds it), each at its Index in
+// the event's data: typ the type (typEnd the index after it, 0 when
+// there is none), index the output_index. Of the others Event reads the
+// Raw, Index and Type only.
+type members struct {
+	typ                       string
+	typEnd                    int
+	seq, index, itemRef, item gjson.Result
+}
+
+// scanMembers reads an event's members in one pass (jsonscan) that
+// validates what it reads and, unless full, stops at the type of an
+// event Recall renders its own of; ok is false for an event it cannot
+// read so (invalid JSON, a name with an escape, an escaped type, a value
+// nested past maxEventDepth), which readMembers reads. With full set, ok
+// says the whole event is valid JSON.
+func scanMembers(data []byte, full bool) (m members, ok bool) {
+	s := jsonscan.Scanner{B: data}
+	own := false
+	ok = s.Object(func(name []byte) bool {
+		var v *gjson.Result
+		switch string(name) {
+		case "type":
+			if m.typEnd != 0 {
+				break
+			}
+			typ, ok := s.Plain()
+			if !ok {
+				return false
+			}
+			m.typ, m.typEnd = bytesString(typ), s.I
+			own = !full && ownEvent(m.typ)
+			return !own // Recall renders its own: nothing else read
+		case "sequence_number":
+			v = &m.seq
+		case "output_index":
+			v = &m.index
+		case "item_id":
+			v = &m.itemRef
+		case "item":
+			v = &m.item
+		}
+		at := s.I
+		kind, ok := s.Value(maxEventDepth)
+		if ok && v != nil && !v.Exists() {
+			*v = gjson.Result{Raw: bytesString(data[at:s.I]), Index: at, Type: resultType(kind)}
+			if kind == jsonscan.KindNumber {
+				v.Num = gjson.Parse(v.Raw).Num
+			}
+		}
+		return ok
+	})
+	if ok {
+		s.Space()
+		ok = s.I == len(data)
+	}
+	return m, ok || own
+}
+
+// resultType is the gjson type of a jsonscan kind (an object and an
+// array are JSON).
+func resultType(kind int) gjson.Type {
+	switch kind {
+	case jsonscan.KindString:
+		return gjson.String
+	case jsonscan.KindNumber:
+		return gjson.Number
+	case jsonscan.KindTrue:
+		return gjson.True
+	case jsonscan.KindFalse:
+		return gjson.False
+	case jsonscan.KindNull:
+		return gjson.Null
+	}
+	return gjson.JSON
+}
+
+// readMembers is scanMembers for any event (gjson).
+func readMembers(data []byte) members {
+	var m members
+	var typ gjson.Result
+	parse(data).ForEach(func(k, v gjson.Result) bool {
+		var p *gjson.Result
+		switch k.Str {
+		case "type":
+			p = &typ
+		case "sequence_number":
+			p = &m.seq
+		case "output_index":
+			p = &m.index
+		case "item_id":
+			p = &m.itemRef
+		case "item":
+			p = &m.item
+		}
+		if p != nil && !p.Exists() {
+			*p = v
+		}
+		return true
+	})
+	if typ.Exists() {
+		m.typ, m.typEnd = typ.Str, typ.Index+len(typ.Raw)
+	}
+	return m
+}
+
+// parseAt is v, a value of data at v.Index, parsed, its members' Index
+// in data.
+func parseAt(data []byte, v gjson.Result) gjson.Result {
+	r := parse(data[v.Index : v.Index+len(v.Raw)])
+	r.Index = v.Index
+	return r
+}
+
+// ownEvent reports whether events of type typ are ones Recall renders
+// its own of (the Response's) instead of relaying the upstream's.
+func ownEvent(typ string) bool {
+	switch typ {
+	case "response.created", "response.in_progress", "response.completed", "response.incomplete":
+		return true
+	}
+	return false
+}
+
 // edit is a span of an upstream event's data that Event replaces: by
 // Recall's sequence number (seq; member: inserted as a member, the
 // upstream sent none, after the type or, first, ahead of every other
@@ -147,11 +268,11 @@ type edit struct {
 	with               []byte
 }
 
-// itemIDAt is the id of the upstream's output item at index i, of type
-// t, upstream its own id: Recall's for a message or a function call (as
-// outputItems names them), else the upstream's. Events naming the item
-// (item_id) get the same.
-func (r *Renderer) itemIDAt(t string, i int, upstream string) string {
+// itemIDAt is the id, as a JSON string, of the upstream's output item at
+// index i, of type t, upstream its own id: Recall's for a message or a
+// function call (as outputItems names them), else the upstream's. Events
+// naming the item (item_id) get the same.
+func (r *Renderer) itemIDAt(t string, i int, upstream string) []byte {
 	id := upstream
 	switch t {
 	case typeMessage:
@@ -160,10 +281,10 @@ func (r *Renderer) itemIDAt(t string, i int, upstream string) string {
 		id = itemID("fc", r.id, i)
 	}
 	for len(r.relayed) <= i {
-		r.relayed = append(r.relayed, "")
+		r.relayed = append(r.relayed, nil)
 	}
-	r.relayed[i] = id
-	return id
+	r.relayed[i] = gjson.AppendJSONString(r.relayed[i][:0], id)
+	return r.relayed[i]
 }
 
 // eventData is the data of the SSE event raw: its data lines' values,
@@ -174,7 +295,10 @@ func (r *Renderer) itemIDAt(t string, i int, upstream string) string {
 func (r *Renderer) eventData(raw []byte) []byte {
 	var one []byte
 	n := 0
-	for line := range sseLines(raw) {
+	cr := bytes.IndexByte(raw, '\r') >= 0
+	for len(raw) > 0 {
+		var line []byte
+		line, raw = nextLine(raw, cr)
 		v, ok := field(line, "data")
 		if !ok {
 			continue
@@ -196,7 +320,10 @@ func (r *Renderer) eventData(raw []byte) []byte {
 
 // eventName is the SSE event raw's event field, nil when it has none.
 func eventName(raw []byte) []byte {
-	for line := range sseLines(raw) {
+	cr := bytes.IndexByte(raw, '\r') >= 0
+	for len(raw) > 0 {
+		var line []byte
+		line, raw = nextLine(raw, cr)
 		if v, ok := field(line, "event"); ok {
 			return v
 		}
@@ -204,26 +331,21 @@ func eventName(raw []byte) []byte {
 	return nil
 }
 
-// sseLines yields raw's lines without their terminators (\n, \r\n or \r).
-func sseLines(raw []byte) func(func([]byte) bool) {
-	return func(yield func([]byte) bool) {
-		for len(raw) > 0 {
-			end := bytes.IndexAny(raw, "\r\n")
-			if end < 0 {
-				yield(raw)
-				return
-			}
-			line := raw[:end]
-			next := end + 1
-			if raw[end] == '\r' && next < len(raw) && raw[next] == '\n' {
-				next++
-			}
-			raw = raw[next:]
-			if !yield(line) {
-				return
-			}
-		}
+// nextLine splits raw's first line, without its terminator (\n, \r\n
+// or, when cr says raw has a \r, \r), from the rest.
+func nextLine(raw []byte, cr bool) (line, rest []byte) {
+	end := bytes.IndexByte(raw, '\n')
+	if cr {
+		end = bytes.IndexAny(raw, "\r\n")
 	}
+	if end < 0 {
+		return raw, nil
+	}
+	next := end + 1
+	if raw[end] == '\r' && next < len(raw) && raw[next] == '\n' {
+		next++
+	}
+	return raw[:end], raw[next:]
 }
 
 // field is line's value when it is the SSE field name ("name:" and the

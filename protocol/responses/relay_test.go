@@ -166,3 +166,33 @@ func TestRelayNumbersUntypedEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestRelayReadsAnyLineEnd: an event's lines may end in \r\n or \r.
+func TestRelayReadsAnyLineEnd(t *testing.T) {
+	// The two data lines are joined by a space.
+	want := "event: response.x\ndata: {\"type\":\"response.x\", \"sequence_number\":0,\"a\":1}\n\n"
+	for _, end := range []string{"\n", "\r\n", "\r"} {
+		ren := Renderer{req: benchRequestOf(t), cur: -1, started: true}
+		ev := "event: response.x" + end + "data: {\"type\":\"response.x\"," + end + "data: \"sequence_number\":3,\"a\":1}" + end + end
+		if got, _ := ren.Event(nil, []byte(ev)); string(got) != want {
+			t.Errorf("lines ending %q: got %q, want %q", end, got, want)
+		}
+	}
+}
+
+// TestRelayRejectsWhatEventRejects: an event Relay reads in its one pass
+// is held to what Event holds it to: one that is not valid JSON ends the
+// stream either way.
+func TestRelayRejectsWhatEventRejects(t *testing.T) {
+	for _, data := range []string{
+		`{"type":"response.output_text.delta","sequence_number":4,"delta":"a"`,
+		`{"type":"response.output_text.delta","sequence_number":4,"delta":"a"} x`,
+		`{"type":"response.output_item.added","sequence_number":2,"item":{"id":"m",}}`,
+	} {
+		_, _, eventErr := (&Assembler{}).Event(nil, nil, []byte(data))
+		_, _, relayErr := (&Assembler{}).Relay(nil, []byte(data))
+		if eventErr == nil || relayErr == nil {
+			t.Errorf("%s: Event's error %v, Relay's %v, want both", data, eventErr, relayErr)
+		}
+	}
+}

@@ -44,9 +44,10 @@ type Renderer struct {
 	reason  map[int]int // reasoning index to item
 
 	// Relaying a Responses upstream's events (Event):
-	relayed []string // Recall's id of each item by output index
-	edits   []edit   // the spans of the event being relayed to replace
-	data    []byte   // the data of an event of several data lines
+	relayed [][]byte   // Recall's id (JSON) of each item by output index
+	edits   []edit     // the spans of the event being relayed to replace
+	data    []byte     // the data of an event of several data lines
+	from    *Assembler // the assembler whose Relay read the events, if known
 }
 
 // rItem is one output item being streamed.

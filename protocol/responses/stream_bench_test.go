@@ -92,3 +92,17 @@ func BenchmarkStreamNative(b *testing.B) {
 	}
 	b.SetBytes(int64(len(dst)))
 }
+
+// BenchmarkStreamRelay is BenchmarkStreamNative relayed: the events read
+// by the Assembler's Relay and rendered by the Renderer's Event, as a
+// Responses client of a Responses upstream gets them.
+func BenchmarkStreamRelay(b *testing.B) {
+	req := benchRequestOf(b)
+	stream := upstreamStream()
+	var dst []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = relayThrough(b, dst[:0], req, stream)
+	}
+	b.SetBytes(int64(len(dst)))
+}
