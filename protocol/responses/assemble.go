@@ -50,7 +50,10 @@ var (
 func (a *Assembler) Relay(name, data []byte) (finished, done bool, err error) {
 	a.relay, a.lastData = true, nil
 	if len(data) > 0 && !a.done {
-		if m, ok := scanMembers(data, true); ok && !endsAnswer(m.typ) && m.typ != "" {
+		// The pass stops at the type of an event whose Response Recall
+		// renders its own of: the rest is only checked.
+		m, ok := scanMembers(data)
+		if ok && m.typ != "" && !endsAnswer(m.typ) && (!ownEvent(m.typ) || gjson.ValidBytes(data)) {
 			a.last, a.lastData = m, data
 			return false, false, nil
 		}

@@ -56,7 +56,7 @@ func (r *Renderer) Event(dst, raw []byte) (out []byte, flush bool) {
 	dst = r.start(dst)
 	m, ok := r.from.scanned(data)
 	if !ok {
-		m, ok = scanMembers(data, false)
+		m, ok = scanMembers(data)
 	}
 	if !ok {
 		m = readMembers(data)
@@ -145,12 +145,12 @@ type members struct {
 }
 
 // scanMembers reads an event's members in one pass (jsonscan) that
-// validates what it reads and, unless full, stops at the type of an
-// event Recall renders its own of; ok is false for an event it cannot
-// read so (invalid JSON, a name with an escape, an escaped type, a value
-// nested past maxEventDepth), which readMembers reads. With full set, ok
-// says the whole event is valid JSON.
-func scanMembers(data []byte, full bool) (m members, ok bool) {
+// validates what it reads and stops at the type of an event Recall
+// renders its own of (ownEvent); ok is false for an event it cannot read
+// so (invalid JSON, a name with an escape, an escaped type, a value
+// nested past maxEventDepth), which readMembers reads. Of any other
+// event, ok says it is valid JSON.
+func scanMembers(data []byte) (m members, ok bool) {
 	s := jsonscan.Scanner{B: data}
 	own := false
 	ok = s.Object(func(name []byte) bool {
@@ -165,7 +165,7 @@ func scanMembers(data []byte, full bool) (m members, ok bool) {
 				return false
 			}
 			m.typ, m.typEnd = bytesString(typ), s.I
-			own = !full && ownEvent(m.typ)
+			own = ownEvent(m.typ)
 			return !own // Recall renders its own: nothing else read
 		case "sequence_number":
 			v = &m.seq
