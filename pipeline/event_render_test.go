@@ -58,6 +58,26 @@ func TestStreamRendersFromEvents(t *testing.T) {
 		if got, want := w.flushed.String(), all+"end"; got != want {
 			t.Errorf("the client got %q, want %q", got, want)
 		}
+		// The first event waits for the second and goes out in its write.
+		if w.writes != 4 {
+			t.Errorf("%d writes, want 4: the unflushed event in the next one's", w.writes)
+		}
+	})
+	t.Run("cut", func(t *testing.T) {
+		w := &flushWriter{}
+		x := &fakeExchange{w: w}
+		ren := &eventRenderer{reads: true}
+		err := Stream(w, strings.NewReader(role), x, chat.Protocol{}.NewAssembler(), 1<<20, ren, false, true)
+		if err == nil || x.commits != 0 {
+			t.Fatalf("got %v after %d commits, want the stream cut", err, x.commits)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		// The event that waited goes out ahead of the error event.
+		if got, want := w.flushed.String(), "<"+role+">event: error\n\n"; got != want {
+			t.Errorf("the client got %q, want %q", got, want)
+		}
 	})
 	t.Run("deltas", func(t *testing.T) {
 		w := &flushWriter{}

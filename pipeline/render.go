@@ -76,7 +76,8 @@ type EventRenderer interface {
 	// deltas.
 	Reads(asm wire.Assembler) bool
 	// Event appends the client's events for the upstream's event raw,
-	// as it came; flush is false when they may wait for the next ones.
+	// as it came; flush is false when they may wait for the next ones
+	// (then sent with them, or with End's).
 	Event(dst, raw []byte) (out []byte, flush bool)
 }
 
@@ -174,11 +175,15 @@ func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren 
 	}
 	a, err := Pump(r, asm, max, same || er != nil, func(raw []byte, deltas []wire.Delta, last bool) error {
 		if er != nil {
+			// What may wait goes out with the next event, in one write:
+			// the client gets one chunk where the renderer had many.
 			var flush bool
-			if out, flush = er.Event(out[:0], raw); !flush {
-				return write(w, out)
+			if held, flush = er.Event(held, raw); !flush {
+				return nil
 			}
-			return WriteFlush(w, out)
+			err := WriteFlush(w, held)
+			held = held[:0]
+			return err
 		}
 		if !same {
 			out = out[:0]
@@ -209,6 +214,11 @@ func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren 
 	case errors.Is(err, ErrClientGone):
 		return err
 	case err != nil:
+		if er != nil { // the events before the error, numbered before it
+			if werr := write(w, held); werr != nil {
+				return fmt.Errorf("%w (%w)", err, werr)
+			}
+		}
 		return EndStream(w, x, ren, err)
 	}
 	if err := x.Stamp(&a); err != nil {
