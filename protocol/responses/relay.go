@@ -154,12 +154,7 @@ func scanMembers(data []byte) (m members, ok bool) {
 	s := jsonscan.Scanner{B: data}
 	own := false
 	ok = s.Object(func(name []byte) bool {
-		var v *gjson.Result
-		switch string(name) {
-		case "type":
-			if m.typEnd != 0 {
-				break
-			}
+		if string(name) == "type" && m.typEnd == 0 {
 			typ, ok := s.Plain()
 			if !ok {
 				return false
@@ -167,15 +162,8 @@ func scanMembers(data []byte) (m members, ok bool) {
 			m.typ, m.typEnd = bytesString(typ), s.I
 			own = ownEvent(m.typ)
 			return !own // Recall renders its own: nothing else read
-		case "sequence_number":
-			v = &m.seq
-		case "output_index":
-			v = &m.index
-		case "item_id":
-			v = &m.itemRef
-		case "item":
-			v = &m.item
 		}
+		v := m.slot(bytesString(name))
 		at := s.I
 		kind, ok := s.Value(maxEventDepth)
 		if ok && v != nil && !v.Exists() {
@@ -191,6 +179,22 @@ func scanMembers(data []byte) (m members, ok bool) {
 		ok = s.I == len(data)
 	}
 	return m, ok || own
+}
+
+// slot is where an event's member name goes, nil for one Event does not
+// read (the type is read apart).
+func (m *members) slot(name string) *gjson.Result {
+	switch name {
+	case "sequence_number":
+		return &m.seq
+	case "output_index":
+		return &m.index
+	case "item_id":
+		return &m.itemRef
+	case "item":
+		return &m.item
+	}
+	return nil
 }
 
 // resultType is the gjson type of a jsonscan kind (an object and an
@@ -216,18 +220,9 @@ func readMembers(data []byte) members {
 	var m members
 	var typ gjson.Result
 	parse(data).ForEach(func(k, v gjson.Result) bool {
-		var p *gjson.Result
-		switch k.Str {
-		case "type":
+		p := m.slot(k.Str)
+		if k.Str == "type" {
 			p = &typ
-		case "sequence_number":
-			p = &m.seq
-		case "output_index":
-			p = &m.index
-		case "item_id":
-			p = &m.itemRef
-		case "item":
-			p = &m.item
 		}
 		if p != nil && !p.Exists() {
 			*p = v

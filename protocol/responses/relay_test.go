@@ -5,38 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/recallproxy/recall/protocol/chat"
-	"github.com/recallproxy/recall/wire"
 )
-
-// relayThrough is streamThrough relaying: each event read by the
-// Assembler's Relay and rendered by the Renderer's Event, then End.
-func relayThrough(tb testing.TB, dst []byte, req *wire.Request, stream []byte) []byte {
-	er := chat.NewEventReader(bytes.NewReader(stream), 1<<20)
-	asm := Upstream{}.NewAssembler()
-	ren := Ingress{}.NewRenderer(req).(*Renderer)
-	if !ren.Reads(asm) {
-		tb.Fatal("the renderer does not read a Responses assembler's events")
-	}
-	rl := asm.(wire.Relayer)
-	for done := false; !done; {
-		ev, err := er.Next()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if _, done, err = rl.Relay(ev.Name, ev.Data); err != nil {
-			tb.Fatal(err)
-		}
-		dst, _ = ren.Event(dst, ev.Raw)
-	}
-	a, err := rl.StoredAnswer()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	a.ResponseID, a.Created, a.Completed = req.ResponseID, req.Created, req.Created+1
-	return ren.End(dst, &a)
-}
 
 // sseEvent is one SSE event of type typ, numbered seq (-1: no
 // sequence_number), fields its members after those.
