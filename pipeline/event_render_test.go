@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -9,10 +10,11 @@ import (
 )
 
 // eventRenderer renders each upstream event as "<" the event ">", its
-// first unflushed (EventRenderer), the end as "end"; reads says whether
-// it reads the assembler's events.
+// first and those after the hold-th unflushed (EventRenderer), the end as
+// "end"; reads says whether it reads the assembler's events.
 type eventRenderer struct {
 	reads   bool
+	hold    int // events after this one wait (0: none)
 	events  int
 	deltas  int
 	w       *flushWriter
@@ -25,7 +27,7 @@ func (r *eventRenderer) Event(dst, raw []byte) ([]byte, bool) {
 	if r.w != nil {
 		r.flushed = append(r.flushed, r.w.flushed.String())
 	}
-	return append(append(append(dst, '<'), raw...), '>'), r.events > 1
+	return append(append(append(dst, '<'), raw...), '>'), r.events > 1 && (r.hold == 0 || r.events <= r.hold)
 }
 func (r *eventRenderer) Delta(dst []byte, _ wire.Delta) []byte { r.deltas++; return append(dst, 'd') }
 func (r *eventRenderer) End(dst []byte, _ *wire.Answer) []byte { return append(dst, "end"...) }
@@ -61,6 +63,24 @@ func TestStreamRendersFromEvents(t *testing.T) {
 		// The first event waits for the second and goes out in its write.
 		if w.writes != 4 {
 			t.Errorf("%d writes, want 4: the unflushed event in the next one's", w.writes)
+		}
+	})
+	t.Run("commit failed", func(t *testing.T) {
+		w := &flushWriter{}
+		x := &fakeExchange{w: w, commitErr: errors.New("store down")}
+		ren := &eventRenderer{reads: true, hold: 2}
+		err := Stream(w, strings.NewReader(role+text+stop+done), x, chat.Protocol{}.NewAssembler(), 1<<20, ren, false, true)
+		if !errors.Is(err, x.commitErr) {
+			t.Fatalf("got %v, want %v", err, x.commitErr)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		// The events that waited go out ahead of the error event; the end
+		// never does.
+		want := "<" + role + "><" + text + "><" + stop + "><" + done + ">event: error\n\n"
+		if got := w.flushed.String(); got != want {
+			t.Errorf("the client got %q, want %q", got, want)
 		}
 	})
 	t.Run("cut", func(t *testing.T) {

@@ -227,8 +227,31 @@ func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren 
 	var c Committer
 	if record {
 		c = x
+		if er != nil {
+			c = waitingCommitter{c: x, w: w, held: held}
+		}
 	}
 	return CommitStream(w, x, c, ren, &a, held)
+}
+
+// waitingCommitter commits through c; when the commit fails it writes
+// held, the events an EventRenderer rendered that waited for the end,
+// so that they reach the client ahead of the error event, numbered
+// before it.
+type waitingCommitter struct {
+	c    Committer
+	w    Writer
+	held []byte
+}
+
+func (wc waitingCommitter) Commit(a *wire.Answer) error {
+	err := wc.c.Commit(a)
+	if err != nil {
+		if werr := write(wc.w, wc.held); werr != nil {
+			return fmt.Errorf("%w (%w)", err, werr)
+		}
+	}
+	return err
 }
 
 // Committer commits a turn whose answer is whole and stamped: an
