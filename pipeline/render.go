@@ -66,16 +66,40 @@ type Exchange interface {
 	ErrorEvent(ren wire.Renderer, err error) []byte
 }
 
+// EventRenderer is a Renderer that renders a stream of its own
+// protocol's events from the events themselves rather than their deltas
+// (the upstream's events with Recall's ids: see responses.Renderer.Event).
+type EventRenderer interface {
+	wire.Renderer
+	// Reads reports whether it renders asm's stream from its events; the
+	// pump then reads them as a relay does (wire.Relayer), without
+	// deltas.
+	Reads(asm wire.Assembler) bool
+	// Event appends the client's events for the upstream's event raw,
+	// as it came; flush is false when they may wait for the next ones
+	// (then sent with them, or with End's).
+	Event(dst, raw []byte) (out []byte, flush bool)
+}
+
 // WriteFlush writes b to w and flushes it; a failure is the client's
 // (ErrClientGone).
 func WriteFlush(w Writer, b []byte) error {
+	if err := write(w, b); err != nil || len(b) == 0 {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("%w: %w", ErrClientGone, err)
+	}
+	return nil
+}
+
+// write writes b to w, unflushed; a failure is the client's
+// (ErrClientGone).
+func write(w Writer, b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
 	if _, err := w.Write(b); err != nil {
-		return fmt.Errorf("%w: %w", ErrClientGone, err)
-	}
-	if err := w.Flush(); err != nil {
 		return fmt.Errorf("%w: %w", ErrClientGone, err)
 	}
 	return nil
@@ -137,14 +161,30 @@ func Whole(c Client, x Exchange, a *wire.Answer, raw []byte, ingress wire.Ingres
 // commit: the upstream's events read from r by asm (bounded by max bytes)
 // and relayed to w as they came (same: ren is nil), the one that
 // finishes the answer and every later one held until the commit; or
-// rendered by ren in the client's protocol, its closing events written
-// once the turn is committed. A recorded turn (record) that cannot be
+// rendered by ren in the client's protocol (from each event as it came
+// when ren is an EventRenderer that reads asm's, else from its deltas),
+// its closing events written once the turn is committed. A recorded turn (record) that cannot be
 // committed never gets its closing events: the stream ends with an error
 // event instead.
 func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren wire.Renderer, same, record bool) error {
 	var held, out []byte
 	holding := false
-	a, err := Pump(r, asm, max, same, func(raw []byte, deltas []wire.Delta, last bool) error {
+	er, _ := ren.(EventRenderer)
+	if er != nil && !er.Reads(asm) {
+		er = nil
+	}
+	a, err := Pump(r, asm, max, same || er != nil, func(raw []byte, deltas []wire.Delta, last bool) error {
+		if er != nil {
+			// What may wait goes out with the next event, in one write:
+			// the client gets one chunk where the renderer had many.
+			var flush bool
+			if held, flush = er.Event(held, raw); !flush {
+				return nil
+			}
+			err := WriteFlush(w, held)
+			held = held[:0]
+			return err
+		}
 		if !same {
 			out = out[:0]
 			for _, d := range deltas {
@@ -174,6 +214,11 @@ func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren 
 	case errors.Is(err, ErrClientGone):
 		return err
 	case err != nil:
+		if er != nil { // the events before the error, numbered before it
+			if werr := write(w, held); werr != nil {
+				return fmt.Errorf("%w (%w)", err, werr)
+			}
+		}
 		return EndStream(w, x, ren, err)
 	}
 	if err := x.Stamp(&a); err != nil {
@@ -182,8 +227,31 @@ func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren 
 	var c Committer
 	if record {
 		c = x
+		if er != nil {
+			c = waitingCommitter{c: x, w: w, held: held}
+		}
 	}
 	return CommitStream(w, x, c, ren, &a, held)
+}
+
+// waitingCommitter commits through c; when the commit fails it writes
+// held, the events an EventRenderer rendered that waited for the end,
+// so that they reach the client ahead of the error event, numbered
+// before it.
+type waitingCommitter struct {
+	c    Committer
+	w    Writer
+	held []byte
+}
+
+func (wc waitingCommitter) Commit(a *wire.Answer) error {
+	err := wc.c.Commit(a)
+	if err != nil {
+		if werr := write(wc.w, wc.held); werr != nil {
+			return fmt.Errorf("%w (%w)", err, werr)
+		}
+	}
+	return err
 }
 
 // Committer commits a turn whose answer is whole and stamped: an

@@ -34,9 +34,12 @@ func (x *fakeExchange) ErrorEvent(_ wire.Renderer, err error) []byte {
 }
 
 // flushWriter is a client's connection: what was flushed reached it.
-type flushWriter struct{ buf, flushed bytes.Buffer }
+type flushWriter struct {
+	buf, flushed bytes.Buffer
+	writes       int
+}
 
-func (w *flushWriter) Write(b []byte) (int, error) { return w.buf.Write(b) }
+func (w *flushWriter) Write(b []byte) (int, error) { w.writes++; return w.buf.Write(b) }
 func (w *flushWriter) Flush() error {
 	w.flushed.Write(w.buf.Bytes())
 	w.buf.Reset()

@@ -29,9 +29,50 @@ type Assembler struct {
 	answer    wire.Answer      // final's, once read (read)
 	read      bool
 	done      bool
+	relay     bool    // reading for Relay: no deltas
+	last      members // the members of the event Relay read last
+	lastData  []byte  // that event's data, nil when it was not read so
 }
 
-var _ wire.Assembler = (*Assembler)(nil)
+var (
+	_ wire.Assembler = (*Assembler)(nil)
+	_ wire.Relayer   = (*Assembler)(nil)
+)
+
+// Relay reads one event as Event does, without its deltas: the events of
+// a stream relayed to a Responses client (Renderer.Event), of which the
+// answer is all that is needed. finished and done are set at the
+// terminal event.
+//
+// An event the answer needs nothing of is read in one pass that
+// validates it and keeps the members a Renderer relaying it reads
+// (scanned).
+func (a *Assembler) Relay(name, data []byte) (finished, done bool, err error) {
+	a.relay, a.lastData = true, nil
+	if len(data) > 0 && !a.done {
+		// The pass stops at the type of an event whose Response Recall
+		// renders its own of: the rest is only checked.
+		m, ok := scanMembers(data)
+		if ok && m.typ != "" && !endsAnswer(m.typ) && (!ownEvent(m.typ) || gjson.ValidBytes(data)) {
+			a.last, a.lastData = m, data
+			return false, false, nil
+		}
+	}
+	_, done, err = a.Event(nil, name, data)
+	return done, done, err
+}
+
+// scanned returns the members Relay read of the event of data, when
+// that is the event it read last in one pass.
+func (a *Assembler) scanned(data []byte) (members, bool) {
+	if a == nil || len(data) == 0 || len(a.lastData) != len(data) || &a.lastData[0] != &data[0] {
+		return members{}, false
+	}
+	return a.last, true
+}
+
+// StoredAnswer returns the answer, as Answer does (wire.Relayer).
+func (a *Assembler) StoredAnswer() (wire.Answer, error) { return a.Answer() }
 
 // Event reads one event. name is the SSE event name; the event's type is
 // read from the data's "type", which OpenAI always sends.
@@ -52,6 +93,9 @@ func (a *Assembler) Event(dst []wire.Delta, name, data []byte) ([]wire.Delta, bo
 	typ := ev.Get("type").Str
 	if typ == "" {
 		typ = string(name)
+	}
+	if a.relay && !endsAnswer(typ) {
+		return dst, false, nil
 	}
 	switch typ {
 	case "response.output_item.added":
@@ -152,6 +196,17 @@ func (a *Assembler) Answer() (wire.Answer, error) {
 	return ans, nil
 }
 
+// endsAnswer reports whether events of type typ are ones a relay's
+// Assembler reads (Relay): the items as done, the answer's end, its
+// failure.
+func endsAnswer(typ string) bool {
+	switch typ {
+	case "response.output_item.done", "response.completed", "response.incomplete", "response.failed", "error":
+		return true
+	}
+	return false
+}
+
 // appendText appends the TextDelta of an output_text delta of text part
 // (output, content).
 func (a *Assembler) appendText(dst []wire.Delta, output, content int64, text string) []wire.Delta {
@@ -226,6 +281,9 @@ func (a *Assembler) textDelta(dst []wire.Delta, data []byte) (out []wire.Delta, 
 	})
 	if s.Space(); !walked || s.I != len(data) || seen&sType == 0 {
 		return dst, false
+	}
+	if a.relay {
+		return dst, true
 	}
 	delta := ""
 	if seen&sDelta != 0 {

@@ -42,6 +42,12 @@ type Renderer struct {
 	cur     int         // index of the open item, -1 when none
 	calls   map[int]int // tool call index to item
 	reason  map[int]int // reasoning index to item
+
+	// Relaying a Responses upstream's events (Event):
+	relayed [][]byte   // Recall's id (JSON) of each item by output index
+	edits   []edit     // the spans of the event being relayed to replace
+	data    []byte     // the data of an event of several data lines
+	from    *Assembler // the assembler whose Relay read the events, if known
 }
 
 // rItem is one output item being streamed.
@@ -198,6 +204,9 @@ func (r *Renderer) End(dst []byte, a *wire.Answer) []byte {
 	r.id = responseID(r.req, a)
 	items := outputItems(a, r.id)
 	dst = r.closeItem(dst, items)
+	for len(r.items) < len(r.relayed) { // relayed (Event), closed as they came
+		r.items = append(r.items, &rItem{closed: true})
+	}
 	for i := len(r.items); i < len(items); i++ {
 		dst = r.replay(dst, items[i])
 	}

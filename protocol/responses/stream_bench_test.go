@@ -82,13 +82,49 @@ func streamThrough(tb testing.TB, dst []byte, req *wire.Request, stream []byte) 
 // upstream (the load script's recall-sync-responses row, streamed),
 // the protocol's part of it: the upstream's events read and the client's
 // rendered.
-func BenchmarkStreamNative(b *testing.B) {
+// relayThrough is streamThrough relaying: each event read by the
+// Assembler's Relay and rendered by the Renderer's Event, then End.
+func relayThrough(tb testing.TB, dst []byte, req *wire.Request, stream []byte) []byte {
+	er := chat.NewEventReader(bytes.NewReader(stream), 1<<20)
+	asm := Upstream{}.NewAssembler()
+	ren := Ingress{}.NewRenderer(req).(*Renderer)
+	if !ren.Reads(asm) {
+		tb.Fatal("the renderer does not read a Responses assembler's events")
+	}
+	rl := asm.(wire.Relayer)
+	for done := false; !done; {
+		ev, err := er.Next()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, done, err = rl.Relay(ev.Name, ev.Data); err != nil {
+			tb.Fatal(err)
+		}
+		dst, _ = ren.Event(dst, ev.Raw)
+	}
+	a, err := rl.StoredAnswer()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a.ResponseID, a.Created, a.Completed = req.ResponseID, req.Created, req.Created+1
+	return ren.End(dst, &a)
+}
+
+func BenchmarkStreamNative(b *testing.B) { benchStream(b, streamThrough) }
+
+// BenchmarkStreamRelay is BenchmarkStreamNative relayed: the events read
+// by the Assembler's Relay and rendered by the Renderer's Event, as a
+// Responses client of a Responses upstream gets them.
+func BenchmarkStreamRelay(b *testing.B) { benchStream(b, relayThrough) }
+
+// benchStream benchmarks the upstream stream through through.
+func benchStream(b *testing.B, through func(testing.TB, []byte, *wire.Request, []byte) []byte) {
 	req := benchRequestOf(b)
 	stream := upstreamStream()
 	var dst []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		dst = streamThrough(b, dst[:0], req, stream)
+		dst = through(b, dst[:0], req, stream)
 	}
 	b.SetBytes(int64(len(dst)))
 }
