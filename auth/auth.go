@@ -4,10 +4,11 @@
 // the conversation API alike, resolves its callers here.
 //
 // A client presents its key as OpenAI's SDKs send it, "Authorization:
-// Bearer <key>", as Anthropic's do, "x-api-key: <key>", or as Google's
-// Gemini SDKs do, "x-goog-api-key: <key>". The admin key
-// is accepted by the conversation API only, and acts on the tenant the
-// X-Recall-Tenant header names.
+// Bearer <key>", or in the header of a protocol whose API reads its key
+// from one of its own (wire.KeyHeaders): as Anthropic's SDKs do,
+// "x-api-key: <key>", or Google's Gemini SDKs, "x-goog-api-key: <key>".
+// The admin key is accepted by the conversation API only, and acts on
+// the tenant the X-Recall-Tenant header names.
 package auth
 
 import (
@@ -15,29 +16,32 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"sync"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/wire"
 )
 
 // HeaderTenant names the tenant the admin key acts on.
 const HeaderTenant = "X-Recall-Tenant"
 
-// headerAPIKey is the header Anthropic's SDKs send their key in,
-// headerGoogAPIKey the one Google's Gemini SDKs do.
-const (
-	headerAPIKey     = "X-Api-Key"
-	headerGoogAPIKey = "X-Goog-Api-Key"
-)
-
 // The names Key reads, as fasthttp's server normalizes a request's header
-// names: read as they are (PeekCanonical), not normalized again a request.
+// names: read as they are (PeekCanonical), not normalized again a
+// request. keyHeaders are the registered protocols' (wire.KeyHeaders),
+// read at the first request, after every package's init has registered
+// its protocol.
 var (
 	keyAuthorization = []byte(fasthttp.HeaderAuthorization)
-	keyAPIKey        = []byte(headerAPIKey)
-	keyGoogAPIKey    = []byte(headerGoogAPIKey)
+	keyHeaders       = sync.OnceValue(func() [][]byte {
+		var names [][]byte
+		for _, h := range wire.KeyHeaders() {
+			names = append(names, fasthttp.AppendNormalizedHeaderKey(nil, h))
+		}
+		return names
+	})
 )
 
 // Caller is an authenticated request's tenant, namespace and key.
@@ -69,11 +73,12 @@ func (c Caller) PassedKey() string {
 
 var bearerPrefix = []byte("Bearer ")
 
-// Key returns the key a request presents: the Authorization header's
-// bearer token, or else the x-api-key header's value, or else the
-// x-goog-api-key header's, trimmed of spaces;
-// nil for none. It points into h and must not outlive it. h's names are
-// as fasthttp's server normalizes them.
+// Key returns the key a request presents, trimmed of spaces: the
+// Authorization header's bearer token, or else the value of the first of
+// the registered protocols' key headers (wire.KeyHeaders, in their wire
+// order: Messages' x-api-key before Gemini's x-goog-api-key) that has
+// one; nil for none. It points into h and must not outlive it. h's names
+// are as fasthttp's server normalizes them.
 func Key(h *fasthttp.RequestHeader) []byte {
 	auth := h.PeekCanonical(keyAuthorization)
 	if len(auth) > len(bearerPrefix) && bytes.EqualFold(auth[:len(bearerPrefix)], bearerPrefix) {
@@ -81,10 +86,12 @@ func Key(h *fasthttp.RequestHeader) []byte {
 			return k
 		}
 	}
-	if k := bytes.TrimSpace(h.PeekCanonical(keyAPIKey)); len(k) > 0 {
-		return k
+	for _, name := range keyHeaders() {
+		if k := bytes.TrimSpace(h.PeekCanonical(name)); len(k) > 0 {
+			return k
+		}
 	}
-	return bytes.TrimSpace(h.PeekCanonical(keyGoogAPIKey))
+	return nil
 }
 
 // Tenant resolves a tenant's key. In pass-through mode the namespace is a

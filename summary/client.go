@@ -7,15 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/config"
-	"github.com/recallproxy/recall/protocol/gemini"
-	"github.com/recallproxy/recall/protocol/messages"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -40,94 +37,50 @@ type answer struct {
 // cred is the triggering request's credential, used when the tenant has
 // no upstream key (pass-through); it is never logged.
 //
-// The request is in the upstream's own protocol (DESIGN.md section 6):
-// chat completions, Anthropic Messages for an upstream that speaks only
-// those (protocol: anthropic), or Gemini's generateContent (protocol:
-// gemini), with its credential header.
+// The request is in the upstream's own protocol (DESIGN.md section 6),
+// made by its package as it makes a translated request: a chat
+// completions request of Recall's own (no body to keep), with the
+// instructions as a system message and the transcript as one user
+// message, encoded by the upstream protocol's codec and written by its
+// AppendBody; sent to its path (its model path when it names the
+// model), with the key in its header (Authorization: Bearer unless it
+// has one) and its default header; the answer read by its ParseAnswer.
 func (m *Manager) call(ctx context.Context, t *config.Tenant, cred, model, system, user string, maxTokens int) (answer, error) {
-	switch up, _ := wire.UpstreamFor(t.Upstream.Protocol, wire.ChatCompletions); up {
-	case wire.Messages:
-		return m.callMessages(ctx, t, cred, model, system, user, maxTokens)
-	case wire.Gemini:
-		return m.callGemini(ctx, t, cred, model, system, user, maxTokens)
+	proto, ok := wire.UpstreamFor(t.Upstream.Protocol, wire.ChatCompletions)
+	up := wire.UpstreamOf(proto)
+	if !ok || up == nil {
+		return answer{}, fmt.Errorf("summary: no upstream for upstream.protocol %q", t.Upstream.Protocol)
 	}
-	body := make([]byte, 0, len(system)+len(user)+128)
-	body = append(body, `{"model":`...)
-	body = gjson.AppendJSONString(body, model)
-	body = append(body, `,"messages":[{"role":"system","content":`...)
-	body = gjson.AppendJSONString(body, system)
-	body = append(body, `},{"role":"user","content":`...)
-	body = gjson.AppendJSONString(body, user)
-	// max_completion_tokens, not the deprecated max_tokens that reasoning
-	// models refuse; the answer is cut to the limit all the same
-	// (plan.FitSummary), for an upstream that runs on past it.
-	body = append(body, `}],"max_completion_tokens":`...)
-	body = strconv.AppendInt(body, int64(maxTokens), 10)
-	body = append(body, `,"stream":false}`...)
-
-	a, raw, err := m.post(ctx, t, "/chat/completions", body, func(h http.Header) {
-		if key := t.Upstream.Credential(cred); key != "" {
-			h.Set("Authorization", "Bearer "+key)
+	codec := wire.For(proto)
+	instructions, err := codec.Encode(nil, []wire.Message{{Role: wire.RoleSystem, Parts: []wire.Part{{Kind: wire.Text, Text: system}}}})
+	if err != nil {
+		return answer{}, fmt.Errorf("summary: encode instructions: %w", err)
+	}
+	msgs, err := codec.Encode(nil, []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.Text, Text: user}}}})
+	if err != nil {
+		return answer{}, fmt.Errorf("summary: encode transcript: %w", err)
+	}
+	body, err := up.AppendBody(nil, &wire.Request{Protocol: wire.ChatCompletions, Model: model, MaxTokens: maxTokens}, instructions, msgs)
+	if err != nil {
+		return answer{}, fmt.Errorf("summary: request body: %w", err)
+	}
+	path := up.Path()
+	if mp, ok := up.(wire.ModelPath); ok {
+		var query string
+		if path, query = mp.PathFor(model, false); query != "" {
+			path += "?" + query
 		}
-	})
-	if err != nil {
-		return a, err
 	}
-	r := gjson.ParseBytes(raw)
-	a.text = r.Get("choices.0.message.content").Str
-	a.promptTokens = int(r.Get("usage.prompt_tokens").Int())
-	a.complTok = int(r.Get("usage.completion_tokens").Int())
-	if strings.TrimSpace(a.text) == "" {
-		return a, fmt.Errorf("%w: answer without text", errUpstream)
-	}
-	return a, nil
-}
-
-// callMessages is call to an Anthropic Messages upstream: the body its
-// protocol package builds for a translated request (the instructions as
-// system, the transcript as the one user message, max_tokens), the key
-// as x-api-key with anthropic-version, the answer read by its parser.
-func (m *Manager) callMessages(ctx context.Context, t *config.Tenant, cred, model, system, user string, maxTokens int) (answer, error) {
-	sys := append(append([]byte(`{"role":"system","content":`), mustQuote(system)...), '}')
-	msg := append(append([]byte(`{"role":"user","content":`), mustQuote(user)...), '}')
-	up := messages.Upstream{}
-	body, err := up.AppendBody(nil, &wire.Request{Protocol: wire.ChatCompletions, Model: model, MaxTokens: maxTokens},
-		[][]byte{sys}, [][]byte{msg})
-	if err != nil {
-		return answer{}, err
-	}
-	a, raw, err := m.post(ctx, t, up.Path(), body, func(h http.Header) {
-		if key := t.Upstream.Credential(cred); key != "" {
-			h.Set("X-Api-Key", key)
-		}
-		if h.Get("Anthropic-Version") == "" {
-			h.Set("Anthropic-Version", messages.APIVersion)
-		}
-	})
-	if err != nil {
-		return a, err
-	}
-	return readAnswer(a, raw, up.ParseAnswer)
-}
-
-// callGemini is call to a Gemini upstream: the body its protocol package
-// builds for a translated request (the instructions as
-// systemInstruction, the transcript as the one user content,
-// maxOutputTokens), sent to the model's path with the key as
-// x-goog-api-key, the answer read by its parser.
-func (m *Manager) callGemini(ctx context.Context, t *config.Tenant, cred, model, system, user string, maxTokens int) (answer, error) {
-	sys := append(append([]byte(`{"role":"system","parts":[{"text":`), mustQuote(system)...), "}]}"...)
-	msg := append(append([]byte(`{"role":"user","parts":[{"text":`), mustQuote(user)...), "}]}"...)
-	up := gemini.Upstream{}
-	body, err := up.AppendBody(nil, &wire.Request{Protocol: wire.ChatCompletions, Model: model, MaxTokens: maxTokens},
-		[][]byte{sys}, [][]byte{msg})
-	if err != nil {
-		return answer{}, err
-	}
-	path, _ := up.PathFor(model, false)
 	a, raw, err := m.post(ctx, t, path, body, func(h http.Header) {
 		if key := t.Upstream.Credential(cred); key != "" {
-			h.Set(up.KeyHeader(), key)
+			if kh, ok := up.(wire.KeyHeader); ok {
+				h.Set(kh.KeyHeader(), key)
+			} else {
+				h.Set("Authorization", "Bearer "+key)
+			}
+		}
+		if dh, ok := up.(wire.DefaultHeader); ok {
+			h.Set(dh.DefaultHeader())
 		}
 	})
 	if err != nil {
@@ -162,8 +115,6 @@ func answerText(a wire.Answer) string {
 	}
 	return text.String()
 }
-
-func mustQuote(s string) []byte { return gjson.AppendJSONString(nil, s) }
 
 // post sends body to the tenant's upstream at path (under its base URL),
 // with the tenant's extra headers and the credential cred sets, within

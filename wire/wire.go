@@ -3,8 +3,9 @@
 // wire protocol it came in; merge, curation, repair and translation work
 // on it through that protocol's Codec, and never parse a protocol's JSON
 // themselves. A protocol is one package that implements Codec and
-// registers it (Register, from its init function); adding a protocol
-// changes nothing here, in history or in the stores.
+// Upstream and registers them (Register and RegisterUpstream, from its
+// init function), with the kinds of upstream that speak it; adding a
+// protocol changes nothing here, in history or in the stores.
 package wire
 
 import (
@@ -250,46 +251,6 @@ func Named(name string) (Protocol, bool) {
 		if c != nil && c.Name() == name {
 			return Protocol(i), true
 		}
-	}
-	return 0, false
-}
-
-// Kinds of upstream a tenant names (upstream.protocol).
-const (
-	// UpstreamOpenAI is OpenAI's API: chat completions and Responses
-	// requests go as they came, Messages and Gemini requests as chat
-	// completions.
-	UpstreamOpenAI = "openai"
-	// UpstreamChat speaks only chat completions (most self-hosted and
-	// third-party servers): every request goes as chat completions.
-	UpstreamChat = "chat"
-	// UpstreamAnthropic is Anthropic's Messages API: every request goes
-	// as Messages.
-	UpstreamAnthropic = "anthropic"
-	// UpstreamGemini is Google's Gemini API (generativelanguage v1beta):
-	// every request goes as Gemini generateContent.
-	UpstreamGemini = "gemini"
-)
-
-// UpstreamKinds are the values of upstream.protocol.
-var UpstreamKinds = []string{UpstreamOpenAI, UpstreamChat, UpstreamAnthropic, UpstreamGemini}
-
-// UpstreamFor returns the protocol a request that came in ingress is sent
-// upstream in, for an upstream of kind ("": UpstreamOpenAI). It reports
-// false for an unknown kind.
-func UpstreamFor(kind string, ingress Protocol) (Protocol, bool) {
-	switch kind {
-	case "", UpstreamOpenAI:
-		if ingress == Messages || ingress == Gemini {
-			return ChatCompletions, true
-		}
-		return ingress, true
-	case UpstreamChat:
-		return ChatCompletions, true
-	case UpstreamAnthropic:
-		return Messages, true
-	case UpstreamGemini:
-		return Gemini, true
 	}
 	return 0, false
 }

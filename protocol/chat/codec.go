@@ -14,7 +14,15 @@ import (
 	"github.com/recallproxy/recall/wire"
 )
 
-func init() { wire.Register(Codec{}) }
+// init registers the protocol, and the kinds of upstream that speak it:
+// openai (Responses requests go there as they came, the rest as chat
+// completions) and chat (everything as chat completions).
+func init() {
+	wire.Register(Codec{})
+	wire.RegisterUpstream(wire.ChatCompletions, Protocol{},
+		wire.UpstreamKind{Name: wire.UpstreamOpenAI, AsCame: []wire.Protocol{wire.ChatCompletions, wire.Responses}, Sends: wire.ChatCompletions},
+		wire.UpstreamKind{Name: wire.UpstreamChat, Sends: wire.ChatCompletions})
+}
 
 // Codec is the wire.Codec of stored chat-completions messages: one message
 // of a request's "messages" array, or an answer's choices[0].message.

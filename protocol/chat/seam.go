@@ -97,10 +97,12 @@ func (Protocol) ParseRequest(body []byte) (*wire.Request, error) {
 func (Protocol) Path() string { return "/chat/completions" }
 
 // AppendBody implements wire.Upstream. A chat-completions request keeps
-// every other byte it came with; another protocol's is built afresh,
-// asking a stream for its usage.
+// every other byte it came with; another protocol's, or one with no body
+// (Recall's own, the summariser's), is built afresh: asking a stream for
+// its usage, and the token cap as max_completion_tokens, not the
+// deprecated max_tokens that reasoning models refuse.
 func (Protocol) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][]byte) ([]byte, error) {
-	if req.Protocol == wire.ChatCompletions {
+	if req.Protocol == wire.ChatCompletions && len(req.Body) > 0 {
 		start, end := req.MessagesAt[0], req.MessagesAt[1]
 		if end == 0 {
 			r, err := ParseRequest(req.Body)
@@ -120,9 +122,11 @@ func (Protocol) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][
 	dst = append(dst, ']')
 	if req.Stream {
 		dst = append(dst, `,"stream":true,"stream_options":{"include_usage":true}`...)
+	} else {
+		dst = append(dst, `,"stream":false`...)
 	}
 	if req.MaxTokens > 0 {
-		dst = append(dst, `,"max_tokens":`...)
+		dst = append(dst, `,"max_completion_tokens":`...)
 		dst = strconv.AppendInt(dst, int64(req.MaxTokens), 10)
 	}
 	if len(req.Tools) > 0 {

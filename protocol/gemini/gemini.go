@@ -45,7 +45,12 @@ import (
 	"github.com/recallproxy/recall/wire"
 )
 
-func init() { wire.Register(Codec{}) }
+// init registers the protocol, and the gemini kind of upstream: every
+// request goes to it as Gemini.
+func init() {
+	wire.Register(Codec{})
+	wire.RegisterUpstream(wire.Gemini, Upstream{}, wire.UpstreamKind{Name: wire.UpstreamGemini, Sends: wire.Gemini})
+}
 
 // Roles of the Gemini API's contents, and the seam's role of
 // instructions.

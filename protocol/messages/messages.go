@@ -26,7 +26,12 @@ import (
 	"github.com/recallproxy/recall/wire"
 )
 
-func init() { wire.Register(Codec{}) }
+// init registers the protocol, and the anthropic kind of upstream: every
+// request goes to it as Messages.
+func init() {
+	wire.Register(Codec{})
+	wire.RegisterUpstream(wire.Messages, Upstream{}, wire.UpstreamKind{Name: wire.UpstreamAnthropic, Sends: wire.Messages})
+}
 
 // Block types of the Messages API.
 const (

@@ -17,7 +17,13 @@ package responses
 
 import "github.com/recallproxy/recall/wire"
 
-func init() { wire.Register(Codec{}) }
+// init registers the protocol. Its kind of upstream is openai, which
+// package chat registers (chat completions is the protocol it sends
+// everything else in).
+func init() {
+	wire.Register(Codec{})
+	wire.RegisterUpstream(wire.Responses, Upstream{})
+}
 
 // The interfaces of the seam this package implements.
 var (
