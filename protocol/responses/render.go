@@ -48,6 +48,14 @@ type Renderer struct {
 	edits   []edit     // the spans of the event being relayed to replace
 	data    []byte     // the data of an event of several data lines
 	from    *Assembler // the assembler whose Relay read the events, if known
+
+	// The finished Response of the answer doneFor, which End and
+	// StoredResponse both render (finished): done, its output array at
+	// done[doneOut[0]:doneOut[1]], and its items.
+	doneFor   *wire.Answer
+	done      []byte
+	doneOut   [2]int
+	doneItems [][]byte
 }
 
 // rItem is one output item being streamed.
@@ -202,7 +210,7 @@ func (Ingress) AppendErrorEvent(dst []byte, status int, typ, code, param, messag
 func (r *Renderer) End(dst []byte, a *wire.Answer) []byte {
 	dst = r.start(dst)
 	r.id = responseID(r.req, a)
-	items := outputItems(a, r.id)
+	response, items := r.finished(a)
 	dst = r.closeItem(dst, items)
 	for len(r.items) < len(r.relayed) { // relayed (Event), closed as they came
 		r.items = append(r.items, &rItem{closed: true})
@@ -215,8 +223,32 @@ func (r *Renderer) End(dst []byte, a *wire.Answer) []byte {
 		typ = "response.incomplete"
 	}
 	return r.event(dst, typ, func(b []byte) []byte {
-		return appendResponse(append(b, `,"response":`...), r.req, a, r.id, items, false)
+		return append(append(b, `,"response":`...), response...)
 	})
+}
+
+// StoredResponse appends what AppendStoredResponse appends for r's
+// request and a: the Response object End renders for a, its output
+// emptied. The stored copy is committed before End renders the stream's
+// last event; both come from one rendering of the finished Response, so
+// a must not change between the two calls.
+func (r *Renderer) StoredResponse(dst []byte, a *wire.Answer) []byte {
+	b, _ := r.finished(a)
+	dst = append(dst, b[:r.doneOut[0]]...)
+	dst = append(dst, "[]"...)
+	return append(dst, b[r.doneOut[1]:]...)
+}
+
+// finished returns the finished Response object of a, with its output
+// items, rendered on the first call for a and kept for the next.
+func (r *Renderer) finished(a *wire.Answer) (response []byte, items [][]byte) {
+	if r.doneFor != a || r.done == nil {
+		id := responseID(r.req, a)
+		r.doneItems = outputItems(a, id)
+		r.done, r.doneOut = appendResponseAt(r.done[:0], r.req, a, id, r.doneItems, false)
+		r.doneFor = a
+	}
+	return r.done, r.doneItems
 }
 
 // start appends response.created and response.in_progress once.
