@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -234,6 +235,7 @@ func (r *Renderer) End(dst []byte, a *wire.Answer) []byte {
 // a must not change between the two calls.
 func (r *Renderer) StoredResponse(dst []byte, a *wire.Answer) []byte {
 	b, _ := r.finished(a)
+	dst = slices.Grow(dst, len(b)-(r.doneOut[1]-r.doneOut[0])+len("[]"))
 	dst = append(dst, b[:r.doneOut[0]]...)
 	dst = append(dst, "[]"...)
 	return append(dst, b[r.doneOut[1]:]...)

@@ -90,4 +90,7 @@ func TestStreamRendersTheFinishedResponseOnce(t *testing.T) {
 	if n := testing.AllocsPerRun(10, func() { r.StoredResponse(stored[:0], tc.a) }); n != 0 {
 		t.Errorf("StoredResponse after End allocates %.0f times, want 0: it rendered the Response again", n)
 	}
+	if n := testing.AllocsPerRun(10, func() { r.StoredResponse(nil, tc.a) }); n != 1 {
+		t.Errorf("the stored copy allocates %.0f times, want 1: its buffer grown once", n)
+	}
 }
