@@ -260,6 +260,7 @@ func (r *Renderer) start(dst []byte) []byte {
 	}
 	r.started = true
 	r.id = responseID(r.req, nil)
+	dst = slices.Grow(dst, startRoom)
 	// The two events carry the same in-progress Response: rendered once,
 	// into the first, and copied into the second.
 	var at int
@@ -272,6 +273,13 @@ func (r *Renderer) start(dst []byte) []byte {
 		return append(b, object...)
 	})
 }
+
+// startRoom is the room start makes for a stream's first events, in one
+// allocation where appending them grew the buffer half a dozen times:
+// response.created and response.in_progress, each carrying the
+// in-progress Response (about 1 KiB with the request's settings), and
+// the first output's events after them.
+const startRoom = 4 << 10
 
 // open closes the open item and opens one of type typ.
 func (r *Renderer) open(dst []byte, typ string, set ...func(*rItem)) ([]byte, *rItem) {
