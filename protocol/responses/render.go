@@ -50,12 +50,12 @@ type Renderer struct {
 	data    []byte     // the data of an event of several data lines
 	from    *Assembler // the assembler whose Relay read the events, if known
 
-	// The finished Response of the answer doneFor, which End and
-	// StoredResponse both render (finished): done, its output array at
-	// done[doneOut[0]:doneOut[1]], and its items.
+	// The stored copy of the finished Response of the answer doneFor
+	// (StoredResponse's, its output empty at done[doneOut:doneOut+2]) and
+	// its items, from which End renders the Response again.
 	doneFor   *wire.Answer
 	done      []byte
-	doneOut   [2]int
+	doneOut   int
 	doneItems [][]byte
 }
 
@@ -211,7 +211,10 @@ func (Ingress) AppendErrorEvent(dst []byte, status int, typ, code, param, messag
 func (r *Renderer) End(dst []byte, a *wire.Answer) []byte {
 	dst = r.start(dst)
 	r.id = responseID(r.req, a)
-	response, items := r.finished(a)
+	items := r.doneItems
+	if r.doneFor != a {
+		items = outputItems(a, r.id)
+	}
 	dst = r.closeItem(dst, items)
 	for len(r.items) < len(r.relayed) { // relayed (Event), closed as they came
 		r.items = append(r.items, &rItem{closed: true})
@@ -224,33 +227,35 @@ func (r *Renderer) End(dst []byte, a *wire.Answer) []byte {
 		typ = "response.incomplete"
 	}
 	return r.event(dst, typ, func(b []byte) []byte {
-		return append(append(b, `,"response":`...), response...)
+		return r.appendFinished(append(b, `,"response":`...), a, items)
 	})
 }
 
 // StoredResponse appends what AppendStoredResponse appends for r's
-// request and a: the Response object End renders for a, its output
-// emptied. The stored copy is committed before End renders the stream's
-// last event; both come from one rendering of the finished Response, so
-// a must not change between the two calls.
+// request and a, the answer End is to render: the stored copy of the
+// finished Response, which is committed before End renders the stream's
+// last event. End then renders that event's Response from the copy and
+// the items rendered here, so neither a nor the bytes appended may change
+// until End.
 func (r *Renderer) StoredResponse(dst []byte, a *wire.Answer) []byte {
-	b, _ := r.finished(a)
-	dst = slices.Grow(dst, len(b)-(r.doneOut[1]-r.doneOut[0])+len("[]"))
-	dst = append(dst, b[:r.doneOut[0]]...)
-	dst = append(dst, "[]"...)
-	return append(dst, b[r.doneOut[1]:]...)
+	id := responseID(r.req, a)
+	items := outputItems(a, id)
+	start := len(dst)
+	dst, out := appendResponseAt(dst, r.req, a, id, nil, false)
+	r.doneFor, r.done, r.doneOut, r.doneItems = a, dst[start:], out[0]-start, items
+	return dst
 }
 
-// finished returns the finished Response object of a, with its output
-// items, rendered on the first call for a and kept for the next.
-func (r *Renderer) finished(a *wire.Answer) (response []byte, items [][]byte) {
-	if r.doneFor != a || r.done == nil {
-		id := responseID(r.req, a)
-		r.doneItems = outputItems(a, id)
-		r.done, r.doneOut = appendResponseAt(r.done[:0], r.req, a, id, r.doneItems, false)
-		r.doneFor = a
+// appendFinished appends a's finished Response with its output items:
+// the stored copy with the items in its empty output when StoredResponse
+// rendered one for a, else rendered anew.
+func (r *Renderer) appendFinished(dst []byte, a *wire.Answer, items [][]byte) []byte {
+	if r.doneFor != a {
+		return appendResponse(dst, r.req, a, r.id, items, false)
 	}
-	return r.done, r.doneItems
+	dst = append(dst, r.done[:r.doneOut]...)
+	dst = appendItemArray(dst, items)
+	return append(dst, r.done[r.doneOut+len("[]"):]...)
 }
 
 // start appends response.created and response.in_progress once.

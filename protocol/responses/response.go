@@ -333,7 +333,12 @@ func responseStatus(a *wire.Answer, inProgress bool) (status, reason string) {
 
 // appendOutput appends the "output" member: the items, in order.
 func appendOutput(dst []byte, items [][]byte) []byte {
-	dst = append(dst, `,"output":[`...)
+	return appendItemArray(append(dst, `,"output":`...), items)
+}
+
+// appendItemArray appends the array of items.
+func appendItemArray(dst []byte, items [][]byte) []byte {
+	dst = append(dst, '[')
 	for i, it := range items {
 		if i > 0 {
 			dst = append(dst, ',')
