@@ -98,6 +98,10 @@ type request struct {
 	// respReq is a stored Responses request (see nameResponse): its
 	// answer's commit keeps the Response object returned (responseOf).
 	respReq *wire.Request
+	// storedBy renders respReq's Response object from the rendering its
+	// stream's last event carries (a streamed answer: storeFrom); nil
+	// for any other.
+	storedBy storedRenderer
 	// render renders an error in the client's protocol (nil: OpenAI's);
 	// route names the exchange's route in metrics and logs ("": chat).
 	render   func(*apierr.Error) []byte

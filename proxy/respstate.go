@@ -140,8 +140,32 @@ func nameResponse(x *exchange, req *wire.Request) {
 // (history.Message.Response) for GET /v1/responses/{id}. nil for any
 // other exchange.
 func (x *exchange) responseOf(a *wire.Answer) []byte {
-	if x.respReq == nil {
+	switch {
+	case x.respReq == nil:
 		return nil
+	case x.storedBy != nil:
+		return x.storedBy.StoredResponse(nil, a)
 	}
 	return responses.AppendStoredResponse(nil, x.respReq, a)
 }
+
+// storeFrom has the stored Response object of req's answer rendered by
+// ren, the renderer of its stream, from the Response its last event
+// carries, when req is a stored Responses request. Only where the answer
+// committed is the answer ren ends the stream with, unchanged
+// (pipeline.Stream): the history tools' rounds drop parts of it in
+// between.
+func (x *exchange) storeFrom(ren wire.Renderer, req *wire.Request) {
+	if sr, ok := ren.(storedRenderer); ok && req == x.respReq {
+		x.storedBy = sr
+	}
+}
+
+// storedRenderer is a stream's renderer that renders the stored
+// Response object of the answer it renders the end of
+// (responses.Renderer.StoredResponse).
+type storedRenderer interface {
+	StoredResponse(dst []byte, a *wire.Answer) []byte
+}
+
+var _ storedRenderer = (*responses.Renderer)(nil)

@@ -127,6 +127,7 @@ func (s *Server) relaySeam(ctx context.Context, rc *fasthttp.RequestCtx, x *exch
 		var ren wire.Renderer
 		if !same {
 			ren = newRenderer(x, p, req)
+			x.storeFrom(ren, req)
 		}
 		return pipeline.Stream(w, upstream, x, up.upstream.NewAssembler(), s.cfg.MaxResponseBytes, ren, same, record)
 	})

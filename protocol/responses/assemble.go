@@ -57,6 +57,14 @@ func (a *Assembler) Relay(name, data []byte) (finished, done bool, err error) {
 			a.last, a.lastData = m, data
 			return false, false, nil
 		}
+		// A finished item, the other event the answer needs, is read
+		// from the same pass as Event would read it (its output_index a
+		// number: Event reads a string's digits too).
+		if ok && m.typ == "response.output_item.done" && m.index.Type == gjson.Number {
+			a.keepItem(m.index.Int(), m.item.Raw)
+			a.last, a.lastData = m, data
+			return false, false, nil
+		}
 	}
 	_, done, err = a.Event(nil, name, data)
 	return done, done, err
@@ -135,12 +143,9 @@ func (a *Assembler) Event(dst []wire.Delta, name, data []byte) ([]wire.Delta, bo
 				CallID: strings.Clone(ev.Get("item_id").Str), Text: strings.Clone(ev.Get("delta").Str)})
 		}
 	case "response.output_item.done":
-		if a.itemDone == nil {
-			a.itemDone = map[int64][]byte{}
-		}
 		idx := ev.Get("output_index").Int()
 		item := ev.Get("item")
-		a.itemDone[idx] = []byte(item.Raw)
+		a.keepItem(idx, item.Raw)
 		if n, ok := a.reasoning[idx]; ok && item.Get("type").Str == typeReasoning {
 			// The finished item carries encrypted_content, which a client
 			// that asked for it reads from this event and sends back.
@@ -194,6 +199,15 @@ func (a *Assembler) Answer() (wire.Answer, error) {
 	}
 	a.answer, a.read = ans, true
 	return ans, nil
+}
+
+// keepItem keeps a copy of item, the finished item at output index i
+// (Answer's when the final Response has no output).
+func (a *Assembler) keepItem(i int64, item string) {
+	if a.itemDone == nil {
+		a.itemDone = map[int64][]byte{}
+	}
+	a.itemDone[i] = []byte(item)
 }
 
 // endsAnswer reports whether events of type typ are ones a relay's

@@ -165,3 +165,38 @@ func TestRelayRejectsWhatEventRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestRelayReadsAFinishedItemOnce: Relay keeps a finished item
+// (response.output_item.done) as Event keeps it, from the one pass that
+// also hands its members to the renderer relaying it (scanned), where the
+// item was read again to keep it and once more to relay it.
+func TestRelayReadsAFinishedItemOnce(t *testing.T) {
+	item := `{"id":"msg_1","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"a \"b\"\u00e9"}],"role":"assistant"}`
+	for _, tc := range []struct {
+		name, data string
+		once       bool // read in Relay's one pass
+	}{
+		{"an item", `{"type":"response.output_item.done","sequence_number":7,"output_index":0,"item":` + item + `}`, true},
+		{"its index after it", `{"type":"response.output_item.done","item":` + item + `,"output_index":2}`, true},
+		{"a duplicate index", `{"type":"response.output_item.done","output_index":1,"output_index":0,"item":` + item + `}`, true},
+		{"no item", `{"type":"response.output_item.done","output_index":0}`, true},
+		{"an index in a string", `{"type":"response.output_item.done","output_index":"1","item":` + item + `}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := []byte(tc.data)
+			event, relay := &Assembler{}, &Assembler{}
+			if _, _, err := event.Event(nil, nil, data); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := relay.Relay(nil, data); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := fmt.Sprint(relay.itemDone), fmt.Sprint(event.itemDone); got != want {
+				t.Errorf("got items %s, want %s", got, want)
+			}
+			if _, ok := relay.scanned(data); ok != tc.once {
+				t.Errorf("got the members handed on %v, want %v", ok, tc.once)
+			}
+		})
+	}
+}

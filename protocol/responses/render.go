@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -48,6 +49,14 @@ type Renderer struct {
 	edits   []edit     // the spans of the event being relayed to replace
 	data    []byte     // the data of an event of several data lines
 	from    *Assembler // the assembler whose Relay read the events, if known
+
+	// The stored copy of the finished Response of the answer doneFor
+	// (StoredResponse's, its output empty at done[doneOut:doneOut+2]) and
+	// its items, from which End renders the Response again.
+	doneFor   *wire.Answer
+	done      []byte
+	doneOut   int
+	doneItems [][]byte
 }
 
 // rItem is one output item being streamed.
@@ -202,7 +211,10 @@ func (Ingress) AppendErrorEvent(dst []byte, status int, typ, code, param, messag
 func (r *Renderer) End(dst []byte, a *wire.Answer) []byte {
 	dst = r.start(dst)
 	r.id = responseID(r.req, a)
-	items := outputItems(a, r.id)
+	items := r.doneItems
+	if r.doneFor != a {
+		items = outputItems(a, r.id)
+	}
 	dst = r.closeItem(dst, items)
 	for len(r.items) < len(r.relayed) { // relayed (Event), closed as they came
 		r.items = append(r.items, &rItem{closed: true})
@@ -215,8 +227,35 @@ func (r *Renderer) End(dst []byte, a *wire.Answer) []byte {
 		typ = "response.incomplete"
 	}
 	return r.event(dst, typ, func(b []byte) []byte {
-		return appendResponse(append(b, `,"response":`...), r.req, a, r.id, items, false)
+		return r.appendFinished(append(b, `,"response":`...), a, items)
 	})
+}
+
+// StoredResponse appends what AppendStoredResponse appends for r's
+// request and a, the answer End is to render: the stored copy of the
+// finished Response, which is committed before End renders the stream's
+// last event. End then renders that event's Response from the copy and
+// the items rendered here, so neither a nor the bytes appended may change
+// until End.
+func (r *Renderer) StoredResponse(dst []byte, a *wire.Answer) []byte {
+	id := responseID(r.req, a)
+	items := outputItems(a, id)
+	start := len(dst)
+	dst, out := appendResponseAt(dst, r.req, a, id, nil, false)
+	r.doneFor, r.done, r.doneOut, r.doneItems = a, dst[start:], out[0]-start, items
+	return dst
+}
+
+// appendFinished appends a's finished Response with its output items:
+// the stored copy with the items in its empty output when StoredResponse
+// rendered one for a, else rendered anew.
+func (r *Renderer) appendFinished(dst []byte, a *wire.Answer, items [][]byte) []byte {
+	if r.doneFor != a {
+		return appendResponse(dst, r.req, a, r.id, items, false)
+	}
+	dst = append(dst, r.done[:r.doneOut]...)
+	dst = appendItemArray(dst, items)
+	return append(dst, r.done[r.doneOut+len("[]"):]...)
 }
 
 // start appends response.created and response.in_progress once.
@@ -226,6 +265,7 @@ func (r *Renderer) start(dst []byte) []byte {
 	}
 	r.started = true
 	r.id = responseID(r.req, nil)
+	dst = slices.Grow(dst, startRoom)
 	// The two events carry the same in-progress Response: rendered once,
 	// into the first, and copied into the second.
 	var at int
@@ -238,6 +278,13 @@ func (r *Renderer) start(dst []byte) []byte {
 		return append(b, object...)
 	})
 }
+
+// startRoom is the room start makes for a stream's first events, in one
+// allocation where appending them grew the buffer half a dozen times:
+// response.created and response.in_progress, each carrying the
+// in-progress Response (about 1 KiB with the request's settings), and
+// the first output's events after them.
+const startRoom = 4 << 10
 
 // open closes the open item and opens one of type typ.
 func (r *Renderer) open(dst []byte, typ string, set ...func(*rItem)) ([]byte, *rItem) {

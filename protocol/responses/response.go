@@ -224,6 +224,13 @@ func appendCallItem(b []byte, id, status, callID, name, args string) []byte {
 // completed_at is a completed answer's a.Completed (created_at when
 // earlier or unknown), null while in progress or when incomplete.
 func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, items [][]byte, inProgress bool) []byte {
+	dst, _ = appendResponseAt(dst, req, a, id, items, inProgress)
+	return dst
+}
+
+// appendResponseAt is appendResponse, and where its output array (its
+// "[" to its "]") stands in the returned slice: output[0] to output[1].
+func appendResponseAt(dst []byte, req *wire.Request, a *wire.Answer, id string, items [][]byte, inProgress bool) (out []byte, output [2]int) {
 	var body, upstream gjson.Result
 	if req.Protocol == wire.Responses && len(req.Body) > 0 {
 		body = parse(req.Body)
@@ -272,7 +279,9 @@ func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, it
 	dst = s.append(dst, eMaxOutputTokens)
 	dst = s.append(dst, eMaxToolCalls)
 	dst = gjson.AppendJSONString(append(dst, `,"model":`...), model)
+	output[0] = len(dst) + len(`,"output":`)
 	dst = appendOutput(dst, items)
+	output[1] = len(dst)
 	dst = s.append(dst, eParallelToolCalls)
 	dst = s.append(dst, ePresencePenalty)
 	dst = s.append(dst, eFrequencyPenalty)
@@ -304,7 +313,7 @@ func appendResponse(dst []byte, req *wire.Request, a *wire.Answer, id string, it
 	} else {
 		dst = append(dst, "null"...)
 	}
-	return append(dst, '}')
+	return append(dst, '}'), output
 }
 
 // responseStatus is a response's status, and the reason when it is
@@ -324,7 +333,12 @@ func responseStatus(a *wire.Answer, inProgress bool) (status, reason string) {
 
 // appendOutput appends the "output" member: the items, in order.
 func appendOutput(dst []byte, items [][]byte) []byte {
-	dst = append(dst, `,"output":[`...)
+	return appendItemArray(append(dst, `,"output":`...), items)
+}
+
+// appendItemArray appends the array of items.
+func appendItemArray(dst []byte, items [][]byte) []byte {
+	dst = append(dst, '[')
 	for i, it := range items {
 		if i > 0 {
 			dst = append(dst, ',')

@@ -85,6 +85,12 @@ func streamThrough(tb testing.TB, dst []byte, req *wire.Request, stream []byte) 
 // relayThrough is streamThrough relaying: each event read by the
 // Assembler's Relay and rendered by the Renderer's Event, then End.
 func relayThrough(tb testing.TB, dst []byte, req *wire.Request, stream []byte) []byte {
+	return relayStored(tb, dst, req, stream, nil)
+}
+
+// relayStored is relayThrough for a stored request: stored renders the
+// stored copy of the finished Response, as the commit does before End.
+func relayStored(tb testing.TB, dst []byte, req *wire.Request, stream []byte, stored func(*Renderer, *wire.Answer) []byte) []byte {
 	er := chat.NewEventReader(bytes.NewReader(stream), 1<<20)
 	asm := Upstream{}.NewAssembler()
 	ren := Ingress{}.NewRenderer(req).(*Renderer)
@@ -107,6 +113,9 @@ func relayThrough(tb testing.TB, dst []byte, req *wire.Request, stream []byte) [
 		tb.Fatal(err)
 	}
 	a.ResponseID, a.Created, a.Completed = req.ResponseID, req.Created, req.Created+1
+	if stored != nil && len(stored(ren, &a)) == 0 {
+		tb.Fatal("no stored Response")
+	}
 	return ren.End(dst, &a)
 }
 
@@ -116,6 +125,15 @@ func BenchmarkStreamNative(b *testing.B) { benchStream(b, streamThrough) }
 // by the Assembler's Relay and rendered by the Renderer's Event, as a
 // Responses client of a Responses upstream gets them.
 func BenchmarkStreamRelay(b *testing.B) { benchStream(b, relayThrough) }
+
+// BenchmarkStreamRelayStored is BenchmarkStreamRelay for a stored
+// request, as the proxy relays one: the stored copy of the finished
+// Response rendered for the commit, then End.
+func BenchmarkStreamRelayStored(b *testing.B) {
+	benchStream(b, func(tb testing.TB, dst []byte, req *wire.Request, stream []byte) []byte {
+		return relayStored(tb, dst, req, stream, func(ren *Renderer, a *wire.Answer) []byte { return ren.StoredResponse(nil, a) })
+	})
+}
 
 // benchStream benchmarks the upstream stream through through.
 func benchStream(b *testing.B, through func(testing.TB, []byte, *wire.Request, []byte) []byte) {
