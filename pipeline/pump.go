@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/recallproxy/recall/internal/apierr"
 	"github.com/recallproxy/recall/protocol/chat"
@@ -30,7 +31,12 @@ import (
 // nor the answer's canonical message: an assembler that can
 // (wire.Relayer) reads the events and the answer without them.
 func Pump(r io.Reader, asm wire.Assembler, max int, relay bool, onEvent func(raw []byte, deltas []wire.Delta, last bool) error) (wire.Answer, error) {
-	er := chat.NewEventReader(r, max)
+	er := eventReaders.Get().(*chat.EventReader)
+	er.Reset(r, max)
+	defer func() {
+		er.Reset(nil, max)
+		eventReaders.Put(er)
+	}()
 	var deltas []wire.Delta
 	rl, _ := asm.(wire.Relayer)
 	if !relay {
@@ -96,6 +102,10 @@ func Pump(r io.Reader, asm wire.Assembler, max int, relay bool, onEvent func(raw
 	}
 	return a, nil
 }
+
+// eventReaders recycles the pump's event readers and their buffers, one a
+// stream: nothing holds an event past Pump (an UpstreamEvent is a copy).
+var eventReaders = sync.Pool{New: func() any { return new(chat.EventReader) }}
 
 // UpstreamEvent is a stream that ended with the upstream's own error
 // event (Raw, as it came).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -45,7 +46,8 @@ type Upstream interface {
 //
 // work reads up, a read that waits on the upstream for idle ending the
 // exchange (owned's Cancel), writes the client's stream to w, and returns
-// nil only if it wrote everything it meant to. Relay then flushes w,
+// nil only if it wrote everything it meant to, and must not keep w
+// past returning (w is recycled). Relay then flushes w,
 // waits until the server has written every byte to the connection
 // (out.Wait), reads what is left of up (the last chunk of a
 // body whose answer has ended, so that its connection is reused), and
@@ -75,7 +77,12 @@ func Relay(ctx context.Context, owned Owned, out Body, up Upstream, idle time.Du
 	// A stream that sends nothing for idle is ended.
 	t := time.AfterFunc(idle, owned.Cancel)
 	defer t.Stop()
-	w := bufio.NewWriter(out)
+	w := relayWriters.Get().(*bufio.Writer)
+	w.Reset(out)
+	defer func() {
+		w.Reset(nil)
+		relayWriters.Put(w)
+	}()
 	err := work(w, &idleReader{r: up, t: t, d: idle})
 	if ferr := w.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("%w: %w", ErrClientGone, ferr)
@@ -93,6 +100,10 @@ func Relay(ctx context.Context, owned Owned, out Body, up Upstream, idle time.Du
 	}
 	end(err)
 }
+
+// relayWriters recycles the relays' buffered writers (4 KiB each), one a
+// stream: work must not keep its writer past returning.
+var relayWriters = sync.Pool{New: func() any { return bufio.NewWriter(nil) }}
 
 // Bound returns up's body bounded as Relay bounds the first answer's: a
 // read that waits on the upstream for idle, or past ctx's end, is

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -15,6 +16,10 @@ type clientConn struct {
 	sock.Coarse
 	sc    syscall.Conn
 	state atomic.Int32 // its last fasthttp.ConnState (connTracker)
+	// holding and held are a held write (HoldNext): fasthttp's goroutine
+	// alone reads and writes them.
+	holding bool
+	held    *[]byte
 }
 
 func (c *clientConn) SyscallConn() (syscall.RawConn, error) { return c.sc.SyscallConn() }
@@ -35,3 +40,45 @@ func (l coarseListener) Accept() (net.Conn, error) {
 	}
 	return &clientConn{Coarse: sock.Coarse{Conn: c}, sc: sc}, nil
 }
+
+// HoldNext holds the connection's next write, to be written with the one
+// after it (streambody.Coalescer): a stream's last chunk and the last
+// chunk that ends it go in one write. Only fasthttp's goroutine for the
+// connection writes to it and calls this and Release.
+func (c *clientConn) HoldNext() { c.holding = true }
+
+// Release writes what is held, if anything.
+func (c *clientConn) Release() error {
+	c.holding = false
+	if c.held == nil {
+		return nil
+	}
+	_, err := c.Write(nil)
+	return err
+}
+
+func (c *clientConn) Write(p []byte) (int, error) {
+	switch {
+	case c.holding:
+		c.holding = false
+		c.held = heldWrites.Get().(*[]byte)
+		*c.held = append((*c.held)[:0], p...)
+		return len(p), nil
+	case c.held == nil:
+		return c.Coarse.Write(p)
+	}
+	held := c.held
+	c.held = nil
+	defer heldWrites.Put(held)
+	b := append(*held, p...)
+	*held = b[:0]
+	n, err := c.Coarse.Write(b)
+	if n -= len(b) - len(p); n < 0 {
+		n = 0
+	}
+	return n, err
+}
+
+// heldWrites recycles the buffers of held writes (a stream's last chunk
+// and the last chunk after it).
+var heldWrites = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}

@@ -63,6 +63,9 @@ func (s *Server) relay(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange
 	out := streambody.New(streamBodyMax)
 	rc.SetBodyStream(out, -1)
 	x.life.conn = rc.Conn()
+	if c, ok := x.life.conn.(*clientConn); ok {
+		out.Coalesce(c)
+	}
 	// The hand-over: x is the relay's from here.
 	go func() {
 		defer s.inflight.Done()
@@ -81,8 +84,9 @@ func (s *Server) relay(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange
 }
 
 var (
-	_ pipeline.Body     = (*streambody.Body)(nil)
-	_ pipeline.Upstream = (*upstreamStream)(nil)
+	_ pipeline.Body        = (*streambody.Body)(nil)
+	_ streambody.Coalescer = (*clientConn)(nil)
+	_ pipeline.Upstream    = (*upstreamStream)(nil)
 )
 
 // upstreamStream is an upstream's streamed answer as a relay reads it

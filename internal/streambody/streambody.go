@@ -36,6 +36,7 @@ type Body struct {
 	result  error         // what fasthttp's write ended with (nil: all written)
 	pooled  [2]*[]byte    // the pool's holders of buf and spare, given back by release
 	started chan struct{} // closed at the first write, or at the end of the writer's side
+	conn    Coalescer     // the connection, asked to hold the stream's last chunk (Coalesce)
 }
 
 // ErrClosed is a write after fasthttp closed the body stream without an
@@ -140,6 +141,11 @@ func (b *Body) Read(p []byte) (int, error) {
 			n := copy(p, b.buf)
 			if n == len(b.buf) {
 				b.buf, b.spare = b.spare[:0], b.buf[:0]
+				if b.ended && b.conn != nil {
+					// The last bytes: fasthttp writes them as a chunk,
+					// then, at the next read (io.EOF), the last chunk.
+					b.conn.HoldNext()
+				}
 			} else {
 				b.buf = b.buf[:copy(b.buf, b.buf[n:])]
 			}
@@ -159,6 +165,13 @@ func (b *Body) Read(p []byte) (int, error) {
 // then the stream did not reach its end, and Wait says so). Writes fail
 // from then on.
 func (b *Body) CloseWithError(err error) error {
+	if b.conn != nil {
+		// What the connection holds goes now, whatever fasthttp did
+		// after the last read (written on its goroutine, as this is).
+		if rerr := b.conn.Release(); err == nil {
+			err = rerr
+		}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -193,3 +206,24 @@ func (b *Body) Wait() error {
 	}
 	return b.err
 }
+
+// A Coalescer is the connection fasthttp writes a Body's stream to, when
+// it can hold one write and send it with the next. fasthttp flushes each
+// chunk it reads from a Body on its own, the stream's last bytes and the
+// last chunk ("0\r\n") that ends it included: two writes, and two
+// wake-ups of the client, where one does.
+type Coalescer interface {
+	// HoldNext holds the connection's next write, to be written with the
+	// one after it in one.
+	HoldNext()
+	// Release writes what is held, if anything.
+	Release() error
+}
+
+// Coalesce makes the read that takes the stream's last bytes (the
+// writer's side has ended) ask c to hold them, so that they go to the
+// connection with the last chunk fasthttp writes next. CloseWithError
+// releases what c still holds: nothing is held past the stream. c is
+// called on fasthttp's goroutine, the one that reads b and writes to c.
+// Call Coalesce before fasthttp reads b.
+func (b *Body) Coalesce(c Coalescer) { b.conn = c }

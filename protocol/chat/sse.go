@@ -14,6 +14,10 @@ var ErrEventTooLarge = errors.New("chat: sse event too large")
 // defaultMaxEvent bounds an event when NewEventReader is given no bound.
 const defaultMaxEvent = 1 << 20
 
+// keptBuffer is the largest buffer Reset keeps: a recycled reader should
+// not hold on to what one large event needed.
+const keptBuffer = 64 << 10
+
 // Event is one server-sent event.
 type Event struct {
 	// Raw is every byte of the event as read, including its terminating
@@ -62,11 +66,29 @@ type finder struct{ at, to int }
 // size of one event in bytes (1 MiB when maxEvent <= 0); the reader buffers
 // at most that much.
 func NewEventReader(r io.Reader, maxEvent int) *EventReader {
+	er := new(EventReader)
+	er.Reset(r, maxEvent)
+	return er
+}
+
+// Reset makes er a reader of the events of r, as NewEventReader(r,
+// maxEvent) returns, reusing er's buffers: a reader recycled from one
+// stream to the next (a sync.Pool) allocates nothing for the next. A buffer
+// a large event grew past keptBuffer is dropped, not kept. The events er
+// returned before are no longer valid.
+func (er *EventReader) Reset(r io.Reader, maxEvent int) {
 	if maxEvent <= 0 {
 		maxEvent = defaultMaxEvent
 	}
 	maxEvent = min(maxEvent, math.MaxInt/2)
-	return &EventReader{r: r, max: maxEvent, buf: make([]byte, min(4096, maxEvent+1)), lf: finder{at: -1}, cr: finder{at: -1}}
+	buf, size, data := er.buf, min(4096, maxEvent+1), er.data[:0]
+	if cap(buf) < size || cap(buf) > keptBuffer {
+		buf = make([]byte, size)
+	}
+	if cap(data) > keptBuffer {
+		data = nil
+	}
+	*er = EventReader{r: r, max: maxEvent, buf: buf[:size], data: data, lf: finder{at: -1}, cr: finder{at: -1}}
 }
 
 // Next returns the next event. A final event not terminated by a blank line
