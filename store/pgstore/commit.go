@@ -376,7 +376,7 @@ func (s *Store) commit(ctx context.Context, conn *pgx.Conn, k history.Key, c his
 	}
 	b.Queue(upsertSQL, k.Tenant, k.Conversation, int64(next.Version), next.UpdatedAt, mv, docs, terms, int32(next.Summaries), int64(next.Incarnation), sv, summaryThrough(&next))
 	if rel != nil {
-		b.Queue(releaseSQL, rel.name, rel.holder)
+		b.Queue(freeRowSQL, rel.name, rel.holder)
 	}
 	b.Queue("COMMIT")
 	*wrote = true

@@ -27,3 +27,7 @@ var LoadSQL = loadPlainSQL
 // TakingSQL is the reads that take an exchange's lease in their own
 // statement (load's and follow's).
 var TakingSQL = []string{loadTakingSQL, followTakingSQL}
+
+// The statements that write a lease row on their own (they commit
+// lazily), and FreeRowSQL, which frees one in a commit's transaction.
+const ReleaseSQL, RenewSQL, UnqueueSQL, FreeRowSQL = releaseSQL, renewSQL, unqueueSQL, freeRowSQL

@@ -24,6 +24,24 @@ import (
 // (sweepSQL), so that the table holds the names in use, not every name
 // ever leased.
 
+// A lease row's write commits lazily (lazySQL, in the statement's
+// RETURNING: synchronous_commit off for the statement's transaction): a
+// take, a renewal, a place in the queue and a release are visible to
+// every other process as soon as they commit, and return without
+// waiting for the WAL's flush, which a read that takes an exchange's
+// lease would otherwise wait for on every request that a replica serves
+// after another (one replica holds its leases in memory, without that
+// wait). The next durable commit flushes them with its own. A lease
+// write lost with the server (a crash before the flush) misleads only
+// the order of the work, not its outcome: commits and summaries are
+// checked against the stored head, and a lease row whose release was
+// lost expires (Options.Lease). The commits that free a lease in their
+// own statement stay durable.
+
+// lazySQL makes the transaction of the statement whose RETURNING
+// evaluates it commit without waiting for the WAL's flush.
+const lazySQL = `set_config('synchronous_commit', 'off', true)`
+
 // freeSQL is the SET clause that frees a lease row: no holder (no take
 // or check of a holder matches it), expired since now (the sweep's
 // clock).
@@ -54,19 +72,20 @@ took AS (
   SELECT $1, $2, clock_timestamp() + $3 * interval '1 microsecond' WHERE NOT EXISTS (SELECT FROM ahead)
   ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
   WHERE recall_leases.holder IN ('', excluded.holder) OR recall_leases.expires_at < clock_timestamp()
-  RETURNING true AS ok),
+  RETURNING true AS ok, ` + lazySQL + `),
 served AS (
   UPDATE recall_leases ` + freeSQL + ` WHERE name = 'next ' || $1 AND holder = $4 AND EXISTS (SELECT FROM took)),
 queued AS (
   INSERT INTO recall_leases (name, holder, expires_at)
   SELECT 'next ' || $1, $4, clock_timestamp() + $6 * interval '1 microsecond' WHERE $5 AND NOT EXISTS (SELECT FROM took)
   ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-  WHERE recall_leases.holder IN ('', excluded.holder) OR recall_leases.expires_at < clock_timestamp())
+  WHERE recall_leases.holder IN ('', excluded.holder) OR recall_leases.expires_at < clock_timestamp()
+  RETURNING ` + lazySQL + `)
 SELECT ok FROM took`
 
 // unqueueSQL frees this Store's place in the lease's queue ($1 the
 // lease's name, $2 the Store).
-const unqueueSQL = `UPDATE recall_leases ` + freeSQL + ` WHERE name = 'next ' || $1 AND holder = $2`
+const unqueueSQL = `UPDATE recall_leases ` + freeSQL + ` WHERE name = 'next ' || $1 AND holder = $2 RETURNING ` + lazySQL
 
 // queuePlace is how long a Store's place in a lease's queue outlives its
 // last try: longer than the longest pause between two tries (15 ms, see
@@ -76,10 +95,14 @@ const unqueueSQL = `UPDATE recall_leases ` + freeSQL + ` WHERE name = 'next ' ||
 const queuePlace = time.Second
 
 const renewSQL = `UPDATE recall_leases SET expires_at = clock_timestamp() + $3 * interval '1 microsecond'
-WHERE name = $1 AND holder = $2`
+WHERE name = $1 AND holder = $2 RETURNING ` + lazySQL
 
-// releaseSQL frees the lease $1 if holder $2 holds it.
-const releaseSQL = `UPDATE recall_leases ` + freeSQL + ` WHERE name = $1 AND holder = $2`
+// freeRowSQL frees the lease $1 if holder $2 holds it, in the caller's
+// transaction, as durable as that is (a commit's).
+const freeRowSQL = `UPDATE recall_leases ` + freeSQL + ` WHERE name = $1 AND holder = $2`
+
+// releaseSQL is freeRowSQL on its own: it commits lazily.
+const releaseSQL = freeRowSQL + ` RETURNING ` + lazySQL
 
 // idleLease is how long a lease row stays free (or expired) before the
 // sweep deletes it: a conversation idle for longer makes its row again
@@ -548,13 +571,13 @@ took AS (
   UPDATE recall_leases SET holder = $%[2]d, expires_at = clock_timestamp() + $%[3]d * interval '1 microsecond'
   WHERE ctid = (SELECT rid FROM l) AND xmin = (SELECT x FROM l) AND holder = '' AND (SELECT holder FROM l) = ''
     AND NOT EXISTS (SELECT FROM queued)
-  RETURNING 1),
+  RETURNING `+lazySQL+`),
 made AS (
   INSERT INTO recall_leases (name, holder, expires_at)
   SELECT $%[1]d, $%[2]d, clock_timestamp() + $%[3]d * interval '1 microsecond'
   WHERE NOT EXISTS (SELECT FROM l) AND NOT EXISTS (SELECT FROM queued)
   ON CONFLICT (name) DO NOTHING
-  RETURNING 1),
+  RETURNING `+lazySQL+`),
 got AS (SELECT FROM took UNION ALL SELECT FROM made),
 `, n, n+1, n+2)
 }
