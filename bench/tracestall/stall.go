@@ -31,6 +31,13 @@ type Report struct {
 	// of the process ran.
 	Ran, Ranges []Share
 	Unrun       time.Duration
+	// Silent is the windows' time in silences: stretches of Silence or
+	// more in which the trace holds no event of any thread. A goroutine
+	// that computes that long is preempted, an event, so a silence is
+	// the kernel keeping the whole process off the CPU, even where the
+	// trace shows a goroutine running through it. It overlaps Ran and
+	// Unrun.
+	Silent time.Duration
 }
 
 // A Window is a stretch of the trace in which some goroutine waited
@@ -57,6 +64,13 @@ type interval struct {
 	name string
 }
 
+// Silence is the shortest stretch without an event that Analyze counts
+// as the process off the CPU: the scheduler preempts a goroutine that has
+// run 10 ms (forcePreemptNS) when its monitor next looks, at most 10 ms
+// later, and a preemption is an event. Shorter silences may be a
+// goroutine computing.
+const Silence = 20 * time.Millisecond
+
 // reading is the state of one pass over a trace.
 type reading struct {
 	name      map[trace.GoID]string
@@ -66,6 +80,7 @@ type reading struct {
 	spans     []interval // a goroutine running
 	waits     []interval // a goroutine runnable, not running
 	ranges    []interval
+	silences  []interval // no event of any thread for Silence or more
 	first, at trace.Time
 }
 
@@ -102,6 +117,8 @@ func (rd *reading) event(ev trace.Event) {
 	t := ev.Time()
 	if rd.first == 0 {
 		rd.first = t
+	} else if time.Duration(t-rd.at) >= Silence {
+		rd.silences = append(rd.silences, interval{a: rd.at, b: t})
 	}
 	rd.at = t
 	switch ev.Kind() {
@@ -215,6 +232,10 @@ func (rd *reading) report(threshold time.Duration) *Report {
 		if unrun > 0 {
 			byWin[i]["(nothing of the process ran)"] = unrun
 		}
+		if silent := overlap(rd.silences, w); silent > 0 {
+			r.Silent += silent
+			byWin[i]["(the process silent: off the CPU)"] = silent
+		}
 		r.Windows = append(r.Windows, Window{At: time.Duration(w.a - rd.first), Length: length, By: shares(byWin[i], nil)})
 	}
 	slices.SortStableFunc(r.Windows, func(a, b Window) int { return cmp.Compare(b.Length, a.Length) })
@@ -266,6 +287,15 @@ func windowAfter(wins []interval, t trace.Time) int {
 	return i
 }
 
+// overlap is how much of w ivs (in time order, disjoint) cover.
+func overlap(ivs []interval, w interval) time.Duration {
+	var d time.Duration
+	for i := windowAfter(ivs, w.a); i < len(ivs) && ivs[i].a < w.b; i++ {
+		d += time.Duration(min(ivs[i].b, w.b) - max(ivs[i].a, w.a))
+	}
+	return d
+}
+
 // union is how much of the clock ivs cover together.
 func union(ivs []interval) time.Duration {
 	slices.SortFunc(ivs, func(a, b interval) int { return cmp.Compare(a.a, b.a) })
@@ -299,6 +329,8 @@ func (r *Report) Write(w io.Writer, n int) {
 		r.Length.Seconds(), r.Waits, ms(r.P50), ms(r.P99), ms(r.P999), ms(r.MaxWait))
 	fmt.Fprintf(w, "%d waits of %s or more, in %d windows covering %s (%.2f%% of the trace); nothing of the process ran for %s of them\n",
 		r.Stalls, ms(r.Threshold), len(r.Windows), ms(r.Stalled), 100*float64(r.Stalled)/float64(r.Length), ms(r.Unrun))
+	fmt.Fprintf(w, "the process was silent (no event of any thread for %s or more: the kernel kept it off the CPU) for %s of them\n",
+		ms(Silence), ms(r.Silent))
 	list := func(title string, ss []Share) {
 		fmt.Fprintf(w, "\n%s (in the windows, share of the windows | of the whole trace):\n", title)
 		for i, s := range ss {
