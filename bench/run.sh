@@ -93,8 +93,9 @@
 # waited on in it, by stack (trace-ROW-sync.txt: go tool trace -pprof=sync;
 # -net.txt for the poller, where the durable commit's fsync waits) and
 # what held the processor while requests waited 8 ms or more for it
-# (trace-ROW-stalls.txt: bench/tracestall, ending with how much of the
-# proxy's core other processes took meanwhile); Recall runs with
+# (trace-ROW-stalls.txt: bench/tracestall, with the samples of a CPU
+# profile taken beside the trace, trace-ROW-cpu.pb, and ending with how
+# much of the proxy's core other processes took meanwhile); Recall runs with
 # GODEBUG=gctrace=1 (its GC lines in recall.log).
 set -euo pipefail
 
@@ -296,7 +297,10 @@ load() {
 		# the measured part: from the end of the warm-up, for DUR
 		local warm=${WARM%s}
 		[[ "$WARM" == *ms ]] && warm=$(awk -v ms="${WARM%ms}" 'BEGIN { print ms / 1000 }')
+		# A CPU profile beside the trace puts its samples in it (tracestall
+		# lists what they caught in the stalls).
 		(sleep "$warm" && core_use >"$WORK/trace-${label//\//-}.core" &&
+			{ curl -fsS -o "$WORK/trace-${label//\//-}-cpu.pb" "http://127.0.0.1:$PPROF_PORT/debug/pprof/profile?seconds=${DUR%s}" & } &&
 			curl -fsS -o "$WORK/trace-${label//\//-}.out" "http://127.0.0.1:$PPROF_PORT/debug/pprof/trace?seconds=${DUR%s}" &&
 			core_use >>"$WORK/trace-${label//\//-}.core") &
 		tracer=$!

@@ -38,6 +38,18 @@ type Report struct {
 	// trace shows a goroutine running through it. It overlaps Ran and
 	// Unrun.
 	Silent time.Duration
+	// Sampled is what the CPU profiler's samples in the windows caught
+	// computing (a trace holds them while a CPU profile is taken: run.sh
+	// takes one beside each trace), by innermost function and goroutine,
+	// most first.
+	Sampled []Count
+}
+
+// A Count is how many samples caught Name in the windows, and in the
+// whole trace.
+type Count struct {
+	Name        string
+	In, InTrace int
 }
 
 // A Window is a stretch of the trace in which some goroutine waited
@@ -81,7 +93,15 @@ type reading struct {
 	waits     []interval // a goroutine runnable, not running
 	ranges    []interval
 	silences  []interval // no event of any thread for Silence or more
+	samples   []sample   // the CPU profiler's, in time order
 	first, at trace.Time
+}
+
+// sample is one of the CPU profiler's samples: when, and what it
+// caught computing (innermost function, goroutine).
+type sample struct {
+	t    trace.Time
+	what string
 }
 
 // Analyze reads a trace from r and reports the scheduler waits of threshold or
@@ -126,6 +146,8 @@ func (rd *reading) event(ev trace.Event) {
 		if st := ev.StateTransition(); st.Resource.Kind == trace.ResourceGoroutine {
 			rd.transition(t, st)
 		}
+	case trace.EventStackSample:
+		rd.samples = append(rd.samples, sample{t: t, what: rd.sampled(ev)})
 	case trace.EventRangeBegin, trace.EventRangeActive:
 		rd.open[rangeKey(ev)] = t
 	case trace.EventRangeEnd:
@@ -225,6 +247,7 @@ func (rd *reading) report(threshold time.Duration) *Report {
 		add(x, x.name, rin, rTrace, false)
 	}
 	r.Ran, r.Ranges = shares(ran, ranTrace), shares(rin, rTrace)
+	r.Sampled = rd.sampledIn(wins)
 	for i, w := range wins {
 		length := time.Duration(w.b - w.a)
 		unrun := length - union(cover[i])
@@ -342,6 +365,15 @@ func (r *Report) Write(w io.Writer, n int) {
 	}
 	list("what ran", r.Ran)
 	list("runtime ranges", r.Ranges)
+	if len(r.Sampled) > 0 {
+		fmt.Fprintln(w, "\nCPU samples in the windows (innermost function (goroutine): in the windows | in the whole trace):")
+		for i, c := range r.Sampled {
+			if i == 15 {
+				break
+			}
+			fmt.Fprintf(w, "  %4d | %5d  %s\n", c.In, c.InTrace, short(c.Name))
+		}
+	}
 	fmt.Fprintln(w, "\nlongest windows:")
 	for i, win := range r.Windows {
 		if i == n {
@@ -369,4 +401,36 @@ func pct(d, of time.Duration) float64 {
 func short(name string) string {
 	name = strings.ReplaceAll(name, "github.com/recallproxy/recall/", "")
 	return strings.ReplaceAll(name, "github.com/", "")
+}
+
+// sampled names what a CPU sample caught: its innermost function, and
+// the goroutine's name in parentheses.
+func (rd *reading) sampled(ev trace.Event) string {
+	leaf := "(no stack)"
+	for f := range ev.Stack().Frames() {
+		leaf = f.Func
+		break
+	}
+	if g := ev.Goroutine(); g != trace.NoGoroutine {
+		return leaf + " (" + rd.goName(g) + ")"
+	}
+	return leaf + " (no goroutine)"
+}
+
+// sampledIn counts the samples in wins by what they caught, and in the
+// whole trace, most in wins first.
+func (rd *reading) sampledIn(wins []interval) []Count {
+	in, inTrace := map[string]int{}, map[string]int{}
+	for _, s := range rd.samples {
+		inTrace[s.what]++
+		if i := windowAfter(wins, s.t); i < len(wins) && wins[i].a <= s.t {
+			in[s.what]++
+		}
+	}
+	out := make([]Count, 0, len(in))
+	for n, c := range in {
+		out = append(out, Count{Name: n, In: c, InTrace: inTrace[n]})
+	}
+	slices.SortFunc(out, func(a, b Count) int { return cmp.Or(cmp.Compare(b.In, a.In), strings.Compare(a.Name, b.Name)) })
+	return out
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"runtime/trace"
 	"strings"
 	"sync/atomic"
@@ -114,5 +116,50 @@ func TestAnalyzeTellsTheKernelsTimeFromAGoroutines(t *testing.T) {
 	r.Write(&out, 3)
 	if !strings.Contains(out.String(), "(the process silent: off the CPU)") {
 		t.Errorf("no window names the freeze:\n%s", out.String())
+	}
+}
+
+// TestAnalyzeListsWhatTheSamplesCaught takes a CPU profile beside the
+// trace, as run.sh does: the samples in the windows must name the
+// goroutine that held the processor.
+func TestAnalyzeListsWhatTheSamplesCaught(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	if err := pprof.StartCPUProfile(io.Discard); err != nil {
+		t.Skipf("no CPU profile: %v", err)
+	}
+	var buf bytes.Buffer
+	if err := trace.Start(&buf); err != nil {
+		pprof.StopCPUProfile()
+		t.Fatal(err)
+	}
+	spun := make(chan struct{})
+	// Goroutines made every few hundred microseconds wait behind the
+	// spinner for the rest of its slice: windows, with the spinner in them.
+	go func() {
+		defer close(spun)
+		for start := time.Now(); time.Since(start) < 200*time.Millisecond; {
+			go func() {}()
+			spin(200 * time.Microsecond)
+		}
+	}()
+	<-spun
+	trace.Stop()
+	pprof.StopCPUProfile()
+
+	r, err := Analyze(&buf, 5*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range r.Sampled {
+		found = found || strings.Contains(c.Name, "(github.com/recallproxy/recall/bench/tracestall.TestAnalyzeListsWhatTheSamplesCaught.func1)")
+	}
+	if !found {
+		t.Errorf("no sample in the windows caught the spinner: %+v", r.Sampled)
+	}
+	var out bytes.Buffer
+	r.Write(&out, 3)
+	if !strings.Contains(out.String(), "CPU samples in the windows") {
+		t.Errorf("the report lists no samples:\n%s", out.String())
 	}
 }
