@@ -97,6 +97,10 @@ type reading struct {
 	first, at trace.Time
 }
 
+// sampleEvery is the CPU time a sample stands for at the CPU profiler's
+// default rate (100 Hz), which net/http/pprof's profile uses.
+const sampleEvery = 10 * time.Millisecond
+
 // sample is one of the CPU profiler's samples: when, and what it
 // caught computing (innermost function, goroutine).
 type sample struct {
@@ -366,7 +370,15 @@ func (r *Report) Write(w io.Writer, n int) {
 	list("what ran", r.Ran)
 	list("runtime ranges", r.Ranges)
 	if len(r.Sampled) > 0 {
-		fmt.Fprintln(w, "\nCPU samples in the windows (innermost function (goroutine): in the windows | in the whole trace):")
+		n := 0
+		for _, c := range r.Sampled {
+			n += c.In
+		}
+		// A sample is 10 ms of a thread's CPU time at the profiler's
+		// default rate: what the process computed in the windows, against
+		// their length, says how much of them the kernel gave to others.
+		fmt.Fprintf(w, "\nCPU samples in the windows: %d, about %s of CPU in the windows' %s (innermost function (goroutine): in the windows | in the whole trace):\n",
+			n, ms(time.Duration(n)*sampleEvery), ms(r.Stalled))
 		for i, c := range r.Sampled {
 			if i == 15 {
 				break

@@ -159,7 +159,7 @@ func TestAnalyzeListsWhatTheSamplesCaught(t *testing.T) {
 	}
 	var out bytes.Buffer
 	r.Write(&out, 3)
-	if !strings.Contains(out.String(), "CPU samples in the windows") {
+	if !strings.Contains(out.String(), "CPU samples in the windows: ") {
 		t.Errorf("the report lists no samples:\n%s", out.String())
 	}
 }
