@@ -58,6 +58,9 @@ type Count struct {
 type Window struct {
 	At, Length time.Duration
 	By         []Share
+	// Samples counts the CPU samples in the window (none without a CPU
+	// profile beside the trace).
+	Samples int
 }
 
 // A Share is the time a goroutine (named by the function it started
@@ -252,6 +255,7 @@ func (rd *reading) report(threshold time.Duration) *Report {
 	}
 	r.Ran, r.Ranges = shares(ran, ranTrace), shares(rin, rTrace)
 	r.Sampled = rd.sampledIn(wins)
+	perWin := rd.samplesPer(wins)
 	for i, w := range wins {
 		length := time.Duration(w.b - w.a)
 		unrun := length - union(cover[i])
@@ -263,7 +267,7 @@ func (rd *reading) report(threshold time.Duration) *Report {
 			r.Silent += silent
 			byWin[i]["(the process silent: off the CPU)"] = silent
 		}
-		r.Windows = append(r.Windows, Window{At: time.Duration(w.a - rd.first), Length: length, By: shares(byWin[i], nil)})
+		r.Windows = append(r.Windows, Window{At: time.Duration(w.a - rd.first), Length: length, By: shares(byWin[i], nil), Samples: perWin[i]})
 	}
 	slices.SortStableFunc(r.Windows, func(a, b Window) int { return cmp.Compare(b.Length, a.Length) })
 	return r
@@ -391,7 +395,11 @@ func (r *Report) Write(w io.Writer, n int) {
 		if i == n {
 			break
 		}
-		fmt.Fprintf(w, "  at %.3f s, %s:", win.At.Seconds(), ms(win.Length))
+		fmt.Fprintf(w, "  at %.3f s, %s", win.At.Seconds(), ms(win.Length))
+		if len(r.Sampled) > 0 {
+			fmt.Fprintf(w, " (CPU sampled: about %s)", ms(time.Duration(win.Samples)*sampleEvery))
+		}
+		fmt.Fprint(w, ":")
 		for j, s := range win.By {
 			if j == 5 {
 				break
@@ -427,6 +435,17 @@ func (rd *reading) sampled(ev trace.Event) string {
 		return leaf + " (" + rd.goName(g) + ")"
 	}
 	return leaf + " (no goroutine)"
+}
+
+// samplesPer counts the samples in each of wins.
+func (rd *reading) samplesPer(wins []interval) []int {
+	n := make([]int, len(wins))
+	for _, s := range rd.samples {
+		if i := windowAfter(wins, s.t); i < len(wins) && wins[i].a <= s.t {
+			n[i]++
+		}
+	}
+	return n
 }
 
 // sampledIn counts the samples in wins by what they caught, and in the

@@ -162,4 +162,15 @@ func TestAnalyzeListsWhatTheSamplesCaught(t *testing.T) {
 	if !strings.Contains(out.String(), "CPU samples in the windows: ") {
 		t.Errorf("the report lists no samples:\n%s", out.String())
 	}
+	perWindow := 0
+	for _, w := range r.Windows {
+		perWindow += w.Samples
+	}
+	inWindows := 0
+	for _, c := range r.Sampled {
+		inWindows += c.In
+	}
+	if perWindow != inWindows || perWindow == 0 {
+		t.Errorf("samples counted per window: got %d, want the %d in the windows", perWindow, inWindows)
+	}
 }
