@@ -93,7 +93,9 @@
 # waited on in it, by stack (trace-ROW-sync.txt: go tool trace -pprof=sync;
 # -net.txt for the poller, where the durable commit's fsync waits) and
 # what held the processor while requests waited 8 ms or more for it
-# (trace-ROW-stalls.txt: bench/tracestall); Recall runs with
+# (trace-ROW-stalls.txt: bench/tracestall, with the samples of a CPU
+# profile taken beside the trace, trace-ROW-cpu.pb, and ending with how
+# much of the proxy's core other processes took meanwhile); Recall runs with
 # GODEBUG=gctrace=1 (its GC lines in recall.log).
 set -euo pipefail
 
@@ -261,6 +263,29 @@ wait_port() {
 	return 1
 }
 
+# core_use: the proxy's core's busy time (CPU 0, /proc/stat) and the Recall
+# processes' CPU time (RECALL_PIDS), in clock ticks, on one line.
+core_use() {
+	local busy recall=0 p
+	busy=$(awk '$1 == "cpu0" { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat)
+	for p in "${RECALL_PIDS[@]:-}"; do
+		[ -r "/proc/$p/stat" ] && recall=$((recall + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+	done
+	echo "$busy $recall"
+}
+
+# core_report FILE: what the proxy's core did between core_use's two lines in
+# FILE (the traced part): what Recall used of it and what other processes
+# did (on a shared machine, others' work the trace cannot see: a goroutine
+# shown running while the kernel ran another process).
+core_report() {
+	[ "$PIN" = 1 ] && [ "$(wc -l <"$1")" = 2 ] || return 0
+	awk -v hz="$(getconf CLK_TCK)" 'NR == 1 { b = $1; r = $2 } NR == 2 {
+		busy = ($1 - b) * 1000 / hz; rec = ($2 - r) * 1000 / hz
+		printf "\nCPU 0, the proxy core, in the traced part: busy %d ms, Recall %d ms, other processes %d ms\n", busy, rec, busy - rec
+	}' "$1"
+}
+
 # load LABEL ARGS...: one load-generator run, its JSON line appended to RESULTS.
 load() {
 	local label=$1
@@ -272,7 +297,12 @@ load() {
 		# the measured part: from the end of the warm-up, for DUR
 		local warm=${WARM%s}
 		[[ "$WARM" == *ms ]] && warm=$(awk -v ms="${WARM%ms}" 'BEGIN { print ms / 1000 }')
-		(sleep "$warm" && curl -fsS -o "$WORK/trace-${label//\//-}.out" "http://127.0.0.1:$PPROF_PORT/debug/pprof/trace?seconds=${DUR%s}") &
+		# A CPU profile beside the trace puts its samples in it (tracestall
+		# lists what they caught in the stalls).
+		(sleep "$warm" && core_use >"$WORK/trace-${label//\//-}.core" &&
+			{ curl -fsS -o "$WORK/trace-${label//\//-}-cpu.pb" "http://127.0.0.1:$PPROF_PORT/debug/pprof/profile?seconds=${DUR%s}" & } &&
+			curl -fsS -o "$WORK/trace-${label//\//-}.out" "http://127.0.0.1:$PPROF_PORT/debug/pprof/trace?seconds=${DUR%s}" &&
+			core_use >>"$WORK/trace-${label//\//-}.core") &
 		tracer=$!
 	fi
 	"${LOAD_CPU[@]}" "$BIN/load" -label "$label" -duration "$DUR" -warmup "$WARM" "${samples[@]}" "$@" >>"$RESULTS"
@@ -284,6 +314,7 @@ load() {
 		done
 		# What held the processor while requests waited (bench/tracestall).
 		"$BIN/tracestall" -min 8ms "$t.out" >"$t-stalls.txt" 2>&1 || true
+		core_report "$t.core" >>"$t-stalls.txt"
 		echo "run.sh: $label traced: $t.out, $t-sync.txt, $t-net.txt, $t-stalls.txt" >&2
 	fi
 }
@@ -299,6 +330,7 @@ matrix() {
 }
 
 RECALL_PID=
+RECALL_PIDS=() # every Recall started (core_use)
 # start_recall DATADIR SYNC [STORE_URL]: start Recall on RECALL_PORT (or
 # RECALL_AT), durable writes if SYNC is true, on PostgreSQL if STORE_URL is
 # set; RECALL_CONF adds lines to its configuration, UPSTREAM replaces the
@@ -319,6 +351,7 @@ EOF
 		"${PROXY_CPU[@]}" "$BIN/recall" serve 2>>"$WORK/recall.log" &
 	RECALL_PID=$!
 	PIDS+=("$RECALL_PID")
+	RECALL_PIDS+=("$RECALL_PID")
 	[ -n "${NOWAIT:-}" ] || wait_http "http://127.0.0.1:$port/healthz"
 }
 

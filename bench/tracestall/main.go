@@ -5,7 +5,11 @@
 // processors in those windows, by goroutine (the function it was started
 // with) and by the runtime's ranges (GC phases, stop-the-world, mark
 // assists). Time in a window that nothing of the process ran is the
-// kernel's: the process was not given the CPU.
+// kernel's: the process was not given the CPU. So is a silence (no
+// event of any thread for Silence or more) in which the trace shows a
+// goroutine running: a goroutine that computes is preempted sooner, and
+// that is an event; what ran then was another process, on a shared
+// machine another load's.
 //
 //	tracestall [-min 8ms] [-windows 5] trace.out
 //

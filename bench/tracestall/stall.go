@@ -31,6 +31,25 @@ type Report struct {
 	// of the process ran.
 	Ran, Ranges []Share
 	Unrun       time.Duration
+	// Silent is the windows' time in silences: stretches of Silence or
+	// more in which the trace holds no event of any thread. A goroutine
+	// that computes that long is preempted, an event, so a silence is
+	// the kernel keeping the whole process off the CPU, even where the
+	// trace shows a goroutine running through it. It overlaps Ran and
+	// Unrun.
+	Silent time.Duration
+	// Sampled is what the CPU profiler's samples in the windows caught
+	// computing (a trace holds them while a CPU profile is taken: run.sh
+	// takes one beside each trace), by innermost function and goroutine,
+	// most first.
+	Sampled []Count
+}
+
+// A Count is how many samples caught Name in the windows, and in the
+// whole trace.
+type Count struct {
+	Name        string
+	In, InTrace int
 }
 
 // A Window is a stretch of the trace in which some goroutine waited
@@ -39,6 +58,9 @@ type Report struct {
 type Window struct {
 	At, Length time.Duration
 	By         []Share
+	// Samples counts the CPU samples in the window (none without a CPU
+	// profile beside the trace).
+	Samples int
 }
 
 // A Share is the time a goroutine (named by the function it started
@@ -57,6 +79,13 @@ type interval struct {
 	name string
 }
 
+// Silence is the shortest stretch without an event that Analyze counts
+// as the process off the CPU: the scheduler preempts a goroutine that has
+// run 10 ms (forcePreemptNS) when its monitor next looks, at most 10 ms
+// later, and a preemption is an event. Shorter silences may be a
+// goroutine computing.
+const Silence = 20 * time.Millisecond
+
 // reading is the state of one pass over a trace.
 type reading struct {
 	name      map[trace.GoID]string
@@ -66,7 +95,20 @@ type reading struct {
 	spans     []interval // a goroutine running
 	waits     []interval // a goroutine runnable, not running
 	ranges    []interval
+	silences  []interval // no event of any thread for Silence or more
+	samples   []sample   // the CPU profiler's, in time order
 	first, at trace.Time
+}
+
+// sampleEvery is the CPU time a sample stands for at the CPU profiler's
+// default rate (100 Hz), which net/http/pprof's profile uses.
+const sampleEvery = 10 * time.Millisecond
+
+// sample is one of the CPU profiler's samples: when, and what it
+// caught computing (innermost function, goroutine).
+type sample struct {
+	t    trace.Time
+	what string
 }
 
 // Analyze reads a trace from r and reports the scheduler waits of threshold or
@@ -102,6 +144,8 @@ func (rd *reading) event(ev trace.Event) {
 	t := ev.Time()
 	if rd.first == 0 {
 		rd.first = t
+	} else if time.Duration(t-rd.at) >= Silence {
+		rd.silences = append(rd.silences, interval{a: rd.at, b: t})
 	}
 	rd.at = t
 	switch ev.Kind() {
@@ -109,6 +153,8 @@ func (rd *reading) event(ev trace.Event) {
 		if st := ev.StateTransition(); st.Resource.Kind == trace.ResourceGoroutine {
 			rd.transition(t, st)
 		}
+	case trace.EventStackSample:
+		rd.samples = append(rd.samples, sample{t: t, what: rd.sampled(ev)})
 	case trace.EventRangeBegin, trace.EventRangeActive:
 		rd.open[rangeKey(ev)] = t
 	case trace.EventRangeEnd:
@@ -208,6 +254,8 @@ func (rd *reading) report(threshold time.Duration) *Report {
 		add(x, x.name, rin, rTrace, false)
 	}
 	r.Ran, r.Ranges = shares(ran, ranTrace), shares(rin, rTrace)
+	r.Sampled = rd.sampledIn(wins)
+	perWin := rd.samplesPer(wins)
 	for i, w := range wins {
 		length := time.Duration(w.b - w.a)
 		unrun := length - union(cover[i])
@@ -215,7 +263,11 @@ func (rd *reading) report(threshold time.Duration) *Report {
 		if unrun > 0 {
 			byWin[i]["(nothing of the process ran)"] = unrun
 		}
-		r.Windows = append(r.Windows, Window{At: time.Duration(w.a - rd.first), Length: length, By: shares(byWin[i], nil)})
+		if silent := overlap(rd.silences, w); silent > 0 {
+			r.Silent += silent
+			byWin[i]["(the process silent: off the CPU)"] = silent
+		}
+		r.Windows = append(r.Windows, Window{At: time.Duration(w.a - rd.first), Length: length, By: shares(byWin[i], nil), Samples: perWin[i]})
 	}
 	slices.SortStableFunc(r.Windows, func(a, b Window) int { return cmp.Compare(b.Length, a.Length) })
 	return r
@@ -266,6 +318,15 @@ func windowAfter(wins []interval, t trace.Time) int {
 	return i
 }
 
+// overlap is how much of w ivs (in time order, disjoint) cover.
+func overlap(ivs []interval, w interval) time.Duration {
+	var d time.Duration
+	for i := windowAfter(ivs, w.a); i < len(ivs) && ivs[i].a < w.b; i++ {
+		d += time.Duration(min(ivs[i].b, w.b) - max(ivs[i].a, w.a))
+	}
+	return d
+}
+
 // union is how much of the clock ivs cover together.
 func union(ivs []interval) time.Duration {
 	slices.SortFunc(ivs, func(a, b interval) int { return cmp.Compare(a.a, b.a) })
@@ -299,6 +360,8 @@ func (r *Report) Write(w io.Writer, n int) {
 		r.Length.Seconds(), r.Waits, ms(r.P50), ms(r.P99), ms(r.P999), ms(r.MaxWait))
 	fmt.Fprintf(w, "%d waits of %s or more, in %d windows covering %s (%.2f%% of the trace); nothing of the process ran for %s of them\n",
 		r.Stalls, ms(r.Threshold), len(r.Windows), ms(r.Stalled), 100*float64(r.Stalled)/float64(r.Length), ms(r.Unrun))
+	fmt.Fprintf(w, "the process was silent (no event of any thread for %s or more: the kernel kept it off the CPU) for %s of them\n",
+		ms(Silence), ms(r.Silent))
 	list := func(title string, ss []Share) {
 		fmt.Fprintf(w, "\n%s (in the windows, share of the windows | of the whole trace):\n", title)
 		for i, s := range ss {
@@ -310,12 +373,33 @@ func (r *Report) Write(w io.Writer, n int) {
 	}
 	list("what ran", r.Ran)
 	list("runtime ranges", r.Ranges)
+	if len(r.Sampled) > 0 {
+		n := 0
+		for _, c := range r.Sampled {
+			n += c.In
+		}
+		// A sample is 10 ms of a thread's CPU time at the profiler's
+		// default rate: what the process computed in the windows, against
+		// their length, says how much of them the kernel gave to others.
+		fmt.Fprintf(w, "\nCPU samples in the windows: %d, about %s of CPU in the windows' %s (innermost function (goroutine): in the windows | in the whole trace):\n",
+			n, ms(time.Duration(n)*sampleEvery), ms(r.Stalled))
+		for i, c := range r.Sampled {
+			if i == 15 {
+				break
+			}
+			fmt.Fprintf(w, "  %4d | %5d  %s\n", c.In, c.InTrace, short(c.Name))
+		}
+	}
 	fmt.Fprintln(w, "\nlongest windows:")
 	for i, win := range r.Windows {
 		if i == n {
 			break
 		}
-		fmt.Fprintf(w, "  at %.3f s, %s:", win.At.Seconds(), ms(win.Length))
+		fmt.Fprintf(w, "  at %.3f s, %s", win.At.Seconds(), ms(win.Length))
+		if len(r.Sampled) > 0 {
+			fmt.Fprintf(w, " (CPU sampled: about %s)", ms(time.Duration(win.Samples)*sampleEvery))
+		}
+		fmt.Fprint(w, ":")
 		for j, s := range win.By {
 			if j == 5 {
 				break
@@ -337,4 +421,47 @@ func pct(d, of time.Duration) float64 {
 func short(name string) string {
 	name = strings.ReplaceAll(name, "github.com/recallproxy/recall/", "")
 	return strings.ReplaceAll(name, "github.com/", "")
+}
+
+// sampled names what a CPU sample caught: its innermost function, and
+// the goroutine's name in parentheses.
+func (rd *reading) sampled(ev trace.Event) string {
+	leaf := "(no stack)"
+	for f := range ev.Stack().Frames() {
+		leaf = f.Func
+		break
+	}
+	if g := ev.Goroutine(); g != trace.NoGoroutine {
+		return leaf + " (" + rd.goName(g) + ")"
+	}
+	return leaf + " (no goroutine)"
+}
+
+// samplesPer counts the samples in each of wins.
+func (rd *reading) samplesPer(wins []interval) []int {
+	n := make([]int, len(wins))
+	for _, s := range rd.samples {
+		if i := windowAfter(wins, s.t); i < len(wins) && wins[i].a <= s.t {
+			n[i]++
+		}
+	}
+	return n
+}
+
+// sampledIn counts the samples in wins by what they caught, and in the
+// whole trace, most in wins first.
+func (rd *reading) sampledIn(wins []interval) []Count {
+	in, inTrace := map[string]int{}, map[string]int{}
+	for _, s := range rd.samples {
+		inTrace[s.what]++
+		if i := windowAfter(wins, s.t); i < len(wins) && wins[i].a <= s.t {
+			in[s.what]++
+		}
+	}
+	out := make([]Count, 0, len(in))
+	for n, c := range in {
+		out = append(out, Count{Name: n, In: c, InTrace: inTrace[n]})
+	}
+	slices.SortFunc(out, func(a, b Count) int { return cmp.Or(cmp.Compare(b.In, a.In), strings.Compare(a.Name, b.Name)) })
+	return out
 }

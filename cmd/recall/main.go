@@ -136,6 +136,7 @@ func serveEnv() []envVar {
 	return slices.Insert(env, last,
 		envVar{"RECALL_PPROF", "(none)", "a binary built with -tags pprof serves net/http/pprof on this address (release builds ignore it)"},
 		envVar{"GOMEMLIMIT", "(unset)", "the Go heap's soft limit; set, it wins over memory_limit_mb"},
+		envVar{"GOGC", "(unset)", "the Go collector's target; unset while a memory limit is in force, Recall sets 200"},
 		envVar{"GOMAXPROCS", "(unset)", "set, Recall keeps it; unset on one CPU, Recall runs two Go processors while a computation holds one"},
 	)
 }
@@ -357,6 +358,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	defer stopHup()
 
 	memLimit, memSource := applyMemoryLimit(g, os.LookupEnv)
+	gcPct, gcSource := applyGCPercent(memLimit > 0, os.LookupEnv)
 	// On one CPU, two Go processors while a computation holds the one
 	// (internal/procs).
 	adaptive := procs.OneCPU(os.LookupEnv)
@@ -437,6 +439,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 	log.Info("recall serving", "listen", ln.Addr().String(),
 		"upstream", config.RedactURL(g.Defaults.Upstream.BaseURL), "store", st.name,
 		"tenants", len(watcher.Current().Tenants()), "memory_limit_mib", memLimit, "memory_limit_from", memSource,
+		"gogc", gcPct, "gogc_from", gcSource,
 		"procs", runtime.GOMAXPROCS(0), "procs_adaptive", adaptive, "version", versionString())
 	return serveUntilDone(ctx, srv, ln, log)
 }

@@ -60,11 +60,15 @@ const defaultIndexBacklog = 4096
 // changed before they wrote (a commit that raced the write, an erasure).
 const foldAttempts = 4
 
-// foldShare is the share of the machine's processors (GOMAXPROCS) the
-// folder takes while it folds in the background, and foldBurst its time
-// on the core between pauses. The folder is one goroutine: on one
-// processor it runs a quarter of the time, on two half, and from
-// 1/foldShare processors on it is not paced.
+// foldShare is the share of the machine's processors the folder takes
+// while it folds in the background, and foldBurst its time on the core
+// between pauses. The folder is one goroutine: on one processor it runs
+// a quarter of the time, on two half, and from 1/foldShare processors on
+// it is not paced. The processors are GOMAXPROCS, but no more than the
+// CPUs the process may run on: on one CPU Recall runs a second P while a
+// computation holds the first (internal/procs), and a fold paced to half
+// of two Ps then took half of the one CPU, just when requests waited for
+// it.
 const (
 	foldShare = 0.25
 	foldBurst = 2 * time.Millisecond
@@ -510,7 +514,11 @@ type pacer struct {
 // newPacer paces a fold to foldShare of the machine's processors, or
 // returns nil (no pacing) if one processor is within that share.
 func (s *Store) newPacer() *pacer {
-	share := foldShare * float64(runtime.GOMAXPROCS(0))
+	procs := runtime.GOMAXPROCS(0)
+	if s.cpus > 0 {
+		procs = min(procs, s.cpus)
+	}
+	share := foldShare * float64(procs)
 	if share >= 1 {
 		return nil
 	}

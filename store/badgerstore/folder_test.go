@@ -142,6 +142,33 @@ func TestPacerKeepsItsShare(t *testing.T) {
 	}
 }
 
+// On one CPU the second P internal/procs adds while a computation holds
+// the first is no second core: the folder keeps a quarter of the one CPU
+// instead of taking half of two Ps.
+func TestPacerCountsCPUsNotExtraPs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	for _, tc := range []struct {
+		name  string
+		cpus  int
+		share float64 // 0: no pacer
+	}{
+		{"two Ps on one CPU", 1, foldShare},
+		{"two Ps on two CPUs", 2, 2 * foldShare},
+		{"two Ps, the CPUs not counted", 0, 2 * foldShare},
+		{"two Ps on eight CPUs", 8, 2 * foldShare},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Store{cpus: tc.cpus}
+			if p := s.newPacer(); p == nil || p.share != tc.share {
+				t.Errorf("got pacer %+v, want share %v", p, tc.share)
+			}
+		})
+	}
+	if s := openT(t, t.TempDir(), Options{}); s.cpus != runtime.NumCPU() {
+		t.Errorf("an opened store counts %d CPUs, want runtime.NumCPU's %d", s.cpus, runtime.NumCPU())
+	}
+}
+
 // bulkT commits n turns of prose to k.
 func bulkT(t *testing.T, s *Store, k history.Key, n int) {
 	t.Helper()

@@ -57,6 +57,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,6 +173,7 @@ type Store struct {
 	hurry             chan struct{}                        // closed when Close begins: the folder stops pausing
 	pause             func(time.Duration)                  // the folder's pause (pauseFold; tests hold it)
 	burst             time.Duration                        // the folder's time on the core between pauses (foldBurst; tests shorten it)
+	cpus              int                                  // the CPUs the process may run on (runtime.NumCPU; 0: not counted): newPacer
 	afterFold         func(error)                          // tests: runs after each of the folder's folds
 	foldNow           chan struct{}                        // wakes the folder (fold.go)
 	folded            chan struct{}                        // closed when the folder has stopped
@@ -270,7 +272,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, minFree: o.MinFreeBytes, free: o.FreeBytes, readOnly: o.ReadOnly, noSync: o.NoSync || o.InMemory,
 		stop: make(chan struct{}), done: make(chan struct{}), logger: o.Logger, indexBacklog: o.IndexBacklog,
-		groupWait: o.GroupWait, after: time.After, burst: foldBurst,
+		groupWait: o.GroupWait, after: time.After, burst: foldBurst, cpus: runtime.NumCPU(),
 		foldNow: make(chan struct{}, 1), folded: make(chan struct{}), hurry: make(chan struct{})}
 	s.pause = s.pauseFold
 	if !s.noSync && !s.readOnly {
