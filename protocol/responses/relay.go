@@ -68,12 +68,21 @@ func (r *Renderer) Event(dst, raw []byte) (out []byte, flush bool) {
 	case name == "":
 		name = string(eventName(raw))
 	}
+	edits, flush := r.plan(data, name, &m)
+	dst = append(append(append(dst, "event: "...), name...), "\ndata: "...)
+	return append(r.appendEdited(dst, data, edits), "\n\n"...), flush
+}
+
+// plan returns the edits of the event data whose members are m (its
+// sequence number and, for an item's events, the item's id), sorted by
+// where they are, and whether the event is flushed (see Event).
+func (r *Renderer) plan(data []byte, name string, m *members) (edits []edit, flush bool) {
 	i := -1
 	if m.index.Type == gjson.Number && m.index.Int() >= 0 && m.index.Int() < 1<<20 {
 		i = int(m.index.Int())
 	}
 	typ, seq, itemRef, item := m.typEnd, m.seq, m.itemRef, m.item
-	edits := r.edits[:0]
+	edits = r.edits[:0]
 	if seq.Exists() {
 		edits = append(edits, edit{at: seq.Index, end: seq.Index + len(seq.Raw), seq: true})
 	} else if typ > 0 { // after the type, where OpenAI has it
@@ -107,7 +116,12 @@ func (r *Renderer) Event(dst, raw []byte) (out []byte, flush bool) {
 	}
 	slices.SortFunc(edits, func(a, b edit) int { return a.at - b.at })
 	r.edits = edits
-	dst = append(append(append(dst, "event: "...), name...), "\ndata: "...)
+	return edits, flush
+}
+
+// appendEdited appends data with edits made: each sequence number
+// Recall's next, each replaced span its replacement.
+func (r *Renderer) appendEdited(dst, data []byte, edits []edit) []byte {
 	at := 0
 	for _, e := range edits {
 		dst = append(dst, data[at:e.at]...)
@@ -129,8 +143,7 @@ func (r *Renderer) Event(dst, raw []byte) (out []byte, flush bool) {
 		}
 		at = e.end
 	}
-	dst = append(dst, data[at:]...)
-	return append(dst, "\n\n"...), flush
+	return append(dst, data[at:]...)
 }
 
 // members are the members of an upstream event that Event reads (the
