@@ -118,7 +118,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, body []by
 		return
 	}
 	if summary && reply.Content == "" && len(reply.ToolCalls) == 0 {
-		reply.Content = SummaryAnswer(systemText(root.Get("system")), msgs[0].Get("content").Str)
+		reply.Content = SummaryAnswer(systemText(root.Get("system")), systemText(msgs[0].Get("content")))
 		if !s.unbounded {
 			reply.Content = CapSummary(reply.Content, int(root.Get("max_tokens").Int()))
 		}
@@ -148,7 +148,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, body []by
 // a summariser call (see isSummaryCall): no tools, a system prompt that
 // asks for a summary, one user message with the transcript.
 func isMessagesSummaryCall(root gjson.Result, msgs []gjson.Result) bool {
-	if len(msgs) != 1 || root.Get("tools").Exists() || msgs[0].Get("role").Str != "user" || msgs[0].Get("content").Type != gjson.String {
+	if len(msgs) != 1 || root.Get("tools").Exists() || msgs[0].Get("role").Str != "user" || systemText(msgs[0].Get("content")) == "" {
 		return false
 	}
 	text := systemText(root.Get("system"))
@@ -156,8 +156,8 @@ func isMessagesSummaryCall(root gjson.Result, msgs []gjson.Result) bool {
 	return strings.Contains(strings.ToLower(text), "summary") && !strings.Contains(text, injectedSummary)
 }
 
-// systemText is a Messages request's system prompt as text: the string,
-// or its text blocks joined.
+// systemText is a Messages request's system prompt, or a message's
+// content, as text: the string, or its text blocks joined.
 func systemText(sys gjson.Result) string {
 	if sys.Type == gjson.String {
 		return sys.Str
