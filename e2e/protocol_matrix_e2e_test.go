@@ -528,6 +528,9 @@ func (c *matrixCell) forget(t *testing.T) {
 		t.Fatalf("the summary job after the forget: %+v, want landed", d)
 	}
 	calls := c.h.Up.SummaryCalls()
+	if len(calls) == 0 {
+		t.Fatal("the summary job after the forget landed without a summariser call")
+	}
 	leaks("the summariser's request", calls[len(calls)-1].Body)
 	if s := c.h.Meta(c.tenant, c.conv).Summary; s == nil || !strings.Contains(s.Text, "My name is Ada.") {
 		t.Errorf("the summary made again: %+v, want one of the turns left", s)
