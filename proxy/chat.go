@@ -352,13 +352,13 @@ func (s *Server) logExchange(x *exchange, level slog.Level, tenant string, statu
 // and the body's buffer serve the next request unless a stream's relay
 // still holds the exchange.
 func (s *Server) forwardAsSent(rc *fasthttp.RequestCtx, x *exchange, body, path []byte, stream bool) {
-	owned := rc.RequestBodyStream() != nil // readBody read it into a buffer of bodyPool
+	owned := rc.RequestBodyStream() != nil // readBody read it into a buffer of readPool
 	if !s.forward(rc, x, body, path, stream) {
 		*x = exchange{}
 		exchanges.Put(x)
 	}
 	if owned {
-		putBodyBuf(body)
+		putReadBuf(body)
 	}
 }
 

@@ -23,3 +23,10 @@ func (s *Server) WaitLockRefs(ctx context.Context, k history.Key, n int) error {
 	}
 	return nil
 }
+
+// The pools of upstream and client bodies' buffers (body.go).
+var (
+	GetReadBuf = getReadBuf
+	PutReadBuf = putReadBuf
+	PutBodyBuf = putBodyBuf
+)

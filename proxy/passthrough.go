@@ -46,7 +46,7 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, conv string, path []byte) 
 	err = uplink.Do(s.client, req, resp, c.timeout())
 	fasthttp.ReleaseRequest(req)
 	if b != nil && st == nil && rc.RequestBodyStream() != nil {
-		putBodyBuf(b) // read from the stream into a buffer of bodyPool
+		putReadBuf(b) // read from the stream into a buffer of readPool
 	}
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
@@ -88,7 +88,7 @@ func (s *Server) passthrough(rc *fasthttp.RequestCtx, conv string, path []byte) 
 // requestBody returns the client's request body: a stream and its
 // length, -1 when it is chunked, or the whole body: the one the server
 // read, or one of a declared length up to resendableBody read from the
-// stream into a buffer of bodyPool (a body in hand can be sent again, see
+// stream into a buffer of readPool (a body in hand can be sent again, see
 // uplink.Do). A request that declares neither a length nor chunked
 // framing has no body (RFC 9112 section 6.3): like httputil, it is
 // forwarded without one.
@@ -99,9 +99,9 @@ func requestBody(rc *fasthttp.RequestCtx) (io.Reader, int64, []byte, error) {
 	}
 	if st := rc.RequestBodyStream(); st != nil {
 		if size > 0 && size <= resendableBody {
-			b := getBodyBuf(int(size))[:size]
+			b := getReadBuf(int(size))[:size]
 			if _, err := io.ReadFull(st, b); err != nil {
-				putBodyBuf(b)
+				putReadBuf(b)
 				return nil, 0, nil, err
 			}
 			return nil, 0, b, nil
