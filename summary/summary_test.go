@@ -331,9 +331,12 @@ func TestATriggerDuringAJobRunsItAgainAfter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	_ = m.Start(context.Background()) // Badger cannot list yet: nothing re-derived
-	k := history.Key{Tenant: "acme", Conversation: "c"}
+	// The first job's call is held whichever starts it: Start, when the
+	// store already lists c, or the Trigger after it (with the reply
+	// queued after Start, a job Start began could take the answer first).
 	f.up.EnqueueSummary(upstreamtest.Reply{Hold: true})
+	_ = m.Start(context.Background())
+	k := history.Key{Tenant: "acme", Conversation: "c"}
 	m.Trigger("acme", k, "gpt-4o", "", false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
