@@ -327,10 +327,12 @@ func (l *soleLock) upgrade() error {
 	return nil
 }
 
-// broken stops trusting and drops the lock connection (run connects again).
+// broken holds writes, stops trusting and drops the lock connection (run
+// connects again). Writes are held first: whatever sees the Store stop
+// trusting (OnSole) sees its writes wait for the lock.
 func (l *soleLock) broken() {
-	l.set(false)
 	l.unjoin()
+	l.set(false)
 	if l.conn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		l.conn.Close(ctx)
