@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/store/badgerstore"
@@ -15,7 +16,11 @@ func TestFreeSpaceFloor(t *testing.T) {
 	dir := t.TempDir()
 	var free atomic.Int64
 	free.Store(1 << 30)
-	o := badgerstore.Options{MinFreeBytes: 64 << 20, FreeBytes: func(string) (int64, error) { return free.Load(), nil }}
+	// Each reading is a second after the last: none is reused (see
+	// TestFreeSpaceReadingIsReused).
+	var tick atomic.Int64
+	o := badgerstore.Options{MinFreeBytes: 64 << 20, FreeBytes: func(string) (int64, error) { return free.Load(), nil },
+		Now: func() time.Time { return time.Unix(tick.Add(1), 0) }}
 	s, err := badgerstore.Open(dir, o)
 	if err != nil {
 		t.Fatal(err)

@@ -91,6 +91,9 @@ type Options struct {
 	// FreeBytes returns the free space of the file system holding dir.
 	// Default: statfs(2).
 	FreeBytes func(dir string) (int64, error)
+	// Now is the clock that ages a free-space reading (see CanCommit).
+	// Default time.Now.
+	Now func() time.Time
 	// ReadOnly opens the store read-only: loads work, commits fail with
 	// history.ErrNoSpace.
 	ReadOnly bool
@@ -128,6 +131,7 @@ type Store struct {
 	dir      string
 	minFree  int64
 	free     func(dir string) (int64, error)
+	spare    spareSpace // the last free-space reading (CanCommit)
 	readOnly bool
 	noSync   bool
 	logs     *logSync // fsyncs Badger's logs after each group (durable, Linux): logsMu guards it
@@ -270,7 +274,10 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.GroupWait == 0 {
 		o.GroupWait = time.Millisecond
 	}
-	s := &Store{dir: dir, minFree: o.MinFreeBytes, free: o.FreeBytes, readOnly: o.ReadOnly, noSync: o.NoSync || o.InMemory,
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Store{dir: dir, minFree: o.MinFreeBytes, free: o.FreeBytes, spare: spareSpace{now: o.Now}, readOnly: o.ReadOnly, noSync: o.NoSync || o.InMemory,
 		stop: make(chan struct{}), done: make(chan struct{}), logger: o.Logger, indexBacklog: o.IndexBacklog,
 		groupWait: o.GroupWait, after: time.After, burst: foldBurst, cpus: runtime.NumCPU(),
 		foldNow: make(chan struct{}, 1), folded: make(chan struct{}), hurry: make(chan struct{})}
@@ -514,7 +521,7 @@ func (s *Store) CanCommit() error {
 	if s.minFree <= 0 {
 		return nil
 	}
-	free, err := s.free(s.dir)
+	free, err := s.spare.read(s.dir, s.minFree, s.free)
 	if err != nil {
 		return fmt.Errorf("badgerstore: free space of %s: %w", s.dir, err)
 	}
