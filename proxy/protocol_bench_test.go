@@ -89,6 +89,13 @@ func responsesStream() []byte {
 	return b.Bytes()
 }
 
+// geminiPath is a generateContent call's path.
+const geminiPath = "/v1beta/models/gemini-2.5-flash:generateContent"
+
+// geminiPathAnswer is a GenerateContentResponse answering benchText.
+const geminiPathAnswer = `{"candidates":[{"content":{"role":"model","parts":[{"text":"` + benchText + `"}]},"finishReason":"STOP","index":0}],` +
+	`"usageMetadata":{"promptTokenCount":900,"candidatesTokenCount":18,"totalTokenCount":918},"modelVersion":"gemini-2.5-flash","responseId":"r_1"}`
+
 // pathBench is one protocol pair's recorded path: the client's protocol
 // and request, the tenant's upstream protocol and its instant answer.
 type pathBench struct {
@@ -106,6 +113,7 @@ var (
 	responsesSSE   = instantUpstream{"text/event-stream", responsesStream()}
 	chatJSON       = instantUpstream{"application/json", []byte(benchAnswer)}
 	chatSSE        = instantUpstream{"text/event-stream", benchStream()}
+	geminiJSON     = instantUpstream{"application/json", []byte(geminiPathAnswer)}
 	messagesNative = pathBench{client: wire.Messages, path: "/v1/messages", upstream: wire.UpstreamAnthropic, answer: messagesJSON}
 )
 
@@ -127,6 +135,19 @@ func BenchmarkResponsesPath50(b *testing.B) {
 // BenchmarkResponsesPathStream50 is BenchmarkResponsesPath50 streamed.
 func BenchmarkResponsesPathStream50(b *testing.B) {
 	runPath(b, pathBench{client: wire.Responses, path: "/v1/responses", upstream: wire.UpstreamOpenAI, answer: responsesSSE, stream: true})
+}
+
+// BenchmarkGeminiPath50 is BenchmarkChatPath50 through Gemini's
+// generateContent to a Gemini upstream (the load script's
+// recall-sync-gemini row).
+func BenchmarkGeminiPath50(b *testing.B) {
+	runPath(b, pathBench{client: wire.Gemini, path: geminiPath, upstream: wire.UpstreamGemini, answer: geminiJSON})
+}
+
+// BenchmarkGeminiBridgedPath50 is Gemini to a chat-completions upstream
+// (recall-sync-gemini-bridged).
+func BenchmarkGeminiBridgedPath50(b *testing.B) {
+	runPath(b, pathBench{client: wire.Gemini, path: geminiPath, upstream: wire.UpstreamOpenAI, answer: chatJSON})
 }
 
 // BenchmarkMessagesBridgedPath50 is the Messages API to a chat-completions
@@ -213,13 +234,18 @@ func pathServer(tb testing.TB, pb pathBench, adjust ...func(*proxy.Config)) (*pr
 }
 
 // prefillIn is prefill for conversations stored in proto: the same turns,
-// {"role","content"} messages being valid in every protocol.
+// as {"role","content"} messages (valid in every protocol but Gemini's) or
+// Gemini's {"role","parts"} contents.
 func prefillIn(tb testing.TB, store *badgerstore.Store, proto wire.Protocol, convs, turns int) {
 	tb.Helper()
 	codec := wire.For(proto)
 	var counter tokens.Counter
 	user := []byte(`{"role":"user","content":"` + benchUser + `"}`)
 	answer := []byte(`{"role":"assistant","content":"` + strings.Repeat("The trend holds. ", 12) + `"}`)
+	if proto == wire.Gemini {
+		user = []byte(`{"role":"user","parts":[{"text":"` + benchUser + `"}]}`)
+		answer = []byte(`{"role":"model","parts":[{"text":"` + strings.Repeat("The trend holds. ", 12) + `"}]}`)
+	}
 	ut, at := counter.Message(tokens.O200k, user), counter.Message(tokens.O200k, answer)
 	ns := auth.Namespace("default", "sk-bench")
 	for c := range convs {
@@ -260,6 +286,9 @@ func pathRequest(pb pathBench, conv string) *fasthttp.RequestCtx {
 		req.Header.Set("X-Api-Key", "sk-bench")
 		req.Header.Set("Anthropic-Version", "2023-06-01")
 		req.SetBodyString(`{"model":"claude-sonnet-4-5","max_tokens":1024,"system":"` + instructions + `","messages":[{"role":"user","content":"` + benchUser + `"}]` + stream + `}`)
+	case wire.Gemini:
+		req.Header.Set("X-Goog-Api-Key", "sk-bench")
+		req.SetBodyString(`{"systemInstruction":{"parts":[{"text":"` + instructions + `"}]},"contents":[{"role":"user","parts":[{"text":"` + benchUser + `"}]}]}`)
 	case wire.Responses:
 		req.Header.Set("Authorization", "Bearer sk-bench")
 		req.SetBodyString(`{"model":"gpt-4o","instructions":"` + instructions + `","input":[{"role":"user","content":"` + benchUser + `"}]` + stream + `}`)

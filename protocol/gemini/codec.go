@@ -42,7 +42,7 @@ func (Codec) Role(raw []byte) string {
 		if role.Exists() && role.Type != gjson.String {
 			return ""
 		}
-		if onlyResponses(parts) {
+		if mayHold(raw, keyFunctionResponse) && onlyResponses(parts) {
 			return wire.RoleTool
 		}
 		return wire.RoleUser
@@ -65,11 +65,17 @@ func onlyResponses(parts gjson.Result) bool {
 // Calls appends the ids of a model content's functionCall parts (see the
 // package doc for calls without one).
 func (Codec) Calls(dst []string, raw []byte) []string {
+	if !mayHold(raw, keyFunctionCall) {
+		return dst // the curator asks of every content on every request
+	}
 	return appendIDs(dst, parse(raw), true)
 }
 
 // Results appends the ids of a user content's functionResponse parts.
 func (Codec) Results(dst []string, raw []byte) []string {
+	if !mayHold(raw, keyFunctionResponse) {
+		return dst
+	}
 	return appendIDs(dst, parse(raw), false)
 }
 

@@ -38,6 +38,7 @@ package gemini
 
 import (
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -79,12 +80,51 @@ func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 func parse(raw []byte) gjson.Result { return gjson.Parse(str(raw)) }
 
 // get returns member key of obj, a lowerCamelCase name, or its
-// snake_case spelling when the camel one is absent.
+// snake_case spelling when the camel one is absent; a dotted key is a
+// path of such names. A spelling whose bytes are not in obj (and no
+// \u escape that could spell them) is not looked for: gjson's Get reads
+// the object through to the end to miss, and most members asked for are
+// missing from most parts (a text part has no functionCall), which read
+// a part's whole text twice.
 func get(obj gjson.Result, key string) gjson.Result {
-	if v := obj.Get(key); v.Exists() {
-		return v
+	if i := strings.IndexByte(key, '.'); i >= 0 {
+		return get(get(obj, key[:i]), key[i+1:])
 	}
-	return obj.Get(snake(key))
+	esc := strings.Contains(obj.Raw, `\u`)
+	if esc || strings.Contains(obj.Raw, key) {
+		if v := obj.Get(key); v.Exists() {
+			return v
+		}
+	}
+	if s := snakeOf(key); s != key && (esc || strings.Contains(obj.Raw, s)) {
+		return obj.Get(s)
+	}
+	return gjson.Result{}
+}
+
+// mayHold reports whether raw may hold a member named key (in either
+// spelling): false when neither spelling is in its bytes, nor a \u
+// escape that could spell one.
+func mayHold(raw []byte, key string) bool {
+	s := str(raw)
+	return strings.Contains(s, key) || strings.Contains(s, snakeOf(key)) || strings.Contains(s, `\u`)
+}
+
+// snakes are the part members' snake_case spellings, made once.
+var snakes = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{keyText, keyThought, keySignature, keyFunctionCall, keyFunctionResponse, keyInlineData, keyFileData} {
+		m[k] = snake(k)
+	}
+	return m
+}()
+
+// snakeOf is snake(key), without making it again for a part member.
+func snakeOf(key string) string {
+	if s, ok := snakes[key]; ok {
+		return s
+	}
+	return snake(key)
 }
 
 // snake is a lowerCamelCase name in snake_case ("thoughtSignature":
