@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"bytes"
 	"strconv"
 	"strings"
 
@@ -113,12 +112,21 @@ func (Protocol) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][
 		}
 		return spliceMessages(dst, req.Body, start, end, instructions, msgs), nil
 	}
-	all := make([][]byte, 0, len(instructions)+len(msgs))
-	all = append(append(all, instructions...), msgs...)
 	dst = append(dst, `{"model":`...)
 	dst = appendQuoted(dst, req.Model)
 	dst = append(dst, `,"messages":[`...)
-	dst = append(dst, bytes.Join(all, []byte(","))...)
+	for i, m := range instructions {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, m...)
+	}
+	for i, m := range msgs {
+		if i > 0 || len(instructions) > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, m...)
+	}
 	dst = append(dst, ']')
 	if req.Stream {
 		dst = append(dst, `,"stream":true,"stream_options":{"include_usage":true}`...)

@@ -38,3 +38,38 @@ func TestAppendBodyBuildsAFreshBody(t *testing.T) {
 		})
 	}
 }
+
+// A fresh body is written straight into dst: into one with room it
+// allocates nothing (the messages used to be joined into a body of
+// their own first, and copied), and the commas fall right whether
+// instructions, messages or both are there.
+func TestAppendBodyWritesIntoDst(t *testing.T) {
+	sys, user, asst := []byte(`{"role":"system","content":"s"}`), []byte(`{"role":"user","content":"u"}`), []byte(`{"role":"assistant","content":"a"}`)
+	req := wire.Request{Protocol: wire.Messages, Body: []byte(`{}`), Model: "m"}
+	for _, tt := range []struct {
+		name         string
+		instr, msgs  [][]byte
+		wantMessages string
+	}{
+		{"messages only", nil, [][]byte{user, asst}, `[` + string(user) + `,` + string(asst) + `]`},
+		{"instructions only", [][]byte{sys, sys}, nil, `[` + string(sys) + `,` + string(sys) + `]`},
+		{"both", [][]byte{sys}, [][]byte{user, asst}, `[` + string(sys) + `,` + string(user) + `,` + string(asst) + `]`},
+	} {
+		got, err := Protocol{}.AppendBody(nil, &req, tt.instr, tt.msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `{"model":"m","messages":` + tt.wantMessages + `,"stream":false}`; string(got) != want {
+			t.Errorf("%s: got  %s\nwant %s", tt.name, got, want)
+		}
+	}
+	dst := make([]byte, 0, 4096)
+	instr, msgs := [][]byte{sys}, [][]byte{user, asst, user, asst}
+	if allocs := testing.AllocsPerRun(100, func() {
+		if _, err := (Protocol{}).AppendBody(dst[:0], &req, instr, msgs); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 0 {
+		t.Errorf("AppendBody of a fresh body into a buffer with room: %v allocations, want 0", allocs)
+	}
+}
