@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync/atomic"
 
 	"github.com/recallproxy/recall/internal/apierr"
@@ -60,55 +61,60 @@ func translationKey(m *plan.Message) (*atomic.Pointer[translation], uint64, uint
 // translated when it holds it. It returns what Encode of all of them
 // would: a run of assistant messages is encoded together.
 func appendChat(dst [][]byte, msgs []plan.Message) ([][]byte, error) {
-	type item struct {
-		t   *translation
-		dec wire.Message
-		ok  bool // dec holds the decoded message
+	// ts holds each message's translation; decoded, the few decoded on a
+	// miss, for a run of assistant messages to use (a slice of
+	// wire.Message a message was 8 KB a request for a 50-turn window).
+	type decodedAt struct {
+		i int
+		m wire.Message
 	}
-	items := make([]item, len(msgs))
+	ts := make([]*translation, len(msgs))
+	var decoded []decodedAt
 	for i := range msgs {
 		m := &msgs[i]
 		slot, h1, h2 := translationKey(m)
 		if t := slot.Load(); t != nil && t.h1 == h1 && t.h2 == h2 && t.size == len(m.Raw) && t.from == m.Protocol {
-			items[i].t = t
+			ts[i] = t
 			continue
 		}
 		cm, err := decode(m)
 		if err != nil {
 			return nil, err
 		}
-		items[i] = item{dec: cm, ok: true}
+		decoded = append(decoded, decodedAt{i, cm})
 		translationCalls.Add(1)
 		out, err := wire.For(wire.ChatCompletions).Encode(nil, []wire.Message{cm})
 		if err != nil {
 			return nil, err
 		}
-		items[i].t = &translation{h1: h1, h2: h2, size: len(m.Raw), from: m.Protocol, role: cm.Role, out: capped(out)}
+		ts[i] = &translation{h1: h1, h2: h2, size: len(m.Raw), from: m.Protocol, role: cm.Role, out: capped(out)}
 		if n := encodedSize(out); n <= maxTranslationBytes {
-			slot.Store(items[i].t)
+			slot.Store(ts[i])
 		}
 	}
-	for i := 0; i < len(items); {
+	for i := 0; i < len(ts); {
 		j := i + 1
-		for j < len(items) && items[j].t.role == wire.RoleAssistant && items[j-1].t.role == wire.RoleAssistant {
+		for j < len(ts) && ts[j].role == wire.RoleAssistant && ts[j-1].role == wire.RoleAssistant {
 			j++
 		}
 		if j == i+1 {
-			dst = append(dst, items[i].t.out...)
+			dst = append(dst, ts[i].out...)
 			i = j
 			continue
 		}
 		// A run of assistant messages goes as one.
 		run := make([]wire.Message, 0, j-i)
 		for k := i; k < j; k++ {
-			if !items[k].ok {
-				cm, err := decode(&msgs[k])
-				if err != nil {
-					return nil, err
-				}
-				items[k].dec = cm
+			at := slices.IndexFunc(decoded, func(d decodedAt) bool { return d.i == k })
+			if at >= 0 {
+				run = append(run, decoded[at].m)
+				continue
 			}
-			run = append(run, items[k].dec)
+			cm, err := decode(&msgs[k])
+			if err != nil {
+				return nil, err
+			}
+			run = append(run, cm)
 		}
 		var err error
 		if dst, err = wire.For(wire.ChatCompletions).Encode(dst, run); err != nil {

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -133,4 +134,36 @@ func TestTranslationsShared(t *testing.T) {
 		}
 	}
 	sameMessages(t, a, reference(t, msgs))
+}
+
+// A window whose translations the memo holds costs its own slice of
+// translations and nothing a message more: appendChat used to make a
+// slice of decoded messages too, about 60 bytes a message.
+func TestMemoizedWindowAllocatesLittle(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts under -race differ")
+	}
+	var msgs []plan.Message
+	for i := range 50 { // turns of Anthropic messages, as the bridged rows store them
+		msgs = append(msgs,
+			plan.Message{Kind: plan.History, Protocol: wire.Messages, Raw: []byte(`{"role":"user","content":"question ` + strings.Repeat("q", i) + `"}`)},
+			plan.Message{Kind: plan.History, Protocol: wire.Messages, Raw: []byte(`{"role":"assistant","content":[{"type":"text","text":"answer ` + strings.Repeat("a", i) + `"}]}`)})
+	}
+	dst := make([][]byte, 0, 4*len(msgs))
+	if _, err := appendChat(dst, msgs); err != nil { // fills the memo
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const runs = 20
+	for range runs {
+		if _, err := appendChat(dst[:0], msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	perMessage := float64(after.TotalAlloc-before.TotalAlloc) / runs / float64(len(msgs))
+	if perMessage > 16 {
+		t.Errorf("appendChat of %d memoized messages: %.0f bytes a message, want at most 16 (a pointer each)", len(msgs), perMessage)
+	}
 }
