@@ -58,4 +58,14 @@ func TestTextContentsAnswerWithoutAllocating(t *testing.T) {
 	if got := c.Calls(nil, call); !slices.Equal(got, []string{"c1"}) {
 		t.Errorf("Calls of a snake_case call: got %v, want [c1]", got)
 	}
+	// And through a \u escape of the member's name, which the byte checks
+	// must not take for an absent member.
+	escaped := []byte(`{"role":"model","parts":[{"function\u0043all":{"id":"c2","name":"f","args":{}}}]}`)
+	if got := c.Calls(nil, escaped); !slices.Equal(got, []string{"c2"}) {
+		t.Errorf("Calls of an escaped functionCall: got %v, want [c2]", got)
+	}
+	result := []byte(`{"role":"user","parts":[{"function\u0052esponse":{"id":"c2","name":"f","response":{}}}]}`)
+	if got := c.Results(nil, result); !slices.Equal(got, []string{"c2"}) || c.Role(result) != wire.RoleTool {
+		t.Errorf("an escaped functionResponse: results %v, role %q; want [c2], %q", got, c.Role(result), wire.RoleTool)
+	}
 }
