@@ -53,6 +53,13 @@ type Global struct {
 	StoreURL StoreURL `yaml:"store_url"`
 	// StoreMaxConns bounds the PostgreSQL connection pool. Default 10.
 	StoreMaxConns int `yaml:"store_max_conns"`
+	// ReplicaURL, if set, is the base URL ("http://host:port") at which
+	// the other replicas sharing StoreURL reach this one. Each
+	// conversation then has one owner among the live replicas, and a
+	// replica forwards a memory request on a conversation another owns
+	// to it (package fleet). It needs StoreURL. Default "": every
+	// replica serves every request it receives.
+	ReplicaURL string `yaml:"replica_url"`
 	// TenantsDir holds one *.yaml or *.yml file per tenant. A relative path
 	// is resolved against the directory of the global file. Default "": one
 	// implicit tenant "default" in pass-through mode.
@@ -103,6 +110,9 @@ type Global struct {
 	// baseURLFromEnv is set when RECALL_UPSTREAM_URL set
 	// Defaults.Upstream.BaseURL, so that warnings name the variable.
 	baseURLFromEnv bool
+	// replicaURLFromEnv is set when RECALL_REPLICA_URL set ReplicaURL,
+	// so that problems and warnings name the variable.
+	replicaURLFromEnv bool
 }
 
 // API bounds the conversation API's heavy calls: searches, exports and
@@ -259,6 +269,8 @@ const (
 	EnvDataDir = "RECALL_DATA_DIR"
 	// EnvStoreURL overrides Global.StoreURL.
 	EnvStoreURL = "RECALL_STORE_URL"
+	// EnvReplicaURL overrides Global.ReplicaURL.
+	EnvReplicaURL = "RECALL_REPLICA_URL"
 )
 
 // DefaultGlobal returns the configuration used when there is no file: every
@@ -399,8 +411,8 @@ func loadGlobal(path string, lookup func(string) (string, bool)) (Global, decodi
 
 // ApplyEnv overrides g from RECALL_LISTEN (Listen), RECALL_UPSTREAM_URL
 // (Defaults.Upstream.BaseURL), RECALL_UPSTREAM_PROTOCOL
-// (Defaults.Upstream.Protocol), RECALL_DATA_DIR (DataDir) and
-// RECALL_STORE_URL (StoreURL). Variables that are unset or empty change
+// (Defaults.Upstream.Protocol), RECALL_DATA_DIR (DataDir),
+// RECALL_STORE_URL (StoreURL) and RECALL_REPLICA_URL (ReplicaURL). Variables that are unset or empty change
 // nothing. Tenants that set their own base_url keep it. A value that is
 // not valid is not applied: it is reported under the variable's name,
 // with any password masked.
@@ -435,6 +447,13 @@ func (g *Global) ApplyEnv(lookup func(string) (string, bool)) error {
 			ps.addf(EnvStoreURL, "%q: %v", StoreURL(v).String(), err)
 		} else {
 			g.StoreURL = StoreURL(v)
+		}
+	}
+	if v, ok := lookup(EnvReplicaURL); ok && v != "" {
+		if err := validateReplicaURL(v); err != nil {
+			ps.addf(EnvReplicaURL, "%q: %v", RedactURL(v), err)
+		} else {
+			g.ReplicaURL, g.replicaURLFromEnv = v, true
 		}
 	}
 	return ps.err()

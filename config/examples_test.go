@@ -16,6 +16,7 @@ var exampleEnv = map[string]string{
 	"RECALL_ADMIN_KEY": "adm-example-admin-key",
 	"ACME_OPENAI_KEY":  "sk-example-acme-openai-key",
 	"DATABASE_URL":     "postgres://recall:example@db:5432/recall",
+	"REPLICA_URL":      "http://10.0.0.11:8081",
 }
 
 // The examples are loaded as a user would load them, so they never rot.
@@ -43,6 +44,9 @@ func TestExamples(t *testing.T) {
 			check: func(t *testing.T, g Global, s *Set) {
 				if g.StoreURL.Reveal() != exampleEnv["DATABASE_URL"] || g.StoreMaxConns != 10 {
 					t.Errorf("got store_url %q, store_max_conns %d; want the env value and 10", g.StoreURL.Reveal(), g.StoreMaxConns)
+				}
+				if g.ReplicaURL != exampleEnv["REPLICA_URL"] {
+					t.Errorf("got replica_url %q, want the env value", g.ReplicaURL)
 				}
 			},
 		},

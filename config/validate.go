@@ -113,6 +113,9 @@ func (g Global) Validate() error {
 			ps.addf("store_url", "%q: %v", g.StoreURL.String(), err)
 		}
 	}
+	if g.ReplicaURL != "" {
+		validateReplica(&ps, g)
+	}
 	if g.StoreMaxConns < 1 {
 		ps.addf("store_max_conns", "must be >= 1, got %d", g.StoreMaxConns)
 	}
@@ -149,6 +152,26 @@ func (g Global) Validate() error {
 	}
 	validatePolicy(&ps, "defaults.", g.Defaults)
 	return ps.err()
+}
+
+// validateReplica checks replica_url (set): a URL the other replicas can
+// reach, and a store they share. A value from RECALL_REPLICA_URL was
+// checked as it was applied; what it lacks is reported under the
+// variable's name.
+func validateReplica(ps *problems, g Global) {
+	key := "replica_url"
+	if g.replicaURLFromEnv {
+		key = EnvReplicaURL
+	} else if err := validateReplicaURL(g.ReplicaURL); err != nil {
+		ps.addf(key, "%q: %v", RedactURL(g.ReplicaURL), err)
+	}
+	if g.StoreURL == "" {
+		p := problem{file: ps.file, key: key, msg: "needs store_url: replicas find each other in the PostgreSQL database they share"}
+		if g.replicaURLFromEnv {
+			p.file = ""
+		}
+		ps.errs = append(ps.errs, p)
+	}
 }
 
 // idPattern is what a tenant id may look like: it names storage keys and

@@ -130,6 +130,23 @@ func validateStoreURL(s string) error {
 	return nil
 }
 
+// validateReplicaURL checks that s is a base URL at which other replicas
+// can reach this one: http or https, a host, no path (but "/"), no user
+// info, query or fragment.
+func validateReplicaURL(s string) error {
+	const want = "want http://host:port, where the other replicas reach this one"
+	p, err := url.Parse(s)
+	switch {
+	case err != nil || p.Scheme != "http" && p.Scheme != "https" || p.Host == "" || p.Opaque != "":
+		return errors.New(want)
+	case p.User != nil:
+		return errors.New(want + ", with no user info")
+	case p.Path != "" && p.Path != "/" || p.RawQuery != "" || p.ForceQuery || p.Fragment != "":
+		return errors.New(want + ", with no path or query: requests keep their own")
+	}
+	return nil
+}
+
 // sha256Prefix marks a key given as the hex SHA-256 digest of the real key.
 const sha256Prefix = "sha256:"
 

@@ -17,7 +17,7 @@ import (
 // of them empty (which the commands treat as unset), whatever the
 // environment the tests run in.
 var cliEnv = []string{"RECALL_CONFIG", "RECALL_LISTEN", "RECALL_UPSTREAM_URL", "RECALL_UPSTREAM_PROTOCOL", "RECALL_DATA_DIR",
-	"RECALL_STORE_URL", "RECALL_ADMIN_KEY", "RECALL_ADDR", "RECALL_API_KEY"}
+	"RECALL_STORE_URL", "RECALL_REPLICA_URL", "RECALL_ADMIN_KEY", "RECALL_ADDR", "RECALL_API_KEY"}
 
 func TestCLI(t *testing.T) {
 	ready := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -60,7 +60,7 @@ func TestCLI(t *testing.T) {
 			name: "serve --help", args: []string{"serve", "--help"}, code: 0, quietErr: true,
 			stdout: []string{"usage: recall serve [--config FILE]", "-config file",
 				"RECALL_CONFIG", "RECALL_LISTEN             127.0.0.1:8080", "RECALL_UPSTREAM_URL       https://api.openai.com/v1",
-				"RECALL_UPSTREAM_PROTOCOL  openai", "RECALL_DATA_DIR           ./recall-data", "RECALL_STORE_URL", "RECALL_ADMIN_KEY"},
+				"RECALL_UPSTREAM_PROTOCOL  openai", "RECALL_DATA_DIR           ./recall-data", "RECALL_STORE_URL", "RECALL_REPLICA_URL", "RECALL_ADMIN_KEY"},
 		},
 		{
 			name: "serve -h", args: []string{"serve", "-h"}, code: 0, quietErr: true,
@@ -70,7 +70,7 @@ func TestCLI(t *testing.T) {
 			name: "check-config --help", args: []string{"check-config", "--help"}, code: 0, quietErr: true,
 			stdout: []string{"usage: recall check-config [--config FILE]", "-config file",
 				"RECALL_CONFIG", "RECALL_LISTEN             127.0.0.1:8080", "RECALL_UPSTREAM_URL       https://api.openai.com/v1",
-				"RECALL_UPSTREAM_PROTOCOL  openai", "RECALL_DATA_DIR           ./recall-data", "RECALL_STORE_URL", "RECALL_ADMIN_KEY"},
+				"RECALL_UPSTREAM_PROTOCOL  openai", "RECALL_DATA_DIR           ./recall-data", "RECALL_STORE_URL", "RECALL_REPLICA_URL", "RECALL_ADMIN_KEY"},
 		},
 		{
 			name: "health --help", args: []string{"health", "--help"}, code: 0, quietErr: true,

@@ -121,6 +121,7 @@ func configEnv() []envVar {
 		{config.EnvUpstreamProtocol, d.Defaults.Upstream.Protocol, "what the upstream speaks (" + strings.Join(wire.UpstreamKinds, ", ") + "); overrides defaults.upstream.protocol"},
 		{config.EnvDataDir, d.DataDir, "Badger data directory; overrides data_dir"},
 		{config.EnvStoreURL, "(empty)", "postgres://user:password@host:port/db: PostgreSQL, shared by replicas; empty: Badger in the data directory"},
+		{config.EnvReplicaURL, "(empty)", "http://host:port at which the other replicas reach this one, to forward it its conversations' requests (needs a store URL); overrides replica_url"},
 		{"RECALL_ADMIN_KEY", "(none)", `the admin key, where a file says admin_key: "${RECALL_ADMIN_KEY}"`},
 		{"${VAR}", "", "any variable a configuration file references; unset is an error"},
 	}
