@@ -81,7 +81,7 @@ func (s nameSet) has(name []byte) bool {
 var (
 	hop = newNameSet(hopHeaders)
 	// unsent: the request headers no client's request takes upstream.
-	unsent = newNameSet(hopHeaders, credentialHeaders)
+	unsent = newNameSet(hopHeaders, credentialHeaders, [][]byte{[]byte(HeaderForwarded)})
 )
 
 // DefaultClient returns the upstream client Recall uses by default:
@@ -187,9 +187,14 @@ func dialUpstream(addr string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	return track(c), nil
+}
+
+// track wraps a connection Recall dialed in a trackedConn.
+func track(c net.Conn) *trackedConn {
 	tc := &trackedConn{Coarse: sock.Coarse{Conn: c}}
 	tc.local = &connAddr{c.LocalAddr(), tc}
-	return tc, nil
+	return tc
 }
 
 // trackedConn is an upstream connection that records the upstream's end
@@ -425,7 +430,7 @@ func declaresLength(raw []byte) bool {
 // forwardRequestHeader reports whether a client's request header goes
 // upstream: not a hop-by-hop one, not a credential (SetRequest sets
 // the one that goes), not the conversation header nor Recall's own
-// X-Recall-* headers. It reads the name in place, allocation free.
+// X-Recall-* headers and HeaderForwarded. It reads the name in place, allocation free.
 func forwardRequestHeader(name []byte, convHeader string) bool {
 	return !unsent.has(name) &&
 		!(len(name) == len(convHeader) && bytes.EqualFold(name, []byte(convHeader))) &&
