@@ -2,7 +2,8 @@
 // requests by tenant, route and status, their latency (end to end,
 // upstream, Recall's own), curation, store operations, commits that
 // failed, streams aborted, the tokens upstreams reported, the history
-// tools' calls and rounds, and the spans a tracer lost. Labels are
+// tools' calls and rounds, requests forwarded to another replica, and
+// the spans a tracer lost. Labels are
 // bounded: tenant ids come from configuration, routes from the code,
 // never conversation ids or credentials.
 //
@@ -45,6 +46,9 @@ type Metrics struct {
 	tokens   *prometheus.CounterVec
 	toolRuns *prometheus.CounterVec
 	rounds   *prometheus.HistogramVec
+	// forwarded and fellBack are recall_forwarded_requests_total's two
+	// series, made at New: both show from the start.
+	forwarded, fellBack prometheus.Counter
 
 	// The series every request touches, looked up once each: a vector's
 	// WithLabelValues hashes its labels and takes its lock on every call.
@@ -106,8 +110,12 @@ func New(reg *prometheus.Registry) *Metrics {
 			Help: "Upstream calls per client request with history tools offered.", Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10}},
 			[]string{"tenant"}),
 	}
+	hops := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_forwarded_requests_total",
+		Help: "Requests on a conversation another replica owns, by outcome: forwarded to it (it answers and counts them in recall_requests_total), or fallback (it could not be reached: served here)."},
+		[]string{"outcome"})
+	m.forwarded, m.fellBack = hops.WithLabelValues(HopForwarded), hops.WithLabelValues(HopFallback)
 	reg.MustRegister(m.requests, m.total, m.upstream, m.overhead, m.context, m.saved, m.dropped, m.cut,
-		m.repaired, m.store, m.commits, m.aborted, m.tokens, m.toolRuns, m.rounds)
+		m.repaired, m.store, m.commits, m.aborted, m.tokens, m.toolRuns, m.rounds, hops)
 	m.handler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	return m
 }
@@ -281,4 +289,23 @@ func (m *Metrics) ToolCall(tenant, tool, outcome string) {
 // tools offered.
 func (m *Metrics) ToolRounds(tenant string, n int) {
 	m.rounds.WithLabelValues(tenant).Observe(float64(n))
+}
+
+// The outcomes of a request on a conversation another replica owns.
+const (
+	// HopForwarded: the request went to the owner, which answered it.
+	HopForwarded = "forwarded"
+	// HopFallback: the owner could not be reached before any byte of
+	// its answer came back: the request was served here.
+	HopFallback = "fallback"
+)
+
+// Hop counts a request on a conversation another replica owns, by
+// outcome (HopForwarded, HopFallback).
+func (m *Metrics) Hop(outcome string) {
+	if outcome == HopFallback {
+		m.fellBack.Inc()
+		return
+	}
+	m.forwarded.Inc()
 }

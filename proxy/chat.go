@@ -111,6 +111,9 @@ type request struct {
 	// decoded request: what the render stage's Stamp needs.
 	in, up *protocol
 	req    *wire.Request
+	// hop is the base URL of the replica the request was forwarded to,
+	// which serves it (see hop): "" for a request served here.
+	hop string
 }
 
 // facts are what an exchange's record and log line report: its times,
@@ -172,10 +175,12 @@ var exchanges = sync.Pool{New: func() any { return new(exchange) }}
 // the path prefix, if any, path the route's path): admit, target, then
 // the pipeline, whose same-protocol branch (pipeline.AsSent) sends a body
 // that records nothing to an upstream of its own protocol as it came,
-// validated but not decoded (forwardAsSent). Every call ends in exactly
-// one x.done or x.fail, so every exchange is logged, counted and
-// reported once, whatever its end.
-func (s *Server) serve(rc *fasthttp.RequestCtx, conv string, p *protocol, path []byte) {
+// validated but not decoded (forwardAsSent). A request with memory on a
+// conversation another replica owns goes to that replica instead
+// (forwardToOwner), but a WebSocket's turn (socket), served here. Every
+// call ends in exactly one x.done or x.fail, so every exchange is
+// logged, counted and reported once, whatever its end.
+func (s *Server) serve(rc *fasthttp.RequestCtx, conv string, p *protocol, path []byte, socket bool) {
 	x := exchanges.Get().(*exchange)
 	x.s, x.rec.Start, x.render, x.route = s, s.startOf(rc), p.render, p.route
 	x.key.Conversation = conv
@@ -187,6 +192,11 @@ func (s *Server) serve(rc *fasthttp.RequestCtx, conv string, p *protocol, path [
 	if err != nil {
 		x.fail(rc, err)
 		return
+	}
+	if conv != "" && mode != history.Off && !socket {
+		if owner, elsewhere := s.owner(rc, x, conv); elsewhere && s.forwardToOwner(rc, x, body, conv, owner) {
+			return
+		}
 	}
 	up, _ := wire.UpstreamFor(x.c.cfg.Upstream.Protocol, p.proto)
 	if p.check != nil && pipeline.AsSent(p.proto, up, conv != "" && mode != history.Off, len(x.c.cfg.History.Tools) > 0) {
@@ -329,6 +339,9 @@ func (s *Server) logExchange(x *exchange, level slog.Level, tenant string, statu
 	if x.key.Conversation != "" {
 		attrs = append(attrs, "conversation", x.key.Conversation)
 	}
+	if x.hop != "" {
+		attrs = append(attrs, "forwarded_to", x.hop)
+	}
 	if x.record && x.dec != nil && !x.rec.Sent.IsZero() {
 		attrs = append(attrs, "context_tokens", x.dec.Report.Tokens,
 			"turns", strconv.Itoa(x.dec.Report.IncludedTurns)+"/"+strconv.Itoa(x.dec.Report.StoredTurns),
@@ -360,6 +373,27 @@ func (s *Server) forwardAsSent(rc *fasthttp.RequestCtx, x *exchange, body, path 
 	if owned {
 		putReadBuf(body)
 	}
+}
+
+// forwardToOwner forwards a memory request on a conversation another
+// replica owns to that replica (hop) and reports true once the request
+// is answered; the exchange and the body's buffer then serve the next
+// request unless a stream's relay still holds the exchange. It reports
+// false when the owner could not be reached: the caller serves the
+// request here, with the body and the exchange as they were.
+func (s *Server) forwardToOwner(rc *fasthttp.RequestCtx, x *exchange, body []byte, conv, owner string) bool {
+	answered, relayed := s.hop(rc, x, body, conv, owner)
+	if !answered {
+		return false
+	}
+	if !relayed {
+		*x = exchange{}
+		exchanges.Put(x)
+	}
+	if rc.RequestBodyStream() != nil { // readBody read it into a buffer of readPool
+		putReadBuf(body)
+	}
+	return true
 }
 
 // threadHeader is the request's X-Recall-Thread header ("" when absent).
@@ -541,12 +575,15 @@ func (x *exchange) done(status int, err error) {
 		upstream = x.rec.UpstreamDone.Sub(x.rec.Sent)
 	}
 	total := end.Sub(x.rec.Start)
-	if x.c.tenant != nil {
+	switch {
+	case x.hop != "":
+		// Counted by the replica that served it (and here by hop).
+	case x.c.tenant != nil:
 		s.metrics.CountTenantRequest(&x.c.series, tenant, x.routeName(), status)
-	} else {
+	default:
 		s.metrics.CountRequest(tenant, x.routeName(), status)
 	}
-	if !x.rec.Sent.IsZero() {
+	if !x.rec.Sent.IsZero() && x.hop == "" {
 		if x.c.tenant != nil {
 			s.metrics.TenantLatency(&x.c.series, tenant, total, upstream)
 		} else {
@@ -575,7 +612,7 @@ func (x *exchange) done(status int, err error) {
 		}
 	}
 	if s.cfg.OnExchangeDone != nil {
-		s.cfg.OnExchangeDone(ExchangeDone{Tenant: tenant, Conversation: x.key.Conversation,
+		s.cfg.OnExchangeDone(ExchangeDone{Tenant: tenant, Conversation: x.key.Conversation, Forwarded: x.hop,
 			Status: status, Committed: x.life.committed, Err: err})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -49,6 +50,16 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 		x.fail(rc, err)
 		return false
 	}
+	return s.relayAnswer(rc, x, resp, deadline)
+}
+
+// relayAnswer relays an answer that records nothing as it came: its
+// status and headers, then an event stream by a relay goroutine of its
+// own, which ends x (bounded by deadline, and by the stream idle
+// timeout), or a whole body read into the client's response, bounded by
+// MaxResponseBytes, which ends x here. It releases resp, and reports
+// whether the relay took x.
+func (s *Server) relayAnswer(rc *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response, deadline time.Time) (relayed bool) {
 	uplink.CopyResponseHeader(rc, resp)
 	status := resp.StatusCode()
 	if uplink.IsEventStream(resp) {
@@ -57,6 +68,7 @@ func (s *Server) forward(rc *fasthttp.RequestCtx, x *exchange, body, path []byte
 		s.relayStream(ctx, rc, x, resp)
 		return true
 	}
+	var err error
 	if resp.BodyStream() == nil { // read whole (the buffering client)
 		if len(resp.Body()) > s.cfg.MaxResponseBytes {
 			err = pipeline.ErrTooLarge

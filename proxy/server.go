@@ -146,6 +146,18 @@ type Config struct {
 	// conversations in this process (the API, retention) so that it waits
 	// for chat requests, and they for it.
 	Locks *convlock.Table
+	// Fleet, if set, names the replica that owns each conversation among
+	// those sharing the store (package fleet): a request to a memory
+	// route (chat completions, Responses, Messages, Gemini) whose
+	// conversation another replica owns is forwarded there as it came,
+	// and its answer relayed; if that replica cannot be reached it is
+	// served here. The conversation API, WebSocket mode, count_tokens,
+	// compact and pass-through are served here. Default nil: every
+	// request is served here.
+	Fleet Fleet
+	// PeerClient sends the requests forwarded to other replicas (Fleet).
+	// Default: uplink.PeerClient(), when Fleet is set.
+	PeerClient *fasthttp.Client
 }
 
 // Summarizer queues summary jobs; summary.Manager implements it.
@@ -170,6 +182,10 @@ type Calibrator interface {
 // ExchangeDone describes a finished chat-completions exchange.
 type ExchangeDone struct {
 	Tenant, Conversation string
+	// Forwarded is the base URL of the replica the request was forwarded
+	// to (Config.Fleet), which served it: nothing was recorded here. ""
+	// for a request served here.
+	Forwarded string
 	// Status is the status the client got (499: it left mid-stream).
 	Status int
 	// Committed reports whether the turn was recorded.
@@ -201,8 +217,12 @@ type Server struct {
 	fixed *tokens.Cache
 	// memoryWarned is when memoryNone last logged (Unix nanoseconds).
 	memoryWarned atomic.Int64
-	sockets      *wsmode.Server // the Responses WebSockets, and those open
-	state        *respstate.State
+	// peers is cfg.PeerClient; hopWarned when a hop that fell back last
+	// logged a warning (Unix nanoseconds).
+	peers     *fasthttp.Client
+	hopWarned atomic.Int64
+	sockets   *wsmode.Server // the Responses WebSockets, and those open
+	state     *respstate.State
 	// realClock: cfg.Now is time.Now, and a request's start can be
 	// fasthttp's reading of it (startOf).
 	realClock bool
@@ -231,6 +251,7 @@ func New(cfg Config) (*Server, error) {
 		fixed:    tokens.NewCache(cfg.Counter, 0),
 		client:   cfg.Client, // Do follows no redirect: they are the client's business
 		buffered: cfg.BufferingClient,
+		peers:    cfg.PeerClient,
 		state:    cfg.State,
 
 		realClock: realClock,
@@ -296,6 +317,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.WebSocketLifetime <= 0 {
 		c.WebSocketLifetime = wsmode.DefaultLifetime
+	}
+	if c.Fleet != nil && c.PeerClient == nil {
+		c.PeerClient = uplink.PeerClient()
 	}
 }
 
@@ -390,6 +414,9 @@ wait:
 	}
 	s.client.CloseIdleConnections() // the upstream's side of them ends too
 	s.buffered.CloseIdleConnections()
+	if s.peers != nil {
+		s.peers.CloseIdleConnections()
+	}
 	return err
 }
 
@@ -453,7 +480,7 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 	case e != nil:
 		s.reject(rc, "other", e)
 	case bytes.Equal(path, pathChat) && rc.IsPost():
-		s.serve(rc, conv, protocols[wire.ChatCompletions], path)
+		s.serve(rc, conv, protocols[wire.ChatCompletions], path, false)
 	case bytes.Equal(path, pathChat) && conv != "":
 		// Stored chat completions (GET /v1/chat/completions) have no
 		// conversation memory to apply: they pass through, but not under a
@@ -465,7 +492,7 @@ func (s *Server) Handle(rc *fasthttp.RequestCtx) {
 	case rc.IsPost() && bytes.Equal(path, pathCompact):
 		s.compact(rc, conv)
 	case rc.IsPost() && seamRoute(path) != nil:
-		s.serve(rc, conv, seamRoute(path), path)
+		s.serve(rc, conv, seamRoute(path), path, false)
 	case stateRoute(rc.Method(), path):
 		// The Responses and Conversations APIs' state is Recall's: never
 		// passed through (the /c/{id} prefix names nothing here).

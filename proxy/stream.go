@@ -74,7 +74,9 @@ func (s *Server) relay(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange
 		pipeline.Relay(ctx, res, out, &x.life.stream, s.cfg.StreamIdleTimeout, work, func(err error) {
 			st := status
 			if err != nil && !x.life.committed {
-				s.metrics.StreamAborted(x.c.cfg.ID)
+				if x.hop == "" { // the replica that served it counts it
+					s.metrics.StreamAborted(x.c.cfg.ID)
+				}
 				st = abortStatus(err, ctx.Err())
 			}
 			x.done(st, err)

@@ -44,13 +44,15 @@ func (s *Server) upgrade(rc *fasthttp.RequestCtx) {
 }
 
 // newSockets is the server's WebSocket mode: each turn served by
-// serve as a POST /v1/responses, counted busy as a handler is.
+// serve as a POST /v1/responses, counted busy as a handler is, and
+// served here whoever owns its conversation (Config.Fleet): the socket
+// is this replica's.
 func (s *Server) newSockets() (*wsmode.Server, error) {
 	return wsmode.New(wsmode.Config{
 		Turn: func(rc *fasthttp.RequestCtx, conv string) {
 			s.busy.Add(1)
 			defer s.busy.Add(-1)
-			s.serve(rc, conv, protocols[wire.Responses], nil)
+			s.serve(rc, conv, protocols[wire.Responses], nil, true)
 		},
 		Authenticate: func(rc *fasthttp.RequestCtx) error {
 			_, err := s.authenticate(rc)

@@ -2,6 +2,8 @@ package uplink
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"time"
@@ -45,11 +47,15 @@ func PeerClient() *fasthttp.Client {
 	return c
 }
 
+// ErrPeerUnreachable is a failure to connect to another replica: no
+// byte of the request reached it (a timeout among them).
+var ErrPeerUnreachable = errors.New("uplink: the replica could not be reached")
+
 // dialPeer dials another replica directly.
 func dialPeer(addr string) (net.Conn, error) {
 	c, err := fasthttp.DialTimeout(addr, peerDialTimeout)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrPeerUnreachable, err)
 	}
 	return track(c), nil
 }

@@ -1,7 +1,9 @@
 package uplink
 
 import (
+	"errors"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -85,5 +87,29 @@ func TestPeerClientSendsAgainOnAReusedConnectionClosedUnanswered(t *testing.T) {
 	}
 	if got, want := u.requests(), []string{"0/0", "0/1", "1/0"}; !equalStrings(got, want) {
 		t.Errorf("the replica read %v, want %v", got, want)
+	}
+}
+
+// TestPeerUnreachable: a replica that cannot be connected to is told
+// apart from one that failed after the request reached it.
+func TestPeerUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod("POST")
+	req.SetRequestURI("http://" + addr + "/v1/chat/completions")
+	if err := Do(PeerClient(), req, resp, 5*time.Second); !errors.Is(err, ErrPeerUnreachable) {
+		t.Fatalf("got %v, want ErrPeerUnreachable", err)
+	}
+	u := newScriptedUpstream(t, func(conn, req int) string { return "close" })
+	req.SetRequestURI("http://" + u.ln.Addr().String() + "/v1/chat/completions")
+	if err := Do(PeerClient(), req, resp, 5*time.Second); err == nil || errors.Is(err, ErrPeerUnreachable) {
+		t.Fatalf("a replica that closed the connection on the request: got %v, want another error", err)
 	}
 }
