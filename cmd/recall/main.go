@@ -31,6 +31,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/recallproxy/recall/api"
@@ -372,6 +373,22 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		return err
 	}
 	defer st.close()
+	replicas, err := joinFleet(ctx, g, st, log)
+	if err != nil {
+		return err
+	}
+	if replicas != nil {
+		// Leave as the shutdown starts (the others stop forwarding here
+		// at their next heartbeat), and before the store closes.
+		stopLeave := context.AfterFunc(ctx, func() { leaveFleet(replicas, log) })
+		defer func() {
+			if stopLeave() {
+				leaveFleet(replicas, log)
+			} else {
+				_ = replicas.Close() // waits for the leave under way
+			}
+		}()
+	}
 
 	// The newest messages of hot conversations are served from memory:
 	// this process is Badger's only writer, and a shared store's head is
@@ -381,6 +398,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 		hist = history.NewCache(st.store, g.CacheMB<<20, 2<<20)
 	}
 	met := storeMetrics(st)
+	replicas.register(met.Registry())
 	tracer, err := startTracer(ctx, log)
 	if err != nil {
 		return err
@@ -400,6 +418,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 			MaxBodyBytes: g.MaxBodyBytes,
 			CanCommit:    st.canCommit,
 			Tracer:       tracer,
+			Fleet:        replicas.proxyFleet(),
 		},
 		Summary: &summary.Config{},
 		API: func(c *api.Config) {
@@ -553,6 +572,7 @@ func serveUntilDone(ctx context.Context, srv *proxy.Server, ln net.Listener, log
 // openedStore is the store serve runs on, with what the proxy needs of it.
 type openedStore struct {
 	store     history.Store
+	pool      *pgxpool.Pool               // PostgreSQL's (the fleet's table is there); nil for Badger
 	leaser    history.Leaser              // nil for Badger (one process)
 	ping      func(context.Context) error // nil for Badger
 	canCommit func() error                // nil for PostgreSQL
@@ -581,7 +601,7 @@ func openStore(ctx context.Context, g config.Global, log *slog.Logger) (*openedS
 			cancel()
 			if err == nil {
 				sole := func() bool { _, ok := s.Sole(); return ok }
-				return &openedStore{store: s, leaser: s, ping: s.Ping, close: s.Close, name: g.StoreURL.String(), sole: sole}, nil
+				return &openedStore{store: s, pool: s.Pool(), leaser: s, ping: s.Ping, close: s.Close, name: g.StoreURL.String(), sole: sole}, nil
 			}
 			if !errors.Is(err, history.ErrUnavailable) {
 				return nil, err
