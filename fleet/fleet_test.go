@@ -270,3 +270,39 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestRowsAnHourOldAreDeleted: the row of a replica killed an hour ago
+// (it never deleted it) goes at a heartbeat; one a minute old stays
+// (not a member: it is past Dead).
+func TestRowsAnHourOldAreDeleted(t *testing.T) {
+	url := pgtest.DB(t)
+	p := migrated(t, url)
+	ctx := context.Background()
+	for _, row := range []struct{ id, age string }{{"killed-long-ago", "2 hours"}, {"killed-lately", "1 minute"}} {
+		if _, err := p.Exec(ctx, `INSERT INTO recall_replicas (id, url, seen_at) VALUES ($1, 'http://gone:8080', now() - $2::interval)`, row.id, row.age); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := join(t, p, "http://a.example:8080", fleet.Options{})
+	if got := a.urls(); len(got) != 1 {
+		t.Fatalf("got members %v, want a alone", got)
+	}
+	var ids []string
+	rows, err := p.Query(ctx, `SELECT id FROM recall_replicas WHERE id <> $1 ORDER BY id`, a.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 1 || ids[0] != "killed-lately" {
+		t.Fatalf("rows left %v, want killed-lately alone", ids)
+	}
+}
