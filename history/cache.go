@@ -39,6 +39,7 @@ type Cache struct {
 	heads    HeadReader // nil: this process is the store's only writer
 	follower Follower   // nil: a head moved on is followed by a Load
 	sole     SoleWriter // nil: heads are read before every hit
+	kept     KeptWriter // nil: no conversation is trusted alone
 	leaser   ExchangeLeaser
 	maxBytes int
 	maxEntry int
@@ -76,6 +77,19 @@ type SoleWriter interface {
 	// Sole reports whether this process is the store's only writer now,
 	// and the epoch of that state (never 0 when ok).
 	Sole() (epoch uint64, ok bool)
+}
+
+// KeptWriter is implemented by a SoleWriter store whose process may be
+// one conversation's only writer while others write the store: it kept
+// the conversation's lease after its last exchange, and every other
+// process writes the conversation only under that lease (see
+// ExchangeLease). While SoleFor reports ok, the cache serves k as it
+// would in a SoleWriter epoch. Each keeping is an epoch of its own,
+// never one Sole reports.
+type KeptWriter interface {
+	// SoleFor reports whether this process is k's only writer now, and
+	// the epoch of that state (never 0 when ok).
+	SoleFor(k Key) (epoch uint64, ok bool)
 }
 
 // Follower is implemented by a HeadReader store that reads, in one round
@@ -137,6 +151,7 @@ func NewCache(s Store, maxBytes, maxEntryBytes int) *Cache {
 	c.heads, _ = s.(HeadReader)
 	if c.heads != nil {
 		c.sole, _ = s.(SoleWriter)
+		c.kept, _ = s.(KeptWriter)
 		c.follower, _ = s.(Follower)
 	}
 	if c.follower != nil {
@@ -147,14 +162,20 @@ func NewCache(s Store, maxBytes, maxEntryBytes int) *Cache {
 	return c
 }
 
-// epoch returns the SoleWriter epoch now, 0 when this process is not the
-// store's only writer.
-func (c *Cache) epoch() uint64 {
+// epoch returns the epoch in which this process is k's only writer now:
+// the store's (SoleWriter), else k's alone (KeptWriter); 0 when it is
+// not.
+func (c *Cache) epoch(k Key) uint64 {
 	if c.sole == nil {
 		return 0
 	}
 	if e, ok := c.sole.Sole(); ok {
 		return e
+	}
+	if c.kept != nil {
+		if e, ok := c.kept.SoleFor(k); ok {
+			return e
+		}
 	}
 	return 0
 }
@@ -183,7 +204,7 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 	}
 	// The epoch is read before the store: what is read after it is
 	// current for as long as the epoch lasts.
-	epoch := c.epoch()
+	epoch := c.epoch(k)
 	if lease != nil {
 		epoch = 0 // the lease comes with a read of the store
 	}
@@ -311,8 +332,16 @@ func (e *cacheEntry) snapshot(tail []Message) Snapshot {
 // an error). A commit that creates the conversation caches it whole; a
 // summary landing on the state the entry holds keeps it.
 func (c *Cache) Commit(ctx context.Context, k Key, ch Change) (Meta, error) {
-	epoch := c.epoch() // before the store, as in Load
+	epoch := c.epoch(k) // before the store, as in Load
+	leased := ch.Lease.Held()
 	meta, err := c.store.Commit(ctx, k, ch)
+	if epoch == 0 && leased && err == nil && c.kept != nil {
+		// The commit kept the exchange's lease, held since before it:
+		// nobody else wrote since, and nobody will while it is kept.
+		if e, ok := c.kept.SoleFor(k); ok {
+			epoch = e
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.byKey[k]
@@ -455,7 +484,7 @@ func (c *Cache) Messages(ctx context.Context, k Key, after uint64, all bool, fn 
 // is current (or, over a Follower, brought up to the stored head) and
 // holds them all.
 func (c *Cache) cachedAfter(ctx context.Context, k Key, after uint64) ([]Message, bool, error) {
-	epoch := c.epoch()
+	epoch := c.epoch(k)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.byKey[k]

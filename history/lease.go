@@ -6,7 +6,9 @@ import "sync"
 // processes that share a store (the conversation's LeaseConversation
 // lease): taken by the plan's read in that read's own round trip
 // (Query.Lease), so that two replicas never plan from the same head, and
-// dropped by the commit in the commit's own transaction (Change.Lease).
+// dropped by the commit in the commit's own transaction (Change.Lease),
+// or kept by the store past it for the process's next exchange
+// (KeptWriter).
 // Every path that does not commit calls Release. A store of one process,
 // whose own locks order its exchanges, never takes it: Held stays false
 // and Release does nothing.

@@ -131,9 +131,30 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 		return history.Meta{}, wrap("commit "+k.String(), err)
 	}
 	lease, inTable := s.heldInTable(c.Lease)
+	if _, sole := s.sole.sole(); lease != nil && !inTable && !sole {
+		// Held in memory since the Store was the sole writer: its row
+		// first (see publish).
+		if err := s.publish(ctx, lease.name, lease.h); err != nil {
+			return history.Meta{}, wrap("commit "+k.String(), err)
+		}
+		inTable = true
+	}
 	var rel *leaseTake // the row the commit frees
+	keep := false      // the commit keeps the lease (keep.go)
 	if inTable {
-		rel = &leaseTake{name: lease.name, holder: lease.h.holder}
+		s.heldMu.Lock()
+		keep = s.keeps(lease.name, lease.h)
+		s.heldMu.Unlock()
+		if !keep {
+			rel = &leaseTake{name: lease.name, holder: lease.h.holder}
+		}
+	}
+	if lease == nil {
+		unfence, err := s.fence(ctx, k)
+		if err != nil {
+			return history.Meta{}, wrap("commit "+k.String(), err)
+		}
+		defer unfence()
 	}
 	m, wrote, err := s.commitOn(ctx, k, c, rel)
 	if err != nil && !wrote && Unavailable(err) && ctx.Err() == nil {
@@ -145,9 +166,12 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 	if err == nil {
 		s.merger.committed(len(c.Append))
 		if lease != nil {
-			if rel != nil {
+			switch {
+			case keep:
+				s.kept(lease.name, lease.h)
+			case rel != nil:
 				lease.dropped()
-			} else {
+			default:
 				lease.Release() // in memory, unless published since
 			}
 			c.Lease.Dropped()

@@ -97,8 +97,11 @@ func TestExchangeLeaseWithTheRead(t *testing.T) {
 	url := pgtest.DB(t)
 	soles := make(chan bool, 4)
 	waits := make(chan string, 64)
+	// FreeLeases: the exchange frees the lease in its commit, as it does
+	// once another replica wanted it (TestKeptLease... in keep_test.go
+	// cover keeping it).
 	s := open(t, url, pgstore.Options{Tracer: log, OnSole: func(sole bool) { soles <- sole },
-		OnLeaseWait: sendWaits(waits)})
+		OnLeaseWait: sendWaits(waits), FreeLeases: true})
 	if !<-soles {
 		t.Fatal("alone on the database: not the sole writer")
 	}
@@ -247,7 +250,9 @@ func TestExchangeLeaseOfTheSoleWriterJoined(t *testing.T) {
 	log := &leaseLog{released: make(chan struct{}, 4)}
 	url := pgtest.DB(t)
 	soles := make(chan bool, 4)
-	s := open(t, url, pgstore.Options{Tracer: log, OnSole: func(sole bool) { soles <- sole }})
+	// FreeLeases: the commit frees the lease (one a waiter wanted is freed
+	// so anyway, but the notice may come after the commit: keep.go).
+	s := open(t, url, pgstore.Options{Tracer: log, OnSole: func(sole bool) { soles <- sole }, FreeLeases: true})
 	if !<-soles {
 		t.Fatal("alone on the database: not the sole writer")
 	}

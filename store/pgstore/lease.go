@@ -64,7 +64,8 @@ const freeSQL = `SET holder = '', expires_at = clock_timestamp()`
 // take frees the place. So a replica that waits for a lease is next once
 // the holder lets it go, however often the holder's replica would take
 // it again (issue 48), and a lease nobody waits for costs the same one
-// statement.
+// statement. Queueing notifies wantChannel with the lease's name: a
+// Store that kept the lease after an exchange lets it go (keep.go).
 const takeSQL = `WITH ahead AS (
   SELECT FROM recall_leases WHERE name = 'next ' || $1 AND holder NOT IN ($4, '') AND expires_at > clock_timestamp()),
 took AS (
@@ -80,7 +81,7 @@ queued AS (
   SELECT 'next ' || $1, $4, clock_timestamp() + $6 * interval '1 microsecond' WHERE $5 AND NOT EXISTS (SELECT FROM took)
   ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
   WHERE recall_leases.holder IN ('', excluded.holder) OR recall_leases.expires_at < clock_timestamp()
-  RETURNING ` + lazySQL + `)
+  RETURNING ` + lazySQL + `, pg_notify('` + wantChannel + `', $1))
 SELECT ok FROM took`
 
 // unqueueSQL frees this Store's place in the lease's queue ($1 the
@@ -178,6 +179,16 @@ type heldLease struct {
 	// renewed until release stops it (stop, done).
 	inTable    bool
 	stop, done chan struct{}
+	// taken is when its row was taken (before the taking statement),
+	// and joined the sole-writer lock's hold then (joinedSince).
+	taken  time.Time
+	joined uint64
+	// keep is set while this Store keeps it (keep.go).
+	keep *keeping
+	// unkept: it may have been lost while held (the sole-writer lock's
+	// connection broke, or a renewal found it gone): never kept, nor
+	// trusted (keep.go). s.heldMu guards it.
+	unkept bool
 }
 
 // TryAcquire takes the lease on name if nobody holds it (or its holder let
@@ -192,6 +203,10 @@ func (s *Store) TryAcquire(ctx context.Context, name string) (release func(), ok
 func (s *Store) tryAcquire(ctx context.Context, name string, queue bool) (release func(), ok bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
+	}
+	if h := s.claim(name); h != nil {
+		var once sync.Once
+		return func() { once.Do(func() { s.unclaim(name, h) }) }, true, nil
 	}
 	h := s.newHeld()
 	reserved, inTable := s.reserve(name, h)
@@ -313,7 +328,8 @@ func (s *Store) let(name string, h *heldLease, del bool) {
 // taken without a round trip of its own: in memory while the Store is the
 // sole writer (HoldLease, or the read), otherwise by the plan's read, in
 // one batch with it (leased); and dropped by the commit that carries it
-// (Change.Lease), in the commit's own transaction (see Commit).
+// (Change.Lease), in the commit's own transaction (see Commit), or kept past
+// it (keep.go): the next exchange then claims it in memory.
 
 // convLease is this Store's hold on an exchange's lease.
 type convLease struct {
@@ -335,16 +351,22 @@ func (s *Store) newConvLease(k history.Key) *convLease {
 	return &convLease{s: s, name: history.LeaseName(history.LeaseConversation, k), h: s.newHeld()}
 }
 
-// HoldLease takes l on k in memory, if this Store is the sole writer and
-// nobody in it holds k's lease (history.ExchangeLeaser).
+// HoldLease takes l on k in memory, if this Store keeps k's lease
+// (keep.go) and no exchange of its own holds it, or is the sole writer
+// and nobody in it holds k's lease (history.ExchangeLeaser).
 func (s *Store) HoldLease(k history.Key, l *history.ExchangeLease) bool {
 	if l.Held() {
+		return true
+	}
+	name := history.LeaseName(history.LeaseConversation, k)
+	if h := s.claim(name); h != nil {
+		l.Take(&convLease{s: s, name: name, h: h})
 		return true
 	}
 	if _, sole := s.sole.sole(); !sole {
 		return false
 	}
-	c := s.newConvLease(k)
+	c := &convLease{s: s, name: name, h: s.newHeld()}
 	reserved, inTable := s.reserve(c.name, c.h)
 	if !reserved {
 		return false
@@ -381,6 +403,11 @@ func (s *Store) leased(ctx context.Context, k history.Key, l *history.ExchangeLe
 		return read(nil)
 	}
 	c := s.newConvLease(k)
+	if h := s.claim(c.name); h != nil {
+		c.h = h
+		l.Take(c)
+		return read(nil)
+	}
 	var p pause
 	fast := true
 	for {
@@ -390,6 +417,7 @@ func (s *Store) leased(ctx context.Context, k history.Key, l *history.ExchangeLe
 			l.Take(c)
 			return read(nil)
 		case reserved:
+			c.h.taken, c.h.joined = time.Now(), s.sole.joinedSince()
 			take := &leaseTake{name: c.name, holder: c.h.holder, fast: fast}
 			err := read(take)
 			if take.ok {

@@ -83,10 +83,11 @@ func TestLeaseHandOversChurnNoRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("recall_leases after %d rounds: %d inserted, %d deleted, %d updated, %d live", rounds, ins, del, upd, live)
-	// Three rows made once: the summary's lease, its queue's place, the
-	// conversation's lease (the queue's place of which no read needed).
-	if ins > 3 || del != 0 {
-		t.Errorf("%d rounds of hand-overs inserted %d rows and deleted %d, want at most 3 and none", rounds, ins, del)
+	// Four rows made once: the summary's lease, its queue's place, the
+	// conversation's lease and its queue's place (b queues once, for
+	// the lease a kept after its first commit: keep.go).
+	if ins > 4 || del != 0 {
+		t.Errorf("%d rounds of hand-overs inserted %d rows and deleted %d, want at most 4 and none", rounds, ins, del)
 	}
 }
 
@@ -124,7 +125,9 @@ func TestIdleLeaseRowsAreSwept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(names) != "[summary/t/new]" {
-		t.Errorf("lease rows after the sweep: %q, want only summary/t/new (old: free for over a minute)", names)
+	// conv/t/c: the commit took the conversation's lease (another Store
+	// may keep it: keep.go) and freed it just now.
+	if fmt.Sprint(names) != "[conv/t/c summary/t/new]" {
+		t.Errorf("lease rows after the sweep: %q, want conv/t/c and summary/t/new (old: free for over a minute)", names)
 	}
 }

@@ -75,6 +75,11 @@ type soleLock struct {
 	// yielding, if set, runs when this Store stops being the sole writer
 	// for a joining Store, before the newcomer may go on.
 	yielding func()
+	// want, if set, runs with the name of a lease another Store queued
+	// for (keep.go's wantChannel).
+	want func(name string)
+	// lost, if set, runs when the lock connection breaks.
+	lost func()
 	// changed, if set, runs after the Store starts or stops being the
 	// sole writer (set).
 	changed func()
@@ -83,6 +88,8 @@ type soleLock struct {
 	// otherwise a channel closed when it is held again: writes wait for
 	// it (see ready).
 	unjoined atomic.Pointer[chan struct{}]
+	// joins counts the times the lock was held again (joinedSince).
+	joins atomic.Uint64
 
 	// state is 0 while this Store does not trust its cache, the current
 	// epoch while it does. Only the run goroutine (or Open, before it
@@ -121,9 +128,24 @@ func (l *soleLock) unjoin() {
 
 // joined marks the lock held: waiting writes go on.
 func (l *soleLock) joined() {
+	if l.unjoined.Load() != nil {
+		l.joins.Add(1) // before: whoever sees the lock held sees the new count
+	}
 	if ch := l.unjoined.Swap(nil); ch != nil {
 		close(*ch)
 	}
+}
+
+// joinedSince returns the number of the lock's current hold (it counts
+// each time the lock is held again), 0 while it is not held. A number
+// that is still the current one later means the lock was held all along:
+// the database did not restart meanwhile, nor could another Store hold it
+// alone (keep.go).
+func (l *soleLock) joinedSince() uint64 {
+	if l.unjoined.Load() != nil {
+		return 0
+	}
+	return l.joins.Load()
 }
 
 // ready waits until this Store holds the lock: a Store writes only while
@@ -193,6 +215,9 @@ func (l *soleLock) take(ctx context.Context, conn *pgx.Conn) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+soleChannel); err != nil {
 		return err
 	}
+	if _, err := conn.Exec(ctx, "LISTEN "+wantChannel); err != nil {
+		return err
+	}
 	if _, err := conn.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", joinRetry.Milliseconds())); err != nil {
 		return err
 	}
@@ -255,6 +280,12 @@ func (l *soleLock) run() {
 		case err != nil && !ticked:
 			l.broken()
 			continue
+		}
+		if n != nil && n.Channel == wantChannel {
+			if l.want != nil {
+				l.want(n.Payload)
+			}
+			n = nil
 		}
 		if n != nil && n.PID != l.conn.PgConn().PID() {
 			if _, sole := l.sole(); sole {
@@ -333,6 +364,9 @@ func (l *soleLock) upgrade() error {
 func (l *soleLock) broken() {
 	l.unjoin()
 	l.set(false)
+	if l.lost != nil {
+		l.lost()
+	}
 	if l.conn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		l.conn.Close(ctx)

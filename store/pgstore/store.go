@@ -95,6 +95,9 @@ type Options struct {
 	// (false) being the database's only writer: for logs, metrics and
 	// tests. Calls are serialised. Default none.
 	OnSole func(sole bool)
+	// FreeLeases frees every exchange's lease in its commit, as Stores did
+	// before they kept them (keep.go): for tests and measurements.
+	FreeLeases bool
 }
 
 // Store is a history.Store on PostgreSQL.
@@ -111,6 +114,8 @@ type Store struct {
 	batcher    *batcher
 	onWait     func(name string)
 	sole       *soleLock
+	keeper     keeper // the leases kept after a commit (keep.go)
+	noKeep     bool   // Options.FreeLeases
 }
 
 var (
@@ -181,6 +186,9 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 		holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:])), held: map[string]*heldLease{}}
 	s.sole = sole
 	sole.yielding = s.publishLeases
+	sole.want, sole.lost = s.wanted, s.dropKept
+	s.keeper = keeper{contested: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
+	s.noKeep = o.FreeLeases
 	if s.version, err = migrate(ctx, pool); err != nil {
 		pool.Close()
 		sole.close()
@@ -199,6 +207,7 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 // releases the sole-writer lock.
 func (s *Store) Close() {
 	s.batcher.close()
+	s.letKept()
 	s.merger.close()
 	s.pool.Close()
 	s.sole.close()
@@ -828,6 +837,11 @@ func (s *Store) Delete(ctx context.Context, k history.Key) error {
 	if err := s.sole.ready(ctx); err != nil {
 		return wrap("delete "+k.String(), err)
 	}
+	unfence, err := s.fence(ctx, k)
+	if err != nil {
+		return wrap("delete "+k.String(), err)
+	}
+	defer unfence()
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(`DELETE FROM recall_messages WHERE tenant = $1 AND conversation = $2`, k.Tenant, k.Conversation)
