@@ -38,9 +38,11 @@
 #   recall-pg-2     the same with two Recall processes (replicas) on the one
 #                   database, sharing the proxy's core, no balancer: bench/load
 #                   spreads the requests over both URLs, each conversation's
-#                   requests alternating between the replicas (every request
-#                   then finds its conversation changed by the other replica:
-#                   the worst case for the window caches)
+#                   requests alternating between the replicas; each replica
+#                   has replica_url, so the one that does not own a
+#                   conversation forwards its requests to the one that does
+#                   (fleet), which keeps the conversation's lease between
+#                   them (store/pgstore/keep.go)
 #                   Both report the PostgreSQL server's CPU a request (its
 #                   processes, over each row's measured part), and after
 #                   them pgbench measures what the commit's one statement
@@ -347,6 +349,7 @@ EOF
 	[ "${TRACE:-0}" = 1 ] && [ -z "${RECALL_AT:-}" ] && debug=(GODEBUG=gctrace=1 RECALL_PPROF=127.0.0.1:$PPROF_PORT)
 	env "${debug[@]}" RECALL_LISTEN=127.0.0.1:$port RECALL_UPSTREAM_URL=${UPSTREAM:-http://127.0.0.1:$UP_PORT/v1} \
 		RECALL_DATA_DIR=$1 RECALL_CONFIG=$WORK/recall-$2.yaml RECALL_STORE_URL=${3:-} \
+		RECALL_REPLICA_URL=${REPLICA:+http://127.0.0.1:$port} \
 		RECALL_UPSTREAM_PROTOCOL=${UPSTREAM_PROTOCOL:-openai} \
 		"${PROXY_CPU[@]}" "$BIN/recall" serve 2>>"$WORK/recall.log" &
 	RECALL_PID=$!
@@ -571,9 +574,17 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 	pg_stats_reset
 	# Two replicas on the same database (the conversations as recall-pg
 	# left them), both on the proxy's core.
-	start_recall "$WORK/data-pg" true "$PG_URL"
+	REPLICA=1 start_recall "$WORK/data-pg" true "$PG_URL"
 	first=$RECALL_PID
-	RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pg-2" true "$PG_URL"
+	REPLICA=1 RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pg-2" true "$PG_URL"
+	# Measured once each replica sees the other (the fleet's heartbeat,
+	# every second): until then each serves what it thinks it owns.
+	for port in "$RECALL_PORT" "$RECALL2_PORT"; do
+		for _ in $(seq 50); do
+			curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -q '^recall_replicas 2$' && break
+			sleep 0.1
+		done
+	done
 	matrix recall-pg-2 "http://127.0.0.1:$RECALL_PORT$URL,http://127.0.0.1:$RECALL2_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" \
 		-metrics "$RECALL_METRICS,http://127.0.0.1:$RECALL2_PORT/metrics" -cpu "$PG_PID"
 	stop_recall

@@ -27,7 +27,7 @@ import (
 // go: at once if no exchange of its own holds it, else in that
 // exchange's commit. It then does not keep that lease for keepAfterWant:
 // replicas taking turns on a conversation with no affinity free it in
-// every commit, as before, instead of trading it back and forth.
+// their commits, as before, instead of trading it back and forth.
 //
 // A kept lease is renewed with every other kept lease of the Store in one
 // statement a third of Options.Lease (keeper); one idle for keepIdle is
@@ -40,8 +40,11 @@ const (
 	// for a lease names it.
 	wantChannel = "recall_lease_wanted"
 	// keepAfterWant is how long a Store does not keep a lease another
-	// Store wanted.
-	keepAfterWant = time.Minute
+	// Store wanted: long enough that replicas taking turns with no
+	// affinity rarely trade a kept lease (once every 5 s a conversation),
+	// short enough that a conversation contested while the replicas'
+	// fleet was settling (forwarding) is kept again soon.
+	keepAfterWant = 5 * time.Second
 	// keepIdle is how long a kept lease outlives its last exchange.
 	keepIdle = 30 * time.Second
 	// keptEpoch marks the epochs of kept leases (SoleFor), so that none
