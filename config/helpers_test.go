@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -88,4 +89,19 @@ func globalWithTenants(dir string) Global {
 	g := DefaultGlobal()
 	g.TenantsDir = dir
 	return g
+}
+
+// described returns check-config's description of g, with g's tenants
+// (none read from the environment).
+func described(t *testing.T, g Global) string {
+	t.Helper()
+	set, err := LoadTenants(g, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Describe(&out, g, set); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"slices"
 	"strings"
 	"testing"
@@ -27,16 +26,8 @@ func TestReplicaURL(t *testing.T) {
 	if g.ReplicaURL != "https://recall-2.internal/" {
 		t.Fatalf("from %s: got %q, want https://recall-2.internal/", EnvReplicaURL, g.ReplicaURL)
 	}
-	set, err := LoadTenants(g, env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var described bytes.Buffer
-	if err := Describe(&described, g, set); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(described.String(), "replica_url: https://recall-2.internal/\n") {
-		t.Errorf("check-config's description lacks replica_url:\n%s", described.String())
+	if d := described(t, g); !strings.Contains(d, "replica_url: https://recall-2.internal/\n") {
+		t.Errorf("check-config's description lacks replica_url:\n%s", d)
 	}
 	if g, err := LoadGlobalEnv("", env(nil)); err != nil || g.ReplicaURL != "" {
 		t.Errorf("default: got %q, %v; want \"\" (no forwarding)", g.ReplicaURL, err)
