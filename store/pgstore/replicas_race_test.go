@@ -16,7 +16,7 @@ import (
 // rebase). Each exchange holds the conversation's lease from its plan's
 // read to its commit, so the replicas take turns: every request is
 // acknowledged, and stored exactly once, as a user message followed by
-// its answer, and no lease is left behind.
+// its answer, and no lease is left behind once the replicas closed.
 func TestReplicasRaceOneConversation(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -40,14 +40,21 @@ func raceReplicas(t *testing.T, path string, body func(string) string) {
 	url := pgtest.DB(t)
 	up, tenants := defaultTenants(t)
 	var waits atomic.Int64
-	addrs := serveReplicas(t, url, tenants, func(int) pgstore.Options {
-		return pgstore.Options{OnLeaseWait: func(string) { waits.Add(1) }}
-	})
+	var addrs []string
+	var replicas []*pgstore.Store
+	for range 2 {
+		r := open(t, url, pgstore.Options{OnLeaseWait: func(string) { waits.Add(1) }})
+		addr, _ := serve(t, tenants, r, nil)
+		addrs, replicas = append(addrs, addr), append(replicas, r)
+	}
 
 	const clients, each = 6, 8 // three clients a replica
 	asked := askedOnce(t, addrs, path, "sk-race", clients, each, func(c, i int) string {
 		return fmt.Sprintf("question %d from client %d", i, c)
 	}, body)
+	for _, r := range replicas {
+		r.Close() // frees the leases it kept (keep.go)
+	}
 	s := open(t, url, pgstore.Options{})
 	var leases int
 	if err := s.Pool().QueryRow(testCtx(t), `SELECT count(*) FROM recall_leases WHERE holder <> ''`).Scan(&leases); err != nil {
