@@ -31,3 +31,6 @@ var TakingSQL = []string{loadTakingSQL, followTakingSQL}
 // The statements that write a lease row on their own (they commit
 // lazily), and FreeRowSQL, which frees one in a commit's transaction.
 const ReleaseSQL, RenewSQL, UnqueueSQL, FreeRowSQL = releaseSQL, renewSQL, unqueueSQL, freeRowSQL
+
+// RenewKept runs one round of the kept leases' renewal (keep.go) now.
+func RenewKept(s *Store) { s.renewKept() }

@@ -53,12 +53,16 @@ const (
 )
 
 // keepRenewSQL renews the kept leases ($1 their names, $2 their
-// holders) and returns the names it renewed: a lease it did not renew
-// was lost (it expired, and another Store may hold it now).
+// holders) and returns the names it renewed, each with whether another
+// Store ($4 this one) is queued for it (a notice missed while the
+// lock's connection was away, or a Store that queues without
+// notifying): a lease it did
+// not renew was lost (it expired, and another Store may hold it now).
 const keepRenewSQL = `UPDATE recall_leases l SET expires_at = clock_timestamp() + $3 * interval '1 microsecond'
 FROM unnest($1::text[], $2::text[]) AS k(name, holder)
 WHERE l.name = k.name AND l.holder = k.holder
-RETURNING l.name, ` + lazySQL
+RETURNING l.name, EXISTS (SELECT FROM recall_leases q
+  WHERE q.name = 'next ' || l.name AND q.holder NOT IN ('', $4) AND q.expires_at > clock_timestamp()), ` + lazySQL
 
 // keepFreeSQL frees the kept leases $1 held by $2 (one holder each).
 const keepFreeSQL = `UPDATE recall_leases l ` + freeSQL + `
@@ -213,7 +217,7 @@ func (s *Store) wanted(name string) {
 	}
 	delete(s.held, name)
 	s.heldMu.Unlock()
-	go s.free([]string{name}, []string{h.holder})
+	s.free([]string{name}, []string{h.holder})
 }
 
 // free frees the lease rows names held by holders.
@@ -269,21 +273,29 @@ func (s *Store) renewKept() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.lease/3)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, keepRenewSQL, renew, renewBy, s.lease.Microseconds())
+	rows, err := s.pool.Query(ctx, keepRenewSQL, renew, renewBy, s.lease.Microseconds(), s.holder)
 	if err != nil {
 		return // not renewed: trusted until half the lease is gone
 	}
 	renewed := make(map[string]bool, len(renew))
+	var wanted []string
 	for rows.Next() {
 		var name string
+		var queued bool
 		var skip any
-		if rows.Scan(&name, &skip) == nil {
+		if rows.Scan(&name, &queued, &skip) == nil {
 			renewed[name] = true
+			if queued {
+				wanted = append(wanted, name)
+			}
 		}
 	}
 	rows.Close()
 	if rows.Err() != nil {
 		return
+	}
+	for _, name := range wanted {
+		s.wanted(name)
 	}
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()

@@ -144,7 +144,7 @@ func TestKeptLeasesFreedAtClose(t *testing.T) {
 
 // TestKeptLeaseClaimedOnce: two exchanges of the keeping Store on one
 // conversation never hold its kept lease at once: the second waits for
-// the first's commit, and plans from it.
+// the first's commit, then claims the lease, and plans from that commit.
 func TestKeptLeaseClaimedOnce(t *testing.T) {
 	waits := make(chan string, 64)
 	_, _, ca, k := keptPair(t, pgstore.Options{OnLeaseWait: sendWaits(waits)})
@@ -156,6 +156,10 @@ func TestKeptLeaseClaimedOnce(t *testing.T) {
 	}
 	second := make(chan history.Snapshot, 1)
 	go func() {
+		// Well before the kept lease would idle out (30 s): the second
+		// claims it as soon as the first let it go.
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
 		var l history.ExchangeLease
 		s, err := ca.Load(ctx, k, history.Query{Tokens: 1 << 20, Lease: &l})
 		if err != nil {
@@ -173,5 +177,32 @@ func TestKeptLeaseClaimedOnce(t *testing.T) {
 	got := recv(t, ctx, second, "the second exchange never read")
 	if got.Meta.Version != v+1 {
 		t.Errorf("the second exchange planned from version %d, want %d (the first's commit)", got.Meta.Version, v+1)
+	}
+}
+
+// TestKeptLeaseWantedWithoutANotice: a Store queued for a kept lease
+// whose notice the keeper never heard (its lock's connection was away,
+// or the Store queues without notifying, as earlier versions do) gets
+// it at the keeper's next renewal, not once it idles out.
+func TestKeptLeaseWantedWithoutANotice(t *testing.T) {
+	a, b, _, k := keptPair(t, pgstore.Options{})
+	name := history.LeaseName(history.LeaseConversation, k)
+	ctx := testCtx(t)
+	// A place in the lease's queue, as takeSQL makes it, but with no
+	// notice.
+	if _, err := a.Pool().Exec(ctx, `INSERT INTO recall_leases (name, holder, expires_at)
+		VALUES ('next ' || $1, 'an earlier replica', clock_timestamp() + interval '1 minute')`, name); err != nil {
+		t.Fatal(err)
+	}
+	pgstore.RenewKept(a)
+	if _, ok := a.SoleFor(k); ok {
+		t.Error("after a renewal that found a Store queued: the keeper still trusts its window")
+	}
+	var holder string
+	if err := b.Pool().QueryRow(ctx, `SELECT holder FROM recall_leases WHERE name = $1`, name).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	if holder != "" {
+		t.Errorf("after a renewal that found a Store queued: the lease is held by %q, want it free", holder)
 	}
 }

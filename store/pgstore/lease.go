@@ -403,14 +403,15 @@ func (s *Store) leased(ctx context.Context, k history.Key, l *history.ExchangeLe
 		return read(nil)
 	}
 	c := s.newConvLease(k)
-	if h := s.claim(c.name); h != nil {
-		c.h = h
-		l.Take(c)
-		return read(nil)
-	}
 	var p pause
 	fast := true
 	for {
+		if h := s.claim(c.name); h != nil {
+			// Kept: claimed now, or once the exchange of this Store
+			// that held it let it go.
+			l.Take(&convLease{s: s, name: c.name, h: h})
+			return read(nil)
+		}
 		reserved, inTable := s.reserve(c.name, c.h)
 		switch {
 		case reserved && !inTable:

@@ -283,7 +283,7 @@ func (l *soleLock) run() {
 		}
 		if n != nil && n.Channel == wantChannel {
 			if l.want != nil {
-				l.want(n.Payload)
+				go l.want(n.Payload) // it frees the lease: a round trip
 			}
 			n = nil
 		}
