@@ -125,7 +125,7 @@ func (s *Store) SoleFor(k history.Key) (uint64, bool) {
 
 // keeps reports whether a commit under the lease on name, which this
 // Store holds in the table (h), keeps it rather than freeing it: unless
-// another Store wanted it lately. h.heldMu is held.
+// another Store wanted it lately. s.heldMu is held.
 func (s *Store) keeps(name string, h *heldLease) bool {
 	if h.unkept || h.joined == 0 || h.joined != s.sole.joinedSince() {
 		// Taken while the sole-writer lock was not held, or it was lost
