@@ -153,14 +153,11 @@ func TestHopSendsTheRequestAsReceived(t *testing.T) {
 		t.Errorf("the owner got %s %s %q, want the client's request", o.method, o.uri, o.body)
 	}
 
-	r2 := h.Post("/v1/chat/completions", key, "conv-8", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
-	if r2.Status != http.StatusTooManyRequests || r2.Header.Get("Retry-After") != "7" || r2.Body != `{"error":{"message":"slow down","type":"rate_limit_error"}}` {
-		t.Errorf("client got %d %v %q, want the owner's answer", r2.Status, r2.Header, r2.Body)
-	}
-	if o := <-got; o.header.Get("X-Conversation-Id") != "conv-8" || o.uri != "/v1/chat/completions" {
-		t.Errorf("the owner got %s with X-Conversation-ID %q, want the client's", o.uri, o.header.Get("X-Conversation-Id"))
-	}
-	for _, conv := range []string{"conv-7", "conv-8"} {
+	// conv-7's exchange ends when its stream's relay does, which may be
+	// after the client read the last byte: wait for it before conv-8, so
+	// that neither WaitDone skips the other's.
+	checkForwarded := func(conv string) {
+		t.Helper()
 		if d := h.WaitDone(conv); d.Forwarded != owner.URL || d.Committed {
 			t.Errorf("%s: exchange done %+v, want forwarded to %s, nothing committed", conv, d, owner.URL)
 		}
@@ -168,6 +165,16 @@ func TestHopSendsTheRequestAsReceived(t *testing.T) {
 			t.Errorf("%s: %d messages stored by the forwarding replica, want none", conv, len(stored))
 		}
 	}
+	checkForwarded("conv-7")
+
+	r2 := h.Post("/v1/chat/completions", key, "conv-8", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
+	if r2.Status != http.StatusTooManyRequests || r2.Header.Get("Retry-After") != "7" || r2.Body != `{"error":{"message":"slow down","type":"rate_limit_error"}}` {
+		t.Errorf("client got %d %v %q, want the owner's answer", r2.Status, r2.Header, r2.Body)
+	}
+	if o := <-got; o.header.Get("X-Conversation-Id") != "conv-8" || o.uri != "/v1/chat/completions" {
+		t.Errorf("the owner got %s with X-Conversation-ID %q, want the client's", o.uri, o.header.Get("X-Conversation-Id"))
+	}
+	checkForwarded("conv-8")
 	if n := h.Up.Count(); n != 0 {
 		t.Errorf("the forwarding replica sent %d requests upstream, want 0", n)
 	}
