@@ -34,9 +34,15 @@
 #   recall-pg       recall-sync on PostgreSQL (store_url): a private server
 #                   started in the work directory if PostgreSQL's server
 #                   binaries are installed (the rows are skipped otherwise),
-#                   durable commits (fsync, synchronous_commit on)
-#   recall-pg-2     the same with two Recall processes (replicas) on the one
-#                   database, sharing the proxy's core, no balancer: bench/load
+#                   durable commits (fsync, synchronous_commit on),
+#                   max_wal_size 8GB and checkpoint_timeout 30min (the
+#                   operator settings docs/performance.md gives: with the
+#                   default 1GB a checkpoint started every ~30 s of the rows),
+#                   statements of 100 ms or more and autovacuum logged and
+#                   counted under the tables
+#   recall-pg-2     the same with two Recall processes (replicas) on one
+#                   database (seeded afresh as recall-pg's was, on the same
+#                   server), sharing the proxy's core, no balancer: bench/load
 #                   spreads the requests over both URLs, each conversation's
 #                   requests alternating between the replicas; each replica
 #                   has replica_url, so the one that does not own a
@@ -541,7 +547,10 @@ elif [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 	PG_PIN=("${LOAD_CPU[@]}")
 	[ "${PG_CPU:-load}" = proxy ] && PG_PIN=("${PROXY_CPU[@]}")
 	"${PG_PIN[@]}" "${AS_PG[@]}" "$PG_BIN/postgres" -D "$PGDIR/data" -p "$PG_PORT" -k "$PGDIR" \
-		-c listen_addresses=127.0.0.1 -c shared_buffers=256MB ${PG_CONF:-} >>"$WORK/pg.log" 2>&1 &
+		-c listen_addresses=127.0.0.1 -c shared_buffers=256MB \
+		-c max_wal_size=8GB -c checkpoint_timeout=30min \
+		-c log_min_duration_statement=100 -c log_autovacuum_min_duration=0 -c log_line_prefix='%m [%p] %d ' \
+		${PG_CONF:-} >>"$WORK/pg.log" 2>&1 &
 	PG_PID=$! # taskset and setpriv exec: the postmaster
 	PIDS+=("$PG_PID")
 	for _ in $(seq 100); do
@@ -551,14 +560,16 @@ elif [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 	PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
 	# PG_STATS=1: the recall-pg rows' statements by total time, from
 	# pg_stat_statements (PG_CONF must preload it), into pg-statements.txt.
+	# pg_stats_reset [DB] and pg_stats_dump FILE [DB]: DB is the row's
+	# database (default postgres), whose transactions are counted.
 	pg_stats_reset() {
 		[ "${PG_STATS:-0}" = 1 ] || return 0
-		"$PG_BIN/psql" -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements' \
+		"$PG_BIN/psql" -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "${1:-postgres}" -c 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements' \
 			-c 'SELECT pg_stat_statements_reset()' -c "SELECT pg_stat_reset_shared('wal')" -c 'SELECT pg_stat_reset()' >/dev/null
 	}
 	pg_stats_dump() {
 		[ "${PG_STATS:-0}" = 1 ] || return 0
-		"$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
+		"$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "${2:-postgres}" -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
 	round(mean_exec_time::numeric, 3) AS mean_ms, rows, shared_blks_hit + shared_blks_read AS blks, wal_bytes,
 	regexp_replace(left(query, 110), '\s+', ' ', 'g') AS query
 FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
@@ -567,16 +578,24 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 	}
 	"$BIN/load" -seed-url "$PG_URL" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
 	pg_stats_reset
+	PG_LOG_FROM=$(wc -l <"$WORK/pg.log")
 	start_recall "$WORK/data-pg" true "$PG_URL"
 	matrix recall-pg "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" -metrics "$RECALL_METRICS" -cpu "$PG_PID"
 	stop_recall
 	pg_stats_dump "$WORK/pg-statements.txt"
-	pg_stats_reset
-	# Two replicas on the same database (the conversations as recall-pg
-	# left them), both on the proxy's core.
-	REPLICA=1 start_recall "$WORK/data-pg" true "$PG_URL"
+	# Two replicas, both on the proxy's core, sharing a database of their
+	# own seeded as recall-pg's was: the rows start from the same
+	# conversations, not recall-pg-2 from the ~70,000 turns recall-pg
+	# added (a larger table, search index and exchange log cost every
+	# statement more: measured 0.40 against 0.59 ms of statement time a
+	# request when recall-pg-2 ran on recall-pg's leavings).
+	"$PG_BIN/psql" -qX -h 127.0.0.1 -p "$PG_PORT" -U postgres -c 'CREATE DATABASE recall2' >/dev/null
+	PG_URL2="postgres://postgres@127.0.0.1:$PG_PORT/recall2?sslmode=disable"
+	"$BIN/load" -seed-url "$PG_URL2" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
+	pg_stats_reset recall2
+	REPLICA=1 start_recall "$WORK/data-pg-2a" true "$PG_URL2"
 	first=$RECALL_PID
-	REPLICA=1 RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pg-2" true "$PG_URL"
+	REPLICA=1 RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pg-2b" true "$PG_URL2"
 	# Measured once each replica sees the other (the fleet's heartbeat,
 	# every second): until then each serves what it thinks it owns.
 	for port in "$RECALL_PORT" "$RECALL2_PORT"; do
@@ -590,7 +609,10 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 	stop_recall
 	RECALL_PID=$first
 	stop_recall
-	pg_stats_dump "$WORK/pg-2-statements.txt"
+	pg_stats_dump "$WORK/pg-2-statements.txt" recall2
+	# What the server logged while the rows ran (statements of 100 ms or
+	# more, autovacuum, checkpoints), by row, under the tables.
+	tail -n +"$((PG_LOG_FROM + 1))" "$WORK/pg.log" >"$WORK/pg-rows.log"
 	# The statements alone: PostgreSQL (Recall stopped) running, from
 	# the proxy's core, the commit's one statement and less, with pgbench
 	# in a closed loop, DUR each, on the database the rows left, with as
@@ -730,6 +752,36 @@ if [ -s "$WORK/pg-floor.txt" ]; then
 	echo "The recall-pg rows' statements alone: PostgreSQL (Recall stopped) driven by pgbench from the proxy's core, 10 clients (Recall's pool; the cost a transaction moves with the count), $DUR each, durable commits: transactions a second, and the server's CPU a transaction."
 	echo
 	awk '{d["turn"] = "the commit'"'"'s one statement (the conversation'"'"'s row updated, two median message rows inserted with their search terms)"; d["update"] = "the conversation'"'"'s row updated alone"; d["select"] = "SELECT 1"; printf "- %s: %s tps, %s ms\n", d[$1], $2, $3}' "$WORK/pg-floor.txt"
+fi
+if [ -s "$WORK/pg-rows.log" ]; then
+	echo
+	echo "What the PostgreSQL server logged during the recall-pg rows (its own durations: statements of 100 ms or more; a slow COMMIT is the WAL's flush), by row:"
+	echo
+	awk '
+		function row(db) { return db == "recall2" ? "recall-pg-2" : "recall-pg" }
+		/ LOG:  duration: / {
+			r = row($5); ms = $8 + 0
+			kind = "other statements"
+			if ($0 ~ /: COMMIT$/) kind = "COMMIT"
+			else if ($0 ~ /gin_clean_pending_list/) kind = "gin_clean_pending_list (the search index merge)"
+			k = r SUBSEP kind; n[k]++; if (ms > max[k]) max[k] = ms; rows[r] = 1
+		}
+		/automatic (aggressive )?(vacuum|analyze) of table "/ {
+			match($0, /table "[^.]+/); db = substr($0, RSTART + 7, RLENGTH - 7)
+			if (db == "postgres" || db == "recall2") { av[row(db)]++; rows[row(db)] = 1 }
+		}
+		/checkpoint starting: (wal|time)/ { cp++ }
+		END {
+			split("recall-pg recall-pg-2", order, " ")
+			for (i = 1; i <= 2; i++) {
+				r = order[i]
+				if (!(r in rows)) continue
+				line = ""
+				for (k in n) { split(k, p, SUBSEP); if (p[1] == r) line = line sprintf("%s%s %d (max %.0f ms)", line == "" ? "" : "; ", p[2], n[k], max[k]) }
+				printf "- %s: %s; autovacuum runs %d\n", r, line == "" ? "no statement of 100 ms or more" : line, av[r]
+			}
+			printf "- checkpoints started during the rows: %d\n", cp
+		}' "$WORK/pg-rows.log"
 fi
 if [ -s "$WORK/ceiling-rounds.txt" ]; then
 	echo
