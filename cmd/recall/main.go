@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -508,6 +509,8 @@ func openStoreWarm(ctx context.Context, g config.Global, log *slog.Logger) (*tok
 // the PostgreSQL store's sole writer when it can tell.
 func storeMetrics(st *openedStore) *metrics.Metrics {
 	met := metrics.New(nil)
+	observe := func(d time.Duration) { met.StoreOp("sync", d) }
+	st.syncs.Store(&observe)
 	if st.sole != nil {
 		met.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "recall_store_sole_writer",
 			Help: "1 while this replica is the only one on the PostgreSQL store (its window cache is then served without head reads)."},
@@ -579,6 +582,9 @@ type openedStore struct {
 	close     func()
 	name      string      // for the log: the directory, or the URL without its password
 	sole      func() bool // nil for Badger; PostgreSQL: whether this replica is the only one
+	// syncs observes Badger's durable log syncs once the metrics exist
+	// (storeMetrics); unset for PostgreSQL.
+	syncs atomic.Pointer[func(time.Duration)]
 }
 
 // openStore opens PostgreSQL when store_url is set, Badger in data_dir
@@ -617,14 +623,21 @@ func openStore(ctx context.Context, g config.Global, log *slog.Logger) (*openedS
 			wait = min(2*wait, 5*time.Second)
 		}
 	}
+	st := &openedStore{name: g.DataDir}
 	s, err := badgerstore.Open(g.DataDir, badgerstore.Options{
 		NoSync:       g.SyncWrites != nil && !*g.SyncWrites,
 		AIOSync:      g.AIOFsync,
 		Logger:       log,
 		MinFreeBytes: int64(g.MinFreeMB) << 20,
+		OnSync: func(d time.Duration) {
+			if f := st.syncs.Load(); f != nil {
+				(*f)(d)
+			}
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &openedStore{store: s, canCommit: s.CanCommit, close: func() { s.Close() }, name: g.DataDir}, nil
+	st.store, st.canCommit, st.close = s, s.CanCommit, func() { s.Close() }
+	return st, nil
 }

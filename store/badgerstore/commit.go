@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -342,7 +343,11 @@ func (s *Store) logSyncer(done chan<- struct{}) {
 		if s.beforeLogSync != nil {
 			s.beforeLogSync()
 		}
+		start := time.Now()
 		err := s.syncLogs()
+		if s.onSync != nil {
+			s.onSync(time.Since(start))
+		}
 		for _, j := range jobs {
 			for i, r := range j.reqs {
 				if err != nil {

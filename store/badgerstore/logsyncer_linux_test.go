@@ -79,3 +79,42 @@ func TestGroupWrittenWhileTheLastSyncs(t *testing.T) {
 		}
 	}
 }
+
+// Options.OnSync hears of each durable group's log sync before the
+// group's commits are answered, and of none without durable writes.
+func TestOnSyncSeesEachLogSync(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		o       Options
+		atLeast int32
+	}{
+		{"durable", Options{IndexBacklog: 1 << 30, AIOSync: true}, 1},
+		{"no sync", Options{IndexBacklog: 1 << 30, AIOSync: true, NoSync: true}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var syncs atomic.Int32
+			tt.o.OnSync = func(d time.Duration) {
+				if d < 0 {
+					t.Errorf("a sync of %v", d)
+				}
+				syncs.Add(1)
+			}
+			s := openT(t, t.TempDir(), tt.o)
+			if !tt.o.NoSync && s.logs == nil {
+				t.Fatal("durable store without a logSync: AIO unavailable?")
+			}
+			for i := range 3 {
+				k := history.Key{Tenant: "t", Conversation: string(rune('a' + i))}
+				if _, err := s.Commit(context.Background(), k, history.Change{Append: []history.Message{textMsg("user", "hello")}, Now: 1}); err != nil {
+					t.Fatal(err)
+				}
+				if got := syncs.Load(); tt.atLeast > 0 && got < int32(i+1) {
+					t.Fatalf("commit %d answered after %d syncs heard, want %d", i+1, got, i+1)
+				}
+			}
+			if tt.atLeast == 0 && syncs.Load() != 0 {
+				t.Errorf("%d syncs heard without durable writes", syncs.Load())
+			}
+		})
+	}
+}

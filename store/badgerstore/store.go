@@ -121,6 +121,12 @@ type Options struct {
 	// logSync). Linux only; Badger syncs if AIO cannot be set up. Recall's
 	// configuration turns it on (aio_fsync).
 	AIOSync bool
+	// OnSync, if set, is called after each sync of the logs that makes a
+	// group of durable commits durable (AIOSync's log syncer), with how
+	// long the sync took: the floor of a durable commit's latency, and
+	// where a disk's stalls show (recall serve observes it as
+	// recall_store_duration_seconds{op="sync"}). It must not block.
+	OnSync func(time.Duration)
 }
 
 // Store is a history.Store on Badger.
@@ -186,6 +192,7 @@ type Store struct {
 	beforeRecordWrite func()                               // tests: runs between an append's metadata read and its write
 	afterGroupWrite   func()                               // tests: runs after a group's transaction committed, before its sync
 	beforeLogSync     func()                               // tests: runs before the log syncer syncs
+	onSync            func(time.Duration)                  // Options.OnSync
 	beforeRecordPurge func()                               // tests: runs before a Delete's purge of records takes recMu
 }
 
@@ -279,7 +286,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, minFree: o.MinFreeBytes, free: o.FreeBytes, spare: spareSpace{now: o.Now}, readOnly: o.ReadOnly, noSync: o.NoSync || o.InMemory,
 		stop: make(chan struct{}), done: make(chan struct{}), logger: o.Logger, indexBacklog: o.IndexBacklog,
-		groupWait: o.GroupWait, after: time.After, burst: foldBurst, cpus: runtime.NumCPU(),
+		groupWait: o.GroupWait, onSync: o.OnSync, after: time.After, burst: foldBurst, cpus: runtime.NumCPU(),
 		foldNow: make(chan struct{}, 1), folded: make(chan struct{}), hurry: make(chan struct{})}
 	s.pause = s.pauseFold
 	if !s.noSync && !s.readOnly {
