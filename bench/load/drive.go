@@ -188,9 +188,9 @@ func (d *driver) prefill() error {
 // run drives the load for warmup + duration and summarises the measured
 // part.
 func (d *driver) run() result {
-	var before chan buckets
+	var before chan scrapes
 	if d.o.metrics != "" {
-		before = make(chan buckets, 1)
+		before = make(chan scrapes, 1)
 		time.AfterFunc(d.o.warmup, func() { before <- d.scrape() })
 	}
 	var cpuBefore chan time.Duration
@@ -218,9 +218,13 @@ func (d *driver) run() result {
 		}
 	}
 	if before != nil {
-		if b0, b1 := <-before, d.scrape(); b0 != nil && b1 != nil {
-			q := quantiles(b0, b1, 0.5, 0.99)
+		if b0, b1 := <-before, d.scrape(); b0.overhead != nil && b1.overhead != nil {
+			q := quantiles(b0.overhead, b1.overhead, 0.5, 0.99)
 			res.RecallP50, res.RecallP99 = q[0], q[1]
+			if b1.syncs != nil {
+				res.SyncP99 = quantiles(b0.syncs, b1.syncs, 0.99)[0]
+				res.SyncMax, res.SyncOver = largest(b0.syncs, b1.syncs)
+			}
 		}
 	}
 	if cpuBefore != nil {
@@ -321,18 +325,24 @@ func flatten(per [][]sample) []sample {
 	return out
 }
 
-// scrape reads Recall's added-time histogram (summed over -metrics' comma
-// list, one URL a replica), or says on stderr why not.
-func (d *driver) scrape() buckets {
-	sum := buckets{}
+// scrape reads Recall's histograms (each summed over -metrics' comma
+// list, one URL a replica), or says on stderr why not (nil overhead).
+func (d *driver) scrape() scrapes {
+	sum := scrapes{overhead: buckets{}}
 	for _, url := range strings.Split(d.o.metrics, ",") {
-		b, err := scrape(url, overheadMetric)
+		s, err := scrape(url)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "load: -metrics: %v\n", err)
-			return nil
+			return scrapes{}
 		}
-		for le, n := range b {
-			sum[le] += n
+		for le, n := range s.overhead {
+			sum.overhead[le] += n
+		}
+		for le, n := range s.syncs {
+			if sum.syncs == nil {
+				sum.syncs = buckets{}
+			}
+			sum.syncs[le] += n
 		}
 	}
 	return sum

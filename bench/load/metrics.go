@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -18,22 +19,42 @@ import (
 // core the fake upstream shares.
 const overheadMetric = "recall_overhead_seconds"
 
+// syncMetric is the histogram of the store's operations; its op="sync"
+// series is each durable log sync of Badger (none on PostgreSQL).
+const syncMetric = "recall_store_duration_seconds"
+
 // buckets is a histogram's cumulative counts by upper bound, summed over
 // its label sets (tenants).
 type buckets map[float64]uint64
 
-// scrape reads histogram name from a Prometheus text endpoint.
-func scrape(url, name string) (buckets, error) {
+// scrapes are the histograms a run reads from Recall's /metrics: its
+// added time, and its durable log syncs (nil if it has none).
+type scrapes struct {
+	overhead, syncs buckets
+}
+
+// scrape reads Recall's histograms from a Prometheus text endpoint.
+func scrape(url string) (scrapes, error) {
 	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get(url)
 	if err != nil {
-		return nil, err
+		return scrapes{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+		return scrapes{}, fmt.Errorf("%s: %s", url, resp.Status)
 	}
-	return parseHistogram(resp.Body, name)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return scrapes{}, err
+	}
+	var out scrapes
+	if out.overhead, err = histogram(families, overheadMetric, "", ""); err != nil {
+		return scrapes{}, err
+	}
+	out.syncs, _ = histogram(families, syncMetric, "op", "sync")
+	return out, nil
 }
 
 func parseHistogram(r io.Reader, name string) (buckets, error) {
@@ -42,12 +63,21 @@ func parseHistogram(r io.Reader, name string) (buckets, error) {
 	if err != nil {
 		return nil, err
 	}
+	return histogram(families, name, "", "")
+}
+
+// histogram is family name's buckets, summed over its series whose label
+// has value (every series when label is ""); an error if none is there.
+func histogram(families map[string]*dto.MetricFamily, name, label, value string) (buckets, error) {
 	f, ok := families[name]
 	if !ok {
 		return nil, fmt.Errorf("no histogram %s", name)
 	}
 	out := buckets{}
 	for _, m := range f.GetMetric() {
+		if label != "" && !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == label && l.GetValue() == value }) {
+			continue
+		}
 		h := m.GetHistogram()
 		for _, b := range h.GetBucket() {
 			if !math.IsInf(b.GetUpperBound(), 1) { // the count's, below
@@ -56,7 +86,38 @@ func parseHistogram(r io.Reader, name string) (buckets, error) {
 		}
 		out[math.Inf(1)] += h.GetSampleCount()
 	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no series of %s with %s=%q", name, label, value)
+	}
 	return out, nil
+}
+
+// largest returns, in milliseconds, the upper bound of the highest bucket
+// that gained observations between before and after: the largest
+// observation is at most that. If it is the +Inf bucket, it returns the
+// largest finite bound and over true. 0 without any observation.
+func largest(before, after buckets) (ms float64, over bool) {
+	bounds := make([]float64, 0, len(after))
+	for b := range after {
+		bounds = append(bounds, b)
+	}
+	slices.Sort(bounds)
+	top, prev := -1, uint64(0)
+	for i, b := range bounds {
+		if gain := after[b] - before[b]; gain > prev { // cumulative: new observations in (bounds[i-1], b]
+			top, prev = i, gain
+		}
+	}
+	switch {
+	case top < 0:
+		return 0, false
+	case math.IsInf(bounds[top], 1):
+		if top == 0 {
+			return 0, true
+		}
+		return bounds[top-1] * 1000, true
+	}
+	return bounds[top] * 1000, false
 }
 
 // quantiles returns the q-quantiles, in milliseconds, of the observations

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Recall's added time over the measured part comes from the difference
@@ -70,5 +71,72 @@ func TestReportRecallAdds(t *testing.T) {
 `)
 	if want := "| 190.00 | 220.00 | – | – | 2.11 / 23.23 |"; !strings.Contains(out, want) {
 		t.Errorf("report lacks %q:\n%s", want, out)
+	}
+}
+
+// Badger's log syncs are read from the store histogram's op="sync"
+// series alone: p99, and the bucket the longest fell in, or past the
+// last bound.
+func TestSyncsOfTheMeasuredPart(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: syncMetric,
+		Buckets: []float64{.001, .01, .1}}, []string{"op"})
+	reg.MustRegister(h)
+	read := func() buckets {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		for _, mf := range mfs {
+			if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := p.TextToMetricFamilies(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := histogram(families, syncMetric, "op", "sync")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	h.WithLabelValues("sync").Observe(0.5) // before the measured part
+	h.WithLabelValues("commit").Observe(0.05)
+	before := read()
+	for range 99 {
+		h.WithLabelValues("sync").Observe(0.0005)
+	}
+	h.WithLabelValues("sync").Observe(0.05)
+	h.WithLabelValues("commit").Observe(5) // another op: not a sync
+	after := read()
+	if ms, over := largest(before, after); ms != 100 || over {
+		t.Errorf("largest = %v (over %v), want ≤ 100 ms", ms, over)
+	}
+	if q := quantiles(before, after, 0.99)[0]; q != 1 {
+		t.Errorf("p99 = %v ms, want 1 (the 99th of 100 at the top of the first bucket)", q)
+	}
+	h.WithLabelValues("sync").Observe(2)
+	if ms, over := largest(after, read()); ms != 100 || !over {
+		t.Errorf("largest past the last bound = %v (over %v), want > 100 ms", ms, over)
+	}
+	if ms, _ := largest(after, after); ms != 0 {
+		t.Errorf("largest without observations = %v, want 0", ms)
+	}
+}
+
+// The report gives Badger's log syncs of the rows that have them.
+func TestReportSyncs(t *testing.T) {
+	out := reportOf(t, `{"label":"recall-sync/plain/open","mode":"open","rate":1000,"concurrency":32,"conversations":1000,"rps":1000,"p50_ms":4,"p90_ms":30,"p99_ms":190,"max_ms":220,"sync_p99_ms":12.5,"sync_max_ms":250}
+{"label":"recall-pg/plain/open","mode":"open","rate":1000,"concurrency":32,"conversations":1000,"rps":1000,"p50_ms":4,"p90_ms":30,"p99_ms":190,"max_ms":220}
+`)
+	_, syncs, _ := strings.Cut(out, "**Badger's durable log syncs**")
+	syncs, _, _ = strings.Cut(syncs, "\n\n**")
+	if !strings.Contains(syncs, "| recall-sync | – | 12.50 / ≤ 250 | – | – |") || strings.Contains(syncs, "recall-pg") {
+		t.Errorf("the syncs' table:\n%s\nof the report:\n%s", syncs, out)
 	}
 }

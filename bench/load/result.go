@@ -41,6 +41,13 @@ type result struct {
 	// recall_overhead_seconds histogram (-metrics), linear within buckets.
 	RecallP50 float64 `json:"recall_p50_ms,omitempty"`
 	RecallP99 float64 `json:"recall_p99_ms,omitempty"`
+	// Badger's durable log syncs over the measured part, from
+	// recall_store_duration_seconds{op="sync"}: p99 (linear within
+	// buckets), and the upper bound of the highest bucket reached
+	// (SyncOver: past the last finite bound, which SyncMax is then).
+	SyncP99  float64 `json:"sync_p99_ms,omitempty"`
+	SyncMax  float64 `json:"sync_max_ms,omitempty"`
+	SyncOver bool    `json:"sync_over,omitempty"`
 	// CPU time of -cpu's process and its children over the measured
 	// part, a measured request.
 	CPUMsPerRequest float64 `json:"cpu_ms_per_req,omitempty"`
@@ -106,6 +113,9 @@ func (r result) human() string {
 	}
 	if r.RecallP99 > 0 {
 		s += fmt.Sprintf("  recall adds p50 %.2f p99 %.2f ms", r.RecallP50, r.RecallP99)
+	}
+	if r.SyncMax > 0 {
+		s += fmt.Sprintf("  log syncs p99 %.2f max %s ms", r.SyncP99, r.syncMax())
 	}
 	if r.PeakRSSMiB > 0 {
 		s += fmt.Sprintf("  peak RSS %.0f MiB", r.PeakRSSMiB)
@@ -179,6 +189,7 @@ func report(w io.Writer, path string) error {
 		}
 	}
 	mainMatrix(w, by, targets)
+	syncTable(w, rs, by)
 	cpuTable(w, rs, by)
 	protocolMatrix(w, by)
 	historySeries(w, rs)
@@ -294,6 +305,42 @@ func cpuTable(w io.Writer, rs []result, by map[string]result) {
 			c := "–"
 			if r, ok := by[t+"/"+row]; ok && r.CPUMsPerRequest > 0 {
 				c = fmt.Sprintf("%.3f", r.CPUMsPerRequest)
+			}
+			cells = append(cells, c)
+		}
+		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
+	}
+}
+
+// syncMax is SyncMax as the report gives it: "≤ X", or "> X" past the
+// histogram's last bound.
+func (r result) syncMax() string {
+	if r.SyncOver {
+		return "> " + strconv.FormatFloat(r.SyncMax, 'f', -1, 64)
+	}
+	return "≤ " + strconv.FormatFloat(r.SyncMax, 'f', -1, 64)
+}
+
+// syncTable writes Badger's durable log syncs by row, for the targets
+// that report them: where a durable row's tail meets the disk's.
+func syncTable(w io.Writer, rs []result, by map[string]result) {
+	var targets []string
+	for _, r := range rs {
+		if t, _, _ := strings.Cut(r.Label, "/"); r.SyncMax > 0 && !slices.Contains(targets, t) {
+			targets = append(targets, t)
+		}
+	}
+	if len(targets) == 0 {
+		return
+	}
+	tableHead(w, "**Badger's durable log syncs** (ms: `recall_store_duration_seconds{op=\"sync\"}` over each row's measured part, p99 / the bucket of the longest: a durable commit waits for at least its group's sync)",
+		"lrrrr", "target", "closed", "open", "closed streamed", "open streamed")
+	for _, t := range targets {
+		cells := []string{t}
+		for _, row := range []string{"plain/closed", "plain/open", "stream/closed", "stream/open"} {
+			c := "–"
+			if r, ok := by[t+"/"+row]; ok && r.SyncMax > 0 {
+				c = ms(r.SyncP99) + " / " + r.syncMax()
 			}
 			cells = append(cells, c)
 		}
