@@ -586,9 +586,7 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 	# Two replicas, both on the proxy's core, sharing a database of their
 	# own seeded as recall-pg's was: the rows start from the same
 	# conversations, not recall-pg-2 from the ~70,000 turns recall-pg
-	# added (a larger table, search index and exchange log cost every
-	# statement more: measured 0.40 against 0.59 ms of statement time a
-	# request when recall-pg-2 ran on recall-pg's leavings).
+	# added in a full run (a larger table, search index and exchange log).
 	"$PG_BIN/psql" -qX -h 127.0.0.1 -p "$PG_PORT" -U postgres -c 'CREATE DATABASE recall2' >/dev/null
 	PG_URL2="postgres://postgres@127.0.0.1:$PG_PORT/recall2?sslmode=disable"
 	"$BIN/load" -seed-url "$PG_URL2" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
