@@ -18,19 +18,7 @@ func TestOverheadQuantiles(t *testing.T) {
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: overheadMetric,
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1}}, []string{"tenant"})
 	reg.MustRegister(h)
-	text := func() *bytes.Buffer {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b bytes.Buffer
-		for _, mf := range mfs {
-			if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return &b
-	}
+	text := func() *bytes.Buffer { return exposition(t, reg) }
 	for range 50 { // warm-up, before the measured part: not counted
 		h.WithLabelValues("a").Observe(0.0002)
 	}
@@ -84,18 +72,8 @@ func TestSyncsOfTheMeasuredPart(t *testing.T) {
 	reg.MustRegister(h)
 	read := func() buckets {
 		t.Helper()
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b bytes.Buffer
-		for _, mf := range mfs {
-			if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
-				t.Fatal(err)
-			}
-		}
 		p := expfmt.NewTextParser(model.UTF8Validation)
-		families, err := p.TextToMetricFamilies(&b)
+		families, err := p.TextToMetricFamilies(exposition(t, reg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,4 +117,20 @@ func TestReportSyncs(t *testing.T) {
 	if !strings.Contains(syncs, "| recall-sync | – | 12.50 / ≤ 250 | – | – |") || strings.Contains(syncs, "recall-pg") {
 		t.Errorf("the syncs' table:\n%s\nof the report:\n%s", syncs, out)
 	}
+}
+
+// exposition is reg's metrics as a /metrics endpoint writes them.
+func exposition(t *testing.T, reg *prometheus.Registry) *bytes.Buffer {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &b
 }

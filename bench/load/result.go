@@ -288,28 +288,8 @@ func matrixRow(by map[string]result, kind, t, directCtx, nginxCtx string) ([]str
 // cpuTable writes the database server's CPU a request, for the targets
 // whose rows measured it.
 func cpuTable(w io.Writer, rs []result, by map[string]result) {
-	var cpuTargets []string
-	for _, r := range rs {
-		if t, _, _ := strings.Cut(r.Label, "/"); r.CPUMsPerRequest > 0 && !slices.Contains(cpuTargets, t) {
-			cpuTargets = append(cpuTargets, t)
-		}
-	}
-	if len(cpuTargets) == 0 {
-		return
-	}
-	tableHead(w, "**The database server's CPU a request** (ms: its processes' CPU time over each row's measured part, over the row's requests)",
-		"lrrrr", "target", "closed", "open", "closed streamed", "open streamed")
-	for _, t := range cpuTargets {
-		cells := []string{t}
-		for _, row := range []string{"plain/closed", "plain/open", "stream/closed", "stream/open"} {
-			c := "–"
-			if r, ok := by[t+"/"+row]; ok && r.CPUMsPerRequest > 0 {
-				c = fmt.Sprintf("%.3f", r.CPUMsPerRequest)
-			}
-			cells = append(cells, c)
-		}
-		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
-	}
+	kindTable(w, rs, by, "**The database server's CPU a request** (ms: its processes' CPU time over each row's measured part, over the row's requests)",
+		func(r result) (string, bool) { return fmt.Sprintf("%.3f", r.CPUMsPerRequest), r.CPUMsPerRequest > 0 })
 }
 
 // syncMax is SyncMax as the report gives it: "≤ X", or "> X" past the
@@ -324,23 +304,35 @@ func (r result) syncMax() string {
 // syncTable writes Badger's durable log syncs by row, for the targets
 // that report them: where a durable row's tail meets the disk's.
 func syncTable(w io.Writer, rs []result, by map[string]result) {
+	kindTable(w, rs, by, "**Badger's durable log syncs** (ms: `recall_store_duration_seconds{op=\"sync\"}` over each row's measured part, p99 / the bucket of the longest: a durable commit waits for at least its group's sync)",
+		func(r result) (string, bool) { return ms(r.SyncP99) + " / " + r.syncMax(), r.SyncMax > 0 })
+}
+
+// kindTable writes title's table of one figure (cell: its text, and
+// whether the row has it) for each target with a row that has it, in
+// the four kinds of the main matrix: closed, open, closed streamed, open
+// streamed ("–" where a kind's row lacks it).
+func kindTable(w io.Writer, rs []result, by map[string]result, title string, cell func(result) (string, bool)) {
 	var targets []string
 	for _, r := range rs {
-		if t, _, _ := strings.Cut(r.Label, "/"); r.SyncMax > 0 && !slices.Contains(targets, t) {
-			targets = append(targets, t)
+		if t, _, _ := strings.Cut(r.Label, "/"); !slices.Contains(targets, t) {
+			if _, ok := cell(r); ok {
+				targets = append(targets, t)
+			}
 		}
 	}
 	if len(targets) == 0 {
 		return
 	}
-	tableHead(w, "**Badger's durable log syncs** (ms: `recall_store_duration_seconds{op=\"sync\"}` over each row's measured part, p99 / the bucket of the longest: a durable commit waits for at least its group's sync)",
-		"lrrrr", "target", "closed", "open", "closed streamed", "open streamed")
+	tableHead(w, title, "lrrrr", "target", "closed", "open", "closed streamed", "open streamed")
 	for _, t := range targets {
 		cells := []string{t}
 		for _, row := range []string{"plain/closed", "plain/open", "stream/closed", "stream/open"} {
 			c := "–"
-			if r, ok := by[t+"/"+row]; ok && r.SyncMax > 0 {
-				c = ms(r.SyncP99) + " / " + r.syncMax()
+			if r, ok := by[t+"/"+row]; ok {
+				if text, has := cell(r); has {
+					c = text
+				}
 			}
 			cells = append(cells, c)
 		}
