@@ -105,6 +105,10 @@
 # profile taken beside the trace, trace-ROW-cpu.pb, and ending with how
 # much of the proxy's core other processes took meanwhile); Recall runs with
 # GODEBUG=gctrace=1 (its GC lines in recall.log).
+# PROFILE=1 builds Recall with -tags pprof and writes a CPU profile of the
+# first Recall process over each Recall row's closed-loop measured part
+# (profile-ROW.pb in the work directory, which is then kept; profile-ROW.txt
+# its top entries, flat and cumulative): where a saturated core's time goes.
 set -euo pipefail
 
 QUICK=0
@@ -182,7 +186,7 @@ cleanup() {
 		[ -n "$p" ] && kill "$p" 2>/dev/null || true
 	done
 	wait 2>/dev/null || true
-	if [ "${KEEP:-0}" = 1 ] || [ "${TRACE:-0}" = 1 ]; then
+	if [ "${KEEP:-0}" = 1 ] || [ "${TRACE:-0}" = 1 ] || [ "${PROFILE:-0}" = 1 ]; then
 		echo "work directory kept: $WORK" >&2
 	else
 		rm -rf "$WORK"
@@ -203,7 +207,7 @@ fi
 
 echo "building into $BIN" >&2
 RECALL_TAGS=()
-[ "${TRACE:-0}" = 1 ] && RECALL_TAGS=(-tags pprof)
+{ [ "${TRACE:-0}" = 1 ] || [ "${PROFILE:-0}" = 1 ]; } && RECALL_TAGS=(-tags pprof)
 (cd "$ROOT" && GOFLAGS=${GOFLAGS:--mod=mod} go build "${RECALL_TAGS[@]}" -o "$BIN/recall" ./cmd/recall &&
 	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/fakeupstream" ./bench/fakeupstream &&
 	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/load" ./bench/load &&
@@ -313,6 +317,13 @@ load() {
 			core_use >>"$WORK/trace-${label//\//-}.core") &
 		tracer=$!
 	fi
+	local profiler=
+	if [ "${PROFILE:-0}" = 1 ] && [[ "$label" == recall-*/closed ]]; then
+		local warm=${WARM%s}
+		[[ "$WARM" == *ms ]] && warm=$(awk -v ms="${WARM%ms}" 'BEGIN { print ms / 1000 }')
+		(sleep "$warm" && curl -fsS -o "$WORK/profile-${label//\//-}.pb" "http://127.0.0.1:$PPROF_PORT/debug/pprof/profile?seconds=${DUR%s}") &
+		profiler=$!
+	fi
 	"${LOAD_CPU[@]}" "$BIN/load" -label "$label" -duration "$DUR" -warmup "$WARM" "${samples[@]}" "$@" >>"$RESULTS"
 	if [ -n "$tracer" ] && wait "$tracer"; then
 		local t=$WORK/trace-${label//\//-}
@@ -324,6 +335,12 @@ load() {
 		"$BIN/tracestall" -min 8ms "$t.out" >"$t-stalls.txt" 2>&1 || true
 		core_report "$t.core" >>"$t-stalls.txt"
 		echo "run.sh: $label traced: $t.out, $t-sync.txt, $t-net.txt, $t-stalls.txt" >&2
+	fi
+	if [ -n "$profiler" ] && wait "$profiler"; then
+		local p=$WORK/profile-${label//\//-}
+		{ go tool pprof -top -nodecount=30 "$BIN/recall" "$p.pb" && echo &&
+			go tool pprof -top -cum -nodecount=60 "$BIN/recall" "$p.pb"; } >"$p.txt" 2>/dev/null || true
+		echo "run.sh: $label profiled: $p.pb, $p.txt" >&2
 	fi
 }
 
@@ -353,6 +370,7 @@ ${RECALL_CONF:-}
 EOF
 	local debug=()
 	[ "${TRACE:-0}" = 1 ] && [ -z "${RECALL_AT:-}" ] && debug=(GODEBUG=gctrace=1 RECALL_PPROF=127.0.0.1:$PPROF_PORT)
+	[ "${PROFILE:-0}" = 1 ] && [ "${TRACE:-0}" != 1 ] && [ -z "${RECALL_AT:-}" ] && debug=(RECALL_PPROF=127.0.0.1:$PPROF_PORT)
 	env "${debug[@]}" RECALL_LISTEN=127.0.0.1:$port RECALL_UPSTREAM_URL=${UPSTREAM:-http://127.0.0.1:$UP_PORT/v1} \
 		RECALL_DATA_DIR=$1 RECALL_CONFIG=$WORK/recall-$2.yaml RECALL_STORE_URL=${3:-} \
 		RECALL_REPLICA_URL=${REPLICA:+http://127.0.0.1:$port} \
