@@ -105,6 +105,11 @@
 # profile taken beside the trace, trace-ROW-cpu.pb, and ending with how
 # much of the proxy's core other processes took meanwhile); Recall runs with
 # GODEBUG=gctrace=1 (its GC lines in recall.log).
+# Every open row with history runs a probe of the disk beside it (load
+# -disk-probe: a 4 KB block of a preallocated file in the work directory,
+# fdatasync every 10 ms) and reports its syncs: a stall the probe saw in a
+# row's seconds is the disk's. DISK_PROBE=0 runs none. Every row of a
+# proxy reports its CPU a request (load -proxy-cpu).
 # PROFILE=1 builds Recall with -tags pprof and writes a CPU profile of the
 # first Recall process over each Recall row's closed-loop measured part
 # (profile-ROW.pb in the work directory, which is then kept; profile-ROW.txt
@@ -298,12 +303,36 @@ core_report() {
 	}' "$1"
 }
 
+# proxy_pids LABEL: the running processes of LABEL's proxy under test, a
+# comma list (load -proxy-cpu: its CPU a request).
+proxy_pids() {
+	local p out=
+	case "$1" in
+	nginx*) out=${NGINX_PID:-} ;;
+	recall-*)
+		for p in "${RECALL_PIDS[@]:-}"; do
+			[ -n "$p" ] && kill -0 "$p" 2>/dev/null && out+=${out:+,}$p
+		done
+		;;
+	esac
+	echo "$out"
+}
+
 # load LABEL ARGS...: one load-generator run, its JSON line appended to RESULTS.
 load() {
 	local label=$1
 	shift
 	local samples=()
 	[ "${SAMPLES:-0}" = 1 ] && samples=(-samples "$WORK/samples-${label//\//-}.csv")
+	local measure=()
+	local pids
+	pids=$(proxy_pids "$label")
+	[ -n "$pids" ] && measure+=(-proxy-cpu "$pids")
+	# The disk's own syncs beside each open row with history: its stalls,
+	# told apart from the proxy's.
+	if [ "${DISK_PROBE:-1}" = 1 ] && [[ "$label" == recall-*/open ]] && [[ "$label" != recall-nohist/* ]]; then
+		measure+=(-disk-probe "$WORK")
+	fi
 	local tracer=
 	if [ "${TRACE:-0}" = 1 ] && [[ "$label" == recall-*/open ]]; then
 		# the measured part: from the end of the warm-up, for DUR
@@ -324,7 +353,7 @@ load() {
 		(sleep "$warm" && curl -fsS -o "$WORK/profile-${label//\//-}.pb" "http://127.0.0.1:$PPROF_PORT/debug/pprof/profile?seconds=${DUR%s}") &
 		profiler=$!
 	fi
-	"${LOAD_CPU[@]}" "$BIN/load" -label "$label" -duration "$DUR" -warmup "$WARM" "${samples[@]}" "$@" >>"$RESULTS"
+	"${LOAD_CPU[@]}" "$BIN/load" -label "$label" -duration "$DUR" -warmup "$WARM" "${samples[@]}" "${measure[@]}" "$@" >>"$RESULTS"
 	if [ -n "$tracer" ] && wait "$tracer"; then
 		local t=$WORK/trace-${label//\//-}
 		for kind in sync net; do
@@ -452,6 +481,7 @@ EOF
 	} >"$WORK/nginx/nginx.conf"
 	"${PROXY_CPU[@]}" "$NGINX" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" 2>>"$WORK/nginx/error.log" &
 	PIDS+=("$!")
+	NGINX_PID=$!
 	wait_port "$NGINX_PORT"
 	if want nginx; then
 		matrix nginx "http://127.0.0.1:$NGINX_PORT$URL"

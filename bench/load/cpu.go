@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -59,4 +60,28 @@ func statFields(pid int) ([][]byte, bool) {
 func atoi(b []byte) int64 {
 	n, _ := strconv.ParseInt(string(b), 10, 64)
 	return n
+}
+
+// pidList parses a comma list of pids; what is not a pid is skipped.
+func pidList(s string) []int {
+	var pids []int
+	for f := range strings.SplitSeq(s, ",") {
+		if pid, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// sumCPU is treeCPU summed over pids: ok only if every one could be read.
+func sumCPU(pids []int) (time.Duration, bool) {
+	var sum time.Duration
+	for _, pid := range pids {
+		d, ok := treeCPU(pid)
+		if !ok {
+			return 0, false
+		}
+		sum += d
+	}
+	return sum, true
 }

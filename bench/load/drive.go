@@ -204,6 +204,25 @@ func (d *driver) run() result {
 			cpuBefore <- c
 		})
 	}
+	var proxyBefore chan time.Duration
+	pids := pidList(d.o.proxyCPU)
+	if len(pids) > 0 {
+		proxyBefore = make(chan time.Duration, 1)
+		time.AfterFunc(d.o.warmup, func() {
+			c, ok := sumCPU(pids)
+			if !ok {
+				c = -1
+			}
+			proxyBefore <- c
+		})
+	}
+	var probe *diskProbe
+	if d.o.diskProbe != "" {
+		var err error
+		if probe, err = startDiskProbe(d.o.diskProbe, d.o.diskEvery, time.Now().Add(d.o.warmup)); err != nil {
+			fmt.Fprintf(os.Stderr, "load: -disk-probe: %v\n", err)
+		}
+	}
 	var samples []sample
 	var elapsed time.Duration
 	if d.o.rate > 0 {
@@ -212,6 +231,13 @@ func (d *driver) run() result {
 		samples, elapsed = d.closedLoop()
 	}
 	res := summarise(d.o, samples, elapsed)
+	if probe != nil {
+		syncs, err := probe.finish()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "load: -disk-probe: %v\n", err)
+		}
+		res.setDisk(syncs)
+	}
 	if d.o.samples != "" {
 		if err := writeSamples(d.o.samples, samples); err != nil {
 			fmt.Fprintf(os.Stderr, "load: -samples: %v\n", err)
@@ -231,6 +257,12 @@ func (d *driver) run() result {
 		c1, ok := treeCPU(d.o.cpu)
 		if c0 := <-cpuBefore; ok && c0 >= 0 && res.Requests > 0 {
 			res.CPUMsPerRequest = float64(c1-c0) / float64(time.Millisecond) / float64(res.Requests)
+		}
+	}
+	if proxyBefore != nil {
+		c1, ok := sumCPU(pids)
+		if c0 := <-proxyBefore; ok && c0 >= 0 && res.Requests > 0 {
+			res.ProxyCPUMsPerRequest = float64(c1-c0) / float64(time.Millisecond) / float64(res.Requests)
 		}
 	}
 	if h, ok := d.lastH.Load().(string); ok {

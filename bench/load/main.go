@@ -60,6 +60,9 @@ type options struct {
 	pid           int
 	cpu           int
 	cpuNow        int
+	proxyCPU      string
+	diskProbe     string
+	diskEvery     time.Duration
 	coldStart     int64
 	samples       string
 	metrics       string
@@ -93,6 +96,9 @@ func main() {
 	flag.StringVar(&o.metrics, "metrics", "", "Recall's /metrics URL: report its own added time (recall_overhead_seconds) over the measured part; a comma list sums replicas'")
 	flag.IntVar(&o.pid, "pid", 0, "report this process's peak RSS (VmHWM) with the result")
 	flag.IntVar(&o.cpu, "cpu", 0, "report the CPU time this process and its children (a server: PostgreSQL's postmaster and its backends) used over the measured part, in ms a measured request")
+	flag.StringVar(&o.proxyCPU, "proxy-cpu", "", "report the CPU time these processes (a comma list of pids: the proxy, its replicas) used over the measured part, in ms a measured request")
+	flag.StringVar(&o.diskProbe, "disk-probe", "", "over the measured part, sync a block of a file in this directory every -disk-every and report the syncs' times: the disk's own stalls beside the row's")
+	flag.DurationVar(&o.diskEvery, "disk-every", 10*time.Millisecond, "how often -disk-probe syncs")
 	flag.IntVar(&o.cpuNow, "cpu-now", 0, "print the CPU time this process and its children have used so far, in ms, and exit")
 	flag.Int64Var(&o.coldStart, "cold-start", 0, "a process start time (Unix ns, e.g. date +%s%N just before starting Recall): send one request in a seeded conversation (-conversations) until it is answered, print the time from the start to that answer as a result line and exit")
 	flag.Parse()

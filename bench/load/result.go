@@ -51,6 +51,17 @@ type result struct {
 	// CPU time of -cpu's process and its children over the measured
 	// part, a measured request.
 	CPUMsPerRequest float64 `json:"cpu_ms_per_req,omitempty"`
+	// The proxy's CPU time (-proxy-cpu's processes, summed) over the
+	// measured part, a measured request.
+	ProxyCPUMsPerRequest float64 `json:"proxy_cpu_ms_per_req,omitempty"`
+	// The disk's own syncs over the measured part (-disk-probe):
+	// how many, their p99 and longest, and how many took diskStall or
+	// more and how long those took in all.
+	DiskSyncs     int     `json:"disk_syncs,omitempty"`
+	DiskP99       float64 `json:"disk_p99_ms,omitempty"`
+	DiskMax       float64 `json:"disk_max_ms,omitempty"`
+	DiskStalls    int     `json:"disk_stalls,omitempty"`
+	DiskStalledMs float64 `json:"disk_stalled_ms,omitempty"`
 	// From a process's start to its first answered request (-cold-start).
 	ColdStartMs float64 `json:"cold_start_ms,omitempty"`
 }
@@ -116,6 +127,12 @@ func (r result) human() string {
 	}
 	if r.SyncMax > 0 {
 		s += fmt.Sprintf("  log syncs p99 %.2f max %s ms", r.SyncP99, r.syncMax())
+	}
+	if r.DiskSyncs > 0 {
+		s += "  disk syncs " + r.disk() + " ms"
+	}
+	if r.ProxyCPUMsPerRequest > 0 {
+		s += fmt.Sprintf("  proxy CPU %.0f µs/req", r.ProxyCPUMsPerRequest*1000)
 	}
 	if r.PeakRSSMiB > 0 {
 		s += fmt.Sprintf("  peak RSS %.0f MiB", r.PeakRSSMiB)
@@ -190,6 +207,8 @@ func report(w io.Writer, path string) error {
 	}
 	mainMatrix(w, by, targets)
 	syncTable(w, rs, by)
+	diskTable(w, rs, by)
+	proxyCPUTable(w, rs, by)
 	cpuTable(w, rs, by)
 	protocolMatrix(w, by)
 	historySeries(w, rs)
@@ -299,6 +318,33 @@ func (r result) syncMax() string {
 		return "> " + strconv.FormatFloat(r.SyncMax, 'f', -1, 64)
 	}
 	return "≤ " + strconv.FormatFloat(r.SyncMax, 'f', -1, 64)
+}
+
+// proxyCPUTable writes the proxy's CPU a request, for the targets whose
+// rows measured it: on the proxy's one saturated core, the closed loop's
+// req/s is about its inverse, and it moves less with the machine's load.
+func proxyCPUTable(w io.Writer, rs []result, by map[string]result) {
+	kindTable(w, rs, by, "**The proxy's CPU a request** (µs: its processes' CPU time over each row's measured part, over the row's requests)",
+		func(r result) (string, bool) {
+			return strconv.FormatFloat(r.ProxyCPUMsPerRequest*1000, 'f', 0, 64), r.ProxyCPUMsPerRequest > 0
+		})
+}
+
+// diskTable writes the disk's own syncs beside each row (-disk-probe):
+// a stall here in a row's seconds is the disk's, whatever the proxy did.
+func diskTable(w io.Writer, rs []result, by map[string]result) {
+	kindTable(w, rs, by, "**The disk's own syncs beside each row** (ms: a 4 KB block of a preallocated file, fdatasync every 10 ms over the row's measured part: p99 / longest, and the syncs of 100 ms or more, their time in all)",
+		func(r result) (string, bool) { return r.disk(), r.DiskSyncs > 0 })
+}
+
+// disk is what the disk probe saw, as the report and the row's line give
+// it.
+func (r result) disk() string {
+	s := ms(r.DiskP99) + " / " + ms(r.DiskMax)
+	if r.DiskStalls > 0 {
+		s += fmt.Sprintf(", %d ≥ 100 (%s)", r.DiskStalls, ms(r.DiskStalledMs))
+	}
+	return s
 }
 
 // syncTable writes Badger's durable log syncs by row, for the targets
