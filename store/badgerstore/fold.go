@@ -141,6 +141,9 @@ func (s *Store) foldRound(keys []history.Key, budget int, p *pacer) ([]history.K
 func (s *Store) foldRead(keys []history.Key, budget int, p *pacer) (foldPlan, error) {
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
+	if s.afterFoldSnapshot != nil {
+		s.afterFoldSnapshot()
+	}
 	builders := map[string]*segBuilder{}
 	defer func() {
 		for _, b := range builders {
@@ -202,15 +205,15 @@ func (s *Store) foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget i
 	if _, busy, err := readPending(txn, k); err != nil || busy {
 		return c, false, err // its owner deletes or lands it; the next fold sees
 	}
-	prefix := convPrefix(k)
-	m, ok, err := readMetaHead(txn, prefix)
-	if err != nil || !ok || m.Version == 0 {
-		return c, false, err // deleted
-	}
-	c.version = m.Version
 	if c.t, err = readTotals(txn, k); err != nil {
 		return c, false, err
 	}
+	prefix := convPrefix(k)
+	m, msgs, fresh, err := s.foldSource(txn, k, prefix, c.t.from())
+	if err != nil || m.Version == 0 {
+		return c, false, err // deleted
+	}
+	c.version = m.Version
 	last := c.t.from() - 1
 	add := func(msg history.Message) bool {
 		if c.docs == budget {
@@ -222,7 +225,7 @@ func (s *Store) foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget i
 		last = msg.Seq
 		return true
 	}
-	if msgs, ok := s.fresh.take(k, m.Incarnation, c.t.from(), m.NextSeq); ok {
+	if fresh {
 		for _, msg := range msgs {
 			// As iterate gives them.
 			if msg.Flags |= m.FlagsAt(msg.Seq); msg.Flags&history.Erased == 0 && !add(msg) {
@@ -243,6 +246,34 @@ func (s *Store) foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget i
 		c.clean = true
 	}
 	return c, more, nil
+}
+
+// foldSource returns k's metadata as a fold reads it, and its records
+// from `from` on when the committer handed them all over (fresh true).
+// It takes the metadata from the committer's cache (metaCache) when the
+// records are all in memory: a Badger Get of the metadata in every
+// conversation of every round was a sixth of the folder's time on a
+// durable chat row. The cached metadata may be newer than txn's
+// snapshot (a commit landed since): the records it covers are committed,
+// and foldCommit, which reads the metadata and totals again in its own
+// transaction, marks the listing entry clean only at the version the
+// round indexed; or older (the committer had not cached its last write
+// yet): the round indexes up to what it covers, and the next, woken by
+// that commit, the rest. Otherwise, or when the cache is behind the
+// watermark, the metadata is read from txn (Version 0: deleted).
+func (s *Store) foldSource(txn *badger.Txn, k history.Key, prefix []byte, from uint64) (history.Meta, []history.Message, bool, error) {
+	if m, ok := s.metas.foldHead(prefix); ok && m.Version != 0 && m.NextSeq >= from {
+		if msgs, ok := s.fresh.take(k, m.Incarnation, from, m.NextSeq); ok {
+			return m, msgs, true, nil
+		}
+	}
+	s.foldMetaReads.Add(1)
+	m, ok, err := readMetaHead(txn, prefix)
+	if err != nil || !ok || m.Version == 0 {
+		return history.Meta{}, nil, false, err
+	}
+	msgs, fresh := s.fresh.take(k, m.Incarnation, from, m.NextSeq)
+	return m, msgs, fresh, nil
 }
 
 // foldWrite writes what foldRead read if nothing it indexed changed

@@ -2,6 +2,7 @@ package badgerstore
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -148,5 +149,91 @@ func TestFreshRecordsAnswerOnlyWhenAllHeld(t *testing.T) {
 	small.add(k, 7, []history.Message{msg(1, strings.Repeat("x", 200))})
 	if _, ok := small.take(k, 7, 1, 2); ok || small.size != 0 {
 		t.Errorf("past the bound: got answered %v, %d bytes held; want dropped", ok, small.size)
+	}
+}
+
+// A fold round whose records were all handed over reads the metadata
+// from the committer's cache, not from Badger; with nothing handed over
+// it reads it from its snapshot.
+func TestFoldTakesHandedOverMetadataFromTheCache(t *testing.T) {
+	for _, handOver := range []bool{true, false} {
+		s := openT(t, t.TempDir(), Options{IndexBacklog: 1 << 30})
+		if !handOver {
+			s.fresh = nil
+		}
+		for c := range 3 {
+			k := history.Key{Tenant: "t", Conversation: "c" + strconv.Itoa(c)}
+			commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "a question"), textMsg("assistant", "an answer")}})
+		}
+		if err := s.Fold(); err != nil {
+			t.Fatal(err)
+		}
+		n := s.foldMetaReads.Load()
+		if handOver && n != 0 {
+			t.Errorf("handed over: the fold read %d conversations' metadata from Badger, want none", n)
+		}
+		if !handOver && n != 3 {
+			t.Errorf("nothing handed over: the fold read %d conversations' metadata from Badger, want 3", n)
+		}
+	}
+}
+
+// The committer's cache may be newer than a fold round's snapshot: a
+// commit landed after the round took it. The round then indexes the
+// records the cache covers, all committed, and moves the watermark and
+// marks the listing entry clean at that version, as a round that read
+// after the commit would.
+func TestFoldIndexesWhatLandedAfterItsSnapshot(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{IndexBacklog: 1 << 30})
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "early question"), textMsg("assistant", "early answer")}})
+	landed := false
+	s.afterFoldSnapshot = func() {
+		if landed {
+			return
+		}
+		landed = true
+		commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "late question"), textMsg("assistant", "late answer")}})
+	}
+	if err := s.Fold(); err != nil {
+		t.Fatal(err)
+	}
+	if !landed {
+		t.Fatal("no commit landed after the fold's snapshot")
+	}
+	for term, want := range map[string][]uint64{"early": {1, 2}, "late": {3, 4}} {
+		seqs, err := postingSeqs(s.side, k, term)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(seqs, want) {
+			t.Errorf("postings of %q: got %v, want %v", term, seqs, want)
+		}
+	}
+	err := s.db.View(func(txn *badger.Txn) error {
+		tot, err := readTotals(txn, k)
+		if err != nil {
+			return err
+		}
+		m, _, err := readMetaHead(txn, convPrefix(k))
+		if err != nil {
+			return err
+		}
+		if tot.indexed != m.NextSeq || tot.docs != 4 {
+			t.Errorf("totals: indexed %d, docs %d; want indexed %d (NextSeq), docs 4", tot.indexed, tot.docs, m.NextSeq)
+		}
+		item, err := txn.Get(listKey(k, m.UpdatedAt))
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if dirty(v) {
+				t.Error("the listing entry is still dirty after a fold of every record")
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

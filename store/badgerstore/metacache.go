@@ -81,6 +81,24 @@ func (c *metaCache) incarnation(prefix []byte) (uint64, bool) {
 	return e.Value.(*metaEntry).m.Incarnation, true
 }
 
+// foldHead returns what a fold round needs of the metadata cached under
+// prefix (its version, incarnation, next sequence number and gaps),
+// without copying the rest, and leaves the entry where it is in the
+// eviction order: the folder's reads say nothing of the committer's.
+func (c *metaCache) foldHead(prefix []byte) (history.Meta, bool) {
+	if c == nil {
+		return history.Meta{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.byKey[string(prefix)]
+	if !ok {
+		return history.Meta{}, false
+	}
+	m := &e.Value.(*metaEntry).m
+	return history.Meta{Version: m.Version, Incarnation: m.Incarnation, NextSeq: m.NextSeq, Gaps: slices.Clone(m.Gaps)}, true
+}
+
 // put caches m, as written, under prefix, evicting the least recently
 // used entries past the bound.
 func (c *metaCache) put(prefix string, m history.Meta) {

@@ -155,10 +155,11 @@ type Store struct {
 	genPre, genPost atomic.Uint64
 	stats           statsCache // tenants' search statistics (see search.go)
 
-	metas     *metaCache    // metadata the committer wrote (durable writes only; metacache.go)
-	fresh     *freshRecords // records committed, not yet indexed (durable writes only; fresh.go)
-	metaReads atomic.Int64  // Badger reads of metadata by the committer and exchange appends (tests)
-	foldReads atomic.Int64  // conversations a fold read from Badger, not from fresh (tests)
+	metas         *metaCache    // metadata the committer wrote (durable writes only; metacache.go)
+	fresh         *freshRecords // records committed, not yet indexed (durable writes only; fresh.go)
+	metaReads     atomic.Int64  // Badger reads of metadata by the committer and exchange appends (tests)
+	foldReads     atomic.Int64  // conversations a fold read from Badger, not from fresh (tests)
+	foldMetaReads atomic.Int64  // conversations whose metadata a fold read from Badger, not from metas (tests)
 
 	workMu  sync.Mutex
 	working map[history.Key]int // conversations whose pending work is being done (see pending.go)
@@ -176,6 +177,7 @@ type Store struct {
 	beforeFoldCommit  func()                               // tests: runs before a fold commits
 	failFoldCommit    func() error                         // tests: an error to fail a fold's main transaction with
 	betweenFoldPhases func()                               // tests: runs after a fold read, before it writes
+	afterFoldSnapshot func()                               // tests: runs after a fold round took its snapshot, before it reads
 	backlog           atomic.Int64                         // messages committed since the folder last woke
 	notedMu           sync.Mutex                           // guards noted
 	noted             map[history.Key]struct{}             // conversations committed to since the folder last woke (fold.go)
