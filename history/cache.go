@@ -238,6 +238,7 @@ func (c *Cache) Load(ctx context.Context, k Key, q Query) (Snapshot, error) {
 		return snap, nil
 	}
 	if el, ok := c.byKey[k]; !ok || el.Value.(*cacheEntry).meta.Version <= snap.Meta.Version {
+		learnAll(snap.Tail)
 		c.put(&cacheEntry{key: k, meta: snap.Meta, tail: snap.Tail[:len(snap.Tail):len(snap.Tail)], complete: snap.Complete, epoch: epoch})
 	}
 	c.mu.Unlock()
@@ -397,6 +398,7 @@ func (c *Cache) advance(el *list.Element, meta Meta, appended []Message, epoch u
 	// place never writes into a slice a reader holds.
 	added := metaCost(meta) - metaCost(e.meta)
 	e.meta, e.epoch = meta, epoch
+	learnAll(appended)
 	e.tail = append(e.tail, appended...)
 	for _, m := range appended {
 		added += messageCost(m)

@@ -36,6 +36,18 @@ func (m *Message) learn() {
 	m.absent, m.absentLen = a, uint32(len(m.Raw))
 }
 
+// learnAll learns what each of msgs lacks that was not learned for its
+// Raw: messages read from a store (which keeps no such bits) as the
+// window cache takes them, so that the requests replaying them do not
+// scan them, as they do not scan those committed since.
+func learnAll(msgs []Message) {
+	for i := range msgs {
+		if m := &msgs[i]; m.absent == 0 || int(m.absentLen) != len(m.Raw) {
+			m.learn()
+		}
+	}
+}
+
 // lacks reports whether m's Raw is known to lack what a names.
 func (m *Message) lacks(a absent) bool {
 	return m.absent&a == a && int(m.absentLen) == len(m.Raw)
