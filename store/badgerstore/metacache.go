@@ -51,52 +51,47 @@ func newMetaCache(maxBytes int) *metaCache {
 
 // get returns a copy of the cached metadata under prefix (a history.Apply
 // of it may change its slices in place).
-func (c *metaCache) get(prefix []byte) (history.Meta, bool) {
-	if c == nil {
-		return history.Meta{}, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.byKey[string(prefix)]
-	if !ok {
-		return history.Meta{}, false
-	}
-	c.order.MoveToFront(e)
-	return cloneMeta(e.Value.(*metaEntry).m), true
+func (c *metaCache) get(prefix []byte) (m history.Meta, ok bool) {
+	ok = c.read(prefix, true, func(cached *history.Meta) { m = cloneMeta(*cached) })
+	return m, ok
 }
 
 // incarnation returns the Incarnation of the metadata cached under
 // prefix, without copying it.
-func (c *metaCache) incarnation(prefix []byte) (uint64, bool) {
-	if c == nil {
-		return 0, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.byKey[string(prefix)]
-	if !ok {
-		return 0, false
-	}
-	c.order.MoveToFront(e)
-	return e.Value.(*metaEntry).m.Incarnation, true
+func (c *metaCache) incarnation(prefix []byte) (inc uint64, ok bool) {
+	ok = c.read(prefix, true, func(cached *history.Meta) { inc = cached.Incarnation })
+	return inc, ok
 }
 
 // foldHead returns what a fold round needs of the metadata cached under
 // prefix (its version, incarnation, next sequence number and gaps),
 // without copying the rest, and leaves the entry where it is in the
 // eviction order: the folder's reads say nothing of the committer's.
-func (c *metaCache) foldHead(prefix []byte) (history.Meta, bool) {
+func (c *metaCache) foldHead(prefix []byte) (m history.Meta, ok bool) {
+	ok = c.read(prefix, false, func(cached *history.Meta) {
+		m = history.Meta{Version: cached.Version, Incarnation: cached.Incarnation, NextSeq: cached.NextSeq, Gaps: slices.Clone(cached.Gaps)}
+	})
+	return m, ok
+}
+
+// read calls fn with the metadata cached under prefix, if any, under the
+// cache's lock (fn must not keep it), and moves the entry to the front
+// of the eviction order when touch is set.
+func (c *metaCache) read(prefix []byte, touch bool, fn func(*history.Meta)) bool {
 	if c == nil {
-		return history.Meta{}, false
+		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.byKey[string(prefix)]
 	if !ok {
-		return history.Meta{}, false
+		return false
 	}
-	m := &e.Value.(*metaEntry).m
-	return history.Meta{Version: m.Version, Incarnation: m.Incarnation, NextSeq: m.NextSeq, Gaps: slices.Clone(m.Gaps)}, true
+	if touch {
+		c.order.MoveToFront(e)
+	}
+	fn(&e.Value.(*metaEntry).m)
+	return true
 }
 
 // put caches m, as written, under prefix, evicting the least recently
