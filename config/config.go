@@ -79,8 +79,8 @@ type Global struct {
 	// MemoryLimitMB is the Go runtime's soft memory limit (GOMEMLIMIT), in
 	// MiB: the garbage collector works harder as the heap nears it rather
 	// than let the heap grow to twice what is live. 0 derives it from
-	// the window cache: cache_mb + 192 (the cache, Badger's memtables and
-	// block cache, requests in flight and headroom); -1 sets none. A GOMEMLIMIT in the
+	// the window cache: cache_mb + 512 (the cache, Badger's memtables and
+	// block cache, requests in flight and the collector's room); -1 sets none. A GOMEMLIMIT in the
 	// environment wins. Default 0.
 	MemoryLimitMB int `yaml:"memory_limit_mb"`
 	// SyncWrites makes every commit fsync before it returns. Default true;
@@ -504,10 +504,14 @@ func readConfigFile(path string) ([]byte, error) {
 // memoryHeadroomMB is what a derived memory limit allows beyond the
 // window cache: Badger's memtables (two of 16 MiB, with their arenas'
 // slack), its 16 MiB block cache and table indexes, requests in flight
-// and the collector's working room. The load script's RSS row (10,000 conversations,
-// cache_mb 64) ran as fast with it as without a limit; 96 MiB less
-// made the collector take a third of the throughput.
-const memoryHeadroomMB = 192
+// and the collector's working room. At 192 the load script's
+// recall-sync rows ran with the heap pinned at the limit: a collection
+// a second and the scavenger returning pages that the next memtable
+// faulted back in, and the non-streamed open row's p99 at 82-114 ms in
+// five runs; at 512 it was 11-52 ms in five runs alternated with them,
+// for about 200 MiB more peak RSS (docs/performance.md, "The memory
+// limit's headroom").
+const memoryHeadroomMB = 512
 
 // MemoryLimit returns the soft memory limit memory_limit_mb asks for, in
 // bytes, or 0 for none.

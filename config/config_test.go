@@ -30,7 +30,7 @@ func TestDefaultGlobal(t *testing.T) {
 		{"max_body_bytes", g.MaxBodyBytes, 32 << 20},
 		{"cache_mb", g.CacheMB, 128},
 		{"memory_limit_mb", g.MemoryLimitMB, 0},
-		{"derived memory limit", g.MemoryLimit(), int64(128+192) << 20},
+		{"derived memory limit", g.MemoryLimit(), int64(128+512) << 20},
 		{"min_free_mb", g.MinFreeMB, 256},
 		{"sync_writes", *g.SyncWrites, true},
 		{"aio_fsync", g.AIOFsync, true},
@@ -357,8 +357,8 @@ func TestMemoryLimit(t *testing.T) {
 		file string
 		want int64
 	}{
-		{"cache_mb: 64\n", (64 + 192) << 20},
-		{"cache_mb: 0\n", 192 << 20},
+		{"cache_mb: 64\n", (64 + 512) << 20},
+		{"cache_mb: 0\n", 512 << 20},
 		{"cache_mb: 64\nmemory_limit_mb: 500\n", 500 << 20},
 		{"memory_limit_mb: -1\n", 0},
 	} {

@@ -17,11 +17,11 @@ func TestApplyMemoryLimit(t *testing.T) {
 
 	g := config.DefaultGlobal()
 	g.CacheMB = 64
-	if mib, src := applyMemoryLimit(g, noEnv); mib != 64+192 || src != "memory_limit_mb" {
-		t.Errorf("cache_mb 64: limit %d MiB from %s, want 256 MiB from memory_limit_mb", mib, src)
+	if mib, src := applyMemoryLimit(g, noEnv); mib != 64+512 || src != "memory_limit_mb" {
+		t.Errorf("cache_mb 64: limit %d MiB from %s, want 576 MiB from memory_limit_mb", mib, src)
 	}
-	if got := debug.SetMemoryLimit(-1); got != 256<<20 {
-		t.Errorf("runtime limit %d, want %d", got, 256<<20)
+	if got := debug.SetMemoryLimit(-1); got != 576<<20 {
+		t.Errorf("runtime limit %d, want %d", got, 576<<20)
 	}
 
 	g.MemoryLimitMB = -1
