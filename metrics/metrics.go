@@ -12,6 +12,7 @@
 package metrics
 
 import (
+	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -66,12 +67,21 @@ type requestSeries struct {
 // latencySeries are a tenant's series of the request latency histograms.
 type latencySeries struct{ total, upstream, overhead *durationSeries }
 
+// runtimeCPU adds, to the Go collector's default series, the CPU the
+// runtime's collector and scavenger took (go_cpu_classes_gc_*,
+// go_cpu_classes_scavenge_*): their assists run on the goroutine that
+// allocates, a request's or Badger's writer's, and are one of a tail's
+// causes on a proxy with one core (docs/performance.md, "The memory
+// limit's headroom").
+var runtimeCPU = collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/(gc|scavenge)/`)}
+
 // New registers Recall's metrics, plus the Go and process
 // collectors, on reg (a new registry if nil).
 func New(reg *prometheus.Registry) *Metrics {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(runtimeCPU)),
+			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	latency := []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
 	m := &Metrics{

@@ -251,6 +251,11 @@ func (d *driver) run() result {
 				res.SyncP99 = quantiles(b0.syncs, b1.syncs, 0.99)[0]
 				res.SyncMax, res.SyncOver = largest(b0.syncs, b1.syncs)
 			}
+			if b0.scavAssist >= 0 && b1.scavAssist >= 0 {
+				res.ScavengeAssistMs = (b1.scavAssist - b0.scavAssist) * 1000
+				res.MarkAssistMs = (b1.markAssist - b0.markAssist) * 1000
+				res.Assists = true
+			}
 		}
 	}
 	if cpuBefore != nil {
@@ -375,6 +380,12 @@ func (d *driver) scrape() scrapes {
 				sum.syncs = buckets{}
 			}
 			sum.syncs[le] += n
+		}
+		if s.scavAssist < 0 || sum.scavAssist < 0 {
+			sum.scavAssist, sum.markAssist = -1, -1
+		} else {
+			sum.scavAssist += s.scavAssist
+			sum.markAssist += s.markAssist
 		}
 	}
 	return sum

@@ -23,14 +23,24 @@ const overheadMetric = "recall_overhead_seconds"
 // series is each durable log sync of Badger (none on PostgreSQL).
 const syncMetric = "recall_store_duration_seconds"
 
+// The runtime's assists, counters of CPU seconds (Recall's Go collector
+// exposes them): work the runtime puts on the goroutine that allocates, a
+// request's or Badger's writer's, beside its own background workers.
+const (
+	scavengeAssistMetric = "go_cpu_classes_scavenge_assist_cpu_seconds_total"
+	markAssistMetric     = "go_cpu_classes_gc_mark_assist_cpu_seconds_total"
+)
+
 // buckets is a histogram's cumulative counts by upper bound, summed over
 // its label sets (tenants).
 type buckets map[float64]uint64
 
-// scrapes are the histograms a run reads from Recall's /metrics: its
-// added time, and its durable log syncs (nil if it has none).
+// scrapes are what a run reads from Recall's /metrics: its added time,
+// its durable log syncs (nil if it has none), and the runtime's
+// scavenging and marking assists in CPU seconds (-1 if not exposed).
 type scrapes struct {
-	overhead, syncs buckets
+	overhead, syncs        buckets
+	scavAssist, markAssist float64
 }
 
 // scrape reads Recall's histograms from a Prometheus text endpoint.
@@ -54,7 +64,23 @@ func scrape(url string) (scrapes, error) {
 		return scrapes{}, err
 	}
 	out.syncs, _ = histogram(families, syncMetric, "op", "sync")
+	out.scavAssist = counter(families, scavengeAssistMetric)
+	out.markAssist = counter(families, markAssistMetric)
 	return out, nil
+}
+
+// counter is family name's value summed over its series, -1 if there is
+// no such family.
+func counter(families map[string]*dto.MetricFamily, name string) float64 {
+	f, ok := families[name]
+	if !ok {
+		return -1
+	}
+	var sum float64
+	for _, m := range f.GetMetric() {
+		sum += m.GetCounter().GetValue()
+	}
+	return sum
 }
 
 func parseHistogram(r io.Reader, name string) (buckets, error) {

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"math"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -133,4 +135,31 @@ func exposition(t *testing.T, reg *prometheus.Registry) *bytes.Buffer {
 		}
 	}
 	return &b
+}
+
+// The runtime's assists are read as counters, summed over the replicas'
+// endpoints; an endpoint without them leaves the sum unknown (-1), not 0.
+func TestAssistsSummedOverReplicas(t *testing.T) {
+	serve := func(scav, mark float64) string {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(prometheus.NewHistogram(prometheus.HistogramOpts{Name: overheadMetric}))
+		if scav >= 0 {
+			for name, v := range map[string]float64{scavengeAssistMetric: scav, markAssistMetric: mark} {
+				c := prometheus.NewCounter(prometheus.CounterOpts{Name: name})
+				c.Add(v)
+				reg.MustRegister(c)
+			}
+		}
+		srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	a, b, none := serve(0.25, 1.5), serve(0.5, 2), serve(-1, 0)
+	got := (&driver{o: options{metrics: a + "," + b}}).scrape()
+	if got.scavAssist != 0.75 || got.markAssist != 3.5 {
+		t.Errorf("two replicas: scavenge %v mark %v, want 0.75 and 3.5", got.scavAssist, got.markAssist)
+	}
+	if got := (&driver{o: options{metrics: a + "," + none}}).scrape(); got.scavAssist != -1 {
+		t.Errorf("a replica without the counters: scavenge %v, want -1 (unknown)", got.scavAssist)
+	}
 }

@@ -48,6 +48,13 @@ type result struct {
 	SyncP99  float64 `json:"sync_p99_ms,omitempty"`
 	SyncMax  float64 `json:"sync_max_ms,omitempty"`
 	SyncOver bool    `json:"sync_over,omitempty"`
+	// The runtime's assists over the measured part, CPU milliseconds
+	// summed over the replicas (Assists: Recall exposed them): the
+	// scavenger's, returning memory to the kernel on the allocating
+	// goroutine, and the collector's marking.
+	ScavengeAssistMs float64 `json:"scavenge_assist_ms,omitempty"`
+	MarkAssistMs     float64 `json:"mark_assist_ms,omitempty"`
+	Assists          bool    `json:"-"`
 	// CPU time of -cpu's process and its children over the measured
 	// part, a measured request.
 	CPUMsPerRequest float64 `json:"cpu_ms_per_req,omitempty"`
@@ -130,6 +137,9 @@ func (r result) human() string {
 	}
 	if r.DiskSyncs > 0 {
 		s += "  disk syncs " + r.disk() + " ms"
+	}
+	if r.Assists {
+		s += fmt.Sprintf("  assists: scavenge %.1f mark %.1f ms", r.ScavengeAssistMs, r.MarkAssistMs)
 	}
 	if r.ProxyCPUMsPerRequest > 0 {
 		s += fmt.Sprintf("  proxy CPU %.0f µs/req", r.ProxyCPUMsPerRequest*1000)
