@@ -163,3 +163,17 @@ func TestAssistsSummedOverReplicas(t *testing.T) {
 		t.Errorf("a replica without the counters: scavenge %v, want -1 (unknown)", got.scavAssist)
 	}
 }
+
+// The report gives the runtime's assists of the rows that read them,
+// zeros included.
+func TestReportAssists(t *testing.T) {
+	out := reportOf(t, `{"label":"recall-sync/stream/closed","mode":"closed","stream":true,"concurrency":32,"conversations":1000,"rps":3000,"p50_ms":4,"p90_ms":30,"p99_ms":40,"max_ms":90,"scavenge_assist_ms":129.9,"mark_assist_ms":36,"assists":true}
+{"label":"recall-sync/plain/open","mode":"open","rate":1000,"concurrency":32,"conversations":1000,"rps":1000,"p50_ms":4,"p90_ms":30,"p99_ms":190,"max_ms":220,"assists":true}
+{"label":"nginx/plain/open","mode":"open","rate":1000,"concurrency":32,"rps":1000,"p50_ms":1,"p90_ms":1,"p99_ms":2,"max_ms":3}
+`)
+	_, table, _ := strings.Cut(out, "**The runtime's assists**")
+	table, _, _ = strings.Cut(table, "\n\n**")
+	if !strings.Contains(table, "| recall-sync | – | 0.0 / 0.0 | 129.9 / 36.0 | – |") || strings.Contains(table, "nginx") {
+		t.Errorf("the assists' table:\n%s\nof the report:\n%s", table, out)
+	}
+}

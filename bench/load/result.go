@@ -54,7 +54,7 @@ type result struct {
 	// goroutine, and the collector's marking.
 	ScavengeAssistMs float64 `json:"scavenge_assist_ms,omitempty"`
 	MarkAssistMs     float64 `json:"mark_assist_ms,omitempty"`
-	Assists          bool    `json:"-"`
+	Assists          bool    `json:"assists,omitempty"`
 	// CPU time of -cpu's process and its children over the measured
 	// part, a measured request.
 	CPUMsPerRequest float64 `json:"cpu_ms_per_req,omitempty"`
@@ -218,6 +218,7 @@ func report(w io.Writer, path string) error {
 	mainMatrix(w, by, targets)
 	syncTable(w, rs, by)
 	diskTable(w, rs, by)
+	assistTable(w, rs, by)
 	proxyCPUTable(w, rs, by)
 	cpuTable(w, rs, by)
 	protocolMatrix(w, by)
@@ -355,6 +356,16 @@ func (r result) disk() string {
 		s += fmt.Sprintf(", %d ≥ 100 (%s)", r.DiskStalls, ms(r.DiskStalledMs))
 	}
 	return s
+}
+
+// assistTable writes the runtime's assists by row, for the targets that
+// report them: the collector's and the scavenger's work done on the
+// goroutines that allocate, Badger's writer among them.
+func assistTable(w io.Writer, rs []result, by map[string]result) {
+	kindTable(w, rs, by, "**The runtime's assists** (ms of CPU over each row's measured part, scavenge / mark: `go_cpu_classes_scavenge_assist_cpu_seconds_total` and `go_cpu_classes_gc_mark_assist_cpu_seconds_total`, summed over the replicas; a scavenge assist returns memory to the kernel on the goroutine that allocates)",
+		func(r result) (string, bool) {
+			return fmt.Sprintf("%.1f / %.1f", r.ScavengeAssistMs, r.MarkAssistMs), r.Assists
+		})
 }
 
 // syncTable writes Badger's durable log syncs by row, for the targets
