@@ -80,8 +80,8 @@ type Global struct {
 	// MiB: the garbage collector works harder as the heap nears it rather
 	// than let the heap grow to twice what is live. 0 derives it from
 	// the window cache: cache_mb + 512 (the cache, Badger's memtables and
-	// block cache, requests in flight and the collector's room); -1 sets none. A GOMEMLIMIT in the
-	// environment wins. Default 0.
+	// block cache, requests in flight and the collector's room); -1 sets
+	// none. A GOMEMLIMIT in the environment wins. Default 0.
 	MemoryLimitMB int `yaml:"memory_limit_mb"`
 	// SyncWrites makes every commit fsync before it returns. Default true;
 	// LoadGlobal never leaves it nil.
@@ -509,7 +509,7 @@ func readConfigFile(path string) ([]byte, error) {
 // a second and the scavenger returning pages that the next memtable
 // faulted back in, and the non-streamed open row's p99 at 82-114 ms in
 // five runs; at 512 it was 11-52 ms in five runs alternated with them,
-// for about 200 MiB more peak RSS (docs/performance.md, "The memory
+// for 200-300 MiB more peak RSS (docs/performance.md, "The memory
 // limit's headroom").
 const memoryHeadroomMB = 512
 
