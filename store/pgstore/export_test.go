@@ -34,3 +34,7 @@ const ReleaseSQL, RenewSQL, UnqueueSQL, FreeRowSQL = releaseSQL, renewSQL, unque
 
 // RenewKept runs one round of the kept leases' renewal (keep.go) now.
 func RenewKept(s *Store) { s.renewKept() }
+
+// MergeKey is the advisory lock a merge of the search index's pending
+// list holds.
+const MergeKey = mergeKey

@@ -16,11 +16,23 @@ import (
 // the list itself, off the request path: a merger goroutine, woken once
 // MergeEvery messages were committed through this Store, runs
 // gin_clean_pending_list on a connection of the pool. With several
-// replicas each merges what is pending (the server lets one merge at a
-// time; a merge finding the list empty costs a page read). The same wake
+// replicas one merges at a time: a merge holds a transaction-scoped
+// advisory lock (mergeKey), and a Store that finds it held skips its turn
+// rather than queue behind the other's merge, holding a connection of its
+// pool, to merge what came in meanwhile. The entries wait for the next
+// wake, of either Store. The same wake
 // sweeps the lease rows left free for idleLease (sweepSQL, lease.go):
 // the rows are made by the work the commits count, so the sweep keeps
 // pace with them, off the request path.
+
+// mergeKey is the advisory lock a merge holds for its statement's
+// transaction ("recall" in ASCII, then 2; SoleLockKey is 1).
+const mergeKey int64 = 0x726563616c6c0002
+
+// mergeSQL merges the pending list unless another Store's merge holds
+// mergeKey, and returns the pages merged, 0 when it skipped.
+// gin_clean_pending_list itself would wait for a merge under way.
+const mergeSQL = `SELECT CASE WHEN pg_try_advisory_xact_lock($1) THEN gin_clean_pending_list('recall_messages_search') ELSE 0 END`
 
 // merger runs the pending-list merges of one Store.
 type merger struct {
@@ -61,7 +73,7 @@ func (m *merger) run(s *Store) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		var pages int64
-		err := s.pool.QueryRow(ctx, `SELECT gin_clean_pending_list('recall_messages_search')`).Scan(&pages)
+		err := s.pool.QueryRow(ctx, mergeSQL, mergeKey).Scan(&pages)
 		_, _ = s.pool.Exec(ctx, sweepSQL, idleLease.Microseconds())
 		cancel()
 		if m.merged != nil {
