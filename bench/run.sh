@@ -72,7 +72,7 @@
 #
 # PINNING: the 2 cores are shared by the load generator, the proxy and the
 # upstream. By default the proxy under test (nginx with one worker, or
-# Recall, which then runs one Go processor, two while a computation holds
+# Recall, which then runs one Go processor, four while a computation holds
 # it: see internal/procs) runs alone on CPU 0 and
 # the load generator and fake upstream share CPU 1, so that the proxies get
 # the same single core and do not steal the load generator's. -nopin lets
@@ -786,7 +786,7 @@ echo "### Recall load script: $(date -u +%Y-%m-%d)"
 echo
 echo "Machine: $(nproc) cores, ${CPU:-unknown CPU}, $(uname -sr), $(go version | cut -d' ' -f3); nginx: $([ -n "$NGINX" ] && "$NGINX" -v 2>&1 | cut -d/ -f2 || echo none)."
 if [ "$PIN" = 1 ]; then
-	echo "Pinning: proxy under test alone on CPU 0 (nginx 1 worker; Recall 1 Go processor, 2 while one is held), load generator + fake upstream on CPU 1."
+	echo "Pinning: proxy under test alone on CPU 0 (nginx 1 worker; Recall 1 Go processor, 4 while one is held), load generator + fake upstream on CPU 1."
 else
 	echo "Pinning: none (every process floats over all cores; nginx worker_processes auto)."
 fi

@@ -140,7 +140,7 @@ func serveEnv() []envVar {
 		envVar{"RECALL_PPROF", "(none)", "a binary built with -tags pprof serves net/http/pprof on this address (release builds ignore it)"},
 		envVar{"GOMEMLIMIT", "(unset)", "the Go heap's soft limit; set, it wins over memory_limit_mb"},
 		envVar{"GOGC", "(unset)", "the Go collector's target; unset while a memory limit is in force, Recall sets 200"},
-		envVar{"GOMAXPROCS", "(unset)", "set, Recall keeps it; unset on one CPU, Recall runs two Go processors while a computation holds one"},
+		envVar{"GOMAXPROCS", "(unset)", "set, Recall keeps it; unset on one CPU, Recall runs four Go processors while a computation holds one"},
 	)
 }
 
@@ -362,7 +362,7 @@ func serveUntilSignal(g config.Global, log *slog.Logger) error {
 
 	memLimit, memSource := applyMemoryLimit(g, os.LookupEnv)
 	gcPct, gcSource := applyGCPercent(memLimit > 0, os.LookupEnv)
-	// On one CPU, two Go processors while a computation holds the one
+	// On one CPU, several Go processors while a computation holds the one
 	// (internal/procs).
 	adaptive := procs.OneCPU(os.LookupEnv)
 	if adaptive {

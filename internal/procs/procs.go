@@ -1,21 +1,27 @@
-// Package procs runs the Go runtime on two processors (Ps) instead of
-// one, on a process that may use one CPU, while goroutines wait long for
-// the one.
+// Package procs runs the Go runtime on several processors (Ps) instead
+// of one, on a process that may use one CPU, while goroutines wait long
+// for the one.
 //
 // With one P, a goroutine that computes for long (a Badger compaction,
 // whose table builders run in parallel, or a memtable flush) holds it in
 // the scheduler's 10 ms slices, and the requests' goroutines, and the
 // network poller that wakes them, wait their turn: at an open 1,000
 // requests a second a level-0 compaction held answers for up to 185 ms.
-// With two Ps each has a thread and the kernel shares the CPU between
-// them, and the requests' waits fall to a few milliseconds; but two Ps
-// all the time cost the busiest path (a proxy that only forwards) a
-// twentieth of its requests a second and its tail, the kernel switching
-// between the two threads in the middle of requests.
+// With more Ps each has a thread and the kernel shares the CPU between
+// them, thread by thread, and the requests' waits fall to a few
+// milliseconds. How many matters: the computation is one goroutine on
+// one thread, so with two Ps the requests get half the CPU while it
+// runs, less than an open loop near the CPU's capacity needs, and their
+// queue grows for as long as it runs (a compaction of a second of CPU
+// held streamed answers for up to 392 ms); with four the requests'
+// threads get three shares in four. But several Ps all the time cost
+// the busiest path (a proxy that only forwards) a twentieth of its
+// requests a second and its tail, the kernel switching between the
+// threads in the middle of requests.
 //
 // So a Controller watches the runtime's scheduling latencies
 // (/sched/latencies:seconds, the time runnable goroutines waited for a
-// P, sampled by the runtime) every DefaultTick, and sets two Ps as soon
+// P, sampled by the runtime) every DefaultTick, and sets Held Ps as soon
 // as one waited Long or more, and one again Hold later.
 package procs
 
@@ -31,12 +37,15 @@ const (
 	DefaultTick = 10 * time.Millisecond
 	DefaultLong = 8 * time.Millisecond // most of a scheduler slice
 	DefaultHold = 500 * time.Millisecond
+	DefaultHeld = 4
 )
 
-// Controller switches the runtime between one P and two.
+// Controller switches the runtime between one P and Held.
 type Controller struct {
-	// Long is the wait that makes two Ps; Hold how long they stay.
+	// Long is the wait that makes Held Ps; Hold how long they stay.
 	Long, Hold time.Duration
+	// Held is how many Ps run while a computation holds one.
+	Held int
 	// Waits returns how many scheduling latencies the runtime has
 	// recorded at or past long since it started (a count that only
 	// grows). Default: ReadWaits.
@@ -50,7 +59,7 @@ type Controller struct {
 
 	procs    int
 	last     uint64    // Waits at the previous tick
-	switched time.Time // when procs became 2
+	switched time.Time // when procs became Held
 }
 
 // Run checks the waits at every tick of ticks (a time.Ticker's channel
@@ -87,15 +96,15 @@ func (c *Controller) Step() {
 	w := c.Waits(c.Long)
 	long := w > c.last
 	c.last = w
-	// Back to one after Hold whatever the waits say: two threads on one
-	// CPU make long waits of their own under a heavy load (the kernel
-	// switching between them), which would hold two forever. A hold
+	// Back to one after Hold whatever the waits say: several threads on
+	// one CPU make long waits of their own under a heavy load (the kernel
+	// switching between them), which would hold them forever. A hold
 	// still there shows in the next tick's waits.
 	switch {
 	case c.procs == 1 && long:
 		c.switched = c.Now()
-		c.set(2)
-	case c.procs == 2 && c.Now().Sub(c.switched) >= c.Hold:
+		c.set(c.Held)
+	case c.procs != 1 && c.Now().Sub(c.switched) >= c.Hold:
 		c.set(1)
 	}
 }
@@ -114,6 +123,9 @@ func (c *Controller) defaults() {
 	}
 	if c.Hold == 0 {
 		c.Hold = DefaultHold
+	}
+	if c.Held < 2 {
+		c.Held = DefaultHeld
 	}
 	if c.Waits == nil {
 		c.Waits = ReadWaits

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// A long wait makes two processors at once; they stay Hold, then one
-// again, and the next long wait makes two again.
+// A long wait makes Held processors at once (four by default); they stay
+// Hold, then one again, and the next long wait makes them again.
 func TestControllerSwitchesOnLongWaits(t *testing.T) {
 	now := time.Unix(1000, 0)
 	var waits uint64
@@ -22,17 +22,30 @@ func TestControllerSwitchesOnLongWaits(t *testing.T) {
 		c.Step()
 	}
 	step(10*time.Millisecond, 0) // quiet: one
-	step(10*time.Millisecond, 3) // held: two
-	step(10*time.Millisecond, 2) // still held: two, not set again
+	step(10*time.Millisecond, 3) // held: four
+	step(10*time.Millisecond, 2) // still held: four, not set again
 	step(400*time.Millisecond, 0)
-	if !slices.Equal(set, []int{2}) {
-		t.Fatalf("after a hold of 420 ms: set %v, want [2]", set)
+	if !slices.Equal(set, []int{4}) {
+		t.Fatalf("after a hold of 420 ms: set %v, want [4]", set)
 	}
 	step(100*time.Millisecond, 0) // Hold after the switch: one
 	step(10*time.Millisecond, 0)
-	step(10*time.Millisecond, 1) // held again: two
-	if want := []int{2, 1, 2}; !slices.Equal(set, want) {
+	step(10*time.Millisecond, 1) // held again: four
+	if want := []int{4, 1, 4}; !slices.Equal(set, want) {
 		t.Errorf("set %v, want %v", set, want)
+	}
+}
+
+// Held sets how many processors a hold makes.
+func TestControllerMakesHeldProcessors(t *testing.T) {
+	var waits uint64
+	var set []int
+	c := &Controller{Held: 3, Waits: func(time.Duration) uint64 { return waits }, Set: func(n int) { set = append(set, n) }}
+	c.Step()
+	waits++
+	c.Step()
+	if !slices.Equal(set, []int{3}) {
+		t.Errorf("set %v, want [3]", set)
 	}
 }
 
@@ -47,8 +60,8 @@ func TestRunLeavesOneProcessor(t *testing.T) {
 	done := make(chan struct{})
 	go func() { c.Run(ctx, ticks); close(done) }()
 	ticks <- time.Now() // every read finds more waits
-	if n := wait(t, switched); n != 2 {
-		t.Fatalf("switched to %d, want 2", n)
+	if n := wait(t, switched); n != DefaultHeld {
+		t.Fatalf("switched to %d, want %d", n, DefaultHeld)
 	}
 	cancel()
 	if n := wait(t, switched); n != 1 {
