@@ -324,7 +324,7 @@ load() {
 	shift
 	local samples=()
 	[ "${SAMPLES:-0}" = 1 ] && samples=(-samples "$WORK/samples-${label//\//-}.csv")
-	local measure=()
+	local measure=(-cpu-busy)
 	local pids
 	pids=$(proxy_pids "$label")
 	[ -n "$pids" ] && measure+=(-proxy-cpu "$pids")

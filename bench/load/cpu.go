@@ -85,3 +85,54 @@ func sumCPU(pids []int) (time.Duration, bool) {
 	}
 	return sum, true
 }
+
+// cpuTimes are one CPU's busy and total times so far, in clock ticks,
+// from /proc/stat.
+type cpuTimes struct{ busy, total int64 }
+
+// readCPUTimes returns every CPU's times, in the order of /proc/stat's
+// cpuN lines (nil if it cannot be read).
+func readCPUTimes() []cpuTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil
+	}
+	return parseCPUTimes(b)
+}
+
+// parseCPUTimes reads /proc/stat's cpuN lines: user, nice, system, idle,
+// iowait, irq, softirq, steal; busy is all but idle and iowait.
+func parseCPUTimes(stat []byte) []cpuTimes {
+	var out []cpuTimes
+	for line := range bytes.Lines(stat) {
+		f := bytes.Fields(line)
+		if len(f) < 9 || !bytes.HasPrefix(f[0], []byte("cpu")) || len(f[0]) == 3 {
+			continue
+		}
+		var t cpuTimes
+		for i, v := range f[1:9] {
+			n := atoi(v)
+			t.total += n
+			if i != 3 && i != 4 {
+				t.busy += n
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// busyPercent is each CPU's busy share, in percent, between two readings
+// (nil if they do not match).
+func busyPercent(before, after []cpuTimes) []float64 {
+	if len(before) == 0 || len(before) != len(after) {
+		return nil
+	}
+	out := make([]float64, len(after))
+	for i := range after {
+		if dt := after[i].total - before[i].total; dt > 0 {
+			out[i] = 100 * float64(after[i].busy-before[i].busy) / float64(dt)
+		}
+	}
+	return out
+}

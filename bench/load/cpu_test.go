@@ -131,3 +131,22 @@ func TestReportServerCPU(t *testing.T) {
 		t.Errorf("a target without -cpu has a server CPU line:\n%s", out)
 	}
 }
+
+// Each CPU's busy share comes from /proc/stat's cpuN lines, idle and
+// iowait excluded, between two readings; the summary line is skipped.
+func TestCPUBusy(t *testing.T) {
+	before := parseCPUTimes([]byte("cpu  300 0 100 600 0 0 0 0 0 0\ncpu0 200 0 50 250 0 0 0 0 0 0\ncpu1 100 0 50 350 0 0 0 0 0 0\nintr 1 2 3\n"))
+	after := parseCPUTimes([]byte("cpu  ...\ncpu0 270 0 70 260 0 0 0 0 0 0\ncpu1 110 0 50 430 10 0 0 0 0 0\n"))
+	got := busyPercent(before, after)
+	if len(got) != 2 || got[0] != 90 || got[1] != 10 {
+		t.Errorf("busy = %v, want [90 10] (CPU 0: 90 of 100 ticks; CPU 1: 10 of 100, iowait idle)", got)
+	}
+	if got := busyPercent(before, after[:1]); got != nil {
+		t.Errorf("readings of different CPUs gave %v, want nil", got)
+	}
+	if live := readCPUTimes(); live == nil {
+		t.Skip("no /proc/stat")
+	} else if b := busyPercent(live, readCPUTimes()); len(b) != len(live) {
+		t.Errorf("two live readings gave %v for %d CPUs", b, len(live))
+	}
+}

@@ -216,6 +216,11 @@ func (d *driver) run() result {
 			proxyBefore <- c
 		})
 	}
+	var busyBefore chan []cpuTimes
+	if d.o.cpuBusy {
+		busyBefore = make(chan []cpuTimes, 1)
+		time.AfterFunc(d.o.warmup, func() { busyBefore <- readCPUTimes() })
+	}
 	var probe *diskProbe
 	if d.o.diskProbe != "" {
 		var err error
@@ -247,6 +252,12 @@ func (d *driver) run() result {
 		if b0, b1 := <-before, d.scrape(); b0.overhead != nil && b1.overhead != nil {
 			q := quantiles(b0.overhead, b1.overhead, 0.5, 0.99)
 			res.RecallP50, res.RecallP99 = q[0], q[1]
+			if b0.total != nil && b1.total != nil {
+				res.InRecallP99 = quantiles(b0.total, b1.total, 0.99)[0]
+			}
+			if b0.upstream != nil && b1.upstream != nil {
+				res.UpstreamP99 = quantiles(b0.upstream, b1.upstream, 0.99)[0]
+			}
 			if b1.syncs != nil {
 				res.SyncP99 = quantiles(b0.syncs, b1.syncs, 0.99)[0]
 				res.SyncMax, res.SyncOver = largest(b0.syncs, b1.syncs)
@@ -269,6 +280,9 @@ func (d *driver) run() result {
 		if c0 := <-proxyBefore; ok && c0 >= 0 && res.Requests > 0 {
 			res.ProxyCPUMsPerRequest = float64(c1-c0) / float64(time.Millisecond) / float64(res.Requests)
 		}
+	}
+	if busyBefore != nil {
+		res.CPUBusy = busyPercent(<-busyBefore, readCPUTimes())
 	}
 	if h, ok := d.lastH.Load().(string); ok {
 		res.History = h
@@ -375,12 +389,9 @@ func (d *driver) scrape() scrapes {
 		for le, n := range s.overhead {
 			sum.overhead[le] += n
 		}
-		for le, n := range s.syncs {
-			if sum.syncs == nil {
-				sum.syncs = buckets{}
-			}
-			sum.syncs[le] += n
-		}
+		sum.total = addBuckets(sum.total, s.total)
+		sum.upstream = addBuckets(sum.upstream, s.upstream)
+		sum.syncs = addBuckets(sum.syncs, s.syncs)
 		if s.scavAssist < 0 || sum.scavAssist < 0 {
 			sum.scavAssist, sum.markAssist = -1, -1
 		} else {

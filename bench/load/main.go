@@ -61,6 +61,7 @@ type options struct {
 	cpu           int
 	cpuNow        int
 	proxyCPU      string
+	cpuBusy       bool
 	diskProbe     string
 	diskEvery     time.Duration
 	coldStart     int64
@@ -97,6 +98,7 @@ func main() {
 	flag.IntVar(&o.pid, "pid", 0, "report this process's peak RSS (VmHWM) with the result")
 	flag.IntVar(&o.cpu, "cpu", 0, "report the CPU time this process and its children (a server: PostgreSQL's postmaster and its backends) used over the measured part, in ms a measured request")
 	flag.StringVar(&o.proxyCPU, "proxy-cpu", "", "report the CPU time these processes (a comma list of pids: the proxy, its replicas) used over the measured part, in ms a measured request")
+	flag.BoolVar(&o.cpuBusy, "cpu-busy", false, "report each CPU's busy share over the measured part (/proc/stat): a core the proxy, the load generator or the upstream saturated")
 	flag.StringVar(&o.diskProbe, "disk-probe", "", "over the measured part, sync a block of a file in this directory every -disk-every and report the syncs' times: the disk's own stalls beside the row's")
 	flag.DurationVar(&o.diskEvery, "disk-every", 10*time.Millisecond, "how often -disk-probe syncs")
 	flag.IntVar(&o.cpuNow, "cpu-now", 0, "print the CPU time this process and its children have used so far, in ms, and exit")

@@ -19,6 +19,17 @@ import (
 // core the fake upstream shares.
 const overheadMetric = "recall_overhead_seconds"
 
+// totalMetric and upstreamMetric are the histograms of Recall's whole
+// handling of a request (from its handler's start to its answer's last
+// byte) and of the upstream's answer within it. Beside the load
+// generator's latency they say where a slow request waited: before
+// Recall's handler ran (the accept queue, a starved core), in Recall, or
+// in the upstream.
+const (
+	totalMetric    = "recall_request_duration_seconds"
+	upstreamMetric = "recall_upstream_duration_seconds"
+)
+
 // syncMetric is the histogram of the store's operations; its op="sync"
 // series is each durable log sync of Badger (none on PostgreSQL).
 const syncMetric = "recall_store_duration_seconds"
@@ -36,11 +47,12 @@ const (
 type buckets map[float64]uint64
 
 // scrapes are what a run reads from Recall's /metrics: its added time,
+// its whole handling and the upstream's answers (nil if not exposed),
 // its durable log syncs (nil if it has none), and the runtime's
 // scavenging and marking assists in CPU seconds (-1 if not exposed).
 type scrapes struct {
-	overhead, syncs        buckets
-	scavAssist, markAssist float64
+	overhead, total, upstream, syncs buckets
+	scavAssist, markAssist           float64
 }
 
 // scrape reads Recall's histograms from a Prometheus text endpoint.
@@ -63,6 +75,8 @@ func scrape(url string) (scrapes, error) {
 	if out.overhead, err = histogram(families, overheadMetric, "", ""); err != nil {
 		return scrapes{}, err
 	}
+	out.total, _ = histogram(families, totalMetric, "", "")
+	out.upstream, _ = histogram(families, upstreamMetric, "", "")
 	out.syncs, _ = histogram(families, syncMetric, "op", "sync")
 	out.scavAssist = counter(families, scavengeAssistMetric)
 	out.markAssist = counter(families, markAssistMetric)
@@ -184,4 +198,15 @@ func quantiles(before, after buckets, qs ...float64) []float64 {
 		}
 	}
 	return out
+}
+
+// addBuckets adds b's counts to sum's (nil: none yet) and returns it.
+func addBuckets(sum, b buckets) buckets {
+	for le, n := range b {
+		if sum == nil {
+			sum = buckets{}
+		}
+		sum[le] += n
+	}
+	return sum
 }

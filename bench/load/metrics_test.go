@@ -177,3 +177,49 @@ func TestReportAssists(t *testing.T) {
 		t.Errorf("the assists' table:\n%s\nof the report:\n%s", table, out)
 	}
 }
+
+// Recall's whole handling and the upstream's answers are read beside its
+// added time, summed over the replicas; an endpoint without them leaves
+// them nil, not empty.
+func TestScrapeTotalAndUpstream(t *testing.T) {
+	serve := func(total, upstream float64) string {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(prometheus.NewHistogram(prometheus.HistogramOpts{Name: overheadMetric}))
+		if total > 0 {
+			for name, v := range map[string]float64{totalMetric: total, upstreamMetric: upstream} {
+				h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Buckets: []float64{.01, .1, 1}}, []string{"tenant"})
+				h.WithLabelValues("a").Observe(v)
+				reg.MustRegister(h)
+			}
+		}
+		srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	a, b := serve(0.5, 0.05), serve(0.005, 0.005)
+	got := (&driver{o: options{metrics: a + "," + b}}).scrape()
+	if got.total[0.01] != 1 || got.total[1] != 2 || got.upstream[0.01] != 1 || got.upstream[0.1] != 2 {
+		t.Errorf("two replicas: total %v upstream %v, want one of two under 10 ms in each, the other under 1 s and 100 ms", got.total, got.upstream)
+	}
+	if got := (&driver{o: options{metrics: serve(0, 0)}}).scrape(); got.total != nil || got.upstream != nil || got.overhead == nil {
+		t.Errorf("an endpoint without them: total %v upstream %v overhead %v, want nil, nil and read", got.total, got.upstream, got.overhead)
+	}
+}
+
+// The report gives where each row's requests waited (the queue only for
+// open rows) and the CPUs' busy share.
+func TestReportWaitsAndBusy(t *testing.T) {
+	out := reportOf(t, `{"label":"recall-sync/stream/open","mode":"open","rate":1000,"stream":true,"concurrency":32,"conversations":1000,"rps":1000,"p50_ms":4,"p90_ms":30,"p99_ms":830,"max_ms":960,"in_recall_p99_ms":40.5,"upstream_p99_ms":3.25,"queued_p99_ms":790,"cpu_busy_pct":[97.4,88]}
+{"label":"recall-sync/plain/closed","mode":"closed","concurrency":32,"conversations":1000,"rps":3000,"p50_ms":4,"p90_ms":30,"p99_ms":40,"max_ms":90,"in_recall_p99_ms":30,"upstream_p99_ms":2}
+`)
+	_, waits, _ := strings.Cut(out, "**Where the requests waited**")
+	waits, _, _ = strings.Cut(waits, "\n\n**")
+	if !strings.Contains(waits, "| recall-sync | 30.00 / 2.00 / – | – | – | 40.50 / 3.25 / 790.00 |") {
+		t.Errorf("the waits' table:\n%s\nof the report:\n%s", waits, out)
+	}
+	_, busy, _ := strings.Cut(out, "**The CPUs' busy share**")
+	busy, _, _ = strings.Cut(busy, "\n\n**")
+	if !strings.Contains(busy, "| recall-sync | – | – | – | 97 / 88 |") {
+		t.Errorf("the busy table:\n%s\nof the report:\n%s", busy, out)
+	}
+}

@@ -41,6 +41,18 @@ type result struct {
 	// recall_overhead_seconds histogram (-metrics), linear within buckets.
 	RecallP50 float64 `json:"recall_p50_ms,omitempty"`
 	RecallP99 float64 `json:"recall_p99_ms,omitempty"`
+	// The p99s of Recall's whole handling of a request
+	// (recall_request_duration_seconds) and of the upstream's answers
+	// within it (recall_upstream_duration_seconds), and, open loop, of
+	// the wait for a free worker of the load generator's (from when a
+	// request was due to when it was sent; it waits only while every
+	// worker's request is in flight). A request's latency counts all
+	// three; beside them its p99 says where a stall waited.
+	InRecallP99 float64 `json:"in_recall_p99_ms,omitempty"`
+	UpstreamP99 float64 `json:"upstream_p99_ms,omitempty"`
+	QueuedP99   float64 `json:"queued_p99_ms,omitempty"`
+	// Each CPU's busy share over the measured part, in percent (-cpu-busy).
+	CPUBusy []float64 `json:"cpu_busy_pct,omitempty"`
 	// Badger's durable log syncs over the measured part, from
 	// recall_store_duration_seconds{op="sync"}: p99 (linear within
 	// buckets), and the upper bound of the highest bucket reached
@@ -84,8 +96,11 @@ func summarise(o options, samples []sample, elapsed time.Duration) result {
 	if o.rate > 0 {
 		r.Mode, r.Rate = "open", o.rate
 	}
-	var total, ttfb []time.Duration
+	var total, ttfb, queued []time.Duration
 	for _, s := range samples {
+		if o.rate > 0 {
+			queued = append(queued, s.sent.Sub(s.due))
+		}
 		if s.err != nil {
 			r.Errors++
 			if r.FirstError == "" {
@@ -104,6 +119,8 @@ func summarise(o options, samples []sample, elapsed time.Duration) result {
 	if o.stream {
 		r.TTFB50, r.TTFB99 = pct(ttfb, 0.50), pct(ttfb, 0.99)
 	}
+	slices.Sort(queued)
+	r.QueuedP99 = pct(queued, 0.99)
 	return r
 }
 
@@ -131,6 +148,19 @@ func (r result) human() string {
 	}
 	if r.RecallP99 > 0 {
 		s += fmt.Sprintf("  recall adds p50 %.2f p99 %.2f ms", r.RecallP50, r.RecallP99)
+	}
+	if r.InRecallP99 > 0 {
+		s += fmt.Sprintf("  in Recall p99 %.2f upstream p99 %.2f ms", r.InRecallP99, r.UpstreamP99)
+	}
+	if r.Mode == "open" {
+		s += fmt.Sprintf("  queued p99 %.2f ms", r.QueuedP99)
+	}
+	if len(r.CPUBusy) > 0 {
+		busy := make([]string, len(r.CPUBusy))
+		for i, b := range r.CPUBusy {
+			busy[i] = strconv.FormatFloat(b, 'f', 0, 64)
+		}
+		s += "  CPUs busy " + strings.Join(busy, "/") + "%"
 	}
 	if r.SyncMax > 0 {
 		s += fmt.Sprintf("  log syncs p99 %.2f max %s ms", r.SyncP99, r.syncMax())
@@ -219,6 +249,8 @@ func report(w io.Writer, path string) error {
 	syncTable(w, rs, by)
 	diskTable(w, rs, by)
 	assistTable(w, rs, by)
+	waitTable(w, rs, by)
+	busyTable(w, rs, by)
 	proxyCPUTable(w, rs, by)
 	cpuTable(w, rs, by)
 	protocolMatrix(w, by)
@@ -365,6 +397,34 @@ func assistTable(w io.Writer, rs []result, by map[string]result) {
 	kindTable(w, rs, by, "**The runtime's assists** (ms of CPU over each row's measured part, scavenge / mark: `go_cpu_classes_scavenge_assist_cpu_seconds_total` and `go_cpu_classes_gc_mark_assist_cpu_seconds_total`, summed over the replicas; a scavenge assist returns memory to the kernel on the goroutine that allocates)",
 		func(r result) (string, bool) {
 			return fmt.Sprintf("%.1f / %.1f", r.ScavengeAssistMs, r.MarkAssistMs), r.Assists
+		})
+}
+
+// waitTable writes, by row, the p99s of Recall's whole handling, of the
+// upstream's answers and (open rows) of the load generator's queue, for
+// the targets that report them: beside a row's p99, where its slow
+// requests waited.
+func waitTable(w io.Writer, rs []result, by map[string]result) {
+	kindTable(w, rs, by, "**Where the requests waited** (p99s in ms, in Recall / the upstream's answers within it / queued in the load generator for a free worker, open rows only: `recall_request_duration_seconds` and `recall_upstream_duration_seconds` over each row's measured part, summed over the replicas; a request's latency counts all three and the wait before Recall's handler read it)",
+		func(r result) (string, bool) {
+			q := "–"
+			if r.Mode == "open" {
+				q = ms(r.QueuedP99)
+			}
+			return ms(r.InRecallP99) + " / " + ms(r.UpstreamP99) + " / " + q, r.InRecallP99 > 0
+		})
+}
+
+// busyTable writes each CPU's busy share by row: a core saturated by the
+// proxy, or by the load generator and the upstream, in the row's seconds.
+func busyTable(w io.Writer, rs []result, by map[string]result) {
+	kindTable(w, rs, by, "**The CPUs' busy share** (percent of each row's measured part, CPU 0 / CPU 1 /...: `/proc/stat`; pinned runs put the proxy alone on CPU 0, the load generator and the upstream on CPU 1)",
+		func(r result) (string, bool) {
+			busy := make([]string, len(r.CPUBusy))
+			for i, b := range r.CPUBusy {
+				busy[i] = strconv.FormatFloat(b, 'f', 0, 64)
+			}
+			return strings.Join(busy, " / "), len(r.CPUBusy) > 0
 		})
 }
 

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // reportOf is the report of a results file holding lines (JSON, one
@@ -36,4 +37,30 @@ func TestTableHead(t *testing.T) {
 		}
 	}()
 	tableHead(&out, "**Title**", "lr", "target", "req/s", "history")
+}
+
+// An open row's queued p99 is the wait from when a request was due to
+// when a worker sent it; a closed row has none.
+func TestQueuedP99(t *testing.T) {
+	t0 := time.Now()
+	var samples []sample
+	for i := range 100 {
+		due := t0.Add(time.Duration(i) * time.Millisecond)
+		wait := time.Duration(0)
+		if i >= 98 {
+			wait = 40 * time.Millisecond
+		}
+		samples = append(samples, sample{total: wait + 2*time.Millisecond, due: due, sent: due.Add(wait)})
+	}
+	open := summarise(options{rate: 1000}, samples, time.Second)
+	if open.QueuedP99 != 40 {
+		t.Errorf("open loop queued p99 = %v ms, want 40 (2 of 100 waited 40 ms)", open.QueuedP99)
+	}
+	if !strings.Contains(open.human(), "queued p99 40.00 ms") {
+		t.Errorf("the row's line lacks its queued p99: %s", open.human())
+	}
+	closed := summarise(options{concurrency: 32}, samples, time.Second)
+	if closed.QueuedP99 != 0 || strings.Contains(closed.human(), "queued") {
+		t.Errorf("closed loop: queued p99 %v, line %s; want none", closed.QueuedP99, closed.human())
+	}
 }

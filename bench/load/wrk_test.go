@@ -1,6 +1,7 @@
 package main
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -29,7 +30,7 @@ func TestParseWrk(t *testing.T) {
 	}
 	want := result{Label: "wrk/recall", Mode: "closed", Concurrency: 32, Seconds: 10, Requests: 311764, Errors: 8,
 		RPS: 31167.69, P50: 0.812, P90: 1.47, P99: 2.45, Max: 9.55}
-	if r != want {
+	if !reflect.DeepEqual(r, want) {
 		t.Errorf("got  %+v\nwant %+v", r, want)
 	}
 	if _, err := parseWrk(strings.NewReader("unable to connect to 127.0.0.1:1 Connection refused\n"), "x", 1); err == nil {
