@@ -6,10 +6,10 @@ import (
 	"github.com/recallproxy/recall/history"
 )
 
-// TestTrimDue: an append trims when one of its records' ids ends in 0, or
-// when it holds 16 records or more; a few records whose ids end
-// otherwise (a chat exchange's and its summary call's, in one batch) do
-// not.
+// TestTrimDue: an append trims when one of its records' ids numbers a
+// multiple of 64, or when it holds 64 records or more; a few records
+// whose ids number otherwise (a chat exchange's and its summary call's,
+// in one batch) do not.
 func TestTrimDue(t *testing.T) {
 	recs := func(ns ...uint64) []history.ExchangeRecord {
 		var out []history.ExchangeRecord
@@ -18,21 +18,25 @@ func TestTrimDue(t *testing.T) {
 		}
 		return out
 	}
-	many := make([]uint64, 16)
+	many := make([]uint64, 64)
 	for i := range many {
-		many[i] = uint64(16*i + 1)
+		many[i] = uint64(64*i + 1)
 	}
 	for _, c := range []struct {
 		name string
 		recs []history.ExchangeRecord
 		want bool
 	}{
-		{"one ending in 1", recs(0x21), false},
-		{"one ending in 0", recs(0x20), true},
-		{"two ending otherwise", recs(0x21, 0x32), false},
-		{"two, one ending in 0", recs(0x21, 0x30), true},
-		{"fifteen ending otherwise", recs(many[:15]...), false},
-		{"sixteen ending otherwise", recs(many...), true},
+		{"one numbered 0x21", recs(0x21), false},
+		{"one numbered 0x20 (ends in 0, not a multiple of 64)", recs(0x20), false},
+		{"one numbered 0x40", recs(0x40), true},
+		{"one numbered 0x1c0", recs(0x1c0), true},
+		{"one numbered 0xf80", recs(0xf80), true},
+		{"one numbered 0xfe0", recs(0xfe0), false},
+		{"two numbered otherwise", recs(0x21, 0x30), false},
+		{"two, one a multiple of 64", recs(0x21, 0x100), true},
+		{"sixty-three numbered otherwise", recs(many[:63]...), false},
+		{"sixty-four numbered otherwise", recs(many...), true},
 		{"an empty id", []history.ExchangeRecord{{}}, true},
 	} {
 		ids := make([]string, len(c.recs))
