@@ -239,8 +239,9 @@ type ExchangeBatcher interface {
 // conversation's records to MaxExchangeRecords: when one of their ids'
 // numbers is a multiple of trimEvery (the low bits of a nanosecond
 // clock: about one record in 64), or when they are trimEvery or more.
-// Trimming reads the conversation's newest record keys, which on every
-// append cost more than the records themselves, and most trims delete
+// Trimming reads the conversation's record keys (Badger every one,
+// PostgreSQL the newest MaxExchangeRecords), which on every append cost
+// more than the records themselves, and most trims delete
 // nothing: a conversation holds fewer than the cap for its first 200
 // exchanges (on PostgreSQL, 5,755 trims in the load script's recall-pg
 // rows, every one deleting nothing, took a tenth of the database's
