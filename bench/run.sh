@@ -624,13 +624,23 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 			-c "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()" \
 			-c "SELECT wal_records, wal_bytes, wal_write, wal_sync, round(wal_sync_time::numeric, 1) AS wal_sync_ms FROM pg_stat_wal" >"$1"
 	}
+	# pg_settle DB: vacuum and analyze DB and write out the dirty pages,
+	# so that a row starts on a settled database: without it the
+	# autovacuum of a freshly seeded database (or of the database the
+	# rows before left) and the writing out of its pages fell in the
+	# next rows, on the core the server shares (docs/performance.md).
+	pg_settle() {
+		"$PG_BIN/psql" -qX -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$1" -c 'VACUUM (ANALYZE)' -c 'CHECKPOINT' >/dev/null
+	}
 	"$BIN/load" -seed-url "$PG_URL" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
+	pg_settle postgres
 	pg_stats_reset
 	PG_LOG_FROM=$(wc -l <"$WORK/pg.log")
 	start_recall "$WORK/data-pg" true "$PG_URL"
 	matrix recall-pg "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" -metrics "$RECALL_METRICS" -cpu "$PG_PID"
 	stop_recall
 	pg_stats_dump "$WORK/pg-statements.txt"
+	pg_settle postgres
 	# Two replicas, both on the proxy's core, sharing a database of their
 	# own seeded as recall-pg's was: the rows start from the same
 	# conversations, not recall-pg-2 from the ~70,000 turns recall-pg
@@ -638,6 +648,7 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 	"$PG_BIN/psql" -qX -h 127.0.0.1 -p "$PG_PORT" -U postgres -c 'CREATE DATABASE recall2' >/dev/null
 	PG_URL2="postgres://postgres@127.0.0.1:$PG_PORT/recall2?sslmode=disable"
 	"$BIN/load" -seed-url "$PG_URL2" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
+	pg_settle recall2
 	pg_stats_reset recall2
 	REPLICA=1 start_recall "$WORK/data-pg-2a" true "$PG_URL2"
 	first=$RECALL_PID
@@ -805,6 +816,8 @@ if [ -s "$WORK/pg-rows.log" ]; then
 	echo
 	awk '
 		function row(db) { return db == "recall2" ? "recall-pg-2" : "recall-pg" }
+		# statements of run.sh itself (pg_settle, the second database)
+		/ LOG:  duration: .* statement: (VACUUM \(ANALYZE\)|CHECKPOINT|CREATE DATABASE)/ { next }
 		/ LOG:  duration: / {
 			r = row($5); ms = $8 + 0
 			kind = "other statements"
