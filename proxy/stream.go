@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/internal/stackgrow"
 	"github.com/recallproxy/recall/internal/streambody"
 	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/uplink"
@@ -68,6 +69,7 @@ func (s *Server) relay(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange
 	}
 	// The hand-over: x is the relay's from here.
 	go func() {
+		stackgrow.Grow() // its one growth, while shallow
 		defer s.inflight.Done()
 		defer s.busy.Add(-1)
 		defer recoverStream(s.log)
