@@ -9,6 +9,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/internal/stackgrow"
 	"github.com/recallproxy/recall/plan"
 )
 
@@ -66,6 +67,7 @@ func (deps *Deps) Commit(ctx context.Context, start time.Time, d *Decision, ch h
 	}
 	result := make(chan outcome, 1)
 	go func() {
+		stackgrow.Grow() // its one growth, while shallow: the store's commit goes deep
 		m, done, err := d.Commit(ctx, ch)
 		result <- outcome{m, len(done.Append), err}
 	}()
