@@ -33,7 +33,7 @@ func TestGrowKeepsWorking(t *testing.T) {
 }
 
 // moved reports whether a goroutine's stack was copied (moved) while
-// it ran deep(60), about 18 KB deep, after Grow if grow: a local's
+// it ran deep(40), about 12 KB deep, after Grow if grow: a local's
 // address changes when the runtime copies the stack to grow it.
 func moved(grow bool) bool {
 	done := make(chan bool)
@@ -43,24 +43,24 @@ func moved(grow bool) bool {
 		}
 		var x byte
 		before := uintptr(unsafe.Pointer(&x))
-		deep(60)
+		deep(40)
 		done <- uintptr(unsafe.Pointer(&x)) != before
 	}()
 	return <-done
 }
 
 // TestGrowMovesTheStackOnce: a goroutine's stack is copied while it goes
-// 18 KB deep, and not once it called Grow.
+// 12 KB deep, and not once it called Grow.
 func TestGrowMovesTheStackOnce(t *testing.T) {
 	if !moved(false) {
-		t.Skip("a new goroutine went 18 KB deep without its stack being copied: this runtime starts goroutines on a larger stack")
+		t.Skip("a new goroutine went 12 KB deep without its stack being copied: this runtime starts goroutines on a larger stack")
 	}
 	if moved(true) {
 		t.Fatal("the stack was copied after Grow")
 	}
 }
 
-// benchDeep runs a goroutine that needs about 18 KB of stack, growing it
+// benchDeep runs a goroutine that needs about 12 KB of stack, growing it
 // first if grow.
 func benchDeep(b *testing.B, grow bool) {
 	var wg sync.WaitGroup
@@ -71,7 +71,7 @@ func benchDeep(b *testing.B, grow bool) {
 			if grow {
 				Grow()
 			}
-			deep(60)
+			deep(40)
 		}()
 		wg.Wait()
 	}
