@@ -57,13 +57,9 @@ func decodeTexts(raw []byte) (msg wire.Message, ok bool) {
 					if members++; members > 1 || string(name) != keyText {
 						return false
 					}
-					start, end, escaped, ok := s.Str()
+					text, ok := body.ScanString(&s)
 					if !ok {
 						return false
-					}
-					text := str(raw[start:end])
-					if escaped {
-						text = gjson.Parse(str(raw[start-1 : end+1])).Str
 					}
 					if text != "" {
 						msg.Parts = append(msg.Parts, wire.Part{Kind: wire.Text, Text: text})

@@ -27,19 +27,28 @@ func StringMembers(dst []Member, raw []byte) (members []Member, ok bool) {
 	s := jsonscan.Scanner{B: raw}
 	s.Space()
 	ok = s.Object(func(name []byte) bool {
-		start, end, escaped, ok := s.Str()
-		if !ok {
-			return false
+		v, ok := ScanString(&s)
+		if ok {
+			dst = append(dst, Member{Name: bytesString(name), Value: v})
 		}
-		v := bytesString(raw[start:end])
-		if escaped {
-			v = gjson.Parse(bytesString(raw[start-1 : end+1])).Str
-		}
-		dst = append(dst, Member{Name: bytesString(name), Value: v})
-		return true
+		return ok
 	})
 	s.Space()
 	return dst, ok && s.I == len(raw)
+}
+
+// ScanString consumes the string at s.I and returns its value, unescaped
+// as gjson reads it: s.B's own bytes when it holds no escape, else a
+// copy.
+func ScanString(s *jsonscan.Scanner) (string, bool) {
+	start, end, escaped, ok := s.Str()
+	if !ok {
+		return "", false
+	}
+	if escaped {
+		return gjson.Parse(bytesString(s.B[start-1 : end+1])).Str, true
+	}
+	return bytesString(s.B[start:end]), true
 }
 
 // Lookup returns the value of the first member called name, and whether
