@@ -8,29 +8,50 @@ import (
 )
 
 // EncodePlan returns the planned messages in the upstream's protocol,
-// instructions (and the summary) apart from the conversation. Each of the
-// two goes as stored when every message of it is in the upstream's
-// protocol; when any is not, that part goes through the canonical model,
-// so the upstream's codec shapes every turn by its rules (Anthropic's
-// alternation, chat's tool messages). The summary, a chat message, thus
-// leaves a conversation in the upstream's protocol as stored: its bytes
-// do not change when a summary appears (the upstream's prompt cache keeps
-// them), and a long context is not decoded and encoded again on every
-// request. asStored reports that the conversation's messages went as
-// they were stored.
+// instructions (and the summary) apart from the conversation. The
+// conversation goes as stored when every message of it is in the
+// upstream's protocol; when any is not, it goes through the canonical
+// model, so the upstream's codec shapes every turn by its rules
+// (Anthropic's alternation, chat's tool messages). Instructions are each
+// written apart from their neighbours, so to an upstream of another
+// protocol than chat completions those in its protocol go as stored and
+// the others (the summary, a chat message) are translated one by one,
+// from the memo of translations (encodeInstructions). The summary thus
+// leaves a conversation and its instructions in the upstream's protocol
+// as stored: their bytes do not change when a summary appears (the
+// upstream's prompt cache keeps them), and neither a long context nor
+// the summary is decoded and encoded again on every request. asStored
+// reports that the conversation's messages went as they were stored.
 func EncodePlan(up wire.Protocol, msgs []plan.Message) (instr, conv [][]byte, asStored bool, err error) {
 	n := 0
 	for n < len(msgs) && (msgs[n].Kind == plan.Instruction || msgs[n].Kind == plan.SummaryMessage) {
 		n++
 	}
 	all := make([][]byte, len(msgs)) // one array for both, when they go as stored
-	if instr, _, err = appendEncoded(all[:0:n], up, msgs[:n]); err != nil {
+	if instr, err = encodeInstructions(all[:0:n], up, msgs[:n]); err != nil {
 		return nil, nil, false, err
 	}
 	if conv, asStored, err = appendEncoded(all[n:n], up, msgs[n:]); err != nil {
 		return nil, nil, false, err
 	}
 	return instr, conv, asStored, nil
+}
+
+// encodeInstructions appends the instructions and the summary (msgs) in
+// protocol up to dst: to any protocol but chat completions each one
+// apart, those of another protocol from the memo of translations
+// (appendInstructions), so that a summary (a chat message) beside
+// instructions in the upstream's protocol costs a request neither a
+// decode nor an encode, and the instructions keep their stored bytes.
+func encodeInstructions(dst [][]byte, up wire.Protocol, msgs []plan.Message) ([][]byte, error) {
+	if up != wire.ChatCompletions {
+		out, ok, err := appendInstructions(dst, up, msgs)
+		if ok || err != nil {
+			return out, err
+		}
+	}
+	out, _, err := appendEncoded(dst, up, msgs)
+	return out, err
 }
 
 // appendEncoded appends msgs in protocol up to dst: as stored (reporting

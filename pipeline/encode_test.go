@@ -77,3 +77,73 @@ func TestEncodePlanKeepsTheConversationBesideASummary(t *testing.T) {
 		t.Fatalf("instructions: got %q, want the instruction and the summary as Responses items", instr)
 	}
 }
+
+// TestEncodePlanTranslatesASummaryOnce: beside instructions stored in the
+// upstream's protocol, a summary (a chat message) is translated alone,
+// once: the instructions go as stored, the summary as the upstream's codec
+// writes it in the whole group, and a second request with the same
+// summary decodes nothing. An instruction part with a foreign message
+// that is not an instruction by its role goes through the codec whole, as
+// before.
+func TestEncodePlanTranslatesASummaryOnce(t *testing.T) {
+	stored := map[wire.Protocol]string{
+		wire.Responses: `{"type":"message","role":"developer","content":"be brief"}`,
+		wire.Messages:  `{"role":"system","content":"be brief"}`,
+		wire.Gemini:    `{"role":"system","parts":[{"text":"be brief"}]}`,
+	}
+	for up, instr := range stored {
+		t.Run(up.String(), func(t *testing.T) {
+			msgs := []plan.Message{
+				{Kind: plan.Instruction, Protocol: up, Raw: []byte(instr)},
+				{Kind: plan.SummaryMessage, Protocol: wire.ChatCompletions, Raw: plan.Inject("system", "They said hello in "+up.String()+".")},
+				{Kind: plan.New, Protocol: up, Raw: []byte(`{"role":"user","content":"thanks"}`)},
+			}
+			var canon []wire.Message
+			for _, m := range msgs[:2] {
+				cm, err := wire.For(m.Protocol).Decode(m.Raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				canon = append(canon, cm)
+			}
+			whole, err := wire.For(up).Encode(nil, canon)
+			if err != nil || len(whole) != 2 {
+				t.Fatalf("the codec wrote %d instructions (%v), want 2", len(whole), err)
+			}
+			for round := range 2 {
+				before := translationCalls.Load()
+				got, _, _, err := EncodePlan(up, msgs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != 2 || &got[0][0] != &msgs[0].Raw[0] || len(got[0]) != len(msgs[0].Raw) {
+					t.Fatalf("round %d: got %q, want the stored instruction first", round, got)
+				}
+				if string(got[1]) != string(whole[1]) {
+					t.Errorf("round %d: summary %s, want %s (the codec's, in the whole group)", round, got[1], whole[1])
+				}
+				if calls := translationCalls.Load() - before; calls != uint64(1-round) {
+					t.Errorf("round %d: %d translations, want %d", round, calls, 1-round)
+				}
+			}
+		})
+	}
+
+	t.Run("not an instruction", func(t *testing.T) {
+		msgs := []plan.Message{
+			{Kind: plan.Instruction, Protocol: wire.Responses, Raw: []byte(stored[wire.Responses])},
+			{Kind: plan.Instruction, Protocol: wire.ChatCompletions, Raw: []byte(`{"role":"user","content":"odd"}`)},
+		}
+		before := translationCalls.Load()
+		got, _, _, err := EncodePlan(wire.Responses, msgs)
+		if err != nil || len(got) != 2 || gjson.GetBytes(got[1], "role").String() != "user" {
+			t.Fatalf("got %q (%v), want both, the second a user item", got, err)
+		}
+		if &got[0][0] == &msgs[0].Raw[0] {
+			t.Error("the stored instruction went as stored beside a foreign message encoded whole")
+		}
+		if calls := translationCalls.Load() - before; calls != 0 {
+			t.Errorf("%d translations kept, want none", calls)
+		}
+	})
+}

@@ -34,14 +34,21 @@ const (
 	maxTranslationBytes = 64 << 10
 )
 
-// translation is one message's encoding as chat completions: role its
-// canonical role, which decides whether it joins its neighbours.
+// translation is one message's encoding in protocol to (chat
+// completions, or any protocol for an instruction: instructions), role
+// its canonical role, which decides whether it joins its neighbours.
 type translation struct {
-	h1, h2 uint64
-	size   int
-	from   wire.Protocol
-	role   string
-	out    [][]byte
+	h1, h2   uint64
+	size     int
+	from, to wire.Protocol
+	role     string
+	out      [][]byte
+}
+
+// holds reports whether t is m's translation to protocol to, hashed as
+// h1 and h2 (translationKey).
+func (t *translation) holds(m *plan.Message, to wire.Protocol, h1, h2 uint64) bool {
+	return t != nil && t.h1 == h1 && t.h2 == h2 && t.size == len(m.Raw) && t.from == m.Protocol && t.to == to
 }
 
 var (
@@ -50,9 +57,10 @@ var (
 	translationCalls atomic.Uint64 // decodes on a miss; tests read it
 )
 
-// translationKey returns the slot and the hashes of a message.
-func translationKey(m *plan.Message) (*atomic.Pointer[translation], uint64, uint64) {
-	h1 := maphash.Bytes(transA, m.Raw) ^ uint64(m.Protocol)
+// translationKey returns the slot and the hashes of a message's
+// translation to protocol to.
+func translationKey(m *plan.Message, to wire.Protocol) (*atomic.Pointer[translation], uint64, uint64) {
+	h1 := maphash.Bytes(transA, m.Raw) ^ uint64(m.Protocol) ^ uint64(to)<<8
 	h2 := maphash.Bytes(transB, m.Raw)
 	return &translated[h1&(translationSlots-1)], h1, h2
 }
@@ -72,8 +80,8 @@ func appendChat(dst [][]byte, msgs []plan.Message) ([][]byte, error) {
 	var decoded []decodedAt
 	for i := range msgs {
 		m := &msgs[i]
-		slot, h1, h2 := translationKey(m)
-		if t := slot.Load(); t != nil && t.h1 == h1 && t.h2 == h2 && t.size == len(m.Raw) && t.from == m.Protocol {
+		slot, h1, h2 := translationKey(m, wire.ChatCompletions)
+		if t := slot.Load(); t.holds(m, wire.ChatCompletions, h1, h2) {
 			ts[i] = t
 			continue
 		}
@@ -87,7 +95,7 @@ func appendChat(dst [][]byte, msgs []plan.Message) ([][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		ts[i] = &translation{h1: h1, h2: h2, size: len(m.Raw), from: m.Protocol, role: cm.Role, out: capped(out)}
+		ts[i] = &translation{h1: h1, h2: h2, size: len(m.Raw), from: m.Protocol, to: wire.ChatCompletions, role: cm.Role, out: capped(out)}
 		if n := encodedSize(out); n <= maxTranslationBytes {
 			slot.Store(ts[i])
 		}
@@ -123,6 +131,48 @@ func appendChat(dst [][]byte, msgs []plan.Message) ([][]byte, error) {
 		i = j
 	}
 	return dst, nil
+}
+
+// appendInstructions appends msgs, instructions and the summary, in
+// protocol up (not chat completions: appendChat) to dst: each in up as
+// stored, each other one translated alone, from translated when it holds
+// it. Every codec writes an instruction apart from its neighbours (a
+// message item of its own, a system block, a systemInstruction part), so
+// one instruction's encoding is its part of any sequence's. ok is false,
+// and dst as given, when one of another protocol is not an instruction
+// by its role: the caller then encodes them together.
+func appendInstructions(dst [][]byte, up wire.Protocol, msgs []plan.Message) (out [][]byte, ok bool, err error) {
+	start := len(dst)
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Protocol == up {
+			dst = append(dst, m.Raw)
+			continue
+		}
+		slot, h1, h2 := translationKey(m, up)
+		if t := slot.Load(); t.holds(m, up, h1, h2) {
+			dst = append(dst, t.out...)
+			continue
+		}
+		cm, err := decode(m)
+		if err != nil {
+			return dst[:start], false, err
+		}
+		if cm.Role != wire.RoleSystem && cm.Role != wire.RoleDeveloper {
+			return dst[:start], false, nil
+		}
+		translationCalls.Add(1)
+		enc, err := wire.For(up).Encode(nil, []wire.Message{cm})
+		if err != nil {
+			return dst[:start], false, err
+		}
+		t := &translation{h1: h1, h2: h2, size: len(m.Raw), from: m.Protocol, to: up, role: cm.Role, out: capped(enc)}
+		if encodedSize(enc) <= maxTranslationBytes {
+			slot.Store(t)
+		}
+		dst = append(dst, t.out...)
+	}
+	return dst, true, nil
 }
 
 // decode reads m into the canonical model.
