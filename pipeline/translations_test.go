@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/recallproxy/recall/plan"
@@ -143,11 +144,28 @@ func TestMemoizedWindowAllocatesLittle(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts under -race differ")
 	}
+	// Turns of Anthropic messages, as the bridged rows store them, each in
+	// a slot of its own: the memo is direct-mapped under hashes seeded
+	// per process, and two of them in one slot would take turns there,
+	// each translated anew on every call.
 	var msgs []plan.Message
-	for i := range 50 { // turns of Anthropic messages, as the bridged rows store them
-		msgs = append(msgs,
-			plan.Message{Kind: plan.History, Protocol: wire.Messages, Raw: []byte(`{"role":"user","content":"question ` + strings.Repeat("q", i) + `"}`)},
-			plan.Message{Kind: plan.History, Protocol: wire.Messages, Raw: []byte(`{"role":"assistant","content":[{"type":"text","text":"answer ` + strings.Repeat("a", i) + `"}]}`)})
+	slots := map[*atomic.Pointer[translation]]bool{}
+	add := func(raw string) bool {
+		m := plan.Message{Kind: plan.History, Protocol: wire.Messages, Raw: []byte(raw)}
+		slot, _, _ := translationKey(&m, wire.ChatCompletions)
+		if slots[slot] {
+			return false
+		}
+		slots[slot] = true
+		msgs = append(msgs, m)
+		return true
+	}
+	for i := 0; len(msgs) < 100; i++ {
+		if !add(`{"role":"user","content":"question ` + strings.Repeat("q", i) + `"}`) {
+			continue
+		}
+		for j := 0; !add(`{"role":"assistant","content":[{"type":"text","text":"answer ` + strings.Repeat("a", i) + strings.Repeat(" a", j) + `"}]}`); j++ {
+		}
 	}
 	dst := make([][]byte, 0, 4*len(msgs))
 	if _, err := appendChat(dst, msgs); err != nil { // fills the memo
