@@ -140,7 +140,7 @@ func Stamp(a *wire.Answer, req *wire.Request, up, in wire.Protocol, start, now t
 // client already left: it would retry, ErrClientLeft), then answered as
 // it came to a client of the upstream's protocol (same), else rendered
 // by ingress for req.
-func Whole(c Client, x Exchange, a *wire.Answer, raw []byte, ingress wire.Ingress, req *wire.Request, same, record bool) error {
+func Whole(c Client, x Exchange, a *wire.Answer, raw []byte, ingress AnswerRenderer, req *wire.Request, same, record bool) error {
 	if err := x.Stamp(a); err != nil {
 		return err
 	}
@@ -155,6 +155,13 @@ func Whole(c Client, x Exchange, a *wire.Answer, raw []byte, ingress wire.Ingres
 		c.Rendered(ingress.AppendAnswer(nil, req, a))
 	}
 	return nil
+}
+
+// AnswerRenderer renders a non-streamed answer in the client's protocol:
+// the client's wire.Ingress, or a renderer that reuses what the commit
+// rendered of it (responses.Renderer.AppendAnswer).
+type AnswerRenderer interface {
+	AppendAnswer(dst []byte, req *wire.Request, a *wire.Answer) []byte
 }
 
 // Stream is the render stage of a streamed answer, with the pump and the

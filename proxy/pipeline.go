@@ -359,7 +359,7 @@ func (x *exchange) answerWhole(rc *fasthttp.RequestCtx, resp *fasthttp.Response,
 	a := &x.life.answer
 	var err error
 	if *a, err = pipeline.ParseAnswer(up.upstream, enc, raw, x.s.cfg.MaxResponseBytes, same); err == nil {
-		err = pipeline.Whole(client{rc}, x, a, raw, p.ingress, req, same, x.record)
+		err = pipeline.Whole(client{rc}, x, a, raw, x.renderWhole(p, req), req, same, x.record)
 	}
 	switch {
 	case errors.Is(err, pipeline.ErrClientLeft):

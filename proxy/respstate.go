@@ -5,6 +5,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/protocol/responses"
 	"github.com/recallproxy/recall/respstate"
 	"github.com/recallproxy/recall/wire"
@@ -160,6 +161,31 @@ func (x *exchange) storeFrom(ren wire.Renderer, req *wire.Request) {
 		x.storedBy = sr
 	}
 }
+
+// renderWhole is what renders a non-streamed answer to req, of p's
+// protocol: p's ingress, but for a stored Responses request a renderer
+// that renders the answer's Response once, for the stored copy the turn
+// keeps (responseOf) and for the client.
+func (x *exchange) renderWhole(p *protocol, req *wire.Request) pipeline.AnswerRenderer {
+	if req != x.respReq {
+		return p.ingress
+	}
+	ren, ok := p.ingress.NewRenderer(req).(wholeRenderer)
+	if !ok {
+		return p.ingress
+	}
+	x.storedBy = ren
+	return ren
+}
+
+// wholeRenderer renders a non-streamed answer from the stored Response
+// object it rendered for the commit.
+type wholeRenderer interface {
+	storedRenderer
+	pipeline.AnswerRenderer
+}
+
+var _ wholeRenderer = (*responses.Renderer)(nil)
 
 // storedRenderer is a stream's renderer that renders the stored
 // Response object of the answer it renders the end of

@@ -246,6 +246,18 @@ func (r *Renderer) StoredResponse(dst []byte, a *wire.Answer) []byte {
 	return dst
 }
 
+// AppendAnswer appends what Ingress.AppendAnswer appends for req and a,
+// a non-streamed answer: from the stored copy StoredResponse rendered for
+// a (and r's request) when it did, so that the Response is rendered once
+// for the commit and the client, else anew. As with End, neither a nor
+// the stored copy may change in between.
+func (r *Renderer) AppendAnswer(dst []byte, req *wire.Request, a *wire.Answer) []byte {
+	if r.doneFor != a || req != r.req {
+		return AppendResponse(dst, req, a)
+	}
+	return r.appendFinished(dst, a, r.doneItems)
+}
+
 // appendFinished appends a's finished Response with its output items:
 // the stored copy with the items in its empty output when StoredResponse
 // rendered one for a, else rendered anew.

@@ -92,3 +92,36 @@ func TestStreamRendersTheFinishedResponseOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestAnswerRenderedFromTheStoredCopy: a non-streamed answer's Response
+// from a renderer that rendered its stored copy is AppendResponse's, byte
+// for byte, and renders neither the Response nor its items anew (no
+// allocation into a buffer with room); for an answer or a request it
+// rendered no stored copy of, the renderer renders anew.
+func TestAnswerRenderedFromTheStoredCopy(t *testing.T) {
+	for _, tc := range storedCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Ingress{}.NewRenderer(tc.req).(*Renderer)
+			want := AppendResponse(nil, tc.req, tc.a)
+			if got := r.AppendAnswer(nil, tc.req, tc.a); !bytes.Equal(got, want) {
+				t.Errorf("before a stored copy: got\n%s\nwant\n%s", got, want)
+			}
+			r.StoredResponse(nil, tc.a)
+			if got := r.AppendAnswer(nil, tc.req, tc.a); !bytes.Equal(got, want) {
+				t.Errorf("from the stored copy: got\n%s\nwant\n%s", got, want)
+			}
+			other := *tc.a
+			other.Model = "another-model"
+			if got, want := r.AppendAnswer(nil, tc.req, &other), AppendResponse(nil, tc.req, &other); !bytes.Equal(got, want) {
+				t.Errorf("another answer: got\n%s\nwant\n%s", got, want)
+			}
+			if raceEnabled {
+				return // allocation counts mean nothing under the race detector
+			}
+			dst := make([]byte, 0, 16<<10)
+			if n := testing.AllocsPerRun(10, func() { r.AppendAnswer(dst[:0], tc.req, tc.a) }); n != 0 {
+				t.Errorf("AppendAnswer after StoredResponse allocates %.0f times, want 0: it rendered the Response again", n)
+			}
+		})
+	}
+}
