@@ -247,3 +247,32 @@ func TestRendererStreamAllocations(t *testing.T) {
 		t.Errorf("rendering a stream of three deltas: got %.0f allocations, want at most %d", n, maxRenderAllocs)
 	}
 }
+
+// BenchmarkStoredAndAnswer is a stored request's non-streamed answer
+// rendered for the turn's stored copy and for the client: apart
+// (AppendStoredResponse, then AppendResponse), or once by a renderer
+// (StoredResponse, then AppendAnswer from it), as the proxy renders it.
+func BenchmarkStoredAndAnswer(b *testing.B) {
+	native, err := Upstream{}.ParseAnswer([]byte(benchUpstream))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := benchRequestOf(b)
+	native.ResponseID, native.Created = req.ResponseID, req.Created
+	var dst []byte
+	b.Run("apart", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			AppendStoredResponse(nil, req, &native)
+			dst = AppendResponse(dst[:0], req, &native)
+		}
+	})
+	b.Run("once", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r := Ingress{}.NewRenderer(req).(*Renderer)
+			r.StoredResponse(nil, &native)
+			dst = r.AppendAnswer(dst[:0], req, &native)
+		}
+	})
+}
