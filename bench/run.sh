@@ -49,6 +49,9 @@
 #                   conversation forwards its requests to the one that does
 #                   (fleet), which keeps the conversation's lease between
 #                   them (store/pgstore/keep.go)
+#                   AFFINITY=1 runs it as behind a balancer with affinity
+#                   instead: each conversation's requests all to one
+#                   replica (load -affinity), no replica_url, no forwarding
 #                   Both report the PostgreSQL server's CPU a request (its
 #                   processes, over each row's measured part), and after
 #                   them pgbench measures what the commit's one statement
@@ -91,7 +94,7 @@
 # PG_CONF="-c shared_preload_libraries=pg_stat_statements") writes the
 # recall-pg row's statements by total time to pg-statements.txt in the work
 # directory, recall-pg-2's to pg-2-statements.txt.
-# BASE_PORT (19801; nine ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
+# BASE_PORT (19801; ten ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
 # 2s/0.5s), KEEP=1 keeps the work directory, SAMPLES=1 writes each row's requests
 # (due and send times, latency: load -samples) to samples-ROW.csv in it, SEED_SUMMARIES=0 seeds no
 # summaries (see SUMMARIZED below).
@@ -166,8 +169,9 @@ STATIC_PORT=$((BASE_PORT + 4))
 NGINX_WRK_PORT=$((BASE_PORT + 5))
 BARE_PORT=$((BASE_PORT + 6))
 RECALL2_PORT=$((BASE_PORT + 7))
-PPROF_PORT=$((BASE_PORT + 8)) # TRACE=1: the first Recall's net/http/pprof
-for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT" "$PG_PORT" "$STATIC_PORT" "$NGINX_WRK_PORT" "$BARE_PORT" "$RECALL2_PORT" "$PPROF_PORT"; do
+PPROF_PORT=$((BASE_PORT + 8))  # TRACE=1: the first Recall's net/http/pprof
+PPROF2_PORT=$((BASE_PORT + 9)) # PROFILE=1: the second replica's (recall-pg-2)
+for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT" "$PG_PORT" "$STATIC_PORT" "$NGINX_WRK_PORT" "$BARE_PORT" "$RECALL2_PORT" "$PPROF_PORT" "$PPROF2_PORT"; do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 		echo "run.sh: port $p is already in use: set BASE_PORT to a free range" >&2
 		exit 1
@@ -346,12 +350,17 @@ load() {
 			core_use >>"$WORK/trace-${label//\//-}.core") &
 		tracer=$!
 	fi
-	local profiler=
+	local profiler= profiler2=
 	if [ "${PROFILE:-0}" = 1 ] && [[ "$label" == recall-*/closed ]]; then
 		local warm=${WARM%s}
 		[[ "$WARM" == *ms ]] && warm=$(awk -v ms="${WARM%ms}" 'BEGIN { print ms / 1000 }')
 		(sleep "$warm" && curl -fsS -o "$WORK/profile-${label//\//-}.pb" "http://127.0.0.1:$PPROF_PORT/debug/pprof/profile?seconds=${DUR%s}") &
 		profiler=$!
+		# recall-pg-2: the second replica too (profile-ROW-b.pb).
+		if [[ "$label" == recall-pg-2/* ]]; then
+			(sleep "$warm" && curl -fsS -o "$WORK/profile-${label//\//-}-b.pb" "http://127.0.0.1:$PPROF2_PORT/debug/pprof/profile?seconds=${DUR%s}") &
+			profiler2=$!
+		fi
 	fi
 	"${LOAD_CPU[@]}" "$BIN/load" -label "$label" -duration "$DUR" -warmup "$WARM" "${samples[@]}" "${measure[@]}" "$@" >>"$RESULTS"
 	if [ -n "$tracer" ] && wait "$tracer"; then
@@ -370,6 +379,9 @@ load() {
 		{ go tool pprof -top -nodecount=30 "$BIN/recall" "$p.pb" && echo &&
 			go tool pprof -top -cum -nodecount=60 "$BIN/recall" "$p.pb"; } >"$p.txt" 2>/dev/null || true
 		echo "run.sh: $label profiled: $p.pb, $p.txt" >&2
+	fi
+	if [ -n "$profiler2" ] && wait "$profiler2"; then
+		echo "run.sh: $label profiled (second replica): $WORK/profile-${label//\//-}-b.pb" >&2
 	fi
 }
 
@@ -400,6 +412,7 @@ EOF
 	local debug=()
 	[ "${TRACE:-0}" = 1 ] && [ -z "${RECALL_AT:-}" ] && debug=(GODEBUG=gctrace=1 RECALL_PPROF=127.0.0.1:$PPROF_PORT)
 	[ "${PROFILE:-0}" = 1 ] && [ "${TRACE:-0}" != 1 ] && [ -z "${RECALL_AT:-}" ] && debug=(RECALL_PPROF=127.0.0.1:$PPROF_PORT)
+	[ "${PROFILE:-0}" = 1 ] && [ "${TRACE:-0}" != 1 ] && [ "${RECALL_AT:-}" = "$RECALL2_PORT" ] && debug=(RECALL_PPROF=127.0.0.1:$PPROF2_PORT)
 	env "${debug[@]}" RECALL_LISTEN=127.0.0.1:$port RECALL_UPSTREAM_URL=${UPSTREAM:-http://127.0.0.1:$UP_PORT/v1} \
 		RECALL_DATA_DIR=$1 RECALL_CONFIG=$WORK/recall-$2.yaml RECALL_STORE_URL=${3:-} \
 		RECALL_REPLICA_URL=${REPLICA:+http://127.0.0.1:$port} \
@@ -650,19 +663,23 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 	"$BIN/load" -seed-url "$PG_URL2" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
 	pg_settle recall2
 	pg_stats_reset recall2
-	REPLICA=1 start_recall "$WORK/data-pg-2a" true "$PG_URL2"
+	# AFFINITY=1: a balancer's affinity instead of forwarding (each
+	# conversation's requests all to one replica, no replica_url).
+	replica=1 affinity=()
+	[ "${AFFINITY:-0}" = 1 ] && replica= affinity=(-affinity)
+	REPLICA=$replica start_recall "$WORK/data-pg-2a" true "$PG_URL2"
 	first=$RECALL_PID
-	REPLICA=1 RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pg-2b" true "$PG_URL2"
+	REPLICA=$replica RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pg-2b" true "$PG_URL2"
 	# Measured once each replica sees the other (the fleet's heartbeat,
 	# every second): until then each serves what it thinks it owns.
-	for port in "$RECALL_PORT" "$RECALL2_PORT"; do
+	[ -n "$replica" ] && for port in "$RECALL_PORT" "$RECALL2_PORT"; do
 		for _ in $(seq 50); do
 			curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -q '^recall_replicas 2$' && break
 			sleep 0.1
 		done
 	done
 	matrix recall-pg-2 "http://127.0.0.1:$RECALL_PORT$URL,http://127.0.0.1:$RECALL2_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" \
-		-metrics "$RECALL_METRICS,http://127.0.0.1:$RECALL2_PORT/metrics" -cpu "$PG_PID"
+		-metrics "$RECALL_METRICS,http://127.0.0.1:$RECALL2_PORT/metrics" -cpu "$PG_PID" "${affinity[@]}"
 	stop_recall
 	RECALL_PID=$first
 	stop_recall

@@ -139,9 +139,14 @@ func (d *driver) body(n uint64) []byte {
 // no balancer), the next one each time the requests have gone once round
 // the conversations, so that each conversation's requests alternate
 // between the replicas (the worst case for their window caches: every
-// request finds the conversation changed by another replica).
+// request finds the conversation changed by another replica). With
+// -affinity, each conversation's requests all go to one, as behind a
+// balancer that keeps a conversation on one replica.
 func (d *driver) url(n uint64) string {
 	k := uint64(max(d.o.conversations, 1))
+	if d.o.affinity {
+		return d.urls[(n%k)%uint64(len(d.urls))]
+	}
 	return d.urls[(n%k+n/k)%uint64(len(d.urls))]
 }
 

@@ -45,6 +45,7 @@ type options struct {
 	duration      time.Duration
 	warmup        time.Duration
 	conversations int
+	affinity      bool // several URLs: each conversation's requests all to one
 	convPrefix    string
 	stream        bool
 	prefill       int
@@ -82,6 +83,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured duration")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before the measured duration")
 	flag.IntVar(&o.conversations, "conversations", 0, "conversations to spread requests over (0: no X-Conversation-ID)")
+	flag.BoolVar(&o.affinity, "affinity", false, "with several -url replicas: send each conversation's requests all to one of them (a balancer's affinity) instead of alternating")
 	flag.StringVar(&o.convPrefix, "conv-prefix", "bench-", "prefix of the conversation ids")
 	flag.BoolVar(&o.stream, "stream", false, "ask for a streamed answer and measure time to first byte")
 	flag.IntVar(&o.prefill, "prefill", 0, "grow each conversation to this many turns before measuring")
