@@ -15,6 +15,9 @@
 #   direct-ctx50, nginx-ctx50
 #                   the same, with a stateless client resending 50 earlier turns
 #                   in every request: the context size the history rows send upstream
+#   floor-ctx50     bench/bareproxy sending nginx-ctx50's context upstream from
+#                   memory to a client that sends only its new message: a Go
+#                   proxy that kept the conversation and did nothing else
 #   recall-nohist   Recall without X-Conversation-ID (a plain proxy call)
 #   recall-sync     Recall with history: 1,000 conversations seeded with 50 turns
 #                   each that grow during the run, default budget, durable writes
@@ -82,7 +85,7 @@
 # everything float over every core.
 #
 # ONLY, a comma list of row groups, runs just those (default: all): direct
-# (direct, direct-ctx50), nginx (nginx, nginx-ctx50), nohist, sync, relaxed,
+# (direct, direct-ctx50), nginx (nginx, nginx-ctx50), floor, nohist, sync, relaxed,
 # protocols (the Responses, Messages and Gemini rows), pg (recall-pg, recall-pg-2),
 # series (cost against history length), rss, ceiling. Example:
 # ONLY=sync,pg bench/run.sh -quick.
@@ -144,9 +147,9 @@ want() {
 }
 for g in ${ONLY//,/ }; do
 	case "$g" in
-	direct | nginx | nohist | sync | relaxed | protocols | pg | series | rss | ceiling) ;;
+	direct | nginx | floor | nohist | sync | relaxed | protocols | pg | series | rss | ceiling) ;;
 	*)
-		echo "run.sh: unknown group $g in ONLY (want direct, nginx, nohist, sync, relaxed, protocols, pg, series, rss, ceiling)" >&2
+		echo "run.sh: unknown group $g in ONLY (want direct, nginx, floor, nohist, sync, relaxed, protocols, pg, series, rss, ceiling)" >&2
 		exit 2
 		;;
 	esac
@@ -313,6 +316,7 @@ proxy_pids() {
 	local p out=
 	case "$1" in
 	nginx*) out=${NGINX_PID:-} ;;
+	floor-*) out=${FLOOR_PID:-} ;;
 	recall-*)
 		for p in "${RECALL_PIDS[@]:-}"; do
 			[ -n "$p" ] && kill -0 "$p" 2>/dev/null && out+=${out:+,}$p
@@ -501,6 +505,26 @@ EOF
 		# The same context size as the history rows, resent by a stateless client.
 		matrix "nginx-ctx$SEED_TURNS" "http://127.0.0.1:$NGINX_PORT$URL" -context-turns "$SEED_TURNS"
 	fi
+fi
+
+# floor-ctxN: bench/bareproxy sending the nginx-ctxN row's context
+# upstream from memory (-body), driven as the history rows are (the client
+# sends only its new message, naming one of 1,000 conversations): a Go
+# proxy that kept the conversation and did nothing else. Above it, what
+# the context's second leg costs a fasthttp proxy against nginx; between
+# it and recall-sync, what Recall's own work costs.
+if want floor; then
+	"$BIN/load" -print-body -context-turns "$SEED_TURNS" >"$WORK/ctx.json"
+	"$BIN/load" -print-body -context-turns "$SEED_TURNS" -stream >"$WORK/ctx-stream.json"
+	"${PROXY_CPU[@]}" "$BIN/bareproxy" -listen "127.0.0.1:$BARE_PORT" -upstream "http://127.0.0.1:$UP_PORT" \
+		-body "$WORK/ctx.json" -stream-body "$WORK/ctx-stream.json" 2>>"$WORK/bareproxy.log" &
+	FLOOR_PID=$!
+	PIDS+=("$FLOOR_PID")
+	wait_port "$BARE_PORT"
+	matrix "floor-ctx$SEED_TURNS" "http://127.0.0.1:$BARE_PORT$URL" -conversations 1000
+	kill "$FLOOR_PID"
+	wait "$FLOOR_PID" 2>/dev/null || true
+	FLOOR_PID=
 fi
 
 # Recall's rows also read its own added time from its metrics, free of

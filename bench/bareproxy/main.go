@@ -5,12 +5,22 @@
 // costs on the machine; between it and Recall, what Recall's own work
 // costs.
 //
+// With -body (and -stream-body), it is the memory floor row's proxy: it
+// sends that file's bytes upstream as every request's body, whatever the
+// client sent, as a proxy that kept the conversation's context in memory
+// and did nothing else would: between it and nginx-ctx50 lies what the
+// context's second leg costs a Go proxy; between it and recall-sync, what
+// keeping the conversation costs.
+//
 //	bareproxy -listen 127.0.0.1:8081 -upstream http://127.0.0.1:8080
+//	bareproxy ... -body ctx50.json -stream-body ctx50-stream.json
 package main
 
 import (
+	"bytes"
 	"flag"
 	"log"
+	"os"
 
 	"github.com/valyala/fasthttp"
 )
@@ -18,7 +28,13 @@ import (
 func main() {
 	listen := flag.String("listen", "127.0.0.1:8081", "address to serve on")
 	upstream := flag.String("upstream", "http://127.0.0.1:8080", "scheme and host requests go to")
+	bodyFile := flag.String("body", "", "send this file's bytes upstream as every request's body")
+	streamFile := flag.String("stream-body", "", "with -body: this one's instead for a client's body that asks for a stream (\"stream\":true)")
 	flag.Parse()
+	body, streamBody := read(*bodyFile), read(*streamFile)
+	if streamBody == nil {
+		streamBody = body
+	}
 	client := &fasthttp.Client{DisablePathNormalizing: true}
 	handle := func(rc *fasthttp.RequestCtx) {
 		req := fasthttp.AcquireRequest()
@@ -27,6 +43,13 @@ func main() {
 		defer fasthttp.ReleaseResponse(resp)
 		rc.Request.CopyTo(req)
 		req.SetRequestURI(*upstream + string(rc.RequestURI()))
+		if body != nil {
+			b := body
+			if bytes.Contains(rc.PostBody(), []byte(`"stream":true`)) {
+				b = streamBody
+			}
+			req.SetBodyRaw(b)
+		}
 		if err := client.Do(req, resp); err != nil {
 			rc.Error(err.Error(), fasthttp.StatusBadGateway)
 			return
@@ -34,4 +57,16 @@ func main() {
 		resp.CopyTo(&rc.Response)
 	}
 	log.Fatal(fasthttp.ListenAndServe(*listen, handle))
+}
+
+// read returns the file's bytes; nil for no file.
+func read(name string) []byte {
+	if name == "" {
+		return nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return b
 }

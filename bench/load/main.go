@@ -56,6 +56,7 @@ type options struct {
 	namespace     string
 	words         int
 	contextTurns  int
+	printBody     bool
 	report        string
 	wrk           string
 	pid           int
@@ -94,6 +95,7 @@ func main() {
 	flag.StringVar(&o.namespace, "namespace", "", "tenant namespace for -seed-dir (default: the pass-through namespace of -key)")
 	flag.IntVar(&o.words, "words", 40, "words in each user message (answers are echoed by the fake upstream)")
 	flag.IntVar(&o.contextTurns, "context-turns", 0, "resend this many earlier turns in every request, as a stateless client does (a baseline for the history rows)")
+	flag.BoolVar(&o.printBody, "print-body", false, "print the first request's body (with -context-turns, -stream, -words, -protocol) and exit: bareproxy -body's file for the memory floor row")
 	flag.StringVar(&o.report, "report", "", "render the JSON result lines of this file as a markdown table and exit")
 	flag.StringVar(&o.wrk, "wrk", "", "print the output of `wrk --latency` in this file as a result line (with -label and -concurrency) and exit")
 	flag.StringVar(&o.metrics, "metrics", "", "Recall's /metrics URL: report its own added time (recall_overhead_seconds) over the measured part; a comma list sums replicas'")
@@ -163,6 +165,10 @@ func run(o options) error {
 		return fmt.Errorf("-concurrency must be at least 1")
 	}
 	d := newDriver(o)
+	if o.printBody {
+		_, err := os.Stdout.Write(d.body(0))
+		return err
+	}
 	if o.prefill > 0 {
 		if o.conversations <= 0 {
 			return fmt.Errorf("-prefill needs -conversations")
