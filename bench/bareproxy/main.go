@@ -35,14 +35,20 @@ func main() {
 	if streamBody == nil {
 		streamBody = body
 	}
-	client := &fasthttp.Client{DisablePathNormalizing: true}
-	handle := func(rc *fasthttp.RequestCtx) {
+	log.Fatal(fasthttp.ListenAndServe(*listen, handler(&fasthttp.Client{DisablePathNormalizing: true}, *upstream, body, streamBody)))
+}
+
+// handler forwards each request to upstream with client; with body, it
+// sends body (streamBody for a client's body that asks for a stream)
+// instead of the client's.
+func handler(client *fasthttp.Client, upstream string, body, streamBody []byte) fasthttp.RequestHandler {
+	return func(rc *fasthttp.RequestCtx) {
 		req := fasthttp.AcquireRequest()
 		defer fasthttp.ReleaseRequest(req)
 		resp := fasthttp.AcquireResponse()
 		defer fasthttp.ReleaseResponse(resp)
 		rc.Request.CopyTo(req)
-		req.SetRequestURI(*upstream + string(rc.RequestURI()))
+		req.SetRequestURI(upstream + string(rc.RequestURI()))
 		if body != nil {
 			b := body
 			if bytes.Contains(rc.PostBody(), []byte(`"stream":true`)) {
@@ -56,7 +62,6 @@ func main() {
 		}
 		resp.CopyTo(&rc.Response)
 	}
-	log.Fatal(fasthttp.ListenAndServe(*listen, handle))
 }
 
 // read returns the file's bytes; nil for no file.
