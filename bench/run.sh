@@ -704,6 +704,13 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 	done
 	matrix recall-pg-2 "http://127.0.0.1:$RECALL_PORT$URL,http://127.0.0.1:$RECALL2_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" \
 		-metrics "$RECALL_METRICS,http://127.0.0.1:$RECALL2_PORT/metrics" -cpu "$PG_PID" "${affinity[@]}"
+	# What each replica did with the requests it did not own, over the
+	# rows (recall_forwarded_requests_total), under the tables.
+	for port in "$RECALL_PORT" "$RECALL2_PORT"; do
+		curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | awk -v port="$port" \
+			'/^recall_forwarded_requests_total/ {gsub(/.*outcome="|"}/, "", $1); printf "%s%s %s", sep, $1, $2; sep = ", "} END {if (sep) print ""; else print "none"}' |
+			sed "s/^/- replica on :$port, requests it did not own: /" >>"$WORK/pg-2-hops.txt" || true
+	done
 	stop_recall
 	RECALL_PID=$first
 	stop_recall
@@ -850,6 +857,12 @@ if [ -s "$WORK/pg-floor.txt" ]; then
 	echo "The recall-pg rows' statements alone: PostgreSQL (Recall stopped) driven by pgbench from the proxy's core, 10 clients (Recall's pool; the cost a transaction moves with the count), $DUR each, durable commits: transactions a second, and the server's CPU a transaction."
 	echo
 	awk '{d["turn"] = "the commit'"'"'s one statement (the conversation'"'"'s row updated, two median message rows inserted with their search terms)"; d["update"] = "the conversation'"'"'s row updated alone"; d["select"] = "SELECT 1"; printf "- %s: %s tps, %s ms\n", d[$1], $2, $3}' "$WORK/pg-floor.txt"
+fi
+if [ -s "$WORK/pg-2-hops.txt" ]; then
+	echo
+	echo "recall-pg-2's replicas, over its rows (forwarded: served by the owner; fallback: served where it landed, the owner unreachable):"
+	echo
+	cat "$WORK/pg-2-hops.txt"
 fi
 if [ -s "$WORK/pg-rows.log" ]; then
 	echo
