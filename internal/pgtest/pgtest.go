@@ -54,11 +54,19 @@ var (
 	sharedErr  error
 	sharedOnce sync.Once
 	dbSeq      atomic.Int64
+	// inMain is set by Main, the only thing that stops the shared server.
+	inMain atomic.Bool
 )
+
+// ErrNoMain is DB's failure in a test binary whose TestMain does not
+// call Main: nothing would stop the shared server, which would outlive
+// the binary (as one did, a server left running by every go test ./...).
+var ErrNoMain = errors.New("pgtest: DB's shared server is stopped by pgtest.Main: add func TestMain(m *testing.M) { pgtest.Main(m) } to the package's tests")
 
 // Main runs the tests of m, then stops the shared server if a test
 // started it, and exits with the tests' status. Call it from TestMain.
 func Main(m *testing.M) {
+	inMain.Store(true)
 	code := m.Run()
 	if shared != nil {
 		shared.Stop()
@@ -70,9 +78,14 @@ func Main(m *testing.M) {
 // DB creates a fresh database on the shared server (started on first
 // use) and returns its URL. The database is dropped when t ends.
 // Under -short the test is skipped: the fast subset needs no PostgreSQL.
+// It fails with ErrNoMain, starting nothing, unless the test binary runs
+// under Main.
 func DB(t testing.TB) string {
 	t.Helper()
 	skipShort(t)
+	if !inMain.Load() {
+		t.Fatal(ErrNoMain)
+	}
 	sharedOnce.Do(func() { shared, sharedErr = start() })
 	if sharedErr != nil {
 		t.Fatal(sharedErr)

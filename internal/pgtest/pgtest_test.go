@@ -2,6 +2,8 @@ package pgtest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -86,5 +88,47 @@ func TestNoBinary(t *testing.T) {
 	_, err := binDir()
 	if err == nil || err.Error() != Install {
 		t.Fatalf("got %v, want the install message", err)
+	}
+}
+
+// fatalTB records a Fatal and stops the caller, as testing's Fatal does.
+type fatalTB struct {
+	testing.TB
+	err error
+}
+
+func (f *fatalTB) Helper() {}
+
+func (f *fatalTB) Fatal(args ...any) {
+	if len(args) == 1 {
+		if err, ok := args[0].(error); ok {
+			f.err = err
+			panic(f)
+		}
+	}
+	f.err = errors.New(fmt.Sprint(args...))
+	panic(f)
+}
+
+// TestDBNeedsMain: in a test binary whose TestMain does not call Main,
+// DB fails, naming the fix, before it starts a server nothing would
+// stop.
+func TestDBNeedsMain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("DB skips under -short before it checks")
+	}
+	inMain.Store(false)
+	defer inMain.Store(true)
+	f := &fatalTB{TB: t}
+	url := func() (url string) {
+		defer func() {
+			if r := recover(); r != nil && r != f {
+				panic(r)
+			}
+		}()
+		return DB(f)
+	}()
+	if !errors.Is(f.err, ErrNoMain) || url != "" {
+		t.Fatalf("got %q and %v, want ErrNoMain", url, f.err)
 	}
 }
