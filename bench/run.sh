@@ -120,6 +120,9 @@
 # first Recall process over each Recall row's closed-loop measured part
 # (profile-ROW.pb in the work directory, which is then kept; profile-ROW.txt
 # its top entries, flat and cumulative): where a saturated core's time goes.
+# It also prints what Badger's counters moved by over the profile, a request
+# of the row (entries and bytes put, value-log and level-0 bytes, Gets): the
+# main database's, or with BADGER_METRICS=side the side database's.
 set -euo pipefail
 
 QUICK=0
@@ -310,6 +313,23 @@ core_report() {
 	}' "$1"
 }
 
+# badger_writes LABEL BEFORE AFTER: what Badger's counters (/debug/vars,
+# both of Recall's databases together) moved by over LABEL's profile,
+# a request of the row (its requests from RESULTS): entries put, bytes
+# put, value-log bytes, level-0 bytes flushed, compaction bytes, and the
+# Gets. The profile and the row's measured part both last DUR after WARM.
+badger_writes() {
+	[ -s "$2" ] && [ -s "$3" ] || return 0
+	local n
+	n=$(jq -r --arg l "$1" 'select(.label == $l) | .requests' "$RESULTS" | tail -1)
+	[ -n "$n" ] && [ "$n" -gt 0 ] || return 0
+	jq -rn --argjson n "$n" --slurpfile a "$2" --slurpfile b "$3" '
+		def d(k): (($b[0][k] // 0) - ($a[0][k] // 0));
+		def dm(k): ((($b[0][k] // {}) | [.[]] | add // 0) - (($a[0][k] // {}) | [.[]] | add // 0));
+		def r(x): (x / $n * 10 | round / 10);
+		"run.sh: \($ARGS.named.label // "") badger a request: puts \(r(d("badger_put_num_user"))), bytes put \(r(d("badger_write_bytes_user"))), value log \(r(d("badger_write_bytes_vlog"))), level 0 \(r(d("badger_write_bytes_l0"))), compaction \(r(dm("badger_write_bytes_compaction"))), gets \(r(d("badger_get_num_user"))) (memtable \(r(d("badger_get_num_memtable"))), tables \(r(dm("badger_get_num_lsm"))))"' --arg label "$1" >&2
+}
+
 # proxy_pids LABEL: the running processes of LABEL's proxy under test, a
 # comma list (load -proxy-cpu: its CPU a request).
 proxy_pids() {
@@ -358,7 +378,11 @@ load() {
 	if [ "${PROFILE:-0}" = 1 ] && [[ "$label" == recall-*/closed ]]; then
 		local warm=${WARM%s}
 		[[ "$WARM" == *ms ]] && warm=$(awk -v ms="${WARM%ms}" 'BEGIN { print ms / 1000 }')
-		(sleep "$warm" && curl -fsS -o "$WORK/profile-${label//\//-}.pb" "http://127.0.0.1:$PPROF_PORT/debug/pprof/profile?seconds=${DUR%s}") &
+		# Badger's own counters (expvar, both databases together) around
+		# the profile: what a request writes (badger_writes, below).
+		(sleep "$warm" && curl -fsS -o "$WORK/vars-${label//\//-}-0.json" "http://127.0.0.1:$PPROF_PORT/debug/vars" &&
+			curl -fsS -o "$WORK/profile-${label//\//-}.pb" "http://127.0.0.1:$PPROF_PORT/debug/pprof/profile?seconds=${DUR%s}" &&
+			curl -fsS -o "$WORK/vars-${label//\//-}-1.json" "http://127.0.0.1:$PPROF_PORT/debug/vars") &
 		profiler=$!
 		# recall-pg-2: the second replica too (profile-ROW-b.pb).
 		if [[ "$label" == recall-pg-2/* ]]; then
@@ -383,6 +407,7 @@ load() {
 		{ go tool pprof -top -nodecount=30 "$BIN/recall" "$p.pb" && echo &&
 			go tool pprof -top -cum -nodecount=60 "$BIN/recall" "$p.pb"; } >"$p.txt" 2>/dev/null || true
 		echo "run.sh: $label profiled: $p.pb, $p.txt" >&2
+		badger_writes "$label" "$WORK/vars-${label//\//-}-0.json" "$WORK/vars-${label//\//-}-1.json"
 	fi
 	if [ -n "$profiler2" ] && wait "$profiler2"; then
 		echo "run.sh: $label profiled (second replica): $WORK/profile-${label//\//-}-b.pb" >&2
@@ -415,7 +440,9 @@ ${RECALL_CONF:-}
 EOF
 	local debug=()
 	[ "${TRACE:-0}" = 1 ] && [ -z "${RECALL_AT:-}" ] && debug=(GODEBUG=gctrace=1 RECALL_PPROF=127.0.0.1:$PPROF_PORT)
-	[ "${PROFILE:-0}" = 1 ] && [ "${TRACE:-0}" != 1 ] && [ -z "${RECALL_AT:-}" ] && debug=(RECALL_PPROF=127.0.0.1:$PPROF_PORT)
+	# BADGER_METRICS=side counts the side database's writes (badger_writes)
+	# instead of the main one's.
+	[ "${PROFILE:-0}" = 1 ] && [ "${TRACE:-0}" != 1 ] && [ -z "${RECALL_AT:-}" ] && debug=(RECALL_PPROF=127.0.0.1:$PPROF_PORT RECALL_BADGER_METRICS=${BADGER_METRICS:-main})
 	[ "${PROFILE:-0}" = 1 ] && [ "${TRACE:-0}" != 1 ] && [ "${RECALL_AT:-}" = "$RECALL2_PORT" ] && debug=(RECALL_PPROF=127.0.0.1:$PPROF2_PORT)
 	env "${debug[@]}" RECALL_LISTEN=127.0.0.1:$port RECALL_UPSTREAM_URL=${UPSTREAM:-http://127.0.0.1:$UP_PORT/v1} \
 		RECALL_DATA_DIR=$1 RECALL_CONFIG=$WORK/recall-$2.yaml RECALL_STORE_URL=${3:-} \

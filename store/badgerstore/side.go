@@ -76,7 +76,7 @@ func openSide(dir string, o Options, readOnly bool) (*badger.DB, error) {
 		WithValueLogFileSize(64 << 20).
 		WithNumCompactors(2).
 		WithNumVersionsToKeep(1).
-		WithMetricsEnabled(false).
+		WithMetricsEnabled(countedDB == "side").
 		WithSyncWrites(false).
 		WithLogger(slogAdapter{o.Logger})
 	if readOnly && !o.InMemory {

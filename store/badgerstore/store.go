@@ -355,7 +355,7 @@ func badgerOptions(dir string, o Options) badger.Options {
 		WithLogger(slogAdapter{o.Logger}).
 		WithInMemory(o.InMemory).
 		WithNumVersionsToKeep(1).
-		WithMetricsEnabled(false)
+		WithMetricsEnabled(countedDB == "main")
 	if o.InMemory {
 		return bo.WithDir("").WithValueDir("")
 	}
