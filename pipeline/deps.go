@@ -32,6 +32,8 @@ type Deps struct {
 	CommitTimeout time.Duration
 	// Metrics counts the commits.
 	Metrics Metrics
+	// Goroutines runs each commit's goroutine (nil: one made for it).
+	Goroutines *stackgrow.Pool
 }
 
 // Metrics is what the stages count (package metrics implements it).
@@ -66,11 +68,18 @@ func (deps *Deps) Commit(ctx context.Context, start time.Time, d *Decision, ch h
 		err      error
 	}
 	result := make(chan outcome, 1)
-	go func() {
-		stackgrow.Grow() // its one growth, while shallow: the store's commit goes deep
+	commit := func() {
 		m, done, err := d.Commit(ctx, ch)
 		result <- outcome{m, len(done.Append), err}
-	}()
+	}
+	if deps.Goroutines != nil {
+		deps.Goroutines.Go(commit) // grown already: the store's commit goes deep
+	} else {
+		go func() {
+			stackgrow.Grow() // its one growth, while shallow
+			commit()
+		}()
+	}
 	var err error
 	select {
 	case o := <-result:

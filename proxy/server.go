@@ -17,6 +17,7 @@ import (
 	"github.com/recallproxy/recall/convlock"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/internal/stackgrow"
 	"github.com/recallproxy/recall/metrics"
 	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/respstate"
@@ -226,6 +227,9 @@ type Server struct {
 	// realClock: cfg.Now is time.Now, and a request's start can be
 	// fasthttp's reading of it (startOf).
 	realClock bool
+	// goroutines runs the commits' and the stream relays' goroutines,
+	// kept between requests with their stacks grown (Shutdown ends them).
+	goroutines stackgrow.Pool
 }
 
 // New returns a Server for cfg.
@@ -256,7 +260,8 @@ func New(cfg Config) (*Server, error) {
 
 		realClock: realClock,
 	}
-	s.deps = pipeline.Deps{Store: cfg.Store, Lock: cfg.Locks.Acquire, Log: cfg.Logger, Now: cfg.Now, CommitTimeout: cfg.CommitTimeout, Metrics: cfg.Metrics}
+	s.deps = pipeline.Deps{Store: cfg.Store, Lock: cfg.Locks.Acquire, Log: cfg.Logger, Now: cfg.Now, CommitTimeout: cfg.CommitTimeout, Metrics: cfg.Metrics,
+		Goroutines: &s.goroutines}
 	sockets, err := s.newSockets()
 	if err != nil {
 		return nil, err
@@ -367,6 +372,7 @@ func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(coarseListene
 // any, is answered. It does not close the store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
+	defer s.goroutines.Close()
 	s.sockets.Drain() // each closes once its turn in flight is answered
 	stopped := make(chan error, 1)
 	go func() { stopped <- s.srv.ShutdownWithContext(ctx) }()

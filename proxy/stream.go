@@ -12,7 +12,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/internal/apierr"
-	"github.com/recallproxy/recall/internal/stackgrow"
 	"github.com/recallproxy/recall/internal/streambody"
 	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/uplink"
@@ -68,8 +67,7 @@ func (s *Server) relay(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange
 		out.Coalesce(c)
 	}
 	// The hand-over: x is the relay's from here.
-	go func() {
-		stackgrow.Grow() // its one growth, while shallow
+	s.goroutines.Go(func() { // grown already: the relay goes deep
 		defer s.inflight.Done()
 		defer s.busy.Add(-1)
 		defer recoverStream(s.log)
@@ -83,7 +81,7 @@ func (s *Server) relay(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange
 			}
 			x.done(st, err)
 		})
-	}()
+	})
 	holdHeaders(rc, out, s.cfg.StreamHeaderHold)
 }
 
