@@ -111,10 +111,17 @@ func (s *kvs) Set(k, v []byte) error {
 // foldRound indexes, in one transaction, the records past the watermarks
 // of keys' conversations, in order, up to budget of them: one segment per
 // tenant. It returns the conversations left to fold.
+//
+// Its first try takes each conversation's totals from what the last
+// fold wrote (foldTotals), if it holds them, without reading them or the
+// pending key: foldCommit reads both again, and fails the round as stale
+// if either says otherwise. A round that failed so is tried again, as a
+// try that does not count, reading them all.
 func (s *Store) foldRound(keys []history.Key, budget int, p *pacer) ([]history.Key, error) {
+	memo := true
 	for attempt := 1; ; attempt++ {
 		epoch := s.erasures.Load()
-		plan, err := s.foldRead(keys, budget, p)
+		plan, err := s.foldRead(keys, budget, p, memo)
 		if err == nil && len(plan.convs) > 0 {
 			if s.betweenFoldPhases != nil {
 				s.betweenFoldPhases()
@@ -126,6 +133,12 @@ func (s *Store) foldRound(keys []history.Key, budget int, p *pacer) ([]history.K
 			return plan.left, nil
 		case errors.Is(err, badger.ErrTxnTooBig) && budget > 1:
 			budget /= 2
+		case errors.Is(err, errFoldStale) && memo:
+			for _, c := range plan.convs {
+				delete(s.foldTotals, c.k)
+			}
+			memo = false
+			attempt--
 		case !errors.Is(err, errFoldStale) || attempt == foldAttempts:
 			return nil, err
 		}
@@ -137,8 +150,9 @@ func (s *Store) foldRound(keys []history.Key, budget int, p *pacer) ([]history.K
 // foldMu: the round takes its builders from Store.foldBuilders and gives
 // them back emptied (a round's postings grow to hundreds of kilobytes,
 // allocated and zeroed again every round otherwise); what it returns
-// holds none of their memory (segBuilder.write encodes copies).
-func (s *Store) foldRead(keys []history.Key, budget int, p *pacer) (foldPlan, error) {
+// holds none of their memory (segBuilder.write encodes copies). With
+// memo, it takes the totals foldTotals holds (see foldRound).
+func (s *Store) foldRead(keys []history.Key, budget int, p *pacer, memo bool) (foldPlan, error) {
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
 	if s.afterFoldSnapshot != nil {
@@ -165,7 +179,7 @@ func (s *Store) foldRead(keys []history.Key, budget int, p *pacer) (foldPlan, er
 			tenants = append(tenants, k.Tenant)
 		}
 		start := time.Now()
-		c, more, err := s.foldInto(txn, k, b, budget-plan.docs)
+		c, more, err := s.foldInto(txn, k, b, budget-plan.docs, memo)
 		if err != nil {
 			return foldPlan{}, err
 		}
@@ -199,14 +213,22 @@ func (s *Store) foldRead(keys []history.Key, budget int, p *pacer) (foldPlan, er
 // foldInto adds k's records past its watermark to b, up to budget of
 // them. It returns what it read and whether some are left. The records
 // the committer handed over (Store.fresh) are taken from memory; others
-// are read from txn.
-func (s *Store) foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget int) (c foldedConv, more bool, err error) {
+// are read from txn. With memo, the totals are foldTotals' if it holds
+// them, and the pending key is not read (see foldRound).
+func (s *Store) foldInto(txn *badger.Txn, k history.Key, b *segBuilder, budget int, memo bool) (c foldedConv, more bool, err error) {
 	c.k = k
-	if _, busy, err := readPending(txn, k); err != nil || busy {
-		return c, false, err // its owner deletes or lands it; the next fold sees
+	var memoed bool
+	if memo {
+		c.t, memoed = s.foldTotals[k]
 	}
-	if c.t, err = readTotals(txn, k); err != nil {
-		return c, false, err
+	if !memoed {
+		s.foldHeadReads.Add(1)
+		if _, busy, err := readPending(txn, k); err != nil || busy {
+			return c, false, err // its owner deletes or lands it; the next fold sees
+		}
+		if c.t, err = readTotals(txn, k); err != nil {
+			return c, false, err
+		}
 	}
 	prefix := convPrefix(k)
 	m, msgs, fresh, err := s.foldSource(txn, k, prefix, c.t.from())
@@ -355,7 +377,8 @@ func (s *Store) dropSegments(entries []kv) error {
 func (s *Store) foldCommit(plan foldPlan, epoch uint64) error {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
-	for _, c := range plan.convs {
+	written := make([]totals, len(plan.convs))
+	for i, c := range plan.convs {
 		if _, busy, err := readPending(txn, c.k); err != nil || busy {
 			return errors.Join(err, errFoldStale)
 		}
@@ -370,6 +393,7 @@ func (s *Store) foldCommit(plan foldPlan, epoch uint64) error {
 		t.docs += c.docs
 		t.terms += c.terms
 		t.indexed = c.indexed
+		written[i] = t
 		if err := setTotals(txn, c.k, t); err != nil {
 			return err
 		}
@@ -399,7 +423,25 @@ func (s *Store) foldCommit(plan foldPlan, epoch uint64) error {
 	if errors.Is(err, badger.ErrConflict) {
 		return errFoldStale
 	}
+	if err == nil {
+		s.memoTotals(plan.convs, written)
+	}
 	return err
+}
+
+// foldTotalsMax bounds the conversations foldTotals holds totals of: past
+// it, it starts again empty (folds read what it drops, as before it).
+const foldTotalsMax = 1 << 14
+
+// memoTotals notes in foldTotals the totals a fold wrote of convs. The
+// caller holds foldMu.
+func (s *Store) memoTotals(convs []foldedConv, written []totals) {
+	if s.foldTotals == nil || len(s.foldTotals)+len(convs) > foldTotalsMax {
+		s.foldTotals = make(map[history.Key]totals, len(convs))
+	}
+	for i, c := range convs {
+		s.foldTotals[c.k] = written[i]
+	}
 }
 
 // Fold indexes every record written so far that has no postings yet, and

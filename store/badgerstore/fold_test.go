@@ -374,3 +374,96 @@ func TestFoldRoundsReuseTheirBuilders(t *testing.T) {
 		t.Errorf("got %d segments with alpha, want 1 (the second round's must not carry the first's terms)", n)
 	}
 }
+
+// totalsT is k's conversation's totals as stored.
+func totalsT(t *testing.T, s *Store, k history.Key) totals {
+	t.Helper()
+	var tot totals
+	err := s.db.View(func(txn *badger.Txn) (err error) {
+		tot, err = readTotals(txn, k)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tot
+}
+
+// A fold takes the totals the previous one wrote from memory: it reads no
+// conversation's totals or pending key, and indexes their new records
+// as one that read them would.
+func TestFoldTakesTheTotalsItWrote(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{IndexBacklog: 1 << 30})
+	var keys []history.Key
+	for c := range 3 {
+		keys = append(keys, history.Key{Tenant: "t", Conversation: "c" + strconv.Itoa(c)})
+	}
+	for _, k := range keys {
+		turnT(t, s, k, "early")
+	}
+	if err := s.Fold(); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.foldHeadReads.Load(); n != 3 {
+		t.Fatalf("the first fold read %d conversations' totals, want 3", n)
+	}
+	for _, k := range keys {
+		turnT(t, s, k, "late")
+	}
+	if err := s.Fold(); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.foldHeadReads.Load(); n != 3 {
+		t.Errorf("the second fold read %d conversations' totals, want none more than the first's 3", n)
+	}
+	for _, k := range keys {
+		if !indexedT(t, s, k) {
+			t.Errorf("%s: not indexed to its end after the second fold", k.Conversation)
+		}
+		if tot := totalsT(t, s, k); tot.docs != 4 || tot.indexed != 5 {
+			t.Errorf("%s: totals %+v after the second fold, want 4 documents indexed up to 5", k.Conversation, tot)
+		}
+	}
+	hits, err := s.Search(context.Background(), "t", history.SearchQuery{Text: "late", Limit: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 6 {
+		t.Errorf("searching for the second fold's word: %d hits, want 6", len(hits))
+	}
+}
+
+// Totals changed behind the memory of them (a hard forget uncounts what
+// it erases) fail the fold's first try as stale; the round is tried
+// again reading them, and the fold indexes as one without the memory.
+func TestFoldReadsTheTotalsAnErasureChanged(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{IndexBacklog: 1 << 30})
+	ctx := context.Background()
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	turnT(t, s, k, "early")
+	if err := s.Fold(); err != nil {
+		t.Fatal(err)
+	}
+	var active []history.Message
+	if err := s.Messages(ctx, k, 0, false, func(m history.Message) bool { active = append(active, m); return true }); err != nil {
+		t.Fatal(err)
+	}
+	commitT(t, s, k, history.Change{Forget: history.PlanForget(active, []uint64{1, 2}, true)})
+	if tot := totalsT(t, s, k); tot.docs != 0 {
+		t.Fatalf("totals %+v after erasing the indexed turn, want no documents", tot)
+	}
+	turnT(t, s, k, "late")
+	before := s.foldHeadReads.Load()
+	if err := s.Fold(); err != nil {
+		t.Fatalf("fold after an erasure changed the totals: %v", err)
+	}
+	if n := s.foldHeadReads.Load() - before; n != 1 {
+		t.Errorf("the fold read the totals %d times, want once (its try again)", n)
+	}
+	if tot := totalsT(t, s, k); tot.docs != 2 || tot.indexed != 5 {
+		t.Errorf("totals %+v after the fold, want 2 documents indexed up to 5", tot)
+	}
+	if !indexedT(t, s, k) {
+		t.Error("not indexed to its end after the fold")
+	}
+}

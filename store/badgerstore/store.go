@@ -160,6 +160,7 @@ type Store struct {
 	metaReads     atomic.Int64  // Badger reads of metadata by the committer and exchange appends (tests)
 	foldReads     atomic.Int64  // conversations a fold read from Badger, not from fresh (tests)
 	foldMetaReads atomic.Int64  // conversations whose metadata a fold read from Badger, not from metas (tests)
+	foldHeadReads atomic.Int64  // conversations whose totals and pending key a fold read before analysing (tests)
 
 	workMu  sync.Mutex
 	working map[history.Key]int // conversations whose pending work is being done (see pending.go)
@@ -168,6 +169,7 @@ type Store struct {
 	indexBacklog      int                                  // Options.IndexBacklog
 	foldMu            sync.Mutex                           // one fold at a time (fold.go)
 	segment           uint64                               // the last search segment written (segment.go): foldMu guards it
+	foldTotals        map[history.Key]totals               // the totals folds last wrote (fold.go): foldMu guards it
 	foldBuilders      []*segBuilder                        // emptied segment builders fold rounds reuse (fold.go): foldMu guards them
 	erasures          atomic.Uint64                        // erasures of records begun (finishPending): a fold checks none began while it read
 	groupWait         time.Duration                        // Options.GroupWait
