@@ -79,7 +79,10 @@ func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedEx
 			}
 			// The incarnation as the committer last wrote it, or as
 			// stored: the cache lags Badger only by a group that just
-			// committed, as a snapshot taken a moment earlier would.
+			// committed, as a snapshot taken a moment earlier would. A
+			// conversation in the cache has no Delete under way whose
+			// purge has begun (see side.go): its pending mark is read
+			// only when the metadata is.
 			inc, ok := s.metas.incarnation(encs[b].prefix)
 			if !ok {
 				s.metaReads.Add(1)
@@ -91,12 +94,13 @@ func (s *Store) AppendExchangeBatch(ctx context.Context, batch []history.KeyedEx
 					continue // gone
 				}
 				inc = m.Incarnation
-			}
-			if _, busy, err := readPending(txn, e.Key); err != nil || busy {
-				if err != nil {
-					return err
+				s.markReads.Add(1)
+				if _, busy, err := readPending(txn, e.Key); err != nil || busy {
+					if err != nil {
+						return err
+					}
+					continue // a delete under way: the records go with it
 				}
-				continue // a delete under way: the records go with it
 			}
 			encs[b].live, encs[b].inc = true, inc
 		}

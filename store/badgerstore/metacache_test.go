@@ -110,8 +110,8 @@ func TestMetaCacheEvictsLeastRecentlyUsed(t *testing.T) {
 }
 
 // An exchange record's append takes the conversation's incarnation from
-// the cache: no Badger read of its metadata, and a record of another
-// incarnation is still left out.
+// the cache: no Badger read of its metadata or of its pending mark, and
+// a record of another incarnation is still left out.
 func TestExchangeAppendReadsNoMeta(t *testing.T) {
 	s := openT(t, t.TempDir(), Options{})
 	ctx := context.Background()
@@ -124,6 +124,9 @@ func TestExchangeAppendReadsNoMeta(t *testing.T) {
 	}
 	if got := s.metaReads.Load() - before; got != 0 {
 		t.Errorf("got %d reads of metadata, want none", got)
+	}
+	if got := s.markReads.Load(); got != 0 {
+		t.Errorf("got %d reads of the pending mark, want none", got)
 	}
 	if got := countIn(t, s.side, append(convPrefix(k), 'e')); got != 1 {
 		t.Errorf("got %d records stored, want 1 (the other incarnation's left out)", got)

@@ -36,7 +36,12 @@ import (
 //     holding recMu, and a Delete purges them while holding it, after it
 //     set its mark. An append either lands before the purge (which
 //     deletes its records) or sees the mark, or the metadata gone, and
-//     writes nothing: a conversation that is gone keeps no records.
+//     writes nothing: a conversation that is gone keeps no records. With
+//     durable writes an append takes the metadata from the committer's
+//     cache when it holds it, and then reads no mark: the committer drops
+//     a Delete's conversation from the cache before the Delete's purge
+//     begins, and no commit puts it back while the mark is set (each
+//     reads the mark, and fails).
 //   - Segments: a fold round writes its segments and the side's segment
 //     counter, syncs the side database (relaxed: see syncLoop), then
 //     moves the watermarks and the

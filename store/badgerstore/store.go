@@ -158,6 +158,7 @@ type Store struct {
 	metas         *metaCache    // metadata the committer wrote (durable writes only; metacache.go)
 	fresh         *freshRecords // records committed, not yet indexed (durable writes only; fresh.go)
 	metaReads     atomic.Int64  // Badger reads of metadata by the committer and exchange appends (tests)
+	markReads     atomic.Int64  // Badger reads of a pending mark by exchange appends (tests)
 	foldReads     atomic.Int64  // conversations a fold read from Badger, not from fresh (tests)
 	foldMetaReads atomic.Int64  // conversations whose metadata a fold read from Badger, not from metas (tests)
 	foldHeadReads atomic.Int64  // conversations whose totals and pending key a fold read before analysing (tests)
