@@ -199,6 +199,9 @@ func ValidExchangeID(id string) bool {
 
 // MarshalExchange encodes r as the stores keep it: its JSON.
 func MarshalExchange(r *ExchangeRecord) ([]byte, error) {
+	if b, ok := appendExchange(make([]byte, 0, 1024), r); ok {
+		return b, nil
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("history: encode exchange %s: %w", r.ID, err)
