@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"math"
-	"slices"
 	"testing"
 
 	"github.com/recallproxy/recall/history"
@@ -92,23 +91,5 @@ VALUES ($1, $2, $3, 0, $4, $5, $6, $7, $8)`, k.Tenant, k.Conversation, int64(met
 	err = migrated.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_class WHERE relname = 'recall_postings'`).Scan(&postings)
 	if err != nil || postings != 0 {
 		t.Errorf("got %d recall_postings tables (%v), want it dropped", postings, err)
-	}
-}
-
-// TestSearchIndexPendingListIsBounded: a migrated database's search index
-// merges its pending list past 256 kB, not the server's 4 MB (a merge
-// runs inside the commit whose insert passed the limit: migration 11).
-func TestSearchIndexPendingListIsBounded(t *testing.T) {
-	ctx := testCtx(t)
-	url := pgtest.DB(t)
-	open(t, url, pgstore.Options{})
-	var opts []string
-	err := connect(t, url).QueryRow(ctx,
-		`SELECT coalesce(reloptions, '{}') FROM pg_class WHERE relname = 'recall_messages_search'`).Scan(&opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(opts, "gin_pending_list_limit=256") {
-		t.Errorf("the search index's options are %q, want gin_pending_list_limit=256", opts)
 	}
 }
