@@ -92,59 +92,41 @@ func appendExchange(b []byte, r *ExchangeRecord) (_ []byte, ok bool) {
 		b = append(b, '}')
 	}
 	b = append(b, `,"included":`...)
-	b = appendSpans(b, r.Included)
+	b = appendList(b, r.Included, appendSpanJSON)
 	b = append(b, `,"new_messages":`...)
 	b = strconv.AppendInt(b, int64(r.NewMessages), 10)
 	b = append(b, `,"dropped":`...)
-	if r.Dropped == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, d := range r.Dropped {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"from":`...)
-			b = strconv.AppendUint(b, d.From, 10)
-			b = append(b, `,"to":`...)
-			b = strconv.AppendUint(b, d.To, 10)
-			b = append(b, `,"reason":`...)
-			b = appendJSONString(b, d.Reason)
-			if d.Turns != 0 {
-				b = append(b, `,"turns":`...)
-				b = strconv.AppendInt(b, int64(d.Turns), 10)
-			}
-			b = append(b, '}')
+	b = appendList(b, r.Dropped, func(b []byte, d Dropped) []byte {
+		b = append(b, `{"from":`...)
+		b = strconv.AppendUint(b, d.From, 10)
+		b = append(b, `,"to":`...)
+		b = strconv.AppendUint(b, d.To, 10)
+		b = append(b, `,"reason":`...)
+		b = appendJSONString(b, d.Reason)
+		if d.Turns != 0 {
+			b = append(b, `,"turns":`...)
+			b = strconv.AppendInt(b, int64(d.Turns), 10)
 		}
-		b = append(b, ']')
-	}
+		return append(b, '}')
+	})
 	b = append(b, `,"cut":`...)
-	if r.Cut == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, c := range r.Cut {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"seq":`...)
-			b = strconv.AppendUint(b, c.Seq, 10)
-			b = append(b, `,"chars_before":`...)
-			b = strconv.AppendInt(b, int64(c.CharsBefore), 10)
-			b = append(b, `,"chars_after":`...)
-			b = strconv.AppendInt(b, int64(c.CharsAfter), 10)
-			if c.MaxChars != 0 {
-				b = append(b, `,"max_chars":`...)
-				b = strconv.AppendInt(b, int64(c.MaxChars), 10)
-			}
-			b = append(b, '}')
+	b = appendList(b, r.Cut, func(b []byte, c CutResult) []byte {
+		b = append(b, `{"seq":`...)
+		b = strconv.AppendUint(b, c.Seq, 10)
+		b = append(b, `,"chars_before":`...)
+		b = strconv.AppendInt(b, int64(c.CharsBefore), 10)
+		b = append(b, `,"chars_after":`...)
+		b = strconv.AppendInt(b, int64(c.CharsAfter), 10)
+		if c.MaxChars != 0 {
+			b = append(b, `,"max_chars":`...)
+			b = strconv.AppendInt(b, int64(c.MaxChars), 10)
 		}
-		b = append(b, ']')
-	}
+		return append(b, '}')
+	})
 	b = append(b, `,"repaired_calls":`...)
 	b = strconv.AppendInt(b, int64(r.RepairedCalls), 10)
 	b = append(b, `,"committed":`...)
-	b = appendSpans(b, r.Committed)
+	b = appendList(b, r.Committed, appendSpanJSON)
 	if r.CacheBreakpoint != 0 {
 		b = append(b, `,"cache_breakpoint":`...)
 		b = strconv.AppendUint(b, r.CacheBreakpoint, 10)
@@ -152,24 +134,29 @@ func appendExchange(b []byte, r *ExchangeRecord) (_ []byte, ok bool) {
 	return append(b, '}'), true
 }
 
-// appendSpans appends spans' JSON as encoding/json writes it (null for
-// nil).
-func appendSpans(b []byte, spans []Span) []byte {
-	if spans == nil {
+// appendList appends xs as encoding/json writes a slice (null for nil),
+// each element by each.
+func appendList[T any](b []byte, xs []T, each func([]byte, T) []byte) []byte {
+	if xs == nil {
 		return append(b, "null"...)
 	}
 	b = append(b, '[')
-	for i, s := range spans {
+	for i, x := range xs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"from":`...)
-		b = strconv.AppendUint(b, s.From, 10)
-		b = append(b, `,"to":`...)
-		b = strconv.AppendUint(b, s.To, 10)
-		b = append(b, '}')
+		b = each(b, x)
 	}
 	return append(b, ']')
+}
+
+// appendSpanJSON appends a span's JSON.
+func appendSpanJSON(b []byte, s Span) []byte {
+	b = append(b, `{"from":`...)
+	b = strconv.AppendUint(b, s.From, 10)
+	b = append(b, `,"to":`...)
+	b = strconv.AppendUint(b, s.To, 10)
+	return append(b, '}')
 }
 
 // appendJSONString appends s as encoding/json quotes it: as it stands
