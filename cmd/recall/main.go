@@ -138,6 +138,7 @@ func serveEnv() []envVar {
 	last := len(env) - 1 // ${VAR} stays last
 	return slices.Insert(env, last,
 		envVar{"RECALL_PPROF", "(none)", "a binary built with -tags pprof serves net/http/pprof on this address (release builds ignore it)"},
+		envVar{"RECALL_BADGER_METRICS", "(none)", "a binary built with -tags pprof keeps Badger's counters (expvar, under /debug/vars) of this database: main or side (release builds ignore it)"},
 		envVar{"GOMEMLIMIT", "(unset)", "the Go heap's soft limit; set, it wins over memory_limit_mb"},
 		envVar{"GOGC", "(unset)", "the Go collector's target; unset while a memory limit is in force, Recall sets 200"},
 		envVar{"GOMAXPROCS", "(unset)", "set, Recall keeps it; unset on one CPU, Recall runs four Go processors while a computation holds one"},
