@@ -25,7 +25,9 @@ const indexVersion = 3
 // dirty with its watermark at the start, so that the fold Open runs next
 // indexes every record; a summary written inside the metadata moves to
 // its own key. Interrupted, it starts again at the next Open (every write
-// is idempotent).
+// is idempotent). It rebuilds the search index of the current version
+// too when Open found segments lost (segmentsLost), and then brings the
+// side counter up to the main one, last.
 func (s *Store) buildIndexes() error {
 	var version byte
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -43,7 +45,7 @@ func (s *Store) buildIndexes() error {
 			return nil
 		})
 	})
-	if err != nil || version == indexVersion {
+	if err != nil || (version == indexVersion && !s.segmentsLost) {
 		return err
 	}
 	if version > 0 {
@@ -109,5 +111,15 @@ func (s *Store) buildIndexes() error {
 			return err
 		}
 	}
-	return s.db.Update(func(txn *badger.Txn) error { return txn.Set(indexKey, []byte{indexVersion}) })
+	err = s.db.Update(func(txn *badger.Txn) error { return txn.Set(indexKey, []byte{indexVersion}) })
+	if err != nil || !s.segmentsLost {
+		return err
+	}
+	wb := s.side.NewWriteBatch()
+	defer wb.Cancel()
+	if err := s.commitSide(wb); err != nil {
+		return err
+	}
+	s.segmentsLost = false
+	return nil
 }

@@ -23,10 +23,9 @@ import (
 // and a fold's segments (a round every ~2 s at that rate) queued the
 // commits behind its write and its sync, the open rows' periodic tail.
 // The
-// side database is never synced by a commit: every sideSyncEvery, by a
-// fold round before its watermark moves (with relaxed writes, by the main
-// database's background sync, just before the main one), and by an
-// erasure before its pending mark goes.
+// side database is never synced by a commit: every sideSyncEvery (with
+// relaxed writes, also by the main database's background sync, just
+// before the main one), and by an erasure before its pending mark goes.
 //
 // Nothing spans the two databases in one transaction. What each relies
 // on is ordered instead, in this process (one process per directory):
@@ -43,9 +42,10 @@ import (
 //     begins, and no commit puts it back while the mark is set (each
 //     reads the mark, and fails).
 //   - Segments: a fold round writes its segments and the side's segment
-//     counter, syncs the side database (relaxed: see syncLoop), then
-//     moves the watermarks and the
-//     main counter in the main one (fold.go). Search reads the main
+//     counter, then moves the watermarks and the main counter in the
+//     main one (fold.go), without syncing the side between (a machine
+//     crash that loses the segments leaves the main counter past the
+//     side's, and Open rebuilds the index: writeSegments). Search reads the main
 //     database's snapshot first and ignores postings at or past the
 //     watermark it read there (its own analysis of the backlog covers
 //     those), so a segment whose watermark has not moved, or never will,
@@ -228,11 +228,21 @@ func (s *Store) sideCounter() (uint64, error) {
 // dropOrphanSegments deletes the segments a fold wrote to the side
 // database but never committed in the main one (a crash between: the
 // side counter is past the main one, s.segment), and brings the side
-// counter back.
+// counter back. A side counter behind the main one is a machine crash
+// that lost segments the main database counts (fold rounds do not sync
+// the side database: writeSegments): it sets segmentsLost, and
+// buildIndexes rebuilds the search index.
 func (s *Store) dropOrphanSegments() error {
 	side, err := s.sideCounter()
-	if err != nil || side <= s.segment {
+	if err != nil || side == s.segment {
 		return err
+	}
+	if side < s.segment {
+		s.segmentsLost = true
+		if s.logger != nil {
+			s.logger.Warn("the search index lost segments a machine crash left unsynced; rebuilding it", "component", "badgerstore", "side", side, "main", s.segment)
+		}
+		return nil
 	}
 	wb := s.side.NewWriteBatch()
 	defer wb.Cancel()

@@ -399,6 +399,75 @@ func TestOrphanSegmentsDroppedAtOpen(t *testing.T) {
 	}
 }
 
+// Fold rounds do not sync the side database: a machine crash can lose
+// segments whose watermarks the main database kept (the side counter
+// falls behind the main one). The next Open rebuilds the search index,
+// and searches find what they found before the crash.
+func TestLostSegmentsRebuiltAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{IndexBacklog: 1 << 30})
+	ctx := context.Background()
+	a := history.Key{Tenant: "t", Conversation: "a"}
+	b := history.Key{Tenant: "t", Conversation: "b"}
+	commitT(t, s, a, history.Change{Append: []history.Message{textMsg("user", "walrus tusks")}})
+	if err := s.Fold(); err != nil {
+		t.Fatal(err)
+	}
+	kept := s.segment
+	commitT(t, s, b, history.Change{Append: []history.Message{textMsg("user", "walrus ivory")}})
+	if err := s.Fold(); err != nil {
+		t.Fatal(err)
+	}
+	if s.segment != kept+1 {
+		t.Fatalf("segments %d then %d, want one more", kept, s.segment)
+	}
+	// What the crash loses: the last round's segment and the side
+	// counter that numbered it.
+	err := s.side.Update(func(txn *badger.Txn) error {
+		for _, p := range [][]byte{{'i', 0}, {'f', 0}} {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: p})
+			var lost [][]byte
+			for it.Rewind(); it.Valid(); it.Next() {
+				key := it.Item().Key()
+				if len(key) >= 8 && binary.BigEndian.Uint64(key[len(key)-8:]) > kept {
+					lost = append(lost, it.Item().KeyCopy(nil))
+				}
+			}
+			it.Close()
+			for _, key := range lost {
+				if err := txn.Delete(key); err != nil {
+					return err
+				}
+			}
+		}
+		return txn.Set(segCounterKey, binary.BigEndian.AppendUint64(nil, kept))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := history.SearchQuery{Text: "ivory", Limit: 10}
+	if hits, err := s.Search(ctx, "t", q); err != nil || len(hits) != 0 {
+		t.Fatalf("search with the segment lost: %d hits, %v; want none (the loss this test recovers from)", len(hits), err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, dir, Options{IndexBacklog: 1 << 30})
+	hits, err := s.Search(ctx, "t", q)
+	if err != nil || len(hits) != 1 || hits[0].Conversation != b.Conversation {
+		t.Errorf("search for ivory after Open: %+v, %v; want conversation b's message", hits, err)
+	}
+	if hits, err := s.Search(ctx, "t", history.SearchQuery{Text: "walrus", Limit: 10}); err != nil || len(hits) != 2 {
+		t.Errorf("search for walrus after Open: %d hits, %v; want 2", len(hits), err)
+	}
+	if n, err := s.sideCounter(); err != nil || n != s.segment {
+		t.Errorf("the side counter after Open: %d, %v; want the main one, %d", n, err, s.segment)
+	}
+	if got := len(sideKeysWith(t, s, "tusks")); got != 1 {
+		t.Errorf("keys of tusks after Open: %d, want 1 (the rebuilt index's alone)", got)
+	}
+}
+
 // A directory written by an earlier version, with its search segments in
 // the main database, has them moved on Open: searches find what they
 // found, and the main database holds none.

@@ -170,6 +170,7 @@ type Store struct {
 	indexBacklog      int                                  // Options.IndexBacklog
 	foldMu            sync.Mutex                           // one fold at a time (fold.go)
 	segment           uint64                               // the last search segment written (segment.go): foldMu guards it
+	segmentsLost      bool                                 // Open found the side counter behind the main one (dropOrphanSegments)
 	foldTotals        map[history.Key]totals               // the totals folds last wrote (fold.go): foldMu guards it
 	foldBuilders      []*segBuilder                        // emptied segment builders fold rounds reuse (fold.go): foldMu guards them
 	erasures          atomic.Uint64                        // erasures of records begun (finishPending): a fold checks none began while it read
