@@ -62,6 +62,9 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 		defer s.work(k)() // the erasure below
 	}
 	m, err := s.commit(ctx, k, c)
+	if err == nil && hard && s.beforeErase != nil {
+		s.beforeErase()
+	}
 	if err == nil && hard {
 		// The erased records and their postings, marked by the commit.
 		if err = s.finishPending(k, pendingErase); err != nil {
@@ -224,7 +227,7 @@ func (s *Store) commitGroup(reqs []*commitReq, retries int) int {
 			break // alone, below or in the next group
 		}
 		prefix := convPrefix(r.key)
-		m, err := s.groupMeta(txn, metas, prefix)
+		m, cached, err := s.groupMeta(txn, metas, prefix)
 		switch {
 		case err != nil:
 		case r.del:
@@ -232,7 +235,7 @@ func (s *Store) commitGroup(reqs []*commitReq, retries int) int {
 			m = history.Meta{}
 			bump += statsRefresh
 		default:
-			m, written[n], err = write(txn, r.key, prefix, m, r.change)
+			m, written[n], err = s.write(txn, r.key, prefix, m, r.change, cached)
 			bump += statsBump(r.change)
 		}
 		if errors.Is(err, badger.ErrTxnTooBig) {
@@ -407,7 +410,7 @@ func (s *Store) commitDirectOnce(k history.Key, c history.Change) (history.Meta,
 	var out history.Meta
 	s.genPre.Add(statsBump(c)) // before and after the changes can be seen (see tenantStats)
 	err := s.updateMeta(prefix, func(txn *badger.Txn, m history.Meta) (err error) {
-		out, _, err = write(txn, k, prefix, m, c)
+		out, _, err = s.write(txn, k, prefix, m, c, false)
 		return err
 	})
 	s.genPost.Add(statsBump(c))
@@ -427,17 +430,27 @@ func (s *Store) updateMeta(prefix []byte, fn func(txn *badger.Txn, m history.Met
 }
 
 // groupMeta returns a conversation's metadata as the group has left it so
-// far, or as the committer last wrote it (metaCache), or as stored.
-func (s *Store) groupMeta(txn *badger.Txn, metas map[string]history.Meta, prefix []byte) (history.Meta, error) {
+// far, or as the committer last wrote it (metaCache: cached true), or as
+// stored.
+//
+// A conversation the cache holds has no pending mark: every mark a
+// durable store sets is set by the committer (a Delete, a hard forget, a
+// staged commit), which then drops the conversation from the cache
+// (noteWritten, commitGroup), and a commit that puts it back read no mark
+// (its metadata was not cached, so apply read the mark, and a mark fails
+// the commit). A mark's going does not matter. So a commit whose
+// metadata came from the cache reads no mark: the Badger Get it saves
+// looks through every level, a mark being almost never there.
+func (s *Store) groupMeta(txn *badger.Txn, metas map[string]history.Meta, prefix []byte) (m history.Meta, cached bool, err error) {
 	if m, ok := metas[string(prefix)]; ok {
-		return m, nil
+		return m, false, nil // this group's write, which may have set a mark
 	}
 	if m, ok := s.metas.get(prefix); ok {
-		return m, nil
+		return m, true, nil
 	}
 	s.metaReads.Add(1)
-	m, _, err := readMeta(txn, prefix)
-	return m, err
+	m, _, err = readMeta(txn, prefix)
+	return m, false, err
 }
 
 // noteWritten updates the metadata cache and the fresh records with what
@@ -456,13 +469,15 @@ func (s *Store) noteWritten(reqs []*commitReq, res []commitRes, written [][]hist
 			// cache missed: one left by a crash, say).
 			s.metas.drop(prefix)
 			s.fresh.drop(r.key)
+		case r.change.Forget != nil && r.change.Forget.Hard:
+			// Marked for erasure (write): out of the cache, whose
+			// conversations have no mark (groupMeta); its records are
+			// erased next.
+			s.metas.drop(prefix)
+			s.fresh.drop(r.key)
 		default:
 			s.metas.put(string(prefix), res[i].meta)
-			if f := r.change.Forget; f != nil && f.Hard {
-				s.fresh.drop(r.key) // its records are erased next
-			} else {
-				s.fresh.add(r.key, res[i].meta.Incarnation, written[i])
-			}
+			s.fresh.add(r.key, res[i].meta.Incarnation, written[i])
 		}
 	}
 }
@@ -486,7 +501,7 @@ func (s *Store) commitStaged(k history.Key, c history.Change) (history.Meta, err
 	var from uint64   // the first sequence number staged
 	err := s.updateMeta(prefix, func(txn *badger.Txn, m history.Meta) error {
 		var err error
-		if _, writes, err = apply(txn, k, prefix, m, c, 0); err != nil {
+		if _, writes, err = s.apply(txn, k, prefix, m, c, 0, false); err != nil {
 			return err
 		}
 		if c.Forget != nil && c.Forget.Hard {
@@ -550,7 +565,7 @@ func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, write
 		if !ok || p.kind != pendingStaged {
 			return history.ErrConflict // deleted meanwhile
 		}
-		if out, _, err = apply(txn, k, prefix, m, c, pendingStaged); err != nil {
+		if out, _, err = s.apply(txn, k, prefix, m, c, pendingStaged, false); err != nil {
 			return err
 		}
 		if c.Forget != nil && c.Forget.Hard {
@@ -586,17 +601,21 @@ func (s *Store) landStaged(k history.Key, prefix []byte, c history.Change, write
 }
 
 // apply checks c against m, the conversation's metadata, and that no
-// pending job (but one of kind own, the caller's) holds the conversation, reads what c needs and returns the
-// new metadata and the records to write, or ErrConflict.
-func apply(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c history.Change, own byte) (history.Meta, []history.Message, error) {
+// pending job (but one of kind own, the caller's) holds the conversation
+// (unmarked: known to have none, see groupMeta), reads what c needs and
+// returns the new metadata and the records to write, or ErrConflict.
+func (s *Store) apply(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c history.Change, own byte, unmarked bool) (history.Meta, []history.Message, error) {
 	if err := c.Check(&m); err != nil {
 		return history.Meta{}, nil, err
 	}
-	if p, busy, err := readPending(txn, k); err != nil || (busy && p.kind != own) {
-		if err == nil {
-			err = history.ErrConflict // being deleted, or a staged commit is landing
+	if !unmarked {
+		s.commitMarkReads.Add(1)
+		if p, busy, err := readPending(txn, k); err != nil || (busy && p.kind != own) {
+			if err == nil {
+				err = history.ErrConflict // being deleted, or a staged commit is landing
+			}
+			return history.Meta{}, nil, err
 		}
-		return history.Meta{}, nil, err
 	}
 	var superseded []history.Message
 	if c.Supersede != nil {
@@ -617,10 +636,11 @@ func apply(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c hist
 // write applies c to the conversation whose metadata is m in txn: the
 // records (their postings come later, see fold.go), erased records
 // deleted with their postings, the metadata and the listing entry, and
-// returns the new metadata and the records written. It may fail with
-// badger.ErrTxnTooBig, leaving part of the change in txn.
-func write(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c history.Change) (history.Meta, []history.Message, error) {
-	next, writes, err := apply(txn, k, prefix, m, c, 0)
+// returns the new metadata and the records written (unmarked: see
+// apply). It may fail with badger.ErrTxnTooBig, leaving part of the
+// change in txn.
+func (s *Store) write(txn *badger.Txn, k history.Key, prefix []byte, m history.Meta, c history.Change, unmarked bool) (history.Meta, []history.Message, error) {
+	next, writes, err := s.apply(txn, k, prefix, m, c, 0, unmarked)
 	if err != nil {
 		return history.Meta{}, nil, err
 	}

@@ -2,6 +2,7 @@ package badgerstore
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strconv"
 	"strings"
@@ -49,7 +50,9 @@ func TestMetaCacheFollowsEveryWrite(t *testing.T) {
 	commitT(t, s, k, history.Change{Forget: history.PlanForget(storedMessages(t, s, k, false), []uint64{1}, false), Now: 4e9})
 	check("soft forget", true)
 	commitT(t, s, k, history.Change{Forget: history.PlanForget(storedMessages(t, s, k, false), []uint64{2}, true), Now: 5e9})
-	check("hard forget", true)
+	check("hard forget", false) // marked for erasure: out of the cache (groupMeta)
+	commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "five")}, Now: 5e9 + 1})
+	check("after hard forget", true)
 	if err := s.Delete(context.Background(), k); err != nil {
 		t.Fatal(err)
 	}
@@ -130,5 +133,61 @@ func TestExchangeAppendReadsNoMeta(t *testing.T) {
 	}
 	if got := countIn(t, s.side, append(convPrefix(k), 'e')); got != 1 {
 		t.Errorf("got %d records stored, want 1 (the other incarnation's left out)", got)
+	}
+}
+
+// A commit whose metadata the committer's cache holds reads no pending
+// mark: the cache holds no marked conversation.
+func TestCommitOfACachedConversationReadsNoMark(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	k := history.Key{Tenant: "t", Conversation: "a"}
+	m := commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "one")}})
+	before := s.commitMarkReads.Load()
+	commitT(t, s, k, history.Change{Version: m.Version, Append: []history.Message{textMsg("user", "two")}})
+	if got := s.commitMarkReads.Load() - before; got != 0 {
+		t.Errorf("got %d reads of the pending mark, want none", got)
+	}
+}
+
+// A hard forget marks its conversation for erasure, and a commit that
+// comes before the erasure is done fails with ErrConflict, as with a
+// conversation being deleted: the forget takes the conversation out of
+// the committer's cache, so that the commit reads the mark.
+func TestCommitDuringAnErasureConflicts(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	ctx := context.Background()
+	k := history.Key{Tenant: "t", Conversation: "a"}
+	m := commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "secret"), textMsg("assistant", "noted")}})
+	snap, err := s.Load(ctx, k, history.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raced := false
+	s.beforeErase = func() {
+		s.beforeErase = nil
+		raced = true
+		snap, err := s.Load(ctx, k, history.Query{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_, err = s.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Append: []history.Message{textMsg("user", "meanwhile")}})
+		if !errors.Is(err, history.ErrConflict) {
+			t.Errorf("a commit while the erasure is pending: %v, want ErrConflict", err)
+		}
+	}
+	forget := history.Change{Version: m.Version, Forget: history.PlanForget(snap.Tail, []uint64{1}, true)}
+	if _, err := s.Commit(ctx, k, forget); err != nil {
+		t.Fatal(err)
+	}
+	if !raced {
+		t.Fatal("no commit came between the forget and its erasure")
+	}
+	snap, err = s.Load(ctx, k, history.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Append: []history.Message{textMsg("user", "after")}}); err != nil {
+		t.Errorf("a commit after the erasure: %v", err)
 	}
 }

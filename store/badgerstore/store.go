@@ -155,13 +155,14 @@ type Store struct {
 	genPre, genPost atomic.Uint64
 	stats           statsCache // tenants' search statistics (see search.go)
 
-	metas         *metaCache    // metadata the committer wrote (durable writes only; metacache.go)
-	fresh         *freshRecords // records committed, not yet indexed (durable writes only; fresh.go)
-	metaReads     atomic.Int64  // Badger reads of metadata by the committer and exchange appends (tests)
-	markReads     atomic.Int64  // Badger reads of a pending mark by exchange appends (tests)
-	foldReads     atomic.Int64  // conversations a fold read from Badger, not from fresh (tests)
-	foldMetaReads atomic.Int64  // conversations whose metadata a fold read from Badger, not from metas (tests)
-	foldHeadReads atomic.Int64  // conversations whose totals and pending key a fold read before analysing (tests)
+	metas           *metaCache    // metadata the committer wrote (durable writes only; metacache.go)
+	fresh           *freshRecords // records committed, not yet indexed (durable writes only; fresh.go)
+	metaReads       atomic.Int64  // Badger reads of metadata by the committer and exchange appends (tests)
+	markReads       atomic.Int64  // Badger reads of a pending mark by exchange appends (tests)
+	commitMarkReads atomic.Int64  // Badger reads of a pending mark by commits (tests)
+	foldReads       atomic.Int64  // conversations a fold read from Badger, not from fresh (tests)
+	foldMetaReads   atomic.Int64  // conversations whose metadata a fold read from Badger, not from metas (tests)
+	foldHeadReads   atomic.Int64  // conversations whose totals and pending key a fold read before analysing (tests)
 
 	workMu  sync.Mutex
 	working map[history.Key]int // conversations whose pending work is being done (see pending.go)
@@ -200,6 +201,7 @@ type Store struct {
 	beforeLogSync     func()                               // tests: runs before the log syncer syncs
 	onSync            func(time.Duration)                  // Options.OnSync
 	beforeRecordPurge func()                               // tests: runs before a Delete's purge of records takes recMu
+	beforeErase       func()                               // tests: runs after a hard forget's commit, before its erasure
 }
 
 var _ history.Store = (*Store)(nil)
