@@ -30,6 +30,7 @@ type commitReq struct {
 	change history.Change
 	del    bool           // a Delete's first transaction (deleteMeta), not a change
 	big    bool           // too big for one transaction: staged at once (see tooBig)
+	fold   *foldReq       // a fold round's commit (fold.go), not a change
 	done   chan commitRes // buffered: the committer never blocks on it
 }
 
@@ -176,6 +177,11 @@ func (s *Store) committer() {
 		s.lastGroup.Store(int64(last))
 		s.groups.Add(1)
 		for len(live) > 0 {
+			if r := live[0]; r.fold != nil {
+				r.done <- commitRes{err: s.foldCommit(r.fold.plan, r.fold.epoch, true)}
+				live = live[1:]
+				continue
+			}
 			live = live[s.commitGroup(live, commitRetries):]
 		}
 		clear(batch)
@@ -223,8 +229,11 @@ func (s *Store) commitGroup(reqs []*commitReq, retries int) int {
 	n := 0
 	for ; n < len(reqs); n++ {
 		r := reqs[n]
-		if r.big {
+		if r.big || r.fold != nil {
 			break // alone, below or in the next group
+		}
+		if r.del || (r.change.Forget != nil && r.change.Forget.Hard) {
+			delete(s.heldTotals, r.key) // it changes them (see foldCommit)
 		}
 		prefix := convPrefix(r.key)
 		m, cached, err := s.groupMeta(txn, metas, prefix)
@@ -267,10 +276,11 @@ func (s *Store) commitGroup(reqs []*commitReq, retries int) int {
 		// Written outside the group, perhaps in part.
 		s.metas.drop(convPrefix(r.key))
 		s.fresh.drop(r.key)
+		delete(s.heldTotals, r.key)
 		r.done <- commitRes{meta: m, err: err}
 		return 1
 	}
-	if n < len(reqs) && !reqs[n].big {
+	if n < len(reqs) && !reqs[n].big && reqs[n].fold == nil {
 		// The next commit did not fit and the transaction may hold part
 		// of it: commit the group without it, from scratch.
 		txn.Discard()

@@ -3,6 +3,7 @@ package badgerstore
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/binary"
 	"errors"
 	"runtime"
@@ -318,7 +319,7 @@ func (s *Store) foldWrite(plan foldPlan, epoch uint64) error {
 	if err := s.writeSegments(plan.entries); err != nil {
 		return err
 	}
-	err := s.foldCommit(plan, epoch)
+	err := s.commitFold(&plan, epoch)
 	if err != nil {
 		if derr := s.dropSegments(plan.entries); derr != nil {
 			return errors.Join(err, derr)
@@ -369,23 +370,46 @@ func (s *Store) dropSegments(entries []kv) error {
 	return wb.Flush()
 }
 
+// foldReq is a fold round's commit handed to the committer.
+type foldReq struct {
+	plan  *foldPlan
+	epoch uint64
+}
+
+// commitFold runs foldCommit: with durable writes in the committer, which
+// writes every metadata, totals and pending key (but Open's), and so
+// knows them without reading them; otherwise here, reading them in its
+// transaction, whose conflict check fails it if a commit raced a key it
+// read. The committer's reads were 6.9 µs of a durable chat request
+// (docs/performance.md): three Gets a conversation, each searching every
+// level of the tree.
+func (s *Store) commitFold(plan *foldPlan, epoch uint64) error {
+	if s.metas == nil { // relaxed: commits land beside the committer
+		return s.foldCommit(plan, epoch, false)
+	}
+	req := &commitReq{ctx: context.Background(), fold: &foldReq{plan: plan, epoch: epoch}, done: make(chan commitRes, 1)}
+	err := s.viaCommitter(context.Background(), req)
+	if errors.Is(err, errClosed) {
+		// The committer is stopping (Close): here, with the reads.
+		return s.foldCommit(plan, epoch, false)
+	}
+	return err
+}
+
 // foldCommit moves the watermarks and marks the listing entries of the
 // conversations plan indexed, and the main segment counter, in one
-// transaction of the main database.
-func (s *Store) foldCommit(plan foldPlan, epoch uint64) error {
+// transaction of the main database. In the committer (held), it takes a
+// conversation's metadata from the committer's cache, where it finds no
+// pending mark (see groupMeta), and its totals from what the committer
+// last wrote of them (heldTotals), and reads in Badger only what they
+// lack.
+func (s *Store) foldCommit(plan *foldPlan, epoch uint64, held bool) error {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	written := make([]totals, len(plan.convs))
 	for i, c := range plan.convs {
-		if _, busy, err := readPending(txn, c.k); err != nil || busy {
-			return errors.Join(err, errFoldStale)
-		}
-		m, ok, err := readMetaHead(txn, convPrefix(c.k))
-		if err != nil || !ok || m.Version == 0 {
-			return errors.Join(err, errFoldStale)
-		}
-		t, err := readTotals(txn, c.k)
-		if err != nil || t != c.t {
+		m, t, err := s.foldHead(txn, c.k, held)
+		if err != nil || m.Version == 0 || t != c.t {
 			return errors.Join(err, errFoldStale)
 		}
 		t.docs += c.docs
@@ -421,10 +445,60 @@ func (s *Store) foldCommit(plan foldPlan, epoch uint64) error {
 	if errors.Is(err, badger.ErrConflict) {
 		return errFoldStale
 	}
+	if err == nil && held {
+		s.holdTotals(plan.convs, written)
+	}
 	if err == nil {
 		s.memoTotals(plan.convs, written)
 	}
 	return err
+}
+
+// foldHead returns what foldCommit checks of k: its metadata (Version 0:
+// gone, or held by pending work) and totals, from the committer's memory
+// when held and it has them, else read in txn.
+func (s *Store) foldHead(txn *badger.Txn, k history.Key, held bool) (history.Meta, totals, error) {
+	prefix := convPrefix(k)
+	var m history.Meta
+	var cached bool
+	if held {
+		m, cached = s.metas.get(prefix)
+	}
+	if !cached {
+		s.foldCommitReads.Add(1)
+		if _, busy, err := readPending(txn, k); err != nil || busy {
+			return history.Meta{}, totals{}, err
+		}
+		var ok bool
+		var err error
+		if m, ok, err = readMetaHead(txn, prefix); err != nil || !ok {
+			return history.Meta{}, totals{}, err
+		}
+	}
+	if held {
+		if t, ok := s.heldTotals[k]; ok {
+			return m, t, nil
+		}
+		s.foldCommitReads.Add(1)
+	}
+	t, err := readTotals(txn, k)
+	return m, t, err
+}
+
+// heldTotalsMax bounds the conversations heldTotals holds totals of.
+const heldTotalsMax = 1 << 14
+
+// holdTotals notes in heldTotals the totals the committer wrote of convs
+// in a fold's commit. Only the committer reads or writes heldTotals; its
+// other writes of totals (a hard forget, a Delete, a staged commit) drop
+// their conversation from it.
+func (s *Store) holdTotals(convs []foldedConv, written []totals) {
+	if s.heldTotals == nil || len(s.heldTotals)+len(convs) > heldTotalsMax {
+		s.heldTotals = make(map[history.Key]totals, len(convs))
+	}
+	for i, c := range convs {
+		s.heldTotals[c.k] = written[i]
+	}
 }
 
 // foldTotalsMax bounds the conversations foldTotals holds totals of: past

@@ -160,6 +160,7 @@ type Store struct {
 	metaReads       atomic.Int64  // Badger reads of metadata by the committer and exchange appends (tests)
 	markReads       atomic.Int64  // Badger reads of a pending mark by exchange appends (tests)
 	commitMarkReads atomic.Int64  // Badger reads of a pending mark by commits (tests)
+	foldCommitReads atomic.Int64  // Badger reads of a fold commit's checks: a conversation's head, its totals (tests)
 	foldReads       atomic.Int64  // conversations a fold read from Badger, not from fresh (tests)
 	foldMetaReads   atomic.Int64  // conversations whose metadata a fold read from Badger, not from metas (tests)
 	foldHeadReads   atomic.Int64  // conversations whose totals and pending key a fold read before analysing (tests)
@@ -173,6 +174,7 @@ type Store struct {
 	segment           uint64                               // the last search segment written (segment.go): foldMu guards it
 	segmentsLost      bool                                 // Open found the side counter behind the main one (dropOrphanSegments)
 	foldTotals        map[history.Key]totals               // the totals folds last wrote (fold.go): foldMu guards it
+	heldTotals        map[history.Key]totals               // the totals the committer last wrote in a fold's commit (fold.go): the committer's alone
 	foldBuilders      []*segBuilder                        // emptied segment builders fold rounds reuse (fold.go): foldMu guards them
 	erasures          atomic.Uint64                        // erasures of records begun (finishPending): a fold checks none began while it read
 	groupWait         time.Duration                        // Options.GroupWait
