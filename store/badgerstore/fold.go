@@ -485,34 +485,32 @@ func (s *Store) foldHead(txn *badger.Txn, k history.Key, held bool) (history.Met
 	return m, t, err
 }
 
-// heldTotalsMax bounds the conversations heldTotals holds totals of.
-const heldTotalsMax = 1 << 14
+// totalsMemoMax bounds the conversations foldTotals and heldTotals hold
+// totals of: past it, each starts again empty (what it drops is read, as
+// before it).
+const totalsMemoMax = 1 << 14
+
+// memoTotals notes in foldTotals the totals a fold wrote of convs. The
+// caller holds foldMu.
+func (s *Store) memoTotals(convs []foldedConv, written []totals) {
+	noteTotals(&s.foldTotals, convs, written)
+}
 
 // holdTotals notes in heldTotals the totals the committer wrote of convs
 // in a fold's commit. Only the committer reads or writes heldTotals; its
 // other writes of totals (a hard forget, a Delete, a staged commit) drop
 // their conversation from it.
 func (s *Store) holdTotals(convs []foldedConv, written []totals) {
-	if s.heldTotals == nil || len(s.heldTotals)+len(convs) > heldTotalsMax {
-		s.heldTotals = make(map[history.Key]totals, len(convs))
-	}
-	for i, c := range convs {
-		s.heldTotals[c.k] = written[i]
-	}
+	noteTotals(&s.heldTotals, convs, written)
 }
 
-// foldTotalsMax bounds the conversations foldTotals holds totals of: past
-// it, it starts again empty (folds read what it drops, as before it).
-const foldTotalsMax = 1 << 14
-
-// memoTotals notes in foldTotals the totals a fold wrote of convs. The
-// caller holds foldMu.
-func (s *Store) memoTotals(convs []foldedConv, written []totals) {
-	if s.foldTotals == nil || len(s.foldTotals)+len(convs) > foldTotalsMax {
-		s.foldTotals = make(map[history.Key]totals, len(convs))
+// noteTotals notes in *memo the totals written of convs.
+func noteTotals(memo *map[history.Key]totals, convs []foldedConv, written []totals) {
+	if *memo == nil || len(*memo)+len(convs) > totalsMemoMax {
+		*memo = make(map[history.Key]totals, len(convs))
 	}
 	for i, c := range convs {
-		s.foldTotals[c.k] = written[i]
+		(*memo)[c.k] = written[i]
 	}
 }
 
