@@ -41,13 +41,17 @@ func (l coarseListener) Accept() (net.Conn, error) {
 	return &clientConn{Coarse: sock.Coarse{Conn: c}, sc: sc}, nil
 }
 
-// HoldNext holds the connection's next write, to be written with the one
-// after it (streambody.Coalescer): a stream's last chunk and the last
-// chunk that ends it go in one write. Only fasthttp's goroutine for the
-// connection writes to it and calls this and Release.
+// HoldNext holds the connection's writes from the next one on
+// (streambody.Coalescer): a stream's last chunk, the last chunk that
+// ends its body and the empty trailer after it go in one write. Only
+// fasthttp's goroutine for the connection writes to it and calls this,
+// ReleaseWithNext and Release.
 func (c *clientConn) HoldNext() { c.holding = true }
 
-// Release writes what is held, if anything.
+// ReleaseWithNext ends the hold: what is held goes with the next write.
+func (c *clientConn) ReleaseWithNext() { c.holding = false }
+
+// Release ends the hold and writes what is held, if anything.
 func (c *clientConn) Release() error {
 	c.holding = false
 	if c.held == nil {
@@ -60,9 +64,10 @@ func (c *clientConn) Release() error {
 func (c *clientConn) Write(p []byte) (int, error) {
 	switch {
 	case c.holding:
-		c.holding = false
-		c.held = heldWrites.Get().(*[]byte)
-		*c.held = append((*c.held)[:0], p...)
+		if c.held == nil {
+			c.held = heldWrites.Get().(*[]byte)
+		}
+		*c.held = append(*c.held, p...)
 		return len(p), nil
 	case c.held == nil:
 		return c.Coarse.Write(p)
@@ -79,6 +84,16 @@ func (c *clientConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// heldWrites recycles the buffers of held writes (a stream's last chunk
-// and the last chunk after it).
+// Close writes what the connection still holds (fasthttp closed it
+// without the write a release waited for), then closes it.
+func (c *clientConn) Close() error {
+	if c.held != nil {
+		c.holding = false
+		_, _ = c.Write(nil)
+	}
+	return c.Coarse.Close()
+}
+
+// heldWrites recycles the buffers of held writes (a stream's last chunk,
+// the last chunk and the trailer after it).
 var heldWrites = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}

@@ -8,26 +8,34 @@ import (
 
 // coalescer records what a Body asked of its connection.
 type coalescer struct {
-	holds, releases int
-	err             error // what Release returns
+	holds, withNext, releases int
+	err                       error // what Release returns
 }
 
-func (c *coalescer) HoldNext()      { c.holds++ }
-func (c *coalescer) Release() error { c.releases++; return c.err }
+func (c *coalescer) HoldNext()        { c.holds++ }
+func (c *coalescer) ReleaseWithNext() { c.withNext++ }
+func (c *coalescer) Release() error   { c.releases++; return c.err }
 
 // The read that takes a stream's last bytes, the writer's side ended,
-// asks the connection to hold them for the last chunk that follows; no
-// earlier read does, nor the read that returns io.EOF. Closing the
-// stream releases what the connection holds, and a release that fails
-// is what Wait returns.
-func TestCoalesceHoldsTheLastBytesForTheLastChunk(t *testing.T) {
+// asks the connection to hold them for the last chunk and the end of the
+// body that follow; no earlier read does. A stream closed once read to
+// its end has what the connection holds go with fasthttp's next write
+// (the end of the body); any other close writes it at once, and a
+// release that fails is what Wait returns.
+func TestCoalesceHoldsTheLastBytesForTheEndOfTheBody(t *testing.T) {
 	tests := []struct {
 		name       string
+		readToEnd  bool  // the stream is read to io.EOF before the close
+		closeErr   error // what fasthttp's write ended with
 		releaseErr error
 		want       error
+		withNext   int
+		releases   int
 	}{
-		{name: "released", want: nil},
-		{name: "the release fails", releaseErr: io.ErrClosedPipe, want: io.ErrClosedPipe},
+		{name: "read to its end", readToEnd: true, withNext: 1},
+		{name: "the write failed", readToEnd: true, closeErr: io.ErrClosedPipe, want: io.ErrClosedPipe, releases: 1},
+		{name: "reset before its end", want: ErrClosed, releases: 1},
+		{name: "reset, the release fails", releaseErr: io.ErrShortWrite, want: io.ErrShortWrite, releases: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,19 +59,45 @@ func TestCoalesceHoldsTheLastBytesForTheLastChunk(t *testing.T) {
 			if n, err := b.Read(p); n == 0 || err != nil || c.holds != 1 {
 				t.Fatalf("the last read: %d, %v, %d holds; want bytes and one hold", n, err, c.holds)
 			}
-			if n, err := b.Read(p); n != 0 || err != io.EOF || c.holds != 1 {
-				t.Fatalf("the read after: %d, %v, %d holds; want io.EOF and still one hold", n, err, c.holds)
+			if tt.readToEnd {
+				if n, err := b.Read(p); n != 0 || err != io.EOF {
+					t.Fatalf("the read after: %d, %v; want io.EOF", n, err)
+				}
 			}
-			if c.releases != 0 {
-				t.Fatalf("got %d releases before the stream closed, want none", c.releases)
+			if c.releases != 0 || c.withNext != 0 {
+				t.Fatalf("got %d releases before the stream closed, want none", c.releases+c.withNext)
 			}
-			b.CloseWithError(nil)
-			if c.releases != 1 {
-				t.Fatalf("got %d releases once closed, want 1", c.releases)
+			b.CloseWithError(tt.closeErr)
+			if c.withNext != tt.withNext || c.releases != tt.releases {
+				t.Fatalf("closed: %d releases with the next write, %d at once; want %d, %d", c.withNext, c.releases, tt.withNext, tt.releases)
 			}
 			if err := b.Wait(); !errors.Is(err, tt.want) {
 				t.Fatalf("Wait: got %v, want %v", err, tt.want)
 			}
 		})
+	}
+}
+
+// A stream whose last bytes were read before the writer's side ended
+// (fasthttp's goroutine ran in between) has the read that returns
+// io.EOF ask for the hold: the last chunk goes with the end of the body.
+func TestCoalesceHoldsTheLastChunkAfterALateEnd(t *testing.T) {
+	c := &coalescer{}
+	b := New(1 << 10)
+	b.Coalesce(c)
+	p := make([]byte, 64)
+	if _, err := b.Write([]byte("data: [DONE]\n\n")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.Read(p); n == 0 || err != nil || c.holds != 0 {
+		t.Fatalf("the read before the end: %d, %v, %d holds; want bytes and no hold", n, err, c.holds)
+	}
+	b.End()
+	if n, err := b.Read(p); n != 0 || err != io.EOF || c.holds != 1 {
+		t.Fatalf("the read at the end: %d, %v, %d holds; want io.EOF and one hold", n, err, c.holds)
+	}
+	b.CloseWithError(nil)
+	if c.withNext != 1 || c.releases != 0 {
+		t.Fatalf("closed: %d releases with the next write, %d at once; want 1, 0", c.withNext, c.releases)
 	}
 }

@@ -153,6 +153,12 @@ func (b *Body) Read(p []byte) (int, error) {
 			return n, nil
 		case b.ended:
 			b.eof = true
+			if b.conn != nil {
+				// fasthttp writes the last chunk now: held for the
+				// end of the body (when the last bytes were not, as
+				// when this read came after the writer's end).
+				b.conn.HoldNext()
+			}
 			return 0, io.EOF
 		}
 		b.cond.Wait()
@@ -166,9 +172,20 @@ func (b *Body) Read(p []byte) (int, error) {
 // from then on.
 func (b *Body) CloseWithError(err error) error {
 	if b.conn != nil {
-		// What the connection holds goes now, whatever fasthttp did
-		// after the last read (written on its goroutine, as this is).
-		if rerr := b.conn.Release(); err == nil {
+		// fasthttp's goroutine, the connection's writer, is the one
+		// that reads b: eof is its own.
+		b.mu.Lock()
+		whole := b.eof && !b.closed
+		b.mu.Unlock()
+		if err == nil && whole {
+			// Every byte went to the connection, and fasthttp ends
+			// the response with a write still to come: the end of
+			// its chunked body, which it flushes once this returns.
+			// What the connection holds goes with it.
+			b.conn.ReleaseWithNext()
+		} else if rerr := b.conn.Release(); err == nil {
+			// What it holds goes now, whatever fasthttp did after
+			// the last read.
 			err = rerr
 		}
 	}
@@ -193,8 +210,9 @@ func (b *Body) CloseWithError(err error) error {
 }
 
 // Wait waits until fasthttp has closed the stream and returns what its
-// write ended with (nil when every byte reached the connection), or until
-// the stream is aborted, and returns the abort's error.
+// write ended with (nil when every byte went to the connection, which
+// may hold the last of them for the end of the body: Coalesce), or
+// until the stream is aborted, and returns the abort's error.
 func (b *Body) Wait() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -208,22 +226,28 @@ func (b *Body) Wait() error {
 }
 
 // A Coalescer is the connection fasthttp writes a Body's stream to, when
-// it can hold one write and send it with the next. fasthttp flushes each
-// chunk it reads from a Body on its own, the stream's last bytes and the
-// last chunk ("0\r\n") that ends it included: two writes, and two
-// wake-ups of the client, where one does.
+// it can hold writes and send them with a later one. fasthttp flushes
+// each chunk it reads from a Body on its own, the stream's last bytes,
+// the last chunk ("0\r\n") and the empty trailer that ends the body
+// ("\r\n", flushed after the stream is closed) included: three writes,
+// and three wake-ups of the client, where one does.
 type Coalescer interface {
-	// HoldNext holds the connection's next write, to be written with the
-	// one after it in one.
+	// HoldNext holds the connection's writes from the next one on,
+	// until a release.
 	HoldNext()
-	// Release writes what is held, if anything.
+	// ReleaseWithNext ends the hold: what is held goes with the
+	// connection's next write, in one.
+	ReleaseWithNext()
+	// Release ends the hold and writes what is held, if anything.
 	Release() error
 }
 
 // Coalesce makes the read that takes the stream's last bytes (the
-// writer's side has ended) ask c to hold them, so that they go to the
-// connection with the last chunk fasthttp writes next. CloseWithError
-// releases what c still holds: nothing is held past the stream. c is
-// called on fasthttp's goroutine, the one that reads b and writes to c.
-// Call Coalesce before fasthttp reads b.
+// writer's side has ended) ask c to hold them, with the last chunk
+// fasthttp writes next, until it closes the stream: a stream that
+// reached its end without an error has them go with the end of the
+// body, which fasthttp writes right after (ReleaseWithNext); any other
+// close writes them at once (Release). c is called on fasthttp's
+// goroutine, the one that reads b and writes to c. Call Coalesce before
+// fasthttp reads b.
 func (b *Body) Coalesce(c Coalescer) { b.conn = c }
