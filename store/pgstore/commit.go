@@ -257,10 +257,7 @@ func landsSummary(c *history.Change) bool {
 // reports whether it did: false if c is stale against c.Base, or the
 // stored head moved since (nothing written either way). If this Store
 // holds the conversation's summary lease in the table (the job landing
-// c does), the statement frees its row when c lands (summaryLeasedSQL),
-// unless the Store keeps the lease past the landing (keepsSummary): then
-// the plain statement lands c, and the next job claims the lease in
-// memory.
+// c does), the statement frees its row when c lands (summaryLeasedSQL).
 func (s *Store) commitSummary(ctx context.Context, k history.Key, c *history.Change, wrote *bool) (history.Meta, bool, error) {
 	base := *c.Base
 	if c.Check(&base) != nil {
@@ -272,10 +269,9 @@ func (s *Store) commitSummary(ctx context.Context, k history.Key, c *history.Cha
 		int64(base.Version), int32(base.Summaries), int64(base.Incarnation), summaryThrough(&next)}
 	name := history.LeaseName(history.LeaseSummary, k)
 	h := s.heldRow(name)
-	keep := h != nil && s.keepsSummary(name, h)
 	*wrote = true
 	var n int64
-	if h == nil || keep {
+	if h == nil {
 		tag, err := s.pool.Exec(ctx, summarySQL, args...)
 		if err != nil {
 			return history.Meta{}, false, err
@@ -288,10 +284,7 @@ func (s *Store) commitSummary(ctx context.Context, k history.Key, c *history.Cha
 		*wrote = false
 		return history.Meta{}, false, nil
 	}
-	switch {
-	case keep:
-		s.kept(name, h)
-	case h != nil:
+	if h != nil {
 		s.freedBy(name, h)
 	}
 	return next, true, nil

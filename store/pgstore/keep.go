@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -145,41 +144,6 @@ func (s *Store) keeps(name string, h *heldLease) bool {
 	return !ok || time.Since(at) >= keepAfterWant
 }
 
-// A summary job's lease on a conversation (history.LeaseSummary) is kept
-// past its landing too, while this Store keeps the conversation's own
-// lease: no other Store then commits the conversation's turns, whose
-// commits start the summary jobs, so the next job is this Store's, and
-// it claims the lease in memory instead of taking its row and freeing
-// it in the landing (a round trip and a costlier landing statement a
-// job: 7,834 of each in recall-pg-2's rows of the load script). Another
-// Store that waits for it (an explicit summary call: Acquire) queues
-// and is let in as for any kept lease; one that only tries (a job after
-// its own commit) finds it held, and the keeper lets it go at its next
-// round once it no longer keeps the conversation's lease (renewKept).
-
-// keepsSummary reports whether the landing of a summary under h, the
-// summary lease on name, keeps it (see above).
-func (s *Store) keepsSummary(name string, h *heldLease) bool {
-	conv, ok := convLeaseOf(name)
-	if !ok {
-		return false
-	}
-	s.heldMu.Lock()
-	defer s.heldMu.Unlock()
-	c := s.held[conv]
-	return c != nil && c.keep != nil && !c.unkept && s.keeps(name, h)
-}
-
-// convLeaseOf is the conversation's lease for name, a summary lease on
-// it; ok is false for any other lease.
-func convLeaseOf(name string) (conv string, ok bool) {
-	rest, ok := strings.CutPrefix(name, history.LeaseSummary+"/")
-	if !ok || !strings.Contains(rest, "/") {
-		return "", false
-	}
-	return history.LeaseConversation + "/" + rest, true
-}
-
 // kept records that a commit under h, the lease on name, kept it: h is
 // no longer busy, and is from now on renewed by the keeper. A lease taken
 // by this exchange becomes kept (its own renewal stops); one kept already
@@ -293,7 +257,7 @@ func (s *Store) renewKept() {
 	for name, h := range s.held {
 		switch {
 		case h.keep == nil:
-		case !h.keep.busy && (now.Sub(h.keep.used) >= keepIdle || s.summaryUnkept(name)):
+		case !h.keep.busy && now.Sub(h.keep.used) >= keepIdle:
 			delete(s.held, name)
 			idle, idleBy = append(idle, name), append(idleBy, h.holder)
 		default:
@@ -348,18 +312,6 @@ func (s *Store) renewKept() {
 			h.keep.renewed, h.unkept = time.Time{}, true // lost: not trusted, nor kept
 		}
 	}
-}
-
-// summaryUnkept reports whether name is a summary lease whose
-// conversation's lease this Store no longer keeps (keepsSummary).
-// s.heldMu is held.
-func (s *Store) summaryUnkept(name string) bool {
-	conv, ok := convLeaseOf(name)
-	if !ok {
-		return false
-	}
-	c := s.held[conv]
-	return c == nil || c.keep == nil || c.unkept
 }
 
 // letKept stops the keeper and frees every kept lease (Close).

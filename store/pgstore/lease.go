@@ -216,14 +216,12 @@ func (s *Store) tryAcquire(ctx context.Context, name string, queue bool) (releas
 	if !inTable {
 		return s.releaser(name, h), true, nil
 	}
-	taken, joined := time.Now(), s.sole.joinedSince()
 	ok, err = s.take(ctx, name, h.holder, queue)
 	if err != nil || !ok {
 		s.unreserve(name, h)
 		return nil, false, err
 	}
 	s.heldMu.Lock()
-	h.taken, h.joined = taken, joined
 	s.renewing(name, h)
 	s.heldMu.Unlock()
 	return s.releaser(name, h), true, nil
@@ -298,20 +296,9 @@ func (s *Store) renewing(name string, h *heldLease) {
 
 // releaser returns the release of h: it forgets h, and frees its row if
 // it has one (if the database is away, the row expires on its own).
-// A lease a summary's landing kept (keepsSummary) is the keeper's from
-// then on: its release does nothing.
 func (s *Store) releaser(name string, h *heldLease) func() {
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.heldMu.Lock()
-			kept := h.keep != nil
-			s.heldMu.Unlock()
-			if !kept {
-				s.let(name, h, true)
-			}
-		})
-	}
+	return func() { once.Do(func() { s.let(name, h, true) }) }
 }
 
 // let forgets h, stops renewing its row, and frees the row if it is in

@@ -1,9 +1,7 @@
 package pgstore_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
@@ -72,60 +70,4 @@ func summaryBase(m history.Meta) uint64 {
 		return 0
 	}
 	return m.Summary.Through
-}
-
-// TestSummaryLeaseKeptWithTheConversation: a Store that keeps a
-// conversation's lease (its exchanges' writer) keeps the summary lease
-// past a summary's landing too: the next job claims it in memory, with
-// no round trip, another Store's job that tries for it finds it held,
-// and once the keeper lets the conversation's lease go (another Store
-// wanted it) it lets the summary lease go at its next round.
-func TestSummaryLeaseKeptWithTheConversation(t *testing.T) {
-	rt := &roundTrips{}
-	a, b, _, k := keptPair(t, pgstore.Options{Tracer: rt})
-	ctx := testCtx(t)
-	name := history.LeaseName(history.LeaseSummary, k)
-
-	release := mustTryAcquire(t, ctx, a, name, "a")
-	snap, err := a.Load(ctx, k, history.Query{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := snap.Meta
-	if _, err := a.Commit(ctx, k, history.Change{Version: base.Version, Base: &base, Now: 9e9,
-		Summary: &history.SummaryChange{Incarnation: base.Incarnation, Epoch: base.Epoch, Base: summaryBase(base),
-			Summary: history.Summary{Text: "a's", Through: 1, Turns: 1, Tokens: 4, At: 3e9}}}); err != nil {
-		t.Fatal(err)
-	}
-	release()
-	cannotTake(t, ctx, b, name, "b, while a keeps the conversation")
-
-	rt.take()
-	mustTryAcquire(t, ctx, a, name, "a's next job")()
-	if n := rt.take(); n != 0 {
-		t.Errorf("the next job's claim and release took %d round trips, want 0 (kept)", n)
-	}
-
-	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	conv, err := b.Acquire(wait, history.LeaseName(history.LeaseConversation, k))
-	if err != nil {
-		t.Fatalf("b's Acquire of the conversation's kept lease: %v", err)
-	}
-	defer conv()
-	for {
-		release, ok, err := b.TryAcquire(wait, name)
-		if err != nil {
-			t.Fatalf("b's try for the summary lease, once a let the conversation go: %v", err)
-		}
-		if ok {
-			release()
-			return
-		}
-		select {
-		case <-wait.Done():
-			t.Fatal("a kept the summary lease after letting the conversation's lease go")
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
