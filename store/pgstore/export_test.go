@@ -1,5 +1,11 @@
 package pgstore
 
+import "time"
+
+// SetMergeClock sets the clock by which s's merger spaces its sweeps of
+// idle lease rows. Set it before the first commit.
+func SetMergeClock(s *Store, now func() time.Time) { s.merger.now = now }
+
 // BatchHooks sets the committers' hooks (batch.go): queued sees the
 // queue's length after each commit joins it, sent each batch's size
 // before it is sent. Set them before the first commit.

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,5 +130,68 @@ func TestIdleLeaseRowsAreSwept(t *testing.T) {
 	// may keep it: keep.go) and freed it just now.
 	if fmt.Sprint(names) != "[conv/t/c summary/t/new]" {
 		t.Errorf("lease rows after the sweep: %q, want conv/t/c and summary/t/new (old: free for over a minute)", names)
+	}
+}
+
+// TestLeaseSweepsSpaced: the merger sweeps idle lease rows at most once
+// a quarter of a minute, not on each of its wakes (every MergeEvery
+// messages: a dozen a second on a busy replica, each reading the whole
+// table for rows that are due a minute after they were freed). A row
+// that became due since the last sweep stays until the next one is due.
+func TestLeaseSweepsSpaced(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.DB(t)
+	merged := make(chan error, 16)
+	a := open(t, url, pgstore.Options{MergeEvery: 1, OnMerge: func(_ int64, err error) { merged <- err }})
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC).UnixNano())
+	pgstore.SetMergeClock(a, func() time.Time { return time.Unix(0, clock.Load()) })
+	open(t, url, pgstore.Options{}) // a second Store: a's leases are rows
+	k := history.Key{Tenant: "t", Conversation: "c"}
+	m := history.Meta{}
+	wake := func(what string) {
+		t.Helper()
+		m = commit(t, a, k, history.Change{Version: m.Version, Append: []history.Message{user(what, 3)}})
+		select {
+		case err := <-merged:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-ctx.Done():
+			t.Fatal("the merger never ran")
+		}
+	}
+	expire := func(name string) {
+		t.Helper()
+		mustTryAcquire(t, ctx, a, name, name)()
+		if _, err := a.Pool().Exec(ctx, `UPDATE recall_leases SET expires_at = clock_timestamp() - interval '61 seconds'
+			WHERE name = $1`, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	has := func(name string) bool {
+		t.Helper()
+		var n int
+		if err := a.Pool().QueryRow(ctx, `SELECT count(*) FROM recall_leases WHERE name = $1`, name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+
+	expire("summary/t/first")
+	wake("the first wake sweeps")
+	if has("summary/t/first") {
+		t.Fatal("the first wake did not sweep a row idle for over a minute")
+	}
+	expire("summary/t/second")
+	clock.Add(int64(14 * time.Second))
+	wake("14 s later")
+	if !has("summary/t/second") {
+		t.Error("a wake 14 s after the last sweep swept again")
+	}
+	clock.Add(int64(time.Second))
+	wake("15 s after the last sweep")
+	if has("summary/t/second") {
+		t.Error("a wake 15 s after the last sweep did not sweep")
 	}
 }

@@ -72,7 +72,8 @@ type Options struct {
 	// it shares it (see batch.go); each holds a connection while its
 	// statement runs. Default 2.
 	Committers int
-	// OnMerge, if set, is called after each merge (and its sweep) with
+	// OnMerge, if set, is called after each merge (and its sweep, when
+	// one was due) with
 	// the pages it merged (0 when another Store's merge was under way)
 	// and its error: for metrics and tests. Default none.
 	OnMerge func(pages int64, err error)
