@@ -144,11 +144,7 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 	if inTable {
 		s.heldMu.Lock()
 		keep = s.keeps(lease.name, lease.h)
-		covered := !keep && s.covers(lease.name)
 		s.heldMu.Unlock()
-		if covered {
-			s.uncover(lease.name) // before the commit frees the conversation's row
-		}
 		if !keep {
 			rel = &leaseTake{name: lease.name, holder: lease.h.holder}
 		}

@@ -38,14 +38,6 @@ var TakingSQL = []string{loadTakingSQL, followTakingSQL}
 // lazily), and FreeRowSQL, which frees one in a commit's transaction.
 const ReleaseSQL, RenewSQL, UnqueueSQL, FreeRowSQL = releaseSQL, renewSQL, unqueueSQL, freeRowSQL
 
-// OnWanted sets a hook that sees each lease name another Store asked s
-// for, once s marked it wanted (keep.go).
-func OnWanted(s *Store, fn func(name string)) {
-	s.heldMu.Lock()
-	defer s.heldMu.Unlock()
-	s.keeper.onWanted = fn
-}
-
 // RenewKept runs one round of the kept leases' renewal (keep.go) now.
 func RenewKept(s *Store) { s.renewKept() }
 

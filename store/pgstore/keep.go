@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,22 +28,6 @@ import (
 // exchange's commit. It then does not keep that lease for keepAfterWant:
 // replicas taking turns on a conversation with no affinity free it in
 // their commits, as before, instead of trading it back and forth.
-//
-// While a Store keeps a conversation's lease, a summary job of its own
-// on the conversation holds the summary lease (history.LeaseSummary) in
-// memory, covered by the kept one (cover), instead of taking its row
-// before the job and freeing it in the landing: the job is then no round
-// trip of its own, and its landing the plain statement. No other Store
-// starts a summary job after a turn of the conversation meanwhile: it
-// commits the turn under the conversation's lease first, which the
-// keeper lets go only after taking the row of a summary lease it covers
-// (uncover), so that the other Store's job waits for its own; so does
-// every other let-go of a kept lease but Close's and a lost lease's. A
-// summary another replica is asked for explicitly meanwhile, or one that
-// outlives a kept lease lost to a database away, may run beside the
-// covered job, as a job may beside one whose lease expired: each landing
-// is checked against the stored head (a duplicate costs a summariser's
-// call, never a wrong summary).
 //
 // A kept lease is renewed with every other kept lease of the Store in one
 // statement a third of Options.Lease (keeper); one idle for keepIdle is
@@ -105,7 +88,6 @@ type keeping struct {
 type keeper struct {
 	epochs    uint64               // numbers each keeping (s.heldMu)
 	contested map[string]time.Time // lease names wanted, and when
-	onWanted  func(name string)    // tests: called by wanted (s.heldMu)
 	start     sync.Once
 	closing   sync.Once
 	running   bool // keep was started (set in start)
@@ -182,7 +164,6 @@ func (s *Store) kept(name string, h *heldLease) {
 			close(stop)
 			<-done
 		}
-		s.uncover(name)
 		s.free([]string{name}, []string{h.holder})
 		return
 	}
@@ -213,7 +194,6 @@ func (s *Store) unclaim(name string, h *heldLease) {
 	}
 	s.heldMu.Unlock()
 	if wanted {
-		s.uncover(name)
 		s.free([]string{name}, []string{h.holder})
 	}
 }
@@ -225,9 +205,6 @@ func (s *Store) unclaim(name string, h *heldLease) {
 func (s *Store) wanted(name string) {
 	s.heldMu.Lock()
 	s.keeper.contested[name] = time.Now()
-	if s.keeper.onWanted != nil {
-		s.keeper.onWanted(name)
-	}
 	h := s.held[name]
 	if h == nil || h.keep == nil {
 		s.heldMu.Unlock()
@@ -240,91 +217,7 @@ func (s *Store) wanted(name string) {
 	}
 	delete(s.held, name)
 	s.heldMu.Unlock()
-	s.uncover(name)
 	s.free([]string{name}, []string{h.holder})
-}
-
-// cover holds the summary lease on name in memory if this Store keeps
-// (and trusts) the conversation's lease, another Store has not asked
-// for it, and this Store does not hold the summary lease already; it
-// returns the hold, nil otherwise (name is not such a lease, or is not
-// covered: take its row).
-func (s *Store) cover(name string) *heldLease {
-	conv, ok := coveringLease(name)
-	if !ok {
-		return nil
-	}
-	s.heldMu.Lock()
-	defer s.heldMu.Unlock()
-	c := s.held[conv]
-	if c == nil || c.keep == nil || c.keep.wanted || c.unkept || time.Since(c.keep.renewed) >= s.lease/2 {
-		return nil
-	}
-	if _, held := s.held[name]; held {
-		return nil
-	}
-	h := s.newHeld()
-	h.covered = true
-	s.held[name] = h
-	return h
-}
-
-// coveringLease is the conversation's lease that covers name, a summary
-// lease on one conversation.
-func coveringLease(name string) (conv string, ok bool) {
-	rest, ok := strings.CutPrefix(name, history.LeaseSummary+"/")
-	if !ok || !strings.Contains(rest, "/") {
-		return "", false
-	}
-	return history.LeaseConversation + "/" + rest, true
-}
-
-// coveredLease is the summary lease that the conversation's lease conv
-// covers.
-func coveredLease(conv string) string {
-	return history.LeaseSummary + strings.TrimPrefix(conv, history.LeaseConversation)
-}
-
-// covers reports whether this Store holds a summary lease covered by the
-// conversation's lease conv. s.heldMu is held.
-func (s *Store) covers(conv string) bool {
-	h := s.held[coveredLease(conv)]
-	return h != nil && h.covered
-}
-
-// uncover takes the row of the summary lease covered by conv, a kept
-// lease this Store is about to let go, if it holds one: the job under
-// way keeps it, now in the table (renewed until its release or its
-// landing frees it), before another Store may commit the conversation's
-// next turn and start a job of its own. If the row cannot be taken (the
-// database is away, or another Store holds it), the job runs on
-// uncovered.
-func (s *Store) uncover(conv string) {
-	name := coveredLease(conv)
-	s.heldMu.Lock()
-	h := s.held[name]
-	if h == nil || !h.covered {
-		s.heldMu.Unlock()
-		return
-	}
-	h.covered = false
-	s.heldMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	taken, joined := time.Now(), s.sole.joinedSince()
-	if ok, err := s.take(ctx, name, h.holder, false); err != nil || !ok {
-		return
-	}
-	s.heldMu.Lock()
-	if s.held[name] == h {
-		h.inTable, h.taken, h.joined = true, taken, joined
-		s.renewing(name, h)
-		s.heldMu.Unlock()
-		return
-	}
-	s.heldMu.Unlock()
-	// The job ended while its row was taken: free the row.
-	_, _ = s.pool.Exec(ctx, releaseSQL, name, h.holder)
 }
 
 // free frees the lease rows names held by holders.
@@ -373,9 +266,6 @@ func (s *Store) renewKept() {
 	}
 	s.heldMu.Unlock()
 	if len(idle) > 0 {
-		for _, name := range idle {
-			s.uncover(name)
-		}
 		s.free(idle, idleBy)
 	}
 	if len(renew) == 0 {

@@ -189,9 +189,6 @@ type heldLease struct {
 	// connection broke, or a renewal found it gone): never kept, nor
 	// trusted (keep.go). s.heldMu guards it.
 	unkept bool
-	// covered: a summary lease held in memory under the conversation's
-	// kept lease, without a row (keep.go). s.heldMu guards it.
-	covered bool
 }
 
 // TryAcquire takes the lease on name if nobody holds it (or its holder let
@@ -210,9 +207,6 @@ func (s *Store) tryAcquire(ctx context.Context, name string, queue bool) (releas
 	if h := s.claim(name); h != nil {
 		var once sync.Once
 		return func() { once.Do(func() { s.unclaim(name, h) }) }, true, nil
-	}
-	if h := s.cover(name); h != nil {
-		return s.releaser(name, h), true, nil
 	}
 	h := s.newHeld()
 	reserved, inTable := s.reserve(name, h)
