@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -110,14 +111,7 @@ func TestIdleLeaseRowsAreSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	commit(t, a, history.Key{Tenant: "t", Conversation: "c"}, history.Change{Append: []history.Message{user("hi", 3)}})
-	select {
-	case err := <-merged:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-ctx.Done():
-		t.Fatal("the merger never ran")
-	}
+	waitMerge(t, ctx, merged)
 	rows, err := a.Pool().Query(ctx, `SELECT name FROM recall_leases ORDER BY name`)
 	if err != nil {
 		t.Fatal(err)
@@ -152,14 +146,7 @@ func TestLeaseSweepsSpaced(t *testing.T) {
 	wake := func(what string) {
 		t.Helper()
 		m = commit(t, a, k, history.Change{Version: m.Version, Append: []history.Message{user(what, 3)}})
-		select {
-		case err := <-merged:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-ctx.Done():
-			t.Fatal("the merger never ran")
-		}
+		waitMerge(t, ctx, merged)
 	}
 	expire := func(name string) {
 		t.Helper()
@@ -193,5 +180,19 @@ func TestLeaseSweepsSpaced(t *testing.T) {
 	wake("15 s after the last sweep")
 	if has("summary/t/second") {
 		t.Error("a wake 15 s after the last sweep did not sweep")
+	}
+}
+
+// waitMerge waits for the merger's next run (Options.OnMerge sends its
+// error to merged) and fails the test on its error, or if it never runs.
+func waitMerge(t *testing.T, ctx context.Context, merged <-chan error) {
+	t.Helper()
+	select {
+	case err := <-merged:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the merger never ran")
 	}
 }
