@@ -31,13 +31,13 @@ import (
 // transaction ("recall" in ASCII, then 2; SoleLockKey is 1).
 const mergeKey int64 = 0x726563616c6c0002
 
-// mergeSQL merges the pending list unless another Store's merge holds
-// mergeKey, and returns the pages merged, 0 when it skipped.
-// gin_clean_pending_list itself would wait for a merge under way.
 // sweepEvery is the least time between two sweeps of a Store: a row
 // free for idleLease is deleted within idleLease+sweepEvery.
 const sweepEvery = idleLease / 4
 
+// mergeSQL merges the pending list unless another Store's merge holds
+// mergeKey, and returns the pages merged, 0 when it skipped.
+// gin_clean_pending_list itself would wait for a merge under way.
 const mergeSQL = `SELECT CASE WHEN pg_try_advisory_xact_lock($1) THEN gin_clean_pending_list('recall_messages_search') ELSE 0 END`
 
 // merger runs the pending-list merges of one Store.
