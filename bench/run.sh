@@ -123,6 +123,8 @@
 # It also prints what Badger's counters moved by over the profile, a request
 # of the row (entries and bytes put, value-log and level-0 bytes, Gets): the
 # main database's, or with BADGER_METRICS=side the side database's.
+# PROFILE_OPEN=1 (with PROFILE=1) profiles the open-loop parts too: where a
+# request's CPU goes at the open rate, when the core is not saturated.
 set -euo pipefail
 
 QUICK=0
@@ -375,7 +377,7 @@ load() {
 		tracer=$!
 	fi
 	local profiler= profiler2=
-	if [ "${PROFILE:-0}" = 1 ] && [[ "$label" == recall-*/closed ]]; then
+	if [ "${PROFILE:-0}" = 1 ] && [[ "$label" == recall-*/closed || ("${PROFILE_OPEN:-0}" = 1 && "$label" == recall-*/open) ]]; then
 		local warm=${WARM%s}
 		[[ "$WARM" == *ms ]] && warm=$(awk -v ms="${WARM%ms}" 'BEGIN { print ms / 1000 }')
 		# Badger's own counters (expvar, both databases together) around

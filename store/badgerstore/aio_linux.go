@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -53,12 +54,12 @@ const (
 	iocbCmdFsync = 2 // IOCB_CMD_FSYNC
 	iocbFlagRes  = 1 // IOCB_FLAG_RESFD: signal the eventfd on completion
 	aioMax       = 64
-	// aioSpins is how many times wait yields the core before it parks on
-	// the eventfd: a busy scheduler polls the network (and so notices the
-	// completion) only when it runs out of work or every 10 ms, so a
-	// committer that parked at once made durable commits slower at an open
-	// rate; a few yields catch most completions, and many more cost
-	// closed-loop throughput.
+	// aioSpins is how many times wait yields the core to other goroutines
+	// before it parks on the eventfd (see reap): a busy scheduler polls
+	// the network (and so notices the completion) only when it runs out
+	// of work or every 10 ms, so a committer that parked at once made
+	// durable commits slower at an open rate; a few yields catch most
+	// completions, and many more cost closed-loop throughput.
 	aioSpins = 8
 )
 
@@ -113,41 +114,85 @@ func (a *aio) fsyncBatch(fds []int) error {
 	return a.wait(submitted)
 }
 
-// wait reaps n completions, parking on the eventfd until they come.
+// wait reaps n completions (reap), polling the context and parking on
+// the eventfd.
 func (a *aio) wait(n int) error {
-	spins := 0
 	if cap(a.done) < aioMax {
 		a.done = make([]ioEvent, aioMax)
 	}
 	var first error
-	for n > 0 {
+	poll := func(n int) (int, error) {
 		zero := unix.Timespec{}
-		got, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, a.ctx, 0, uintptr(n), uintptr(unsafe.Pointer(&a.done[0])), uintptr(unsafe.Pointer(&zero)), 0)
-		if e == unix.EINTR {
-			continue // a signal (the runtime preempts with SIGURG): got means nothing
-		}
-		if e != 0 {
-			return errors.Join(first, fmt.Errorf("io_getevents: %w", e))
-		}
-		for _, ev := range a.done[:got] {
-			if ev.res < 0 && first == nil {
-				first = fmt.Errorf("fsync: %w", unix.Errno(-ev.res))
+		for {
+			got, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, a.ctx, 0, uintptr(n), uintptr(unsafe.Pointer(&a.done[0])), uintptr(unsafe.Pointer(&zero)), 0)
+			if e == unix.EINTR {
+				continue // a signal (the runtime preempts with SIGURG): got means nothing
 			}
-		}
-		n -= int(got)
-		if n > 0 && got == 0 && spins < aioSpins {
-			spins++
-			runtime.Gosched()
-			continue
-		}
-		if n > 0 && got == 0 {
-			// Nothing yet: park until the eventfd counts a completion.
-			if _, err := io.ReadFull(a.events, a.count[:]); err != nil {
-				return errors.Join(first, fmt.Errorf("eventfd: %w", err))
+			if e != 0 {
+				return 0, fmt.Errorf("io_getevents: %w", e)
 			}
+			for _, ev := range a.done[:got] {
+				if ev.res < 0 && first == nil {
+					first = fmt.Errorf("fsync: %w", unix.Errno(-ev.res))
+				}
+			}
+			return int(got), nil
 		}
 	}
-	return first
+	park := func() error {
+		if _, err := io.ReadFull(a.events, a.count[:]); err != nil {
+			return fmt.Errorf("eventfd: %w", err)
+		}
+		return nil
+	}
+	err := reap(n, poll, yield, park)
+	return errors.Join(first, err)
+}
+
+// reap waits for n completions: poll takes those done without waiting,
+// park blocks until the eventfd counts one. Between polls it yields the
+// core (yield, which reports how long it was away) while other
+// goroutines take it, at most aioSpins times, and parks once a yield
+// comes straight back: nothing else was runnable, so the scheduler is
+// about to go idle, and an idle scheduler waits on the poller, which
+// wakes it at the completion. Yielding then only polled again, a
+// system call each, on a core with nothing else to do (at the load
+// script's open rate, most syncs).
+func reap(n int, poll func(n int) (int, error), yield func() time.Duration, park func() error) error {
+	spins := 0
+	for n > 0 {
+		got, err := poll(n)
+		if err != nil {
+			return err
+		}
+		if n -= got; n == 0 || got > 0 {
+			continue
+		}
+		if spins < aioSpins {
+			spins++
+			if yield() >= yieldRan {
+				continue
+			}
+			spins = aioSpins
+		}
+		if err := park(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// yieldRan is how long a yield (runtime.Gosched) must keep the
+// goroutine away for reap to take it that other goroutines ran: one
+// that comes straight back takes well under a microsecond.
+const yieldRan = 5 * time.Microsecond
+
+// yield gives the core to other runnable goroutines and returns how
+// long it was away.
+func yield() time.Duration {
+	t := time.Now()
+	runtime.Gosched()
+	return time.Since(t)
 }
 
 // close releases the context; no sync may be under way.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -123,5 +124,41 @@ func TestAIOFsync(t *testing.T) {
 	}
 	if err := a.fsync(fds[:3]); err != nil {
 		t.Fatalf("after an error: %v", err)
+	}
+}
+
+// TestReapParksWhenAYieldComesStraightBack: a wait whose yield finds
+// nothing else to run parks after that one yield instead of polling
+// again aioSpins times; while yields find other goroutines to run, it
+// polls between them, aioSpins times at most, then parks.
+func TestReapParksWhenAYieldComesStraightBack(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		away          time.Duration // each yield's
+		doneAt        int           // the poll that finds the completion
+		polls, yields int
+		parks         int
+	}{
+		{name: "idle scheduler", away: 0, doneAt: 3, polls: 3, yields: 1, parks: 2},
+		{name: "busy scheduler, done while yielding", away: time.Millisecond, doneAt: 4, polls: 4, yields: 3, parks: 0},
+		{name: "busy scheduler, not done after the yields", away: time.Millisecond, doneAt: aioSpins + 3, polls: aioSpins + 3, yields: aioSpins, parks: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var polls, yields, parks int
+			poll := func(n int) (int, error) {
+				if polls++; polls == tc.doneAt {
+					return n, nil
+				}
+				return 0, nil
+			}
+			yield := func() time.Duration { yields++; return tc.away }
+			park := func() error { parks++; return nil }
+			if err := reap(1, poll, yield, park); err != nil {
+				t.Fatal(err)
+			}
+			if polls != tc.polls || yields != tc.yields || parks != tc.parks {
+				t.Errorf("polls %d, yields %d, parks %d; want %d, %d, %d", polls, yields, parks, tc.polls, tc.yields, tc.parks)
+			}
+		})
 	}
 }
