@@ -31,9 +31,8 @@ import (
 // newest once more (their last writes came before the rotation), then
 // closes them. Every logRescan syncs it reads the directories anyway (a
 // number skipped would otherwise hide every later file). The next files
-// are looked up by name in the directories, held open (fstatat): a path
-// from the root cost a lookup a component, twice a sync, about 11 µs of
-// each durable request's CPU at the load script's open rate.
+// are looked up by name in the directories, held open (fstatat), not by
+// a path from the root (a lookup a component, twice a sync).
 // TestLogSyncTracksBadgersFiles holds Badger to that layout.
 type logSync struct {
 	dir, valueDir string
