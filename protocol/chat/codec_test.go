@@ -3,6 +3,7 @@ package chat
 import (
 	"testing"
 
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 	"github.com/recallproxy/recall/wire"
 	"github.com/tidwall/gjson"
 )
@@ -104,4 +105,12 @@ func TestCodecKeepCalls(t *testing.T) {
 	if got := c.Results(nil, []byte(`{"role":"user","content":"tool_call_id"}`)); len(got) != 0 {
 		t.Errorf("Results of a user message: got %v, want none", got)
 	}
+}
+
+func TestRolesOwnNothing(t *testing.T) {
+	prototest.RolesOwnNothing(t, Codec{}, []string{
+		`{"role":"assistant","content":"hi"}`,
+		`{"role":"user","content":[{"type":"text","text":"x"}]}`,
+		`{"role":"tool","tool_call_id":"c1","content":"42"}`,
+	})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 	_ "github.com/recallproxy/recall/protocol/messages" // its codec, for TestSignatureLeftOutElsewhere
 	"github.com/recallproxy/recall/wire"
 )
@@ -216,4 +217,12 @@ func TestEncodeShapesTurns(t *testing.T) {
 			t.Errorf("content %d: got %s, want %s", i, out[i], want[i])
 		}
 	}
+}
+
+func TestRolesOwnNothing(t *testing.T) {
+	prototest.RolesOwnNothing(t, Codec{}, []string{
+		`{"role":"model","parts":[{"text":"hi"}]}`,
+		`{"role":"user","parts":[{"text":"x"}]}`,
+		`{"role":"user","parts":[{"functionResponse":{"name":"f","response":{"r":1}}}]}`,
+	})
 }

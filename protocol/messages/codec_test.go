@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -115,4 +116,12 @@ func TestRegistered(t *testing.T) {
 	if got := wire.Messages.String(); got != "messages" {
 		t.Errorf("got %q, want messages", got)
 	}
+}
+
+func TestRolesOwnNothing(t *testing.T) {
+	prototest.RolesOwnNothing(t, Codec{}, []string{
+		`{"role":"assistant","content":"hi"}`,
+		`{"role":"user","content":[{"type":"text","text":"x"}]}`,
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"42"}]}`,
+	})
 }

@@ -160,10 +160,7 @@ func decodeStrings(ms []body.Member) (m wire.Message, ok bool) {
 	}
 	switch t {
 	case typeMessage:
-		switch r := get("role"); r {
-		case wire.RoleUser, wire.RoleSystem, wire.RoleDeveloper, wire.RoleAssistant:
-			m.Role = r
-		default:
+		if m.Role = messageRole(get("role")); m.Role == "" {
 			return m, false
 		}
 		if text, ok := body.Lookup(ms, "content"); ok {
@@ -423,11 +420,7 @@ func roleOf(item gjson.Result, t string) string {
 	case t == "" || t == typeItemReference:
 		return ""
 	case t == typeMessage:
-		switch r := item.Get("role").Str; r {
-		case wire.RoleUser, wire.RoleSystem, wire.RoleDeveloper, wire.RoleAssistant:
-			return r
-		}
-		return ""
+		return messageRole(item.Get("role").Str)
 	case strings.HasSuffix(t, "_output"):
 		return wire.RoleTool
 	}
@@ -498,4 +491,25 @@ func (Codec) WithoutThinking(raw []byte) (hash uint64, empty, ok bool) {
 		return 0, false, false
 	}
 	return 0, true, true
+}
+
+// messageRole is the canonical role of a message item whose "role" is r,
+// "" for a role a message item cannot have. It answers wire's constants,
+// never r: a role kept from an item's bytes would keep them alive, and
+// every comparison with it would read them (a role compared with the
+// constant of its own length is compared byte by byte unless both are
+// the same string), a memory load for each message of a window that
+// curation and repair scan on every request.
+func messageRole(r string) string {
+	switch r {
+	case wire.RoleUser:
+		return wire.RoleUser
+	case wire.RoleSystem:
+		return wire.RoleSystem
+	case wire.RoleDeveloper:
+		return wire.RoleDeveloper
+	case wire.RoleAssistant:
+		return wire.RoleAssistant
+	}
+	return ""
 }

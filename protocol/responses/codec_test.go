@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -145,4 +146,13 @@ func TestEncodeFromCanonical(t *testing.T) {
 			t.Errorf("item %d: got %s, want %s", i, out[i], want[i])
 		}
 	}
+}
+
+func TestRolesOwnNothing(t *testing.T) {
+	prototest.RolesOwnNothing(t, Codec{}, []string{
+		`{"role":"assistant","content":"hi"}`,                                                 // Decode's one-pass read
+		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"x"}]}`, // its tree read
+		`{"type":"message","role":"developer","content":"be brief"}`,
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"x"}]}`,
+	})
 }

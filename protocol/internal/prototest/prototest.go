@@ -1,9 +1,10 @@
 // Package prototest holds the checks the protocol packages' tests share:
 // two JSON values compared whatever their spelling, a codec's call and
-// result ids, a codec's file parts carried through a round trip or
-// refused, the hashes stored messages are pinned to, an ingress's 400
-// refusal of a request, an ingress served to an SDK, and the benchmarks
-// of a codec's Hash and Decode.
+// result ids, roles that own nothing of the items they are read from, a
+// codec's file parts carried through a round trip or refused, the hashes
+// stored messages are pinned to, an ingress's 400 refusal of a request,
+// an ingress served to an SDK, and the benchmarks of a codec's Hash and
+// Decode.
 package prototest
 
 import (
