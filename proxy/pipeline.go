@@ -260,17 +260,36 @@ func (x *exchange) encode(p, up *protocol, req *wire.Request, exp *expansion) (e
 		return e, err
 	}
 	e.instr, e.msgs = instr, msgs
+	var roles []string
 	if x.record && asStored { // msgs are the last len(msgs) planned, one for one
-		for i, m := range planned[len(planned)-len(msgs):] {
+		sent := planned[len(planned)-len(msgs):]
+		for i, m := range sent {
 			if m.Kind == plan.History {
 				e.lastHistory, e.lastSeq = i, m.Seq
 			}
 		}
+		if up.join != nil {
+			roles = storedRoles(sent)
+		}
 	}
 	if up.join != nil {
-		e.msgs, e.lastHistory = up.join(e.msgs, e.lastHistory)
+		e.msgs, e.lastHistory = up.join(e.msgs, roles, e.lastHistory)
 	}
 	return e, nil
+}
+
+// storedRoles returns the roles of the history among msgs, which the
+// codec gave them when they were stored, and "" for the others (a
+// message placed in the request's order, planned as a system one,
+// whatever its codec says).
+func storedRoles(msgs []plan.Message) []string {
+	roles := make([]string, len(msgs))
+	for i, m := range msgs {
+		if m.Kind == plan.History {
+			roles[i] = m.Role
+		}
+	}
+	return roles
 }
 
 // appendBody appends the body of req's call to up with instr and msgs,

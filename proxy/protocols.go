@@ -78,7 +78,7 @@ type protocol struct {
 	// join, if set, reshapes the messages sent as stored where the
 	// protocol wants turns shaped otherwise than they were stored (last:
 	// the index of the last history message, or -1, as it is after).
-	join func(msgs [][]byte, last int) ([][]byte, int)
+	join func(msgs [][]byte, roles []string, last int) ([][]byte, int)
 }
 
 // served are the protocols in their wire order, for seamRoute.

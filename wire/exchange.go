@@ -343,6 +343,8 @@ type EndMarker interface {
 type TurnJoiner interface {
 	// JoinTurns returns msgs (this protocol's JSON) reshaped, and last
 	// (the index of a message in msgs, or -1) as its index in the result.
-	// msgs is not modified.
-	JoinTurns(msgs [][]byte, last int) ([][]byte, int)
+	// roles, nil or one for each message, are the roles the caller knows
+	// (the codec's Role of the message; "" where it does not know it),
+	// which spare reading the messages. msgs is not modified.
+	JoinTurns(msgs [][]byte, roles []string, last int) ([][]byte, int)
 }

@@ -70,11 +70,13 @@ func TestUpstreamQuirks(t *testing.T) {
 		[]byte(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"1"}]}`),
 		[]byte(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"b","content":"2"}]}`),
 	}
-	out, last := tj.JoinTurns(msgs, 1)
-	if len(out) != 2 || last != 1 {
-		t.Fatalf("JoinTurns: got %d messages, last %d, want 2 and 1", len(out), last)
-	}
-	if want := `{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"1"},{"type":"tool_result","tool_use_id":"b","content":"2"}]}`; string(out[1]) != want {
-		t.Errorf("joined: got %s, want %s", out[1], want)
+	for _, roles := range [][]string{nil, {wire.RoleAssistant, wire.RoleTool, wire.RoleTool}} {
+		out, last := tj.JoinTurns(msgs, roles, 1)
+		if len(out) != 2 || last != 1 {
+			t.Fatalf("JoinTurns(roles %q): got %d messages, last %d, want 2 and 1", roles, len(out), last)
+		}
+		if want := `{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"1"},{"type":"tool_result","tool_use_id":"b","content":"2"}]}`; string(out[1]) != want {
+			t.Errorf("joined (roles %q): got %s, want %s", roles, out[1], want)
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/recallproxy/recall/wire"
 )
 
 func TestJoinResults(t *testing.T) {
@@ -43,7 +45,7 @@ func TestJoinResults(t *testing.T) {
 			for i, m := range tt.in {
 				in[i] = []byte(m)
 			}
-			got, last := JoinResults(in, tt.last)
+			got, last := JoinResults(in, nil, tt.last)
 			var gs []string
 			for _, m := range got {
 				gs = append(gs, string(m))
@@ -90,21 +92,58 @@ func TestJoinResultsAnySequence(t *testing.T) {
 			msgs[i] = []byte(pool[rng.IntN(len(pool))])
 		}
 		last := rng.IntN(len(msgs)+1) - 1
-		got, gotLast := JoinResults(msgs, last)
+		// Some roles known (as a history window's are), some not.
+		var roles []string
+		if rng.IntN(2) == 0 {
+			roles = make([]string, len(msgs))
+			for i, m := range msgs {
+				if rng.IntN(3) > 0 {
+					roles[i] = Codec{}.Role(m)
+				}
+			}
+		}
+		got, gotLast := JoinResults(msgs, roles, last)
 		want, wantLast := reference(msgs, last)
 		if gotLast != wantLast || len(got) != len(want) {
-			t.Fatalf("JoinResults(%q, %d): got %q, %d, want %q, %d", msgs, last, got, gotLast, want, wantLast)
+			t.Fatalf("JoinResults(%q, %q, %d): got %q, %d, want %q, %d", msgs, roles, last, got, gotLast, want, wantLast)
 		}
 		for i := range got {
 			if !bytes.Equal(got[i], want[i]) {
-				t.Fatalf("JoinResults(%q, %d): got %q, want %q", msgs, last, got, want)
+				t.Fatalf("JoinResults(%q, %q, %d): got %q, want %q", msgs, roles, last, got, want)
 			}
 		}
 	}
 }
 
+// TestJoinResultsTakesKnownRoles: a message whose role the caller knows
+// is taken at that role, its bytes not read (a history window's messages,
+// whose roles the store keeps); one whose role is "" is read.
+func TestJoinResultsTakesKnownRoles(t *testing.T) {
+	const resR = `{"role":"user","content":[{"type":"tool_result","tool_use_id":"r","content":"x"}]}`
+	const resW = `{"role":"user","content":[{"type":"tool_result","tool_use_id":"w","content":"y"}]}`
+	msgs := [][]byte{[]byte(resR), []byte(resW)}
+	for _, tt := range []struct {
+		roles []string
+		want  int
+	}{
+		{nil, 1},
+		{[]string{"", ""}, 1},
+		{[]string{wire.RoleTool, wire.RoleTool}, 1},
+		{[]string{wire.RoleTool, ""}, 1},
+		// Roles that say otherwise than the bytes: the roles are taken.
+		{[]string{wire.RoleAssistant, ""}, 2},
+		{[]string{"", wire.RoleAssistant}, 2},
+		{[]string{wire.RoleUser, wire.RoleTool}, 2},
+	} {
+		if got, _ := JoinResults(msgs, tt.roles, -1); len(got) != tt.want {
+			t.Errorf("JoinResults(roles %q): %d messages, want %d", tt.roles, len(got), tt.want)
+		}
+	}
+}
+
 // BenchmarkJoinResults joins the 100 messages of a request of 50 turns
-// without tool calls: nothing to join, the path of most requests.
+// without tool calls: nothing to join, the path of most requests; read
+// from their bytes, or with their roles known (a history window).
 func BenchmarkJoinResults(b *testing.B) {
 	msgs := make([][]byte, 100)
 	for i := range msgs {
@@ -113,8 +152,19 @@ func BenchmarkJoinResults(b *testing.B) {
 			msgs[i] = []byte(`{"role":"assistant","content":"` + strings.Repeat("The trend holds. ", 12) + `"}`)
 		}
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		JoinResults(msgs, 99)
+	roles := make([]string, len(msgs))
+	for i, m := range msgs {
+		roles[i] = Codec{}.Role(m)
+	}
+	for _, bb := range []struct {
+		name  string
+		roles []string
+	}{{"bytes", nil}, {"roles", roles}} {
+		b.Run(bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				JoinResults(msgs, bb.roles, 99)
+			}
+		})
 	}
 }

@@ -119,7 +119,9 @@ func oneMessagesMember(body []byte) bool {
 }
 
 // JoinTurns is JoinResults.
-func (Upstream) JoinTurns(msgs [][]byte, last int) ([][]byte, int) { return JoinResults(msgs, last) }
+func (Upstream) JoinTurns(msgs [][]byte, roles []string, last int) ([][]byte, int) {
+	return JoinResults(msgs, roles, last)
+}
 
 // AppendBody appends the body of a Messages API request.
 //
