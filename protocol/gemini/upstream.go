@@ -75,10 +75,13 @@ func (Upstream) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][
 	var system [][]byte
 	kept := make([][]byte, 0, len(msgs))
 	for _, m := range msgs {
-		if parse(m).Get("role").Str == roleSystem {
+		switch parse(m).Get("role").Str {
+		case roleSystem:
 			system = append(system, m)
-		} else {
+		case roleModel:
 			kept = append(kept, signCalls(m))
+		default: // a user's content carries no call to sign
+			kept = append(kept, m)
 		}
 	}
 	if req.Protocol == wire.Gemini {
@@ -166,9 +169,23 @@ func (Codec) Signed(raw []byte) []byte { return signCalls(raw) }
 // thoughtSignature with SkipSignature on it, and any other content as it
 // is. Gemini signs the first call of a step; only it is checked.
 func signCalls(m []byte) []byte {
-	if !bytes.Contains(m, []byte("unction")) {
+	if !mayCall(m) {
 		return m
 	}
+	return signParsed(m)
+}
+
+// mayCall reports whether content m may hold a functionCall member: the
+// name's end in either spelling (Call", _call") or a \u escape that could
+// spell it, as get finds it. The searches start from a capital, an
+// underscore and a backslash, which prose has few of (a search for the
+// name from its first letters stopped at every f or u of the text).
+func mayCall(m []byte) bool {
+	return bytes.Contains(m, []byte(`Call"`)) || bytes.Contains(m, []byte(`_call"`)) || bytes.Contains(m, []byte(`\u`))
+}
+
+// signParsed is signCalls past mayCall's filter.
+func signParsed(m []byte) []byte {
 	c := parse(m)
 	if c.Get("role").Str != roleModel {
 		return m
