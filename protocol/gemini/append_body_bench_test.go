@@ -8,11 +8,12 @@ import (
 )
 
 // BenchmarkAppendBodyHistory writes the body of a request of 50 turns of
-// prose without calls (100 contents, about 40 KB): every content is
-// looked at for a system role and a call to sign.
+// prose without calls (100 contents, about 40 KB), the model's contents
+// with their role last, as Google writes them: every content is looked
+// at for a system role and a call to sign.
 func BenchmarkAppendBodyHistory(b *testing.B) {
 	const user = `{"role":"user","parts":[{"text":"Could you look at the figures from last week again and tell me whether the trend holds? I would also like a short note on what changed since the previous report, and whether we should adjust the forecast for the next quarter."}]}`
-	model := `{"role":"model","parts":[{"text":"` + strings.Repeat("The trend holds. ", 12) + `"}]}`
+	model := `{"parts":[{"text":"` + strings.Repeat("The trend holds. ", 12) + `"}],"role":"model"}`
 	msgs := make([][]byte, 100)
 	for i := range msgs {
 		msgs[i] = []byte(user)

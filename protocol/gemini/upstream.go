@@ -72,18 +72,7 @@ func (Upstream) KeyHeader() string { return KeyHeaderName }
 // maxOutputTokens, temperature, topP, stopSequences and candidateCount.
 // The model and stream are in the path (PathFor).
 func (Upstream) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][]byte) ([]byte, error) {
-	var system [][]byte
-	kept := make([][]byte, 0, len(msgs))
-	for _, m := range msgs {
-		switch parse(m).Get("role").Str {
-		case roleSystem:
-			system = append(system, m)
-		case roleModel:
-			kept = append(kept, signCalls(m))
-		default: // a user's content carries no call to sign
-			kept = append(kept, m)
-		}
-	}
+	system, kept := splitContents(msgs)
 	if req.Protocol == wire.Gemini {
 		return appendSameBody(dst, req, instructions, system, kept)
 	}
@@ -153,6 +142,34 @@ func (Upstream) AppendBody(dst []byte, req *wire.Request, instructions, msgs [][
 	return append(dst, '}'), nil
 }
 
+// splitContents returns the system messages among msgs, which Gemini
+// does not take among contents, and the others, a model content's first
+// call signed (signCalls). Only a content whose bytes may hold a call or
+// the system role is parsed: Google writes a content's role after its
+// parts, so reading the role of every content read all their text.
+func splitContents(msgs [][]byte) (system, kept [][]byte) {
+	kept = make([][]byte, 0, len(msgs))
+	for _, m := range msgs {
+		call := mayCall(m)
+		if !call && !maySystem(m) {
+			kept = append(kept, m)
+			continue
+		}
+		switch parse(m).Get("role").Str {
+		case roleSystem:
+			system = append(system, m)
+		case roleModel:
+			if call {
+				m = signParsed(m)
+			}
+			kept = append(kept, m)
+		default: // a user's content carries no call to sign
+			kept = append(kept, m)
+		}
+	}
+	return system, kept
+}
+
 // SkipSignature is the thoughtSignature Google documents for a function
 // call whose own signature is not known (a call made by another model, or
 // stored in another protocol): Gemini 3 refuses a model content whose
@@ -182,6 +199,12 @@ func signCalls(m []byte) []byte {
 // name from its first letters stopped at every f or u of the text).
 func mayCall(m []byte) bool {
 	return bytes.Contains(m, []byte(`Call"`)) || bytes.Contains(m, []byte(`_call"`)) || bytes.Contains(m, []byte(`\u`))
+}
+
+// maySystem reports whether content m's role may be "system": the value
+// spelled out, or a \u escape that could spell it.
+func maySystem(m []byte) bool {
+	return bytes.Contains(m, []byte(`"system"`)) || bytes.Contains(m, []byte(`\u`))
 }
 
 // signParsed is signCalls past mayCall's filter.
