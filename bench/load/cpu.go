@@ -136,3 +136,50 @@ func busyPercent(before, after []cpuTimes) []float64 {
 	}
 	return out
 }
+
+// switchCount is a process's context switches so far, summed over its
+// threads: voluntary (it blocked: a read, a futex, a sleep) and not (the
+// kernel preempted it for another runnable task on its CPU).
+type switchCount struct{ voluntary, involuntary int64 }
+
+// sumSwitches is switches summed over pids: ok only if every one could
+// be read. Two servers sharing one core hand it to each other at every
+// switch, and each comes back to caches the other filled.
+func sumSwitches(pids []int) (switchCount, bool) {
+	var sum switchCount
+	for _, pid := range pids {
+		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		if err != nil {
+			return switchCount{}, false
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/status")
+			if err != nil {
+				continue // a thread that exited meanwhile
+			}
+			c := parseSwitches(b)
+			sum.voluntary += c.voluntary
+			sum.involuntary += c.involuntary
+		}
+	}
+	return sum, true
+}
+
+// parseSwitches reads a /proc status file's voluntary_ctxt_switches and
+// nonvoluntary_ctxt_switches.
+func parseSwitches(status []byte) switchCount {
+	var c switchCount
+	for line := range bytes.Lines(status) {
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		switch string(name) {
+		case "voluntary_ctxt_switches":
+			c.voluntary = atoi(bytes.TrimSpace(value))
+		case "nonvoluntary_ctxt_switches":
+			c.involuntary = atoi(bytes.TrimSpace(value))
+		}
+	}
+	return c
+}

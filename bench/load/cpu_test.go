@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +149,40 @@ func TestCPUBusy(t *testing.T) {
 		t.Skip("no /proc/stat")
 	} else if b := busyPercent(live, readCPUTimes()); len(b) != len(live) {
 		t.Errorf("two live readings gave %v for %d CPUs", b, len(live))
+	}
+}
+
+// TestParseSwitches reads both counts out of a thread's status file.
+func TestParseSwitches(t *testing.T) {
+	status := []byte("Name:\trecall\nState:\tS (sleeping)\nvoluntary_ctxt_switches:\t1234\nnonvoluntary_ctxt_switches:\t56\n")
+	if got := parseSwitches(status); got != (switchCount{voluntary: 1234, involuntary: 56}) {
+		t.Fatalf("parseSwitches = %+v, want 1234 voluntary, 56 involuntary", got)
+	}
+}
+
+// TestSumSwitchesCountsBlocking: a thread that blocks adds to its
+// process's switches, and a pid /proc does not hold is reported as such.
+func TestSumSwitchesCountsBlocking(t *testing.T) {
+	pid := os.Getpid()
+	before, ok := sumSwitches([]int{pid})
+	if !ok {
+		t.Skip("no /proc")
+	}
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // one thread, which blocks 50 times
+		defer runtime.UnlockOSThread()
+		for range 50 {
+			time.Sleep(time.Millisecond)
+		}
+		close(done)
+	}()
+	<-done
+	after, _ := sumSwitches([]int{pid})
+	if after.voluntary-before.voluntary < 50 {
+		t.Fatalf("voluntary switches grew by %d over a thread that slept 50 times", after.voluntary-before.voluntary)
+	}
+	if _, ok := sumSwitches([]int{1 << 30}); ok {
+		t.Fatal("sumSwitches of a pid that cannot exist reported ok")
 	}
 }

@@ -210,15 +210,22 @@ func (d *driver) run() result {
 		})
 	}
 	var proxyBefore chan time.Duration
+	var switchesBefore chan switchCount
 	pids := pidList(d.o.proxyCPU)
 	if len(pids) > 0 {
 		proxyBefore = make(chan time.Duration, 1)
+		switchesBefore = make(chan switchCount, 1)
 		time.AfterFunc(d.o.warmup, func() {
 			c, ok := sumCPU(pids)
 			if !ok {
 				c = -1
 			}
 			proxyBefore <- c
+			s, ok := sumSwitches(pids)
+			if !ok {
+				s.voluntary = -1
+			}
+			switchesBefore <- s
 		})
 	}
 	var busyBefore chan []cpuTimes
@@ -284,6 +291,12 @@ func (d *driver) run() result {
 		c1, ok := sumCPU(pids)
 		if c0 := <-proxyBefore; ok && c0 >= 0 && res.Requests > 0 {
 			res.ProxyCPUMsPerRequest = float64(c1-c0) / float64(time.Millisecond) / float64(res.Requests)
+		}
+		s1, ok := sumSwitches(pids)
+		if s0 := <-switchesBefore; ok && s0.voluntary >= 0 && res.Requests > 0 {
+			n := float64(res.Requests)
+			res.ProxySwitchesPerRequest = float64(s1.voluntary-s0.voluntary+s1.involuntary-s0.involuntary) / n
+			res.ProxyPreemptedPerRequest = float64(s1.involuntary-s0.involuntary) / n
 		}
 	}
 	if busyBefore != nil {

@@ -73,6 +73,11 @@ type result struct {
 	// The proxy's CPU time (-proxy-cpu's processes, summed) over the
 	// measured part, a measured request.
 	ProxyCPUMsPerRequest float64 `json:"proxy_cpu_ms_per_req,omitempty"`
+	// The proxy's context switches (-proxy-cpu's processes' threads,
+	// summed) over the measured part, a measured request: all of them,
+	// and those where the kernel preempted a runnable thread.
+	ProxySwitchesPerRequest  float64 `json:"proxy_switches_per_req,omitempty"`
+	ProxyPreemptedPerRequest float64 `json:"proxy_preempted_per_req,omitempty"`
 	// The disk's own syncs over the measured part (-disk-probe):
 	// how many, their p99 and longest, and how many took diskStall or
 	// more and how long those took in all.
@@ -173,6 +178,9 @@ func (r result) human() string {
 	}
 	if r.ProxyCPUMsPerRequest > 0 {
 		s += fmt.Sprintf("  proxy CPU %.0f µs/req", r.ProxyCPUMsPerRequest*1000)
+	}
+	if r.ProxySwitchesPerRequest > 0 {
+		s += fmt.Sprintf("  switches %.2f/req (preempted %.2f)", r.ProxySwitchesPerRequest, r.ProxyPreemptedPerRequest)
 	}
 	if r.PeakRSSMiB > 0 {
 		s += fmt.Sprintf("  peak RSS %.0f MiB", r.PeakRSSMiB)
