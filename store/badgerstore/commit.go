@@ -19,8 +19,7 @@ var errClosed = errors.New("badgerstore: store closed")
 const maxBatch = 256
 
 // commitRetries bounds how many times a transaction is made again after
-// a write outside the committer (or, relaxed, outside its transaction)
-// raced a key it read.
+// a write outside the committer raced a key it read.
 const commitRetries = 3
 
 // commitReq is one Commit waiting for the committer.
@@ -44,7 +43,11 @@ type commitRes struct {
 // Commits go through one committer goroutine that groups every commit
 // waiting at the time into one Badger transaction: with durable writes,
 // concurrent commits (of different conversations) share one fsync
-// instead of syncing the log once each. Each commit of a group keeps its
+// instead of syncing the log once each. Relaxed writes (no fsync) go
+// through it too: it keeps the metadata and the fresh records cached
+// (metaCache, freshRecords), which a commit in its own transaction would
+// have to read back from Badger, three Gets through every level of the
+// tree a commit (docs/performance.md). Each commit of a group keeps its
 // own version check; one that fails it does not fail the others.
 //
 // A change too big for one Badger transaction (tens of thousands of
@@ -93,18 +96,6 @@ func (s *Store) commit(ctx context.Context, k history.Key, c history.Change) (hi
 	}
 	if err := s.CanCommit(); err != nil {
 		return history.Meta{}, err
-	}
-	if s.noSync && !s.tooBig(c) {
-		// No fsync to share: commit here, in parallel with others, and go
-		// through the committer only to stage a change too big for one
-		// transaction. Badger's own conflict check orders racing commits.
-		m, err := s.commitDirect(k, c)
-		if !errors.Is(err, badger.ErrTxnTooBig) {
-			if err != nil {
-				return history.Meta{}, fmt.Errorf("badgerstore: commit %s: %w", k, err)
-			}
-			return m, nil
-		}
 	}
 	req := &commitReq{ctx: ctx, key: k, change: c, big: s.tooBig(c), done: make(chan commitRes, 1)}
 	select {
@@ -398,33 +389,6 @@ func statsBump(c history.Change) uint64 {
 // staged at once, rather than after filling a transaction in vain.
 func (s *Store) tooBig(c history.Change) bool {
 	return int64(len(c.Append)) > s.db.MaxBatchCount()/2
-}
-
-// commitDirect commits c in one transaction of its own, made again (up
-// to commitRetries times) if a write raced a key it read: its own check
-// then says whether it conflicts with a commit of the conversation.
-func (s *Store) commitDirect(k history.Key, c history.Change) (history.Meta, error) {
-	for retries := commitRetries; ; retries-- {
-		m, err := s.commitDirectOnce(k, c)
-		if !errors.Is(err, badger.ErrConflict) || retries == 0 {
-			if errors.Is(err, badger.ErrConflict) {
-				err = history.ErrConflict
-			}
-			return m, err
-		}
-	}
-}
-
-func (s *Store) commitDirectOnce(k history.Key, c history.Change) (history.Meta, error) {
-	prefix := convPrefix(k)
-	var out history.Meta
-	s.genPre.Add(statsBump(c)) // before and after the changes can be seen (see tenantStats)
-	err := s.updateMeta(prefix, func(txn *badger.Txn, m history.Meta) (err error) {
-		out, _, err = s.write(txn, k, prefix, m, c, false)
-		return err
-	})
-	s.genPost.Add(statsBump(c))
-	return out, err
 }
 
 // updateMeta runs fn in a read-write transaction with the metadata

@@ -35,8 +35,8 @@ import (
 // a short transaction that checks nothing it indexed changed meanwhile
 // but by appending (see foldWrite). The records it analyses are those the
 // committer handed over (Store.fresh) when it holds them all, read from
-// the snapshot otherwise (a restart's backlog, a relaxed store). Folds are one at a time (foldMu): each
-// numbers its segments from Store.segment.
+// the snapshot otherwise (a restart's backlog). Folds are one at a time
+// (foldMu): each numbers its segments from Store.segment.
 //
 // The folder folds the conversations commits noted since it last woke
 // (Store.noted), not every dirty listing entry: listing them all took 12
@@ -376,17 +376,12 @@ type foldReq struct {
 	epoch uint64
 }
 
-// commitFold runs foldCommit: with durable writes in the committer, which
-// writes every metadata, totals and pending key (but Open's), and so
-// knows them without reading them; otherwise here, reading them in its
-// transaction, whose conflict check fails it if a commit raced a key it
-// read. The committer's reads were 6.9 µs of a durable chat request
+// commitFold runs foldCommit in the committer, which writes every
+// metadata, totals and pending key (but Open's), and so knows them
+// without reading them. The committer's reads were 6.9 µs of a durable chat request
 // (docs/performance.md): three Gets a conversation, each searching every
 // level of the tree.
 func (s *Store) commitFold(plan *foldPlan, epoch uint64) error {
-	if s.metas == nil { // relaxed: commits land beside the committer
-		return s.foldCommit(plan, epoch, false)
-	}
 	req := &commitReq{ctx: context.Background(), fold: &foldReq{plan: plan, epoch: epoch}, done: make(chan commitRes, 1)}
 	err := s.viaCommitter(context.Background(), req)
 	if errors.Is(err, errClosed) {

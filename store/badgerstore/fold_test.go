@@ -206,10 +206,9 @@ func TestFoldRetriesAfterACommitRaced(t *testing.T) {
 	}
 }
 
-// With durable writes the fold commits in the committer, where no commit
-// can come between its checks and its write: the commit races it between
-// its read and its commit instead. Relaxed, the commit lands just before
-// the fold's own, which its conflict check catches.
+// The fold commits in the committer, where no commit can come between its
+// checks and its write: the commit races it between its read and its
+// commit instead.
 func testFoldRetriesAfterACommitRaced(t *testing.T, noSync bool) {
 	s := openT(t, t.TempDir(), Options{NoSync: noSync, IndexBacklog: 1 << 30})
 	// A fold that held the committer while it read would hold this commit
@@ -221,11 +220,7 @@ func testFoldRetriesAfterACommitRaced(t *testing.T, noSync bool) {
 		commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "raced words"), textMsg("assistant", "answer")}})
 	}
 	raced := false
-	race := &s.beforeFoldCommit
-	if !noSync {
-		race = &s.betweenFoldPhases
-	}
-	*race = func() {
+	s.betweenFoldPhases = func() {
 		if raced {
 			return
 		}

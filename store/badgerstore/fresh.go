@@ -11,10 +11,10 @@ import (
 // from memory instead of reading back from Badger what was just
 // committed (a tenth of the proxy's CPU on a durable chat row). A
 // conversation whose records past its watermark are not all here (a
-// restart's backlog, one dropped past the bound, a relaxed store, which
-// commits outside the committer) is read from Badger as before.
+// restart's backlog, one dropped past the bound) is read from Badger as
+// before.
 //
-// Like metaCache, it is fed by the committer alone (durable writes) after
+// Like metaCache, it is fed by the committer alone after
 // a transaction committed, and mirrors what Badger holds: a record is
 // here as last written, and a conversation is dropped by anything that
 // removes or rewrites its records otherwise (a Delete, a hard forget, a

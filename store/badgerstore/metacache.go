@@ -15,11 +15,9 @@ import (
 // durable chat row went to reading metadata).
 //
 // The committer uses it, and exchange records' appends read the
-// incarnation in it (exchanges.go); only with durable writes, where the
-// committer is the one writer of metadata while the store is open: its
-// groups, a Delete's first transaction and staged commits all run there.
-// (Relaxed commits write in parallel, outside it: the store then has no
-// cache.) An entry is set after the transaction that wrote it committed,
+// incarnation in it (exchanges.go). The committer is the one writer of
+// metadata while the store is open, durable or relaxed: its groups, a
+// Delete's first transaction and staged commits all run there. An entry is set after the transaction that wrote it committed,
 // and dropped by whatever writes the metadata some other way: it never
 // holds what Badger does not.
 //

@@ -17,10 +17,15 @@ import (
 // summary, a supersede, soft and hard forgets, a Delete, the conversation
 // made again, a staged commit), the committer's cache holds what Badger
 // holds, or nothing: a write path that forgot it leaves a stale entry.
+// Durable or relaxed: the committer writes both.
 func TestMetaCacheFollowsEveryWrite(t *testing.T) {
+	forEachSync(t, testMetaCacheFollowsEveryWrite)
+}
+
+func testMetaCacheFollowsEveryWrite(t *testing.T, o Options) {
 	k := history.Key{Tenant: "t", Conversation: "a"}
 	prefix := convPrefix(k)
-	s := openT(t, t.TempDir(), Options{})
+	s := openT(t, t.TempDir(), o)
 	check := func(step string, wantCached bool) {
 		t.Helper()
 		var stored history.Meta
@@ -78,7 +83,11 @@ func TestMetaCacheFollowsEveryWrite(t *testing.T) {
 // A conversation's second commit takes its metadata from the cache: the
 // committer reads it from Badger for the first only.
 func TestSecondCommitReadsNoMeta(t *testing.T) {
-	s := openT(t, t.TempDir(), Options{})
+	forEachSync(t, testSecondCommitReadsNoMeta)
+}
+
+func testSecondCommitReadsNoMeta(t *testing.T, o Options) {
+	s := openT(t, t.TempDir(), o)
 	k := history.Key{Tenant: "t", Conversation: "a"}
 	commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "one")}, Now: 1e9})
 	if got := s.metaReads.Load(); got != 1 {
@@ -190,4 +199,11 @@ func TestCommitDuringAnErasureConflicts(t *testing.T) {
 	if _, err := s.Commit(ctx, k, history.Change{Version: snap.Meta.Version, Append: []history.Message{textMsg("user", "after")}}); err != nil {
 		t.Errorf("a commit after the erasure: %v", err)
 	}
+}
+
+// forEachSync runs test on a durable store and on a relaxed one
+// (Options.NoSync), each a subtest.
+func forEachSync(t *testing.T, test func(*testing.T, Options)) {
+	t.Run("durable", func(t *testing.T) { test(t, Options{}) })
+	t.Run("relaxed", func(t *testing.T) { test(t, Options{NoSync: true}) })
 }

@@ -117,12 +117,7 @@ func (s *Store) Delete(ctx context.Context, k history.Key) error {
 		return err
 	}
 	defer s.work(k)()
-	var err error
-	if s.noSync {
-		err = s.markDeleted(k)
-	} else {
-		err = s.viaCommitter(ctx, &commitReq{ctx: ctx, key: k, del: true, done: make(chan commitRes, 1)})
-	}
+	err := s.viaCommitter(ctx, &commitReq{ctx: ctx, key: k, del: true, done: make(chan commitRes, 1)})
 	if err == nil {
 		// Not cut short by ctx: the conversation stays blocked until
 		// the work is done (or a later Delete, commit or Open does it).
@@ -195,21 +190,6 @@ func (s *Store) unstick(k history.Key) error {
 	}
 	defer s.work(k)()
 	return s.finishPending(k, p.kind)
-}
-
-// markDeleted runs deleteMeta in a transaction of its own, retrying if a
-// commit on the conversation raced it.
-func (s *Store) markDeleted(k history.Key) error {
-	for {
-		s.genPre.Add(statsRefresh) // before and after the changes can be seen (see tenantStats)
-		err := s.updateMeta(convPrefix(k), func(txn *badger.Txn, m history.Meta) error {
-			return deleteMeta(txn, k, &m)
-		})
-		s.genPost.Add(statsRefresh)
-		if !errors.Is(err, badger.ErrConflict) {
-			return err
-		}
-	}
 }
 
 // deleteMeta removes the conversation's metadata (m) and listing entry and

@@ -33,8 +33,7 @@ import (
 // and recomputed once the store has seen more index changes since than a
 // tenant of that size can absorb (an eighth of its messages): a scan of
 // the tenant's listing keys amortised over as many commits, with no
-// counter shared by every commit (relaxed mode commits conversations
-// concurrently, and a shared key would make them conflict).
+// counter shared by every commit.
 func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery) ([]history.Hit, error) {
 	terms := search.QueryTerms(q.Text)
 	if len(terms) == 0 || q.Limit <= 0 {

@@ -155,8 +155,8 @@ type Store struct {
 	genPre, genPost atomic.Uint64
 	stats           statsCache // tenants' search statistics (see search.go)
 
-	metas           *metaCache    // metadata the committer wrote (durable writes only; metacache.go)
-	fresh           *freshRecords // records committed, not yet indexed (durable writes only; fresh.go)
+	metas           *metaCache    // metadata the committer wrote (nil read-only; metacache.go)
+	fresh           *freshRecords // records committed, not yet indexed (nil read-only; fresh.go)
 	metaReads       atomic.Int64  // Badger reads of metadata by the committer and exchange appends (tests)
 	markReads       atomic.Int64  // Badger reads of a pending mark by exchange appends (tests)
 	commitMarkReads atomic.Int64  // Badger reads of a pending mark by commits (tests)
@@ -299,7 +299,7 @@ func Open(dir string, o Options) (*Store, error) {
 		groupWait: o.GroupWait, onSync: o.OnSync, after: time.After, burst: foldBurst, cpus: runtime.NumCPU(),
 		foldNow: make(chan struct{}, 1), folded: make(chan struct{}), hurry: make(chan struct{})}
 	s.pause = s.pauseFold
-	if !s.noSync && !s.readOnly {
+	if !s.readOnly {
 		// The committer writes all metadata and records (see metaCache).
 		s.metas, s.fresh = newMetaCache(metaCacheBytes), newFreshRecords(freshBytes)
 	}
