@@ -673,7 +673,8 @@ elif [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 	done
 	PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
 	# PG_STATS=1: the recall-pg rows' statements by total time, from
-	# pg_stat_statements (PG_CONF must preload it), into pg-statements.txt.
+	# pg_stat_statements (PG_CONF must preload it), into pg-statements.txt;
+	# plans and their time with -c pg_stat_statements.track_planning=on.
 	# pg_stats_reset [DB] and pg_stats_dump FILE [DB]: DB is the row's
 	# database (default postgres), whose transactions are counted.
 	pg_stats_reset() {
@@ -683,7 +684,7 @@ elif [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 	}
 	pg_stats_dump() {
 		[ "${PG_STATS:-0}" = 1 ] || return 0
-		"$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "${2:-postgres}" -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
+		"$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "${2:-postgres}" -c "SELECT calls, plans, round(total_plan_time::numeric, 1) AS plan_ms, round(total_exec_time::numeric, 1) AS total_ms,
 	round(mean_exec_time::numeric, 3) AS mean_ms, rows, shared_blks_hit + shared_blks_read AS blks, wal_bytes,
 	regexp_replace(left(query, 110), '\s+', ' ', 'g') AS query
 FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \

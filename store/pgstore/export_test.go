@@ -1,6 +1,10 @@
 package pgstore
 
-import "time"
+import (
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
 
 // SetMergeClock sets the clock by which s's merger spaces its sweeps of
 // idle lease rows. Set it before the first commit.
@@ -44,3 +48,6 @@ func RenewKept(s *Store) { s.renewKept() }
 // MergeKey is the advisory lock a merge of the search index's pending
 // list holds.
 const MergeKey = mergeKey
+
+// BatchPool is the pool the committers send their batches on.
+func BatchPool(s *Store) *pgxpool.Pool { return s.batchPool }

@@ -49,7 +49,9 @@ import (
 
 // Options configure a Store. The zero value is usable.
 type Options struct {
-	// MaxConns bounds the connection pool. Default 10.
+	// MaxConns bounds the connection pools: the batched commits'
+	// (Committers of them, see batch.go) and the one every other
+	// statement shares (the rest, at least one). Default 10.
 	MaxConns int32
 	// Lease is how long a lease outlives a holder that stopped renewing it
 	// (a killed replica). Default 15s; holders renew at a third of it.
@@ -104,6 +106,7 @@ type Options struct {
 // Store is a history.Store on PostgreSQL.
 type Store struct {
 	pool       *pgxpool.Pool
+	batchPool  *pgxpool.Pool // the batched commits' (newBatchPool)
 	lease      time.Duration
 	firstBatch int
 	holder     string        // this Store's lease holder prefix
@@ -138,10 +141,13 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 		// pgx's parse errors quote the URL: say only what is wrong.
 		return nil, errors.New("pgstore: invalid store_url (want postgres://user:password@host:port/database?options)")
 	}
-	cfg.MaxConns = o.MaxConns
-	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = 10
+	if o.MaxConns <= 0 {
+		o.MaxConns = 10
 	}
+	if o.Committers <= 0 {
+		o.Committers = 2
+	}
+	cfg.MaxConns = max(o.MaxConns-int32(o.Committers), 1)
 	cfg.MinConns = 0
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
 		registerPostings(c.TypeMap())
@@ -150,6 +156,7 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	if o.Tracer != nil {
 		cfg.ConnConfig.Tracer = o.Tracer
 	}
+	batchCfg := cfg.Copy()
 	if o.Lease <= 0 {
 		o.Lease = 15 * time.Second
 	}
@@ -158,9 +165,6 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	}
 	if o.MergeEvery <= 0 {
 		o.MergeEvery = 512
-	}
-	if o.Committers <= 0 {
-		o.Committers = 2
 	}
 	if o.JoinTimeout <= 0 {
 		o.JoinTimeout = 30 * time.Second
@@ -195,6 +199,11 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 		sole.close()
 		return nil, wrap("migrate", err)
 	}
+	if s.batchPool, err = newBatchPool(batchCfg, o.Committers); err != nil {
+		pool.Close()
+		sole.close()
+		return nil, wrap("open", err)
+	}
 	s.batcher = newBatcher(s, o.Committers)
 	sole.changed = s.batcher.wake
 	sole.start()
@@ -204,10 +213,11 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 }
 
 // Close stops the committers (once their batches are done: later commits
-// fail) and the merger, closes the pool (calls in flight fail), then
+// fail) and the merger, closes the pools (calls in flight fail), then
 // releases the sole-writer lock.
 func (s *Store) Close() {
 	s.batcher.close()
+	s.batchPool.Close()
 	s.letKept()
 	s.merger.close()
 	s.pool.Close()
@@ -238,6 +248,7 @@ func (s *Store) again(ctx context.Context, op func() error) error {
 	err := op()
 	if err != nil && errors.Is(err, history.ErrUnavailable) && ctx.Err() == nil {
 		s.pool.Reset()
+		s.batchPool.Reset()
 		err = op()
 	}
 	return err
