@@ -1,0 +1,194 @@
+// Command perfbudget reads `perf script -F cpu,comm,ip,sym` of a
+// `perf record -a -g` taken over one load-script row and writes each CPU's
+// time by what ran on it, in microseconds a request: Recall's goroutines
+// by a frame that names their work (the request handler, Badger's
+// writer, the committer, the search folder...), the kernel's AIO fsync
+// workers, and every other process by its name (nginx, postgres, the
+// load generator, the fake upstream). It shows where a saturated core's
+// time goes, kernel included, which a Go CPU profile does not
+// (docs/performance.md, "Each core's time by what ran on it"):
+//
+//	perf record -a -g -o perf.data -- sleep 6   # inside a row's measured part
+//	perf script -i perf.data -F cpu,comm,ip,sym | go run ./bench/perfbudget -rate 3532 [-flat postgres]
+//
+// -rate is the row's requests a second; -flat also lists the functions
+// one process's samples ended in.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// roots names a Recall goroutine's work by a frame of its stack (see
+// category).
+var roots = []struct{ frame, name string }{
+	{"(*DB).doWrites", "Badger's writer (memtable, WAL, value log)"},
+	{"(*DB).flushMemtable", "Badger's memtable flush"},
+	{"(*levelsController).runCompactor", "Badger's compactions"},
+	{"(*Store).folder", "search folder"},
+	{"summary.(*Manager).worker", "summary worker"},
+	{"net/http.(*persistConn)", "summary worker's HTTP connections"},
+	{"(*Deps).Commit.func1", "commit step (after the answer)"},
+	{"(*Store).logSyncer", "log syncer"},
+	{"(*Store).committer", "committer"},
+	{"inspect.(*Writer).run", "inspector's records"},
+	{"fasthttp.(*Server).serveConn", "request handler"},
+	{"gcBgMarkWorker", "GC mark"},
+	{"runtime.bgsweep", "GC sweep"},
+	{"runtime.mcall", "Go scheduler"},
+	{"runtime.mstart", "Go scheduler"},
+	{"do_idle", "idle"},
+	{"handle_softirqs", "softirq (network)"},
+}
+
+type sample struct {
+	cpu   int
+	comm  string
+	stack []string // leaf first
+}
+
+func main() {
+	rate := flag.Float64("rate", 0, "the row's requests a second over the recording (0: shares only)")
+	flat := flag.String("flat", "", "also list the leaf functions of this process name")
+	flag.Parse()
+	samples, err := read(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "perfbudget:", err)
+		os.Exit(1)
+	}
+	write(os.Stdout, samples, *rate, *flat)
+}
+
+// read parses perf script's output: a header line (comm [cpu]) and the
+// call chain, one frame a line (address and symbol), per sample.
+func read(r io.Reader) ([]sample, error) {
+	var out []sample
+	var cur *sample
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		t := strings.TrimSpace(line)
+		switch {
+		case t == "":
+			cur = nil
+		case cur == nil:
+			open := strings.LastIndex(t, "[")
+			end := strings.LastIndex(t, "]")
+			if open < 0 || end < open {
+				return nil, fmt.Errorf("no [cpu] in %q", t)
+			}
+			cpu, err := strconv.Atoi(t[open+1 : end])
+			if err != nil {
+				return nil, fmt.Errorf("cpu in %q: %w", t, err)
+			}
+			out = append(out, sample{cpu: cpu, comm: strings.TrimSpace(t[:open])})
+			cur = &out[len(out)-1]
+		default:
+			_, sym, _ := strings.Cut(t, " ")
+			cur.stack = append(cur.stack, sym)
+		}
+	}
+	return out, sc.Err()
+}
+
+// category names what a sample's CPU was doing: the first of roots that
+// a frame of its stack holds (roots is in order of precedence: the log
+// syncer's goroutine is started by the committer's, whose name its
+// outermost frame keeps).
+func category(s sample) string {
+	for _, r := range roots {
+		if r.name != "idle" && r.name != "softirq (network)" && s.comm != "recall" {
+			continue
+		}
+		for _, f := range s.stack {
+			if strings.Contains(f, r.frame) {
+				return r.name
+			}
+		}
+	}
+	for _, f := range s.stack {
+		if strings.Contains(f, "aio_fsync_work") {
+			return "kernel: AIO fsync"
+		}
+	}
+	if s.comm == "recall" {
+		return "recall: other"
+	}
+	name, _, _ := strings.Cut(s.comm, "/") // kworker/0:1 -> kworker
+	return "process: " + name
+}
+
+func write(w io.Writer, samples []sample, rate float64, flat string) {
+	byCPU := map[int]map[string]int{}
+	total := map[int]int{}
+	leaves := map[string]int{}
+	for _, s := range samples {
+		if byCPU[s.cpu] == nil {
+			byCPU[s.cpu] = map[string]int{}
+		}
+		byCPU[s.cpu][category(s)]++
+		total[s.cpu]++
+		if flat != "" && s.comm == flat && len(s.stack) > 0 {
+			leaves[s.stack[0]]++
+		}
+	}
+	cpus := make([]int, 0, len(byCPU))
+	for c := range byCPU {
+		cpus = append(cpus, c)
+	}
+	sort.Ints(cpus)
+	for _, c := range cpus {
+		fmt.Fprintf(w, "CPU %d (%d samples)\n", c, total[c])
+		for _, kv := range sorted(byCPU[c]) {
+			share := float64(kv.n) / float64(total[c])
+			if rate > 0 {
+				// Samples come at a steady rate a CPU, idle included: a
+				// share of the recording's time, a second of it a request.
+				fmt.Fprintf(w, "  %5.1f%%  %7.1f µs a request  %s\n", 100*share, share/rate*1e6, kv.k)
+			} else {
+				fmt.Fprintf(w, "  %5.1f%%  %s\n", 100*share, kv.k)
+			}
+		}
+	}
+	if flat != "" {
+		n := 0
+		for _, kv := range sorted(leaves) {
+			n += kv.n
+		}
+		fmt.Fprintf(w, "%s: leaf functions\n", flat)
+		for i, kv := range sorted(leaves) {
+			if i == 25 {
+				break
+			}
+			fmt.Fprintf(w, "  %5.1f%%  %s\n", 100*float64(kv.n)/float64(n), kv.k)
+		}
+	}
+}
+
+type count struct {
+	k string
+	n int
+}
+
+// sorted returns m's entries, the largest first.
+func sorted(m map[string]int) []count {
+	out := make([]count, 0, len(m))
+	for k, n := range m {
+		out = append(out, count{k, n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].n != out[j].n {
+			return out[i].n > out[j].n
+		}
+		return out[i].k < out[j].k
+	})
+	return out
+}
