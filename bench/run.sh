@@ -477,6 +477,19 @@ cold_start() {
 	wait_http "http://127.0.0.1:${RECALL_AT:-$RECALL_PORT}/healthz"
 }
 
+# summary_counts PORT ROW: what Recall's summary worker did over ROW's
+# rows (its metrics: landed, discarded as stale, failed, summariser calls),
+# to summaries.txt, under the tables.
+summary_counts() {
+	curl -fsS "http://127.0.0.1:$1/metrics" 2>/dev/null | awk -v row="$2" '
+		/^recall_summaries_total/ {landed += $2}
+		/^recall_summaries_stale_total/ {stale += $2}
+		/^recall_summary_failures_total/ {failed += $2}
+		/^recall_summary_job_calls_sum/ {calls += $2}
+		/^recall_summary_job_calls_count/ {attempts += $2}
+		END {printf "- %s: %d landed, %d stale, %d failed; %d attempts made %d summariser calls\n", row, landed, stale, failed, attempts, calls}' >>"$WORK/summaries.txt" || true
+}
+
 stop_recall() {
 	kill "$RECALL_PID"
 	wait "$RECALL_PID" || true
@@ -572,6 +585,7 @@ for mode in sync relaxed; do
 	seed "$WORK/data-$mode" 1000 "$SEED_TURNS"
 	cold_start "recall-$mode" chat "$WORK/data-$mode" "$sync"
 	matrix "recall-$mode" "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" -metrics "$RECALL_METRICS" -pid "$RECALL_PID"
+	summary_counts "$RECALL_PORT" "recall-$mode"
 	stop_recall
 done
 
@@ -705,6 +719,7 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 	PG_LOG_FROM=$(wc -l <"$WORK/pg.log")
 	start_recall "$WORK/data-pg" true "$PG_URL"
 	matrix recall-pg "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" -metrics "$RECALL_METRICS" -cpu "$PG_PID"
+	summary_counts "$RECALL_PORT" recall-pg
 	stop_recall
 	pg_stats_dump "$WORK/pg-statements.txt"
 	pg_settle postgres
@@ -740,6 +755,7 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 		curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | awk -v port="$port" \
 			'/^recall_forwarded_requests_total/ {gsub(/.*outcome="|"}/, "", $1); printf "%s%s %s", sep, $1, $2; sep = ", "} END {if (sep) print ""; else print "none"}' |
 			sed "s/^/- replica on :$port, requests it did not own: /" >>"$WORK/pg-2-hops.txt" || true
+		summary_counts "$port" "recall-pg-2, replica on :$port"
 	done
 	stop_recall
 	RECALL_PID=$first
@@ -893,6 +909,12 @@ if [ -s "$WORK/pg-2-hops.txt" ]; then
 	echo "recall-pg-2's replicas, over its rows (forwarded: served by the owner; fallback: served where it landed, the owner unreachable):"
 	echo
 	cat "$WORK/pg-2-hops.txt"
+fi
+if [ -s "$WORK/summaries.txt" ]; then
+	echo
+	echo "The summary worker over each row's runs (attempts: summary job attempts that reached the summariser):"
+	echo
+	cat "$WORK/summaries.txt"
 fi
 if [ -s "$WORK/pg-rows.log" ]; then
 	echo
