@@ -8,14 +8,17 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	_ "github.com/recallproxy/recall/protocol/gemini"
+	"github.com/recallproxy/recall/protocol/gemini"
 	"github.com/recallproxy/recall/protocol/messages"
 	_ "github.com/recallproxy/recall/protocol/responses"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/wire"
 )
 
-var _ selfCounter = messages.Codec{}
+var (
+	_ selfCounter = messages.Codec{}
+	_ selfCounter = gemini.Codec{}
+)
 
 // messagesCorpus holds Messages API messages of every shape the codec
 // reads: text, blocks, tool_use, tool_result, thinking, images,

@@ -34,37 +34,50 @@ func (c Codec) Decode(raw []byte) (wire.Message, error) {
 
 // decodeTexts is Decode of the shape most stored contents have, a role
 // and text parts alone ({"role":"model","parts":[{"text":"…"}]}), read
-// in one strict pass (jsonscan) where the tree's lookups walk each part's
-// text once per member looked for (about five times slower). ok is false
-// for anything else (another member, a role Decode refuses, invalid
-// JSON), which decodeTree reads. The texts alias raw unless escaped.
+// in one strict pass (see scanTexts) where the tree's lookups walk each
+// part's text once per member looked for (about five times slower). ok
+// is false for anything else, which decodeTree reads. The texts alias
+// raw unless escaped.
 func decodeTexts(raw []byte) (msg wire.Message, ok bool) {
+	msg.Role, ok = scanTexts(raw, func(text string) {
+		msg.Parts = append(msg.Parts, wire.Part{Kind: wire.Text, Text: text})
+	})
+	if !ok {
+		return wire.Message{}, false
+	}
+	return msg, true
+}
+
+// scanTexts reads a content of a role and text parts alone in one strict
+// pass (jsonscan), calling text with each non-empty text in order, and
+// returns the content's canonical role. ok is false for anything else
+// (another member, a part that is not {"text": string}, a role Decode
+// refuses, invalid JSON); text may have been called by then. The texts
+// alias raw unless escaped.
+func scanTexts(raw []byte, text func(string)) (role string, ok bool) {
 	s := jsonscan.Scanner{B: raw}
-	var role []byte
+	var name []byte
 	sawRole, sawParts := false, false
-	ok = s.Object(func(name []byte) bool {
+	ok = s.Object(func(member []byte) bool {
 		switch {
-		case string(name) == "role" && !sawRole:
+		case string(member) == "role" && !sawRole:
 			sawRole = true
 			var ok bool
-			role, ok = s.Plain()
+			name, ok = s.Plain()
 			return ok
-		case string(name) == "parts" && !sawParts:
+		case string(member) == "parts" && !sawParts:
 			sawParts = true
 			_, ok := s.Array(func(int) bool {
 				members := 0
-				return s.Object(func(name []byte) bool {
-					if members++; members > 1 || string(name) != keyText {
+				return s.Object(func(member []byte) bool {
+					if members++; members > 1 || string(member) != keyText {
 						return false
 					}
-					text, ok := body.ScanString(&s)
-					if !ok {
-						return false
+					t, ok := body.ScanString(&s)
+					if ok && t != "" {
+						text(t)
 					}
-					if text != "" {
-						msg.Parts = append(msg.Parts, wire.Part{Kind: wire.Text, Text: text})
-					}
-					return true
+					return ok
 				}) && members == 1 // {} is an opaque part
 			})
 			return ok
@@ -73,19 +86,17 @@ func decodeTexts(raw []byte) (msg wire.Message, ok bool) {
 	})
 	s.Space()
 	if !ok || !sawParts || s.I != len(raw) {
-		return wire.Message{}, false
+		return "", false
 	}
-	switch string(role) {
+	switch string(name) {
 	case roleModel:
-		msg.Role = wire.RoleAssistant
+		return wire.RoleAssistant, true
 	case roleSystem:
-		msg.Role = wire.RoleSystem
+		return wire.RoleSystem, true
 	case roleUser, "": // text parts alone: never a tool's results
-		msg.Role = wire.RoleUser
-	default:
-		return wire.Message{}, false
+		return wire.RoleUser, true
 	}
-	return msg, true
+	return "", false
 }
 
 // decodeTree is Decode of any content, read with gjson.

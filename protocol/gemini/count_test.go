@@ -1,0 +1,164 @@
+package gemini
+
+import (
+	"testing"
+	"unicode/utf8"
+
+	"github.com/recallproxy/recall/plan"
+	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/wire"
+)
+
+// throughChat is a plan.Counter that is not a *tokens.Counter: plan.Count
+// counts a content through its chat rendition with it, as it counted
+// every Gemini content before Tokens.
+type throughChat struct{ *tokens.Counter }
+
+// countThroughChat is plan.Count of raw through its chat rendition.
+func countThroughChat(c *tokens.Counter, enc tokens.Encoding, raw []byte) int {
+	return plan.Count(throughChat{c}, enc, wire.Gemini, raw)
+}
+
+// TestTokensCountsAsChat: a content Tokens counts counts exactly as its
+// chat rendition does, in both encodings, so the budget decides as
+// before; every content of text, calls, results and thoughts is counted
+// from its own bytes.
+func TestTokensCountsAsChat(t *testing.T) {
+	var c tokens.Counter
+	counted := 0
+	for _, enc := range []tokens.Encoding{tokens.O200k, tokens.CL100k} {
+		for _, raw := range countCorpus {
+			got, ok := Codec{}.Tokens(&c, enc, []byte(raw))
+			if !ok {
+				continue
+			}
+			counted++
+			if want := countThroughChat(&c, enc, []byte(raw)); got != want {
+				t.Errorf("%s: Tokens(%s) = %d, want %d", enc, raw, got, want)
+			}
+			if n := plan.Count(&c, enc, wire.Gemini, []byte(raw)); n != got {
+				t.Errorf("%s: plan.Count(%s) = %d, want Tokens' %d", enc, raw, n, got)
+			}
+		}
+	}
+	for _, raw := range countCorpus[:countedShapes] {
+		if _, ok := (Codec{}).Tokens(&c, tokens.O200k, []byte(raw)); !ok {
+			t.Errorf("Tokens(%s) left the content to the chat rendition, want it counted", raw)
+		}
+	}
+}
+
+// FuzzTokens checks the same of any bytes: whatever Tokens counts, it
+// counts as the chat rendition does, and it leaves invalid UTF-8 alone.
+func FuzzTokens(f *testing.F) {
+	for _, raw := range countCorpus {
+		f.Add([]byte(raw))
+	}
+	var c tokens.Counter
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		for _, enc := range []tokens.Encoding{tokens.O200k, tokens.CL100k} {
+			got, ok := Codec{}.Tokens(&c, enc, raw)
+			if !ok {
+				continue
+			}
+			if !utf8.Valid(raw) {
+				t.Fatalf("Tokens(%q) counted invalid UTF-8", raw)
+			}
+			if want := countThroughChat(&c, enc, raw); got != want {
+				t.Fatalf("%s: Tokens(%q) = %d, want %d", enc, raw, got, want)
+			}
+		}
+	})
+}
+
+// TestCountReadsTheContent: plan.Count counts a content of text parts
+// with Tokens, from the content's bytes, not through a chat rendition it
+// writes.
+func TestCountReadsTheContent(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts mean nothing under the race detector")
+	}
+	var c tokens.Counter
+	for _, s := range []string{countCorpus[0], countCorpus[2]} {
+		raw := []byte(s)
+		plan.Count(&c, tokens.O200k, wire.Gemini, raw) // the counter's tables, once
+		if n := testing.AllocsPerRun(10, func() { plan.Count(&c, tokens.O200k, wire.Gemini, raw) }); n != 0 {
+			t.Errorf("plan.Count(%s) allocates %.0f times, want 0: it wrote the chat rendition", raw, n)
+		}
+	}
+}
+
+// BenchmarkTokens counts each content of the corpus that Tokens reads in
+// turn, from its own bytes (own) and through its chat-completions
+// rendition (chat).
+func BenchmarkTokens(b *testing.B) {
+	var raws [][]byte
+	for _, raw := range countCorpus[:countedShapes] {
+		raws = append(raws, []byte(raw))
+	}
+	var c tokens.Counter
+	for _, tt := range []struct {
+		name  string
+		count func(*tokens.Counter, tokens.Encoding, []byte) int
+	}{
+		{"own", func(c *tokens.Counter, enc tokens.Encoding, raw []byte) int {
+			return plan.Count(c, enc, wire.Gemini, raw)
+		}},
+		{"chat", countThroughChat},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				tt.count(&c, tokens.O200k, raws[i%len(raws)])
+			}
+		})
+	}
+}
+
+// countedShapes is how many contents at the head of countCorpus Tokens
+// counts itself.
+const countedShapes = 24
+
+// countCorpus holds contents of every shape Tokens reads, then of the
+// shapes it leaves to the chat rendition.
+var countCorpus = []string{
+	`{"role":"user","parts":[{"text":"Hello, how are you today?"}]}`,
+	`{"parts":[{"text":"no role is the user's"}]}`,
+	`{"role":"model","parts":[{"text":"one"},{"text":" two"},{"text":""}]}`,
+	`{"role":"system","parts":[{"text":"You are terse."},{"text":"Answer in French."}]}`,
+	`{"role":"user","parts":[]}`,
+	`{"role":"user","parts":[{"text":""}]}`,
+	`{"role":"user","parts":[{"text":"caf\u00e9 \"quoted\" \\ tab\t \ud83d\ude00 \ud800 <b>&amp;</b>"}]}`,
+	`{"role":"user","parts":[{"text":"日本語のテキストです。\n\n  spaces   and\r\nlines"}]}`,
+	` { "role" : "model" , "parts" : [ { "text" : "spaced" } ] } `,
+	`{"role":"model","parts":[{"text":"Let me check."},{"functionCall":{"name":"get_weather","args":{"city":"Paris","units":"c"}}}]}`,
+	`{"role":"model","parts":[{"functionCall":{"name":"a","args":{}}},{"functionCall":{"name":"a","args": { "q" : "x <y> & z" } ,"id":"call_7"}}]}`,
+	`{"role":"model","parts":[{"functionCall":{"name":"no_args"}}]}`,
+	`{"role":"model","parts":[{"functionCall":{"name":"null_args","args":null}}]}`,
+	`{"role":"model","parts":[{"functionCall":{"name":"f","args":{"q":1}},"thoughtSignature":"c2lnbmF0dXJl"}]}`,
+	`{"role":"model","parts":[{"text":"I weighed it.","thought":true},{"text":"Done.","thoughtSignature":"c2ln"}]}`,
+	`{"role":"model","parts":[{"text":"only a thought","thought":true}]}`,
+	`{"role":"model","parts":[{"text":"","thoughtSignature":"c2ln"}]}`,
+	`{"role":"user","parts":[{"functionResponse":{"name":"get_weather","response":{"output":"18 degrees, cloudy"}}}]}`,
+	`{"role":"user","parts":[{"functionResponse":{"name":"a","response":{"result":{"deep":[1,2]}},"id":"call_7"}},{"functionResponse":{"name":"a","response":{"error":"failed"}}}]}`,
+	`{"role":"user","parts":[{"functionResponse":{"name":"f"}}]}`,
+	`{"role":"user","parts":[{"functionResponse":{"name":"f","response":{"output":"ok"}}},{"text":"and now this"}]}`,
+	`{"role":"user","parts":[{"functionCall":{"name":"misplaced","args":{}}}]}`,
+	`{"role":"model","parts":[{"executableCode":{"language":"PYTHON","code":"print(1)"}},{"codeExecutionResult":{"outcome":"OUTCOME_OK","output":"1"}}]}`,
+	`{"role":"user","parts":[{"inlineData":{"mimeType":"audio/wav","data":"UklGRg=="}},{"text":"transcribe"}]}`,
+	// Left to the chat rendition.
+	`{"role":"user","parts":[{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgo="}},{"text":"what is this?"}]}`,
+	`{"role":"user","parts":[{"fileData":{"mimeType":"image/jpeg","fileUri":"https://example.com/cat.jpg"}}]}`,
+	`{"role":"user","parts":[{"inlineData":{"mimeType":"application/pdf","data":"JVBERi0xLjQK"}}]}`,
+	`{"role":"user","parts":[{"fileData":{"mimeType":"application/pdf","fileUri":"gs://b/a.pdf"}}]}`,
+	`{"role":"robot","parts":[{"text":"hi"}]}`,
+	`{"role":7,"parts":[{"text":"hi"}]}`,
+	`{"role":"user"}`,
+	`{"role":"user","parts":{"text":"an object"}}`,
+	`{"role":"user","parts":[{"text":7}]}`,
+	`[1,2]`,
+	`"text"`,
+	``,
+	`{"role":"user","parts":[{"text":"unterminated"`,
+	"{\"role\":\"user\",\"parts\":[{\"text\":\"bad \xff\xfe utf-8\"}]}",
+}
