@@ -24,8 +24,10 @@ func (c Codec) Tokens(tc *tokens.Counter, enc tokens.Encoding, raw []byte) (n in
 	}
 	texts := 0
 	if _, ok := scanTexts(raw, func(t string) {
-		texts++
-		n += tc.Text(enc, t)
+		if t != "" {
+			texts++
+			n += tc.Text(enc, t)
+		}
 	}); ok {
 		if texts == 0 { // Encode writes nothing
 			return tokens.MessageOverhead, true

@@ -162,3 +162,35 @@ var countCorpus = []string{
 	`{"role":"user","parts":[{"text":"unterminated"`,
 	"{\"role\":\"user\",\"parts\":[{\"text\":\"bad \xff\xfe utf-8\"}]}",
 }
+
+// TestTextsOnlyIsValid: a content the request's one-pass check takes is
+// one the full check takes, and the common contents take the one pass.
+func TestTextsOnlyIsValid(t *testing.T) {
+	for _, raw := range append(countCorpus, `{"role":"system","parts":[{"text":"x"}]}`, `{"role":"user","parts":[{"text":"x"}],"role":"robot"}`) {
+		if textsOnly([]byte(raw)) {
+			if err := checkTree(0, parse([]byte(raw))); err != nil {
+				t.Errorf("textsOnly(%s) = true, the full check says %v", raw, err)
+			}
+		}
+	}
+	for _, i := range []int{0, 1, 2, 5, 6, 7, 8} { // text contents of the client's roles
+		raw := countCorpus[i]
+		if !textsOnly([]byte(raw)) {
+			t.Errorf("textsOnly(%s) = false, want the one pass", raw)
+		}
+	}
+}
+
+// FuzzTextsOnly checks the same of any bytes.
+func FuzzTextsOnly(f *testing.F) {
+	for _, raw := range countCorpus {
+		f.Add([]byte(raw))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if textsOnly(raw) {
+			if err := checkTree(0, parse(raw)); err != nil {
+				t.Fatalf("textsOnly(%q) = true, the full check says %v", raw, err)
+			}
+		}
+	})
+}

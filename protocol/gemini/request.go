@@ -130,10 +130,11 @@ func (Ingress) ParseRequestAt(path, body []byte) (*wire.Request, error) {
 	}
 	i := 0
 	contents.ForEach(func(_, c gjson.Result) bool {
-		if err = checkContent(i, c); err != nil {
+		raw := body[c.Index : c.Index+len(c.Raw) : c.Index+len(c.Raw)]
+		if err = checkContent(i, c, raw); err != nil {
 			return false
 		}
-		req.Messages = append(req.Messages, body[c.Index:c.Index+len(c.Raw):c.Index+len(c.Raw)])
+		req.Messages = append(req.Messages, raw)
 		i++
 		return true
 	})
@@ -156,8 +157,16 @@ func invalid(param, message string) *apierr.Error {
 	return &apierr.Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: param, Message: msg}
 }
 
-// checkContent checks contents[i].
-func checkContent(i int, c gjson.Result) error {
+// checkContent checks contents[i], c parsed from raw.
+func checkContent(i int, c gjson.Result, raw []byte) error {
+	if textsOnly(raw) {
+		return nil
+	}
+	return checkTree(i, c)
+}
+
+// checkTree checks contents[i], of any shape, through its parsed tree.
+func checkTree(i int, c gjson.Result) error {
 	p := "contents[" + strconv.Itoa(i) + "]"
 	if !c.IsObject() {
 		return invalid(p, "Invalid value (a content is an object)")
@@ -180,6 +189,15 @@ func checkContent(i int, c gjson.Result) error {
 		err = invalid(p+".parts", "contents.parts must not be empty.")
 	}
 	return err
+}
+
+// textsOnly reports whether raw is a valid content of the shape most
+// have, a role of the API's and text parts alone, read in one pass (the
+// checks below look each part up once per member it may hold).
+func textsOnly(raw []byte) bool {
+	parts := 0
+	role, ok := scanTexts(raw, func(string) { parts++ })
+	return ok && parts > 0 && role != wire.RoleSystem
 }
 
 // dataKeys are the members one of which a part must hold.

@@ -69,3 +69,29 @@ func TestServes(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkParseRequest parses a request of ten contents of prose, the
+// shape an application resending a short history sends.
+func BenchmarkParseRequest(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"systemInstruction":{"parts":[{"text":"You are terse."}]},"contents":[`)
+	for i := range 10 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		role := "user"
+		if i&1 == 1 {
+			role = "model"
+		}
+		sb.WriteString(`{"role":"` + role + `","parts":[{"text":"` + strings.Repeat("Could you look at the figures again? ", 8) + `"}]}`)
+	}
+	sb.WriteString(`],"generationConfig":{"maxOutputTokens":256}}`)
+	body := []byte(sb.String())
+	path := []byte("/v1beta/models/gemini-2.5-flash:generateContent")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (Ingress{}).ParseRequestAt(path, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

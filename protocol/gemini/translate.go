@@ -40,7 +40,9 @@ func (c Codec) Decode(raw []byte) (wire.Message, error) {
 // raw unless escaped.
 func decodeTexts(raw []byte) (msg wire.Message, ok bool) {
 	msg.Role, ok = scanTexts(raw, func(text string) {
-		msg.Parts = append(msg.Parts, wire.Part{Kind: wire.Text, Text: text})
+		if text != "" {
+			msg.Parts = append(msg.Parts, wire.Part{Kind: wire.Text, Text: text})
+		}
 	})
 	if !ok {
 		return wire.Message{}, false
@@ -49,7 +51,7 @@ func decodeTexts(raw []byte) (msg wire.Message, ok bool) {
 }
 
 // scanTexts reads a content of a role and text parts alone in one strict
-// pass (jsonscan), calling text with each non-empty text in order, and
+// pass (jsonscan), calling text with each part's text in order, and
 // returns the content's canonical role. ok is false for anything else
 // (another member, a part that is not {"text": string}, a role Decode
 // refuses, invalid JSON); text may have been called by then. The texts
@@ -74,7 +76,7 @@ func scanTexts(raw []byte, text func(string)) (role string, ok bool) {
 						return false
 					}
 					t, ok := body.ScanString(&s)
-					if ok && t != "" {
+					if ok {
 						text(t)
 					}
 					return ok
