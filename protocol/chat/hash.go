@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/binary"
+	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/tidwall/gjson"
@@ -322,4 +323,33 @@ func appendObject(buf []byte, v gjson.Result, part bool) []byte {
 // are dropped. It uses the spare capacity of buf as scratch space.
 func isEmpty(buf []byte, v gjson.Result) bool {
 	return len(appendValue(buf, v)) == len(buf)
+}
+
+// TextHash is CanonicalHash of a message of role role, one of the API's
+// roles but tool, holding text alone: the hash of
+// {"role":role,"content":text}, reckoned without writing the message or
+// parsing it back.
+func TextHash(role, text string) uint64 {
+	if !utf8.ValidString(text) { // Encode writes U+FFFD for each bad byte
+		h, _ := CanonicalHash(wire.Message{Role: role, Parts: []wire.Part{{Kind: wire.Text, Text: text}}})
+		return h
+	}
+	var d xxhash.Digest
+	d.Reset()
+	writeField(&d, tagRole, role)
+	writeField(&d, tagText, text)
+	return d.Sum64()
+}
+
+// writeField writes the canonical field of tag and string value s, as
+// appendField appends it: nothing for "".
+func writeField(d *xxhash.Digest, tag byte, s string) {
+	if s == "" {
+		return
+	}
+	var head [6]byte
+	head[0], head[1] = tag, canonjson.String
+	binary.LittleEndian.PutUint32(head[2:], uint32(len(s)))
+	d.Write(head[:])
+	d.WriteString(s)
 }

@@ -25,6 +25,23 @@ import (
 // through another protocol is recognised; JSON nested deeper than
 // chat.MaxDepth hashes by its raw bytes.
 func (c Codec) Hash(raw []byte) uint64 {
+	// A content of one text, the shape most have, hashes as the chat
+	// message of that text, reckoned without writing it.
+	var text string
+	texts := 0
+	if role, ok := scanTexts(raw, func(t string) {
+		if t != "" {
+			texts++
+			text = t
+		}
+	}); ok && texts == 1 {
+		return chat.TextHash(role, text)
+	}
+	return c.hashTree(raw)
+}
+
+// hashTree is Hash of any content, through its decoding.
+func (c Codec) hashTree(raw []byte) uint64 {
 	return chat.ForeignHash(raw, c.Decode, appendCanonicalContent)
 }
 

@@ -54,3 +54,33 @@ func TestHashStable(t *testing.T) {
 	}
 	prototest.HashesPinned(t, Codec{}.Hash, stableContents)
 }
+
+// TestHashOfOneText: a content of one text hashes, without being
+// written as chat, as its decoding does through the chat rendition, so
+// the hashes stored before stay valid.
+func TestHashOfOneText(t *testing.T) {
+	for _, raw := range countCorpus {
+		if got, want := (Codec{}).Hash([]byte(raw)), (Codec{}).hashTree([]byte(raw)); got != want {
+			t.Errorf("Hash(%s) = %#x, through the decoding %#x", raw, got, want)
+		}
+	}
+	if raceEnabled {
+		return // allocation counts mean nothing under the race detector
+	}
+	raw := []byte(countCorpus[0])
+	if n := testing.AllocsPerRun(10, func() { (Codec{}).Hash(raw) }); n != 0 {
+		t.Errorf("Hash(%s) allocates %.0f times, want 0: it wrote the chat rendition", raw, n)
+	}
+}
+
+// FuzzHashOfOneText checks the same of any bytes.
+func FuzzHashOfOneText(f *testing.F) {
+	for _, raw := range countCorpus {
+		f.Add([]byte(raw))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if got, want := (Codec{}).Hash(raw), (Codec{}).hashTree(raw); got != want {
+			t.Fatalf("Hash(%q) = %#x, through the decoding %#x", raw, got, want)
+		}
+	})
+}
