@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -475,6 +476,14 @@ func appendObj(dst []byte, kv ...string) []byte {
 // Tool call arguments are compared as JSON values (key order and string
 // escapes aside); a tool result marked as an error has no chat rendering.
 func CanonicalHash(m wire.Message) (uint64, bool) {
+	if len(m.Parts) == 1 && m.Parts[0].Kind == wire.Text && m.Role != RoleTool && utf8.ValidString(m.Parts[0].Text) {
+		return textHash(m.Role, m.Parts[0].Text), true // the shape most messages have
+	}
+	return encodedHash(m)
+}
+
+// encodedHash is CanonicalHash of any message: the hash of its encoding.
+func encodedHash(m wire.Message) (uint64, bool) {
 	for i, p := range m.Parts {
 		switch {
 		case p.Kind == wire.Opaque, p.Kind == wire.ToolResult && p.IsError,

@@ -325,15 +325,20 @@ func isEmpty(buf []byte, v gjson.Result) bool {
 	return len(appendValue(buf, v)) == len(buf)
 }
 
-// TextHash is CanonicalHash of a message of role role, one of the API's
-// roles but tool, holding text alone: the hash of
-// {"role":role,"content":text}, reckoned without writing the message or
-// parsing it back.
+// TextHash is CanonicalHash of a message of role role, any but tool,
+// holding text alone: the hash of {"role":role,"content":text}, reckoned
+// without writing the message or parsing it back.
 func TextHash(role, text string) uint64 {
 	if !utf8.ValidString(text) { // Encode writes U+FFFD for each bad byte
-		h, _ := CanonicalHash(wire.Message{Role: role, Parts: []wire.Part{{Kind: wire.Text, Text: text}}})
+		h, _ := encodedHash(wire.Message{Role: role, Parts: []wire.Part{{Kind: wire.Text, Text: text}}})
 		return h
 	}
+	return textHash(role, text)
+}
+
+// textHash is TextHash of valid UTF-8: the canonical fields the hash of
+// the encoding reads, role and content, streamed into the hash.
+func textHash(role, text string) uint64 {
 	var d xxhash.Digest
 	d.Reset()
 	writeField(&d, tagRole, role)
