@@ -58,7 +58,11 @@ func (t *connTracker) close(all bool) {
 	defer t.mu.Unlock()
 	for c, s := range t.conns {
 		if state := fasthttp.ConnState(s.Load()); all || state == fasthttp.StateIdle || state == fasthttp.StateNew {
-			c.Close()
+			if cc, ok := c.(*clientConn); ok {
+				cc.shut() // not Close: fasthttp's goroutine may be writing
+			} else {
+				c.Close()
+			}
 			delete(t.conns, c)
 		}
 	}

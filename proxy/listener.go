@@ -94,6 +94,12 @@ func (c *clientConn) Close() error {
 	return c.Coarse.Close()
 }
 
+// shut closes the socket from another goroutine than the connection's
+// (Shutdown's): it leaves what the connection holds, which only
+// fasthttp's goroutine touches; that goroutine sees the close as a
+// write or read error and closes the connection itself.
+func (c *clientConn) shut() error { return c.Coarse.Close() }
+
 // heldWrites recycles the buffers of held writes (a stream's last chunk,
 // the last chunk and the trailer after it).
 var heldWrites = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}

@@ -5,6 +5,8 @@ import (
 	"net"
 	"testing"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/recallproxy/recall/internal/sock"
 )
 
@@ -81,4 +83,46 @@ type writeCount struct {
 func (c *writeCount) Write(p []byte) (int, error) {
 	c.n++
 	return c.Conn.Write(p)
+}
+
+// Shutdown closing every connection races no write of the connection's
+// own goroutine: the tracker closes the socket, not the held writes
+// (the race detector's check, as e2e's harness shutdown once showed).
+func TestShutdownClosesBesideAWrite(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, c)
+		c.Close()
+	}()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clientConn{Coarse: sock.Coarse{Conn: raw}}
+	var tr connTracker
+	tr.track(c, fasthttp.StateNew)
+	tr.track(c, fasthttp.StateActive)
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		for {
+			c.HoldNext()
+			c.Write([]byte("held"))
+			c.ReleaseWithNext()
+			if _, err := c.Write([]byte("\r\n")); err != nil {
+				return // the tracker closed the socket
+			}
+		}
+	}()
+	tr.closeAll()
+	<-wrote
+	c.Close() // fasthttp's goroutine closes it after the error
 }
