@@ -2,90 +2,32 @@ package gemini
 
 import (
 	"testing"
-	"unicode/utf8"
 
 	"github.com/recallproxy/recall/plan"
+	"github.com/recallproxy/recall/protocol/internal/counttest"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/wire"
 )
-
-// throughChat is a plan.Counter that is not a *tokens.Counter: plan.Count
-// counts a content through its chat rendition with it, as it counted
-// every Gemini content before Tokens.
-type throughChat struct{ *tokens.Counter }
-
-// countThroughChat is plan.Count of raw through its chat rendition.
-func countThroughChat(c *tokens.Counter, enc tokens.Encoding, raw []byte) int {
-	return plan.Count(throughChat{c}, enc, wire.Gemini, raw)
-}
 
 // TestTokensCountsAsChat: a content Tokens counts counts exactly as its
 // chat rendition does, in both encodings, so the budget decides as
 // before; every content of text, calls, results and thoughts is counted
 // from its own bytes.
 func TestTokensCountsAsChat(t *testing.T) {
-	var c tokens.Counter
-	counted := 0
-	for _, enc := range []tokens.Encoding{tokens.O200k, tokens.CL100k} {
-		for _, raw := range countCorpus {
-			got, ok := Codec{}.Tokens(&c, enc, []byte(raw))
-			if !ok {
-				continue
-			}
-			counted++
-			if want := countThroughChat(&c, enc, []byte(raw)); got != want {
-				t.Errorf("%s: Tokens(%s) = %d, want %d", enc, raw, got, want)
-			}
-			if n := plan.Count(&c, enc, wire.Gemini, []byte(raw)); n != got {
-				t.Errorf("%s: plan.Count(%s) = %d, want Tokens' %d", enc, raw, n, got)
-			}
-		}
-	}
-	for _, raw := range countCorpus[:countedShapes] {
-		if _, ok := (Codec{}).Tokens(&c, tokens.O200k, []byte(raw)); !ok {
-			t.Errorf("Tokens(%s) left the content to the chat rendition, want it counted", raw)
-		}
-	}
+	counttest.CountsAsChat(t, Codec{}, wire.Gemini, countCorpus, countCorpus[:countedShapes])
 }
 
 // FuzzTokens checks the same of any bytes: whatever Tokens counts, it
 // counts as the chat rendition does, and it leaves invalid UTF-8 alone.
 func FuzzTokens(f *testing.F) {
-	for _, raw := range countCorpus {
-		f.Add([]byte(raw))
-	}
-	var c tokens.Counter
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		for _, enc := range []tokens.Encoding{tokens.O200k, tokens.CL100k} {
-			got, ok := Codec{}.Tokens(&c, enc, raw)
-			if !ok {
-				continue
-			}
-			if !utf8.Valid(raw) {
-				t.Fatalf("Tokens(%q) counted invalid UTF-8", raw)
-			}
-			if want := countThroughChat(&c, enc, raw); got != want {
-				t.Fatalf("%s: Tokens(%q) = %d, want %d", enc, raw, got, want)
-			}
-		}
-	})
+	counttest.FuzzCountsAsChat(f, Codec{}, wire.Gemini, countCorpus)
 }
 
 // TestCountReadsTheContent: plan.Count counts a content of text parts
 // with Tokens, from the content's bytes, not through a chat rendition it
 // writes.
 func TestCountReadsTheContent(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts mean nothing under the race detector")
-	}
-	var c tokens.Counter
-	for _, s := range []string{countCorpus[0], countCorpus[2]} {
-		raw := []byte(s)
-		plan.Count(&c, tokens.O200k, wire.Gemini, raw) // the counter's tables, once
-		if n := testing.AllocsPerRun(10, func() { plan.Count(&c, tokens.O200k, wire.Gemini, raw) }); n != 0 {
-			t.Errorf("plan.Count(%s) allocates %.0f times, want 0: it wrote the chat rendition", raw, n)
-		}
-	}
+	counttest.CountsWithoutAllocating(t, wire.Gemini, []string{countCorpus[0], countCorpus[2]})
 }
 
 // BenchmarkTokens counts each content of the corpus that Tokens reads in
@@ -104,7 +46,9 @@ func BenchmarkTokens(b *testing.B) {
 		{"own", func(c *tokens.Counter, enc tokens.Encoding, raw []byte) int {
 			return plan.Count(c, enc, wire.Gemini, raw)
 		}},
-		{"chat", countThroughChat},
+		{"chat", func(c *tokens.Counter, enc tokens.Encoding, raw []byte) int {
+			return counttest.CountThroughChat(c, enc, wire.Gemini, raw)
+		}},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -2,87 +2,32 @@ package responses
 
 import (
 	"testing"
-	"unicode/utf8"
 
-	"github.com/recallproxy/recall/plan"
-	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/protocol/internal/counttest"
 	"github.com/recallproxy/recall/wire"
 )
-
-// throughChat is a plan.Counter that is not a *tokens.Counter: plan.Count
-// counts an item through its chat rendition with it, as it counted every
-// Responses item before Tokens.
-type throughChat struct{ *tokens.Counter }
-
-// countThroughChat is plan.Count of raw through its chat rendition.
-func countThroughChat(c *tokens.Counter, enc tokens.Encoding, raw []byte) int {
-	return plan.Count(throughChat{c}, enc, wire.Responses, raw)
-}
 
 // TestTokensCountsAsChat: an item Tokens counts counts exactly as its
 // chat rendition does, in both encodings, so the budget decides as
 // before; the common items are counted from their own bytes.
 func TestTokensCountsAsChat(t *testing.T) {
-	var c tokens.Counter
-	for _, enc := range []tokens.Encoding{tokens.O200k, tokens.CL100k} {
-		for _, raw := range countCorpus {
-			got, ok := Codec{}.Tokens(&c, enc, []byte(raw))
-			if !ok {
-				continue
-			}
-			if want := countThroughChat(&c, enc, []byte(raw)); got != want {
-				t.Errorf("%s: Tokens(%s) = %d, want %d", enc, raw, got, want)
-			}
-			if n := plan.Count(&c, enc, wire.Responses, []byte(raw)); n != got {
-				t.Errorf("%s: plan.Count(%s) = %d, want Tokens' %d", enc, raw, n, got)
-			}
-		}
-	}
+	var own []string
 	for _, i := range []int{0, 1, 3, 4, 5, 20, 21, 23, 25} { // text messages, calls, outputs
-		raw := countCorpus[i]
-		if _, ok := (Codec{}).Tokens(&c, tokens.O200k, []byte(raw)); !ok {
-			t.Errorf("Tokens(%s) left the item to the chat rendition, want it counted", raw)
-		}
+		own = append(own, countCorpus[i])
 	}
+	counttest.CountsAsChat(t, Codec{}, wire.Responses, countCorpus, own)
 }
 
 // FuzzTokens checks the same of any bytes: whatever Tokens counts, it
 // counts as the chat rendition does, and it leaves invalid UTF-8 alone.
 func FuzzTokens(f *testing.F) {
-	for _, raw := range countCorpus {
-		f.Add([]byte(raw))
-	}
-	var c tokens.Counter
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		for _, enc := range []tokens.Encoding{tokens.O200k, tokens.CL100k} {
-			got, ok := Codec{}.Tokens(&c, enc, raw)
-			if !ok {
-				continue
-			}
-			if !utf8.Valid(raw) {
-				t.Fatalf("Tokens(%q) counted invalid UTF-8", raw)
-			}
-			if want := countThroughChat(&c, enc, raw); got != want {
-				t.Fatalf("%s: Tokens(%q) = %d, want %d", enc, raw, got, want)
-			}
-		}
-	})
+	counttest.FuzzCountsAsChat(f, Codec{}, wire.Responses, countCorpus)
 }
 
 // TestCountReadsTheItem: plan.Count counts a message item with Tokens,
 // from the item's bytes, not through a chat rendition it writes.
 func TestCountReadsTheItem(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts mean nothing under the race detector")
-	}
-	var c tokens.Counter
-	for _, s := range []string{countCorpus[0], countCorpus[5]} {
-		raw := []byte(s)
-		plan.Count(&c, tokens.O200k, wire.Responses, raw) // the counter's tables, once
-		if n := testing.AllocsPerRun(10, func() { plan.Count(&c, tokens.O200k, wire.Responses, raw) }); n != 0 {
-			t.Errorf("plan.Count(%s) allocates %.0f times, want 0: it wrote the chat rendition", raw, n)
-		}
-	}
+	counttest.CountsWithoutAllocating(t, wire.Responses, []string{countCorpus[0], countCorpus[5]})
 }
 
 // countCorpus holds items of every shape Tokens reads and of the shapes

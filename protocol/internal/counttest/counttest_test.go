@@ -1,0 +1,71 @@
+package counttest_test
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/recallproxy/recall/protocol/internal/counttest"
+	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/wire"
+)
+
+// tokenizer is a Tokenizer of a function.
+type tokenizer func(c *tokens.Counter, enc tokens.Encoding, raw []byte) (int, bool)
+
+func (f tokenizer) Tokens(c *tokens.Counter, enc tokens.Encoding, raw []byte) (int, bool) {
+	return f(c, enc, raw)
+}
+
+// recorder is a testing.TB whose failures are recorded instead of
+// reported.
+type recorder struct {
+	testing.TB
+	failed bool
+}
+
+func (r *recorder) Helper()               {}
+func (r *recorder) Fatal(...any)          { r.failed = true; runtime.Goexit() }
+func (r *recorder) Fatalf(string, ...any) { r.failed = true; runtime.Goexit() }
+func (r *recorder) Errorf(string, ...any) { r.failed = true }
+
+// fails reports whether check fails the TB it is given.
+func fails(t *testing.T, check func(testing.TB)) bool {
+	r := &recorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		check(r)
+	}()
+	<-done
+	return r.failed
+}
+
+// TestCountsAsChat: the check passes a codec that counts as the chat
+// rendition does and one that counts nothing it was not asked to, and
+// fails one that miscounts or leaves a message it should count.
+func TestCountsAsChat(t *testing.T) {
+	corpus := []string{`{"role":"user","content":"Hello, how are you today?"}`, `{"role":"assistant","content":"Fine."}`}
+	asChat := tokenizer(func(c *tokens.Counter, enc tokens.Encoding, raw []byte) (int, bool) {
+		return counttest.CountThroughChat(c, enc, wire.ChatCompletions, raw), true
+	})
+	off := tokenizer(func(c *tokens.Counter, enc tokens.Encoding, raw []byte) (int, bool) {
+		return counttest.CountThroughChat(c, enc, wire.ChatCompletions, raw) + 1, true
+	})
+	none := tokenizer(func(*tokens.Counter, tokens.Encoding, []byte) (int, bool) { return 0, false })
+	tests := []struct {
+		name  string
+		codec counttest.Tokenizer
+		own   []string
+		fail  bool
+	}{
+		{"as chat", asChat, corpus, false},
+		{"one off", off, nil, true},
+		{"counts nothing, asked nothing", none, nil, false},
+		{"counts nothing, asked to", none, corpus[:1], true},
+	}
+	for _, tt := range tests {
+		if got := fails(t, func(tb testing.TB) { counttest.CountsAsChat(tb, tt.codec, wire.ChatCompletions, corpus, tt.own) }); got != tt.fail {
+			t.Errorf("%s: CountsAsChat failed = %v, want %v", tt.name, got, tt.fail)
+		}
+	}
+}
