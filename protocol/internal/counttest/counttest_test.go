@@ -1,10 +1,10 @@
 package counttest_test
 
 import (
-	"runtime"
 	"testing"
 
 	"github.com/recallproxy/recall/protocol/internal/counttest"
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 	"github.com/recallproxy/recall/tokens"
 	"github.com/recallproxy/recall/wire"
 )
@@ -14,30 +14,6 @@ type tokenizer func(c *tokens.Counter, enc tokens.Encoding, raw []byte) (int, bo
 
 func (f tokenizer) Tokens(c *tokens.Counter, enc tokens.Encoding, raw []byte) (int, bool) {
 	return f(c, enc, raw)
-}
-
-// recorder is a testing.TB whose failures are recorded instead of
-// reported.
-type recorder struct {
-	testing.TB
-	failed bool
-}
-
-func (r *recorder) Helper()               {}
-func (r *recorder) Fatal(...any)          { r.failed = true; runtime.Goexit() }
-func (r *recorder) Fatalf(string, ...any) { r.failed = true; runtime.Goexit() }
-func (r *recorder) Errorf(string, ...any) { r.failed = true }
-
-// fails reports whether check fails the TB it is given.
-func fails(t *testing.T, check func(testing.TB)) bool {
-	r := &recorder{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		check(r)
-	}()
-	<-done
-	return r.failed
 }
 
 // TestCountsAsChat: the check passes a codec that counts as the chat
@@ -64,7 +40,7 @@ func TestCountsAsChat(t *testing.T) {
 		{"counts nothing, asked to", none, corpus[:1], true},
 	}
 	for _, tt := range tests {
-		if got := fails(t, func(tb testing.TB) { counttest.CountsAsChat(tb, tt.codec, wire.ChatCompletions, corpus, tt.own) }); got != tt.fail {
+		if got := prototest.Fails(t, func(tb testing.TB) { counttest.CountsAsChat(tb, tt.codec, wire.ChatCompletions, corpus, tt.own) }); got != tt.fail {
 			t.Errorf("%s: CountsAsChat failed = %v, want %v", tt.name, got, tt.fail)
 		}
 	}

@@ -3,7 +3,6 @@ package prototest_test
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"testing"
 
 	"github.com/recallproxy/recall/internal/apierr"
@@ -30,30 +29,6 @@ func TestSame(t *testing.T) {
 	}
 }
 
-// recorder is a testing.TB whose failures are recorded instead of
-// reported.
-type recorder struct {
-	testing.TB
-	failed bool
-}
-
-func (r *recorder) Helper()               {}
-func (r *recorder) Fatal(...any)          { r.failed = true; runtime.Goexit() }
-func (r *recorder) Fatalf(string, ...any) { r.failed = true; runtime.Goexit() }
-func (r *recorder) Errorf(string, ...any) { r.failed = true }
-
-// fails reports whether check fails the TB it is given.
-func fails(t *testing.T, check func(testing.TB)) bool {
-	r := &recorder{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		check(r)
-	}()
-	<-done
-	return r.failed
-}
-
 func TestFileChecks(t *testing.T) {
 	const raw = `{"role":"user","content":[{"type":"text","text":"what is in it?"},{"type":"file","file":{"file_id":"file-abc"}}]}`
 	file := wire.Part{Kind: wire.File, FileID: "file-abc", Origin: wire.ChatCompletions}
@@ -75,7 +50,7 @@ func TestFileChecks(t *testing.T) {
 		{"no refusal", func(tb testing.TB) { prototest.FileRefused(tb, chat.Codec{}, text) }, true},
 	}
 	for _, tt := range tests {
-		if got := fails(t, tt.check); got != tt.fails {
+		if got := prototest.Fails(t, tt.check); got != tt.fails {
 			t.Errorf("%s: got failed %v, want %v", tt.name, got, tt.fails)
 		}
 	}
@@ -84,10 +59,10 @@ func TestFileChecks(t *testing.T) {
 func TestHashPinned(t *testing.T) {
 	const raw = `{"role":"user","content":"hi"}`
 	want := chat.Hash([]byte(raw))
-	if fails(t, func(tb testing.TB) { prototest.HashPinned(tb, chat.Hash, raw, want) }) {
+	if prototest.Fails(t, func(tb testing.TB) { prototest.HashPinned(tb, chat.Hash, raw, want) }) {
 		t.Error("the hash pinned: got failed, want passed")
 	}
-	if !fails(t, func(tb testing.TB) { prototest.HashPinned(tb, chat.Hash, raw, want+1) }) {
+	if !prototest.Fails(t, func(tb testing.TB) { prototest.HashPinned(tb, chat.Hash, raw, want+1) }) {
 		t.Error("another hash: got passed, want failed")
 	}
 }
@@ -107,7 +82,7 @@ func TestBadRequest(t *testing.T) {
 		{"not an apierr.Error", errors.New("model"), "model", true},
 	}
 	for _, tt := range tests {
-		if got := fails(t, func(tb testing.TB) { prototest.BadRequest(tb, tt.err, tt.param) }); got != tt.fails {
+		if got := prototest.Fails(t, func(tb testing.TB) { prototest.BadRequest(tb, tt.err, tt.param) }); got != tt.fails {
 			t.Errorf("%s: got failed %v, want %v", tt.name, got, tt.fails)
 		}
 	}
@@ -124,11 +99,11 @@ func TestSameDecode(t *testing.T) {
 	}
 	refused := func([]byte) (wire.Message, error) { return wire.Message{}, errors.New("not a message") }
 	raw := []byte(`{"role":"user","content":"hi"}`)
-	if fails(t, func(tb testing.TB) { prototest.SameDecode(tb, raw, text, text) }) {
+	if prototest.Fails(t, func(tb testing.TB) { prototest.SameDecode(tb, raw, text, text) }) {
 		t.Error("SameDecode failed two readings that agree")
 	}
 	for name, tree := range map[string]prototest.Decoder{"message": other, "error": refused} {
-		if !fails(t, func(tb testing.TB) { prototest.SameDecode(tb, raw, text, tree) }) {
+		if !prototest.Fails(t, func(tb testing.TB) { prototest.SameDecode(tb, raw, text, tree) }) {
 			t.Errorf("SameDecode passed readings that differ in the %s", name)
 		}
 	}
