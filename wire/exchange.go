@@ -139,7 +139,8 @@ type Upstream interface {
 	// the request's tools in the protocol's shape (Recall's history
 	// tools), and asking for no stream unless stream is set.
 	WithTools(body []byte, tools []Tool, stream bool) ([]byte, error)
-	// ParseAnswer reads a non-streamed answer.
+	// ParseAnswer reads a non-streamed answer. It refuses a body that is
+	// not JSON: nobody checks it before.
 	ParseAnswer(body []byte) (Answer, error)
 	// NewAssembler reads a streamed answer, one server-sent event at a time.
 	NewAssembler() Assembler
@@ -148,7 +149,8 @@ type Upstream interface {
 // StoredParser is an optional interface of an Upstream that reads a
 // non-streamed answer without its canonical Message: for a client of the
 // upstream's own protocol, which gets the answer's bytes as they came and
-// whose stored form (Stored) they are.
+// whose stored form (Stored) they are. It refuses a body that is not
+// JSON, as ParseAnswer does.
 type StoredParser interface {
 	ParseStored(body []byte) (Answer, error)
 }

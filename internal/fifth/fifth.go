@@ -139,6 +139,9 @@ func (Upstream) WithTools([]byte, []wire.Tool, bool) ([]byte, error) {
 
 // ParseAnswer reads {"reply","used":{"in","out"}}.
 func (Upstream) ParseAnswer(body []byte) (wire.Answer, error) {
+	if !gjson.ValidBytes(body) {
+		return wire.Answer{}, errors.New("fifth: answer is not JSON")
+	}
 	r := gjson.ParseBytes(body)
 	if !r.Get("reply").Exists() {
 		return wire.Answer{}, errors.New("fifth: answer without reply")
