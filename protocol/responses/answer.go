@@ -86,19 +86,19 @@ func parseResponse(r gjson.Result, done []gjson.Result) (wire.Answer, error) {
 	}
 	calls := false
 	for _, item := range items {
-		switch role(item) {
-		case "":
+		// Decoded once: its role is role(item)'s.
+		raw := []byte(item.Raw)
+		m, err := Codec{}.Decode(raw)
+		switch {
+		case err != nil:
 			return wire.Answer{}, fmt.Errorf("responses: parse answer: output item of type %q is not an item", itemType(item))
-		case wire.RoleAssistant:
-		default:
+		case m.Role != wire.RoleAssistant:
 			// An answer's items are the model's: a system, developer or
 			// user message (or a tool's output) from a hostile upstream
 			// would be stored and replayed as such on every later turn.
-			return wire.Answer{}, fmt.Errorf("responses: parse answer: output item of type %q with role %q is not the model's", itemType(item), role(item))
+			return wire.Answer{}, fmt.Errorf("responses: parse answer: output item of type %q with role %q is not the model's", itemType(item), m.Role)
 		}
-		raw := []byte(item.Raw)
 		a.Stored = append(a.Stored, raw)
-		m, _ := Codec{}.Decode(raw)
 		for _, p := range m.Parts {
 			calls = calls || p.Kind == wire.ToolCall
 		}
