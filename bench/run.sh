@@ -86,8 +86,9 @@
 #
 # ONLY, a comma list of row groups, runs just those (default: all): direct
 # (direct, direct-ctx50), nginx (nginx, nginx-ctx50), floor, nohist, sync, relaxed,
-# protocols (the Responses, Messages and Gemini rows), pg (recall-pg, recall-pg-2),
-# series (cost against history length), rss, ceiling. Example:
+# protocols (the Responses, Messages and Gemini rows), pairs (each of those
+# rows against the chat row in alternating slices), pg (recall-pg,
+# recall-pg-2), series (cost against history length), rss, ceiling. Example:
 # ONLY=sync,pg bench/run.sh -quick.
 #
 # Environment: FAKE_FLAGS (default -fast: chat completions, Messages and
@@ -152,9 +153,9 @@ want() {
 }
 for g in ${ONLY//,/ }; do
 	case "$g" in
-	direct | nginx | floor | nohist | sync | relaxed | protocols | pg | series | rss | ceiling) ;;
+	direct | nginx | floor | nohist | sync | relaxed | protocols | pairs | pg | series | rss | ceiling) ;;
 	*)
-		echo "run.sh: unknown group $g in ONLY (want direct, nginx, floor, nohist, sync, relaxed, protocols, pg, series, rss, ceiling)" >&2
+		echo "run.sh: unknown group $g in ONLY (want direct, nginx, floor, nohist, sync, relaxed, protocols, pairs, pg, series, rss, ceiling)" >&2
 		exit 2
 		;;
 	esac
@@ -339,6 +340,7 @@ proxy_pids() {
 	case "$1" in
 	nginx*) out=${NGINX_PID:-} ;;
 	floor-*) out=${FLOOR_PID:-} ;;
+	pairs-*) out=${PAIR_PID:-} ;;
 	recall-*)
 		for p in "${RECALL_PIDS[@]:-}"; do
 			[ -n "$p" ] && kill -0 "$p" 2>/dev/null && out+=${out:+,}$p
@@ -613,6 +615,58 @@ for row in "responses openai responses" "responses chat responses-bridged" \
 	done
 	stop_recall
 	rm -rf "$WORK/data-$name"
+done
+
+# pairs: each protocol row against the chat row, closed loop, in
+# alternating slices of PAIR_DUR (2s, after 500ms of warm-up), PAIR_ROUNDS
+# (3) rounds of four slices (chat and the row, non-streamed then streamed;
+# every other round the row first). The two Recalls run side by side on
+# the proxy's core, each on its own copy of its seeded conversations, and
+# only one takes load at a time. This machine's speed moves by up to 2x
+# within a minute, which rows run one after the other cannot tell from
+# the protocols' own costs: a ratio of two slices seconds apart can.
+# The report's "Protocol pairs" table gives each row's median ratio over
+# the rounds. Its first row, chat against chat, is the method's own bias.
+for row in "chat openai chat" "responses openai responses" "responses chat responses-bridged" \
+	"messages anthropic messages" "messages openai messages-bridged" \
+	"gemini gemini gemini" "gemini openai gemini-bridged"; do
+	want pairs || break
+	read -r proto upstream name <<<"$row"
+	path=/v1/$proto
+	[ "$proto" = gemini ] && path=/v1beta/models
+	[ "$proto" = chat ] && path=$URL
+	[ -d "$WORK/seed-chat" ] || seed "$WORK/seed-chat" 1000 "$SEED_TURNS"
+	[ -d "$WORK/seed-$proto" ] || seed "$WORK/seed-$proto" 1000 "$SEED_TURNS" "$proto"
+	rm -rf "$WORK/data-pair-base" "$WORK/data-pair-$name"
+	cp -a "$WORK/seed-chat" "$WORK/data-pair-base"
+	cp -a "$WORK/seed-$proto" "$WORK/data-pair-$name"
+	start_recall "$WORK/data-pair-base" true
+	chat_pid=$RECALL_PID
+	UPSTREAM_PROTOCOL=$upstream RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pair-$name" true
+	row_pid=$RECALL_PID
+	for round in $(seq "${PAIR_ROUNDS:-3}"); do
+		for kind in plain stream; do
+			stream=()
+			[ "$kind" = stream ] && stream=(-stream)
+			slices=(chat "$name")
+			[ $((round % 2)) = 0 ] && slices=("$name" chat)
+			for who in "${slices[@]}"; do
+				if [ "$who" = chat ]; then
+					PAIR_PID=$chat_pid DUR=${PAIR_DUR:-2s} WARM=500ms load "pairs-$name/$round/chat/$kind" \
+						-url "http://127.0.0.1:$RECALL_PORT$URL" -concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS" "${stream[@]}"
+				else
+					PAIR_PID=$row_pid DUR=${PAIR_DUR:-2s} WARM=500ms load "pairs-$name/$round/row/$kind" -protocol "$proto" \
+						-url "http://127.0.0.1:$RECALL2_PORT$path" -concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS" "${stream[@]}"
+				fi
+			done
+		done
+	done
+	for pid in "$chat_pid" "$row_pid"; do
+		kill "$pid"
+		wait "$pid" || true
+	done
+	RECALL_PID=
+	rm -rf "$WORK/data-pair-base" "$WORK/data-pair-$name"
 done
 
 # pg_floor: the pgbench runs of the recall-pg rows' statements alone (see

@@ -262,6 +262,7 @@ func report(w io.Writer, path string) error {
 	proxyCPUTable(w, rs, by)
 	cpuTable(w, rs, by)
 	protocolMatrix(w, by)
+	pairsTable(w, rs, by)
 	historySeries(w, rs)
 	if r, ok := by["rss"]; ok {
 		fmt.Fprintf(w, "\n**Memory**: Recall peak RSS (VmHWM) %.0f MiB, RSS at the end %.0f MiB (%.0f MiB private, %.0f MiB pages of Badger's mapped files), after %d requests over %d conversations (%.0f req/s, closed loop, each prefilled with %d turns); errors %d.\n",
@@ -450,7 +451,7 @@ func syncTable(w io.Writer, rs []result, by map[string]result) {
 func kindTable(w io.Writer, rs []result, by map[string]result, title string, cell func(result) (string, bool)) {
 	var targets []string
 	for _, r := range rs {
-		if t, _, _ := strings.Cut(r.Label, "/"); !slices.Contains(targets, t) {
+		if t, _, _ := strings.Cut(r.Label, "/"); !slices.Contains(targets, t) && !strings.HasPrefix(t, pairPrefix) {
 			if _, ok := cell(r); ok {
 				targets = append(targets, t)
 			}
@@ -591,4 +592,81 @@ func protocolMatrix(w io.Writer, by map[string]result) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", row.api, native, nativeRatio, bridged, bridgedRatio, rss, cold)
 	}
+}
+
+// pairPrefix begins the labels of the pairs group's slices:
+// pairs-ROW/ROUND/WHO/KIND, WHO chat or row, KIND plain or stream.
+const pairPrefix = "pairs-"
+
+// pairsTable writes the pairs group's table: each protocol row against
+// the chat row in alternating slices of the same run (run.sh, "pairs"),
+// as the median over the rounds of the row's closed-loop req/s over the
+// chat slice's beside it, and of its Recall's CPU a request over the
+// chat Recall's, lowest and highest in brackets. Nothing when the run
+// has no pairs.
+func pairsTable(w io.Writer, rs []result, by map[string]result) {
+	var rows []string
+	rounds := map[string][]string{}
+	for _, r := range rs {
+		rest, ok := strings.CutPrefix(r.Label, pairPrefix)
+		if !ok {
+			continue
+		}
+		parts := strings.Split(rest, "/")
+		if len(parts) != 4 {
+			continue
+		}
+		row, round := parts[0], parts[1]
+		if !slices.Contains(rows, row) {
+			rows = append(rows, row)
+		}
+		if !slices.Contains(rounds[row], round) {
+			rounds[row] = append(rounds[row], round)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	tableHead(w, "**Protocol pairs** (each row against the chat row in alternating closed-loop slices of the same run, on two Recalls side by side: the median over the rounds of the row's req/s over the chat slice's beside it, and of the row's Recall's CPU a request over the chat Recall's; lowest and highest in brackets)",
+		"lrrrrr", "target", "rounds", "req/s × chat, non-streamed", "streamed", "CPU a request × chat, non-streamed", "streamed")
+	for _, row := range rows {
+		cells := []string{"recall-sync-" + row, "0"}
+		n := 0
+		for _, figure := range []func(row, chat result) (float64, bool){
+			func(row, chat result) (float64, bool) { return row.RPS / chat.RPS, row.RPS > 0 && chat.RPS > 0 },
+			func(row, chat result) (float64, bool) {
+				return row.ProxyCPUMsPerRequest / chat.ProxyCPUMsPerRequest, row.ProxyCPUMsPerRequest > 0 && chat.ProxyCPUMsPerRequest > 0
+			},
+		} {
+			for _, kind := range []string{"plain", "stream"} {
+				var ratios []float64
+				for _, round := range rounds[row] {
+					at := pairPrefix + row + "/" + round + "/"
+					r, hasR := by[at+"row/"+kind]
+					c, hasC := by[at+"chat/"+kind]
+					if v, ok := figure(r, c); hasR && hasC && ok {
+						ratios = append(ratios, v)
+					}
+				}
+				cells = append(cells, medianRange(ratios))
+				n = max(n, len(ratios))
+			}
+		}
+		cells[1] = strconv.Itoa(n)
+		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
+	}
+}
+
+// medianRange is "median (lowest-highest)" of vs, to two places ("–"
+// for none; the median of an even count is the mean of the middle two).
+func medianRange(vs []float64) string {
+	if len(vs) == 0 {
+		return "–"
+	}
+	vs = slices.Sorted(slices.Values(vs))
+	m := vs[len(vs)/2]
+	if len(vs)%2 == 0 {
+		m = (vs[len(vs)/2-1] + m) / 2
+	}
+	return fmt.Sprintf("%.2f (%.2f-%.2f)", m, vs[0], vs[len(vs)-1])
 }

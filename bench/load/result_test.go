@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +63,52 @@ func TestQueuedP99(t *testing.T) {
 	closed := summarise(options{concurrency: 32}, samples, time.Second)
 	if closed.QueuedP99 != 0 || strings.Contains(closed.human(), "queued") {
 		t.Errorf("closed loop: queued p99 %v, line %s; want none", closed.QueuedP99, closed.human())
+	}
+}
+
+// The pairs group's slices make one row a protocol: the median over the
+// rounds of the row's figure over the chat slice's beside it, with the
+// range, and no rows of their own in the tables by target.
+func TestPairsTable(t *testing.T) {
+	line := func(label string, rps, cpu float64) string {
+		return `{"label":"` + label + `","mode":"closed","rps":` + strconv.FormatFloat(rps, 'f', -1, 64) +
+			`,"proxy_cpu_ms_per_req":` + strconv.FormatFloat(cpu, 'f', -1, 64) + "}\n"
+	}
+	var lines strings.Builder
+	// Three rounds: the machine's speed halves in the second, the ratio
+	// does not move with it.
+	for i, speed := range []float64{1, 0.5, 1} {
+		round := strconv.Itoa(i + 1)
+		lines.WriteString(line("pairs-responses/"+round+"/chat/plain", 4000*speed, 0.25/speed))
+		lines.WriteString(line("pairs-responses/"+round+"/row/plain", 3600*speed+float64(i)*40, 0.30/speed))
+		lines.WriteString(line("pairs-responses/"+round+"/chat/stream", 3000*speed, 0.30/speed))
+		lines.WriteString(line("pairs-responses/"+round+"/row/stream", 2700*speed, 0.33/speed))
+	}
+	out := reportOf(t, lines.String())
+	want := "| recall-sync-responses | 3 | 0.92 (0.90-0.92) | 0.90 (0.90-0.90) | 1.20 (1.20-1.20) | 1.10 (1.10-1.10) |"
+	if !strings.Contains(out, want) {
+		t.Errorf("the pairs table lacks\n%s\nin:\n%s", want, out)
+	}
+	if strings.Contains(out, "| pairs-") {
+		t.Errorf("a table by target has a row of the pairs' slices:\n%s", out)
+	}
+	if out := reportOf(t, line("recall-sync/plain/closed", 3000, 0.3)); strings.Contains(out, "Protocol pairs") {
+		t.Errorf("a run without pairs has their table:\n%s", out)
+	}
+}
+
+func TestMedianRange(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want string
+	}{
+		{nil, "–"},
+		{[]float64{1.5}, "1.50 (1.50-1.50)"},
+		{[]float64{0.9, 0.7, 1.2}, "0.90 (0.70-1.20)"},
+		{[]float64{1, 0.8, 0.9, 2}, "0.95 (0.80-2.00)"},
+	} {
+		if got := medianRange(c.in); got != c.want {
+			t.Errorf("medianRange(%v) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }
