@@ -648,8 +648,8 @@ for row in "chat openai chat" "responses openai responses" "responses chat respo
 		for kind in plain stream; do
 			stream=()
 			[ "$kind" = stream ] && stream=(-stream)
-			slices=(chat "$name")
-			[ $((round % 2)) = 0 ] && slices=("$name" chat)
+			slices=(chat row)
+			[ $((round % 2)) = 0 ] && slices=(row chat)
 			for who in "${slices[@]}"; do
 				if [ "$who" = chat ]; then
 					PAIR_PID=$chat_pid DUR=${PAIR_DUR:-2s} WARM=500ms load "pairs-$name/$round/chat/$kind" \
