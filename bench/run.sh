@@ -627,11 +627,16 @@ done
 # the protocols' own costs: a ratio of two slices seconds apart can.
 # The report's "Protocol pairs" table gives each row's median ratio over
 # the rounds. Its first row, chat against chat, is the method's own bias.
+# PAIR_ROWS, a comma list of the rows' names (chat, responses,
+# responses-bridged, messages, messages-bridged, gemini, gemini-bridged),
+# runs just those; PAIR_FIRST=row starts the row's Recall before the
+# chat one's (the default starts the chat one first).
 for row in "chat openai chat" "responses openai responses" "responses chat responses-bridged" \
 	"messages anthropic messages" "messages openai messages-bridged" \
 	"gemini gemini gemini" "gemini openai gemini-bridged"; do
 	want pairs || break
 	read -r proto upstream name <<<"$row"
+	[ -z "${PAIR_ROWS:-}" ] || [[ ",$PAIR_ROWS," == *",$name,"* ]] || continue
 	path=/v1/$proto
 	[ "$proto" = gemini ] && path=/v1beta/models
 	[ "$proto" = chat ] && path=$URL
@@ -640,10 +645,17 @@ for row in "chat openai chat" "responses openai responses" "responses chat respo
 	rm -rf "$WORK/data-pair-base" "$WORK/data-pair-$name"
 	cp -a "$WORK/seed-chat" "$WORK/data-pair-base"
 	cp -a "$WORK/seed-$proto" "$WORK/data-pair-$name"
-	start_recall "$WORK/data-pair-base" true
-	chat_pid=$RECALL_PID
-	UPSTREAM_PROTOCOL=$upstream RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pair-$name" true
-	row_pid=$RECALL_PID
+	if [ "${PAIR_FIRST:-chat}" = row ]; then
+		UPSTREAM_PROTOCOL=$upstream RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pair-$name" true
+		row_pid=$RECALL_PID
+		start_recall "$WORK/data-pair-base" true
+		chat_pid=$RECALL_PID
+	else
+		start_recall "$WORK/data-pair-base" true
+		chat_pid=$RECALL_PID
+		UPSTREAM_PROTOCOL=$upstream RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pair-$name" true
+		row_pid=$RECALL_PID
+	fi
 	for round in $(seq "${PAIR_ROUNDS:-3}"); do
 		for kind in plain stream; do
 			stream=()
