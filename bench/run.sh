@@ -87,7 +87,8 @@
 # ONLY, a comma list of row groups, runs just those (default: all): direct
 # (direct, direct-ctx50), nginx (nginx, nginx-ctx50), floor, nohist, sync, relaxed,
 # protocols (the Responses, Messages and Gemini rows), pairs (each of those
-# rows against the chat row in alternating slices), pg (recall-pg,
+# rows against the chat row, recall-sync against nginx-ctx50, recall-pg-2
+# against recall-pg, in alternating slices: PAIR_ROWS), pg (recall-pg,
 # recall-pg-2), series (cost against history length), rss, ceiling. Example:
 # ONLY=sync,pg bench/run.sh -quick.
 #
@@ -98,7 +99,7 @@
 # PG_CONF="-c shared_preload_libraries=pg_stat_statements") writes the
 # recall-pg row's statements by total time to pg-statements.txt in the work
 # directory, recall-pg-2's to pg-2-statements.txt.
-# BASE_PORT (19801; ten ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
+# BASE_PORT (19801; eleven ports from it), RATE (default 1000), SERIES_RATE (200), CONC (32), DUR and WARM (10s/2s, quick
 # 2s/0.5s), KEEP=1 keeps the work directory, SAMPLES=1 writes each row's requests
 # (due and send times, latency: load -samples) to samples-ROW.csv in it, SEED_SUMMARIES=0 seeds no
 # summaries (see SUMMARIZED below).
@@ -151,6 +152,10 @@ ONLY=${ONLY:-}
 want() {
 	[ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]
 }
+# pair_wanted ROW: whether the pairs group runs ROW (PAIR_ROWS, below).
+pair_wanted() {
+	want pairs && { [ -z "${PAIR_ROWS:-}" ] || [[ ",$PAIR_ROWS," == *",$1,"* ]]; }
+}
 for g in ${ONLY//,/ }; do
 	case "$g" in
 	direct | nginx | floor | nohist | sync | relaxed | protocols | pairs | pg | series | rss | ceiling) ;;
@@ -180,7 +185,8 @@ BARE_PORT=$((BASE_PORT + 6))
 RECALL2_PORT=$((BASE_PORT + 7))
 PPROF_PORT=$((BASE_PORT + 8))  # TRACE=1: the first Recall's net/http/pprof
 PPROF2_PORT=$((BASE_PORT + 9)) # PROFILE=1: the second replica's (recall-pg-2)
-for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT" "$PG_PORT" "$STATIC_PORT" "$NGINX_WRK_PORT" "$BARE_PORT" "$RECALL2_PORT" "$PPROF_PORT" "$PPROF2_PORT"; do
+RECALL3_PORT=$((BASE_PORT + 10)) # the pairs' pg-2 row: its second replica
+for p in "$UP_PORT" "$NGINX_PORT" "$RECALL_PORT" "$PG_PORT" "$STATIC_PORT" "$NGINX_WRK_PORT" "$BARE_PORT" "$RECALL2_PORT" "$PPROF_PORT" "$PPROF2_PORT" "$RECALL3_PORT"; do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 		echo "run.sh: port $p is already in use: set BASE_PORT to a free range" >&2
 		exit 1
@@ -521,7 +527,7 @@ if want direct; then
 	matrix "direct-ctx$SEED_TURNS" "http://127.0.0.1:$UP_PORT$URL" -context-turns "$SEED_TURNS"
 fi
 
-if [ -n "$NGINX" ] && { want nginx || want ceiling; }; then
+if [ -n "$NGINX" ] && { want nginx || want ceiling || pair_wanted ctx50; }; then
 	mkdir -p "$WORK/nginx"
 	{
 		nginx_head "$WORK/nginx" "$NGINX_WORKERS"
@@ -617,26 +623,65 @@ for row in "responses openai responses" "responses chat responses-bridged" \
 	rm -rf "$WORK/data-$name"
 done
 
-# pairs: each protocol row against the chat row, closed loop, in
-# alternating slices of PAIR_DUR (2s, after 500ms of warm-up), PAIR_ROUNDS
-# (3) rounds of four slices (chat and the row, non-streamed then streamed;
-# every other round the row first). The two Recalls run side by side on
-# the proxy's core, each on its own copy of its seeded conversations, and
-# only one takes load at a time. This machine's speed moves by up to 2x
-# within a minute, which rows run one after the other cannot tell from
-# the protocols' own costs: a ratio of two slices seconds apart can.
-# The report's "Protocol pairs" table gives each row's median ratio over
-# the rounds. Its first row, chat against chat, is the method's own bias.
-# PAIR_ROWS, a comma list of the rows' names (chat, responses,
-# responses-bridged, messages, messages-bridged, gemini, gemini-bridged),
-# runs just those; PAIR_FIRST=row starts the row's Recall before the
-# chat one's (the default starts the chat one first).
+# pairs: a row against its baseline, closed loop, in alternating slices
+# of PAIR_DUR (2s, after 500ms of warm-up), PAIR_ROUNDS (3) rounds of four
+# slices (the baseline and the row, non-streamed then streamed; every
+# other round the row first). Both run side by side on the proxy's core,
+# each on its own copy of its seeded conversations, and only one takes
+# load at a time. This machine's speed moves by up to 2x within a minute,
+# which rows run one after the other cannot tell from their own costs: a
+# ratio of two slices seconds apart can. The rows: each protocol's
+# (chat, responses, responses-bridged, messages, messages-bridged, gemini,
+# gemini-bridged) against the chat row, the first of them, chat against
+# chat, the method's own bias; ctx50, recall-sync against nginx-ctx50
+# (nginx needed); pg-2, recall-pg-2's two replicas against recall-pg, on
+# two databases of the recall-pg rows' server (PostgreSQL needed). The
+# report's "Pairs" table gives each row's median ratio over the rounds.
+# PAIR_ROWS, a comma list of the rows' names, runs just those;
+# PAIR_FIRST=row starts a protocol row's Recall before the chat one's (the
+# default starts the chat one first).
+#
+# pair_rounds ROW BASE_PIDS ROW_PIDS: the rounds, the load generator's
+# arguments in the arrays PAIR_BASE and PAIR_ROW (-stream added for the
+# streamed slices); the PIDS (comma lists) are whose CPU a request is read.
+pair_rounds() {
+	local name=$1 base_pids=$2 row_pids=$3 round kind who stream slices
+	for round in $(seq "${PAIR_ROUNDS:-3}"); do
+		for kind in plain stream; do
+			stream=()
+			[ "$kind" = stream ] && stream=(-stream)
+			slices=(base row)
+			[ $((round % 2)) = 0 ] && slices=(row base)
+			for who in "${slices[@]}"; do
+				if [ "$who" = base ]; then
+					PAIR_PID=$base_pids DUR=${PAIR_DUR:-2s} WARM=500ms load "pairs-$name/$round/base/$kind" "${PAIR_BASE[@]}" "${stream[@]}"
+				else
+					PAIR_PID=$row_pids DUR=${PAIR_DUR:-2s} WARM=500ms load "pairs-$name/$round/row/$kind" "${PAIR_ROW[@]}" "${stream[@]}"
+				fi
+			done
+		done
+	done
+}
+
+if pair_wanted ctx50 && [ -n "${NGINX_PID:-}" ]; then
+	[ -d "$WORK/seed-chat" ] || seed "$WORK/seed-chat" 1000 "$SEED_TURNS"
+	rm -rf "$WORK/data-pair-ctx50"
+	cp -a "$WORK/seed-chat" "$WORK/data-pair-ctx50"
+	start_recall "$WORK/data-pair-ctx50" true
+	PAIR_BASE=(-url "http://127.0.0.1:$NGINX_PORT$URL" -concurrency "$CONC" -context-turns "$SEED_TURNS")
+	PAIR_ROW=(-url "http://127.0.0.1:$RECALL_PORT$URL" -concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS")
+	pair_rounds ctx50 "$NGINX_PID" "$RECALL_PID"
+	stop_recall
+	rm -rf "$WORK/data-pair-ctx50"
+elif pair_wanted ctx50; then
+	echo "run.sh: no nginx: skipping the pairs' ctx50 row" >&2
+fi
+
 for row in "chat openai chat" "responses openai responses" "responses chat responses-bridged" \
 	"messages anthropic messages" "messages openai messages-bridged" \
 	"gemini gemini gemini" "gemini openai gemini-bridged"; do
-	want pairs || break
 	read -r proto upstream name <<<"$row"
-	[ -z "${PAIR_ROWS:-}" ] || [[ ",$PAIR_ROWS," == *",$name,"* ]] || continue
+	pair_wanted "$name" || continue
 	path=/v1/$proto
 	[ "$proto" = gemini ] && path=/v1beta/models
 	[ "$proto" = chat ] && path=$URL
@@ -656,23 +701,9 @@ for row in "chat openai chat" "responses openai responses" "responses chat respo
 		UPSTREAM_PROTOCOL=$upstream RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pair-$name" true
 		row_pid=$RECALL_PID
 	fi
-	for round in $(seq "${PAIR_ROUNDS:-3}"); do
-		for kind in plain stream; do
-			stream=()
-			[ "$kind" = stream ] && stream=(-stream)
-			slices=(chat row)
-			[ $((round % 2)) = 0 ] && slices=(row chat)
-			for who in "${slices[@]}"; do
-				if [ "$who" = chat ]; then
-					PAIR_PID=$chat_pid DUR=${PAIR_DUR:-2s} WARM=500ms load "pairs-$name/$round/chat/$kind" \
-						-url "http://127.0.0.1:$RECALL_PORT$URL" -concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS" "${stream[@]}"
-				else
-					PAIR_PID=$row_pid DUR=${PAIR_DUR:-2s} WARM=500ms load "pairs-$name/$round/row/$kind" -protocol "$proto" \
-						-url "http://127.0.0.1:$RECALL2_PORT$path" -concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS" "${stream[@]}"
-				fi
-			done
-		done
-	done
+	PAIR_BASE=(-url "http://127.0.0.1:$RECALL_PORT$URL" -concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS")
+	PAIR_ROW=(-protocol "$proto" -url "http://127.0.0.1:$RECALL2_PORT$path" -concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS")
+	pair_rounds "$name" "$chat_pid" "$row_pid"
 	for pid in "$chat_pid" "$row_pid"; do
 		kill "$pid"
 		wait "$pid" || true
@@ -727,7 +758,7 @@ pg_floor() {
 # server sharing the load generator's core (PG_CPU=proxy: the proxy's
 # core, where recall-sync's store, Badger, runs inside Recall).
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
-if ! want pg; then
+if ! want pg && ! pair_wanted pg-2; then
 	:
 elif [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 	PGDIR=$WORK/pg
@@ -779,70 +810,110 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 	pg_settle() {
 		"$PG_BIN/psql" -qX -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$1" -c 'VACUUM (ANALYZE)' -c 'CHECKPOINT' >/dev/null
 	}
-	"$BIN/load" -seed-url "$PG_URL" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
-	pg_settle postgres
-	pg_stats_reset
-	PG_LOG_FROM=$(wc -l <"$WORK/pg.log")
-	start_recall "$WORK/data-pg" true "$PG_URL"
-	matrix recall-pg "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" -metrics "$RECALL_METRICS" -cpu "$PG_PID"
-	summary_counts "$RECALL_PORT" recall-pg
-	stop_recall
-	pg_stats_dump "$WORK/pg-statements.txt"
-	pg_settle postgres
-	# Two replicas, both on the proxy's core, sharing a database of their
-	# own seeded as recall-pg's was: the rows start from the same
-	# conversations, not recall-pg-2 from the ~70,000 turns recall-pg
-	# added in a full run (a larger table, search index and exchange log).
-	"$PG_BIN/psql" -qX -h 127.0.0.1 -p "$PG_PORT" -U postgres -c 'CREATE DATABASE recall2' >/dev/null
-	PG_URL2="postgres://postgres@127.0.0.1:$PG_PORT/recall2?sslmode=disable"
-	"$BIN/load" -seed-url "$PG_URL2" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
-	pg_settle recall2
-	pg_stats_reset recall2
-	# AFFINITY=1: a balancer's affinity instead of forwarding (each
-	# conversation's requests all to one replica, no replica_url).
-	replica=1 affinity=()
-	[ "${AFFINITY:-0}" = 1 ] && replica= affinity=(-affinity)
-	REPLICA=$replica start_recall "$WORK/data-pg-2a" true "$PG_URL2"
-	first=$RECALL_PID
-	REPLICA=$replica RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pg-2b" true "$PG_URL2"
-	# Measured once each replica sees the other (the fleet's heartbeat,
-	# every second): until then each serves what it thinks it owns.
-	[ -n "$replica" ] && for port in "$RECALL_PORT" "$RECALL2_PORT"; do
-		for _ in $(seq 50); do
-			curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -q '^recall_replicas 2$' && break
-			sleep 0.1
+	# await_replicas PORT...: until each replica sees the other (the
+	# fleet's heartbeat, every second, up to 5 s): until then each serves
+	# what it thinks it owns.
+	await_replicas() {
+		local port
+		for port in "$@"; do
+			for _ in $(seq 50); do
+				curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -q '^recall_replicas 2$' && break
+				sleep 0.1
+			done
 		done
-	done
-	matrix recall-pg-2 "http://127.0.0.1:$RECALL_PORT$URL,http://127.0.0.1:$RECALL2_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" \
-		-metrics "$RECALL_METRICS,http://127.0.0.1:$RECALL2_PORT/metrics" -cpu "$PG_PID" "${affinity[@]}"
-	# What each replica did with the requests it did not own, over the
-	# rows (recall_forwarded_requests_total), under the tables.
-	for port in "$RECALL_PORT" "$RECALL2_PORT"; do
-		curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | awk -v port="$port" \
-			'/^recall_forwarded_requests_total/ {gsub(/.*outcome="|"}/, "", $1); printf "%s%s %s", sep, $1, $2; sep = ", "} END {if (sep) print ""; else print "none"}' |
-			sed "s/^/- replica on :$port, requests it did not own: /" >>"$WORK/pg-2-hops.txt" || true
-		summary_counts "$port" "recall-pg-2, replica on :$port"
-	done
-	stop_recall
-	RECALL_PID=$first
-	stop_recall
-	pg_stats_dump "$WORK/pg-2-statements.txt" recall2
-	# What the server logged while the rows ran (statements of 100 ms or
-	# more, autovacuum, checkpoints), by row, under the tables.
-	tail -n +"$((PG_LOG_FROM + 1))" "$WORK/pg.log" >"$WORK/pg-rows.log"
-	# The statements alone: PostgreSQL (Recall stopped) running, from
-	# the proxy's core, the commit's one statement and less, with pgbench
-	# in a closed loop, DUR each, on the database the rows left, with as
-	# many clients as Recall's connection pool has (10, its default; 32
-	# cost the server 0.07-0.11 ms more a transaction, with the search
-	# index and without). turn: the commit's one statement (the conversation's
-	# row updated, the turn's two message rows inserted with their search
-	# terms, as the seeded messages' median body and terms), one
-	# transaction; update: the row's update alone; select: SELECT 1, a
-	# round trip. Its processes' CPU a transaction (load -cpu-now) and
-	# transactions a second go to pg-floor.txt and under the tables.
-	if [ -x "$PG_BIN/pgbench" ]; then
-		pg_floor
+	}
+	# pg_seed DB: a database of its own, seeded as recall-pg's, settled.
+	pg_seed() {
+		"$PG_BIN/psql" -qX -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "CREATE DATABASE $1" >/dev/null
+		"$BIN/load" -seed-url "postgres://postgres@127.0.0.1:$PG_PORT/$1?sslmode=disable" -conversations 1000 -prefill "$SEED_TURNS" \
+			-conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
+		pg_settle "$1"
+	}
+	if want pg; then
+		"$BIN/load" -seed-url "$PG_URL" -conversations 1000 -prefill "$SEED_TURNS" -conv-prefix bench- -summarized="$SUMMARIZED" 2>>"$WORK/seed.log"
+		pg_settle postgres
+		pg_stats_reset
+		PG_LOG_FROM=$(wc -l <"$WORK/pg.log")
+		start_recall "$WORK/data-pg" true "$PG_URL"
+		matrix recall-pg "http://127.0.0.1:$RECALL_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" -metrics "$RECALL_METRICS" -cpu "$PG_PID"
+		summary_counts "$RECALL_PORT" recall-pg
+		stop_recall
+		pg_stats_dump "$WORK/pg-statements.txt"
+		pg_settle postgres
+		# Two replicas, both on the proxy's core, sharing a database of their
+		# own seeded as recall-pg's was: the rows start from the same
+		# conversations, not recall-pg-2 from the ~70,000 turns recall-pg
+		# added in a full run (a larger table, search index and exchange log).
+		pg_seed recall2
+		PG_URL2="postgres://postgres@127.0.0.1:$PG_PORT/recall2?sslmode=disable"
+		pg_stats_reset recall2
+		# AFFINITY=1: a balancer's affinity instead of forwarding (each
+		# conversation's requests all to one replica, no replica_url).
+		replica=1 affinity=()
+		[ "${AFFINITY:-0}" = 1 ] && replica= affinity=(-affinity)
+		REPLICA=$replica start_recall "$WORK/data-pg-2a" true "$PG_URL2"
+		first=$RECALL_PID
+		REPLICA=$replica RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pg-2b" true "$PG_URL2"
+		# Measured once each replica sees the other (the fleet's heartbeat,
+		# every second): until then each serves what it thinks it owns.
+		[ -n "$replica" ] && await_replicas "$RECALL_PORT" "$RECALL2_PORT"
+		matrix recall-pg-2 "http://127.0.0.1:$RECALL_PORT$URL,http://127.0.0.1:$RECALL2_PORT$URL" -conversations 1000 -seeded "$SEED_TURNS" \
+			-metrics "$RECALL_METRICS,http://127.0.0.1:$RECALL2_PORT/metrics" -cpu "$PG_PID" "${affinity[@]}"
+		# What each replica did with the requests it did not own, over the
+		# rows (recall_forwarded_requests_total), under the tables.
+		for port in "$RECALL_PORT" "$RECALL2_PORT"; do
+			curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | awk -v port="$port" \
+				'/^recall_forwarded_requests_total/ {gsub(/.*outcome="|"}/, "", $1); printf "%s%s %s", sep, $1, $2; sep = ", "} END {if (sep) print ""; else print "none"}' |
+				sed "s/^/- replica on :$port, requests it did not own: /" >>"$WORK/pg-2-hops.txt" || true
+			summary_counts "$port" "recall-pg-2, replica on :$port"
+		done
+		stop_recall
+		RECALL_PID=$first
+		stop_recall
+		pg_stats_dump "$WORK/pg-2-statements.txt" recall2
+		# What the server logged while the rows ran (statements of 100 ms or
+		# more, autovacuum, checkpoints), by row, under the tables.
+		tail -n +"$((PG_LOG_FROM + 1))" "$WORK/pg.log" >"$WORK/pg-rows.log"
+		# The statements alone: PostgreSQL (Recall stopped) running, from
+		# the proxy's core, the commit's one statement and less, with pgbench
+		# in a closed loop, DUR each, on the database the rows left, with as
+		# many clients as Recall's connection pool has (10, its default; 32
+		# cost the server 0.07-0.11 ms more a transaction, with the search
+		# index and without). turn: the commit's one statement (the conversation's
+		# row updated, the turn's two message rows inserted with their search
+		# terms, as the seeded messages' median body and terms), one
+		# transaction; update: the row's update alone; select: SELECT 1, a
+		# round trip. Its processes' CPU a transaction (load -cpu-now) and
+		# transactions a second go to pg-floor.txt and under the tables.
+		if [ -x "$PG_BIN/pgbench" ]; then
+			pg_floor
+		fi
+	fi
+	# The pairs' pg-2 row: recall-pg on a database of its own against
+	# recall-pg-2's two replicas (requests alternating, as in its row) on
+	# another, both seeded as recall-pg's.
+	if pair_wanted pg-2; then
+		pg_seed pair_pg
+		pg_seed pair_pg2
+		start_recall "$WORK/data-pair-pg" true "postgres://postgres@127.0.0.1:$PG_PORT/pair_pg?sslmode=disable"
+		single=$RECALL_PID
+		# AFFINITY=1 as in the recall-pg-2 row: a balancer's affinity.
+		replica=1 affinity=()
+		[ "${AFFINITY:-0}" = 1 ] && replica= affinity=(-affinity)
+		REPLICA=$replica RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pair-pg-2a" true "postgres://postgres@127.0.0.1:$PG_PORT/pair_pg2?sslmode=disable"
+		replica_a=$RECALL_PID
+		REPLICA=$replica RECALL_AT=$RECALL3_PORT start_recall "$WORK/data-pair-pg-2b" true "postgres://postgres@127.0.0.1:$PG_PORT/pair_pg2?sslmode=disable"
+		replica_b=$RECALL_PID
+		[ -n "$replica" ] && await_replicas "$RECALL2_PORT" "$RECALL3_PORT"
+		PAIR_BASE=(-url "http://127.0.0.1:$RECALL_PORT$URL" -concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS" -cpu "$PG_PID")
+		PAIR_ROW=(-url "http://127.0.0.1:$RECALL2_PORT$URL,http://127.0.0.1:$RECALL3_PORT$URL" -concurrency "$CONC"
+			-conversations 1000 -seeded "$SEED_TURNS" -cpu "$PG_PID" "${affinity[@]}")
+		pair_rounds pg-2 "$single" "$replica_a,$replica_b"
+		for pid in "$single" "$replica_a" "$replica_b"; do
+			kill "$pid"
+			wait "$pid" || true
+		done
+		RECALL_PID=
 	fi
 else
 	echo "PostgreSQL server binaries not found (apt-get install postgresql): skipping the recall-pg rows" >&2

@@ -595,15 +595,22 @@ func protocolMatrix(w io.Writer, by map[string]result) {
 }
 
 // pairPrefix begins the labels of the pairs group's slices:
-// pairs-ROW/ROUND/WHO/KIND, WHO chat or row, KIND plain or stream.
+// pairs-ROW/ROUND/WHO/KIND, WHO base or row, KIND plain or stream.
 const pairPrefix = "pairs-"
 
-// pairsTable writes the pairs group's table: each protocol row against
-// the chat row in alternating slices of the same run (run.sh, "pairs"),
-// as the median over the rounds of the row's closed-loop req/s over the
-// chat slice's beside it, and of its Recall's CPU a request over the
-// chat Recall's, lowest and highest in brackets. Nothing when the run
-// has no pairs.
+// pairTargets names the pairs' rows that are not a protocol against the
+// chat row: the target and its baseline.
+var pairTargets = map[string][2]string{
+	"ctx50": {"recall-sync", "nginx-ctx50"},
+	"pg-2":  {"recall-pg-2", "recall-pg"},
+}
+
+// pairsTable writes the pairs group's table: each row against its
+// baseline in alternating slices of the same run (run.sh, "pairs"), as
+// the median over the rounds of the row's closed-loop req/s over the
+// baseline slice's beside it, and of its proxy's CPU a request over the
+// baseline's, lowest and highest in brackets. Nothing when the run has
+// no pairs.
 func pairsTable(w io.Writer, rs []result, by map[string]result) {
 	var rows []string
 	rounds := map[string][]string{}
@@ -627,15 +634,19 @@ func pairsTable(w io.Writer, rs []result, by map[string]result) {
 	if len(rows) == 0 {
 		return
 	}
-	tableHead(w, "**Protocol pairs** (each row against the chat row in alternating closed-loop slices of the same run, on two Recalls side by side: the median over the rounds of the row's req/s over the chat slice's beside it, and of the row's Recall's CPU a request over the chat Recall's; lowest and highest in brackets)",
-		"lrrrrr", "target", "rounds", "req/s × chat, non-streamed", "streamed", "CPU a request × chat, non-streamed", "streamed")
+	tableHead(w, "**Pairs** (each row against its baseline in alternating closed-loop slices of the same run, both side by side on the proxy's core: the median over the rounds of the row's req/s over the baseline slice's beside it, and of the row's proxy's CPU a request over the baseline's; lowest and highest in brackets; the protocols' rows against recall-sync's chat row)",
+		"llrrrrr", "target", "against", "rounds", "req/s ×, non-streamed", "streamed", "CPU a request ×, non-streamed", "streamed")
 	for _, row := range rows {
-		cells := []string{"recall-sync-" + row, "0"}
+		names, ok := pairTargets[row]
+		if !ok {
+			names = [2]string{"recall-sync-" + row, "recall-sync"}
+		}
+		cells := []string{names[0], names[1], "0"}
 		n := 0
-		for _, figure := range []func(row, chat result) (float64, bool){
-			func(row, chat result) (float64, bool) { return row.RPS / chat.RPS, row.RPS > 0 && chat.RPS > 0 },
-			func(row, chat result) (float64, bool) {
-				return row.ProxyCPUMsPerRequest / chat.ProxyCPUMsPerRequest, row.ProxyCPUMsPerRequest > 0 && chat.ProxyCPUMsPerRequest > 0
+		for _, figure := range []func(row, base result) (float64, bool){
+			func(row, base result) (float64, bool) { return row.RPS / base.RPS, row.RPS > 0 && base.RPS > 0 },
+			func(row, base result) (float64, bool) {
+				return row.ProxyCPUMsPerRequest / base.ProxyCPUMsPerRequest, row.ProxyCPUMsPerRequest > 0 && base.ProxyCPUMsPerRequest > 0
 			},
 		} {
 			for _, kind := range []string{"plain", "stream"} {
@@ -643,8 +654,8 @@ func pairsTable(w io.Writer, rs []result, by map[string]result) {
 				for _, round := range rounds[row] {
 					at := pairPrefix + row + "/" + round + "/"
 					r, hasR := by[at+"row/"+kind]
-					c, hasC := by[at+"chat/"+kind]
-					if v, ok := figure(r, c); hasR && hasC && ok {
+					b, hasB := by[at+"base/"+kind]
+					if v, ok := figure(r, b); hasR && hasB && ok {
 						ratios = append(ratios, v)
 					}
 				}
@@ -652,7 +663,7 @@ func pairsTable(w io.Writer, rs []result, by map[string]result) {
 				n = max(n, len(ratios))
 			}
 		}
-		cells[1] = strconv.Itoa(n)
+		cells[2] = strconv.Itoa(n)
 		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
 	}
 }

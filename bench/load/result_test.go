@@ -66,9 +66,11 @@ func TestQueuedP99(t *testing.T) {
 	}
 }
 
-// The pairs group's slices make one row a protocol: the median over the
-// rounds of the row's figure over the chat slice's beside it, with the
-// range, and no rows of their own in the tables by target.
+// The pairs group's slices make one row a target: the median over the
+// rounds of the row's figure over the baseline slice's beside it, with
+// the range, named by the row (a protocol against recall-sync's chat row,
+// or one of pairTargets), and no rows of their own in the tables by
+// target.
 func TestPairsTable(t *testing.T) {
 	line := func(label string, rps, cpu float64) string {
 		return `{"label":"` + label + `","mode":"closed","rps":` + strconv.FormatFloat(rps, 'f', -1, 64) +
@@ -79,20 +81,26 @@ func TestPairsTable(t *testing.T) {
 	// does not move with it.
 	for i, speed := range []float64{1, 0.5, 1} {
 		round := strconv.Itoa(i + 1)
-		lines.WriteString(line("pairs-responses/"+round+"/chat/plain", 4000*speed, 0.25/speed))
-		lines.WriteString(line("pairs-responses/"+round+"/row/plain", 3600*speed+float64(i)*40, 0.30/speed))
-		lines.WriteString(line("pairs-responses/"+round+"/chat/stream", 3000*speed, 0.30/speed))
-		lines.WriteString(line("pairs-responses/"+round+"/row/stream", 2700*speed, 0.33/speed))
+		for _, row := range []string{"responses", "pg-2"} {
+			lines.WriteString(line("pairs-"+row+"/"+round+"/base/plain", 4000*speed, 0.25/speed))
+			lines.WriteString(line("pairs-"+row+"/"+round+"/row/plain", 3600*speed+float64(i)*40, 0.30/speed))
+			lines.WriteString(line("pairs-"+row+"/"+round+"/base/stream", 3000*speed, 0.30/speed))
+			lines.WriteString(line("pairs-"+row+"/"+round+"/row/stream", 2700*speed, 0.33/speed))
+		}
 	}
 	out := reportOf(t, lines.String())
-	want := "| recall-sync-responses | 3 | 0.92 (0.90-0.92) | 0.90 (0.90-0.90) | 1.20 (1.20-1.20) | 1.10 (1.10-1.10) |"
-	if !strings.Contains(out, want) {
-		t.Errorf("the pairs table lacks\n%s\nin:\n%s", want, out)
+	for _, want := range []string{
+		"| recall-sync-responses | recall-sync | 3 | 0.92 (0.90-0.92) | 0.90 (0.90-0.90) | 1.20 (1.20-1.20) | 1.10 (1.10-1.10) |",
+		"| recall-pg-2 | recall-pg | 3 | 0.92 (0.90-0.92) | 0.90 (0.90-0.90) | 1.20 (1.20-1.20) | 1.10 (1.10-1.10) |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the pairs table lacks\n%s\nin:\n%s", want, out)
+		}
 	}
 	if strings.Contains(out, "| pairs-") {
 		t.Errorf("a table by target has a row of the pairs' slices:\n%s", out)
 	}
-	if out := reportOf(t, line("recall-sync/plain/closed", 3000, 0.3)); strings.Contains(out, "Protocol pairs") {
+	if out := reportOf(t, line("recall-sync/plain/closed", 3000, 0.3)); strings.Contains(out, "Pairs") {
 		t.Errorf("a run without pairs has their table:\n%s", out)
 	}
 }
