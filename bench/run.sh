@@ -624,7 +624,8 @@ for row in "responses openai responses" "responses chat responses-bridged" \
 done
 
 # pairs: a row against its baseline, closed loop, in alternating slices
-# of PAIR_DUR (2s, after 500ms of warm-up), PAIR_ROUNDS (3) rounds of four
+# of PAIR_DUR (2s, after 500ms of warm-up), after each side's PAIR_WARMUP
+# (2s; pg-2 6s) unmeasured, PAIR_ROUNDS (3) rounds of four
 # slices (the baseline and the row, non-streamed then streamed; every
 # other round the row first). Both run side by side on the proxy's core,
 # each on its own copy of its seeded conversations, and only one takes
@@ -646,6 +647,14 @@ done
 # streamed slices); the PIDS (comma lists) are whose CPU a request is read.
 pair_rounds() {
 	local name=$1 base_pids=$2 row_pids=$3 round kind who stream slices
+	# Each side's conversations read into its caches first, unmeasured
+	# (PAIR_WARMUP closed each, default 2s, 6s for pg-2: its cold replicas
+	# made 244-471 req/s): a cold side's first slice would otherwise stand
+	# for its round.
+	local warm=${PAIR_WARMUP:-2s}
+	[ "$name" = pg-2 ] && warm=${PAIR_WARMUP:-6s}
+	"${LOAD_CPU[@]}" "$BIN/load" -label "pairs-$name/warm-up/base" -duration "$warm" -warmup 0s "${PAIR_BASE[@]}" >/dev/null
+	"${LOAD_CPU[@]}" "$BIN/load" -label "pairs-$name/warm-up/row" -duration "$warm" -warmup 0s "${PAIR_ROW[@]}" >/dev/null
 	for round in $(seq "${PAIR_ROUNDS:-3}"); do
 		for kind in plain stream; do
 			stream=()
