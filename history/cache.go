@@ -134,7 +134,12 @@ type cacheEntry struct {
 	// epoch is the SoleWriter epoch in which the entry was last read,
 	// written or checked against the stored head; 0 if none.
 	epoch uint64
-	bytes int // fixedCost plus each message's messageCost
+	bytes int // fixedCost plus each message's messageCost, plus slack
+	// arena is the chunk the next messages' text is copied into (see
+	// keep); slack counts the bytes of the entry's chunks that hold no
+	// cached message's text: room left, separators, text dropped.
+	arena []byte
+	slack int
 }
 
 // NewCache returns a Cache over s holding at most maxBytes in all, entries
@@ -400,6 +405,8 @@ func (c *Cache) advance(el *list.Element, meta Meta, appended []Message, epoch u
 	e.meta, e.epoch = meta, epoch
 	learnAll(appended)
 	e.tail = append(e.tail, appended...)
+	// The appended elements lie past every snapshot's length.
+	added += e.keep(e.tail[len(e.tail)-len(appended):])
 	for _, m := range appended {
 		added += messageCost(m)
 	}
@@ -585,7 +592,10 @@ func (c *Cache) put(e *cacheEntry) {
 	if el, ok := c.byKey[e.key]; ok {
 		c.remove(el)
 	}
-	e.bytes = e.fixedCost()
+	// The tail may be a snapshot's too: its text moves into the arena
+	// in an array of the entry's own.
+	e.tail = slices.Clone(e.tail)
+	e.bytes = e.fixedCost() + e.keep(e.tail)
 	for _, m := range e.tail {
 		e.bytes += messageCost(m)
 	}
@@ -600,16 +610,19 @@ func (c *Cache) put(e *cacheEntry) {
 // and its oldest messages past maxEntry bytes, so an entry holds about one
 // context window. c.mu must be held.
 func (c *Cache) trim(e *cacheEntry) {
-	drop, freed := 0, 0
+	drop, freed, raw := 0, 0, 0
 	for drop < len(e.tail) && (e.messageBytes()-freed > c.maxEntry || e.tail[drop].Seq < e.meta.Cut) {
 		freed += messageCost(e.tail[drop])
+		raw += len(e.tail[drop].Raw)
 		drop++
 	}
 	if drop > 0 {
 		// Copy the rest: a subslice would keep the dropped messages'
-		// bytes reachable through the backing array.
+		// bytes reachable through the backing array. Their text stays
+		// in the arena's chunks until dropped compacts them.
 		e.tail = append([]Message(nil), e.tail[drop:]...)
 		e.complete = false
+		freed -= e.dropped(raw)
 		e.bytes -= freed
 		c.size -= freed
 	}
@@ -664,4 +677,4 @@ func messageCost(m Message) int { return len(m.Raw) + len(m.Response) + messageO
 
 // messageBytes is the part of e.bytes its messages account for, which
 // maxEntry bounds.
-func (e *cacheEntry) messageBytes() int { return e.bytes - e.fixedCost() }
+func (e *cacheEntry) messageBytes() int { return e.bytes - e.fixedCost() - e.slack }

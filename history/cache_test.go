@@ -62,6 +62,13 @@ func checkCacheTrace(t *testing.T, rng *rand.Rand, entry int) {
 			t.Fatalf("op %d, query %+v:\n got tail %v complete %v meta %+v\nwant tail %v complete %v meta %+v",
 				op, q, seqs(got.Tail), got.Complete, got.Meta, seqs(want.Tail), want.Complete, want.Meta)
 		}
+		// The text too: the cache copies it into arenas of its own.
+		if g, w := raws(got.Tail), raws(want.Tail); !reflect.DeepEqual(g, w) {
+			t.Fatalf("op %d, query %+v: got texts %q, want %q", op, q, g, w)
+		}
+		if err := cache.CheckCost(); err != nil {
+			t.Fatalf("op %d: %v", op, err)
+		}
 	}
 	if entry > 1<<20 && served == 0 {
 		t.Errorf("no load was served from memory")
