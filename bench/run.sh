@@ -458,7 +458,7 @@ EOF
 		RECALL_DATA_DIR=$1 RECALL_CONFIG=$WORK/recall-$2.yaml RECALL_STORE_URL=${3:-} \
 		RECALL_REPLICA_URL=${REPLICA:+http://127.0.0.1:$port} \
 		RECALL_UPSTREAM_PROTOCOL=${UPSTREAM_PROTOCOL:-openai} \
-		"${PROXY_CPU[@]}" "$BIN/recall" serve 2>>"$WORK/recall.log" &
+		"${PROXY_CPU[@]}" "${RECALL_BIN:-$BIN/recall}" serve 2>>"$WORK/recall.log" &
 	RECALL_PID=$!
 	PIDS+=("$RECALL_PID")
 	RECALL_PIDS+=("$RECALL_PID")
@@ -640,7 +640,9 @@ done
 # report's "Pairs" table gives each row's median ratio over the rounds.
 # PAIR_ROWS, a comma list of the rows' names, runs just those;
 # PAIR_FIRST=row starts a protocol row's Recall before the chat one's (the
-# default starts the chat one first).
+# default starts the chat one first). PAIR_BASE_BIN, another build's
+# recall binary, runs the baseline side of every protocol row on it: with
+# PAIR_ROWS=chat, a change against the build before it.
 #
 # pair_rounds ROW BASE_PIDS ROW_PIDS: the rounds, the load generator's
 # arguments in the arrays PAIR_BASE and PAIR_ROW (-stream added for the
@@ -702,10 +704,10 @@ for row in "chat openai chat" "responses openai responses" "responses chat respo
 	if [ "${PAIR_FIRST:-chat}" = row ]; then
 		UPSTREAM_PROTOCOL=$upstream RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pair-$name" true
 		row_pid=$RECALL_PID
-		start_recall "$WORK/data-pair-base" true
+		RECALL_BIN=${PAIR_BASE_BIN:-} start_recall "$WORK/data-pair-base" true
 		chat_pid=$RECALL_PID
 	else
-		start_recall "$WORK/data-pair-base" true
+		RECALL_BIN=${PAIR_BASE_BIN:-} start_recall "$WORK/data-pair-base" true
 		chat_pid=$RECALL_PID
 		UPSTREAM_PROTOCOL=$upstream RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pair-$name" true
 		row_pid=$RECALL_PID
