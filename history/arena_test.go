@@ -3,6 +3,7 @@ package history_test
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -32,7 +33,7 @@ func TestCacheKeepsAConversationsTextBackToBack(t *testing.T) {
 		}
 	}
 	grown := loadFromMemory(t, cache, under, k, "a conversation the cache grew")
-	if got := raws(grown.Tail); !equalRaws(got, want) {
+	if got := raws(grown.Tail); !slices.EqualFunc(got, want, bytes.Equal) {
 		t.Fatalf("grown: got texts %q, want %q", got, want)
 	}
 	if runs := textRuns(grown.Tail); runs > len(grown.Tail)/8 {
@@ -44,7 +45,7 @@ func TestCacheKeepsAConversationsTextBackToBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := loadFromMemory(t, read, under, k, "a conversation the cache read")
-	if got := raws(snap.Tail); !equalRaws(got, want) {
+	if got := raws(snap.Tail); !slices.EqualFunc(got, want, bytes.Equal) {
 		t.Fatalf("read: got texts %q, want %q", got, want)
 	}
 	if runs := textRuns(snap.Tail); runs != 1 {
@@ -91,16 +92,4 @@ func raws(msgs []history.Message) [][]byte {
 		out[i] = msgs[i].Raw
 	}
 	return out
-}
-
-func equalRaws(a, b [][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !bytes.Equal(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
 }
