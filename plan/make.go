@@ -388,7 +388,8 @@ func (m *maker) lay(sent []history.Message) (*Plan, error) {
 	if len(instr)+len(sent) == 0 {
 		return nil, ErrNothingToSend
 	}
-	p.Messages = make([]Message, 0, len(instr)+1+len(sent))
+	p.box = messageArray(len(instr) + 1 + len(sent))
+	p.Messages = *p.box
 	for _, msg := range instr {
 		p.Messages = append(p.Messages, Message{Kind: Instruction, Role: msg.Role, Protocol: msg.Protocol, Raw: msg.Raw,
 			Tokens: Count(m.fixedCount, m.enc, msg.Protocol, msg.Raw)})

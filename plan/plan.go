@@ -215,6 +215,9 @@ type Plan struct {
 	// sent (false: the budget forced turns out).
 	Pending int
 	Fits    bool
+	// box holds the array Messages was laid out in, until Release gives
+	// it back.
+	box *[]Message
 }
 
 // opensWith reports whether w's oldest turn begins with the stored

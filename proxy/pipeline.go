@@ -60,6 +60,7 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 	defer func() {
 		if !relayed { // else x is the relay's, which ends it
 			x.life.End()
+			x.releasePlan()
 		}
 	}()
 	exp, err := x.resolve(p, req, conv)

@@ -81,6 +81,7 @@ func (s *Server) relay(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange
 			}
 			x.done(st, err)
 		})
+		x.releasePlan()
 	})
 	holdHeaders(rc, out, s.cfg.StreamHeaderHold)
 }
