@@ -150,9 +150,11 @@ type Window struct {
 
 	// all is the array NewWindow laid the turns out in, back to back: while
 	// they still lie in it in order, Curate sends a slice of it. box holds
-	// it in windowArrays once Release gives it back.
-	all []Message
-	box *[]Message
+	// it in windowArrays once Release gives it back, turnBox the array
+	// Turns began in, in turnArrays.
+	all     []Message
+	box     *[]Message
+	turnBox *[]Turn
 }
 
 // NewWindow splits history and the new messages into turns. History
@@ -171,7 +173,8 @@ func NewWindow(hist, fresh []Message, cut uint64, storedTurns int) *Window {
 			turns++
 		}
 	}
-	w.Turns = make([]Turn, 0, turns)
+	w.turnBox = turnArray(turns)
+	w.Turns = *w.turnBox
 	start := 0
 	for i := 1; i <= len(all); i++ {
 		if i == len(all) || opensTurn(&all[i-1], &all[i]) {
@@ -371,27 +374,52 @@ var windowArrays sync.Pool
 const maxPooledWindow = 1024
 
 // windowArray returns a box holding an empty array for n messages, a
-// released one if one is at hand and big enough.
+// released one if one is at hand and big enough. A new array has room
+// for a quarter more: a conversation's window grows by a turn a request,
+// and an array of just its size would be too small for the next.
 func windowArray(n int) *[]Message {
 	box, _ := windowArrays.Get().(*[]Message)
 	if box == nil {
 		box = new([]Message)
 	}
 	if cap(*box) < n {
-		*box = make([]Message, 0, n)
+		*box = make([]Message, 0, n+n/4)
 	}
 	return box
 }
 
-// Release gives back the array w's messages lie in, for the next window.
-// Neither w nor what Curate returned for it may be used after: copy what
-// must outlive it.
+// turnArrays keeps the arrays released windows' Turns began in
+// (*[]Turn, emptied), as windowArrays their messages'.
+var turnArrays sync.Pool
+
+// turnArray is windowArray for a window's n turns.
+func turnArray(n int) *[]Turn {
+	box, _ := turnArrays.Get().(*[]Turn)
+	if box == nil {
+		box = new([]Turn)
+	}
+	if cap(*box) < n {
+		*box = make([]Turn, 0, n+n/4)
+	}
+	return box
+}
+
+// Release gives back the arrays w's messages and turns lie in, for the
+// next window. Neither w nor what Curate returned for it may be used
+// after: copy what must outlive it.
 func (w *Window) Release() {
-	all, box := w.all[:cap(w.all)], w.box
-	w.all, w.box, w.Turns = nil, nil, nil
+	all, box, tb := w.all[:cap(w.all)], w.box, w.turnBox
+	w.all, w.box, w.turnBox, w.Turns = nil, nil, nil, nil
 	if box == nil {
 		return // released already
 	}
+	if turns := (*tb)[:cap(*tb)]; cap(turns) > maxPooledWindow {
+		*tb = nil
+	} else {
+		clear(turns)
+		*tb = turns[:0]
+	}
+	turnArrays.Put(tb)
 	if cap(all) > maxPooledWindow {
 		*box = nil // a long conversation's window does not stay behind
 	} else {

@@ -340,21 +340,27 @@ func TestCurateSendsTheWindowsArrayInPlace(t *testing.T) {
 	}
 }
 
-// Release empties the window's array (the pool keeps no message's bytes
-// alive) and gives it back: a later window lays its messages out in it.
+// Release empties the window's arrays (the pool keeps no message's bytes
+// alive) and gives them back: a later window lays its messages and its
+// turns out in them.
 func TestReleasedWindowArrayIsReused(t *testing.T) {
 	_, msgs := toolWindow(3, "result")
 	hist, fresh := msgs[:len(msgs)-4], msgs[len(msgs)-4:]
-	reused := false
+	reused, reusedTurns := false, false
 	// sync.Pool may drop what it is given (it does at random under the
 	// race detector): a few tries.
 	for range 100 {
 		w := NewWindow(hist, fresh, 0, 2)
-		all := w.all[:cap(w.all)]
+		all, turns := w.all[:cap(w.all)], w.Turns[:cap(w.Turns)]
 		w.Release()
 		for i := range all {
 			if all[i].Raw != nil || all[i].Seq != 0 {
 				t.Fatalf("after Release: message %d still holds %s (seq %d)", i, all[i].Raw, all[i].Seq)
+			}
+		}
+		for i := range turns {
+			if turns[i].Messages != nil || turns[i].Tokens != 0 {
+				t.Fatalf("after Release: turn %d still holds %d messages (%d tokens)", i, len(turns[i].Messages), turns[i].Tokens)
 			}
 		}
 		next := NewWindow(hist, fresh, 0, 2)
@@ -370,14 +376,18 @@ func TestReleasedWindowArrayIsReused(t *testing.T) {
 				t.Fatalf("message %d: got seq %d %s, want seq %d %s", i, out[i].Seq, out[i].Raw, msgs[i].Seq, msgs[i].Raw)
 			}
 		}
-		if &next.all[0] == &all[0] {
-			reused = true
+		reused = reused || &next.all[0] == &all[0]
+		reusedTurns = reusedTurns || &next.Turns[0] == &turns[0]
+		next.Release()
+		if reused && reusedTurns {
 			break
 		}
-		next.Release()
 	}
 	if !reused {
 		t.Error("no window reused a released array in 100 tries")
+	}
+	if !reusedTurns {
+		t.Error("no window reused a released array of turns in 100 tries")
 	}
 }
 
