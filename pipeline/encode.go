@@ -23,11 +23,21 @@ import (
 // the summary is decoded and encoded again on every request. asStored
 // reports that the conversation's messages went as they were stored.
 func EncodePlan(up wire.Protocol, msgs []plan.Message) (instr, conv [][]byte, asStored bool, err error) {
+	return EncodePlanIn(nil, up, msgs)
+}
+
+// EncodePlanIn is EncodePlan laying both lists out in scratch when it
+// has room for len(msgs) (a caller's recycled array: instr and conv
+// alias it), in an array of its own otherwise.
+func EncodePlanIn(scratch [][]byte, up wire.Protocol, msgs []plan.Message) (instr, conv [][]byte, asStored bool, err error) {
 	n := 0
 	for n < len(msgs) && (msgs[n].Kind == plan.Instruction || msgs[n].Kind == plan.SummaryMessage) {
 		n++
 	}
-	all := make([][]byte, len(msgs)) // one array for both, when they go as stored
+	all := scratch[:cap(scratch)] // one array for both, when they go as stored
+	if len(all) < len(msgs) {
+		all = make([][]byte, len(msgs))
+	}
 	if instr, err = encodeInstructions(all[:0:n], up, msgs[:n]); err != nil {
 		return nil, nil, false, err
 	}

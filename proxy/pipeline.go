@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -102,11 +103,13 @@ func (s *Server) serveExchange(rc *fasthttp.RequestCtx, x *exchange, body []byte
 		pipeline.SameRaw(ctxt.instr, req.Instructions) && pipeline.SameRaw(ctxt.msgs, req.Messages)
 	out := body
 	if !asCame {
-		if out, err = x.appendBody(up, getBodyBuf(len(body)+x.contextTokens()*4), req, ctxt.instr, ctxt.msgs, ctxt.lastHistory, ctxt.lastSeq); err != nil {
+		out, err = x.appendBody(up, getBodyBuf(len(body)+x.contextTokens()*4), req, ctxt.instr, ctxt.msgs, ctxt.lastHistory, ctxt.lastSeq)
+		if err != nil {
 			x.fail(rc, err)
 			return
 		}
 	}
+	ctxt.release() // the body holds the context now
 	upReq := fasthttp.AcquireRequest()
 	up.request(upReq, rc, x.c, req, p.proto)
 	upReq.SetBodyRaw(out)
@@ -234,7 +237,50 @@ type encoded struct {
 	lastHistory int
 	// lastSeq is the stored seq of the last history message (0: none).
 	lastSeq uint64
+	// box holds the array instr and msgs lie in, from encodedArrays,
+	// until release gives it back (nil: none taken).
+	box *[][]byte
 }
+
+// encodedArrays keeps the arrays a recorded request's encoded context
+// was laid out in (*[][]byte, emptied): one entry a message sent.
+var encodedArrays sync.Pool
+
+// encodedArray returns a box holding an array for at least n entries, a
+// released one if one is at hand and big enough (with a quarter more
+// room when new, as history's windows).
+func encodedArray(n int) *[][]byte {
+	box, _ := encodedArrays.Get().(*[][]byte)
+	if box == nil {
+		box = new([][]byte)
+	}
+	if cap(*box) < n {
+		*box = make([][]byte, 0, n+n/4)
+	}
+	return box
+}
+
+// release gives e's array back once the upstream body is built from it:
+// neither instr nor msgs may be read after. Arrays past maxPooledEncoded
+// entries are not kept.
+func (e *encoded) release() {
+	box := e.box
+	e.box, e.instr, e.msgs = nil, nil, nil
+	if box == nil {
+		return
+	}
+	if all := (*box)[:cap(*box)]; cap(all) > maxPooledEncoded {
+		*box = nil
+	} else {
+		clear(all) // the pool keeps no message's bytes alive
+		*box = all[:0]
+	}
+	encodedArrays.Put(box)
+}
+
+// maxPooledEncoded bounds, in messages, the arrays encodedArrays keeps,
+// as plan's and history's pools are bounded.
+const maxPooledEncoded = 1024
 
 // encode is the stage that puts the planned context (or, for a request
 // that records nothing, the request's own messages) in the upstream's
@@ -256,8 +302,14 @@ func (x *exchange) encode(p, up *protocol, req *wire.Request, exp *expansion) (e
 			planned = append(planned, plan.Message{Kind: plan.New, Protocol: p.proto, Raw: m})
 		}
 	}
-	instr, msgs, asStored, err := pipeline.EncodePlan(up.proto, planned)
+	var scratch [][]byte
+	if x.record {
+		e.box = encodedArray(len(planned))
+		scratch = *e.box
+	}
+	instr, msgs, asStored, err := pipeline.EncodePlanIn(scratch, up.proto, planned)
 	if err != nil {
+		e.release()
 		return e, err
 	}
 	e.instr, e.msgs = instr, msgs

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,12 +14,13 @@ import (
 )
 
 // An exchange gives its plan's array back once it is done, streamed or
-// not (plan.Plan.Release), and the next plan lays its messages out in
-// it: once warm, laying out a plan allocates next to nothing, where it
-// allocated an array of the window's size on every request (some 450
-// messages, 33 KB, over BenchmarkChatPath50's window). Measured in the
-// memory profile's bytes allocated under plan's layout, every
-// allocation sampled.
+// not (plan.Plan.Release), and the array of its encoded context once
+// its upstream body is built; the next exchange lays its messages out in
+// them: once warm, laying out a plan and encoding it allocate next to
+// nothing, where each allocated an array of the window's size on every
+// request (some 450 messages, 33 KB and 11 KB, over
+// BenchmarkChatPath50's window). Measured in the memory profile's bytes
+// allocated under each, every allocation sampled.
 func TestChatAllocPlansReuseTheirArrays(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's sync.Pool drops items at random: counts mean nothing")
@@ -58,32 +60,36 @@ func TestChatAllocPlansReuseTheirArrays(t *testing.T) {
 			for i := range runs {
 				serve(i)
 			}
-			laid := layoutBytes() - before
-			t.Logf("%d bytes allocated laying out %d requests' plans", laid, runs)
-			// A plan's message is 72 bytes, and the instructions are left
-			// out of the count; a pool emptied by a collection, or a
-			// conversation that outgrew the arrays at hand, costs one.
-			if floor := int64(messages) * 72; laid > floor/10 {
-				t.Errorf("laying out %d plans allocated %d bytes, a tenth of what they hold (%d) allowed", runs, laid, floor)
+			after := layoutBytes()
+			// A plan's message is 72 bytes, an encoded one 24, and the
+			// instructions are left out of the count; a pool emptied by a
+			// collection, or a conversation that outgrew the arrays at
+			// hand, costs one.
+			for i, what := range []string{"plans", "encoded contexts"} {
+				laid := after[i] - before[i]
+				t.Logf("%d bytes allocated laying out %d requests' %s", laid, runs, what)
+				if floor := int64(messages) * [2]int64{72, 24}[i]; laid > floor/10 {
+					t.Errorf("laying out %d requests' %s allocated %d bytes, a tenth of what they hold (%d) allowed", runs, what, laid, floor)
+				}
 			}
 		})
 	}
 }
 
 // layoutBytes is the bytes allocated so far, as the memory profile has
-// them after a collection, under plan's layout of a plan's messages.
-func layoutBytes() int64 {
+// them after a collection, under the layout of a plan's messages and
+// under the encoding of its context.
+func layoutBytes() (sums [2]int64) {
 	runtime.GC()
 	n, _ := runtime.MemProfile(nil, true)
 	recs := make([]runtime.MemProfileRecord, n+64)
 	n, _ = runtime.MemProfile(recs, true)
-	var sum int64
 	for _, r := range recs[:n] {
 		frames := runtime.CallersFrames(r.Stack())
 		for {
 			f, more := frames.Next()
-			if f.Function == "github.com/recallproxy/recall/plan.(*maker).lay" {
-				sum += r.AllocBytes
+			if i := slices.Index(layouts[:], f.Function); i >= 0 {
+				sums[i] += r.AllocBytes
 				break
 			}
 			if !more {
@@ -91,32 +97,10 @@ func layoutBytes() int64 {
 			}
 		}
 	}
-	return sum
+	return sums
 }
 
-// The exchange's record, written at its end, reads the plan it sent
-// (inspect.Fill): the plan's array goes back only after, streamed or not.
-func TestExchangeRecordReadsItsPlanBeforeTheRelease(t *testing.T) {
-	for _, up := range []instantUpstream{{"application/json", []byte(benchAnswer)}, {"text/event-stream", benchStream()}} {
-		t.Run(up.contentType, func(t *testing.T) {
-			recs := make(chan history.ExchangeRecord, 3) // a stream's comes from its relay
-			srv, store := benchServerWith(t, 16000, up, func(c *proxy.Config) {
-				c.OnExchange = func(_ history.Key, r history.ExchangeRecord) { recs <- r }
-			})
-			prefill(t, store, 1, 50)
-			rc := benchRequest("conv-0")
-			for i := range 3 {
-				serveOK(t, srv, rc)
-				var r history.ExchangeRecord
-				select {
-				case r = <-recs:
-				case <-time.After(10 * time.Second):
-					t.Fatalf("request %d: no record", i)
-				}
-				if r.Tokens.History == 0 || len(r.Included) == 0 || r.NewMessages != 1 {
-					t.Errorf("record %d: history tokens %d, included %v, new messages %d; want the plan's", i, r.Tokens.History, r.Included, r.NewMessages)
-				}
-			}
-		})
-	}
-}
+// layouts are the functions layoutBytes sums under: the plan's messages
+// laid out (its array), the context encoded (the array of its encoded
+// messages, taken or made).
+var layouts = [2]string{"github.com/recallproxy/recall/plan.(*maker).lay", "github.com/recallproxy/recall/proxy.(*exchange).encode"}
