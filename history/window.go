@@ -3,8 +3,8 @@ package history
 import (
 	"errors"
 	"fmt"
-	"sync"
 
+	"github.com/recallproxy/recall/internal/slicepool"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -163,7 +163,7 @@ type Window struct {
 // conversation's stored turn count before this request. The window lays
 // them out in an array of its own, which Release gives back.
 func NewWindow(hist, fresh []Message, cut uint64, storedTurns int) *Window {
-	box := windowArray(len(hist) + len(fresh))
+	box := windowArrays.Get(len(hist) + len(fresh))
 	all := append(*box, hist...)
 	all = append(all, fresh...)
 	w := &Window{Cut: cut, all: all, box: box}
@@ -173,7 +173,7 @@ func NewWindow(hist, fresh []Message, cut uint64, storedTurns int) *Window {
 			turns++
 		}
 	}
-	w.turnBox = turnArray(turns)
+	w.turnBox = turnArrays.Get(turns)
 	w.Turns = *w.turnBox
 	start := 0
 	for i := 1; i <= len(all); i++ {
@@ -365,66 +365,27 @@ func (w *Window) inPlace(start int) bool {
 }
 
 // windowArrays keeps the arrays released windows laid their messages out
-// in (*[]Message, emptied): a 50-turn window's is some 15 KB, allocated
-// and zeroed on every request otherwise.
-var windowArrays sync.Pool
+// in: a 50-turn window's is some 15 KB, allocated and zeroed on every
+// request otherwise; turnArrays those their Turns began in. Neither keeps
+// a window over a long conversation's whole history.
+var (
+	windowArrays = slicepool.Pool[Message]{Max: maxPooledWindow}
+	turnArrays   = slicepool.Pool[Turn]{Max: maxPooledWindow}
+)
 
-// maxPooledWindow bounds, in messages, the arrays windowArrays keeps: a
-// window over a long conversation's whole history does not stay behind.
+// maxPooledWindow bounds, in messages or turns, the arrays windowArrays
+// and turnArrays keep.
 const maxPooledWindow = 1024
-
-// windowArray returns a box holding an empty array for n messages, a
-// released one if one is at hand and big enough. A new array has room
-// for a quarter more: a conversation's window grows by a turn a request,
-// and an array of just its size would be too small for the next.
-func windowArray(n int) *[]Message {
-	box, _ := windowArrays.Get().(*[]Message)
-	if box == nil {
-		box = new([]Message)
-	}
-	if cap(*box) < n {
-		*box = make([]Message, 0, n+n/4)
-	}
-	return box
-}
-
-// turnArrays keeps the arrays released windows' Turns began in
-// (*[]Turn, emptied), as windowArrays their messages'.
-var turnArrays sync.Pool
-
-// turnArray is windowArray for a window's n turns.
-func turnArray(n int) *[]Turn {
-	box, _ := turnArrays.Get().(*[]Turn)
-	if box == nil {
-		box = new([]Turn)
-	}
-	if cap(*box) < n {
-		*box = make([]Turn, 0, n+n/4)
-	}
-	return box
-}
 
 // Release gives back the arrays w's messages and turns lie in, for the
 // next window. Neither w nor what Curate returned for it may be used
 // after: copy what must outlive it.
 func (w *Window) Release() {
-	all, box, tb := w.all[:cap(w.all)], w.box, w.turnBox
+	box, tb := w.box, w.turnBox
 	w.all, w.box, w.turnBox, w.Turns = nil, nil, nil, nil
 	if box == nil {
 		return // released already
 	}
-	if turns := (*tb)[:cap(*tb)]; cap(turns) > maxPooledWindow {
-		*tb = nil
-	} else {
-		clear(turns)
-		*tb = turns[:0]
-	}
 	turnArrays.Put(tb)
-	if cap(all) > maxPooledWindow {
-		*box = nil // a long conversation's window does not stay behind
-	} else {
-		clear(all) // the pool keeps no message's bytes alive
-		*box = all[:0]
-	}
 	windowArrays.Put(box)
 }

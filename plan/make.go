@@ -388,7 +388,7 @@ func (m *maker) lay(sent []history.Message) (*Plan, error) {
 	if len(instr)+len(sent) == 0 {
 		return nil, ErrNothingToSend
 	}
-	p.box = messageArray(len(instr) + 1 + len(sent))
+	p.box = messageArrays.Get(len(instr) + 1 + len(sent))
 	p.Messages = *p.box
 	for _, msg := range instr {
 		p.Messages = append(p.Messages, Message{Kind: Instruction, Role: msg.Role, Protocol: msg.Protocol, Raw: msg.Raw,

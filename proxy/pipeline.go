@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/apierr"
+	"github.com/recallproxy/recall/internal/slicepool"
 	"github.com/recallproxy/recall/pipeline"
 	"github.com/recallproxy/recall/plan"
 	"github.com/recallproxy/recall/respstate"
@@ -243,44 +243,17 @@ type encoded struct {
 }
 
 // encodedArrays keeps the arrays a recorded request's encoded context
-// was laid out in (*[][]byte, emptied): one entry a message sent.
-var encodedArrays sync.Pool
-
-// encodedArray returns a box holding an array for at least n entries, a
-// released one if one is at hand and big enough (with a quarter more
-// room when new, as history's windows).
-func encodedArray(n int) *[][]byte {
-	box, _ := encodedArrays.Get().(*[][]byte)
-	if box == nil {
-		box = new([][]byte)
-	}
-	if cap(*box) < n {
-		*box = make([][]byte, 0, n+n/4)
-	}
-	return box
-}
+// was laid out in (one entry a message sent), as plan's and history's
+// pools keep theirs.
+var encodedArrays = slicepool.Pool[[]byte]{Max: 1024}
 
 // release gives e's array back once the upstream body is built from it:
-// neither instr nor msgs may be read after. Arrays past maxPooledEncoded
-// entries are not kept.
+// neither instr nor msgs may be read after.
 func (e *encoded) release() {
 	box := e.box
 	e.box, e.instr, e.msgs = nil, nil, nil
-	if box == nil {
-		return
-	}
-	if all := (*box)[:cap(*box)]; cap(all) > maxPooledEncoded {
-		*box = nil
-	} else {
-		clear(all) // the pool keeps no message's bytes alive
-		*box = all[:0]
-	}
 	encodedArrays.Put(box)
 }
-
-// maxPooledEncoded bounds, in messages, the arrays encodedArrays keeps,
-// as plan's and history's pools are bounded.
-const maxPooledEncoded = 1024
 
 // encode is the stage that puts the planned context (or, for a request
 // that records nothing, the request's own messages) in the upstream's
@@ -304,7 +277,7 @@ func (x *exchange) encode(p, up *protocol, req *wire.Request, exp *expansion) (e
 	}
 	var scratch [][]byte
 	if x.record {
-		e.box = encodedArray(len(planned))
+		e.box = encodedArrays.Get(len(planned))
 		scratch = *e.box
 	}
 	instr, msgs, asStored, err := pipeline.EncodePlanIn(scratch, up.proto, planned)
