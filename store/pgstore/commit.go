@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -157,11 +158,18 @@ func (s *Store) Commit(ctx context.Context, k history.Key, c history.Change) (hi
 		defer unfence()
 	}
 	m, wrote, err := s.commitOn(ctx, k, c, rel)
-	if err != nil && !wrote && Unavailable(err) && ctx.Err() == nil {
-		// Nothing was written: after a database restart the pool's idle
-		// connections are dead, and only their first use tells.
+	if err != nil && Unavailable(err) && ctx.Err() == nil {
+		// After a database restart the pool's idle connections are dead,
+		// and only their first use tells: a session the server ended
+		// while idle left its FATAL message on the socket, read only
+		// once the statement was written.
 		s.pool.Reset()
-		m, _, err = s.commitOn(ctx, k, c, rel)
+		switch {
+		case !wrote: // nothing was written
+			m, _, err = s.commitOn(ctx, k, c, rel)
+		case fast(&c):
+			m, err = s.resend(ctx, k, &c, rel, err)
+		}
 	}
 	if err == nil {
 		s.merger.committed(len(c.Append))
@@ -239,6 +247,42 @@ func (s *Store) commitOn(ctx context.Context, k history.Key, c history.Change, r
 	}
 	return m, wrote, err
 }
+
+// resend sends c (fast) once more on a fresh connection, after its
+// statement was written and the connection failed, its fate unknown
+// (first). The statement writes only on c's base, so it cannot land
+// twice: if it lands now, the first did not; if the head moved, the
+// first landed when the stored metadata is the very record it wrote (its
+// time and version with it). Otherwise the fate stays unknown: first.
+func (s *Store) resend(ctx context.Context, k history.Key, c *history.Change, rel *leaseTake, first error) (history.Meta, error) {
+	f, ok := prepareFast(c)
+	if !ok {
+		return history.Meta{}, first
+	}
+	f.rel = rel
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return history.Meta{}, first
+	}
+	defer conn.Release()
+	var wrote bool
+	m, landed, err := s.commitFast(ctx, conn.Conn(), k, f, &wrote)
+	switch {
+	case err != nil:
+		return history.Meta{}, first
+	case landed:
+		return m, nil
+	}
+	var stored []byte
+	err = conn.QueryRow(ctx, storedMetaSQL, k.Tenant, k.Conversation).Scan(&stored)
+	if err == nil && bytes.Equal(stored, f.meta) {
+		return f.next, nil
+	}
+	return history.Meta{}, first
+}
+
+// storedMetaSQL reads a conversation's meta column.
+const storedMetaSQL = `SELECT meta FROM recall_conversations WHERE tenant = $1 AND conversation = $2`
 
 // fast reports whether c can commit in one statement (see Commit).
 func fast(c *history.Change) bool {

@@ -1,9 +1,12 @@
 package pgstore
 
 import (
+	"context"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/recallproxy/recall/history"
 )
 
 // SetMergeClock sets the clock by which s's merger spaces its sweeps of
@@ -51,3 +54,9 @@ const MergeKey = mergeKey
 
 // BatchPool is the pool the committers send their batches on.
 func BatchPool(s *Store) *pgxpool.Pool { return s.batchPool }
+
+// Resend is the commit's second sending of a change on its base after
+// its first failed with the connection (commit.go), first its error.
+func Resend(ctx context.Context, s *Store, k history.Key, c history.Change, first error) (history.Meta, error) {
+	return s.resend(ctx, k, &c, nil, first)
+}
