@@ -88,7 +88,8 @@
 # (direct, direct-ctx50), nginx (nginx, nginx-ctx50), floor, nohist, sync, relaxed,
 # protocols (the Responses, Messages and Gemini rows), pairs (each of those
 # rows against the chat row, recall-sync against nginx-ctx50, recall-pg-2
-# against recall-pg, in alternating slices: PAIR_ROWS), pg (recall-pg,
+# against recall-pg, two unshared recall-syncs against one (sync-2), in
+# alternating slices: PAIR_ROWS), pg (recall-pg,
 # recall-pg-2), series (cost against history length), rss, ceiling. Example:
 # ONLY=sync,pg bench/run.sh -quick.
 #
@@ -636,7 +637,8 @@ done
 # gemini-bridged) against the chat row, the first of them, chat against
 # chat, the method's own bias; ctx50, recall-sync against nginx-ctx50
 # (nginx needed); pg-2, recall-pg-2's two replicas against recall-pg, on
-# two databases of the recall-pg rows' server (PostgreSQL needed). The
+# two databases of the recall-pg rows' server (PostgreSQL needed); sync-2,
+# two unshared recall-syncs against one (below). The
 # report's "Pairs" table gives each row's median ratio over the rounds.
 # PAIR_ROWS, a comma list of the rows' names, runs just those;
 # PAIR_FIRST=row starts a protocol row's Recall before the chat one's (the
@@ -686,6 +688,35 @@ if pair_wanted ctx50 && [ -n "${NGINX_PID:-}" ]; then
 	rm -rf "$WORK/data-pair-ctx50"
 elif pair_wanted ctx50; then
 	echo "run.sh: no nginx: skipping the pairs' ctx50 row" >&2
+fi
+
+# sync-2: two recall-sync processes, each on a copy of the seeded
+# conversations and sharing nothing, each conversation's requests all to
+# one of them (load -affinity), against one recall-sync: what splitting
+# the proxy's core between two processes costs with no coordination at
+# all, the floor under recall-pg-2's ratio to recall-pg.
+if pair_wanted sync-2; then
+	[ -d "$WORK/seed-chat" ] || seed "$WORK/seed-chat" 1000 "$SEED_TURNS"
+	for d in base a b; do
+		rm -rf "$WORK/data-pair-sync2-$d"
+		cp -a "$WORK/seed-chat" "$WORK/data-pair-sync2-$d"
+	done
+	start_recall "$WORK/data-pair-sync2-base" true
+	single=$RECALL_PID
+	RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pair-sync2-a" true
+	replica_a=$RECALL_PID
+	RECALL_AT=$RECALL3_PORT start_recall "$WORK/data-pair-sync2-b" true
+	replica_b=$RECALL_PID
+	PAIR_BASE=(-url "http://127.0.0.1:$RECALL_PORT$URL" -concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS")
+	PAIR_ROW=(-url "http://127.0.0.1:$RECALL2_PORT$URL,http://127.0.0.1:$RECALL3_PORT$URL" -concurrency "$CONC"
+		-conversations 1000 -seeded "$SEED_TURNS" -affinity)
+	pair_rounds sync-2 "$single" "$replica_a,$replica_b"
+	for pid in "$single" "$replica_a" "$replica_b"; do
+		kill "$pid"
+		wait "$pid" || true
+	done
+	RECALL_PID=
+	rm -rf "$WORK"/data-pair-sync2-*
 fi
 
 for row in "chat openai chat" "responses openai responses" "responses chat responses-bridged" \
