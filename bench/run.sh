@@ -676,6 +676,16 @@ pair_rounds() {
 	done
 }
 
+# stop_pair PID...: stops a pairs row's Recall processes.
+stop_pair() {
+	local pid
+	for pid in "$@"; do
+		kill "$pid"
+		wait "$pid" || true
+	done
+	RECALL_PID=
+}
+
 if pair_wanted ctx50 && [ -n "${NGINX_PID:-}" ]; then
 	[ -d "$WORK/seed-chat" ] || seed "$WORK/seed-chat" 1000 "$SEED_TURNS"
 	rm -rf "$WORK/data-pair-ctx50"
@@ -711,11 +721,7 @@ if pair_wanted sync-2; then
 	PAIR_ROW=(-url "http://127.0.0.1:$RECALL2_PORT$URL,http://127.0.0.1:$RECALL3_PORT$URL" -concurrency "$CONC"
 		-conversations 1000 -seeded "$SEED_TURNS" -affinity)
 	pair_rounds sync-2 "$single" "$replica_a,$replica_b"
-	for pid in "$single" "$replica_a" "$replica_b"; do
-		kill "$pid"
-		wait "$pid" || true
-	done
-	RECALL_PID=
+	stop_pair "$single" "$replica_a" "$replica_b"
 	rm -rf "$WORK"/data-pair-sync2-*
 fi
 
@@ -746,11 +752,7 @@ for row in "chat openai chat" "responses openai responses" "responses chat respo
 	PAIR_BASE=(-url "http://127.0.0.1:$RECALL_PORT$URL" -concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS")
 	PAIR_ROW=(-protocol "$proto" -url "http://127.0.0.1:$RECALL2_PORT$path" -concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS")
 	pair_rounds "$name" "$chat_pid" "$row_pid"
-	for pid in "$chat_pid" "$row_pid"; do
-		kill "$pid"
-		wait "$pid" || true
-	done
-	RECALL_PID=
+	stop_pair "$chat_pid" "$row_pid"
 	rm -rf "$WORK/data-pair-base" "$WORK/data-pair-$name"
 done
 
@@ -951,11 +953,7 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 		PAIR_ROW=(-url "http://127.0.0.1:$RECALL2_PORT$URL,http://127.0.0.1:$RECALL3_PORT$URL" -concurrency "$CONC"
 			-conversations 1000 -seeded "$SEED_TURNS" -cpu "$PG_PID" "${affinity[@]}")
 		pair_rounds pg-2 "$single" "$replica_a,$replica_b"
-		for pid in "$single" "$replica_a" "$replica_b"; do
-			kill "$pid"
-			wait "$pid" || true
-		done
-		RECALL_PID=
+		stop_pair "$single" "$replica_a" "$replica_b"
 	fi
 else
 	echo "PostgreSQL server binaries not found (apt-get install postgresql): skipping the recall-pg rows" >&2
