@@ -290,11 +290,12 @@ func overlap(in, tail []Message) int {
 		fail[i] = k
 	}
 	q := 0
-	for _, t := range tail {
-		for q > 0 && (q == len(in) || t.Hash != in[q].Hash) {
+	for i := range tail {
+		h := tail[i].Hash
+		for q > 0 && (q == len(in) || h != in[q].Hash) {
 			q = fail[q-1]
 		}
-		if t.Hash == in[q].Hash {
+		if h == in[q].Hash {
 			q++
 		}
 	}

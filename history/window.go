@@ -179,8 +179,8 @@ func NewWindow(hist, fresh []Message, cut uint64, storedTurns int) *Window {
 	for i := 1; i <= len(all); i++ {
 		if i == len(all) || opensTurn(&all[i-1], &all[i]) {
 			t := Turn{Messages: all[start:i:i]}
-			for _, m := range t.Messages {
-				t.Tokens += m.Tokens
+			for j := range t.Messages {
+				t.Tokens += t.Messages[j].Tokens
 			}
 			w.Turns = append(w.Turns, t)
 			start = i

@@ -70,12 +70,12 @@ func encodeInstructions(dst [][]byte, up wire.Protocol, msgs []plan.Message) ([]
 // memo of translations when it holds it).
 func appendEncoded(dst [][]byte, up wire.Protocol, msgs []plan.Message) ([][]byte, bool, error) {
 	same := true
-	for _, m := range msgs {
-		same = same && m.Protocol == up
+	for i := range msgs {
+		same = same && msgs[i].Protocol == up
 	}
 	if same {
-		for _, m := range msgs {
-			dst = append(dst, m.Raw)
+		for i := range msgs {
+			dst = append(dst, msgs[i].Raw)
 		}
 		return dst, true, nil
 	}

@@ -397,7 +397,8 @@ func (m *maker) lay(sent []history.Message) (*Plan, error) {
 	if p.Summary != nil {
 		p.Messages = append(p.Messages, m.summary)
 	}
-	for _, msg := range sent {
+	for i := range sent {
+		msg := &sent[i] // not a copy: the stored messages are cold, and large
 		k, raw := History, msg.Raw
 		if msg.Seq >= m.next {
 			k = New

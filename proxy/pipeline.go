@@ -289,8 +289,8 @@ func (x *exchange) encode(p, up *protocol, req *wire.Request, exp *expansion) (e
 	var roles []string
 	if x.record && asStored { // msgs are the last len(msgs) planned, one for one
 		sent := planned[len(planned)-len(msgs):]
-		for i, m := range sent {
-			if m.Kind == plan.History {
+		for i := range sent {
+			if m := &sent[i]; m.Kind == plan.History {
 				e.lastHistory, e.lastSeq = i, m.Seq
 			}
 		}
