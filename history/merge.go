@@ -256,8 +256,11 @@ func keep(stored []Message, p int) int {
 // visible returns msgs without Recall's internal messages, which the
 // client never saw and so never resends (msgs itself when there are none).
 func visible(msgs []Message) []Message {
-	i := slices.IndexFunc(msgs, func(m Message) bool { return m.Flags&Internal != 0 })
-	if i < 0 {
+	i := 0 // a loop, not slices.IndexFunc, which copies each message to test it
+	for i < len(msgs) && msgs[i].Flags&Internal == 0 {
+		i++
+	}
+	if i == len(msgs) {
 		return msgs
 	}
 	out := slices.Clip(msgs[:i:i])
