@@ -80,7 +80,7 @@ func Merge(mode Mode, in []Message, snap Snapshot, head HeadFunc) (Merged, error
 	}
 	head = memoHead(head)
 	m, err := mergeAuto(in, snap, head)
-	if err != nil || !slices.ContainsFunc(m.New, isAssistant) {
+	if err != nil || !hasAssistant(m.New) {
 		return m, err
 	}
 	// The client sent something the model said as new: perhaps a stored
@@ -110,12 +110,12 @@ func mergeAuto(in []Message, snap Snapshot, head HeadFunc) (Merged, error) {
 	// memory carries over. The opening message is never the evidence,
 	// whatever its role: it is what a restarted client repeats.
 	if len(in) > 1 && snap.Meta.Messages > 0 && in[0].Hash == snap.Meta.FirstHash &&
-		slices.ContainsFunc(in[1:], isAssistant) {
+		hasAssistant(in[1:]) {
 		stored, p, err := commonPrefix(in, snap, head)
 		if err != nil {
 			return Merged{}, err
 		}
-		if p > 1 && slices.ContainsFunc(visible(stored)[1:p], isAssistant) {
+		if p > 1 && hasAssistant(visible(stored)[1:p]) {
 			return supersede(in[p:], snap, stored, p), nil
 		}
 	}
@@ -164,7 +164,16 @@ func RepeatedPreamble(in []Message, snap Snapshot, head HeadFunc) (*Message, err
 	return &pre, nil
 }
 
-func isAssistant(m Message) bool { return m.Role == wire.RoleAssistant }
+// hasAssistant reports whether msgs hold a message of the model. A loop,
+// not slices.ContainsFunc, which would copy each message to test it.
+func hasAssistant(msgs []Message) bool {
+	for i := range msgs {
+		if msgs[i].Role == wire.RoleAssistant {
+			return true
+		}
+	}
+	return false
+}
 
 // memoHead returns head answering a read of no more messages than its
 // last one read (or than the conversation holds) from that read.

@@ -301,7 +301,7 @@ func FuzzMerge(f *testing.F) {
 			if !slices.Equal(hashes(got.History), hashes(full.Tail[:len(got.History)])) {
 				t.Fatalf("got kept history %v, want a prefix of storage %v", hashes(got.History), hashes(full.Tail))
 			}
-			if m == Auto && (len(got.History) < 2 || !slices.ContainsFunc(got.History[1:], isAssistant)) {
+			if m == Auto && (len(got.History) < 2 || !hasAssistant(got.History[1:])) {
 				t.Fatalf("auto superseded after %v, want evidence: a stored assistant message after the first", describe(got.History))
 			}
 		}

@@ -1,8 +1,6 @@
 package history
 
 import (
-	"slices"
-
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -68,7 +66,7 @@ func mergeThinking(in []Message, snap Snapshot, head HeadFunc) (Merged, bool, er
 		return Merged{History: snap.Tail, New: in[tin.at[j-1]+1:]}, true, nil
 	}
 	if len(in) < 2 || snap.Meta.Messages == 0 || in[0].Hash != snap.Meta.FirstHash ||
-		!slices.ContainsFunc(tin.msgs[1:], isAssistant) {
+		!hasAssistant(tin.msgs[1:]) {
 		return Merged{}, false, nil
 	}
 	// A resend from the first message: read as much of the conversation's
@@ -97,7 +95,7 @@ func mergeThinking(in []Message, snap Snapshot, head HeadFunc) (Merged, bool, er
 	for p < len(tin.msgs) && p < len(sv.msgs) && tin.msgs[p].Hash == sv.msgs[p].Hash {
 		p++
 	}
-	if p < 2 || !slices.ContainsFunc(sv.msgs[1:p], isAssistant) {
+	if p < 2 || !hasAssistant(sv.msgs[1:p]) {
 		return Merged{}, false, nil
 	}
 	seen := sv.at[p-1] + 1

@@ -39,8 +39,8 @@ type Decision struct {
 // client's new messages merged in d.Mode.
 func NewDecision(d Decision, in []history.Message) *Decision {
 	d.In = make([]history.Message, len(in))
-	for i, m := range in {
-		d.In[i] = history.Message{Role: m.Role, Hash: m.Hash}
+	for i := range in {
+		d.In[i] = history.Message{Role: in[i].Role, Hash: in[i].Hash}
 	}
 	return &d
 }
