@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"hash/maphash"
 	"sync"
 	"testing"
 
@@ -11,13 +10,13 @@ import (
 	"github.com/recallproxy/recall/history"
 )
 
-// Conversations whose summaries share a memo slot, or a role that
+// Conversations whose summaries share a memo set, or a role that
 // changes, each get their own summary's message, also when planned at
 // once (run with -race).
 func TestInjectedKeepsConversationsAndRolesApart(t *testing.T) {
-	// Two conversations that hash to the same slot, with summaries of the
+	// Two conversations that hash to the same set, with summaries of the
 	// same version, coverage and length.
-	slot := func(k history.Key) uint64 { return maphash.Comparable(memoSeed, k) & (summaryMemoSlots - 1) }
+	slot := memoSet
 	a := history.Key{Tenant: "t", Conversation: "a"}
 	var b history.Key
 	for i := 0; b.Conversation == ""; i++ {
@@ -69,5 +68,45 @@ func TestInjectedKeepsConversationsAndRolesApart(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// Conversations whose summaries share a set of the memo each keep their
+// message while the set has a way for them: planned in turns, none is
+// escaped again. Direct-mapped, they evicted one another on every
+// request.
+func TestInjectedKeepsASetsConversations(t *testing.T) {
+	first := history.Key{Tenant: "t", Conversation: "c0"}
+	set := memoSet(first)
+	for i := range set {
+		set[i].Store(nil) // what other tests left there
+	}
+	keys := []history.Key{first}
+	for i := 1; len(keys) < memoWays; i++ {
+		if k := (history.Key{Tenant: "t", Conversation: fmt.Sprint("c", i)}); memoSet(k) == set {
+			keys = append(keys, k)
+		}
+	}
+	metas := make([]*history.Meta, len(keys))
+	made := make([][]byte, len(keys))
+	for i, k := range keys {
+		metas[i] = &history.Meta{Incarnation: 1, Summaries: 1, Summary: &history.Summary{Text: "About " + k.Conversation + ".", Through: 4}}
+		made[i] = injected(k, metas[i], "system")
+	}
+	for round := range 3 {
+		for i, k := range keys {
+			if got := injected(k, metas[i], "system"); &got[0] != &made[i][0] {
+				t.Errorf("round %d: %s's summary was escaped again", round, k.Conversation)
+			}
+		}
+	}
+
+	// A new summary replaces the conversation's own entry, not another's.
+	metas[0] = &history.Meta{Incarnation: 1, Summaries: 2, Summary: &history.Summary{Text: "Newer.", Through: 6}}
+	made[0] = injected(keys[0], metas[0], "system")
+	for i, k := range keys {
+		if got := injected(k, metas[i], "system"); &got[0] != &made[i][0] {
+			t.Errorf("after a new summary: %s's summary was escaped again", k.Conversation)
+		}
 	}
 }
