@@ -39,8 +39,12 @@ func (Codec) Name() string { return "chat.completions" }
 
 // Role implements wire.Codec: chat completions' roles are the canonical
 // ones (the legacy "function" role answers a call like "tool").
-func (Codec) Role(raw []byte) string {
-	switch gjson.Get(bytesString(raw), "role").String() { // constants: nothing of raw kept
+func (Codec) Role(raw []byte) string { return roleOf(gjson.Get(bytesString(raw), "role").String()) }
+
+// roleOf returns a role value as a role constant (nothing of the value
+// kept), or "" if it is none.
+func roleOf(role string) string {
+	switch role {
 	case RoleSystem:
 		return RoleSystem
 	case RoleDeveloper:
@@ -165,20 +169,43 @@ var errNotMessage = errors.New("chat: not a chat message")
 
 // Decode implements wire.Codec. A file part is a File; content parts other
 // than text, image, file and refusal (audio) are carried as Opaque parts
-// of chat completions.
+// of chat completions. The message's members are read in one pass (the
+// first of a repeated key counts, as for gjson.Get): a search for each,
+// two of them usually absent, read a long message four times.
 func (c Codec) Decode(raw []byte) (wire.Message, error) {
 	m := gjson.ParseBytes(raw)
 	if !m.IsObject() {
 		return wire.Message{}, errNotMessage
 	}
-	out := wire.Message{Role: c.Role(raw)}
+	var role, content, callID, refusal, calls gjson.Result
+	m.ForEach(func(k, v gjson.Result) bool {
+		var into *gjson.Result
+		switch k.Str {
+		case "role":
+			into = &role
+		case "content":
+			into = &content
+		case "tool_call_id":
+			into = &callID
+		case "refusal":
+			into = &refusal
+		case "tool_calls":
+			into = &calls
+		default:
+			return true
+		}
+		if !into.Exists() {
+			*into = v
+		}
+		return true
+	})
+	out := wire.Message{Role: roleOf(role.String())}
 	if out.Role == "" {
 		return wire.Message{}, errNotMessage
 	}
-	content := m.Get("content")
 	if out.Role == RoleTool {
 		out.Parts = append(out.Parts, wire.Part{Kind: wire.ToolResult,
-			CallID: m.Get("tool_call_id").String(), Text: contentString(content)})
+			CallID: callID.String(), Text: contentString(content)})
 		return out, nil
 	}
 	switch {
@@ -211,10 +238,10 @@ func (c Codec) Decode(raw []byte) (wire.Message, error) {
 			return true
 		})
 	}
-	if r := m.Get("refusal"); r.Type == gjson.String && r.Str != "" {
+	if r := refusal; r.Type == gjson.String && r.Str != "" {
 		out.Parts = append(out.Parts, wire.Part{Kind: wire.Refusal, Text: r.Str})
 	}
-	m.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+	calls.ForEach(func(_, tc gjson.Result) bool {
 		out.Parts = append(out.Parts, wire.Part{Kind: wire.ToolCall, CallID: tc.Get("id").String(),
 			Name: tc.Get("function.name").String(), Arguments: tc.Get("function.arguments").String()})
 		return true

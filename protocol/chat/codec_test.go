@@ -59,6 +59,28 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 }
 
+// TestDecodeReadsMembersInAnyOrder: Decode reads a message's members in
+// one pass: their order in the JSON does not change the parts' (text,
+// refusal, calls), and the first of a repeated key counts, as for
+// gjson.Get.
+func TestDecodeReadsMembersInAnyOrder(t *testing.T) {
+	raw := `{"tool_calls":[{"id":"A","type":"function","function":{"name":"f","arguments":"{}"}}],"refusal":"no",` +
+		`"content":"first","role":"assistant","content":"second","role":"user"}`
+	m, err := Codec{}.Decode([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Role != RoleAssistant || len(m.Parts) != 3 ||
+		m.Parts[0].Kind != wire.Text || m.Parts[0].Text != "first" ||
+		m.Parts[1].Kind != wire.Refusal || m.Parts[1].Text != "no" ||
+		m.Parts[2].Kind != wire.ToolCall || m.Parts[2].CallID != "A" || m.Parts[2].Name != "f" {
+		t.Errorf("got %s %+v", m.Role, m.Parts)
+	}
+	if _, err := (Codec{}).Decode([]byte(`{"content":"x"}`)); err == nil {
+		t.Error("a message without a role decoded")
+	}
+}
+
 // TestCodecEncodesResultsAsToolMessages: a canonical message carrying
 // several results (as Anthropic sends them) is one tool message each.
 func TestCodecEncodesResultsAsToolMessages(t *testing.T) {
