@@ -208,3 +208,16 @@ func BenchmarkParseReply(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecode decodes a user message of 1.3 KB to the canonical
+// model, as the summary worker's transcripts do for each message a
+// summary covers.
+func BenchmarkDecode(b *testing.B) {
+	raw := []byte(`{"role":"user","content":"` + strings.Repeat("the quick brown fox jumps over the lazy dog ", 28) + `"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (Codec{}).Decode(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
