@@ -38,7 +38,7 @@ func BenchmarkChatPathSummaries(b *testing.B) {
 			counter.Text(tokens.O200k, "build the encoder before timing")
 			up := instantUpstream{"application/json", []byte(benchAnswer)}
 			tenants := loadTenants(b, g)
-			mgr, err := summary.New(summary.Config{Store: store, Tenants: tenants, Transport: up, Counter: &counter})
+			mgr, err := summary.New(summary.Config{Store: store, Tenants: tenants, Client: up.client(), Counter: &counter})
 			if err != nil {
 				b.Fatal(err)
 			}

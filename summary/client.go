@@ -1,18 +1,17 @@
 package summary
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/config"
+	"github.com/recallproxy/recall/uplink"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -24,7 +23,8 @@ var errUpstream = errors.New("summary: upstream")
 const maxAnswerBytes = 4 << 20
 
 // answer is one summariser call's result, and what its record says of
-// it: the upstream's status (0: none came) and the time to its headers.
+// it: the upstream's status (0: none came) and the time to its answer
+// (read whole).
 type answer struct {
 	text                   string
 	promptTokens, complTok int
@@ -71,7 +71,7 @@ func (m *Manager) call(ctx context.Context, t *config.Tenant, cred, model, syste
 			path += "?" + query
 		}
 	}
-	a, raw, err := m.post(ctx, t, path, body, func(h http.Header) {
+	a, raw, err := m.post(ctx, t, path, body, func(h *fasthttp.RequestHeader) {
 		if key := t.Upstream.Credential(cred); key != "" {
 			if kh, ok := up.(wire.KeyHeader); ok {
 				h.Set(kh.KeyHeader(), key)
@@ -120,37 +120,50 @@ func answerText(a wire.Answer) string {
 // with the tenant's extra headers and the credential cred sets, within
 // the tenant's timeout, and reads the answer: a non-2xx one is an error
 // (errUpstream) that names the upstream's message.
-func (m *Manager) post(ctx context.Context, t *config.Tenant, path string, body []byte, cred func(http.Header)) (answer, []byte, error) {
-	if d := time.Duration(t.Upstream.Timeout); d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
+//
+// It goes over the upstream link the proxy's calls take (uplink.Do), on
+// a goroutine of its own so that ctx's end (Close) does not wait for the
+// answer: an abandoned call's request and response are the goroutine's
+// alone, and it drops them when the answer or the timeout comes.
+func (m *Manager) post(ctx context.Context, t *config.Tenant, path string, body []byte, cred func(*fasthttp.RequestHeader)) (answer, []byte, error) {
+	timeout := time.Duration(t.Upstream.Timeout)
+	if timeout <= 0 {
+		timeout = defaultTimeout
 	}
-	url := strings.TrimRight(t.Upstream.BaseURL, "/") + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return answer{}, nil, err
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = time.Until(d)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req, resp := new(fasthttp.Request), new(fasthttp.Response)
+	req.SetRequestURI(strings.TrimRight(t.Upstream.BaseURL, "/") + path)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
 	req.Header.Set("Accept", "application/json")
-	cred(req.Header)
+	cred(&req.Header)
 	for k, v := range t.Upstream.Headers {
 		req.Header.Set(k, v)
 	}
+	req.SetBodyRaw(body)
 	sent := m.cfg.Now()
-	resp, err := m.client.Do(req)
+	done := make(chan error, 1)
+	go func() { done <- uplink.Do(m.client, req, resp, timeout) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
 	if err != nil {
 		return answer{}, nil, fmt.Errorf("%w: %w", errUpstream, err)
 	}
-	defer resp.Body.Close()
-	a := answer{status: resp.StatusCode, firstByte: m.cfg.Now().Sub(sent)}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-	if err != nil {
-		return a, nil, fmt.Errorf("%w: read answer: %w", errUpstream, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+	a := answer{status: resp.StatusCode(), firstByte: m.cfg.Now().Sub(sent)}
+	raw := resp.Body()
+	if a.status < 200 || a.status > 299 {
 		msg := gjson.GetBytes(raw, "error.message").Str
-		return a, nil, fmt.Errorf("%w: status %d: %s", errUpstream, resp.StatusCode, cut(msg, 200))
+		return a, nil, fmt.Errorf("%w: status %d: %s", errUpstream, a.status, cut(msg, 200))
 	}
 	return a, raw, nil
 }
+
+// defaultTimeout bounds a summariser call of a tenant that sets no
+// upstream.timeout (config's default is 10m).
+const defaultTimeout = 10 * time.Minute

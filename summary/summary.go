@@ -31,15 +31,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/tokens"
+	"github.com/recallproxy/recall/uplink"
 )
 
 // ErrNotFound is returned by End and Summarize for a conversation that was
@@ -68,8 +69,11 @@ type Config struct {
 	Store history.Store
 	// Tenants supplies the tenants (required).
 	Tenants Tenants
-	// Transport sends summariser requests. Default http.DefaultTransport.
-	Transport http.RoundTripper
+	// Client sends summariser requests. Default:
+	// uplink.BufferingClient(maxAnswerBytes), the upstream link the
+	// proxy's own calls take (its pool, idle handling and second
+	// attempt on a connection the upstream closed unanswered).
+	Client *fasthttp.Client
 	// Counter counts tokens. Default: a new Counter.
 	Counter *tokens.Counter
 	// Logger receives a line per failed or discarded job. Default: discarded.
@@ -132,7 +136,7 @@ type JobDone struct {
 type Manager struct {
 	cfg     Config
 	log     *slog.Logger
-	client  *http.Client
+	client  *fasthttp.Client
 	metrics *metrics
 	queue   chan *job
 	// instr counts instructions (Counter.Text), summaries summary
@@ -172,8 +176,8 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Store == nil || cfg.Tenants == nil {
 		return nil, errors.New("summary: config needs Store and Tenants")
 	}
-	if cfg.Transport == nil {
-		cfg.Transport = http.DefaultTransport
+	if cfg.Client == nil {
+		cfg.Client = uplink.BufferingClient(maxAnswerBytes)
 	}
 	if cfg.Counter == nil {
 		cfg.Counter = &tokens.Counter{}
@@ -204,7 +208,7 @@ func New(cfg Config) (*Manager, error) {
 	return &Manager{
 		cfg:       cfg,
 		log:       cfg.Logger,
-		client:    &http.Client{Transport: cfg.Transport},
+		client:    cfg.Client,
 		metrics:   met,
 		queue:     make(chan *job, cfg.Queue),
 		instr:     newTextCounts(cfg.Counter.Text, maxInstructionCounts),
