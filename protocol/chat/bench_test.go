@@ -221,3 +221,15 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkText is Codec.Text of the same message as BenchmarkDecode, as
+// the search index's fold and the summariser's transcript read each
+// stored message.
+func BenchmarkText(b *testing.B) {
+	raw := []byte(`{"role":"user","content":"` + strings.Repeat("the quick brown fox jumps over the lazy dog ", 28) + `"}`)
+	dst := make([]byte, 0, len(raw))
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = Codec{}.Text(dst[:0], raw)
+	}
+}

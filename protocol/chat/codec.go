@@ -172,25 +172,27 @@ var errNotMessage = errors.New("chat: not a chat message")
 // of chat completions. The message's members are read in one pass (the
 // first of a repeated key counts, as for gjson.Get): a search for each,
 // two of them usually absent, read a long message four times.
-func (c Codec) Decode(raw []byte) (wire.Message, error) {
-	m := gjson.ParseBytes(raw)
-	if !m.IsObject() {
-		return wire.Message{}, errNotMessage
-	}
-	var role, content, callID, refusal, calls gjson.Result
+// members are the members of a message object that Decode and Text
+// read, each as Get finds it (the first of a repeated key), from one
+// pass over the object: a long message is read once, not once a member
+// (refusal and tool_calls are usually absent, so Get read to the end).
+type members struct{ role, content, callID, refusal, calls gjson.Result }
+
+func readMembers(m gjson.Result) members {
+	var mm members
 	m.ForEach(func(k, v gjson.Result) bool {
 		var into *gjson.Result
 		switch k.Str {
 		case "role":
-			into = &role
+			into = &mm.role
 		case "content":
-			into = &content
+			into = &mm.content
 		case "tool_call_id":
-			into = &callID
+			into = &mm.callID
 		case "refusal":
-			into = &refusal
+			into = &mm.refusal
 		case "tool_calls":
-			into = &calls
+			into = &mm.calls
 		default:
 			return true
 		}
@@ -199,6 +201,16 @@ func (c Codec) Decode(raw []byte) (wire.Message, error) {
 		}
 		return true
 	})
+	return mm
+}
+
+func (c Codec) Decode(raw []byte) (wire.Message, error) {
+	m := gjson.ParseBytes(raw)
+	if !m.IsObject() {
+		return wire.Message{}, errNotMessage
+	}
+	mm := readMembers(m)
+	role, content, callID, refusal, calls := mm.role, mm.content, mm.callID, mm.refusal, mm.calls
 	out := wire.Message{Role: roleOf(role.String())}
 	if out.Role == "" {
 		return wire.Message{}, errNotMessage

@@ -81,6 +81,20 @@ func TestDecodeReadsMembersInAnyOrder(t *testing.T) {
 	}
 }
 
+// TestTextReadsMembersInAnyOrder: Text writes a message's content, its
+// refusal and its tool calls in that order whatever the members' order,
+// and of a repeated member the first, as Decode reads them.
+func TestTextReadsMembersInAnyOrder(t *testing.T) {
+	raw := `{"tool_calls":[{"id":"A","type":"function","function":{"name":"f","arguments":"{}"}}],"refusal":"no",` +
+		`"content":"first","role":"assistant","content":"second","refusal":"again"}`
+	if got, want := string((Codec{}).Text(nil, []byte(raw))), "first\nno\nf\n{}"; got != want {
+		t.Errorf("Text = %q, want %q", got, want)
+	}
+	if got := (Codec{}).Text(nil, []byte(`["content","x"]`)); len(got) != 0 {
+		t.Errorf("Text of an array = %q, want none", got)
+	}
+}
+
 // TestCodecEncodesResultsAsToolMessages: a canonical message carrying
 // several results (as Anthropic sends them) is one tool message each.
 func TestCodecEncodesResultsAsToolMessages(t *testing.T) {

@@ -18,8 +18,8 @@ import (
 func (Codec) Text(dst, raw []byte) []byte {
 	add := func(s string) { dst = wire.AppendLine(dst, s) }
 	// A view of raw, not a copy: every string kept is copied into dst.
-	msg := gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw)))
-	content := msg.Get("content")
+	mm := readMembers(gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw))))
+	content := mm.content
 	switch {
 	case content.Type == gjson.String:
 		add(content.String())
@@ -34,8 +34,8 @@ func (Codec) Text(dst, raw []byte) []byte {
 			return true
 		})
 	}
-	add(msg.Get("refusal").String())
-	msg.Get("tool_calls").ForEach(func(_, call gjson.Result) bool {
+	add(mm.refusal.String())
+	mm.calls.ForEach(func(_, call gjson.Result) bool {
 		add(call.Get("function.name").String())
 		add(call.Get("function.arguments").String())
 		return true
