@@ -18,6 +18,9 @@
 #   floor-ctx50     bench/bareproxy sending nginx-ctx50's context upstream from
 #                   memory to a client that sends only its new message: a Go
 #                   proxy that kept the conversation and did nothing else
+#   floor-durable-ctx50 (pairs only) the same, each answered turn also appended
+#                   to a file and fsynced in groups before the answer: the
+#                   least a proxy that keeps conversations durably does
 #   recall-nohist   Recall without X-Conversation-ID (a plain proxy call)
 #   recall-sync     Recall with history: 1,000 conversations seeded with 50 turns
 #                   each that grow during the run, default budget, durable writes
@@ -87,7 +90,8 @@
 # ONLY, a comma list of row groups, runs just those (default: all): direct
 # (direct, direct-ctx50), nginx (nginx, nginx-ctx50), floor, nohist, sync, relaxed,
 # protocols (the Responses, Messages and Gemini rows), pairs (each of those
-# rows against the chat row, recall-sync against nginx-ctx50, recall-pg-2
+# rows against the chat row, recall-sync against nginx-ctx50, the durable
+# floor against nginx-ctx50 (durable-ctx50), recall-pg-2
 # against recall-pg, two unshared recall-syncs against one (sync-2), in
 # alternating slices: PAIR_ROWS), pg (recall-pg,
 # recall-pg-2), series (cost against history length), rss, ceiling. Example:
@@ -698,6 +702,32 @@ if pair_wanted ctx50 && [ -n "${NGINX_PID:-}" ]; then
 	rm -rf "$WORK/data-pair-ctx50"
 elif pair_wanted ctx50; then
 	echo "run.sh: no nginx: skipping the pairs' ctx50 row" >&2
+fi
+
+# durable-ctx50: nginx-ctx50 against bench/bareproxy keeping the context in
+# memory (-body, as floor-ctx50) and each answered turn durably (-durable:
+# appended to a file in the work directory and fsynced in groups before
+# the answer goes back): the least a proxy that keeps conversations
+# durably does, against a client that resends them. Recall's ctx50 ratio
+# over this one's is what its own work costs beyond durability.
+if pair_wanted durable-ctx50 && [ -n "${NGINX_PID:-}" ]; then
+	[ -s "$WORK/ctx.json" ] || "$BIN/load" -print-body -context-turns "$SEED_TURNS" >"$WORK/ctx.json"
+	[ -s "$WORK/ctx-stream.json" ] || "$BIN/load" -print-body -context-turns "$SEED_TURNS" -stream >"$WORK/ctx-stream.json"
+	rm -f "$WORK/turns.log"
+	"${PROXY_CPU[@]}" "$BIN/bareproxy" -listen "127.0.0.1:$BARE_PORT" -upstream "http://127.0.0.1:$UP_PORT" \
+		-body "$WORK/ctx.json" -stream-body "$WORK/ctx-stream.json" -durable "$WORK/turns.log" 2>>"$WORK/bareproxy.log" &
+	FLOOR_PID=$!
+	PIDS+=("$FLOOR_PID")
+	wait_port "$BARE_PORT"
+	PAIR_BASE=(-url "http://127.0.0.1:$NGINX_PORT$URL" -concurrency "$CONC" -context-turns "$SEED_TURNS")
+	PAIR_ROW=(-url "http://127.0.0.1:$BARE_PORT$URL" -concurrency "$CONC" -conversations 1000)
+	pair_rounds durable-ctx50 "$NGINX_PID" "$FLOOR_PID"
+	kill "$FLOOR_PID"
+	wait "$FLOOR_PID" 2>/dev/null || true
+	FLOOR_PID=
+	rm -f "$WORK/turns.log"
+elif pair_wanted durable-ctx50; then
+	echo "run.sh: no nginx: skipping the pairs' durable-ctx50 row" >&2
 fi
 
 # sync-2: two recall-sync processes, each on a copy of the seeded

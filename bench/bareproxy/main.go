@@ -12,8 +12,15 @@
 // context's second leg costs a Go proxy; between it and recall-sync, what
 // keeping the conversation costs.
 //
+// With -durable too, it is the durable memory floor row's: each answered
+// request's turn, the client's body and the answer, is appended to a file
+// and fsynced (in groups) before the answer goes back, as a proxy that
+// kept conversations durably and did nothing else would: between it and
+// recall-sync, what Recall's own work costs beyond durability.
+//
 //	bareproxy -listen 127.0.0.1:8081 -upstream http://127.0.0.1:8080
 //	bareproxy ... -body ctx50.json -stream-body ctx50-stream.json
+//	bareproxy ... -body ctx50.json -durable /tmp/turns.log
 package main
 
 import (
@@ -30,18 +37,27 @@ func main() {
 	upstream := flag.String("upstream", "http://127.0.0.1:8080", "scheme and host requests go to")
 	bodyFile := flag.String("body", "", "send this file's bytes upstream as every request's body")
 	streamFile := flag.String("stream-body", "", "with -body: this one's instead for a client's body that asks for a stream (\"stream\":true)")
+	durable := flag.String("durable", "", "keep each answered request's turn in this file, fsynced before the answer goes back")
 	flag.Parse()
 	body, streamBody := read(*bodyFile), read(*streamFile)
 	if streamBody == nil {
 		streamBody = body
 	}
-	log.Fatal(fasthttp.ListenAndServe(*listen, handler(&fasthttp.Client{DisablePathNormalizing: true}, *upstream, body, streamBody)))
+	var turns *turnLog
+	if *durable != "" {
+		var err error
+		if turns, err = openTurnLog(*durable); err != nil {
+			log.Fatal(err)
+		}
+	}
+	log.Fatal(fasthttp.ListenAndServe(*listen, handler(&fasthttp.Client{DisablePathNormalizing: true}, *upstream, body, streamBody, turns)))
 }
 
 // handler forwards each request to upstream with client; with body, it
 // sends body (streamBody for a client's body that asks for a stream)
-// instead of the client's.
-func handler(client *fasthttp.Client, upstream string, body, streamBody []byte) fasthttp.RequestHandler {
+// instead of the client's; with turns, it answers once the turn is kept
+// there.
+func handler(client *fasthttp.Client, upstream string, body, streamBody []byte, turns *turnLog) fasthttp.RequestHandler {
 	return func(rc *fasthttp.RequestCtx) {
 		req := fasthttp.AcquireRequest()
 		defer fasthttp.ReleaseRequest(req)
@@ -59,6 +75,12 @@ func handler(client *fasthttp.Client, upstream string, body, streamBody []byte) 
 		if err := client.Do(req, resp); err != nil {
 			rc.Error(err.Error(), fasthttp.StatusBadGateway)
 			return
+		}
+		if turns != nil {
+			if err := turns.keep(rc.PostBody(), resp.Body()); err != nil {
+				rc.Error(err.Error(), fasthttp.StatusInternalServerError)
+				return
+			}
 		}
 		resp.CopyTo(&rc.Response)
 	}

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -29,7 +33,7 @@ func TestBodyFromMemory(t *testing.T) {
 		{[]byte(`{"ctx":1}`), []byte(`{"ctx":1,"stream":true}`), `{"a":1}`, `{"ctx":1}`},
 		{[]byte(`{"ctx":1}`), []byte(`{"ctx":1,"stream":true}`), `{"a":1,"stream":true}`, `{"ctx":1,"stream":true}`},
 	} {
-		proxy := serve(t, handler(client, "http://"+up, c.body, c.stream))
+		proxy := serve(t, handler(client, "http://"+up, c.body, c.stream, nil))
 		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 		req.SetRequestURI("http://" + proxy + "/v1/chat/completions")
 		req.Header.SetMethod("POST")
@@ -58,4 +62,59 @@ func serve(t *testing.T, h fasthttp.RequestHandler) string {
 	go func() { _ = s.Serve(ln) }()
 	t.Cleanup(func() { _ = s.Shutdown() })
 	return ln.Addr().String()
+}
+
+// TestDurableTurnsBeforeTheAnswer: with a turn log, every answered
+// request's turn, its body and the answer, is in the log's file by the
+// time its answer arrives, for requests sent at once too.
+func TestDurableTurnsBeforeTheAnswer(t *testing.T) {
+	up := serve(t, func(rc *fasthttp.RequestCtx) {
+		rc.SetBodyString("answer to " + string(rc.PostBody()))
+	})
+	path := filepath.Join(t.TempDir(), "turns.log")
+	turns, err := openTurnLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &fasthttp.Client{}
+	proxy := serve(t, handler(client, "http://"+up, nil, nil, turns))
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			sent := fmt.Sprintf("q%d", i)
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			req.SetRequestURI("http://" + proxy + "/v1/chat/completions")
+			req.Header.SetMethod("POST")
+			req.SetBodyString(sent)
+			if err := client.Do(req, resp); err != nil {
+				errs <- err
+				return
+			}
+			kept, err := os.ReadFile(path)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if want := appendTurn(nil, []byte(sent), resp.Body()); !bytes.Contains(kept, want) {
+				errs <- fmt.Errorf("answered %q before the log held its turn %q", resp.Body(), want)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	kept, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		sent := fmt.Sprintf("q%d", i)
+		if want := appendTurn(nil, []byte(sent), []byte("answer to "+sent)); bytes.Count(kept, want) != 1 {
+			t.Errorf("the log holds the turn of %s %d times, want once", sent, bytes.Count(kept, want))
+		}
+	}
 }

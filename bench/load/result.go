@@ -601,9 +601,10 @@ const pairPrefix = "pairs-"
 // pairTargets names the pairs' rows that are not a protocol against the
 // chat row: the target and its baseline.
 var pairTargets = map[string][2]string{
-	"ctx50":  {"recall-sync", "nginx-ctx50"},
-	"pg-2":   {"recall-pg-2", "recall-pg"},
-	"sync-2": {"recall-sync-2", "recall-sync"},
+	"ctx50":         {"recall-sync", "nginx-ctx50"},
+	"durable-ctx50": {"floor-durable-ctx50", "nginx-ctx50"},
+	"pg-2":          {"recall-pg-2", "recall-pg"},
+	"sync-2":        {"recall-sync-2", "recall-sync"},
 }
 
 // pairsTable writes the pairs group's table: each row against its
