@@ -403,3 +403,23 @@ func TestJobLandsOnTheMetadataItRead(t *testing.T) {
 		t.Fatalf("summary's Base %+v, Version %d; want the metadata read, head %+v", c.Base, c.Version, history.HeadOf(&before))
 	}
 }
+
+// BenchmarkUserContent renders the transcript of ten turns of prose, as
+// a summariser call of the load script's conversations does.
+func BenchmarkUserContent(b *testing.B) {
+	var msgs []history.Message
+	text := strings.Repeat("The quarterly report covers revenue, churn and the new pricing. ", 9)
+	for i := uint32(1); i <= 10; i++ {
+		msgs = append(msgs,
+			history.Message{Turn: i, Role: "user", Raw: []byte(`{"role":"user","content":"` + text + `"}`)},
+			history.Message{Turn: i, Role: "assistant", Raw: []byte(`{"role":"assistant","content":"` + text + `"}`)})
+	}
+	ts := turns(msgs)
+	previous := strings.Repeat("Earlier the user asked about the board meeting. ", 20)
+	b.ReportAllocs()
+	for b.Loop() {
+		if s := userContent(previous, ts); len(s) < len(text)*20 {
+			b.Fatalf("transcript of %d bytes", len(s))
+		}
+	}
+}
