@@ -886,7 +886,9 @@ func (s *Store) Messages(ctx context.Context, k history.Key, after uint64, all b
 type slogAdapter struct{ l *slog.Logger }
 
 func (a slogAdapter) log(level slog.Level, f string, args ...any) {
-	if a.l == nil {
+	// Badger's writer logs at debug level for every batch it writes: a
+	// line the logger drops must cost no formatting.
+	if a.l == nil || !a.l.Enabled(context.Background(), level) {
 		return
 	}
 	a.l.Log(context.Background(), level, fmt.Sprintf(f, args...), "component", "badger")
