@@ -41,6 +41,12 @@ func Terms(text string) []string { return appendTerms(nil, text) }
 
 // appendTerms appends the terms of text to out (see Terms).
 func appendTerms(out []string, text string) []string {
+	eachTerm(text, func(t string) { out = append(out, t) })
+	return out
+}
+
+// eachTerm calls fn with each term of text, in order (see Terms).
+func eachTerm(text string, fn func(term string)) {
 	start := -1
 	lower := true // the current run is already lower case
 	flush := func(end int) {
@@ -50,7 +56,7 @@ func appendTerms(out []string, text string) []string {
 				t = strings.ToLower(t)
 			}
 			if len(t) <= MaxTermBytes {
-				out = append(out, t)
+				fn(t)
 			}
 		}
 		start, lower = -1, true
@@ -78,7 +84,6 @@ func appendTerms(out []string, text string) []string {
 		}
 	}
 	flush(len(text))
-	return out
 }
 
 // MaxQueryTerms bounds the distinct terms of a query that are searched.
@@ -124,15 +129,9 @@ const MaxPostings = 512
 // writes it again.
 func Analyze(b []byte) (postings []Posting, length int) {
 	// A few allocations a message, not one a capitalised word: the text
-	// lower-cased in place where it is ASCII (the rest of a run with
-	// other capitals is lowered by appendTerms as before), and the terms,
-	// views of it, in a slice sized for prose.
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	text := unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+	// lower-cased in place (lowered), and the terms, views of it, in a
+	// slice sized for prose.
+	text := lowered(b)
 	terms := appendTerms(make([]string, 0, len(text)/5+1), text)
 	length = len(terms)
 	if length == 0 {
@@ -166,6 +165,34 @@ func Analyze(b []byte) (postings []Posting, length int) {
 		postings = append(postings, Posting{Term: t, TF: 1})
 	}
 	return postings, length
+}
+
+// EachTerm calls fn with each term of a stored message whose readable
+// text is b, in order, duplicates kept, and returns their number: the
+// terms and length Analyze counts, for an index that gathers its own
+// postings. Like Analyze, it lower-cases b in place and the terms are
+// views of b: the caller hands b over and never writes it again. An index
+// built from it keeps Analyze's bound: a message's first MaxPostings
+// distinct terms.
+func EachTerm(b []byte, fn func(term string)) (length int) {
+	eachTerm(lowered(b), func(t string) {
+		length++
+		fn(t)
+	})
+	return length
+}
+
+// lowered lower-cases b's ASCII letters in place and returns it as a
+// string sharing its memory (b is never written again). The rest of a
+// run with other capitals is lowered by eachTerm, which then allocates
+// that run's term: one allocation a message, not one a capitalised word.
+func lowered(b []byte) string {
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // Stats are the corpus statistics BM25 needs: how many documents the

@@ -215,6 +215,10 @@ func FuzzTerms(f *testing.F) {
 				}
 			}
 		}
+		var each []string
+		if n := search.EachTerm([]byte(text), func(t string) { each = append(each, t) }); n != len(each) || !slices.Equal(each, search.Terms(text)) {
+			t.Fatalf("EachTerm: %d terms %q, Terms: %q", n, each, search.Terms(text))
+		}
 		p, n := search.Analyze([]byte(text))
 		sum := 0
 		for _, x := range p {

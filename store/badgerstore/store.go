@@ -602,7 +602,11 @@ func convPrefix(k history.Key) []byte {
 // under tenant and conversation, a term's postings under tenant and
 // term), with room for spare more bytes.
 func pairPrefix(tag byte, first, second string, spare int) []byte {
-	b := make([]byte, 0, 4+len(first)+len(second)+spare)
+	return appendPair(make([]byte, 0, 4+len(first)+len(second)+spare), tag, first, second)
+}
+
+// appendPair appends pairPrefix(tag, first, second, 0) to b.
+func appendPair(b []byte, tag byte, first, second string) []byte {
 	b = append(b, tag, 0)
 	b = append(b, first...)
 	b = append(b, 0)
