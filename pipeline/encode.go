@@ -66,8 +66,9 @@ func encodeInstructions(dst [][]byte, up wire.Protocol, msgs []plan.Message) ([]
 
 // appendEncoded appends msgs in protocol up to dst: as stored (reporting
 // so) when every one is in it, else all of them through the canonical
-// model and up's codec (to chat completions, each message from the
-// memo of translations when it holds it).
+// model and up's codec (to a protocol whose codec is wire.Separable, each
+// message and each run it joins from the memo of translations when it
+// holds it).
 func appendEncoded(dst [][]byte, up wire.Protocol, msgs []plan.Message) ([][]byte, bool, error) {
 	same := true
 	for i := range msgs {
@@ -79,8 +80,8 @@ func appendEncoded(dst [][]byte, up wire.Protocol, msgs []plan.Message) ([][]byt
 		}
 		return dst, true, nil
 	}
-	if up == wire.ChatCompletions {
-		dst, err := appendChat(dst, msgs)
+	if j, ok := wire.For(up).(wire.Separable); ok {
+		dst, err := appendJoined(dst, up, j, msgs)
 		return dst, false, err
 	}
 	canon := make([]wire.Message, 0, len(msgs))

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"slices"
@@ -13,65 +14,89 @@ import (
 
 // A bridged request (a client's protocol other than its upstream's)
 // sends its whole stored context translated, and that context is the
-// same on every request but for the newest turns. translations keeps
-// each message's chat-completions encoding by content, so that a request
-// decodes and encodes only what is new. Chat completions alone: its codec
-// writes each canonical message apart from its neighbours (but for a run
-// of assistant messages, which it joins), so one message's encoding is
-// its part of any sequence's.
+// same on every request but for the newest turns. translations keeps the
+// upstream's encoding of each message, and of each run of messages its
+// codec joins (wire.Separable), by content, so that a request decodes and
+// encodes only what is new. An upstream whose codec is not Separable
+// (Gemini's function responses name the call they answer, which another
+// message holds) is encoded whole, every request.
 //
-// The memo is direct-mapped: a slot holds the last message hashed to it,
+// The memo is direct-mapped: a slot holds the last entry hashed to it,
 // replaced by the next, which bounds its memory without the bookkeeping
-// of an eviction order. An entry is found by a 128-bit hash of the
-// message's protocol and bytes (two seeded hashes, drawn per process),
+// of an eviction order. An entry is found by a 128-bit hash of its
+// messages' protocols and bytes (two seeded hashes, drawn per process),
 // never by a message's identity: an edited message hashes elsewhere, and
 // an erased one is never asked for again (a request that sends its exact
 // bytes holds them already).
 const (
 	translationSlots = 1 << 15
-	// maxTranslationBytes bounds the encoding of a message the memo keeps:
-	// a huge one costs its memory and is rarely sent twice.
+	// maxTranslationBytes bounds the encoding the memo keeps: a huge one
+	// costs its memory and is rarely sent twice.
 	maxTranslationBytes = 64 << 10
 )
 
-// translation is one message's encoding in protocol to (chat
-// completions, or any protocol for an instruction: instructions), role
-// its canonical role, which decides whether it joins its neighbours.
-type translation struct {
+// memoKey names an entry: the hashes of its messages (one, or a run's),
+// their bytes' total size, the protocol of the first, and the protocol
+// they are translated to.
+type memoKey struct {
 	h1, h2   uint64
 	size     int
 	from, to wire.Protocol
-	role     string
-	out      [][]byte
 }
 
-// holds reports whether t is m's translation to protocol to, hashed as
-// h1 and h2 (translationKey).
-func (t *translation) holds(m *plan.Message, to wire.Protocol, h1, h2 uint64) bool {
-	return t != nil && t.h1 == h1 && t.h2 == h2 && t.size == len(m.Raw) && t.from == m.Protocol && t.to == to
+// translation is the encoding in protocol to of one message (role its
+// canonical role, which decides whether it joins its neighbours), or of
+// a run of messages that protocol joins (role "").
+type translation struct {
+	memoKey
+	role string
+	out  [][]byte
 }
+
+// holds reports whether t is the translation k names.
+func (t *translation) holds(k memoKey) bool { return t != nil && t.memoKey == k }
 
 var (
 	translated       [translationSlots]atomic.Pointer[translation]
 	transA, transB   = maphash.MakeSeed(), maphash.MakeSeed()
-	translationCalls atomic.Uint64 // decodes on a miss; tests read it
+	translationCalls atomic.Uint64 // decodes to translate; tests read it
 )
 
-// translationKey returns the slot and the hashes of a message's
-// translation to protocol to.
-func translationKey(m *plan.Message, to wire.Protocol) (*atomic.Pointer[translation], uint64, uint64) {
+// translationKey returns the slot and the key of a message's translation
+// to protocol to.
+func translationKey(m *plan.Message, to wire.Protocol) (*atomic.Pointer[translation], memoKey) {
 	h1 := maphash.Bytes(transA, m.Raw) ^ uint64(m.Protocol) ^ uint64(to)<<8
 	h2 := maphash.Bytes(transB, m.Raw)
-	return &translated[h1&(translationSlots-1)], h1, h2
+	k := memoKey{h1: h1, h2: h2, size: len(m.Raw), from: m.Protocol, to: to}
+	return &translated[h1&(translationSlots-1)], k
 }
 
-// appendChat appends msgs encoded as chat completions to dst, each from
-// translated when it holds it. It returns what Encode of all of them
-// would: a run of assistant messages is encoded together.
-func appendChat(dst [][]byte, msgs []plan.Message) ([][]byte, error) {
+// runKey returns the slot and the key of the translation of a run of
+// messages, ts their own translations.
+func runKey(ts []*translation) (*atomic.Pointer[translation], memoKey) {
+	var a, b maphash.Hash
+	a.SetSeed(transA)
+	b.SetSeed(transB)
+	k := memoKey{from: ts[0].from, to: ts[0].to}
+	var word [8]byte
+	for _, t := range ts {
+		binary.LittleEndian.PutUint64(word[:], t.h1)
+		a.Write(word[:])
+		binary.LittleEndian.PutUint64(word[:], t.h2)
+		b.Write(word[:])
+		k.size += t.size
+	}
+	k.h1, k.h2 = a.Sum64(), b.Sum64()
+	return &translated[k.h1&(translationSlots-1)], k
+}
+
+// appendJoined appends msgs encoded in protocol up, whose codec is j, to
+// dst, each message and each run of them j joins from translated when it
+// holds it. It returns what up's Encode of all of them would.
+func appendJoined(dst [][]byte, up wire.Protocol, j wire.Separable, msgs []plan.Message) ([][]byte, error) {
 	// ts holds each message's translation; decoded, the few decoded on a
-	// miss, for a run of assistant messages to use (a slice of
-	// wire.Message a message was 8 KB a request for a 50-turn window).
+	// miss, for a run to use (a slice of wire.Message a message was 8 KB
+	// a request for a 50-turn window).
 	type decodedAt struct {
 		i int
 		m wire.Message
@@ -80,8 +105,8 @@ func appendChat(dst [][]byte, msgs []plan.Message) ([][]byte, error) {
 	var decoded []decodedAt
 	for i := range msgs {
 		m := &msgs[i]
-		slot, h1, h2 := translationKey(m, wire.ChatCompletions)
-		if t := slot.Load(); t.holds(m, wire.ChatCompletions, h1, h2) {
+		slot, k := translationKey(m, up)
+		if t := slot.Load(); t.holds(k) {
 			ts[i] = t
 			continue
 		}
@@ -90,51 +115,60 @@ func appendChat(dst [][]byte, msgs []plan.Message) ([][]byte, error) {
 			return nil, err
 		}
 		decoded = append(decoded, decodedAt{i, cm})
-		translationCalls.Add(1)
-		out, err := wire.For(wire.ChatCompletions).Encode(nil, []wire.Message{cm})
+		out, err := wire.For(up).Encode(nil, []wire.Message{cm})
 		if err != nil {
 			return nil, err
 		}
-		ts[i] = &translation{h1: h1, h2: h2, size: len(m.Raw), from: m.Protocol, to: wire.ChatCompletions, role: cm.Role, out: capped(out)}
-		if n := encodedSize(out); n <= maxTranslationBytes {
+		ts[i] = &translation{memoKey: k, role: cm.Role, out: capped(out)}
+		if encodedSize(out) <= maxTranslationBytes {
 			slot.Store(ts[i])
 		}
 	}
 	for i := 0; i < len(ts); {
-		j := i + 1
-		for j < len(ts) && ts[j].role == wire.RoleAssistant && ts[j-1].role == wire.RoleAssistant {
-			j++
+		n := i + 1
+		for n < len(ts) && j.Joins(ts[n-1].role, ts[n].role) {
+			n++
 		}
-		if j == i+1 {
+		if n == i+1 {
 			dst = append(dst, ts[i].out...)
-			i = j
+			i = n
 			continue
 		}
-		// A run of assistant messages goes as one.
-		run := make([]wire.Message, 0, j-i)
-		for k := i; k < j; k++ {
-			at := slices.IndexFunc(decoded, func(d decodedAt) bool { return d.i == k })
-			if at >= 0 {
-				run = append(run, decoded[at].m)
+		// A run goes as one.
+		slot, k := runKey(ts[i:n])
+		if t := slot.Load(); t.holds(k) {
+			dst = append(dst, t.out...)
+			i = n
+			continue
+		}
+		run := make([]wire.Message, 0, n-i)
+		for at := i; at < n; at++ {
+			if d := slices.IndexFunc(decoded, func(d decodedAt) bool { return d.i == at }); d >= 0 {
+				run = append(run, decoded[d].m)
 				continue
 			}
-			cm, err := decode(&msgs[k])
+			cm, err := decode(&msgs[at])
 			if err != nil {
 				return nil, err
 			}
 			run = append(run, cm)
 		}
-		var err error
-		if dst, err = wire.For(wire.ChatCompletions).Encode(dst, run); err != nil {
+		out, err := wire.For(up).Encode(nil, run)
+		if err != nil {
 			return nil, err
 		}
-		i = j
+		out = capped(out)
+		if encodedSize(out) <= maxTranslationBytes {
+			slot.Store(&translation{memoKey: k, out: out})
+		}
+		dst = append(dst, out...)
+		i = n
 	}
 	return dst, nil
 }
 
 // appendInstructions appends msgs, instructions and the summary, in
-// protocol up (not chat completions: appendChat) to dst: each in up as
+// protocol up (not chat completions: appendJoined) to dst: each in up as
 // stored, each other one translated alone, from translated when it holds
 // it. Every codec writes an instruction apart from its neighbours (a
 // message item of its own, a system block, a systemInstruction part), so
@@ -149,8 +183,11 @@ func appendInstructions(dst [][]byte, up wire.Protocol, msgs []plan.Message) (ou
 			dst = append(dst, m.Raw)
 			continue
 		}
-		slot, h1, h2 := translationKey(m, up)
-		if t := slot.Load(); t.holds(m, up, h1, h2) {
+		slot, k := translationKey(m, up)
+		if t := slot.Load(); t.holds(k) {
+			if t.role != wire.RoleSystem && t.role != wire.RoleDeveloper {
+				return dst[:start], false, nil
+			}
 			dst = append(dst, t.out...)
 			continue
 		}
@@ -161,12 +198,11 @@ func appendInstructions(dst [][]byte, up wire.Protocol, msgs []plan.Message) (ou
 		if cm.Role != wire.RoleSystem && cm.Role != wire.RoleDeveloper {
 			return dst[:start], false, nil
 		}
-		translationCalls.Add(1)
 		enc, err := wire.For(up).Encode(nil, []wire.Message{cm})
 		if err != nil {
 			return dst[:start], false, err
 		}
-		t := &translation{h1: h1, h2: h2, size: len(m.Raw), from: m.Protocol, to: up, role: cm.Role, out: capped(enc)}
+		t := &translation{memoKey: k, role: cm.Role, out: capped(enc)}
 		if encodedSize(enc) <= maxTranslationBytes {
 			slot.Store(t)
 		}
@@ -175,8 +211,9 @@ func appendInstructions(dst [][]byte, up wire.Protocol, msgs []plan.Message) (ou
 	return dst, true, nil
 }
 
-// decode reads m into the canonical model.
+// decode reads m into the canonical model, for a translation.
 func decode(m *plan.Message) (wire.Message, error) {
+	translationCalls.Add(1)
 	cm, err := wire.For(m.Protocol).Decode(m.Raw)
 	if err != nil {
 		return cm, fmt.Errorf("%w: %w", apierr.Internal, err)

@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -30,9 +32,21 @@ func bridgedContext(tag string) []plan.Message {
 	}
 }
 
-// reference is msgs through the canonical model and chat's codec, all at
+// joiners are the upstreams whose codecs are wire.Separable, the ones the
+// memo serves.
+var joiners = func() []wire.Protocol {
+	var ps []wire.Protocol
+	for _, p := range []wire.Protocol{wire.ChatCompletions, wire.Responses, wire.Messages, wire.Gemini} {
+		if _, ok := wire.For(p).(wire.Separable); ok {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}()
+
+// reference is msgs through the canonical model and up's codec, all at
 // once: what the memo must give.
-func reference(t *testing.T, msgs []plan.Message) [][]byte {
+func reference(t *testing.T, up wire.Protocol, msgs []plan.Message) [][]byte {
 	t.Helper()
 	var canon []wire.Message
 	for _, m := range msgs {
@@ -42,19 +56,19 @@ func reference(t *testing.T, msgs []plan.Message) [][]byte {
 		}
 		canon = append(canon, cm)
 	}
-	out, err := wire.For(wire.ChatCompletions).Encode(nil, canon)
+	out, err := wire.For(up).Encode(nil, canon)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
 }
 
-// encodeCounting is appendEncoded of msgs to chat completions and the
-// messages it decoded to do it.
-func encodeCounting(t *testing.T, msgs []plan.Message) ([][]byte, uint64) {
+// encodeCounting is appendEncoded of msgs to up and the messages it
+// decoded to do it.
+func encodeCounting(t *testing.T, up wire.Protocol, msgs []plan.Message) ([][]byte, uint64) {
 	t.Helper()
 	before := translationCalls.Load()
-	out, asStored, err := appendEncoded(nil, wire.ChatCompletions, msgs)
+	out, asStored, err := appendEncoded(nil, up, msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,23 +90,81 @@ func sameMessages(t *testing.T, got, want [][]byte) {
 	}
 }
 
-// TestTranslationsMemo: a bridged context is decoded once; the next
-// request that sends it (with a new message) decodes only the new one,
-// and every request's encoding is what encoding the whole context at
-// once gives (a run of assistant items joined).
+// TestTranslationsMemo: to each upstream whose codec is Separable, a
+// bridged context is decoded once; the next request that sends it (with
+// the answer and a new question) decodes only those two, the one after
+// nothing; and every request's encoding is what encoding the whole
+// context at once gives (a run of assistant items joined to chat
+// completions, the assistant's and the user's runs to Anthropic).
 func TestTranslationsMemo(t *testing.T) {
-	msgs := bridgedContext("memo")
-	out, decoded := encodeCounting(t, msgs)
-	sameMessages(t, out, reference(t, msgs))
-	if decoded != uint64(len(msgs)) {
-		t.Errorf("first request: got %d decodes, want %d", decoded, len(msgs))
-	}
+	for _, up := range joiners {
+		t.Run(up.String(), func(t *testing.T) {
+			msgs := bridgedContext("memo-" + up.String())
+			out, decoded := encodeCounting(t, up, msgs)
+			sameMessages(t, out, reference(t, up, msgs))
+			if decoded != uint64(len(msgs)) {
+				t.Errorf("first request: got %d decodes, want %d", decoded, len(msgs))
+			}
 
-	next := append(msgs, plan.Message{Kind: plan.New, Protocol: wire.Messages, Raw: []byte(`{"role":"user","content":"and tomorrow memo"}`)})
-	out, decoded = encodeCounting(t, next)
-	sameMessages(t, out, reference(t, next))
-	if decoded != 1 {
-		t.Errorf("next request: got %d decodes, want 1 (the new message)", decoded)
+			next := append(msgs,
+				plan.Message{Kind: plan.History, Protocol: wire.Messages, Raw: []byte(`{"role":"assistant","content":[{"type":"text","text":"you are welcome ` + up.String() + `"}]}`)},
+				plan.Message{Kind: plan.New, Protocol: wire.Messages, Raw: []byte(`{"role":"user","content":"and tomorrow ` + up.String() + `"}`)})
+			out, decoded = encodeCounting(t, up, next)
+			sameMessages(t, out, reference(t, up, next))
+			if decoded != 2 {
+				t.Errorf("next request: got %d decodes, want 2 (the answer and the new message)", decoded)
+			}
+			out, decoded = encodeCounting(t, up, next)
+			sameMessages(t, out, reference(t, up, next))
+			if decoded != 0 {
+				t.Errorf("the same request again: got %d decodes, want 0", decoded)
+			}
+		})
+	}
+}
+
+// TestTranslationsJoinedRuns: for every upstream whose codec is Separable,
+// sequences of messages of every role from every protocol, in random
+// orders, encode through the memo as the codec encodes them whole: the
+// codec's Joins names exactly the runs its Encode joins. Each sequence is
+// encoded twice, the second time from the memo.
+func TestTranslationsJoinedRuns(t *testing.T) {
+	pool := append(bridgedContext("runs"),
+		plan.Message{Kind: plan.History, Protocol: wire.ChatCompletions, Raw: []byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_r1","type":"function","function":{"name":"ls","arguments":"{\"d\":1}"}}]}`)},
+		plan.Message{Kind: plan.History, Protocol: wire.ChatCompletions, Raw: []byte(`{"role":"tool","tool_call_id":"call_r1","content":"a b c"}`)},
+		plan.Message{Kind: plan.History, Protocol: wire.ChatCompletions, Raw: []byte(`{"role":"developer","content":"be brief"}`)},
+		plan.Message{Kind: plan.History, Protocol: wire.ChatCompletions, Raw: []byte(`{"role":"user","content":[{"type":"text","text":"look"},{"type":"text","text":"again"}]}`)},
+		plan.Message{Kind: plan.History, Protocol: wire.Messages, Raw: []byte(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_r2","content":"done"},{"type":"text","text":"and then?"}]}`)},
+		plan.Message{Kind: plan.History, Protocol: wire.Messages, Raw: []byte(`{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"tool_use","id":"toolu_r2","name":"ls","input":{}}]}`)},
+		plan.Message{Kind: plan.History, Protocol: wire.Messages, Raw: []byte(`{"role":"assistant","content":""}`)},
+		plan.Message{Kind: plan.History, Protocol: wire.Responses, Raw: []byte(`{"type":"reasoning","id":"rs_1","summary":[]}`)},
+		plan.Message{Kind: plan.History, Protocol: wire.Gemini, Raw: []byte(`{"role":"model","parts":[{"text":"from gemini"}]}`)},
+		plan.Message{Kind: plan.History, Protocol: wire.Gemini, Raw: []byte(`{"role":"user","parts":[{"text":"to gemini"}]}`)},
+	)
+	pool = slices.DeleteFunc(pool, func(m plan.Message) bool { return bytes.Contains(m.Raw, []byte(`"role":"system"`)) })
+	rng := rand.New(rand.NewPCG(50, 1))
+	for _, up := range joiners {
+		for range 300 {
+			msgs := make([]plan.Message, 1+rng.IntN(10))
+			for i := range msgs {
+				msgs[i] = pool[rng.IntN(len(pool))]
+			}
+			if !slices.ContainsFunc(msgs, func(m plan.Message) bool { return m.Protocol != up }) {
+				continue // it goes as stored
+			}
+			want := reference(t, up, msgs)
+			for pass := range 2 {
+				out, _ := encodeCounting(t, up, msgs)
+				if !slices.EqualFunc(out, want, bytes.Equal) {
+					var roles []string
+					for _, m := range msgs {
+						roles = append(roles, string(m.Raw))
+					}
+					t.Fatalf("to %s, pass %d, of\n%s\ngot\n%s\nwant\n%s", up, pass,
+						strings.Join(roles, "\n"), bytes.Join(out, []byte("\n")), bytes.Join(want, []byte("\n")))
+				}
+			}
+		}
 	}
 }
 
@@ -101,15 +173,15 @@ func TestTranslationsMemo(t *testing.T) {
 // translated again: its old text never comes back from the memo.
 func TestTranslationsEditedMessage(t *testing.T) {
 	msgs := bridgedContext("erase")
-	encodeCounting(t, msgs)
+	encodeCounting(t, wire.ChatCompletions, msgs)
 
 	edited := append([]plan.Message(nil), msgs...)
 	edited[5].Raw = bytes.ReplaceAll(edited[5].Raw, []byte("it is sunny"), []byte("[forgotten]"))
 	if len(edited[5].Raw) != len(msgs[5].Raw) {
 		t.Fatal("the edit changed the length")
 	}
-	out, decoded := encodeCounting(t, edited)
-	sameMessages(t, out, reference(t, edited))
+	out, decoded := encodeCounting(t, wire.ChatCompletions, edited)
+	sameMessages(t, out, reference(t, wire.ChatCompletions, edited))
 	if bytes.Contains(bytes.Join(out, nil), []byte("it is sunny")) {
 		t.Errorf("the erased text came back: %s", bytes.Join(out, []byte("\n")))
 	}
@@ -124,9 +196,9 @@ func TestTranslationsEditedMessage(t *testing.T) {
 // memory.
 func TestTranslationsShared(t *testing.T) {
 	msgs := bridgedContext("capped")
-	encodeCounting(t, msgs)
-	a, _ := encodeCounting(t, msgs)
-	b, _ := encodeCounting(t, msgs)
+	encodeCounting(t, wire.ChatCompletions, msgs)
+	a, _ := encodeCounting(t, wire.ChatCompletions, msgs)
+	b, _ := encodeCounting(t, wire.ChatCompletions, msgs)
 	for i := range a {
 		x := append(a[i], 'A')
 		y := append(b[i], 'B')
@@ -134,11 +206,11 @@ func TestTranslationsShared(t *testing.T) {
 			t.Fatalf("message %d: appends share memory: got %q and %q", i, x[len(x)-1], y[len(y)-1])
 		}
 	}
-	sameMessages(t, a, reference(t, msgs))
+	sameMessages(t, a, reference(t, wire.ChatCompletions, msgs))
 }
 
 // A window whose translations the memo holds costs its own slice of
-// translations and nothing a message more: appendChat used to make a
+// translations and nothing a message more: the memo used to make a
 // slice of decoded messages too, about 60 bytes a message.
 func TestMemoizedWindowAllocatesLittle(t *testing.T) {
 	if raceEnabled {
@@ -152,7 +224,7 @@ func TestMemoizedWindowAllocatesLittle(t *testing.T) {
 	slots := map[*atomic.Pointer[translation]]bool{}
 	add := func(raw string) bool {
 		m := plan.Message{Kind: plan.History, Protocol: wire.Messages, Raw: []byte(raw)}
-		slot, _, _ := translationKey(&m, wire.ChatCompletions)
+		slot, _ := translationKey(&m, wire.ChatCompletions)
 		if slots[slot] {
 			return false
 		}
@@ -168,20 +240,21 @@ func TestMemoizedWindowAllocatesLittle(t *testing.T) {
 		}
 	}
 	dst := make([][]byte, 0, 4*len(msgs))
-	if _, err := appendChat(dst, msgs); err != nil { // fills the memo
+	chat := wire.For(wire.ChatCompletions).(wire.Separable)
+	if _, err := appendJoined(dst, wire.ChatCompletions, chat, msgs); err != nil { // fills the memo
 		t.Fatal(err)
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	const runs = 20
 	for range runs {
-		if _, err := appendChat(dst[:0], msgs); err != nil {
+		if _, err := appendJoined(dst[:0], wire.ChatCompletions, chat, msgs); err != nil {
 			t.Fatal(err)
 		}
 	}
 	runtime.ReadMemStats(&after)
 	perMessage := float64(after.TotalAlloc-before.TotalAlloc) / runs / float64(len(msgs))
 	if perMessage > 16 {
-		t.Errorf("appendChat of %d memoized messages: %.0f bytes a message, want at most 16 (a pointer each)", len(msgs), perMessage)
+		t.Errorf("appendJoined of %d memoized messages: %.0f bytes a message, want at most 16 (a pointer each)", len(msgs), perMessage)
 	}
 }

@@ -95,6 +95,20 @@ type Codec interface {
 	Encode(dst [][]byte, msgs []Message) ([][]byte, error)
 }
 
+// Separable is implemented by the codec of a protocol whose Encode writes
+// each message apart from its neighbours but for the runs of consecutive
+// messages it joins: Encode of a sequence is, run after run, Encode of
+// each run alone, a run being the longest stretch of messages each of
+// which Joins to the one before it (by their canonical roles). A bridged
+// request's translations are then kept a run at a time and encoded only
+// when new (the pipeline's memo). A codec whose encoding of a message
+// depends on messages not beside it does not implement it.
+type Separable interface {
+	// Joins reports whether a message of role next is encoded together
+	// with the message of role prev right before it.
+	Joins(prev, next string) bool
+}
+
 // Thinking is implemented by the codec of a protocol whose answers carry
 // the model's thinking or reasoning, which a client may leave out when it
 // resends them: Anthropic lets a client drop earlier turns' thinking and

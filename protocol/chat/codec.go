@@ -308,6 +308,12 @@ func contentString(c gjson.Result) string {
 	return b.String()
 }
 
+// Joins is wire.Separable's: Encode writes each message apart but for a run
+// of assistant messages, which goes as one.
+func (Codec) Joins(prev, next string) bool {
+	return prev == wire.RoleAssistant && next == wire.RoleAssistant
+}
+
 // Encode implements wire.Codec. A canonical message with several tool
 // results becomes one tool message per result, as chat completions
 // requires; text alone is a string content; another protocol's opaque

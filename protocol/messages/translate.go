@@ -124,6 +124,26 @@ func resultText(c gjson.Result) string {
 	return strings.Join(texts, "\n")
 }
 
+// Joins is wire.Separable's: Encode joins consecutive messages of one API
+// role (the assistant's, or the user's, which tool messages share) and
+// writes an instruction apart.
+func (Codec) Joins(prev, next string) bool {
+	a, b := turnRole(prev), turnRole(next)
+	return a != "" && a == b
+}
+
+// turnRole is the API role a message of canonical role r is sent in, as
+// Encode's turns take it, or "" for an instruction or a role it refuses.
+func turnRole(r string) string {
+	switch r {
+	case wire.RoleAssistant:
+		return roleAssistant
+	case wire.RoleUser, wire.RoleTool:
+		return "user"
+	}
+	return ""
+}
+
 // Encode writes canonical messages as Messages API messages, shaped as
 // the API requires turns: consecutive messages of one API role are one
 // message (so a run of canonical tool messages becomes one user message

@@ -261,6 +261,10 @@ func outputText(out gjson.Result) string {
 	return b.String()
 }
 
+// Joins is wire.Separable's: Encode writes each message's items apart from
+// its neighbours'.
+func (Codec) Joins(prev, next string) bool { return false }
+
 // Encode writes canonical messages as items: a message item per run of
 // text, image and refusal parts (output_text and refusal parts for the
 // assistant, input_text and input_image for the others), a function_call
