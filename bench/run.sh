@@ -638,7 +638,8 @@ done
 # which rows run one after the other cannot tell from their own costs: a
 # ratio of two slices seconds apart can. The rows: each protocol's
 # (chat, responses, responses-bridged, messages, messages-bridged, gemini,
-# gemini-bridged) against the chat row, the first of them, chat against
+# gemini-bridged, and chat-bridged: chat completions to an Anthropic
+# upstream) against the chat row, the first of them, chat against
 # chat, the method's own bias; ctx50, recall-sync against nginx-ctx50
 # (nginx needed); pg-2, recall-pg-2's two replicas against recall-pg, on
 # two databases of the recall-pg rows' server (PostgreSQL needed); sync-2,
@@ -757,7 +758,7 @@ fi
 
 for row in "chat openai chat" "responses openai responses" "responses chat responses-bridged" \
 	"messages anthropic messages" "messages openai messages-bridged" \
-	"gemini gemini gemini" "gemini openai gemini-bridged"; do
+	"gemini gemini gemini" "gemini openai gemini-bridged" "chat anthropic chat-bridged"; do
 	read -r proto upstream name <<<"$row"
 	pair_wanted "$name" || continue
 	path=/v1/$proto
