@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/recallproxy/recall/internal/apierr"
@@ -22,14 +23,28 @@ import (
 // message holds) is encoded whole, every request.
 //
 // The memo is direct-mapped: a slot holds the last entry hashed to it,
-// replaced by the next, which bounds its memory without the bookkeeping
-// of an eviction order. An entry is found by a 128-bit hash of its
+// replaced by the next, which needs no bookkeeping of an eviction order. An entry is found by a 128-bit hash of its
 // messages' protocols and bytes (two seeded hashes, drawn per process),
 // never by a message's identity: an edited message hashes elsewhere, and
 // an erased one is never asked for again (a request that sends its exact
 // bytes holds them already).
+//
+// The memo's memory is bounded in bytes, not by its slots: an entry is
+// kept only while the encodings kept stay within translationBudget
+// (replacing a slot's entry frees that entry's share). A full memo still
+// takes an entry into an occupied slot whose entry is as large or
+// larger, so that it follows the traffic.
 const (
-	translationSlots = 1 << 15
+	// translationSlots is enough that a process's hot conversations fit:
+	// the load script's 1,000 conversations of 50 turns are over 100,000
+	// messages.
+	translationSlots = 1 << 18
+	// translationBudget bounds the bytes of the encodings kept (each
+	// entry counted with translationOverhead).
+	translationBudget = 64 << 20
+	// translationOverhead is an entry's bytes beside its encoding: the
+	// translation and its slice of messages.
+	translationOverhead = 96
 	// maxTranslationBytes bounds the encoding the memo keeps: a huge one
 	// costs its memory and is rarely sent twice.
 	maxTranslationBytes = 64 << 10
@@ -46,20 +61,54 @@ type memoKey struct {
 
 // translation is the encoding in protocol to of one message (role its
 // canonical role, which decides whether it joins its neighbours), or of
-// a run of messages that protocol joins (role "").
+// a run of messages that protocol joins (role ""); bytes is its share of
+// translationBudget.
 type translation struct {
 	memoKey
-	role string
-	out  [][]byte
+	role  string
+	out   [][]byte
+	bytes int64
+}
+
+// newTranslation returns the translation k names, out capped.
+func newTranslation(k memoKey, role string, out [][]byte) *translation {
+	out = capped(out)
+	return &translation{memoKey: k, role: role, out: out, bytes: int64(encodedSize(out) + translationOverhead + 24*len(out))}
+}
+
+// keep puts t in slot unless its encoding is too large to keep, or
+// keeping it would take the memo past budget (translatedBytes counts
+// what is kept).
+func keep(slot *atomic.Pointer[translation], t *translation, budget int64) {
+	if encodedSize(t.out) > maxTranslationBytes {
+		return
+	}
+	old := slot.Load()
+	delta := t.bytes
+	if old != nil {
+		delta -= old.bytes
+	}
+	if delta > 0 && translatedBytes.Load()+delta > budget {
+		return
+	}
+	if slot.CompareAndSwap(old, t) {
+		translatedBytes.Add(delta)
+	}
 }
 
 // holds reports whether t is the translation k names.
 func (t *translation) holds(k memoKey) bool { return t != nil && t.memoKey == k }
 
 var (
-	translated       [translationSlots]atomic.Pointer[translation]
+	// translated is the memo's table, made on a process's first
+	// translation: a process that bridges nothing neither holds its 2 MiB
+	// nor has the collector scan them.
+	translated = sync.OnceValue(func() *[translationSlots]atomic.Pointer[translation] {
+		return new([translationSlots]atomic.Pointer[translation])
+	})
 	transA, transB   = maphash.MakeSeed(), maphash.MakeSeed()
 	translationCalls atomic.Uint64 // decodes to translate; tests read it
+	translatedBytes  atomic.Int64  // the kept entries' bytes (translation.bytes)
 )
 
 // translationKey returns the slot and the key of a message's translation
@@ -68,7 +117,7 @@ func translationKey(m *plan.Message, to wire.Protocol) (*atomic.Pointer[translat
 	h1 := maphash.Bytes(transA, m.Raw) ^ uint64(m.Protocol) ^ uint64(to)<<8
 	h2 := maphash.Bytes(transB, m.Raw)
 	k := memoKey{h1: h1, h2: h2, size: len(m.Raw), from: m.Protocol, to: to}
-	return &translated[h1&(translationSlots-1)], k
+	return &translated()[h1&(translationSlots-1)], k
 }
 
 // runKey returns the slot and the key of the translation of a run of
@@ -87,7 +136,7 @@ func runKey(ts []*translation) (*atomic.Pointer[translation], memoKey) {
 		k.size += t.size
 	}
 	k.h1, k.h2 = a.Sum64(), b.Sum64()
-	return &translated[k.h1&(translationSlots-1)], k
+	return &translated()[k.h1&(translationSlots-1)], k
 }
 
 // appendJoined appends msgs encoded in protocol up, whose codec is j, to
@@ -119,10 +168,8 @@ func appendJoined(dst [][]byte, up wire.Protocol, j wire.Separable, msgs []plan.
 		if err != nil {
 			return nil, err
 		}
-		ts[i] = &translation{memoKey: k, role: cm.Role, out: capped(out)}
-		if encodedSize(out) <= maxTranslationBytes {
-			slot.Store(ts[i])
-		}
+		ts[i] = newTranslation(k, cm.Role, out)
+		keep(slot, ts[i], translationBudget)
 	}
 	for i := 0; i < len(ts); {
 		n := i + 1
@@ -157,11 +204,9 @@ func appendJoined(dst [][]byte, up wire.Protocol, j wire.Separable, msgs []plan.
 		if err != nil {
 			return nil, err
 		}
-		out = capped(out)
-		if encodedSize(out) <= maxTranslationBytes {
-			slot.Store(&translation{memoKey: k, out: out})
-		}
-		dst = append(dst, out...)
+		t := newTranslation(k, "", out)
+		keep(slot, t, translationBudget)
+		dst = append(dst, t.out...)
 		i = n
 	}
 	return dst, nil
@@ -202,10 +247,8 @@ func appendInstructions(dst [][]byte, up wire.Protocol, msgs []plan.Message) (ou
 		if err != nil {
 			return dst[:start], false, err
 		}
-		t := &translation{memoKey: k, role: cm.Role, out: capped(enc)}
-		if encodedSize(enc) <= maxTranslationBytes {
-			slot.Store(t)
-		}
+		t := newTranslation(k, cm.Role, enc)
+		keep(slot, t, translationBudget)
 		dst = append(dst, t.out...)
 	}
 	return dst, true, nil

@@ -258,3 +258,49 @@ func TestMemoizedWindowAllocatesLittle(t *testing.T) {
 		t.Errorf("appendJoined of %d memoized messages: %.0f bytes a message, want at most 16 (a pointer each)", len(msgs), perMessage)
 	}
 }
+
+// TestTranslationsBudget: the memo keeps entries only while their bytes
+// stay within its budget; once full it still takes an entry into a slot
+// whose entry is as large or larger, and a replaced entry's bytes are
+// freed.
+func TestTranslationsBudget(t *testing.T) {
+	var slots [8]atomic.Pointer[translation]
+	entry := func(n int) *translation {
+		return newTranslation(memoKey{h1: uint64(n)}, wire.RoleUser, [][]byte{bytes.Repeat([]byte{'x'}, n)})
+	}
+	before := translatedBytes.Load()
+	budget := before + 3*entry(100).bytes
+	for i := range 4 {
+		keep(&slots[i], entry(100), budget)
+	}
+	if slots[3].Load() != nil {
+		t.Error("a fourth entry was kept past a budget of three")
+	}
+	if got := translatedBytes.Load() - before; got != 3*entry(100).bytes {
+		t.Errorf("kept %d bytes, want %d", got, 3*entry(100).bytes)
+	}
+
+	small := entry(40)
+	keep(&slots[0], small, budget)
+	if slots[0].Load() != small {
+		t.Error("a smaller entry did not replace a slot's entry in a full memo")
+	}
+	larger := entry(200)
+	keep(&slots[1], larger, budget)
+	if slots[1].Load() == larger {
+		t.Error("a larger entry replaced a slot's entry past the budget")
+	}
+	if got, want := translatedBytes.Load()-before, 2*entry(100).bytes+small.bytes; got != want {
+		t.Errorf("after the replacement: kept %d bytes, want %d", got, want)
+	}
+	huge := entry(maxTranslationBytes + 1)
+	keep(&slots[4], huge, translatedBytes.Load()+huge.bytes)
+	if slots[4].Load() != nil {
+		t.Error("an encoding over maxTranslationBytes was kept")
+	}
+	for i := range slots { // give the package's memo its budget back
+		if e := slots[i].Swap(nil); e != nil {
+			translatedBytes.Add(-e.bytes)
+		}
+	}
+}
