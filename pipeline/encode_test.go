@@ -136,18 +136,7 @@ func TestEncodePlanTranslatesASummaryOnce(t *testing.T) {
 			{Kind: plan.Instruction, Protocol: wire.Responses, Raw: []byte(stored[wire.Responses])},
 			{Kind: plan.Instruction, Protocol: wire.ChatCompletions, Raw: []byte(`{"role":"user","content":"odd"}`)},
 		}
-		var canon []wire.Message
-		for _, m := range msgs {
-			cm, err := wire.For(m.Protocol).Decode(m.Raw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			canon = append(canon, cm)
-		}
-		whole, err := wire.For(wire.Responses).Encode(nil, canon)
-		if err != nil {
-			t.Fatal(err)
-		}
+		whole := reference(t, wire.Responses, msgs)
 		for round := range 2 {
 			before := translationCalls.Load()
 			got, _, _, err := EncodePlan(wire.Responses, msgs)
