@@ -14,6 +14,7 @@ import (
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/e2etest"
+	recallresponses "github.com/recallproxy/recall/protocol/responses"
 )
 
 // ask sends input as a Responses request through the SDK, chained on
@@ -259,7 +260,8 @@ func TestResponsesForkFromFirstResponse(t *testing.T) {
 }
 
 // GET /v1/responses/{id} renders a stored response as POST returned it:
-// id, output items (with their ids), text; streamed or not.
+// id, output items (with their ids), text; streamed or not. Its turn
+// keeps the Response packed.
 func TestStoredResponseIsAsReturned(t *testing.T) {
 	h := e2etest.New(t, threeUpstreams())
 	ctx := context.Background()
@@ -282,6 +284,22 @@ func TestStoredResponseIsAsReturned(t *testing.T) {
 				if g, w := gjson.Get(got.RawJSON(), "output").Raw, gjson.Get(want.RawJSON(), "output").Raw; g != w {
 					t.Errorf("output items:\n got %s\nwant %s", g, w)
 				}
+			}
+			// Their turns keep the Response objects packed, in under half
+			// their bytes.
+			kept := 0
+			for _, m := range h.Stored(strings.TrimPrefix(key, "rk-"), posted.Conversation.ID) {
+				if m.Response == nil {
+					continue
+				}
+				kept++
+				obj, err := recallresponses.UnpackStored(m.Response)
+				if err != nil || 2*len(m.Response) > len(obj) {
+					t.Errorf("a turn keeps %d bytes of a %d-byte Response (%v), want it packed in under half", len(m.Response), len(obj), err)
+				}
+			}
+			if kept != 2 {
+				t.Errorf("%d turns keep a Response, want 2", kept)
 			}
 		})
 	}

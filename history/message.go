@@ -77,9 +77,10 @@ type Message struct {
 	CreatedAt time.Time
 	// Response, on the first stored message of a Responses API answer,
 	// is the Response object POST returned, its output an empty array
-	// (the output is the answer's stored items): GET /v1/responses/{id}
-	// returns it as returned. nil on every other message. It is never
-	// sent upstream, hashed or searched.
+	// (the output is the answer's stored items), packed
+	// (responses.PackStored): GET /v1/responses/{id} returns it as
+	// returned. nil on every other message. It is never sent upstream,
+	// hashed or searched.
 	Response []byte
 }
 

@@ -139,15 +139,16 @@ func nameResponse(x *exchange, req *wire.Request) {
 // responseOf is the Response object a, the answer of a stored Responses
 // request, is returned as, its output an empty array: its turn keeps it
 // (history.Message.Response) for GET /v1/responses/{id}. nil for any
-// other exchange.
+// other exchange. Packed (responses.PackStored): the turn keeps it in the
+// store and the cache.
 func (x *exchange) responseOf(a *wire.Answer) []byte {
 	switch {
 	case x.respReq == nil:
 		return nil
 	case x.storedBy != nil:
-		return x.storedBy.StoredResponse(nil, a)
+		return responses.PackStored(nil, x.storedBy.StoredResponse(nil, a))
 	}
-	return responses.AppendStoredResponse(nil, x.respReq, a)
+	return responses.PackStored(nil, responses.AppendStoredResponse(nil, x.respReq, a))
 }
 
 // storeFrom has the stored Response object of req's answer rendered by

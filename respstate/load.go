@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/recallproxy/recall/history"
+	"github.com/recallproxy/recall/protocol/responses"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -20,7 +21,8 @@ type Response struct {
 	// model's nor Recall's own.
 	answer []history.Message
 	// response is the Response object POST returned, output left empty
-	// (history.Message.Response); nil for a turn stored without it.
+	// (history.Message.Response, unpacked); nil for a turn stored without
+	// it.
 	response []byte
 	// end is the sequence number of the turn's last message: the answer,
 	// or a result of Recall's history tools after it.
@@ -70,6 +72,7 @@ func (st *State) LoadLeased(ctx context.Context, ns, id string, lease *history.E
 	// when active): they must be the input the id counts (inputMatches).
 	from := ref.Seq - uint64(ref.Input)
 	var before, input []history.Message
+	var unpackErr error
 	err = st.cfg.Store.Messages(ctx, r.key, max(from, 2)-2, false, func(m history.Message) bool {
 		switch {
 		case m.Seq < from:
@@ -90,13 +93,18 @@ func (st *State) LoadLeased(ctx context.Context, ns, id string, lease *history.E
 		}
 		m.Raw = bytes.Clone(m.Raw)
 		if len(turn) == 0 {
-			r.response = bytes.Clone(m.Response)
+			if r.response, unpackErr = responses.UnpackStored(m.Response); unpackErr != nil {
+				return false
+			}
 		}
 		m.Response = nil
 		turn = append(turn, m)
 		r.end = m.Seq
 		return true
 	})
+	if err == nil {
+		err = unpackErr
+	}
 	if err != nil {
 		return nil, StoreReadErr(err)
 	}
