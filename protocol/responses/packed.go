@@ -2,6 +2,7 @@ package responses
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"strings"
 )
@@ -57,13 +58,31 @@ const _ = uint8(' ' - 1 - len(packPhrases))
 // Packed in a buffer on the stack first, so that dst grows once, to
 // what it keeps: a stored turn's copy is held as long as its cache entry.
 func PackStored(dst, obj []byte) []byte {
-	for _, c := range obj {
-		if c < ' ' {
-			return append(dst, obj...)
-		}
+	if hasControl(obj) {
+		return append(dst, obj...)
 	}
 	var buf [1024]byte
 	return append(dst, pack(buf[:0], obj)...)
+}
+
+// hasControl reports whether b holds a byte below ' ', read eight bytes
+// a word: a word has one exactly when subtracting ' ' from each of its
+// bytes borrows into a high bit its own byte did not have set (a byte
+// at 0x80 or above never counts). A byte at a time was a third of
+// PackStored's time.
+func hasControl(b []byte) bool {
+	const spaces, highs = 0x2020202020202020, 0x8080808080808080
+	for ; len(b) >= 8; b = b[8:] {
+		if x := binary.LittleEndian.Uint64(b); (x-spaces)&^x&highs != 0 {
+			return true
+		}
+	}
+	for _, c := range b {
+		if c < ' ' {
+			return true
+		}
+	}
+	return false
 }
 
 func pack(dst, obj []byte) []byte {

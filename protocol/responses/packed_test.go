@@ -106,3 +106,24 @@ func BenchmarkPackStored(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(packed)), "packed-bytes")
 }
+
+// TestHasControl: every byte value at every place of a word, and in the
+// tail past the last whole word, reads as a byte at a time reads it.
+func TestHasControl(t *testing.T) {
+	base := []byte(`{"id":"resp_\u00e9",` + "\xff\x80\x9f ~")
+	for n := range len(base) + 1 {
+		for at := range n {
+			for c := range 256 {
+				b := bytes.Clone(base[:n])
+				b[at] = byte(c)
+				want := false
+				for _, x := range b {
+					want = want || x < ' '
+				}
+				if got := hasControl(b); got != want {
+					t.Fatalf("hasControl(%q) = %v, want %v", b, got, want)
+				}
+			}
+		}
+	}
+}

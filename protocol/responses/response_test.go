@@ -276,3 +276,16 @@ func BenchmarkStoredAndAnswer(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkParseAnswer is a non-streamed upstream Response read into an
+// Answer.
+func BenchmarkParseAnswer(b *testing.B) {
+	body := []byte(benchUpstream)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (Upstream{}).ParseAnswer(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

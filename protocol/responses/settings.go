@@ -152,13 +152,14 @@ func (s *settings) append(dst []byte, i int) []byte {
 	return append(dst, echoed[i].def...)
 }
 
-// appendSetting appends member k of value v of a Responses upstream's
-// Response object to settings, the JSON object (without its closing
-// brace; nil until it has a member) of the echoed members that stand for
-// the upstream's own (see echoed): the Answer's Settings.
-func appendSetting(settings []byte, k, v gjson.Result) []byte {
-	i := echoIndex(k.Str)
-	if i < 0 || !echoed[i].upstream || v.Type == gjson.Null {
+// appendSetting appends member name of a Responses upstream's Response
+// object, its value raw (not null), to settings, the JSON object
+// (without its closing brace; nil until it has a member) of the echoed
+// members that stand for the upstream's own (see echoed): the Answer's
+// Settings. The names it keeps are plain: written as they are.
+func appendSetting(settings []byte, name, raw string) []byte {
+	i := echoIndex(name)
+	if i < 0 || !echoed[i].upstream {
 		return settings
 	}
 	if settings == nil {
@@ -166,7 +167,8 @@ func appendSetting(settings []byte, k, v gjson.Result) []byte {
 	} else {
 		settings = append(settings, ',')
 	}
-	return append(append(append(settings, k.Raw...), ':'), v.Raw...)
+	settings = append(append(append(settings, '"'), name...), '"', ':')
+	return append(settings, raw...)
 }
 
 // appendTools appends the request's tools as a Response echoes them:
