@@ -90,13 +90,23 @@ func (m *responseMembers) slot(name string) *gjson.Result {
 // value nested past maxEventDepth): parseResponse reads it.
 func scanResponse(body []byte) (m responseMembers, ok bool) {
 	s := jsonscan.Scanner{B: body}
+	if m, ok = scanResponseAt(&s); ok {
+		s.Space()
+		ok = s.I == len(s.B)
+	}
+	return m, ok
+}
+
+// scanResponseAt is scanResponse for the object at s.I, which it
+// consumes.
+func scanResponseAt(s *jsonscan.Scanner) (m responseMembers, ok bool) {
 	ok = s.Object(func(name []byte) bool {
 		at := s.I
 		kind, ok := s.Value(maxEventDepth)
 		if !ok {
 			return false
 		}
-		raw := bytesString(body[at:s.I])
+		raw := bytesString(s.B[at:s.I])
 		if p := m.slot(bytesString(name)); p != nil {
 			if !p.Exists() {
 				*p = gjson.Parse(raw)
@@ -106,10 +116,6 @@ func scanResponse(body []byte) (m responseMembers, ok bool) {
 		}
 		return true
 	})
-	if ok {
-		s.Space()
-		ok = s.I == len(body)
-	}
 	return m, ok
 }
 

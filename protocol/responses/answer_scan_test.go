@@ -102,3 +102,48 @@ func FuzzScanResponse(f *testing.F) {
 		sameAnswer(t, body, m)
 	})
 }
+
+// TestFinishReadsAsEvent: a relayed stream's terminal event, read in one
+// pass (finish), gives the answer Event's read gives, with the items of
+// the output_item.done events standing in for an empty output; an event
+// the pass cannot read is Event's.
+func TestFinishReadsAsEvent(t *testing.T) {
+	item := `{"type":"response.output_item.done","sequence_number":1,"output_index":0,"item":{"id":"msg_d","type":"message","role":"assistant","content":[{"type":"output_text","text":"from the done event"}]}}`
+	for _, typ := range []string{"response.completed", "response.incomplete"} {
+		for _, body := range scanCorpus {
+			ev := `{"type":"` + typ + `","sequence_number":2,"response":` + body + `,"response":null}`
+			relayed, event := &Assembler{}, &Assembler{}
+			for _, a := range []*Assembler{relayed, event} {
+				if _, _, err := a.Relay([]byte("response.output_item.done"), []byte(item)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			read, rerr := relayed.finish([]byte(ev))
+			if !read {
+				t.Fatalf("finish(%.80s…) not read, want it read in one pass", ev)
+			}
+			_, _, eerr := event.Event(nil, []byte(typ), []byte(ev))
+			if (rerr == nil) != (eerr == nil) || rerr != nil && rerr.Error() != eerr.Error() {
+				t.Fatalf("%.80s…: error %v, Event's %v", ev, rerr, eerr)
+			}
+			if rerr != nil {
+				continue
+			}
+			got, gerr := relayed.Answer()
+			want, werr := event.Answer()
+			if gerr != nil || werr != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%.80s…:\n got %+v (%v)\nwant %+v (%v)", ev, got, gerr, want, werr)
+			}
+		}
+	}
+	for _, ev := range []string{
+		`{"type":"response.completed","response":null}`,
+		`{"type":"response.completed","response":{"\u0069d":"r"}}`,
+		`{"type":"response.completed"}`,
+		`{"type":"response.completed","response":{}} x`,
+	} {
+		if read, _ := (&Assembler{}).finish([]byte(ev)); read {
+			t.Errorf("finish(%s) read, want it left to Event", ev)
+		}
+	}
+}

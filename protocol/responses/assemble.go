@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -65,9 +66,48 @@ func (a *Assembler) Relay(name, data []byte) (finished, done bool, err error) {
 			a.last, a.lastData = m, data
 			return false, false, nil
 		}
+		// The answer's end, read in one pass too.
+		if ok && (m.typ == "response.completed" || m.typ == "response.incomplete") {
+			if read, err := a.finish(data); read {
+				return err == nil, err == nil, err
+			}
+		}
 	}
 	_, done, err = a.Event(nil, name, data)
 	return done, done, err
+}
+
+// finish reads data, a response.completed or response.incomplete event,
+// for the answer (as Event reads it) in one pass that validates the
+// event and reads its Response's members as it goes (scanResponseAt),
+// where Event validates the event whole, looks its Response up and walks
+// that again (most of a streamed answer's end). read is false for an
+// event the pass cannot read so (see scanResponse), which Event reads.
+func (a *Assembler) finish(data []byte) (read bool, err error) {
+	s := jsonscan.Scanner{B: data}
+	var m responseMembers
+	at, end := -1, -1
+	walked := s.Object(func(name []byte) bool {
+		if string(name) == "response" && at < 0 { // the first, as gjson's lookup
+			at = s.I
+			var ok bool
+			m, ok = scanResponseAt(&s)
+			end = s.I
+			return ok
+		}
+		_, ok := s.Value(maxEventDepth)
+		return ok
+	})
+	if s.Space(); !walked || s.I != len(data) || at < 0 {
+		return false, nil
+	}
+	ans, err := m.answer(a.doneItems())
+	if err != nil {
+		return true, err
+	}
+	a.final = bytes.Clone(data[at:end])
+	a.answer, a.read, a.done = ans, true, true
+	return true, nil
 }
 
 // scanned returns the members Relay read of the event of data, when
@@ -187,18 +227,24 @@ func (a *Assembler) Answer() (wire.Answer, error) {
 	if a.read {
 		return a.answer, nil
 	}
+	ans, err := parseResponse(parse(a.final), a.doneItems())
+	if err != nil {
+		return wire.Answer{}, err
+	}
+	a.answer, a.read = ans, true
+	return ans, nil
+}
+
+// doneItems are the output_item.done events' items, in output order
+// (see parseResponse).
+func (a *Assembler) doneItems() []gjson.Result {
 	var done []gjson.Result
 	for i := int64(0); i < int64(len(a.itemDone)); i++ {
 		if raw, ok := a.itemDone[i]; ok {
 			done = append(done, parse(raw))
 		}
 	}
-	ans, err := parseResponse(parse(a.final), done)
-	if err != nil {
-		return wire.Answer{}, err
-	}
-	a.answer, a.read = ans, true
-	return ans, nil
+	return done
 }
 
 // keepItem keeps a copy of item, the finished item at output index i
