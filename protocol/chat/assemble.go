@@ -176,6 +176,9 @@ func (a *Assembler) addDelta(delta gjson.Result) {
 				a.audioID = strings.Clone(id.Str)
 			}
 		case "tool_calls":
+			if !value.IsArray() { // null, as some servers send with text, holds no call
+				return true
+			}
 			pos := 0
 			value.ForEach(func(_, tc gjson.Result) bool {
 				a.addToolCall(pos, tc)

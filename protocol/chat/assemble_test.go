@@ -169,6 +169,15 @@ func TestAssembler(t *testing.T) {
 			message: `{"role":"assistant","name":"bot","content":null,"tool_calls":[{"id":"c1","type":"custom","custom":{"name":"sql","input":"SELECT 1"}}],"audio":{"id":"audio_1"}}`,
 		},
 		{
+			name: "tool_calls null is no call",
+			chunks: []string{
+				`{"choices":[{"index":0,"delta":{"role":"assistant","content":"hi","tool_calls":null}}]}`,
+				`{"choices":[{"index":0,"delta":{"tool_calls":{"index":0,"id":"c"}},"finish_reason":"stop"}]}`,
+			},
+			message: `{"role":"assistant","content":"hi"}`,
+			finish:  "stop",
+		},
+		{
 			name: "last non-null finish reason",
 			chunks: []string{
 				`{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"length"}]}`,
@@ -316,6 +325,11 @@ func TestParseReply(t *testing.T) {
 				Message:      []byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}},{"id":"call_2","type":"custom","custom":{"name":"sql","input":"SELECT 1"}}]}`),
 				FinishReason: "tool_calls",
 			},
+		},
+		{
+			name: "tool_calls null is no call",
+			body: `{"choices":[{"message":{"role":"assistant","content":"hi","tool_calls":null},"finish_reason":"stop"}]}`,
+			want: Reply{Message: []byte(`{"role":"assistant","content":"hi"}`), FinishReason: "stop"},
 		},
 		{
 			name: "audio reduced to its id",

@@ -262,7 +262,11 @@ func (a *seamAssembler) Event(dst []wire.Delta, _, data []byte) ([]wire.Delta, b
 		if t := d.Get("reasoning_content"); t.Type == gjson.String && t.Str != "" {
 			dst = append(dst, wire.Delta{Kind: wire.ReasoningDelta, Text: t.Str})
 		}
-		d.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+		calls := d.Get("tool_calls")
+		if !calls.IsArray() { // null holds no call (Assembler.addDelta)
+			calls = gjson.Result{}
+		}
+		calls.ForEach(func(_, tc gjson.Result) bool {
 			idx := tc.Get("index").Int()
 			if a.calls == nil {
 				a.calls = map[int64]int{}
