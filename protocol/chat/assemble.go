@@ -80,6 +80,15 @@ func (a *Assembler) Add(data []byte) error {
 		a.done = true
 		return nil
 	}
+	if a.addScanned(data) {
+		return nil
+	}
+	return a.add(data)
+}
+
+// add is Add for a chunk, read with gjson: every chunk addScanned
+// cannot read in one pass, and the errors.
+func (a *Assembler) add(data []byte) error {
 	if err := CheckDepth(data); err != nil {
 		return err
 	}

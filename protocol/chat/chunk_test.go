@@ -1,0 +1,159 @@
+package chat
+
+import (
+	"bytes"
+	"io"
+	"reflect"
+	"testing"
+)
+
+// chunkCorpus is every chunk of the recorded streams and of benchStream,
+// and chunks of the shapes scanChunk reads or leaves to add.
+func chunkCorpus(tb testing.TB) [][]byte {
+	files, err := sseFiles()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	streams := [][]byte{benchStream(6)}
+	for _, f := range files {
+		streams = append(streams, f.data)
+	}
+	var out [][]byte
+	for _, stream := range streams {
+		er := NewEventReader(bytes.NewReader(stream), 0)
+		for {
+			ev, err := er.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if d := bytes.TrimSpace(ev.Data); len(d) > 0 && string(d) != "[DONE]" {
+				out = append(out, bytes.Clone(d))
+			}
+		}
+	}
+	for _, c := range []string{
+		`{}`,
+		`{"choices":null,"usage":null,"error":null}`,
+		`{"id":"a\u00e9b","model":"m\"1","choices":[]}`,
+		`{"id":7,"model":null,"choices":[{"delta":null}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"\u00e9\n\ud83d\ude00 \\ x","refusal":"no\tpe"}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":null,"refusal":3,"role":"assistant","reasoning_content":"hm"}}]}`,
+		`{"choices":[{"index":1,"delta":{"content":"other"},"finish_reason":"length"}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"st\u006fp"}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"get_\u0077","arguments":"{\"a\":"}},{"id":"c2","function":{"name":"g","arguments":"1}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":3,"function":{"arguments":"}"},"extra":[1,{"x":null}]}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":null,"custom":null}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[]}}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":4}}}`,
+		`{"choices":[],"usage":[1]}`,
+		` { "choices" : [ { "index" : 0 , "delta" : { "content" : "spaced" } } ] } `,
+		// Left to add: duplicates, escaped names, arrays of parts, n>1,
+		// errors, deep values, invalid JSON.
+		`{"id":"a","id":"b"}`,
+		`{"choices":[{"index":0,"delta":{"content":"a","content":"b"}}]}`,
+		`{"choices":[{"index":0,"index":1,"delta":{"content":"a"}}]}`,
+		`{"ch\u006fices":[{"index":0,"delta":{"content":"a"}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"p"}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"a"}},{"index":1,"delta":{"content":"b"}}]}`,
+		`{"choices":[{"index":0,"delta":{"name":"bot","audio":{"id":"au"}}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"custom":{"name":"sql","input":"S"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{},{},{},{},{}]}}]}`,
+		`{"choices":[{"index":"0","delta":{"content":"a"}}]}`,
+		`{"choices":[{"index":0.0,"delta":{"content":"a"}}]}`,
+		`{"choices":{"0":{"delta":{"content":"a"}}}}`,
+		`{"error":{"message":"overloaded"}}`,
+		`{"x":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],"choices":[]}`,
+		`{"choices":[{"index":0,"delta":{"content":"a"}}]`,
+		"{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\x01\"}}]}",
+		`{"choices":[]} {}`,
+		`[]`,
+	} {
+		out = append(out, []byte(c))
+	}
+	return out
+}
+
+// chunkStates are the assembler states a chunk is read from: a new
+// assembler, and one that has an id, a model, text and tool calls.
+var chunkStates = [][]string{
+	nil,
+	{
+		`{"id":"chatcmpl-1","model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi "}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c0","type":"function","function":{"name":"f","arguments":"{"}}]}}]}`,
+	},
+}
+
+// assemblerAt returns an assembler that has read state's chunks.
+func assemblerAt(tb testing.TB, state []string) *Assembler {
+	var a Assembler
+	for _, c := range state {
+		if err := a.add([]byte(c)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return &a
+}
+
+// readsAsGJSON checks that what addScanned reads of data, from each of
+// chunkStates, is what add reads, and that a chunk it does not read
+// leaves the assembler as it was. It returns whether addScanned read it.
+func readsAsGJSON(t *testing.T, data []byte) (scanned bool) {
+	t.Helper()
+	for _, state := range chunkStates {
+		fast, slow, before := assemblerAt(t, state), assemblerAt(t, state), assemblerAt(t, state)
+		if !fast.addScanned(data) {
+			if !reflect.DeepEqual(fast, before) {
+				t.Fatalf("%s: not read in one pass, yet the assembler changed:\n%+v\nwas\n%+v", data, fast, before)
+			}
+			continue
+		}
+		scanned = true
+		if err := slow.add(data); err != nil {
+			t.Fatalf("%s: read in one pass, but add: %v", data, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%s: read in one pass as\n%+v\nadd reads\n%+v", data, fast, slow)
+		}
+		if r, w := fast.Reply(), slow.Reply(); !reflect.DeepEqual(r, w) {
+			t.Fatalf("%s: Reply %+v, add's %+v", data, r, w)
+		}
+	}
+	return scanned
+}
+
+// A chunk read in one pass leaves the assembler as the gjson read does;
+// every chunk of the recorded streams is read so, and so are text, tool
+// call, finish and usage chunks.
+func TestScanChunkReadsAsGJSON(t *testing.T) {
+	for _, data := range chunkCorpus(t) {
+		if scanned := readsAsGJSON(t, data); !scanned && !leftToAdd(data) {
+			t.Errorf("%s: not read in one pass", data)
+		}
+	}
+}
+
+// leftToAdd is the corpus's chunks after its comment: add reads them.
+func leftToAdd(data []byte) bool {
+	for _, c := range [][]byte{
+		[]byte(`"id":"a","id"`), []byte(`"content":"a","content"`), []byte(`"index":0,"index"`),
+		[]byte(`\u006fices`), []byte(`"content":[`), []byte(`},{"index":1`), []byte(`"name":"bot"`),
+		[]byte(`"custom":{`), []byte(`{},{},{},{},{}`), []byte(`"index":"0"`), []byte(`"index":0.0`),
+		[]byte(`"choices":{`), []byte(`"error":{`), []byte(`[[[[`), []byte("\x01"), []byte(`} {}`),
+	} {
+		if bytes.Contains(data, c) {
+			return true
+		}
+	}
+	return string(data) == `[]` || !bytes.HasSuffix(data, []byte("}"))
+}
+
+func FuzzScanChunk(f *testing.F) {
+	for _, data := range chunkCorpus(f) {
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		readsAsGJSON(t, data)
+	})
+}
