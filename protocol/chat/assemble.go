@@ -365,6 +365,15 @@ func (a *Assembler) Reset() {
 // has no choices[0].message object. For n>1, choice 0 is the one with
 // index 0. The Reply shares no memory with body.
 func ParseReply(body []byte) (Reply, error) {
+	if r, ok := scanReply(body); ok {
+		return r, nil
+	}
+	return parseReply(body)
+}
+
+// parseReply is ParseReply read with gjson: every reply scanReply cannot
+// read in one pass, and the errors.
+func parseReply(body []byte) (Reply, error) {
 	if err := CheckDepth(body); err != nil {
 		return Reply{}, err
 	}

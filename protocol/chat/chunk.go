@@ -25,7 +25,11 @@ type chunk struct {
 	id, model, usage []byte
 	// choice is whether choices held a choice; index, finish and delta's
 	// members are its.
-	choice           bool
+	choice bool
+	// reply is set for a non-streamed reply (scanReply), whose choice
+	// has a "message" where a chunk's has a "delta"; message is whether
+	// the choice held one, an object.
+	reply, message   bool
 	index            int
 	finish           []byte
 	content, refusal []byte
@@ -152,7 +156,11 @@ func (c *chunk) scanChoice(s *jsonscan.Scanner) bool {
 		switch string(name) {
 		case "index":
 			bit = sIndex
-		case "delta":
+		case "delta", "message":
+			if (string(name) == "message") != c.reply {
+				_, ok := s.Value(maxChunkDepth)
+				return ok
+			}
 			bit = sDelta
 		case "finish_reason":
 			bit = sFinish
@@ -175,6 +183,7 @@ func (c *chunk) scanChoice(s *jsonscan.Scanner) bool {
 				kind, valid := s.Value(0)
 				return valid && kind == jsonscan.KindNull
 			}
+			c.message = true
 			ok = c.scanDelta(s)
 		}
 		return ok
@@ -390,4 +399,20 @@ func unquote(raw []byte) string {
 		return string(body)
 	}
 	return strings.Clone(gjson.ParseBytes(raw).Str)
+}
+
+// scanReply reads body, a non-streamed chat.completion, as ParseReply
+// reads it, in one pass that validates it (chunk.scan, its choice's
+// message read as a chunk's delta). ok is false for a body that pass
+// cannot decide on, or that ParseReply refuses: no choice, or no message
+// object in it.
+func scanReply(body []byte) (r Reply, ok bool) {
+	c := chunk{reply: true}
+	if !c.scan(body) || !c.message {
+		return Reply{}, false
+	}
+	c.index = 0 // the only choice is the one recorded (firstChoice)
+	var a Assembler
+	a.apply(&c)
+	return a.Reply(), true
 }

@@ -49,6 +49,7 @@ func chunkCorpus(tb testing.TB) [][]byte {
 		`{"choices":[{"index":0,"delta":{"tool_calls":[]}}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":4}}}`,
 		`{"choices":[],"usage":[1]}`,
 		` { "choices" : [ { "index" : 0 , "delta" : { "content" : "spaced" } } ] } `,
+		`{"choices":[{"index":0,"message":{"content":"a reply's, not a chunk's"}}]}`,
 		// Left to add: duplicates, escaped names, arrays of parts, n>1,
 		// errors, deep values, invalid JSON.
 		`{"id":"a","id":"b"}`,
@@ -155,5 +156,73 @@ func FuzzScanChunk(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		readsAsGJSON(t, data)
+	})
+}
+
+// replyCorpus is the chunk corpus with each delta a message (a
+// non-streamed reply's shape), and replies of the shapes ParseReply
+// reads or refuses.
+func replyCorpus(tb testing.TB) [][]byte {
+	var out [][]byte
+	for _, c := range chunkCorpus(tb) {
+		out = append(out, bytes.ReplaceAll(c, []byte(`"delta"`), []byte(`"message"`)))
+	}
+	for _, c := range []string{
+		`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"Sure.","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":900,"completion_tokens":18,"total_tokens":918,"prompt_tokens_details":{"cached_tokens":768}},"service_tier":"default"}`,
+		`{"choices":[{"index":1,"message":{"content":"only"},"finish_reason":"length"}]}`,
+		`{"choices":[{"message":{"content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\": 1}","strict":true},"extra":1}]},"finish_reason":"tool_calls"}]}`,
+		`{"choices":[{"message":{"content":"x","tool_calls":null},"delta":{"content":"ignored"}}],"error":null,"usage":null}`,
+		`{"choices":[{"message":"text"}]}`,
+		`{"choices":[{"message":null}]}`,
+		`{"choices":[{"delta":{"content":"a chunk's, not a reply's"}}]}`,
+		`{"choices":[{"finish_reason":"stop"}]}`,
+		`{"choices":[]}`,
+		`{"model":"m"}`,
+		`{"error":{"message":"bad"},"choices":[{"message":{"content":"x"}}]}`,
+	} {
+		out = append(out, []byte(c))
+	}
+	return out
+}
+
+// replyReadsAsGJSON checks that a reply scanReply reads is the one
+// parseReply reads. It returns whether scanReply read it.
+func replyReadsAsGJSON(t *testing.T, body []byte) bool {
+	t.Helper()
+	got, ok := scanReply(body)
+	if !ok {
+		return false
+	}
+	want, err := parseReply(body)
+	if err != nil {
+		t.Fatalf("%s: read in one pass, but parseReply: %v", body, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: read in one pass as\n%+v\nparseReply reads\n%+v", body, got, want)
+	}
+	return true
+}
+
+// A reply read in one pass is the one the gjson read gives, and a reply
+// of the usual shape is read so.
+func TestScanReplyReadsAsGJSON(t *testing.T) {
+	scanned := 0
+	for _, body := range replyCorpus(t) {
+		if replyReadsAsGJSON(t, body) {
+			scanned++
+		}
+	}
+	if !replyReadsAsGJSON(t, replyCorpus(t)[len(chunkCorpus(t))]) {
+		t.Error("a usual chat.completion was not read in one pass")
+	}
+	t.Logf("%d replies read in one pass", scanned)
+}
+
+func FuzzScanReply(f *testing.F) {
+	for _, body := range replyCorpus(f) {
+		f.Add(body)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		replyReadsAsGJSON(t, body)
 	})
 }
