@@ -33,6 +33,7 @@ type chunk struct {
 	index            int
 	finish           []byte
 	content, refusal []byte
+	reasoning        []byte // reasoning_content, which only the seam's Event reads
 	calls            [maxChunkCalls]callFragment
 	nCalls           int
 }
@@ -73,7 +74,8 @@ func (a *Assembler) addScanned(data []byte) bool {
 // differs between gjson's walk and its lookup), an "error" that is not
 // null, choices that are not an array of at most one object, content
 // sent as an array of parts, a delta's name or audio, a tool call's
-// custom input, or more than maxChunkCalls fragments.
+// custom input, a tool call's id, type, name or arguments that is
+// neither a string nor null, or more than maxChunkCalls fragments.
 func (c *chunk) scan(data []byte) bool {
 	s := jsonscan.Scanner{B: data}
 	seen := 0
@@ -196,6 +198,7 @@ func (c *chunk) scanDelta(s *jsonscan.Scanner) bool {
 	const (
 		sContent = 1 << iota
 		sRefusal
+		sReasoning
 		sCalls
 	)
 	return s.Object(func(name []byte) bool {
@@ -205,6 +208,8 @@ func (c *chunk) scanDelta(s *jsonscan.Scanner) bool {
 			bit = sContent
 		case "refusal":
 			bit = sRefusal
+		case "reasoning_content":
+			bit = sReasoning
 		case "tool_calls":
 			bit = sCalls
 		case "name", "audio":
@@ -226,6 +231,8 @@ func (c *chunk) scanDelta(s *jsonscan.Scanner) bool {
 			c.content, ok = scanString(s)
 		case sRefusal:
 			c.refusal, ok = scanString(s)
+		case sReasoning:
+			c.reasoning, ok = scanString(s)
 		default:
 			if !s.At('[') {
 				kind, valid := s.Value(0)
@@ -280,9 +287,9 @@ func (f *callFragment) scan(s *jsonscan.Scanner) bool {
 		case sIndex:
 			f.index, ok = s.SmallUint()
 		case sID:
-			f.id, ok = scanString(s)
+			f.id, ok = scanStringOrNull(s)
 		case sType:
-			f.typ, ok = scanString(s)
+			f.typ, ok = scanStringOrNull(s)
 		case sCustom:
 			kind, valid := s.Value(0)
 			ok = valid && kind == jsonscan.KindNull
@@ -318,9 +325,9 @@ func (f *callFragment) scanFunction(s *jsonscan.Scanner) bool {
 		seen |= bit
 		var ok bool
 		if bit == 1 {
-			f.name, ok = scanString(s)
+			f.name, ok = scanStringOrNull(s)
 		} else {
-			f.input, ok = scanString(s)
+			f.input, ok = scanStringOrNull(s)
 		}
 		return ok
 	})
@@ -336,6 +343,18 @@ func scanString(s *jsonscan.Scanner) (raw []byte, ok bool) {
 	start := s.I
 	_, _, _, ok = s.Str()
 	return s.B[start:s.I], ok
+}
+
+// scanStringOrNull consumes a string, returned raw, or null (nil). A
+// value of another kind is not read: the seam's Event reads a tool
+// call's members as their text (gjson's String), which a pass does not
+// keep.
+func scanStringOrNull(s *jsonscan.Scanner) (raw []byte, ok bool) {
+	if s.At('"') {
+		return scanString(s)
+	}
+	kind, ok := s.Value(0)
+	return nil, ok && kind == jsonscan.KindNull
 }
 
 // apply changes the assembler as add does for the chunk c was read from.

@@ -77,13 +77,15 @@ func chunkCorpus(tb testing.TB) [][]byte {
 }
 
 // chunkStates are the assembler states a chunk is read from: a new
-// assembler, and one that has an id, a model, text and tool calls.
+// assembler, one that has an id, a model, text and tool calls, and one
+// that has seen a finish_reason.
 var chunkStates = [][]string{
 	nil,
 	{
 		`{"id":"chatcmpl-1","model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi "}}]}`,
 		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c0","type":"function","function":{"name":"f","arguments":"{"}}]}}]}`,
 	},
+	{`{"choices":[{"index":0,"delta":{"content":"Done."},"finish_reason":"length"}]}`},
 }
 
 // assemblerAt returns an assembler that has read state's chunks.
@@ -224,5 +226,58 @@ func FuzzScanReply(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		replyReadsAsGJSON(t, body)
+	})
+}
+
+// seamAt returns the seam's assembler after state's chunks, read with
+// gjson.
+func seamAt(tb testing.TB, state []string) *seamAssembler {
+	var a seamAssembler
+	for _, c := range state {
+		if _, _, err := a.event(nil, []byte(c)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return &a
+}
+
+// eventReadsAsGJSON checks that the seam's Event gives, for data read
+// from each of chunkStates, the deltas and the state its gjson read
+// gives.
+func eventReadsAsGJSON(t *testing.T, data []byte) {
+	t.Helper()
+	for _, state := range chunkStates {
+		fast, slow := seamAt(t, state), seamAt(t, state)
+		got, gotDone, gotErr := fast.Event(nil, nil, data)
+		want, wantDone, wantErr := slow.event(nil, data)
+		if (gotErr != nil) != (wantErr != nil) || gotDone != wantDone {
+			t.Fatalf("%s: Event done %v, %v; gjson's %v, %v", data, gotDone, gotErr, wantDone, wantErr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: Event deltas\n%+v\ngjson's\n%+v", data, got, want)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%s: Event left\n%+v\ngjson's read\n%+v", data, fast, slow)
+		}
+	}
+}
+
+// A chunk on its way to another protocol's client gives the deltas and
+// the record the gjson read gives.
+func TestSeamEventReadsAsGJSON(t *testing.T) {
+	for _, data := range chunkCorpus(t) {
+		eventReadsAsGJSON(t, data)
+	}
+	eventReadsAsGJSON(t, []byte(`{"choices":[{"index":0,"delta":{"reasoning_content":"think","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`))
+	eventReadsAsGJSON(t, []byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":7}]}}]}`))
+	eventReadsAsGJSON(t, []byte(" [DONE] "))
+}
+
+func FuzzSeamEvent(f *testing.F) {
+	for _, data := range chunkCorpus(f) {
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		eventReadsAsGJSON(t, data)
 	})
 }

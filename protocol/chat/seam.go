@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 
@@ -240,7 +241,66 @@ type seamAssembler struct {
 }
 
 // Event implements wire.Assembler. The stream is done at [DONE].
+//
+// A chunk is read once, in one pass (chunk.scan), when that pass can
+// decide on it: the record and the deltas both come from it.
 func (a *seamAssembler) Event(dst []wire.Delta, _, data []byte) ([]wire.Delta, bool, error) {
+	var c chunk
+	if t := bytes.TrimSpace(data); string(t) != "[DONE]" && c.scan(t) {
+		a.asm.apply(&c)
+		return a.deltas(dst, &c), false, nil
+	}
+	return a.event(dst, data)
+}
+
+// deltas appends the deltas of c, a chunk read in one pass, as event
+// reads them.
+func (a *seamAssembler) deltas(dst []wire.Delta, c *chunk) []wire.Delta {
+	if !c.choice || c.index != 0 {
+		return dst
+	}
+	for _, t := range []struct {
+		kind wire.DeltaKind
+		raw  []byte
+	}{{wire.TextDelta, c.content}, {wire.RefusalDelta, c.refusal}, {wire.ReasoningDelta, c.reasoning}} {
+		if len(t.raw) > 2 { // a string, not ""
+			dst = append(dst, wire.Delta{Kind: t.kind, Text: unquote(t.raw)})
+		}
+	}
+	for i := range c.nCalls {
+		f := &c.calls[i]
+		idx := int64(max(f.index, 0)) // an absent index reads as 0 (gjson's Int)
+		if a.calls == nil {
+			a.calls = map[int64]int{}
+		}
+		n, seen := a.calls[idx]
+		if !seen {
+			n = len(a.calls)
+			a.calls[idx] = n
+			dst = append(dst, wire.Delta{Kind: wire.ToolCallStart, Index: n, CallID: text(f.id), Name: text(f.name)})
+		}
+		if len(f.input) > 2 {
+			dst = append(dst, wire.Delta{Kind: wire.ArgumentsDelta, Index: n, Text: unquote(f.input)})
+		}
+	}
+	if c.finish != nil && !a.finished {
+		a.finished = true
+		dst = append(dst, wire.Delta{Kind: wire.Finish, Text: stopOf(unquote(c.finish))})
+	}
+	return dst
+}
+
+// text is the string raw holds, "" for nil.
+func text(raw []byte) string {
+	if raw == nil {
+		return ""
+	}
+	return unquote(raw)
+}
+
+// event is Event for a chunk read with gjson: every chunk chunk.scan
+// cannot decide on, and [DONE].
+func (a *seamAssembler) event(dst []wire.Delta, data []byte) ([]wire.Delta, bool, error) {
 	if err := a.asm.Add(data); err != nil {
 		return dst, false, err
 	}
