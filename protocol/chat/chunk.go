@@ -9,16 +9,16 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Reading a stream's chunk in one pass. A chunk is the one a token of a
-// stream: Add reads each, and relaying a chat stream is mostly that. The
+// Reading a stream's chunk in one pass. A stream sends a chunk a token:
+// Add reads each, and relaying a chat stream is mostly that. The
 // gjson read validates the chunk, then walks it again for its members,
-// then each choice and delta again for theirs; scanChunk validates the
+// then each choice and delta again for theirs; chunk.scan validates the
 // chunk as it reads the members the assembler keeps (jsonscan), and
 // applies them after, so that a chunk it cannot decide on changes
 // nothing and is read the gjson way (add), which also says what is
 // wrong with it.
 
-// chunk is what scanChunk read of a chunk: each member the assembler
+// chunk is what chunk.scan read of a chunk: each member the assembler
 // keeps, raw (a string's quotes included), nil when absent or, for a
 // member kept only as a string, not a string.
 type chunk struct {
@@ -47,16 +47,16 @@ type callFragment struct {
 
 const (
 	// maxChunkCalls is the number of tool call fragments one chunk's
-	// delta may hold for scanChunk; more are add's to read (OpenAI sends
+	// delta may hold for chunk.scan; more are add's to read (OpenAI sends
 	// one).
 	maxChunkCalls = 4
-	// maxChunkDepth is how deeply scanChunk follows a member it skips: a
+	// maxChunkDepth is how deeply chunk.scan follows a member it skips: a
 	// deeper chunk is add's to read.
 	maxChunkDepth = 32
 )
 
-// addScanned reads data, a chunk, as add does, when scanChunk can: it
-// reports false, the assembler unchanged, for a chunk scanChunk cannot
+// addScanned reads data, a chunk, as add does, when chunk.scan can: it
+// reports false, the assembler unchanged, for a chunk chunk.scan cannot
 // decide on.
 func (a *Assembler) addScanned(data []byte) bool {
 	var c chunk
@@ -78,283 +78,178 @@ func (a *Assembler) addScanned(data []byte) bool {
 // neither a string nor null, or more than maxChunkCalls fragments.
 func (c *chunk) scan(data []byte) bool {
 	s := jsonscan.Scanner{B: data}
-	seen := 0
-	const (
-		sID = 1 << iota
-		sModel
-		sChoices
-		sUsage
-		sError
-	)
-	walked := s.Object(func(name []byte) bool {
-		bit := 0
-		switch string(name) {
+	walked := scanKnown(&s, chunkMembers[:], func(i int) bool {
+		switch chunkMembers[i] {
 		case "id":
-			bit = sID
+			return scanString(&s, &c.id)
 		case "model":
-			bit = sModel
-		case "choices":
-			bit = sChoices
+			return scanString(&s, &c.model)
 		case "usage":
-			bit = sUsage
-		case "error":
-			bit = sError
-		default:
-			_, ok := s.Value(maxChunkDepth)
-			return ok
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		var ok bool
-		switch bit {
-		case sID:
-			c.id, ok = scanString(&s)
-		case sModel:
-			c.model, ok = scanString(&s)
-		case sUsage:
 			start := s.I
-			var kind int
-			if kind, ok = s.Value(maxChunkDepth); kind == jsonscan.KindObject {
+			kind, ok := s.Value(maxChunkDepth)
+			if kind == jsonscan.KindObject {
 				c.usage = data[start:s.I]
 			}
-		case sError:
-			kind, valid := s.Value(maxChunkDepth)
-			ok = valid && kind == jsonscan.KindNull
-		default:
-			ok = c.scanChoices(&s)
+			return ok
+		case "error":
+			return scanNull(&s)
+		default: // choices
+			if !s.At('[') {
+				return scanNull(&s)
+			}
+			_, ok := s.Array(func(i int) bool {
+				c.choice = true
+				return i == 0 && c.scanChoice(&s)
+			})
+			return ok
 		}
-		return ok
 	})
 	s.Space()
 	return walked && s.I == len(data)
 }
 
-// scanChoices reads a chunk's choices: null, or an array of at most one
-// choice.
-func (c *chunk) scanChoices(s *jsonscan.Scanner) bool {
-	if !s.At('[') {
-		kind, ok := s.Value(0)
-		return ok && kind == jsonscan.KindNull
-	}
-	_, ok := s.Array(func(i int) bool {
-		c.choice = true
-		return i == 0 && c.scanChoice(s)
-	})
-	return ok
-}
+// The members chunk.scan reads, of a chunk, a choice (a chunk's or a
+// reply's), a delta, a tool call fragment and its function.
+var (
+	chunkMembers    = [...]string{"id", "model", "choices", "usage", "error"}
+	choiceMembers   = [...]string{"index", "delta", "finish_reason"}
+	replyMembers    = [...]string{"index", "message", "finish_reason"}
+	deltaMembers    = [...]string{"content", "refusal", "reasoning_content", "tool_calls", "name", "audio"}
+	callMembers     = [...]string{"index", "id", "type", "function", "custom"}
+	functionMembers = [...]string{"name", "arguments"}
+)
 
-// scanChoice reads a choice: its index, delta and finish_reason.
+// scanChoice reads a choice: its index, delta (a reply's message) and
+// finish_reason.
 func (c *chunk) scanChoice(s *jsonscan.Scanner) bool {
-	seen := 0
-	const (
-		sIndex = 1 << iota
-		sDelta
-		sFinish
-	)
-	return s.Object(func(name []byte) bool {
-		bit := 0
-		switch string(name) {
-		case "index":
-			bit = sIndex
-		case "delta", "message":
-			if (string(name) == "message") != c.reply {
-				_, ok := s.Value(maxChunkDepth)
-				return ok
-			}
-			bit = sDelta
-		case "finish_reason":
-			bit = sFinish
-		default:
-			_, ok := s.Value(maxChunkDepth)
-			return ok
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		var ok bool
-		switch bit {
-		case sIndex:
+	names := choiceMembers[:]
+	if c.reply {
+		names = replyMembers[:]
+	}
+	return scanKnown(s, names, func(i int) bool {
+		switch i {
+		case 0:
+			var ok bool
 			c.index, ok = s.SmallUint()
-		case sFinish:
-			c.finish, ok = scanString(s)
-		default:
-			if !s.At('{') {
-				kind, valid := s.Value(0)
-				return valid && kind == jsonscan.KindNull
-			}
-			c.message = true
-			ok = c.scanDelta(s)
+			return ok
+		case 2:
+			return scanString(s, &c.finish)
 		}
-		return ok
+		if !s.At('{') {
+			return scanNull(s)
+		}
+		c.message = true
+		return c.scanDelta(s)
 	})
 }
 
-// scanDelta reads a delta: its content, refusal and tool calls.
+// scanDelta reads a delta: its content, refusal, reasoning and tool
+// calls.
 func (c *chunk) scanDelta(s *jsonscan.Scanner) bool {
-	seen := 0
-	const (
-		sContent = 1 << iota
-		sRefusal
-		sReasoning
-		sCalls
-	)
-	return s.Object(func(name []byte) bool {
-		bit := 0
-		switch string(name) {
+	return scanKnown(s, deltaMembers[:], func(i int) bool {
+		switch deltaMembers[i] {
 		case "content":
-			bit = sContent
+			return !s.At('[') && scanString(s, &c.content)
 		case "refusal":
-			bit = sRefusal
+			return scanString(s, &c.refusal)
 		case "reasoning_content":
-			bit = sReasoning
+			return scanString(s, &c.reasoning)
 		case "tool_calls":
-			bit = sCalls
-		case "name", "audio":
-			return false
-		default:
-			_, ok := s.Value(maxChunkDepth)
-			return ok
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		var ok bool
-		switch bit {
-		case sContent:
-			if s.At('[') {
-				return false
-			}
-			c.content, ok = scanString(s)
-		case sRefusal:
-			c.refusal, ok = scanString(s)
-		case sReasoning:
-			c.reasoning, ok = scanString(s)
-		default:
 			if !s.At('[') {
-				kind, valid := s.Value(0)
-				return valid && kind == jsonscan.KindNull
+				return scanNull(s)
 			}
-			_, ok = s.Array(func(i int) bool {
+			_, ok := s.Array(func(i int) bool {
 				if i >= maxChunkCalls || !s.At('{') {
 					return false
 				}
 				c.nCalls = i + 1
 				return c.calls[i].scan(s)
 			})
+			return ok
+		default: // name, audio: add's to read
+			return false
 		}
-		return ok
 	})
 }
 
 // scan reads a tool call fragment: its index, id, type and function.
 func (f *callFragment) scan(s *jsonscan.Scanner) bool {
 	f.index = -1
-	seen := 0
-	const (
-		sIndex = 1 << iota
-		sID
-		sType
-		sFunction
-		sCustom
-	)
-	return s.Object(func(name []byte) bool {
-		bit := 0
-		switch string(name) {
+	return scanKnown(s, callMembers[:], func(i int) bool {
+		switch callMembers[i] {
 		case "index":
-			bit = sIndex
-		case "id":
-			bit = sID
-		case "type":
-			bit = sType
-		case "function":
-			bit = sFunction
-		case "custom":
-			bit = sCustom
-		default:
-			_, ok := s.Value(maxChunkDepth)
-			return ok
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		var ok bool
-		switch bit {
-		case sIndex:
+			var ok bool
 			f.index, ok = s.SmallUint()
-		case sID:
-			f.id, ok = scanStringOrNull(s)
-		case sType:
-			f.typ, ok = scanStringOrNull(s)
-		case sCustom:
-			kind, valid := s.Value(0)
-			ok = valid && kind == jsonscan.KindNull
-		default:
+			return ok
+		case "id":
+			return scanStringOrNull(s, &f.id)
+		case "type":
+			return scanStringOrNull(s, &f.typ)
+		case "custom":
+			return scanNull(s)
+		default: // function
 			if !s.At('{') {
-				kind, valid := s.Value(0)
-				return valid && kind == jsonscan.KindNull
+				return scanNull(s)
 			}
-			ok = f.scanFunction(s)
+			return scanKnown(s, functionMembers[:], func(i int) bool {
+				if i == 0 {
+					return scanStringOrNull(s, &f.name)
+				}
+				return scanStringOrNull(s, &f.input)
+			})
 		}
-		return ok
 	})
 }
 
-// scanFunction reads a tool call fragment's function: its name and
-// arguments.
-func (f *callFragment) scanFunction(s *jsonscan.Scanner) bool {
+// scanKnown consumes an object, calling read with the index in names of
+// each member named there, I at its value, which read consumes, and
+// skipping the others. A duplicate of a member in names fails the walk:
+// which of two counts differs between gjson's walk and its lookup.
+func scanKnown(s *jsonscan.Scanner, names []string, read func(i int) bool) bool {
 	seen := 0
 	return s.Object(func(name []byte) bool {
-		bit := 0
-		switch string(name) {
-		case "name":
-			bit = 1
-		case "arguments":
-			bit = 2
-		default:
-			_, ok := s.Value(maxChunkDepth)
-			return ok
+		for i, n := range names {
+			if string(name) == n {
+				if seen&(1<<i) != 0 {
+					return false
+				}
+				seen |= 1 << i
+				return read(i)
+			}
 		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		var ok bool
-		if bit == 1 {
-			f.name, ok = scanStringOrNull(s)
-		} else {
-			f.input, ok = scanStringOrNull(s)
-		}
+		_, ok := s.Value(maxChunkDepth)
 		return ok
 	})
 }
 
-// scanString consumes a value and returns it raw if it is a string, nil
-// if it is of another kind.
-func scanString(s *jsonscan.Scanner) (raw []byte, ok bool) {
+// scanNull consumes a value, which must be null.
+func scanNull(s *jsonscan.Scanner) bool {
+	kind, ok := s.Value(0)
+	return ok && kind == jsonscan.KindNull
+}
+
+// scanString consumes a value and sets *raw to it if it is a string,
+// quotes included.
+func scanString(s *jsonscan.Scanner, raw *[]byte) bool {
 	if !s.At('"') {
-		_, ok = s.Value(maxChunkDepth)
-		return nil, ok
+		_, ok := s.Value(maxChunkDepth)
+		return ok
 	}
 	start := s.I
-	_, _, _, ok = s.Str()
-	return s.B[start:s.I], ok
+	_, _, _, ok := s.Str()
+	*raw = s.B[start:s.I]
+	return ok
 }
 
-// scanStringOrNull consumes a string, returned raw, or null (nil). A
-// value of another kind is not read: the seam's Event reads a tool
-// call's members as their text (gjson's String), which a pass does not
-// keep.
-func scanStringOrNull(s *jsonscan.Scanner) (raw []byte, ok bool) {
+// scanStringOrNull consumes a string, set in *raw as scanString does, or
+// null. A value of another kind is not read: the seam's Event reads a
+// tool call's members as their text (gjson's String), which a pass does
+// not keep.
+func scanStringOrNull(s *jsonscan.Scanner, raw *[]byte) bool {
 	if s.At('"') {
-		return scanString(s)
+		return scanString(s, raw)
 	}
-	kind, ok := s.Value(0)
-	return nil, ok && kind == jsonscan.KindNull
+	return scanNull(s)
 }
 
 // apply changes the assembler as add does for the chunk c was read from.

@@ -8,7 +8,7 @@ import (
 )
 
 // chunkCorpus is every chunk of the recorded streams and of benchStream,
-// and chunks of the shapes scanChunk reads or leaves to add.
+// and chunks of the shapes chunk.scan reads or leaves to add.
 func chunkCorpus(tb testing.TB) [][]byte {
 	files, err := sseFiles()
 	if err != nil {

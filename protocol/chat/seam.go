@@ -269,14 +269,8 @@ func (a *seamAssembler) deltas(dst []wire.Delta, c *chunk) []wire.Delta {
 	}
 	for i := range c.nCalls {
 		f := &c.calls[i]
-		idx := int64(max(f.index, 0)) // an absent index reads as 0 (gjson's Int)
-		if a.calls == nil {
-			a.calls = map[int64]int{}
-		}
-		n, seen := a.calls[idx]
-		if !seen {
-			n = len(a.calls)
-			a.calls[idx] = n
+		n, started := a.call(int64(max(f.index, 0))) // an absent index reads as 0 (gjson's Int)
+		if !started {
 			dst = append(dst, wire.Delta{Kind: wire.ToolCallStart, Index: n, CallID: text(f.id), Name: text(f.name)})
 		}
 		if len(f.input) > 2 {
@@ -288,6 +282,20 @@ func (a *seamAssembler) deltas(dst []wire.Delta, c *chunk) []wire.Delta {
 		dst = append(dst, wire.Delta{Kind: wire.Finish, Text: stopOf(unquote(c.finish))})
 	}
 	return dst
+}
+
+// call returns the canonical index of the call of stream index idx, and
+// whether it had started: one that had not is started now.
+func (a *seamAssembler) call(idx int64) (n int, started bool) {
+	if a.calls == nil {
+		a.calls = map[int64]int{}
+	}
+	n, started = a.calls[idx]
+	if !started {
+		n = len(a.calls)
+		a.calls[idx] = n
+	}
+	return n, started
 }
 
 // text is the string raw holds, "" for nil.
@@ -327,14 +335,8 @@ func (a *seamAssembler) event(dst []wire.Delta, data []byte) ([]wire.Delta, bool
 			calls = gjson.Result{}
 		}
 		calls.ForEach(func(_, tc gjson.Result) bool {
-			idx := tc.Get("index").Int()
-			if a.calls == nil {
-				a.calls = map[int64]int{}
-			}
-			n, seen := a.calls[idx]
-			if !seen {
-				n = len(a.calls)
-				a.calls[idx] = n
+			n, started := a.call(tc.Get("index").Int())
+			if !started {
 				dst = append(dst, wire.Delta{Kind: wire.ToolCallStart, Index: n,
 					CallID: tc.Get("id").String(), Name: tc.Get("function.name").String()})
 			}
