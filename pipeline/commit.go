@@ -161,7 +161,7 @@ func AnswerMessages(a *wire.Answer, counter plan.Counter, enc tokens.Encoding, o
 		if role == "" {
 			role = wire.RoleAssistant
 		}
-		msgs = append(msgs, history.Message{Role: role, Protocol: proto, Raw: raw, Hash: codec.Hash(raw)})
+		msgs = append(msgs, history.Message{Role: role, Protocol: proto, Raw: raw, Hash: a.HashOf(codec, raw)})
 	}
 	// The upstream already counted a one-message answer to a request for
 	// one choice: its output tokens plus the message overhead are the

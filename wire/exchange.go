@@ -106,6 +106,11 @@ type Answer struct {
 	// Stored as they came.
 	Stored   [][]byte
 	Protocol Protocol
+	// Hashed holds Protocol's Hash of messages of Stored, computed where
+	// they were decoded (an upstream's ParseAnswer), each for the very
+	// bytes it names: HashOf reads them. Stored's bytes are never
+	// changed in place; a message changed is a new slice.
+	Hashed []Hashed
 	// Message is the answer in the canonical model (the ingress renders it
 	// when it speaks another protocol).
 	Message Message
@@ -124,6 +129,25 @@ type Answer struct {
 	// Protocol's shape for an ingress of the same protocol to echo; nil
 	// when the upstream said nothing or the answer was translated.
 	Settings []byte
+}
+
+// Hashed is a codec's Hash of the message whose bytes are Raw.
+type Hashed struct {
+	Raw  []byte
+	Hash uint64
+}
+
+// HashOf returns c.Hash(raw) for raw, a message of a.Stored in
+// a.Protocol (c its codec): the hash a.Hashed holds for these very bytes
+// (the same array, the same length) without hashing them again, else
+// c.Hash(raw).
+func (a *Answer) HashOf(c Codec, raw []byte) uint64 {
+	for _, h := range a.Hashed {
+		if len(h.Raw) == len(raw) && len(raw) > 0 && &h.Raw[0] == &raw[0] {
+			return h.Hash
+		}
+	}
+	return c.Hash(raw)
 }
 
 // Upstream is the upstream side of a protocol.

@@ -71,7 +71,23 @@ func ForeignHash(raw []byte, decode func([]byte) (wire.Message, error), canonica
 	if CheckDepth(raw) != nil {
 		return xxhash.Sum64(raw)
 	}
-	if m, err := decode(raw); err == nil {
+	m, err := decode(raw)
+	return foreignHash(raw, m, err == nil, canonical)
+}
+
+// DecodedHash is ForeignHash of raw, which its protocol's decode read as
+// m: for a caller that decoded it already (an answer's parse).
+func DecodedHash(raw []byte, m wire.Message, canonical func(buf []byte, v gjson.Result) []byte) uint64 {
+	if CheckDepth(raw) != nil {
+		return xxhash.Sum64(raw)
+	}
+	return foreignHash(raw, m, true, canonical)
+}
+
+// foreignHash is ForeignHash of raw, nested no deeper than MaxDepth,
+// which decoded to m when decoded is set.
+func foreignHash(raw []byte, m wire.Message, decoded bool, canonical func(buf []byte, v gjson.Result) []byte) uint64 {
+	if decoded {
 		if h, ok := CanonicalHash(m); ok {
 			return h
 		}

@@ -185,7 +185,7 @@ func (a *Assembler) Answer() (wire.Answer, error) {
 	if err != nil {
 		return wire.Answer{}, fmt.Errorf("messages: assemble: %w", err)
 	}
-	return wire.Answer{ID: a.id, Model: a.model, Stored: [][]byte{stored}, Message: msg, Stop: a.stop, Usage: a.usage.canonical()}, nil
+	return wire.Answer{ID: a.id, Model: a.model, Stored: [][]byte{stored}, Hashed: Codec{}.hashed(stored, msg), Message: msg, Stop: a.stop, Usage: a.usage.canonical()}, nil
 }
 
 // json returns the block's JSON: its start block with what streamed in.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/recallproxy/recall/internal/canonjson"
 	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/wire"
 )
 
 // Hash returns the canonical hash of a stored message: equal for the
@@ -34,6 +35,12 @@ import (
 // does (chat.ForeignHash).
 func (c Codec) Hash(raw []byte) uint64 {
 	return chat.ForeignHash(raw, c.Decode, appendCanonicalMessage)
+}
+
+// hashed is the answer's Hashed for its one message raw, which Decode
+// read as m.
+func (Codec) hashed(raw []byte, m wire.Message) []wire.Hashed {
+	return []wire.Hashed{{Raw: raw, Hash: chat.DecodedHash(raw, m, appendCanonicalMessage)}}
 }
 
 // appendCanonicalMessage appends the canonical form of message m. Unlike

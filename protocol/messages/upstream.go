@@ -505,6 +505,7 @@ func (Upstream) ParseAnswer(raw []byte) (wire.Answer, error) {
 	if a.Message, err = (Codec{}).Decode(stored); err != nil {
 		return wire.Answer{}, fmt.Errorf("messages: parse answer: %w", err)
 	}
+	a.Hashed = Codec{}.hashed(stored, a.Message)
 	return a, nil
 }
 

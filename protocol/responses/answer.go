@@ -163,6 +163,7 @@ func (m *responseMembers) answer(done []gjson.Result) (wire.Answer, error) {
 			return wire.Answer{}, fmt.Errorf("responses: parse answer: output item of type %q with role %q is not the model's", itemType(item), m.Role)
 		}
 		a.Stored = append(a.Stored, raw)
+		a.Hashed = append(a.Hashed, wire.Hashed{Raw: raw, Hash: Codec{}.decodedHash(raw, m)})
 		for _, p := range m.Parts {
 			calls = calls || p.Kind == wire.ToolCall
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/recallproxy/recall/internal/canonjson"
 	"github.com/recallproxy/recall/protocol/chat"
+	"github.com/recallproxy/recall/wire"
 )
 
 // Hash returns the item's canonical hash. Two items hash equal when a
@@ -42,6 +43,11 @@ import (
 // (chat.ForeignHash).
 func (c Codec) Hash(raw []byte) uint64 {
 	return chat.ForeignHash(raw, c.Decode, appendItemCanonical)
+}
+
+// decodedHash is Hash of raw, which Decode read as m.
+func (Codec) decodedHash(raw []byte, m wire.Message) uint64 {
+	return chat.DecodedHash(raw, m, appendItemCanonical)
 }
 
 // valText tags content or output that is just text; the other values use
