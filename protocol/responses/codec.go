@@ -142,6 +142,9 @@ func (Codec) Decode(raw []byte) (wire.Message, error) {
 			return m, nil
 		}
 	}
+	if m, ok := decodeParts(raw); ok {
+		return m, nil
+	}
 	return decodeTree(raw)
 }
 
