@@ -19,6 +19,18 @@ import (
 // that is not valid UTF-8, whose strings the chat encoding rewrites: the
 // caller counts those through the encoding. raw is not retained.
 func (Codec) Tokens(c *tokens.Counter, enc tokens.Encoding, raw []byte) (n int, ok bool) {
+	// Every chat message is framed (tokens.MessageOverhead) and names
+	// one of the API's roles, a token each.
+	const framed = tokens.MessageOverhead + 1
+	// A message of text, the most items, read in one pass.
+	parts := 0
+	if _, ok := scanTextMessage(raw, func(text string) { parts, n = parts+1, n+c.Text(enc, text) }); ok {
+		if parts == 0 { // Encode writes nothing
+			return tokens.MessageOverhead, true
+		}
+		return framed + n, true
+	}
+	n = 0
 	if !utf8.Valid(raw) || !gjson.ValidBytes(raw) {
 		return 0, false
 	}
@@ -27,9 +39,6 @@ func (Codec) Tokens(c *tokens.Counter, enc tokens.Encoding, raw []byte) (n int, 
 	if roleOf(item, t) == "" {
 		return 0, false
 	}
-	// Every chat message is framed (tokens.MessageOverhead) and names
-	// one of the API's roles, a token each.
-	const framed = tokens.MessageOverhead + 1
 	switch t {
 	case typeMessage:
 		content := item.Get("content")
@@ -39,7 +48,7 @@ func (Codec) Tokens(c *tokens.Counter, enc tokens.Encoding, raw []byte) (n int, 
 		if !content.IsArray() {
 			return 0, false
 		}
-		parts := 0
+		parts = 0
 		content.ForEach(func(_, p gjson.Result) bool {
 			switch p.Get("type").Str {
 			case partInputText, partOutputText:

@@ -17,8 +17,22 @@ import (
 // string, an escaped name, content absent or null, a value nested past
 // maxEventDepth, invalid JSON.
 func decodeParts(raw []byte) (m wire.Message, ok bool) {
+	m.Role, ok = scanTextMessage(raw, func(text string) {
+		m.Parts = append(m.Parts, wire.Part{Kind: wire.Text, Text: text})
+	})
+	if !ok {
+		return wire.Message{}, false
+	}
+	return m, true
+}
+
+// scanTextMessage is the pass of decodeParts: it calls text with each of
+// the message's texts in order (content that is a string is one) and
+// returns the message's canonical role. When ok is false text may have
+// been called with some of them.
+func scanTextMessage(raw []byte, text func(string)) (role string, ok bool) {
 	s := jsonscan.Scanner{B: raw}
-	var typ, role []byte
+	var typ, rawRole []byte
 	typed, roled, content := false, false, false
 	walked := s.Object(func(name []byte) bool {
 		var ok bool
@@ -34,39 +48,39 @@ func decodeParts(raw []byte) (m wire.Message, ok bool) {
 				return false
 			}
 			roled = true
-			role, ok = s.Plain()
+			rawRole, ok = s.Plain()
 		case "content":
 			if content {
 				return false
 			}
 			content = true
-			ok = scanTextContent(&s, &m.Parts)
+			ok = scanTextContent(&s, text)
 		default:
 			_, ok = s.Value(maxEventDepth)
 		}
 		return ok
 	})
 	if s.Space(); !walked || s.I != len(raw) || !content || typed && string(typ) != typeMessage {
-		return wire.Message{}, false
+		return "", false
 	}
-	if m.Role = messageRole(string(role)); !roled || m.Role == "" {
-		return wire.Message{}, false
+	if role = messageRole(string(rawRole)); !roled || role == "" {
+		return "", false
 	}
-	return m, true
+	return role, true
 }
 
 // scanTextContent reads a message's content at s: a string, or an array
-// of text parts, each a Text part appended to parts. It reports false
-// for anything else.
-func scanTextContent(s *jsonscan.Scanner, parts *[]wire.Part) bool {
+// of text parts, calling text with each. It reports false for anything
+// else.
+func scanTextContent(s *jsonscan.Scanner, text func(string)) bool {
 	if s.At('"') {
-		text, ok := scanText(s)
-		*parts = append(*parts, wire.Part{Kind: wire.Text, Text: text})
+		t, ok := scanText(s)
+		text(t)
 		return ok
 	}
 	_, ok := s.Array(func(int) bool {
 		var typ []byte
-		var text string
+		var t string
 		typed, texted := false, false
 		walked := s.Object(func(name []byte) bool {
 			var ok bool
@@ -82,7 +96,7 @@ func scanTextContent(s *jsonscan.Scanner, parts *[]wire.Part) bool {
 					return false
 				}
 				texted = true
-				text, ok = scanText(s)
+				t, ok = scanText(s)
 			default:
 				_, ok = s.Value(maxEventDepth - 2)
 			}
@@ -91,7 +105,7 @@ func scanTextContent(s *jsonscan.Scanner, parts *[]wire.Part) bool {
 		if !walked || !texted || string(typ) != partInputText && string(typ) != partOutputText {
 			return false
 		}
-		*parts = append(*parts, wire.Part{Kind: wire.Text, Text: text})
+		text(t)
 		return true
 	})
 	return ok
