@@ -43,6 +43,30 @@ func (s *Scanner) object(escapes bool, member func(name []byte) bool) bool {
 	}
 }
 
+// Known consumes an object as Object does, calling read with its index
+// in names for each member named there, I at its value, which read
+// consumes, and skipping the others (opening at most depth levels, as
+// Value). Bit i of seen is set when names[i] was read. A member named
+// twice fails the walk: which of the two counts differs between
+// readers (gjson's lookup takes the first, encoding/json the last), and
+// a one-pass check leaves that to its full parser.
+func (s *Scanner) Known(names []string, depth int, read func(i int) bool) (seen uint, ok bool) {
+	ok = s.Object(func(name []byte) bool {
+		for i, n := range names {
+			if string(name) == n {
+				if seen&(1<<i) != 0 {
+					return false
+				}
+				seen |= 1 << i
+				return read(i)
+			}
+		}
+		_, ok := s.Value(depth)
+		return ok
+	})
+	return seen, ok
+}
+
 // Array consumes an array, calling elem once for each element in order,
 // with its index and I at the element, white space skipped. elem
 // consumes the element and reports whether the walk goes on. Array

@@ -332,3 +332,25 @@ func objectNames(t *testing.T, b []byte) []string {
 	}
 	return names
 }
+
+// TestKnown: Known reads the members it is given the names of, once
+// each, skips the others, and fails on a name given twice.
+func TestKnown(t *testing.T) {
+	names := []string{"a", "b", "c"}
+	var got []string
+	s := Scanner{B: []byte(`{"x":[1,{"y":2}],"b":"B","a":"A","z":null}`)}
+	seen, ok := s.Known(names, 2, func(i int) bool {
+		v, ok := s.Plain()
+		got = append(got, names[i]+"="+string(v))
+		return ok
+	})
+	if !ok || seen != 3 || strings.Join(got, ",") != "b=B,a=A" || s.I != len(s.B) {
+		t.Errorf("got seen %b ok %v read %q at %d, want 11 true b=B,a=A at the end", seen, ok, got, s.I)
+	}
+	for _, b := range []string{`{"a":"1","a":"2"}`, `{"x":[[1]]}`, `{"a":"1"`} {
+		s := Scanner{B: []byte(b)}
+		if _, ok := s.Known(names, 1, func(int) bool { _, ok := s.Plain(); return ok }); ok {
+			t.Errorf("Known(%s) ok, want it refused", b)
+		}
+	}
+}

@@ -201,25 +201,10 @@ func (f *callFragment) scan(s *jsonscan.Scanner) bool {
 	})
 }
 
-// scanKnown consumes an object, calling read with the index in names of
-// each member named there, I at its value, which read consumes, and
-// skipping the others. A duplicate of a member in names fails the walk:
-// which of two counts differs between gjson's walk and its lookup.
+// scanKnown is s.Known with chunks' depth.
 func scanKnown(s *jsonscan.Scanner, names []string, read func(i int) bool) bool {
-	seen := 0
-	return s.Object(func(name []byte) bool {
-		for i, n := range names {
-			if string(name) == n {
-				if seen&(1<<i) != 0 {
-					return false
-				}
-				seen |= 1 << i
-				return read(i)
-			}
-		}
-		_, ok := s.Value(maxChunkDepth)
-		return ok
-	})
+	_, ok := s.Known(names, maxChunkDepth, read)
+	return ok
 }
 
 // scanNull consumes a value, which must be null.

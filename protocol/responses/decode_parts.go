@@ -33,41 +33,32 @@ func decodeParts(raw []byte) (m wire.Message, ok bool) {
 func scanTextMessage(raw []byte, text func(string)) (role string, ok bool) {
 	s := jsonscan.Scanner{B: raw}
 	var typ, rawRole []byte
-	typed, roled, content := false, false, false
-	walked := s.Object(func(name []byte) bool {
-		var ok bool
-		switch string(name) {
-		case "type":
-			if typed {
-				return false
-			}
-			typed = true
+	read, walked := s.Known(itemFields, maxEventDepth, func(i int) (ok bool) {
+		switch i {
+		case 0:
 			typ, ok = s.Plain()
-		case "role":
-			if roled {
-				return false
-			}
-			roled = true
+		case 1:
 			rawRole, ok = s.Plain()
-		case "content":
-			if content {
-				return false
-			}
-			content = true
-			ok = scanTextContent(&s, text)
 		default:
-			_, ok = s.Value(maxEventDepth)
+			ok = scanTextContent(&s, text)
 		}
 		return ok
 	})
-	if s.Space(); !walked || s.I != len(raw) || !content || typed && string(typ) != typeMessage {
+	if s.Space(); !walked || s.I != len(raw) || read&4 == 0 || read&1 != 0 && string(typ) != typeMessage {
 		return "", false
 	}
-	if role = messageRole(string(rawRole)); !roled || role == "" {
+	if role = messageRole(string(rawRole)); read&2 == 0 || role == "" {
 		return "", false
 	}
 	return role, true
 }
+
+// itemFields and partFields are the members the pass reads of a message
+// item and of a text part, in the order Known reports them.
+var (
+	itemFields = []string{"type", "role", "content"}
+	partFields = []string{"type", "text"}
+)
 
 // scanTextContent reads a message's content at s: a string, or an array
 // of text parts, calling text with each. It reports false for anything
@@ -81,28 +72,15 @@ func scanTextContent(s *jsonscan.Scanner, text func(string)) bool {
 	_, ok := s.Array(func(int) bool {
 		var typ []byte
 		var t string
-		typed, texted := false, false
-		walked := s.Object(func(name []byte) bool {
-			var ok bool
-			switch string(name) {
-			case "type":
-				if typed {
-					return false
-				}
-				typed = true
+		read, walked := s.Known(partFields, maxEventDepth-2, func(i int) (ok bool) {
+			if i == 0 {
 				typ, ok = s.Plain()
-			case "text":
-				if texted {
-					return false
-				}
-				texted = true
+			} else {
 				t, ok = scanText(s)
-			default:
-				_, ok = s.Value(maxEventDepth - 2)
 			}
 			return ok
 		})
-		if !walked || !texted || string(typ) != partInputText && string(typ) != partOutputText {
+		if !walked || read&2 == 0 || string(typ) != partInputText && string(typ) != partOutputText {
 			return false
 		}
 		text(t)
