@@ -132,6 +132,13 @@
 # main database's, or with BADGER_METRICS=side the side database's.
 # PROFILE_OPEN=1 (with PROFILE=1) profiles the open-loop parts too: where a
 # request's CPU goes at the open rate, when the core is not saturated.
+# PERF=1 records both cores with `perf record -a -g` over up to 6 s of each
+# closed row's measured part and writes each core's time by what ran on it,
+# in µs a request of the row (bench/perfbudget), to perf-ROW.txt in the work
+# directory, which is then kept with the recordings (perf-ROW.data; perfbudget
+# -within CATEGORY lists what one category's time went through): the
+# kernel's share too (fsync workers, softirq, the load generator), which a
+# Go profile does not see.
 set -euo pipefail
 
 QUICK=0
@@ -215,7 +222,7 @@ cleanup() {
 		[ -n "$p" ] && kill "$p" 2>/dev/null || true
 	done
 	wait 2>/dev/null || true
-	if [ "${KEEP:-0}" = 1 ] || [ "${TRACE:-0}" = 1 ] || [ "${PROFILE:-0}" = 1 ]; then
+	if [ "${KEEP:-0}" = 1 ] || [ "${TRACE:-0}" = 1 ] || [ "${PROFILE:-0}" = 1 ] || [ "${PERF:-0}" = 1 ]; then
 		echo "work directory kept: $WORK" >&2
 	else
 		rm -rf "$WORK"
@@ -241,7 +248,8 @@ RECALL_TAGS=()
 	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/fakeupstream" ./bench/fakeupstream &&
 	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/load" ./bench/load &&
 	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/bareproxy" ./bench/bareproxy &&
-	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/tracestall" ./bench/tracestall)
+	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/tracestall" ./bench/tracestall &&
+	GOFLAGS=${GOFLAGS:--mod=mod} go build -o "$BIN/perfbudget" ./bench/perfbudget)
 
 # nginx: from the distribution's packages if missing.
 NGINX=$(command -v nginx || true)
@@ -405,7 +413,22 @@ load() {
 			profiler2=$!
 		fi
 	fi
+	local perfer=
+	if [ "${PERF:-0}" = 1 ] && [[ "$label" == */closed ]]; then
+		local warm=${WARM%s} secs=${DUR%s}
+		[[ "$WARM" == *ms ]] && warm=$(awk -v ms="${WARM%ms}" 'BEGIN { print ms / 1000 }')
+		[[ "$DUR" == *ms ]] && secs=$(awk -v ms="${DUR%ms}" 'BEGIN { print ms / 1000 }')
+		secs=$(awk -v s="$secs" 'BEGIN { print (s > 6 ? 6 : s) }')
+		(sleep "$warm" && perf record -q -a -g -o "$WORK/perf-${label//\//-}.data" -- sleep "$secs" >/dev/null 2>&1) &
+		perfer=$!
+	fi
 	"${LOAD_CPU[@]}" "$BIN/load" -label "$label" -duration "$DUR" -warmup "$WARM" "${samples[@]}" "${measure[@]}" "$@" >>"$RESULTS"
+	if [ -n "$perfer" ] && wait "$perfer"; then
+		local f=$WORK/perf-${label//\//-} rps
+		rps=$(jq -r --arg l "$label" 'select(.label == $l) | .rps' "$RESULTS" | tail -1)
+		perf script -i "$f.data" -F cpu,comm,ip,sym 2>/dev/null | "$BIN/perfbudget" -rate "$rps" >"$f.txt" || true
+		echo "run.sh: $label under perf: $f.txt" >&2
+	fi
 	if [ -n "$tracer" ] && wait "$tracer"; then
 		local t=$WORK/trace-${label//\//-}
 		for kind in sync net; do

@@ -9,10 +9,11 @@
 // (docs/performance.md, "Each core's time by what ran on it"):
 //
 //	perf record -a -g -o perf.data -- sleep 6   # inside a row's measured part
-//	perf script -i perf.data -F cpu,comm,ip,sym | go run ./bench/perfbudget -rate 3532 [-flat postgres]
+//	perf script -i perf.data -F cpu,comm,ip,sym | go run ./bench/perfbudget -rate 3532 [-flat postgres] [-within "stream relay"]
 //
 // -rate is the row's requests a second; -flat also lists the functions
-// one process's samples ended in.
+// one process's samples ended in; -within lists the functions one
+// category's samples passed through, by their time inclusive.
 package main
 
 import (
@@ -36,6 +37,7 @@ var roots = []struct{ frame, name string }{
 	{"summary.(*Manager).worker", "summary worker"},
 	{"net/http.(*persistConn)", "summary worker's HTTP connections"},
 	{"(*Deps).Commit.func1", "commit step (after the answer)"},
+	{"pipeline.Relay", "stream relay"},
 	{"(*Store).logSyncer", "log syncer"},
 	{"(*Store).committer", "committer"},
 	{"inspect.(*Writer).run", "inspector's records"},
@@ -57,6 +59,7 @@ type sample struct {
 func main() {
 	rate := flag.Float64("rate", 0, "the row's requests a second over the recording (0: shares only)")
 	flat := flag.String("flat", "", "also list the leaf functions of this process name")
+	within := flag.String("within", "", "also list the functions this category's samples passed through")
 	flag.Parse()
 	samples, err := read(os.Stdin)
 	if err != nil {
@@ -64,6 +67,46 @@ func main() {
 		os.Exit(1)
 	}
 	write(os.Stdout, samples, *rate, *flat)
+	if *within != "" {
+		writeWithin(os.Stdout, samples, *rate, *within)
+	}
+}
+
+// writeWithin lists the functions the samples of category cat passed
+// through (each counted once a sample, however deep it recursed), the
+// most first: where a category's time goes, inclusive.
+func writeWithin(w io.Writer, samples []sample, rate float64, cat string) {
+	funcs := map[string]int{}
+	total := map[int]int{}
+	for _, s := range samples {
+		total[s.cpu]++
+	}
+	var cpu, n int
+	for _, s := range samples {
+		if category(s) != cat {
+			continue
+		}
+		cpu = s.cpu
+		n++
+		seen := map[string]bool{}
+		for _, f := range s.stack {
+			if !seen[f] {
+				seen[f] = true
+				funcs[f]++
+			}
+		}
+	}
+	fmt.Fprintf(w, "%s: functions, inclusive (%d samples)\n", cat, n)
+	for i, kv := range sorted(funcs) {
+		if i == 60 {
+			break
+		}
+		if rate > 0 && total[cpu] > 0 {
+			fmt.Fprintf(w, "  %7.1f µs a request  %s\n", float64(kv.n)/float64(total[cpu])/rate*1e6, kv.k)
+		} else {
+			fmt.Fprintf(w, "  %5.1f%%  %s\n", 100*float64(kv.n)/float64(n), kv.k)
+		}
+	}
 }
 
 // read parses perf script's output: a header line (comm [cpu]) and the
