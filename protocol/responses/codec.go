@@ -455,7 +455,19 @@ func quote(s string) []byte { return gjson.AppendJSONString(nil, s) }
 // message's input_text, output_text and refusal parts, a function call's
 // name and arguments, a function call output's text), one piece a line.
 // Reasoning and other items only the Responses API reads add nothing.
+//
+// A message item of text (see decodeParts) is read in one pass; any
+// other item as textTree reads it.
 func (c Codec) Text(dst, raw []byte) []byte {
+	n := len(dst)
+	if _, ok := scanTextMessage(raw, func(text string) { dst = wire.AppendLine(dst, text) }); ok {
+		return dst
+	}
+	return c.textTree(dst[:n], raw)
+}
+
+// textTree is Text through gjson's reads of the item, or its decoding.
+func (c Codec) textTree(dst, raw []byte) []byte {
 	if item := parse(raw); itemType(item) == typeMessage {
 		return appendMessageText(dst, item)
 	}

@@ -21,11 +21,10 @@ func TestDecodeStringItems(t *testing.T) {
 	), Codec{}.Decode, decodeTree)
 }
 
-// TestDecodeTextParts: a message item of text parts decodes in one pass
-// exactly as decodeTree reads it, and every shape the pass leaves to
-// decodeTree decodes as decodeTree does too.
-func TestDecodeTextParts(t *testing.T) {
-	read := []string{
+// textPartsRead are message items decodeParts reads; textPartsLeft
+// are items it leaves to decodeTree (for Text: textTree).
+var (
+	textPartsRead = []string{
 		`{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}`,
 		`{"role":"assistant","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"It is sunny."}],"id":"msg_1","status":"completed","type":"message"}`,
 		`{"type":"message","role":"developer","content":[{"type":"input_text","text":"a"},{"type":"input_text","text":"b\n\u00e9\ud83d\ude00"}]}`,
@@ -35,7 +34,7 @@ func TestDecodeTextParts(t *testing.T) {
 		` { "type" : "message" , "role" : "user" , "content" : [ { "text" : "x" , "type" : "input_text" } ] } `,
 		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"x","annotations":[{"type":"url_citation","url":"https://e.x","start_index":0,"end_index":1}]}]}`,
 	}
-	left := []string{
+	textPartsLeft = []string{
 		`{"type":"message","role":"user","content":[{"type":"input_image","image_url":"https://e.x/a.png"}]}`,
 		`{"type":"message","role":"user","content":[{"type":"refusal","refusal":"no"}]}`,
 		`{"type":"message","role":"user","content":[{"type":"input_text"}]}`,
@@ -61,6 +60,13 @@ func TestDecodeTextParts(t *testing.T) {
 		`{"type":"message","role":"user","content":"bad ` + "\xff" + ` utf-8"}`,
 		`{"type":"message","role":"user","content":[{"type":"input_text","text":"a","deep":` + strings.Repeat(`[`, 40) + strings.Repeat(`]`, 40) + `}]}`,
 	}
+)
+
+// TestDecodeTextParts: a message item of text parts decodes in one pass
+// exactly as decodeTree reads it, and every shape the pass leaves to
+// decodeTree decodes as decodeTree does too.
+func TestDecodeTextParts(t *testing.T) {
+	read, left := textPartsRead, textPartsLeft
 	for _, raw := range read {
 		if _, ok := decodeParts([]byte(raw)); !ok {
 			t.Errorf("decodeParts(%s) not ok, want it read", raw)
