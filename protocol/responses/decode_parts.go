@@ -1,9 +1,8 @@
 package responses
 
 import (
-	"github.com/tidwall/gjson"
-
 	"github.com/recallproxy/recall/internal/jsonscan"
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -65,7 +64,7 @@ var (
 // else.
 func scanTextContent(s *jsonscan.Scanner, text func(string)) bool {
 	if s.At('"') {
-		t, ok := scanText(s)
+		t, ok := body.ScanString(s)
 		text(t)
 		return ok
 	}
@@ -76,7 +75,7 @@ func scanTextContent(s *jsonscan.Scanner, text func(string)) bool {
 			if i == 0 {
 				typ, ok = s.Plain()
 			} else {
-				t, ok = scanText(s)
+				t, ok = body.ScanString(s)
 			}
 			return ok
 		})
@@ -87,18 +86,4 @@ func scanTextContent(s *jsonscan.Scanner, text func(string)) bool {
 		return true
 	})
 	return ok
-}
-
-// scanText reads a string at s as gjson's Str reads it: the bytes
-// between its quotes (sharing s.B's memory, as decodeTree's results do)
-// when it holds no escape, else gjson's unescaping of it.
-func scanText(s *jsonscan.Scanner) (string, bool) {
-	start, end, escaped, ok := s.Str()
-	switch {
-	case !ok:
-		return "", false
-	case escaped:
-		return gjson.Parse(bytesString(s.B[start-1 : end+1])).Str, true
-	}
-	return bytesString(s.B[start:end]), true
 }
