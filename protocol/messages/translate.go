@@ -30,6 +30,9 @@ func (c Codec) Decode(raw []byte) (wire.Message, error) {
 	if ms, ok := body.StringMembers(stack[:0], raw); ok {
 		return decodeText(ms)
 	}
+	if m, ok := decodeBlocks(raw); ok {
+		return m, nil
+	}
 	return decodeTree(raw)
 }
 
@@ -335,6 +338,11 @@ func appendInstruction(b []byte, m wire.Message) []byte {
 // piece a line. Thinking, redacted thinking and other opaque blocks add
 // nothing.
 func (c Codec) Text(dst, raw []byte) []byte {
+	n := len(dst)
+	if _, ok := scanTextBlocks(raw, func(text string) { dst = wire.AppendLine(dst, text) }); ok {
+		return dst // as Decode's text parts read
+	}
+	dst = dst[:n]
 	m, err := c.Decode(raw)
 	if err != nil {
 		return dst
