@@ -16,14 +16,8 @@ import (
 // block, a member it reads given twice or not as a string, an escaped
 // name or role, content not an array, a value nested past chat.MaxDepth,
 // invalid JSON.
-func decodeBlocks(raw []byte) (m wire.Message, ok bool) {
-	m.Role, ok = scanTextBlocks(raw, func(text string) {
-		m.Parts = append(m.Parts, wire.Part{Kind: wire.Text, Text: text})
-	})
-	if !ok {
-		return wire.Message{}, false
-	}
-	return m, true
+func decodeBlocks(raw []byte) (wire.Message, bool) {
+	return body.DecodeTexts(scanTextBlocks, raw)
 }
 
 // messageFields and blockFields are the members the pass reads of a

@@ -1,7 +1,6 @@
 package messages
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -87,36 +86,14 @@ func FuzzDecodeBlocks(f *testing.F) {
 // dst has: a message the pass reads part of before leaving it has
 // nothing of the pass's left.
 func TestTextReadsAsDecode(t *testing.T) {
-	corpus := append(append(append([]string(nil), stringMessages...), textBlocksRead...), textBlocksLeft...)
-	for _, raw := range corpus {
-		for _, dst := range [][]byte{nil, []byte("before"), append(make([]byte, 0, 64), "before"...)} {
-			want := textThroughDecode(bytes.Clone(dst), []byte(raw))
-			if got := (Codec{}).Text(dst, []byte(raw)); !bytes.Equal(got, want) {
-				t.Errorf("Text(%q, %s) = %q, want %q", dst, raw, got, want)
-			}
-		}
+	for _, raw := range append(append(append([]string(nil), stringMessages...), textBlocksRead...), textBlocksLeft...) {
+		prototest.SameText(t, Codec{}, []byte(raw))
 	}
 }
 
 // FuzzText checks the same of any bytes.
 func FuzzText(f *testing.F) {
-	for _, raw := range append(append([]string(nil), textBlocksRead...), textBlocksLeft...) {
-		f.Add([]byte(raw))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		if got, want := (Codec{}).Text(nil, raw), textThroughDecode(nil, raw); !bytes.Equal(got, want) {
-			t.Fatalf("Text(%q) = %q, want %q", raw, got, want)
-		}
-	})
-}
-
-// textThroughDecode is Text as Decode's parts have it.
-func textThroughDecode(dst, raw []byte) []byte {
-	m, err := Codec{}.Decode(raw)
-	if err != nil {
-		return dst
-	}
-	return wire.AppendText(dst, m)
+	prototest.FuzzSameText(f, Codec{}, append(append([]string(nil), textBlocksRead...), textBlocksLeft...))
 }
 
 // BenchmarkDecodeBlocks is the decoding of a turn's two messages as the
@@ -126,23 +103,8 @@ func textThroughDecode(dst, raw []byte) []byte {
 // reads it stands in for.
 func BenchmarkDecodeBlocks(b *testing.B) {
 	text := strings.Repeat(`The trend holds, and the figures say so. `, 14)
-	items := [][]byte{
+	prototest.BenchDecodes(b, [][]byte{
 		[]byte(`{"role":"user","content":[{"type":"text","text":"` + text + `","cache_control":{"type":"ephemeral"}}]}`),
 		[]byte(`{"role":"assistant","content":[{"type":"text","text":"` + text + `"}]}`),
-	}
-	for _, c := range []struct {
-		name   string
-		decode func([]byte) (wire.Message, error)
-	}{{"pass", Codec{}.Decode}, {"tree", decodeTree}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				for _, raw := range items {
-					if m, err := c.decode(raw); err != nil || len(m.Parts) != 1 {
-						b.Fatal(m, err)
-					}
-				}
-			}
-		})
-	}
+	}, Codec{}.Decode, decodeTree)
 }

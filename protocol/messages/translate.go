@@ -338,11 +338,10 @@ func appendInstruction(b []byte, m wire.Message) []byte {
 // piece a line. Thinking, redacted thinking and other opaque blocks add
 // nothing.
 func (c Codec) Text(dst, raw []byte) []byte {
-	n := len(dst)
-	if _, ok := scanTextBlocks(raw, func(text string) { dst = wire.AppendLine(dst, text) }); ok {
+	dst, ok := body.AppendTexts(scanTextBlocks, dst, raw)
+	if ok {
 		return dst // as Decode's text parts read
 	}
-	dst = dst[:n]
 	m, err := c.Decode(raw)
 	if err != nil {
 		return dst

@@ -459,11 +459,11 @@ func quote(s string) []byte { return gjson.AppendJSONString(nil, s) }
 // A message item of text (see decodeParts) is read in one pass; any
 // other item as textTree reads it.
 func (c Codec) Text(dst, raw []byte) []byte {
-	n := len(dst)
-	if _, ok := scanTextMessage(raw, func(text string) { dst = wire.AppendLine(dst, text) }); ok {
+	dst, ok := body.AppendTexts(scanTextMessage, dst, raw)
+	if ok {
 		return dst
 	}
-	return c.textTree(dst[:n], raw)
+	return c.textTree(dst, raw)
 }
 
 // textTree is Text through gjson's reads of the item, or its decoding.

@@ -15,14 +15,8 @@ import (
 // another type or part, a member it reads given twice or not as a
 // string, an escaped name, content absent or null, a value nested past
 // maxEventDepth, invalid JSON.
-func decodeParts(raw []byte) (m wire.Message, ok bool) {
-	m.Role, ok = scanTextMessage(raw, func(text string) {
-		m.Parts = append(m.Parts, wire.Part{Kind: wire.Text, Text: text})
-	})
-	if !ok {
-		return wire.Message{}, false
-	}
-	return m, true
+func decodeParts(raw []byte) (wire.Message, bool) {
+	return body.DecodeTexts(scanTextMessage, raw)
 }
 
 // scanTextMessage is the pass of decodeParts: it calls text with each of

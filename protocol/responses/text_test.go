@@ -2,22 +2,19 @@ package responses
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 
-	"github.com/recallproxy/recall/wire"
+	"github.com/recallproxy/recall/protocol/internal/prototest"
 )
 
 // TestTextReadsAsDecode: an item's text is what Decode's reading of it
-// says (wire.AppendText), for every item of the corpus, after any text
-// already in dst.
+// says (wire.AppendText), and what textTree reads, for every item of the
+// corpus, after any text already in dst.
 func TestTextReadsAsDecode(t *testing.T) {
 	corpus := append(append(append([]string(nil), countCorpus...), textPartsRead...), textPartsLeft...)
 	for _, raw := range corpus {
+		prototest.SameText(t, Codec{}, []byte(raw))
 		for _, dst := range []string{"", "before"} {
-			if got, want := (Codec{}).Text([]byte(dst), []byte(raw)), textThroughDecode([]byte(dst), []byte(raw)); !bytes.Equal(got, want) {
-				t.Errorf("Text(%q, %s) = %q, want %q", dst, raw, got, want)
-			}
 			if got, want := (Codec{}).Text([]byte(dst), []byte(raw)), (Codec{}).textTree([]byte(dst), []byte(raw)); !bytes.Equal(got, want) {
 				t.Errorf("Text(%q, %s) = %q, textTree reads %q", dst, raw, got, want)
 			}
@@ -46,11 +43,7 @@ func TestTextOfAnItemLeftAfterSomeText(t *testing.T) {
 // of a turn as SDKs and the API write them: Text's one pass against
 // textTree's reads.
 func BenchmarkText(b *testing.B) {
-	text := strings.Repeat(`The trend holds, and the figures say so. `, 14)
-	items := [][]byte{
-		[]byte(`{"type":"message","role":"user","content":[{"type":"input_text","text":"` + text + `"}]}`),
-		[]byte(`{"id":"msg_up1","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"` + text + `"}],"role":"assistant"}`),
-	}
+	text, items := turnItems()
 	for _, c := range []struct {
 		name string
 		text func(dst, raw []byte) []byte
@@ -70,22 +63,4 @@ func BenchmarkText(b *testing.B) {
 }
 
 // FuzzText checks the same of any bytes.
-func FuzzText(f *testing.F) {
-	for _, raw := range countCorpus {
-		f.Add([]byte(raw))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		if got, want := (Codec{}).Text(nil, raw), textThroughDecode(nil, raw); !bytes.Equal(got, want) {
-			t.Fatalf("Text(%q) = %q, want %q", raw, got, want)
-		}
-	})
-}
-
-// textThroughDecode is Text as Decode's parts have it.
-func textThroughDecode(dst, raw []byte) []byte {
-	m, err := Codec{}.Decode(raw)
-	if err != nil {
-		return dst
-	}
-	return wire.AppendText(dst, m)
-}
+func FuzzText(f *testing.F) { prototest.FuzzSameText(f, Codec{}, countCorpus) }

@@ -6,6 +6,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/recallproxy/recall/internal/jsonscan"
+	"github.com/recallproxy/recall/wire"
 )
 
 // Member is a member of a JSON object whose value is a string.
@@ -68,4 +69,35 @@ func bytesString(b []byte) string {
 		return ""
 	}
 	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// TextPass is a protocol's one-pass read of a message whose content is
+// text (a string, or parts or blocks of text): it calls text with each
+// text in order and returns the message's canonical role. ok is false
+// for a message it does not read so, which the protocol reads with
+// gjson; text may have been called by then.
+type TextPass func(raw []byte, text func(string)) (role string, ok bool)
+
+// DecodeTexts is Decode of a message pass reads: its role and a text
+// part for each text.
+func DecodeTexts(pass TextPass, raw []byte) (m wire.Message, ok bool) {
+	m.Role, ok = pass(raw, func(text string) {
+		m.Parts = append(m.Parts, wire.Part{Kind: wire.Text, Text: text})
+	})
+	if !ok {
+		return wire.Message{}, false
+	}
+	return m, true
+}
+
+// AppendTexts is Text of a message pass reads: its texts appended to dst
+// a line each (wire.AppendLine). When pass does not read raw, it returns
+// dst as it was given (its length; bytes past it may have been written)
+// and false.
+func AppendTexts(pass TextPass, dst, raw []byte) ([]byte, bool) {
+	n := len(dst)
+	if _, ok := pass(raw, func(text string) { dst = wire.AppendLine(dst, text) }); !ok {
+		return dst[:n], false
+	}
+	return dst, true
 }
