@@ -43,7 +43,7 @@ func TestStreamRendersFromEvents(t *testing.T) {
 		w := &flushWriter{}
 		x := &fakeExchange{w: w}
 		ren := &eventRenderer{reads: true, w: w}
-		if err := Stream(w, strings.NewReader(role+text+stop+done), x, chat.Protocol{}.NewAssembler(), 1<<20, ren, false, true); err != nil {
+		if err := Stream(w, eventReads(role, text, stop, done), x, chat.Protocol{}.NewAssembler(), 1<<20, ren, false, true); err != nil {
 			t.Fatal(err)
 		}
 		if ren.deltas != 0 {
@@ -53,10 +53,12 @@ func TestStreamRendersFromEvents(t *testing.T) {
 		if want := []string{"", "", first + second, first + second + "<" + stop + ">"}; strings.Join(ren.flushed, "|") != strings.Join(want, "|") {
 			t.Errorf("the client had %q at each event, want %q", ren.flushed, want)
 		}
-		all := first + second + "<" + stop + "><" + done + ">"
-		if x.written != all {
-			t.Errorf("at the commit the client had %q, want %q", x.written, all)
+		// The event read last, with the answer's end, goes out with the
+		// end, after the commit.
+		if want := first + second + "<" + stop + ">"; x.written != want {
+			t.Errorf("at the commit the client had %q, want %q", x.written, want)
 		}
+		all := first + second + "<" + stop + "><" + done + ">"
 		if got, want := w.flushed.String(), all+"end"; got != want {
 			t.Errorf("the client got %q, want %q", got, want)
 		}

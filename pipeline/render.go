@@ -60,6 +60,9 @@ type Exchange interface {
 	// Left fails with ErrClientGone if a stream's client has closed its
 	// connection (a stream's writes, buffered, do not tell in time).
 	Left() error
+	// Committing notes that a stream's answer is whole and its commit
+	// begins: what the client has yet to get waits on the commit alone.
+	Committing()
 	// ErrorEvent is err as the client's protocol's error event: ren's
 	// when it renders one (ren is nil when the upstream's events are
 	// relayed as they came).
@@ -173,6 +176,11 @@ type AnswerRenderer interface {
 // its closing events written once the turn is committed. A recorded turn (record) that cannot be
 // committed never gets its closing events: the stream ends with an error
 // event instead.
+//
+// The events written go to the client when the pump is about to read
+// more of the upstream (flushingReader), not one by one: those that came
+// in one read reach the client in one write, and those that came with
+// the answer's end go with the end, after the commit.
 func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren wire.Renderer, same, record bool) error {
 	var held, out []byte
 	holding := false
@@ -180,7 +188,8 @@ func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren 
 	if er != nil && !er.Reads(asm) {
 		er = nil
 	}
-	a, err := Pump(r, asm, max, same || er != nil, func(raw []byte, deltas []wire.Delta, last bool) error {
+	fr := &flushingReader{r: r, w: w}
+	a, err := Pump(fr, asm, max, same || er != nil, func(raw []byte, deltas []wire.Delta, last bool) error {
 		if er != nil {
 			// What may wait goes out with the next event, in one write:
 			// the client gets one chunk where the renderer had many.
@@ -188,7 +197,7 @@ func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren 
 			if held, flush = er.Event(held, raw); !flush {
 				return nil
 			}
-			err := WriteFlush(w, held)
+			err := fr.write(held)
 			held = held[:0]
 			return err
 		}
@@ -197,7 +206,7 @@ func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren 
 			for _, d := range deltas {
 				out = ren.Delta(out, d)
 			}
-			return WriteFlush(w, out)
+			return fr.write(out)
 		}
 		holding = holding || record && last
 		for _, d := range deltas {
@@ -207,8 +216,11 @@ func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren 
 			held = append(held, raw...)
 			return nil
 		}
-		return WriteFlush(w, raw)
+		return fr.write(raw)
 	})
+	if fr.err != nil {
+		err = fr.err
+	}
 	x.UpstreamDone()
 	var ue *UpstreamEvent
 	switch {
@@ -239,6 +251,36 @@ func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren 
 		}
 	}
 	return CommitStream(w, x, c, ren, &a, held)
+}
+
+// flushingReader is the upstream's stream r as the pump reads it: the
+// events written to w since the last read are flushed before the next,
+// which may wait on the upstream. A client waits for no event the
+// upstream has sent (a read that does not wait flushes early, as before),
+// and the events of one read go out in one write.
+type flushingReader struct {
+	r       io.Reader
+	w       Writer
+	pending bool  // written since the last flush
+	err     error // the flush's failure: the client's (ErrClientGone)
+}
+
+// write writes b to the client, flushed at the next read (or by whoever
+// writes the stream's end).
+func (f *flushingReader) write(b []byte) error {
+	f.pending = f.pending || len(b) > 0
+	return write(f.w, b)
+}
+
+func (f *flushingReader) Read(p []byte) (int, error) {
+	if f.pending {
+		f.pending = false
+		if err := f.w.Flush(); err != nil {
+			f.err = fmt.Errorf("%w: %w", ErrClientGone, err)
+			return 0, f.err
+		}
+	}
+	return f.r.Read(p)
 }
 
 // waitingCommitter commits through c; when the commit fails it writes
@@ -292,6 +334,7 @@ func CommitStream(w Writer, x Exchange, c Committer, ren wire.Renderer, a *wire.
 		if err := x.Left(); err != nil {
 			return err
 		}
+		x.Committing()
 		if err := c.Commit(a); err != nil {
 			return EndStream(w, x, ren, err)
 		}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -29,21 +30,101 @@ func (x *fakeExchange) Commit(*wire.Answer) error {
 }
 func (x *fakeExchange) UpstreamDone() {}
 func (x *fakeExchange) Left() error   { return nil }
+func (x *fakeExchange) Committing()   {}
 func (x *fakeExchange) ErrorEvent(_ wire.Renderer, err error) []byte {
 	return []byte("event: error\n\n")
 }
 
-// flushWriter is a client's connection: what was flushed reached it.
+// flushWriter is a client's connection: what was flushed reached it,
+// in flushes writes to the connection (a flush of nothing is none).
 type flushWriter struct {
 	buf, flushed bytes.Buffer
 	writes       int
+	flushes      int
 }
 
 func (w *flushWriter) Write(b []byte) (int, error) { w.writes++; return w.buf.Write(b) }
 func (w *flushWriter) Flush() error {
+	if w.buf.Len() > 0 {
+		w.flushes++
+	}
 	w.flushed.Write(w.buf.Bytes())
 	w.buf.Reset()
 	return nil
+}
+
+// readsOf is an upstream whose stream comes in reads, one a Read; before
+// each it notes what the client had (at).
+type readsOf struct {
+	reads []string
+	w     *flushWriter
+	at    []string
+}
+
+// eventReads is an upstream that sends each of events in a read of its
+// own.
+func eventReads(events ...string) *readsOf { return &readsOf{reads: events} }
+
+func (r *readsOf) Read(p []byte) (int, error) {
+	if r.w != nil {
+		r.at = append(r.at, r.w.flushed.String())
+	}
+	if len(r.reads) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.reads[0])
+	if r.reads[0] = r.reads[0][n:]; r.reads[0] == "" {
+		r.reads = r.reads[1:]
+	}
+	return n, nil
+}
+
+// TestStreamWritesWhatCameTogetherAtOnce: the events of one read of the
+// upstream reach the client in one write, made before the pump reads
+// again; those read with the answer's end go with the end, after the
+// commit, in the same write, whether they are relayed as they came,
+// rendered from their events or from their deltas.
+func TestStreamWritesWhatCameTogetherAtOnce(t *testing.T) {
+	const role, text, stop, done = chatRole, chatText, chatStop, chatDone
+	for _, tt := range []struct {
+		name string
+		same bool
+		ren  wire.Renderer
+	}{
+		{name: "relayed", same: true},
+		{name: "from events", ren: &eventRenderer{reads: true}},
+		{name: "from deltas", ren: &eventRenderer{}},
+	} {
+		t.Run(tt.name+", one read", func(t *testing.T) {
+			w := &flushWriter{}
+			x := &fakeExchange{w: w}
+			if err := Stream(w, eventReads(role+text+stop+done), x, chat.Protocol{}.NewAssembler(), 1<<20, tt.ren, tt.same, true); err != nil {
+				t.Fatal(err)
+			}
+			if x.commits != 1 || x.written != "" {
+				t.Errorf("committed %d times with %q at the client, want once with nothing", x.commits, x.written)
+			}
+			if w.flushes != 1 || w.buf.Len() != 0 {
+				t.Errorf("the client got %d writes (%q unflushed), want the stream in one", w.flushes, w.buf.String())
+			}
+		})
+		t.Run(tt.name+", two reads", func(t *testing.T) {
+			w := &flushWriter{}
+			x := &fakeExchange{w: w}
+			up := &readsOf{reads: []string{role + text, stop + done}, w: w}
+			if err := Stream(w, up, x, chat.Protocol{}.NewAssembler(), 1<<20, tt.ren, tt.same, true); err != nil {
+				t.Fatal(err)
+			}
+			// The first read's events were the client's before the
+			// second read, which could have waited on the upstream.
+			if len(up.at) < 2 || up.at[0] != "" || up.at[1] == "" {
+				t.Fatalf("the client had %q before each read, want nothing, then the first read's events", up.at)
+			}
+			if w.flushes != 2 || x.written != up.at[1] {
+				t.Errorf("%d writes, %q at the commit, want 2, the first read's %q", w.flushes, x.written, up.at[1])
+			}
+		})
+	}
 }
 
 // TestStreamHoldsTheFinishUntilTheCommit: a recorded stream relayed as it
@@ -64,7 +145,7 @@ func TestStreamHoldsTheFinishUntilTheCommit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &flushWriter{}
 			x := &fakeExchange{w: w, commitErr: tt.commitErr}
-			err := Stream(w, strings.NewReader(role+text+stop+done), x, chat.Protocol{}.NewAssembler(), 1<<20, nil, true, true)
+			err := Stream(w, eventReads(role, text, stop, done), x, chat.Protocol{}.NewAssembler(), 1<<20, nil, true, true)
 			if !errors.Is(err, tt.commitErr) || (tt.commitErr == nil) != (err == nil) {
 				t.Fatalf("got %v, want %v", err, tt.commitErr)
 			}
