@@ -151,6 +151,10 @@ type lifetime struct {
 	// its relay reads and releases (see relay).
 	conn   net.Conn
 	stream upstreamStream
+	// answered is closed when a stream's answer is whole and its commit
+	// begins (Committing): its headers then wait for what follows the
+	// commit (holdHeaders). The relay owns it.
+	answered chan struct{}
 	// committed is set once the turn is recorded; endEpisode when the
 	// model called end_conversation: the commit then seals the open
 	// episode, this turn included.

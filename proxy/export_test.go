@@ -30,3 +30,9 @@ var (
 	PutReadBuf = putReadBuf
 	PutBodyBuf = putBodyBuf
 )
+
+// WithHeaderHold makes the hold of every stream's headers
+// (StreamHeaderHold) end when fire does.
+func WithHeaderHold(fire <-chan time.Time) func(*Config) {
+	return func(c *Config) { c.holdTimer = func(time.Duration) <-chan time.Time { return fire } }
+}

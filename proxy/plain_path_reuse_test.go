@@ -66,12 +66,18 @@ func streamedText(sse string) string {
 
 // postPlain posts body to Recall's chat completions without naming a
 // conversation and returns the answer's body, or why it failed.
-func postPlain(base, body string) (string, error) {
+func postPlain(base, body string) (string, error) { return postIn(base, "", body) }
+
+// postIn is postPlain in conversation conv (none when empty).
+func postIn(base, conv, body string) (string, error) {
 	req, err := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
 	if err != nil {
 		return "", err
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
+	if conv != "" {
+		req.Header.Set("X-Conversation-ID", conv)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -164,6 +164,15 @@ func (x *exchange) UpstreamDone() { x.rec.UpstreamDone = x.now() }
 // (leftBeforeCommit).
 func (x *exchange) Left() error { return x.leftBeforeCommit() }
 
+// Committing lets a stream's headers wait for its end (holdHeaders): the
+// relay calls it once, before the commit.
+func (x *exchange) Committing() {
+	if x.life.answered != nil {
+		close(x.life.answered)
+		x.life.answered = nil
+	}
+}
+
 // ErrorEvent is err as an error event in the client's protocol, ren's
 // when it renders one (ren is nil when the upstream's events are relayed
 // as they came).

@@ -64,8 +64,12 @@ type Config struct {
 	StreamIdleTimeout time.Duration
 	// StreamHeaderHold is how long a streamed answer's headers wait for
 	// its first event, to go to the client in one write with it; past it
-	// they go alone. Default 2ms.
+	// they go alone, unless the answer is whole and only its commit is
+	// left: then they go with it. Default 2ms.
 	StreamHeaderHold time.Duration
+	// holdTimer, if set, stands for the timer of StreamHeaderHold: a
+	// test's clock (export_test.go).
+	holdTimer func(time.Duration) <-chan time.Time
 	// Client sends requests upstream. Default: uplink.DefaultClient(). A client
 	// given here must stream response bodies (StreamResponseBody).
 	Client *fasthttp.Client

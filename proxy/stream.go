@@ -66,6 +66,8 @@ func (s *Server) relay(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange
 	if c, ok := x.life.conn.(*clientConn); ok {
 		out.Coalesce(c)
 	}
+	answered := make(chan struct{})
+	x.life.answered = answered
 	// The hand-over: x is the relay's from here.
 	s.goroutines.Go(func() { // grown already: the relay goes deep
 		defer s.inflight.Done()
@@ -83,7 +85,7 @@ func (s *Server) relay(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange
 		})
 		x.releasePlan()
 	})
-	holdHeaders(rc, out, s.cfg.StreamHeaderHold)
+	holdHeaders(rc, out, answered, s.cfg.headerTimer(s.cfg.StreamHeaderHold))
 }
 
 var (
@@ -136,21 +138,45 @@ func abortStatus(err, ctxErr error) int {
 }
 
 // holdHeaders lets a stream's response headers wait for its first bytes
-// for up to hold, so that fasthttp writes them to the connection
+// until held fires, so that fasthttp writes them to the connection
 // together: one write and one wake-up of the client instead of two (a
-// stream is three or four writes in all: the headers, the events, the
-// events held for the commit, the last chunk). Past hold they go alone
+// stream the upstream sent at once is one write in all, headers, events
+// and end; one sent over time, a write for each read of it the relay
+// made, the last with the end). Past held they go alone
 // (ImmediateHeaderFlush), so that a client whose upstream is slow to
-// begin sees the answer begin. The handler waits here, not the relay:
-// fasthttp writes the headers when the handler returns.
-func holdHeaders(rc *fasthttp.RequestCtx, out *streambody.Body, hold time.Duration) {
-	t := time.NewTimer(hold)
-	defer t.Stop()
+// begin sees the answer begin; unless the answer is whole already and
+// its commit begun (answered): what the client gets next then waits on
+// the commit alone, and the headers go with it. The handler waits here,
+// not the relay: fasthttp writes the headers when the handler returns.
+func holdHeaders(rc *fasthttp.RequestCtx, out *streambody.Body, answered <-chan struct{}, held headerHold) {
+	defer held.stop()
 	select {
 	case <-out.Started():
-	case <-t.C:
-		rc.Response.ImmediateHeaderFlush = true
+	case <-held.c:
+		select {
+		case <-answered:
+			<-out.Started() // the relay ends the body whatever the commit's end
+		default:
+			rc.Response.ImmediateHeaderFlush = true
+		}
 	}
+}
+
+// headerHold is the timer of holdHeaders: c fires once the hold is
+// over; stop releases it.
+type headerHold struct {
+	c    <-chan time.Time
+	stop func() bool
+}
+
+// headerTimer starts the hold of a stream's headers, for d: a timer, or
+// the test's (Config.holdTimer).
+func (c *Config) headerTimer(d time.Duration) headerHold {
+	if c.holdTimer != nil {
+		return headerHold{c: c.holdTimer(d), stop: func() bool { return true }}
+	}
+	t := time.NewTimer(d)
+	return headerHold{c: t.C, stop: t.Stop}
 }
 
 // leftBeforeCommit fails with pipeline.ErrClientGone if the client of a streamed

@@ -1,13 +1,18 @@
 package proxy_test
 
 import (
+	"context"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/internal/e2etest"
 	"github.com/recallproxy/recall/proxy"
 )
@@ -47,6 +52,75 @@ func TestStreamEndsInOneWrite(t *testing.T) {
 	}
 	if n := writes.Load(); n > 2*streams {
 		t.Errorf("got %d writes for %d streams, want at most %d: the headers with the first events, the rest with the end", n, streams, 2*streams)
+	}
+}
+
+// A stream whose upstream sent it at once reaches the client in one
+// write, headers, events and end, though its commit outlasts the hold of
+// its headers (StreamHeaderHold): the answer is whole, so the headers
+// wait for the commit rather than go alone.
+func TestStreamCommittedPastTheHeaderHoldInOneWrite(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"at once"},"finish_reason":null}]}`+"\n\n"+
+			`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\n"+
+			"data: [DONE]\n\n") // one write, as the handler returns
+	}))
+	defer up.Close()
+	var writes, lone atomic.Int64
+	fire := make(chan time.Time)
+	committing, proceed := make(chan struct{}, 1), make(chan struct{})
+	h := newHarness(t, e2etest.Options{
+		Global:   func(g *config.Global) { g.Defaults.Upstream.BaseURL = up.URL + "/v1" },
+		Listener: func(ln net.Listener) net.Listener { return writeCounter{ln, &writes, &lone} },
+		Proxy: func(c *proxy.Config) {
+			proxy.WithHeaderHold(fire)(c)
+			withCommitHook(func(ctx context.Context) error {
+				committing <- struct{}{}
+				select {
+				case <-proceed:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})(c)
+		},
+	})
+	type result struct {
+		body string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		body, err := postIn(h.URL, "past-the-hold", e2etest.ChatBody("hello", true))
+		done <- result{body, err}
+	}()
+	deadline := time.After(10 * time.Second)
+	select {
+	case <-committing:
+	case <-deadline:
+		t.Fatal("no commit began")
+	}
+	// The hold ends while the commit runs: the headers are still
+	// waiting, for nothing has gone to the client.
+	select {
+	case fire <- time.Now():
+	case <-deadline:
+		t.Fatal("the headers did not wait for the first bytes")
+	}
+	close(proceed)
+	var r result
+	select {
+	case r = <-done:
+	case <-deadline:
+		t.Fatal("no answer")
+	}
+	if r.err != nil || !strings.HasSuffix(r.body, "data: [DONE]\n\n") {
+		t.Fatalf("got %q (%v), want a whole stream", r.body, r.err)
+	}
+	if n := writes.Load(); n != 1 {
+		t.Errorf("the stream took %d writes, want one: the headers with the answer", n)
 	}
 }
 
