@@ -37,7 +37,9 @@ const (
 
 // Space skips white space.
 func (s *Scanner) Space() {
-	for s.I < len(s.B) {
+	// A byte past the space is never white space: one comparison for
+	// the byte after most tokens of a compact document.
+	for s.I < len(s.B) && s.B[s.I] <= ' ' {
 		switch s.B[s.I] {
 		case ' ', '\t', '\n', '\r':
 			s.I++
@@ -161,18 +163,14 @@ func (s *Scanner) Value(depth int) (int, bool) {
 		_, _, _, ok := s.Str()
 		return KindString, ok
 	case c == '{' || c == '[':
-		if depth <= 0 {
-			return 0, false
-		}
-		skip := func() bool {
-			_, ok := s.Value(depth - 1)
-			return ok
-		}
+		kind := KindArray
 		if c == '{' {
-			return KindObject, s.object(true, func([]byte) bool { return skip() })
+			kind = KindObject
 		}
-		_, ok := s.Array(func(int) bool { return skip() })
-		return KindArray, ok
+		if depth > maxSkipDepth {
+			return kind, s.nest(depth)
+		}
+		return kind, s.skip(depth)
 	case c == 't':
 		return KindTrue, s.literal("true")
 	case c == 'f':
@@ -182,6 +180,128 @@ func (s *Scanner) Value(depth int) (int, bool) {
 	default:
 		return KindNumber, s.number()
 	}
+}
+
+// maxSkipDepth is the deepest nesting skip follows: one bit a level.
+const maxSkipDepth = 256
+
+// skip consumes the object or array at I, opening at most depth levels
+// (depth at most maxSkipDepth), in one loop that keeps which of the open
+// levels are objects in a bit each: the values a walk skips are most of
+// what a one-pass check reads (a Response's output and settings, an
+// event's item), and skipping them by a call and a closure a level
+// cost more than reading them.
+func (s *Scanner) skip(depth int) bool {
+	var objects [maxSkipDepth / 64]uint64 // bit l: level l is an object
+	n := 0                                // levels open
+	for {
+		// A value at I, white space skipped.
+		if s.I >= len(s.B) {
+			return false
+		}
+		switch c := s.B[s.I]; c {
+		case '{', '[':
+			if n == depth {
+				return false
+			}
+			s.I++
+			if c == '{' {
+				objects[n>>6] |= 1 << (n & 63)
+				if !s.Next('}') {
+					n++
+					if !s.name() {
+						return false
+					}
+					continue // the first member's value
+				}
+			} else {
+				objects[n>>6] &^= 1 << (n & 63)
+				if !s.Next(']') {
+					n++
+					s.Space()
+					continue // the first element
+				}
+			}
+			// Empty: a value that ended, as a scalar.
+		case '"':
+			if _, _, _, ok := s.Str(); !ok {
+				return false
+			}
+		case 't':
+			if !s.literal("true") {
+				return false
+			}
+		case 'f':
+			if !s.literal("false") {
+				return false
+			}
+		case 'n':
+			if !s.literal("null") {
+				return false
+			}
+		default:
+			if !s.number() {
+				return false
+			}
+		}
+		// A value ended: close the levels that end after it, up to the
+		// next value.
+		for {
+			if n == 0 {
+				return true
+			}
+			l := n - 1
+			object := objects[l>>6]&(1<<(l&63)) != 0
+			if s.Next(',') {
+				if object {
+					if !s.name() {
+						return false
+					}
+				} else {
+					s.Space()
+				}
+				break
+			}
+			end := byte(']')
+			if object {
+				end = '}'
+			}
+			if !s.Next(end) {
+				return false
+			}
+			n--
+		}
+	}
+}
+
+// name consumes white space, a member's name (escapes and all, as Value
+// reads names), the colon after it and the white space after that.
+func (s *Scanner) name() bool {
+	s.Space()
+	if _, _, _, ok := s.Str(); !ok {
+		return false
+	}
+	if !s.Next(':') {
+		return false
+	}
+	s.Space()
+	return true
+}
+
+// nest is skip for nesting past maxSkipDepth: a walk a level.
+func (s *Scanner) nest(depth int) bool {
+	if depth <= 0 {
+		return false
+	}
+	next := func() bool {
+		_, ok := s.Value(depth - 1)
+		return ok
+	}
+	if s.B[s.I] == '{' {
+		return s.object(true, func([]byte) bool { return next() })
+	}
+	_, ok := s.Array(func(int) bool { return next() })
+	return ok
 }
 
 func (s *Scanner) literal(word string) bool {
