@@ -58,6 +58,10 @@ func parseResponse(r gjson.Result, done []gjson.Result) (wire.Answer, error) {
 type responseMembers struct {
 	status, errv, out, id, model, details, usage gjson.Result
 	settings                                     []byte
+	// counted is the usage as the pass read it (scanned), when it
+	// could: then answer reads it from here, not from usage.
+	counted wire.Usage
+	scanned bool
 }
 
 // slot is where member name goes, nil for a setting.
@@ -102,6 +106,12 @@ func scanResponse(body []byte) (m responseMembers, ok bool) {
 func scanResponseAt(s *jsonscan.Scanner) (m responseMembers, ok bool) {
 	ok = s.Object(func(name []byte) bool {
 		at := s.I
+		if string(name) == "usage" && !m.scanned && !m.usage.Exists() {
+			if m.counted, m.scanned = scanUsage(s); m.scanned {
+				return true
+			}
+			s.I = at // gjson's read, as any other member
+		}
 		kind, ok := s.Value(maxEventDepth)
 		if !ok {
 			return false
@@ -180,8 +190,52 @@ func (m *responseMembers) answer(done []gjson.Result) (wire.Answer, error) {
 	case calls:
 		a.Stop = wire.StopToolCalls
 	}
-	a.Usage = readUsage(usage)
+	if m.scanned {
+		a.Usage = m.counted
+	} else {
+		a.Usage = readUsage(usage)
+	}
 	return a, nil
+}
+
+// usageNames are the usage members scanUsage reads; cachedName and
+// reasonsName the one it reads of each details object.
+var (
+	usageNames  = []string{"input_tokens", "output_tokens", "input_tokens_details", "output_tokens_details"}
+	cachedName  = []string{"cached_tokens"}
+	reasonsName = []string{"reasoning_tokens"}
+)
+
+// scanUsage reads the usage object at s.I as readUsage reads it, in the
+// pass that reads the Response (a gjson walk and a lookup a details
+// object were a fifth of a non-streamed answer's read). ok is false, s.I
+// anywhere, for a usage it leaves to readUsage: not an object, a count
+// that is not a small whole number (a string, null, a fraction), a name
+// twice.
+func scanUsage(s *jsonscan.Scanner) (u wire.Usage, ok bool) {
+	detail := func(names []string, n *int) bool {
+		_, ok := s.Known(names, maxEventDepth, func(int) bool {
+			var ok bool
+			*n, ok = s.SmallUint()
+			return ok
+		})
+		return ok
+	}
+	_, ok = s.Known(usageNames, maxEventDepth, func(i int) bool {
+		var ok bool
+		switch i {
+		case 0:
+			u.InputTokens, ok = s.SmallUint()
+		case 1:
+			u.OutputTokens, ok = s.SmallUint()
+		case 2:
+			ok = detail(cachedName, &u.CachedTokens)
+		case 3:
+			ok = detail(reasonsName, &u.ReasoningTokens)
+		}
+		return ok
+	})
+	return u, ok
 }
 
 // readUsage reads a Response's usage in one walk, each member as gjson's

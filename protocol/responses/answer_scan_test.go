@@ -22,6 +22,12 @@ var scanCorpus = []string{
 	strings.Replace(benchUpstream, `"input_tokens":328`, `"input_tokens":"328","input_tokens":1`, 1),
 	strings.Replace(benchUpstream, `"input_tokens_details":{"cached_tokens":0}`, `"input_tokens_details":{},"input_tokens_details":{"cached_tokens":7}`, 1),
 	strings.Replace(benchUpstream, `"input_tokens_details":{"cached_tokens":0}`, `"input_tokens_details":{"cached_tokens":3},"input_tokens_details":{"cached_tokens":7}`, 1),
+	strings.Replace(benchUpstream, `{"cached_tokens":0},"output_tokens":52,"output_tokens_details":{"reasoning_tokens":0}`, `{"audio_tokens":1,"cached_tokens":64},"output_tokens":52,"output_tokens_details":{"reasoning_tokens":16,"x":[{}]}`, 1),
+	strings.Replace(benchUpstream, `"usage":{`, `"usage":{"input_tokens":1,"output_tokens":2},"usage":{`, 1),
+	strings.Replace(benchUpstream, `"usage":{"input_tokens":328`, `"usage":{"input_tokens":328.0`, 1),
+	strings.Replace(benchUpstream, `"output_tokens":52`, `"output_tokens":null`, 1),
+	strings.Replace(benchUpstream, `"input_tokens_details":{"cached_tokens":0}`, `"input_tokens_details":null`, 1),
+	strings.Replace(benchUpstream, `"usage":{"input_tokens":328,`, `"usage":null,"x":{"input_tokens":328,`, 1),
 	strings.Replace(benchUpstream, `"status":"completed","background"`, `"status":"incomplete","incomplete_details":{"reason":"content_filter"},"background"`, 1),
 	`{"id":"r","status":"failed","error":{"message":"overloaded"}}`,
 	`{"id":"r","status":"completed","output":{}}`,
@@ -44,6 +50,10 @@ func TestScanResponseReadsAsGJSON(t *testing.T) {
 		if u := gjson.Get(body, "usage"); readUsage(u) != usageByLookups(u) {
 			t.Errorf("%.80s…: usage %+v, by lookups %+v", body, readUsage(u), usageByLookups(u))
 		}
+	}
+	// The usage read in the pass, not by readUsage after it.
+	if m, _ := scanResponse([]byte(benchUpstream)); !m.scanned {
+		t.Error("scanResponse left the usage to readUsage, want it read in the pass")
 	}
 	deep := strings.Repeat(`[`, maxEventDepth+1) + strings.Repeat(`]`, maxEventDepth+1)
 	for _, body := range []string{
