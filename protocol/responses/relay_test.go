@@ -157,6 +157,9 @@ func TestRelayRejectsWhatEventRejects(t *testing.T) {
 		`{"type":"response.output_text.delta","sequence_number":4,"delta":"a"`,
 		`{"type":"response.output_text.delta","sequence_number":4,"delta":"a"} x`,
 		`{"type":"response.output_item.added","sequence_number":2,"item":{"id":"m",}}`,
+		// An event Recall renders its own of is checked past its type.
+		`{"type":"response.created","sequence_number":0,"response":{"id":"r",}}`,
+		`{"type":"response.in_progress","sequence_number":1,"response":{"id":"r"}`,
 	} {
 		_, _, eventErr := (&Assembler{}).Event(nil, nil, []byte(data))
 		_, _, relayErr := (&Assembler{}).Relay(nil, []byte(data))
