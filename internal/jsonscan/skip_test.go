@@ -6,38 +6,25 @@ import (
 )
 
 // walked is Value as it was before skip: a walk, a call and a closure a
-// level (Object, Array and Value again), the reference skip is held to.
+// level (Object, Array and walked again), the reference skip is held
+// to. A scalar is Value's, which skip does not read.
 func walked(s *Scanner, depth int) (int, bool) {
 	s.Space()
-	if s.I >= len(s.B) {
+	if s.I >= len(s.B) || s.B[s.I] != '{' && s.B[s.I] != '[' {
+		return s.Value(depth)
+	}
+	if depth <= 0 {
 		return 0, false
 	}
-	switch c := s.B[s.I]; {
-	case c == '{' || c == '[':
-		if depth <= 0 {
-			return 0, false
-		}
-		next := func() bool {
-			_, ok := walked(s, depth-1)
-			return ok
-		}
-		if c == '{' {
-			return KindObject, s.object(true, func([]byte) bool { return next() })
-		}
-		_, ok := s.Array(func(int) bool { return next() })
-		return KindArray, ok
-	case c == '"':
-		_, _, _, ok := s.Str()
-		return KindString, ok
-	case c == 't':
-		return KindTrue, s.literal("true")
-	case c == 'f':
-		return KindFalse, s.literal("false")
-	case c == 'n':
-		return KindNull, s.literal("null")
-	default:
-		return KindNumber, s.number()
+	next := func() bool {
+		_, ok := walked(s, depth-1)
+		return ok
 	}
+	if s.B[s.I] == '{' {
+		return KindObject, s.object(true, func([]byte) bool { return next() })
+	}
+	_, ok := s.Array(func(int) bool { return next() })
+	return KindArray, ok
 }
 
 // skipCases are documents whose nesting, names, escapes and endings a
