@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,6 +38,7 @@ type child struct {
 	exited   chan struct{}
 	logs     *os.File
 	starts   int
+	served   bool     // a start was ready: the address is the child's
 	env      []string // extra environment, after (and so over) the defaults
 }
 
@@ -70,6 +73,25 @@ func (c *child) url() string { return "http://" + c.addr }
 // start starts the child and waits until it answers /readyz.
 func (c *child) start() {
 	c.t.Helper()
+	for retries := 3; ; retries-- {
+		err := c.launch()
+		if err == nil {
+			c.served = true
+			return
+		}
+		// Another package's server took the address between newChild's
+		// reservation and this first start: take another.
+		if !c.served && retries > 0 && c.logged("address already in use") {
+			c.addr = proctest.FreeAddr(c.t)
+			continue
+		}
+		c.t.Fatal(err)
+	}
+}
+
+// launch starts the child and waits until it is ready (waitReady).
+func (c *child) launch() error {
+	c.t.Helper()
 	c.starts++
 	fmt.Fprintf(c.logs, "--- start %d\n", c.starts)
 	cmd := exec.Command(os.Args[0], "serve")
@@ -87,12 +109,16 @@ func (c *child) start() {
 	}
 	c.cmd, c.exited = cmd, make(chan struct{})
 	go func() { _ = cmd.Wait(); close(c.exited) }()
-	c.waitReady()
+	return c.waitReady()
 }
 
-// waitReady polls /readyz until it answers 200, the child exits, or a
-// deadline passes.
-func (c *child) waitReady() {
+// waitReady polls /readyz until it answers 200 and the child has logged
+// "recall serving" since it started, the child exits, or a deadline
+// passes. The log line is the child's own word: its address was free
+// when newChild reserved it, and another package's server may have taken
+// it and answered /readyz meanwhile (a test then read the child's log
+// before it was written).
+func (c *child) waitReady() error {
 	c.t.Helper()
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Second}
 	deadline := time.Now().Add(60 * time.Second)
@@ -100,20 +126,32 @@ func (c *child) waitReady() {
 		resp, err := client.Get(c.url() + "/readyz")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
+			if resp.StatusCode == 200 && c.logged(`"msg":"recall serving"`) {
+				return nil
 			}
 		}
 		select {
 		case <-c.exited:
-			c.t.Fatalf("child exited before ready: %v", c.cmd.ProcessState)
+			return fmt.Errorf("child exited before ready: %v", c.cmd.ProcessState)
 		default:
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("child not ready after 60s: %v", err)
+			return fmt.Errorf("child not ready after 60s: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// logged reports whether the child's log holds text after the harness's
+// marker of its latest start.
+func (c *child) logged(text string) bool {
+	b, err := os.ReadFile(c.logs.Name())
+	if err != nil {
+		return false
+	}
+	marker := fmt.Sprintf("--- start %d\n", c.starts)
+	i := bytes.LastIndex(b, []byte(marker))
+	return i >= 0 && bytes.Contains(b[i:], []byte(text))
 }
 
 func (c *child) running() bool {
@@ -143,5 +181,28 @@ func (c *child) wait(ctx context.Context) int {
 	case <-ctx.Done():
 		c.t.Fatalf("child did not exit: %v", ctx.Err())
 		return -1
+	}
+}
+
+// TestChildTakesAnotherAddressIfItsIsTaken: a server of another package
+// that took the child's reserved address and answers /readyz is not
+// taken for the child; the child starts on another address.
+func TestChildTakesAnotherAddressIfItsIsTaken(t *testing.T) {
+	c := newChild(t, t.TempDir(), "http://"+proctest.FreeAddr(t)+"/v1")
+	taken := c.addr
+	ln, err := net.Listen("tcp", taken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})}
+	go other.Serve(ln)
+	defer other.Close()
+	c.start()
+	defer c.kill()
+	if c.addr == taken {
+		t.Fatalf("the child kept the taken address %s", taken)
+	}
+	if !c.logged(`"msg":"recall serving"`) {
+		t.Error("the child was taken for ready before it logged \"recall serving\"")
 	}
 }
