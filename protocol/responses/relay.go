@@ -182,7 +182,7 @@ func scanMembers(data []byte) (m members, ok bool) {
 		if ok && v != nil && !v.Exists() {
 			*v = gjson.Result{Raw: bytesString(data[at:s.I]), Index: at, Type: resultType(kind)}
 			if kind == jsonscan.KindNumber {
-				v.Num = gjson.Parse(v.Raw).Num
+				v.Num = numberAt(data[at:s.I])
 			}
 		}
 		return ok
@@ -192,6 +192,17 @@ func scanMembers(data []byte) (m members, ok bool) {
 		ok = s.I == len(data)
 	}
 	return m, ok || own
+}
+
+// numberAt is the value of num, a valid JSON number: read as a digit
+// run where it is a small whole number (an event's output_index and
+// sequence_number are), else as gjson reads it.
+func numberAt(num []byte) float64 {
+	s := jsonscan.Scanner{B: num}
+	if n, ok := s.SmallUint(); ok && s.I == len(num) {
+		return float64(n)
+	}
+	return parse(num).Num
 }
 
 // slot is where an event's member name goes, nil for one Event does not
