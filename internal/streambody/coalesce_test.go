@@ -3,6 +3,7 @@ package streambody
 import (
 	"errors"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -99,5 +100,78 @@ func TestCoalesceHoldsTheLastChunkAfterALateEnd(t *testing.T) {
 	b.CloseWithError(nil)
 	if c.withNext != 1 || c.releases != 0 {
 		t.Fatalf("closed: %d releases with the next write, %d at once; want 1, 0", c.withNext, c.releases)
+	}
+}
+
+// batchWriter records each write WriteTo makes, with the holds its
+// connection was asked for by then, hands it to the test and returns
+// when the test says so.
+type batchWriter struct {
+	c      *coalescer
+	writes chan batch
+	next   chan struct{}
+}
+
+type batch struct {
+	p     string
+	holds int
+}
+
+func (w *batchWriter) Write(p []byte) (int, error) {
+	w.writes <- batch{string(p), w.c.holds}
+	<-w.next
+	return len(p), nil
+}
+
+// WriteTo (fasthttp's way to read a Body, which makes each write one
+// chunk) writes everything written since its last write in one, however
+// large (Read's reader holds 4 KiB), and asks the connection to hold the
+// last bytes, written after the writer's side ended, for the end of the
+// body.
+func TestWriteToWritesEachBatchAtOnce(t *testing.T) {
+	c := &coalescer{}
+	b := New(64 << 10)
+	b.Coalesce(c)
+	first := strings.Repeat("data: 0123456789abcdef\n\n", 400) // 10 KB
+	if _, err := b.Write([]byte(first[:6000])); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Write([]byte(first[6000:])); err != nil {
+		t.Fatal(err)
+	}
+	w := &batchWriter{c: c, writes: make(chan batch), next: make(chan struct{})}
+	type result struct {
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := b.WriteTo(w)
+		done <- result{n, err}
+	}()
+	if got := <-w.writes; got.p != first || got.holds != 0 {
+		t.Fatalf("first write: %d bytes, %d holds; want the %d written before it, no hold", len(got.p), got.holds, len(first))
+	}
+	// The next batch, whole before WriteTo takes it (its first write
+	// returns after).
+	if _, err := b.Write([]byte("data: [DONE]\n\n")); err != nil {
+		t.Fatal(err)
+	}
+	b.End()
+	w.next <- struct{}{}
+	got := <-w.writes
+	w.next <- struct{}{}
+	if got.p != "data: [DONE]\n\n" || got.holds != 1 {
+		t.Fatalf("last write: %q, %d holds; want the last bytes, held", got.p, got.holds)
+	}
+	if r := <-done; r.n != int64(len(first)+len("data: [DONE]\n\n")) || r.err != nil {
+		t.Fatalf("WriteTo: %d, %v; want every byte and no error", r.n, r.err)
+	}
+	b.CloseWithError(nil)
+	if c.withNext != 1 || c.releases != 0 {
+		t.Fatalf("closed: %d releases with the next write, %d at once; want 1, 0", c.withNext, c.releases)
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatalf("Wait: %v", err)
 	}
 }

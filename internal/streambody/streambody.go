@@ -133,24 +133,75 @@ func (b *Body) Abort(err error) {
 func (b *Body) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := b.wait(); err != nil {
+		return 0, err
+	}
+	n := copy(p, b.buf)
+	if n == len(b.buf) {
+		b.buf, b.spare = b.spare[:0], b.buf[:0]
+		b.took()
+	} else {
+		b.buf = b.buf[:copy(b.buf, b.buf[n:])]
+	}
+	b.cond.Broadcast()
+	return n, nil
+}
+
+// WriteTo writes what is written to b to w as it comes, until the
+// writer's side ends: what Read takes, each batch in one write, where
+// Read's are as large as the reader's buffer (fasthttp's is 4 KiB: a
+// stream written at once went out in several chunks and writes). Each
+// write is of b's own buffer, which the writer does not touch meanwhile.
+func (b *Body) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		chunk, err := b.take()
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+		n, err := w.Write(chunk)
+		total += int64(n)
+		b.mu.Lock()
+		b.spare = chunk[:0]
+		b.mu.Unlock()
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+// SupportsBodyWriteTo lets fasthttp read b with WriteTo
+// (fasthttp.BodyWriterTo): its writes are Read's bytes, batched.
+func (b *Body) SupportsBodyWriteTo() bool { return true }
+
+// take waits as Read does and takes everything written: the buffer
+// itself, which WriteTo gives back as the spare once written.
+func (b *Body) take() ([]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.wait(); err != nil {
+		return nil, err
+	}
+	chunk := b.buf
+	b.buf, b.spare = b.spare[:0], nil
+	b.took()
+	b.cond.Broadcast()
+	return chunk, nil
+}
+
+// wait waits (under mu) until there are bytes to take, or none will
+// come: the reader's error, or io.EOF once the writer is done and every
+// byte taken.
+func (b *Body) wait() error {
 	for {
 		switch {
 		case b.err != nil:
-			return 0, b.err
+			return b.err
 		case len(b.buf) > 0:
-			n := copy(p, b.buf)
-			if n == len(b.buf) {
-				b.buf, b.spare = b.spare[:0], b.buf[:0]
-				if b.ended && b.conn != nil {
-					// The last bytes: fasthttp writes them as a chunk,
-					// then, at the next read (io.EOF), the last chunk.
-					b.conn.HoldNext()
-				}
-			} else {
-				b.buf = b.buf[:copy(b.buf, b.buf[n:])]
-			}
-			b.cond.Broadcast()
-			return n, nil
+			return nil
 		case b.ended:
 			b.eof = true
 			if b.conn != nil {
@@ -159,9 +210,19 @@ func (b *Body) Read(p []byte) (int, error) {
 				// when this read came after the writer's end).
 				b.conn.HoldNext()
 			}
-			return 0, io.EOF
+			return io.EOF
 		}
 		b.cond.Wait()
+	}
+}
+
+// took is called (under mu) when every byte written is taken: after the
+// writer's end, those are the last ones.
+func (b *Body) took() {
+	if b.ended && b.conn != nil {
+		// The last bytes: fasthttp writes them as a chunk, then, at
+		// the next read (io.EOF), the last chunk.
+		b.conn.HoldNext()
 	}
 }
 
