@@ -38,6 +38,16 @@ type Upstream interface {
 	Release()
 }
 
+// A WaitNotifier is an upstream body that knows when a read of it is to
+// wait on the network (the bytes it already holds are read without
+// waiting): a stream's events are flushed to the client then, not before
+// every read (Stream). BeforeWait sets f to run before each such read
+// (nil: none) and reports whether it will; an error from f is that
+// read's, and nothing is read. f runs on the reading goroutine.
+type WaitNotifier interface {
+	BeforeWait(f func() error) bool
+}
+
 // Relay is the relay stage of a streamed answer, run by the goroutine
 // the handler hands the exchange to: from then on that goroutine owns
 // owned (the exchange's deadline and lock), up and the writer's side of
@@ -101,9 +111,14 @@ func Relay(ctx context.Context, owned Owned, out Body, up Upstream, idle time.Du
 	end(err)
 }
 
-// relayWriters recycles the relays' buffered writers (4 KiB each), one a
-// stream: work must not keep its writer past returning.
-var relayWriters = sync.Pool{New: func() any { return bufio.NewWriter(nil) }}
+// relayWriters recycles the relays' buffered writers, one a stream: work
+// must not keep its writer past returning. What a stream holds for its
+// commit, or writes of what came at once, waits in it: at 4 KiB a
+// Responses stream's first events (each Response object a kilobyte or
+// more) filled it, and it went to the client before the commit.
+var relayWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, relayBuffer) }}
+
+const relayBuffer = 16 << 10
 
 // Bound returns up's body bounded as Relay bounds the first answer's: a
 // read that waits on the upstream for idle, or past ctx's end, is
@@ -145,6 +160,12 @@ type idleReader struct {
 	r io.Reader
 	t *time.Timer
 	d time.Duration
+}
+
+// BeforeWait is ir's upstream's (WaitNotifier), false when it has none.
+func (ir *idleReader) BeforeWait(f func() error) bool {
+	wn, ok := ir.r.(WaitNotifier)
+	return ok && wn.BeforeWait(f)
 }
 
 func (ir *idleReader) Read(p []byte) (int, error) {

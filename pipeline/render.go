@@ -189,6 +189,10 @@ func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren 
 		er = nil
 	}
 	fr := &flushingReader{r: r, w: w}
+	if wn, ok := r.(WaitNotifier); ok && wn.BeforeWait(fr.flush) {
+		fr.onWait = true
+		defer wn.BeforeWait(nil)
+	}
 	a, err := Pump(fr, asm, max, same || er != nil, func(raw []byte, deltas []wire.Delta, last bool) error {
 		if er != nil {
 			// What may wait goes out with the next event, in one write:
@@ -254,30 +258,42 @@ func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren 
 }
 
 // flushingReader is the upstream's stream r as the pump reads it: the
-// events written to w since the last read are flushed before the next,
-// which may wait on the upstream. A client waits for no event the
-// upstream has sent (a read that does not wait flushes early, as before),
-// and the events of one read go out in one write.
+// events written to w since the last flush are flushed before a read
+// that may wait on the upstream: before each read, or, of an upstream
+// that says when it is to wait (WaitNotifier, onWait), just then. A
+// client waits for no event the upstream has sent, and the events of
+// what came at once (one read, or several of bytes already there: a
+// stream of several chunks that came together) go out in one write.
 type flushingReader struct {
 	r       io.Reader
 	w       Writer
 	pending bool  // written since the last flush
+	onWait  bool  // r flushes before it waits
 	err     error // the flush's failure: the client's (ErrClientGone)
 }
 
-// write writes b to the client, flushed at the next read (or by whoever
-// writes the stream's end).
+// write writes b to the client, flushed before the next read that may
+// wait (or by whoever writes the stream's end).
 func (f *flushingReader) write(b []byte) error {
 	f.pending = f.pending || len(b) > 0
 	return write(f.w, b)
 }
 
-func (f *flushingReader) Read(p []byte) (int, error) {
+// flush flushes what was written since the last flush.
+func (f *flushingReader) flush() error {
 	if f.pending {
 		f.pending = false
 		if err := f.w.Flush(); err != nil {
 			f.err = fmt.Errorf("%w: %w", ErrClientGone, err)
-			return 0, f.err
+		}
+	}
+	return f.err
+}
+
+func (f *flushingReader) Read(p []byte) (int, error) {
+	if !f.onWait {
+		if err := f.flush(); err != nil {
+			return 0, err
 		}
 	}
 	return f.r.Read(p)

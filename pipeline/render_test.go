@@ -286,3 +286,63 @@ func TestCommitStreamEndsOnlyAfterTheCommit(t *testing.T) {
 		})
 	}
 }
+
+// waitingReads is an upstream that says which of its reads wait on the
+// network (WaitNotifier): reads[i] is sent by a read that waits when
+// waits[i].
+type waitingReads struct {
+	readsOf
+	waits  []bool
+	before func() error
+}
+
+func (r *waitingReads) BeforeWait(f func() error) bool { r.before = f; return true }
+
+func (r *waitingReads) Read(p []byte) (int, error) {
+	if len(r.waits) > 0 {
+		wait := r.waits[0]
+		r.waits = r.waits[1:]
+		if wait && r.before != nil {
+			if err := r.before(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return r.readsOf.Read(p)
+}
+
+// TestStreamFlushesBeforeAReadThatWaits: of an upstream that says when a
+// read is to wait (WaitNotifier: a chunk per event, several of which
+// came together), the events of the reads that did not wait go out
+// together, flushed before the read that waits; when the rest came at
+// once too, the whole stream is one write, after the commit.
+func TestStreamFlushesBeforeAReadThatWaits(t *testing.T) {
+	const role, text, stop, done = chatRole, chatText, chatStop, chatDone
+	for _, tt := range []struct {
+		name    string
+		waits   []bool
+		flushes int
+		atWait  string // what the client had before the read that waits
+	}{
+		{name: "all at once", waits: []bool{true, false, false, false, false}, flushes: 1},
+		{name: "the end later", waits: []bool{true, false, true, false, false}, flushes: 2, atWait: role + text},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &flushWriter{}
+			x := &fakeExchange{w: w}
+			up := &waitingReads{readsOf: readsOf{reads: []string{role, text, stop, done}, w: w}, waits: tt.waits}
+			if err := Stream(w, up, x, chat.Protocol{}.NewAssembler(), 1<<20, nil, true, true); err != nil {
+				t.Fatal(err)
+			}
+			if up.before != nil {
+				t.Error("the stream left its hook on the upstream")
+			}
+			if w.flushes != tt.flushes || x.written != tt.atWait {
+				t.Errorf("%d writes, %q at the commit; want %d, %q", w.flushes, x.written, tt.flushes, tt.atWait)
+			}
+			if len(up.at) < 3 || up.at[2] != tt.atWait {
+				t.Errorf("the client had %q before each read, want %q before the third", up.at, tt.atWait)
+			}
+		})
+	}
+}

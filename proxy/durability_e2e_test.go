@@ -98,7 +98,10 @@ func nextEvent(t *testing.T, events <-chan string) (string, bool) {
 
 // A client that has read finish_reason holds a durable turn: the event
 // that carries it, and every one after it, is relayed only once the turn is
-// committed; the deltas before it are relayed at once.
+// committed; the deltas before it are relayed as they come. (Those that
+// came together with it, read without waiting on the upstream, go with
+// it: here the upstream pauses mid-answer, and what it sent before the
+// pause reaches the client before the commit begins.)
 func TestStreamHoldsFinishReasonUntilCommitted(t *testing.T) {
 	gate := make(chan struct{})
 	entered := make(chan struct{}, 1)
@@ -116,40 +119,57 @@ func TestStreamHoldsFinishReasonUntilCommitted(t *testing.T) {
 		}
 	})})
 	gated.Store(true)
-	h.Up.Enqueue(upstreamtest.Reply{Content: "one two three four", Chunks: 4})
+	h.Up.Enqueue(upstreamtest.Reply{Content: "one two three four", Chunks: 4, Fault: upstreamtest.FaultStallMidStream})
 	resp := h.send(key, "hold-1", e2etest.ChatBody("count", true))
 	defer resp.Body.Close()
 	events := readEvents(bufio.NewReader(resp.Body))
 
-	// Every delta before the finish arrives while the commit is blocked.
+	// The deltas before the pause arrive while the upstream pauses.
 	var content strings.Builder
-	select {
-	case <-entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the commit never started")
-	}
-	for content.String() != "one two three four" {
+	for content.Len() == 0 {
 		ev, ok := nextEvent(t, events)
 		if !ok {
-			t.Fatalf("stream ended before the commit was released; content so far %q", content.String())
+			t.Fatal("stream ended before the upstream's pause")
 		}
 		if strings.Contains(ev, `"finish_reason":"`) || ev == "[DONE]" {
 			t.Fatalf("got %s before the turn was committed", ev)
 		}
 		content.WriteString(deltaContent(t, ev))
 	}
+	h.Up.Release()
+	// The rest comes with the finish: of what the client has while the
+	// commit is blocked, no finish and no [DONE] (the deltas sent before
+	// the pause may still be on their way).
 	select {
-	case ev := <-events:
-		t.Fatalf("got event %s while the commit is blocked, want none", ev)
-	default:
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the commit never started")
+	}
+	for drained := false; !drained; {
+		select {
+		case ev := <-events:
+			if strings.Contains(ev, `"finish_reason":"`) || ev == "[DONE]" {
+				t.Fatalf("got %s while the commit is blocked", ev)
+			}
+			content.WriteString(deltaContent(t, ev))
+		default:
+			drained = true
+		}
 	}
 	close(gate)
+	finished := false
 	var rest []string
 	for ev := range events {
 		rest = append(rest, ev)
+		switch {
+		case strings.Contains(ev, `"finish_reason":"stop"`):
+			finished = true
+		case ev != "[DONE]" && !finished:
+			content.WriteString(deltaContent(t, ev))
+		}
 	}
-	if len(rest) < 2 || !strings.Contains(rest[0], `"finish_reason":"stop"`) || rest[len(rest)-1] != "[DONE]" {
-		t.Fatalf("after the commit got %q, want the finish chunk ... [DONE]", rest)
+	if !finished || rest[len(rest)-1] != "[DONE]" || content.String() != "one two three four" {
+		t.Fatalf("after the commit got %q (content %q in all), want the rest of the content, the finish chunk ... [DONE]", rest, content.String())
 	}
 	if d := h.WaitDone("hold-1"); !d.Committed || d.Status != 200 {
 		t.Fatalf("got %+v, want a committed exchange", d)

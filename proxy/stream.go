@@ -89,9 +89,10 @@ func (s *Server) relay(ctx context.Context, rc *fasthttp.RequestCtx, x *exchange
 }
 
 var (
-	_ pipeline.Body        = (*streambody.Body)(nil)
-	_ streambody.Coalescer = (*clientConn)(nil)
-	_ pipeline.Upstream    = (*upstreamStream)(nil)
+	_ pipeline.Body         = (*streambody.Body)(nil)
+	_ streambody.Coalescer  = (*clientConn)(nil)
+	_ pipeline.Upstream     = (*upstreamStream)(nil)
+	_ pipeline.WaitNotifier = (*upstreamStream)(nil)
 )
 
 // upstreamStream is an upstream's streamed answer as a relay reads it
@@ -110,6 +111,13 @@ func newUpstreamStream(resp *fasthttp.Response) upstreamStream {
 }
 
 func (u *upstreamStream) Read(p []byte) (int, error) { return u.body.Read(p) }
+
+// BeforeWait is the body's (pipeline.WaitNotifier), false when it has
+// none.
+func (u *upstreamStream) BeforeWait(f func() error) bool {
+	wn, ok := u.body.(pipeline.WaitNotifier)
+	return ok && wn.BeforeWait(f)
+}
 
 // Interrupt ends a read waiting on the upstream (uplink.Interrupt).
 func (u *upstreamStream) Interrupt() { uplink.Interrupt(u.stream) }

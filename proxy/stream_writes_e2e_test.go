@@ -1,11 +1,12 @@
 package proxy_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -58,21 +59,89 @@ func TestStreamEndsInOneWrite(t *testing.T) {
 // A stream whose upstream sent it at once reaches the client in one
 // write, headers, events and end, though its commit outlasts the hold of
 // its headers (StreamHeaderHold): the answer is whole, so the headers
-// wait for the commit rather than go alone.
+// wait for the commit rather than go alone. So does one of many
+// kilobytes, each event a chunk of its own as OpenAI's API sends them,
+// that came at once: the pump reads the chunks fasthttp holds already
+// without a flush between them (pipeline.WaitNotifier), and fasthttp
+// writes the client's body in one chunk, not in 4 KiB ones (streambody's
+// WriteTo).
 func TestStreamCommittedPastTheHeaderHoldInOneWrite(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"at once"},"finish_reason":null}]}`+"\n\n"+
-			`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\n"+
-			"data: [DONE]\n\n") // one write, as the handler returns
-	}))
-	defer up.Close()
+	chunk := func(delta string) string {
+		return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":` + delta + `,"finish_reason":null}]}` + "\n\n"
+	}
+	end := []string{
+		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n",
+		"data: [DONE]\n\n",
+	}
+	long := []string{chunk(`{"role":"assistant","content":""}`)}
+	for range 40 {
+		long = append(long, chunk(`{"content":"at once, and at length. "}`))
+	}
+	for _, tt := range []struct {
+		name    string
+		events  []string
+		chunked bool
+	}{
+		{"a few events", append([]string{chunk(`{"role":"assistant","content":"at once"}`)}, end...), false},
+		{"many events, a chunk each", append(long, end...), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			streamCommittedPastTheHold(t, onceUpstream(t, tt.events, tt.chunked), strings.Join(tt.events, ""))
+		})
+	}
+}
+
+// onceUpstream is an upstream that answers every request with events,
+// the whole response in one write: its body length-delimited, or, when
+// chunked, each event a chunk.
+func onceUpstream(t *testing.T, events []string, chunked bool) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	stream := strings.Join(events, "")
+	answer := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(stream), stream)
+	if chunked {
+		var b strings.Builder
+		b.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+		for _, ev := range events {
+			fmt.Fprintf(&b, "%x\r\n%s\r\n", len(ev), ev)
+		}
+		b.WriteString("0\r\n\r\n")
+		answer = b.String()
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					if _, err := io.WriteString(c, answer); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+func streamCommittedPastTheHold(t *testing.T, upURL, stream string) {
 	var writes, lone atomic.Int64
 	fire := make(chan time.Time)
 	committing, proceed := make(chan struct{}, 1), make(chan struct{})
 	h := newHarness(t, e2etest.Options{
-		Global:   func(g *config.Global) { g.Defaults.Upstream.BaseURL = up.URL + "/v1" },
+		Global:   func(g *config.Global) { g.Defaults.Upstream.BaseURL = upURL + "/v1" },
 		Listener: func(ln net.Listener) net.Listener { return writeCounter{ln, &writes, &lone} },
 		Proxy: func(c *proxy.Config) {
 			proxy.WithHeaderHold(fire)(c)
@@ -116,11 +185,11 @@ func TestStreamCommittedPastTheHeaderHoldInOneWrite(t *testing.T) {
 	case <-deadline:
 		t.Fatal("no answer")
 	}
-	if r.err != nil || !strings.HasSuffix(r.body, "data: [DONE]\n\n") {
+	if r.err != nil || !strings.HasSuffix(r.body, "data: [DONE]\n\n") || len(r.body) < len(stream)/2 {
 		t.Fatalf("got %q (%v), want a whole stream", r.body, r.err)
 	}
 	if n := writes.Load(); n != 1 {
-		t.Errorf("the stream took %d writes, want one: the headers with the answer", n)
+		t.Errorf("the stream (%d bytes) took %d writes, want one: the headers with the answer", len(r.body), n)
 	}
 }
 

@@ -181,7 +181,7 @@ func closedUnanswered(resp *fasthttp.Response, err error) bool {
 var proxyDial = fasthttpproxy.FasthttpProxyHTTPDialerTimeout(10 * time.Second)
 
 // dialUpstream dials a connection that remembers the upstream closing it
-// (see chunkedBody).
+// (see streamBody).
 func dialUpstream(addr string) (net.Conn, error) {
 	c, err := proxyDial(addr)
 	if err != nil {
@@ -213,9 +213,17 @@ type trackedConn struct {
 	requests atomic.Int32
 	read     atomic.Bool
 	lastRead atomic.Int64
+	// beforeRead runs before each read while a streamed body is read
+	// (streamBody.BeforeWait), on the reading goroutine.
+	beforeRead func() error
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
+	if f := c.beforeRead; f != nil {
+		if err := f(); err != nil {
+			return 0, err
+		}
+	}
 	n, err := c.Conn.Read(p)
 	if err == io.EOF {
 		c.closedByPeer.Store(true)
@@ -257,24 +265,36 @@ func connOf(resp *fasthttp.Response) *trackedConn {
 	return nil
 }
 
-// chunkedBody is a chunked answer's body. fasthttp's chunked reader
-// takes an upstream that closes the connection where the next chunk's
-// size should come for the end of the body (io.EOF): the answer would be
-// relayed as whole, and the dead connection pooled. The connection knows
-// better.
-type chunkedBody struct {
-	r    io.Reader
-	conn *trackedConn
+// streamBody is an answer's body streamed from a connection of ours: it
+// says when a read is to wait on the connection (BeforeWait), and, of a
+// chunked body, takes the connection's word on its end: fasthttp's
+// chunked reader takes an upstream that closes the connection where the
+// next chunk's size should come for the end of the body (io.EOF): the
+// answer would be relayed as whole, and the dead connection pooled.
+type streamBody struct {
+	r       io.Reader
+	conn    *trackedConn
+	chunked bool
 }
 
 var errCutAtChunk = errors.New("uplink: the upstream closed the connection before the body's last chunk")
 
-func (b *chunkedBody) Read(p []byte) (int, error) {
+func (b *streamBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
-	if err == io.EOF && b.conn.closedByPeer.Load() {
+	if b.chunked && err == io.EOF && b.conn.closedByPeer.Load() {
 		err = errCutAtChunk
 	}
 	return n, err
+}
+
+// BeforeWait sets f to run before each read of the connection the body
+// is read from (nil: none), which is where a read may wait on the
+// upstream: what fasthttp buffered already is read without one. An error
+// from f is the read's. It must be called, and the body read, by one
+// goroutine, and f unset before the body is released.
+func (b *streamBody) BeforeWait(f func() error) bool {
+	b.conn.beforeRead = f
+	return true
 }
 
 // Target is where a request goes upstream and what it carries there.
@@ -485,11 +505,8 @@ func Body(resp *fasthttp.Response) io.Reader {
 	}
 	// A length-delimited body cut short is fasthttp's error already; a
 	// body delimited by the connection's end ends there by definition.
-	if resp.Header.ContentLength() != -1 {
-		return st
-	}
 	if c := connOf(resp); c != nil {
-		return &chunkedBody{r: st, conn: c}
+		return &streamBody{r: st, conn: c, chunked: resp.Header.ContentLength() == -1}
 	}
 	return st
 }
