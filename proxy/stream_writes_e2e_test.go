@@ -15,6 +15,7 @@ import (
 
 	"github.com/recallproxy/recall/config"
 	"github.com/recallproxy/recall/internal/e2etest"
+	"github.com/recallproxy/recall/internal/upstreamtest"
 	"github.com/recallproxy/recall/proxy"
 )
 
@@ -95,11 +96,6 @@ func TestStreamCommittedPastTheHeaderHoldInOneWrite(t *testing.T) {
 // the whole response in one write: its body length-delimited, or, when
 // chunked, each event a chunk.
 func onceUpstream(t *testing.T, events []string, chunked bool) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	stream := strings.Join(events, "")
 	answer := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(stream), stream)
 	if chunked {
@@ -111,29 +107,19 @@ func onceUpstream(t *testing.T, events []string, chunked bool) string {
 		b.WriteString("0\r\n\r\n")
 		answer = b.String()
 	}
-	go func() {
+	return "http://" + upstreamtest.ServeRaw(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					if _, err := io.WriteString(c, answer); err != nil {
-						return
-					}
-				}
-			}()
+			io.Copy(io.Discard, req.Body)
+			if _, err := io.WriteString(c, answer); err != nil {
+				return
+			}
 		}
-	}()
-	return "http://" + ln.Addr().String()
+	})
 }
 
 func streamCommittedPastTheHold(t *testing.T, upURL, stream string) {
