@@ -271,6 +271,30 @@ func BenchmarkText(b *testing.B) {
 	}
 }
 
+// BenchmarkTextCold counts a message of forty words, as a user's turn
+// is, after evicting the processor's caches, as a request's other work
+// does in the proxy: the vocabulary's lookups miss the caches there, not
+// in BenchmarkText's loop.
+func BenchmarkTextCold(b *testing.B) {
+	text := prose(256)
+	evict := make([]byte, 4<<20)
+	for _, enc := range []Encoding{O200k, CL100k} {
+		b.Run(string(enc)+"/prose-256B", func(b *testing.B) {
+			var c Counter
+			c.Text(enc, text)
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				b.StopTimer()
+				for i := 0; i < len(evict); i += 64 {
+					evict[i]++
+				}
+				b.StartTimer()
+				c.Text(enc, text)
+			}
+		})
+	}
+}
+
 // BenchmarkTiktoken is the reference: tiktoken-go on the same 1 KB prose.
 func BenchmarkTiktoken(b *testing.B) {
 	text := prose(1 << 10)
