@@ -64,7 +64,7 @@ type expansion struct {
 // alike); another server's (the real OpenAI's) is left in place for a
 // Responses upstream, which can read it, and is
 // apierr.CompactionUnreadable for any other.
-func (x *exchange) compacted(ctx context.Context, req *wire.Request, up wire.Protocol) (*expansion, error) {
+func (x *exchange) compacted(req *wire.Request, up wire.Protocol) (*expansion, error) {
 	last := -1
 	var ref respstate.CompactionRef
 	for i, raw := range req.Messages {
@@ -88,6 +88,10 @@ func (x *exchange) compacted(ctx context.Context, req *wire.Request, up wire.Pro
 	if !history.ValidID(ref.Conversation) {
 		return nil, apierr.CompactionNotFound
 	}
+	// The deadline only where a compaction is read: a request without
+	// one (nearly all) makes no timer.
+	ctx, cancel := context.WithTimeout(context.Background(), x.c.timeout())
+	defer cancel()
 	snap, err := x.s.cfg.Store.Load(ctx, history.Key{Tenant: x.c.Namespace, Conversation: ref.Conversation}, history.Query{After: ^uint64(0)})
 	if err != nil {
 		return nil, respstate.StoreReadErr(err)
@@ -105,9 +109,7 @@ func (x *exchange) compacted(ctx context.Context, req *wire.Request, up wire.Pro
 // the conversation it continues: the compaction's, when the request
 // names none; a request that names another is a 400.
 func (x *exchange) expand(req *wire.Request, conv string, up wire.Protocol) (*expansion, string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), x.c.timeout())
-	defer cancel()
-	exp, err := x.compacted(ctx, req, up)
+	exp, err := x.compacted(req, up)
 	if err != nil || exp == nil {
 		return exp, conv, err
 	}

@@ -72,3 +72,41 @@ func TestResponseRendersIntoOneBuffer(t *testing.T) {
 		t.Errorf("rendering a Response allocates %.0f times, want 1", n)
 	}
 }
+
+// TestRelayKeepsNoCopyOfTheEnd: a relayed stream's terminal event is read
+// for the answer in its pass (finish); the event's Response is not kept
+// besides, as Answer returns what that pass read.
+func TestRelayKeepsNoCopyOfTheEnd(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts mean nothing under the race detector")
+	}
+	var end []byte
+	er := chat.NewEventReader(bytes.NewReader([]byte(completedStream)), 0)
+	for {
+		ev, err := er.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(ev.Name) == "response.completed" {
+			end = bytes.Clone(ev.Data)
+			break
+		}
+	}
+	relayEnd := func() *Assembler {
+		asm := &Assembler{}
+		if fin, done, err := asm.Relay([]byte("response.completed"), end); !fin || !done || err != nil {
+			t.Fatalf("Relay of the end: finished %v, done %v, error %v", fin, done, err)
+		}
+		return asm
+	}
+	a, err := relayEnd().Answer()
+	if err != nil || len(a.Stored) != 1 || a.Usage.OutputTokens != 3 {
+		t.Fatalf("got %+v (%v), want the completed answer", a, err)
+	}
+	// The assembler and what the answer holds (its settings, id, item,
+	// the item's decoded text, its hash), none of it a copy of the
+	// event's Response: 10 on 2026-12-06, 11 with the copy.
+	if n := testing.AllocsPerRun(10, func() { relayEnd() }); n > 10 {
+		t.Errorf("relaying the end allocates %.0f times, want at most 10", n)
+	}
+}

@@ -1,7 +1,6 @@
 package responses
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -26,8 +25,8 @@ type Assembler struct {
 	calls     map[int64]int    // output_index to tool call
 	reasoning map[int64]int    // output_index to reasoning item
 	itemDone  map[int64][]byte // items of response.output_item.done
-	final     []byte           // the Response of the terminal event
-	answer    wire.Answer      // final's, once read (read)
+	final     []byte           // the Response of the terminal event, as Event read it
+	answer    wire.Answer      // the terminal event's, once read (read)
 	read      bool
 	done      bool
 	relay     bool    // reading for Relay: no deltas
@@ -86,13 +85,12 @@ func (a *Assembler) Relay(name, data []byte) (finished, done bool, err error) {
 func (a *Assembler) finish(data []byte) (read bool, err error) {
 	s := jsonscan.Scanner{B: data}
 	var m responseMembers
-	at, end := -1, -1
+	at := -1
 	walked := s.Object(func(name []byte) bool {
 		if string(name) == "response" && at < 0 { // the first, as gjson's lookup
 			at = s.I
 			var ok bool
 			m, ok = scanResponseAt(&s)
-			end = s.I
 			return ok
 		}
 		_, ok := s.Value(maxEventDepth)
@@ -105,7 +103,6 @@ func (a *Assembler) finish(data []byte) (read bool, err error) {
 	if err != nil {
 		return true, err
 	}
-	a.final = bytes.Clone(data[at:end])
 	a.answer, a.read, a.done = ans, true, true
 	return true, nil
 }
@@ -221,11 +218,11 @@ func (a *Assembler) Event(dst []wire.Delta, name, data []byte) ([]wire.Delta, bo
 // event read it already (for the Finish delta): it is read once, and
 // every call returns it.
 func (a *Assembler) Answer() (wire.Answer, error) {
-	if a.final == nil {
-		return wire.Answer{}, errors.New("responses: answer: the stream has not completed")
-	}
 	if a.read {
 		return a.answer, nil
+	}
+	if a.final == nil {
+		return wire.Answer{}, errors.New("responses: answer: the stream has not completed")
 	}
 	ans, err := parseResponse(parse(a.final), a.doneItems())
 	if err != nil {
