@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,3 +87,39 @@ func (discardBody) Write(p []byte) (int, error) { return len(p), nil }
 func (discardBody) End()                        {}
 func (discardBody) Abort(error)                 {}
 func (discardBody) Wait() error                 { return nil }
+
+// roomRenderer renders each event as it came, into room it grows for a
+// stream's opening first (as a Responses renderer renders its opening
+// events, about 4 KiB: its startRoom).
+type roomRenderer struct{}
+
+func (roomRenderer) Reads(wire.Assembler) bool { return true }
+func (roomRenderer) Event(dst, raw []byte) ([]byte, bool) {
+	return append(slices.Grow(dst, 4<<10), raw...), true
+}
+func (roomRenderer) Delta(dst []byte, _ wire.Delta) []byte { return dst }
+func (roomRenderer) End(dst []byte, _ *wire.Answer) []byte { return append(dst, "end"...) }
+
+// A stream's held events go through a recycled buffer: the room a
+// renderer grows in it is not allocated again for every stream.
+func TestStreamRecyclesItsHeldEvents(t *testing.T) {
+	const stream = chatRole + chatText + chatStop + chatDone
+	r := strings.NewReader(stream)
+	x := &fakeExchange{w: &flushWriter{}}
+	got := bytesPerRun(t, 200, func() {
+		r.Reset(stream)
+		if err := Stream(discardWriter{}, r, x, chat.Protocol{}.NewAssembler(), 1<<20, roomRenderer{}, false, true); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("%.0f bytes a stream", got)
+	if got >= 4096 {
+		t.Errorf("a rendered stream allocates %.0f bytes, want less than the 4096 its renderer grows", got)
+	}
+}
+
+// discardWriter is a client's connection that takes every byte.
+type discardWriter struct{}
+
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (discardWriter) Flush() error                { return nil }

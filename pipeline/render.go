@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/recallproxy/recall/internal/apierr"
@@ -182,7 +183,15 @@ type AnswerRenderer interface {
 // in one read reach the client in one write, and those that came with
 // the answer's end go with the end, after the commit.
 func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren wire.Renderer, same, record bool) error {
-	var held, out []byte
+	hb := heldBuffers.Get().(*[]byte)
+	held := (*hb)[:0]
+	defer func() {
+		if cap(held) <= maxHeldRoom {
+			*hb = held[:0]
+		}
+		heldBuffers.Put(hb)
+	}()
+	var out []byte
 	holding := false
 	er, _ := ren.(EventRenderer)
 	if er != nil && !er.Reads(asm) {
@@ -256,6 +265,18 @@ func Stream(w Writer, r io.Reader, x Exchange, asm wire.Assembler, max int, ren 
 	}
 	return CommitStream(w, x, c, ren, &a, held)
 }
+
+// heldBuffers recycles Stream's buffer of the events it holds (those an
+// EventRenderer rendered that wait for the next, and the stream's end),
+// one a stream: a Responses stream's opening events alone take about
+// 4 KiB. Nothing holds it past Stream: the client's writer copies what
+// it is given.
+var heldBuffers = sync.Pool{New: func() any { b := make([]byte, 0, heldRoom); return &b }}
+
+const (
+	heldRoom    = 8 << 10  // a new buffer's: the opening events and a Response's end
+	maxHeldRoom = 64 << 10 // past this, a stream's buffer is not kept
+)
 
 // flushingReader is the upstream's stream r as the pump reads it: the
 // events written to w since the last flush are flushed before a read
