@@ -3,6 +3,7 @@ package badgerstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -52,13 +53,20 @@ func keysIn(t *testing.T, db *badger.DB, k history.Key) []string {
 					if err != nil {
 						return err
 					}
-					err = eachGroup(v, func(g segGroup) error {
-						mine = mine || bytes.Equal(g.conv, conv)
-						return nil
+					err = eachNamedGroup(txn, k.Tenant, key, v, func(id string, _ segBase, _ segGroup) {
+						mine = mine || id == k.Conversation
 					})
 					if err != nil {
 						return err
 					}
+				}
+			case 'g':
+				if bytes.HasPrefix(key, []byte("g\x00"+k.Tenant+"\x00")) {
+					table, err := readSegTable(txn, nil, k.Tenant, binary.BigEndian.Uint64(key[len(key)-8:]))
+					if err != nil {
+						return err
+					}
+					mine = slices.ContainsFunc(table, func(e segEntry) bool { return string(e.conv) == k.Conversation })
 				}
 			case 'f':
 				mine = bytes.HasPrefix(key, segConvPrefix(k))

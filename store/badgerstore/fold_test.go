@@ -2,6 +2,8 @@ package badgerstore
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
@@ -171,6 +173,23 @@ func postingSeqs(side *badger.DB, k history.Key, term string) (seqs []uint64, er
 	return seqs, err
 }
 
+// eachNamedGroup calls fn for each group of v, the value of the term key
+// key of tenant, with its conversation's id and base from the segment's
+// table.
+func eachNamedGroup(txn *badger.Txn, tenant string, key, v []byte, fn func(id string, base segBase, g segGroup)) error {
+	table, err := readSegTable(txn, nil, tenant, binary.BigEndian.Uint64(key[len(key)-8:]))
+	if err != nil {
+		return err
+	}
+	return eachGroup(v, func(g segGroup) error {
+		if g.conv >= len(table) {
+			return fmt.Errorf("group of conversation %d in a table of %d", g.conv, len(table))
+		}
+		fn(string(table[g.conv].conv), table[g.conv].base, g)
+		return nil
+	})
+}
+
 func postingSeqsIn(txn *badger.Txn, k history.Key, term string) ([]uint64, error) {
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = segTermPrefix(k.Tenant, term)
@@ -182,11 +201,10 @@ func postingSeqsIn(txn *badger.Txn, k history.Key, term string) ([]uint64, error
 		if err != nil {
 			return nil, err
 		}
-		err = eachGroup(v, func(g segGroup) error {
-			if string(g.conv) == k.Conversation {
-				g.each(func(_ posting, seq uint64) { seqs = append(seqs, seq) })
+		err = eachNamedGroup(txn, k.Tenant, it.Item().Key(), v, func(id string, base segBase, g segGroup) {
+			if id == k.Conversation {
+				g.each(base, func(_ posting, seq uint64) { seqs = append(seqs, seq) })
 			}
-			return nil
 		})
 		if err != nil {
 			return nil, err

@@ -417,8 +417,8 @@ func (s *Store) recoverPending() error {
 }
 
 // dropSegmentSpans deletes k's segment spans that ranges cover whole
-// (their postings are gone already), a bounded batch per transaction of
-// the side database.
+// (their postings are gone already), and k's id from those segments'
+// tables, a bounded batch per transaction of the side database.
 func (s *Store) dropSegmentSpans(k history.Key, ranges []history.Range) error {
 	covered := func(sg segment) bool {
 		return slices.ContainsFunc(ranges, func(r history.Range) bool { return r.From <= sg.first && sg.last <= r.To })
@@ -436,6 +436,9 @@ func (s *Store) dropSegmentSpans(k history.Key, ranges []history.Range) error {
 				}
 				if covered(sg) {
 					if err := txn.Delete(segConvKey(k, sg.id)); err != nil {
+						return err
+					}
+					if err := unlist(txn, k, sg); err != nil {
 						return err
 					}
 					n++

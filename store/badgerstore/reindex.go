@@ -13,11 +13,14 @@ import (
 // database holds; a database written before them has none.
 var indexKey = []byte("v\x00index")
 
-// indexVersion 3: postings of every protocol's text, as its codec reads
-// it (history.Message.Text); version 2 indexed the fields of chat
-// completions only, and Responses and Anthropic messages went unfound;
-// version 1 kept one key per posting.
-const indexVersion = 3
+// indexVersion 4: a segment's postings name their conversations by
+// their place in the segment's table (segment.go); version 3 spelled out
+// each group's conversation id and creation time; version 2 indexed the
+// fields of chat completions only, and Responses and Anthropic messages
+// went unfound; version 1 kept one key per posting. Each version indexes
+// every protocol's text as its codec reads it (history.Message.Text)
+// from version 3 on.
+const indexVersion = 4
 
 // buildIndexes builds the listing and search indexes of a database
 // written before them (or before their current version), once, at Open
@@ -53,7 +56,7 @@ func (s *Store) buildIndexes() error {
 		if err := s.db.DropPrefix([]byte{'i', 0}, []byte{'w', 0}); err != nil {
 			return err
 		}
-		if err := s.side.DropPrefix([]byte{'i', 0}, []byte{'f', 0}); err != nil { // moved there by moveToSide
+		if err := s.side.DropPrefix([]byte{'g', 0}, []byte{'i', 0}, []byte{'f', 0}); err != nil { // moved there by moveToSide, or written there
 			return err
 		}
 	}

@@ -3,6 +3,9 @@ package badgerstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -164,5 +167,113 @@ func TestOpenReindexesVersion1Postings(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A database whose segments spell out each group's conversation id and
+// creation time (index version 3) is indexed again at Open, in segments
+// that name conversations by their place in a table: its searches find
+// what they found before.
+func TestOpenReindexesVersion3Segments(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{IndexBacklog: 1 << 30})
+	for c := range 3 {
+		k := history.Key{Tenant: "t", Conversation: "conv-" + strconv.Itoa(c)}
+		commitT(t, s, k, history.Change{Append: []history.Message{textMsg("user", "walrus tusks "+strconv.Itoa(c)), textMsg("assistant", "walrus ivory")}})
+	}
+	if err := s.Fold(); err != nil {
+		t.Fatal(err)
+	}
+	q := history.SearchQuery{Text: "walrus ivory", Limit: 10}
+	before, err := s.Search(context.Background(), "t", q)
+	if err != nil || len(before) != 6 {
+		t.Fatalf("search: %d hits, %v; want 6", len(before), err)
+	}
+	// Version 3's state: each term's groups with the id and full
+	// creation time, no tables, the span keys' first and last seq only.
+	err = s.side.Update(func(txn *badger.Txn) error {
+		var keys, vals [][]byte
+		it := txn.NewIterator(badger.IteratorOptions{})
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				it.Close()
+				return err
+			}
+			keys, vals = append(keys, it.Item().KeyCopy(nil)), append(vals, v)
+		}
+		it.Close()
+		slices.SortStableFunc(keys, func(a, b []byte) int { return int(b[0]) - int(a[0]) }) // i before g and f: the tables decode the terms
+		vals = vals[:0]
+		for _, key := range keys {
+			item, err := txn.Get(key)
+			if err != nil {
+				return err
+			}
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			vals = append(vals, v)
+		}
+		for i, key := range keys {
+			switch key[0] {
+			case 'g':
+				if err := txn.Delete(key); err != nil {
+					return err
+				}
+			case 'f':
+				sg, ok := decodeSpan(0, vals[i])
+				if !ok {
+					return errBadSegment
+				}
+				if err := txn.Set(key, binary.AppendUvarint(binary.AppendUvarint(nil, sg.first), sg.last)); err != nil {
+					return err
+				}
+			case 'i':
+				var old []byte
+				err := eachNamedGroup(txn, "t", key, vals[i], func(id string, base segBase, g segGroup) {
+					old = binary.AppendUvarint(old, uint64(len(id)))
+					old = append(old, id...)
+					old = binary.AppendUvarint(old, uint64(g.n))
+					var seq uint64
+					var created int64
+					g.each(base, func(p posting, sq uint64) {
+						old = binary.AppendUvarint(old, sq-seq)
+						old = binary.AppendUvarint(old, uint64(p.tf))
+						old = binary.AppendUvarint(old, uint64(p.dl))
+						old = binary.AppendVarint(old, p.created-created)
+						seq, created = sq, p.created
+					})
+				})
+				if err != nil {
+					return err
+				}
+				if err := txn.Set(key, old); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = s.db.Update(func(txn *badger.Txn) error { return txn.Set(indexKey, []byte{3}) })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, dir, Options{IndexBacklog: 1 << 30})
+	if err := s.Fold(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.Search(context.Background(), "t", q)
+	if err != nil || !reflect.DeepEqual(before, after) {
+		t.Errorf("after Open: %v, %v; want %v", after, err, before)
+	}
+	if n := countIn(t, s.side, []byte{'g', 0}); n == 0 {
+		t.Error("no segment table after Open")
 	}
 }

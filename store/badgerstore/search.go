@@ -2,6 +2,7 @@ package badgerstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -47,7 +48,7 @@ func (s *Store) Search(ctx context.Context, tenant string, q history.SearchQuery
 		// left out (the backlog's analysis covers those records).
 		stxn := s.side.NewTransaction(false)
 		defer stxn.Discard()
-		r := &searchRun{ctx: ctx, txn: txn, stxn: stxn, tenant: tenant, q: q, convs: map[string]*searchConv{}}
+		r := &searchRun{ctx: ctx, txn: txn, stxn: stxn, tenant: tenant, q: q, convs: map[string]*searchConv{}, scoped: []byte(q.Conversation), key: make([]byte, 0, len(tenant)+16)}
 		var dirty []*searchConv
 		var ok bool
 		var err error
@@ -87,7 +88,10 @@ type searchRun struct {
 	q      history.SearchQuery
 	convs  map[string]*searchConv // each conversation met, once
 	st     search.Stats
-	segs   []segment // with q.Conversation: the segments holding its records
+	segs   []segment             // with q.Conversation: the segments holding its records
+	tables map[uint64][]segEntry // the tenant's segments' tables, read once
+	scoped []byte                // q.Conversation
+	key    []byte                // room for a table's key
 	buf    []byte
 }
 
@@ -249,17 +253,18 @@ func (r *searchRun) rank(terms []string, pending []pendingDoc) ([]search.Hit, er
 // those of a conversation that exists, landed, below its watermark (the
 // backlog's records are matched apart) and not erased.
 func (r *searchRun) postings(term string, list []searchFound) ([]searchFound, error) {
-	err := r.termValues(term, func(v []byte) error {
+	err := r.termValues(term, func(seg segment, v []byte) error {
 		err := eachGroup(v, func(g segGroup) error {
-			if r.q.Conversation != "" && string(g.conv) != r.q.Conversation {
-				return nil
+			id, base, err := r.groupConv(seg, g.conv)
+			if err != nil || len(id) == 0 {
+				return err // not in scope, or purged
 			}
-			c, err := r.lookup(g.conv)
+			c, err := r.lookup(id)
 			if err != nil || c.meta == nil {
 				return err // deleted: its purge is under way
 			}
 			from := c.t.from()
-			g.each(func(p posting, seq uint64) {
+			g.each(base, func(p posting, seq uint64) {
 				if seq >= c.meta.NextSeq || seq >= from {
 					return // staged, or past the watermark (the backlog's)
 				}
@@ -278,11 +283,40 @@ func (r *searchRun) postings(term string, list []searchFound) ([]searchFound, er
 	return list, err
 }
 
-// termValues calls fn with each value holding term's postings in scope:
-// every segment of the tenant, or, for one conversation, the segments
-// its span keys name (a Get each: the cost follows the conversation,
-// not the tenant). v is valid until fn returns.
-func (r *searchRun) termValues(term string, fn func(v []byte) error) error {
+// groupConv returns the id and base of the conversation at index in
+// segment seg's table: with q.Conversation, from the span seg is (and
+// "" for another conversation's group), else from the table, read once a
+// segment ("" for a conversation purged from the segment).
+func (r *searchRun) groupConv(seg segment, index int) ([]byte, segBase, error) {
+	if r.q.Conversation != "" {
+		if index != seg.index {
+			return nil, segBase{}, nil
+		}
+		return r.scoped, seg.base, nil
+	}
+	t, ok := r.tables[seg.id]
+	if !ok {
+		var err error
+		if t, err = readSegTable(r.stxn, r.key, r.tenant, seg.id); err != nil {
+			return nil, segBase{}, err
+		}
+		if r.tables == nil {
+			r.tables = map[uint64][]segEntry{}
+		}
+		r.tables[seg.id] = t
+	}
+	if index >= len(t) {
+		return nil, segBase{}, errBadSegment
+	}
+	return t[index].conv, t[index].base, nil
+}
+
+// termValues calls fn with each value holding term's postings in scope,
+// and its segment: every segment of the tenant (only its id known), or,
+// for one conversation, the segments its span keys name (a Get each: the
+// cost follows the conversation, not the tenant). v is valid until fn
+// returns.
+func (r *searchRun) termValues(term string, fn func(seg segment, v []byte) error) error {
 	if r.q.Conversation != "" {
 		for _, sg := range r.segs {
 			item, err := r.stxn.Get(segTermKey(r.tenant, term, sg.id))
@@ -295,7 +329,7 @@ func (r *searchRun) termValues(term string, fn func(v []byte) error) error {
 			if r.buf, err = item.ValueCopy(r.buf[:0]); err != nil {
 				return err
 			}
-			if err := fn(r.buf); err != nil {
+			if err := fn(sg, r.buf); err != nil {
 				return err
 			}
 		}
@@ -311,7 +345,8 @@ func (r *searchRun) termValues(term string, fn func(v []byte) error) error {
 		if r.buf, err = it.Item().ValueCopy(r.buf[:0]); err != nil {
 			return err
 		}
-		if err := fn(r.buf); err != nil {
+		key := it.Item().Key()
+		if err := fn(segment{id: binary.BigEndian.Uint64(key[len(key)-8:])}, r.buf); err != nil {
 			return err
 		}
 	}

@@ -14,11 +14,12 @@ import (
 
 // Postings are kept in segments, as a search engine keeps them: each fold
 // (fold.go) indexes the records of many conversations at once and writes,
-// per tenant and distinct term, one key holding every posting of that
-// term in the batch:
+// per tenant, a table of the segment's conversations and, per distinct
+// term, one key holding every posting of that term in the batch:
 //
+//	g \x00 tenant \x00 \x00 segment(8, BE)             the segment's conversations
 //	i \x00 tenant \x00 term \x00 segment(8, BE)        postings of the term in the segment
-//	f \x00 tenant \x00 conversation \x00 segment(8, BE) first, last seq of the conversation's records in it
+//	f \x00 tenant \x00 conversation \x00 segment(8, BE) the conversation's span and place in it
 //
 // One key per posting (term, conversation, seq) made the index five to
 // ten Badger entries per stored byte of prose: at full load the memtable
@@ -26,14 +27,35 @@ import (
 // requests. A segment key holds thousands of postings, and its value,
 // past the value threshold, goes to the value log.
 //
-// A term's value is a run of groups, one per conversation:
+// The table lists the segment's conversations in order, each once:
 //
-//	uvarint len(conversation), conversation, uvarint n,
+//	uvarint len(conversation), conversation, uvarint first seq, varint first created
+//
+// (the first seq and creation time, Unix nanoseconds, of the
+// conversation's records in the segment: its base). A term's value is a
+// run of groups, one per conversation, naming it by its place in the
+// table:
+//
+//	uvarint index, uvarint n,
 //	n × (uvarint seq delta, uvarint tf, uvarint dl, varint created delta)
 //
-// seq and created (Unix nanoseconds) are deltas from the group's previous
-// posting (from 0 for the first). The f keys let a purge (pending.go)
-// find the segments holding a record without reading any other.
+// seq and created are deltas from the group's previous posting, the
+// first's from the conversation's base. Groups that spelled out the
+// conversation's id and a full creation time (index version 3) made the
+// index twice the bytes of the prose it indexed with short ids, and more
+// than three times with UUIDs (BenchmarkSegBuilder). The f keys hold the
+// first and last seq of the conversation's records in the segment, its
+// index in the table and its base's creation time: a purge (pending.go)
+// finds the segments holding a record, and decodes its postings, without
+// reading any other key. A conversation whose spans are all purged from a
+// segment leaves an empty id in its table.
+
+// segBase is where a conversation's first group of postings in a segment
+// counts its deltas from: its first record's seq and creation time.
+type segBase struct {
+	seq     uint64
+	created int64
+}
 
 // segPosting is one posting while a segment is built.
 type segPosting struct {
@@ -52,6 +74,7 @@ type segPosting struct {
 type segBuilder struct {
 	convs    []string
 	ranges   [][2]uint64 // per conversation: first and last seq indexed here
+	created  []int64     // per conversation: its first record's creation time
 	terms    map[string]segChain
 	postings []chainedPosting
 	docs     int
@@ -87,6 +110,7 @@ func (b *segBuilder) reset() {
 	clear(b.convs)
 	b.convs = b.convs[:0]
 	b.ranges = b.ranges[:0]
+	b.created = b.created[:0]
 	clear(b.terms)
 	b.postings = b.postings[:0]
 	b.docs = 0
@@ -98,14 +122,15 @@ func (b *segBuilder) add(conv string, m *history.Message) int {
 	if b.terms == nil {
 		b.terms = map[string]segChain{}
 	}
+	created := m.CreatedAt.UnixNano()
 	i := len(b.convs) - 1
 	if i < 0 || b.convs[i] != conv {
 		b.convs = append(b.convs, conv)
 		b.ranges = append(b.ranges, [2]uint64{m.Seq, m.Seq})
+		b.created = append(b.created, created)
 		i++
 	}
 	b.ranges[i][1] = m.Seq
-	created := m.CreatedAt.UnixNano()
 	// The message's postings are those past start: a term whose chain
 	// ends there is one the message holds already. No sort, as
 	// search.Analyze makes, to count each term: it was a fifth of a round.
@@ -144,10 +169,21 @@ func (b *segBuilder) write(txn setter, tenant string, seg uint64) error {
 		terms = append(terms, t)
 	}
 	slices.Sort(terms) // keys in order: cheaper for the memtable
+	bases := make([]segBase, len(b.convs))
+	for i := range bases {
+		bases[i] = segBase{seq: b.ranges[i][0], created: b.created[i]}
+	}
 	// The keys and values are cut from one buffer, not allocated two a
 	// term: each is taken once written, so a buffer that grows leaves
 	// those taken where they were, intact.
-	buf := make([]byte, 0, len(terms)*(len(tenant)+24)+len(b.postings)*8+len(b.convs)*16)
+	buf := make([]byte, 0, len(terms)*(len(tenant)+16)+len(b.postings)*8+len(b.convs)*(len(b.convs[0])+16))
+	k := len(buf)
+	buf = segTableKeyTo(buf, tenant, seg)
+	v := len(buf)
+	buf = encodeSegTable(buf, b.convs, bases)
+	if err := txn.Set(buf[k:v:v], buf[v:len(buf):len(buf)]); err != nil {
+		return err
+	}
 	var ps []segPosting
 	for _, term := range terms {
 		ps = ps[:0]
@@ -161,14 +197,16 @@ func (b *segBuilder) write(txn setter, tenant string, seg uint64) error {
 		buf = appendPair(buf, 'i', tenant, term)
 		buf = binary.BigEndian.AppendUint64(buf, seg)
 		v := len(buf)
-		buf = encodeSegPostings(buf, b.convs, ps)
+		buf = encodeSegPostings(buf, bases, ps)
 		if err := txn.Set(buf[k:v:v], buf[v:len(buf):len(buf)]); err != nil {
 			return err
 		}
 	}
 	for i, conv := range b.convs {
-		v := binary.AppendUvarint(nil, b.ranges[i][0])
+		v := binary.AppendUvarint(make([]byte, 0, 4*binary.MaxVarintLen64), b.ranges[i][0])
 		v = binary.AppendUvarint(v, b.ranges[i][1])
+		v = binary.AppendUvarint(v, uint64(i))
+		v = binary.AppendVarint(v, b.created[i])
 		if err := txn.Set(segConvKey(history.Key{Tenant: tenant, Conversation: conv}, seg), v); err != nil {
 			return err
 		}
@@ -176,28 +214,108 @@ func (b *segBuilder) write(txn setter, tenant string, seg uint64) error {
 	return nil
 }
 
+// encodeSegTable appends a segment's table of convs and their bases to
+// dst.
+func encodeSegTable(dst []byte, convs []string, bases []segBase) []byte {
+	for i, conv := range convs {
+		dst = appendSegEntry(dst, conv, bases[i])
+	}
+	return dst
+}
+
+// appendSegEntry appends one conversation's entry in a segment's table.
+func appendSegEntry[S ~string | ~[]byte](dst []byte, conv S, base segBase) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(conv)))
+	dst = append(dst, conv...)
+	dst = binary.AppendUvarint(dst, base.seq)
+	return binary.AppendVarint(dst, base.created)
+}
+
+// segEntry is a conversation's entry in a segment's table, decoded: its
+// id (empty for one purged from the segment), cut from the value read,
+// and its base.
+type segEntry struct {
+	conv []byte
+	base segBase
+}
+
+// decodeSegTable decodes a segment's table v, which the entries keep.
+func decodeSegTable(v []byte) ([]segEntry, error) {
+	n := 0
+	for rest := v; len(rest) > 0; n++ {
+		var err error
+		if _, rest, err = nextSegEntry(rest); err != nil {
+			return nil, err
+		}
+	}
+	t := make([]segEntry, n)
+	for i := range t {
+		t[i], v, _ = nextSegEntry(v)
+	}
+	return t, nil
+}
+
+// nextSegEntry splits the first entry off a segment's table v.
+func nextSegEntry(v []byte) (e segEntry, rest []byte, err error) {
+	l, w := binary.Uvarint(v)
+	if w <= 0 || l > uint64(len(v)-w) {
+		return e, nil, errBadSegment
+	}
+	e.conv = v[w : w+int(l) : w+int(l)]
+	v = v[w+int(l):]
+	if e.base.seq, w = binary.Uvarint(v); w <= 0 {
+		return e, nil, errBadSegment
+	}
+	v = v[w:]
+	if e.base.created, w = binary.Varint(v); w <= 0 {
+		return e, nil, errBadSegment
+	}
+	return e, v[w:], nil
+}
+
+// readSegTable reads the table of tenant's segment seg (none if the
+// segment has none); key is room for its key.
+func readSegTable(txn *badger.Txn, key []byte, tenant string, seg uint64) ([]segEntry, error) {
+	item, err := txn.Get(segTableKeyTo(key[:0], tenant, seg))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	v, err := item.ValueCopy(nil)
+	if err != nil {
+		return nil, err
+	}
+	return decodeSegTable(v)
+}
+
 // encodeSegPostings appends the groups of ps (ordered by conversation,
-// then seq) to dst.
-func encodeSegPostings(dst []byte, convs []string, ps []segPosting) []byte {
+// then seq) to dst, each counted from its conversation's base in bases.
+func encodeSegPostings(dst []byte, bases []segBase, ps []segPosting) []byte {
 	for i := 0; i < len(ps); {
 		j := i + 1
 		for j < len(ps) && ps[j].conv == ps[i].conv {
 			j++
 		}
-		conv := convs[ps[i].conv]
-		dst = binary.AppendUvarint(dst, uint64(len(conv)))
-		dst = append(dst, conv...)
-		dst = binary.AppendUvarint(dst, uint64(j-i))
-		var seq uint64
-		var created int64
-		for _, p := range ps[i:j] {
-			dst = binary.AppendUvarint(dst, p.seq-seq)
-			dst = binary.AppendUvarint(dst, uint64(p.tf))
-			dst = binary.AppendUvarint(dst, uint64(p.dl))
-			dst = binary.AppendVarint(dst, p.createdNs-created)
-			seq, created = p.seq, p.createdNs
-		}
+		dst = encodeSegGroup(dst, ps[i].conv, bases[ps[i].conv], ps[i:j])
 		i = j
+	}
+	return dst
+}
+
+// encodeSegGroup appends the group of conversation index, whose base is
+// base, holding ps (in seq order).
+func encodeSegGroup(dst []byte, index int, base segBase, ps []segPosting) []byte {
+	dst = binary.AppendUvarint(dst, uint64(index))
+	dst = binary.AppendUvarint(dst, uint64(len(ps)))
+	seq, created := base.seq, base.created
+	for _, p := range ps {
+		dst = binary.AppendUvarint(dst, p.seq-seq)
+		dst = binary.AppendUvarint(dst, uint64(p.tf))
+		dst = binary.AppendUvarint(dst, uint64(p.dl))
+		dst = binary.AppendVarint(dst, p.createdNs-created)
+		seq, created = p.seq, p.createdNs
 	}
 	return dst
 }
@@ -206,7 +324,7 @@ var errBadSegment = errors.New("badgerstore: bad segment postings")
 
 // segGroup is one conversation's postings in a term's value, undecoded.
 type segGroup struct {
-	conv []byte
+	conv int // the conversation's index in the segment's table
 	n    int
 	body []byte // n postings
 	raw  []byte // the whole group, header included
@@ -215,11 +333,11 @@ type segGroup struct {
 // nextGroup splits the first group off v.
 func nextGroup(v []byte) (g segGroup, rest []byte, err error) {
 	start := v
-	l, w := binary.Uvarint(v)
-	if w <= 0 || l > uint64(len(v)-w) {
+	c, w := binary.Uvarint(v)
+	if w <= 0 || c > uint64(len(v)) {
 		return g, nil, errBadSegment
 	}
-	g.conv, v = v[w:w+int(l)], v[w+int(l):]
+	g.conv, v = int(c), v[w:]
 	n, w := binary.Uvarint(v)
 	if w <= 0 || n > uint64(len(v)) {
 		return g, nil, errBadSegment
@@ -245,11 +363,11 @@ func nextGroup(v []byte) (g segGroup, rest []byte, err error) {
 	return g, v, nil
 }
 
-// each calls fn for each posting of the group, in seq order.
-func (g segGroup) each(fn func(p posting, seq uint64)) {
+// each calls fn for each posting of the group, in seq order; base is
+// its conversation's.
+func (g segGroup) each(base segBase, fn func(p posting, seq uint64)) {
 	v := g.body
-	var seq uint64
-	var created int64
+	seq, created := base.seq, base.created
 	for range g.n {
 		d, w := binary.Uvarint(v)
 		v = v[w:]
@@ -280,30 +398,36 @@ func eachGroup(v []byte, fn func(segGroup) error) error {
 	return nil
 }
 
-// dropPostings returns v without conv's postings whose seq drop reports.
-func dropPostings(v []byte, conv string, drop func(seq uint64) bool) ([]byte, error) {
+// dropPostings returns v without the postings of the conversation at
+// index (whose base is base) whose seq drop reports.
+func dropPostings(v []byte, index int, base segBase, drop func(seq uint64) bool) ([]byte, error) {
 	out := make([]byte, 0, len(v))
 	err := eachGroup(v, func(g segGroup) error {
-		if string(g.conv) != conv {
+		if g.conv != index {
 			out = append(out, g.raw...)
 			return nil
 		}
 		var keep []segPosting
-		g.each(func(p posting, seq uint64) {
+		g.each(base, func(p posting, seq uint64) {
 			if !drop(seq) {
 				keep = append(keep, segPosting{seq: seq, tf: p.tf, dl: p.dl, createdNs: p.created})
 			}
 		})
-		out = encodeSegPostings(out, []string{conv}, keep)
+		if len(keep) > 0 {
+			out = encodeSegGroup(out, index, base, keep)
+		}
 		return nil
 	})
 	return out, err
 }
 
-// segment is the span of a conversation's records in one segment.
+// segment is the span of a conversation's records in one segment, its
+// index in the segment's table and its base there.
 type segment struct {
 	id          uint64
 	first, last uint64
+	index       int
+	base        segBase
 }
 
 // segmentsOf returns the segments holding k's records.
@@ -317,12 +441,9 @@ func segmentsOf(txn *badger.Txn, k history.Key) ([]segment, error) {
 		item := it.Item()
 		sg := segment{id: binary.BigEndian.Uint64(item.Key()[len(opts.Prefix):])}
 		err := item.Value(func(v []byte) error {
-			var w1, w2 int
-			sg.first, w1 = binary.Uvarint(v)
-			if w1 > 0 {
-				sg.last, w2 = binary.Uvarint(v[w1:])
-			}
-			if w1 <= 0 || w2 <= 0 {
+			var ok bool
+			sg, ok = decodeSpan(sg.id, v)
+			if !ok {
 				return errBadSegment
 			}
 			return nil
@@ -333,6 +454,46 @@ func segmentsOf(txn *badger.Txn, k history.Key) ([]segment, error) {
 		segs = append(segs, sg)
 	}
 	return segs, nil
+}
+
+// unlist empties k's id in the table of segment sg (k's span in it),
+// whose postings of k are gone, and deletes the table once every id in
+// it is empty.
+func unlist(txn *badger.Txn, k history.Key, sg segment) error {
+	t, err := readSegTable(txn, nil, k.Tenant, sg.id)
+	if err != nil || sg.index >= len(t) || string(t[sg.index].conv) != k.Conversation {
+		return err
+	}
+	t[sg.index].conv = nil
+	key := segTableKeyTo(nil, k.Tenant, sg.id)
+	if !slices.ContainsFunc(t, func(e segEntry) bool { return len(e.conv) > 0 }) {
+		return txn.Delete(key)
+	}
+	var v []byte
+	for _, e := range t {
+		v = appendSegEntry(v, e.conv, e.base)
+	}
+	return txn.Set(key, v)
+}
+
+// decodeSpan decodes an f key's value, of segment id.
+func decodeSpan(id uint64, v []byte) (segment, bool) {
+	sg := segment{id: id}
+	var fields [3]uint64
+	for i := range fields {
+		f, w := binary.Uvarint(v)
+		if w <= 0 {
+			return sg, false
+		}
+		fields[i], v = f, v[w:]
+	}
+	created, w := binary.Varint(v)
+	if w <= 0 || w != len(v) || fields[2] > 1<<31 {
+		return sg, false
+	}
+	sg.first, sg.last, sg.index = fields[0], fields[1], int(fields[2])
+	sg.base = segBase{seq: sg.first, created: created}
+	return sg, true
 }
 
 // unpost removes message m's postings from the segment among segs that
@@ -356,7 +517,7 @@ func unpost(txn *badger.Txn, k history.Key, segs []segment, m *history.Message) 
 		if err != nil {
 			return err
 		}
-		out, err := dropPostings(v, k.Conversation, func(seq uint64) bool { return seq == m.Seq })
+		out, err := dropPostings(v, segs[i].index, segs[i].base, func(seq uint64) bool { return seq == m.Seq })
 		if err != nil {
 			return err
 		}
@@ -379,6 +540,11 @@ func segTermPrefix(tenant, term string) []byte {
 
 func segTermKey(tenant, term string, seg uint64) []byte {
 	return binary.BigEndian.AppendUint64(segTermPrefix(tenant, term), seg)
+}
+
+// segTableKeyTo appends the key of tenant's segment seg's table to dst.
+func segTableKeyTo(dst []byte, tenant string, seg uint64) []byte {
+	return binary.BigEndian.AppendUint64(appendPair(dst, 'g', tenant, ""), seg)
 }
 
 func segConvPrefix(k history.Key) []byte {

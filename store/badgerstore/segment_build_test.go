@@ -3,6 +3,7 @@ package badgerstore
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,8 +65,27 @@ func TestSegBuilderWritesAnalyzesPostings(t *testing.T) {
 	if err := sb.write(&got, "t", 7); err != nil {
 		t.Fatal(err)
 	}
+	// Each conversation's base: its first message's seq and time.
+	first := msg("", 1)
+	bases := []segBase{{1, first.CreatedAt.UnixNano()}, {1, first.CreatedAt.UnixNano()}, {1, first.CreatedAt.UnixNano()}}
 	terms := 0
 	for _, e := range got {
+		if e.k[0] == 'g' {
+			if !bytes.Equal(e.k, segTableKeyTo(nil, "t", 7)) {
+				t.Errorf("table key %q, want %q", e.k, segTableKeyTo(nil, "t", 7))
+			}
+			table, err := decodeSegTable(e.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wantTable []segEntry
+			for i, conv := range want.convs {
+				wantTable = append(wantTable, segEntry{[]byte(conv), bases[i]})
+			}
+			if !reflect.DeepEqual(table, wantTable) {
+				t.Errorf("table %+v, want %+v", table, wantTable)
+			}
+		}
 		if e.k[0] != 'i' {
 			continue
 		}
@@ -78,7 +98,7 @@ func TestSegBuilderWritesAnalyzesPostings(t *testing.T) {
 		if !bytes.Equal(e.k, segTermKey("t", term, 7)) {
 			t.Errorf("term %q: key %q, want %q", term, e.k, segTermKey("t", term, 7))
 		}
-		if w := encodeSegPostings(nil, want.convs, ps); !bytes.Equal(e.v, w) {
+		if w := encodeSegPostings(nil, bases, ps); !bytes.Equal(e.v, w) {
 			t.Errorf("term %q: postings %x, want %x", term, e.v, w)
 		}
 	}

@@ -136,7 +136,7 @@ func (s *Store) moveToSide() error {
 	// each calls fn for every key of the main database to move.
 	each := func(fn func(key []byte, item *badger.Item) error) error {
 		return s.db.View(func(txn *badger.Txn) error {
-			for _, p := range [][]byte{{'c', 0}, {'i', 0}, {'f', 0}} {
+			for _, p := range [][]byte{{'c', 0}, {'g', 0}, {'i', 0}, {'f', 0}} {
 				it := txn.NewIterator(badger.IteratorOptions{Prefix: p})
 				for it.Rewind(); it.Valid(); it.Next() {
 					if p[0] != 'c' || isExchangeKey(it.Item().Key()) {
@@ -177,7 +177,7 @@ func (s *Store) moveToSide() error {
 		// reads would step over until compactions dropped them (the
 		// records are deleted one by one: they sit under each
 		// conversation's prefix).
-		err := s.db.DropPrefix([]byte{'i', 0}, []byte{'f', 0})
+		err := s.db.DropPrefix([]byte{'g', 0}, []byte{'i', 0}, []byte{'f', 0})
 		if err == nil {
 			del := s.db.NewWriteBatch()
 			defer del.Cancel()
@@ -247,7 +247,7 @@ func (s *Store) dropOrphanSegments() error {
 	wb := s.side.NewWriteBatch()
 	defer wb.Cancel()
 	err = s.side.View(func(txn *badger.Txn) error {
-		for _, p := range [][]byte{{'i', 0}, {'f', 0}} {
+		for _, p := range [][]byte{{'g', 0}, {'i', 0}, {'f', 0}} {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: p})
 			for it.Rewind(); it.Valid(); it.Next() {
 				key := it.Item().Key()

@@ -492,7 +492,7 @@ func TestSegmentsMovedOutOfTheMainDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = openT(t, dir, Options{IndexBacklog: 1 << 30})
-	for _, p := range []byte{'i', 'f'} {
+	for _, p := range []byte{'g', 'i', 'f'} {
 		if n := countKeys(t, s, []byte{p, 0}); n != 0 {
 			t.Errorf("after the move the main database holds %d %q keys, want none", n, p)
 		}

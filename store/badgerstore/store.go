@@ -9,6 +9,7 @@
 //	c \x00 tenant \x00 conversation \x00 'e' id(8, BE)      exchange record (history.MarshalExchange), the newest 200 (exchanges.go)
 //	l \x00 tenant \x00 ^updated(8, BE) conversation         listing entry: dirty (1 byte)
 //	w \x00 tenant \x00 conversation                         search totals: docs, terms, watermark (uvarints)
+//	g \x00 tenant \x00 \x00 segment(8, BE)                  a search segment's table of conversations (segment.go)
 //	i \x00 tenant \x00 term \x00 segment(8, BE)             a term's postings in one search segment (segment.go)
 //	f \x00 tenant \x00 conversation \x00 segment(8, BE)     the span of a conversation's records in a segment
 //	x \x00 tenant \x00 conversation                         pending work: kind, ranges (pending.go)
@@ -17,7 +18,7 @@
 //	v \x00 "segment"                                       the last search segment's number (segment.go)
 //	v \x00 "side"                                          exchange records and segments are in the side database (side.go)
 //
-// Exchange records ('e') and search segments ('i', 'f', and a copy of
+// Exchange records ('e') and search segments ('g', 'i', 'f', and a copy of
 // the segment counter) are kept in a second database, the side database,
 // in the directory's side subdirectory (side.go); every other key is in
 // the main one.
