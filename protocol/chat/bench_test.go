@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/recallproxy/recall/protocol/internal/prototest"
+	"github.com/recallproxy/recall/wire"
 )
 
 // benchBody returns a request body of n messages of the usual kinds.
@@ -231,5 +232,20 @@ func BenchmarkText(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		dst = Codec{}.Text(dst[:0], raw)
+	}
+}
+
+// BenchmarkEncodeProse encodes a user message of 10 KB of prose in lines,
+// as the summariser's request carries its transcript.
+func BenchmarkEncodeProse(b *testing.B) {
+	text := strings.Repeat("user: the quick brown fox jumps over the lazy dog, and the dog sleeps on.\n", 140)
+	msgs := []wire.Message{{Role: RoleUser, Parts: []wire.Part{{Kind: wire.Text, Text: text}}}}
+	dst := make([][]byte, 0, 1)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (Codec{}).Encode(dst[:0], msgs); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -205,6 +205,17 @@ func readMembers(m gjson.Result) members {
 }
 
 func (c Codec) Decode(raw []byte) (wire.Message, error) {
+	var stack [4]body.Member
+	if ms, ok := body.StringMembers(stack[:0], raw); ok {
+		if out, ok := decodeStrings(ms); ok {
+			return out, nil
+		}
+	}
+	return decodeTree(raw)
+}
+
+// decodeTree is Decode of any message, through gjson.
+func decodeTree(raw []byte) (wire.Message, error) {
 	m := gjson.ParseBytes(raw)
 	if !m.IsObject() {
 		return wire.Message{}, errNotMessage
@@ -259,6 +270,41 @@ func (c Codec) Decode(raw []byte) (wire.Message, error) {
 		return true
 	})
 	return out, nil
+}
+
+// decodeStrings is Decode of a message whose members are all strings
+// (body.StringMembers: {"role":"user","content":"…"}, how most stored
+// messages read), from its one pass: the summariser's transcript decodes
+// every message it covers, and the tree's walk read each long text
+// member by member. ok is false for a message that names tool calls
+// (gjson reads a string of them as one call) or has no known role,
+// which the tree reads. Its strings may share raw's bytes, as the
+// other codecs' one-pass reads' do.
+func decodeStrings(ms []body.Member) (out wire.Message, ok bool) {
+	r, _ := body.Lookup(ms, "role")
+	if out.Role = roleOf(r); out.Role == "" {
+		return wire.Message{}, false
+	}
+	if _, calls := body.Lookup(ms, "tool_calls"); calls {
+		return wire.Message{}, false
+	}
+	content, _ := body.Lookup(ms, "content")
+	if out.Role == RoleTool {
+		id, _ := body.Lookup(ms, "tool_call_id")
+		out.Parts = []wire.Part{{Kind: wire.ToolResult, CallID: id, Text: content}}
+		return out, true
+	}
+	refusal, _ := body.Lookup(ms, "refusal")
+	if content != "" || refusal != "" {
+		out.Parts = make([]wire.Part, 0, 2)
+	}
+	if content != "" {
+		out.Parts = append(out.Parts, wire.Part{Kind: wire.Text, Text: content})
+	}
+	if refusal != "" {
+		out.Parts = append(out.Parts, wire.Part{Kind: wire.Refusal, Text: refusal})
+	}
+	return out, true
 }
 
 // appendFile appends a file content part: {"type":"file","file":{...}}

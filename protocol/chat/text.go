@@ -5,6 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/recallproxy/recall/protocol/internal/body"
 	"github.com/recallproxy/recall/wire"
 )
 
@@ -16,6 +17,20 @@ import (
 // dst has room for len(raw) bytes (the text of a JSON message is never
 // longer than the message).
 func (Codec) Text(dst, raw []byte) []byte {
+	var stack [4]body.Member
+	if ms, ok := body.StringMembers(stack[:0], raw); ok {
+		if _, calls := body.Lookup(ms, "tool_calls"); !calls {
+			// One pass, as Decode reads such a message (decodeStrings).
+			content, _ := body.Lookup(ms, "content")
+			refusal, _ := body.Lookup(ms, "refusal")
+			return wire.AppendLine(wire.AppendLine(dst, content), refusal)
+		}
+	}
+	return textTree(dst, raw)
+}
+
+// textTree is Text of any message, through gjson.
+func textTree(dst, raw []byte) []byte {
 	add := func(s string) { dst = wire.AppendLine(dst, s) }
 	// A view of raw, not a copy: every string kept is copied into dst.
 	mm := readMembers(gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw))))
