@@ -157,10 +157,14 @@ type batcher struct {
 	// is sent (tests).
 	queued func(n int)
 	sent   func(n int)
+	// wait is Options.GroupWait; after starts its timer (time.AfterFunc,
+	// or a test's), returning its stop.
+	wait  time.Duration
+	after func(d time.Duration, f func()) (stop func())
 }
 
-func newBatcher(s *Store, committers int) *batcher {
-	b := &batcher{s: s}
+func newBatcher(s *Store, committers int, wait time.Duration) *batcher {
+	b := &batcher{s: s, wait: wait, after: afterFunc}
 	b.more = sync.NewCond(&b.mu)
 	b.wg.Add(committers)
 	for i := range committers {
@@ -231,6 +235,7 @@ func (b *batcher) close() {
 // with one, 5.2-5.9 and 0.67-0.89 ms: docs/performance.md).
 func (b *batcher) run(i int) {
 	defer b.wg.Done()
+	last := 0 // commits in this committer's previous batch
 	for {
 		b.mu.Lock()
 		for !b.closed && (len(b.queue) == 0 || (i > 0 && !b.sole())) {
@@ -239,6 +244,13 @@ func (b *batcher) run(i int) {
 		if b.closed {
 			b.mu.Unlock()
 			return
+		}
+		if b.wait > 0 && 2*len(b.queue) <= last {
+			b.gather(min(last, maxBatch))
+			if len(b.queue) == 0 || (i > 0 && !b.sole()) { // another committer took them, close, or a replica joined
+				b.mu.Unlock()
+				continue
+			}
 		}
 		var batch []*batched
 		keys := make(map[history.Key]bool)
@@ -255,8 +267,30 @@ func (b *batcher) run(i int) {
 		clear(b.queue[len(left):])
 		b.queue = left
 		b.mu.Unlock()
+		last = len(batch)
 		b.send(batch)
 	}
+}
+
+// gather waits, on b.mu (held), until want commits are queued, for b.wait
+// at most, or until close.
+func (b *batcher) gather(want int) {
+	expired := false
+	stop := b.after(b.wait, func() {
+		b.mu.Lock()
+		expired = true
+		b.more.Broadcast()
+		b.mu.Unlock()
+	})
+	for !b.closed && !expired && len(b.queue) < want {
+		b.more.Wait()
+	}
+	stop()
+}
+
+func afterFunc(d time.Duration, f func()) (stop func()) {
+	t := time.AfterFunc(d, f)
+	return func() { t.Stop() }
 }
 
 // send commits batch in one statement and answers each commit.

@@ -13,6 +13,14 @@ import (
 // idle lease rows. Set it before the first commit.
 func SetMergeClock(s *Store, now func() time.Time) { s.merger.now = now }
 
+// GatherTimer replaces the committers' group-wait timer (batch.go's
+// afterFunc) with after. Set it before the first commit.
+func GatherTimer(s *Store, after func(d time.Duration, f func()) (stop func())) {
+	s.batcher.mu.Lock()
+	defer s.batcher.mu.Unlock()
+	s.batcher.after = after
+}
+
 // BatchHooks sets the committers' hooks (batch.go): queued sees the
 // queue's length after each commit joins it, sent each batch's size
 // before it is sent. Set them before the first commit.

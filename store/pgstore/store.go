@@ -101,6 +101,11 @@ type Options struct {
 	// FreeLeases frees every exchange's lease in its commit, as Stores did
 	// before they kept them (keep.go): for tests and measurements.
 	FreeLeases bool
+	// GroupWait is how long a committer waits for commits to gather when
+	// fewer than half as many are queued as its last batch held (see
+	// batch.go): until as many as that batch have come, or GroupWait.
+	// Default 1ms; negative: never.
+	GroupWait time.Duration
 }
 
 // Store is a history.Store on PostgreSQL.
@@ -143,6 +148,9 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	}
 	if o.MaxConns <= 0 {
 		o.MaxConns = 10
+	}
+	if o.GroupWait == 0 {
+		o.GroupWait = time.Millisecond
 	}
 	if o.Committers <= 0 {
 		o.Committers = 2
@@ -204,7 +212,7 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 		sole.close()
 		return nil, wrap("open", err)
 	}
-	s.batcher = newBatcher(s, o.Committers)
+	s.batcher = newBatcher(s, o.Committers, o.GroupWait)
 	sole.changed = s.batcher.wake
 	sole.start()
 	s.merger = newMerger(o.MergeEvery, o.OnMerge)
