@@ -51,7 +51,7 @@ func (s *Store) List(ctx context.Context, tenant string, q history.ListQuery) ([
 		}
 		if q.After != "" {
 			k := history.Key{Tenant: tenant, Conversation: q.After}
-			m, ok, err := readMeta(txn, convPrefix(k))
+			m, ok, err := readMetaHead(txn, convPrefix(k)) // its listing entry: not its summary's text
 			if err != nil {
 				return err
 			}

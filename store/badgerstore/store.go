@@ -638,12 +638,17 @@ func summaryKey(prefix []byte) []byte {
 	return append(bytes.Clone(prefix), 'u')
 }
 
+// summaryTextReads counts readMeta's reads of a summary's text under its
+// own key (tests).
+var summaryTextReads atomic.Int64
+
 // readMeta reads the conversation's metadata, its summary's text included.
 func readMeta(txn *badger.Txn, prefix []byte) (history.Meta, bool, error) {
 	m, ok, err := readMetaHead(txn, prefix)
 	if err != nil || m.Summary == nil || m.Summary.Text != "" {
 		return m, ok, err // no summary, or one written with its text inside
 	}
+	summaryTextReads.Add(1)
 	item, err := txn.Get(summaryKey(prefix))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return m, ok, nil // an empty text is not written
@@ -870,7 +875,7 @@ func iterate(txn *badger.Txn, prefix []byte, m *history.Meta, after uint64, fn f
 func (s *Store) Messages(ctx context.Context, k history.Key, after uint64, all bool, fn func(history.Message) bool) error {
 	prefix := convPrefix(k)
 	err := s.db.View(func(txn *badger.Txn) error {
-		m, _, err := readMeta(txn, prefix)
+		m, _, err := readMetaHead(txn, prefix) // the bounds and flags: not the summary's text
 		if err != nil {
 			return err
 		}
