@@ -83,7 +83,8 @@ func (a *aio) fsync(fds []int) error {
 	var first error
 	for len(fds) > 0 {
 		n := min(len(fds), aioMax)
-		if err := a.fsyncBatch(fds[:n]); err != nil && first == nil {
+		submitted, err := a.submit(fds[:n])
+		if err = errors.Join(err, a.wait(submitted)); err != nil && first == nil {
 			first = err
 		}
 		fds = fds[n:]
@@ -91,7 +92,11 @@ func (a *aio) fsync(fds []int) error {
 	return first
 }
 
-func (a *aio) fsyncBatch(fds []int) error {
+// submit starts an fsync of each file of fds, at most aioMax, and
+// returns how many it started: wait reaps them. The kernel holds each
+// file from here to its completion, so a descriptor closed meanwhile is
+// still synced.
+func (a *aio) submit(fds []int) (int, error) {
 	a.iocbs = append(a.iocbs[:0], make([]iocb, len(fds))...)
 	a.ptrs = a.ptrs[:0]
 	for i, fd := range fds {
@@ -105,13 +110,13 @@ func (a *aio) fsyncBatch(fds []int) error {
 			continue
 		}
 		if e != 0 {
-			// Those submitted still complete: wait for them before the
-			// context is used again.
-			return errors.Join(fmt.Errorf("io_submit: %w", e), a.wait(submitted))
+			// Those submitted still complete: the caller waits for them
+			// before the context is used again.
+			return submitted, fmt.Errorf("io_submit: %w", e)
 		}
 		submitted += int(n)
 	}
-	return a.wait(submitted)
+	return submitted, nil
 }
 
 // wait reaps n completions (reap), polling the context and parking on

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,18 +35,32 @@ import (
 // are looked up by name in the directories, held open (fstatat), not by
 // a path from the root (a lookup a component, twice a sync).
 // TestLogSyncTracksBadgersFiles holds Badger to that layout.
+//
+// Up to logSyncsInFlight syncs run at once, each on an AIO context of its
+// own (see logSyncRun): a group written while a sync is under way has its
+// own sync begin at once, instead of waiting for the one under way to end
+// and then for its own.
 type logSync struct {
 	dir, valueDir string
-	aio           *aio
-	dirFD, valDir int     // the directories, open for the lookups
-	mem, vlog     logFile // the newest of each: where Badger writes
-	nextMem       string  // the names of the files after mem and vlog
+	aios          chan *aio // the contexts free: a sync holds one from begin to end
+	all           []*aio
+
+	mu            sync.Mutex // guards what follows
+	dirFD, valDir int        // the directories, open for the lookups
+	mem, vlog     logFile    // the newest of each: where Badger writes
+	nextMem       string     // the names of the files after mem and vlog
 	nextVlog      string
-	retired       []logFile // older ones, to sync once more and close
-	fds           []int
+	retired       []logFile   // older ones, to sync once more and close
+	last          *logSyncRun // the sync begun last, until it ends
 	syncs         int
 	retiredSyncs  int // retired files synced (tests)
 }
+
+// logSyncsInFlight is how many syncs may be under way at once. Two cut a
+// commit's wait for its sync on this machine's disk (a write and fsync
+// probe at 4,000 writes a second: mean 281-351 µs against 355-453 with
+// one, p99 0.72-0.90 ms against 1.2-1.8); four did no better than two.
+const logSyncsInFlight = 2
 
 // logFile is an open log file and its number (fd -1: none yet).
 type logFile struct {
@@ -59,15 +74,20 @@ const logRescan = 1024
 // newLogSync sets up AIO; Open falls back to Badger's SyncWrites if it
 // fails (an old kernel, a sandbox that forbids io_setup).
 func newLogSync(dir, valueDir string) (*logSync, error) {
-	a, err := newAIO()
-	if err != nil {
-		return nil, err
+	l := &logSync{dir: dir, valueDir: valueDir, aios: make(chan *aio, logSyncsInFlight), dirFD: -1, valDir: -1, mem: logFile{fd: -1}, vlog: logFile{fd: -1}}
+	for range logSyncsInFlight {
+		a, err := newAIO()
+		if err != nil {
+			return nil, errors.Join(err, l.close())
+		}
+		l.all = append(l.all, a)
+		l.aios <- a
 	}
-	l := &logSync{dir: dir, valueDir: valueDir, aio: a, dirFD: -1, valDir: -1, mem: logFile{fd: -1}, vlog: logFile{fd: -1}}
 	for _, d := range []struct {
 		fd   *int
 		path string
 	}{{&l.dirFD, dir}, {&l.valDir, valueDir}} {
+		var err error
 		if *d.fd, err = unix.Open(d.path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 			*d.fd = -1
 			return nil, errors.Join(fmt.Errorf("open %s: %w", d.path, err), l.close())
@@ -78,22 +98,89 @@ func newLogSync(dir, valueDir string) (*logSync, error) {
 
 // sync fsyncs every log file a write so far may be in.
 func (l *logSync) sync() error {
-	if err := l.refresh(); err != nil {
-		return err
+	return l.begin(l.acquire()).end()
+}
+
+// acquire waits for a free AIO context, for begin.
+func (l *logSync) acquire() *aio { return <-l.aios }
+
+// A logSyncRun is one sync: begun (its fsyncs submitted) on a context of
+// its own, ended once they and the sync begun before it completed.
+//
+// A sync covers what was written before it began only with the one
+// before it: that one may have taken files Badger rotated away from
+// (retired, synced once more by the sync that finds them) that hold
+// writes this one's callers made. So a sync ends after the one before
+// it, and fails if that one's fsyncs failed. A sync whose fsyncs failed
+// puts its retired files back for the next, before it ends (the
+// sequential syncs did the same).
+type logSyncRun struct {
+	l       *logSync
+	a       *aio
+	n       int   // fsyncs submitted
+	err     error // of the submission
+	retired []logFile
+	prev    *logSyncRun // nil once it ended
+	done    chan struct{}
+	failed  error // its own fsyncs', set before done closes
+}
+
+// begin submits, on a (from acquire), an fsync of every log file a write
+// so far may be in.
+func (l *logSync) begin(a *aio) *logSyncRun {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := &logSyncRun{l: l, a: a, prev: l.last, done: make(chan struct{})}
+	l.last = r
+	if r.err = l.refresh(); r.err != nil {
+		return r
 	}
-	l.fds = l.fds[:0]
-	for _, f := range append([]logFile{l.mem, l.vlog}, l.retired...) {
+	r.retired, l.retired = l.retired, nil
+	fds := make([]int, 0, 2+len(r.retired))
+	for _, f := range append([]logFile{l.mem, l.vlog}, r.retired...) {
 		if f.fd >= 0 {
-			l.fds = append(l.fds, f.fd)
+			fds = append(fds, f.fd)
 		}
 	}
-	if err := l.aio.fsync(l.fds); err != nil {
-		return err
+	if len(fds) > aioMax { // many rotations since the last sync: the oldest synced here
+		r.err = a.fsync(fds[aioMax:])
+		fds = fds[:aioMax]
 	}
-	l.retiredSyncs += len(l.retired)
-	closeLogs(l.retired)
-	l.retired = l.retired[:0]
-	return nil
+	var err error
+	r.n, err = a.submit(fds)
+	r.err = errors.Join(r.err, err)
+	return r
+}
+
+// end waits for r's fsyncs and for the sync begun before it, and
+// returns the first error of either's fsyncs.
+func (r *logSyncRun) end() error {
+	l := r.l
+	err := r.err
+	if r.n > 0 {
+		err = errors.Join(err, r.a.wait(r.n))
+	}
+	var before error
+	if r.prev != nil {
+		<-r.prev.done
+		before = r.prev.failed
+		r.prev = nil
+	}
+	l.mu.Lock()
+	if err == nil {
+		l.retiredSyncs += len(r.retired)
+		closeLogs(r.retired)
+	} else {
+		l.retired = append(r.retired, l.retired...)
+	}
+	if l.last == r {
+		l.last = nil
+	}
+	l.mu.Unlock()
+	r.failed = err
+	close(r.done)
+	l.aios <- r.a
+	return errors.Join(err, before)
 }
 
 // refresh opens the log files Badger created since the last call.
@@ -196,10 +283,15 @@ func closeLogs(files []logFile) {
 	}
 }
 
-// close closes the files and the AIO context.
+// close closes the files and the AIO contexts; no sync may be under way.
 func (l *logSync) close() error {
 	closeLogs(append([]logFile{l.mem, l.vlog, {fd: l.dirFD}, {fd: l.valDir}}, l.retired...))
-	l.mem, l.vlog, l.retired, l.fds = logFile{fd: -1}, logFile{fd: -1}, nil, nil
+	l.mem, l.vlog, l.retired = logFile{fd: -1}, logFile{fd: -1}, nil
 	l.dirFD, l.valDir = -1, -1
-	return l.aio.close()
+	var err error
+	for _, a := range l.all {
+		err = errors.Join(err, a.close())
+	}
+	l.all = nil
+	return err
 }

@@ -10,5 +10,12 @@ type logSync struct{}
 
 func newLogSync(dir, valueDir string) (*logSync, error) { return nil, errors.ErrUnsupported }
 
-func (l *logSync) sync() error  { return nil }
-func (l *logSync) close() error { return nil }
+type logSyncRun struct{}
+
+func (l *logSync) sync() error            { return nil }
+func (l *logSync) close() error           { return nil }
+func (l *logSync) acquire() *aio          { return nil }
+func (l *logSync) begin(*aio) *logSyncRun { return nil }
+func (r *logSyncRun) end() error          { return nil }
+
+type aio struct{}

@@ -141,8 +141,7 @@ type Store struct {
 	spare    spareSpace // the last free-space reading (CanCommit)
 	readOnly bool
 	noSync   bool
-	logs     *logSync // fsyncs Badger's logs after each group (durable, Linux): logsMu guards it
-	logsMu   sync.Mutex
+	logs     *logSync     // fsyncs Badger's logs after each group (durable, Linux)
 	toSync   chan syncJob // written groups, to the log syncer (commit.go): with logs only
 	stop     chan struct{}
 	done     chan struct{}
@@ -201,7 +200,7 @@ type Store struct {
 	sideSynced        chan struct{}                        // closed when the side database's syncer has stopped
 	beforeRecordWrite func()                               // tests: runs between an append's metadata read and its write
 	afterGroupWrite   func()                               // tests: runs after a group's transaction committed, before its sync
-	beforeLogSync     func()                               // tests: runs before the log syncer syncs
+	beforeLogSync     func()                               // tests: runs after a sync of the log syncer's began, before it waits for it
 	onSync            func(time.Duration)                  // Options.OnSync
 	beforeRecordPurge func()                               // tests: runs before a Delete's purge of records takes recMu
 	beforeErase       func()                               // tests: runs after a hard forget's commit, before its erasure
