@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/recallproxy/recall/history"
 )
 
@@ -114,6 +116,85 @@ func TestOnSyncSeesEachLogSync(t *testing.T) {
 			}
 			if tt.atLeast == 0 && syncs.Load() != 0 {
 				t.Errorf("%d syncs heard without durable writes", syncs.Load())
+			}
+		})
+	}
+}
+
+// A group written while the sync before it is under way has its own sync
+// begin at once, not after that one ends; it is answered only after that
+// one ends too, and fails if that one's fsync failed (it may have taken
+// the files Badger rotated away from, which hold the group's writes).
+func TestGroupSyncBeginsWhileTheLastIsUnderWay(t *testing.T) {
+	for _, firstFails := range []bool{false, true} {
+		t.Run(map[bool]string{false: "first synced", true: "first fails"}[firstFails], func(t *testing.T) {
+			s := openT(t, t.TempDir(), Options{IndexBacklog: 1 << 30, AIOSync: true})
+			if s.logs == nil {
+				t.Fatal("durable store without a logSync: AIO unavailable?")
+			}
+			began := make(chan int32, 4)
+			release := make(chan struct{})
+			var releaseOnce sync.Once
+			t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) }) // before the store's Close
+			var syncs atomic.Int32
+			s.beforeLogSync = func() {
+				n := syncs.Add(1)
+				began <- n
+				if n == 1 {
+					<-release
+				}
+			}
+			if firstFails {
+				// A descriptor fsync refuses (a pipe's: EINVAL), among the
+				// files the first sync takes.
+				p := make([]int, 2)
+				if err := unix.Pipe2(p, unix.O_CLOEXEC); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { unix.Close(p[1]) })
+				s.logs.mu.Lock()
+				s.logs.retired = append(s.logs.retired, logFile{fd: p[0]}) // closed with the store
+				s.logs.mu.Unlock()
+			}
+			commit := func(conv string) <-chan error {
+				out := make(chan error, 1)
+				go func() {
+					k := history.Key{Tenant: "t", Conversation: conv}
+					_, err := s.Commit(context.Background(), k, history.Change{Append: []history.Message{textMsg("user", "hello "+conv)}, Now: 1})
+					out <- err
+				}()
+				return out
+			}
+			wait := func(what string) {
+				t.Helper()
+				select {
+				case <-began:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("no %s within 10s", what)
+				}
+			}
+			a := commit("a")
+			wait("sync of the first group")
+			b := commit("b")
+			wait("sync of the second group while the first one's is under way")
+			select {
+			case err := <-b:
+				t.Fatalf("second commit answered (%v) before the sync begun before its own ended", err)
+			default:
+			}
+			releaseOnce.Do(func() { close(release) })
+			for name, c := range map[string]<-chan error{"a": a, "b": b} {
+				select {
+				case err := <-c:
+					if firstFails && err == nil {
+						t.Fatalf("commit %s acknowledged though the first sync's fsync failed", name)
+					}
+					if !firstFails && err != nil {
+						t.Fatalf("commit %s: %v", name, err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("commit %s not answered within 10s of the sync's release", name)
+				}
 			}
 		})
 	}
