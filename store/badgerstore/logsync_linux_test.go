@@ -162,3 +162,14 @@ func TestReapParksWhenAYieldComesStraightBack(t *testing.T) {
 		})
 	}
 }
+
+// A durable store opened on a data directory that does not exist yet
+// (`recall serve` on a new machine) syncs through AIO from the start,
+// not through Badger's SyncWrites until it is opened again.
+func TestFreshDirectorySyncsThroughAIO(t *testing.T) {
+	s := openT(t, filepath.Join(t.TempDir(), "new", "data"), Options{AIOSync: true})
+	if s.logs == nil {
+		t.Fatal("a durable store on a fresh directory has no logSync: Badger's SyncWrites syncs it")
+	}
+	commitT(t, s, history.Key{Tenant: "t", Conversation: "c"}, history.Change{Append: []history.Message{textMsg("user", "synced")}})
+}

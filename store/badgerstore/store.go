@@ -390,8 +390,19 @@ func (s *Store) readOnlyIfFull(dir string) {
 
 // syncLogsThroughAIO syncs durable writes' logs through AIO (s.logs)
 // when the platform can; otherwise Badger syncs them itself.
+//
+// The directories are made first, as Badger makes them (0700): a fresh
+// data directory (`recall serve` on a new machine) does not exist yet,
+// and the logSync opens them.
 func (s *Store) syncLogsThroughAIO(bo badger.Options) {
-	ls, err := newLogSync(bo.Dir, bo.ValueDir)
+	var err error
+	for _, d := range []string{bo.Dir, bo.ValueDir} {
+		err = errors.Join(err, os.MkdirAll(d, 0o700))
+	}
+	var ls *logSync
+	if err == nil {
+		ls, err = newLogSync(bo.Dir, bo.ValueDir)
+	}
 	if err == nil {
 		s.logs = ls
 	} else if s.logger != nil {
