@@ -88,24 +88,52 @@ func StartFake(t *testing.T, ctx context.Context, fake string, args ...string) s
 	return addr
 }
 
-// ServeRecall starts the recall binary's serve on a free loopback port,
-// on its defaults but for no configuration file, a fresh data directory
-// and no store URL, in front of upstream (a base URL) speaking protocol;
-// it waits until /readyz answers and returns the address and the
-// process.
+// ServeRecall starts the recall binary's serve on a loopback port of its
+// own choosing (port 0, read back from its "recall serving" log line: a
+// port picked free beforehand can be taken by another test's process
+// before Recall binds it, and whatever answers there then passes for
+// Recall), on its defaults but for no configuration file, a fresh data
+// directory and no store URL, in front of upstream (a base URL)
+// speaking protocol; it waits until /readyz answers and returns the
+// address and the process.
 func ServeRecall(t *testing.T, ctx context.Context, recall, upstream, protocol string) (string, *Proc) {
 	t.Helper()
-	addr := FreeAddr(t)
 	p := Start(t, ctx, recall, []string{
 		"RECALL_CONFIG=",
-		"RECALL_LISTEN=" + addr,
+		"RECALL_LISTEN=127.0.0.1:0",
 		"RECALL_UPSTREAM_URL=" + upstream,
 		"RECALL_UPSTREAM_PROTOCOL=" + protocol,
 		"RECALL_DATA_DIR=" + filepath.Join(t.TempDir(), "data"),
 		"RECALL_STORE_URL=",
 	}, "serve")
+	addr := ServingAddr(t, ctx, p)
 	WaitHTTP(t, ctx, "http://"+addr+"/readyz", p)
 	return addr, p
+}
+
+// ServingAddr waits for p, a recall serve, to log the address it
+// listens on, and returns it; it fails if p exits first or a deadline
+// passes.
+func ServingAddr(t *testing.T, ctx context.Context, p *Proc) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for {
+		wrote := p.log.Wrote()
+		for _, line := range strings.Split(p.log.String(), "\n") {
+			var l struct{ Msg, Listen string }
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "recall serving" && l.Listen != "" {
+				return l.Listen
+			}
+		}
+		select {
+		case <-wrote:
+		case <-p.exited:
+			t.Fatalf("recall serve exited before it listened: %v\n%s", p.cmd.ProcessState, p.log.String())
+		case <-ctx.Done():
+			t.Fatalf("recall serve did not log its address within the deadline:\n%s", p.log.String())
+		}
+	}
 }
 
 // moduleRoot is the folder of the go.mod above the test's working

@@ -156,15 +156,30 @@ func WaitHTTP(t *testing.T, ctx context.Context, url string, p *Proc) {
 // SyncBuffer is a log sink safe to read while a process (or a goroutine:
 // config's watcher) writes to it.
 type SyncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	wrote chan struct{} // closed at the next Write (Wrote)
 }
 
 // Write appends p.
 func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.wrote != nil {
+		close(b.wrote)
+		b.wrote = nil
+	}
 	return b.buf.Write(p)
+}
+
+// Wrote returns a channel closed at the next Write.
+func (b *SyncBuffer) Wrote() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.wrote == nil {
+		b.wrote = make(chan struct{})
+	}
+	return b.wrote
 }
 
 // String returns what was written so far.
