@@ -77,13 +77,20 @@ func (r NodeRun) BuildServers(t *testing.T) (recall, fake string) {
 	return GoBuild(t, r.Ctx, r.Root, bin, "./cmd/recall"), GoBuild(t, r.Ctx, r.Root, bin, "./bench/fakeupstream")
 }
 
-// StartFake starts the fake upstream binary on a free loopback port
-// with args added to -listen, waits until it answers and returns its
-// address.
+// StartFake starts the fake upstream binary on a loopback port of its
+// own choosing (port 0, read back from its "fakeupstream: serving" line,
+// for the reason ServeRecall gives) with args added to -listen, waits
+// until it answers and returns its address.
 func StartFake(t *testing.T, ctx context.Context, fake string, args ...string) string {
 	t.Helper()
-	addr := FreeAddr(t)
-	p := Start(t, ctx, fake, nil, append([]string{"-listen", addr}, args...)...)
+	p := Start(t, ctx, fake, nil, append([]string{"-listen", "127.0.0.1:0"}, args...)...)
+	addr := loggedAddr(t, ctx, p, "fakeupstream", func(line string) string {
+		rest, ok := strings.CutPrefix(line, "fakeupstream: serving http://")
+		if !ok {
+			return ""
+		}
+		return strings.TrimSuffix(rest, "/v1")
+	})
 	WaitHTTP(t, ctx, "http://"+addr+"/v1/models", p)
 	return addr
 }
@@ -116,22 +123,35 @@ func ServeRecall(t *testing.T, ctx context.Context, recall, upstream, protocol s
 // passes.
 func ServingAddr(t *testing.T, ctx context.Context, p *Proc) string {
 	t.Helper()
+	return loggedAddr(t, ctx, p, "recall serve", func(line string) string {
+		var l struct{ Msg, Listen string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "recall serving" {
+			return l.Listen
+		}
+		return ""
+	})
+}
+
+// loggedAddr waits for a line of p's log that addr finds an address in
+// (a non-empty answer), and returns that address; it fails, naming p as
+// what, if p exits first or a deadline passes.
+func loggedAddr(t *testing.T, ctx context.Context, p *Proc, what string, addr func(line string) string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	for {
 		wrote := p.log.Wrote()
 		for _, line := range strings.Split(p.log.String(), "\n") {
-			var l struct{ Msg, Listen string }
-			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "recall serving" && l.Listen != "" {
-				return l.Listen
+			if a := addr(line); a != "" {
+				return a
 			}
 		}
 		select {
 		case <-wrote:
 		case <-p.exited:
-			t.Fatalf("recall serve exited before it listened: %v\n%s", p.cmd.ProcessState, p.log.String())
+			t.Fatalf("%s exited before it listened: %v\n%s", what, p.cmd.ProcessState, p.log.String())
 		case <-ctx.Done():
-			t.Fatalf("recall serve did not log its address within the deadline:\n%s", p.log.String())
+			t.Fatalf("%s did not log its address within the deadline:\n%s", what, p.log.String())
 		}
 	}
 }
