@@ -426,7 +426,7 @@ load() {
 	if [ -n "$perfer" ] && wait "$perfer"; then
 		local f=$WORK/perf-${label//\//-} rps
 		rps=$(jq -r --arg l "$label" 'select(.label == $l) | .rps' "$RESULTS" | tail -1)
-		perf script -i "$f.data" -F cpu,comm,ip,sym 2>/dev/null | "$BIN/perfbudget" -rate "$rps" >"$f.txt" || true
+		perf script -i "$f.data" -F cpu,comm,time,ip,sym 2>/dev/null | "$BIN/perfbudget" -rate "$rps" -end load >"$f.txt" || true
 		echo "run.sh: $label under perf: $f.txt" >&2
 	fi
 	if [ -n "$tracer" ] && wait "$tracer"; then

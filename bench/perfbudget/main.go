@@ -1,4 +1,4 @@
-// Command perfbudget reads `perf script -F cpu,comm,ip,sym` of a
+// Command perfbudget reads `perf script -F cpu,comm,time,ip,sym` of a
 // `perf record -a -g` taken over one load-script row and writes each CPU's
 // time by what ran on it, in microseconds a request: Recall's goroutines
 // by a frame that names their work (the request handler, Badger's
@@ -9,11 +9,14 @@
 // (docs/performance.md, "Each core's time by what ran on it"):
 //
 //	perf record -a -g -o perf.data -- sleep 6   # inside a row's measured part
-//	perf script -i perf.data -F cpu,comm,ip,sym | go run ./bench/perfbudget -rate 3532 [-flat postgres] [-within "stream relay"]
+//	perf script -i perf.data -F cpu,comm,time,ip,sym | go run ./bench/perfbudget -rate 3532 [-end load] [-flat postgres] [-within "stream relay"]
 //
-// -rate is the row's requests a second; -flat also lists the functions
-// one process's samples ended in; -within lists the functions one
-// category's samples passed through, by their time inclusive.
+// -rate is the row's requests a second; -end drops the samples taken
+// after that process began to exit (the load generator: the recording,
+// started a little after the row's warm-up, outlasts its measured part,
+// and the cores idle in that tail); -flat also lists the functions one
+// process's samples ended in; -within lists the functions one category's
+// samples passed through, by their time inclusive.
 package main
 
 import (
@@ -22,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,11 +57,13 @@ var roots = []struct{ frame, name string }{
 type sample struct {
 	cpu   int
 	comm  string
+	at    float64  // seconds, perf's clock (0: no time field)
 	stack []string // leaf first
 }
 
 func main() {
 	rate := flag.Float64("rate", 0, "the row's requests a second over the recording (0: shares only)")
+	end := flag.String("end", "", "drop the samples from when this process began to exit (its first sample in do_exit)")
 	flat := flag.String("flat", "", "also list the leaf functions of this process name")
 	within := flag.String("within", "", "also list the functions this category's samples passed through")
 	flag.Parse()
@@ -65,6 +71,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "perfbudget:", err)
 		os.Exit(1)
+	}
+	if *end != "" {
+		samples = until(samples, *end)
 	}
 	write(os.Stdout, samples, *rate, *flat)
 	if *within != "" {
@@ -132,7 +141,11 @@ func read(r io.Reader) ([]sample, error) {
 			if err != nil {
 				return nil, fmt.Errorf("cpu in %q: %w", t, err)
 			}
-			out = append(out, sample{cpu: cpu, comm: strings.TrimSpace(t[:open])})
+			at, err := stamp(t[end+1:])
+			if err != nil {
+				return nil, fmt.Errorf("time in %q: %w", t, err)
+			}
+			out = append(out, sample{cpu: cpu, comm: strings.TrimSpace(t[:open]), at: at})
 			cur = &out[len(out)-1]
 		default:
 			_, sym, _ := strings.Cut(t, " ")
@@ -234,4 +247,34 @@ func sorted(m map[string]int) []count {
 		return out[i].k < out[j].k
 	})
 	return out
+}
+
+// stamp parses what follows a sample header's [cpu]: its time
+// ("775.388045:"), or nothing when the time field was not asked for.
+func stamp(s string) (float64, error) {
+	s = strings.TrimSuffix(strings.TrimSpace(s), ":")
+	if s == "" {
+		return 0, nil
+	}
+	return strconv.ParseFloat(s, 64)
+}
+
+// until returns the samples taken before process comm's first sample in
+// do_exit: a recording that outlasts the load generator's run ends with
+// idle cores, which would count as the row's time. Without such a
+// sample (or without times) it returns samples whole.
+func until(samples []sample, comm string) []sample {
+	for _, s := range samples {
+		if s.comm != comm || s.at == 0 || !slices.Contains(s.stack, "do_exit") {
+			continue
+		}
+		kept := samples[:0:0]
+		for _, o := range samples {
+			if o.at < s.at {
+				kept = append(kept, o)
+			}
+		}
+		return kept
+	}
+	return samples
 }
