@@ -273,6 +273,7 @@ func (d *driver) run() result {
 			if b1.syncs != nil {
 				res.SyncP99 = quantiles(b0.syncs, b1.syncs, 0.99)[0]
 				res.SyncMax, res.SyncOver = largest(b0.syncs, b1.syncs)
+				res.Syncs = count(b0.syncs, b1.syncs)
 			}
 			if b0.scavAssist >= 0 && b1.scavAssist >= 0 {
 				res.ScavengeAssistMs = (b1.scavAssist - b0.scavAssist) * 1000

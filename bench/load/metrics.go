@@ -160,6 +160,12 @@ func largest(before, after buckets) (ms float64, over bool) {
 	return bounds[top] * 1000, false
 }
 
+// count returns how many observations were made between before and
+// after.
+func count(before, after buckets) uint64 {
+	return after[math.Inf(1)] - before[math.Inf(1)]
+}
+
 // quantiles returns the q-quantiles, in milliseconds, of the observations
 // made between before and after, interpolating linearly within a bucket
 // (the +Inf bucket reports the largest finite bound); 0 without any.

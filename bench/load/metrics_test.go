@@ -97,6 +97,9 @@ func TestSyncsOfTheMeasuredPart(t *testing.T) {
 	if ms, over := largest(before, after); ms != 100 || over {
 		t.Errorf("largest = %v (over %v), want ≤ 100 ms", ms, over)
 	}
+	if n := count(before, after); n != 100 {
+		t.Errorf("count = %d syncs, want the measured part's 100", n)
+	}
 	if q := quantiles(before, after, 0.99)[0]; q != 1 {
 		t.Errorf("p99 = %v ms, want 1 (the 99th of 100 at the top of the first bucket)", q)
 	}

@@ -60,6 +60,10 @@ type result struct {
 	SyncP99  float64 `json:"sync_p99_ms,omitempty"`
 	SyncMax  float64 `json:"sync_max_ms,omitempty"`
 	SyncOver bool    `json:"sync_over,omitempty"`
+	// Syncs is how many of them there were: a sync covers every durable
+	// commit written before it began, so Requests over Syncs is how many
+	// requests a sync served.
+	Syncs uint64 `json:"syncs,omitempty"`
 	// The runtime's assists over the measured part, CPU milliseconds
 	// summed over the replicas (Assists: Recall exposed them): the
 	// scavenger's, returning memory to the kernel on the allocating
@@ -169,6 +173,9 @@ func (r result) human() string {
 	}
 	if r.SyncMax > 0 {
 		s += fmt.Sprintf("  log syncs p99 %.2f max %s ms", r.SyncP99, r.syncMax())
+		if r.Syncs > 0 {
+			s += fmt.Sprintf(" (%.1f requests a sync)", float64(r.Requests)/float64(r.Syncs))
+		}
 	}
 	if r.DiskSyncs > 0 {
 		s += "  disk syncs " + r.disk() + " ms"
