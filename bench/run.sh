@@ -803,8 +803,9 @@ for row in "chat openai chat" "responses openai responses" "responses chat respo
 		UPSTREAM_PROTOCOL=$upstream RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pair-$name" true
 		row_pid=$RECALL_PID
 	fi
-	PAIR_BASE=(-url "http://127.0.0.1:$RECALL_PORT$URL" -concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS")
-	PAIR_ROW=(-protocol "$proto" -url "http://127.0.0.1:$RECALL2_PORT$path" -concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS")
+	# Each slice's log syncs from its own Recall's metrics.
+	PAIR_BASE=(-url "http://127.0.0.1:$RECALL_PORT$URL" -concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS" -metrics "http://127.0.0.1:$RECALL_PORT/metrics")
+	PAIR_ROW=(-protocol "$proto" -url "http://127.0.0.1:$RECALL2_PORT$path" -concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS" -metrics "http://127.0.0.1:$RECALL2_PORT/metrics")
 	pair_rounds "$name" "$chat_pid" "$row_pid"
 	stop_pair "$chat_pid" "$row_pid"
 	rm -rf "$WORK/data-pair-base" "$WORK/data-pair-$name"
