@@ -310,6 +310,12 @@ func (s *Store) commitGroup(reqs []*commitReq, retries int) int {
 	return n
 }
 
+// logSyncHold is how long a group written while a sync is under way
+// waits for it to end before its own sync begins beside it: longer than
+// this disk's syncs take on an idle machine (0.3-0.5 ms), so that the
+// second context is for a slow sync, not for every group.
+const logSyncHold = 2 * time.Millisecond
+
 // syncJob is a group written to Badger, to answer once the logs are
 // synced.
 type syncJob struct {
@@ -337,6 +343,7 @@ func (s *Store) logSyncer(done chan<- struct{}) {
 	defer func() { ends.Wait(); close(done) }()
 	for job := range s.toSync {
 		a := s.logs.acquire() // what comes while the syncs under way hold the contexts joins this one
+		s.logs.settle(s.syncHold)
 		jobs := []syncJob{job}
 	more:
 		for {

@@ -199,3 +199,75 @@ func TestGroupSyncBeginsWhileTheLastIsUnderWay(t *testing.T) {
 		})
 	}
 }
+
+// Groups written while a sync is under way wait for it to end (within
+// the hold) and then share one sync, instead of each having a sync begin
+// beside it: a sync costs its fsyncs whatever it covers.
+func TestGroupsWrittenDuringASyncShareTheNext(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{IndexBacklog: 1 << 30, AIOSync: true})
+	if s.logs == nil {
+		t.Fatal("durable store without a logSync: AIO unavailable?")
+	}
+	s.syncHold = time.Hour // the first sync ends first, whenever that is
+	began := make(chan int32, 4)
+	written := make(chan struct{}, 4)
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) }) // before the store's Close
+	var syncs atomic.Int32
+	s.beforeLogSync = func() {
+		n := syncs.Add(1)
+		began <- n
+		if n == 1 {
+			<-release
+		}
+	}
+	s.afterGroupWrite = func() { written <- struct{}{} }
+	commit := func(conv string) <-chan error {
+		out := make(chan error, 1)
+		go func() {
+			k := history.Key{Tenant: "t", Conversation: conv}
+			_, err := s.Commit(context.Background(), k, history.Change{Append: []history.Message{textMsg("user", "hello "+conv)}, Now: 1})
+			out <- err
+		}()
+		return out
+	}
+	await := func(c <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-c:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s within 10s", what)
+		}
+	}
+	a := commit("a")
+	await(written, "write of the first group")
+	select {
+	case <-began:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first group's sync did not begin within 10s")
+	}
+	b := commit("b")
+	await(written, "write of the second group")
+	c := commit("c")
+	await(written, "write of the third group")
+	select {
+	case n := <-began:
+		t.Fatalf("sync %d began while the first was under way", n)
+	default:
+	}
+	releaseOnce.Do(func() { close(release) })
+	for name, ch := range map[string]<-chan error{"a": a, "b": b, "c": c} {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Fatalf("commit %s: %v", name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("commit %s not answered within 10s of the sync's release", name)
+		}
+	}
+	if n := syncs.Load(); n != 2 {
+		t.Errorf("%d syncs for three groups, two written during the first's sync: want 2", n)
+	}
+}

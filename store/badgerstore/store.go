@@ -202,6 +202,7 @@ type Store struct {
 	afterGroupWrite   func()                               // tests: runs after a group's transaction committed, before its sync
 	beforeLogSync     func()                               // tests: runs after a sync of the log syncer's began, before it waits for it
 	onSync            func(time.Duration)                  // Options.OnSync
+	syncHold          time.Duration                        // logSyncHold (tests: longer)
 	beforeRecordPurge func()                               // tests: runs before a Delete's purge of records takes recMu
 	beforeErase       func()                               // tests: runs after a hard forget's commit, before its erasure
 }
@@ -296,7 +297,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, minFree: o.MinFreeBytes, free: o.FreeBytes, spare: spareSpace{now: o.Now}, readOnly: o.ReadOnly, noSync: o.NoSync || o.InMemory,
 		stop: make(chan struct{}), done: make(chan struct{}), logger: o.Logger, indexBacklog: o.IndexBacklog,
-		groupWait: o.GroupWait, onSync: o.OnSync, after: time.After, burst: foldBurst, cpus: runtime.NumCPU(),
+		groupWait: o.GroupWait, onSync: o.OnSync, syncHold: logSyncHold, after: time.After, burst: foldBurst, cpus: runtime.NumCPU(),
 		foldNow: make(chan struct{}, 1), folded: make(chan struct{}), hurry: make(chan struct{})}
 	s.pause = s.pauseFold
 	if !s.readOnly {
