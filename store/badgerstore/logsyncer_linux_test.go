@@ -132,18 +132,7 @@ func TestGroupSyncBeginsWhileTheLastIsUnderWay(t *testing.T) {
 			if s.logs == nil {
 				t.Fatal("durable store without a logSync: AIO unavailable?")
 			}
-			began := make(chan int32, 4)
-			release := make(chan struct{})
-			var releaseOnce sync.Once
-			t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) }) // before the store's Close
-			var syncs atomic.Int32
-			s.beforeLogSync = func() {
-				n := syncs.Add(1)
-				began <- n
-				if n == 1 {
-					<-release
-				}
-			}
+			began, _, release := holdFirstSync(t, s)
 			if firstFails {
 				// A descriptor fsync refuses (a pipe's: EINVAL), among the
 				// files the first sync takes.
@@ -156,44 +145,23 @@ func TestGroupSyncBeginsWhileTheLastIsUnderWay(t *testing.T) {
 				s.logs.retired = append(s.logs.retired, logFile{fd: p[0]}) // closed with the store
 				s.logs.mu.Unlock()
 			}
-			commit := func(conv string) <-chan error {
-				out := make(chan error, 1)
-				go func() {
-					k := history.Key{Tenant: "t", Conversation: conv}
-					_, err := s.Commit(context.Background(), k, history.Change{Append: []history.Message{textMsg("user", "hello "+conv)}, Now: 1})
-					out <- err
-				}()
-				return out
-			}
-			wait := func(what string) {
-				t.Helper()
-				select {
-				case <-began:
-				case <-time.After(10 * time.Second):
-					t.Fatalf("no %s within 10s", what)
-				}
-			}
-			a := commit("a")
-			wait("sync of the first group")
-			b := commit("b")
-			wait("sync of the second group while the first one's is under way")
+			a := commitLater(s, "a")
+			within(t, began, "sync of the first group")
+			b := commitLater(s, "b")
+			within(t, began, "sync of the second group while the first one's is under way")
 			select {
 			case err := <-b:
 				t.Fatalf("second commit answered (%v) before the sync begun before its own ended", err)
 			default:
 			}
-			releaseOnce.Do(func() { close(release) })
+			release()
 			for name, c := range map[string]<-chan error{"a": a, "b": b} {
-				select {
-				case err := <-c:
-					if firstFails && err == nil {
-						t.Fatalf("commit %s acknowledged though the first sync's fsync failed", name)
-					}
-					if !firstFails && err != nil {
-						t.Fatalf("commit %s: %v", name, err)
-					}
-				case <-time.After(10 * time.Second):
-					t.Fatalf("commit %s not answered within 10s of the sync's release", name)
+				err := within(t, c, "answer to commit "+name+" after the sync's release")
+				if firstFails && err == nil {
+					t.Fatalf("commit %s acknowledged though the first sync's fsync failed", name)
+				}
+				if !firstFails && err != nil {
+					t.Fatalf("commit %s: %v", name, err)
 				}
 			}
 		})
@@ -209,65 +177,72 @@ func TestGroupsWrittenDuringASyncShareTheNext(t *testing.T) {
 		t.Fatal("durable store without a logSync: AIO unavailable?")
 	}
 	s.syncHold = time.Hour // the first sync ends first, whenever that is
-	began := make(chan int32, 4)
+	began, syncs, release := holdFirstSync(t, s)
 	written := make(chan struct{}, 4)
-	release := make(chan struct{})
-	var releaseOnce sync.Once
-	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) }) // before the store's Close
-	var syncs atomic.Int32
-	s.beforeLogSync = func() {
-		n := syncs.Add(1)
-		began <- n
-		if n == 1 {
-			<-release
-		}
-	}
 	s.afterGroupWrite = func() { written <- struct{}{} }
-	commit := func(conv string) <-chan error {
-		out := make(chan error, 1)
-		go func() {
-			k := history.Key{Tenant: "t", Conversation: conv}
-			_, err := s.Commit(context.Background(), k, history.Change{Append: []history.Message{textMsg("user", "hello "+conv)}, Now: 1})
-			out <- err
-		}()
-		return out
-	}
-	await := func(c <-chan struct{}, what string) {
-		t.Helper()
-		select {
-		case <-c:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no %s within 10s", what)
-		}
-	}
-	a := commit("a")
-	await(written, "write of the first group")
-	select {
-	case <-began:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first group's sync did not begin within 10s")
-	}
-	b := commit("b")
-	await(written, "write of the second group")
-	c := commit("c")
-	await(written, "write of the third group")
+	a := commitLater(s, "a")
+	within(t, written, "write of the first group")
+	within(t, began, "sync of the first group")
+	b := commitLater(s, "b")
+	within(t, written, "write of the second group")
+	c := commitLater(s, "c")
+	within(t, written, "write of the third group")
 	select {
 	case n := <-began:
 		t.Fatalf("sync %d began while the first was under way", n)
 	default:
 	}
-	releaseOnce.Do(func() { close(release) })
+	release()
 	for name, ch := range map[string]<-chan error{"a": a, "b": b, "c": c} {
-		select {
-		case err := <-ch:
-			if err != nil {
-				t.Fatalf("commit %s: %v", name, err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("commit %s not answered within 10s of the sync's release", name)
+		if err := within(t, ch, "answer to commit "+name+" after the sync's release"); err != nil {
+			t.Fatalf("commit %s: %v", name, err)
 		}
 	}
 	if n := syncs.Load(); n != 2 {
 		t.Errorf("%d syncs for three groups, two written during the first's sync: want 2", n)
 	}
+}
+
+// commitLater commits a message to conversation conv in the background
+// and returns the channel its error comes on.
+func commitLater(s *Store, conv string) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		k := history.Key{Tenant: "t", Conversation: conv}
+		_, err := s.Commit(context.Background(), k, history.Change{Append: []history.Message{textMsg("user", "hello "+conv)}, Now: 1})
+		out <- err
+	}()
+	return out
+}
+
+// within returns what comes on c, or fails the test after 10s.
+func within[T any](t *testing.T, c <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s within 10s", what)
+		panic("unreachable")
+	}
+}
+
+// holdFirstSync makes s's log syncs say when they begin (their number,
+// from 1, on began) and holds the first until release is called (by the
+// test's cleanup at the latest, before the store's Close).
+func holdFirstSync(t *testing.T, s *Store) (began <-chan int32, syncs *atomic.Int32, release func()) {
+	c := make(chan int32, 4)
+	held := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(held) }) }
+	t.Cleanup(release)
+	syncs = new(atomic.Int32)
+	s.beforeLogSync = func() {
+		n := syncs.Add(1)
+		c <- n
+		if n == 1 {
+			<-held
+		}
+	}
+	return c, syncs, release
 }
