@@ -46,6 +46,7 @@ func TestStreamRendersFromEvents(t *testing.T) {
 		if err := Stream(w, eventReads(role, text, stop, done), x, chat.Protocol{}.NewAssembler(), 1<<20, ren, false, true); err != nil {
 			t.Fatal(err)
 		}
+		w.Flush() // as Relay does once work returns
 		if ren.deltas != 0 {
 			t.Errorf("rendered %d deltas, want none", ren.deltas)
 		}
@@ -108,6 +109,7 @@ func TestStreamRendersFromEvents(t *testing.T) {
 		if err := Stream(w, strings.NewReader(role+text+stop+done), x, chat.Protocol{}.NewAssembler(), 1<<20, ren, false, true); err != nil {
 			t.Fatal(err)
 		}
+		w.Flush() // as Relay does once work returns
 		if ren.events != 0 || ren.deltas == 0 {
 			t.Errorf("rendered %d events and %d deltas, want deltas only", ren.events, ren.deltas)
 		}

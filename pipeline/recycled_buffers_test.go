@@ -86,6 +86,7 @@ type discardBody struct{}
 func (discardBody) Write(p []byte) (int, error) { return len(p), nil }
 func (discardBody) End()                        {}
 func (discardBody) Abort(error)                 {}
+func (discardBody) Last()                       {}
 func (discardBody) Wait() error                 { return nil }
 
 // roomRenderer renders each event as it came, into room it grows for a

@@ -17,6 +17,9 @@ type Body interface {
 	// End ends the writer's side: the reader gets io.EOF once it has
 	// taken everything written.
 	End()
+	// Last makes the next write the writer's last: it ends the
+	// writer's side with its bytes, in one step.
+	Last()
 	// Abort ends both sides with err.
 	Abort(err error)
 	// Wait waits until the reader's side is done and returns what
@@ -94,6 +97,12 @@ func Relay(ctx context.Context, owned Owned, out Body, up Upstream, idle time.Du
 		relayWriters.Put(w)
 	}()
 	err := work(w, &idleReader{r: up, t: t, d: idle})
+	if err == nil {
+		// What w holds is the stream's end (CommitStream leaves it
+		// there): it ends out as it reaches it, so that the server
+		// takes it as the end, and writes it with the body's.
+		out.Last()
+	}
 	if ferr := w.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("%w: %w", ErrClientGone, ferr)
 	}

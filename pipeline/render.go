@@ -376,10 +376,11 @@ func CommitStream(w Writer, x Exchange, c Committer, ren wire.Renderer, a *wire.
 			return EndStream(w, x, ren, err)
 		}
 	}
+	// Unflushed: the relay flushes it as the body's last write (Relay).
 	if ren == nil {
-		return WriteFlush(w, held)
+		return write(w, held)
 	}
-	return WriteFlush(w, ren.End(held, a))
+	return write(w, ren.End(held, a))
 }
 
 // EndStream ends a stream that failed with err with the client's

@@ -101,6 +101,7 @@ func TestStreamWritesWhatCameTogetherAtOnce(t *testing.T) {
 			if err := Stream(w, eventReads(role+text+stop+done), x, chat.Protocol{}.NewAssembler(), 1<<20, tt.ren, tt.same, true); err != nil {
 				t.Fatal(err)
 			}
+			w.Flush() // as Relay does once work returns
 			if x.commits != 1 || x.written != "" {
 				t.Errorf("committed %d times with %q at the client, want once with nothing", x.commits, x.written)
 			}
@@ -115,6 +116,7 @@ func TestStreamWritesWhatCameTogetherAtOnce(t *testing.T) {
 			if err := Stream(w, up, x, chat.Protocol{}.NewAssembler(), 1<<20, tt.ren, tt.same, true); err != nil {
 				t.Fatal(err)
 			}
+			w.Flush() // as Relay does once work returns
 			// The first read's events were the client's before the
 			// second read, which could have waited on the upstream.
 			if len(up.at) < 2 || up.at[0] != "" || up.at[1] == "" {
@@ -334,6 +336,7 @@ func TestStreamFlushesBeforeAReadThatWaits(t *testing.T) {
 			if err := Stream(w, up, x, chat.Protocol{}.NewAssembler(), 1<<20, nil, true, true); err != nil {
 				t.Fatal(err)
 			}
+			w.Flush() // as Relay does once work returns
 			if up.before != nil {
 				t.Error("the stream left its hook on the upstream")
 			}

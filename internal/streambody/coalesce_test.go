@@ -175,3 +175,27 @@ func TestWriteToWritesEachBatchAtOnce(t *testing.T) {
 		t.Fatalf("Wait: %v", err)
 	}
 }
+
+// The write Last announces ends the writer's side with its bytes: the
+// read that takes them, though it comes before any End, asks the
+// connection to hold them for the end of the body. Without Last a reader
+// woken by the last write, before End, sent them in a write of their own.
+func TestLastWriteEndsTheStream(t *testing.T) {
+	c := &coalescer{}
+	b := New(1 << 10)
+	b.Coalesce(c)
+	p := make([]byte, 64)
+	if _, err := b.Write([]byte("data: 1\n\n")); err != nil {
+		t.Fatal(err)
+	}
+	b.Last()
+	if _, err := b.Write([]byte("data: [DONE]\n\n")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.Read(p); n != len("data: 1\n\ndata: [DONE]\n\n") || err != nil || c.holds != 1 {
+		t.Fatalf("the read of the last write: %d, %v, %d holds; want every byte and one hold", n, err, c.holds)
+	}
+	if n, err := b.Read(p); n != 0 || err != io.EOF {
+		t.Fatalf("the read after: %d, %v; want io.EOF", n, err)
+	}
+}

@@ -29,6 +29,7 @@ type Body struct {
 	spare   []byte        // the buffer the reader last drained, reused
 	max     int           // bytes buffered at which Write waits
 	ended   bool          // the writer is done: EOF once buf is drained
+	last    bool          // the next write is the writer's last (Last)
 	eof     bool          // the reader got io.EOF: it took every byte
 	err     error         // the reader's side ended: reads and writes fail with it
 	closed  bool          // fasthttp closed the stream (CloseWithError)
@@ -85,8 +86,22 @@ func (b *Body) Write(p []byte) (int, error) {
 	if len(p) > 0 {
 		b.start()
 	}
+	b.ended = b.ended || b.last
 	b.cond.Broadcast()
 	return len(p), nil
+}
+
+// Last says the next write is the writer's last: it ends the writer's
+// side (End) with its bytes, in one step, so that the reader never takes
+// them before the end is known. Then the read that takes them asks the
+// connection to hold them for the end of the body (Coalesce): with End
+// after the write, a reader woken by the write in between sent them in a
+// write of their own, and the end in another. End still ends a writer
+// whose last write did not come.
+func (b *Body) Last() {
+	b.mu.Lock()
+	b.last = true
+	b.mu.Unlock()
 }
 
 // start closes started once (under mu): the first bytes are there, or
