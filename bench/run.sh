@@ -1160,7 +1160,7 @@ if [ -s "$WORK/pg-rows.log" ]; then
 			r = row($5); ms = $8 + 0
 			kind = "other statements"
 			if ($0 ~ /: COMMIT$/) kind = "COMMIT"
-			else if ($0 ~ /gin_clean_pending_list/) kind = "gin_clean_pending_list (the search index merge)"
+			else if ($0 ~ /gin_clean_pending_list|INSERT INTO recall_messages \(tenant, conversation, seq, dl, body\)$/) kind = "the search index merge"
 			k = r SUBSEP kind; n[k]++; if (ms > max[k]) max[k] = ms; rows[r] = 1
 		}
 		/automatic (aggressive )?(vacuum|analyze) of table "/ {

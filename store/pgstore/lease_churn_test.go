@@ -101,7 +101,7 @@ func TestIdleLeaseRowsAreSwept(t *testing.T) {
 	ctx := testCtx(t)
 	url := pgtest.DB(t)
 	merged := make(chan error, 16)
-	a := open(t, url, pgstore.Options{MergeEvery: 1, OnMerge: func(_ int64, err error) { merged <- err }})
+	a := open(t, url, pgstore.Options{MergeEvery: 1, OnMerge: func(_ bool, err error) { merged <- err }})
 	open(t, url, pgstore.Options{}) // a second Store: a's leases are rows
 	for _, name := range []string{"summary/t/old", "summary/t/new"} {
 		mustTryAcquire(t, ctx, a, name, name)()
@@ -136,7 +136,7 @@ func TestLeaseSweepsSpaced(t *testing.T) {
 	ctx := testCtx(t)
 	url := pgtest.DB(t)
 	merged := make(chan error, 16)
-	a := open(t, url, pgstore.Options{MergeEvery: 1, OnMerge: func(_ int64, err error) { merged <- err }})
+	a := open(t, url, pgstore.Options{MergeEvery: 1, OnMerge: func(_ bool, err error) { merged <- err }})
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC).UnixNano())
 	pgstore.SetMergeClock(a, func() time.Time { return time.Unix(0, clock.Load()) })

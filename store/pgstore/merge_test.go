@@ -1,46 +1,83 @@
 package pgstore_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/recallproxy/recall/history"
 	"github.com/recallproxy/recall/internal/pgtest"
 	"github.com/recallproxy/recall/store/pgstore"
+	"github.com/recallproxy/recall/store/storetest"
 )
+
+// prose is a turn whose question and answer hold 300 distinct words
+// each, as long prose does: eight of them fill the search index's
+// pending list past 64 kB, the least list a merge merges.
+func prose(i int) []history.Message {
+	words := func(kind string) string {
+		var b strings.Builder
+		for w := range 300 {
+			fmt.Fprintf(&b, "%s%d ", kind, w)
+		}
+		return b.String()
+	}
+	return storetest.TurnsSaying(i, 1, words("q")+"question ", words("a")+"answer ")
+}
+
+// pendingPages merges what the search index's pending list still holds,
+// from another connection, and returns how many pages that was.
+func pendingPages(t *testing.T, url string) int64 {
+	t.Helper()
+	var pages int64
+	if err := connect(t, url).QueryRow(testCtx(t), `SELECT gin_clean_pending_list('recall_messages_search')`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	return pages
+}
 
 // TestCommitsWakeThePendingListMerge: once MergeEvery messages were
 // committed, the Store merges the search index's pending list itself, off
 // the commits (a commit that filled the list past its limit would merge
-// it, for 200 ms), and what it merged is still found.
+// it, for 200 ms), leaves none of the merge's placeholder behind, and
+// what it merged is still found.
 func TestCommitsWakeThePendingListMerge(t *testing.T) {
 	type merge struct {
-		pages int64
-		err   error
+		merged bool
+		err    error
 	}
+	url := pgtest.DB(t)
 	merged := make(chan merge, 16)
-	s := open(t, pgtest.DB(t), pgstore.Options{MergeEvery: 8, OnMerge: func(pages int64, err error) { merged <- merge{pages, err} }})
+	s := open(t, url, pgstore.Options{MergeEvery: 16, OnMerge: func(ok bool, err error) { merged <- merge{ok, err} }})
 	k := history.Key{Tenant: "t", Conversation: "c"}
-	for i := range 3 { // 6 messages: no merge yet
-		commit(t, s, k, history.Change{Append: turns(i, 1)})
+	for i := range 7 { // 14 messages: no merge yet
+		commit(t, s, k, history.Change{Append: prose(i)})
 	}
 	select {
 	case m := <-merged:
-		t.Fatalf("got a merge after 6 messages (%d pages), want none before 8", m.pages)
+		t.Fatalf("got a merge after 14 messages (%v, %v), want none before 16", m.merged, m.err)
 	default:
 	}
-	commit(t, s, k, history.Change{Append: turns(3, 1)})
+	commit(t, s, k, history.Change{Append: prose(7)})
 	select {
 	case m := <-merged:
-		if m.err != nil || m.pages == 0 {
-			t.Fatalf("got a merge of %d pages (%v), want the pending pages merged", m.pages, m.err)
+		if m.err != nil || !m.merged {
+			t.Fatalf("got a merge that merged: %v (%v), want the pending list merged", m.merged, m.err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("no merge 10s after 8 messages were committed")
+		t.Fatal("no merge 10s after 16 messages were committed")
+	}
+	if pages := pendingPages(t, url); pages != 0 {
+		t.Fatalf("%d pages still pending after the merge, want the list merged", pages)
+	}
+	var placeholders int
+	if err := connect(t, url).QueryRow(testCtx(t), `SELECT count(*) FROM recall_messages WHERE tenant = ''`).Scan(&placeholders); err != nil || placeholders != 0 {
+		t.Fatalf("%d placeholder rows (%v) after the merge, want none", placeholders, err)
 	}
 	hits, err := s.Search(testCtx(t), "t", history.SearchQuery{Text: "question", Limit: 10})
-	if err != nil || len(hits) != 4 {
-		t.Fatalf("got %d hits (%v), want the 4 questions", len(hits), err)
+	if err != nil || len(hits) != 8 {
+		t.Fatalf("got %d hits (%v), want the 8 questions", len(hits), err)
 	}
 }
 
@@ -50,37 +87,33 @@ func TestCommitsWakeThePendingListMerge(t *testing.T) {
 // pending list to the next wake.
 func TestMergeSkipsWhileAnotherMerges(t *testing.T) {
 	url := pgtest.DB(t)
-	merged := make(chan int64, 16)
-	s := open(t, url, pgstore.Options{MergeEvery: 8, OnMerge: func(pages int64, err error) {
+	merged := make(chan bool, 16)
+	s := open(t, url, pgstore.Options{MergeEvery: 16, OnMerge: func(ok bool, err error) {
 		if err != nil {
 			t.Errorf("merge: %v", err)
 		}
-		merged <- pages
+		merged <- ok
 	}})
 	other := connect(t, url) // another replica, merging
 	if _, err := other.Exec(testCtx(t), `SELECT pg_advisory_lock($1)`, pgstore.MergeKey); err != nil {
 		t.Fatal(err)
 	}
 	k := history.Key{Tenant: "t", Conversation: "c"}
-	for i := range 4 {
-		commit(t, s, k, history.Change{Append: turns(i, 1)})
+	for i := range 8 {
+		commit(t, s, k, history.Change{Append: prose(i)})
 	}
 	select {
-	case pages := <-merged:
-		if pages != 0 {
-			t.Fatalf("the Store merged %d pages while another held the merge lock, want a skipped merge", pages)
+	case ok := <-merged:
+		if ok {
+			t.Fatal("the Store merged while another held the merge lock, want a skipped merge")
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("no merge reported 10s after 8 messages were committed: did it wait for the lock?")
+		t.Fatal("no merge reported 10s after 16 messages were committed: did it wait for the lock?")
 	}
 	if _, err := other.Exec(testCtx(t), `SELECT pg_advisory_unlock($1)`, pgstore.MergeKey); err != nil {
 		t.Fatal(err)
 	}
-	var pending int64
-	if err := other.QueryRow(testCtx(t), `SELECT gin_clean_pending_list('recall_messages_search')`).Scan(&pending); err != nil {
-		t.Fatal(err)
-	}
-	if pending == 0 {
-		t.Fatal("the pending list was empty after the skipped merge, want the 8 messages' entries still pending")
+	if pendingPages(t, url) == 0 {
+		t.Fatal("the pending list was empty after the skipped merge, want the 16 messages' entries still pending")
 	}
 }

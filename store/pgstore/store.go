@@ -75,10 +75,10 @@ type Options struct {
 	// statement runs. Default 2.
 	Committers int
 	// OnMerge, if set, is called after each merge (and its sweep, when
-	// one was due) with the pages it merged (0 when another Store's
+	// one was due) with whether it merged (false when another Store's
 	// merge was under way) and its error: for metrics and tests.
 	// Default none.
-	OnMerge func(pages int64, err error)
+	OnMerge func(merged bool, err error)
 	// OnLeaseWait, if set, is called with a lease's name each time a
 	// read that is to take it (history.Query.Lease) or Acquire finds it
 	// held by another holder, before it waits: for tests. Default none.
