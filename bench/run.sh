@@ -21,6 +21,9 @@
 #   floor-durable-ctx50 (pairs only) the same, each answered turn also appended
 #                   to a file and fsynced in groups before the answer: the
 #                   least a proxy that keeps conversations durably does
+#   floor-store-ctx50 (pairs only) the same, each answered turn committed to
+#                   Recall's embedded store instead: the least a proxy on
+#                   Recall's store does
 #   recall-nohist   Recall without X-Conversation-ID (a plain proxy call)
 #   recall-sync     Recall with history: 1,000 conversations seeded with 50 turns
 #                   each that grow during the run, default budget, durable writes
@@ -91,7 +94,8 @@
 # (direct, direct-ctx50), nginx (nginx, nginx-ctx50), floor, nohist, sync, relaxed,
 # protocols (the Responses, Messages and Gemini rows), pairs (each of those
 # rows against the chat row, recall-sync against nginx-ctx50, the durable
-# floor against nginx-ctx50 (durable-ctx50), recall-pg-2
+# floor against nginx-ctx50 (durable-ctx50), the floor on Recall's store
+# against nginx-ctx50 (store-ctx50), recall-pg-2
 # against recall-pg, two unshared recall-syncs against one (sync-2), in
 # alternating slices: PAIR_ROWS), pg (recall-pg,
 # recall-pg-2), series (cost against history length), rss, ceiling. Example:
@@ -752,6 +756,32 @@ if pair_wanted durable-ctx50 && [ -n "${NGINX_PID:-}" ]; then
 	rm -f "$WORK/turns.log"
 elif pair_wanted durable-ctx50; then
 	echo "run.sh: no nginx: skipping the pairs' durable-ctx50 row" >&2
+fi
+
+# store-ctx50: nginx-ctx50 against bench/bareproxy keeping the context in
+# memory (-body) and each answered turn in Recall's own embedded store
+# (-store: a durable commit of the turn's two messages, as Recall's after
+# an answer): the least a proxy on Recall's store does. Recall's ctx50
+# ratio over this one's is what its work costs beyond forwarding and the
+# store's commit.
+if pair_wanted store-ctx50 && [ -n "${NGINX_PID:-}" ]; then
+	[ -s "$WORK/ctx.json" ] || "$BIN/load" -print-body -context-turns "$SEED_TURNS" >"$WORK/ctx.json"
+	[ -s "$WORK/ctx-stream.json" ] || "$BIN/load" -print-body -context-turns "$SEED_TURNS" -stream >"$WORK/ctx-stream.json"
+	rm -rf "$WORK/data-floor-store"
+	"${PROXY_CPU[@]}" "$BIN/bareproxy" -listen "127.0.0.1:$BARE_PORT" -upstream "http://127.0.0.1:$UP_PORT" \
+		-body "$WORK/ctx.json" -stream-body "$WORK/ctx-stream.json" -store "$WORK/data-floor-store" 2>>"$WORK/bareproxy.log" &
+	FLOOR_PID=$!
+	PIDS+=("$FLOOR_PID")
+	wait_port "$BARE_PORT"
+	PAIR_BASE=(-url "http://127.0.0.1:$NGINX_PORT$URL" -concurrency "$CONC" -context-turns "$SEED_TURNS")
+	PAIR_ROW=(-url "http://127.0.0.1:$BARE_PORT$URL" -concurrency "$CONC" -conversations 1000)
+	pair_rounds store-ctx50 "$NGINX_PID" "$FLOOR_PID"
+	kill "$FLOOR_PID"
+	wait "$FLOOR_PID" 2>/dev/null || true
+	FLOOR_PID=
+	rm -rf "$WORK/data-floor-store"
+elif pair_wanted store-ctx50; then
+	echo "run.sh: no nginx: skipping the pairs' store-ctx50 row" >&2
 fi
 
 # sync-2: two recall-sync processes, each on a copy of the seeded

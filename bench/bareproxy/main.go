@@ -18,9 +18,14 @@
 // kept conversations durably and did nothing else would: between it and
 // recall-sync, what Recall's own work costs beyond durability.
 //
+// With -store instead of -durable, each turn is committed to Recall's own
+// embedded store (see storeTurns): between it and recall-sync, what
+// Recall's work costs beyond forwarding and its store's commit.
+//
 //	bareproxy -listen 127.0.0.1:8081 -upstream http://127.0.0.1:8080
 //	bareproxy ... -body ctx50.json -stream-body ctx50-stream.json
 //	bareproxy ... -body ctx50.json -durable /tmp/turns.log
+//	bareproxy ... -body ctx50.json -store /tmp/store
 package main
 
 import (
@@ -38,6 +43,7 @@ func main() {
 	bodyFile := flag.String("body", "", "send this file's bytes upstream as every request's body")
 	streamFile := flag.String("stream-body", "", "with -body: this one's instead for a client's body that asks for a stream (\"stream\":true)")
 	durable := flag.String("durable", "", "keep each answered request's turn in this file, fsynced before the answer goes back")
+	storeDir := flag.String("store", "", "keep each answered turn in Recall's embedded store in this directory, durably, before the answer goes back (the conversation is X-Conversation-ID)")
 	flag.Parse()
 	body, streamBody := read(*bodyFile), read(*streamFile)
 	if streamBody == nil {
@@ -50,14 +56,21 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	log.Fatal(fasthttp.ListenAndServe(*listen, handler(&fasthttp.Client{DisablePathNormalizing: true}, *upstream, body, streamBody, turns)))
+	var stored *storeTurns
+	if *storeDir != "" {
+		var err error
+		if stored, err = openStoreTurns(*storeDir); err != nil {
+			log.Fatal(err)
+		}
+	}
+	log.Fatal(fasthttp.ListenAndServe(*listen, handler(&fasthttp.Client{DisablePathNormalizing: true}, *upstream, body, streamBody, turns, stored)))
 }
 
 // handler forwards each request to upstream with client; with body, it
 // sends body (streamBody for a client's body that asks for a stream)
 // instead of the client's; with turns, it answers once the turn is kept
 // there.
-func handler(client *fasthttp.Client, upstream string, body, streamBody []byte, turns *turnLog) fasthttp.RequestHandler {
+func handler(client *fasthttp.Client, upstream string, body, streamBody []byte, turns *turnLog, stored *storeTurns) fasthttp.RequestHandler {
 	return func(rc *fasthttp.RequestCtx) {
 		req := fasthttp.AcquireRequest()
 		defer fasthttp.ReleaseRequest(req)
@@ -78,6 +91,12 @@ func handler(client *fasthttp.Client, upstream string, body, streamBody []byte, 
 		}
 		if turns != nil {
 			if err := turns.keep(rc.PostBody(), resp.Body()); err != nil {
+				rc.Error(err.Error(), fasthttp.StatusInternalServerError)
+				return
+			}
+		}
+		if stored != nil {
+			if err := stored.keep(string(rc.Request.Header.Peek("X-Conversation-ID")), rc.PostBody(), resp.Body()); err != nil {
 				rc.Error(err.Error(), fasthttp.StatusInternalServerError)
 				return
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -9,7 +10,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
+
+	"github.com/recallproxy/recall/history"
 )
 
 // TestBodyFromMemory: with a body, the upstream gets it (the stream one
@@ -33,7 +37,7 @@ func TestBodyFromMemory(t *testing.T) {
 		{[]byte(`{"ctx":1}`), []byte(`{"ctx":1,"stream":true}`), `{"a":1}`, `{"ctx":1}`},
 		{[]byte(`{"ctx":1}`), []byte(`{"ctx":1,"stream":true}`), `{"a":1,"stream":true}`, `{"ctx":1,"stream":true}`},
 	} {
-		proxy := serve(t, handler(client, "http://"+up, c.body, c.stream, nil))
+		proxy := serve(t, handler(client, "http://"+up, c.body, c.stream, nil, nil))
 		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 		req.SetRequestURI("http://" + proxy + "/v1/chat/completions")
 		req.Header.SetMethod("POST")
@@ -77,7 +81,7 @@ func TestDurableTurnsBeforeTheAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := &fasthttp.Client{}
-	proxy := serve(t, handler(client, "http://"+up, nil, nil, turns))
+	proxy := serve(t, handler(client, "http://"+up, nil, nil, turns, nil))
 	const n = 16
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -116,5 +120,56 @@ func TestDurableTurnsBeforeTheAnswer(t *testing.T) {
 		if want := appendTurn(nil, []byte(sent), []byte("answer to "+sent)); bytes.Count(kept, want) != 1 {
 			t.Errorf("the log holds the turn of %s %d times, want once", sent, bytes.Count(kept, want))
 		}
+	}
+}
+
+// TestStoredTurnsBeforeTheAnswer: with a store, every answered request's
+// turn, the client's last message and the answer's, is in its
+// conversation by the time the answer arrives, in order, for two
+// conversations' requests sent at once.
+func TestStoredTurnsBeforeTheAnswer(t *testing.T) {
+	up := serve(t, func(rc *fasthttp.RequestCtx) {
+		said := gjson.GetBytes(rc.PostBody(), "messages.0.content").Str
+		rc.SetBodyString(`{"choices":[{"message":{"role":"assistant","content":"re ` + said + `"}}]}`)
+	})
+	stored, err := openStoreTurns(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stored.s.Close() })
+	client := &fasthttp.Client{}
+	proxy := serve(t, handler(client, "http://"+up, nil, nil, nil, stored))
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for _, conv := range []string{"a", "b"} {
+		wg.Go(func() {
+			for i := range n {
+				req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+				req.SetRequestURI("http://" + proxy + "/v1/chat/completions")
+				req.Header.SetMethod("POST")
+				req.Header.Set("X-Conversation-ID", conv)
+				req.SetBodyString(fmt.Sprintf(`{"messages":[{"role":"user","content":"%s%d"}]}`, conv, i))
+				if err := client.Do(req, resp); err != nil {
+					errs <- err
+					return
+				}
+				var raws []string
+				err := stored.s.Messages(context.Background(), history.Key{Tenant: "default", Conversation: conv}, 0, true,
+					func(m history.Message) bool { raws = append(raws, string(m.Raw)); return true })
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(raws) != 2*(i+1) || raws[2*i+1] != fmt.Sprintf(`{"role":"assistant","content":"re %s%d"}`, conv, i) {
+					errs <- fmt.Errorf("%s: answered request %d with %d messages stored: %q", conv, i, len(raws), raws)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
