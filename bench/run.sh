@@ -24,6 +24,9 @@
 #   floor-store-ctx50 (pairs only) the same, each answered turn committed to
 #                   Recall's embedded store instead: the least a proxy on
 #                   Recall's store does
+#   floor-badger-ctx50 (pairs only) the same, each answered turn written to a
+#                   Badger database of its own in three entries: the least
+#                   a proxy on Badger does
 #   recall-nohist   Recall without X-Conversation-ID (a plain proxy call)
 #   recall-sync     Recall with history: 1,000 conversations seeded with 50 turns
 #                   each that grow during the run, default budget, durable writes
@@ -95,7 +98,8 @@
 # protocols (the Responses, Messages and Gemini rows), pairs (each of those
 # rows against the chat row, recall-sync against nginx-ctx50, the durable
 # floor against nginx-ctx50 (durable-ctx50), the floor on Recall's store
-# against nginx-ctx50 (store-ctx50), recall-pg-2
+# against nginx-ctx50 (store-ctx50), the floor on Badger alone against
+# nginx-ctx50 (badger-ctx50), recall-pg-2
 # against recall-pg, two unshared recall-syncs against one (sync-2), in
 # alternating slices: PAIR_ROWS), pg (recall-pg,
 # recall-pg-2), series (cost against history length), rss, ceiling. Example:
@@ -782,6 +786,29 @@ if pair_wanted store-ctx50 && [ -n "${NGINX_PID:-}" ]; then
 	rm -rf "$WORK/data-floor-store"
 elif pair_wanted store-ctx50; then
 	echo "run.sh: no nginx: skipping the pairs' store-ctx50 row" >&2
+fi
+
+# badger-ctx50: the same with each answered turn written to a Badger
+# database of bareproxy's own (-badger: three entries, Badger's SyncWrites):
+# the least a proxy on Badger does.
+if pair_wanted badger-ctx50 && [ -n "${NGINX_PID:-}" ]; then
+	[ -s "$WORK/ctx.json" ] || "$BIN/load" -print-body -context-turns "$SEED_TURNS" >"$WORK/ctx.json"
+	[ -s "$WORK/ctx-stream.json" ] || "$BIN/load" -print-body -context-turns "$SEED_TURNS" -stream >"$WORK/ctx-stream.json"
+	rm -rf "$WORK/data-floor-badger"
+	"${PROXY_CPU[@]}" "$BIN/bareproxy" -listen "127.0.0.1:$BARE_PORT" -upstream "http://127.0.0.1:$UP_PORT" \
+		-body "$WORK/ctx.json" -stream-body "$WORK/ctx-stream.json" -badger "$WORK/data-floor-badger" 2>>"$WORK/bareproxy.log" &
+	FLOOR_PID=$!
+	PIDS+=("$FLOOR_PID")
+	wait_port "$BARE_PORT"
+	PAIR_BASE=(-url "http://127.0.0.1:$NGINX_PORT$URL" -concurrency "$CONC" -context-turns "$SEED_TURNS")
+	PAIR_ROW=(-url "http://127.0.0.1:$BARE_PORT$URL" -concurrency "$CONC" -conversations 1000)
+	pair_rounds badger-ctx50 "$NGINX_PID" "$FLOOR_PID"
+	kill "$FLOOR_PID"
+	wait "$FLOOR_PID" 2>/dev/null || true
+	FLOOR_PID=
+	rm -rf "$WORK/data-floor-badger"
+elif pair_wanted badger-ctx50; then
+	echo "run.sh: no nginx: skipping the pairs' badger-ctx50 row" >&2
 fi
 
 # sync-2: two recall-sync processes, each on a copy of the seeded

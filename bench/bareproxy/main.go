@@ -21,11 +21,15 @@
 // With -store instead of -durable, each turn is committed to Recall's own
 // embedded store (see storeTurns): between it and recall-sync, what
 // Recall's work costs beyond forwarding and its store's commit.
+// With -badger, each turn is written to a Badger database of bareproxy's
+// own in three entries (see badgerTurns): the least a proxy on Badger
+// does.
 //
 //	bareproxy -listen 127.0.0.1:8081 -upstream http://127.0.0.1:8080
 //	bareproxy ... -body ctx50.json -stream-body ctx50-stream.json
 //	bareproxy ... -body ctx50.json -durable /tmp/turns.log
 //	bareproxy ... -body ctx50.json -store /tmp/store
+//	bareproxy ... -body ctx50.json -badger /tmp/badger
 package main
 
 import (
@@ -44,6 +48,7 @@ func main() {
 	streamFile := flag.String("stream-body", "", "with -body: this one's instead for a client's body that asks for a stream (\"stream\":true)")
 	durable := flag.String("durable", "", "keep each answered request's turn in this file, fsynced before the answer goes back")
 	storeDir := flag.String("store", "", "keep each answered turn in Recall's embedded store in this directory, durably, before the answer goes back (the conversation is X-Conversation-ID)")
+	badgerDir := flag.String("badger", "", "keep each answered turn in a Badger database of its own in this directory, durably, in three entries, before the answer goes back")
 	flag.Parse()
 	body, streamBody := read(*bodyFile), read(*streamFile)
 	if streamBody == nil {
@@ -63,14 +68,21 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	log.Fatal(fasthttp.ListenAndServe(*listen, handler(&fasthttp.Client{DisablePathNormalizing: true}, *upstream, body, streamBody, turns, stored)))
+	var raw *badgerTurns
+	if *badgerDir != "" {
+		var err error
+		if raw, err = openBadgerTurns(*badgerDir); err != nil {
+			log.Fatal(err)
+		}
+	}
+	log.Fatal(fasthttp.ListenAndServe(*listen, handler(&fasthttp.Client{DisablePathNormalizing: true}, *upstream, body, streamBody, turns, stored, raw)))
 }
 
 // handler forwards each request to upstream with client; with body, it
 // sends body (streamBody for a client's body that asks for a stream)
 // instead of the client's; with turns, it answers once the turn is kept
 // there.
-func handler(client *fasthttp.Client, upstream string, body, streamBody []byte, turns *turnLog, stored *storeTurns) fasthttp.RequestHandler {
+func handler(client *fasthttp.Client, upstream string, body, streamBody []byte, turns *turnLog, stored *storeTurns, raw *badgerTurns) fasthttp.RequestHandler {
 	return func(rc *fasthttp.RequestCtx) {
 		req := fasthttp.AcquireRequest()
 		defer fasthttp.ReleaseRequest(req)
@@ -97,6 +109,12 @@ func handler(client *fasthttp.Client, upstream string, body, streamBody []byte, 
 		}
 		if stored != nil {
 			if err := stored.keep(string(rc.Request.Header.Peek("X-Conversation-ID")), rc.PostBody(), resp.Body()); err != nil {
+				rc.Error(err.Error(), fasthttp.StatusInternalServerError)
+				return
+			}
+		}
+		if raw != nil {
+			if err := raw.keep(string(rc.Request.Header.Peek("X-Conversation-ID")), rc.PostBody(), resp.Body()); err != nil {
 				rc.Error(err.Error(), fasthttp.StatusInternalServerError)
 				return
 			}

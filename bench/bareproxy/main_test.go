@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
@@ -37,7 +38,7 @@ func TestBodyFromMemory(t *testing.T) {
 		{[]byte(`{"ctx":1}`), []byte(`{"ctx":1,"stream":true}`), `{"a":1}`, `{"ctx":1}`},
 		{[]byte(`{"ctx":1}`), []byte(`{"ctx":1,"stream":true}`), `{"a":1,"stream":true}`, `{"ctx":1,"stream":true}`},
 	} {
-		proxy := serve(t, handler(client, "http://"+up, c.body, c.stream, nil, nil))
+		proxy := serve(t, handler(client, "http://"+up, c.body, c.stream, nil, nil, nil))
 		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 		req.SetRequestURI("http://" + proxy + "/v1/chat/completions")
 		req.Header.SetMethod("POST")
@@ -81,7 +82,7 @@ func TestDurableTurnsBeforeTheAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := &fasthttp.Client{}
-	proxy := serve(t, handler(client, "http://"+up, nil, nil, turns, nil))
+	proxy := serve(t, handler(client, "http://"+up, nil, nil, turns, nil, nil))
 	const n = 16
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -138,7 +139,7 @@ func TestStoredTurnsBeforeTheAnswer(t *testing.T) {
 	}
 	t.Cleanup(func() { stored.s.Close() })
 	client := &fasthttp.Client{}
-	proxy := serve(t, handler(client, "http://"+up, nil, nil, nil, stored))
+	proxy := serve(t, handler(client, "http://"+up, nil, nil, nil, stored, nil))
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*n)
@@ -171,5 +172,46 @@ func TestStoredTurnsBeforeTheAnswer(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestBadgerTurnsBeforeTheAnswer: with a Badger database of its own,
+// every answered request's turn is in it, at the conversation's next
+// positions, by the time the answer arrives.
+func TestBadgerTurnsBeforeTheAnswer(t *testing.T) {
+	up := serve(t, func(rc *fasthttp.RequestCtx) {
+		said := gjson.GetBytes(rc.PostBody(), "messages.0.content").Str
+		rc.SetBodyString(`{"choices":[{"message":{"role":"assistant","content":"re ` + said + `"}}]}`)
+	})
+	raw, err := openBadgerTurns(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.db.Close() })
+	client := &fasthttp.Client{}
+	proxy := serve(t, handler(client, "http://"+up, nil, nil, nil, nil, raw))
+	for i := range 4 {
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		req.SetRequestURI("http://" + proxy + "/v1/chat/completions")
+		req.Header.SetMethod("POST")
+		req.Header.Set("X-Conversation-ID", "c")
+		req.SetBodyString(fmt.Sprintf(`{"messages":[{"role":"user","content":"q%d"}]}`, i))
+		if err := client.Do(req, resp); err != nil {
+			t.Fatal(err)
+		}
+		err := raw.db.View(func(txn *badger.Txn) error {
+			item, err := txn.Get(messageKey("c", uint64(2*i+2)))
+			if err != nil {
+				return err
+			}
+			v, err := item.ValueCopy(nil)
+			if want := fmt.Sprintf(`{"role":"assistant","content":"re q%d"}`, i); err == nil && string(v) != want {
+				return fmt.Errorf("answer %d stored as %s, want %s", i, v, want)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

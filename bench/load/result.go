@@ -611,6 +611,7 @@ var pairTargets = map[string][2]string{
 	"ctx50":         {"recall-sync", "nginx-ctx50"},
 	"durable-ctx50": {"floor-durable-ctx50", "nginx-ctx50"},
 	"store-ctx50":   {"floor-store-ctx50", "nginx-ctx50"},
+	"badger-ctx50":  {"floor-badger-ctx50", "nginx-ctx50"},
 	"pg-2":          {"recall-pg-2", "recall-pg"},
 	"sync-2":        {"recall-sync-2", "recall-sync"},
 }
