@@ -25,8 +25,8 @@
 #                   Recall's embedded store instead: the least a proxy on
 #                   Recall's store does
 #   floor-badger-ctx50 (pairs only) the same, each answered turn written to a
-#                   Badger database of its own in three entries: the least
-#                   a proxy on Badger does
+#                   Badger database of its own in three entries, with
+#                   Badger's own durable mode (SyncWrites)
 #   recall-nohist   Recall without X-Conversation-ID (a plain proxy call)
 #   recall-sync     Recall with history: 1,000 conversations seeded with 50 turns
 #                   each that grow during the run, default budget, durable writes
@@ -98,7 +98,7 @@
 # protocols (the Responses, Messages and Gemini rows), pairs (each of those
 # rows against the chat row, recall-sync against nginx-ctx50, the durable
 # floor against nginx-ctx50 (durable-ctx50), the floor on Recall's store
-# against nginx-ctx50 (store-ctx50), the floor on Badger alone against
+# against nginx-ctx50 (store-ctx50), Badger's own durable mode against
 # nginx-ctx50 (badger-ctx50), recall-pg-2
 # against recall-pg, two unshared recall-syncs against one (sync-2), in
 # alternating slices: PAIR_ROWS), pg (recall-pg,
@@ -789,8 +789,8 @@ elif pair_wanted store-ctx50; then
 fi
 
 # badger-ctx50: the same with each answered turn written to a Badger
-# database of bareproxy's own (-badger: three entries, Badger's SyncWrites):
-# the least a proxy on Badger does.
+# database of bareproxy's own (-badger: three entries, Badger's own durable
+# mode, SyncWrites): what the store would cost on that mode.
 if pair_wanted badger-ctx50 && [ -n "${NGINX_PID:-}" ]; then
 	[ -s "$WORK/ctx.json" ] || "$BIN/load" -print-body -context-turns "$SEED_TURNS" >"$WORK/ctx.json"
 	[ -s "$WORK/ctx-stream.json" ] || "$BIN/load" -print-body -context-turns "$SEED_TURNS" -stream >"$WORK/ctx-stream.json"

@@ -10,12 +10,14 @@ import (
 )
 
 // badgerTurns keeps each answered turn in a Badger database of its own,
-// durably (Badger's SyncWrites: its writes are batched and each batch
-// fsynced), in the fewest entries a conversation's store could have: the
-// user's message and the answer's, each under the conversation and its
-// position, and the conversation's head (its last position), in one
-// transaction. No listing, search index or metadata beyond that: the
-// least a proxy on Badger does to keep a turn.
+// durably by Badger's own means (SyncWrites: its writer fsyncs each batch
+// of transactions before the next), in the fewest entries a
+// conversation's store could have: the user's message and the answer's,
+// each under the conversation and its position, and the conversation's
+// head (its last position), in one transaction. No listing, search index
+// or metadata beyond that. It is not a floor under Recall's store, which
+// syncs Badger's logs itself (AIO, a group written while the last one
+// syncs): it is what Badger's own durable mode costs.
 type badgerTurns struct {
 	db   *badger.DB
 	mu   sync.Mutex

@@ -21,9 +21,10 @@
 // With -store instead of -durable, each turn is committed to Recall's own
 // embedded store (see storeTurns): between it and recall-sync, what
 // Recall's work costs beyond forwarding and its store's commit.
+//
 // With -badger, each turn is written to a Badger database of bareproxy's
-// own in three entries (see badgerTurns): the least a proxy on Badger
-// does.
+// own in three entries, with Badger's own durable mode (see badgerTurns):
+// what Recall's store would cost on that mode, at fewer entries.
 //
 //	bareproxy -listen 127.0.0.1:8081 -upstream http://127.0.0.1:8080
 //	bareproxy ... -body ctx50.json -stream-body ctx50-stream.json
