@@ -563,7 +563,8 @@ if want direct; then
 	matrix "direct-ctx$SEED_TURNS" "http://127.0.0.1:$UP_PORT$URL" -context-turns "$SEED_TURNS"
 fi
 
-if [ -n "$NGINX" ] && { want nginx || want ceiling || pair_wanted ctx50; }; then
+if [ -n "$NGINX" ] && { want nginx || want ceiling || pair_wanted ctx50 || pair_wanted durable-ctx50 ||
+	pair_wanted store-ctx50 || pair_wanted badger-ctx50; }; then
 	mkdir -p "$WORK/nginx"
 	{
 		nginx_head "$WORK/nginx" "$NGINX_WORKERS"
@@ -736,80 +737,51 @@ elif pair_wanted ctx50; then
 	echo "run.sh: no nginx: skipping the pairs' ctx50 row" >&2
 fi
 
-# durable-ctx50: nginx-ctx50 against bench/bareproxy keeping the context in
-# memory (-body, as floor-ctx50) and each answered turn durably (-durable:
-# appended to a file in the work directory and fsynced in groups before
-# the answer goes back): the least a proxy that keeps conversations
-# durably does, against a client that resends them. Recall's ctx50 ratio
-# over this one's is what its own work costs beyond durability.
-if pair_wanted durable-ctx50 && [ -n "${NGINX_PID:-}" ]; then
+# The floor pairs: nginx-ctx50 against bench/bareproxy keeping the context
+# in memory (-body, as floor-ctx50) and each answered turn before the
+# answer goes back, against a client that resends the context.
+#
+# - durable-ctx50 (-durable): appended to a file in the work directory
+#   and fsynced in groups: the least a proxy that keeps conversations
+#   durably does. Recall's ctx50 ratio over this one's is what its own
+#   work costs beyond durability.
+# - store-ctx50 (-store): committed to Recall's own embedded store (a
+#   durable commit of the turn's two messages, as Recall's after an
+#   answer): the least a proxy on Recall's store does. Recall's ctx50
+#   ratio over this one's is what its work costs beyond forwarding and
+#   the store's commit.
+# - badger-ctx50 (-badger): written to a Badger database of bareproxy's
+#   own in three entries with Badger's own durable mode (SyncWrites): what
+#   the store would cost on that mode.
+#
+# floor_pair ROW FLAG PATH runs ROW with bareproxy FLAG PATH, PATH removed
+# before and after.
+floor_pair() {
+	local row=$1 flag=$2 path=$3
+	pair_wanted "$row" || return 0
+	if [ -z "${NGINX_PID:-}" ]; then
+		echo "run.sh: no nginx: skipping the pairs' $row row" >&2
+		return 0
+	fi
 	[ -s "$WORK/ctx.json" ] || "$BIN/load" -print-body -context-turns "$SEED_TURNS" >"$WORK/ctx.json"
 	[ -s "$WORK/ctx-stream.json" ] || "$BIN/load" -print-body -context-turns "$SEED_TURNS" -stream >"$WORK/ctx-stream.json"
-	rm -f "$WORK/turns.log"
+	rm -rf "$path"
 	"${PROXY_CPU[@]}" "$BIN/bareproxy" -listen "127.0.0.1:$BARE_PORT" -upstream "http://127.0.0.1:$UP_PORT" \
-		-body "$WORK/ctx.json" -stream-body "$WORK/ctx-stream.json" -durable "$WORK/turns.log" 2>>"$WORK/bareproxy.log" &
+		-body "$WORK/ctx.json" -stream-body "$WORK/ctx-stream.json" "$flag" "$path" 2>>"$WORK/bareproxy.log" &
 	FLOOR_PID=$!
 	PIDS+=("$FLOOR_PID")
 	wait_port "$BARE_PORT"
 	PAIR_BASE=(-url "http://127.0.0.1:$NGINX_PORT$URL" -concurrency "$CONC" -context-turns "$SEED_TURNS")
 	PAIR_ROW=(-url "http://127.0.0.1:$BARE_PORT$URL" -concurrency "$CONC" -conversations 1000)
-	pair_rounds durable-ctx50 "$NGINX_PID" "$FLOOR_PID"
+	pair_rounds "$row" "$NGINX_PID" "$FLOOR_PID"
 	kill "$FLOOR_PID"
 	wait "$FLOOR_PID" 2>/dev/null || true
 	FLOOR_PID=
-	rm -f "$WORK/turns.log"
-elif pair_wanted durable-ctx50; then
-	echo "run.sh: no nginx: skipping the pairs' durable-ctx50 row" >&2
-fi
-
-# store-ctx50: nginx-ctx50 against bench/bareproxy keeping the context in
-# memory (-body) and each answered turn in Recall's own embedded store
-# (-store: a durable commit of the turn's two messages, as Recall's after
-# an answer): the least a proxy on Recall's store does. Recall's ctx50
-# ratio over this one's is what its work costs beyond forwarding and the
-# store's commit.
-if pair_wanted store-ctx50 && [ -n "${NGINX_PID:-}" ]; then
-	[ -s "$WORK/ctx.json" ] || "$BIN/load" -print-body -context-turns "$SEED_TURNS" >"$WORK/ctx.json"
-	[ -s "$WORK/ctx-stream.json" ] || "$BIN/load" -print-body -context-turns "$SEED_TURNS" -stream >"$WORK/ctx-stream.json"
-	rm -rf "$WORK/data-floor-store"
-	"${PROXY_CPU[@]}" "$BIN/bareproxy" -listen "127.0.0.1:$BARE_PORT" -upstream "http://127.0.0.1:$UP_PORT" \
-		-body "$WORK/ctx.json" -stream-body "$WORK/ctx-stream.json" -store "$WORK/data-floor-store" 2>>"$WORK/bareproxy.log" &
-	FLOOR_PID=$!
-	PIDS+=("$FLOOR_PID")
-	wait_port "$BARE_PORT"
-	PAIR_BASE=(-url "http://127.0.0.1:$NGINX_PORT$URL" -concurrency "$CONC" -context-turns "$SEED_TURNS")
-	PAIR_ROW=(-url "http://127.0.0.1:$BARE_PORT$URL" -concurrency "$CONC" -conversations 1000)
-	pair_rounds store-ctx50 "$NGINX_PID" "$FLOOR_PID"
-	kill "$FLOOR_PID"
-	wait "$FLOOR_PID" 2>/dev/null || true
-	FLOOR_PID=
-	rm -rf "$WORK/data-floor-store"
-elif pair_wanted store-ctx50; then
-	echo "run.sh: no nginx: skipping the pairs' store-ctx50 row" >&2
-fi
-
-# badger-ctx50: the same with each answered turn written to a Badger
-# database of bareproxy's own (-badger: three entries, Badger's own durable
-# mode, SyncWrites): what the store would cost on that mode.
-if pair_wanted badger-ctx50 && [ -n "${NGINX_PID:-}" ]; then
-	[ -s "$WORK/ctx.json" ] || "$BIN/load" -print-body -context-turns "$SEED_TURNS" >"$WORK/ctx.json"
-	[ -s "$WORK/ctx-stream.json" ] || "$BIN/load" -print-body -context-turns "$SEED_TURNS" -stream >"$WORK/ctx-stream.json"
-	rm -rf "$WORK/data-floor-badger"
-	"${PROXY_CPU[@]}" "$BIN/bareproxy" -listen "127.0.0.1:$BARE_PORT" -upstream "http://127.0.0.1:$UP_PORT" \
-		-body "$WORK/ctx.json" -stream-body "$WORK/ctx-stream.json" -badger "$WORK/data-floor-badger" 2>>"$WORK/bareproxy.log" &
-	FLOOR_PID=$!
-	PIDS+=("$FLOOR_PID")
-	wait_port "$BARE_PORT"
-	PAIR_BASE=(-url "http://127.0.0.1:$NGINX_PORT$URL" -concurrency "$CONC" -context-turns "$SEED_TURNS")
-	PAIR_ROW=(-url "http://127.0.0.1:$BARE_PORT$URL" -concurrency "$CONC" -conversations 1000)
-	pair_rounds badger-ctx50 "$NGINX_PID" "$FLOOR_PID"
-	kill "$FLOOR_PID"
-	wait "$FLOOR_PID" 2>/dev/null || true
-	FLOOR_PID=
-	rm -rf "$WORK/data-floor-badger"
-elif pair_wanted badger-ctx50; then
-	echo "run.sh: no nginx: skipping the pairs' badger-ctx50 row" >&2
-fi
+	rm -rf "$path"
+}
+floor_pair durable-ctx50 -durable "$WORK/turns.log"
+floor_pair store-ctx50 -store "$WORK/data-floor-store"
+floor_pair badger-ctx50 -badger "$WORK/data-floor-badger"
 
 # sync-2: two recall-sync processes, each on a copy of the seeded
 # conversations and sharing nothing, each conversation's requests all to
