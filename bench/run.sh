@@ -101,7 +101,8 @@
 # against nginx-ctx50 (store-ctx50), Badger's own durable mode against
 # nginx-ctx50 (badger-ctx50), recall-pg-2
 # against recall-pg, two unshared recall-syncs against one (sync-2), in
-# alternating slices: PAIR_ROWS), pg (recall-pg,
+# alternating slices: PAIR_ROWS; and, only when PAIR_ROWS names it,
+# two unshared recall-pgs against one, pg-apart), pg (recall-pg,
 # recall-pg-2), series (cost against history length), rss, ceiling. Example:
 # ONLY=sync,pg bench/run.sh -quick.
 #
@@ -693,7 +694,7 @@ pair_rounds() {
 	# made 244-471 req/s): a cold side's first slice would otherwise stand
 	# for its round.
 	local warm=${PAIR_WARMUP:-2s}
-	[ "$name" = pg-2 ] && warm=${PAIR_WARMUP:-6s}
+	[ "$name" = pg-2 ] || [ "$name" = pg-apart ] && warm=${PAIR_WARMUP:-6s}
 	"${LOAD_CPU[@]}" "$BIN/load" -label "pairs-$name/warm-up/base" -duration "$warm" -warmup 0s "${PAIR_BASE[@]}" >/dev/null
 	"${LOAD_CPU[@]}" "$BIN/load" -label "pairs-$name/warm-up/row" -duration "$warm" -warmup 0s "${PAIR_ROW[@]}" >/dev/null
 	for round in $(seq "${PAIR_ROUNDS:-3}"); do
@@ -886,7 +887,7 @@ pg_floor() {
 # server sharing the load generator's core (PG_CPU=proxy: the proxy's
 # core, where recall-sync's store, Badger, runs inside Recall).
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
-if ! want pg && ! pair_wanted pg-2; then
+if ! want pg && ! pair_wanted pg-2 && ! pair_wanted pg-apart; then
 	:
 elif [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ]; then
 	PGDIR=$WORK/pg
@@ -1037,6 +1038,28 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 		PAIR_ROW=(-url "http://127.0.0.1:$RECALL2_PORT$URL,http://127.0.0.1:$RECALL3_PORT$URL" -concurrency "$CONC"
 			-conversations 1000 -seeded "$SEED_TURNS" -cpu "$PG_PID" "${affinity[@]}")
 		pair_rounds pg-2 "$single" "$replica_a,$replica_b"
+		stop_pair "$single" "$replica_a" "$replica_b"
+	fi
+	# pg-apart: recall-pg against two recall-pg processes on the proxy's
+	# core, each on a database of its own and sharing nothing, each
+	# conversation's requests all to one of them (load -affinity): what
+	# splitting recall-pg's core and commits between two processes costs
+	# with no coordination at all, the floor under pg-2's ratio (as sync-2
+	# is recall-sync's).
+	if want pairs && [[ ",${PAIR_ROWS:-}," == *",pg-apart,"* ]]; then
+		for db in apart_pg apart_pga apart_pgb; do
+			pg_seed "$db"
+		done
+		start_recall "$WORK/data-pair-apart" true "postgres://postgres@127.0.0.1:$PG_PORT/apart_pg?sslmode=disable"
+		single=$RECALL_PID
+		RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pair-apart-a" true "postgres://postgres@127.0.0.1:$PG_PORT/apart_pga?sslmode=disable"
+		replica_a=$RECALL_PID
+		RECALL_AT=$RECALL3_PORT start_recall "$WORK/data-pair-apart-b" true "postgres://postgres@127.0.0.1:$PG_PORT/apart_pgb?sslmode=disable"
+		replica_b=$RECALL_PID
+		PAIR_BASE=(-url "http://127.0.0.1:$RECALL_PORT$URL" -concurrency "$CONC" -conversations 1000 -seeded "$SEED_TURNS" -cpu "$PG_PID")
+		PAIR_ROW=(-url "http://127.0.0.1:$RECALL2_PORT$URL,http://127.0.0.1:$RECALL3_PORT$URL" -concurrency "$CONC"
+			-conversations 1000 -seeded "$SEED_TURNS" -cpu "$PG_PID" -affinity)
+		pair_rounds pg-apart "$single" "$replica_a,$replica_b"
 		stop_pair "$single" "$replica_a" "$replica_b"
 	fi
 else

@@ -614,6 +614,7 @@ var pairTargets = map[string][2]string{
 	"badger-ctx50":  {"floor-badger-ctx50", "nginx-ctx50"},
 	"pg-2":          {"recall-pg-2", "recall-pg"},
 	"sync-2":        {"recall-sync-2", "recall-sync"},
+	"pg-apart":      {"recall-pg-apart", "recall-pg"},
 }
 
 // pairsTable writes the pairs group's table: each row against its
