@@ -191,7 +191,7 @@ func BenchmarkChatBridgedPathStream50(b *testing.B) {
 func runPath(b *testing.B, pb pathBench) {
 	for _, wc := range windowCaches {
 		b.Run(wc.name, func(b *testing.B) {
-			srv, reqs := pathRequests(b, pb, 64, wc.adjust...)
+			srv, reqs := pathRequests(b, pb, benchConvs(b), wc.adjust...)
 			serveRoundRobin(b, srv, reqs)
 		})
 	}
