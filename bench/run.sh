@@ -63,7 +63,10 @@
 #                   them (store/pgstore/keep.go)
 #                   AFFINITY=1 runs it as behind a balancer with affinity
 #                   instead: each conversation's requests all to one
-#                   replica (load -affinity), no replica_url, no forwarding
+#                   replica (load -affinity), no replica_url, no forwarding;
+#                   NOFORWARD=1 (the pairs' pg-2 row only) keeps requests
+#                   alternating without replica_url: each replica serves
+#                   all of them under the store's lease
 #                   Both report the PostgreSQL server's CPU a request (its
 #                   processes, over each row's measured part), and after
 #                   them pgbench measures what the commit's one statement
@@ -1029,6 +1032,10 @@ FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" \
 		# AFFINITY=1 as in the recall-pg-2 row: a balancer's affinity.
 		replica=1 affinity=()
 		[ "${AFFINITY:-0}" = 1 ] && replica= affinity=(-affinity)
+		# NOFORWARD=1: requests still alternating, but no replica_url:
+		# each replica serves every request itself under the store's
+		# lease (what forwarding saves).
+		[ "${NOFORWARD:-0}" = 1 ] && replica=
 		REPLICA=$replica RECALL_AT=$RECALL2_PORT start_recall "$WORK/data-pair-pg-2a" true "postgres://postgres@127.0.0.1:$PG_PORT/pair_pg2?sslmode=disable"
 		replica_a=$RECALL_PID
 		REPLICA=$replica RECALL_AT=$RECALL3_PORT start_recall "$WORK/data-pair-pg-2b" true "postgres://postgres@127.0.0.1:$PG_PORT/pair_pg2?sslmode=disable"
